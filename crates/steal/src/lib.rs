@@ -1,0 +1,30 @@
+//! `steal` — the parallel runtime of mfu-rs.
+//!
+//! A job runs as `size()` ranks. Each rank is either an MPI process (feature `mpi`, started by
+//! `mpirun`/`srun`) or a thread of one process (the `local` backend, used by tests and by runs
+//! without a launcher). Algorithms are written once against [`Comm`] and run on both.
+//!
+//! ```
+//! use steal::{local, Comm, ReduceOp};
+//! let sums = local::run(4, |comm: &dyn Comm| {
+//!     let mut v = [comm.rank() as u64 + 1];
+//!     comm.allreduce(&mut v, ReduceOp::Sum);
+//!     v[0]
+//! });
+//! assert_eq!(sums, vec![10; 4]);
+//! ```
+//!
+//! On top of [`Comm`]: [`queue::run`] (distributed work stealing with termination detection),
+//! [`progress`] (periodic progress lines from rank 0) and [`signals`] (SIGINT/SIGTERM as a flag).
+
+pub mod comm;
+pub mod launch;
+pub mod local;
+#[cfg(feature = "mpi")]
+pub mod mpi_comm;
+pub mod progress;
+pub mod queue;
+pub mod signals;
+
+pub use comm::{Comm, CommExt, ReduceOp, Tag};
+pub use launch::{Backend, LaunchError, Launcher};

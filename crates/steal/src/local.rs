@@ -1,0 +1,326 @@
+//! The `local` backend: N ranks as threads of one process, talking over channels.
+//!
+//! It runs every distributed algorithm of mfu-rs at 1..64+ ranks in milliseconds, which is how the
+//! tests exercise them, and it is what a run without a launcher uses (one rank, or `--ranks N`).
+//! With [`Options::jitter_seed`] it also delays message delivery at random (seeded), so races in a
+//! protocol show up in tests rather than at 256 ranks on a cluster.
+
+use crate::comm::{Comm, PendingBarrier, ReduceOp, Tag};
+use crossbeam_channel::{unbounded, Receiver, Sender};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::sync::{Arc, Barrier, Mutex};
+
+/// How a local group behaves.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// When set, `try_recv` pretends at random (seeded per rank) that a message has not arrived
+    /// yet, about half of the time, to shuffle the interleaving of protocols under test.
+    pub jitter_seed: Option<u64>,
+}
+
+struct Shared {
+    size: usize,
+    barrier: Barrier,
+    /// `slots[src * size + dst]`: bytes in transit for the current collective.
+    slots: Mutex<Vec<Vec<u8>>>,
+    /// Non-blocking barrier: (generation, ranks arrived in this generation).
+    ibarrier: Mutex<(u64, usize)>,
+}
+
+type Envelope = (usize, Tag, Vec<u8>);
+
+/// One rank of a local group. Created by [`run`]; not shared between threads.
+pub struct LocalComm {
+    rank: usize,
+    shared: Arc<Shared>,
+    senders: Vec<Sender<Envelope>>,
+    inbox: Receiver<Envelope>,
+    /// Messages received from the channel but not yet asked for (another tag was asked for).
+    stash: RefCell<VecDeque<Envelope>>,
+    jitter: Option<RefCell<SmallRng>>,
+    /// Generation of the last ibarrier this rank entered.
+    ibarrier_gen: Cell<u64>,
+}
+
+/// Run `f` on `size` ranks (threads) and return each rank's result, in rank order.
+pub fn run<R, F>(size: usize, f: F) -> Vec<R>
+where
+    R: Send,
+    F: Fn(&dyn Comm) -> R + Sync,
+{
+    run_with(size, Options::default(), f)
+}
+
+/// [`run`] with [`Options`].
+pub fn run_with<R, F>(size: usize, options: Options, f: F) -> Vec<R>
+where
+    R: Send,
+    F: Fn(&dyn Comm) -> R + Sync,
+{
+    assert!(size >= 1, "a group needs at least one rank");
+    let comms = group(size, &options);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = comms
+            .into_iter()
+            .map(|comm| {
+                let f = &f;
+                std::thread::Builder::new()
+                    .name(format!("rank-{}", comm.rank))
+                    .stack_size(8 << 20)
+                    .spawn_scoped(scope, move || {
+                        let r = f(&comm);
+                        comm.flush_sends();
+                        r
+                    })
+                    .expect("spawn rank thread")
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+/// Build the `size` communicators of one group, to be moved one per thread.
+pub fn group(size: usize, options: &Options) -> Vec<LocalComm> {
+    let shared = Arc::new(Shared {
+        size,
+        barrier: Barrier::new(size),
+        slots: Mutex::new(vec![Vec::new(); size * size]),
+        ibarrier: Mutex::new((0, 0)),
+    });
+    let (senders, receivers): (Vec<_>, Vec<_>) = (0..size).map(|_| unbounded()).unzip();
+    receivers
+        .into_iter()
+        .enumerate()
+        .map(|(rank, inbox)| LocalComm {
+            rank,
+            shared: shared.clone(),
+            senders: senders.clone(),
+            inbox,
+            stash: RefCell::new(VecDeque::new()),
+            jitter: options.jitter_seed.map(|s| {
+                RefCell::new(SmallRng::seed_from_u64(
+                    s ^ (rank as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                ))
+            }),
+            ibarrier_gen: Cell::new(0),
+        })
+        .collect()
+}
+
+impl LocalComm {
+    /// The one primitive behind every local collective: all-to-all of byte vectors.
+    fn exchange(&self, sends: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        let n = self.shared.size;
+        assert_eq!(sends.len(), n, "alltoallv needs one buffer per rank");
+        {
+            let mut slots = self.shared.slots.lock().expect("collective slots");
+            for (dst, bytes) in sends.into_iter().enumerate() {
+                slots[self.rank * n + dst] = bytes;
+            }
+        }
+        self.shared.barrier.wait();
+        let out = {
+            let mut slots = self.shared.slots.lock().expect("collective slots");
+            (0..n)
+                .map(|src| std::mem::take(&mut slots[src * n + self.rank]))
+                .collect()
+        };
+        // Nobody may start the next collective before everyone has read this one.
+        self.shared.barrier.wait();
+        out
+    }
+
+    fn held_back(&self) -> bool {
+        match &self.jitter {
+            Some(rng) => rng.borrow_mut().random_bool(0.5),
+            None => false,
+        }
+    }
+}
+
+struct LocalBarrier<'a> {
+    comm: &'a LocalComm,
+    target: u64,
+}
+
+impl PendingBarrier for LocalBarrier<'_> {
+    fn test(&mut self) -> bool {
+        self.comm.shared.ibarrier.lock().expect("ibarrier").0 >= self.target
+    }
+}
+
+impl Comm for LocalComm {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.shared.size
+    }
+    fn barrier(&self) {
+        self.shared.barrier.wait();
+    }
+    fn ibarrier(&self) -> Box<dyn PendingBarrier + '_> {
+        let mut g = self.shared.ibarrier.lock().expect("ibarrier");
+        // A rank can't enter generation k+1 before generation k completed for it, so the
+        // generation counter identifies this rank's barrier.
+        let target = self.ibarrier_gen.get() + 1;
+        self.ibarrier_gen.set(target);
+        g.1 += 1;
+        if g.1 == self.shared.size {
+            g.0 += 1;
+            g.1 = 0;
+        }
+        Box::new(LocalBarrier { comm: self, target })
+    }
+    fn allreduce(&self, values: &mut [u64], op: ReduceOp) {
+        let all = self.allgatherv(&encode_u64s(values));
+        for (i, v) in values.iter_mut().enumerate() {
+            *v = all
+                .iter()
+                .map(|b| decode_u64(b, i))
+                .reduce(|a, b| op.apply(a, b))
+                .unwrap_or(0);
+        }
+    }
+    fn exscan(&self, values: &mut [u64]) {
+        let all = self.allgatherv(&encode_u64s(values));
+        for (i, v) in values.iter_mut().enumerate() {
+            *v = all[..self.rank]
+                .iter()
+                .fold(0u64, |acc, b| acc.wrapping_add(decode_u64(b, i)));
+        }
+    }
+    fn bcast(&self, root: usize, bytes: &mut Vec<u8>) {
+        let n = self.shared.size;
+        let sends = if self.rank == root {
+            vec![bytes.clone(); n]
+        } else {
+            vec![Vec::new(); n]
+        };
+        let mut got = self.exchange(sends);
+        *bytes = std::mem::take(&mut got[root]);
+    }
+    fn allgatherv(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        self.exchange(vec![mine.to_vec(); self.shared.size])
+    }
+    fn alltoallv(&self, sends: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        self.exchange(sends)
+    }
+    fn send(&self, dest: usize, tag: Tag, bytes: Vec<u8>) {
+        // The receiver lives as long as the group's scope, so a failed send is a logic error.
+        self.senders[dest]
+            .send((self.rank, tag, bytes))
+            .expect("local send: receiver gone");
+    }
+    fn try_recv(&self, tag: Option<Tag>) -> Option<(usize, Tag, Vec<u8>)> {
+        if self.held_back() {
+            return None;
+        }
+        let mut stash = self.stash.borrow_mut();
+        if let Some(pos) = stash.iter().position(|m| tag.is_none_or(|t| t == m.1)) {
+            return stash.remove(pos);
+        }
+        while let Ok(m) = self.inbox.try_recv() {
+            if tag.is_none_or(|t| t == m.1) {
+                return Some(m);
+            }
+            stash.push_back(m);
+        }
+        None
+    }
+    fn flush_sends(&self) {
+        // Channel sends complete immediately.
+    }
+}
+
+fn encode_u64s(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn decode_u64(b: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8-byte element"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comm::CommExt;
+
+    #[test]
+    fn collectives_agree_at_many_sizes() {
+        for n in [1, 2, 3, 5, 16] {
+            let out = run(n, |c| {
+                let r = c.rank() as u64;
+                let mut v = [r, r * 2];
+                c.allreduce(&mut v, ReduceOp::Max);
+                assert_eq!(v, [n as u64 - 1, 2 * (n as u64 - 1)]);
+                let mut m = [r + 3];
+                c.allreduce(&mut m, ReduceOp::Min);
+                assert_eq!(m[0], 3);
+                let (off, tot) = c.offset_and_total(r + 1);
+                assert_eq!(off, r * (r + 1) / 2);
+                assert_eq!(tot, (n * (n + 1) / 2) as u64);
+                let mut b = if c.rank() == n - 1 {
+                    b"root".to_vec()
+                } else {
+                    Vec::new()
+                };
+                c.bcast(n - 1, &mut b);
+                assert_eq!(b, b"root");
+                let all = c.allgatherv(&vec![c.rank() as u8; c.rank()]);
+                for (i, x) in all.iter().enumerate() {
+                    assert_eq!(x, &vec![i as u8; i]);
+                }
+                let sends = (0..n).map(|d| vec![c.rank() as u8, d as u8]).collect();
+                let got = c.alltoallv(sends);
+                for (s, x) in got.iter().enumerate() {
+                    assert_eq!(x, &vec![s as u8, c.rank() as u8]);
+                }
+                assert!(c.any(c.rank() == 0));
+                assert!(!c.all(c.rank() == 0) || n == 1);
+                c.rank()
+            });
+            assert_eq!(out, (0..n).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn point_to_point_with_tags_and_ibarrier() {
+        run_with(
+            4,
+            Options {
+                jitter_seed: Some(7),
+            },
+            |c| {
+                let next = (c.rank() + 1) % c.size();
+                c.send(next, 5, vec![1]);
+                c.send(next, 6, vec![2]);
+                let mut got6 = None;
+                while got6.is_none() {
+                    got6 = c.try_recv(Some(6));
+                }
+                assert_eq!(got6.unwrap().2, vec![2]);
+                let mut got5 = None;
+                while got5.is_none() {
+                    got5 = c.try_recv(None);
+                }
+                let (src, tag, bytes) = got5.unwrap();
+                assert_eq!(
+                    (src, tag, bytes),
+                    ((c.rank() + c.size() - 1) % c.size(), 5, vec![1])
+                );
+                for _ in 0..3 {
+                    let mut b = c.ibarrier();
+                    while !b.test() {
+                        std::thread::yield_now();
+                    }
+                }
+            },
+        );
+    }
+}

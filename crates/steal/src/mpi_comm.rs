@@ -1,0 +1,281 @@
+//! The `mpi` backend: one rank per MPI process, over rsmpi.
+//!
+//! MPI is initialised funneled (only the main thread calls it). Large transfers are cut into
+//! pieces so that no MPI count exceeds `i32::MAX` (the sum of a round's pieces stays below 1 GiB).
+
+use crate::comm::{Comm, PendingBarrier, ReduceOp, Tag};
+use mpi::collective::SystemOperation;
+use mpi::datatype::{Partition, PartitionMut};
+use mpi::environment::Universe;
+use mpi::point_to_point::{Destination, MatchedReceiveVec, Source, Status};
+use mpi::request::Request;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::*;
+use std::cell::RefCell;
+
+/// Bytes moved by all ranks together in one round of a collective, at most.
+const ROUND_BYTES: usize = 1 << 30;
+
+/// A send still in flight, with the buffer it owns (leaked until the request completes).
+struct PendingSend {
+    request: Option<Request<'static, [u8]>>,
+    buffer: *mut [u8],
+}
+
+impl PendingSend {
+    /// True once done; then the buffer has been freed.
+    fn poll(&mut self) -> bool {
+        let Some(req) = self.request.take() else {
+            return true;
+        };
+        match req.test() {
+            Ok(_) => {
+                // SAFETY: the buffer came from Box::leak in `send`, and MPI no longer uses it.
+                drop(unsafe { Box::from_raw(self.buffer) });
+                true
+            }
+            Err(req) => {
+                self.request = Some(req);
+                false
+            }
+        }
+    }
+}
+
+/// One MPI process's rank in `MPI_COMM_WORLD` (a private duplicate of it).
+pub struct MpiComm {
+    // Field order matters: the communicator and the pending sends go before MPI_Finalize.
+    world: SimpleCommunicator,
+    pending: RefCell<Vec<PendingSend>>,
+    _universe: Universe,
+}
+
+impl MpiComm {
+    /// Initialise MPI (funneled). `None` if MPI was already initialised in this process.
+    pub fn init() -> Option<MpiComm> {
+        let (universe, _level) = mpi::initialize_with_threading(mpi::Threading::Funneled)?;
+        let world = universe.world().duplicate();
+        Some(MpiComm {
+            world,
+            pending: RefCell::new(Vec::new()),
+            _universe: universe,
+        })
+    }
+
+    fn op(op: ReduceOp) -> SystemOperation {
+        match op {
+            ReduceOp::Sum => SystemOperation::sum(),
+            ReduceOp::Max => SystemOperation::max(),
+            ReduceOp::Min => SystemOperation::min(),
+            ReduceOp::Or => SystemOperation::bitwise_or(),
+        }
+    }
+
+    fn piece(&self) -> usize {
+        (ROUND_BYTES / self.size()).max(1)
+    }
+}
+
+struct MpiBarrier(Option<Request<'static, ()>>);
+
+impl PendingBarrier for MpiBarrier {
+    fn test(&mut self) -> bool {
+        match self.0.take() {
+            None => true,
+            Some(r) => match r.test() {
+                Ok(_) => true,
+                Err(r) => {
+                    self.0 = Some(r);
+                    false
+                }
+            },
+        }
+    }
+}
+
+impl Drop for MpiBarrier {
+    fn drop(&mut self) {
+        // rsmpi panics on dropping an unfinished request: finish it instead.
+        if let Some(r) = self.0.take() {
+            r.wait();
+        }
+    }
+}
+
+fn to_i32(n: usize) -> i32 {
+    i32::try_from(n).expect("MPI count within i32 (pieces are sized for it)")
+}
+
+fn displacements(counts: &[i32]) -> Vec<i32> {
+    counts
+        .iter()
+        .scan(0i32, |acc, &c| {
+            let d = *acc;
+            *acc += c;
+            Some(d)
+        })
+        .collect()
+}
+
+impl Comm for MpiComm {
+    fn rank(&self) -> usize {
+        self.world.rank() as usize
+    }
+    fn size(&self) -> usize {
+        self.world.size() as usize
+    }
+    fn barrier(&self) {
+        self.world.barrier();
+    }
+    fn ibarrier(&self) -> Box<dyn PendingBarrier + '_> {
+        Box::new(MpiBarrier(Some(self.world.immediate_barrier())))
+    }
+    fn allreduce(&self, values: &mut [u64], op: ReduceOp) {
+        let send = values.to_vec();
+        self.world.all_reduce_into(&send[..], values, Self::op(op));
+    }
+    fn exscan(&self, values: &mut [u64]) {
+        let send = values.to_vec();
+        self.world
+            .exclusive_scan_into(&send[..], values, SystemOperation::sum());
+        if self.rank() == 0 {
+            // MPI leaves rank 0's result undefined.
+            values.iter_mut().for_each(|v| *v = 0);
+        }
+    }
+    fn bcast(&self, root: usize, bytes: &mut Vec<u8>) {
+        let root_proc = self.world.process_at_rank(root as i32);
+        let mut len = bytes.len() as u64;
+        root_proc.broadcast_into(&mut len);
+        bytes.resize(len as usize, 0);
+        for piece in bytes.chunks_mut(ROUND_BYTES) {
+            root_proc.broadcast_into(piece);
+        }
+    }
+    fn allgatherv(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        let n = self.size();
+        let mut lens = vec![0u64; n];
+        self.world
+            .all_gather_into(&(mine.len() as u64), &mut lens[..]);
+        let mut out: Vec<Vec<u8>> = lens
+            .iter()
+            .map(|&l| Vec::with_capacity(l as usize))
+            .collect();
+        let piece = self.piece();
+        let longest = lens.iter().copied().max().unwrap_or(0) as usize;
+        let mut at = 0;
+        loop {
+            let counts: Vec<i32> = lens
+                .iter()
+                .map(|&l| to_i32((l as usize).saturating_sub(at).min(piece)))
+                .collect();
+            let displs = displacements(&counts);
+            let total: usize = counts.iter().map(|&c| c as usize).sum();
+            let mut recv = vec![0u8; total];
+            let send = &mine[at.min(mine.len())..(at + piece).min(mine.len())];
+            {
+                let mut part = PartitionMut::new(&mut recv[..], &counts[..], &displs[..]);
+                self.world.all_gather_varcount_into(send, &mut part);
+            }
+            for (r, o) in out.iter_mut().enumerate() {
+                let d = displs[r] as usize;
+                o.extend_from_slice(&recv[d..d + counts[r] as usize]);
+            }
+            at += piece;
+            if at >= longest {
+                break;
+            }
+        }
+        out
+    }
+    fn alltoallv(&self, sends: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        let n = self.size();
+        assert_eq!(sends.len(), n, "alltoallv needs one buffer per rank");
+        let send_lens: Vec<u64> = sends.iter().map(|s| s.len() as u64).collect();
+        let mut recv_lens = vec![0u64; n];
+        self.world
+            .all_to_all_into(&send_lens[..], &mut recv_lens[..]);
+        let mut longest = [send_lens.iter().copied().max().unwrap_or(0)];
+        self.allreduce(&mut longest, ReduceOp::Max);
+        let mut out: Vec<Vec<u8>> = recv_lens
+            .iter()
+            .map(|&l| Vec::with_capacity(l as usize))
+            .collect();
+        let piece = self.piece();
+        let mut at = 0;
+        loop {
+            let scounts: Vec<i32> = sends
+                .iter()
+                .map(|s| to_i32(s.len().saturating_sub(at).min(piece)))
+                .collect();
+            let rcounts: Vec<i32> = recv_lens
+                .iter()
+                .map(|&l| to_i32((l as usize).saturating_sub(at).min(piece)))
+                .collect();
+            let sdispls = displacements(&scounts);
+            let rdispls = displacements(&rcounts);
+            let mut sendbuf = Vec::with_capacity(scounts.iter().map(|&c| c as usize).sum());
+            for (s, &c) in sends.iter().zip(&scounts) {
+                sendbuf.extend_from_slice(&s[at.min(s.len())..at.min(s.len()) + c as usize]);
+            }
+            let mut recv = vec![0u8; rcounts.iter().map(|&c| c as usize).sum()];
+            {
+                let spart = Partition::new(&sendbuf[..], &scounts[..], &sdispls[..]);
+                let mut rpart = PartitionMut::new(&mut recv[..], &rcounts[..], &rdispls[..]);
+                self.world.all_to_all_varcount_into(&spart, &mut rpart);
+            }
+            for (r, o) in out.iter_mut().enumerate() {
+                let d = rdispls[r] as usize;
+                o.extend_from_slice(&recv[d..d + rcounts[r] as usize]);
+            }
+            at += piece;
+            if at as u64 >= longest[0] {
+                break;
+            }
+        }
+        out
+    }
+    fn send(&self, dest: usize, tag: Tag, bytes: Vec<u8>) {
+        assert!(
+            bytes.len() < i32::MAX as usize,
+            "point-to-point message of {} bytes is too large",
+            bytes.len()
+        );
+        let buffer: &'static mut [u8] = Box::leak(bytes.into_boxed_slice());
+        let ptr: *mut [u8] = buffer;
+        // SAFETY: `ptr` stays valid until the request completes (freed in PendingSend::poll).
+        let shared: &'static [u8] = unsafe { &*ptr };
+        let request = self
+            .world
+            .process_at_rank(dest as i32)
+            .immediate_send_with_tag(mpi::request::StaticScope, shared, tag);
+        let mut pending = self.pending.borrow_mut();
+        pending.retain_mut(|p| !p.poll());
+        pending.push(PendingSend {
+            request: Some(request),
+            buffer: ptr,
+        });
+    }
+    fn try_recv(&self, tag: Option<Tag>) -> Option<(usize, Tag, Vec<u8>)> {
+        self.pending.borrow_mut().retain_mut(|p| !p.poll());
+        let any = self.world.any_process();
+        let probed = match tag {
+            Some(t) => any.immediate_matched_probe_with_tag(t)?,
+            None => any.immediate_matched_probe()?,
+        };
+        let (bytes, status): (Vec<u8>, Status) = probed.matched_receive_vec();
+        Some((status.source_rank() as usize, status.tag(), bytes))
+    }
+    fn flush_sends(&self) {
+        let mut pending = self.pending.borrow_mut();
+        while !pending.is_empty() {
+            pending.retain_mut(|p| !p.poll());
+        }
+    }
+}
+
+impl Drop for MpiComm {
+    fn drop(&mut self) {
+        self.flush_sends();
+    }
+}

@@ -1,0 +1,257 @@
+//! Progress of long collective work: per-rank atomic counters, summed on rank 0.
+//!
+//! Workers bump the counters of a [`Progress`]; while a [`crate::queue::run`] is under way each
+//! rank sends a snapshot to rank 0 every interval (piggy-backed on the queue's polling loop, never
+//! a blocking collective), and rank 0 hands the sum to the progress's reporter. The library only
+//! computes; the binary decides what a user sees (see [`Report::line`]).
+
+use crate::signals;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Sums over all ranks at one moment, handed to the reporter on rank 0.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// Items done.
+    pub items: u64,
+    /// Bytes done.
+    pub bytes: u64,
+    /// Items that failed.
+    pub errors: u64,
+    /// Items expected in all (0 = unknown).
+    pub total_items: u64,
+    /// Bytes expected in all (0 = unknown).
+    pub total_bytes: u64,
+    /// Time since the work started.
+    pub elapsed: Duration,
+}
+
+impl Report {
+    /// A human line such as `Copied 1.2 GiB of 4.0 GiB (30%) in 12 s, 102 MiB/s, ETA 28 s`, or
+    /// `Walked 120345 items in 12 s, 10028 items/s` when no byte total is known.
+    pub fn line(&self, verb: &str) -> String {
+        let secs = self.elapsed.as_secs_f64().max(1e-9);
+        if self.total_bytes > 0 {
+            let rate = self.bytes as f64 / secs;
+            let pct = 100.0 * self.bytes as f64 / self.total_bytes as f64;
+            let eta = if rate > 0.0 {
+                format!(
+                    ", ETA {}",
+                    human_duration((self.total_bytes.saturating_sub(self.bytes)) as f64 / rate)
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "{verb} {} of {} ({pct:.0}%) in {}, {}/s{eta}",
+                human_bytes(self.bytes),
+                human_bytes(self.total_bytes),
+                human_duration(secs),
+                human_bytes(rate as u64)
+            )
+        } else if self.total_items > 0 {
+            let rate = self.items as f64 / secs;
+            let pct = 100.0 * self.items as f64 / self.total_items as f64;
+            let eta = if rate > 0.0 {
+                format!(
+                    ", ETA {}",
+                    human_duration((self.total_items.saturating_sub(self.items)) as f64 / rate)
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "{verb} {} of {} items ({pct:.0}%) in {}, {:.0} items/s{eta}",
+                self.items,
+                self.total_items,
+                human_duration(secs),
+                rate
+            )
+        } else {
+            format!(
+                "{verb} {} items in {}, {:.0} items/s",
+                self.items,
+                human_duration(secs),
+                self.items as f64 / secs
+            )
+        }
+    }
+}
+
+/// `1536` → `1.500 KiB`; binary units, three decimals above bytes.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.3} {}", UNITS[u])
+    }
+}
+
+/// Seconds as `42 s`, `3 min 20 s` or `2 h 5 min`.
+pub fn human_duration(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if secs < 10.0 {
+        format!("{secs:.1} s")
+    } else if s < 120 {
+        format!("{s} s")
+    } else if s < 7200 {
+        format!("{} min {} s", s / 60, s % 60)
+    } else {
+        format!("{} h {} min", s / 3600, (s % 3600) / 60)
+    }
+}
+
+/// The reporter a binary installs: called on rank 0 with the global sums.
+pub type Reporter = Box<dyn Fn(&Report) + Send + Sync>;
+
+/// Per-rank progress counters of one phase of work. Shared by reference with the workers.
+pub struct Progress {
+    /// Items done on this rank.
+    pub items: AtomicU64,
+    /// Bytes done on this rank.
+    pub bytes: AtomicU64,
+    /// Failed items on this rank.
+    pub errors: AtomicU64,
+    /// Expected items over all ranks (0 = unknown); set it before the work starts.
+    pub total_items: AtomicU64,
+    /// Expected bytes over all ranks (0 = unknown).
+    pub total_bytes: AtomicU64,
+    start: Instant,
+    tick: Option<Arc<AtomicU64>>,
+    seen_tick: AtomicU64,
+    reporter: Option<Reporter>,
+}
+
+impl Progress {
+    /// Counters that report every `interval` (none if `interval` is zero or `reporter` is `None`).
+    /// Only rank 0's reporter is ever called.
+    pub fn new(interval: Duration, reporter: Option<Reporter>) -> Progress {
+        let tick = (!interval.is_zero() && reporter.is_some()).then(|| signals::ticker(interval));
+        Progress {
+            items: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            total_items: AtomicU64::new(0),
+            total_bytes: AtomicU64::new(0),
+            start: Instant::now(),
+            tick,
+            seen_tick: AtomicU64::new(0),
+            reporter,
+        }
+    }
+
+    /// Counters that never report.
+    pub fn silent() -> Progress {
+        Progress::new(Duration::ZERO, None)
+    }
+
+    /// Add to the counters (called by workers).
+    pub fn add(&self, items: u64, bytes: u64) {
+        self.items.fetch_add(items, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// True once per elapsed interval (called by the rank's main thread).
+    pub fn due(&self) -> bool {
+        match &self.tick {
+            Some(t) => {
+                let now = t.load(Ordering::Relaxed);
+                self.seen_tick.swap(now, Ordering::Relaxed) != now
+            }
+            None => false,
+        }
+    }
+
+    /// Time since these counters were made.
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    pub(crate) fn snapshot_bytes(&self) -> Vec<u8> {
+        [&self.items, &self.bytes, &self.errors]
+            .iter()
+            .flat_map(|a| a.load(Ordering::Relaxed).to_le_bytes())
+            .collect()
+    }
+}
+
+/// Rank 0's view of every rank's latest counters.
+pub(crate) struct ProgressBoard {
+    latest: Vec<[u64; 3]>,
+    received_remote: u64,
+}
+
+impl ProgressBoard {
+    pub(crate) fn new(size: usize) -> ProgressBoard {
+        ProgressBoard {
+            latest: vec![[0; 3]; size],
+            received_remote: 0,
+        }
+    }
+
+    pub(crate) fn update(&mut self, src: usize, bytes: &[u8]) {
+        if src != 0 {
+            self.received_remote += 1;
+        }
+        for (i, v) in self.latest[src].iter_mut().enumerate() {
+            *v = u64::from_le_bytes(
+                bytes[i * 8..i * 8 + 8]
+                    .try_into()
+                    .expect("progress snapshot"),
+            );
+        }
+    }
+
+    /// Progress messages received from ranks other than 0.
+    pub(crate) fn received_remote(&self) -> u64 {
+        self.received_remote
+    }
+
+    pub(crate) fn report(&self, p: &Progress) {
+        let Some(reporter) = &p.reporter else { return };
+        let sum = |i: usize| self.latest.iter().map(|v| v[i]).sum();
+        reporter(&Report {
+            items: sum(0),
+            bytes: sum(1),
+            errors: sum(2),
+            total_items: p.total_items.load(Ordering::Relaxed),
+            total_bytes: p.total_bytes.load(Ordering::Relaxed),
+            elapsed: p.elapsed(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_have_rate_and_eta() {
+        let r = Report {
+            bytes: 3 << 30,
+            total_bytes: 4 << 30,
+            elapsed: Duration::from_secs(30),
+            ..Report::default()
+        };
+        assert_eq!(
+            r.line("Copied"),
+            "Copied 3.000 GiB of 4.000 GiB (75%) in 30 s, 102.400 MiB/s, ETA 10 s"
+        );
+        let r = Report {
+            items: 500,
+            elapsed: Duration::from_secs(5),
+            ..Report::default()
+        };
+        assert_eq!(r.line("Walked"), "Walked 500 items in 5.0 s, 100 items/s");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_duration(7300.0), "2 h 1 min");
+    }
+}

@@ -1,0 +1,470 @@
+//! Distributed work stealing with termination detection.
+//!
+//! Each rank keeps a deque of work items. Its main thread (the only one that talks to the
+//! [`Comm`]) hands batches to rayon workers, answers steal requests with half of its queued items,
+//! and, when it runs dry, asks a random victim for work. Nothing in the polling loop blocks on a
+//! send (the libcircle deadlock), so a rank always answers its peers.
+//!
+//! Termination is Safra's algorithm (EWD998): each rank counts work messages sent minus received
+//! and turns black when it receives one; a token circulates from rank 0 while ranks are idle and
+//! sums the counts. When the token comes back white with a zero sum to an idle rank 0, no work
+//! exists anywhere and none is in flight. Steal requests and empty replies carry no work and are
+//! not counted; a closing non-blocking barrier ensures each of them has been answered before
+//! [`run`] returns, so no message is left behind for the next phase.
+
+use crate::comm::{Comm, CommExt, ReduceOp, Tag};
+use crate::progress::{Progress, ProgressBoard};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+const TAG_REQUEST: Tag = 101;
+const TAG_WORK: Tag = 102;
+const TAG_NONE: Tag = 103;
+const TAG_TOKEN: Tag = 104;
+const TAG_DONE: Tag = 105;
+const TAG_PROGRESS: Tag = 106;
+
+/// A unit of work that can travel to another rank.
+pub trait WorkItem: Send + Sized + 'static {
+    /// Append this item's bytes to `out`.
+    fn encode(&self, out: &mut Vec<u8>);
+    /// Read one item from the front of `input` and advance it past the item.
+    fn decode(input: &mut &[u8]) -> Self;
+}
+
+impl WorkItem for u64 {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn decode(input: &mut &[u8]) -> Self {
+        let (head, rest) = input.split_at(8);
+        *input = rest;
+        u64::from_le_bytes(head.try_into().expect("8 bytes"))
+    }
+}
+
+impl WorkItem for Vec<u8> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        (self.len() as u64).encode(out);
+        out.extend_from_slice(self);
+    }
+    fn decode(input: &mut &[u8]) -> Self {
+        let n = u64::decode(input) as usize;
+        let (head, rest) = input.split_at(n);
+        *input = rest;
+        head.to_vec()
+    }
+}
+
+/// How [`run`] behaves.
+pub struct Config<'a> {
+    /// Items handed to a worker at once, at most. Small batches keep items stealable.
+    pub max_batch: usize,
+    /// Batches in flight on this rank's workers at once; 0 means twice the rayon pool size.
+    pub max_inflight: usize,
+    /// Seed of the victim choice (combined with the rank).
+    pub seed: u64,
+    /// When set to true (by a signal handler), ranks drop queued items and finish what is in flight.
+    pub stop: Option<&'a AtomicBool>,
+    /// Progress counters of this rank, reported to rank 0 while the queue runs.
+    pub progress: Option<&'a Progress>,
+}
+
+impl Default for Config<'_> {
+    fn default() -> Self {
+        Config {
+            max_batch: 16,
+            max_inflight: 0,
+            seed: 0x5eed,
+            stop: None,
+            progress: None,
+        }
+    }
+}
+
+/// What a [`run`] did, summed over all ranks unless noted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Items processed by this rank.
+    pub processed_here: u64,
+    /// Items processed by all ranks.
+    pub processed: u64,
+    /// Items dropped unprocessed because of a stop request.
+    pub dropped: u64,
+    /// Successful steals (work messages).
+    pub steals: u64,
+    /// True on every rank if any rank was asked to stop.
+    pub interrupted: bool,
+}
+
+struct Token {
+    black: bool,
+    count: i64,
+}
+
+impl Token {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = vec![self.black as u8];
+        v.extend_from_slice(&self.count.to_le_bytes());
+        v
+    }
+    fn decode(b: &[u8]) -> Token {
+        Token {
+            black: b[0] != 0,
+            count: i64::from_le_bytes(b[1..9].try_into().expect("token")),
+        }
+    }
+}
+
+/// Process `initial` (the items this rank starts with) and everything they spawn, on all ranks.
+///
+/// `work(item, spawned)` runs on a rayon worker; it pushes new items onto `spawned`. Every item is
+/// processed exactly once, on some rank. Collective: every rank calls `run`, each with its own
+/// (possibly empty) `initial`.
+pub fn run<T, F>(comm: &dyn Comm, config: &Config, initial: Vec<T>, work: F) -> Outcome
+where
+    T: WorkItem,
+    F: Fn(T, &mut Vec<T>) + Sync,
+{
+    let mut state = Rank {
+        comm,
+        rank: comm.rank(),
+        size: comm.size(),
+        local: initial.into(),
+        inflight: 0,
+        max_inflight: if config.max_inflight == 0 {
+            2 * rayon::current_num_threads()
+        } else {
+            config.max_inflight
+        },
+        max_batch: config.max_batch.max(1),
+        rng: SmallRng::seed_from_u64(
+            config.seed ^ (comm.rank() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        ),
+        outstanding_request: false,
+        work_balance: 0,
+        black: false,
+        token: None,
+        token_round_started: false,
+        done: false,
+        processed: 0,
+        dropped: 0,
+        steals: 0,
+        progress: config.progress,
+        progress_sent: 0,
+        board: (comm.rank() == 0).then(|| ProgressBoard::new(comm.size())),
+        stop: config.stop,
+        stopped: false,
+    };
+    if state.rank == 0 && state.size > 1 {
+        state.token = Some(Token {
+            black: false,
+            count: 0,
+        });
+    }
+    let (done_tx, done_rx) = crossbeam_channel::unbounded::<BatchResult<T>>();
+    let work = &work;
+    rayon::in_place_scope(|scope| {
+        let mut idle_spins: u32 = 0;
+        loop {
+            let mut progressed = state.poll_messages();
+            while let Ok((n, result)) = done_rx.try_recv() {
+                state.finish_batch(n, result);
+                progressed = true;
+            }
+            state.check_stop();
+            while state.inflight < state.max_inflight && !state.local.is_empty() {
+                let take = (state.local.len() / (2 * state.max_inflight)).clamp(1, state.max_batch);
+                // Newest items first: depth-first order keeps the deque short while the
+                // oldest (usually largest) items stay at the front for thieves.
+                let at = state.local.len() - take;
+                let batch: Vec<T> = state.local.drain(at..).collect();
+                state.inflight += 1;
+                let tx = done_tx.clone();
+                scope.spawn(move |_| {
+                    let n = batch.len() as u64;
+                    // A panicking item must not leave the loop waiting for this batch forever:
+                    // the panic travels back and is resumed on the rank's main thread.
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let mut spawned = Vec::new();
+                        for item in batch {
+                            work(item, &mut spawned);
+                        }
+                        spawned
+                    }));
+                    // The receiver outlives the scope; a failed send means the loop is gone.
+                    let _ = tx.send((n, result));
+                });
+                progressed = true;
+            }
+            state.report_progress();
+            if state.is_passive() {
+                if state.size == 1 {
+                    break;
+                }
+                progressed |= state.pass_token();
+                if state.done {
+                    break;
+                }
+                progressed |= state.request_work();
+            }
+            if progressed {
+                idle_spins = 0;
+            } else {
+                idle_spins = idle_spins.saturating_add(1);
+                if state.inflight > 0 {
+                    // Wake as soon as a batch ends, but keep answering peers.
+                    if let Ok((n, result)) = done_rx.recv_timeout(Duration::from_micros(200)) {
+                        state.finish_batch(n, result);
+                    }
+                } else if idle_spins > 16 {
+                    std::thread::sleep(Duration::from_micros((idle_spins as u64 * 10).min(500)));
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    });
+    state.drain();
+    state.outcome()
+}
+
+/// Items a batch processed, and what it spawned (or the panic that stopped it).
+type BatchResult<T> = (u64, std::thread::Result<Vec<T>>);
+
+struct Rank<'a, T> {
+    comm: &'a dyn Comm,
+    rank: usize,
+    size: usize,
+    local: VecDeque<T>,
+    inflight: usize,
+    max_inflight: usize,
+    max_batch: usize,
+    rng: SmallRng,
+    outstanding_request: bool,
+    /// Work messages sent minus received (Safra's counter).
+    work_balance: i64,
+    /// Received work since the token last passed (Safra's colour).
+    black: bool,
+    token: Option<Token>,
+    /// Rank 0 only: a token round is under way.
+    token_round_started: bool,
+    done: bool,
+    processed: u64,
+    dropped: u64,
+    steals: u64,
+    progress: Option<&'a Progress>,
+    progress_sent: u64,
+    board: Option<ProgressBoard>,
+    stop: Option<&'a AtomicBool>,
+    stopped: bool,
+}
+
+impl<T: WorkItem> Rank<'_, T> {
+    fn is_passive(&self) -> bool {
+        self.local.is_empty() && self.inflight == 0
+    }
+
+    fn finish_batch(&mut self, n: u64, result: std::thread::Result<Vec<T>>) {
+        let spawned = result.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        self.inflight -= 1;
+        self.processed += n;
+        if self.stopped {
+            self.dropped += spawned.len() as u64;
+        } else {
+            self.local.extend(spawned);
+        }
+    }
+
+    fn check_stop(&mut self) {
+        if !self.stopped && self.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            self.stopped = true;
+            self.dropped += self.local.len() as u64;
+            self.local.clear();
+        }
+    }
+
+    /// Handle every message that has arrived. Returns true if any did.
+    fn poll_messages(&mut self) -> bool {
+        let mut any = false;
+        while let Some((src, tag, bytes)) = self.comm.try_recv(None) {
+            any = true;
+            self.handle(src, tag, bytes);
+        }
+        any
+    }
+
+    fn handle(&mut self, src: usize, tag: Tag, bytes: Vec<u8>) {
+        match tag {
+            TAG_REQUEST => {
+                let give = if self.done { 0 } else { self.local.len() / 2 };
+                if give == 0 {
+                    self.comm.send(src, TAG_NONE, Vec::new());
+                } else {
+                    let mut out = Vec::new();
+                    (give as u64).encode(&mut out);
+                    for item in self.local.drain(..give) {
+                        item.encode(&mut out);
+                    }
+                    self.work_balance += 1;
+                    self.comm.send(src, TAG_WORK, out);
+                }
+            }
+            TAG_WORK => {
+                self.outstanding_request = false;
+                self.work_balance -= 1;
+                self.black = true;
+                self.steals += 1;
+                assert!(!self.done, "work arrived after termination was detected");
+                let mut input = &bytes[..];
+                let n = u64::decode(&mut input);
+                for _ in 0..n {
+                    let item = T::decode(&mut input);
+                    if self.stopped {
+                        self.dropped += 1;
+                    } else {
+                        self.local.push_back(item);
+                    }
+                }
+            }
+            TAG_NONE => self.outstanding_request = false,
+            TAG_TOKEN => self.token = Some(Token::decode(&bytes)),
+            TAG_DONE => self.done = true,
+            TAG_PROGRESS => {
+                if let Some(board) = &mut self.board {
+                    board.update(src, &bytes);
+                }
+            }
+            other => panic!("work queue: unexpected message tag {other} from rank {src}"),
+        }
+    }
+
+    fn request_work(&mut self) -> bool {
+        if self.outstanding_request || self.done || self.stopped {
+            return false;
+        }
+        let mut victim = self.rng.random_range(0..self.size - 1);
+        if victim >= self.rank {
+            victim += 1;
+        }
+        self.comm.send(victim, TAG_REQUEST, Vec::new());
+        self.outstanding_request = true;
+        true
+    }
+
+    /// Safra's token step, called while this rank is passive. Returns true if anything moved.
+    fn pass_token(&mut self) -> bool {
+        let Some(token) = self.token.take() else {
+            return false;
+        };
+        let next = (self.rank + 1) % self.size;
+        if self.rank == 0 {
+            if self.token_round_started {
+                let total = token.count + self.work_balance;
+                if !token.black && !self.black && total == 0 {
+                    self.done = true;
+                    for r in 1..self.size {
+                        self.comm.send(r, TAG_DONE, Vec::new());
+                    }
+                    return true;
+                }
+            }
+            self.token_round_started = true;
+            self.black = false;
+            self.comm.send(
+                next,
+                TAG_TOKEN,
+                Token {
+                    black: false,
+                    count: 0,
+                }
+                .encode(),
+            );
+        } else {
+            let out = Token {
+                black: token.black || self.black,
+                count: token.count + self.work_balance,
+            };
+            self.black = false;
+            self.comm.send(next, TAG_TOKEN, out.encode());
+        }
+        true
+    }
+
+    fn report_progress(&mut self) {
+        let Some(p) = self.progress else { return };
+        if !p.due() {
+            return;
+        }
+        let snap = p.snapshot_bytes();
+        match &mut self.board {
+            Some(board) => {
+                board.update(0, &snap);
+                board.report(p);
+            }
+            None => {
+                self.comm.send(0, TAG_PROGRESS, snap);
+                self.progress_sent += 1;
+            }
+        }
+    }
+
+    /// After termination: answer every steal request still coming until all ranks have their
+    /// replies, then collect the last progress messages on rank 0.
+    fn drain(&mut self) {
+        if self.size == 1 {
+            return;
+        }
+        while self.outstanding_request {
+            if !self.poll_messages() {
+                std::thread::yield_now();
+            }
+        }
+        {
+            let comm = self.comm;
+            let mut barrier = comm.ibarrier();
+            while !barrier.test() {
+                if !self.poll_messages() {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+        }
+        let sent = self.comm.allgather_u64(self.progress_sent);
+        if self.rank == 0 {
+            let received = self.board.as_ref().map_or(0, |b| b.received_remote());
+            let mut missing: u64 = sent.iter().sum::<u64>() - received;
+            while missing > 0 {
+                match self.comm.try_recv(Some(TAG_PROGRESS)) {
+                    Some((src, _, bytes)) => {
+                        if let Some(board) = &mut self.board {
+                            board.update(src, &bytes);
+                        }
+                        missing -= 1;
+                    }
+                    None => std::thread::yield_now(),
+                }
+            }
+        }
+        self.comm.flush_sends();
+    }
+
+    fn outcome(&self) -> Outcome {
+        let mut v = [
+            self.processed,
+            self.dropped,
+            self.steals,
+            self.stopped as u64,
+        ];
+        self.comm.allreduce(&mut v[..3], ReduceOp::Sum);
+        let interrupted = self.comm.any(v[3] != 0);
+        Outcome {
+            processed_here: self.processed,
+            processed: v[0],
+            dropped: v[1],
+            steals: v[2],
+            interrupted,
+        }
+    }
+}
