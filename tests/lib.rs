@@ -1,1 +1,116 @@
+//! Harness of the end-to-end tests: find the binaries, build the vector trees, run under mpirun.
+//!
+//! The binaries are built by `cargo xtask test` and named by `MFU_RS_BIN` / `MFU_RS_NOMPI_BIN`;
+//! without those variables, `target/debug/mfu-rs` is used. A missing binary fails the test with
+//! instructions: nothing is skipped silently.
 
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is in the workspace")
+        .to_path_buf()
+}
+
+/// `../shared` beside the workspace: docs, vectors, tools.
+pub fn shared() -> PathBuf {
+    let p = root().join("../shared");
+    assert!(
+        p.join("vectors").is_dir(),
+        "{} is missing: the interop vectors live there",
+        p.display()
+    );
+    p
+}
+
+/// A vector file, e.g. `vector("tree.mfu")`.
+pub fn vector(name: &str) -> PathBuf {
+    shared().join("vectors").join(name)
+}
+
+fn binary(var: &str, default: PathBuf) -> PathBuf {
+    let p = std::env::var_os(var).map(PathBuf::from).unwrap_or(default);
+    assert!(
+        p.is_file(),
+        "{} not found: build it (`cargo build -p mfu-rs`) or run the suite with `cargo xtask test` (sets {var})",
+        p.display()
+    );
+    p
+}
+
+/// The mfu-rs binary built with MPI.
+pub fn bin() -> PathBuf {
+    binary("MFU_RS_BIN", root().join("target/debug/mfu-rs"))
+}
+
+/// The mfu-rs binary built without MPI.
+pub fn nompi_bin() -> PathBuf {
+    binary("MFU_RS_NOMPI_BIN", root().join("target/nompi/debug/mfu-rs"))
+}
+
+/// Remove launcher variables inherited from an outer job (so a test decides how it is launched).
+pub fn clean_env(cmd: &mut Command) -> &mut Command {
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().to_string();
+        if k.starts_with("OMPI_COMM_WORLD")
+            || k.starts_with("PMI")
+            || k.starts_with("SLURM_")
+            || k == "MFU_RANKS"
+        {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
+/// `mfu-rs ARGS` as one process.
+pub fn mfu(args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    clean_env(&mut cmd).args(args);
+    cmd
+}
+
+/// `mpirun -np N PROGRAM ARGS`, allowed to run as root and oversubscribed (2 cores here).
+pub fn mpirun(np: usize, program: &Path) -> Command {
+    let mut cmd = Command::new("mpirun");
+    clean_env(&mut cmd)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .args(["-np", &np.to_string()])
+        .arg(program);
+    cmd
+}
+
+/// Run and return the output, failing with stdout/stderr shown when the status differs from `code`.
+pub fn expect_status(cmd: &mut Command, code: i32) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{cmd:?}\n--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Build the tree a vector describes with `make_vector_tree.py` and return its manifest.
+pub fn make_vector_tree(dir: &Path, seed: u32, ascii: bool) -> serde_json::Value {
+    let mut cmd = Command::new("python3");
+    cmd.arg(shared().join("tools/make_vector_tree.py"))
+        .arg(dir)
+        .arg(seed.to_string());
+    if ascii {
+        cmd.arg("--ascii");
+    }
+    let out = expect_status(&mut cmd, 0);
+    serde_json::from_slice(&out.stdout).expect("manifest JSON")
+}

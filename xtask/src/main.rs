@@ -1,1 +1,150 @@
-fn main() {}
+//! `cargo xtask`: everything a developer or CI repeats.
+//!
+//! - `cargo xtask setup` — install what the build needs (Open MPI, libclang) when missing.
+//! - `cargo xtask demo`  — setup, build, and run a real job: `mpirun -np 2 mfu-rs walk` on a tree.
+//! - `cargo xtask test`  — setup, then the whole suite: unit, interop vectors, mpirun -np 1..4,
+//!   and the build without MPI.
+//! - `cargo xtask bench` — whole-tool comparisons against the classic tools (see `bench.rs`).
+
+mod bench;
+mod setup;
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("setup") => setup::ensure(),
+        Some("demo") => demo(),
+        Some("test") => test(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
+        _ => {
+            eprintln!("usage: cargo xtask setup|demo|test|bench\n\n  setup  install Open MPI and libclang if missing\n  demo   setup, build, run `mpirun -np 2 mfu-rs walk` on a generated tree\n  test   setup, run every test (unit, vectors, mpirun), build without MPI\n  bench  compare mfu-rs with find/cp/rsync/tar/rm (release build)");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = result {
+        eprintln!("xtask: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+/// The workspace root (xtask's parent directory).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+/// Run a command, failing with its command line when it fails.
+pub fn run(cmd: &mut Command) -> Result<()> {
+    let line = format!("{cmd:?}");
+    eprintln!("+ {line}");
+    let status = cmd.status().with_context(|| format!("start {line}"))?;
+    if !status.success() {
+        bail!("{line} failed with {status}");
+    }
+    Ok(())
+}
+
+/// Environment that lets Open MPI run here: as root, and more ranks than cores.
+pub fn mpi_env(cmd: &mut Command) -> &mut Command {
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        // Loopback only: no network interfaces to probe, no warnings about them.
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+fn demo() -> Result<()> {
+    setup::ensure()?;
+    let root = root();
+    run(cargo()
+        .current_dir(&root)
+        .args(["build", "--release", "-p", "mfu-rs"]))?;
+    let bin = root.join("target/release/mfu-rs");
+    let dir = std::env::temp_dir().join("mfu-rs-demo");
+    let _ = std::fs::remove_dir_all(&dir);
+    let tree = dir.join("tree");
+    let script = root.join("../shared/tools/make_vector_tree.py");
+    if script.exists() {
+        run(Command::new("python3")
+            .arg(&script)
+            .arg(&tree)
+            .arg("1")
+            .stdout(std::process::Stdio::null()))?;
+    } else {
+        for d in 0..20 {
+            let sub = tree.join(format!("d{d}"));
+            std::fs::create_dir_all(&sub)?;
+            for f in 0..50 {
+                std::fs::write(sub.join(format!("f{f}")), vec![b'x'; f * 100])?;
+            }
+        }
+    }
+    let list = dir.join("tree.mfu");
+    run(mpi_env(&mut Command::new("mpirun"))
+        .args(["-np", "2"])
+        .arg(&bin)
+        .args(["walk", "--sort", "name", "-o"])
+        .arg(&list)
+        .arg(&tree))?;
+    run(Command::new(&bin).args(["walk", "-p", "-i"]).arg(&list))?;
+    eprintln!(
+        "demo: walked {} with 2 MPI ranks and saved the list to {}",
+        tree.display(),
+        list.display()
+    );
+    Ok(())
+}
+
+fn test(extra: &[String]) -> Result<()> {
+    setup::ensure()?;
+    let root = root();
+    // The end-to-end tests run the real binaries: build them first (with and without MPI).
+    run(cargo()
+        .current_dir(&root)
+        .args(["build", "-p", "mfu-rs", "--bins"]))?;
+    let nompi_dir = root.join("target/nompi");
+    run(cargo()
+        .current_dir(&root)
+        .args([
+            "build",
+            "-p",
+            "mfu-rs",
+            "--bins",
+            "--no-default-features",
+            "--target-dir",
+        ])
+        .arg(&nompi_dir))?;
+    let mut cmd = cargo();
+    mpi_env(&mut cmd)
+        .current_dir(&root)
+        .args(["test", "--workspace"])
+        .args(extra)
+        .env("MFU_RS_BIN", root.join("target/debug/mfu-rs"))
+        .env("MFU_RS_NOMPI_BIN", nompi_dir.join("debug/mfu-rs"));
+    run(&mut cmd)?;
+    // The runtime and the walk must also pass their own tests without MPI.
+    run(cargo()
+        .current_dir(&root)
+        .args([
+            "test",
+            "-p",
+            "steal",
+            "-p",
+            "flist",
+            "--no-default-features",
+            "--target-dir",
+        ])
+        .arg(&nompi_dir))?;
+    Ok(())
+}

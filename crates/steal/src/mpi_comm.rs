@@ -102,6 +102,15 @@ impl Drop for MpiBarrier {
     }
 }
 
+/// A zeroed buffer of `len` bytes that owns a real allocation even when empty: Open MPI rejects
+/// a collective whose send and receive buffers are the same address, which two empty `Vec`s
+/// (both dangling at the same address) would be.
+fn real_buffer(len: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(len.max(1));
+    v.resize(len, 0);
+    v
+}
+
 fn to_i32(n: usize) -> i32 {
     i32::try_from(n).expect("MPI count within i32 (pieces are sized for it)")
 }
@@ -171,8 +180,10 @@ impl Comm for MpiComm {
                 .collect();
             let displs = displacements(&counts);
             let total: usize = counts.iter().map(|&c| c as usize).sum();
-            let mut recv = vec![0u8; total];
-            let send = &mine[at.min(mine.len())..(at + piece).min(mine.len())];
+            let mut recv = real_buffer(total);
+            let mut send = real_buffer(0);
+            send.extend_from_slice(&mine[at.min(mine.len())..(at + piece).min(mine.len())]);
+            let send = &send[..];
             {
                 let mut part = PartitionMut::new(&mut recv[..], &counts[..], &displs[..]);
                 self.world.all_gather_varcount_into(send, &mut part);
@@ -214,11 +225,11 @@ impl Comm for MpiComm {
                 .collect();
             let sdispls = displacements(&scounts);
             let rdispls = displacements(&rcounts);
-            let mut sendbuf = Vec::with_capacity(scounts.iter().map(|&c| c as usize).sum());
+            let mut sendbuf = real_buffer(0);
             for (s, &c) in sends.iter().zip(&scounts) {
                 sendbuf.extend_from_slice(&s[at.min(s.len())..at.min(s.len()) + c as usize]);
             }
-            let mut recv = vec![0u8; rcounts.iter().map(|&c| c as usize).sum()];
+            let mut recv = real_buffer(rcounts.iter().map(|&c| c as usize).sum());
             {
                 let spart = Partition::new(&sendbuf[..], &scounts[..], &sdispls[..]);
                 let mut rpart = PartitionMut::new(&mut recv[..], &rcounts[..], &rdispls[..]);

@@ -1,1 +1,18 @@
+//! The tools of mfu-rs, each a library function taking typed options and a [`steal::Comm`], and
+//! the multi-call command line that drives them.
+//!
+//! ```no_run
+//! // What `mfu-rs walk -o list.mfu /data` does, from Rust:
+//! let code = mfu::main_with_args(["mfu-rs", "walk", "-o", "list.mfu", "/data"].map(Into::into).to_vec());
+//! assert_eq!(code, 0);
+//! ```
 
+pub mod cli;
+pub mod dispatch;
+pub mod output;
+pub mod size;
+pub mod status;
+pub mod walk;
+
+pub use dispatch::main_with_args;
+pub use status::Status;

@@ -1,0 +1,164 @@
+//! Moving records between ranks: even counts ([`spread`]), to a chosen rank ([`remap`]), and
+//! split by depth ([`by_depth`]).
+//!
+//! Records travel in the encoding of [`FileList::encode_record`] through one `alltoallv`.
+//! The id tables of the result are those of the calling rank's input list.
+
+use crate::path;
+use crate::record::{Entry, FileList};
+use steal::{Comm, CommExt, ReduceOp};
+
+/// Global index of the first record rank `rank` holds once `total` records are spread evenly
+/// over `size` ranks (the first `total % size` ranks hold one more).
+pub fn even_start(total: u64, size: usize, rank: usize) -> u64 {
+    let (n, r) = (size as u64, rank as u64);
+    let base = total / n;
+    let extra = total % n;
+    r * base + r.min(extra)
+}
+
+/// The rank that holds global index `index` once `total` records are spread evenly over `size`
+/// ranks (inverse of [`even_start`]). `index < total`.
+fn even_owner(total: u64, size: usize, index: u64) -> usize {
+    let n = size as u64;
+    let base = total / n;
+    let extra = total % n;
+    let big = (base + 1) * extra; // records held by the ranks with one more
+    if index < big {
+        (index / (base + 1)) as usize
+    } else {
+        (extra + (index - big) / base) as usize
+    }
+}
+
+/// Rebalance the records so that every rank holds `total / size` records, the first
+/// `total % size` ranks one more, keeping the global order (rank order, then local order):
+/// concatenating the ranks' results gives the same sequence as before. Collective.
+///
+/// Records that stay on their rank are not encoded; with one rank the list is returned as is.
+pub fn spread(comm: &dyn Comm, list: FileList) -> FileList {
+    let size = comm.size();
+    if size == 1 {
+        return list;
+    }
+    let (offset, total) = comm.offset_and_total(list.len() as u64);
+    let me = comm.rank();
+    let mut sends = vec![Vec::new(); size];
+    // Local index range that stays on this rank.
+    let mut keep = 0..0;
+    let end = offset + list.len() as u64;
+    let mut g = offset;
+    while g < end {
+        let dest = even_owner(total, size, g);
+        let stop = even_start(total, size, dest + 1).min(end);
+        let (lo, hi) = ((g - offset) as usize, (stop - offset) as usize);
+        if dest == me {
+            keep = lo..hi;
+        } else {
+            let buf = &mut sends[dest];
+            for i in lo..hi {
+                list.encode_record(i, buf);
+            }
+        }
+        g = stop;
+    }
+    let got = comm.alltoallv(sends);
+    let mut out = list.empty_like();
+    for (src, bytes) in got.iter().enumerate() {
+        if src == me {
+            for i in keep.clone() {
+                out.push_from(&list, i);
+            }
+        } else {
+            out.decode_records(bytes);
+        }
+    }
+    out
+}
+
+/// Send every record to the rank `dest` returns for it (`0..size`). On the receiving rank the
+/// records of source rank 0 come first, then those of rank 1, ...; the records of one source
+/// keep their order. Collective.
+///
+/// # Panics
+/// When `dest` returns a rank `>= comm.size()`.
+pub fn remap(comm: &dyn Comm, list: FileList, dest: impl Fn(Entry<'_>) -> usize) -> FileList {
+    let size = comm.size();
+    let mut sends = vec![Vec::new(); size];
+    for i in 0..list.len() {
+        let d = dest(list.entry(i));
+        assert!(d < size, "remap: destination rank {d} out of 0..{size}");
+        list.encode_record(i, &mut sends[d]);
+    }
+    let got = comm.alltoallv(sends);
+    let mut out = list.empty_like();
+    for bytes in &got {
+        out.decode_records(bytes);
+    }
+    out
+}
+
+/// Split this rank's records by path depth ([`path::depth`]): element `k` holds the local
+/// records of depth `min + k`, where `min` is the smallest depth on any rank. Every rank returns
+/// the same number of levels (`max - min + 1` over all ranks; none when no rank has a record),
+/// so ranks can walk the levels together: top-down (mkdir) or bottom-up (rmdir, directory
+/// metadata). Records keep their local order within a level. Collective: one all-reduce.
+pub fn by_depth(comm: &dyn Comm, list: &FileList) -> Vec<FileList> {
+    let depths: Vec<usize> = list.iter().map(|e| path::depth(e.path)).collect();
+    // One Max reduction for both ends: [max depth + 1 (0 = no record), u64::MAX - min depth].
+    let mut v = [0u64, 0u64];
+    if let (Some(lo), Some(hi)) = (depths.iter().min(), depths.iter().max()) {
+        v = [*hi as u64 + 1, u64::MAX - *lo as u64];
+    }
+    comm.allreduce(&mut v, ReduceOp::Max);
+    if v[0] == 0 {
+        return Vec::new();
+    }
+    let (lo, hi) = ((u64::MAX - v[1]) as usize, (v[0] - 1) as usize);
+    let mut levels: Vec<FileList> = (lo..=hi).map(|_| list.empty_like()).collect();
+    for (i, d) in depths.iter().enumerate() {
+        levels[d - lo].push_from(list, i);
+    }
+    levels
+}
+
+/// FNV-1a, 64 bits (offset basis `0xcbf29ce484222325`, prime `0x100000001b3`) of `bytes`.
+///
+/// Fixed forever and independent of the platform, the process and the run, so every rank (and
+/// every tool run) maps a relative path to the same rank: `remap(comm, list, |e|
+/// (hash_path(rel(e.path)) % size as u64) as usize)` brings the source and destination entries
+/// of one path together.
+pub fn hash_path(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn even_owner_inverts_even_start() {
+        for total in [0u64, 1, 5, 17, 100] {
+            for size in 1..9 {
+                for r in 0..size {
+                    for g in even_start(total, size, r)..even_start(total, size, r + 1) {
+                        assert_eq!(even_owner(total, size, g), r, "total {total} size {size}");
+                    }
+                }
+                assert_eq!(even_start(total, size, size), total);
+            }
+        }
+    }
+
+    #[test]
+    fn fnv1a_reference_values() {
+        assert_eq!(hash_path(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(hash_path(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(hash_path(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+}

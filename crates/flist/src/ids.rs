@@ -1,0 +1,131 @@
+//! User and group tables: names for numeric ids, as v4 lists carry them.
+
+use std::ffi::CStr;
+use std::sync::Mutex;
+
+/// getpwent/getgrent keep one cursor per process: thread ranks must take turns.
+static NSS_LOCK: Mutex<()> = Mutex::new(());
+
+/// `(name, id)` pairs in the order of their source (the passwd/group database or a list file).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IdTable {
+    /// The entries, in source order (v4 files are written in this order).
+    pub entries: Vec<(Vec<u8>, u64)>,
+}
+
+impl IdTable {
+    /// The name of `id`, if the table has it.
+    pub fn name_of(&self, id: u64) -> Option<&[u8]> {
+        self.entries
+            .iter()
+            .find(|(_, i)| *i == id)
+            .map(|(n, _)| n.as_slice())
+    }
+
+    /// The id named `name`, if the table has it.
+    pub fn id_of(&self, name: &[u8]) -> Option<u64> {
+        self.entries
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, i)| *i)
+    }
+
+    /// Append a self-delimiting encoding (for broadcasting a table to other ranks).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
+        for (name, id) in &self.entries {
+            out.extend_from_slice(&(name.len() as u64).to_le_bytes());
+            out.extend_from_slice(name);
+            out.extend_from_slice(&id.to_le_bytes());
+        }
+    }
+
+    /// Read a table written by [`IdTable::encode`] from the front of `input`, advancing it.
+    pub fn decode(input: &mut &[u8]) -> IdTable {
+        fn take<'a>(input: &mut &'a [u8], n: usize) -> &'a [u8] {
+            let (head, rest) = input.split_at(n);
+            *input = rest;
+            head
+        }
+        let u64_of = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+        let n = u64_of(take(input, 8));
+        let entries = (0..n)
+            .map(|_| {
+                let len = u64_of(take(input, 8)) as usize;
+                let name = take(input, len).to_vec();
+                (name, u64_of(take(input, 8)))
+            })
+            .collect();
+        IdTable { entries }
+    }
+
+    /// Every user of this machine's passwd database (through NSS), as mpiFileUtils writes them.
+    /// Calls from several threads take turns (the libc cursor is process-wide).
+    pub fn system_users() -> IdTable {
+        let _guard = NSS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = Vec::new();
+        // SAFETY: setpwent/getpwent/endpwent are called in sequence on one thread; each record
+        // is copied out before the next call.
+        unsafe {
+            libc::setpwent();
+            loop {
+                let p = libc::getpwent();
+                if p.is_null() {
+                    break;
+                }
+                entries.push((
+                    CStr::from_ptr((*p).pw_name).to_bytes().to_vec(),
+                    (*p).pw_uid as u64,
+                ));
+            }
+            libc::endpwent();
+        }
+        IdTable { entries }
+    }
+
+    /// Every group of this machine's group database.
+    pub fn system_groups() -> IdTable {
+        let _guard = NSS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = Vec::new();
+        // SAFETY: as in `system_users`.
+        unsafe {
+            libc::setgrent();
+            loop {
+                let g = libc::getgrent();
+                if g.is_null() {
+                    break;
+                }
+                entries.push((
+                    CStr::from_ptr((*g).gr_name).to_bytes().to_vec(),
+                    (*g).gr_gid as u64,
+                ));
+            }
+            libc::endgrent();
+        }
+        IdTable { entries }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_round_trip() {
+        let t = IdTable {
+            entries: vec![(b"a\xff".to_vec(), 7), (Vec::new(), 0)],
+        };
+        let mut b = Vec::new();
+        t.encode(&mut b);
+        b.push(9);
+        let mut input = &b[..];
+        assert_eq!(IdTable::decode(&mut input), t);
+        assert_eq!(input, &[9]);
+    }
+
+    #[test]
+    fn system_tables_know_root() {
+        assert_eq!(IdTable::system_users().name_of(0), Some(&b"root"[..]));
+        assert_eq!(IdTable::system_groups().id_of(b"root"), Some(0));
+    }
+}

@@ -1,0 +1,379 @@
+//! Read and write the list files of mpiFileUtils, in parallel (`docs/formats.md` §1–3).
+//!
+//! - **cache v4** (the stat list): read, and written byte-identically to mpiFileUtils;
+//! - **cache v3** (mpiFileUtils ≤ 0.8): read only, big-endian;
+//! - **text**: `path|T` lines as `dwalk -l` writes them, plain one-path-per-line lists and
+//!   NUL-separated lists (`find -print0`): read; `path|T` lines: written.
+//!
+//! [`read()`] and [`write()`] are collective: every rank calls them, each with its own share of the
+//! list, and every rank gets the same `Ok` or the same `Err`. Records keep their global order:
+//! rank 0 holds (or contributes) the first ones. All file access is positional (`pread`/`pwrite`
+//! at `u64` offsets, in pieces of a few MiB), so lists of any size pass without a message or a
+//! buffer that holds the whole list.
+//!
+//! ```
+//! use flist::{io, Detail, FileList, FileType};
+//! let dir = tempfile::tempdir().unwrap();
+//! let file = dir.path().join("list.txt");
+//! let file = file.as_os_str().as_encoded_bytes();
+//! let counts = steal::local::run(2, |comm: &dyn steal::Comm| {
+//!     let mut mine = FileList::new(Detail::Lite);
+//!     mine.push(format!("/data/r{}", comm.rank()).as_bytes(), FileType::File, None);
+//!     io::write(comm, &mine, file, io::default_format(&mine)).unwrap();
+//!     io::read(comm, file).unwrap().len()
+//! });
+//! assert_eq!(counts, vec![1, 1]);
+//! assert_eq!(std::fs::read(dir.path().join("list.txt")).unwrap(), b"/data/r0|F\n/data/r1|F\n");
+//! ```
+
+mod agree;
+mod text;
+mod v4;
+
+use crate::error::{Error, ItemError, Result};
+use crate::ids::IdTable;
+use crate::path::as_path;
+use crate::record::{Detail, FileList};
+use agree::{bcast_result, Wire};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use steal::Comm;
+
+/// The format [`write()`] produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// mpiFileUtils cache format v4: header, user and group tables, fixed-size records with
+    /// the stat metadata. Needs a [`Detail::Stat`] list. Loses nlink, inode and device.
+    V4,
+    /// One `path|T` line per record (`T` from [`FileType::text_letter`](crate::FileType::text_letter)),
+    /// as `dwalk -l` writes. Paths and types only.
+    Text,
+}
+
+/// The format a list is written in when the user does not choose: [`Format::V4`] for a stat
+/// list, [`Format::Text`] for a lite list.
+pub fn default_format(list: &FileList) -> Format {
+    match list.detail() {
+        Detail::Stat => Format::V4,
+        Detail::Lite => Format::Text,
+    }
+}
+
+/// Read the list file at `path` (collective). Each rank gets a contiguous share of the records,
+/// in file order (rank 0 the first ones): v3/v4 records are split evenly by count, text lists by
+/// byte ranges adjusted to line (or NUL) boundaries.
+///
+/// The format is detected from the first 8 bytes: big-endian 4 is cache v4, 3 is cache v3, any
+/// other content is a text list — `path|T` lines (split at the last `|` when exactly one type
+/// letter follows it, otherwise the whole line is the path, of unknown type), or one path per NUL
+/// when the first 64 KiB hold a NUL byte. Empty lines are skipped. v3/v4 give a
+/// [`Detail::Stat`] list whose `users`/`groups` tables (the same on every rank) come from the
+/// file; text lists give a [`Detail::Lite`] list.
+///
+/// Errors (the same on every rank) name the file and the operation (`open list /x: ...`), or
+/// are [`Error::BadList`] with the byte offset where a damaged or truncated file goes wrong.
+pub fn read(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
+    let plan = bcast_result(comm, 0, || Plan::probe(path), Plan::encode, Plan::decode)?;
+    let mut list = match plan.kind {
+        Kind::V3 | Kind::V4 => {
+            let layout = plan.layout.expect("a cache list has a layout");
+            v4::read_records(comm, path, &layout)?
+        }
+        Kind::Lines => text::read(comm, path, plan.len, b'\n')?,
+        Kind::Nul => text::read(comm, path, plan.len, 0)?,
+    };
+    list.users = plan.users;
+    list.groups = plan.groups;
+    list.shrink_to_fit();
+    Ok(list)
+}
+
+/// Write every rank's `list` into the one file at `path` (collective), rank 0's records first,
+/// replacing whatever the file held.
+///
+/// [`Format::V4`] is byte-identical to what mpiFileUtils writes for the same records and
+/// tables (rank 0's `users`/`groups` are the tables written); an empty list still gives a valid
+/// file with no records. [`Format::Text`] writes `path|T` lines.
+///
+/// Returns [`Error::Invalid`] (on every rank, before the file is touched) for what the format
+/// cannot hold: a [`Detail::Lite`] list as V4, an empty path, a path with a NUL byte, or a path
+/// with a newline in a text list.
+pub fn write(comm: &dyn Comm, list: &FileList, path: &[u8], format: Format) -> Result<()> {
+    match format {
+        Format::V4 => v4::write(comm, list, path),
+        Format::Text => text::write(comm, list, path),
+    }
+}
+
+/// Bytes rank 0 reads at the start of a list to recognise its format.
+const PROBE_BYTES: u64 = 64 << 10;
+
+/// Bytes moved per positional read or write (records are batched up to about this size).
+const IO_CHUNK: usize = 4 << 20;
+
+// Operations named in errors (`open list /x: ...`).
+const OP_OPEN: &str = "open list";
+const OP_STAT: &str = "stat list";
+const OP_READ: &str = "read list";
+const OP_CREATE: &str = "create list";
+const OP_WRITE: &str = "write list";
+/// Every operation this module names in errors; [`agree`] maps them back when an error crosses
+/// ranks.
+const OPS: [&str; 5] = [OP_OPEN, OP_STAT, OP_READ, OP_CREATE, OP_WRITE];
+
+/// What kind of list a file holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    V3,
+    V4,
+    /// Text, one record per `\n`.
+    Lines,
+    /// Text, one record per NUL byte.
+    Nul,
+}
+
+/// What rank 0 learned about a list file, sent to every rank.
+#[derive(Debug)]
+struct Plan {
+    kind: Kind,
+    /// File length in bytes.
+    len: u64,
+    /// Header of a v3/v4 file.
+    layout: Option<v4::Layout>,
+    users: IdTable,
+    groups: IdTable,
+}
+
+impl Plan {
+    /// Open `path`, recognise its format and, for v3/v4, check its header against its length and
+    /// read its tables. Run on rank 0 only.
+    fn probe(path: &[u8]) -> Result<Plan> {
+        let file = open_read(path)?;
+        let len = file
+            .metadata()
+            .map_err(|e| ItemError::new(path, OP_STAT, e))?
+            .len();
+        let mut prefix = vec![0u8; len.min(PROBE_BYTES) as usize];
+        read_exact_at(&file, path, &mut prefix, 0)?;
+        let version = prefix
+            .get(..8)
+            .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
+        let kind = match version {
+            Some(4) => Kind::V4,
+            Some(3) => Kind::V3,
+            // Seven zero bytes then a small number: an mpiFileUtils header of a version we do
+            // not read (v2 lite lists). Reading it as NUL-separated text would give garbage.
+            Some(v @ 1..=255) => {
+                return Err(bad(path, format!("unsupported list format version {v} at byte offset 0 (mfu-rs reads versions 3 and 4, and text lists)")))
+            }
+            _ if prefix.contains(&0) => Kind::Nul,
+            _ => Kind::Lines,
+        };
+        let mut plan = Plan {
+            kind,
+            len,
+            layout: None,
+            users: IdTable::default(),
+            groups: IdTable::default(),
+        };
+        if matches!(kind, Kind::V3 | Kind::V4) {
+            let layout =
+                v4::Layout::parse(&prefix, len, kind == Kind::V3).map_err(|r| bad(path, r))?;
+            (plan.users, plan.groups) = v4::read_tables(&file, path, &layout)?;
+            plan.layout = Some(layout);
+        }
+        Ok(plan)
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.push(match self.kind {
+            Kind::V3 => 3,
+            Kind::V4 => 4,
+            Kind::Lines => b'\n',
+            Kind::Nul => 0,
+        });
+        agree::put_u64(out, self.len);
+        match &self.layout {
+            Some(l) => {
+                out.push(1);
+                l.encode(out);
+            }
+            None => out.push(0),
+        }
+        for table in [&self.users, &self.groups] {
+            agree::put_u64(out, table.entries.len() as u64);
+            for (name, id) in &table.entries {
+                agree::put_bytes(out, name);
+                agree::put_u64(out, *id);
+            }
+        }
+    }
+
+    fn decode(w: &mut Wire<'_>) -> Plan {
+        let kind = match w.u8() {
+            3 => Kind::V3,
+            4 => Kind::V4,
+            b'\n' => Kind::Lines,
+            _ => Kind::Nul,
+        };
+        let len = w.u64();
+        let layout = (w.u8() == 1).then(|| v4::Layout::decode(w));
+        let mut tables = [IdTable::default(), IdTable::default()];
+        for table in &mut tables {
+            let n = w.u64();
+            for _ in 0..n {
+                let name = w.bytes().to_vec();
+                table.entries.push((name, w.u64()));
+            }
+        }
+        let [users, groups] = tables;
+        Plan {
+            kind,
+            len,
+            layout,
+            users,
+            groups,
+        }
+    }
+}
+
+/// A [`Error::BadList`] for the list `path`.
+fn bad(path: &[u8], reason: String) -> Error {
+    Error::BadList {
+        path: path.to_vec(),
+        reason,
+    }
+}
+
+/// Open a list for reading.
+fn open_read(path: &[u8]) -> Result<File> {
+    File::open(as_path(path)).map_err(|e| ItemError::new(path, OP_OPEN, e).into())
+}
+
+/// Open an existing list (created by rank 0) for positional writes.
+fn open_write(path: &[u8]) -> Result<File> {
+    File::options()
+        .write(true)
+        .open(as_path(path))
+        .map_err(|e| ItemError::new(path, OP_OPEN, e).into())
+}
+
+/// Create or truncate the list `path` (rank 0, before any rank writes).
+fn create(path: &[u8]) -> Result<File> {
+    File::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(as_path(path))
+        .map_err(|e| ItemError::new(path, OP_CREATE, e).into())
+}
+
+/// Read as many bytes as `buf` holds from byte `offset`, or up to the end of the file; returns
+/// the count read.
+fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// Fill `buf` from byte `offset` of the list `path`; a file that ends early is a
+/// [`Error::BadList`] naming the offset where it ends (it shrank while being read).
+fn read_exact_at(file: &File, path: &[u8], buf: &mut [u8], offset: u64) -> Result<()> {
+    let n = read_full_at(file, buf, offset).map_err(|e| ItemError::new(path, OP_READ, e))?;
+    if n < buf.len() {
+        return Err(bad(
+            path,
+            format!(
+                "truncated at byte offset {}: expected {} bytes from offset {offset} (did the file change while being read?)",
+                offset + n as u64,
+                buf.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Write all of `buf` at byte `offset` of the list `path`.
+fn write_all_at(file: &File, path: &[u8], buf: &[u8], offset: u64) -> Result<()> {
+    file.write_all_at(buf, offset)
+        .map_err(|e| ItemError::new(path, OP_WRITE, e).into())
+}
+
+/// An [`Error::Invalid`] for a record `item` that the list `list` cannot hold.
+fn cannot_hold(list: &[u8], item: &[u8], why: &str) -> Error {
+    Error::Invalid(format!(
+        "write list {}: cannot store the path \"{}\": {why}",
+        crate::path::display(list),
+        crate::path::display(item).escape_debug()
+    ))
+}
+
+/// The even split of `n` items over `size` ranks: `(first, count)` of `rank`. The first
+/// `n % size` ranks get one item more.
+fn even_split(n: u64, rank: usize, size: usize) -> (u64, u64) {
+    let (rank, size) = (rank as u64, size as u64);
+    let (base, extra) = (n / size, n % size);
+    (
+        rank * base + rank.min(extra),
+        base + u64::from(rank < extra),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn even_split_covers_everything_once_in_order() {
+        for size in 1..9 {
+            for n in [0u64, 1, 5, 44, 1000, u64::MAX / 2] {
+                let mut next = 0;
+                for rank in 0..size {
+                    let (first, count) = even_split(n, rank, size);
+                    assert_eq!(first, next);
+                    next += count;
+                }
+                assert_eq!(next, n);
+            }
+        }
+        assert_eq!(even_split(44, 2, 3), (30, 14));
+        assert_eq!(even_split(44, 0, 3), (0, 15));
+    }
+
+    #[test]
+    fn plans_cross_ranks_intact() {
+        let plan = Plan {
+            kind: Kind::V3,
+            len: 5 << 32,
+            layout: Some(v4::Layout {
+                header: 72,
+                nusers: 1,
+                uc: 8,
+                ngroups: 0,
+                gc: 0,
+                nfiles: 3,
+                fc: 16,
+            }),
+            users: IdTable {
+                entries: vec![(b"r\xffoot".to_vec(), 7)],
+            },
+            groups: IdTable::default(),
+        };
+        let mut bytes = Vec::new();
+        plan.encode(&mut bytes);
+        let back = Plan::decode(&mut Wire::new(&bytes));
+        assert_eq!(
+            (back.kind, back.len, back.layout),
+            (plan.kind, plan.len, plan.layout)
+        );
+        assert_eq!((back.users, back.groups), (plan.users, plan.groups));
+    }
+}

@@ -1,0 +1,436 @@
+//! The records of one rank: a path arena plus fixed-size columns.
+//!
+//! A record costs `8` (path end offset) + `1` (type) + `80` ([`Meta`], stat lists only) bytes
+//! beyond its path bytes, and no heap object of its own.
+
+use crate::ids::IdTable;
+
+/// The type of a file, from `st_mode` or `d_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum FileType {
+    /// Not known (a plain path list, or `DT_UNKNOWN` in a lite walk).
+    Unknown = 0,
+    /// Regular file.
+    File = 1,
+    /// Directory.
+    Dir = 2,
+    /// Symbolic link.
+    Symlink = 3,
+    /// Named pipe.
+    Fifo = 4,
+    /// Unix socket.
+    Socket = 5,
+    /// Block device.
+    BlockDev = 6,
+    /// Character device.
+    CharDev = 7,
+}
+
+impl FileType {
+    /// The type encoded in `st_mode`.
+    pub fn from_mode(mode: u32) -> FileType {
+        match mode & libc::S_IFMT {
+            libc::S_IFREG => FileType::File,
+            libc::S_IFDIR => FileType::Dir,
+            libc::S_IFLNK => FileType::Symlink,
+            libc::S_IFIFO => FileType::Fifo,
+            libc::S_IFSOCK => FileType::Socket,
+            libc::S_IFBLK => FileType::BlockDev,
+            libc::S_IFCHR => FileType::CharDev,
+            _ => FileType::Unknown,
+        }
+    }
+
+    /// Inverse of `as u8`; unknown values give `Unknown`.
+    pub fn from_u8(v: u8) -> FileType {
+        match v {
+            1 => FileType::File,
+            2 => FileType::Dir,
+            3 => FileType::Symlink,
+            4 => FileType::Fifo,
+            5 => FileType::Socket,
+            6 => FileType::BlockDev,
+            7 => FileType::CharDev,
+            _ => FileType::Unknown,
+        }
+    }
+
+    /// The letter of the text list format: `F`, `D`, `L`, or `U` for anything else.
+    pub fn text_letter(self) -> u8 {
+        match self {
+            FileType::File => b'F',
+            FileType::Dir => b'D',
+            FileType::Symlink => b'L',
+            _ => b'U',
+        }
+    }
+
+    /// Inverse of [`FileType::text_letter`]; `None` for a byte that is no type letter.
+    pub fn from_text_letter(b: u8) -> Option<FileType> {
+        match b {
+            b'F' => Some(FileType::File),
+            b'D' => Some(FileType::Dir),
+            b'L' => Some(FileType::Symlink),
+            b'U' => Some(FileType::Unknown),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a list carries stat metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// Paths and types only (lite walk, text lists).
+    Lite,
+    /// Paths, types and [`Meta`] for every record.
+    Stat,
+}
+
+/// What `stat` told about a file. Times are seconds since the epoch plus nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct Meta {
+    /// Full `st_mode`, type bits included.
+    pub mode: u32,
+    /// Owner id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+    /// Nanoseconds of the access time.
+    pub atime_nsec: u32,
+    /// Nanoseconds of the modification time.
+    pub mtime_nsec: u32,
+    /// Nanoseconds of the change time.
+    pub ctime_nsec: u32,
+    /// Access time, seconds.
+    pub atime: i64,
+    /// Modification time, seconds.
+    pub mtime: i64,
+    /// Status change time, seconds.
+    pub ctime: i64,
+    /// Size in bytes (`st_size`).
+    pub size: u64,
+    /// Hard links (0 when unknown, e.g. read from a v4 list).
+    pub nlink: u64,
+    /// Inode number (0 when unknown).
+    pub ino: u64,
+    /// Device number (0 when unknown).
+    pub dev: u64,
+}
+
+/// Bytes of an encoded [`Meta`].
+pub const META_BYTES: usize = 80;
+
+impl Meta {
+    /// From a `stat` result.
+    pub fn from_stat(st: &rustix::fs::Stat) -> Meta {
+        Meta {
+            mode: st.st_mode,
+            uid: st.st_uid,
+            gid: st.st_gid,
+            atime: st.st_atime,
+            atime_nsec: st.st_atime_nsec as u32,
+            mtime: st.st_mtime,
+            mtime_nsec: st.st_mtime_nsec as u32,
+            ctime: st.st_ctime,
+            ctime_nsec: st.st_ctime_nsec as u32,
+            size: st.st_size as u64,
+            nlink: st.st_nlink,
+            ino: st.st_ino,
+            dev: st.st_dev,
+        }
+    }
+
+    /// The type from the mode bits.
+    pub fn file_type(&self) -> FileType {
+        FileType::from_mode(self.mode)
+    }
+
+    /// Append the little-endian encoding (`META_BYTES` bytes) used between ranks.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        for v in [
+            self.mode,
+            self.uid,
+            self.gid,
+            self.atime_nsec,
+            self.mtime_nsec,
+            self.ctime_nsec,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [self.atime, self.mtime, self.ctime] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [self.size, self.nlink, self.ino, self.dev] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    /// Inverse of [`Meta::encode`]; `b` holds at least `META_BYTES` bytes.
+    pub fn decode(b: &[u8]) -> Meta {
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("u32"));
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("u64"));
+        Meta {
+            mode: u32_at(0),
+            uid: u32_at(4),
+            gid: u32_at(8),
+            atime_nsec: u32_at(12),
+            mtime_nsec: u32_at(16),
+            ctime_nsec: u32_at(20),
+            atime: u64_at(24) as i64,
+            mtime: u64_at(32) as i64,
+            ctime: u64_at(40) as i64,
+            size: u64_at(48),
+            nlink: u64_at(56),
+            ino: u64_at(64),
+            dev: u64_at(72),
+        }
+    }
+}
+
+/// A borrowed view of one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry<'a> {
+    /// Absolute, normalised path.
+    pub path: &'a [u8],
+    /// Type.
+    pub kind: FileType,
+    /// Metadata, for stat lists.
+    pub meta: Option<&'a Meta>,
+}
+
+/// One rank's records, plus the user and group tables of the list.
+#[derive(Clone, Debug)]
+pub struct FileList {
+    detail: Detail,
+    paths: Vec<u8>,
+    ends: Vec<u64>,
+    kinds: Vec<FileType>,
+    metas: Vec<Meta>,
+    /// Users known to the list (written into v4 files; used to print and sort by name).
+    pub users: IdTable,
+    /// Groups known to the list.
+    pub groups: IdTable,
+}
+
+impl FileList {
+    /// An empty list.
+    pub fn new(detail: Detail) -> FileList {
+        FileList {
+            detail,
+            paths: Vec::new(),
+            ends: Vec::new(),
+            kinds: Vec::new(),
+            metas: Vec::new(),
+            users: IdTable::default(),
+            groups: IdTable::default(),
+        }
+    }
+
+    /// An empty list with the same detail and id tables as `self`.
+    pub fn empty_like(&self) -> FileList {
+        FileList {
+            users: self.users.clone(),
+            groups: self.groups.clone(),
+            ..FileList::new(self.detail)
+        }
+    }
+
+    /// Whether records carry [`Meta`].
+    pub fn detail(&self) -> Detail {
+        self.detail
+    }
+
+    /// Records on this rank.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True when this rank holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Bytes of all paths on this rank.
+    pub fn path_bytes(&self) -> usize {
+        self.paths.len()
+    }
+
+    /// Add a record. `meta` is required for stat lists and ignored for lite lists.
+    pub fn push(&mut self, path: &[u8], kind: FileType, meta: Option<Meta>) {
+        self.paths.extend_from_slice(path);
+        self.ends.push(self.paths.len() as u64);
+        self.kinds.push(kind);
+        if self.detail == Detail::Stat {
+            self.metas
+                .push(meta.expect("a stat list needs metadata for every record"));
+        }
+    }
+
+    /// Copy record `i` of `other` (same detail) to the end of this list.
+    pub fn push_from(&mut self, other: &FileList, i: usize) {
+        self.push(other.path(i), other.kind(i), other.meta(i).copied());
+    }
+
+    /// Path of record `i`.
+    pub fn path(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.paths[start..self.ends[i] as usize]
+    }
+
+    /// Type of record `i`.
+    pub fn kind(&self, i: usize) -> FileType {
+        self.kinds[i]
+    }
+
+    /// Metadata of record `i` (stat lists).
+    pub fn meta(&self, i: usize) -> Option<&Meta> {
+        self.metas.get(i)
+    }
+
+    /// Record `i`.
+    pub fn entry(&self, i: usize) -> Entry<'_> {
+        Entry {
+            path: self.path(i),
+            kind: self.kind(i),
+            meta: self.meta(i),
+        }
+    }
+
+    /// All records, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Entry<'_>> + '_ {
+        (0..self.len()).map(move |i| self.entry(i))
+    }
+
+    /// Move all records of `other` (same detail) to the end of this list.
+    pub fn append(&mut self, other: FileList) {
+        assert_eq!(
+            self.detail, other.detail,
+            "append needs lists of the same detail"
+        );
+        let base = self.paths.len() as u64;
+        self.paths.extend_from_slice(&other.paths);
+        self.ends.extend(other.ends.iter().map(|e| e + base));
+        self.kinds.extend_from_slice(&other.kinds);
+        self.metas.extend_from_slice(&other.metas);
+    }
+
+    /// A new list holding the records at `indices`, in that order.
+    pub fn select(&self, indices: impl IntoIterator<Item = usize>) -> FileList {
+        let mut out = self.empty_like();
+        for i in indices {
+            out.push_from(self, i);
+        }
+        out
+    }
+
+    /// Keep the records for which `keep` is true.
+    pub fn retain(&mut self, mut keep: impl FnMut(Entry<'_>) -> bool) {
+        let picked: Vec<usize> = (0..self.len()).filter(|&i| keep(self.entry(i))).collect();
+        if picked.len() != self.len() {
+            *self = self.select(picked);
+        }
+    }
+
+    /// Give back spare capacity (after a walk or a read).
+    pub fn shrink_to_fit(&mut self) {
+        self.paths.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self.kinds.shrink_to_fit();
+        self.metas.shrink_to_fit();
+    }
+
+    /// Heap bytes held by the records (capacity, not length): what a rank pays in memory.
+    pub fn heap_bytes(&self) -> usize {
+        self.paths.capacity()
+            + self.ends.capacity() * 8
+            + self.kinds.capacity()
+            + self.metas.capacity() * std::mem::size_of::<Meta>()
+    }
+
+    /// Append record `i` in the rank-to-rank encoding: `u32 LE path length, path, u8 type,
+    /// [Meta]` (the meta part for stat lists only).
+    pub fn encode_record(&self, i: usize, out: &mut Vec<u8>) {
+        let p = self.path(i);
+        out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        out.extend_from_slice(p);
+        out.push(self.kind(i) as u8);
+        if let Some(m) = self.meta(i) {
+            m.encode(out);
+        }
+    }
+
+    /// Append every record encoded in `bytes` (a concatenation of [`FileList::encode_record`]
+    /// outputs from a list of the same detail).
+    pub fn decode_records(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let n = u32::from_le_bytes(bytes[..4].try_into().expect("record length")) as usize;
+            let path = &bytes[4..4 + n];
+            let kind = FileType::from_u8(bytes[4 + n]);
+            let mut used = 5 + n;
+            let meta = match self.detail {
+                Detail::Stat => {
+                    let m = Meta::decode(&bytes[used..used + META_BYTES]);
+                    used += META_BYTES;
+                    Some(m)
+                }
+                Detail::Lite => None,
+            };
+            self.push(path, kind, meta);
+            bytes = &bytes[used..];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(size: u64) -> Meta {
+        Meta {
+            mode: 0o100644,
+            size,
+            mtime: -5,
+            mtime_nsec: 7,
+            ino: 9,
+            ..Meta::default()
+        }
+    }
+
+    #[test]
+    fn records_round_trip_through_the_rank_encoding() {
+        let mut a = FileList::new(Detail::Stat);
+        a.push(b"/a", FileType::File, Some(meta(1)));
+        a.push(b"/a/\xff|x", FileType::File, Some(meta(2)));
+        a.push(b"", FileType::Dir, Some(meta(3)));
+        let mut bytes = Vec::new();
+        for i in 0..a.len() {
+            a.encode_record(i, &mut bytes);
+        }
+        let mut b = FileList::new(Detail::Stat);
+        b.decode_records(&bytes);
+        assert_eq!(b.len(), 3);
+        for i in 0..3 {
+            assert_eq!(a.entry(i), b.entry(i));
+        }
+    }
+
+    #[test]
+    fn select_append_retain() {
+        let mut a = FileList::new(Detail::Lite);
+        for p in [&b"/x"[..], b"/y", b"/z"] {
+            a.push(p, FileType::File, None);
+        }
+        let mut b = a.select([2, 0]);
+        assert_eq!(b.path(0), b"/z");
+        b.append(a.clone());
+        assert_eq!(b.len(), 5);
+        assert_eq!(b.path(4), b"/z");
+        b.retain(|e| e.path != b"/z");
+        assert_eq!(
+            b.iter().map(|e| e.path.to_vec()).collect::<Vec<_>>(),
+            vec![b"/x".to_vec(), b"/x".to_vec(), b"/y".to_vec()]
+        );
+    }
+}

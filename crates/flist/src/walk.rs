@@ -1,0 +1,397 @@
+//! The parallel tree walk: directories are work items of the distributed work-stealing queue,
+//! read by rayon workers on every rank.
+//!
+//! Entries are stat'ed relative to their directory's descriptor (`fstatat`), which is both
+//! cheaper than resolving a full path per file and what makes paths longer than `PATH_MAX` work.
+//! A failure on one path (permission denied, vanished entry) is recorded with the path and the
+//! operation; the walk goes on, and the caller learns that the walk was incomplete.
+
+use crate::error::ItemError;
+use crate::ids::IdTable;
+use crate::path::{as_path, normalize};
+use crate::record::{Detail, FileList, FileType, Meta};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags, CWD};
+use rustix::io::Errno;
+use std::io;
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+use steal::progress::Progress;
+use steal::queue::{self, WorkItem};
+use steal::Comm;
+
+/// Longest path handed to a single `open` (Linux `PATH_MAX` is 4096 including the NUL).
+const OPEN_PATH_MAX: usize = 4000;
+
+/// How to walk.
+#[derive(Clone, Copy)]
+pub struct WalkOptions<'a> {
+    /// `Stat`: full metadata for every entry. `Lite`: types from `d_type` only (stat only when
+    /// the file system does not report a type).
+    pub detail: Detail,
+    /// Follow symbolic links (`-L`): record and descend into what links point to. Directory
+    /// cycles through links are detected and reported, not followed.
+    pub dereference: bool,
+    /// Open directories with `O_NOATIME` where permitted, so the walk leaves atimes alone.
+    pub no_atime: bool,
+    /// Seed of the work-stealing victim choice.
+    pub seed: u64,
+    /// Set (by a signal handler) to stop early; the result then says `interrupted`.
+    pub stop: Option<&'a AtomicBool>,
+    /// Counters to report progress with (items = entries recorded).
+    pub progress: Option<&'a Progress>,
+}
+
+impl Default for WalkOptions<'_> {
+    fn default() -> Self {
+        WalkOptions {
+            detail: Detail::Stat,
+            dereference: false,
+            no_atime: false,
+            seed: 1,
+            stop: None,
+            progress: None,
+        }
+    }
+}
+
+/// What a walk produced on this rank, and what all ranks agree on.
+#[derive(Debug)]
+pub struct Walked {
+    /// This rank's records (with the system's user and group tables for stat walks).
+    pub list: FileList,
+    /// Failures seen by this rank, each with its path and operation.
+    pub errors: Vec<ItemError>,
+    /// Failures on all ranks.
+    pub total_errors: u64,
+    /// Records on all ranks.
+    pub total_items: u64,
+    /// True (on every rank) when no failure happened anywhere and the walk was not interrupted:
+    /// only then may a tool act on what is *absent* from the list (e.g. `sync --delete`).
+    pub complete: bool,
+    /// True when a stop request cut the walk short.
+    pub interrupted: bool,
+}
+
+/// A directory to read, with the identities of its ancestors when links are followed (to
+/// detect cycles).
+struct DirItem {
+    path: Vec<u8>,
+    ancestors: Vec<(u64, u64)>,
+}
+
+impl WorkItem for DirItem {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.path.encode(out);
+        (self.ancestors.len() as u64).encode(out);
+        for &(d, i) in &self.ancestors {
+            d.encode(out);
+            i.encode(out);
+        }
+    }
+    fn decode(input: &mut &[u8]) -> Self {
+        let path = Vec::<u8>::decode(input);
+        let n = u64::decode(input);
+        let ancestors = (0..n)
+            .map(|_| (u64::decode(input), u64::decode(input)))
+            .collect();
+        DirItem { path, ancestors }
+    }
+}
+
+/// Walk `roots` (the same list on every rank) on all ranks. Collective.
+///
+/// Each root is recorded itself, and directories are descended. Relative roots are taken from the
+/// current directory; every recorded path is absolute and normalised.
+pub fn walk(comm: &dyn Comm, roots: &[Vec<u8>], opts: &WalkOptions) -> Walked {
+    let cwd = crate::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    let sink = Sink {
+        list: Mutex::new(FileList::new(opts.detail)),
+        errors: Mutex::new(Vec::new()),
+    };
+    let mut initial = Vec::new();
+    // Roots are shared round-robin, so many roots start on many ranks.
+    for (i, root) in roots.iter().enumerate() {
+        if i % comm.size() != comm.rank() {
+            continue;
+        }
+        let path = normalize(root, &cwd);
+        let mut local = FileList::new(opts.detail);
+        match stat_path(&path, opts.dereference) {
+            Ok(st) => {
+                let meta = Meta::from_stat(&st);
+                local.push(&path, meta.file_type(), Some(meta));
+                if meta.file_type() == FileType::Dir {
+                    let ancestors = if opts.dereference {
+                        vec![(meta.dev, meta.ino)]
+                    } else {
+                        Vec::new()
+                    };
+                    initial.push(DirItem { path, ancestors });
+                }
+            }
+            Err(e) => sink.error(ItemError::new(&path, "stat", e.into())),
+        }
+        sink.add(local);
+    }
+    let cfg = queue::Config {
+        seed: opts.seed,
+        stop: opts.stop,
+        progress: opts.progress,
+        ..queue::Config::default()
+    };
+    let outcome = queue::run(comm, &cfg, initial, |dir: DirItem, spawned| {
+        read_dir(dir, opts, &sink, spawned)
+    });
+    let Sink { list, errors } = sink;
+    let mut list = list.into_inner().expect("walk list");
+    let errors = errors.into_inner().expect("walk errors");
+    list.shrink_to_fit();
+    if opts.detail == Detail::Stat {
+        (list.users, list.groups) = system_tables(comm);
+    }
+    let mut counts = [errors.len() as u64, list.len() as u64];
+    comm.allreduce(&mut counts, steal::ReduceOp::Sum);
+    Walked {
+        list,
+        errors,
+        total_errors: counts[0],
+        total_items: counts[1],
+        complete: counts[0] == 0 && !outcome.interrupted,
+        interrupted: outcome.interrupted,
+    }
+}
+
+/// The passwd and group databases, read once on rank 0 and broadcast (so 256 ranks don't ask
+/// the directory service 256 times).
+fn system_tables(comm: &dyn Comm) -> (IdTable, IdTable) {
+    let mut bytes = Vec::new();
+    if comm.rank() == 0 {
+        IdTable::system_users().encode(&mut bytes);
+        IdTable::system_groups().encode(&mut bytes);
+    }
+    comm.bcast(0, &mut bytes);
+    let mut input = &bytes[..];
+    (IdTable::decode(&mut input), IdTable::decode(&mut input))
+}
+
+/// Where workers put what they find. One lock per directory read, not per entry.
+struct Sink {
+    list: Mutex<FileList>,
+    errors: Mutex<Vec<ItemError>>,
+}
+
+impl Sink {
+    fn add(&self, part: FileList) {
+        if !part.is_empty() {
+            self.list.lock().expect("walk list").append(part);
+        }
+    }
+    fn error(&self, e: ItemError) {
+        self.errors.lock().expect("walk errors").push(e);
+    }
+}
+
+fn read_dir(dir: DirItem, opts: &WalkOptions, sink: &Sink, spawned: &mut Vec<DirItem>) {
+    let fd = match open_dir(&dir.path, opts.no_atime) {
+        Ok(fd) => fd,
+        Err(e) => return sink.error(ItemError::new(&dir.path, "open directory", e.into())),
+    };
+    // Dir::new takes the descriptor as is (read_from would re-open "." for every directory).
+    let mut entries = match rustix::fs::Dir::new(fd) {
+        Ok(d) => d,
+        Err(e) => return sink.error(ItemError::new(&dir.path, "read directory", e.into())),
+    };
+    let mut local = FileList::new(opts.detail);
+    let mut child = dir.path.clone();
+    let base_len = child.len() + usize::from(child != b"/");
+    if child != b"/" {
+        child.push(b'/');
+    }
+    while let Some(entry) = entries.read() {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                sink.error(ItemError::new(&dir.path, "read directory", e.into()));
+                break;
+            }
+        };
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        child.truncate(base_len);
+        child.extend_from_slice(name);
+        let d_type = from_dirent_type(entry.file_type());
+        let need_stat = opts.detail == Detail::Stat
+            || d_type == FileType::Unknown
+            || (opts.dereference && d_type == FileType::Symlink);
+        let (kind, meta) = if need_stat {
+            let dirfd = match entries.fd() {
+                Ok(fd) => fd,
+                Err(e) => return sink.error(ItemError::new(&dir.path, "read directory", e.into())),
+            };
+            match stat_at(dirfd, name, opts.dereference) {
+                Ok(st) => {
+                    let m = Meta::from_stat(&st);
+                    (m.file_type(), Some(m))
+                }
+                Err(e) => {
+                    let op = if e == Errno::NOENT {
+                        "stat (vanished during the walk)"
+                    } else {
+                        "stat"
+                    };
+                    sink.error(ItemError::new(&child, op, e.into()));
+                    continue;
+                }
+            }
+        } else {
+            (d_type, None)
+        };
+        local.push(
+            &child,
+            kind,
+            if opts.detail == Detail::Stat {
+                meta
+            } else {
+                None
+            },
+        );
+        if kind == FileType::Dir {
+            let mut ancestors = Vec::new();
+            if opts.dereference {
+                let m = meta.expect("dereferencing walks stat directories");
+                if dir.ancestors.contains(&(m.dev, m.ino)) {
+                    sink.error(ItemError::new(
+                        &child,
+                        "follow link (directory cycle, not descended)",
+                        io::Error::from_raw_os_error(libc::ELOOP),
+                    ));
+                    continue;
+                }
+                ancestors = dir.ancestors.clone();
+                ancestors.push((m.dev, m.ino));
+            }
+            spawned.push(DirItem {
+                path: child.clone(),
+                ancestors,
+            });
+        }
+    }
+    if let Some(p) = opts.progress {
+        p.add(local.len() as u64, 0);
+    }
+    sink.add(local);
+}
+
+fn from_dirent_type(t: rustix::fs::FileType) -> FileType {
+    use rustix::fs::FileType as T;
+    match t {
+        T::RegularFile => FileType::File,
+        T::Directory => FileType::Dir,
+        T::Symlink => FileType::Symlink,
+        T::Fifo => FileType::Fifo,
+        T::Socket => FileType::Socket,
+        T::BlockDevice => FileType::BlockDev,
+        T::CharacterDevice => FileType::CharDev,
+        _ => FileType::Unknown,
+    }
+}
+
+/// `stat` (following links) or `lstat` of `name` in the directory `dir`. When following, a
+/// dangling link is recorded as the link itself (as `find -L` does).
+fn stat_at(dir: BorrowedFd<'_>, name: &[u8], follow: bool) -> Result<rustix::fs::Stat, Errno> {
+    if follow {
+        match rustix::fs::statat(dir, name, AtFlags::empty()) {
+            Err(Errno::NOENT) | Err(Errno::LOOP) => {}
+            r => return r,
+        }
+    }
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+}
+
+/// Stat a whole path, of any length.
+pub fn stat_path(path: &[u8], follow: bool) -> Result<rustix::fs::Stat, Errno> {
+    if path.len() < OPEN_PATH_MAX {
+        return stat_at(CWD, path, follow);
+    }
+    let (parent, name) = split_last(path);
+    let fd = open_long(parent, OFlags::PATH | OFlags::DIRECTORY)?;
+    stat_at(fd.as_fd(), name, follow)
+}
+
+fn split_last(path: &[u8]) -> (&[u8], &[u8]) {
+    let i = path.iter().rposition(|&b| b == b'/').unwrap_or(0);
+    (if i == 0 { b"/" } else { &path[..i] }, &path[i + 1..])
+}
+
+/// Open a directory for reading, with `O_NOATIME` when asked and permitted.
+pub fn open_dir(path: &[u8], no_atime: bool) -> Result<OwnedFd, Errno> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if no_atime {
+        match open_long(path, flags | OFlags::NOATIME) {
+            // O_NOATIME is only for the owner (or root); fall back for everyone else's files.
+            Err(Errno::PERM) => {}
+            r => return r,
+        }
+    }
+    open_long(path, flags)
+}
+
+/// `open` that also works for paths longer than `PATH_MAX`: such a path is opened piece by
+/// piece, each piece relative to the descriptor of the one before.
+pub fn open_long(path: &[u8], flags: OFlags) -> Result<OwnedFd, Errno> {
+    if path.len() < OPEN_PATH_MAX {
+        return rustix::fs::open(as_path(path), flags | OFlags::CLOEXEC, Mode::empty());
+    }
+    let mut fd: Option<OwnedFd> = None;
+    let mut rest = path;
+    while !rest.is_empty() {
+        let piece_len = if rest.len() < OPEN_PATH_MAX {
+            rest.len()
+        } else {
+            // Cut at the last '/' that keeps the piece short enough.
+            rest[..OPEN_PATH_MAX]
+                .iter()
+                .rposition(|&b| b == b'/')
+                .filter(|&i| i > 0)
+                .ok_or(Errno::NAMETOOLONG)?
+        };
+        let (piece, tail) = rest.split_at(piece_len);
+        let last = tail.iter().all(|&b| b == b'/');
+        let piece_flags = if last {
+            flags
+        } else {
+            OFlags::PATH | OFlags::DIRECTORY
+        };
+        let next = match &fd {
+            None => rustix::fs::openat(
+                CWD,
+                as_path(piece),
+                piece_flags | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?,
+            Some(dir) => {
+                let rel = trim_slashes(piece);
+                rustix::fs::openat(
+                    dir,
+                    as_path(rel),
+                    piece_flags | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?
+            }
+        };
+        fd = Some(next);
+        rest = tail;
+        if last {
+            break;
+        }
+    }
+    fd.ok_or(Errno::INVAL)
+}
+
+fn trim_slashes(p: &[u8]) -> &[u8] {
+    let start = p.iter().position(|&b| b != b'/').unwrap_or(p.len());
+    &p[start..]
+}

@@ -1,0 +1,43 @@
+//! Options every tool shares, and the console reporting of one run.
+
+use clap::Args;
+use std::io::Write;
+use std::time::Duration;
+use steal::progress::{Progress, Report};
+
+/// `--progress`, `-v`, `-q`: the same on every tool.
+#[derive(Args, Clone, Debug)]
+pub struct Common {
+    /// Print a progress line every N seconds (0 = never); rank 0 prints it.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub progress: u64,
+    /// Say more: per-rank detail, chosen sizes, timings.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Print only errors.
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+impl Common {
+    /// Progress counters that print `verb ...` lines on rank 0 (stderr) every `--progress` s.
+    pub fn progress(&self, rank: usize, verb: &'static str) -> Progress {
+        let reporter = (rank == 0 && !self.quiet).then(|| {
+            Box::new(move |r: &Report| {
+                eprintln!("{}", r.line(verb));
+            }) as steal::progress::Reporter
+        });
+        Progress::new(Duration::from_secs(self.progress), reporter)
+    }
+}
+
+/// Write raw bytes (paths are bytes) to stdout, ignoring a closed pipe (`| head`).
+pub fn stdout_bytes(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(bytes).and_then(|_| out.flush());
+}
+
+/// Report one failure on stderr as `mfu-rs TOOL: MESSAGE`.
+pub fn report_error(tool: &str, message: impl std::fmt::Display) {
+    eprintln!("mfu-rs {tool}: {message}");
+}

@@ -1,0 +1,128 @@
+//! The multi-call command line: `mfu-rs TOOL ...`, `mfu-rs dwalk ...`, or a symlink named
+//! after a tool (`dwalk`, `mfu-dwalk`, `walk`).
+
+use crate::cli::report_error;
+use crate::status::Status;
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+
+/// Tools by canonical name, with the mpiFileUtils names that also reach them. Adding a tool is
+/// one line here and one variant in [`Tool`].
+pub const TOOLS: &[(&str, &[&str])] = &[("walk", &["dwalk"])];
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mfu-rs",
+    version,
+    about = "Parallel data-management tools for HPC file systems (successor of mpiFileUtils)",
+    long_about = "Parallel data-management tools for HPC file systems (successor of mpiFileUtils).\n\n\
+        Run under an MPI launcher to use many processes (`srun -n 256 mfu-rs walk /lustre/dir`, \
+        `mpirun -np 8 mfu-rs ...`); started directly, mfu-rs runs as one process with threads and \
+        does not initialise MPI. Exit status: 0 all done, 1 some items failed, 2 usage or setup error.",
+    after_help = "The mpiFileUtils names work too: `mfu-rs dwalk ...`, or a symlink named dwalk to mfu-rs."
+)]
+struct Cli {
+    /// Run as N ranks (threads) of this one process instead of asking a launcher (experiments,
+    /// tests). Also read from MFU_RANKS.
+    #[arg(long, global = true, value_name = "N", env = "MFU_RANKS")]
+    ranks: Option<usize>,
+    #[command(subcommand)]
+    tool: Tool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Tool {
+    /// Walk trees (or read a list) and summarise, sort, print or save the list (dwalk).
+    #[command(visible_alias = "dwalk")]
+    Walk(crate::walk::WalkArgs),
+}
+
+/// The canonical tool that an executable name stands for: `dwalk`, `walk`, `mfu-dwalk` → `walk`.
+pub fn tool_for_program(program: &[u8]) -> Option<&'static str> {
+    let stem = program.rsplit(|&b| b == b'/').next().unwrap_or(program);
+    TOOLS.iter().find_map(|&(name, old)| {
+        std::iter::once(name)
+            .chain(old.iter().copied())
+            .find_map(|n| {
+                let n = n.as_bytes();
+                let prefixed = stem.len() > n.len()
+                    && stem.ends_with(n)
+                    && matches!(stem[stem.len() - n.len() - 1], b'-' | b'_');
+                (stem == n || prefixed).then_some(name)
+            })
+    })
+}
+
+/// True when a launcher says this process is not rank 0 (then usage errors stay quiet, so
+/// `mpirun -np 64` prints one message, not 64).
+fn launched_as_other_rank() -> bool {
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "PMIX_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok())
+    .is_some_and(|r| r.trim() != "0")
+}
+
+/// Run the command line `args` (`args[0]` is the program name) and return the exit code.
+pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
+    if let Some(tool) = args.first().and_then(|p| tool_for_program(p.as_bytes())) {
+        args.insert(1, tool.into());
+        args[0] = "mfu-rs".into();
+    }
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                Status::Usage as i32
+            } else {
+                0
+            };
+            if !launched_as_other_rank() {
+                let _ = e.print();
+            }
+            return code;
+        }
+    };
+    let result = match cli.tool {
+        Tool::Walk(a) => steal::launch::run(cli.ranks, |comm| crate::walk::run(comm, &a)),
+    };
+    match result {
+        Ok(statuses) => statuses.into_iter().max().unwrap_or(Status::Ok) as i32,
+        Err(e) => {
+            report_error("", e);
+            Status::Usage as i32
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_names_and_prefixes_dispatch() {
+        assert_eq!(tool_for_program(b"/usr/bin/dwalk"), Some("walk"));
+        assert_eq!(tool_for_program(b"mfu-dwalk"), Some("walk"));
+        assert_eq!(tool_for_program(b"walk"), Some("walk"));
+        assert_eq!(tool_for_program(b"mfu-rs"), None);
+        assert_eq!(tool_for_program(b"xdwalk"), None);
+    }
+
+    #[test]
+    fn help_exits_zero_and_bad_options_two() {
+        assert_eq!(
+            main_with_args(vec!["mfu-rs".into(), "walk".into(), "--help".into()]),
+            0
+        );
+        assert_eq!(
+            main_with_args(vec!["mfu-rs".into(), "walk".into(), "--bogus".into()]),
+            2
+        );
+        assert_eq!(main_with_args(vec!["dwalk".into(), "--help".into()]), 0);
+    }
+}

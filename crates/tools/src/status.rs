@@ -1,0 +1,30 @@
+//! Exit statuses that tell the truth, agreed by every rank.
+
+use steal::{Comm, CommExt};
+
+/// How a tool ended. The process exit code is the number; every rank exits with the same one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    /// Everything was done.
+    Ok = 0,
+    /// Finished, but some items failed (each reported on stderr), or trees differ (`cmp`).
+    ItemsFailed = 1,
+    /// Usage or setup error: nothing was changed.
+    Usage = 2,
+}
+
+impl Status {
+    /// The worst status over all ranks. Collective.
+    pub fn agree(self, comm: &dyn Comm) -> Status {
+        match comm.max(self as u64) {
+            0 => Status::Ok,
+            1 => Status::ItemsFailed,
+            _ => Status::Usage,
+        }
+    }
+
+    /// The worse of two statuses.
+    pub fn worst(self, other: Status) -> Status {
+        self.max(other)
+    }
+}

@@ -1,0 +1,447 @@
+//! `mfu-rs walk` end to end: the interop vectors of mpiFileUtils, at 1..4 ranks, under mpirun.
+
+use flist::{io, FileList, FileType};
+use mfu_tests::{bin, expect_status, make_vector_tree, mfu, mpirun, nompi_bin, vector};
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::Command;
+
+fn read_list(path: &Path) -> FileList {
+    steal::local::run(1, |c| {
+        io::read(c, path.as_os_str().as_bytes()).expect("read list")
+    })
+    .remove(0)
+}
+
+/// Records keyed by path relative to the list's root (its shortest path), with what both
+/// mpiFileUtils and mfu-rs must agree on.
+fn relative_records(list: &FileList) -> BTreeMap<Vec<u8>, (u32, u64, i64, i64, u32, u32)> {
+    let root = list
+        .iter()
+        .map(|e| e.path)
+        .min_by_key(|p| p.len())
+        .expect("non-empty list")
+        .to_vec();
+    list.iter()
+        .map(|e| {
+            let m = e.meta.expect("stat list");
+            let rel = e.path[root.len()..].to_vec();
+            // Directory mtimes are fixed by the tree script; atime/ctime depend on the machine.
+            (
+                rel,
+                (m.mode, m.size, m.mtime, m.mtime_nsec as i64, m.uid, m.gid),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn walk_of_the_vector_tree_matches_manifest_and_tree_mfu_at_np_1_2_3() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    let manifest = make_vector_tree(&tree, 1, false);
+    let reference = relative_records(&read_list(&vector("tree.mfu")));
+    for np in [1, 2, 3] {
+        let out = tmp.path().join(format!("walk{np}.mfu"));
+        expect_status(
+            mpirun(np, &bin())
+                .arg("walk")
+                .arg("-q")
+                .arg("-o")
+                .arg(&out)
+                .arg(&tree),
+            0,
+        );
+        let list = read_list(&out);
+        let ours = relative_records(&list);
+        assert_eq!(
+            ours.keys().collect::<Vec<_>>(),
+            reference.keys().collect::<Vec<_>>(),
+            "np={np}: the walked paths differ from tree.mfu's"
+        );
+        for (rel, (mode, size, mtime, _, _, _)) in &ours {
+            let (rmode, rsize, rmtime, ..) = reference[rel];
+            assert_eq!(
+                mode,
+                &rmode,
+                "np={np}: mode of {}",
+                String::from_utf8_lossy(rel)
+            );
+            // A link's mtime is when the script made it; files and directories have fixed ones.
+            if FileType::from_mode(*mode) != FileType::Symlink {
+                assert_eq!(
+                    mtime,
+                    &rmtime,
+                    "np={np}: mtime of {}",
+                    String::from_utf8_lossy(rel)
+                );
+            }
+            // Directory sizes depend on the file system; everything else must match.
+            if FileType::from_mode(*mode) != FileType::Dir {
+                assert_eq!(
+                    *size,
+                    rsize,
+                    "np={np}: size of {}",
+                    String::from_utf8_lossy(rel)
+                );
+            }
+        }
+        for item in manifest.as_array().unwrap() {
+            let rel = format!("/{}", item["path"].as_str().unwrap());
+            let (mode, size, mtime, ..) = ours
+                .get(rel.as_bytes())
+                .unwrap_or_else(|| panic!("np={np}: {rel} of the manifest was not walked"));
+            match item["type"].as_str().unwrap() {
+                "f" => {
+                    assert_eq!(FileType::from_mode(*mode), FileType::File, "{rel}");
+                    assert_eq!(*size, item["size"].as_u64().unwrap(), "{rel}");
+                    assert_eq!(*mtime, item["mtime"].as_i64().unwrap(), "{rel}");
+                    let want = u32::from_str_radix(
+                        item["mode"].as_str().unwrap().trim_start_matches("0o"),
+                        8,
+                    )
+                    .unwrap();
+                    assert_eq!(mode & 0o7777, want, "{rel}");
+                }
+                "l" => {
+                    assert_eq!(FileType::from_mode(*mode), FileType::Symlink, "{rel}");
+                    let target = item["target"].as_str().unwrap();
+                    assert_eq!(
+                        *size,
+                        target.len() as u64,
+                        "{rel}: a link's size is its target's length"
+                    );
+                    let on_disk = std::fs::read_link(tree.join(&rel[1..])).unwrap();
+                    assert_eq!(on_disk.as_os_str().as_bytes(), target.as_bytes());
+                }
+                "d" => assert_eq!(FileType::from_mode(*mode), FileType::Dir, "{rel}"),
+                t => panic!("unknown manifest type {t}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn reading_and_rewriting_tree_mfu_is_byte_identical_at_np_1_2_3() {
+    let tmp = tempfile::tempdir().unwrap();
+    let original = std::fs::read(vector("tree.mfu")).unwrap();
+    let sorted = std::fs::read(vector("tree.sorted.mfu")).unwrap();
+    for np in [1, 2, 3] {
+        let out = tmp.path().join(format!("y{np}.mfu"));
+        expect_status(
+            mpirun(np, &bin())
+                .args(["walk", "-q", "-i"])
+                .arg(vector("tree.mfu"))
+                .arg("-o")
+                .arg(&out),
+            0,
+        );
+        assert!(
+            std::fs::read(&out).unwrap() == original,
+            "np={np}: rewritten tree.mfu differs"
+        );
+        let out = tmp.path().join(format!("s{np}.mfu"));
+        expect_status(
+            mpirun(np, &bin())
+                .args(["walk", "-q", "-s", "name", "-i"])
+                .arg(vector("tree.mfu"))
+                .arg("-o")
+                .arg(&out),
+            0,
+        );
+        assert!(
+            std::fs::read(&out).unwrap() == sorted,
+            "np={np}: sorted list differs from tree.sorted.mfu"
+        );
+    }
+}
+
+#[test]
+fn lite_text_list_reads_keeps_pipes_and_rewrites_identically() {
+    let tmp = tempfile::tempdir().unwrap();
+    let original = std::fs::read(vector("tree.lite.mfu")).unwrap();
+    for np in [1, 2, 3] {
+        let out = tmp.path().join(format!("lite{np}.txt"));
+        let printed = expect_status(
+            mpirun(np, &bin())
+                .args(["walk", "-p", "-i"])
+                .arg(vector("tree.lite.mfu"))
+                .arg("-o")
+                .arg(&out),
+            0,
+        );
+        assert!(
+            std::fs::read(&out).unwrap() == original,
+            "np={np}: rewritten lite list differs"
+        );
+        let text = String::from_utf8_lossy(&printed.stdout);
+        assert!(
+            text.contains("/delta|pipe_2"),
+            "a name with '|' lost its pipe:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn empty_list_writes_a_valid_v4_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("empty.mfu");
+    std::fs::write(&out, b"stale content that must not survive").unwrap();
+    let missing = tmp.path().join("does-not-exist");
+    let res = expect_status(mfu(&["walk", "-o"]).arg(&out).arg(&missing), 1);
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(
+        err.contains("does-not-exist") && err.contains("stat"),
+        "error must name path and operation: {err}"
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(&bytes[..8], &4u64.to_be_bytes(), "version 4");
+    assert_eq!(&bytes[40..48], &0u64.to_be_bytes(), "nfiles = 0");
+    assert_eq!(read_list(&out).len(), 0);
+}
+
+#[test]
+fn sort_at_4_ranks_orders_like_1_rank_for_every_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    for key in [
+        "name",
+        "user",
+        "group",
+        "uid",
+        "gid",
+        "atime",
+        "mtime",
+        "ctime",
+        "size",
+        "-size",
+        "-mtime,name",
+    ] {
+        let one = tmp.path().join("one.mfu");
+        let four = tmp.path().join("four.mfu");
+        expect_status(
+            mfu(&["--ranks", "1", "walk", "-q", "-s", key, "-i"])
+                .arg(vector("tree.mfu"))
+                .arg("-o")
+                .arg(&one),
+            0,
+        );
+        expect_status(
+            mfu(&["--ranks", "4", "walk", "-q", "-s", key, "-i"])
+                .arg(vector("tree.mfu"))
+                .arg("-o")
+                .arg(&four),
+            0,
+        );
+        assert!(
+            std::fs::read(&one).unwrap() == std::fs::read(&four).unwrap(),
+            "key {key}: 4 ranks differ from 1"
+        );
+        if key == "size" {
+            let l = read_list(&one);
+            let sizes: Vec<u64> = l.iter().map(|e| e.meta.unwrap().size).collect();
+            assert!(
+                sizes.windows(2).all(|w| w[0] <= w[1]),
+                "not sorted by size: {sizes:?}"
+            );
+        }
+    }
+    // And under a real launch.
+    let mpi = tmp.path().join("mpi.mfu");
+    let one = tmp.path().join("one.mfu");
+    expect_status(
+        mpirun(4, &bin())
+            .args(["walk", "-q", "-s", "-size,name", "-i"])
+            .arg(vector("tree.mfu"))
+            .arg("-o")
+            .arg(&mpi),
+        0,
+    );
+    expect_status(
+        mfu(&["walk", "-q", "-s", "-size,name", "-i"])
+            .arg(vector("tree.mfu"))
+            .arg("-o")
+            .arg(&one),
+        0,
+    );
+    assert!(std::fs::read(&one).unwrap() == std::fs::read(&mpi).unwrap());
+}
+
+#[test]
+fn non_utf8_names_walk_and_round_trip_through_v4_and_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("t");
+    std::fs::create_dir(&tree).unwrap();
+    let names: [&[u8]; 4] = [b"caf\xe9", b"a|b", b"sp ace", b"\xff\xfe|F"];
+    for n in names {
+        std::fs::write(tree.join(std::ffi::OsStr::from_bytes(n)), n).unwrap();
+    }
+    let v4 = tmp.path().join("l.mfu");
+    let text = tmp.path().join("l.txt");
+    let text2 = tmp.path().join("l2.txt");
+    expect_status(
+        mpirun(2, &bin())
+            .args(["walk", "-q", "-o"])
+            .arg(&v4)
+            .arg(&tree),
+        0,
+    );
+    expect_status(
+        mfu(&["walk", "-q", "-t", "-i"])
+            .arg(&v4)
+            .arg("-o")
+            .arg(&text),
+        0,
+    );
+    expect_status(
+        mpirun(3, &bin())
+            .args(["walk", "-q", "-i"])
+            .arg(&text)
+            .arg("-o")
+            .arg(&text2),
+        0,
+    );
+    assert!(std::fs::read(&text).unwrap() == std::fs::read(&text2).unwrap());
+    for list in [read_list(&v4), read_list(&text2)] {
+        for n in names {
+            let want = [tree.as_os_str().as_bytes(), b"/", n].concat();
+            let e = list
+                .iter()
+                .find(|e| e.path == want)
+                .unwrap_or_else(|| panic!("{} lost", String::from_utf8_lossy(n)));
+            assert_eq!(e.kind, FileType::File);
+        }
+    }
+}
+
+#[test]
+fn paths_longer_than_path_max_are_walked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("deep");
+    // 30 levels of 200-byte names: about 6 KB of path, more than PATH_MAX (4096).
+    let script = format!(
+        "import os\nfd=os.open({:?}, os.O_RDONLY)\nos.mkdir('deep', dir_fd=fd)\nfd=os.open('deep', os.O_RDONLY, dir_fd=fd)\n\
+         for i in range(30):\n    n=('d%02d' % i)*50\n    n=n[:200]\n    os.mkdir(n, dir_fd=fd)\n    fd=os.open(n, os.O_RDONLY, dir_fd=fd)\n\
+         f=os.open('leaf', os.O_WRONLY|os.O_CREAT, 0o644, dir_fd=fd)\nos.write(f, b'x'*7)\n",
+        tmp.path().to_str().unwrap()
+    );
+    expect_status(Command::new("python3").args(["-c", &script]), 0);
+    let out = tmp.path().join("deep.mfu");
+    expect_status(
+        mpirun(2, &bin())
+            .args(["walk", "-q", "-o"])
+            .arg(&out)
+            .arg(&root),
+        0,
+    );
+    let list = read_list(&out);
+    assert_eq!(list.len(), 32, "root + 30 directories + leaf");
+    let leaf = list
+        .iter()
+        .find(|e| e.path.ends_with(b"/leaf"))
+        .expect("the leaf below PATH_MAX depth");
+    assert!(leaf.path.len() > 4096);
+    assert_eq!(leaf.meta.unwrap().size, 7);
+}
+
+#[test]
+fn dereference_follows_links_and_reports_cycles() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().join("t");
+    std::fs::create_dir_all(t.join("real/sub")).unwrap();
+    std::fs::write(t.join("real/sub/f"), b"12345").unwrap();
+    std::os::unix::fs::symlink("real", t.join("link")).unwrap();
+    std::os::unix::fs::symlink("..", t.join("real/sub/up")).unwrap();
+    let plain = expect_status(mfu(&["walk", "-p"]).arg(&t), 0);
+    let text = String::from_utf8_lossy(&plain.stdout);
+    assert!(
+        !text.contains("/link/sub/f"),
+        "without -L links are not followed"
+    );
+    let out = mfu(&["walk", "-L", "-p"]).arg(&t).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("/link/sub/f"),
+        "with -L the link's tree is walked:\n{text}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cycle"),
+        "a directory cycle must be reported: {err}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a reported cycle makes the walk incomplete"
+    );
+}
+
+#[test]
+fn summary_counts_and_histograms() {
+    let out = expect_status(
+        mfu(&["walk", "-d", "size:0,512,1M", "-f", "-i"]).arg(vector("tree.mfu")),
+        0,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "Items: 44",
+        "Directories: 18",
+        "Files: 24",
+        "Links: 2",
+        "[0, 0]",
+        "(512, 1048576]",
+        "File size histogram",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn old_names_dispatch_and_help_exits_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let link = tmp.path().join("dwalk");
+    std::os::unix::fs::symlink(bin(), &link).unwrap();
+    let out = expect_status(
+        mfu_tests::clean_env(&mut Command::new(&link))
+            .arg("-i")
+            .arg(vector("tree.mfu")),
+        0,
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Items: 44"));
+    expect_status(&mut mfu(&["dwalk", "--help"]), 0);
+    expect_status(
+        mfu(&["walk", "--sort", "bogus", "-i"]).arg(vector("tree.mfu")),
+        2,
+    );
+    expect_status(&mut mfu(&["walk", "-i", "/nonexistent/list.mfu"]), 2);
+    expect_status(&mut mfu(&["walk"]), 2);
+}
+
+#[test]
+fn build_without_mpi_runs_alone_and_refuses_many_tasks() {
+    let mut one = Command::new(nompi_bin());
+    mfu_tests::clean_env(&mut one)
+        .args(["walk", "-i"])
+        .arg(vector("tree.mfu"));
+    let out = expect_status(&mut one, 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Items: 44"));
+    for var in ["SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"] {
+        let mut many = Command::new(nompi_bin());
+        mfu_tests::clean_env(&mut many)
+            .env(var, "4")
+            .args(["walk", "-i"])
+            .arg(vector("tree.mfu"));
+        let out = expect_status(&mut many, 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("without MPI") && err.contains(&format!("{var}=4")),
+            "{err}"
+        );
+    }
+    // The no-MPI build still runs many thread ranks on request.
+    let mut ranks = Command::new(nompi_bin());
+    mfu_tests::clean_env(&mut ranks)
+        .args(["--ranks", "3", "walk", "-s", "name", "-i"])
+        .arg(vector("tree.mfu"));
+    expect_status(&mut ranks, 0);
+}

@@ -1,0 +1,76 @@
+//! Install what building and testing mfu-rs needs, when it is missing: Open MPI (headers,
+//! `mpicc`, `mpirun`), libclang (rsmpi generates its bindings with bindgen), python3 (the
+//! interop-vector trees are built by a script).
+
+use crate::run;
+use anyhow::{bail, Result};
+use std::path::Path;
+use std::process::Command;
+
+const PACKAGES: &[&str] = &[
+    "libopenmpi-dev",
+    "openmpi-bin",
+    "libclang-dev",
+    "pkg-config",
+    "python3",
+];
+
+fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A libclang shared library in /usr/lib/llvm-*/lib or /usr/lib/<triple> (where Debian puts it).
+fn have_libclang() -> bool {
+    let is_libclang = |name: &str| name.starts_with("libclang") && name.contains(".so");
+    let dir_has = |d: &Path| {
+        std::fs::read_dir(d).is_ok_and(|it| {
+            it.flatten()
+                .any(|e| is_libclang(&e.file_name().to_string_lossy()))
+        })
+    };
+    std::fs::read_dir("/usr/lib").is_ok_and(|it| {
+        it.flatten().any(|e| {
+            let p = e.path();
+            dir_has(&p) || dir_has(&p.join("lib"))
+        })
+    })
+}
+
+/// Install the missing packages with apt-get (as root, or through sudo).
+pub fn ensure() -> Result<()> {
+    let missing = !have("mpicc")
+        || !have("mpirun")
+        || !have_libclang()
+        || !have("python3")
+        || !have("pkg-config");
+    if !missing {
+        return Ok(());
+    }
+    if !Path::new("/usr/bin/apt-get").exists() {
+        bail!("Open MPI (mpicc, mpirun), libclang and python3 are needed; install them with your package manager");
+    }
+    let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
+    let apt = |args: &[&str]| {
+        let mut cmd = Command::new(sudo.first().copied().unwrap_or("apt-get"));
+        if !sudo.is_empty() {
+            cmd.arg("apt-get");
+        }
+        cmd.args(["-o", "DPkg::Lock::Timeout=600"])
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive");
+        cmd
+    };
+    run(&mut apt(&["update", "-q"]))?;
+    run(apt(&["install", "-y", "-q", "--no-install-recommends"]).args(PACKAGES))?;
+    Ok(())
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0"))
+}
