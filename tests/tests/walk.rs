@@ -14,9 +14,12 @@ fn read_list(path: &Path) -> FileList {
     .remove(0)
 }
 
-/// Records keyed by path relative to the list's root (its shortest path), with what both
-/// mpiFileUtils and mfu-rs must agree on.
-fn relative_records(list: &FileList) -> BTreeMap<Vec<u8>, (u32, u64, i64, i64, u32, u32)> {
+/// What both mpiFileUtils and mfu-rs must agree on for one record: mode, size, mtime (s, ns),
+/// uid, gid.
+type Agreed = (u32, u64, i64, i64, u32, u32);
+
+/// Records keyed by path relative to the list's root (its shortest path).
+fn relative_records(list: &FileList) -> BTreeMap<Vec<u8>, Agreed> {
     let root = list
         .iter()
         .map(|e| e.path)

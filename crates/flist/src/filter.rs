@@ -133,7 +133,7 @@ impl Test {
             Some(c) => {
                 let power = "kmgtpe".find(c).ok_or_else(bad)? as u32 + 1;
                 match unit_chars.as_str() {
-                    "" | "b" | "B" => 10u128.pow(3 * power),
+                    "" | "b" | "B" => 1u128 << (10 * power),
                     _ => return Err(bad()),
                 }
             }

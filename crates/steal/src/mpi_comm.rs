@@ -13,8 +13,19 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use std::cell::RefCell;
 
-/// Bytes moved by all ranks together in one round of a collective, at most.
-const ROUND_BYTES: usize = 1 << 30;
+/// Bytes moved by all ranks together in one round of a collective, at most (1 GiB, well below
+/// `i32::MAX`). `MFU_MPI_ROUND_BYTES` lowers it, which the tests use to force many rounds.
+fn round_bytes() -> usize {
+    static ROUND: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *ROUND.get_or_init(|| {
+        std::env::var("MFU_MPI_ROUND_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(1 << 30)
+            .min(1 << 30)
+    })
+}
 
 /// A send still in flight, with the buffer it owns (leaked until the request completes).
 struct PendingSend {
@@ -72,7 +83,7 @@ impl MpiComm {
     }
 
     fn piece(&self) -> usize {
-        (ROUND_BYTES / self.size()).max(1)
+        (round_bytes() / self.size()).max(1)
     }
 }
 
@@ -157,7 +168,7 @@ impl Comm for MpiComm {
         let mut len = bytes.len() as u64;
         root_proc.broadcast_into(&mut len);
         bytes.resize(len as usize, 0);
-        for piece in bytes.chunks_mut(ROUND_BYTES) {
+        for piece in bytes.chunks_mut(round_bytes()) {
             root_proc.broadcast_into(piece);
         }
     }

@@ -172,11 +172,7 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
         say(&format!("  Other: {}", summary.others));
     }
     if list.detail() == Detail::Stat {
-        let per_file = if summary.files > 0 {
-            summary.bytes / summary.files
-        } else {
-            0
-        };
+        let per_file = summary.bytes.checked_div(summary.files).unwrap_or(0);
         say(&format!(
             "Data: {} ({} per file)",
             human_bytes(summary.bytes),
