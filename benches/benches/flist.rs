@@ -7,6 +7,7 @@ use criterion::{criterion_group, BatchSize, Criterion};
 use flist::sort::{parse_keys, sort, Key};
 use flist::{Detail, FileList, FileType, Meta};
 use std::sync::Mutex;
+use std::time::Duration;
 
 const RECORDS: usize = 1_000_000;
 const PATH_LEN: usize = 60;
@@ -72,7 +73,9 @@ fn bench_sort(c: &mut Criterion) {
     let keys = parse_keys("name").expect("name is a key");
     let list = records(RECORDS, 1);
     let mut group = c.benchmark_group("sort_1M_by_name");
-    group.sample_size(10);
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
     for ranks in [1, 2] {
         group.bench_function(format!("{ranks}_rank"), |b| {
             b.iter_batched(

@@ -318,7 +318,17 @@ impl FileList {
 
     /// A new list holding the records at `indices`, in that order.
     pub fn select(&self, indices: impl IntoIterator<Item = usize>) -> FileList {
+        let indices = indices.into_iter();
         let mut out = self.empty_like();
+        // Size the columns up front (sorts select every record): no regrowth, no slack.
+        let n = indices.size_hint().0;
+        let avg_path = self.paths.len().checked_div(self.len()).unwrap_or(0);
+        out.paths.reserve(n * avg_path);
+        out.ends.reserve(n);
+        out.kinds.reserve(n);
+        if self.detail == Detail::Stat {
+            out.metas.reserve(n);
+        }
         for i in indices {
             out.push_from(self, i);
         }

@@ -25,7 +25,7 @@
 use crate::distribute::spread;
 use crate::error::{Error, Result};
 use crate::ids::IdTable;
-use crate::record::{Detail, Entry, FileList, Meta};
+use crate::record::{Detail, FileList, Meta};
 use rayon::slice::ParallelSliceMut;
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -185,7 +185,7 @@ pub fn sort(comm: &dyn Comm, list: FileList, keys: &[Key]) -> Result<FileList> {
     drop(gathered);
     // Same input, same deterministic stable sort: every rank gets the same splitters.
     let mut idx: Vec<usize> = (0..samples.len()).collect();
-    idx.sort_by(|&a, &b| order.cmp(samples.entry(a), samples.entry(b)));
+    idx.sort_by(|&a, &b| order.cmp(At::new(&samples, a), At::new(&samples, b)));
     let total: u128 = weights.iter().map(|&w| w as u128).sum();
     // splitters[k - 1]: first sample whose weighted rank reaches k * total / size (None: past
     // the end, the bucket gets nothing).
@@ -208,9 +208,9 @@ pub fn sort(comm: &dyn Comm, list: FileList, keys: &[Key]) -> Result<FileList> {
         let cut = match sp {
             None => sorted.len(),
             Some(sp) => {
-                let pivot = samples.entry(*sp);
+                let pivot = At::new(&samples, *sp);
                 lower_bound(from, sorted.len(), |i| {
-                    order.cmp(sorted.entry(i), pivot) == Ordering::Less
+                    order.cmp(At::new(&sorted, i), pivot) == Ordering::Less
                 })
             }
         };
@@ -241,9 +241,10 @@ pub fn sort(comm: &dyn Comm, list: FileList, keys: &[Key]) -> Result<FileList> {
     drop(got);
     drop(sorted);
     // `merged` is `size` sorted runs; the stable merge sort finds and merges them.
-    let mut idx: Vec<usize> = (0..merged.len()).collect();
-    idx.par_sort_by(|&a, &b| order.cmp(merged.entry(a), merged.entry(b)));
-    let merged = merged.select(idx);
+    let mut items = items_of(&merged);
+    items.par_sort_by(|a, b| order.cmp(a.at(&merged), b.at(&merged)));
+    let merged = merged.select(items.iter().map(|it| it.1));
+    drop(items);
     Ok(spread(comm, merged))
 }
 
@@ -262,9 +263,49 @@ fn lower_bound(mut lo: usize, mut hi: usize, below: impl Fn(usize) -> bool) -> u
 
 /// This rank's records in sorted order (a new list).
 fn local_sort(list: &FileList, order: &Order<'_>) -> FileList {
-    let mut idx: Vec<usize> = (0..list.len()).collect();
-    idx.par_sort_unstable_by(|&a, &b| order.cmp(list.entry(a), list.entry(b)));
-    list.select(idx)
+    let mut items = items_of(list);
+    items.par_sort_unstable_by(|a, b| order.cmp(a.at(list), b.at(list)));
+    list.select(items.iter().map(|it| it.1))
+}
+
+/// What the sorts move: a record's path (read without going through the offsets column on
+/// every comparison) and its index.
+struct Item<'a>(&'a [u8], usize);
+
+impl<'a> Item<'a> {
+    fn at(&self, list: &'a FileList) -> At<'a> {
+        At {
+            path: self.0,
+            list,
+            i: self.1,
+        }
+    }
+}
+
+fn items_of(list: &FileList) -> Vec<Item<'_>> {
+    (0..list.len()).map(|i| Item(list.path(i), i)).collect()
+}
+
+/// A record being compared; its type and metadata are read only when a key needs them.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    path: &'a [u8],
+    list: &'a FileList,
+    i: usize,
+}
+
+impl<'a> At<'a> {
+    fn new(list: &'a FileList, i: usize) -> At<'a> {
+        At {
+            path: list.path(i),
+            list,
+            i,
+        }
+    }
+
+    fn meta(&self) -> Option<&'a Meta> {
+        self.list.meta(self.i)
+    }
 }
 
 /// The total order of records for a key list.
@@ -353,7 +394,7 @@ impl<'a> Order<'a> {
         }
     }
 
-    fn cmp(&self, a: Entry<'_>, b: Entry<'_>) -> Ordering {
+    fn cmp(&self, a: At<'_>, b: At<'_>) -> Ordering {
         for k in self.keys {
             let o = self.cmp_field(k.field, a, b);
             let o = if k.descending { o.reverse() } else { o };
@@ -363,19 +404,19 @@ impl<'a> Order<'a> {
         }
         a.path
             .cmp(b.path)
-            .then((a.kind as u8).cmp(&(b.kind as u8)))
-            .then_with(|| match (a.meta, b.meta) {
+            .then_with(|| (a.list.kind(a.i) as u8).cmp(&(b.list.kind(b.i) as u8)))
+            .then_with(|| match (a.meta(), b.meta()) {
                 (Some(x), Some(y)) => cmp_meta(x, y),
                 _ => Ordering::Equal,
             })
     }
 
-    fn cmp_field(&self, f: Field, a: Entry<'_>, b: Entry<'_>) -> Ordering {
+    fn cmp_field(&self, f: Field, a: At<'_>, b: At<'_>) -> Ordering {
         if f == Field::Name {
             return a.path.cmp(b.path);
         }
         // `sort` refused lite lists for these fields.
-        let (x, y) = (a.meta.expect("stat list"), b.meta.expect("stat list"));
+        let (x, y) = (a.meta().expect("stat list"), b.meta().expect("stat list"));
         match f {
             Field::Name => Ordering::Equal,
             Field::User => {

@@ -28,29 +28,35 @@ pub fn stop_flag() -> &'static AtomicBool {
 
 /// Catch SIGINT and SIGTERM: the first sets [`stop_flag`] (work stops being taken, what is in
 /// flight finishes, the summary is printed and the exit status is non-zero); a second one ends
-/// the process at once with status 130.
+/// the process at once with status 130. The handlers are in place when this returns; calling it
+/// again does nothing.
 pub fn install() {
-    let rt = runtime();
-    rt.spawn(async {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
         use tokio::signal::unix::{signal, SignalKind};
+        let rt = runtime();
+        // Register now, on this thread, so that no signal slips in before the handler exists.
+        let _context = rt.enter();
         let (Ok(mut int), Ok(mut term)) = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
         ) else {
             return;
         };
-        let mut count = 0;
-        loop {
-            tokio::select! {
-                _ = int.recv() => {},
-                _ = term.recv() => {},
+        rt.spawn(async move {
+            let mut count = 0;
+            loop {
+                tokio::select! {
+                    _ = int.recv() => {},
+                    _ = term.recv() => {},
+                }
+                count += 1;
+                STOP.store(true, Ordering::SeqCst);
+                if count > 1 {
+                    std::process::exit(130);
+                }
             }
-            count += 1;
-            STOP.store(true, Ordering::SeqCst);
-            if count > 1 {
-                std::process::exit(130);
-            }
-        }
+        });
     });
 }
 
