@@ -448,3 +448,26 @@ fn build_without_mpi_runs_alone_and_refuses_many_tasks() {
         .arg(vector("tree.mfu"));
     expect_status(&mut ranks, 0);
 }
+
+#[test]
+fn progress_lines_appear_on_stderr_from_rank_0() {
+    let tmp = tempfile::tempdir().unwrap();
+    for d in 0..40 {
+        let dir = tmp.path().join(format!("d{d}"));
+        std::fs::create_dir(&dir).unwrap();
+        for f in 0..100 {
+            std::fs::write(dir.join(format!("f{f}")), b"").unwrap();
+        }
+    }
+    let out = expect_status(
+        mfu(&["--ranks", "2", "walk", "--progress", "0.0005"]).arg(tmp.path()),
+        0,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("Walked ")).collect();
+    assert!(!lines.is_empty(), "no progress line in:\n{err}");
+    assert!(lines.iter().all(|l| l.contains("items/s")), "{err}");
+    let quiet = expect_status(mfu(&["walk", "--progress", "0"]).arg(tmp.path()), 0);
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("Walked "));
+    expect_status(&mut mfu(&["walk", "--progress", "soon", "/"]), 2);
+}

@@ -8,9 +8,10 @@ use steal::progress::{Progress, Report};
 /// `--progress`, `-v`, `-q`: the same on every tool.
 #[derive(Args, Clone, Debug)]
 pub struct Common {
-    /// Print a progress line every N seconds (0 = never); rank 0 prints it.
-    #[arg(long, value_name = "N", default_value_t = 10)]
-    pub progress: u64,
+    /// Print a progress line every N seconds (0 = never; fractions such as 0.5 allowed); rank 0
+    /// prints it on stderr.
+    #[arg(long, value_name = "N", default_value_t = 10.0, value_parser = parse_seconds)]
+    pub progress: f64,
     /// Say more: per-rank detail, chosen sizes, timings.
     #[arg(short, long)]
     pub verbose: bool,
@@ -27,7 +28,14 @@ impl Common {
                 eprintln!("{}", r.line(verb));
             }) as steal::progress::Reporter
         });
-        Progress::new(Duration::from_secs(self.progress), reporter)
+        Progress::new(Duration::from_secs_f64(self.progress), reporter)
+    }
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=1e9).contains(&s) => Ok(s),
+        _ => Err(format!("'{text}' is not a number of seconds")),
     }
 }
 
