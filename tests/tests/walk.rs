@@ -471,3 +471,44 @@ fn progress_lines_appear_on_stderr_from_rank_0() {
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("Walked "));
     expect_status(&mut mfu(&["walk", "--progress", "soon", "/"]), 2);
 }
+
+#[test]
+fn lite_walk_lists_names_and_types_without_stat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    let manifest = make_vector_tree(&tree, 1, false);
+    let out = tmp.path().join("lite.txt");
+    expect_status(
+        mpirun(2, &bin())
+            .args(["walk", "-q", "-l", "-o"])
+            .arg(&out)
+            .arg(&tree),
+        0,
+    );
+    let list = read_list(&out);
+    assert_eq!(list.detail(), flist::Detail::Lite);
+    let prefix = tree.as_os_str().as_bytes();
+    for item in manifest.as_array().unwrap() {
+        let want = [prefix, b"/", item["path"].as_str().unwrap().as_bytes()].concat();
+        let e = list
+            .iter()
+            .find(|e| e.path == want)
+            .unwrap_or_else(|| panic!("{} missing", item["path"]));
+        let kind = match item["type"].as_str().unwrap() {
+            "f" => FileType::File,
+            "l" => FileType::Symlink,
+            _ => FileType::Dir,
+        };
+        assert_eq!(e.kind, kind, "{}", item["path"]);
+    }
+    assert_eq!(list.len(), 44);
+    // A lite list can't be sorted by a metadata field: usage error, nothing written.
+    let sorted = tmp.path().join("sorted.txt");
+    expect_status(
+        mfu(&["walk", "-l", "-s", "size", "-o"])
+            .arg(&sorted)
+            .arg(&tree),
+        2,
+    );
+    assert!(!sorted.exists());
+}

@@ -26,6 +26,9 @@ const TAG_TOKEN: Tag = 104;
 const TAG_DONE: Tag = 105;
 const TAG_PROGRESS: Tag = 106;
 
+/// Bytes of encoded items in one steal reply, at most (64 MiB; the rest stays for later thieves).
+const STEAL_REPLY_BYTES: usize = 64 << 20;
+
 /// A unit of work that can travel to another rank.
 pub trait WorkItem: Send + Sized + 'static {
     /// Append this item's bytes to `out`.
@@ -303,11 +306,18 @@ impl<T: WorkItem> Rank<'_, T> {
                 if give == 0 {
                     self.comm.send(src, TAG_NONE, Vec::new());
                 } else {
-                    let mut out = Vec::new();
-                    (give as u64).encode(&mut out);
-                    for item in self.local.drain(..give) {
-                        item.encode(&mut out);
+                    // Count first, items after; stop early at STEAL_REPLY_BYTES so that one
+                    // reply stays far below MPI's i32 message limit however big the deque is.
+                    let mut items = Vec::new();
+                    let mut given = 0u64;
+                    while (given as usize) < give && items.len() < STEAL_REPLY_BYTES {
+                        let item = self.local.pop_front().expect("give <= len");
+                        item.encode(&mut items);
+                        given += 1;
                     }
+                    let mut out = Vec::with_capacity(8 + items.len());
+                    given.encode(&mut out);
+                    out.extend_from_slice(&items);
                     self.work_balance += 1;
                     self.comm.send(src, TAG_WORK, out);
                 }
