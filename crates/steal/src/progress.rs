@@ -35,14 +35,7 @@ impl Report {
         if self.total_bytes > 0 {
             let rate = self.bytes as f64 / secs;
             let pct = 100.0 * self.bytes as f64 / self.total_bytes as f64;
-            let eta = if rate > 0.0 {
-                format!(
-                    ", ETA {}",
-                    human_duration((self.total_bytes.saturating_sub(self.bytes)) as f64 / rate)
-                )
-            } else {
-                String::new()
-            };
+            let eta = eta(self.total_bytes.saturating_sub(self.bytes), rate);
             format!(
                 "{verb} {} of {} ({pct:.0}%) in {}, {}/s{eta}",
                 human_bytes(self.bytes),
@@ -53,14 +46,7 @@ impl Report {
         } else if self.total_items > 0 {
             let rate = self.items as f64 / secs;
             let pct = 100.0 * self.items as f64 / self.total_items as f64;
-            let eta = if rate > 0.0 {
-                format!(
-                    ", ETA {}",
-                    human_duration((self.total_items.saturating_sub(self.items)) as f64 / rate)
-                )
-            } else {
-                String::new()
-            };
+            let eta = eta(self.total_items.saturating_sub(self.items), rate);
             format!(
                 "{verb} {} of {} items ({pct:.0}%) in {}, {:.0} items/s{eta}",
                 self.items,
@@ -76,6 +62,15 @@ impl Report {
                 self.items as f64 / secs
             )
         }
+    }
+}
+
+/// `, ETA 28 s` for `left` units at `rate` units per second; empty before anything moved.
+fn eta(left: u64, rate: f64) -> String {
+    if rate > 0.0 {
+        format!(", ETA {}", human_duration(left as f64 / rate))
+    } else {
+        String::new()
     }
 }
 

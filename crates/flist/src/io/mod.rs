@@ -307,6 +307,51 @@ fn write_all_at(file: &File, path: &[u8], buf: &[u8], offset: u64) -> Result<()>
         .map_err(|e| ItemError::new(path, OP_WRITE, e).into())
 }
 
+/// Writes one rank's contiguous region of a list file from `offset` on, in `IO_CHUNK` pieces:
+/// records are appended to a buffer, which goes out with one positional write when full.
+struct RegionWriter<'a> {
+    file: File,
+    path: &'a [u8],
+    offset: u64,
+    buf: Vec<u8>,
+}
+
+impl<'a> RegionWriter<'a> {
+    /// Open `path` (already created by rank 0) to write from byte `offset`.
+    fn open(path: &'a [u8], offset: u64) -> Result<RegionWriter<'a>> {
+        Ok(RegionWriter {
+            file: open_write(path)?,
+            path,
+            offset,
+            buf: Vec::with_capacity(IO_CHUNK + 4096),
+        })
+    }
+
+    /// The buffer to append the next record to; call [`RegionWriter::flush_if_full`] after.
+    fn buf(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    fn flush_if_full(&mut self) -> Result<()> {
+        if self.buf.len() >= IO_CHUNK {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        write_all_at(&self.file, self.path, &self.buf, self.offset)?;
+        self.offset += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Write what is left.
+    fn finish(mut self) -> Result<()> {
+        self.flush()
+    }
+}
+
 /// An [`Error::Invalid`] for a record `item` that the list `list` cannot hold.
 fn cannot_hold(list: &[u8], item: &[u8], why: &str) -> Error {
     Error::Invalid(format!(

@@ -5,9 +5,7 @@
 //! begins at or after it, and ends where the next rank starts.
 
 use super::agree::{agree, bcast_result};
-use super::{
-    bad, cannot_hold, create, open_read, open_write, read_full_at, write_all_at, IO_CHUNK, OP_READ,
-};
+use super::{bad, cannot_hold, create, open_read, read_full_at, RegionWriter, IO_CHUNK, OP_READ};
 use crate::error::{ItemError, Result};
 use crate::record::{Detail, FileList, FileType};
 use std::fs::File;
@@ -175,19 +173,14 @@ pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()>
         if mine == 0 {
             return Ok(());
         }
-        let file = open_write(path)?;
-        let mut offset = first;
-        let mut buf = Vec::with_capacity(IO_CHUNK.min(mine as usize) + 4096);
+        let mut out = RegionWriter::open(path, first)?;
         for e in list.iter() {
-            buf.extend_from_slice(e.path);
-            buf.extend_from_slice(&[b'|', e.kind.text_letter(), b'\n']);
-            if buf.len() >= IO_CHUNK {
-                write_all_at(&file, path, &buf, offset)?;
-                offset += buf.len() as u64;
-                buf.clear();
-            }
+            out.buf().extend_from_slice(e.path);
+            out.buf()
+                .extend_from_slice(&[b'|', e.kind.text_letter(), b'\n']);
+            out.flush_if_full()?;
         }
-        write_all_at(&file, path, &buf, offset)
+        out.finish()
     })();
     agree(comm, local)
 }

@@ -3,7 +3,7 @@
 
 use super::agree::{agree, bcast_result, put_u64, Wire};
 use super::{
-    bad, cannot_hold, create, even_split, open_read, open_write, read_exact_at, write_all_at,
+    bad, cannot_hold, create, even_split, open_read, read_exact_at, write_all_at, RegionWriter,
     IO_CHUNK,
 };
 use crate::error::{Error, Result};
@@ -359,24 +359,14 @@ pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()>
         if list.is_empty() {
             return Ok(());
         }
-        let file = open_write(path)?;
-        let rec = (fc + META_FIELDS) as usize;
-        let mut offset = data_start + first * rec as u64;
-        let mut buf = Vec::with_capacity(IO_CHUNK + rec);
+        let rec = fc + META_FIELDS;
+        let mut out = RegionWriter::open(path, data_start + first * rec)?;
         for e in list.iter() {
-            encode_record(
-                e.path,
-                e.meta.expect("a stat list has metadata"),
-                fc as usize,
-                &mut buf,
-            );
-            if buf.len() >= IO_CHUNK {
-                write_all_at(&file, path, &buf, offset)?;
-                offset += buf.len() as u64;
-                buf.clear();
-            }
+            let meta = e.meta.expect("a stat list has metadata");
+            encode_record(e.path, meta, fc as usize, out.buf());
+            out.flush_if_full()?;
         }
-        write_all_at(&file, path, &buf, offset)
+        out.finish()
     })();
     agree(comm, local)
 }
