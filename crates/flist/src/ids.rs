@@ -2,6 +2,7 @@
 
 use std::ffi::CStr;
 use std::sync::Mutex;
+use steal::wire::{self, Reader};
 
 /// getpwent/getgrent keep one cursor per process: thread ranks must take turns.
 static NSS_LOCK: Mutex<()> = Mutex::new(());
@@ -30,31 +31,20 @@ impl IdTable {
             .map(|(_, i)| *i)
     }
 
-    /// Append a self-delimiting encoding (for broadcasting a table to other ranks).
+    /// Append the rank-to-rank encoding ([`steal::wire`]), to broadcast a table.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
+        wire::put_u64(out, self.entries.len() as u64);
         for (name, id) in &self.entries {
-            out.extend_from_slice(&(name.len() as u64).to_le_bytes());
-            out.extend_from_slice(name);
-            out.extend_from_slice(&id.to_le_bytes());
+            wire::put_bytes(out, name);
+            wire::put_u64(out, *id);
         }
     }
 
-    /// Read a table written by [`IdTable::encode`] from the front of `input`, advancing it.
-    pub fn decode(input: &mut &[u8]) -> IdTable {
-        fn take<'a>(input: &mut &'a [u8], n: usize) -> &'a [u8] {
-            let (head, rest) = input.split_at(n);
-            *input = rest;
-            head
-        }
-        let u64_of = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
-        let n = u64_of(take(input, 8));
+    /// Read a table written by [`IdTable::encode`].
+    pub fn decode(input: &mut Reader<'_>) -> IdTable {
+        let n = input.u64();
         let entries = (0..n)
-            .map(|_| {
-                let len = u64_of(take(input, 8)) as usize;
-                let name = take(input, len).to_vec();
-                (name, u64_of(take(input, 8)))
-            })
+            .map(|_| (input.bytes().to_vec(), input.u64()))
             .collect();
         IdTable { entries }
     }
@@ -118,9 +108,9 @@ mod tests {
         let mut b = Vec::new();
         t.encode(&mut b);
         b.push(9);
-        let mut input = &b[..];
+        let mut input = Reader::new(&b);
         assert_eq!(IdTable::decode(&mut input), t);
-        assert_eq!(input, &[9]);
+        assert_eq!(input.rest(), &[9]);
     }
 
     #[test]

@@ -18,6 +18,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use steal::progress::Progress;
 use steal::queue::{self, WorkItem};
+use steal::wire::{self, Reader};
 use steal::Comm;
 
 /// Longest path handed to a single `open` (Linux `PATH_MAX` is 4096 including the NUL).
@@ -82,19 +83,17 @@ struct DirItem {
 
 impl WorkItem for DirItem {
     fn encode(&self, out: &mut Vec<u8>) {
-        self.path.encode(out);
-        (self.ancestors.len() as u64).encode(out);
+        wire::put_bytes(out, &self.path);
+        wire::put_u64(out, self.ancestors.len() as u64);
         for &(d, i) in &self.ancestors {
-            d.encode(out);
-            i.encode(out);
+            wire::put_u64(out, d);
+            wire::put_u64(out, i);
         }
     }
-    fn decode(input: &mut &[u8]) -> Self {
-        let path = Vec::<u8>::decode(input);
-        let n = u64::decode(input);
-        let ancestors = (0..n)
-            .map(|_| (u64::decode(input), u64::decode(input)))
-            .collect();
+    fn decode(input: &mut Reader<'_>) -> Self {
+        let path = input.bytes().to_vec();
+        let n = input.u64();
+        let ancestors = (0..n).map(|_| (input.u64(), input.u64())).collect();
         DirItem { path, ancestors }
     }
 }
@@ -171,7 +170,7 @@ fn system_tables(comm: &dyn Comm) -> (IdTable, IdTable) {
         IdTable::system_groups().encode(&mut bytes);
     }
     comm.bcast(0, &mut bytes);
-    let mut input = &bytes[..];
+    let mut input = Reader::new(&bytes);
     (IdTable::decode(&mut input), IdTable::decode(&mut input))
 }
 

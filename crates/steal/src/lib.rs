@@ -25,6 +25,7 @@ pub mod mpi_comm;
 pub mod progress;
 pub mod queue;
 pub mod signals;
+pub mod wire;
 
 pub use comm::{Comm, CommExt, ReduceOp, Tag};
 pub use launch::{Backend, LaunchError, Launcher};

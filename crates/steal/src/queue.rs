@@ -14,6 +14,7 @@
 
 use crate::comm::{Comm, CommExt, ReduceOp, Tag};
 use crate::progress::{Progress, ProgressBoard};
+use crate::wire::{self, Reader};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,35 +30,29 @@ const TAG_PROGRESS: Tag = 106;
 /// Bytes of encoded items in one steal reply, at most (64 MiB; the rest stays for later thieves).
 const STEAL_REPLY_BYTES: usize = 64 << 20;
 
-/// A unit of work that can travel to another rank.
+/// A unit of work that can travel to another rank, in the [`wire`] encoding.
 pub trait WorkItem: Send + Sized + 'static {
     /// Append this item's bytes to `out`.
     fn encode(&self, out: &mut Vec<u8>);
-    /// Read one item from the front of `input` and advance it past the item.
-    fn decode(input: &mut &[u8]) -> Self;
+    /// Read one item from `input`.
+    fn decode(input: &mut Reader<'_>) -> Self;
 }
 
 impl WorkItem for u64 {
     fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
+        wire::put_u64(out, *self);
     }
-    fn decode(input: &mut &[u8]) -> Self {
-        let (head, rest) = input.split_at(8);
-        *input = rest;
-        u64::from_le_bytes(head.try_into().expect("8 bytes"))
+    fn decode(input: &mut Reader<'_>) -> Self {
+        input.u64()
     }
 }
 
 impl WorkItem for Vec<u8> {
     fn encode(&self, out: &mut Vec<u8>) {
-        (self.len() as u64).encode(out);
-        out.extend_from_slice(self);
+        wire::put_bytes(out, self);
     }
-    fn decode(input: &mut &[u8]) -> Self {
-        let n = u64::decode(input) as usize;
-        let (head, rest) = input.split_at(n);
-        *input = rest;
-        head.to_vec()
+    fn decode(input: &mut Reader<'_>) -> Self {
+        input.bytes().to_vec()
     }
 }
 
@@ -316,7 +311,7 @@ impl<T: WorkItem> Rank<'_, T> {
                         given += 1;
                     }
                     let mut out = Vec::with_capacity(8 + items.len());
-                    given.encode(&mut out);
+                    wire::put_u64(&mut out, given);
                     out.extend_from_slice(&items);
                     self.work_balance += 1;
                     self.comm.send(src, TAG_WORK, out);
@@ -328,8 +323,8 @@ impl<T: WorkItem> Rank<'_, T> {
                 self.black = true;
                 self.steals += 1;
                 assert!(!self.done, "work arrived after termination was detected");
-                let mut input = &bytes[..];
-                let n = u64::decode(&mut input);
+                let mut input = Reader::new(&bytes);
+                let n = input.u64();
                 for _ in 0..n {
                     let item = T::decode(&mut input);
                     if self.stopped {

@@ -4,6 +4,7 @@
 use super::OPS;
 use crate::error::{Error, ItemError, Result};
 use std::io;
+use steal::wire::{put_bytes, put_u64, Reader};
 use steal::{Comm, CommExt};
 
 /// Agree on the outcome of a step every rank ran on its own: when any rank failed, every rank
@@ -24,7 +25,7 @@ pub(super) fn agree<T>(comm: &dyn Comm, local: Result<T>) -> Result<T> {
         .expect("a rank reported a failure");
     match local {
         Err(e) if first == comm.rank() => Err(e),
-        _ => Err(decode_error(&mut Wire::new(&all[first]))),
+        _ => Err(decode_error(&mut Reader::new(&all[first]))),
     }
 }
 
@@ -35,7 +36,7 @@ pub(super) fn bcast_result<T>(
     root: usize,
     produce: impl FnOnce() -> Result<T>,
     encode: impl Fn(&T, &mut Vec<u8>),
-    decode: impl Fn(&mut Wire<'_>) -> T,
+    decode: impl Fn(&mut Reader<'_>) -> T,
 ) -> Result<T> {
     let mut bytes = Vec::new();
     let own = (comm.rank() == root).then(produce);
@@ -54,56 +55,10 @@ pub(super) fn bcast_result<T>(
     if let Some(own) = own {
         return own;
     }
-    let mut w = Wire::new(&bytes);
+    let mut w = Reader::new(&bytes);
     match w.u8() {
         1 => Ok(decode(&mut w)),
         _ => Err(decode_error(&mut w)),
-    }
-}
-
-/// Append `v` (little-endian; these bytes only travel between ranks).
-pub(super) fn put_u64(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-/// Append `b` with its length.
-pub(super) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    put_u64(out, b.len() as u64);
-    out.extend_from_slice(b);
-}
-
-/// Reads what `put_*` wrote. The bytes come from another rank of the same program, so a
-/// malformed message is a bug and panics.
-pub(super) struct Wire<'a> {
-    rest: &'a [u8],
-}
-
-impl<'a> Wire<'a> {
-    /// Read from the start of `bytes`.
-    pub(super) fn new(bytes: &'a [u8]) -> Wire<'a> {
-        Wire { rest: bytes }
-    }
-
-    fn take(&mut self, n: usize) -> &'a [u8] {
-        let (head, tail) = self.rest.split_at(n);
-        self.rest = tail;
-        head
-    }
-
-    /// One byte.
-    pub(super) fn u8(&mut self) -> u8 {
-        self.take(1)[0]
-    }
-
-    /// One `u64`.
-    pub(super) fn u64(&mut self) -> u64 {
-        u64::from_le_bytes(self.take(8).try_into().expect("8 bytes"))
-    }
-
-    /// A length-prefixed byte string.
-    pub(super) fn bytes(&mut self) -> &'a [u8] {
-        let n = self.u64() as usize;
-        self.take(n)
     }
 }
 
@@ -140,7 +95,7 @@ fn encode_error(e: &Error, out: &mut Vec<u8>) {
     }
 }
 
-fn decode_error(w: &mut Wire<'_>) -> Error {
+fn decode_error(w: &mut Reader<'_>) -> Error {
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     match w.u8() {
         ITEM => {
@@ -176,7 +131,7 @@ mod tests {
     fn round_trip(e: Error) -> String {
         let mut bytes = Vec::new();
         encode_error(&e, &mut bytes);
-        let back = decode_error(&mut Wire::new(&bytes));
+        let back = decode_error(&mut Reader::new(&bytes));
         assert_eq!(back.to_string(), e.to_string());
         back.to_string()
     }

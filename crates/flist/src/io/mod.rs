@@ -34,10 +34,11 @@ use crate::error::{Error, ItemError, Result};
 use crate::ids::IdTable;
 use crate::path::as_path;
 use crate::record::{Detail, FileList};
-use agree::{bcast_result, Wire};
+use agree::bcast_result;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use steal::wire::{put_u64, Reader};
 use steal::Comm;
 
 /// The format [`write()`] produces.
@@ -193,7 +194,7 @@ impl Plan {
             Kind::Lines => b'\n',
             Kind::Nul => 0,
         });
-        agree::put_u64(out, self.len);
+        put_u64(out, self.len);
         match &self.layout {
             Some(l) => {
                 out.push(1);
@@ -201,16 +202,11 @@ impl Plan {
             }
             None => out.push(0),
         }
-        for table in [&self.users, &self.groups] {
-            agree::put_u64(out, table.entries.len() as u64);
-            for (name, id) in &table.entries {
-                agree::put_bytes(out, name);
-                agree::put_u64(out, *id);
-            }
-        }
+        self.users.encode(out);
+        self.groups.encode(out);
     }
 
-    fn decode(w: &mut Wire<'_>) -> Plan {
+    fn decode(w: &mut Reader<'_>) -> Plan {
         let kind = match w.u8() {
             3 => Kind::V3,
             4 => Kind::V4,
@@ -219,15 +215,8 @@ impl Plan {
         };
         let len = w.u64();
         let layout = (w.u8() == 1).then(|| v4::Layout::decode(w));
-        let mut tables = [IdTable::default(), IdTable::default()];
-        for table in &mut tables {
-            let n = w.u64();
-            for _ in 0..n {
-                let name = w.bytes().to_vec();
-                table.entries.push((name, w.u64()));
-            }
-        }
-        let [users, groups] = tables;
+        let users = IdTable::decode(w);
+        let groups = IdTable::decode(w);
         Plan {
             kind,
             len,
@@ -414,7 +403,7 @@ mod tests {
         };
         let mut bytes = Vec::new();
         plan.encode(&mut bytes);
-        let back = Plan::decode(&mut Wire::new(&bytes));
+        let back = Plan::decode(&mut Reader::new(&bytes));
         assert_eq!(
             (back.kind, back.len, back.layout),
             (plan.kind, plan.len, plan.layout)

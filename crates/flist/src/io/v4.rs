@@ -1,7 +1,7 @@
 //! Cache format v4 (read and write) and v3 (read): a header of big-endian `u64`s, the user and
 //! group tables, then fixed-size records (`docs/formats.md` §1–2).
 
-use super::agree::{agree, bcast_result, put_u64, Wire};
+use super::agree::{agree, bcast_result};
 use super::{
     bad, cannot_hold, create, even_split, open_read, read_exact_at, write_all_at, RegionWriter,
     IO_CHUNK,
@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::ids::IdTable;
 use crate::record::{Detail, FileList, FileType, Meta};
 use std::fs::File;
+use steal::wire::{put_u64, Reader};
 use steal::{Comm, CommExt};
 
 /// Bytes of a v4 header: 7 `u64`.
@@ -154,7 +155,7 @@ impl Layout {
     }
 
     /// Inverse of [`Layout::encode`].
-    pub(super) fn decode(w: &mut Wire<'_>) -> Layout {
+    pub(super) fn decode(w: &mut Reader<'_>) -> Layout {
         Layout {
             header: w.u64(),
             nusers: w.u64(),
