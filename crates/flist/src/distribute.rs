@@ -156,6 +156,24 @@ mod tests {
     }
 
     #[test]
+    fn even_splits_cover_everything_once_in_order() {
+        for size in 1..9 {
+            for n in [0u64, 1, 5, 44, 1000, u64::MAX / 2] {
+                let mut next = 0;
+                for rank in 0..size {
+                    let first = even_start(n, size, rank);
+                    assert_eq!(first, next);
+                    next += even_start(n, size, rank + 1) - first;
+                }
+                assert_eq!(next, n);
+            }
+        }
+        assert_eq!(even_start(44, 3, 2), 30);
+        assert_eq!(even_start(44, 3, 3) - even_start(44, 3, 2), 14);
+        assert_eq!(even_start(44, 3, 1), 15);
+    }
+
+    #[test]
     fn fnv1a_reference_values() {
         assert_eq!(hash_path(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(hash_path(b"a"), 0xaf63_dc4c_8601_ec8c);

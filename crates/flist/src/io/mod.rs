@@ -350,37 +350,9 @@ fn cannot_hold(list: &[u8], item: &[u8], why: &str) -> Error {
     ))
 }
 
-/// The even split of `n` items over `size` ranks: `(first, count)` of `rank`. The first
-/// `n % size` ranks get one item more.
-fn even_split(n: u64, rank: usize, size: usize) -> (u64, u64) {
-    let (rank, size) = (rank as u64, size as u64);
-    let (base, extra) = (n / size, n % size);
-    (
-        rank * base + rank.min(extra),
-        base + u64::from(rank < extra),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn even_split_covers_everything_once_in_order() {
-        for size in 1..9 {
-            for n in [0u64, 1, 5, 44, 1000, u64::MAX / 2] {
-                let mut next = 0;
-                for rank in 0..size {
-                    let (first, count) = even_split(n, rank, size);
-                    assert_eq!(first, next);
-                    next += count;
-                }
-                assert_eq!(next, n);
-            }
-        }
-        assert_eq!(even_split(44, 2, 3), (30, 14));
-        assert_eq!(even_split(44, 0, 3), (0, 15));
-    }
 
     #[test]
     fn plans_cross_ranks_intact() {

@@ -3,9 +3,9 @@
 
 use super::agree::{agree, bcast_result};
 use super::{
-    bad, cannot_hold, create, even_split, open_read, read_exact_at, write_all_at, RegionWriter,
-    IO_CHUNK,
+    bad, cannot_hold, create, open_read, read_exact_at, write_all_at, RegionWriter, IO_CHUNK,
 };
+use crate::distribute::even_start;
 use crate::error::{Error, Result};
 use crate::ids::IdTable;
 use crate::record::{Detail, FileList, FileType, Meta};
@@ -271,7 +271,9 @@ fn encode_head(l: &Layout, users: &IdTable, groups: &IdTable, out: &mut Vec<u8>)
 
 /// Read this rank's even share of the records of the checked layout `l` (collective).
 pub(super) fn read_records(comm: &dyn Comm, path: &[u8], l: &Layout) -> Result<FileList> {
-    let (first, count) = even_split(l.nfiles, comm.rank(), comm.size());
+    // The same even split as `distribute::spread`, so a read list is already balanced.
+    let first = even_start(l.nfiles, comm.size(), comm.rank());
+    let count = even_start(l.nfiles, comm.size(), comm.rank() + 1) - first;
     let local = (|| {
         let mut list = FileList::new(Detail::Stat);
         if count == 0 {
