@@ -20,6 +20,7 @@
 use crate::error::{Error, Result};
 use crate::path::{as_path, basename};
 use crate::record::{Entry, FileList, FileType};
+use crate::units::parse_size;
 use globset::{GlobBuilder, GlobMatcher};
 use rayon::prelude::*;
 
@@ -109,47 +110,16 @@ impl Test {
         regex(pattern).map(Test::NameRegex)
     }
 
-    /// dfind's `--size [+-]N[unit]`: `+N` larger than N bytes, `-N` smaller, `N` exactly. `N`
-    /// may have a fraction (`1.5G`); units `k m g t p e` (either case, optionally followed by
-    /// `b`/`B`) are powers of 1024, as mpiFileUtils' `abtoull` reads them.
+    /// dfind's `--size [+-]N[unit]`: `+N` larger than N bytes, `-N` smaller, `N` exactly; `N` as
+    /// [`parse_size`] reads it (`1.5G`, powers of 1024).
     pub fn size(spec: &str) -> Result<Test> {
-        let bad = || Error::Invalid(format!("bad size '{spec}' (expected [+-]N[KMGTPE][B])"));
-        let (cmp, rest) = match spec.as_bytes().first() {
+        let (cmp, number) = match spec.as_bytes().first() {
             Some(b'+') => (Cmp::Greater, &spec[1..]),
             Some(b'-') => (Cmp::Less, &spec[1..]),
             _ => (Cmp::Equal, spec),
         };
-        let digits_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, unit) = rest.split_at(digits_end);
-        let (int, frac) = number.split_once('.').unwrap_or((number, ""));
-        if int.is_empty() && frac.is_empty() || frac.contains('.') {
-            return Err(bad());
-        }
-        let mut unit_chars = unit.chars();
-        let scale: u128 = match unit_chars.next().map(|c| c.to_ascii_lowercase()) {
-            None => 1,
-            Some(c) => {
-                let power = "kmgtpe".find(c).ok_or_else(bad)? as u32 + 1;
-                match unit_chars.as_str() {
-                    "" | "b" | "B" => 1u128 << (10 * power),
-                    _ => return Err(bad()),
-                }
-            }
-        };
-        let parse = |s: &str| -> Result<u128> {
-            if s.is_empty() {
-                Ok(0)
-            } else {
-                s.parse::<u128>().map_err(|_| bad())
-            }
-        };
-        // Keep 30 fractional digits at most: far below a byte at any unit.
-        let frac = &frac[..frac.len().min(30)];
-        let whole = parse(int)?.checked_mul(scale).ok_or_else(bad)?;
-        let part = parse(frac)?.checked_mul(scale).ok_or_else(bad)? / 10u128.pow(frac.len() as u32);
-        let bytes = u64::try_from(whole + part).map_err(|_| bad())?;
+        let bytes =
+            parse_size(number).map_err(|e| Error::Invalid(format!("bad --size '{spec}': {e}")))?;
         Ok(Test::Size { cmp, bytes })
     }
 

@@ -27,6 +27,7 @@ pub mod path;
 pub mod record;
 pub mod sort;
 pub mod summary;
+pub mod units;
 pub mod walk;
 
 pub use error::{Error, ItemError};

@@ -10,7 +10,6 @@
 pub mod cli;
 pub mod dispatch;
 pub mod output;
-pub mod size;
 pub mod status;
 pub mod walk;
 

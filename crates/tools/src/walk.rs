@@ -2,13 +2,13 @@
 
 use crate::cli::{report_error, stdout_bytes, Common};
 use crate::output::print_in_rank_order;
-use crate::size::parse_size;
 use crate::status::Status;
 use clap::Args;
 use flist::io::{self, Format};
 use flist::record::Entry;
 use flist::sort;
 use flist::summary::summarize;
+use flist::units::parse_size;
 use flist::walk::{walk, WalkOptions};
 use flist::{Detail, FileList, FileType};
 use std::ffi::OsString;
