@@ -88,7 +88,10 @@ pub enum Detail {
 }
 
 /// What `stat` told about a file. Times are seconds since the epoch plus nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+///
+/// `Ord` compares the fields in declaration order: an arbitrary but fixed total order, used
+/// as the last tie-break of sorts so that their result does not depend on the rank count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(C)]
 pub struct Meta {
     /// Full `st_mode`, type bits included.

@@ -359,23 +359,6 @@ fn name_map(table: &IdTable) -> HashMap<u64, &[u8]> {
     map
 }
 
-/// Every metadata field, for the last tie-break.
-fn cmp_meta(x: &Meta, y: &Meta) -> Ordering {
-    let t = |m: &Meta| {
-        (
-            m.mode,
-            m.uid,
-            m.gid,
-            m.atime,
-            m.atime_nsec,
-            m.mtime,
-            m.mtime_nsec,
-        )
-    };
-    let u = |m: &Meta| (m.ctime, m.ctime_nsec, m.size, m.nlink, m.ino, m.dev);
-    t(x).cmp(&t(y)).then_with(|| u(x).cmp(&u(y)))
-}
-
 impl<'a> Order<'a> {
     fn new(keys: &'a [Key], users: &'a IdTable, groups: &'a IdTable) -> Order<'a> {
         let needs = |f: Field| keys.iter().any(|k| k.field == f);
@@ -406,7 +389,7 @@ impl<'a> Order<'a> {
             .cmp(b.path)
             .then_with(|| (a.list.kind(a.i) as u8).cmp(&(b.list.kind(b.i) as u8)))
             .then_with(|| match (a.meta(), b.meta()) {
-                (Some(x), Some(y)) => cmp_meta(x, y),
+                (Some(x), Some(y)) => x.cmp(y),
                 _ => Ordering::Equal,
             })
     }

@@ -248,15 +248,7 @@ fn read_dir(dir: DirItem, opts: &WalkOptions, sink: &Sink, spawned: &mut Vec<Dir
         } else {
             (d_type, None)
         };
-        local.push(
-            &child,
-            kind,
-            if opts.detail == Detail::Stat {
-                meta
-            } else {
-                None
-            },
-        );
+        local.push(&child, kind, meta);
         if kind == FileType::Dir {
             let mut ancestors = Vec::new();
             if opts.dereference {

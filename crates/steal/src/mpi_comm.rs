@@ -191,10 +191,9 @@ impl Comm for MpiComm {
                 .collect();
             let displs = displacements(&counts);
             let total: usize = counts.iter().map(|&c| c as usize).sum();
+            // `recv` owns a real allocation, so it never shares an address with `send`.
             let mut recv = real_buffer(total);
-            let mut send = real_buffer(0);
-            send.extend_from_slice(&mine[at.min(mine.len())..(at + piece).min(mine.len())]);
-            let send = &send[..];
+            let send = &mine[at.min(mine.len())..(at + piece).min(mine.len())];
             {
                 let mut part = PartitionMut::new(&mut recv[..], &counts[..], &displs[..]);
                 self.world.all_gather_varcount_into(send, &mut part);

@@ -462,8 +462,9 @@ impl<T: WorkItem> Rank<'_, T> {
             self.steals,
             self.stopped as u64,
         ];
-        self.comm.allreduce(&mut v[..3], ReduceOp::Sum);
-        let interrupted = self.comm.any(v[3] != 0);
+        // One reduction: the count of stopped ranks is > 0 when any rank stopped.
+        self.comm.allreduce(&mut v, ReduceOp::Sum);
+        let interrupted = v[3] != 0;
         Outcome {
             processed_here: self.processed,
             processed: v[0],
