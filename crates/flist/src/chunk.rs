@@ -22,7 +22,7 @@
 //! assert_eq!(spans(1), vec![(4, 4), (8, 2)]);
 //! ```
 
-use crate::record::{FileList, FileType};
+use crate::record::{FileList, FileType, Meta, META_BYTES};
 use steal::{Comm, ReduceOp};
 
 /// One byte range of one file, to be copied by the rank that holds it.
@@ -36,6 +36,8 @@ pub struct Chunk {
     pub length: u64,
     /// Size of the whole file in bytes, so the rank of the last chunk knows it is the last.
     pub file_size: u64,
+    /// The file's metadata from the list, so whichever rank completes the file can apply it.
+    pub meta: Meta,
 }
 
 /// Cut every regular file of `list` (stat lists; records without metadata are skipped) into
@@ -83,6 +85,7 @@ pub fn plan_chunks(comm: &dyn Comm, list: &FileList, chunk_size: u64) -> Vec<Chu
     let (mut at, mut index) = (before[0], before[1]);
     for &(i, file_size) in &files {
         let path = list.path(i);
+        let meta = list.meta(i).expect("files with a size have metadata");
         let count = chunks_of(file_size);
         // Runs of consecutive chunks with one owner: (owner, first chunk, chunks).
         let mut run: Option<(usize, u64, u64)> = None;
@@ -96,14 +99,14 @@ pub fn plan_chunks(comm: &dyn Comm, list: &FileList, chunk_size: u64) -> Vec<Chu
                 Some((o, _, k)) if *o == r => *k += 1,
                 _ => {
                     if let Some(done) = run.take() {
-                        encode_run(&mut sends, path, file_size, done);
+                        encode_run(&mut sends, path, meta, file_size, done);
                     }
                     run = Some((r, j, 1));
                 }
             }
         }
         if let Some(done) = run {
-            encode_run(&mut sends, path, file_size, done);
+            encode_run(&mut sends, path, meta, file_size, done);
         }
     }
     let got = comm.alltoallv(sends);
@@ -114,16 +117,18 @@ pub fn plan_chunks(comm: &dyn Comm, list: &FileList, chunk_size: u64) -> Vec<Chu
     out
 }
 
-/// `u32 LE path length, path, u64 LE file size, first chunk number, chunk count`.
+/// `u32 LE path length, path, metadata, u64 LE file size, first chunk number, chunk count`.
 fn encode_run(
     sends: &mut [Vec<u8>],
     path: &[u8],
+    meta: &Meta,
     file_size: u64,
     (dest, first, count): (usize, u64, u64),
 ) {
     let buf = &mut sends[dest];
     buf.extend_from_slice(&(path.len() as u32).to_le_bytes());
     buf.extend_from_slice(path);
+    meta.encode(buf);
     for v in [file_size, first, count] {
         buf.extend_from_slice(&v.to_le_bytes());
     }
@@ -134,10 +139,12 @@ fn decode_runs(mut bytes: &[u8], cs: u64, out: &mut Vec<Chunk>) {
     while !bytes.is_empty() {
         let n = u32::from_le_bytes(bytes[..4].try_into().expect("path length")) as usize;
         let path = &bytes[4..4 + n];
+        let meta = Meta::decode(&bytes[4 + n..4 + n + META_BYTES]);
+        let at = 4 + n + META_BYTES;
         let (file_size, first, count) = (
-            u64_at(bytes, 4 + n),
-            u64_at(bytes, 12 + n),
-            u64_at(bytes, 20 + n),
+            u64_at(bytes, at),
+            u64_at(bytes, at + 8),
+            u64_at(bytes, at + 16),
         );
         for j in first..first + count {
             let offset = j * cs;
@@ -146,8 +153,9 @@ fn decode_runs(mut bytes: &[u8], cs: u64, out: &mut Vec<Chunk>) {
                 offset,
                 length: cs.min(file_size - offset),
                 file_size,
+                meta,
             });
         }
-        bytes = &bytes[28 + n..];
+        bytes = &bytes[at + 24..];
     }
 }

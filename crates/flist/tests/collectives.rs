@@ -527,6 +527,7 @@ fn expected_chunks(recs: &[Rec], cs: u64) -> Vec<Chunk> {
                 offset,
                 length,
                 file_size: m.size,
+                meta: *m,
             });
             offset += length;
             if offset >= m.size {

@@ -3,13 +3,18 @@
 
 use crate::cli::report_error;
 use crate::status::Status;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
 /// Tools by canonical name, with the mpiFileUtils names that also reach them. Adding a tool is
 /// one line here and one variant in [`Tool`].
-pub const TOOLS: &[(&str, &[&str])] = &[("walk", &["dwalk"])];
+pub const TOOLS: &[(&str, &[&str])] = &[
+    ("walk", &["dwalk"]),
+    ("cp", &["dcp"]),
+    ("sync", &["dsync"]),
+    ("rm", &["drm"]),
+];
 
 #[derive(Parser, Debug)]
 #[command(
@@ -36,6 +41,15 @@ enum Tool {
     /// Walk trees (or read a list) and summarise, sort, print or save the list (dwalk).
     #[command(visible_alias = "dwalk")]
     Walk(crate::walk::WalkArgs),
+    /// Copy files and trees in parallel (dcp).
+    #[command(visible_alias = "dcp")]
+    Cp(crate::cp::CpArgs),
+    /// Make DEST equal to SRC, copying only what differs (dsync).
+    #[command(visible_alias = "dsync")]
+    Sync(crate::sync::SyncArgs),
+    /// Remove files and trees in parallel (drm).
+    #[command(visible_alias = "drm")]
+    Rm(crate::rm::RmArgs),
 }
 
 /// The canonical tool that an executable name stands for: `dwalk`, `walk`, `mfu-dwalk` → `walk`.
@@ -74,8 +88,20 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
         args.insert(1, tool.into());
         args[0] = "mfu-rs".into();
     }
-    let cli = match Cli::try_parse_from(&args) {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches_from(&args)
+        .and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
+    // Include/exclude rules keep their command-line order across options (rsync semantics),
+    // which only the raw matches know.
+    let parsed = parsed.and_then(|(cli, m)| {
+        let rules = match m.subcommand() {
+            Some((_, sub)) => crate::select::Rules::from_matches(sub)?,
+            None => crate::select::Rules::default(),
+        };
+        Ok((cli, rules))
+    });
+    let (cli, rules) = match parsed {
+        Ok(v) => v,
         Err(e) => {
             let code = if e.use_stderr() {
                 Status::Usage as i32
@@ -90,6 +116,9 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
     };
     let result = match cli.tool {
         Tool::Walk(a) => steal::launch::run(cli.ranks, |comm| crate::walk::run(comm, &a)),
+        Tool::Cp(a) => steal::launch::run(cli.ranks, |comm| crate::cp::run(comm, &a, &rules)),
+        Tool::Sync(a) => steal::launch::run(cli.ranks, |comm| crate::sync::run(comm, &a, &rules)),
+        Tool::Rm(a) => steal::launch::run(cli.ranks, |comm| crate::rm::run(comm, &a)),
     };
     match result {
         Ok(statuses) => statuses.into_iter().max().unwrap_or(Status::Ok) as i32,

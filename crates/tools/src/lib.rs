@@ -8,9 +8,15 @@
 //! ```
 
 pub mod cli;
+pub mod copy;
+pub mod cp;
 pub mod dispatch;
 pub mod output;
+pub mod rm;
+pub mod select;
 pub mod status;
+pub mod sync;
+pub mod transfer;
 pub mod walk;
 
 pub use dispatch::main_with_args;

@@ -1,0 +1,134 @@
+//! A path of any length as a (directory descriptor, name) pair, for the `*at` system calls.
+//!
+//! Paths shorter than `PATH_MAX` are used as they are (relative to the current directory, no
+//! extra open); longer ones are reached by opening their parent piece by piece
+//! ([`flist::walk::open_long`]), so a tree with 10 KiB paths copies like any other.
+
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, OFlags, CWD};
+use std::borrow::Cow;
+use std::io;
+
+/// Longest path handed to one system call as a whole (Linux `PATH_MAX` is 4096 with the NUL).
+const WHOLE_PATH_MAX: usize = 4000;
+
+/// Where a path lives: a directory (the current one for short paths) and a name in it.
+pub struct At<'p> {
+    dir: Option<OwnedFd>,
+    name: Cow<'p, [u8]>,
+}
+
+impl<'p> At<'p> {
+    /// Locate `path` (absolute or relative), opening its parent when the path is too long.
+    pub fn new(path: &'p [u8]) -> io::Result<At<'p>> {
+        if path.len() < WHOLE_PATH_MAX {
+            return Ok(At {
+                dir: None,
+                name: Cow::Borrowed(path),
+            });
+        }
+        let cut = path.iter().rposition(|&b| b == b'/').unwrap_or(0);
+        let parent: &[u8] = if cut == 0 { b"/" } else { &path[..cut] };
+        let dir =
+            flist::walk::open_long(parent, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
+        Ok(At {
+            dir: Some(dir),
+            name: Cow::Borrowed(&path[cut + 1..]),
+        })
+    }
+
+    /// The directory to pass to `*at` calls.
+    pub fn dir(&self) -> BorrowedFd<'_> {
+        match &self.dir {
+            Some(fd) => fd.as_fd(),
+            None => CWD,
+        }
+    }
+
+    /// The name to pass to `*at` calls (the whole path when no directory was opened).
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    /// A path naming the same file that fits in one system call, for calls without an `*at`
+    /// form (the `l*xattr` family): the path itself, or `/proc/self/fd/N/NAME`.
+    pub fn short_path(&self) -> Cow<'_, [u8]> {
+        match &self.dir {
+            None => Cow::Borrowed(&self.name),
+            Some(fd) => {
+                use rustix::fd::AsRawFd;
+                let mut p = format!("/proc/self/fd/{}/", fd.as_raw_fd()).into_bytes();
+                p.extend_from_slice(&self.name);
+                Cow::Owned(p)
+            }
+        }
+    }
+
+    /// Open with `flags` (and `mode` when creating).
+    pub fn open(&self, flags: OFlags, mode: u32) -> io::Result<OwnedFd> {
+        Ok(rustix::fs::openat(
+            self.dir(),
+            self.name(),
+            flags | OFlags::CLOEXEC,
+            rustix::fs::Mode::from_raw_mode(mode),
+        )?)
+    }
+
+    /// `lstat`.
+    pub fn lstat(&self) -> io::Result<rustix::fs::Stat> {
+        Ok(rustix::fs::statat(
+            self.dir(),
+            self.name(),
+            AtFlags::SYMLINK_NOFOLLOW,
+        )?)
+    }
+
+    /// Remove a non-directory, or an (empty) directory when `dir` is true.
+    pub fn remove(&self, dir: bool) -> io::Result<()> {
+        let flags = if dir {
+            AtFlags::REMOVEDIR
+        } else {
+            AtFlags::empty()
+        };
+        Ok(rustix::fs::unlinkat(self.dir(), self.name(), flags)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn long_paths_are_reached_through_their_parent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut path = tmp.path().as_os_str().as_bytes().to_vec();
+        // 50 levels of 100-byte names: about 5 KiB.
+        for i in 0..50 {
+            let at = At::new(&path).unwrap();
+            let _ = at;
+            path.push(b'/');
+            path.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, 100));
+            let at = At::new(&path).unwrap();
+            rustix::fs::mkdirat(at.dir(), at.name(), rustix::fs::Mode::from_raw_mode(0o755))
+                .unwrap();
+        }
+        assert!(path.len() > 5000);
+        let file = [path.as_slice(), b"/f"].concat();
+        let at = At::new(&file).unwrap();
+        assert!(at.dir.is_some());
+        drop(at.open(OFlags::WRONLY | OFlags::CREATE, 0o600).unwrap());
+        assert!(at.lstat().unwrap().st_size == 0);
+        let short = at.short_path().into_owned();
+        assert!(short.starts_with(b"/proc/self/fd/"));
+        rustix::fs::setxattr(
+            short.as_slice(),
+            "user.k",
+            b"v",
+            rustix::fs::XattrFlags::empty(),
+        )
+        .unwrap();
+        at.remove(false).unwrap();
+        assert!(at.lstat().is_err());
+    }
+}

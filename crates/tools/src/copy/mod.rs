@@ -1,0 +1,837 @@
+//! The copy engine shared by cp and sync (and later tar extraction).
+//!
+//! [`run`] takes, on every rank, the source records to copy and a [`Mapping`] from source to
+//! destination paths, then, collectively:
+//! 1. creates directories top-down (one level at a time, owner-only `rwx` while the copy runs);
+//! 2. recreates symlinks, fifos, sockets and device nodes (each with its metadata at once);
+//! 3. moves file data as byte-balanced chunks over the work-stealing queue: a big file's chunks
+//!    land on many ranks, many small files travel as one work item; a file gets its final
+//!    metadata as soon as its last chunk lands (on the rank that wrote it, or, when its chunks
+//!    were split over ranks, on the file's home rank right after the data phase), so a file
+//!    whose data is incomplete never carries the source's mtime and a rerun of sync finds it;
+//! 4. recreates hard-link groups as links to their first member;
+//! 5. fixes metadata of entries whose data was kept (sync);
+//! 6. sets directories' metadata bottom-up.
+
+pub mod at;
+pub mod data;
+pub mod links;
+pub mod meta;
+
+use at::At;
+use data::{Buffer, DataError, DataOptions};
+use flist::chunk::{plan_chunks, Chunk};
+use flist::distribute::{by_depth, hash_path};
+use flist::{FileList, FileType, ItemError, Meta};
+use meta::{Differences, MetaOptions};
+use rayon::prelude::*;
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use steal::progress::Progress;
+use steal::queue::{self, WorkItem};
+use steal::wire::{self, Reader};
+use steal::{Comm, CommExt, ReduceOp};
+
+/// Where each source path goes: pairs of (source root, destination root); a source path is
+/// mapped through the longest root that is a component prefix of it.
+#[derive(Clone, Debug, Default)]
+pub struct Mapping {
+    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Mapping {
+    /// A mapping from normalised absolute (source root, destination root) pairs.
+    pub fn new(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Mapping {
+        Mapping { pairs }
+    }
+
+    fn root_of(&self, src: &[u8]) -> Option<&(Vec<u8>, Vec<u8>)> {
+        self.pairs
+            .iter()
+            .filter(|(s, _)| flist::path::is_prefix(s, src))
+            .max_by_key(|(s, _)| s.len())
+    }
+
+    /// The path of `src` relative to its source root (`""` for the root itself).
+    pub fn rel<'a>(&self, src: &'a [u8]) -> &'a [u8] {
+        match self.root_of(src) {
+            Some((s, _)) => {
+                let rest = &src[s.len().min(src.len())..];
+                rest.strip_prefix(b"/").unwrap_or(rest)
+            }
+            None => src,
+        }
+    }
+
+    /// The destination of `src`.
+    ///
+    /// # Panics
+    /// When `src` is under none of the source roots (callers only map walked entries).
+    pub fn dest(&self, src: &[u8]) -> Vec<u8> {
+        let (_, d) = self
+            .root_of(src)
+            .unwrap_or_else(|| panic!("{} is under no source root", flist::path::display(src)));
+        let rel = self.rel(src);
+        let mut out = d.clone();
+        if !rel.is_empty() {
+            if out != b"/" {
+                out.push(b'/');
+            }
+            out.extend_from_slice(rel);
+        }
+        out
+    }
+}
+
+/// How the engine copies.
+pub struct CopyOptions<'a> {
+    /// Bytes per chunk of file data (the unit of work spread over ranks).
+    pub chunk_size: u64,
+    /// How bytes move.
+    pub data: DataOptions,
+    /// How metadata is applied.
+    pub meta: MetaOptions,
+    /// Open sources with `O_NOATIME` where permitted.
+    pub open_noatime: bool,
+    /// Copy files in batches of this many files (0 = one batch), each batch complete with its
+    /// metadata before the next starts.
+    pub batch_files: u64,
+    /// Set by a signal handler: stop taking work, finish what is in flight.
+    pub stop: Option<&'a AtomicBool>,
+    /// Progress counters (bytes and files).
+    pub progress: Option<&'a Progress>,
+}
+
+/// What to copy on this rank (each rank holds its own part; all lists are stat lists).
+pub struct Plan {
+    /// Entries to create or overwrite: directories, files, links, fifos, sockets, devices.
+    pub create: FileList,
+    /// Existing same-size files to compare chunk by chunk, rewriting only differing chunks.
+    pub compare: FileList,
+    /// Hard links to make after the data phase: (source of the group's first member, source
+    /// of the member to link to it).
+    pub links: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Existing entries whose data is kept but whose metadata differs, and what differs.
+    pub fix_meta: Vec<(usize, Differences)>,
+    /// The records `fix_meta` indexes.
+    pub fix_meta_list: FileList,
+    /// Directories whose metadata is set bottom-up at the end. With `dirs_only_if_differ`, a
+    /// directory is touched only if its destination differs (so an equal tree sees no write).
+    pub dir_meta: FileList,
+    /// See `dir_meta`.
+    pub dirs_only_if_differ: bool,
+}
+
+impl Default for Plan {
+    fn default() -> Plan {
+        let empty = || FileList::new(flist::Detail::Stat);
+        Plan {
+            create: empty(),
+            compare: empty(),
+            links: Vec::new(),
+            fix_meta: Vec::new(),
+            fix_meta_list: empty(),
+            dir_meta: empty(),
+            dirs_only_if_differ: false,
+        }
+    }
+}
+
+/// What a run did. Counts are this rank's unless summed with [`Report::sum`].
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Directories created.
+    pub dirs: u64,
+    /// Regular files written (copied or compared and rewritten).
+    pub files: u64,
+    /// Symbolic links created.
+    pub symlinks: u64,
+    /// Hard links created.
+    pub hardlinks: u64,
+    /// Fifos, sockets and devices created.
+    pub others: u64,
+    /// Entries that can't be recreated here (e.g. device nodes without privilege).
+    pub skipped: u64,
+    /// Entries whose metadata alone was fixed.
+    pub meta_fixed: u64,
+    /// File data bytes written.
+    pub bytes: u64,
+    /// Failures, each with path and operation.
+    pub errors: Vec<ItemError>,
+    /// Entries skipped, with the reason (not failures).
+    pub skips: Vec<ItemError>,
+    /// A stop request cut the run short.
+    pub interrupted: bool,
+    /// Failures on all ranks (after [`Report::sum`]).
+    pub total_errors: u64,
+}
+
+impl Report {
+    /// Sum the counts over all ranks (errors stay local; `total_errors` counts them all).
+    /// Collective.
+    pub fn sum(&mut self, comm: &dyn Comm) {
+        let mut v = [
+            self.dirs,
+            self.files,
+            self.symlinks,
+            self.hardlinks,
+            self.others,
+            self.skipped,
+            self.meta_fixed,
+            self.bytes,
+            self.errors.len() as u64,
+            self.interrupted as u64,
+        ];
+        comm.allreduce(&mut v, ReduceOp::Sum);
+        [
+            self.dirs,
+            self.files,
+            self.symlinks,
+            self.hardlinks,
+            self.others,
+            self.skipped,
+            self.meta_fixed,
+            self.bytes,
+            self.total_errors,
+        ] = [v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]];
+        self.interrupted = v[9] > 0;
+    }
+}
+
+/// Collects what workers report.
+#[derive(Default)]
+struct Tally {
+    dirs: AtomicU64,
+    files: AtomicU64,
+    symlinks: AtomicU64,
+    hardlinks: AtomicU64,
+    others: AtomicU64,
+    meta_fixed: AtomicU64,
+    bytes: AtomicU64,
+    errors: Mutex<Vec<ItemError>>,
+    skips: Mutex<Vec<ItemError>>,
+}
+
+impl Tally {
+    fn fail(&self, e: ItemError) {
+        self.errors.lock().expect("errors").push(e);
+    }
+    fn count(&self, c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Copy `plan` (this rank's part) through `map`. Collective.
+pub fn run(comm: &dyn Comm, plan: Plan, map: &Mapping, opts: &CopyOptions) -> Report {
+    let tally = Tally::default();
+    make_dirs(comm, &plan.create, map, opts, &tally);
+    make_others(&plan.create, map, opts, &tally);
+    let mut interrupted = false;
+    let files = plan
+        .create
+        .select((0..plan.create.len()).filter(|&i| plan.create.kind(i) == FileType::File));
+    interrupted |= copy_files(comm, files, false, map, opts, &tally);
+    interrupted |= copy_files(comm, plan.compare, true, map, opts, &tally);
+    make_links(&plan.links, map, &tally);
+    plan.fix_meta.par_iter().for_each(|&(i, what)| {
+        let e = plan.fix_meta_list.entry(i);
+        let m = e.meta.expect("stat list");
+        match meta::apply_path(e.path, &map.dest(e.path), e.kind, m, what, &opts.meta) {
+            Ok(()) => tally.count(&tally.meta_fixed),
+            Err(err) => tally.fail(err),
+        }
+    });
+    dir_metadata(
+        comm,
+        &plan.dir_meta,
+        plan.dirs_only_if_differ,
+        map,
+        opts,
+        &tally,
+    );
+    let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let skips = tally.skips.into_inner().expect("skips");
+    Report {
+        dirs: load(&tally.dirs),
+        files: load(&tally.files),
+        symlinks: load(&tally.symlinks),
+        hardlinks: load(&tally.hardlinks),
+        others: load(&tally.others),
+        skipped: skips.len() as u64,
+        meta_fixed: load(&tally.meta_fixed),
+        bytes: load(&tally.bytes),
+        errors: tally.errors.into_inner().expect("errors"),
+        skips,
+        interrupted,
+        total_errors: 0,
+    }
+}
+
+/// Directories top-down: a level is created on all ranks before the next starts. New
+/// directories are owner-only until their metadata is set at the end; an existing one is made
+/// writable for the owner if it is not.
+fn make_dirs(comm: &dyn Comm, list: &FileList, map: &Mapping, _opts: &CopyOptions, tally: &Tally) {
+    let dirs = list.select((0..list.len()).filter(|&i| list.kind(i) == FileType::Dir));
+    for level in by_depth(comm, &dirs) {
+        (0..level.len()).into_par_iter().for_each(|i| {
+            let dst = map.dest(level.path(i));
+            match make_dir(&dst) {
+                Ok(true) => tally.count(&tally.dirs),
+                Ok(false) => {}
+                Err((op, e)) => tally.fail(ItemError::new(&dst, op, e)),
+            }
+        });
+        comm.barrier();
+    }
+}
+
+/// Create `dst` as a directory; `Ok(false)` when it already was one.
+fn make_dir(dst: &[u8]) -> Result<bool, (&'static str, io::Error)> {
+    let at = At::new(dst).map_err(|e| ("open parent", e))?;
+    match rustix::fs::mkdirat(at.dir(), at.name(), Mode::from_raw_mode(0o700)) {
+        Ok(()) => Ok(true),
+        Err(Errno::EXIST) => {
+            let st = at.lstat().map_err(|e| ("stat", e))?;
+            if FileType::from_mode(st.st_mode) != FileType::Dir {
+                return Err((
+                    "mkdir (a non-directory is in the way)",
+                    io::Error::from_raw_os_error(libc::EEXIST),
+                ));
+            }
+            if st.st_mode & 0o700 != 0o700 {
+                rustix::fs::chmodat(
+                    at.dir(),
+                    at.name(),
+                    Mode::from_raw_mode((st.st_mode | 0o700) & 0o7777),
+                    rustix::fs::AtFlags::empty(),
+                )
+                .map_err(|e| ("chmod", e.into()))?;
+            }
+            Ok(false)
+        }
+        Err(e) => Err(("mkdir", e.into())),
+    }
+}
+
+/// Symlinks, fifos, sockets and device nodes, each with its metadata.
+fn make_others(list: &FileList, map: &Mapping, opts: &CopyOptions, tally: &Tally) {
+    (0..list.len()).into_par_iter().for_each(|i| {
+        let e = list.entry(i);
+        if matches!(e.kind, FileType::Dir | FileType::File | FileType::Unknown) {
+            return;
+        }
+        let m = e.meta.expect("stat list");
+        let dst = map.dest(e.path);
+        let made = match e.kind {
+            FileType::Symlink => make_symlink(e.path, &dst).map(|_| &tally.symlinks),
+            _ => make_node(e.path, &dst, e.kind).map(|_| &tally.others),
+        };
+        match made {
+            Ok(counter) => {
+                tally.count(counter);
+                if let Err(err) =
+                    meta::apply_path(e.path, &dst, e.kind, m, Differences::ALL, &opts.meta)
+                {
+                    tally.fail(err);
+                }
+            }
+            Err(Made::Skipped(err)) => tally.skips.lock().expect("skips").push(err),
+            Err(Made::Failed(err)) => tally.fail(err),
+        }
+    });
+}
+
+enum Made {
+    Skipped(ItemError),
+    Failed(ItemError),
+}
+
+/// Replace whatever non-directory is at `dst` by what `create` makes.
+fn replacing(
+    dst: &[u8],
+    op: &'static str,
+    create: impl Fn(&At) -> Result<(), Errno>,
+) -> Result<(), Made> {
+    let fail = |op: &'static str| move |e: io::Error| Made::Failed(ItemError::new(dst, op, e));
+    let at = At::new(dst).map_err(fail("open parent"))?;
+    match create(&at) {
+        Err(Errno::EXIST) => {
+            at.remove(false).map_err(fail("remove (to replace it)"))?;
+            create(&at).map_err(|e| fail(op)(e.into()))
+        }
+        r => r.map_err(|e| fail(op)(e.into())),
+    }
+}
+
+fn make_symlink(src: &[u8], dst: &[u8]) -> Result<(), Made> {
+    let at = At::new(src).map_err(|e| Made::Failed(ItemError::new(src, "open parent", e)))?;
+    let target = rustix::fs::readlinkat(at.dir(), at.name(), Vec::new())
+        .map_err(|e| Made::Failed(ItemError::new(src, "read link", e.into())))?;
+    replacing(dst, "symlink", |d| {
+        rustix::fs::symlinkat(target.as_c_str(), d.dir(), d.name())
+    })
+}
+
+fn make_node(src: &[u8], dst: &[u8], kind: FileType) -> Result<(), Made> {
+    let st = At::new(src)
+        .and_then(|a| a.lstat())
+        .map_err(|e| Made::Failed(ItemError::new(src, "stat", e)))?;
+    let file_type = rustix::fs::FileType::from_raw_mode(st.st_mode);
+    let r = replacing(dst, "mknod", |d| {
+        rustix::fs::mknodat(
+            d.dir(),
+            d.name(),
+            file_type,
+            Mode::from_raw_mode(0o600),
+            st.st_rdev,
+        )
+    });
+    match r {
+        Err(Made::Failed(e))
+            if e.source.raw_os_error() == Some(libc::EPERM)
+                && matches!(kind, FileType::BlockDev | FileType::CharDev) =>
+        {
+            Err(Made::Skipped(ItemError::new(
+                dst,
+                "mknod (device nodes need privilege; skipped)",
+                e.source,
+            )))
+        }
+        r => r,
+    }
+}
+
+/// A work item of the data phase: chunks of one big file, or whole small files.
+struct Batch {
+    chunks: Vec<Chunk>,
+}
+
+impl WorkItem for Batch {
+    fn encode(&self, out: &mut Vec<u8>) {
+        wire::put_u64(out, self.chunks.len() as u64);
+        for c in &self.chunks {
+            wire::put_bytes(out, &c.path);
+            for v in [c.offset, c.length, c.file_size] {
+                wire::put_u64(out, v);
+            }
+            c.meta.encode(out);
+        }
+    }
+    fn decode(input: &mut Reader<'_>) -> Self {
+        let n = input.u64();
+        let chunks = (0..n)
+            .map(|_| {
+                let path = input.bytes().to_vec();
+                let (offset, length, file_size) = (input.u64(), input.u64(), input.u64());
+                let meta = Meta::decode(input.take(flist::record::META_BYTES));
+                Chunk {
+                    path,
+                    offset,
+                    length,
+                    file_size,
+                    meta,
+                }
+            })
+            .collect();
+        Batch { chunks }
+    }
+}
+
+/// Chunks of files split over several chunks: how many are still to land on this rank (counting
+/// from the file's total), and whether one failed.
+struct Pending {
+    remaining: u64,
+    failed: bool,
+    meta: Meta,
+}
+
+/// Copy (or, with `compare`, compare and rewrite) `files` in batches. Returns true when
+/// interrupted.
+fn copy_files(
+    comm: &dyn Comm,
+    files: FileList,
+    compare: bool,
+    map: &Mapping,
+    opts: &CopyOptions,
+    tally: &Tally,
+) -> bool {
+    let total = comm.sum(files.len() as u64);
+    if total == 0 {
+        return false;
+    }
+    let per_batch = if opts.batch_files == 0 {
+        total
+    } else {
+        opts.batch_files
+    };
+    let (mine_from, _) = comm.offset_and_total(files.len() as u64);
+    let mut interrupted = false;
+    for b in 0..total.div_ceil(per_batch) {
+        let (lo, hi) = (b * per_batch, (b + 1) * per_batch);
+        let batch = files.select((0..files.len()).filter(|&i| {
+            let g = mine_from + i as u64;
+            lo <= g && g < hi
+        }));
+        interrupted |= copy_batch(comm, &batch, compare, map, opts, tally);
+        if interrupted {
+            break;
+        }
+    }
+    interrupted
+}
+
+fn copy_batch(
+    comm: &dyn Comm,
+    files: &FileList,
+    compare: bool,
+    map: &Mapping,
+    opts: &CopyOptions,
+    tally: &Tally,
+) -> bool {
+    let cs = opts.chunk_size.max(1);
+    if let Some(p) = opts.progress {
+        let mut t = [
+            files.len() as u64,
+            files.iter().filter_map(|e| e.meta).map(|m| m.size).sum(),
+        ];
+        comm.allreduce(&mut t, ReduceOp::Sum);
+        p.total_items.fetch_add(t[0], Ordering::Relaxed);
+        p.total_bytes.fetch_add(t[1], Ordering::Relaxed);
+    }
+    let chunks = plan_chunks(comm, files, cs);
+    // Files of several chunks are created (and sized) before any chunk is written, by the rank
+    // holding their first chunk.
+    chunks
+        .par_iter()
+        .filter(|c| c.offset == 0 && c.file_size > cs && !compare)
+        .for_each(|c| {
+            let dst = map.dest(&c.path);
+            let made = At::new(&dst).and_then(|a| {
+                let fd = a.open(OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC, 0o600)?;
+                rustix::fs::ftruncate(&fd, c.file_size)?;
+                Ok(())
+            });
+            if let Err(e) = made {
+                tally.fail(ItemError::new(&dst, "create", e));
+            }
+        });
+    comm.barrier();
+    // Items: one per big-file chunk; small files grouped until a chunk's worth of bytes.
+    let mut items: Vec<Batch> = Vec::new();
+    let mut group = Vec::new();
+    let mut group_bytes = 0;
+    for c in chunks {
+        if c.file_size > cs {
+            items.push(Batch { chunks: vec![c] });
+            continue;
+        }
+        group_bytes += c.length + 4096;
+        group.push(c);
+        if group_bytes >= cs || group.len() >= 256 {
+            items.push(Batch {
+                chunks: std::mem::take(&mut group),
+            });
+            group_bytes = 0;
+        }
+    }
+    if !group.is_empty() {
+        items.push(Batch { chunks: group });
+    }
+    let pending: Mutex<HashMap<Vec<u8>, Pending>> = Mutex::new(HashMap::new());
+    let cfg = queue::Config {
+        max_batch: 2,
+        stop: opts.stop,
+        progress: opts.progress,
+        ..queue::Config::default()
+    };
+    let worker = Worker {
+        map,
+        opts,
+        tally,
+        compare,
+        cs,
+        pending: &pending,
+    };
+    let outcome = queue::run(comm, &cfg, items, |batch: Batch, _| {
+        let mut bufs = (Buffer::new(opts.data.bufsize), None);
+        for c in batch.chunks {
+            worker.chunk(c, &mut bufs);
+        }
+    });
+    let split = std::mem::take(&mut *pending.lock().expect("pending"));
+    finish_split_files(comm, split, &worker);
+    outcome.interrupted
+}
+
+struct Worker<'a> {
+    map: &'a Mapping,
+    opts: &'a CopyOptions<'a>,
+    tally: &'a Tally,
+    compare: bool,
+    cs: u64,
+    pending: &'a Mutex<HashMap<Vec<u8>, Pending>>,
+}
+
+impl Worker<'_> {
+    fn chunk(&self, c: Chunk, bufs: &mut (Buffer, Option<Buffer>)) {
+        let dst = self.map.dest(&c.path);
+        let whole = c.file_size <= self.cs;
+        let result = self.copy_chunk(&c, &dst, whole, bufs);
+        let ok = match result {
+            Ok(written) => {
+                self.tally.bytes.fetch_add(written, Ordering::Relaxed);
+                if let Some(p) = self.opts.progress {
+                    p.add(u64::from(whole), c.length);
+                }
+                true
+            }
+            Err(e) => {
+                if let Some(p) = self.opts.progress {
+                    p.errors.fetch_add(1, Ordering::Relaxed);
+                }
+                self.tally.fail(e);
+                false
+            }
+        };
+        if whole {
+            if ok {
+                self.tally.count(&self.tally.files);
+            }
+            return;
+        }
+        let total_chunks = c.file_size.div_ceil(self.cs);
+        let done = {
+            let mut map = self.pending.lock().expect("pending");
+            let p = map.entry(c.path.clone()).or_insert(Pending {
+                remaining: total_chunks,
+                failed: false,
+                meta: c.meta,
+            });
+            p.remaining -= 1;
+            p.failed |= !ok;
+            if p.remaining == 0 {
+                let failed = p.failed;
+                map.remove(&c.path);
+                Some(failed)
+            } else {
+                None
+            }
+        };
+        // This rank wrote every chunk: the file is complete now.
+        if done == Some(false) {
+            self.complete(&c.path, &c.meta);
+        }
+    }
+
+    /// Apply a finished multi-chunk file's metadata.
+    fn complete(&self, src: &[u8], m: &Meta) {
+        let dst = self.map.dest(src);
+        match meta::apply_path(
+            src,
+            &dst,
+            FileType::File,
+            m,
+            Differences::ALL,
+            &self.opts.meta,
+        ) {
+            Ok(()) => {
+                self.tally.count(&self.tally.files);
+                if let Some(p) = self.opts.progress {
+                    p.add(1, 0);
+                }
+            }
+            Err(e) => self.tally.fail(e),
+        }
+    }
+
+    fn open_src(&self, src: &[u8]) -> Result<OwnedFd, ItemError> {
+        let err = |e: io::Error| ItemError::new(src, "open", e);
+        let at = At::new(src).map_err(err)?;
+        let mut flags = OFlags::RDONLY;
+        if self.opts.data.direct {
+            flags |= OFlags::DIRECT;
+        }
+        if self.opts.open_noatime {
+            match at.open(flags | OFlags::NOATIME, 0) {
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => {}
+                r => return r.map_err(err),
+            }
+        }
+        at.open(flags, 0).map_err(err)
+    }
+
+    fn copy_chunk(
+        &self,
+        c: &Chunk,
+        dst: &[u8],
+        whole: bool,
+        bufs: &mut (Buffer, Option<Buffer>),
+    ) -> Result<u64, ItemError> {
+        let src_fd = self.open_src(&c.path)?;
+        let open_err = |e: io::Error| ItemError::new(dst, "open", e);
+        let at = At::new(dst).map_err(open_err)?;
+        let mut flags = if self.compare {
+            OFlags::RDWR
+        } else {
+            OFlags::WRONLY
+        };
+        if whole && !self.compare {
+            flags |= OFlags::CREATE | OFlags::TRUNC;
+        }
+        let direct = self.opts.data.direct && c.length % data::DIRECT_ALIGN as u64 == 0;
+        if direct {
+            flags |= OFlags::DIRECT;
+        }
+        let dst_fd = at.open(flags, 0o600).map_err(open_err)?;
+        let data_opts = DataOptions {
+            direct,
+            ..self.opts.data
+        };
+        let to_item = |e: DataError| {
+            let path = if e.op.starts_with("read") && !e.op.contains("destination") {
+                &c.path[..]
+            } else {
+                dst
+            };
+            ItemError::new(path, e.op, e.source)
+        };
+        let mut cfr_ok = !direct;
+        let written = if self.compare {
+            let other = bufs
+                .1
+                .get_or_insert_with(|| Buffer::new(self.opts.data.bufsize));
+            data::sync_range(
+                src_fd.as_fd(),
+                dst_fd.as_fd(),
+                c.offset,
+                c.length,
+                &data_opts,
+                &mut bufs.0,
+                other,
+            )
+            .map_err(to_item)?
+        } else {
+            data::copy_range(
+                src_fd.as_fd(),
+                dst_fd.as_fd(),
+                c.offset,
+                c.length,
+                &data_opts,
+                &mut bufs.0,
+                &mut cfr_ok,
+            )
+            .map_err(to_item)?
+        };
+        if whole {
+            if self.opts.data.sparse || self.compare {
+                rustix::fs::ftruncate(&dst_fd, c.file_size)
+                    .map_err(|e| ItemError::new(dst, "truncate", e.into()))?;
+            }
+            meta::apply_fd(dst_fd.as_fd(), &c.path, dst, &c.meta, &self.opts.meta)?;
+        }
+        Ok(written)
+    }
+}
+
+/// Files whose chunks landed on several ranks: each rank sends what it did to the file's home
+/// rank, which applies the metadata when every chunk landed and none failed.
+fn finish_split_files(comm: &dyn Comm, pending: HashMap<Vec<u8>, Pending>, w: &Worker) {
+    let size = comm.size();
+    let mut sends = vec![Vec::new(); size];
+    for (path, p) in &pending {
+        let out = &mut sends[(hash_path(path) % size as u64) as usize];
+        wire::put_bytes(out, path);
+        wire::put_u64(out, p.remaining);
+        wire::put_u64(out, p.failed as u64);
+        p.meta.encode(out);
+    }
+    let got = comm.alltoallv(sends);
+    let mut sums: HashMap<Vec<u8>, (u64, bool, Meta, usize)> = HashMap::new();
+    for bytes in &got {
+        let mut r = Reader::new(bytes);
+        while !r.is_empty() {
+            let path = r.bytes().to_vec();
+            let remaining = r.u64();
+            let failed = r.u64() != 0;
+            let meta = Meta::decode(r.take(flist::record::META_BYTES));
+            let e = sums.entry(path).or_insert((0, false, meta, 0));
+            // Each rank counted down from the file's total: the chunks it did are total - remaining.
+            e.0 += remaining;
+            e.1 |= failed;
+            e.3 += 1;
+        }
+    }
+    let cs = w.cs;
+    sums.par_iter()
+        .for_each(|(path, (remaining, failed, meta, ranks))| {
+            let total = meta.size.div_ceil(cs);
+            let done = *ranks as u64 * total - remaining;
+            if !failed && done == total {
+                w.complete(path, meta);
+            }
+        });
+}
+
+/// Hard links to the first member of each group (after all data is in place).
+fn make_links(links: &[(Vec<u8>, Vec<u8>)], map: &Mapping, tally: &Tally) {
+    links.par_iter().for_each(|(first, member)| {
+        let (target, dst) = (map.dest(first), map.dest(member));
+        let r = At::new(&target).and_then(|t| {
+            replacing(&dst, "link", |d| {
+                rustix::fs::linkat(
+                    t.dir(),
+                    t.name(),
+                    d.dir(),
+                    d.name(),
+                    rustix::fs::AtFlags::empty(),
+                )
+            })
+            .map_err(|m| match m {
+                Made::Failed(e) | Made::Skipped(e) => e.source,
+            })
+        });
+        match r {
+            Ok(()) => tally.count(&tally.hardlinks),
+            Err(e) => tally.fail(ItemError::new(&dst, "link", e)),
+        }
+    });
+}
+
+/// Directories' metadata, deepest level first (so a directory that loses its owner's write or
+/// search permission is done after everything below it).
+fn dir_metadata(
+    comm: &dyn Comm,
+    dirs: &FileList,
+    only_if_differ: bool,
+    map: &Mapping,
+    opts: &CopyOptions,
+    tally: &Tally,
+) {
+    for level in by_depth(comm, dirs).into_iter().rev() {
+        (0..level.len()).into_par_iter().for_each(|i| {
+            let e = level.entry(i);
+            let m = e.meta.expect("stat list");
+            let dst = map.dest(e.path);
+            let what = if only_if_differ {
+                match At::new(&dst).and_then(|a| a.lstat()) {
+                    Ok(st) => Differences::between(m, &Meta::from_stat(&st), FileType::Dir),
+                    Err(e) => return tally.fail(ItemError::new(&dst, "stat", e)),
+                }
+            } else {
+                Differences::ALL
+            };
+            if what.any() {
+                if let Err(err) = meta::apply_path(e.path, &dst, FileType::Dir, m, what, &opts.meta)
+                {
+                    tally.fail(err);
+                }
+            }
+        });
+        comm.barrier();
+    }
+}

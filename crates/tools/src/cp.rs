@@ -1,0 +1,339 @@
+//! `mfu-rs cp` (dcp): copy files and trees in parallel, with cp's and rsync's path rules.
+
+use crate::cli::{report_error, stdout_bytes, Common};
+use crate::copy::meta::XattrPolicy;
+use crate::copy::{self, links, Mapping, Plan};
+use crate::select::{FilterArgs, Rules};
+use crate::status::Status;
+use crate::transfer::{self, bytes_text, size_arg, IoArgs};
+use clap::Args;
+use flist::path::{basename, is_prefix, normalize, parent};
+use flist::walk::stat_path;
+use flist::{FileList, FileType, Meta};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::time::Instant;
+use steal::Comm;
+
+/// Options of `mfu-rs cp`, named as in dcp.
+#[derive(Args, Clone, Debug)]
+#[command(
+    about = "Copy files and directory trees in parallel (dcp)",
+    after_help = "Path rules (as cp and rsync): DEST absent → DEST becomes the copy; DEST an existing \
+        directory → DEST/NAME; SRC/ with a trailing slash → the contents of SRC go into DEST; \
+        several SRCs → DEST must be a directory.\n\n\
+        Examples:\n  \
+        mpirun -np 64 mfu-rs cp -p /lustre/run42 /lustre/archive/     # tree into a directory\n  \
+        mfu-rs cp -p --exclude '*.tmp' --exclude '/scratch/' src/ dst  # contents, filtered\n  \
+        mfu-rs cp -S sparse.img copy.img                               # keep holes\n\n\
+        Exit status: 0 all copied; 1 some items failed (each named on stderr; a rerun of \
+        `mfu-rs sync SRC DEST` finishes the job); 2 usage error, nothing copied."
+)]
+pub struct CpArgs {
+    /// Sources, then the destination.
+    #[arg(value_name = "SRC... DEST", required = true, num_args = 2..)]
+    pub paths: Vec<OsString>,
+    /// Bytes per read/write call on the pread/pwrite path.
+    #[arg(short, long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
+    pub bufsize: u64,
+    /// Bytes per chunk: files are split into chunks copied by different ranks.
+    #[arg(short = 'k', long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
+    pub chunksize: u64,
+    /// Extended attributes to copy (default with -p: all but Lustre's own; without -p: none
+    /// unless this is given).
+    #[arg(short = 'X', long, value_name = "POLICY", value_enum)]
+    pub xattrs: Option<XattrPolicy>,
+    /// Copy the entries of this list (v3/v4, text, plain or NUL-separated) instead of walking;
+    /// entries are stat'ed again and only those under a SRC are kept.
+    #[arg(short, long, value_name = "FILE")]
+    pub input: Option<OsString>,
+    /// Follow symbolic links in sources (copy what they point to).
+    #[arg(short = 'L', long, overrides_with = "no_dereference")]
+    pub dereference: bool,
+    /// Copy symbolic links as links (the default).
+    #[arg(short = 'P', long = "no-dereference")]
+    pub no_dereference: bool,
+    /// Keep owner, group, mode, times (ns) and extended attributes (ACLs included).
+    #[arg(short, long)]
+    pub preserve: bool,
+    /// Open files with O_DIRECT (bypass the page cache).
+    #[arg(short = 's', long, visible_alias = "synchronous")]
+    pub direct: bool,
+    /// Don't update sources' access times (O_NOATIME where permitted).
+    #[arg(long = "open-noatime")]
+    pub open_noatime: bool,
+    /// Keep holes: copy only the data regions of sparse files.
+    #[arg(short = 'S', long)]
+    pub sparse: bool,
+    /// Copy as this user id (needs root).
+    #[arg(short = 'U', long, value_name = "ID")]
+    pub uid: Option<u32>,
+    /// Copy as this group id (needs root).
+    #[arg(short = 'G', long, value_name = "ID")]
+    pub gid: Option<u32>,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Where the copy goes, decided from the path rules.
+#[derive(Debug, PartialEq, Eq)]
+struct Target {
+    /// (source root, destination root) pairs.
+    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Apply the path rules to `args` (already normalised sources with their original spelling, to
+/// see trailing slashes). Errors are usage errors.
+fn resolve(sources: &[(Vec<u8>, bool)], dest: &[u8], follow: bool) -> Result<Target, String> {
+    let show = flist::path::display;
+    let dest_meta = stat_path(dest, true).ok().map(|st| Meta::from_stat(&st));
+    let dest_is_dir = dest_meta.is_some_and(|m| m.file_type() == FileType::Dir);
+    if sources.len() > 1 && !dest_is_dir {
+        return Err(format!(
+            "{} is not a directory (several sources need a directory to go into)",
+            show(dest)
+        ));
+    }
+    if dest_meta.is_none() {
+        let p = parent(dest);
+        if !stat_path(p, true).is_ok_and(|st| FileType::from_mode(st.st_mode) == FileType::Dir) {
+            return Err(format!(
+                "cannot create {}: the directory {} does not exist",
+                show(dest),
+                show(p)
+            ));
+        }
+    }
+    let mut pairs = Vec::new();
+    for (src, contents) in sources {
+        let st = stat_path(src, follow)
+            .map_err(|e| format!("stat {}: {}", show(src), std::io::Error::from(e)))?;
+        let src_is_dir = FileType::from_mode(st.st_mode) == FileType::Dir;
+        let into = if dest_is_dir && !(*contents && src_is_dir) {
+            let mut d = dest.to_vec();
+            if d != b"/" {
+                d.push(b'/');
+            }
+            d.extend_from_slice(basename(src));
+            d
+        } else {
+            dest.to_vec()
+        };
+        if src_is_dir && is_prefix(src, &into) {
+            return Err(format!(
+                "cannot copy the directory {} into itself ({})",
+                show(src),
+                show(&into)
+            ));
+        }
+        if src_is_dir && !dest_is_dir && dest_meta.is_some() && into == dest {
+            return Err(format!(
+                "cannot overwrite the non-directory {} with the directory {}",
+                show(dest),
+                show(src)
+            ));
+        }
+        pairs.push((src.clone(), into));
+    }
+    Ok(Target { pairs })
+}
+
+/// Run `cp` on this rank. Collective; returns the status every rank agreed on.
+pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
+    let rank0 = comm.rank() == 0;
+    let quiet = args.common.quiet;
+    let usage = |msg: String| {
+        if rank0 {
+            report_error("cp", msg);
+        }
+        Status::Usage.agree(comm)
+    };
+    if let Err(e) = transfer::switch_identity(args.uid, args.gid) {
+        return usage(e);
+    }
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    let (dest_arg, source_args) = args.paths.split_last().expect("clap requires 2 paths");
+    let sources: Vec<(Vec<u8>, bool)> = source_args
+        .iter()
+        .map(|s| {
+            let b = s.as_bytes();
+            (normalize(b, &cwd), b.len() > 1 && b.ends_with(b"/"))
+        })
+        .collect();
+    let dest = normalize(dest_arg.as_bytes(), &cwd);
+    let target = resolve(&sources, &dest, args.dereference);
+    // Every rank looked at the same paths; agree so that no rank goes on alone.
+    let verdict = if target.is_err() {
+        Status::Usage
+    } else {
+        Status::Ok
+    };
+    let target = match (verdict.agree(comm), target) {
+        (Status::Ok, Ok(t)) => t,
+        (_, Err(e)) => return usage(e),
+        (_, Ok(_)) => return Status::Usage,
+    };
+    let map = Mapping::new(target.pairs.clone());
+    let started = Instant::now();
+    steal::signals::install();
+    let stop = steal::signals::stop_flag();
+    let mut status = Status::Ok;
+    let walk_progress = args.common.progress(comm.rank(), "Walked");
+    let roots: Vec<Vec<u8>> = target.pairs.iter().map(|p| p.0.clone()).collect();
+    let mut list = match &args.input {
+        Some(input) => match read_input(comm, input.as_bytes(), &roots, args.dereference) {
+            Ok((list, failures)) => {
+                if failures > 0 {
+                    status = Status::ItemsFailed;
+                }
+                list
+            }
+            Err(e) => return usage(e),
+        },
+        None => {
+            let walked =
+                transfer::walk_sources(comm, "cp", &roots, args.dereference, &walk_progress);
+            if !walked.complete {
+                status = Status::ItemsFailed;
+            }
+            walked.list
+        }
+    };
+    transfer::apply_rules(&mut list, rules, &map);
+    let walk_secs = started.elapsed().as_secs_f64();
+    let (list, links) = if args.dereference {
+        (list, Vec::new())
+    } else {
+        let g = links::group(comm, list);
+        (g.list, g.links)
+    };
+    let list = flist::distribute::spread(comm, list);
+    let dirs = list.select((0..list.len()).filter(|&i| list.kind(i) == FileType::Dir));
+    let plan = Plan {
+        create: list,
+        links,
+        dir_meta: dirs,
+        ..Plan::default()
+    };
+    let io = IoArgs {
+        bufsize: args.bufsize,
+        chunksize: args.chunksize,
+        sparse: args.sparse,
+        direct: args.direct,
+        open_noatime: args.open_noatime,
+        preserve: args.preserve,
+        xattrs: args.xattrs,
+        batch_files: 0,
+    };
+    let progress = args.common.progress(comm.rank(), "Copied");
+    let opts = io.options(Some(stop), &progress);
+    if args.common.verbose && rank0 {
+        stdout_bytes(
+            format!(
+                "Chunk size {} bytes, buffer size {} bytes, {} ranks; walked in {walk_secs:.3} s\n",
+                args.chunksize,
+                args.bufsize,
+                comm.size()
+            )
+            .as_bytes(),
+        );
+    }
+    let mut report = copy::run(comm, plan, &map, &opts);
+    transfer::report_failures("cp", &report);
+    report.sum(comm);
+    if report.total_errors > 0 {
+        status = status.worst(Status::ItemsFailed);
+    }
+    if report.interrupted {
+        status = status.worst(Status::ItemsFailed);
+        if rank0 {
+            report_error(
+                "cp",
+                "interrupted by a signal: the copy is incomplete (rerun `mfu-rs sync SRC DEST` to finish it)",
+            );
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    if rank0 && !quiet {
+        let items = report.dirs + report.files + report.symlinks + report.hardlinks + report.others;
+        let mut line = format!(
+            "Copied {items} items ({} files, {} directories, {} links, {} hard links, {} other) and {} in {secs:.3} s ({}/s)",
+            report.files,
+            report.dirs,
+            report.symlinks,
+            report.hardlinks,
+            report.others,
+            bytes_text(report.bytes),
+            steal::progress::human_bytes((report.bytes as f64 / secs.max(1e-9)) as u64),
+        );
+        if report.skipped > 0 {
+            line.push_str(&format!("; {} skipped", report.skipped));
+        }
+        if report.total_errors > 0 {
+            line.push_str(&format!("; {} failed", report.total_errors));
+        }
+        line.push('\n');
+        stdout_bytes(line.as_bytes());
+    }
+    status.agree(comm)
+}
+
+/// `-i`: the list's entries under one of `roots`, stat'ed again (the list may be old). Returns
+/// the records and the number of entries that could not be stat'ed (reported).
+fn read_input(
+    comm: &dyn Comm,
+    input: &[u8],
+    roots: &[Vec<u8>],
+    follow: bool,
+) -> Result<(FileList, u64), String> {
+    let listed = flist::io::read(comm, input).map_err(|e| e.to_string())?;
+    let mut list = FileList::new(flist::Detail::Stat);
+    let mut failures = 0;
+    for e in listed.iter() {
+        if !roots.iter().any(|r| is_prefix(r, e.path)) {
+            continue;
+        }
+        match stat_path(e.path, follow) {
+            Ok(st) => {
+                let m = Meta::from_stat(&st);
+                list.push(e.path, m.file_type(), Some(m));
+            }
+            Err(err) => {
+                failures += 1;
+                report_error("cp", flist::ItemError::new(e.path, "stat", err.into()));
+            }
+        }
+    }
+    Ok((list, failures))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_rules() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path().as_os_str().as_bytes().to_vec();
+        let p = |s: &str| [t.as_slice(), b"/", s.as_bytes()].concat();
+        std::fs::create_dir(tmp.path().join("d")).unwrap();
+        std::fs::create_dir(tmp.path().join("e")).unwrap();
+        std::fs::write(tmp.path().join("f"), b"x").unwrap();
+        let pairs = |srcs: &[(&str, bool)], dst: &str| {
+            let s: Vec<_> = srcs.iter().map(|(a, c)| (p(a), *c)).collect();
+            resolve(&s, &p(dst), false).map(|t| t.pairs)
+        };
+        assert_eq!(pairs(&[("f", false)], "new"), Ok(vec![(p("f"), p("new"))]));
+        assert_eq!(pairs(&[("f", false)], "e"), Ok(vec![(p("f"), p("e/f"))]));
+        assert_eq!(pairs(&[("d", false)], "e"), Ok(vec![(p("d"), p("e/d"))]));
+        assert_eq!(pairs(&[("d", true)], "e"), Ok(vec![(p("d"), p("e"))]));
+        assert_eq!(pairs(&[("d", false)], "new"), Ok(vec![(p("d"), p("new"))]));
+        assert!(pairs(&[("d", false), ("f", false)], "f").is_err());
+        assert!(pairs(&[("d", false)], "f").is_err());
+        assert!(pairs(&[("d", false)], "d/sub").is_err());
+        assert!(pairs(&[("f", false)], "missing/x").is_err());
+        assert!(pairs(&[("missing", false)], "e").is_err());
+    }
+}

@@ -1,0 +1,140 @@
+//! What cp and sync share around the copy engine: I/O options, identity switching, filters on
+//! walked lists, and reporting a run.
+
+use crate::cli::report_error;
+use crate::copy::data::DataOptions;
+use crate::copy::meta::{MetaOptions, XattrPolicy};
+use crate::copy::{CopyOptions, Mapping, Report};
+use crate::select::Rules;
+use flist::units::parse_size;
+use flist::walk::{walk, WalkOptions, Walked};
+use flist::{Detail, FileList, FileType};
+use std::sync::atomic::AtomicBool;
+use steal::progress::{human_bytes, Progress};
+use steal::Comm;
+
+/// Parse a size argument (`4MB`, `64k`...) for clap.
+pub fn size_arg(text: &str) -> Result<u64, String> {
+    match parse_size(text)? {
+        0 => Err(format!("'{text}': must be more than 0 bytes")),
+        n => Ok(n),
+    }
+}
+
+/// I/O settings from the command line.
+pub struct IoArgs {
+    /// Bytes per read/write call.
+    pub bufsize: u64,
+    /// Bytes per chunk (unit of parallel work).
+    pub chunksize: u64,
+    /// Keep holes.
+    pub sparse: bool,
+    /// `O_DIRECT`.
+    pub direct: bool,
+    /// `O_NOATIME` on sources.
+    pub open_noatime: bool,
+    /// Preserve owner, mode, times.
+    pub preserve: bool,
+    /// `-X`, if given.
+    pub xattrs: Option<XattrPolicy>,
+    /// Files per batch (0 = all at once).
+    pub batch_files: u64,
+}
+
+impl IoArgs {
+    /// The engine's options. Xattrs are copied when preserving (Lustre's own left out) or when
+    /// `-X` asks.
+    pub fn options<'a>(
+        &self,
+        stop: Option<&'a AtomicBool>,
+        progress: &'a Progress,
+    ) -> CopyOptions<'a> {
+        let xattrs = self.xattrs.unwrap_or(if self.preserve {
+            XattrPolicy::NonLustre
+        } else {
+            XattrPolicy::None
+        });
+        CopyOptions {
+            chunk_size: self.chunksize,
+            data: DataOptions {
+                bufsize: self.bufsize.min(1 << 30) as usize,
+                sparse: self.sparse,
+                direct: self.direct,
+            },
+            meta: MetaOptions::new(self.preserve, xattrs),
+            open_noatime: self.open_noatime,
+            batch_files: self.batch_files,
+            stop,
+            progress: Some(progress),
+        }
+    }
+}
+
+/// Become `uid`/`gid` for the whole process (`-U`/`-G`: copy as that user). Done before any
+/// thread does file-system work; glibc applies it to every thread.
+pub fn switch_identity(uid: Option<u32>, gid: Option<u32>) -> Result<(), String> {
+    if let Some(g) = gid {
+        // SAFETY: plain system calls with integer arguments.
+        let r = unsafe { libc::setgroups(1, &g) == 0 && libc::setgid(g) == 0 };
+        if !r {
+            return Err(format!(
+                "switch to group {g}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    if let Some(u) = uid {
+        // SAFETY: as above.
+        if unsafe { libc::setuid(u) } != 0 {
+            return Err(format!(
+                "switch to user {u}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Walk `roots` with full metadata, reporting failures as `tool` on stderr.
+pub fn walk_sources(
+    comm: &dyn Comm,
+    tool: &str,
+    roots: &[Vec<u8>],
+    dereference: bool,
+    progress: &Progress,
+) -> Walked {
+    let opts = WalkOptions {
+        detail: Detail::Stat,
+        dereference,
+        stop: Some(steal::signals::stop_flag()),
+        progress: Some(progress),
+        ..WalkOptions::default()
+    };
+    let walked = walk(comm, roots, &opts);
+    for e in &walked.errors {
+        report_error(tool, e);
+    }
+    walked
+}
+
+/// Drop the records `rules` exclude (paths relative to their source root through `map`).
+pub fn apply_rules(list: &mut FileList, rules: &Rules, map: &Mapping) {
+    if !rules.is_empty() {
+        list.retain(|e| !rules.excludes(map.rel(e.path), e.kind == FileType::Dir));
+    }
+}
+
+/// Print a run's failures (every rank its own) and, with `-v`, its skips.
+pub fn report_failures(tool: &str, report: &Report) {
+    for e in &report.errors {
+        report_error(tool, e);
+    }
+    for e in &report.skips {
+        report_error(tool, format_args!("skipped: {e}"));
+    }
+}
+
+/// `12.0 MiB (12582912 bytes)`.
+pub fn bytes_text(n: u64) -> String {
+    format!("{} ({n} bytes)", human_bytes(n))
+}
