@@ -17,6 +17,7 @@ pub mod at;
 pub mod data;
 pub mod links;
 pub mod meta;
+pub mod remove;
 
 use at::At;
 use data::{Buffer, DataError, DataOptions};
@@ -116,6 +117,9 @@ pub struct Plan {
     /// Hard links to make after the data phase: (source of the group's first member, source
     /// of the member to link to it).
     pub links: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Hard links to existing files outside the copy (sync `--link-dest`): (the file to link
+    /// to, source path of the entry it stands for).
+    pub external_links: Vec<(Vec<u8>, Vec<u8>)>,
     /// Existing entries whose data is kept but whose metadata differs, and what differs.
     pub fix_meta: Vec<(usize, Differences)>,
     /// The records `fix_meta` indexes.
@@ -134,6 +138,7 @@ impl Default for Plan {
             create: empty(),
             compare: empty(),
             links: Vec::new(),
+            external_links: Vec::new(),
             fix_meta: Vec::new(),
             fix_meta_list: empty(),
             dir_meta: empty(),
@@ -159,6 +164,10 @@ pub struct Report {
     pub skipped: u64,
     /// Entries whose metadata alone was fixed.
     pub meta_fixed: u64,
+    /// Compared files (`Plan::compare`) whose data was rewritten, at least in part.
+    pub rewritten: u64,
+    /// Compared files whose data was equal but whose metadata had to be fixed.
+    pub compare_meta: u64,
     /// File data bytes written.
     pub bytes: u64,
     /// Failures, each with path and operation.
@@ -186,6 +195,8 @@ impl Report {
             self.bytes,
             self.errors.len() as u64,
             self.interrupted as u64,
+            self.rewritten,
+            self.compare_meta,
         ];
         comm.allreduce(&mut v, ReduceOp::Sum);
         [
@@ -198,7 +209,11 @@ impl Report {
             self.meta_fixed,
             self.bytes,
             self.total_errors,
-        ] = [v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]];
+            self.rewritten,
+            self.compare_meta,
+        ] = [
+            v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[10], v[11],
+        ];
         self.interrupted = v[9] > 0;
     }
 }
@@ -212,6 +227,8 @@ struct Tally {
     hardlinks: AtomicU64,
     others: AtomicU64,
     meta_fixed: AtomicU64,
+    rewritten: AtomicU64,
+    compare_meta: AtomicU64,
     bytes: AtomicU64,
     errors: Mutex<Vec<ItemError>>,
     skips: Mutex<Vec<ItemError>>,
@@ -237,7 +254,7 @@ pub fn run(comm: &dyn Comm, plan: Plan, map: &Mapping, opts: &CopyOptions) -> Re
         .select((0..plan.create.len()).filter(|&i| plan.create.kind(i) == FileType::File));
     interrupted |= copy_files(comm, files, false, map, opts, &tally);
     interrupted |= copy_files(comm, plan.compare, true, map, opts, &tally);
-    make_links(&plan.links, map, &tally);
+    make_links(&plan.links, &plan.external_links, map, &tally);
     plan.fix_meta.par_iter().for_each(|&(i, what)| {
         let e = plan.fix_meta_list.entry(i);
         let m = e.meta.expect("stat list");
@@ -264,6 +281,8 @@ pub fn run(comm: &dyn Comm, plan: Plan, map: &Mapping, opts: &CopyOptions) -> Re
         others: load(&tally.others),
         skipped: skips.len() as u64,
         meta_fixed: load(&tally.meta_fixed),
+        rewritten: load(&tally.rewritten),
+        compare_meta: load(&tally.compare_meta),
         bytes: load(&tally.bytes),
         errors: tally.errors.into_inner().expect("errors"),
         skips,
@@ -728,9 +747,22 @@ impl Worker<'_> {
             .map_err(to_item)?
         };
         if whole {
-            if self.opts.data.sparse || self.compare {
+            if self.opts.data.sparse && !self.compare {
                 rustix::fs::ftruncate(&dst_fd, c.file_size)
                     .map_err(|e| ItemError::new(dst, "truncate", e.into()))?;
+            }
+            if self.compare {
+                let st = rustix::fs::fstat(&dst_fd)
+                    .map_err(|e| ItemError::new(dst, "stat", e.into()))?;
+                let diff = Differences::between(&c.meta, &Meta::from_stat(&st), FileType::File);
+                if written == 0 && !diff.any() {
+                    return Ok(0);
+                }
+                self.tally.count(if written > 0 {
+                    &self.tally.rewritten
+                } else {
+                    &self.tally.compare_meta
+                });
             }
             meta::apply_fd(dst_fd.as_fd(), &c.path, dst, &c.meta, &self.opts.meta)?;
         }
@@ -778,9 +810,20 @@ fn finish_split_files(comm: &dyn Comm, pending: HashMap<Vec<u8>, Pending>, w: &W
 }
 
 /// Hard links to the first member of each group (after all data is in place).
-fn make_links(links: &[(Vec<u8>, Vec<u8>)], map: &Mapping, tally: &Tally) {
-    links.par_iter().for_each(|(first, member)| {
-        let (target, dst) = (map.dest(first), map.dest(member));
+fn make_links(
+    links: &[(Vec<u8>, Vec<u8>)],
+    external: &[(Vec<u8>, Vec<u8>)],
+    map: &Mapping,
+    tally: &Tally,
+) {
+    let internal = links
+        .par_iter()
+        .map(|(first, member)| (map.dest(first), member));
+    let external = external
+        .par_iter()
+        .map(|(target, member)| (target.clone(), member));
+    internal.chain(external).for_each(|(target, member)| {
+        let dst = map.dest(member);
         let r = At::new(&target).and_then(|t| {
             replacing(&dst, "link", |d| {
                 rustix::fs::linkat(
