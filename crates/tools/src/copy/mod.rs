@@ -650,6 +650,24 @@ impl Worker<'_> {
     /// Apply a finished multi-chunk file's metadata.
     fn complete(&self, src: &[u8], m: &Meta) {
         let dst = self.map.dest(src);
+        if self.compare {
+            // Compared files: only if something differs, which it does when a chunk was
+            // rewritten, since that moved the mtime.
+            match At::new(&dst).and_then(|a| a.lstat()) {
+                Ok(st) => {
+                    let diff = Differences::between(m, &Meta::from_stat(&st), FileType::File);
+                    if !diff.any() {
+                        return;
+                    }
+                    self.tally.count(if diff.mtime {
+                        &self.tally.rewritten
+                    } else {
+                        &self.tally.compare_meta
+                    });
+                }
+                Err(e) => return self.tally.fail(ItemError::new(&dst, "stat", e)),
+            }
+        }
         match meta::apply_path(
             src,
             &dst,
