@@ -8,6 +8,7 @@
 //! ```
 
 pub mod cli;
+pub mod compare_expr;
 pub mod copy;
 pub mod cp;
 pub mod dispatch;

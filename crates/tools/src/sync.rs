@@ -8,6 +8,7 @@
 //! an interrupted copy or sync recopies exactly the files left incomplete.
 
 use crate::cli::{report_error, stdout_bytes, Common};
+use crate::compare_expr::{Field, Output, State, States};
 use crate::copy::meta::{Differences, XattrPolicy};
 use crate::copy::{self, links, remove, Mapping, Plan};
 use crate::output::print_in_rank_order;
@@ -93,6 +94,11 @@ pub struct SyncArgs {
     /// Keep holes: copy only the data regions of sparse files.
     #[arg(short = 'S', long)]
     pub sparse: bool,
+    /// Before syncing, write the entries whose comparison matches EXPR to FILE (dcmp syntax,
+    /// repeatable): e.g. `MTIME=DIFFER@SIZE=COMMON:touched.mfu`, `EXIST=ONLY_DEST:extra.mfu`.
+    /// CONTENT of same-size files is judged by mtime unless --contents is given.
+    #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::parse)]
+    pub output: Vec<Output>,
     #[command(flatten)]
     pub filters: FilterArgs,
     #[command(flatten)]
@@ -130,6 +136,9 @@ struct Decisions {
     bytes: u64,
     /// Destination entries --delete would remove but may not (incomplete source walk).
     refused_deletes: u64,
+    /// For each `-o EXPR:FILE`, the entries that match (source records, or destination
+    /// records for paths only the destination has).
+    matched: Vec<FileList>,
 }
 
 /// Run `sync` on this rank. Collective; returns the status every rank agreed on.
@@ -232,6 +241,15 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
             );
         }
         status = Status::ItemsFailed;
+    }
+    for (o, list) in args.output.iter().zip(&d.matched) {
+        let format = flist::io::default_format(list);
+        if let Err(e) = flist::io::write(comm, list, &o.file, format) {
+            if rank0 {
+                report_error("sync", e);
+            }
+            status = Status::ItemsFailed;
+        }
     }
     let mut counts = [0u64; 6];
     for (a, _) in &d.actions {
@@ -435,6 +453,14 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     let mut seen = vec![false; inp.dest.len()];
     let mut replaced_dirs: Vec<u8> = Vec::new();
     let mut fix_meta = FileList::new(Detail::Stat);
+    let mut matched: Vec<FileList> = args.output.iter().map(|_| inp.src.empty_like()).collect();
+    let mut select = |states: &States, path: &[u8], kind: FileType, meta: &Meta| {
+        for (o, list) in args.output.iter().zip(matched.iter_mut()) {
+            if o.matches(states) {
+                list.push(path, kind, Some(*meta));
+            }
+        }
+    };
     for (list, is_member) in [(inp.src, false), (inp.members, true)] {
         for e in list.iter() {
             let m = e.meta.expect("stat list");
@@ -446,6 +472,13 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
             });
             if e.kind == FileType::Dir {
                 plan.dir_meta.push(e.path, e.kind, Some(*m));
+            }
+            if !args.output.is_empty() {
+                let states = match existing {
+                    None => States::only(State::OnlySrc),
+                    Some((_, d)) => pair_states(e.path, &dst_path, e.kind, m, d, args.contents),
+                };
+                select(&states, e.path, e.kind, m);
             }
             // Plan the data of this entry: a link to its group's first, a link into
             // --link-dest, or a copy. Returns true for a --link-dest link.
@@ -551,6 +584,9 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
             continue;
         }
         let path = inp.dest.path(i);
+        if let Some(dm) = inp.dest.meta(i) {
+            select(&States::only(State::OnlyDest), path, inp.dest.kind(i), dm);
+        }
         let below_replaced = replaced.iter().any(|r| is_prefix(r, path) && r != path);
         if below_replaced || (args.delete && inp.delete_allowed) {
             delete.push(path, inp.dest.kind(i), inp.dest.meta(i).copied());
@@ -565,7 +601,61 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
         actions,
         bytes,
         refused_deletes,
+        matched,
     }
+}
+
+/// How each field of a source entry and its destination compare (for `-o`).
+fn pair_states(
+    src: &[u8],
+    dst: &[u8],
+    kind: FileType,
+    s: &Meta,
+    d: &Meta,
+    contents: bool,
+) -> States {
+    let mut st = States::both_common();
+    let file = kind == FileType::File && d.file_type() == FileType::File;
+    st.differ_if(Field::Type, kind != d.file_type());
+    st.differ_if(Field::Size, file && s.size != d.size);
+    st.differ_if(Field::Uid, s.uid != d.uid);
+    st.differ_if(Field::Gid, s.gid != d.gid);
+    st.differ_if(
+        Field::Atime,
+        (s.atime, s.atime_nsec) != (d.atime, d.atime_nsec),
+    );
+    st.differ_if(
+        Field::Mtime,
+        (s.mtime, s.mtime_nsec) != (d.mtime, d.mtime_nsec),
+    );
+    st.differ_if(
+        Field::Ctime,
+        (s.ctime, s.ctime_nsec) != (d.ctime, d.ctime_nsec),
+    );
+    st.differ_if(Field::Perm, s.mode & 0o7777 != d.mode & 0o7777);
+    st.differ_if(Field::Acl, acl(src) != acl(dst));
+    let content = match (file, s.size == d.size) {
+        (false, _) => kind == FileType::Symlink && link_target(src) != link_target(dst),
+        (true, false) => true,
+        (true, true) if contents => contents_differ(src, dst).unwrap_or(true),
+        (true, true) => (s.mtime, s.mtime_nsec) != (d.mtime, d.mtime_nsec),
+    };
+    st.differ_if(Field::Content, content);
+    st
+}
+
+/// The access ACL of `path` (none when absent or unsupported).
+fn acl(path: &[u8]) -> Option<Vec<u8>> {
+    let at = copy::at::At::new(path).ok()?;
+    let mut buf = vec![0u8; 4096];
+    let n = rustix::fs::lgetxattr(
+        at.short_path().as_ref(),
+        "system.posix_acl_access",
+        &mut buf[..],
+    )
+    .ok()?;
+    buf.truncate(n);
+    Some(buf)
 }
 
 fn link_target(path: &[u8]) -> Option<Vec<u8>> {

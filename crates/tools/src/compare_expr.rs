@@ -1,0 +1,216 @@
+//! dcmp's output expressions (`-o EXPR:FILE`, used by `sync -o` and `cmp -o`): which paths of
+//! two trees go into a list, by how each field of the pair compares.
+//!
+//! `EXPR := CONJ (',' CONJ)*` (any conjunction holds), `CONJ := COND ('@' COND)*` (all
+//! conditions hold), `COND := FIELD=STATE`, with fields `EXIST TYPE SIZE UID GID ATIME MTIME CTIME
+//! PERM ACL CONTENT` and states `COMMON DIFFER ONLY_SRC ONLY_DEST`. As in dcmp, a path present
+//! on one side only has that state (`ONLY_SRC`/`ONLY_DEST`) in every field.
+//!
+//! ```
+//! use mfu::compare_expr::{Field, Output, State, States};
+//! let out = Output::parse("MTIME=DIFFER@SIZE=COMMON,EXIST=ONLY_SRC:changed.mfu").unwrap();
+//! assert_eq!(out.file, b"changed.mfu");
+//! let mut pair = States::both_common();
+//! pair.set(Field::Mtime, State::Differ);
+//! assert!(out.matches(&pair));
+//! assert!(out.matches(&States::only(State::OnlySrc)));
+//! assert!(!out.matches(&States::only(State::OnlyDest)));
+//! ```
+
+/// A compared property of a pair of entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    /// Present on both sides or one.
+    Exist,
+    /// File type.
+    Type,
+    /// Size in bytes.
+    Size,
+    /// Owner id.
+    Uid,
+    /// Group id.
+    Gid,
+    /// Access time.
+    Atime,
+    /// Modification time.
+    Mtime,
+    /// Status-change time.
+    Ctime,
+    /// Permission bits.
+    Perm,
+    /// POSIX ACLs (`system.posix_acl_access`).
+    Acl,
+    /// File data.
+    Content,
+}
+
+/// Every field, in dcmp's order.
+pub const FIELDS: [Field; 11] = [
+    Field::Exist,
+    Field::Type,
+    Field::Size,
+    Field::Uid,
+    Field::Gid,
+    Field::Atime,
+    Field::Mtime,
+    Field::Ctime,
+    Field::Perm,
+    Field::Acl,
+    Field::Content,
+];
+
+impl Field {
+    fn name(self) -> &'static str {
+        match self {
+            Field::Exist => "EXIST",
+            Field::Type => "TYPE",
+            Field::Size => "SIZE",
+            Field::Uid => "UID",
+            Field::Gid => "GID",
+            Field::Atime => "ATIME",
+            Field::Mtime => "MTIME",
+            Field::Ctime => "CTIME",
+            Field::Perm => "PERM",
+            Field::Acl => "ACL",
+            Field::Content => "CONTENT",
+        }
+    }
+}
+
+/// How one field of a pair compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Equal on both sides.
+    Common,
+    /// Present on both sides, different.
+    Differ,
+    /// Only the source has the path.
+    OnlySrc,
+    /// Only the destination has the path.
+    OnlyDest,
+}
+
+impl State {
+    fn parse(s: &str) -> Option<State> {
+        Some(match s {
+            "COMMON" => State::Common,
+            "DIFFER" => State::Differ,
+            "ONLY_SRC" => State::OnlySrc,
+            "ONLY_DEST" => State::OnlyDest,
+            _ => return None,
+        })
+    }
+}
+
+/// The states of all fields of one pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct States([State; 11]);
+
+impl States {
+    /// A pair present on both sides, every field equal.
+    pub fn both_common() -> States {
+        States([State::Common; 11])
+    }
+
+    /// A path on one side only (`OnlySrc` or `OnlyDest` in every field).
+    pub fn only(side: State) -> States {
+        States([side; 11])
+    }
+
+    /// Set one field.
+    pub fn set(&mut self, f: Field, s: State) {
+        self.0[f as usize] = s;
+    }
+
+    /// Mark `f` as differing when `differs`.
+    pub fn differ_if(&mut self, f: Field, differs: bool) {
+        if differs {
+            self.set(f, State::Differ);
+        }
+    }
+
+    fn get(&self, f: Field) -> State {
+        self.0[f as usize]
+    }
+}
+
+/// One `-o EXPR:FILE` argument: the expression and the list file it selects for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    /// OR of ANDs of (field, state) conditions.
+    pub any_of: Vec<Vec<(Field, State)>>,
+    /// The list file to write, as given.
+    pub file: Vec<u8>,
+}
+
+impl Output {
+    /// Parse `EXPR:FILE` (the file name may itself hold `:`; the first `:` ends the expression).
+    pub fn parse(arg: &str) -> Result<Output, String> {
+        let (expr, file) = arg
+            .split_once(':')
+            .ok_or_else(|| format!("'{arg}': expected EXPR:FILE, e.g. MTIME=DIFFER:changed.mfu"))?;
+        if file.is_empty() {
+            return Err(format!("'{arg}': no output file after ':'"));
+        }
+        let mut any_of = Vec::new();
+        for conj in expr.split(',') {
+            let mut all = Vec::new();
+            for cond in conj.split('@') {
+                let (f, s) = cond
+                    .split_once('=')
+                    .ok_or_else(|| format!("'{cond}' in '{arg}': expected FIELD=STATE"))?;
+                let field = FIELDS
+                    .iter()
+                    .copied()
+                    .find(|x| x.name() == f)
+                    .ok_or_else(|| {
+                        format!("unknown field '{f}' in '{arg}' (EXIST TYPE SIZE UID GID ATIME MTIME CTIME PERM ACL CONTENT)")
+                    })?;
+                let state = State::parse(s).ok_or_else(|| {
+                    format!("unknown state '{s}' in '{arg}' (COMMON DIFFER ONLY_SRC ONLY_DEST)")
+                })?;
+                all.push((field, state));
+            }
+            any_of.push(all);
+        }
+        Ok(Output {
+            any_of,
+            file: file.as_bytes().to_vec(),
+        })
+    }
+
+    /// True when the pair's states satisfy the expression.
+    pub fn matches(&self, s: &States) -> bool {
+        self.any_of
+            .iter()
+            .any(|all| all.iter().all(|&(f, st)| s.get(f) == st))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_expressions_name_the_problem() {
+        assert!(Output::parse("MTIME=DIFFER")
+            .unwrap_err()
+            .contains("EXPR:FILE"));
+        assert!(Output::parse("MTIME=SAME:x")
+            .unwrap_err()
+            .contains("unknown state"));
+        assert!(Output::parse("COLOR=DIFFER:x")
+            .unwrap_err()
+            .contains("unknown field"));
+        assert!(Output::parse("MTIME=DIFFER:").is_err());
+        let o = Output::parse("EXIST=COMMON@SIZE=DIFFER:a:b").unwrap();
+        assert_eq!(o.file, b"a:b");
+        assert_eq!(
+            o.any_of,
+            vec![vec![
+                (Field::Exist, State::Common),
+                (Field::Size, State::Differ)
+            ]]
+        );
+    }
+}
