@@ -178,7 +178,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     let walked = transfer::walk_sources(
         comm,
         "sync",
-        &[src.clone()],
+        std::slice::from_ref(&src),
         args.dereference,
         &walk_progress,
     );
@@ -188,7 +188,13 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     }
     let mut src_list = walked.list;
     let mut dest_list = if dest_exists {
-        let walked = transfer::walk_sources(comm, "sync", &[dest.clone()], false, &walk_progress);
+        let walked = transfer::walk_sources(
+            comm,
+            "sync",
+            std::slice::from_ref(&dest),
+            false,
+            &walk_progress,
+        );
         if !walked.complete {
             status = Status::ItemsFailed;
         }
