@@ -39,9 +39,21 @@ pub struct WalkOptions<'a> {
     pub seed: u64,
     /// Set (by a signal handler) to stop early; the result then says `interrupted`.
     pub stop: Option<&'a AtomicBool>,
-    /// Counters to report progress with (items = entries recorded).
+    /// Counters to report progress with (items = entries recorded or consumed by `visit`).
     pub progress: Option<&'a Progress>,
+    /// Called on a walk worker for each entry read from a directory, before it is recorded:
+    /// `visit(dir, name, path, kind)` with `dir` the open directory the entry was read from,
+    /// `name` the entry's name in it (one component, no `/`), `path` its full normalised path
+    /// (the same bytes the record would carry) and `kind` its type (from `d_type`, or from
+    /// `stat` when the walk stats). Returning `true` consumes the entry: it is not recorded and,
+    /// if it is a directory, not descended. Roots are recorded without a call (they are not
+    /// read from a directory). `rm --aggressive` unlinks files here, while their directory is
+    /// open, instead of listing them for later.
+    pub visit: Option<&'a Visit<'a>>,
 }
+
+/// The entry hook of [`WalkOptions::visit`]: `(dir, name, path, kind) -> consumed`.
+pub type Visit<'a> = dyn Fn(BorrowedFd<'_>, &[u8], &[u8], FileType) -> bool + Sync + 'a;
 
 impl Default for WalkOptions<'_> {
     fn default() -> Self {
@@ -52,6 +64,7 @@ impl Default for WalkOptions<'_> {
             seed: 1,
             stop: None,
             progress: None,
+            visit: None,
         }
     }
 }
@@ -202,6 +215,7 @@ fn read_dir(dir: DirItem, opts: &WalkOptions, sink: &Sink, spawned: &mut Vec<Dir
         Err(e) => return sink.error(ItemError::new(&dir.path, "read directory", e.into())),
     };
     let mut local = FileList::new(opts.detail);
+    let mut consumed = 0u64;
     let mut child = dir.path.clone();
     let base_len = child.len() + usize::from(child != b"/");
     if child != b"/" {
@@ -248,6 +262,20 @@ fn read_dir(dir: DirItem, opts: &WalkOptions, sink: &Sink, spawned: &mut Vec<Dir
         } else {
             (d_type, None)
         };
+        if let Some(visit) = opts.visit {
+            let dirfd = match entries.fd() {
+                Ok(fd) => fd,
+                Err(e) => {
+                    // Keep what was read so far (recorded below), like a failed read does.
+                    sink.error(ItemError::new(&dir.path, "read directory", e.into()));
+                    break;
+                }
+            };
+            if visit(dirfd, name, &child, kind) {
+                consumed += 1;
+                continue;
+            }
+        }
         local.push(&child, kind, meta);
         if kind == FileType::Dir {
             let mut ancestors = Vec::new();
@@ -271,7 +299,7 @@ fn read_dir(dir: DirItem, opts: &WalkOptions, sink: &Sink, spawned: &mut Vec<Dir
         }
     }
     if let Some(p) = opts.progress {
-        p.add(local.len() as u64, 0);
+        p.add(local.len() as u64 + consumed, 0);
     }
     sink.add(local);
 }
@@ -385,4 +413,71 @@ pub fn open_long(path: &[u8], flags: OFlags) -> Result<OwnedFd, Errno> {
 fn trim_slashes(p: &[u8]) -> &[u8] {
     let start = p.iter().position(|&b| b != b'/').unwrap_or(p.len());
     &p[start..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[test]
+    fn visit_consumes_entries_before_they_are_recorded_or_descended() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("r");
+        std::fs::create_dir_all(root.join("keep/sub")).unwrap();
+        std::fs::create_dir_all(root.join("skip/below")).unwrap();
+        std::fs::write(root.join("keep/sub/c"), b"").unwrap();
+        std::fs::write(root.join("skip/below/d"), b"").unwrap();
+        std::fs::write(root.join("a"), b"").unwrap();
+        std::fs::write(root.join(OsStr::from_bytes(b"keep/b\xff")), b"").unwrap();
+        let root_bytes = root.as_os_str().as_bytes().to_vec();
+        let unlinked = AtomicU64::new(0);
+        // Unlink the files `a` and `b\xff` through the directory descriptor; consume `skip`.
+        let visit = |dir: BorrowedFd<'_>, name: &[u8], path: &[u8], kind: FileType| {
+            assert!(path.ends_with(name) && path[path.len() - name.len() - 1] == b'/');
+            assert_eq!(
+                rustix::fs::fstat(dir).unwrap().st_mode & libc::S_IFMT,
+                libc::S_IFDIR
+            );
+            match name {
+                b"a" | b"b\xff" => {
+                    assert_eq!(kind, FileType::File);
+                    rustix::fs::unlinkat(dir, name, AtFlags::empty()).unwrap();
+                    unlinked.fetch_add(1, Ordering::Relaxed);
+                    true
+                }
+                b"skip" => true,
+                _ => false,
+            }
+        };
+        for detail in [Detail::Lite, Detail::Stat] {
+            let lists = steal::local::run(3, |comm| {
+                let opts = WalkOptions {
+                    detail,
+                    visit: Some(&visit),
+                    ..WalkOptions::default()
+                };
+                let walked = walk(comm, std::slice::from_ref(&root_bytes), &opts);
+                assert!(walked.complete);
+                walked
+                    .list
+                    .iter()
+                    .map(|e| e.path.to_vec())
+                    .collect::<Vec<_>>()
+            });
+            let mut paths: Vec<Vec<u8>> = lists.into_iter().flatten().collect();
+            paths.sort();
+            let rel: Vec<&[u8]> = paths.iter().map(|p| &p[root_bytes.len()..]).collect();
+            let want: [&[u8]; 4] = [b"", b"/keep", b"/keep/sub", b"/keep/sub/c"];
+            assert_eq!(rel, want, "{detail:?}");
+        }
+        assert_eq!(unlinked.load(Ordering::Relaxed), 2);
+        assert!(!root.join("a").exists());
+        assert!(
+            root.join("skip/below/d").exists(),
+            "consumed directories are not descended"
+        );
+    }
 }

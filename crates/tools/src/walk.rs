@@ -121,6 +121,7 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
                 seed: 0x5eed,
                 stop: Some(steal::signals::stop_flag()),
                 progress: Some(&progress),
+                visit: None,
             };
             let walked = walk(comm, &roots, &opts);
             for e in &walked.errors {

@@ -1,0 +1,687 @@
+//! `mfu-rs rm` end to end: whole trees (odd names, paths beyond PATH_MAX) at 1, 2 and 4 ranks,
+//! filters, dry runs, aggressive mode, traceless mode, lists in and out, and exit statuses.
+
+use flist::{io, FileList};
+use mfu_tests::{bin, clean_env, expect_status, mfu, mpirun};
+use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, SystemTime};
+
+/// Build at `root`: 4 directories of 10 files, a directory and a file with non-UTF-8 names, a
+/// dangling link, a fifo and a chain of 30 directories of 200-byte names (about 6 KB of path,
+/// beyond PATH_MAX) ending in a file. Returns (non-directories, directories), root included.
+fn odd_tree(root: &Path) -> (u64, u64) {
+    // Python's dir_fd calls reach depths that std::fs (whole paths only) cannot.
+    let script = "import os, sys\n\
+         root = sys.argv[1].encode()\n\
+         os.mkdir(root)\n\
+         for d in range(4):\n\
+         \x20   os.mkdir(b'%s/d%d' % (root, d))\n\
+         \x20   for f in range(10):\n\
+         \x20       open(b'%s/d%d/f%d' % (root, d, f), 'wb').write(b'x' * f)\n\
+         os.mkdir(root + b'/caf\\xe9')\n\
+         open(root + b'/caf\\xe9/n\\xff|F', 'wb').close()\n\
+         os.symlink(b'nowhere', root + b'/link')\n\
+         os.mkfifo(root + b'/fifo')\n\
+         fd = os.open(root, os.O_RDONLY)\n\
+         for i in range(31):\n\
+         \x20   n = b'deep' if i == 0 else ((b'd%02d' % i) * 70)[:200]\n\
+         \x20   os.mkdir(n, dir_fd=fd)\n\
+         \x20   fd = os.open(n, os.O_RDONLY, dir_fd=fd)\n\
+         os.close(os.open('leaf', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))\n";
+    expect_status(
+        Command::new("python3")
+            .args(["-c", script])
+            .arg(root.as_os_str()),
+        0,
+    );
+    (40 + 1 + 1 + 1 + 1, 1 + 4 + 1 + 31)
+}
+
+/// Every path below `root` (relative, without the root itself), for trees of short paths.
+fn listing(root: &Path) -> BTreeSet<Vec<u8>> {
+    fn walk(dir: &Path, base: usize, out: &mut BTreeSet<Vec<u8>>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            out.insert(p.as_os_str().as_bytes()[base..].to_vec());
+            if fs::symlink_metadata(&p).unwrap().is_dir() {
+                walk(&p, base, out);
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(root, root.as_os_str().len() + 1, &mut out);
+    out
+}
+
+/// A tree of short paths from relative names; names ending in `/` are directories.
+fn make(root: &Path, names: &[&str]) {
+    fs::create_dir(root).unwrap();
+    for n in names {
+        match n.strip_suffix('/') {
+            Some(d) => fs::create_dir_all(root.join(d)).unwrap(),
+            None => fs::write(root.join(n), n.as_bytes()).unwrap(),
+        }
+    }
+}
+
+fn set(names: &[&str]) -> BTreeSet<Vec<u8>> {
+    names
+        .iter()
+        .map(|n| n.trim_end_matches('/').as_bytes().to_vec())
+        .collect()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn read_list(path: &Path) -> FileList {
+    steal::local::run(1, |c| {
+        io::read(c, path.as_os_str().as_bytes()).expect("read list")
+    })
+    .remove(0)
+}
+
+/// The names a filter test starts from.
+const FILTER_TREE: &[&str] = &[
+    "a.log",
+    "a.txt",
+    "sub/",
+    "sub/b.log",
+    "sub/b.txt",
+    "sub/deeper/",
+    "sub/deeper/c.log",
+    "keep/",
+    "keep/k.log",
+    "keep/inner/",
+    "keep/inner/k2.txt",
+    "tmpdir/",
+    "tmpdir/x",
+    "tmp1",
+    "sub/tmp2",
+];
+
+#[test]
+fn removes_whole_trees_with_odd_names_and_long_paths_at_1_2_and_4_ranks() {
+    let tmp = tempfile::tempdir().unwrap();
+    for np in [1, 2, 4] {
+        let root = tmp.path().join(format!("tree{np}"));
+        let (files, dirs) = odd_tree(&root);
+        let mut cmd = if np == 1 {
+            mfu(&["rm"])
+        } else {
+            let mut c = mpirun(np, &bin());
+            c.arg("rm");
+            c
+        };
+        let out = expect_status(cmd.arg(&root), 0);
+        assert!(
+            fs::symlink_metadata(&root).is_err(),
+            "np={np}: {} still exists",
+            root.display()
+        );
+        let text = stdout(&out);
+        let want = format!(
+            "Removed {} items ({files} files, {dirs} directories) in ",
+            files + dirs
+        );
+        assert!(text.contains(&want), "np={np}: want {want:?} in:\n{text}");
+        assert!(text.contains(" items/s)"), "np={np}: {text}");
+        assert!(stderr(&out).is_empty(), "np={np}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn match_removes_exactly_the_matching_subset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    make(&root, FILTER_TREE);
+    let before = listing(&root);
+    let out = expect_status(mfu(&["rm", "--match", r"\.log$"]).arg(&root), 0);
+    let gone = set(&["a.log", "sub/b.log", "sub/deeper/c.log", "keep/k.log"]);
+    let want: BTreeSet<_> = before.difference(&gone).cloned().collect();
+    assert_eq!(listing(&root), want);
+    assert!(
+        stdout(&out).contains("Removed 4 items (4 files, 0 directories)"),
+        "{}",
+        stdout(&out)
+    );
+    // A matching directory goes with everything below it (their paths match too), at 2 ranks.
+    expect_status(
+        mpirun(2, &bin())
+            .args(["rm", "-q", "--match", "/sub(/|$)"])
+            .arg(&root),
+        0,
+    );
+    let gone: BTreeSet<_> = want
+        .iter()
+        .filter(|p| p.starts_with(b"sub"))
+        .cloned()
+        .collect();
+    assert_eq!(gone.len(), 4, "sub, sub/b.txt, sub/deeper, sub/tmp2");
+    let want: BTreeSet<_> = want.difference(&gone).cloned().collect();
+    assert_eq!(listing(&root), want);
+}
+
+#[test]
+fn exclude_keeps_exactly_the_excluded_entries_and_their_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    make(&root, FILTER_TREE);
+    let out = expect_status(
+        mpirun(2, &bin())
+            .args(["rm", "--exclude", "/keep(/|$)"])
+            .arg(&root),
+        0,
+    );
+    assert_eq!(
+        listing(&root),
+        set(&["keep/", "keep/k.log", "keep/inner/", "keep/inner/k2.txt"])
+    );
+    let text = stdout(&out);
+    // Removed: a.log a.txt tmp1 tmpdir/x sub/{b.log,b.txt,tmp2,deeper/c.log} + tmpdir sub sub/deeper.
+    assert!(
+        text.contains("Removed 11 items (8 files, 3 directories)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Kept 1 directories that hold entries not selected"),
+        "the root holds keep/: {text}"
+    );
+    assert!(
+        stderr(&out).is_empty(),
+        "kept directories are no failure: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn name_applies_the_regex_to_the_last_component() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    make(&root, FILTER_TREE);
+    let before = listing(&root);
+    // tmpdir matches but holds x, which does not: it stays, counted as kept.
+    let out = expect_status(mfu(&["rm", "--name", "--match", "^tmp"]).arg(&root), 0);
+    let want: BTreeSet<_> = before
+        .difference(&set(&["tmp1", "sub/tmp2"]))
+        .cloned()
+        .collect();
+    assert_eq!(listing(&root), want);
+    assert!(
+        stdout(&out).contains("Kept 1 directories"),
+        "{}",
+        stdout(&out)
+    );
+    // Without --name the same regex is tried on whole paths, which all start with '/'.
+    expect_status(mfu(&["rm", "-q", "--match", "^tmp"]).arg(&root), 0);
+    assert_eq!(listing(&root), want);
+    // --name with --exclude: everything goes except names starting with k (and their parents).
+    expect_status(
+        mfu(&["rm", "-q", "--name", "--exclude", "^k"]).arg(&root),
+        0,
+    );
+    assert_eq!(
+        listing(&root),
+        set(&["keep/", "keep/k.log", "keep/inner/", "keep/inner/k2.txt"]),
+        "keep/inner matches no ^k but holds k2.txt"
+    );
+}
+
+#[test]
+fn dryrun_prints_exactly_what_would_go_and_removes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    make(&root, FILTER_TREE);
+    fs::write(root.join(OsStr::from_bytes(b"caf\xe9")), b"").unwrap();
+    let before = listing(&root);
+    let prefix = [root.as_os_str().as_bytes(), b"/"].concat();
+    let printed = |out: &Output| -> BTreeSet<Vec<u8>> {
+        out.stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                l.strip_prefix(prefix.as_slice())
+                    .unwrap_or_else(|| panic!("{} is outside the tree", String::from_utf8_lossy(l)))
+                    .to_vec()
+            })
+            .collect()
+    };
+    for np in [1, 3] {
+        let out = expect_status(
+            mpirun(np, &bin())
+                .args(["rm", "-q", "--dryrun"])
+                .arg(root.join("sub"))
+                .arg(root.join(OsStr::from_bytes(b"caf\xe9"))),
+            0,
+        );
+        let lines = out
+            .stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count();
+        let want: BTreeSet<_> = before
+            .iter()
+            .filter(|p| p.starts_with(b"sub") || p.as_slice() == b"caf\xe9")
+            .cloned()
+            .collect();
+        assert_eq!(printed(&out), want, "np={np}");
+        assert_eq!(lines, want.len(), "np={np}: each path once");
+        assert_eq!(
+            listing(&root),
+            before,
+            "np={np}: a dry run changed the tree"
+        );
+    }
+    // With a filter, directories that would keep unselected entries are not listed.
+    let out = expect_status(
+        mfu(&["rm", "--dryrun", "--exclude", "/keep(/|$)"]).arg(&root),
+        0,
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("Would remove 12 items (9 files, 3 directories)"),
+        "{text}"
+    );
+    assert!(text.contains("Would keep 1 directories"), "{text}");
+    let paths: BTreeSet<Vec<u8>> = out
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| l.starts_with(b"/"))
+        .map(|l| l.to_vec())
+        .collect();
+    assert!(
+        !paths.contains(root.as_os_str().as_bytes()),
+        "the root stays"
+    );
+    assert_eq!(paths.len(), 12);
+    assert_eq!(listing(&root), before);
+}
+
+#[test]
+fn aggressive_removes_trees_and_respects_filters() {
+    let tmp = tempfile::tempdir().unwrap();
+    for np in [1, 2] {
+        let root = tmp.path().join(format!("odd{np}"));
+        let (files, dirs) = odd_tree(&root);
+        let mut cmd = mpirun(np, &bin());
+        let out = expect_status(cmd.args(["rm", "--aggressive"]).arg(&root), 0);
+        assert!(fs::symlink_metadata(&root).is_err(), "np={np}");
+        assert!(
+            stdout(&out).contains(&format!("({files} files, {dirs} directories)")),
+            "np={np}: {}",
+            stdout(&out)
+        );
+    }
+    let root = tmp.path().join("t");
+    make(&root, FILTER_TREE);
+    let before = listing(&root);
+    let list = tmp.path().join("removed.txt");
+    expect_status(
+        mfu(&[
+            "rm",
+            "-q",
+            "--aggressive",
+            "--exclude",
+            "/keep(/|$)",
+            "--match",
+            r"\.(log|txt)$",
+            "-o",
+        ])
+        .arg(&list)
+        .arg(&root),
+        0,
+    );
+    let gone = set(&[
+        "a.log",
+        "a.txt",
+        "sub/b.log",
+        "sub/b.txt",
+        "sub/deeper/c.log",
+    ]);
+    let want: BTreeSet<_> = before.difference(&gone).cloned().collect();
+    assert_eq!(listing(&root), want);
+    let removed: BTreeSet<Vec<u8>> = read_list(&list)
+        .iter()
+        .map(|e| e.path[root.as_os_str().len() + 1..].to_vec())
+        .collect();
+    assert_eq!(removed, gone, "-o lists what the walk unlinked");
+}
+
+/// Set a directory's atime and mtime (whole seconds in the past).
+fn age(dir: &Path, atime: SystemTime, mtime: SystemTime) {
+    let times = fs::FileTimes::new().set_accessed(atime).set_modified(mtime);
+    fs::File::open(dir).unwrap().set_times(times).unwrap();
+}
+
+#[test]
+fn traceless_restores_the_parents_times() {
+    let tmp = tempfile::tempdir().unwrap();
+    let atime = SystemTime::UNIX_EPOCH + Duration::from_secs(1_500_000_000);
+    let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(1_400_000_000);
+    for (flags, restored) in [
+        (&["rm", "-q"][..], false),
+        (&["rm", "-q", "-T"][..], true),
+        (&["rm", "-q", "-T", "--aggressive"][..], true),
+        (&["rm", "-q", "--traceless", "--match", "/b$"][..], true),
+    ] {
+        let parent = tmp.path().join("p");
+        make(
+            &parent,
+            &["victim/", "victim/a", "victim/sub/", "victim/sub/b", "stay"],
+        );
+        age(&parent, atime, mtime);
+        age(&parent.join("victim/sub"), atime, mtime);
+        age(&parent.join("victim"), atime, mtime);
+        expect_status(mpirun(2, &bin()).args(flags).arg(parent.join("victim")), 0);
+        let m = fs::metadata(&parent).unwrap();
+        let filtered = flags.contains(&"--match");
+        if filtered {
+            // Only victim/sub/b went: victim/sub's times are back, victim kept its own.
+            assert!(!parent.join("victim/sub/b").exists());
+            assert!(parent.join("victim/a").exists());
+            let sub = fs::metadata(parent.join("victim/sub")).unwrap();
+            assert_eq!(sub.modified().unwrap(), mtime);
+            assert_eq!(sub.accessed().unwrap(), atime);
+            assert_eq!(
+                fs::metadata(parent.join("victim"))
+                    .unwrap()
+                    .modified()
+                    .unwrap(),
+                mtime
+            );
+        } else {
+            assert!(!parent.join("victim").exists(), "{flags:?}");
+        }
+        if restored {
+            assert_eq!(m.modified().unwrap(), mtime, "{flags:?}");
+            assert_eq!(m.accessed().unwrap(), atime, "{flags:?}");
+        } else {
+            assert_ne!(
+                m.modified().unwrap(),
+                mtime,
+                "without -T the parent's mtime moves"
+            );
+        }
+        fs::remove_dir_all(&parent).unwrap();
+    }
+}
+
+#[test]
+fn output_lists_what_was_removed_readably_by_walk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    make(&root, FILTER_TREE);
+    let before = listing(&root);
+    let text_list = tmp.path().join("removed.txt");
+    expect_status(
+        mpirun(2, &bin())
+            .args(["rm", "-q", "--exclude", "/keep(/|$)", "-o"])
+            .arg(&text_list)
+            .arg(&root),
+        0,
+    );
+    let after = listing(&root);
+    let list = read_list(&text_list);
+    let removed: BTreeSet<Vec<u8>> = list
+        .iter()
+        .map(|e| e.path[root.as_os_str().len() + 1..].to_vec())
+        .collect();
+    assert_eq!(removed, before.difference(&after).cloned().collect());
+    let out = expect_status(mfu(&["walk", "-i"]).arg(&text_list), 0);
+    assert!(stdout(&out).contains("Items: 11"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("Directories: 3"), "{}", stdout(&out));
+
+    // --stat writes a v4 list (with metadata); -t forces text.
+    for (flags, v4) in [
+        (&["--stat"][..], true),
+        (&["--stat", "-t"][..], false),
+        (&[][..], false),
+    ] {
+        let root = tmp.path().join("s");
+        make(&root, &["x", "d/", "d/y"]);
+        let out_list = tmp.path().join("s.list");
+        expect_status(
+            mfu(&["rm", "-q"])
+                .args(flags)
+                .arg("-o")
+                .arg(&out_list)
+                .arg(&root),
+            0,
+        );
+        let bytes = fs::read(&out_list).unwrap();
+        assert_eq!(bytes[..8] == 4u64.to_be_bytes(), v4, "{flags:?}");
+        let out = expect_status(mfu(&["walk", "-i"]).arg(&out_list), 0);
+        assert!(
+            stdout(&out).contains("Items: 4"),
+            "{flags:?}: {}",
+            stdout(&out)
+        );
+    }
+}
+
+#[test]
+fn input_lists_are_removed_without_walking() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A v4 list from walk.
+    let root = tmp.path().join("t");
+    make(&root, FILTER_TREE);
+    let list = tmp.path().join("t.mfu");
+    expect_status(mfu(&["walk", "-q", "-o"]).arg(&list).arg(&root), 0);
+    let out = expect_status(mpirun(2, &bin()).args(["rm", "-i"]).arg(&list), 0);
+    assert!(!root.exists());
+    assert!(
+        stdout(&out).contains("Removed 16 items (10 files, 6 directories)"),
+        "{}",
+        stdout(&out)
+    );
+    // A plain list, one relative path per line, types unknown; a listed directory whose
+    // contents the list does not name cannot go.
+    make(&root, &["a", "b/", "b/c", "d/", "d/e"]);
+    let plain = tmp.path().join("plain.txt");
+    fs::write(&plain, b"t/a\nt/b/c\nt/b\nt/d\n").unwrap();
+    let out = expect_status(mfu(&["rm", "-i"]).arg(&plain).current_dir(tmp.path()), 1);
+    assert_eq!(listing(&root), set(&["d/", "d/e"]));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("rmdir {}/d: Directory not empty", root.display())),
+        "{err}"
+    );
+    // The same list under a filter: the directory that holds unnamed entries is kept.
+    make(&tmp.path().join("u"), &["a", "d/", "d/e"]);
+    fs::write(&plain, b"u/a\nu/d\n").unwrap();
+    let out = expect_status(
+        mfu(&["rm", "--exclude", "nothing-matches", "-i"])
+            .arg(&plain)
+            .current_dir(tmp.path()),
+        0,
+    );
+    assert!(
+        stdout(&out).contains("Kept 1 directories"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(listing(&tmp.path().join("u")), set(&["d/", "d/e"]));
+}
+
+#[test]
+fn slash_and_missing_paths_are_usage_errors_that_remove_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    make(&root, &["a", "d/", "d/b"]);
+    let before = listing(&root);
+    let up = format!("{}/../../../../../../../../..", root.display());
+    for slash in ["/", "//", "/.", "/..", "/tmp/..", up.as_str()] {
+        let out = expect_status(mfu(&["rm"]).arg(&root).arg(slash), 2);
+        assert!(
+            stderr(&out).contains("refusing to remove"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(listing(&root), before, "{slash}");
+    }
+    expect_status(mpirun(2, &bin()).args(["rm", "/"]), 2);
+    expect_status(&mut mfu(&["rm"]), 2);
+    expect_status(&mut mfu(&["rm", "-q"]), 2);
+    expect_status(mfu(&["rm", ""]).arg(&root), 2);
+    expect_status(mfu(&["rm", "--match", "("]).arg(&root), 2);
+    expect_status(mfu(&["rm", "--aggressive", "--dryrun"]).arg(&root), 2);
+    expect_status(&mut mfu(&["rm", "-i", "/nonexistent/list.mfu"]), 2);
+    // A list naming / is refused as a whole.
+    let list = tmp.path().join("l.txt");
+    fs::write(&list, format!("{}/a\n//\n", root.display())).unwrap();
+    expect_status(mfu(&["rm", "-i"]).arg(&list), 2);
+    assert_eq!(listing(&root), before);
+}
+
+#[test]
+fn a_missing_path_is_reported_and_the_rest_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    make(&root, &["a", "d/", "d/b"]);
+    let missing = tmp.path().join("no-such-thing");
+    let out = expect_status(mpirun(2, &bin()).arg("rm").arg(&missing).arg(&root), 1);
+    assert!(!root.exists());
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "mfu-rs rm: stat {}: No such file or directory",
+            missing.display()
+        )),
+        "{err}"
+    );
+}
+
+/// `chattr -i` on drop, so a failing test leaves no immutable file behind.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn new(path: PathBuf) -> Immutable {
+        let out = Command::new("chattr")
+            .arg("+i")
+            .arg(&path)
+            .output()
+            .expect("chattr is needed for this test (e2fsprogs), and must run as root");
+        assert!(
+            out.status.success(),
+            "chattr +i {}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Immutable(path)
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_file_that_cannot_be_removed_fails_with_status_1_and_one_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (np, aggressive) in [(1, false), (2, false), (2, true)] {
+        let root = tmp.path().join(format!("t{np}{aggressive}"));
+        make(&root, &["d/", "d/stuck", "d/other", "e/", "e/f", "g"]);
+        let _guard = Immutable::new(root.join("d/stuck"));
+        let mut cmd = mpirun(np, &bin());
+        cmd.arg("rm");
+        if aggressive {
+            cmd.arg("--aggressive");
+        }
+        let out = expect_status(cmd.arg(&root), 1);
+        assert_eq!(listing(&root), set(&["d/", "d/stuck"]), "np={np}");
+        let err = stderr(&out);
+        let want = format!(
+            "mfu-rs rm: unlink {}/d/stuck: Operation not permitted",
+            root.display()
+        );
+        assert!(err.contains(&want), "np={np}: want {want:?} in:\n{err}");
+        assert!(
+            !err.contains("rmdir"),
+            "the directories holding it are not errors of their own:\n{err}"
+        );
+        assert!(
+            err.contains(
+                "1 items could not be removed (listed above), nor the 2 directories that hold them"
+            ),
+            "{err}"
+        );
+        assert!(
+            stdout(&out).contains("Removed 4 items (3 files, 1 directories)"),
+            "np={np}: {}",
+            stdout(&out)
+        );
+    }
+}
+
+#[test]
+fn progress_lines_count_towards_a_total() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    fs::create_dir(&root).unwrap();
+    for d in 0..30 {
+        let dir = root.join(format!("d{d}"));
+        fs::create_dir(&dir).unwrap();
+        for f in 0..100 {
+            fs::write(dir.join(format!("f{f}")), b"").unwrap();
+        }
+    }
+    let out = expect_status(
+        mfu(&["--ranks", "2", "rm", "--progress", "0.0005"]).arg(&root),
+        0,
+    );
+    assert!(!root.exists());
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("Removed ")).collect();
+    assert!(!lines.is_empty(), "no progress line in:\n{err}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains(" of 3031 items (") && l.contains("items/s")),
+        "{err}"
+    );
+}
+
+#[test]
+fn help_exits_zero_and_the_old_name_dispatches() {
+    let out = expect_status(&mut mfu(&["rm", "--help"]), 0);
+    for option in [
+        "--input",
+        "--output",
+        "--text",
+        "--lite",
+        "--stat",
+        "--exclude",
+        "--match",
+        "--name",
+        "--dryrun",
+        "--aggressive",
+        "--traceless",
+        "--progress",
+    ] {
+        assert!(stdout(&out).contains(option), "{option} missing from help");
+    }
+    expect_status(&mut mfu(&["drm", "--help"]), 0);
+    let tmp = tempfile::tempdir().unwrap();
+    let link = tmp.path().join("drm");
+    std::os::unix::fs::symlink(bin(), &link).unwrap();
+    let root = tmp.path().join("t");
+    make(&root, &["a", "d/", "d/b"]);
+    let out = expect_status(clean_env(&mut Command::new(&link)).arg(&root), 0);
+    assert!(!root.exists());
+    assert!(stdout(&out).contains("Removed 4 items (2 files, 2 directories)"));
+    make(&root, &["a"]);
+    expect_status(mfu(&["drm", "-q"]).arg(&root), 0);
+    assert!(!root.exists());
+}
