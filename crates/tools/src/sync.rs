@@ -329,8 +329,9 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     if rank0 && !args.common.quiet {
         stdout_bytes(
             format!(
-                "Synced: {created} created, {updated} updated, {deleted} deleted, {meta} metadata fixed, {linked} linked; {} copied in {secs:.3} s\n",
-                bytes_text(report.bytes)
+                "Synced: {created} created, {updated} updated, {deleted} deleted, {meta} metadata fixed, {linked} linked; {} bytes copied ({}) in {secs:.3} s\n",
+                report.bytes,
+                steal::progress::human_bytes(report.bytes)
             )
             .as_bytes(),
         );
