@@ -1,0 +1,756 @@
+//! `mfu-rs cp` end to end: awkward trees copied at 1, 2 and 4 ranks, the path rules of
+//! cli-compat.md against GNU `cp -a`, filters, exit statuses, the old name.
+
+use mfu_tests::tree::{self, Compare, Immutable, Kind, Tree};
+use mfu_tests::{bin, clean_env, expect_status, mfu, mpirun};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `mfu-rs cp` as one process (np = 1) or under `mpirun -np N`.
+fn cp(np: usize) -> Command {
+    let mut cmd = if np == 1 {
+        let mut c = Command::new(bin());
+        clean_env(&mut c);
+        c
+    } else {
+        mpirun(np, &bin())
+    };
+    cmd.arg("cp");
+    cmd
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The `Copied ... (N bytes)` summary line of stdout, and N.
+fn copied_summary(out: &Output) -> (String, u64) {
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("Copied "))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "want exactly one `Copied ` line on stdout (from rank 0 only):\n{stdout}"
+    );
+    let line = lines[0];
+    let n = line
+        .split('(')
+        .filter_map(|s| {
+            s.strip_suffix(" bytes)")
+                .or_else(|| s.split(" bytes)").next())
+        })
+        .filter_map(|s| s.trim().parse::<u64>().ok())
+        .next()
+        .unwrap_or_else(|| panic!("no `(N bytes)` in the summary: {line}"));
+    (line.to_string(), n)
+}
+
+/// A temporary directory that others can traverse (for the tests that drop privileges).
+fn open_tempdir() -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    tree::chmod(t.path(), 0o755);
+    t
+}
+
+// ---------------------------------------------------------------------------------------------
+// The comparator itself
+
+#[test]
+fn tree_comparator_agrees_with_gnu_cp_and_sees_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let aw = tree::make_awkward_tree(&src, true);
+    // GNU cp cannot copy paths longer than PATH_MAX: the long part is moved aside for it.
+    let top = aw.long_rel.split(|&b| b == b'/').next().unwrap().to_vec();
+    let top_name = std::ffi::OsStr::from_bytes(&top);
+    let aside = tmp.path().join("aside");
+    std::fs::rename(src.join(top_name), &aside).unwrap();
+    let copy = tmp.path().join("copy");
+    tree::run_tool("cp", &["-a".as_ref(), src.as_os_str(), copy.as_os_str()]);
+    let a = tree::snapshot(&src);
+    let b = tree::snapshot(&copy);
+    std::fs::rename(&aside, src.join(top_name)).unwrap();
+    let full = tree::snapshot(&src);
+    assert_eq!(tree::without(&full, &top).len(), a.len());
+    // A second long path, built the same way, compares equal; its deep mtime is seen.
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let rel2 = tree::make_long_path(&other, 4200);
+    assert_eq!(rel2, aw.long_rel);
+    let fd = tree::open_dir(&other, &rel2);
+    tree::write_file_at(&fd, b"deep.txt", b"deeper than PATH_MAX\n", 0o644);
+    let long_a = tree::subtree(&full, &top);
+    let long_b = tree::subtree(&tree::snapshot(&other), &top);
+    tree::assert_equal_in("two long paths", &long_a, &long_b, Compare::CONTENT);
+    let d = tree::diff(&long_a, &long_b, Compare::META, 100).join("\n");
+    assert!(
+        d.contains("/deep.txt (") && d.contains("mtime") && d.contains("xattrs"),
+        "{d}"
+    );
+    let a = {
+        let mut a = a;
+        // The long path's entries are in `full` only.
+        assert!(!a.keys().any(|k| k.starts_with(&top)));
+        a.insert(b"x".to_vec(), full[&b""[..]].clone());
+        a.remove(&b"x"[..]);
+        a
+    };
+    let a_long = full;
+    // Every kind of awkward entry was seen, with what it must carry.
+    let mut deep = aw.long_rel.clone();
+    deep.extend_from_slice(b"/deep.txt");
+    assert!(deep.len() > 4096 && tmp.path().as_os_str().len() + deep.len() > 4200);
+    assert_eq!(a_long[&deep].xattrs[&b"user.mfu.deep"[..]], b"deep value");
+    assert_eq!(a_long[&deep].mtime, (1_500_000_000, 123_456_789));
+    assert_eq!(a[&b"fifo"[..]].kind, Kind::Fifo);
+    assert_eq!(
+        a[&b"perm/dangling"[..]].target.as_deref(),
+        Some(&b"dangling-target"[..])
+    );
+    assert!(a.contains_key(tree::NON_UTF8));
+    assert_eq!(
+        a[&b"links/b"[..]].link_group.as_deref(),
+        Some(&b"links/a"[..])
+    );
+    assert_eq!(
+        a[&b"links/sub/c"[..]].link_group.as_deref(),
+        Some(&b"links/a"[..])
+    );
+    assert_eq!(
+        a[&b"links/a"[..]].link_group.as_deref(),
+        Some(&b"links/a"[..])
+    );
+    assert_eq!(a[&b"modes/setuid"[..]].perm, 0o4755);
+    assert_eq!(a[&b"modes/foreign"[..]].uid, 1234);
+    let sparse = &a[&aw.sparse_rel];
+    assert_eq!(sparse.segments.len(), 2, "{:?}", sparse.segments);
+    assert_eq!(sparse.segments[1].0, tree::SPARSE_DATA[1]);
+    assert!(a[&b"big/large.bin"[..]].digest != a[&b"big/exact_chunk.bin"[..]].digest);
+    // GNU cp -a keeps all of it.
+    tree::assert_equal_in("cp -a copy", &a, &b, Compare::FULL);
+    // A changed mtime (by one nanosecond) is seen with metadata, not without.
+    let f = copy.join("d0/sub0/alpha_0");
+    let (s, ns) = tree::mtime_of(&f);
+    tree::set_mtime(&f, (s, ns + 1));
+    let c = tree::snapshot(&copy);
+    let d = tree::diff(&a, &c, Compare::META, 10);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(
+        d[0].contains("d0/sub0/alpha_0") && d[0].contains("mtime"),
+        "{d:?}"
+    );
+    assert!(tree::diff(&a, &c, Compare::CONTENT, 10).is_empty());
+    // So are a changed byte, a changed xattr, a broken hard link, a changed hole map, a mode.
+    std::fs::write(copy.join("perm/exec_file"), b"0123456789").unwrap();
+    tree::set_xattr(&copy.join("xattr_file"), "user.mfu.test", b"hellO");
+    std::fs::remove_file(copy.join("links/b")).unwrap();
+    std::fs::write(copy.join("links/b"), b"linked data\n").unwrap();
+    tree::chmod(&copy.join("modes/sticky"), 0o777);
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(copy.join("sparse.bin"))
+            .unwrap();
+        f.write_all_at(&[0u8; 4096], 3 << 20).unwrap();
+    }
+    let c = tree::snapshot(&copy);
+    let d = tree::diff(&a, &c, Compare::FULL, 50).join("\n");
+    for (path, field) in [
+        ("perm/exec_file", "content"),
+        ("xattr_file", "xattrs"),
+        ("links/b", "hard-link group"),
+        ("modes/sticky", "mode"),
+        ("sparse.bin", "data segments"),
+    ] {
+        assert!(
+            d.lines()
+                .any(|l| l.starts_with(&format!("differs: {path}:")) && l.contains(field)),
+            "missing `{path}: {field}` in:\n{d}"
+        );
+    }
+    let d = tree::diff(&a, &c, Compare::CONTENT, 50).join("\n");
+    assert!(
+        !d.contains("sparse.bin") && !d.contains("modes/sticky"),
+        "{d}"
+    );
+    // Missing and extra entries, and ctime changes.
+    let before = tree::snapshot(&copy);
+    std::fs::remove_file(copy.join("fifo")).unwrap();
+    std::fs::write(copy.join("extra"), b"x").unwrap();
+    let after = tree::snapshot(&copy);
+    let d = tree::diff(&before, &after, Compare::CONTENT, 10).join("\n");
+    assert!(
+        d.contains("only in left:  fifo") && d.contains("only in right: extra"),
+        "{d}"
+    );
+    let ct = tree::ctime_changes(&before, &after).join("\n");
+    assert!(
+        ct.contains("removed: fifo") && ct.contains("added: extra"),
+        "{ct}"
+    );
+    assert!(tree::ctime_changes(&after, &tree::snapshot(&copy)).is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// (1) Everything awkward, at 1, 2 and 4 ranks
+
+#[test]
+fn cp_p_copies_the_awkward_tree_at_1_2_4_ranks_and_small_chunks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let aw = tree::make_awkward_tree(&src, true);
+    let want = tree::snapshot(&src);
+    let total = tree::file_bytes(&want);
+    for (np, extra) in [
+        (1, &[][..]),
+        (2, &[][..]),
+        (4, &[][..]),
+        (2, &["--chunksize", "64k"][..]),
+        (1, &["--chunksize", "64KB", "--bufsize", "16k"][..]),
+    ] {
+        let what = format!("cp -p -S {extra:?} at np={np}");
+        let dest = tmp.path().join(format!("dest{np}_{}", extra.len()));
+        let out = expect_status(
+            cp(np).args(["-p", "-S"]).args(extra).arg(&src).arg(&dest),
+            0,
+        );
+        let (line, n) = copied_summary(&out);
+        eprintln!("{what}: {line} (file data in the tree: {total} bytes)");
+        assert!(n > 0, "{what}: {line}");
+        let got = tree::snapshot(&dest);
+        tree::assert_equal_in(&what, &want, &got, Compare::FULL);
+        let blocks = got[&aw.sparse_rel].blocks;
+        assert!(
+            blocks * 512 <= tree::SPARSE_SIZE / 8,
+            "{what}: the sparse copy allocates {} bytes of its {} (source: {})",
+            blocks * 512,
+            tree::SPARSE_SIZE,
+            want[&aw.sparse_rel].blocks * 512
+        );
+    }
+}
+
+#[test]
+fn cp_without_sparse_still_copies_the_sparse_file_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    tree::make_sparse(&src.join("s"));
+    let dest = tmp.path().join("dest");
+    expect_status(cp(2).args(["--chunksize", "1M"]).arg(&src).arg(&dest), 0);
+    tree::assert_equal_in(
+        "cp without -S",
+        &tree::snapshot(&src),
+        &tree::snapshot(&dest),
+        Compare::CONTENT,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// (2) Path rules
+
+/// Source material of the path matrix, outside the scratch directories.
+fn matrix_sources(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let file = dir.join("srcfile");
+    std::fs::write(&file, b"the source file\n").unwrap();
+    tree::chmod(&file, 0o640);
+    tree::set_mtime(&file, (1_600_000_000, 111));
+    let file2 = dir.join("srcfile2");
+    std::fs::write(&file2, b"second source file, longer\n").unwrap();
+    tree::set_mtime(&file2, (1_600_000_100, 222));
+    let d = dir.join("srcdir");
+    std::fs::create_dir_all(d.join("sub/deeper")).unwrap();
+    std::fs::write(d.join("f1"), b"f1\n").unwrap();
+    std::fs::write(d.join("sub/f2"), b"f2 data\n").unwrap();
+    std::fs::write(d.join("sub/deeper/f3"), b"").unwrap();
+    std::os::unix::fs::symlink("../f1", d.join("sub/l1")).unwrap();
+    tree::chmod(&d.join("sub"), 0o750);
+    for (i, p) in ["sub/deeper/f3", "sub/f2", "f1", "sub/deeper", "sub", ""]
+        .iter()
+        .enumerate()
+    {
+        tree::set_mtime(&d.join(p), (1_600_001_000 + i as i64, 5));
+    }
+    (file, file2, d)
+}
+
+/// Pre-existing destinations of the path matrix, made the same in every scratch directory.
+fn matrix_setup(scratch: &Path) {
+    std::fs::write(
+        scratch.join("existing"),
+        b"old content that is longer than the new\n",
+    )
+    .unwrap();
+    tree::chmod(&scratch.join("existing"), 0o600);
+    tree::set_mtime(&scratch.join("existing"), (1_500_000_000, 0));
+    std::fs::create_dir(scratch.join("d")).unwrap();
+    std::fs::write(scratch.join("d/already"), b"already there\n").unwrap();
+    tree::set_mtime(&scratch.join("d/already"), (1_500_000_000, 0));
+}
+
+/// A snapshot of a scratch directory with the mtimes of the directories that a copy into them
+/// necessarily touches (the scratch root and `d`) blanked.
+fn scratch_snapshot(scratch: &Path) -> Tree {
+    let mut t = tree::snapshot(scratch);
+    for k in [&b""[..], b"d"] {
+        if let Some(n) = t.get_mut(k) {
+            if n.kind == Kind::Dir {
+                n.mtime = (0, 0);
+            }
+        }
+    }
+    t
+}
+
+#[test]
+fn path_rules_match_gnu_cp_a_and_cli_compat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (file, file2, dir) = matrix_sources(tmp.path());
+    let dir_slash = {
+        let mut s = dir.as_os_str().to_owned();
+        s.push("/");
+        PathBuf::from(s)
+    };
+    // (name, sources, destination relative to the scratch directory)
+    let cases: Vec<(&str, Vec<&Path>, &str)> = vec![
+        ("file -> new", vec![&file], "new"),
+        ("file -> existing file", vec![&file], "existing"),
+        ("file -> existing dir", vec![&file], "d"),
+        ("file -> existing dir/", vec![&file], "d/"),
+        ("dir -> new", vec![&dir], "new"),
+        ("dir -> existing dir", vec![&dir], "d"),
+        ("several -> existing dir", vec![&file, &dir, &file2], "d"),
+    ];
+    for (i, (name, sources, dest)) in cases.iter().enumerate() {
+        let gnu = tmp.path().join(format!("gnu{i}"));
+        let ours = tmp.path().join(format!("ours{i}"));
+        for s in [&gnu, &ours] {
+            std::fs::create_dir(s).unwrap();
+            matrix_setup(s);
+        }
+        let mut g = Command::new("cp");
+        g.arg("-a").args(sources).arg(gnu.join(dest));
+        expect_status(&mut g, 0);
+        expect_status(cp(1).arg("-p").args(sources).arg(ours.join(dest)), 0);
+        tree::assert_equal_in(
+            &format!("{name}: GNU cp -a (left) vs mfu-rs cp -p (right)"),
+            &scratch_snapshot(&gnu),
+            &scratch_snapshot(&ours),
+            Compare::META,
+        );
+    }
+
+    // `dir/` -> existing dir: the contents of dir go into it (GNU cp would make d/srcdir).
+    let want = tree::snapshot(&dir);
+    for (np, target) in [(1, "d"), (2, "d/")] {
+        let ours = tmp.path().join(format!("slash{np}"));
+        std::fs::create_dir(&ours).unwrap();
+        matrix_setup(&ours);
+        expect_status(cp(np).arg("-p").arg(&dir_slash).arg(ours.join(target)), 0);
+        let got = tree::snapshot(&ours);
+        assert!(
+            !got.contains_key(&b"d/srcdir"[..]),
+            "`cp srcdir/ d` (np={np}) made d/srcdir: want the contents of srcdir in d"
+        );
+        let mut d = tree::subtree(&got, b"d");
+        assert!(d.remove(&b"already"[..]).is_some(), "d/already vanished");
+        let mut w = want.clone();
+        // The root's own metadata is not part of "the contents".
+        w.remove(&b""[..]);
+        d.remove(&b""[..]);
+        tree::assert_equal_in(
+            &format!("`cp -p srcdir/ d` (np={np}): contents of srcdir (left) vs d (right)"),
+            &w,
+            &d,
+            Compare::META,
+        );
+    }
+    // `dir/` -> absent: the destination becomes the copy.
+    let new = tmp.path().join("slash_new");
+    expect_status(cp(1).arg("-p").arg(&dir_slash).arg(&new), 0);
+    let mut got = tree::snapshot(&new);
+    let mut w = want.clone();
+    assert_eq!(got[&b""[..]].kind, Kind::Dir);
+    got.remove(&b""[..]);
+    w.remove(&b""[..]);
+    tree::assert_equal_in("`cp -p srcdir/ new`", &w, &got, Compare::META);
+
+    // Several sources -> a file or an absent path: exit 2, nothing created or changed.
+    for (np, dest) in [
+        (1, "existing"),
+        (2, "existing"),
+        (1, "absent"),
+        (2, "absent/"),
+    ] {
+        let s = tmp.path().join(format!("many{np}{dest}"));
+        std::fs::create_dir(&s).unwrap();
+        matrix_setup(&s);
+        let before = tree::snapshot(&s);
+        let out = expect_status(cp(np).arg(&file).arg(&dir).arg(s.join(dest)), 2);
+        assert!(!out.stderr.is_empty(), "exit 2 without a message");
+        let after = tree::snapshot(&s);
+        tree::assert_equal_in(
+            &format!("several sources -> {dest} (np={np})"),
+            &before,
+            &after,
+            Compare::FULL,
+        );
+        let ct = tree::ctime_changes(&before, &after);
+        assert!(ct.is_empty(), "several sources -> {dest}: {ct:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (3) Filters
+
+fn filter_source(dir: &Path) -> PathBuf {
+    let src = dir.join("fsrc");
+    for d in ["build", "sub/deep", "other/sub/deep", "docs"] {
+        std::fs::create_dir_all(src.join(d)).unwrap();
+    }
+    for f in [
+        "keep.txt",
+        "a.log",
+        "b.log",
+        "important.log",
+        "build/x.o",
+        "build/keep.txt",
+        "sub/build",
+        "sub/c.log",
+        "sub/important.log",
+        "sub/deep/d.txt",
+        "other/sub/deep/e.txt",
+        "docs/readme.md",
+    ] {
+        std::fs::write(src.join(f), f.as_bytes()).unwrap();
+    }
+    src
+}
+
+#[test]
+fn filters_apply_in_command_line_order_first_match_wins() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = filter_source(tmp.path());
+    let full = tree::snapshot(&src);
+    let all: Vec<&str> = full
+        .keys()
+        .filter(|k| !k.is_empty())
+        .map(|k| std::str::from_utf8(k).unwrap())
+        .collect();
+    let under = |p: &str, d: &str| p == d || p.starts_with(&format!("{d}/"));
+    type Pred = Box<dyn Fn(&str) -> bool>;
+    // (options, which source paths are excluded)
+    let cases: Vec<(Vec<&str>, Pred)> = vec![
+        (
+            vec!["--include", "important.log", "--exclude", "*.log"],
+            Box::new(|p: &str| p.ends_with(".log") && !p.ends_with("important.log")),
+        ),
+        (
+            vec!["--exclude", "*.log", "--include", "important.log"],
+            Box::new(|p: &str| p.ends_with(".log")),
+        ),
+        (
+            // Trailing `/`: directories only; an excluded directory is not descended.
+            vec!["--exclude", "build/"],
+            Box::new(move |p: &str| under(p, "build")),
+        ),
+        (
+            vec!["--exclude", "build"],
+            Box::new(move |p: &str| under(p, "build") || p == "sub/build"),
+        ),
+        (
+            // A leading `/` anchors at the source root.
+            vec!["--exclude", "/sub/deep"],
+            Box::new(move |p: &str| under(p, "sub/deep")),
+        ),
+        (
+            // Including a directory does not rescue what a later rule excludes inside it.
+            vec![
+                "--include",
+                "docs/",
+                "--exclude",
+                "*.md",
+                "--exclude",
+                "docs",
+            ],
+            Box::new(|p: &str| p == "docs/readme.md"),
+        ),
+        (
+            vec!["--exclude-regex", r"c\.log$"],
+            Box::new(|p: &str| p == "sub/c.log"),
+        ),
+        (
+            vec!["--include-regex", "important", "--exclude-regex", r"\.log$"],
+            Box::new(|p: &str| p.ends_with(".log") && !p.contains("important")),
+        ),
+        (
+            vec![
+                "--include",
+                "sub/",
+                "--exclude-regex",
+                "deep",
+                "--include",
+                "*.txt",
+                "--exclude",
+                "*",
+            ],
+            // `*` excludes everything at the top but sub/ (included first); inside sub, deep is
+            // excluded by the regex, *.txt files would be kept, all else excluded.
+            Box::new(move |p: &str| !(p == "sub" || p == "keep.txt")),
+        ),
+    ];
+    for (i, (opts, excluded)) in cases.iter().enumerate() {
+        let dest = tmp.path().join(format!("f{i}"));
+        expect_status(
+            cp(if i % 2 == 0 { 1 } else { 2 })
+                .arg("-p")
+                .args(opts)
+                .arg(&src)
+                .arg(&dest),
+            0,
+        );
+        let got = tree::snapshot(&dest);
+        let got_keys: Vec<&str> = got
+            .keys()
+            .filter(|k| !k.is_empty())
+            .map(|k| std::str::from_utf8(k).unwrap())
+            .collect();
+        let want_keys: Vec<&str> = all.iter().copied().filter(|p| !excluded(p)).collect();
+        assert_eq!(got_keys, want_keys, "cp {opts:?}: copied paths");
+        // What was copied is equal to the source (directory mtimes included).
+        let want: Tree = full
+            .iter()
+            .filter(|(k, _)| k.is_empty() || !excluded(std::str::from_utf8(k).unwrap()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        tree::assert_equal_in(&format!("cp {opts:?}"), &want, &got, Compare::META);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (4) Exit statuses
+
+#[test]
+fn usage_errors_exit_2_and_create_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (file, _, dir) = matrix_sources(tmp.path());
+    let s = tmp.path().join("scratch");
+    std::fs::create_dir(&s).unwrap();
+    matrix_setup(&s);
+    let before = tree::snapshot(&s);
+    let out_path = s.join("out");
+    let missing = tmp.path().join("no-such-source");
+    let d = s.join("d");
+    let existing = s.join("existing");
+    let nope = s.join("nope/out");
+    let p = |x: &Path| x.as_os_str().to_owned();
+    let o = |x: &str| OsStr::new(x).to_owned();
+    let cases: Vec<(&str, Vec<std::ffi::OsString>)> = vec![
+        ("missing source", vec![p(&missing), p(&out_path)]),
+        ("missing source -> dir", vec![p(&missing), p(&d)]),
+        (
+            "bad option",
+            vec![o("--no-such-option"), p(&file), p(&out_path)],
+        ),
+        (
+            "bad xattrs mode",
+            vec![o("-X"), o("bogus"), p(&file), p(&out_path)],
+        ),
+        (
+            "bad size",
+            vec![o("--chunksize"), o("12q"), p(&file), p(&out_path)],
+        ),
+        (
+            "bad bufsize",
+            vec![o("--bufsize"), o("lots"), p(&dir), p(&out_path)],
+        ),
+        ("destination parent missing", vec![p(&dir), p(&nope)]),
+        ("only a source", vec![p(&file)]),
+        ("nothing", vec![]),
+        (
+            "several sources -> file",
+            vec![p(&file), p(&dir), p(&existing)],
+        ),
+        (
+            "several sources -> absent",
+            vec![p(&file), p(&dir), p(&out_path)],
+        ),
+        (
+            "input list missing",
+            vec![o("-i"), o("/no/such/list"), p(&dir), p(&out_path)],
+        ),
+    ];
+    for np in [1, 2] {
+        for (name, args) in &cases {
+            let out = expect_status(cp(np).args(args), 2);
+            if !name.starts_with("nothing") {
+                assert!(
+                    !out.stderr.is_empty(),
+                    "{name} (np={np}): exit 2 without a message"
+                );
+            }
+            let after = tree::snapshot(&s);
+            tree::assert_equal_in(&format!("{name} (np={np})"), &before, &after, Compare::FULL);
+            let ct = tree::ctime_changes(&before, &after);
+            assert!(
+                ct.is_empty(),
+                "{name} (np={np}) changed the scratch dir: {ct:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_immutable_destination_file_fails_alone_with_exit_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    for f in ["a", "b", "c", "sub/x"] {
+        std::fs::write(src.join(f), format!("new {f}\n")).unwrap();
+    }
+    for np in [1, 2] {
+        let d = tmp.path().join(format!("d{np}"));
+        std::fs::create_dir_all(d.join("src")).unwrap();
+        let locked = d.join("src/b");
+        std::fs::write(&locked, b"old b\n").unwrap();
+        let _guard = Immutable::set(&locked);
+        let out = expect_status(cp(np).arg(&src).arg(&d), 1);
+        let err = text(&out.stderr);
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with("mfu-rs cp: ")
+                    && l.contains(&format!("{}: ", locked.display()))),
+            "np={np}: stderr must have `mfu-rs cp: OPERATION {}: REASON`:\n{err}",
+            locked.display()
+        );
+        assert_eq!(std::fs::read(&locked).unwrap(), b"old b\n");
+        for f in ["a", "c", "sub/x"] {
+            assert_eq!(
+                std::fs::read(d.join("src").join(f)).unwrap_or_default(),
+                format!("new {f}\n").as_bytes(),
+                "np={np}: {f} was not copied beside the failure"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unreadable_source_file_as_nobody_fails_alone_with_exit_1() {
+    let tmp = open_tempdir();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    for f in ["ok1", "secret", "ok2"] {
+        std::fs::write(src.join(f), format!("{f}\n")).unwrap();
+    }
+    tree::chmod(&src.join("secret"), 0o000);
+    let parent = tmp.path().join("outparent");
+    std::fs::create_dir(&parent).unwrap();
+    tree::chmod(&parent, 0o777);
+    for np in [1, 2] {
+        let dest = parent.join(format!("copy{np}"));
+        let out = expect_status(
+            cp(np)
+                .args(["-U", "65534", "-G", "65534"])
+                .arg(&src)
+                .arg(&dest),
+            1,
+        );
+        let err = text(&out.stderr);
+        let secret = src.join("secret");
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with("mfu-rs cp: ")
+                    && l.contains(&format!("{}: ", secret.display()))),
+            "np={np}: stderr must name {}:\n{err}",
+            secret.display()
+        );
+        for f in ["ok1", "ok2"] {
+            let p = dest.join(f);
+            assert_eq!(
+                std::fs::read(&p).unwrap_or_default(),
+                format!("{f}\n").as_bytes(),
+                "np={np}: {f}"
+            );
+            let st = std::fs::symlink_metadata(&p).unwrap();
+            use std::os::unix::fs::MetadataExt;
+            assert_eq!(
+                (st.uid(), st.gid()),
+                (65534, 65534),
+                "np={np}: {f} must belong to nobody"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (5) Old name, summary, quiet; (6) verbose sizes
+
+#[test]
+fn dcp_old_name_summary_and_quiet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, _, dir) = matrix_sources(tmp.path());
+    let want = tree::snapshot(&dir);
+    let bytes = tree::file_bytes(&want);
+    for link_name in ["dcp", "mfu-dcp"] {
+        let link = tmp.path().join(link_name);
+        std::os::unix::fs::symlink(bin(), &link).unwrap();
+        let dest = tmp.path().join(format!("out-{link_name}"));
+        let out = expect_status(
+            clean_env(&mut Command::new(&link))
+                .arg("-p")
+                .arg(&dir)
+                .arg(&dest),
+            0,
+        );
+        let (line, n) = copied_summary(&out);
+        assert_eq!(n, bytes, "{link_name}: {line}");
+        tree::assert_equal_in(link_name, &want, &tree::snapshot(&dest), Compare::META);
+    }
+    let dest = tmp.path().join("out-sub");
+    let out = expect_status(mfu(&["dcp", "-p", "-q"]).arg(&dir).arg(&dest), 0);
+    assert!(out.stdout.is_empty(), "-q printed: {}", text(&out.stdout));
+    tree::assert_equal_in("mfu-rs dcp", &want, &tree::snapshot(&dest), Compare::META);
+    expect_status(&mut mfu(&["dcp", "--help"]), 0);
+    expect_status(&mut mfu(&["cp", "--help"]), 0);
+    // Under mpirun the summary comes once (rank 0).
+    let dest = tmp.path().join("out-np3");
+    let out = expect_status(
+        mpirun(3, &bin()).args(["dcp", "-p"]).arg(&dir).arg(&dest),
+        0,
+    );
+    assert_eq!(copied_summary(&out).1, bytes);
+}
+
+#[test]
+fn verbose_reports_chunk_and_buffer_sizes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("f"), vec![7u8; 300_000]).unwrap();
+    let out = expect_status(
+        cp(1)
+            .args(["-v", "--chunksize", "64k", "--bufsize", "128k"])
+            .arg(&src)
+            .arg(tmp.path().join("d")),
+        0,
+    );
+    let all = format!("{}\n{}", text(&out.stdout), text(&out.stderr)).to_lowercase();
+    let mentions = |word: &str, forms: &[&str]| {
+        all.lines()
+            .any(|l| l.contains(word) && forms.iter().any(|f| l.contains(f)))
+    };
+    assert!(
+        mentions("chunk", &["65536", "64 kib", "64kib", "64k", "64.0 kib"]),
+        "-v must name the chunk size (64 KiB):\n{all}"
+    );
+    assert!(
+        mentions("buf", &["131072", "128 kib", "128kib", "128k", "128.0 kib"]),
+        "-v must name the buffer size (128 KiB):\n{all}"
+    );
+}

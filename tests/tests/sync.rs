@@ -1,0 +1,811 @@
+//! `mfu-rs sync` end to end: fresh copies, change sets with `--delete` at 1, 2 and 4 ranks,
+//! `--dryrun` action lists, `--contents`, restart after `kill -9`, refusal to delete after an
+//! incomplete walk, `--link-dest`, `--batch-files`, the old name.
+
+use mfu_tests::tree::{self, Compare};
+use mfu_tests::{bin, clean_env, expect_status, mfu, mpirun};
+use rand::{Rng, RngCore, SeedableRng};
+use std::collections::BTreeSet;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// `mfu-rs sync` as one process (np = 1) or under `mpirun -np N`.
+fn sync(np: usize) -> Command {
+    let mut cmd = if np == 1 {
+        let mut c = Command::new(bin());
+        clean_env(&mut c);
+        c
+    } else {
+        mpirun(np, &bin())
+    };
+    cmd.arg("sync");
+    cmd
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The counts of a `Synced: C created, U updated, D deleted, M metadata fixed, L linked; B bytes
+/// copied (HUMAN) in T s` summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Counts {
+    created: u64,
+    updated: u64,
+    deleted: u64,
+    meta: u64,
+    linked: u64,
+    bytes: u64,
+}
+
+fn summary(out: &Output) -> Counts {
+    summary_line(out).1
+}
+
+fn summary_line(out: &Output) -> (String, Counts) {
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("Synced: "))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "want exactly one `Synced: ` line on stdout (rank 0 only):\n{stdout}"
+    );
+    let line = lines[0];
+    let num = |labels: &[&str]| -> u64 {
+        let (at, label) = labels
+            .iter()
+            .find_map(|l| line.find(l).map(|at| (at, l)))
+            .unwrap_or_else(|| panic!("no `{}` in the summary: {line}", labels[0]));
+        line[..at]
+            .trim_end()
+            .rsplit([' ', ':', ',', '('].as_ref())
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no count before `{label}` in: {line}"))
+    };
+    let counts = Counts {
+        created: num(&[" created"]),
+        updated: num(&[" updated"]),
+        deleted: num(&[" deleted"]),
+        meta: num(&[" metadata fixed"]),
+        linked: num(&[" linked"]),
+        // The contract's `B bytes copied (HUMAN)`; also read `HUMAN (B bytes) copied`, so that a
+        // wrong format fails only the tests that check the format.
+        bytes: num(&[" bytes copied", " bytes) copied"]),
+    };
+    (line.to_string(), counts)
+}
+
+/// [`summary`], also checking the contract's format:
+/// `Synced: C created, U updated, D deleted, M metadata fixed, L linked; B bytes copied (HUMAN) in T s`.
+fn summary_strict(out: &Output) -> Counts {
+    let (line, c) = summary_line(out);
+    let want = format!(
+        "Synced: {} created, {} updated, {} deleted, {} metadata fixed, {} linked; {} bytes copied (",
+        c.created, c.updated, c.deleted, c.meta, c.linked, c.bytes
+    );
+    assert!(
+        line.starts_with(&want) && line.ends_with(" s"),
+        "summary format: want `{want}HUMAN) in T s`, got `{line}`"
+    );
+    c
+}
+
+const ZERO: Counts = Counts {
+    created: 0,
+    updated: 0,
+    deleted: 0,
+    meta: 0,
+    linked: 0,
+    bytes: 0,
+};
+
+/// The `(action, path)` lines of a `--dryrun`, and its `Dry run:` line.
+fn dryrun_actions(out: &Output) -> (BTreeSet<(String, Vec<u8>)>, String) {
+    let mut set = BTreeSet::new();
+    let mut summary = None;
+    for line in out.stdout.split(|&b| b == b'\n') {
+        if line.starts_with(b"Dry run:") {
+            assert!(summary.is_none(), "two `Dry run:` lines");
+            summary = Some(text(line));
+            continue;
+        }
+        for action in ["create", "update", "delete", "meta", "link"] {
+            if let Some(p) = line.strip_prefix(format!("{action} ").as_bytes()) {
+                let fresh = set.insert((action.to_string(), p.to_vec()));
+                assert!(fresh, "action listed twice: {}", text(line));
+            }
+        }
+    }
+    let summary = summary.unwrap_or_else(|| panic!("no `Dry run:` line:\n{}", text(&out.stdout)));
+    (set, summary)
+}
+
+fn show_actions(set: &BTreeSet<(String, Vec<u8>)>) -> String {
+    set.iter()
+        .map(|(a, p)| format!("  {a} {}", tree::lossy(p)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn abs(p: &Path, rel: &str) -> Vec<u8> {
+    let mut v = p.as_os_str().as_bytes().to_vec();
+    if !rel.is_empty() {
+        v.push(b'/');
+        v.extend_from_slice(rel.as_bytes());
+    }
+    v
+}
+
+/// A temporary directory that others can traverse (for the tests that drop privileges).
+fn open_tempdir() -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    tree::chmod(t.path(), 0o755);
+    t
+}
+
+// ---------------------------------------------------------------------------------------------
+// (1) Fresh destination
+
+#[test]
+fn sync_into_a_fresh_destination_equals_the_source_at_1_and_2_ranks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let aw = tree::make_awkward_tree(&src, false);
+    let want = tree::snapshot(&src);
+    let mut noop_outputs = Vec::new();
+    for np in [1, 2] {
+        let dest = tmp.path().join(format!("dest{np}"));
+        let out = expect_status(sync(np).arg("-S").arg(&src).arg(&dest), 0);
+        let c = summary(&out);
+        eprintln!("fresh sync np={np}: {c:?}");
+        assert_eq!(c.deleted + c.updated + c.linked, 0, "{c:?}");
+        let all = tree::file_bytes(&want);
+        assert!(
+            c.bytes <= all && c.bytes >= all - tree::SPARSE_SIZE + 2 * 65536,
+            "np={np}: bytes copied should be the file data ({all} bytes, holes excepted): {c:?}"
+        );
+        let got = tree::snapshot(&dest);
+        tree::assert_equal_in(&format!("fresh sync np={np}"), &want, &got, Compare::FULL);
+        assert!(got[&aw.sparse_rel].blocks * 512 <= tree::SPARSE_SIZE / 8);
+        // Nothing to do the second time, and nothing written.
+        let out = expect_status(sync(np).arg(&src).arg(&dest), 0);
+        assert_eq!(summary(&out), ZERO, "np={np}: second sync");
+        let ct = tree::ctime_changes(&got, &tree::snapshot(&dest));
+        assert!(
+            ct.is_empty(),
+            "np={np}: a sync with nothing to do changed: {ct:?}"
+        );
+        noop_outputs.push(out);
+    }
+    // The summary's format last, so that it hides no other failure.
+    for out in &noop_outputs {
+        summary_strict(out);
+    }
+}
+
+#[test]
+fn sync_keeps_hard_link_groups() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("links/sub")).unwrap();
+    tree::make_hard_links(&src, &["links/a", "links/b", "links/sub/c"], b"linked\n");
+    std::fs::write(src.join("plain"), b"plain\n").unwrap();
+    let dest = tmp.path().join("dest");
+    expect_status(sync(1).arg(&src).arg(&dest), 0);
+    tree::assert_equal_in(
+        "hard links",
+        &tree::snapshot(&src),
+        &tree::snapshot(&dest),
+        Compare::META,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// (2), (3), (8), (9) A change set
+
+/// The base tree of the change-set tests.
+fn change_base(src: &Path) {
+    for d in ["d2f/sub", "dir", "nested/deep"] {
+        std::fs::create_dir_all(src.join(d)).unwrap();
+    }
+    for (f, data) in [
+        ("keep.txt", "keep\n"),
+        ("del.txt", "to be deleted\n"),
+        ("touch.txt", "0123456789"),
+        ("mode.txt", "mode\n"),
+        ("owner.txt", "owner\n"),
+        ("f2d", "file that becomes a directory\n"),
+        ("d2f/x.txt", "x\n"),
+        ("d2f/sub/y.txt", "y\n"),
+        ("dir/inner.txt", "inner\n"),
+        ("nested/deep/file.txt", "deep\n"),
+    ] {
+        std::fs::write(src.join(f), data).unwrap();
+    }
+    std::os::unix::fs::symlink("keep.txt", src.join("link")).unwrap();
+    tree::set_xattr(&src.join("keep.txt"), "user.k", b"v");
+}
+
+/// Apply the change set to `src` (the root's mtime is restored, so it is not a change).
+fn change_apply(src: &Path) {
+    let root_mtime = tree::mtime_of(src);
+    std::fs::write(src.join("new.txt"), b"new file\n").unwrap();
+    std::fs::create_dir(src.join("newdir")).unwrap();
+    std::fs::write(src.join("newdir/a.txt"), b"a\n").unwrap();
+    std::fs::remove_file(src.join("del.txt")).unwrap();
+    let (s, ns) = tree::mtime_of(&src.join("touch.txt"));
+    std::fs::write(src.join("touch.txt"), b"abcdefghij").unwrap();
+    tree::set_mtime(&src.join("touch.txt"), (s + 7, (ns + 1) % 1_000_000_000));
+    tree::chmod(&src.join("mode.txt"), 0o600);
+    std::os::unix::fs::lchown(src.join("owner.txt"), Some(1234), Some(1234)).unwrap();
+    tree::chmod(&src.join("dir"), 0o750);
+    std::fs::remove_file(src.join("f2d")).unwrap();
+    std::fs::create_dir(src.join("f2d")).unwrap();
+    std::fs::write(src.join("f2d/child.txt"), b"child\n").unwrap();
+    std::fs::remove_dir_all(src.join("d2f")).unwrap();
+    std::fs::write(src.join("d2f"), b"directory that became a file\n").unwrap();
+    tree::set_mtime(src, root_mtime);
+}
+
+/// The `--dryrun --delete` actions the change set calls for, in `dest`.
+fn change_expected(dest: &Path) -> BTreeSet<(String, Vec<u8>)> {
+    [
+        ("create", "new.txt"),
+        ("create", "newdir"),
+        ("create", "newdir/a.txt"),
+        ("delete", "del.txt"),
+        ("update", "touch.txt"),
+        ("meta", "mode.txt"),
+        ("meta", "owner.txt"),
+        ("meta", "dir"),
+        ("delete", "f2d"),
+        ("create", "f2d"),
+        ("create", "f2d/child.txt"),
+        ("delete", "d2f"),
+        ("delete", "d2f/x.txt"),
+        ("delete", "d2f/sub"),
+        ("delete", "d2f/sub/y.txt"),
+        ("create", "d2f"),
+    ]
+    .iter()
+    .map(|(a, p)| (a.to_string(), abs(dest, p)))
+    .collect()
+}
+
+/// Sync, change, `sync --delete` (with `extra` options, at `np` ranks), then a sync with nothing
+/// to do; with the dry run checked before the real one when `dryrun`.
+fn change_set(np: usize, extra: &[&str], dryrun: bool) {
+    let what = format!("np={np} {extra:?}");
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    change_base(&src);
+    let dest = tmp.path().join("dest");
+    expect_status(sync(np).args(extra).arg(&src).arg(&dest), 0);
+    tree::assert_equal_in(
+        &format!("{what}: first sync"),
+        &tree::snapshot(&src),
+        &tree::snapshot(&dest),
+        Compare::META,
+    );
+    change_apply(&src);
+    let want = tree::snapshot(&src);
+    if dryrun {
+        let before = tree::snapshot(&dest);
+        let mut cmd = sync(np);
+        cmd.args(extra).args(["--dryrun", "--delete"]);
+        if np == 1 {
+            cmd.arg(&src).arg(&dest);
+        } else {
+            // Relative and unnormalised arguments: the listed paths are still absolute, normalised.
+            cmd.current_dir(tmp.path()).args(["./src/", "dest/./"]);
+        }
+        let out = expect_status(&mut cmd, 0);
+        let (got, line) = dryrun_actions(&out);
+        let expected = change_expected(&dest);
+        assert!(
+            got == expected,
+            "{what}: --dryrun actions differ\n--- listed\n{}\n--- expected\n{}\n--- stdout\n{}",
+            show_actions(&got),
+            show_actions(&expected),
+            text(&out.stdout)
+        );
+        eprintln!("{what}: {line}");
+        let after = tree::snapshot(&dest);
+        tree::assert_equal_in(&format!("{what}: --dryrun"), &before, &after, Compare::FULL);
+        let ct = tree::ctime_changes(&before, &after);
+        assert!(
+            ct.is_empty(),
+            "{what}: --dryrun changed the destination: {ct:?}"
+        );
+    }
+    let out = expect_status(sync(np).args(extra).arg("--delete").arg(&src).arg(&dest), 0);
+    let c = summary(&out);
+    eprintln!("{what}: change set: {c:?}");
+    assert_eq!(
+        (c.updated, c.meta, c.linked),
+        (1, 3, 0),
+        "{what}: touch.txt is updated, mode.txt owner.txt dir have metadata fixed: {c:?}"
+    );
+    assert_eq!(c.bytes, 10 + 9 + 2 + 6 + 29, "{what}: bytes copied: {c:?}");
+    let got = tree::snapshot(&dest);
+    tree::assert_equal_in(
+        &format!("{what}: sync --delete"),
+        &want,
+        &got,
+        Compare::META,
+    );
+    let out = expect_status(sync(np).args(extra).arg("--delete").arg(&src).arg(&dest), 0);
+    assert_eq!(summary(&out), ZERO, "{what}: sync with nothing to do");
+    let ct = tree::ctime_changes(&got, &tree::snapshot(&dest));
+    assert!(
+        ct.is_empty(),
+        "{what}: a sync with nothing to do changed: {ct:?}"
+    );
+    // The summary's format last, so that it hides no other failure.
+    summary_strict(&out);
+}
+
+#[test]
+fn change_set_with_delete_one_process() {
+    change_set(1, &[], false);
+}
+
+#[test]
+fn dryrun_lists_exactly_the_change_set_and_changes_nothing() {
+    change_set(1, &[], true);
+}
+
+#[test]
+fn change_set_with_delete_at_2_ranks() {
+    change_set(2, &[], true);
+}
+
+#[test]
+fn change_set_with_delete_at_4_ranks() {
+    change_set(4, &[], false);
+}
+
+#[test]
+fn batch_files_7_gives_the_same_result() {
+    change_set(1, &["--batch-files", "7"], false);
+    change_set(2, &["-b", "7"], false);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    for i in 0..40 {
+        let d = src.join(format!("d{}", i % 6));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join(format!("f{i}")), vec![i as u8; i * 100]).unwrap();
+    }
+    let dest = tmp.path().join("dest");
+    expect_status(sync(2).args(["-b", "7"]).arg(&src).arg(&dest), 0);
+    tree::assert_equal_in(
+        "-b 7",
+        &tree::snapshot(&src),
+        &tree::snapshot(&dest),
+        Compare::META,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// (4) --contents
+
+#[test]
+fn contents_catches_a_same_size_same_mtime_change_and_rewrites_one_chunk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let mut data = vec![0u8; 1 << 20];
+    rand::rngs::SmallRng::seed_from_u64(4).fill_bytes(&mut data);
+    let f = src.join("data.bin");
+    std::fs::write(&f, &data).unwrap();
+    std::fs::write(src.join("other"), b"other\n").unwrap();
+    let dest = tmp.path().join("dest");
+    expect_status(sync(1).arg(&src).arg(&dest), 0);
+    let mtime = tree::mtime_of(&f);
+    {
+        use std::os::unix::fs::FileExt;
+        let h = std::fs::OpenOptions::new().write(true).open(&f).unwrap();
+        h.write_all_at(&[!data[(512 << 10) + 17]], (512 << 10) + 17)
+            .unwrap();
+    }
+    tree::set_mtime(&f, mtime);
+    let want = tree::snapshot(&src);
+    let before = tree::snapshot(&dest);
+    // Plain sync compares size and mtime: it misses the change (and writes nothing).
+    let out = expect_status(sync(1).arg(&src).arg(&dest), 0);
+    assert_eq!(summary(&out), ZERO);
+    let after = tree::snapshot(&dest);
+    assert!(
+        !tree::diff(&want, &after, Compare::CONTENT, 5).is_empty(),
+        "plain sync found the change: it should compare size+mtime only"
+    );
+    assert!(tree::ctime_changes(&before, &after).is_empty());
+    for np in [1, 2] {
+        let d = tmp.path().join(format!("dest{np}"));
+        tree::run_tool("cp", &["-a".as_ref(), dest.as_os_str(), d.as_os_str()]);
+        let out = expect_status(
+            sync(np)
+                .args(["--contents", "--chunksize", "64k"])
+                .arg(&src)
+                .arg(&d),
+            0,
+        );
+        let c = summary(&out);
+        assert_eq!(c.updated, 1, "np={np}: {c:?}");
+        assert!(
+            c.bytes > 0 && c.bytes <= 64 << 10,
+            "np={np}: --contents must rewrite only the differing 64 KiB chunk: {c:?}"
+        );
+        tree::assert_equal_in(
+            &format!("--contents np={np}"),
+            &want,
+            &tree::snapshot(&d),
+            Compare::META,
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (5) kill -9, then sync
+
+/// 3000 small files in 30 directories, and 4 files of 24 MiB.
+fn restart_tree(src: &Path) {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+    for d in 0..30 {
+        let dir = src.join(format!("dir{d:02}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..100 {
+            let mut b = vec![0u8; rng.random_range(1..4000)];
+            rng.fill_bytes(&mut b);
+            std::fs::write(dir.join(format!("f{i:03}")), &b).unwrap();
+        }
+    }
+    let mut big = vec![0u8; 24 << 20];
+    for i in 0..4 {
+        rng.fill_bytes(&mut big);
+        std::fs::write(src.join(format!("big{i}.bin")), &big).unwrap();
+    }
+}
+
+/// Processes whose command line mentions `needle` (stragglers of a killed launcher).
+fn processes_mentioning(needle: &[u8]) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            if cmd.windows(needle.len()).any(|w| w == needle) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn kill_9_during_cp_then_sync_completes_the_copy() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    restart_tree(&src);
+    let want = tree::snapshot(&src);
+    let total = tree::file_bytes(&want);
+    let launch = |np: usize| {
+        if np == 1 {
+            mfu(&["cp", "-p"])
+        } else {
+            let mut c = mpirun(np, &bin());
+            c.args(["cp", "-p"]);
+            c
+        }
+    };
+    for np in [1, 2] {
+        // How long a whole copy takes here (launcher included), to kill within it.
+        let t0 = Instant::now();
+        let full = tmp.path().join("full");
+        expect_status(launch(np).arg(&src).arg(&full), 0);
+        let whole = t0.elapsed();
+        tree::assert_equal_in(
+            &format!("uninterrupted cp -p np={np}"),
+            &want,
+            &tree::snapshot(&full),
+            Compare::META,
+        );
+        std::fs::remove_dir_all(&full).unwrap();
+        eprintln!(
+            "kill -9: a whole cp -p of {total} bytes in 3004 files at np={np} takes {whole:?}"
+        );
+        for seed in 1..=3u64 {
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(seed * 10 + np as u64);
+            let delay = whole.mul_f64(rng.random_range(0.15..0.85));
+            let dest = tmp.path().join(format!("dest_np{np}_seed{seed}"));
+            let mut cmd = launch(np);
+            cmd.arg(&src)
+                .arg(&dest)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .process_group(0);
+            let mut child = cmd.spawn().unwrap();
+            std::thread::sleep(delay);
+            let finished = child.try_wait().unwrap().is_some();
+            let pgid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+            child.wait().unwrap();
+            // Ranks that left mpirun's process group must not keep writing during the sync.
+            let needle = dest.as_os_str().as_bytes();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut stragglers = processes_mentioning(needle);
+            while !stragglers.is_empty() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+                stragglers = processes_mentioning(needle);
+            }
+            for pid in &stragglers {
+                if let Some(p) = rustix::process::Pid::from_raw(*pid) {
+                    let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+                }
+            }
+            assert!(
+                stragglers.is_empty(),
+                "np={np} seed={seed}: ranks {stragglers:?} outlived their killed mpirun"
+            );
+            // Bytes of files already complete (same bytes as the source) when the copy died.
+            let partial = if dest.exists() {
+                let d = tree::snapshot(&dest);
+                want.iter()
+                    .filter(|(k, n)| {
+                        n.kind == tree::Kind::File
+                            && d.get(*k).is_some_and(|m| m.digest == n.digest)
+                    })
+                    .map(|(_, n)| n.size)
+                    .sum::<u64>()
+            } else {
+                0
+            };
+            let out = expect_status(sync(1).arg(&src).arg(&dest), 0);
+            let c = summary(&out);
+            eprintln!(
+                "kill -9 np={np} seed={seed} after {delay:?}{}: files complete in dest: {partial} bytes; \
+                 sync copied {} of {total} bytes ({:.1}%), {c:?}",
+                if finished {
+                    " (cp had already finished)"
+                } else {
+                    ""
+                },
+                c.bytes,
+                100.0 * c.bytes as f64 / total as f64
+            );
+            tree::assert_equal_in(
+                &format!("kill -9 np={np} seed={seed}, then sync"),
+                &want,
+                &tree::snapshot(&dest),
+                Compare::META,
+            );
+            std::fs::remove_dir_all(&dest).unwrap();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (6) --delete after an incomplete walk
+
+#[test]
+fn delete_is_refused_when_the_source_walk_is_incomplete() {
+    let tmp = open_tempdir();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("secret")).unwrap();
+    std::fs::create_dir_all(src.join("open")).unwrap();
+    std::fs::write(src.join("secret/hidden.txt"), b"hidden\n").unwrap();
+    std::fs::write(src.join("open/a.txt"), b"a\n").unwrap();
+    std::fs::write(src.join("top.txt"), b"top\n").unwrap();
+    let dest = tmp.path().join("dest");
+    expect_status(sync(1).arg(&src).arg(&dest), 0);
+    std::fs::write(dest.join("extra.txt"), b"only in dest\n").unwrap();
+    std::fs::write(dest.join("secret/old.txt"), b"only in dest too\n").unwrap();
+    std::fs::write(dest.join("open/b.txt"), b"dest only, readable part\n").unwrap();
+    // All of it belongs to nobody, so preserving owners is no failure of its own.
+    tree::chown_tree(&src, 65534, 65534);
+    tree::chown_tree(&dest, 65534, 65534);
+    tree::chmod(&src.join("secret"), 0o000);
+    // setpriv must reach the binary: a copy in the open temporary directory.
+    let exe = tmp.path().join("mfu-rs");
+    std::fs::copy(bin(), &exe).unwrap();
+    tree::chmod(&exe, 0o755);
+    let _ = tree::run_tool("setpriv", &["--version".as_ref()]);
+    for np in [1, 2] {
+        let mut cmd = Command::new("setpriv");
+        clean_env(&mut cmd).args(["--reuid", "65534", "--regid", "65534", "--clear-groups"]);
+        if np > 1 {
+            cmd.arg("mpirun")
+                .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+                .env("OMPI_MCA_btl", "self,vader")
+                .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+                .env("HOME", tmp.path())
+                .args(["-np", &np.to_string()]);
+        }
+        cmd.arg(&exe)
+            .args(["sync", "--delete"])
+            .arg(&src)
+            .arg(&dest);
+        let out = expect_status(&mut cmd, 1);
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&*src.join("secret").to_string_lossy()),
+            "np={np}: stderr must name the unreadable directory:\n{err}"
+        );
+        assert!(
+            err.to_lowercase().contains("delet"),
+            "np={np}: stderr must say that deletion was refused:\n{err}"
+        );
+        for f in ["extra.txt", "secret/old.txt", "open/b.txt"] {
+            assert!(
+                dest.join(f).exists(),
+                "np={np}: {f} was deleted after an incomplete source walk"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (7) --link-dest
+
+#[test]
+fn link_dest_hard_links_unchanged_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    for f in ["a", "b", "sub/c", "sub/d", "changed"] {
+        std::fs::write(src.join(f), format!("content of {f}\n")).unwrap();
+    }
+    let prev = tmp.path().join("prev");
+    expect_status(sync(1).arg(&src).arg(&prev), 0);
+    std::fs::write(src.join("changed"), b"new content, other size\n").unwrap();
+    std::fs::write(src.join("sub/added"), b"added\n").unwrap();
+    let want = tree::snapshot(&src);
+    let unchanged = ["a", "b", "sub/c", "sub/d"];
+    for np in [1, 2] {
+        let dest = tmp.path().join(format!("dest{np}"));
+        let mut link_dest = std::ffi::OsString::from("--link-dest=");
+        link_dest.push(&prev);
+        // Dry run first: `link` for the unchanged files, `create` for the rest.
+        let out = expect_status(
+            sync(np)
+                .arg("--dryrun")
+                .arg(&link_dest)
+                .arg(&src)
+                .arg(&dest),
+            0,
+        );
+        let (mut got, _) = dryrun_actions(&out);
+        // Whether the absent destination itself is listed as `create` is left open.
+        got.remove(&("create".to_string(), abs(&dest, "")));
+        let mut expected: BTreeSet<(String, Vec<u8>)> = unchanged
+            .iter()
+            .map(|p| ("link".to_string(), abs(&dest, p)))
+            .collect();
+        for p in ["sub", "changed", "sub/added"] {
+            expected.insert(("create".to_string(), abs(&dest, p)));
+        }
+        assert!(
+            got == expected,
+            "np={np}: --dryrun --link-dest actions differ\n--- listed\n{}\n--- expected\n{}",
+            show_actions(&got),
+            show_actions(&expected)
+        );
+        assert!(!dest.exists(), "np={np}: --dryrun created the destination");
+        let out = expect_status(sync(np).arg(&link_dest).arg(&src).arg(&dest), 0);
+        let c = summary(&out);
+        assert_eq!(c.linked, 4, "np={np}: {c:?}");
+        for f in unchanged {
+            let (p, d) = (
+                std::fs::metadata(prev.join(f)).unwrap(),
+                std::fs::metadata(dest.join(f)).unwrap(),
+            );
+            assert_eq!(
+                (p.dev(), p.ino()),
+                (d.dev(), d.ino()),
+                "np={np}: {f} is not a hard link to the --link-dest copy"
+            );
+        }
+        for f in ["changed", "sub/added"] {
+            let d = std::fs::metadata(dest.join(f)).unwrap();
+            assert_eq!(d.nlink(), 1, "np={np}: {f} must be a new file");
+        }
+        assert_eq!(
+            std::fs::read(prev.join("changed")).unwrap(),
+            b"content of changed\n",
+            "np={np}: the --link-dest tree was modified"
+        );
+        tree::assert_equal_in(
+            &format!("--link-dest np={np}"),
+            &want,
+            &tree::snapshot(&dest),
+            Compare::META,
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (10) Old name, usage errors
+
+#[test]
+fn dsync_old_name_and_usage_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    change_base(&src);
+    let want = tree::snapshot(&src);
+    let link = tmp.path().join("dsync");
+    std::os::unix::fs::symlink(bin(), &link).unwrap();
+    let dest = tmp.path().join("d1");
+    expect_status(clean_env(&mut Command::new(&link)).arg(&src).arg(&dest), 0);
+    tree::assert_equal_in("dsync", &want, &tree::snapshot(&dest), Compare::META);
+    let dest = tmp.path().join("d2");
+    let out = expect_status(mfu(&["dsync", "-q"]).arg(&src).arg(&dest), 0);
+    assert!(out.stdout.is_empty(), "-q printed: {}", text(&out.stdout));
+    tree::assert_equal_in("mfu-rs dsync", &want, &tree::snapshot(&dest), Compare::META);
+    expect_status(&mut mfu(&["dsync", "--help"]), 0);
+
+    let before = tree::snapshot(tmp.path());
+    let missing_parent: PathBuf = tmp.path().join("no/such/parent/dest");
+    let cases: Vec<(&str, Vec<std::ffi::OsString>)> = vec![
+        (
+            "DEST's parent missing",
+            vec![src.clone().into(), missing_parent.clone().into()],
+        ),
+        (
+            "missing source",
+            vec![tmp.path().join("nope").into(), tmp.path().join("d3").into()],
+        ),
+        ("one path", vec![src.clone().into()]),
+        (
+            "three paths",
+            vec![
+                src.clone().into(),
+                tmp.path().join("d1").into(),
+                tmp.path().join("d4").into(),
+            ],
+        ),
+        (
+            "bad option",
+            vec![
+                "--bogus".into(),
+                src.clone().into(),
+                tmp.path().join("d5").into(),
+            ],
+        ),
+        (
+            "bad batch size",
+            vec![
+                "--batch-files".into(),
+                "many".into(),
+                src.clone().into(),
+                tmp.path().join("d6").into(),
+            ],
+        ),
+    ];
+    for np in [1, 2] {
+        for (name, args) in &cases {
+            let out = expect_status(sync(np).args(args), 2);
+            assert!(
+                !out.stderr.is_empty(),
+                "{name} (np={np}): exit 2 without a message"
+            );
+            let after = tree::snapshot(tmp.path());
+            tree::assert_equal_in(&format!("{name} (np={np})"), &before, &after, Compare::META);
+            let ct = tree::ctime_changes(&before, &after);
+            assert!(ct.is_empty(), "{name} (np={np}) changed something: {ct:?}");
+        }
+    }
+}
