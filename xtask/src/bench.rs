@@ -1,24 +1,48 @@
-//! `cargo xtask bench`: whole-tool comparisons with the classic tools, measured side by side in
-//! one run (runs interleaved, median of each), on a warm page cache.
+//! `cargo xtask bench [SECTION...]`: whole-tool comparisons with the classic tools, measured side
+//! by side in one run (runs interleaved, median of each), on a warm page cache. Sections (default:
+//! all, in this order):
 //!
 //! - walk: a 20,000-file tree; `mfu-rs walk` (stat) at np 1 and np 2 against `find -printf`
 //!   (which stats every entry), and `mfu-rs walk -l` (no stat) against plain `find`.
 //! - sort: a text list of 1,000,000 paths; `mfu-rs walk -i LIST -s name -o OUT` at np 1 and np 2
 //!   against `LC_ALL=C sort LIST -o OUT`.
+//! - cp-small: copy 20,000 files of 4 KiB (100 dirs × 200) into a fresh destination:
+//!   `cp -a`, `rsync -a`, (`xcp -r` when on PATH), `mfu-rs cp -p` at np 1 and np 2.
+//! - cp-big: the same cases on 4 files of 512 MiB (fewer runs).
+//! - sync: an unchanged 20,000-file tree already synced once: `rsync -a SRC/ DST/` against
+//!   `mfu-rs sync SRC DST` at np 1 and np 2.
+//! - rm: remove a 20,000-file tree: `rm -rf` against `mfu-rs rm` at np 1 and np 2.
+//!
+//! `cp` selects cp-small and cp-big. Before each timed run an untimed step prepares it (removes
+//! the destination, or recreates the tree to remove with `rsync -a`) and runs `sync(1)`, so that
+//! writeback of the previous run's data does not land in the next run. The data for cp, sync and
+//! rm lives in `target/bench-data` (the file system of the workspace) and is removed at the end.
 
 use crate::{mpi_env, root};
-use anyhow::Result;
+use anyhow::{bail, ensure, Context, Result};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Runs of each command.
 const RUNS: usize = 7;
+/// Runs of each command on the big files (each copies 2 GiB).
+const BIG_RUNS: usize = 3;
+/// Every section, in the order they run.
+const SECTIONS: &[&str] = &["walk", "sort", "cp-small", "cp-big", "sync", "rm"];
+
+type Step = Box<dyn Fn() -> Result<()>>;
 
 struct Case {
     name: String,
     cmd: Vec<String>,
     mpi: bool,
+    /// Untimed, before every run (the warm-up included).
+    prep: Option<Step>,
+    /// Untimed, once after the warm-up run: a sanity check of the result (a failure is a
+    /// warning, the timing goes on).
+    check: Option<Step>,
 }
 
 fn case(name: &str, mpi: bool, cmd: &[&str]) -> Case {
@@ -26,21 +50,47 @@ fn case(name: &str, mpi: bool, cmd: &[&str]) -> Case {
         name: name.into(),
         cmd: cmd.iter().map(|s| s.to_string()).collect(),
         mpi,
+        prep: None,
+        check: None,
+    }
+}
+
+impl Case {
+    fn prep(mut self, f: impl Fn() -> Result<()> + 'static) -> Case {
+        self.prep = Some(Box::new(f));
+        self
+    }
+
+    fn check(mut self, f: impl Fn() -> Result<()> + 'static) -> Case {
+        self.check = Some(Box::new(f));
+        self
     }
 }
 
 fn time_once(c: &Case) -> Result<f64> {
+    if let Some(prep) = &c.prep {
+        prep().with_context(|| format!("prepare the run of {}", c.name))?;
+    }
     let mut cmd = Command::new(&c.cmd[0]);
     cmd.args(&c.cmd[1..])
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(Stdio::piped());
     if c.mpi {
         mpi_env(&mut cmd);
     }
     let t = Instant::now();
-    let status = cmd.status()?;
+    let out = cmd
+        .output()
+        .with_context(|| format!("start {}", c.cmd[0]))?;
     let secs = t.elapsed().as_secs_f64();
-    anyhow::ensure!(status.success(), "{} failed: {status}", c.cmd.join(" "));
+    ensure!(
+        out.status.success(),
+        "{} failed: {}\n{}",
+        c.cmd.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim_end()
+    );
     Ok(secs)
 }
 
@@ -49,28 +99,73 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Run every case RUNS times, interleaved, after one warm-up each; print medians and ratios to
-/// the case at index `peer`.
-fn compare(title: &str, cases: &[Case], peer: usize) -> Result<()> {
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// Run every case `runs` times, interleaved, after one warm-up each (followed by the case's
+/// check); print medians and ratios to the cases at indices `peers` (peer time / case time).
+fn compare(
+    title: &str,
+    notes: &[&str],
+    cases: &[Case],
+    peers: &[usize],
+    runs: usize,
+) -> Result<()> {
+    let load_before = loadavg();
+    let start = Instant::now();
     for c in cases {
         time_once(c)?;
+        if let Some(check) = &c.check {
+            if let Err(e) = check() {
+                eprintln!(
+                    "warning: {}: the result differs from the source: {e:#}",
+                    c.name
+                );
+                println!(
+                    "(warning: {}: result differs from the source: {e:#})",
+                    c.name
+                );
+            }
+        }
     }
     let mut times = vec![Vec::new(); cases.len()];
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         for (i, c) in cases.iter().enumerate() {
             times[i].push(time_once(c)?);
         }
     }
     let medians: Vec<f64> = times.into_iter().map(median).collect();
-    println!("\n## {title} (median of {RUNS} interleaved runs, warm cache)\n");
-    println!(
-        "| command | median s | speed vs {} (>1 = faster) |",
-        cases[peer].name
-    );
-    println!("|---|---|---|");
-    for (c, m) in cases.iter().zip(&medians) {
-        println!("| {} | {m:.3} | {:.2} |", c.name, medians[peer] / m);
+    println!("\n## {title} (median of {runs} interleaved runs, warm cache)\n");
+    for n in notes {
+        println!("{n}  ");
     }
+    if !notes.is_empty() {
+        println!();
+    }
+    print!("| command | median s |");
+    for &p in peers {
+        print!(" speed vs {} (>1 = faster) |", cases[p].name);
+    }
+    print!("\n|---|---|");
+    for _ in peers {
+        print!("---|");
+    }
+    println!();
+    for (c, m) in cases.iter().zip(&medians) {
+        print!("| {} | {m:.3} |", c.name);
+        for &p in peers {
+            print!(" {:.2} |", medians[p] / m);
+        }
+        println!();
+    }
+    println!(
+        "\n(section wall time {:.0} s, load average before: {load_before}, after: {})",
+        start.elapsed().as_secs_f64(),
+        loadavg()
+    );
     Ok(())
 }
 
@@ -116,8 +211,236 @@ fn make_list(path: &Path, records: usize) -> Result<()> {
     Ok(())
 }
 
-/// Entry point of `cargo xtask bench [walk|sort]`.
+/// splitmix64: incompressible bytes, fast, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) {
+        for c in buf.chunks_mut(8) {
+            let v = self.next().to_le_bytes();
+            c.copy_from_slice(&v[..c.len()]);
+        }
+    }
+}
+
+/// `dirs` directories of `files` files of `size` random bytes each, then `sync`.
+fn make_random_tree(dir: &Path, dirs: usize, files: usize, size: usize) -> Result<()> {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut rng = Rng(0x5EED ^ size as u64);
+    let mut buf = vec![0u8; size.min(4 << 20)];
+    for d in 0..dirs {
+        let sub = dir.join(format!("d{d:03}"));
+        std::fs::create_dir_all(&sub)?;
+        for f in 0..files {
+            let path = sub.join(format!("f{f:03}.dat"));
+            let mut out = std::io::BufWriter::with_capacity(
+                buf.len(),
+                std::fs::File::create(&path)
+                    .with_context(|| format!("create {}", path.display()))?,
+            );
+            let mut left = size;
+            while left > 0 {
+                let n = left.min(buf.len());
+                rng.fill(&mut buf[..n]);
+                std::io::Write::write_all(&mut out, &buf[..n])?;
+                left -= n;
+            }
+            std::io::Write::flush(&mut out)?;
+        }
+    }
+    flush_fs()
+}
+
+/// `sync(1)`: write back every dirty page, so the next timed run does not pay for the last one.
+fn flush_fs() -> Result<()> {
+    let status = Command::new("sync").status().context("start sync")?;
+    ensure!(status.success(), "sync failed: {status}");
+    Ok(())
+}
+
+fn remove(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("stat {}", path.display())),
+        Ok(m) if m.is_dir() => {
+            std::fs::remove_dir_all(path).with_context(|| format!("remove {}", path.display()))
+        }
+        Ok(_) => std::fs::remove_file(path).with_context(|| format!("remove {}", path.display())),
+    }
+}
+
+/// Bytes free for an unprivileged user on the file system holding `dir` (`df -Pk`).
+fn free_bytes(dir: &Path) -> Result<u64> {
+    let out = Command::new("df")
+        .arg("-Pk")
+        .arg(dir)
+        .output()
+        .context("start df")?;
+    ensure!(out.status.success(), "df {} failed", dir.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let kib: u64 = text
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().nth(3))
+        .context("df printed no `Available` column")?
+        .parse()
+        .context("df's `Available` column")?;
+    Ok(kib * 1024)
+}
+
+fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Compare `dst` with `src`: same entries and types, same bytes in regular files, and when
+/// `meta`, same mode, owner, group and modification time (ns) on every entry.
+fn same_tree(src: &Path, dst: &Path, meta: bool) -> Result<()> {
+    let mut diffs = Vec::new();
+    let mut entries = 0usize;
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        entries += 1;
+        let (s, d) = (src.join(&rel), dst.join(&rel));
+        let sm = std::fs::symlink_metadata(&s)?;
+        let Ok(dm) = std::fs::symlink_metadata(&d) else {
+            diffs.push(format!("{}: missing", rel.display()));
+            continue;
+        };
+        if sm.file_type() != dm.file_type() {
+            diffs.push(format!("{}: type", rel.display()));
+            continue;
+        }
+        if meta {
+            if (sm.mode(), sm.uid(), sm.gid()) != (dm.mode(), dm.uid(), dm.gid()) {
+                diffs.push(format!("{}: mode/owner", rel.display()));
+            }
+            if (sm.mtime(), sm.mtime_nsec()) != (dm.mtime(), dm.mtime_nsec()) {
+                diffs.push(format!("{}: mtime", rel.display()));
+            }
+        }
+        if sm.is_dir() {
+            for e in std::fs::read_dir(&s)? {
+                stack.push(rel.join(e?.file_name()));
+            }
+            let n = std::fs::read_dir(&d)?.count();
+            if n != std::fs::read_dir(&s)?.count() {
+                diffs.push(format!("{}: {n} entries", rel.display()));
+            }
+        } else if sm.is_file() && (sm.len() != dm.len() || std::fs::read(&s)? != std::fs::read(&d)?)
+        {
+            diffs.push(format!("{}: contents", rel.display()));
+        }
+    }
+    ensure!(
+        diffs.is_empty(),
+        "{} of {entries} entries differ, e.g. {}",
+        diffs.len(),
+        diffs[..diffs.len().min(3)].join(", ")
+    );
+    Ok(())
+}
+
+/// Entries under `dir` whose inode changed (ctime) at or after `since`.
+fn changed_since(dir: &Path, since: SystemTime) -> Result<usize> {
+    let t = since.duration_since(UNIX_EPOCH)?;
+    let t = (t.as_secs() as i64, t.subsec_nanos() as i64);
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p)?;
+        if (m.ctime(), m.ctime_nsec()) >= t {
+            n += 1;
+        }
+        if m.is_dir() {
+            for e in std::fs::read_dir(&p)? {
+                stack.push(e?.path());
+            }
+        }
+    }
+    Ok(n)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 bench path")
+}
+
+/// The copy cases of the cp sections: each into `dst`, removed (and `sync` run) before each run.
+fn cp_cases(b: &str, src: &Path, dst: &Path) -> Vec<Case> {
+    let (sp, dp) = (s(src), s(dst));
+    let (src_slash, dst_slash) = (format!("{sp}/"), format!("{dp}/"));
+    let mut cases = vec![
+        case("cp -a", false, &["cp", "-a", sp, dp]),
+        case("rsync -a", false, &["rsync", "-a", &src_slash, &dst_slash]),
+        case("mfu-rs cp -p np1", false, &[b, "cp", "-q", "-p", sp, dp]),
+        case(
+            "mpirun -np 2 mfu-rs cp -p",
+            true,
+            &["mpirun", "-np", "2", b, "cp", "-q", "-p", sp, dp],
+        ),
+    ];
+    if have("xcp") {
+        // xcp keeps the mode but not the times: compare the bytes only.
+        let (src, dst) = (src.to_path_buf(), dst.to_path_buf());
+        cases.push(
+            case("xcp -r", false, &["xcp", "-r", sp, dp])
+                .check(move || same_tree(&src, &dst, false)),
+        );
+    }
+    cases
+        .into_iter()
+        .map(|c| {
+            let (d1, s2, d2) = (dst.to_path_buf(), src.to_path_buf(), dst.to_path_buf());
+            let c = c.prep(move || {
+                remove(&d1)?;
+                flush_fs()
+            });
+            if c.check.is_some() {
+                c
+            } else {
+                c.check(move || same_tree(&s2, &d2, true))
+            }
+        })
+        .collect()
+}
+
+fn xcp_note() -> &'static str {
+    if have("xcp") {
+        "xcp is on PATH: measured with `xcp -r` (it keeps modes, not times)."
+    } else {
+        "xcp is not on PATH: not measured."
+    }
+}
+
+/// Entry point of `cargo xtask bench [walk|sort|cp|cp-small|cp-big|sync|rm]...`.
 pub fn run(args: &[String]) -> Result<()> {
+    let mut want: Vec<&str> = Vec::new();
+    for a in args {
+        match a.as_str() {
+            "all" => want.extend(SECTIONS),
+            "cp" => want.extend(["cp-small", "cp-big"]),
+            x if SECTIONS.contains(&x) => want.push(x),
+            x => bail!(
+                "unknown bench section {x:?}; sections: {} (cp = cp-small cp-big; default all)",
+                SECTIONS.join(" ")
+            ),
+        }
+    }
+    if want.is_empty() {
+        want = SECTIONS.to_vec();
+    }
+    let started = Instant::now();
     crate::setup::ensure()?;
     let root = root();
     crate::run(
@@ -129,71 +452,280 @@ pub fn run(args: &[String]) -> Result<()> {
     let b = bin.to_str().expect("UTF-8 target path");
     let work = std::env::temp_dir().join("mfu-rs-bench");
     std::fs::create_dir_all(&work)?;
-    let which = args.first().map(String::as_str);
-    if which.is_none() || which == Some("walk") {
-        let tree = work.join("tree20k");
-        make_tree(&tree, 20_000)?;
-        let t = tree.to_str().expect("UTF-8 temp path");
-        compare(
-            "walk with stat, 20,000 files",
-            &[
-                case(
-                    "find -printf (stats)",
-                    false,
-                    &["find", t, "-printf", "%s %T@ %m\\n"],
-                ),
-                case("mfu-rs walk np1", false, &[b, "walk", "-q", t]),
-                case(
-                    "mpirun -np 2 mfu-rs walk",
-                    true,
-                    &["mpirun", "-np", "2", b, "walk", "-q", t],
-                ),
-            ],
-            0,
-        )?;
-        compare(
-            "lite walk (no stat), 20,000 files",
-            &[
-                case("find", false, &["find", t]),
-                case("mfu-rs walk -l np1", false, &[b, "walk", "-q", "-l", t]),
-                case(
-                    "mpirun -np 2 mfu-rs walk -l",
-                    true,
-                    &["mpirun", "-np", "2", b, "walk", "-q", "-l", t],
-                ),
-            ],
-            0,
-        )?;
+    let data = root.join("target/bench-data");
+    let mut failed = Vec::new();
+    for section in SECTIONS.iter().filter(|s| want.contains(s)) {
+        let result = match *section {
+            "walk" => bench_walk(b, &work),
+            "sort" => bench_sort(b, &work),
+            "cp-small" => bench_cp_small(b, &data),
+            "cp-big" => bench_cp_big(b, &data),
+            "sync" => bench_sync(b, &data),
+            "rm" => bench_rm(b, &data),
+            _ => unreachable!("SECTIONS lists the sections"),
+        };
+        if let Err(e) = result {
+            eprintln!("xtask bench: section {section} failed: {e:#}");
+            println!("\n## {section}: FAILED\n\n{e:#}");
+            failed.push(*section);
+        }
     }
-    if which.is_none() || which == Some("sort") {
-        let list = work.join("list1m.txt");
-        make_list(&list, 1_000_000)?;
-        let l = list.to_str().expect("UTF-8 temp path");
-        let out = work.join("sorted.txt");
-        let o = out.to_str().expect("UTF-8 temp path");
-        compare(
-            "sort 1,000,000 paths by name",
-            &[
-                case(
-                    "LC_ALL=C sort",
-                    false,
-                    &["env", "LC_ALL=C", "sort", l, "-o", o],
-                ),
-                case(
-                    "mfu-rs walk -s name np1",
-                    false,
-                    &[b, "walk", "-q", "-i", l, "-s", "name", "-o", o],
-                ),
-                case(
-                    "mpirun -np 2 mfu-rs walk -s name",
-                    true,
-                    &[
-                        "mpirun", "-np", "2", b, "walk", "-q", "-i", l, "-s", "name", "-o", o,
-                    ],
-                ),
-            ],
-            0,
-        )?;
+    if data.exists() {
+        std::fs::remove_dir_all(&data).with_context(|| format!("remove {}", data.display()))?;
+    }
+    println!(
+        "\ntotal bench time: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    if !failed.is_empty() {
+        bail!("failed sections: {}", failed.join(" "));
     }
     Ok(())
+}
+
+fn bench_walk(b: &str, work: &Path) -> Result<()> {
+    let tree = work.join("tree20k");
+    make_tree(&tree, 20_000)?;
+    let t = tree.to_str().expect("UTF-8 temp path");
+    compare(
+        "walk with stat, 20,000 files",
+        &[],
+        &[
+            case(
+                "find -printf (stats)",
+                false,
+                &["find", t, "-printf", "%s %T@ %m\\n"],
+            ),
+            case("mfu-rs walk np1", false, &[b, "walk", "-q", t]),
+            case(
+                "mpirun -np 2 mfu-rs walk",
+                true,
+                &["mpirun", "-np", "2", b, "walk", "-q", t],
+            ),
+        ],
+        &[0],
+        RUNS,
+    )?;
+    compare(
+        "lite walk (no stat), 20,000 files",
+        &[],
+        &[
+            case("find", false, &["find", t]),
+            case("mfu-rs walk -l np1", false, &[b, "walk", "-q", "-l", t]),
+            case(
+                "mpirun -np 2 mfu-rs walk -l",
+                true,
+                &["mpirun", "-np", "2", b, "walk", "-q", "-l", t],
+            ),
+        ],
+        &[0],
+        RUNS,
+    )
+}
+
+fn bench_sort(b: &str, work: &Path) -> Result<()> {
+    let list = work.join("list1m.txt");
+    make_list(&list, 1_000_000)?;
+    let l = list.to_str().expect("UTF-8 temp path");
+    let out = work.join("sorted.txt");
+    let o = out.to_str().expect("UTF-8 temp path");
+    compare(
+        "sort 1,000,000 paths by name",
+        &[],
+        &[
+            case(
+                "LC_ALL=C sort",
+                false,
+                &["env", "LC_ALL=C", "sort", l, "-o", o],
+            ),
+            case(
+                "mfu-rs walk -s name np1",
+                false,
+                &[b, "walk", "-q", "-i", l, "-s", "name", "-o", o],
+            ),
+            case(
+                "mpirun -np 2 mfu-rs walk -s name",
+                true,
+                &[
+                    "mpirun", "-np", "2", b, "walk", "-q", "-i", l, "-s", "name", "-o", o,
+                ],
+            ),
+        ],
+        &[0],
+        RUNS,
+    )
+}
+
+/// The 20,000 × 4 KiB tree that cp-small, sync and rm share (made once per bench run).
+fn small_tree(data: &Path) -> Result<PathBuf> {
+    let src = data.join("small-src");
+    if !src.join("d099/f199.dat").exists() {
+        let t = Instant::now();
+        make_random_tree(&src, 100, 200, 4096)?;
+        eprintln!(
+            "bench: made {} (20,000 × 4 KiB) in {:.1} s",
+            src.display(),
+            t.elapsed().as_secs_f64()
+        );
+    }
+    Ok(src)
+}
+
+fn bench_cp_small(b: &str, data: &Path) -> Result<()> {
+    let src = small_tree(data)?;
+    let dst = data.join("small-dst");
+    let cases = cp_cases(b, &src, &dst);
+    let result = compare(
+        "cp, 20,000 files × 4 KiB (100 dirs × 200)",
+        &[
+            "Each run copies into a fresh destination; its removal and a `sync` before each run are not timed; no tool fsyncs.",
+            xcp_note(),
+        ],
+        &cases,
+        &[0, 1],
+        RUNS,
+    );
+    remove(&dst)?;
+    result
+}
+
+fn bench_cp_big(b: &str, data: &Path) -> Result<()> {
+    const NEED: u64 = 8 << 30;
+    std::fs::create_dir_all(data)?;
+    let free = free_bytes(data)?;
+    ensure!(
+        free >= NEED,
+        "cp-big needs 8 GiB free on the file system of {} (2 GiB of sources, 2 GiB of copy, margin); df says {:.1} GiB",
+        data.display(),
+        free as f64 / (1u64 << 30) as f64
+    );
+    let src = data.join("big-src");
+    let t = Instant::now();
+    make_random_tree(&src, 1, 4, 512 << 20)?;
+    eprintln!(
+        "bench: made {} (4 × 512 MiB) in {:.1} s",
+        src.display(),
+        t.elapsed().as_secs_f64()
+    );
+    let dst = data.join("big-dst");
+    let cases = cp_cases(b, &src, &dst);
+    let result = compare(
+        "cp, 4 files × 512 MiB",
+        &[
+            "Warm page cache: the source (2 GiB) was written just before and stays cached; the copy lands in the page cache (no tool fsyncs), so this times the copy into the cache, not the disk.",
+            "Each run copies into a fresh destination; its removal and a `sync` before each run are not timed.",
+            xcp_note(),
+        ],
+        &cases,
+        &[0, 1],
+        BIG_RUNS,
+    );
+    remove(&dst)?;
+    remove(&src)?;
+    result
+}
+
+fn bench_sync(b: &str, data: &Path) -> Result<()> {
+    let src = small_tree(data)?;
+    let (dst_rsync, dst_mfu) = (data.join("sync-rsync"), data.join("sync-mfu"));
+    remove(&dst_rsync)?;
+    remove(&dst_mfu)?;
+    // The first sync of each destination, by the tool that will then resync it.
+    crate::run(
+        Command::new("rsync")
+            .arg("-a")
+            .arg(format!("{}/", s(&src)))
+            .arg(format!("{}/", s(&dst_rsync))),
+    )?;
+    crate::run(Command::new(b).args(["sync", "-q"]).arg(&src).arg(&dst_mfu))?;
+    flush_fs()?;
+    let synced = SystemTime::now();
+    std::thread::sleep(Duration::from_millis(50));
+    // After the warm-up resync: equal to the source, and nothing rewritten or touched.
+    let check = |dst: &Path| {
+        let (src, dst) = (src.clone(), dst.to_path_buf());
+        move || {
+            same_tree(&src, &dst, true)?;
+            let n = changed_since(&dst, synced)?;
+            ensure!(
+                n == 0,
+                "{n} entries of the destination changed (ctime) in an unchanged resync"
+            );
+            Ok(())
+        }
+    };
+    let (sp, dr, dm) = (s(&src), s(&dst_rsync), s(&dst_mfu));
+    let (src_slash, dr_slash) = (format!("{sp}/"), format!("{dr}/"));
+    let result = compare(
+        "sync of an unchanged tree, 20,000 files × 4 KiB",
+        &["The destination was synced once before (rsync's by rsync, mfu-rs's by mfu-rs); each run finds nothing to copy."],
+        &[
+            case("rsync -a", false, &["rsync", "-a", &src_slash, &dr_slash]).check(check(&dst_rsync)),
+            case("mfu-rs sync np1", false, &[b, "sync", "-q", sp, dm]).check(check(&dst_mfu)),
+            case(
+                "mpirun -np 2 mfu-rs sync",
+                true,
+                &["mpirun", "-np", "2", b, "sync", "-q", sp, dm],
+            )
+            .check(check(&dst_mfu)),
+        ],
+        &[0],
+        RUNS,
+    );
+    remove(&dst_rsync)?;
+    remove(&dst_mfu)?;
+    result
+}
+
+fn bench_rm(b: &str, data: &Path) -> Result<()> {
+    let src = small_tree(data)?;
+    let victim = data.join("rm-victim");
+    let recreate = || {
+        let (src, victim) = (src.clone(), victim.clone());
+        move || {
+            remove(&victim)?;
+            // rsync rather than `cp -a`: same tree, but cp's create-as-you-go order is about 4×
+            // slower on ext4 here (see the cp section), and this runs before every run.
+            let status = Command::new("rsync")
+                .arg("-a")
+                .arg(format!("{}/", s(&src)))
+                .arg(format!("{}/", s(&victim)))
+                .status()
+                .context("start rsync")?;
+            ensure!(
+                status.success(),
+                "rsync -a {}/ {}/ failed",
+                src.display(),
+                victim.display()
+            );
+            flush_fs()
+        }
+    };
+    let gone = || {
+        let victim = victim.clone();
+        move || {
+            ensure!(!victim.exists(), "{} still exists", victim.display());
+            Ok(())
+        }
+    };
+    let v = s(&victim);
+    let result = compare(
+        "rm of a tree of 20,000 files × 4 KiB (100 dirs × 200)",
+        &["Before each run the tree is recreated by `rsync -a` and written back by `sync` (not timed)."],
+        &[
+            case("rm -rf", false, &["rm", "-rf", v]).prep(recreate()).check(gone()),
+            case("mfu-rs rm np1", false, &[b, "rm", "-q", v]).prep(recreate()).check(gone()),
+            case(
+                "mpirun -np 2 mfu-rs rm",
+                true,
+                &["mpirun", "-np", "2", b, "rm", "-q", v],
+            )
+            .prep(recreate())
+            .check(gone()),
+        ],
+        &[0],
+        RUNS,
+    );
+    remove(&victim)?;
+    result
 }

@@ -1,6 +1,6 @@
 //! Install what building and testing mfu-rs needs, when it is missing: Open MPI (headers,
 //! `mpicc`, `mpirun`), libclang (rsmpi generates its bindings with bindgen), python3 (the
-//! interop-vector trees are built by a script).
+//! interop-vector trees are built by a script), rsync (a peer in `cargo xtask bench`).
 
 use crate::run;
 use anyhow::{bail, Result};
@@ -13,6 +13,7 @@ const PACKAGES: &[&str] = &[
     "libclang-dev",
     "pkg-config",
     "python3",
+    "rsync",
 ];
 
 fn have(program: &str) -> bool {
@@ -45,12 +46,13 @@ pub fn ensure() -> Result<()> {
         || !have("mpirun")
         || !have_libclang()
         || !have("python3")
-        || !have("pkg-config");
+        || !have("pkg-config")
+        || !have("rsync");
     if !missing {
         return Ok(());
     }
     if !Path::new("/usr/bin/apt-get").exists() {
-        bail!("Open MPI (mpicc, mpirun), libclang and python3 are needed; install them with your package manager");
+        bail!("Open MPI (mpicc, mpirun), libclang, python3 and rsync are needed; install them with your package manager");
     }
     let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
     let apt = |args: &[&str]| {

@@ -36,9 +36,11 @@ pub struct CpArgs {
     /// Bytes per read/write call on the pread/pwrite path.
     #[arg(short, long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
     pub bufsize: u64,
-    /// Bytes per chunk: files are split into chunks copied by different ranks.
-    #[arg(short = 'k', long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
-    pub chunksize: u64,
+    /// Bytes per chunk: files are split into chunks copied by different ranks [default: 4MB,
+    /// grown up to 1GB for big data sets so that every thread still gets two chunks; -v prints
+    /// the size used].
+    #[arg(short = 'k', long, value_name = "SIZE", value_parser = size_arg)]
+    pub chunksize: Option<u64>,
     /// Extended attributes to copy (default with -p: all but Lustre's own; without -p: none
     /// unless this is given).
     #[arg(short = 'X', long, value_name = "POLICY", value_enum)]
@@ -219,7 +221,7 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
     };
     let io = IoArgs {
         bufsize: args.bufsize,
-        chunksize: args.chunksize,
+        chunksize: args.chunksize.unwrap_or(0),
         sparse: args.sparse,
         direct: args.direct,
         open_noatime: args.open_noatime,
@@ -232,8 +234,9 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
     if args.common.verbose && rank0 {
         stdout_bytes(
             format!(
-                "Chunk size {} bytes, buffer size {} bytes, {} ranks; walked in {walk_secs:.3} s\n",
-                args.chunksize,
+                "Chunk size {}, buffer size {} bytes, {} ranks; walked in {walk_secs:.3} s\n",
+                args.chunksize
+                    .map_or("automatic".to_string(), |c| format!("{c} bytes")),
                 args.bufsize,
                 comm.size()
             )
@@ -243,6 +246,9 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
     let mut report = copy::run(comm, plan, &map, &opts);
     transfer::report_failures("cp", &report);
     report.sum(comm);
+    if args.common.verbose && rank0 && report.chunk_size > 0 {
+        stdout_bytes(format!("Chunk size used: {} bytes\n", report.chunk_size).as_bytes());
+    }
     if report.total_errors > 0 {
         status = status.worst(Status::ItemsFailed);
     }

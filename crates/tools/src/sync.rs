@@ -63,9 +63,11 @@ pub struct SyncArgs {
     /// Bytes per read/write call on the pread/pwrite path.
     #[arg(long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
     pub bufsize: u64,
-    /// Bytes per chunk: files are split into chunks copied by different ranks.
-    #[arg(long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
-    pub chunksize: u64,
+    /// Bytes per chunk: files are split into chunks copied by different ranks [default: 4MB,
+    /// grown up to 1GB for big data sets so that every thread still gets two chunks; -v prints
+    /// the size used].
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    pub chunksize: Option<u64>,
     /// Extended attributes to copy (default: all but Lustre's own).
     #[arg(short = 'X', long, value_name = "POLICY", value_enum)]
     pub xattrs: Option<XattrPolicy>,
@@ -287,7 +289,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     }
     let io = IoArgs {
         bufsize: args.bufsize,
-        chunksize: args.chunksize,
+        chunksize: args.chunksize.unwrap_or(0),
         sparse: args.sparse,
         direct: args.direct,
         open_noatime: args.open_noatime,
@@ -300,8 +302,9 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     if args.common.verbose && rank0 {
         stdout_bytes(
             format!(
-                "Chunk size {} bytes, buffer size {} bytes, {} ranks; planned in {:.3} s\n",
-                args.chunksize,
+                "Chunk size {}, buffer size {} bytes, {} ranks; planned in {:.3} s\n",
+                args.chunksize
+                    .map_or("automatic".to_string(), |c| format!("{c} bytes")),
                 args.bufsize,
                 comm.size(),
                 started.elapsed().as_secs_f64()
@@ -312,6 +315,9 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     let mut report = copy::run(comm, d.plan, &map, &opts);
     transfer::report_failures("sync", &report);
     report.sum(comm);
+    if args.common.verbose && rank0 && report.chunk_size > 0 {
+        stdout_bytes(format!("Chunk size used: {} bytes\n", report.chunk_size).as_bytes());
+    }
     let remove_errors = comm.sum(removed.errors.len() as u64);
     if report.total_errors + remove_errors > 0 || report.interrupted {
         status = Status::ItemsFailed;

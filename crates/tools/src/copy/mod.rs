@@ -91,7 +91,8 @@ impl Mapping {
 
 /// How the engine copies.
 pub struct CopyOptions<'a> {
-    /// Bytes per chunk of file data (the unit of work spread over ranks).
+    /// Bytes per chunk of file data (the unit of work spread over ranks); 0 picks it per batch
+    /// with [`auto_chunk_size`].
     pub chunk_size: u64,
     /// How bytes move.
     pub data: DataOptions,
@@ -176,6 +177,8 @@ pub struct Report {
     pub skips: Vec<ItemError>,
     /// A stop request cut the run short.
     pub interrupted: bool,
+    /// The largest chunk size used, in bytes (0 when no file was copied).
+    pub chunk_size: u64,
     /// Failures on all ranks (after [`Report::sum`]).
     pub total_errors: u64,
 }
@@ -215,6 +218,7 @@ impl Report {
             v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[10], v[11],
         ];
         self.interrupted = v[9] > 0;
+        self.chunk_size = comm.max(self.chunk_size);
     }
 }
 
@@ -230,6 +234,7 @@ struct Tally {
     rewritten: AtomicU64,
     compare_meta: AtomicU64,
     bytes: AtomicU64,
+    chunk_size: AtomicU64,
     errors: Mutex<Vec<ItemError>>,
     skips: Mutex<Vec<ItemError>>,
 }
@@ -287,6 +292,7 @@ pub fn run(comm: &dyn Comm, plan: Plan, map: &Mapping, opts: &CopyOptions) -> Re
         errors: tally.errors.into_inner().expect("errors"),
         skips,
         interrupted,
+        chunk_size: load(&tally.chunk_size),
         total_errors: 0,
     }
 }
@@ -461,6 +467,16 @@ impl WorkItem for Batch {
     }
 }
 
+/// The chunk size for `total_bytes` over `workers` threads (all ranks): big enough that a big
+/// file moves in few, large calls (one `copy_file_range` of 256 MiB beats 64 of 4 MiB), small
+/// enough that every worker still gets two chunks. Between 4 MiB and 1 GiB, in whole MiB (so it
+/// stays a multiple of any Lustre stripe size up to 1 MiB).
+pub fn auto_chunk_size(total_bytes: u64, workers: u64) -> u64 {
+    const MIB: u64 = 1 << 20;
+    let per = total_bytes / (2 * workers.max(1));
+    (per.clamp(4 * MIB, 1024 * MIB) / MIB) * MIB
+}
+
 /// Chunks of files split over several chunks: how many are still to land on this rank (counting
 /// from the file's total), and whether one failed.
 struct Pending {
@@ -512,13 +528,19 @@ fn copy_batch(
     opts: &CopyOptions,
     tally: &Tally,
 ) -> bool {
-    let cs = opts.chunk_size.max(1);
+    let threads = rayon::current_num_threads() as u64;
+    let mut t = [
+        files.len() as u64,
+        files.iter().filter_map(|e| e.meta).map(|m| m.size).sum(),
+        threads,
+    ];
+    comm.allreduce(&mut t, ReduceOp::Sum);
+    let cs = match opts.chunk_size {
+        0 => auto_chunk_size(t[1], t[2]),
+        n => n,
+    };
+    tally.chunk_size.fetch_max(cs, Ordering::Relaxed);
     if let Some(p) = opts.progress {
-        let mut t = [
-            files.len() as u64,
-            files.iter().filter_map(|e| e.meta).map(|m| m.size).sum(),
-        ];
-        comm.allreduce(&mut t, ReduceOp::Sum);
         p.total_items.fetch_add(t[0], Ordering::Relaxed);
         p.total_bytes.fetch_add(t[1], Ordering::Relaxed);
     }
@@ -532,7 +554,12 @@ fn copy_batch(
             let dst = map.dest(&c.path);
             let made = At::new(&dst).and_then(|a| {
                 let fd = a.open(OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC, 0o600)?;
-                rustix::fs::ftruncate(&fd, c.file_size)?;
+                // Sparse copies skip holes, so the size must be set here. Dense copies let the
+                // chunks extend the file: filling a pre-sized file is slower on ext4 (its
+                // unwritten extents are converted piece by piece).
+                if opts.data.sparse {
+                    rustix::fs::ftruncate(&fd, c.file_size)?;
+                }
                 Ok(())
             });
             if let Err(e) = made {
@@ -561,6 +588,13 @@ fn copy_batch(
     if !group.is_empty() {
         items.push(Batch { chunks: group });
     }
+    // Interleave big files' chunks (by offset, files in list order within an offset), so that
+    // workers running at once write different files: writers of one file contend for its
+    // inode lock.
+    items.sort_by_key(|b| match b.chunks.as_slice() {
+        [c] if c.file_size > cs => c.offset,
+        _ => 0,
+    });
     let pending: Mutex<HashMap<Vec<u8>, Pending>> = Mutex::new(HashMap::new());
     let cfg = queue::Config {
         max_batch: 2,
@@ -894,5 +928,36 @@ fn dir_metadata(
             }
         });
         comm.barrier();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn automatic_chunks_grow_with_the_data_and_keep_every_worker_busy() {
+        const MIB: u64 = 1 << 20;
+        assert_eq!(auto_chunk_size(0, 2), 4 * MIB);
+        assert_eq!(auto_chunk_size(80 * MIB, 2), 20 * MIB);
+        assert_eq!(auto_chunk_size(2048 * MIB, 2), 512 * MIB);
+        assert_eq!(auto_chunk_size(1 << 50, 2), 1024 * MIB);
+        // 256 ranks of 16 threads on 1 TiB: 128 MiB chunks, two per thread.
+        assert_eq!(auto_chunk_size(1 << 40, 256 * 16), 128 * MIB);
+    }
+
+    #[test]
+    fn mapping_keeps_component_boundaries() {
+        let m = Mapping::new(vec![
+            (b"/a/b".to_vec(), b"/d".to_vec()),
+            (b"/a/b/c".to_vec(), b"/e".to_vec()),
+        ]);
+        assert_eq!(m.dest(b"/a/b"), b"/d");
+        assert_eq!(m.dest(b"/a/b/x/y"), b"/d/x/y");
+        assert_eq!(m.dest(b"/a/b/c/z"), b"/e/z");
+        assert_eq!(m.rel(b"/a/b/x/y"), b"x/y");
+        assert_eq!(m.rel(b"/a/b"), b"");
+        let root = Mapping::new(vec![(b"/".to_vec(), b"/t".to_vec())]);
+        assert_eq!(root.dest(b"/x"), b"/t/x");
     }
 }
