@@ -2,7 +2,7 @@
 
 use crate::cli::{report_error, stdout_bytes, Common};
 use crate::copy::meta::XattrPolicy;
-use crate::copy::{self, links, Mapping, Plan};
+use crate::copy::{links, Mapping, Plan};
 use crate::select::{FilterArgs, Rules};
 use crate::status::Status;
 use crate::transfer::{self, bytes_text, size_arg, IoArgs};
@@ -165,22 +165,14 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
         })
         .collect();
     let dest = normalize(dest_arg.as_bytes(), &cwd);
-    let target = resolve(&sources, &dest, args.dereference);
-    // Every rank looked at the same paths; agree so that no rank goes on alone.
-    let verdict = if target.is_err() {
-        Status::Usage
-    } else {
-        Status::Ok
-    };
-    let target = match (verdict.agree(comm), target) {
-        (Status::Ok, Ok(t)) => t,
-        (_, Err(e)) => return usage(e),
-        (_, Ok(_)) => return Status::Usage,
+    let target = match transfer::agree_setup(comm, "cp", resolve(&sources, &dest, args.dereference))
+    {
+        Ok(t) => t,
+        Err(s) => return s,
     };
     let map = Mapping::new(target.pairs.clone());
     let started = Instant::now();
     steal::signals::install();
-    let stop = steal::signals::stop_flag();
     let mut status = Status::Ok;
     let walk_progress = args.common.progress(comm.rank(), "Walked");
     let roots: Vec<Vec<u8>> = target.pairs.iter().map(|p| p.0.clone()).collect();
@@ -221,7 +213,7 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
     };
     let io = IoArgs {
         bufsize: args.bufsize,
-        chunksize: args.chunksize.unwrap_or(0),
+        chunksize: args.chunksize,
         sparse: args.sparse,
         direct: args.direct,
         open_noatime: args.open_noatime,
@@ -229,38 +221,11 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
         xattrs: args.xattrs,
         batch_files: 0,
     };
-    let progress = args.common.progress(comm.rank(), "Copied");
-    let opts = io.options(Some(stop), &progress);
     if args.common.verbose && rank0 {
-        stdout_bytes(
-            format!(
-                "Chunk size {}, buffer size {} bytes, {} ranks; walked in {walk_secs:.3} s\n",
-                args.chunksize
-                    .map_or("automatic".to_string(), |c| format!("{c} bytes")),
-                args.bufsize,
-                comm.size()
-            )
-            .as_bytes(),
-        );
+        stdout_bytes(format!("Walked in {walk_secs:.3} s\n").as_bytes());
     }
-    let mut report = copy::run(comm, plan, &map, &opts);
-    transfer::report_failures("cp", &report);
-    report.sum(comm);
-    if args.common.verbose && rank0 && report.chunk_size > 0 {
-        stdout_bytes(format!("Chunk size used: {} bytes\n", report.chunk_size).as_bytes());
-    }
-    if report.total_errors > 0 {
-        status = status.worst(Status::ItemsFailed);
-    }
-    if report.interrupted {
-        status = status.worst(Status::ItemsFailed);
-        if rank0 {
-            report_error(
-                "cp",
-                "interrupted by a signal: the copy is incomplete (rerun `mfu-rs sync SRC DEST` to finish it)",
-            );
-        }
-    }
+    let (report, copied) = transfer::copy_and_report(comm, "cp", plan, &map, &io, &args.common);
+    status = status.worst(copied);
     let secs = started.elapsed().as_secs_f64();
     if rank0 && !quiet {
         let items = report.dirs + report.files + report.symlinks + report.hardlinks + report.others;

@@ -146,12 +146,6 @@ struct Decisions {
 /// Run `sync` on this rank. Collective; returns the status every rank agreed on.
 pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     let rank0 = comm.rank() == 0;
-    let usage = |msg: String| {
-        if rank0 {
-            report_error("sync", msg);
-        }
-        Status::Usage.agree(comm)
-    };
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
     let src = normalize(args.src.as_bytes(), &cwd);
     let dest = normalize(args.dest.as_bytes(), &cwd);
@@ -160,19 +154,12 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         .as_ref()
         .map(|d| normalize(d.as_bytes(), &cwd));
     let checked = check_paths(&src, &dest, link_dest.as_deref(), args.dereference);
-    let verdict = if checked.is_err() {
-        Status::Usage
-    } else {
-        Status::Ok
-    };
-    let dest_exists = match (verdict.agree(comm), checked) {
-        (Status::Ok, Ok(e)) => e,
-        (_, Err(e)) => return usage(e),
-        (_, Ok(_)) => return Status::Usage,
+    let dest_exists = match transfer::agree_setup(comm, "sync", checked) {
+        Ok(e) => e,
+        Err(s) => return s,
     };
     let started = Instant::now();
     steal::signals::install();
-    let stop = steal::signals::stop_flag();
     let mut status = Status::Ok;
     let walk_progress = args.common.progress(comm.rank(), "Walked");
     let map = Mapping::new(vec![(src.clone(), dest.clone())]);
@@ -289,7 +276,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     }
     let io = IoArgs {
         bufsize: args.bufsize,
-        chunksize: args.chunksize.unwrap_or(0),
+        chunksize: args.chunksize,
         sparse: args.sparse,
         direct: args.direct,
         open_noatime: args.open_noatime,
@@ -297,27 +284,12 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         xattrs: args.xattrs,
         batch_files: args.batch_files,
     };
-    let progress = args.common.progress(comm.rank(), "Copied");
-    let opts = io.options(Some(stop), &progress);
     if args.common.verbose && rank0 {
-        stdout_bytes(
-            format!(
-                "Chunk size {}, buffer size {} bytes, {} ranks; planned in {:.3} s\n",
-                args.chunksize
-                    .map_or("automatic".to_string(), |c| format!("{c} bytes")),
-                args.bufsize,
-                comm.size(),
-                started.elapsed().as_secs_f64()
-            )
-            .as_bytes(),
-        );
+        let secs = started.elapsed().as_secs_f64();
+        stdout_bytes(format!("Planned in {secs:.3} s\n").as_bytes());
     }
-    let mut report = copy::run(comm, d.plan, &map, &opts);
-    transfer::report_failures("sync", &report);
-    report.sum(comm);
-    if args.common.verbose && rank0 && report.chunk_size > 0 {
-        stdout_bytes(format!("Chunk size used: {} bytes\n", report.chunk_size).as_bytes());
-    }
+    let (report, copied) = transfer::copy_and_report(comm, "sync", d.plan, &map, &io, &args.common);
+    status = status.worst(copied);
     let remove_errors = comm.sum(removed.errors.len() as u64);
     if report.total_errors + remove_errors > 0 || report.interrupted {
         status = Status::ItemsFailed;

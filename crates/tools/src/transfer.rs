@@ -1,11 +1,12 @@
 //! What cp and sync share around the copy engine: I/O options, identity switching, filters on
 //! walked lists, and reporting a run.
 
-use crate::cli::report_error;
+use crate::cli::{report_error, stdout_bytes, Common};
 use crate::copy::data::DataOptions;
 use crate::copy::meta::{MetaOptions, XattrPolicy};
-use crate::copy::{CopyOptions, Mapping, Report};
+use crate::copy::{self, CopyOptions, Mapping, Plan, Report};
 use crate::select::Rules;
+use crate::status::Status;
 use flist::units::parse_size;
 use flist::walk::{walk, WalkOptions, Walked};
 use flist::{Detail, FileList, FileType};
@@ -25,8 +26,8 @@ pub fn size_arg(text: &str) -> Result<u64, String> {
 pub struct IoArgs {
     /// Bytes per read/write call.
     pub bufsize: u64,
-    /// Bytes per chunk (unit of parallel work).
-    pub chunksize: u64,
+    /// Bytes per chunk (unit of parallel work); `None`: automatic.
+    pub chunksize: Option<u64>,
     /// Keep holes.
     pub sparse: bool,
     /// `O_DIRECT`.
@@ -55,7 +56,7 @@ impl IoArgs {
             XattrPolicy::None
         });
         CopyOptions {
-            chunk_size: self.chunksize,
+            chunk_size: self.chunksize.unwrap_or(0),
             data: DataOptions {
                 bufsize: self.bufsize.min(1 << 30) as usize,
                 sparse: self.sparse,
@@ -137,4 +138,74 @@ pub fn report_failures(tool: &str, report: &Report) {
 /// `12.0 MiB (12582912 bytes)`.
 pub fn bytes_text(n: u64) -> String {
     format!("{} ({n} bytes)", human_bytes(n))
+}
+
+/// Checks every rank made before touching anything: the value if they passed on every rank;
+/// otherwise `Status::Usage` on every rank, with rank 0's message (if it failed) on stderr.
+/// Collective.
+pub fn agree_setup<T>(
+    comm: &dyn Comm,
+    tool: &str,
+    checked: Result<T, String>,
+) -> Result<T, Status> {
+    let mine = if checked.is_err() {
+        Status::Usage
+    } else {
+        Status::Ok
+    };
+    match (mine.agree(comm), checked) {
+        (Status::Ok, Ok(v)) => Ok(v),
+        (_, Err(e)) => {
+            if comm.rank() == 0 {
+                report_error(tool, e);
+            }
+            Err(Status::Usage)
+        }
+        (s, Ok(_)) => Err(s),
+    }
+}
+
+/// Run the copy engine for `tool` with progress lines and `-v` sizes; report this rank's
+/// failures, sum the counts over ranks, and say how to finish an interrupted run. Returns the
+/// summed report and the status it implies. Collective.
+pub fn copy_and_report(
+    comm: &dyn Comm,
+    tool: &str,
+    plan: Plan,
+    map: &Mapping,
+    io: &IoArgs,
+    common: &Common,
+) -> (Report, Status) {
+    let rank0 = comm.rank() == 0;
+    let say = |text: String| {
+        if rank0 && common.verbose {
+            stdout_bytes(text.as_bytes());
+        }
+    };
+    say(format!(
+        "Chunk size {}, buffer size {} bytes, {} ranks\n",
+        io.chunksize
+            .map_or("automatic".to_string(), |c| format!("{c} bytes")),
+        io.bufsize,
+        comm.size()
+    ));
+    let progress = common.progress(comm.rank(), "Copied");
+    let opts = io.options(Some(steal::signals::stop_flag()), &progress);
+    let mut report = copy::run(comm, plan, map, &opts);
+    report_failures(tool, &report);
+    report.sum(comm);
+    if report.chunk_size > 0 {
+        say(format!("Chunk size used: {} bytes\n", report.chunk_size));
+    }
+    let mut status = Status::Ok;
+    if report.total_errors > 0 || report.interrupted {
+        status = Status::ItemsFailed;
+    }
+    if report.interrupted && rank0 {
+        report_error(
+            tool,
+            "interrupted by a signal: the copy is incomplete (run `mfu-rs sync SRC DEST` to finish it)",
+        );
+    }
+    (report, status)
 }
