@@ -754,3 +754,34 @@ fn verbose_reports_chunk_and_buffer_sizes() {
         "-v must name the buffer size (128 KiB):\n{all}"
     );
 }
+
+#[test]
+fn progress_lines_count_bytes_towards_the_total_with_an_eta() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    // 48 MiB in 1 MiB chunks: enough work for several 0.5 ms progress ticks.
+    for i in 0..3 {
+        std::fs::write(src.join(format!("f{i}")), vec![i as u8; 16 << 20]).unwrap();
+    }
+    for (tool, dest) in [("cp", "d1"), ("sync", "d2")] {
+        let chunk = if tool == "cp" { "-k" } else { "--chunksize" };
+        let out = expect_status(
+            mfu(&["--ranks", "2", tool, "--progress", "0.0005", chunk, "1M"])
+                .arg(&src)
+                .arg(tmp.path().join(dest)),
+            0,
+        );
+        let err = text(&out.stderr);
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("Copied ")).collect();
+        assert!(!lines.is_empty(), "{tool}: no progress line in:\n{err}");
+        assert!(
+            lines.iter().all(|l| l.contains(" of 48.000 MiB (")),
+            "{tool}: progress must count towards the total:\n{err}"
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("ETA")),
+            "{tool}: some progress line must carry an ETA:\n{err}"
+        );
+    }
+}
