@@ -785,3 +785,70 @@ fn progress_lines_count_bytes_towards_the_total_with_an_eta() {
         );
     }
 }
+
+#[test]
+fn direct_io_copies_unaligned_files_and_their_tails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    // Sizes around the 4 KiB block: O_DIRECT needs whole-block reads and writes.
+    let sizes = [0usize, 1, 4095, 4096, 10_000, 3 * (1 << 20) + 123];
+    for (i, n) in sizes.iter().enumerate() {
+        let bytes: Vec<u8> = (0..*n).map(|j| (j * 31 + i) as u8).collect();
+        std::fs::write(src.join(format!("f{i}")), bytes).unwrap();
+    }
+    for np in [1, 2] {
+        let dest = tmp.path().join(format!("d{np}"));
+        // A buffer that is not a block multiple, and 1 MiB chunks: the last one is unaligned.
+        expect_status(
+            cp(np)
+                .args(["-s", "-k", "1M", "-b", "5000"])
+                .arg(&src)
+                .arg(&dest),
+            0,
+        );
+        tree::assert_equal(
+            &tree::snapshot(&src),
+            &tree::snapshot(&dest),
+            Compare::CONTENT,
+        );
+    }
+}
+
+#[test]
+fn device_nodes_without_privilege_are_skipped_not_failed() {
+    let tmp = open_tempdir();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("f"), b"data\n").unwrap();
+    // The device number of /dev/null (1, 3); only root may create it.
+    let null = std::ffi::CString::new(src.join("null").as_os_str().as_bytes()).unwrap();
+    // SAFETY: mknod with a valid C string.
+    assert_eq!(
+        unsafe { libc::mknod(null.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) },
+        0
+    );
+    let parent = tmp.path().join("out");
+    std::fs::create_dir(&parent).unwrap();
+    tree::chmod(&parent, 0o777);
+    let dest = parent.join("copy");
+    let out = expect_status(
+        cp(1)
+            .args(["-U", "65534", "-G", "65534"])
+            .arg(&src)
+            .arg(&dest),
+        0,
+    );
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("skipped") && err.contains(&format!("{}", dest.join("null").display())),
+        "the device must be reported as skipped:\n{err}"
+    );
+    assert!(
+        text(&out.stdout).contains("1 skipped"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(std::fs::read(dest.join("f")).unwrap(), b"data\n");
+    assert!(!dest.join("null").exists());
+}

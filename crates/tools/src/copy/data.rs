@@ -13,15 +13,17 @@ pub const DIRECT_ALIGN: usize = 4096;
 /// How chunk data moves.
 #[derive(Clone, Copy, Debug)]
 pub struct DataOptions {
-    /// Bytes read or written per system call on the `pread`/`pwrite` path.
+    /// Bytes read or written per system call on the `pread`/`pwrite` path (the size of the
+    /// [`Buffer`]s handed in, rounded up to [`DIRECT_ALIGN`]).
     pub bufsize: usize,
     /// Copy only the data regions of the source, leaving holes in the destination.
     pub sparse: bool,
-    /// Files were opened with `O_DIRECT`: no `copy_file_range`, aligned buffers.
+    /// The source was opened with `O_DIRECT`: no `copy_file_range`, reads of whole blocks.
     pub direct: bool,
 }
 
-/// A reusable I/O buffer aligned for `O_DIRECT`.
+/// A reusable I/O buffer aligned for `O_DIRECT`, allocated on first use (chunks that
+/// `copy_file_range` moves never need one).
 pub struct Buffer {
     raw: Vec<u8>,
     start: usize,
@@ -31,13 +33,18 @@ pub struct Buffer {
 impl Buffer {
     /// A buffer of `len` bytes (rounded up to the direct-I/O alignment).
     pub fn new(len: usize) -> Buffer {
-        let len = len.max(DIRECT_ALIGN).next_multiple_of(DIRECT_ALIGN);
-        let raw = vec![0u8; len + DIRECT_ALIGN];
-        let start = raw.as_ptr().align_offset(DIRECT_ALIGN);
-        Buffer { raw, start, len }
+        Buffer {
+            raw: Vec::new(),
+            start: 0,
+            len: len.max(DIRECT_ALIGN).next_multiple_of(DIRECT_ALIGN),
+        }
     }
 
     fn get(&mut self) -> &mut [u8] {
+        if self.raw.is_empty() {
+            self.raw = vec![0u8; self.len + DIRECT_ALIGN];
+            self.start = self.raw.as_ptr().align_offset(DIRECT_ALIGN);
+        }
         &mut self.raw[self.start..self.start + self.len]
     }
 }
@@ -141,13 +148,18 @@ fn copy_dense(
             return Ok(pos - start);
         }
     }
-    let bufsize = opts.bufsize.max(DIRECT_ALIGN);
     while pos < end {
-        let want = ((end - pos) as usize).min(bufsize).min(buf.len);
+        let want = ((end - pos) as usize).min(buf.len);
+        // O_DIRECT reads ask for whole blocks (the file's end shortens the answer).
+        let ask = if opts.direct {
+            want.next_multiple_of(DIRECT_ALIGN).min(buf.len)
+        } else {
+            want
+        };
         let b = buf.get();
-        let n = match rustix::io::pread(src, &mut b[..want], pos) {
+        let n = match rustix::io::pread(src, &mut b[..ask], pos) {
             Ok(0) => return Err(shrank()),
-            Ok(n) => n,
+            Ok(n) => n.min(want),
             Err(Errno::INTR) => continue,
             Err(e) => return Err(fail("read")(e)),
         };
@@ -177,23 +189,21 @@ fn write_all_at(dst: BorrowedFd<'_>, mut bytes: &[u8], mut at: u64) -> Result<()
     Ok(())
 }
 
-/// Compare `len` bytes at `offset` of `src` and `dst` and rewrite the pieces (of `bufsize`
-/// bytes) that differ; returns the bytes rewritten (0 when the range was already equal).
+/// Compare `len` bytes at `offset` of `src` and `dst` and rewrite the pieces (of a buffer's
+/// size) that differ; returns the bytes rewritten (0 when the range was already equal).
 pub fn sync_range(
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
     offset: u64,
     len: u64,
-    opts: &DataOptions,
     buf: &mut Buffer,
     other: &mut Buffer,
 ) -> Result<u64, DataError> {
     let end = offset + len;
     let mut pos = offset;
     let mut rewritten = 0;
-    let bufsize = opts.bufsize.max(DIRECT_ALIGN).min(buf.len);
     while pos < end {
-        let want = ((end - pos) as usize).min(bufsize);
+        let want = ((end - pos) as usize).min(buf.len);
         let a = &mut buf.get()[..want];
         read_exact_at(src, a, pos, true)?;
         let b = &mut other.get()[..want];
@@ -327,28 +337,19 @@ mod tests {
             .open(tmp.path().join("d"))
             .unwrap();
         let (mut a, mut b) = (Buffer::new(65536), Buffer::new(65536));
-        let n = sync_range(
-            src.as_fd(),
-            dst.as_fd(),
-            0,
-            data.len() as u64,
-            &opts(false),
-            &mut a,
-            &mut b,
-        )
-        .unwrap();
-        assert_eq!(n, 65536);
+        let mut sync = || {
+            sync_range(
+                src.as_fd(),
+                dst.as_fd(),
+                0,
+                data.len() as u64,
+                &mut a,
+                &mut b,
+            )
+            .unwrap()
+        };
+        assert_eq!(sync(), 65536, "one 64 KiB piece differs");
         assert_eq!(std::fs::read(tmp.path().join("d")).unwrap(), data);
-        let n = sync_range(
-            src.as_fd(),
-            dst.as_fd(),
-            0,
-            data.len() as u64,
-            &opts(false),
-            &mut a,
-            &mut b,
-        )
-        .unwrap();
-        assert_eq!(n, 0);
+        assert_eq!(sync(), 0, "nothing left to rewrite");
     }
 }

@@ -720,11 +720,11 @@ impl Worker<'_> {
         }
     }
 
-    fn open_src(&self, src: &[u8]) -> Result<OwnedFd, ItemError> {
+    fn open_src(&self, src: &[u8], direct: bool) -> Result<OwnedFd, ItemError> {
         let err = |e: io::Error| ItemError::new(src, "open", e);
         let at = At::new(src).map_err(err)?;
         let mut flags = OFlags::RDONLY;
-        if self.opts.data.direct {
+        if direct {
             flags |= OFlags::DIRECT;
         }
         if self.opts.open_noatime {
@@ -743,7 +743,11 @@ impl Worker<'_> {
         whole: bool,
         bufs: &mut (Buffer, Option<Buffer>),
     ) -> Result<u64, ItemError> {
-        let src_fd = self.open_src(&c.path)?;
+        // O_DIRECT (-s) for plain copies only: comparing reads exact, unaligned ranges. The
+        // destination is direct when the chunk's writes are whole blocks (all but a file's
+        // unaligned tail).
+        let direct = self.opts.data.direct && !self.compare;
+        let src_fd = self.open_src(&c.path, direct)?;
         let open_err = |e: io::Error| ItemError::new(dst, "open", e);
         let at = At::new(dst).map_err(open_err)?;
         let mut flags = if self.compare {
@@ -754,8 +758,7 @@ impl Worker<'_> {
         if whole && !self.compare {
             flags |= OFlags::CREATE | OFlags::TRUNC;
         }
-        let direct = self.opts.data.direct && c.length % data::DIRECT_ALIGN as u64 == 0;
-        if direct {
+        if direct && c.length % data::DIRECT_ALIGN as u64 == 0 {
             flags |= OFlags::DIRECT;
         }
         let dst_fd = at.open(flags, 0o600).map_err(open_err)?;
@@ -771,7 +774,7 @@ impl Worker<'_> {
             };
             ItemError::new(path, e.op, e.source)
         };
-        let mut cfr_ok = !direct;
+        let mut cfr_ok = true;
         let written = if self.compare {
             let other = bufs
                 .1
@@ -781,7 +784,6 @@ impl Worker<'_> {
                 dst_fd.as_fd(),
                 c.offset,
                 c.length,
-                &data_opts,
                 &mut bufs.0,
                 other,
             )
