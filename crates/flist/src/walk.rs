@@ -10,7 +10,7 @@ use crate::error::ItemError;
 use crate::ids::IdTable;
 use crate::path::{as_path, normalize};
 use crate::record::{Detail, FileList, FileType, Meta};
-use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fd::{BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, CWD};
 use rustix::io::Errno;
 use std::io;
@@ -21,8 +21,7 @@ use steal::queue::{self, WorkItem};
 use steal::wire::{self, Reader};
 use steal::Comm;
 
-/// Longest path handed to a single `open` (Linux `PATH_MAX` is 4096 including the NUL).
-const OPEN_PATH_MAX: usize = 4000;
+use crate::at::{At, WHOLE_PATH_MAX as OPEN_PATH_MAX};
 
 /// How to walk.
 #[derive(Clone, Copy)]
@@ -332,17 +331,7 @@ fn stat_at(dir: BorrowedFd<'_>, name: &[u8], follow: bool) -> Result<rustix::fs:
 
 /// Stat a whole path, of any length.
 pub fn stat_path(path: &[u8], follow: bool) -> Result<rustix::fs::Stat, Errno> {
-    if path.len() < OPEN_PATH_MAX {
-        return stat_at(CWD, path, follow);
-    }
-    let (parent, name) = split_last(path);
-    let fd = open_long(parent, OFlags::PATH | OFlags::DIRECTORY)?;
-    stat_at(fd.as_fd(), name, follow)
-}
-
-fn split_last(path: &[u8]) -> (&[u8], &[u8]) {
-    let i = path.iter().rposition(|&b| b == b'/').unwrap_or(0);
-    (if i == 0 { b"/" } else { &path[..i] }, &path[i + 1..])
+    At::with(path, |dir, name| stat_at(dir, name, follow))
 }
 
 /// Open a directory for reading, with `O_NOATIME` when asked and permitted.

@@ -7,7 +7,7 @@ use crate::select::{FilterArgs, Rules};
 use crate::status::Status;
 use crate::transfer::{self, bytes_text, size_arg, IoArgs};
 use clap::Args;
-use flist::path::{basename, is_prefix, normalize, parent};
+use flist::path::{basename, is_prefix, normalize};
 use flist::walk::stat_path;
 use flist::{FileList, FileType, Meta};
 use std::ffi::OsString;
@@ -99,14 +99,7 @@ fn resolve(sources: &[(Vec<u8>, bool)], dest: &[u8], follow: bool) -> Result<Tar
         ));
     }
     if dest_meta.is_none() {
-        let p = parent(dest);
-        if !stat_path(p, true).is_ok_and(|st| FileType::from_mode(st.st_mode) == FileType::Dir) {
-            return Err(format!(
-                "cannot create {}: the directory {} does not exist",
-                show(dest),
-                show(p)
-            ));
-        }
+        transfer::check_parent(dest)?;
     }
     let mut pairs = Vec::new();
     for (src, contents) in sources {

@@ -18,15 +18,16 @@ use crate::cli::{report_error, stdout_bytes, Common};
 use crate::output::print_in_rank_order;
 use crate::status::Status;
 use clap::Args;
+use flist::at::At;
 use flist::distribute::{by_depth, hash_path, remap, spread};
 use flist::filter::Test;
 use flist::io::{self, Format};
-use flist::path::{basename, display, normalize, parent};
+use flist::path::{display, normalize, parent};
 use flist::record::Entry;
-use flist::walk::{open_long, stat_path, walk, Visit, WalkOptions};
+use flist::walk::{stat_path, walk, Visit, WalkOptions};
 use flist::{Detail, FileList, FileType, ItemError, Meta};
-use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, OFlags, Timespec, Timestamps, CWD};
+use rustix::fd::BorrowedFd;
+use rustix::fs::AtFlags;
 use rustix::io::Errno;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -37,10 +38,6 @@ use std::time::Instant;
 use steal::progress::Progress;
 use steal::wire::{self, Reader};
 use steal::{queue, Comm, CommExt, ReduceOp};
-
-/// Paths at least this long (bytes) are reached through their parent directory's descriptor:
-/// Linux refuses paths of `PATH_MAX` (4096) bytes or more in one call.
-const LONG_PATH: usize = 4000;
 
 /// Records per work item of the removal queue: enough to amortise the queue's bookkeeping,
 /// few enough that idle ranks find work to steal.
@@ -568,34 +565,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The parent directory of long paths, opened once for a run of siblings.
-#[derive(Default)]
-struct Parent {
-    path: Vec<u8>,
-    fd: Option<OwnedFd>,
-}
-
-impl Parent {
-    /// `op(dir, name)` for `path`: relative to the current directory when the path fits one
-    /// system call, else relative to its parent directory's descriptor.
-    fn at<R>(
-        &mut self,
-        path: &[u8],
-        op: impl FnOnce(BorrowedFd<'_>, &[u8]) -> Result<R, Errno>,
-    ) -> Result<R, Errno> {
-        if path.len() < LONG_PATH {
-            return op(CWD, path);
-        }
-        let dir = parent(path);
-        if self.fd.is_none() || self.path != dir {
-            self.fd = Some(open_long(dir, OFlags::PATH | OFlags::DIRECTORY)?);
-            self.path = dir.to_vec();
-        }
-        let fd = self.fd.as_ref().expect("opened above");
-        op(fd.as_fd(), basename(path))
-    }
-}
-
 /// What one rank's workers share while removing.
 struct Remover<'a> {
     selector: &'a Selector,
@@ -676,9 +645,8 @@ impl Remover<'_> {
     }
 
     fn unlink_batch(&self, chunk: &FileList) {
-        let mut dir = Parent::default();
         for e in chunk.iter() {
-            match dir.at(e.path, |d, n| rustix::fs::unlinkat(d, n, AtFlags::empty())) {
+            match At::with(e.path, |d, n| rustix::fs::unlinkat(d, n, AtFlags::empty())) {
                 Ok(()) => {
                     self.files.fetch_add(1, Ordering::Relaxed);
                     self.note_removed(e);
@@ -698,13 +666,12 @@ impl Remover<'_> {
         blocked: &HashSet<Vec<u8>>,
         failed_here: &Mutex<Vec<u8>>,
     ) {
-        let mut dir = Parent::default();
         for e in chunk.iter() {
             if blocked.contains(e.path) {
                 self.held.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            match dir.at(e.path, |d, n| {
+            match At::with(e.path, |d, n| {
                 rustix::fs::unlinkat(d, n, AtFlags::REMOVEDIR)
             }) {
                 Ok(()) => {
@@ -747,10 +714,9 @@ impl Remover<'_> {
             lock(&out).push(p, FileType::Dir, Some(*m));
         }
         run_batches(comm, None, None, &to_stat, |chunk| {
-            let mut dir = Parent::default();
             let mut stated = FileList::new(Detail::Stat);
             for e in chunk.iter() {
-                match dir.at(e.path, |d, n| {
+                match At::with(e.path, |d, n| {
                     rustix::fs::statat(d, n, AtFlags::SYMLINK_NOFOLLOW)
                 }) {
                     Ok(st) => stated.push(e.path, FileType::Dir, Some(Meta::from_stat(&st))),
@@ -766,23 +732,13 @@ impl Remover<'_> {
     }
 
     fn restore_times(&self, chunk: &FileList) {
-        let mut dir = Parent::default();
         for e in chunk.iter() {
             let m = e.meta.expect("a stat list");
-            let times = Timestamps {
-                last_access: Timespec {
-                    tv_sec: m.atime,
-                    tv_nsec: m.atime_nsec.into(),
-                },
-                last_modification: Timespec {
-                    tv_sec: m.mtime,
-                    tv_nsec: m.mtime_nsec.into(),
-                },
-            };
+            let times = crate::copy::meta::timestamps(m);
             let set = |d: BorrowedFd<'_>, n: &[u8]| {
                 rustix::fs::utimensat(d, n, &times, AtFlags::SYMLINK_NOFOLLOW)
             };
-            match dir.at(e.path, set) {
+            match At::with(e.path, set) {
                 // Removed after all (it was selected too): nothing to restore.
                 Ok(()) | Err(Errno::NOENT) => {}
                 Err(err) => {

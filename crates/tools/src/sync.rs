@@ -10,14 +10,14 @@
 use crate::cli::{report_error, stdout_bytes, Common};
 use crate::compare_expr::{Field, Output, State, States};
 use crate::copy::meta::{Differences, XattrPolicy};
-use crate::copy::{self, links, remove, Mapping, Plan};
+use crate::copy::{links, remove, Mapping, Plan};
 use crate::output::print_in_rank_order;
 use crate::select::{FilterArgs, Rules};
 use crate::status::Status;
 use crate::transfer::{self, bytes_text, size_arg, IoArgs};
 use clap::Args;
 use flist::distribute::{hash_path, remap};
-use flist::path::{is_prefix, normalize, parent};
+use flist::path::{is_prefix, normalize};
 use flist::walk::stat_path;
 use flist::{Detail, FileList, FileType, Meta};
 use std::collections::HashMap;
@@ -343,19 +343,12 @@ fn check_paths(
             true
         }
         Err(_) => {
-            let p = parent(dest);
-            if !stat_path(p, true).is_ok_and(|s| FileType::from_mode(s.st_mode) == FileType::Dir) {
-                return Err(format!(
-                    "cannot create {}: the directory {} does not exist",
-                    show(dest),
-                    show(p)
-                ));
-            }
+            transfer::check_parent(dest)?;
             false
         }
     };
     if let Some(l) = link_dest {
-        if !stat_path(l, true).is_ok_and(|s| FileType::from_mode(s.st_mode) == FileType::Dir) {
+        if !transfer::is_dir(l) {
             return Err(format!("--link-dest {}: not a directory", show(l)));
         }
     }
@@ -631,7 +624,7 @@ fn pair_states(
 
 /// The access ACL of `path` (none when absent or unsupported).
 fn acl(path: &[u8]) -> Option<Vec<u8>> {
-    let at = copy::at::At::new(path).ok()?;
+    let at = flist::at::At::new(path).ok()?;
     let mut buf = vec![0u8; 4096];
     let n = rustix::fs::lgetxattr(
         at.short_path().as_ref(),
@@ -644,7 +637,7 @@ fn acl(path: &[u8]) -> Option<Vec<u8>> {
 }
 
 fn link_target(path: &[u8]) -> Option<Vec<u8>> {
-    let at = copy::at::At::new(path).ok()?;
+    let at = flist::at::At::new(path).ok()?;
     rustix::fs::readlinkat(at.dir(), at.name(), Vec::new())
         .ok()
         .map(|c| c.into_bytes())

@@ -209,3 +209,23 @@ pub fn copy_and_report(
     }
     (report, status)
 }
+
+/// True when `path` is a directory (following links).
+pub fn is_dir(path: &[u8]) -> bool {
+    flist::walk::stat_path(path, true)
+        .is_ok_and(|st| FileType::from_mode(st.st_mode) == FileType::Dir)
+}
+
+/// A destination that does not exist yet can be created only in an existing directory.
+pub fn check_parent(dest: &[u8]) -> Result<(), String> {
+    let p = flist::path::parent(dest);
+    if is_dir(p) {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot create {}: the directory {} does not exist",
+            flist::path::display(dest),
+            flist::path::display(p)
+        ))
+    }
+}

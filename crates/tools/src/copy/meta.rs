@@ -3,7 +3,7 @@
 //! The order matters: xattrs first (ACLs among them), then the owner (which clears set-id bits),
 //! then the mode, and the times last, because every other change would touch them.
 
-use super::at::At;
+use flist::at::At;
 use flist::{FileType, ItemError, Meta};
 use rustix::fd::BorrowedFd;
 use rustix::fs::{AtFlags, Gid, Mode, Timespec, Timestamps, Uid};
@@ -152,7 +152,8 @@ impl Differences {
     };
 }
 
-fn timestamps(m: &Meta) -> Timestamps {
+/// The access and modification times of `m`, as `utimensat` takes them.
+pub fn timestamps(m: &Meta) -> Timestamps {
     Timestamps {
         last_access: Timespec {
             tv_sec: m.atime,

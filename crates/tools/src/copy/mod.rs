@@ -13,14 +13,13 @@
 //! 5. fixes metadata of entries whose data was kept (sync);
 //! 6. sets directories' metadata bottom-up.
 
-pub mod at;
 pub mod data;
 pub mod links;
 pub mod meta;
 pub mod remove;
 
-use at::At;
 use data::{Buffer, DataError, DataOptions};
+use flist::at::At;
 use flist::chunk::{plan_chunks, Chunk};
 use flist::distribute::{by_depth, hash_path};
 use flist::{FileList, FileType, ItemError, Meta};
@@ -187,37 +186,28 @@ impl Report {
     /// Sum the counts over all ranks (errors stay local; `total_errors` counts them all).
     /// Collective.
     pub fn sum(&mut self, comm: &dyn Comm) {
-        let mut v = [
-            self.dirs,
-            self.files,
-            self.symlinks,
-            self.hardlinks,
-            self.others,
-            self.skipped,
-            self.meta_fixed,
-            self.bytes,
-            self.errors.len() as u64,
-            self.interrupted as u64,
-            self.rewritten,
-            self.compare_meta,
+        self.total_errors = self.errors.len() as u64;
+        let mut interrupted = u64::from(self.interrupted);
+        let mut counts = [
+            &mut self.dirs,
+            &mut self.files,
+            &mut self.symlinks,
+            &mut self.hardlinks,
+            &mut self.others,
+            &mut self.skipped,
+            &mut self.meta_fixed,
+            &mut self.rewritten,
+            &mut self.compare_meta,
+            &mut self.bytes,
+            &mut self.total_errors,
+            &mut interrupted,
         ];
+        let mut v: Vec<u64> = counts.iter().map(|c| **c).collect();
         comm.allreduce(&mut v, ReduceOp::Sum);
-        [
-            self.dirs,
-            self.files,
-            self.symlinks,
-            self.hardlinks,
-            self.others,
-            self.skipped,
-            self.meta_fixed,
-            self.bytes,
-            self.total_errors,
-            self.rewritten,
-            self.compare_meta,
-        ] = [
-            v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[10], v[11],
-        ];
-        self.interrupted = v[9] > 0;
+        for (c, total) in counts.iter_mut().zip(v) {
+            **c = total;
+        }
+        self.interrupted = interrupted > 0;
         self.chunk_size = comm.max(self.chunk_size);
     }
 }
@@ -567,34 +557,7 @@ fn copy_batch(
             }
         });
     comm.barrier();
-    // Items: one per big-file chunk; small files grouped until a chunk's worth of bytes.
-    let mut items: Vec<Batch> = Vec::new();
-    let mut group = Vec::new();
-    let mut group_bytes = 0;
-    for c in chunks {
-        if c.file_size > cs {
-            items.push(Batch { chunks: vec![c] });
-            continue;
-        }
-        group_bytes += c.length + 4096;
-        group.push(c);
-        if group_bytes >= cs || group.len() >= 256 {
-            items.push(Batch {
-                chunks: std::mem::take(&mut group),
-            });
-            group_bytes = 0;
-        }
-    }
-    if !group.is_empty() {
-        items.push(Batch { chunks: group });
-    }
-    // Interleave big files' chunks (by offset, files in list order within an offset), so that
-    // workers running at once write different files: writers of one file contend for its
-    // inode lock.
-    items.sort_by_key(|b| match b.chunks.as_slice() {
-        [c] if c.file_size > cs => c.offset,
-        _ => 0,
-    });
+    let items = work_items(chunks, cs);
     let pending: Mutex<HashMap<Vec<u8>, Pending>> = Mutex::new(HashMap::new());
     let cfg = queue::Config {
         max_batch: 2,
@@ -619,6 +582,46 @@ fn copy_batch(
     let split = std::mem::take(&mut *pending.lock().expect("pending"));
     finish_split_files(comm, split, &worker);
     outcome.interrupted
+}
+
+/// Small files (at most 256 of them) per work item, at most.
+const FILES_PER_ITEM: usize = 256;
+
+/// Bytes a small file counts for when grouping, besides its data: opening, creating and
+/// finishing a file costs about as much as moving a few KiB.
+const FILE_COST_BYTES: u64 = 4096;
+
+/// The work items of a batch: each chunk of a big file (over `cs` bytes) alone, so its chunks
+/// spread over ranks; small files grouped until a chunk's worth of bytes (counting
+/// [`FILE_COST_BYTES`] per file) or [`FILES_PER_ITEM`] files. Big files' chunks are interleaved
+/// by offset, so that workers running at once write different files (writers of one file
+/// contend for its inode lock).
+fn work_items(chunks: Vec<Chunk>, cs: u64) -> Vec<Batch> {
+    let mut items: Vec<Batch> = Vec::new();
+    let mut group = Vec::new();
+    let mut group_bytes = 0;
+    for c in chunks {
+        if c.file_size > cs {
+            items.push(Batch { chunks: vec![c] });
+            continue;
+        }
+        group_bytes += c.length + FILE_COST_BYTES;
+        group.push(c);
+        if group_bytes >= cs || group.len() >= FILES_PER_ITEM {
+            items.push(Batch {
+                chunks: std::mem::take(&mut group),
+            });
+            group_bytes = 0;
+        }
+    }
+    if !group.is_empty() {
+        items.push(Batch { chunks: group });
+    }
+    items.sort_by_key(|b| match b.chunks.as_slice() {
+        [c] if c.file_size > cs => c.offset,
+        _ => 0,
+    });
+    items
 }
 
 struct Worker<'a> {
@@ -946,6 +949,54 @@ mod tests {
         assert_eq!(auto_chunk_size(1 << 50, 2), 1024 * MIB);
         // 256 ranks of 16 threads on 1 TiB: 128 MiB chunks, two per thread.
         assert_eq!(auto_chunk_size(1 << 40, 256 * 16), 128 * MIB);
+    }
+
+    #[test]
+    fn small_files_travel_together_and_big_files_chunk_by_chunk_interleaved() {
+        let chunk = |path: &str, offset: u64, length: u64, file_size: u64| Chunk {
+            path: path.as_bytes().to_vec(),
+            offset,
+            length,
+            file_size,
+            meta: Meta::default(),
+        };
+        let cs = 1 << 20;
+        let mut chunks: Vec<Chunk> = (0..1000)
+            .map(|i| chunk(&format!("/s{i}"), 0, 100, 100))
+            .collect();
+        for f in ["/big1", "/big2"] {
+            for k in 0..3 {
+                chunks.push(chunk(f, k * cs, cs, 3 * cs));
+            }
+        }
+        let items = work_items(chunks, cs);
+        let small: Vec<usize> = items
+            .iter()
+            .filter(|b| b.chunks[0].file_size <= cs)
+            .map(|b| b.chunks.len())
+            .collect();
+        assert_eq!(small.iter().sum::<usize>(), 1000);
+        assert_eq!(
+            small.len(),
+            4,
+            "1000 small files travel as 4 items, not 1000: {small:?}"
+        );
+        assert!(small.iter().all(|&n| n <= FILES_PER_ITEM));
+        let big: Vec<(&[u8], u64)> = items
+            .iter()
+            .filter(|b| b.chunks[0].file_size > cs)
+            .map(|b| {
+                assert_eq!(
+                    b.chunks.len(),
+                    1,
+                    "a big file's chunk is an item of its own"
+                );
+                (b.chunks[0].path.as_slice(), b.chunks[0].offset)
+            })
+            .collect();
+        // Neighbours (taken by workers at the same time) belong to different files.
+        assert_eq!(big.len(), 6);
+        assert!(big.windows(2).all(|w| w[0].0 != w[1].0), "{big:?}");
     }
 
     #[test]

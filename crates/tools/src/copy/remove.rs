@@ -1,6 +1,6 @@
 //! Removing a list of paths: non-directories in parallel, then directories deepest first.
 
-use super::at::At;
+use flist::at::At;
 use flist::distribute::by_depth;
 use flist::{FileList, FileType, ItemError};
 use rayon::prelude::*;

@@ -2,15 +2,17 @@
 //!
 //! Paths shorter than `PATH_MAX` are used as they are (relative to the current directory, no
 //! extra open); longer ones are reached by opening their parent piece by piece
-//! ([`flist::walk::open_long`]), so a tree with 10 KiB paths copies like any other.
+//! ([`crate::walk::open_long`]), so a tree with 10 KiB paths is walked, copied and removed like
+//! any other.
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, OFlags, CWD};
+use rustix::io::Errno;
 use std::borrow::Cow;
 use std::io;
 
 /// Longest path handed to one system call as a whole (Linux `PATH_MAX` is 4096 with the NUL).
-const WHOLE_PATH_MAX: usize = 4000;
+pub const WHOLE_PATH_MAX: usize = 4000;
 
 /// Where a path lives: a directory (the current one for short paths) and a name in it.
 pub struct At<'p> {
@@ -30,11 +32,21 @@ impl<'p> At<'p> {
         let cut = path.iter().rposition(|&b| b == b'/').unwrap_or(0);
         let parent: &[u8] = if cut == 0 { b"/" } else { &path[..cut] };
         let dir =
-            flist::walk::open_long(parent, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
+            crate::walk::open_long(parent, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
         Ok(At {
             dir: Some(dir),
             name: Cow::Borrowed(&path[cut + 1..]),
         })
+    }
+
+    /// `op(dir, name)` for `path`, with the system's error code (for callers working in
+    /// [`Errno`]s).
+    pub fn with<R>(
+        path: &[u8],
+        op: impl FnOnce(BorrowedFd<'_>, &[u8]) -> Result<R, Errno>,
+    ) -> Result<R, Errno> {
+        let at = At::new(path).map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+        op(at.dir(), at.name())
     }
 
     /// The directory to pass to `*at` calls.
