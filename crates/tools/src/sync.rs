@@ -394,7 +394,12 @@ struct Inputs<'a> {
 /// with --contents).
 fn contents_differ(a: &[u8], b: &[u8]) -> std::io::Result<bool> {
     use std::io::Read;
-    let open = |p: &[u8]| std::fs::File::open(flist::path::as_path(p));
+    // Through flist::at, so paths longer than PATH_MAX work here too.
+    let open = |p: &[u8]| {
+        flist::at::At::new(p)
+            .and_then(|a| a.open(rustix::fs::OFlags::RDONLY, 0))
+            .map(std::fs::File::from)
+    };
     let (mut fa, mut fb) = (open(a)?, open(b)?);
     let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
     loop {
