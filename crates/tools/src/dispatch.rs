@@ -14,6 +14,7 @@ pub const TOOLS: &[(&str, &[&str])] = &[
     ("cp", &["dcp"]),
     ("sync", &["dsync"]),
     ("rm", &["drm"]),
+    ("tar", &["dtar"]),
 ];
 
 #[derive(Parser, Debug)]
@@ -50,6 +51,9 @@ enum Tool {
     /// Remove files and trees in parallel (drm).
     #[command(visible_alias = "drm")]
     Rm(crate::rm::RmArgs),
+    /// Create, extract or list tar archives in parallel, dtar-compatible (dtar).
+    #[command(visible_alias = "dtar")]
+    Tar(crate::tar::TarArgs),
 }
 
 /// The canonical tool that an executable name stands for: `dwalk`, `walk`, `mfu-dwalk` → `walk`.
@@ -119,6 +123,7 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
         Tool::Cp(a) => steal::launch::run(cli.ranks, |comm| crate::cp::run(comm, &a, &rules)),
         Tool::Sync(a) => steal::launch::run(cli.ranks, |comm| crate::sync::run(comm, &a, &rules)),
         Tool::Rm(a) => steal::launch::run(cli.ranks, |comm| crate::rm::run(comm, &a)),
+        Tool::Tar(a) => steal::launch::run(cli.ranks, |comm| crate::tar::run(comm, &a, &rules)),
     };
     match result {
         Ok(statuses) => statuses.into_iter().max().unwrap_or(Status::Ok) as i32,

@@ -17,6 +17,7 @@ pub mod rm;
 pub mod select;
 pub mod status;
 pub mod sync;
+pub mod tar;
 pub mod transfer;
 pub mod walk;
 

@@ -90,7 +90,7 @@ pub fn copy_range(
 ) -> Result<u64, DataError> {
     let end = offset + len;
     if !opts.sparse {
-        return copy_dense(src, dst, offset, end, opts, buf, cfr_ok);
+        return copy_dense(src, offset, dst, offset, len, opts, buf, cfr_ok);
     }
     let mut pos = offset;
     let mut written = 0;
@@ -109,34 +109,52 @@ pub fn copy_range(
             Ok(h) => h.min(end),
             Err(_) => end,
         };
-        written += copy_dense(src, dst, data, hole, opts, buf, cfr_ok)?;
+        written += copy_dense(src, data, dst, data, hole - data, opts, buf, cfr_ok)?;
         pos = hole;
     }
     Ok(written)
 }
 
-fn copy_dense(
+/// Copy `len` bytes from `src` at `src_at` to `dst` at `dst_at` (the offsets may differ: tar
+/// moves file data into and out of an archive); returns bytes written. `cfr_ok` as in
+/// [`copy_range`].
+#[allow(clippy::too_many_arguments)]
+pub fn copy_at(
     src: BorrowedFd<'_>,
+    src_at: u64,
     dst: BorrowedFd<'_>,
-    mut pos: u64,
-    end: u64,
+    dst_at: u64,
+    len: u64,
     opts: &DataOptions,
     buf: &mut Buffer,
     cfr_ok: &mut bool,
 ) -> Result<u64, DataError> {
-    let start = pos;
+    copy_dense(src, src_at, dst, dst_at, len, opts, buf, cfr_ok)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn copy_dense(
+    src: BorrowedFd<'_>,
+    src_at: u64,
+    dst: BorrowedFd<'_>,
+    dst_at: u64,
+    len: u64,
+    opts: &DataOptions,
+    buf: &mut Buffer,
+    cfr_ok: &mut bool,
+) -> Result<u64, DataError> {
+    // `done` counts bytes moved; source and destination advance together.
+    let mut done = 0u64;
     if *cfr_ok && !opts.direct {
-        while pos < end {
-            let (mut off_in, mut off_out) = (pos, pos);
-            let want = (end - pos).min(1 << 30) as usize;
+        while done < len {
+            let (mut off_in, mut off_out) = (src_at + done, dst_at + done);
+            let want = (len - done).min(1 << 30) as usize;
             match rustix::fs::copy_file_range(src, Some(&mut off_in), dst, Some(&mut off_out), want)
             {
                 Ok(0) => return Err(shrank()),
-                Ok(n) => pos += n as u64,
+                Ok(n) => done += n as u64,
                 // The kernel can't do it for this pair of files: fall back for good.
-                Err(Errno::XDEV | Errno::NOSYS | Errno::OPNOTSUPP | Errno::INVAL)
-                    if pos == start =>
-                {
+                Err(Errno::XDEV | Errno::NOSYS | Errno::OPNOTSUPP | Errno::INVAL) if done == 0 => {
                     *cfr_ok = false;
                     break;
                 }
@@ -145,11 +163,11 @@ fn copy_dense(
             }
         }
         if *cfr_ok {
-            return Ok(pos - start);
+            return Ok(done);
         }
     }
-    while pos < end {
-        let want = ((end - pos) as usize).min(buf.len);
+    while done < len {
+        let want = ((len - done) as usize).min(buf.len);
         // O_DIRECT reads ask for whole blocks (the file's end shortens the answer).
         let ask = if opts.direct {
             want.next_multiple_of(DIRECT_ALIGN).min(buf.len)
@@ -157,19 +175,20 @@ fn copy_dense(
             want
         };
         let b = buf.get();
-        let n = match rustix::io::pread(src, &mut b[..ask], pos) {
+        let n = match rustix::io::pread(src, &mut b[..ask], src_at + done) {
             Ok(0) => return Err(shrank()),
             Ok(n) => n.min(want),
             Err(Errno::INTR) => continue,
             Err(e) => return Err(fail("read")(e)),
         };
-        write_all_at(dst, &b[..n], pos)?;
-        pos += n as u64;
+        write_all_at(dst, &b[..n], dst_at + done)?;
+        done += n as u64;
     }
-    Ok(pos - start)
+    Ok(done)
 }
 
-fn write_all_at(dst: BorrowedFd<'_>, mut bytes: &[u8], mut at: u64) -> Result<(), DataError> {
+/// Write all of `bytes` at offset `at` of `dst` (bytes).
+pub fn write_all_at(dst: BorrowedFd<'_>, mut bytes: &[u8], mut at: u64) -> Result<(), DataError> {
     while !bytes.is_empty() {
         match rustix::io::pwrite(dst, bytes, at) {
             Ok(0) => {

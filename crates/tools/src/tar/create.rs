@@ -1,0 +1,1038 @@
+//! `tar -c`: walk, sort by name, encode each header once from the walked record, place every
+//! entry by a prefix sum over ranks, then write headers and data at their offsets from all
+//! ranks, and the dtar index as the last member.
+//!
+//! Small files travel in segments (many consecutive entries assembled in memory and written
+//! with one `pwrite`); a big file's data is cut into chunks that the work-stealing queue spreads
+//! over all ranks (`copy_file_range` from the file into the archive). A file that changes size
+//! after the walk keeps its walked size in the archive (zero-filled when it shrank) and is
+//! reported, so the archive always stays readable.
+//!
+//! With `-z`, each rank turns its contiguous part of the tar stream into zstd frames (in
+//! parallel on its threads), the compressed parts are placed by a second prefix sum, and rank 0
+//! appends the seek table.
+
+use super::header::{round_up, Header, Kind, BLOCK};
+use super::{index, seekable, TarArgs};
+use crate::cli::{report_error, stdout_bytes};
+use crate::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
+use crate::copy::links;
+use crate::copy::Mapping;
+use crate::select::Rules;
+use crate::status::Status;
+use crate::transfer::{self, bytes_text};
+use flist::path::{display, normalize};
+use flist::{FileList, FileType, ItemError, Meta};
+use rayon::prelude::*;
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::OFlags;
+use rustix::io::Errno;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::io::{self, Read, Seek, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+use steal::progress::Progress;
+use steal::queue::{self, WorkItem};
+use steal::wire::{self, Reader};
+use steal::{Comm, CommExt};
+
+/// Files up to this size travel whole inside segments (bytes).
+const SMALL_FILE: u64 = 1 << 20;
+/// Entries per segment, at most.
+const SEGMENT_ENTRIES: usize = 1024;
+/// The environment variable of the test seam: a shell command rank 0 runs after the layout
+/// and before any data is copied (tests use it to change files between walk and copy).
+const HOOK: &str = "MFU_TEST_HOOK_AFTER_LAYOUT";
+
+/// One entry of a segment: its encoded header and, for files, where its data comes from.
+struct Member {
+    header: Vec<u8>,
+    /// Source path (empty for entries without data).
+    src: Vec<u8>,
+    /// Data bytes as walked.
+    size: u64,
+    /// The walked mtime (s, ns), to notice files modified while archived.
+    mtime: (i64, u32),
+    /// The data travels with the header (small files); otherwise chunks carry it.
+    inline: bool,
+}
+
+/// A unit of archive writing.
+enum Segment {
+    /// Consecutive entries starting at archive offset `at`, written as one buffer.
+    Run { at: u64, members: Vec<Member> },
+    /// `len` bytes of a big file from `file_at`, written at archive offset `at`.
+    Chunk {
+        at: u64,
+        src: Vec<u8>,
+        file_at: u64,
+        len: u64,
+        size: u64,
+        mtime: (i64, u32),
+    },
+}
+
+impl Segment {
+    fn len(&self) -> u64 {
+        match self {
+            Segment::Run { members, .. } => members
+                .iter()
+                .map(|m| m.header.len() as u64 + if m.inline { round_up(m.size) } else { 0 })
+                .sum(),
+            Segment::Chunk { len, .. } => *len,
+        }
+    }
+}
+
+impl WorkItem for Segment {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Segment::Run { at, members } => {
+                out.push(0);
+                wire::put_u64(out, *at);
+                wire::put_u64(out, members.len() as u64);
+                for m in members {
+                    wire::put_bytes(out, &m.header);
+                    wire::put_bytes(out, &m.src);
+                    wire::put_u64(out, m.size);
+                    wire::put_u64(out, m.mtime.0 as u64);
+                    wire::put_u64(out, m.mtime.1 as u64);
+                    out.push(m.inline as u8);
+                }
+            }
+            Segment::Chunk {
+                at,
+                src,
+                file_at,
+                len,
+                size,
+                mtime,
+            } => {
+                out.push(1);
+                for v in [*at, *file_at, *len, *size, mtime.0 as u64, mtime.1 as u64] {
+                    wire::put_u64(out, v);
+                }
+                wire::put_bytes(out, src);
+            }
+        }
+    }
+
+    fn decode(input: &mut Reader<'_>) -> Self {
+        if input.u8() == 0 {
+            let at = input.u64();
+            let n = input.u64() as usize;
+            let members = (0..n)
+                .map(|_| Member {
+                    header: input.bytes().to_vec(),
+                    src: input.bytes().to_vec(),
+                    size: input.u64(),
+                    mtime: (input.u64() as i64, input.u64() as u32),
+                    inline: input.u8() != 0,
+                })
+                .collect();
+            Segment::Run { at, members }
+        } else {
+            let v: Vec<u64> = (0..6).map(|_| input.u64()).collect();
+            Segment::Chunk {
+                at: v[0],
+                file_at: v[1],
+                len: v[2],
+                size: v[3],
+                mtime: (v[4] as i64, v[5] as u32),
+                src: input.bytes().to_vec(),
+            }
+        }
+    }
+}
+
+/// What the data phase saw go wrong, by source path (one message per file).
+#[derive(Default)]
+struct Problems(Mutex<HashMap<Vec<u8>, ItemError>>);
+
+impl Problems {
+    fn add(&self, e: ItemError) {
+        self.0
+            .lock()
+            .expect("problems")
+            .entry(e.path.clone())
+            .or_insert(e);
+    }
+    fn changed(&self, src: &[u8], what: String) {
+        self.add(ItemError::new(src, "archive", io::Error::other(what)));
+    }
+    fn into_sorted(self) -> Vec<ItemError> {
+        let mut v: Vec<ItemError> = self
+            .0
+            .into_inner()
+            .expect("problems")
+            .into_values()
+            .collect();
+        v.sort_by(|a, b| a.path.cmp(&b.path));
+        v
+    }
+}
+
+/// Context of the data phase on one rank.
+struct Writer<'a> {
+    open_noatime: bool,
+    problems: Problems,
+    progress: &'a Progress,
+    data: DataOptions,
+}
+
+fn open_source(src: &[u8], noatime: bool) -> io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    if noatime {
+        if let Ok(fd) = flist::walk::open_long(src, flags | OFlags::NOATIME) {
+            return Ok(fd);
+        }
+    }
+    Ok(flist::walk::open_long(src, flags)?)
+}
+
+impl Writer<'_> {
+    /// After the last byte of `src` was read: report a size or mtime different from the walk.
+    fn check_unchanged(&self, fd: BorrowedFd<'_>, src: &[u8], size: u64, mtime: (i64, u32)) {
+        if let Ok(st) = rustix::fs::fstat(fd) {
+            let now = Meta::from_stat(&st);
+            if now.size != size {
+                self.problems.changed(
+                    src,
+                    format!(
+                        "changed size while being archived (walked {size} bytes, now {}): the \
+                         archive holds its first {size} bytes",
+                        now.size
+                    ),
+                );
+            } else if (now.mtime, now.mtime_nsec) != mtime {
+                self.problems.changed(
+                    src,
+                    "was modified while being archived: its data in the archive may mix old and new"
+                        .into(),
+                );
+            }
+        }
+    }
+
+    /// Append `len` bytes of `src` from `file_at` to `out`; zeros where the file is shorter.
+    fn read_into(
+        &self,
+        src: &[u8],
+        file_at: u64,
+        len: u64,
+        size: u64,
+        mtime: (i64, u32),
+        out: &mut Vec<u8>,
+    ) {
+        let start = out.len();
+        out.resize(start + len as usize, 0);
+        let fd = match open_source(src, self.open_noatime) {
+            Ok(fd) => fd,
+            Err(e) => {
+                self.problems.add(ItemError::new(src, "open", e));
+                return;
+            }
+        };
+        let mut done = 0usize;
+        while done < len as usize {
+            match rustix::io::pread(&fd, &mut out[start + done..], file_at + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(Errno::INTR) => {}
+                Err(e) => {
+                    self.problems.add(ItemError::new(src, "read", e.into()));
+                    return;
+                }
+            }
+        }
+        if done < len as usize || file_at + len == size {
+            self.check_unchanged(fd.as_fd(), src, size, mtime);
+        }
+        self.progress.add(0, done as u64);
+    }
+
+    /// The bytes of a segment: headers, data, zero padding.
+    fn bytes_of(&self, seg: &Segment, out: &mut Vec<u8>) {
+        match seg {
+            Segment::Run { members, .. } => {
+                for m in members {
+                    out.extend_from_slice(&m.header);
+                    if m.inline && !m.src.is_empty() {
+                        self.read_into(&m.src, 0, m.size, m.size, m.mtime, out);
+                        out.resize(out.len() + (round_up(m.size) - m.size) as usize, 0);
+                    }
+                    self.progress.add(1, 0);
+                }
+            }
+            Segment::Chunk {
+                src,
+                file_at,
+                len,
+                size,
+                mtime,
+                ..
+            } => {
+                self.read_into(src, *file_at, *len, *size, *mtime, out);
+                if file_at + len == *size {
+                    out.resize(out.len() + (round_up(*size) - size) as usize, 0);
+                }
+            }
+        }
+    }
+
+    /// Write a segment into the uncompressed archive.
+    fn write(&self, archive: BorrowedFd<'_>, seg: Segment, buf: &mut Buffer) {
+        match seg {
+            Segment::Run { at, .. } => {
+                thread_local!(static BYTES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
+                BYTES.with_borrow_mut(|bytes| {
+                    bytes.clear();
+                    self.bytes_of(&seg, bytes);
+                    if let Err(e) = write_all_at(archive, bytes, at) {
+                        self.problems
+                            .add(ItemError::new(b"(archive)", e.op, e.source));
+                    }
+                });
+            }
+            Segment::Chunk {
+                at,
+                src,
+                file_at,
+                len,
+                size,
+                mtime,
+            } => {
+                let fd = match open_source(&src, self.open_noatime) {
+                    Ok(fd) => fd,
+                    Err(e) => return self.problems.add(ItemError::new(&src, "open", e)),
+                };
+                let mut cfr = true;
+                // A short source leaves the rest of the chunk as the zeros the archive was
+                // sized with.
+                match copy_at(
+                    fd.as_fd(),
+                    file_at,
+                    archive,
+                    at,
+                    len,
+                    &self.data,
+                    buf,
+                    &mut cfr,
+                ) {
+                    Ok(n) => self.progress.add(0, n),
+                    Err(e) if e.source.kind() == io::ErrorKind::UnexpectedEof => {
+                        self.check_unchanged(fd.as_fd(), &src, size, mtime)
+                    }
+                    Err(e) => self.problems.add(ItemError::new(&src, e.op, e.source)),
+                }
+                if file_at + len == size {
+                    self.check_unchanged(fd.as_fd(), &src, size, mtime);
+                }
+            }
+        }
+    }
+}
+
+/// An entry of this rank, laid out.
+struct Laid {
+    /// Offset of its first header block in the tar stream.
+    at: u64,
+    member: Member,
+}
+
+/// (path on disk, stored name) of each PATH argument.
+type Roots = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn roots(args: &TarArgs, cwd: &[u8]) -> Result<Roots, String> {
+    let base = match &args.chdir {
+        Some(d) => normalize(d.as_bytes(), cwd),
+        None => cwd.to_vec(),
+    };
+    if !transfer::is_dir(&base) {
+        return Err(format!("-C {}: not a directory", display(&base)));
+    }
+    let mut pairs = Vec::new();
+    for p in &args.paths {
+        let p = p.as_bytes();
+        let abs = normalize(p, &base);
+        flist::walk::stat_path(&abs, false)
+            .map_err(|e| format!("{}: {}", display(&abs), io::Error::from(e)))?;
+        let stored = match super::beneath::clean(p.strip_prefix(b"/").unwrap_or(p)) {
+            Ok(s) if s.is_empty() => b".".to_vec(),
+            Ok(s) => s,
+            Err(_) => {
+                return Err(format!(
+                    "{}: names with '..' would not extract safely; use -C to start from the \
+                     directory above",
+                    display(p)
+                ))
+            }
+        };
+        pairs.push((abs, stored));
+    }
+    Ok(pairs)
+}
+
+/// For the records of `sorted` on this rank that are extra members of a hard-link group: the
+/// source path of the group's first member (the first in name order, so it precedes them in
+/// the archive). Collective.
+fn link_targets(comm: &dyn Comm, sorted: &FileList) -> HashMap<Vec<u8>, Vec<u8>> {
+    let any = sorted
+        .iter()
+        .any(|e| e.kind == FileType::File && e.meta.is_some_and(|m| m.nlink > 1));
+    if !comm.any(any) {
+        return HashMap::new();
+    }
+    let groups = links::group(comm, sorted.clone());
+    // Route each (first, member) pair to the rank holding the member in name order.
+    let firsts: Vec<Option<Vec<u8>>> = comm
+        .allgatherv(&sorted.iter().next().map_or(Vec::new(), |e| {
+            let mut v = vec![1];
+            v.extend_from_slice(e.path);
+            v
+        }))
+        .into_iter()
+        .map(|b| (!b.is_empty()).then(|| b[1..].to_vec()))
+        .collect();
+    let mut sends = vec![Vec::new(); comm.size()];
+    for (first, member) in groups.links {
+        let owner = firsts
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.as_deref().is_some_and(|f| f <= &member[..]))
+            .map(|(r, _)| r)
+            .next_back()
+            .unwrap_or(0);
+        wire::put_bytes(&mut sends[owner], &member);
+        wire::put_bytes(&mut sends[owner], &first);
+    }
+    let mut out = HashMap::new();
+    for bytes in comm.alltoallv(sends) {
+        let mut r = Reader::new(&bytes);
+        while !r.is_empty() {
+            let member = r.bytes().to_vec();
+            out.insert(member, r.bytes().to_vec());
+        }
+    }
+    out
+}
+
+/// Extended attributes of `path` (not followed), for `--preserve-xattrs`.
+fn read_xattrs(path: &[u8]) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let at = flist::at::At::new(path)?;
+    let short = at.short_path();
+    let p = flist::path::as_path(&short);
+    let mut names = vec![0u8; 64 << 10];
+    let n = match rustix::fs::llistxattr(p, &mut names) {
+        Ok(n) => n,
+        Err(Errno::NOTSUP) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = Vec::new();
+    for name in names[..n].split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let mut value = vec![0u8; 64 << 10];
+        let len = rustix::fs::lgetxattr(p, OsStr::from_bytes(name), &mut value)?;
+        value.truncate(len);
+        out.push((name.to_vec(), value));
+    }
+    Ok(out)
+}
+
+/// Encode this rank's records (sorted by name) as archive members. Entries that can't be
+/// archived are reported and left out.
+fn members(
+    list: &FileList,
+    map: &Mapping,
+    links: &HashMap<Vec<u8>, Vec<u8>>,
+    xattrs: bool,
+    errors: &mut Vec<ItemError>,
+    skipped: &mut u64,
+) -> Vec<Member> {
+    let mut out = Vec::with_capacity(list.len());
+    for e in list.iter() {
+        let m = e.meta.expect("stat list");
+        let mut h = Header {
+            path: map.dest(e.path),
+            kind: Kind::File,
+            mode: m.mode & 0o7777,
+            uid: m.uid as u64,
+            gid: m.gid as u64,
+            uname: list
+                .users
+                .name_of(m.uid as u64)
+                .unwrap_or_default()
+                .to_vec(),
+            gname: list
+                .groups
+                .name_of(m.gid as u64)
+                .unwrap_or_default()
+                .to_vec(),
+            size: 0,
+            mtime: m.mtime,
+            mtime_nsec: m.mtime_nsec,
+            link: Vec::new(),
+            dev_major: 0,
+            dev_minor: 0,
+            xattrs: Vec::new(),
+        };
+        match e.kind {
+            FileType::File => match links.get(e.path) {
+                Some(first) => {
+                    h.kind = Kind::HardLink;
+                    h.link = map.dest(first);
+                }
+                None => h.size = m.size,
+            },
+            FileType::Dir => h.kind = Kind::Dir,
+            FileType::Symlink => {
+                h.kind = Kind::Symlink;
+                match flist::at::At::with(e.path, |dir, name| {
+                    rustix::fs::readlinkat(dir, name, Vec::new())
+                }) {
+                    Ok(t) => h.link = t.into_bytes(),
+                    Err(err) => {
+                        errors.push(ItemError::new(e.path, "read link", err.into()));
+                        continue;
+                    }
+                }
+            }
+            other => {
+                report_error(
+                    "tar",
+                    format_args!(
+                        "skipped: {}: a {} is not archived",
+                        display(e.path),
+                        match other {
+                            FileType::Fifo => "fifo",
+                            FileType::Socket => "socket",
+                            _ => "device or special file",
+                        }
+                    ),
+                );
+                *skipped += 1;
+                continue;
+            }
+        }
+        if xattrs {
+            match read_xattrs(e.path) {
+                Ok(x) => h.xattrs = x,
+                Err(err) => errors.push(ItemError::new(e.path, "read xattrs", err)),
+            }
+        }
+        let mut header = Vec::with_capacity(1024);
+        h.encode(&mut header);
+        out.push(Member {
+            header,
+            src: if h.kind == Kind::File {
+                e.path.to_vec()
+            } else {
+                Vec::new()
+            },
+            size: h.size,
+            mtime: (m.mtime, m.mtime_nsec),
+            inline: true,
+        });
+    }
+    out
+}
+
+/// Cut this rank's laid-out entries into segments: runs of small entries and chunks of big
+/// files' data.
+fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut run: Vec<Member> = Vec::new();
+    let mut run_at = 0;
+    let mut run_len = 0u64;
+    let flush = |run: &mut Vec<Member>, run_at: u64, out: &mut Vec<Segment>| {
+        if !run.is_empty() {
+            out.push(Segment::Run {
+                at: run_at,
+                members: std::mem::take(run),
+            });
+        }
+    };
+    for Laid { at, mut member } in laid {
+        if run.is_empty() {
+            run_at = at;
+            run_len = 0;
+        }
+        let big = member.size > SMALL_FILE.min(chunk);
+        let data_at = at + member.header.len() as u64;
+        let (src, size, mtime) = (member.src.clone(), member.size, member.mtime);
+        member.inline = !big;
+        run_len += member.header.len() as u64 + if big { 0 } else { round_up(size) };
+        run.push(member);
+        if big || run.len() >= SEGMENT_ENTRIES || run_len >= chunk {
+            flush(&mut run, run_at, &mut out);
+        }
+        if big {
+            let mut file_at = 0;
+            while file_at < size {
+                let len = chunk.min(size - file_at);
+                out.push(Segment::Chunk {
+                    at: data_at + file_at,
+                    src: src.clone(),
+                    file_at,
+                    len,
+                    size,
+                    mtime,
+                });
+                file_at += len;
+            }
+        }
+    }
+    flush(&mut run, run_at, &mut out);
+    out
+}
+
+/// Where compressed frames wait until their place in the archive is known: memory up to a
+/// limit, then an unnamed temporary file beside the archive.
+struct Spool {
+    mem: Vec<u8>,
+    file: Option<std::fs::File>,
+    limit: usize,
+    dir: Vec<u8>,
+}
+
+impl Spool {
+    fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.file.is_none() && self.mem.len() + bytes.len() > self.limit {
+            let mut f = tempfile::tempfile_in(flist::path::as_path(&self.dir))?;
+            f.write_all(&self.mem)?;
+            self.mem = Vec::new();
+            self.file = Some(f);
+        }
+        match &mut self.file {
+            Some(f) => f.write_all(bytes),
+            None => {
+                self.mem.extend_from_slice(bytes);
+                Ok(())
+            }
+        }
+    }
+    fn len(&mut self) -> io::Result<u64> {
+        match &mut self.file {
+            Some(f) => f.stream_position(),
+            None => Ok(self.mem.len() as u64),
+        }
+    }
+    /// Write everything at offset `at` of `out`.
+    fn write_to(&mut self, out: BorrowedFd<'_>, at: u64) -> io::Result<()> {
+        match &mut self.file {
+            None => write_all_at(out, &self.mem, at).map_err(|e| e.source),
+            Some(f) => {
+                f.rewind()?;
+                let mut buf = vec![0u8; 8 << 20];
+                let mut pos = at;
+                loop {
+                    let n = f.read(&mut buf)?;
+                    if n == 0 {
+                        return Ok(());
+                    }
+                    write_all_at(out, &buf[..n], pos).map_err(|e| e.source)?;
+                    pos += n as u64;
+                }
+            }
+        }
+    }
+}
+
+/// Compress this rank's part of the tar stream (its segments, then `tail`) into frames of
+/// `frame` bytes; returns the spool and the frames' (compressed, decompressed) sizes.
+fn compress_part(
+    w: &Writer,
+    segs: &[Segment],
+    tail: &[u8],
+    frame: usize,
+    level: i32,
+    spool: &mut Spool,
+) -> io::Result<Vec<(u32, u32)>> {
+    let mut sizes = Vec::new();
+    let mut pending: Vec<u8> = Vec::new();
+    let threads = rayon::current_num_threads().max(1);
+    let window = (threads * frame) as u64;
+    let mut emit = |pending: &mut Vec<u8>, all: bool, spool: &mut Spool| -> io::Result<()> {
+        let full = if all {
+            pending.len().div_ceil(frame)
+        } else {
+            pending.len() / frame
+        };
+        if full == 0 {
+            return Ok(());
+        }
+        let cut = (full * frame).min(pending.len());
+        let frames: Vec<io::Result<(Vec<u8>, usize)>> = pending[..cut]
+            .par_chunks(frame)
+            .map(|d| seekable::compress_frame(d, level).map(|c| (c, d.len())))
+            .collect();
+        for f in frames {
+            let (c, d) = f?;
+            spool.push(&c)?;
+            sizes.push((c.len() as u32, d as u32));
+        }
+        pending.drain(..cut);
+        Ok(())
+    };
+    let mut i = 0;
+    while i < segs.len() {
+        // A window of segments read in parallel, then cut into frames compressed in parallel.
+        let mut j = i;
+        let mut bytes = 0;
+        while j < segs.len() && (j == i || bytes < window) {
+            bytes += segs[j].len();
+            j += 1;
+        }
+        let parts: Vec<Vec<u8>> = segs[i..j]
+            .par_iter()
+            .map(|s| {
+                let mut v = Vec::with_capacity(s.len() as usize);
+                w.bytes_of(s, &mut v);
+                v
+            })
+            .collect();
+        for p in parts {
+            pending.extend_from_slice(&p);
+        }
+        emit(&mut pending, false, spool)?;
+        i = j;
+    }
+    pending.extend_from_slice(tail);
+    emit(&mut pending, true, spool)?;
+    Ok(sizes)
+}
+
+/// Create (or empty) the archive, readable by all as tar makes it (less the umask).
+fn create_archive(path: &[u8]) -> io::Result<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o666)
+        .open(flist::path::as_path(path))?;
+    Ok(f.into())
+}
+
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// `tar -c`. Collective.
+pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
+    let rank0 = comm.rank() == 0;
+    let started = Instant::now();
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    let archive = normalize(args.file.as_bytes(), &cwd);
+    let setup = roots(args, &cwd).and_then(|r| {
+        transfer::check_parent(&archive)?;
+        Ok(r)
+    });
+    let pairs = match transfer::agree_setup(comm, "tar", setup) {
+        Ok(v) => v,
+        Err(s) => return s,
+    };
+    let map = Mapping::new(pairs.clone());
+    let progress = args.common.progress(comm.rank(), "Archived");
+    let abs_roots: Vec<Vec<u8>> = pairs.iter().map(|(a, _)| a.clone()).collect();
+    let walked = transfer::walk_sources(comm, "tar", &abs_roots, false, &progress);
+    let mut status = if walked.total_errors > 0 || walked.interrupted {
+        Status::ItemsFailed
+    } else {
+        Status::Ok
+    };
+    let mut list = walked.list;
+    transfer::apply_rules(&mut list, rules, &map);
+    let side = index::side_path(&archive);
+    list.retain(|e| e.path != archive.as_slice() && e.path != side.as_slice());
+    let keys = flist::sort::parse_keys("name").expect("name is a sort key");
+    let list = match flist::sort::sort(comm, list, &keys) {
+        Ok(l) => l,
+        Err(e) => {
+            report_error("tar", e);
+            return Status::Usage.agree(comm);
+        }
+    };
+    let links = link_targets(comm, &list);
+    let mut errors = Vec::new();
+    let mut skipped = 0;
+    let members = members(
+        &list,
+        &map,
+        &links,
+        args.xattrs(),
+        &mut errors,
+        &mut skipped,
+    );
+    drop(list);
+
+    // Layout: every entry's offset by a prefix sum over ranks.
+    let local: u64 = members
+        .iter()
+        .map(|m| m.header.len() as u64 + round_up(m.size))
+        .sum();
+    let (base, total) = comm.offset_and_total(local);
+    let (first_index, count) = comm.offset_and_total(members.len() as u64);
+    let mut at = base;
+    let mut offsets = Vec::with_capacity(members.len());
+    let laid: Vec<Laid> = members
+        .into_iter()
+        .map(|member| {
+            offsets.push(at);
+            let l = Laid { at, member };
+            at += l.member.header.len() as u64 + round_up(l.member.size);
+            l
+        })
+        .collect();
+    let data_bytes: u64 = laid
+        .iter()
+        .filter(|l| !l.member.src.is_empty())
+        .map(|l| l.member.size)
+        .sum();
+    let mut idx_header = Vec::new();
+    index::member_header(
+        &[flist::path::basename(&archive), b".dtaridx"].concat(),
+        count,
+        now_secs(),
+    )
+    .encode(&mut idx_header);
+    let idx_data_at = total + idx_header.len() as u64;
+    let idx_data_len = index::data_len(count);
+    let entry_size = idx_header.len() as u64 + idx_data_len;
+    let stream_len = total + entry_size + index::END;
+    let footer = index::footer(count, total, entry_size);
+
+    if rank0 {
+        if let Ok(cmd) = std::env::var(HOOK) {
+            let _ = std::process::Command::new("sh").arg("-c").arg(cmd).status();
+        }
+    }
+    comm.barrier();
+
+    let w = Writer {
+        open_noatime: args.open_noatime,
+        problems: Problems::default(),
+        progress: &progress,
+        data: DataOptions {
+            bufsize: args.bufsize.min(1 << 30) as usize,
+            sparse: false,
+            direct: false,
+        },
+    };
+    let segs = segments(laid, args.chunksize);
+    let frames_made = AtomicU64::new(0);
+    let compressed_bytes = AtomicU64::new(0);
+    let fail = |what: &str, e: io::Error| {
+        report_error("tar", format_args!("{what} {}: {e}", display(&archive)));
+        Status::Usage
+    };
+
+    let written = if !args.zstd {
+        // Rank 0 creates the archive at its final size (so unwritten padding reads as zeros).
+        let created = if rank0 {
+            create_archive(&archive)
+                .and_then(|fd| {
+                    rustix::fs::ftruncate(&fd, stream_len)?;
+                    Ok(fd)
+                })
+                .map_err(|e| fail("create", e))
+        } else {
+            Err(Status::Ok)
+        };
+        let ok = comm.all(!rank0 || created.is_ok());
+        if !ok {
+            return Status::Usage.agree(comm);
+        }
+        let fd = match created {
+            Ok(fd) => fd,
+            Err(_) => match flist::walk::open_long(&archive, OFlags::WRONLY | OFlags::CLOEXEC) {
+                Ok(fd) => fd,
+                Err(e) => {
+                    fail("open", e.into());
+                    // Keep taking part in the collectives below.
+                    flist::walk::open_long(b"/dev/null", OFlags::WRONLY).expect("/dev/null")
+                }
+            },
+        };
+        // Every rank writes its slice of the index; rank 0 the member's header and footer.
+        let mut ok = write_all_at(
+            fd.as_fd(),
+            &index::encode_offsets(&offsets),
+            idx_data_at + 8 * first_index,
+        )
+        .is_ok();
+        if rank0 {
+            ok &= write_all_at(fd.as_fd(), &idx_header, total).is_ok();
+            ok &= write_all_at(
+                fd.as_fd(),
+                &footer,
+                idx_data_at + idx_data_len - index::FOOTER,
+            )
+            .is_ok();
+        }
+        if !ok {
+            w.problems.add(ItemError::new(
+                &archive,
+                "write index",
+                io::Error::last_os_error(),
+            ));
+        }
+        let config = queue::Config {
+            max_batch: 1,
+            stop: Some(steal::signals::stop_flag()),
+            progress: Some(&progress),
+            ..queue::Config::default()
+        };
+        let archive_fd = fd.as_fd();
+        let outcome = queue::run(comm, &config, segs, |seg, _spawned| {
+            thread_local!(static BUF: RefCell<Option<Buffer>> = const { RefCell::new(None) });
+            BUF.with_borrow_mut(|b| {
+                let buf = b.get_or_insert_with(|| Buffer::new(w.data.bufsize));
+                w.write(archive_fd, seg, buf);
+            })
+        });
+        if outcome.interrupted {
+            status = Status::ItemsFailed;
+        }
+        let synced = rustix::fs::fsync(&fd).is_ok();
+        comm.all(synced)
+    } else {
+        // The last rank's part ends with the index member and the end blocks; it needs every
+        // offset.
+        let last = comm.rank() + 1 == comm.size();
+        let all_offsets = comm.allgatherv(&index::encode_offsets(&offsets));
+        let mut tail = Vec::new();
+        if last {
+            tail.extend_from_slice(&idx_header);
+            for part in &all_offsets {
+                tail.extend_from_slice(part);
+            }
+            tail.resize(
+                (idx_data_len - index::FOOTER) as usize + idx_header.len(),
+                0,
+            );
+            tail.extend_from_slice(&footer);
+            tail.resize(tail.len() + index::END as usize, 0);
+        }
+        drop(all_offsets);
+        let mut spool = Spool {
+            mem: Vec::new(),
+            file: None,
+            limit: args.memsize.min(usize::MAX as u64) as usize,
+            dir: flist::path::parent(&archive).to_vec(),
+        };
+        let sizes = compress_part(
+            &w,
+            &segs,
+            &tail,
+            (args.chunksize as usize).next_multiple_of(BLOCK as usize),
+            args.zstd_level,
+            &mut spool,
+        );
+        let (sizes, ok) = match sizes {
+            Ok(s) => (s, true),
+            Err(e) => {
+                report_error("tar", format_args!("compress: {e}"));
+                (Vec::new(), false)
+            }
+        };
+        let spooled = spool.len().unwrap_or(0);
+        frames_made.store(sizes.len() as u64, Ordering::Relaxed);
+        compressed_bytes.store(spooled, Ordering::Relaxed);
+        if !comm.all(ok) {
+            return Status::Usage.agree(comm);
+        }
+        let (c_base, c_total) = comm.offset_and_total(spooled);
+        let mut mine = Vec::new();
+        for (c, d) in &sizes {
+            mine.extend_from_slice(&c.to_le_bytes());
+            mine.extend_from_slice(&d.to_le_bytes());
+        }
+        let all_sizes: Vec<(u32, u32)> = comm
+            .allgatherv(&mine)
+            .concat()
+            .chunks_exact(8)
+            .map(|c| {
+                (
+                    u32::from_le_bytes(c[0..4].try_into().expect("4")),
+                    u32::from_le_bytes(c[4..8].try_into().expect("4")),
+                )
+            })
+            .collect();
+        let table = seekable::encode_table(&all_sizes);
+        let created = if rank0 {
+            create_archive(&archive)
+                .and_then(|fd| {
+                    rustix::fs::ftruncate(&fd, c_total + table.len() as u64)?;
+                    write_all_at(fd.as_fd(), &table, c_total).map_err(|e| e.source)?;
+                    Ok(())
+                })
+                .map_err(|e| fail("create", e))
+                .is_ok()
+        } else {
+            true
+        };
+        if !comm.all(created) {
+            return Status::Usage.agree(comm);
+        }
+        let wrote = flist::walk::open_long(&archive, OFlags::WRONLY | OFlags::CLOEXEC)
+            .map_err(io::Error::from)
+            .and_then(|fd| {
+                spool.write_to(fd.as_fd(), c_base)?;
+                rustix::fs::fsync(&fd)?;
+                Ok(())
+            });
+        if let Err(e) = &wrote {
+            report_error("tar", format_args!("write {}: {e}", display(&archive)));
+        }
+        comm.all(wrote.is_ok())
+    };
+    if !written {
+        status = Status::ItemsFailed;
+    }
+    let mut problems = errors;
+    problems.extend(w.problems.into_sorted());
+    for e in &problems {
+        report_error("tar", e);
+    }
+    let failed = comm.sum(problems.len() as u64);
+    if failed > 0 {
+        status = Status::ItemsFailed;
+    }
+    if args.common.verbose {
+        let line = format!(
+            "rank {}: archived {} entries, {} bytes of data; compressed {} zstd frames ({} bytes)\n",
+            comm.rank(),
+            offsets.len(),
+            data_bytes,
+            frames_made.load(Ordering::Relaxed),
+            compressed_bytes.load(Ordering::Relaxed),
+        );
+        crate::output::print_in_rank_order(comm, line.into_bytes(), stdout_bytes);
+    }
+    let skipped = comm.sum(skipped);
+    let data_total = comm.sum(data_bytes);
+    if rank0 && !args.common.quiet {
+        let secs = started.elapsed().as_secs_f64();
+        let mut line = format!(
+            "Archived {count} entries, {} of data, into {} in {secs:.3} s ({}/s)",
+            bytes_text(data_total),
+            display(&archive),
+            steal::progress::human_bytes((data_total as f64 / secs.max(1e-9)) as u64),
+        );
+        if skipped > 0 {
+            line.push_str(&format!("; {skipped} skipped"));
+        }
+        if failed > 0 {
+            line.push_str(&format!("; {failed} failed"));
+        }
+        line.push('\n');
+        stdout_bytes(line.as_bytes());
+    }
+    status.agree(comm)
+}

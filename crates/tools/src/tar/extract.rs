@@ -1,0 +1,630 @@
+//! `tar -x`: extract in parallel.
+//!
+//! The stream is split by bytes over ranks ([`scan::share`]; on frame boundaries when
+//! compressed). A rank handles the entries whose headers start in its part and writes the data
+//! bytes that lie in its part, including the tail of an entry that started before it, so a big
+//! file's data is written by every rank its bytes span. Phases, each closed by a barrier:
+//! 1. directories (owner-only while extracting);
+//! 2. files created empty at their final size (an existing non-directory is replaced);
+//! 3. data: `copy_file_range` from the archive in chunks, or, compressed, one zstd frame per
+//!    task, decompressed once and written to every file it holds;
+//! 4. symlinks, hard links, fifos and devices;
+//! 5. metadata of files and links; then directories' metadata, deepest first.
+//!
+//! Every write goes through [`Target`], which never follows a symlink, and every name through
+//! [`clean`], which refuses absolute paths and `..`.
+
+use super::beneath::{clean, explain, split, Target};
+use super::header::{Decoded, Kind};
+use super::index::{self, Source};
+use super::scan::{self, share, Located};
+use super::stream::Archive;
+use super::TarArgs;
+use crate::cli::{report_error, stdout_bytes};
+use crate::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
+use crate::transfer::bytes_text;
+use flist::path::{display, normalize};
+use rayon::prelude::*;
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, Gid, Mode, OFlags, Timespec, Timestamps, Uid};
+use rustix::io::Errno;
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+use steal::{Comm, CommExt};
+
+use crate::status::Status;
+
+/// An entry this rank extracts (or whose data tail it writes).
+struct Item {
+    /// Cleaned path relative to the target.
+    rel: Vec<u8>,
+    d: Decoded,
+    /// Its header starts in this rank's part (otherwise only its data tail is ours).
+    own: bool,
+}
+
+/// How metadata is restored.
+struct Restore {
+    owner: bool,
+    exact_mode: bool,
+    umask: u32,
+    xattrs: bool,
+}
+
+impl Restore {
+    fn mode(&self, mode: u32) -> u32 {
+        if self.exact_mode {
+            mode & 0o7777
+        } else {
+            mode & 0o777 & !self.umask
+        }
+    }
+}
+
+/// Failures of this rank, each naming the entry.
+#[derive(Default)]
+struct Failures(Mutex<Vec<String>>);
+
+impl Failures {
+    fn add(&self, path: &[u8], what: impl std::fmt::Display) {
+        self.0
+            .lock()
+            .expect("failures")
+            .push(format!("{}: {what}", display(path)));
+    }
+    fn take(self) -> Vec<String> {
+        self.0.into_inner().expect("failures")
+    }
+}
+
+/// Open the existing file `rel` for writing, without following symlinks.
+fn open_file(target: &Target, rel: &[u8]) -> Result<OwnedFd, Errno> {
+    let (parent, name) = split(rel);
+    let dir = target.dir(parent, false)?;
+    rustix::fs::openat(
+        &dir,
+        name,
+        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// Run `make` in the parent of `rel` (created if missing) for the name; when the name is
+/// taken by a non-directory, remove that and try once more.
+fn replace_at(
+    target: &Target,
+    rel: &[u8],
+    make: impl Fn(&OwnedFd, &[u8]) -> Result<(), Errno>,
+) -> Result<(), String> {
+    let (parent, name) = split(rel);
+    let dir = target.dir(parent, true).map_err(explain)?;
+    match make(&dir, name) {
+        Err(Errno::EXIST) => {
+            let st = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(explain)?;
+            if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+                return Err("a directory of that name is in the way".into());
+            }
+            rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(explain)?;
+            make(&dir, name).map_err(explain)
+        }
+        r => r.map_err(explain),
+    }
+}
+
+fn create_file(target: &Target, item: &Item) -> Result<(), String> {
+    replace_at(target, &item.rel, |dir, name| {
+        let fd = rustix::fs::openat(
+            dir,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        rustix::fs::ftruncate(&fd, item.d.header.size)
+    })
+}
+
+fn make_other(target: &Target, item: &Item) -> Result<(), String> {
+    let h = &item.d.header;
+    match h.kind {
+        Kind::Symlink => replace_at(target, &item.rel, |dir, name| {
+            rustix::fs::symlinkat(OsStr::from_bytes(&h.link), dir, name)
+        }),
+        Kind::HardLink => {
+            let to =
+                clean(&h.link).map_err(|e| format!("hard link to {}: {e}", display(&h.link)))?;
+            let (tp, tn) = split(&to);
+            let tdir = target
+                .dir(tp, false)
+                .map_err(|e| format!("hard link to {}: {}", display(&h.link), explain(e)))?;
+            replace_at(target, &item.rel, |dir, name| {
+                rustix::fs::linkat(&tdir, tn, dir, name, AtFlags::empty())
+            })
+        }
+        Kind::Fifo | Kind::Char | Kind::Block => {
+            let (ty, dev) = match h.kind {
+                Kind::Fifo => (rustix::fs::FileType::Fifo, 0),
+                Kind::Char => (
+                    rustix::fs::FileType::CharacterDevice,
+                    rustix::fs::makedev(h.dev_major, h.dev_minor),
+                ),
+                _ => (
+                    rustix::fs::FileType::BlockDevice,
+                    rustix::fs::makedev(h.dev_major, h.dev_minor),
+                ),
+            };
+            replace_at(target, &item.rel, |dir, name| {
+                rustix::fs::mknodat(dir, name, ty, Mode::from_raw_mode(0o600), dev)
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Owner, mode, mtime and xattrs of an extracted entry (not for hard links: their inode got
+/// its metadata as a file).
+fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
+    let h = &item.d.header;
+    let (parent, name) = split(&item.rel);
+    let dir = if item.rel.is_empty() {
+        None
+    } else {
+        Some(target.dir(parent, false).map_err(explain)?)
+    };
+    let (dir_fd, name): (_, &[u8]) = match &dir {
+        Some(d) => (d.as_fd(), name),
+        None => (target.root(), b"."),
+    };
+    let step = |op: &str, r: Result<(), Errno>| r.map_err(|e| format!("{op}: {}", explain(e)));
+    if how.xattrs && !h.xattrs.is_empty() {
+        let path = format!("/proc/self/fd/{}/", {
+            use std::os::fd::AsRawFd;
+            dir_fd.as_raw_fd()
+        });
+        let mut p = path.into_bytes();
+        p.extend_from_slice(name);
+        for (k, v) in &h.xattrs {
+            step(
+                "set xattr",
+                rustix::fs::lsetxattr(
+                    OsStr::from_bytes(&p),
+                    OsStr::from_bytes(k),
+                    v,
+                    rustix::fs::XattrFlags::empty(),
+                ),
+            )?;
+        }
+    }
+    if how.owner {
+        let r = rustix::fs::chownat(
+            dir_fd,
+            name,
+            Some(Uid::from_raw(h.uid as u32)),
+            Some(Gid::from_raw(h.gid as u32)),
+            AtFlags::SYMLINK_NOFOLLOW,
+        );
+        step("chown", r)?;
+    }
+    if h.kind != Kind::Symlink {
+        let r = rustix::fs::chmodat(
+            dir_fd,
+            name,
+            Mode::from_raw_mode(how.mode(h.mode)),
+            AtFlags::empty(),
+        );
+        step("chmod", r)?;
+    }
+    let times = Timestamps {
+        last_access: Timespec {
+            tv_sec: 0,
+            tv_nsec: rustix::fs::UTIME_NOW,
+        },
+        last_modification: Timespec {
+            tv_sec: h.mtime,
+            tv_nsec: h.mtime_nsec as _,
+        },
+    };
+    step(
+        "set times",
+        rustix::fs::utimensat(dir_fd, name, &times, AtFlags::SYMLINK_NOFOLLOW),
+    )
+}
+
+/// The entries of this rank's part of the stream: those whose headers start in `[start, end)`
+/// and the one before whose data reaches into it.
+fn my_items(
+    archive: &Archive,
+    found: &Located,
+    start: u64,
+    end: u64,
+    fail: &Failures,
+) -> Vec<Item> {
+    let first = found.offsets.partition_point(|&o| o < start);
+    let last = found.offsets.partition_point(|&o| o < end);
+    let from = first.saturating_sub(usize::from(first > 0));
+    let decoded = scan::decode(archive, &found.offsets[from..last]);
+    let mut out = Vec::new();
+    for (i, d) in decoded.into_iter().enumerate() {
+        let own = from + i >= first;
+        let d = match d {
+            Ok(d) => d,
+            Err(e) => {
+                if own {
+                    fail.add(b"(archive)", e);
+                }
+                continue;
+            }
+        };
+        if !own && (!d.header.has_data() || d.data + d.header.size <= start) {
+            continue;
+        }
+        match clean(&d.header.path) {
+            Ok(rel) => out.push(Item { rel, d, own }),
+            Err(e) => {
+                if own {
+                    fail.add(&d.header.path, e);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Write the data of `items` that lies in `[start, end)` of an uncompressed archive.
+#[allow(clippy::too_many_arguments)]
+fn copy_data(
+    archive: &Archive,
+    target: &Target,
+    items: &[Item],
+    (start, end): (u64, u64),
+    chunk: u64,
+    data: &DataOptions,
+    fail: &Failures,
+    bytes: &AtomicU64,
+) {
+    let mut pieces = Vec::new();
+    for (i, it) in items.iter().enumerate() {
+        if it.d.header.kind != Kind::File || it.d.header.size == 0 {
+            continue;
+        }
+        let (a, b) = (
+            it.d.data.max(start),
+            (it.d.data + it.d.header.size).min(end),
+        );
+        let mut x = a;
+        while x < b {
+            let len = chunk.min(b - x);
+            pieces.push((i, x, len));
+            x += len;
+        }
+    }
+    pieces.par_iter().for_each_init(
+        || (Buffer::new(data.bufsize), true),
+        |(buf, cfr), &(i, x, len)| {
+            let it = &items[i];
+            let r = open_file(target, &it.rel).map_err(explain).and_then(|fd| {
+                copy_at(
+                    archive.fd(),
+                    x,
+                    fd.as_fd(),
+                    x - it.d.data,
+                    len,
+                    data,
+                    buf,
+                    cfr,
+                )
+                .map_err(|e| {
+                    if e.source.kind() == io::ErrorKind::UnexpectedEof {
+                        "truncated archive: the entry's data is cut short".to_string()
+                    } else {
+                        format!("{}: {}", e.op, e.source)
+                    }
+                })
+            });
+            match r {
+                Ok(n) => {
+                    bytes.fetch_add(n, Ordering::Relaxed);
+                }
+                Err(e) => fail.add(&it.rel, e),
+            }
+        },
+    );
+}
+
+/// Decompress the frames of `[start, end)` of a compressed archive, each once, and write the
+/// file data they hold.
+fn write_frames(
+    archive: &Archive,
+    target: &Target,
+    items: &[Item],
+    (start, end): (u64, u64),
+    fail: &Failures,
+    bytes: &AtomicU64,
+) {
+    let table = archive.table().expect("compressed");
+    let files: Vec<&Item> = items
+        .iter()
+        .filter(|it| it.d.header.kind == Kind::File && it.d.header.size > 0)
+        .collect();
+    let frames: Vec<usize> = (0..table.frames.len())
+        .filter(|&i| table.frames[i].d_at >= start && table.frames[i].d_at < end)
+        .collect();
+    frames.par_iter().for_each(|&i| {
+        let f = table.frames[i];
+        let (fa, fb) = (f.d_at, f.d_at + f.d_len as u64);
+        let first = files.partition_point(|it| it.d.data + it.d.header.size <= fa);
+        let touched: Vec<&&Item> = files[first..]
+            .iter()
+            .take_while(|it| it.d.data < fb)
+            .collect();
+        if touched.is_empty() {
+            return;
+        }
+        let data = match archive.frame(i) {
+            Ok(d) => d,
+            Err(e) => {
+                for it in touched {
+                    fail.add(&it.rel, format_args!("decompress: {e}"));
+                }
+                return;
+            }
+        };
+        for it in touched {
+            let a = it.d.data.max(fa);
+            let b = (it.d.data + it.d.header.size).min(fb);
+            let r = open_file(target, &it.rel).map_err(explain).and_then(|fd| {
+                write_all_at(
+                    fd.as_fd(),
+                    &data[(a - fa) as usize..(b - fa) as usize],
+                    a - it.d.data,
+                )
+                .map_err(|e| format!("{}: {}", e.op, e.source))
+            });
+            match r {
+                Ok(()) => {
+                    bytes.fetch_add(b - a, Ordering::Relaxed);
+                }
+                Err(e) => fail.add(&it.rel, e),
+            }
+        }
+    });
+}
+
+/// Find the entries and say how; with `--save-index` keep a scanned index. Collective.
+pub fn find_entries(
+    comm: &dyn Comm,
+    archive: &Archive,
+    path: &[u8],
+    args: &TarArgs,
+) -> (Located, Status) {
+    let found = scan::locate(comm, archive, path, args.memsize);
+    let mut status = Status::Ok;
+    if let Some(d) = &found.damage {
+        if comm.rank() == 0 {
+            report_error("tar", format_args!("{}: {d}", display(path)));
+        }
+        status = Status::ItemsFailed;
+    }
+    if found.source == Source::Scan && comm.rank() == 0 {
+        let side = index::side_path(path);
+        if args.save_index {
+            let mut offsets = found.offsets.clone();
+            if let Some(m) = found.member {
+                offsets.push(m);
+            }
+            if let Err(e) =
+                std::fs::write(flist::path::as_path(&side), index::encode_offsets(&offsets))
+            {
+                report_error("tar", format_args!("save index {}: {e}", display(&side)));
+                status = Status::ItemsFailed;
+            } else if !args.common.quiet {
+                eprintln!(
+                    "mfu-rs tar: saved the index of {} entries as {}",
+                    offsets.len(),
+                    display(&side)
+                );
+            }
+        } else if !args.common.quiet {
+            eprintln!(
+                "mfu-rs tar: {} has no index; scanned it and found {} entries (--save-index \
+                 keeps the index as {} for the next run)",
+                display(path),
+                found.offsets.len(),
+                display(&side)
+            );
+        }
+    }
+    (found, status)
+}
+
+/// `tar -x`. Collective.
+pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
+    let rank0 = comm.rank() == 0;
+    let started = Instant::now();
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    let path = normalize(args.file.as_bytes(), &cwd);
+    let dest = args
+        .chdir
+        .as_ref()
+        .map_or(cwd.clone(), |d| normalize(d.as_bytes(), &cwd));
+    let opened = Archive::open(&path)
+        .map_err(|e| format!("open {}: {e}", display(&path)))
+        .and_then(|a| {
+            Target::open(&dest)
+                .map(|t| (a, t))
+                .map_err(|e| format!("open the target directory {}: {e}", display(&dest)))
+        });
+    let (archive, target) = match crate::transfer::agree_setup(comm, "tar", opened) {
+        Ok(v) => v,
+        Err(s) => return s,
+    };
+    let (found, mut status) = find_entries(comm, &archive, &path, args);
+    let root = rustix::process::geteuid().is_root();
+    let how = Restore {
+        owner: args.preserve || args.preserve_owner || root,
+        exact_mode: args.preserve || args.preserve_perms || root,
+        umask: {
+            let m = rustix::process::umask(Mode::empty());
+            rustix::process::umask(m);
+            m.bits()
+        },
+        xattrs: args.xattrs(),
+    };
+    let fail = Failures::default();
+    let (start, end) = share(&archive, comm.size(), comm.rank());
+    let items = my_items(&archive, &found, start, end, &fail);
+    let progress = args.common.progress(comm.rank(), "Extracted");
+    let mut skipped = 0u64;
+
+    // 1. Directories.
+    for it in items
+        .iter()
+        .filter(|it| it.own && it.d.header.kind == Kind::Dir)
+    {
+        if let Err(e) = target.dir(&it.rel, true) {
+            fail.add(&it.rel, explain(e));
+        }
+    }
+    comm.barrier();
+    // 2. Files, empty at their final size.
+    items
+        .par_iter()
+        .filter(|it| it.own && it.d.header.kind == Kind::File)
+        .for_each(|it| {
+            if let Err(e) = create_file(&target, it) {
+                fail.add(&it.rel, e);
+            }
+        });
+    comm.barrier();
+    // 3. Data.
+    let bytes = AtomicU64::new(0);
+    let data = DataOptions {
+        bufsize: args.bufsize.min(1 << 30) as usize,
+        sparse: false,
+        direct: false,
+    };
+    if archive.table().is_some() {
+        write_frames(&archive, &target, &items, (start, end), &fail, &bytes);
+    } else {
+        copy_data(
+            &archive,
+            &target,
+            &items,
+            (start, end),
+            args.chunksize,
+            &data,
+            &fail,
+            &bytes,
+        );
+    }
+    progress.add(0, bytes.load(Ordering::Relaxed));
+    comm.barrier();
+    // 4. Links, fifos, devices.
+    for it in items.iter().filter(|it| it.own) {
+        match it.d.header.kind {
+            Kind::Symlink | Kind::HardLink | Kind::Fifo | Kind::Char | Kind::Block => {
+                match make_other(&target, it) {
+                    Err(e) if it.d.header.kind != Kind::Fifo && e.contains("not permitted") => {
+                        report_error("tar", format_args!("skipped: {}: {e}", display(&it.rel)));
+                        skipped += 1;
+                    }
+                    Err(e) => fail.add(&it.rel, e),
+                    Ok(()) => {}
+                }
+            }
+            Kind::Other(t) => {
+                report_error(
+                    "tar",
+                    format_args!(
+                        "skipped: {}: entries of type '{}' are not extracted",
+                        display(&it.rel),
+                        t as char
+                    ),
+                );
+                skipped += 1;
+            }
+            _ => {}
+        }
+    }
+    comm.barrier();
+    // 5. Metadata: files and links now, directories deepest first.
+    items
+        .par_iter()
+        .filter(|it| {
+            it.own
+                && !matches!(
+                    it.d.header.kind,
+                    Kind::Dir | Kind::HardLink | Kind::Other(_)
+                )
+        })
+        .for_each(|it| {
+            if args.fsync && it.d.header.kind == Kind::File {
+                if let Err(e) = open_file(&target, &it.rel).and_then(|fd| rustix::fs::fsync(&fd)) {
+                    fail.add(&it.rel, format_args!("fsync: {}", explain(e)));
+                }
+            }
+            if let Err(e) = set_meta(&target, it, &how) {
+                fail.add(&it.rel, e);
+            }
+        });
+    let dirs: Vec<&Item> = items
+        .iter()
+        .filter(|it| it.own && it.d.header.kind == Kind::Dir)
+        .collect();
+    let depth = |it: &Item| flist::path::depth(&it.rel) as u64;
+    let deepest = comm.max(dirs.iter().map(|it| depth(it) + 1).max().unwrap_or(0));
+    for level in (0..deepest).rev() {
+        dirs.par_iter()
+            .filter(|it| depth(it) == level)
+            .for_each(|it| {
+                if let Err(e) = set_meta(&target, it, &how) {
+                    fail.add(&it.rel, e);
+                }
+            });
+        comm.barrier();
+    }
+
+    let failures = fail.take();
+    for f in &failures {
+        report_error("tar", f);
+    }
+    let failed = comm.sum(failures.len() as u64);
+    if failed > 0 {
+        status = Status::ItemsFailed;
+    }
+    let entries = items.iter().filter(|it| it.own).count() as u64;
+    if args.common.verbose {
+        let line = format!(
+            "rank {}: extracted {entries} entries, {} bytes of data; decompressed {} zstd frames ({} bytes)\n",
+            comm.rank(),
+            bytes.load(Ordering::Relaxed),
+            archive.frames_decoded.load(Ordering::Relaxed),
+            archive.bytes_decoded.load(Ordering::Relaxed),
+        );
+        crate::output::print_in_rank_order(comm, line.into_bytes(), stdout_bytes);
+    }
+    let total_entries = comm.sum(entries);
+    let total_bytes = comm.sum(bytes.load(Ordering::Relaxed));
+    let skipped = comm.sum(skipped);
+    if rank0 && !args.common.quiet {
+        let secs = started.elapsed().as_secs_f64();
+        let mut line = format!(
+            "Extracted {total_entries} entries, {} of data, into {} in {secs:.3} s ({}/s)",
+            bytes_text(total_bytes),
+            display(&dest),
+            steal::progress::human_bytes((total_bytes as f64 / secs.max(1e-9)) as u64),
+        );
+        if skipped > 0 {
+            line.push_str(&format!("; {skipped} skipped"));
+        }
+        if failed > 0 {
+            line.push_str(&format!("; {failed} failed"));
+        }
+        line.push('\n');
+        stdout_bytes(line.as_bytes());
+    }
+    status.agree(comm)
+}

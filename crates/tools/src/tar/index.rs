@@ -1,0 +1,177 @@
+//! The dtar index (DTAR_IDX): the byte offset of every entry's first header block, kept as the
+//! archive's last member (with a footer that finds it from the end), as a side file
+//! `ARCHIVE.dtaridx`, or as the xattr `user.dtar.idx` (formats.md §5).
+
+use super::header::{self, round_up, Header, Kind, BLOCK};
+use super::stream::Archive;
+use std::io;
+
+/// The footer's magic: the ASCII bytes "DTAR_IDX".
+pub const MAGIC: u64 = 0x4454_4152_5F49_4458;
+/// The footer's version.
+pub const VERSION: u64 = 1;
+/// Bytes of the footer (6 u64 big-endian).
+pub const FOOTER: u64 = 48;
+/// Bytes of the two zero blocks that end an archive.
+pub const END: u64 = 2 * BLOCK;
+/// Name of the xattr some dtar versions keep the index in.
+pub const XATTR: &str = "user.dtar.idx";
+
+/// Where an index came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The side file `ARCHIVE.dtaridx`.
+    SideFile,
+    /// The xattr `user.dtar.idx` of the archive.
+    Xattr,
+    /// The archive's last member, found by its footer.
+    Member,
+    /// A scan of the archive.
+    Scan,
+}
+
+/// Bytes of the index member's data for `count` entries: the offsets padded to whole blocks,
+/// then a block whose last 48 bytes are the footer (the layout dtar writes).
+pub fn data_len(count: u64) -> u64 {
+    round_up(8 * count) + BLOCK
+}
+
+/// The index member's header (a regular file `name`, mode 0600, owned by the writer).
+pub fn member_header(name: &[u8], count: u64, mtime: i64) -> Header {
+    Header {
+        path: name.to_vec(),
+        kind: Kind::File,
+        mode: 0o600,
+        uid: rustix::process::geteuid().as_raw() as u64,
+        gid: rustix::process::getegid().as_raw() as u64,
+        uname: Vec::new(),
+        gname: Vec::new(),
+        size: data_len(count),
+        mtime,
+        mtime_nsec: 0,
+        link: Vec::new(),
+        dev_major: 0,
+        dev_minor: 0,
+        xattrs: Vec::new(),
+    }
+}
+
+/// The footer: `count` entries, `archive_size` bytes before the index member, which takes
+/// `entry_size` bytes with its header and padding.
+pub fn footer(count: u64, archive_size: u64, entry_size: u64) -> [u8; FOOTER as usize] {
+    let mut out = [0u8; FOOTER as usize];
+    for (i, v) in [count, archive_size, 0, entry_size, VERSION, MAGIC]
+        .into_iter()
+        .enumerate()
+    {
+        out[i * 8..i * 8 + 8].copy_from_slice(&v.to_be_bytes());
+    }
+    out
+}
+
+/// Offsets as packed big-endian u64 (the side file's and the member's layout).
+pub fn encode_offsets(offsets: &[u64]) -> Vec<u8> {
+    offsets.iter().flat_map(|o| o.to_be_bytes()).collect()
+}
+
+/// Packed big-endian u64 offsets; `None` when the length is not a multiple of 8.
+pub fn decode_offsets(bytes: &[u8]) -> Option<Vec<u64>> {
+    (bytes.len() % 8 == 0).then(|| {
+        bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_be_bytes(c.try_into().expect("8 bytes")))
+            .collect()
+    })
+}
+
+/// The index member found through the footer at the end of the archive: its offsets and the
+/// member's own first header offset. `None` when there is no valid footer.
+pub fn read_member(archive: &Archive) -> io::Result<Option<(Vec<u64>, u64)>> {
+    let len = archive.len();
+    if len < END + FOOTER + BLOCK {
+        return Ok(None);
+    }
+    let raw = archive.read_at(len - END - FOOTER, FOOTER as usize)?;
+    if raw.len() != FOOTER as usize {
+        return Ok(None);
+    }
+    let f: Vec<u64> = raw
+        .chunks_exact(8)
+        .map(|c| u64::from_be_bytes(c.try_into().expect("8 bytes")))
+        .collect();
+    let (count, entry_size) = (f[0], f[3]);
+    if f[5] != MAGIC || f[4] != VERSION || entry_size > len - END || entry_size < BLOCK {
+        return Ok(None);
+    }
+    let start = len - END - entry_size;
+    let mut read = |at: u64, n: usize| archive.read_at(at, n);
+    let decoded = match header::decode_entry(&mut read, start) {
+        Ok(Some(d)) => d,
+        _ => return Ok(None),
+    };
+    if decoded.header.size < 8 * count + FOOTER || decoded.data + decoded.header.size > len {
+        return Ok(None);
+    }
+    let offsets = decode_offsets(&archive.read_at(decoded.data, 8 * count as usize)?)
+        .filter(|o| o.len() as u64 == count && valid_order(o, start));
+    Ok(offsets.map(|o| (o, start)))
+}
+
+/// Offsets strictly increasing, block-aligned and below `end`.
+pub fn valid_order(offsets: &[u64], end: u64) -> bool {
+    offsets.iter().all(|&o| o % BLOCK == 0 && o < end) && offsets.windows(2).all(|w| w[0] < w[1])
+}
+
+/// The side file `ARCHIVE.dtaridx` beside `archive_path`, if present and well formed.
+pub fn side_path(archive_path: &[u8]) -> Vec<u8> {
+    let mut p = archive_path.to_vec();
+    p.extend_from_slice(b".dtaridx");
+    p
+}
+
+/// Offsets from the side file, or from the archive's `user.dtar.idx` xattr, with where they
+/// came from; `None` when neither exists.
+pub fn read_external(archive_path: &[u8], stream_len: u64) -> Option<(Vec<u64>, Source)> {
+    let side = std::fs::read(flist::path::as_path(&side_path(archive_path)))
+        .ok()
+        .and_then(|b| decode_offsets(&b))
+        .filter(|o| valid_order(o, stream_len));
+    if let Some(o) = side {
+        return Some((o, Source::SideFile));
+    }
+    let mut buf = vec![0u8; 1 << 20];
+    let n = rustix::fs::getxattr(flist::path::as_path(archive_path), XATTR, &mut buf).ok()?;
+    decode_offsets(&buf[..n])
+        .filter(|o| valid_order(o, stream_len))
+        .map(|o| (o, Source::Xattr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footer_and_sizes_follow_the_dtar_vector() {
+        // tartree.dtar.tar: 39 entries, index member of 2560 bytes at 9648128, 1024 data bytes.
+        assert_eq!(data_len(39), 1024);
+        let f = footer(39, 9_648_128, 2560);
+        assert_eq!(&f[40..48], b"DTAR_IDX");
+        assert_eq!(u64::from_be_bytes(f[0..8].try_into().unwrap()), 39);
+        assert_eq!(u64::from_be_bytes(f[24..32].try_into().unwrap()), 2560);
+        assert_eq!(u64::from_be_bytes(f[32..40].try_into().unwrap()), 1);
+        assert_eq!(data_len(0), 512);
+        assert_eq!(data_len(64), 1024);
+        assert_eq!(data_len(65), 1536);
+    }
+
+    #[test]
+    fn offsets_round_trip_and_bad_orders_are_refused() {
+        let o = vec![0, 1024, 4096];
+        assert_eq!(decode_offsets(&encode_offsets(&o)), Some(o.clone()));
+        assert_eq!(decode_offsets(&[0; 7]), None);
+        assert!(valid_order(&o, 4608));
+        assert!(!valid_order(&o, 4096));
+        assert!(!valid_order(&[0, 0], 4096));
+        assert!(!valid_order(&[0, 100], 4096));
+    }
+}

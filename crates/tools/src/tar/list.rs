@@ -1,0 +1,160 @@
+//! `tar -t`: names, or with `-v` lines like `tar -tv`, printed in archive order; each rank
+//! decodes an even share of the entries.
+
+use super::extract::find_entries;
+use super::header::{Decoded, Kind};
+use super::stream::Archive;
+use super::TarArgs;
+use crate::cli::{report_error, stdout_bytes};
+use crate::status::Status;
+use flist::distribute::even_start;
+use flist::path::{display, normalize};
+use std::os::unix::ffi::OsStrExt;
+use steal::{Comm, CommExt};
+
+/// `-rw-r--r--`-style type and permission letters.
+pub fn mode_string(kind: Kind, mode: u32) -> String {
+    let mut s = String::with_capacity(10);
+    s.push(match kind {
+        Kind::Dir => 'd',
+        Kind::Symlink => 'l',
+        Kind::HardLink => 'h',
+        Kind::Char => 'c',
+        Kind::Block => 'b',
+        Kind::Fifo => 'p',
+        Kind::File | Kind::Other(_) => '-',
+    });
+    let bit = |b: u32, c: char| if mode & b != 0 { c } else { '-' };
+    let special = |x: u32, s: u32, on: char, off: char| match (mode & x != 0, mode & s != 0) {
+        (true, true) => on,
+        (false, true) => off,
+        (true, false) => 'x',
+        (false, false) => '-',
+    };
+    s.push(bit(0o400, 'r'));
+    s.push(bit(0o200, 'w'));
+    s.push(special(0o100, 0o4000, 's', 'S'));
+    s.push(bit(0o040, 'r'));
+    s.push(bit(0o020, 'w'));
+    s.push(special(0o010, 0o2000, 's', 'S'));
+    s.push(bit(0o004, 'r'));
+    s.push(bit(0o002, 'w'));
+    s.push(special(0o001, 0o1000, 't', 'T'));
+    s
+}
+
+/// `YYYY-MM-DD HH:MM` in local time, as `tar -tv` prints it.
+fn local_time(secs: i64) -> String {
+    let t = secs as libc::time_t;
+    // SAFETY: localtime_r writes only into `tm`, which lives on this stack frame.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return secs.to_string();
+    }
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min
+    )
+}
+
+/// One `tar -tv` line; `width` is the running width of the owner/size column (GNU tar widens
+/// it as wider values come).
+pub fn long_line(d: &Decoded, width: &mut usize) -> Vec<u8> {
+    let h = &d.header;
+    let name = |n: &[u8], id: u64| {
+        if n.is_empty() {
+            id.to_string().into_bytes()
+        } else {
+            n.to_vec()
+        }
+    };
+    let owner = [name(&h.uname, h.uid), b"/".to_vec(), name(&h.gname, h.gid)].concat();
+    let size = match h.kind {
+        Kind::Char | Kind::Block => format!("{},{}", h.dev_major, h.dev_minor),
+        _ => h.size.to_string(),
+    };
+    let pad = owner.len() + 1 + size.len();
+    *width = (*width).max(pad);
+    let mut out = format!("{} ", mode_string(h.kind, h.mode)).into_bytes();
+    out.extend_from_slice(&owner);
+    out.extend(std::iter::repeat_n(b' ', *width - pad + 1));
+    out.extend_from_slice(size.as_bytes());
+    out.extend_from_slice(format!(" {} ", local_time(h.mtime)).as_bytes());
+    out.extend_from_slice(&h.path);
+    if h.kind == Kind::Dir && !h.path.ends_with(b"/") {
+        out.push(b'/');
+    }
+    match h.kind {
+        Kind::Symlink => {
+            out.extend_from_slice(b" -> ");
+            out.extend_from_slice(&h.link);
+        }
+        Kind::HardLink => {
+            out.extend_from_slice(b" link to ");
+            out.extend_from_slice(&h.link);
+        }
+        _ => {}
+    }
+    out.push(b'\n');
+    out
+}
+
+/// `tar -t`. Collective.
+pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    let path = normalize(args.file.as_bytes(), &cwd);
+    let opened = Archive::open(&path).map_err(|e| format!("open {}: {e}", display(&path)));
+    let archive = match crate::transfer::agree_setup(comm, "tar", opened) {
+        Ok(a) => a,
+        Err(s) => return s,
+    };
+    let (found, mut status) = find_entries(comm, &archive, &path, args);
+    let n = found.offsets.len() as u64;
+    let (a, b) = (
+        even_start(n, comm.size(), comm.rank()) as usize,
+        even_start(n, comm.size(), comm.rank() + 1) as usize,
+    );
+    let mut out = Vec::new();
+    let mut failed = 0u64;
+    let mut width = 19;
+    for d in super::scan::decode(&archive, &found.offsets[a..b]) {
+        match d {
+            Ok(d) if args.common.verbose => out.extend_from_slice(&long_line(&d, &mut width)),
+            Ok(d) => {
+                out.extend_from_slice(&d.header.path);
+                if d.header.kind == Kind::Dir {
+                    out.push(b'/');
+                }
+                out.push(b'\n');
+            }
+            Err(e) => {
+                report_error("tar", format_args!("{}: {e}", display(&path)));
+                failed += 1;
+            }
+        }
+    }
+    crate::output::print_in_rank_order(comm, out, stdout_bytes);
+    if comm.sum(failed) > 0 {
+        status = Status::ItemsFailed;
+    }
+    status.agree(comm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_strings_match_ls() {
+        assert_eq!(mode_string(Kind::Dir, 0o755), "drwxr-xr-x");
+        assert_eq!(mode_string(Kind::File, 0o4755), "-rwsr-xr-x");
+        assert_eq!(mode_string(Kind::File, 0o2644), "-rw-r-Sr--");
+        assert_eq!(mode_string(Kind::Dir, 0o1777), "drwxrwxrwt");
+        assert_eq!(mode_string(Kind::Symlink, 0o777), "lrwxrwxrwx");
+        assert_eq!(mode_string(Kind::File, 0o444), "-r--r--r--");
+    }
+}

@@ -1,0 +1,273 @@
+//! Finding an archive's entries: from an index (side file, xattr, the DTAR_IDX member), or by a
+//! parallel scan; and splitting the stream over ranks.
+//!
+//! The scan: every rank reads its byte range of the stream (`--memsize` at a time) and notes
+//! each block that is a valid tar header (checksum), with its type, size and, for pax headers,
+//! a `size` override. Rank 0 then follows the chain from offset 0 through those candidates
+//! (header, data, next header...), which rejects blocks inside file data that merely look like
+//! headers. The chain stops at the end-of-archive blocks, or at damage (a bad header, a cut
+//! archive), which is reported; the entries before it are still usable.
+
+use super::header::{self, classify, flag_has_data, pax_size, round_up, BlockKind, BLOCK};
+use super::index::{self, Source};
+use super::stream::Archive;
+use flist::distribute::even_start;
+use std::collections::HashMap;
+use steal::wire::{self, Reader};
+use steal::Comm;
+
+/// An archive's entries as found.
+#[derive(Clone, Debug)]
+pub struct Located {
+    /// Offset of every entry's first header block, in order (the index member excluded).
+    pub offsets: Vec<u64>,
+    /// Where they came from.
+    pub source: Source,
+    /// Offset of the DTAR_IDX member, when the archive has one.
+    pub member: Option<u64>,
+    /// Damage found by a scan (the entries after it are missing from `offsets`).
+    pub damage: Option<String>,
+}
+
+/// Find the entries of `archive` (at `path`). Collective: every rank gets the same answer.
+pub fn locate(comm: &dyn Comm, archive: &Archive, path: &[u8], memsize: u64) -> Located {
+    let member = index::read_member(archive).ok().flatten();
+    let member_at = member.as_ref().map(|m| m.1);
+    let (offsets, source, damage) = match index::read_external(path, archive.len()) {
+        Some((o, s)) => (o, s, None),
+        None => match member {
+            Some((o, _)) => (o, Source::Member, None),
+            None => {
+                let (o, d) = scan(comm, archive, memsize);
+                (o, Source::Scan, d)
+            }
+        },
+    };
+    let offsets = offsets
+        .into_iter()
+        .filter(|&o| Some(o) != member_at)
+        .collect();
+    Located {
+        offsets,
+        source,
+        member: member_at,
+        damage,
+    }
+}
+
+/// The part `[start, end)` of the tar stream that `rank` of `size` handles: an even split by
+/// bytes, on frame boundaries for a compressed archive, on block boundaries otherwise.
+pub fn share(archive: &Archive, size: usize, rank: usize) -> (u64, u64) {
+    match archive.table() {
+        Some(t) => {
+            let n = t.frames.len() as u64;
+            let at = |r: usize| {
+                let i = even_start(n, size, r);
+                t.frames.get(i as usize).map_or(archive.len(), |f| f.d_at)
+            };
+            (at(rank), at(rank + 1))
+        }
+        None => {
+            let blocks = archive.len().div_ceil(BLOCK);
+            let at = |r: usize| (even_start(blocks, size, r) * BLOCK).min(archive.len());
+            (at(rank), at(rank + 1))
+        }
+    }
+}
+
+/// A block that looked like a header during the scan.
+struct Candidate {
+    flag: u8,
+    size: u64,
+    /// The `size` record of a pax header's data.
+    pax_size: Option<u64>,
+}
+
+fn scan_share(archive: &Archive, start: u64, end: u64, memsize: u64) -> Vec<(u64, Candidate)> {
+    let step = memsize.clamp(BLOCK, 1 << 30) / BLOCK * BLOCK;
+    let mut out = Vec::new();
+    let mut pos = start;
+    while pos < end {
+        let want = step.min(end - pos) as usize;
+        let buf = match archive.read_at(pos, want) {
+            Ok(b) => b,
+            Err(_) => break,
+        };
+        if buf.is_empty() {
+            break;
+        }
+        for (i, block) in buf.chunks_exact(BLOCK as usize).enumerate() {
+            let at = pos + i as u64 * BLOCK;
+            if let BlockKind::Header { flag, size } = classify(block) {
+                let pax_size = if matches!(flag, b'x' | b'X') {
+                    let from = (i + 1) * BLOCK as usize;
+                    let data = if from + size as usize <= buf.len() {
+                        buf[from..from + size as usize].to_vec()
+                    } else {
+                        archive
+                            .read_at(at + BLOCK, size.min(1 << 20) as usize)
+                            .unwrap_or_default()
+                    };
+                    pax_size(&data)
+                } else {
+                    None
+                };
+                out.push((
+                    at,
+                    Candidate {
+                        flag,
+                        size,
+                        pax_size,
+                    },
+                ));
+            }
+        }
+        pos += buf.len() as u64;
+    }
+    out
+}
+
+/// Follow the chain of headers from offset 0 through `found`; returns the entries' offsets and
+/// the damage that stopped it early, if any.
+fn follow(archive: &Archive, found: &HashMap<u64, Candidate>) -> (Vec<u64>, Option<String>) {
+    let len = archive.len();
+    let mut offsets = Vec::new();
+    let mut at = 0u64;
+    let mut entry_start: Option<u64> = None;
+    let mut size_override: Option<u64> = None;
+    loop {
+        if at >= len {
+            // No end-of-archive blocks: accepted, as GNU tar does, unless inside an entry.
+            return match entry_start {
+                Some(s) => (
+                    offsets,
+                    Some(format!(
+                        "truncated archive: it ends inside the entry at byte {s}"
+                    )),
+                ),
+                None => (offsets, None),
+            };
+        }
+        let Some(c) = found.get(&at) else {
+            let block = archive.read_at(at, BLOCK as usize).unwrap_or_default();
+            return match classify(&block) {
+                BlockKind::Zero if entry_start.is_none() => (offsets, None),
+                _ if block.len() < BLOCK as usize => (
+                    offsets,
+                    Some(format!(
+                        "truncated archive: it ends inside the header at byte {at}"
+                    )),
+                ),
+                _ => (
+                    offsets,
+                    Some(format!(
+                        "corrupt archive: no valid tar header at byte {at} (checksum mismatch or \
+                         not a tar header); the entries before it are usable"
+                    )),
+                ),
+            };
+        };
+        let next;
+        if matches!(c.flag, b'x' | b'X' | b'g' | b'L' | b'K') {
+            if c.flag != b'g' {
+                entry_start.get_or_insert(at);
+            }
+            if c.pax_size.is_some() && c.flag != b'g' {
+                size_override = c.pax_size;
+            }
+            next = at + BLOCK + round_up(c.size);
+        } else {
+            let start = entry_start.take().unwrap_or(at);
+            let size = size_override.take().unwrap_or(c.size);
+            let data_end = at + BLOCK + if flag_has_data(c.flag) { size } else { 0 };
+            if data_end > len {
+                return (
+                    offsets,
+                    Some(format!(
+                        "truncated archive: the entry at byte {start} needs {} bytes of data \
+                         but the archive ends at byte {len}",
+                        data_end - at - BLOCK
+                    )),
+                );
+            }
+            offsets.push(start);
+            next = at
+                + BLOCK
+                + if flag_has_data(c.flag) {
+                    round_up(size)
+                } else {
+                    0
+                };
+        }
+        at = next;
+    }
+}
+
+/// Scan the archive in parallel for its entries. Collective.
+pub fn scan(comm: &dyn Comm, archive: &Archive, memsize: u64) -> (Vec<u64>, Option<String>) {
+    let (start, end) = share(archive, comm.size(), comm.rank());
+    let mine = scan_share(archive, start, end, memsize);
+    let mut bytes = Vec::with_capacity(mine.len() * 27);
+    for (at, c) in &mine {
+        wire::put_u64(&mut bytes, *at);
+        bytes.push(c.flag);
+        wire::put_u64(&mut bytes, c.size);
+        wire::put_u64(&mut bytes, c.pax_size.map_or(u64::MAX, |s| s));
+    }
+    drop(mine);
+    let gathered = comm.allgatherv(&bytes);
+    drop(bytes);
+    let mut result = Vec::new();
+    if comm.rank() == 0 {
+        let mut found = HashMap::new();
+        for part in &gathered {
+            let mut r = Reader::new(part);
+            while !r.is_empty() {
+                let at = r.u64();
+                let flag = r.u8();
+                let size = r.u64();
+                let pax = r.u64();
+                found.insert(
+                    at,
+                    Candidate {
+                        flag,
+                        size,
+                        pax_size: (pax != u64::MAX).then_some(pax),
+                    },
+                );
+            }
+        }
+        drop(gathered);
+        let (offsets, damage) = follow(archive, &found);
+        wire::put_bytes(&mut result, &index::encode_offsets(&offsets));
+        wire::put_bytes(&mut result, damage.unwrap_or_default().as_bytes());
+    }
+    comm.bcast(0, &mut result);
+    let mut r = Reader::new(&result);
+    let offsets = index::decode_offsets(r.bytes()).unwrap_or_default();
+    let damage = String::from_utf8_lossy(r.bytes()).to_string();
+    (offsets, (!damage.is_empty()).then_some(damage))
+}
+
+/// Decode the entries at `offsets` (in parallel for an uncompressed archive, in order for a
+/// compressed one, whose frames are then decompressed once).
+pub fn decode(
+    archive: &Archive,
+    offsets: &[u64],
+) -> Vec<Result<header::Decoded, header::HeaderError>> {
+    use rayon::prelude::*;
+    let one = |&at: &u64| {
+        let mut read = |o: u64, n: usize| archive.read_at(o, n);
+        header::decode_entry(&mut read, at).and_then(|d| {
+            d.ok_or(header::HeaderError::Invalid {
+                offset: at,
+                what: "the index points at an end-of-archive block".into(),
+            })
+        })
+    };
+    if archive.table().is_some() {
+        offsets.iter().map(one).collect()
+    } else {
+        offsets.par_iter().map(one).collect()
+    }
+}

@@ -1,0 +1,136 @@
+//! Random access to an archive's tar stream, plain or zstd-seekable, from many threads.
+
+use super::seekable::{SeekTable, ZSTD_MAGIC};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::io::Errno;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Decoded frames kept per archive for reads that cross or revisit them.
+const CACHED_FRAMES: usize = 8;
+
+/// An opened archive.
+pub struct Archive {
+    fd: OwnedFd,
+    /// Bytes of the file on disk.
+    file_len: u64,
+    /// The seek table when the archive is zstd-seekable.
+    table: Option<SeekTable>,
+    cache: Mutex<Vec<(usize, Arc<Vec<u8>>)>>,
+    /// Frames decompressed by this process (a frame read twice counts twice).
+    pub frames_decoded: AtomicU64,
+    /// Decompressed bytes produced by this process.
+    pub bytes_decoded: AtomicU64,
+}
+
+impl Archive {
+    /// Open `path` for reading and find out whether it is zstd-seekable. A zstd file without a
+    /// seek table is refused (it can only be read serially).
+    pub fn open(path: &[u8]) -> io::Result<Archive> {
+        let fd = flist::walk::open_long(
+            path,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        )?;
+        let file_len = rustix::fs::fstat(&fd)?.st_size as u64;
+        let mut magic = [0u8; 4];
+        let is_zstd = file_len >= 4
+            && rustix::io::pread(&fd, &mut magic, 0)? == 4
+            && u32::from_le_bytes(magic) == ZSTD_MAGIC;
+        let table =
+            if is_zstd {
+                match SeekTable::read(fd.as_fd(), file_len)? {
+                    Some(t) => Some(t),
+                    None => return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "zstd-compressed without a seek table, so it can only be read serially: \
+                         decompress it first (zstd -d) or recreate it with mfu-rs tar -z",
+                    )),
+                }
+            } else {
+                None
+            };
+        Ok(Archive {
+            fd,
+            file_len,
+            table,
+            cache: Mutex::new(Vec::new()),
+            frames_decoded: AtomicU64::new(0),
+            bytes_decoded: AtomicU64::new(0),
+        })
+    }
+
+    /// The archive file.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// The seek table of a compressed archive.
+    pub fn table(&self) -> Option<&SeekTable> {
+        self.table.as_ref()
+    }
+
+    /// Bytes of the (decompressed) tar stream.
+    pub fn len(&self) -> u64 {
+        self.table
+            .as_ref()
+            .map_or(self.file_len, SeekTable::decompressed_len)
+    }
+
+    /// True for an empty archive file.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Decompressed frame `i` (from the cache when recently used).
+    pub fn frame(&self, i: usize) -> io::Result<Arc<Vec<u8>>> {
+        if let Some((_, f)) = self.cache.lock().expect("cache").iter().find(|c| c.0 == i) {
+            return Ok(f.clone());
+        }
+        let table = self.table.as_ref().expect("frames of a compressed archive");
+        let data = Arc::new(table.decompress(self.fd(), i)?);
+        self.frames_decoded.fetch_add(1, Ordering::Relaxed);
+        self.bytes_decoded
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
+        let mut cache = self.cache.lock().expect("cache");
+        if cache.len() == CACHED_FRAMES {
+            cache.remove(0);
+        }
+        cache.push((i, data.clone()));
+        Ok(data)
+    }
+
+    /// Up to `len` bytes of the tar stream at `at` (fewer at its end).
+    pub fn read_at(&self, at: u64, len: usize) -> io::Result<Vec<u8>> {
+        let end = (at + len as u64).min(self.len());
+        let mut out = Vec::with_capacity(end.saturating_sub(at) as usize);
+        match &self.table {
+            None => {
+                out.resize(end.saturating_sub(at) as usize, 0);
+                let mut done = 0;
+                while done < out.len() {
+                    match rustix::io::pread(&self.fd, &mut out[done..], at + done as u64) {
+                        Ok(0) => break,
+                        Ok(n) => done += n,
+                        Err(Errno::INTR) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                out.truncate(done);
+            }
+            Some(table) => {
+                let mut pos = at;
+                while pos < end {
+                    let i = table.frame_at(pos);
+                    let f = table.frames[i];
+                    let data = self.frame(i)?;
+                    let from = (pos - f.d_at) as usize;
+                    let to = ((end - f.d_at) as usize).min(data.len());
+                    out.extend_from_slice(&data[from..to]);
+                    pos = f.d_at + to as u64;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
