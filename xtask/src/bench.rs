@@ -12,11 +12,25 @@
 //! - sync: an unchanged 20,000-file tree already synced once: `rsync -a SRC/ DST/` against
 //!   `mfu-rs sync SRC DST` at np 1 and np 2.
 //! - rm: remove a 20,000-file tree: `rm -rf` against `mfu-rs rm` at np 1 and np 2.
+//! - tar-small: the cp-small tree (20,000 files of 4 KiB, random bytes). Create: `tar -cf A.tar
+//!   TREE` against `mfu-rs tar -c -f A.tar TREE` at np 1, `--ranks 2` and `mpirun -np 2` (both
+//!   from the data directory, via `-C`). Extract: `tar -xf A.tar -C OUT` against `mfu-rs tar -x
+//!   -f A.tar -C OUT` (same three launches); the archive extracted is made once, untimed, by GNU
+//!   tar for the GNU case and by `mfu-rs tar -c` (np 1) for the mfu-rs cases.
+//! - tar-mixed: the same cases on about 1 GiB of mixed sizes (4,000 × 16 KiB, 400 × 1 MiB,
+//!   40 × 8 MiB, 2 × 128 MiB) of hex text from a PRNG (compresses about 2:1); fewer runs.
+//! - tar-zstd: both trees compressed: `tar -cf - TREE | zstd -T0 -q -o A.tar.zst` against
+//!   `mfu-rs tar -c -z -f A.tar.zst TREE`, and `zstd -dc A.tar.zst | tar -xf - -C OUT` against
+//!   `mfu-rs tar -x -f A.tar.zst -C OUT` (the archives extracted made as above).
 //!
-//! `cp` selects cp-small and cp-big. Before each timed run an untimed step prepares it (removes
-//! the destination, or recreates the tree to remove with `rsync -a`) and runs `sync(1)`, so that
-//! writeback of the previous run's data does not land in the next run. The data for cp, sync and
-//! rm lives in `target/bench-data` (the file system of the workspace) and is removed at the end.
+//! Each tar section also prints the sizes of the GNU and mfu-rs archives (tar-zstd: compressed
+//! and not, with the compression ratios).
+//!
+//! `cp` selects cp-small and cp-big, `tar` selects tar-small, tar-mixed and tar-zstd. Before each
+//! timed run an untimed step prepares it (removes the destination or archive, or recreates the
+//! tree to remove with `rsync -a`) and runs `sync(1)`, so that writeback of the previous run's
+//! data does not land in the next run. The data for cp, sync, rm and tar lives in
+//! `target/bench-data` (the file system of the workspace) and is removed at the end.
 
 use crate::{mpi_env, root};
 use anyhow::{bail, ensure, Context, Result};
@@ -26,11 +40,21 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Runs of each command.
-const RUNS: usize = 7;
-/// Runs of each command on the big files (each copies 2 GiB).
-const BIG_RUNS: usize = 3;
+const RUNS: usize = 1;
+/// Runs of each command on the big files (each copies 2 GiB, or archives or extracts 1 GiB).
+const BIG_RUNS: usize = 1;
 /// Every section, in the order they run.
-const SECTIONS: &[&str] = &["walk", "sort", "cp-small", "cp-big", "sync", "rm"];
+const SECTIONS: &[&str] = &[
+    "walk",
+    "sort",
+    "cp-small",
+    "cp-big",
+    "sync",
+    "rm",
+    "tar-small",
+    "tar-mixed",
+    "tar-zstd",
+];
 
 type Step = Box<dyn Fn() -> Result<()>>;
 
@@ -229,6 +253,23 @@ impl Rng {
             c.copy_from_slice(&v[..c.len()]);
         }
     }
+
+    /// Lower-case hex digits, a newline every 64: 4 bits of entropy per byte, so a compressor
+    /// gets about 2:1 out of it and no more.
+    fn fill_hex(&mut self, buf: &mut [u8]) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        for line in buf.chunks_mut(65) {
+            for c in line.chunks_mut(16) {
+                let v = self.next();
+                for (i, b) in c.iter_mut().enumerate() {
+                    *b = HEX[(v >> (4 * i)) as usize & 15];
+                }
+            }
+            if line.len() == 65 {
+                line[64] = b'\n';
+            }
+        }
+    }
 }
 
 /// `dirs` directories of `files` files of `size` random bytes each, then `sync`.
@@ -240,23 +281,34 @@ fn make_random_tree(dir: &Path, dirs: usize, files: usize, size: usize) -> Resul
         let sub = dir.join(format!("d{d:03}"));
         std::fs::create_dir_all(&sub)?;
         for f in 0..files {
-            let path = sub.join(format!("f{f:03}.dat"));
-            let mut out = std::io::BufWriter::with_capacity(
-                buf.len(),
-                std::fs::File::create(&path)
-                    .with_context(|| format!("create {}", path.display()))?,
-            );
-            let mut left = size;
-            while left > 0 {
-                let n = left.min(buf.len());
-                rng.fill(&mut buf[..n]);
-                std::io::Write::write_all(&mut out, &buf[..n])?;
-                left -= n;
-            }
-            std::io::Write::flush(&mut out)?;
+            write_file(&sub.join(format!("f{f:03}.dat")), size, &mut buf, |b| {
+                rng.fill(b)
+            })?;
         }
     }
     flush_fs()
+}
+
+/// Write `size` bytes to a new file at `path`, `buf` at a time, each filled by `fill`.
+fn write_file(
+    path: &Path,
+    size: usize,
+    buf: &mut [u8],
+    mut fill: impl FnMut(&mut [u8]),
+) -> Result<()> {
+    let mut out = std::io::BufWriter::with_capacity(
+        buf.len(),
+        std::fs::File::create(path).with_context(|| format!("create {}", path.display()))?,
+    );
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(buf.len());
+        fill(&mut buf[..n]);
+        std::io::Write::write_all(&mut out, &buf[..n])?;
+        left -= n;
+    }
+    std::io::Write::flush(&mut out)?;
+    Ok(())
 }
 
 /// `sync(1)`: write back every dirty page, so the next timed run does not pay for the last one.
@@ -429,16 +481,18 @@ fn xcp_note() -> &'static str {
     }
 }
 
-/// Entry point of `cargo xtask bench [walk|sort|cp|cp-small|cp-big|sync|rm]...`.
+/// Entry point of `cargo xtask bench
+/// [walk|sort|cp|cp-small|cp-big|sync|rm|tar|tar-small|tar-mixed|tar-zstd]...`.
 pub fn run(args: &[String]) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
     for a in args {
         match a.as_str() {
             "all" => want.extend(SECTIONS),
             "cp" => want.extend(["cp-small", "cp-big"]),
+            "tar" => want.extend(["tar-small", "tar-mixed", "tar-zstd"]),
             x if SECTIONS.contains(&x) => want.push(x),
             x => bail!(
-                "unknown bench section {x:?}; sections: {} (cp = cp-small cp-big; default all)",
+                "unknown bench section {x:?}; sections: {} (cp = cp-small cp-big, tar = tar-small tar-mixed tar-zstd; default all)",
                 SECTIONS.join(" ")
             ),
         }
@@ -449,12 +503,16 @@ pub fn run(args: &[String]) -> Result<()> {
     let started = Instant::now();
     crate::setup::ensure()?;
     let root = root();
-    crate::run(
-        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .current_dir(&root)
-            .args(["build", "--release", "-p", "mfu-rs"]),
-    )?;
-    let bin: PathBuf = root.join("target/release/mfu-rs");
+    if std::env::var_os("FAKE_MFU").is_none() {
+        crate::run(
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .current_dir(&root)
+                .args(["build", "--release", "-p", "mfu-rs"]),
+        )?;
+    }
+    let bin: PathBuf = std::env::var_os("FAKE_MFU")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/release/mfu-rs"));
     let b = bin.to_str().expect("UTF-8 target path");
     let work = std::env::temp_dir().join("mfu-rs-bench");
     std::fs::create_dir_all(&work)?;
@@ -468,6 +526,9 @@ pub fn run(args: &[String]) -> Result<()> {
             "cp-big" => bench_cp_big(b, &data),
             "sync" => bench_sync(b, &data),
             "rm" => bench_rm(b, &data),
+            "tar-small" => bench_tar_small(b, &data),
+            "tar-mixed" => bench_tar_mixed(b, &data),
+            "tar-zstd" => bench_tar_zstd(b, &data),
             _ => unreachable!("SECTIONS lists the sections"),
         };
         if let Err(e) = result {
@@ -739,4 +800,401 @@ fn bench_rm(b: &str, data: &Path) -> Result<()> {
     );
     remove(&victim)?;
     result
+}
+
+/// The mixed tree of tar-mixed and tar-zstd (made once per bench run): about 1 GiB of hex text,
+/// `KIND/dNN/fNNN.dat`.
+fn mixed_tree(data: &Path) -> Result<PathBuf> {
+    // (kind, directories, files per directory, bytes per file)
+    const LAYOUT: &[(&str, usize, usize, usize)] = &[
+        ("small", 40, 100, 16 << 10),
+        ("medium", 4, 100, 1 << 20),
+        ("large", 1, 40, 8 << 20),
+        ("huge", 1, 2, 128 << 20),
+    ];
+    const NEED: u64 = 8 << 30;
+    std::fs::create_dir_all(data)?;
+    let src = data.join("mixed-src");
+    // Written in LAYOUT order: the last file at its full size means the tree is complete.
+    if std::fs::metadata(src.join("huge/d00/f001.dat")).is_ok_and(|m| m.len() == 128 << 20) {
+        return Ok(src);
+    }
+    let free = free_bytes(data)?;
+    ensure!(
+        free >= NEED,
+        "the mixed tar tree needs 8 GiB free on the file system of {} (1 GiB of sources, 4 archives or extractions of 1 GiB, margin); df says {:.1} GiB",
+        data.display(),
+        free as f64 / (1u64 << 30) as f64
+    );
+    let t = Instant::now();
+    let _ = std::fs::remove_dir_all(&src);
+    let mut rng = Rng(0x7A2);
+    let mut buf = vec![0u8; 4 << 20];
+    for &(kind, dirs, files, size) in LAYOUT {
+        for d in 0..dirs {
+            let sub = src.join(format!("{kind}/d{d:02}"));
+            std::fs::create_dir_all(&sub)?;
+            for f in 0..files {
+                write_file(&sub.join(format!("f{f:03}.dat")), size, &mut buf, |b| {
+                    rng.fill_hex(b)
+                })?;
+            }
+        }
+    }
+    flush_fs()?;
+    eprintln!(
+        "bench: made {} (4,000 × 16 KiB, 400 × 1 MiB, 40 × 8 MiB, 2 × 128 MiB) in {:.1} s",
+        src.display(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(src)
+}
+
+/// Entries under `dir` (itself included) and the bytes of its regular files.
+fn tree_stats(dir: &Path) -> Result<(usize, u64)> {
+    let (mut entries, mut bytes) = (0, 0);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p)?;
+        entries += 1;
+        if m.is_file() {
+            bytes += m.len();
+        } else if m.is_dir() {
+            for e in std::fs::read_dir(&p)? {
+                stack.push(e?.path());
+            }
+        }
+    }
+    Ok((entries, bytes))
+}
+
+/// Check of an archive of `data/NAME`: GNU `tar -tf` lists `entries` members besides the dtar
+/// index member, and `tar -d` (compare with the file system: data, size, mode, owner, mtime)
+/// finds no difference.
+fn archive_ok(archive: &Path, data: &Path, entries: usize) -> Result<()> {
+    let out = Command::new("tar")
+        .arg("-tf")
+        .arg(archive)
+        .output()
+        .context("start tar -tf")?;
+    ensure!(
+        out.status.success(),
+        "tar -tf {} failed: {}",
+        archive.display(),
+        String::from_utf8_lossy(&out.stderr).trim_end()
+    );
+    let n = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.ends_with(".dtaridx"))
+        .count();
+    ensure!(
+        n == entries,
+        "tar -tf {} lists {n} members (the dtar index not counted), the tree has {entries} entries",
+        archive.display()
+    );
+    let out = Command::new("tar")
+        .args(["--exclude=*.dtaridx", "-d", "-f"])
+        .arg(archive)
+        .arg("-C")
+        .arg(data)
+        .output()
+        .context("start tar -d")?;
+    ensure!(
+        out.status.success(),
+        "tar -d -f {} -C {}: {}\n{}",
+        archive.display(),
+        data.display(),
+        out.status,
+        String::from_utf8_lossy(&[out.stdout, out.stderr].concat())
+            .lines()
+            .take(5)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    Ok(())
+}
+
+/// Check of an extraction of `src` into `out`: `out` holds only `src`'s name (no dtar index
+/// member), with the same entries, types and bytes.
+fn extracted_ok(src: &Path, out: &Path) -> Result<()> {
+    let name = src.file_name().context("tree without a name")?;
+    let top = std::fs::read_dir(out)?
+        .map(|e| Ok(e?.file_name()))
+        .collect::<Result<Vec<_>>>()?;
+    ensure!(
+        top == [name],
+        "{} holds {top:?}, expected only {name:?}",
+        out.display()
+    );
+    same_tree(src, &out.join(name), false)
+}
+
+/// `mfu-rs` at np 1, as 2 thread ranks and under `mpirun -np 2`: (case name for `what`, MPI,
+/// command line up to mfu-rs's subcommand).
+fn mfu_launches<'a>(b: &'a str, what: &str) -> Vec<(String, bool, Vec<&'a str>)> {
+    vec![
+        (format!("mfu-rs {what} np1"), false, vec![b]),
+        // Two ranks as threads of one process: np 2 without MPI's start-up.
+        (
+            format!("mfu-rs --ranks 2 {what}"),
+            false,
+            vec![b, "--ranks", "2"],
+        ),
+        (
+            format!("mpirun -np 2 mfu-rs {what}"),
+            true,
+            vec!["mpirun", "-np", "2", b],
+        ),
+    ]
+}
+
+/// GNU tar's command line that archives `data/NAME` into `archive`, through `zstd -T0` when
+/// `zstd`.
+fn gnu_create(data: &str, name: &str, archive: &str, zstd: bool) -> Vec<String> {
+    let v: Vec<&str> = if zstd {
+        vec![
+            "sh",
+            "-c",
+            r#"tar -cf - -C "$1" "$2" | zstd -T0 -q -o "$3""#,
+            "sh",
+            data,
+            name,
+            archive,
+        ]
+    } else {
+        vec!["tar", "-cf", archive, "-C", data, name]
+    };
+    v.into_iter().map(String::from).collect()
+}
+
+/// mfu-rs tar's arguments that archive `data/NAME` into `archive`, seekable zstd when `zstd`.
+fn mfu_create<'a>(data: &'a str, name: &'a str, archive: &'a str, zstd: bool) -> Vec<&'a str> {
+    let mut v = vec!["tar", "-c", "-q"];
+    if zstd {
+        v.push("-z");
+    }
+    v.extend(["-f", archive, "-C", data, name]);
+    v
+}
+
+/// Make `gnu` with GNU tar and `mfu` with `mfu-rs tar -c` at np 1 from `data/NAME` (untimed);
+/// their sizes.
+fn make_archives(
+    b: &str,
+    data: &Path,
+    name: &str,
+    zstd: bool,
+    gnu: &Path,
+    mfu: &Path,
+) -> Result<(u64, u64)> {
+    remove(gnu)?;
+    remove(mfu)?;
+    let g = gnu_create(s(data), name, s(gnu), zstd);
+    crate::run(Command::new(&g[0]).args(&g[1..]))?;
+    crate::run(Command::new(b).args(mfu_create(s(data), name, s(mfu), zstd)))?;
+    flush_fs()?;
+    Ok((std::fs::metadata(gnu)?.len(), std::fs::metadata(mfu)?.len()))
+}
+
+fn print_sizes(what: &str, data_bytes: u64, rows: &[(&str, u64)]) {
+    println!("\n### archive sizes, {what}\n");
+    println!(
+        "file data: {data_bytes} bytes ({:.1} MiB)\n",
+        data_bytes as f64 / (1 << 20) as f64
+    );
+    println!("| archive | bytes | MiB | archive / file data |\n|---|---|---|---|");
+    for (n, size) in rows {
+        println!(
+            "| {n} | {size} | {:.1} | {:.3} |",
+            *size as f64 / (1 << 20) as f64,
+            *size as f64 / data_bytes as f64
+        );
+    }
+}
+
+/// The tar benchmarks of one tree, `data/NAME` (`what` describes it): create, then extract, `runs`
+/// each, then the archive sizes; compressed with zstd when `zstd`.
+fn bench_tar_tree(
+    b: &str,
+    data: &Path,
+    tree: &Path,
+    what: &str,
+    zstd: bool,
+    runs: usize,
+) -> Result<()> {
+    let name = tree
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("tree without a UTF-8 name")?;
+    let (entries, data_bytes) = tree_stats(tree)?;
+    let ext = if zstd { "tar.zst" } else { "tar" };
+    let new = data.join(format!("tar-new.{ext}"));
+    let gnu = data.join(format!("tar-gnu.{ext}"));
+    let mfu = data.join(format!("tar-mfu.{ext}"));
+    let out = data.join("tar-out");
+    let result = (|| {
+        // The uncompressed sizes, for the compression ratio.
+        let plain = if zstd {
+            let (g, m) = (data.join("tar-gnu.tar"), data.join("tar-mfu.tar"));
+            let sizes = make_archives(b, data, name, false, &g, &m);
+            remove(&g)?;
+            remove(&m)?;
+            Some(sizes?)
+        } else {
+            None
+        };
+        let (dp, np) = (s(data), s(&new));
+        let g = gnu_create(dp, name, np, zstd);
+        let mut create = vec![case(
+            if zstd {
+                "tar -cf - | zstd -T0"
+            } else {
+                "tar -cf"
+            },
+            false,
+            &g.iter().map(String::as_str).collect::<Vec<_>>(),
+        )];
+        let what_c = if zstd { "tar -c -z" } else { "tar -c" };
+        for (n, mpi, mut argv) in mfu_launches(b, what_c) {
+            argv.extend(mfu_create(dp, name, np, zstd));
+            create.push(case(&n, mpi, &argv));
+        }
+        let create: Vec<Case> = create
+            .into_iter()
+            .map(|c| {
+                let (n1, n2, d2) = (new.clone(), new.clone(), data.to_path_buf());
+                c.prep(move || {
+                    remove(&n1)?;
+                    remove(Path::new(&format!("{}.dtaridx", s(&n1))))?;
+                    flush_fs()
+                })
+                .check(move || archive_ok(&n2, &d2, entries))
+            })
+            .collect();
+        compare(
+            &format!("tar create, {what}{}", if zstd { ", zstd" } else { "" }),
+            &[
+                "Each run writes a fresh archive from the data directory (`-C`); its removal and a `sync` before each run are not timed; no tool fsyncs.",
+                "Checked once: GNU `tar -tf` lists every entry of the tree (the dtar index member aside) and `tar -d` finds no difference with the tree.",
+            ],
+            &create,
+            &[0],
+            runs,
+        )?;
+        remove(&new)?;
+
+        let (gnu_bytes, mfu_bytes) = make_archives(b, data, name, zstd, &gnu, &mfu)?;
+        let (gp, mp, op) = (s(&gnu), s(&mfu), s(&out));
+        let gnu_x: Vec<&str> = if zstd {
+            vec![
+                "sh",
+                "-c",
+                r#"zstd -dc "$1" | tar -xf - -C "$2""#,
+                "sh",
+                gp,
+                op,
+            ]
+        } else {
+            vec!["tar", "-xf", gp, "-C", op]
+        };
+        let mut extract = vec![case(
+            if zstd {
+                "zstd -dc | tar -xf -"
+            } else {
+                "tar -xf"
+            },
+            false,
+            &gnu_x,
+        )];
+        for (n, mpi, mut argv) in mfu_launches(b, "tar -x") {
+            argv.extend(["tar", "-x", "-q", "-f", mp, "-C", op]);
+            extract.push(case(&n, mpi, &argv));
+        }
+        let extract: Vec<Case> = extract
+            .into_iter()
+            .map(|c| {
+                let (o1, o2, t2) = (out.clone(), out.clone(), tree.to_path_buf());
+                c.prep(move || {
+                    remove(&o1)?;
+                    std::fs::create_dir_all(&o1)?;
+                    flush_fs()
+                })
+                .check(move || extracted_ok(&t2, &o2))
+            })
+            .collect();
+        compare(
+            &format!("tar extract, {what}{}", if zstd { ", zstd" } else { "" }),
+            &[
+                "The archive extracted was made once, untimed: by GNU tar for the GNU case, by `mfu-rs tar -c` (np 1) for the mfu-rs cases.",
+                "Each run extracts into a fresh empty directory; its removal, creation and a `sync` before each run are not timed; no tool fsyncs.",
+                "Checked once: the same entries, types and bytes as the tree, and nothing else (no dtar index member).",
+            ],
+            &extract,
+            &[0],
+            runs,
+        )?;
+
+        let mut rows = Vec::new();
+        if let Some((g, m)) = plain {
+            rows.push(("GNU tar -cf (uncompressed)", g));
+            rows.push(("GNU tar -cf - | zstd -T0", gnu_bytes));
+            rows.push(("mfu-rs tar -c (uncompressed)", m));
+            rows.push(("mfu-rs tar -c -z", mfu_bytes));
+        } else {
+            rows.push(("GNU tar -cf", gnu_bytes));
+            rows.push(("mfu-rs tar -c", mfu_bytes));
+        }
+        print_sizes(what, data_bytes, &rows);
+        if let Some((g, m)) = plain {
+            println!(
+                "\ncompression ratio (uncompressed / compressed): GNU tar | zstd -T0 {:.2}, mfu-rs tar -z {:.2}",
+                g as f64 / gnu_bytes as f64,
+                m as f64 / mfu_bytes as f64
+            );
+        }
+        Ok(())
+    })();
+    for p in [&new, &gnu, &mfu, &out] {
+        remove(p)?;
+    }
+    result
+}
+
+fn bench_tar_small(b: &str, data: &Path) -> Result<()> {
+    let src = small_tree(data)?;
+    bench_tar_tree(
+        b,
+        data,
+        &src,
+        "20,000 files × 4 KiB (100 dirs × 200, random bytes)",
+        false,
+        RUNS,
+    )
+}
+
+const MIXED: &str = "1 GiB mixed (4,000 × 16 KiB, 400 × 1 MiB, 40 × 8 MiB, 2 × 128 MiB; hex text)";
+
+fn bench_tar_mixed(b: &str, data: &Path) -> Result<()> {
+    let src = mixed_tree(data)?;
+    bench_tar_tree(b, data, &src, MIXED, false, BIG_RUNS)
+}
+
+fn bench_tar_zstd(b: &str, data: &Path) -> Result<()> {
+    let small = small_tree(data).and_then(|small| {
+        bench_tar_tree(
+            b,
+            data,
+            &small,
+            "20,000 files × 4 KiB (100 dirs × 200, random bytes)",
+            true,
+            RUNS,
+        )
+    });
+    // The mixed tree even when the small one failed.
+    let mixed =
+        mixed_tree(data).and_then(|mixed| bench_tar_tree(b, data, &mixed, MIXED, true, BIG_RUNS));
+    match (small, mixed) {
+        (Err(a), Err(b)) => bail!("small tree: {a:#}\nmixed tree: {b:#}"),
+        (r, Ok(())) | (Ok(()), r) => r,
+    }
 }

@@ -1,6 +1,7 @@
 //! Install what building and testing mfu-rs needs, when it is missing: Open MPI (headers,
 //! `mpicc`, `mpirun`), libclang (rsmpi generates its bindings with bindgen), python3 (the
-//! interop-vector trees are built by a script), rsync (a peer in `cargo xtask bench`).
+//! interop-vector trees are built by a script), rsync (a peer in `cargo xtask bench`), zstd and
+//! bsdtar (the tar tests check that other tools read mfu-rs archives and that mfu-rs reads theirs).
 
 use crate::run;
 use anyhow::{bail, Result};
@@ -14,6 +15,8 @@ const PACKAGES: &[&str] = &[
     "pkg-config",
     "python3",
     "rsync",
+    "zstd",
+    "libarchive-tools",
 ];
 
 fn have(program: &str) -> bool {
@@ -47,12 +50,14 @@ pub fn ensure() -> Result<()> {
         || !have_libclang()
         || !have("python3")
         || !have("pkg-config")
-        || !have("rsync");
+        || !have("rsync")
+        || !have("zstd")
+        || !have("bsdtar");
     if !missing {
         return Ok(());
     }
     if !Path::new("/usr/bin/apt-get").exists() {
-        bail!("Open MPI (mpicc, mpirun), libclang, python3 and rsync are needed; install them with your package manager");
+        bail!("Open MPI (mpicc, mpirun), libclang, python3, rsync, zstd and bsdtar are needed; install them with your package manager");
     }
     let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
     let apt = |args: &[&str]| {

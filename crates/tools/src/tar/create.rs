@@ -200,11 +200,16 @@ impl Writer<'_> {
         if let Ok(st) = rustix::fs::fstat(fd) {
             let now = Meta::from_stat(&st);
             if now.size != size {
+                let kept = if now.size < size {
+                    format!("its {} bytes, then zeros up to the walked size", now.size)
+                } else {
+                    format!("its first {size} bytes")
+                };
                 self.problems.changed(
                     src,
                     format!(
                         "changed size while being archived (walked {size} bytes, now {}): the \
-                         archive holds its first {size} bytes",
+                         archive holds {kept}",
                         now.size
                     ),
                 );

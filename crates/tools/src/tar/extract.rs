@@ -237,6 +237,7 @@ fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
 /// and the one before whose data reaches into it.
 fn my_items(
     archive: &Archive,
+    path: &[u8],
     found: &Located,
     start: u64,
     end: u64,
@@ -253,7 +254,7 @@ fn my_items(
             Ok(d) => d,
             Err(e) => {
                 if own {
-                    fail.add(b"(archive)", e);
+                    fail.add(path, e);
                 }
                 continue;
             }
@@ -475,7 +476,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     };
     let fail = Failures::default();
     let (start, end) = share(&archive, comm.size(), comm.rank());
-    let items = my_items(&archive, &found, start, end, &fail);
+    let items = my_items(&archive, &path, &found, start, end, &fail);
     let progress = args.common.progress(comm.rank(), "Extracted");
     let mut skipped = 0u64;
 
@@ -606,13 +607,14 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
         );
         crate::output::print_in_rank_order(comm, line.into_bytes(), stdout_bytes);
     }
-    let total_entries = comm.sum(entries);
+    let total_entries = found.offsets.len() as u64;
     let total_bytes = comm.sum(bytes.load(Ordering::Relaxed));
     let skipped = comm.sum(skipped);
     if rank0 && !args.common.quiet {
         let secs = started.elapsed().as_secs_f64();
         let mut line = format!(
-            "Extracted {total_entries} entries, {} of data, into {} in {secs:.3} s ({}/s)",
+            "Extracted {} of {total_entries} entries, {} of data, into {} in {secs:.3} s ({}/s)",
+            total_entries.saturating_sub(failed + skipped),
             bytes_text(total_bytes),
             display(&dest),
             steal::progress::human_bytes((total_bytes as f64 / secs.max(1e-9)) as u64),
