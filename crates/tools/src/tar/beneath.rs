@@ -85,7 +85,8 @@ impl Target {
     }
 
     /// The directory `rel` (cleaned, relative) opened without following symlinks; with
-    /// `create`, missing directories on the way are made (mode 0700, fixed up later).
+    /// `create`, missing directories on the way are made (mode 0777 less the umask, as tar makes
+    /// parents the archive does not list; listed ones get their own mode at the end).
     /// `ELOOP` means a symlink is in the way.
     pub fn dir(&self, rel: &[u8], create: bool) -> Result<OwnedFd, Errno> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
@@ -114,7 +115,7 @@ impl Target {
         for c in rel.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
             let next = match rustix::fs::openat(&fd, c, flags, Mode::empty()) {
                 Err(Errno::NOENT) if create => {
-                    match rustix::fs::mkdirat(&fd, c, Mode::from_raw_mode(0o700)) {
+                    match rustix::fs::mkdirat(&fd, c, Mode::from_raw_mode(0o777)) {
                         Ok(()) | Err(Errno::EXIST) => {}
                         Err(e) => return Err(e),
                     }

@@ -4,12 +4,13 @@
 //! compressed). A rank handles the entries whose headers start in its part and writes the data
 //! bytes that lie in its part, including the tail of an entry that started before it, so a big
 //! file's data is written by every rank its bytes span. Phases, each closed by a barrier:
-//! 1. directories (owner-only while extracting);
-//! 2. files created empty at their final size (an existing non-directory is replaced);
-//! 3. data: `copy_file_range` from the archive in chunks, or, compressed, one zstd frame per
+//! 1. symlinks (so that a later path through one is refused, never followed);
+//! 2. directories;
+//! 3. files created empty at their final size (an existing non-directory is replaced);
+//! 4. data: `copy_file_range` from the archive in chunks, or, compressed, one zstd frame per
 //!    task, decompressed once and written to every file it holds;
-//! 4. symlinks, hard links, fifos and devices;
-//! 5. metadata of files and links; then directories' metadata, deepest first.
+//! 5. hard links, fifos and devices;
+//! 6. metadata of files and links; then directories' metadata, deepest first.
 //!
 //! Every write goes through [`Target`], which never follows a symlink, and every name through
 //! [`clean`], which refuses absolute paths and `..`.
@@ -25,14 +26,17 @@ use crate::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
 use crate::transfer::bytes_text;
 use flist::path::{display, normalize};
 use rayon::prelude::*;
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Gid, Mode, OFlags, Timespec, Timestamps, Uid};
 use rustix::io::Errno;
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
+use steal::wire::{self, Reader};
 use std::time::Instant;
 use steal::{Comm, CommExt};
 
@@ -166,8 +170,21 @@ fn make_other(target: &Target, item: &Item) -> Result<(), String> {
 
 /// Owner, mode, mtime and xattrs of an extracted entry (not for hard links: their inode got
 /// its metadata as a file).
+///
+/// The entry is opened with `O_PATH | O_NOFOLLOW` and checked to be what the archive says
+/// before anything changes: `chmod` has no form that refuses to follow a symlink, so it goes
+/// through that descriptor and can never reach what a symlink points to.
 fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
     let h = &item.d.header;
+    let want = match h.kind {
+        Kind::Dir => libc::S_IFDIR,
+        Kind::File => libc::S_IFREG,
+        Kind::Symlink => libc::S_IFLNK,
+        Kind::Fifo => libc::S_IFIFO,
+        Kind::Char => libc::S_IFCHR,
+        Kind::Block => libc::S_IFBLK,
+        Kind::HardLink | Kind::Other(_) => return Ok(()),
+    };
     let (parent, name) = split(&item.rel);
     let dir = if item.rel.is_empty() {
         None
@@ -179,13 +196,31 @@ fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
         None => (target.root(), b"."),
     };
     let step = |op: &str, r: Result<(), Errno>| r.map_err(|e| format!("{op}: {}", explain(e)));
+    let fd = rustix::fs::openat(
+        dir_fd,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("open: {}", explain(e)))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| format!("stat: {}", explain(e)))?;
+    if st.st_mode & libc::S_IFMT != want {
+        return Err(
+            "is no longer what the archive holds (another entry of that name replaced it); \
+             its metadata was not set"
+                .into(),
+        );
+    }
+    let fd_path = |fd: BorrowedFd<'_>, name: &[u8]| {
+        let mut p = format!("/proc/self/fd/{}", fd.as_raw_fd()).into_bytes();
+        if !name.is_empty() {
+            p.push(b'/');
+            p.extend_from_slice(name);
+        }
+        p
+    };
     if how.xattrs && !h.xattrs.is_empty() {
-        let path = format!("/proc/self/fd/{}/", {
-            use std::os::fd::AsRawFd;
-            dir_fd.as_raw_fd()
-        });
-        let mut p = path.into_bytes();
-        p.extend_from_slice(name);
+        let p = fd_path(dir_fd, name);
         for (k, v) in &h.xattrs {
             step(
                 "set xattr",
@@ -200,20 +235,18 @@ fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
     }
     if how.owner {
         let r = rustix::fs::chownat(
-            dir_fd,
-            name,
+            &fd,
+            "",
             Some(Uid::from_raw(h.uid as u32)),
             Some(Gid::from_raw(h.gid as u32)),
-            AtFlags::SYMLINK_NOFOLLOW,
+            AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
         );
         step("chown", r)?;
     }
     if h.kind != Kind::Symlink {
-        let r = rustix::fs::chmodat(
-            dir_fd,
-            name,
+        let r = rustix::fs::chmod(
+            OsStr::from_bytes(&fd_path(fd.as_fd(), b"")),
             Mode::from_raw_mode(how.mode(h.mode)),
-            AtFlags::empty(),
         );
         step("chmod", r)?;
     }
@@ -231,6 +264,41 @@ fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
         "set times",
         rustix::fs::utimensat(dir_fd, name, &times, AtFlags::SYMLINK_NOFOLLOW),
     )
+}
+
+/// Start offsets of the entries that a later entry of the same name replaces (tar keeps the
+/// last). Names meet on the rank their hash picks; the (rare) losers are shared with every
+/// rank, since a loser's data may span several ranks' parts. Collective.
+fn superseded(comm: &dyn Comm, items: &[Item]) -> HashSet<u64> {
+    let size = comm.size();
+    let mut sends = vec![Vec::new(); size];
+    for it in items.iter().filter(|it| it.own) {
+        let to = (flist::distribute::hash_path(&it.rel) % size as u64) as usize;
+        wire::put_bytes(&mut sends[to], &it.rel);
+        wire::put_u64(&mut sends[to], it.d.start);
+    }
+    let mut last: HashMap<Vec<u8>, u64> = HashMap::new();
+    let mut losers = Vec::new();
+    for bytes in comm.alltoallv(sends) {
+        let mut r = Reader::new(&bytes);
+        while !r.is_empty() {
+            let rel = r.bytes().to_vec();
+            let at = r.u64();
+            match last.get_mut(&rel) {
+                Some(prev) => {
+                    losers.push((*prev).min(at));
+                    *prev = (*prev).max(at);
+                }
+                None => {
+                    last.insert(rel, at);
+                }
+            }
+        }
+    }
+    comm.allgatherv(&index::encode_offsets(&losers))
+        .iter()
+        .flat_map(|b| index::decode_offsets(b).unwrap_or_default())
+        .collect()
 }
 
 /// The entries of this rank's part of the stream: those whose headers start in `[start, end)`
@@ -279,7 +347,7 @@ fn my_items(
 fn copy_data(
     archive: &Archive,
     target: &Target,
-    items: &[Item],
+    items: &[&Item],
     (start, end): (u64, u64),
     chunk: u64,
     data: &DataOptions,
@@ -305,7 +373,7 @@ fn copy_data(
     pieces.par_iter().for_each_init(
         || (Buffer::new(data.bufsize), true),
         |(buf, cfr), &(i, x, len)| {
-            let it = &items[i];
+            let it = items[i];
             let r = open_file(target, &it.rel).map_err(explain).and_then(|fd| {
                 copy_at(
                     archive.fd(),
@@ -340,7 +408,7 @@ fn copy_data(
 fn write_frames(
     archive: &Archive,
     target: &Target,
-    items: &[Item],
+    items: &[&Item],
     (start, end): (u64, u64),
     fail: &Failures,
     bytes: &AtomicU64,
@@ -348,6 +416,7 @@ fn write_frames(
     let table = archive.table().expect("compressed");
     let files: Vec<&Item> = items
         .iter()
+        .copied()
         .filter(|it| it.d.header.kind == Kind::File && it.d.header.size > 0)
         .collect();
     let frames: Vec<usize> = (0..table.frames.len())
@@ -480,40 +549,63 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     let progress = args.common.progress(comm.rank(), "Extracted");
     let mut skipped = 0u64;
 
-    // 1. Directories.
-    for it in items
-        .iter()
-        .filter(|it| it.own && it.d.header.kind == Kind::Dir)
-    {
-        if let Err(e) = target.dir(&it.rel, true) {
-            fail.add(&it.rel, explain(e));
+    // Tar keeps the last of several entries with one name.
+    let dropped = superseded(comm, &items);
+    let items: Vec<Item> = items
+        .into_iter()
+        .filter(|it| !dropped.contains(&it.d.start))
+        .collect();
+    // Entries whose creation failed get no data and no metadata.
+    let ok: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(true)).collect();
+    let failed_at = |i: usize, e: String| {
+        fail.add(&items[i].rel, e);
+        ok[i].store(false, Ordering::Relaxed);
+    };
+    let own_of = |kinds: &[Kind]| -> Vec<usize> {
+        (0..items.len())
+            .filter(|&i| items[i].own && kinds.contains(&items[i].d.header.kind))
+            .collect()
+    };
+
+    // 1. Symlinks first: a later path through one of them is then refused, never followed.
+    for i in own_of(&[Kind::Symlink]) {
+        if let Err(e) = make_other(&target, &items[i]) {
+            failed_at(i, e);
         }
     }
     comm.barrier();
-    // 2. Files, empty at their final size.
-    items
-        .par_iter()
-        .filter(|it| it.own && it.d.header.kind == Kind::File)
-        .for_each(|it| {
-            if let Err(e) = create_file(&target, it) {
-                fail.add(&it.rel, e);
-            }
-        });
+    // 2. Directories.
+    for i in own_of(&[Kind::Dir]) {
+        if let Err(e) = target.dir(&items[i].rel, true) {
+            failed_at(i, explain(e));
+        }
+    }
     comm.barrier();
-    // 3. Data.
+    // 3. Files, empty at their final size.
+    own_of(&[Kind::File]).par_iter().for_each(|&i| {
+        if let Err(e) = create_file(&target, &items[i]) {
+            failed_at(i, e);
+        }
+    });
+    comm.barrier();
+    // 4. Data.
     let bytes = AtomicU64::new(0);
     let data = DataOptions {
         bufsize: args.bufsize.min(1 << 30) as usize,
         sparse: false,
         direct: false,
     };
+    let writable: Vec<&Item> = (0..items.len())
+        .filter(|&i| ok[i].load(Ordering::Relaxed))
+        .map(|i| &items[i])
+        .collect();
     if archive.table().is_some() {
-        write_frames(&archive, &target, &items, (start, end), &fail, &bytes);
+        write_frames(&archive, &target, &writable, (start, end), &fail, &bytes);
     } else {
         copy_data(
             &archive,
             &target,
-            &items,
+            &writable,
             (start, end),
             args.chunksize,
             &data,
@@ -521,68 +613,61 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
             &bytes,
         );
     }
+    drop(writable);
     progress.add(0, bytes.load(Ordering::Relaxed));
     comm.barrier();
-    // 4. Links, fifos, devices.
-    for it in items.iter().filter(|it| it.own) {
-        match it.d.header.kind {
-            Kind::Symlink | Kind::HardLink | Kind::Fifo | Kind::Char | Kind::Block => {
-                match make_other(&target, it) {
-                    Err(e) if it.d.header.kind != Kind::Fifo && e.contains("not permitted") => {
-                        report_error("tar", format_args!("skipped: {}: {e}", display(&it.rel)));
-                        skipped += 1;
-                    }
-                    Err(e) => fail.add(&it.rel, e),
-                    Ok(()) => {}
-                }
-            }
-            Kind::Other(t) => {
-                report_error(
-                    "tar",
-                    format_args!(
-                        "skipped: {}: entries of type '{}' are not extracted",
-                        display(&it.rel),
-                        t as char
-                    ),
-                );
+    // 5. Hard links, fifos, devices.
+    for i in own_of(&[Kind::HardLink, Kind::Fifo, Kind::Char, Kind::Block]) {
+        match make_other(&target, &items[i]) {
+            Err(e) if items[i].d.header.kind != Kind::Fifo && e.contains("not permitted") => {
+                report_error("tar", format_args!("skipped: {}: {e}", display(&items[i].rel)));
+                ok[i].store(false, Ordering::Relaxed);
                 skipped += 1;
             }
-            _ => {}
+            Err(e) => failed_at(i, e),
+            Ok(()) => {}
+        }
+    }
+    for it in items.iter().filter(|it| it.own) {
+        if let Kind::Other(t) = it.d.header.kind {
+            report_error(
+                "tar",
+                format_args!(
+                    "skipped: {}: entries of type '{}' are not extracted",
+                    display(&it.rel),
+                    t as char
+                ),
+            );
+            skipped += 1;
         }
     }
     comm.barrier();
-    // 5. Metadata: files and links now, directories deepest first.
-    items
-        .par_iter()
-        .filter(|it| {
-            it.own
-                && !matches!(
-                    it.d.header.kind,
-                    Kind::Dir | Kind::HardLink | Kind::Other(_)
-                )
-        })
-        .for_each(|it| {
-            if args.fsync && it.d.header.kind == Kind::File {
-                if let Err(e) = open_file(&target, &it.rel).and_then(|fd| rustix::fs::fsync(&fd)) {
-                    fail.add(&it.rel, format_args!("fsync: {}", explain(e)));
-                }
-            }
-            if let Err(e) = set_meta(&target, it, &how) {
-                fail.add(&it.rel, e);
-            }
-        });
-    let dirs: Vec<&Item> = items
-        .iter()
-        .filter(|it| it.own && it.d.header.kind == Kind::Dir)
+    // 6. Metadata: files and links now, directories deepest first.
+    let done = |i: &usize| items[*i].own && ok[*i].load(Ordering::Relaxed);
+    let leaves: Vec<usize> = own_of(&[Kind::File, Kind::Symlink, Kind::Fifo, Kind::Char, Kind::Block])
+        .into_iter()
+        .filter(done)
         .collect();
-    let depth = |it: &Item| flist::path::depth(&it.rel) as u64;
-    let deepest = comm.max(dirs.iter().map(|it| depth(it) + 1).max().unwrap_or(0));
+    leaves.par_iter().for_each(|&i| {
+        let it = &items[i];
+        if args.fsync && it.d.header.kind == Kind::File {
+            if let Err(e) = open_file(&target, &it.rel).and_then(|fd| rustix::fs::fsync(&fd)) {
+                fail.add(&it.rel, format_args!("fsync: {}", explain(e)));
+            }
+        }
+        if let Err(e) = set_meta(&target, it, &how) {
+            fail.add(&it.rel, e);
+        }
+    });
+    let dirs: Vec<usize> = own_of(&[Kind::Dir]).into_iter().filter(done).collect();
+    let depth = |i: usize| flist::path::depth(&items[i].rel) as u64;
+    let deepest = comm.max(dirs.iter().map(|&i| depth(i) + 1).max().unwrap_or(0));
     for level in (0..deepest).rev() {
         dirs.par_iter()
-            .filter(|it| depth(it) == level)
-            .for_each(|it| {
-                if let Err(e) = set_meta(&target, it, &how) {
-                    fail.add(&it.rel, e);
+            .filter(|&&i| depth(i) == level)
+            .for_each(|&i| {
+                if let Err(e) = set_meta(&target, &items[i], &how) {
+                    fail.add(&items[i].rel, e);
                 }
             });
         comm.barrier();
