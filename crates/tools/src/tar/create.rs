@@ -928,8 +928,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         if outcome.interrupted {
             status = Status::ItemsFailed;
         }
-        let synced = rustix::fs::fsync(&fd).is_ok();
-        comm.all(synced)
+        comm.all(ok)
     } else {
         // The last rank's part ends with the index member and the end blocks; it needs every
         // offset.
@@ -1011,11 +1010,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         }
         let wrote = flist::walk::open_long(&archive, OFlags::WRONLY | OFlags::CLOEXEC)
             .map_err(io::Error::from)
-            .and_then(|fd| {
-                spool.write_to(fd.as_fd(), c_base)?;
-                rustix::fs::fsync(&fd)?;
-                Ok(())
-            });
+            .and_then(|fd| spool.write_to(fd.as_fd(), c_base));
         if let Err(e) = &wrote {
             report_error("tar", format_args!("write {}: {e}", display(&archive)));
         }

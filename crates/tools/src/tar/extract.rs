@@ -29,15 +29,15 @@ use rayon::prelude::*;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Gid, Mode, OFlags, Timespec, Timestamps, Uid};
 use rustix::io::Errno;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use steal::wire::{self, Reader};
 use std::time::Instant;
+use steal::wire::{self, Reader};
 use steal::{Comm, CommExt};
 
 use crate::status::Status;
@@ -99,11 +99,11 @@ fn open_file(target: &Target, rel: &[u8]) -> Result<OwnedFd, Errno> {
 
 /// Run `make` in the parent of `rel` (created if missing) for the name; when the name is
 /// taken by a non-directory, remove that and try once more.
-fn replace_at(
+fn replace_at<T>(
     target: &Target,
     rel: &[u8],
-    make: impl Fn(&OwnedFd, &[u8]) -> Result<(), Errno>,
-) -> Result<(), String> {
+    make: impl Fn(&OwnedFd, &[u8]) -> Result<T, Errno>,
+) -> Result<T, String> {
     let (parent, name) = split(rel);
     let dir = target.dir(parent, true).map_err(explain)?;
     match make(&dir, name) {
@@ -165,6 +165,93 @@ fn make_other(target: &Target, item: &Item) -> Result<(), String> {
             })
         }
         _ => Ok(()),
+    }
+}
+
+/// Extract a file whose data lies wholly in this rank's part, in one go: create it, copy its
+/// data, give it its metadata through the descriptor just created (the common case: one
+/// directory lookup and one open per file instead of three).
+fn extract_whole(
+    archive: &Archive,
+    target: &Target,
+    item: &Item,
+    how: &Restore,
+    io: (&DataOptions, &mut Buffer, &mut bool),
+    fsync: bool,
+) -> Result<u64, String> {
+    let (data, buf, cfr) = io;
+    let h = &item.d.header;
+    let fd = replace_at(target, &item.rel, |dir, name| {
+        rustix::fs::openat(
+            dir,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+    })?;
+    let n = copy_at(
+        archive.fd(),
+        item.d.data,
+        fd.as_fd(),
+        0,
+        h.size,
+        data,
+        buf,
+        cfr,
+    )
+    .map_err(|e| {
+        if e.source.kind() == io::ErrorKind::UnexpectedEof {
+            "truncated archive: the entry's data is cut short".to_string()
+        } else {
+            format!("{}: {}", e.op, e.source)
+        }
+    })?;
+    let step = |op: &str, r: Result<(), Errno>| r.map_err(|e| format!("{op}: {}", explain(e)));
+    if fsync {
+        step("fsync", rustix::fs::fsync(&fd))?;
+    }
+    if how.xattrs {
+        for (k, v) in &h.xattrs {
+            step(
+                "set xattr",
+                rustix::fs::fsetxattr(
+                    &fd,
+                    OsStr::from_bytes(k),
+                    v,
+                    rustix::fs::XattrFlags::empty(),
+                ),
+            )?;
+        }
+    }
+    if how.owner {
+        step(
+            "chown",
+            rustix::fs::fchown(
+                &fd,
+                Some(Uid::from_raw(h.uid as u32)),
+                Some(Gid::from_raw(h.gid as u32)),
+            ),
+        )?;
+    }
+    step(
+        "chmod",
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(how.mode(h.mode))),
+    )?;
+    step("set times", rustix::fs::futimens(&fd, &times_of(h)))?;
+    Ok(n)
+}
+
+/// Access time now, modification time from the archive.
+fn times_of(h: &super::header::Header) -> Timestamps {
+    Timestamps {
+        last_access: Timespec {
+            tv_sec: 0,
+            tv_nsec: rustix::fs::UTIME_NOW,
+        },
+        last_modification: Timespec {
+            tv_sec: h.mtime,
+            tv_nsec: h.mtime_nsec as _,
+        },
     }
 }
 
@@ -250,19 +337,9 @@ fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
         );
         step("chmod", r)?;
     }
-    let times = Timestamps {
-        last_access: Timespec {
-            tv_sec: 0,
-            tv_nsec: rustix::fs::UTIME_NOW,
-        },
-        last_modification: Timespec {
-            tv_sec: h.mtime,
-            tv_nsec: h.mtime_nsec as _,
-        },
-    };
     step(
         "set times",
-        rustix::fs::utimensat(dir_fd, name, &times, AtFlags::SYMLINK_NOFOLLOW),
+        rustix::fs::utimensat(dir_fd, name, &times_of(h), AtFlags::SYMLINK_NOFOLLOW),
     )
 }
 
@@ -581,22 +658,46 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
         }
     }
     comm.barrier();
-    // 3. Files, empty at their final size.
-    own_of(&[Kind::File]).par_iter().for_each(|&i| {
-        if let Err(e) = create_file(&target, &items[i]) {
-            failed_at(i, e);
-        }
-    });
-    comm.barrier();
-    // 4. Data.
+    // 3. Files: those whose data is all in this rank's part of an uncompressed archive are
+    // extracted whole, with their metadata; the others are created empty at their final size.
     let bytes = AtomicU64::new(0);
     let data = DataOptions {
         bufsize: args.bufsize.min(1 << 30) as usize,
         sparse: false,
         direct: false,
     };
+    let whole = |i: usize| {
+        let d = &items[i].d;
+        archive.table().is_none() && d.data >= start && d.data + d.header.size <= end
+    };
+    let finished: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(false)).collect();
+    own_of(&[Kind::File]).par_iter().for_each_init(
+        || (Buffer::new(data.bufsize), true),
+        |(buf, cfr), &i| {
+            if whole(i) {
+                match extract_whole(
+                    &archive,
+                    &target,
+                    &items[i],
+                    &how,
+                    (&data, buf, cfr),
+                    args.fsync,
+                ) {
+                    Ok(n) => {
+                        bytes.fetch_add(n, Ordering::Relaxed);
+                        finished[i].store(true, Ordering::Relaxed);
+                    }
+                    Err(e) => failed_at(i, e),
+                }
+            } else if let Err(e) = create_file(&target, &items[i]) {
+                failed_at(i, e);
+            }
+        },
+    );
+    comm.barrier();
+    // 4. Data of the others.
     let writable: Vec<&Item> = (0..items.len())
-        .filter(|&i| ok[i].load(Ordering::Relaxed))
+        .filter(|&i| ok[i].load(Ordering::Relaxed) && !finished[i].load(Ordering::Relaxed))
         .map(|i| &items[i])
         .collect();
     if archive.table().is_some() {
@@ -620,7 +721,10 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     for i in own_of(&[Kind::HardLink, Kind::Fifo, Kind::Char, Kind::Block]) {
         match make_other(&target, &items[i]) {
             Err(e) if items[i].d.header.kind != Kind::Fifo && e.contains("not permitted") => {
-                report_error("tar", format_args!("skipped: {}: {e}", display(&items[i].rel)));
+                report_error(
+                    "tar",
+                    format_args!("skipped: {}: {e}", display(&items[i].rel)),
+                );
                 ok[i].store(false, Ordering::Relaxed);
                 skipped += 1;
             }
@@ -643,11 +747,19 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     }
     comm.barrier();
     // 6. Metadata: files and links now, directories deepest first.
-    let done = |i: &usize| items[*i].own && ok[*i].load(Ordering::Relaxed);
-    let leaves: Vec<usize> = own_of(&[Kind::File, Kind::Symlink, Kind::Fifo, Kind::Char, Kind::Block])
-        .into_iter()
-        .filter(done)
-        .collect();
+    let done = |i: &usize| {
+        items[*i].own && ok[*i].load(Ordering::Relaxed) && !finished[*i].load(Ordering::Relaxed)
+    };
+    let leaves: Vec<usize> = own_of(&[
+        Kind::File,
+        Kind::Symlink,
+        Kind::Fifo,
+        Kind::Char,
+        Kind::Block,
+    ])
+    .into_iter()
+    .filter(done)
+    .collect();
     leaves.par_iter().for_each(|&i| {
         let it = &items[i];
         if args.fsync && it.d.header.kind == Kind::File {

@@ -249,6 +249,10 @@ pub fn scan(comm: &dyn Comm, archive: &Archive, memsize: u64) -> (Vec<u64>, Opti
     (offsets, (!damage.is_empty()).then_some(damage))
 }
 
+/// Bytes read at once when decoding a header, enough for a pax header, its records and the
+/// ustar block that follows.
+const HEADER_WINDOW: usize = 4096;
+
 /// Decode the entries at `offsets` (in parallel for an uncompressed archive, in order for a
 /// compressed one, whose frames are then decompressed once).
 pub fn decode(
@@ -257,7 +261,17 @@ pub fn decode(
 ) -> Vec<Result<header::Decoded, header::HeaderError>> {
     use rayon::prelude::*;
     let one = |&at: &u64| {
-        let mut read = |o: u64, n: usize| archive.read_at(o, n);
+        // Headers come in runs (pax header, its records, the ustar block): read a window once.
+        let mut window: (u64, Vec<u8>) = (0, Vec::new());
+        let mut read = |o: u64, n: usize| {
+            let (w_at, w) = &window;
+            if o < *w_at || o + n as u64 > *w_at + w.len() as u64 {
+                window = (o, archive.read_at(o, n.max(HEADER_WINDOW))?);
+            }
+            let (w_at, w) = &window;
+            let from = (o - w_at) as usize;
+            Ok(w[from..(from + n).min(w.len())].to_vec())
+        };
         header::decode_entry(&mut read, at).and_then(|d| {
             d.ok_or(header::HeaderError::Invalid {
                 offset: at,
