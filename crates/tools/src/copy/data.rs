@@ -90,7 +90,7 @@ pub fn copy_range(
 ) -> Result<u64, DataError> {
     let end = offset + len;
     if !opts.sparse {
-        return copy_dense(src, offset, dst, offset, len, opts, buf, cfr_ok);
+        return copy_at(src, offset, dst, offset, len, opts, buf, cfr_ok);
     }
     let mut pos = offset;
     let mut written = 0;
@@ -109,7 +109,7 @@ pub fn copy_range(
             Ok(h) => h.min(end),
             Err(_) => end,
         };
-        written += copy_dense(src, data, dst, data, hole - data, opts, buf, cfr_ok)?;
+        written += copy_at(src, data, dst, data, hole - data, opts, buf, cfr_ok)?;
         pos = hole;
     }
     Ok(written)
@@ -120,20 +120,6 @@ pub fn copy_range(
 /// [`copy_range`].
 #[allow(clippy::too_many_arguments)]
 pub fn copy_at(
-    src: BorrowedFd<'_>,
-    src_at: u64,
-    dst: BorrowedFd<'_>,
-    dst_at: u64,
-    len: u64,
-    opts: &DataOptions,
-    buf: &mut Buffer,
-    cfr_ok: &mut bool,
-) -> Result<u64, DataError> {
-    copy_dense(src, src_at, dst, dst_at, len, opts, buf, cfr_ok)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn copy_dense(
     src: BorrowedFd<'_>,
     src_at: u64,
     dst: BorrowedFd<'_>,

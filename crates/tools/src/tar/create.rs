@@ -20,7 +20,7 @@ use crate::copy::links;
 use crate::copy::Mapping;
 use crate::select::Rules;
 use crate::status::Status;
-use crate::transfer::{self, bytes_text};
+use crate::transfer;
 use flist::path::{display, normalize};
 use flist::{FileList, FileType, ItemError, Meta};
 use rayon::prelude::*;
@@ -178,6 +178,8 @@ impl Problems {
 
 /// Context of the data phase on one rank.
 struct Writer<'a> {
+    /// The archive's path (for messages).
+    archive: Vec<u8>,
     open_noatime: bool,
     problems: Problems,
     progress: &'a Progress,
@@ -299,7 +301,7 @@ impl Writer<'_> {
                     self.bytes_of(&seg, bytes);
                     if let Err(e) = write_all_at(archive, bytes, at) {
                         self.problems
-                            .add(ItemError::new(b"(archive)", e.op, e.source));
+                            .add(ItemError::new(&self.archive, e.op, e.source));
                     }
                 });
             }
@@ -832,6 +834,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
     comm.barrier();
 
     let w = Writer {
+        archive: archive.clone(),
         open_noatime: args.open_noatime,
         problems: Problems::default(),
         progress: &progress,
@@ -1042,21 +1045,14 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
     let skipped = comm.sum(skipped);
     let data_total = comm.sum(data_bytes);
     if rank0 && !args.common.quiet {
-        let secs = started.elapsed().as_secs_f64();
-        let mut line = format!(
-            "Archived {count} entries, {} of data, into {} in {secs:.3} s ({}/s)",
-            bytes_text(data_total),
-            display(&archive),
-            steal::progress::human_bytes((data_total as f64 / secs.max(1e-9)) as u64),
+        super::print_summary(
+            &format!("Archived {count} entries"),
+            data_total,
+            &archive,
+            started,
+            skipped,
+            failed,
         );
-        if skipped > 0 {
-            line.push_str(&format!("; {skipped} skipped"));
-        }
-        if failed > 0 {
-            line.push_str(&format!("; {failed} failed"));
-        }
-        line.push('\n');
-        stdout_bytes(line.as_bytes());
     }
     status.agree(comm)
 }

@@ -23,7 +23,6 @@ use super::stream::Archive;
 use super::TarArgs;
 use crate::cli::{report_error, stdout_bytes};
 use crate::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
-use crate::transfer::bytes_text;
 use flist::path::{display, normalize};
 use rayon::prelude::*;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -199,13 +198,7 @@ fn extract_whole(
         buf,
         cfr,
     )
-    .map_err(|e| {
-        if e.source.kind() == io::ErrorKind::UnexpectedEof {
-            "truncated archive: the entry's data is cut short".to_string()
-        } else {
-            format!("{}: {}", e.op, e.source)
-        }
-    })?;
+    .map_err(from_archive)?;
     let step = |op: &str, r: Result<(), Errno>| r.map_err(|e| format!("{op}: {}", explain(e)));
     if fsync {
         step("fsync", rustix::fs::fsync(&fd))?;
@@ -239,6 +232,15 @@ fn extract_whole(
     )?;
     step("set times", rustix::fs::futimens(&fd, &times_of(h)))?;
     Ok(n)
+}
+
+/// The message for a failed copy out of the archive.
+fn from_archive(e: crate::copy::data::DataError) -> String {
+    if e.source.kind() == io::ErrorKind::UnexpectedEof {
+        "truncated archive: the entry's data is cut short".to_string()
+    } else {
+        format!("{}: {}", e.op, e.source)
+    }
 }
 
 /// Access time now, modification time from the archive.
@@ -462,13 +464,7 @@ fn copy_data(
                     buf,
                     cfr,
                 )
-                .map_err(|e| {
-                    if e.source.kind() == io::ErrorKind::UnexpectedEof {
-                        "truncated archive: the entry's data is cut short".to_string()
-                    } else {
-                        format!("{}: {}", e.op, e.source)
-                    }
-                })
+                .map_err(from_archive)
             });
             match r {
                 Ok(n) => {
@@ -808,22 +804,17 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     let total_bytes = comm.sum(bytes.load(Ordering::Relaxed));
     let skipped = comm.sum(skipped);
     if rank0 && !args.common.quiet {
-        let secs = started.elapsed().as_secs_f64();
-        let mut line = format!(
-            "Extracted {} of {total_entries} entries, {} of data, into {} in {secs:.3} s ({}/s)",
-            total_entries.saturating_sub(failed + skipped),
-            bytes_text(total_bytes),
-            display(&dest),
-            steal::progress::human_bytes((total_bytes as f64 / secs.max(1e-9)) as u64),
+        super::print_summary(
+            &format!(
+                "Extracted {} of {total_entries} entries",
+                total_entries.saturating_sub(failed + skipped)
+            ),
+            total_bytes,
+            &dest,
+            started,
+            skipped,
+            failed,
         );
-        if skipped > 0 {
-            line.push_str(&format!("; {skipped} skipped"));
-        }
-        if failed > 0 {
-            line.push_str(&format!("; {failed} failed"));
-        }
-        line.push('\n');
-        stdout_bytes(line.as_bytes());
     }
     status.agree(comm)
 }

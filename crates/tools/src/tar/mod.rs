@@ -129,6 +129,32 @@ impl TarArgs {
     }
 }
 
+/// Rank 0's closing line: `WHAT, N of data, into PLACE in T s (R/s)[; S skipped][; F failed]`.
+fn print_summary(
+    what: &str,
+    bytes: u64,
+    place: &[u8],
+    started: std::time::Instant,
+    skipped: u64,
+    failed: u64,
+) {
+    let secs = started.elapsed().as_secs_f64();
+    let mut line = format!(
+        "{what}, {} of data, into {} in {secs:.3} s ({}/s)",
+        crate::transfer::bytes_text(bytes),
+        flist::path::display(place),
+        steal::progress::human_bytes((bytes as f64 / secs.max(1e-9)) as u64),
+    );
+    if skipped > 0 {
+        line.push_str(&format!("; {skipped} skipped"));
+    }
+    if failed > 0 {
+        line.push_str(&format!("; {failed} failed"));
+    }
+    line.push('\n');
+    crate::cli::stdout_bytes(line.as_bytes());
+}
+
 /// Run `mfu-rs tar` on this rank. Collective.
 pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
     let modes = [args.create, args.extract, args.list];
