@@ -83,7 +83,16 @@ impl Segment {
                 .iter()
                 .map(|m| m.header.len() as u64 + if m.inline { round_up(m.size) } else { 0 })
                 .sum(),
-            Segment::Chunk { len, .. } => *len,
+            // The last chunk of a file carries the padding to a whole block.
+            Segment::Chunk {
+                file_at, len, size, ..
+            } => {
+                len + if file_at + len == *size {
+                    round_up(*size) - size
+                } else {
+                    0
+                }
+            }
         }
     }
 }
@@ -598,42 +607,68 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
     out
 }
 
-/// Where compressed frames wait until their place in the archive is known: memory up to a
-/// limit, then an unnamed temporary file beside the archive.
-struct Spool {
-    mem: Vec<u8>,
-    file: Option<std::fs::File>,
-    limit: usize,
-    dir: Vec<u8>,
+/// Where compressed frames go. Rank 0's part starts the archive, so it writes straight into
+/// it; the other ranks' frames wait until their place is known: in memory up to a limit, then
+/// in an unnamed temporary file beside the archive.
+enum Spool {
+    /// Written at `at` of the archive as they come.
+    Direct { fd: OwnedFd, at: u64 },
+    /// Kept until [`Spool::write_to`].
+    Held {
+        mem: Vec<u8>,
+        file: Option<std::fs::File>,
+        limit: usize,
+        dir: Vec<u8>,
+    },
 }
 
 impl Spool {
     fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
-        if self.file.is_none() && self.mem.len() + bytes.len() > self.limit {
-            let mut f = tempfile::tempfile_in(flist::path::as_path(&self.dir))?;
-            f.write_all(&self.mem)?;
-            self.mem = Vec::new();
-            self.file = Some(f);
-        }
-        match &mut self.file {
-            Some(f) => f.write_all(bytes),
-            None => {
-                self.mem.extend_from_slice(bytes);
+        match self {
+            Spool::Direct { fd, at } => {
+                write_all_at(fd.as_fd(), bytes, *at).map_err(|e| e.source)?;
+                *at += bytes.len() as u64;
                 Ok(())
+            }
+            Spool::Held {
+                mem,
+                file,
+                limit,
+                dir,
+            } => {
+                if file.is_none() && mem.len() + bytes.len() > *limit {
+                    let mut f = tempfile::tempfile_in(flist::path::as_path(dir))?;
+                    f.write_all(mem)?;
+                    *mem = Vec::new();
+                    *file = Some(f);
+                }
+                match file {
+                    Some(f) => f.write_all(bytes),
+                    None => {
+                        mem.extend_from_slice(bytes);
+                        Ok(())
+                    }
+                }
             }
         }
     }
+
     fn len(&mut self) -> io::Result<u64> {
-        match &mut self.file {
-            Some(f) => f.stream_position(),
-            None => Ok(self.mem.len() as u64),
+        match self {
+            Spool::Direct { at, .. } => Ok(*at),
+            Spool::Held { file: Some(f), .. } => f.stream_position(),
+            Spool::Held { mem, .. } => Ok(mem.len() as u64),
         }
     }
-    /// Write everything at offset `at` of `out`.
+
+    /// Write what is held at offset `at` of `out` (nothing to do for a direct spool).
     fn write_to(&mut self, out: BorrowedFd<'_>, at: u64) -> io::Result<()> {
-        match &mut self.file {
-            None => write_all_at(out, &self.mem, at).map_err(|e| e.source),
-            Some(f) => {
+        match self {
+            Spool::Direct { .. } => Ok(()),
+            Spool::Held {
+                file: None, mem, ..
+            } => write_all_at(out, mem, at).map_err(|e| e.source),
+            Spool::Held { file: Some(f), .. } => {
                 f.rewind()?;
                 let mut buf = vec![0u8; 8 << 20];
                 let mut pos = at;
@@ -651,7 +686,8 @@ impl Spool {
 }
 
 /// Compress this rank's part of the tar stream (its segments, then `tail`) into frames of
-/// `frame` bytes; returns the spool and the frames' (compressed, decompressed) sizes.
+/// `frame` bytes; returns the frames' (compressed, decompressed) sizes. Reading the next
+/// window of segments overlaps compressing the frames of the previous one.
 fn compress_part(
     w: &Writer,
     segs: &[Segment],
@@ -660,57 +696,64 @@ fn compress_part(
     level: i32,
     spool: &mut Spool,
 ) -> io::Result<Vec<(u32, u32)>> {
-    let mut sizes = Vec::new();
-    let mut pending: Vec<u8> = Vec::new();
-    let threads = rayon::current_num_threads().max(1);
-    let window = (threads * frame) as u64;
-    let mut emit = |pending: &mut Vec<u8>, all: bool, spool: &mut Spool| -> io::Result<()> {
-        let full = if all {
-            pending.len().div_ceil(frame)
-        } else {
-            pending.len() / frame
-        };
-        if full == 0 {
-            return Ok(());
-        }
-        let cut = (full * frame).min(pending.len());
-        let frames: Vec<io::Result<(Vec<u8>, usize)>> = pending[..cut]
-            .par_chunks(frame)
-            .map(|d| seekable::compress_frame(d, level).map(|c| (c, d.len())))
-            .collect();
-        for f in frames {
-            let (c, d) = f?;
-            spool.push(&c)?;
-            sizes.push((c.len() as u32, d as u32));
-        }
-        pending.drain(..cut);
-        Ok(())
-    };
+    let window = (rayon::current_num_threads().max(1) * frame) as u64;
+    // Windows of whole segments, each about `window` bytes.
+    let mut windows = Vec::new();
     let mut i = 0;
     while i < segs.len() {
-        // A window of segments read in parallel, then cut into frames compressed in parallel.
         let mut j = i;
         let mut bytes = 0;
         while j < segs.len() && (j == i || bytes < window) {
             bytes += segs[j].len();
             j += 1;
         }
-        let parts: Vec<Vec<u8>> = segs[i..j]
-            .par_iter()
+        windows.push(&segs[i..j]);
+        i = j;
+    }
+    let read = |part: &[Segment]| -> Vec<Vec<u8>> {
+        part.par_iter()
             .map(|s| {
                 let mut v = Vec::with_capacity(s.len() as usize);
                 w.bytes_of(s, &mut v);
                 v
             })
-            .collect();
-        for p in parts {
-            pending.extend_from_slice(&p);
+            .collect()
+    };
+    let compress = |data: &[u8]| -> Vec<io::Result<(Vec<u8>, usize)>> {
+        data.par_chunks(frame)
+            .map(|d| seekable::compress_frame(d, level).map(|c| (c, d.len())))
+            .collect()
+    };
+    let mut sizes = Vec::new();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut next = windows.first().map(|w| read(w)).unwrap_or_default();
+    for k in 0..=windows.len() {
+        for piece in std::mem::take(&mut next) {
+            pending.extend_from_slice(&piece);
         }
-        emit(&mut pending, false, spool)?;
-        i = j;
+        let last = k == windows.len();
+        if last {
+            pending.extend_from_slice(tail);
+        }
+        // Whole frames now; the rest waits for more bytes (all of it at the end).
+        let cut = if last {
+            pending.len()
+        } else {
+            pending.len() / frame * frame
+        };
+        let following = windows.get(k + 1).copied();
+        let (frames, more) = rayon::join(
+            || compress(&pending[..cut]),
+            || following.map(&read).unwrap_or_default(),
+        );
+        pending.drain(..cut);
+        next = more;
+        for f in frames {
+            let (c, d) = f?;
+            spool.push(&c)?;
+            sizes.push((c.len() as u32, d as u32));
+        }
     }
-    pending.extend_from_slice(tail);
-    emit(&mut pending, true, spool)?;
     Ok(sizes)
 }
 
@@ -951,11 +994,25 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
             tail.resize(tail.len() + index::END as usize, 0);
         }
         drop(all_offsets);
-        let mut spool = Spool {
-            mem: Vec::new(),
-            file: None,
-            limit: args.memsize.min(usize::MAX as u64) as usize,
-            dir: flist::path::parent(&archive).to_vec(),
+        // Rank 0 creates the archive and writes its frames straight into it.
+        let created = if rank0 {
+            create_archive(&archive)
+                .map(Some)
+                .map_err(|e| fail("create", e))
+        } else {
+            Ok(None)
+        };
+        if !comm.all(created.is_ok()) {
+            return Status::Usage.agree(comm);
+        }
+        let mut spool = match created {
+            Ok(Some(fd)) => Spool::Direct { fd, at: 0 },
+            _ => Spool::Held {
+                mem: Vec::new(),
+                file: None,
+                limit: args.memsize.min(usize::MAX as u64) as usize,
+                dir: flist::path::parent(&archive).to_vec(),
+            },
         };
         let sizes = compress_part(
             &w,
@@ -996,24 +1053,15 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
             })
             .collect();
         let table = seekable::encode_table(&all_sizes);
-        let created = if rank0 {
-            create_archive(&archive)
-                .and_then(|fd| {
-                    rustix::fs::ftruncate(&fd, c_total + table.len() as u64)?;
-                    write_all_at(fd.as_fd(), &table, c_total).map_err(|e| e.source)?;
-                    Ok(())
-                })
-                .map_err(|e| fail("create", e))
-                .is_ok()
+        let wrote = if let Spool::Direct { fd, .. } = &spool {
+            rustix::fs::ftruncate(fd, c_total + table.len() as u64)
+                .map_err(io::Error::from)
+                .and_then(|()| write_all_at(fd.as_fd(), &table, c_total).map_err(|e| e.source))
         } else {
-            true
+            flist::walk::open_long(&archive, OFlags::WRONLY | OFlags::CLOEXEC)
+                .map_err(io::Error::from)
+                .and_then(|fd| spool.write_to(fd.as_fd(), c_base))
         };
-        if !comm.all(created) {
-            return Status::Usage.agree(comm);
-        }
-        let wrote = flist::walk::open_long(&archive, OFlags::WRONLY | OFlags::CLOEXEC)
-            .map_err(io::Error::from)
-            .and_then(|fd| spool.write_to(fd.as_fd(), c_base));
         if let Err(e) = &wrote {
             report_error("tar", format_args!("write {}: {e}", display(&archive)));
         }
