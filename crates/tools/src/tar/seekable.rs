@@ -158,8 +158,20 @@ impl SeekTable {
 }
 
 /// Compress `data` as one independent frame (with its content size in the frame header).
+/// Each thread keeps its compression context: a new one per frame would allocate and clear
+/// megabytes of tables every time.
 pub fn compress_frame(data: &[u8], level: i32) -> io::Result<Vec<u8>> {
-    zstd::bulk::compress(data, level)
+    thread_local! {
+        static CONTEXT: std::cell::RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    CONTEXT.with_borrow_mut(|slot| {
+        if slot.as_ref().is_none_or(|(l, _)| *l != level) {
+            *slot = Some((level, zstd::bulk::Compressor::new(level)?));
+        }
+        let (_, c) = slot.as_mut().expect("set above");
+        c.compress(data)
+    })
 }
 
 #[cfg(test)]
