@@ -1744,3 +1744,80 @@ fn usage_errors_exit_2_and_a_missing_archive_is_named() {
         tree::assert_equal_in(mode, &before, &tree::snapshot(&cwd), Compare::FULL);
     }
 }
+
+/// The xattr `name` of `path`, not followed (`None` when absent).
+fn xattr_of(path: &Path, name: &str) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 4096];
+    rustix::fs::lgetxattr(path, name, &mut buf[..])
+        .ok()
+        .map(|n| buf[..n].to_vec())
+}
+
+#[test]
+fn xattrs_travel_only_with_preserve_and_gnu_tar_reads_them() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("x");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("f"), b"data").unwrap();
+    // A binary value with NUL and newline bytes, as pax records must carry it.
+    tree::set_xattr(&src.join("f"), "user.mfu.test", b"a\0b\nc");
+    let a = t.path().join("x.tar");
+    expect_status(
+        tar_np(1)
+            .args(["-c", "--preserve-xattrs", "-f"])
+            .arg(&a)
+            .arg("-C")
+            .arg(t.path())
+            .arg("x"),
+        0,
+    );
+    let with = t.path().join("with");
+    let without = t.path().join("without");
+    std::fs::create_dir(&with).unwrap();
+    std::fs::create_dir(&without).unwrap();
+    expect_status(
+        tar_np(1)
+            .args(["-x", "-p", "-f"])
+            .arg(&a)
+            .arg("-C")
+            .arg(&with),
+        0,
+    );
+    expect_status(
+        tar_np(1).args(["-x", "-f"]).arg(&a).arg("-C").arg(&without),
+        0,
+    );
+    assert_eq!(
+        xattr_of(&with.join("x/f"), "user.mfu.test").as_deref(),
+        Some(&b"a\0b\nc"[..])
+    );
+    assert_eq!(xattr_of(&without.join("x/f"), "user.mfu.test"), None);
+    // GNU tar restores the same attribute from the pax SCHILY.xattr record.
+    let gnu = t.path().join("gnu");
+    std::fs::create_dir(&gnu).unwrap();
+    expect_status(
+        gnu_tar()
+            .args(["--xattrs", "--xattrs-include=user.*", "-xf"])
+            .arg(&a)
+            .arg("-C")
+            .arg(&gnu),
+        0,
+    );
+    assert_eq!(
+        xattr_of(&gnu.join("x/f"), "user.mfu.test").as_deref(),
+        Some(&b"a\0b\nc"[..])
+    );
+    // Without --preserve-xattrs nothing is stored.
+    let plain = t.path().join("plain.tar");
+    expect_status(
+        tar_np(1)
+            .args(["-c", "-f"])
+            .arg(&plain)
+            .arg("-C")
+            .arg(t.path())
+            .arg("x"),
+        0,
+    );
+    let bytes = std::fs::read(&plain).unwrap();
+    assert!(!bytes.windows(13).any(|w| w == b"SCHILY.xattr."));
+}

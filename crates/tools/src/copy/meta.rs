@@ -68,7 +68,8 @@ impl MetaOptions {
         }
     }
 
-    fn wants_xattr(&self, name: &[u8]) -> bool {
+    /// Whether the attribute `name` travels under this policy.
+    pub fn wants_xattr(&self, name: &[u8]) -> bool {
         match self.xattrs {
             XattrPolicy::None => false,
             XattrPolicy::All => true,
@@ -258,31 +259,38 @@ fn chown_tolerant(r: Result<(), Errno>, opts: &MetaOptions) -> Result<(), Errno>
     }
 }
 
-enum Target<'a> {
+/// Where extended attributes are written: an open file, or a path (not followed).
+pub enum Target<'a> {
+    /// An open regular file.
     Fd(BorrowedFd<'a>),
+    /// A path whose last component is not followed.
     Path(&'a [u8]),
 }
 
 type XattrError<'a> = (&'static str, Option<&'a [u8]>, io::Error);
 
-/// Copy the wanted xattrs of `src` (not following a link) to the target.
-fn copy_xattrs<'a>(
-    src: &'a [u8],
-    dst: Target<'_>,
+/// One extended attribute: (name, value).
+pub type Xattr = (Vec<u8>, Vec<u8>);
+
+/// The extended attributes of `path` (not followed) that `opts` wants. A file system without
+/// xattrs has none; an attribute removed between listing and reading is left out.
+pub fn read_xattrs(
+    path: &[u8],
     opts: &MetaOptions,
-) -> Result<(), XattrError<'a>> {
-    let at = At::new(src).map_err(|e| ("open parent", Some(src), e))?;
+) -> Result<Vec<Xattr>, (&'static str, io::Error)> {
+    let at = At::new(path).map_err(|e| ("open parent", e))?;
     let path = at.short_path();
-    let on_src = |op: &'static str| move |e: Errno| (op, Some(src), io::Error::from(e));
+    let err = |op: &'static str| move |e: Errno| (op, io::Error::from(e));
     let mut names = vec![0u8; 1024];
     let n = loop {
         match rustix::fs::llistxattr(path.as_ref(), &mut names[..]) {
             Ok(n) => break n,
             Err(Errno::RANGE) => names.resize(names.len() * 4, 0),
-            Err(Errno::NOTSUP) => return Ok(()),
-            Err(e) => return Err(on_src("list xattrs")(e)),
+            Err(Errno::NOTSUP) => return Ok(Vec::new()),
+            Err(e) => return Err(err("list xattrs")(e)),
         }
     };
+    let mut out = Vec::new();
     let mut value = vec![0u8; 256];
     for name in names[..n].split(|&b| b == 0).filter(|n| !n.is_empty()) {
         if !opts.wants_xattr(name) {
@@ -294,26 +302,43 @@ fn copy_xattrs<'a>(
                 Err(Errno::RANGE) => value.resize(value.len() * 4, 0),
                 // Vanished between list and get.
                 Err(Errno::NODATA) => break None,
-                Err(e) => return Err(on_src("read xattr")(e)),
+                Err(e) => return Err(err("read xattr")(e)),
             }
         };
-        let Some(len) = len else { continue };
+        if let Some(len) = len {
+            out.push((name.to_vec(), value[..len].to_vec()));
+        }
+    }
+    Ok(out)
+}
+
+/// Set `xattrs` on `dst`. A destination file system without xattrs (or without this
+/// namespace) keeps none, silently, as cp does.
+pub fn write_xattrs(dst: Target<'_>, xattrs: &[Xattr]) -> io::Result<()> {
+    for (name, value) in xattrs {
         let set = match dst {
             Target::Fd(fd) => {
-                rustix::fs::fsetxattr(fd, name, &value[..len], rustix::fs::XattrFlags::empty())
+                rustix::fs::fsetxattr(fd, &name[..], value, rustix::fs::XattrFlags::empty())
             }
             Target::Path(p) => {
-                rustix::fs::lsetxattr(p, name, &value[..len], rustix::fs::XattrFlags::empty())
+                rustix::fs::lsetxattr(p, &name[..], value, rustix::fs::XattrFlags::empty())
             }
         };
         match set {
-            Ok(()) => {}
-            // The destination file system has no xattrs (or not this namespace): nothing to keep.
-            Err(Errno::NOTSUP) => {}
-            Err(e) => return Err(("set xattr", None, e.into())),
+            Ok(()) | Err(Errno::NOTSUP) => {}
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())
+}
+
+fn copy_xattrs<'a>(
+    src: &'a [u8],
+    dst: Target<'_>,
+    opts: &MetaOptions,
+) -> Result<(), XattrError<'a>> {
+    let xattrs = read_xattrs(src, opts).map_err(|(op, e)| (op, Some(src), e))?;
+    write_xattrs(dst, &xattrs).map_err(|e| ("set xattr", None, e))
 }
 
 #[cfg(test)]

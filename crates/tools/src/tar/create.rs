@@ -17,6 +17,7 @@ use super::{index, seekable, TarArgs};
 use crate::cli::{report_error, stdout_bytes};
 use crate::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
 use crate::copy::links;
+use crate::copy::meta::{MetaOptions, XattrPolicy};
 use crate::copy::Mapping;
 use crate::select::Rules;
 use crate::status::Status;
@@ -29,7 +30,6 @@ use rustix::fs::OFlags;
 use rustix::io::Errno;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::io::{self, Read, Seek, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -437,34 +437,13 @@ fn link_targets(comm: &dyn Comm, sorted: &FileList) -> HashMap<Vec<u8>, Vec<u8>>
     out
 }
 
-/// Extended attributes of `path` (not followed), for `--preserve-xattrs`.
-fn read_xattrs(path: &[u8]) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let at = flist::at::At::new(path)?;
-    let short = at.short_path();
-    let p = flist::path::as_path(&short);
-    let mut names = vec![0u8; 64 << 10];
-    let n = match rustix::fs::llistxattr(p, &mut names) {
-        Ok(n) => n,
-        Err(Errno::NOTSUP) => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
-    };
-    let mut out = Vec::new();
-    for name in names[..n].split(|&b| b == 0).filter(|n| !n.is_empty()) {
-        let mut value = vec![0u8; 64 << 10];
-        let len = rustix::fs::lgetxattr(p, OsStr::from_bytes(name), &mut value)?;
-        value.truncate(len);
-        out.push((name.to_vec(), value));
-    }
-    Ok(out)
-}
-
 /// Encode this rank's records (sorted by name) as archive members. Entries that can't be
 /// archived are reported and left out.
 fn members(
     list: &FileList,
     map: &Mapping,
     links: &HashMap<Vec<u8>, Vec<u8>>,
-    xattrs: bool,
+    xattrs: &MetaOptions,
     errors: &mut Vec<ItemError>,
     skipped: &mut u64,
 ) -> Vec<Member> {
@@ -533,10 +512,12 @@ fn members(
                 continue;
             }
         }
-        if xattrs {
-            match read_xattrs(e.path) {
+        if xattrs.xattrs != XattrPolicy::None {
+            // Lustre's own (the layout) stay out: restoring them would pin the extracted
+            // files to this file system's OSTs.
+            match crate::copy::meta::read_xattrs(e.path, xattrs) {
                 Ok(x) => h.xattrs = x,
-                Err(err) => errors.push(ItemError::new(e.path, "read xattrs", err)),
+                Err((op, err)) => errors.push(ItemError::new(e.path, op, err)),
             }
         }
         let mut header = Vec::with_capacity(1024);
@@ -827,7 +808,14 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         &list,
         &map,
         &links,
-        args.xattrs(),
+        &MetaOptions::new(
+            false,
+            if args.xattrs() {
+                XattrPolicy::NonLustre
+            } else {
+                XattrPolicy::None
+            },
+        ),
         &mut errors,
         &mut skipped,
     );

@@ -23,6 +23,7 @@ use super::stream::Archive;
 use super::TarArgs;
 use crate::cli::{report_error, stdout_bytes};
 use crate::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
+use crate::copy::meta::{write_xattrs, MetaOptions, Target as XattrTarget, XattrPolicy};
 use flist::path::{display, normalize};
 use rayon::prelude::*;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -52,19 +53,17 @@ struct Item {
 
 /// How metadata is restored.
 struct Restore {
+    /// Give entries their archived owner.
     owner: bool,
-    exact_mode: bool,
-    umask: u32,
+    /// Modes (exact, or less the umask) through the copy engine's rule.
+    modes: MetaOptions,
+    /// Restore archived xattrs.
     xattrs: bool,
 }
 
 impl Restore {
     fn mode(&self, mode: u32) -> u32 {
-        if self.exact_mode {
-            mode & 0o7777
-        } else {
-            mode & 0o777 & !self.umask
-        }
+        self.modes.mode_of(mode)
     }
 }
 
@@ -204,17 +203,8 @@ fn extract_whole(
         step("fsync", rustix::fs::fsync(&fd))?;
     }
     if how.xattrs {
-        for (k, v) in &h.xattrs {
-            step(
-                "set xattr",
-                rustix::fs::fsetxattr(
-                    &fd,
-                    OsStr::from_bytes(k),
-                    v,
-                    rustix::fs::XattrFlags::empty(),
-                ),
-            )?;
-        }
+        write_xattrs(XattrTarget::Fd(fd.as_fd()), &h.xattrs)
+            .map_err(|e| format!("set xattr: {e}"))?;
     }
     if how.owner {
         step(
@@ -309,18 +299,8 @@ fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
         p
     };
     if how.xattrs && !h.xattrs.is_empty() {
-        let p = fd_path(dir_fd, name);
-        for (k, v) in &h.xattrs {
-            step(
-                "set xattr",
-                rustix::fs::lsetxattr(
-                    OsStr::from_bytes(&p),
-                    OsStr::from_bytes(k),
-                    v,
-                    rustix::fs::XattrFlags::empty(),
-                ),
-            )?;
-        }
+        write_xattrs(XattrTarget::Path(&fd_path(dir_fd, name)), &h.xattrs)
+            .map_err(|e| format!("set xattr: {e}"))?;
     }
     if how.owner {
         let r = rustix::fs::chownat(
@@ -608,12 +588,10 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     let root = rustix::process::geteuid().is_root();
     let how = Restore {
         owner: args.preserve || args.preserve_owner || root,
-        exact_mode: args.preserve || args.preserve_perms || root,
-        umask: {
-            let m = rustix::process::umask(Mode::empty());
-            rustix::process::umask(m);
-            m.bits()
-        },
+        modes: MetaOptions::new(
+            args.preserve || args.preserve_perms || root,
+            XattrPolicy::None,
+        ),
         xattrs: args.xattrs(),
     };
     let fail = Failures::default();
@@ -641,18 +619,19 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     };
 
     // 1. Symlinks first: a later path through one of them is then refused, never followed.
-    for i in own_of(&[Kind::Symlink]) {
+    own_of(&[Kind::Symlink]).par_iter().for_each(|&i| {
         if let Err(e) = make_other(&target, &items[i]) {
             failed_at(i, e);
         }
-    }
+    });
     comm.barrier();
     // 2. Directories.
-    for i in own_of(&[Kind::Dir]) {
+    // Parents are made on the way, so directories need no order among themselves.
+    own_of(&[Kind::Dir]).par_iter().for_each(|&i| {
         if let Err(e) = target.dir(&items[i].rel, true) {
             failed_at(i, explain(e));
         }
-    }
+    });
     comm.barrier();
     // 3. Files: those whose data is all in this rank's part of an uncompressed archive are
     // extracted whole, with their metadata; the others are created empty at their final size.
@@ -714,20 +693,22 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     progress.add(0, bytes.load(Ordering::Relaxed));
     comm.barrier();
     // 5. Hard links, fifos, devices.
-    for i in own_of(&[Kind::HardLink, Kind::Fifo, Kind::Char, Kind::Block]) {
-        match make_other(&target, &items[i]) {
+    let devices_skipped = AtomicU64::new(0);
+    own_of(&[Kind::HardLink, Kind::Fifo, Kind::Char, Kind::Block])
+        .par_iter()
+        .for_each(|&i| match make_other(&target, &items[i]) {
             Err(e) if items[i].d.header.kind != Kind::Fifo && e.contains("not permitted") => {
                 report_error(
                     "tar",
                     format_args!("skipped: {}: {e}", display(&items[i].rel)),
                 );
                 ok[i].store(false, Ordering::Relaxed);
-                skipped += 1;
+                devices_skipped.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => failed_at(i, e),
             Ok(()) => {}
-        }
-    }
+        });
+    skipped += devices_skipped.into_inner();
     for it in items.iter().filter(|it| it.own) {
         if let Kind::Other(t) = it.d.header.kind {
             report_error(
