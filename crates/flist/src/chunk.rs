@@ -50,6 +50,52 @@ pub struct Chunk {
 /// Collective: one exclusive scan, one all-reduce and one `alltoallv` (a run of consecutive
 /// chunks of one file for one rank travels as one message item, whatever its length).
 pub fn plan_chunks(comm: &dyn Comm, list: &FileList, chunk_size: u64) -> Vec<Chunk> {
+    plan_striped_chunks(comm, list, chunk_size, &|_, _| None)
+}
+
+/// How a file's destination is striped (Lustre RAID0): `count` objects, `size` bytes per stripe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stripes {
+    /// Stripes (OST objects) the file is spread over.
+    pub count: u64,
+    /// Bytes per stripe.
+    pub size: u64,
+}
+
+impl Stripes {
+    /// The period of a file's chunks over its objects: chunks `j` and `j + period` start in the
+    /// same OST object and cover the same objects. 1 when every chunk covers all objects (or
+    /// the chunk size is not a multiple of the stripe size, when no grouping is possible).
+    pub fn period(&self, chunk_size: u64) -> u64 {
+        if self.count <= 1 || self.size == 0 || chunk_size % self.size != 0 {
+            return 1;
+        }
+        let k = chunk_size / self.size;
+        self.count / gcd(self.count, k)
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// [`plan_chunks`] for destinations striped over several OSTs: `stripes(path, size)` says how
+/// the destination of a file of several chunks is striped (`None`: not striped, or unknown).
+///
+/// A striped file's chunks are ordered by the object they fall in before being dealt (object
+/// `o`'s chunks `o, o + p, o + 2p...` for the [`Stripes::period`] `p`), so a rank's contiguous
+/// share of the sequence is whole OST objects where the counts allow: ranks then don't contend
+/// for one object's extent locks. With `chunk_size` a multiple of the stripe size (callers
+/// ensure it), no stripe is ever split between two ranks, whatever the order.
+pub fn plan_striped_chunks(
+    comm: &dyn Comm,
+    list: &FileList,
+    chunk_size: u64,
+    stripes: &dyn Fn(&[u8], u64) -> Option<Stripes>,
+) -> Vec<Chunk> {
     let cs = if chunk_size == 0 {
         u64::MAX
     } else {
@@ -87,21 +133,35 @@ pub fn plan_chunks(comm: &dyn Comm, list: &FileList, chunk_size: u64) -> Vec<Chu
         let path = list.path(i);
         let meta = list.meta(i).expect("files with a size have metadata");
         let count = chunks_of(file_size);
-        // Runs of consecutive chunks with one owner: (owner, first chunk, chunks).
-        let mut run: Option<(usize, u64, u64)> = None;
-        for j in 0..count {
-            let offset = j * cs;
-            let len = cs.min(file_size - offset);
-            let r = owner(at, len, index);
-            at += len;
-            index += 1;
-            match &mut run {
-                Some((o, _, k)) if *o == r => *k += 1,
-                _ => {
-                    if let Some(done) = run.take() {
-                        encode_run(&mut sends, path, meta, file_size, done);
+        let period = match count {
+            1 => 1,
+            _ => stripes(path, file_size)
+                .map_or(1, |s| s.period(cs))
+                .min(count),
+        };
+        // Runs of chunks with one owner, consecutive in the (object-major) order: (owner, first
+        // chunk, chunks, step between them).
+        let mut run: Option<Run> = None;
+        for first in 0..period {
+            for j in (first..count).step_by(period as usize) {
+                let offset = j * cs;
+                let len = cs.min(file_size - offset);
+                let r = owner(at, len, index);
+                at += len;
+                index += 1;
+                match &mut run {
+                    Some(x) if x.dest == r && x.first + x.count * period == j => x.count += 1,
+                    _ => {
+                        if let Some(done) = run.take() {
+                            encode_run(&mut sends, path, meta, file_size, done);
+                        }
+                        run = Some(Run {
+                            dest: r,
+                            first: j,
+                            count: 1,
+                            step: period,
+                        });
                     }
-                    run = Some((r, j, 1));
                 }
             }
         }
@@ -117,19 +177,22 @@ pub fn plan_chunks(comm: &dyn Comm, list: &FileList, chunk_size: u64) -> Vec<Chu
     out
 }
 
-/// `u32 LE path length, path, metadata, u64 LE file size, first chunk number, chunk count`.
-fn encode_run(
-    sends: &mut [Vec<u8>],
-    path: &[u8],
-    meta: &Meta,
-    file_size: u64,
-    (dest, first, count): (usize, u64, u64),
-) {
-    let buf = &mut sends[dest];
+/// Chunks `first, first + step, ...` (`count` of them) of one file, for rank `dest`.
+struct Run {
+    dest: usize,
+    first: u64,
+    count: u64,
+    step: u64,
+}
+
+/// `u32 LE path length, path, metadata, u64 LE file size, first chunk number, chunk count,
+/// step`.
+fn encode_run(sends: &mut [Vec<u8>], path: &[u8], meta: &Meta, file_size: u64, run: Run) {
+    let buf = &mut sends[run.dest];
     buf.extend_from_slice(&(path.len() as u32).to_le_bytes());
     buf.extend_from_slice(path);
     meta.encode(buf);
-    for v in [file_size, first, count] {
+    for v in [file_size, run.first, run.count, run.step] {
         buf.extend_from_slice(&v.to_le_bytes());
     }
 }
@@ -141,13 +204,9 @@ fn decode_runs(mut bytes: &[u8], cs: u64, out: &mut Vec<Chunk>) {
         let path = &bytes[4..4 + n];
         let meta = Meta::decode(&bytes[4 + n..4 + n + META_BYTES]);
         let at = 4 + n + META_BYTES;
-        let (file_size, first, count) = (
-            u64_at(bytes, at),
-            u64_at(bytes, at + 8),
-            u64_at(bytes, at + 16),
-        );
-        for j in first..first + count {
-            let offset = j * cs;
+        let [file_size, first, count, step] = [0, 8, 16, 24].map(|o| u64_at(bytes, at + o));
+        for i in 0..count {
+            let offset = (first + i * step) * cs;
             out.push(Chunk {
                 path: path.to_vec(),
                 offset,
@@ -156,6 +215,6 @@ fn decode_runs(mut bytes: &[u8], cs: u64, out: &mut Vec<Chunk>) {
                 meta,
             });
         }
-        bytes = &bytes[at + 24..];
+        bytes = &bytes[at + 32..];
     }
 }

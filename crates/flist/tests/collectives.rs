@@ -1,7 +1,7 @@
 //! The collective operations of flist at several rank counts, on seeded synthetic lists with
 //! non-UTF-8 paths, uneven starting distributions and empty ranks.
 
-use flist::chunk::{plan_chunks, Chunk};
+use flist::chunk::{plan_chunks, plan_striped_chunks, Chunk, Stripes};
 use flist::distribute::{by_depth, hash_path, remap, spread};
 use flist::filter::{apply, Cmp, Filter, Test};
 use flist::path::{basename, depth};
@@ -11,6 +11,7 @@ use flist::{Detail, Error, FileList, FileType, IdTable, Meta};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// One record, owned: path, type, metadata.
@@ -608,6 +609,98 @@ fn chunk_size_zero_and_empty_files() {
         plan_chunks(comm, &share(&lite(&recs), 2, comm.rank()), 10)
     });
     assert!(plans.iter().all(Vec::is_empty));
+}
+
+/// For every stripe of every file: the ranks whose chunks write a byte of it.
+fn stripe_writers(plans: &[Vec<Chunk>], stripe: u64) -> HashMap<(Vec<u8>, u64), Vec<usize>> {
+    let mut writers: HashMap<(Vec<u8>, u64), Vec<usize>> = HashMap::new();
+    for (r, plan) in plans.iter().enumerate() {
+        for c in plan.iter().filter(|c| c.length > 0) {
+            for s in c.offset / stripe..=(c.offset + c.length - 1) / stripe {
+                let w = writers.entry((c.path.clone(), s)).or_default();
+                if !w.contains(&r) {
+                    w.push(r);
+                }
+            }
+        }
+    }
+    writers
+}
+
+#[test]
+fn striped_files_give_each_rank_whole_objects_and_no_stripe_two_ranks() {
+    let stripe = 1000;
+    let (count, cs) = (4u64, 1000u64);
+    let big = |name: &str, size: u64| {
+        let m = Meta {
+            mode: 0o100644,
+            size,
+            ..Meta::default()
+        };
+        (name.as_bytes().to_vec(), FileType::File, Some(m))
+    };
+    // Two files of 40 stripes each: 80 chunks, 20 per OST object pair (file, object).
+    let recs = vec![big("/a", 40 * stripe), big("/b", 40 * stripe - 1)];
+    let layout = Stripes {
+        count,
+        size: stripe,
+    };
+    let plan = |size: usize, striped: bool| {
+        steal::local::run(size, |comm| {
+            let f = |_: &[u8], _: u64| striped.then_some(layout);
+            plan_striped_chunks(comm, &share(&recs, size, comm.rank()), cs, &f)
+        })
+    };
+    let object = |c: &Chunk| (c.path.clone(), (c.offset / stripe) % count);
+    for size in [2, 3, 4, 8] {
+        let plans = plan(size, true);
+        let mut all: Vec<Chunk> = plans.concat();
+        all.sort_by(|x, y| (&x.path, x.offset).cmp(&(&y.path, y.offset)));
+        assert!(
+            all == expected_chunks(&recs, cs),
+            "every byte once at {size} ranks"
+        );
+        for (s, w) in stripe_writers(&plans, stripe) {
+            assert_eq!(w.len(), 1, "stripe {s:?} written by ranks {w:?}");
+        }
+        // 8 objects over `size` ranks: an object is split between ranks only at the edges of
+        // a rank's share, so each rank touches at most ceil(8 / size) + 1 objects, and exactly
+        // one when there are as many ranks as objects.
+        for (r, p) in plans.iter().enumerate() {
+            let mut objects: Vec<_> = p.iter().map(object).collect();
+            objects.sort();
+            objects.dedup();
+            let limit = if size == 8 {
+                1
+            } else {
+                8usize.div_ceil(size) + 1
+            };
+            assert!(objects.len() <= limit, "rank {r} of {size}: {objects:?}");
+        }
+    }
+    // Without the layout, contiguous runs put every rank on every object of a file.
+    let plans = plan(4, false);
+    let objects: std::collections::HashSet<_> = plans[0].iter().map(object).collect();
+    assert_eq!(objects.len(), 4);
+}
+
+#[test]
+fn stripe_periods() {
+    let s = |count, size| Stripes { count, size };
+    assert_eq!(s(4, 1 << 20).period(1 << 20), 4, "one stripe per chunk");
+    assert_eq!(s(4, 1 << 20).period(2 << 20), 2, "two stripes per chunk");
+    assert_eq!(
+        s(4, 1 << 20).period(4 << 20),
+        1,
+        "every chunk covers all objects"
+    );
+    assert_eq!(s(3, 1 << 20).period(2 << 20), 3);
+    assert_eq!(s(1, 1 << 20).period(1 << 20), 1);
+    assert_eq!(
+        s(4, 3 << 20).period(4 << 20),
+        1,
+        "not a multiple: no grouping"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
