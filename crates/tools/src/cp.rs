@@ -33,9 +33,11 @@ pub struct CpArgs {
     /// Sources, then the destination.
     #[arg(value_name = "SRC... DEST", required = true, num_args = 2..)]
     pub paths: Vec<OsString>,
-    /// Bytes per read/write call on the pread/pwrite path.
-    #[arg(short, long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
-    pub bufsize: u64,
+    /// Bytes per read/write call on the pread/pwrite path (used when copy_file_range can't be:
+    /// across file systems, with --direct) [default: adaptive: starts at 1 MiB and doubles
+    /// while the measured throughput improves; -v prints what was chosen].
+    #[arg(short, long, value_name = "SIZE", value_parser = size_arg)]
+    pub bufsize: Option<u64>,
     /// Bytes per chunk: files are split into chunks copied by different ranks [default: 4MB,
     /// grown up to 1GB for big data sets so that every thread still gets two chunks; -v prints
     /// the size used].
@@ -73,6 +75,8 @@ pub struct CpArgs {
     /// Copy as this group id (needs root).
     #[arg(short = 'G', long, value_name = "ID")]
     pub gid: Option<u32>,
+    #[command(flatten)]
+    pub stripe: crate::lustre::StripeArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
     #[command(flatten)]
@@ -213,11 +217,20 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
         preserve: args.preserve,
         xattrs: args.xattrs,
         batch_files: 0,
+        stripe: args.stripe.clone(),
     };
     if args.common.verbose && rank0 {
         stdout_bytes(format!("Walked in {walk_secs:.3} s\n").as_bytes());
     }
-    let (report, copied) = transfer::copy_and_report(comm, "cp", plan, &map, &io, &args.common);
+    let (report, copied) = transfer::copy_and_report(
+        comm,
+        "cp",
+        plan,
+        &map,
+        &io,
+        &args.common,
+        "run `mfu-rs sync SRC DEST` to finish it",
+    );
     status = status.worst(copied);
     let secs = started.elapsed().as_secs_f64();
     if rank0 && !quiet {

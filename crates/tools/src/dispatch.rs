@@ -15,6 +15,7 @@ pub const TOOLS: &[(&str, &[&str])] = &[
     ("sync", &["dsync"]),
     ("rm", &["drm"]),
     ("tar", &["dtar"]),
+    ("stripe", &["dstripe"]),
 ];
 
 #[derive(Parser, Debug)]
@@ -54,6 +55,9 @@ enum Tool {
     /// Create, extract or list tar archives in parallel, dtar-compatible (dtar).
     #[command(visible_alias = "dtar")]
     Tar(crate::tar::TarArgs),
+    /// Restripe files on Lustre in parallel, or report their layouts (dstripe).
+    #[command(visible_alias = "dstripe")]
+    Stripe(crate::stripe::StripeToolArgs),
 }
 
 /// The canonical tool that an executable name stands for: `dwalk`, `walk`, `mfu-dwalk` → `walk`.
@@ -124,6 +128,7 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
         Tool::Sync(a) => steal::launch::run(cli.ranks, |comm| crate::sync::run(comm, &a, &rules)),
         Tool::Rm(a) => steal::launch::run(cli.ranks, |comm| crate::rm::run(comm, &a)),
         Tool::Tar(a) => steal::launch::run(cli.ranks, |comm| crate::tar::run(comm, &a, &rules)),
+        Tool::Stripe(a) => steal::launch::run(cli.ranks, |comm| crate::stripe::run(comm, &a)),
     };
     match result {
         Ok(statuses) => statuses.into_iter().max().unwrap_or(Status::Ok) as i32,

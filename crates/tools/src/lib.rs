@@ -12,14 +12,17 @@ pub mod compare_expr;
 pub mod copy;
 pub mod cp;
 pub mod dispatch;
+pub mod lustre;
 pub mod output;
 pub mod rm;
 pub mod select;
 pub mod status;
+pub mod stripe;
 pub mod sync;
 pub mod tar;
 pub mod transfer;
 pub mod walk;
+pub mod walk_stripes;
 
 pub use dispatch::main_with_args;
 pub use status::Status;

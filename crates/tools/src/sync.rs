@@ -60,9 +60,11 @@ pub struct SyncArgs {
         default_value_t = 0
     )]
     pub batch_files: u64,
-    /// Bytes per read/write call on the pread/pwrite path.
-    #[arg(long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
-    pub bufsize: u64,
+    /// Bytes per read/write call on the pread/pwrite path (used when copy_file_range can't be:
+    /// across file systems, with --direct) [default: adaptive: starts at 1 MiB and doubles
+    /// while the measured throughput improves; -v prints what was chosen].
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    pub bufsize: Option<u64>,
     /// Bytes per chunk: files are split into chunks copied by different ranks [default: 4MB,
     /// grown up to 1GB for big data sets so that every thread still gets two chunks; -v prints
     /// the size used].
@@ -101,6 +103,8 @@ pub struct SyncArgs {
     /// CONTENT of same-size files is judged by mtime unless --contents is given.
     #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::parse)]
     pub output: Vec<Output>,
+    #[command(flatten)]
+    pub stripe: crate::lustre::StripeArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
     #[command(flatten)]
@@ -283,12 +287,21 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         preserve: true,
         xattrs: args.xattrs,
         batch_files: args.batch_files,
+        stripe: args.stripe.clone(),
     };
     if args.common.verbose && rank0 {
         let secs = started.elapsed().as_secs_f64();
         stdout_bytes(format!("Planned in {secs:.3} s\n").as_bytes());
     }
-    let (report, copied) = transfer::copy_and_report(comm, "sync", d.plan, &map, &io, &args.common);
+    let (report, copied) = transfer::copy_and_report(
+        comm,
+        "sync",
+        d.plan,
+        &map,
+        &io,
+        &args.common,
+        "run `mfu-rs sync SRC DEST` to finish it",
+    );
     status = status.worst(copied);
     let remove_errors = comm.sum(removed.errors.len() as u64);
     if report.total_errors + remove_errors > 0 || report.interrupted {

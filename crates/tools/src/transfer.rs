@@ -24,8 +24,8 @@ pub fn size_arg(text: &str) -> Result<u64, String> {
 
 /// I/O settings from the command line.
 pub struct IoArgs {
-    /// Bytes per read/write call.
-    pub bufsize: u64,
+    /// Bytes per read/write call; `None`: adaptive.
+    pub bufsize: Option<u64>,
     /// Bytes per chunk (unit of parallel work); `None`: automatic.
     pub chunksize: Option<u64>,
     /// Keep holes.
@@ -40,13 +40,15 @@ pub struct IoArgs {
     pub xattrs: Option<XattrPolicy>,
     /// Files per batch (0 = all at once).
     pub batch_files: u64,
+    /// Lustre layouts of new files, and the Lustre calls.
+    pub stripe: crate::lustre::StripeArgs,
 }
 
 impl IoArgs {
     /// The engine's options. Xattrs are copied when preserving (Lustre's own left out) or when
     /// `-X` asks.
     pub fn options<'a>(
-        &self,
+        &'a self,
         stop: Option<&'a AtomicBool>,
         progress: &'a Progress,
     ) -> CopyOptions<'a> {
@@ -58,7 +60,7 @@ impl IoArgs {
         CopyOptions {
             chunk_size: self.chunksize.unwrap_or(0),
             data: DataOptions {
-                bufsize: self.bufsize.min(1 << 30) as usize,
+                bufsize: self.bufsize.map_or(0, |b| b.min(1 << 30) as usize),
                 sparse: self.sparse,
                 direct: self.direct,
             },
@@ -67,6 +69,8 @@ impl IoArgs {
             batch_files: self.batch_files,
             stop,
             progress: Some(progress),
+            lustre: &*self.stripe.api,
+            stripe: self.stripe.overrides(),
         }
     }
 }
@@ -166,7 +170,8 @@ pub fn agree_setup<T>(
 }
 
 /// Run the copy engine for `tool` with progress lines and `-v` sizes; report this rank's
-/// failures, sum the counts over ranks, and say how to finish an interrupted run. Returns the
+/// failures, sum the counts over ranks, and say how to finish an interrupted run
+/// (`resume_hint`). Returns the
 /// summed report and the status it implies. Collective.
 pub fn copy_and_report(
     comm: &dyn Comm,
@@ -175,6 +180,7 @@ pub fn copy_and_report(
     map: &Mapping,
     io: &IoArgs,
     common: &Common,
+    resume_hint: &str,
 ) -> (Report, Status) {
     let rank0 = comm.rank() == 0;
     let say = |text: String| {
@@ -183,10 +189,11 @@ pub fn copy_and_report(
         }
     };
     say(format!(
-        "Chunk size {}, buffer size {} bytes, {} ranks\n",
+        "Chunk size {}, buffer size {}, {} ranks\n",
         io.chunksize
             .map_or("automatic".to_string(), |c| format!("{c} bytes")),
-        io.bufsize,
+        io.bufsize
+            .map_or("adaptive".to_string(), |b| format!("{b} bytes")),
         comm.size()
     ));
     let progress = common.progress(comm.rank(), "Copied");
@@ -195,7 +202,16 @@ pub fn copy_and_report(
     report_failures(tool, &report);
     report.sum(comm);
     if report.chunk_size > 0 {
-        say(format!("Chunk size used: {} bytes\n", report.chunk_size));
+        say(format!(
+            "Chunk size used: {} bytes ({})\n",
+            report.chunk_size, report.chunk_reason
+        ));
+    }
+    if common.verbose && rank0 {
+        say(format!("{} (this process)\n", crate::copy::iosize::chosen()));
+    }
+    if let Some(osts) = report.lustre_osts {
+        say(lustre_line(osts, &report.stripes));
     }
     let mut status = Status::Ok;
     if report.total_errors > 0 || report.interrupted {
@@ -204,10 +220,24 @@ pub fn copy_and_report(
     if report.interrupted && rank0 {
         report_error(
             tool,
-            "interrupted by a signal: the copy is incomplete (run `mfu-rs sync SRC DEST` to finish it)",
+            format_args!("interrupted by a signal: the copy is incomplete ({resume_hint})"),
         );
     }
     (report, status)
+}
+
+/// `-v`: what layouts new files got on a Lustre destination.
+pub fn lustre_line(osts: u32, s: &crate::copy::striping::StripeCounts) -> String {
+    let osts = match osts {
+        0 => "OST count unknown".to_string(),
+        n => format!("{n} OSTs"),
+    };
+    format!(
+        "Lustre destination ({osts}): {} files given a layout ({} over several OSTs), {} inherit a \
+         one-stripe directory default, {} follow a PFL directory default, {} existing files \
+         keep theirs, {} refused by the file system\n",
+        s.set, s.wide, s.inherited, s.pfl, s.kept, s.refused
+    )
 }
 
 /// True when `path` is a directory (following links).

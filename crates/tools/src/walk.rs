@@ -68,6 +68,9 @@ pub struct WalkArgs {
     /// Follow symbolic links (directory cycles are reported and not followed).
     #[arg(short = 'L', long)]
     pub dereference: bool,
+    /// The Lustre calls behind `-v`'s stripe information (set by embedding programs and tests).
+    #[arg(skip)]
+    pub api: crate::lustre::LustreHandle,
     #[command(flatten)]
     pub common: Common,
 }
@@ -180,6 +183,13 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
             human_bytes(per_file)
         ));
     }
+    // -v on Lustre: stripe count and size of each file (with -p) and files by stripe count.
+    let stripes = (args.common.verbose && list.detail() == Detail::Stat)
+        .then(|| crate::walk_stripes::stripes(comm, &list, &args.api))
+        .flatten();
+    if let Some(s) = &stripes {
+        say(&crate::walk_stripes::summary(comm, &list, s));
+    }
     if let Some(bins) = &bins {
         print_distribution(comm, &list, bins, &say);
     }
@@ -188,8 +198,16 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
     }
     if args.print {
         let mut text = Vec::new();
-        for e in list.iter() {
+        for (i, e) in list.iter().enumerate() {
             format_entry(&list, e, &mut text);
+            if let Some(s) = stripes.as_ref().map(|s| s[i].suffix()) {
+                if !s.is_empty() {
+                    // Before the newline: `... /path [4 x 1.000 MiB]`.
+                    text.pop();
+                    text.extend_from_slice(s.as_bytes());
+                    text.push(b'\n');
+                }
+            }
         }
         print_in_rank_order(comm, text, stdout_bytes);
     }

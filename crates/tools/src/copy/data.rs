@@ -1,11 +1,19 @@
 //! Moving the bytes of one chunk: `copy_file_range` where the kernel can, `pread`/`pwrite`
 //! otherwise; holes skipped with `SEEK_DATA`/`SEEK_HOLE` when sparse copies are asked for;
 //! compare-then-rewrite for `sync --contents`.
+//!
+//! Bytes per `pread`/`pwrite` call: fixed by `--bufsize`, or, when [`DataOptions::bufsize`] is
+//! 0, chosen by an [`IoSizer`] per worker thread, which times every pair of calls and grows the
+//! size while throughput improves (see [`super::iosize`]). `copy_file_range` calls are not
+//! sized by it: the kernel moves the data, without a user buffer, a whole range per call.
 
+use super::iosize::{self, IoSizer, Pattern};
 use rustix::fd::BorrowedFd;
 use rustix::fs::SeekFrom;
 use rustix::io::Errno;
+use std::cell::RefCell;
 use std::io;
+use std::time::Instant;
 
 /// Alignment of `O_DIRECT` buffers, offsets and lengths (bytes).
 pub const DIRECT_ALIGN: usize = 4096;
@@ -14,7 +22,10 @@ pub const DIRECT_ALIGN: usize = 4096;
 #[derive(Clone, Copy, Debug)]
 pub struct DataOptions {
     /// Bytes read or written per system call on the `pread`/`pwrite` path (the size of the
-    /// [`Buffer`]s handed in, rounded up to [`DIRECT_ALIGN`]).
+    /// [`Buffer`]s handed in, rounded up to [`DIRECT_ALIGN`]). 0: adaptive, chosen per worker
+    /// thread by an [`IoSizer`] (from 1 MiB, between 64 KiB and 64 MiB, growing while
+    /// throughput improves); the [`Buffer`]s handed in are then made with `Buffer::new(0)` and
+    /// the thread's own buffers are used instead.
     pub bufsize: usize,
     /// Copy only the data regions of the source, leaving holes in the destination.
     pub sparse: bool,
@@ -28,15 +39,22 @@ pub struct Buffer {
     raw: Vec<u8>,
     start: usize,
     len: usize,
+    /// Made by `Buffer::new(0)`: the copy functions use the thread's adaptive buffers instead.
+    adaptive: bool,
 }
 
 impl Buffer {
-    /// A buffer of `len` bytes (rounded up to the direct-I/O alignment).
+    /// A buffer of `len` bytes (rounded up to the direct-I/O alignment); 0 (an adaptive
+    /// [`DataOptions::bufsize`]) stands for the calling thread's adaptive buffers, sized by its
+    /// [`IoSizer`], and allocates nothing itself.
     pub fn new(len: usize) -> Buffer {
         Buffer {
             raw: Vec::new(),
             start: 0,
-            len: len.max(DIRECT_ALIGN).next_multiple_of(DIRECT_ALIGN),
+            len: if len == 0 { iosize::START } else { len }
+                .max(DIRECT_ALIGN)
+                .next_multiple_of(DIRECT_ALIGN),
+            adaptive: len == 0,
         }
     }
 
@@ -46,6 +64,78 @@ impl Buffer {
             self.start = self.raw.as_ptr().align_offset(DIRECT_ALIGN);
         }
         &mut self.raw[self.start..self.start + self.len]
+    }
+
+    /// Use `len` bytes (a multiple of [`DIRECT_ALIGN`]) from now on: the allocation is replaced
+    /// when too small, or, with `trim`, when larger (a settled size frees what the search
+    /// tried). A new allocation is touched at once, so that page faults do not land in the
+    /// next timed call.
+    fn resize(&mut self, len: usize, trim: bool) {
+        let have = self.raw.len().saturating_sub(DIRECT_ALIGN);
+        self.len = len;
+        if have == len || (have > len && !trim) {
+            return;
+        }
+        self.raw = Vec::new();
+        let b = self.get();
+        for page in (0..b.len()).step_by(4096) {
+            // SAFETY: `page` is inside `b`; a volatile write, so the store is not elided
+            // (the allocator's pages are known to be zero).
+            unsafe { std::ptr::write_volatile(b.as_mut_ptr().add(page), 0) };
+        }
+    }
+}
+
+/// The adaptive state of one worker thread: its controller and the buffers it sizes. It lives
+/// as long as the thread (rayon's workers live as long as the process), so a search spans
+/// work items and batches instead of starting over with each; per thread, because every
+/// thread times its own calls and needs no lock to do so.
+struct Adaptive {
+    sizer: IoSizer,
+    buf: Buffer,
+    /// The second buffer of comparisons.
+    other: Buffer,
+    /// (size, reason) last published for [`iosize::chosen`].
+    published: Option<(usize, iosize::Reason)>,
+}
+
+impl Adaptive {
+    /// Switch to `p` and size the buffers (`two`: both) for the next call.
+    fn prepare(&mut self, p: Pattern, two: bool) {
+        self.sizer.pattern(p);
+        self.publish();
+        let (size, trim) = (self.sizer.size(), self.sizer.settled());
+        self.buf.resize(size, trim);
+        if two {
+            self.other.resize(size, trim);
+        }
+    }
+
+    fn publish(&mut self) {
+        let now = (self.sizer.size(), self.sizer.reason());
+        if self.published != Some(now) {
+            iosize::publish(&self.sizer);
+            self.published = Some(now);
+        }
+    }
+}
+
+thread_local! {
+    static ADAPTIVE: RefCell<Adaptive> = RefCell::new(Adaptive {
+        sizer: IoSizer::adaptive(),
+        buf: Buffer::new(iosize::START),
+        other: Buffer::new(iosize::START),
+        published: None,
+    });
+    /// The fixed size this thread last published for [`iosize::chosen`] (0: none).
+    static FIXED_PUBLISHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Publish a fixed size for [`iosize::chosen`], once per thread and size.
+fn publish_fixed(len: usize) {
+    if FIXED_PUBLISHED.get() != len {
+        FIXED_PUBLISHED.set(len);
+        iosize::publish(&IoSizer::fixed(len));
     }
 }
 
@@ -152,25 +242,62 @@ pub fn copy_at(
             return Ok(done);
         }
     }
+    if opts.bufsize == 0 || buf.adaptive {
+        let p = Pattern {
+            direct: opts.direct,
+            sparse: opts.sparse,
+            compare: false,
+        };
+        return ADAPTIVE.with_borrow_mut(|a| {
+            while done < len {
+                a.prepare(p, false);
+                let t = Instant::now();
+                let n = read_write(src, src_at, dst, dst_at, len, done, opts.direct, &mut a.buf)?;
+                // Pairs cut short by the range's end are not measured (see `IoSizer::record`).
+                if a.sizer.record(n as u64, t.elapsed()) {
+                    a.publish();
+                }
+                done += n as u64;
+            }
+            Ok(done)
+        });
+    }
+    publish_fixed(buf.len);
     while done < len {
-        let want = ((len - done) as usize).min(buf.len);
-        // O_DIRECT reads ask for whole blocks (the file's end shortens the answer).
-        let ask = if opts.direct {
-            want.next_multiple_of(DIRECT_ALIGN).min(buf.len)
-        } else {
-            want
-        };
-        let b = buf.get();
-        let n = match rustix::io::pread(src, &mut b[..ask], src_at + done) {
-            Ok(0) => return Err(shrank()),
-            Ok(n) => n.min(want),
-            Err(Errno::INTR) => continue,
-            Err(e) => return Err(fail("read")(e)),
-        };
-        write_all_at(dst, &b[..n], dst_at + done)?;
-        done += n as u64;
+        done += read_write(src, src_at, dst, dst_at, len, done, opts.direct, buf)? as u64;
     }
     Ok(done)
+}
+
+/// One `pread` of up to `buf.len` bytes at `src_at + done` (of the `len` to copy) and its
+/// `pwrite` at `dst_at + done`; the bytes moved (0 when interrupted before reading).
+#[allow(clippy::too_many_arguments)]
+fn read_write(
+    src: BorrowedFd<'_>,
+    src_at: u64,
+    dst: BorrowedFd<'_>,
+    dst_at: u64,
+    len: u64,
+    done: u64,
+    direct: bool,
+    buf: &mut Buffer,
+) -> Result<usize, DataError> {
+    let want = ((len - done) as usize).min(buf.len);
+    // O_DIRECT reads ask for whole blocks (the file's end shortens the answer).
+    let ask = if direct {
+        want.next_multiple_of(DIRECT_ALIGN).min(buf.len)
+    } else {
+        want
+    };
+    let b = buf.get();
+    let n = match rustix::io::pread(src, &mut b[..ask], src_at + done) {
+        Ok(0) => return Err(shrank()),
+        Ok(n) => n.min(want),
+        Err(Errno::INTR) => return Ok(0),
+        Err(e) => return Err(fail("read")(e)),
+    };
+    write_all_at(dst, &b[..n], dst_at + done)?;
+    Ok(n)
 }
 
 /// Write all of `bytes` at offset `at` of `dst` (bytes).
@@ -196,6 +323,11 @@ pub fn write_all_at(dst: BorrowedFd<'_>, mut bytes: &[u8], mut at: u64) -> Resul
 
 /// Compare `len` bytes at `offset` of `src` and `dst` and rewrite the pieces (of a buffer's
 /// size) that differ; returns the bytes rewritten (0 when the range was already equal).
+///
+/// With adaptive buffers (`Buffer::new(0)`), the piece size is the thread's [`IoSizer`]'s for
+/// the compare pattern, measured on the pieces found equal: the two reads and the comparison,
+/// which is what a resync mostly does; a rewrite's cost depends on how much differs, not on the
+/// size of the calls, and would only add noise to the measurement.
 pub fn sync_range(
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
@@ -204,22 +336,60 @@ pub fn sync_range(
     buf: &mut Buffer,
     other: &mut Buffer,
 ) -> Result<u64, DataError> {
-    let end = offset + len;
-    let mut pos = offset;
-    let mut rewritten = 0;
-    while pos < end {
-        let want = ((end - pos) as usize).min(buf.len);
-        let a = &mut buf.get()[..want];
-        read_exact_at(src, a, pos, true)?;
-        let b = &mut other.get()[..want];
-        let same = read_exact_at(dst, b, pos, false).is_ok() && a == b;
+    if buf.adaptive {
+        let p = Pattern {
+            compare: true,
+            ..Pattern::default()
+        };
+        return ADAPTIVE.with_borrow_mut(|a| {
+            let (mut pos, mut rewritten) = (offset, 0);
+            while pos < offset + len {
+                a.prepare(p, true);
+                let t = Instant::now();
+                let (n, same) =
+                    compare_piece(src, dst, pos, offset + len, &mut a.buf, &mut a.other)?;
+                if same && a.sizer.record(n, t.elapsed()) {
+                    a.publish();
+                }
+                if !same {
+                    rewritten += n;
+                }
+                pos += n;
+            }
+            Ok(rewritten)
+        });
+    }
+    publish_fixed(buf.len);
+    let (mut pos, mut rewritten) = (offset, 0);
+    while pos < offset + len {
+        let (n, same) = compare_piece(src, dst, pos, offset + len, buf, other)?;
         if !same {
-            write_all_at(dst, a, pos)?;
-            rewritten += want as u64;
+            rewritten += n;
         }
-        pos += want as u64;
+        pos += n;
     }
     Ok(rewritten)
+}
+
+/// Compare the piece of up to `buf.len` bytes at `pos` (before `end`) of `src` and `dst`,
+/// rewriting it when it differs: (bytes, whether it was equal).
+fn compare_piece(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    pos: u64,
+    end: u64,
+    buf: &mut Buffer,
+    other: &mut Buffer,
+) -> Result<(u64, bool), DataError> {
+    let want = ((end - pos) as usize).min(buf.len);
+    let a = &mut buf.get()[..want];
+    read_exact_at(src, a, pos, true)?;
+    let b = &mut other.get()[..want];
+    let same = read_exact_at(dst, b, pos, false).is_ok() && a == b;
+    if !same {
+        write_all_at(dst, a, pos)?;
+    }
+    Ok((want as u64, same))
 }
 
 fn read_exact_at(
@@ -356,5 +526,142 @@ mod tests {
         assert_eq!(sync(), 65536, "one 64 KiB piece differs");
         assert_eq!(std::fs::read(tmp.path().join("d")).unwrap(), data);
         assert_eq!(sync(), 0, "nothing left to rewrite");
+    }
+
+    /// Pseudo-random bytes (xorshift), so that misplaced pieces show.
+    fn noise(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    fn adaptive_state() -> (usize, iosize::Reason) {
+        ADAPTIVE.with_borrow(|a| (a.sizer.size(), a.sizer.reason()))
+    }
+
+    #[test]
+    fn adaptive_copies_keep_bytes_and_the_search_spans_calls() {
+        // A thread of its own: a fresh controller, whatever else ran on the test threads.
+        std::thread::spawn(|| {
+            let tmp = tempfile::tempdir().unwrap();
+            let data = noise((80 << 20) + 12345, 7);
+            std::fs::write(tmp.path().join("s"), &data).unwrap();
+            let src = File::open(tmp.path().join("s")).unwrap();
+            let opts = DataOptions {
+                bufsize: 0,
+                sparse: false,
+                direct: false,
+            };
+            let mut buf = Buffer::new(0);
+            assert_eq!(adaptive_state(), (iosize::START, iosize::Reason::Measuring));
+            // Without copy_file_range: the read/write path. The whole file, then 3 MiB of it.
+            for (name, len) in [("d1", data.len()), ("d2", 3 << 20)] {
+                let dst = File::create(tmp.path().join(name)).unwrap();
+                let mut cfr_ok = false;
+                let n = copy_at(
+                    src.as_fd(),
+                    0,
+                    dst.as_fd(),
+                    0,
+                    len as u64,
+                    &opts,
+                    &mut buf,
+                    &mut cfr_ok,
+                )
+                .unwrap();
+                assert_eq!(n, len as u64);
+                assert!(std::fs::read(tmp.path().join(name)).unwrap() == data[..len]);
+                // 64 MiB of warm-up, then 16 calls of 1 MiB made the first window (the tail is
+                // not measured): the challenger's turn, 2 MiB, whatever the timings. The second
+                // copy goes on at 2 MiB (one full call, no window) instead of starting over.
+                assert_eq!(adaptive_state(), (2 << 20, iosize::Reason::Growing));
+            }
+            // The caller's buffer stood for the thread's: never allocated.
+            assert!(buf.raw.is_empty());
+            assert!(iosize::chosen().max_bytes >= iosize::MIN as u64);
+
+            // O_DIRECT (where the file system takes it): whole blocks, unaligned tail.
+            use rustix::fs::{Mode, OFlags};
+            let direct = (
+                rustix::fs::open(
+                    tmp.path().join("s"),
+                    OFlags::RDONLY | OFlags::DIRECT,
+                    Mode::empty(),
+                ),
+                rustix::fs::open(
+                    tmp.path().join("d3"),
+                    OFlags::WRONLY | OFlags::CREATE,
+                    Mode::from_raw_mode(0o600),
+                ),
+            );
+            if let (Ok(s), Ok(d)) = direct {
+                let opts = DataOptions {
+                    direct: true,
+                    ..opts
+                };
+                let mut cfr_ok = true;
+                let n = copy_at(
+                    s.as_fd(),
+                    0,
+                    d.as_fd(),
+                    0,
+                    data.len() as u64,
+                    &opts,
+                    &mut buf,
+                    &mut cfr_ok,
+                )
+                .unwrap();
+                assert_eq!(n, data.len() as u64);
+                assert!(std::fs::read(tmp.path().join("d3")).unwrap() == data);
+                // Its own pattern, its own search.
+                assert_eq!(adaptive_state(), (2 << 20, iosize::Reason::Growing));
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn adaptive_sync_compares_in_pieces_of_the_thread_size() {
+        std::thread::spawn(|| {
+            let tmp = tempfile::tempdir().unwrap();
+            let data = noise(3 << 20, 11);
+            std::fs::write(tmp.path().join("s"), &data).unwrap();
+            let mut changed = data.clone();
+            changed[(5 << 20) / 2] ^= 0xff;
+            std::fs::write(tmp.path().join("d"), &changed).unwrap();
+            let src = File::open(tmp.path().join("s")).unwrap();
+            let dst = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(tmp.path().join("d"))
+                .unwrap();
+            let (mut a, mut b) = (Buffer::new(0), Buffer::new(0));
+            let mut sync = || {
+                sync_range(
+                    src.as_fd(),
+                    dst.as_fd(),
+                    0,
+                    data.len() as u64,
+                    &mut a,
+                    &mut b,
+                )
+                .unwrap()
+            };
+            // A fresh thread compares in pieces of START (1 MiB): the third differs.
+            assert_eq!(sync(), 1 << 20);
+            assert!(std::fs::read(tmp.path().join("d")).unwrap() == data);
+            assert_eq!(sync(), 0);
+            let compare = ADAPTIVE.with_borrow(|a| a.sizer.current_pattern());
+            assert!(compare.compare);
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -15,7 +15,8 @@ use std::io;
 pub enum XattrPolicy {
     /// None.
     None,
-    /// All that can be read.
+    /// All that can be read, except a Lustre layout (`lustre.lov`, `trusted.lov`): it holds
+    /// the source's OST indices, and layouts are chosen by policy, never copied.
     All,
     /// All but Lustre's own (`lustre.*`, `trusted.lov`, `trusted.lma`...): copying the layout
     /// would pin the copy to the source's OSTs.
@@ -70,6 +71,9 @@ impl MetaOptions {
 
     /// Whether the attribute `name` travels under this policy.
     pub fn wants_xattr(&self, name: &[u8]) -> bool {
+        if is_layout_xattr(name) {
+            return false;
+        }
         match self.xattrs {
             XattrPolicy::None => false,
             XattrPolicy::All => true,
@@ -80,6 +84,11 @@ impl MetaOptions {
                 .any(|g| g.is_match(flist::path::as_path(name))),
         }
     }
+}
+
+/// A Lustre layout, which pins a file to OSTs: never copied, whatever the policy.
+fn is_layout_xattr(name: &[u8]) -> bool {
+    name == b"lustre.lov" || name == b"trusted.lov"
 }
 
 /// Lustre's own attributes: the layout and the MDT's bookkeeping.
@@ -356,6 +365,19 @@ mod tests {
         assert!(!o.wants_xattr(b"lustre.lov"));
         let o = MetaOptions::new(true, XattrPolicy::Libattr);
         assert!(!o.wants_xattr(b"afs.x") || std::path::Path::new("/etc/xattr.conf").exists());
+        // -X all copies Lustre's other xattrs, never the layout (the source's OST indices).
+        for policy in [
+            XattrPolicy::All,
+            XattrPolicy::Libattr,
+            XattrPolicy::NonLustre,
+        ] {
+            let o = MetaOptions::new(true, policy);
+            assert!(!o.wants_xattr(b"lustre.lov"), "{policy:?}");
+            assert!(!o.wants_xattr(b"trusted.lov"), "{policy:?}");
+        }
+        let o = MetaOptions::new(true, XattrPolicy::All);
+        assert!(o.wants_xattr(b"trusted.som"));
+        assert!(o.wants_xattr(b"user.lov"));
     }
 
     #[test]

@@ -14,13 +14,15 @@
 //! 6. sets directories' metadata bottom-up.
 
 pub mod data;
+pub mod iosize;
 pub mod links;
 pub mod meta;
 pub mod remove;
+pub mod striping;
 
 use data::{Buffer, DataError, DataOptions};
 use flist::at::At;
-use flist::chunk::{plan_chunks, Chunk};
+use flist::chunk::{plan_striped_chunks, Chunk};
 use flist::distribute::{by_depth, hash_path};
 use flist::{FileList, FileType, ItemError, Meta};
 use meta::{Differences, MetaOptions};
@@ -36,18 +38,40 @@ use steal::progress::Progress;
 use steal::queue::{self, WorkItem};
 use steal::wire::{self, Reader};
 use steal::{Comm, CommExt, ReduceOp};
+use striping::Striping;
 
 /// Where each source path goes: pairs of (source root, destination root); a source path is
 /// mapped through the longest root that is a component prefix of it.
+///
+/// Or, for rewriting files in place (`stripe`), each file to a hidden sibling in its own
+/// directory.
 #[derive(Clone, Debug, Default)]
 pub struct Mapping {
     pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    sibling_prefix: Option<Vec<u8>>,
 }
 
 impl Mapping {
     /// A mapping from normalised absolute (source root, destination root) pairs.
     pub fn new(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Mapping {
-        Mapping { pairs }
+        Mapping {
+            pairs,
+            sibling_prefix: None,
+        }
+    }
+
+    /// Every path under `roots` to `DIR/PREFIXNAME` beside it (`prefix` starts with a dot so
+    /// the sibling is hidden).
+    pub fn siblings(roots: Vec<Vec<u8>>, prefix: &[u8]) -> Mapping {
+        Mapping {
+            pairs: roots.into_iter().map(|r| (r.clone(), r)).collect(),
+            sibling_prefix: Some(prefix.to_vec()),
+        }
+    }
+
+    /// The destination roots (where new files go), for finding the destination file system.
+    pub fn dest_roots(&self) -> Vec<Vec<u8>> {
+        self.pairs.iter().map(|(_, d)| d.clone()).collect()
     }
 
     fn root_of(&self, src: &[u8]) -> Option<&(Vec<u8>, Vec<u8>)> {
@@ -73,6 +97,15 @@ impl Mapping {
     /// # Panics
     /// When `src` is under none of the source roots (callers only map walked entries).
     pub fn dest(&self, src: &[u8]) -> Vec<u8> {
+        if let Some(prefix) = &self.sibling_prefix {
+            let mut out = flist::path::parent(src).to_vec();
+            if out != b"/" {
+                out.push(b'/');
+            }
+            out.extend_from_slice(prefix);
+            out.extend_from_slice(flist::path::basename(src));
+            return out;
+        }
         let (_, d) = self
             .root_of(src)
             .unwrap_or_else(|| panic!("{} is under no source root", flist::path::display(src)));
@@ -106,6 +139,10 @@ pub struct CopyOptions<'a> {
     pub stop: Option<&'a AtomicBool>,
     /// Progress counters (bytes and files).
     pub progress: Option<&'a Progress>,
+    /// The Lustre calls (the real ones, or a test double).
+    pub lustre: &'a dyn lustre_sys::Lustre,
+    /// `--stripe-count`/`--stripe-size` for new files on a Lustre destination.
+    pub stripe: lustre_sys::policy::Overrides,
 }
 
 /// What to copy on this rank (each rank holds its own part; all lists are stat lists).
@@ -178,6 +215,12 @@ pub struct Report {
     pub interrupted: bool,
     /// The largest chunk size used, in bytes (0 when no file was copied).
     pub chunk_size: u64,
+    /// Why that chunk size (automatic, given, aligned to Lustre stripes).
+    pub chunk_reason: &'static str,
+    /// OSTs of the destination when it is on Lustre (`None` otherwise).
+    pub lustre_osts: Option<u32>,
+    /// Layouts given to new files on Lustre.
+    pub stripes: striping::StripeCounts,
     /// Failures on all ranks (after [`Report::sum`]).
     pub total_errors: u64,
 }
@@ -209,6 +252,7 @@ impl Report {
         }
         self.interrupted = interrupted > 0;
         self.chunk_size = comm.max(self.chunk_size);
+        self.stripes.sum(comm);
     }
 }
 
@@ -225,6 +269,7 @@ struct Tally {
     compare_meta: AtomicU64,
     bytes: AtomicU64,
     chunk_size: AtomicU64,
+    chunk_reason: Mutex<&'static str>,
     errors: Mutex<Vec<ItemError>>,
     skips: Mutex<Vec<ItemError>>,
 }
@@ -241,14 +286,21 @@ impl Tally {
 /// Copy `plan` (this rank's part) through `map`. Collective.
 pub fn run(comm: &dyn Comm, plan: Plan, map: &Mapping, opts: &CopyOptions) -> Report {
     let tally = Tally::default();
+    let stripes = Striping::detect(opts.lustre, &map.dest_roots(), opts.stripe);
     make_dirs(comm, &plan.create, map, opts, &tally);
     make_others(&plan.create, map, opts, &tally);
     let mut interrupted = false;
     let files = plan
         .create
         .select((0..plan.create.len()).filter(|&i| plan.create.kind(i) == FileType::File));
-    interrupted |= copy_files(comm, files, false, map, opts, &tally);
-    interrupted |= copy_files(comm, plan.compare, true, map, opts, &tally);
+    let files_ctx = Context {
+        map,
+        opts,
+        tally: &tally,
+        stripes: &stripes,
+    };
+    interrupted |= copy_files(comm, files, false, &files_ctx);
+    interrupted |= copy_files(comm, plan.compare, true, &files_ctx);
     make_links(&plan.links, &plan.external_links, map, &tally);
     plan.fix_meta.par_iter().for_each(|&(i, what)| {
         let e = plan.fix_meta_list.entry(i);
@@ -283,6 +335,9 @@ pub fn run(comm: &dyn Comm, plan: Plan, map: &Mapping, opts: &CopyOptions) -> Re
         skips,
         interrupted,
         chunk_size: load(&tally.chunk_size),
+        chunk_reason: tally.chunk_reason.into_inner().expect("reason"),
+        lustre_osts: stripes.is_on().then(|| stripes.ost_count()),
+        stripes: stripes.counts(),
         total_errors: 0,
     }
 }
@@ -475,16 +530,18 @@ struct Pending {
     meta: Meta,
 }
 
+/// What the data phase works with.
+struct Context<'a> {
+    map: &'a Mapping,
+    opts: &'a CopyOptions<'a>,
+    tally: &'a Tally,
+    stripes: &'a Striping<'a>,
+}
+
 /// Copy (or, with `compare`, compare and rewrite) `files` in batches. Returns true when
 /// interrupted.
-fn copy_files(
-    comm: &dyn Comm,
-    files: FileList,
-    compare: bool,
-    map: &Mapping,
-    opts: &CopyOptions,
-    tally: &Tally,
-) -> bool {
+fn copy_files(comm: &dyn Comm, files: FileList, compare: bool, cx: &Context) -> bool {
+    let opts = cx.opts;
     let total = comm.sum(files.len() as u64);
     if total == 0 {
         return false;
@@ -502,7 +559,7 @@ fn copy_files(
             let g = mine_from + i as u64;
             lo <= g && g < hi
         }));
-        interrupted |= copy_batch(comm, &batch, compare, map, opts, tally);
+        interrupted |= copy_batch(comm, &batch, compare, cx);
         if interrupted {
             break;
         }
@@ -510,14 +567,8 @@ fn copy_files(
     interrupted
 }
 
-fn copy_batch(
-    comm: &dyn Comm,
-    files: &FileList,
-    compare: bool,
-    map: &Mapping,
-    opts: &CopyOptions,
-    tally: &Tally,
-) -> bool {
+fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) -> bool {
+    let (map, opts, tally) = (cx.map, cx.opts, cx.tally);
     let threads = rayon::current_num_threads() as u64;
     let mut t = [
         files.len() as u64,
@@ -525,16 +576,18 @@ fn copy_batch(
         threads,
     ];
     comm.allreduce(&mut t, ReduceOp::Sum);
-    let cs = match opts.chunk_size {
-        0 => auto_chunk_size(t[1], t[2]),
-        n => n,
-    };
-    tally.chunk_size.fetch_max(cs, Ordering::Relaxed);
+    let (cs, why) = cx
+        .stripes
+        .chunk_size(opts.chunk_size, auto_chunk_size(t[1], t[2]));
+    if tally.chunk_size.fetch_max(cs, Ordering::Relaxed) < cs {
+        *tally.chunk_reason.lock().expect("reason") = why;
+    }
     if let Some(p) = opts.progress {
         p.total_items.fetch_add(t[0], Ordering::Relaxed);
         p.total_bytes.fetch_add(t[1], Ordering::Relaxed);
     }
-    let chunks = plan_chunks(comm, files, cs);
+    let stripes_of = |src: &[u8], size: u64| cx.stripes.stripes_for(&map.dest(src), size, cs);
+    let chunks = plan_striped_chunks(comm, files, cs, &stripes_of);
     // Files of several chunks are created (and sized) before any chunk is written, by the rank
     // holding their first chunk.
     chunks
@@ -543,7 +596,9 @@ fn copy_batch(
         .for_each(|c| {
             let dst = map.dest(&c.path);
             let made = At::new(&dst).and_then(|a| {
-                let fd = a.open(OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC, 0o600)?;
+                let fd = cx
+                    .stripes
+                    .create(&a, &dst, c.file_size, cs, OFlags::empty())?;
                 // Sparse copies skip holes, so the size must be set here. Dense copies let the
                 // chunks extend the file: filling a pre-sized file is slower on ext4 (its
                 // unwritten extents are converted piece by piece).
@@ -557,7 +612,13 @@ fn copy_batch(
             }
         });
     comm.barrier();
-    let items = work_items(chunks, cs);
+    let object_of = |c: &Chunk| {
+        (c.file_size > cs)
+            .then(|| stripes_of(&c.path, c.file_size))
+            .flatten()
+            .map(|s| (c.offset / cs) % s.period(cs))
+    };
+    let items = work_items(chunks, cs, &object_of);
     let pending: Mutex<HashMap<Vec<u8>, Pending>> = Mutex::new(HashMap::new());
     let cfg = queue::Config {
         max_batch: 2,
@@ -572,6 +633,7 @@ fn copy_batch(
         compare,
         cs,
         pending: &pending,
+        stripes: cx.stripes,
     };
     let outcome = queue::run(comm, &cfg, items, |batch: Batch, _| {
         let mut bufs = (Buffer::new(opts.data.bufsize), None);
@@ -596,13 +658,34 @@ const FILE_COST_BYTES: u64 = 4096;
 /// [`FILE_COST_BYTES`] per file) or [`FILES_PER_ITEM`] files. Big files' chunks are interleaved
 /// by offset, so that workers running at once write different files (writers of one file
 /// contend for its inode lock).
-fn work_items(chunks: Vec<Chunk>, cs: u64) -> Vec<Batch> {
+///
+/// A striped Lustre file's chunks that fall in one OST object (`object_of` gives the object
+/// group of a chunk, `None` when not striped) stay together as one item: whichever rank runs
+/// or steals it, an object's stripes are written by one rank.
+fn work_items(
+    chunks: Vec<Chunk>,
+    cs: u64,
+    object_of: &dyn Fn(&Chunk) -> Option<u64>,
+) -> Vec<Batch> {
     let mut items: Vec<Batch> = Vec::new();
     let mut group = Vec::new();
     let mut group_bytes = 0;
+    // The item gathering one striped file's chunks of one object: (path, object) -> index.
+    let mut object_items: HashMap<(Vec<u8>, u64), usize> = HashMap::new();
     for c in chunks {
         if c.file_size > cs {
-            items.push(Batch { chunks: vec![c] });
+            match object_of(&c) {
+                Some(o) => match object_items.entry((c.path.clone(), o)) {
+                    std::collections::hash_map::Entry::Occupied(e) => {
+                        items[*e.get()].chunks.push(c);
+                    }
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(items.len());
+                        items.push(Batch { chunks: vec![c] });
+                    }
+                },
+                None => items.push(Batch { chunks: vec![c] }),
+            }
             continue;
         }
         group_bytes += c.length + FILE_COST_BYTES;
@@ -617,8 +700,8 @@ fn work_items(chunks: Vec<Chunk>, cs: u64) -> Vec<Batch> {
     if !group.is_empty() {
         items.push(Batch { chunks: group });
     }
-    items.sort_by_key(|b| match b.chunks.as_slice() {
-        [c] if c.file_size > cs => c.offset,
+    items.sort_by_key(|b| match b.chunks.first() {
+        Some(c) if c.file_size > cs => c.offset,
         _ => 0,
     });
     items
@@ -631,6 +714,7 @@ struct Worker<'a> {
     compare: bool,
     cs: u64,
     pending: &'a Mutex<HashMap<Vec<u8>, Pending>>,
+    stripes: &'a Striping<'a>,
 }
 
 impl Worker<'_> {
@@ -753,18 +837,19 @@ impl Worker<'_> {
         let src_fd = self.open_src(&c.path, direct)?;
         let open_err = |e: io::Error| ItemError::new(dst, "open", e);
         let at = At::new(dst).map_err(open_err)?;
-        let mut flags = if self.compare {
-            OFlags::RDWR
+        let extra = if direct && c.length % data::DIRECT_ALIGN as u64 == 0 {
+            OFlags::DIRECT
         } else {
-            OFlags::WRONLY
+            OFlags::empty()
         };
-        if whole && !self.compare {
-            flags |= OFlags::CREATE | OFlags::TRUNC;
+        let dst_fd = if self.compare {
+            at.open(OFlags::RDWR | extra, 0)
+        } else if whole {
+            self.stripes.create(&at, dst, c.file_size, self.cs, extra)
+        } else {
+            at.open(OFlags::WRONLY | extra, 0)
         }
-        if direct && c.length % data::DIRECT_ALIGN as u64 == 0 {
-            flags |= OFlags::DIRECT;
-        }
-        let dst_fd = at.open(flags, 0o600).map_err(open_err)?;
+        .map_err(open_err)?;
         let data_opts = DataOptions {
             direct,
             ..self.opts.data
@@ -939,6 +1024,7 @@ fn dir_metadata(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     #[test]
     fn automatic_chunks_grow_with_the_data_and_keep_every_worker_busy() {
@@ -949,6 +1035,65 @@ mod tests {
         assert_eq!(auto_chunk_size(1 << 50, 2), 1024 * MIB);
         // 256 ranks of 16 threads on 1 TiB: 128 MiB chunks, two per thread.
         assert_eq!(auto_chunk_size(1 << 40, 256 * 16), 128 * MIB);
+    }
+
+    #[test]
+    fn a_striped_files_chunks_of_one_ost_object_travel_as_one_item() {
+        let cs = 1 << 20;
+        let chunks: Vec<Chunk> = (0..12)
+            .map(|k| Chunk {
+                path: b"/striped".to_vec(),
+                offset: k * cs,
+                length: cs,
+                file_size: 12 * cs,
+                meta: Meta::default(),
+            })
+            .collect();
+        // Four stripes of `cs` bytes: chunk k is in object k % 4.
+        let stripes = flist::chunk::Stripes { count: 4, size: cs };
+        let object_of = |c: &Chunk| Some((c.offset / cs) % stripes.period(cs));
+        let items = work_items(chunks, cs, &object_of);
+        assert_eq!(items.len(), 4, "one item per object");
+        for item in &items {
+            let objects: HashSet<u64> = item.chunks.iter().map(|c| (c.offset / cs) % 4).collect();
+            assert_eq!(objects.len(), 1, "one object per item: {objects:?}");
+            assert_eq!(item.chunks.len(), 3);
+        }
+    }
+
+    #[test]
+    fn on_lustre_chunks_are_stripes_or_multiples_of_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().as_os_str().as_encoded_bytes().to_vec();
+        let fake = lustre_sys::fake::Fake::new(vec![tmp.path().to_path_buf()], 8);
+        let none = lustre_sys::policy::Overrides::default();
+        let on = Striping::detect(&fake, std::slice::from_ref(&root), none);
+        assert!(on.is_on());
+        assert_eq!(on.ost_count(), 8);
+        const MIB: u64 = 1 << 20;
+        // Automatic: one 1-4 MiB stripe per chunk, whatever the automatic size was.
+        assert_eq!(on.chunk_size(0, 512 * MIB).0, 4 * MIB);
+        assert_eq!(on.chunk_size(0, 4 * MIB).0, 4 * MIB);
+        // Given: rounded up to a multiple of the stripe size (3 MiB -> 3 MiB stripes; 5 MiB ->
+        // 4 MiB stripes, so 8 MiB chunks).
+        assert_eq!(on.chunk_size(3 * MIB, 512 * MIB).0, 3 * MIB);
+        assert_eq!(on.chunk_size(5 * MIB, 512 * MIB).0, 8 * MIB);
+        // --stripe-size wins.
+        let two = lustre_sys::policy::Overrides {
+            size: Some(2 << 20),
+            ..Default::default()
+        };
+        let on = Striping::detect(&fake, std::slice::from_ref(&root), two);
+        assert_eq!(on.chunk_size(0, 512 * MIB).0, 2 * MIB);
+        assert_eq!(on.chunk_size(5 * MIB, 512 * MIB).0, 6 * MIB);
+        // Off Lustre: as asked, or automatic; and no layout call.
+        let counting = lustre_sys::counting::Counting::new(lustre_sys::System);
+        let off = Striping::detect(&counting, std::slice::from_ref(&root), none);
+        assert!(!off.is_on());
+        assert_eq!(off.chunk_size(0, 512 * MIB).0, 512 * MIB);
+        assert_eq!(off.chunk_size(5 * MIB, 512 * MIB).0, 5 * MIB);
+        assert_eq!(off.stripes_for(&root, 100 << 30, 4 * MIB), None);
+        assert_eq!(counting.layout_calls(), 0);
     }
 
     #[test]
@@ -969,7 +1114,7 @@ mod tests {
                 chunks.push(chunk(f, k * cs, cs, 3 * cs));
             }
         }
-        let items = work_items(chunks, cs);
+        let items = work_items(chunks, cs, &|_| None);
         let small: Vec<usize> = items
             .iter()
             .filter(|b| b.chunks[0].file_size <= cs)

@@ -24,6 +24,8 @@ use crate::status::Status;
 use crate::transfer;
 use flist::path::{display, normalize};
 use flist::{FileList, FileType, ItemError, Meta};
+use lustre_sys::policy::{self, Decision};
+use lustre_sys::SetOutcome;
 use rayon::prelude::*;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::OFlags;
@@ -49,7 +51,8 @@ const SEGMENT_ENTRIES: usize = 1024;
 const HOOK: &str = "MFU_TEST_HOOK_AFTER_LAYOUT";
 
 /// One entry of a segment: its encoded header and, for files, where its data comes from.
-struct Member {
+#[derive(Clone)]
+pub(super) struct Member {
     header: Vec<u8>,
     /// Source path (empty for entries without data).
     src: Vec<u8>,
@@ -61,10 +64,21 @@ struct Member {
     inline: bool,
 }
 
+impl Member {
+    /// Archive bytes of this entry within its run (header, and inline data padded).
+    pub(super) fn len(&self) -> u64 {
+        self.header.len() as u64 + if self.inline { round_up(self.size) } else { 0 }
+    }
+}
+
 /// A unit of archive writing.
-enum Segment {
+pub(super) enum Segment {
     /// Consecutive entries starting at archive offset `at`, written as one buffer.
     Run { at: u64, members: Vec<Member> },
+    /// Only archive bytes `[lo, hi)` of a run (a run cut at a Lustre stripe boundary).
+    Window { lo: u64, hi: u64, run: Box<Segment> },
+    /// Segments written one after the other by one worker (those sharing a Lustre stripe).
+    Group(Vec<Segment>),
     /// `len` bytes of a big file from `file_at`, written at archive offset `at`.
     Chunk {
         at: u64,
@@ -77,12 +91,21 @@ enum Segment {
 }
 
 impl Segment {
-    fn len(&self) -> u64 {
+    /// First archive byte written.
+    pub(super) fn at(&self) -> u64 {
         match self {
-            Segment::Run { members, .. } => members
-                .iter()
-                .map(|m| m.header.len() as u64 + if m.inline { round_up(m.size) } else { 0 })
-                .sum(),
+            Segment::Run { at, .. } | Segment::Chunk { at, .. } => *at,
+            Segment::Window { lo, .. } => *lo,
+            Segment::Group(segs) => segs.first().map_or(0, Segment::at),
+        }
+    }
+
+    /// Archive bytes written.
+    pub(super) fn len(&self) -> u64 {
+        match self {
+            Segment::Run { members, .. } => members.iter().map(Member::len).sum(),
+            Segment::Window { lo, hi, .. } => hi - lo,
+            Segment::Group(segs) => segs.iter().map(Segment::len).sum(),
             // The last chunk of a file carries the padding to a whole block.
             Segment::Chunk {
                 file_at, len, size, ..
@@ -127,11 +150,34 @@ impl WorkItem for Segment {
                 }
                 wire::put_bytes(out, src);
             }
+            Segment::Window { lo, hi, run } => {
+                out.push(2);
+                wire::put_u64(out, *lo);
+                wire::put_u64(out, *hi);
+                run.encode(out);
+            }
+            Segment::Group(segs) => {
+                out.push(3);
+                wire::put_u64(out, segs.len() as u64);
+                for seg in segs {
+                    seg.encode(out);
+                }
+            }
         }
     }
 
     fn decode(input: &mut Reader<'_>) -> Self {
-        if input.u8() == 0 {
+        let tag = input.u8();
+        if tag == 2 {
+            let (lo, hi) = (input.u64(), input.u64());
+            let run = Box::new(Segment::decode(input));
+            return Segment::Window { lo, hi, run };
+        }
+        if tag == 3 {
+            let n = input.u64() as usize;
+            return Segment::Group((0..n).map(|_| Segment::decode(input)).collect());
+        }
+        if tag == 0 {
             let at = input.u64();
             let n = input.u64() as usize;
             let members = (0..n)
@@ -297,13 +343,30 @@ impl Writer<'_> {
                     out.resize(out.len() + (round_up(*size) - size) as usize, 0);
                 }
             }
+            Segment::Window { lo, hi, run } => {
+                let from = out.len();
+                self.bytes_of(run, out);
+                let skip = (lo - run.at()) as usize;
+                out.drain(from..from + skip);
+                out.truncate(from + (hi - lo) as usize);
+            }
+            Segment::Group(segs) => {
+                for seg in segs {
+                    self.bytes_of(seg, out);
+                }
+            }
         }
     }
 
     /// Write a segment into the uncompressed archive.
     fn write(&self, archive: BorrowedFd<'_>, seg: Segment, buf: &mut Buffer) {
         match seg {
-            Segment::Run { at, .. } => {
+            Segment::Group(segs) => {
+                for seg in segs {
+                    self.write(archive, seg, buf);
+                }
+            }
+            Segment::Run { at, .. } | Segment::Window { lo: at, .. } => {
                 thread_local!(static BYTES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
                 BYTES.with_borrow_mut(|bytes| {
                     bytes.clear();
@@ -738,26 +801,48 @@ fn compress_part(
     Ok(sizes)
 }
 
-/// The Lustre layout a new archive wants (lustre.md): striped over all OSTs with the stripe
-/// size equal to the chunk size, which [`segments`] aligns big files' chunks to. `None` when
-/// the archive's directory is not on Lustre. The layout ioctls come with lustre-sys's striping
-/// support; until then this only tells `-v` users what the archive should get.
-fn wanted_lustre_layout(dir: &[u8], chunk: u64) -> Option<(u16, u64)> {
-    let st = rustix::fs::statfs(flist::path::as_path(dir)).ok()?;
-    (st.f_type as i64 == lustre_sys::LL_SUPER_MAGIC)
-        .then_some((lustre_sys::STRIPE_COUNT_ALL, chunk))
-}
-
-/// Create (or empty) the archive, readable by all as tar makes it (less the umask).
-fn create_archive(path: &[u8]) -> io::Result<OwnedFd> {
+/// Create (or empty) the archive, readable by all as tar makes it (less the umask). On Lustre
+/// it is striped over all OSTs with the chunk size as stripe size (lustre.md), which
+/// [`segments`] aligns big files' chunks to, unless `--stripe-count`/`--stripe-size` say
+/// otherwise; returns the `-v` line saying so.
+fn create_archive(path: &[u8], args: &TarArgs) -> io::Result<(OwnedFd, Option<String>)> {
     use std::os::unix::fs::OpenOptionsExt;
+    let api = &args.stripe.api;
+    let dir = flist::path::parent(path);
+    if api.is_lustre(flist::path::as_path(dir)).unwrap_or(false) {
+        if let Decision::Set { count, size } =
+            policy::archive_layout(&args.stripe.overrides(), args.chunksize)
+        {
+            let parent = flist::walk::open_long(dir, OFlags::PATH | OFlags::DIRECTORY)?;
+            let name = std::ffi::CString::new(flist::path::basename(path))
+                .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+            let created = api.create_striped(parent.as_fd(), &name, 0o666, count, size)?;
+            let count = match count {
+                lustre_sys::STRIPE_COUNT_ALL => "all OSTs".to_string(),
+                n => format!("{n} OSTs"),
+            };
+            let said = match created.outcome {
+                SetOutcome::Applied => format!("striped over {count} with {size}-byte stripes"),
+                SetOutcome::AlreadyHadLayout => {
+                    "an existing file: it keeps its layout (remove it first to restripe)".into()
+                }
+                SetOutcome::NotPermitted => {
+                    "the file system refused a layout: it has its directory's default".into()
+                }
+            };
+            return Ok((
+                created.fd,
+                Some(format!("The archive is on Lustre: {said}\n")),
+            ));
+        }
+    }
     let f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o666)
         .open(flist::path::as_path(path))?;
-    Ok(f.into())
+    Ok((f.into(), None))
 }
 
 fn now_secs() -> i64 {
@@ -875,7 +960,29 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
             direct: false,
         },
     };
-    let segs = segments(laid, args.chunksize);
+    // On Lustre, a plain archive's writes align to its stripes (the chunk size made a multiple
+    // of the stripe size), so no two ranks write one stripe.
+    let on_lustre = comm.any(
+        args.stripe
+            .api
+            .is_lustre(flist::path::as_path(flist::path::parent(&archive)))
+            .unwrap_or(false),
+    );
+    let stripe = match policy::archive_layout(&args.stripe.overrides(), args.chunksize) {
+        Decision::Set { size, .. } if on_lustre && !args.zstd && size > 0 => Some(u64::from(size)),
+        _ => None,
+    };
+    let segs = match stripe {
+        None => segments(laid, args.chunksize),
+        Some(s) => {
+            let segs = segments(laid, args.chunksize.next_multiple_of(s));
+            let region = segs.iter().fold((u64::MAX, 0), |(a, b), seg| {
+                (a.min(seg.at()), b.max(seg.at() + seg.len()))
+            });
+            let region = if region.0 > region.1 { (0, 0) } else { region };
+            super::align::align(comm, segs, region, s)
+        }
+    };
     let frames_made = AtomicU64::new(0);
     let compressed_bytes = AtomicU64::new(0);
     let fail = |what: &str, e: io::Error| {
@@ -883,23 +990,17 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         Status::Usage
     };
 
-    if let (Some((count, size)), true) = (
-        wanted_lustre_layout(flist::path::parent(&archive), args.chunksize),
-        rank0 && args.common.verbose,
-    ) {
-        stdout_bytes(
-            format!(
-                "The archive is on Lustre: it should be striped over all OSTs ({count:#x}) with \
-                 {size}-byte stripes; it keeps its directory's default layout for now\n"
-            )
-            .as_bytes(),
-        );
-    }
+    let say_layout = |said: &Option<String>| {
+        if let (Some(line), true) = (said, args.common.verbose) {
+            stdout_bytes(line.as_bytes());
+        }
+    };
     let written = if !args.zstd {
         // Rank 0 creates the archive at its final size (so unwritten padding reads as zeros).
         let created = if rank0 {
-            create_archive(&archive)
-                .and_then(|fd| {
+            create_archive(&archive, args)
+                .and_then(|(fd, said)| {
+                    say_layout(&said);
                     rustix::fs::ftruncate(&fd, stream_len)?;
                     Ok(fd)
                 })
@@ -984,8 +1085,11 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         drop(all_offsets);
         // Rank 0 creates the archive and writes its frames straight into it.
         let created = if rank0 {
-            create_archive(&archive)
-                .map(Some)
+            create_archive(&archive, args)
+                .map(|(fd, said)| {
+                    say_layout(&said);
+                    Some(fd)
+                })
                 .map_err(|e| fail("create", e))
         } else {
             Ok(None)
@@ -1107,6 +1211,85 @@ mod tests {
         }
     }
 
+    /// The archive byte ranges a segment writes.
+    fn spans(seg: &Segment, out: &mut Vec<(u64, u64)>) {
+        match seg {
+            Segment::Group(segs) => segs.iter().for_each(|s| spans(s, out)),
+            s => out.push((s.at(), s.at() + s.len())),
+        }
+    }
+
+    #[test]
+    fn on_lustre_every_stripe_is_written_by_one_work_item_across_ranks() {
+        let stripe = 64 << 10;
+        let sizes: Vec<u64> = (0..400u64)
+            .map(|i| match i % 10 {
+                0 => 200_000,
+                1 => 70_000,
+                _ => (i * 997) % 9000,
+            })
+            .collect();
+        let mut at = 0;
+        let laid_all: Vec<(u64, u64)> = sizes
+            .iter()
+            .map(|&s| {
+                let l = (at, s);
+                at += 512 + round_up(s);
+                l
+            })
+            .collect();
+        let total = at;
+        for ranks in [1, 3, 4] {
+            let items = steal::local::run(ranks, |comm| {
+                let n = laid_all.len();
+                let (a, b) = (n * comm.rank() / ranks, n * (comm.rank() + 1) / ranks);
+                let laid: Vec<Laid> = laid_all[a..b]
+                    .iter()
+                    .map(|&(at, s)| Laid {
+                        at,
+                        member: Member {
+                            inline: s <= SMALL_FILE,
+                            ..member(s)
+                        },
+                    })
+                    .collect();
+                let segs = segments(laid, stripe);
+                let region = segs.iter().fold((u64::MAX, 0), |(x, y), s| {
+                    (x.min(s.at()), y.max(s.at() + s.len()))
+                });
+                let region = if region.0 > region.1 { (0, 0) } else { region };
+                super::super::align::align(comm, segs, region, stripe)
+                    .iter()
+                    .map(|seg| {
+                        let mut v = Vec::new();
+                        spans(seg, &mut v);
+                        v
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let items: Vec<Vec<(u64, u64)>> = items.into_iter().flatten().collect();
+            // Every byte written once.
+            let mut all: Vec<(u64, u64)> = items.iter().flatten().copied().collect();
+            all.sort();
+            let mut covered = 0;
+            for (a, b) in all {
+                assert_eq!(a, covered, "{ranks} ranks: gap or overlap at {a}");
+                covered = b;
+            }
+            assert_eq!(covered, total);
+            // Every stripe by one item.
+            let mut writer: HashMap<u64, usize> = HashMap::new();
+            for (i, item) in items.iter().enumerate() {
+                for &(a, b) in item.iter().filter(|(a, b)| a < b) {
+                    for k in a / stripe..=(b - 1) / stripe {
+                        let w = *writer.entry(k).or_insert(i);
+                        assert_eq!(w, i, "{ranks} ranks: stripe {k} in items {w} and {i}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn big_files_are_cut_at_chunk_aligned_archive_offsets_and_small_ones_batched() {
         let chunk = 4 << 20;
@@ -1135,6 +1318,7 @@ mod tests {
                     assert!(at / chunk == (at + len - 1) / chunk, "one stripe per chunk");
                 }
                 Segment::Run { members, .. } => run_members += members.len(),
+                _ => unreachable!("segments() makes runs and chunks"),
             }
         }
         assert_eq!(
@@ -1144,12 +1328,7 @@ mod tests {
         );
         assert_eq!(run_members, sizes.len(), "every header goes out in a run");
         // Runs and chunks tile the stream without gaps or overlaps.
-        let mut spans: Vec<(u64, u64)> = segs
-            .iter()
-            .map(|s| match s {
-                Segment::Run { at, .. } | Segment::Chunk { at, .. } => (*at, *at + s.len()),
-            })
-            .collect();
+        let mut spans: Vec<(u64, u64)> = segs.iter().map(|s| (s.at(), s.at() + s.len())).collect();
         spans.sort();
         let mut covered = 0;
         for (a, b) in spans {

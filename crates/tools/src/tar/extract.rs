@@ -24,6 +24,7 @@ use super::TarArgs;
 use crate::cli::{report_error, stdout_bytes};
 use crate::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
 use crate::copy::meta::{write_xattrs, MetaOptions, Target as XattrTarget, XattrPolicy};
+use crate::copy::striping::Striping;
 use flist::path::{display, normalize};
 use rayon::prelude::*;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -117,16 +118,58 @@ fn replace_at<T>(
     }
 }
 
-fn create_file(target: &Target, item: &Item) -> Result<(), String> {
+/// Where new files go and how they are laid out on Lustre.
+struct Layouts<'a> {
+    stripes: &'a Striping<'a>,
+    /// The target directory.
+    dest: &'a [u8],
+    /// `--chunksize`, which the policy's stripe size derives from (bytes).
+    chunk: u64,
+}
+
+impl Layouts<'_> {
+    /// The stripe size data writes align to, on Lustre (bytes).
+    fn align(&self) -> Option<u64> {
+        self.stripes
+            .is_on()
+            .then(|| u64::from(self.stripes.stripe_size(self.chunk)))
+    }
+}
+
+/// Create the file of `item` (parents made if missing; a non-directory in the way replaced),
+/// exclusively and without following links; on Lustre with the layout the policy gives its
+/// size.
+fn open_new(target: &Target, item: &Item, lay: &Layouts) -> Result<OwnedFd, String> {
+    let mut full = lay.dest.to_vec();
+    full.push(b'/');
+    full.extend_from_slice(&item.rel);
     replace_at(target, &item.rel, |dir, name| {
-        let fd = rustix::fs::openat(
-            dir,
-            name,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )?;
-        rustix::fs::ftruncate(&fd, item.d.header.size)
+        let plain = || {
+            rustix::fs::openat(
+                dir,
+                name,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            )
+            .map_err(io::Error::from)
+        };
+        lay.stripes
+            .create_in(
+                dir.as_fd(),
+                name,
+                &full,
+                item.d.header.size,
+                lay.chunk,
+                libc::O_EXCL | libc::O_NOFOLLOW,
+                plain,
+            )
+            .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))
     })
+}
+
+fn create_file(target: &Target, item: &Item, lay: &Layouts) -> Result<(), String> {
+    let fd = open_new(target, item, lay)?;
+    rustix::fs::ftruncate(&fd, item.d.header.size).map_err(explain)
 }
 
 fn make_other(target: &Target, item: &Item) -> Result<(), String> {
@@ -176,17 +219,11 @@ fn extract_whole(
     how: &Restore,
     io: (&DataOptions, &mut Buffer, &mut bool),
     fsync: bool,
+    lay: &Layouts,
 ) -> Result<u64, String> {
     let (data, buf, cfr) = io;
     let h = &item.d.header;
-    let fd = replace_at(target, &item.rel, |dir, name| {
-        rustix::fs::openat(
-            dir,
-            name,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )
-    })?;
+    let fd = open_new(target, item, lay)?;
     let n = copy_at(
         archive.fd(),
         item.d.data,
@@ -401,7 +438,9 @@ fn my_items(
     out
 }
 
-/// Write the data of `items` that lies in `[start, end)` of an uncompressed archive.
+/// Write the data of `items` that lies in `[start, end)` of an uncompressed archive. With
+/// `align` (the stripe size of files on Lustre), a file's share boundaries move up to the next
+/// stripe boundary of the file, so no stripe is written by two ranks.
 #[allow(clippy::too_many_arguments)]
 fn copy_data(
     archive: &Archive,
@@ -409,6 +448,7 @@ fn copy_data(
     items: &[&Item],
     (start, end): (u64, u64),
     chunk: u64,
+    align: Option<u64>,
     data: &DataOptions,
     fail: &Failures,
     bytes: &AtomicU64,
@@ -418,10 +458,7 @@ fn copy_data(
         if it.d.header.kind != Kind::File || it.d.header.size == 0 {
             continue;
         }
-        let (a, b) = (
-            it.d.data.max(start),
-            (it.d.data + it.d.header.size).min(end),
-        );
+        let (a, b) = file_share(it.d.data, it.d.header.size, (start, end), align);
         let mut x = a;
         while x < b {
             let len = chunk.min(b - x);
@@ -454,6 +491,20 @@ fn copy_data(
             }
         },
     );
+}
+
+/// The archive bytes of the file whose data is `[data, data + size)` that the rank owning
+/// `[start, end)` writes: the overlap, or with `align` the overlap with both ends moved up to
+/// the next multiple of `align` from the file's start (the ranks' pieces still tile the file,
+/// and each stripe of it falls in one piece).
+fn file_share(data: u64, size: u64, (start, end): (u64, u64), align: Option<u64>) -> (u64, u64) {
+    match align {
+        None => (data.max(start), (data + size).min(end)),
+        Some(s) => {
+            let edge = |x: u64| data + x.saturating_sub(data).next_multiple_of(s).min(size);
+            (edge(start), edge(end))
+        }
+    }
 }
 
 /// Decompress the frames of `[start, end)` of a compressed archive, each once, and write the
@@ -646,6 +697,16 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
         archive.table().is_none() && d.data >= start && d.data + d.header.size <= end
     };
     let finished: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(false)).collect();
+    let stripes = Striping::detect(
+        &*args.stripe.api,
+        std::slice::from_ref(&dest),
+        args.stripe.overrides(),
+    );
+    let lay = Layouts {
+        stripes: &stripes,
+        dest: &dest,
+        chunk: args.chunksize,
+    };
     own_of(&[Kind::File]).par_iter().for_each_init(
         || (Buffer::new(data.bufsize), true),
         |(buf, cfr), &i| {
@@ -657,6 +718,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
                     &how,
                     (&data, buf, cfr),
                     args.fsync,
+                    &lay,
                 ) {
                     Ok(n) => {
                         bytes.fetch_add(n, Ordering::Relaxed);
@@ -664,7 +726,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
                     }
                     Err(e) => failed_at(i, e),
                 }
-            } else if let Err(e) = create_file(&target, &items[i]) {
+            } else if let Err(e) = create_file(&target, &items[i], &lay) {
                 failed_at(i, e);
             }
         },
@@ -684,6 +746,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
             &writable,
             (start, end),
             args.chunksize,
+            lay.align(),
             &data,
             &fail,
             &bytes,
@@ -781,6 +844,14 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
         );
         crate::output::print_in_rank_order(comm, line.into_bytes(), stdout_bytes);
     }
+    if stripes.is_on() {
+        let mut counts = stripes.counts();
+        counts.sum(comm);
+        if rank0 && args.common.verbose {
+            let line = crate::transfer::lustre_line(stripes.ost_count(), &counts);
+            stdout_bytes(line.as_bytes());
+        }
+    }
     let total_entries = found.offsets.len() as u64;
     let total_bytes = comm.sum(bytes.load(Ordering::Relaxed));
     let skipped = comm.sum(skipped);
@@ -798,4 +869,33 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
         );
     }
     status.agree(comm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stripe_aligned_shares_tile_each_file_and_never_split_a_stripe() {
+        let stripe = 1000;
+        // Rank boundaries of an archive, and files at awkward offsets and sizes.
+        let bounds = [0u64, 1234, 5000, 5001, 9999, 20_000];
+        for (data, size) in [(512u64, 19_000u64), (1536, 3000), (4900, 200), (7000, 1)] {
+            let pieces: Vec<(u64, u64)> = bounds
+                .windows(2)
+                .map(|w| file_share(data, size, (w[0], w[1]), Some(stripe)))
+                .filter(|(a, b)| a < b)
+                .collect();
+            let mut at = data;
+            for &(a, b) in &pieces {
+                assert_eq!(a, at, "contiguous: {pieces:?}");
+                assert!((a - data) % stripe == 0, "starts on a stripe: {pieces:?}");
+                assert!((b - data) % stripe == 0 || b == data + size, "{pieces:?}");
+                at = b;
+            }
+            assert_eq!(at, data + size, "covers the file: {pieces:?}");
+        }
+        // Unaligned, rank boundaries fall inside stripes.
+        assert_eq!(file_share(512, 19_000, (0, 1234), None), (512, 1234));
+    }
 }

@@ -13,6 +13,7 @@
 //! With `-z` the tar stream is cut into independent zstd frames with a seek table
 //! ([`seekable`]); extraction and listing read such archives in parallel too ([`stream`]).
 
+mod align;
 pub mod beneath;
 pub mod create;
 pub mod extract;
@@ -116,6 +117,8 @@ pub struct TarArgs {
     /// Create: files and directories to archive.
     #[arg(value_name = "PATH")]
     pub paths: Vec<OsString>,
+    #[command(flatten)]
+    pub stripe: crate::lustre::StripeArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
     #[command(flatten)]

@@ -1,0 +1,582 @@
+//! Lustre striping, tested through the test double of the Lustre calls (there is no Lustre on
+//! the build machines): cp, sync and tar run in this process over local ranks with
+//! `lustre_sys::fake::Fake` standing in for the file system, which records every layout it is
+//! asked for. Off Lustre, the same tools run with the real calls behind a counter, which proves
+//! no layout call is made; and `mfu-rs stripe` refuses a path that is not on Lustre.
+
+use clap::Parser;
+use lustre_sys::counting::Counting;
+use lustre_sys::fake::Fake;
+use lustre_sys::{Layout, Lustre, System};
+use mfu::lustre::LustreHandle;
+use mfu::select::Rules;
+use mfu::status::Status;
+use mfu_tests::{expect_status, mfu};
+use std::fs::{self, File};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// Parse a tool's options as the command line would.
+#[derive(Parser)]
+struct Cmd<T: clap::Args> {
+    #[command(flatten)]
+    args: T,
+}
+
+fn parse<T: clap::Args>(args: &[&str]) -> T {
+    Cmd::<T>::try_parse_from(std::iter::once("mfu-rs").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+        .args
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("temporary paths are UTF-8")
+}
+
+/// A file of `size` bytes: real data for the first MiB (so the copy has something to check),
+/// the rest a hole.
+fn sparse_file(path: &Path, size: u64) {
+    let f = File::create(path).unwrap();
+    let head: Vec<u8> = (0..MIB.min(size)).map(|i| (i * 7 % 251) as u8).collect();
+    std::os::unix::fs::FileExt::write_all_at(&f, &head, 0).unwrap();
+    f.set_len(size).unwrap();
+}
+
+/// The stripe count the double recorded for `path` (by create), if any.
+fn recorded(fake: &Fake, path: &Path) -> Option<(u16, u32)> {
+    fake.creates()
+        .iter()
+        .rev()
+        .find(|c| c.path == path)
+        .map(|c| (c.stripe_count, c.stripe_size))
+}
+
+fn handle(fake: &Arc<Fake>) -> LustreHandle {
+    LustreHandle(fake.clone() as Arc<dyn Lustre>)
+}
+
+fn cp(ranks: usize, argv: &[&str], api: LustreHandle) -> Status {
+    let mut args: mfu::cp::CpArgs = parse(argv);
+    args.stripe.api = api;
+    let statuses = steal::local::run(ranks, |comm| mfu::cp::run(comm, &args, &Rules::default()));
+    statuses.into_iter().max().unwrap()
+}
+
+/// src/ with a 10 MiB file, a 4 GiB and a 100 GiB sparse file, and an empty dst/.
+fn sized_tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    fs::create_dir(&src).unwrap();
+    fs::create_dir(&dst).unwrap();
+    sparse_file(&src.join("ten_mib"), 10 * MIB);
+    sparse_file(&src.join("four_gib"), 4 * GIB);
+    sparse_file(&src.join("hundred_gib"), 100 * GIB);
+    (tmp, src, dst)
+}
+
+#[test]
+fn cp_stripes_new_files_by_size_clamped_by_the_ost_count() {
+    for (osts, expect_big) in [(16u32, 11u16), (8, 8)] {
+        let (_tmp, src, dst) = sized_tree();
+        let fake = Arc::new(Fake::new(vec![dst.clone()], osts));
+        let src_arg = format!("{}/", s(&src));
+        let status = cp(2, &["-S", "-q", &src_arg, s(&dst)], handle(&fake));
+        assert_eq!(status, Status::Ok);
+        let stripe = 4 * MIB as u32; // the chunk size, 1-4 MiB
+        assert_eq!(recorded(&fake, &dst.join("ten_mib")), Some((1, stripe)));
+        assert_eq!(recorded(&fake, &dst.join("four_gib")), Some((3, stripe)));
+        assert_eq!(
+            recorded(&fake, &dst.join("hundred_gib")),
+            Some((expect_big, stripe)),
+            "{osts} OSTs"
+        );
+        // The data made it: sizes, and the first MiB.
+        for (name, size) in [
+            ("ten_mib", 10 * MIB),
+            ("four_gib", 4 * GIB),
+            ("hundred_gib", 100 * GIB),
+        ] {
+            let (a, b) = (src.join(name), dst.join(name));
+            assert_eq!(fs::metadata(&b).unwrap().len(), size, "{name}");
+            let head = |p: &Path| {
+                let mut v = vec![0u8; MIB as usize];
+                std::os::unix::fs::FileExt::read_exact_at(&File::open(p).unwrap(), &mut v, 0)
+                    .unwrap();
+                v
+            };
+            assert!(head(&a) == head(&b), "{name}: first MiB differs");
+        }
+        // Never the source's OST indices: the layouts asked for are plain requests.
+        assert!(fake
+            .creates()
+            .iter()
+            .all(|c| c.stripe_size % (64 * 1024) == 0));
+    }
+}
+
+#[test]
+fn a_pfl_directory_default_is_left_alone_and_a_plain_one_stripe_default_needs_no_call() {
+    let (_tmp, src, dst) = sized_tree();
+    let fake = Arc::new(Fake::new(vec![dst.clone()], 16));
+    let pfl = Layout::decode(&pfl_blob()).expect("PFL layout");
+    assert!(pfl.is_composite());
+    fake.set_default(&dst, pfl).unwrap();
+    let src_arg = format!("{}/", s(&src));
+    assert_eq!(
+        cp(2, &["-S", "-q", &src_arg, s(&dst)], handle(&fake)),
+        Status::Ok
+    );
+    assert!(fake.creates().is_empty(), "{:?}", fake.creates());
+    assert_eq!(
+        fs::metadata(dst.join("hundred_gib")).unwrap().len(),
+        100 * GIB
+    );
+
+    // A plain one-stripe default: the small file inherits it without a call, big ones are set.
+    let (_tmp, src, dst) = sized_tree();
+    let fake = Arc::new(Fake::new(vec![dst.clone()], 16));
+    fake.set_default(&dst, Layout::request(1, MIB as u32))
+        .unwrap();
+    let src_arg = format!("{}/", s(&src));
+    assert_eq!(
+        cp(2, &["-S", "-q", &src_arg, s(&dst)], handle(&fake)),
+        Status::Ok
+    );
+    assert_eq!(recorded(&fake, &dst.join("ten_mib")), None);
+    assert_eq!(recorded(&fake, &dst.join("four_gib")).map(|r| r.0), Some(3));
+}
+
+/// A PFL layout as `lfs setstripe -E 1M -c 1 -E -1 -c 4` gives: two components, built at the
+/// documented offsets.
+fn pfl_blob() -> Vec<u8> {
+    let plain = |count: u16| Layout::request(count, MIB as u32).encode();
+    let (a, b) = (plain(1), plain(4));
+    let header = 32 + 2 * 48;
+    let mut out = vec![0u8; header];
+    out[0..4].copy_from_slice(&lustre_sys::LOV_USER_MAGIC_COMP_V1.to_ne_bytes());
+    let total = (header + a.len() + b.len()) as u32;
+    out[4..8].copy_from_slice(&total.to_ne_bytes());
+    out[14..16].copy_from_slice(&2u16.to_ne_bytes());
+    let entries = [
+        (1u32, 0u64, MIB, header, a.len()),
+        (2, MIB, u64::MAX, header + a.len(), b.len()),
+    ];
+    for (i, (id, start, end, at, len)) in entries.into_iter().enumerate() {
+        let e = 32 + 48 * i;
+        out[e..e + 4].copy_from_slice(&id.to_ne_bytes());
+        out[e + 8..e + 16].copy_from_slice(&start.to_ne_bytes());
+        out[e + 16..e + 24].copy_from_slice(&end.to_ne_bytes());
+        out[e + 24..e + 28].copy_from_slice(&(at as u32).to_ne_bytes());
+        out[e + 28..e + 32].copy_from_slice(&(len as u32).to_ne_bytes());
+    }
+    out.extend_from_slice(&a);
+    out.extend_from_slice(&b);
+    out
+}
+
+#[test]
+fn overrides_win_over_the_policy_and_over_a_pfl_default() {
+    let (_tmp, src, dst) = sized_tree();
+    let fake = Arc::new(Fake::new(vec![dst.clone()], 16));
+    fake.set_default(&dst, Layout::decode(&pfl_blob()).unwrap())
+        .unwrap();
+    let src_arg = format!("{}/", s(&src));
+    let argv = [
+        "-S",
+        "-q",
+        "--stripe-count",
+        "5",
+        "--stripe-size",
+        "2MiB",
+        &src_arg,
+        s(&dst),
+    ];
+    assert_eq!(cp(2, &argv, handle(&fake)), Status::Ok);
+    for name in ["ten_mib", "four_gib", "hundred_gib"] {
+        assert_eq!(
+            recorded(&fake, &dst.join(name)),
+            Some((5, 2 * MIB as u32)),
+            "{name}"
+        );
+    }
+    // -1: all OSTs.
+    let (_tmp, src, dst) = sized_tree();
+    let fake = Arc::new(Fake::new(vec![dst.clone()], 16));
+    let src_arg = format!("{}/", s(&src));
+    assert_eq!(
+        cp(
+            1,
+            &["-S", "-q", "--stripe-count", "-1", &src_arg, s(&dst)],
+            handle(&fake)
+        ),
+        Status::Ok
+    );
+    assert_eq!(
+        recorded(&fake, &dst.join("ten_mib")).map(|r| r.0),
+        Some(0xFFFF)
+    );
+}
+
+/// A small tree of files, links and directories for the "off Lustre" runs.
+fn small_tree(root: &Path) {
+    fs::create_dir_all(root.join("d/e")).unwrap();
+    for (i, name) in ["a", "d/b", "d/e/c"].iter().enumerate() {
+        fs::write(root.join(name), vec![i as u8; 5000 * (i + 1)]).unwrap();
+    }
+    sparse_file(&root.join("big"), 40 * MIB);
+    std::os::unix::fs::symlink("a", root.join("link")).unwrap();
+}
+
+#[test]
+fn off_lustre_cp_sync_and_tar_make_no_layout_calls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    small_tree(&src);
+    let counting = Arc::new(Counting::new(System));
+    let api = LustreHandle(counting.clone() as Arc<dyn Lustre>);
+
+    let dst = tmp.path().join("copy");
+    assert_eq!(
+        cp(2, &["-q", "-k", "1MiB", s(&src), s(&dst)], api.clone()),
+        Status::Ok
+    );
+    assert_eq!(
+        fs::read(dst.join("d/e/c")).unwrap(),
+        fs::read(src.join("d/e/c")).unwrap()
+    );
+
+    let mirror = tmp.path().join("mirror");
+    let mut args: mfu::sync::SyncArgs = parse(&["-q", s(&src), s(&mirror)]);
+    args.stripe.api = api.clone();
+    let st = steal::local::run(2, |comm| mfu::sync::run(comm, &args, &Rules::default()));
+    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    assert_eq!(
+        fs::read(mirror.join("a")).unwrap(),
+        fs::read(src.join("a")).unwrap()
+    );
+
+    let archive = tmp.path().join("a.tar");
+    let mut args: mfu::tar::TarArgs =
+        parse(&["-c", "-q", "-f", s(&archive), "-C", s(tmp.path()), "src"]);
+    args.stripe.api = api.clone();
+    let st = steal::local::run(2, |comm| mfu::tar::run(comm, &args, &Rules::default()));
+    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    let out = tmp.path().join("out");
+    fs::create_dir(&out).unwrap();
+    let mut args: mfu::tar::TarArgs = parse(&["-x", "-q", "-f", s(&archive), "-C", s(&out)]);
+    args.stripe.api = api.clone();
+    let st = steal::local::run(2, |comm| mfu::tar::run(comm, &args, &Rules::default()));
+    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    assert_eq!(
+        fs::read(out.join("src/d/b")).unwrap(),
+        fs::read(src.join("d/b")).unwrap()
+    );
+
+    let calls = counting.calls();
+    assert!(
+        calls.is_lustre > 0,
+        "the tools asked whether the destination is Lustre"
+    );
+    assert_eq!(counting.layout_calls(), 0, "{calls:?}");
+}
+
+#[test]
+fn tar_stripes_the_archive_over_all_osts_and_extracted_files_by_policy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    small_tree(&src);
+    let fake = Arc::new(Fake::new(vec![tmp.path().to_path_buf()], 16));
+    let archive = tmp.path().join("a.tar");
+    let mut args: mfu::tar::TarArgs = parse(&[
+        "-c",
+        "-q",
+        "-k",
+        "2MiB",
+        "-f",
+        s(&archive),
+        "-C",
+        s(tmp.path()),
+        "src",
+    ]);
+    args.stripe.api = handle(&fake);
+    let st = steal::local::run(2, |comm| mfu::tar::run(comm, &args, &Rules::default()));
+    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    assert_eq!(recorded(&fake, &archive), Some((0xFFFF, 2 * MIB as u32)));
+
+    // Extract with 64 KiB stripes over 3 ranks (share boundaries move to stripe boundaries of
+    // each file): the data is whole.
+    let out = tmp.path().join("out");
+    fs::create_dir(&out).unwrap();
+    let mut args: mfu::tar::TarArgs = parse(&[
+        "-x",
+        "-q",
+        "-k",
+        "64KiB",
+        "--stripe-count",
+        "2",
+        "--stripe-size",
+        "64KiB",
+        "-f",
+        s(&archive),
+        "-C",
+        s(&out),
+    ]);
+    args.stripe.api = handle(&fake);
+    let st = steal::local::run(3, |comm| mfu::tar::run(comm, &args, &Rules::default()));
+    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    for name in ["a", "d/b", "d/e/c", "big"] {
+        let (a, b) = (src.join(name), out.join("src").join(name));
+        assert!(fs::read(&a).unwrap() == fs::read(&b).unwrap(), "{name}");
+        assert_eq!(recorded(&fake, &b), Some((2, 64 * 1024)), "{name}");
+    }
+}
+
+#[test]
+fn tar_archive_written_stripe_by_stripe_on_lustre_reads_back_with_gnu_tar() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    fs::create_dir(&src).unwrap();
+    for i in 0..300u64 {
+        let size = match i % 50 {
+            0 => 300_000,
+            _ => (i * 7919) % 20_000,
+        };
+        let data: Vec<u8> = (0..size).map(|j| ((i * 31 + j) % 253) as u8).collect();
+        fs::write(src.join(format!("f{i:03}")), data).unwrap();
+    }
+    let fake = Arc::new(Fake::new(vec![tmp.path().to_path_buf()], 4));
+    let archive = tmp.path().join("s.tar");
+    let mut args: mfu::tar::TarArgs = parse(&[
+        "-c",
+        "-q",
+        "-k",
+        "64KiB",
+        "--stripe-size",
+        "64KiB",
+        "-f",
+        s(&archive),
+        "-C",
+        s(tmp.path()),
+        "src",
+    ]);
+    args.stripe.api = handle(&fake);
+    let st = steal::local::run(3, |comm| mfu::tar::run(comm, &args, &Rules::default()));
+    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    assert_eq!(recorded(&fake, &archive), Some((0xFFFF, 64 * 1024)));
+    let out = tmp.path().join("gnu");
+    fs::create_dir(&out).unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&out)
+        .status()
+        .expect("GNU tar (install it with `cargo xtask setup`)");
+    assert!(status.success());
+    for i in 0..300u64 {
+        let name = format!("f{i:03}");
+        assert!(
+            fs::read(src.join(&name)).unwrap() == fs::read(out.join("src").join(&name)).unwrap(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn stripe_restripes_in_place_keeping_data_and_metadata() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("data");
+    small_tree(&root);
+    fs::set_permissions(root.join("d/b"), fs::Permissions::from_mode(0o640)).unwrap();
+    xattr_set(&root.join("d/b"), "user.kept", b"yes");
+    let before: Vec<(String, Vec<u8>, fs::Metadata)> = ["a", "d/b", "d/e/c", "big"]
+        .iter()
+        .map(|n| {
+            let p = root.join(n);
+            (
+                n.to_string(),
+                fs::read(&p).unwrap(),
+                fs::metadata(&p).unwrap(),
+            )
+        })
+        .collect();
+    let fake = Arc::new(Fake::new(vec![root.clone()], 16));
+    let mut args: mfu::stripe::StripeToolArgs =
+        parse(&["-q", "-c", "4", "-s", "2MiB", "-m", "6000", s(&root)]);
+    args.api = handle(&fake);
+    let st = steal::local::run(2, |comm| mfu::stripe::run(comm, &args));
+    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    for (name, data, meta) in &before {
+        let p = root.join(name);
+        let now = fs::metadata(&p).unwrap();
+        assert!(fs::read(&p).unwrap() == *data, "{name}: data");
+        assert_eq!(now.mode(), meta.mode(), "{name}: mode");
+        assert_eq!(
+            (now.mtime(), now.mtime_nsec()),
+            (meta.mtime(), meta.mtime_nsec()),
+            "{name}"
+        );
+        let restriped = fake.layout_recorded(&p);
+        if meta.len() >= 6000 {
+            assert_ne!(now.ino(), meta.ino(), "{name}: rewritten");
+            assert_eq!(
+                restriped.as_ref().and_then(Layout::stripe_count),
+                Some(4),
+                "{name}"
+            );
+            assert_eq!(
+                restriped.as_ref().and_then(Layout::stripe_size),
+                Some(2 << 20)
+            );
+        } else {
+            assert_eq!(now.ino(), meta.ino(), "{name}: below --minsize, untouched");
+        }
+    }
+    assert_eq!(
+        xattr_get(&root.join("d/b"), "user.kept").as_deref(),
+        Some(&b"yes"[..])
+    );
+    // No hidden sibling is left behind.
+    let left: Vec<_> = walkdir(&root)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".mfu-stripe.")
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // A second run finds nothing to do.
+    let creates = fake.creates().len();
+    let st = steal::local::run(2, |comm| mfu::stripe::run(comm, &args));
+    assert!(st.iter().all(|s| *s == Status::Ok));
+    assert_eq!(
+        fake.creates().len(),
+        creates,
+        "files that have the layout are skipped"
+    );
+}
+
+#[test]
+fn stripe_report_lines() {
+    let layout = Layout::request(4, 2 << 20);
+    assert_eq!(
+        mfu::stripe::report_line(b"/l/f", Some(&layout)),
+        b"/l/f: stripe count 4, stripe size 2097152\n"
+    );
+    let pfl = Layout::decode(&pfl_blob()).unwrap();
+    assert_eq!(
+        mfu::stripe::report_line(b"/l/g", Some(&pfl)),
+        b"/l/g: composite layout, 2 components, 1 mirrors\n"
+    );
+}
+
+#[test]
+fn stripe_off_lustre_exits_2_with_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("f"), b"x").unwrap();
+    for extra in [&[][..], &["-r"][..]] {
+        let mut args = vec!["stripe"];
+        args.extend_from_slice(extra);
+        args.push(s(tmp.path()));
+        let out = expect_status(&mut mfu(&args), 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("is not on Lustre"), "{err}");
+        assert!(err.contains(s(tmp.path())), "{err}");
+    }
+    assert_eq!(fs::read(tmp.path().join("f")).unwrap(), b"x");
+}
+
+#[test]
+fn walk_verbose_shows_stripes_on_lustre() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("w");
+    fs::create_dir(&root).unwrap();
+    let fake = Arc::new(Fake::new(vec![root.clone()], 8));
+    // Files made through the double carry a layout, as on Lustre.
+    let dir = File::open(&root).unwrap();
+    for (name, count) in [("one", 1u16), ("three", 3), ("also_three", 3)] {
+        let c = std::ffi::CString::new(name).unwrap();
+        use std::os::fd::AsFd;
+        fake.create_striped(dir.as_fd(), &c, 0o644, count, MIB as u32)
+            .unwrap();
+    }
+    let args: mfu::walk::WalkArgs = parse(&["-v", s(&root)]);
+    let mut args = args;
+    args.api = handle(&fake);
+    let lines = steal::local::run(2, |comm| {
+        let list = flist::walk::walk(
+            comm,
+            &[root.as_os_str().as_encoded_bytes().to_vec()],
+            &Default::default(),
+        )
+        .list;
+        let stripes = mfu::walk_stripes::stripes(comm, &list, &args.api).expect("on Lustre");
+        mfu::walk_stripes::summary(comm, &list, &stripes)
+    });
+    assert_eq!(
+        lines[0],
+        "Stripe counts: 1: 1 files (0 B); 3: 2 files (0 B)"
+    );
+    // Off Lustre: nothing.
+    let counting = Arc::new(Counting::new(System));
+    let api = LustreHandle(counting.clone() as Arc<dyn Lustre>);
+    let none = steal::local::run(2, |comm| {
+        let list = flist::walk::walk(
+            comm,
+            &[root.as_os_str().as_encoded_bytes().to_vec()],
+            &Default::default(),
+        )
+        .list;
+        mfu::walk_stripes::stripes(comm, &list, &api).is_none()
+    });
+    assert!(none.iter().all(|n| *n));
+    assert_eq!(counting.layout_calls(), 0);
+}
+
+fn xattr_set(p: &Path, name: &str, value: &[u8]) {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    // SAFETY: valid C strings and buffer.
+    let r = unsafe {
+        libc::setxattr(
+            c.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    assert_eq!(r, 0, "setxattr {}", std::io::Error::last_os_error());
+}
+
+fn xattr_get(p: &Path, name: &str) -> Option<Vec<u8>> {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    let mut buf = vec![0u8; 256];
+    // SAFETY: valid C strings and buffer.
+    let r = unsafe { libc::getxattr(c.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    (r >= 0).then(|| {
+        buf.truncate(r as usize);
+        buf
+    })
+}
+
+fn walkdir(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(root).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() && !p.is_symlink() {
+            out.extend(walkdir(&p));
+        }
+        out.push(p);
+    }
+    out
+}
