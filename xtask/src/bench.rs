@@ -9,6 +9,12 @@
 //! - cp-small: copy 20,000 files of 4 KiB (100 dirs × 200) into a fresh destination:
 //!   `cp -a`, `rsync -a`, (`xcp -r` when on PATH), `mfu-rs cp -p` at np 1 and np 2.
 //! - cp-big: the same cases on 4 files of 512 MiB (fewer runs).
+//! - cp-bufsize: `mfu-rs cp` alone on 4 files of 512 MiB (random bytes) where its read/write path
+//!   moves the data, with the adaptive buffer size (no `-b`) against `-b 64KiB`, `1MiB`, `4MiB`
+//!   and `16MiB`: (a) from tmpfs (`/dev/shm`) to the workspace's file system (across file
+//!   systems: no `copy_file_range`), (b) within the workspace's file system with `-s`
+//!   (`O_DIRECT`). Medians, MiB/s and the ratio to the best fixed size; then the `-v` lines of
+//!   one adaptive run that mention the buffer size, if the binary prints any.
 //! - sync: an unchanged 20,000-file tree already synced once: `rsync -a SRC/ DST/` against
 //!   `mfu-rs sync SRC DST` at np 1 and np 2.
 //! - rm: remove a 20,000-file tree: `rm -rf` against `mfu-rs rm` at np 1 and np 2.
@@ -26,11 +32,14 @@
 //! Each tar section also prints the sizes of the GNU and mfu-rs archives (tar-zstd: compressed
 //! and not, with the compression ratios).
 //!
-//! `cp` selects cp-small and cp-big, `tar` selects tar-small, tar-mixed and tar-zstd. Before each
+//! `cp` selects cp-small and cp-big (not cp-bufsize), `tar` selects tar-small, tar-mixed and tar-zstd. Before each
 //! timed run an untimed step prepares it (removes the destination or archive, or recreates the
 //! tree to remove with `rsync -a`) and runs `sync(1)`, so that writeback of the previous run's
 //! data does not land in the next run. The data for cp, sync, rm and tar lives in
 //! `target/bench-data` (the file system of the workspace) and is removed at the end.
+//!
+//! The binary measured is `target/release/mfu-rs`, built first; `MFU_RS_BENCH_BIN=PATH` measures
+//! that binary instead (not built, e.g. one built from another tree).
 
 use crate::{mpi_env, root};
 use anyhow::{bail, ensure, Context, Result};
@@ -43,12 +52,18 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const RUNS: usize = 7;
 /// Runs of each command on the big files (each copies 2 GiB, or archives or extracts 1 GiB).
 const BIG_RUNS: usize = 3;
+/// Runs of each variant of cp-bufsize (2 GiB each), from tmpfs and with O_DIRECT: the variants
+/// differ by less than the noise of single runs on a shared machine (the same command varies
+/// 2-4× from run to run there), so more runs than BIG_RUNS; the tmpfs case, under a second a
+/// run, gets the most.
+const BUFSIZE_RUNS: (usize, usize) = (11, 7);
 /// Every section, in the order they run.
 const SECTIONS: &[&str] = &[
     "walk",
     "sort",
     "cp-small",
     "cp-big",
+    "cp-bufsize",
     "sync",
     "rm",
     "tar-small",
@@ -140,28 +155,7 @@ fn compare(
 ) -> Result<()> {
     let load_before = loadavg();
     let start = Instant::now();
-    for c in cases {
-        time_once(c)?;
-        if let Some(check) = &c.check {
-            if let Err(e) = check() {
-                eprintln!(
-                    "warning: {}: the result differs from the source: {e:#}",
-                    c.name
-                );
-                println!(
-                    "(warning: {}: result differs from the source: {e:#})",
-                    c.name
-                );
-            }
-        }
-    }
-    let mut times = vec![Vec::new(); cases.len()];
-    for _ in 0..runs {
-        for (i, c) in cases.iter().enumerate() {
-            times[i].push(time_once(c)?);
-        }
-    }
-    let medians: Vec<f64> = times.into_iter().map(median).collect();
+    let medians: Vec<f64> = measure(cases, runs)?.into_iter().map(median).collect();
     println!("\n## {title} (median of {runs} interleaved runs, warm cache)\n");
     for n in notes {
         println!("{n}  ");
@@ -191,6 +185,34 @@ fn compare(
         loadavg()
     );
     Ok(())
+}
+
+/// Run every case once (the warm-up, followed by the case's check), then `runs` times,
+/// interleaved (case 1, 2, ..., 1, 2, ...: noise hits every case alike); the times of each case
+/// (seconds).
+fn measure(cases: &[Case], runs: usize) -> Result<Vec<Vec<f64>>> {
+    for c in cases {
+        time_once(c)?;
+        if let Some(check) = &c.check {
+            if let Err(e) = check() {
+                eprintln!(
+                    "warning: {}: the result differs from the source: {e:#}",
+                    c.name
+                );
+                println!(
+                    "(warning: {}: result differs from the source: {e:#})",
+                    c.name
+                );
+            }
+        }
+    }
+    let mut times = vec![Vec::new(); cases.len()];
+    for _ in 0..runs {
+        for (i, c) in cases.iter().enumerate() {
+            times[i].push(time_once(c)?);
+        }
+    }
+    Ok(times)
 }
 
 fn make_tree(dir: &Path, files: usize) -> Result<()> {
@@ -482,7 +504,7 @@ fn xcp_note() -> &'static str {
 }
 
 /// Entry point of `cargo xtask bench
-/// [walk|sort|cp|cp-small|cp-big|sync|rm|tar|tar-small|tar-mixed|tar-zstd]...`.
+/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd]...`.
 pub fn run(args: &[String]) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
     for a in args {
@@ -503,13 +525,27 @@ pub fn run(args: &[String]) -> Result<()> {
     let started = Instant::now();
     crate::setup::ensure()?;
     let root = root();
-    crate::run(
-        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .current_dir(&root)
-            .args(["build", "--release", "-p", "mfu-rs"]),
-    )?;
-    let bin: PathBuf = root.join("target/release/mfu-rs");
-    let b = bin.to_str().expect("UTF-8 target path");
+    let bin: PathBuf = match std::env::var_os("MFU_RS_BENCH_BIN") {
+        Some(path) => {
+            let path = std::path::absolute(PathBuf::from(path))?;
+            ensure!(
+                path.is_file(),
+                "MFU_RS_BENCH_BIN={} is not a file",
+                path.display()
+            );
+            eprintln!("bench: measuring {} (MFU_RS_BENCH_BIN)", path.display());
+            path
+        }
+        None => {
+            crate::run(
+                Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                    .current_dir(&root)
+                    .args(["build", "--release", "-p", "mfu-rs"]),
+            )?;
+            root.join("target/release/mfu-rs")
+        }
+    };
+    let b = bin.to_str().expect("UTF-8 binary path");
     let work = std::env::temp_dir().join("mfu-rs-bench");
     std::fs::create_dir_all(&work)?;
     let data = root.join("target/bench-data");
@@ -520,6 +556,7 @@ pub fn run(args: &[String]) -> Result<()> {
             "sort" => bench_sort(b, &work),
             "cp-small" => bench_cp_small(b, &data),
             "cp-big" => bench_cp_big(b, &data),
+            "cp-bufsize" => bench_cp_bufsize(b, &data),
             "sync" => bench_sync(b, &data),
             "rm" => bench_rm(b, &data),
             "tar-small" => bench_tar_small(b, &data),
@@ -686,6 +723,185 @@ fn bench_cp_big(b: &str, data: &Path) -> Result<()> {
     remove(&dst)?;
     remove(&src)?;
     result
+}
+
+/// The variants of cp-bufsize: (name, `-b` argument; `None`: adaptive, no `-b`).
+const BUFSIZES: &[(&str, Option<&str>)] = &[
+    ("adaptive (no -b)", None),
+    ("-b 64KiB", Some("64KiB")),
+    ("-b 1MiB", Some("1MiB")),
+    ("-b 4MiB", Some("4MiB")),
+    ("-b 16MiB", Some("16MiB")),
+];
+
+fn bench_cp_bufsize(b: &str, data: &Path) -> Result<()> {
+    const FILES: usize = 4;
+    const FILE_BYTES: usize = 512 << 20;
+    const TOTAL: u64 = (FILES * FILE_BYTES) as u64;
+    std::fs::create_dir_all(data)?;
+    let shm = Path::new("/dev/shm").join("mfu-rs-bench-bufsize");
+    let (shm_src, src, dst) = (
+        shm.join("src"),
+        data.join("bufsize-src"),
+        data.join("bufsize-dst"),
+    );
+    let result = (|| {
+        // ext4: a source (case b) and a copy at a time; tmpfs: a source (case a), in RAM.
+        let need = 3 * TOTAL;
+        let free = free_bytes(data)?;
+        ensure!(
+            free >= need,
+            "cp-bufsize needs {} GiB free on the file system of {}; df says {:.1} GiB",
+            need >> 30,
+            data.display(),
+            free as f64 / (1u64 << 30) as f64
+        );
+        std::fs::create_dir_all(&shm)?;
+        let free = free_bytes(&shm)?;
+        ensure!(
+            free >= TOTAL + (1 << 30),
+            "cp-bufsize needs {} GiB free in /dev/shm; df says {:.1} GiB",
+            (TOTAL >> 30) + 1,
+            free as f64 / (1u64 << 30) as f64
+        );
+        let t = Instant::now();
+        make_random_tree(&shm_src, 1, FILES, FILE_BYTES)?;
+        eprintln!(
+            "bench: made {} (4 × 512 MiB) in {:.1} s",
+            shm_src.display(),
+            t.elapsed().as_secs_f64()
+        );
+        bufsize_case(
+            b,
+            &shm_src,
+            &dst,
+            false,
+            BUFSIZE_RUNS.0,
+            "cp buffer sizes, 4 files × 512 MiB, tmpfs → ext4 (pread/pwrite: copy_file_range refuses across file systems)",
+        )?;
+        // Free the RAM before the second case.
+        remove(&shm)?;
+        let t = Instant::now();
+        make_random_tree(&src, 1, FILES, FILE_BYTES)?;
+        eprintln!(
+            "bench: made {} (4 × 512 MiB) in {:.1} s",
+            src.display(),
+            t.elapsed().as_secs_f64()
+        );
+        bufsize_case(
+            b,
+            &src,
+            &dst,
+            true,
+            BUFSIZE_RUNS.1,
+            "cp buffer sizes, 4 files × 512 MiB, ext4 → ext4 with -s (O_DIRECT: pread/pwrite)",
+        )
+    })();
+    for p in [&shm, &src, &dst] {
+        remove(p)?;
+    }
+    result
+}
+
+/// One case of cp-bufsize: `mfu-rs cp -q [-s] [-b SIZE] SRC DST` for each of [`BUFSIZES`].
+fn bufsize_case(
+    b: &str,
+    src: &Path,
+    dst: &Path,
+    direct: bool,
+    runs: usize,
+    title: &str,
+) -> Result<()> {
+    let (sp, dp) = (s(src), s(dst));
+    let (_, bytes) = tree_stats(src)?;
+    let argv = |extra: &[&str]| -> Vec<String> {
+        let mut v = vec![b, "cp"];
+        if direct {
+            v.push("-s");
+        }
+        v.extend(extra);
+        v.extend([sp, dp]);
+        v.into_iter().map(String::from).collect()
+    };
+    let fresh = || {
+        let d = dst.to_path_buf();
+        move || {
+            remove(&d)?;
+            flush_fs()
+        }
+    };
+    let cases: Vec<Case> = BUFSIZES
+        .iter()
+        .map(|&(name, size)| {
+            let mut extra = vec!["-q"];
+            if let Some(size) = size {
+                extra.extend(["-b", size]);
+            }
+            let (s2, d2) = (src.to_path_buf(), dst.to_path_buf());
+            let argv = argv(&extra);
+            case(
+                name,
+                false,
+                &argv.iter().map(String::as_str).collect::<Vec<_>>(),
+            )
+            .prep(fresh())
+            .check(move || same_tree(&s2, &d2, false))
+        })
+        .collect();
+    let load_before = loadavg();
+    let start = Instant::now();
+    let times = measure(&cases, runs)?;
+    let medians: Vec<f64> = times.iter().cloned().map(median).collect();
+    let best_fixed = (1..cases.len())
+        .min_by(|&i, &j| medians[i].total_cmp(&medians[j]))
+        .expect("fixed variants");
+    println!("\n## {title} (median of {runs} interleaved runs)\n");
+    println!("Each run copies into a fresh destination; its removal and a `sync` before each run are not timed; no fsync. np 1 (one process, its rayon threads). Checked once: the same bytes as the source.  ");
+    println!(
+        "The adaptive variant passes no `-b`: it measures the adaptive sizes only where the binary's default is adaptive.\n"
+    );
+    println!(
+        "| variant | median s | MiB/s | runs (s) | speed vs best fixed ({}) |",
+        cases[best_fixed].name
+    );
+    println!("|---|---|---|---|---|");
+    for ((c, m), t) in cases.iter().zip(&medians).zip(&times) {
+        let runs: Vec<String> = t.iter().map(|x| format!("{x:.2}")).collect();
+        println!(
+            "| {} | {m:.3} | {:.0} | {} | {:.2} |",
+            c.name,
+            bytes as f64 / (1 << 20) as f64 / m,
+            runs.join(" "),
+            medians[best_fixed] / m
+        );
+    }
+    println!(
+        "\n(wall time {:.0} s, load average before: {load_before}, after: {})",
+        start.elapsed().as_secs_f64(),
+        loadavg()
+    );
+    // Where the adaptive sizes went: one more run with -v, its lines about the buffer size.
+    fresh()()?;
+    let out = Command::new(b)
+        .args(&argv(&["-v"])[1..])
+        .stdin(Stdio::null())
+        .output()
+        .context("start mfu-rs cp -v")?;
+    ensure!(out.status.success(), "mfu-rs cp -v failed: {}", out.status);
+    let text = String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).into_owned();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.to_ascii_lowercase().contains("buffer size"))
+        .collect();
+    if lines.is_empty() {
+        println!("\n(`mfu-rs cp -v` printed no buffer-size line)");
+    } else {
+        println!("\n`mfu-rs cp -v` (adaptive, one more run):\n");
+        for l in lines {
+            println!("    {l}");
+        }
+    }
+    remove(dst)
 }
 
 fn bench_sync(b: &str, data: &Path) -> Result<()> {
