@@ -32,10 +32,10 @@
 //! Each tar section also prints the sizes of the GNU and mfu-rs archives (tar-zstd: compressed
 //! and not, with the compression ratios).
 //!
-//! `cp` selects cp-small and cp-big (not cp-bufsize), `tar` selects tar-small, tar-mixed and tar-zstd. Before each
-//! timed run an untimed step prepares it (removes the destination or archive, or recreates the
-//! tree to remove with `rsync -a`) and runs `sync(1)`, so that writeback of the previous run's
-//! data does not land in the next run. The data for cp, sync, rm and tar lives in
+//! `cp` selects cp-small and cp-big (not cp-bufsize), `tar` selects tar-small, tar-mixed and
+//! tar-zstd. Before each timed run an untimed step prepares it (removes the destination or
+//! archive, or recreates the tree to remove with `rsync -a`) and runs `sync(1)`, so that
+//! writeback of the previous run's data does not land in the next run. The data for cp, sync, rm and tar lives in
 //! `target/bench-data` (the file system of the workspace) and is removed at the end.
 //!
 //! The binary measured is `target/release/mfu-rs`, built first; `MFU_RS_BENCH_BIN=PATH` measures
@@ -857,9 +857,7 @@ fn bufsize_case(
         .expect("fixed variants");
     println!("\n## {title} (median of {runs} interleaved runs)\n");
     println!("Each run copies into a fresh destination; its removal and a `sync` before each run are not timed; no fsync. np 1 (one process, its rayon threads). Checked once: the same bytes as the source.  ");
-    println!(
-        "The adaptive variant passes no `-b`: it measures the adaptive sizes only where the binary's default is adaptive.\n"
-    );
+    println!("The adaptive variant passes no `-b` (the default: sizes chosen per thread by measuring throughput).\n");
     println!(
         "| variant | median s | MiB/s | runs (s) | speed vs best fixed ({}) |",
         cases[best_fixed].name

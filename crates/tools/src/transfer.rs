@@ -208,7 +208,10 @@ pub fn copy_and_report(
         ));
     }
     if common.verbose && rank0 {
-        say(format!("{} (this process)\n", crate::copy::iosize::chosen()));
+        say(format!(
+            "{} (this process)\n",
+            crate::copy::iosize::chosen()
+        ));
     }
     if let Some(osts) = report.lustre_osts {
         say(lustre_line(osts, &report.stripes));

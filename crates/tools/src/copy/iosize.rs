@@ -15,8 +15,9 @@
 //!   one after the other is what makes the search usable on a shared machine: throughput drifts
 //!   over a run (by 2× or more over the first 100 MiB per thread here, and in phases of a
 //!   neighbour's load), and a search comparing each size with the one before takes any upward
-//!   drift for "bigger is better" (it ran to 64 MiB here, where 1 to 4 MiB are best). The symmetric order cancels a steady drift; the better of two windows
-//!   discards a hiccup in one (noise only ever slows a window down);
+//!   drift for "bigger is better" (it ran to 64 MiB here, where 1 to 4 MiB are best). The
+//!   symmetric order cancels a steady drift; the better of two windows discards a hiccup in
+//!   one (noise only ever slows a window down);
 //! - challenger more than [`MARGIN`] (5 %) faster: it becomes the incumbent and the search
 //!   doubles again (**growing**);
 //! - otherwise the decision stops (or turns) the search for good, so it waits for a second
@@ -430,9 +431,9 @@ impl IoSizer {
 
     /// Switch to access pattern `p`. A pattern not seen before starts its own search at
     /// [`START`]; a pattern seen before resumes its search (or settled size) where it was, the
-    /// comparison under way started over. The searches of all patterns are kept (eight at most): `sync`
-    /// alternates copying new files and comparing existing ones within one run, on the same
-    /// file systems, and each would otherwise start over every time.
+    /// comparison under way started over. The searches of all patterns are kept (eight at
+    /// most): `sync` alternates copying new files and comparing existing ones within one run,
+    /// on the same file systems, and each would otherwise start over every time.
     pub fn pattern(&mut self, p: Pattern) {
         if p == self.pattern {
             return;
