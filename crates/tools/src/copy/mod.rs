@@ -586,7 +586,14 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
         p.total_items.fetch_add(t[0], Ordering::Relaxed);
         p.total_bytes.fetch_add(t[1], Ordering::Relaxed);
     }
-    let stripes_of = |src: &[u8], size: u64| cx.stripes.stripes_for(&map.dest(src), size, cs);
+    // Off Lustre: no destination path is built per chunk.
+    let stripes_of = |src: &[u8], size: u64| {
+        if cx.stripes.is_on() {
+            cx.stripes.stripes_for(&map.dest(src), size, cs)
+        } else {
+            None
+        }
+    };
     let chunks = plan_striped_chunks(comm, files, cs, &stripes_of);
     // Files of several chunks are created (and sized) before any chunk is written, by the rank
     // holding their first chunk.
