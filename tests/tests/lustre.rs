@@ -66,6 +66,14 @@ fn cp(ranks: usize, argv: &[&str], api: LustreHandle) -> Status {
     statuses.into_iter().max().unwrap()
 }
 
+/// Run `mfu-rs tar ARGV` over `ranks` local ranks with `api`; every rank must succeed.
+fn tar(ranks: usize, argv: &[&str], api: LustreHandle) {
+    let mut args: mfu::tar::TarArgs = parse(argv);
+    args.stripe.api = api;
+    let st = steal::local::run(ranks, |comm| mfu::tar::run(comm, &args, &Rules::default()));
+    assert!(st.iter().all(|s| *s == Status::Ok), "tar {argv:?}: {st:?}");
+}
+
 /// src/ with a 10 MiB file, a 4 GiB and a 100 GiB sparse file, and an empty dst/.
 fn sized_tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
@@ -260,17 +268,18 @@ fn off_lustre_cp_sync_and_tar_make_no_layout_calls() {
     );
 
     let archive = tmp.path().join("a.tar");
-    let mut args: mfu::tar::TarArgs =
-        parse(&["-c", "-q", "-f", s(&archive), "-C", s(tmp.path()), "src"]);
-    args.stripe.api = api.clone();
-    let st = steal::local::run(2, |comm| mfu::tar::run(comm, &args, &Rules::default()));
-    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    tar(
+        2,
+        &["-c", "-q", "-f", s(&archive), "-C", s(tmp.path()), "src"],
+        api.clone(),
+    );
     let out = tmp.path().join("out");
     fs::create_dir(&out).unwrap();
-    let mut args: mfu::tar::TarArgs = parse(&["-x", "-q", "-f", s(&archive), "-C", s(&out)]);
-    args.stripe.api = api.clone();
-    let st = steal::local::run(2, |comm| mfu::tar::run(comm, &args, &Rules::default()));
-    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    tar(
+        2,
+        &["-x", "-q", "-f", s(&archive), "-C", s(&out)],
+        api.clone(),
+    );
     assert_eq!(
         fs::read(out.join("src/d/b")).unwrap(),
         fs::read(src.join("d/b")).unwrap()
@@ -291,43 +300,45 @@ fn tar_stripes_the_archive_over_all_osts_and_extracted_files_by_policy() {
     small_tree(&src);
     let fake = Arc::new(Fake::new(vec![tmp.path().to_path_buf()], 16));
     let archive = tmp.path().join("a.tar");
-    let mut args: mfu::tar::TarArgs = parse(&[
-        "-c",
-        "-q",
-        "-k",
-        "2MiB",
-        "-f",
-        s(&archive),
-        "-C",
-        s(tmp.path()),
-        "src",
-    ]);
-    args.stripe.api = handle(&fake);
-    let st = steal::local::run(2, |comm| mfu::tar::run(comm, &args, &Rules::default()));
-    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    tar(
+        2,
+        &[
+            "-c",
+            "-q",
+            "-k",
+            "2MiB",
+            "-f",
+            s(&archive),
+            "-C",
+            s(tmp.path()),
+            "src",
+        ],
+        handle(&fake),
+    );
     assert_eq!(recorded(&fake, &archive), Some((0xFFFF, 2 * MIB as u32)));
 
     // Extract with 64 KiB stripes over 3 ranks (share boundaries move to stripe boundaries of
     // each file): the data is whole.
     let out = tmp.path().join("out");
     fs::create_dir(&out).unwrap();
-    let mut args: mfu::tar::TarArgs = parse(&[
-        "-x",
-        "-q",
-        "-k",
-        "64KiB",
-        "--stripe-count",
-        "2",
-        "--stripe-size",
-        "64KiB",
-        "-f",
-        s(&archive),
-        "-C",
-        s(&out),
-    ]);
-    args.stripe.api = handle(&fake);
-    let st = steal::local::run(3, |comm| mfu::tar::run(comm, &args, &Rules::default()));
-    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    tar(
+        3,
+        &[
+            "-x",
+            "-q",
+            "-k",
+            "64KiB",
+            "--stripe-count",
+            "2",
+            "--stripe-size",
+            "64KiB",
+            "-f",
+            s(&archive),
+            "-C",
+            s(&out),
+        ],
+        handle(&fake),
+    );
     for name in ["a", "d/b", "d/e/c", "big"] {
         let (a, b) = (src.join(name), out.join("src").join(name));
         assert!(fs::read(&a).unwrap() == fs::read(&b).unwrap(), "{name}");
@@ -350,22 +361,23 @@ fn tar_archive_written_stripe_by_stripe_on_lustre_reads_back_with_gnu_tar() {
     }
     let fake = Arc::new(Fake::new(vec![tmp.path().to_path_buf()], 4));
     let archive = tmp.path().join("s.tar");
-    let mut args: mfu::tar::TarArgs = parse(&[
-        "-c",
-        "-q",
-        "-k",
-        "64KiB",
-        "--stripe-size",
-        "64KiB",
-        "-f",
-        s(&archive),
-        "-C",
-        s(tmp.path()),
-        "src",
-    ]);
-    args.stripe.api = handle(&fake);
-    let st = steal::local::run(3, |comm| mfu::tar::run(comm, &args, &Rules::default()));
-    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    tar(
+        3,
+        &[
+            "-c",
+            "-q",
+            "-k",
+            "64KiB",
+            "--stripe-size",
+            "64KiB",
+            "-f",
+            s(&archive),
+            "-C",
+            s(tmp.path()),
+            "src",
+        ],
+        handle(&fake),
+    );
     assert_eq!(recorded(&fake, &archive), Some((0xFFFF, 64 * 1024)));
     let out = tmp.path().join("gnu");
     fs::create_dir(&out).unwrap();
