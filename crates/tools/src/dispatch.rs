@@ -16,6 +16,14 @@ pub const TOOLS: &[(&str, &[&str])] = &[
     ("rm", &["drm"]),
     ("tar", &["dtar"]),
     ("stripe", &["dstripe"]),
+    ("find", &["dfind"]),
+    ("cmp", &["dcmp"]),
+    ("chmod", &["dchmod"]),
+    ("dup", &["ddup"]),
+    ("filemaker", &["dfilemaker"]),
+    ("reln", &["dreln"]),
+    ("bcast", &["dbcast"]),
+    ("bz2", &["dbz2"]),
 ];
 
 #[derive(Parser, Debug)]
@@ -58,6 +66,30 @@ enum Tool {
     /// Restripe files on Lustre in parallel, or report their layouts (dstripe).
     #[command(visible_alias = "dstripe")]
     Stripe(crate::stripe::StripeToolArgs),
+    /// Find files by name, time, size, owner or type; print them, save a list or run a command (dfind).
+    #[command(visible_alias = "dfind")]
+    Find(crate::find::FindArgs),
+    /// Compare two trees, fields and contents, and report what differs (dcmp).
+    #[command(visible_alias = "dcmp")]
+    Cmp(crate::cmp::CmpArgs),
+    /// Change owner, group and mode of trees in parallel (dchmod).
+    #[command(visible_alias = "dchmod")]
+    Chmod(crate::chmod::ChmodArgs),
+    /// Find files with identical contents (ddup).
+    #[command(visible_alias = "ddup")]
+    Dup(crate::dup::DupArgs),
+    /// Generate a reproducible random tree of files in parallel (dfilemaker).
+    #[command(visible_alias = "dfilemaker")]
+    Filemaker(crate::filemaker::FilemakerArgs),
+    /// Rewrite symlink targets that start with an old prefix (dreln).
+    #[command(visible_alias = "dreln")]
+    Reln(crate::reln::RelnArgs),
+    /// Copy one file to node-local storage on every node (dbcast).
+    #[command(visible_alias = "dbcast")]
+    Bcast(crate::bcast::BcastArgs),
+    /// Compress or decompress files with parallel bzip2, compatible with bzip2 (dbz2).
+    #[command(visible_alias = "dbz2")]
+    Bz2(crate::bz2::Bz2Args),
 }
 
 /// The canonical tool that an executable name stands for: `dwalk`, `walk`, `mfu-dwalk` → `walk`.
@@ -129,6 +161,14 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
         Tool::Rm(a) => steal::launch::run(cli.ranks, |comm| crate::rm::run(comm, &a)),
         Tool::Tar(a) => steal::launch::run(cli.ranks, |comm| crate::tar::run(comm, &a, &rules)),
         Tool::Stripe(a) => steal::launch::run(cli.ranks, |comm| crate::stripe::run(comm, &a)),
+        Tool::Find(a) => steal::launch::run(cli.ranks, |comm| crate::find::run(comm, &a)),
+        Tool::Cmp(a) => steal::launch::run(cli.ranks, |comm| crate::cmp::run(comm, &a)),
+        Tool::Chmod(a) => steal::launch::run(cli.ranks, |comm| crate::chmod::run(comm, &a)),
+        Tool::Dup(a) => steal::launch::run(cli.ranks, |comm| crate::dup::run(comm, &a)),
+        Tool::Filemaker(a) => steal::launch::run(cli.ranks, |comm| crate::filemaker::run(comm, &a)),
+        Tool::Reln(a) => steal::launch::run(cli.ranks, |comm| crate::reln::run(comm, &a)),
+        Tool::Bcast(a) => steal::launch::run(cli.ranks, |comm| crate::bcast::run(comm, &a)),
+        Tool::Bz2(a) => steal::launch::run(cli.ranks, |comm| crate::bz2::run(comm, &a)),
     };
     match result {
         Ok(statuses) => statuses.into_iter().max().unwrap_or(Status::Ok) as i32,

@@ -7,13 +7,21 @@
 //! assert_eq!(code, 0);
 //! ```
 
+pub mod bcast;
+pub mod bz2;
+pub mod chmod;
 pub mod cli;
+pub mod cmp;
 pub mod compare_expr;
 pub mod copy;
 pub mod cp;
 pub mod dispatch;
+pub mod dup;
+pub mod filemaker;
+pub mod find;
 pub mod lustre;
 pub mod output;
+pub mod reln;
 pub mod rm;
 pub mod select;
 pub mod status;
