@@ -394,6 +394,113 @@ fn summary_counts_and_histograms() {
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
+    // Each bin is a table row: count, share of all files, and a bar scaled to the largest bin.
+    let row = |bin: &str| {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(bin))
+            .unwrap_or_else(|| panic!("no row {bin:?} in:\n{text}"));
+        let cols: Vec<&str> = line[line.find(bin).unwrap() + bin.len()..]
+            .split_whitespace()
+            .collect();
+        (
+            cols[0].to_string(),
+            cols[1].to_string(),
+            cols.get(2).map_or(0, |b| b.len()),
+        )
+    };
+    assert_eq!(row("(0, 512]"), ("9".into(), "37.5%".into(), 30));
+    assert_eq!(row("(512, 1048576]"), ("12".into(), "50.0%".into(), 40));
+    assert_eq!(
+        row("[4.000 KiB, 8.000 KiB)"),
+        ("5".into(), "20.8%".into(), 40)
+    );
+    assert_eq!(row("0 B"), ("1".into(), "4.2%".into(), 8));
+}
+
+/// `mfu-rs ... | sh -c`: run a shell pipeline of mfu-rs commands (`$M` is the binary, `$R`
+/// runs it under mpirun with 2 ranks) and return its output.
+fn pipeline(script: &str, code: i32) -> std::process::Output {
+    let mpirun = format!("mpirun -np 2 {}", bin().display());
+    let mut cmd = Command::new("sh");
+    mfu_tests::clean_env(&mut cmd)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .env("M", bin())
+        .env("R", mpirun)
+        .args(["-c", &format!("set -e; {script}")]);
+    expect_status(&mut cmd, code)
+}
+
+#[test]
+fn lists_pass_through_stdin_and_stdout_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v = vector("tree.mfu");
+    let v = v.display();
+    let original = std::fs::read(vector("tree.mfu")).unwrap();
+    // v4 in on stdin, v4 out on stdout: the same bytes, with one process and with 2 ranks on
+    // either side; the summary goes to stderr, so stdout is the list alone.
+    for (left, right) in [("$M", "$M"), ("$R", "$R"), ("$M", "$R"), ("$R", "$M")] {
+        let out = pipeline(
+            &format!("{left} walk -i {v} -o - | {right} walk -i - -o -"),
+            0,
+        );
+        assert!(
+            out.stdout == original,
+            "{left} | {right}: the list changed on its way through the pipe"
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains("Items: 44"));
+    }
+    // Text lists and NUL lists read from stdin.
+    let text = tmp.path().join("t.txt");
+    pipeline(
+        &format!(
+            "printf '/x/a b|F\\n/x/c|D\\n' | $R walk -i - -o {}",
+            text.display()
+        ),
+        0,
+    );
+    assert_eq!(std::fs::read(&text).unwrap(), b"/x/a b|F\n/x/c|D\n");
+    pipeline(
+        &format!(
+            "printf '/x/p\\0/x/q|r\\0' | $M walk -i - -t -o {}",
+            text.display()
+        ),
+        0,
+    );
+    assert_eq!(std::fs::read(&text).unwrap(), b"/x/p|U\n/x/q|r|U\n");
+    // A damaged list on stdin is an error naming standard input, exit 2.
+    let out = pipeline(&format!("head -c 100 {v} | $R walk -i -"), 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("standard input"), "{err}");
+}
+
+#[test]
+fn walk_pipes_into_rm_which_removes_what_the_list_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    std::fs::create_dir_all(tree.join("a/b")).unwrap();
+    for f in ["a/1", "a/b/2", "3"] {
+        std::fs::write(tree.join(f), f).unwrap();
+    }
+    std::fs::create_dir(tmp.path().join("kept")).unwrap();
+    let removed = tmp.path().join("removed.txt");
+    let out = pipeline(
+        &format!(
+            "$R walk -o - {} | $M rm -i - -o - | $R walk -i - -t -o {}",
+            tree.display(),
+            removed.display()
+        ),
+        0,
+    );
+    assert!(!tree.exists(), "the tree named by the piped list is gone");
+    assert!(tmp.path().join("kept").is_dir());
+    let listed = std::fs::read_to_string(&removed).unwrap();
+    assert_eq!(listed.lines().count(), 6, "{listed}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Removed"));
 }
 
 #[test]

@@ -45,6 +45,28 @@ pub fn stdout_bytes(bytes: &[u8]) {
     let _ = out.write_all(bytes).and_then(|_| out.flush());
 }
 
+/// Write raw bytes to stderr (messages that must stay out of a list written to stdout).
+pub fn stderr_bytes(bytes: &[u8]) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(bytes).and_then(|_| err.flush());
+}
+
+/// True when `output` is `-`: the tool writes its list to stdout, so stdout must carry nothing
+/// else.
+pub fn list_to_stdout(output: Option<&std::ffi::OsStr>) -> bool {
+    output.is_some_and(|o| o == "-")
+}
+
+/// Where a tool's human-readable output goes: stdout, or stderr when the list goes to stdout
+/// (`-o -`), so that `mfu-rs walk -o - DIR | mfu-rs rm -i -` passes only the list.
+pub fn message_sink(output: Option<&std::ffi::OsStr>) -> fn(&[u8]) {
+    if list_to_stdout(output) {
+        stderr_bytes
+    } else {
+        stdout_bytes
+    }
+}
+
 /// Report one failure on stderr as `mfu-rs TOOL: MESSAGE`.
 pub fn report_error(tool: &str, message: impl std::fmt::Display) {
     eprintln!("mfu-rs {tool}: {message}");

@@ -14,7 +14,7 @@
 //! Paths of any length work: a path too long for one system call is reached through its
 //! parent's descriptor, opened piece by piece ([`open_long`]).
 
-use crate::cli::{report_error, stdout_bytes, Common};
+use crate::cli::{message_sink, report_error, Common};
 use crate::output::print_in_rank_order;
 use crate::status::Status;
 use clap::Args;
@@ -64,12 +64,13 @@ pub struct RmArgs {
     )]
     pub paths: Vec<OsString>,
     /// Remove what this list names (v3/v4 cache, `path|T` text, one path per line, or
-    /// NUL-separated) instead of walking PATHs. Directories are removed only if the list also
+    /// NUL-separated; `-` = stdin) instead of walking PATHs. Directories are removed only if the list also
     /// names everything they hold.
     #[arg(short, long, value_name = "FILE")]
     pub input: Option<OsString>,
     /// Write the list of what was removed (with --dryrun: of what would be) to FILE: cache v4
-    /// for stat lists, text for lite lists and with --aggressive.
+    /// for stat lists, text for lite lists and with --aggressive. `-` writes it to stdout (the
+    /// summary then goes to stderr).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<OsString>,
     /// With --output, write the text format (`path|T` per line) even for a stat list.
@@ -193,7 +194,7 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
     let files = list;
     if args.dryrun {
         let dirs = holders(comm, dirs, &kept, &blocked);
-        rm.dry_run(comm, &files, dirs);
+        rm.dry_run(comm, &files, dirs, message_sink(args.output.as_deref()));
         return rm.end(comm, args, status, false, started);
     }
 
@@ -307,10 +308,10 @@ fn candidates(
     Ok((walked.list, walked.errors, walked.interrupted))
 }
 
-/// A summary line on stdout, from rank 0, unless -q.
+/// A summary line on stdout (stderr with `-o -`), from rank 0, unless -q.
 fn say(comm: &dyn Comm, args: &RmArgs, msg: &str) {
     if comm.rank() == 0 && !args.common.quiet {
-        stdout_bytes(format!("{msg}\n").as_bytes());
+        message_sink(args.output.as_deref())(format!("{msg}\n").as_bytes());
     }
 }
 
@@ -768,8 +769,15 @@ impl Remover<'_> {
     }
 
     /// `--dryrun`: print what would go, in the order it would go (files, then directories
-    /// deepest first), and count it. Collective.
-    fn dry_run(&self, comm: &dyn Comm, files: &FileList, (dirs, kept, _): (FileList, u64, u64)) {
+    /// deepest first) through `print` (stdout, or stderr when the list goes there), and count
+    /// it. Collective.
+    fn dry_run(
+        &self,
+        comm: &dyn Comm,
+        files: &FileList,
+        (dirs, kept, _): (FileList, u64, u64),
+        print: fn(&[u8]),
+    ) {
         self.files.store(files.len() as u64, Ordering::Relaxed);
         self.dirs.store(dirs.len() as u64, Ordering::Relaxed);
         self.kept.store(kept, Ordering::Relaxed);
@@ -781,7 +789,7 @@ impl Remover<'_> {
             text.push(b'\n');
             self.note_removed(e);
         }
-        print_in_rank_order(comm, text, stdout_bytes);
+        print_in_rank_order(comm, text, print);
     }
 
     /// Phase 4: `rmdir` the directories that can go, one depth level at a time, deepest first

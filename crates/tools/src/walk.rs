@@ -1,6 +1,6 @@
 //! `mfu-rs walk` (dwalk): walk trees or read a list, then summarise, sort, print and save it.
 
-use crate::cli::{report_error, stdout_bytes, Common};
+use crate::cli::{message_sink, report_error, Common};
 use crate::output::print_in_rank_order;
 use crate::status::Status;
 use clap::Args;
@@ -36,10 +36,11 @@ pub struct WalkArgs {
     )]
     pub paths: Vec<OsString>,
     /// Read this list (v3/v4 cache, `path|T` text, one path per line, or NUL-separated) instead
-    /// of walking.
+    /// of walking; `-` reads it from stdin.
     #[arg(short, long, value_name = "FILE")]
     pub input: Option<OsString>,
     /// Write the list to FILE: cache v4 for stat lists, text for lite lists (see --text).
+    /// `-` writes it to stdout (the summary then goes to stderr), for `| mfu-rs find -i -`.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<OsString>,
     /// With --output, write the text format (`path|T` per line) even for a stat list.
@@ -78,9 +79,11 @@ pub struct WalkArgs {
 /// Run `walk` on this rank. Collective; returns the status every rank agreed on.
 pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
     let rank0 = comm.rank() == 0;
+    // With `-o -` the list owns stdout: the summary and `-p` go to stderr.
+    let out = message_sink(args.output.as_deref());
     let say = |msg: &str| {
         if rank0 && !args.common.quiet {
-            stdout_bytes(format!("{msg}\n").as_bytes());
+            out(format!("{msg}\n").as_bytes());
         }
     };
     // Check every argument before touching the file system.
@@ -209,7 +212,7 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
                 }
             }
         }
-        print_in_rank_order(comm, text, stdout_bytes);
+        print_in_rank_order(comm, text, out);
     }
     if let Some(out) = &args.output {
         let format = if args.text {
@@ -273,14 +276,21 @@ fn print_distribution(comm: &dyn Comm, list: &FileList, seps: &[u64], say: &dyn 
         counts[seps.partition_point(|&s| s < size)] += 1;
     }
     comm.allreduce(&mut counts, ReduceOp::Sum);
-    say("Size distribution of regular files:");
-    for (i, n) in counts.iter().enumerate() {
-        let range = match i {
-            0 => format!("[0, {}]", seps[0]),
-            i if i == seps.len() => format!("({}, inf)", seps[i - 1]),
-            i => format!("({}, {}]", seps[i - 1], seps[i]),
-        };
-        say(&format!("  {range:>28}  {n}"));
+    let rows: Vec<(String, u64)> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let range = match i {
+                0 => format!("[0, {}]", seps[0]),
+                i if i == seps.len() => format!("({}, inf)", seps[i - 1]),
+                i => format!("({}, {}]", seps[i - 1], seps[i]),
+            };
+            (range, n)
+        })
+        .collect();
+    say("Size distribution of regular files (bytes):");
+    for line in histogram_table(&rows) {
+        say(&line);
     }
 }
 
@@ -291,20 +301,60 @@ fn print_histogram(comm: &dyn Comm, list: &FileList, say: &dyn Fn(&str)) {
         counts[(64 - size.leading_zeros()) as usize] += 1;
     }
     comm.allreduce(&mut counts, ReduceOp::Sum);
-    say("File size histogram:");
-    for (b, &n) in counts.iter().enumerate().filter(|&(_, &n)| n > 0) {
-        let range = if b == 0 {
-            "0 B".to_string()
-        } else {
-            let hi = if b == 64 {
-                "16.000 EiB".to_string()
+    let rows: Vec<(String, u64)> = counts
+        .iter()
+        .enumerate()
+        .filter(|&(_, &n)| n > 0)
+        .map(|(b, &n)| {
+            let range = if b == 0 {
+                "0 B".to_string()
             } else {
-                human_bytes(1u64 << b)
+                let hi = if b == 64 {
+                    "16.000 EiB".to_string()
+                } else {
+                    human_bytes(1u64 << b)
+                };
+                format!("[{}, {})", human_bytes(1u64 << (b - 1)), hi)
             };
-            format!("[{}, {})", human_bytes(1u64 << (b - 1)), hi)
-        };
-        say(&format!("  {range:>28}  {n}"));
+            (range, n)
+        })
+        .collect();
+    say("File size histogram:");
+    for line in histogram_table(&rows) {
+        say(&line);
     }
+}
+
+/// Width of the longest bar of a histogram, in characters.
+const BAR_WIDTH: u64 = 40;
+
+/// The rows of a histogram as table lines: the bin, its count, its share of all counts and a
+/// bar of `#` as long as the count relative to the largest bin (a bin with any count gets at
+/// least one `#`, so small bins stay visible).
+fn histogram_table(rows: &[(String, u64)]) -> Vec<String> {
+    let total: u64 = rows.iter().map(|r| r.1).sum();
+    let max = rows.iter().map(|r| r.1).max().unwrap_or(0);
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(3);
+    let mut lines = vec![format!(
+        "  {:>width$}  {:>12}  {:>6}",
+        "Bin", "Files", "Share"
+    )];
+    for (range, n) in rows {
+        let bar = match n {
+            0 => 0,
+            n => ((n * BAR_WIDTH).div_ceil(max)).max(1),
+        };
+        let share = if total == 0 {
+            0.0
+        } else {
+            100.0 * *n as f64 / total as f64
+        };
+        lines.push(format!(
+            "  {range:>width$}  {n:>12}  {share:>5.1}%  {}",
+            "#".repeat(bar as usize)
+        ));
+    }
+    lines
 }
 
 /// One `-p` line: `drwxr-xr-x root root 4.000 KiB 2020-09-13 12:26:40 /path` for stat lists,
@@ -410,6 +460,31 @@ mod tests {
         assert_eq!(utc_time(0), "1970-01-01 00:00:00");
         assert_eq!(utc_time(1_600_001_000), "2020-09-13 12:43:20");
         assert_eq!(utc_time(-1), "1969-12-31 23:59:59");
+    }
+
+    #[test]
+    fn histograms_are_tables_with_a_bar_per_bin() {
+        let rows = [
+            ("[0, 4096]".to_string(), 30),
+            ("(4096, inf)".to_string(), 10),
+            ("empty".to_string(), 0),
+        ];
+        let t = histogram_table(&rows);
+        assert_eq!(t.len(), 4);
+        assert!(t[0].contains("Bin") && t[0].contains("Files") && t[0].contains("Share"));
+        assert!(
+            t[1].ends_with(&format!("30   75.0%  {}", "#".repeat(40))),
+            "{}",
+            t[1]
+        );
+        assert!(
+            t[2].ends_with(&format!("10   25.0%  {}", "#".repeat(14))),
+            "{}",
+            t[2]
+        );
+        assert!(t[3].ends_with("0    0.0%  "), "{}", t[3]);
+        // Columns line up.
+        assert_eq!(t[1].find("30"), t[2].find("10"));
     }
 
     #[test]

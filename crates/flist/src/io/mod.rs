@@ -27,6 +27,7 @@
 //! ```
 
 mod agree;
+mod pipe;
 mod text;
 mod v4;
 
@@ -72,9 +73,15 @@ pub fn default_format(list: &FileList) -> Format {
 /// [`Detail::Stat`] list whose `users`/`groups` tables (the same on every rank) come from the
 /// file; text lists give a [`Detail::Lite`] list.
 ///
+/// `path` `-` reads standard input on rank 0 (any of the formats above; the records are then
+/// spread evenly over the ranks).
+///
 /// Errors (the same on every rank) name the file and the operation (`open list /x: ...`), or
 /// are [`Error::BadList`] with the byte offset where a damaged or truncated file goes wrong.
 pub fn read(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
+    if path == pipe::STDIO {
+        return pipe::read_stdin(comm);
+    }
     let plan = bcast_result(comm, 0, || Plan::probe(path), Plan::encode, Plan::decode)?;
     let mut list = match plan.kind {
         Kind::V3 | Kind::V4 => {
@@ -97,10 +104,16 @@ pub fn read(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
 /// tables (rank 0's `users`/`groups` are the tables written); an empty list still gives a valid
 /// file with no records. [`Format::Text`] writes `path|T` lines.
 ///
+/// `path` `-` writes the list to standard output from rank 0, in the same global order and
+/// format (so `walk -o - | find -i -` keeps the metadata of a v4 list).
+///
 /// Returns [`Error::Invalid`] (on every rank, before the file is touched) for what the format
 /// cannot hold: a [`Detail::Lite`] list as V4, an empty path, a path with a NUL byte, or a path
 /// with a newline in a text list.
 pub fn write(comm: &dyn Comm, list: &FileList, path: &[u8], format: Format) -> Result<()> {
+    if path == pipe::STDIO {
+        return pipe::write_stdout(comm, list, format);
+    }
     match format {
         Format::V4 => v4::write(comm, list, path),
         Format::Text => text::write(comm, list, path),
