@@ -1,0 +1,125 @@
+//! Tools composed through pipes: `walk -o - | find -i - ... -o - | rm -i -`, the purge of the
+//! issue, with one process and with 2 ranks on each side of every pipe.
+
+use mfu_tests::{bin, clean_env, expect_status};
+use rustix::fs::{utimensat, AtFlags, Timespec, Timestamps, CWD};
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Run `script` under `sh -c` with `$M` = the binary and `$R` = the binary under
+/// `mpirun -np 2`; expect exit `code`.
+fn pipeline(script: &str, code: i32) -> Output {
+    let mut cmd = Command::new("sh");
+    clean_env(&mut cmd)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .env("M", bin())
+        .env("R", format!("mpirun -np 2 {}", bin().display()))
+        .args(["-c", &format!("set -e; {script}")]);
+    expect_status(&mut cmd, code)
+}
+
+/// Set a path's modification (and access) time to `days` days ago.
+fn age(path: &Path, days: i64) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let t = Timespec {
+        tv_sec: now - days * 86_400,
+        tv_nsec: 0,
+    };
+    utimensat(
+        CWD,
+        path,
+        &Timestamps {
+            last_access: t,
+            last_modification: t,
+        },
+        AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
+}
+
+/// A tree with old files (400 days), recent files (10 days) and directories of both ages.
+/// Returns the old and the recent files.
+fn purge_tree(root: &Path) -> (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) {
+    let (mut old, mut new) = (Vec::new(), Vec::new());
+    for d in 0..4 {
+        let dir = root.join(format!("run {d}"));
+        std::fs::create_dir_all(dir.join("out")).unwrap();
+        for f in 0..6 {
+            let p = dir.join("out").join(format!("f{f}.dat"));
+            std::fs::write(&p, vec![b'x'; f * 100]).unwrap();
+            if (d + f) % 3 == 0 {
+                age(&p, 10);
+                new.push(p);
+            } else {
+                age(&p, 400);
+                old.push(p);
+            }
+        }
+        // Old directories: find matches them too, and rm removes only the empty ones.
+        age(&dir.join("out"), 400);
+        age(&dir, 400);
+    }
+    (old, new)
+}
+
+#[test]
+fn purge_pipeline_removes_old_files_through_pipes() {
+    for (walk, find, rm) in [("$M", "$M", "$M"), ("$R", "$R", "$R"), ("$R", "$M", "$R")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("scratch");
+        let (old, new) = purge_tree(&root);
+        let out = pipeline(
+            &format!(
+                "{walk} walk -q -o - '{}' | {find} find -i - --type f --mtime +180 -o - | {rm} rm -i -",
+                root.display()
+            ),
+            0,
+        );
+        for p in &old {
+            assert!(!p.exists(), "{walk}|{find}|{rm}: {} survived", p.display());
+        }
+        for p in &new {
+            assert!(p.exists(), "{walk}|{find}|{rm}: {} was removed", p.display());
+        }
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            said.contains(&format!("{} files", old.len())),
+            "rm reports what it removed: {said}"
+        );
+    }
+}
+
+#[test]
+fn purge_pipeline_through_list_files_and_pipes_agree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("scratch");
+    purge_tree(&root);
+    let (files, piped) = (tmp.path().join("purge.txt"), tmp.path().join("piped.txt"));
+    pipeline(
+        &format!(
+            "$R walk -q -o {list} '{root}'; $R find -i {list} --mtime +180 -o {files} -t; \
+             $M walk -q -o - '{root}' | $R find -i - --mtime +180 -o - | $M walk -q -i - -t -o {piped}",
+            list = tmp.path().join("list.mfu").display(),
+            root = root.display(),
+            files = files.display(),
+            piped = piped.display(),
+        ),
+        0,
+    );
+    let sorted = |p: &Path| {
+        let text = std::fs::read_to_string(p).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    };
+    let (a, b) = (sorted(&files), sorted(&piped));
+    assert!(a.len() > 10, "{a:?}");
+    assert_eq!(a, b, "a purge list through files equals one through pipes");
+}
