@@ -86,7 +86,11 @@ fn purge_pipeline_removes_old_files_through_pipes() {
             assert!(!p.exists(), "{walk}|{find}|{rm}: {} survived", p.display());
         }
         for p in &new {
-            assert!(p.exists(), "{walk}|{find}|{rm}: {} was removed", p.display());
+            assert!(
+                p.exists(),
+                "{walk}|{find}|{rm}: {} was removed",
+                p.display()
+            );
         }
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(
