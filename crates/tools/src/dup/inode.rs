@@ -80,7 +80,8 @@ impl WorkItem for Inode {
 /// first path.
 pub fn inodes_of(list: &FileList) -> Vec<Inode> {
     // Key: (size, dev, ino), or (size, 0, 0) plus the path for unknown inodes.
-    let mut by_key: BTreeMap<(u64, u64, u64, Vec<u8>), Vec<(Vec<u8>, Meta)>> = BTreeMap::new();
+    type Key = (u64, u64, u64, Vec<u8>);
+    let mut by_key: BTreeMap<Key, Vec<(Vec<u8>, Meta)>> = BTreeMap::new();
     for e in list.iter() {
         let Some(meta) = e.meta else { continue };
         let unknown = meta.ino == 0 && meta.dev == 0;

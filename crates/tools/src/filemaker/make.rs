@@ -356,7 +356,7 @@ mod tests {
                     target: ROOT,
                 })
                 .collect(),
-            levels: vec![0..sizes.len() as u32],
+            levels: std::iter::once(0..sizes.len() as u32).collect(),
         }
     }
 

@@ -231,13 +231,13 @@ impl Plan {
                 .collect();
             levels.push(range);
         }
-        for g in 0..items.len() {
-            if items[g].kind == Kind::Link {
+        for (g, item) in items.iter_mut().enumerate() {
+            if item.kind == Kind::Link {
                 let mut t = draw(seed, TARGET, g as u64) % total;
                 if t == g as u64 && total > 1 {
                     t = (t + 1) % total;
                 }
-                items[g].target = t as u32;
+                item.target = t as u32;
             }
         }
         Ok(Plan {
@@ -455,6 +455,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::reversed_empty_ranges)] // reversed on purpose
     fn bad_ranges_are_refused() {
         let bad = |s: Spec| Plan::new(&s).unwrap_err();
         bad(Spec {
