@@ -39,14 +39,13 @@ const TOOL: &str = "dup";
 #[derive(Args, Clone, Debug)]
 #[command(
     about = "Find files with identical contents",
-    long_about = "Find files with identical contents.\n\n\
-        Prints every group of identical non-empty regular files as lines `PATH HASH` (HASH: \
-        lower-case hex blake3 of the contents), one line per name. Groups come in HASH order, \
-        names sorted by path bytes within a group; the output is the same at any rank count. \
-        Empty files are ignored (as by ddup). Hard links are one file: names of one inode are \
-        never duplicates of each other; when their inode has a duplicate, every name is printed \
-        in the group.",
-    after_help = "Examples:\n  \
+    after_help = "Prints every group of identical non-empty regular files as lines `PATH HASH` \
+        (HASH: lower-case hex blake3 of the contents), one line per name. Groups come in HASH \
+        order, names sorted by path bytes within a group; the output is the same at any rank \
+        count. Empty files are ignored (as by ddup). Hard links are one file: names of one \
+        inode are never duplicates of each other; when their inode has a duplicate, every name \
+        is printed in the group.\n\n\
+        Examples:\n  \
         mpirun -np 8 mfu-rs dup /data/projects            # print groups of identical files\n  \
         mfu-rs dup -o extra.mfu /data/a /data/b            # also list the redundant copies\n  \
         mfu-rs rm -i extra.mfu                             # ... and remove them (one copy stays)\n  \

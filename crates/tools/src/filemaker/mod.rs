@@ -39,19 +39,17 @@ const TOOL: &str = "filemaker";
 #[derive(Args, Clone, Debug)]
 #[command(
     about = "Generate a reproducible random tree of files",
-    long_about = "Generate a reproducible random tree of directories, files and symbolic links \
-        in DIR, in parallel.\n\n\
-        The seed picks the number of levels from --depth and of items from --nitems; items are \
-        spread over the levels (deeper levels hold more), each level's items over the \
+    after_help = "The seed picks the number of levels from --depth and of items from --nitems; \
+        items are spread over the levels (deeper levels hold more), each level's items over the \
         directories of the level above; each file's size comes from --size. Items are named \
         dir_NNNNNNNN, file_NNNNNNNN and link_NNNNNNNN (their number in the tree); directories \
         get mode 0700, files 0600 (less what the umask removes), links point to a random item \
         by a relative path. Names, types, sizes, contents and link targets depend only on the \
-        options and the seed, never on the number of ranks; times are those of the run.",
-    after_help = "Examples:\n  \
+        options and the seed, never on the number of ranks; times are those of the run.\n\n\
+        Examples:\n  \
         mfu-rs filemaker /tmp/tree                               # 3000 items, 5 levels, seed 1\n  \
         mpirun -np 8 mfu-rs filemaker -i 42 -n 100000-100000 -d 3-6 -s 4k-1MB /lustre/bench\n  \
-        mfu-rs filemaker --fill alternate --links 0 -s 1GB-1GB -n 4-4 -d 1-1 /scratch/big\n\n\
+        mfu-rs filemaker -f alternate --files 100 --links 0 -s 1GB -n 4 -d 1 /scratch/big\n\n\
         Fills: random = pseudo-random bytes (blake3 stream keyed by seed and file number), \
         true = 0xFF bytes, false = 0x00 bytes, alternate = 0xAA bytes (as dfilemaker).\n\n\
         Exit status: 0 tree made, 1 some items could not be made (each on stderr), 2 usage \
