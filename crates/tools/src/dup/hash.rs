@@ -1,0 +1,136 @@
+//! Reading a file's bytes into blake3: its first [`PREFIX_BYTES`] (the cheap pass that splits
+//! most same-size groups) or all of it.
+
+use super::inode::Hash;
+use flist::walk::open_long;
+use rustix::fs::OFlags;
+use rustix::io::Errno;
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{self, Read};
+
+/// Bytes of the prefix pass. A file of at most this size is read whole by it, so its prefix
+/// hash is its full hash and it needs no second pass.
+pub const PREFIX_BYTES: u64 = 64 << 10;
+
+/// Bytes per `read` call.
+const READ_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// One read buffer per worker thread, reused for every file it hashes.
+    static BUFFER: RefCell<Vec<u8>> = RefCell::new(vec![0; READ_BYTES]);
+}
+
+/// Why a file could not be hashed: the operation (`open`, `read`) and the reason.
+#[derive(Debug)]
+pub struct HashError {
+    /// What was being done.
+    pub op: &'static str,
+    /// The system's reason, or what changed.
+    pub source: io::Error,
+}
+
+/// blake3 of the first `limit` bytes of the file at `path`, which was listed with `size` bytes.
+/// Reading fewer or more bytes than `min(size, limit)` means the file changed since it was
+/// listed: an error, because a hash of other bytes would pair the wrong files. `noatime` asks
+/// for `O_NOATIME` (dropped where the kernel refuses it: not the owner).
+pub fn hash_file(path: &[u8], size: u64, limit: u64, noatime: bool) -> Result<Hash, HashError> {
+    let file = open(path, noatime).map_err(|e| HashError {
+        op: "open",
+        source: e.into(),
+    })?;
+    let mut file = File::from(file);
+    let want = size.min(limit);
+    let mut hasher = blake3::Hasher::new();
+    let read = BUFFER.with(|b| -> io::Result<u64> {
+        let mut buf = b.borrow_mut();
+        let mut done = 0u64;
+        // One byte beyond `want` (when the whole file is wanted) tells a grown file.
+        let end = if want == size { want + 1 } else { want };
+        while done < end {
+            let n = (end - done).min(buf.len() as u64) as usize;
+            let got = match file.read(&mut buf[..n]) {
+                Ok(0) => break,
+                Ok(got) => got,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            hasher.update(&buf[..got]);
+            done += got as u64;
+        }
+        Ok(done)
+    });
+    match read {
+        Ok(n) if n == want => Ok(*hasher.finalize().as_bytes()),
+        Ok(n) => Err(HashError {
+            op: "read",
+            source: io::Error::other(format!(
+                "size changed since it was listed ({size} bytes listed, {} read)",
+                if n > want {
+                    format!("more than {want}")
+                } else {
+                    n.to_string()
+                }
+            )),
+        }),
+        Err(e) => Err(HashError {
+            op: "read",
+            source: e,
+        }),
+    }
+}
+
+fn open(path: &[u8], noatime: bool) -> Result<rustix::fd::OwnedFd, Errno> {
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC;
+    if noatime {
+        match open_long(path, flags | OFlags::NOATIME) {
+            // O_NOATIME is only for the owner (or CAP_FOWNER); read others' files without it.
+            Err(Errno::PERM) => {}
+            r => return r,
+        }
+    }
+    open_long(path, flags)
+}
+
+/// Lower-case hex of a hash, as printed.
+pub fn hex(h: &Hash) -> String {
+    h.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn prefix_and_full_hashes_are_blake3_of_those_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let path = p.as_os_str().as_bytes();
+        let n = data.len() as u64;
+        let full = hash_file(path, n, u64::MAX, true).unwrap();
+        assert_eq!(&full, blake3::hash(&data).as_bytes());
+        let prefix = hash_file(path, n, PREFIX_BYTES, false).unwrap();
+        assert_eq!(
+            &prefix,
+            blake3::hash(&data[..PREFIX_BYTES as usize]).as_bytes()
+        );
+        assert_eq!(hex(&full), blake3::hash(&data).to_hex().as_str());
+    }
+
+    #[test]
+    fn a_changed_size_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"12345").unwrap();
+        let path = p.as_os_str().as_bytes();
+        assert!(hash_file(path, 4, u64::MAX, false).is_err());
+        assert!(hash_file(path, 6, u64::MAX, false).is_err());
+        // A prefix shorter than the file is fine.
+        assert!(hash_file(path, 5, 3, false).is_ok());
+        let e = hash_file(b"/nonexistent/x", 5, 3, false).unwrap_err();
+        assert_eq!(e.op, "open");
+    }
+}

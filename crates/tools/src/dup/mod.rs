@@ -1,0 +1,435 @@
+//! `mfu-rs dup` (ddup): find files with identical contents.
+//!
+//! The phases, each collective:
+//! 1. list: walk the PATHs with stat, or read `--input` and stat what it names;
+//! 2. size: keep non-empty regular files; bring every size to one rank (by a hash of the size)
+//!    and join hard links into one inode; sizes held by one inode drop out;
+//! 3. prefix: blake3 of the first 64 KiB of every candidate, hashed over all ranks with work
+//!    stealing; candidates meet again on the rank that owns their hash range and are grouped by
+//!    (size, prefix hash). A file of at most 64 KiB was read whole: its group is final;
+//! 4. full: blake3 of all bytes of the files still paired, with work stealing (one file per
+//!    item), grouped again by (size, hash);
+//! 5. output: every rank owns one range of hashes, so printing rank by rank, each rank's groups
+//!    sorted, gives the same output at any rank count.
+
+mod hash;
+mod inode;
+
+use crate::cli::{report_error, stdout_bytes, Common};
+use crate::output::print_in_rank_order;
+use crate::status::Status;
+use clap::Args;
+use flist::distribute::remap;
+use flist::io::{self, Format};
+use flist::path::{display, normalize};
+use flist::walk::{stat_path, walk, WalkOptions};
+use flist::{FileList, FileType, ItemError, Meta};
+use hash::{hash_file, hex, PREFIX_BYTES};
+use inode::{exchange, hash_groups, hash_owner, inodes_of, same_size, size_owner, Inode};
+use rayon::prelude::*;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Mutex;
+use std::time::Instant;
+use steal::{queue, Comm, CommExt, ReduceOp};
+
+const TOOL: &str = "dup";
+
+/// Options of `mfu-rs dup` (ddup).
+#[derive(Args, Clone, Debug)]
+#[command(
+    about = "Find files with identical contents",
+    after_help = "Prints every group of identical non-empty regular files as lines `PATH HASH` \
+        (HASH: lower-case hex blake3 of the contents), one line per name. Groups come in HASH \
+        order, names sorted by path bytes within a group; the output is the same at any rank \
+        count. Empty files are ignored (as by ddup). Hard links are one file: names of one \
+        inode are never duplicates of each other; when their inode has a duplicate, every name \
+        is printed in the group.\n\n\
+        Examples:\n  \
+        mpirun -np 8 mfu-rs dup /data/projects            # print groups of identical files\n  \
+        mfu-rs dup -o extra.mfu /data/a /data/b            # also list the redundant copies\n  \
+        mfu-rs rm -i extra.mfu                             # ... and remove them (one copy stays)\n  \
+        mfu-rs walk -o tree.mfu /data && mfu-rs dup -i tree.mfu\n\n\
+        The --output list holds, for every group, all names of every inode except the first \
+        (the inode whose first name sorts first): removing them keeps exactly one copy of each \
+        content and frees the space of the others.\n\n\
+        Exit status: 0 done, 1 some files could not be listed or read (each on stderr with its \
+        path; they are left out of the comparison), 2 usage error."
+)]
+pub struct DupArgs {
+    /// Files and directories to search (directories with everything below them).
+    #[arg(
+        value_name = "PATH",
+        required_unless_present = "input",
+        conflicts_with = "input"
+    )]
+    pub paths: Vec<OsString>,
+    /// Search the files a list names (v3/v4 cache, `path|T` text, one path per line, or
+    /// NUL-separated; `-` reads stdin) instead of walking PATHs. Each is stat'ed again.
+    #[arg(short, long, value_name = "FILE")]
+    pub input: Option<OsString>,
+    /// Write the redundant copies (every name of every inode of a group but the first) to FILE
+    /// as a cache v4 list (`-` writes it to stdout, and the groups are then not printed).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<OsString>,
+    /// With --output, write the text format (`path|T` per line).
+    #[arg(short, long, requires = "output")]
+    pub text: bool,
+    /// Open files (and directories while walking) with O_NOATIME where permitted, so reading
+    /// them leaves their access times alone.
+    #[arg(long)]
+    pub open_noatime: bool,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Counts of one run, summed over ranks where collected.
+#[derive(Default)]
+struct Counts {
+    /// Non-empty regular files (inodes).
+    files: u64,
+    /// Empty regular files, ignored.
+    empty: u64,
+    /// Inodes that share their size with another.
+    same_size: u64,
+    /// Inodes above the prefix length that share size and prefix with another.
+    same_prefix: u64,
+    /// Duplicate groups.
+    groups: u64,
+    /// Inodes in groups beyond the first of each.
+    redundant: u64,
+    /// Bytes those redundant inodes hold.
+    reclaimable: u64,
+}
+
+/// Run `dup` on this rank. Collective; returns the status every rank agreed on.
+pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
+    let started = Instant::now();
+    let cwd = match flist::path::current_dir() {
+        Ok(d) => d,
+        Err(e) => return usage(comm, format!("current directory: {e}")),
+    };
+    if args.paths.iter().any(|p| p.is_empty()) {
+        return usage(comm, "an empty PATH names no file");
+    }
+    steal::signals::install();
+    let stop = steal::signals::stop_flag();
+    let to_stdout = args.output.as_ref().is_some_and(|o| o.as_bytes() == b"-");
+
+    // 1. The list, with fresh metadata.
+    let (list, errors) = match &args.input {
+        Some(input) => match io::read(comm, input.as_bytes()) {
+            Ok(list) => restat(list, &cwd),
+            Err(e) => return usage(comm, e),
+        },
+        None => {
+            let roots: Vec<Vec<u8>> = args
+                .paths
+                .iter()
+                .map(|p| normalize(p.as_bytes(), &cwd))
+                .collect();
+            let progress = args.common.progress(comm.rank(), "Walked");
+            let opts = WalkOptions {
+                no_atime: args.open_noatime,
+                stop: Some(stop),
+                progress: Some(&progress),
+                ..WalkOptions::default()
+            };
+            let walked = walk(comm, &dedup_roots(roots), &opts);
+            (walked.list, walked.errors)
+        }
+    };
+    let mut failed = errors.len() as u64;
+    for e in &errors {
+        report_error(TOOL, e);
+    }
+    // Same id tables as the list, so that -o can write v4.
+    let mut redundant = list.empty_like();
+    let mut counts = Counts::default();
+
+    // 2. Sizes: non-empty regular files, each size on one rank.
+    let mut list = list;
+    let empty = list
+        .iter()
+        .filter(|e| e.kind == FileType::File && e.meta.is_some_and(|m| m.size == 0))
+        .count() as u64;
+    list.retain(|e| e.kind == FileType::File && e.meta.is_some_and(|m| m.size > 0));
+    let size = comm.size();
+    let list = remap(comm, list, |e| {
+        size_owner(e.meta.map_or(0, |m| m.size), size)
+    });
+    let inodes = inodes_of(&list);
+    drop(list);
+    let files = inodes.len() as u64;
+    let inodes = same_size(inodes);
+    let same_size_n = inodes.len() as u64;
+
+    // 3. Prefixes; files no longer than the prefix are done after it.
+    let progress = args.common.progress(comm.rank(), "Hashed");
+    let total_bytes: u64 = inodes.iter().map(|i| i.size.min(PREFIX_BYTES)).sum();
+    progress
+        .total_items
+        .store(comm.sum(same_size_n), std::sync::atomic::Ordering::Relaxed);
+    progress
+        .total_bytes
+        .store(comm.sum(total_bytes), std::sync::atomic::Ordering::Relaxed);
+    let pass = |inodes: Vec<Inode>, limit: u64, batch: usize, failed: &mut u64| {
+        let (hashed, errors, interrupted) =
+            hash_all(comm, inodes, limit, batch, args.open_noatime, &progress);
+        *failed += errors.len() as u64;
+        for e in errors {
+            report_error(TOOL, e);
+        }
+        (
+            exchange(comm, hashed, |i| hash_owner(&i.hash, size)),
+            interrupted,
+        )
+    };
+    let (hashed, mut interrupted) = pass(inodes, PREFIX_BYTES, 16, &mut failed);
+    let mut done = Vec::new();
+    let mut rest = Vec::new();
+    for group in hash_groups(hashed) {
+        if group[0].size <= PREFIX_BYTES {
+            done.push(group);
+        } else {
+            rest.extend(group);
+        }
+    }
+    let same_prefix_n = rest.len() as u64;
+
+    // 4. Whole files, one per work item (they may be large).
+    if !comm.any(interrupted) {
+        let total_bytes: u64 = rest.iter().map(|i| i.size).sum();
+        progress.total_items.fetch_add(
+            comm.sum(same_prefix_n),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        progress
+            .total_bytes
+            .fetch_add(comm.sum(total_bytes), std::sync::atomic::Ordering::Relaxed);
+        let (hashed, cut) = pass(rest, u64::MAX, 1, &mut failed);
+        interrupted = cut;
+        done.extend(hash_groups(hashed));
+    } else {
+        interrupted = true;
+    }
+    done.sort_by(|a, b| (a[0].hash, a[0].size).cmp(&(b[0].hash, b[0].size)));
+
+    // 5. Output, in hash order over ranks.
+    let mut lines = Vec::new();
+    for group in &done {
+        counts.groups += 1;
+        counts.redundant += group.len() as u64 - 1;
+        counts.reclaimable += (group.len() as u64 - 1) * group[0].size;
+        let h = hex(&group[0].hash);
+        let mut names: Vec<&[u8]> = group
+            .iter()
+            .flat_map(|i| i.names.iter().map(|n| n.0.as_slice()))
+            .collect();
+        names.sort();
+        for n in names {
+            lines.extend_from_slice(n);
+            lines.push(b' ');
+            lines.extend_from_slice(h.as_bytes());
+            lines.push(b'\n');
+        }
+        for i in &group[1..] {
+            for (path, meta) in &i.names {
+                redundant.push(path, FileType::File, Some(*meta));
+            }
+        }
+    }
+    if !to_stdout {
+        print_in_rank_order(comm, lines, stdout_bytes);
+    }
+    let mut status = if failed > 0 {
+        Status::ItemsFailed
+    } else {
+        Status::Ok
+    };
+    if let Some(out) = &args.output {
+        let format = if args.text { Format::Text } else { Format::V4 };
+        if let Err(e) = io::write(comm, &redundant, out.as_bytes(), format) {
+            if comm.rank() == 0 {
+                report_error(TOOL, e);
+            }
+            status = Status::ItemsFailed;
+        }
+    }
+
+    counts.files = files;
+    counts.empty = empty;
+    counts.same_size = same_size_n;
+    counts.same_prefix = same_prefix_n;
+    let c = sum_counts(comm, &counts);
+    let failed = comm.sum(failed);
+    if comm.rank() == 0 {
+        if args.common.verbose {
+            eprintln!(
+                "{} files ({} empty ignored, hard links counted once); {} of the same size as \
+                 another; {} above {} KiB also with the same first {} KiB; {} groups of duplicates, \
+                 {} redundant copies, {} reclaimable; {:.3} s",
+                c.files,
+                c.empty,
+                c.same_size,
+                c.same_prefix,
+                PREFIX_BYTES >> 10,
+                PREFIX_BYTES >> 10,
+                c.groups,
+                c.redundant,
+                crate::transfer::bytes_text(c.reclaimable),
+                started.elapsed().as_secs_f64()
+            );
+        }
+        if failed > 0 {
+            report_error(
+                TOOL,
+                format!(
+                    "{failed} files could not be listed or read (listed above) and were left out"
+                ),
+            );
+        }
+    }
+    if comm.any(interrupted) {
+        status = Status::ItemsFailed;
+        if comm.rank() == 0 {
+            report_error(TOOL, "interrupted by a signal: the groups are incomplete");
+        }
+    }
+    status.agree(comm)
+}
+
+fn sum_counts(comm: &dyn Comm, c: &Counts) -> Counts {
+    let mut v = [
+        c.files,
+        c.empty,
+        c.same_size,
+        c.same_prefix,
+        c.groups,
+        c.redundant,
+        c.reclaimable,
+    ];
+    comm.allreduce(&mut v, ReduceOp::Sum);
+    Counts {
+        files: v[0],
+        empty: v[1],
+        same_size: v[2],
+        same_prefix: v[3],
+        groups: v[4],
+        redundant: v[5],
+        reclaimable: v[6],
+    }
+}
+
+/// Hash the first `limit` bytes of every inode over all ranks with work stealing, `batch`
+/// inodes per work item. Returns the inodes hashed on this rank (wherever they started), the
+/// failures, and whether a stop request cut the pass short. Collective.
+fn hash_all(
+    comm: &dyn Comm,
+    inodes: Vec<Inode>,
+    limit: u64,
+    batch: usize,
+    noatime: bool,
+    progress: &steal::progress::Progress,
+) -> (Vec<Inode>, Vec<String>, bool) {
+    let hashed = Mutex::new(Vec::new());
+    let errors = Mutex::new(Vec::new());
+    let cfg = queue::Config {
+        max_batch: batch,
+        stop: Some(steal::signals::stop_flag()),
+        progress: Some(progress),
+        ..queue::Config::default()
+    };
+    let outcome = queue::run(comm, &cfg, inodes, |mut i: Inode, _| {
+        let bytes = i.size.min(limit);
+        match hash_file(i.first_path(), i.size, limit, noatime) {
+            Ok(h) => {
+                i.hash = h;
+                lock(&hashed).push(i);
+            }
+            Err(e) => lock(&errors).push(format!(
+                "{} {}: {}",
+                e.op,
+                display(i.first_path()),
+                e.source
+            )),
+        }
+        progress.add(1, bytes);
+    });
+    (
+        hashed.into_inner().unwrap_or_else(|p| p.into_inner()),
+        errors.into_inner().unwrap_or_else(|p| p.into_inner()),
+        outcome.interrupted,
+    )
+}
+
+/// The entries of a list read with `-i`, normalised and `lstat`ed again (a list may be old, and
+/// v4 lists carry no inode numbers, which hard links need). Entries that cannot be stat'ed are
+/// returned as failures.
+fn restat(list: FileList, cwd: &[u8]) -> (FileList, Vec<ItemError>) {
+    let stats: Vec<(Vec<u8>, Result<Meta, ItemError>)> = (0..list.len())
+        .into_par_iter()
+        .map(|i| {
+            let path = normalize(list.path(i), cwd);
+            let meta = stat_path(&path, false)
+                .map(|st| Meta::from_stat(&st))
+                .map_err(|e| ItemError::new(&path, "stat", e.into()));
+            (path, meta)
+        })
+        .collect();
+    // Fresh metadata goes with the system's id tables (what -o writes), as after a walk.
+    let mut out = FileList::new(flist::Detail::Stat);
+    out.users = flist::IdTable::system_users();
+    out.groups = flist::IdTable::system_groups();
+    let mut errors = Vec::new();
+    for (path, meta) in stats {
+        match meta {
+            Ok(m) => out.push(&path, m.file_type(), Some(m)),
+            Err(e) => errors.push(e),
+        }
+    }
+    (out, errors)
+}
+
+/// Roots without duplicates and without paths inside another root (its walk reaches them).
+fn dedup_roots(mut roots: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    // Component order puts every path right after its ancestors.
+    roots.sort_by(|a, b| a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/')));
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(roots.len());
+    for r in roots {
+        if out
+            .last()
+            .is_none_or(|outer| !flist::path::is_prefix(outer, &r))
+        {
+            out.push(r);
+        }
+    }
+    out
+}
+
+fn usage(comm: &dyn Comm, e: impl std::fmt::Display) -> Status {
+    if comm.rank() == 0 {
+        report_error(TOOL, e);
+    }
+    Status::Usage.agree(comm)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_roots_are_walked_once() {
+        let r = dedup_roots(vec![
+            b"/a/b".to_vec(),
+            b"/a".to_vec(),
+            b"/a-b".to_vec(),
+            b"/a".to_vec(),
+        ]);
+        assert_eq!(r, vec![b"/a".to_vec(), b"/a-b".to_vec()]);
+    }
+}

@@ -1,0 +1,408 @@
+//! Writing a [`Plan`] on all ranks. Every rank holds the whole plan, so the work is split by
+//! arithmetic, without messages:
+//! 1. directories, level by level (a barrier between levels), each level's directories split
+//!    evenly over ranks;
+//! 2. files: laid end to end, each weighing [`FILE_COST`] plus its size, and the total weight
+//!    cut into equal ranges, one per rank. The rank whose range holds a file's start creates it
+//!    (and writes its own part); after a barrier every other rank writes its part of files it
+//!    shares with pwrite at the part's offset, so big files are written by several ranks and
+//!    small ones are batched on one. Links are made beside step 2, split evenly;
+//! 3. within a rank, rayon workers do the items in parallel, big parts in [`CHUNK`] pieces.
+
+use super::plan::{Kind, Plan};
+use flist::distribute::even_start;
+use flist::ItemError;
+use rayon::prelude::*;
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+use std::cell::RefCell;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use steal::progress::Progress;
+use steal::{Comm, ReduceOp};
+
+/// What creating one file costs, in bytes of data written in the same time: the weight that
+/// keeps ranks balanced when a tree holds many small files.
+pub const FILE_COST: u64 = 64 << 10;
+
+/// Bytes of one piece of work on a rayon worker.
+pub const CHUNK: u64 = 16 << 20;
+
+/// Bytes per `pwrite`.
+const WRITE_BYTES: usize = 1 << 20;
+
+thread_local! {
+    static BUFFER: RefCell<Vec<u8>> = RefCell::new(vec![0; WRITE_BYTES]);
+}
+
+/// What [`make`] did: counts summed over all ranks, failures of this rank.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Directories made (or found already there).
+    pub dirs: u64,
+    /// Files created.
+    pub files: u64,
+    /// Symbolic links made.
+    pub links: u64,
+    /// Bytes written into files.
+    pub bytes: u64,
+    /// Failures on all ranks.
+    pub total_errors: u64,
+    /// This rank's failures, each with its path and operation.
+    pub errors: Vec<ItemError>,
+}
+
+/// Make the tree `plan` describes under `root` (created if absent; its parent must exist), on
+/// all ranks. An existing directory is reused, an existing file truncated and rewritten, an
+/// existing link replaced. `progress` counts items and bytes. Collective; `Err` (on every rank)
+/// when `root` cannot be created.
+pub fn make(
+    comm: &dyn Comm,
+    plan: &Plan,
+    root: &[u8],
+    progress: &Progress,
+) -> Result<Report, String> {
+    let mut msg = Vec::new();
+    if comm.rank() == 0 {
+        if let Err(e) = mkdir(root) {
+            msg = format!("mkdir {}: {e}", flist::path::display(root)).into_bytes();
+        }
+    }
+    comm.bcast(0, &mut msg);
+    if !msg.is_empty() {
+        return Err(String::from_utf8_lossy(&msg).into_owned());
+    }
+    progress
+        .total_items
+        .store(plan.items.len() as u64, Ordering::Relaxed);
+    progress
+        .total_bytes
+        .store(plan.total_bytes(), Ordering::Relaxed);
+    let maker = Maker {
+        plan,
+        root,
+        progress,
+        dirs: AtomicU64::new(0),
+        files: AtomicU64::new(0),
+        links: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+        errors: Mutex::new(Vec::new()),
+    };
+    let (rank, size) = (comm.rank(), comm.size());
+
+    // 1. Directories, top down.
+    for level in &plan.levels {
+        let dirs: Vec<u32> = level
+            .clone()
+            .filter(|&g| plan.items[g as usize].kind == Kind::Dir)
+            .collect();
+        let n = dirs.len() as u64;
+        let mine =
+            &dirs[even_start(n, size, rank) as usize..even_start(n, size, rank + 1) as usize];
+        mine.par_iter().for_each(|&g| maker.dir(g));
+        comm.barrier();
+    }
+
+    // 2. Files by weight, links evenly.
+    let files: Vec<u32> = (0..plan.items.len() as u32)
+        .filter(|&g| plan.items[g as usize].kind == Kind::File)
+        .collect();
+    let parts = parts_of(plan, &files, size, rank);
+    let (created, later): (Vec<Part>, Vec<Part>) = parts.into_iter().partition(|p| p.create);
+    let mut pieces: Vec<Part> = Vec::new();
+    for p in &created {
+        // The creator writes the first chunk of its part with the create; the rest waits.
+        if p.len > CHUNK {
+            pieces.extend(split(Part {
+                offset: p.offset + CHUNK,
+                len: p.len - CHUNK,
+                create: false,
+                ..*p
+            }));
+        }
+    }
+    created.par_iter().for_each(|p| {
+        maker.create(Part {
+            len: p.len.min(CHUNK),
+            ..*p
+        })
+    });
+    let links: Vec<u32> = (0..plan.items.len() as u32)
+        .filter(|&g| plan.items[g as usize].kind == Kind::Link)
+        .collect();
+    let n = links.len() as u64;
+    links[even_start(n, size, rank) as usize..even_start(n, size, rank + 1) as usize]
+        .par_iter()
+        .for_each(|&g| maker.link(g));
+    comm.barrier();
+    for p in later {
+        pieces.extend(split(p));
+    }
+    pieces.par_iter().for_each(|p| maker.write_part(*p));
+
+    let mut v =
+        [&maker.dirs, &maker.files, &maker.links, &maker.bytes].map(|a| a.load(Ordering::Relaxed));
+    let errors = maker.errors.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut all = [v[0], v[1], v[2], v[3], errors.len() as u64];
+    comm.allreduce(&mut all, ReduceOp::Sum);
+    v.copy_from_slice(&all[..4]);
+    Ok(Report {
+        dirs: v[0],
+        files: v[1],
+        links: v[2],
+        bytes: v[3],
+        total_errors: all[4],
+        errors,
+    })
+}
+
+/// A byte range of one file that one rank writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Part {
+    /// The file's item number.
+    item: u32,
+    /// This rank creates the file (truncating whatever was there).
+    create: bool,
+    /// First byte.
+    offset: u64,
+    /// Bytes (may be 0 for a creator).
+    len: u64,
+}
+
+/// The parts of `files` (item numbers, in plan order) that rank `rank` of `size` makes.
+fn parts_of(plan: &Plan, files: &[u32], size: usize, rank: usize) -> Vec<Part> {
+    let mut starts = Vec::with_capacity(files.len());
+    let mut total = 0u64;
+    for &g in files {
+        starts.push(total);
+        total += FILE_COST + plan.items[g as usize].size;
+    }
+    let (lo, hi) = (
+        even_start(total, size, rank),
+        even_start(total, size, rank + 1),
+    );
+    // The first file that ends after `lo`.
+    let first = starts.partition_point(|&s| s <= lo).saturating_sub(1);
+    let mut out = Vec::new();
+    for (i, &g) in files.iter().enumerate().skip(first) {
+        let start = starts[i];
+        if start >= hi {
+            break;
+        }
+        let data = start + FILE_COST..start + FILE_COST + plan.items[g as usize].size;
+        let create = lo <= start && start < hi;
+        let (a, b) = (data.start.max(lo), data.end.min(hi));
+        let len = b.saturating_sub(a);
+        if create || len > 0 {
+            out.push(Part {
+                item: g,
+                create,
+                offset: if len > 0 { a - data.start } else { 0 },
+                len,
+            });
+        }
+    }
+    out
+}
+
+/// `p` in pieces of at most [`CHUNK`] bytes.
+fn split(p: Part) -> Vec<Part> {
+    (0..p.len.div_ceil(CHUNK))
+        .map(|k| Part {
+            offset: p.offset + k * CHUNK,
+            len: (p.len - k * CHUNK).min(CHUNK),
+            ..p
+        })
+        .collect()
+}
+
+/// What one rank's workers share.
+struct Maker<'a> {
+    plan: &'a Plan,
+    root: &'a [u8],
+    progress: &'a Progress,
+    dirs: AtomicU64,
+    files: AtomicU64,
+    links: AtomicU64,
+    bytes: AtomicU64,
+    errors: Mutex<Vec<ItemError>>,
+}
+
+impl Maker<'_> {
+    fn path(&self, g: u32) -> Vec<u8> {
+        [self.root, b"/", &self.plan.rel_path(g)].concat()
+    }
+
+    fn fail(&self, path: &[u8], op: &'static str, e: io::Error) {
+        self.progress.errors.fetch_add(1, Ordering::Relaxed);
+        self.errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(ItemError::new(path, op, e));
+    }
+
+    fn dir(&self, g: u32) {
+        let path = self.path(g);
+        match mkdir(&path) {
+            Ok(()) => {
+                self.dirs.fetch_add(1, Ordering::Relaxed);
+                self.progress.add(1, 0);
+            }
+            Err(e) => self.fail(&path, "mkdir", e),
+        }
+    }
+
+    fn link(&self, g: u32) {
+        let path = self.path(g);
+        let target = self.plan.link_target(g);
+        let p = flist::path::as_path(&path);
+        let t = flist::path::as_path(&target);
+        let mut r = rustix::fs::symlink(t, p);
+        if r == Err(Errno::EXIST) {
+            // A rerun into the same directory: replace the link (never a directory).
+            r = rustix::fs::unlink(p).and_then(|_| rustix::fs::symlink(t, p));
+        }
+        match r {
+            Ok(()) => {
+                self.links.fetch_add(1, Ordering::Relaxed);
+                self.progress.add(1, 0);
+            }
+            Err(e) => self.fail(&path, "symlink", e.into()),
+        }
+    }
+
+    /// Create (truncate) the file of `p` and write `p`'s bytes.
+    fn create(&self, p: Part) {
+        let path = self.path(p.item);
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
+        match rustix::fs::open(
+            flist::path::as_path(&path),
+            flags,
+            Mode::from_raw_mode(0o600),
+        ) {
+            Ok(fd) => {
+                self.files.fetch_add(1, Ordering::Relaxed);
+                self.progress.add(1, 0);
+                self.write(&File::from(fd), &path, p);
+            }
+            Err(e) => self.fail(&path, "create", e.into()),
+        }
+    }
+
+    /// Write `p`'s bytes into its file, which its creator made before the last barrier.
+    fn write_part(&self, p: Part) {
+        let path = self.path(p.item);
+        match rustix::fs::open(
+            flist::path::as_path(&path),
+            OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => self.write(&File::from(fd), &path, p),
+            Err(e) => self.fail(&path, "open", e.into()),
+        }
+    }
+
+    fn write(&self, file: &File, path: &[u8], p: Part) {
+        let r = BUFFER.with(|b| -> io::Result<()> {
+            let mut buf = b.borrow_mut();
+            let mut done = 0u64;
+            while done < p.len {
+                let n = (p.len - done).min(buf.len() as u64) as usize;
+                let at = p.offset + done;
+                self.plan
+                    .fill
+                    .fill(self.plan.seed, p.item as u64, at, &mut buf[..n]);
+                file.write_all_at(&buf[..n], at)?;
+                done += n as u64;
+                self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                self.progress.add(0, n as u64);
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            self.fail(path, "write", e);
+        }
+    }
+}
+
+/// `mkdir` with mode 0700 (dfilemaker's), content with a directory already there.
+fn mkdir(path: &[u8]) -> io::Result<()> {
+    let p = flist::path::as_path(path);
+    match rustix::fs::mkdir(p, Mode::from_raw_mode(0o700)) {
+        Ok(()) => Ok(()),
+        Err(Errno::EXIST) if p.is_dir() && !p.is_symlink() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::plan::{Fill, Item, ROOT};
+    use super::*;
+
+    fn plan(sizes: &[u64]) -> Plan {
+        Plan {
+            seed: 1,
+            fill: Fill::Random,
+            items: sizes
+                .iter()
+                .map(|&size| Item {
+                    kind: Kind::File,
+                    parent: ROOT,
+                    size,
+                    target: ROOT,
+                })
+                .collect(),
+            levels: std::iter::once(0..sizes.len() as u32).collect(),
+        }
+    }
+
+    #[test]
+    fn parts_cover_every_byte_once_and_every_file_has_one_creator() {
+        let sizes = [0, 10, 3 * FILE_COST, 0, 1, 40 * CHUNK, 5, 0];
+        let p = plan(&sizes);
+        let files: Vec<u32> = (0..sizes.len() as u32).collect();
+        for ranks in 1..9 {
+            let mut creators = vec![0; sizes.len()];
+            let mut covered = vec![Vec::new(); sizes.len()];
+            for r in 0..ranks {
+                for part in parts_of(&p, &files, ranks, r) {
+                    creators[part.item as usize] += part.create as u32;
+                    if part.len > 0 {
+                        covered[part.item as usize].push((part.offset, part.len));
+                    }
+                }
+            }
+            assert!(
+                creators.iter().all(|&c| c == 1),
+                "{ranks} ranks: {creators:?}"
+            );
+            for (i, mut c) in covered.into_iter().enumerate() {
+                c.sort();
+                let mut next = 0;
+                for (o, l) in c {
+                    assert_eq!(o, next, "{ranks} ranks, file {i}");
+                    next += l;
+                }
+                assert_eq!(next, sizes[i], "{ranks} ranks, file {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn split_cuts_at_chunk_size() {
+        let p = Part {
+            item: 3,
+            create: false,
+            offset: 7,
+            len: 2 * CHUNK + 1,
+        };
+        let s = split(p);
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[2].offset, 7 + 2 * CHUNK);
+        assert_eq!(s[2].len, 1);
+    }
+}

@@ -1,0 +1,237 @@
+//! `mfu-rs dup` end to end: the groups equal those found by hashing every file with
+//! `sha256sum`, at 1, 2 and 4 ranks, with the same bytes of output at every rank count; hard
+//! links, empty files, files that differ only after the prefix; `-o` lists; exit statuses.
+
+use mfu_tests::{bin, expect_status, mfu, mpirun};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+type Groups = BTreeSet<BTreeSet<Vec<u8>>>;
+
+/// Bytes that differ from file to file but repeat with `seed`.
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn path(root: &Path, name: &[u8]) -> PathBuf {
+    root.join(OsStr::from_bytes(name))
+}
+
+/// A tree with several duplicate groups and every trap: same size other content, same first
+/// 64 KiB other tail, files above the prefix, empty files, hard links, spaces and non-UTF-8.
+fn tree(root: &Path) {
+    fs::create_dir_all(root.join("sub dir/deeper")).unwrap();
+    let write = |name: &[u8], data: &[u8]| fs::write(path(root, name), data).unwrap();
+    // Small duplicates, odd names.
+    write(b"a", b"hello world\n");
+    write(b"sub dir/a copy", b"hello world\n");
+    write(b"sub dir/deeper/caf\xe9", b"hello world\n");
+    write(b"same size", b"hello worle\n");
+    // Big files: equal, same prefix other tail, same size other data.
+    let big = noise(1, 200_000);
+    write(b"big1", &big);
+    write(b"sub dir/big2", &big);
+    let mut tail = big.clone();
+    tail[150_000] ^= 1;
+    write(b"big3 tail", &tail);
+    write(b"sub dir/deeper/big3 twin", &tail);
+    write(b"big4", &noise(2, 200_000));
+    // A group where one member has two names.
+    let other = noise(3, 300_000);
+    write(b"x1", &other);
+    write(b"sub dir/x2", &other);
+    fs::hard_link(root.join("x1"), root.join("sub dir/deeper/x1 link")).unwrap();
+    // Two names of one file and nothing else: not duplicates.
+    write(b"solo", b"only one inode");
+    fs::hard_link(root.join("solo"), root.join("solo link")).unwrap();
+    // Empty files are ignored.
+    write(b"empty1", b"");
+    write(b"sub dir/empty2", b"");
+    // Unique files of unique sizes.
+    write(b"u1", &noise(4, 10));
+    write(b"u2", &noise(5, 70_000));
+    std::os::unix::fs::symlink("a", root.join("link to a")).unwrap();
+}
+
+/// Every regular non-empty file below `dir`, with its inode.
+fn files(dir: &Path, out: &mut Vec<(PathBuf, u64)>) {
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let m = fs::symlink_metadata(&p).unwrap();
+        if m.is_dir() {
+            files(&p, out);
+        } else if m.is_file() && m.len() > 0 {
+            out.push((p, m.ino()));
+        }
+    }
+}
+
+/// The groups by `sha256sum`: files with equal digests, when they are more than one inode.
+fn expected(root: &Path) -> Groups {
+    let mut all = Vec::new();
+    files(root, &mut all);
+    let mut by_digest: BTreeMap<Vec<u8>, Vec<(Vec<u8>, u64)>> = BTreeMap::new();
+    for (p, ino) in all {
+        let out = Command::new("sha256sum")
+            .stdin(Stdio::from(fs::File::open(&p).unwrap()))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let digest = out.stdout[..64].to_vec();
+        by_digest
+            .entry(digest)
+            .or_default()
+            .push((p.as_os_str().as_bytes().to_vec(), ino));
+    }
+    by_digest
+        .into_values()
+        .filter(|g| g.iter().map(|m| m.1).collect::<BTreeSet<_>>().len() > 1)
+        .map(|g| g.into_iter().map(|m| m.0).collect())
+        .collect()
+}
+
+/// `path hash` lines into groups by hash; checks the format and order on the way.
+fn parse(stdout: &[u8]) -> Groups {
+    let mut groups: BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>> = BTreeMap::new();
+    let mut last: Option<(Vec<u8>, Vec<u8>)> = None;
+    for line in stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let at = line.iter().rposition(|&b| b == b' ').expect("a space");
+        let (p, h) = (line[..at].to_vec(), line[at + 1..].to_vec());
+        assert_eq!(h.len(), 64, "{}", String::from_utf8_lossy(line));
+        assert!(h
+            .iter()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        if let Some((lh, lp)) = &last {
+            // Hash order, then path order within a group.
+            assert!(
+                (lh, lp) < (&h, &p),
+                "out of order: {}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        last = Some((h.clone(), p.clone()));
+        groups.entry(h).or_default().insert(p);
+    }
+    groups.into_values().collect()
+}
+
+fn run_dup(np: usize, args: &[&OsStr]) -> Vec<u8> {
+    let mut cmd = match np {
+        1 => mfu(&[]),
+        n => mpirun(n, &bin()),
+    };
+    cmd.arg("dup").args(args);
+    expect_status(&mut cmd, 0).stdout
+}
+
+#[test]
+fn groups_equal_sha256sum_groups_at_1_2_and_4_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    tree(&root);
+    let want = expected(&root);
+    assert_eq!(want.len(), 4, "the tree has four groups: {want:?}");
+    let one = run_dup(1, &[root.as_os_str()]);
+    assert_eq!(parse(&one), want);
+    // Lines are `PATH HASH` with the path as walked (absolute); the hash is blake3 of the
+    // contents (checked against the blake3 crate by the unit tests of dup::hash).
+    let a = format!("\n{} ", root.join("a").display());
+    assert!(String::from_utf8_lossy(&[b"\n", &one[..]].concat()).contains(&a));
+    for np in [2, 4] {
+        assert_eq!(run_dup(np, &[root.as_os_str()]), one, "{np} ranks");
+    }
+}
+
+#[test]
+fn output_list_keeps_one_copy_of_each_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    tree(&root);
+    let list = dir.path().join("dups.txt");
+    let out = run_dup(
+        2,
+        &[
+            OsStr::new("-o"),
+            list.as_os_str(),
+            OsStr::new("-t"),
+            root.as_os_str(),
+        ],
+    );
+    assert!(!out.is_empty());
+    let text = fs::read(&list).unwrap();
+    let listed: BTreeSet<Vec<u8>> = text
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| l.strip_suffix(b"|F").expect("a file entry").to_vec())
+        .collect();
+    let r = |n: &[u8]| path(&root, n).as_os_str().as_bytes().to_vec();
+    // All names but those of each group's first inode (first name in byte order).
+    let want: BTreeSet<Vec<u8>> = [
+        &b"sub dir/a copy"[..],
+        b"sub dir/deeper/caf\xe9",
+        b"sub dir/big2",
+        b"sub dir/deeper/big3 twin",
+        b"sub dir/x2",
+    ]
+    .iter()
+    .map(|n| r(n))
+    .collect();
+    assert_eq!(listed, want);
+    // Removing them leaves no duplicate, and every content once.
+    expect_status(mfu(&["rm", "-q", "-i"]).arg(&list), 0);
+    assert!(run_dup(1, &[root.as_os_str()]).is_empty());
+    assert!(expected(&root).is_empty());
+    assert_eq!(fs::read(root.join("big3 tail")).unwrap().len(), 200_000);
+
+    // A list as input: only the files it names are compared.
+    let all = dir.path().join("all.mfu");
+    expect_status(mfu(&["walk", "-q", "-o"]).arg(&all).arg(&root), 0);
+    fs::write(root.join("a again"), b"hello world\n").unwrap();
+    let again = dir.path().join("again.txt");
+    let mut cmd = mfu(&["dup", "-i"]);
+    cmd.arg(&all).args(["-t", "-o"]).arg(&again);
+    let out = expect_status(&mut cmd, 0);
+    // "a again" was not in the list: no group.
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(fs::read(&again).unwrap(), b"");
+    let out = expect_status(mfu(&["dup"]).arg(&root), 0);
+    assert_eq!(parse(&out.stdout).len(), 1);
+}
+
+#[test]
+fn unreadable_files_fail_with_status_1_and_usage_errors_with_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    tree(&root);
+    let list = dir.path().join("list.txt");
+    let gone = root.join("gone");
+    let mut text = Vec::new();
+    for n in [&b"a"[..], b"sub dir/a copy", b"gone"] {
+        text.extend_from_slice(path(&root, n).as_os_str().as_bytes());
+        text.push(b'\n');
+    }
+    fs::write(&list, &text).unwrap();
+    let out = expect_status(mfu(&["dup", "-i"]).arg(&list), 1);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&gone.display().to_string()));
+    // The readable pair is still reported.
+    assert_eq!(parse(&out.stdout).len(), 1);
+    expect_status(&mut mfu(&["dup"]), 2);
+    expect_status(mfu(&["dup", "-i"]).arg(dir.path().join("no list")), 2);
+}

@@ -1,0 +1,210 @@
+//! `mfu-rs filemaker` end to end: the same seed makes byte-identical trees at 1, 2 and 4 ranks
+//! (paths, types, sizes, contents, modes, link targets), another seed another tree; fills give
+//! the documented bytes; depth, item count and sizes stay in their bounds; a non-empty DIR is
+//! refused unless --force.
+
+use mfu::filemaker::Fill;
+use mfu_tests::{bin, expect_status, mfu, mpirun};
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// One entry of a tree as compared: type, mode bits, and contents or link target.
+#[derive(Debug, PartialEq, Eq)]
+enum Entry {
+    Dir(u32),
+    File(u32, Vec<u8>),
+    Link(Vec<u8>),
+}
+
+/// Every entry below `root` by relative path (links not followed).
+fn snapshot(root: &Path) -> BTreeMap<Vec<u8>, Entry> {
+    fn walk(dir: &Path, base: usize, out: &mut BTreeMap<Vec<u8>, Entry>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            let m = fs::symlink_metadata(&p).unwrap();
+            let mode = m.permissions().mode() & 0o7777;
+            let rel = p.as_os_str().as_bytes()[base..].to_vec();
+            let entry = if m.is_dir() {
+                walk(&p, base, out);
+                Entry::Dir(mode)
+            } else if m.is_symlink() {
+                Entry::Link(fs::read_link(&p).unwrap().as_os_str().as_bytes().to_vec())
+            } else {
+                Entry::File(mode, fs::read(&p).unwrap())
+            };
+            out.insert(rel, entry);
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root.as_os_str().len() + 1, &mut out);
+    out
+}
+
+fn make(np: usize, dir: &Path, args: &[&str]) -> String {
+    let mut cmd = match np {
+        1 => mfu(&[]),
+        n => mpirun(n, &bin()),
+    };
+    cmd.arg("filemaker").args(args).arg(dir);
+    String::from_utf8_lossy(&expect_status(&mut cmd, 0).stdout).into_owned()
+}
+
+fn files(tree: &BTreeMap<Vec<u8>, Entry>) -> impl Iterator<Item = (&Vec<u8>, &Vec<u8>)> {
+    tree.iter().filter_map(|(p, e)| match e {
+        Entry::File(_, data) => Some((p, data)),
+        _ => None,
+    })
+}
+
+#[test]
+fn same_seed_makes_byte_identical_trees_at_1_2_and_4_ranks() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Sizes up to 300 KiB: files are split between ranks at 2 and 4 ranks.
+    let args = [
+        "-i", "17", "-n", "150-250", "-d", "2-4", "-s", "0-300k", "-q",
+    ];
+    let one = tmp.path().join("np1");
+    assert_eq!(make(1, &one, &args), "");
+    let tree = snapshot(&one);
+    assert!((150..=250).contains(&tree.len()), "{} items", tree.len());
+    assert!(tree.values().any(|e| matches!(e, Entry::Dir(0o700))));
+    assert!(tree.values().any(|e| matches!(e, Entry::Link(_))));
+    assert!(files(&tree).any(|(_, d)| d.len() > 100_000));
+    for e in tree.values() {
+        if let Entry::File(mode, _) = e {
+            assert_eq!(*mode, 0o600);
+        }
+    }
+    // Every link points at an item of the tree.
+    for (p, e) in &tree {
+        if let Entry::Link(t) = e {
+            let from = one.join(OsStr::from_bytes(p));
+            let target = from.parent().unwrap().join(OsStr::from_bytes(t));
+            assert!(fs::symlink_metadata(&target).is_ok(), "{target:?}");
+        }
+    }
+    for np in [2, 4] {
+        let dir = tmp.path().join(format!("np{np}"));
+        make(np, &dir, &args);
+        let other = snapshot(&dir);
+        assert!(other == tree, "{np} ranks made another tree");
+    }
+    let seed = tmp.path().join("seed18");
+    let mut args18 = args;
+    args18[1] = "18";
+    make(2, &seed, &args18);
+    assert!(snapshot(&seed) != tree);
+}
+
+#[test]
+fn fills_give_the_documented_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (fill, byte) in [
+        ("true", Some(0xFF)),
+        ("false", Some(0x00)),
+        ("alternate", Some(0xAA)),
+        ("random", None),
+    ] {
+        let dir = tmp.path().join(fill);
+        make(
+            2,
+            &dir,
+            &["-f", fill, "-n", "30-30", "-d", "2", "-s", "1-100k", "-q"],
+        );
+        let tree = snapshot(&dir);
+        let mut n = 0;
+        for (p, data) in files(&tree) {
+            n += 1;
+            match byte {
+                Some(b) => assert!(data.iter().all(|&x| x == b), "{fill}: {p:?}"),
+                None => {
+                    // The blake3 stream of (seed, file number), as the library documents.
+                    let num: u64 = std::str::from_utf8(&p[p.len() - 8..])
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    let mut want = vec![0; data.len()];
+                    Fill::Random.fill(1, num, 0, &mut want);
+                    assert_eq!(data, &want, "{p:?}");
+                }
+            }
+        }
+        assert!(n > 0, "{fill}: no files");
+    }
+}
+
+#[test]
+fn depth_items_and_sizes_stay_in_bounds() {
+    let tmp = tempfile::tempdir().unwrap();
+    for seed in ["1", "2", "3"] {
+        let dir = tmp.path().join(seed);
+        let out = make(
+            1,
+            &dir,
+            &["-i", seed, "-d", "2-3", "-n", "20-40", "-s", "100-1k", "-v"],
+        );
+        assert!(out.contains("Made "), "{out}");
+        let tree = snapshot(&dir);
+        assert!(
+            (20..=40).contains(&tree.len()),
+            "seed {seed}: {} items",
+            tree.len()
+        );
+        let depth = tree
+            .keys()
+            .map(|p| p.iter().filter(|&&b| b == b'/').count() + 1)
+            .max()
+            .unwrap();
+        assert!((2..=3).contains(&depth), "seed {seed}: depth {depth}");
+        for (p, data) in files(&tree) {
+            assert!((100..=1024).contains(&data.len()), "{p:?}: {}", data.len());
+        }
+    }
+    // Only files, one level.
+    let flat = tmp.path().join("flat");
+    make(
+        1,
+        &flat,
+        &[
+            "--files", "100", "--links", "0", "-n", "7", "-d", "1", "-s", "3", "-q",
+        ],
+    );
+    let tree = snapshot(&flat);
+    assert_eq!(tree.len(), 7);
+    assert!(files(&tree).all(|(p, d)| d.len() == 3 && !p.contains(&b'/')));
+}
+
+#[test]
+fn a_non_empty_dir_is_refused_unless_forced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    fs::create_dir(&dir).unwrap();
+    fs::write(dir.join("keep"), b"mine").unwrap();
+    let out = expect_status(mfu(&["filemaker", "-n", "10", "-d", "2"]).arg(&dir), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not empty"));
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+    // Bad ranges and a missing parent are usage errors too, with nothing written.
+    expect_status(
+        mfu(&["filemaker", "-d", "3-2"]).arg(tmp.path().join("x")),
+        2,
+    );
+    expect_status(
+        mfu(&["filemaker", "-n", "2", "-d", "3"]).arg(tmp.path().join("x")),
+        2,
+    );
+    expect_status(mfu(&["filemaker", "-s", "1q"]).arg(tmp.path().join("x")), 2);
+    expect_status(mfu(&["filemaker"]).arg(tmp.path().join("no/x")), 2);
+    assert!(!tmp.path().join("x").exists());
+    // --force writes beside what is there; a second run over the same tree is a no-op.
+    let args = ["filemaker", "--force", "-n", "10", "-d", "2", "-q"];
+    expect_status(mfu(&args).arg(&dir), 0);
+    let first = snapshot(&dir);
+    expect_status(mpirun(2, &bin()).args(args).arg(&dir), 0);
+    assert!(snapshot(&dir) == first);
+    assert_eq!(fs::read(dir.join("keep")).unwrap(), b"mine");
+    assert_eq!(first.len(), 11);
+}
