@@ -190,9 +190,15 @@ pub fn parse_expr(expr: &str) -> Result<Vec<Vec<Condition>>, String> {
     for conj in expr.split(',') {
         let mut all = Vec::new();
         for cond in conj.split('@') {
+            // Name the condition, and the whole expression when it has more.
+            let at = if cond == expr {
+                format!("'{cond}'")
+            } else {
+                format!("'{cond}' in '{expr}'")
+            };
             let (f, s) = cond
                 .split_once('=')
-                .ok_or_else(|| format!("'{cond}' in '{expr}': expected FIELD=STATE"))?;
+                .ok_or_else(|| format!("{at}: expected FIELD=STATE"))?;
             let field = FIELDS
                 .iter()
                 .copied()
@@ -205,7 +211,7 @@ pub fn parse_expr(expr: &str) -> Result<Vec<Vec<Condition>>, String> {
             })?;
             if field != Field::Exist && matches!(state, State::OnlySrc | State::OnlyDest) {
                 return Err(format!(
-                    "'{cond}' in '{expr}': ONLY_SRC and ONLY_DEST are states of EXIST only"
+                    "{at}: ONLY_SRC and ONLY_DEST are states of EXIST only"
                 ));
             }
             all.push((field, state));
