@@ -211,106 +211,116 @@ fn equal_trees_exit_0_with_the_default_report() {
 }
 
 #[test]
-fn each_difference_is_reported_and_selectable() {
-    for np in [1, 2, 4] {
-        let dir = tempfile::tempdir().unwrap();
-        let (src, dst) = equal_pair(dir.path());
-        change(&src, &dst);
-        let s = |rel: &str| src.join(rel);
-        // The default report.
-        let out = run(cmp(np).args(["-k", CHUNK]).arg(&src).arg(&dst), 1);
-        for want in [
-            "Number of items that exist in both directories: 12 (Src: 12 Dest: 12)\n",
-            "Number of items that exist only in one directory: 1 (Src: 1 Dest: 1)\n",
-            "Number of items that exist in both directories and have different types: 1 (Src: 1 Dest: 1)\n",
-            "Number of items that exist in both directories and have different contents: 4 (Src: 4 Dest: 4)\n",
-            "Result: different (8 of 14 paths differ)",
-        ] {
-            assert!(out.contains(want), "np {np}: no `{want}` in:\n{out}");
-        }
-        // Differences per field: t differs in type, content (a link to another target), mtime
-        // and mode (0777) but not in size.
-        assert_eq!(row(&out, "TYPE"), (11, 1), "{out}");
-        assert_eq!(row(&out, "SIZE"), (11, 1), "{out}");
-        assert_eq!(row(&out, "CONTENT"), (8, 4), "{out}");
-        assert_eq!(row(&out, "MTIME"), (10, 2), "{out}");
-        assert_eq!(row(&out, "PERM"), (10, 2), "{out}");
+fn each_difference_is_reported_and_selectable_one_process() {
+    each_difference_is_reported_and_selectable(1);
+}
 
-        // The -o lists name exactly the entries expected.
-        let o = |name: &str| dir.path().join(name);
-        let arg = |expr: &str, name: &str| format!("{expr}:{}", o(name).display());
-        let out = run(
-            cmp(np)
-                .args(["-k", CHUNK, "-t"])
-                .args(["-o", &arg("EXIST=ONLY_SRC", "only_src.txt")])
-                .args(["-o", &arg("EXIST=ONLY_DEST", "only_dest.txt")])
-                .args(["-o", &arg("EXIST=DIFFER", "one_side.txt")])
-                .args(["-o", &arg("TYPE=DIFFER", "type.txt")])
-                .args(["-o", &arg("TYPE=COMMON@SIZE=DIFFER", "size.txt")])
-                .args(["-o", &arg("CONTENT=DIFFER", "c.txt")])
-                .args([
-                    "-o",
-                    &arg("SIZE=COMMON@CONTENT=DIFFER@TYPE=COMMON", "same_size.txt"),
-                ])
-                .args(["-o", &arg("TYPE=COMMON@MTIME=DIFFER", "mtime.txt")])
-                .args(["-o", &arg("TYPE=COMMON@PERM=DIFFER", "perm.txt")])
-                .args([
-                    "-o",
-                    &arg("TYPE=COMMON@CONTENT=DIFFER,SIZE=DIFFER", "x.txt"),
-                ])
-                .arg(&src)
-                .arg(&dst),
-            1,
-        );
-        let only_dest = dst.join("extra.txt");
-        let cases: [(&str, BTreeSet<PathBuf>); 10] = [
-            ("only_src.txt", set(&[s("a/only_src.txt")])),
-            ("only_dest.txt", set(std::slice::from_ref(&only_dest))),
-            (
-                "one_side.txt",
-                set(&[s("a/only_src.txt"), only_dest.clone()]),
-            ),
-            ("type.txt", set(&[s("t")])),
-            ("size.txt", set(&[s("s.txt")])),
-            ("c.txt", set(&[s("t"), s("s.txt"), s("big"), s("big2")])),
-            ("same_size.txt", set(&[s("big"), s("big2")])),
-            ("mtime.txt", set(&[s("m.txt")])),
-            ("perm.txt", set(&[s("p.txt")])),
-            ("x.txt", set(&[s("s.txt"), s("big"), s("big2")])),
-        ];
-        for (name, want) in cases {
-            assert_eq!(text_list(&o(name)), want, "np {np}: {name}");
-        }
-        // With -o, only the outputs' lines (and the result) unless -b or -v.
-        assert!(!out.contains("exist in both directories:"), "{out}");
-        assert!(
-            out.contains(
-                "Number of items that have different contents: 4 (Src: 4 Dest: 4), dumped to"
-            ),
-            "{out}"
-        );
-        assert!(
-            out.contains(
-                // Counted under the first conjunction that holds, as dcmp does.
-                "Number of items that have the same type and have different contents: 3 (Src: 3 Dest: 3), or\n"
-            ),
-            "{out}"
-        );
-        assert!(out.contains("Result: different"), "{out}");
-        let out = run(
-            cmp(np)
-                .args(["-b", "-k", CHUNK, "-o"])
-                .arg(arg("EXIST=ONLY_SRC", "only.mfu"))
-                .arg(&src)
-                .arg(&dst),
-            1,
-        );
-        assert!(
-            out.contains("Number of items that exist in both directories: 12"),
-            "-b prints the default report too:\n{out}"
-        );
-        assert_eq!(v4_list(&o("only.mfu")), set(&[s("a/only_src.txt")]));
+#[test]
+fn each_difference_is_reported_and_selectable_at_2_ranks() {
+    each_difference_is_reported_and_selectable(2);
+}
+
+#[test]
+fn each_difference_is_reported_and_selectable_at_4_ranks() {
+    each_difference_is_reported_and_selectable(4);
+}
+
+fn each_difference_is_reported_and_selectable(np: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    change(&src, &dst);
+    let s = |rel: &str| src.join(rel);
+    // The default report.
+    let out = run(cmp(np).args(["-k", CHUNK]).arg(&src).arg(&dst), 1);
+    for want in [
+        "Number of items that exist in both directories: 12 (Src: 12 Dest: 12)\n",
+        "Number of items that exist only in one directory: 1 (Src: 1 Dest: 1)\n",
+        "Number of items that exist in both directories and have different types: 1 (Src: 1 Dest: 1)\n",
+        "Number of items that exist in both directories and have different contents: 4 (Src: 4 Dest: 4)\n",
+        "Result: different (8 of 14 paths differ)",
+    ] {
+        assert!(out.contains(want), "np {np}: no `{want}` in:\n{out}");
     }
+    // Differences per field: t differs in type, content (a link to another target), mtime
+    // and mode (0777) but not in size.
+    assert_eq!(row(&out, "TYPE"), (11, 1), "{out}");
+    assert_eq!(row(&out, "SIZE"), (11, 1), "{out}");
+    assert_eq!(row(&out, "CONTENT"), (8, 4), "{out}");
+    assert_eq!(row(&out, "MTIME"), (10, 2), "{out}");
+    assert_eq!(row(&out, "PERM"), (10, 2), "{out}");
+
+    // The -o lists name exactly the entries expected.
+    let o = |name: &str| dir.path().join(name);
+    let arg = |expr: &str, name: &str| format!("{expr}:{}", o(name).display());
+    let out = run(
+        cmp(np)
+            .args(["-k", CHUNK, "-t"])
+            .args(["-o", &arg("EXIST=ONLY_SRC", "only_src.txt")])
+            .args(["-o", &arg("EXIST=ONLY_DEST", "only_dest.txt")])
+            .args(["-o", &arg("EXIST=DIFFER", "one_side.txt")])
+            .args(["-o", &arg("TYPE=DIFFER", "type.txt")])
+            .args(["-o", &arg("TYPE=COMMON@SIZE=DIFFER", "size.txt")])
+            .args(["-o", &arg("CONTENT=DIFFER", "c.txt")])
+            .args([
+                "-o",
+                &arg("SIZE=COMMON@CONTENT=DIFFER@TYPE=COMMON", "same_size.txt"),
+            ])
+            .args(["-o", &arg("TYPE=COMMON@MTIME=DIFFER", "mtime.txt")])
+            .args(["-o", &arg("TYPE=COMMON@PERM=DIFFER", "perm.txt")])
+            .args([
+                "-o",
+                &arg("TYPE=COMMON@CONTENT=DIFFER,SIZE=DIFFER", "x.txt"),
+            ])
+            .arg(&src)
+            .arg(&dst),
+        1,
+    );
+    let only_dest = dst.join("extra.txt");
+    let cases: [(&str, BTreeSet<PathBuf>); 10] = [
+        ("only_src.txt", set(&[s("a/only_src.txt")])),
+        ("only_dest.txt", set(std::slice::from_ref(&only_dest))),
+        (
+            "one_side.txt",
+            set(&[s("a/only_src.txt"), only_dest.clone()]),
+        ),
+        ("type.txt", set(&[s("t")])),
+        ("size.txt", set(&[s("s.txt")])),
+        ("c.txt", set(&[s("t"), s("s.txt"), s("big"), s("big2")])),
+        ("same_size.txt", set(&[s("big"), s("big2")])),
+        ("mtime.txt", set(&[s("m.txt")])),
+        ("perm.txt", set(&[s("p.txt")])),
+        ("x.txt", set(&[s("s.txt"), s("big"), s("big2")])),
+    ];
+    for (name, want) in cases {
+        assert_eq!(text_list(&o(name)), want, "np {np}: {name}");
+    }
+    // With -o, only the outputs' lines (and the result) unless -b or -v.
+    assert!(!out.contains("exist in both directories:"), "{out}");
+    assert!(
+        out.contains("Number of items that have different contents: 4 (Src: 4 Dest: 4), dumped to"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            // Counted under the first conjunction that holds, as dcmp does.
+            "Number of items that have the same type and have different contents: 3 (Src: 3 Dest: 3), or\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("Result: different"), "{out}");
+    let out = run(
+        cmp(np)
+            .args(["-b", "-k", CHUNK, "-o"])
+            .arg(arg("EXIST=ONLY_SRC", "only.mfu"))
+            .arg(&src)
+            .arg(&dst),
+        1,
+    );
+    assert!(
+        out.contains("Number of items that exist in both directories: 12"),
+        "-b prints the default report too:\n{out}"
+    );
+    assert_eq!(v4_list(&o("only.mfu")), set(&[s("a/only_src.txt")]));
 }
 
 #[test]
