@@ -3,8 +3,9 @@
 //!
 //! `EXPR := CONJ (',' CONJ)*` (any conjunction holds), `CONJ := COND ('@' COND)*` (all
 //! conditions hold), `COND := FIELD=STATE`, with fields `EXIST TYPE SIZE UID GID ATIME MTIME CTIME
-//! PERM ACL CONTENT` and states `COMMON DIFFER ONLY_SRC ONLY_DEST`. As in dcmp, a path present
-//! on one side only has that state (`ONLY_SRC`/`ONLY_DEST`) in every field.
+//! PERM ACL CONTENT` and states `COMMON DIFFER ONLY_SRC ONLY_DEST`. As in dcmp, `ONLY_SRC` and
+//! `ONLY_DEST` are states of `EXIST` only; `EXIST=DIFFER` holds for a path on either side only;
+//! a path present on one side only matches no condition on another field.
 //!
 //! ```
 //! use mfu::compare_expr::{Field, Output, State, States};
@@ -60,7 +61,8 @@ pub const FIELDS: [Field; 11] = [
 ];
 
 impl Field {
-    fn name(self) -> &'static str {
+    /// The name in expressions (`MTIME`).
+    pub fn name(self) -> &'static str {
         match self {
             Field::Exist => "EXIST",
             Field::Type => "TYPE",
@@ -73,6 +75,23 @@ impl Field {
             Field::Perm => "PERM",
             Field::Acl => "ACL",
             Field::Content => "CONTENT",
+        }
+    }
+
+    /// The words dcmp's report uses for the field (`modification time`).
+    pub fn words(self) -> &'static str {
+        match self {
+            Field::Exist => "existence",
+            Field::Type => "type",
+            Field::Size => "size",
+            Field::Uid => "user ID",
+            Field::Gid => "group ID",
+            Field::Atime => "access time",
+            Field::Mtime => "modification time",
+            Field::Ctime => "change time",
+            Field::Perm => "permission",
+            Field::Acl => "Access Control Lists",
+            Field::Content => "content",
         }
     }
 }
@@ -129,16 +148,84 @@ impl States {
         }
     }
 
-    fn get(&self, f: Field) -> State {
+    /// The state of one field.
+    pub fn get(&self, f: Field) -> State {
         self.0[f as usize]
     }
+}
+
+/// One `FIELD=STATE` condition.
+pub type Condition = (Field, State);
+
+/// True when `c` holds for a pair with states `s`: `EXIST=DIFFER` for a path on one side only,
+/// otherwise the field's state is the condition's.
+pub fn holds(c: Condition, s: &States) -> bool {
+    match c {
+        (Field::Exist, State::Differ) => {
+            matches!(s.get(Field::Exist), State::OnlySrc | State::OnlyDest)
+        }
+        (f, st) => s.get(f) == st,
+    }
+}
+
+/// A conjunction in dcmp's report words: `exist in both directories and have different types`.
+pub fn describe(all: &[Condition]) -> String {
+    let words: Vec<String> = all
+        .iter()
+        .map(|&(f, st)| match (f, st) {
+            (Field::Exist, State::OnlySrc) => "exist only in source directory".to_string(),
+            (Field::Exist, State::OnlyDest) => "exist only in destination directory".to_string(),
+            (Field::Exist, State::Common) => "exist in both directories".to_string(),
+            (Field::Exist, State::Differ) => "exist only in one directory".to_string(),
+            (f, State::Differ) => format!("have different {}s", f.words()),
+            (f, _) => format!("have the same {}", f.words()),
+        })
+        .collect();
+    words.join(" and ")
+}
+
+/// Parse an expression (`EXPR`, without `:FILE`) into an OR of ANDs of conditions.
+pub fn parse_expr(expr: &str) -> Result<Vec<Vec<Condition>>, String> {
+    let mut any_of = Vec::new();
+    for conj in expr.split(',') {
+        let mut all = Vec::new();
+        for cond in conj.split('@') {
+            // Name the condition, and the whole expression when it has more.
+            let at = if cond == expr {
+                format!("'{cond}'")
+            } else {
+                format!("'{cond}' in '{expr}'")
+            };
+            let (f, s) = cond
+                .split_once('=')
+                .ok_or_else(|| format!("{at}: expected FIELD=STATE"))?;
+            let field = FIELDS
+                .iter()
+                .copied()
+                .find(|x| x.name() == f)
+                .ok_or_else(|| {
+                    format!("unknown field '{f}' in '{expr}' (EXIST TYPE SIZE UID GID ATIME MTIME CTIME PERM ACL CONTENT)")
+                })?;
+            let state = State::parse(s).ok_or_else(|| {
+                format!("unknown state '{s}' in '{expr}' (COMMON DIFFER ONLY_SRC ONLY_DEST)")
+            })?;
+            if field != Field::Exist && matches!(state, State::OnlySrc | State::OnlyDest) {
+                return Err(format!(
+                    "{at}: ONLY_SRC and ONLY_DEST are states of EXIST only"
+                ));
+            }
+            all.push((field, state));
+        }
+        any_of.push(all);
+    }
+    Ok(any_of)
 }
 
 /// One `-o EXPR:FILE` argument: the expression and the list file it selects for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Output {
     /// OR of ANDs of (field, state) conditions.
-    pub any_of: Vec<Vec<(Field, State)>>,
+    pub any_of: Vec<Vec<Condition>>,
     /// The list file to write, as given.
     pub file: Vec<u8>,
 }
@@ -152,38 +239,22 @@ impl Output {
         if file.is_empty() {
             return Err(format!("'{arg}': no output file after ':'"));
         }
-        let mut any_of = Vec::new();
-        for conj in expr.split(',') {
-            let mut all = Vec::new();
-            for cond in conj.split('@') {
-                let (f, s) = cond
-                    .split_once('=')
-                    .ok_or_else(|| format!("'{cond}' in '{arg}': expected FIELD=STATE"))?;
-                let field = FIELDS
-                    .iter()
-                    .copied()
-                    .find(|x| x.name() == f)
-                    .ok_or_else(|| {
-                        format!("unknown field '{f}' in '{arg}' (EXIST TYPE SIZE UID GID ATIME MTIME CTIME PERM ACL CONTENT)")
-                    })?;
-                let state = State::parse(s).ok_or_else(|| {
-                    format!("unknown state '{s}' in '{arg}' (COMMON DIFFER ONLY_SRC ONLY_DEST)")
-                })?;
-                all.push((field, state));
-            }
-            any_of.push(all);
-        }
         Ok(Output {
-            any_of,
+            any_of: parse_expr(expr)?,
             file: file.as_bytes().to_vec(),
         })
     }
 
-    /// True when the pair's states satisfy the expression.
-    pub fn matches(&self, s: &States) -> bool {
+    /// The first conjunction the pair's states satisfy (dcmp counts a path under that one).
+    pub fn first_match(&self, s: &States) -> Option<usize> {
         self.any_of
             .iter()
-            .any(|all| all.iter().all(|&(f, st)| s.get(f) == st))
+            .position(|all| all.iter().all(|&c| holds(c, s)))
+    }
+
+    /// True when the pair's states satisfy the expression.
+    pub fn matches(&self, s: &States) -> bool {
+        self.first_match(s).is_some()
     }
 }
 
@@ -203,6 +274,9 @@ mod tests {
             .unwrap_err()
             .contains("unknown field"));
         assert!(Output::parse("MTIME=DIFFER:").is_err());
+        assert!(Output::parse("SIZE=ONLY_SRC:x")
+            .unwrap_err()
+            .contains("EXIST only"));
         let o = Output::parse("EXIST=COMMON@SIZE=DIFFER:a:b").unwrap();
         assert_eq!(o.file, b"a:b");
         assert_eq!(
@@ -211,6 +285,38 @@ mod tests {
                 (Field::Exist, State::Common),
                 (Field::Size, State::Differ)
             ]]
+        );
+    }
+
+    #[test]
+    fn one_sided_paths_match_only_exist_conditions() {
+        let only_src = States::only(State::OnlySrc);
+        let only_dest = States::only(State::OnlyDest);
+        let differ = Output::parse("EXIST=DIFFER:x").unwrap();
+        assert!(differ.matches(&only_src) && differ.matches(&only_dest));
+        assert!(!differ.matches(&States::both_common()));
+        let types = Output::parse("TYPE=DIFFER,TYPE=COMMON:x").unwrap();
+        assert!(!types.matches(&only_src));
+        let mut pair = States::both_common();
+        pair.set(Field::Content, State::Differ);
+        let o = Output::parse("TYPE=COMMON@CONTENT=DIFFER,SIZE=DIFFER:x").unwrap();
+        assert_eq!(o.first_match(&pair), Some(0));
+        pair.set(Field::Size, State::Differ);
+        pair.set(Field::Type, State::Differ);
+        assert_eq!(o.first_match(&pair), Some(1));
+    }
+
+    #[test]
+    fn descriptions_use_dcmps_words() {
+        let e = parse_expr("EXIST=COMMON@TYPE=DIFFER").unwrap();
+        assert_eq!(
+            describe(&e[0]),
+            "exist in both directories and have different types"
+        );
+        let e = parse_expr("EXIST=COMMON@CONTENT=COMMON").unwrap();
+        assert_eq!(
+            describe(&e[0]),
+            "exist in both directories and have the same content"
         );
     }
 }

@@ -21,6 +21,7 @@ pub mod filemaker;
 pub mod find;
 pub mod lustre;
 pub mod output;
+pub mod pairing;
 pub mod reln;
 pub mod rm;
 pub mod select;

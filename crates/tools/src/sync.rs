@@ -12,11 +12,13 @@ use crate::compare_expr::{Field, Output, State, States};
 use crate::copy::meta::{Differences, XattrPolicy};
 use crate::copy::{links, remove, Mapping, Plan};
 use crate::output::print_in_rank_order;
+use crate::pairing::{
+    self, bring_home, contents_differ, exchange_pairs, home, index_by_rel, link_target, rdev,
+};
 use crate::select::{FilterArgs, Rules};
 use crate::status::Status;
 use crate::transfer::{self, bytes_text, size_arg, IoArgs};
 use clap::Args;
-use flist::distribute::{hash_path, remap};
 use flist::path::{is_prefix, normalize};
 use flist::walk::stat_path;
 use flist::{Detail, FileList, FileType, Meta};
@@ -207,12 +209,11 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     } else {
         links::group(comm, src_list)
     };
-    let size = comm.size() as u64;
-    let home = |rel: &[u8]| (hash_path(rel) % size) as usize;
-    let src_list = remap(comm, groups.list, |e| home(map.rel(e.path)));
-    let members = remap(comm, groups.members, |e| home(map.rel(e.path)));
-    let firsts = exchange_pairs(comm, groups.links, |(_, m)| home(map.rel(m)));
-    let dest_list = remap(comm, dest_list, |e| home(dest_map.rel(e.path)));
+    let size = comm.size();
+    let src_list = bring_home(comm, groups.list, &map);
+    let members = bring_home(comm, groups.members, &map);
+    let firsts = exchange_pairs(comm, groups.links, |(_, m)| home(map.rel(m), size));
+    let dest_list = bring_home(comm, dest_list, &dest_map);
     let d = decide(
         comm,
         &Inputs {
@@ -368,28 +369,6 @@ fn check_paths(
     Ok(exists)
 }
 
-/// Send each pair to the rank `to` names; returns the pairs that arrive here. Collective.
-fn exchange_pairs(
-    comm: &dyn Comm,
-    pairs: Vec<(Vec<u8>, Vec<u8>)>,
-    to: impl Fn(&(Vec<u8>, Vec<u8>)) -> usize,
-) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut sends = vec![Vec::new(); comm.size()];
-    for p in &pairs {
-        let out = &mut sends[to(p)];
-        wire::put_bytes(out, &p.0);
-        wire::put_bytes(out, &p.1);
-    }
-    let mut got = Vec::new();
-    for bytes in comm.alltoallv(sends) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            got.push((r.bytes().to_vec(), r.bytes().to_vec()));
-        }
-    }
-    got
-}
-
 struct Inputs<'a> {
     src: &'a FileList,
     members: &'a FileList,
@@ -403,37 +382,11 @@ struct Inputs<'a> {
     args: &'a SyncArgs,
 }
 
-/// True when the data of two regular files of the same size differ (read-only; for --dryrun
-/// with --contents).
-fn contents_differ(a: &[u8], b: &[u8]) -> std::io::Result<bool> {
-    use std::io::Read;
-    // Through flist::at, so paths longer than PATH_MAX work here too.
-    let open = |p: &[u8]| {
-        flist::at::At::new(p)
-            .and_then(|a| a.open(rustix::fs::OFlags::RDONLY, 0))
-            .map(std::fs::File::from)
-    };
-    let (mut fa, mut fb) = (open(a)?, open(b)?);
-    let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
-    loop {
-        let n = fa.read(&mut ba)?;
-        if n == 0 {
-            return Ok(false);
-        }
-        fb.read_exact(&mut bb[..n])?;
-        if ba[..n] != bb[..n] {
-            return Ok(true);
-        }
-    }
-}
-
 /// Compare this rank's share of paths and plan. Collective (one all-gather of replaced
 /// directories, whose destination subtrees must go).
 fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     let args = inp.args;
-    let by_rel: HashMap<&[u8], usize> = (0..inp.dest.len())
-        .map(|i| (inp.dest_map.rel(inp.dest.path(i)), i))
-        .collect();
+    let by_rel = index_by_rel(inp.dest, inp.dest_map);
     let first_of: HashMap<&[u8], &[u8]> = inp
         .firsts
         .iter()
@@ -472,7 +425,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
             if !args.output.is_empty() {
                 let states = match existing {
                     None => States::only(State::OnlySrc),
-                    Some((_, d)) => pair_states(e.path, &dst_path, e.kind, m, d, args.contents),
+                    Some((_, d)) => pair_states(e.path, &dst_path, m, d, args.contents),
                 };
                 select(&states, e.path, e.kind, m);
             }
@@ -528,7 +481,9 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                     let diff = Differences::between(m, d, e.kind);
                     let data_differs = match e.kind {
                         FileType::File => d.size != m.size || diff.mtime,
-                        FileType::Symlink => link_target(e.path) != link_target(&dst_path),
+                        FileType::Symlink => {
+                            link_target(e.path).ok() != link_target(&dst_path).ok()
+                        }
                         FileType::CharDev | FileType::BlockDev => rdev(e.path) != rdev(&dst_path),
                         _ => false,
                     };
@@ -601,66 +556,18 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     }
 }
 
-/// How each field of a source entry and its destination compare (for `-o`).
-fn pair_states(
-    src: &[u8],
-    dst: &[u8],
-    kind: FileType,
-    s: &Meta,
-    d: &Meta,
-    contents: bool,
-) -> States {
-    let mut st = States::both_common();
-    let file = kind == FileType::File && d.file_type() == FileType::File;
-    st.differ_if(Field::Type, kind != d.file_type());
-    st.differ_if(Field::Size, file && s.size != d.size);
-    st.differ_if(Field::Uid, s.uid != d.uid);
-    st.differ_if(Field::Gid, s.gid != d.gid);
-    st.differ_if(
-        Field::Atime,
-        (s.atime, s.atime_nsec) != (d.atime, d.atime_nsec),
-    );
-    st.differ_if(
-        Field::Mtime,
-        (s.mtime, s.mtime_nsec) != (d.mtime, d.mtime_nsec),
-    );
-    st.differ_if(
-        Field::Ctime,
-        (s.ctime, s.ctime_nsec) != (d.ctime, d.ctime_nsec),
-    );
-    st.differ_if(Field::Perm, s.mode & 0o7777 != d.mode & 0o7777);
-    st.differ_if(Field::Acl, acl(src) != acl(dst));
-    let content = match (file, s.size == d.size) {
-        (false, _) => kind == FileType::Symlink && link_target(src) != link_target(dst),
-        (true, false) => true,
-        (true, true) if contents => contents_differ(src, dst).unwrap_or(true),
-        (true, true) => (s.mtime, s.mtime_nsec) != (d.mtime, d.mtime_nsec),
-    };
-    st.differ_if(Field::Content, content);
-    st
-}
-
-/// The access ACL of `path` (none when absent or unsupported).
-fn acl(path: &[u8]) -> Option<Vec<u8>> {
-    let at = flist::at::At::new(path).ok()?;
-    let mut buf = vec![0u8; 4096];
-    let n = rustix::fs::lgetxattr(
-        at.short_path().as_ref(),
-        "system.posix_acl_access",
-        &mut buf[..],
-    )
-    .ok()?;
-    buf.truncate(n);
-    Some(buf)
-}
-
-fn link_target(path: &[u8]) -> Option<Vec<u8>> {
-    let at = flist::at::At::new(path).ok()?;
-    rustix::fs::readlinkat(at.dir(), at.name(), Vec::new())
-        .ok()
-        .map(|c| c.into_bytes())
-}
-
-fn rdev(path: &[u8]) -> Option<u64> {
-    stat_path(path, false).ok().map(|s| s.st_rdev)
+/// How each field of a source entry and its destination compare (for `-o`): CONTENT of
+/// same-size files by mtime, or, with `--contents`, by reading both.
+fn pair_states(src: &[u8], dst: &[u8], s: &Meta, d: &Meta, contents: bool) -> States {
+    let c = pairing::pair_states(src, dst, s, d);
+    let mut states = c.states;
+    if c.needs_data {
+        let differs = if contents {
+            contents_differ(src, dst).unwrap_or(true)
+        } else {
+            (s.mtime, s.mtime_nsec) != (d.mtime, d.mtime_nsec)
+        };
+        states.differ_if(Field::Content, differs);
+    }
+    states
 }

@@ -1,0 +1,423 @@
+//! Comparing the data of same-size regular files, in chunks spread over all ranks.
+//!
+//! The files to read (source records, each on the rank that holds its pair) are cut into
+//! chunks and dealt over ranks by bytes ([`flist::chunk::plan_chunks`]), so one huge file is
+//! read by every rank; idle ranks steal chunks ([`steal::queue`]). Each chunk's verdict goes
+//! back to the rank holding the pair, which calls a file equal only when every one of its
+//! chunks was read and found equal.
+
+use crate::copy::Mapping;
+use crate::pairing::home;
+use flist::at::At;
+use flist::chunk::plan_chunks;
+use flist::{FileList, ItemError};
+use rustix::fd::{BorrowedFd, OwnedFd};
+use rustix::fs::OFlags;
+use rustix::io::Errno;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use steal::progress::Progress;
+use steal::wire::{self, Reader};
+use steal::{queue, Comm, ReduceOp};
+
+/// Alignment of `O_DIRECT` buffers and lengths (bytes).
+const DIRECT_ALIGN: usize = 4096;
+
+/// How file data is read.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadOptions {
+    /// Bytes per chunk, the unit of work dealt over ranks; 0: chosen from the total
+    /// ([`crate::copy::auto_chunk_size`]).
+    pub chunk_size: u64,
+    /// Bytes per read call (each of the two files).
+    pub bufsize: usize,
+    /// Open with `O_DIRECT` where the file system takes it.
+    pub direct: bool,
+    /// Open with `O_NOATIME` where permitted (the owner or a privileged user).
+    pub open_noatime: bool,
+}
+
+/// What the comparison of a file's data found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    /// Every byte is equal.
+    Same = 0,
+    /// Some byte differs (or one file grew or shrank while being read).
+    Differ = 1,
+    /// Some chunk could not be read (reported on stderr by the rank that tried) or was never
+    /// compared (interrupted): equality is unknown.
+    Failed = 2,
+}
+
+/// What [`compare_files`] found for the files of this rank, and what it cost.
+pub struct Compared {
+    /// The verdict for each source path of this rank's `files`.
+    pub verdicts: HashMap<Vec<u8>, Verdict>,
+    /// The chunk size used (bytes).
+    pub chunk_size: u64,
+    /// Bytes read on all ranks (both files).
+    pub bytes_read: u64,
+    /// A signal stopped the comparison; files not finished are `Failed`.
+    pub interrupted: bool,
+}
+
+/// One chunk to compare: the source path and its byte range.
+struct Piece {
+    path: Vec<u8>,
+    offset: u64,
+    length: u64,
+    file_size: u64,
+}
+
+impl queue::WorkItem for Piece {
+    fn encode(&self, out: &mut Vec<u8>) {
+        wire::put_bytes(out, &self.path);
+        for v in [self.offset, self.length, self.file_size] {
+            wire::put_u64(out, v);
+        }
+    }
+    fn decode(input: &mut Reader<'_>) -> Self {
+        Piece {
+            path: input.bytes().to_vec(),
+            offset: input.u64(),
+            length: input.u64(),
+            file_size: input.u64(),
+        }
+    }
+}
+
+/// Compare the data of every regular file of `files` (source records of this rank, each the
+/// same size as its destination through `map`) with its destination. Failures are reported on
+/// stderr (as `cmp`) by the rank that meets them. Collective.
+pub fn compare_files(
+    comm: &dyn Comm,
+    files: &FileList,
+    map: &Mapping,
+    opts: &ReadOptions,
+    progress: &Progress,
+) -> Compared {
+    let mut totals = [
+        files.iter().filter_map(|e| e.meta).map(|m| m.size).sum(),
+        rayon::current_num_threads() as u64,
+    ];
+    comm.allreduce(&mut totals, ReduceOp::Sum);
+    let cs = match opts.chunk_size {
+        0 => crate::copy::auto_chunk_size(totals[0], totals[1]),
+        c => c,
+    };
+    progress.total_bytes.store(totals[0], Ordering::Relaxed);
+    let pieces: Vec<Piece> = plan_chunks(comm, files, cs)
+        .into_iter()
+        .map(|c| Piece {
+            path: c.path,
+            offset: c.offset,
+            length: c.length,
+            file_size: c.file_size,
+        })
+        .collect();
+    let found: Mutex<Vec<(Vec<u8>, Verdict)>> = Mutex::new(Vec::new());
+    let cfg = queue::Config {
+        max_batch: 2,
+        stop: Some(steal::signals::stop_flag()),
+        progress: Some(progress),
+        ..queue::Config::default()
+    };
+    let outcome = queue::run(comm, &cfg, pieces, |p: Piece, _| {
+        let dst = map.dest(&p.path);
+        let verdict = match compare_range(&p.path, &dst, p.offset, p.length, p.file_size, opts) {
+            Ok(true) => Verdict::Same,
+            Ok(false) => Verdict::Differ,
+            Err(e) => {
+                crate::cli::report_error("cmp", e);
+                Verdict::Failed
+            }
+        };
+        progress.add(u64::from(p.offset == 0), p.length);
+        found.lock().expect("verdicts").push((p.path, verdict));
+    });
+    // Each chunk's verdict to the rank holding the pair.
+    let mut sends = vec![Vec::new(); comm.size()];
+    for (path, v) in found.into_inner().expect("verdicts") {
+        let out = &mut sends[home(map.rel(&path), comm.size())];
+        wire::put_bytes(out, &path);
+        out.push(v as u8);
+    }
+    let mut chunks: HashMap<Vec<u8>, (u64, Verdict)> = HashMap::new();
+    for bytes in comm.alltoallv(sends) {
+        let mut r = Reader::new(&bytes);
+        while !r.is_empty() {
+            let path = r.bytes().to_vec();
+            let v = match r.u8() {
+                0 => Verdict::Same,
+                1 => Verdict::Differ,
+                _ => Verdict::Failed,
+            };
+            let e = chunks.entry(path).or_insert((0, Verdict::Same));
+            e.0 += 1;
+            e.1 = e.1.max(v);
+        }
+    }
+    let chunks_of = |size: u64| size.div_ceil(cs).max(1);
+    let verdicts = files
+        .iter()
+        .filter_map(|e| e.meta.map(|m| (e.path, m.size)))
+        .map(|(path, size)| {
+            let v = match chunks.get(path) {
+                Some(&(n, v)) if n == chunks_of(size) => v,
+                // A chunk never compared (the run was stopped): unknown, not equal.
+                _ => Verdict::Failed,
+            };
+            (path.to_vec(), v)
+        })
+        .collect();
+    let mut bytes_read = [2 * progress.bytes.load(Ordering::Relaxed)];
+    comm.allreduce(&mut bytes_read, ReduceOp::Sum);
+    Compared {
+        verdicts,
+        chunk_size: cs,
+        bytes_read: bytes_read[0],
+        interrupted: outcome.interrupted,
+    }
+}
+
+thread_local! {
+    /// The two read buffers of this worker thread, kept between chunks.
+    static BUFFERS: RefCell<(Aligned, Aligned)> = RefCell::new((Aligned::default(), Aligned::default()));
+}
+
+/// A buffer aligned for `O_DIRECT`.
+#[derive(Default)]
+struct Aligned {
+    raw: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl Aligned {
+    fn get(&mut self, len: usize) -> &mut [u8] {
+        let len = len.next_multiple_of(DIRECT_ALIGN);
+        if self.len < len {
+            self.raw = vec![0u8; len + DIRECT_ALIGN];
+            self.start = self.raw.as_ptr().align_offset(DIRECT_ALIGN);
+            self.len = len;
+        }
+        &mut self.raw[self.start..self.start + len]
+    }
+}
+
+/// Compare `length` bytes at `offset` of the files `src` and `dst` (both `file_size` bytes
+/// long when listed): true when equal. The chunk that ends the file also checks that neither
+/// file has grown since. A file that can't be opened or read is an error naming it, never
+/// "equal".
+pub fn compare_range(
+    src: &[u8],
+    dst: &[u8],
+    offset: u64,
+    length: u64,
+    file_size: u64,
+    opts: &ReadOptions,
+) -> Result<bool, ItemError> {
+    let a = open(src, opts)?;
+    let b = open(dst, opts)?;
+    let piece = opts.bufsize.clamp(DIRECT_ALIGN, 1 << 30);
+    BUFFERS.with_borrow_mut(|(ba, bb)| {
+        let (ba, bb) = (ba.get(piece), bb.get(piece));
+        let (mut pos, end) = (offset, offset + length);
+        while pos < end {
+            let want = ((end - pos) as usize).min(piece);
+            let na = read_at(&a.0, &mut ba[..], pos, want, a.1).map_err(|e| fail(src, e))?;
+            let nb = read_at(&b.0, &mut bb[..], pos, want, b.1).map_err(|e| fail(dst, e))?;
+            if na != nb || ba[..na] != bb[..nb] {
+                return Ok(false);
+            }
+            if na < want {
+                // Both shrank alike since the walk: equal as far as both go.
+                return Ok(true);
+            }
+            pos += want as u64;
+        }
+        if end == file_size {
+            let na = read_at(&a.0, &mut ba[..], end, 1, a.1).map_err(|e| fail(src, e))?;
+            let nb = read_at(&b.0, &mut bb[..], end, 1, b.1).map_err(|e| fail(dst, e))?;
+            if na != nb || ba[..na] != bb[..nb] {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    })
+}
+
+fn fail(path: &[u8], e: io::Error) -> ItemError {
+    ItemError::new(path, "read", e)
+}
+
+/// Open `path` for reading: `O_DIRECT` if asked and the file system takes it, `O_NOATIME`
+/// if asked and permitted. Returns the descriptor and whether it is direct.
+fn open(path: &[u8], opts: &ReadOptions) -> Result<(OwnedFd, bool), ItemError> {
+    let err = |e: io::Error| ItemError::new(path, "open", e);
+    let at = At::new(path).map_err(err)?;
+    let mut tries = Vec::with_capacity(4);
+    for direct in [opts.direct, false] {
+        for noatime in [opts.open_noatime, false] {
+            let mut flags = OFlags::RDONLY;
+            flags.set(OFlags::DIRECT, direct);
+            flags.set(OFlags::NOATIME, noatime);
+            if !tries.iter().any(|&(f, _)| f == flags) {
+                tries.push((flags, direct));
+            }
+        }
+    }
+    let mut last = None;
+    for (flags, direct) in tries {
+        match at.open(flags, 0) {
+            Ok(fd) => return Ok((fd, direct)),
+            // Not permitted (O_NOATIME on another's file) or not supported (O_DIRECT on
+            // tmpfs): try without.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EINVAL)) => {
+                last = Some(e)
+            }
+            Err(e) => return Err(err(e)),
+        }
+    }
+    Err(err(last.expect("at least one open was tried")))
+}
+
+/// Read up to `want` bytes at `at` into `buf`, stopping early only at the end of the file;
+/// returns the bytes read. Direct reads ask for whole blocks (the file's end shortens them).
+fn read_at(fd: &OwnedFd, buf: &mut [u8], at: u64, want: usize, direct: bool) -> io::Result<usize> {
+    let fd: BorrowedFd<'_> = rustix::fd::AsFd::as_fd(fd);
+    let mut done = 0;
+    while done < want {
+        let ask = if direct {
+            (want - done)
+                .next_multiple_of(DIRECT_ALIGN)
+                .min(buf.len() - done)
+        } else {
+            want - done
+        };
+        match rustix::io::pread(fd, &mut buf[done..done + ask], at + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(done.min(want))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flist::{Detail, FileType, Meta};
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+
+    fn opts(chunk_size: u64) -> ReadOptions {
+        ReadOptions {
+            chunk_size,
+            bufsize: 4096,
+            direct: false,
+            open_noatime: true,
+        }
+    }
+
+    fn b(p: &Path) -> Vec<u8> {
+        p.as_os_str().as_bytes().to_vec()
+    }
+
+    /// A source tree with one file of `size` bytes and a destination copy with the bytes at
+    /// `flip` changed; compared at `ranks` ranks with chunks of 10000 bytes.
+    fn compare_copy(size: usize, flip: &[usize], ranks: usize) -> Verdict {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, dst) = (dir.path().join("s"), dir.path().join("d"));
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::create_dir_all(&dst).unwrap();
+        let data: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(src.join("f"), &data).unwrap();
+        let mut other = data.clone();
+        for &i in flip {
+            other[i] ^= 0x20;
+        }
+        std::fs::write(dst.join("f"), &other).unwrap();
+        let map = Mapping::new(vec![(b(&src), b(&dst))]);
+        let path = b(&src.join("f"));
+        let found = steal::local::run(ranks, |comm| {
+            let mut files = FileList::new(Detail::Stat);
+            // The pair is held by its home rank.
+            if comm.rank() == home(b"f", comm.size()) {
+                let meta = Meta {
+                    mode: 0o100644,
+                    size: size as u64,
+                    ..Meta::default()
+                };
+                files.push(&path, FileType::File, Some(meta));
+            }
+            let c = compare_files(comm, &files, &map, &opts(10_000), &Progress::silent());
+            c.verdicts.get(&path).copied()
+        });
+        let held: Vec<Verdict> = found.into_iter().flatten().collect();
+        assert_eq!(held.len(), 1, "one rank holds the verdict");
+        held[0]
+    }
+
+    #[test]
+    fn a_difference_in_any_chunk_is_found_at_any_rank_count() {
+        let size = 95_000; // ten chunks, the last one short
+        for ranks in [1, 3, 4] {
+            assert_eq!(compare_copy(size, &[], ranks), Verdict::Same);
+            for at in [0, 9_999, 10_000, 45_123, 89_999, 90_000, size - 1] {
+                assert_eq!(
+                    compare_copy(size, &[at], ranks),
+                    Verdict::Differ,
+                    "byte {at}"
+                );
+            }
+        }
+        assert_eq!(compare_copy(0, &[], 2), Verdict::Same, "empty files");
+    }
+
+    #[test]
+    fn a_vanished_file_is_an_error_not_equal() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, gone) = (dir.path().join("a"), dir.path().join("gone"));
+        std::fs::write(&a, b"0123456789").unwrap();
+        let e = compare_range(&b(&a), &b(&gone), 0, 10, 10, &opts(0)).unwrap_err();
+        assert_eq!(e.op, "open");
+        assert_eq!(e.path, b(&gone));
+        assert!(e.to_string().contains("No such file"), "{e}");
+        // Through the whole machinery: the verdict is Failed.
+        let map = Mapping::new(vec![(b(dir.path()), b(&dir.path().join("nowhere")))]);
+        let verdict = steal::local::run(2, |comm| {
+            let mut files = FileList::new(Detail::Stat);
+            if comm.rank() == home(b"a", comm.size()) {
+                let meta = Meta {
+                    mode: 0o100644,
+                    size: 10,
+                    ..Meta::default()
+                };
+                files.push(&b(&a), FileType::File, Some(meta));
+            }
+            compare_files(comm, &files, &map, &opts(4), &Progress::silent())
+                .verdicts
+                .get(&b(&a))
+                .copied()
+        });
+        assert_eq!(
+            verdict.into_iter().flatten().collect::<Vec<_>>(),
+            vec![Verdict::Failed]
+        );
+    }
+
+    #[test]
+    fn a_file_grown_since_the_walk_differs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, c) = (dir.path().join("a"), dir.path().join("c"));
+        std::fs::write(&a, b"0123456789").unwrap();
+        std::fs::write(&c, b"0123456789+").unwrap();
+        assert!(!compare_range(&b(&a), &b(&c), 0, 10, 10, &opts(0)).unwrap());
+        assert!(compare_range(&b(&a), &b(&c), 0, 5, 10, &opts(0)).unwrap());
+    }
+}

@@ -1,0 +1,322 @@
+//! `mfu-rs cmp` (dcmp): compare two trees, field by field and byte by byte, and report what
+//! differs.
+//!
+//! Both trees are walked; each record goes to the rank that owns its path relative to its root
+//! ([`crate::pairing`], shared with `sync`), where the pair is compared field by field
+//! (existence, type, size, owner, group, times, permissions, ACL). The data of same-size
+//! regular files is compared in chunks dealt over all ranks ([`content`]), and each file's
+//! verdict comes back to the rank holding its pair. Then every rank counts its pairs against
+//! the report's expressions and the `-o` outputs, writes the matching records into the lists,
+//! and rank 0 prints the summed report ([`report`]).
+
+pub mod content;
+pub mod report;
+
+use crate::cli::{report_error, stdout_bytes, Common};
+use crate::compare_expr::{Field, Output, State, States};
+use crate::copy::Mapping;
+use crate::pairing::{bring_home, index_by_rel, pair_states};
+use crate::status::Status;
+use crate::transfer::{self, size_arg};
+use clap::Args;
+use content::{ReadOptions, Verdict};
+use flist::io::Format;
+use flist::path::{display, normalize};
+use flist::walk::stat_path;
+use flist::{FileList, FileType};
+use report::{Side, Tally};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::time::Instant;
+use steal::progress::human_bytes;
+use steal::{Comm, ReduceOp};
+
+/// Bytes per read call when `--bufsize` is not given (dcmp's default).
+const DEFAULT_BUFSIZE: u64 = 4 << 20;
+
+/// Options of `mfu-rs cmp`, named as in dcmp.
+#[derive(Args, Clone, Debug)]
+#[command(
+    about = "Compare two trees (or files): existence, type, size, owner, group, times, permissions, ACL and contents (dcmp)",
+    after_help = "Paths are paired by their path relative to SRC and DEST (the roots themselves \
+        form a pair). Fields: EXIST TYPE SIZE UID GID ATIME MTIME CTIME PERM ACL CONTENT; states: \
+        COMMON DIFFER, and for EXIST also ONLY_SRC ONLY_DEST (EXIST=DIFFER: on one side only). \
+        EXPR is FIELD=STATE conditions joined by '@' (AND, binds tighter) and ',' (OR). CONTENT \
+        of regular files of equal size is compared byte by byte, in chunks spread over all ranks \
+        (--lite: equal when size and mtime are equal, no data read); symbolic links compare \
+        their targets, devices their numbers; SIZE is not compared for directories.\n\n\
+        Without -o (and with -o when -b or -v is given) rank 0 prints dcmp's default report, the \
+        counts of EXIST=COMMON, EXIST=DIFFER, EXIST=COMMON@TYPE=COMMON, \
+        EXIST=COMMON@TYPE=DIFFER, EXIST=COMMON@CONTENT=COMMON and EXIST=COMMON@CONTENT=DIFFER \
+        as `Number of items that ...: N (Src: S Dest: D)`, then a table of every field (same / \
+        different, over the paths both sides have) and a Result line; -v adds timings. Each -o \
+        prints its own `Number of items that ...` line. With `-o EXPR:-` the list goes to \
+        stdout and the report to stderr.\n\n\
+        Examples:\n  \
+        mpirun -np 64 mfu-rs cmp /lustre/project /lustre/backup/project\n  \
+        mfu-rs cmp -o EXIST=ONLY_SRC:missing.mfu -o CONTENT=DIFFER:changed.mfu src dst\n  \
+        mfu-rs cmp -t -o EXIST=COMMON@TYPE=DIFFER,EXIST=ONLY_SRC:fix.txt src dst\n  \
+        mfu-rs cmp --lite src dst                  # sizes and mtimes only, reads no data\n\n\
+        Exit status: 0 the trees are equal in every judged field (all but ATIME and CTIME, \
+        which are reported but never equal after a copy); 1 they differ, or some items could \
+        not be compared (each named on stderr); 2 usage error (missing SRC or DEST, bad EXPR)."
+)]
+pub struct CmpArgs {
+    /// The source tree or file.
+    #[arg(value_name = "SRC")]
+    pub src: OsString,
+    /// The destination tree or file to compare with SRC.
+    #[arg(value_name = "DEST")]
+    pub dest: OsString,
+    /// Write the entries matching EXPR to FILE (repeatable; `-` is stdout): source entries,
+    /// and destination entries of paths only DEST has. E.g. `EXIST=ONLY_SRC:missing.mfu`,
+    /// `EXIST=COMMON@CONTENT=DIFFER:changed.mfu`.
+    #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::parse)]
+    pub output: Vec<Output>,
+    /// Write the -o lists as text (`path|T` lines) instead of the stat list format (v4).
+    #[arg(short, long)]
+    pub text: bool,
+    /// With -o, also print the default report (dcmp's base checks).
+    #[arg(short, long)]
+    pub base: bool,
+    /// Bytes per read call, for each of the two files [default: 4MB].
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    pub bufsize: Option<u64>,
+    /// Bytes per chunk: files are compared in chunks spread over all ranks [default: 4MB,
+    /// grown up to 1GB for big data sets so that every thread still gets two chunks].
+    #[arg(short = 'k', long, value_name = "SIZE", value_parser = size_arg)]
+    pub chunksize: Option<u64>,
+    /// Read with O_DIRECT (where the file system supports it).
+    #[arg(short = 's', long)]
+    pub direct: bool,
+    /// Don't update access times (O_NOATIME where permitted).
+    #[arg(long = "open-noatime")]
+    pub open_noatime: bool,
+    /// Judge contents by size and modification time only; read no data.
+    #[arg(short, long)]
+    pub lite: bool,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// One path of this rank: its records and how the fields compare.
+struct Pair {
+    src: Option<usize>,
+    dest: Option<usize>,
+    states: States,
+}
+
+/// Run `cmp` on this rank. Collective; returns the status every rank agreed on.
+pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
+    let rank0 = comm.rank() == 0;
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    let src = normalize(args.src.as_bytes(), &cwd);
+    let dest = normalize(args.dest.as_bytes(), &cwd);
+    let checked = [&src, &dest].iter().try_for_each(|p| {
+        stat_path(p, false)
+            .map(|_| ())
+            .map_err(|e| format!("stat {}: {}", display(p), std::io::Error::from(e)))
+    });
+    if let Err(s) = transfer::agree_setup(comm, "cmp", checked) {
+        return s;
+    }
+    steal::signals::install();
+    let started = Instant::now();
+    let mut status = Status::Ok;
+
+    let walk_progress = args.common.progress(comm.rank(), "Walked");
+    let mut walk = |root: &[u8]| {
+        let w = transfer::walk_sources(comm, "cmp", &[root.to_vec()], false, &walk_progress);
+        if !w.complete {
+            status = Status::ItemsFailed;
+        }
+        (w.list, w.total_items)
+    };
+    let (src_list, src_items) = walk(&src);
+    let (dest_list, dest_items) = walk(&dest);
+    let walked = started.elapsed().as_secs_f64();
+    let map = Mapping::new(vec![(src.clone(), dest.clone())]);
+    let dest_map = Mapping::new(vec![(dest.clone(), dest.clone())]);
+    let src_list = bring_home(comm, src_list, &map);
+    let dest_list = bring_home(comm, dest_list, &dest_map);
+
+    let defaults = report::default_outputs();
+    let exprs: Vec<&Output> = defaults.iter().chain(&args.output).collect();
+    let mut tally = Tally::new(&exprs);
+    let (mut pairs, to_read) = pair_up(&src_list, &dest_list, &map, &dest_map, args, &mut tally);
+
+    let compare_started = Instant::now();
+    let opts = ReadOptions {
+        chunk_size: args.chunksize.unwrap_or(0),
+        bufsize: args.bufsize.unwrap_or(DEFAULT_BUFSIZE).min(1 << 30) as usize,
+        direct: args.direct,
+        open_noatime: args.open_noatime,
+    };
+    let mut compared = None;
+    if !args.lite {
+        let progress = args.common.progress(comm.rank(), "Compared");
+        let c = content::compare_files(comm, &to_read.0, &map, &opts, &progress);
+        for &k in &to_read.1 {
+            let path = src_list.path(pairs[k].src.expect("read pairs have a source"));
+            match c.verdicts.get(path).copied().unwrap_or(Verdict::Failed) {
+                Verdict::Same => {}
+                Verdict::Differ => pairs[k].states.set(Field::Content, State::Differ),
+                Verdict::Failed => {
+                    pairs[k].states.set(Field::Content, State::Differ);
+                    tally.fail();
+                }
+            }
+        }
+        if c.interrupted && rank0 {
+            report_error(
+                "cmp",
+                "interrupted by a signal: some files were not compared",
+            );
+        }
+        compared = Some(c);
+    }
+    let compare_secs = compare_started.elapsed().as_secs_f64();
+
+    // Count, and gather each -o output's records.
+    let mut matched: Vec<FileList> = args.output.iter().map(|_| src_list.empty_like()).collect();
+    for p in &pairs {
+        let (side, list, i) = match (p.src, p.dest) {
+            (Some(i), Some(_)) => (Side::Both, &src_list, i),
+            (Some(i), None) => (Side::OnlySrc, &src_list, i),
+            (None, Some(j)) => (Side::OnlyDest, &dest_list, j),
+            (None, None) => unreachable!("a pair has a side"),
+        };
+        tally.count(side, &p.states, &exprs);
+        for (o, out) in args.output.iter().zip(matched.iter_mut()) {
+            if o.matches(&p.states) {
+                out.push_from(list, i);
+            }
+        }
+    }
+    let format = if args.text { Format::Text } else { Format::V4 };
+    for (o, list) in args.output.iter().zip(&matched) {
+        if let Err(e) = flist::io::write(comm, list, &o.file, format) {
+            if rank0 {
+                report_error("cmp", e);
+            }
+            tally.fail();
+        }
+    }
+    comm.allreduce(tally.as_mut_slice(), ReduceOp::Sum);
+
+    if rank0 && !args.common.quiet {
+        let to_stdout = !args.output.iter().any(|o| o.file == b"-");
+        let mut text = String::new();
+        if args.common.verbose {
+            text.push_str(&format!(
+                "Walked {src_items} items in {} and {dest_items} in {} in {walked:.3} s\n",
+                display(&src),
+                display(&dest)
+            ));
+        }
+        let base = args.output.is_empty() || args.base || args.common.verbose;
+        for (e, o) in exprs.iter().enumerate() {
+            if e < defaults.len() && !base {
+                continue;
+            }
+            text.push_str(&tally.expr_line(e, o));
+            if !o.file.is_empty() {
+                text.push_str(&format!(", dumped to \"{}\"", display(&o.file)));
+            }
+            text.push('\n');
+        }
+        if base {
+            text.push_str(&tally.table(&display(&src), &display(&dest)));
+        }
+        if args.lite {
+            text.push_str("Contents judged by size and modification time (--lite): no data read\n");
+        }
+        if let (true, Some(c)) = (args.common.verbose, &compared) {
+            let rate = c.bytes_read as f64 / compare_secs.max(1e-9);
+            text.push_str(&format!(
+                "Compared in {compare_secs:.3} s: read {} ({} bytes, {}/s) in chunks of {} bytes, \
+                 buffers of {} bytes, {} ranks\n",
+                human_bytes(c.bytes_read),
+                c.bytes_read,
+                human_bytes(rate as u64),
+                c.chunk_size,
+                opts.bufsize,
+                comm.size()
+            ));
+        }
+        text.push_str(&tally.verdict());
+        if args.common.verbose {
+            text.push_str(&format!("Total {:.3} s\n", started.elapsed().as_secs_f64()));
+        }
+        if to_stdout {
+            stdout_bytes(text.as_bytes());
+        } else {
+            eprint!("{text}");
+        }
+    }
+    if tally.differing() > 0 || tally.failures() > 0 || compared.is_some_and(|c| c.interrupted) {
+        status = Status::ItemsFailed;
+    }
+    status.agree(comm)
+}
+
+/// Pair this rank's source and destination records by relative path and compare their fields.
+/// Returns the pairs (source paths first, then paths only the destination has) and the source
+/// records whose data must be read, with the index of their pair. Contents are judged here by
+/// size and mtime with `--lite`.
+fn pair_up(
+    src_list: &FileList,
+    dest_list: &FileList,
+    map: &Mapping,
+    dest_map: &Mapping,
+    args: &CmpArgs,
+    tally: &mut Tally,
+) -> (Vec<Pair>, (FileList, Vec<usize>)) {
+    let by_rel = index_by_rel(dest_list, dest_map);
+    let mut seen = vec![false; dest_list.len()];
+    let mut pairs = Vec::with_capacity(src_list.len());
+    let mut to_read = (src_list.empty_like(), Vec::new());
+    for i in 0..src_list.len() {
+        let path = src_list.path(i);
+        let Some(&j) = by_rel.get(map.rel(path)) else {
+            pairs.push(Pair {
+                src: Some(i),
+                dest: None,
+                states: States::only(State::OnlySrc),
+            });
+            continue;
+        };
+        seen[j] = true;
+        let (Some(s), Some(d)) = (src_list.meta(i), dest_list.meta(j)) else {
+            unreachable!("walks give stat lists")
+        };
+        let c = pair_states(path, dest_list.path(j), s, d);
+        if let Some(e) = &c.error {
+            report_error("cmp", e);
+            tally.fail();
+        }
+        let mut states = c.states;
+        if c.needs_data {
+            if args.lite {
+                let mtime_differs = (s.mtime, s.mtime_nsec) != (d.mtime, d.mtime_nsec);
+                states.differ_if(Field::Content, mtime_differs);
+            } else {
+                to_read.0.push(path, FileType::File, Some(*s));
+                to_read.1.push(pairs.len());
+            }
+        }
+        pairs.push(Pair {
+            src: Some(i),
+            dest: Some(j),
+            states,
+        });
+    }
+    for (j, _) in seen.iter().enumerate().filter(|(_, s)| !**s) {
+        pairs.push(Pair {
+            src: None,
+            dest: Some(j),
+            states: States::only(State::OnlyDest),
+        });
+    }
+    (pairs, to_read)
+}

@@ -1,0 +1,226 @@
+//! What `sync` and `cmp` share: bringing the source and destination records of one relative
+//! path to one rank, and how each field of such a pair compares (dcmp's fields and states).
+//!
+//! Every record goes to the rank [`home`] names for its path relative to its root, the same
+//! for both trees, so each rank then pairs and compares its share of paths without further
+//! messages. Only the data of same-size regular files is left to the caller ([`Compared::
+//! needs_data`]): `sync` judges it by mtime or reads it whole, `cmp` compares it in chunks
+//! spread over all ranks.
+
+use crate::compare_expr::{Field, States};
+use crate::copy::Mapping;
+use flist::distribute::{hash_path, remap};
+use flist::walk::stat_path;
+use flist::{FileList, FileType, Meta};
+use std::collections::HashMap;
+use steal::wire::{self, Reader};
+use steal::Comm;
+
+/// The rank (of `size`) that compares the entries whose path relative to their root is `rel`.
+pub fn home(rel: &[u8], size: usize) -> usize {
+    (hash_path(rel) % size as u64) as usize
+}
+
+/// Send every record of `list` to the [`home`] of its path relative to its root in `map`;
+/// returns the records that arrive here. Collective.
+pub fn bring_home(comm: &dyn Comm, list: FileList, map: &Mapping) -> FileList {
+    let size = comm.size();
+    remap(comm, list, |e| home(map.rel(e.path), size))
+}
+
+/// Send each pair to the rank `to` names; returns the pairs that arrive here. Collective.
+pub fn exchange_pairs(
+    comm: &dyn Comm,
+    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    to: impl Fn(&(Vec<u8>, Vec<u8>)) -> usize,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut sends = vec![Vec::new(); comm.size()];
+    for p in &pairs {
+        let out = &mut sends[to(p)];
+        wire::put_bytes(out, &p.0);
+        wire::put_bytes(out, &p.1);
+    }
+    let mut got = Vec::new();
+    for bytes in comm.alltoallv(sends) {
+        let mut r = Reader::new(&bytes);
+        while !r.is_empty() {
+            got.push((r.bytes().to_vec(), r.bytes().to_vec()));
+        }
+    }
+    got
+}
+
+/// The records of `list` by their path relative to their root in `map`.
+pub fn index_by_rel<'a>(list: &'a FileList, map: &Mapping) -> HashMap<&'a [u8], usize> {
+    (0..list.len())
+        .map(|i| (map.rel(list.path(i)), i))
+        .collect()
+}
+
+/// How a pair present on both sides compares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compared {
+    /// Every field but, when [`Compared::needs_data`], CONTENT (left `Common`).
+    pub states: States,
+    /// Both are regular files of the same size: CONTENT depends on their data.
+    pub needs_data: bool,
+    /// A failure while comparing (`readlink /x: ...`); the field it concerns is `Differ`.
+    pub error: Option<String>,
+}
+
+/// Compare the source entry `src` (metadata `s`) with the destination entry `dst` (`d`), as
+/// dcmp does: TYPE by file type (CONTENT then differs too); SIZE for all but directories; UID,
+/// GID; ATIME, MTIME, CTIME to the nanosecond; PERM by the mode's low 12 bits; ACL by the
+/// `system.posix_acl_access` (and, for directories, `system.posix_acl_default`) attributes;
+/// CONTENT by the targets of symbolic links, the device numbers of devices, sizes of regular
+/// files (equal sizes: see [`Compared::needs_data`]); other types have no content.
+pub fn pair_states(src: &[u8], dst: &[u8], s: &Meta, d: &Meta) -> Compared {
+    let kind = s.file_type();
+    let mut st = States::both_common();
+    let same_type = kind == d.file_type();
+    st.differ_if(Field::Type, !same_type);
+    st.differ_if(Field::Size, kind != FileType::Dir && s.size != d.size);
+    st.differ_if(Field::Uid, s.uid != d.uid);
+    st.differ_if(Field::Gid, s.gid != d.gid);
+    st.differ_if(
+        Field::Atime,
+        (s.atime, s.atime_nsec) != (d.atime, d.atime_nsec),
+    );
+    st.differ_if(
+        Field::Mtime,
+        (s.mtime, s.mtime_nsec) != (d.mtime, d.mtime_nsec),
+    );
+    st.differ_if(
+        Field::Ctime,
+        (s.ctime, s.ctime_nsec) != (d.ctime, d.ctime_nsec),
+    );
+    st.differ_if(Field::Perm, s.mode & 0o7777 != d.mode & 0o7777);
+    let mut acl_differs = acl(src, ACCESS_ACL) != acl(dst, ACCESS_ACL);
+    if kind == FileType::Dir && d.file_type() == FileType::Dir {
+        acl_differs |= acl(src, DEFAULT_ACL) != acl(dst, DEFAULT_ACL);
+    }
+    st.differ_if(Field::Acl, acl_differs);
+    let mut error = None;
+    let mut needs_data = false;
+    let content_differs = if !same_type {
+        true
+    } else {
+        match kind {
+            FileType::File if s.size != d.size => true,
+            FileType::File => {
+                needs_data = true;
+                false
+            }
+            FileType::Symlink => match (link_target(src), link_target(dst)) {
+                (Ok(a), Ok(b)) => a != b,
+                (Err(e), _) => {
+                    error = Some(format!("readlink {}: {e}", flist::path::display(src)));
+                    true
+                }
+                (_, Err(e)) => {
+                    error = Some(format!("readlink {}: {e}", flist::path::display(dst)));
+                    true
+                }
+            },
+            FileType::CharDev | FileType::BlockDev => rdev(src) != rdev(dst),
+            _ => false,
+        }
+    };
+    st.differ_if(Field::Content, content_differs);
+    Compared {
+        states: st,
+        needs_data,
+        error,
+    }
+}
+
+/// True when the data of two regular files of the same size differ, read whole by this thread
+/// (`sync --dryrun --contents`, `sync -o`; `cmp` spreads the work over ranks instead).
+pub fn contents_differ(a: &[u8], b: &[u8]) -> std::io::Result<bool> {
+    use std::io::Read;
+    // Through flist::at, so paths longer than PATH_MAX work here too.
+    let open = |p: &[u8]| {
+        flist::at::At::new(p)
+            .and_then(|a| a.open(rustix::fs::OFlags::RDONLY, 0))
+            .map(std::fs::File::from)
+    };
+    let (mut fa, mut fb) = (open(a)?, open(b)?);
+    let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
+    loop {
+        let n = fa.read(&mut ba)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        fb.read_exact(&mut bb[..n])?;
+        if ba[..n] != bb[..n] {
+            return Ok(true);
+        }
+    }
+}
+
+/// The attribute holding a file's access ACL.
+pub const ACCESS_ACL: &str = "system.posix_acl_access";
+/// The attribute holding a directory's default ACL (inherited by new entries).
+pub const DEFAULT_ACL: &str = "system.posix_acl_default";
+
+/// The ACL attribute `name` of `path` (none when absent or unsupported).
+pub fn acl(path: &[u8], name: &str) -> Option<Vec<u8>> {
+    let at = flist::at::At::new(path).ok()?;
+    let mut buf = vec![0u8; 4096];
+    let n = rustix::fs::lgetxattr(at.short_path().as_ref(), name, &mut buf[..]).ok()?;
+    buf.truncate(n);
+    Some(buf)
+}
+
+/// The target of the symbolic link `path`.
+pub fn link_target(path: &[u8]) -> std::io::Result<Vec<u8>> {
+    let at = flist::at::At::new(path)?;
+    Ok(rustix::fs::readlinkat(at.dir(), at.name(), Vec::new())?.into_bytes())
+}
+
+/// The device number of the device file `path`.
+pub fn rdev(path: &[u8]) -> Option<u64> {
+    stat_path(path, false).ok().map(|s| s.st_rdev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare_expr::State;
+    use std::os::unix::ffi::OsStrExt;
+
+    fn meta(p: &std::path::Path) -> Meta {
+        Meta::from_stat(&stat_path(p.as_os_str().as_bytes(), false).unwrap())
+    }
+
+    #[test]
+    fn fields_compare_as_in_dcmp() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("c"),
+        );
+        std::fs::write(&a, b"same").unwrap();
+        std::fs::write(&b, b"diff").unwrap();
+        std::fs::write(&c, b"longer").unwrap();
+        let bytes = |p: &std::path::Path| p.as_os_str().as_bytes().to_vec();
+        let ab = pair_states(&bytes(&a), &bytes(&b), &meta(&a), &meta(&b));
+        assert!(ab.needs_data, "same size: the data decides");
+        assert_eq!(ab.states.get(Field::Size), State::Common);
+        assert_eq!(ab.states.get(Field::Content), State::Common);
+        let ac = pair_states(&bytes(&a), &bytes(&c), &meta(&a), &meta(&c));
+        assert!(!ac.needs_data);
+        assert_eq!(ac.states.get(Field::Size), State::Differ);
+        assert_eq!(ac.states.get(Field::Content), State::Differ);
+        let (l1, l2) = (dir.path().join("l1"), dir.path().join("l2"));
+        std::os::unix::fs::symlink("a", &l1).unwrap();
+        std::os::unix::fs::symlink("b", &l2).unwrap();
+        let ll = pair_states(&bytes(&l1), &bytes(&l2), &meta(&l1), &meta(&l2));
+        assert_eq!(ll.states.get(Field::Content), State::Differ);
+        assert_eq!(ll.states.get(Field::Type), State::Common);
+        let la = pair_states(&bytes(&l1), &bytes(&a), &meta(&l1), &meta(&a));
+        assert_eq!(la.states.get(Field::Type), State::Differ);
+        assert_eq!(la.states.get(Field::Content), State::Differ);
+    }
+}

@@ -1,0 +1,378 @@
+//! `mfu-rs cmp` end to end, at 1, 2 and 4 ranks: equal copies (`cp -a`, `mfu-rs cp -p`) give
+//! exit 0 and the default report; each kind of difference (only in src, only in dest, type,
+//! size, content of the same size in a middle and in the last chunk, mtime, mode) is counted in
+//! the report and selected by `-o` expressions; `--lite`; usage errors.
+
+use mfu_tests::{bin, clean_env, expect_status, mfu, mpirun};
+use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Bytes per chunk in these tests: the big files span five chunks, the last one short.
+const CHUNK: &str = "65536";
+const BIG: usize = 300_000;
+
+/// `mfu-rs cmp` as one process (np = 1) or under `mpirun -np N`.
+fn cmp(np: usize) -> Command {
+    let mut cmd = if np == 1 {
+        let mut c = Command::new(bin());
+        clean_env(&mut c);
+        c
+    } else {
+        mpirun(np, &bin())
+    };
+    cmd.arg("cmp");
+    cmd
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn run(cmd: &mut Command, code: i32) -> String {
+    text(&expect_status(cmd, code).stdout)
+}
+
+/// A source tree: directories, small files, two big files, a symlink.
+fn make_src(src: &Path) {
+    std::fs::create_dir_all(src.join("a/b")).unwrap();
+    let put = |rel: &str, data: &[u8]| std::fs::write(src.join(rel), data).unwrap();
+    put("a/keep.txt", b"keep\n");
+    put("a/only_src.txt", b"only in the source\n");
+    put("a/b/deep.txt", b"deep\n");
+    let big: Vec<u8> = (0..BIG).map(|i| (i * 31 % 253) as u8).collect();
+    put("big", &big);
+    put("big2", &big);
+    put("s.txt", b"size\n");
+    put("t", b"abcd");
+    put("m.txt", b"mtime\n");
+    put("p.txt", b"perm\n");
+    std::os::unix::fs::symlink("a/keep.txt", src.join("link")).unwrap();
+}
+
+fn sh(args: &[&OsStr]) {
+    let mut c = Command::new(args[0]);
+    c.args(&args[1..]);
+    expect_status(&mut c, 0);
+}
+
+/// `cp -a SRC DST`.
+fn cp_a(src: &Path, dst: &Path) {
+    sh(&[
+        "cp".as_ref(),
+        "-a".as_ref(),
+        src.as_os_str(),
+        dst.as_os_str(),
+    ]);
+}
+
+/// Give `target` the atime and mtime of `reference` (symlinks themselves).
+fn same_times(reference: &Path, target: &Path) {
+    sh(&[
+        "touch".as_ref(),
+        "-h".as_ref(),
+        "-r".as_ref(),
+        reference.as_os_str(),
+        target.as_os_str(),
+    ]);
+}
+
+/// Flip the byte at `at` of `path`, keeping its times.
+fn flip_byte(path: &Path, at: usize, reference: &Path) {
+    let mut data = std::fs::read(path).unwrap();
+    data[at] ^= 0x55;
+    std::fs::write(path, data).unwrap();
+    same_times(reference, path);
+}
+
+/// Change the destination copy in one way per kind of difference; directory times are put
+/// back, so only the entries named below differ:
+/// - `a/only_src.txt` only in the source, `extra.txt` only in the destination;
+/// - `t` a file in the source, a symlink of the same size (4 bytes) in the destination;
+/// - `s.txt` longer (same mtime); `big` one byte changed in its third chunk, `big2` in its last
+///   byte (same size, same mtime: only CONTENT differs);
+/// - `m.txt` another mtime; `p.txt` mode 0600.
+fn change(src: &Path, dst: &Path) {
+    std::fs::remove_file(dst.join("a/only_src.txt")).unwrap();
+    std::fs::write(dst.join("extra.txt"), b"only in the destination\n").unwrap();
+    std::fs::remove_file(dst.join("t")).unwrap();
+    std::os::unix::fs::symlink("wxyz", dst.join("t")).unwrap();
+    std::fs::write(dst.join("s.txt"), b"size changed\n").unwrap();
+    same_times(&src.join("s.txt"), &dst.join("s.txt"));
+    flip_byte(&dst.join("big"), 150_000, &src.join("big"));
+    flip_byte(&dst.join("big2"), BIG - 1, &src.join("big2"));
+    sh(&[
+        "touch".as_ref(),
+        "-d".as_ref(),
+        "2001-02-03 04:05:06".as_ref(),
+        dst.join("m.txt").as_os_str(),
+    ]);
+    std::fs::set_permissions(
+        dst.join("p.txt"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    same_times(&src.join("a"), &dst.join("a"));
+    same_times(src, dst);
+}
+
+/// `(src, dst)` in a fresh directory: a source tree and its `cp -a` copy.
+fn equal_pair(dir: &Path) -> (PathBuf, PathBuf) {
+    let (src, dst) = (dir.join("src"), dir.join("dst"));
+    make_src(&src);
+    cp_a(&src, &dst);
+    (src, dst)
+}
+
+/// The `same` and `different` counts of a field's row in the report's table.
+fn row(report: &str, field: &str) -> (u64, u64) {
+    let line = report
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{field} (")))
+        .unwrap_or_else(|| panic!("no {field} row in:\n{report}"));
+    let after = &line[line.find(')').unwrap() + 1..];
+    let nums: Vec<u64> = after
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    (nums[0], nums[1])
+}
+
+/// The paths of a text list (`path|T` lines).
+fn text_list(path: &Path) -> BTreeSet<PathBuf> {
+    std::fs::read(path)
+        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let l = match l.len() {
+                n if n >= 2 && l[n - 2] == b'|' => &l[..n - 2],
+                _ => l,
+            };
+            PathBuf::from(OsStr::from_bytes(l))
+        })
+        .collect()
+}
+
+/// The paths of a stat (v4) list.
+fn v4_list(path: &Path) -> BTreeSet<PathBuf> {
+    let file = path.as_os_str().as_bytes().to_vec();
+    let lists = steal::local::run(1, |comm| flist::io::read(comm, &file).expect("read list"));
+    assert_eq!(
+        lists[0].detail(),
+        flist::Detail::Stat,
+        "a stat list by default"
+    );
+    lists[0]
+        .iter()
+        .map(|e| PathBuf::from(OsStr::from_bytes(e.path)))
+        .collect()
+}
+
+fn set(paths: &[PathBuf]) -> BTreeSet<PathBuf> {
+    paths.iter().cloned().collect()
+}
+
+#[test]
+fn equal_trees_exit_0_with_the_default_report() {
+    for np in [1, 2, 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, dst) = equal_pair(dir.path());
+        let out = run(cmp(np).args(["-k", CHUNK]).arg(&src).arg(&dst), 0);
+        // 13 paths: the roots, a, a/b, the 3 files below them, big, big2, s.txt, t, m.txt,
+        // p.txt, link.
+        for want in [
+            "Number of items that exist in both directories: 13 (Src: 13 Dest: 13)\n",
+            "Number of items that exist only in one directory: 0 (Src: 0 Dest: 0)\n",
+            "Number of items that exist in both directories and have the same type: 13 (Src: 13 Dest: 13)\n",
+            "Number of items that exist in both directories and have different types: 0 (Src: 0 Dest: 0)\n",
+            "Number of items that exist in both directories and have the same content: 13 (Src: 13 Dest: 13)\n",
+            "Number of items that exist in both directories and have different contents: 0 (Src: 0 Dest: 0)\n",
+            "Result: equal (13 paths",
+        ] {
+            assert!(out.contains(want), "np {np}: no `{want}` in:\n{out}");
+        }
+        for f in [
+            "TYPE", "SIZE", "UID", "GID", "MTIME", "PERM", "ACL", "CONTENT",
+        ] {
+            assert_eq!(row(&out, f), (13, 0), "np {np} {f}:\n{out}");
+        }
+    }
+    // A copy made by mfu-rs cp -p is equal too; the old name works.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    make_src(&src);
+    let dst = dir.path().join("dst");
+    expect_status(mfu(&["cp", "-p"]).arg(&src).arg(&dst), 0);
+    let out = run(mfu(&["dcmp"]).arg(&src).arg(&dst), 0);
+    assert!(out.contains("Result: equal"), "{out}");
+}
+
+#[test]
+fn each_difference_is_reported_and_selectable_one_process() {
+    each_difference_is_reported_and_selectable(1);
+}
+
+#[test]
+fn each_difference_is_reported_and_selectable_at_2_ranks() {
+    each_difference_is_reported_and_selectable(2);
+}
+
+#[test]
+fn each_difference_is_reported_and_selectable_at_4_ranks() {
+    each_difference_is_reported_and_selectable(4);
+}
+
+fn each_difference_is_reported_and_selectable(np: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    change(&src, &dst);
+    let s = |rel: &str| src.join(rel);
+    // The default report.
+    let out = run(cmp(np).args(["-k", CHUNK]).arg(&src).arg(&dst), 1);
+    for want in [
+        "Number of items that exist in both directories: 12 (Src: 12 Dest: 12)\n",
+        "Number of items that exist only in one directory: 1 (Src: 1 Dest: 1)\n",
+        "Number of items that exist in both directories and have different types: 1 (Src: 1 Dest: 1)\n",
+        "Number of items that exist in both directories and have different contents: 4 (Src: 4 Dest: 4)\n",
+        "Result: different (8 of 14 paths differ)",
+    ] {
+        assert!(out.contains(want), "np {np}: no `{want}` in:\n{out}");
+    }
+    // Differences per field: t differs in type, content (a link to another target), mtime
+    // and mode (0777) but not in size.
+    assert_eq!(row(&out, "TYPE"), (11, 1), "{out}");
+    assert_eq!(row(&out, "SIZE"), (11, 1), "{out}");
+    assert_eq!(row(&out, "CONTENT"), (8, 4), "{out}");
+    assert_eq!(row(&out, "MTIME"), (10, 2), "{out}");
+    assert_eq!(row(&out, "PERM"), (10, 2), "{out}");
+
+    // The -o lists name exactly the entries expected.
+    let o = |name: &str| dir.path().join(name);
+    let arg = |expr: &str, name: &str| format!("{expr}:{}", o(name).display());
+    let out = run(
+        cmp(np)
+            .args(["-k", CHUNK, "-t"])
+            .args(["-o", &arg("EXIST=ONLY_SRC", "only_src.txt")])
+            .args(["-o", &arg("EXIST=ONLY_DEST", "only_dest.txt")])
+            .args(["-o", &arg("EXIST=DIFFER", "one_side.txt")])
+            .args(["-o", &arg("TYPE=DIFFER", "type.txt")])
+            .args(["-o", &arg("TYPE=COMMON@SIZE=DIFFER", "size.txt")])
+            .args(["-o", &arg("CONTENT=DIFFER", "c.txt")])
+            .args([
+                "-o",
+                &arg("SIZE=COMMON@CONTENT=DIFFER@TYPE=COMMON", "same_size.txt"),
+            ])
+            .args(["-o", &arg("TYPE=COMMON@MTIME=DIFFER", "mtime.txt")])
+            .args(["-o", &arg("TYPE=COMMON@PERM=DIFFER", "perm.txt")])
+            .args([
+                "-o",
+                &arg("TYPE=COMMON@CONTENT=DIFFER,SIZE=DIFFER", "x.txt"),
+            ])
+            .arg(&src)
+            .arg(&dst),
+        1,
+    );
+    let only_dest = dst.join("extra.txt");
+    let cases: [(&str, BTreeSet<PathBuf>); 10] = [
+        ("only_src.txt", set(&[s("a/only_src.txt")])),
+        ("only_dest.txt", set(std::slice::from_ref(&only_dest))),
+        (
+            "one_side.txt",
+            set(&[s("a/only_src.txt"), only_dest.clone()]),
+        ),
+        ("type.txt", set(&[s("t")])),
+        ("size.txt", set(&[s("s.txt")])),
+        ("c.txt", set(&[s("t"), s("s.txt"), s("big"), s("big2")])),
+        ("same_size.txt", set(&[s("big"), s("big2")])),
+        ("mtime.txt", set(&[s("m.txt")])),
+        ("perm.txt", set(&[s("p.txt")])),
+        ("x.txt", set(&[s("s.txt"), s("big"), s("big2")])),
+    ];
+    for (name, want) in cases {
+        assert_eq!(text_list(&o(name)), want, "np {np}: {name}");
+    }
+    // With -o, only the outputs' lines (and the result) unless -b or -v.
+    assert!(!out.contains("exist in both directories:"), "{out}");
+    assert!(
+        out.contains("Number of items that have different contents: 4 (Src: 4 Dest: 4), dumped to"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            // Counted under the first conjunction that holds, as dcmp does.
+            "Number of items that have the same type and have different contents: 3 (Src: 3 Dest: 3), or\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("Result: different"), "{out}");
+    let out = run(
+        cmp(np)
+            .args(["-b", "-k", CHUNK, "-o"])
+            .arg(arg("EXIST=ONLY_SRC", "only.mfu"))
+            .arg(&src)
+            .arg(&dst),
+        1,
+    );
+    assert!(
+        out.contains("Number of items that exist in both directories: 12"),
+        "-b prints the default report too:\n{out}"
+    );
+    assert_eq!(v4_list(&o("only.mfu")), set(&[s("a/only_src.txt")]));
+}
+
+#[test]
+fn lite_misses_a_same_size_same_mtime_change_and_catches_a_size_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    flip_byte(&dst.join("big"), 70_000, &src.join("big"));
+    let out = run(cmp(2).args(["--lite"]).arg(&src).arg(&dst), 0);
+    assert!(out.contains("Contents judged by size and modification time (--lite)"));
+    assert!(out.contains("Result: equal"), "{out}");
+    let out = run(cmp(2).args(["-k", CHUNK]).arg(&src).arg(&dst), 1);
+    assert_eq!(row(&out, "CONTENT"), (12, 1), "{out}");
+    std::fs::write(dst.join("s.txt"), b"longer now\n").unwrap();
+    same_times(&src.join("s.txt"), &dst.join("s.txt"));
+    let out = run(cmp(1).args(["-l"]).arg(&src).arg(&dst), 1);
+    assert_eq!(row(&out, "SIZE"), (12, 1), "{out}");
+    assert_eq!(row(&out, "CONTENT"), (12, 1), "{out}");
+}
+
+#[test]
+fn single_files_compare_and_usage_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    // Two files: the roots are the pair.
+    let out = run(cmp(1).arg(src.join("big")).arg(dst.join("big")), 0);
+    assert!(out.contains("exist in both directories: 1 (Src: 1 Dest: 1)"));
+    run(cmp(1).arg(src.join("big")).arg(dst.join("s.txt")), 1);
+    // Missing SRC or DEST, bad expressions.
+    let missing = dir.path().join("missing");
+    let e = expect_status(cmp(1).arg(&missing).arg(&dst), 2);
+    assert!(text(&e.stderr).contains("missing: No such file"), "{e:?}");
+    expect_status(cmp(2).arg(&src).arg(&missing), 2);
+    for bad in [
+        "COLOR=DIFFER:x",
+        "SIZE=ONLY_SRC:x",
+        "MTIME=SAME:x",
+        "MTIME=DIFFER",
+    ] {
+        let e = expect_status(cmp(1).args(["-o", bad]).arg(&src).arg(&dst), 2);
+        assert!(!text(&e.stderr).is_empty());
+    }
+    expect_status(cmp(1).arg(&src), 2);
+    // -q prints nothing on stdout, and still tells by the status.
+    let out = expect_status(cmp(1).arg("-q").arg(&src).arg(src.join("a")), 1);
+    assert!(out.stdout.is_empty());
+    let help = run(cmp(1).arg("--help"), 0);
+    for want in [
+        "EXIST=COMMON@CONTENT=DIFFER",
+        "Exit status",
+        "--lite",
+        "--chunksize",
+    ] {
+        assert!(help.contains(want), "--help lacks {want}");
+    }
+}
