@@ -54,7 +54,12 @@ pub fn stderr_bytes(bytes: &[u8]) {
 /// True when `output` is `-`: the tool writes its list to stdout, so stdout must carry nothing
 /// else.
 pub fn list_to_stdout(output: Option<&std::ffi::OsStr>) -> bool {
-    output.is_some_and(|o| o == "-")
+    output.is_some_and(|o| is_stdout(o.as_encoded_bytes()))
+}
+
+/// True when a list file name stands for stdout (`-`).
+pub fn is_stdout(file: &[u8]) -> bool {
+    file == b"-"
 }
 
 /// Where a tool's human-readable output goes: stdout, or stderr when the list goes to stdout

@@ -7,7 +7,7 @@
 //! copy engine gives a file the source's mtime only once all of its data has landed, a sync after
 //! an interrupted copy or sync recopies exactly the files left incomplete.
 
-use crate::cli::{report_error, stdout_bytes, Common};
+use crate::cli::{is_stdout, report_error, stderr_bytes, stdout_bytes, Common};
 use crate::compare_expr::{Field, Output, State, States};
 use crate::copy::meta::{Differences, XattrPolicy};
 use crate::copy::{links, remove, Mapping, Plan};
@@ -151,6 +151,12 @@ struct Decisions {
 
 /// Run `sync` on this rank. Collective; returns the status every rank agreed on.
 pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
+    // With `-o EXPR:-` a list owns stdout: everything else sync prints goes to stderr.
+    let print: fn(&[u8]) = if args.output.iter().any(|o| is_stdout(&o.file)) {
+        stderr_bytes
+    } else {
+        stdout_bytes
+    };
     let rank0 = comm.rank() == 0;
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
     let src = normalize(args.src.as_bytes(), &cwd);
@@ -266,9 +272,9 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
             text.extend_from_slice(path);
             text.push(b'\n');
         }
-        print_in_rank_order(comm, text, stdout_bytes);
+        print_in_rank_order(comm, text, print);
         if rank0 && !args.common.quiet {
-            stdout_bytes(format!(
+            print(format!(
                 "Dry run: {created} to create, {updated} to update, {deleted} to delete, {meta} metadata to fix, {linked} to link; {} to copy\n",
                 bytes_text(bytes)
             ).as_bytes());
@@ -292,7 +298,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     };
     if args.common.verbose && rank0 {
         let secs = started.elapsed().as_secs_f64();
-        stdout_bytes(format!("Planned in {secs:.3} s\n").as_bytes());
+        print(format!("Planned in {secs:.3} s\n").as_bytes());
     }
     let (report, copied) = transfer::copy_and_report(
         comm,
@@ -319,7 +325,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     meta += report.compare_meta;
     let secs = started.elapsed().as_secs_f64();
     if rank0 && !args.common.quiet {
-        stdout_bytes(
+        print(
             format!(
                 "Synced: {created} created, {updated} updated, {deleted} deleted, {meta} metadata fixed, {linked} linked; {} bytes copied ({}) in {secs:.3} s\n",
                 report.bytes,

@@ -205,7 +205,7 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
     comm.allreduce(tally.as_mut_slice(), ReduceOp::Sum);
 
     if rank0 && !args.common.quiet {
-        let to_stdout = !args.output.iter().any(|o| o.file == b"-");
+        let to_stdout = !args.output.iter().any(|o| crate::cli::is_stdout(&o.file));
         let mut text = String::new();
         if args.common.verbose {
             text.push_str(&format!(

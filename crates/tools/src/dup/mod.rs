@@ -114,7 +114,7 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
     }
     steal::signals::install();
     let stop = steal::signals::stop_flag();
-    let to_stdout = args.output.as_ref().is_some_and(|o| o.as_bytes() == b"-");
+    let to_stdout = crate::cli::list_to_stdout(args.output.as_deref());
 
     // 1. The list, with fresh metadata.
     let (list, errors) = match &args.input {
