@@ -213,14 +213,16 @@ pub fn run(comm: &dyn Comm, args: &Bz2Args) -> Status {
             .map(|()| summary)
             .map_err(|e| format!("fsync {output_name}: {e}"))
     });
-    let status = match &synced {
-        Ok(_) => Status::Ok,
-        Err(e) => {
-            report_error(TOOL, e);
-            Status::ItemsFailed
+    // Rank 0 prints every rank's error, in rank order.
+    let mine = synced.as_ref().err().map(|e| e.as_bytes().to_vec());
+    let errors = comm.allgatherv(mine.as_deref().unwrap_or_default());
+    let failed = errors.iter().any(|e| !e.is_empty());
+    if comm.rank() == 0 {
+        for e in errors.iter().filter(|e| !e.is_empty()) {
+            report_error(TOOL, String::from_utf8_lossy(e));
         }
     }
-    .agree(comm);
+    let status = if failed { Status::ItemsFailed } else { Status::Ok };
     if status != Status::Ok {
         out.abandon(comm.rank());
         return status;
