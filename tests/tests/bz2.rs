@@ -95,7 +95,11 @@ fn round_trip(np: usize) {
             .unwrap()
             .set_modified(mtime)
             .unwrap();
-        run(np, &["-z", "-b", "1", "--stream-bytes", STREAM, s(&file)], 0);
+        run(
+            np,
+            &["-z", "-b", "1", "--stream-bytes", STREAM, s(&file)],
+            0,
+        );
         let packed = with_ext(&file, ".bz2");
         assert!(!file.exists(), "{name}: input removed without -k");
         let meta = fs::metadata(&packed).unwrap();
@@ -143,7 +147,10 @@ fn layout_is_dbz2s() {
     assert_eq!(table + nblocks * 16, footer);
     let mut next = 0;
     for i in 0..nblocks {
-        let (off, len) = (word(table + 16 * i) as usize, word(table + 16 * i + 8) as usize);
+        let (off, len) = (
+            word(table + 16 * i) as usize,
+            word(table + 16 * i + 8) as usize,
+        );
         assert_eq!(off, next, "streams back to back");
         assert_eq!(&z[off..off + 4], b"BZh9", "block {i} is a bzip2 stream");
         next = off + len;
@@ -176,7 +183,10 @@ fn decompresses_plain_bzip2_and_concatenated_streams() {
         let single = dir.path().join(format!("single{np}.bz2"));
         fs::copy(with_ext(&a, ".bz2"), &single).unwrap();
         run(np, &["-d", s(&single)], 0);
-        assert_eq!(fs::read(dir.path().join(format!("single{np}"))).unwrap(), data(120_000));
+        assert_eq!(
+            fs::read(dir.path().join(format!("single{np}"))).unwrap(),
+            data(120_000)
+        );
 
         let cat = dir.path().join(format!("cat{np}.bz2"));
         let mut bytes = fs::read(with_ext(&a, ".bz2")).unwrap();
@@ -239,7 +249,10 @@ fn damage_block(path: &Path, block: usize) {
     let mut z = fs::read(path).unwrap();
     let word = |z: &[u8], at: usize| u64::from_be_bytes(z[at..at + 8].try_into().unwrap()) as usize;
     let table = word(&z, z.len() - 48);
-    let (off, len) = (word(&z, table + 16 * block), word(&z, table + 16 * block + 8));
+    let (off, len) = (
+        word(&z, table + 16 * block),
+        word(&z, table + 16 * block + 8),
+    );
     z[off + len / 2] ^= 0xff;
     fs::write(path, z).unwrap();
 }

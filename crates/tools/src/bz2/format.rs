@@ -132,7 +132,9 @@ impl Footer {
     /// Bytes of uncompressed data block `index` holds (the last block may be shorter).
     pub fn block_len(&self, index: u64) -> u64 {
         let start = index.saturating_mul(self.block_size);
-        self.original_size.saturating_sub(start).min(self.block_size)
+        self.original_size
+            .saturating_sub(start)
+            .min(self.block_size)
     }
 }
 
@@ -149,7 +151,12 @@ pub struct Entry {
 pub fn encode_entries(entries: &[Entry]) -> Vec<u8> {
     entries
         .iter()
-        .flat_map(|e| e.offset.to_be_bytes().into_iter().chain(e.length.to_be_bytes()))
+        .flat_map(|e| {
+            e.offset
+                .to_be_bytes()
+                .into_iter()
+                .chain(e.length.to_be_bytes())
+        })
         .collect()
 }
 
@@ -206,7 +213,10 @@ mod tests {
         assert_eq!(&bytes[..8], &[0, 0, 0, 0, 0, 0, 1, 2]);
         assert_eq!(&bytes[8..16], &2u64.to_be_bytes());
         assert_eq!(&bytes[32..40], &1u64.to_be_bytes());
-        assert_eq!(&bytes[40..], &[0x31, 0x41, 0x31, 0x41, 0x31, 0x41, 0x31, 0x41]);
+        assert_eq!(
+            &bytes[40..],
+            &[0x31, 0x41, 0x31, 0x41, 0x31, 0x41, 0x31, 0x41]
+        );
         let size = 0x0102 + 2 * 16 + 48;
         assert_eq!(Footer::decode(&bytes, size), Ok(f));
         assert_eq!(f.block_len(0), 100);
@@ -265,7 +275,11 @@ mod tests {
         ];
         let bytes = encode_entries(&entries);
         assert_eq!(bytes.len(), 32);
-        assert_eq!(&bytes[..8], &[0; 8], "bunzip2 must see zeros after the last stream");
+        assert_eq!(
+            &bytes[..8],
+            &[0; 8],
+            "bunzip2 must see zeros after the last stream"
+        );
         assert_eq!(&bytes[16..24], &14u64.to_be_bytes());
         assert_eq!(decode_entries(&bytes, 0, 314).unwrap(), entries);
         let err = decode_entries(&bytes, 5, 313).unwrap_err();

@@ -172,7 +172,9 @@ pub fn run(comm: &dyn Comm, args: &Bz2Args) -> Status {
                     f.nblocks,
                     f.block_size,
                     human_bytes(f.original_size),
-                    human_bytes(f.table_offset + f.nblocks * format::ENTRY_LEN + format::FOOTER_LEN)
+                    human_bytes(
+                        f.table_offset + f.nblocks * format::ENTRY_LEN + format::FOOTER_LEN
+                    )
                 )
             })
         }
@@ -222,7 +224,11 @@ pub fn run(comm: &dyn Comm, args: &Bz2Args) -> Status {
             report_error(TOOL, String::from_utf8_lossy(e));
         }
     }
-    let status = if failed { Status::ItemsFailed } else { Status::Ok };
+    let status = if failed {
+        Status::ItemsFailed
+    } else {
+        Status::Ok
+    };
     if status != Status::Ok {
         out.abandon(comm.rank());
         return status;
@@ -230,7 +236,15 @@ pub fn run(comm: &dyn Comm, args: &Bz2Args) -> Status {
     let mut status = Status::Ok;
     if let (0, Some(meta)) = (comm.rank(), meta) {
         drop(source);
-        status = finish(args, out, &meta, &input, &dest, started, synced.unwrap_or_default());
+        status = finish(
+            args,
+            out,
+            &meta,
+            &input,
+            &dest,
+            started,
+            synced.unwrap_or_default(),
+        );
     } else {
         drop(out);
     }
@@ -279,7 +293,8 @@ fn preflight(
 ) -> Result<(Plan, std::fs::Metadata), (Status, String)> {
     let usage = |m: String| (Status::Usage, m);
     let path = flist::path::as_path(input);
-    let meta = std::fs::metadata(path).map_err(|e| usage(format!("stat {}: {e}", display(input))))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| usage(format!("stat {}: {e}", display(input))))?;
     if !meta.is_file() {
         return Err(usage(format!("{} is not a regular file", display(input))));
     }
@@ -312,8 +327,7 @@ fn preflight(
     if !args.decompress {
         return Ok((Plan::Compress { size: meta.len() }, meta));
     }
-    let mut file =
-        File::open(path).map_err(|e| usage(format!("open {}: {e}", display(input))))?;
+    let mut file = File::open(path).map_err(|e| usage(format!("open {}: {e}", display(input))))?;
     let size = meta.len();
     let mut head = [0u8; 3];
     let head_len = file.read(&mut head).unwrap_or(0);
@@ -402,15 +416,11 @@ fn serial(source: &File, input: &str, out: &File, output: &str) -> Result<String
         Ok(r) => r,
         Err(stream::SerialError::NotBzip2) => return Err(format!("{input} is not a bzip2 file")),
         Err(stream::SerialError::Failed { at, message }) => {
-            return Err(format!(
-                "{input}: {message} (after {at} bytes of output)"
-            ))
+            return Err(format!("{input}: {message} (after {at} bytes of output)"))
         }
     };
     use std::io::Write;
-    writer
-        .flush()
-        .map_err(|e| format!("write {output}: {e}"))?;
+    writer.flush().map_err(|e| format!("write {output}: {e}"))?;
     if report.trailing_garbage {
         report_error(TOOL, format!("{input}: trailing garbage after EOF ignored"));
     }
@@ -433,7 +443,7 @@ pub(crate) struct Ticker {
 }
 
 impl Ticker {
-    fn new(rank: usize, common: &Common, verb: &'static str) -> Ticker {
+    pub(crate) fn new(rank: usize, common: &Common, verb: &'static str) -> Ticker {
         let now = Instant::now();
         Ticker {
             print: rank == 0 && !common.quiet && common.progress > 0.0,

@@ -28,7 +28,10 @@ pub fn create(comm: &dyn Comm, dest: &[u8]) -> Result<TempOutput, String> {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let base = dest_path.file_name().map(|n| n.as_bytes()).unwrap_or(b"out");
+        let base = dest_path
+            .file_name()
+            .map(|n| n.as_bytes())
+            .unwrap_or(b"out");
         let mut prefix = b".".to_vec();
         prefix.extend_from_slice(base);
         prefix.push(b'.');
