@@ -172,6 +172,20 @@ fn default_block_rule_single_stream() {
 }
 
 #[test]
+fn decompresses_dbz2s_empty_file() {
+    // dbz2 writes no stream at all for an empty file: only the footer.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("e.dbz2");
+    let mut footer = Vec::new();
+    for w in [0u64, 0, 9_900_000, 0, 1, 0x3141_3141_3141_3141] {
+        footer.extend(w.to_be_bytes());
+    }
+    fs::write(&file, footer).unwrap();
+    run(2, &["-d", s(&file)], 0);
+    assert_eq!(fs::read(dir.path().join("e")).unwrap(), b"");
+}
+
+#[test]
 fn decompresses_plain_bzip2_and_concatenated_streams() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a");

@@ -329,11 +329,6 @@ fn preflight(
     }
     let mut file = File::open(path).map_err(|e| usage(format!("open {}: {e}", display(input))))?;
     let size = meta.len();
-    let mut head = [0u8; 3];
-    let head_len = file.read(&mut head).unwrap_or(0);
-    if head_len < 3 || &head != b"BZh" {
-        return Err(usage(format!("{} is not a bzip2 file", display(input))));
-    }
     if size >= format::FOOTER_LEN {
         let mut tail = [0u8; format::FOOTER_LEN as usize];
         file.read_exact_at(&mut tail, size - format::FOOTER_LEN)
@@ -351,6 +346,11 @@ fn preflight(
     }
     file.seek(SeekFrom::Start(0))
         .map_err(|e| usage(format!("seek {}: {e}", display(input))))?;
+    let mut head = [0u8; 3];
+    let head_len = file.read(&mut head).unwrap_or(0);
+    if head_len < 3 || &head != b"BZh" {
+        return Err(usage(format!("{} is not a bzip2 file", display(input))));
+    }
     Ok((Plan::Serial, meta))
 }
 
