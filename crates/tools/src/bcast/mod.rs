@@ -1,0 +1,508 @@
+//! `mfu-rs bcast` (dbcast): copy one file to node-local storage (the same DEST path) on every
+//! node.
+//!
+//! Nodes are found by gathering each rank's node name ([`nodes`]; `MFU_NODE_NAME` overrides
+//! it). The file is cut into segments of `--size` bytes handled in rounds of one segment per
+//! rank: every rank reads one segment of the source (readers spread over all ranks and nodes),
+//! then each segment is broadcast from its reader, and on every node one rank (spread over the
+//! node's ranks) writes it with `pwrite` at its offset. Memory stays at two segments per rank.
+//!
+//! A new DEST is written under a temporary name beside it, fsync'ed and renamed at the end, so a
+//! failure never leaves a partial file under the final name. When DEST already exists with the
+//! source's size, segments are compared first (blake3 of the node's copy against the source's)
+//! and only differing segments travel and are rewritten, in place: rewriting the identical ones
+//! into a fresh copy would cost the local disk the writes the comparison exists to save.
+
+pub mod nodes;
+
+use crate::bz2::Ticker;
+use crate::cli::{report_error, Common};
+use crate::status::Status;
+use clap::Args;
+use flist::path::{as_path, display};
+use nodes::Nodes;
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions, Permissions};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, PermissionsExt};
+use steal::Comm;
+
+const TOOL: &str = "bcast";
+/// Bytes of a blake3 digest.
+const HASH_LEN: usize = 32;
+
+/// Options of `mfu-rs bcast`, named as in dbcast.
+#[derive(Args, Clone, Debug)]
+#[command(
+    about = "Copy one file to node-local storage on every node",
+    after_help = "Every node gets DEST (the same path on each node, e.g. a local SSD or ramdisk). \
+        Each segment of SRC is read once, by one rank, and sent to every node. If DEST already \
+        exists with SRC's size, only segments that differ (blake3) are sent and rewritten; -v \
+        tells how many per node. Nodes are told apart by host name; set MFU_NODE_NAME to \
+        override it (containers that share a host name, tests).\n\n\
+        Examples:\n  \
+        srun -N 64 -n 256 mfu-rs bcast /lustre/db/index.bin /tmp/index.bin\n  \
+        mpirun -np 128 mfu-rs bcast -s 4MB /lustre/model.pt /dev/shm/model.pt\n\n\
+        Exit status: 0 every node has DEST, 1 some node failed (each failure listed with node, \
+        path and operation; a new DEST is not left behind half written), 2 usage error (SRC \
+        missing or not a file, DEST's directory missing on a node; nothing changed)."
+)]
+pub struct BcastArgs {
+    /// The file to copy (readable by every rank).
+    #[arg(value_name = "SRC")]
+    pub src: OsString,
+    /// Where the copy goes on every node (its directory must exist).
+    #[arg(value_name = "DEST")]
+    pub dest: OsString,
+    /// Bytes per segment (the unit read by one rank and sent to every node); units such as
+    /// 4MB allowed. The stripe size of SRC is a good choice on Lustre.
+    #[arg(short, long, value_name = "SIZE", default_value = "1MB",
+          value_parser = crate::transfer::size_arg)]
+    pub size: u64,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// How a node receives the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Target {
+    /// DEST exists with SRC's size: compare segments, rewrite only differing ones in place.
+    in_place: bool,
+    /// The file the node's ranks write: a temporary beside DEST, or DEST itself.
+    path: Vec<u8>,
+}
+
+/// Run `bcast` on this rank. Collective; returns the status every rank agreed on.
+pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
+    let nodes = Nodes::gather(comm);
+    let me = comm.rank();
+    let my_node = nodes.node_of[me];
+    let node_name = display(&nodes.names[my_node]).into_owned();
+    let src = args.src.as_bytes();
+    let dest = args.dest.as_bytes();
+
+    // 1. SRC, checked by rank 0.
+    let mut shared = Vec::new();
+    if me == 0 {
+        match std::fs::metadata(as_path(src)) {
+            Ok(m) if m.is_file() => {
+                shared.extend(m.len().to_le_bytes());
+                shared.extend(u64::from(m.permissions().mode() & 0o7777).to_le_bytes());
+            }
+            Ok(_) => report_error(TOOL, format!("{} is not a regular file", display(src))),
+            Err(e) => report_error(TOOL, format!("stat {}: {e}", display(src))),
+        }
+    }
+    comm.bcast(0, &mut shared);
+    if shared.len() != 16 {
+        return Status::Usage.agree(comm);
+    }
+    let size = u64::from_le_bytes(shared[..8].try_into().expect("8"));
+    let mode = u64::from_le_bytes(shared[8..].try_into().expect("8")) as u32;
+    let source = File::open(as_path(src))
+        .map_err(|e| format!("node {node_name}: open {}: {e}", display(src)));
+
+    // 2. DEST, prepared by each node's leader; every rank learns every node's target.
+    let prepared = if nodes.is_leader(me) {
+        Some(prepare(dest, size).map_err(|e| format!("node {node_name}: {e}")))
+    } else {
+        None
+    };
+    let targets = gather_targets(comm, &nodes, prepared.clone());
+    let setup_errors: Vec<String> = gather_strings(
+        comm,
+        source
+            .as_ref()
+            .err()
+            .or(prepared.as_ref().and_then(|p| p.as_ref().err())),
+    );
+    if !setup_errors.is_empty() {
+        if me == 0 {
+            setup_errors.iter().for_each(|e| report_error(TOOL, e));
+        }
+        // A leader that made a temporary file takes it back.
+        if let Some(Ok(t)) = &prepared {
+            if !t.in_place {
+                let _ = std::fs::remove_file(as_path(&t.path));
+            }
+        }
+        return Status::Usage.agree(comm);
+    }
+    let source = source.expect("checked above");
+    let targets: Vec<Target> = targets
+        .into_iter()
+        .map(|t| t.expect("checked above"))
+        .collect();
+    let target = &targets[my_node];
+    let mut failure: Option<String> = None;
+    let out = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(as_path(&target.path))
+        .map_err(|e| format!("node {node_name}: open {}: {e}", display(&target.path)))
+        .map_err(|e| failure = Some(e))
+        .ok();
+
+    // 3. The segments, round by round.
+    let mut ticker = Ticker::new(me, &args.common, "Broadcast");
+    ticker.total = size;
+    let job = Transfer {
+        comm,
+        nodes: &nodes,
+        targets: &targets,
+        source: &source,
+        out: out.as_ref(),
+        size,
+        segment: args.size,
+        src_name: display(src).into_owned(),
+        out_name: format!("node {node_name}: {}", display(&target.path)),
+    };
+    let counts = job.run(&mut failure, &mut ticker);
+    if let (Some(f), None) = (&out, &failure) {
+        if let Err(e) = f.sync_all() {
+            failure = Some(format!(
+                "node {node_name}: fsync {}: {e}",
+                display(&target.path)
+            ));
+        }
+    }
+    drop(out);
+
+    // 4. Every rank's outcome to everyone; each leader finishes or cleans up its node.
+    let outcomes = gather_outcomes(comm, &counts, failure.as_deref());
+    let mut node_failed = vec![counts.source_failed; nodes.names.len()];
+    for (rank, o) in outcomes.iter().enumerate() {
+        node_failed[nodes.node_of[rank]] |= o.2.is_some();
+    }
+    let mut finish_error = None;
+    if nodes.is_leader(me) {
+        finish_error = finish(target, dest, mode, node_failed[my_node])
+            .err()
+            .map(|e| format!("node {node_name}: {e}"));
+    }
+    let finish_errors = gather_strings(comm, finish_error.as_ref());
+    if me == 0 {
+        for e in outcomes
+            .iter()
+            .filter_map(|o| o.2.as_ref())
+            .chain(&finish_errors)
+        {
+            report_error(TOOL, e);
+        }
+        if args.common.verbose {
+            report_counts(&nodes, &outcomes, size.div_ceil(args.size));
+        }
+    }
+    let failed = node_failed.iter().any(|&f| f) || !finish_errors.is_empty();
+    if failed {
+        Status::ItemsFailed
+    } else {
+        Status::Ok
+    }
+    .agree(comm)
+}
+
+/// On the leader: check DEST's directory and decide how the node receives the file.
+fn prepare(dest: &[u8], size: u64) -> Result<Target, String> {
+    let path = as_path(dest);
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(format!("{} is not a directory", dir.display())),
+        Err(e) => return Err(format!("stat {}: {e}", dir.display())),
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err(format!("{} is a directory", display(dest))),
+        Ok(m) if m.is_file() && m.len() == size => {
+            return Ok(Target {
+                in_place: true,
+                path: dest.to_vec(),
+            })
+        }
+        _ => {}
+    }
+    let base = path.file_name().map(|n| n.as_bytes()).unwrap_or(b"bcast");
+    let mut prefix = b".".to_vec();
+    prefix.extend_from_slice(base);
+    prefix.push(b'.');
+    let (file, temp) = tempfile::Builder::new()
+        .prefix(std::ffi::OsStr::from_bytes(&prefix))
+        .suffix(".mfu-tmp")
+        .tempfile_in(&dir)
+        .and_then(|t| t.keep().map_err(|e| e.error))
+        .map_err(|e| format!("create a temporary file in {}: {e}", dir.display()))?;
+    if let Err(e) = file.set_len(size) {
+        let _ = std::fs::remove_file(&temp);
+        return Err(format!("truncate {}: {e}", temp.display()));
+    }
+    Ok(Target {
+        in_place: false,
+        path: temp.as_os_str().as_bytes().to_vec(),
+    })
+}
+
+/// On the leader, after every rank of the node synced: mode, then rename a temporary into
+/// place; or remove it if the node failed.
+fn finish(target: &Target, dest: &[u8], mode: u32, failed: bool) -> Result<(), String> {
+    let path = as_path(&target.path);
+    if failed {
+        if !target.in_place {
+            let _ = std::fs::remove_file(path);
+        }
+        return Ok(());
+    }
+    std::fs::set_permissions(path, Permissions::from_mode(mode))
+        .map_err(|e| format!("chmod {}: {e}", display(&target.path)))?;
+    if !target.in_place {
+        std::fs::rename(path, as_path(dest)).map_err(|e| {
+            let _ = std::fs::remove_file(path);
+            format!("rename {} to {}: {e}", display(&target.path), display(dest))
+        })?;
+    }
+    Ok(())
+}
+
+/// Every node's target (from its leader's result), known to every rank. Collective.
+fn gather_targets(
+    comm: &dyn Comm,
+    nodes: &Nodes,
+    mine: Option<Result<Target, String>>,
+) -> Vec<Result<Target, ()>> {
+    let bytes = match &mine {
+        Some(Ok(t)) => {
+            let mut b = vec![u8::from(t.in_place)];
+            b.extend_from_slice(&t.path);
+            b
+        }
+        _ => Vec::new(),
+    };
+    let all = comm.allgatherv(&bytes);
+    nodes
+        .ranks
+        .iter()
+        .map(|ranks| match all[ranks[0]].split_first() {
+            Some((&flag, path)) => Ok(Target {
+                in_place: flag == 1,
+                path: path.to_vec(),
+            }),
+            None => Err(()),
+        })
+        .collect()
+}
+
+/// Every rank's message (if any), in rank order. Collective.
+fn gather_strings(comm: &dyn Comm, mine: Option<&String>) -> Vec<String> {
+    comm.allgatherv(mine.map(|s| s.as_bytes()).unwrap_or_default())
+        .into_iter()
+        .filter(|b| !b.is_empty())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .collect()
+}
+
+/// Every rank's (segments written, segments skipped, error). Collective.
+fn gather_outcomes(
+    comm: &dyn Comm,
+    counts: &Counts,
+    error: Option<&str>,
+) -> Vec<(u64, u64, Option<String>)> {
+    let mut mine = counts.written.to_le_bytes().to_vec();
+    mine.extend(counts.skipped.to_le_bytes());
+    mine.extend(error.unwrap_or_default().as_bytes());
+    comm.allgatherv(&mine)
+        .into_iter()
+        .map(|b| {
+            let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
+            let error = (b.len() > 16).then(|| String::from_utf8_lossy(&b[16..]).into_owned());
+            (word(0), word(8), error)
+        })
+        .collect()
+}
+
+fn report_counts(nodes: &Nodes, outcomes: &[(u64, u64, Option<String>)], total: u64) {
+    for (node, ranks) in nodes.ranks.iter().enumerate() {
+        let written: u64 = ranks.iter().map(|&r| outcomes[r].0).sum();
+        let skipped: u64 = ranks.iter().map(|&r| outcomes[r].1).sum();
+        eprintln!(
+            "node {}: {written} of {total} segments written, {skipped} identical skipped",
+            display(&nodes.names[node]),
+        );
+    }
+}
+
+/// Segments this rank wrote and skipped.
+#[derive(Debug, Default)]
+struct Counts {
+    written: u64,
+    skipped: u64,
+    /// A segment of the source could not be read: every node failed.
+    source_failed: bool,
+}
+
+/// The rounds of one broadcast, as seen by one rank.
+struct Transfer<'a> {
+    comm: &'a dyn Comm,
+    nodes: &'a Nodes,
+    targets: &'a [Target],
+    source: &'a File,
+    /// This rank's handle on its node's target (`None` if it could not be opened).
+    out: Option<&'a File>,
+    size: u64,
+    segment: u64,
+    src_name: String,
+    out_name: String,
+}
+
+impl Transfer<'_> {
+    fn run(&self, failure: &mut Option<String>, ticker: &mut Ticker) -> Counts {
+        let comm = self.comm;
+        let (me, p) = (comm.rank(), comm.size() as u64);
+        let my_node = self.nodes.node_of[me];
+        let n_nodes = self.nodes.names.len();
+        let nseg = self.size.div_ceil(self.segment);
+        let compare = self.targets.iter().any(|t| t.in_place);
+        let mut counts = Counts::default();
+        let mut round = 0u64;
+        while round < nseg {
+            let end = (round + p).min(nseg);
+            // Read my segment of this round.
+            let mine = round + me as u64;
+            let mut data: Option<Result<Vec<u8>, String>> = None;
+            if mine < end {
+                data = Some(self.read(mine));
+            }
+            // Which nodes need it: all, unless their copy's segment hashes alike.
+            let mut needs = vec![true; n_nodes];
+            if compare {
+                let mut sends = vec![Vec::new(); p as usize];
+                if self.targets[my_node].in_place && failure.is_none() {
+                    for s in round..end {
+                        if self.nodes.writer(my_node, s) != me {
+                            continue;
+                        }
+                        if let Some(h) = self.local_hash(s) {
+                            let reader = (s - round) as usize;
+                            sends[reader].extend_from_slice(h.as_bytes());
+                        }
+                    }
+                }
+                let hashes = comm.alltoallv(sends);
+                if let Some(Ok(d)) = &data {
+                    let source_hash = blake3::hash(d);
+                    for (rank, h) in hashes.iter().enumerate() {
+                        if h.len() == HASH_LEN && h[..] == source_hash.as_bytes()[..] {
+                            needs[self.nodes.node_of[rank]] = false;
+                        }
+                    }
+                }
+            }
+            // Broadcast each segment of the round from its reader; writers write.
+            for s in round..end {
+                let reader = (s - round) as usize;
+                let mut buf = Vec::new();
+                if reader == me {
+                    buf = pack(data.take().expect("read above"), &needs, failure);
+                }
+                comm.bcast(reader, &mut buf);
+                let Some((payload, node_needs)) = unpack(&buf, n_nodes) else {
+                    counts.source_failed = true;
+                    continue;
+                };
+                if self.nodes.writer(my_node, s) != me {
+                    continue;
+                }
+                if !node_needs[my_node] {
+                    counts.skipped += 1;
+                } else if let (Some(out), None) = (self.out, &failure) {
+                    let at = s * self.segment;
+                    match out.write_all_at(payload, at) {
+                        Ok(()) => counts.written += 1,
+                        Err(e) => {
+                            *failure = Some(format!("{}: write at byte {at}: {e}", self.out_name))
+                        }
+                    }
+                }
+            }
+            ticker.tick((end * self.segment).min(self.size));
+            round = end;
+        }
+        counts
+    }
+
+    fn read(&self, segment: u64) -> Result<Vec<u8>, String> {
+        let at = segment * self.segment;
+        let len = self.segment.min(self.size - at) as usize;
+        let mut buf = Vec::with_capacity(len + 1 + self.nodes.names.len().div_ceil(8));
+        buf.resize(len, 0);
+        self.source
+            .read_exact_at(&mut buf, at)
+            .map_err(|e| format!("read {} at byte {at}: {e}", self.src_name))?;
+        Ok(buf)
+    }
+
+    /// blake3 of the node's copy of `segment`, `None` if it cannot be read (then it is sent).
+    fn local_hash(&self, segment: u64) -> Option<blake3::Hash> {
+        let at = segment * self.segment;
+        let len = self.segment.min(self.size - at) as usize;
+        let mut buf = vec![0u8; len];
+        self.out?.read_exact_at(&mut buf, at).ok()?;
+        Some(blake3::hash(&buf))
+    }
+}
+
+/// The reader's broadcast message: the data (only if some node needs it), then one bit per node
+/// (needs it), then a flag byte (1 = data follows the rules, 0 = the read failed).
+fn pack(data: Result<Vec<u8>, String>, needs: &[bool], failure: &mut Option<String>) -> Vec<u8> {
+    let mut buf = match data {
+        Ok(d) if needs.iter().any(|&n| n) => d,
+        Ok(_) => Vec::new(),
+        Err(e) => {
+            failure.get_or_insert(e);
+            return vec![0];
+        }
+    };
+    let mut bits = vec![0u8; needs.len().div_ceil(8)];
+    for (i, &n) in needs.iter().enumerate() {
+        if n {
+            bits[i / 8] |= 1 << (i % 8);
+        }
+    }
+    buf.extend_from_slice(&bits);
+    buf.push(1);
+    buf
+}
+
+/// The data and the per-node needs of a broadcast message; `None` if the read failed.
+fn unpack(buf: &[u8], n_nodes: usize) -> Option<(&[u8], Vec<bool>)> {
+    let (&flag, rest) = buf.split_last()?;
+    if flag != 1 {
+        return None;
+    }
+    let (data, bits) = rest.split_at(rest.len() - n_nodes.div_ceil(8));
+    let needs = (0..n_nodes)
+        .map(|i| bits[i / 8] & (1 << (i % 8)) != 0)
+        .collect();
+    Some((data, needs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_round_trip() {
+        let mut failure = None;
+        let needs = [true, false, false, false, false, false, false, false, true];
+        let buf = pack(Ok(b"abc".to_vec()), &needs, &mut failure);
+        let (data, got) = unpack(&buf, needs.len()).unwrap();
+        assert_eq!(data, b"abc");
+        assert_eq!(got, needs);
+        let none = pack(Ok(b"abc".to_vec()), &[false, false], &mut failure);
+        assert_eq!(unpack(&none, 2).unwrap(), (&b""[..], vec![false, false]));
+        let bad = pack(Err("read x: EIO".into()), &needs, &mut failure);
+        assert!(unpack(&bad, needs.len()).is_none());
+        assert_eq!(failure.as_deref(), Some("read x: EIO"));
+    }
+}

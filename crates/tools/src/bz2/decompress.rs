@@ -1,0 +1,101 @@
+//! Parallel decompression of a dbz2 file by its table: block `i` lands at `i x block_size`, so no
+//! rank needs another's result. Blocks are split evenly over ranks (contiguous ranges) and handled
+//! in waves of one block per rayon thread, which bounds memory and lets all ranks stop together
+//! after a damaged block.
+
+use super::format::{self, Footer};
+use super::stream::decompress_block;
+use super::Ticker;
+use rayon::prelude::*;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use steal::{Comm, CommExt, ReduceOp};
+
+/// What to decompress.
+pub struct Job<'a> {
+    /// The dbz2 input, open for reading on this rank.
+    pub input: &'a File,
+    /// Input name, for messages.
+    pub input_name: &'a str,
+    /// The (temporary) output, open for writing on this rank.
+    pub output: &'a File,
+    /// Output name, for messages.
+    pub output_name: &'a str,
+    /// The input's footer (checked against its size).
+    pub footer: Footer,
+}
+
+/// Decompress collectively; `Err` holds this rank's first error (naming file and block).
+pub fn run(comm: &dyn Comm, job: &Job, ticker: &mut Ticker) -> Result<(), String> {
+    let n = job.footer.nblocks;
+    let (p, r) = (comm.size() as u64, comm.rank() as u64);
+    let first = n * r / p;
+    let last = n * (r + 1) / p;
+    let mut failed = None;
+    let entries = read_table(job, first, last).unwrap_or_else(|e| {
+        failed = Some(e);
+        Vec::new()
+    });
+    let k = rayon::current_num_threads().max(1) as u64;
+    // Same number of waves on every rank, so the per-wave reductions match up.
+    let waves = comm.max((last - first).div_ceil(k));
+    let mut done_bytes = 0u64;
+    for wave in 0..waves {
+        let lo = (first + wave * k).min(last);
+        let hi = (lo + k).min(last);
+        if failed.is_none() && lo < hi {
+            let result: Result<u64, String> = (lo..hi)
+                .into_par_iter()
+                .map(|i| decompress_one(job, i, entries[(i - first) as usize]))
+                .try_reduce(|| 0, |a, b| Ok(a + b));
+            match result {
+                Ok(bytes) => done_bytes += bytes,
+                Err(e) => failed = Some(e),
+            }
+        }
+        let mut sums = [u64::from(failed.is_some()), done_bytes];
+        comm.allreduce(&mut sums, ReduceOp::Sum);
+        if sums[0] > 0 {
+            break;
+        }
+        ticker.tick(sums[1]);
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn read_table(job: &Job, first: u64, last: u64) -> Result<Vec<format::Entry>, String> {
+    let at = job.footer.table_offset + first * format::ENTRY_LEN;
+    let mut raw = vec![0u8; ((last - first) * format::ENTRY_LEN) as usize];
+    job.input
+        .read_exact_at(&mut raw, at)
+        .map_err(|e| format!("read {} table at byte {at}: {e}", job.input_name))?;
+    format::decode_entries(&raw, first, job.footer.table_offset)
+        .map_err(|e| format!("{}: {e}", job.input_name))
+}
+
+fn decompress_one(job: &Job, index: u64, entry: format::Entry) -> Result<u64, String> {
+    let mut z = vec![0u8; entry.length as usize];
+    job.input.read_exact_at(&mut z, entry.offset).map_err(|e| {
+        format!(
+            "read {} block {index} at byte {}: {e}",
+            job.input_name, entry.offset
+        )
+    })?;
+    let data = decompress_block(&z, job.footer.block_len(index) as usize).map_err(|e| {
+        format!(
+            "{}: block {index} of {} (bytes {}..{}): {e}",
+            job.input_name,
+            job.footer.nblocks,
+            entry.offset,
+            entry.offset + entry.length
+        )
+    })?;
+    let at = index * job.footer.block_size;
+    job.output
+        .write_all_at(&data, at)
+        .map_err(|e| format!("write {} at byte {at}: {e}", job.output_name))?;
+    Ok(data.len() as u64)
+}

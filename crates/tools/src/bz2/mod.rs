@@ -1,0 +1,504 @@
+//! `mfu-rs bz2` (dbz2): compress or decompress one file with bzip2 on all ranks.
+//!
+//! Compression writes dbz2's layout ([`format`], formats.md §7): one independent bzip2 stream per
+//! ~10 MB block, placed by a prefix sum of compressed sizes, then a table and a footer. Plain
+//! `bunzip2` reads it (the trailer is "trailing garbage", exit 0). Decompression is parallel over
+//! the table for such files; a file from plain `bzip2` (no table: one stream, or several
+//! concatenated) is decompressed serially by rank 0.
+//!
+//! Like bzip2: `FILE` becomes `FILE.bz2` and back, an existing output is kept unless `-f`, the
+//! input goes after success unless `-k`, and the output gets the input's mode, owner and times.
+//! The output is written under a temporary name beside it and renamed at the end.
+
+mod compress;
+mod decompress;
+pub mod format;
+mod output;
+mod stream;
+
+use crate::cli::{report_error, Common};
+use crate::status::Status;
+use clap::Args;
+use flist::path::display;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
+use std::time::{Duration, Instant};
+use steal::progress::{human_bytes, Report};
+use steal::Comm;
+
+const TOOL: &str = "bz2";
+
+/// Options of `mfu-rs bz2`, named as in dbz2 (and bzip2).
+#[derive(Args, Clone, Debug)]
+#[command(
+    about = "Compress or decompress a file with parallel bzip2",
+    after_help = "Compression cuts FILE into blocks of ~10 MB (the largest multiple of the -b block \
+        under 10 MiB), compresses them on all ranks as independent bzip2 streams and appends \
+        dbz2's block table and footer; plain bunzip2 decompresses the result (it ignores the \
+        table as trailing garbage). Decompression of such a file is parallel over its blocks; a \
+        file from plain bzip2 (one or several concatenated streams) is decompressed by rank 0 \
+        alone.\n\n\
+        Examples:\n  \
+        mpirun -np 64 mfu-rs bz2 -z /lustre/big.dat        # -> big.dat.bz2, big.dat removed\n  \
+        mpirun -np 64 mfu-rs bz2 -d -k /lustre/big.dat.bz2 # -> big.dat, keep the .bz2\n  \
+        bunzip2 -k big.dat.bz2                             # the output is plain bzip2 too\n\n\
+        Exit status: 0 done, 1 the work failed (damaged input, read or write error; the output \
+        is not created), 2 usage error (no FILE, output exists without -f, not a bzip2 file; \
+        nothing changed)."
+)]
+pub struct Bz2Args {
+    /// The file to compress (to FILE.bz2) or decompress (FILE.bz2, .dbz2 -> FILE; .tbz2, .tbz
+    /// -> .tar; other names -> FILE.out).
+    #[arg(value_name = "FILE")]
+    pub file: OsString,
+    /// Compress (the default).
+    #[arg(short = 'z', long, conflicts_with = "decompress")]
+    pub compress: bool,
+    /// Decompress.
+    #[arg(short, long)]
+    pub decompress: bool,
+    /// Keep the input file (by default it is removed after success).
+    #[arg(short, long)]
+    pub keep: bool,
+    /// Overwrite the output file if it exists.
+    #[arg(short, long)]
+    pub force: bool,
+    /// bzip2 block size in units of 100 kB (1-9), as in bzip2; also sets the stream size
+    /// (the largest multiple of it below 10 MiB).
+    #[arg(short = 'b', long = "blocksize", value_name = "1-9", default_value_t = 9,
+          value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub blocksize: u32,
+    /// Bytes of input per stream instead of dbz2's ~10 MB (tests use small blocks).
+    #[arg(long, hide = true, value_name = "SIZE", value_parser = crate::transfer::size_arg)]
+    pub stream_bytes: Option<u64>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// What rank 0 found before anything is written, shared with every rank.
+#[derive(Clone, Debug, PartialEq)]
+enum Plan {
+    /// Compress `size` bytes.
+    Compress { size: u64 },
+    /// Decompress a dbz2 file by its table.
+    Blocks(format::Footer),
+    /// Decompress a plain bzip2 file on rank 0.
+    Serial,
+}
+
+/// Run `bz2` on this rank. Collective; returns the status every rank agreed on.
+pub fn run(comm: &dyn Comm, args: &Bz2Args) -> Status {
+    let started = Instant::now();
+    let input = args.file.as_bytes().to_vec();
+    let decompressing = args.decompress;
+    let dest = if decompressing {
+        decompressed_name(&input)
+    } else {
+        let mut d = input.clone();
+        d.extend_from_slice(b".bz2");
+        d
+    };
+    // Rank 0 checks everything (and keeps the input's metadata); the others learn the plan.
+    let mut meta = None;
+    let mut shared = Vec::new();
+    if comm.rank() == 0 {
+        match preflight(args, &input, &dest) {
+            Ok((plan, m)) => {
+                meta = Some(m);
+                shared = encode_plan(&plan);
+            }
+            Err((status, message)) => {
+                report_error(TOOL, message);
+                shared = vec![status as u8];
+            }
+        }
+    }
+    comm.bcast(0, &mut shared);
+    let plan = match decode_plan(&shared) {
+        Ok(p) => p,
+        Err(status) => return status.agree(comm),
+    };
+    let source = match File::open(flist::path::as_path(&input)) {
+        Ok(f) => Ok(f),
+        Err(e) => Err(format!("open {}: {e}", display(&input))),
+    };
+    let out = output::create(comm, &dest);
+    let (source, out) = match (source, out) {
+        (Ok(s), Ok(o)) => (s, o),
+        (s, o) => {
+            for e in [s.err(), o.as_ref().err().cloned()].into_iter().flatten() {
+                if !e.is_empty() {
+                    report_error(TOOL, e);
+                }
+            }
+            if let Ok(o) = o {
+                o.abandon(comm.rank());
+            }
+            return Status::Usage.agree(comm);
+        }
+    };
+    let input_name = display(&input).into_owned();
+    let output_name = display(&dest).into_owned();
+    let mut ticker = Ticker::new(
+        comm.rank(),
+        &args.common,
+        if decompressing {
+            "Decompressed"
+        } else {
+            "Compressed"
+        },
+    );
+    let result = match &plan {
+        Plan::Compress { size } => {
+            let block_size = args
+                .stream_bytes
+                .unwrap_or_else(|| format::block_size_for_level(args.blocksize));
+            ticker.total = *size;
+            let job = compress::Job {
+                input: &source,
+                input_name: &input_name,
+                output: &out.file,
+                output_name: &output_name,
+                size: *size,
+                block_size,
+                level: args.blocksize,
+            };
+            compress::run(comm, &job, &mut ticker).map(|f| {
+                format!(
+                    "{} blocks of {} bytes, {} -> {}",
+                    f.nblocks,
+                    f.block_size,
+                    human_bytes(f.original_size),
+                    human_bytes(
+                        f.table_offset + f.nblocks * format::ENTRY_LEN + format::FOOTER_LEN
+                    )
+                )
+            })
+        }
+        Plan::Blocks(footer) => {
+            ticker.total = footer.original_size;
+            let job = decompress::Job {
+                input: &source,
+                input_name: &input_name,
+                output: &out.file,
+                output_name: &output_name,
+                footer: *footer,
+            };
+            decompress::run(comm, &job, &mut ticker).and_then(|()| {
+                if comm.rank() == 0 {
+                    // Trailing empty blocks write nothing: the size comes from the footer.
+                    out.file
+                        .set_len(footer.original_size)
+                        .map_err(|e| format!("truncate {output_name}: {e}"))?;
+                }
+                Ok(format!(
+                    "{} blocks in parallel, {}",
+                    footer.nblocks,
+                    human_bytes(footer.original_size)
+                ))
+            })
+        }
+        Plan::Serial => {
+            if comm.rank() == 0 {
+                serial(&source, &input_name, &out.file, &output_name)
+            } else {
+                Ok(String::new())
+            }
+        }
+    };
+    let synced = result.and_then(|summary| {
+        out.file
+            .sync_all()
+            .map(|()| summary)
+            .map_err(|e| format!("fsync {output_name}: {e}"))
+    });
+    // Rank 0 prints every rank's error, in rank order.
+    let mine = synced.as_ref().err().map(|e| e.as_bytes().to_vec());
+    let errors = comm.allgatherv(mine.as_deref().unwrap_or_default());
+    let failed = errors.iter().any(|e| !e.is_empty());
+    if comm.rank() == 0 {
+        for e in errors.iter().filter(|e| !e.is_empty()) {
+            report_error(TOOL, String::from_utf8_lossy(e));
+        }
+    }
+    let status = if failed {
+        Status::ItemsFailed
+    } else {
+        Status::Ok
+    };
+    if status != Status::Ok {
+        out.abandon(comm.rank());
+        return status;
+    }
+    let mut status = Status::Ok;
+    if let (0, Some(meta)) = (comm.rank(), meta) {
+        drop(source);
+        status = finish(
+            args,
+            out,
+            &meta,
+            &input,
+            &dest,
+            started,
+            synced.unwrap_or_default(),
+        );
+    } else {
+        drop(out);
+    }
+    status.agree(comm)
+}
+
+/// Rank 0, after every rank wrote and synced: metadata and rename, then the input goes.
+fn finish(
+    args: &Bz2Args,
+    out: output::TempOutput,
+    meta: &std::fs::Metadata,
+    input: &[u8],
+    dest: &[u8],
+    started: Instant,
+    summary: String,
+) -> Status {
+    let temp = out.temp.clone();
+    if let Err(e) = out.finish(meta, dest) {
+        report_error(TOOL, e);
+        let _ = std::fs::remove_file(temp);
+        return Status::ItemsFailed;
+    }
+    if !args.keep {
+        if let Err(e) = std::fs::remove_file(flist::path::as_path(input)) {
+            report_error(TOOL, format!("remove {}: {e}", display(input)));
+            return Status::ItemsFailed;
+        }
+    }
+    if args.common.verbose {
+        eprintln!(
+            "{} -> {}: {summary} in {:.2} s",
+            display(input),
+            display(dest),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Status::Ok
+}
+
+/// Rank 0's checks, in bzip2's order; nothing is written. Returns the plan and the input's
+/// metadata, or the exit status and message.
+fn preflight(
+    args: &Bz2Args,
+    input: &[u8],
+    dest: &[u8],
+) -> Result<(Plan, std::fs::Metadata), (Status, String)> {
+    let usage = |m: String| (Status::Usage, m);
+    let path = flist::path::as_path(input);
+    let meta =
+        std::fs::metadata(path).map_err(|e| usage(format!("stat {}: {e}", display(input))))?;
+    if !meta.is_file() {
+        return Err(usage(format!("{} is not a regular file", display(input))));
+    }
+    if !args.decompress {
+        if let Some(ext) = [".bz2", ".bz", ".tbz2", ".tbz", ".dbz2"]
+            .iter()
+            .find(|e| input.ends_with(e.as_bytes()))
+        {
+            return Err(usage(format!(
+                "{} already has the {ext} suffix; not compressed",
+                display(input)
+            )));
+        }
+    }
+    match std::fs::symlink_metadata(flist::path::as_path(dest)) {
+        Ok(m) if m.is_dir() => {
+            return Err(usage(format!(
+                "output {} exists and is a directory",
+                display(dest)
+            )))
+        }
+        Ok(_) if !args.force => {
+            return Err(usage(format!(
+                "output {} exists; use -f to overwrite it",
+                display(dest)
+            )))
+        }
+        _ => {}
+    }
+    if !args.decompress {
+        return Ok((Plan::Compress { size: meta.len() }, meta));
+    }
+    let mut file = File::open(path).map_err(|e| usage(format!("open {}: {e}", display(input))))?;
+    let size = meta.len();
+    if size >= format::FOOTER_LEN {
+        let mut tail = [0u8; format::FOOTER_LEN as usize];
+        file.read_exact_at(&mut tail, size - format::FOOTER_LEN)
+            .map_err(|e| (Status::ItemsFailed, format!("read {}: {e}", display(input))))?;
+        match format::Footer::decode(&tail, size) {
+            Ok(footer) => return Ok((Plan::Blocks(footer), meta)),
+            Err(format::FooterError::Damaged(why)) => {
+                return Err((
+                    Status::ItemsFailed,
+                    format!("{}: damaged dbz2 footer: {why}", display(input)),
+                ))
+            }
+            Err(format::FooterError::NotDbz2) => {}
+        }
+    }
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| usage(format!("seek {}: {e}", display(input))))?;
+    let mut head = [0u8; 3];
+    let head_len = file.read(&mut head).unwrap_or(0);
+    if head_len < 3 || &head != b"BZh" {
+        return Err(usage(format!("{} is not a bzip2 file", display(input))));
+    }
+    Ok((Plan::Serial, meta))
+}
+
+fn encode_plan(plan: &Plan) -> Vec<u8> {
+    let words: Vec<u64> = match plan {
+        Plan::Compress { size } => vec![0, *size],
+        Plan::Blocks(f) => vec![1, f.table_offset, f.nblocks, f.block_size, f.original_size],
+        Plan::Serial => vec![2],
+    };
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// The plan, or (for a one-byte message) the status rank 0 gave up with.
+fn decode_plan(bytes: &[u8]) -> Result<Plan, Status> {
+    if bytes.len() < 8 {
+        return Err(match bytes.first() {
+            Some(1) => Status::ItemsFailed,
+            _ => Status::Usage,
+        });
+    }
+    let w: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8")))
+        .collect();
+    Ok(match w[0] {
+        0 => Plan::Compress { size: w[1] },
+        1 => Plan::Blocks(format::Footer {
+            table_offset: w[1],
+            nblocks: w[2],
+            block_size: w[3],
+            original_size: w[4],
+        }),
+        _ => Plan::Serial,
+    })
+}
+
+/// bzip2's names: `x.bz2`, `x.bz`, `x.dbz2` -> `x`; `x.tbz2`, `x.tbz` -> `x.tar`; else `x.out`.
+pub fn decompressed_name(input: &[u8]) -> Vec<u8> {
+    for (ext, repl) in [
+        (&b".bz2"[..], &b""[..]),
+        (b".dbz2", b""),
+        (b".bz", b""),
+        (b".tbz2", b".tar"),
+        (b".tbz", b".tar"),
+    ] {
+        let base = flist::path::basename(input);
+        if base.len() > ext.len() && input.ends_with(ext) {
+            let mut out = input[..input.len() - ext.len()].to_vec();
+            out.extend_from_slice(repl);
+            return out;
+        }
+    }
+    let mut out = input.to_vec();
+    out.extend_from_slice(b".out");
+    out
+}
+
+/// Rank 0 alone: every concatenated stream of a plain bzip2 file, in order.
+fn serial(source: &File, input: &str, out: &File, output: &str) -> Result<String, String> {
+    let reader = BufReader::with_capacity(1 << 20, source);
+    let mut writer = BufWriter::with_capacity(1 << 20, out);
+    let report = match stream::decode_all(reader, &mut writer) {
+        Ok(r) => r,
+        Err(stream::SerialError::NotBzip2) => return Err(format!("{input} is not a bzip2 file")),
+        Err(stream::SerialError::Failed { at, message }) => {
+            return Err(format!("{input}: {message} (after {at} bytes of output)"))
+        }
+    };
+    use std::io::Write;
+    writer.flush().map_err(|e| format!("write {output}: {e}"))?;
+    if report.trailing_garbage {
+        report_error(TOOL, format!("{input}: trailing garbage after EOF ignored"));
+    }
+    Ok(format!(
+        "{} stream(s) on rank 0 (no dbz2 table), {}",
+        report.streams,
+        human_bytes(report.bytes)
+    ))
+}
+
+/// Rank 0's progress line every `--progress` seconds, fed at the collective points of the work.
+pub(crate) struct Ticker {
+    print: bool,
+    every: Duration,
+    started: Instant,
+    last: Instant,
+    verb: &'static str,
+    /// Bytes expected in all.
+    pub total: u64,
+}
+
+impl Ticker {
+    pub(crate) fn new(rank: usize, common: &Common, verb: &'static str) -> Ticker {
+        let now = Instant::now();
+        Ticker {
+            print: rank == 0 && !common.quiet && common.progress > 0.0,
+            every: Duration::from_secs_f64(common.progress),
+            started: now,
+            last: now,
+            verb,
+            total: 0,
+        }
+    }
+
+    /// Called by all ranks with the global count of bytes done; rank 0 prints when due.
+    pub(crate) fn tick(&mut self, bytes: u64) {
+        if self.print && self.last.elapsed() >= self.every {
+            self.last = Instant::now();
+            let report = Report {
+                bytes,
+                total_bytes: self.total,
+                elapsed: self.started.elapsed(),
+                ..Report::default()
+            };
+            eprintln!("{}", report.line(self.verb));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_bzip2() {
+        assert_eq!(decompressed_name(b"/a/x.bz2"), b"/a/x");
+        assert_eq!(decompressed_name(b"x.dbz2"), b"x");
+        assert_eq!(decompressed_name(b"x.tbz2"), b"x.tar");
+        assert_eq!(decompressed_name(b"x.tbz"), b"x.tar");
+        assert_eq!(decompressed_name(b"/a/.bz2"), b"/a/.bz2.out");
+        assert_eq!(decompressed_name(b"x.gz"), b"x.gz.out");
+    }
+
+    #[test]
+    fn plan_travels() {
+        for plan in [
+            Plan::Compress { size: 7 },
+            Plan::Serial,
+            Plan::Blocks(format::Footer {
+                table_offset: 1,
+                nblocks: 2,
+                block_size: 3,
+                original_size: 4,
+            }),
+        ] {
+            assert_eq!(decode_plan(&encode_plan(&plan)), Ok(plan));
+        }
+        assert_eq!(decode_plan(&[2]), Err(Status::Usage));
+        assert_eq!(decode_plan(&[1]), Err(Status::ItemsFailed));
+    }
+}
