@@ -37,7 +37,8 @@ const HASH_LEN: usize = 32;
     about = "Copy one file to node-local storage on every node",
     after_help = "Every node gets DEST (the same path on each node, e.g. a local SSD or ramdisk). \
         Each segment of SRC is read once, by one rank, and sent to every node. If DEST already \
-        exists with SRC's size, only segments that differ (blake3) are sent and rewritten; -v \
+        exists with SRC's size, only segments that differ (blake3) are sent and rewritten, in \
+        place (an update cut short leaves DEST mixed, at the right size: rerun to finish it); -v \
         tells how many per node. Nodes are told apart by host name; set MFU_NODE_NAME to \
         override it (containers that share a host name, tests).\n\n\
         Examples:\n  \
