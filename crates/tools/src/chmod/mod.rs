@@ -14,8 +14,9 @@
 //!
 //! Symbolic links: their mode is never changed (Linux has none to change) and they are never
 //! followed; `-u`/`-g` change the link itself (`lchown`), as `chown -R` does by default (`-P`).
-//! When both are asked, the owner changes before the mode, because `chown` clears the set-ID
-//! bits of non-directories and the mode asked for must be the one that stays.
+//! When both are asked, the owner changes first and the new mode is worked out from the mode
+//! `chown` leaves (it clears the set-ID bits of non-directories), so the result is that of
+//! `chown -R` followed by `chmod -R`.
 
 pub mod batches;
 pub mod mode;
@@ -47,7 +48,8 @@ use steal::progress::Progress;
 use steal::{Comm, CommExt, ReduceOp};
 
 /// Set-user-ID and set-group-ID: `chown` clears them on non-directories.
-const SET_ID: u32 = 0o6000;
+const SUID: u32 = 0o4000;
+const SGID: u32 = 0o2000;
 /// Owner read and search.
 const OWNER_RX: u32 = 0o500;
 
@@ -261,18 +263,31 @@ impl Plan {
             && (self.force
                 || self.owner.uid.is_some_and(|u| u != m.uid)
                 || self.owner.gid.is_some_and(|g| g != m.gid));
+        // chown clears set-ID bits of non-directories: the mode is worked out from what it
+        // leaves, as `chown -R` then `chmod -R` would.
+        let base = if chown && !dir { after_chown(old) } else { old };
         let new = match &self.mode {
-            Some(mc) if kind != FileType::Symlink => Some(mc.apply(old, dir, self.umask)),
+            Some(mc) if kind != FileType::Symlink => Some(mc.apply(base, dir, self.umask)),
             _ => None,
         };
-        // After a chown, set-ID bits the new mode keeps must be put back.
-        let chmod = new.filter(|&n| self.force || n != old || (chown && !dir && n & SET_ID != 0));
+        let chmod = new.filter(|&n| self.force || n != base);
         Change {
             chown,
             chmod,
             late: dir && new.is_some_and(|n| old & 0o111 & !n != 0),
         }
     }
+}
+
+/// The permission bits of a non-directory of bits `old` after `chown(2)`: Linux clears
+/// set-user-ID, and set-group-ID when group execute is set (without it the bit marks
+/// mandatory locking and stays).
+fn after_chown(old: u32) -> u32 {
+    let mut bits = old & !SUID;
+    if bits & 0o010 != 0 {
+        bits &= !SGID;
+    }
+    bits
 }
 
 /// The process's umask, read without changing it (`umask(2)` can only read by setting, which
@@ -489,14 +504,15 @@ impl Changer<'_> {
         if failed > 0 {
             status = Status::ItemsFailed;
             if comm.rank() == 0 {
-                let hidden = match hushed {
-                    0 => String::new(),
-                    h => format!(", {h} of them not listed (-s): Operation not permitted"),
+                let msg = match hushed {
+                    0 => format!("{failed} items could not be changed (listed above)"),
+                    h => format!(
+                        "{failed} items could not be changed: {} listed above, {h} not listed \
+                         (-s): Operation not permitted",
+                        failed - h
+                    ),
                 };
-                report_error(
-                    "chmod",
-                    format!("{failed} items could not be changed (listed above){hidden}"),
-                );
+                report_error("chmod", msg);
             }
         }
         if interrupted {
@@ -630,10 +646,20 @@ mod tests {
         let p = plan(Some("a+rwx"), Some(7), None, false);
         let link = p.change(FileType::Symlink, &meta(0o120777, 0, 0));
         assert_eq!((link.chown, link.chmod), (true, None));
-        // The mode is already right, but chown will clear set-user-ID: put it back.
-        let suid =
-            plan(Some("u+s"), Some(7), None, false).change(FileType::File, &meta(0o104755, 0, 0));
-        assert_eq!((suid.chown, suid.chmod), (true, Some(0o4755)));
+        // chown will clear set-user-ID (and set-group-ID with group execute): u+s puts it
+        // back, g=u does not, as chown then chmod would.
+        let suid = plan(Some("u+s"), Some(7), None, false);
+        let c = suid.change(FileType::File, &meta(0o104755, 0, 0));
+        assert_eq!((c.chown, c.chmod), (true, Some(0o4755)));
+        let copy = plan(Some("g=u"), Some(7), None, false);
+        let c = copy.change(FileType::File, &meta(0o106755, 0, 0));
+        assert_eq!((c.chown, c.chmod), (true, Some(0o775)));
+        let c =
+            plan(Some("o+r"), Some(7), None, false).change(FileType::File, &meta(0o102700, 0, 0));
+        assert_eq!((c.chown, c.chmod), (true, Some(0o2704)));
+        // Directories keep their set-ID bits through chown.
+        let c = copy.change(FileType::Dir, &meta(0o46755, 0, 0));
+        assert_eq!((c.chown, c.chmod), (true, Some(0o6775)));
     }
 
     #[test]
