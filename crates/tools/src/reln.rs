@@ -17,11 +17,11 @@ use crate::cli::{report_error, stdout_bytes, Common};
 use crate::output::print_in_rank_order;
 use crate::status::Status;
 use clap::Args;
-use flist::distribute::spread;
+use flist::distribute::{hash_path, remap};
 use flist::io;
 use flist::path::{basename, display, normalize, parent};
 use flist::walk::{open_long, walk, WalkOptions};
-use flist::{Detail, FileType, ItemError, Meta};
+use flist::{Detail, FileList, FileType, ItemError, Meta};
 use rustix::fd::OwnedFd;
 use rustix::fs::{AtFlags, Gid, OFlags, Uid};
 use rustix::io::Errno;
@@ -93,11 +93,12 @@ pub fn run(comm: &dyn Comm, args: &RelnArgs) -> Status {
     if args.paths.iter().any(|p| p.is_empty()) {
         return usage(comm, "an empty PATH names no file");
     }
-    let roots: Vec<Vec<u8>> = args
-        .paths
-        .iter()
-        .map(|p| normalize(p.as_bytes(), &cwd))
-        .collect();
+    let roots = crate::chmod::outermost(
+        args.paths
+            .iter()
+            .map(|p| normalize(p.as_bytes(), &cwd))
+            .collect(),
+    );
     steal::signals::install();
     let stop = steal::signals::stop_flag();
     let started = Instant::now();
@@ -145,7 +146,9 @@ pub fn run(comm: &dyn Comm, args: &RelnArgs) -> Status {
     }
     let mut interrupted = comm.any(interrupted);
     if !interrupted {
-        let links = spread(comm, links);
+        // Each link on the rank its path hashes to, once: a link named twice (in a list)
+        // must not be rewritten twice, which would go wrong when NEWPATH is under OLDPATH.
+        let links = distinct(comm, links);
         re.progress
             .total_items
             .store(comm.sum(links.len() as u64), Ordering::Relaxed);
@@ -322,6 +325,16 @@ impl Relinker<'_> {
         }
         status.agree(comm)
     }
+}
+
+/// The records of `list`, each path once, on the rank its path hashes to. Collective.
+fn distinct(comm: &dyn Comm, list: FileList) -> FileList {
+    let size = comm.size() as u64;
+    let list = remap(comm, list, |e| (hash_path(e.path) % size) as usize);
+    let mut order: Vec<usize> = (0..list.len()).collect();
+    order.sort_by(|&a, &b| list.path(a).cmp(list.path(b)));
+    order.dedup_by(|a, b| list.path(*a) == list.path(*b));
+    list.select(order)
 }
 
 /// The new target for a link whose target is `target`, or `None` when `target` is relative or
