@@ -60,7 +60,7 @@ const OWNER_RX: u32 = 0o500;
     after_help = "Examples:\n  \
         mpirun -np 16 mfu-rs chmod -m g+rX,o-rwx /lustre/project   # share with the group only\n  \
         mfu-rs chmod -u alice -g proj /data/run                     # chown -R alice:proj\n  \
-        mfu-rs chmod -m 2775 --match '/shared$' -g proj /data       # setgid on directories named shared\n  \
+        mfu-rs chmod -m 2775 -g proj -n --match '^shared$' /data   # only entries named shared\n  \
         mfu-rs chmod -m u-x -i list.mfu                             # change what a list names\n\n\
         MODE is octal (755, 2775) or symbolic as in chmod(1): [ugoa]*[-+=][rwxXst]*|[ugo], \
         comma lists (u+rwX,g=u,o-w); without ugoa the umask limits the change.\n\n\
