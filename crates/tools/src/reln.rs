@@ -1,21 +1,463 @@
-//! `mfu-rs reln` (dreln): Rewrite symlink targets after a tree moved. Placeholder while issue 6 is in progress.
+//! `mfu-rs reln` (dreln): rewrite the targets of symbolic links after the tree they point into
+//! moved.
+//!
+//! Every symbolic link under PATH (or named by `--input`) whose target is an absolute path
+//! under OLDPATH, compared by component after lexical normalisation (`/a/b` is not a prefix of
+//! `/a/bc`; `/a/b/../c` is `/a/c`, not under `/a/b`), gets NEWPATH plus the rest of its target,
+//! or with `--relative` that path written relative to the link's directory. A target equal to
+//! OLDPATH becomes NEWPATH. Relative targets are left alone, as dreln does: they name a place
+//! relative to the link, which a move of the whole tree keeps.
+//!
+//! A link is replaced atomically: the new link is made under a temporary name in the same
+//! directory, given the old link's owner (and with `--preserve` its times), then renamed over
+//! the old one. At no moment is the name missing or half made.
 
-use crate::cli::{report_error, Common};
+use crate::chmod::batches::run_batches;
+use crate::cli::{report_error, stdout_bytes, Common};
+use crate::output::print_in_rank_order;
 use crate::status::Status;
 use clap::Args;
-use steal::Comm;
+use flist::distribute::{hash_path, remap};
+use flist::io;
+use flist::path::{basename, display, normalize, parent};
+use flist::walk::{open_long, walk, WalkOptions};
+use flist::{Detail, FileList, FileType, ItemError, Meta};
+use rustix::fd::OwnedFd;
+use rustix::fs::{AtFlags, Gid, OFlags, Uid};
+use rustix::io::Errno;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+use steal::progress::Progress;
+use steal::{Comm, CommExt, ReduceOp};
 
-/// Options of `mfu-rs reln` (dreln).
+/// Options of `mfu-rs reln`, named as in dreln.
 #[derive(Args, Clone, Debug)]
+#[command(
+    about = "Rewrite symlink targets that start with an old prefix",
+    after_help = "Examples:\n  \
+        mv /lustre/old/proj /lustre/new/proj\n  \
+        mpirun -np 8 mfu-rs reln /lustre/old/proj /lustre/new/proj /home /lustre/new/proj\n  \
+        mfu-rs reln -r -p /old/data /new/data /new/data     # relative targets, keep link times\n  \
+        mfu-rs reln --dryrun /old /new /links               # print `link: old -> new`, change nothing\n\n\
+        Only absolute targets are rewritten; relative ones stay as they are.\n\n\
+        Exit status: 0 all done, 1 some links could not be read or rewritten (each listed on \
+        stderr), 2 usage error (nothing changed)."
+)]
 pub struct RelnArgs {
+    /// The prefix the targets start with now (made absolute from the current directory).
+    #[arg(value_name = "OLDPATH")]
+    pub oldpath: OsString,
+    /// The prefix to put in its place.
+    #[arg(value_name = "NEWPATH")]
+    pub newpath: OsString,
+    /// Trees to look for links in.
+    #[arg(
+        value_name = "PATH",
+        required_unless_present = "input",
+        conflicts_with = "input"
+    )]
+    pub paths: Vec<OsString>,
+    /// Look at the links this list names (v3/v4 cache, `path|T` text, one path per line, or
+    /// NUL-separated) instead of walking PATHs.
+    #[arg(short, long, value_name = "FILE")]
+    pub input: Option<OsString>,
+    /// Keep the access and modification times of the links rewritten.
+    #[arg(short, long)]
+    pub preserve: bool,
+    /// Write the new targets relative to the link's directory.
+    #[arg(short, long)]
+    pub relative: bool,
+    /// Print `link: old -> new` for every link that would change, and change nothing.
+    #[arg(long)]
+    pub dryrun: bool,
     #[command(flatten)]
     pub common: Common,
 }
 
 /// Run `reln` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, _args: &RelnArgs) -> Status {
+pub fn run(comm: &dyn Comm, args: &RelnArgs) -> Status {
+    let cwd = match flist::path::current_dir() {
+        Ok(d) => d,
+        Err(e) => return usage(comm, format!("current directory: {e}")),
+    };
+    let mut prefixes = Vec::new();
+    for (what, p) in [("OLDPATH", &args.oldpath), ("NEWPATH", &args.newpath)] {
+        if p.is_empty() {
+            return usage(comm, format!("an empty {what} names no directory"));
+        }
+        prefixes.push(normalize(p.as_bytes(), &cwd));
+    }
+    if args.paths.iter().any(|p| p.is_empty()) {
+        return usage(comm, "an empty PATH names no file");
+    }
+    let roots = crate::chmod::outermost(
+        args.paths
+            .iter()
+            .map(|p| normalize(p.as_bytes(), &cwd))
+            .collect(),
+    );
+    steal::signals::install();
+    let stop = steal::signals::stop_flag();
+    let started = Instant::now();
+
+    // The links (and entries of unknown type, from plain lists).
+    let (list, errors, interrupted) = match &args.input {
+        Some(input) => match io::read(comm, input.as_bytes()) {
+            Ok(list) => (list, Vec::new(), false),
+            Err(e) => return usage(comm, e),
+        },
+        None => {
+            let progress = args.common.progress(comm.rank(), "Walked");
+            let opts = WalkOptions {
+                detail: Detail::Lite,
+                seed: 0x4e11,
+                stop: Some(stop),
+                progress: Some(&progress),
+                ..WalkOptions::default()
+            };
+            let w = walk(comm, &roots, &opts);
+            (w.list, w.errors, w.interrupted)
+        }
+    };
+    let mut links = list.empty_like();
+    for e in list.iter() {
+        if matches!(e.kind, FileType::Symlink | FileType::Unknown) {
+            links.push(&normalize(e.path, &cwd), e.kind, None);
+        }
+    }
+    drop(list);
+    let re = Relinker {
+        old: &prefixes[0],
+        new: &prefixes[1],
+        args,
+        euid: rustix::process::geteuid().as_raw(),
+        egid: rustix::process::getegid().as_raw(),
+        links: AtomicU64::new(0),
+        rewritten: AtomicU64::new(0),
+        failed: AtomicU64::new(errors.len() as u64),
+        listing: Mutex::new(Vec::new()),
+        progress: args.common.progress(comm.rank(), "Checked"),
+    };
+    for e in &errors {
+        report_error("reln", e);
+    }
+    let mut interrupted = comm.any(interrupted);
+    if !interrupted {
+        // Each link on the rank its path hashes to, once: a link named twice (in a list)
+        // must not be rewritten twice, which would go wrong when NEWPATH is under OLDPATH.
+        let links = distinct(comm, links);
+        re.progress
+            .total_items
+            .store(comm.sum(links.len() as u64), Ordering::Relaxed);
+        interrupted = run_batches(comm, Some(stop), Some(&re.progress), &links, |chunk| {
+            for e in chunk.iter() {
+                re.relink(e.path);
+            }
+        });
+    }
+    re.end(comm, interrupted, started)
+}
+
+/// What one rank's workers share.
+struct Relinker<'a> {
+    /// OLDPATH and NEWPATH, absolute and normalised.
+    old: &'a [u8],
+    new: &'a [u8],
+    args: &'a RelnArgs,
+    euid: u32,
+    egid: u32,
+    /// Symbolic links looked at.
+    links: AtomicU64,
+    /// Links rewritten (or, with --dryrun, to rewrite).
+    rewritten: AtomicU64,
+    /// Links that could not be read or rewritten, and walk failures.
+    failed: AtomicU64,
+    /// `link: old -> new` lines (-v, --dryrun).
+    listing: Mutex<Vec<u8>>,
+    progress: Progress,
+}
+
+/// Numbers the temporary names of one process.
+static TEMP_SERIAL: AtomicU64 = AtomicU64::new(0);
+
+impl Relinker<'_> {
+    /// Rewrite the link at `path` if its target starts with OLDPATH.
+    fn relink(&self, path: &[u8]) {
+        let (dir_path, name) = (parent(path), basename(path));
+        let dir = match open_long(dir_path, OFlags::PATH | OFlags::DIRECTORY) {
+            Ok(d) => d,
+            Err(e) => return self.fail(dir_path, "open directory", e),
+        };
+        let st = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(e) => return self.fail(path, "stat", e),
+        };
+        if FileType::from_mode(st.st_mode) != FileType::Symlink {
+            return; // a plain list's entry that is not a link
+        }
+        self.links.fetch_add(1, Ordering::Relaxed);
+        let target = match rustix::fs::readlinkat(&dir, name, Vec::new()) {
+            Ok(t) => t.into_bytes(),
+            Err(e) => return self.fail(path, "readlink", e),
+        };
+        let relative_to = self.args.relative.then_some(dir_path);
+        let Some(new_target) = rewrite(&target, self.old, self.new, relative_to) else {
+            return;
+        };
+        if self.args.dryrun || self.args.common.verbose {
+            let mut line = lock(&self.listing);
+            for part in [path, b": ", &target[..], b" -> ", &new_target[..], b"\n"] {
+                line.extend_from_slice(part);
+            }
+        }
+        if self.args.dryrun {
+            self.rewritten.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if self.replace(&dir, path, name, &new_target, &Meta::from_stat(&st)) {
+            self.rewritten.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Make the new link under a temporary name in `dir`, give it the old one's owner (and
+    /// times), and rename it over `name`. Returns whether the link now has the new target;
+    /// failures are reported.
+    fn replace(&self, dir: &OwnedFd, path: &[u8], name: &[u8], target: &[u8], old: &Meta) -> bool {
+        let pid = std::process::id();
+        let temp = loop {
+            let serial = TEMP_SERIAL.fetch_add(1, Ordering::Relaxed);
+            let temp = format!(".mfu-reln.{pid}.{serial}");
+            match rustix::fs::symlinkat(target, dir, temp.as_str()) {
+                Ok(()) => break temp,
+                Err(Errno::EXIST) => continue,
+                Err(e) => {
+                    self.fail(path, "create link", e);
+                    return false;
+                }
+            }
+        };
+        let mut owner_error = None;
+        if old.uid != self.euid || old.gid != self.egid {
+            let (uid, gid) = (Uid::from_raw(old.uid), Gid::from_raw(old.gid));
+            if let Err(e) = rustix::fs::chownat(
+                dir,
+                temp.as_str(),
+                Some(uid),
+                Some(gid),
+                AtFlags::SYMLINK_NOFOLLOW,
+            ) {
+                owner_error = Some(e);
+            }
+        }
+        let mut times_error = None;
+        if self.args.preserve {
+            let times = crate::copy::meta::timestamps(old);
+            if let Err(e) =
+                rustix::fs::utimensat(dir, temp.as_str(), &times, AtFlags::SYMLINK_NOFOLLOW)
+            {
+                times_error = Some(e);
+            }
+        }
+        if let Err(e) = rustix::fs::renameat(dir, temp.as_str(), dir, name) {
+            let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+            self.fail(path, "rename new link over the old one", e);
+            return false;
+        }
+        // The link has its new target; what did not carry over is still a failure.
+        if let Some(e) = owner_error {
+            self.fail(path, "keep owner (lchown)", e);
+        }
+        if let Some(e) = times_error {
+            self.fail(path, "keep times (utimensat)", e);
+        }
+        true
+    }
+
+    fn fail(&self, path: &[u8], op: &'static str, e: Errno) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        self.progress.errors.fetch_add(1, Ordering::Relaxed);
+        report_error("reln", ItemError::new(path, op, e.into()));
+    }
+
+    /// Print the listing and the summary (stdout, rank 0, not with -q), and agree on the
+    /// status. Collective.
+    fn end(&self, comm: &dyn Comm, interrupted: bool, started: Instant) -> Status {
+        let listing = std::mem::take(&mut *lock(&self.listing));
+        print_in_rank_order(comm, listing, stdout_bytes);
+        let mut n = [&self.links, &self.rewritten, &self.failed].map(|a| a.load(Ordering::Relaxed));
+        comm.allreduce(&mut n, ReduceOp::Sum);
+        let [links, rewritten, failed] = n;
+        let rank0 = comm.rank() == 0;
+        if rank0 && !self.args.common.quiet {
+            let verb = if self.args.dryrun {
+                "Would rewrite"
+            } else {
+                "Rewrote"
+            };
+            stdout_bytes(
+                format!(
+                    "{verb} {rewritten} of {links} links from {} to {} in {:.2} s\n",
+                    display(self.old),
+                    display(self.new),
+                    started.elapsed().as_secs_f64()
+                )
+                .as_bytes(),
+            );
+        }
+        let mut status = Status::Ok;
+        if failed > 0 {
+            status = Status::ItemsFailed;
+            if rank0 {
+                report_error("reln", format!("{failed} failures (listed above)"));
+            }
+        }
+        if interrupted {
+            status = Status::ItemsFailed;
+            if rank0 {
+                report_error(
+                    "reln",
+                    "interrupted by a signal: not every link was looked at",
+                );
+            }
+        }
+        status.agree(comm)
+    }
+}
+
+/// The records of `list`, each path once, on the rank its path hashes to. Collective.
+fn distinct(comm: &dyn Comm, list: FileList) -> FileList {
+    let size = comm.size() as u64;
+    let list = remap(comm, list, |e| (hash_path(e.path) % size) as usize);
+    let mut order: Vec<usize> = (0..list.len()).collect();
+    order.sort_by(|&a, &b| list.path(a).cmp(list.path(b)));
+    order.dedup_by(|a, b| list.path(*a) == list.path(*b));
+    list.select(order)
+}
+
+/// The new target for a link whose target is `target`, or `None` when `target` is relative or
+/// not under `old` (both absolute and normalised). With `relative_to` (the link's directory,
+/// absolute and normalised) the result is relative to it (`.` for the directory itself). A
+/// trailing `/` of the old target is kept.
+pub fn rewrite(
+    target: &[u8],
+    old: &[u8],
+    new: &[u8],
+    relative_to: Option<&[u8]>,
+) -> Option<Vec<u8>> {
+    if target.first() != Some(&b'/') {
+        return None;
+    }
+    let clean = normalize(target, b"/");
+    if !flist::path::is_prefix(old, &clean) {
+        return None;
+    }
+    let rest = components(&clean).split_off(components(old).len());
+    let mut to = components(new);
+    to.extend(rest);
+    let mut out = match relative_to {
+        None => {
+            let mut abs = Vec::new();
+            for c in &to {
+                abs.push(b'/');
+                abs.extend_from_slice(c);
+            }
+            if abs.is_empty() {
+                abs.push(b'/');
+            }
+            abs
+        }
+        Some(dir) => {
+            let from = components(dir);
+            let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            let mut parts: Vec<&[u8]> = vec![b".."; from.len() - common];
+            parts.extend_from_slice(&to[common..]);
+            if parts.is_empty() {
+                b".".to_vec()
+            } else {
+                parts.join(&b'/')
+            }
+        }
+    };
+    if target.ends_with(b"/") && !out.ends_with(b"/") {
+        out.push(b'/');
+    }
+    Some(out)
+}
+
+/// The components of a normalised absolute path (none for `/`).
+fn components(path: &[u8]) -> Vec<&[u8]> {
+    path.split(|&b| b == b'/')
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+fn usage(comm: &dyn Comm, e: impl std::fmt::Display) -> Status {
     if comm.rank() == 0 {
-        report_error("reln", "not implemented yet");
+        report_error("reln", e);
     }
     Status::Usage.agree(comm)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rw(target: &str, rel: Option<&str>) -> Option<String> {
+        rewrite(
+            target.as_bytes(),
+            b"/a/b",
+            b"/n/m",
+            rel.map(|r| r.as_bytes()),
+        )
+        .map(|v| String::from_utf8(v).unwrap())
+    }
+
+    #[test]
+    fn absolute_targets_under_old_move_to_new() {
+        assert_eq!(rw("/a/b/c/f", None).as_deref(), Some("/n/m/c/f"));
+        assert_eq!(rw("/a/b", None).as_deref(), Some("/n/m"));
+        assert_eq!(rw("/a/b/", None).as_deref(), Some("/n/m/"));
+        assert_eq!(rw("//a/./b//c", None).as_deref(), Some("/n/m/c"));
+        assert_eq!(rw("/a/bc/f", None), None);
+        assert_eq!(rw("/a", None), None);
+        assert_eq!(rw("/a/b/../c", None), None);
+        assert_eq!(rw("/x/../a/b/f", None).as_deref(), Some("/n/m/f"));
+        assert_eq!(rw("b/f", None), None);
+        assert_eq!(rw("../a/b/f", None), None);
+        assert_eq!(rw("", None), None);
+    }
+
+    #[test]
+    fn relative_targets_are_written_from_the_link_directory() {
+        assert_eq!(rw("/a/b/c/f", Some("/n/m/c")).as_deref(), Some("f"));
+        assert_eq!(rw("/a/b/c/f", Some("/n/m")).as_deref(), Some("c/f"));
+        assert_eq!(
+            rw("/a/b/c/f", Some("/n/x/y")).as_deref(),
+            Some("../../m/c/f")
+        );
+        assert_eq!(rw("/a/b/c/f", Some("/l")).as_deref(), Some("../n/m/c/f"));
+        assert_eq!(rw("/a/b/c", Some("/n/m/c")).as_deref(), Some("."));
+        assert_eq!(rw("/a/b", Some("/n/m/c/d")).as_deref(), Some("../.."));
+        assert_eq!(rw("/a/b/c/", Some("/n/m")).as_deref(), Some("c/"));
+        assert_eq!(rw("/a/b/f", Some("/")).as_deref(), Some("n/m/f"));
+    }
+
+    #[test]
+    fn roots_as_prefixes() {
+        let r = |t: &[u8], old: &[u8], new: &[u8]| rewrite(t, old, new, None);
+        assert_eq!(r(b"/x/y", b"/", b"/mnt"), Some(b"/mnt/x/y".to_vec()));
+        assert_eq!(r(b"/a/x", b"/a", b"/"), Some(b"/x".to_vec()));
+        assert_eq!(r(b"/a", b"/a", b"/"), Some(b"/".to_vec()));
+        assert_eq!(
+            r(b"/a/caf\xe9 x", b"/a", b"/b\xff"),
+            Some(b"/b\xff/caf\xe9 x".to_vec())
+        );
+    }
 }

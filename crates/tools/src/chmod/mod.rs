@@ -1,0 +1,702 @@
+//! `mfu-rs chmod` (dchmod): change the mode, owner and group of trees in parallel.
+//!
+//! The phases, each collective:
+//! 1. check every argument (mode string, owner and group looked up on rank 0, regexes) before
+//!    touching anything: a mistake exits 2 with nothing changed;
+//! 2. list: walk the PATHs with stat, or read `--input` and stat what it names. A selected
+//!    directory its owner (the caller) cannot read or search, and whose new mode lets the owner
+//!    do both, gets its new mode as the walk meets it, so that the walk gets in;
+//! 3. select (`--match`/`--exclude`) and work out what each entry needs: only what differs is
+//!    changed, unless `--force`;
+//! 4. change, in an order that never locks the caller out of what is left to do: directories
+//!    that keep their execute bits, top-down, one depth level at a time; then everything that
+//!    is not a directory; then directories that lose an execute bit, deepest first.
+//!
+//! Symbolic links: their mode is never changed (Linux has none to change) and they are never
+//! followed; `-u`/`-g` change the link itself (`lchown`), as `chown -R` does by default (`-P`).
+//! When both are asked, the owner changes first and the new mode is worked out from the mode
+//! `chown` leaves (it clears the set-ID bits of non-directories), so the result is that of
+//! `chown -R` followed by `chmod -R`.
+
+pub mod batches;
+pub mod mode;
+pub mod owner;
+
+use crate::cli::{report_error, stdout_bytes, Common};
+use crate::status::Status;
+use batches::run_batches;
+use clap::Args;
+use flist::at::At;
+use flist::distribute::{by_depth, spread};
+use flist::filter::Test;
+use flist::io;
+use flist::path::normalize;
+use flist::record::Entry;
+use flist::walk::{stat_path, walk, Visit, WalkOptions};
+use flist::{Detail, FileList, FileType, ItemError, Meta};
+use mode::ModeChange;
+use owner::Owner;
+use rustix::fd::BorrowedFd;
+use rustix::fs::{AtFlags, Gid, Mode, Uid};
+use rustix::io::Errno;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+use steal::progress::Progress;
+use steal::{Comm, CommExt, ReduceOp};
+
+/// Set-user-ID and set-group-ID: `chown` clears them on non-directories.
+const SUID: u32 = 0o4000;
+const SGID: u32 = 0o2000;
+/// Owner read and search.
+const OWNER_RX: u32 = 0o500;
+
+/// Options of `mfu-rs chmod`, named as in dchmod.
+#[derive(Args, Clone, Debug)]
+#[command(
+    about = "Change the mode, owner and group of trees in parallel",
+    after_help = "Examples:\n  \
+        mpirun -np 16 mfu-rs chmod -m g+rX,o-rwx /lustre/project   # share with the group only\n  \
+        mfu-rs chmod -u alice -g proj /data/run                     # chown -R alice:proj\n  \
+        mfu-rs chmod -m 2775 -g proj -n --match '^shared$' /data   # only entries named shared\n  \
+        mfu-rs chmod -m u-x -i list.mfu                             # change what a list names\n\n\
+        MODE is octal (755, 2775) or symbolic as in chmod(1): [ugoa]*[-+=][rwxXst]*|[ugo], \
+        comma lists (u+rwX,g=u,o-w); without ugoa the umask limits the change.\n\n\
+        Exit status: 0 all changed, 1 something could not be changed (each listed on stderr), \
+        2 usage error (nothing changed)."
+)]
+pub struct ChmodArgs {
+    /// Files and directories to change (directories with everything below them).
+    #[arg(
+        value_name = "PATH",
+        required_unless_present = "input",
+        conflicts_with = "input"
+    )]
+    pub paths: Vec<OsString>,
+    /// Change what this list names (v3/v4 cache, `path|T` text, one path per line, or
+    /// NUL-separated) instead of walking PATHs. Every entry is stat'ed again: the change
+    /// starts from the current mode, not the list's.
+    #[arg(short, long, value_name = "FILE")]
+    pub input: Option<OsString>,
+    /// New owner: a user name or a numeric uid (`+N` is always a number).
+    #[arg(short = 'u', long = "owner", value_name = "USER")]
+    pub owner: Option<String>,
+    /// New group: a group name or a numeric gid.
+    #[arg(short = 'g', long = "group", value_name = "GROUP")]
+    pub group: Option<String>,
+    /// New mode, octal or symbolic (see below).
+    #[arg(
+        short = 'm',
+        long = "mode",
+        value_name = "MODE",
+        allow_hyphen_values = true
+    )]
+    pub mode: Option<String>,
+    /// Call chmod/chown on every selected entry, even where nothing would change.
+    #[arg(short, long)]
+    pub force: bool,
+    /// Do not list entries that fail with "Operation not permitted" (e.g. files of other
+    /// users); they are still counted and still make the exit status 1.
+    #[arg(short, long)]
+    pub silent: bool,
+    /// Leave entries whose path matches REGEX alone (Rust regex syntax, unanchored).
+    // Own ids: `select::Rules` reads the rsync-style `exclude` globs of other tools' matches.
+    #[arg(long = "exclude", id = "chmod_exclude", value_name = "REGEX")]
+    pub exclude: Option<String>,
+    /// Change only entries whose path matches REGEX (unanchored).
+    #[arg(long = "match", id = "chmod_match", value_name = "REGEX")]
+    pub matching: Option<String>,
+    /// Apply --match and --exclude to the last path component instead of the whole path.
+    #[arg(short, long)]
+    pub name: bool,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Run `chmod` on this rank. Collective; returns the status every rank agreed on.
+pub fn run(comm: &dyn Comm, args: &ChmodArgs) -> Status {
+    let plan = match Plan::new(comm, args) {
+        Ok(p) => p,
+        Err(e) => return usage(comm, e),
+    };
+    let cwd = match flist::path::current_dir() {
+        Ok(d) => d,
+        Err(e) => return usage(comm, format!("current directory: {e}")),
+    };
+    let mut roots = Vec::with_capacity(args.paths.len());
+    for p in &args.paths {
+        if p.is_empty() {
+            return usage(comm, "an empty PATH names no file");
+        }
+        roots.push(normalize(p.as_bytes(), &cwd));
+    }
+    let roots = outermost(roots);
+    steal::signals::install();
+    let stop = steal::signals::stop_flag();
+    let started = Instant::now();
+    let mut ch = Changer {
+        plan: &plan,
+        silent: args.silent,
+        changed: AtomicU64::new(0),
+        unchanged: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        hushed: AtomicU64::new(0),
+        progress: Progress::silent(),
+    };
+    let timing = |msg: &str| {
+        if args.common.verbose {
+            say(comm, args, msg);
+        }
+    };
+
+    // 2. The entries, as they are now.
+    let t = Instant::now();
+    let (list, errors, mut interrupted) = match ch.candidates(comm, args, &roots, &cwd, stop) {
+        Ok(c) => c,
+        Err(e) => return usage(comm, e),
+    };
+    for e in &errors {
+        ch.failed.fetch_add(1, Ordering::Relaxed);
+        report_error("chmod", e);
+    }
+    let listed = comm.sum(list.len() as u64);
+    timing(&format!(
+        "{} {listed} items in {:.3} s",
+        if args.input.is_some() {
+            "Read and stat'ed"
+        } else {
+            "Walked"
+        },
+        t.elapsed().as_secs_f64()
+    ));
+    if interrupted {
+        return ch.end(comm, args, true, started);
+    }
+
+    // 3. What each selected entry needs.
+    let (early, files, late) = ch.classify(list);
+    ch.progress = args.common.progress(comm.rank(), "Changed");
+    ch.progress.total_items.store(
+        comm.sum((early.len() + files.len() + late.len()) as u64),
+        Ordering::Relaxed,
+    );
+
+    // 4. Directories that stay searchable top-down, the rest, then the others bottom-up.
+    let t = Instant::now();
+    let levels = by_depth(comm, &early);
+    drop(early);
+    for level in levels {
+        interrupted = ch.change_all(comm, level, stop);
+        if interrupted {
+            break;
+        }
+    }
+    if !interrupted {
+        interrupted = ch.change_all(comm, files, stop);
+    }
+    if !interrupted {
+        let levels = by_depth(comm, &late);
+        drop(late);
+        for level in levels.into_iter().rev() {
+            interrupted = ch.change_all(comm, level, stop);
+            if interrupted {
+                break;
+            }
+        }
+    }
+    timing(&format!(
+        "Changed items in {:.3} s",
+        t.elapsed().as_secs_f64()
+    ));
+    ch.end(comm, args, interrupted, started)
+}
+
+/// What to do, checked and resolved before anything is touched.
+struct Plan {
+    mode: Option<ModeChange>,
+    owner: Owner,
+    /// The process's umask (limits symbolic clauses without `ugoa`).
+    umask: u32,
+    force: bool,
+    selector: Selector,
+    /// The caller's effective uid (whose directories may be opened up during the walk).
+    euid: u32,
+}
+
+/// What one entry needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Change {
+    /// Call `lchown` with the plan's owner.
+    chown: bool,
+    /// Call `chmod` with this mode.
+    chmod: Option<u32>,
+    /// A directory that loses an execute bit: changed after everything below it.
+    late: bool,
+}
+
+impl Plan {
+    /// Parse and resolve the arguments; `Err` (the same on every rank) is a usage error.
+    /// Collective: the owner look-up broadcasts.
+    fn new(comm: &dyn Comm, args: &ChmodArgs) -> Result<Plan, String> {
+        if args.mode.is_none() && args.owner.is_none() && args.group.is_none() {
+            return Err("nothing to do: give -m MODE, -u USER or -g GROUP".into());
+        }
+        let mode = args.mode.as_deref().map(ModeChange::parse).transpose()?;
+        let selector = Selector::new(args).map_err(|e| e.to_string())?;
+        let owner = owner::resolve(comm, args.owner.as_deref(), args.group.as_deref())?;
+        Ok(Plan {
+            mode,
+            owner,
+            umask: current_umask(),
+            force: args.force,
+            selector,
+            euid: rustix::process::geteuid().as_raw(),
+        })
+    }
+
+    /// What an entry of type `kind` and metadata `m` needs.
+    fn change(&self, kind: FileType, m: &Meta) -> Change {
+        let old = m.mode & 0o7777;
+        let dir = kind == FileType::Dir;
+        let chown = !self.owner.is_none()
+            && (self.force
+                || self.owner.uid.is_some_and(|u| u != m.uid)
+                || self.owner.gid.is_some_and(|g| g != m.gid));
+        // chown clears set-ID bits of non-directories: the mode is worked out from what it
+        // leaves, as `chown -R` then `chmod -R` would.
+        let base = if chown && !dir { after_chown(old) } else { old };
+        let new = match &self.mode {
+            Some(mc) if kind != FileType::Symlink => Some(mc.apply(base, dir, self.umask)),
+            _ => None,
+        };
+        let chmod = new.filter(|&n| self.force || n != base);
+        Change {
+            chown,
+            chmod,
+            late: dir && new.is_some_and(|n| old & 0o111 & !n != 0),
+        }
+    }
+}
+
+/// The permission bits of a non-directory of bits `old` after `chown(2)`: Linux clears
+/// set-user-ID, and set-group-ID when group execute is set (without it the bit marks
+/// mandatory locking and stays).
+fn after_chown(old: u32) -> u32 {
+    let mut bits = old & !SUID;
+    if bits & 0o010 != 0 {
+        bits &= !SGID;
+    }
+    bits
+}
+
+/// The process's umask, read without changing it (`umask(2)` can only read by setting, which
+/// would race with threads creating files).
+fn current_umask() -> u32 {
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        if let Some(v) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        {
+            return v;
+        }
+    }
+    let old = rustix::process::umask(Mode::from_raw_mode(0o022));
+    rustix::process::umask(old);
+    old.as_raw_mode()
+}
+
+/// What one rank's workers share while changing.
+struct Changer<'a> {
+    plan: &'a Plan,
+    silent: bool,
+    /// Entries changed (every call succeeded).
+    changed: AtomicU64,
+    /// Selected entries that already had what was asked.
+    unchanged: AtomicU64,
+    /// Entries that failed (listing, stat or change).
+    failed: AtomicU64,
+    /// Failures not listed because of `--silent`.
+    hushed: AtomicU64,
+    progress: Progress,
+}
+
+impl Changer<'_> {
+    /// Phase 2: the entries with their current metadata, the failures, and whether a stop
+    /// request cut the walk short. `Err` is a usage error (an unreadable `--input`), the same
+    /// on every rank. Collective.
+    fn candidates(
+        &self,
+        comm: &dyn Comm,
+        args: &ChmodArgs,
+        roots: &[Vec<u8>],
+        cwd: &[u8],
+        stop: &AtomicBool,
+    ) -> Result<(FileList, Vec<ItemError>, bool), String> {
+        if let Some(input) = &args.input {
+            let list = io::read(comm, input.as_bytes()).map_err(|e| e.to_string())?;
+            let (list, errors) = restat(comm, spread(comm, list), cwd);
+            return Ok((list, errors, false));
+        }
+        // The roots are not read from a directory, so the walk hook never sees them.
+        if comm.rank() == 0 {
+            for root in roots {
+                let _ = At::with(root, |dir, name| {
+                    self.open_up(dir, name, root);
+                    Ok(())
+                });
+            }
+        }
+        comm.barrier();
+        let progress = args.common.progress(comm.rank(), "Walked");
+        let hook = |dir: BorrowedFd<'_>, name: &[u8], path: &[u8], kind: FileType| {
+            if kind == FileType::Dir {
+                self.open_up(dir, name, path);
+            }
+            false
+        };
+        let hook: &Visit = &hook;
+        let opts = WalkOptions {
+            detail: Detail::Stat,
+            seed: 0xc4a0d,
+            stop: Some(stop),
+            progress: Some(&progress),
+            visit: self.plan.mode.is_some().then_some(hook),
+            ..WalkOptions::default()
+        };
+        let walked = walk(comm, roots, &opts);
+        Ok((walked.list, walked.errors, walked.interrupted))
+    }
+
+    /// Give the selected directory `name` in `dir` its new mode now if the caller owns it (or
+    /// is root), cannot read or search it yet, and the new mode lets the owner do both: the
+    /// walk can then read it. A failure here is reported later, by the walk (open) and by the
+    /// change itself (chmod).
+    fn open_up(&self, dir: BorrowedFd<'_>, name: &[u8], path: &[u8]) {
+        let Some(mc) = &self.plan.mode else { return };
+        let e = Entry {
+            path,
+            kind: FileType::Dir,
+            meta: None,
+        };
+        if !self.plan.selector.selects(e) {
+            return;
+        }
+        let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
+            return;
+        };
+        let euid = self.plan.euid;
+        if FileType::from_mode(st.st_mode) != FileType::Dir || (st.st_uid != euid && euid != 0) {
+            return;
+        }
+        let old = st.st_mode & 0o7777;
+        if old & OWNER_RX == OWNER_RX {
+            return;
+        }
+        let new = mc.apply(old, true, self.plan.umask);
+        if new & OWNER_RX == OWNER_RX {
+            let _ = rustix::fs::chmodat(dir, name, Mode::from_raw_mode(new), AtFlags::empty());
+        }
+    }
+
+    /// Phase 3: the selected entries that need a change, as (directories that keep their
+    /// execute bits, everything but directories, directories that lose one). Counts the
+    /// unchanged.
+    fn classify(&self, list: FileList) -> (FileList, FileList, FileList) {
+        let (mut early, mut files, mut late) =
+            (list.empty_like(), list.empty_like(), list.empty_like());
+        let mut unchanged = 0;
+        for (i, e) in list.iter().enumerate() {
+            if !self.plan.selector.selects(e) {
+                continue;
+            }
+            let m = e.meta.expect("a stat list");
+            let c = self.plan.change(e.kind, m);
+            if !c.chown && c.chmod.is_none() {
+                unchanged += 1;
+            } else if e.kind != FileType::Dir {
+                files.push_from(&list, i);
+            } else if c.late {
+                late.push_from(&list, i);
+            } else {
+                early.push_from(&list, i);
+            }
+        }
+        self.unchanged.store(unchanged, Ordering::Relaxed);
+        (early, files, late)
+    }
+
+    /// Change every entry of `list` (balanced over all ranks first). Returns true (on every
+    /// rank) when a stop request cut it short. Collective.
+    fn change_all(&self, comm: &dyn Comm, list: FileList, stop: &AtomicBool) -> bool {
+        let list = spread(comm, list);
+        run_batches(comm, Some(stop), Some(&self.progress), &list, |chunk| {
+            for e in chunk.iter() {
+                self.change_one(e);
+            }
+        })
+    }
+
+    fn change_one(&self, e: Entry<'_>) {
+        let m = e.meta.expect("a stat list");
+        let c = self.plan.change(e.kind, m);
+        if c.chown {
+            let (uid, gid) = (self.plan.owner.uid, self.plan.owner.gid);
+            let r = At::with(e.path, |d, n| {
+                rustix::fs::chownat(
+                    d,
+                    n,
+                    uid.map(Uid::from_raw),
+                    gid.map(Gid::from_raw),
+                    AtFlags::SYMLINK_NOFOLLOW,
+                )
+            });
+            if let Err(err) = r {
+                return self.fail(e.path, "chown", err);
+            }
+        }
+        if let Some(mode) = c.chmod {
+            let r = At::with(e.path, |d, n| {
+                rustix::fs::chmodat(d, n, Mode::from_raw_mode(mode), AtFlags::empty())
+            });
+            if let Err(err) = r {
+                return self.fail(e.path, "chmod", err);
+            }
+        }
+        self.changed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn fail(&self, path: &[u8], op: &'static str, err: Errno) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        self.progress.errors.fetch_add(1, Ordering::Relaxed);
+        if self.silent && err == Errno::PERM {
+            self.hushed.fetch_add(1, Ordering::Relaxed);
+        } else {
+            report_error("chmod", ItemError::new(path, op, err.into()));
+        }
+    }
+
+    /// Print the summary (stdout, rank 0, not with -q) and the count of failures (stderr), and
+    /// agree on the status. Collective.
+    fn end(
+        &self,
+        comm: &dyn Comm,
+        args: &ChmodArgs,
+        interrupted: bool,
+        started: Instant,
+    ) -> Status {
+        let mut n = [&self.changed, &self.unchanged, &self.failed, &self.hushed]
+            .map(|a| a.load(Ordering::Relaxed));
+        comm.allreduce(&mut n, ReduceOp::Sum);
+        let [changed, unchanged, failed, hushed] = n;
+        let secs = started.elapsed().as_secs_f64();
+        say(
+            comm,
+            args,
+            &format!(
+                "Changed {changed} items ({unchanged} unchanged, {failed} failed) in {secs:.2} s \
+                 ({:.0} items/s)",
+                (changed + unchanged) as f64 / secs.max(1e-9)
+            ),
+        );
+        let mut status = Status::Ok;
+        if failed > 0 {
+            status = Status::ItemsFailed;
+            if comm.rank() == 0 {
+                let msg = match hushed {
+                    0 => format!("{failed} items could not be changed (listed above)"),
+                    h => format!(
+                        "{failed} items could not be changed: {} listed above, {h} not listed \
+                         (-s): Operation not permitted",
+                        failed - h
+                    ),
+                };
+                report_error("chmod", msg);
+            }
+        }
+        if interrupted {
+            status = Status::ItemsFailed;
+            if comm.rank() == 0 {
+                report_error(
+                    "chmod",
+                    "interrupted by a signal: not everything was changed",
+                );
+            }
+        }
+        status.agree(comm)
+    }
+}
+
+/// Entries of a `--input` list with relative paths made absolute and their current metadata
+/// (`lstat`), in parallel; entries that cannot be stat'ed are returned as failures. Collective.
+fn restat(comm: &dyn Comm, list: FileList, cwd: &[u8]) -> (FileList, Vec<ItemError>) {
+    let out = Mutex::new(FileList::new(Detail::Stat));
+    let errors = Mutex::new(Vec::new());
+    run_batches(comm, None, None, &list, |chunk| {
+        let mut stated = FileList::new(Detail::Stat);
+        for e in chunk.iter() {
+            let path = normalize(e.path, cwd);
+            match stat_path(&path, false) {
+                Ok(st) => {
+                    let m = Meta::from_stat(&st);
+                    stated.push(&path, m.file_type(), Some(m));
+                }
+                Err(err) => lock(&errors).push(ItemError::new(&path, "stat", err.into())),
+            }
+        }
+        lock(&out).append(stated);
+    });
+    (
+        out.into_inner().unwrap_or_else(|p| p.into_inner()),
+        errors.into_inner().unwrap_or_else(|p| p.into_inner()),
+    )
+}
+
+/// `--match` / `--exclude` (on the path, or the basename with `--name`).
+struct Selector {
+    matching: Option<Test>,
+    excluding: Option<Test>,
+}
+
+impl Selector {
+    fn new(args: &ChmodArgs) -> Result<Selector, flist::Error> {
+        let test = |re: &Option<String>| {
+            re.as_deref()
+                .map(|re| {
+                    if args.name {
+                        Test::name_regex(re)
+                    } else {
+                        Test::regex(re)
+                    }
+                })
+                .transpose()
+        };
+        Ok(Selector {
+            matching: test(&args.matching)?,
+            excluding: test(&args.exclude)?,
+        })
+    }
+
+    fn selects(&self, e: Entry<'_>) -> bool {
+        self.matching.as_ref().is_none_or(|t| t.matches(e))
+            && !self.excluding.as_ref().is_some_and(|t| t.matches(e))
+    }
+}
+
+/// The normalised `roots` without duplicates and without paths inside another root (whose
+/// walk reaches them), so that no entry is listed twice.
+pub(crate) fn outermost(mut roots: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    // Component order puts every path right after its ancestors (`/a`, `/a/b`, `/a-b`).
+    roots.sort_by(|a, b| a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/')));
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(roots.len());
+    for r in roots {
+        if out
+            .last()
+            .is_none_or(|outer| !flist::path::is_prefix(outer, &r))
+        {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// A summary line on stdout, from rank 0, unless -q.
+fn say(comm: &dyn Comm, args: &ChmodArgs, msg: &str) {
+    if comm.rank() == 0 && !args.common.quiet {
+        stdout_bytes(format!("{msg}\n").as_bytes());
+    }
+}
+
+fn usage(comm: &dyn Comm, e: impl std::fmt::Display) -> Status {
+    if comm.rank() == 0 {
+        report_error("chmod", e);
+    }
+    Status::Usage.agree(comm)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(mode: Option<&str>, uid: Option<u32>, gid: Option<u32>, force: bool) -> Plan {
+        Plan {
+            mode: mode.map(|m| ModeChange::parse(m).unwrap()),
+            owner: Owner { uid, gid },
+            umask: 0o022,
+            force,
+            selector: Selector {
+                matching: None,
+                excluding: None,
+            },
+            euid: 0,
+        }
+    }
+
+    fn meta(mode: u32, uid: u32, gid: u32) -> Meta {
+        Meta {
+            mode,
+            uid,
+            gid,
+            ..Meta::default()
+        }
+    }
+
+    #[test]
+    fn only_differences_are_changed_unless_forced() {
+        let p = plan(Some("755"), Some(5), None, false);
+        let same = p.change(FileType::File, &meta(0o100755, 5, 9));
+        assert_eq!((same.chown, same.chmod), (false, None));
+        let other = p.change(FileType::File, &meta(0o100644, 6, 9));
+        assert_eq!((other.chown, other.chmod), (true, Some(0o755)));
+        let forced =
+            plan(Some("755"), Some(5), None, true).change(FileType::File, &meta(0o100755, 5, 9));
+        assert_eq!((forced.chown, forced.chmod), (true, Some(0o755)));
+    }
+
+    #[test]
+    fn links_keep_their_mode_and_set_id_bits_survive_chown() {
+        let p = plan(Some("a+rwx"), Some(7), None, false);
+        let link = p.change(FileType::Symlink, &meta(0o120777, 0, 0));
+        assert_eq!((link.chown, link.chmod), (true, None));
+        // chown will clear set-user-ID (and set-group-ID with group execute): u+s puts it
+        // back, g=u does not, as chown then chmod would.
+        let suid = plan(Some("u+s"), Some(7), None, false);
+        let c = suid.change(FileType::File, &meta(0o104755, 0, 0));
+        assert_eq!((c.chown, c.chmod), (true, Some(0o4755)));
+        let copy = plan(Some("g=u"), Some(7), None, false);
+        let c = copy.change(FileType::File, &meta(0o106755, 0, 0));
+        assert_eq!((c.chown, c.chmod), (true, Some(0o775)));
+        let c =
+            plan(Some("o+r"), Some(7), None, false).change(FileType::File, &meta(0o102700, 0, 0));
+        assert_eq!((c.chown, c.chmod), (true, Some(0o2704)));
+        // Directories keep their set-ID bits through chown.
+        let c = copy.change(FileType::Dir, &meta(0o46755, 0, 0));
+        assert_eq!((c.chown, c.chmod), (true, Some(0o6775)));
+    }
+
+    #[test]
+    fn nested_and_repeated_roots_are_walked_once() {
+        let v = |x: &[&str]| x.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert_eq!(
+            outermost(v(&["/a/b", "/a-b", "/w/x", "/a", "/a", "/a/b/c", "/ab"])),
+            v(&["/a", "/a-b", "/ab", "/w/x"])
+        );
+        assert_eq!(outermost(v(&["/x", "/"])), v(&["/"]));
+    }
+
+    #[test]
+    fn directories_losing_execute_go_last() {
+        let p = plan(Some("u-x"), None, None, false);
+        assert!(p.change(FileType::Dir, &meta(0o40755, 0, 0)).late);
+        assert!(!p.change(FileType::File, &meta(0o100755, 0, 0)).late);
+        let keep =
+            plan(Some("go-w"), None, None, false).change(FileType::Dir, &meta(0o40777, 0, 0));
+        assert!(!keep.late && keep.chmod == Some(0o755));
+    }
+}

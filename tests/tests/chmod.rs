@@ -1,0 +1,483 @@
+//! `mfu-rs chmod` end to end: the result on a tree equals GNU `chmod -R` / `chown -R` on an
+//! identical tree, for octal and symbolic modes, owners and groups, at 1, 2 and 4 ranks;
+//! --match/--exclude/--name select what changes; usage errors change nothing; a caller who is
+//! not root still reaches every entry (`u-x`) and gets into directories the new mode opens.
+
+use mfu_tests::{bin, expect_status, mfu, mpirun};
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Relative path (the root is "") → (full mode, uid, gid).
+type Snapshot = BTreeMap<String, (u32, u32, u32)>;
+
+/// Files of assorted modes (set-ID and sticky bits too), directories with a set-group-ID one,
+/// a nested directory without any permission holding a subtree, a symlink and a dangling one.
+fn make_tree(root: &Path) {
+    let dirs = [
+        ("", 0o755),
+        ("d", 0o755),
+        ("d/e", 0o700),
+        ("sg", 0o2775),
+        ("tmp", 0o1777),
+        ("noperm", 0o000),
+        ("noperm/sub", 0o750),
+    ];
+    let files = [
+        ("f644", 0o644),
+        ("f755", 0o755),
+        ("f600", 0o600),
+        ("f000", 0o000),
+        ("f070", 0o070),
+        ("suid", 0o4755),
+        ("sgid", 0o2750),
+        ("d/f640", 0o640),
+        ("d/e/g444", 0o444),
+        ("sg/h664", 0o664),
+        ("tmp/t666", 0o666),
+        ("noperm/in", 0o644),
+        ("noperm/sub/x", 0o711),
+    ];
+    for (d, _) in dirs {
+        fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for (f, _) in files {
+        fs::write(root.join(f), f).unwrap();
+    }
+    symlink("f644", root.join("link")).unwrap();
+    symlink("nowhere", root.join("d/dangling")).unwrap();
+    // Files first, directories deepest first, so that no mode locks out a later one.
+    for (p, mode) in files.iter().chain(dirs.iter().rev()) {
+        fs::set_permissions(root.join(p), fs::Permissions::from_mode(*mode)).unwrap();
+    }
+}
+
+fn snapshot(root: &Path) -> Snapshot {
+    fn walk(dir: &Path, rel: &str, out: &mut Snapshot) {
+        let m = fs::symlink_metadata(dir).unwrap();
+        out.insert(rel.to_string(), (m.mode(), m.uid(), m.gid()));
+        if m.is_dir() {
+            for e in fs::read_dir(dir).unwrap() {
+                let e = e.unwrap();
+                let name = e.file_name().into_string().unwrap();
+                let sub = if rel.is_empty() {
+                    name
+                } else {
+                    format!("{rel}/{name}")
+                };
+                walk(&e.path(), &sub, out);
+            }
+        }
+    }
+    let mut out = Snapshot::new();
+    walk(root, "", &mut out);
+    out
+}
+
+/// Two identical trees `gnu` and `mfu` in a fresh directory.
+fn twin_trees() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("gnu"), tmp.path().join("mfu"));
+    make_tree(&a);
+    make_tree(&b);
+    assert_eq!(snapshot(&a), snapshot(&b));
+    (tmp, a, b)
+}
+
+/// `sh -c 'umask U; exec PROGRAM ARGS'`.
+fn with_umask(umask: &str, program: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("umask {umask}; exec \"$@\""))
+        .arg("sh")
+        .arg(program)
+        .args(args);
+    cmd
+}
+
+fn run_gnu(umask: &str, tool: &str, args: &[&str]) {
+    let chmod = which(tool);
+    expect_status(&mut with_umask(umask, &chmod, args), 0);
+}
+
+fn which(tool: &str) -> PathBuf {
+    for dir in ["/usr/bin", "/bin"] {
+        let p = Path::new(dir).join(tool);
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!("{tool} not found");
+}
+
+/// `mfu-rs chmod ARGS` at `np` ranks (1 = one process) with `umask`.
+fn run_mfu(np: usize, umask: &str, args: &[&str]) -> Output {
+    let mut full = vec!["chmod", "-q"];
+    full.extend_from_slice(args);
+    let mut cmd = if np == 1 {
+        with_umask(umask, &bin(), &full)
+    } else {
+        let mpi = mpirun(np, &bin());
+        let mut argv: Vec<String> = mpi
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        argv.extend(full.iter().map(|s| s.to_string()));
+        let mut cmd = with_umask(umask, Path::new("mpirun"), &[]);
+        cmd.args(&argv);
+        for (k, v) in mpi.get_envs() {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        cmd
+    };
+    expect_status(&mut cmd, 0)
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// GNU `chmod -R MODE` and `mfu-rs chmod -m MODE` give the same tree.
+fn same_as_gnu_chmod(np: usize, mode: &str, umask: &str) {
+    let (_tmp, a, b) = twin_trees();
+    run_gnu(umask, "chmod", &["-R", "--", mode, path(&a)]);
+    run_mfu(np, umask, &["-m", mode, path(&b)]);
+    assert_eq!(
+        snapshot(&a),
+        snapshot(&b),
+        "mode {mode}, umask {umask}, {np} ranks"
+    );
+}
+
+const MODES: &[&str] = &[
+    "755",
+    "0640",
+    "2775",
+    "1777",
+    "00755",
+    "u+rwX,go-w",
+    "a+X",
+    "g=u",
+    "go=u,u-w",
+    "o=",
+    "u-x",
+    "a-x",
+    "ug+s,o+t",
+    "g-s",
+    "u=rwX,g=rX,o=",
+    "=r",
+    "-w",
+];
+
+#[test]
+fn modes_equal_gnu_chmod_one_process() {
+    for mode in MODES {
+        same_as_gnu_chmod(1, mode, "022");
+    }
+    // Without ugoa the umask limits the change.
+    for mode in ["+x", "+rwX", "=rw", "-r"] {
+        same_as_gnu_chmod(1, mode, "027");
+    }
+}
+
+#[test]
+fn modes_equal_gnu_chmod_two_ranks() {
+    for mode in ["u+rwX,go-w", "g=u", "u-x", "2775"] {
+        same_as_gnu_chmod(2, mode, "022");
+    }
+    same_as_gnu_chmod(2, "+x", "027");
+}
+
+#[test]
+fn modes_equal_gnu_chmod_four_ranks() {
+    for mode in ["0640", "a+X", "o=", "a-x"] {
+        same_as_gnu_chmod(4, mode, "022");
+    }
+    same_as_gnu_chmod(4, "+x", "077");
+}
+
+/// GNU `chown -R SPEC` (then `chmod -R MODE` if given) and `mfu-rs chmod ARGS` agree.
+fn same_as_gnu_chown(np: usize, spec: &str, mode: Option<&str>, args: &[&str]) {
+    let (_tmp, a, b) = twin_trees();
+    run_gnu("022", "chown", &["-R", spec, path(&a)]);
+    let mut full = args.to_vec();
+    if let Some(m) = mode {
+        run_gnu("022", "chmod", &["-R", m, path(&a)]);
+        full.extend(["-m", m]);
+    }
+    full.push(path(&b));
+    run_mfu(np, "022", &full);
+    let (sa, sb) = (snapshot(&a), snapshot(&b));
+    assert_eq!(sa, sb, "chown {spec} / {args:?}, {np} ranks");
+    // The symlinks themselves changed owner (lchown), as chown -R does by default.
+    assert_ne!(sb["link"].1, 0, "{spec}: {:?}", sb["link"]);
+}
+
+#[test]
+fn owners_equal_gnu_chown_one_process() {
+    same_as_gnu_chown(1, "1234:5678", None, &["-u", "1234", "-g", "5678"]);
+    same_as_gnu_chown(1, "nobody", None, &["-u", "nobody"]);
+    same_as_gnu_chown(1, "+4321", None, &["--owner", "+4321"]);
+    // The mode is applied after the owner: set-ID bits chown clears come back.
+    same_as_gnu_chown(1, "1234", Some("u+s,g+s"), &["-u", "1234"]);
+}
+
+#[test]
+fn group_names_equal_gnu_chgrp() {
+    let (_tmp, a, b) = twin_trees();
+    run_gnu("022", "chgrp", &["-R", "daemon", path(&a)]);
+    run_mfu(1, "022", &["-g", "daemon", path(&b)]);
+    let sb = snapshot(&b);
+    assert_eq!(snapshot(&a), sb);
+    assert!(sb.values().all(|&(_, uid, gid)| uid == 0 && gid == 1));
+}
+
+#[test]
+fn owners_equal_gnu_chown_two_and_four_ranks() {
+    same_as_gnu_chown(2, "1234:daemon", None, &["-u", "1234", "-g", "daemon"]);
+    same_as_gnu_chown(
+        4,
+        "nobody:5678",
+        Some("g=u"),
+        &["-u", "nobody", "-g", "5678"],
+    );
+}
+
+/// Apply GNU `chmod MODE` to the entries of `a` whose relative path `pick` selects (links
+/// excluded: GNU would follow them) and `mfu-rs chmod -m MODE FILTER` to `b`; compare.
+fn filtered(np: usize, mode: &str, filter: &[&str], pick: impl Fn(&str) -> bool) {
+    let (_tmp, a, b) = twin_trees();
+    let before = snapshot(&a);
+    // Deepest first, so that GNU is not locked out by its own changes (it runs as root anyway).
+    let mut chosen: Vec<String> = before
+        .iter()
+        .filter(|(rel, m)| pick(rel) && m.0 & 0o170000 != 0o120000)
+        .map(|(rel, _)| path(&a.join(rel)).trim_end_matches('/').to_string())
+        .collect();
+    chosen.reverse();
+    assert!(!chosen.is_empty());
+    let mut args = vec!["--", mode];
+    args.extend(chosen.iter().map(String::as_str));
+    run_gnu("022", "chmod", &args);
+    let mut full = vec!["-m", mode];
+    full.extend_from_slice(filter);
+    full.push(path(&b));
+    run_mfu(np, "022", &full);
+    let sb = snapshot(&b);
+    assert_eq!(snapshot(&a), sb, "{mode} {filter:?}, {np} ranks");
+    assert_ne!(before, sb, "{mode} {filter:?} changed nothing");
+}
+
+#[test]
+fn match_exclude_and_name_select_what_changes() {
+    filtered(1, "700", &["--match", "/d/"], |rel| rel.starts_with("d/"));
+    filtered(1, "a+rwx", &["--exclude", "/(d|noperm)(/|$)"], |rel| {
+        !(rel == "d" || rel.starts_with("d/") || rel == "noperm" || rel.starts_with("noperm/"))
+    });
+    filtered(1, "go-rwx", &["-n", "--match", "^f[0-9]"], |rel| {
+        rel.rsplit('/').next().unwrap().starts_with('f')
+            && rel
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .as_bytes()
+                .get(1)
+                .is_some_and(u8::is_ascii_digit)
+    });
+    filtered(
+        1,
+        "u=rwx",
+        &["--name", "--match", "6", "--exclude", "^sg"],
+        |rel| {
+            let base = rel.rsplit('/').next().unwrap();
+            base.contains('6') && !base.starts_with("sg")
+        },
+    );
+}
+
+#[test]
+fn filters_under_mpirun() {
+    filtered(2, "g+w", &["--name", "--exclude", "^f"], |rel| {
+        !rel.rsplit('/').next().unwrap().starts_with('f')
+    });
+    filtered(4, "o+w", &["--match", "noperm"], |rel| {
+        rel.starts_with("noperm")
+    });
+}
+
+#[test]
+fn usage_errors_exit_2_and_change_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().join("t");
+    make_tree(&t);
+    let before = snapshot(&t);
+    let p = path(&t);
+    let cases: &[&[&str]] = &[
+        &["-m", "u+q", p],
+        &["-m", "8", p],
+        &["-m", "u+r,", p],
+        &["-m", "g=ur", p],
+        &["-m", "755", "-u", "no-such-user-mfu", p],
+        &["-m", "755", "-g", "no-such-group-mfu", p],
+        &["-m", "755", "--match", "(", p],
+        &[p],
+        &["-m", "755"],
+        &["-m", "755", "-i", "/nonexistent/list", p],
+    ];
+    for args in cases {
+        let mut full = vec!["chmod"];
+        full.extend_from_slice(args);
+        let out = expect_status(&mut mfu(&full), 2);
+        assert!(!out.stderr.is_empty(), "{args:?}: no message");
+        assert_eq!(snapshot(&t), before, "{args:?} changed something");
+    }
+    for np in [2, 4] {
+        let out = expect_status(
+            mpirun(np, &bin()).args(["chmod", "-m", "u+rwz", "-u", "0", p]),
+            2,
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains("invalid mode: 'u+rwz'"));
+        expect_status(
+            mpirun(np, &bin()).args(["chmod", "-u", "no-such-user-mfu", p]),
+            2,
+        );
+        assert_eq!(snapshot(&t), before);
+    }
+}
+
+#[test]
+fn force_calls_chmod_even_where_nothing_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("f");
+    fs::write(&f, "x").unwrap();
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o644)).unwrap();
+    let ctime = |p: &Path| {
+        let m = fs::metadata(p).unwrap();
+        (m.ctime(), m.ctime_nsec())
+    };
+    let before = ctime(&f);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let out = expect_status(&mut mfu(&["chmod", "-m", "644", path(&f)]), 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Changed 0 items (1 unchanged"));
+    assert_eq!(ctime(&f), before, "an unchanged file was touched");
+    let out = expect_status(&mut mfu(&["chmod", "-f", "-m", "644", path(&f)]), 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Changed 1 items"));
+    assert_ne!(ctime(&f), before, "--force did not call chmod");
+}
+
+#[test]
+fn input_list_changes_what_it_names_from_the_current_mode() {
+    let (tmp, a, b) = twin_trees();
+    let names = ["f644", "d/e", "d/e/g444", "link", "noperm/sub/x"];
+    let list = tmp.path().join("list.txt");
+    let text: String = names
+        .iter()
+        .map(|n| format!("{}\n", path(&b.join(n))))
+        .collect();
+    fs::write(&list, text).unwrap();
+    let gnu: Vec<String> = names
+        .iter()
+        .filter(|n| **n != "link")
+        .map(|n| path(&a.join(n)).to_string())
+        .collect();
+    let mut args = vec!["u+x,g=u"];
+    args.extend(gnu.iter().map(String::as_str));
+    run_gnu("022", "chmod", &args);
+    for np in [1, 2] {
+        // The second run finds everything right already: idempotent.
+        run_mfu(np, "022", &["-m", "u+x,g=u", "-i", path(&list)]);
+        assert_eq!(snapshot(&a), snapshot(&b), "{np} ranks");
+    }
+}
+
+/// `mfu-rs chmod ARGS` as the unprivileged user nobody.
+fn as_nobody(args: &[&str], code: i32) -> Output {
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin())
+        .arg("chmod")
+        .args(args);
+    expect_status(&mut cmd, code)
+}
+
+/// Twin trees owned by nobody, in a directory nobody can enter; `noperm/` gets `noperm_mode`.
+fn nobody_trees(noperm_mode: u32) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let (tmp, a, b) = twin_trees();
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    for t in [&a, &b] {
+        fs::set_permissions(t.join("noperm"), fs::Permissions::from_mode(noperm_mode)).unwrap();
+        expect_status(
+            Command::new("chown")
+                .args(["-R", "-h", "65534:65534"])
+                .arg(t),
+            0,
+        );
+    }
+    (tmp, a, b)
+}
+
+#[test]
+fn unprivileged_caller_is_never_locked_out() {
+    // u-x: GNU (run as root here, so it cannot lock itself out) gives the intended result;
+    // nobody gets it too because directories lose their execute bit last, deepest first.
+    for mode in ["u-x", "a-rwx", "u-r"] {
+        let (_tmp, a, b) = nobody_trees(0o700);
+        run_gnu("022", "chmod", &["-R", mode, path(&a)]);
+        as_nobody(&["-q", "-m", mode, path(&b)], 0);
+        assert_eq!(snapshot(&a), snapshot(&b), "{mode} as nobody");
+    }
+}
+
+#[test]
+fn unprivileged_caller_opens_directories_the_new_mode_grants() {
+    // noperm/ is 000 and owned by nobody: u+rwX (and 750) let the owner in, so the walk
+    // opens it first and changes what is inside.
+    for mode in ["u+rwX", "750"] {
+        let (_tmp, a, b) = nobody_trees(0o000);
+        run_gnu("022", "chmod", &["-R", mode, path(&a)]);
+        as_nobody(&["-q", "-m", mode, path(&b)], 0);
+        let sb = snapshot(&b);
+        assert_eq!(snapshot(&a), sb, "{mode} as nobody");
+    }
+    // go-w does not grant the owner anything: noperm/ stays closed, which is reported with
+    // its path and the operation, and the exit status is 1.
+    let (_tmp, _a, b) = nobody_trees(0o000);
+    let out = as_nobody(&["-q", "-m", "go-w", path(&b)], 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "open directory {}/noperm: Permission denied",
+            path(&b)
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn silent_hides_not_permitted_but_still_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let t = tmp.path().join("t");
+    fs::create_dir(&t).unwrap();
+    for n in ["a", "b", "c"] {
+        fs::write(t.join(n), n).unwrap(); // owned by root: nobody may not chmod them
+    }
+    let loud = as_nobody(&["-m", "600", path(&t)], 1);
+    let loud = String::from_utf8_lossy(&loud.stderr);
+    assert!(
+        loud.contains(&format!("chmod {}/a: Operation not permitted", path(&t))),
+        "{loud}"
+    );
+    let quiet = as_nobody(&["-s", "-m", "600", path(&t)], 1);
+    let quiet = String::from_utf8_lossy(&quiet.stderr);
+    assert!(!quiet.contains("/a:"), "{quiet}");
+    assert!(
+        quiet.contains("4 items could not be changed: 0 listed above, 4 not listed (-s): Operation not permitted"),
+        "{quiet}"
+    );
+}
