@@ -299,8 +299,8 @@ impl Primary {
 #[derive(Clone, Debug)]
 pub struct FindArgs {
     /// Paths, input, output and the shared options (the raw expression words are in here too,
-    /// but only [`FindArgs::expr`] keeps their order).
-    pub options: FindOptions,
+    /// but only [`FindArgs::expr`] keeps their order). Boxed: the raw words make it large.
+    pub options: Box<FindOptions>,
     /// The expression; `None` when empty (everything matches).
     pub expr: Option<Expr<Primary>>,
 }
@@ -341,7 +341,10 @@ impl FromArgMatches for FindArgs {
         options.paths = paths;
         check_plain_options(&options)?;
         let expr = expr::parse(tokens).map_err(|e| invalid(format!("bad expression: {e}")))?;
-        Ok(FindArgs { options, expr })
+        Ok(FindArgs {
+            options: Box::new(options),
+            expr,
+        })
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
