@@ -1,10 +1,13 @@
-//! find-like tests on records (dfind's `--type`, `--size`, `--name`, `--path`, `--regex`),
-//! evaluated locally: no communication.
+//! find-like tests on records (dfind's and GNU find's `--type`, `--size`, `--name`, `--path`,
+//! `--regex`, times, owners), evaluated locally: no communication.
 //!
-//! Globs follow `fnmatch(3)` as dfind calls it (`FNM_PERIOD`, no `FNM_PATHNAME`): `*` and `?`
-//! also match `/` in a path pattern, and a name beginning with `.` is matched only by a pattern
-//! beginning with a literal `.`. Names and paths are bytes: globs and regexes match names that
-//! are not UTF-8.
+//! Globs of [`Test::name_glob`]/[`Test::path_glob`] follow `fnmatch(3)` as dfind calls it
+//! (`FNM_PERIOD`, no `FNM_PATHNAME`): `*` and `?` also match `/` in a path pattern, and a name
+//! beginning with `.` is matched only by a pattern beginning with a literal `.`.
+//! [`Test::fnmatch_name`]/[`Test::fnmatch_path`] are GNU find's `-name`/`-path`: the C library's
+//! `fnmatch` with no flags (a leading `.` is matched by `*`), byte by byte as in the C locale.
+//! Time tests ([`Test::age`]) round as GNU find does. Names and paths are bytes: globs and
+//! regexes match names that are not UTF-8.
 //!
 //! ```
 //! use flist::filter::{apply, Filter, Test};
@@ -19,10 +22,11 @@
 
 use crate::error::{Error, Result};
 use crate::path::{as_path, basename};
-use crate::record::{Entry, FileList, FileType};
+use crate::record::{Entry, FileList, FileType, Meta};
 use crate::units::parse_size;
 use globset::{GlobBuilder, GlobMatcher};
 use rayon::prelude::*;
+use std::ffi::{CStr, CString};
 
 /// How a record's number compares with the test's (find's `+N`, `-N`, `N`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +71,125 @@ pub enum Test {
     Regex(regex::bytes::Regex),
     /// The regex matches somewhere in the basename.
     NameRegex(regex::bytes::Regex),
+    /// `fnmatch(pattern, name, 0)` on the basename (`whole_path` false, GNU `-name`) or on the
+    /// whole path (GNU `-path`).
+    Fnmatch {
+        /// The shell pattern.
+        pattern: CString,
+        /// Match the whole path instead of the basename.
+        whole_path: bool,
+    },
+    /// A timestamp compared with a moment as GNU find's `-amin`/`-atime` and relatives do (see
+    /// [`Test::age`]). Records without metadata never match.
+    Age {
+        /// The timestamp tested.
+        field: TimeField,
+        /// `Greater` (`+N`): older than the window; `Less` (`-N`): newer; `Equal` (`N`): in it.
+        cmp: Cmp,
+        /// Start of the window, nanoseconds since the epoch.
+        reference: i128,
+        /// Length of the window, nanoseconds.
+        window: i128,
+    },
+    /// The timestamp is later than `than` (nanoseconds since the epoch), as GNU find's
+    /// `-newer`/`-anewer`/`-cnewer` compare with a reference file's modification time.
+    Newer {
+        /// The timestamp tested.
+        field: TimeField,
+        /// The moment to be later than, nanoseconds since the epoch.
+        than: i128,
+    },
+    /// The owner's numeric id compares with `id` as `cmp` says.
+    Uid {
+        /// Direction of the comparison.
+        cmp: Cmp,
+        /// The user id.
+        id: u64,
+    },
+    /// The group's numeric id compares with `id` as `cmp` says.
+    Gid {
+        /// Direction of the comparison.
+        cmp: Cmp,
+        /// The group id.
+        id: u64,
+    },
+}
+
+/// Which timestamp of a record a time test reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeField {
+    /// Last access (`atime`).
+    Access,
+    /// Last modification of the data (`mtime`).
+    Modify,
+    /// Last change of the status (`ctime`).
+    Change,
+}
+
+impl TimeField {
+    /// The timestamp of `m`, in nanoseconds since the epoch.
+    pub fn nanos(self, m: &Meta) -> i128 {
+        let (s, ns) = match self {
+            TimeField::Access => (m.atime, m.atime_nsec),
+            TimeField::Modify => (m.mtime, m.mtime_nsec),
+            TimeField::Change => (m.ctime, m.ctime_nsec),
+        };
+        nanos(s, ns)
+    }
+}
+
+/// Seconds and nanoseconds since the epoch as one number of nanoseconds.
+pub fn nanos(secs: i64, nsecs: u32) -> i128 {
+    secs as i128 * NANOS_PER_SEC + nsecs as i128
+}
+
+const NANOS_PER_SEC: i128 = 1_000_000_000;
+const DAY_SECS: i64 = 86_400;
+
+/// The unit of a relative time test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgeUnit {
+    /// Minutes (GNU find's `-amin`, `-cmin`, `-mmin`).
+    Minutes,
+    /// Days of 24 hours (GNU find's `-atime`, `-ctime`, `-mtime`).
+    Days,
+}
+
+/// `[+-]N` with `N` a decimal number (fractions allowed, as GNU find's `-mtime 1.5`).
+fn signed_amount(spec: &str) -> Option<(Cmp, f64)> {
+    let (cmp, number) = split_sign(spec);
+    let valid = !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && number.bytes().any(|b| b.is_ascii_digit());
+    let n: f64 = number.parse().ok().filter(|_| valid)?;
+    n.is_finite().then_some((cmp, n))
+}
+
+fn split_sign(spec: &str) -> (Cmp, &str) {
+    match spec.as_bytes().first() {
+        Some(b'+') => (Cmp::Greater, &spec[1..]),
+        Some(b'-') => (Cmp::Less, &spec[1..]),
+        _ => (Cmp::Equal, spec),
+    }
+}
+
+/// `fnmatch(3)` with no flags, on bytes (the C library's, so the semantics are GNU find's).
+fn fnmatch(pattern: &CStr, text: &[u8]) -> bool {
+    // A name holds no NUL byte; copy it next to its terminator, on the stack when short.
+    let mut small = [0u8; 256];
+    let mut large = Vec::new();
+    let buf: &[u8] = if text.len() < small.len() {
+        small[..text.len()].copy_from_slice(text);
+        &small[..=text.len()]
+    } else {
+        large.reserve_exact(text.len() + 1);
+        large.extend_from_slice(text);
+        large.push(0);
+        &large
+    };
+    // SAFETY: both pointers are NUL-terminated byte strings that outlive the call; fnmatch
+    // only reads them.
+    unsafe { libc::fnmatch(pattern.as_ptr(), buf.as_ptr().cast(), 0) == 0 }
 }
 
 fn glob(pattern: &str, what: &str) -> Result<GlobMatcher> {
@@ -110,14 +233,116 @@ impl Test {
         regex(pattern).map(Test::NameRegex)
     }
 
+    /// A regex that must match the whole path (GNU find's `-regex`), in Rust `regex` syntax
+    /// with Unicode off: `.` matches any byte (newlines too), as a POSIX extended regex in the
+    /// C locale does.
+    pub fn whole_regex(pattern: &str) -> Result<Test> {
+        let build = |p: &str| {
+            regex::bytes::RegexBuilder::new(p)
+                .unicode(false)
+                .dot_matches_new_line(true)
+                .build()
+                .map_err(|e| Error::Invalid(format!("bad regex '{pattern}': {e}")))
+        };
+        // Alone first: wrapped, an unbalanced `a)|(b` would compile into something else.
+        build(pattern)?;
+        build(&format!(r"\A(?:{pattern})\z")).map(Test::Regex)
+    }
+
+    /// GNU find's `-name`: `fnmatch(pattern, basename, 0)`.
+    pub fn fnmatch_name(pattern: &[u8]) -> Result<Test> {
+        Self::fnmatch(pattern, false)
+    }
+
+    /// GNU find's `-path`: `fnmatch(pattern, path, 0)` (`*` matches `/` too).
+    pub fn fnmatch_path(pattern: &[u8]) -> Result<Test> {
+        Self::fnmatch(pattern, true)
+    }
+
+    fn fnmatch(pattern: &[u8], whole_path: bool) -> Result<Test> {
+        let pattern = CString::new(pattern)
+            .map_err(|_| Error::Invalid("a pattern cannot hold a NUL byte".into()))?;
+        Ok(Test::Fnmatch {
+            pattern,
+            whole_path,
+        })
+    }
+
+    /// A time test `[+-]N` relative to `now` (nanoseconds since the epoch), with GNU find's
+    /// rounding (findutils 4.9, checked against `find` by the tests):
+    ///
+    /// | unit | `+N` | `-N` | `N` |
+    /// |---|---|---|---|
+    /// | minutes | age > N min | age < N min | N-1 min < age ≤ N min |
+    /// | days | age > N+1 days | age < N days + 1 s | N days < age ≤ N+1 days |
+    ///
+    /// So `--mtime +180` means "at least 181 days old", `--mtime 0` "within the last 24
+    /// hours", `--mmin 5` "more than 4 and at most 5 minutes ago". N may have a fraction
+    /// (`1.5`); the window of `N` stays one unit long. A timestamp in the future has a
+    /// negative age.
+    pub fn age(field: TimeField, unit: AgeUnit, spec: &str, now: i128) -> Result<Test> {
+        let bad = || {
+            Error::Invalid(format!(
+                "bad time '{spec}' (expected N, +N or -N, N a number)"
+            ))
+        };
+        let (cmp, amount) = signed_amount(spec).ok_or_else(bad)?;
+        let unit_secs = match unit {
+            AgeUnit::Minutes => 60,
+            AgeUnit::Days => DAY_SECS,
+        };
+        let offset = amount * unit_secs as f64;
+        if offset > 1e15 {
+            return Err(bad());
+        }
+        // GNU find counts days from "now minus one day" (its `cur_day_start`), and moves the
+        // origin of `-N` one second short of a day later; minutes count from now.
+        let origin = match (unit, cmp) {
+            (AgeUnit::Minutes, _) => now,
+            (AgeUnit::Days, Cmp::Less) => now - NANOS_PER_SEC,
+            (AgeUnit::Days, _) => now - DAY_SECS as i128 * NANOS_PER_SEC,
+        };
+        let whole = offset.trunc();
+        let frac_nanos = ((offset - whole) * 1e9) as i128;
+        Ok(Test::Age {
+            field,
+            cmp,
+            reference: origin - whole as i128 * NANOS_PER_SEC - frac_nanos,
+            window: unit_secs as i128 * NANOS_PER_SEC,
+        })
+    }
+
+    /// `--uid [+-]N` (`group` false) or `--gid [+-]N` (`group` true): the numeric id compared.
+    pub fn id(spec: &str, group: bool) -> Result<Test> {
+        let (cmp, number) = split_sign(spec);
+        let id: u64 = number
+            .parse()
+            .ok()
+            .filter(|_| number.bytes().all(|b| b.is_ascii_digit()))
+            .ok_or_else(|| Error::Invalid(format!("bad id '{spec}' (expected N, +N or -N)")))?;
+        Ok(if group {
+            Test::Gid { cmp, id }
+        } else {
+            Test::Uid { cmp, id }
+        })
+    }
+
+    /// Whether the test reads metadata (so records of a lite list never pass it).
+    pub fn needs_meta(&self) -> bool {
+        matches!(
+            self,
+            Test::Size { .. }
+                | Test::Age { .. }
+                | Test::Newer { .. }
+                | Test::Uid { .. }
+                | Test::Gid { .. }
+        )
+    }
+
     /// dfind's `--size [+-]N[unit]`: `+N` larger than N bytes, `-N` smaller, `N` exactly; `N` as
     /// [`parse_size`] reads it (`1.5G`, powers of 1024).
     pub fn size(spec: &str) -> Result<Test> {
-        let (cmp, number) = match spec.as_bytes().first() {
-            Some(b'+') => (Cmp::Greater, &spec[1..]),
-            Some(b'-') => (Cmp::Less, &spec[1..]),
-            _ => (Cmp::Equal, spec),
-        };
+        let (cmp, number) = split_sign(spec);
         let bytes =
             parse_size(number).map_err(|e| Error::Invalid(format!("bad --size '{spec}': {e}")))?;
         Ok(Test::Size { cmp, bytes })
@@ -155,6 +380,34 @@ impl Test {
             Test::Path(g) => g.is_match(as_path(e.path)),
             Test::Regex(r) => r.is_match(e.path),
             Test::NameRegex(r) => r.is_match(basename(e.path)),
+            Test::Fnmatch {
+                pattern,
+                whole_path,
+            } => fnmatch(
+                pattern,
+                if *whole_path {
+                    e.path
+                } else {
+                    basename(e.path)
+                },
+            ),
+            Test::Age {
+                field,
+                cmp,
+                reference,
+                window,
+            } => e.meta.is_some_and(|m| {
+                // GNU's sense: +N wants the timestamp before the window, -N after its start.
+                let delta = field.nanos(m) - reference;
+                match cmp {
+                    Cmp::Greater => delta < 0,
+                    Cmp::Less => delta > 0,
+                    Cmp::Equal => (0..*window).contains(&delta),
+                }
+            }),
+            Test::Newer { field, than } => e.meta.is_some_and(|m| field.nanos(m) > *than),
+            Test::Uid { cmp, id } => e.meta.is_some_and(|m| cmp.holds(m.uid as u64, *id)),
+            Test::Gid { cmp, id } => e.meta.is_some_and(|m| cmp.holds(m.gid as u64, *id)),
         }
     }
 }
@@ -234,5 +487,189 @@ mod tests {
         assert!(Test::name_glob("[").is_err());
         assert!(Test::regex("(").is_err());
         assert!(Test::file_type("x").is_err());
+    }
+
+    /// A record whose mtime is `age` nanoseconds before `now`.
+    fn aged(now: i128, age: i128) -> Meta {
+        let t = now - age;
+        Meta {
+            mtime: t.div_euclid(NANOS_PER_SEC) as i64,
+            mtime_nsec: t.rem_euclid(NANOS_PER_SEC) as u32,
+            ..Meta::default()
+        }
+    }
+
+    /// Whether `spec` in `unit` matches a record `age_secs` old (fractions allowed).
+    fn age_matches(unit: AgeUnit, spec: &str, age_secs: f64) -> bool {
+        let now = nanos(1_800_000_000, 123_456_789);
+        let m = aged(now, (age_secs * 1e9) as i128);
+        let e = Entry {
+            path: b"/f",
+            kind: FileType::File,
+            meta: Some(&m),
+        };
+        Test::age(TimeField::Modify, unit, spec, now)
+            .unwrap()
+            .matches(e)
+    }
+
+    /// The ages (seconds) of `ages` that `spec` matches.
+    fn matched(unit: AgeUnit, spec: &str, ages: &[f64]) -> Vec<f64> {
+        ages.iter()
+            .copied()
+            .filter(|&a| age_matches(unit, spec, a))
+            .collect()
+    }
+
+    #[test]
+    fn minutes_round_like_gnu_find() {
+        use AgeUnit::Minutes;
+        let ages = [
+            -5.0, 0.0, 0.5, 30.0, 59.9, 60.0, 60.1, 119.9, 120.0, 120.1, 600.0,
+        ];
+        // N: N-1 min < age <= N min.
+        assert_eq!(matched(Minutes, "1", &ages), [0.5, 30.0, 59.9, 60.0]);
+        assert_eq!(matched(Minutes, "2", &ages), [60.1, 119.9, 120.0]);
+        assert_eq!(matched(Minutes, "0", &ages), [-5.0, 0.0]);
+        // +N: age > N min; -N: age < N min.
+        assert_eq!(
+            matched(Minutes, "+1", &ages),
+            [60.1, 119.9, 120.0, 120.1, 600.0]
+        );
+        assert_eq!(matched(Minutes, "-1", &ages), [-5.0, 0.0, 0.5, 30.0, 59.9]);
+        assert_eq!(matched(Minutes, "-0", &ages), [-5.0]);
+        // Fractions: 1.5 min = 90 s, the window the minute up to it (30 s < age <= 90 s).
+        assert_eq!(matched(Minutes, "1.5", &ages), [59.9, 60.0, 60.1]);
+        assert_eq!(matched(Minutes, "+0.5", &ages), &ages[4..]);
+    }
+
+    #[test]
+    fn days_round_like_gnu_find() {
+        use AgeUnit::Days;
+        let d = 86_400.0;
+        let ages = [
+            -1.0,
+            0.0,
+            30.0,
+            d - 0.1,
+            d,
+            d + 0.5,
+            d + 1.0,
+            d + 1.5,
+            2.0 * d,
+            2.0 * d + 0.5,
+            3.0 * d,
+            200.0 * d,
+        ];
+        // N: N days < age <= N+1 days.
+        assert_eq!(matched(Days, "0", &ages), [30.0, d - 0.1, d]);
+        assert_eq!(
+            matched(Days, "1", &ages),
+            [d + 0.5, d + 1.0, d + 1.5, 2.0 * d]
+        );
+        // +N: age > N+1 days (so +0 is "more than a day").
+        assert_eq!(matched(Days, "+0", &ages), &ages[5..]);
+        assert_eq!(
+            matched(Days, "+1", &ages),
+            [2.0 * d + 0.5, 3.0 * d, 200.0 * d]
+        );
+        assert_eq!(matched(Days, "+180", &ages), [200.0 * d]);
+        // -N: age < N days + 1 s (GNU's origin for -N is one second short of a day later).
+        assert_eq!(
+            matched(Days, "-1", &ages),
+            [-1.0, 0.0, 30.0, d - 0.1, d, d + 0.5]
+        );
+        assert_eq!(matched(Days, "-0", &ages), [-1.0, 0.0]);
+        // 0.5 days = 12 h: 12 h < age <= 36 h.
+        assert_eq!(matched(Days, "0.5", &ages), &ages[3..8]);
+    }
+
+    #[test]
+    fn times_ids_and_patterns_reject_junk() {
+        let now = nanos(1_800_000_000, 0);
+        for bad in [
+            "", "+", "-", "1x", "x", "1e3", "--1", "+-1", "nan", "inf", ".", "1e99",
+        ] {
+            assert!(
+                Test::age(TimeField::Access, AgeUnit::Days, bad, now).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(Test::age(TimeField::Access, AgeUnit::Days, &"9".repeat(20), now).is_err());
+        for bad in ["", "+", "a", "-1.5", "1 "] {
+            assert!(Test::id(bad, false).is_err(), "{bad}");
+        }
+        assert!(matches!(
+            Test::id("+7", true).unwrap(),
+            Test::Gid {
+                cmp: Cmp::Greater,
+                id: 7
+            }
+        ));
+        assert!(Test::whole_regex("a)|(b").is_err());
+        assert!(Test::fnmatch_name(&[b'a', 0]).is_err());
+    }
+
+    #[test]
+    fn gnu_patterns_and_whole_path_regexes() {
+        let e = |p: &'static [u8]| Entry {
+            path: p,
+            kind: FileType::File,
+            meta: None,
+        };
+        let name = |p: &[u8]| Test::fnmatch_name(p).unwrap();
+        // GNU -name: `*` matches a leading dot; braces are literal; `?` is one byte.
+        assert!(name(b"*").matches(e(b"/a/.hidden")));
+        assert!(name(b"a{b,c}").matches(e(b"/d/a{b,c}")));
+        assert!(!name(b"a{b,c}").matches(e(b"/d/ab")));
+        assert!(name(b"caf?").matches(e(b"/d/caf\xe9")));
+        assert!(name(b"caf\xe9").matches(e(b"/d/caf\xe9")));
+        assert!(name(b"[[:digit:]]x").matches(e(b"/d/7x")));
+        assert!(!name(b"d").matches(e(b"/d/x")));
+        let long = [b'x'; 400];
+        let mut path = b"/d/".to_vec();
+        path.extend_from_slice(&long);
+        let p = Test::fnmatch_path(b"/d/x*x").unwrap();
+        assert!(p.matches(Entry {
+            path: &path,
+            kind: FileType::File,
+            meta: None
+        }));
+        assert!(Test::fnmatch_path(b"/d*z").unwrap().matches(e(b"/d/y/z")));
+        // -regex matches the whole path, any byte.
+        let re = Test::whole_regex("/d/.*c").unwrap();
+        assert!(re.matches(e(b"/d/ab\xffc")));
+        assert!(!re.matches(e(b"/d/abcd")));
+        assert!(!re.matches(e(b"/x/d/abc")));
+        assert!(Test::whole_regex("/d/[^/]+|/x").unwrap().matches(e(b"/x")));
+    }
+
+    #[test]
+    fn owners_and_newer() {
+        let m = Meta {
+            uid: 5,
+            gid: 7,
+            atime: 100,
+            atime_nsec: 2,
+            ..Meta::default()
+        };
+        let e = Entry {
+            path: b"/f",
+            kind: FileType::File,
+            meta: Some(&m),
+        };
+        assert!(Test::id("5", false).unwrap().matches(e));
+        assert!(Test::id("-6", false).unwrap().matches(e));
+        assert!(!Test::id("+5", false).unwrap().matches(e));
+        assert!(Test::id("7", true).unwrap().matches(e));
+        let newer = |than| Test::Newer {
+            field: TimeField::Access,
+            than,
+        };
+        assert!(newer(nanos(100, 1)).matches(e));
+        assert!(!newer(nanos(100, 2)).matches(e));
+        let lite = Entry { meta: None, ..e };
+        assert!(!Test::id("5", false).unwrap().matches(lite));
+        assert!(!newer(0).matches(lite));
     }
 }

@@ -1,0 +1,727 @@
+//! The command line of `mfu-rs find`: clap declares the options (help, completion, value
+//! checks), and the expression is rebuilt from the positions clap recorded, because the order
+//! of tests, operators and actions is their meaning.
+//!
+//! `--exec` takes every word after it (clap has no way to report whether its terminator was
+//! present), and the words after the first `;` are parsed again as the rest of the command
+//! line. That is how a missing `;` is found and refused, as GNU find refuses it.
+
+use super::expr::{self, Expr, Token};
+use crate::cli::Common;
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, Command, FromArgMatches};
+use flist::filter::{AgeUnit, Test, TimeField};
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
+/// The options as clap declares and parses them. The tests, operators and actions are kept as
+/// raw words here; [`FindArgs`] puts them in order.
+#[derive(Args, Clone, Debug)]
+#[command(
+    about = "Find files by name, time, size, owner or type; print them, save a list or run a command",
+    after_help = AFTER_HELP
+)]
+pub struct FindOptions {
+    /// Trees to search (walked in parallel; every path found is absolute). The words `(`,
+    /// `)` and `!` here are operators of the expression, not paths (write `./(` for a file
+    /// named `(`).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<OsString>,
+    /// Search the list in FILE (v3/v4 cache, `path|T` text, one path per line, NUL-separated)
+    /// instead of walking PATHs. Entries of a text list are stat'ed when a test needs metadata
+    /// (size, times, owner); entries that are gone are reported and left out.
+    #[arg(short, long, value_name = "FILE", help_heading = "Input and output")]
+    pub input: Option<OsString>,
+    /// Write the list of matching entries to FILE (`-` = stdout): cache v4 when the entries
+    /// carry metadata, text otherwise. With -o, nothing is printed unless --print is given.
+    #[arg(short, long, value_name = "FILE", help_heading = "Input and output")]
+    pub output: Option<OsString>,
+    /// With --output, write the text format (`path|T` lines) instead of cache v4.
+    #[arg(short, long, help_heading = "Input and output")]
+    pub text: bool,
+    /// Descend at most N directory levels below each PATH (0: the PATHs only). With --input,
+    /// levels are counted from the shallowest entry of the list.
+    #[arg(long, value_name = "N", help_heading = "Input and output")]
+    pub maxdepth: Option<usize>,
+
+    /// Last accessed N minutes ago (see "Numbers" below).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
+    pub amin: Vec<String>,
+    /// Status last changed N minutes ago.
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
+    pub cmin: Vec<String>,
+    /// Data last modified N minutes ago.
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
+    pub mmin: Vec<String>,
+    /// Last accessed N days ago.
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
+    pub atime: Vec<String>,
+    /// Status last changed N days ago.
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
+    pub ctime: Vec<String>,
+    /// Data last modified N days ago.
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
+    pub mtime: Vec<String>,
+    /// Last accessed more recently than FILE was modified.
+    #[arg(long, value_name = "FILE", help_heading = "Tests")]
+    pub anewer: Vec<OsString>,
+    /// Status changed more recently than FILE was modified.
+    #[arg(long, value_name = "FILE", help_heading = "Tests")]
+    pub cnewer: Vec<OsString>,
+    /// Modified more recently than FILE (FILE itself is not followed if it is a link).
+    #[arg(long, value_name = "FILE", help_heading = "Tests")]
+    pub newer: Vec<OsString>,
+    /// Numeric group id is N (+N, -N: above, below).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
+    pub gid: Vec<String>,
+    /// Group is NAME (a number is taken as a gid if no group has that name).
+    #[arg(long, value_name = "NAME", help_heading = "Tests")]
+    pub group: Vec<OsString>,
+    /// Numeric user id is N (+N, -N: above, below).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
+    pub uid: Vec<String>,
+    /// Owner is NAME (a number is taken as a uid if no user has that name).
+    #[arg(long, value_name = "NAME", help_heading = "Tests")]
+    pub user: Vec<OsString>,
+    /// Last path component matches the shell pattern GLOB (fnmatch: `*`, `?`, `[...]`; `*`
+    /// also matches a leading `.`, as in GNU find; no `{a,b}`).
+    #[arg(long, value_name = "GLOB", help_heading = "Tests")]
+    pub name: Vec<OsString>,
+    /// The whole path matches the shell pattern GLOB (`*` also matches `/`).
+    #[arg(long, value_name = "GLOB", help_heading = "Tests")]
+    pub path: Vec<OsString>,
+    /// The whole path matches the regular expression RE (anchored at both ends like GNU find's
+    /// -regex; Rust regex syntax, about GNU's `-regextype posix-extended`; `.` matches any byte).
+    #[arg(long, value_name = "RE", help_heading = "Tests")]
+    pub regex: Vec<String>,
+    /// Size is N bytes (+N more, -N less); N takes units KB, MB, GB... (powers of 1024, as
+    /// dfind: `--size -1M` is "smaller than 1 MiB", where GNU find's `-size -1M` rounds up to
+    /// whole MiB and only matches empty files; GNU's `-size -1048576c` is the equivalent).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
+    pub size: Vec<String>,
+    /// Type is C: b block device, c character device, d directory, f regular file, l symbolic
+    /// link, p fifo, s socket; several letters with commas (`f,l`) mean any of them.
+    #[arg(long = "type", id = "type", value_name = "C", help_heading = "Tests")]
+    pub file_type: Vec<String>,
+
+    /// True when the next test (or group) is false. Also spelled `!`.
+    #[arg(
+        long,
+        num_args = 0,
+        default_missing_value = "",
+        help_heading = "Operators"
+    )]
+    pub not: Vec<String>,
+    /// True when the test before or the test after is true; weaker than the implicit --and
+    /// between adjacent tests (`a --or b c` is `a --or ( b c )`).
+    #[arg(
+        long,
+        num_args = 0,
+        default_missing_value = "",
+        help_heading = "Operators"
+    )]
+    pub or: Vec<String>,
+    /// True when both neighbours are true (what adjacent tests mean anyway).
+    #[arg(
+        long,
+        num_args = 0,
+        default_missing_value = "",
+        help_heading = "Operators"
+    )]
+    pub and: Vec<String>,
+    /// Start a group (also spelled `(`; quote it for the shell: '(' or \().
+    #[arg(
+        long,
+        num_args = 0,
+        default_missing_value = "",
+        help_heading = "Operators"
+    )]
+    pub open: Vec<String>,
+    /// End a group (also spelled `)`).
+    #[arg(
+        long,
+        num_args = 0,
+        default_missing_value = "",
+        help_heading = "Operators"
+    )]
+    pub close: Vec<String>,
+
+    /// Print the path, one per line, on stdout (the default action when there is no action
+    /// and no --output). Output comes in list order.
+    #[arg(
+        long,
+        num_args = 0,
+        default_missing_value = "",
+        help_heading = "Actions"
+    )]
+    pub print: Vec<String>,
+    /// Print the path followed by a NUL byte (for `xargs -0`).
+    #[arg(
+        long,
+        num_args = 0,
+        default_missing_value = "",
+        help_heading = "Actions"
+    )]
+    pub print0: Vec<String>,
+    /// Run CMD with its ARGs, every `{}` replaced by the path, for each entry that reaches it;
+    /// the words up to a lone `;` (quote it: ';' or \;) are the command. True when the
+    /// command exits with 0. Commands run in parallel (each rank runs those of its own
+    /// entries, one per core at a time) with stdin from /dev/null; a command that fails or
+    /// cannot start is reported with its path and makes the exit status 1.
+    #[arg(
+        long,
+        value_name = "CMD [ARG]... ;",
+        num_args = 1..,
+        allow_hyphen_values = true,
+        help_heading = "Actions"
+    )]
+    pub exec: Vec<OsString>,
+
+    #[command(flatten)]
+    pub common: Common,
+}
+
+const AFTER_HELP: &str = "\
+Expression: tests, actions and operators in command-line order, as in GNU find. Adjacent \
+tests are ANDed; --not binds tightest, then --and, then --or; `(` and `)` (or --open, \
+--close) group. Evaluation goes left to right and stops as soon as the result is known, so an \
+action after a failed test does not run. Without an action (and without -o) every matching \
+path is printed.
+
+Numbers: +N more than N, -N less than N, N exactly. Times round as in GNU find: --mmin N is \
+N-1 < age <= N minutes, --mmin +N more than N minutes, --mmin -N less; --mtime N is N < age \
+<= N+1 days, --mtime +N more than N+1 days (+180: more than 181 days old), --mtime -N less than \
+N days (plus one second, as GNU computes it). N may have a fraction (1.5). The current time is \
+taken once, on rank 0, before the search.
+
+Examples:
+  mpirun -np 16 mfu-rs find /lustre/proj --name '*.tmp' --mtime +30
+  mfu-rs find /data --type f --size +1GB --print0 | xargs -0 ls -l
+  mfu-rs find /data '(' --name '*.c' --or --name '*.h' ')' --not --user alice
+  mfu-rs find /data --name core --exec rm -f '{}' ';'
+  mfu-rs walk -o all.mfu /scratch
+  mfu-rs find -i all.mfu --atime +180 -o purge.mfu && mfu-rs rm -i purge.mfu
+
+Exit status: 0 done, 1 some entries could not be read or some --exec command failed (each \
+reported on stderr), 2 usage error (a malformed expression, an unknown user, a missing \
+reference file).";
+
+/// A test or an action as written on the command line. Tests that need the file system or the
+/// clock ([`Primary::Age`], [`Primary::Newer`], [`Primary::User`], [`Primary::Group`]) are
+/// resolved when the run starts.
+#[derive(Clone, Debug)]
+pub enum Primary {
+    /// A test complete as written (name, path, regex, size, type, uid, gid).
+    Test(Test),
+    /// `--amin`... `--mtime`: `spec` relative to the start of the run.
+    Age {
+        /// The timestamp tested.
+        field: TimeField,
+        /// Minutes or days.
+        unit: AgeUnit,
+        /// `[+-]N` as written (checked).
+        spec: String,
+    },
+    /// `--anewer`, `--cnewer`, `--newer`: later than the modification time of `file`.
+    Newer {
+        /// The timestamp tested.
+        field: TimeField,
+        /// The reference file.
+        file: OsString,
+    },
+    /// `--user NAME`.
+    User(OsString),
+    /// `--group NAME`.
+    Group(OsString),
+    /// `--print` (`nul` false) or `--print0` (`nul` true).
+    Print {
+        /// End each path with NUL instead of a newline.
+        nul: bool,
+    },
+    /// `--exec`: the command words (with `{}`), without the `;`.
+    Exec(Vec<OsString>),
+}
+
+impl Primary {
+    /// Whether this is an action (an expression without one prints what matches).
+    pub fn is_action(&self) -> bool {
+        matches!(self, Primary::Print { .. } | Primary::Exec(_))
+    }
+}
+
+/// Options of `mfu-rs find` (dfind): the plain options, and the expression in order.
+#[derive(Clone, Debug)]
+pub struct FindArgs {
+    /// Paths, input, output and the shared options (the raw expression words are in here too,
+    /// but only [`FindArgs::expr`] keeps their order). Boxed: the raw words make it large.
+    pub options: Box<FindOptions>,
+    /// The expression; `None` when empty (everything matches).
+    pub expr: Option<Expr<Primary>>,
+}
+
+impl FindArgs {
+    /// The shared options (`--progress`, `-v`, `-q`).
+    pub fn common(&self) -> &Common {
+        &self.options.common
+    }
+}
+
+impl Args for FindArgs {
+    fn augment_args(cmd: Command) -> Command {
+        FindOptions::augment_args(cmd)
+    }
+    fn augment_args_for_update(cmd: Command) -> Command {
+        FindOptions::augment_args_for_update(cmd)
+    }
+}
+
+impl FromArgMatches for FindArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut options = FindOptions::from_arg_matches(m)?;
+        let mut paths = Vec::new();
+        let mut tokens = Vec::new();
+        let mut segment = m.clone();
+        loop {
+            let exec = tokens_of(&segment, &mut tokens, &mut paths)?;
+            let Some(words) = exec else { break };
+            let (command, rest) = split_exec(words)?;
+            tokens.push(Token::Leaf(Primary::Exec(command)));
+            if rest.is_empty() {
+                break;
+            }
+            segment = rest_command().try_get_matches_from(rest)?;
+            merge_plain_options(&mut options, &segment)?;
+        }
+        options.paths = paths;
+        check_plain_options(&options)?;
+        let expr = expr::parse(tokens).map_err(|e| invalid(format!("bad expression: {e}")))?;
+        Ok(FindArgs {
+            options: Box::new(options),
+            expr,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = FindArgs::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+fn invalid(msg: impl std::fmt::Display) -> clap::Error {
+    clap::Error::raw(ErrorKind::ValueValidation, format!("{msg}\n"))
+}
+
+/// The command that parses the words after an `--exec ... ;`.
+fn rest_command() -> Command {
+    FindOptions::augment_args(Command::new("mfu-rs find").no_binary_name(true))
+}
+
+/// The command words of an `--exec` and the words after its `;`.
+fn split_exec(words: Vec<OsString>) -> Result<(Vec<OsString>, Vec<OsString>), clap::Error> {
+    let Some(end) = words.iter().position(|w| w == ";") else {
+        return Err(invalid(
+            "--exec needs a ';' after the command (quote it for the shell: ';' or \\;)",
+        ));
+    };
+    let mut command = words;
+    let rest = command.split_off(end + 1);
+    command.pop();
+    if command.is_empty() {
+        return Err(invalid("--exec needs a command before its ';'"));
+    }
+    Ok((command, rest))
+}
+
+/// The options after an `--exec ... ;` that are not part of the expression take effect as if
+/// given before it.
+fn merge_plain_options(options: &mut FindOptions, m: &ArgMatches) -> Result<(), clap::Error> {
+    let rest = FindOptions::from_arg_matches(m)?;
+    let given = |id: &str| m.value_source(id) == Some(ValueSource::CommandLine);
+    if given("input") {
+        options.input = rest.input;
+    }
+    if given("output") {
+        options.output = rest.output;
+    }
+    options.text |= rest.text;
+    if given("maxdepth") {
+        options.maxdepth = rest.maxdepth;
+    }
+    if given("progress") {
+        options.common.progress = rest.common.progress;
+    }
+    options.common.verbose |= rest.common.verbose;
+    options.common.quiet |= rest.common.quiet;
+    Ok(())
+}
+
+fn check_plain_options(options: &FindOptions) -> Result<(), clap::Error> {
+    let fail = |kind, msg: &str| Err(clap::Error::raw(kind, format!("{msg}\n")));
+    if options.paths.is_empty() && options.input.is_none() {
+        return fail(
+            ErrorKind::MissingRequiredArgument,
+            "a PATH to search or --input FILE is required",
+        );
+    }
+    if !options.paths.is_empty() && options.input.is_some() {
+        return fail(
+            ErrorKind::ArgumentConflict,
+            "PATHs and --input cannot be combined (search one or the other)",
+        );
+    }
+    if options.text && options.output.is_none() {
+        return fail(ErrorKind::MissingRequiredArgument, "--text needs --output");
+    }
+    if options.common.verbose && options.common.quiet {
+        return fail(ErrorKind::ArgumentConflict, "-v and -q cannot be combined");
+    }
+    Ok(())
+}
+
+/// What an expression option makes.
+#[derive(Clone, Copy)]
+enum Kind {
+    Age(TimeField, AgeUnit),
+    Newer(TimeField),
+    Id { group: bool },
+    User,
+    Group,
+    Name,
+    Path,
+    Regex,
+    Size,
+    Type,
+    Op(fn() -> Token<Primary>),
+    Print { nul: bool },
+}
+
+/// Every expression option by clap id (`exec` and the positional words are handled apart).
+const EXPRESSION: &[(&str, Kind)] = &[
+    ("amin", Kind::Age(TimeField::Access, AgeUnit::Minutes)),
+    ("cmin", Kind::Age(TimeField::Change, AgeUnit::Minutes)),
+    ("mmin", Kind::Age(TimeField::Modify, AgeUnit::Minutes)),
+    ("atime", Kind::Age(TimeField::Access, AgeUnit::Days)),
+    ("ctime", Kind::Age(TimeField::Change, AgeUnit::Days)),
+    ("mtime", Kind::Age(TimeField::Modify, AgeUnit::Days)),
+    ("anewer", Kind::Newer(TimeField::Access)),
+    ("cnewer", Kind::Newer(TimeField::Change)),
+    ("newer", Kind::Newer(TimeField::Modify)),
+    ("gid", Kind::Id { group: true }),
+    ("uid", Kind::Id { group: false }),
+    ("group", Kind::Group),
+    ("user", Kind::User),
+    ("name", Kind::Name),
+    ("path", Kind::Path),
+    ("regex", Kind::Regex),
+    ("size", Kind::Size),
+    ("type", Kind::Type),
+    ("not", Kind::Op(|| Token::Not)),
+    ("or", Kind::Op(|| Token::Or)),
+    ("and", Kind::Op(|| Token::And)),
+    ("open", Kind::Op(|| Token::Open)),
+    ("close", Kind::Op(|| Token::Close)),
+    ("print", Kind::Print { nul: false }),
+    ("print0", Kind::Print { nul: true }),
+];
+
+/// Append the expression tokens of one parsed segment to `tokens` (in command-line order) and
+/// its paths to `paths`; return the words after `--exec` if the segment has one (it takes
+/// every word after it, so it is the segment's last option).
+fn tokens_of(
+    m: &ArgMatches,
+    tokens: &mut Vec<Token<Primary>>,
+    paths: &mut Vec<OsString>,
+) -> Result<Option<Vec<OsString>>, clap::Error> {
+    let mut found: Vec<(usize, Vec<Token<Primary>>)> = Vec::new();
+    for &(id, kind) in EXPRESSION {
+        let Ok(Some(values)) = m.try_get_raw(id) else {
+            continue;
+        };
+        let indices = m.indices_of(id).into_iter().flatten();
+        for (index, value) in indices.zip(values) {
+            found.push((index, primary(id, kind, value.to_owned())?));
+        }
+    }
+    if let Ok(Some(values)) = m.try_get_raw("paths") {
+        let indices = m.indices_of("paths").into_iter().flatten();
+        for (index, value) in indices.zip(values) {
+            let token = match value.as_bytes() {
+                b"(" => Token::Open,
+                b")" => Token::Close,
+                b"!" => Token::Not,
+                _ => {
+                    paths.push(value.to_owned());
+                    continue;
+                }
+            };
+            found.push((index, vec![token]));
+        }
+    }
+    found.sort_by_key(|f| f.0);
+    tokens.extend(found.into_iter().flat_map(|f| f.1));
+    Ok(m.try_get_raw("exec")
+        .ok()
+        .flatten()
+        .map(|v| v.map(|w| w.to_owned()).collect()))
+}
+
+/// The tokens one expression option stands for (`--type f,d` is a group of two).
+fn primary(id: &str, kind: Kind, value: OsString) -> Result<Vec<Token<Primary>>, clap::Error> {
+    let text = || -> Result<String, clap::Error> {
+        value
+            .to_str()
+            .map(str::to_owned)
+            .ok_or_else(|| invalid(format!("--{id}: the value must be UTF-8")))
+    };
+    let test = |t: Result<Test, flist::Error>| {
+        t.map(|t| vec![Token::Leaf(Primary::Test(t))])
+            .map_err(|e| invalid(format!("--{id}: {e}")))
+    };
+    match kind {
+        Kind::Age(field, unit) => {
+            let spec = text()?;
+            // Checked now, resolved against the clock when the run starts.
+            test(Test::age(field, unit, &spec, 0))?;
+            Ok(vec![Token::Leaf(Primary::Age { field, unit, spec })])
+        }
+        Kind::Newer(field) => Ok(vec![Token::Leaf(Primary::Newer { field, file: value })]),
+        Kind::Id { group } => test(Test::id(&text()?, group)),
+        Kind::User => Ok(vec![Token::Leaf(Primary::User(value))]),
+        Kind::Group => Ok(vec![Token::Leaf(Primary::Group(value))]),
+        Kind::Name => test(Test::fnmatch_name(&value.into_vec())),
+        Kind::Path => test(Test::fnmatch_path(&value.into_vec())),
+        Kind::Regex => test(Test::whole_regex(&text()?)),
+        Kind::Size => test(Test::size(&text()?)),
+        Kind::Type => {
+            let letters = text()?;
+            let mut types = Vec::new();
+            for letter in letters.split(',') {
+                types.extend(test(Test::file_type(letter))?);
+                types.push(Token::Or);
+            }
+            types.pop();
+            if types.len() > 1 {
+                types.insert(0, Token::Open);
+                types.push(Token::Close);
+            }
+            Ok(types)
+        }
+        Kind::Op(token) => Ok(vec![token()]),
+        Kind::Print { nul } => Ok(vec![Token::Leaf(Primary::Print { nul })]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+
+    fn parse(args: &[&str]) -> Result<FindArgs, clap::Error> {
+        let cmd = FindArgs::augment_args(Command::new("find"));
+        let m = cmd.try_get_matches_from(std::iter::once("find").chain(args.iter().copied()))?;
+        FindArgs::from_arg_matches(&m)
+    }
+
+    /// The expression as a string: leaves by their option, operators as symbols.
+    fn shape(args: &[&str]) -> String {
+        fn show(e: &Expr<Primary>) -> String {
+            match e {
+                Expr::Leaf(Primary::Test(t)) => match t {
+                    Test::Fnmatch { pattern, .. } => pattern.to_string_lossy().into_owned(),
+                    Test::Type(t) => format!("{t:?}"),
+                    Test::Size { .. } => "size".into(),
+                    other => format!("{other:?}")
+                        .split([' ', '{', '('])
+                        .next()
+                        .unwrap()
+                        .into(),
+                },
+                Expr::Leaf(Primary::Age { spec, .. }) => format!("age{spec}"),
+                Expr::Leaf(Primary::Exec(w)) => format!(
+                    "exec[{}]",
+                    w.iter()
+                        .map(|w| w.to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+                Expr::Leaf(Primary::Print { nul }) => {
+                    format!("print{}", if *nul { "0" } else { "" })
+                }
+                Expr::Leaf(other) => format!("{other:?}"),
+                Expr::Not(e) => format!("!{}", show(e)),
+                Expr::And(v) => format!("({})", v.iter().map(show).collect::<Vec<_>>().join(" & ")),
+                Expr::Or(v) => format!("({})", v.iter().map(show).collect::<Vec<_>>().join(" | ")),
+            }
+        }
+        let a = parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        a.expr.as_ref().map(show).unwrap_or_default()
+    }
+
+    fn error(args: &[&str]) -> (ErrorKind, String) {
+        let e = parse(args).expect_err("an error");
+        (e.kind(), e.to_string())
+    }
+
+    #[test]
+    fn order_and_precedence_come_from_the_command_line() {
+        assert_eq!(shape(&["/d"]), "");
+        assert_eq!(shape(&["/d", "--name", "a", "--name", "b"]), "(a & b)");
+        assert_eq!(
+            shape(&["/d", "--name", "a", "--or", "--name", "b", "--type", "f"]),
+            "(a | (b & File))"
+        );
+        assert_eq!(
+            shape(&["/d", "(", "--name", "a", "--or", "--name", "b", ")", "--type", "f"]),
+            "((a | b) & File)"
+        );
+        assert_eq!(
+            shape(&[
+                "/d", "--open", "--name", "a", "--or", "--name", "b", "--close", "!", "--mtime",
+                "-3"
+            ]),
+            "((a | b) & !age-3)"
+        );
+        assert_eq!(
+            shape(&["--not", "--name", "a", "/d", "--size", "+1k", "--print0"]),
+            "(!a & size & print0)"
+        );
+        assert_eq!(shape(&["/d", "--type", "f,l"]), "(File | Symlink)");
+        assert_eq!(
+            shape(&["/d", "--type", "d", "--and", "--uid", "0"]),
+            "(Dir & Uid)"
+        );
+    }
+
+    #[test]
+    fn exec_takes_words_up_to_the_semicolon_and_the_rest_is_parsed_again() {
+        let a = parse(&[
+            "/d",
+            "--name",
+            "x",
+            "--exec",
+            "sh",
+            "-c",
+            "echo \"$1\" --or",
+            "sh",
+            "{}",
+            ";",
+            "--or",
+            "--print",
+            "-o",
+            "out.mfu",
+            "-v",
+            "/e",
+        ])
+        .unwrap();
+        assert_eq!(a.options.paths, ["/d", "/e"]);
+        assert_eq!(a.options.output.as_deref(), Some("out.mfu".as_ref()));
+        assert!(a.options.common.verbose);
+        assert_eq!(
+            shape(&["/d", "--exec", "a", "{}", ";", "--exec", "b", "-x", ";", "--print"]),
+            "(exec[a {}] & exec[b -x] & print)"
+        );
+        assert_eq!(
+            shape(&["/d", "--name", "x", "--exec", "ls", ";", "--or", "(", "--name", "y", ")"]),
+            "((x & exec[ls]) | y)"
+        );
+    }
+
+    #[test]
+    fn malformed_command_lines_are_usage_errors() {
+        let (kind, msg) = error(&["/d", "--exec", "rm", "{}"]);
+        assert_eq!(kind, ErrorKind::ValueValidation);
+        assert!(msg.contains("needs a ';'"), "{msg}");
+        assert!(error(&["/d", "--exec", ";"]).1.contains("needs a command"));
+        assert!(error(&["/d", "(", "--name", "a"])
+            .1
+            .contains("unbalanced '('"));
+        assert!(error(&["/d", "--name", "a", ")"])
+            .1
+            .contains("unbalanced ')'"));
+        assert!(error(&["/d", "--exec", "ls", ";", ")"])
+            .1
+            .contains("unbalanced ')'"));
+        assert!(error(&["/d", "--or", "--name", "a"])
+            .1
+            .contains("--or needs a test before"));
+        assert!(error(&["/d", "--name", "a", "--not"])
+            .1
+            .contains("--not needs a test after"));
+        assert!(error(&["/d", "--size", "4X"]).1.contains("--size"));
+        assert!(error(&["/d", "--type", "x"]).1.contains("--type"));
+        assert!(error(&["/d", "--mtime", "+x"]).1.contains("--mtime"));
+        assert!(error(&["/d", "--regex", "("]).1.contains("--regex"));
+        assert!(error(&["/d", "--uid", "root"]).1.contains("--uid"));
+        assert_eq!(error(&[]).0, ErrorKind::MissingRequiredArgument);
+        assert_eq!(
+            error(&["--name", "a"]).0,
+            ErrorKind::MissingRequiredArgument
+        );
+        assert_eq!(error(&["/d", "-i", "l.mfu"]).0, ErrorKind::ArgumentConflict);
+        assert_eq!(
+            error(&["/d", "--exec", "ls", ";", "-i", "l.mfu"]).0,
+            ErrorKind::ArgumentConflict
+        );
+        assert_eq!(error(&["/d", "-t"]).0, ErrorKind::MissingRequiredArgument);
+        // Every one of these exits with 2 (clap errors that go to stderr).
+        for args in [&["/d", "--exec", "rm", "{}"][..], &["/d", "("]] {
+            assert!(parse(args).unwrap_err().use_stderr());
+        }
+    }
+
+    #[test]
+    fn negative_numbers_are_values() {
+        assert_eq!(
+            shape(&["/d", "--mmin", "-5", "--size", "-1M"]),
+            "(age-5 & size)"
+        );
+        let a = parse(&["-i", "l", "--uid", "-1000"]).unwrap();
+        assert!(a.options.paths.is_empty());
+    }
+}

@@ -1,0 +1,203 @@
+//! The entries `find` examines: walked from PATHs (to `--maxdepth`), or read from a list and,
+//! when the tests need what a text list lacks, stat'ed again.
+
+use crate::cli::report_error;
+use flist::path::{depth, display, normalize};
+use flist::walk::{stat_path, walk, Visit, WalkOptions};
+use flist::{Detail, FileList, FileType, IdTable, ItemError, Meta};
+use rayon::prelude::*;
+use rustix::fd::BorrowedFd;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::AtomicBool;
+use steal::{Comm, CommExt, ReduceOp};
+
+/// Entries stat'ed per rayon task when a list is stat'ed again.
+const STAT_BATCH: usize = 256;
+
+/// The entries of this rank, and how many could not be read (each already reported).
+pub struct Entries {
+    /// This rank's entries, in list (or walk) order.
+    pub list: FileList,
+    /// Entries on this rank that failed (a directory that could not be read, a listed path
+    /// that is gone).
+    pub errors: u64,
+    /// A stop request cut the walk short (the same on every rank).
+    pub interrupted: bool,
+}
+
+/// Walk `paths` on all ranks: with stat when `detail` says so, and no deeper than `maxdepth`
+/// levels below each path. Collective.
+pub fn walk_paths(
+    comm: &dyn Comm,
+    paths: &[OsString],
+    detail: Detail,
+    maxdepth: Option<usize>,
+    progress: &steal::progress::Progress,
+    stop: &AtomicBool,
+) -> Entries {
+    let roots: Vec<Vec<u8>> = paths.iter().map(|p| p.as_bytes().to_vec()).collect();
+    let opts = WalkOptions {
+        detail,
+        seed: 0xf1d,
+        stop: Some(stop),
+        progress: Some(progress),
+        ..WalkOptions::default()
+    };
+    let Some(maxdepth) = maxdepth else {
+        return walked(walk(comm, &roots, &opts));
+    };
+    // One walk per root, so that each entry's depth is counted from the root it was found
+    // under (GNU find lists an entry under two nested roots twice, at two depths).
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    let mut all = Entries {
+        list: FileList::new(detail),
+        errors: 0,
+        interrupted: false,
+    };
+    for root in &roots {
+        let base = depth(&normalize(root, &cwd));
+        // Entries one level too deep are consumed unrecorded, so their directories are not
+        // descended.
+        let too_deep = |_: BorrowedFd<'_>, _: &[u8], path: &[u8], _: FileType| {
+            depth(path).saturating_sub(base) > maxdepth
+        };
+        let too_deep: &Visit = &too_deep;
+        let opts = WalkOptions {
+            visit: Some(too_deep),
+            ..opts
+        };
+        let part = walked(walk(comm, std::slice::from_ref(root), &opts));
+        if all.list.is_empty() {
+            // Keep the walk's user and group tables.
+            all.list = part.list;
+        } else {
+            all.list.append(part.list);
+        }
+        all.errors += part.errors;
+        all.interrupted |= part.interrupted;
+        if all.interrupted {
+            break;
+        }
+    }
+    all
+}
+
+fn walked(w: flist::walk::Walked) -> Entries {
+    for e in &w.errors {
+        report_error("find", e);
+    }
+    Entries {
+        errors: w.errors.len() as u64,
+        list: w.list,
+        interrupted: w.interrupted,
+    }
+}
+
+/// A list read with `-i`, made ready for the tests: paths absolute and normal, entries deeper
+/// than `maxdepth` below the list's shallowest entry left out, and the entries stat'ed again
+/// (in parallel, `lstat`) when the list has no metadata and `need_meta`, or has entries of
+/// unknown type and `need_type`. Entries that cannot be stat'ed are reported and left out.
+/// Collective.
+pub fn prepare_list(
+    comm: &dyn Comm,
+    list: FileList,
+    maxdepth: Option<usize>,
+    need_meta: bool,
+    need_type: bool,
+) -> Entries {
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    let mut list = normalized(list, &cwd);
+    if let Some(maxdepth) = maxdepth {
+        let mut shallowest = [list
+            .iter()
+            .map(|e| depth(e.path))
+            .min()
+            .unwrap_or(usize::MAX) as u64];
+        comm.allreduce(&mut shallowest, ReduceOp::Min);
+        let top = shallowest[0] as usize;
+        list.retain(|e| depth(e.path).saturating_sub(top) <= maxdepth);
+    }
+    let restat_all = need_meta && list.detail() == Detail::Lite;
+    let restat_unknown = need_type && comm.any(list.iter().any(|e| e.kind == FileType::Unknown));
+    if !restat_all && !restat_unknown {
+        return Entries {
+            list,
+            errors: 0,
+            interrupted: false,
+        };
+    }
+    let (list, errors) = restat(list, restat_all);
+    for e in &errors {
+        report_error("find", e);
+    }
+    Entries {
+        list,
+        errors: errors.len() as u64,
+        interrupted: false,
+    }
+}
+
+/// `lstat` every entry (`all`) or those of unknown type, in parallel. With `all` the result is
+/// a stat list with this machine's user and group tables.
+fn restat(list: FileList, all: bool) -> (FileList, Vec<ItemError>) {
+    let detail = if all { Detail::Stat } else { list.detail() };
+    let parts: Vec<(FileList, Vec<ItemError>)> = (0..list.len().div_ceil(STAT_BATCH))
+        .into_par_iter()
+        .map(|b| {
+            let mut out = FileList::new(detail);
+            let mut errors = Vec::new();
+            for i in b * STAT_BATCH..((b + 1) * STAT_BATCH).min(list.len()) {
+                let e = list.entry(i);
+                if !all && e.kind != FileType::Unknown {
+                    out.push(e.path, e.kind, e.meta.copied());
+                    continue;
+                }
+                match stat_path(e.path, false) {
+                    Ok(st) => {
+                        let m = Meta::from_stat(&st);
+                        out.push(e.path, m.file_type(), Some(m));
+                    }
+                    Err(err) => errors.push(ItemError::new(e.path, "stat", err.into())),
+                }
+            }
+            (out, errors)
+        })
+        .collect();
+    let mut out = FileList::new(detail);
+    if all {
+        out.users = IdTable::system_users();
+        out.groups = IdTable::system_groups();
+    } else {
+        out = list.empty_like();
+    }
+    let mut errors = Vec::new();
+    for (part, errs) in parts {
+        out.append(part);
+        errors.extend(errs);
+    }
+    (out, errors)
+}
+
+/// `list` with relative or unnormalised paths made absolute and normal.
+fn normalized(list: FileList, cwd: &[u8]) -> FileList {
+    if list.iter().all(|e| normalize(e.path, cwd) == e.path) {
+        return list;
+    }
+    let mut out = list.empty_like();
+    for e in list.iter() {
+        out.push(&normalize(e.path, cwd), e.kind, e.meta.copied());
+    }
+    out
+}
+
+/// A message for a list that cannot be read.
+pub fn read_error(path: &OsString, e: flist::Error) -> String {
+    let shown = display(path.as_bytes());
+    let msg = e.to_string();
+    if msg.contains(shown.as_ref()) {
+        msg
+    } else {
+        format!("read list {shown}: {msg}")
+    }
+}
