@@ -7,6 +7,7 @@
 //! assert_eq!(code, 0);
 //! ```
 
+pub mod batches;
 pub mod bcast;
 pub mod bz2;
 pub mod chmod;

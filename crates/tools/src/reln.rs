@@ -12,7 +12,7 @@
 //! directory, given the old link's owner (and with `--preserve` its times), then renamed over
 //! the old one. At no moment is the name missing or half made.
 
-use crate::chmod::batches::run_batches;
+use crate::batches::run_batches;
 use crate::cli::{report_error, stdout_bytes, Common};
 use crate::output::print_in_rank_order;
 use crate::status::Status;

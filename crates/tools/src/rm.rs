@@ -14,6 +14,7 @@
 //! Paths of any length work: a path too long for one system call is reached through its
 //! parent's descriptor, opened piece by piece ([`open_long`]).
 
+use crate::batches::run_batches;
 use crate::cli::{message_sink, report_error, Common};
 use crate::output::print_in_rank_order;
 use crate::status::Status;
@@ -37,11 +38,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 use steal::progress::Progress;
 use steal::wire::{self, Reader};
-use steal::{queue, Comm, CommExt, ReduceOp};
-
-/// Records per work item of the removal queue: enough to amortise the queue's bookkeeping,
-/// few enough that idle ranks find work to steal.
-const BATCH: usize = 64;
+use steal::{Comm, CommExt, ReduceOp};
 
 /// Options of `mfu-rs rm`, named as in drm.
 #[derive(Args, Clone, Debug)]
@@ -402,43 +399,6 @@ fn resolve_types(comm: &dyn Comm, list: FileList) -> (FileList, Vec<ItemError>) 
         out.into_inner().expect("resolved list"),
         errors.into_inner().expect("stat errors"),
     )
-}
-
-/// Process `list`'s records on all ranks with work stealing, [`BATCH`] records per work item:
-/// `work` gets each batch as a list of `list`'s detail. Returns true (on every rank) when a stop
-/// request cut the work short. Collective.
-fn run_batches(
-    comm: &dyn Comm,
-    stop: Option<&AtomicBool>,
-    progress: Option<&Progress>,
-    list: &FileList,
-    work: impl Fn(&FileList) + Sync,
-) -> bool {
-    let initial: Vec<Vec<u8>> = (0..list.len())
-        .step_by(BATCH)
-        .map(|first| {
-            let mut batch = Vec::new();
-            for i in first..(first + BATCH).min(list.len()) {
-                list.encode_record(i, &mut batch);
-            }
-            batch
-        })
-        .collect();
-    let detail = list.detail();
-    let cfg = queue::Config {
-        stop,
-        progress,
-        ..queue::Config::default()
-    };
-    let outcome = queue::run(comm, &cfg, initial, |batch: Vec<u8>, _| {
-        let mut chunk = FileList::new(detail);
-        chunk.decode_records(&batch);
-        work(&chunk);
-        if let Some(p) = progress {
-            p.add(chunk.len() as u64, 0);
-        }
-    });
-    outcome.interrupted
 }
 
 /// Add every ancestor of `path` to `set` (stopping at the first one already there: its own

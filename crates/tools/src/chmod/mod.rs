@@ -18,13 +18,12 @@
 //! `chown` leaves (it clears the set-ID bits of non-directories), so the result is that of
 //! `chown -R` followed by `chmod -R`.
 
-pub mod batches;
 pub mod mode;
 pub mod owner;
 
+use crate::batches::run_batches;
 use crate::cli::{report_error, stdout_bytes, Common};
 use crate::status::Status;
-use batches::run_batches;
 use clap::Args;
 use flist::at::At;
 use flist::distribute::{by_depth, spread};

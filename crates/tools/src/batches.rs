@@ -1,5 +1,5 @@
 //! Work on a list's records over all ranks with work stealing, a batch of records per work item
-//! (the same scheme as `rm`'s removal queue; `reln` uses it too).
+//! (rm's removal, chmod's changes, reln's rewrites).
 
 use flist::FileList;
 use std::sync::atomic::AtomicBool;
