@@ -202,8 +202,18 @@ fn glob(pattern: &str, what: &str) -> Result<GlobMatcher> {
 }
 
 fn regex(pattern: &str) -> Result<regex::bytes::Regex> {
-    regex::bytes::Regex::new(pattern)
-        .map_err(|e| Error::Invalid(format!("bad regex '{pattern}': {e}")))
+    byte_regex(pattern).map_err(|e| Error::Invalid(format!("bad regex '{pattern}': {e}")))
+}
+
+/// A regular expression over path bytes: Unicode mode off, so `.` and classes such as `[^/]`
+/// match any byte, including those of names that are not UTF-8 (as `regexec` does in the C
+/// locale for drm and dfind); `\n` is matched by `.` too, since names may hold newlines.
+/// Literal non-ASCII characters in the pattern still match their UTF-8 bytes.
+pub fn byte_regex(pattern: &str) -> std::result::Result<regex::bytes::Regex, regex::Error> {
+    regex::bytes::RegexBuilder::new(pattern)
+        .unicode(false)
+        .dot_matches_new_line(true)
+        .build()
 }
 
 /// `fnmatch`'s `FNM_PERIOD` for a basename: a leading `.` must be matched by a literal `.`.
@@ -238,11 +248,7 @@ impl Test {
     /// C locale does.
     pub fn whole_regex(pattern: &str) -> Result<Test> {
         let build = |p: &str| {
-            regex::bytes::RegexBuilder::new(p)
-                .unicode(false)
-                .dot_matches_new_line(true)
-                .build()
-                .map_err(|e| Error::Invalid(format!("bad regex '{pattern}': {e}")))
+            byte_regex(p).map_err(|e| Error::Invalid(format!("bad regex '{pattern}': {e}")))
         };
         // Alone first: wrapped, an unbalanced `a)|(b` would compile into something else.
         build(pattern)?;
@@ -487,6 +493,21 @@ mod tests {
         assert!(Test::name_glob("[").is_err());
         assert!(Test::regex("(").is_err());
         assert!(Test::file_type("x").is_err());
+    }
+
+    #[test]
+    fn regexes_match_any_byte_of_a_name() {
+        let e = |p: &'static [u8]| Entry {
+            path: p,
+            kind: FileType::File,
+            meta: None,
+        };
+        // drm's regexec in the C locale matches any byte; an `--exclude` that failed to match a
+        // non-UTF-8 name would let rm remove what the user protected.
+        assert!(Test::regex("bad.name").unwrap().matches(e(b"/t/bad\xffname")));
+        assert!(Test::regex("^/t/[^/]*$").unwrap().matches(e(b"/t/\xfe\xff")));
+        assert!(Test::name_regex("^a.b$").unwrap().matches(e(b"/t/a\nb")));
+        assert!(Test::regex("caf\u{e9}").unwrap().matches(e("/t/caf\u{e9}".as_bytes())));
     }
 
     /// A record whose mtime is `age` nanoseconds before `now`.

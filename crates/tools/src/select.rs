@@ -144,7 +144,7 @@ impl Rules {
 
     /// Append a regex rule.
     pub fn push_regex(&mut self, action: Action, pattern: &str) -> Result<(), String> {
-        let re = regex::bytes::Regex::new(pattern)
+        let re = flist::filter::byte_regex(pattern)
             .map_err(|e| format!("invalid regex '{pattern}': {e}"))?;
         self.rules.push((action, Pattern::Regex(re)));
         Ok(())
