@@ -127,3 +127,49 @@ fn purge_pipeline_through_list_files_and_pipes_agree() {
     assert!(a.len() > 10, "{a:?}");
     assert_eq!(a, b, "a purge list through files equals one through pipes");
 }
+
+#[test]
+fn sync_and_cmp_lists_on_stdout_carry_nothing_else_even_with_v() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    std::fs::create_dir_all(&dst).unwrap();
+    for f in ["a", "d/b", "d/c"] {
+        std::fs::write(src.join(f), f).unwrap();
+    }
+    let got = tmp.path().join("got.txt");
+    // sync -v prints chunk and buffer lines from the copy engine: they must not land in the
+    // list that `-o EXPR:-` writes to stdout.
+    pipeline(
+        &format!(
+            "$M sync -v -o EXIST=ONLY_SRC:- '{}' '{}' | $M walk -q -i - -t -o {}",
+            src.display(),
+            dst.display(),
+            got.display()
+        ),
+        0,
+    );
+    let mut listed: Vec<String> = std::fs::read_to_string(&got)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    listed.sort();
+    let want: Vec<String> = ["a|F", "d/b|F", "d/c|F", "d|D"]
+        .iter()
+        .map(|r| format!("{}/{r}", src.display()))
+        .collect();
+    assert_eq!(listed, want);
+    // Now equal: cmp -v -o ...:- gives an empty list and its report on stderr.
+    let out = pipeline(
+        &format!(
+            "$R cmp -v -o EXIST=DIFFER:- '{}' '{}' | $M walk -i - -t -o {}",
+            src.display(),
+            dst.display(),
+            got.display()
+        ),
+        0,
+    );
+    assert_eq!(std::fs::read(&got).unwrap(), b"");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Result: equal"));
+}

@@ -504,10 +504,16 @@ mod tests {
         };
         // drm's regexec in the C locale matches any byte; an `--exclude` that failed to match a
         // non-UTF-8 name would let rm remove what the user protected.
-        assert!(Test::regex("bad.name").unwrap().matches(e(b"/t/bad\xffname")));
-        assert!(Test::regex("^/t/[^/]*$").unwrap().matches(e(b"/t/\xfe\xff")));
+        assert!(Test::regex("bad.name")
+            .unwrap()
+            .matches(e(b"/t/bad\xffname")));
+        assert!(Test::regex("^/t/[^/]*$")
+            .unwrap()
+            .matches(e(b"/t/\xfe\xff")));
         assert!(Test::name_regex("^a.b$").unwrap().matches(e(b"/t/a\nb")));
-        assert!(Test::regex("caf\u{e9}").unwrap().matches(e("/t/caf\u{e9}".as_bytes())));
+        assert!(Test::regex("caf\u{e9}")
+            .unwrap()
+            .matches(e("/t/caf\u{e9}".as_bytes())));
     }
 
     /// A record whose mtime is `age` nanoseconds before `now`.

@@ -230,6 +230,7 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
         &io,
         &args.common,
         "run `mfu-rs sync SRC DEST` to finish it",
+        stdout_bytes,
     );
     status = status.worst(copied);
     let secs = started.elapsed().as_secs_f64();

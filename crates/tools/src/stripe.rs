@@ -231,6 +231,7 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
         &io,
         &args.common,
         "files not yet restriped keep their old layout; run the same command again to finish",
+        stdout_bytes,
     );
     status = status.worst(copy_status);
     // Rename over the originals what was copied completely, on every rank.

@@ -308,6 +308,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         &io,
         &args.common,
         "run `mfu-rs sync SRC DEST` to finish it",
+        print,
     );
     status = status.worst(copied);
     let remove_errors = comm.sum(removed.errors.len() as u64);

@@ -1,7 +1,7 @@
 //! What cp and sync share around the copy engine: I/O options, identity switching, filters on
 //! walked lists, and reporting a run.
 
-use crate::cli::{report_error, stdout_bytes, Common};
+use crate::cli::{report_error, Common};
 use crate::copy::data::DataOptions;
 use crate::copy::meta::{MetaOptions, XattrPolicy};
 use crate::copy::{self, CopyOptions, Mapping, Plan, Report};
@@ -171,8 +171,9 @@ pub fn agree_setup<T>(
 
 /// Run the copy engine for `tool` with progress lines and `-v` sizes; report this rank's
 /// failures, sum the counts over ranks, and say how to finish an interrupted run
-/// (`resume_hint`). Returns the
-/// summed report and the status it implies. Collective.
+/// (`resume_hint`). The `-v` lines go through `print` (stdout, or stderr when a list owns
+/// stdout). Returns the summed report and the status it implies. Collective.
+#[allow(clippy::too_many_arguments)]
 pub fn copy_and_report(
     comm: &dyn Comm,
     tool: &str,
@@ -181,11 +182,12 @@ pub fn copy_and_report(
     io: &IoArgs,
     common: &Common,
     resume_hint: &str,
+    print: fn(&[u8]),
 ) -> (Report, Status) {
     let rank0 = comm.rank() == 0;
     let say = |text: String| {
         if rank0 && common.verbose {
-            stdout_bytes(text.as_bytes());
+            print(text.as_bytes());
         }
     };
     say(format!(
