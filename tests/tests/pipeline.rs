@@ -173,3 +173,29 @@ fn sync_and_cmp_lists_on_stdout_carry_nothing_else_even_with_v() {
     assert_eq!(std::fs::read(&got).unwrap(), b"");
     assert!(String::from_utf8_lossy(&out.stderr).contains("Result: equal"));
 }
+
+#[test]
+fn lost_stdout_is_a_failure_but_a_closed_pipe_is_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("t");
+    std::fs::create_dir_all(tree.join("d")).unwrap();
+    for i in 0..200 {
+        std::fs::write(tree.join(format!("d/f{i}")), "x").unwrap();
+    }
+    // A full device behind stdout: the paths are lost, so the exit status must say so.
+    let out = pipeline(&format!("$M find '{}' > /dev/full", tree.display()), 1);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("write standard output"));
+    // (Under mpirun the ranks write into mpirun's forwarding pipe, and a failure of mpirun's
+    // own write is mpirun's to report: Open MPI exits 0 there, so that case is not tested.)
+    // `| head -1`: the reader has what it wants; not an error.
+    let rc = tmp.path().join("rc");
+    pipeline(
+        &format!(
+            "{{ $M walk -p '{}'; echo $? > {}; }} | head -1 > /dev/null",
+            tree.display(),
+            rc.display()
+        ),
+        0,
+    );
+    assert_eq!(std::fs::read_to_string(&rc).unwrap().trim(), "0");
+}

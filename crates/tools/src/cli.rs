@@ -2,6 +2,7 @@
 
 use clap::Args;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use steal::progress::{Progress, Report};
 
@@ -39,10 +40,27 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Write raw bytes (paths are bytes) to stdout, ignoring a closed pipe (`| head`).
+/// Set once a write to stdout failed for a reason other than a closed pipe.
+static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Write raw bytes (paths are bytes) to stdout. A closed pipe (`| head`) is not an error: the
+/// reader has all it wants. Any other failure (a full disk behind `> file`, an I/O error) is
+/// reported once on stderr and remembered, so the process exits 1 instead of claiming success
+/// with output lost ([`stdout_failed`]).
 pub fn stdout_bytes(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(bytes).and_then(|_| out.flush());
+    if let Err(e) = out.write_all(bytes).and_then(|_| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe
+            && !STDOUT_FAILED.swap(true, Ordering::Relaxed)
+        {
+            eprintln!("mfu-rs: write standard output: {e}");
+        }
+    }
+}
+
+/// True when some output to stdout was lost (see [`stdout_bytes`]).
+pub fn stdout_failed() -> bool {
+    STDOUT_FAILED.load(Ordering::Relaxed)
 }
 
 /// Write raw bytes to stderr (messages that must stay out of a list written to stdout).

@@ -171,7 +171,19 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
         Tool::Bz2(a) => steal::launch::run(cli.ranks, |comm| crate::bz2::run(comm, &a)),
     };
     match result {
-        Ok(statuses) => statuses.into_iter().max().unwrap_or(Status::Ok) as i32,
+        // Lost output is a failure of this process (stdout is written by rank 0), even when
+        // the tool's own work succeeded.
+        Ok(statuses) => {
+            statuses
+                .into_iter()
+                .max()
+                .unwrap_or(Status::Ok)
+                .max(if crate::cli::stdout_failed() {
+                    Status::ItemsFailed
+                } else {
+                    Status::Ok
+                }) as i32
+        }
         Err(e) => {
             report_error("", e);
             Status::Usage as i32
