@@ -19,6 +19,7 @@
 //! `chown -R` followed by `chmod -R`.
 
 pub mod mode;
+pub mod nofollow;
 pub mod owner;
 
 use crate::batches::run_batches;
@@ -34,6 +35,7 @@ use flist::record::Entry;
 use flist::walk::{stat_path, walk, Visit, WalkOptions};
 use flist::{Detail, FileList, FileType, ItemError, Meta};
 use mode::ModeChange;
+use nofollow::chmod_nofollow;
 use owner::Owner;
 use rustix::fd::BorrowedFd;
 use rustix::fs::{AtFlags, Gid, Mode, Uid};
@@ -396,7 +398,7 @@ impl Changer<'_> {
         }
         let new = mc.apply(old, true, self.plan.umask);
         if new & OWNER_RX == OWNER_RX {
-            let _ = rustix::fs::chmodat(dir, name, Mode::from_raw_mode(new), AtFlags::empty());
+            let _ = chmod_nofollow(dir, name, new);
         }
     }
 
@@ -457,9 +459,7 @@ impl Changer<'_> {
             }
         }
         if let Some(mode) = c.chmod {
-            let r = At::with(e.path, |d, n| {
-                rustix::fs::chmodat(d, n, Mode::from_raw_mode(mode), AtFlags::empty())
-            });
+            let r = At::with(e.path, |d, n| chmod_nofollow(d, n, mode));
             if let Err(err) = r {
                 return self.fail(e.path, "chmod", err);
             }
