@@ -590,3 +590,23 @@ fn verbose_summary_goes_to_stderr() {
     assert!(err.contains("5 matched"), "{err}");
     assert_eq!(paths(&out.stdout, b'\n').len(), 5);
 }
+
+#[test]
+fn patterns_may_begin_with_a_dash() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    std::fs::create_dir(&root).unwrap();
+    for f in ["-rf", "-x.log", "plain", "a-b"] {
+        std::fs::write(root.join(f), f).unwrap();
+    }
+    same_as_gnu(
+        1,
+        &root,
+        &[
+            (&["--name", "-*"][..], &["-name", "-*"][..]),
+            (&["--path", "*/-x*"], &["-path", "*/-x*"]),
+            (&["--regex", ".*/-r.*"], &["-regex", ".*/-r.*"]),
+            (&["--not", "--name", "-*"], &["!", "-name", "-*"]),
+        ],
+    );
+}

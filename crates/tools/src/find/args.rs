@@ -94,13 +94,28 @@ pub struct FindOptions {
     )]
     pub mtime: Vec<String>,
     /// Last accessed more recently than FILE was modified.
-    #[arg(long, value_name = "FILE", help_heading = "Tests")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
     pub anewer: Vec<OsString>,
     /// Status changed more recently than FILE was modified.
-    #[arg(long, value_name = "FILE", help_heading = "Tests")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
     pub cnewer: Vec<OsString>,
     /// Modified more recently than FILE (FILE itself is not followed if it is a link).
-    #[arg(long, value_name = "FILE", help_heading = "Tests")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
     pub newer: Vec<OsString>,
     /// Numeric group id is N (+N, -N: above, below).
     #[arg(
@@ -111,7 +126,12 @@ pub struct FindOptions {
     )]
     pub gid: Vec<String>,
     /// Group is NAME (a number is taken as a gid if no group has that name).
-    #[arg(long, value_name = "NAME", help_heading = "Tests")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
     pub group: Vec<OsString>,
     /// Numeric user id is N (+N, -N: above, below).
     #[arg(
@@ -122,18 +142,38 @@ pub struct FindOptions {
     )]
     pub uid: Vec<String>,
     /// Owner is NAME (a number is taken as a uid if no user has that name).
-    #[arg(long, value_name = "NAME", help_heading = "Tests")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
     pub user: Vec<OsString>,
     /// Last path component matches the shell pattern GLOB (fnmatch: `*`, `?`, `[...]`; `*`
     /// also matches a leading `.`, as in GNU find; no `{a,b}`).
-    #[arg(long, value_name = "GLOB", help_heading = "Tests")]
+    #[arg(
+        long,
+        value_name = "GLOB",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
     pub name: Vec<OsString>,
     /// The whole path matches the shell pattern GLOB (`*` also matches `/`).
-    #[arg(long, value_name = "GLOB", help_heading = "Tests")]
+    #[arg(
+        long,
+        value_name = "GLOB",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
     pub path: Vec<OsString>,
     /// The whole path matches the regular expression RE (anchored at both ends like GNU find's
     /// -regex; Rust regex syntax, about GNU's `-regextype posix-extended`; `.` matches any byte).
-    #[arg(long, value_name = "RE", help_heading = "Tests")]
+    #[arg(
+        long,
+        value_name = "RE",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
     pub regex: Vec<String>,
     /// Size is N bytes (+N more, -N less); N takes units KB, MB, GB... (powers of 1024, as
     /// dfind: `--size -1M` is "smaller than 1 MiB", where GNU find's `-size -1M` rounds up to
@@ -147,7 +187,13 @@ pub struct FindOptions {
     pub size: Vec<String>,
     /// Type is C: b block device, c character device, d directory, f regular file, l symbolic
     /// link, p fifo, s socket; several letters with commas (`f,l`) mean any of them.
-    #[arg(long = "type", id = "type", value_name = "C", help_heading = "Tests")]
+    #[arg(
+        long = "type",
+        id = "type",
+        value_name = "C",
+        allow_hyphen_values = true,
+        help_heading = "Tests"
+    )]
     pub file_type: Vec<String>,
 
     /// True when the next test (or group) is false. Also spelled `!`.

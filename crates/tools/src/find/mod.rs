@@ -28,7 +28,6 @@ use crate::status::Status;
 use eval::Evaluator;
 use expr::Expr;
 use flist::io::{self, Format};
-use flist::path::display;
 use flist::Detail;
 use resolve::Node;
 use std::os::unix::ffi::OsStrExt;
@@ -162,10 +161,8 @@ pub fn run(comm: &dyn Comm, args: &FindArgs) -> Status {
         };
         if let Err(e) = io::write(comm, &list, out.as_bytes(), format) {
             if comm.rank() == 0 {
-                report_error(
-                    "find",
-                    format!("write list {}: {e}", display(out.as_bytes())),
-                );
+                // The error names the list and the operation already.
+                report_error("find", e);
             }
             status = status.worst(Status::ItemsFailed);
         }
