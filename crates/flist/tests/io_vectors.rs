@@ -435,7 +435,9 @@ fn plain_and_nul_lists_read_with_unknown_types() {
         (b"/a/b".to_vec(), FileType::Unknown, None),
         (b"/a/c d".to_vec(), FileType::Unknown, None),
         (b"/a/e|x".to_vec(), FileType::Unknown, None),
-        (b"/a/f".to_vec(), FileType::Dir, None),
+        // A plain list (not every line ends in `|T`): `|D` is part of the name, which a
+        // per-line rule would cut off (and `rm -i` would then remove `/a/f`).
+        (b"/a/f|D".to_vec(), FileType::Unknown, None),
         (b"/a/\xff".to_vec(), FileType::Unknown, None),
     ];
     assert_eq!(got, want);

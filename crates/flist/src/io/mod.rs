@@ -67,8 +67,9 @@ pub fn default_format(list: &FileList) -> Format {
 /// byte ranges adjusted to line (or NUL) boundaries.
 ///
 /// The format is detected from the first 8 bytes: big-endian 4 is cache v4, 3 is cache v3, any
-/// other content is a text list — `path|T` lines (split at the last `|` when exactly one type
-/// letter follows it, otherwise the whole line is the path, of unknown type), or one path per NUL
+/// other content is a text list — `path|T` lines (split at the last `|`, when every line of the
+/// file ends in `|` and one type letter; otherwise each whole line is a path, of unknown type, so
+/// a plain list keeps a name such as `a|F` intact), or one path per NUL
 /// when the first 64 KiB hold a NUL byte. Empty lines are skipped. v3/v4 give a
 /// [`Detail::Stat`] list whose `users`/`groups` tables (the same on every rank) come from the
 /// file; text lists give a [`Detail::Lite`] list.

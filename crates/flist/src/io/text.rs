@@ -51,6 +51,11 @@ fn next_record_start(file: &File, path: &[u8], len: u64, at: u64, sep: u8) -> Re
 
 /// Read this rank's share of a text list of `len` bytes whose records end with `sep` (`\n`:
 /// `path|T` or plain lines; NUL: plain paths) (collective).
+///
+/// The file decides, not each line: it is a `path|T` list only when every line ends in `|T`
+/// (as every line `dwalk -l` or mfu-rs writes does). In a plain list, where some line does not,
+/// a name that happens to end in `|F` keeps it (`find --print | rm -i -` must not turn the file
+/// `a|F` into `a`).
 pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<FileList> {
     let (rank, size) = (comm.rank(), comm.size());
     let mut file = None;
@@ -69,8 +74,10 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
     let end = starts.get(rank + 1).copied().unwrap_or(len);
     let local = (|| {
         let mut list = FileList::new(Detail::Lite);
+        // Per record: whether a `|T` suffix was split off.
+        let mut split = Vec::new();
         if start >= end {
-            return Ok(list);
+            return Ok((list, split));
         }
         let f = take_or_open(&mut file, path)?;
         // `buf[..keep]` is an unfinished record carried from the previous read; `buf` starts at
@@ -95,21 +102,59 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
             let last = base + buf.len() as u64 == end;
             let mut at = 0;
             while let Some(i) = buf[at..].iter().position(|&b| b == sep) {
-                push_record(&mut list, path, &buf[at..at + i], base + at as u64, sep)?;
+                push_record(
+                    &mut list,
+                    &mut split,
+                    path,
+                    &buf[at..at + i],
+                    base + at as u64,
+                    sep,
+                )?;
                 at += i + 1;
             }
             if last && at < buf.len() {
                 // The last record of the file, without a final separator.
-                push_record(&mut list, path, &buf[at..], base + at as u64, sep)?;
+                push_record(
+                    &mut list,
+                    &mut split,
+                    path,
+                    &buf[at..],
+                    base + at as u64,
+                    sep,
+                )?;
                 at = buf.len();
             }
             buf.drain(..at);
             base += at as u64;
             keep = buf.len();
         }
-        Ok(list)
+        Ok((list, split))
     })();
-    agree(comm, local)
+    let (list, split) = agree(comm, local)?;
+    let plain = comm.any(split.iter().any(|&s| !s));
+    Ok(if plain && split.iter().any(|&s| s) {
+        rejoin(&list, &split)
+    } else {
+        list
+    })
+}
+
+/// `list` with the `|T` suffixes that were split off (`split[i]`) put back on the paths, of
+/// unknown type: the records of a plain list.
+fn rejoin(list: &FileList, split: &[bool]) -> FileList {
+    let mut out = list.empty_like();
+    let mut line = Vec::new();
+    for (e, &was_split) in list.iter().zip(split) {
+        if was_split {
+            line.clear();
+            line.extend_from_slice(e.path);
+            line.extend_from_slice(&[b'|', e.kind.text_letter()]);
+            out.push(&line, FileType::Unknown, None);
+        } else {
+            out.push(e.path, e.kind, None);
+        }
+    }
+    out
 }
 
 /// The file opened earlier, or `path` opened now.
@@ -120,8 +165,16 @@ fn take_or_open(file: &mut Option<File>, path: &[u8]) -> Result<File> {
     }
 }
 
-/// Add the record `rec` (found at byte `offset`) to `list`; empty records are skipped.
-fn push_record(list: &mut FileList, path: &[u8], rec: &[u8], offset: u64, sep: u8) -> Result<()> {
+/// Add the record `rec` (found at byte `offset`) to `list`, and to `split` whether a `|T`
+/// suffix was split off; empty records are skipped.
+fn push_record(
+    list: &mut FileList,
+    split: &mut Vec<bool>,
+    path: &[u8],
+    rec: &[u8],
+    offset: u64,
+    sep: u8,
+) -> Result<()> {
     if rec.is_empty() {
         return Ok(());
     }
@@ -130,6 +183,7 @@ fn push_record(list: &mut FileList, path: &[u8], rec: &[u8], offset: u64, sep: u
     } else {
         (rec, FileType::Unknown)
     };
+    split.push(p.len() < rec.len());
     if p.is_empty() {
         return Err(bad(
             path,
@@ -204,6 +258,48 @@ mod tests {
         assert_eq!(parse_line(b"/a/x|"), (&b"/a/x|"[..], FileType::Unknown));
         assert_eq!(parse_line(b"F"), (&b"F"[..], FileType::Unknown));
         assert_eq!(parse_line(b"|F"), (&b""[..], FileType::File));
+    }
+
+    #[test]
+    fn a_file_is_a_typed_list_only_when_every_line_is_typed() {
+        let dir = tempfile::tempdir().unwrap();
+        let read_at = |text: &[u8], ranks: usize| {
+            let file = dir.path().join(format!("l{ranks}"));
+            std::fs::write(&file, text).unwrap();
+            let file = file.as_os_str().as_encoded_bytes().to_vec();
+            let parts = steal::local::run(ranks, |comm| {
+                let l = read(comm, &file, text.len() as u64, b'\n').unwrap();
+                l.iter()
+                    .map(|e| (e.path.to_vec(), e.kind))
+                    .collect::<Vec<_>>()
+            });
+            parts.concat()
+        };
+        for ranks in [1, 2, 3] {
+            // Plain lines from `find --print`, one name ending in `|F`: kept whole.
+            let plain = read_at(b"/u/foo\n/u/foo|F\n/u/bar|D\n/u/baz\n", ranks);
+            assert_eq!(
+                plain,
+                vec![
+                    (b"/u/foo".to_vec(), FileType::Unknown),
+                    (b"/u/foo|F".to_vec(), FileType::Unknown),
+                    (b"/u/bar|D".to_vec(), FileType::Unknown),
+                    (b"/u/baz".to_vec(), FileType::Unknown),
+                ],
+                "{ranks} ranks"
+            );
+            // A `dwalk -l` list: every line typed, split at the last bar.
+            let typed = read_at(b"/u/a|b|F\n/u/c|D\n/u/d|U\n", ranks);
+            assert_eq!(
+                typed,
+                vec![
+                    (b"/u/a|b".to_vec(), FileType::File),
+                    (b"/u/c".to_vec(), FileType::Dir),
+                    (b"/u/d".to_vec(), FileType::Unknown),
+                ],
+                "{ranks} ranks"
+            );
+        }
     }
 
     #[test]
