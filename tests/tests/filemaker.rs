@@ -208,3 +208,27 @@ fn a_non_empty_dir_is_refused_unless_forced() {
     assert_eq!(fs::read(dir.join("keep")).unwrap(), b"mine");
     assert_eq!(first.len(), 11);
 }
+
+#[test]
+fn totals_beyond_the_largest_file_offset_are_usage_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("big");
+    let args = [
+        "filemaker",
+        "-v",
+        "-n",
+        "4-4",
+        "-d",
+        "1-1",
+        "--files",
+        "100",
+        "--links",
+        "0",
+        "-s",
+        "8E-8E",
+    ];
+    let out = expect_status(mfu(&args).arg(&dir), 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--size") && err.contains("8 EiB"), "{err}");
+    assert!(!dir.exists(), "nothing written");
+}
