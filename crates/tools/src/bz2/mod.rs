@@ -72,10 +72,32 @@ pub struct Bz2Args {
           value_parser = clap::value_parser!(u32).range(1..=9))]
     pub blocksize: u32,
     /// Bytes of input per stream instead of dbz2's ~10 MB (tests use small blocks).
-    #[arg(long, hide = true, value_name = "SIZE", value_parser = crate::transfer::size_arg)]
+    #[arg(long, hide = true, value_name = "SIZE", value_parser = stream_bytes_arg)]
     pub stream_bytes: Option<u64>,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// `--stream-bytes`: more than 0 and at most [`format::MAX_BLOCK`], the largest block this tool
+/// decompresses (a bigger one would make a file it refuses to read back).
+fn stream_bytes_arg(text: &str) -> Result<u64, String> {
+    match crate::transfer::size_arg(text)? {
+        n if n > format::MAX_BLOCK => Err(format!(
+            "'{text}': at most {} bytes (1 GiB) per stream",
+            format::MAX_BLOCK
+        )),
+        n => Ok(n),
+    }
+}
+
+/// Bytes of uncompressed data one rank holds in one wave of blocks (compression reads them,
+/// decompression makes them), whatever the block size.
+const WAVE_BYTES: u64 = 256 << 20;
+
+/// Blocks per rank per wave: one per thread (of `threads`), at most [`WAVE_BYTES`] of
+/// uncompressed data, at least one.
+fn blocks_per_wave(block_size: u64, threads: usize) -> u64 {
+    (threads as u64).min(WAVE_BYTES / block_size.max(1)).max(1)
 }
 
 /// What rank 0 found before anything is written, shared with every rank.
@@ -500,5 +522,22 @@ mod tests {
         }
         assert_eq!(decode_plan(&[2]), Err(Status::Usage));
         assert_eq!(decode_plan(&[1]), Err(Status::ItemsFailed));
+    }
+
+    #[test]
+    fn waves_hold_at_most_256_mib_of_data() {
+        assert_eq!(blocks_per_wave(format::MAX_BLOCK, 64), 1);
+        assert_eq!(blocks_per_wave(9_900_000, 64), 27);
+        assert_eq!(blocks_per_wave(9_900_000, 4), 4);
+        assert_eq!(blocks_per_wave(50_000, 8), 8);
+        assert_eq!(blocks_per_wave(1, 0), 1);
+    }
+
+    #[test]
+    fn stream_bytes_are_capped_at_the_largest_block() {
+        assert_eq!(stream_bytes_arg("1GiB"), Ok(format::MAX_BLOCK));
+        assert_eq!(stream_bytes_arg("50000"), Ok(50_000));
+        assert!(stream_bytes_arg("2GiB").is_err());
+        assert!(stream_bytes_arg("0").is_err());
     }
 }
