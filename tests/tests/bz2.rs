@@ -255,6 +255,9 @@ fn usage_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a bzip2 file"));
     run(1, &["-z", s(&text)], 2); // already has .bz2
     run(1, &["-b", "0", s(&text)], 2);
+    // Streams above the largest block this tool decompresses (1 GiB) are refused.
+    let out = run(1, &["-z", "--stream-bytes", "2GiB", s(&text)], 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at most 1073741824 bytes"));
     assert_eq!(names(dir.path()), ["t.bz2"]);
 }
 

@@ -208,3 +208,75 @@ fn a_non_empty_dir_is_refused_unless_forced() {
     assert_eq!(fs::read(dir.join("keep")).unwrap(), b"mine");
     assert_eq!(first.len(), 11);
 }
+
+#[test]
+fn totals_beyond_the_largest_file_offset_are_usage_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("big");
+    let args = [
+        "filemaker",
+        "-v",
+        "-n",
+        "4-4",
+        "-d",
+        "1-1",
+        "--files",
+        "100",
+        "--links",
+        "0",
+        "-s",
+        "8E-8E",
+    ];
+    let out = expect_status(mfu(&args).arg(&dir), 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--size") && err.contains("8 EiB"), "{err}");
+    assert!(!dir.exists(), "nothing written");
+}
+
+#[test]
+fn force_never_follows_a_symbolic_link_in_a_planned_files_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let outside = tmp.path().join("outside");
+    fs::write(&outside, b"precious").unwrap();
+    fs::create_dir(&dir).unwrap();
+    // Three files of 100 bytes directly in DIR: file_00000000..file_00000002.
+    let link = dir.join("file_00000001");
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    let args = [
+        "filemaker",
+        "--force",
+        "-n",
+        "3",
+        "-d",
+        "1",
+        "--files",
+        "100",
+        "--links",
+        "0",
+        "-s",
+        "100",
+    ];
+    for np in [1, 2] {
+        let mut cmd = match np {
+            1 => mfu(&args),
+            n => {
+                let mut c = mpirun(n, &bin());
+                c.args(args);
+                c
+            }
+        };
+        let out = expect_status(cmd.arg(&dir), 1);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "create {}: a symbolic link is in the way",
+                link.display()
+            )),
+            "{err}"
+        );
+        assert_eq!(fs::read(&outside).unwrap(), b"precious", "{np} ranks");
+        assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(fs::read(dir.join("file_00000002")).unwrap().len(), 100);
+    }
+}

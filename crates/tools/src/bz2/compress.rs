@@ -8,7 +8,7 @@
 
 use super::format::{self, Entry, Footer};
 use super::stream::compress_block;
-use super::Ticker;
+use super::{blocks_per_wave, Ticker};
 use rayon::prelude::*;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -37,7 +37,10 @@ pub struct Job<'a> {
 pub fn run(comm: &dyn Comm, job: &Job, ticker: &mut Ticker) -> Result<Footer, String> {
     let n = format::block_count(job.size, job.block_size);
     // Every rank must cut the waves alike: the smallest rank's choice.
-    let mut k = [blocks_per_wave(job.block_size)];
+    let mut k = [blocks_per_wave(
+        job.block_size,
+        rayon::current_num_threads(),
+    )];
     comm.allreduce(&mut k, ReduceOp::Min);
     let k = k[0];
     let (p, r) = (comm.size() as u64, comm.rank() as u64);
@@ -126,12 +129,6 @@ pub fn run(comm: &dyn Comm, job: &Job, ticker: &mut Ticker) -> Result<Footer, St
         Some(e) => Err(e),
         None => Ok(footer),
     }
-}
-
-/// Blocks per rank per wave: one per rayon thread, at most 256 MiB of input.
-fn blocks_per_wave(block_size: u64) -> u64 {
-    let threads = rayon::current_num_threads() as u64;
-    threads.min((256 << 20) / block_size.max(1)).max(1)
 }
 
 fn block_len(job: &Job, index: u64) -> u64 {

@@ -1,11 +1,12 @@
 //! Parallel decompression of a dbz2 file by its table: block `i` lands at `i x block_size`, so no
 //! rank needs another's result. Blocks are split evenly over ranks (contiguous ranges) and handled
-//! in waves of one block per rayon thread, which bounds memory and lets all ranks stop together
-//! after a damaged block.
+//! in waves of one block per rayon thread but at most 256 MiB of output per rank (one block if
+//! blocks are bigger), which bounds memory and lets all ranks stop together after a damaged
+//! block.
 
 use super::format::{self, Footer};
 use super::stream::decompress_block;
-use super::Ticker;
+use super::{blocks_per_wave, Ticker};
 use rayon::prelude::*;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -36,7 +37,7 @@ pub fn run(comm: &dyn Comm, job: &Job, ticker: &mut Ticker) -> Result<(), String
         failed = Some(e);
         Vec::new()
     });
-    let k = rayon::current_num_threads().max(1) as u64;
+    let k = blocks_per_wave(job.footer.block_size, rayon::current_num_threads());
     // Same number of waves on every rank, so the per-wave reductions match up.
     let waves = comm.max((last - first).div_ceil(k));
     let mut done_bytes = 0u64;

@@ -45,8 +45,9 @@ const TOOL: &str = "bz2";
         mpirun -np 64 mfu-rs bz2 -z /lustre/big.dat        # -> big.dat.bz2, big.dat removed\n  \
         mpirun -np 64 mfu-rs bz2 -d -k /lustre/big.dat.bz2 # -> big.dat, keep the .bz2\n  \
         bunzip2 -k big.dat.bz2                             # the output is plain bzip2 too\n\n\
-        Exit status: 0 done, 1 the work failed (damaged input, read or write error; the output \
-        is not created), 2 usage error (no FILE, output exists without -f, not a bzip2 file; \
+        Exit status: 0 done, 1 the work failed (damaged input, read or write error, the input \
+        changed while being read; the output is not created, the input kept), 2 usage error \
+        (no FILE, an input some rank cannot open, output exists without -f, not a bzip2 file; \
         nothing changed)."
 )]
 pub struct Bz2Args {
@@ -72,10 +73,32 @@ pub struct Bz2Args {
           value_parser = clap::value_parser!(u32).range(1..=9))]
     pub blocksize: u32,
     /// Bytes of input per stream instead of dbz2's ~10 MB (tests use small blocks).
-    #[arg(long, hide = true, value_name = "SIZE", value_parser = crate::transfer::size_arg)]
+    #[arg(long, hide = true, value_name = "SIZE", value_parser = stream_bytes_arg)]
     pub stream_bytes: Option<u64>,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// `--stream-bytes`: more than 0 and at most [`format::MAX_BLOCK`], the largest block this tool
+/// decompresses (a bigger one would make a file it refuses to read back).
+fn stream_bytes_arg(text: &str) -> Result<u64, String> {
+    match crate::transfer::size_arg(text)? {
+        n if n > format::MAX_BLOCK => Err(format!(
+            "'{text}': at most {} bytes (1 GiB) per stream",
+            format::MAX_BLOCK
+        )),
+        n => Ok(n),
+    }
+}
+
+/// Bytes of uncompressed data one rank holds in one wave of blocks (compression reads them,
+/// decompression makes them), whatever the block size.
+const WAVE_BYTES: u64 = 256 << 20;
+
+/// Blocks per rank per wave: one per thread (of `threads`), at most [`WAVE_BYTES`] of
+/// uncompressed data, at least one.
+fn blocks_per_wave(block_size: u64, threads: usize) -> u64 {
+    (threads as u64).min(WAVE_BYTES / block_size.max(1)).max(1)
 }
 
 /// What rank 0 found before anything is written, shared with every rank.
@@ -89,8 +112,19 @@ enum Plan {
     Serial,
 }
 
+/// Opens the input on one rank (given the rank and the path). [`run`] uses [`File::open`]; tests
+/// pass one that fails on some ranks only, or that changes the file after the plan was made.
+type Opener<'a> = &'a (dyn Fn(usize, &[u8]) -> std::io::Result<File> + Sync);
+
 /// Run `bz2` on this rank. Collective; returns the status every rank agreed on.
 pub fn run(comm: &dyn Comm, args: &Bz2Args) -> Status {
+    run_with(comm, args, &|_, path| {
+        File::open(flist::path::as_path(path))
+    })
+}
+
+/// [`run`] with the input opened by `open`.
+fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
     let started = Instant::now();
     let input = args.file.as_bytes().to_vec();
     let decompressing = args.decompress;
@@ -121,21 +155,15 @@ pub fn run(comm: &dyn Comm, args: &Bz2Args) -> Status {
         Ok(p) => p,
         Err(status) => return status.agree(comm),
     };
-    let source = match File::open(flist::path::as_path(&input)) {
-        Ok(f) => Ok(f),
-        Err(e) => Err(format!("open {}: {e}", display(&input))),
+    // Every rank reads the input: all must have it open before anything is created.
+    let Some(source) = open_on_all_ranks(comm, &input, open) else {
+        return Status::Usage.agree(comm);
     };
-    let out = output::create(comm, &dest);
-    let (source, out) = match (source, out) {
-        (Ok(s), Ok(o)) => (s, o),
-        (s, o) => {
-            for e in [s.err(), o.as_ref().err().cloned()].into_iter().flatten() {
-                if !e.is_empty() {
-                    report_error(TOOL, e);
-                }
-            }
-            if let Ok(o) = o {
-                o.abandon(comm.rank());
+    let out = match output::create(comm, &dest) {
+        Ok(o) => o,
+        Err(e) => {
+            if !e.is_empty() {
+                report_error(TOOL, e);
             }
             return Status::Usage.agree(comm);
         }
@@ -215,14 +243,21 @@ pub fn run(comm: &dyn Comm, args: &Bz2Args) -> Status {
             .map(|()| summary)
             .map_err(|e| format!("fsync {output_name}: {e}"))
     });
+    // An input that changed under us gave an output of unknown content: it must not replace
+    // the input (whatever else went wrong, this is the error to tell).
+    let synced = match &meta {
+        Some(before) => match unchanged(&source, before, &input_name, decompressing) {
+            Ok(()) => synced,
+            Err(e) => Err(e),
+        },
+        None => synced,
+    };
     // Rank 0 prints every rank's error, in rank order.
     let mine = synced.as_ref().err().map(|e| e.as_bytes().to_vec());
     let errors = comm.allgatherv(mine.as_deref().unwrap_or_default());
     let failed = errors.iter().any(|e| !e.is_empty());
     if comm.rank() == 0 {
-        for e in errors.iter().filter(|e| !e.is_empty()) {
-            report_error(TOOL, String::from_utf8_lossy(e));
-        }
+        report_errors(&errors);
     }
     let status = if failed {
         Status::ItemsFailed
@@ -249,6 +284,67 @@ pub fn run(comm: &dyn Comm, args: &Bz2Args) -> Status {
         drop(out);
     }
     status.agree(comm)
+}
+
+/// Every rank opens the input with `open`. Collective: `None` on every rank if any rank could
+/// not (rank 0 then prints each failing rank's reason), before anything was created.
+fn open_on_all_ranks(comm: &dyn Comm, input: &[u8], open: Opener) -> Option<File> {
+    let mine = open(comm.rank(), input).map_err(|e| match comm.size() {
+        1 => format!("open {}: {e}", display(input)),
+        _ => format!("open {} on rank {}: {e}", display(input), comm.rank()),
+    });
+    let errors = comm.allgatherv(mine.as_ref().err().map_or(&[][..], |e| e.as_bytes()));
+    if errors.iter().all(|e| e.is_empty()) {
+        return mine.ok();
+    }
+    if comm.rank() == 0 {
+        report_errors(&errors);
+    }
+    None
+}
+
+/// Rank 0 prints the ranks' messages (empty: no error) in rank order, each distinct one once.
+fn report_errors(errors: &[Vec<u8>]) {
+    let mut seen: Vec<&[u8]> = Vec::new();
+    for e in errors.iter().filter(|e| !e.is_empty()) {
+        if !seen.contains(&e.as_slice()) {
+            seen.push(e);
+            report_error(TOOL, String::from_utf8_lossy(e));
+        }
+    }
+}
+
+/// Rank 0, after the output is synced: the open input is still the file rank 0 planned from,
+/// with the same size, modification and change times (to the nanosecond). Otherwise the input
+/// grew, shrank or was rewritten while being read: the output may miss bytes or mix old and
+/// new data, so there is none and the input stays.
+fn unchanged(
+    source: &File,
+    before: &std::fs::Metadata,
+    input_name: &str,
+    decompressing: bool,
+) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let now = source
+        .metadata()
+        .map_err(|e| format!("stat {input_name}: {e}"))?;
+    let key = |m: &std::fs::Metadata| {
+        (
+            (m.dev(), m.ino(), m.size()),
+            (m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()),
+        )
+    };
+    if key(&now) == key(before) {
+        return Ok(());
+    }
+    let verb = if decompressing {
+        "decompressed"
+    } else {
+        "compressed"
+    };
+    Err(format!(
+        "{input_name} changed while being {verb}; kept, no output"
+    ))
 }
 
 /// Rank 0, after every rank wrote and synced: metadata and rename, then the input goes.
@@ -473,6 +569,138 @@ impl Ticker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+    use std::io::Write;
+    use std::path::Path;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Bz2Args,
+    }
+
+    fn args(words: &[&str], file: &Path) -> Bz2Args {
+        let mut argv = vec!["bz2", "-q"];
+        argv.extend(words);
+        argv.push(file.to_str().unwrap());
+        Cli::parse_from(argv).args
+    }
+
+    /// [`run_with`] on `ranks` local ranks, with a deadline: ranks stuck in collectives that the
+    /// others never call fail the test instead of hanging it.
+    fn run_ranks(
+        ranks: usize,
+        args: Bz2Args,
+        open: impl Fn(usize, &[u8]) -> std::io::Result<File> + Send + Sync + 'static,
+    ) -> Vec<Status> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(steal::local::run(ranks, |comm| {
+                run_with(comm, &args, &open)
+            }));
+        });
+        rx.recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("{ranks} ranks out of step: no result after 60 s"))
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn data(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 % 251) as u8).collect()
+    }
+
+    #[test]
+    fn an_input_one_rank_cannot_open_stops_every_rank_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, data(120_000)).unwrap();
+        for (ranks, failing) in [(2, 1), (2, 0), (3, 2), (4, 1)] {
+            let open = move |rank: usize, path: &[u8]| {
+                if rank == failing {
+                    return Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+                }
+                File::open(flist::path::as_path(path))
+            };
+            for words in [&["-z", "--stream-bytes", "10000"][..], &["-z"]] {
+                let statuses = run_ranks(ranks, args(words, &file), open);
+                assert_eq!(
+                    statuses,
+                    vec![Status::Usage; ranks],
+                    "{ranks} ranks, rank {failing} fails"
+                );
+                assert_eq!(
+                    names(dir.path()),
+                    ["f"],
+                    "input kept, no output, no temporary"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_input_that_changes_while_compressed_is_kept_without_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        let content = data(120_000);
+        let later = std::time::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+        // The opener is the seam: rank 0 changes the input after the plan, before reading it.
+        type Change = fn(&Path);
+        let grow: Change = |p| {
+            let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
+            f.write_all(b"appended while compressing").unwrap();
+        };
+        let rewrite: Change = |p| {
+            let mut bytes = std::fs::read(p).unwrap();
+            bytes[5] ^= 1;
+            std::fs::write(p, &bytes).unwrap();
+            let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+            f.set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1_600_000_000))
+                .unwrap();
+        };
+        let shrink: Change = |p| {
+            let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+            f.set_len(1000).unwrap();
+        };
+        for (what, change) in [("grow", grow), ("rewrite", rewrite), ("shrink", shrink)] {
+            for ranks in [1, 2] {
+                std::fs::write(&file, &content).unwrap();
+                let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+                f.set_modified(later - Duration::from_secs(1000)).unwrap();
+                drop(f);
+                let open = move |rank: usize, path: &[u8]| {
+                    if rank == 0 {
+                        change(flist::path::as_path(path));
+                    }
+                    File::open(flist::path::as_path(path))
+                };
+                let statuses =
+                    run_ranks(ranks, args(&["-z", "--stream-bytes", "10000"], &file), open);
+                assert_eq!(
+                    statuses,
+                    vec![Status::ItemsFailed; ranks],
+                    "{what}, {ranks} ranks"
+                );
+                assert_eq!(names(dir.path()), ["f"], "{what}: input kept, no output");
+            }
+        }
+        // What rank 0 says.
+        std::fs::write(&file, &content).unwrap();
+        let before = std::fs::metadata(&file).unwrap();
+        let source = File::open(&file).unwrap();
+        assert_eq!(unchanged(&source, &before, "/d/f", false), Ok(()));
+        grow(&file);
+        assert_eq!(
+            unchanged(&source, &before, "/d/f", false),
+            Err("/d/f changed while being compressed; kept, no output".to_string())
+        );
+    }
 
     #[test]
     fn names_follow_bzip2() {
@@ -500,5 +728,22 @@ mod tests {
         }
         assert_eq!(decode_plan(&[2]), Err(Status::Usage));
         assert_eq!(decode_plan(&[1]), Err(Status::ItemsFailed));
+    }
+
+    #[test]
+    fn waves_hold_at_most_256_mib_of_data() {
+        assert_eq!(blocks_per_wave(format::MAX_BLOCK, 64), 1);
+        assert_eq!(blocks_per_wave(9_900_000, 64), 27);
+        assert_eq!(blocks_per_wave(9_900_000, 4), 4);
+        assert_eq!(blocks_per_wave(50_000, 8), 8);
+        assert_eq!(blocks_per_wave(1, 0), 1);
+    }
+
+    #[test]
+    fn stream_bytes_are_capped_at_the_largest_block() {
+        assert_eq!(stream_bytes_arg("1GiB"), Ok(format::MAX_BLOCK));
+        assert_eq!(stream_bytes_arg("50000"), Ok(50_000));
+        assert!(stream_bytes_arg("2GiB").is_err());
+        assert!(stream_bytes_arg("0").is_err());
     }
 }

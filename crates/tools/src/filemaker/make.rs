@@ -8,16 +8,22 @@
 //!    shares with pwrite at the part's offset, so big files are written by several ranks and
 //!    small ones are batched on one. Links are made beside step 2, split evenly;
 //! 3. within a rank, rayon workers do the items in parallel, big parts in [`CHUNK`] pieces.
+//!
+//! Below the root no symbolic link is ever followed (a `--force` run into a tree someone else
+//! can write must not write outside it): each item is made relative to its directory, opened
+//! from the root with `openat2(RESOLVE_NO_SYMLINKS)`, and files are opened with `O_NOFOLLOW`.
+//! A link in the way fails that item (`ELOOP`) and everything planned below it.
 
-use super::plan::{Kind, Plan};
+use super::plan::{Kind, Plan, ROOT};
 use flist::distribute::even_start;
 use flist::ItemError;
 use rayon::prelude::*;
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use std::cell::RefCell;
 use std::fs::File;
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -75,6 +81,18 @@ pub fn make(
     if !msg.is_empty() {
         return Err(String::from_utf8_lossy(&msg).into_owned());
     }
+    // Every item is made relative to the root's descriptor; all ranks need one.
+    let root_fd = rustix::fs::open(
+        flist::path::as_path(root),
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("open {}: {e}", flist::path::display(root)));
+    let why = root_fd.as_ref().err().map_or(&[][..], |e| e.as_bytes());
+    if let Some(e) = comm.allgatherv(why).iter().find(|e| !e.is_empty()) {
+        return Err(String::from_utf8_lossy(e).into_owned());
+    }
+    let root_fd = root_fd?;
     progress
         .total_items
         .store(plan.items.len() as u64, Ordering::Relaxed);
@@ -84,6 +102,7 @@ pub fn make(
     let maker = Maker {
         plan,
         root,
+        root_fd: root_fd.as_fd(),
         progress,
         dirs: AtomicU64::new(0),
         files: AtomicU64::new(0),
@@ -223,6 +242,8 @@ fn split(p: Part) -> Vec<Part> {
 struct Maker<'a> {
     plan: &'a Plan,
     root: &'a [u8],
+    /// The root, open on this rank (`O_PATH`): every item is made beneath it.
+    root_fd: BorrowedFd<'a>,
     progress: &'a Progress,
     dirs: AtomicU64,
     files: AtomicU64,
@@ -244,64 +265,72 @@ impl Maker<'_> {
             .push(ItemError::new(path, op, e));
     }
 
+    /// Run `op` on item `g`'s directory (opened without following symbolic links) and name.
+    fn at<T>(&self, g: u32, op: impl FnOnce(BorrowedFd, &[u8]) -> io::Result<T>) -> io::Result<T> {
+        let name = self.plan.name(g);
+        match self.plan.items[g as usize].parent {
+            ROOT => op(self.root_fd, &name),
+            parent => {
+                let dir = open_dir_beneath(self.root_fd, &self.plan.rel_path(parent))?;
+                op(dir.as_fd(), &name)
+            }
+        }
+    }
+
     fn dir(&self, g: u32) {
-        let path = self.path(g);
-        match mkdir(&path) {
+        match self.at(g, mkdir_at) {
             Ok(()) => {
                 self.dirs.fetch_add(1, Ordering::Relaxed);
                 self.progress.add(1, 0);
             }
-            Err(e) => self.fail(&path, "mkdir", e),
+            Err(e) => self.fail(&self.path(g), "mkdir", e),
         }
     }
 
     fn link(&self, g: u32) {
-        let path = self.path(g);
         let target = self.plan.link_target(g);
-        let p = flist::path::as_path(&path);
         let t = flist::path::as_path(&target);
-        let mut r = rustix::fs::symlink(t, p);
-        if r == Err(Errno::EXIST) {
-            // A rerun into the same directory: replace the link (never a directory).
-            r = rustix::fs::unlink(p).and_then(|_| rustix::fs::symlink(t, p));
-        }
+        let r = self.at(g, |dir, name| {
+            let p = flist::path::as_path(name);
+            let mut r = rustix::fs::symlinkat(t, dir, p);
+            if r == Err(Errno::EXIST) {
+                // A rerun into the same directory: replace the link (never a directory).
+                r = rustix::fs::unlinkat(dir, p, AtFlags::empty())
+                    .and_then(|_| rustix::fs::symlinkat(t, dir, p));
+            }
+            r.map_err(io::Error::from)
+        });
         match r {
             Ok(()) => {
                 self.links.fetch_add(1, Ordering::Relaxed);
                 self.progress.add(1, 0);
             }
-            Err(e) => self.fail(&path, "symlink", e.into()),
+            Err(e) => self.fail(&self.path(g), "symlink", e),
         }
     }
 
     /// Create (truncate) the file of `p` and write `p`'s bytes.
     fn create(&self, p: Part) {
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let path = self.path(p.item);
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
-        match rustix::fs::open(
-            flist::path::as_path(&path),
-            flags,
-            Mode::from_raw_mode(0o600),
-        ) {
+        match self.at(p.item, |dir, name| open_at(dir, name, flags, 0o600)) {
             Ok(fd) => {
                 self.files.fetch_add(1, Ordering::Relaxed);
                 self.progress.add(1, 0);
                 self.write(&File::from(fd), &path, p);
             }
-            Err(e) => self.fail(&path, "create", e.into()),
+            Err(e) => self.fail(&path, "create", e),
         }
     }
 
     /// Write `p`'s bytes into its file, which its creator made before the last barrier.
     fn write_part(&self, p: Part) {
+        let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let path = self.path(p.item);
-        match rustix::fs::open(
-            flist::path::as_path(&path),
-            OFlags::WRONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
+        match self.at(p.item, |dir, name| open_at(dir, name, flags, 0)) {
             Ok(fd) => self.write(&File::from(fd), &path, p),
-            Err(e) => self.fail(&path, "open", e.into()),
+            Err(e) => self.fail(&path, "open", e),
         }
     }
 
@@ -325,6 +354,98 @@ impl Maker<'_> {
         if let Err(e) = r {
             self.fail(path, "write", e);
         }
+    }
+}
+
+/// The error for a symbolic link where the plan puts a directory or a file: `ELOOP`, as
+/// `O_NOFOLLOW` reports it, with a message that says what happened.
+fn link_in_the_way() -> io::Error {
+    io::Error::new(
+        io::Error::from(Errno::LOOP).kind(),
+        "a symbolic link is in the way (not followed)",
+    )
+}
+
+/// `e`, with `ELOOP` (a symbolic link met with `O_NOFOLLOW` or `RESOLVE_NO_SYMLINKS`) explained.
+fn explain(e: Errno) -> io::Error {
+    match e {
+        Errno::LOOP => link_in_the_way(),
+        e => e.into(),
+    }
+}
+
+/// The directory `rel` below `root`, open (`O_PATH`) without following any symbolic link in
+/// `rel`. Uses `openat2(RESOLVE_NO_SYMLINKS)`, one call; where the kernel lacks it (before
+/// Linux 5.6, or a seccomp filter refuses it) opens one component at a time with `O_NOFOLLOW`.
+fn open_dir_beneath(root: BorrowedFd, rel: &[u8]) -> io::Result<OwnedFd> {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
+    match rustix::fs::openat2(
+        root,
+        flist::path::as_path(rel),
+        flags,
+        Mode::empty(),
+        resolve,
+    ) {
+        Err(Errno::NOSYS | Errno::PERM) => {}
+        r => return r.map_err(explain),
+    }
+    walk_beneath(root, rel)
+}
+
+/// [`open_dir_beneath`] one component at a time, for kernels without `openat2`.
+fn walk_beneath(root: BorrowedFd, rel: &[u8]) -> io::Result<OwnedFd> {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut dir: Option<OwnedFd> = None;
+    for name in rel.split(|&b| b == b'/') {
+        let at = dir.as_ref().map_or(root, |d| d.as_fd());
+        let next = rustix::fs::openat(
+            at,
+            flist::path::as_path(name),
+            flags | OFlags::NOFOLLOW,
+            Mode::empty(),
+        );
+        dir = Some(match next {
+            // O_PATH | O_NOFOLLOW opens a link itself, which then is no directory.
+            Err(Errno::NOTDIR) if is_symlink_at(at, name) => return Err(link_in_the_way()),
+            r => r.map_err(explain)?,
+        });
+    }
+    dir.ok_or_else(|| io::Error::from(Errno::INVAL))
+}
+
+fn is_symlink_at(dir: BorrowedFd, name: &[u8]) -> bool {
+    rustix::fs::statat(dir, flist::path::as_path(name), AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
+}
+
+/// `openat` of `name` in `dir`.
+fn open_at(dir: BorrowedFd, name: &[u8], flags: OFlags, mode: u32) -> io::Result<OwnedFd> {
+    rustix::fs::openat(
+        dir,
+        flist::path::as_path(name),
+        flags,
+        Mode::from_raw_mode(mode),
+    )
+    .map_err(explain)
+}
+
+/// `mkdirat` with mode 0700 (dfilemaker's), content with a directory already there but not
+/// with a symbolic link (to a directory or not) in its place.
+fn mkdir_at(dir: BorrowedFd, name: &[u8]) -> io::Result<()> {
+    let p = flist::path::as_path(name);
+    match rustix::fs::mkdirat(dir, p, Mode::from_raw_mode(0o700)) {
+        Ok(()) => Ok(()),
+        Err(Errno::EXIST) => {
+            match rustix::fs::statat(dir, p, AtFlags::SYMLINK_NOFOLLOW).map(|st| st.st_mode) {
+                Ok(mode) if FileType::from_raw_mode(mode) == FileType::Directory => Ok(()),
+                Ok(mode) if FileType::from_raw_mode(mode) == FileType::Symlink => {
+                    Err(link_in_the_way())
+                }
+                _ => Err(Errno::EXIST.into()),
+            }
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -389,6 +510,74 @@ mod tests {
                 }
                 assert_eq!(next, sizes[i], "{ranks} ranks, file {i}");
             }
+        }
+    }
+
+    #[test]
+    fn symbolic_links_in_the_way_are_never_followed() {
+        let item = |kind, parent, size, target| Item {
+            kind,
+            parent,
+            size,
+            target,
+        };
+        // dir_0 in the root holding file_1 and link_2; file_3 in the root. Empty files: one
+        // rank each (the creator), and truncation alone would show a followed link.
+        let plan = Plan {
+            seed: 1,
+            fill: Fill::Alternate,
+            items: vec![
+                item(Kind::Dir, ROOT, 0, ROOT),
+                item(Kind::File, 0, 0, ROOT),
+                item(Kind::Link, 0, 0, 1),
+                item(Kind::File, ROOT, 0, ROOT),
+            ],
+            levels: vec![0..1, 1..4],
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, outside) = (tmp.path().join("root"), tmp.path().join("outside"));
+        std::fs::create_dir_all(outside.join("d")).unwrap();
+        std::fs::write(outside.join("f"), b"precious").unwrap();
+        std::fs::create_dir(&root).unwrap();
+        std::os::unix::fs::symlink(outside.join("d"), root.join("dir_00000000")).unwrap();
+        std::os::unix::fs::symlink(outside.join("f"), root.join("file_00000003")).unwrap();
+        let root_bytes = root.as_os_str().as_encoded_bytes().to_vec();
+        for ranks in [1, 3] {
+            let reports = steal::local::run(ranks, |comm| {
+                make(comm, &plan, &root_bytes, &Progress::silent()).unwrap()
+            });
+            assert_eq!(reports[0].total_errors, 4, "{ranks} ranks");
+            let mut errors: Vec<String> = reports
+                .iter()
+                .flat_map(|r| r.errors.iter().map(|e| e.to_string()))
+                .collect();
+            errors.sort();
+            let r = root.display();
+            assert_eq!(
+                errors,
+                [
+                    format!("create {r}/dir_00000000/file_00000001: a symbolic link is in the way (not followed)"),
+                    format!("create {r}/file_00000003: a symbolic link is in the way (not followed)"),
+                    format!("mkdir {r}/dir_00000000: a symbolic link is in the way (not followed)"),
+                    format!("symlink {r}/dir_00000000/link_00000002: a symbolic link is in the way (not followed)"),
+                ]
+            );
+            assert_eq!(std::fs::read(outside.join("f")).unwrap(), b"precious");
+            assert_eq!(std::fs::read_dir(outside.join("d")).unwrap().count(), 0);
+        }
+    }
+
+    #[test]
+    fn the_walk_without_openat2_refuses_links_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("a/b")).unwrap();
+        std::os::unix::fs::symlink("b", tmp.path().join("a/l")).unwrap();
+        let root = std::fs::File::open(tmp.path()).unwrap();
+        for walk in [walk_beneath, open_dir_beneath] {
+            assert!(walk(root.as_fd(), b"a/b").is_ok());
+            let e = walk(root.as_fd(), b"a/l").unwrap_err();
+            assert!(e.to_string().contains("symbolic link is in the way"), "{e}");
+            assert!(walk(root.as_fd(), b"a/none").is_err());
         }
     }
 

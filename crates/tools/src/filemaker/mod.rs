@@ -84,7 +84,9 @@ pub struct FilemakerArgs {
     #[arg(long, value_name = "PCT", default_value_t = 33, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub links: u8,
     /// Write into DIR even if it is not empty: items of the plan that exist are replaced
-    /// (files truncated, links remade, directories reused); nothing else is touched.
+    /// (files truncated, links remade, directories reused); nothing else is touched, and a
+    /// symbolic link where the plan puts a file or directory is never followed (that item
+    /// fails).
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]

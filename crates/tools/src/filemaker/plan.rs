@@ -87,6 +87,10 @@ pub enum Kind {
     Link,
 }
 
+/// Most bytes the files of one tree may hold together: `i64::MAX`, the largest file offset
+/// (`off_t`). [`Plan::new`] refuses more, so sums over a plan's sizes cannot overflow.
+pub const MAX_TOTAL_BYTES: u64 = i64::MAX as u64;
+
 /// No parent: the item is directly in the root.
 pub const ROOT: u32 = u32::MAX;
 
@@ -231,6 +235,17 @@ impl Plan {
                 .collect();
             levels.push(range);
         }
+        // Checked: sizes near u64::MAX would wrap, and no file system holds more than an off_t.
+        let bytes = items
+            .iter()
+            .try_fold(0u64, |sum, i| sum.checked_add(i.size))
+            .filter(|&sum| sum <= MAX_TOTAL_BYTES);
+        if bytes.is_none() {
+            return Err(format!(
+                "--size {smin}-{smax}: the files of this tree would hold more than {MAX_TOTAL_BYTES} \
+                 bytes (8 EiB, the largest file offset)"
+            ));
+        }
         for (g, item) in items.iter_mut().enumerate() {
             if item.kind == Kind::Link {
                 let mut t = draw(seed, TARGET, g as u64) % total;
@@ -301,9 +316,12 @@ impl Plan {
         out
     }
 
-    /// Bytes of all files.
+    /// Bytes of all files: at most [`MAX_TOTAL_BYTES`] for a plan from [`Plan::new`]
+    /// (saturating for a plan built by hand).
     pub fn total_bytes(&self) -> u64 {
-        self.items.iter().map(|i| i.size).sum()
+        self.items
+            .iter()
+            .fold(0u64, |sum, i| sum.saturating_add(i.size))
     }
 
     /// Items of a kind.
@@ -480,6 +498,21 @@ mod tests {
             link_percent: 30,
             ..Spec::default()
         });
+        // Totals beyond the largest file offset (and beyond u64) are refused, not wrapped.
+        let big = |size: RangeInclusive<u64>, n: u64| Spec {
+            nitems: n..=n,
+            depth: 1..=1,
+            file_percent: 100,
+            link_percent: 0,
+            size,
+            ..Spec::default()
+        };
+        let e = bad(big(8 << 60..=8 << 60, 4));
+        assert!(e.contains("more than 9223372036854775807 bytes"), "{e}");
+        bad(big(u64::MAX..=u64::MAX, 1));
+        bad(big(1 << 62..=1 << 62, 2));
+        let p = Plan::new(&big((1 << 62) - 1..=(1 << 62) - 1, 2)).unwrap();
+        assert_eq!(p.total_bytes(), (1 << 63) - 2);
         // A depth range above the item count is cut to it.
         let p = Plan::new(&Spec {
             nitems: 3..=3,
