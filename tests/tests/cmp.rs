@@ -376,3 +376,30 @@ fn single_files_compare_and_usage_errors_exit_2() {
         assert!(help.contains(want), "--help lacks {want}");
     }
 }
+
+#[test]
+fn direct_reads_take_chunk_and_buffer_sizes_off_the_block_size() {
+    // The temporary directory is on a disk file system here, which takes O_DIRECT: every read
+    // must start on a block boundary, and the end-of-file checks read at unaligned offsets.
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    for np in [1, 2] {
+        for sizes in [["-k", "5000"], ["--bufsize", "5000"]] {
+            let out = run(cmp(np).arg("-s").args(sizes).arg(&src).arg(&dst), 0);
+            assert!(
+                out.contains("Result: equal (13 paths"),
+                "np {np} {sizes:?}:\n{out}"
+            );
+        }
+    }
+    // A real difference is still found with direct reads.
+    flip_byte(&dst.join("big"), BIG - 1, &src.join("big"));
+    let out = run(
+        cmp(2)
+            .args(["-s", "-k", "5000", "--bufsize", "5000"])
+            .arg(&src)
+            .arg(&dst),
+        1,
+    );
+    assert_eq!(row(&out, "CONTENT"), (12, 1), "{out}");
+}
