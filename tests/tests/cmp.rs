@@ -403,3 +403,48 @@ fn direct_reads_take_chunk_and_buffer_sizes_off_the_block_size() {
     );
     assert_eq!(row(&out, "CONTENT"), (12, 1), "{out}");
 }
+
+#[test]
+fn an_output_list_that_cannot_be_written_is_one_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    let nowhere = dir.path().join("nonexist/x");
+    let good = dir.path().join("good.txt");
+    for np in [1, 3] {
+        let out = expect_status(
+            cmp(np)
+                .arg("-t")
+                .arg("-o")
+                .arg(format!("EXIST=DIFFER:{}", nowhere.display()))
+                .arg("-o")
+                .arg(format!("EXIST=COMMON:{}", good.display()))
+                .arg(&src)
+                .arg(&dst),
+            1,
+        );
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        let named = format!("{}: No such file or directory", nowhere.display());
+        assert_eq!(stderr.matches(&named).count(), 1, "np {np}:\n{stderr}");
+        assert!(
+            !stdout.contains(&format!("dumped to \"{}\"", nowhere.display())),
+            "np {np}:\n{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("dumped to \"{}\"", good.display())),
+            "np {np}:\n{stdout}"
+        );
+        assert!(
+            stdout.contains("Result: equal (13 paths"),
+            "np {np}:\n{stdout}"
+        );
+        assert!(
+            stdout.contains("1 output list could not be written (see above)"),
+            "np {np}:\n{stdout}"
+        );
+        assert!(
+            !stdout.contains("could not be compared"),
+            "np {np}:\n{stdout}"
+        );
+        assert_eq!(text_list(&good).len(), 13);
+    }
+}

@@ -194,12 +194,16 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
         }
     }
     let format = if args.text { Format::Text } else { Format::V4 };
-    for (o, list) in args.output.iter().zip(&matched) {
+    // Whether each -o list was written. A failed write is the same error on every rank:
+    // reported and counted once, by rank 0.
+    let mut written = vec![true; args.output.len()];
+    for ((o, list), ok) in args.output.iter().zip(&matched).zip(&mut written) {
         if let Err(e) = flist::io::write(comm, list, &o.file, format) {
+            *ok = false;
             if rank0 {
                 report_error("cmp", e);
+                tally.fail_list();
             }
-            tally.fail();
         }
     }
     comm.allreduce(tally.as_mut_slice(), ReduceOp::Sum);
@@ -220,7 +224,8 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
                 continue;
             }
             text.push_str(&tally.expr_line(e, o));
-            if !o.file.is_empty() {
+            let was_written = e.checked_sub(defaults.len()).is_some_and(|k| written[k]);
+            if was_written {
                 text.push_str(&format!(", dumped to \"{}\"", display(&o.file)));
             }
             text.push('\n');
@@ -254,7 +259,11 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
             eprint!("{text}");
         }
     }
-    if tally.differing() > 0 || tally.failures() > 0 || compared.is_some_and(|c| c.interrupted) {
+    if tally.differing() > 0
+        || tally.failures() > 0
+        || tally.lists_failed() > 0
+        || compared.is_some_and(|c| c.interrupted)
+    {
         status = Status::ItemsFailed;
     }
     status.agree(comm)
