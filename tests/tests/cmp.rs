@@ -448,3 +448,46 @@ fn an_output_list_that_cannot_be_written_is_one_failure() {
         assert_eq!(text_list(&good).len(), 13);
     }
 }
+
+#[test]
+fn an_unreadable_directory_is_a_failure_not_equal() {
+    // As the unprivileged user nobody: a directory of mode 000 owned by root can't be read.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    for t in [&src, &dst] {
+        std::fs::create_dir_all(t.join("locked")).unwrap();
+        std::fs::write(t.join("f"), b"same\n").unwrap();
+        std::fs::write(t.join("locked/hidden"), b"not seen\n").unwrap();
+        std::fs::set_permissions(
+            t.join("locked"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o000),
+        )
+        .unwrap();
+    }
+    for rel in ["f", "locked", ""] {
+        same_times(&src.join(rel), &dst.join(rel));
+    }
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin())
+        .arg("cmp")
+        .arg(&src)
+        .arg(&dst);
+    clean_env(&mut cmd);
+    let out = expect_status(&mut cmd, 1);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    for t in [&src, &dst] {
+        let want = format!("{}/locked: Permission denied", t.display());
+        assert!(stderr.contains(&want), "{want}:\n{stderr}");
+    }
+    assert!(!stdout.contains("Result: equal"), "{stdout}");
+    assert!(
+        stdout.contains("Result: no difference found, but 2 items could not be compared"),
+        "{stdout}"
+    );
+}

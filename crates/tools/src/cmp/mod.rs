@@ -125,11 +125,15 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
     let mut status = Status::Ok;
 
     let walk_progress = args.common.progress(comm.rank(), "Walked");
+    // Walk failures of this rank (reported by the walk): what lies below an unreadable
+    // directory was not compared.
+    let mut walk_errors = 0;
     let mut walk = |root: &[u8]| {
         let w = transfer::walk_sources(comm, "cmp", &[root.to_vec()], false, &walk_progress);
         if !w.complete {
             status = Status::ItemsFailed;
         }
+        walk_errors += w.errors.len() as u64;
         (w.list, w.total_items)
     };
     let (src_list, src_items) = walk(&src);
@@ -143,6 +147,7 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
     let defaults = report::default_outputs();
     let exprs: Vec<&Output> = defaults.iter().chain(&args.output).collect();
     let mut tally = Tally::new(&exprs);
+    tally.fail_items(walk_errors);
     let (mut pairs, to_read) = pair_up(&src_list, &dest_list, &map, &dest_map, args, &mut tally);
 
     let compare_started = Instant::now();
