@@ -1,7 +1,9 @@
 //! `mfu-rs cmp` end to end, at 1, 2 and 4 ranks: equal copies (`cp -a`, `mfu-rs cp -p`) give
 //! exit 0 and the default report; each kind of difference (only in src, only in dest, type,
 //! size, content of the same size in a middle and in the last chunk, mtime, mode) is counted in
-//! the report and selected by `-o` expressions; `--lite`; usage errors.
+//! the report and selected by `-o` expressions; `--lite`; usage errors; `-s` with sizes off the
+//! block size; an `-o` list that cannot be written; an unreadable directory; a non-UTF-8 `-o`
+//! file name.
 
 use mfu_tests::{bin, clean_env, expect_status, mfu, mpirun};
 use std::collections::BTreeSet;
@@ -490,4 +492,27 @@ fn an_unreadable_directory_is_a_failure_not_equal() {
         stdout.contains("Result: no difference found, but 2 items could not be compared"),
         "{stdout}"
     );
+}
+
+#[test]
+fn an_output_file_name_need_not_be_utf8() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    let mut name = dir.path().as_os_str().as_bytes().to_vec();
+    name.extend_from_slice(b"/list\xff:x.txt");
+    let mut arg = b"EXIST=COMMON@TYPE=COMMON:".to_vec();
+    arg.extend_from_slice(&name);
+    let list = PathBuf::from(OsStr::from_bytes(&name));
+    for np in [1, 2] {
+        let _ = std::fs::remove_file(&list);
+        run(
+            cmp(np)
+                .args(["-t", "-o"])
+                .arg(OsStr::from_bytes(&arg))
+                .arg(&src)
+                .arg(&dst),
+            0,
+        );
+        assert_eq!(text_list(&list).len(), 13, "np {np}");
+    }
 }

@@ -71,7 +71,7 @@ pub struct CmpArgs {
     /// Write the entries matching EXPR to FILE (repeatable; `-` is stdout): source entries,
     /// and destination entries of paths only DEST has. E.g. `EXIST=ONLY_SRC:missing.mfu`,
     /// `EXIST=COMMON@CONTENT=DIFFER:changed.mfu`.
-    #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::parse)]
+    #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::value_parser())]
     pub output: Vec<Output>,
     /// Write the -o lists as text (`path|T` lines) instead of the stat list format (v4).
     #[arg(short, long)]
