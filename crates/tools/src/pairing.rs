@@ -137,7 +137,7 @@ pub fn pair_states(src: &[u8], dst: &[u8], s: &Meta, d: &Meta) -> Compared {
 /// True when the data of two regular files of the same size differ, read whole by this thread
 /// (`sync --dryrun --contents`, `sync -o`; `cmp` spreads the work over ranks instead).
 pub fn contents_differ(a: &[u8], b: &[u8]) -> std::io::Result<bool> {
-    use std::io::Read;
+    use std::io::{ErrorKind, Read};
     // Through flist::at, so paths longer than PATH_MAX work here too.
     let open = |p: &[u8]| {
         flist::at::At::new(p)
@@ -147,11 +147,27 @@ pub fn contents_differ(a: &[u8], b: &[u8]) -> std::io::Result<bool> {
     let (mut fa, mut fb) = (open(a)?, open(b)?);
     let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
     loop {
-        let n = fa.read(&mut ba)?;
+        let n = match fa.read(&mut ba) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         if n == 0 {
-            return Ok(false);
+            // The first file ended: equal only if the second ends here too.
+            return loop {
+                match fb.read(&mut bb[..1]) {
+                    Ok(m) => break Ok(m != 0),
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => break Err(e),
+                }
+            };
         }
-        fb.read_exact(&mut bb[..n])?;
+        match fb.read_exact(&mut bb[..n]) {
+            Ok(()) => {}
+            // The second file is shorter.
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(true),
+            Err(e) => return Err(e),
+        }
         if ba[..n] != bb[..n] {
             return Ok(true);
         }
@@ -222,5 +238,20 @@ mod tests {
         let la = pair_states(&bytes(&l1), &bytes(&a), &meta(&l1), &meta(&a));
         assert_eq!(la.states.get(Field::Type), State::Differ);
         assert_eq!(la.states.get(Field::Content), State::Differ);
+    }
+
+    #[test]
+    fn a_longer_second_file_differs() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = |n: &str| dir.path().join(n).as_os_str().as_bytes().to_vec();
+        std::fs::write(dir.path().join("short"), b"0123456789").unwrap();
+        std::fs::write(dir.path().join("same"), b"0123456789").unwrap();
+        std::fs::write(dir.path().join("long"), b"0123456789+").unwrap();
+        std::fs::write(dir.path().join("empty"), b"").unwrap();
+        assert!(!contents_differ(&bytes("short"), &bytes("same")).unwrap());
+        assert!(contents_differ(&bytes("short"), &bytes("long")).unwrap());
+        assert!(contents_differ(&bytes("long"), &bytes("short")).unwrap());
+        assert!(contents_differ(&bytes("empty"), &bytes("short")).unwrap());
+        assert!(!contents_differ(&bytes("empty"), &bytes("empty")).unwrap());
     }
 }
