@@ -305,8 +305,10 @@ fn pair_up(
             unreachable!("walks give stat lists")
         };
         let c = pair_states(path, dest_list.path(j), s, d);
-        if let Some(e) = &c.error {
+        for e in &c.errors {
             report_error("cmp", e);
+        }
+        if !c.errors.is_empty() {
             tally.fail();
         }
         let mut states = c.states;
