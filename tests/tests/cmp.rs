@@ -1,7 +1,9 @@
 //! `mfu-rs cmp` end to end, at 1, 2 and 4 ranks: equal copies (`cp -a`, `mfu-rs cp -p`) give
 //! exit 0 and the default report; each kind of difference (only in src, only in dest, type,
 //! size, content of the same size in a middle and in the last chunk, mtime, mode) is counted in
-//! the report and selected by `-o` expressions; `--lite`; usage errors.
+//! the report and selected by `-o` expressions; `--lite`; usage errors; `-s` with sizes off the
+//! block size; an `-o` list that cannot be written; an unreadable directory; a non-UTF-8 `-o`
+//! file name.
 
 use mfu_tests::{bin, clean_env, expect_status, mfu, mpirun};
 use std::collections::BTreeSet;
@@ -374,5 +376,143 @@ fn single_files_compare_and_usage_errors_exit_2() {
         "--chunksize",
     ] {
         assert!(help.contains(want), "--help lacks {want}");
+    }
+}
+
+#[test]
+fn direct_reads_take_chunk_and_buffer_sizes_off_the_block_size() {
+    // The temporary directory is on a disk file system here, which takes O_DIRECT: every read
+    // must start on a block boundary, and the end-of-file checks read at unaligned offsets.
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    for np in [1, 2] {
+        for sizes in [["-k", "5000"], ["--bufsize", "5000"]] {
+            let out = run(cmp(np).arg("-s").args(sizes).arg(&src).arg(&dst), 0);
+            assert!(
+                out.contains("Result: equal (13 paths"),
+                "np {np} {sizes:?}:\n{out}"
+            );
+        }
+    }
+    // A real difference is still found with direct reads.
+    flip_byte(&dst.join("big"), BIG - 1, &src.join("big"));
+    let out = run(
+        cmp(2)
+            .args(["-s", "-k", "5000", "--bufsize", "5000"])
+            .arg(&src)
+            .arg(&dst),
+        1,
+    );
+    assert_eq!(row(&out, "CONTENT"), (12, 1), "{out}");
+}
+
+#[test]
+fn an_output_list_that_cannot_be_written_is_one_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    let nowhere = dir.path().join("nonexist/x");
+    let good = dir.path().join("good.txt");
+    for np in [1, 3] {
+        let out = expect_status(
+            cmp(np)
+                .arg("-t")
+                .arg("-o")
+                .arg(format!("EXIST=DIFFER:{}", nowhere.display()))
+                .arg("-o")
+                .arg(format!("EXIST=COMMON:{}", good.display()))
+                .arg(&src)
+                .arg(&dst),
+            1,
+        );
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        let named = format!("{}: No such file or directory", nowhere.display());
+        assert_eq!(stderr.matches(&named).count(), 1, "np {np}:\n{stderr}");
+        assert!(
+            !stdout.contains(&format!("dumped to \"{}\"", nowhere.display())),
+            "np {np}:\n{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("dumped to \"{}\"", good.display())),
+            "np {np}:\n{stdout}"
+        );
+        assert!(
+            stdout.contains("Result: equal (13 paths"),
+            "np {np}:\n{stdout}"
+        );
+        assert!(
+            stdout.contains("1 output list could not be written (see above)"),
+            "np {np}:\n{stdout}"
+        );
+        assert!(
+            !stdout.contains("could not be compared"),
+            "np {np}:\n{stdout}"
+        );
+        assert_eq!(text_list(&good).len(), 13);
+    }
+}
+
+#[test]
+fn an_unreadable_directory_is_a_failure_not_equal() {
+    // As the unprivileged user nobody: a directory of mode 000 owned by root can't be read.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    for t in [&src, &dst] {
+        std::fs::create_dir_all(t.join("locked")).unwrap();
+        std::fs::write(t.join("f"), b"same\n").unwrap();
+        std::fs::write(t.join("locked/hidden"), b"not seen\n").unwrap();
+        std::fs::set_permissions(
+            t.join("locked"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o000),
+        )
+        .unwrap();
+    }
+    for rel in ["f", "locked", ""] {
+        same_times(&src.join(rel), &dst.join(rel));
+    }
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin())
+        .arg("cmp")
+        .arg(&src)
+        .arg(&dst);
+    clean_env(&mut cmd);
+    let out = expect_status(&mut cmd, 1);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    for t in [&src, &dst] {
+        let want = format!("{}/locked: Permission denied", t.display());
+        assert!(stderr.contains(&want), "{want}:\n{stderr}");
+    }
+    assert!(!stdout.contains("Result: equal"), "{stdout}");
+    assert!(
+        stdout.contains("Result: no difference found, but 2 items could not be compared"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_output_file_name_need_not_be_utf8() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    let mut name = dir.path().as_os_str().as_bytes().to_vec();
+    name.extend_from_slice(b"/list\xff:x.txt");
+    let mut arg = b"EXIST=COMMON@TYPE=COMMON:".to_vec();
+    arg.extend_from_slice(&name);
+    let list = PathBuf::from(OsStr::from_bytes(&name));
+    for np in [1, 2] {
+        let _ = std::fs::remove_file(&list);
+        run(
+            cmp(np)
+                .args(["-t", "-o"])
+                .arg(OsStr::from_bytes(&arg))
+                .arg(&src)
+                .arg(&dst),
+            0,
+        );
+        assert_eq!(text_list(&list).len(), 13, "np {np}");
     }
 }

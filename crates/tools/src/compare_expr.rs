@@ -232,17 +232,31 @@ pub struct Output {
 
 impl Output {
     /// Parse `EXPR:FILE` (the file name may itself hold `:`; the first `:` ends the expression).
-    pub fn parse(arg: &str) -> Result<Output, String> {
-        let (expr, file) = arg
-            .split_once(':')
-            .ok_or_else(|| format!("'{arg}': expected EXPR:FILE, e.g. MTIME=DIFFER:changed.mfu"))?;
+    /// The file name is taken as bytes, whatever they are.
+    pub fn parse(arg: impl AsRef<[u8]>) -> Result<Output, String> {
+        let arg = arg.as_ref();
+        let shown = String::from_utf8_lossy(arg);
+        let Some(colon) = arg.iter().position(|&c| c == b':') else {
+            return Err(format!(
+                "'{shown}': expected EXPR:FILE, e.g. MTIME=DIFFER:changed.mfu"
+            ));
+        };
+        let (expr, file) = (&arg[..colon], &arg[colon + 1..]);
         if file.is_empty() {
-            return Err(format!("'{arg}': no output file after ':'"));
+            return Err(format!("'{shown}': no output file after ':'"));
         }
         Ok(Output {
-            any_of: parse_expr(expr)?,
-            file: file.as_bytes().to_vec(),
+            any_of: parse_expr(&String::from_utf8_lossy(expr))?,
+            file: file.to_vec(),
         })
+    }
+
+    /// The command-line parser of `-o EXPR:FILE` arguments ([`Output::parse`] on the raw
+    /// bytes, so FILE may be any name the file system allows).
+    pub fn value_parser() -> impl clap::builder::TypedValueParser<Value = Output> {
+        use clap::builder::TypedValueParser;
+        clap::builder::OsStringValueParser::new()
+            .try_map(|arg| Output::parse(std::os::unix::ffi::OsStrExt::as_bytes(arg.as_os_str())))
     }
 
     /// The first conjunction the pair's states satisfy (dcmp counts a path under that one).
@@ -279,6 +293,14 @@ mod tests {
             .contains("EXIST only"));
         let o = Output::parse("EXIST=COMMON@SIZE=DIFFER:a:b").unwrap();
         assert_eq!(o.file, b"a:b");
+        let odd = Output::parse(b"EXIST=DIFFER:odd\xff:name").unwrap();
+        assert_eq!(odd.file, b"odd\xff:name");
+        assert!(Output::parse(b"MTIME=DIFFER\xff")
+            .unwrap_err()
+            .contains("EXPR:FILE"));
+        assert!(Output::parse(b"MTIME=\xff:x")
+            .unwrap_err()
+            .contains("unknown state"));
         assert_eq!(
             o.any_of,
             vec![vec![

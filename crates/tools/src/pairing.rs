@@ -12,6 +12,7 @@ use crate::copy::Mapping;
 use flist::distribute::{hash_path, remap};
 use flist::walk::stat_path;
 use flist::{FileList, FileType, Meta};
+use rustix::io::Errno;
 use std::collections::HashMap;
 use steal::wire::{self, Reader};
 use steal::Comm;
@@ -64,8 +65,9 @@ pub struct Compared {
     pub states: States,
     /// Both are regular files of the same size: CONTENT depends on their data.
     pub needs_data: bool,
-    /// A failure while comparing (`readlink /x: ...`); the field it concerns is `Differ`.
-    pub error: Option<String>,
+    /// Failures while comparing, each with its operation and path (`readlink /x: ...`); the
+    /// field each concerns is `Differ`, and the pair is not known to be equal.
+    pub errors: Vec<String>,
 }
 
 /// Compare the source entry `src` (metadata `s`) with the destination entry `dst` (`d`), as
@@ -95,12 +97,12 @@ pub fn pair_states(src: &[u8], dst: &[u8], s: &Meta, d: &Meta) -> Compared {
         (s.ctime, s.ctime_nsec) != (d.ctime, d.ctime_nsec),
     );
     st.differ_if(Field::Perm, s.mode & 0o7777 != d.mode & 0o7777);
-    let mut acl_differs = acl(src, ACCESS_ACL) != acl(dst, ACCESS_ACL);
+    let mut errors = Vec::new();
+    let mut acl_differs = acls_differ(src, dst, ACCESS_ACL, &mut errors);
     if kind == FileType::Dir && d.file_type() == FileType::Dir {
-        acl_differs |= acl(src, DEFAULT_ACL) != acl(dst, DEFAULT_ACL);
+        acl_differs |= acls_differ(src, dst, DEFAULT_ACL, &mut errors);
     }
     st.differ_if(Field::Acl, acl_differs);
-    let mut error = None;
     let mut needs_data = false;
     let content_differs = if !same_type {
         true
@@ -114,15 +116,27 @@ pub fn pair_states(src: &[u8], dst: &[u8], s: &Meta, d: &Meta) -> Compared {
             FileType::Symlink => match (link_target(src), link_target(dst)) {
                 (Ok(a), Ok(b)) => a != b,
                 (Err(e), _) => {
-                    error = Some(format!("readlink {}: {e}", flist::path::display(src)));
+                    errors.push(format!("readlink {}: {e}", flist::path::display(src)));
                     true
                 }
                 (_, Err(e)) => {
-                    error = Some(format!("readlink {}: {e}", flist::path::display(dst)));
+                    errors.push(format!("readlink {}: {e}", flist::path::display(dst)));
                     true
                 }
             },
-            FileType::CharDev | FileType::BlockDev => rdev(src) != rdev(dst),
+            FileType::CharDev | FileType::BlockDev => {
+                match (device_number(src), device_number(dst)) {
+                    (Ok(a), Ok(b)) => a != b,
+                    (Err(e), _) => {
+                        errors.push(format!("stat {}: {e}", flist::path::display(src)));
+                        true
+                    }
+                    (_, Err(e)) => {
+                        errors.push(format!("stat {}: {e}", flist::path::display(dst)));
+                        true
+                    }
+                }
+            }
             _ => false,
         }
     };
@@ -130,14 +144,14 @@ pub fn pair_states(src: &[u8], dst: &[u8], s: &Meta, d: &Meta) -> Compared {
     Compared {
         states: st,
         needs_data,
-        error,
+        errors,
     }
 }
 
 /// True when the data of two regular files of the same size differ, read whole by this thread
 /// (`sync --dryrun --contents`, `sync -o`; `cmp` spreads the work over ranks instead).
 pub fn contents_differ(a: &[u8], b: &[u8]) -> std::io::Result<bool> {
-    use std::io::Read;
+    use std::io::{ErrorKind, Read};
     // Through flist::at, so paths longer than PATH_MAX work here too.
     let open = |p: &[u8]| {
         flist::at::At::new(p)
@@ -147,11 +161,27 @@ pub fn contents_differ(a: &[u8], b: &[u8]) -> std::io::Result<bool> {
     let (mut fa, mut fb) = (open(a)?, open(b)?);
     let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
     loop {
-        let n = fa.read(&mut ba)?;
+        let n = match fa.read(&mut ba) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         if n == 0 {
-            return Ok(false);
+            // The first file ended: equal only if the second ends here too.
+            return loop {
+                match fb.read(&mut bb[..1]) {
+                    Ok(m) => break Ok(m != 0),
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => break Err(e),
+                }
+            };
         }
-        fb.read_exact(&mut bb[..n])?;
+        match fb.read_exact(&mut bb[..n]) {
+            Ok(()) => {}
+            // The second file is shorter.
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(true),
+            Err(e) => return Err(e),
+        }
         if ba[..n] != bb[..n] {
             return Ok(true);
         }
@@ -163,13 +193,62 @@ pub const ACCESS_ACL: &str = "system.posix_acl_access";
 /// The attribute holding a directory's default ACL (inherited by new entries).
 pub const DEFAULT_ACL: &str = "system.posix_acl_default";
 
-/// The ACL attribute `name` of `path` (none when absent or unsupported).
-pub fn acl(path: &[u8], name: &str) -> Option<Vec<u8>> {
-    let at = flist::at::At::new(path).ok()?;
+/// True when the ACL attribute `name` differs between `src` and `dst`; a failure to read it
+/// is pushed onto `errors` (operation and path) and counts as a difference.
+fn acls_differ(src: &[u8], dst: &[u8], name: &str, errors: &mut Vec<String>) -> bool {
+    match (acl(src, name), acl(dst, name)) {
+        (Ok(a), Ok(b)) => a != b,
+        (Err(e), _) => {
+            errors.push(format!(
+                "getxattr {name} {}: {e}",
+                flist::path::display(src)
+            ));
+            true
+        }
+        (_, Err(e)) => {
+            errors.push(format!(
+                "getxattr {name} {}: {e}",
+                flist::path::display(dst)
+            ));
+            true
+        }
+    }
+}
+
+/// The ACL attribute `name` of `path` (not following a final symbolic link): `None` when the
+/// file has none or its file system has no ACLs; an error for any other failure.
+pub fn acl(path: &[u8], name: &str) -> std::io::Result<Option<Vec<u8>>> {
+    let at = flist::at::At::new(path)?;
+    let short = at.short_path();
+    match xattr_value(|buf| rustix::fs::lgetxattr(short.as_ref(), name, buf)) {
+        Err(Errno::NODATA | Errno::NOTSUP) => Ok(None),
+        Err(e) => Err(e.into()),
+        Ok(v) => Ok(Some(v)),
+    }
+}
+
+/// An extended attribute's value through `get` (a `getxattr` call into the buffer it is
+/// given): first into 4096 bytes; when that is too small (`ERANGE`), into a buffer of the size
+/// the attribute has (asked with an empty buffer), again while it keeps growing (a few times,
+/// then `ERANGE`).
+fn xattr_value(
+    mut get: impl FnMut(&mut [u8]) -> rustix::io::Result<usize>,
+) -> rustix::io::Result<Vec<u8>> {
     let mut buf = vec![0u8; 4096];
-    let n = rustix::fs::lgetxattr(at.short_path().as_ref(), name, &mut buf[..]).ok()?;
-    buf.truncate(n);
-    Some(buf)
+    for _ in 0..8 {
+        match get(&mut buf) {
+            Ok(n) => {
+                buf.truncate(n);
+                return Ok(buf);
+            }
+            Err(Errno::RANGE) => {
+                let size = get(&mut [])?;
+                buf = vec![0u8; size.max(buf.len() + 1)];
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Errno::RANGE)
 }
 
 /// The target of the symbolic link `path`.
@@ -178,9 +257,14 @@ pub fn link_target(path: &[u8]) -> std::io::Result<Vec<u8>> {
     Ok(rustix::fs::readlinkat(at.dir(), at.name(), Vec::new())?.into_bytes())
 }
 
-/// The device number of the device file `path`.
+/// The device number of the device file `path` (`None` when it can't be read).
 pub fn rdev(path: &[u8]) -> Option<u64> {
-    stat_path(path, false).ok().map(|s| s.st_rdev)
+    device_number(path).ok()
+}
+
+/// The device number of the device file `path`.
+pub fn device_number(path: &[u8]) -> std::io::Result<u64> {
+    Ok(stat_path(path, false)?.st_rdev)
 }
 
 #[cfg(test)]
@@ -222,5 +306,94 @@ mod tests {
         let la = pair_states(&bytes(&l1), &bytes(&a), &meta(&l1), &meta(&a));
         assert_eq!(la.states.get(Field::Type), State::Differ);
         assert_eq!(la.states.get(Field::Content), State::Differ);
+    }
+
+    #[test]
+    fn a_longer_second_file_differs() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = |n: &str| dir.path().join(n).as_os_str().as_bytes().to_vec();
+        std::fs::write(dir.path().join("short"), b"0123456789").unwrap();
+        std::fs::write(dir.path().join("same"), b"0123456789").unwrap();
+        std::fs::write(dir.path().join("long"), b"0123456789+").unwrap();
+        std::fs::write(dir.path().join("empty"), b"").unwrap();
+        assert!(!contents_differ(&bytes("short"), &bytes("same")).unwrap());
+        assert!(contents_differ(&bytes("short"), &bytes("long")).unwrap());
+        assert!(contents_differ(&bytes("long"), &bytes("short")).unwrap());
+        assert!(contents_differ(&bytes("empty"), &bytes("short")).unwrap());
+        assert!(!contents_differ(&bytes("empty"), &bytes("empty")).unwrap());
+    }
+
+    #[test]
+    fn an_attribute_larger_than_the_first_buffer_is_read_whole() {
+        // A 10000-byte attribute: the 4096-byte try gives ERANGE, the size asked with an empty
+        // buffer is then used.
+        let value: Vec<u8> = (0..10_000).map(|i| (i % 251) as u8).collect();
+        let mut calls = Vec::new();
+        let got = xattr_value(|buf| {
+            calls.push(buf.len());
+            if buf.is_empty() {
+                Ok(value.len())
+            } else if buf.len() < value.len() {
+                Err(Errno::RANGE)
+            } else {
+                buf[..value.len()].copy_from_slice(&value);
+                Ok(value.len())
+            }
+        })
+        .unwrap();
+        assert_eq!(got, value);
+        assert_eq!(calls, vec![4096, 0, 10_000]);
+        // It grew between the first size query and the read: asked again.
+        let mut have = 5000;
+        let mut queries = 0;
+        let got = xattr_value(|buf| {
+            if buf.is_empty() {
+                queries += 1;
+                let told = have;
+                if queries == 1 {
+                    have += 1000;
+                }
+                Ok(told)
+            } else if buf.len() < have {
+                Err(Errno::RANGE)
+            } else {
+                Ok(have)
+            }
+        })
+        .unwrap();
+        assert_eq!((got.len(), queries), (6000, 2));
+        // Growing without end: given up, not looped on.
+        let mut size = 4096;
+        let endless = xattr_value(|buf| {
+            size += 1;
+            if buf.is_empty() {
+                Ok(size)
+            } else {
+                Err(Errno::RANGE)
+            }
+        });
+        assert_eq!(endless, Err(Errno::RANGE));
+        assert_eq!(xattr_value(|_| Err(Errno::IO)), Err(Errno::IO));
+    }
+
+    #[test]
+    fn an_unreadable_acl_is_an_error_not_equal() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        std::fs::write(&a, b"same").unwrap();
+        let bytes = |p: &std::path::Path| p.as_os_str().as_bytes().to_vec();
+        // No ACL: none, not an error.
+        assert_eq!(acl(&bytes(&a), ACCESS_ACL).unwrap(), None);
+        // The destination vanished after the walk: the ACL can't be read.
+        let gone = dir.path().join("gone");
+        assert!(acl(&bytes(&gone), ACCESS_ACL).is_err());
+        let c = pair_states(&bytes(&a), &bytes(&gone), &meta(&a), &meta(&a));
+        assert_eq!(c.states.get(Field::Acl), State::Differ);
+        let want = format!("getxattr {ACCESS_ACL} {}: ", gone.display());
+        assert!(
+            c.errors.iter().any(|e| e.starts_with(&want)),
+            "{:?}",
+            c.errors
+        );
     }
 }

@@ -103,7 +103,7 @@ pub struct SyncArgs {
     /// Before syncing, write the entries whose comparison matches EXPR to FILE (dcmp syntax,
     /// repeatable): e.g. `MTIME=DIFFER@SIZE=COMMON:touched.mfu`, `EXIST=ONLY_DEST:extra.mfu`.
     /// CONTENT of same-size files is judged by mtime unless --contents is given.
-    #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::parse)]
+    #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::value_parser())]
     pub output: Vec<Output>,
     #[command(flatten)]
     pub stripe: crate::lustre::StripeArgs,

@@ -11,7 +11,7 @@ use crate::pairing::home;
 use flist::at::At;
 use flist::chunk::plan_chunks;
 use flist::{FileList, ItemError};
-use rustix::fd::{BorrowedFd, OwnedFd};
+use rustix::fd::OwnedFd;
 use rustix::fs::OFlags;
 use rustix::io::Errno;
 use std::cell::RefCell;
@@ -107,6 +107,12 @@ pub fn compare_files(
     let cs = match opts.chunk_size {
         0 => crate::copy::auto_chunk_size(totals[0], totals[1]),
         c => c,
+    };
+    // O_DIRECT reads start at whole blocks: so must every chunk.
+    let cs = if opts.direct {
+        cs.next_multiple_of(DIRECT_ALIGN as u64)
+    } else {
+        cs
     };
     progress.total_bytes.store(totals[0], Ordering::Relaxed);
     let pieces: Vec<Piece> = plan_chunks(comm, files, cs)
@@ -220,16 +226,23 @@ pub fn compare_range(
     file_size: u64,
     opts: &ReadOptions,
 ) -> Result<bool, ItemError> {
-    let a = open(src, opts)?;
-    let b = open(dst, opts)?;
+    let mut a = open(src, opts)?;
+    let mut b = open(dst, opts)?;
+    // Direct reads move whole blocks: each read starts where the last one ended, so on a
+    // block boundary (chunks start on one, see `compare_files`).
     let piece = opts.bufsize.clamp(DIRECT_ALIGN, 1 << 30);
+    let piece = if opts.direct {
+        piece.next_multiple_of(DIRECT_ALIGN)
+    } else {
+        piece
+    };
     BUFFERS.with_borrow_mut(|(ba, bb)| {
         let (ba, bb) = (ba.get(piece), bb.get(piece));
         let (mut pos, end) = (offset, offset + length);
         while pos < end {
             let want = ((end - pos) as usize).min(piece);
-            let na = read_at(&a.0, &mut ba[..], pos, want, a.1).map_err(|e| fail(src, e))?;
-            let nb = read_at(&b.0, &mut bb[..], pos, want, b.1).map_err(|e| fail(dst, e))?;
+            let na = a.read_at(ba, pos, want).map_err(|e| fail(src, e))?;
+            let nb = b.read_at(bb, pos, want).map_err(|e| fail(dst, e))?;
             if na != nb || ba[..na] != bb[..nb] {
                 return Ok(false);
             }
@@ -240,8 +253,8 @@ pub fn compare_range(
             pos += want as u64;
         }
         if end == file_size {
-            let na = read_at(&a.0, &mut ba[..], end, 1, a.1).map_err(|e| fail(src, e))?;
-            let nb = read_at(&b.0, &mut bb[..], end, 1, b.1).map_err(|e| fail(dst, e))?;
+            let na = a.read_at(ba, end, 1).map_err(|e| fail(src, e))?;
+            let nb = b.read_at(bb, end, 1).map_err(|e| fail(dst, e))?;
             if na != nb || ba[..na] != bb[..nb] {
                 return Ok(false);
             }
@@ -254,9 +267,54 @@ fn fail(path: &[u8], e: io::Error) -> ItemError {
     ItemError::new(path, "read", e)
 }
 
+/// A file open for reading, and whether its reads are direct (`O_DIRECT`).
+struct Source {
+    fd: OwnedFd,
+    direct: bool,
+}
+
+impl Source {
+    /// Read up to `want` bytes at `at` into `buf`, stopping early only at the end of the file;
+    /// returns the bytes read. Direct reads ask for whole blocks (the file's end shortens
+    /// them); a read that can't be direct (an offset off a block boundary, or a file system
+    /// that wants larger blocks: `EINVAL`) goes through the page cache from then on.
+    fn read_at(&mut self, buf: &mut [u8], at: u64, want: usize) -> io::Result<usize> {
+        let mut done = 0;
+        while done < want {
+            let from = at + done as u64;
+            if self.direct && from % DIRECT_ALIGN as u64 != 0 {
+                self.buffered()?;
+            }
+            let ask = if self.direct {
+                (want - done)
+                    .next_multiple_of(DIRECT_ALIGN)
+                    .min(buf.len() - done)
+            } else {
+                want - done
+            };
+            match rustix::io::pread(&self.fd, &mut buf[done..done + ask], from) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(Errno::INTR) => {}
+                Err(Errno::INVAL) if self.direct => self.buffered()?,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(done.min(want))
+    }
+
+    /// Drop `O_DIRECT` from the descriptor: later reads go through the page cache.
+    fn buffered(&mut self) -> io::Result<()> {
+        let flags = rustix::fs::fcntl_getfl(&self.fd)?;
+        rustix::fs::fcntl_setfl(&self.fd, flags - OFlags::DIRECT)?;
+        self.direct = false;
+        Ok(())
+    }
+}
+
 /// Open `path` for reading: `O_DIRECT` if asked and the file system takes it, `O_NOATIME`
-/// if asked and permitted. Returns the descriptor and whether it is direct.
-fn open(path: &[u8], opts: &ReadOptions) -> Result<(OwnedFd, bool), ItemError> {
+/// if asked and permitted.
+fn open(path: &[u8], opts: &ReadOptions) -> Result<Source, ItemError> {
     let err = |e: io::Error| ItemError::new(path, "open", e);
     let at = At::new(path).map_err(err)?;
     let mut tries = Vec::with_capacity(4);
@@ -273,7 +331,7 @@ fn open(path: &[u8], opts: &ReadOptions) -> Result<(OwnedFd, bool), ItemError> {
     let mut last = None;
     for (flags, direct) in tries {
         match at.open(flags, 0) {
-            Ok(fd) => return Ok((fd, direct)),
+            Ok(fd) => return Ok(Source { fd, direct }),
             // Not permitted (O_NOATIME on another's file) or not supported (O_DIRECT on
             // tmpfs): try without.
             Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EINVAL)) => {
@@ -283,29 +341,6 @@ fn open(path: &[u8], opts: &ReadOptions) -> Result<(OwnedFd, bool), ItemError> {
         }
     }
     Err(err(last.expect("at least one open was tried")))
-}
-
-/// Read up to `want` bytes at `at` into `buf`, stopping early only at the end of the file;
-/// returns the bytes read. Direct reads ask for whole blocks (the file's end shortens them).
-fn read_at(fd: &OwnedFd, buf: &mut [u8], at: u64, want: usize, direct: bool) -> io::Result<usize> {
-    let fd: BorrowedFd<'_> = rustix::fd::AsFd::as_fd(fd);
-    let mut done = 0;
-    while done < want {
-        let ask = if direct {
-            (want - done)
-                .next_multiple_of(DIRECT_ALIGN)
-                .min(buf.len() - done)
-        } else {
-            want - done
-        };
-        match rustix::io::pread(fd, &mut buf[done..done + ask], at + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(done.min(want))
 }
 
 #[cfg(test)]
@@ -328,9 +363,25 @@ mod tests {
         p.as_os_str().as_bytes().to_vec()
     }
 
+    /// `O_DIRECT` reads with `bufsize` bytes per read and chunks of `chunk_size` bytes.
+    fn direct(chunk_size: u64, bufsize: usize) -> ReadOptions {
+        ReadOptions {
+            chunk_size,
+            bufsize,
+            direct: true,
+            open_noatime: true,
+        }
+    }
+
     /// A source tree with one file of `size` bytes and a destination copy with the bytes at
     /// `flip` changed; compared at `ranks` ranks with chunks of 10000 bytes.
     fn compare_copy(size: usize, flip: &[usize], ranks: usize) -> Verdict {
+        compare_copy_with(size, flip, ranks, &opts(10_000))
+    }
+
+    /// [`compare_copy`] with the read options `read`. The files are in the temporary directory
+    /// (on a disk file system here, which takes `O_DIRECT`).
+    fn compare_copy_with(size: usize, flip: &[usize], ranks: usize, read: &ReadOptions) -> Verdict {
         let dir = tempfile::tempdir().unwrap();
         let (src, dst) = (dir.path().join("s"), dir.path().join("d"));
         std::fs::create_dir_all(&src).unwrap();
@@ -355,7 +406,7 @@ mod tests {
                 };
                 files.push(&path, FileType::File, Some(meta));
             }
-            let c = compare_files(comm, &files, &map, &opts(10_000), &Progress::silent());
+            let c = compare_files(comm, &files, &map, read, &Progress::silent());
             c.verdicts.get(&path).copied()
         });
         let held: Vec<Verdict> = found.into_iter().flatten().collect();
@@ -419,5 +470,37 @@ mod tests {
         std::fs::write(&c, b"0123456789+").unwrap();
         assert!(!compare_range(&b(&a), &b(&c), 0, 10, 10, &opts(0)).unwrap());
         assert!(compare_range(&b(&a), &b(&c), 0, 5, 10, &opts(0)).unwrap());
+    }
+
+    #[test]
+    fn direct_reads_take_sizes_off_the_block_size() {
+        // Chunks of 10000 (rounded to 12288) and reads of 5000 (rounded to 8192) bytes: every
+        // direct read starts on a block boundary; the file's unaligned end is read too.
+        let size = 95_000;
+        for read in [direct(10_000, 5000), direct(0, 5000), direct(5000, 4096)] {
+            for ranks in [1, 3] {
+                assert_eq!(compare_copy_with(size, &[], ranks, &read), Verdict::Same);
+                for at in [0, 4_999, 12_288, 94_999] {
+                    assert_eq!(
+                        compare_copy_with(size, &[at], ranks, &read),
+                        Verdict::Differ,
+                        "byte {at} {read:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_grown_since_the_walk_differs_with_direct_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, c) = (dir.path().join("a"), dir.path().join("c"));
+        std::fs::write(&a, b"0123456789").unwrap();
+        std::fs::write(&c, b"0123456789+").unwrap();
+        let read = direct(0, 5000);
+        // The end-of-file check reads at byte 10, off a block boundary.
+        assert!(!compare_range(&b(&a), &b(&c), 0, 10, 10, &read).unwrap());
+        assert!(!compare_range(&b(&c), &b(&a), 0, 10, 10, &read).unwrap());
+        assert!(compare_range(&b(&a), &b(&a), 0, 10, 10, &read).unwrap());
     }
 }

@@ -71,7 +71,7 @@ pub struct CmpArgs {
     /// Write the entries matching EXPR to FILE (repeatable; `-` is stdout): source entries,
     /// and destination entries of paths only DEST has. E.g. `EXIST=ONLY_SRC:missing.mfu`,
     /// `EXIST=COMMON@CONTENT=DIFFER:changed.mfu`.
-    #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::parse)]
+    #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::value_parser())]
     pub output: Vec<Output>,
     /// Write the -o lists as text (`path|T` lines) instead of the stat list format (v4).
     #[arg(short, long)]
@@ -125,11 +125,15 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
     let mut status = Status::Ok;
 
     let walk_progress = args.common.progress(comm.rank(), "Walked");
+    // Walk failures of this rank (reported by the walk): what lies below an unreadable
+    // directory was not compared.
+    let mut walk_errors = 0;
     let mut walk = |root: &[u8]| {
         let w = transfer::walk_sources(comm, "cmp", &[root.to_vec()], false, &walk_progress);
         if !w.complete {
             status = Status::ItemsFailed;
         }
+        walk_errors += w.errors.len() as u64;
         (w.list, w.total_items)
     };
     let (src_list, src_items) = walk(&src);
@@ -143,6 +147,7 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
     let defaults = report::default_outputs();
     let exprs: Vec<&Output> = defaults.iter().chain(&args.output).collect();
     let mut tally = Tally::new(&exprs);
+    tally.fail_items(walk_errors);
     let (mut pairs, to_read) = pair_up(&src_list, &dest_list, &map, &dest_map, args, &mut tally);
 
     let compare_started = Instant::now();
@@ -194,12 +199,16 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
         }
     }
     let format = if args.text { Format::Text } else { Format::V4 };
-    for (o, list) in args.output.iter().zip(&matched) {
+    // Whether each -o list was written. A failed write is the same error on every rank:
+    // reported and counted once, by rank 0.
+    let mut written = vec![true; args.output.len()];
+    for ((o, list), ok) in args.output.iter().zip(&matched).zip(&mut written) {
         if let Err(e) = flist::io::write(comm, list, &o.file, format) {
+            *ok = false;
             if rank0 {
                 report_error("cmp", e);
+                tally.fail_list();
             }
-            tally.fail();
         }
     }
     comm.allreduce(tally.as_mut_slice(), ReduceOp::Sum);
@@ -220,7 +229,8 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
                 continue;
             }
             text.push_str(&tally.expr_line(e, o));
-            if !o.file.is_empty() {
+            let was_written = e.checked_sub(defaults.len()).is_some_and(|k| written[k]);
+            if was_written {
                 text.push_str(&format!(", dumped to \"{}\"", display(&o.file)));
             }
             text.push('\n');
@@ -254,7 +264,11 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
             eprint!("{text}");
         }
     }
-    if tally.differing() > 0 || tally.failures() > 0 || compared.is_some_and(|c| c.interrupted) {
+    if tally.differing() > 0
+        || tally.failures() > 0
+        || tally.lists_failed() > 0
+        || compared.is_some_and(|c| c.interrupted)
+    {
         status = Status::ItemsFailed;
     }
     status.agree(comm)
@@ -291,8 +305,10 @@ fn pair_up(
             unreachable!("walks give stat lists")
         };
         let c = pair_states(path, dest_list.path(j), s, d);
-        if let Some(e) = &c.error {
+        for e in &c.errors {
             report_error("cmp", e);
+        }
+        if !c.errors.is_empty() {
             tally.fail();
         }
         let mut states = c.states;

@@ -42,7 +42,7 @@ pub enum Side {
 
 /// Counts of one rank, summed over ranks with one all-reduce ([`Tally::as_slice`]).
 ///
-/// Layout: `[both, only_src, only_dest, differing, failures]`, then per field (but EXIST)
+/// Layout: `[both, only_src, only_dest, differing, failures, lists_failed]`, then per field (but EXIST)
 /// `[common, differ]`, then per expression and conjunction `[src, dest]`, then per expression
 /// `[src, dest]` totals.
 #[derive(Clone, Debug)]
@@ -58,7 +58,8 @@ const ONLY_SRC: usize = 1;
 const ONLY_DEST: usize = 2;
 const DIFFERING: usize = 3;
 const FAILURES: usize = 4;
-const FIELDS_AT: usize = 5;
+const LISTS_FAILED: usize = 5;
+const FIELDS_AT: usize = 6;
 
 impl Tally {
     /// Zero counts for the expressions `exprs` (defaults and `-o` outputs, in report order).
@@ -112,7 +113,18 @@ impl Tally {
 
     /// Count one failure (reported on stderr where it happened).
     pub fn fail(&mut self) {
-        self.counts[FAILURES] += 1;
+        self.fail_items(1);
+    }
+
+    /// Count `n` failures (reported on stderr where they happened).
+    pub fn fail_items(&mut self, n: u64) {
+        self.counts[FAILURES] += n;
+    }
+
+    /// Count one `-o` list that could not be written. Every rank gets the same error from the
+    /// collective write: count it on one rank only, so that the sum is one per list.
+    pub fn fail_list(&mut self) {
+        self.counts[LISTS_FAILED] += 1;
     }
 
     /// The counts, to be summed over ranks in place.
@@ -125,9 +137,14 @@ impl Tally {
         self.counts[DIFFERING]
     }
 
-    /// Failures counted.
+    /// Failures counted (items not compared: walk and read errors).
     pub fn failures(&self) -> u64 {
         self.counts[FAILURES]
+    }
+
+    /// `-o` lists that could not be written.
+    pub fn lists_failed(&self) -> u64 {
+        self.counts[LISTS_FAILED]
     }
 
     /// Paths compared: pairs plus one-sided paths.
@@ -193,10 +210,10 @@ impl Tally {
         out
     }
 
-    /// The verdict line.
+    /// The verdict line, and a line for `-o` lists not written.
     pub fn verdict(&self) -> String {
         let judged: Vec<&str> = JUDGED[1..].iter().map(|f| f.name()).collect();
-        match (self.differing(), self.failures()) {
+        let mut out = match (self.differing(), self.failures()) {
             (0, 0) => format!(
                 "Result: equal ({} paths on both sides, the same in {})\n",
                 self.paths(),
@@ -210,7 +227,15 @@ impl Tally {
                 "Result: different ({d} of {} paths differ; {f} items could not be compared)\n",
                 self.paths()
             ),
+        };
+        match self.lists_failed() {
+            0 => {}
+            1 => out.push_str("1 output list could not be written (see above)\n"),
+            n => out.push_str(&format!(
+                "{n} output lists could not be written (see above)\n"
+            )),
         }
+        out
     }
 }
 
@@ -272,5 +297,10 @@ mod tests {
         assert_eq!(t.differing(), 3);
         assert!(t.verdict().starts_with("Result: different (3 of 4 paths"));
         assert!(t.table("/a", "/b").contains("CONTENT (content)"));
+        t.fail_list();
+        assert_eq!(t.failures(), 0, "a list is not an item");
+        assert!(t
+            .verdict()
+            .ends_with("paths differ)\n1 output list could not be written (see above)\n"));
     }
 }
