@@ -306,6 +306,28 @@ impl FileList {
         (0..self.len()).map(move |i| self.entry(i))
     }
 
+    /// This list with every path made absolute and normal against `cwd`
+    /// ([`crate::path::normalize`]): what a list read with `-i` may need, since lists written
+    /// by hand or by other tools hold relative paths, `.`, `..` or `//`. Returns the list
+    /// itself when every path already is.
+    pub fn normalized(self, cwd: &[u8]) -> FileList {
+        if self
+            .iter()
+            .all(|e| crate::path::normalize(e.path, cwd) == e.path)
+        {
+            return self;
+        }
+        let mut out = self.empty_like();
+        for e in self.iter() {
+            out.push(
+                &crate::path::normalize(e.path, cwd),
+                e.kind,
+                e.meta.copied(),
+            );
+        }
+        out
+    }
+
     /// Move all records of `other` (same detail) to the end of this list.
     pub fn append(&mut self, other: FileList) {
         assert_eq!(

@@ -14,6 +14,7 @@
 
 use crate::batches::run_batches;
 use crate::cli::{report_error, stdout_bytes, Common};
+use crate::locks::lock;
 use crate::output::print_in_rank_order;
 use crate::status::Status;
 use clap::Args;
@@ -81,17 +82,17 @@ pub struct RelnArgs {
 pub fn run(comm: &dyn Comm, args: &RelnArgs) -> Status {
     let cwd = match flist::path::current_dir() {
         Ok(d) => d,
-        Err(e) => return usage(comm, format!("current directory: {e}")),
+        Err(e) => return Status::usage(comm, "reln", format!("current directory: {e}")),
     };
     let mut prefixes = Vec::new();
     for (what, p) in [("OLDPATH", &args.oldpath), ("NEWPATH", &args.newpath)] {
         if p.is_empty() {
-            return usage(comm, format!("an empty {what} names no directory"));
+            return Status::usage(comm, "reln", format!("an empty {what} names no directory"));
         }
         prefixes.push(normalize(p.as_bytes(), &cwd));
     }
     if args.paths.iter().any(|p| p.is_empty()) {
-        return usage(comm, "an empty PATH names no file");
+        return Status::usage(comm, "reln", "an empty PATH names no file");
     }
     let roots = crate::chmod::outermost(
         args.paths
@@ -107,7 +108,7 @@ pub fn run(comm: &dyn Comm, args: &RelnArgs) -> Status {
     let (list, errors, interrupted) = match &args.input {
         Some(input) => match io::read(comm, input.as_bytes()) {
             Ok(list) => (list, Vec::new(), false),
-            Err(e) => return usage(comm, e),
+            Err(e) => return Status::usage(comm, "reln", e),
         },
         None => {
             let progress = args.common.progress(comm.rank(), "Walked");
@@ -392,17 +393,6 @@ fn components(path: &[u8]) -> Vec<&[u8]> {
     path.split(|&b| b == b'/')
         .filter(|c| !c.is_empty())
         .collect()
-}
-
-fn usage(comm: &dyn Comm, e: impl std::fmt::Display) -> Status {
-    if comm.rank() == 0 {
-        report_error("reln", e);
-    }
-    Status::Usage.agree(comm)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

@@ -16,12 +16,13 @@
 
 use crate::batches::run_batches;
 use crate::cli::{message_sink, report_error, Common};
+use crate::locks::lock;
 use crate::output::print_in_rank_order;
+use crate::regex_select::RegexSelector;
 use crate::status::Status;
 use clap::Args;
 use flist::at::At;
 use flist::distribute::{by_depth, hash_path, remap, spread};
-use flist::filter::Test;
 use flist::io::{self, Format};
 use flist::path::{display, normalize, parent};
 use flist::record::Entry;
@@ -108,17 +109,18 @@ pub struct RmArgs {
 pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
     let timing = |msg: &str| timing(comm, args, msg);
     // Check every argument before touching the file system.
-    let selector = match Selector::new(args) {
-        Ok(s) => s,
-        Err(e) => return usage(comm, e),
-    };
+    let selector =
+        match RegexSelector::new(args.matching.as_deref(), args.exclude.as_deref(), args.name) {
+            Ok(s) => s,
+            Err(e) => return Status::usage(comm, "rm", e),
+        };
     let cwd = match flist::path::current_dir() {
         Ok(d) => d,
-        Err(e) => return usage(comm, format!("current directory: {e}")),
+        Err(e) => return Status::usage(comm, "rm", format!("current directory: {e}")),
     };
     let roots = match roots(&args.paths, &cwd) {
         Ok(r) => r,
-        Err(e) => return usage(comm, e),
+        Err(e) => return Status::usage(comm, "rm", e),
     };
     steal::signals::install();
     let stop = steal::signals::stop_flag();
@@ -145,7 +147,7 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
     let (mut list, list_errors, mut interrupted) =
         match candidates(comm, args, &rm, &roots, &cwd, stop) {
             Ok(c) => c,
-            Err(e) => return usage(comm, e),
+            Err(e) => return Status::usage(comm, "rm", e),
         };
     let listed = comm.sum(list.len() as u64);
     let what = if args.input.is_some() {
@@ -269,10 +271,9 @@ fn candidates(
     stop: &AtomicBool,
 ) -> Result<(FileList, Vec<ItemError>, bool), String> {
     if let Some(input) = &args.input {
-        let list = normalized(
-            io::read(comm, input.as_bytes()).map_err(|e| e.to_string())?,
-            cwd,
-        );
+        let list = io::read(comm, input.as_bytes())
+            .map_err(|e| e.to_string())?
+            .normalized(cwd);
         if comm.any(list.iter().any(|e| e.path == b"/")) {
             return Err(format!(
                 "refusing to remove '/' (named in {})",
@@ -319,13 +320,6 @@ fn timing(comm: &dyn Comm, args: &RmArgs, msg: &str) {
     }
 }
 
-fn usage(comm: &dyn Comm, e: impl std::fmt::Display) -> Status {
-    if comm.rank() == 0 {
-        report_error("rm", e);
-    }
-    Status::Usage.agree(comm)
-}
-
 /// The PATHs normalised, in component order, without duplicates and without paths inside
 /// another PATH (the walk of the outer one reaches them). Refuses `/` (however spelled) and
 /// empty paths, which `normalize` would turn into the current directory.
@@ -354,18 +348,6 @@ fn roots(paths: &[OsString], cwd: &[u8]) -> Result<Vec<Vec<u8>>, String> {
         }
     }
     Ok(out)
-}
-
-/// A list read with `-i`, with relative or unnormalised paths made absolute and normal.
-fn normalized(list: FileList, cwd: &[u8]) -> FileList {
-    if list.iter().all(|e| normalize(e.path, cwd) == e.path) {
-        return list;
-    }
-    let mut out = list.empty_like();
-    for e in list.iter() {
-        out.push(&normalize(e.path, cwd), e.kind, e.meta.copied());
-    }
-    out
 }
 
 /// Entries of unknown type (plain path lists) `lstat`ed for their type, in parallel. Entries
@@ -463,42 +445,6 @@ fn holders(
     (out, kept_n, blocked_n)
 }
 
-/// `--match` / `--exclude` (on the path, or the basename with `--name`).
-struct Selector {
-    matching: Option<Test>,
-    excluding: Option<Test>,
-}
-
-impl Selector {
-    fn new(args: &RmArgs) -> Result<Selector, flist::Error> {
-        let test = |re: &Option<String>| {
-            re.as_deref()
-                .map(|re| {
-                    if args.name {
-                        Test::name_regex(re)
-                    } else {
-                        Test::regex(re)
-                    }
-                })
-                .transpose()
-        };
-        Ok(Selector {
-            matching: test(&args.matching)?,
-            excluding: test(&args.exclude)?,
-        })
-    }
-
-    /// True when a filter is given (then some selected directories may have to stay).
-    fn active(&self) -> bool {
-        self.matching.is_some() || self.excluding.is_some()
-    }
-
-    fn selects(&self, e: Entry<'_>) -> bool {
-        self.matching.as_ref().is_none_or(|t| t.matches(e))
-            && !self.excluding.as_ref().is_some_and(|t| t.matches(e))
-    }
-}
-
 /// Counts summed over all ranks.
 struct Totals {
     files: u64,
@@ -522,13 +468,9 @@ fn totals(comm: &dyn Comm, rm: &Remover) -> Totals {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// What one rank's workers share while removing.
 struct Remover<'a> {
-    selector: &'a Selector,
+    selector: &'a RegexSelector,
     /// Non-directories removed.
     files: AtomicU64,
     /// Directories removed.

@@ -89,7 +89,7 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
     // Check every argument before touching the file system.
     let keys = match args.sort.as_deref().map(sort::parse_keys).transpose() {
         Ok(k) => k,
-        Err(e) => return usage(comm, e),
+        Err(e) => return Status::usage(comm, "walk", e),
     };
     let bins = match args
         .distribution
@@ -98,7 +98,7 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
         .transpose()
     {
         Ok(b) => b,
-        Err(e) => return usage(comm, e),
+        Err(e) => return Status::usage(comm, "walk", e),
     };
     let started = Instant::now();
     let mut status = Status::Ok;
@@ -158,7 +158,7 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
         let t = Instant::now();
         list = match sort::sort(comm, list, keys) {
             Ok(l) => l,
-            Err(e) => return usage(comm, e),
+            Err(e) => return Status::usage(comm, "walk", e),
         };
         if args.common.verbose {
             say(&format!("Sorted in {:.3} s", t.elapsed().as_secs_f64()));
@@ -240,13 +240,6 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
         }
     }
     status.agree(comm)
-}
-
-fn usage(comm: &dyn Comm, e: impl std::fmt::Display) -> Status {
-    if comm.rank() == 0 {
-        report_error("walk", e);
-    }
-    Status::Usage.agree(comm)
 }
 
 /// `size:0,4k,1M` → `[0, 4096, 1048576]` (ascending, deduplicated).

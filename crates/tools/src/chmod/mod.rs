@@ -24,11 +24,12 @@ pub mod owner;
 
 use crate::batches::run_batches;
 use crate::cli::{report_error, stdout_bytes, Common};
+use crate::locks::lock;
+use crate::regex_select::RegexSelector;
 use crate::status::Status;
 use clap::Args;
 use flist::at::At;
 use flist::distribute::{by_depth, spread};
-use flist::filter::Test;
 use flist::io;
 use flist::path::normalize;
 use flist::record::Entry;
@@ -120,16 +121,16 @@ pub struct ChmodArgs {
 pub fn run(comm: &dyn Comm, args: &ChmodArgs) -> Status {
     let plan = match Plan::new(comm, args) {
         Ok(p) => p,
-        Err(e) => return usage(comm, e),
+        Err(e) => return Status::usage(comm, "chmod", e),
     };
     let cwd = match flist::path::current_dir() {
         Ok(d) => d,
-        Err(e) => return usage(comm, format!("current directory: {e}")),
+        Err(e) => return Status::usage(comm, "chmod", format!("current directory: {e}")),
     };
     let mut roots = Vec::with_capacity(args.paths.len());
     for p in &args.paths {
         if p.is_empty() {
-            return usage(comm, "an empty PATH names no file");
+            return Status::usage(comm, "chmod", "an empty PATH names no file");
         }
         roots.push(normalize(p.as_bytes(), &cwd));
     }
@@ -156,7 +157,7 @@ pub fn run(comm: &dyn Comm, args: &ChmodArgs) -> Status {
     let t = Instant::now();
     let (list, errors, mut interrupted) = match ch.candidates(comm, args, &roots, &cwd, stop) {
         Ok(c) => c,
-        Err(e) => return usage(comm, e),
+        Err(e) => return Status::usage(comm, "chmod", e),
     };
     for e in &errors {
         ch.failed.fetch_add(1, Ordering::Relaxed);
@@ -221,7 +222,7 @@ struct Plan {
     /// The process's umask (limits symbolic clauses without `ugoa`).
     umask: u32,
     force: bool,
-    selector: Selector,
+    selector: RegexSelector,
     /// The caller's effective uid (whose directories may be opened up during the walk).
     euid: u32,
 }
@@ -245,7 +246,9 @@ impl Plan {
             return Err("nothing to do: give -m MODE, -u USER or -g GROUP".into());
         }
         let mode = args.mode.as_deref().map(ModeChange::parse).transpose()?;
-        let selector = Selector::new(args).map_err(|e| e.to_string())?;
+        let selector =
+            RegexSelector::new(args.matching.as_deref(), args.exclude.as_deref(), args.name)
+                .map_err(|e| e.to_string())?;
         let owner = owner::resolve(comm, args.owner.as_deref(), args.group.as_deref())?;
         Ok(Plan {
             mode,
@@ -553,37 +556,6 @@ fn restat(comm: &dyn Comm, list: FileList, cwd: &[u8]) -> (FileList, Vec<ItemErr
     )
 }
 
-/// `--match` / `--exclude` (on the path, or the basename with `--name`).
-struct Selector {
-    matching: Option<Test>,
-    excluding: Option<Test>,
-}
-
-impl Selector {
-    fn new(args: &ChmodArgs) -> Result<Selector, flist::Error> {
-        let test = |re: &Option<String>| {
-            re.as_deref()
-                .map(|re| {
-                    if args.name {
-                        Test::name_regex(re)
-                    } else {
-                        Test::regex(re)
-                    }
-                })
-                .transpose()
-        };
-        Ok(Selector {
-            matching: test(&args.matching)?,
-            excluding: test(&args.exclude)?,
-        })
-    }
-
-    fn selects(&self, e: Entry<'_>) -> bool {
-        self.matching.as_ref().is_none_or(|t| t.matches(e))
-            && !self.excluding.as_ref().is_some_and(|t| t.matches(e))
-    }
-}
-
 /// The normalised `roots` without duplicates and without paths inside another root (whose
 /// walk reaches them), so that no entry is listed twice.
 pub(crate) fn outermost(mut roots: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
@@ -608,17 +580,6 @@ fn say(comm: &dyn Comm, args: &ChmodArgs, msg: &str) {
     }
 }
 
-fn usage(comm: &dyn Comm, e: impl std::fmt::Display) -> Status {
-    if comm.rank() == 0 {
-        report_error("chmod", e);
-    }
-    Status::Usage.agree(comm)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -629,10 +590,7 @@ mod tests {
             owner: Owner { uid, gid },
             umask: 0o022,
             force,
-            selector: Selector {
-                matching: None,
-                excluding: None,
-            },
+            selector: RegexSelector::default(),
             euid: 0,
         }
     }

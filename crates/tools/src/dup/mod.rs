@@ -16,6 +16,7 @@ mod hash;
 mod inode;
 
 use crate::cli::{report_error, stdout_bytes, Common};
+use crate::locks::lock;
 use crate::output::print_in_rank_order;
 use crate::status::Status;
 use clap::Args;
@@ -107,10 +108,10 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
     let started = Instant::now();
     let cwd = match flist::path::current_dir() {
         Ok(d) => d,
-        Err(e) => return usage(comm, format!("current directory: {e}")),
+        Err(e) => return Status::usage(comm, TOOL, format!("current directory: {e}")),
     };
     if args.paths.iter().any(|p| p.is_empty()) {
-        return usage(comm, "an empty PATH names no file");
+        return Status::usage(comm, TOOL, "an empty PATH names no file");
     }
     steal::signals::install();
     let stop = steal::signals::stop_flag();
@@ -120,7 +121,7 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
     let (list, errors) = match &args.input {
         Some(input) => match io::read(comm, input.as_bytes()) {
             Ok(list) => restat(list, &cwd),
-            Err(e) => return usage(comm, e),
+            Err(e) => return Status::usage(comm, TOOL, e),
         },
         None => {
             let roots: Vec<Vec<u8>> = args
@@ -405,17 +406,6 @@ fn dedup_roots(mut roots: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
         }
     }
     out
-}
-
-fn usage(comm: &dyn Comm, e: impl std::fmt::Display) -> Status {
-    if comm.rank() == 0 {
-        report_error(TOOL, e);
-    }
-    Status::Usage.agree(comm)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

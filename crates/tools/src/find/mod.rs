@@ -47,8 +47,9 @@ pub fn run(comm: &dyn Comm, args: &FindArgs) -> Status {
     let has_action = written.is_some_and(|e| e.any_leaf(&Primary::is_action));
     let has_print = written.is_some_and(|e| e.any_leaf(&|p| matches!(p, Primary::Print { .. })));
     if to_stdout && has_print {
-        return usage(
+        return Status::usage(
             comm,
+            "find",
             "--print and --print0 cannot go to stdout when -o - writes the list there",
         );
     }
@@ -71,11 +72,11 @@ pub fn run(comm: &dyn Comm, args: &FindArgs) -> Status {
     let (entries, expr) = if let Some(input) = &o.input {
         let list = match io::read(comm, input.as_bytes()) {
             Ok(l) => l,
-            Err(e) => return usage(comm, source::read_error(input, e)),
+            Err(e) => return Status::usage(comm, "find", source::read_error(input, e)),
         };
         let expr = match resolve::resolve(comm, args.expr.clone(), (&list.users, &list.groups)) {
             Ok(e) => e,
-            Err(e) => return usage(comm, e),
+            Err(e) => return Status::usage(comm, "find", e),
         };
         let entries = source::prepare_list(comm, list, o.maxdepth, need_meta, need_type);
         (entries, expr)
@@ -83,7 +84,7 @@ pub fn run(comm: &dyn Comm, args: &FindArgs) -> Status {
         let no_tables = flist::IdTable::default();
         let expr = match resolve::resolve(comm, args.expr.clone(), (&no_tables, &no_tables)) {
             Ok(e) => e,
-            Err(e) => return usage(comm, e),
+            Err(e) => return Status::usage(comm, "find", e),
         };
         // A v4 list needs metadata too.
         let detail = if need_meta || (o.output.is_some() && !o.text) {
@@ -246,11 +247,4 @@ fn summary(comm: &dyn Comm, common: &Common, msg: &str) {
     if comm.rank() == 0 && common.verbose {
         eprintln!("{msg}");
     }
-}
-
-fn usage(comm: &dyn Comm, e: impl std::fmt::Display) -> Status {
-    if comm.rank() == 0 {
-        report_error("find", e);
-    }
-    Status::Usage.agree(comm)
 }

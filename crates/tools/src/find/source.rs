@@ -107,7 +107,7 @@ pub fn prepare_list(
     need_type: bool,
 ) -> Entries {
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
-    let mut list = normalized(list, &cwd);
+    let mut list = list.normalized(&cwd);
     if let Some(maxdepth) = maxdepth {
         let mut shallowest = [list
             .iter()
@@ -177,18 +177,6 @@ fn restat(list: FileList, all: bool) -> (FileList, Vec<ItemError>) {
         errors.extend(errs);
     }
     (out, errors)
-}
-
-/// `list` with relative or unnormalised paths made absolute and normal.
-fn normalized(list: FileList, cwd: &[u8]) -> FileList {
-    if list.iter().all(|e| normalize(e.path, cwd) == e.path) {
-        return list;
-    }
-    let mut out = list.empty_like();
-    for e in list.iter() {
-        out.push(&normalize(e.path, cwd), e.kind, e.meta.copied());
-    }
-    out
 }
 
 /// A message for a list that cannot be read.
