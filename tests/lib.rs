@@ -74,18 +74,50 @@ pub fn mfu(args: &[&str]) -> Command {
     cmd
 }
 
-/// `mpirun -np N PROGRAM ARGS`, allowed to run as root and oversubscribed (2 cores here).
-pub fn mpirun(np: usize, program: &Path) -> Command {
-    let mut cmd = Command::new("mpirun");
-    clean_env(&mut cmd)
+/// The environment `mpirun` needs here: allowed to run as root, oversubscribed (2 cores),
+/// shared memory without single-copy (containers), launcher variables of an outer job removed.
+pub fn mpi_env(cmd: &mut Command) -> &mut Command {
+    clean_env(cmd)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
         .env("OMPI_MCA_btl", "self,vader")
         .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+}
+
+/// `mpirun -np N PROGRAM ARGS` (see [`mpi_env`]).
+pub fn mpirun(np: usize, program: &Path) -> Command {
+    let mut cmd = Command::new("mpirun");
+    mpi_env(&mut cmd)
         .args(["-np", &np.to_string()])
         .arg(program);
     cmd
+}
+
+/// Run the shell pipeline `script` (`sh -c`, with `set -e`) where `$M` is the mfu-rs binary
+/// and `$R` runs it under `mpirun -np 2`; expect exit `code` (the status of the script's last
+/// pipeline) and return the output.
+pub fn shell(script: &str, code: i32) -> Output {
+    let mut cmd = Command::new("sh");
+    mpi_env(&mut cmd)
+        .env("M", bin())
+        .env("R", format!("mpirun -np 2 {}", bin().display()))
+        .args(["-c", &format!("set -e; {script}")]);
+    expect_status(&mut cmd, code)
+}
+
+/// `len` pseudo-random bytes (xorshift64), the same for the same `seed`: file contents that
+/// differ from file to file and do not compress.
+pub fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
 }
 
 /// Run and return the output, failing with stdout/stderr shown when the status differs from `code`.

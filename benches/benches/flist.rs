@@ -6,24 +6,12 @@
 use criterion::{criterion_group, BatchSize, Criterion};
 use flist::sort::{parse_keys, sort, Key};
 use flist::{Detail, FileList, FileType, Meta};
+use mfu_benches::Rng;
 use std::sync::Mutex;
 use std::time::Duration;
 
 const RECORDS: usize = 1_000_000;
 const PATH_LEN: usize = 60;
-
-/// splitmix64: a tiny seeded generator, so the bench needs no extra dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
 
 /// `n` stat records with random `PATH_LEN`-byte paths (a few directory levels, as a walk of a
 /// project tree gives: shared prefixes, random leaves).
@@ -34,16 +22,16 @@ fn records(n: usize, seed: u64) -> FileList {
     for _ in 0..n {
         path.clear();
         path.extend_from_slice(b"/lustre/project/");
-        let r = rng.next();
+        let r = rng.next_u64();
         for level in 0..3 {
             path.extend_from_slice(format!("d{:02}/", (r >> (8 * level)) % 32).as_bytes());
         }
         while path.len() < PATH_LEN {
-            path.push(b'a' + (rng.next() % 26) as u8);
+            path.push(b'a' + (rng.next_u64() % 26) as u8);
         }
         let meta = Meta {
             mode: 0o100644,
-            size: rng.next() % (1 << 20),
+            size: rng.next_u64() % (1 << 20),
             ..Meta::default()
         };
         list.push(&path, FileType::File, Some(meta));

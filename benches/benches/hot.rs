@@ -12,23 +12,11 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use flist::io::{self, Format};
 use flist::{path, Detail, FileList, FileType, Meta};
 use mfu::tar::header::{Header, Kind};
+use mfu_benches::Rng;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 const RECORDS: usize = 100_000;
-
-/// splitmix64: a tiny seeded generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
 
 /// `n` stat records with 60-byte paths three directories deep and sizes with a long tail
 /// (most below 64 KiB, one in 1,000 up to 1 GiB).
@@ -40,9 +28,9 @@ fn records(n: usize) -> FileList {
         p.clear();
         p.extend_from_slice(format!("/lustre/project/d{:02}/e{:02}/", i % 32, i % 7).as_bytes());
         while p.len() < 60 {
-            p.push(b'a' + (rng.next() % 26) as u8);
+            p.push(b'a' + (rng.next_u64() % 26) as u8);
         }
-        let r = rng.next();
+        let r = rng.next_u64();
         let size = if r.is_multiple_of(1000) {
             r % (1 << 30)
         } else {

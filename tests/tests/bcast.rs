@@ -16,18 +16,6 @@ use std::process::Output;
 const SEG: &str = "64KB";
 const SEG_BYTES: usize = 65536;
 
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -93,13 +81,13 @@ fn one_node(np: usize) {
         ("empty", 0),
     ] {
         let src = dir.path().join(name);
-        fs::write(&src, data(len, len as u64)).unwrap();
+        fs::write(&src, mfu_tests::noise(len as u64, len)).unwrap();
         fs::set_permissions(&src, fs::Permissions::from_mode(0o604)).unwrap();
         let dest = out.join(name);
         bcast(np, &["-s", SEG, s(&src), s(&dest)], 0);
         assert_eq!(
             fs::read(&dest).unwrap(),
-            data(len, len as u64),
+            mfu_tests::noise(len as u64, len),
             "{name} at np {np}"
         );
         assert_eq!(
@@ -133,16 +121,16 @@ fn one_node_np4() {
 fn default_segment_size() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
-    fs::write(&src, data(2_500_000, 7)).unwrap();
+    fs::write(&src, mfu_tests::noise(7, 2_500_000)).unwrap();
     let dest = dir.path().join("dest");
     bcast(2, &[s(&src), s(&dest)], 0);
-    assert_eq!(fs::read(&dest).unwrap(), data(2_500_000, 7));
+    assert_eq!(fs::read(&dest).unwrap(), mfu_tests::noise(7, 2_500_000));
 }
 
 fn simulated_nodes(np: usize, nodes: usize) {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
-    let content = data(7 * SEG_BYTES + 1000, 3);
+    let content = mfu_tests::noise(3, 7 * SEG_BYTES + 1000);
     fs::write(&src, &content).unwrap();
     for n in 0..nodes {
         fs::create_dir(dir.path().join(format!("n{n}"))).unwrap();
@@ -184,7 +172,7 @@ fn simulated_three_nodes_of_unequal_size() {
 fn identical_segments_are_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
-    let content = data(6 * SEG_BYTES + 500, 11);
+    let content = mfu_tests::noise(11, 6 * SEG_BYTES + 500);
     fs::write(&src, &content).unwrap();
     for n in 0..2 {
         fs::create_dir(dir.path().join(format!("n{n}"))).unwrap();
@@ -227,7 +215,7 @@ fn identical_segments_are_skipped() {
 fn usage_errors_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
-    fs::write(&src, data(1000, 5)).unwrap();
+    fs::write(&src, mfu_tests::noise(5, 1000)).unwrap();
     let missing = dir.path().join("missing");
     let out = bcast(2, &[s(&missing), s(&dir.path().join("d"))], 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing"));

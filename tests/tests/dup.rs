@@ -13,19 +13,6 @@ use std::process::{Command, Stdio};
 
 type Groups = BTreeSet<BTreeSet<Vec<u8>>>;
 
-/// Bytes that differ from file to file but repeat with `seed`.
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 fn path(root: &Path, name: &[u8]) -> PathBuf {
     root.join(OsStr::from_bytes(name))
 }
@@ -41,16 +28,16 @@ fn tree(root: &Path) {
     write(b"sub dir/deeper/caf\xe9", b"hello world\n");
     write(b"same size", b"hello worle\n");
     // Big files: equal, same prefix other tail, same size other data.
-    let big = noise(1, 200_000);
+    let big = mfu_tests::noise(1, 200_000);
     write(b"big1", &big);
     write(b"sub dir/big2", &big);
     let mut tail = big.clone();
     tail[150_000] ^= 1;
     write(b"big3 tail", &tail);
     write(b"sub dir/deeper/big3 twin", &tail);
-    write(b"big4", &noise(2, 200_000));
+    write(b"big4", &mfu_tests::noise(2, 200_000));
     // A group where one member has two names.
-    let other = noise(3, 300_000);
+    let other = mfu_tests::noise(3, 300_000);
     write(b"x1", &other);
     write(b"sub dir/x2", &other);
     fs::hard_link(root.join("x1"), root.join("sub dir/deeper/x1 link")).unwrap();
@@ -61,8 +48,8 @@ fn tree(root: &Path) {
     write(b"empty1", b"");
     write(b"sub dir/empty2", b"");
     // Unique files of unique sizes.
-    write(b"u1", &noise(4, 10));
-    write(b"u2", &noise(5, 70_000));
+    write(b"u1", &mfu_tests::noise(4, 10));
+    write(b"u2", &mfu_tests::noise(5, 70_000));
     std::os::unix::fs::symlink("a", root.join("link to a")).unwrap();
 }
 

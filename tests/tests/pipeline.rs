@@ -1,26 +1,9 @@
 //! Tools composed through pipes: `walk -o - | find -i - ... -o - | rm -i -`, the purge of the
 //! issue, with one process and with 2 ranks on each side of every pipe.
 
-use mfu_tests::{bin, clean_env, expect_status};
+use mfu_tests::shell;
 use rustix::fs::{utimensat, AtFlags, Timespec, Timestamps, CWD};
 use std::path::Path;
-use std::process::{Command, Output};
-
-/// Run `script` under `sh -c` with `$M` = the binary and `$R` = the binary under
-/// `mpirun -np 2`; expect exit `code`.
-fn pipeline(script: &str, code: i32) -> Output {
-    let mut cmd = Command::new("sh");
-    clean_env(&mut cmd)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env("OMPI_MCA_btl", "self,vader")
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-        .env("M", bin())
-        .env("R", format!("mpirun -np 2 {}", bin().display()))
-        .args(["-c", &format!("set -e; {script}")]);
-    expect_status(&mut cmd, code)
-}
 
 /// Set a path's modification (and access) time to `days` days ago.
 fn age(path: &Path, days: i64) {
@@ -75,7 +58,7 @@ fn purge_pipeline_removes_old_files_through_pipes() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("scratch");
         let (old, new) = purge_tree(&root);
-        let out = pipeline(
+        let out = shell(
             &format!(
                 "{walk} walk -q -o - '{}' | {find} find -i - --type f --mtime +180 -o - | {rm} rm -i -",
                 root.display()
@@ -106,7 +89,7 @@ fn purge_pipeline_through_list_files_and_pipes_agree() {
     let root = tmp.path().join("scratch");
     purge_tree(&root);
     let (files, piped) = (tmp.path().join("purge.txt"), tmp.path().join("piped.txt"));
-    pipeline(
+    shell(
         &format!(
             "$R walk -q -o {list} '{root}'; $R find -i {list} --mtime +180 -o {files} -t; \
              $M walk -q -o - '{root}' | $R find -i - --mtime +180 -o - | $M walk -q -i - -t -o {piped}",
@@ -140,7 +123,7 @@ fn sync_and_cmp_lists_on_stdout_carry_nothing_else_even_with_v() {
     let got = tmp.path().join("got.txt");
     // sync -v prints chunk and buffer lines from the copy engine: they must not land in the
     // list that `-o EXPR:-` writes to stdout.
-    pipeline(
+    shell(
         &format!(
             "$M sync -v -o EXIST=ONLY_SRC:- '{}' '{}' | $M walk -q -i - -t -o {}",
             src.display(),
@@ -161,7 +144,7 @@ fn sync_and_cmp_lists_on_stdout_carry_nothing_else_even_with_v() {
         .collect();
     assert_eq!(listed, want);
     // Now equal: cmp -v -o ...:- gives an empty list and its report on stderr.
-    let out = pipeline(
+    let out = shell(
         &format!(
             "$R cmp -v -o EXIST=DIFFER:- '{}' '{}' | $M walk -i - -t -o {}",
             src.display(),
@@ -183,13 +166,13 @@ fn lost_stdout_is_a_failure_but_a_closed_pipe_is_not() {
         std::fs::write(tree.join(format!("d/f{i}")), "x").unwrap();
     }
     // A full device behind stdout: the paths are lost, so the exit status must say so.
-    let out = pipeline(&format!("$M find '{}' > /dev/full", tree.display()), 1);
+    let out = shell(&format!("$M find '{}' > /dev/full", tree.display()), 1);
     assert!(String::from_utf8_lossy(&out.stderr).contains("write standard output"));
     // (Under mpirun the ranks write into mpirun's forwarding pipe, and a failure of mpirun's
     // own write is mpirun's to report: Open MPI exits 0 there, so that case is not tested.)
     // `| head -1`: the reader has what it wants; not an error.
     let rc = tmp.path().join("rc");
-    pipeline(
+    shell(
         &format!(
             "{{ $M walk -p '{}'; echo $? > {}; }} | head -1 > /dev/null",
             tree.display(),

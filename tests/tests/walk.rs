@@ -418,23 +418,6 @@ fn summary_counts_and_histograms() {
     assert_eq!(row("0 B"), ("1".into(), "4.2%".into(), 8));
 }
 
-/// `mfu-rs ... | sh -c`: run a shell pipeline of mfu-rs commands (`$M` is the binary, `$R`
-/// runs it under mpirun with 2 ranks) and return its output.
-fn pipeline(script: &str, code: i32) -> std::process::Output {
-    let mpirun = format!("mpirun -np 2 {}", bin().display());
-    let mut cmd = Command::new("sh");
-    mfu_tests::clean_env(&mut cmd)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env("OMPI_MCA_btl", "self,vader")
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-        .env("M", bin())
-        .env("R", mpirun)
-        .args(["-c", &format!("set -e; {script}")]);
-    expect_status(&mut cmd, code)
-}
-
 #[test]
 fn lists_pass_through_stdin_and_stdout_unchanged() {
     let tmp = tempfile::tempdir().unwrap();
@@ -444,7 +427,7 @@ fn lists_pass_through_stdin_and_stdout_unchanged() {
     // v4 in on stdin, v4 out on stdout: the same bytes, with one process and with 2 ranks on
     // either side; the summary goes to stderr, so stdout is the list alone.
     for (left, right) in [("$M", "$M"), ("$R", "$R"), ("$M", "$R"), ("$R", "$M")] {
-        let out = pipeline(
+        let out = mfu_tests::shell(
             &format!("{left} walk -i {v} -o - | {right} walk -i - -o -"),
             0,
         );
@@ -456,7 +439,7 @@ fn lists_pass_through_stdin_and_stdout_unchanged() {
     }
     // Text lists and NUL lists read from stdin.
     let text = tmp.path().join("t.txt");
-    pipeline(
+    mfu_tests::shell(
         &format!(
             "printf '/x/a b|F\\n/x/c|D\\n' | $R walk -i - -o {}",
             text.display()
@@ -464,7 +447,7 @@ fn lists_pass_through_stdin_and_stdout_unchanged() {
         0,
     );
     assert_eq!(std::fs::read(&text).unwrap(), b"/x/a b|F\n/x/c|D\n");
-    pipeline(
+    mfu_tests::shell(
         &format!(
             "printf '/x/p\\0/x/q|r\\0' | $M walk -i - -t -o {}",
             text.display()
@@ -473,7 +456,7 @@ fn lists_pass_through_stdin_and_stdout_unchanged() {
     );
     assert_eq!(std::fs::read(&text).unwrap(), b"/x/p|U\n/x/q|r|U\n");
     // A damaged list on stdin is an error naming standard input, exit 2.
-    let out = pipeline(&format!("head -c 100 {v} | $R walk -i -"), 2);
+    let out = mfu_tests::shell(&format!("head -c 100 {v} | $R walk -i -"), 2);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("standard input"), "{err}");
 }
@@ -488,7 +471,7 @@ fn walk_pipes_into_rm_which_removes_what_the_list_names() {
     }
     std::fs::create_dir(tmp.path().join("kept")).unwrap();
     let removed = tmp.path().join("removed.txt");
-    let out = pipeline(
+    let out = mfu_tests::shell(
         &format!(
             "$R walk -o - {} | $M rm -i - -o - | $R walk -i - -t -o {}",
             tree.display(),
