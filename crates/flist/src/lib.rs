@@ -26,6 +26,7 @@ pub mod ids;
 pub mod io;
 pub mod path;
 pub mod record;
+pub mod restat;
 pub mod sort;
 pub mod summary;
 pub mod units;

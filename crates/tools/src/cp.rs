@@ -8,6 +8,7 @@ use crate::status::Status;
 use crate::transfer::{self, bytes_text, size_arg, IoArgs};
 use clap::Args;
 use flist::path::{basename, is_prefix, normalize};
+use flist::restat::{restat, Which};
 use flist::walk::stat_path;
 use flist::{FileList, FileType, Meta};
 use std::ffi::OsString;
@@ -266,24 +267,13 @@ fn read_input(
     roots: &[Vec<u8>],
     follow: bool,
 ) -> Result<(FileList, u64), String> {
-    let listed = flist::io::read(comm, input).map_err(|e| e.to_string())?;
-    let mut list = FileList::new(flist::Detail::Stat);
-    let mut failures = 0;
-    for e in listed.iter() {
-        if !roots.iter().any(|r| is_prefix(r, e.path)) {
-            continue;
-        }
-        match stat_path(e.path, follow) {
-            Ok(st) => {
-                let m = Meta::from_stat(&st);
-                list.push(e.path, m.file_type(), Some(m));
-            }
-            Err(err) => {
-                failures += 1;
-                report_error("cp", flist::ItemError::new(e.path, "stat", err.into()));
-            }
-        }
+    let mut listed = flist::io::read(comm, input).map_err(|e| e.to_string())?;
+    listed.retain(|e| roots.iter().any(|r| is_prefix(r, e.path)));
+    let (list, errors) = restat(listed, Which::All, follow);
+    for e in &errors {
+        report_error("cp", e);
     }
+    let failures = errors.len() as u64;
     Ok((list, failures))
 }
 

@@ -26,7 +26,8 @@ use flist::distribute::{by_depth, hash_path, remap, spread};
 use flist::io::{self, Format};
 use flist::path::{display, normalize, parent};
 use flist::record::Entry;
-use flist::walk::{stat_path, walk, Visit, WalkOptions};
+use flist::restat::{restat, Which};
+use flist::walk::{walk, Visit, WalkOptions};
 use flist::{Detail, FileList, FileType, ItemError, Meta};
 use rustix::fd::BorrowedFd;
 use rustix::fs::AtFlags;
@@ -280,7 +281,7 @@ fn candidates(
                 display(input.as_bytes())
             ));
         }
-        let (list, errors) = resolve_types(comm, list);
+        let (list, errors) = resolve_types(list);
         return Ok((list, errors, false));
     }
     let progress = args.common.progress(comm.rank(), "Walked");
@@ -350,37 +351,15 @@ fn roots(paths: &[OsString], cwd: &[u8]) -> Result<Vec<Vec<u8>>, String> {
     Ok(out)
 }
 
-/// Entries of unknown type (plain path lists) `lstat`ed for their type, in parallel. Entries
-/// that no longer exist are dropped (there is nothing left to remove); other failures are
-/// returned. Collective.
-fn resolve_types(comm: &dyn Comm, list: FileList) -> (FileList, Vec<ItemError>) {
-    if !comm.any(list.iter().any(|e| e.kind == FileType::Unknown)) {
+/// Entries of unknown type (plain path lists) `lstat`ed for their type. Entries that no longer
+/// exist are dropped (there is nothing left to remove); other failures are returned.
+fn resolve_types(list: FileList) -> (FileList, Vec<ItemError>) {
+    if list.iter().all(|e| e.kind != FileType::Unknown) {
         return (list, Vec::new());
     }
-    let out = Mutex::new(list.empty_like());
-    let errors = Mutex::new(Vec::new());
-    run_batches(comm, None, None, &list, |chunk| {
-        let mut known = chunk.empty_like();
-        for e in chunk.iter() {
-            if e.kind != FileType::Unknown {
-                known.push(e.path, e.kind, e.meta.copied());
-                continue;
-            }
-            match stat_path(e.path, false) {
-                Ok(st) => {
-                    let m = Meta::from_stat(&st);
-                    known.push(e.path, m.file_type(), Some(m));
-                }
-                Err(Errno::NOENT) => {}
-                Err(err) => lock(&errors).push(ItemError::new(e.path, "stat", err.into())),
-            }
-        }
-        lock(&out).append(known);
-    });
-    (
-        out.into_inner().expect("resolved list"),
-        errors.into_inner().expect("stat errors"),
-    )
+    let (list, mut errors) = restat(list, Which::UnknownTypes, false);
+    errors.retain(|e| e.source.kind() != std::io::ErrorKind::NotFound);
+    (list, errors)
 }
 
 /// Add every ancestor of `path` to `set` (stopping at the first one already there: its own

@@ -24,7 +24,6 @@ pub mod owner;
 
 use crate::batches::run_batches;
 use crate::cli::{report_error, stdout_bytes, Common};
-use crate::locks::lock;
 use crate::regex_select::RegexSelector;
 use crate::status::Status;
 use clap::Args;
@@ -33,7 +32,8 @@ use flist::distribute::{by_depth, spread};
 use flist::io;
 use flist::path::normalize;
 use flist::record::Entry;
-use flist::walk::{stat_path, walk, Visit, WalkOptions};
+use flist::restat::{restat, Which};
+use flist::walk::{walk, Visit, WalkOptions};
 use flist::{Detail, FileList, FileType, ItemError, Meta};
 use mode::ModeChange;
 use nofollow::chmod_nofollow;
@@ -44,7 +44,6 @@ use rustix::io::Errno;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 use steal::progress::Progress;
 use steal::{Comm, CommExt, ReduceOp};
@@ -341,7 +340,7 @@ impl Changer<'_> {
     ) -> Result<(FileList, Vec<ItemError>, bool), String> {
         if let Some(input) = &args.input {
             let list = io::read(comm, input.as_bytes()).map_err(|e| e.to_string())?;
-            let (list, errors) = restat(comm, spread(comm, list), cwd);
+            let (list, errors) = restat(list.normalized(cwd), Which::All, false);
             return Ok((list, errors, false));
         }
         // The roots are not read from a directory, so the walk hook never sees them.
@@ -529,31 +528,6 @@ impl Changer<'_> {
         }
         status.agree(comm)
     }
-}
-
-/// Entries of a `--input` list with relative paths made absolute and their current metadata
-/// (`lstat`), in parallel; entries that cannot be stat'ed are returned as failures. Collective.
-fn restat(comm: &dyn Comm, list: FileList, cwd: &[u8]) -> (FileList, Vec<ItemError>) {
-    let out = Mutex::new(FileList::new(Detail::Stat));
-    let errors = Mutex::new(Vec::new());
-    run_batches(comm, None, None, &list, |chunk| {
-        let mut stated = FileList::new(Detail::Stat);
-        for e in chunk.iter() {
-            let path = normalize(e.path, cwd);
-            match stat_path(&path, false) {
-                Ok(st) => {
-                    let m = Meta::from_stat(&st);
-                    stated.push(&path, m.file_type(), Some(m));
-                }
-                Err(err) => lock(&errors).push(ItemError::new(&path, "stat", err.into())),
-            }
-        }
-        lock(&out).append(stated);
-    });
-    (
-        out.into_inner().unwrap_or_else(|p| p.into_inner()),
-        errors.into_inner().unwrap_or_else(|p| p.into_inner()),
-    )
 }
 
 /// The normalised `roots` without duplicates and without paths inside another root (whose

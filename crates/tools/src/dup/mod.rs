@@ -23,11 +23,11 @@ use clap::Args;
 use flist::distribute::remap;
 use flist::io::{self, Format};
 use flist::path::{display, normalize};
-use flist::walk::{stat_path, walk, WalkOptions};
-use flist::{FileList, FileType, ItemError, Meta};
+use flist::restat::{restat, Which};
+use flist::walk::{walk, WalkOptions};
+use flist::FileType;
 use hash::{hash_file, hex, PREFIX_BYTES};
 use inode::{exchange, hash_groups, hash_owner, inodes_of, same_size, size_owner, Inode};
-use rayon::prelude::*;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
@@ -120,7 +120,7 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
     // 1. The list, with fresh metadata.
     let (list, errors) = match &args.input {
         Some(input) => match io::read(comm, input.as_bytes()) {
-            Ok(list) => restat(list, &cwd),
+            Ok(list) => restat(list.normalized(&cwd), Which::All, false),
             Err(e) => return Status::usage(comm, TOOL, e),
         },
         None => {
@@ -362,34 +362,6 @@ fn hash_all(
         errors.into_inner().unwrap_or_else(|p| p.into_inner()),
         outcome.interrupted,
     )
-}
-
-/// The entries of a list read with `-i`, normalised and `lstat`ed again (a list may be old, and
-/// v4 lists carry no inode numbers, which hard links need). Entries that cannot be stat'ed are
-/// returned as failures.
-fn restat(list: FileList, cwd: &[u8]) -> (FileList, Vec<ItemError>) {
-    let stats: Vec<(Vec<u8>, Result<Meta, ItemError>)> = (0..list.len())
-        .into_par_iter()
-        .map(|i| {
-            let path = normalize(list.path(i), cwd);
-            let meta = stat_path(&path, false)
-                .map(|st| Meta::from_stat(&st))
-                .map_err(|e| ItemError::new(&path, "stat", e.into()));
-            (path, meta)
-        })
-        .collect();
-    // Fresh metadata goes with the system's id tables (what -o writes), as after a walk.
-    let mut out = FileList::new(flist::Detail::Stat);
-    out.users = flist::IdTable::system_users();
-    out.groups = flist::IdTable::system_groups();
-    let mut errors = Vec::new();
-    for (path, meta) in stats {
-        match meta {
-            Ok(m) => out.push(&path, m.file_type(), Some(m)),
-            Err(e) => errors.push(e),
-        }
-    }
-    (out, errors)
 }
 
 /// Roots without duplicates and without paths inside another root (its walk reaches them).

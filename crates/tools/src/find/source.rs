@@ -3,17 +3,14 @@
 
 use crate::cli::report_error;
 use flist::path::{depth, display, normalize};
-use flist::walk::{stat_path, walk, Visit, WalkOptions};
-use flist::{Detail, FileList, FileType, IdTable, ItemError, Meta};
-use rayon::prelude::*;
+use flist::restat::{restat, Which};
+use flist::walk::{walk, Visit, WalkOptions};
+use flist::{Detail, FileList, FileType};
 use rustix::fd::BorrowedFd;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::AtomicBool;
 use steal::{Comm, CommExt, ReduceOp};
-
-/// Entries stat'ed per rayon task when a list is stat'ed again.
-const STAT_BATCH: usize = 256;
 
 /// The entries of this rank, and how many could not be read (each already reported).
 pub struct Entries {
@@ -127,7 +124,12 @@ pub fn prepare_list(
             interrupted: false,
         };
     }
-    let (list, errors) = restat(list, restat_all);
+    let which = if restat_all {
+        Which::All
+    } else {
+        Which::UnknownTypes
+    };
+    let (list, errors) = restat(list, which, false);
     for e in &errors {
         report_error("find", e);
     }
@@ -136,47 +138,6 @@ pub fn prepare_list(
         errors: errors.len() as u64,
         interrupted: false,
     }
-}
-
-/// `lstat` every entry (`all`) or those of unknown type, in parallel. With `all` the result is
-/// a stat list with this machine's user and group tables.
-fn restat(list: FileList, all: bool) -> (FileList, Vec<ItemError>) {
-    let detail = if all { Detail::Stat } else { list.detail() };
-    let parts: Vec<(FileList, Vec<ItemError>)> = (0..list.len().div_ceil(STAT_BATCH))
-        .into_par_iter()
-        .map(|b| {
-            let mut out = FileList::new(detail);
-            let mut errors = Vec::new();
-            for i in b * STAT_BATCH..((b + 1) * STAT_BATCH).min(list.len()) {
-                let e = list.entry(i);
-                if !all && e.kind != FileType::Unknown {
-                    out.push(e.path, e.kind, e.meta.copied());
-                    continue;
-                }
-                match stat_path(e.path, false) {
-                    Ok(st) => {
-                        let m = Meta::from_stat(&st);
-                        out.push(e.path, m.file_type(), Some(m));
-                    }
-                    Err(err) => errors.push(ItemError::new(e.path, "stat", err.into())),
-                }
-            }
-            (out, errors)
-        })
-        .collect();
-    let mut out = FileList::new(detail);
-    if all {
-        out.users = IdTable::system_users();
-        out.groups = IdTable::system_groups();
-    } else {
-        out = list.empty_like();
-    }
-    let mut errors = Vec::new();
-    for (part, errs) in parts {
-        out.append(part);
-        errors.extend(errs);
-    }
-    (out, errors)
 }
 
 /// A message for a list that cannot be read.
