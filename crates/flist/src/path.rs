@@ -97,6 +97,20 @@ pub fn current_dir() -> std::io::Result<Vec<u8>> {
         .into_encoded_bytes())
 }
 
+/// `roots` (normalised paths) without duplicates and without paths inside another of them
+/// (whose walk reaches them), so that no entry is listed twice; in component order.
+pub fn outermost(mut roots: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    // Component order puts every path right after its ancestors (`/a`, `/a/b`, `/a-b`).
+    roots.sort_by(|a, b| a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/')));
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(roots.len());
+    for r in roots {
+        if out.last().is_none_or(|outer| !is_prefix(outer, &r)) {
+            out.push(r);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +134,19 @@ mod tests {
         assert_eq!(parent(b"/a"), b"/");
         assert_eq!(depth(b"/a/b"), 2);
         assert_eq!(display(b"a\xffb"), "a\\xffb");
+    }
+
+    #[test]
+    fn nested_and_repeated_roots_are_walked_once() {
+        let v = |x: &[&str]| x.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert_eq!(
+            outermost(v(&["/a/b", "/a-b", "/w/x", "/a", "/a", "/a/b/c", "/ab"])),
+            v(&["/a", "/a-b", "/ab", "/w/x"])
+        );
+        assert_eq!(outermost(v(&["/x", "/"])), v(&["/"]));
+        assert_eq!(
+            outermost(v(&["/a/b", "/a", "/a-b", "/a"])),
+            v(&["/a", "/a-b"])
+        );
     }
 }

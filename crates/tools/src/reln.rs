@@ -94,7 +94,7 @@ pub fn run(comm: &dyn Comm, args: &RelnArgs) -> Status {
     if args.paths.iter().any(|p| p.is_empty()) {
         return Status::usage(comm, "reln", "an empty PATH names no file");
     }
-    let roots = crate::chmod::outermost(
+    let roots = flist::path::outermost(
         args.paths
             .iter()
             .map(|p| normalize(p.as_bytes(), &cwd))

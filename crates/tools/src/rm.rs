@@ -337,18 +337,7 @@ fn roots(paths: &[OsString], cwd: &[u8]) -> Result<Vec<Vec<u8>>, String> {
         }
         roots.push(n);
     }
-    // Component order puts every path right after its ancestors (`/a`, `/a/b`, `/a-b`).
-    roots.sort_by(|a, b| a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/')));
-    let mut out: Vec<Vec<u8>> = Vec::with_capacity(roots.len());
-    for r in roots {
-        if out
-            .last()
-            .is_none_or(|outer| !flist::path::is_prefix(outer, &r))
-        {
-            out.push(r);
-        }
-    }
-    Ok(out)
+    Ok(flist::path::outermost(roots))
 }
 
 /// Entries of unknown type (plain path lists) `lstat`ed for their type. Entries that no longer

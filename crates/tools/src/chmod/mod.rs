@@ -133,7 +133,7 @@ pub fn run(comm: &dyn Comm, args: &ChmodArgs) -> Status {
         }
         roots.push(normalize(p.as_bytes(), &cwd));
     }
-    let roots = outermost(roots);
+    let roots = flist::path::outermost(roots);
     steal::signals::install();
     let stop = steal::signals::stop_flag();
     let started = Instant::now();
@@ -530,23 +530,6 @@ impl Changer<'_> {
     }
 }
 
-/// The normalised `roots` without duplicates and without paths inside another root (whose
-/// walk reaches them), so that no entry is listed twice.
-pub(crate) fn outermost(mut roots: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-    // Component order puts every path right after its ancestors (`/a`, `/a/b`, `/a-b`).
-    roots.sort_by(|a, b| a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/')));
-    let mut out: Vec<Vec<u8>> = Vec::with_capacity(roots.len());
-    for r in roots {
-        if out
-            .last()
-            .is_none_or(|outer| !flist::path::is_prefix(outer, &r))
-        {
-            out.push(r);
-        }
-    }
-    out
-}
-
 /// A summary line on stdout, from rank 0, unless -q.
 fn say(comm: &dyn Comm, args: &ChmodArgs, msg: &str) {
     if comm.rank() == 0 && !args.common.quiet {
@@ -609,16 +592,6 @@ mod tests {
         // Directories keep their set-ID bits through chown.
         let c = copy.change(FileType::Dir, &meta(0o46755, 0, 0));
         assert_eq!((c.chown, c.chmod), (true, Some(0o6775)));
-    }
-
-    #[test]
-    fn nested_and_repeated_roots_are_walked_once() {
-        let v = |x: &[&str]| x.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
-        assert_eq!(
-            outermost(v(&["/a/b", "/a-b", "/w/x", "/a", "/a", "/a/b/c", "/ab"])),
-            v(&["/a", "/a-b", "/ab", "/w/x"])
-        );
-        assert_eq!(outermost(v(&["/x", "/"])), v(&["/"]));
     }
 
     #[test]

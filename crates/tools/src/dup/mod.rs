@@ -136,7 +136,7 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
                 progress: Some(&progress),
                 ..WalkOptions::default()
             };
-            let walked = walk(comm, &dedup_roots(roots), &opts);
+            let walked = walk(comm, &flist::path::outermost(roots), &opts);
             (walked.list, walked.errors)
         }
     };
@@ -362,36 +362,4 @@ fn hash_all(
         errors.into_inner().unwrap_or_else(|p| p.into_inner()),
         outcome.interrupted,
     )
-}
-
-/// Roots without duplicates and without paths inside another root (its walk reaches them).
-fn dedup_roots(mut roots: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-    // Component order puts every path right after its ancestors.
-    roots.sort_by(|a, b| a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/')));
-    let mut out: Vec<Vec<u8>> = Vec::with_capacity(roots.len());
-    for r in roots {
-        if out
-            .last()
-            .is_none_or(|outer| !flist::path::is_prefix(outer, &r))
-        {
-            out.push(r);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nested_roots_are_walked_once() {
-        let r = dedup_roots(vec![
-            b"/a/b".to_vec(),
-            b"/a".to_vec(),
-            b"/a-b".to_vec(),
-            b"/a".to_vec(),
-        ]);
-        assert_eq!(r, vec![b"/a".to_vec(), b"/a-b".to_vec()]);
-    }
 }
