@@ -41,12 +41,16 @@
 //! The binary measured is `target/release/mfu-rs`, built first; `MFU_RS_BENCH_BIN=PATH` measures
 //! that binary instead (not built, e.g. one built from another tree).
 
-use crate::{mpi_env, root};
+use super::fsutil::{
+    archive_ok, changed_since, extracted_ok, flush_fs, free_bytes, have, remove, s, same_tree,
+    tree_stats,
+};
+use super::gen::{make_list, make_random_tree, make_tree, write_layout, Fill, Group};
+use super::measure::{case, loadavg, measure, median, Case};
 use anyhow::{bail, ensure, Context, Result};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Runs of each command.
 const RUNS: usize = 7;
@@ -58,7 +62,7 @@ const BIG_RUNS: usize = 3;
 /// run, gets the most.
 const BUFSIZE_RUNS: (usize, usize) = (11, 7);
 /// Every section, in the order they run.
-const SECTIONS: &[&str] = &[
+pub const SECTIONS: &[&str] = &[
     "walk",
     "sort",
     "cp-small",
@@ -71,81 +75,6 @@ const SECTIONS: &[&str] = &[
     "tar-zstd",
 ];
 
-type Step = Box<dyn Fn() -> Result<()>>;
-
-struct Case {
-    name: String,
-    cmd: Vec<String>,
-    mpi: bool,
-    /// Untimed, before every run (the warm-up included).
-    prep: Option<Step>,
-    /// Untimed, once after the warm-up run: a sanity check of the result (a failure is a
-    /// warning, the timing goes on).
-    check: Option<Step>,
-}
-
-fn case(name: &str, mpi: bool, cmd: &[&str]) -> Case {
-    Case {
-        name: name.into(),
-        cmd: cmd.iter().map(|s| s.to_string()).collect(),
-        mpi,
-        prep: None,
-        check: None,
-    }
-}
-
-impl Case {
-    fn prep(mut self, f: impl Fn() -> Result<()> + 'static) -> Case {
-        self.prep = Some(Box::new(f));
-        self
-    }
-
-    fn check(mut self, f: impl Fn() -> Result<()> + 'static) -> Case {
-        self.check = Some(Box::new(f));
-        self
-    }
-}
-
-fn time_once(c: &Case) -> Result<f64> {
-    if let Some(prep) = &c.prep {
-        prep().with_context(|| format!("prepare the run of {}", c.name))?;
-    }
-    let mut cmd = Command::new(&c.cmd[0]);
-    cmd.args(&c.cmd[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    if c.mpi {
-        mpi_env(&mut cmd);
-    }
-    let t = Instant::now();
-    let out = cmd
-        .output()
-        .with_context(|| format!("start {}", c.cmd[0]))?;
-    let secs = t.elapsed().as_secs_f64();
-    ensure!(
-        out.status.success(),
-        "{} failed: {}\n{}",
-        c.cmd.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stderr).trim_end()
-    );
-    Ok(secs)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
-}
-
-/// Run every case `runs` times, interleaved, after one warm-up each (followed by the case's
-/// check); print medians and ratios to the cases at indices `peers` (peer time / case time).
 fn compare(
     title: &str,
     notes: &[&str],
@@ -155,7 +84,7 @@ fn compare(
 ) -> Result<()> {
     let load_before = loadavg();
     let start = Instant::now();
-    let medians: Vec<f64> = measure(cases, runs)?.into_iter().map(median).collect();
+    let medians: Vec<f64> = measure_secs(cases, runs)?.into_iter().map(median).collect();
     println!("\n## {title} (median of {runs} interleaved runs, warm cache)\n");
     for n in notes {
         println!("{n}  ");
@@ -187,267 +116,16 @@ fn compare(
     Ok(())
 }
 
-/// Run every case once (the warm-up, followed by the case's check), then `runs` times,
-/// interleaved (case 1, 2, ..., 1, 2, ...: noise hits every case alike); the times of each case
-/// (seconds).
-fn measure(cases: &[Case], runs: usize) -> Result<Vec<Vec<f64>>> {
-    for c in cases {
-        time_once(c)?;
-        if let Some(check) = &c.check {
-            if let Err(e) = check() {
-                eprintln!(
-                    "warning: {}: the result differs from the source: {e:#}",
-                    c.name
-                );
-                println!(
-                    "(warning: {}: result differs from the source: {e:#})",
-                    c.name
-                );
-            }
-        }
+/// [`measure`], seconds only; a failed check is also printed into the report.
+fn measure_secs(cases: &[Case], runs: usize) -> Result<Vec<Vec<f64>>> {
+    let (times, warnings) = measure(cases, runs)?;
+    for (_, w) in warnings {
+        println!("(warning: {w})");
     }
-    let mut times = vec![Vec::new(); cases.len()];
-    for _ in 0..runs {
-        for (i, c) in cases.iter().enumerate() {
-            times[i].push(time_once(c)?);
-        }
-    }
-    Ok(times)
-}
-
-fn make_tree(dir: &Path, files: usize) -> Result<()> {
-    if dir.join(".complete").exists() {
-        return Ok(());
-    }
-    let _ = std::fs::remove_dir_all(dir);
-    let per_dir = 100;
-    for i in 0..files / per_dir {
-        let d = dir.join(format!("top{:02}/dir{:04}", i % 20, i));
-        std::fs::create_dir_all(&d)?;
-        for f in 0..per_dir {
-            std::fs::write(
-                d.join(format!("file{f:03}.dat")),
-                vec![b'x'; (f * 41) % 4096],
-            )?;
-        }
-    }
-    std::fs::write(dir.join(".complete"), b"")?;
-    Ok(())
-}
-
-fn make_list(path: &Path, records: usize) -> Result<()> {
-    if path.exists() {
-        return Ok(());
-    }
-    // Paths of about 60 bytes in a pseudo-random order (a multiplicative hash of the index).
-    let mut text = Vec::with_capacity(records * 64);
-    for i in 0..records as u64 {
-        let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        text.extend_from_slice(
-            format!(
-                "/lustre/project/run{:03}/step{:05}/output-{:016x}.h5|F\n",
-                h % 997,
-                (h >> 20) % 99_991,
-                h
-            )
-            .as_bytes(),
-        );
-    }
-    std::fs::write(path, text)?;
-    Ok(())
-}
-
-/// splitmix64: incompressible bytes, fast, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn fill(&mut self, buf: &mut [u8]) {
-        for c in buf.chunks_mut(8) {
-            let v = self.next().to_le_bytes();
-            c.copy_from_slice(&v[..c.len()]);
-        }
-    }
-
-    /// Lower-case hex digits, a newline every 64: 4 bits of entropy per byte, so a compressor
-    /// gets about 2:1 out of it and no more.
-    fn fill_hex(&mut self, buf: &mut [u8]) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        for line in buf.chunks_mut(65) {
-            for c in line.chunks_mut(16) {
-                let v = self.next();
-                for (i, b) in c.iter_mut().enumerate() {
-                    *b = HEX[(v >> (4 * i)) as usize & 15];
-                }
-            }
-            if line.len() == 65 {
-                line[64] = b'\n';
-            }
-        }
-    }
-}
-
-/// `dirs` directories of `files` files of `size` random bytes each, then `sync`.
-fn make_random_tree(dir: &Path, dirs: usize, files: usize, size: usize) -> Result<()> {
-    let _ = std::fs::remove_dir_all(dir);
-    let mut rng = Rng(0x5EED ^ size as u64);
-    let mut buf = vec![0u8; size.min(4 << 20)];
-    for d in 0..dirs {
-        let sub = dir.join(format!("d{d:03}"));
-        std::fs::create_dir_all(&sub)?;
-        for f in 0..files {
-            write_file(&sub.join(format!("f{f:03}.dat")), size, &mut buf, |b| {
-                rng.fill(b)
-            })?;
-        }
-    }
-    flush_fs()
-}
-
-/// Write `size` bytes to a new file at `path`, `buf` at a time, each filled by `fill`.
-fn write_file(
-    path: &Path,
-    size: usize,
-    buf: &mut [u8],
-    mut fill: impl FnMut(&mut [u8]),
-) -> Result<()> {
-    let mut out = std::io::BufWriter::with_capacity(
-        buf.len(),
-        std::fs::File::create(path).with_context(|| format!("create {}", path.display()))?,
-    );
-    let mut left = size;
-    while left > 0 {
-        let n = left.min(buf.len());
-        fill(&mut buf[..n]);
-        std::io::Write::write_all(&mut out, &buf[..n])?;
-        left -= n;
-    }
-    std::io::Write::flush(&mut out)?;
-    Ok(())
-}
-
-/// `sync(1)`: write back every dirty page, so the next timed run does not pay for the last one.
-fn flush_fs() -> Result<()> {
-    let status = Command::new("sync").status().context("start sync")?;
-    ensure!(status.success(), "sync failed: {status}");
-    Ok(())
-}
-
-fn remove(path: &Path) -> Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e).with_context(|| format!("stat {}", path.display())),
-        Ok(m) if m.is_dir() => {
-            std::fs::remove_dir_all(path).with_context(|| format!("remove {}", path.display()))
-        }
-        Ok(_) => std::fs::remove_file(path).with_context(|| format!("remove {}", path.display())),
-    }
-}
-
-/// Bytes free for an unprivileged user on the file system holding `dir` (`df -Pk`).
-fn free_bytes(dir: &Path) -> Result<u64> {
-    let out = Command::new("df")
-        .arg("-Pk")
-        .arg(dir)
-        .output()
-        .context("start df")?;
-    ensure!(out.status.success(), "df {} failed", dir.display());
-    let text = String::from_utf8_lossy(&out.stdout);
-    let kib: u64 = text
-        .lines()
-        .nth(1)
-        .and_then(|l| l.split_whitespace().nth(3))
-        .context("df printed no `Available` column")?
-        .parse()
-        .context("df's `Available` column")?;
-    Ok(kib * 1024)
-}
-
-fn have(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Compare `dst` with `src`: same entries and types, same bytes in regular files, and when
-/// `meta`, same mode, owner, group and modification time (ns) on every entry.
-fn same_tree(src: &Path, dst: &Path, meta: bool) -> Result<()> {
-    let mut diffs = Vec::new();
-    let mut entries = 0usize;
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        entries += 1;
-        let (s, d) = (src.join(&rel), dst.join(&rel));
-        let sm = std::fs::symlink_metadata(&s)?;
-        let Ok(dm) = std::fs::symlink_metadata(&d) else {
-            diffs.push(format!("{}: missing", rel.display()));
-            continue;
-        };
-        if sm.file_type() != dm.file_type() {
-            diffs.push(format!("{}: type", rel.display()));
-            continue;
-        }
-        if meta {
-            if (sm.mode(), sm.uid(), sm.gid()) != (dm.mode(), dm.uid(), dm.gid()) {
-                diffs.push(format!("{}: mode/owner", rel.display()));
-            }
-            if (sm.mtime(), sm.mtime_nsec()) != (dm.mtime(), dm.mtime_nsec()) {
-                diffs.push(format!("{}: mtime", rel.display()));
-            }
-        }
-        if sm.is_dir() {
-            for e in std::fs::read_dir(&s)? {
-                stack.push(rel.join(e?.file_name()));
-            }
-            let n = std::fs::read_dir(&d)?.count();
-            if n != std::fs::read_dir(&s)?.count() {
-                diffs.push(format!("{}: {n} entries", rel.display()));
-            }
-        } else if sm.is_file() && (sm.len() != dm.len() || std::fs::read(&s)? != std::fs::read(&d)?)
-        {
-            diffs.push(format!("{}: contents", rel.display()));
-        }
-    }
-    ensure!(
-        diffs.is_empty(),
-        "{} of {entries} entries differ, e.g. {}",
-        diffs.len(),
-        diffs[..diffs.len().min(3)].join(", ")
-    );
-    Ok(())
-}
-
-/// Entries under `dir` whose inode changed (ctime) at or after `since`.
-fn changed_since(dir: &Path, since: SystemTime) -> Result<usize> {
-    let t = since.duration_since(UNIX_EPOCH)?;
-    let t = (t.as_secs() as i64, t.subsec_nanos() as i64);
-    let mut n = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(p) = stack.pop() {
-        let m = std::fs::symlink_metadata(&p)?;
-        if (m.ctime(), m.ctime_nsec()) >= t {
-            n += 1;
-        }
-        if m.is_dir() {
-            for e in std::fs::read_dir(&p)? {
-                stack.push(e?.path());
-            }
-        }
-    }
-    Ok(n)
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 bench path")
+    Ok(times
+        .into_iter()
+        .map(|t| t.iter().map(|r| r.secs).collect())
+        .collect())
 }
 
 /// The copy cases of the cp sections: each into `dst`, removed (and `sync` run) before each run.
@@ -505,7 +183,7 @@ fn xcp_note() -> &'static str {
 
 /// Entry point of `cargo xtask bench
 /// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd]...`.
-pub fn run(args: &[String]) -> Result<()> {
+pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
     for a in args {
         match a.as_str() {
@@ -523,28 +201,6 @@ pub fn run(args: &[String]) -> Result<()> {
         want = SECTIONS.to_vec();
     }
     let started = Instant::now();
-    crate::setup::ensure()?;
-    let root = root();
-    let bin: PathBuf = match std::env::var_os("MFU_RS_BENCH_BIN") {
-        Some(path) => {
-            let path = std::path::absolute(PathBuf::from(path))?;
-            ensure!(
-                path.is_file(),
-                "MFU_RS_BENCH_BIN={} is not a file",
-                path.display()
-            );
-            eprintln!("bench: measuring {} (MFU_RS_BENCH_BIN)", path.display());
-            path
-        }
-        None => {
-            crate::run(
-                Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                    .current_dir(&root)
-                    .args(["build", "--release", "-p", "mfu-rs"]),
-            )?;
-            root.join("target/release/mfu-rs")
-        }
-    };
     let b = bin.to_str().expect("UTF-8 binary path");
     let work = std::env::temp_dir().join("mfu-rs-bench");
     std::fs::create_dir_all(&work)?;
@@ -813,7 +469,7 @@ fn bufsize_case(
     title: &str,
 ) -> Result<()> {
     let (sp, dp) = (s(src), s(dst));
-    let (_, bytes) = tree_stats(src)?;
+    let (_, bytes, _) = tree_stats(src)?;
     let argv = |extra: &[&str]| -> Vec<String> {
         let mut v = vec![b, "cp"];
         if direct {
@@ -850,7 +506,7 @@ fn bufsize_case(
         .collect();
     let load_before = loadavg();
     let start = Instant::now();
-    let times = measure(&cases, runs)?;
+    let times = measure_secs(&cases, runs)?;
     let medians: Vec<f64> = times.iter().cloned().map(median).collect();
     let best_fixed = (1..cases.len())
         .min_by(|&i, &j| medians[i].total_cmp(&medians[j]))
@@ -1015,20 +671,35 @@ fn bench_rm(b: &str, data: &Path) -> Result<()> {
 /// The mixed tree of tar-mixed and tar-zstd (made once per bench run): about 1 GiB of hex text,
 /// `KIND/dNN/fNNN.dat`.
 fn mixed_tree(data: &Path) -> Result<PathBuf> {
-    // (kind, directories, files per directory, bytes per file)
-    const LAYOUT: &[(&str, usize, usize, usize)] = &[
-        ("small", 40, 100, 16 << 10),
-        ("medium", 4, 100, 1 << 20),
-        ("large", 1, 40, 8 << 20),
-        ("huge", 1, 2, 128 << 20),
+    const LAYOUT: &[Group] = &[
+        Group {
+            kind: "small",
+            dirs: 40,
+            files: 100,
+            bytes: 16 << 10,
+        },
+        Group {
+            kind: "medium",
+            dirs: 4,
+            files: 100,
+            bytes: 1 << 20,
+        },
+        Group {
+            kind: "large",
+            dirs: 1,
+            files: 40,
+            bytes: 8 << 20,
+        },
+        Group {
+            kind: "huge",
+            dirs: 1,
+            files: 2,
+            bytes: 128 << 20,
+        },
     ];
     const NEED: u64 = 8 << 30;
     std::fs::create_dir_all(data)?;
     let src = data.join("mixed-src");
-    // Written in LAYOUT order: the last file at its full size means the tree is complete.
-    if std::fs::metadata(src.join("huge/d00/f001.dat")).is_ok_and(|m| m.len() == 128 << 20) {
-        return Ok(src);
-    }
     let free = free_bytes(data)?;
     ensure!(
         free >= NEED,
@@ -1037,106 +708,14 @@ fn mixed_tree(data: &Path) -> Result<PathBuf> {
         free as f64 / (1u64 << 30) as f64
     );
     let t = Instant::now();
-    let _ = std::fs::remove_dir_all(&src);
-    let mut rng = Rng(0x7A2);
-    let mut buf = vec![0u8; 4 << 20];
-    for &(kind, dirs, files, size) in LAYOUT {
-        for d in 0..dirs {
-            let sub = src.join(format!("{kind}/d{d:02}"));
-            std::fs::create_dir_all(&sub)?;
-            for f in 0..files {
-                write_file(&sub.join(format!("f{f:03}.dat")), size, &mut buf, |b| {
-                    rng.fill_hex(b)
-                })?;
-            }
-        }
+    if write_layout(&src, LAYOUT, 0x7A2, Fill::Hex)? {
+        eprintln!(
+            "bench: made {} (4,000 × 16 KiB, 400 × 1 MiB, 40 × 8 MiB, 2 × 128 MiB) in {:.1} s",
+            src.display(),
+            t.elapsed().as_secs_f64()
+        );
     }
-    flush_fs()?;
-    eprintln!(
-        "bench: made {} (4,000 × 16 KiB, 400 × 1 MiB, 40 × 8 MiB, 2 × 128 MiB) in {:.1} s",
-        src.display(),
-        t.elapsed().as_secs_f64()
-    );
     Ok(src)
-}
-
-/// Entries under `dir` (itself included) and the bytes of its regular files.
-fn tree_stats(dir: &Path) -> Result<(usize, u64)> {
-    let (mut entries, mut bytes) = (0, 0);
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(p) = stack.pop() {
-        let m = std::fs::symlink_metadata(&p)?;
-        entries += 1;
-        if m.is_file() {
-            bytes += m.len();
-        } else if m.is_dir() {
-            for e in std::fs::read_dir(&p)? {
-                stack.push(e?.path());
-            }
-        }
-    }
-    Ok((entries, bytes))
-}
-
-/// Check of an archive of `data/NAME`: GNU `tar -tf` lists `entries` members besides the dtar
-/// index member, and `tar -d` (compare with the file system: data, size, mode, owner, mtime)
-/// finds no difference.
-fn archive_ok(archive: &Path, data: &Path, entries: usize) -> Result<()> {
-    let out = Command::new("tar")
-        .arg("-tf")
-        .arg(archive)
-        .output()
-        .context("start tar -tf")?;
-    ensure!(
-        out.status.success(),
-        "tar -tf {} failed: {}",
-        archive.display(),
-        String::from_utf8_lossy(&out.stderr).trim_end()
-    );
-    let n = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.ends_with(".dtaridx"))
-        .count();
-    ensure!(
-        n == entries,
-        "tar -tf {} lists {n} members (the dtar index not counted), the tree has {entries} entries",
-        archive.display()
-    );
-    let out = Command::new("tar")
-        .args(["--exclude=*.dtaridx", "-d", "-f"])
-        .arg(archive)
-        .arg("-C")
-        .arg(data)
-        .output()
-        .context("start tar -d")?;
-    ensure!(
-        out.status.success(),
-        "tar -d -f {} -C {}: {}\n{}",
-        archive.display(),
-        data.display(),
-        out.status,
-        String::from_utf8_lossy(&[out.stdout, out.stderr].concat())
-            .lines()
-            .take(5)
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    Ok(())
-}
-
-/// Check of an extraction of `src` into `out`: `out` holds only `src`'s name (no dtar index
-/// member), with the same entries, types and bytes.
-fn extracted_ok(src: &Path, out: &Path) -> Result<()> {
-    let name = src.file_name().context("tree without a name")?;
-    let top = std::fs::read_dir(out)?
-        .map(|e| Ok(e?.file_name()))
-        .collect::<Result<Vec<_>>>()?;
-    ensure!(
-        top == [name],
-        "{} holds {top:?}, expected only {name:?}",
-        out.display()
-    );
-    same_tree(src, &out.join(name), false)
 }
 
 /// `mfu-rs` at np 1, as 2 thread ranks and under `mpirun -np 2`: (case name for `what`, MPI,
@@ -1236,7 +815,7 @@ fn bench_tar_tree(
         .file_name()
         .and_then(|n| n.to_str())
         .context("tree without a UTF-8 name")?;
-    let (entries, data_bytes) = tree_stats(tree)?;
+    let (entries, data_bytes, _) = tree_stats(tree)?;
     let ext = if zstd { "tar.zst" } else { "tar" };
     let new = data.join(format!("tar-new.{ext}"));
     let gnu = data.join(format!("tar-gnu.{ext}"));

@@ -1,0 +1,157 @@
+//! The comparison itself: every operation on every workload on every file system, mfu-rs
+//! against the peers found on the machine, runs interleaved, medians.
+
+use super::fsutil::{free_bytes, fs_type, remove};
+use super::measure::{measure, median};
+use super::ops::{contestants, Contestant, Op, Role, Setup};
+use super::report::{Row, Syscalls, Timing};
+use super::syscalls;
+use super::workload::{self, Fs, Kind, Scale, Workload};
+use anyhow::{ensure, Context, Result};
+use std::path::Path;
+use std::time::Instant;
+
+/// What to run.
+pub struct Plan {
+    /// The workloads, in order.
+    pub workloads: Vec<Kind>,
+    /// The file systems, in order.
+    pub fs: Vec<Fs>,
+    /// The operations, in order.
+    pub ops: Vec<Op>,
+    /// Timed runs per contestant (the big workload gets at most 3).
+    pub runs: usize,
+    /// Workload sizes.
+    pub scale: Scale,
+    /// Run mfu-rs under `mpirun -np 2` too.
+    pub mpi: bool,
+    /// Count system calls of the small-file copy (`strace`).
+    pub strace: bool,
+}
+
+/// Everything the matrix measured.
+pub struct Results {
+    /// One row per (workload, fs, operation).
+    pub rows: Vec<Row>,
+    /// System calls of the small-file copy, per contestant (first file system only).
+    pub syscalls: Vec<Syscalls>,
+    /// The file systems used: (name, type, directory).
+    pub fs: Vec<(String, String, String)>,
+}
+
+/// Bytes of room a workload needs on its file system: the source plus two copies (cp and
+/// sync destinations, or archive and extraction), with a margin.
+fn room(kind: Kind, scale: Scale) -> u64 {
+    match kind {
+        Kind::Big => 5 * scale.big_bytes,
+        _ => 4 << 30,
+    }
+}
+
+/// Run the plan with `bin`, data under `root`'s target directory and `/dev/shm`; `floor` is
+/// the C floor's binary when built.
+pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result<Results> {
+    let mut results = Results {
+        rows: Vec::new(),
+        syscalls: Vec::new(),
+        fs: Vec::new(),
+    };
+    for &fs in &plan.fs {
+        let base = fs.base(root);
+        std::fs::create_dir_all(&base).with_context(|| format!("mkdir {}", base.display()))?;
+        let kind_of_fs = fs_type(&base)?;
+        if fs == Fs::Tmpfs {
+            ensure!(
+                kind_of_fs == "tmpfs",
+                "{} is on {kind_of_fs}, not tmpfs: run with --fs disk",
+                base.display()
+            );
+        }
+        results
+            .fs
+            .push((fs.name().into(), kind_of_fs, base.display().to_string()));
+        for &kind in &plan.workloads {
+            let need = room(kind, plan.scale);
+            let free = free_bytes(&base)?;
+            if free < need {
+                eprintln!(
+                    "bench: skipping {} on {}: {} free, {} needed",
+                    kind.name(),
+                    fs.name(),
+                    workload::size(free),
+                    workload::size(need)
+                );
+                continue;
+            }
+            let w = workload::make(kind, &base, bin, plan.scale)?;
+            let runs = if kind == Kind::Big {
+                plan.runs.min(3)
+            } else {
+                plan.runs
+            };
+            for &op in plan.ops.iter().filter(|o| o.applies_to(kind)) {
+                let st = Setup {
+                    bin,
+                    w: &w,
+                    scratch: base.join(format!("{}-scratch", kind.name())),
+                    mpi: plan.mpi,
+                    floor,
+                };
+                let t = Instant::now();
+                let row = run_op(op, &st, fs, runs)
+                    .with_context(|| format!("{} on {} ({})", op.name(), kind.name(), fs.name()))?;
+                eprintln!(
+                    "bench: {} {} {}: ratio {} ({:.0} s)",
+                    kind.name(),
+                    fs.name(),
+                    op.name(),
+                    row.ratio.map_or("–".into(), |r| format!("{r:.2}")),
+                    t.elapsed().as_secs_f64()
+                );
+                results.rows.push(row);
+                if plan.strace && op == Op::Cp && kind == Kind::Small && results.syscalls.is_empty()
+                {
+                    results.syscalls = count_syscalls(&st, &w)?;
+                }
+                remove(&st.scratch)?;
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// Time every contestant of `op` and make its row.
+fn run_op(op: Op, st: &Setup, fs: Fs, runs: usize) -> Result<Row> {
+    let cs: Vec<Contestant> = contestants(op, st)?;
+    let cases: Vec<_> = cs.iter().map(|c| &c.case).collect();
+    let (times, warnings) = measure(&cases, runs)?;
+    let timings = cs
+        .iter()
+        .zip(times)
+        .map(|(c, t)| Timing {
+            name: c.case.name.clone(),
+            role: c.role,
+            cmd: c.case.cmd.join(" "),
+            median: median(t.iter().map(|r| r.secs).collect()),
+            max_rss_kib: t.iter().map(|r| r.max_rss_kib).max().unwrap_or(0),
+            runs: t.iter().map(|r| r.secs).collect(),
+        })
+        .collect();
+    let mut row = Row::new(st.w, fs.name(), op.name(), timings, fs.target());
+    row.warnings = warnings.into_iter().map(|(_, w)| w).collect();
+    Ok(row)
+}
+
+/// System calls of every contestant of the small-file copy, except `mpirun` (its own calls
+/// and its daemons' would be counted).
+fn count_syscalls(st: &Setup, w: &Workload) -> Result<Vec<Syscalls>> {
+    let files = w.files;
+    let mut out = Vec::new();
+    for c in contestants(Op::Cp, st)? {
+        if c.role == (Role::Mfu { np: 2 }) {
+            continue;
+        }
+        out.push(syscalls::count(&c.case, files, &st.scratch)?);
+    }
+    Ok(out)
+}

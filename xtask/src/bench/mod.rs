@@ -1,0 +1,338 @@
+//! `cargo xtask bench`: mfu-rs against the tools users would otherwise pick, side by side in one
+//! run, with reproducible workloads; and `cargo xtask bench section NAME...`, the older detailed
+//! studies (see `sections.rs`).
+//!
+//! The comparison (`matrix.rs`) makes four workloads (`workload.rs`) on tmpfs and on the
+//! workspace's disk, runs eight operations on each (`ops.rs`) with mfu-rs at np 1 and under
+//! `mpirun -np 2` and with every peer found (`cp -a`, `rsync -a`, `xcp`, GNU `tar`, `rm -rf`,
+//! `find`, `du`), interleaving the runs and taking medians (`measure.rs`). It also counts the
+//! system calls of the small-file copy (`syscalls.rs`), times start-up and measures a walk's
+//! peak memory per million files (`probes.rs`). It writes `target/bench/bench.md` (the tables,
+//! also printed), `bench.json` (every run) and `bench.svg` (`chart.rs`); with `--publish` it
+//! copies them to `docs/bench/` and puts the table into the README between its bench markers.
+
+mod chart;
+mod fsutil;
+mod gen;
+mod matrix;
+mod measure;
+mod ops;
+mod probes;
+mod report;
+mod sections;
+mod syscalls;
+mod workload;
+
+use crate::root;
+use anyhow::{bail, ensure, Context, Result};
+use ops::Op;
+use report::Report;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+use workload::{Fs, Kind, Scale};
+
+const USAGE: &str = "\
+usage: cargo xtask bench [OPTIONS]
+       cargo xtask bench section [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd]...
+
+Compare mfu-rs with cp -a, rsync -a, xcp, GNU tar, rm -rf, find and du on four workloads
+(small: 20,000 x 4 KiB; mixed: a long tail of sizes, 1 GiB; big: 2 x 2 GiB; real: a copy of
+/usr/include), on tmpfs (/dev/shm) and on the workspace's disk; write target/bench/bench.{md,json,svg}.
+
+options:
+  --runs N             timed runs per contestant after a warm-up (default 5; big files: at most 3)
+  --workloads LIST     comma list of small,mixed,big,real (default all)
+  --fs LIST            comma list of tmpfs,disk (default both)
+  --ops LIST           comma list of walk,walk-lite,cp,sync-unchanged,sync-1%,rm,tar-create,tar-extract
+  --quick              tiny workloads and one run: checks the harness in seconds (numbers mean little)
+  --no-mpi             mfu-rs at np 1 only (no mpirun)
+  --no-probes          skip start-up, memory and system-call counts
+  --publish            copy the results to docs/bench/ and the table into README.md
+";
+
+struct Options {
+    plan: matrix::Plan,
+    probes: bool,
+    publish: bool,
+}
+
+fn list<T>(arg: Option<&String>, parse: impl Fn(&str) -> Option<T>, what: &str) -> Result<Vec<T>> {
+    let arg = arg.with_context(|| format!("{what} needs a value\n\n{USAGE}"))?;
+    arg.split(',')
+        .map(|x| parse(x).with_context(|| format!("unknown {what} {x:?}\n\n{USAGE}")))
+        .collect()
+}
+
+fn parse(args: &[String]) -> Result<Options> {
+    let mut o = Options {
+        plan: matrix::Plan {
+            workloads: Kind::ALL.to_vec(),
+            fs: Fs::ALL.to_vec(),
+            ops: Op::ALL.to_vec(),
+            runs: 5,
+            scale: Scale::FULL,
+            mpi: true,
+            strace: true,
+        },
+        probes: true,
+        publish: false,
+    };
+    let mut runs = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--runs" => {
+                let n: usize = it
+                    .next()
+                    .context("--runs needs a number")?
+                    .parse()
+                    .context("--runs")?;
+                ensure!(n >= 1, "--runs must be at least 1");
+                runs = Some(n);
+            }
+            "--workloads" => o.plan.workloads = list(it.next(), Kind::parse, "workload")?,
+            "--fs" => o.plan.fs = list(it.next(), Fs::parse, "file system")?,
+            "--ops" => o.plan.ops = list(it.next(), Op::parse, "operation")?,
+            "--quick" => {
+                o.plan.scale = Scale::QUICK;
+                o.plan.runs = 1;
+            }
+            "--no-mpi" => o.plan.mpi = false,
+            "--no-probes" => {
+                o.probes = false;
+                o.plan.strace = false;
+            }
+            "--publish" => o.publish = true,
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                std::process::exit(0);
+            }
+            x => bail!("unknown option {x:?}\n\n{USAGE}"),
+        }
+    }
+    if let Some(n) = runs {
+        o.plan.runs = n;
+    }
+    Ok(o)
+}
+
+/// Entry point of `cargo xtask bench ...`.
+pub fn run(args: &[String]) -> Result<()> {
+    if args.first().map(String::as_str) == Some("section") {
+        crate::setup::ensure()?;
+        let bin = binary()?;
+        return sections::run(&args[1..], &bin, &root());
+    }
+    let opts = parse(args)?;
+    let started = Instant::now();
+    crate::setup::ensure()?;
+    let root = root();
+    let bin = binary()?;
+    let out = root.join("target/bench");
+    std::fs::create_dir_all(&out).with_context(|| format!("mkdir {}", out.display()))?;
+    let floor = build_floor(&root, &out)
+        .map_err(|e| eprintln!("bench: the C floor is not measured: {e:#}"))
+        .ok();
+    let mut report = Report {
+        runs: opts.plan.runs,
+        memory_target_mib: 200.0,
+        ..Report::default()
+    };
+    report.context = context(&root, &bin);
+    let results = matrix::run(&opts.plan, &bin, &root, floor.as_deref());
+    // Whatever happened, the workloads are removed: tmpfs holds them in memory.
+    for fs in &opts.plan.fs {
+        let base = fs.base(&root);
+        if base.exists() {
+            std::fs::remove_dir_all(&base).with_context(|| format!("remove {}", base.display()))?;
+        }
+    }
+    let results = results?;
+    report.rows = results.rows;
+    report.syscalls = results.syscalls;
+    for (name, kind, dir) in results.fs {
+        report
+            .context
+            .push((name, format!("{kind} ({dir})")));
+    }
+    if opts.probes {
+        let base = Fs::Tmpfs.base(&root);
+        let (runs, dirs) = if opts.plan.scale.small_files < Scale::FULL.small_files {
+            (11, 20)
+        } else {
+            (51, 1000)
+        };
+        report.startup = probes::startup(&bin, &base, runs)?;
+        report.memory.push(probes::memory(&bin, &base, dirs)?);
+        std::fs::remove_dir_all(&base).with_context(|| format!("remove {}", base.display()))?;
+    }
+    report
+        .context
+        .push(("load average after".into(), measure::loadavg()));
+    report.context.push((
+        "bench wall time".into(),
+        format!("{:.0} s", started.elapsed().as_secs_f64()),
+    ));
+    let md = report.markdown();
+    print!("\n{md}");
+    std::fs::write(out.join("bench.md"), &md)?;
+    std::fs::write(
+        out.join("bench.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    chart::svg(&report.rows, &out.join("bench.svg"))?;
+    eprintln!(
+        "bench: wrote {}/bench.{{md,json,svg}} in {:.0} s",
+        out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    if opts.publish {
+        publish(&root, &out, &md)?;
+    }
+    Ok(())
+}
+
+/// The binary measured: `MFU_RS_BENCH_BIN`, or `target/release/mfu-rs` built now.
+fn binary() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("MFU_RS_BENCH_BIN") {
+        let path = std::path::absolute(PathBuf::from(path))?;
+        ensure!(
+            path.is_file(),
+            "MFU_RS_BENCH_BIN={} is not a file",
+            path.display()
+        );
+        eprintln!("bench: measuring {} (MFU_RS_BENCH_BIN)", path.display());
+        return Ok(path);
+    }
+    let root = root();
+    crate::run(
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .current_dir(&root)
+            .args(["build", "--release", "-p", "mfu-rs"]),
+    )?;
+    Ok(root.join("target/release/mfu-rs"))
+}
+
+/// Compile the C floor (`benches/floor/copy_floor.c`) into `out`.
+fn build_floor(root: &Path, out: &Path) -> Result<PathBuf> {
+    let exe = out.join("copy_floor");
+    crate::run(
+        Command::new("cc")
+            .args(["-O2", "-pthread", "-o"])
+            .arg(&exe)
+            .arg(root.join("benches/floor/copy_floor.c")),
+    )?;
+    Ok(exe)
+}
+
+/// Date, commit, machine and load, for the report's first line.
+fn context(root: &Path, bin: &Path) -> Vec<(String, String)> {
+    let sh = |cmd: &mut Command| {
+        cmd.output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_else(|| "?".into())
+    };
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or("?".into(), |kib| workload::size(kib * 1024));
+    vec![
+        (
+            "date".into(),
+            sh(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"])),
+        ),
+        (
+            "commit".into(),
+            sh(Command::new("git")
+                .current_dir(root)
+                .args(["describe", "--always", "--dirty"])),
+        ),
+        ("binary".into(), bin.display().to_string()),
+        (
+            "machine".into(),
+            format!(
+                "{cores} cores, {mem}, Linux {}",
+                sh(Command::new("uname").arg("-r"))
+            ),
+        ),
+        ("load average before".into(), measure::loadavg()),
+    ]
+}
+
+const README_BEGIN: &str = "<!-- bench:begin (cargo xtask bench --publish writes this) -->";
+const README_END: &str = "<!-- bench:end -->";
+
+/// Copy the results to `docs/bench/` and the table into README.md between its markers.
+fn publish(root: &Path, out: &Path, md: &str) -> Result<()> {
+    let docs = root.join("docs/bench");
+    std::fs::create_dir_all(&docs)?;
+    for f in ["bench.md", "bench.json", "bench.svg"] {
+        std::fs::copy(out.join(f), docs.join(f))
+            .with_context(|| format!("copy {f} to {}", docs.display()))?;
+    }
+    let readme = root.join("README.md");
+    let text = std::fs::read_to_string(&readme)?;
+    let replaced = between_markers(
+        &text,
+        &format!("{md}\n![mfu-rs against the peers](docs/bench/bench.svg)\n"),
+    )
+    .context("README.md has no bench markers")?;
+    std::fs::write(&readme, replaced)?;
+    eprintln!("bench: published to {} and README.md", docs.display());
+    Ok(())
+}
+
+/// `text` with what lies between the bench markers replaced by `body`.
+fn between_markers(text: &str, body: &str) -> Option<String> {
+    let a = text.find(README_BEGIN)? + README_BEGIN.len();
+    let b = a + text[a..].find(README_END)?;
+    Some(format!("{}\n{body}{}", &text[..a], &text[b..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_select_workloads_file_systems_and_operations() {
+        let a: Vec<String> = [
+            "--workloads",
+            "small,real",
+            "--fs",
+            "tmpfs",
+            "--ops",
+            "cp,sync-1%",
+            "--runs",
+            "3",
+        ]
+        .map(String::from)
+        .to_vec();
+        let o = parse(&a).unwrap();
+        assert_eq!(o.plan.workloads, [Kind::Small, Kind::Real]);
+        assert_eq!(o.plan.fs, [Fs::Tmpfs]);
+        assert_eq!(o.plan.ops, [Op::Cp, Op::SyncChanged]);
+        assert_eq!(o.plan.runs, 3);
+        assert!(parse(&["--ops".into(), "copy".into()]).is_err());
+        let q = parse(&["--quick".into(), "--runs".into(), "2".into()]).unwrap();
+        assert_eq!((q.plan.runs, q.plan.scale.small_files), (2, 2_000));
+    }
+
+    #[test]
+    fn publishing_replaces_only_what_lies_between_the_markers() {
+        let text = format!("# x\n{README_BEGIN}\nold table\n{README_END}\nrest\n");
+        let new = between_markers(&text, "new table\n").unwrap();
+        assert_eq!(
+            new,
+            format!("# x\n{README_BEGIN}\nnew table\n{README_END}\nrest\n")
+        );
+        assert!(between_markers("no markers", "x").is_none());
+    }
+}
