@@ -4,7 +4,7 @@
 //! - `cargo xtask demo`  — setup, build, and run a real job: `mpirun -np 2 mfu-rs walk` on a tree.
 //! - `cargo xtask test`  — setup, then the whole suite: unit, interop vectors, mpirun -np 1..4,
 //!   and the build without MPI.
-//! - `cargo xtask bench` — whole-tool comparisons against the classic tools (see `bench.rs`).
+//! - `cargo xtask bench` — whole-tool comparisons against the classic tools (see `bench/mod.rs`).
 
 mod bench;
 mod setup;
@@ -21,7 +21,7 @@ fn main() {
         Some("test") => test(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask setup|demo|test|bench\n\n  setup  install Open MPI and libclang if missing\n  demo   setup, build, run `mpirun -np 2 mfu-rs walk` on a generated tree\n  test   setup, run every test (unit, vectors, mpirun), build without MPI\n  bench  compare mfu-rs with find/cp/rsync/tar/rm (release build)");
+            eprintln!("usage: cargo xtask setup|demo|test|bench\n\n  setup  install Open MPI and libclang if missing\n  demo   setup, build, run `mpirun -np 2 mfu-rs walk` on a generated tree\n  test   setup, run every test (unit, vectors, mpirun), build without MPI\n  bench  compare mfu-rs with find/du/cp/rsync/xcp/tar/rm (release build; --help for options)");
             std::process::exit(2);
         }
     };
@@ -146,5 +146,12 @@ fn test(extra: &[String]) -> Result<()> {
             "--target-dir",
         ])
         .arg(&nompi_dir))?;
+    // The bench harness runs too, on tiny tmpfs workloads with the debug binary and every
+    // result checked: it must not rot between the (long) real runs.
+    if Path::new("/dev/shm").is_dir() {
+        run(Command::new(std::env::current_exe()?)
+            .args(["bench", "--quick", "--fs", "tmpfs", "--no-probes"])
+            .env("MFU_RS_BENCH_BIN", root.join("target/debug/mfu-rs")))?;
+    }
     Ok(())
 }

@@ -27,6 +27,8 @@ pub struct Plan {
     pub mpi: bool,
     /// Count system calls of the small-file copy (`strace`).
     pub strace: bool,
+    /// A result that fails its check is an error, not a warning (the smoke run in the tests).
+    pub strict: bool,
 }
 
 /// Everything the matrix measured.
@@ -100,6 +102,14 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
                 let t = Instant::now();
                 let row = run_op(op, &st, fs, runs)
                     .with_context(|| format!("{} on {} ({})", op.name(), kind.name(), fs.name()))?;
+                ensure!(
+                    !plan.strict || row.warnings.is_empty(),
+                    "{} on {} ({}): {}",
+                    op.name(),
+                    kind.name(),
+                    fs.name(),
+                    row.warnings.join("; ")
+                );
                 eprintln!(
                     "bench: {} {} {}: ratio {} ({:.0} s)",
                     kind.name(),

@@ -45,7 +45,8 @@ options:
   --workloads LIST     comma list of small,mixed,big,real (default all)
   --fs LIST            comma list of tmpfs,disk (default both)
   --ops LIST           comma list of walk,walk-lite,cp,sync-unchanged,sync-1%,rm,tar-create,tar-extract
-  --quick              tiny workloads and one run: checks the harness in seconds (numbers mean little)
+  --quick              tiny workloads, one run, every result checked strictly (a wrong result
+                       is an error): tests the harness and the tools; the numbers mean little
   --no-mpi             mfu-rs at np 1 only (no mpirun)
   --no-probes          skip start-up, memory and system-call counts
   --publish            copy the results to docs/bench/ and the table into README.md
@@ -74,6 +75,7 @@ fn parse(args: &[String]) -> Result<Options> {
             scale: Scale::FULL,
             mpi: true,
             strace: true,
+            strict: false,
         },
         probes: true,
         publish: false,
@@ -97,6 +99,7 @@ fn parse(args: &[String]) -> Result<Options> {
             "--quick" => {
                 o.plan.scale = Scale::QUICK;
                 o.plan.runs = 1;
+                o.plan.strict = true;
             }
             "--no-mpi" => o.plan.mpi = false,
             "--no-probes" => {
@@ -152,9 +155,7 @@ pub fn run(args: &[String]) -> Result<()> {
     report.rows = results.rows;
     report.syscalls = results.syscalls;
     for (name, kind, dir) in results.fs {
-        report
-            .context
-            .push((name, format!("{kind} ({dir})")));
+        report.context.push((name, format!("{kind} ({dir})")));
     }
     if opts.probes {
         let base = Fs::Tmpfs.base(&root);
