@@ -19,8 +19,10 @@ pub struct Plan {
     pub fs: Vec<Fs>,
     /// The operations, in order.
     pub ops: Vec<Op>,
-    /// Timed runs per contestant (the big workload gets at most 3).
+    /// Timed runs per contestant.
     pub runs: usize,
+    /// Run the big workload on disk too (long: the writeback before each run).
+    pub big_on_disk: bool,
     /// Workload sizes.
     pub scale: Scale,
     /// Run mfu-rs under `mpirun -np 2` too.
@@ -73,6 +75,10 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
             .fs
             .push((fs.name().into(), kind_of_fs, base.display().to_string()));
         for &kind in &plan.workloads {
+            if kind == Kind::Big && fs == Fs::Disk && !plan.big_on_disk {
+                eprintln!("bench: big files on disk skipped (--big-on-disk runs them)");
+                continue;
+            }
             let need = room(kind, plan.scale);
             let free = free_bytes(&base)?;
             if free < need {
@@ -86,11 +92,7 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
                 continue;
             }
             let w = workload::make(kind, &base, bin, plan.scale)?;
-            let runs = if kind == Kind::Big {
-                plan.runs.min(3)
-            } else {
-                plan.runs
-            };
+            let runs = plan.runs;
             for &op in plan.ops.iter().filter(|o| o.applies_to(kind)) {
                 let st = Setup {
                     bin,
@@ -134,7 +136,7 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
 fn run_op(op: Op, st: &Setup, fs: Fs, runs: usize) -> Result<Row> {
     let cs: Vec<Contestant> = contestants(op, st)?;
     let cases: Vec<_> = cs.iter().map(|c| &c.case).collect();
-    let (times, warnings) = measure(&cases, runs)?;
+    let (times, warnings) = measure(&cases, runs, false)?;
     let timings = cs
         .iter()
         .zip(times)

@@ -150,18 +150,18 @@ pub fn loadavg() -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-/// Run every case once (the warm-up, followed by the case's check), then `runs` times,
-/// interleaved (case 1, 2, ..., 1, 2, ...: noise hits every case alike); the runs of each case.
-/// A failed check is a warning (printed, and returned with the case's index).
+/// Run every case `runs` times, interleaved (case 1, 2, ..., 1, 2, ...: noise hits every case
+/// alike), after one untimed warm-up run each when `warmup`; the runs of each case. Each case's
+/// check runs once, after its first run; a failed check is a warning (printed, and returned
+/// with the case's index).
 #[allow(clippy::type_complexity)]
 pub fn measure<C: Borrow<Case>>(
     cases: &[C],
     runs: usize,
+    warmup: bool,
 ) -> Result<(Vec<Vec<Run>>, Vec<(usize, String)>)> {
     let mut warnings = Vec::new();
-    for (i, c) in cases.iter().enumerate() {
-        let c = c.borrow();
-        time_once(c)?;
+    let mut check = |i: usize, c: &Case| {
         if let Some(check) = &c.check {
             if let Err(e) = check() {
                 let w = format!("{}: the result differs from the source: {e:#}", c.name);
@@ -169,11 +169,20 @@ pub fn measure<C: Borrow<Case>>(
                 warnings.push((i, w));
             }
         }
+    };
+    if warmup {
+        for (i, c) in cases.iter().enumerate() {
+            time_once(c.borrow())?;
+            check(i, c.borrow());
+        }
     }
     let mut times = vec![Vec::new(); cases.len()];
-    for _ in 0..runs {
+    for r in 0..runs {
         for (i, c) in cases.iter().enumerate() {
             times[i].push(time_once(c.borrow())?);
+            if r == 0 && !warmup {
+                check(i, c.borrow());
+            }
         }
     }
     Ok((times, warnings))

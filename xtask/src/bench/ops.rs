@@ -173,33 +173,49 @@ pub fn contestants(op: Op, st: &Setup) -> Result<Vec<Contestant>> {
         Op::Cp => {
             let dst = st.scratch.join("cp-dst");
             let dp = s(&dst).to_string();
-            let mut v = st.mfu(&["cp", "-q", "-p", &sp, &dp]);
-            v.push(peer("cp -a", &["cp", "-a", &sp, &dp]));
-            v.push(peer(
-                "rsync -a",
-                &["rsync", "-a", &format!("{sp}/"), &format!("{dp}/")],
+            // (contestant, whether it keeps owners and times): xcp and the C floor keep modes
+            // only, so only their bytes and types are checked.
+            let mut v: Vec<(Contestant, bool)> = st
+                .mfu(&["cp", "-q", "-p", &sp, &dp])
+                .into_iter()
+                .map(|c| (c, true))
+                .collect();
+            v.push((peer("cp -a", &["cp", "-a", &sp, &dp]), true));
+            v.push((
+                peer(
+                    "rsync -a",
+                    &["rsync", "-a", &format!("{sp}/"), &format!("{dp}/")],
+                ),
+                true,
             ));
             if have("xcp") {
-                v.push(peer("xcp -r", &["xcp", "-r", &sp, &dp]));
+                v.push((peer("xcp -r", &["xcp", "-r", &sp, &dp]), false));
             }
             if let (Some(floor), Kind::Small) = (st.floor, st.w.kind) {
-                v.push(Contestant {
-                    role: Role::Floor,
-                    case: case("C floor, 2 threads", false, &[s(floor), &sp, &dp, "2"]),
-                });
+                let c = case("C floor, 2 threads", false, &[s(floor), &sp, &dp, "2"]);
+                v.push((
+                    Contestant {
+                        role: Role::Floor,
+                        case: c,
+                    },
+                    false,
+                ));
             }
-            each(v, |c| {
-                // xcp and the floor keep modes, not owners and times: their bytes are checked.
-                let meta = c.name.starts_with("mfu-rs")
-                    || c.name.starts_with("cp")
-                    || c.name.starts_with("rsync");
-                let (d1, s2, d2) = (dst.clone(), src.clone(), dst.clone());
-                c.prep(move || {
-                    remove(&d1)?;
-                    flush_fs()
+            v.into_iter()
+                .map(|(c, meta)| {
+                    let (d1, s2, d2) = (dst.clone(), src.clone(), dst.clone());
+                    Contestant {
+                        role: c.role,
+                        case: c
+                            .case
+                            .prep(move || {
+                                remove(&d1)?;
+                                flush_fs()
+                            })
+                            .check(move || same_tree(&s2, &d2, meta)),
+                    }
                 })
-                .check(move || same_tree(&s2, &d2, meta))
-            })
+                .collect()
         }
         Op::SyncUnchanged | Op::SyncChanged => {
             let dst = st.scratch.join("sync-dst");

@@ -19,7 +19,7 @@ pub fn startup(bin: &Path, base: &Path, runs: usize) -> Result<Vec<Startup>> {
         case("mfu-rs walk (np 1)", false, &[s(bin), "walk", "-q", e]),
         case("find", false, &["find", e]),
     ];
-    let (times, _) = measure(&cases, runs)?;
+    let (times, _) = measure(&cases, runs, true)?;
     Ok(cases
         .iter()
         .zip(times)

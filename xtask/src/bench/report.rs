@@ -131,7 +131,7 @@ pub struct Memory {
 pub struct Report {
     /// When and where: date, commit, machine, load.
     pub context: Vec<(String, String)>,
-    /// Timed runs per contestant (after one untimed warm-up run).
+    /// Timed runs per contestant.
     pub runs: usize,
     /// The comparison.
     pub rows: Vec<Row>,
@@ -166,7 +166,8 @@ impl Report {
         let _ = writeln!(o, "{}.\n", ctx.join("; "));
         let _ = writeln!(
             o,
-            "Medians of {} interleaved runs after a warm-up (big files: fewer, see JSON); ratio = \
+            "Medians of {} interleaved runs (each tool's result checked after its first run; the \
+             sources are in the page cache); ratio = \
              mfu-rs's better of np 1 and `mpirun -np 2` over the fastest peer (< 1: mfu-rs is \
              faster); target ≤ 0.8 on tmpfs, ≤ 1.0 on disk.\n",
             self.runs

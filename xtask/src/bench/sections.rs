@@ -118,7 +118,7 @@ fn compare(
 
 /// [`measure`], seconds only; a failed check is also printed into the report.
 fn measure_secs(cases: &[Case], runs: usize) -> Result<Vec<Vec<f64>>> {
-    let (times, warnings) = measure(cases, runs)?;
+    let (times, warnings) = measure(cases, runs, true)?;
     for (_, w) in warnings {
         println!("(warning: {w})");
     }
