@@ -27,6 +27,13 @@ const TAG_TOKEN: Tag = 104;
 const TAG_DONE: Tag = 105;
 const TAG_PROGRESS: Tag = 106;
 
+/// Longest wait of a lone rank's main thread for a batch to end: how late it may notice the
+/// stop flag or a progress tick.
+const ALONE_WAIT: Duration = Duration::from_millis(20);
+
+/// Longest wait for a batch to end while peers may be asking for work (200 µs).
+const PEER_POLL: Duration = Duration::from_micros(200);
+
 /// Bytes of encoded items in one steal reply, at most (64 MiB; the rest stays for later thieves).
 const STEAL_REPLY_BYTES: usize = 64 << 20;
 
@@ -163,6 +170,9 @@ where
         });
     }
     let (done_tx, done_rx) = crossbeam_channel::unbounded::<BatchResult<T>>();
+    // Workers unpark this thread when a batch ends: it sleeps in the kernel while batches run
+    // instead of competing with the workers for the cores.
+    let main_thread = std::thread::current();
     let work = &work;
     rayon::in_place_scope(|scope| {
         let mut idle_spins: u32 = 0;
@@ -181,6 +191,7 @@ where
                 let batch: Vec<T> = state.local.drain(at..).collect();
                 state.inflight += 1;
                 let tx = done_tx.clone();
+                let waker = main_thread.clone();
                 scope.spawn(move |_| {
                     let n = batch.len() as u64;
                     // A panicking item must not leave the loop waiting for this batch forever:
@@ -194,6 +205,7 @@ where
                     }));
                     // The receiver outlives the scope; a failed send means the loop is gone.
                     let _ = tx.send((n, result));
+                    waker.unpark();
                 });
                 progressed = true;
             }
@@ -213,14 +225,20 @@ where
             } else {
                 idle_spins = idle_spins.saturating_add(1);
                 if state.inflight > 0 {
-                    // Wake as soon as a batch ends, but keep answering peers.
-                    if let Ok((n, result)) = done_rx.recv_timeout(Duration::from_micros(200)) {
-                        state.finish_batch(n, result);
-                    }
-                } else if idle_spins > 16 {
-                    std::thread::sleep(Duration::from_micros((idle_spins as u64 * 10).min(500)));
+                    // Wake as soon as a batch ends (the worker unparks us; an unpark that comes
+                    // first is not lost). Alone, nobody else needs an answer: wait long,
+                    // bounded only for the stop flag and progress ticks. With peers, wake
+                    // often enough to answer their steal requests and the token.
+                    std::thread::park_timeout(if state.size == 1 {
+                        ALONE_WAIT
+                    } else {
+                        PEER_POLL
+                    });
                 } else {
-                    std::thread::yield_now();
+                    // Waiting for a steal reply or the token: sleep, longer the longer idle.
+                    std::thread::sleep(Duration::from_micros(
+                        (u64::from(idle_spins) * 10).min(500),
+                    ));
                 }
             }
         }
@@ -424,7 +442,7 @@ impl<T: WorkItem> Rank<'_, T> {
         }
         while self.outstanding_request {
             if !self.poll_messages() {
-                std::thread::yield_now();
+                std::thread::sleep(Duration::from_micros(20));
             }
         }
         {
@@ -448,7 +466,7 @@ impl<T: WorkItem> Rank<'_, T> {
                         }
                         missing -= 1;
                     }
-                    None => std::thread::yield_now(),
+                    None => std::thread::sleep(Duration::from_micros(20)),
                 }
             }
         }
