@@ -605,7 +605,8 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
             let made = At::new(&dst).and_then(|a| {
                 let fd = cx
                     .stripes
-                    .create(&a, &dst, c.file_size, cs, OFlags::empty())?;
+                    .create(&a, &dst, c.file_size, cs, OFlags::empty(), 0o600)?
+                    .fd;
                 // Sparse copies skip holes, so the size must be set here. Dense copies let the
                 // chunks extend the file: filling a pre-sized file is slower on ext4 (its
                 // unwritten extents are converted piece by piece).
@@ -643,9 +644,13 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
         stripes: cx.stripes,
     };
     let outcome = queue::run(comm, &cfg, items, |batch: Batch, _| {
-        let mut bufs = (Buffer::new(opts.data.bufsize), None);
+        let mut scratch = Scratch {
+            buf: Buffer::new(opts.data.bufsize),
+            other: None,
+            parent: None,
+        };
         for c in batch.chunks {
-            worker.chunk(c, &mut bufs);
+            worker.chunk(c, &mut scratch);
         }
     });
     let split = std::mem::take(&mut *pending.lock().expect("pending"));
@@ -714,6 +719,29 @@ fn work_items(
     items
 }
 
+/// What one work item's chunks share: buffers, and what the last destination directory
+/// gives new files.
+struct Scratch {
+    buf: Buffer,
+    other: Option<Buffer>,
+    /// A destination directory and what files created in it inherit (`None`: unknown).
+    parent: Option<(Vec<u8>, Option<meta::Inherited>)>,
+}
+
+impl Scratch {
+    /// What files created in `dir` inherit, looked up once per run of files in one directory.
+    fn inherited(&mut self, dir: &[u8]) -> Option<meta::Inherited> {
+        match &self.parent {
+            Some((d, i)) if d == dir => *i,
+            _ => {
+                let i = meta::Inherited::of_dir(dir);
+                self.parent = Some((dir.to_vec(), i));
+                i
+            }
+        }
+    }
+}
+
 struct Worker<'a> {
     map: &'a Mapping,
     opts: &'a CopyOptions<'a>,
@@ -725,7 +753,7 @@ struct Worker<'a> {
 }
 
 impl Worker<'_> {
-    fn chunk(&self, c: Chunk, bufs: &mut (Buffer, Option<Buffer>)) {
+    fn chunk(&self, c: Chunk, bufs: &mut Scratch) {
         let dst = self.map.dest(&c.path);
         let whole = c.file_size <= self.cs;
         let result = self.copy_chunk(&c, &dst, whole, bufs);
@@ -835,7 +863,7 @@ impl Worker<'_> {
         c: &Chunk,
         dst: &[u8],
         whole: bool,
-        bufs: &mut (Buffer, Option<Buffer>),
+        bufs: &mut Scratch,
     ) -> Result<u64, ItemError> {
         // O_DIRECT (-s) for plain copies only: comparing reads exact, unaligned ranges. The
         // destination is direct when the chunk's writes are whole blocks (all but a file's
@@ -849,10 +877,29 @@ impl Worker<'_> {
         } else {
             OFlags::empty()
         };
+        // A file created here with its final mode and owner needs neither chown nor chmod.
+        let mut right = meta::AlreadyRight::default();
         let dst_fd = if self.compare {
             at.open(OFlags::RDWR | extra, 0)
         } else if whole {
-            self.stripes.create(&at, dst, c.file_size, self.cs, extra)
+            // Destinations are absolute; anything else is not looked into.
+            let inherited = if dst.starts_with(b"/") {
+                bufs.inherited(flist::path::parent(dst))
+            } else {
+                None
+            };
+            let (mode, would_be_right) = match inherited {
+                Some(inherited) => self.opts.meta.create_mode(&c.meta, inherited),
+                None => (0o600, right),
+            };
+            self.stripes
+                .create(&at, dst, c.file_size, self.cs, extra, mode)
+                .map(|f| {
+                    if f.fresh {
+                        right = would_be_right;
+                    }
+                    f.fd
+                })
         } else {
             at.open(OFlags::WRONLY | extra, 0)
         }
@@ -872,14 +919,14 @@ impl Worker<'_> {
         let mut cfr_ok = true;
         let written = if self.compare {
             let other = bufs
-                .1
+                .other
                 .get_or_insert_with(|| Buffer::new(self.opts.data.bufsize));
             data::sync_range(
                 src_fd.as_fd(),
                 dst_fd.as_fd(),
                 c.offset,
                 c.length,
-                &mut bufs.0,
+                &mut bufs.buf,
                 other,
             )
             .map_err(to_item)?
@@ -890,7 +937,7 @@ impl Worker<'_> {
                 c.offset,
                 c.length,
                 &data_opts,
-                &mut bufs.0,
+                &mut bufs.buf,
                 &mut cfr_ok,
             )
             .map_err(to_item)?
@@ -913,7 +960,14 @@ impl Worker<'_> {
                     &self.tally.compare_meta
                 });
             }
-            meta::apply_fd(dst_fd.as_fd(), &c.path, dst, &c.meta, &self.opts.meta)?;
+            meta::apply_fd(
+                dst_fd.as_fd(),
+                src_fd.as_fd(),
+                (&c.path, dst),
+                &c.meta,
+                &self.opts.meta,
+                right,
+            )?;
         }
         Ok(written)
     }
