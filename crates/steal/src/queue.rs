@@ -133,17 +133,21 @@ where
     T: WorkItem,
     F: Fn(T, &mut Vec<T>) + Sync,
 {
+    let mut initial: VecDeque<T> = initial.into();
+    let inline = if comm.size() == 1 {
+        start_inline(&mut initial, &work, config.stop)
+    } else {
+        0
+    };
     let mut state = Rank {
         comm,
         rank: comm.rank(),
         size: comm.size(),
-        local: initial.into(),
+        local: initial,
         inflight: 0,
-        max_inflight: if config.max_inflight == 0 {
-            2 * rayon::current_num_threads()
-        } else {
-            config.max_inflight
-        },
+        // Only read when there is work left (a lone rank that finished inline never starts
+        // the rayon pool).
+        max_inflight: config.max_inflight,
         max_batch: config.max_batch.max(1),
         rng: SmallRng::seed_from_u64(
             config.seed ^ (comm.rank() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -154,7 +158,7 @@ where
         token: None,
         token_round_started: false,
         done: false,
-        processed: 0,
+        processed: inline,
         dropped: 0,
         steals: 0,
         progress: config.progress,
@@ -168,6 +172,13 @@ where
             black: false,
             count: 0,
         });
+    }
+    if state.size == 1 && state.local.is_empty() {
+        state.check_stop();
+        return state.outcome();
+    }
+    if state.max_inflight == 0 {
+        state.max_inflight = 2 * rayon::current_num_threads();
     }
     let (done_tx, done_rx) = crossbeam_channel::unbounded::<BatchResult<T>>();
     // Workers unpark this thread when a batch ends: it sleeps in the kernel while batches run
@@ -245,6 +256,25 @@ where
     });
     state.drain();
     state.outcome()
+}
+
+/// A lone rank processes items on its own thread while there is only one (a walk's root, a
+/// chain of single subdirectories): nothing could run beside it, and a walk of an empty or
+/// tiny tree then finishes without starting the rayon pool's threads. Returns, with two or
+/// more items queued or none, how many it processed.
+fn start_inline<T, F>(items: &mut VecDeque<T>, work: &F, stop: Option<&AtomicBool>) -> u64
+where
+    F: Fn(T, &mut Vec<T>),
+{
+    let mut spawned = Vec::new();
+    let mut processed = 0;
+    while items.len() == 1 && !stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+        let item = items.pop_front().expect("one item");
+        work(item, &mut spawned);
+        processed += 1;
+        items.extend(spawned.drain(..));
+    }
+    processed
 }
 
 /// Items a batch processed, and what it spawned (or the panic that stopped it).
