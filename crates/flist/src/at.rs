@@ -16,8 +16,18 @@ pub const WHOLE_PATH_MAX: usize = 4000;
 
 /// Where a path lives: a directory (the current one for short paths) and a name in it.
 pub struct At<'p> {
-    dir: Option<OwnedFd>,
+    dir: Dir<'p>,
     name: Cow<'p, [u8]>,
+}
+
+/// The directory of an [`At`].
+enum Dir<'p> {
+    /// The current directory (the name is the whole path).
+    Cwd,
+    /// The parent of a long path, opened for this `At`.
+    Owned(OwnedFd),
+    /// A directory the caller holds open.
+    Borrowed(BorrowedFd<'p>),
 }
 
 impl<'p> At<'p> {
@@ -25,7 +35,7 @@ impl<'p> At<'p> {
     pub fn new(path: &'p [u8]) -> io::Result<At<'p>> {
         if path.len() < WHOLE_PATH_MAX {
             return Ok(At {
-                dir: None,
+                dir: Dir::Cwd,
                 name: Cow::Borrowed(path),
             });
         }
@@ -34,9 +44,18 @@ impl<'p> At<'p> {
         let dir =
             crate::walk::open_long(parent, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
         Ok(At {
-            dir: Some(dir),
+            dir: Dir::Owned(dir),
             name: Cow::Borrowed(&path[cut + 1..]),
         })
+    }
+
+    /// The entry `name` (one component) of the open directory `dir`: calls on it look up one
+    /// component instead of a whole path.
+    pub fn in_dir(dir: BorrowedFd<'p>, name: &'p [u8]) -> At<'p> {
+        At {
+            dir: Dir::Borrowed(dir),
+            name: Cow::Borrowed(name),
+        }
     }
 
     /// `op(dir, name)` for `path`, with the system's error code (for callers working in
@@ -52,8 +71,9 @@ impl<'p> At<'p> {
     /// The directory to pass to `*at` calls.
     pub fn dir(&self) -> BorrowedFd<'_> {
         match &self.dir {
-            Some(fd) => fd.as_fd(),
-            None => CWD,
+            Dir::Owned(fd) => fd.as_fd(),
+            Dir::Borrowed(fd) => *fd,
+            Dir::Cwd => CWD,
         }
     }
 
@@ -66,10 +86,10 @@ impl<'p> At<'p> {
     /// form (the `l*xattr` family): the path itself, or `/proc/self/fd/N/NAME`.
     pub fn short_path(&self) -> Cow<'_, [u8]> {
         match &self.dir {
-            None => Cow::Borrowed(&self.name),
-            Some(fd) => {
+            Dir::Cwd => Cow::Borrowed(&self.name),
+            Dir::Owned(_) | Dir::Borrowed(_) => {
                 use rustix::fd::AsRawFd;
-                let mut p = format!("/proc/self/fd/{}/", fd.as_raw_fd()).into_bytes();
+                let mut p = format!("/proc/self/fd/{}/", self.dir().as_raw_fd()).into_bytes();
                 p.extend_from_slice(&self.name);
                 Cow::Owned(p)
             }
@@ -112,6 +132,32 @@ mod tests {
     use std::os::unix::ffi::OsStrExt;
 
     #[test]
+    fn entries_of_an_open_directory_are_reached_by_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = rustix::fs::open(
+            tmp.path(),
+            OFlags::PATH | OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let at = At::in_dir(dir.as_fd(), b"f");
+        drop(at.open(OFlags::WRONLY | OFlags::CREATE, 0o600).unwrap());
+        assert_eq!(at.lstat().unwrap().st_mode & 0o777, 0o600);
+        assert!(tmp.path().join("f").exists());
+        let short = at.short_path().into_owned();
+        assert!(short.starts_with(b"/proc/self/fd/"));
+        rustix::fs::setxattr(
+            short.as_slice(),
+            "user.k",
+            b"v",
+            rustix::fs::XattrFlags::empty(),
+        )
+        .unwrap();
+        at.remove(false).unwrap();
+        assert!(!tmp.path().join("f").exists());
+    }
+
+    #[test]
     fn long_paths_are_reached_through_their_parent() {
         let tmp = tempfile::tempdir().unwrap();
         let mut path = tmp.path().as_os_str().as_bytes().to_vec();
@@ -128,7 +174,7 @@ mod tests {
         assert!(path.len() > 5000);
         let file = [path.as_slice(), b"/f"].concat();
         let at = At::new(&file).unwrap();
-        assert!(at.dir.is_some());
+        assert!(matches!(at.dir, Dir::Owned(_)));
         drop(at.open(OFlags::WRONLY | OFlags::CREATE, 0o600).unwrap());
         assert!(at.lstat().unwrap().st_size == 0);
         let short = at.short_path().into_owned();

@@ -204,23 +204,24 @@ pub struct Inherited {
 }
 
 impl Inherited {
-    /// What files created in the directory `dir` inherit (two system calls). `None` when that
-    /// can't be told (the caller then assumes nothing).
-    pub fn of_dir(dir: &[u8]) -> Option<Inherited> {
-        // Followed, as creating a file in it follows it.
-        let at = At::new(dir).ok()?;
-        let st = rustix::fs::statat(at.dir(), at.name(), AtFlags::empty()).ok()?;
+    /// What files created in the open directory `dir` inherit (two system calls). `None`
+    /// when that can't be told (the caller then assumes nothing).
+    pub fn of_dir(dir: BorrowedFd<'_>) -> Option<Inherited> {
+        let st = rustix::fs::fstat(dir).ok()?;
         if FileType::from_mode(st.st_mode) != FileType::Dir {
             return None;
         }
         let group = (st.st_mode & libc::S_ISGID != 0).then_some(st.st_gid);
-        let short = at.short_path();
-        let default_acl =
-            match rustix::fs::getxattr_query(short.as_ref(), "system.posix_acl_default") {
-                Ok(_) => true,
-                Err(Errno::NODATA | Errno::NOTSUP) => false,
-                Err(_) => return None,
-            };
+        // Through /proc: `dir` may be an O_PATH descriptor, which the f*xattr calls refuse.
+        let proc = At::in_dir(dir, b"");
+        let default_acl = match rustix::fs::getxattr_query(
+            proc.short_path().as_ref(),
+            "system.posix_acl_default",
+        ) {
+            Ok(_) => true,
+            Err(Errno::NODATA | Errno::NOTSUP) => false,
+            Err(_) => return None,
+        };
         Some(Inherited { group, default_acl })
     }
 }

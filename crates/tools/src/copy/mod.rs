@@ -605,7 +605,7 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
             let made = At::new(&dst).and_then(|a| {
                 let fd = cx
                     .stripes
-                    .create(&a, &dst, c.file_size, cs, OFlags::empty(), 0o600)?
+                    .create(&a, &dst, c.file_size, cs, OFlags::empty(), 0o600, false)?
                     .fd;
                 // Sparse copies skip holes, so the size must be set here. Dense copies let the
                 // chunks extend the file: filling a pre-sized file is slower on ext4 (its
@@ -647,7 +647,7 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
         let mut scratch = Scratch {
             buf: Buffer::new(opts.data.bufsize),
             other: None,
-            parent: None,
+            dirs: OpenDirs::default(),
         };
         for c in batch.chunks {
             worker.chunk(c, &mut scratch);
@@ -724,21 +724,62 @@ fn work_items(
 struct Scratch {
     buf: Buffer,
     other: Option<Buffer>,
-    /// A destination directory and what files created in it inherit (`None`: unknown).
-    parent: Option<(Vec<u8>, Option<meta::Inherited>)>,
+    dirs: OpenDirs,
 }
 
-impl Scratch {
-    /// What files created in `dir` inherit, looked up once per run of files in one directory.
-    fn inherited(&mut self, dir: &[u8]) -> Option<meta::Inherited> {
-        match &self.parent {
-            Some((d, i)) if d == dir => *i,
-            _ => {
-                let i = meta::Inherited::of_dir(dir);
-                self.parent = Some((dir.to_vec(), i));
-                i
-            }
+/// The source and destination directories of the files being copied, held open while a work
+/// item's files are in them (a run of files from one directory is the common case): files are
+/// opened by name in them, one component to look up instead of a whole path.
+#[derive(Default)]
+struct OpenDirs {
+    src: Option<(Vec<u8>, Option<OwnedFd>)>,
+    /// With what files created in it inherit (`None`: unknown).
+    dst: Option<(Vec<u8>, Option<OwnedFd>, Option<meta::Inherited>)>,
+    /// A destination file already existed: the item's next files are expected to exist too.
+    existing: bool,
+}
+
+impl OpenDirs {
+    /// Hold the parents of `src` and `dst` open (when absolute; a directory that can't be
+    /// opened is left to the whole-path calls, which then report the error).
+    fn enter(&mut self, src: &[u8], dst: &[u8]) {
+        let open = |path: &[u8]| {
+            path.starts_with(b"/")
+                .then(|| flist::walk::open_long(path, OFlags::PATH | OFlags::DIRECTORY).ok())
+                .flatten()
+        };
+        let src_dir = flist::path::parent(src);
+        if self.src.as_ref().is_none_or(|(d, _)| d != src_dir) {
+            self.src = Some((src_dir.to_vec(), open(src_dir)));
         }
+        let dst_dir = flist::path::parent(dst);
+        if self.dst.as_ref().is_none_or(|(d, ..)| d != dst_dir) {
+            let fd = open(dst_dir);
+            let inherited = fd.as_ref().and_then(|f| meta::Inherited::of_dir(f.as_fd()));
+            self.dst = Some((dst_dir.to_vec(), fd, inherited));
+        }
+    }
+
+    /// Where `path` (a source after [`Self::enter`]) is: by name in its open directory, or
+    /// by whole path.
+    fn src_at<'a>(&'a self, path: &'a [u8]) -> io::Result<At<'a>> {
+        match &self.src {
+            Some((_, Some(fd))) => Ok(At::in_dir(fd.as_fd(), flist::path::basename(path))),
+            _ => At::new(path),
+        }
+    }
+
+    /// As [`Self::src_at`], for the destination.
+    fn dst_at<'a>(&'a self, path: &'a [u8]) -> io::Result<At<'a>> {
+        match &self.dst {
+            Some((_, Some(fd), _)) => Ok(At::in_dir(fd.as_fd(), flist::path::basename(path))),
+            _ => At::new(path),
+        }
+    }
+
+    /// What files created in the destination directory inherit, if known.
+    fn inherited(&self) -> Option<meta::Inherited> {
+        self.dst.as_ref().and_then(|(_, _, i)| *i)
     }
 }
 
@@ -842,9 +883,9 @@ impl Worker<'_> {
         }
     }
 
-    fn open_src(&self, src: &[u8], direct: bool) -> Result<OwnedFd, ItemError> {
+    fn open_src(&self, dirs: &OpenDirs, src: &[u8], direct: bool) -> Result<OwnedFd, ItemError> {
         let err = |e: io::Error| ItemError::new(src, "open", e);
-        let at = At::new(src).map_err(err)?;
+        let at = dirs.src_at(src).map_err(err)?;
         let mut flags = OFlags::RDONLY;
         if direct {
             flags |= OFlags::DIRECT;
@@ -869,9 +910,10 @@ impl Worker<'_> {
         // destination is direct when the chunk's writes are whole blocks (all but a file's
         // unaligned tail).
         let direct = self.opts.data.direct && !self.compare;
-        let src_fd = self.open_src(&c.path, direct)?;
+        bufs.dirs.enter(&c.path, dst);
+        let src_fd = self.open_src(&bufs.dirs, &c.path, direct)?;
         let open_err = |e: io::Error| ItemError::new(dst, "open", e);
-        let at = At::new(dst).map_err(open_err)?;
+        let at = bufs.dirs.dst_at(dst).map_err(open_err)?;
         let extra = if direct && c.length % data::DIRECT_ALIGN as u64 == 0 {
             OFlags::DIRECT
         } else {
@@ -882,21 +924,20 @@ impl Worker<'_> {
         let dst_fd = if self.compare {
             at.open(OFlags::RDWR | extra, 0)
         } else if whole {
-            // Destinations are absolute; anything else is not looked into.
-            let inherited = if dst.starts_with(b"/") {
-                bufs.inherited(flist::path::parent(dst))
-            } else {
-                None
-            };
-            let (mode, would_be_right) = match inherited {
+            let (mode, would_be_right) = match bufs.dirs.inherited() {
                 Some(inherited) => self.opts.meta.create_mode(&c.meta, inherited),
                 None => (0o600, right),
             };
+            // Once a file was in the way, the rest of the item (an existing tree, a sync's
+            // updates) is truncated without trying to create it first.
+            let exclusive = !bufs.dirs.existing;
             self.stripes
-                .create(&at, dst, c.file_size, self.cs, extra, mode)
+                .create(&at, dst, c.file_size, self.cs, extra, mode, exclusive)
                 .map(|f| {
                     if f.fresh {
                         right = would_be_right;
+                    } else {
+                        bufs.dirs.existing = true;
                     }
                     f.fd
                 })

@@ -236,9 +236,11 @@ impl<'a> Striping<'a> {
     /// Create (or truncate) the regular file `dst` of `size` bytes for writing, with the
     /// layout the policy gives it on Lustre; `at` locates `dst`. Off Lustre (or where the
     /// directory's default decides) this is `open(O_WRONLY | O_CREAT | O_EXCL, mode)` with
-    /// `extra` flags, or, when something is in the way, `open(O_WRONLY | O_CREAT | O_TRUNC)`
-    /// of it. `mode` must give the owner write permission when `extra` is not empty (the file
-    /// is opened again with those flags).
+    /// `extra` flags, or, when something is in the way (or `exclusive` is false: the caller
+    /// expects files to exist), `open(O_WRONLY | O_CREAT | O_TRUNC, 0600)` of it. `mode` must
+    /// give the owner write permission when `extra` is not empty (the file is opened again
+    /// with those flags).
+    #[allow(clippy::too_many_arguments)]
     pub fn create(
         &self,
         at: &At,
@@ -247,16 +249,25 @@ impl<'a> Striping<'a> {
         chunk_size: u64,
         extra: OFlags,
         mode: u32,
+        exclusive: bool,
     ) -> io::Result<NewFile> {
         let fresh = std::cell::Cell::new(false);
-        let plain = || match at.open(OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | extra, mode) {
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => at.open(
+        let truncate = || {
+            at.open(
                 OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | extra,
                 0o600,
-            ),
-            r => {
-                fresh.set(r.is_ok());
-                r
+            )
+        };
+        let plain = || {
+            if !exclusive {
+                return truncate();
+            }
+            match at.open(OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | extra, mode) {
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => truncate(),
+                r => {
+                    fresh.set(r.is_ok());
+                    r
+                }
             }
         };
         let fd = self.create_in(at.dir(), at.name(), dst, size, chunk_size, 0, plain)?;
