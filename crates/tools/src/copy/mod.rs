@@ -21,7 +21,7 @@ pub mod remove;
 pub mod striping;
 
 use data::{Buffer, DataError, DataOptions};
-use flist::at::At;
+use flist::at::{At, ParentDir};
 use flist::chunk::{plan_striped_chunks, Chunk};
 use flist::distribute::{by_depth, hash_path};
 use flist::{FileList, FileType, ItemError, Meta};
@@ -732,54 +732,21 @@ struct Scratch {
 /// opened by name in them, one component to look up instead of a whole path.
 #[derive(Default)]
 struct OpenDirs {
-    src: Option<(Vec<u8>, Option<OwnedFd>)>,
-    /// With what files created in it inherit (`None`: unknown).
-    dst: Option<(Vec<u8>, Option<OwnedFd>, Option<meta::Inherited>)>,
+    src: ParentDir,
+    dst: ParentDir,
+    /// What files created in the destination directory inherit (`None`: unknown).
+    inherited: Option<meta::Inherited>,
     /// A destination file already existed: the item's next files are expected to exist too.
     existing: bool,
 }
 
 impl OpenDirs {
-    /// Hold the parents of `src` and `dst` open (when absolute; a directory that can't be
-    /// opened is left to the whole-path calls, which then report the error).
+    /// Hold the parents of `src` and `dst` open.
     fn enter(&mut self, src: &[u8], dst: &[u8]) {
-        let open = |path: &[u8]| {
-            path.starts_with(b"/")
-                .then(|| flist::walk::open_long(path, OFlags::PATH | OFlags::DIRECTORY).ok())
-                .flatten()
-        };
-        let src_dir = flist::path::parent(src);
-        if self.src.as_ref().is_none_or(|(d, _)| d != src_dir) {
-            self.src = Some((src_dir.to_vec(), open(src_dir)));
+        self.src.hold(flist::path::parent(src));
+        if self.dst.hold(flist::path::parent(dst)) {
+            self.inherited = self.dst.fd().and_then(meta::Inherited::of_dir);
         }
-        let dst_dir = flist::path::parent(dst);
-        if self.dst.as_ref().is_none_or(|(d, ..)| d != dst_dir) {
-            let fd = open(dst_dir);
-            let inherited = fd.as_ref().and_then(|f| meta::Inherited::of_dir(f.as_fd()));
-            self.dst = Some((dst_dir.to_vec(), fd, inherited));
-        }
-    }
-
-    /// Where `path` (a source after [`Self::enter`]) is: by name in its open directory, or
-    /// by whole path.
-    fn src_at<'a>(&'a self, path: &'a [u8]) -> io::Result<At<'a>> {
-        match &self.src {
-            Some((_, Some(fd))) => Ok(At::in_dir(fd.as_fd(), flist::path::basename(path))),
-            _ => At::new(path),
-        }
-    }
-
-    /// As [`Self::src_at`], for the destination.
-    fn dst_at<'a>(&'a self, path: &'a [u8]) -> io::Result<At<'a>> {
-        match &self.dst {
-            Some((_, Some(fd), _)) => Ok(At::in_dir(fd.as_fd(), flist::path::basename(path))),
-            _ => At::new(path),
-        }
-    }
-
-    /// What files created in the destination directory inherit, if known.
-    fn inherited(&self) -> Option<meta::Inherited> {
-        self.dst.as_ref().and_then(|(_, _, i)| *i)
     }
 }
 
@@ -885,7 +852,7 @@ impl Worker<'_> {
 
     fn open_src(&self, dirs: &OpenDirs, src: &[u8], direct: bool) -> Result<OwnedFd, ItemError> {
         let err = |e: io::Error| ItemError::new(src, "open", e);
-        let at = dirs.src_at(src).map_err(err)?;
+        let at = dirs.src.entry(src).map_err(err)?;
         let mut flags = OFlags::RDONLY;
         if direct {
             flags |= OFlags::DIRECT;
@@ -913,7 +880,7 @@ impl Worker<'_> {
         bufs.dirs.enter(&c.path, dst);
         let src_fd = self.open_src(&bufs.dirs, &c.path, direct)?;
         let open_err = |e: io::Error| ItemError::new(dst, "open", e);
-        let at = bufs.dirs.dst_at(dst).map_err(open_err)?;
+        let at = bufs.dirs.dst.entry(dst).map_err(open_err)?;
         let extra = if direct && c.length % data::DIRECT_ALIGN as u64 == 0 {
             OFlags::DIRECT
         } else {
@@ -924,7 +891,7 @@ impl Worker<'_> {
         let dst_fd = if self.compare {
             at.open(OFlags::RDWR | extra, 0)
         } else if whole {
-            let (mode, would_be_right) = match bufs.dirs.inherited() {
+            let (mode, would_be_right) = match bufs.dirs.inherited {
                 Some(inherited) => self.opts.meta.create_mode(&c.meta, inherited),
                 None => (0o600, right),
             };
