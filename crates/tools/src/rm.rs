@@ -794,6 +794,19 @@ impl Remover<'_> {
     }
 }
 
+/// `op(dir, name)` for `path`, by name in its parent held open by `parent` (see
+/// [`ParentDir`]), with the system's error code.
+fn in_parent<R>(
+    parent: &mut ParentDir,
+    path: &[u8],
+    op: impl FnOnce(BorrowedFd<'_>, &[u8]) -> Result<R, Errno>,
+) -> Result<R, Errno> {
+    let at = parent
+        .at(path)
+        .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+    op(at.dir(), at.name())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -849,17 +862,4 @@ mod tests {
             assert_eq!(out.iter().map(|o| o.2).sum::<u64>(), 1, "ranks {ranks}");
         }
     }
-}
-
-/// `op(dir, name)` for `path`, by name in its parent held open by `parent` (see
-/// [`ParentDir`]), with the system's error code.
-fn in_parent<R>(
-    parent: &mut ParentDir,
-    path: &[u8],
-    op: impl FnOnce(BorrowedFd<'_>, &[u8]) -> Result<R, Errno>,
-) -> Result<R, Errno> {
-    let at = parent
-        .at(path)
-        .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
-    op(at.dir(), at.name())
 }
