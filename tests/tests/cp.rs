@@ -852,3 +852,117 @@ fn device_nodes_without_privilege_are_skipped_not_failed() {
     assert_eq!(std::fs::read(dest.join("f")).unwrap(), b"data\n");
     assert!(!dest.join("null").exists());
 }
+
+// ---------------------------------------------------------------------------------------------
+// (7) Files created with their final mode and owner (no chown, no chmod) only where that is right
+
+/// `mfu-rs cp ARGS` as one process under `umask`.
+fn cp_with_umask(umask: u32) -> Command {
+    let mut c = Command::new("sh");
+    clean_env(&mut c);
+    c.arg("-c")
+        .arg(format!("umask {umask:03o} && exec \"$0\" \"$@\""))
+        .arg(bin())
+        .arg("cp");
+    c
+}
+
+/// A minimal default ACL (owner rwx, group and others nothing) on `dir`, in the kernel's xattr
+/// format; false when the file system has no ACLs.
+fn set_default_acl(dir: &Path) -> bool {
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for (tag, perm) in [(0x01u16, 7u16), (0x04, 0), (0x20, 0)] {
+        v.extend_from_slice(&tag.to_le_bytes());
+        v.extend_from_slice(&perm.to_le_bytes());
+        v.extend_from_slice(&u32::MAX.to_le_bytes());
+    }
+    rustix::fs::setxattr(
+        dir,
+        "system.posix_acl_default",
+        &v,
+        rustix::fs::XattrFlags::empty(),
+    )
+    .is_ok()
+}
+
+#[test]
+fn copies_get_the_source_mode_and_owner_whatever_the_directory_and_umask_give() {
+    use std::os::unix::fs::MetadataExt;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: needs root to give files away");
+        return;
+    }
+    let tmp = open_tempdir();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let files: [(&str, u32, (u32, u32)); 9] = [
+        ("plain", 0o644, (0, 0)),
+        ("private", 0o600, (0, 0)),
+        ("readonly", 0o444, (0, 0)),
+        ("wide", 0o777, (0, 0)),
+        ("setuid", 0o4755, (0, 0)),
+        ("setgid", 0o2750, (0, 0)),
+        ("sticky", 0o1644, (0, 0)),
+        ("theirs", 0o640, (1000, 1000)),
+        ("their_group", 0o664, (0, 1234)),
+    ];
+    for (name, mode, (uid, gid)) in files {
+        let p = src.join(name);
+        std::fs::write(&p, name).unwrap();
+        std::os::unix::fs::lchown(&p, Some(uid), Some(gid)).unwrap();
+        tree::chmod(&p, mode);
+    }
+    let check = |what: &str, dest: &Path, preserve: bool, umask: u32| {
+        for (name, mode, (uid, gid)) in files {
+            let st = std::fs::symlink_metadata(dest.join(name)).unwrap();
+            let (want_mode, want_ids) = if preserve {
+                (mode, (uid, gid))
+            } else {
+                (mode & 0o777 & !umask, (0, 0))
+            };
+            let got_ids = (st.uid(), st.gid());
+            assert_eq!(
+                (st.mode() & 0o7777, got_ids),
+                (want_mode, want_ids),
+                "{what}: {name}: mode {:o} owner {got_ids:?}, want {want_mode:o} {want_ids:?}",
+                st.mode() & 0o7777
+            );
+            assert_eq!(std::fs::read(dest.join(name)).unwrap(), name.as_bytes());
+        }
+    };
+    // Into a set-group-ID directory of another group (new directories and files inherit the
+    // group), then over the copy again (existing files are truncated, not created).
+    let sgid = tmp.path().join("sgid");
+    std::fs::create_dir(&sgid).unwrap();
+    std::os::unix::fs::lchown(&sgid, Some(0), Some(4321)).unwrap();
+    tree::chmod(&sgid, 0o2775);
+    for (round, umask) in [(0, 0o022), (1, 0o022), (2, 0o077)] {
+        expect_status(cp_with_umask(umask).arg("-p").arg(&src).arg(&sgid), 0);
+        check(
+            &format!("cp -p into sgid, round {round}"),
+            &sgid.join("src"),
+            true,
+            umask,
+        );
+        for (name, ..) in files {
+            let p = sgid.join("src").join(name);
+            std::os::unix::fs::lchown(&p, Some(7), Some(7)).unwrap();
+            tree::chmod(&p, 0o600);
+        }
+    }
+    let plain_dest = tmp.path().join("plain");
+    expect_status(cp_with_umask(0o027).arg(&src).arg(&plain_dest), 0);
+    check("cp (no -p) under umask 027", &plain_dest, false, 0o027);
+    // Under a default ACL, which trims new files' modes instead of the umask.
+    let acl = tmp.path().join("acl");
+    std::fs::create_dir(&acl).unwrap();
+    if set_default_acl(&acl) {
+        expect_status(cp_with_umask(0o022).arg("-p").arg(&src).arg(&acl), 0);
+        check("cp -p under a default ACL", &acl.join("src"), true, 0o022);
+        let no_p = acl.join("no_p");
+        expect_status(cp_with_umask(0o022).arg(&src).arg(&no_p), 0);
+        check("cp (no -p) under a default ACL", &no_p, false, 0o022);
+    } else {
+        eprintln!("no ACLs on {}: that part skipped", acl.display());
+    }
+}

@@ -16,8 +16,18 @@ pub const WHOLE_PATH_MAX: usize = 4000;
 
 /// Where a path lives: a directory (the current one for short paths) and a name in it.
 pub struct At<'p> {
-    dir: Option<OwnedFd>,
+    dir: Dir<'p>,
     name: Cow<'p, [u8]>,
+}
+
+/// The directory of an [`At`].
+enum Dir<'p> {
+    /// The current directory (the name is the whole path).
+    Cwd,
+    /// The parent of a long path, opened for this `At`.
+    Owned(OwnedFd),
+    /// A directory the caller holds open.
+    Borrowed(BorrowedFd<'p>),
 }
 
 impl<'p> At<'p> {
@@ -25,7 +35,7 @@ impl<'p> At<'p> {
     pub fn new(path: &'p [u8]) -> io::Result<At<'p>> {
         if path.len() < WHOLE_PATH_MAX {
             return Ok(At {
-                dir: None,
+                dir: Dir::Cwd,
                 name: Cow::Borrowed(path),
             });
         }
@@ -34,9 +44,18 @@ impl<'p> At<'p> {
         let dir =
             crate::walk::open_long(parent, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
         Ok(At {
-            dir: Some(dir),
+            dir: Dir::Owned(dir),
             name: Cow::Borrowed(&path[cut + 1..]),
         })
+    }
+
+    /// The entry `name` (one component) of the open directory `dir`: calls on it look up one
+    /// component instead of a whole path.
+    pub fn in_dir(dir: BorrowedFd<'p>, name: &'p [u8]) -> At<'p> {
+        At {
+            dir: Dir::Borrowed(dir),
+            name: Cow::Borrowed(name),
+        }
     }
 
     /// `op(dir, name)` for `path`, with the system's error code (for callers working in
@@ -52,8 +71,9 @@ impl<'p> At<'p> {
     /// The directory to pass to `*at` calls.
     pub fn dir(&self) -> BorrowedFd<'_> {
         match &self.dir {
-            Some(fd) => fd.as_fd(),
-            None => CWD,
+            Dir::Owned(fd) => fd.as_fd(),
+            Dir::Borrowed(fd) => *fd,
+            Dir::Cwd => CWD,
         }
     }
 
@@ -66,10 +86,10 @@ impl<'p> At<'p> {
     /// form (the `l*xattr` family): the path itself, or `/proc/self/fd/N/NAME`.
     pub fn short_path(&self) -> Cow<'_, [u8]> {
         match &self.dir {
-            None => Cow::Borrowed(&self.name),
-            Some(fd) => {
+            Dir::Cwd => Cow::Borrowed(&self.name),
+            Dir::Owned(_) | Dir::Borrowed(_) => {
                 use rustix::fd::AsRawFd;
-                let mut p = format!("/proc/self/fd/{}/", fd.as_raw_fd()).into_bytes();
+                let mut p = format!("/proc/self/fd/{}/", self.dir().as_raw_fd()).into_bytes();
                 p.extend_from_slice(&self.name);
                 Cow::Owned(p)
             }
@@ -106,10 +126,109 @@ impl<'p> At<'p> {
     }
 }
 
+/// The parent directory of the last path asked for, held open: entries of one directory, met
+/// one after the other (a walk's order), are reached by name in it, one component to look up
+/// instead of a whole path.
+#[derive(Default)]
+pub struct ParentDir {
+    held: Option<(Vec<u8>, Option<OwnedFd>)>,
+}
+
+impl ParentDir {
+    /// Hold the directory `dir` (absolute, normalised) open, unless it is the one held.
+    /// Returns true when it was not (a directory that can't be opened is held as "none").
+    pub fn hold(&mut self, dir: &[u8]) -> bool {
+        if self.held.as_ref().is_some_and(|(p, _)| p == dir) {
+            return false;
+        }
+        let fd = dir
+            .starts_with(b"/")
+            .then(|| crate::walk::open_long(dir, OFlags::PATH | OFlags::DIRECTORY).ok())
+            .flatten();
+        self.held = Some((dir.to_vec(), fd));
+        true
+    }
+
+    /// Where `path` is: by name in the directory held, if that is its parent, or as
+    /// [`At::new`] gives it (relative paths, and parents that can't be opened: the call on the
+    /// whole path then reports the error).
+    pub fn entry<'a>(&'a self, path: &'a [u8]) -> io::Result<At<'a>> {
+        match &self.held {
+            Some((p, Some(fd))) if path != b"/" && p == crate::path::parent(path) => {
+                Ok(At::in_dir(fd.as_fd(), crate::path::basename(path)))
+            }
+            _ => At::new(path),
+        }
+    }
+
+    /// [`Self::hold`] the parent of `path`, then its [`Self::entry`].
+    pub fn at<'a>(&'a mut self, path: &'a [u8]) -> io::Result<At<'a>> {
+        self.hold(crate::path::parent(path));
+        self.entry(path)
+    }
+
+    /// The directory held open, if any.
+    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.held
+            .as_ref()
+            .and_then(|(_, fd)| fd.as_ref().map(|f| f.as_fd()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn entries_of_an_open_directory_are_reached_by_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = rustix::fs::open(
+            tmp.path(),
+            OFlags::PATH | OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let at = At::in_dir(dir.as_fd(), b"f");
+        drop(at.open(OFlags::WRONLY | OFlags::CREATE, 0o600).unwrap());
+        assert_eq!(at.lstat().unwrap().st_mode & 0o777, 0o600);
+        assert!(tmp.path().join("f").exists());
+        let short = at.short_path().into_owned();
+        assert!(short.starts_with(b"/proc/self/fd/"));
+        rustix::fs::setxattr(
+            short.as_slice(),
+            "user.k",
+            b"v",
+            rustix::fs::XattrFlags::empty(),
+        )
+        .unwrap();
+        at.remove(false).unwrap();
+        assert!(!tmp.path().join("f").exists());
+    }
+
+    #[test]
+    fn a_held_parent_serves_its_entries_and_follows_the_paths() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().as_os_str().as_bytes().to_vec();
+        for d in ["a", "b"] {
+            std::fs::create_dir(tmp.path().join(d)).unwrap();
+            std::fs::write(tmp.path().join(d).join("f"), d).unwrap();
+        }
+        let mut parent = ParentDir::default();
+        for d in ["a", "a", "b", "missing"] {
+            let path = [base.as_slice(), b"/", d.as_bytes(), b"/f"].concat();
+            let at = parent.at(&path).unwrap();
+            match d {
+                "missing" => assert!(at.lstat().is_err()),
+                _ => assert_eq!(at.lstat().unwrap().st_size, 1, "{d}"),
+            }
+        }
+        assert!(
+            parent.fd().is_none(),
+            "a parent that can't be opened is not held"
+        );
+        assert!(parent.at(b"relative/f").unwrap().lstat().is_err());
+    }
 
     #[test]
     fn long_paths_are_reached_through_their_parent() {
@@ -128,7 +247,7 @@ mod tests {
         assert!(path.len() > 5000);
         let file = [path.as_slice(), b"/f"].concat();
         let at = At::new(&file).unwrap();
-        assert!(at.dir.is_some());
+        assert!(matches!(at.dir, Dir::Owned(_)));
         drop(at.open(OFlags::WRONLY | OFlags::CREATE, 0o600).unwrap());
         assert!(at.lstat().unwrap().st_size == 0);
         let short = at.short_path().into_owned();

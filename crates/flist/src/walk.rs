@@ -49,6 +49,11 @@ pub struct WalkOptions<'a> {
     /// read from a directory). `rm --aggressive` unlinks files here, while their directory is
     /// open, instead of listing them for later.
     pub visit: Option<&'a Visit<'a>>,
+    /// Stat walks: read the passwd and group databases into the list's
+    /// [`FileList::users`]/[`FileList::groups`] (needed to print names, sort by them or write
+    /// v4 lists). Reading them goes through NSS, which costs about a millisecond, more with a
+    /// directory service: a tool that needs no names leaves the tables empty.
+    pub id_tables: bool,
 }
 
 /// The entry hook of [`WalkOptions::visit`]: `(dir, name, path, kind) -> consumed`.
@@ -64,6 +69,7 @@ impl Default for WalkOptions<'_> {
             stop: None,
             progress: None,
             visit: None,
+            id_tables: true,
         }
     }
 }
@@ -158,7 +164,7 @@ pub fn walk(comm: &dyn Comm, roots: &[Vec<u8>], opts: &WalkOptions) -> Walked {
     let mut list = list.into_inner().expect("walk list");
     let errors = errors.into_inner().expect("walk errors");
     list.shrink_to_fit();
-    if opts.detail == Detail::Stat {
+    if opts.detail == Detail::Stat && opts.id_tables {
         (list.users, list.groups) = system_tables(comm);
     }
     let mut counts = [errors.len() as u64, list.len() as u64];

@@ -27,6 +27,13 @@ const TAG_TOKEN: Tag = 104;
 const TAG_DONE: Tag = 105;
 const TAG_PROGRESS: Tag = 106;
 
+/// Longest wait of a lone rank's main thread for a batch to end: how late it may notice the
+/// stop flag or a progress tick.
+const ALONE_WAIT: Duration = Duration::from_millis(20);
+
+/// Longest wait for a batch to end while peers may be asking for work (200 µs).
+const PEER_POLL: Duration = Duration::from_micros(200);
+
 /// Bytes of encoded items in one steal reply, at most (64 MiB; the rest stays for later thieves).
 const STEAL_REPLY_BYTES: usize = 64 << 20;
 
@@ -126,17 +133,21 @@ where
     T: WorkItem,
     F: Fn(T, &mut Vec<T>) + Sync,
 {
+    let mut initial: VecDeque<T> = initial.into();
+    let inline = if comm.size() == 1 {
+        start_inline(&mut initial, &work, config.stop)
+    } else {
+        0
+    };
     let mut state = Rank {
         comm,
         rank: comm.rank(),
         size: comm.size(),
-        local: initial.into(),
+        local: initial,
         inflight: 0,
-        max_inflight: if config.max_inflight == 0 {
-            2 * rayon::current_num_threads()
-        } else {
-            config.max_inflight
-        },
+        // Only read when there is work left (a lone rank that finished inline never starts
+        // the rayon pool).
+        max_inflight: config.max_inflight,
         max_batch: config.max_batch.max(1),
         rng: SmallRng::seed_from_u64(
             config.seed ^ (comm.rank() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -147,7 +158,7 @@ where
         token: None,
         token_round_started: false,
         done: false,
-        processed: 0,
+        processed: inline,
         dropped: 0,
         steals: 0,
         progress: config.progress,
@@ -162,7 +173,17 @@ where
             count: 0,
         });
     }
+    if state.size == 1 && state.local.is_empty() {
+        state.check_stop();
+        return state.outcome();
+    }
+    if state.max_inflight == 0 {
+        state.max_inflight = 2 * rayon::current_num_threads();
+    }
     let (done_tx, done_rx) = crossbeam_channel::unbounded::<BatchResult<T>>();
+    // Workers unpark this thread when a batch ends: it sleeps in the kernel while batches run
+    // instead of competing with the workers for the cores.
+    let main_thread = std::thread::current();
     let work = &work;
     rayon::in_place_scope(|scope| {
         let mut idle_spins: u32 = 0;
@@ -181,6 +202,7 @@ where
                 let batch: Vec<T> = state.local.drain(at..).collect();
                 state.inflight += 1;
                 let tx = done_tx.clone();
+                let waker = main_thread.clone();
                 scope.spawn(move |_| {
                     let n = batch.len() as u64;
                     // A panicking item must not leave the loop waiting for this batch forever:
@@ -194,6 +216,7 @@ where
                     }));
                     // The receiver outlives the scope; a failed send means the loop is gone.
                     let _ = tx.send((n, result));
+                    waker.unpark();
                 });
                 progressed = true;
             }
@@ -213,20 +236,45 @@ where
             } else {
                 idle_spins = idle_spins.saturating_add(1);
                 if state.inflight > 0 {
-                    // Wake as soon as a batch ends, but keep answering peers.
-                    if let Ok((n, result)) = done_rx.recv_timeout(Duration::from_micros(200)) {
-                        state.finish_batch(n, result);
-                    }
-                } else if idle_spins > 16 {
-                    std::thread::sleep(Duration::from_micros((idle_spins as u64 * 10).min(500)));
+                    // Wake as soon as a batch ends (the worker unparks us; an unpark that comes
+                    // first is not lost). Alone, nobody else needs an answer: wait long,
+                    // bounded only for the stop flag and progress ticks. With peers, wake
+                    // often enough to answer their steal requests and the token.
+                    std::thread::park_timeout(if state.size == 1 {
+                        ALONE_WAIT
+                    } else {
+                        PEER_POLL
+                    });
                 } else {
-                    std::thread::yield_now();
+                    // Waiting for a steal reply or the token: sleep, longer the longer idle.
+                    std::thread::sleep(Duration::from_micros(
+                        (u64::from(idle_spins) * 10).min(500),
+                    ));
                 }
             }
         }
     });
     state.drain();
     state.outcome()
+}
+
+/// A lone rank processes items on its own thread while there is only one (a walk's root, a
+/// chain of single subdirectories): nothing could run beside it, and a walk of an empty or
+/// tiny tree then finishes without starting the rayon pool's threads. Returns, with two or
+/// more items queued or none, how many it processed.
+fn start_inline<T, F>(items: &mut VecDeque<T>, work: &F, stop: Option<&AtomicBool>) -> u64
+where
+    F: Fn(T, &mut Vec<T>),
+{
+    let mut spawned = Vec::new();
+    let mut processed = 0;
+    while items.len() == 1 && !stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+        let item = items.pop_front().expect("one item");
+        work(item, &mut spawned);
+        processed += 1;
+        items.extend(spawned.drain(..));
+    }
+    processed
 }
 
 /// Items a batch processed, and what it spawned (or the panic that stopped it).
@@ -424,7 +472,7 @@ impl<T: WorkItem> Rank<'_, T> {
         }
         while self.outstanding_request {
             if !self.poll_messages() {
-                std::thread::yield_now();
+                std::thread::sleep(Duration::from_micros(20));
             }
         }
         {
@@ -448,7 +496,7 @@ impl<T: WorkItem> Rank<'_, T> {
                         }
                         missing -= 1;
                     }
-                    None => std::thread::yield_now(),
+                    None => std::thread::sleep(Duration::from_micros(20)),
                 }
             }
         }

@@ -165,3 +165,41 @@ fn a_panicking_item_panics_the_rank_instead_of_hanging() {
     });
     assert!(r.is_err());
 }
+
+/// A lone rank runs single items on its own thread (a chain of one-child items), then the
+/// fan-out below on the pool: still every item once, and a stop inside the chain drops the rest.
+#[test]
+fn a_lone_rank_runs_a_chain_inline_then_fans_out() {
+    const CHAIN: u64 = 100;
+    let limit = 3000;
+    let counts: Vec<AtomicU8> = (0..CHAIN + limit).map(|_| AtomicU8::new(0)).collect();
+    let out = local::run(1, |c| {
+        queue::run(c, &Config::default(), vec![0u64], |id, s| {
+            assert_eq!(counts[id as usize].fetch_add(1, Ordering::Relaxed), 0);
+            if id < CHAIN {
+                s.push(id + 1);
+            } else {
+                s.extend(children(id - CHAIN, limit).map(|c| c + CHAIN));
+            }
+        })
+    });
+    let want = CHAIN + limit;
+    assert_eq!(out[0].processed, want);
+    assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+
+    let stop = AtomicBool::new(false);
+    let out = local::run(1, |c| {
+        let cfg = Config {
+            stop: Some(&stop),
+            ..Config::default()
+        };
+        queue::run(c, &cfg, vec![0u64], |id, s| {
+            if id == 50 {
+                stop.store(true, Ordering::Relaxed);
+            }
+            s.push(id + 1);
+        })
+    });
+    assert!(out[0].interrupted);
+    assert_eq!((out[0].processed, out[0].dropped), (51, 1));
+}

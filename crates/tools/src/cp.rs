@@ -185,8 +185,15 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
             Err(e) => return usage(e),
         },
         None => {
-            let walked =
-                transfer::walk_sources(comm, "cp", &roots, args.dereference, &walk_progress);
+            // cp writes no lists and prints no names.
+            let walked = transfer::walk_sources_named(
+                comm,
+                "cp",
+                &roots,
+                args.dereference,
+                &walk_progress,
+                false,
+            );
             if !walked.complete {
                 status = Status::ItemsFailed;
             }

@@ -21,7 +21,7 @@ use crate::output::print_in_rank_order;
 use crate::regex_select::RegexSelector;
 use crate::status::Status;
 use clap::Args;
-use flist::at::At;
+use flist::at::{At, ParentDir};
 use flist::distribute::{by_depth, hash_path, remap, spread};
 use flist::io::{self, Format};
 use flist::path::{display, normalize, parent};
@@ -516,8 +516,11 @@ impl Remover<'_> {
     }
 
     fn unlink_batch(&self, chunk: &FileList) {
+        let mut parent = ParentDir::default();
         for e in chunk.iter() {
-            match At::with(e.path, |d, n| rustix::fs::unlinkat(d, n, AtFlags::empty())) {
+            match in_parent(&mut parent, e.path, |d, n| {
+                rustix::fs::unlinkat(d, n, AtFlags::empty())
+            }) {
                 Ok(()) => {
                     self.files.fetch_add(1, Ordering::Relaxed);
                     self.note_removed(e);
@@ -537,12 +540,13 @@ impl Remover<'_> {
         blocked: &HashSet<Vec<u8>>,
         failed_here: &Mutex<Vec<u8>>,
     ) {
+        let mut parent = ParentDir::default();
         for e in chunk.iter() {
             if blocked.contains(e.path) {
                 self.held.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            match At::with(e.path, |d, n| {
+            match in_parent(&mut parent, e.path, |d, n| {
                 rustix::fs::unlinkat(d, n, AtFlags::REMOVEDIR)
             }) {
                 Ok(()) => {
@@ -788,6 +792,19 @@ impl Remover<'_> {
         }
         status.agree(comm)
     }
+}
+
+/// `op(dir, name)` for `path`, by name in its parent held open by `parent` (see
+/// [`ParentDir`]), with the system's error code.
+fn in_parent<R>(
+    parent: &mut ParentDir,
+    path: &[u8],
+    op: impl FnOnce(BorrowedFd<'_>, &[u8]) -> Result<R, Errno>,
+) -> Result<R, Errno> {
+    let at = parent
+        .at(path)
+        .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+    op(at.dir(), at.name())
 }
 
 #[cfg(test)]

@@ -176,12 +176,15 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     let walk_progress = args.common.progress(comm.rank(), "Walked");
     let map = Mapping::new(vec![(src.clone(), dest.clone())]);
     let dest_map = Mapping::new(vec![(dest.clone(), dest.clone())]);
-    let walked = transfer::walk_sources(
+    // Names only for the lists that --output writes.
+    let names = !args.output.is_empty();
+    let walked = transfer::walk_sources_named(
         comm,
         "sync",
         std::slice::from_ref(&src),
         args.dereference,
         &walk_progress,
+        names,
     );
     let src_complete = walked.complete;
     if !walked.complete {
@@ -189,12 +192,13 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     }
     let mut src_list = walked.list;
     let mut dest_list = if dest_exists {
-        let walked = transfer::walk_sources(
+        let walked = transfer::walk_sources_named(
             comm,
             "sync",
             std::slice::from_ref(&dest),
             false,
             &walk_progress,
+            names,
         );
         if !walked.complete {
             status = Status::ItemsFailed;

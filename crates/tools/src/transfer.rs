@@ -108,11 +108,25 @@ pub fn walk_sources(
     dereference: bool,
     progress: &Progress,
 ) -> Walked {
+    walk_sources_named(comm, tool, roots, dereference, progress, true)
+}
+
+/// [`walk_sources`], with the user and group names in the list only if `names` (see
+/// [`WalkOptions::id_tables`]: only printing names and writing v4 lists need them).
+pub fn walk_sources_named(
+    comm: &dyn Comm,
+    tool: &str,
+    roots: &[Vec<u8>],
+    dereference: bool,
+    progress: &Progress,
+    names: bool,
+) -> Walked {
     let opts = WalkOptions {
         detail: Detail::Stat,
         dereference,
         stop: Some(steal::signals::stop_flag()),
         progress: Some(progress),
+        id_tables: names,
         ..WalkOptions::default()
     };
     let walked = walk(comm, roots, &opts);

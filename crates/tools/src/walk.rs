@@ -128,6 +128,8 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
                 stop: Some(steal::signals::stop_flag()),
                 progress: Some(&progress),
                 visit: None,
+                // Names are printed, sorted by or written to v4 lists; a summary needs none.
+                id_tables: args.print || args.output.is_some() || args.sort.is_some(),
             };
             let walked = walk(comm, &roots, &opts);
             for e in &walked.errors {

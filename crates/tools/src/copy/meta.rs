@@ -40,6 +40,9 @@ pub struct MetaOptions {
     pub root: bool,
     /// Names `/etc/xattr.conf` says to skip (for [`XattrPolicy::Libattr`]).
     pub libattr_skip: Vec<globset::GlobMatcher>,
+    /// The owner and group a new file gets (the effective ids), unless its directory is
+    /// set-group-ID.
+    pub creator: (u32, u32),
 }
 
 impl MetaOptions {
@@ -52,6 +55,10 @@ impl MetaOptions {
             xattrs,
             umask: umask.bits(),
             root: rustix::process::geteuid().is_root(),
+            creator: (
+                rustix::process::geteuid().as_raw(),
+                rustix::process::getegid().as_raw(),
+            ),
             libattr_skip: if xattrs == XattrPolicy::Libattr {
                 libattr_skips()
             } else {
@@ -176,21 +183,94 @@ pub fn timestamps(m: &Meta) -> Timestamps {
     }
 }
 
-/// Apply `meta` (of the source `src`) to the open regular file `fd` at `dst`: xattrs, owner,
-/// mode and times as `opts` says.
+/// What a file this run just created already has right, so [`apply_fd`] need not set it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AlreadyRight {
+    /// Owner and group are the source's.
+    pub owner: bool,
+    /// The permission bits are the source's (as [`MetaOptions::mode_of`] gives them) and
+    /// there are no set-id or sticky bits.
+    pub mode: bool,
+}
+
+/// What a new file created in a directory inherits from it, besides the creator's ids and
+/// the umask.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Inherited {
+    /// The directory is set-group-ID: new files get its group (this one).
+    pub group: Option<u32>,
+    /// The directory has a default ACL: it, not the umask, trims a new file's mode.
+    pub default_acl: bool,
+}
+
+impl Inherited {
+    /// What files created in the open directory `dir` inherit (two system calls). `None`
+    /// when that can't be told (the caller then assumes nothing).
+    pub fn of_dir(dir: BorrowedFd<'_>) -> Option<Inherited> {
+        let st = rustix::fs::fstat(dir).ok()?;
+        if FileType::from_mode(st.st_mode) != FileType::Dir {
+            return None;
+        }
+        let group = (st.st_mode & libc::S_ISGID != 0).then_some(st.st_gid);
+        // Through /proc: `dir` may be an O_PATH descriptor, which the f*xattr calls refuse.
+        let proc = At::in_dir(dir, b"");
+        let default_acl = match rustix::fs::getxattr_query(
+            proc.short_path().as_ref(),
+            "system.posix_acl_default",
+        ) {
+            Ok(_) => true,
+            Err(Errno::NODATA | Errno::NOTSUP) => false,
+            Err(_) => return None,
+        };
+        Some(Inherited { group, default_acl })
+    }
+}
+
+impl MetaOptions {
+    /// The mode to create a copy of `meta` with in a directory that gives `inherited`, and
+    /// what the new file then already has right. Ownership is right when the creator's ids
+    /// ([`Self::creator`], or the directory's set-group-ID group) are the source's. The final
+    /// mode is used only when creating with it gives exactly it (no set-id or sticky bits,
+    /// which `chown` would clear and the umask may not allow; nothing the umask or a default
+    /// ACL trims) and, while the owner is still to be changed, only with no group or other
+    /// bits (so that no one else reads the data before the owner is set).
+    pub fn create_mode(&self, meta: &Meta, inherited: Inherited) -> (u32, AlreadyRight) {
+        let (euid, egid) = self.creator;
+        let owner =
+            !self.preserve || (meta.uid == euid && meta.gid == inherited.group.unwrap_or(egid));
+        let want = self.mode_of(meta.mode);
+        let mode_ok = want & 0o7000 == 0
+            && want & 0o200 != 0
+            && want & !self.umask == want
+            && !inherited.default_acl
+            && (owner || want & 0o077 == 0);
+        if mode_ok {
+            (want, AlreadyRight { owner, mode: true })
+        } else {
+            (0o600, AlreadyRight { owner, mode: false })
+        }
+    }
+}
+
+/// Apply `meta` (of the source `src`, open as `src_fd`) to the open regular file `fd` at
+/// `dst`: xattrs, owner, mode and times as `opts` says, but not what is `right` already.
 pub fn apply_fd(
     fd: BorrowedFd<'_>,
-    src: &[u8],
-    dst: &[u8],
+    src_fd: BorrowedFd<'_>,
+    (src, dst): (&[u8], &[u8]),
     meta: &Meta,
     opts: &MetaOptions,
+    mut right: AlreadyRight,
 ) -> Result<(), ItemError> {
     let err = |op: &'static str| move |e: Errno| ItemError::new(dst, op, e.into());
     if opts.xattrs != XattrPolicy::None {
-        copy_xattrs(src, Target::Fd(fd), opts)
-            .map_err(|(op, p, e)| ItemError::new(p.unwrap_or(dst), op, e))?;
+        let xattrs = read_xattrs_from(Source::Fd(src_fd), opts)
+            .map_err(|(op, e)| ItemError::new(src, op, e))?;
+        write_xattrs(Target::Fd(fd), &xattrs).map_err(|e| ItemError::new(dst, "set xattr", e))?;
+        // An access ACL sets the group bits to its mask: the mode is set again after it.
+        right.mode &= xattrs.is_empty();
     }
-    if opts.preserve {
+    if opts.preserve && !right.owner {
         chown_tolerant(
             rustix::fs::fchown(
                 fd,
@@ -201,7 +281,10 @@ pub fn apply_fd(
         )
         .map_err(err("chown"))?;
     }
-    rustix::fs::fchmod(fd, Mode::from_raw_mode(opts.mode_of(meta.mode))).map_err(err("chmod"))?;
+    if !right.mode {
+        rustix::fs::fchmod(fd, Mode::from_raw_mode(opts.mode_of(meta.mode)))
+            .map_err(err("chmod"))?;
+    }
     if opts.preserve {
         rustix::fs::futimens(fd, &timestamps(meta)).map_err(err("set times"))?;
     }
@@ -281,6 +364,12 @@ type XattrError<'a> = (&'static str, Option<&'a [u8]>, io::Error);
 /// One extended attribute: (name, value).
 pub type Xattr = (Vec<u8>, Vec<u8>);
 
+/// Where extended attributes are read: an open file, or a path (not followed).
+enum Source<'a> {
+    Fd(BorrowedFd<'a>),
+    Path(&'a [u8]),
+}
+
 /// The extended attributes of `path` (not followed) that `opts` wants. A file system without
 /// xattrs has none; an attribute removed between listing and reading is left out.
 pub fn read_xattrs(
@@ -288,11 +377,21 @@ pub fn read_xattrs(
     opts: &MetaOptions,
 ) -> Result<Vec<Xattr>, (&'static str, io::Error)> {
     let at = At::new(path).map_err(|e| ("open parent", e))?;
-    let path = at.short_path();
+    read_xattrs_from(Source::Path(&at.short_path()), opts)
+}
+
+fn read_xattrs_from(
+    src: Source<'_>,
+    opts: &MetaOptions,
+) -> Result<Vec<Xattr>, (&'static str, io::Error)> {
     let err = |op: &'static str| move |e: Errno| (op, io::Error::from(e));
     let mut names = vec![0u8; 1024];
     let n = loop {
-        match rustix::fs::llistxattr(path.as_ref(), &mut names[..]) {
+        let listed = match src {
+            Source::Fd(fd) => rustix::fs::flistxattr(fd, &mut names[..]),
+            Source::Path(p) => rustix::fs::llistxattr(p, &mut names[..]),
+        };
+        match listed {
             Ok(n) => break n,
             Err(Errno::RANGE) => names.resize(names.len() * 4, 0),
             Err(Errno::NOTSUP) => return Ok(Vec::new()),
@@ -306,7 +405,11 @@ pub fn read_xattrs(
             continue;
         }
         let len = loop {
-            match rustix::fs::lgetxattr(path.as_ref(), name, &mut value[..]) {
+            let got = match src {
+                Source::Fd(fd) => rustix::fs::fgetxattr(fd, name, &mut value[..]),
+                Source::Path(p) => rustix::fs::lgetxattr(p, name, &mut value[..]),
+            };
+            match got {
                 Ok(len) => break Some(len),
                 Err(Errno::RANGE) => value.resize(value.len() * 4, 0),
                 // Vanished between list and get.
@@ -378,6 +481,64 @@ mod tests {
         let o = MetaOptions::new(true, XattrPolicy::All);
         assert!(o.wants_xattr(b"trusted.som"));
         assert!(o.wants_xattr(b"user.lov"));
+    }
+
+    #[test]
+    fn files_are_created_with_their_final_mode_only_when_that_gives_it() {
+        let mut o = MetaOptions::new(true, XattrPolicy::None);
+        (o.umask, o.creator) = (0o022, (0, 0));
+        let meta = |mode: u32, uid: u32, gid: u32| Meta {
+            mode: 0o100000 | mode,
+            uid,
+            gid,
+            ..Meta::default()
+        };
+        let plain = Inherited::default();
+        let right = |owner, mode| AlreadyRight { owner, mode };
+        assert_eq!(
+            o.create_mode(&meta(0o644, 0, 0), plain),
+            (0o644, right(true, true))
+        );
+        // The umask would trim it; set-id and sticky bits; no owner write.
+        for m in [0o666, 0o4755, 0o2755, 0o1644, 0o444] {
+            assert_eq!(
+                o.create_mode(&meta(m, 0, 0), plain),
+                (0o600, right(true, false))
+            );
+        }
+        // Owner to change: the final mode at once only if nobody else may read.
+        assert_eq!(
+            o.create_mode(&meta(0o644, 5, 0), plain),
+            (0o600, right(false, false))
+        );
+        assert_eq!(
+            o.create_mode(&meta(0o600, 5, 0), plain),
+            (0o600, right(false, true))
+        );
+        // A set-group-ID directory gives its group; a default ACL overrides the umask.
+        let sgid = Inherited {
+            group: Some(7),
+            default_acl: false,
+        };
+        assert_eq!(o.create_mode(&meta(0o644, 0, 7), sgid).1, right(true, true));
+        assert_eq!(
+            o.create_mode(&meta(0o644, 0, 0), sgid).1,
+            right(false, false)
+        );
+        let acl = Inherited {
+            group: None,
+            default_acl: true,
+        };
+        assert_eq!(
+            o.create_mode(&meta(0o644, 0, 0), acl),
+            (0o600, right(true, false))
+        );
+        // Without -p the owner is the creator's and the mode is trimmed by the umask anyway.
+        o.preserve = false;
+        assert_eq!(
+            o.create_mode(&meta(0o666, 5, 5), plain),
+            (0o644, right(true, true))
+        );
     }
 
     #[test]

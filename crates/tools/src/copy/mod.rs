@@ -21,7 +21,7 @@ pub mod remove;
 pub mod striping;
 
 use data::{Buffer, DataError, DataOptions};
-use flist::at::At;
+use flist::at::{At, ParentDir};
 use flist::chunk::{plan_striped_chunks, Chunk};
 use flist::distribute::{by_depth, hash_path};
 use flist::{FileList, FileType, ItemError, Meta};
@@ -605,7 +605,8 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
             let made = At::new(&dst).and_then(|a| {
                 let fd = cx
                     .stripes
-                    .create(&a, &dst, c.file_size, cs, OFlags::empty())?;
+                    .create(&a, &dst, c.file_size, cs, OFlags::empty(), 0o600, false)?
+                    .fd;
                 // Sparse copies skip holes, so the size must be set here. Dense copies let the
                 // chunks extend the file: filling a pre-sized file is slower on ext4 (its
                 // unwritten extents are converted piece by piece).
@@ -643,9 +644,13 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
         stripes: cx.stripes,
     };
     let outcome = queue::run(comm, &cfg, items, |batch: Batch, _| {
-        let mut bufs = (Buffer::new(opts.data.bufsize), None);
+        let mut scratch = Scratch {
+            buf: Buffer::new(opts.data.bufsize),
+            other: None,
+            dirs: OpenDirs::default(),
+        };
         for c in batch.chunks {
-            worker.chunk(c, &mut bufs);
+            worker.chunk(c, &mut scratch);
         }
     });
     let split = std::mem::take(&mut *pending.lock().expect("pending"));
@@ -714,6 +719,37 @@ fn work_items(
     items
 }
 
+/// What one work item's chunks share: buffers, and what the last destination directory
+/// gives new files.
+struct Scratch {
+    buf: Buffer,
+    other: Option<Buffer>,
+    dirs: OpenDirs,
+}
+
+/// The source and destination directories of the files being copied, held open while a work
+/// item's files are in them (a run of files from one directory is the common case): files are
+/// opened by name in them, one component to look up instead of a whole path.
+#[derive(Default)]
+struct OpenDirs {
+    src: ParentDir,
+    dst: ParentDir,
+    /// What files created in the destination directory inherit (`None`: unknown).
+    inherited: Option<meta::Inherited>,
+    /// A destination file already existed: the item's next files are expected to exist too.
+    existing: bool,
+}
+
+impl OpenDirs {
+    /// Hold the parents of `src` and `dst` open.
+    fn enter(&mut self, src: &[u8], dst: &[u8]) {
+        self.src.hold(flist::path::parent(src));
+        if self.dst.hold(flist::path::parent(dst)) {
+            self.inherited = self.dst.fd().and_then(meta::Inherited::of_dir);
+        }
+    }
+}
+
 struct Worker<'a> {
     map: &'a Mapping,
     opts: &'a CopyOptions<'a>,
@@ -725,7 +761,7 @@ struct Worker<'a> {
 }
 
 impl Worker<'_> {
-    fn chunk(&self, c: Chunk, bufs: &mut (Buffer, Option<Buffer>)) {
+    fn chunk(&self, c: Chunk, bufs: &mut Scratch) {
         let dst = self.map.dest(&c.path);
         let whole = c.file_size <= self.cs;
         let result = self.copy_chunk(&c, &dst, whole, bufs);
@@ -814,9 +850,9 @@ impl Worker<'_> {
         }
     }
 
-    fn open_src(&self, src: &[u8], direct: bool) -> Result<OwnedFd, ItemError> {
+    fn open_src(&self, dirs: &OpenDirs, src: &[u8], direct: bool) -> Result<OwnedFd, ItemError> {
         let err = |e: io::Error| ItemError::new(src, "open", e);
-        let at = At::new(src).map_err(err)?;
+        let at = dirs.src.entry(src).map_err(err)?;
         let mut flags = OFlags::RDONLY;
         if direct {
             flags |= OFlags::DIRECT;
@@ -835,24 +871,43 @@ impl Worker<'_> {
         c: &Chunk,
         dst: &[u8],
         whole: bool,
-        bufs: &mut (Buffer, Option<Buffer>),
+        bufs: &mut Scratch,
     ) -> Result<u64, ItemError> {
         // O_DIRECT (-s) for plain copies only: comparing reads exact, unaligned ranges. The
         // destination is direct when the chunk's writes are whole blocks (all but a file's
         // unaligned tail).
         let direct = self.opts.data.direct && !self.compare;
-        let src_fd = self.open_src(&c.path, direct)?;
+        bufs.dirs.enter(&c.path, dst);
+        let src_fd = self.open_src(&bufs.dirs, &c.path, direct)?;
         let open_err = |e: io::Error| ItemError::new(dst, "open", e);
-        let at = At::new(dst).map_err(open_err)?;
+        let at = bufs.dirs.dst.entry(dst).map_err(open_err)?;
         let extra = if direct && c.length % data::DIRECT_ALIGN as u64 == 0 {
             OFlags::DIRECT
         } else {
             OFlags::empty()
         };
+        // A file created here with its final mode and owner needs neither chown nor chmod.
+        let mut right = meta::AlreadyRight::default();
         let dst_fd = if self.compare {
             at.open(OFlags::RDWR | extra, 0)
         } else if whole {
-            self.stripes.create(&at, dst, c.file_size, self.cs, extra)
+            let (mode, would_be_right) = match bufs.dirs.inherited {
+                Some(inherited) => self.opts.meta.create_mode(&c.meta, inherited),
+                None => (0o600, right),
+            };
+            // Once a file was in the way, the rest of the item (an existing tree, a sync's
+            // updates) is truncated without trying to create it first.
+            let exclusive = !bufs.dirs.existing;
+            self.stripes
+                .create(&at, dst, c.file_size, self.cs, extra, mode, exclusive)
+                .map(|f| {
+                    if f.fresh {
+                        right = would_be_right;
+                    } else {
+                        bufs.dirs.existing = true;
+                    }
+                    f.fd
+                })
         } else {
             at.open(OFlags::WRONLY | extra, 0)
         }
@@ -872,14 +927,14 @@ impl Worker<'_> {
         let mut cfr_ok = true;
         let written = if self.compare {
             let other = bufs
-                .1
+                .other
                 .get_or_insert_with(|| Buffer::new(self.opts.data.bufsize));
             data::sync_range(
                 src_fd.as_fd(),
                 dst_fd.as_fd(),
                 c.offset,
                 c.length,
-                &mut bufs.0,
+                &mut bufs.buf,
                 other,
             )
             .map_err(to_item)?
@@ -890,7 +945,7 @@ impl Worker<'_> {
                 c.offset,
                 c.length,
                 &data_opts,
-                &mut bufs.0,
+                &mut bufs.buf,
                 &mut cfr_ok,
             )
             .map_err(to_item)?
@@ -913,7 +968,14 @@ impl Worker<'_> {
                     &self.tally.compare_meta
                 });
             }
-            meta::apply_fd(dst_fd.as_fd(), &c.path, dst, &c.meta, &self.opts.meta)?;
+            meta::apply_fd(
+                dst_fd.as_fd(),
+                src_fd.as_fd(),
+                (&c.path, dst),
+                &c.meta,
+                &self.opts.meta,
+                right,
+            )?;
         }
         Ok(written)
     }

@@ -70,6 +70,15 @@ struct OnLustre {
     dirs: Mutex<HashMap<Vec<u8>, Option<Layout>>>,
 }
 
+/// A destination file opened for writing by [`Striping::create`].
+pub struct NewFile {
+    /// The file, open for writing.
+    pub fd: OwnedFd,
+    /// This open created it, with the mode asked for (less the umask or a default ACL); false
+    /// when an existing file was truncated or a Lustre layout call created it (mode 0600).
+    pub fresh: bool,
+}
+
 /// Destination layouts for one run.
 pub struct Striping<'a> {
     api: &'a dyn Lustre,
@@ -225,8 +234,13 @@ impl<'a> Striping<'a> {
     }
 
     /// Create (or truncate) the regular file `dst` of `size` bytes for writing, with the
-    /// layout the policy gives it on Lustre; `at` locates `dst`. Off Lustre this is a plain
-    /// `open(O_WRONLY | O_CREAT | O_TRUNC, 0600)` with `extra` flags.
+    /// layout the policy gives it on Lustre; `at` locates `dst`. Off Lustre (or where the
+    /// directory's default decides) this is `open(O_WRONLY | O_CREAT | O_EXCL, mode)` with
+    /// `extra` flags, or, when something is in the way (or `exclusive` is false: the caller
+    /// expects files to exist), `open(O_WRONLY | O_CREAT | O_TRUNC, 0600)` of it. `mode` must
+    /// give the owner write permission when `extra` is not empty (the file is opened again
+    /// with those flags).
+    #[allow(clippy::too_many_arguments)]
     pub fn create(
         &self,
         at: &At,
@@ -234,20 +248,39 @@ impl<'a> Striping<'a> {
         size: u64,
         chunk_size: u64,
         extra: OFlags,
-    ) -> io::Result<OwnedFd> {
-        let plain = || {
+        mode: u32,
+        exclusive: bool,
+    ) -> io::Result<NewFile> {
+        let fresh = std::cell::Cell::new(false);
+        let truncate = || {
             at.open(
                 OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | extra,
                 0o600,
             )
         };
+        let plain = || {
+            if !exclusive {
+                return truncate();
+            }
+            match at.open(OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | extra, mode) {
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => truncate(),
+                r => {
+                    fresh.set(r.is_ok());
+                    r
+                }
+            }
+        };
         let fd = self.create_in(at.dir(), at.name(), dst, size, chunk_size, 0, plain)?;
+        let fresh = fresh.get();
         if extra.is_empty() {
-            return Ok(fd);
+            return Ok(NewFile { fd, fresh });
         }
         // O_DIRECT and the like: the layout is set, open the file as asked.
         drop(fd);
-        at.open(OFlags::WRONLY | extra, 0)
+        Ok(NewFile {
+            fd: at.open(OFlags::WRONLY | extra, 0)?,
+            fresh,
+        })
     }
 
     /// Create `name` in `dir` (the file `dst`, whose directory's default layout counts) with
