@@ -151,10 +151,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let results = matrix::run(&opts.plan, &bin, &root, floor.as_deref());
     // Whatever happened, the workloads are removed: tmpfs holds them in memory.
     for fs in &opts.plan.fs {
-        let base = fs.base(&root);
-        if base.exists() {
-            std::fs::remove_dir_all(&base).with_context(|| format!("remove {}", base.display()))?;
-        }
+        remove_base(&fs.base(&root))?;
     }
     let results = results?;
     report.rows = results.rows;
@@ -170,8 +167,9 @@ pub fn run(args: &[String]) -> Result<()> {
             (51, 1000)
         };
         report.startup = probes::startup(&bin, &base, runs)?;
-        report.memory.push(probes::memory(&bin, &base, dirs)?);
-        std::fs::remove_dir_all(&base).with_context(|| format!("remove {}", base.display()))?;
+        let memory = probes::memory(&bin, &base, dirs);
+        remove_base(&base)?;
+        report.memory.push(memory?);
     }
     report
         .context
@@ -195,6 +193,18 @@ pub fn run(args: &[String]) -> Result<()> {
     );
     if opts.publish {
         publish(&root, &out, &md)?;
+    }
+    Ok(())
+}
+
+/// Remove a bench directory, and its parent when no other bench run uses it.
+fn remove_base(base: &Path) -> Result<()> {
+    if base.exists() {
+        std::fs::remove_dir_all(base).with_context(|| format!("remove {}", base.display()))?;
+    }
+    if let Some(parent) = base.parent() {
+        // Fails, as it should, while another run's directory is still there.
+        let _ = std::fs::remove_dir(parent);
     }
     Ok(())
 }

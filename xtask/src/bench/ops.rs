@@ -254,7 +254,19 @@ pub fn contestants(op: Op, st: &Setup) -> Result<Vec<Contestant>> {
                     remove(&v1)?;
                     // A real copy (not hard links: freeing inodes and blocks is part of rm's
                     // work), made fast by mfu-rs itself, untimed.
-                    crate::run(Command::new(&b1).args(["cp", "-q", "-p"]).arg(&s1).arg(&v1))?;
+                    let out = Command::new(&b1)
+                        .args(["cp", "-q", "-p"])
+                        .arg(&s1)
+                        .arg(&v1)
+                        .output()
+                        .context("start mfu-rs cp")?;
+                    ensure!(
+                        out.status.success(),
+                        "mfu-rs cp -p {} {}: {}",
+                        s1.display(),
+                        v1.display(),
+                        String::from_utf8_lossy(&out.stderr).trim_end()
+                    );
                     flush_fs()
                 })
                 .check(move || {

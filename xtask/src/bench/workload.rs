@@ -70,11 +70,13 @@ impl Fs {
         Fs::ALL.into_iter().find(|f| f.name() == name)
     }
 
-    /// The bench's directory on this file system.
+    /// The bench's directory on this file system (one per bench process: two runs at once,
+    /// such as the test suite's smoke run beside a real one, must not share workloads).
     pub fn base(self, root: &Path) -> PathBuf {
+        let me = format!("matrix-{}", std::process::id());
         match self {
-            Fs::Tmpfs => PathBuf::from("/dev/shm/mfu-rs-bench"),
-            Fs::Disk => root.join("target/bench-data/matrix"),
+            Fs::Tmpfs => PathBuf::from("/dev/shm/mfu-rs-bench").join(me),
+            Fs::Disk => root.join("target/bench-data").join(me),
         }
     }
 
