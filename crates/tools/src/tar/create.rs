@@ -28,14 +28,14 @@ use lustre_sys::policy::{self, Decision};
 use lustre_sys::SetOutcome;
 use rayon::prelude::*;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::OFlags;
+use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::{self, Read, Seek, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use steal::progress::Progress;
 use steal::queue::{self, WorkItem};
@@ -50,10 +50,35 @@ const SEGMENT_ENTRIES: usize = 1024;
 /// and before any data is copied (tests use it to change files between walk and copy).
 const HOOK: &str = "MFU_TEST_HOOK_AFTER_LAYOUT";
 
+/// An entry's encoded header blocks: a slice of a buffer that holds the headers of many
+/// consecutive entries (one allocation per batch, not one per entry: a worker thread's glibc
+/// arena grows a page at a time, one `mprotect` per page, under an allocation per entry).
+#[derive(Clone)]
+pub(super) struct HeaderBytes {
+    batch: Arc<Vec<u8>>,
+    range: std::ops::Range<usize>,
+}
+
+impl std::ops::Deref for HeaderBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.batch[self.range.clone()]
+    }
+}
+
+impl From<Vec<u8>> for HeaderBytes {
+    fn from(bytes: Vec<u8>) -> Self {
+        HeaderBytes {
+            range: 0..bytes.len(),
+            batch: Arc::new(bytes),
+        }
+    }
+}
+
 /// One entry of a segment: its encoded header and, for files, where its data comes from.
 #[derive(Clone)]
 pub(super) struct Member {
-    header: Vec<u8>,
+    header: HeaderBytes,
     /// Source path (empty for entries without data).
     src: Vec<u8>,
     /// Data bytes as walked.
@@ -182,7 +207,7 @@ impl WorkItem for Segment {
             let n = input.u64() as usize;
             let members = (0..n)
                 .map(|_| Member {
-                    header: input.bytes().to_vec(),
+                    header: input.bytes().to_vec().into(),
                     src: input.bytes().to_vec(),
                     size: input.u64(),
                     mtime: (input.u64() as i64, input.u64() as u32),
@@ -251,6 +276,46 @@ fn open_source(src: &[u8], noatime: bool) -> io::Result<OwnedFd> {
     Ok(flist::walk::open_long(src, flags)?)
 }
 
+/// The directory of the source opened last, kept open: a run's members come in name order,
+/// so most share it, and opening each name beneath it spares resolving the whole path again.
+#[derive(Default)]
+struct SourceDir {
+    path: Vec<u8>,
+    fd: Option<OwnedFd>,
+}
+
+impl SourceDir {
+    /// `src` opened for reading like [`open_source`] (the parent is resolved the same way, the
+    /// name without following a symlink).
+    fn open(&mut self, src: &[u8], noatime: bool) -> io::Result<OwnedFd> {
+        let (parent, name) = (flist::path::parent(src), flist::path::basename(src));
+        if name.len() == src.len() || name == b"." || name == b".." {
+            return open_source(src, noatime);
+        }
+        if self.fd.is_none() || self.path != parent {
+            self.fd = None;
+            self.path.clear();
+            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            match flist::walk::open_long(parent, flags) {
+                Ok(fd) => {
+                    self.fd = Some(fd);
+                    self.path.extend_from_slice(parent);
+                }
+                // The whole path again, for the same error as without the cache.
+                Err(_) => return open_source(src, noatime),
+            }
+        }
+        let dir = self.fd.as_ref().expect("opened above");
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        if noatime {
+            if let Ok(fd) = rustix::fs::openat(dir, name, flags | OFlags::NOATIME, Mode::empty()) {
+                return Ok(fd);
+            }
+        }
+        Ok(rustix::fs::openat(dir, name, flags, Mode::empty())?)
+    }
+}
+
 impl Writer<'_> {
     /// After the last byte of `src` was read: report a size or mtime different from the walk.
     fn check_unchanged(&self, fd: BorrowedFd<'_>, src: &[u8], size: u64, mtime: (i64, u32)) {
@@ -281,8 +346,10 @@ impl Writer<'_> {
     }
 
     /// Append `len` bytes of `src` from `file_at` to `out`; zeros where the file is shorter.
+    #[allow(clippy::too_many_arguments)]
     fn read_into(
         &self,
+        dir: &mut SourceDir,
         src: &[u8],
         file_at: u64,
         len: u64,
@@ -291,25 +358,41 @@ impl Writer<'_> {
         out: &mut Vec<u8>,
     ) {
         let start = out.len();
-        out.resize(start + len as usize, 0);
-        let fd = match open_source(src, self.open_noatime) {
+        let end = start + len as usize;
+        let fd = match dir.open(src, self.open_noatime) {
             Ok(fd) => fd,
             Err(e) => {
                 self.problems.add(ItemError::new(src, "open", e));
+                out.resize(end, 0);
                 return;
             }
         };
-        let mut done = 0usize;
-        while done < len as usize {
-            match rustix::io::pread(&fd, &mut out[start + done..], file_at + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
+        // Read into the spare capacity (no zero fill first); zeros only for what is missing.
+        out.reserve(len as usize);
+        let mut failed = None;
+        while out.len() < end {
+            let at = file_at + (out.len() - start) as u64;
+            let want = end - out.len();
+            match rustix::io::pread(&fd, &mut out.spare_capacity_mut()[..want], at) {
+                Ok(([], _)) => break,
+                Ok((read, _)) => {
+                    let n = read.len();
+                    // SAFETY: pread initialised these `n` bytes right after the vector's
+                    // length, within its capacity.
+                    unsafe { out.set_len(out.len() + n) };
+                }
                 Err(Errno::INTR) => {}
                 Err(e) => {
-                    self.problems.add(ItemError::new(src, "read", e.into()));
-                    return;
+                    failed = Some(e);
+                    break;
                 }
             }
+        }
+        let done = out.len() - start;
+        out.resize(end, 0);
+        if let Some(e) = failed {
+            self.problems.add(ItemError::new(src, "read", e.into()));
+            return;
         }
         if done < len as usize || file_at + len == size {
             self.check_unchanged(fd.as_fd(), src, size, mtime);
@@ -321,10 +404,11 @@ impl Writer<'_> {
     fn bytes_of(&self, seg: &Segment, out: &mut Vec<u8>) {
         match seg {
             Segment::Run { members, .. } => {
+                let mut dir = SourceDir::default();
                 for m in members {
                     out.extend_from_slice(&m.header);
                     if m.inline && !m.src.is_empty() {
-                        self.read_into(&m.src, 0, m.size, m.size, m.mtime, out);
+                        self.read_into(&mut dir, &m.src, 0, m.size, m.size, m.mtime, out);
                         out.resize(out.len() + (round_up(m.size) - m.size) as usize, 0);
                     }
                     self.progress.add(1, 0);
@@ -338,7 +422,8 @@ impl Writer<'_> {
                 mtime,
                 ..
             } => {
-                self.read_into(src, *file_at, *len, *size, *mtime, out);
+                let mut dir = SourceDir::default();
+                self.read_into(&mut dir, src, *file_at, *len, *size, *mtime, out);
                 if file_at + len == *size {
                     out.resize(out.len() + (round_up(*size) - size) as usize, 0);
                 }
@@ -500,8 +585,24 @@ fn link_targets(comm: &dyn Comm, sorted: &FileList) -> HashMap<Vec<u8>, Vec<u8>>
     out
 }
 
+/// What encoding one record gave.
+enum Encoded {
+    /// The member (its header bytes at `header` of the batch's buffer), and the error reading
+    /// its xattrs (it is archived without them).
+    Member(Member, Option<ItemError>),
+    /// It could not be read (a link target): reported and left out.
+    Failed(ItemError),
+    /// A kind tar does not archive (fifo, socket, device): the message says which.
+    Skipped(String),
+}
+
+/// Records encoded together into one buffer.
+const ENCODE_BATCH: usize = 512;
+
 /// Encode this rank's records (sorted by name) as archive members. Entries that can't be
-/// archived are reported and left out.
+/// archived are reported and left out. Batches of records are encoded in parallel (the headers
+/// of a million small files are a second of work for one thread); messages keep the name
+/// order.
 fn members(
     list: &FileList,
     map: &Mapping,
@@ -510,94 +611,134 @@ fn members(
     errors: &mut Vec<ItemError>,
     skipped: &mut u64,
 ) -> Vec<Member> {
+    let batches: Vec<Vec<Encoded>> = (0..list.len().div_ceil(ENCODE_BATCH))
+        .into_par_iter()
+        .map(|b| {
+            let range = b * ENCODE_BATCH..((b + 1) * ENCODE_BATCH).min(list.len());
+            let mut bytes = Vec::with_capacity(range.len() * 3 * BLOCK as usize);
+            let mut encoded: Vec<Encoded> = range
+                .map(|i| encode_member(list, i, map, links, xattrs, &mut bytes))
+                .collect();
+            let batch = Arc::new(bytes);
+            for e in &mut encoded {
+                if let Encoded::Member(m, _) = e {
+                    m.header.batch = batch.clone();
+                }
+            }
+            encoded
+        })
+        .collect();
     let mut out = Vec::with_capacity(list.len());
-    for e in list.iter() {
-        let m = e.meta.expect("stat list");
-        let mut h = Header {
-            path: map.dest(e.path),
-            kind: Kind::File,
-            mode: m.mode & 0o7777,
-            uid: m.uid as u64,
-            gid: m.gid as u64,
-            uname: list
-                .users
-                .name_of(m.uid as u64)
-                .unwrap_or_default()
-                .to_vec(),
-            gname: list
-                .groups
-                .name_of(m.gid as u64)
-                .unwrap_or_default()
-                .to_vec(),
-            size: 0,
-            mtime: m.mtime,
-            mtime_nsec: m.mtime_nsec,
-            link: Vec::new(),
-            dev_major: 0,
-            dev_minor: 0,
-            xattrs: Vec::new(),
-        };
-        match e.kind {
-            FileType::File => match links.get(e.path) {
-                Some(first) => {
-                    h.kind = Kind::HardLink;
-                    h.link = map.dest(first);
-                }
-                None => h.size = m.size,
-            },
-            FileType::Dir => h.kind = Kind::Dir,
-            FileType::Symlink => {
-                h.kind = Kind::Symlink;
-                match flist::at::At::with(e.path, |dir, name| {
-                    rustix::fs::readlinkat(dir, name, Vec::new())
-                }) {
-                    Ok(t) => h.link = t.into_bytes(),
-                    Err(err) => {
-                        errors.push(ItemError::new(e.path, "read link", err.into()));
-                        continue;
-                    }
-                }
+    for e in batches.into_iter().flatten() {
+        match e {
+            Encoded::Member(m, xattr_error) => {
+                errors.extend(xattr_error);
+                out.push(m);
             }
-            other => {
-                report_error(
-                    "tar",
-                    format_args!(
-                        "skipped: {}: a {} is not archived",
-                        display(e.path),
-                        match other {
-                            FileType::Fifo => "fifo",
-                            FileType::Socket => "socket",
-                            _ => "device or special file",
-                        }
-                    ),
-                );
+            Encoded::Failed(e) => errors.push(e),
+            Encoded::Skipped(msg) => {
+                report_error("tar", msg);
                 *skipped += 1;
-                continue;
             }
         }
-        if xattrs.xattrs != XattrPolicy::None {
-            // Lustre's own (the layout) stay out: restoring them would pin the extracted
-            // files to this file system's OSTs.
-            match crate::copy::meta::read_xattrs(e.path, xattrs) {
-                Ok(x) => h.xattrs = x,
-                Err((op, err)) => errors.push(ItemError::new(e.path, op, err)),
-            }
-        }
-        let mut header = Vec::with_capacity(1024);
-        h.encode(&mut header);
-        out.push(Member {
-            header,
-            src: if h.kind == Kind::File {
-                e.path.to_vec()
-            } else {
-                Vec::new()
-            },
-            size: h.size,
-            mtime: (m.mtime, m.mtime_nsec),
-            inline: true,
-        });
     }
     out
+}
+
+/// The archive member of record `i` of `list`, its header appended to `bytes`.
+fn encode_member(
+    list: &FileList,
+    i: usize,
+    map: &Mapping,
+    links: &HashMap<Vec<u8>, Vec<u8>>,
+    xattrs: &MetaOptions,
+    bytes: &mut Vec<u8>,
+) -> Encoded {
+    let e = list.entry(i);
+    let m = e.meta.expect("stat list");
+    let mut h = Header {
+        path: map.dest(e.path),
+        kind: Kind::File,
+        mode: m.mode & 0o7777,
+        uid: m.uid as u64,
+        gid: m.gid as u64,
+        uname: list
+            .users
+            .name_of(m.uid as u64)
+            .unwrap_or_default()
+            .to_vec(),
+        gname: list
+            .groups
+            .name_of(m.gid as u64)
+            .unwrap_or_default()
+            .to_vec(),
+        size: 0,
+        mtime: m.mtime,
+        mtime_nsec: m.mtime_nsec,
+        link: Vec::new(),
+        dev_major: 0,
+        dev_minor: 0,
+        xattrs: Vec::new(),
+    };
+    match e.kind {
+        FileType::File => match links.get(e.path) {
+            Some(first) => {
+                h.kind = Kind::HardLink;
+                h.link = map.dest(first);
+            }
+            None => h.size = m.size,
+        },
+        FileType::Dir => h.kind = Kind::Dir,
+        FileType::Symlink => {
+            h.kind = Kind::Symlink;
+            match flist::at::At::with(e.path, |dir, name| {
+                rustix::fs::readlinkat(dir, name, Vec::new())
+            }) {
+                Ok(t) => h.link = t.into_bytes(),
+                Err(err) => {
+                    return Encoded::Failed(ItemError::new(e.path, "read link", err.into()))
+                }
+            }
+        }
+        other => {
+            return Encoded::Skipped(format!(
+                "skipped: {}: a {} is not archived",
+                display(e.path),
+                match other {
+                    FileType::Fifo => "fifo",
+                    FileType::Socket => "socket",
+                    _ => "device or special file",
+                }
+            ));
+        }
+    }
+    let mut xattr_error = None;
+    if xattrs.xattrs != XattrPolicy::None {
+        // Lustre's own (the layout) stay out: restoring them would pin the extracted
+        // files to this file system's OSTs.
+        match crate::copy::meta::read_xattrs(e.path, xattrs) {
+            Ok(x) => h.xattrs = x,
+            Err((op, err)) => xattr_error = Some(ItemError::new(e.path, op, err)),
+        }
+    }
+    let at = bytes.len();
+    h.encode(bytes);
+    let member = Member {
+        // The batch's buffer is filled in once the batch is encoded.
+        header: HeaderBytes {
+            batch: Arc::default(),
+            range: at..bytes.len(),
+        },
+        src: if h.kind == Kind::File {
+            e.path.to_vec()
+        } else {
+            Vec::new()
+        },
+        size: h.size,
+        mtime: (m.mtime, m.mtime_nsec),
+        inline: true,
+    };
+    Encoded::Member(member, xattr_error)
 }
 
 /// Cut this rank's laid-out entries into segments: runs of small entries and chunks of big
@@ -1203,7 +1344,7 @@ mod tests {
 
     fn member(size: u64) -> Member {
         Member {
-            header: vec![0; 512],
+            header: vec![0; 512].into(),
             src: b"/src".to_vec(),
             size,
             mtime: (0, 0),

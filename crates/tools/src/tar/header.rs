@@ -196,11 +196,15 @@ fn put_bytes(dst: &mut [u8], src: &[u8]) {
 /// False (and `dst` untouched) when it does not fit.
 fn put_octal(dst: &mut [u8], v: u64) -> bool {
     let digits = dst.len() - 1;
-    let text = format!("{v:0digits$o}");
-    if text.len() > digits {
+    // Digit by digit from the right: no formatting machinery in the per-entry hot path.
+    if digits < 22 && v >> (3 * digits) != 0 {
         return false;
     }
-    dst[..digits].copy_from_slice(text.as_bytes());
+    let mut rest = v;
+    for d in dst[..digits].iter_mut().rev() {
+        *d = b'0' + (rest & 7) as u8;
+        rest >>= 3;
+    }
     dst[digits] = 0;
     true
 }
@@ -282,9 +286,15 @@ fn checksum_ok(block: &[u8]) -> bool {
 
 /// Fills the checksum field of an otherwise complete block: 6 octal digits, NUL, space.
 fn seal(block: &mut [u8; BLOCK_USIZE]) {
-    let (unsigned, _) = checksums(block);
-    let text = format!("{unsigned:06o}\0 ");
-    field_mut(block, CHKSUM).copy_from_slice(text.as_bytes());
+    // The unsigned byte sum with the checksum field counted as spaces (as `checksums`, in a
+    // loop the compiler vectorises).
+    let (at, len) = CHKSUM;
+    let sum = |bytes: &[u8]| bytes.iter().map(|&b| u32::from(b)).sum::<u32>();
+    let unsigned = sum(&block[..]) - sum(&block[at..at + len]) + len as u32 * u32::from(b' ');
+    // Six octal digits (a block's byte sum is below 8^6), NUL, space.
+    let field = field_mut(block, CHKSUM);
+    put_octal(&mut field[..7], unsigned as u64);
+    field[7] = b' ';
 }
 
 fn is_zero(block: &[u8]) -> bool {
@@ -309,10 +319,10 @@ fn kind_flag(kind: Kind) -> u8 {
 fn pax_record(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
     let base = key.len() + value.len() + 3; // ' ', '=', '\n'
     let mut len = base + 1;
-    while base + len.to_string().len() != len {
-        len = base + len.to_string().len();
+    while base + decimal_digits(len as u64) != len {
+        len = base + decimal_digits(len as u64);
     }
-    out.extend_from_slice(len.to_string().as_bytes());
+    put_decimal(out, len as u64);
     out.push(b' ');
     out.extend_from_slice(key);
     out.push(b'=');
@@ -322,16 +332,44 @@ fn pax_record(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
 
 /// `sec` + `nsec` / 10^9 as pax decimal seconds: `SEC`, or `SEC.NNNNNNNNN` when there is a
 /// fraction; `-1.500000000` for (sec -2, nsec 500000000).
-fn pax_time(sec: i64, nsec: u32) -> String {
+fn pax_time(sec: i64, nsec: u32) -> Vec<u8> {
     let total = i128::from(sec) * NANOS + i128::from(nsec);
-    let sign = if total < 0 { "-" } else { "" };
     let abs = total.unsigned_abs();
     let (whole, frac) = (abs / NANOS as u128, abs % NANOS as u128);
-    if frac == 0 {
-        format!("{sign}{whole}")
-    } else {
-        format!("{sign}{whole}.{frac:09}")
+    let mut out = Vec::with_capacity(32);
+    if total < 0 {
+        out.push(b'-');
     }
+    // |sec| < 2^63, so the whole seconds fit in a u64.
+    put_decimal(&mut out, whole as u64);
+    if frac != 0 {
+        out.push(b'.');
+        let at = out.len();
+        put_decimal(&mut out, frac as u64 + NANOS as u64);
+        out.remove(at); // the leading 1 that kept the fraction's leading zeros
+    }
+    out
+}
+
+/// Digits of `v` in decimal.
+fn decimal_digits(v: u64) -> usize {
+    v.checked_ilog10().map_or(1, |l| l as usize + 1)
+}
+
+/// Appends `v` in decimal (without the formatting machinery: it runs for every entry).
+fn put_decimal(out: &mut Vec<u8>, v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut rest = v;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
 }
 
 /// Parses pax decimal seconds (`-12.5`, `1600000000.250`...) into (seconds, nanoseconds) with
@@ -550,7 +588,9 @@ impl Header {
         ];
         for (on, key, value) in numbers {
             if on {
-                pax_record(&mut records, key.as_bytes(), value.to_string().as_bytes());
+                let mut text = Vec::with_capacity(20);
+                put_decimal(&mut text, value);
+                pax_record(&mut records, key.as_bytes(), &text);
             }
         }
         for (on, key, value) in &strings[2..] {
@@ -562,7 +602,7 @@ impl Header {
             pax_record(
                 &mut records,
                 b"mtime",
-                pax_time(self.mtime, self.mtime_nsec).as_bytes(),
+                &pax_time(self.mtime, self.mtime_nsec),
             );
         }
         for (name, value) in &self.xattrs {
@@ -1714,11 +1754,78 @@ mod tests {
             (i64::MAX, 999_999_999),
             (i64::MIN, 0),
         ] {
+            assert_eq!(parse_pax_time(&pax_time(sec, nsec)), Some((sec, nsec)));
+        }
+    }
+
+    #[test]
+    fn hand_made_numbers_match_the_formatting_machinery() {
+        let reference_time = |sec: i64, nsec: u32| {
+            let total = i128::from(sec) * NANOS + i128::from(nsec);
+            let sign = if total < 0 { "-" } else { "" };
+            let abs = total.unsigned_abs();
+            let (whole, frac) = (abs / NANOS as u128, abs % NANOS as u128);
+            if frac == 0 {
+                format!("{sign}{whole}")
+            } else {
+                format!("{sign}{whole}.{frac:09}")
+            }
+        };
+        let values = [
+            0u64,
+            1,
+            7,
+            8,
+            9,
+            10,
+            99,
+            100,
+            0o7777777,
+            0o10000000,
+            0o77777777777,
+        ]
+        .into_iter()
+        .chain([1 << 33, 1 << 36, u64::MAX, 123_456_789_012]);
+        for v in values {
+            let mut out = Vec::new();
+            put_decimal(&mut out, v);
+            assert_eq!(out, v.to_string().as_bytes());
+            assert_eq!(decimal_digits(v), v.to_string().len());
+            for width in [8usize, 12] {
+                let digits = width - 1;
+                let text = format!("{v:0digits$o}");
+                let mut field = vec![0xAAu8; width];
+                if text.len() > digits {
+                    assert!(!put_octal(&mut field, v), "{v} in {width}");
+                    assert_eq!(field, vec![0xAA; width], "untouched");
+                } else {
+                    assert!(put_octal(&mut field, v));
+                    assert_eq!(&field[..digits], text.as_bytes());
+                    assert_eq!(field[digits], 0);
+                }
+            }
+        }
+        for (sec, nsec) in [
+            (0i64, 0u32),
+            (1_700_000_000, 5),
+            (1_700_000_000, 999_999_999),
+            (1_700_000_000, 100_000_000),
+            (-2, 500_000_000),
+            (-1, 0),
+            (i64::MAX, 999_999_999),
+            (i64::MIN, 0),
+            (i64::MIN, 1),
+        ] {
             assert_eq!(
-                parse_pax_time(pax_time(sec, nsec).as_bytes()),
-                Some((sec, nsec))
+                pax_time(sec, nsec),
+                reference_time(sec, nsec).as_bytes(),
+                "{sec} {nsec}"
             );
         }
+        let mut block = [0x11u8; BLOCK_USIZE];
+        seal(&mut block);
+        let (sum, _) = checksums(&block);
+        assert_eq!(field(&block, CHKSUM), format!("{sum:06o}\0 ").as_bytes());
     }
 
     // ---- numbers and checksums -------------------------------------------------------------
