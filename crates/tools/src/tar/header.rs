@@ -265,15 +265,18 @@ fn parse_number(bytes: &[u8]) -> Option<i128> {
 
 /// The unsigned and signed byte sums of a header block, its checksum field counted as spaces.
 fn checksums(block: &[u8]) -> (i64, i64) {
+    // Whole-block sums (loops the compiler vectorises), then the checksum field swapped for
+    // spaces.
     let (at, len) = CHKSUM;
-    let mut unsigned = 0i64;
-    let mut signed = 0i64;
-    for (i, &b) in block[..BLOCK_USIZE].iter().enumerate() {
-        let b = if (at..at + len).contains(&i) { b' ' } else { b };
-        unsigned += i64::from(b);
-        signed += i64::from(b as i8);
-    }
-    (unsigned, signed)
+    let block = &block[..BLOCK_USIZE];
+    let unsigned = |bytes: &[u8]| bytes.iter().map(|&b| i64::from(b)).sum::<i64>();
+    let signed = |bytes: &[u8]| bytes.iter().map(|&b| i64::from(b as i8)).sum::<i64>();
+    let field = &block[at..at + len];
+    let spaces = len as i64 * i64::from(b' ');
+    (
+        unsigned(block) - unsigned(field) + spaces,
+        signed(block) - signed(field) + spaces,
+    )
 }
 
 fn checksum_ok(block: &[u8]) -> bool {
@@ -286,11 +289,7 @@ fn checksum_ok(block: &[u8]) -> bool {
 
 /// Fills the checksum field of an otherwise complete block: 6 octal digits, NUL, space.
 fn seal(block: &mut [u8; BLOCK_USIZE]) {
-    // The unsigned byte sum with the checksum field counted as spaces (as `checksums`, in a
-    // loop the compiler vectorises).
-    let (at, len) = CHKSUM;
-    let sum = |bytes: &[u8]| bytes.iter().map(|&b| u32::from(b)).sum::<u32>();
-    let unsigned = sum(&block[..]) - sum(&block[at..at + len]) + len as u32 * u32::from(b' ');
+    let (unsigned, _) = checksums(block);
     // Six octal digits (a block's byte sum is below 8^6), NUL, space.
     let field = field_mut(block, CHKSUM);
     put_octal(&mut field[..7], unsigned as u64);
@@ -1822,9 +1821,26 @@ mod tests {
                 "{sec} {nsec}"
             );
         }
-        let mut block = [0x11u8; BLOCK_USIZE];
+        // The block sums against the byte-by-byte definition.
+        let naive = |block: &[u8]| {
+            let (at, len) = CHKSUM;
+            let mut sums = (0i64, 0i64);
+            for (i, &b) in block.iter().enumerate() {
+                let b = if (at..at + len).contains(&i) { b' ' } else { b };
+                sums.0 += i64::from(b);
+                sums.1 += i64::from(b as i8);
+            }
+            sums
+        };
+        let mut block = [0u8; BLOCK_USIZE];
+        for (i, b) in block.iter_mut().enumerate() {
+            *b = (i * 37 % 256) as u8;
+        }
+        assert_eq!(checksums(&block), naive(&block));
+        let mut block = [0xffu8; BLOCK_USIZE];
+        assert_eq!(checksums(&block), naive(&block));
         seal(&mut block);
-        let (sum, _) = checksums(&block);
+        let (sum, _) = naive(&block);
         assert_eq!(field(&block, CHKSUM), format!("{sum:06o}\0 ").as_bytes());
     }
 
