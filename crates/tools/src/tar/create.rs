@@ -35,7 +35,7 @@ use std::collections::HashMap;
 use std::io::{self, Read, Seek, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Instant;
 use steal::progress::Progress;
 use steal::queue::{self, WorkItem};
@@ -50,27 +50,36 @@ const SEGMENT_ENTRIES: usize = 1024;
 /// and before any data is copied (tests use it to change files between walk and copy).
 const HOOK: &str = "MFU_TEST_HOOK_AFTER_LAYOUT";
 
-/// An entry's encoded header blocks: a slice of a buffer that holds the headers of many
-/// consecutive entries (one allocation per batch, not one per entry: a worker thread's glibc
-/// arena grows a page at a time, one `mprotect` per page, under an allocation per entry).
+/// An entry's header blocks.
 #[derive(Clone)]
-pub(super) struct HeaderBytes {
-    batch: Arc<Vec<u8>>,
-    range: std::ops::Range<usize>,
+pub(super) enum HeaderBytes {
+    /// Encoded when its segment is written, straight into the segment's buffer: keeping the
+    /// header instead of its bytes takes a fraction of the memory (the bytes of a file with a
+    /// sub-second mtime are 1536: a pax header for the time), and fresh memory costs a page
+    /// fault per 4 KiB.
+    Lazy { header: Box<Header>, len: usize },
+    /// Already encoded (received from another rank).
+    Encoded(Vec<u8>),
 }
 
-impl std::ops::Deref for HeaderBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.batch[self.range.clone()]
+impl HeaderBytes {
+    /// Bytes of the encoded header.
+    fn len(&self) -> usize {
+        match self {
+            HeaderBytes::Lazy { len, .. } => *len,
+            HeaderBytes::Encoded(b) => b.len(),
+        }
     }
-}
 
-impl From<Vec<u8>> for HeaderBytes {
-    fn from(bytes: Vec<u8>) -> Self {
-        HeaderBytes {
-            range: 0..bytes.len(),
-            batch: Arc::new(bytes),
+    /// Append the encoded header to `out`.
+    fn write_to(&self, out: &mut Vec<u8>) {
+        match self {
+            HeaderBytes::Lazy { header, len } => {
+                let n = header.encode(out);
+                // Encoding is deterministic: the layout counted these bytes already.
+                assert_eq!(n, *len, "a header encoded to another length than measured");
+            }
+            HeaderBytes::Encoded(b) => out.extend_from_slice(b),
         }
     }
 }
@@ -153,7 +162,9 @@ impl WorkItem for Segment {
                 wire::put_u64(out, *at);
                 wire::put_u64(out, members.len() as u64);
                 for m in members {
-                    wire::put_bytes(out, &m.header);
+                    let mut header = Vec::with_capacity(m.header.len());
+                    m.header.write_to(&mut header);
+                    wire::put_bytes(out, &header);
                     wire::put_bytes(out, &m.src);
                     wire::put_u64(out, m.size);
                     wire::put_u64(out, m.mtime.0 as u64);
@@ -207,7 +218,7 @@ impl WorkItem for Segment {
             let n = input.u64() as usize;
             let members = (0..n)
                 .map(|_| Member {
-                    header: input.bytes().to_vec().into(),
+                    header: HeaderBytes::Encoded(input.bytes().to_vec()),
                     src: input.bytes().to_vec(),
                     size: input.u64(),
                     mtime: (input.u64() as i64, input.u64() as u32),
@@ -406,7 +417,7 @@ impl Writer<'_> {
             Segment::Run { members, .. } => {
                 let mut dir = SourceDir::default();
                 for m in members {
-                    out.extend_from_slice(&m.header);
+                    m.header.write_to(out);
                     if m.inline && !m.src.is_empty() {
                         self.read_into(&mut dir, &m.src, 0, m.size, m.size, m.mtime, out);
                         out.resize(out.len() + (round_up(m.size) - m.size) as usize, 0);
@@ -455,6 +466,8 @@ impl Writer<'_> {
                 thread_local!(static BYTES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
                 BYTES.with_borrow_mut(|bytes| {
                     bytes.clear();
+                    // Grown once to its size, not by doublings that copy what is in it.
+                    bytes.reserve(seg.len() as usize);
                     self.bytes_of(&seg, bytes);
                     if let Err(e) = write_all_at(archive, bytes, at) {
                         self.problems
@@ -587,8 +600,7 @@ fn link_targets(comm: &dyn Comm, sorted: &FileList) -> HashMap<Vec<u8>, Vec<u8>>
 
 /// What encoding one record gave.
 enum Encoded {
-    /// The member (its header bytes at `header` of the batch's buffer), and the error reading
-    /// its xattrs (it is archived without them).
+    /// The member, and the error reading its xattrs (it is archived without them).
     Member(Member, Option<ItemError>),
     /// It could not be read (a link target): reported and left out.
     Failed(ItemError),
@@ -596,13 +608,9 @@ enum Encoded {
     Skipped(String),
 }
 
-/// Records encoded together into one buffer.
-const ENCODE_BATCH: usize = 512;
-
 /// Encode this rank's records (sorted by name) as archive members. Entries that can't be
-/// archived are reported and left out. Batches of records are encoded in parallel (the headers
-/// of a million small files are a second of work for one thread); messages keep the name
-/// order.
+/// archived are reported and left out. The records are encoded in parallel (the headers of a
+/// million small files are a second of work for one thread); messages keep the name order.
 fn members(
     list: &FileList,
     map: &Mapping,
@@ -611,25 +619,13 @@ fn members(
     errors: &mut Vec<ItemError>,
     skipped: &mut u64,
 ) -> Vec<Member> {
-    let batches: Vec<Vec<Encoded>> = (0..list.len().div_ceil(ENCODE_BATCH))
+    let encoded: Vec<Encoded> = (0..list.len())
         .into_par_iter()
-        .map(|b| {
-            let range = b * ENCODE_BATCH..((b + 1) * ENCODE_BATCH).min(list.len());
-            let mut bytes = Vec::with_capacity(range.len() * 3 * BLOCK as usize);
-            let mut encoded: Vec<Encoded> = range
-                .map(|i| encode_member(list, i, map, links, xattrs, &mut bytes))
-                .collect();
-            let batch = Arc::new(bytes);
-            for e in &mut encoded {
-                if let Encoded::Member(m, _) = e {
-                    m.header.batch = batch.clone();
-                }
-            }
-            encoded
-        })
+        .with_min_len(256)
+        .map(|i| encode_member(list, i, map, links, xattrs))
         .collect();
-    let mut out = Vec::with_capacity(list.len());
-    for e in batches.into_iter().flatten() {
+    let mut out = Vec::with_capacity(encoded.len());
+    for e in encoded {
         match e {
             Encoded::Member(m, xattr_error) => {
                 errors.extend(xattr_error);
@@ -645,14 +641,13 @@ fn members(
     out
 }
 
-/// The archive member of record `i` of `list`, its header appended to `bytes`.
+/// The archive member of record `i` of `list`.
 fn encode_member(
     list: &FileList,
     i: usize,
     map: &Mapping,
     links: &HashMap<Vec<u8>, Vec<u8>>,
     xattrs: &MetaOptions,
-    bytes: &mut Vec<u8>,
 ) -> Encoded {
     let e = list.entry(i);
     let m = e.meta.expect("stat list");
@@ -721,20 +716,24 @@ fn encode_member(
             Err((op, err)) => xattr_error = Some(ItemError::new(e.path, op, err)),
         }
     }
-    let at = bytes.len();
-    h.encode(bytes);
+    // Encoded here only to be measured (into memory this thread reuses), and again when written.
+    thread_local!(static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
+    let len = SCRATCH.with_borrow_mut(|scratch| {
+        scratch.clear();
+        h.encode(scratch)
+    });
+    let (kind, size) = (h.kind, h.size);
     let member = Member {
-        // The batch's buffer is filled in once the batch is encoded.
-        header: HeaderBytes {
-            batch: Arc::default(),
-            range: at..bytes.len(),
+        header: HeaderBytes::Lazy {
+            header: Box::new(h),
+            len,
         },
-        src: if h.kind == Kind::File {
+        src: if kind == Kind::File {
             e.path.to_vec()
         } else {
             Vec::new()
         },
-        size: h.size,
+        size,
         mtime: (m.mtime, m.mtime_nsec),
         inline: true,
     };
@@ -1344,7 +1343,7 @@ mod tests {
 
     fn member(size: u64) -> Member {
         Member {
-            header: vec![0; 512].into(),
+            header: HeaderBytes::Encoded(vec![0; 512]),
             src: b"/src".to_vec(),
             size,
             mtime: (0, 0),
@@ -1476,6 +1475,49 @@ mod tests {
             assert!(a >= covered);
             covered = b;
         }
+    }
+
+    #[test]
+    fn a_header_kept_unencoded_travels_and_is_written_as_its_encoding() {
+        let h = Header {
+            path: b"dir/file".to_vec(),
+            kind: Kind::File,
+            mode: 0o640,
+            uid: 5,
+            gid: 6,
+            uname: b"u".to_vec(),
+            gname: b"g".to_vec(),
+            size: 3,
+            mtime: 1_700_000_000,
+            mtime_nsec: 5,
+            link: Vec::new(),
+            dev_major: 0,
+            dev_minor: 0,
+            xattrs: Vec::new(),
+        };
+        let mut want = Vec::new();
+        let len = h.encode(&mut want);
+        let lazy = HeaderBytes::Lazy {
+            header: Box::new(h),
+            len,
+        };
+        let mut got = b"before".to_vec();
+        lazy.write_to(&mut got);
+        assert_eq!(&got[6..], &want[..]);
+        let seg = Segment::Run {
+            at: 0,
+            members: vec![Member {
+                header: lazy,
+                ..member(3)
+            }],
+        };
+        let mut wire_bytes = Vec::new();
+        seg.encode(&mut wire_bytes);
+        let Segment::Run { members, .. } = Segment::decode(&mut Reader::new(&wire_bytes)) else {
+            panic!("a run")
+        };
+        assert!(matches!(&members[0].header, HeaderBytes::Encoded(b) if *b == want));
+        assert_eq!(members[0].len(), (want.len() + 512) as u64);
     }
 
     #[test]
