@@ -716,12 +716,8 @@ fn encode_member(
             Err((op, err)) => xattr_error = Some(ItemError::new(e.path, op, err)),
         }
     }
-    // Encoded here only to be measured (into memory this thread reuses), and again when written.
-    thread_local!(static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
-    let len = SCRATCH.with_borrow_mut(|scratch| {
-        scratch.clear();
-        h.encode(scratch)
-    });
+    // Measured now, encoded when written.
+    let len = h.encoded_len();
     let (kind, size) = (h.kind, h.size);
     let member = Member {
         header: HeaderBytes::Lazy {

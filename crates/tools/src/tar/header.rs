@@ -551,6 +551,49 @@ impl Header {
     /// path, link, uname or gname record is not UTF-8; attribute values are always raw bytes.
     pub fn encode(&self, out: &mut Vec<u8>) -> usize {
         let start = out.len();
+        let (path, placement, records) = self.pax_records();
+        if !records.is_empty() {
+            extension(out, b'x', &self.pax_header_name(), &records, self);
+        }
+
+        let (prefix, name) = match placement {
+            Placement::Split(at) => (&path[..at], &path[at + 1..]),
+            Placement::Name | Placement::Pax => (&b""[..], &path[..]),
+        };
+        let block = UstarFields {
+            name,
+            prefix,
+            mode: self.mode,
+            uid: i128::from(self.uid),
+            gid: i128::from(self.gid),
+            size: i128::from(self.size),
+            mtime: i128::from(self.mtime),
+            flag: kind_flag(self.kind),
+            link: &self.link,
+            uname: &self.uname,
+            gname: &self.gname,
+            dev_major: self.dev_major,
+            dev_minor: self.dev_minor,
+        }
+        .block();
+        out.extend_from_slice(&block);
+        out.len() - start
+    }
+
+    /// The bytes [`Header::encode`] appends, without encoding the blocks.
+    pub fn encoded_len(&self) -> usize {
+        let (_, _, records) = self.pax_records();
+        let pax = if records.is_empty() {
+            0
+        } else {
+            BLOCK_USIZE + round_up(records.len() as u64) as usize
+        };
+        pax + BLOCK_USIZE
+    }
+
+    /// The stored path, where it goes in the ustar block, and the pax records (the data of
+    /// the `x` header; empty when none is needed).
+    fn pax_records(&self) -> (Cow<'_, [u8]>, Placement, Vec<u8>) {
         let path = self.stored_path();
         let placement = place_path(&path);
         let path_pax = placement == Placement::Pax || has_high_byte(&path);
@@ -609,32 +652,7 @@ impl Header {
             key.extend_from_slice(name);
             pax_record(&mut records, &key, value);
         }
-        if !records.is_empty() {
-            extension(out, b'x', &self.pax_header_name(), &records, self);
-        }
-
-        let (prefix, name) = match placement {
-            Placement::Split(at) => (&path[..at], &path[at + 1..]),
-            Placement::Name | Placement::Pax => (&b""[..], &path[..]),
-        };
-        let block = UstarFields {
-            name,
-            prefix,
-            mode: self.mode,
-            uid: i128::from(self.uid),
-            gid: i128::from(self.gid),
-            size: i128::from(self.size),
-            mtime: i128::from(self.mtime),
-            flag: kind_flag(self.kind),
-            link: &self.link,
-            uname: &self.uname,
-            gname: &self.gname,
-            dev_major: self.dev_major,
-            dev_minor: self.dev_minor,
-        }
-        .block();
-        out.extend_from_slice(&block);
-        out.len() - start
+        (path, placement, records)
     }
 
     /// True when data blocks follow this entry's header in an archive (see [`flag_has_data`]).
@@ -1051,6 +1069,7 @@ mod tests {
     fn encode(h: &Header) -> Vec<u8> {
         let mut out = vec![0xAA; 3]; // encode appends: existing bytes stay untouched
         let n = h.encode(&mut out);
+        assert_eq!(h.encoded_len(), n, "the length without encoding");
         assert_eq!(&out[..3], &[0xAA; 3]);
         out.drain(..3);
         assert_eq!(n, out.len());
