@@ -28,7 +28,7 @@ use lustre_sys::policy::{self, Decision};
 use lustre_sys::SetOutcome;
 use rayon::prelude::*;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::OFlags;
+use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -50,10 +50,44 @@ const SEGMENT_ENTRIES: usize = 1024;
 /// and before any data is copied (tests use it to change files between walk and copy).
 const HOOK: &str = "MFU_TEST_HOOK_AFTER_LAYOUT";
 
+/// An entry's header blocks.
+#[derive(Clone)]
+pub(super) enum HeaderBytes {
+    /// Encoded when its segment is written, straight into the segment's buffer: keeping the
+    /// header instead of its bytes takes a fraction of the memory (the bytes of a file with a
+    /// sub-second mtime are 1536: a pax header for the time), and fresh memory costs a page
+    /// fault per 4 KiB.
+    Lazy { header: Box<Header>, len: usize },
+    /// Already encoded (received from another rank).
+    Encoded(Vec<u8>),
+}
+
+impl HeaderBytes {
+    /// Bytes of the encoded header.
+    fn len(&self) -> usize {
+        match self {
+            HeaderBytes::Lazy { len, .. } => *len,
+            HeaderBytes::Encoded(b) => b.len(),
+        }
+    }
+
+    /// Append the encoded header to `out`.
+    fn write_to(&self, out: &mut Vec<u8>) {
+        match self {
+            HeaderBytes::Lazy { header, len } => {
+                let n = header.encode(out);
+                // Encoding is deterministic: the layout counted these bytes already.
+                assert_eq!(n, *len, "a header encoded to another length than measured");
+            }
+            HeaderBytes::Encoded(b) => out.extend_from_slice(b),
+        }
+    }
+}
+
 /// One entry of a segment: its encoded header and, for files, where its data comes from.
 #[derive(Clone)]
 pub(super) struct Member {
-    header: Vec<u8>,
+    header: HeaderBytes,
     /// Source path (empty for entries without data).
     src: Vec<u8>,
     /// Data bytes as walked.
@@ -128,7 +162,9 @@ impl WorkItem for Segment {
                 wire::put_u64(out, *at);
                 wire::put_u64(out, members.len() as u64);
                 for m in members {
-                    wire::put_bytes(out, &m.header);
+                    let mut header = Vec::with_capacity(m.header.len());
+                    m.header.write_to(&mut header);
+                    wire::put_bytes(out, &header);
                     wire::put_bytes(out, &m.src);
                     wire::put_u64(out, m.size);
                     wire::put_u64(out, m.mtime.0 as u64);
@@ -182,7 +218,7 @@ impl WorkItem for Segment {
             let n = input.u64() as usize;
             let members = (0..n)
                 .map(|_| Member {
-                    header: input.bytes().to_vec(),
+                    header: HeaderBytes::Encoded(input.bytes().to_vec()),
                     src: input.bytes().to_vec(),
                     size: input.u64(),
                     mtime: (input.u64() as i64, input.u64() as u32),
@@ -251,6 +287,46 @@ fn open_source(src: &[u8], noatime: bool) -> io::Result<OwnedFd> {
     Ok(flist::walk::open_long(src, flags)?)
 }
 
+/// The directory of the source opened last, kept open: a run's members come in name order,
+/// so most share it, and opening each name beneath it spares resolving the whole path again.
+#[derive(Default)]
+struct SourceDir {
+    path: Vec<u8>,
+    fd: Option<OwnedFd>,
+}
+
+impl SourceDir {
+    /// `src` opened for reading like [`open_source`] (the parent is resolved the same way, the
+    /// name without following a symlink).
+    fn open(&mut self, src: &[u8], noatime: bool) -> io::Result<OwnedFd> {
+        let (parent, name) = (flist::path::parent(src), flist::path::basename(src));
+        if name.len() == src.len() || name == b"." || name == b".." {
+            return open_source(src, noatime);
+        }
+        if self.fd.is_none() || self.path != parent {
+            self.fd = None;
+            self.path.clear();
+            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            match flist::walk::open_long(parent, flags) {
+                Ok(fd) => {
+                    self.fd = Some(fd);
+                    self.path.extend_from_slice(parent);
+                }
+                // The whole path again, for the same error as without the cache.
+                Err(_) => return open_source(src, noatime),
+            }
+        }
+        let dir = self.fd.as_ref().expect("opened above");
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        if noatime {
+            if let Ok(fd) = rustix::fs::openat(dir, name, flags | OFlags::NOATIME, Mode::empty()) {
+                return Ok(fd);
+            }
+        }
+        Ok(rustix::fs::openat(dir, name, flags, Mode::empty())?)
+    }
+}
+
 impl Writer<'_> {
     /// After the last byte of `src` was read: report a size or mtime different from the walk.
     fn check_unchanged(&self, fd: BorrowedFd<'_>, src: &[u8], size: u64, mtime: (i64, u32)) {
@@ -281,8 +357,10 @@ impl Writer<'_> {
     }
 
     /// Append `len` bytes of `src` from `file_at` to `out`; zeros where the file is shorter.
+    #[allow(clippy::too_many_arguments)]
     fn read_into(
         &self,
+        dir: &mut SourceDir,
         src: &[u8],
         file_at: u64,
         len: u64,
@@ -291,25 +369,41 @@ impl Writer<'_> {
         out: &mut Vec<u8>,
     ) {
         let start = out.len();
-        out.resize(start + len as usize, 0);
-        let fd = match open_source(src, self.open_noatime) {
+        let end = start + len as usize;
+        let fd = match dir.open(src, self.open_noatime) {
             Ok(fd) => fd,
             Err(e) => {
                 self.problems.add(ItemError::new(src, "open", e));
+                out.resize(end, 0);
                 return;
             }
         };
-        let mut done = 0usize;
-        while done < len as usize {
-            match rustix::io::pread(&fd, &mut out[start + done..], file_at + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
+        // Read into the spare capacity (no zero fill first); zeros only for what is missing.
+        out.reserve(len as usize);
+        let mut failed = None;
+        while out.len() < end {
+            let at = file_at + (out.len() - start) as u64;
+            let want = end - out.len();
+            match rustix::io::pread(&fd, &mut out.spare_capacity_mut()[..want], at) {
+                Ok(([], _)) => break,
+                Ok((read, _)) => {
+                    let n = read.len();
+                    // SAFETY: pread initialised these `n` bytes right after the vector's
+                    // length, within its capacity.
+                    unsafe { out.set_len(out.len() + n) };
+                }
                 Err(Errno::INTR) => {}
                 Err(e) => {
-                    self.problems.add(ItemError::new(src, "read", e.into()));
-                    return;
+                    failed = Some(e);
+                    break;
                 }
             }
+        }
+        let done = out.len() - start;
+        out.resize(end, 0);
+        if let Some(e) = failed {
+            self.problems.add(ItemError::new(src, "read", e.into()));
+            return;
         }
         if done < len as usize || file_at + len == size {
             self.check_unchanged(fd.as_fd(), src, size, mtime);
@@ -321,10 +415,11 @@ impl Writer<'_> {
     fn bytes_of(&self, seg: &Segment, out: &mut Vec<u8>) {
         match seg {
             Segment::Run { members, .. } => {
+                let mut dir = SourceDir::default();
                 for m in members {
-                    out.extend_from_slice(&m.header);
+                    m.header.write_to(out);
                     if m.inline && !m.src.is_empty() {
-                        self.read_into(&m.src, 0, m.size, m.size, m.mtime, out);
+                        self.read_into(&mut dir, &m.src, 0, m.size, m.size, m.mtime, out);
                         out.resize(out.len() + (round_up(m.size) - m.size) as usize, 0);
                     }
                     self.progress.add(1, 0);
@@ -338,7 +433,8 @@ impl Writer<'_> {
                 mtime,
                 ..
             } => {
-                self.read_into(src, *file_at, *len, *size, *mtime, out);
+                let mut dir = SourceDir::default();
+                self.read_into(&mut dir, src, *file_at, *len, *size, *mtime, out);
                 if file_at + len == *size {
                     out.resize(out.len() + (round_up(*size) - size) as usize, 0);
                 }
@@ -370,6 +466,8 @@ impl Writer<'_> {
                 thread_local!(static BYTES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
                 BYTES.with_borrow_mut(|bytes| {
                     bytes.clear();
+                    // Grown once to its size, not by doublings that copy what is in it.
+                    bytes.reserve(seg.len() as usize);
                     self.bytes_of(&seg, bytes);
                     if let Err(e) = write_all_at(archive, bytes, at) {
                         self.problems
@@ -500,8 +598,19 @@ fn link_targets(comm: &dyn Comm, sorted: &FileList) -> HashMap<Vec<u8>, Vec<u8>>
     out
 }
 
+/// What encoding one record gave.
+enum Encoded {
+    /// The member, and the error reading its xattrs (it is archived without them).
+    Member(Member, Option<ItemError>),
+    /// It could not be read (a link target): reported and left out.
+    Failed(ItemError),
+    /// A kind tar does not archive (fifo, socket, device): the message says which.
+    Skipped(String),
+}
+
 /// Encode this rank's records (sorted by name) as archive members. Entries that can't be
-/// archived are reported and left out.
+/// archived are reported and left out. The records are encoded in parallel (the headers of a
+/// million small files are a second of work for one thread); messages keep the name order.
 fn members(
     list: &FileList,
     map: &Mapping,
@@ -510,94 +619,121 @@ fn members(
     errors: &mut Vec<ItemError>,
     skipped: &mut u64,
 ) -> Vec<Member> {
-    let mut out = Vec::with_capacity(list.len());
-    for e in list.iter() {
-        let m = e.meta.expect("stat list");
-        let mut h = Header {
-            path: map.dest(e.path),
-            kind: Kind::File,
-            mode: m.mode & 0o7777,
-            uid: m.uid as u64,
-            gid: m.gid as u64,
-            uname: list
-                .users
-                .name_of(m.uid as u64)
-                .unwrap_or_default()
-                .to_vec(),
-            gname: list
-                .groups
-                .name_of(m.gid as u64)
-                .unwrap_or_default()
-                .to_vec(),
-            size: 0,
-            mtime: m.mtime,
-            mtime_nsec: m.mtime_nsec,
-            link: Vec::new(),
-            dev_major: 0,
-            dev_minor: 0,
-            xattrs: Vec::new(),
-        };
-        match e.kind {
-            FileType::File => match links.get(e.path) {
-                Some(first) => {
-                    h.kind = Kind::HardLink;
-                    h.link = map.dest(first);
-                }
-                None => h.size = m.size,
-            },
-            FileType::Dir => h.kind = Kind::Dir,
-            FileType::Symlink => {
-                h.kind = Kind::Symlink;
-                match flist::at::At::with(e.path, |dir, name| {
-                    rustix::fs::readlinkat(dir, name, Vec::new())
-                }) {
-                    Ok(t) => h.link = t.into_bytes(),
-                    Err(err) => {
-                        errors.push(ItemError::new(e.path, "read link", err.into()));
-                        continue;
-                    }
-                }
+    let encoded: Vec<Encoded> = (0..list.len())
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|i| encode_member(list, i, map, links, xattrs))
+        .collect();
+    let mut out = Vec::with_capacity(encoded.len());
+    for e in encoded {
+        match e {
+            Encoded::Member(m, xattr_error) => {
+                errors.extend(xattr_error);
+                out.push(m);
             }
-            other => {
-                report_error(
-                    "tar",
-                    format_args!(
-                        "skipped: {}: a {} is not archived",
-                        display(e.path),
-                        match other {
-                            FileType::Fifo => "fifo",
-                            FileType::Socket => "socket",
-                            _ => "device or special file",
-                        }
-                    ),
-                );
+            Encoded::Failed(e) => errors.push(e),
+            Encoded::Skipped(msg) => {
+                report_error("tar", msg);
                 *skipped += 1;
-                continue;
             }
         }
-        if xattrs.xattrs != XattrPolicy::None {
-            // Lustre's own (the layout) stay out: restoring them would pin the extracted
-            // files to this file system's OSTs.
-            match crate::copy::meta::read_xattrs(e.path, xattrs) {
-                Ok(x) => h.xattrs = x,
-                Err((op, err)) => errors.push(ItemError::new(e.path, op, err)),
-            }
-        }
-        let mut header = Vec::with_capacity(1024);
-        h.encode(&mut header);
-        out.push(Member {
-            header,
-            src: if h.kind == Kind::File {
-                e.path.to_vec()
-            } else {
-                Vec::new()
-            },
-            size: h.size,
-            mtime: (m.mtime, m.mtime_nsec),
-            inline: true,
-        });
     }
     out
+}
+
+/// The archive member of record `i` of `list`.
+fn encode_member(
+    list: &FileList,
+    i: usize,
+    map: &Mapping,
+    links: &HashMap<Vec<u8>, Vec<u8>>,
+    xattrs: &MetaOptions,
+) -> Encoded {
+    let e = list.entry(i);
+    let m = e.meta.expect("stat list");
+    let mut h = Header {
+        path: map.dest(e.path),
+        kind: Kind::File,
+        mode: m.mode & 0o7777,
+        uid: m.uid as u64,
+        gid: m.gid as u64,
+        uname: list
+            .users
+            .name_of(m.uid as u64)
+            .unwrap_or_default()
+            .to_vec(),
+        gname: list
+            .groups
+            .name_of(m.gid as u64)
+            .unwrap_or_default()
+            .to_vec(),
+        size: 0,
+        mtime: m.mtime,
+        mtime_nsec: m.mtime_nsec,
+        link: Vec::new(),
+        dev_major: 0,
+        dev_minor: 0,
+        xattrs: Vec::new(),
+    };
+    match e.kind {
+        FileType::File => match links.get(e.path) {
+            Some(first) => {
+                h.kind = Kind::HardLink;
+                h.link = map.dest(first);
+            }
+            None => h.size = m.size,
+        },
+        FileType::Dir => h.kind = Kind::Dir,
+        FileType::Symlink => {
+            h.kind = Kind::Symlink;
+            match flist::at::At::with(e.path, |dir, name| {
+                rustix::fs::readlinkat(dir, name, Vec::new())
+            }) {
+                Ok(t) => h.link = t.into_bytes(),
+                Err(err) => {
+                    return Encoded::Failed(ItemError::new(e.path, "read link", err.into()))
+                }
+            }
+        }
+        other => {
+            return Encoded::Skipped(format!(
+                "skipped: {}: a {} is not archived",
+                display(e.path),
+                match other {
+                    FileType::Fifo => "fifo",
+                    FileType::Socket => "socket",
+                    _ => "device or special file",
+                }
+            ));
+        }
+    }
+    let mut xattr_error = None;
+    if xattrs.xattrs != XattrPolicy::None {
+        // Lustre's own (the layout) stay out: restoring them would pin the extracted
+        // files to this file system's OSTs.
+        match crate::copy::meta::read_xattrs(e.path, xattrs) {
+            Ok(x) => h.xattrs = x,
+            Err((op, err)) => xattr_error = Some(ItemError::new(e.path, op, err)),
+        }
+    }
+    // Measured now, encoded when written.
+    let len = h.encoded_len();
+    let (kind, size) = (h.kind, h.size);
+    let member = Member {
+        header: HeaderBytes::Lazy {
+            header: Box::new(h),
+            len,
+        },
+        src: if kind == Kind::File {
+            e.path.to_vec()
+        } else {
+            Vec::new()
+        },
+        size,
+        mtime: (m.mtime, m.mtime_nsec),
+        inline: true,
+    };
+    Encoded::Member(member, xattr_error)
 }
 
 /// Cut this rank's laid-out entries into segments: runs of small entries and chunks of big
@@ -1203,7 +1339,7 @@ mod tests {
 
     fn member(size: u64) -> Member {
         Member {
-            header: vec![0; 512],
+            header: HeaderBytes::Encoded(vec![0; 512]),
             src: b"/src".to_vec(),
             size,
             mtime: (0, 0),
@@ -1335,6 +1471,49 @@ mod tests {
             assert!(a >= covered);
             covered = b;
         }
+    }
+
+    #[test]
+    fn a_header_kept_unencoded_travels_and_is_written_as_its_encoding() {
+        let h = Header {
+            path: b"dir/file".to_vec(),
+            kind: Kind::File,
+            mode: 0o640,
+            uid: 5,
+            gid: 6,
+            uname: b"u".to_vec(),
+            gname: b"g".to_vec(),
+            size: 3,
+            mtime: 1_700_000_000,
+            mtime_nsec: 5,
+            link: Vec::new(),
+            dev_major: 0,
+            dev_minor: 0,
+            xattrs: Vec::new(),
+        };
+        let mut want = Vec::new();
+        let len = h.encode(&mut want);
+        let lazy = HeaderBytes::Lazy {
+            header: Box::new(h),
+            len,
+        };
+        let mut got = b"before".to_vec();
+        lazy.write_to(&mut got);
+        assert_eq!(&got[6..], &want[..]);
+        let seg = Segment::Run {
+            at: 0,
+            members: vec![Member {
+                header: lazy,
+                ..member(3)
+            }],
+        };
+        let mut wire_bytes = Vec::new();
+        seg.encode(&mut wire_bytes);
+        let Segment::Run { members, .. } = Segment::decode(&mut Reader::new(&wire_bytes)) else {
+            panic!("a run")
+        };
+        assert!(matches!(&members[0].header, HeaderBytes::Encoded(b) if *b == want));
+        assert_eq!(members[0].len(), (want.len() + 512) as u64);
     }
 
     #[test]

@@ -101,20 +101,51 @@ fn open_file(target: &Target, rel: &[u8]) -> Result<OwnedFd, Errno> {
 fn replace_at<T>(
     target: &Target,
     rel: &[u8],
-    make: impl Fn(&OwnedFd, &[u8]) -> Result<T, Errno>,
+    make: impl Fn(BorrowedFd<'_>, &[u8]) -> Result<T, Errno>,
 ) -> Result<T, String> {
     let (parent, name) = split(rel);
     let dir = target.dir(parent, true).map_err(explain)?;
-    match make(&dir, name) {
+    replace_in(dir.as_fd(), name, make)
+}
+
+/// [`replace_at`] for `name` in the directory `dir`.
+fn replace_in<T>(
+    dir: BorrowedFd<'_>,
+    name: &[u8],
+    make: impl Fn(BorrowedFd<'_>, &[u8]) -> Result<T, Errno>,
+) -> Result<T, String> {
+    match make(dir, name) {
         Err(Errno::EXIST) => {
-            let st = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(explain)?;
+            let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(explain)?;
             if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
                 return Err("a directory of that name is in the way".into());
             }
-            rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(explain)?;
-            make(&dir, name).map_err(explain)
+            rustix::fs::unlinkat(dir, name, AtFlags::empty()).map_err(explain)?;
+            make(dir, name).map_err(explain)
         }
         r => r.map_err(explain),
+    }
+}
+
+/// The parent directory of the file created last on this worker, kept open: files come in
+/// archive order, so most share it, and a directory lookup per file is spared. Only for the
+/// file phase, in which no directory is removed or replaced.
+#[derive(Default)]
+struct DirCache {
+    rel: Vec<u8>,
+    fd: Option<OwnedFd>,
+}
+
+impl DirCache {
+    /// The directory `rel` beneath `target`, created if missing (as [`Target::dir`]).
+    fn get(&mut self, target: &Target, rel: &[u8]) -> Result<BorrowedFd<'_>, Errno> {
+        if self.fd.is_none() || self.rel != rel {
+            self.fd = None;
+            self.rel.clear();
+            self.fd = Some(target.dir(rel, true)?);
+            self.rel.extend_from_slice(rel);
+        }
+        Ok(self.fd.as_ref().expect("opened above").as_fd())
     }
 }
 
@@ -139,11 +170,21 @@ impl Layouts<'_> {
 /// Create the file of `item` (parents made if missing; a non-directory in the way replaced),
 /// exclusively and without following links; on Lustre with the layout the policy gives its
 /// size.
-fn open_new(target: &Target, item: &Item, lay: &Layouts) -> Result<OwnedFd, String> {
-    let mut full = lay.dest.to_vec();
-    full.push(b'/');
-    full.extend_from_slice(&item.rel);
-    replace_at(target, &item.rel, |dir, name| {
+fn open_new(
+    dirs: &mut DirCache,
+    target: &Target,
+    item: &Item,
+    lay: &Layouts,
+) -> Result<OwnedFd, String> {
+    let (parent, name) = split(&item.rel);
+    let dir = dirs.get(target, parent).map_err(explain)?;
+    // The full path only matters on Lustre (the layout policy may look at it).
+    let full = if lay.stripes.is_on() {
+        [lay.dest, b"/", &item.rel[..]].concat()
+    } else {
+        Vec::new()
+    };
+    replace_in(dir, name, |dir, name| {
         let plain = || {
             rustix::fs::openat(
                 dir,
@@ -167,8 +208,13 @@ fn open_new(target: &Target, item: &Item, lay: &Layouts) -> Result<OwnedFd, Stri
     })
 }
 
-fn create_file(target: &Target, item: &Item, lay: &Layouts) -> Result<(), String> {
-    let fd = open_new(target, item, lay)?;
+fn create_file(
+    dirs: &mut DirCache,
+    target: &Target,
+    item: &Item,
+    lay: &Layouts,
+) -> Result<(), String> {
+    let fd = open_new(dirs, target, item, lay)?;
     rustix::fs::ftruncate(&fd, item.d.header.size).map_err(explain)
 }
 
@@ -210,9 +256,11 @@ fn make_other(target: &Target, item: &Item) -> Result<(), String> {
 }
 
 /// Extract a file whose data lies wholly in this rank's part, in one go: create it, copy its
-/// data, give it its metadata through the descriptor just created (the common case: one
-/// directory lookup and one open per file instead of three).
+/// data, give it its metadata through the descriptor just created (the common case: one open
+/// per file, in a directory most often already open).
+#[allow(clippy::too_many_arguments)]
 fn extract_whole(
+    dirs: &mut DirCache,
     archive: &Archive,
     target: &Target,
     item: &Item,
@@ -223,7 +271,7 @@ fn extract_whole(
 ) -> Result<u64, String> {
     let (data, buf, cfr) = io;
     let h = &item.d.header;
-    let fd = open_new(target, item, lay)?;
+    let fd = open_new(dirs, target, item, lay)?;
     let n = copy_at(
         archive.fd(),
         item.d.data,
@@ -708,10 +756,11 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
         chunk: args.chunksize,
     };
     own_of(&[Kind::File]).par_iter().for_each_init(
-        || (Buffer::new(data.bufsize), true),
-        |(buf, cfr), &i| {
+        || (Buffer::new(data.bufsize), true, DirCache::default()),
+        |(buf, cfr, dirs), &i| {
             if whole(i) {
                 match extract_whole(
+                    dirs,
                     &archive,
                     &target,
                     &items[i],
@@ -726,7 +775,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
                     }
                     Err(e) => failed_at(i, e),
                 }
-            } else if let Err(e) = create_file(&target, &items[i], &lay) {
+            } else if let Err(e) = create_file(dirs, &target, &items[i], &lay) {
                 failed_at(i, e);
             }
         },

@@ -196,11 +196,15 @@ fn put_bytes(dst: &mut [u8], src: &[u8]) {
 /// False (and `dst` untouched) when it does not fit.
 fn put_octal(dst: &mut [u8], v: u64) -> bool {
     let digits = dst.len() - 1;
-    let text = format!("{v:0digits$o}");
-    if text.len() > digits {
+    // Digit by digit from the right: no formatting machinery in the per-entry hot path.
+    if digits < 22 && v >> (3 * digits) != 0 {
         return false;
     }
-    dst[..digits].copy_from_slice(text.as_bytes());
+    let mut rest = v;
+    for d in dst[..digits].iter_mut().rev() {
+        *d = b'0' + (rest & 7) as u8;
+        rest >>= 3;
+    }
     dst[digits] = 0;
     true
 }
@@ -261,15 +265,18 @@ fn parse_number(bytes: &[u8]) -> Option<i128> {
 
 /// The unsigned and signed byte sums of a header block, its checksum field counted as spaces.
 fn checksums(block: &[u8]) -> (i64, i64) {
+    // Whole-block sums (loops the compiler vectorises), then the checksum field swapped for
+    // spaces.
     let (at, len) = CHKSUM;
-    let mut unsigned = 0i64;
-    let mut signed = 0i64;
-    for (i, &b) in block[..BLOCK_USIZE].iter().enumerate() {
-        let b = if (at..at + len).contains(&i) { b' ' } else { b };
-        unsigned += i64::from(b);
-        signed += i64::from(b as i8);
-    }
-    (unsigned, signed)
+    let block = &block[..BLOCK_USIZE];
+    let unsigned = |bytes: &[u8]| bytes.iter().map(|&b| i64::from(b)).sum::<i64>();
+    let signed = |bytes: &[u8]| bytes.iter().map(|&b| i64::from(b as i8)).sum::<i64>();
+    let field = &block[at..at + len];
+    let spaces = len as i64 * i64::from(b' ');
+    (
+        unsigned(block) - unsigned(field) + spaces,
+        signed(block) - signed(field) + spaces,
+    )
 }
 
 fn checksum_ok(block: &[u8]) -> bool {
@@ -283,8 +290,10 @@ fn checksum_ok(block: &[u8]) -> bool {
 /// Fills the checksum field of an otherwise complete block: 6 octal digits, NUL, space.
 fn seal(block: &mut [u8; BLOCK_USIZE]) {
     let (unsigned, _) = checksums(block);
-    let text = format!("{unsigned:06o}\0 ");
-    field_mut(block, CHKSUM).copy_from_slice(text.as_bytes());
+    // Six octal digits (a block's byte sum is below 8^6), NUL, space.
+    let field = field_mut(block, CHKSUM);
+    put_octal(&mut field[..7], unsigned as u64);
+    field[7] = b' ';
 }
 
 fn is_zero(block: &[u8]) -> bool {
@@ -309,10 +318,10 @@ fn kind_flag(kind: Kind) -> u8 {
 fn pax_record(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
     let base = key.len() + value.len() + 3; // ' ', '=', '\n'
     let mut len = base + 1;
-    while base + len.to_string().len() != len {
-        len = base + len.to_string().len();
+    while base + decimal_digits(len as u64) != len {
+        len = base + decimal_digits(len as u64);
     }
-    out.extend_from_slice(len.to_string().as_bytes());
+    put_decimal(out, len as u64);
     out.push(b' ');
     out.extend_from_slice(key);
     out.push(b'=');
@@ -322,16 +331,44 @@ fn pax_record(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
 
 /// `sec` + `nsec` / 10^9 as pax decimal seconds: `SEC`, or `SEC.NNNNNNNNN` when there is a
 /// fraction; `-1.500000000` for (sec -2, nsec 500000000).
-fn pax_time(sec: i64, nsec: u32) -> String {
+fn pax_time(sec: i64, nsec: u32) -> Vec<u8> {
     let total = i128::from(sec) * NANOS + i128::from(nsec);
-    let sign = if total < 0 { "-" } else { "" };
     let abs = total.unsigned_abs();
     let (whole, frac) = (abs / NANOS as u128, abs % NANOS as u128);
-    if frac == 0 {
-        format!("{sign}{whole}")
-    } else {
-        format!("{sign}{whole}.{frac:09}")
+    let mut out = Vec::with_capacity(32);
+    if total < 0 {
+        out.push(b'-');
     }
+    // |sec| < 2^63, so the whole seconds fit in a u64.
+    put_decimal(&mut out, whole as u64);
+    if frac != 0 {
+        out.push(b'.');
+        let at = out.len();
+        put_decimal(&mut out, frac as u64 + NANOS as u64);
+        out.remove(at); // the leading 1 that kept the fraction's leading zeros
+    }
+    out
+}
+
+/// Digits of `v` in decimal.
+fn decimal_digits(v: u64) -> usize {
+    v.checked_ilog10().map_or(1, |l| l as usize + 1)
+}
+
+/// Appends `v` in decimal (without the formatting machinery: it runs for every entry).
+fn put_decimal(out: &mut Vec<u8>, v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut rest = v;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
 }
 
 /// Parses pax decimal seconds (`-12.5`, `1600000000.250`...) into (seconds, nanoseconds) with
@@ -514,6 +551,49 @@ impl Header {
     /// path, link, uname or gname record is not UTF-8; attribute values are always raw bytes.
     pub fn encode(&self, out: &mut Vec<u8>) -> usize {
         let start = out.len();
+        let (path, placement, records) = self.pax_records();
+        if !records.is_empty() {
+            extension(out, b'x', &self.pax_header_name(), &records, self);
+        }
+
+        let (prefix, name) = match placement {
+            Placement::Split(at) => (&path[..at], &path[at + 1..]),
+            Placement::Name | Placement::Pax => (&b""[..], &path[..]),
+        };
+        let block = UstarFields {
+            name,
+            prefix,
+            mode: self.mode,
+            uid: i128::from(self.uid),
+            gid: i128::from(self.gid),
+            size: i128::from(self.size),
+            mtime: i128::from(self.mtime),
+            flag: kind_flag(self.kind),
+            link: &self.link,
+            uname: &self.uname,
+            gname: &self.gname,
+            dev_major: self.dev_major,
+            dev_minor: self.dev_minor,
+        }
+        .block();
+        out.extend_from_slice(&block);
+        out.len() - start
+    }
+
+    /// The bytes [`Header::encode`] appends, without encoding the blocks.
+    pub fn encoded_len(&self) -> usize {
+        let (_, _, records) = self.pax_records();
+        let pax = if records.is_empty() {
+            0
+        } else {
+            BLOCK_USIZE + round_up(records.len() as u64) as usize
+        };
+        pax + BLOCK_USIZE
+    }
+
+    /// The stored path, where it goes in the ustar block, and the pax records (the data of
+    /// the `x` header; empty when none is needed).
+    fn pax_records(&self) -> (Cow<'_, [u8]>, Placement, Vec<u8>) {
         let path = self.stored_path();
         let placement = place_path(&path);
         let path_pax = placement == Placement::Pax || has_high_byte(&path);
@@ -550,7 +630,9 @@ impl Header {
         ];
         for (on, key, value) in numbers {
             if on {
-                pax_record(&mut records, key.as_bytes(), value.to_string().as_bytes());
+                let mut text = Vec::with_capacity(20);
+                put_decimal(&mut text, value);
+                pax_record(&mut records, key.as_bytes(), &text);
             }
         }
         for (on, key, value) in &strings[2..] {
@@ -562,7 +644,7 @@ impl Header {
             pax_record(
                 &mut records,
                 b"mtime",
-                pax_time(self.mtime, self.mtime_nsec).as_bytes(),
+                &pax_time(self.mtime, self.mtime_nsec),
             );
         }
         for (name, value) in &self.xattrs {
@@ -570,32 +652,7 @@ impl Header {
             key.extend_from_slice(name);
             pax_record(&mut records, &key, value);
         }
-        if !records.is_empty() {
-            extension(out, b'x', &self.pax_header_name(), &records, self);
-        }
-
-        let (prefix, name) = match placement {
-            Placement::Split(at) => (&path[..at], &path[at + 1..]),
-            Placement::Name | Placement::Pax => (&b""[..], &path[..]),
-        };
-        let block = UstarFields {
-            name,
-            prefix,
-            mode: self.mode,
-            uid: i128::from(self.uid),
-            gid: i128::from(self.gid),
-            size: i128::from(self.size),
-            mtime: i128::from(self.mtime),
-            flag: kind_flag(self.kind),
-            link: &self.link,
-            uname: &self.uname,
-            gname: &self.gname,
-            dev_major: self.dev_major,
-            dev_minor: self.dev_minor,
-        }
-        .block();
-        out.extend_from_slice(&block);
-        out.len() - start
+        (path, placement, records)
     }
 
     /// True when data blocks follow this entry's header in an archive (see [`flag_has_data`]).
@@ -1012,6 +1069,7 @@ mod tests {
     fn encode(h: &Header) -> Vec<u8> {
         let mut out = vec![0xAA; 3]; // encode appends: existing bytes stay untouched
         let n = h.encode(&mut out);
+        assert_eq!(h.encoded_len(), n, "the length without encoding");
         assert_eq!(&out[..3], &[0xAA; 3]);
         out.drain(..3);
         assert_eq!(n, out.len());
@@ -1714,11 +1772,95 @@ mod tests {
             (i64::MAX, 999_999_999),
             (i64::MIN, 0),
         ] {
+            assert_eq!(parse_pax_time(&pax_time(sec, nsec)), Some((sec, nsec)));
+        }
+    }
+
+    #[test]
+    fn hand_made_numbers_match_the_formatting_machinery() {
+        let reference_time = |sec: i64, nsec: u32| {
+            let total = i128::from(sec) * NANOS + i128::from(nsec);
+            let sign = if total < 0 { "-" } else { "" };
+            let abs = total.unsigned_abs();
+            let (whole, frac) = (abs / NANOS as u128, abs % NANOS as u128);
+            if frac == 0 {
+                format!("{sign}{whole}")
+            } else {
+                format!("{sign}{whole}.{frac:09}")
+            }
+        };
+        let values = [
+            0u64,
+            1,
+            7,
+            8,
+            9,
+            10,
+            99,
+            100,
+            0o7777777,
+            0o10000000,
+            0o77777777777,
+        ]
+        .into_iter()
+        .chain([1 << 33, 1 << 36, u64::MAX, 123_456_789_012]);
+        for v in values {
+            let mut out = Vec::new();
+            put_decimal(&mut out, v);
+            assert_eq!(out, v.to_string().as_bytes());
+            assert_eq!(decimal_digits(v), v.to_string().len());
+            for width in [8usize, 12] {
+                let digits = width - 1;
+                let text = format!("{v:0digits$o}");
+                let mut field = vec![0xAAu8; width];
+                if text.len() > digits {
+                    assert!(!put_octal(&mut field, v), "{v} in {width}");
+                    assert_eq!(field, vec![0xAA; width], "untouched");
+                } else {
+                    assert!(put_octal(&mut field, v));
+                    assert_eq!(&field[..digits], text.as_bytes());
+                    assert_eq!(field[digits], 0);
+                }
+            }
+        }
+        for (sec, nsec) in [
+            (0i64, 0u32),
+            (1_700_000_000, 5),
+            (1_700_000_000, 999_999_999),
+            (1_700_000_000, 100_000_000),
+            (-2, 500_000_000),
+            (-1, 0),
+            (i64::MAX, 999_999_999),
+            (i64::MIN, 0),
+            (i64::MIN, 1),
+        ] {
             assert_eq!(
-                parse_pax_time(pax_time(sec, nsec).as_bytes()),
-                Some((sec, nsec))
+                pax_time(sec, nsec),
+                reference_time(sec, nsec).as_bytes(),
+                "{sec} {nsec}"
             );
         }
+        // The block sums against the byte-by-byte definition.
+        let naive = |block: &[u8]| {
+            let (at, len) = CHKSUM;
+            let mut sums = (0i64, 0i64);
+            for (i, &b) in block.iter().enumerate() {
+                let b = if (at..at + len).contains(&i) { b' ' } else { b };
+                sums.0 += i64::from(b);
+                sums.1 += i64::from(b as i8);
+            }
+            sums
+        };
+        let mut block = [0u8; BLOCK_USIZE];
+        for (i, b) in block.iter_mut().enumerate() {
+            *b = (i * 37 % 256) as u8;
+        }
+        assert_eq!(checksums(&block), naive(&block));
+        let mut block = [0xffu8; BLOCK_USIZE];
+        assert_eq!(checksums(&block), naive(&block));
+        seal(&mut block);
+        let (sum, _) = naive(&block);
+        assert_eq!(field(&block, CHKSUM), format!("{sum:06o}\0 ").as_bytes());
     }
 
     // ---- numbers and checksums -------------------------------------------------------------

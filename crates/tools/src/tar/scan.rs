@@ -252,6 +252,11 @@ pub fn scan(comm: &dyn Comm, archive: &Archive, memsize: u64) -> (Vec<u64>, Opti
 /// Bytes read at once when decoding a header, enough for a pax header, its records and the
 /// ustar block that follows.
 const HEADER_WINDOW: usize = 4096;
+/// Bytes read at once, at most, when the next entries' headers lie close enough to come
+/// with one read (small files: one read for a dozen headers instead of one each).
+const WIDE_WINDOW: u64 = 64 << 10;
+/// Entries decoded in order by one task (sharing its window).
+const DECODE_RUN: usize = 256;
 
 /// Decode the entries at `offsets` (in parallel for an uncompressed archive, in order for a
 /// compressed one, whose frames are then decompressed once).
@@ -260,28 +265,103 @@ pub fn decode(
     offsets: &[u64],
 ) -> Vec<Result<header::Decoded, header::HeaderError>> {
     use rayon::prelude::*;
-    let one = |&at: &u64| {
-        // Headers come in runs (pax header, its records, the ustar block): read a window once.
+    // The entries of `run`, in order, reading the archive through one window: a read at `o`
+    // also takes in the headers of the next few entries when they are near.
+    let decode_run = |run: &[u64]| {
         let mut window: (u64, Vec<u8>) = (0, Vec::new());
-        let mut read = |o: u64, n: usize| {
-            let (w_at, w) = &window;
-            if o < *w_at || o + n as u64 > *w_at + w.len() as u64 {
-                window = (o, archive.read_at(o, n.max(HEADER_WINDOW))?);
-            }
-            let (w_at, w) = &window;
-            let from = (o - w_at) as usize;
-            Ok(w[from..(from + n).min(w.len())].to_vec())
-        };
-        header::decode_entry(&mut read, at).and_then(|d| {
-            d.ok_or(header::HeaderError::Invalid {
-                offset: at,
-                what: "the index points at an end-of-archive block".into(),
-            })
-        })
+        let mut out = Vec::with_capacity(run.len());
+        for (j, &at) in run.iter().enumerate() {
+            let ahead = run.get(j + 8).or(run.last()).copied().unwrap_or(at);
+            let mut read = |o: u64, n: usize| {
+                let (w_at, w) = &window;
+                if o < *w_at || o + n as u64 > *w_at + w.len() as u64 {
+                    let reach = ahead.saturating_sub(o) + HEADER_WINDOW as u64;
+                    let len = if reach <= WIDE_WINDOW {
+                        reach as usize
+                    } else {
+                        HEADER_WINDOW
+                    };
+                    window = (o, archive.read_at(o, n.max(len))?);
+                }
+                let (w_at, w) = &window;
+                let from = (o - w_at) as usize;
+                Ok(w[from..(from + n).min(w.len())].to_vec())
+            };
+            out.push(header::decode_entry(&mut read, at).and_then(|d| {
+                d.ok_or(header::HeaderError::Invalid {
+                    offset: at,
+                    what: "the index points at an end-of-archive block".into(),
+                })
+            }));
+        }
+        out
     };
     if archive.table().is_some() {
-        offsets.iter().map(one).collect()
+        decode_run(offsets)
     } else {
-        offsets.par_iter().map(one).collect()
+        offsets
+            .par_chunks(DECODE_RUN)
+            .flat_map_iter(decode_run)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tar::header::{Header, Kind};
+
+    #[test]
+    fn decoding_through_shared_windows_finds_every_entry_among_small_and_big_ones() {
+        // Small entries (several headers per window), big ones (a window each), long names
+        // (pax records), across more than one decoding run.
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..700u64 {
+            let size = match i % 7 {
+                0 => 100 << 10,
+                1 => 0,
+                2 => 70_000,
+                _ => i * 13 % 5000,
+            };
+            let name = if i % 5 == 0 {
+                "n".repeat(150)
+            } else {
+                String::new()
+            };
+            let h = Header {
+                path: format!("d{}/{name}f{i}", i % 3).into_bytes(),
+                kind: Kind::File,
+                mode: 0o644,
+                uid: 1,
+                gid: 2,
+                uname: b"u".to_vec(),
+                gname: b"g".to_vec(),
+                size,
+                mtime: 1_700_000_000 + i as i64,
+                mtime_nsec: (i * 7) as u32,
+                link: Vec::new(),
+                dev_major: 0,
+                dev_minor: 0,
+                xattrs: Vec::new(),
+            };
+            let at = bytes.len() as u64;
+            h.encode(&mut bytes);
+            bytes.resize(bytes.len() + round_up(size) as usize, 0xAB);
+            want.push((at, h));
+        }
+        let path = dir.path().join("a.tar");
+        std::fs::write(&path, &bytes).unwrap();
+        let archive = Archive::open(path.as_os_str().as_encoded_bytes()).unwrap();
+        let offsets: Vec<u64> = want.iter().map(|(at, _)| *at).collect();
+        let got = decode(&archive, &offsets);
+        assert_eq!(got.len(), want.len());
+        for (d, (at, h)) in got.into_iter().zip(&want) {
+            let d = d.unwrap();
+            assert_eq!(d.start, *at);
+            assert_eq!(&d.header, h);
+            assert_eq!(d.next, d.data + round_up(h.size));
+        }
     }
 }
