@@ -21,8 +21,8 @@ pub struct Plan {
     pub ops: Vec<Op>,
     /// Timed runs per contestant.
     pub runs: usize,
-    /// Run the big workload on disk too (long: the writeback before each run).
-    pub big_on_disk: bool,
+    /// Run the mixed and big workloads on disk too (long: the writeback before each run).
+    pub all_on_disk: bool,
     /// Workload sizes.
     pub scale: Scale,
     /// Run mfu-rs under `mpirun -np 2` too.
@@ -75,8 +75,11 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
             .fs
             .push((fs.name().into(), kind_of_fs, base.display().to_string()));
         for &kind in &plan.workloads {
-            if kind == Kind::Big && fs == Fs::Disk && !plan.big_on_disk {
-                eprintln!("bench: big files on disk skipped (--big-on-disk runs them)");
+            if matches!(kind, Kind::Big | Kind::Mixed) && fs == Fs::Disk && !plan.all_on_disk {
+                eprintln!(
+                    "bench: {} on disk skipped (--all-on-disk runs it)",
+                    kind.name()
+                );
                 continue;
             }
             let need = room(kind, plan.scale);

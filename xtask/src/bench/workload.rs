@@ -17,7 +17,7 @@ pub enum Kind {
     /// Mixed sizes with a long tail: many tiny and small files, fewer and fewer big ones
     /// (6,222 files, 512 B to 64 MiB, 0.5 GiB).
     Mixed,
-    /// A few multi-GiB files.
+    /// A few big files (2 × 1 GiB by default).
     Big,
     /// A real tree: a copy of `/usr/include` (headers, nested directories, symbolic links).
     Real,
@@ -126,7 +126,7 @@ impl Scale {
     pub const FULL: Scale = Scale {
         small_files: 20_000,
         mixed_div: 1,
-        big_bytes: 2 << 30,
+        big_bytes: 1 << 30,
         real: "/usr/include",
     };
     /// A smoke run: every path of the harness, seconds instead of minutes.
