@@ -180,6 +180,21 @@ mod tests {
     use super::*;
     use std::os::unix::ffi::OsStrExt;
 
+    /// `at`'s short path (through /proc/self/fd) reaches the entry (an xattr set by path), and
+    /// `remove` removes it.
+    fn short_path_reaches_then_remove(at: &At) {
+        let short = at.short_path().into_owned();
+        assert!(short.starts_with(b"/proc/self/fd/"));
+        rustix::fs::setxattr(
+            short.as_slice(),
+            "user.k",
+            b"v",
+            rustix::fs::XattrFlags::empty(),
+        )
+        .unwrap();
+        at.remove(false).unwrap();
+    }
+
     #[test]
     fn entries_of_an_open_directory_are_reached_by_name() {
         let tmp = tempfile::tempdir().unwrap();
@@ -193,16 +208,7 @@ mod tests {
         drop(at.open(OFlags::WRONLY | OFlags::CREATE, 0o600).unwrap());
         assert_eq!(at.lstat().unwrap().st_mode & 0o777, 0o600);
         assert!(tmp.path().join("f").exists());
-        let short = at.short_path().into_owned();
-        assert!(short.starts_with(b"/proc/self/fd/"));
-        rustix::fs::setxattr(
-            short.as_slice(),
-            "user.k",
-            b"v",
-            rustix::fs::XattrFlags::empty(),
-        )
-        .unwrap();
-        at.remove(false).unwrap();
+        short_path_reaches_then_remove(&at);
         assert!(!tmp.path().join("f").exists());
     }
 
@@ -250,16 +256,7 @@ mod tests {
         assert!(matches!(at.dir, Dir::Owned(_)));
         drop(at.open(OFlags::WRONLY | OFlags::CREATE, 0o600).unwrap());
         assert!(at.lstat().unwrap().st_size == 0);
-        let short = at.short_path().into_owned();
-        assert!(short.starts_with(b"/proc/self/fd/"));
-        rustix::fs::setxattr(
-            short.as_slice(),
-            "user.k",
-            b"v",
-            rustix::fs::XattrFlags::empty(),
-        )
-        .unwrap();
-        at.remove(false).unwrap();
+        short_path_reaches_then_remove(&at);
         assert!(at.lstat().is_err());
     }
 }

@@ -2,6 +2,7 @@
 
 use super::fsutil::flush_fs;
 use anyhow::{Context, Result};
+use mfu_benches::Rng;
 use std::path::Path;
 
 /// `files` files of up to 4 KiB (`x` bytes) in directories of 100, made once (a `.complete`
@@ -47,45 +48,6 @@ pub fn make_list(path: &Path, records: usize) -> Result<()> {
     }
     std::fs::write(path, text)?;
     Ok(())
-}
-
-/// splitmix64: incompressible bytes, fast, no dependency.
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// The next 64 pseudo-random bits.
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Fill `buf` with pseudo-random bytes.
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for c in buf.chunks_mut(8) {
-            let v = self.next().to_le_bytes();
-            c.copy_from_slice(&v[..c.len()]);
-        }
-    }
-
-    /// Lower-case hex digits, a newline every 64: 4 bits of entropy per byte, so a compressor
-    /// gets about 2:1 out of it and no more.
-    pub fn fill_hex(&mut self, buf: &mut [u8]) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        for line in buf.chunks_mut(65) {
-            for c in line.chunks_mut(16) {
-                let v = self.next();
-                for (i, b) in c.iter_mut().enumerate() {
-                    *b = HEX[(v >> (4 * i)) as usize & 15];
-                }
-            }
-            if line.len() == 65 {
-                line[64] = b'\n';
-            }
-        }
-    }
 }
 
 /// `dirs` directories of `files` files of `size` random bytes each, then `sync`.
