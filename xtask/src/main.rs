@@ -3,7 +3,7 @@
 //! - `cargo xtask setup` — install what the build needs (Open MPI, libclang) when missing.
 //! - `cargo xtask demo`  — setup, build, and run a real job: `mpirun -np 2 mfu-rs walk` on a tree.
 //! - `cargo xtask test`  — setup, then the whole suite: unit, interop vectors, mpirun -np 1..4,
-//!   and the build without MPI.
+//!   the build without MPI, and a quick strict run of the bench harness on tmpfs.
 //! - `cargo xtask bench` — whole-tool comparisons against the classic tools (see `bench/mod.rs`).
 
 mod bench;
