@@ -128,7 +128,11 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
                 results.rows.push(row);
                 if plan.strace && op == Op::Cp && kind == Kind::Small && results.syscalls.is_empty()
                 {
-                    results.syscalls = count_syscalls(&st, &w)?;
+                    if have("strace") {
+                        results.syscalls = count_syscalls(&st, &w)?;
+                    } else {
+                        eprintln!("bench: strace is not installed: no system-call counts");
+                    }
                 }
                 remove(&st.scratch)?;
             }
