@@ -39,8 +39,8 @@ usage: cargo xtask bench [OPTIONS]
 Compare mfu-rs with cp -a, rsync -a, xcp, GNU tar, rm -rf, find and du on four workloads
 (small: 20,000 x 4 KiB; mixed: a long tail of sizes, 0.5 GiB; big: 2 x 1 GiB; real: a copy of
 /usr/include), on tmpfs (/dev/shm), and small and real also on the workspace's disk (all
-four with --all-on-disk); write target/bench/bench.{md,json,svg}. About 13 minutes on 2 cores, the release build
-included.
+four with --all-on-disk); write target/bench/bench.{md,json,svg}. About 13 minutes on 2
+cores, the release build included.
 
 options:
   --runs N             timed runs per contestant, interleaved (default 3)
