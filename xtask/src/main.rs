@@ -3,7 +3,8 @@
 //! - `cargo xtask setup` — install what the build needs (Open MPI, libclang) when missing.
 //! - `cargo xtask demo`  — setup, build, and run a real job: `mpirun -np 2 mfu-rs walk` on a tree.
 //! - `cargo xtask test`  — setup, then the whole suite: unit, interop vectors, mpirun -np 1..4,
-//!   the build without MPI, and a quick strict run of the bench harness on tmpfs.
+//!   the build without MPI, each criterion bench once, and a quick strict run of the bench
+//!   harness on tmpfs.
 //! - `cargo xtask bench` — whole-tool comparisons against the classic tools (see `bench/mod.rs`).
 
 mod bench;
@@ -60,7 +61,8 @@ pub fn mpi_env(cmd: &mut Command) -> &mut Command {
         .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
 }
 
-fn cargo() -> Command {
+/// `cargo`, the one running xtask when there is one.
+pub fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
@@ -146,6 +148,10 @@ fn test(extra: &[String]) -> Result<()> {
             "--target-dir",
         ])
         .arg(&nompi_dir))?;
+    // The criterion benches run once each (test mode, debug build): they must keep working.
+    run(cargo()
+        .current_dir(&root)
+        .args(["test", "-p", "mfu-benches", "--benches"]))?;
     // The bench harness runs too, on tiny tmpfs workloads with the debug binary and every
     // result checked: it must not rot between the (long) real runs.
     if Path::new("/dev/shm").is_dir() {

@@ -19,7 +19,8 @@ const PACKAGES: &[&str] = &[
     "libarchive-tools",
 ];
 
-fn have(program: &str) -> bool {
+/// True when `program` is on PATH (also how the benches find the peers).
+pub fn have(program: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
         .output()

@@ -3,7 +3,7 @@
 use anyhow::{ensure, Context, Result};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `sync(1)`: write back every dirty page, so the next timed run does not pay for the last one.
@@ -42,15 +42,6 @@ pub fn free_bytes(dir: &Path) -> Result<u64> {
         .parse()
         .context("df's `Available` column")?;
     Ok(kib * 1024)
-}
-
-/// True when `program` is on PATH.
-pub fn have(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// Compare `dst` with `src`: same entries and types, same bytes in regular files, and when

@@ -1,12 +1,13 @@
 //! The comparison itself: every operation on every workload on every file system, mfu-rs
 //! against the peers found on the machine, runs interleaved, medians.
 
-use super::fsutil::{free_bytes, fs_type, have, remove};
+use super::fsutil::{free_bytes, fs_type, remove};
 use super::measure::{measure, median};
 use super::ops::{contestants, Contestant, Op, Role, Setup};
 use super::report::{Row, Syscalls, Timing};
 use super::syscalls;
 use super::workload::{self, Fs, Kind, Scale, Workload};
+use crate::setup::have;
 use anyhow::{ensure, Context, Result};
 use std::path::Path;
 use std::time::Instant;

@@ -224,7 +224,7 @@ fn binary() -> Result<PathBuf> {
     }
     let root = root();
     crate::run(
-        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        crate::cargo()
             .current_dir(&root)
             .args(["build", "--release", "-p", "mfu-rs"]),
     )?;

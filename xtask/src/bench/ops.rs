@@ -2,9 +2,10 @@
 //! what each run needs before it (a fresh destination, a tree to remove) and the check of its
 //! result.
 
-use super::fsutil::{archive_ok, extracted_ok, flush_fs, have, remove, s, same_tree};
+use super::fsutil::{archive_ok, extracted_ok, flush_fs, remove, s, same_tree};
 use super::measure::{case, Case};
 use super::workload::{Kind, Workload};
+use crate::setup::have;
 use anyhow::{ensure, Context, Result};
 use serde::Serialize;
 use std::os::unix::fs::MetadataExt;

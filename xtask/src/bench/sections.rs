@@ -42,11 +42,11 @@
 //! that binary instead (not built, e.g. one built from another tree).
 
 use super::fsutil::{
-    archive_ok, changed_since, extracted_ok, flush_fs, free_bytes, have, remove, s, same_tree,
-    tree_stats,
+    archive_ok, changed_since, extracted_ok, flush_fs, free_bytes, remove, s, same_tree, tree_stats,
 };
 use super::gen::{make_list, make_random_tree, make_tree, write_layout, Fill, Group};
 use super::measure::{case, loadavg, measure, median, Case};
+use crate::setup::have;
 use anyhow::{bail, ensure, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
