@@ -497,20 +497,27 @@ mod tests {
         assert!(e.op.contains("shorter"), "{}", e.op);
     }
 
+    /// `dir/s` holding `data` (opened to read) and `dir/d`, the same bytes but one flipped at
+    /// `at` (opened to read and write).
+    fn source_and_changed_copy(dir: &std::path::Path, data: &[u8], at: usize) -> (File, File) {
+        std::fs::write(dir.join("s"), data).unwrap();
+        let mut changed = data.to_vec();
+        changed[at] ^= 0xff;
+        std::fs::write(dir.join("d"), &changed).unwrap();
+        let src = File::open(dir.join("s")).unwrap();
+        let dst = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(dir.join("d"))
+            .unwrap();
+        (src, dst)
+    }
+
     #[test]
     fn sync_rewrites_only_what_differs() {
         let tmp = tempfile::tempdir().unwrap();
         let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-        std::fs::write(tmp.path().join("s"), &data).unwrap();
-        let mut changed = data.clone();
-        changed[200_000] ^= 0xff;
-        std::fs::write(tmp.path().join("d"), &changed).unwrap();
-        let src = File::open(tmp.path().join("s")).unwrap();
-        let dst = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(tmp.path().join("d"))
-            .unwrap();
+        let (src, dst) = source_and_changed_copy(tmp.path(), &data, 200_000);
         let (mut a, mut b) = (Buffer::new(65536), Buffer::new(65536));
         let mut sync = || {
             sync_range(
@@ -632,16 +639,7 @@ mod tests {
         std::thread::spawn(|| {
             let tmp = tempfile::tempdir().unwrap();
             let data = noise(3 << 20, 11);
-            std::fs::write(tmp.path().join("s"), &data).unwrap();
-            let mut changed = data.clone();
-            changed[(5 << 20) / 2] ^= 0xff;
-            std::fs::write(tmp.path().join("d"), &changed).unwrap();
-            let src = File::open(tmp.path().join("s")).unwrap();
-            let dst = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(tmp.path().join("d"))
-                .unwrap();
+            let (src, dst) = source_and_changed_copy(tmp.path(), &data, (5 << 20) / 2);
             let (mut a, mut b) = (Buffer::new(0), Buffer::new(0));
             let mut sync = || {
                 sync_range(
