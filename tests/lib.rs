@@ -120,6 +120,39 @@ pub fn noise(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Run `cmd` with the race-test pause (`MFU_RS_TEST_PAUSE_AFTER_LISTING`): once the tool has
+/// listed its entries and before it acts on them, `change` runs (swap a directory for a
+/// symlink, ...); then the tool goes on. Returns the output; panics when the tool never
+/// reaches the pause (within 60 s) or `change` panics.
+pub fn with_change_after_listing(cmd: &mut Command, change: impl FnOnce()) -> Output {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("pause");
+    cmd.env("MFU_RS_TEST_PAUSE_AFTER_LISTING", &base)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
+    let ready = dir.path().join("pause.ready");
+    let start = Instant::now();
+    while !ready.exists() {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{cmd:?} ended before the pause after its listing\n--- stderr\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{cmd:?} never reached the pause after its listing"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    change();
+    std::fs::write(dir.path().join("pause.go"), b"").unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// Run and return the output, failing with stdout/stderr shown when the status differs from `code`.
 pub fn expect_status(cmd: &mut Command, code: i32) -> Output {
     let out = cmd

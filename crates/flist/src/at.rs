@@ -58,6 +58,14 @@ impl<'p> At<'p> {
         }
     }
 
+    /// The entry `name` (one component) of the directory `dir`, which the `At` keeps open.
+    pub fn in_owned_dir(dir: OwnedFd, name: &'p [u8]) -> At<'p> {
+        At {
+            dir: Dir::Owned(dir),
+            name: Cow::Borrowed(name),
+        }
+    }
+
     /// `op(dir, name)` for `path`, with the system's error code (for callers working in
     /// [`Errno`]s).
     pub fn with<R>(
@@ -129,22 +137,44 @@ impl<'p> At<'p> {
 /// The parent directory of the last path asked for, held open: entries of one directory, met
 /// one after the other (a walk's order), are reached by name in it, one component to look up
 /// instead of a whole path.
+///
+/// Made with [`ParentDir::beneath`], parents are reached from the tool's roots without
+/// following symlinks ([`crate::beneath`]): a directory swapped for a symlink after the walk is
+/// not followed.
 #[derive(Default)]
 pub struct ParentDir {
     held: Option<(Vec<u8>, Option<OwnedFd>)>,
+    roots: Option<std::sync::Arc<crate::beneath::Roots>>,
 }
 
 impl ParentDir {
+    /// A `ParentDir` that reaches every parent beneath `roots` (paths beneath no root are
+    /// reached by their path).
+    pub fn beneath(roots: std::sync::Arc<crate::beneath::Roots>) -> ParentDir {
+        ParentDir {
+            held: None,
+            roots: Some(roots),
+        }
+    }
+
     /// Hold the directory `dir` (absolute, normalised) open, unless it is the one held.
     /// Returns true when it was not (a directory that can't be opened is held as "none").
     pub fn hold(&mut self, dir: &[u8]) -> bool {
         if self.held.as_ref().is_some_and(|(p, _)| p == dir) {
             return false;
         }
-        let fd = dir
-            .starts_with(b"/")
-            .then(|| crate::walk::open_long(dir, OFlags::PATH | OFlags::DIRECTORY).ok())
-            .flatten();
+        let confined = self.roots.as_ref().and_then(|r| {
+            // The parent of an entry beneath a root: `dir` itself is then that parent.
+            let probe = [dir, b"/x"].concat();
+            r.parent_dir(&probe).map(|fd| fd.ok())
+        });
+        let fd = match confined {
+            Some(fd) => fd,
+            None => dir
+                .starts_with(b"/")
+                .then(|| crate::walk::open_long(dir, OFlags::PATH | OFlags::DIRECTORY).ok())
+                .flatten(),
+        };
         self.held = Some((dir.to_vec(), fd));
         true
     }
@@ -157,7 +187,10 @@ impl ParentDir {
             Some((p, Some(fd))) if path != b"/" && p == crate::path::parent(path) => {
                 Ok(At::in_dir(fd.as_fd(), crate::path::basename(path)))
             }
-            _ => At::new(path),
+            _ => match &self.roots {
+                Some(r) => r.at(path),
+                None => At::new(path),
+            },
         }
     }
 

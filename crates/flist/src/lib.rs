@@ -18,6 +18,7 @@
 //! Paths are bytes everywhere: any name a file system can hold survives every operation.
 
 pub mod at;
+pub mod beneath;
 pub mod chunk;
 pub mod distribute;
 pub mod error;

@@ -32,6 +32,7 @@ pub mod status;
 pub mod stripe;
 pub mod sync;
 pub mod tar;
+pub mod test_seam;
 pub mod transfer;
 pub mod walk;
 pub mod walk_stripes;

@@ -1,0 +1,318 @@
+//! Reaching entries beneath a root directory without following any symlink on the way.
+//!
+//! A tree can change between the walk (or the list) that named an entry and the action on it:
+//! a user of a shared scratch can swap a directory for a symlink to anywhere at will. A tool
+//! that reopens `ROOT/a/b/f` by its whole path would then act outside the tree (GNU `rm -rf`
+//! and `chmod -R` are not exposed: they open each level from the one already open). So every
+//! tool that acts on walked or listed entries opens the root the user named once ([`Root`]),
+//! and reaches each entry's parent from it with `openat2(RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS)`, or a component-by-component `openat(O_NOFOLLOW)` walk where the
+//! kernel lacks `openat2`. The action itself is then one `*at` call on the last component,
+//! which the caller makes with `AT_SYMLINK_NOFOLLOW`/`O_NOFOLLOW`.
+//!
+//! A symlink met on the way is `ELOOP` ([`is_symlink_error`] tells); the caller names the
+//! entry and skips it.
+
+use crate::at::At;
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A directory the user named, opened once; entries beneath it are reached from its
+/// descriptor.
+#[derive(Debug)]
+pub struct Root {
+    path: Vec<u8>,
+    fd: OwnedFd,
+    /// Cleared when the kernel lacks `openat2`.
+    openat2: AtomicBool,
+}
+
+impl Root {
+    /// Open the directory `path` (symlinks in `path` itself are followed: the user named it).
+    pub fn open(path: &[u8]) -> io::Result<Root> {
+        let fd =
+            crate::walk::open_long(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
+        Ok(Root {
+            path: trim_slashes(path).to_vec(),
+            fd,
+            openat2: AtomicBool::new(true),
+        })
+    }
+
+    /// The path the root was opened by (without trailing `/`).
+    pub fn path(&self) -> &[u8] {
+        &self.path
+    }
+
+    /// The root directory's descriptor.
+    pub fn root(&self) -> BorrowedFd<'_> {
+        self.fd()
+    }
+
+    /// The root directory's descriptor.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// `path` relative to the root (`""` for the root itself) when `path` is the root or lies
+    /// beneath it, compared component by component (`/a/b` is not beneath `/a/bc`).
+    pub fn rel<'a>(&self, path: &'a [u8]) -> Option<&'a [u8]> {
+        let path = trim_slashes(path);
+        let root = self.path.as_slice();
+        if root.is_empty() || root == b"/" {
+            return path.strip_prefix(b"/").map(trim_leading_slashes);
+        }
+        let rest = path.strip_prefix(root)?;
+        if rest.is_empty() {
+            return Some(rest);
+        }
+        rest.strip_prefix(b"/").map(trim_leading_slashes)
+    }
+
+    /// The directory `rel` (relative, without `..`) opened beneath the root without following
+    /// symlinks; with `create`, missing directories on the way are made (mode 0777 less the
+    /// umask). `ELOOP` means a symlink is in the way, `ENOTDIR` a non-directory.
+    pub fn dir(&self, rel: &[u8], create: bool) -> Result<OwnedFd, Errno> {
+        self.dir_with(
+            rel,
+            create,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        )
+    }
+
+    /// [`Self::dir`] opened `O_PATH` (enough for every `*at` call; needs no read permission).
+    pub fn dir_path(&self, rel: &[u8]) -> Result<OwnedFd, Errno> {
+        self.dir_with(
+            rel,
+            false,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        )
+    }
+
+    fn dir_with(&self, rel: &[u8], create: bool, flags: OFlags) -> Result<OwnedFd, Errno> {
+        if rel.split(|&b| b == b'/').any(|c| c == b"..") {
+            return Err(Errno::XDEV);
+        }
+        let rel = trim_leading_slashes(rel);
+        if rel.is_empty() {
+            return rustix::fs::openat(self.fd(), c".", flags, Mode::empty());
+        }
+        if self.openat2.load(Ordering::Relaxed) {
+            let how =
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+            match rustix::fs::openat2(self.fd(), rel, flags, Mode::empty(), how) {
+                Ok(fd) => return Ok(fd),
+                Err(Errno::NOSYS) => self.openat2.store(false, Ordering::Relaxed),
+                Err(Errno::NOENT) if create => {}
+                // Paths longer than PATH_MAX: walk them component by component.
+                Err(Errno::NAMETOOLONG) => {}
+                Err(Errno::AGAIN) => {}
+                // ENOTDIR may be a symlink where a directory should be: tell ELOOP apart.
+                Err(Errno::NOTDIR) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.walk(rel, create, flags)
+    }
+
+    fn walk(&self, rel: &[u8], create: bool, flags: OFlags) -> Result<OwnedFd, Errno> {
+        let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut fd = rustix::fs::openat(self.fd(), c".", step, Mode::empty())?;
+        let parts: Vec<&[u8]> = rel
+            .split(|&b| b == b'/')
+            .filter(|c| !c.is_empty())
+            .collect();
+        for (i, c) in parts.iter().enumerate() {
+            let last = i + 1 == parts.len();
+            let f = if last { flags | OFlags::NOFOLLOW } else { step };
+            let next = match rustix::fs::openat(&fd, *c, f, Mode::empty()) {
+                Err(Errno::NOENT) if create => {
+                    match rustix::fs::mkdirat(&fd, *c, Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(e) => return Err(e),
+                    }
+                    rustix::fs::openat(&fd, *c, f, Mode::empty())
+                }
+                r => r,
+            };
+            fd = match next {
+                // O_NOFOLLOW|O_DIRECTORY on a symlink: ENOTDIR on some kernels, ELOOP on others.
+                Err(Errno::NOTDIR) if is_symlink(fd.as_fd(), c) => Err(Errno::LOOP),
+                r => r,
+            }?;
+        }
+        Ok(fd)
+    }
+
+    /// Where `path` (the root or an entry beneath it) is: its parent directory reached from
+    /// the root without following symlinks, and its last component. The root itself is
+    /// reached by its path, as the user named it. `None` when `path` is not beneath the root.
+    pub fn at<'a>(&self, path: &'a [u8]) -> Option<io::Result<At<'a>>> {
+        let rel = self.rel(path)?;
+        if rel.is_empty() {
+            return Some(At::new(path));
+        }
+        let (parent, name) = split(rel);
+        Some(
+            self.dir_path(parent)
+                .map(|fd| At::in_owned_dir(fd, name))
+                .map_err(io::Error::from),
+        )
+    }
+}
+
+/// Several roots (the paths a tool was given); an entry belongs to the deepest root it lies
+/// beneath.
+#[derive(Debug, Default)]
+pub struct Roots {
+    roots: Vec<Root>,
+}
+
+impl Roots {
+    /// Open every path in `paths` that is a directory; others (files, missing paths) are left
+    /// out and reached by their path, as the user named them.
+    pub fn open_dirs<'a>(paths: impl IntoIterator<Item = &'a [u8]>) -> Roots {
+        let mut roots: Vec<Root> = paths
+            .into_iter()
+            .filter_map(|p| Root::open(p).ok())
+            .collect();
+        // Deepest first, so that `find` picks the nearest root.
+        roots.sort_by_key(|r| std::cmp::Reverse(r.path.len()));
+        Roots { roots }
+    }
+
+    /// The roots.
+    pub fn iter(&self) -> impl Iterator<Item = &Root> {
+        self.roots.iter()
+    }
+
+    /// The deepest root that `path` is or lies beneath.
+    pub fn find(&self, path: &[u8]) -> Option<&Root> {
+        self.roots.iter().find(|r| r.rel(path).is_some())
+    }
+
+    /// Where `path` is: beneath its root without following symlinks, or by its path when it
+    /// lies beneath no root (a root that is not a directory, or no roots at all).
+    pub fn at<'a>(&self, path: &'a [u8]) -> io::Result<At<'a>> {
+        match self.find(path).and_then(|r| r.at(path)) {
+            Some(r) => r,
+            None => At::new(path),
+        }
+    }
+
+    /// The parent directory of `path` opened `O_PATH`, beneath its root; `None` when `path`
+    /// lies beneath no root or is a root (the caller opens it by path).
+    pub fn parent_dir(&self, path: &[u8]) -> Option<Result<OwnedFd, Errno>> {
+        let root = self.find(path)?;
+        let rel = root.rel(path)?;
+        if rel.is_empty() {
+            return None;
+        }
+        Some(root.dir_path(split(rel).0))
+    }
+}
+
+/// True for the errors that mean "a symlink (or a non-directory) is in the way": the entry
+/// was reached through something that changed since it was listed.
+pub fn is_symlink_error(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ELOOP) | Some(libc::EXDEV) | Some(libc::ENOTDIR)
+    )
+}
+
+/// (parent, last component) of a relative path (`parent` may be empty).
+pub fn split(rel: &[u8]) -> (&[u8], &[u8]) {
+    match rel.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&rel[..i], &rel[i + 1..]),
+        None => (&b""[..], rel),
+    }
+}
+
+fn is_symlink(dir: BorrowedFd<'_>, name: &[u8]) -> bool {
+    rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+}
+
+fn trim_slashes(p: &[u8]) -> &[u8] {
+    let mut p = p;
+    while p.len() > 1 && p.ends_with(b"/") {
+        p = &p[..p.len() - 1];
+    }
+    p
+}
+
+fn trim_leading_slashes(p: &[u8]) -> &[u8] {
+    let i = p.iter().position(|&b| b != b'/').unwrap_or(p.len());
+    &p[i..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    fn b(p: &std::path::Path) -> &[u8] {
+        p.as_os_str().as_bytes()
+    }
+
+    #[test]
+    fn symlinks_are_never_followed_and_missing_dirs_are_made() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), t.path().join("a")).unwrap();
+        let root = Root::open(b(t.path())).unwrap();
+        assert_eq!(root.dir(b"a", true).unwrap_err(), Errno::LOOP);
+        assert_eq!(root.dir(b"a/b", true).unwrap_err(), Errno::LOOP);
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        assert_eq!(root.walk(b"a/b", true, flags).unwrap_err(), Errno::LOOP);
+        assert_eq!(root.walk(b"a", false, flags).unwrap_err(), Errno::LOOP);
+        assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+        root.dir(b"x/y/z", true).unwrap();
+        assert!(t.path().join("x/y/z").is_dir());
+        root.walk(b"p/q", true, flags).unwrap();
+        assert!(t.path().join("p/q").is_dir());
+        assert_eq!(root.dir(b"nope/n", false).unwrap_err(), Errno::NOENT);
+        assert!(root.dir(b"../x", false).is_err());
+    }
+
+    #[test]
+    fn rel_compares_components() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("ab")).unwrap();
+        let base = b(t.path()).to_vec();
+        let root = Root::open(&[base.as_slice(), b"/ab/"].concat()).unwrap();
+        let p = |s: &str| [base.as_slice(), s.as_bytes()].concat();
+        assert_eq!(root.rel(&p("/ab")), Some(&b""[..]));
+        assert_eq!(root.rel(&p("/ab/")), Some(&b""[..]));
+        assert_eq!(root.rel(&p("/ab/c/d")), Some(&b"c/d"[..]));
+        assert_eq!(root.rel(&p("/abc")), None);
+        assert_eq!(root.rel(&p("/a")), None);
+    }
+
+    /// The race the module exists for: a directory listed under the root is replaced by a
+    /// symlink to an outside tree before the action; the action fails instead of reaching the
+    /// outside file.
+    #[test]
+    fn a_directory_swapped_for_a_symlink_is_not_followed() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("f"), b"keep").unwrap();
+        std::fs::create_dir(t.path().join("d")).unwrap();
+        std::fs::write(t.path().join("d/f"), b"x").unwrap();
+        let roots = Roots::open_dirs([b(t.path())]);
+        let entry = [b(t.path()), b"/d/f"].concat();
+        roots.at(&entry).unwrap().remove(false).unwrap();
+        std::fs::remove_dir(t.path().join("d")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), t.path().join("d")).unwrap();
+        let err = roots.at(&entry).err().expect("refused");
+        assert!(is_symlink_error(&err), "{err}");
+        assert_eq!(std::fs::read(outside.path().join("f")).unwrap(), b"keep");
+        // The root itself, and paths beneath no root, are reached by their path.
+        assert!(roots.at(b(t.path())).unwrap().lstat().is_ok());
+        assert!(roots.at(b"/").unwrap().lstat().is_ok());
+    }
+}
