@@ -8,9 +8,83 @@
 //! link now, and change the mode through the descriptor's `/proc/self/fd` entry, which names
 //! exactly the inode that was checked.
 
-use rustix::fd::{AsRawFd, BorrowedFd};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, CWD};
+use rustix::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, Gid, Mode, OFlags, Uid, CWD};
 use rustix::io::Errno;
+use std::io;
+
+/// A listed entry opened `O_PATH | O_NOFOLLOW` (a symlink is opened as the link) and found to
+/// be of the type it was listed with: changes through it reach exactly that inode, whatever
+/// happens to its name afterwards.
+pub struct Checked {
+    fd: OwnedFd,
+    symlink: bool,
+}
+
+impl Checked {
+    /// Open `name` in `dir` and check that it still is a `listed`; a different type (a file
+    /// swapped for a symlink, a directory for a file) is an error saying so.
+    pub fn open(dir: BorrowedFd<'_>, name: &[u8], listed: flist::FileType) -> io::Result<Checked> {
+        let fd = rustix::fs::openat(
+            dir,
+            name,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let now = flist::FileType::from_mode(rustix::fs::fstat(&fd)?.st_mode);
+        if now != listed && listed != flist::FileType::Unknown {
+            return Err(io::Error::other(format!(
+                "changed since it was listed (a {} then, a {} now): left alone",
+                what(listed),
+                what(now)
+            )));
+        }
+        Ok(Checked {
+            fd,
+            symlink: now == flist::FileType::Symlink,
+        })
+    }
+
+    /// `lchown` the entry (`None` leaves that id).
+    pub fn chown(&self, uid: Option<u32>, gid: Option<u32>) -> Result<(), Errno> {
+        rustix::fs::chownat(
+            &self.fd,
+            c"",
+            uid.map(Uid::from_raw),
+            gid.map(Gid::from_raw),
+            AtFlags::EMPTY_PATH,
+        )
+    }
+
+    /// Set the permission bits; a symlink has none ([`Errno::LOOP`]).
+    pub fn chmod(&self, mode: u32) -> Result<(), Errno> {
+        if self.symlink {
+            return Err(Errno::LOOP);
+        }
+        let via = format!("/proc/self/fd/{}", self.fd.as_raw_fd());
+        rustix::fs::chmodat(
+            CWD,
+            via.as_str(),
+            Mode::from_raw_mode(mode),
+            AtFlags::empty(),
+        )
+    }
+}
+
+/// A type in words, for messages.
+fn what(t: flist::FileType) -> &'static str {
+    use flist::FileType::*;
+    match t {
+        File => "file",
+        Dir => "directory",
+        Symlink => "symlink",
+        Fifo => "fifo",
+        Socket => "socket",
+        BlockDev => "block device",
+        CharDev => "character device",
+        Unknown => "file of unknown type",
+    }
+}
 
 /// Set the permission bits of `name` in `dir` to `mode` without following a symlink: a
 /// symlink found there gives [`Errno::LOOP`] and is left alone.
