@@ -252,3 +252,79 @@ fn rm_and_chmod_of_a_list_do_not_follow_what_changed() {
         );
     }
 }
+
+#[derive(clap::Parser)]
+struct Cmd<T: clap::Args> {
+    #[command(flatten)]
+    args: T,
+}
+
+/// stripe (in-process, over a fake Lustre: the binary needs a real one) after its walk: a
+/// directory swapped for a symlink to an outside tree, and a file swapped for a symlink to an
+/// outside file. The outside files keep their inode, data and mode (never restriped by
+/// rewrite), the run fails (exit 1); the rest of the tree is restriped.
+#[test]
+fn stripe_after_walk_np1_and_np2() {
+    use clap::Parser;
+    use lustre_sys::fake::Fake;
+    use mfu::status::Status;
+    use std::sync::Arc;
+    for np in [1, 2] {
+        let s = scene();
+        let outside_inodes: Vec<(PathBuf, u64)> = s
+            .before
+            .keys()
+            .map(|p| (p.clone(), fs::metadata(p).unwrap().ino()))
+            .collect();
+        // The attacker gives the inside files the size and mtime of the outside ones (theirs
+        // to set), so that only reaching decides.
+        for (inside, outside) in (0..10)
+            .map(|i| (format!("d/f{i}"), format!("f{i}")))
+            .chain([("x".to_string(), "secret".to_string())])
+        {
+            let (inside, outside) = (s.tree.join(inside), s.outside.join(outside));
+            let len = fs::metadata(&outside).unwrap().len() as usize;
+            fs::write(&inside, vec![b'i'; len]).unwrap();
+            let mtime = fs::metadata(&outside).unwrap().modified().unwrap();
+            let f = fs::File::options().write(true).open(&inside).unwrap();
+            f.set_modified(mtime).unwrap();
+        }
+        // The fake Lustre holds both trees, so that only reaching decides.
+        let fake = Arc::new(Fake::new(vec![s.tree.clone(), s.outside.clone()], 4));
+        let argv = ["mfu-rs", "-q", "-c", "2", s.tree.to_str().unwrap()];
+        let mut args = Cmd::<mfu::stripe::StripeToolArgs>::parse_from(argv).args;
+        args.api = mfu::lustre::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
+        let keep_ino = fs::metadata(s.tree.join("keep")).unwrap().ino();
+        let (tree, outside) = (s.tree.clone(), s.outside.clone());
+        mfu::test_seam::change_at_next_pause(move || {
+            fs::remove_dir_all(tree.join("d")).unwrap();
+            symlink(&outside, tree.join("d")).unwrap();
+            fs::remove_file(tree.join("x")).unwrap();
+            symlink(outside.join("secret"), tree.join("x")).unwrap();
+        });
+        let st = steal::local::run(np, |comm| mfu::stripe::run(comm, &args));
+        assert!(
+            st.iter().all(|s| *s == Status::ItemsFailed),
+            "np {np}: {st:?}"
+        );
+        let out = Output {
+            status: std::os::unix::process::ExitStatusExt::from_raw(0),
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        };
+        s.assert_outside_intact(&out);
+        for (p, ino) in outside_inodes {
+            assert_eq!(
+                fs::metadata(&p).unwrap().ino(),
+                ino,
+                "np {np}: {} rewritten",
+                p.display()
+            );
+        }
+        assert_ne!(
+            fs::metadata(s.tree.join("keep")).unwrap().ino(),
+            keep_ino,
+            "np {np}: the rest is restriped"
+        );
+    }
+}
