@@ -294,10 +294,17 @@ pub fn list_tops<'a>(
     comm: &dyn steal::Comm,
     paths: impl IntoIterator<Item = &'a [u8]>,
 ) -> Vec<Vec<u8>> {
-    let local = crate::path::outermost(paths.into_iter().map(|p| p.to_vec()).collect());
+    // Sorted by component, a path comes right after its ancestors: the tops are the paths not
+    // beneath the last top kept. Borrowed, not copied: lists can be long.
+    let mut local: Vec<&[u8]> = paths.into_iter().collect();
+    local.sort_unstable_by(|a, b| a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/')));
     let mut wire = Vec::new();
-    for p in &local {
-        steal::wire::put_bytes(&mut wire, p);
+    let mut last: Option<&[u8]> = None;
+    for p in local {
+        if last.is_none_or(|top| !crate::path::is_prefix(top, p)) {
+            steal::wire::put_bytes(&mut wire, p);
+            last = Some(p);
+        }
     }
     let mut all = Vec::new();
     for part in comm.allgatherv(&wire) {
