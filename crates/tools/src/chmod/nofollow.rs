@@ -141,4 +141,41 @@ mod tests {
         assert_eq!(mode("sub"), 0o2750);
         assert_eq!(chmod_nofollow(dir, b"missing", 0o600), Err(Errno::NOENT));
     }
+
+    /// A listed entry whose type changed is refused before anything is done; a symlink is
+    /// lchown'ed through its own `O_PATH` descriptor and never given a mode.
+    #[test]
+    fn checked_entries_keep_their_listed_type() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("target"), "secret").unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("target"), tmp.path().join("link")).unwrap();
+        std::fs::create_dir(tmp.path().join("dir")).unwrap();
+        let dir = std::fs::File::open(tmp.path()).unwrap();
+        let dir = rustix::fd::AsFd::as_fd(&dir);
+        let listed_file = Checked::open(dir, b"link", flist::FileType::File);
+        let err = listed_file
+            .err()
+            .expect("a file swapped for a symlink is refused");
+        assert!(
+            err.to_string().contains("a file then, a symlink now"),
+            "{err}"
+        );
+        assert!(Checked::open(dir, b"dir", flist::FileType::File).is_err());
+        let link = Checked::open(dir, b"link", flist::FileType::Symlink).unwrap();
+        assert_eq!(link.chmod(0o777), Err(Errno::LOOP));
+        if rustix::process::geteuid().is_root() {
+            link.chown(Some(65534), None).unwrap();
+            let meta = |p: &str| std::fs::symlink_metadata(tmp.path().join(p)).unwrap();
+            assert_eq!(meta("link").uid(), 65534);
+            assert_eq!(meta("target").uid(), 0, "the target keeps its owner");
+        }
+        let d = Checked::open(dir, b"dir", flist::FileType::Dir).unwrap();
+        d.chmod(0o700).unwrap();
+        let mode = std::fs::metadata(tmp.path().join("dir"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0o700);
+    }
 }
