@@ -20,6 +20,9 @@
 //! (opened before the walk), or for `--input` the parents of the list's topmost entries
 //! (entries with no ancestor in the list, [`list_tops`]), whose own paths are trusted as
 //! PATHs typed on the command line would be. An entry whose path changed is named, and stays.
+//! A non-directory is removed by its name without a type check (as GNU `rm -r` does; a check
+//! would cost a stat per file): a symlink swapped in for a listed file is removed as the link
+//! it is, never followed.
 
 use crate::batches::run_batches;
 use crate::cli::{message_sink, report_error, Common};
