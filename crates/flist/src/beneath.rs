@@ -188,12 +188,13 @@ pub struct Roots {
 }
 
 impl Roots {
-    /// Open every path in `paths` that is a directory; others (files, missing paths) are left
-    /// out and reached by their path, as the user named them.
+    /// Open every path in `paths` that is a directory (`O_PATH`: a directory the caller may
+    /// search but not read is a root too); others (files, missing paths) are left out and
+    /// reached by their path, as the user named them.
     pub fn open_dirs<'a>(paths: impl IntoIterator<Item = &'a [u8]>) -> Roots {
         let mut roots: Vec<Root> = paths
             .into_iter()
-            .filter_map(|p| Root::open(p).ok())
+            .filter_map(|p| Root::open_path(p).ok())
             .collect();
         // Deepest first, so that `find` picks the nearest root.
         roots.sort_by_key(|r| std::cmp::Reverse(r.path.len()));
