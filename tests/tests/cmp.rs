@@ -516,3 +516,44 @@ fn an_output_file_name_need_not_be_utf8() {
         assert_eq!(text_list(&list).len(), 13, "np {np}");
     }
 }
+
+/// Interrupted before its files are compared (SIGINT in the pause after the walks), cmp counts
+/// them as not compared, never as different contents, says so, and exits 1.
+#[test]
+fn an_interrupted_compare_counts_unfinished_files_as_not_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    let pause = dir.path().join("pause");
+    let mut child = cmp(1)
+        .args(["-k", CHUNK])
+        .arg(&src)
+        .arg(&dst)
+        .env("MFU_RS_TEST_PAUSE_AFTER_LISTING", &pause)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ready = dir.path().join("pause.ready");
+    let start = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "cmp never reached the pause"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "cmp ended early");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    std::fs::write(dir.path().join("pause.go"), b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("have different contents: 0 "),
+        "unfinished files are not different:\n{stdout}"
+    );
+    assert_eq!(row(&stdout, "CONTENT").1, 0, "{stdout}");
+    assert!(stderr.contains("files were not compared"), "{stderr}");
+    assert!(stdout.contains("could not be compared"), "{stdout}");
+}

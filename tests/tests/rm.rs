@@ -158,7 +158,7 @@ fn match_removes_exactly_the_matching_subset() {
     // A matching directory goes with everything below it (their paths match too), at 2 ranks.
     expect_status(
         mpirun(2, &bin())
-            .args(["rm", "-q", "--match", "/sub(/|$)"])
+            .args(["rm", "-q", "--match", "^sub(/|$)"])
             .arg(&root),
         0,
     );
@@ -179,7 +179,7 @@ fn exclude_keeps_exactly_the_excluded_entries_and_their_directories() {
     make(&root, FILTER_TREE);
     let out = expect_status(
         mpirun(2, &bin())
-            .args(["rm", "--exclude", "/keep(/|$)"])
+            .args(["rm", "--exclude", "^keep(/|$)"])
             .arg(&root),
         0,
     );
@@ -222,8 +222,13 @@ fn name_applies_the_regex_to_the_last_component() {
         "{}",
         stdout(&out)
     );
-    // Without --name the same regex is tried on whole paths, which all start with '/'.
+    // Without --name the regex sees the path relative to PATH: tmpdir and tmpdir/x match
+    // (but not sub/tmp2, gone already, nor the root, whatever its absolute path holds).
     expect_status(mfu(&["rm", "-q", "--match", "^tmp"]).arg(&root), 0);
+    let want: BTreeSet<_> = want
+        .difference(&set(&["tmpdir/", "tmpdir/x"]))
+        .cloned()
+        .collect();
     assert_eq!(listing(&root), want);
     // --name with --exclude: everything goes except names starting with k (and their parents).
     expect_status(
@@ -284,7 +289,7 @@ fn dryrun_prints_exactly_what_would_go_and_removes_nothing() {
     }
     // With a filter, directories that would keep unselected entries are not listed.
     let out = expect_status(
-        mfu(&["rm", "--dryrun", "--exclude", "/keep(/|$)"]).arg(&root),
+        mfu(&["rm", "--dryrun", "--exclude", "^keep(/|$)"]).arg(&root),
         0,
     );
     let text = stdout(&out);
@@ -332,7 +337,7 @@ fn aggressive_removes_trees_and_respects_filters() {
             "-q",
             "--aggressive",
             "--exclude",
-            "/keep(/|$)",
+            "^keep(/|$)",
             "--match",
             r"\.(log|txt)$",
             "-o",
@@ -372,7 +377,7 @@ fn traceless_restores_the_parents_times() {
         (&["rm", "-q"][..], false),
         (&["rm", "-q", "-T"][..], true),
         (&["rm", "-q", "-T", "--aggressive"][..], true),
-        (&["rm", "-q", "--traceless", "--match", "/b$"][..], true),
+        (&["rm", "-q", "--traceless", "--match", "(^|/)b$"][..], true),
     ] {
         let parent = tmp.path().join("p");
         make(
@@ -425,7 +430,7 @@ fn output_lists_what_was_removed_readably_by_walk() {
     let text_list = tmp.path().join("removed.txt");
     expect_status(
         mpirun(2, &bin())
-            .args(["rm", "-q", "--exclude", "/keep(/|$)", "-o"])
+            .args(["rm", "-q", "--exclude", "^keep(/|$)", "-o"])
             .arg(&text_list)
             .arg(&root),
         0,
@@ -668,6 +673,7 @@ fn help_exits_zero_and_the_old_name_dispatches() {
         "--dryrun",
         "--aggressive",
         "--traceless",
+        "--one-file-system",
         "--progress",
     ] {
         assert!(stdout(&out).contains(option), "{option} missing from help");
@@ -684,4 +690,77 @@ fn help_exits_zero_and_the_old_name_dispatches() {
     make(&root, &["a"]);
     expect_status(mfu(&["drm", "-q"]).arg(&root), 0);
     assert!(!root.exists());
+}
+
+/// `--match` sees the path relative to PATH (or, with `-i`, to the list's topmost entries):
+/// under /tmp, `--match tmp` selects what is named tmp below the root, not the whole tree
+/// because every absolute path holds /tmp.
+#[test]
+fn match_is_relative_to_the_root_or_the_lists_top() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(tmp.path().to_str().unwrap().contains("tmp"));
+    let root = tmp.path().join("t");
+    let tree = ["a", "tmpfile", "d/", "d/x", "d/tmp/", "d/tmp/y"];
+    let left = set(&["a", "d/", "d/x"]);
+    make(&root, &tree);
+    expect_status(mfu(&["rm", "-q", "--match", "tmp"]).arg(&root), 0);
+    assert_eq!(listing(&root), left);
+    fs::remove_dir_all(&root).unwrap();
+    make(&root, &tree);
+    let list = tmp.path().join("list.mfu");
+    expect_status(mfu(&["walk", "-q", "-o"]).arg(&list).arg(&root), 0);
+    expect_status(
+        mpirun(2, &bin())
+            .args(["rm", "-q", "--match", "tmp", "-i"])
+            .arg(&list),
+        0,
+    );
+    assert_eq!(listing(&root), left);
+    // The root itself is matched as `.`.
+    expect_status(mfu(&["rm", "-q", "--match", r"^\.$|^a$"]).arg(&root), 0);
+    assert_eq!(
+        listing(&root),
+        set(&["d/", "d/x"]),
+        "the root holds d: kept"
+    );
+}
+
+/// `--one-file-system`: a file system mounted below the root is named, not descended, and
+/// stays with the directories above it (exit 1), as with GNU rm.
+#[test]
+fn one_file_system_skips_mount_points() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    make(&root, &["a", "d/", "d/mnt/", "d/b", "e/", "e/c"]);
+    let mnt = root.join("d/mnt");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .expect("run mount");
+    assert!(mounted.success(), "mount a tmpfs (the tests run as root)");
+    /// Unmounts even when an assertion fails.
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    fs::write(mnt.join("precious"), b"keep").unwrap();
+    for np in [1, 2] {
+        let mut cmd = if np == 1 {
+            mfu(&[])
+        } else {
+            mpirun(np, &bin())
+        };
+        let out = expect_status(cmd.args(["rm", "--one-file-system"]).arg(&root), 1);
+        assert_eq!(fs::read(mnt.join("precious")).unwrap(), b"keep", "np {np}");
+        assert!(
+            stderr(&out).contains(&format!("{}: on another file system", mnt.display())),
+            "np {np}: {}",
+            stderr(&out)
+        );
+        assert_eq!(listing(&root), set(&["d/", "d/mnt/", "d/mnt/precious"]));
+    }
 }

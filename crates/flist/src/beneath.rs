@@ -33,8 +33,17 @@ pub struct Root {
 impl Root {
     /// Open the directory `path` (symlinks in `path` itself are followed: the user named it).
     pub fn open(path: &[u8]) -> io::Result<Root> {
-        let fd =
-            crate::walk::open_long(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
+        Root::open_with(path, OFlags::RDONLY)
+    }
+
+    /// [`Self::open`] with `O_PATH`: enough to reach entries and act with `*at` calls, and
+    /// needs no read permission on the directory.
+    pub fn open_path(path: &[u8]) -> io::Result<Root> {
+        Root::open_with(path, OFlags::PATH)
+    }
+
+    fn open_with(path: &[u8], access: OFlags) -> io::Result<Root> {
+        let fd = crate::walk::open_long(path, access | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
         Ok(Root {
             path: trim_slashes(path).to_vec(),
             fd,
@@ -166,22 +175,77 @@ impl Root {
 
 /// Several roots (the paths a tool was given); an entry belongs to the deepest root it lies
 /// beneath.
+///
+/// Roots are either opened once, up front ([`Roots::open_dirs`]: the few PATHs of a command
+/// line, opened before the walk), or named only and opened by their path each time an entry
+/// beneath them is reached ([`Roots::by_path`]: the possibly many roots of a list, which would
+/// not all fit in the descriptor table).
 #[derive(Debug, Default)]
 pub struct Roots {
     roots: Vec<Root>,
+    /// Roots opened when needed, by path (see [`Roots::by_path`]).
+    named: std::collections::HashSet<Vec<u8>>,
 }
 
 impl Roots {
-    /// Open every path in `paths` that is a directory; others (files, missing paths) are left
-    /// out and reached by their path, as the user named them.
+    /// Open every path in `paths` that is a directory (`O_PATH`: a directory the caller may
+    /// search but not read is a root too); others (files, missing paths) are left out and
+    /// reached by their path, as the user named them.
     pub fn open_dirs<'a>(paths: impl IntoIterator<Item = &'a [u8]>) -> Roots {
         let mut roots: Vec<Root> = paths
             .into_iter()
-            .filter_map(|p| Root::open(p).ok())
+            .filter_map(|p| Root::open_path(p).ok())
             .collect();
         // Deepest first, so that `find` picks the nearest root.
         roots.sort_by_key(|r| std::cmp::Reverse(r.path.len()));
-        Roots { roots }
+        Roots {
+            roots,
+            named: Default::default(),
+        }
+    }
+
+    /// Roots named by their (absolute, normalised) paths, opened `O_PATH` by path when an
+    /// entry beneath one is reached: the root's own path is trusted (followed, as a path typed
+    /// on a command line), everything beneath it is reached without following symlinks.
+    pub fn by_path(paths: impl IntoIterator<Item = Vec<u8>>) -> Roots {
+        Roots {
+            roots: Vec::new(),
+            named: paths.into_iter().collect(),
+        }
+    }
+
+    /// The roots of a list of entries, for a tool that acts on what a list names: the
+    /// parents of its topmost entries ([`list_tops`]). A topmost entry is then reached by
+    /// name in its parent without following a symlink, and everything else beneath it.
+    pub fn of_list_tops(tops: &[Vec<u8>]) -> Roots {
+        Roots::by_path(tops.iter().map(|t| crate::path::parent(t).to_vec()))
+    }
+
+    /// The deepest named root that is `path` or one of its ancestors.
+    fn find_named<'a>(&self, path: &'a [u8]) -> Option<&'a [u8]> {
+        if self.named.is_empty() {
+            return None;
+        }
+        let mut p = trim_slashes(path);
+        loop {
+            if self.named.contains(p) {
+                return Some(p);
+            }
+            if p == b"/" || p.is_empty() {
+                return None;
+            }
+            p = crate::path::parent(p);
+        }
+    }
+
+    /// `op` on the root `path` belongs to: an opened one, else a named one opened now.
+    /// `None` when it belongs to none.
+    fn with_root<R>(&self, path: &[u8], op: impl FnOnce(&Root) -> R) -> Option<io::Result<R>> {
+        if let Some(r) = self.find(path) {
+            return Some(Ok(op(r)));
+        }
+        let named = self.find_named(path)?;
+        Some(Root::open_path(named).map(|r| op(&r)))
     }
 
     /// The roots.
@@ -197,22 +261,60 @@ impl Roots {
     /// Where `path` is: beneath its root without following symlinks, or by its path when it
     /// lies beneath no root (a root that is not a directory, or no roots at all).
     pub fn at<'a>(&self, path: &'a [u8]) -> io::Result<At<'a>> {
-        match self.find(path).and_then(|r| r.at(path)) {
-            Some(r) => r,
-            None => At::new(path),
+        match self.with_root(path, |r| r.at(path)) {
+            Some(Ok(Some(r))) => r,
+            Some(Err(e)) => Err(e),
+            Some(Ok(None)) | None => At::new(path),
         }
     }
 
     /// The parent directory of `path` opened `O_PATH`, beneath its root; `None` when `path`
     /// lies beneath no root or is a root (the caller opens it by path).
     pub fn parent_dir(&self, path: &[u8]) -> Option<Result<OwnedFd, Errno>> {
-        let root = self.find(path)?;
-        let rel = root.rel(path)?;
-        if rel.is_empty() {
-            return None;
+        let got = self.with_root(path, |root| {
+            let rel = root.rel(path)?;
+            if rel.is_empty() {
+                return None;
+            }
+            Some(root.dir_path(split(rel).0))
+        })?;
+        match got {
+            Ok(r) => r,
+            Err(e) => Some(Err(Errno::from_io_error(&e).unwrap_or(Errno::IO))),
         }
-        Some(root.dir_path(split(rel).0))
     }
+}
+
+/// The topmost entries of a list spread over the ranks: the paths (absolute, normalised)
+/// that have no ancestor in the list, in component order, the same on every rank. A tool
+/// acting on a list trusts these as it would PATHs typed on its command line (their own
+/// paths are followed) and reaches everything else beneath them. Collective: each rank's
+/// local tops are gathered (one `allgatherv`), so the cost grows with the number of tops,
+/// not with the length of the list.
+pub fn list_tops<'a>(
+    comm: &dyn steal::Comm,
+    paths: impl IntoIterator<Item = &'a [u8]>,
+) -> Vec<Vec<u8>> {
+    // Sorted by component, a path comes right after its ancestors: the tops are the paths not
+    // beneath the last top kept. Borrowed, not copied: lists can be long.
+    let mut local: Vec<&[u8]> = paths.into_iter().collect();
+    local.sort_unstable_by(|a, b| a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/')));
+    let mut wire = Vec::new();
+    let mut last: Option<&[u8]> = None;
+    for p in local {
+        if last.is_none_or(|top| !crate::path::is_prefix(top, p)) {
+            steal::wire::put_bytes(&mut wire, p);
+            last = Some(p);
+        }
+    }
+    let mut all = Vec::new();
+    for part in comm.allgatherv(&wire) {
+        let mut input = steal::wire::Reader::new(&part);
+        while !input.is_empty() {
+            all.push(input.bytes().to_vec());
+        }
+    }
+    crate::path::outermost(all)
 }
 
 /// True for the errors that mean "a symlink (or a non-directory) is in the way": the entry
@@ -221,6 +323,21 @@ pub fn is_symlink_error(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
         Some(libc::ELOOP) | Some(libc::EXDEV) | Some(libc::ENOTDIR)
+    )
+}
+
+/// `e` with a note that the path changed since it was listed, when it is one of the errors of
+/// [`is_symlink_error`]; other errors as they are.
+pub fn explain(e: io::Error) -> io::Error {
+    if !is_symlink_error(&e) {
+        return e;
+    }
+    io::Error::new(
+        e.kind(),
+        format!(
+            "{e}: the path changed since it was listed (a symlink or a non-directory is in the \
+             way; not followed, nothing done)"
+        ),
     )
 }
 
@@ -314,5 +431,37 @@ mod tests {
         // The root itself, and paths beneath no root, are reached by their path.
         assert!(roots.at(b(t.path())).unwrap().lstat().is_ok());
         assert!(roots.at(b"/").unwrap().lstat().is_ok());
+    }
+
+    /// Roots of a list: the tops' parents, opened by path when needed; a top swapped for a
+    /// symlink is not followed, and the tops are the outermost entries over all ranks.
+    #[test]
+    fn list_roots_reach_tops_by_name_and_tops_are_outermost() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("f"), b"keep").unwrap();
+        let base = b(t.path()).to_vec();
+        let p = |s: &str| [base.as_slice(), s.as_bytes()].concat();
+        let tops = steal::local::run(2, |comm| {
+            let mine: Vec<Vec<u8>> = match comm.rank() {
+                0 => vec![p("/top/d/f"), p("/other")],
+                _ => vec![p("/top"), p("/top/d"), p("/other2/x")],
+            };
+            list_tops(comm, mine.iter().map(|v| v.as_slice()))
+        });
+        let want = vec![p("/other"), p("/other2/x"), p("/top")];
+        assert_eq!(tops, vec![want.clone(), want.clone()]);
+        std::os::unix::fs::symlink(outside.path(), t.path().join("top")).unwrap();
+        let roots = Roots::of_list_tops(&want);
+        let err = roots.at(&p("/top/f")).err().expect("refused");
+        assert!(is_symlink_error(&err), "{err}");
+        assert!(matches!(
+            roots.parent_dir(&p("/top/f")),
+            Some(Err(Errno::LOOP))
+        ));
+        // The top itself is reached by name in its parent: the link, not its target.
+        let top = p("/top");
+        assert!(roots.at(&top).unwrap().lstat().unwrap().st_mode & libc::S_IFMT == libc::S_IFLNK);
+        assert_eq!(std::fs::read(outside.path().join("f")).unwrap(), b"keep");
     }
 }

@@ -13,6 +13,16 @@
 //!
 //! Paths of any length work: a path too long for one system call is reached through its
 //! parent's descriptor, opened piece by piece ([`open_long`]).
+//!
+//! The tree may change between the listing and the removal (a directory swapped for a symlink
+//! to anywhere). Every entry is reached from a root's descriptor without following symlinks
+//! ([`flist::beneath`]) and removed with `unlinkat` in its parent: the roots are the PATHs
+//! (opened before the walk), or for `--input` the parents of the list's topmost entries
+//! (entries with no ancestor in the list, [`list_tops`]), whose own paths are trusted as
+//! PATHs typed on the command line would be. An entry whose path changed is named, and stays.
+//! A non-directory is removed by its name without a type check (as GNU `rm -r` does; a check
+//! would cost a stat per file): a symlink swapped in for a listed file is removed as the link
+//! it is, never followed.
 
 use crate::batches::run_batches;
 use crate::cli::{message_sink, report_error, Common};
@@ -21,7 +31,8 @@ use crate::output::print_in_rank_order;
 use crate::regex_select::RegexSelector;
 use crate::status::Status;
 use clap::Args;
-use flist::at::{At, ParentDir};
+use flist::at::ParentDir;
+use flist::beneath::{list_tops, Roots};
 use flist::distribute::{by_depth, hash_path, remap, spread};
 use flist::io::{self, Format};
 use flist::path::{display, normalize, parent};
@@ -36,7 +47,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use steal::progress::Progress;
 use steal::wire::{self, Reader};
@@ -81,12 +92,14 @@ pub struct RmArgs {
     /// Stat every entry while walking (so that --output writes a v4 list with metadata).
     #[arg(long)]
     pub stat: bool,
-    /// Keep entries whose path matches REGEX (Rust regex syntax, unanchored); directories that
-    /// hold kept entries stay too.
+    /// Keep entries whose path matches REGEX (Rust regex syntax, unanchored; the path relative
+    /// to its PATH, as with --match); directories that hold kept entries stay too.
     // Own ids: `select::Rules` reads the rsync-style `exclude` globs of other tools' matches.
     #[arg(long = "exclude", id = "rm_exclude", value_name = "REGEX")]
     pub exclude: Option<String>,
-    /// Remove only entries whose path matches REGEX (unanchored).
+    /// Remove only entries whose path matches REGEX (unanchored). The path matched is relative
+    /// to the PATH it was found under (`a/b.tmp` for PATH/a/b.tmp, `.` for PATH itself); with
+    /// --input, relative to the list's topmost entries (those with no ancestor in the list).
     #[arg(long = "match", id = "rm_match", value_name = "REGEX")]
     pub matching: Option<String>,
     /// Apply --match and --exclude to the last path component instead of the whole path.
@@ -102,6 +115,10 @@ pub struct RmArgs {
     /// Restore the access and modification times of the parent directories that remain.
     #[arg(short = 'T', long)]
     pub traceless: bool,
+    /// Do not descend into directories on another file system than their PATH (mount points
+    /// below it): each is named on stderr and stays, with the directories above it (exit 1).
+    #[arg(long, conflicts_with = "input")]
+    pub one_file_system: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -123,11 +140,19 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
         Ok(r) => r,
         Err(e) => return Status::usage(comm, "rm", e),
     };
+    // Opened before the walk, so that what is removed is reached from the directories walked.
+    let opened = Arc::new(Roots::open_dirs(roots.iter().map(|r| r.as_slice())));
     steal::signals::install();
     let stop = steal::signals::stop_flag();
     let started = Instant::now();
     let mut rm = Remover {
-        selector: &selector,
+        selector: selector.relative_to(roots.iter().cloned()),
+        roots: opened.clone(),
+        devices: if args.one_file_system {
+            devices(&opened)
+        } else {
+            Vec::new()
+        },
         files: AtomicU64::new(0),
         dirs: AtomicU64::new(0),
         kept: AtomicU64::new(0),
@@ -150,6 +175,12 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
             Ok(c) => c,
             Err(e) => return Status::usage(comm, "rm", e),
         };
+    if args.input.is_some() {
+        let tops = list_tops(comm, list.iter().map(|e| e.path));
+        rm.roots = Arc::new(Roots::of_list_tops(&tops));
+        rm.selector = std::mem::take(&mut rm.selector).relative_to(tops);
+    }
+    crate::test_seam::after_listing(comm);
     let listed = comm.sum(list.len() as u64);
     let what = if args.input.is_some() {
         "Read"
@@ -286,7 +317,8 @@ fn candidates(
     }
     let progress = args.common.progress(comm.rank(), "Walked");
     let hook = |dir: BorrowedFd<'_>, name: &[u8], path: &[u8], kind: FileType| {
-        rm.unlink_while_walking(dir, name, path, kind)
+        (args.one_file_system && rm.elsewhere(dir, name, path, kind))
+            || (args.aggressive && rm.unlink_while_walking(dir, name, path, kind))
     };
     let hook: &Visit = &hook;
     let opts = WalkOptions {
@@ -300,7 +332,7 @@ fn candidates(
         seed: 0x5eed,
         stop: Some(stop),
         progress: Some(&progress),
-        visit: args.aggressive.then_some(hook),
+        visit: (args.aggressive || args.one_file_system).then_some(hook),
         ..WalkOptions::default()
     };
     let walked = walk(comm, roots, &opts);
@@ -349,6 +381,15 @@ fn resolve_types(list: FileList) -> (FileList, Vec<ItemError>) {
     let (list, mut errors) = restat(list, Which::UnknownTypes, false);
     errors.retain(|e| e.source.kind() != std::io::ErrorKind::NotFound);
     (list, errors)
+}
+
+/// The device of each directory root (`--one-file-system`), deepest first as [`Roots`] keeps
+/// them.
+fn devices(roots: &Roots) -> Vec<(Vec<u8>, u64)> {
+    roots
+        .iter()
+        .filter_map(|r| Some((r.path().to_vec(), rustix::fs::fstat(r.fd()).ok()?.st_dev)))
+        .collect()
 }
 
 /// Add every ancestor of `path` to `set` (stopping at the first one already there: its own
@@ -437,8 +478,12 @@ fn totals(comm: &dyn Comm, rm: &Remover) -> Totals {
 }
 
 /// What one rank's workers share while removing.
-struct Remover<'a> {
-    selector: &'a RegexSelector,
+struct Remover {
+    selector: RegexSelector,
+    /// Where entries are reached from (see the module's comment).
+    roots: Arc<Roots>,
+    /// `--one-file-system`: the device of each directory root.
+    devices: Vec<(Vec<u8>, u64)>,
     /// Non-directories removed.
     files: AtomicU64,
     /// Directories removed.
@@ -460,7 +505,7 @@ struct Remover<'a> {
     progress: Progress,
 }
 
-impl Remover<'_> {
+impl Remover {
     fn note_removed(&self, e: Entry<'_>) {
         if let Some(list) = &self.removed {
             lock(list).push(e.path, e.kind, e.meta.copied());
@@ -470,7 +515,38 @@ impl Remover<'_> {
     fn fail(&self, path: &[u8], op: &'static str, e: Errno) {
         self.failed.fetch_add(1, Ordering::Relaxed);
         self.progress.errors.fetch_add(1, Ordering::Relaxed);
-        lock(&self.errors).push(ItemError::new(path, op, e.into()));
+        let why = flist::beneath::explain(e.into());
+        lock(&self.errors).push(ItemError::new(path, op, why));
+    }
+
+    /// The `--one-file-system` walk hook: true (the directory is skipped, named, and not
+    /// descended) for a directory on another device than its root, as GNU `rm
+    /// --one-file-system` does.
+    fn elsewhere(&self, dir: BorrowedFd<'_>, name: &[u8], path: &[u8], kind: FileType) -> bool {
+        if kind != FileType::Dir {
+            return false;
+        }
+        let Some((_, root_dev)) = self
+            .devices
+            .iter()
+            .find(|(r, _)| flist::path::is_prefix(r, path))
+        else {
+            return false;
+        };
+        match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if st.st_dev == *root_dev => false,
+            Ok(_) => {
+                let why = std::io::Error::other(
+                    "on another file system than its PATH (--one-file-system): not descended, \
+                     left in place",
+                );
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                lock(&self.errors).push(ItemError::new(path, "skip", why));
+                true
+            }
+            // Reported by the walk when it reads it.
+            Err(_) => false,
+        }
     }
 
     /// The `--aggressive` walk hook: unlink a selected non-directory right away. Returns
@@ -516,7 +592,7 @@ impl Remover<'_> {
     }
 
     fn unlink_batch(&self, chunk: &FileList) {
-        let mut parent = ParentDir::default();
+        let mut parent = ParentDir::beneath(self.roots.clone());
         for e in chunk.iter() {
             match in_parent(&mut parent, e.path, |d, n| {
                 rustix::fs::unlinkat(d, n, AtFlags::empty())
@@ -540,7 +616,7 @@ impl Remover<'_> {
         blocked: &HashSet<Vec<u8>>,
         failed_here: &Mutex<Vec<u8>>,
     ) {
-        let mut parent = ParentDir::default();
+        let mut parent = ParentDir::beneath(self.roots.clone());
         for e in chunk.iter() {
             if blocked.contains(e.path) {
                 self.held.fetch_add(1, Ordering::Relaxed);
@@ -590,8 +666,9 @@ impl Remover<'_> {
         }
         run_batches(comm, None, None, &to_stat, |chunk| {
             let mut stated = FileList::new(Detail::Stat);
+            let mut parent = ParentDir::beneath(self.roots.clone());
             for e in chunk.iter() {
-                match At::with(e.path, |d, n| {
+                match in_parent(&mut parent, e.path, |d, n| {
                     rustix::fs::statat(d, n, AtFlags::SYMLINK_NOFOLLOW)
                 }) {
                     Ok(st) => stated.push(e.path, FileType::Dir, Some(Meta::from_stat(&st))),
@@ -607,13 +684,14 @@ impl Remover<'_> {
     }
 
     fn restore_times(&self, chunk: &FileList) {
+        let mut parent = ParentDir::beneath(self.roots.clone());
         for e in chunk.iter() {
             let m = e.meta.expect("a stat list");
             let times = crate::copy::meta::timestamps(m);
             let set = |d: BorrowedFd<'_>, n: &[u8]| {
                 rustix::fs::utimensat(d, n, &times, AtFlags::SYMLINK_NOFOLLOW)
             };
-            match At::with(e.path, set) {
+            match in_parent(&mut parent, e.path, set) {
                 // Removed after all (it was selected too): nothing to restore.
                 Ok(()) | Err(Errno::NOENT) => {}
                 Err(err) => {

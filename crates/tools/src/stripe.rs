@@ -6,6 +6,15 @@
 //! they would pin the new file to the old OSTs). A file that changed while it was copied keeps
 //! its old layout and is reported; a hard-linked file is skipped (renaming would split it
 //! from its other names).
+//!
+//! The tree may change between the walk and the rewrite (a directory swapped for a symlink to
+//! anywhere). Every file is reached from its PATH's directory, opened before the walk, without
+//! following symlinks ([`flist::beneath`]): its layout is read through an `O_NOFOLLOW` open in
+//! its parent, it must still be the inode walked before it is copied, and the rewritten
+//! sibling is renamed over it with one `renameat` in that same parent directory descriptor,
+//! after checking (dev, ino, size, mtime) again. A file whose path changed keeps its old
+//! layout and is named (exit 1). The copy into the sibling is the copy engine's
+//! ([`crate::copy`]), which creates destinations without following symlinks.
 
 use crate::cli::{report_error, stdout_bytes, Common};
 use crate::copy::meta::XattrPolicy;
@@ -16,6 +25,7 @@ use crate::status::Status;
 use crate::transfer::{self, bytes_text, size_arg, IoArgs};
 use clap::Args;
 use flist::at::At;
+use flist::beneath::{explain, Roots};
 use flist::path::{display, normalize};
 use flist::units::parse_size;
 use flist::{FileType, Meta};
@@ -111,11 +121,27 @@ fn check_paths(api: &LustreHandle, paths: &[OsString]) -> Result<Vec<Vec<u8>>, S
     Ok(out)
 }
 
-/// The layout of `path` as the file system reports it.
-fn layout_of(api: &LustreHandle, path: &[u8]) -> io::Result<Option<Layout>> {
-    let at = At::new(path)?;
+/// The layout of `path` as the file system reports it (reached beneath its root).
+fn layout_of(api: &LustreHandle, roots: &Roots, path: &[u8]) -> io::Result<Option<Layout>> {
+    let at = roots.at(path)?;
     let fd = at.open(OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, 0)?;
     api.layout_of(rustix::fd::AsFd::as_fd(&fd))
+}
+
+/// `Ok` when `path`, reached beneath its root without following symlinks, is still the inode
+/// walked (`walked`); otherwise why not.
+fn still_walked(roots: &Roots, path: &[u8], walked: &Meta) -> Result<(), String> {
+    let now = roots
+        .at(path)
+        .and_then(|a| a.lstat())
+        .map_err(|e| format!("stat: {}", explain(e)))?;
+    if (now.st_dev, now.st_ino) != (walked.dev, walked.ino) {
+        return Err(
+            "changed since it was listed (another file is at its path now): it is left alone"
+                .to_string(),
+        );
+    }
+    Ok(())
 }
 
 /// Run `stripe` on this rank. Collective; returns the status every rank agreed on.
@@ -128,8 +154,11 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
     };
     steal::signals::install();
     let mut status = Status::Ok;
+    // Opened before the walk, so that what is rewritten is reached from the directories walked.
+    let opened = Roots::open_dirs(roots.iter().map(|r| r.as_slice()));
     let progress = args.common.progress(comm.rank(), "Walked");
     let walked = transfer::walk_sources(comm, "stripe", &roots, false, &progress);
+    crate::test_seam::after_listing(comm);
     if !walked.complete {
         status = Status::ItemsFailed;
     }
@@ -146,7 +175,7 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
     if args.report {
         let mut out = Vec::new();
         for e in files.iter() {
-            match layout_of(&args.api, e.path) {
+            match layout_of(&args.api, &opened, e.path) {
                 Ok(l) => out.extend_from_slice(&report_line(e.path, l.as_ref())),
                 Err(err) => {
                     report_error(
@@ -179,8 +208,14 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
     // Skip what already has the target layout, and hard-linked files.
     let mut already = 0u64;
     let mut linked = 0u64;
+    let mut moved = 0u64;
     let todo = files.select((0..files.len()).filter(|&i| {
         let (path, m) = (files.path(i), files.meta(i).expect("stat list"));
+        if let Err(why) = still_walked(&opened, path, m) {
+            report_error("stripe", format_args!("{}: {why}", display(path)));
+            moved += 1;
+            return false;
+        }
         if m.nlink > 1 {
             report_error(
                 "stripe",
@@ -194,18 +229,21 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
             return false;
         }
         let want = policy::choose(m.size, osts, None, &overrides, args.size);
-        let have = layout_of(&args.api, path).ok().flatten();
+        let have = layout_of(&args.api, &opened, path).ok().flatten();
         if matches(have.as_ref(), want, osts) {
             already += 1;
             return false;
         }
         true
     }));
+    if moved > 0 {
+        status = status.worst(Status::ItemsFailed);
+    }
     let map = Mapping::siblings(roots.clone(), SIBLING_PREFIX);
     // A sibling left by an interrupted run would keep its old layout: remove it first.
     for e in todo.iter() {
         let sibling = map.dest(e.path);
-        let _ = At::new(&sibling).and_then(|a| a.remove(false));
+        let _ = opened.at(&sibling).and_then(|a| a.remove(false));
     }
     let total_bytes = comm.sum(todo.iter().filter_map(|e| e.meta).map(|m| m.size).sum());
     let plan = Plan {
@@ -258,14 +296,14 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
             && !failed_paths.contains(e.path)
             && !failed_paths.contains(&sibling);
         let result = if ok {
-            replace(e.path, &sibling, e.meta.expect("stat list"))
+            replace(&opened, e.path, &sibling, e.meta.expect("stat list"))
         } else {
             Err("not copied completely; it keeps its old layout".to_string())
         };
         match result {
             Ok(()) => swapped += 1,
             Err(why) => {
-                let _ = At::new(&sibling).and_then(|a| a.remove(false));
+                let _ = opened.at(&sibling).and_then(|a| a.remove(false));
                 if ok {
                     report_error("stripe", format_args!("{}: {why}", display(e.path)));
                 }
@@ -308,22 +346,39 @@ fn matches(have: Option<&Layout>, want: Decision, osts: u32) -> bool {
     count != 0 && have.stripe_count() == Some(count) && have.stripe_size() == Some(size)
 }
 
-/// Rename `sibling` over `path` if `path` is still the file that was copied (same size and
-/// modification time as when walked).
-fn replace(path: &[u8], sibling: &[u8], walked: &Meta) -> Result<(), String> {
-    let now = At::new(path)
-        .and_then(|a| a.lstat())
-        .map_err(|e| format!("stat: {e}"))?;
+/// Rename `sibling` (a name in the same directory) over `path` if `path`, reached beneath its
+/// root, is still the file that was copied (same inode, size and modification time as when
+/// walked). Both names are looked up in one parent directory descriptor.
+fn replace(roots: &Roots, path: &[u8], sibling: &[u8], walked: &Meta) -> Result<(), String> {
+    let to = roots
+        .at(path)
+        .map_err(|e| format!("open parent: {}", explain(e)))?;
+    let now = to.lstat().map_err(|e| format!("stat: {}", explain(e)))?;
     let now = Meta::from_stat(&now);
+    if (now.dev, now.ino) != (walked.dev, walked.ino) {
+        return Err(
+            "changed since it was listed (another file is at its path now): it is left \
+                    alone"
+                .to_string(),
+        );
+    }
     if now.size != walked.size || (now.mtime, now.mtime_nsec) != (walked.mtime, walked.mtime_nsec) {
         return Err("it changed while it was copied; it keeps its old layout".to_string());
     }
-    let (from, to) = (At::new(sibling), At::new(path));
-    let (from, to) = (
-        from.map_err(|e| format!("open parent: {e}"))?,
-        to.map_err(|e| format!("open parent: {e}"))?,
-    );
-    rustix::fs::renameat(from.dir(), from.name(), to.dir(), to.name())
-        .map_err(|e| format!("rename the restriped copy over it: {}", io::Error::from(e)))?;
-    Ok(())
+    debug_assert_eq!(flist::path::parent(sibling), flist::path::parent(path));
+    let renamed = if to.name().contains(&b'/') {
+        // A PATH that is a file, reached by its path as the user named it: so is its sibling.
+        At::new(sibling).and_then(|from| {
+            Ok(rustix::fs::renameat(
+                from.dir(),
+                from.name(),
+                to.dir(),
+                to.name(),
+            )?)
+        })
+    } else {
+        let from = flist::path::basename(sibling);
+        rustix::fs::renameat(to.dir(), from, to.dir(), to.name()).map_err(io::Error::from)
+    };
+    renamed.map_err(|e| format!("rename the restriped copy over it: {e}"))
 }

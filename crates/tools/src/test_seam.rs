@@ -7,14 +7,39 @@
 //! it. Without the variable this is one environment look-up.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use steal::Comm;
+
+/// A change queued by [`change_at_next_pause`] (in-process tests).
+type Change = Box<dyn FnOnce() + Send>;
+static CHANGE: Mutex<Option<Change>> = Mutex::new(None);
+/// Set once a change was ever queued: from then on every pause synchronises the ranks, so that
+/// all ranks of a run agree on whether there is a pause.
+static IN_PROCESS: AtomicBool = AtomicBool::new(false);
+
+/// For tests that run a tool in-process (ranks as threads): run `change` once, on rank 0, at
+/// the next pause after a listing, before any rank goes on.
+pub fn change_at_next_pause(change: impl FnOnce() + Send + 'static) {
+    *CHANGE.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(change));
+    IN_PROCESS.store(true, Ordering::SeqCst);
+}
 
 /// The environment variable that enables the pause.
 pub const PAUSE_VAR: &str = "MFU_RS_TEST_PAUSE_AFTER_LISTING";
 
 /// Pause here if the race tests asked for it (collective: every rank calls it).
 pub fn after_listing(comm: &dyn Comm) {
+    if IN_PROCESS.load(Ordering::SeqCst) {
+        if comm.rank() == 0 {
+            let change = CHANGE.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(change) = change {
+                change();
+            }
+        }
+        comm.barrier();
+    }
     let Some(base) = std::env::var_os(PAUSE_VAR) else {
         return;
     };

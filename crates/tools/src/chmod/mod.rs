@@ -17,6 +17,15 @@
 //! When both are asked, the owner changes first and the new mode is worked out from the mode
 //! `chown` leaves (it clears the set-ID bits of non-directories), so the result is that of
 //! `chown -R` followed by `chmod -R`.
+//!
+//! The tree may change between the listing and the change (a directory swapped for a symlink
+//! to anywhere, a file for a symlink). Each entry's parent is reached from a root's descriptor
+//! without following symlinks ([`flist::beneath`]); the entry itself is opened `O_PATH |
+//! O_NOFOLLOW`, its type checked against the listed one, and changed through that descriptor
+//! ([`nofollow`]). The roots are the PATHs (opened before the walk), or for `--input` the
+//! parents of the list's topmost entries (entries with no ancestor in the list), whose own
+//! paths are trusted as PATHs typed on the command line would be. An entry whose path or type
+//! changed is named and left alone.
 
 pub mod mode;
 pub mod nofollow;
@@ -27,7 +36,8 @@ use crate::cli::{report_error, stdout_bytes, Common};
 use crate::regex_select::RegexSelector;
 use crate::status::Status;
 use clap::Args;
-use flist::at::At;
+use flist::at::{At, ParentDir};
+use flist::beneath::{list_tops, Roots};
 use flist::distribute::{by_depth, spread};
 use flist::io;
 use flist::path::normalize;
@@ -36,14 +46,14 @@ use flist::restat::{restat, Which};
 use flist::walk::{walk, Visit, WalkOptions};
 use flist::{Detail, FileList, FileType, ItemError, Meta};
 use mode::ModeChange;
-use nofollow::chmod_nofollow;
+use nofollow::{chmod_nofollow, Checked};
 use owner::Owner;
 use rustix::fd::BorrowedFd;
-use rustix::fs::{AtFlags, Gid, Mode, Uid};
-use rustix::io::Errno;
+use rustix::fs::{AtFlags, Mode};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 use steal::progress::Progress;
 use steal::{Comm, CommExt, ReduceOp};
@@ -139,6 +149,9 @@ pub fn run(comm: &dyn Comm, args: &ChmodArgs) -> Status {
     let started = Instant::now();
     let mut ch = Changer {
         plan: &plan,
+        // Opened before the walk, so that what is changed is reached from the directories
+        // walked.
+        roots: Arc::new(Roots::open_dirs(roots.iter().map(|r| r.as_slice()))),
         silent: args.silent,
         changed: AtomicU64::new(0),
         unchanged: AtomicU64::new(0),
@@ -162,6 +175,11 @@ pub fn run(comm: &dyn Comm, args: &ChmodArgs) -> Status {
         ch.failed.fetch_add(1, Ordering::Relaxed);
         report_error("chmod", e);
     }
+    if args.input.is_some() {
+        let tops = list_tops(comm, list.iter().map(|e| e.path));
+        ch.roots = Arc::new(Roots::of_list_tops(&tops));
+    }
+    crate::test_seam::after_listing(comm);
     let listed = comm.sum(list.len() as u64);
     timing(&format!(
         "{} {listed} items in {:.3} s",
@@ -314,6 +332,8 @@ fn current_umask() -> u32 {
 /// What one rank's workers share while changing.
 struct Changer<'a> {
     plan: &'a Plan,
+    /// Where entries are reached from (see the module's comment).
+    roots: Arc<Roots>,
     silent: bool,
     /// Entries changed (every call succeeded).
     changed: AtomicU64,
@@ -436,46 +456,46 @@ impl Changer<'_> {
     fn change_all(&self, comm: &dyn Comm, list: FileList, stop: &AtomicBool) -> bool {
         let list = spread(comm, list);
         run_batches(comm, Some(stop), Some(&self.progress), &list, |chunk| {
+            let mut parent = ParentDir::beneath(self.roots.clone());
             for e in chunk.iter() {
-                self.change_one(e);
+                self.change_one(&mut parent, e);
             }
         })
     }
 
-    fn change_one(&self, e: Entry<'_>) {
+    fn change_one(&self, parent: &mut ParentDir, e: Entry<'_>) {
         let m = e.meta.expect("a stat list");
         let c = self.plan.change(e.kind, m);
+        let op = if c.chown { "chown" } else { "chmod" };
+        let entry = match parent.at(e.path) {
+            Ok(at) => Checked::open(at.dir(), at.name(), e.kind),
+            Err(err) => Err(err),
+        };
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(err) => return self.fail(e.path, op, err),
+        };
         if c.chown {
-            let (uid, gid) = (self.plan.owner.uid, self.plan.owner.gid);
-            let r = At::with(e.path, |d, n| {
-                rustix::fs::chownat(
-                    d,
-                    n,
-                    uid.map(Uid::from_raw),
-                    gid.map(Gid::from_raw),
-                    AtFlags::SYMLINK_NOFOLLOW,
-                )
-            });
-            if let Err(err) = r {
-                return self.fail(e.path, "chown", err);
+            if let Err(err) = entry.chown(self.plan.owner.uid, self.plan.owner.gid) {
+                return self.fail(e.path, "chown", err.into());
             }
         }
         if let Some(mode) = c.chmod {
-            let r = At::with(e.path, |d, n| chmod_nofollow(d, n, mode));
-            if let Err(err) = r {
-                return self.fail(e.path, "chmod", err);
+            if let Err(err) = entry.chmod(mode) {
+                return self.fail(e.path, "chmod", err.into());
             }
         }
         self.changed.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn fail(&self, path: &[u8], op: &'static str, err: Errno) {
+    fn fail(&self, path: &[u8], op: &'static str, err: std::io::Error) {
         self.failed.fetch_add(1, Ordering::Relaxed);
         self.progress.errors.fetch_add(1, Ordering::Relaxed);
-        if self.silent && err == Errno::PERM {
+        if self.silent && err.raw_os_error() == Some(libc::EPERM) {
             self.hushed.fetch_add(1, Ordering::Relaxed);
         } else {
-            report_error("chmod", ItemError::new(path, op, err.into()));
+            let why = flist::beneath::explain(err);
+            report_error("chmod", ItemError::new(path, op, why));
         }
     }
 

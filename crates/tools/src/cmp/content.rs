@@ -47,9 +47,12 @@ pub enum Verdict {
     Same = 0,
     /// Some byte differs (or one file grew or shrank while being read).
     Differ = 1,
-    /// Some chunk could not be read (reported on stderr by the rank that tried) or was never
-    /// compared (interrupted): equality is unknown.
+    /// Some chunk could not be read (reported on stderr by the rank that tried): equality is
+    /// unknown.
     Failed = 2,
+    /// Some chunk was never compared (a signal stopped the run) and none compared differs:
+    /// equality is unknown.
+    NotCompared = 3,
 }
 
 /// What [`compare_files`] found for the files of this rank, and what it cost.
@@ -60,7 +63,8 @@ pub struct Compared {
     pub chunk_size: u64,
     /// Bytes read on all ranks (both files).
     pub bytes_read: u64,
-    /// A signal stopped the comparison; files not finished are `Failed`.
+    /// A signal stopped the comparison; files not finished are `NotCompared` (or `Differ` when
+    /// a chunk compared already differs).
     pub interrupted: bool,
 }
 
@@ -173,8 +177,10 @@ pub fn compare_files(
         .map(|(path, size)| {
             let v = match chunks.get(path) {
                 Some(&(n, v)) if n == chunks_of(size) => v,
-                // A chunk never compared (the run was stopped): unknown, not equal.
-                _ => Verdict::Failed,
+                // A chunk never compared (the run was stopped): a difference already found
+                // stands, otherwise equality is unknown.
+                Some(&(_, v)) if v != Verdict::Same => v,
+                _ => Verdict::NotCompared,
             };
             (path.to_vec(), v)
         })

@@ -138,6 +138,7 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
     };
     let (src_list, src_items) = walk(&src);
     let (dest_list, dest_items) = walk(&dest);
+    crate::test_seam::after_listing(comm);
     let walked = started.elapsed().as_secs_f64();
     let map = Mapping::new(vec![(src.clone(), dest.clone())]);
     let dest_map = Mapping::new(vec![(dest.clone(), dest.clone())]);
@@ -158,6 +159,8 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
         open_noatime: args.open_noatime,
     };
     let mut compared = None;
+    // Pairs whose data a signal kept from being compared: neither same nor different.
+    let mut not_compared = std::collections::HashSet::new();
     if !args.lite {
         let progress = args.common.progress(comm.rank(), "Compared");
         let c = content::compare_files(comm, &to_read.0, &map, &opts, &progress);
@@ -170,12 +173,20 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
                     pairs[k].states.set(Field::Content, State::Differ);
                     tally.fail();
                 }
+                Verdict::NotCompared => {
+                    not_compared.insert(k);
+                    tally.fail();
+                }
             }
         }
+        let skipped = steal::CommExt::sum(comm, not_compared.len() as u64);
         if c.interrupted && rank0 {
             report_error(
                 "cmp",
-                "interrupted by a signal: some files were not compared",
+                format!(
+                    "interrupted by a signal: {skipped} files were not compared (counted as \
+                     items that could not be compared, neither same nor different)"
+                ),
             );
         }
         compared = Some(c);
@@ -184,7 +195,10 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
 
     // Count, and gather each -o output's records.
     let mut matched: Vec<FileList> = args.output.iter().map(|_| src_list.empty_like()).collect();
-    for p in &pairs {
+    for (k, p) in pairs.iter().enumerate() {
+        if not_compared.contains(&k) {
+            continue;
+        }
         let (side, list, i) = match (p.src, p.dest) {
             (Some(i), Some(_)) => (Side::Both, &src_list, i),
             (Some(i), None) => (Side::OnlySrc, &src_list, i),

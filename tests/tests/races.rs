@@ -1,0 +1,330 @@
+//! The tree changes between a tool's listing and its action: a directory swapped for a
+//! symlink to an outside tree, a file for a symlink to an outside file, a directory for a file.
+//! Whatever the tool (rm, chmod), at 1 and 2 ranks, after a walk (the test seam pauses the tool
+//! there) or with a list naming what has since changed: nothing outside the tree changes
+//! (contents, modes, owners, existence), the entries whose path changed are named on stderr,
+//! and the exit status is 1.
+
+use mfu_tests::{bin, expect_status, mfu, mpirun, with_change_after_listing};
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A tree to act on and an outside tree that must not change.
+struct Scene {
+    _tmp: tempfile::TempDir,
+    tree: PathBuf,
+    outside: PathBuf,
+    /// Contents, mode, owner and group of every outside entry, taken before the run.
+    before: BTreeMap<PathBuf, (Vec<u8>, u32, u32, u32)>,
+}
+
+/// tree/d/f0..f9 (a directory to swap for a symlink to `outside`), tree/x (a file to swap for
+/// a symlink to outside/secret), tree/e/g0..g2 (a directory to swap for a file), tree/keep;
+/// outside/f0..f9 and outside/secret, mode 0600.
+fn scene() -> Scene {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    let outside = tmp.path().join("outside");
+    fs::create_dir_all(tree.join("d")).unwrap();
+    fs::create_dir_all(tree.join("e")).unwrap();
+    fs::create_dir_all(&outside).unwrap();
+    for i in 0..10 {
+        fs::write(tree.join(format!("d/f{i}")), b"inside").unwrap();
+        fs::write(outside.join(format!("f{i}")), format!("outside {i}")).unwrap();
+    }
+    for i in 0..3 {
+        fs::write(tree.join(format!("e/g{i}")), b"inside").unwrap();
+    }
+    fs::write(tree.join("x"), b"inside").unwrap();
+    fs::write(tree.join("keep"), b"inside").unwrap();
+    fs::write(outside.join("secret"), b"secret").unwrap();
+    for e in fs::read_dir(&outside).unwrap() {
+        fs::set_permissions(e.unwrap().path(), fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    fs::set_permissions(&outside, fs::Permissions::from_mode(0o700)).unwrap();
+    let before = snapshot(&outside);
+    Scene {
+        _tmp: tmp,
+        tree,
+        outside,
+        before,
+    }
+}
+
+fn snapshot(outside: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32, u32, u32)> {
+    let mut out = BTreeMap::new();
+    let m = fs::symlink_metadata(outside).unwrap();
+    out.insert(
+        outside.to_path_buf(),
+        (Vec::new(), m.mode(), m.uid(), m.gid()),
+    );
+    for e in fs::read_dir(outside).unwrap() {
+        let p = e.unwrap().path();
+        let m = fs::symlink_metadata(&p).unwrap();
+        out.insert(
+            p.clone(),
+            (fs::read(&p).unwrap(), m.mode(), m.uid(), m.gid()),
+        );
+    }
+    out
+}
+
+impl Scene {
+    /// The three swaps.
+    fn swap(&self) {
+        let d = self.tree.join("d");
+        fs::remove_dir_all(&d).unwrap();
+        symlink(&self.outside, &d).unwrap();
+        let x = self.tree.join("x");
+        fs::remove_file(&x).unwrap();
+        symlink(self.outside.join("secret"), &x).unwrap();
+        let e = self.tree.join("e");
+        fs::remove_dir_all(&e).unwrap();
+        fs::write(&e, b"now a file").unwrap();
+    }
+
+    /// Nothing outside changed.
+    fn assert_outside_intact(&self, out: &Output) {
+        assert_eq!(
+            snapshot(&self.outside),
+            self.before,
+            "the outside tree changed\n--- stderr\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A list of the tree written by `mfu-rs walk -o` (with types), before the swaps.
+    fn list(&self) -> PathBuf {
+        let list = self.tree.parent().unwrap().join("list.mfu");
+        expect_status(
+            &mut mfu(&[
+                "walk",
+                "-q",
+                "-o",
+                list.to_str().unwrap(),
+                self.tree.to_str().unwrap(),
+            ]),
+            0,
+        );
+        list
+    }
+}
+
+fn tool(np: usize, args: &[&str]) -> Command {
+    let mut cmd = if np == 1 {
+        mfu(&[])
+    } else {
+        mpirun(np, &bin())
+    };
+    cmd.args(args);
+    cmd
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_exit_1(out: &Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "exit status\n--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(out)
+    );
+}
+
+/// Each entry reached through a swapped path is named on stderr: d's files (through the
+/// symlink) and e's (through the file). The path must not go on with `/` (`e` is not named by
+/// `e/g0`); what follows it may be another rank's message (stderr lines of several processes
+/// can interleave, but a path is written at once).
+fn assert_named(s: &Scene, out: &Output, names: &[&str]) {
+    let err = stderr(out);
+    for n in names {
+        let p = s.tree.join(n).display().to_string();
+        let named = err
+            .match_indices(&p)
+            .any(|(i, _)| err.as_bytes().get(i + p.len()) != Some(&b'/'));
+        assert!(named, "{p} not named\n--- stderr\n{err}");
+    }
+}
+
+/// rm after a walk: the swapped directory's files are not removed through the symlink; the
+/// symlink swapped in for a file is removed as the link it now is (its target stays, as with
+/// GNU rm -r); nothing outside changes.
+fn rm_after_walk(np: usize) {
+    let s = scene();
+    let out = with_change_after_listing(&mut tool(np, &["rm", s.tree.to_str().unwrap()]), || {
+        s.swap()
+    });
+    s.assert_outside_intact(&out);
+    assert_exit_1(&out);
+    assert_named(&s, &out, &["d/f0", "d/f9", "e/g0"]);
+    assert!(
+        stderr(&out).contains("changed since it was listed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!s.tree.join("keep").exists(), "the rest is removed");
+    assert!(s.tree.join("e").is_file(), "the file swapped in stays");
+}
+
+#[test]
+fn rm_after_walk_np1() {
+    rm_after_walk(1);
+}
+
+#[test]
+fn rm_after_walk_np2() {
+    rm_after_walk(2);
+}
+
+/// chmod/chown after a walk: nothing outside changes mode or owner; every swapped entry (d,
+/// x, e, and what was beneath d and e) is named.
+fn chmod_after_walk(np: usize) {
+    let s = scene();
+    let args = [
+        "chmod",
+        "-m",
+        "777",
+        "-u",
+        "65534",
+        s.tree.to_str().unwrap(),
+    ];
+    let out = with_change_after_listing(&mut tool(np, &args), || s.swap());
+    s.assert_outside_intact(&out);
+    assert_exit_1(&out);
+    assert_named(&s, &out, &["d", "x", "e", "d/f0", "d/f9", "e/g0"]);
+    let keep = fs::metadata(s.tree.join("keep")).unwrap();
+    assert_eq!(
+        (keep.mode() & 0o7777, keep.uid()),
+        (0o777, 65534),
+        "the rest is changed"
+    );
+    // The symlinks swapped in are not changed either (not even lchown'ed).
+    assert_eq!(fs::symlink_metadata(s.tree.join("x")).unwrap().uid(), 0);
+}
+
+#[test]
+fn chmod_after_walk_np1() {
+    chmod_after_walk(1);
+}
+
+#[test]
+fn chmod_after_walk_np2() {
+    chmod_after_walk(2);
+}
+
+/// A list naming a directory that has since become a symlink to an outside tree (and the other
+/// swaps): deterministic, no pause needed.
+#[test]
+fn rm_and_chmod_of_a_list_do_not_follow_what_changed() {
+    for np in [1, 2] {
+        let s = scene();
+        let list = s.list();
+        s.swap();
+        let out = expect_status(
+            &mut tool(
+                np,
+                &[
+                    "chmod",
+                    "-m",
+                    "777",
+                    "-u",
+                    "65534",
+                    "-i",
+                    list.to_str().unwrap(),
+                ],
+            ),
+            1,
+        );
+        s.assert_outside_intact(&out);
+        assert_named(&s, &out, &["d/f0", "d/f9", "e/g0"]);
+        let out = expect_status(&mut tool(np, &["rm", "-i", list.to_str().unwrap()]), 1);
+        s.assert_outside_intact(&out);
+        assert_named(&s, &out, &["d/f0", "d/f9", "e/g0"]);
+        assert!(
+            !s.tree.join("keep").exists(),
+            "np {np}: the rest is removed"
+        );
+    }
+}
+
+#[derive(clap::Parser)]
+struct Cmd<T: clap::Args> {
+    #[command(flatten)]
+    args: T,
+}
+
+/// stripe (in-process, over a fake Lustre: the binary needs a real one) after its walk: a
+/// directory swapped for a symlink to an outside tree, and a file swapped for a symlink to an
+/// outside file. The outside files keep their inode, data and mode (never restriped by
+/// rewrite), the run fails (exit 1); the rest of the tree is restriped.
+#[test]
+fn stripe_after_walk_np1_and_np2() {
+    use clap::Parser;
+    use lustre_sys::fake::Fake;
+    use mfu::status::Status;
+    use std::sync::Arc;
+    for np in [1, 2] {
+        let s = scene();
+        let outside_inodes: Vec<(PathBuf, u64)> = s
+            .before
+            .keys()
+            .map(|p| (p.clone(), fs::metadata(p).unwrap().ino()))
+            .collect();
+        // The attacker gives the inside files the size and mtime of the outside ones (theirs
+        // to set), so that only reaching decides.
+        for (inside, outside) in (0..10)
+            .map(|i| (format!("d/f{i}"), format!("f{i}")))
+            .chain([("x".to_string(), "secret".to_string())])
+        {
+            let (inside, outside) = (s.tree.join(inside), s.outside.join(outside));
+            let len = fs::metadata(&outside).unwrap().len() as usize;
+            fs::write(&inside, vec![b'i'; len]).unwrap();
+            let mtime = fs::metadata(&outside).unwrap().modified().unwrap();
+            let f = fs::File::options().write(true).open(&inside).unwrap();
+            f.set_modified(mtime).unwrap();
+        }
+        // The fake Lustre holds both trees, so that only reaching decides.
+        let fake = Arc::new(Fake::new(vec![s.tree.clone(), s.outside.clone()], 4));
+        let argv = ["mfu-rs", "-q", "-c", "2", s.tree.to_str().unwrap()];
+        let mut args = Cmd::<mfu::stripe::StripeToolArgs>::parse_from(argv).args;
+        args.api = mfu::lustre::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
+        let keep_ino = fs::metadata(s.tree.join("keep")).unwrap().ino();
+        let (tree, outside) = (s.tree.clone(), s.outside.clone());
+        mfu::test_seam::change_at_next_pause(move || {
+            fs::remove_dir_all(tree.join("d")).unwrap();
+            symlink(&outside, tree.join("d")).unwrap();
+            fs::remove_file(tree.join("x")).unwrap();
+            symlink(outside.join("secret"), tree.join("x")).unwrap();
+        });
+        let st = steal::local::run(np, |comm| mfu::stripe::run(comm, &args));
+        assert!(
+            st.iter().all(|s| *s == Status::ItemsFailed),
+            "np {np}: {st:?}"
+        );
+        let out = Output {
+            status: std::os::unix::process::ExitStatusExt::from_raw(0),
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        };
+        s.assert_outside_intact(&out);
+        for (p, ino) in outside_inodes {
+            assert_eq!(
+                fs::metadata(&p).unwrap().ino(),
+                ino,
+                "np {np}: {} rewritten",
+                p.display()
+            );
+        }
+        assert_ne!(
+            fs::metadata(s.tree.join("keep")).unwrap().ino(),
+            keep_ino,
+            "np {np}: the rest is restriped"
+        );
+    }
+}
