@@ -1289,8 +1289,9 @@ fn switching_user_drops_roots_groups() {
 }
 
 /// The race of issue 16: after cp listed SRC and DEST, a directory of DEST (already there) is
-/// swapped for a symlink to an outside directory, and one of SRC for a symlink to an outside
-/// secret. Nothing outside changes, nothing outside is copied, the entries are named, exit 1.
+/// swapped for a symlink to an outside directory, a file of DEST for a symlink to an outside
+/// file, and a directory and a file of SRC for symlinks to outside secrets. Nothing outside
+/// changes, nothing outside is copied, the entries are named, exit 1.
 #[test]
 fn directories_swapped_for_symlinks_after_the_listing_are_not_followed() {
     for np in [1, 2] {
@@ -1312,7 +1313,11 @@ fn directories_swapped_for_symlinks_after_the_listing_are_not_followed() {
             std::fs::write(d.join(format!("src/keep/k{i}")), b"keep").unwrap();
         }
         std::fs::write(d.join("outside/f0"), b"outside, must stay").unwrap();
+        std::fs::write(d.join("outside/o"), b"outside file, must stay").unwrap();
         std::fs::write(d.join("secret/r0"), b"secret, must not be copied").unwrap();
+        std::fs::write(d.join("src/file"), b"src file").unwrap();
+        std::fs::write(d.join("src/sfile"), b"src sfile").unwrap();
+        std::fs::write(d.join("dst/src/file"), b"old dest file").unwrap();
         let outside = tree::snapshot(&d.join("outside"));
         let mut cmd = cp(np);
         cmd.current_dir(d).args(["-p", "src", "dst"]);
@@ -1321,6 +1326,10 @@ fn directories_swapped_for_symlinks_after_the_listing_are_not_followed() {
             std::os::unix::fs::symlink(d.join("outside"), d.join("dst/src/sub")).unwrap();
             std::fs::rename(d.join("src/rd"), d.join("src-rd-moved")).unwrap();
             std::os::unix::fs::symlink(d.join("secret"), d.join("src/rd")).unwrap();
+            std::fs::remove_file(d.join("dst/src/file")).unwrap();
+            std::os::unix::fs::symlink(d.join("outside/o"), d.join("dst/src/file")).unwrap();
+            std::fs::remove_file(d.join("src/sfile")).unwrap();
+            std::os::unix::fs::symlink(d.join("secret/r0"), d.join("src/sfile")).unwrap();
         });
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "np {np}: {err}");
@@ -1341,6 +1350,17 @@ fn directories_swapped_for_symlinks_after_the_listing_are_not_followed() {
         assert!(
             err.contains(&format!("{}", d.join("src/rd").display())),
             "np {np}: src/rd not named:\n{err}"
+        );
+        for named in ["dst/src/file", "src/sfile"] {
+            assert!(
+                err.contains(&format!("{}", d.join(named).display())),
+                "np {np}: {named} not named:\n{err}"
+            );
+        }
+        assert_ne!(
+            std::fs::read(d.join("dst/src/sfile")).ok().as_deref(),
+            Some(&b"secret, must not be copied"[..]),
+            "np {np}"
         );
         for i in 0..5 {
             let copied = d.join(format!("dst/src/rd/r{i}"));

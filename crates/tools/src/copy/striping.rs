@@ -440,3 +440,49 @@ pub fn clear_the_way(at: &At, (src, id): (&[u8], (u64, u64))) -> io::Result<()> 
         _ => Err(io::Error::other("a non-regular file is in the way")),
     }
 }
+
+#[cfg(test)]
+mod clear_the_way_tests {
+    use super::*;
+
+    /// What may be truncated for a new copy: nothing there, or a one-link file that is not the
+    /// source; a file with other links is removed (the other names keep their bytes); the
+    /// source, a symlink (even dangling) and a directory are refused, untouched.
+    #[test]
+    fn only_a_one_link_file_that_is_not_the_source_is_truncated() {
+        let t = tempfile::tempdir().unwrap();
+        let p = |n: &str| t.path().join(n);
+        let id = |n: &str| {
+            let st = rustix::fs::lstat(p(n)).unwrap();
+            (st.st_dev, st.st_ino)
+        };
+        let dir = rustix::fs::open(
+            t.path(),
+            OFlags::PATH | OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let at = |n: &'static str| At::in_dir(rustix::fd::AsFd::as_fd(&dir), n.as_bytes());
+        std::fs::write(p("src"), b"source").unwrap();
+        std::fs::write(p("one"), b"one link").unwrap();
+        std::fs::write(p("two"), b"two links").unwrap();
+        std::fs::hard_link(p("two"), p("other")).unwrap();
+        std::fs::hard_link(p("src"), p("snap")).unwrap();
+        std::os::unix::fs::symlink(p("src"), p("lnk")).unwrap();
+        std::os::unix::fs::symlink(p("nowhere"), p("dangling")).unwrap();
+        std::fs::create_dir(p("d")).unwrap();
+        let source = (&b"src"[..], id("src"));
+        clear_the_way(&at("missing"), source).unwrap();
+        clear_the_way(&at("one"), source).unwrap();
+        assert_eq!(std::fs::read(p("one")).unwrap(), b"one link");
+        clear_the_way(&at("two"), source).unwrap();
+        assert!(!p("two").exists());
+        assert_eq!(std::fs::read(p("other")).unwrap(), b"two links");
+        for refused in ["src", "snap", "lnk", "dangling", "d"] {
+            assert!(clear_the_way(&at(refused), source).is_err(), "{refused}");
+        }
+        assert_eq!(std::fs::read(p("src")).unwrap(), b"source");
+        assert!(std::fs::symlink_metadata(p("lnk")).unwrap().is_symlink());
+        assert!(!p("nowhere").exists());
+    }
+}
