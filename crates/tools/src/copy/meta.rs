@@ -307,9 +307,14 @@ pub fn apply_path(
     let at = reach.dst(dst).map_err(err("open parent"))?;
     let errno = |op: &'static str| move |e: Errno| ItemError::new(dst, op, e.into());
     if opts.xattrs != XattrPolicy::None {
-        let short = at.short_path();
-        copy_xattrs(src, Target::Path(&short), opts)
-            .map_err(|(op, p, e)| ItemError::new(p.unwrap_or(dst), op, e))?;
+        // The source too is reached beneath its root: a swapped parent is not followed.
+        let from = reach
+            .src(src)
+            .map_err(|e| ItemError::new(src, "open parent", e))?;
+        let xattrs = read_xattrs_from(Source::Path(&from.short_path()), opts)
+            .map_err(|(op, e)| ItemError::new(src, op, e))?;
+        write_xattrs(Target::Path(&at.short_path()), &xattrs)
+            .map_err(|e| ItemError::new(dst, "set xattr", e))?;
     }
     if opts.preserve && what.owner {
         chown_tolerant(
@@ -342,7 +347,7 @@ pub fn apply_path(
 /// `chmod` of the entry `at` names, never of what a symlink there points to (`fchmodat` has
 /// no `AT_SYMLINK_NOFOLLOW` on Linux): the entry is pinned with `O_PATH | O_NOFOLLOW`, checked,
 /// and changed through its `/proc/self/fd` name.
-fn chmod_nofollow(at: &At, mode: u32) -> Result<(), Errno> {
+pub fn chmod_nofollow(at: &At, mode: u32) -> Result<(), Errno> {
     let fd = rustix::fs::openat(
         at.dir(),
         at.name(),
@@ -373,8 +378,6 @@ pub enum Target<'a> {
     /// A path whose last component is not followed.
     Path(&'a [u8]),
 }
-
-type XattrError<'a> = (&'static str, Option<&'a [u8]>, io::Error);
 
 /// One extended attribute: (name, value).
 pub type Xattr = (Vec<u8>, Vec<u8>);
@@ -457,15 +460,6 @@ pub fn write_xattrs(dst: Target<'_>, xattrs: &[Xattr]) -> io::Result<()> {
         }
     }
     Ok(())
-}
-
-fn copy_xattrs<'a>(
-    src: &'a [u8],
-    dst: Target<'_>,
-    opts: &MetaOptions,
-) -> Result<(), XattrError<'a>> {
-    let xattrs = read_xattrs(src, opts).map_err(|(op, e)| (op, Some(src), e))?;
-    write_xattrs(dst, &xattrs).map_err(|e| ("set xattr", None, e))
 }
 
 #[cfg(test)]

@@ -457,12 +457,17 @@ fn make_dir(dst: &[u8], reach: &Reach) -> Result<bool, (&'static str, io::Error)
                 ));
             }
             if st.st_mode & 0o700 != 0o700 {
-                rustix::fs::chmodat(
-                    at.dir(),
-                    at.name(),
-                    Mode::from_raw_mode((st.st_mode | 0o700) & 0o7777),
-                    rustix::fs::AtFlags::empty(),
-                )
+                let mode = (st.st_mode | 0o700) & 0o7777;
+                if reach.is_anchor(dst) {
+                    rustix::fs::chmodat(
+                        at.dir(),
+                        at.name(),
+                        Mode::from_raw_mode(mode),
+                        rustix::fs::AtFlags::empty(),
+                    )
+                } else {
+                    meta::chmod_nofollow(&at, mode)
+                }
                 .map_err(|e| ("chmod", e.into()))?;
             }
             Ok(false)
