@@ -1301,7 +1301,9 @@ fn directories_swapped_for_symlinks_after_the_listing_are_not_followed() {
             "src/keep",
             "src/sub",
             "src/rd",
+            "src/tofile",
             "dst/src/sub",
+            "dst/src/tofile",
             "outside",
             "secret",
         ] {
@@ -1311,6 +1313,7 @@ fn directories_swapped_for_symlinks_after_the_listing_are_not_followed() {
             std::fs::write(d.join(format!("src/sub/f{i}")), b"new").unwrap();
             std::fs::write(d.join(format!("src/rd/r{i}")), b"src data").unwrap();
             std::fs::write(d.join(format!("src/keep/k{i}")), b"keep").unwrap();
+            std::fs::write(d.join(format!("src/tofile/t{i}")), b"t").unwrap();
         }
         std::fs::write(d.join("outside/f0"), b"outside, must stay").unwrap();
         std::fs::write(d.join("outside/o"), b"outside file, must stay").unwrap();
@@ -1326,6 +1329,8 @@ fn directories_swapped_for_symlinks_after_the_listing_are_not_followed() {
             std::os::unix::fs::symlink(d.join("outside"), d.join("dst/src/sub")).unwrap();
             std::fs::rename(d.join("src/rd"), d.join("src-rd-moved")).unwrap();
             std::os::unix::fs::symlink(d.join("secret"), d.join("src/rd")).unwrap();
+            std::fs::remove_dir(d.join("dst/src/tofile")).unwrap();
+            std::fs::write(d.join("dst/src/tofile"), b"a file now").unwrap();
             std::fs::remove_file(d.join("dst/src/file")).unwrap();
             std::os::unix::fs::symlink(d.join("outside/o"), d.join("dst/src/file")).unwrap();
             std::fs::remove_file(d.join("src/sfile")).unwrap();
@@ -1351,7 +1356,12 @@ fn directories_swapped_for_symlinks_after_the_listing_are_not_followed() {
             err.contains(&format!("{}", d.join("src/rd").display())),
             "np {np}: src/rd not named:\n{err}"
         );
-        for named in ["dst/src/file", "src/sfile"] {
+        assert_eq!(
+            std::fs::read(d.join("dst/src/tofile")).unwrap(),
+            b"a file now",
+            "np {np}"
+        );
+        for named in ["dst/src/file", "src/sfile", "dst/src/tofile"] {
             assert!(
                 err.contains(&format!("{}", d.join(named).display())),
                 "np {np}: {named} not named:\n{err}"

@@ -232,6 +232,15 @@ fn cases() -> Vec<Case> {
             mfu: &["src", "dlink"],
             gnu: &["src", "dlink"],
         },
+        Case {
+            name: "DEST is a symlink to a file (named by the user)",
+            build: |d| {
+                base(d);
+                symlink("outside/o", d.join("flink")).unwrap();
+            },
+            mfu: &["src/t", "flink"],
+            gnu: &["src/t", "flink"],
+        },
         // Trailing slashes.
         Case {
             name: "trailing slash on DEST",
@@ -349,8 +358,10 @@ fn cp_p_matches_gnu_cp_a_or_refuses_with_nothing_changed() {
         }
         let outcome = if !wrong.is_empty() {
             "WRONG".to_string()
-        } else if left == 0 {
+        } else if left == 0 && (code == 0 || ref_code != 0) {
             format!("as cp -a (exit {code}; cp -a {ref_code})")
+        } else if left == 0 {
+            format!("refused, nothing changed (exit {code}; cp -a {ref_code})")
         } else {
             format!("refused {left} entries, left as they were (exit {code}; cp -a {ref_code})")
         };
