@@ -966,3 +966,418 @@ fn copies_get_the_source_mode_and_owner_whatever_the_directory_and_umask_give() 
         eprintln!("no ACLs on {}: that part skipped", acl.display());
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Safety: the source is never written, DEST's symlinks are never followed (issues 15, 16)
+
+/// Run `cp ARGS` at `np` ranks in `dir`, expecting exit `code`; returns stderr.
+fn cp_in(dir: &Path, np: usize, args: &[&str], code: i32) -> String {
+    let mut cmd = cp(np);
+    cmd.current_dir(dir).args(args);
+    text(&expect_status(&mut cmd, code).stderr)
+}
+
+/// `cp f f`, `cp d/h d`, `cp h1 h2` (hard links), a file of many chunks onto itself at np 2,
+/// a symlink onto itself, and refreshing a `cp -al` snapshot with `cp -p src/ snap`: each is
+/// refused by name ("the same file"), exit 1, and the source keeps its bytes.
+#[test]
+fn a_destination_that_is_the_source_is_refused_and_the_source_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let data = mfu_tests::noise(7, 3 << 20);
+    std::fs::write(d.join("f"), b"hello\n").unwrap();
+    std::fs::create_dir(d.join("d")).unwrap();
+    std::fs::write(d.join("d/h"), b"in d\n").unwrap();
+    std::fs::write(d.join("h1"), b"linked\n").unwrap();
+    std::fs::hard_link(d.join("h1"), d.join("h2")).unwrap();
+    std::fs::write(d.join("big"), &data).unwrap();
+    std::os::unix::fs::symlink("f", d.join("d/l")).unwrap();
+    std::fs::create_dir(d.join("src")).unwrap();
+    std::fs::write(d.join("src/a"), b"snapshot me\n").unwrap();
+    std::fs::write(d.join("src/b"), &data[..100_000]).unwrap();
+    expect_status(
+        Command::new("cp")
+            .args(["-al", "src", "snap"])
+            .current_dir(d),
+        0,
+    );
+    let cases: &[(usize, &[&str], &str)] = &[
+        (1, &["f", "f"], "f"),
+        (1, &["d/h", "d"], "d/h"),
+        (1, &["h1", "h2"], "h2"),
+        (2, &["-k", "256K", "big", "big"], "big"),
+        (1, &["d/l", "d"], "d/l"),
+        (1, &["-p", "src/", "snap"], "snap/a"),
+        (2, &["-p", "src/", "snap"], "snap/b"),
+    ];
+    for (np, args, named) in cases {
+        let err = cp_in(d, *np, args, 1);
+        assert!(
+            err.contains(named) && err.contains("same file"),
+            "cp {args:?} (np {np}): want {named} named as the same file:\n{err}"
+        );
+        assert_eq!(std::fs::read(d.join("f")).unwrap(), b"hello\n", "{args:?}");
+        assert_eq!(std::fs::read(d.join("d/h")).unwrap(), b"in d\n", "{args:?}");
+        assert_eq!(
+            std::fs::read(d.join("h1")).unwrap(),
+            b"linked\n",
+            "{args:?}"
+        );
+        assert!(std::fs::read(d.join("big")).unwrap() == data, "{args:?}");
+        assert_eq!(std::fs::read_link(d.join("d/l")).unwrap(), Path::new("f"));
+        assert_eq!(std::fs::read(d.join("src/a")).unwrap(), b"snapshot me\n");
+        assert!(std::fs::read(d.join("src/b")).unwrap() == data[..100_000]);
+    }
+}
+
+/// A destination file with another hard link (outside the copy) is replaced, not written
+/// through: the other name keeps its bytes.
+#[test]
+fn a_destination_file_with_other_links_is_replaced_not_written_through() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("new"), b"new bytes\n").unwrap();
+    std::fs::write(d.join("old"), b"old bytes, kept elsewhere\n").unwrap();
+    std::fs::hard_link(d.join("old"), d.join("elsewhere")).unwrap();
+    cp_in(d, 1, &["new", "old"], 0);
+    assert_eq!(std::fs::read(d.join("old")).unwrap(), b"new bytes\n");
+    assert_eq!(
+        std::fs::read(d.join("elsewhere")).unwrap(),
+        b"old bytes, kept elsewhere\n"
+    );
+}
+
+/// Material for the symlinks-in-DEST test: SRC `src` (a/f, a/g, t), and an outside tree.
+fn symlink_case(d: &Path) {
+    std::fs::create_dir_all(d.join("src/a")).unwrap();
+    std::fs::write(d.join("src/a/f"), b"src a/f\n").unwrap();
+    std::fs::write(d.join("src/a/g"), b"src a/g\n").unwrap();
+    std::fs::write(d.join("src/t"), b"src t\n").unwrap();
+    std::fs::create_dir_all(d.join("outside/a")).unwrap();
+    std::fs::write(d.join("outside/f"), b"outside f\n").unwrap();
+    std::fs::write(d.join("outside/t"), b"outside t\n").unwrap();
+    std::fs::create_dir(d.join("dst")).unwrap();
+}
+
+/// Symlinks already in DEST, at every level (the destination root, a directory's place, a
+/// file's place), pointing outside, back into SRC, or nowhere: nothing is written through
+/// them (outside and SRC unchanged, no dangling target created), each is named, exit 1, and
+/// the rest of the tree is copied.
+#[test]
+fn nothing_is_created_through_a_symlink_already_in_dest() {
+    // (name, symlink in dst (relative to the scratch dir), its target (relative), named)
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("root to outside", "dst/src", "outside", "dst/src"),
+        ("root into SRC", "dst/src", "src/a", "dst/src"),
+        ("dir to outside", "dst/src/a", "outside", "dst/src/a"),
+        ("dir into SRC", "dst/src/a", "src/a", "dst/src/a"),
+        ("dir dangling", "dst/src/a", "nowhere", "dst/src/a"),
+        ("file to outside", "dst/src/t", "outside/t", "dst/src/t"),
+        ("file into SRC", "dst/src/t", "src/t", "dst/src/t"),
+        ("file dangling", "dst/src/t", "nowhere", "dst/src/t"),
+        (
+            "deep file to outside",
+            "dst/src/a/f",
+            "outside/f",
+            "dst/src/a/f",
+        ),
+        (
+            "deep file into SRC",
+            "dst/src/a/f",
+            "src/a/g",
+            "dst/src/a/f",
+        ),
+    ];
+    // Every case at np 1; at np 2 (the engine's other paths: items spread over ranks) three.
+    let runs = cases
+        .iter()
+        .map(|c| (1, c))
+        .chain([2, 5, 9].into_iter().map(|i| (2, &cases[i])));
+    {
+        for (np, (name, link, target, named)) in runs {
+            let tmp = tempfile::tempdir().unwrap();
+            let d = tmp.path();
+            symlink_case(d);
+            let link = d.join(link);
+            std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(d.join(target), &link).unwrap();
+            let src_before = tree::snapshot(&d.join("src"));
+            let outside_before = tree::snapshot(&d.join("outside"));
+            let err = cp_in(d, np, &["-p", "src", "dst"], 1);
+            let ctx = format!("{name} (np {np})");
+            assert!(
+                err.contains(&format!("{}", d.join(named).display())),
+                "{ctx}: {named} not named:\n{err}"
+            );
+            assert!(
+                tree::diff(
+                    &src_before,
+                    &tree::snapshot(&d.join("src")),
+                    Compare::META,
+                    5
+                )
+                .is_empty(),
+                "{ctx}: SRC changed"
+            );
+            assert!(
+                tree::diff(
+                    &outside_before,
+                    &tree::snapshot(&d.join("outside")),
+                    Compare::META,
+                    5
+                )
+                .is_empty(),
+                "{ctx}: outside changed"
+            );
+            assert!(!d.join("nowhere").exists(), "{ctx}: dangling target made");
+            assert_eq!(
+                std::fs::read_link(&link).unwrap(),
+                d.join(target),
+                "{ctx}: the symlink was replaced"
+            );
+            if *name != "root to outside" && *name != "root into SRC" && !name.starts_with("file") {
+                assert_eq!(
+                    std::fs::read(d.join("dst/src/t")).unwrap(),
+                    b"src t\n",
+                    "{ctx}"
+                );
+            }
+            if name.starts_with("file") {
+                assert_eq!(std::fs::read(d.join("dst/src/a/f")).unwrap(), b"src a/f\n");
+            }
+        }
+    }
+}
+
+/// `cp src lnk/copy` with `lnk -> src` (and `cp src/ lnk`) would copy a directory into
+/// itself: found by (device, inode), not by spelling; refused before anything is written
+/// (exit 2, as every path-rule error: mfu-rs checks the rules of all sources before copying).
+#[test]
+fn a_directory_is_not_copied_into_itself_through_a_symlink() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::create_dir_all(d.join("src/sub")).unwrap();
+    std::fs::write(d.join("src/sub/f"), b"f\n").unwrap();
+    std::os::unix::fs::symlink("src", d.join("lnk")).unwrap();
+    std::os::unix::fs::symlink("src/sub", d.join("sublnk")).unwrap();
+    let before = tree::snapshot(&d.join("src"));
+    for args in [
+        &["src", "lnk/copy"][..],
+        &["src/", "lnk"],
+        &["-p", "src", "sublnk/x"],
+        &["src", "sublnk"],
+    ] {
+        let err = cp_in(d, 1, args, 2);
+        assert!(err.contains("into itself"), "cp {args:?}:\n{err}");
+        assert!(
+            tree::diff(&before, &tree::snapshot(&d.join("src")), Compare::META, 5).is_empty(),
+            "cp {args:?} wrote into src"
+        );
+    }
+}
+
+/// "N failed" counts items, each once: a tree copied as a user who can't create anything
+/// in DEST fails once per entry, not once per step.
+#[test]
+fn failures_are_counted_once_per_item() {
+    let tmp = open_tempdir();
+    let d = tmp.path();
+    for sub in ["a", "a/x", "b"] {
+        std::fs::create_dir_all(d.join("src").join(sub)).unwrap();
+        for i in 0..3 {
+            std::fs::write(d.join("src").join(sub).join(format!("f{i}")), b"x").unwrap();
+        }
+    }
+    std::fs::write(d.join("src/big"), mfu_tests::noise(3, 1 << 20)).unwrap();
+    expect_status(Command::new("chmod").args(["-R", "a+rX"]).arg(d), 0);
+    std::fs::create_dir(d.join("dst")).unwrap();
+    // 1 + 3 directories, 9 + 1 files.
+    let items = 14;
+    for np in [1, 2] {
+        let mut cmd = cp(np);
+        cmd.current_dir(d)
+            .args(["-U", "65534", "-k", "64K", "-p", "src", "dst"]);
+        let out = expect_status(&mut cmd, 1);
+        let (line, _) = copied_summary(&out);
+        assert!(
+            line.contains(&format!("; {items} failed")),
+            "np {np}: want {items} failed:\n{line}\n{}",
+            text(&out.stderr)
+        );
+    }
+}
+
+/// Start `cp ARGS` paused after its listing, interrupt it there with SIGINT, and return its
+/// output (it must stop, say so, exit 1).
+fn cp_interrupted(dir: &Path, args: &[&str]) -> Output {
+    let pause = tempfile::tempdir().unwrap();
+    let base = pause.path().join("pause");
+    let mut cmd = cp(1);
+    cmd.current_dir(dir)
+        .args(args)
+        .env("MFU_RS_TEST_PAUSE_AFTER_LISTING", &base)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let start = std::time::Instant::now();
+    while !pause.path().join("pause.ready").exists() {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "cp never reached the pause after its listing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: a signal to the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::fs::write(pause.path().join("pause.go"), b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    out
+}
+
+/// After an interrupted plain cp, sync would copy everything again (the copies carry new
+/// times): the hint says to rerun the cp. After cp -p it names the sync that finishes it.
+#[test]
+fn the_hint_after_an_interrupted_copy_is_true() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::create_dir(d.join("src")).unwrap();
+    for i in 0..20 {
+        std::fs::write(d.join("src").join(format!("f{i}")), b"data").unwrap();
+    }
+    std::fs::create_dir(d.join("dst")).unwrap();
+    let plain = text(&cp_interrupted(d, &["src", "dst"]).stderr);
+    assert!(plain.contains("interrupted"), "{plain}");
+    assert!(
+        !plain.contains("run `mfu-rs sync") && plain.contains("rerun this cp"),
+        "plain cp: {plain}"
+    );
+    let kept = text(&cp_interrupted(d, &["-p", "src", "dst"]).stderr);
+    let want = format!(
+        "run `mfu-rs sync {} {}`",
+        d.join("src").display(),
+        d.join("dst/src").display()
+    );
+    assert!(kept.contains(&want), "cp -p: want {want}:\n{kept}");
+}
+
+/// `-U` without `-G` takes the user's groups, not root's: a root-group file of mode 640 is
+/// not readable (named, exit 1); `-U` of a user without a passwd entry needs `-G` (exit 2).
+#[test]
+fn switching_user_drops_roots_groups() {
+    let tmp = open_tempdir();
+    let d = tmp.path();
+    std::fs::create_dir(d.join("src")).unwrap();
+    tree::chmod(&d.join("src"), 0o755);
+    std::fs::write(d.join("src/secret"), b"root group only\n").unwrap();
+    tree::chmod(&d.join("src/secret"), 0o640);
+    std::os::unix::fs::chown(d.join("src/secret"), Some(0), Some(0)).unwrap();
+    std::fs::write(d.join("src/public"), b"anyone\n").unwrap();
+    tree::chmod(&d.join("src/public"), 0o644);
+    std::fs::create_dir(d.join("dst")).unwrap();
+    tree::chmod(&d.join("dst"), 0o777);
+    let err = cp_in(d, 1, &["-U", "65534", "src", "dst"], 1);
+    assert!(err.contains("secret"), "{err}");
+    assert!(!d.join("dst/src/secret").exists());
+    assert_eq!(
+        std::fs::read(d.join("dst/src/public")).unwrap(),
+        b"anyone\n"
+    );
+    let err = cp_in(d, 1, &["-U", "4242424", "src", "dst/other"], 2);
+    assert!(err.contains("-G"), "{err}");
+    assert!(!d.join("dst/other").exists());
+}
+
+/// The race of issue 16: after cp listed SRC and DEST, a directory of DEST (already there) is
+/// swapped for a symlink to an outside directory, a file of DEST for a symlink to an outside
+/// file, and a directory and a file of SRC for symlinks to outside secrets. Nothing outside
+/// changes, nothing outside is copied, the entries are named, exit 1.
+#[test]
+fn directories_swapped_for_symlinks_after_the_listing_are_not_followed() {
+    for np in [1, 2] {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        for sub in [
+            "src/keep",
+            "src/sub",
+            "src/rd",
+            "src/tofile",
+            "dst/src/sub",
+            "dst/src/tofile",
+            "outside",
+            "secret",
+        ] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        for i in 0..5 {
+            std::fs::write(d.join(format!("src/sub/f{i}")), b"new").unwrap();
+            std::fs::write(d.join(format!("src/rd/r{i}")), b"src data").unwrap();
+            std::fs::write(d.join(format!("src/keep/k{i}")), b"keep").unwrap();
+            std::fs::write(d.join(format!("src/tofile/t{i}")), b"t").unwrap();
+        }
+        std::fs::write(d.join("outside/f0"), b"outside, must stay").unwrap();
+        std::fs::write(d.join("outside/o"), b"outside file, must stay").unwrap();
+        std::fs::write(d.join("secret/r0"), b"secret, must not be copied").unwrap();
+        std::fs::write(d.join("src/file"), b"src file").unwrap();
+        std::fs::write(d.join("src/sfile"), b"src sfile").unwrap();
+        std::fs::write(d.join("dst/src/file"), b"old dest file").unwrap();
+        let outside = tree::snapshot(&d.join("outside"));
+        let mut cmd = cp(np);
+        cmd.current_dir(d).args(["-p", "src", "dst"]);
+        let out = mfu_tests::with_change_after_listing(&mut cmd, || {
+            std::fs::rename(d.join("dst/src/sub"), d.join("dst-sub-moved")).unwrap();
+            std::os::unix::fs::symlink(d.join("outside"), d.join("dst/src/sub")).unwrap();
+            std::fs::rename(d.join("src/rd"), d.join("src-rd-moved")).unwrap();
+            std::os::unix::fs::symlink(d.join("secret"), d.join("src/rd")).unwrap();
+            std::fs::remove_dir(d.join("dst/src/tofile")).unwrap();
+            std::fs::write(d.join("dst/src/tofile"), b"a file now").unwrap();
+            std::fs::remove_file(d.join("dst/src/file")).unwrap();
+            std::os::unix::fs::symlink(d.join("outside/o"), d.join("dst/src/file")).unwrap();
+            std::fs::remove_file(d.join("src/sfile")).unwrap();
+            std::os::unix::fs::symlink(d.join("secret/r0"), d.join("src/sfile")).unwrap();
+        });
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "np {np}: {err}");
+        assert!(
+            tree::diff(
+                &outside,
+                &tree::snapshot(&d.join("outside")),
+                Compare::META,
+                5
+            )
+            .is_empty(),
+            "np {np}: the outside directory changed:\n{err}"
+        );
+        assert!(
+            err.contains(&format!("{}", d.join("dst/src/sub").display())),
+            "np {np}: dst/src/sub not named:\n{err}"
+        );
+        assert!(
+            err.contains(&format!("{}", d.join("src/rd").display())),
+            "np {np}: src/rd not named:\n{err}"
+        );
+        assert_eq!(
+            std::fs::read(d.join("dst/src/tofile")).unwrap(),
+            b"a file now",
+            "np {np}"
+        );
+        for named in ["dst/src/file", "src/sfile", "dst/src/tofile"] {
+            assert!(
+                err.contains(&format!("{}", d.join(named).display())),
+                "np {np}: {named} not named:\n{err}"
+            );
+        }
+        assert_ne!(
+            std::fs::read(d.join("dst/src/sfile")).ok().as_deref(),
+            Some(&b"secret, must not be copied"[..]),
+            "np {np}"
+        );
+        for i in 0..5 {
+            let copied = d.join(format!("dst/src/rd/r{i}"));
+            if let Ok(bytes) = std::fs::read(&copied) {
+                assert_ne!(bytes, b"secret, must not be copied", "np {np}");
+            }
+        }
+        assert_eq!(std::fs::read(d.join("dst/src/keep/k0")).unwrap(), b"keep");
+    }
+}

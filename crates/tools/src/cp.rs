@@ -12,7 +12,7 @@ use flist::restat::{restat, Which};
 use flist::walk::stat_path;
 use flist::{FileList, FileType, Meta};
 use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::time::Instant;
 use steal::Comm;
 
@@ -27,8 +27,13 @@ use steal::Comm;
         mpirun -np 64 mfu-rs cp -p /lustre/run42 /lustre/archive/     # tree into a directory\n  \
         mfu-rs cp -p --exclude '*.tmp' --exclude '/scratch/' src/ dst  # contents, filtered\n  \
         mfu-rs cp -S sparse.img copy.img                               # keep holes\n\n\
-        Exit status: 0 all copied; 1 some items failed (each named on stderr; a rerun of \
-        `mfu-rs sync SRC DEST` finishes the job); 2 usage error, nothing copied."
+        Safety: a destination that is the source itself (same file, hard link, snapshot made \
+        with cp -al) is never written; nothing is created through a symlink already in DEST \
+        (the entry is named and left); a file with other hard links is replaced, not written \
+        through.\n\n\
+        Exit status: 0 all copied; 1 some items failed or were refused (each named on stderr; \
+        after cp -p, `mfu-rs sync SRC DEST/NAME` finishes the job; without -p, rerun the cp); \
+        2 usage error, nothing copied."
 )]
 pub struct CpArgs {
     /// Sources, then the destination.
@@ -106,8 +111,14 @@ fn resolve(sources: &[(Vec<u8>, bool)], dest: &[u8], follow: bool) -> Result<Tar
     if dest_meta.is_none() {
         transfer::check_parent(dest)?;
     }
+    let anchor = dest_anchor(dest);
     let mut pairs = Vec::new();
-    for (src, contents) in sources {
+    for (given, contents) in sources {
+        let src = &if *contents {
+            named_dir(given)?
+        } else {
+            given.clone()
+        };
         let st = stat_path(src, follow)
             .map_err(|e| format!("stat {}: {}", show(src), std::io::Error::from(e)))?;
         let src_is_dir = FileType::from_mode(st.st_mode) == FileType::Dir;
@@ -121,7 +132,7 @@ fn resolve(sources: &[(Vec<u8>, bool)], dest: &[u8], follow: bool) -> Result<Tar
         } else {
             dest.to_vec()
         };
-        if src_is_dir && is_prefix(src, &into) {
+        if src_is_dir && (is_prefix(src, &into) || lands_inside(&st, &anchor)) {
             return Err(format!(
                 "cannot copy the directory {} into itself ({})",
                 show(src),
@@ -138,6 +149,70 @@ fn resolve(sources: &[(Vec<u8>, bool)], dest: &[u8], follow: bool) -> Result<Tar
         pairs.push((src.clone(), into));
     }
     Ok(Target { pairs })
+}
+
+/// `SRC/`: the directory SRC names, following a symlink to one (as cp and rsync do: the slash
+/// names the directory, not the link), as its real path; anything else is not a directory.
+fn named_dir(src: &[u8]) -> Result<Vec<u8>, String> {
+    let show = flist::path::display;
+    let st = stat_path(src, true)
+        .map_err(|e| format!("stat {}/: {}", show(src), std::io::Error::from(e)))?;
+    if FileType::from_mode(st.st_mode) != FileType::Dir {
+        return Err(format!(
+            "stat {}/: {}",
+            show(src),
+            std::io::Error::from_raw_os_error(libc::ENOTDIR)
+        ));
+    }
+    let link =
+        stat_path(src, false).is_ok_and(|l| FileType::from_mode(l.st_mode) == FileType::Symlink);
+    if !link {
+        return Ok(src.to_vec());
+    }
+    std::fs::canonicalize(std::ffi::OsStr::from_bytes(src))
+        .map(|p| p.into_os_string().into_vec())
+        .map_err(|e| format!("resolve {}/: {e}", show(src)))
+}
+
+/// True when the destination anchor `anchor` ([`dest_anchor`]: the directory the copy is
+/// made in, the only place where symlinks are followed) is the directory `src` (its stat) or
+/// lies beneath it, whatever symlinks lead there: compared by (device, inode) from the
+/// resolved directory up to `/`, not by spelling (`cp src lnk/copy` with `lnk -> src`).
+fn lands_inside(src: &rustix::fs::Stat, anchor: &[u8]) -> bool {
+    use rustix::fs::{Mode, OFlags};
+    let start = anchor;
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let Ok(mut dir) = flist::walk::open_long(start, flags) else {
+        return false;
+    };
+    loop {
+        let Ok(st) = rustix::fs::fstat(&dir) else {
+            return false;
+        };
+        if (st.st_dev, st.st_ino) == (src.st_dev, src.st_ino) {
+            return true;
+        }
+        let Ok(up) = rustix::fs::openat(&dir, c"..", flags, Mode::empty()) else {
+            return false;
+        };
+        match rustix::fs::fstat(&up) {
+            // `/` is its own parent.
+            Ok(u) if (u.st_dev, u.st_ino) == (st.st_dev, st.st_ino) => return false,
+            Ok(_) => dir = up,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Where destination entries are reached beneath: DEST when it is a directory (the user named
+/// it, so a symlink there is followed), else the directory DEST is made in. Below it nothing
+/// is followed: `DEST/NAME` may already be a symlink to anywhere.
+fn dest_anchor(dest: &[u8]) -> Vec<u8> {
+    if transfer::is_dir(dest) {
+        dest.to_vec()
+    } else {
+        flist::path::parent(dest).to_vec()
+    }
 }
 
 /// Run `cp` on this rank. Collective; returns the status every rank agreed on.
@@ -168,7 +243,10 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
         Ok(t) => t,
         Err(s) => return s,
     };
-    let map = Mapping::new(target.pairs.clone());
+    let mut map = Mapping::new(target.pairs.clone()).with_dest_anchors(vec![dest_anchor(&dest)]);
+    if args.dereference {
+        map = map.following_sources();
+    }
     let started = Instant::now();
     steal::signals::install();
     let mut status = Status::Ok;
@@ -230,6 +308,8 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
     if args.common.verbose && rank0 {
         stdout_bytes(format!("Walked in {walk_secs:.3} s\n").as_bytes());
     }
+    crate::test_seam::after_listing(comm);
+    let hint = resume_hint(&target.pairs, args.preserve);
     let (report, copied) = transfer::copy_and_report(
         comm,
         "cp",
@@ -237,7 +317,7 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
         &map,
         &io,
         &args.common,
-        "run `mfu-rs sync SRC DEST` to finish it",
+        &hint,
         stdout_bytes,
     );
     status = status.worst(copied);
@@ -264,6 +344,27 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
         stdout_bytes(line.as_bytes());
     }
     status.agree(comm)
+}
+
+/// How to finish an interrupted copy. With `-p` the files copied carry their sources' size and
+/// mtime (an unfinished one never does), so sync of each pair copies only what is missing;
+/// without it every copy has new times and sync would copy (and re-own) everything again.
+fn resume_hint(pairs: &[(Vec<u8>, Vec<u8>)], preserve: bool) -> String {
+    if !preserve {
+        return "files copied so far carry new times, so `mfu-rs sync` would copy everything \
+            again: rerun this cp to finish it"
+            .to_string();
+    }
+    match pairs {
+        [(src, dst)] => format!(
+            "run `mfu-rs sync {} {}` to finish it: files already copied are kept",
+            flist::path::display(src),
+            flist::path::display(dst)
+        ),
+        _ => "run `mfu-rs sync SRC DEST/NAME` for each SRC to finish it: files already copied \
+            are kept"
+            .to_string(),
+    }
 }
 
 /// `-i`: the list's entries under one of `roots`, stat'ed again (the list may be old). Returns

@@ -174,7 +174,10 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     steal::signals::install();
     let mut status = Status::Ok;
     let walk_progress = args.common.progress(comm.rank(), "Walked");
-    let map = Mapping::new(vec![(src.clone(), dest.clone())]);
+    let mut map = Mapping::new(vec![(src.clone(), dest.clone())]);
+    if args.dereference {
+        map = map.following_sources(); // -L: the walk went through symlinks
+    }
     let dest_map = Mapping::new(vec![(dest.clone(), dest.clone())]);
     // Names only for the lists that --output writes.
     let names = !args.output.is_empty();

@@ -77,27 +77,68 @@ impl IoArgs {
 
 /// Become `uid`/`gid` for the whole process (`-U`/`-G`: copy as that user). Done before any
 /// thread does file-system work; glibc applies it to every thread.
+///
+/// The groups change too, or root's group 0 and its supplementary groups would still open
+/// files the user cannot read: with `-G` the groups are exactly that one group; with `-U` alone
+/// they are the user's (its passwd entry's primary group and `initgroups`). The order is
+/// groups, group, user: once the user is no longer root, the groups can't be changed.
 pub fn switch_identity(uid: Option<u32>, gid: Option<u32>) -> Result<(), String> {
-    if let Some(g) = gid {
-        // SAFETY: plain system calls with integer arguments.
-        let r = unsafe { libc::setgroups(1, &g) == 0 && libc::setgid(g) == 0 };
-        if !r {
-            return Err(format!(
-                "switch to group {g}: {}",
-                std::io::Error::last_os_error()
-            ));
+    let os = std::io::Error::last_os_error;
+    let (groups_of, gid) = match (uid, gid) {
+        (_, Some(g)) => (None, Some(g)),
+        (Some(u), None) => {
+            let (name, primary) = user_entry(u).ok_or_else(|| {
+                format!("user {u} has no passwd entry to take its groups from: give -G GID too")
+            })?;
+            (Some(name), Some(primary))
         }
+        (None, None) => return Ok(()),
+    };
+    let g = gid.expect("set above");
+    // SAFETY: plain system calls; `name` is a NUL-terminated string that outlives the call.
+    let grouped = unsafe {
+        match &groups_of {
+            Some(name) => libc::initgroups(name.as_ptr(), g) == 0,
+            None => libc::setgroups(1, &g) == 0,
+        }
+    };
+    if !grouped {
+        return Err(format!("set the groups of {}: {}", who(uid, g), os()));
+    }
+    // SAFETY: as above.
+    if unsafe { libc::setgid(g) } != 0 {
+        return Err(format!("switch to group {g}: {}", os()));
     }
     if let Some(u) = uid {
         // SAFETY: as above.
         if unsafe { libc::setuid(u) } != 0 {
-            return Err(format!(
-                "switch to user {u}: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(format!("switch to user {u}: {}", os()));
         }
     }
     Ok(())
+}
+
+fn who(uid: Option<u32>, gid: u32) -> String {
+    match uid {
+        Some(u) => format!("user {u}"),
+        None => format!("group {gid}"),
+    }
+}
+
+/// The name and primary group of user `uid`, from the passwd database.
+fn user_entry(uid: u32) -> Option<(std::ffi::CString, u32)> {
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: an all-zero passwd is a valid value to be filled in.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call; `buf` outlives the use of `pwd`'s strings.
+    let r = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if r != 0 || found.is_null() {
+        return None;
+    }
+    // SAFETY: getpwuid_r succeeded: pw_name points to a NUL-terminated string in `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) }.to_owned();
+    Some((name, pwd.pw_gid))
 }
 
 /// Walk `roots` with full metadata, reporting failures as `tool` on stderr.

@@ -3,6 +3,7 @@
 //! The order matters: xattrs first (ACLs among them), then the owner (which clears set-id bits),
 //! then the mode, and the times last, because every other change would touch them.
 
+use super::reach::Reach;
 use flist::at::At;
 use flist::{FileType, ItemError, Meta};
 use rustix::fd::BorrowedFd;
@@ -292,22 +293,28 @@ pub fn apply_fd(
 }
 
 /// Apply the parts of `meta` named by `what` to the entry at `dst` (of type `kind`, not
-/// followed if a link), by path.
+/// followed if a link), reached beneath the destination anchors of `reach`.
 pub fn apply_path(
     src: &[u8],
     dst: &[u8],
+    reach: &Reach,
     kind: FileType,
     meta: &Meta,
     what: Differences,
     opts: &MetaOptions,
 ) -> Result<(), ItemError> {
     let err = |op: &'static str| move |e: io::Error| ItemError::new(dst, op, e);
-    let at = At::new(dst).map_err(err("open parent"))?;
+    let at = reach.dst(dst).map_err(err("open parent"))?;
     let errno = |op: &'static str| move |e: Errno| ItemError::new(dst, op, e.into());
     if opts.xattrs != XattrPolicy::None {
-        let short = at.short_path();
-        copy_xattrs(src, Target::Path(&short), opts)
-            .map_err(|(op, p, e)| ItemError::new(p.unwrap_or(dst), op, e))?;
+        // The source too is reached beneath its root: a swapped parent is not followed.
+        let from = reach
+            .src(src)
+            .map_err(|e| ItemError::new(src, "open parent", e))?;
+        let xattrs = read_xattrs_from(Source::Path(&from.short_path()), opts)
+            .map_err(|(op, e)| ItemError::new(src, op, e))?;
+        write_xattrs(Target::Path(&at.short_path()), &xattrs)
+            .map_err(|e| ItemError::new(dst, "set xattr", e))?;
     }
     if opts.preserve && what.owner {
         chown_tolerant(
@@ -323,13 +330,7 @@ pub fn apply_path(
         .map_err(errno("chown"))?;
     }
     if kind != FileType::Symlink && (what.mode || what.owner || !opts.preserve) {
-        rustix::fs::chmodat(
-            at.dir(),
-            at.name(),
-            Mode::from_raw_mode(opts.mode_of(meta.mode)),
-            AtFlags::empty(),
-        )
-        .map_err(errno("chmod"))?;
+        chmod_nofollow(&at, opts.mode_of(meta.mode)).map_err(errno("chmod"))?;
     }
     if opts.preserve && (what.mtime || what.mode || what.owner) {
         rustix::fs::utimensat(
@@ -341,6 +342,25 @@ pub fn apply_path(
         .map_err(errno("set times"))?;
     }
     Ok(())
+}
+
+/// `chmod` of the entry `at` names, never of what a symlink there points to (`fchmodat` has
+/// no `AT_SYMLINK_NOFOLLOW` on Linux): the entry is pinned with `O_PATH | O_NOFOLLOW`, checked,
+/// and changed through its `/proc/self/fd` name.
+pub fn chmod_nofollow(at: &At, mode: u32) -> Result<(), Errno> {
+    let fd = rustix::fs::openat(
+        at.dir(),
+        at.name(),
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let st = rustix::fs::fstat(&fd)?;
+    if FileType::from_mode(st.st_mode) == FileType::Symlink {
+        return Err(Errno::LOOP);
+    }
+    use rustix::fd::AsRawFd;
+    let name = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    rustix::fs::chmod(name.as_str(), Mode::from_raw_mode(mode))
 }
 
 fn chown_tolerant(r: Result<(), Errno>, opts: &MetaOptions) -> Result<(), Errno> {
@@ -358,8 +378,6 @@ pub enum Target<'a> {
     /// A path whose last component is not followed.
     Path(&'a [u8]),
 }
-
-type XattrError<'a> = (&'static str, Option<&'a [u8]>, io::Error);
 
 /// One extended attribute: (name, value).
 pub type Xattr = (Vec<u8>, Vec<u8>);
@@ -442,15 +460,6 @@ pub fn write_xattrs(dst: Target<'_>, xattrs: &[Xattr]) -> io::Result<()> {
         }
     }
     Ok(())
-}
-
-fn copy_xattrs<'a>(
-    src: &'a [u8],
-    dst: Target<'_>,
-    opts: &MetaOptions,
-) -> Result<(), XattrError<'a>> {
-    let xattrs = read_xattrs(src, opts).map_err(|(op, e)| (op, Some(src), e))?;
-    write_xattrs(dst, &xattrs).map_err(|e| ("set xattr", None, e))
 }
 
 #[cfg(test)]

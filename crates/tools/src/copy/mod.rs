@@ -17,16 +17,19 @@ pub mod data;
 pub mod iosize;
 pub mod links;
 pub mod meta;
+pub mod reach;
 pub mod remove;
 pub mod striping;
 
 use data::{Buffer, DataError, DataOptions};
 use flist::at::{At, ParentDir};
+use flist::beneath;
 use flist::chunk::{plan_striped_chunks, Chunk};
 use flist::distribute::{by_depth, hash_path};
 use flist::{FileList, FileType, ItemError, Meta};
 use meta::{Differences, MetaOptions};
 use rayon::prelude::*;
+use reach::Reach;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -49,6 +52,10 @@ use striping::Striping;
 pub struct Mapping {
     pairs: Vec<(Vec<u8>, Vec<u8>)>,
     sibling_prefix: Option<Vec<u8>>,
+    /// Directories every destination entry is reached beneath (see [`Mapping::dest_anchors`]).
+    anchors: Option<Vec<Vec<u8>>>,
+    /// Sources are reached through symlinks (`-L`).
+    follow_sources: bool,
 }
 
 impl Mapping {
@@ -57,7 +64,46 @@ impl Mapping {
         Mapping {
             pairs,
             sibling_prefix: None,
+            anchors: None,
+            follow_sources: false,
         }
+    }
+
+    /// Reach every destination entry beneath one of `anchors` (directories the user named),
+    /// never through a symlink below them: cp's DEST when the copy goes into it as DEST/NAME,
+    /// where DEST/NAME may already be a symlink.
+    pub fn with_dest_anchors(mut self, anchors: Vec<Vec<u8>>) -> Mapping {
+        self.anchors = Some(anchors);
+        self
+    }
+
+    /// Reach sources through symlinks (`-L`: the walk followed them).
+    pub fn following_sources(mut self) -> Mapping {
+        self.follow_sources = true;
+        self
+    }
+
+    /// True after [`Mapping::following_sources`].
+    pub fn follows_sources(&self) -> bool {
+        self.follow_sources
+    }
+
+    /// The source roots.
+    pub fn source_roots(&self) -> Vec<Vec<u8>> {
+        self.pairs.iter().map(|(s, _)| s.clone()).collect()
+    }
+
+    /// The directories destination entries are reached beneath: those given to
+    /// [`Mapping::with_dest_anchors`], or each destination root and its parent (a root that
+    /// exists is reached as named; one that does not yet is created beneath its parent).
+    pub fn dest_anchors(&self) -> Vec<Vec<u8>> {
+        if let Some(a) = &self.anchors {
+            return a.clone();
+        }
+        self.pairs
+            .iter()
+            .flat_map(|(_, d)| [d.clone(), flist::path::parent(d).to_vec()])
+            .collect()
     }
 
     /// Every path under `roots` to `DIR/PREFIXNAME` beside it (`prefix` starts with a dot so
@@ -66,6 +112,8 @@ impl Mapping {
         Mapping {
             pairs: roots.into_iter().map(|r| (r.clone(), r)).collect(),
             sibling_prefix: Some(prefix.to_vec()),
+            anchors: None,
+            follow_sources: false,
         }
     }
 
@@ -226,10 +274,11 @@ pub struct Report {
 }
 
 impl Report {
-    /// Sum the counts over all ranks (errors stay local; `total_errors` counts them all).
+    /// Sum the counts over all ranks (errors stay local; `total_errors` counts the items that
+    /// failed, each once however many of its chunks or steps failed on however many ranks).
     /// Collective.
     pub fn sum(&mut self, comm: &dyn Comm) {
-        self.total_errors = self.errors.len() as u64;
+        self.total_errors = failed_items(comm, &self.errors);
         let mut interrupted = u64::from(self.interrupted);
         let mut counts = [
             &mut self.dirs,
@@ -242,7 +291,6 @@ impl Report {
             &mut self.rewritten,
             &mut self.compare_meta,
             &mut self.bytes,
-            &mut self.total_errors,
             &mut interrupted,
         ];
         let mut v: Vec<u64> = counts.iter().map(|c| **c).collect();
@@ -254,6 +302,33 @@ impl Report {
         self.chunk_size = comm.max(self.chunk_size);
         self.stripes.sum(comm);
     }
+}
+
+/// The number of distinct paths among every rank's `errors` (known on every rank).
+/// Collective.
+fn failed_items(comm: &dyn Comm, errors: &[ItemError]) -> u64 {
+    let mut sends = vec![Vec::new(); comm.size()];
+    for e in errors {
+        wire::put_u64(&mut sends[0], hash_path(&e.path));
+    }
+    let got = comm.alltoallv(sends);
+    let mut distinct = std::collections::HashSet::new();
+    for bytes in &got {
+        let mut r = Reader::new(bytes);
+        while !r.is_empty() {
+            distinct.insert(r.u64());
+        }
+    }
+    comm.sum(distinct.len() as u64)
+}
+
+/// `errors` with one error per path (the first), in their order.
+fn first_per_path(errors: Vec<ItemError>) -> Vec<ItemError> {
+    let mut seen = std::collections::HashSet::new();
+    errors
+        .into_iter()
+        .filter(|e| seen.insert(e.path.clone()))
+        .collect()
 }
 
 /// Collects what workers report.
@@ -287,25 +362,28 @@ impl Tally {
 pub fn run(comm: &dyn Comm, plan: Plan, map: &Mapping, opts: &CopyOptions) -> Report {
     let tally = Tally::default();
     let stripes = Striping::detect(opts.lustre, &map.dest_roots(), opts.stripe);
-    make_dirs(comm, &plan.create, map, opts, &tally);
-    make_others(&plan.create, map, opts, &tally);
+    let reach = Reach::open(map);
+    make_dirs(comm, &plan.create, map, &reach, &tally);
+    make_others(&plan.create, map, &reach, opts, &tally);
     let mut interrupted = false;
     let files = plan
         .create
         .select((0..plan.create.len()).filter(|&i| plan.create.kind(i) == FileType::File));
     let files_ctx = Context {
         map,
+        reach: &reach,
         opts,
         tally: &tally,
         stripes: &stripes,
     };
     interrupted |= copy_files(comm, files, false, &files_ctx);
     interrupted |= copy_files(comm, plan.compare, true, &files_ctx);
-    make_links(&plan.links, &plan.external_links, map, &tally);
+    make_links(&plan.links, &plan.external_links, map, &reach, &tally);
     plan.fix_meta.par_iter().for_each(|&(i, what)| {
         let e = plan.fix_meta_list.entry(i);
         let m = e.meta.expect("stat list");
-        match meta::apply_path(e.path, &map.dest(e.path), e.kind, m, what, &opts.meta) {
+        let dst = map.dest(e.path);
+        match meta::apply_path(e.path, &dst, &reach, e.kind, m, what, &opts.meta) {
             Ok(()) => tally.count(&tally.meta_fixed),
             Err(err) => tally.fail(err),
         }
@@ -315,6 +393,7 @@ pub fn run(comm: &dyn Comm, plan: Plan, map: &Mapping, opts: &CopyOptions) -> Re
         &plan.dir_meta,
         plan.dirs_only_if_differ,
         map,
+        &reach,
         opts,
         &tally,
     );
@@ -331,7 +410,7 @@ pub fn run(comm: &dyn Comm, plan: Plan, map: &Mapping, opts: &CopyOptions) -> Re
         rewritten: load(&tally.rewritten),
         compare_meta: load(&tally.compare_meta),
         bytes: load(&tally.bytes),
-        errors: tally.errors.into_inner().expect("errors"),
+        errors: first_per_path(tally.errors.into_inner().expect("errors")),
         skips,
         interrupted,
         chunk_size: load(&tally.chunk_size),
@@ -345,12 +424,12 @@ pub fn run(comm: &dyn Comm, plan: Plan, map: &Mapping, opts: &CopyOptions) -> Re
 /// Directories top-down: a level is created on all ranks before the next starts. New
 /// directories are owner-only until their metadata is set at the end; an existing one is made
 /// writable for the owner if it is not.
-fn make_dirs(comm: &dyn Comm, list: &FileList, map: &Mapping, _opts: &CopyOptions, tally: &Tally) {
+fn make_dirs(comm: &dyn Comm, list: &FileList, map: &Mapping, reach: &Reach, tally: &Tally) {
     let dirs = list.select((0..list.len()).filter(|&i| list.kind(i) == FileType::Dir));
     for level in by_depth(comm, &dirs) {
         (0..level.len()).into_par_iter().for_each(|i| {
             let dst = map.dest(level.path(i));
-            match make_dir(&dst) {
+            match make_dir(&dst, reach) {
                 Ok(true) => tally.count(&tally.dirs),
                 Ok(false) => {}
                 Err((op, e)) => tally.fail(ItemError::new(&dst, op, e)),
@@ -361,12 +440,16 @@ fn make_dirs(comm: &dyn Comm, list: &FileList, map: &Mapping, _opts: &CopyOption
 }
 
 /// Create `dst` as a directory; `Ok(false)` when it already was one.
-fn make_dir(dst: &[u8]) -> Result<bool, (&'static str, io::Error)> {
-    let at = At::new(dst).map_err(|e| ("open parent", e))?;
+fn make_dir(dst: &[u8], reach: &Reach) -> Result<bool, (&'static str, io::Error)> {
+    let at = reach.dst(dst).map_err(|e| ("open parent", e))?;
     match rustix::fs::mkdirat(at.dir(), at.name(), Mode::from_raw_mode(0o700)) {
         Ok(()) => Ok(true),
         Err(Errno::EXIST) => {
-            let st = at.lstat().map_err(|e| ("stat", e))?;
+            let mut st = at.lstat().map_err(|e| ("stat", e))?;
+            if FileType::from_mode(st.st_mode) == FileType::Symlink && reach.is_anchor(dst) {
+                // DEST itself, named by the user: a symlink to a directory is followed.
+                st = flist::walk::stat_path(dst, true).map_err(|e| ("stat", e.into()))?;
+            }
             if FileType::from_mode(st.st_mode) != FileType::Dir {
                 return Err((
                     "mkdir (a non-directory is in the way)",
@@ -374,12 +457,17 @@ fn make_dir(dst: &[u8]) -> Result<bool, (&'static str, io::Error)> {
                 ));
             }
             if st.st_mode & 0o700 != 0o700 {
-                rustix::fs::chmodat(
-                    at.dir(),
-                    at.name(),
-                    Mode::from_raw_mode((st.st_mode | 0o700) & 0o7777),
-                    rustix::fs::AtFlags::empty(),
-                )
+                let mode = (st.st_mode | 0o700) & 0o7777;
+                if reach.is_anchor(dst) {
+                    rustix::fs::chmodat(
+                        at.dir(),
+                        at.name(),
+                        Mode::from_raw_mode(mode),
+                        rustix::fs::AtFlags::empty(),
+                    )
+                } else {
+                    meta::chmod_nofollow(&at, mode)
+                }
                 .map_err(|e| ("chmod", e.into()))?;
             }
             Ok(false)
@@ -389,7 +477,7 @@ fn make_dir(dst: &[u8]) -> Result<bool, (&'static str, io::Error)> {
 }
 
 /// Symlinks, fifos, sockets and device nodes, each with its metadata.
-fn make_others(list: &FileList, map: &Mapping, opts: &CopyOptions, tally: &Tally) {
+fn make_others(list: &FileList, map: &Mapping, reach: &Reach, opts: &CopyOptions, tally: &Tally) {
     (0..list.len()).into_par_iter().for_each(|i| {
         let e = list.entry(i);
         if matches!(e.kind, FileType::Dir | FileType::File | FileType::Unknown) {
@@ -398,16 +486,15 @@ fn make_others(list: &FileList, map: &Mapping, opts: &CopyOptions, tally: &Tally
         let m = e.meta.expect("stat list");
         let dst = map.dest(e.path);
         let made = match e.kind {
-            FileType::Symlink => make_symlink(e.path, &dst).map(|_| &tally.symlinks),
-            _ => make_node(e.path, &dst, e.kind).map(|_| &tally.others),
+            FileType::Symlink => make_symlink(e.path, &dst, reach).map(|_| &tally.symlinks),
+            _ => make_node(e.path, &dst, reach, e.kind).map(|_| &tally.others),
         };
         match made {
             Ok(counter) => {
-                tally.count(counter);
-                if let Err(err) =
-                    meta::apply_path(e.path, &dst, e.kind, m, Differences::ALL, &opts.meta)
+                match meta::apply_path(e.path, &dst, reach, e.kind, m, Differences::ALL, &opts.meta)
                 {
-                    tally.fail(err);
+                    Ok(()) => tally.count(counter),
+                    Err(err) => tally.fail(err),
                 }
             }
             Err(Made::Skipped(err)) => tally.skips.lock().expect("skips").push(err),
@@ -421,16 +508,24 @@ enum Made {
     Failed(ItemError),
 }
 
-/// Replace whatever non-directory is at `dst` by what `create` makes.
+/// Replace whatever non-directory is at `dst` (reached beneath its anchor; a symlink there is
+/// replaced, never followed) by what `create` makes. A destination that is the source itself
+/// (`src_id`, the source's (device, inode)) is refused, never removed.
 fn replacing(
     dst: &[u8],
+    (src, src_id): (&[u8], (u64, u64)),
+    reach: &Reach,
     op: &'static str,
     create: impl Fn(&At) -> Result<(), Errno>,
 ) -> Result<(), Made> {
     let fail = |op: &'static str| move |e: io::Error| Made::Failed(ItemError::new(dst, op, e));
-    let at = At::new(dst).map_err(fail("open parent"))?;
+    let at = reach.dst(dst).map_err(fail("open parent"))?;
     match create(&at) {
         Err(Errno::EXIST) => {
+            let st = at.lstat().map_err(fail("stat"))?;
+            if reach::id_of(&st) == src_id {
+                return Err(fail(op)(reach::same_file(src)));
+            }
             at.remove(false).map_err(fail("remove (to replace it)"))?;
             create(&at).map_err(|e| fail(op)(e.into()))
         }
@@ -438,21 +533,24 @@ fn replacing(
     }
 }
 
-fn make_symlink(src: &[u8], dst: &[u8]) -> Result<(), Made> {
-    let at = At::new(src).map_err(|e| Made::Failed(ItemError::new(src, "open parent", e)))?;
+fn make_symlink(src: &[u8], dst: &[u8], reach: &Reach) -> Result<(), Made> {
+    let failed = |op: &'static str| move |e: io::Error| Made::Failed(ItemError::new(src, op, e));
+    let at = reach.src(src).map_err(failed("open parent"))?;
+    let st = at.lstat().map_err(failed("stat"))?;
     let target = rustix::fs::readlinkat(at.dir(), at.name(), Vec::new())
-        .map_err(|e| Made::Failed(ItemError::new(src, "read link", e.into())))?;
-    replacing(dst, "symlink", |d| {
+        .map_err(|e| failed("read link")(e.into()))?;
+    replacing(dst, (src, reach::id_of(&st)), reach, "symlink", |d| {
         rustix::fs::symlinkat(target.as_c_str(), d.dir(), d.name())
     })
 }
 
-fn make_node(src: &[u8], dst: &[u8], kind: FileType) -> Result<(), Made> {
-    let st = At::new(src)
+fn make_node(src: &[u8], dst: &[u8], reach: &Reach, kind: FileType) -> Result<(), Made> {
+    let st = reach
+        .src(src)
         .and_then(|a| a.lstat())
         .map_err(|e| Made::Failed(ItemError::new(src, "stat", e)))?;
     let file_type = rustix::fs::FileType::from_raw_mode(st.st_mode);
-    let r = replacing(dst, "mknod", |d| {
+    let r = replacing(dst, (src, reach::id_of(&st)), reach, "mknod", |d| {
         rustix::fs::mknodat(
             d.dir(),
             d.name(),
@@ -533,6 +631,7 @@ struct Pending {
 /// What the data phase works with.
 struct Context<'a> {
     map: &'a Mapping,
+    reach: &'a Reach,
     opts: &'a CopyOptions<'a>,
     tally: &'a Tally,
     stripes: &'a Striping<'a>,
@@ -602,19 +701,34 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
         .filter(|c| c.offset == 0 && c.file_size > cs && !compare)
         .for_each(|c| {
             let dst = map.dest(&c.path);
-            let made = At::new(&dst).and_then(|a| {
-                let fd = cx
-                    .stripes
-                    .create(&a, &dst, c.file_size, cs, OFlags::empty(), 0o600, false)?
-                    .fd;
-                // Sparse copies skip holes, so the size must be set here. Dense copies let the
-                // chunks extend the file: filling a pre-sized file is slower on ext4 (its
-                // unwritten extents are converted piece by piece).
-                if opts.data.sparse {
-                    rustix::fs::ftruncate(&fd, c.file_size)?;
-                }
-                Ok(())
-            });
+            let made = cx
+                .reach
+                .src(&c.path)
+                .and_then(|s| s.lstat())
+                .and_then(|src| {
+                    let a = cx.reach.dst(&dst)?;
+                    let source = (&c.path[..], reach::id_of(&src));
+                    let fd = cx
+                        .stripes
+                        .create(
+                            &a,
+                            &dst,
+                            c.file_size,
+                            cs,
+                            OFlags::empty(),
+                            0o600,
+                            false,
+                            source,
+                        )?
+                        .fd;
+                    // Sparse copies skip holes, so the size must be set here. Dense copies let the
+                    // chunks extend the file: filling a pre-sized file is slower on ext4 (its
+                    // unwritten extents are converted piece by piece).
+                    if opts.data.sparse {
+                        rustix::fs::ftruncate(&fd, c.file_size)?;
+                    }
+                    Ok(())
+                });
             if let Err(e) = made {
                 tally.fail(ItemError::new(&dst, "create", e));
             }
@@ -642,12 +756,13 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
         cs,
         pending: &pending,
         stripes: cx.stripes,
+        reach: cx.reach,
     };
     let outcome = queue::run(comm, &cfg, items, |batch: Batch, _| {
         let mut scratch = Scratch {
             buf: Buffer::new(opts.data.bufsize),
             other: None,
-            dirs: OpenDirs::default(),
+            dirs: OpenDirs::new(cx.reach),
         };
         for c in batch.chunks {
             worker.chunk(c, &mut scratch);
@@ -730,7 +845,6 @@ struct Scratch {
 /// The source and destination directories of the files being copied, held open while a work
 /// item's files are in them (a run of files from one directory is the common case): files are
 /// opened by name in them, one component to look up instead of a whole path.
-#[derive(Default)]
 struct OpenDirs {
     src: ParentDir,
     dst: ParentDir,
@@ -741,6 +855,16 @@ struct OpenDirs {
 }
 
 impl OpenDirs {
+    /// Nothing held yet; parents are reached beneath the roots of `reach`.
+    fn new(reach: &Reach) -> OpenDirs {
+        OpenDirs {
+            src: reach.src_parents(),
+            dst: reach.dst_parents(),
+            inherited: None,
+            existing: false,
+        }
+    }
+
     /// Hold the parents of `src` and `dst` open.
     fn enter(&mut self, src: &[u8], dst: &[u8]) {
         self.src.hold(flist::path::parent(src));
@@ -758,6 +882,7 @@ struct Worker<'a> {
     cs: u64,
     pending: &'a Mutex<HashMap<Vec<u8>, Pending>>,
     stripes: &'a Striping<'a>,
+    reach: &'a Reach,
 }
 
 impl Worker<'_> {
@@ -817,7 +942,7 @@ impl Worker<'_> {
         if self.compare {
             // Compared files: only if something differs, which it does when a chunk was
             // rewritten, since that moved the mtime.
-            match At::new(&dst).and_then(|a| a.lstat()) {
+            match self.reach.dst(&dst).and_then(|a| a.lstat()) {
                 Ok(st) => {
                     let diff = Differences::between(m, &Meta::from_stat(&st), FileType::File);
                     if !diff.any() {
@@ -835,6 +960,7 @@ impl Worker<'_> {
         match meta::apply_path(
             src,
             &dst,
+            self.reach,
             FileType::File,
             m,
             Differences::ALL,
@@ -854,6 +980,9 @@ impl Worker<'_> {
         let err = |e: io::Error| ItemError::new(src, "open", e);
         let at = dirs.src.entry(src).map_err(err)?;
         let mut flags = OFlags::RDONLY;
+        if self.reach.src_confined() {
+            flags |= OFlags::NOFOLLOW;
+        }
         if direct {
             flags |= OFlags::DIRECT;
         }
@@ -879,6 +1008,9 @@ impl Worker<'_> {
         let direct = self.opts.data.direct && !self.compare;
         bufs.dirs.enter(&c.path, dst);
         let src_fd = self.open_src(&bufs.dirs, &c.path, direct)?;
+        let src_id = rustix::fs::fstat(&src_fd)
+            .map(|st| reach::id_of(&st))
+            .map_err(|e| ItemError::new(&c.path, "stat", e.into()))?;
         let open_err = |e: io::Error| ItemError::new(dst, "open", e);
         let at = bufs.dirs.dst.entry(dst).map_err(open_err)?;
         let extra = if direct && c.length % data::DIRECT_ALIGN as u64 == 0 {
@@ -889,7 +1021,7 @@ impl Worker<'_> {
         // A file created here with its final mode and owner needs neither chown nor chmod.
         let mut right = meta::AlreadyRight::default();
         let dst_fd = if self.compare {
-            at.open(OFlags::RDWR | extra, 0)
+            at.open(OFlags::RDWR | OFlags::NOFOLLOW | extra, 0)
         } else if whole {
             let (mode, would_be_right) = match bufs.dirs.inherited {
                 Some(inherited) => self.opts.meta.create_mode(&c.meta, inherited),
@@ -898,8 +1030,18 @@ impl Worker<'_> {
             // Once a file was in the way, the rest of the item (an existing tree, a sync's
             // updates) is truncated without trying to create it first.
             let exclusive = !bufs.dirs.existing;
+            let source = (&c.path[..], src_id);
             self.stripes
-                .create(&at, dst, c.file_size, self.cs, extra, mode, exclusive)
+                .create(
+                    &at,
+                    dst,
+                    c.file_size,
+                    self.cs,
+                    extra,
+                    mode,
+                    exclusive,
+                    source,
+                )
                 .map(|f| {
                     if f.fresh {
                         right = would_be_right;
@@ -909,9 +1051,17 @@ impl Worker<'_> {
                     f.fd
                 })
         } else {
-            at.open(OFlags::WRONLY | extra, 0)
+            at.open(OFlags::WRONLY | OFlags::NOFOLLOW | extra, 0)
         }
         .map_err(open_err)?;
+        // Never a byte into the source itself (a chunk of a file whose creation was refused,
+        // or a compared file that is the source).
+        let dst_id = rustix::fs::fstat(&dst_fd)
+            .map(|st| reach::id_of(&st))
+            .map_err(|e| open_err(e.into()))?;
+        if dst_id == src_id {
+            return Err(ItemError::new(dst, "write", reach::same_file(&c.path)));
+        }
         let data_opts = DataOptions {
             direct,
             ..self.opts.data
@@ -1025,35 +1175,56 @@ fn make_links(
     links: &[(Vec<u8>, Vec<u8>)],
     external: &[(Vec<u8>, Vec<u8>)],
     map: &Mapping,
+    reach: &Reach,
     tally: &Tally,
 ) {
     let internal = links
         .par_iter()
-        .map(|(first, member)| (map.dest(first), member));
+        .map(|(first, member)| (map.dest(first), member, true));
     let external = external
         .par_iter()
-        .map(|(target, member)| (target.clone(), member));
-    internal.chain(external).for_each(|(target, member)| {
-        let dst = map.dest(member);
-        let r = At::new(&target).and_then(|t| {
-            replacing(&dst, "link", |d| {
-                rustix::fs::linkat(
-                    t.dir(),
-                    t.name(),
-                    d.dir(),
-                    d.name(),
-                    rustix::fs::AtFlags::empty(),
-                )
-            })
-            .map_err(|m| match m {
-                Made::Failed(e) | Made::Skipped(e) => e.source,
-            })
+        .map(|(target, member)| (target.clone(), member, false));
+    internal
+        .chain(external)
+        .for_each(|(target, member, inside)| {
+            let dst = map.dest(member);
+            let made = link_member(&target, inside, member, &dst, reach);
+            match made {
+                Ok(()) => tally.count(&tally.hardlinks),
+                Err(Made::Failed(e) | Made::Skipped(e)) => tally.fail(e),
+            }
         });
-        match r {
-            Ok(()) => tally.count(&tally.hardlinks),
-            Err(e) => tally.fail(ItemError::new(&dst, "link", e)),
-        }
-    });
+}
+
+/// Link `dst` (the copy of the source `member`) to `target`: a copy made in this run
+/// (`inside`, reached beneath the destination anchors) or a file outside (`--link-dest`).
+fn link_member(
+    target: &[u8],
+    inside: bool,
+    member: &[u8],
+    dst: &[u8],
+    reach: &Reach,
+) -> Result<(), Made> {
+    let failed = |p: &[u8], op: &'static str, e: io::Error| Made::Failed(ItemError::new(p, op, e));
+    let src_st = reach
+        .src(member)
+        .and_then(|a| a.lstat())
+        .map_err(|e| failed(member, "stat", e))?;
+    let t = if inside {
+        reach.dst(target)
+    } else {
+        At::new(target)
+    }
+    .map_err(|e| failed(target, "open parent", e))?;
+    replacing(dst, (member, reach::id_of(&src_st)), reach, "link", |d| {
+        rustix::fs::linkat(
+            t.dir(),
+            t.name(),
+            d.dir(),
+            d.name(),
+            rustix::fs::AtFlags::empty(),
+        )
+    })
 }
 
 /// Directories' metadata, deepest level first (so a directory that loses its owner's write or
@@ -1063,6 +1234,7 @@ fn dir_metadata(
     dirs: &FileList,
     only_if_differ: bool,
     map: &Mapping,
+    reach: &Reach,
     opts: &CopyOptions,
     tally: &Tally,
 ) {
@@ -1071,16 +1243,26 @@ fn dir_metadata(
             let e = level.entry(i);
             let m = e.meta.expect("stat list");
             let dst = map.dest(e.path);
-            let what = if only_if_differ {
-                match At::new(&dst).and_then(|a| a.lstat()) {
-                    Ok(st) => Differences::between(m, &Meta::from_stat(&st), FileType::Dir),
-                    Err(e) => return tally.fail(ItemError::new(&dst, "stat", e)),
+            let st = match reach.dst(&dst).and_then(|a| a.lstat()) {
+                Ok(st) => st,
+                // Not there, or beneath something that is not a directory: its creation (or
+                // its parent's) failed and was reported; one failure per item.
+                Err(e) if beneath::is_symlink_error(&e) || e.kind() == io::ErrorKind::NotFound => {
+                    return
                 }
+                Err(e) => return tally.fail(ItemError::new(&dst, "stat", e)),
+            };
+            if FileType::from_mode(st.st_mode) != FileType::Dir {
+                return; // "a non-directory is in the way", reported by make_dirs
+            }
+            let what = if only_if_differ {
+                Differences::between(m, &Meta::from_stat(&st), FileType::Dir)
             } else {
                 Differences::ALL
             };
             if what.any() {
-                if let Err(err) = meta::apply_path(e.path, &dst, FileType::Dir, m, what, &opts.meta)
+                if let Err(err) =
+                    meta::apply_path(e.path, &dst, reach, FileType::Dir, m, what, &opts.meta)
                 {
                     tally.fail(err);
                 }

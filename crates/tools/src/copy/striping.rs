@@ -237,9 +237,11 @@ impl<'a> Striping<'a> {
     /// layout the policy gives it on Lustre; `at` locates `dst`. Off Lustre (or where the
     /// directory's default decides) this is `open(O_WRONLY | O_CREAT | O_EXCL, mode)` with
     /// `extra` flags, or, when something is in the way (or `exclusive` is false: the caller
-    /// expects files to exist), `open(O_WRONLY | O_CREAT | O_TRUNC, 0600)` of it. `mode` must
-    /// give the owner write permission when `extra` is not empty (the file is opened again
-    /// with those flags).
+    /// expects files to exist), what [`clear_the_way`] allows: an existing regular file with
+    /// one link, not the source (`source`: its path and (device, inode)), opened without
+    /// following symlinks and truncated (mode 0600 for a file made then). `mode` must give the
+    /// owner write permission when `extra` is not empty (the file is opened again with those
+    /// flags).
     #[allow(clippy::too_many_arguments)]
     pub fn create(
         &self,
@@ -250,37 +252,69 @@ impl<'a> Striping<'a> {
         extra: OFlags,
         mode: u32,
         exclusive: bool,
+        source: (&[u8], (u64, u64)),
     ) -> io::Result<NewFile> {
         let fresh = std::cell::Cell::new(false);
-        let truncate = || {
-            at.open(
-                OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | extra,
-                0o600,
-            )
+        let nofollow = OFlags::WRONLY | OFlags::NOFOLLOW;
+        let existing = || {
+            clear_the_way(at, source)?;
+            let fd = match at.open(nofollow | OFlags::NONBLOCK, 0) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                    return at.open(nofollow | OFlags::CREATE | OFlags::EXCL | extra, 0o600)
+                }
+                r => r?,
+            };
+            // The entry checked is the one opened (it may have been swapped in between).
+            let st = rustix::fs::fstat(&fd)?;
+            if (st.st_dev, st.st_ino) == source.1 {
+                return Err(super::reach::same_file(source.0));
+            }
+            if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+                return Err(io::Error::other("a non-regular file is in the way"));
+            }
+            rustix::fs::ftruncate(&fd, 0)?;
+            Ok(fd)
         };
         let plain = || {
             if !exclusive {
-                return truncate();
+                return existing();
             }
-            match at.open(OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | extra, mode) {
-                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => truncate(),
+            match at.open(nofollow | OFlags::CREATE | OFlags::EXCL | extra, mode) {
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => existing(),
                 r => {
                     fresh.set(r.is_ok());
                     r
                 }
             }
         };
-        let fd = self.create_in(at.dir(), at.name(), dst, size, chunk_size, 0, plain)?;
+        if self.on.is_some() {
+            // The layout call opens with O_TRUNC: decide about an existing entry first.
+            clear_the_way(at, source)?;
+        }
+        let fd = self.create_in(
+            at.dir(),
+            at.name(),
+            dst,
+            size,
+            chunk_size,
+            libc::O_NOFOLLOW,
+            plain,
+        )?;
         let fresh = fresh.get();
         if extra.is_empty() {
             return Ok(NewFile { fd, fresh });
         }
         // O_DIRECT and the like: the layout is set, open the file as asked.
+        let id = rustix::fs::fstat(&fd).map(|st| (st.st_dev, st.st_ino))?;
         drop(fd);
-        Ok(NewFile {
-            fd: at.open(OFlags::WRONLY | extra, 0)?,
-            fresh,
-        })
+        let fd = at.open(nofollow | extra, 0)?;
+        let again = rustix::fs::fstat(&fd).map(|st| (st.st_dev, st.st_ino))?;
+        if again != id {
+            return Err(io::Error::other(
+                "the file was replaced while it was opened",
+            ));
+        }
+        Ok(NewFile { fd, fresh })
     }
 
     /// Create `name` in `dir` (the file `dst`, whose directory's default layout counts) with
@@ -381,4 +415,74 @@ fn mount_root(path: &[u8]) -> Vec<u8> {
 fn open_dir(path: &[u8]) -> io::Result<OwnedFd> {
     flist::walk::open_long(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC)
         .map_err(io::Error::from)
+}
+
+/// Make way for a new copy at `at`, or refuse: nothing there, or a regular file with one link
+/// that is not the source (`source`: path and (device, inode)), is fine; a file with other
+/// links is removed first (the copy must not change the other names: GNU cp would write
+/// through them, rsync replaces); the source itself, a symlink (never followed: it may point
+/// outside DEST or back into SRC) and any other type are refused.
+pub fn clear_the_way(at: &At, (src, id): (&[u8], (u64, u64))) -> io::Result<()> {
+    let st = match at.lstat() {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+        r => r?,
+    };
+    if (st.st_dev, st.st_ino) == id {
+        return Err(super::reach::same_file(src));
+    }
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG if st.st_nlink > 1 => at.remove(false),
+        libc::S_IFREG => Ok(()),
+        libc::S_IFLNK => Err(io::Error::other(
+            "a symlink is in the way (not followed, not replaced)",
+        )),
+        libc::S_IFDIR => Err(io::Error::from_raw_os_error(libc::EISDIR)),
+        _ => Err(io::Error::other("a non-regular file is in the way")),
+    }
+}
+
+#[cfg(test)]
+mod clear_the_way_tests {
+    use super::*;
+
+    /// What may be truncated for a new copy: nothing there, or a one-link file that is not the
+    /// source; a file with other links is removed (the other names keep their bytes); the
+    /// source, a symlink (even dangling) and a directory are refused, untouched.
+    #[test]
+    fn only_a_one_link_file_that_is_not_the_source_is_truncated() {
+        let t = tempfile::tempdir().unwrap();
+        let p = |n: &str| t.path().join(n);
+        let id = |n: &str| {
+            let st = rustix::fs::lstat(p(n)).unwrap();
+            (st.st_dev, st.st_ino)
+        };
+        let dir = rustix::fs::open(
+            t.path(),
+            OFlags::PATH | OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let at = |n: &'static str| At::in_dir(rustix::fd::AsFd::as_fd(&dir), n.as_bytes());
+        std::fs::write(p("src"), b"source").unwrap();
+        std::fs::write(p("one"), b"one link").unwrap();
+        std::fs::write(p("two"), b"two links").unwrap();
+        std::fs::hard_link(p("two"), p("other")).unwrap();
+        std::fs::hard_link(p("src"), p("snap")).unwrap();
+        std::os::unix::fs::symlink(p("src"), p("lnk")).unwrap();
+        std::os::unix::fs::symlink(p("nowhere"), p("dangling")).unwrap();
+        std::fs::create_dir(p("d")).unwrap();
+        let source = (&b"src"[..], id("src"));
+        clear_the_way(&at("missing"), source).unwrap();
+        clear_the_way(&at("one"), source).unwrap();
+        assert_eq!(std::fs::read(p("one")).unwrap(), b"one link");
+        clear_the_way(&at("two"), source).unwrap();
+        assert!(!p("two").exists());
+        assert_eq!(std::fs::read(p("other")).unwrap(), b"two links");
+        for refused in ["src", "snap", "lnk", "dangling", "d"] {
+            assert!(clear_the_way(&at(refused), source).is_err(), "{refused}");
+        }
+        assert_eq!(std::fs::read(p("src")).unwrap(), b"source");
+        assert!(std::fs::symlink_metadata(p("lnk")).unwrap().is_symlink());
+        assert!(!p("nowhere").exists());
+    }
 }
