@@ -37,6 +37,11 @@ use steal::{Comm, CommExt, ReduceOp};
         their bytes); mode, owner and group differences are fixed without copying data. Access \
         times are ignored. A sync after an interrupted cp or sync copies only what is missing or \
         incomplete.\n\n\
+        Paths (as rsync): a SRC that is a symlink to a directory is synced as that directory; a \
+        SRC that is not a directory goes into DEST when DEST is a directory (DEST/NAME), and is \
+        DEST otherwise (DEST/ must then be a directory). Without -D nothing in DEST is removed: \
+        an entry whose type differs from SRC's is named and left, with everything beneath it \
+        (exit 1); -D replaces it.\n\n\
         Examples:\n  \
         mpirun -np 64 mfu-rs sync -D /lustre/project /lustre/backup/project\n  \
         mfu-rs sync --dryrun -D src dst          # list what would change, change nothing\n  \
@@ -78,7 +83,8 @@ pub struct SyncArgs {
     /// Also compare the bytes of files of equal size; rewrite only the chunks that differ.
     #[arg(short = 'c', long)]
     pub contents: bool,
-    /// Remove from DEST what SRC lacks (refused when the source walk was incomplete).
+    /// Remove from DEST what SRC lacks, and replace entries of another type than SRC's
+    /// (refused when the source walk was incomplete).
     #[arg(short = 'D', long)]
     pub delete: bool,
     /// Follow symbolic links in SRC.
@@ -93,8 +99,8 @@ pub struct SyncArgs {
     /// Don't update sources' access times (O_NOATIME where permitted).
     #[arg(long = "open-noatime")]
     pub open_noatime: bool,
-    /// Hard-link files that are unchanged in DIR (same size, mtime, mode, owner; same file
-    /// system as DEST) instead of copying them.
+    /// Hard-link files that are unchanged in DIR (same size, mtime, mode, owner) instead of
+    /// copying them; copied when DIR is on another file system than DEST.
     #[arg(long = "link-dest", value_name = "DIR")]
     pub link_dest: Option<OsString>,
     /// Keep holes: copy only the data regions of sparse files.
@@ -605,6 +611,13 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
             if !all_conflicts.is_empty() && beneath_conflict(&dst_path) {
                 continue;
             }
+            // A hard link whose group's first entry was left (a conflict, or beneath one) would
+            // be a link to whatever DEST has there: copy it instead.
+            let is_member = is_member && {
+                let first = inp.map.dest(first_of[e.path]);
+                all_conflicts.is_empty()
+                    || !(all_conflicts.contains(&first) || beneath_conflict(&first))
+            };
             let conflict = !args.delete && existing.is_some_and(|(_, d)| d.file_type() != e.kind);
             if e.kind == FileType::Dir && !conflict {
                 plan.dir_meta.push(e.path, e.kind, Some(*m));
