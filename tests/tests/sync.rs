@@ -1121,3 +1121,56 @@ fn a_destination_directory_swapped_for_a_symlink_is_not_followed() {
         }
     }
 }
+
+/// A hard link made to a DEST file between the listing and the action (nlink 1 when walked):
+/// an update writes a new inode, and `-c` (which rewrites chunks in place) checks the inode it
+/// writes through and refuses, named, exit 1. The other name keeps its bytes either way.
+#[test]
+fn an_update_never_writes_into_an_inode_linked_since_the_walk() {
+    for np in [1, 2] {
+        for contents in [false, true] {
+            let tmp = tempfile::tempdir().unwrap();
+            let t = tmp.path();
+            let (src, dest) = (t.join("src"), t.join("dest"));
+            std::fs::create_dir(&src).unwrap();
+            let f = src.join("f");
+            std::fs::write(&f, b"old bytes").unwrap();
+            expect_status(sync(1).arg(&src).arg(&dest), 0);
+            let mtime = tree::mtime_of(&f);
+            std::fs::write(
+                &f,
+                if contents {
+                    &b"new bytes"[..]
+                } else {
+                    b"new, longer"
+                },
+            )
+            .unwrap();
+            if contents {
+                tree::set_mtime(&f, mtime);
+            }
+            let mut cmd = sync(np);
+            if contents {
+                cmd.arg("-c");
+            }
+            cmd.arg(&src).arg(&dest);
+            let snap = t.join("snap");
+            let out = mfu_tests::with_change_after_listing(&mut cmd, || {
+                std::fs::hard_link(dest.join("f"), &snap).unwrap();
+            });
+            let ctx = format!("np={np} -c={contents}\n{}", text(&out.stderr));
+            assert_eq!(std::fs::read(&snap).unwrap(), b"old bytes", "{ctx}");
+            if contents {
+                assert_eq!(out.status.code(), Some(1), "{ctx}");
+                assert!(
+                    text(&out.stderr).contains(&*dest.join("f").to_string_lossy()),
+                    "{ctx}"
+                );
+                assert_eq!(summary(&out).updated, 0, "{ctx}");
+            } else {
+                assert_eq!(out.status.code(), Some(0), "{ctx}");
+                assert_eq!(std::fs::read(dest.join("f")).unwrap(), b"new, longer");
+            }
+        }
+    }
+}

@@ -156,8 +156,8 @@ struct Decisions {
     /// Destination entries to remove (`--delete`, and entries of another type that `--delete`
     /// lets the source's replace); counted as deleted.
     delete: FileList,
-    /// Destination files whose inode has other names (nlink > 1), unlinked before a new file
-    /// is written under the name: rewriting them would change every other name (an older
+    /// Destination files whose data changes, unlinked before a new file is written under the
+    /// name: rewriting in place would change every other name of the inode (an older
     /// `--link-dest` snapshot). Part of an update, not counted as deleted.
     unlink_first: FileList,
     /// Type conflicts left alone (without `--delete`); nothing beneath them is synced.
@@ -362,7 +362,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         mut plan, actions, ..
     } = d;
     if !unlinked.errors.is_empty() {
-        // A shared inode that kept its name must not be written: leave that file as it is.
+        // A file that kept its old inode must not be written in place: leave it as it is.
         let kept: std::collections::HashSet<&[u8]> =
             unlinked.errors.iter().map(|e| e.path.as_slice()).collect();
         let create = &plan.create;
@@ -721,9 +721,11 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                             }
                         }
                     } else if data_differs {
-                        if shared {
-                            // Rewriting in place would change every other name of that inode
-                            // (a --link-dest backup, say): give this name a new inode instead.
+                        if e.kind == FileType::File && !is_member {
+                            // A new inode for the new data (as rsync's temporary file and
+                            // rename): rewriting in place would change every other name of the
+                            // inode (a --link-dest backup, say), including links made since
+                            // the walk.
                             unlink_first.push(inp.dest.path(i), FileType::File, Some(*d));
                         }
                         let linked = create(&mut plan, &mut bytes);
