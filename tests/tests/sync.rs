@@ -1174,3 +1174,32 @@ fn an_update_never_writes_into_an_inode_linked_since_the_walk() {
         }
     }
 }
+
+/// DEST itself swapped for a symlink to an outside tree after the listing: `-D` removes what
+/// it listed in the directory it walked (held open since), never the outside tree's entries.
+#[test]
+fn delete_acts_on_the_dest_it_walked_when_dest_itself_is_swapped() {
+    for np in [1, 2] {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path();
+        let (src, dest, outside) = (t.join("src"), t.join("dest"), t.join("outside"));
+        std::fs::create_dir(&src).unwrap();
+        std::fs::write(src.join("f"), b"f").unwrap();
+        expect_status(sync(1).arg(&src).arg(&dest), 0);
+        std::fs::write(dest.join("extra"), b"extra").unwrap();
+        tree::set_mtime(&dest, tree::mtime_of(&src));
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("extra"), b"outside extra").unwrap();
+        std::fs::write(outside.join("f"), b"outside f").unwrap();
+        let before = listing(&outside);
+        let mut cmd = sync(np);
+        cmd.arg("-D").arg(&src).arg(&dest);
+        let out = mfu_tests::with_change_after_listing(&mut cmd, || {
+            std::fs::rename(&dest, t.join("walked")).unwrap();
+            std::os::unix::fs::symlink(&outside, &dest).unwrap();
+        });
+        let ctx = format!("np={np}\n{}", text(&out.stderr));
+        assert_eq!(listing(&outside), before, "outside changed: {ctx}");
+        assert!(!t.join("walked/extra").exists(), "{ctx}");
+    }
+}

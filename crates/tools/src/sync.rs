@@ -205,6 +205,10 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     let started = Instant::now();
     steal::signals::install();
     let mut status = Status::Ok;
+    // Removals reach entries from the DEST root, opened before its walk, without following
+    // symlinks: a directory swapped for a symlink since the walk is not followed out of DEST
+    // (nor is DEST itself, swapped after this).
+    let roots = flist::beneath::Roots::open_dirs([dest.as_slice()]);
     let walk_progress = args.common.progress(comm.rank(), "Walked");
     let map = Mapping::new(vec![(src.clone(), dest.clone())]);
     let dest_map = Mapping::new(vec![(dest.clone(), dest.clone())]);
@@ -335,9 +339,6 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         }
         return status.agree(comm);
     }
-    // Removals reach entries from the DEST root without following symlinks: a directory
-    // swapped for a symlink since the walk is not followed out of DEST.
-    let roots = flist::beneath::Roots::open_dirs([dest.as_slice()]);
     let removed = remove::remove(comm, &d.delete, &roots);
     let unlinked = remove::remove(comm, &d.unlink_first, &roots);
     for e in removed.errors.iter().chain(&unlinked.errors) {
