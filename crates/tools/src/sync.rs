@@ -46,11 +46,12 @@ use steal::{Comm, CommExt, ReduceOp};
         mpirun -np 64 mfu-rs sync -D /lustre/project /lustre/backup/project\n  \
         mfu-rs sync --dryrun -D src dst          # list what would change, change nothing\n  \
         mfu-rs sync --link-dest /backup/monday /data /backup/tuesday\n\n\
-        Exit status: 0 equal now; 1 some items failed or deletions were refused (each named on \
-        stderr); 2 usage error, nothing changed."
+        Exit status: 0 equal now; 1 some items failed, were left (type conflicts without -D) or \
+        deletions were refused (each named on stderr); 2 usage error, nothing changed."
 )]
 pub struct SyncArgs {
-    /// The source tree (its contents are synced, as `rsync -a SRC/ DEST/`).
+    /// The source: a directory, whose contents are synced (as `rsync -a SRC/ DEST/`), or one
+    /// file.
     #[arg(value_name = "SRC")]
     pub src: OsString,
     /// The destination (created if absent; its parent must exist).
