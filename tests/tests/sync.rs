@@ -809,3 +809,397 @@ fn dsync_old_name_and_usage_errors() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// (11) Safety: nothing removed without -D, shared inodes, honest counts, other file systems,
+// races
+
+/// `path` as bytes.
+fn b(p: &Path) -> &[u8] {
+    p.as_os_str().as_bytes()
+}
+
+/// Every entry under `root` (relative path → `d`, `f:BYTES`, `l:TARGET`), symlinks not followed.
+fn listing(root: &Path) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let rel = b(p.strip_prefix(root).unwrap()).to_vec();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let v = if m.is_dir() {
+                todo.push(p.clone());
+                b"d".to_vec()
+            } else if m.file_type().is_symlink() {
+                [b"l:".as_slice(), b(&std::fs::read_link(&p).unwrap())].concat()
+            } else {
+                [b"f:".as_slice(), &std::fs::read(&p).unwrap()].concat()
+            };
+            out.insert(rel, v);
+        }
+    }
+    out
+}
+
+/// `sync FILE DIR` puts the file into DIR (rsync's rule) and a type conflict without -D is
+/// named and left: a directory of DEST is never replaced by a file, nor followed when it is a
+/// symlink; a SRC that is a symlink to a directory is synced as that directory.
+#[test]
+fn without_delete_nothing_in_dest_is_removed() {
+    for np in [1, 2] {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path();
+        // `sync report.txt docs`: docs/report.txt, docs' files untouched.
+        std::fs::create_dir(t.join("docs")).unwrap();
+        std::fs::write(t.join("docs/a"), b"a").unwrap();
+        std::fs::write(t.join("report.txt"), b"report").unwrap();
+        let out = expect_status(sync(np).arg(t.join("report.txt")).arg(t.join("docs")), 0);
+        assert_eq!(summary(&out).created, 1, "np={np}");
+        assert_eq!(std::fs::read(t.join("docs/a")).unwrap(), b"a", "np={np}");
+        assert_eq!(
+            std::fs::read(t.join("docs/report.txt")).unwrap(),
+            b"report",
+            "np={np}"
+        );
+        // A file in SRC where DEST has a directory; a directory in SRC where DEST has a symlink
+        // to an outside tree.
+        let (src, dest, outside) = (t.join("src"), t.join("dest"), t.join("outside"));
+        for d in [&src, &dest, &outside] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(src.join("x"), b"file now").unwrap();
+        std::fs::create_dir(dest.join("x")).unwrap();
+        std::fs::write(dest.join("x/keep"), b"keep").unwrap();
+        std::fs::create_dir(src.join("y")).unwrap();
+        std::fs::write(src.join("y/new"), b"new").unwrap();
+        std::os::unix::fs::symlink(&outside, dest.join("y")).unwrap();
+        std::fs::write(outside.join("o"), b"outside").unwrap();
+        std::fs::write(src.join("plain"), b"plain").unwrap();
+        let before_outside = listing(&outside);
+        let out = expect_status(sync(np).arg(&src).arg(&dest), 1);
+        let err = text(&out.stderr);
+        for name in ["x", "y"] {
+            assert!(
+                err.contains(&*dest.join(name).to_string_lossy()),
+                "np={np}: the conflict at {name} must be named:\n{err}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(dest.join("x/keep")).unwrap(),
+            b"keep",
+            "np={np}"
+        );
+        assert!(dest.join("y").is_symlink(), "np={np}");
+        assert_eq!(
+            listing(&outside),
+            before_outside,
+            "np={np}: outside changed"
+        );
+        assert_eq!(
+            std::fs::read(dest.join("plain")).unwrap(),
+            b"plain",
+            "np={np}"
+        );
+        let c = summary(&out);
+        assert_eq!((c.created, c.deleted), (1, 0), "np={np}: {c:?}");
+        // With -D the conflicts are replaced, as rsync --delete does; outside stays.
+        expect_status(sync(np).arg("-D").arg(&src).arg(&dest), 0);
+        assert_eq!(listing(&dest), listing(&src), "np={np}");
+        assert_eq!(
+            listing(&outside),
+            before_outside,
+            "np={np}: outside changed"
+        );
+        // SRC given as a symlink to a directory: synced as that directory, with and without -D.
+        let link = t.join("srclink");
+        std::os::unix::fs::symlink(&src, &link).unwrap();
+        let dest2 = t.join("dest2");
+        std::fs::create_dir(&dest2).unwrap();
+        std::fs::write(dest2.join("extra"), b"extra").unwrap();
+        expect_status(sync(np).arg(&link).arg(&dest2), 0);
+        assert!(dest2.is_dir() && !dest2.is_symlink(), "np={np}");
+        assert_eq!(std::fs::read(dest2.join("extra")).unwrap(), b"extra");
+        assert_eq!(std::fs::read(dest2.join("y/new")).unwrap(), b"new");
+        expect_status(sync(np).arg("-D").arg(&link).arg(&dest2), 0);
+        assert!(dest2.is_dir() && !dest2.is_symlink(), "np={np}");
+        assert_eq!(listing(&dest2), listing(&src), "np={np}");
+        // A trailing slash asks for a directory: refused when there is none.
+        let out = expect_status(
+            sync(np)
+                .arg(t.join("report.txt"))
+                .arg(format!("{}/", t.join("nodir").display())),
+            2,
+        );
+        assert!(!t.join("nodir").exists(), "np={np}: {}", text(&out.stderr));
+    }
+}
+
+/// `sync -c` never rewrites in place a destination file whose inode has other names (a
+/// `--link-dest` snapshot): the snapshot keeps its bytes, DEST gets a new file.
+#[test]
+fn contents_never_rewrites_a_shared_inode() {
+    for np in [1, 2] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (src, prev, dest) = (
+            tmp.path().join("src"),
+            tmp.path().join("prev"),
+            tmp.path().join("dest"),
+        );
+        std::fs::create_dir(&src).unwrap();
+        let f = src.join("data");
+        std::fs::write(&f, b"version one of the data").unwrap();
+        expect_status(sync(1).arg(&src).arg(&prev), 0);
+        let mut ld = std::ffi::OsString::from("--link-dest=");
+        ld.push(&prev);
+        expect_status(sync(1).arg(&ld).arg(&src).arg(&dest), 0);
+        assert_eq!(std::fs::metadata(prev.join("data")).unwrap().nlink(), 2);
+        // Same size, same mtime, other bytes: only --contents sees it.
+        let mtime = tree::mtime_of(&f);
+        std::fs::write(&f, b"version TWO of the data").unwrap();
+        tree::set_mtime(&f, mtime);
+        let out = expect_status(sync(np).arg("-c").arg(&src).arg(&dest), 0);
+        assert_eq!(summary(&out).updated, 1, "np={np}");
+        assert_eq!(
+            std::fs::read(prev.join("data")).unwrap(),
+            b"version one of the data",
+            "np={np}: the --link-dest snapshot changed"
+        );
+        assert_eq!(
+            std::fs::read(dest.join("data")).unwrap(),
+            b"version TWO of the data"
+        );
+        assert_eq!(std::fs::metadata(dest.join("data")).unwrap().nlink(), 1);
+    }
+}
+
+/// Run `mfu-rs ARGS` as user nobody (65534) at `np` ranks, from a copy of the binary in `dir`.
+fn as_nobody(dir: &Path, np: usize, args: &[&std::ffi::OsStr]) -> Command {
+    let exe = dir.join("mfu-rs");
+    if !exe.exists() {
+        std::fs::copy(bin(), &exe).unwrap();
+        tree::chmod(&exe, 0o755);
+    }
+    let mut cmd = Command::new("setpriv");
+    clean_env(&mut cmd).args(["--reuid", "65534", "--regid", "65534", "--clear-groups"]);
+    if np > 1 {
+        cmd.arg("mpirun")
+            .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+            .env("OMPI_MCA_btl", "self,vader")
+            .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+            .env("HOME", dir)
+            .args(["-np", &np.to_string()]);
+    }
+    cmd.arg(&exe).args(args);
+    cmd
+}
+
+/// The summary counts what happened: nothing created in a read-only DEST, nothing deleted
+/// when the unlink failed.
+#[test]
+fn summary_counts_only_what_succeeded() {
+    let tmp = open_tempdir();
+    let (src, dest) = (tmp.path().join("src"), tmp.path().join("dest"));
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    for i in 0..3 {
+        std::fs::write(src.join(format!("f{i}")), b"data").unwrap();
+        std::fs::write(src.join(format!("sub/g{i}")), b"data").unwrap();
+    }
+    std::fs::create_dir(&dest).unwrap();
+    std::fs::write(dest.join("extra"), b"extra").unwrap();
+    tree::chown_tree(&src, 65534, 65534);
+    tree::chown_tree(&dest, 65534, 65534);
+    tree::chmod(&src, 0o555);
+    tree::chmod(&dest, 0o555);
+    tree::set_mtime(&dest, tree::mtime_of(&src));
+    for np in [1, 2] {
+        for delete in [false, true] {
+            let mut args = vec!["sync".as_ref()];
+            if delete {
+                args.push("-D".as_ref());
+            }
+            args.extend([src.as_os_str(), dest.as_os_str()]);
+            let out = expect_status(&mut as_nobody(tmp.path(), np, &args), 1);
+            let c = summary(&out);
+            assert_eq!(
+                (c.created, c.deleted, c.bytes),
+                (0, 0, 0),
+                "np={np} -D={delete}: counts of what failed:\n{}",
+                text(&out.stderr)
+            );
+            assert!(text(&out.stderr).contains(&*dest.join("f0").to_string_lossy()));
+            if delete {
+                assert!(text(&out.stderr).contains(&*dest.join("extra").to_string_lossy()));
+            }
+        }
+    }
+    assert!(dest.join("extra").exists());
+}
+
+/// `--link-dest` on another file system (tmpfs at /dev/shm, DEST on the worktree's disk): a
+/// hard link is impossible, so files are copied (as rsync does), counted as created, and a
+/// rerun has nothing to do.
+#[test]
+fn link_dest_on_another_file_system_copies() {
+    let shm = tempfile::tempdir_in("/dev/shm").expect("a tmpfs at /dev/shm");
+    let here = tempfile::tempdir().unwrap();
+    let dev = |p: &Path| std::fs::metadata(p).unwrap().dev();
+    assert_ne!(dev(shm.path()), dev(here.path()), "need two file systems");
+    let src = here.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("a"), b"a").unwrap();
+    std::fs::write(src.join("b"), b"b").unwrap();
+    let prev = shm.path().join("prev");
+    expect_status(sync(1).arg(&src).arg(&prev), 0);
+    let mut ld = std::ffi::OsString::from("--link-dest=");
+    ld.push(&prev);
+    for np in [1, 2] {
+        let dest = here.path().join(format!("dest{np}"));
+        let out = expect_status(sync(np).arg(&ld).arg(&src).arg(&dest), 0);
+        let c = summary(&out);
+        assert_eq!((c.linked, c.created), (0, 3), "np={np}: {c:?}");
+        assert_eq!(listing(&dest), listing(&src), "np={np}");
+        let out = expect_status(sync(np).arg(&ld).arg(&src).arg(&dest), 0);
+        assert_eq!(
+            summary(&out),
+            ZERO,
+            "np={np}: the rerun must find nothing to do"
+        );
+    }
+}
+
+/// A destination directory swapped for a symlink to an outside tree between the listing and
+/// the action: sync (the removals of -D, and the unlink that gives a hard-linked file a new
+/// inode) does not follow it out of DEST; the entries are named, exit 1.
+#[test]
+fn a_destination_directory_swapped_for_a_symlink_is_not_followed() {
+    for np in [1, 2] {
+        for delete in [false, true] {
+            let tmp = tempfile::tempdir().unwrap();
+            let t = tmp.path();
+            let (src, dest, outside) = (t.join("src"), t.join("dest"), t.join("outside"));
+            std::fs::create_dir_all(src.join("d")).unwrap();
+            std::fs::write(src.join("d/f"), b"v1").unwrap();
+            std::fs::write(src.join("d/keep"), b"keep").unwrap();
+            expect_status(sync(1).arg(&src).arg(&dest), 0);
+            // DEST/d/f has a second name (an update must give it a new inode); DEST/d/extra is
+            // what -D removes; SRC/d/f changes. DEST/d keeps SRC/d's metadata.
+            std::fs::hard_link(dest.join("d/f"), dest.join("hl")).unwrap();
+            std::fs::write(dest.join("d/extra"), b"extra").unwrap();
+            tree::set_mtime(&dest.join("d"), tree::mtime_of(&src.join("d")));
+            std::fs::write(src.join("d/f"), b"version two").unwrap();
+            std::fs::create_dir(&outside).unwrap();
+            for name in ["f", "extra", "keep"] {
+                std::fs::write(outside.join(name), format!("outside {name}")).unwrap();
+            }
+            let before = listing(&outside);
+            let mut cmd = sync(np);
+            if delete {
+                cmd.arg("-D");
+            }
+            cmd.arg(&src).arg(&dest);
+            let out = mfu_tests::with_change_after_listing(&mut cmd, || {
+                std::fs::rename(dest.join("d"), t.join("d.moved")).unwrap();
+                std::os::unix::fs::symlink(&outside, dest.join("d")).unwrap();
+            });
+            let ctx = format!("np={np} -D={delete}\n{}", text(&out.stderr));
+            assert_eq!(out.status.code(), Some(1), "{ctx}");
+            assert_eq!(listing(&outside), before, "outside changed: {ctx}");
+            assert!(
+                text(&out.stderr).contains(&*dest.join("d/f").to_string_lossy()),
+                "{ctx}"
+            );
+            if delete {
+                assert!(
+                    text(&out.stderr).contains(&*dest.join("d/extra").to_string_lossy()),
+                    "{ctx}"
+                );
+            }
+            if !delete {
+                assert_eq!(std::fs::read(dest.join("hl")).unwrap(), b"v1", "{ctx}");
+            }
+        }
+    }
+}
+
+/// A hard link made to a DEST file between the listing and the action (nlink 1 when walked):
+/// an update writes a new inode, and `-c` (which rewrites chunks in place) checks the inode it
+/// writes through and refuses, named, exit 1. The other name keeps its bytes either way.
+#[test]
+fn an_update_never_writes_into_an_inode_linked_since_the_walk() {
+    for np in [1, 2] {
+        for contents in [false, true] {
+            let tmp = tempfile::tempdir().unwrap();
+            let t = tmp.path();
+            let (src, dest) = (t.join("src"), t.join("dest"));
+            std::fs::create_dir(&src).unwrap();
+            let f = src.join("f");
+            std::fs::write(&f, b"old bytes").unwrap();
+            expect_status(sync(1).arg(&src).arg(&dest), 0);
+            let mtime = tree::mtime_of(&f);
+            std::fs::write(
+                &f,
+                if contents {
+                    &b"new bytes"[..]
+                } else {
+                    b"new, longer"
+                },
+            )
+            .unwrap();
+            if contents {
+                tree::set_mtime(&f, mtime);
+            }
+            let mut cmd = sync(np);
+            if contents {
+                cmd.arg("-c");
+            }
+            cmd.arg(&src).arg(&dest);
+            let snap = t.join("snap");
+            let out = mfu_tests::with_change_after_listing(&mut cmd, || {
+                std::fs::hard_link(dest.join("f"), &snap).unwrap();
+            });
+            let ctx = format!("np={np} -c={contents}\n{}", text(&out.stderr));
+            assert_eq!(std::fs::read(&snap).unwrap(), b"old bytes", "{ctx}");
+            if contents {
+                assert_eq!(out.status.code(), Some(1), "{ctx}");
+                assert!(
+                    text(&out.stderr).contains(&*dest.join("f").to_string_lossy()),
+                    "{ctx}"
+                );
+                assert_eq!(summary(&out).updated, 0, "{ctx}");
+            } else {
+                assert_eq!(out.status.code(), Some(0), "{ctx}");
+                assert_eq!(std::fs::read(dest.join("f")).unwrap(), b"new, longer");
+            }
+        }
+    }
+}
+
+/// DEST itself swapped for a symlink to an outside tree after the listing: `-D` removes what
+/// it listed in the directory it walked (held open since), never the outside tree's entries.
+#[test]
+fn delete_acts_on_the_dest_it_walked_when_dest_itself_is_swapped() {
+    for np in [1, 2] {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path();
+        let (src, dest, outside) = (t.join("src"), t.join("dest"), t.join("outside"));
+        std::fs::create_dir(&src).unwrap();
+        std::fs::write(src.join("f"), b"f").unwrap();
+        expect_status(sync(1).arg(&src).arg(&dest), 0);
+        std::fs::write(dest.join("extra"), b"extra").unwrap();
+        tree::set_mtime(&dest, tree::mtime_of(&src));
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("extra"), b"outside extra").unwrap();
+        std::fs::write(outside.join("f"), b"outside f").unwrap();
+        let before = listing(&outside);
+        let mut cmd = sync(np);
+        cmd.arg("-D").arg(&src).arg(&dest);
+        let out = mfu_tests::with_change_after_listing(&mut cmd, || {
+            std::fs::rename(&dest, t.join("walked")).unwrap();
+            std::os::unix::fs::symlink(&outside, &dest).unwrap();
+        });
+        let ctx = format!("np={np}\n{}", text(&out.stderr));
+        assert_eq!(listing(&outside), before, "outside changed: {ctx}");
+        assert!(!t.join("walked/extra").exists(), "{ctx}");
+    }
+}

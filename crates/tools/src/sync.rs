@@ -24,7 +24,7 @@ use flist::walk::stat_path;
 use flist::{Detail, FileList, FileType, Meta};
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::time::Instant;
 use steal::wire::{self, Reader};
 use steal::{Comm, CommExt, ReduceOp};
@@ -37,15 +37,21 @@ use steal::{Comm, CommExt, ReduceOp};
         their bytes); mode, owner and group differences are fixed without copying data. Access \
         times are ignored. A sync after an interrupted cp or sync copies only what is missing or \
         incomplete.\n\n\
+        Paths (as rsync): a SRC that is a symlink to a directory is synced as that directory; a \
+        SRC that is not a directory goes into DEST when DEST is a directory (DEST/NAME), and is \
+        DEST otherwise (DEST/ must then be a directory). Without -D nothing in DEST is removed: \
+        an entry whose type differs from SRC's is named and left, with everything beneath it \
+        (exit 1); -D replaces it.\n\n\
         Examples:\n  \
         mpirun -np 64 mfu-rs sync -D /lustre/project /lustre/backup/project\n  \
         mfu-rs sync --dryrun -D src dst          # list what would change, change nothing\n  \
         mfu-rs sync --link-dest /backup/monday /data /backup/tuesday\n\n\
-        Exit status: 0 equal now; 1 some items failed or deletions were refused (each named on \
-        stderr); 2 usage error, nothing changed."
+        Exit status: 0 equal now; 1 some items failed, were left (type conflicts without -D) or \
+        deletions were refused (each named on stderr); 2 usage error, nothing changed."
 )]
 pub struct SyncArgs {
-    /// The source tree (its contents are synced, as `rsync -a SRC/ DEST/`).
+    /// The source: a directory, whose contents are synced (as `rsync -a SRC/ DEST/`), or one
+    /// file.
     #[arg(value_name = "SRC")]
     pub src: OsString,
     /// The destination (created if absent; its parent must exist).
@@ -78,7 +84,8 @@ pub struct SyncArgs {
     /// Also compare the bytes of files of equal size; rewrite only the chunks that differ.
     #[arg(short = 'c', long)]
     pub contents: bool,
-    /// Remove from DEST what SRC lacks (refused when the source walk was incomplete).
+    /// Remove from DEST what SRC lacks, and replace entries of another type than SRC's
+    /// (refused when the source walk was incomplete).
     #[arg(short = 'D', long)]
     pub delete: bool,
     /// Follow symbolic links in SRC.
@@ -93,8 +100,8 @@ pub struct SyncArgs {
     /// Don't update sources' access times (O_NOATIME where permitted).
     #[arg(long = "open-noatime")]
     pub open_noatime: bool,
-    /// Hard-link files that are unchanged in DIR (same size, mtime, mode, owner; same file
-    /// system as DEST) instead of copying them.
+    /// Hard-link files that are unchanged in DIR (same size, mtime, mode, owner) instead of
+    /// copying them; copied when DIR is on another file system than DEST.
     #[arg(long = "link-dest", value_name = "DIR")]
     pub link_dest: Option<OsString>,
     /// Keep holes: copy only the data regions of sparse files.
@@ -135,10 +142,27 @@ impl Action {
     }
 }
 
+/// A destination entry of another type than its source, left alone because replacing it
+/// would remove it (and, for a directory, its subtree) and `--delete` was not given.
+struct Conflict {
+    /// The destination path.
+    dest: Vec<u8>,
+    src_kind: FileType,
+    dest_kind: FileType,
+}
+
 /// This rank's plan: what the copy engine does, what is deleted, and the action list.
 struct Decisions {
     plan: Plan,
+    /// Destination entries to remove (`--delete`, and entries of another type that `--delete`
+    /// lets the source's replace); counted as deleted.
     delete: FileList,
+    /// Destination files whose data changes, unlinked before a new file is written under the
+    /// name: rewriting in place would change every other name of the inode (an older
+    /// `--link-dest` snapshot). Part of an update, not counted as deleted.
+    unlink_first: FileList,
+    /// Type conflicts left alone (without `--delete`); nothing beneath them is synced.
+    conflicts: Vec<Conflict>,
     actions: Vec<(Action, Vec<u8>)>,
     /// Data bytes the plan copies (file sizes of creates and updates).
     bytes: u64,
@@ -159,20 +183,33 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     };
     let rank0 = comm.rank() == 0;
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
-    let src = normalize(args.src.as_bytes(), &cwd);
-    let dest = normalize(args.dest.as_bytes(), &cwd);
     let link_dest = args
         .link_dest
         .as_ref()
         .map(|d| normalize(d.as_bytes(), &cwd));
-    let checked = check_paths(&src, &dest, link_dest.as_deref(), args.dereference);
-    let dest_exists = match transfer::agree_setup(comm, "sync", checked) {
-        Ok(e) => e,
+    let checked = check_paths(
+        args.src.as_bytes(),
+        args.dest.as_bytes(),
+        &cwd,
+        link_dest.as_deref(),
+        args.dereference,
+    );
+    let Paths {
+        src,
+        dest,
+        dest_exists,
+        dest_dev,
+    } = match transfer::agree_setup(comm, "sync", checked) {
+        Ok(p) => p,
         Err(s) => return s,
     };
     let started = Instant::now();
     steal::signals::install();
     let mut status = Status::Ok;
+    // Removals reach entries from the DEST root, opened before its walk, without following
+    // symlinks: a directory swapped for a symlink since the walk is not followed out of DEST
+    // (nor is DEST itself, swapped after this).
+    let roots = flist::beneath::Roots::open_dirs([dest.as_slice()]);
     let walk_progress = args.common.progress(comm.rank(), "Walked");
     let mut map = Mapping::new(vec![(src.clone(), dest.clone())]);
     if args.dereference {
@@ -237,10 +274,28 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
             map: &map,
             dest_map: &dest_map,
             link_dest: link_dest.as_deref(),
+            dest_dev,
             delete_allowed: src_complete,
             args,
         },
     );
+    // Everything below acts on what was listed; the race tests change the trees here.
+    crate::test_seam::after_listing(comm);
+    for c in &d.conflicts {
+        report_error(
+            "sync",
+            format_args!(
+                "{}: not replaced: SRC has a {} here, DEST a {} (sync removes nothing without \
+                 -D/--delete); nothing beneath it was synced",
+                flist::path::display(&c.dest),
+                kind_word(c.src_kind),
+                kind_word(c.dest_kind)
+            ),
+        );
+    }
+    if comm.sum(d.conflicts.len() as u64) > 0 {
+        status = Status::ItemsFailed;
+    }
     if d.refused_deletes > 0 || (args.delete && !src_complete) {
         // Never delete on the word of a partial walk (mpiFileUtils #587).
         let refused = comm.sum(d.refused_deletes);
@@ -270,7 +325,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     }
     counts[5] = d.bytes;
     comm.allreduce(&mut counts, ReduceOp::Sum);
-    let [created, mut updated, deleted, mut meta, linked, bytes] = counts;
+    let [created, updated, deleted, meta, linked, bytes] = counts;
     if args.dryrun {
         let mut text = Vec::new();
         for (a, path) in &d.actions {
@@ -288,8 +343,9 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         }
         return status.agree(comm);
     }
-    let removed = remove::remove(comm, &d.delete);
-    for e in &removed.errors {
+    let removed = remove::remove(comm, &d.delete, &roots);
+    let unlinked = remove::remove(comm, &d.unlink_first, &roots);
+    for e in removed.errors.iter().chain(&unlinked.errors) {
         report_error("sync", e);
     }
     let io = IoArgs {
@@ -307,10 +363,22 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         let secs = started.elapsed().as_secs_f64();
         print(format!("Planned in {secs:.3} s\n").as_bytes());
     }
+    let Decisions {
+        mut plan, actions, ..
+    } = d;
+    if !unlinked.errors.is_empty() {
+        // A file that kept its old inode must not be written in place: leave it as it is.
+        let kept: std::collections::HashSet<&[u8]> =
+            unlinked.errors.iter().map(|e| e.path.as_slice()).collect();
+        let create = &plan.create;
+        plan.create = create.select(
+            (0..create.len()).filter(|&i| !kept.contains(map.dest(create.path(i)).as_slice())),
+        );
+    }
     let (report, copied) = transfer::copy_and_report(
         comm,
         "sync",
-        d.plan,
+        plan,
         &map,
         &io,
         &args.common,
@@ -318,7 +386,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         print,
     );
     status = status.worst(copied);
-    let remove_errors = comm.sum(removed.errors.len() as u64);
+    let remove_errors = comm.sum((removed.errors.len() + unlinked.errors.len()) as u64);
     if report.total_errors + remove_errors > 0 || report.interrupted {
         status = Status::ItemsFailed;
     }
@@ -328,6 +396,22 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
             "interrupted by a signal: rerun the same sync to finish",
         );
     }
+    // Each action is counted once it has happened: those whose entry failed are not.
+    let failed = failed_paths(
+        comm,
+        report.errors.iter().chain(&unlinked.errors),
+        &src,
+        &dest,
+    );
+    let mut done = [0u64; 5];
+    for (a, path) in &actions {
+        if !failed.contains(path.as_slice()) {
+            done[*a as usize] += 1;
+        }
+    }
+    done[Action::Delete as usize] = removed.removed;
+    comm.allreduce(&mut done, ReduceOp::Sum);
+    let [created, mut updated, deleted, mut meta, linked] = done;
     // Compared files (--contents) are counted by what the engine found.
     updated += report.rewritten;
     meta += report.compare_meta;
@@ -345,34 +429,82 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     status.agree(comm)
 }
 
-/// Check SRC, DEST and --link-dest; returns whether DEST exists. Errors are usage errors.
+/// SRC and DEST as the sync uses them, after [`check_paths`].
+struct Paths {
+    /// The source: a directory (its contents are synced) or a single entry.
+    src: Vec<u8>,
+    /// The destination of `src` itself.
+    dest: Vec<u8>,
+    /// `dest` exists (and is a directory when `src` is one).
+    dest_exists: bool,
+    /// The device (`st_dev`) of the file system new entries of DEST land on: DEST's, or its
+    /// parent's when DEST does not exist yet.
+    dest_dev: u64,
+}
+
+/// Check SRC, DEST and --link-dest and settle what they mean (rsync's rules):
+///
+/// - a SRC that is a symlink to a directory is synced as that directory (`rsync -a SRC/
+///   DEST/`), never as a symlink that replaces DEST;
+/// - a SRC that is not a directory goes into DEST when DEST is a directory (`rsync -a FILE
+///   DIR`: `DIR/FILE`), and is DEST otherwise; `DEST/` with a trailing slash must then be an
+///   existing directory.
+///
+/// Errors are usage errors (exit 2, nothing changed).
 fn check_paths(
-    src: &[u8],
-    dest: &[u8],
+    src_arg: &[u8],
+    dest_arg: &[u8],
+    cwd: &[u8],
     link_dest: Option<&[u8]>,
     follow: bool,
-) -> Result<bool, String> {
+) -> Result<Paths, String> {
     let show = flist::path::display;
-    let st = stat_path(src, follow)
-        .map_err(|e| format!("stat {}: {}", show(src), std::io::Error::from(e)))?;
-    let src_is_dir = FileType::from_mode(st.st_mode) == FileType::Dir;
-    if src_is_dir && (is_prefix(src, dest) || is_prefix(dest, src)) {
+    let mut src = normalize(src_arg, cwd);
+    let mut dest = normalize(dest_arg, cwd);
+    let st = stat_path(&src, follow)
+        .map_err(|e| format!("stat {}: {}", show(&src), std::io::Error::from(e)))?;
+    let mut src_is_dir = FileType::from_mode(st.st_mode) == FileType::Dir;
+    if FileType::from_mode(st.st_mode) == FileType::Symlink && transfer::is_dir(&src) {
+        // The user named a link to a directory as the tree to sync: sync that tree.
+        let real = std::fs::canonicalize(flist::path::as_path(&src))
+            .map_err(|e| format!("resolve {}: {e}", show(&src)))?;
+        src = real.into_os_string().into_vec();
+        src_is_dir = true;
+    }
+    if !src_is_dir {
+        if transfer::is_dir(&dest) {
+            let name = flist::path::basename(&src);
+            dest = [dest.as_slice(), b"/", name].concat();
+            if dest.starts_with(b"//") {
+                dest.remove(0);
+            }
+        } else if dest_arg.ends_with(b"/") {
+            return Err(format!(
+                "{}: not a directory (a trailing / asks for an existing directory to copy {} into)",
+                show(dest_arg),
+                show(&src)
+            ));
+        }
+    }
+    if src_is_dir && (is_prefix(&src, &dest) || is_prefix(&dest, &src)) {
         return Err(format!(
             "{} and {} overlap: one is inside the other",
-            show(src),
-            show(dest)
+            show(&src),
+            show(&dest)
         ));
     }
-    let exists = match stat_path(dest, false) {
+    let (dest_exists, dest_dev) = match stat_path(&dest, false) {
         Ok(d) => {
             if src_is_dir && FileType::from_mode(d.st_mode) != FileType::Dir {
-                return Err(format!("{} is not a directory", show(dest)));
+                return Err(format!("{} is not a directory", show(&dest)));
             }
-            true
+            (true, d.st_dev)
         }
         Err(_) => {
-            transfer::check_parent(dest)?;
-            false
+            transfer::check_parent(&dest)?;
+            let parent = stat_path(flist::path::parent(&dest), true)
+                .map_err(|e| format!("stat {}: {}", show(&dest), std::io::Error::from(e)))?;
+            (false, parent.st_dev)
         }
     };
     if let Some(l) = link_dest {
@@ -380,7 +512,12 @@ fn check_paths(
             return Err(format!("--link-dest {}: not a directory", show(l)));
         }
     }
-    Ok(exists)
+    Ok(Paths {
+        src,
+        dest,
+        dest_exists,
+        dest_dev,
+    })
 }
 
 struct Inputs<'a> {
@@ -391,16 +528,59 @@ struct Inputs<'a> {
     map: &'a Mapping,
     dest_map: &'a Mapping,
     link_dest: Option<&'a [u8]>,
+    /// The file system DEST is on ([`Paths::dest_dev`]): a `--link-dest` file elsewhere can't
+    /// be linked and is copied.
+    dest_dev: u64,
     /// The source walk was complete: what SRC lacks may be deleted.
     delete_allowed: bool,
     args: &'a SyncArgs,
 }
 
-/// Compare this rank's share of paths and plan. Collective (one all-gather of replaced
-/// directories, whose destination subtrees must go).
+/// Compare this rank's share of paths and plan. Collective (all-gathers of the type conflicts,
+/// beneath which nothing is synced, and of replaced directories, whose destination subtrees
+/// must go).
 fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     let args = inp.args;
     let by_rel = index_by_rel(inp.dest, inp.dest_map);
+    // Without --delete a type conflict is left as it is, and so is everything beneath it: a
+    // source directory's entries would otherwise land in whatever DEST has there (a file, or a
+    // symlink to anywhere).
+    let mut local_conflicts = Vec::new();
+    if !args.delete {
+        for list in [inp.src, inp.members] {
+            for e in list.iter() {
+                if let Some(&i) = by_rel.get(inp.map.rel(e.path)) {
+                    if inp.dest.kind(i) != e.kind {
+                        wire::put_bytes(&mut local_conflicts, &inp.map.dest(e.path));
+                    }
+                }
+            }
+        }
+    }
+    let all_conflicts: std::collections::HashSet<Vec<u8>> = comm
+        .allgatherv(&local_conflicts)
+        .iter()
+        .flat_map(|bytes| {
+            let mut r = Reader::new(bytes);
+            let mut v = Vec::new();
+            while !r.is_empty() {
+                v.push(r.bytes().to_vec());
+            }
+            v
+        })
+        .collect();
+    let beneath_conflict = |path: &[u8]| {
+        let mut p = path;
+        while let Some(i) = p.iter().rposition(|&b| b == b'/') {
+            p = &p[..i];
+            if all_conflicts.contains(p) {
+                return true;
+            }
+        }
+        false
+    };
+    let mut conflicts = Vec::new();
+    let mut unlink_first = FileList::new(Detail::Stat);
     let first_of: HashMap<&[u8], &[u8]> = inp
         .firsts
         .iter()
@@ -433,7 +613,18 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                 seen[i] = true;
                 (i, inp.dest.meta(i).expect("stat list"))
             });
-            if e.kind == FileType::Dir {
+            if !all_conflicts.is_empty() && beneath_conflict(&dst_path) {
+                continue;
+            }
+            // A hard link whose group's first entry was left (a conflict, or beneath one) would
+            // be a link to whatever DEST has there: copy it instead.
+            let is_member = is_member && {
+                let first = inp.map.dest(first_of[e.path]);
+                all_conflicts.is_empty()
+                    || !(all_conflicts.contains(&first) || beneath_conflict(&first))
+            };
+            let conflict = !args.delete && existing.is_some_and(|(_, d)| d.file_type() != e.kind);
+            if e.kind == FileType::Dir && !conflict {
                 plan.dir_meta.push(e.path, e.kind, Some(*m));
             }
             if !args.output.is_empty() {
@@ -456,7 +647,9 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                         let candidate = [ld, b"/", rel].concat();
                         let same = stat_path(&candidate, false).ok().is_some_and(|st| {
                             let c = Meta::from_stat(&st);
-                            c.file_type() == FileType::File
+                            // Another file system: no hard link possible (EXDEV), copy.
+                            c.dev == inp.dest_dev
+                                && c.file_type() == FileType::File
                                 && c.size == m.size
                                 && !Differences::between(m, &c, FileType::File).any()
                         });
@@ -480,8 +673,16 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                     let linked = create(&mut plan, &mut bytes);
                     actions.push((verb(linked, false), dst_path));
                 }
+                Some((_, d)) if d.file_type() != e.kind && !args.delete => {
+                    conflicts.push(Conflict {
+                        dest: dst_path,
+                        src_kind: e.kind,
+                        dest_kind: d.file_type(),
+                    });
+                }
                 Some((i, d)) if d.file_type() != e.kind => {
-                    // A type change: the old entry (with its subtree) goes, the new one comes.
+                    // A type change under --delete: the old entry (with its subtree) goes, the
+                    // new one comes.
                     let old = inp.dest.path(i);
                     delete.push(old, d.file_type(), Some(*d));
                     actions.push((Action::Delete, old.to_vec()));
@@ -501,7 +702,18 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                         FileType::CharDev | FileType::BlockDev => rdev(e.path) != rdev(&dst_path),
                         _ => false,
                     };
-                    if e.kind == FileType::File && args.contents && d.size == m.size && !is_member {
+                    let shared = e.kind == FileType::File && d.nlink > 1 && !is_member;
+                    let data_differs = data_differs
+                        || (shared
+                            && args.contents
+                            && d.size == m.size
+                            && contents_differ(e.path, &dst_path).unwrap_or(true));
+                    if e.kind == FileType::File
+                        && args.contents
+                        && d.size == m.size
+                        && !is_member
+                        && !shared
+                    {
                         // Same size: compared chunk by chunk and only differing chunks rewritten.
                         // A real run counts what it rewrote; a dry run reads both to tell.
                         plan.compare.push(e.path, e.kind, Some(*m));
@@ -514,10 +726,12 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                             }
                         }
                     } else if data_differs {
-                        if e.kind == FileType::File && d.nlink > 1 && !is_member {
-                            // Rewriting in place would change every other name of that inode
-                            // (a --link-dest backup, say): give this name a new inode instead.
-                            delete.push(inp.dest.path(i), FileType::File, Some(*d));
+                        if e.kind == FileType::File && !is_member {
+                            // A new inode for the new data (as rsync's temporary file and
+                            // rename): rewriting in place would change every other name of the
+                            // inode (a --link-dest backup, say), including links made since
+                            // the walk.
+                            unlink_first.push(inp.dest.path(i), FileType::File, Some(*d));
                         }
                         let linked = create(&mut plan, &mut bytes);
                         actions.push((verb(linked, true), dst_path));
@@ -563,10 +777,66 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     Decisions {
         plan,
         delete,
+        unlink_first,
+        conflicts,
         actions,
         bytes,
         refused_deletes,
         matched,
+    }
+}
+
+/// The destination paths of failed items, on the rank that planned them (the home of their
+/// path relative to DEST), for counting only what happened. `errors` name a source or a
+/// destination path. Collective.
+fn failed_paths<'a>(
+    comm: &dyn Comm,
+    errors: impl Iterator<Item = &'a flist::ItemError>,
+    src: &[u8],
+    dest: &[u8],
+) -> std::collections::HashSet<Vec<u8>> {
+    let size = comm.size();
+    let mut sends = vec![Vec::new(); size];
+    for e in errors {
+        let Some(rel) = beneath(src, &e.path).or_else(|| beneath(dest, &e.path)) else {
+            continue;
+        };
+        let path = if rel.is_empty() {
+            dest.to_vec()
+        } else {
+            [dest, b"/", rel].concat()
+        };
+        wire::put_bytes(&mut sends[home(rel, size)], &path);
+    }
+    let mut failed = std::collections::HashSet::new();
+    for bytes in comm.alltoallv(sends) {
+        let mut r = Reader::new(&bytes);
+        while !r.is_empty() {
+            failed.insert(r.bytes().to_vec());
+        }
+    }
+    failed
+}
+
+/// `path` relative to `root` (`""` for the root itself) when it is or lies beneath it.
+fn beneath<'a>(root: &[u8], path: &'a [u8]) -> Option<&'a [u8]> {
+    if !is_prefix(root, path) {
+        return None;
+    }
+    let rest = &path[root.len().min(path.len())..];
+    Some(rest.strip_prefix(b"/").unwrap_or(rest))
+}
+
+/// A type's name for messages.
+fn kind_word(kind: FileType) -> &'static str {
+    match kind {
+        FileType::Dir => "directory",
+        FileType::File => "regular file",
+        FileType::Symlink => "symbolic link",
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::CharDev | FileType::BlockDev => "device",
+        FileType::Unknown => "file of unknown type",
     }
 }
 

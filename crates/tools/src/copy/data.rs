@@ -387,9 +387,25 @@ fn compare_piece(
     let b = &mut other.get()[..want];
     let same = read_exact_at(dst, b, pos, false).is_ok() && a == b;
     if !same {
+        own_inode(dst)?;
         write_all_at(dst, a, pos)?;
     }
     Ok((want as u64, same))
+}
+
+/// Refuse to rewrite in place a destination that is not a regular file with one name: the
+/// bytes would change under its other names too (an older `--link-dest` snapshot). Checked on
+/// the descriptor written through, so a hard link made since the listing counts.
+fn own_inode(dst: BorrowedFd<'_>) -> Result<(), DataError> {
+    let st = rustix::fs::fstat(dst).map_err(fail("stat destination"))?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_nlink != 1 {
+        return Err(DataError {
+            op: "rewrite in place (the destination file has other hard links now, which would \
+                 change too; left as it was, rerun the sync)",
+            source: io::Error::from_raw_os_error(libc::EMLINK),
+        });
+    }
+    Ok(())
 }
 
 fn read_exact_at(
@@ -533,6 +549,29 @@ mod tests {
         assert_eq!(sync(), 65536, "one 64 KiB piece differs");
         assert_eq!(std::fs::read(tmp.path().join("d")).unwrap(), data);
         assert_eq!(sync(), 0, "nothing left to rewrite");
+    }
+
+    /// A destination inode with another name (a `--link-dest` snapshot) is never rewritten in
+    /// place: the other name keeps its bytes.
+    #[test]
+    fn sync_refuses_to_rewrite_a_file_with_other_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let (src, dst) = source_and_changed_copy(tmp.path(), &data, 50_000);
+        std::fs::hard_link(tmp.path().join("d"), tmp.path().join("snapshot")).unwrap();
+        let before = std::fs::read(tmp.path().join("snapshot")).unwrap();
+        let (mut a, mut b) = (Buffer::new(65536), Buffer::new(65536));
+        let err = sync_range(
+            src.as_fd(),
+            dst.as_fd(),
+            0,
+            data.len() as u64,
+            &mut a,
+            &mut b,
+        )
+        .expect_err("refused");
+        assert!(err.op.starts_with("rewrite in place"), "{}", err.op);
+        assert_eq!(std::fs::read(tmp.path().join("snapshot")).unwrap(), before);
     }
 
     /// Pseudo-random bytes (xorshift), so that misplaced pieces show.
