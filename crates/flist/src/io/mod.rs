@@ -67,10 +67,12 @@ pub fn default_format(list: &FileList) -> Format {
 /// byte ranges adjusted to line (or NUL) boundaries.
 ///
 /// The format is detected from the first 8 bytes: big-endian 4 is cache v4, 3 is cache v3, any
-/// other content is a text list — `path|T` lines (split at the last `|`, when every line of the
-/// file ends in `|` and one type letter; otherwise each whole line is a path, of unknown type, so
-/// a plain list keeps a name such as `a|F` intact), or one path per NUL
-/// when the first 64 KiB hold a NUL byte. Empty lines are skipped. v3/v4 give a
+/// other content is a text list — `path|T` lines (split at the last `|`) when every line of the
+/// file ends in `|` and one type letter, plain lines (each whole line a path, of unknown type)
+/// when none does, or one path per NUL when the first 64 KiB hold a NUL byte. Empty lines are
+/// skipped. A text list of both kinds of line, or whose last record lacks its final newline (or
+/// NUL), looks damaged and is refused, except a plain list whose last entry exists under exactly
+/// that name and is not a directory. v3/v4 files must have exactly the length their header describes. v3/v4 give a
 /// [`Detail::Stat`] list whose `users`/`groups` tables (the same on every rank) come from the
 /// file; text lists give a [`Detail::Lite`] list.
 ///
@@ -181,6 +183,11 @@ impl Plan {
             // not read (v2 lite lists). Reading it as NUL-separated text would give garbage.
             Some(v @ 1..=255) => {
                 return Err(bad(path, format!("unsupported list format version {v} at byte offset 0 (mfu-rs reads versions 3 and 4, and text lists)")))
+            }
+            // Fewer than 8 bytes, all NUL: the start of a cache header, cut (a NUL list
+            // begins with a path).
+            None if !prefix.is_empty() && prefix.iter().all(|&b| b == 0) => {
+                return Err(bad(path, format!("truncated at byte offset {len}: the start of a cache list header (8 bytes of version)")))
             }
             _ if prefix.contains(&0) => Kind::Nul,
             _ => Kind::Lines,
