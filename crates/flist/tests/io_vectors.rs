@@ -659,3 +659,58 @@ fn unwritable_lists_are_refused_everywhere() {
         assert_eq!(std::fs::read(&out).unwrap(), b"old");
     }
 }
+
+/// A list is written under a temporary name and renamed into place: an existing list keeps its
+/// permission bits, a failed write leaves the old list whole, no temporary file stays, and a
+/// symlink or device is written through in place.
+#[test]
+fn lists_are_renamed_into_place_and_failures_leave_the_old_list() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("l.txt");
+    std::fs::write(&file, b"/old|F\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut lite = FileList::new(Detail::Lite);
+    lite.push(b"/new", FileType::File, None);
+    for ranks in [1, 2] {
+        std::fs::write(&file, b"/old|F\n").unwrap();
+        // A lite list cannot be v4: refused, the old list stays.
+        let outcome = local::run(ranks, |comm: &dyn Comm| {
+            io::write(comm, &lite, bytes(&file), Format::V4).is_err()
+        });
+        assert!(outcome.iter().all(|&failed| failed));
+        assert_eq!(std::fs::read(&file).unwrap(), b"/old|F\n");
+        local::run(ranks, |comm: &dyn Comm| {
+            io::write(comm, &lite, bytes(&file), Format::Text).unwrap()
+        });
+        // Every rank wrote its own copy of the one record.
+        assert_eq!(std::fs::read(&file).unwrap(), b"/new|F\n".repeat(ranks));
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("l.txt")]);
+    }
+    // Through a symlink: the file it names is written, the link stays.
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    std::fs::write(&file, b"").unwrap();
+    local::run(1, |comm: &dyn Comm| {
+        io::write(comm, &lite, bytes(&link), Format::Text).unwrap()
+    });
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read(&file).unwrap(), b"/new|F\n");
+    // A device: written in place.
+    local::run(1, |comm: &dyn Comm| {
+        io::write(comm, &lite, b"/dev/null", Format::Text).unwrap()
+    });
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+}

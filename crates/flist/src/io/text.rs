@@ -79,12 +79,12 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
     let end = starts.get(rank + 1).copied().unwrap_or(len);
     let local = (|| {
         let mut list = FileList::new(Detail::Lite);
-        // Per record: whether a `|T` suffix was split off, and its byte offset.
-        let mut split = Vec::new();
+        // Byte offsets of the first line with a `|T` suffix and the first without (MAX: none).
+        let mut seen = [u64::MAX; 2];
         // The last record of the file when it has no final separator.
         let mut unterminated = None;
         if start >= end {
-            return Ok((list, split, unterminated));
+            return Ok((list, seen, unterminated));
         }
         let f = take_or_open(&mut file, path)?;
         // `buf[..keep]` is an unfinished record carried from the previous read; `buf` starts at
@@ -111,7 +111,7 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
             while let Some(i) = buf[at..].iter().position(|&b| b == sep) {
                 push_record(
                     &mut list,
-                    &mut split,
+                    &mut seen,
                     path,
                     &buf[at..at + i],
                     base + at as u64,
@@ -124,7 +124,7 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
                 unterminated = Some((buf[at..].to_vec(), base + at as u64));
                 push_record(
                     &mut list,
-                    &mut split,
+                    &mut seen,
                     path,
                     &buf[at..],
                     base + at as u64,
@@ -136,19 +136,11 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
             base += at as u64;
             keep = buf.len();
         }
-        Ok((list, split, unterminated))
+        Ok((list, seen, unterminated))
     })();
-    let (list, split, unterminated) = agree(comm, local)?;
-    // The first typed and the first untyped line of the file (byte offsets; MAX: none).
-    let first = |typed: bool| {
-        split
-            .iter()
-            .find(|&&(s, _)| s == typed)
-            .map_or(u64::MAX, |&(_, at)| at)
-    };
-    let mut firsts = [first(true), first(false)];
-    comm.allreduce(&mut firsts, ReduceOp::Min);
-    let [typed, untyped] = firsts;
+    let (list, mut seen, unterminated) = agree(comm, local)?;
+    comm.allreduce(&mut seen, ReduceOp::Min);
+    let [typed, untyped] = seen;
     let local = match &unterminated {
         Some((rec, at)) => check_unterminated(path, rec, *at, len, sep, typed != u64::MAX),
         None => Ok(()),
@@ -210,11 +202,12 @@ fn take_or_open(file: &mut Option<File>, path: &[u8]) -> Result<File> {
     }
 }
 
-/// Add the record `rec` (found at byte `offset`) to `list`, and to `split` whether a `|T`
-/// suffix was split off, with `offset`; empty records are skipped.
+/// Add the record `rec` (found at byte `offset`) to `list`, and note `offset` in `seen[0]` when
+/// a `|T` suffix was split off, else in `seen[1]` (each keeps its smallest offset); empty
+/// records are skipped.
 fn push_record(
     list: &mut FileList,
-    split: &mut Vec<(bool, u64)>,
+    seen: &mut [u64; 2],
     path: &[u8],
     rec: &[u8],
     offset: u64,
@@ -228,7 +221,8 @@ fn push_record(
     } else {
         (rec, FileType::Unknown)
     };
-    split.push((p.len() < rec.len(), offset));
+    let slot = &mut seen[usize::from(p.len() == rec.len())];
+    *slot = (*slot).min(offset);
     if p.is_empty() {
         return Err(bad(
             path,
