@@ -222,3 +222,131 @@ fn unreadable_files_fail_with_status_1_and_usage_errors_with_2() {
     expect_status(&mut mfu(&["dup"]), 2);
     expect_status(mfu(&["dup", "-i"]).arg(dir.path().join("no list")), 2);
 }
+
+/// Three copies of one content (a, b, c) and one of another of the same size (d).
+fn copies(root: &Path) {
+    fs::create_dir_all(root).unwrap();
+    for name in ["a", "b", "c"] {
+        fs::write(root.join(name), b"the same bytes\n").unwrap();
+    }
+    fs::write(root.join("d"), b"other bytes!!!\n").unwrap();
+}
+
+/// The paths of a text list, in order.
+fn text_list(list: &Path) -> Vec<String> {
+    String::from_utf8(fs::read(list).unwrap())
+        .unwrap()
+        .lines()
+        .map(|l| l.trim_end_matches("|F").to_string())
+        .collect()
+}
+
+#[test]
+fn a_file_changed_after_it_was_hashed_is_left_out_and_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    for np in [1, 2] {
+        let root = tmp.path().join(format!("np{np}"));
+        copies(&root);
+        let list = tmp.path().join(format!("extra{np}.txt"));
+        let mut cmd = if np == 1 {
+            mfu(&[])
+        } else {
+            mpirun(np, &bin())
+        };
+        cmd.args(["dup", "-t", "-o"]).arg(&list).arg(&root);
+        // After the comparison and before the output, `b` gets other bytes of the same size:
+        // the only other copy of `a`'s content is then `c`.
+        let out = mfu_tests::with_change_after_listing(&mut cmd, || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            fs::write(root.join("b"), b"THE SAME BYTES\n").unwrap();
+        });
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "np {np}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{}: modified while dup ran",
+                root.join("b").display()
+            )),
+            "np {np}: {err}"
+        );
+        // b is neither in a printed group nor in the list of copies to remove; c still is.
+        let groups = parse(&out.stdout);
+        assert!(
+            groups
+                .iter()
+                .all(|g| !g.contains(root.join("b").as_os_str().as_bytes())),
+            "np {np}: {groups:?}"
+        );
+        assert_eq!(
+            text_list(&list),
+            vec![root.join("c").display().to_string()],
+            "np {np}"
+        );
+    }
+}
+
+#[test]
+fn verify_keeps_only_names_that_are_still_redundant_copies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    copies(&root);
+    let extra = tmp.path().join("extra.txt");
+    expect_status(mfu(&["dup", "-q", "-t", "-o"]).arg(&extra).arg(&root), 0);
+    let r = |n: &str| root.join(n).display().to_string();
+    assert_eq!(text_list(&extra), vec![r("b"), r("c")]);
+    // Since the list was made, `a` (the copy it keeps) and `b` changed: `c` is the only file
+    // left with its content, and `b` is another content now: neither may be removed.
+    fs::write(root.join("a"), b"new a content!\n").unwrap();
+    fs::write(root.join("b"), b"new b content!\n").unwrap();
+    let sure = tmp.path().join("sure.txt");
+    for np in [1, 2] {
+        let mut cmd = if np == 1 {
+            mfu(&[])
+        } else {
+            mpirun(np, &bin())
+        };
+        let out = expect_status(
+            cmd.args(["dup", "-q", "-t", "--verify"])
+                .arg(&extra)
+                .arg("-o")
+                .arg(&sure)
+                .arg(&root),
+            1,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        for gone in ["b", "c"] {
+            assert!(
+                err.contains(&format!("{}: no longer a redundant copy", r(gone))),
+                "np {np}: {err}"
+            );
+        }
+        assert!(
+            text_list(&sure).is_empty(),
+            "np {np}: {:?}",
+            text_list(&sure)
+        );
+    }
+    // `a` and `d` now hold `c`'s content: `c` and `d` are redundant copies in the new run, but
+    // only what the reviewed list names (`c`) is written.
+    fs::write(root.join("a"), b"the same bytes\n").unwrap();
+    fs::write(root.join("d"), b"the same bytes\n").unwrap();
+    fs::write(&extra, format!("{}|F\n", r("c"))).unwrap();
+    let out = expect_status(
+        mpirun(2, &bin())
+            .args(["dup", "-q", "-t", "--verify"])
+            .arg(&extra)
+            .arg("-o")
+            .arg(&sure)
+            .arg(&root),
+        0,
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text_list(&sure), vec![r("c")]);
+    // And `rm -i` of the verified list keeps every content.
+    expect_status(mfu(&["rm", "-q", "-i"]).arg(&sure), 0);
+    assert!(!root.join("c").exists() && root.join("a").exists() && root.join("d").exists());
+}

@@ -454,3 +454,107 @@ fn links_named_twice_are_rewritten_once() {
         fill(&base, b"{}/old/v2/d/sub/g")
     );
 }
+
+/// `-r` where the link directory or NEWPATH is reached through a symlink to a directory of
+/// another depth (`home -> gpfs/home`): the relative targets count from real locations, and
+/// every rewritten link reaches the moved file.
+#[test]
+fn relative_targets_through_a_symlinked_directory_of_another_depth_resolve() {
+    for np in [1, 2] {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path();
+        fs::create_dir_all(base.join("gpfs/home/u/new")).unwrap();
+        fs::create_dir_all(base.join("gpfs/home/u/links")).unwrap();
+        fs::write(base.join("gpfs/home/u/new/f"), b"moved data").unwrap();
+        symlink("gpfs/home", base.join("home")).unwrap();
+        let real = base.join("gpfs/home/u");
+        let via = base.join("home/u");
+        let old = real.join("old");
+        for name in ["l1", "l2"] {
+            symlink(old.join("f"), real.join("links").join(name)).unwrap();
+        }
+        // The links' directory named through the symlink, NEWPATH by its real path...
+        reln(
+            np,
+            &[
+                OsStr::new("-r"),
+                old.as_os_str(),
+                real.join("new").as_os_str(),
+                via.join("links").as_os_str(),
+            ],
+            0,
+        );
+        // ... and the other way round (the targets were rewritten: point them back first).
+        for name in ["l1", "l2"] {
+            let link = real.join("links").join(name);
+            assert_eq!(readlink(&link), b"../new/f", "np {np}");
+            assert_eq!(fs::read(&link).unwrap(), b"moved data", "np {np}");
+            fs::remove_file(&link).unwrap();
+            symlink(old.join("f"), &link).unwrap();
+        }
+        reln(
+            np,
+            &[
+                OsStr::new("-r"),
+                old.as_os_str(),
+                via.join("new").as_os_str(),
+                real.join("links").as_os_str(),
+            ],
+            0,
+        );
+        for name in ["l1", "l2"] {
+            let link = real.join("links").join(name);
+            assert_eq!(readlink(&link), b"../new/f", "np {np}");
+            assert_eq!(fs::read(&link).unwrap(), b"moved data", "np {np}");
+        }
+    }
+}
+
+/// A directory of the walked tree swapped for a symlink to an outside directory of links
+/// between the walk and the rewrite: nothing outside changes; the directory is named, exit 1.
+#[test]
+fn a_directory_swapped_for_a_symlink_after_the_walk_is_not_followed() {
+    for np in [1, 2] {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path();
+        let old = base.join("old");
+        for dir in ["tree/d", "outside"] {
+            fs::create_dir_all(base.join(dir)).unwrap();
+        }
+        for link in ["tree/d/l1", "tree/d/l2", "outside/l1", "outside/l2"] {
+            symlink(old.join("f"), base.join(link)).unwrap();
+        }
+        symlink(old.join("g"), base.join("tree/top")).unwrap();
+        let mut cmd = if np == 1 {
+            mfu(&[])
+        } else {
+            mpirun(np, &bin())
+        };
+        cmd.arg("reln")
+            .arg(&old)
+            .arg(base.join("new"))
+            .arg(base.join("tree"));
+        let out = mfu_tests::with_change_after_listing(&mut cmd, || {
+            fs::rename(base.join("tree/d"), base.join("d.moved")).unwrap();
+            symlink(base.join("outside"), base.join("tree/d")).unwrap();
+        });
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "np {np}: {err}");
+        assert!(
+            err.contains(&format!("{}: ", base.join("tree/d").display())),
+            "np {np}: {err}"
+        );
+        for link in ["outside/l1", "outside/l2", "d.moved/l1", "d.moved/l2"] {
+            assert_eq!(
+                readlink(&base.join(link)),
+                old.join("f").as_os_str().as_bytes(),
+                "np {np}: {link} changed"
+            );
+        }
+        // What did not move is rewritten.
+        assert_eq!(
+            readlink(&base.join("tree/top")),
+            base.join("new/g").as_os_str().as_bytes()
+        );
+    }
+}

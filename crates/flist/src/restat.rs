@@ -15,6 +15,9 @@ pub enum Which {
     All,
     /// Only entries of unknown type (plain path lists); the others keep what they have.
     UnknownTypes,
+    /// Every entry, to check it still exists; entries of unknown type get their type and
+    /// metadata, the others keep what they have.
+    Present,
 }
 
 /// Entries stat'ed per rayon task: enough to amortise the task, few enough to balance.
@@ -33,11 +36,14 @@ pub fn restat(list: FileList, which: Which, follow: bool) -> (FileList, Vec<Item
             let mut errors = Vec::new();
             for i in b * BATCH..((b + 1) * BATCH).min(list.len()) {
                 let e = list.entry(i);
-                if !all && e.kind != FileType::Unknown {
+                if which == Which::UnknownTypes && e.kind != FileType::Unknown {
                     out.push(e.path, e.kind, e.meta.copied());
                     continue;
                 }
                 match stat_path(e.path, follow) {
+                    Ok(_) if which == Which::Present && e.kind != FileType::Unknown => {
+                        out.push(e.path, e.kind, e.meta.copied());
+                    }
                     Ok(st) => {
                         let m = Meta::from_stat(&st);
                         out.push(e.path, m.file_type(), Some(m));

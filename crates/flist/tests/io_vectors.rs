@@ -33,6 +33,14 @@ fn read_at(ranks: usize, file: &Path) -> Vec<Vec<Rec>> {
     })
 }
 
+/// Read `file` at `ranks` ranks, expecting every rank to fail: the error texts.
+fn read_errors(ranks: usize, file: &Path) -> Vec<String> {
+    local::run(ranks, |comm: &dyn Comm| match io::read(comm, bytes(file)) {
+        Ok(l) => panic!("{} read as {} records", file.display(), l.len()),
+        Err(e) => e.to_string(),
+    })
+}
+
 /// Read `file` at `ranks` ranks and return the whole list (records concatenated in rank order,
 /// tables from rank 0), after checking every rank got the same tables and detail.
 fn read_whole(ranks: usize, file: &Path) -> FileList {
@@ -429,18 +437,24 @@ fn v3_list_reads() {
 fn plain_and_nul_lists_read_with_unknown_types() {
     let dir = tempfile::tempdir().unwrap();
     let plain = dir.path().join("plain.txt");
-    std::fs::write(&plain, b"/a/b\n\n/a/c d\n/a/e|x\n/a/f|D\n/a/\xff").unwrap();
+    std::fs::write(&plain, b"/a/b\n\n/a/c d\n/a/e|x\n/a/\xff\n").unwrap();
     let got: Vec<Rec> = read_at(2, &plain).concat();
     let want: Vec<Rec> = vec![
         (b"/a/b".to_vec(), FileType::Unknown, None),
         (b"/a/c d".to_vec(), FileType::Unknown, None),
         (b"/a/e|x".to_vec(), FileType::Unknown, None),
-        // A plain list (not every line ends in `|T`): `|D` is part of the name, which a
-        // per-line rule would cut off (and `rm -i` would then remove `/a/f`).
-        (b"/a/f|D".to_vec(), FileType::Unknown, None),
         (b"/a/\xff".to_vec(), FileType::Unknown, None),
     ];
     assert_eq!(got, want);
+    // A line that ends in `|D` among plain lines: a typed list damaged, or a plain name that
+    // ends in `|D`. Either reading could act on what was never listed (`/a/f`, or the first
+    // half of a name split by a newline): refused on every rank.
+    std::fs::write(&plain, b"/a/b\n/a/f|D\n/a/\xff\n").unwrap();
+    for ranks in [1, 2, 3] {
+        for e in read_errors(ranks, &plain) {
+            assert!(e.contains("not entirely of one format"), "{e}");
+        }
+    }
 
     let nul = dir.path().join("list0");
     std::fs::write(&nul, b"/a/b\0/a/new\nline\0/a/x|F\0\0/a/\xff\0").unwrap();
@@ -460,13 +474,17 @@ fn plain_and_nul_lists_read_with_unknown_types() {
 #[test]
 fn long_text_lists_split_over_ranks_exactly_once_in_order() {
     let dir = tempfile::tempdir().unwrap();
-    let names: Vec<Vec<u8>> = (0..1500)
+    let mut names: Vec<Vec<u8>> = (0..1500)
         .map(|i: usize| {
             let mut n = format!("/big/{i:05}/").into_bytes();
             n.resize(n.len() + (i * 37) % 200, b'a' + (i % 26) as u8);
             n
         })
         .collect();
+    // The last name exists: a plain list without its final separator is then taken whole.
+    let last = dir.path().join("last");
+    std::fs::write(&last, b"").unwrap();
+    *names.last_mut().unwrap() = bytes(&last).to_vec();
     for (sep, letters) in [(b'\n', true), (b'\n', false), (0u8, false)] {
         for last_sep in [true, false] {
             let mut content = Vec::new();
@@ -484,6 +502,15 @@ fn long_text_lists_split_over_ranks_exactly_once_in_order() {
             }
             let file = dir.path().join("long");
             std::fs::write(&file, &content).unwrap();
+            if letters && !last_sep {
+                // A typed list without its final newline may be cut: refused.
+                for ranks in [3, 7] {
+                    for e in read_errors(ranks, &file) {
+                        assert!(e.contains("without a final newline"), "{e}");
+                    }
+                }
+                continue;
+            }
             for ranks in [3, 7] {
                 let parts = read_at(ranks, &file);
                 assert!(
@@ -631,4 +658,59 @@ fn unwritable_lists_are_refused_everywhere() {
         }
         assert_eq!(std::fs::read(&out).unwrap(), b"old");
     }
+}
+
+/// A list is written under a temporary name and renamed into place: an existing list keeps its
+/// permission bits, a failed write leaves the old list whole, no temporary file stays, and a
+/// symlink or device is written through in place.
+#[test]
+fn lists_are_renamed_into_place_and_failures_leave_the_old_list() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("l.txt");
+    std::fs::write(&file, b"/old|F\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut lite = FileList::new(Detail::Lite);
+    lite.push(b"/new", FileType::File, None);
+    for ranks in [1, 2] {
+        std::fs::write(&file, b"/old|F\n").unwrap();
+        // A lite list cannot be v4: refused, the old list stays.
+        let outcome = local::run(ranks, |comm: &dyn Comm| {
+            io::write(comm, &lite, bytes(&file), Format::V4).is_err()
+        });
+        assert!(outcome.iter().all(|&failed| failed));
+        assert_eq!(std::fs::read(&file).unwrap(), b"/old|F\n");
+        local::run(ranks, |comm: &dyn Comm| {
+            io::write(comm, &lite, bytes(&file), Format::Text).unwrap()
+        });
+        // Every rank wrote its own copy of the one record.
+        assert_eq!(std::fs::read(&file).unwrap(), b"/new|F\n".repeat(ranks));
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("l.txt")]);
+    }
+    // Through a symlink: the file it names is written, the link stays.
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    std::fs::write(&file, b"").unwrap();
+    local::run(1, |comm: &dyn Comm| {
+        io::write(comm, &lite, bytes(&link), Format::Text).unwrap()
+    });
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read(&file).unwrap(), b"/new|F\n");
+    // A device: written in place.
+    local::run(1, |comm: &dyn Comm| {
+        io::write(comm, &lite, b"/dev/null", Format::Text).unwrap()
+    });
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
 }

@@ -8,6 +8,14 @@
 //! OLDPATH becomes NEWPATH. Relative targets are left alone, as dreln does: they name a place
 //! relative to the link, which a move of the whole tree keeps.
 //!
+//! A link is reached from the PATH it was found under: its directory is opened beneath that
+//! root without following symlinks (`flist::beneath`), so a directory swapped for a symlink
+//! after the walk is named and skipped, never followed out of the tree. With `--relative`, the
+//! new target is computed from the real location of that directory (the path the kernel gives
+//! for the open directory, once per directory: `/home/u` may really be `/gpfs/home/u`, of
+//! another depth), and checked to reach the file NEWPATH names before the link is replaced;
+//! otherwise the link is kept and named.
+//!
 //! A link is replaced atomically: the new link is made under a temporary name in the same
 //! directory, given the old link's owner (and with `--preserve` its times), then renamed over
 //! the old one. At no moment is the name missing or half made.
@@ -18,16 +26,18 @@ use crate::locks::lock;
 use crate::output::print_in_rank_order;
 use crate::status::Status;
 use clap::Args;
+use flist::beneath::Roots;
 use flist::distribute::{hash_path, remap};
 use flist::io;
 use flist::path::{basename, display, normalize, parent};
-use flist::walk::{open_long, walk, WalkOptions};
+use flist::walk::{open_long, stat_path, walk, WalkOptions};
 use flist::{Detail, FileList, FileType, ItemError, Meta};
-use rustix::fd::OwnedFd;
+use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::fs::{AtFlags, Gid, OFlags, Uid};
 use rustix::io::Errno;
+use std::collections::HashMap;
 use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -103,6 +113,8 @@ pub fn run(comm: &dyn Comm, args: &RelnArgs) -> Status {
     steal::signals::install();
     let stop = steal::signals::stop_flag();
     let started = Instant::now();
+    // Opened before the walk: links are reached beneath the directories the user named.
+    let opened = Roots::open_dirs(roots.iter().map(|r| r.as_slice()));
 
     // The links (and entries of unknown type, from plain lists).
     let (list, errors, interrupted) = match &args.input {
@@ -130,10 +142,19 @@ pub fn run(comm: &dyn Comm, args: &RelnArgs) -> Status {
         }
     }
     drop(list);
+    // The links are known; a race test changes the tree here.
+    crate::test_seam::after_listing(comm);
+    // Relative targets count from real locations: NEWPATH's too, when it exists (else as given).
+    let real_new = std::fs::canonicalize(flist::path::as_path(&prefixes[1]))
+        .map(|p| p.into_os_string().into_vec())
+        .unwrap_or_else(|_| prefixes[1].clone());
     let re = Relinker {
         old: &prefixes[0],
         new: &prefixes[1],
+        real_new: &real_new,
         args,
+        roots: opened,
+        real_dirs: Mutex::new(HashMap::new()),
         euid: rustix::process::geteuid().as_raw(),
         egid: rustix::process::getegid().as_raw(),
         links: AtomicU64::new(0),
@@ -167,7 +188,13 @@ struct Relinker<'a> {
     /// OLDPATH and NEWPATH, absolute and normalised.
     old: &'a [u8],
     new: &'a [u8],
+    /// NEWPATH with symlinks resolved (as given when it does not exist), for `--relative`.
+    real_new: &'a [u8],
     args: &'a RelnArgs,
+    /// The PATHs that are directories, open: links beneath them are reached from them.
+    roots: Roots,
+    /// Real location of each link directory met (`--relative`), by its path as walked.
+    real_dirs: Mutex<HashMap<Vec<u8>, Vec<u8>>>,
     euid: u32,
     egid: u32,
     /// Symbolic links looked at.
@@ -188,8 +215,21 @@ impl Relinker<'_> {
     /// Rewrite the link at `path` if its target starts with OLDPATH.
     fn relink(&self, path: &[u8]) {
         let (dir_path, name) = (parent(path), basename(path));
-        let dir = match open_long(dir_path, OFlags::PATH | OFlags::DIRECTORY) {
+        let dir = match self.roots.parent_dir(path) {
+            Some(d) => d,
+            // Beneath no PATH (a list's entry, or a PATH that is the link itself): by its
+            // path, as the user named it.
+            None => open_long(dir_path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC),
+        };
+        let dir = match dir {
             Ok(d) => d,
+            Err(Errno::LOOP | Errno::XDEV | Errno::NOTDIR) => {
+                return self.fail(
+                    dir_path,
+                    "open directory beneath PATH (a symlink or non-directory is in the way: changed since the walk?)",
+                    Errno::LOOP,
+                )
+            }
             Err(e) => return self.fail(dir_path, "open directory", e),
         };
         let st = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
@@ -204,10 +244,36 @@ impl Relinker<'_> {
             Ok(t) => t.into_bytes(),
             Err(e) => return self.fail(path, "readlink", e),
         };
-        let relative_to = self.args.relative.then_some(dir_path);
-        let Some(new_target) = rewrite(&target, self.old, self.new, relative_to) else {
+        let real_dir = match self.args.relative.then(|| self.real_dir(dir_path, &dir)) {
+            None => None,
+            Some(Ok(real)) => Some(real),
+            Some(Err(e)) => return self.fail(dir_path, "find the real location of directory", e),
+        };
+        let new = if real_dir.is_some() {
+            self.real_new
+        } else {
+            self.new
+        };
+        let Some(new_target) = rewrite(&target, self.old, new, real_dir.as_deref()) else {
             return;
         };
+        if real_dir.is_some() {
+            let absolute = rewrite(&target, self.old, self.new, None).expect("rewritten above");
+            if let Err(why) = reaches(&dir, &new_target, &absolute) {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                self.progress.errors.fetch_add(1, Ordering::Relaxed);
+                report_error(
+                    "reln",
+                    format!(
+                        "{}: the relative target {} would not reach {} ({why}); link kept",
+                        display(path),
+                        display(&new_target),
+                        display(&absolute)
+                    ),
+                );
+                return;
+            }
+        }
         if self.args.dryrun || self.args.common.verbose {
             let mut line = lock(&self.listing);
             for part in [path, b": ", &target[..], b" -> ", &new_target[..], b"\n"] {
@@ -221,6 +287,22 @@ impl Relinker<'_> {
         if self.replace(&dir, path, name, &new_target, &Meta::from_stat(&st)) {
             self.rewritten.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// The real location of the directory `dir_path`, open as `dir` (the kernel's path of the
+    /// open directory: symlinks on the way resolved), looked up once per directory.
+    fn real_dir(&self, dir_path: &[u8], dir: &OwnedFd) -> Result<Vec<u8>, Errno> {
+        if let Some(real) = lock(&self.real_dirs).get(dir_path) {
+            return Ok(real.clone());
+        }
+        let proc = format!("/proc/self/fd/{}", dir.as_raw_fd());
+        let real = rustix::fs::readlink(proc.as_str(), Vec::new())?.into_bytes();
+        if real.first() != Some(&b'/') {
+            // "(deleted)" or a path outside this mount namespace: no location to count from.
+            return Err(Errno::NOENT);
+        }
+        lock(&self.real_dirs).insert(dir_path.to_vec(), real.clone());
+        Ok(real)
     }
 
     /// Make the new link under a temporary name in `dir`, give it the old one's owner (and
@@ -326,6 +408,57 @@ impl Relinker<'_> {
         }
         status.agree(comm)
     }
+}
+
+/// Whether the relative target `relative`, followed from the directory `dir` as the kernel
+/// will follow the link, reaches the file the absolute path `absolute` names: the same
+/// (device, inode) for `absolute` or, when it does not exist (yet), for its deepest existing
+/// ancestor and the matching ancestor of `relative`. `Err` says why not.
+fn reaches(dir: &OwnedFd, relative: &[u8], absolute: &[u8]) -> Result<(), String> {
+    let abs = components(absolute);
+    let rel: Vec<&[u8]> = relative
+        .split(|&b| b == b'/')
+        .filter(|c| !c.is_empty())
+        .collect();
+    for up in 0..=abs.len() {
+        let (a, r) = if up == 0 {
+            (absolute.to_vec(), relative.to_vec())
+        } else {
+            let mut a = Vec::new();
+            for c in &abs[..abs.len() - up] {
+                a.push(b'/');
+                a.extend_from_slice(c);
+            }
+            if a.is_empty() {
+                a.push(b'/');
+            }
+            // Only plain names can be dropped from the end of the relative path.
+            if rel.len() < up
+                || rel[rel.len() - up..]
+                    .iter()
+                    .any(|c| *c == b".." || *c == b".")
+            {
+                return Err(format!(
+                    "cannot check: {} does not exist",
+                    display(absolute)
+                ));
+            }
+            let r = rel[..rel.len() - up].join(&b'/');
+            (a, if r.is_empty() { b".".to_vec() } else { r })
+        };
+        let Ok(want) = stat_path(&a, true) else {
+            continue;
+        };
+        return match rustix::fs::statat(dir, r.as_slice(), AtFlags::empty()) {
+            Ok(got) if (got.st_dev, got.st_ino) == (want.st_dev, want.st_ino) => Ok(()),
+            Ok(_) => Err(format!("{} reaches another file", display(&r))),
+            Err(e) => Err(format!("{}: {e}", display(&r))),
+        };
+    }
+    Err(format!(
+        "cannot check: {} does not exist",
+        display(absolute)
+    ))
 }
 
 /// The records of `list`, each path once, on the rank its path hashes to. Collective.
@@ -437,6 +570,35 @@ mod tests {
         assert_eq!(rw("/a/b", Some("/n/m/c/d")).as_deref(), Some("../.."));
         assert_eq!(rw("/a/b/c/", Some("/n/m")).as_deref(), Some("c/"));
         assert_eq!(rw("/a/b/f", Some("/")).as_deref(), Some("n/m/f"));
+    }
+
+    #[test]
+    fn relative_targets_are_checked_against_the_file_they_must_reach() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path();
+        std::fs::create_dir_all(base.join("a/links")).unwrap();
+        std::fs::create_dir_all(base.join("a/new")).unwrap();
+        std::fs::write(base.join("a/new/f"), b"f").unwrap();
+        std::fs::write(base.join("a/links/f"), b"another f").unwrap();
+        let dir = open_long(
+            base.join("a/links").as_os_str().as_bytes(),
+            OFlags::PATH | OFlags::DIRECTORY,
+        )
+        .unwrap();
+        let abs = |rel: &str| {
+            let mut p = base.as_os_str().as_bytes().to_vec();
+            p.extend_from_slice(rel.as_bytes());
+            p
+        };
+        assert_eq!(reaches(&dir, b"../new/f", &abs("/a/new/f")), Ok(()));
+        // Another file of the same name, or nothing there: refused.
+        assert!(reaches(&dir, b"f", &abs("/a/new/f"))
+            .unwrap_err()
+            .contains("reaches another file"));
+        assert!(reaches(&dir, b"../../new/f", &abs("/a/new/f")).is_err());
+        // A target that does not exist yet: checked by its deepest existing directory.
+        assert_eq!(reaches(&dir, b"../new/x/y", &abs("/a/new/x/y")), Ok(()));
+        assert!(reaches(&dir, b"../links/x/y", &abs("/a/new/x/y")).is_err());
     }
 
     #[test]

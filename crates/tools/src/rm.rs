@@ -372,15 +372,11 @@ fn roots(paths: &[OsString], cwd: &[u8]) -> Result<Vec<Vec<u8>>, String> {
     Ok(flist::path::outermost(roots))
 }
 
-/// Entries of unknown type (plain path lists) `lstat`ed for their type. Entries that no longer
-/// exist are dropped (there is nothing left to remove); other failures are returned.
+/// Every listed entry `lstat`ed: entries of unknown type (plain path lists) get their type;
+/// entries that do not exist are dropped and returned as failures (a name that is not there
+/// is a list that does not describe this tree: say so, exit 1).
 fn resolve_types(list: FileList) -> (FileList, Vec<ItemError>) {
-    if list.iter().all(|e| e.kind != FileType::Unknown) {
-        return (list, Vec::new());
-    }
-    let (list, mut errors) = restat(list, Which::UnknownTypes, false);
-    errors.retain(|e| e.source.kind() != std::io::ErrorKind::NotFound);
-    (list, errors)
+    restat(list, Which::Present, false)
 }
 
 /// The device of each directory root (`--one-file-system`), deepest first as [`Roots`] keeps

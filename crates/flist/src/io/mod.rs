@@ -67,10 +67,12 @@ pub fn default_format(list: &FileList) -> Format {
 /// byte ranges adjusted to line (or NUL) boundaries.
 ///
 /// The format is detected from the first 8 bytes: big-endian 4 is cache v4, 3 is cache v3, any
-/// other content is a text list — `path|T` lines (split at the last `|`, when every line of the
-/// file ends in `|` and one type letter; otherwise each whole line is a path, of unknown type, so
-/// a plain list keeps a name such as `a|F` intact), or one path per NUL
-/// when the first 64 KiB hold a NUL byte. Empty lines are skipped. v3/v4 give a
+/// other content is a text list — `path|T` lines (split at the last `|`) when every line of the
+/// file ends in `|` and one type letter, plain lines (each whole line a path, of unknown type)
+/// when none does, or one path per NUL when the first 64 KiB hold a NUL byte. Empty lines are
+/// skipped. A text list of both kinds of line, or whose last record lacks its final newline (or
+/// NUL), looks damaged and is refused, except a plain list whose last entry exists under exactly
+/// that name and is not a directory. v3/v4 files must have exactly the length their header describes. v3/v4 give a
 /// [`Detail::Stat`] list whose `users`/`groups` tables (the same on every rank) come from the
 /// file; text lists give a [`Detail::Lite`] list.
 ///
@@ -108,6 +110,12 @@ pub fn read(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
 /// `path` `-` writes the list to standard output from rank 0, in the same global order and
 /// format (so `walk -o - | find -i -` keeps the metadata of a v4 list).
 ///
+/// A regular file (or a new one) is written under a temporary name beside it (`.NAME.PID.mfu-tmp`,
+/// with the old file's permission bits) and renamed over `path` once every rank has written its
+/// part: a writer that is killed or fails never leaves a partial list under the list's name
+/// (the temporary file is removed on failure). Anything else (a symlink, a device such as
+/// `/dev/stdout`, a FIFO) is written in place.
+///
 /// Returns [`Error::Invalid`] (on every rank, before the file is touched) for what the format
 /// cannot hold: a [`Detail::Lite`] list as V4, an empty path, a path with a NUL byte, or a path
 /// with a newline in a text list.
@@ -115,10 +123,77 @@ pub fn write(comm: &dyn Comm, list: &FileList, path: &[u8], format: Format) -> R
     if path == pipe::STDIO {
         return pipe::write_stdout(comm, list, format);
     }
-    match format {
-        Format::V4 => v4::write(comm, list, path),
-        Format::Text => text::write(comm, list, path),
+    let staged = bcast_result(
+        comm,
+        0,
+        || stage(path),
+        |t, out| {
+            out.push(t.is_some() as u8);
+            if let Some(t) = t {
+                steal::wire::put_bytes(out, t);
+            }
+        },
+        |r| (r.u8() == 1).then(|| r.bytes().to_vec()),
+    )?;
+    let target = staged.as_deref().unwrap_or(path);
+    let written = match format {
+        Format::V4 => v4::write(comm, list, target),
+        Format::Text => text::write(comm, list, target),
+    };
+    let Some(temp) = staged else {
+        return written;
+    };
+    let written = written.map_err(|e| pipe::rename(e, &temp, path));
+    // Every rank knows the outcome of the writes (they agreed); rank 0 publishes or discards.
+    bcast_result(
+        comm,
+        0,
+        || match &written {
+            Ok(()) => rustix::fs::rename(as_path(&temp), as_path(path)).map_err(|e| {
+                let _ = std::fs::remove_file(as_path(&temp));
+                ItemError::new(path, OP_RENAME, e.into()).into()
+            }),
+            Err(_) => {
+                let _ = std::fs::remove_file(as_path(&temp));
+                Ok(())
+            }
+        },
+        |_, _| {},
+        |_| (),
+    )?;
+    written
+}
+
+/// Rank 0, before a list is written to `path`: create the temporary file it is written under
+/// (`Some` name), or `None` when `path` is not a regular file and is written in place.
+fn stage(path: &[u8]) -> Result<Option<Vec<u8>>> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mode = match std::fs::symlink_metadata(as_path(path)) {
+        Ok(m) if m.file_type().is_file() => m.permissions().mode() & 0o7777,
+        Ok(_) => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => 0o666,
+        Err(e) => return Err(ItemError::new(path, OP_STAT, e).into()),
+    };
+    let (dir, name) = match path.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&path[..=i], &path[i + 1..]),
+        None => (&b""[..], path),
+    };
+    let mut temp = dir.to_vec();
+    temp.push(b'.');
+    temp.extend_from_slice(name);
+    temp.extend_from_slice(format!(".{}.mfu-tmp", std::process::id()).as_bytes());
+    let file = File::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(as_path(&temp))
+        .map_err(|e| ItemError::new(&temp, OP_CREATE, e))?;
+    // The mode of `open` is cut by the umask; an existing list keeps its own bits.
+    if mode != 0o666 {
+        let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
     }
+    Ok(Some(temp))
 }
 
 /// Bytes rank 0 reads at the start of a list to recognise its format.
@@ -133,9 +208,10 @@ const OP_STAT: &str = "stat list";
 const OP_READ: &str = "read list";
 const OP_CREATE: &str = "create list";
 const OP_WRITE: &str = "write list";
+const OP_RENAME: &str = "rename list into place";
 /// Every operation this module names in errors; [`agree`] maps them back when an error crosses
 /// ranks.
-const OPS: [&str; 5] = [OP_OPEN, OP_STAT, OP_READ, OP_CREATE, OP_WRITE];
+const OPS: [&str; 6] = [OP_OPEN, OP_STAT, OP_READ, OP_CREATE, OP_WRITE, OP_RENAME];
 
 /// What kind of list a file holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,6 +257,11 @@ impl Plan {
             // not read (v2 lite lists). Reading it as NUL-separated text would give garbage.
             Some(v @ 1..=255) => {
                 return Err(bad(path, format!("unsupported list format version {v} at byte offset 0 (mfu-rs reads versions 3 and 4, and text lists)")))
+            }
+            // Fewer than 8 bytes, all NUL: the start of a cache header, cut (a NUL list
+            // begins with a path).
+            None if !prefix.is_empty() && prefix.iter().all(|&b| b == 0) => {
+                return Err(bad(path, format!("truncated at byte offset {len}: the start of a cache list header (8 bytes of version)")))
             }
             _ if prefix.contains(&0) => Kind::Nul,
             _ => Kind::Lines,

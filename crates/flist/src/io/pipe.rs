@@ -124,8 +124,8 @@ fn stream_error(name: &[u8], op: &'static str, e: io::Error) -> Error {
     crate::ItemError::new(name, op, e).into()
 }
 
-/// Errors of the file code name the spool file `spool`; users named `-`.
-fn rename(e: Error, spool: &[u8], name: &[u8]) -> Error {
+/// Errors of the file code name the file it wrote (`spool`, a temporary); users named `name`.
+pub(super) fn rename(e: Error, spool: &[u8], name: &[u8]) -> Error {
     match e {
         Error::Item(mut item) => {
             item.path = name.to_vec();

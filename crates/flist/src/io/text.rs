@@ -7,9 +7,10 @@
 use super::agree::{agree, bcast_result};
 use super::{bad, cannot_hold, create, open_read, read_full_at, RegionWriter, IO_CHUNK, OP_READ};
 use crate::error::{ItemError, Result};
+use crate::path::as_path;
 use crate::record::{Detail, FileList, FileType};
 use std::fs::File;
-use steal::{Comm, CommExt};
+use steal::{Comm, CommExt, ReduceOp};
 
 /// The path and type of a `\n`-separated record: split at the last `|` when exactly one type
 /// letter follows it; otherwise the whole line is the path, of unknown type.
@@ -52,10 +53,14 @@ fn next_record_start(file: &File, path: &[u8], len: u64, at: u64, sep: u8) -> Re
 /// Read this rank's share of a text list of `len` bytes whose records end with `sep` (`\n`:
 /// `path|T` or plain lines; NUL: plain paths) (collective).
 ///
-/// The file decides, not each line: it is a `path|T` list only when every line ends in `|T`
-/// (as every line `dwalk -l` or mfu-rs writes does). In a plain list, where some line does not,
-/// a name that happens to end in `|F` keeps it (`find --print | rm -i -` must not turn the file
-/// `a|F` into `a`).
+/// The file decides, not each line: it is a `path|T` list when every line ends in `|T` (as every
+/// line `dwalk -l` or mfu-rs writes does), a plain list when no line does. A file with both is
+/// refused ([`Error::BadList`](crate::Error::BadList)): it is a typed list that was damaged (a
+/// line cut short, a name with a newline split in two), and reading it either way would give
+/// names that were never listed. A file whose last record lacks its final separator was
+/// perhaps cut short (producer killed, disk full, `head -c`): it is refused unless it is a plain
+/// list whose last entry exists under exactly that name, and is not a directory (a cut path is
+/// most often the name of one of its directories). Every rank gets the same outcome.
 pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<FileList> {
     let (rank, size) = (comm.rank(), comm.size());
     let mut file = None;
@@ -74,10 +79,12 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
     let end = starts.get(rank + 1).copied().unwrap_or(len);
     let local = (|| {
         let mut list = FileList::new(Detail::Lite);
-        // Per record: whether a `|T` suffix was split off.
-        let mut split = Vec::new();
+        // Byte offsets of the first line with a `|T` suffix and the first without (MAX: none).
+        let mut seen = [u64::MAX; 2];
+        // The last record of the file when it has no final separator.
+        let mut unterminated = None;
         if start >= end {
-            return Ok((list, split));
+            return Ok((list, seen, unterminated));
         }
         let f = take_or_open(&mut file, path)?;
         // `buf[..keep]` is an unfinished record carried from the previous read; `buf` starts at
@@ -104,7 +111,7 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
             while let Some(i) = buf[at..].iter().position(|&b| b == sep) {
                 push_record(
                     &mut list,
-                    &mut split,
+                    &mut seen,
                     path,
                     &buf[at..at + i],
                     base + at as u64,
@@ -114,9 +121,10 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
             }
             if last && at < buf.len() {
                 // The last record of the file, without a final separator.
+                unterminated = Some((buf[at..].to_vec(), base + at as u64));
                 push_record(
                     &mut list,
-                    &mut split,
+                    &mut seen,
                     path,
                     &buf[at..],
                     base + at as u64,
@@ -128,33 +136,62 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
             base += at as u64;
             keep = buf.len();
         }
-        Ok((list, split))
+        Ok((list, seen, unterminated))
     })();
-    let (list, split) = agree(comm, local)?;
-    let plain = comm.any(split.iter().any(|&s| !s));
-    Ok(if plain && split.iter().any(|&s| s) {
-        rejoin(&list, &split)
-    } else {
-        list
-    })
+    let (list, mut seen, unterminated) = agree(comm, local)?;
+    comm.allreduce(&mut seen, ReduceOp::Min);
+    let [typed, untyped] = seen;
+    let local = match &unterminated {
+        Some((rec, at)) => check_unterminated(path, rec, *at, len, sep, typed != u64::MAX),
+        None => Ok(()),
+    };
+    agree(comm, local)?;
+    if typed != u64::MAX && untyped != u64::MAX {
+        return Err(bad(
+            path,
+            format!(
+                "not entirely of one format: the line at byte offset {typed} ends in a type (|T, a typed list) but the line at byte offset {untyped} does not (a damaged typed list, or plain names that end in |T: write those as a NUL-separated list)"
+            ),
+        ));
+    }
+    Ok(list)
 }
 
-/// `list` with the `|T` suffixes that were split off (`split[i]`) put back on the paths, of
-/// unknown type: the records of a plain list.
-fn rejoin(list: &FileList, split: &[bool]) -> FileList {
-    let mut out = list.empty_like();
-    let mut line = Vec::new();
-    for (e, &was_split) in list.iter().zip(split) {
-        if was_split {
-            line.clear();
-            line.extend_from_slice(e.path);
-            line.extend_from_slice(&[b'|', e.kind.text_letter()]);
-            out.push(&line, FileType::Unknown, None);
-        } else {
-            out.push(e.path, e.kind, None);
-        }
+/// Check the last record `rec` (at byte offset `at` of a list of `len` bytes) that has no final
+/// separator `sep`: only a plain list (`typed` false) whose last entry exists exactly, and is not
+/// a directory, is taken.
+fn check_unterminated(
+    path: &[u8],
+    rec: &[u8],
+    at: u64,
+    len: u64,
+    sep: u8,
+    typed: bool,
+) -> Result<()> {
+    let sep_name = if sep == 0 { "NUL" } else { "newline" };
+    let cut = format!(
+        "ends at byte offset {len} without a final {sep_name}: the last record (from byte offset {at}) may have been cut short (producer killed, disk full, head -c)"
+    );
+    if typed {
+        return Err(bad(
+            path,
+            format!("{cut}; refusing a typed list without its end"),
+        ));
     }
-    out
+    // A cut inside a path most often leaves the name of one of its directories (`/`, the
+    // project directory...): an unterminated last entry that is a directory is refused too.
+    let why = match std::fs::symlink_metadata(as_path(rec)) {
+        Ok(m) if !m.is_dir() => return Ok(()),
+        Ok(_) => "is a directory, perhaps the start of a longer name".to_string(),
+        Err(e) => format!("does not exist ({e})"),
+    };
+    Err(bad(
+        path,
+        format!(
+            "{cut}, and its last entry \"{}\" {why}; add the final {sep_name} if the list is complete",
+            crate::path::display(rec).escape_debug()
+        ),
+    ))
 }
 
 /// The file opened earlier, or `path` opened now.
@@ -165,11 +202,12 @@ fn take_or_open(file: &mut Option<File>, path: &[u8]) -> Result<File> {
     }
 }
 
-/// Add the record `rec` (found at byte `offset`) to `list`, and to `split` whether a `|T`
-/// suffix was split off; empty records are skipped.
+/// Add the record `rec` (found at byte `offset`) to `list`, and note `offset` in `seen[0]` when
+/// a `|T` suffix was split off, else in `seen[1]` (each keeps its smallest offset); empty
+/// records are skipped.
 fn push_record(
     list: &mut FileList,
-    split: &mut Vec<bool>,
+    seen: &mut [u64; 2],
     path: &[u8],
     rec: &[u8],
     offset: u64,
@@ -183,7 +221,8 @@ fn push_record(
     } else {
         (rec, FileType::Unknown)
     };
-    split.push(p.len() < rec.len());
+    let slot = &mut seen[usize::from(p.len() == rec.len())];
+    *slot = (*slot).min(offset);
     if p.is_empty() {
         return Err(bad(
             path,
@@ -260,44 +299,98 @@ mod tests {
         assert_eq!(parse_line(b"|F"), (&b""[..], FileType::File));
     }
 
+    /// Read `text` as a `\n` list at `ranks` ranks: the records, or every rank's error text.
+    fn read_text(
+        dir: &std::path::Path,
+        text: &[u8],
+        ranks: usize,
+    ) -> Result<Vec<(Vec<u8>, FileType)>, String> {
+        let file = dir.join(format!("l{ranks}"));
+        std::fs::write(&file, text).unwrap();
+        let file = file.as_os_str().as_encoded_bytes().to_vec();
+        let parts = steal::local::run(ranks, |comm| {
+            read(comm, &file, text.len() as u64, b'\n')
+                .map(|l| {
+                    l.iter()
+                        .map(|e| (e.path.to_vec(), e.kind))
+                        .collect::<Vec<_>>()
+                })
+                .map_err(|e| e.to_string())
+        });
+        let errors: Vec<_> = parts.iter().filter_map(|p| p.clone().err()).collect();
+        if !errors.is_empty() {
+            assert_eq!(errors.len(), ranks, "every rank fails, or none");
+            assert!(errors.iter().all(|e| *e == errors[0]), "{errors:?}");
+            return Err(errors[0].clone());
+        }
+        Ok(parts.into_iter().flat_map(|p| p.unwrap()).collect())
+    }
+
     #[test]
-    fn a_file_is_a_typed_list_only_when_every_line_is_typed() {
+    fn a_file_is_typed_when_every_line_is_plain_when_none_and_refused_when_mixed() {
         let dir = tempfile::tempdir().unwrap();
-        let read_at = |text: &[u8], ranks: usize| {
-            let file = dir.path().join(format!("l{ranks}"));
-            std::fs::write(&file, text).unwrap();
-            let file = file.as_os_str().as_encoded_bytes().to_vec();
-            let parts = steal::local::run(ranks, |comm| {
-                let l = read(comm, &file, text.len() as u64, b'\n').unwrap();
-                l.iter()
-                    .map(|e| (e.path.to_vec(), e.kind))
-                    .collect::<Vec<_>>()
-            });
-            parts.concat()
-        };
         for ranks in [1, 2, 3] {
-            // Plain lines from `find --print`, one name ending in `|F`: kept whole.
-            let plain = read_at(b"/u/foo\n/u/foo|F\n/u/bar|D\n/u/baz\n", ranks);
+            // Plain lines from `find --print`.
+            let plain = read_text(dir.path(), b"/u/foo\n/u/foo.c\n/u/bar baz\n", ranks);
             assert_eq!(
-                plain,
+                plain.unwrap(),
                 vec![
                     (b"/u/foo".to_vec(), FileType::Unknown),
-                    (b"/u/foo|F".to_vec(), FileType::Unknown),
-                    (b"/u/bar|D".to_vec(), FileType::Unknown),
-                    (b"/u/baz".to_vec(), FileType::Unknown),
+                    (b"/u/foo.c".to_vec(), FileType::Unknown),
+                    (b"/u/bar baz".to_vec(), FileType::Unknown),
                 ],
                 "{ranks} ranks"
             );
             // A `dwalk -l` list: every line typed, split at the last bar.
-            let typed = read_at(b"/u/a|b|F\n/u/c|D\n/u/d|U\n", ranks);
+            let typed = read_text(dir.path(), b"/u/a|b|F\n/u/c|D\n/u/d|U\n", ranks);
             assert_eq!(
-                typed,
+                typed.unwrap(),
                 vec![
                     (b"/u/a|b".to_vec(), FileType::File),
                     (b"/u/c".to_vec(), FileType::Dir),
                     (b"/u/d".to_vec(), FileType::Unknown),
                 ],
                 "{ranks} ranks"
+            );
+            // Both kinds of line: a damaged typed list (here a name with a newline written by
+            // `dwalk -l`, whose first half `/u/foo` was never listed). Refused.
+            let mixed = read_text(dir.path(), b"/u/a|F\n/u/foo\nbar|F\n/u/baz|D\n", ranks);
+            let err = mixed.unwrap_err();
+            assert!(err.contains("not entirely of one format"), "{err}");
+            assert!(
+                err.contains("byte offset 0") && err.contains("byte offset 7"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_list_without_its_final_newline_is_taken_only_when_plain_and_its_last_entry_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let here = dir.path().join("report.txt");
+        std::fs::write(&here, b"x").unwrap();
+        let here = here.as_os_str().as_encoded_bytes();
+        for ranks in [1, 2, 3] {
+            // A typed list cut inside its last line: `report.txt` of `report.txt.bak|F`.
+            let cut = [b"/u/a|F\n/u/b|D\n".as_slice(), here].concat();
+            let err = read_text(dir.path(), &cut, ranks).unwrap_err();
+            assert!(err.contains("without a final newline"), "{err}");
+            // Cut just before its final newline: every line typed, still refused.
+            let err = read_text(dir.path(), b"/u/a|F\n/u/b|D", ranks).unwrap_err();
+            assert!(err.contains("refusing a typed list"), "{err}");
+            // A plain list whose last name does not exist, or is a directory: refused, named.
+            let err = read_text(dir.path(), b"/u/a\n/nonexistent/rep", ranks).unwrap_err();
+            assert!(err.contains("/nonexistent/rep"), "{err}");
+            let err = read_text(dir.path(), b"/u/a\n/", ranks).unwrap_err();
+            assert!(err.contains("is a directory"), "{err}");
+            // A plain list whose last name exists exactly: taken (`printf %s PATH`).
+            let ok = read_text(dir.path(), &[b"/u/a\n".as_slice(), here].concat(), ranks);
+            assert_eq!(
+                ok.unwrap(),
+                vec![
+                    (b"/u/a".to_vec(), FileType::Unknown),
+                    (here.to_vec(), FileType::Unknown)
+                ]
             );
         }
     }

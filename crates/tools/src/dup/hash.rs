@@ -2,7 +2,10 @@
 //! most same-size groups) or all of it.
 
 use super::inode::Hash;
+use super::unchanged::difference;
 use flist::walk::open_long;
+use flist::Meta;
+use rustix::fd::AsFd;
 use rustix::fs::OFlags;
 use rustix::io::Errno;
 use std::cell::RefCell;
@@ -30,16 +33,20 @@ pub struct HashError {
     pub source: io::Error,
 }
 
-/// blake3 of the first `limit` bytes of the file at `path`, which was listed with `size` bytes.
-/// Reading fewer or more bytes than `min(size, limit)` means the file changed since it was
-/// listed: an error, because a hash of other bytes would pair the wrong files. `noatime` asks
-/// for `O_NOATIME` (dropped where the kernel refuses it: not the owner).
-pub fn hash_file(path: &[u8], size: u64, limit: u64, noatime: bool) -> Result<Hash, HashError> {
+/// blake3 of the first `limit` bytes of the file at `path`, which was listed with `listed`
+/// (size, times, inode). A file that differs from its listing when opened or after it was read
+/// (`fstat` of the same descriptor), or that gives fewer or more bytes than `min(size, limit)`,
+/// changed since it was listed: an error (operation `check`, or `read`), because a hash of
+/// other bytes would pair the wrong files. `noatime` asks for `O_NOATIME` (dropped where the
+/// kernel refuses it: not the owner).
+pub fn hash_file(path: &[u8], listed: &Meta, limit: u64, noatime: bool) -> Result<Hash, HashError> {
     let file = open(path, noatime).map_err(|e| HashError {
         op: "open",
         source: e.into(),
     })?;
+    check_unchanged(&file, listed, "before reading")?;
     let mut file = File::from(file);
+    let size = listed.size;
     let want = size.min(limit);
     let mut hasher = blake3::Hasher::new();
     let read = BUFFER.with(|b| -> io::Result<u64> {
@@ -61,7 +68,10 @@ pub fn hash_file(path: &[u8], size: u64, limit: u64, noatime: bool) -> Result<Ha
         Ok(done)
     });
     match read {
-        Ok(n) if n == want => Ok(*hasher.finalize().as_bytes()),
+        Ok(n) if n == want => {
+            check_unchanged(file.as_fd(), listed, "while being read")?;
+            Ok(*hasher.finalize().as_bytes())
+        }
         Ok(n) => Err(HashError {
             op: "read",
             source: io::Error::other(format!(
@@ -76,6 +86,21 @@ pub fn hash_file(path: &[u8], size: u64, limit: u64, noatime: bool) -> Result<Ha
         Err(e) => Err(HashError {
             op: "read",
             source: e,
+        }),
+    }
+}
+
+/// `Err` (operation `check`) when the open file `fd` no longer matches its listing `listed`.
+fn check_unchanged(fd: impl AsFd, listed: &Meta, when: &str) -> Result<(), HashError> {
+    let now = rustix::fs::fstat(fd).map_err(|e| HashError {
+        op: "stat",
+        source: e.into(),
+    })?;
+    match difference(listed, &Meta::from_stat(&now)) {
+        None => Ok(()),
+        Some(why) => Err(HashError {
+            op: "check",
+            source: io::Error::other(format!("{why} since it was listed ({when})")),
         }),
     }
 }
@@ -100,6 +125,7 @@ pub fn hex(h: &Hash) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flist::walk::stat_path;
     use std::os::unix::ffi::OsStrExt;
 
     #[test]
@@ -109,10 +135,10 @@ mod tests {
         let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         std::fs::write(&p, &data).unwrap();
         let path = p.as_os_str().as_bytes();
-        let n = data.len() as u64;
-        let full = hash_file(path, n, u64::MAX, true).unwrap();
+        let listed = listing(path);
+        let full = hash_file(path, &listed, u64::MAX, true).unwrap();
         assert_eq!(&full, blake3::hash(&data).as_bytes());
-        let prefix = hash_file(path, n, PREFIX_BYTES, false).unwrap();
+        let prefix = hash_file(path, &listed, PREFIX_BYTES, false).unwrap();
         assert_eq!(
             &prefix,
             blake3::hash(&data[..PREFIX_BYTES as usize]).as_bytes()
@@ -126,11 +152,32 @@ mod tests {
         let p = dir.path().join("f");
         std::fs::write(&p, b"12345").unwrap();
         let path = p.as_os_str().as_bytes();
-        assert!(hash_file(path, 4, u64::MAX, false).is_err());
-        assert!(hash_file(path, 6, u64::MAX, false).is_err());
+        let listed = listing(path);
+        let sized = |size| Meta { size, ..listed };
+        assert!(hash_file(path, &sized(4), u64::MAX, false).is_err());
+        assert!(hash_file(path, &sized(6), u64::MAX, false).is_err());
         // A prefix shorter than the file is fine.
-        assert!(hash_file(path, 5, 3, false).is_ok());
-        let e = hash_file(b"/nonexistent/x", 5, 3, false).unwrap_err();
+        assert!(hash_file(path, &listed, 3, false).is_ok());
+        let e = hash_file(b"/nonexistent/x", &listed, 3, false).unwrap_err();
         assert_eq!(e.op, "open");
+    }
+
+    #[test]
+    fn a_file_rewritten_since_its_listing_is_an_error_even_at_the_same_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"12345").unwrap();
+        let path = p.as_os_str().as_bytes();
+        let listed = listing(path);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&p, b"54321").unwrap();
+        let e = hash_file(path, &listed, u64::MAX, false).unwrap_err();
+        assert_eq!(e.op, "check");
+        assert!(e.source.to_string().contains("modified"), "{}", e.source);
+    }
+
+    /// The metadata a listing of `path` holds now.
+    fn listing(path: &[u8]) -> Meta {
+        Meta::from_stat(&stat_path(path, false).unwrap())
     }
 }

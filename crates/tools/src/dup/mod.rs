@@ -9,25 +9,32 @@
 //!    (size, prefix hash). A file of at most 64 KiB was read whole: its group is final;
 //! 4. full: blake3 of all bytes of the files still paired, with work stealing (one file per
 //!    item), grouped again by (size, hash);
-//! 5. output: every rank owns one range of hashes, so printing rank by rank, each rank's groups
-//!    sorted, gives the same output at any rank count.
+//! 5. check: every member of every group is `lstat`ed again and compared with its listing
+//!    (each hash pass also compares `fstat` before and after reading); a file that changed is
+//!    left out and named, exit 1;
+//! 6. output: every rank owns one range of hashes, so printing rank by rank, each rank's groups
+//!    sorted, gives the same output at any rank count. With `--verify`, the redundant-copy list
+//!    keeps only the names an earlier list (reviewed by the user) holds.
 
 mod hash;
 mod inode;
+mod unchanged;
 
 use crate::cli::{report_error, stdout_bytes, Common};
 use crate::locks::lock;
 use crate::output::print_in_rank_order;
 use crate::status::Status;
 use clap::Args;
-use flist::distribute::remap;
+use flist::distribute::{hash_path, remap};
 use flist::io::{self, Format};
 use flist::path::{display, normalize};
 use flist::restat::{restat, Which};
 use flist::walk::{walk, WalkOptions};
+use flist::FileList;
 use flist::FileType;
 use hash::{hash_file, hex, PREFIX_BYTES};
 use inode::{exchange, hash_groups, hash_owner, inodes_of, same_size, size_owner, Inode};
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
@@ -49,13 +56,18 @@ const TOOL: &str = "dup";
         Examples:\n  \
         mpirun -np 8 mfu-rs dup /data/projects            # print groups of identical files\n  \
         mfu-rs dup -o extra.mfu /data/a /data/b            # also list the redundant copies\n  \
-        mfu-rs rm -i extra.mfu                             # ... and remove them (one copy stays)\n  \
+        mfu-rs dup --verify extra.mfu -o sure.mfu /data/a /data/b \\\n      \
+        && mfu-rs rm -i sure.mfu                           # check again right before removing\n  \
         mfu-rs walk -o tree.mfu /data && mfu-rs dup -i tree.mfu\n\n\
         The --output list holds, for every group, all names of every inode except the first \
         (the inode whose first name sorts first): removing them keeps exactly one copy of each \
-        content and frees the space of the others.\n\n\
-        Exit status: 0 done, 1 some files could not be listed or read (each on stderr with its \
-        path; they are left out of the comparison), 2 usage error."
+        content and frees the space of the others. Files change: a file that changes while dup \
+        runs is left out (named, exit 1), and --verify LIST (an earlier -o list) runs the \
+        comparison again and writes to -o only the names of LIST that are still redundant \
+        copies, so that rm -i removes nothing whose content exists nowhere else now.\n\n\
+        Exit status: 0 done, 1 some files could not be listed or read, changed while dup ran, or \
+        (--verify) are no longer redundant copies (each on stderr with its path; they are left \
+        out), 2 usage error."
 )]
 pub struct DupArgs {
     /// Files and directories to search (directories with everything below them).
@@ -73,6 +85,11 @@ pub struct DupArgs {
     /// as a cache v4 list (`-` writes it to stdout, and the groups are then not printed).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<OsString>,
+    /// With --output: write to it only the names this earlier `-o` list holds that are still
+    /// redundant copies now (after a full comparison of PATHs again); the others are named on
+    /// stderr (exit 1). Files that became redundant since are not added.
+    #[arg(long, value_name = "LIST", requires = "output")]
+    pub verify: Option<OsString>,
     /// With --output, write the text format (`path|T` per line).
     #[arg(short, long, requires = "output")]
     pub text: bool,
@@ -116,6 +133,13 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
     steal::signals::install();
     let stop = steal::signals::stop_flag();
     let to_stdout = crate::cli::list_to_stdout(args.output.as_deref());
+    let reviewed = match &args.verify {
+        Some(list) => match io::read(comm, list.as_bytes()) {
+            Ok(list) => Some(list.normalized(&cwd)),
+            Err(e) => return Status::usage(comm, TOOL, e),
+        },
+        None => None,
+    };
 
     // 1. The list, with fresh metadata.
     let (list, errors) = match &args.input {
@@ -216,7 +240,15 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
     }
     done.sort_by(|a, b| (a[0].hash, a[0].size).cmp(&(b[0].hash, b[0].size)));
 
-    // 5. Output, in hash order over ranks.
+    // 5. The groups are known; a race test changes files here. Every member is checked
+    // against its listing once more, as late as possible before the output.
+    crate::test_seam::after_listing(comm);
+    for msg in unchanged::drop_changed(&mut done) {
+        report_error(TOOL, msg);
+        failed += 1;
+    }
+
+    // 6. Output, in hash order over ranks.
     let mut lines = Vec::new();
     for group in &done {
         counts.groups += 1;
@@ -248,6 +280,13 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
     } else {
         Status::Ok
     };
+    if let Some(reviewed) = reviewed {
+        let (still, gone) = still_redundant(comm, redundant, reviewed, args.output.as_deref());
+        redundant = still;
+        if gone > 0 {
+            status = Status::ItemsFailed;
+        }
+    }
     if let Some(out) = &args.output {
         let format = if args.text { Format::Text } else { Format::V4 };
         if let Err(e) = io::write(comm, &redundant, out.as_bytes(), format) {
@@ -286,7 +325,7 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
             report_error(
                 TOOL,
                 format!(
-                    "{failed} files could not be listed or read (listed above) and were left out"
+                    "{failed} files could not be listed or read, or changed while dup ran (listed above), and were left out"
                 ),
             );
         }
@@ -298,6 +337,47 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
         }
     }
     status.agree(comm)
+}
+
+/// `--verify`: the entries of `redundant` (this run's redundant copies) that the earlier list
+/// `reviewed` also names, sorted by path on each rank; the names of `reviewed` that are not
+/// redundant copies now are named on stderr (left out of `output`). Returns the list and the
+/// count of those names on this rank. Collective.
+fn still_redundant(
+    comm: &dyn Comm,
+    redundant: FileList,
+    reviewed: FileList,
+    output: Option<&std::ffi::OsStr>,
+) -> (FileList, u64) {
+    let size = comm.size() as u64;
+    let owner = |p: &[u8]| (hash_path(p) % size) as usize;
+    let now = remap(comm, redundant, |e| owner(e.path));
+    let reviewed = remap(comm, reviewed, |e| owner(e.path));
+    let asked: HashSet<&[u8]> = reviewed.iter().map(|e| e.path).collect();
+    let current: HashSet<&[u8]> = now.iter().map(|e| e.path).collect();
+    let mut order: Vec<usize> = (0..now.len())
+        .filter(|&i| asked.contains(now.entry(i).path))
+        .collect();
+    order.sort_by(|&a, &b| now.entry(a).path.cmp(now.entry(b).path));
+    let mut still = now.empty_like();
+    for i in order {
+        still.push_from(&now, i);
+    }
+    let out = output.map_or_else(Default::default, |o| display(o.as_bytes()).into_owned());
+    let mut gone = 0;
+    for e in reviewed.iter() {
+        if !current.contains(e.path) {
+            gone += 1;
+            report_error(
+                TOOL,
+                format!(
+                    "{}: no longer a redundant copy (it changed, or no other file holds its content now); not written to {out}",
+                    display(e.path)
+                ),
+            );
+        }
+    }
+    (still, gone)
 }
 
 fn sum_counts(comm: &dyn Comm, c: &Counts) -> Counts {
@@ -343,7 +423,7 @@ fn hash_all(
     };
     let outcome = queue::run(comm, &cfg, inodes, |mut i: Inode, _| {
         let bytes = i.size.min(limit);
-        match hash_file(i.first_path(), i.size, limit, noatime) {
+        match hash_file(i.first_path(), &i.names[0].1, limit, noatime) {
             Ok(h) => {
                 i.hash = h;
                 lock(&hashed).push(i);
