@@ -187,6 +187,64 @@ pub fn decode_entries(bytes: &[u8], first: u64, table_offset: u64) -> Result<Vec
     Ok(out)
 }
 
+/// Entries read per step by [`check_table`] (64 KiB of table).
+const CHECK_STEP: u64 = 4096;
+
+/// Check the whole table of a dbz2 file whose footer is `footer`, reading it with `read_at`
+/// (bytes at an offset of the file) a step at a time (memory stays small whatever the table
+/// claims): the streams must lie in block order, back to back from byte 0 to the table, each
+/// non-empty. Parallel decoding trusts each entry to hold block `i` (it writes it at
+/// `i x block_size`); a table with entries swapped, duplicated or shifted would put the right
+/// bytes in the wrong place, so such a table is not used. `Ok(Err(why))` names the first entry
+/// that is out of place; `Err` is a read error.
+pub fn check_table(
+    footer: &Footer,
+    read_at: &mut dyn FnMut(u64, &mut [u8]) -> std::io::Result<()>,
+) -> std::io::Result<Result<(), String>> {
+    let mut expected_offset = 0u64;
+    let mut index = 0u64;
+    while index < footer.nblocks {
+        let n = (footer.nblocks - index).min(CHECK_STEP);
+        let mut raw = vec![0u8; (n * ENTRY_LEN) as usize];
+        read_at(footer.table_offset + index * ENTRY_LEN, &mut raw)?;
+        for chunk in raw.chunks_exact(ENTRY_LEN as usize) {
+            let offset = u64::from_be_bytes(chunk[..8].try_into().expect("8"));
+            let length = u64::from_be_bytes(chunk[8..].try_into().expect("8"));
+            if offset != expected_offset {
+                let after = match index {
+                    0 => "the start of the file".to_string(),
+                    i => format!("the end of block {}", i - 1),
+                };
+                return Ok(Err(format!(
+                    "block {index}'s stream is at byte {offset}, not at byte {expected_offset} \
+                     ({after})"
+                )));
+            }
+            let end = offset
+                .checked_add(length)
+                .filter(|&e| e <= footer.table_offset);
+            match end {
+                Some(end) if length > 0 => expected_offset = end,
+                _ => {
+                    return Ok(Err(format!(
+                        "block {index}: table entry (offset {offset}, length {length}) lies \
+                         outside the {} bytes of streams",
+                        footer.table_offset
+                    )))
+                }
+            }
+            index += 1;
+        }
+    }
+    if expected_offset != footer.table_offset {
+        return Ok(Err(format!(
+            "the streams of the table end at byte {expected_offset}, the table starts at byte {}",
+            footer.table_offset
+        )));
+    }
+    Ok(Ok(()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
