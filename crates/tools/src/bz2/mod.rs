@@ -462,7 +462,7 @@ fn preflight(args: &Bz2Args, input: &[u8], dest: &[u8]) -> Result<Preflight, (St
         std::fs::metadata(path).map_err(|e| usage(format!("stat {}: {e}", display(input))))?;
     let entry = std::fs::symlink_metadata(path)
         .map_err(|e| usage(format!("stat {}: {e}", display(input))))?;
-    let dir_path = output::split(dest).0;
+    let dir_path = temporary::split(dest).0;
     let dir = std::fs::metadata(flist::path::as_path(&dir_path))
         .map_err(|e| usage(format!("stat {}: {e}", display(&dir_path))))?;
     let planned = Planned {

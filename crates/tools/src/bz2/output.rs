@@ -29,34 +29,6 @@ pub struct TempOutput {
     pub file: File,
 }
 
-/// `path` split into its directory (`.` when it has none) and last component.
-pub fn split(path: &[u8]) -> (Vec<u8>, Vec<u8>) {
-    match path.iter().rposition(|&b| b == b'/') {
-        Some(0) => (b"/".to_vec(), path[1..].to_vec()),
-        Some(i) => (path[..i].to_vec(), path[i + 1..].to_vec()),
-        None => (b".".to_vec(), path.to_vec()),
-    }
-}
-
-/// Open the directory `dir` by its path and check that it is the directory `(dev, ino)`.
-pub fn open_dir(dir: &[u8], id: (u64, u64)) -> Result<OwnedFd, String> {
-    let fd = rustix::fs::open(
-        flist::path::as_path(dir),
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| format!("open directory {}: {e}", display(dir)))?;
-    let now = temporary::identity(fd.as_fd()).map_err(|e| format!("stat {}: {e}", display(dir)))?;
-    if now != id {
-        return Err(format!(
-            "{} is not the directory it was when the work was planned (replaced, or a symbolic \
-             link swapped in): nothing written there",
-            display(dir)
-        ));
-    }
-    Ok(fd)
-}
-
 /// Rank 0 opens `dest`'s directory (which must still be the directory `dir_id`), removes the
 /// temporaries an earlier killed run left for `dest` (each named in the returned notes) and
 /// creates a fresh temporary (mode 0600 while written); the other ranks open it for writing.
@@ -66,14 +38,14 @@ pub fn create(
     dest: &[u8],
     dir_id: (u64, u64),
 ) -> Result<(TempOutput, Vec<String>), (Status, String)> {
-    let (dir_path, base) = split(dest);
+    let (dir_path, base) = temporary::split(dest);
     let mut shared = Vec::new();
     let mut notes = Vec::new();
     let mut dir = None;
     // Ranks other than 0 have nothing to say when rank 0 failed: its status is the one.
     let mut mine: Result<(Vec<u8>, File), (Status, String)> = Err((Status::Ok, String::new()));
     if comm.rank() == 0 {
-        mine = open_dir(&dir_path, dir_id)
+        mine = temporary::open_dir_checked(&dir_path, dir_id)
             .map_err(|e| (Status::ItemsFailed, e))
             .and_then(|fd| {
                 for (name, removed) in temporary::remove_stale(fd.as_fd(), &base) {
@@ -174,7 +146,7 @@ impl TempOutput {
             .set_times(times)
             .map_err(|e| format!("set times of {temp}: {e}"))?;
         let dir = self.dir.as_ref().ok_or("rename on a rank other than 0")?;
-        let (_, base) = split(dest);
+        let (_, base) = temporary::split(dest);
         let flags = if replace {
             RenameFlags::empty()
         } else {
@@ -196,7 +168,7 @@ impl TempOutput {
     /// `(dev, ino)` that was planned from (without following a symlink). Rank 0 only.
     pub fn remove_input(&self, input: &[u8], id: (u64, u64)) -> Result<(), String> {
         let dir = self.dir.as_ref().ok_or("remove on a rank other than 0")?;
-        let (_, base) = split(input);
+        let (_, base) = temporary::split(input);
         let st = rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| format!("stat {}: {e}", display(input)))?;
         if (st.st_dev, st.st_ino) != id {

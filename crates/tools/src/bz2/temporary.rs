@@ -94,6 +94,37 @@ pub(crate) fn remove_stale(dir: BorrowedFd<'_>, base: &[u8]) -> Vec<(Vec<u8>, io
     found
 }
 
+/// `path` split into its directory (`.` when it has none) and last component.
+pub(crate) fn split(path: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    match path.iter().rposition(|&b| b == b'/') {
+        Some(0) => (b"/".to_vec(), path[1..].to_vec()),
+        Some(i) => (path[..i].to_vec(), path[i + 1..].to_vec()),
+        None => (b".".to_vec(), path.to_vec()),
+    }
+}
+
+/// Open the directory `dir` by its path (as the user named it) and check that it is the
+/// directory `id` (device, inode) the work was planned in: a directory replaced since, or a
+/// symlink swapped in for it, is refused with a message naming it.
+pub(crate) fn open_dir_checked(dir: &[u8], id: (u64, u64)) -> Result<OwnedFd, String> {
+    let fd = rustix::fs::open(
+        flist::path::as_path(dir),
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("open directory {}: {e}", flist::path::display(dir)))?;
+    let now =
+        identity(fd.as_fd()).map_err(|e| format!("stat {}: {e}", flist::path::display(dir)))?;
+    if now != id {
+        return Err(format!(
+            "{} is not the directory it was when the work was planned (replaced, or a symbolic \
+             link swapped in): nothing written there",
+            flist::path::display(dir)
+        ));
+    }
+    Ok(fd)
+}
+
 /// (device, inode) of an open file: what tells two names of one file apart from two files.
 pub(crate) fn identity(fd: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
     let st = rustix::fs::fstat(fd)?;
