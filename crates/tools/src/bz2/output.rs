@@ -152,15 +152,27 @@ impl TempOutput {
         } else {
             RenameFlags::NOREPLACE
         };
-        rustix::fs::renameat_with(dir, self.name.as_slice(), dir, base.as_slice(), flags).map_err(
-            |e| match e {
-                rustix::io::Errno::EXIST => format!(
-                    "output {} appeared while working; not replaced (use -f)",
-                    display(dest)
-                ),
-                e => format!("rename {temp} to {}: {e}", display(dest)),
-            },
-        )?;
+        let renamed =
+            match rustix::fs::renameat_with(dir, self.name.as_slice(), dir, base.as_slice(), flags)
+            {
+                // A file system without RENAME_NOREPLACE: look, then rename (a narrow window).
+                Err(rustix::io::Errno::INVAL) if !replace => {
+                    match rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(_) => Err(rustix::io::Errno::EXIST),
+                        Err(_) => {
+                            rustix::fs::renameat(dir, self.name.as_slice(), dir, base.as_slice())
+                        }
+                    }
+                }
+                r => r,
+            };
+        renamed.map_err(|e| match e {
+            rustix::io::Errno::EXIST => format!(
+                "output {} appeared while working; not replaced (use -f)",
+                display(dest)
+            ),
+            e => format!("rename {temp} to {}: {e}", display(dest)),
+        })?;
         rustix::fs::fsync(dir).map_err(|e| format!("fsync the directory of {}: {e}", display(dest)))
     }
 
