@@ -236,12 +236,17 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
     drop(out);
     let finish_errors = gather_strings(comm, finish_error.as_ref());
     if me == 0 {
+        // Each distinct message once (a node's ranks may fail alike).
+        let mut seen: Vec<&String> = Vec::new();
         for e in outcomes
             .iter()
             .filter_map(|o| o.2.as_ref())
             .chain(&finish_errors)
         {
-            report_error(TOOL, e);
+            if !seen.contains(&e) {
+                seen.push(e);
+                report_error(TOOL, e);
+            }
         }
         if args.common.verbose {
             report_counts(&nodes, &outcomes, size.div_ceil(args.size));

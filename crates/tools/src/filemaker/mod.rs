@@ -182,7 +182,12 @@ pub fn run(comm: &dyn Comm, args: &FilemakerArgs) -> Status {
     if rank0 && !args.common.quiet {
         stdout_bytes(
             format!(
-                "Made {} items in {}: {} directories, {} files, {} links, {} in {:.3} s\n",
+                "{} {} items in {}: {} directories, {} files, {} links, {} in {:.3} s\n",
+                if report.interrupted {
+                    "Interrupted after making"
+                } else {
+                    "Made"
+                },
                 report.dirs + report.files + report.links,
                 display(&root),
                 report.dirs,
