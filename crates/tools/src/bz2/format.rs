@@ -320,6 +320,52 @@ mod tests {
     }
 
     #[test]
+    fn check_table_wants_streams_in_block_order_back_to_back() {
+        let footer = Footer {
+            table_offset: 60,
+            nblocks: 3,
+            block_size: 100,
+            original_size: 250,
+        };
+        let check = |entries: &[(u64, u64)]| {
+            let table = encode_entries(
+                &entries
+                    .iter()
+                    .map(|&(offset, length)| Entry { offset, length })
+                    .collect::<Vec<_>>(),
+            );
+            let mut file = vec![0u8; 60];
+            file.extend(&table);
+            let mut read = |at: u64, buf: &mut [u8]| {
+                let at = at as usize;
+                buf.copy_from_slice(&file[at..at + buf.len()]);
+                Ok(())
+            };
+            check_table(&footer, &mut read).unwrap()
+        };
+        assert_eq!(check(&[(0, 10), (10, 20), (30, 30)]), Ok(()));
+        let swapped = check(&[(10, 20), (0, 10), (30, 30)]).unwrap_err();
+        assert!(
+            swapped.starts_with("block 0's stream is at byte 10"),
+            "{swapped}"
+        );
+        let duplicated = check(&[(0, 10), (0, 10), (30, 30)]).unwrap_err();
+        assert!(duplicated.starts_with("block 1's"), "{duplicated}");
+        assert!(
+            check(&[(0, 10), (10, 20), (30, 20)]).is_err(),
+            "ends before the table"
+        );
+        assert!(
+            check(&[(0, 10), (10, 0), (10, 50)]).is_err(),
+            "an empty stream"
+        );
+        assert!(
+            check(&[(0, 10), (10, 20), (30, u64::MAX)]).is_err(),
+            "overflow"
+        );
+    }
+
+    #[test]
     fn table_round_trips_and_is_checked() {
         let entries = [
             Entry {
