@@ -81,16 +81,19 @@ pub fn make(
     root: &[u8],
     progress: &Progress,
 ) -> Result<Report, String> {
-    make_until(comm, plan, root, progress, &AtomicBool::new(false))
+    make_until(comm, plan, root, progress, true, &AtomicBool::new(false))
 }
 
-/// [`make`], stopping early (items not started are skipped, a file's write stops within 1 MiB)
-/// once `stop` is set on any rank; then [`Report::interrupted`] is set on every rank.
+/// [`make`], replacing files and links of the plan found in place only with `replace` (without
+/// it such an item fails: something appeared in a directory that was empty), and stopping
+/// early (items not started are skipped, a file's write stops within 1 MiB) once `stop` is set
+/// on any rank; then [`Report::interrupted`] is set on every rank.
 pub fn make_until(
     comm: &dyn Comm,
     plan: &Plan,
     root: &[u8],
     progress: &Progress,
+    replace: bool,
     stop: &AtomicBool,
 ) -> Result<Report, String> {
     let mut msg = Vec::new();
@@ -122,6 +125,7 @@ pub fn make_until(
         .total_bytes
         .store(plan.total_bytes(), Ordering::Relaxed);
     let maker = Maker {
+        replace,
         stop,
         plan,
         root,
@@ -274,6 +278,8 @@ fn split(p: Part) -> Vec<Part> {
 
 /// What one rank's workers share.
 struct Maker<'a> {
+    /// Items of the plan found in place (with their planned type) may be replaced.
+    replace: bool,
     /// Set when the run must stop (a signal): items not started are skipped.
     stop: &'a AtomicBool,
     plan: &'a Plan,
@@ -291,6 +297,18 @@ struct Maker<'a> {
 impl Maker<'_> {
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// [`replaceable`], and only when replacing was asked for (`--force`).
+    fn replaceable(&self, dir: BorrowedFd, name: &[u8], kind: FileType) -> io::Result<()> {
+        replaceable(dir, name, kind)?;
+        if !self.replace {
+            return Err(io::Error::new(
+                io::Error::from(Errno::EXIST).kind(),
+                "appeared during the run (not replaced without --force)",
+            ));
+        }
+        Ok(())
     }
 
     fn path(&self, g: u32) -> Vec<u8> {
@@ -341,7 +359,7 @@ impl Maker<'_> {
             match rustix::fs::symlinkat(t, dir, p) {
                 // A rerun into the same directory: replace a link, nothing else.
                 Err(Errno::EXIST) => {
-                    replaceable(dir, name, FileType::Symlink)?;
+                    self.replaceable(dir, name, FileType::Symlink)?;
                     rustix::fs::unlinkat(dir, p, AtFlags::empty())
                         .and_then(|_| rustix::fs::symlinkat(t, dir, p))
                         .map_err(io::Error::from)
@@ -369,7 +387,7 @@ impl Maker<'_> {
         let path = self.path(p.item);
         let made = self.at(p.item, |dir, name| match open_at(dir, name, flags, 0o600) {
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
-                replaceable(dir, name, FileType::RegularFile)?;
+                self.replaceable(dir, name, FileType::RegularFile)?;
                 rustix::fs::unlinkat(dir, flist::path::as_path(name), AtFlags::empty())?;
                 open_at(dir, name, flags, 0o600)
             }
@@ -693,6 +711,37 @@ mod tests {
             assert!(e.to_string().contains("symbolic link is in the way"), "{e}");
             assert!(walk(root.as_fd(), b"a/none").is_err());
         }
+    }
+
+    #[test]
+    fn without_replace_a_file_in_a_planned_place_is_kept() {
+        let p = plan(&[5, 5]);
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("file_00000001"), b"mine").unwrap();
+        let root = tmp.path().as_os_str().as_encoded_bytes().to_vec();
+        let stop = AtomicBool::new(false);
+        let reports = steal::local::run(2, |comm| {
+            make_until(comm, &p, &root, &Progress::silent(), false, &stop).unwrap()
+        });
+        assert_eq!(reports[0].total_errors, 1);
+        let e: Vec<String> = reports
+            .iter()
+            .flat_map(|r| r.errors.iter().map(|e| e.to_string()))
+            .collect();
+        assert!(
+            e[0].contains("file_00000001: appeared during the run"),
+            "{e:?}"
+        );
+        assert_eq!(
+            std::fs::read(tmp.path().join("file_00000001")).unwrap(),
+            b"mine"
+        );
+        assert_eq!(
+            std::fs::read(tmp.path().join("file_00000000"))
+                .unwrap()
+                .len(),
+            5
+        );
     }
 
     #[test]

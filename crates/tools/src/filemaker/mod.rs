@@ -167,7 +167,14 @@ pub fn run(comm: &dyn Comm, args: &FilemakerArgs) -> Status {
         );
     }
     let progress = args.common.progress(comm.rank(), "Made");
-    let report = match make_until(comm, &plan, &root, &progress, steal::signals::stop_flag()) {
+    let report = match make_until(
+        comm,
+        &plan,
+        &root,
+        &progress,
+        args.force,
+        steal::signals::stop_flag(),
+    ) {
         Ok(r) => r,
         Err(e) => {
             if rank0 {
