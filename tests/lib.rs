@@ -153,6 +153,38 @@ pub fn with_change_after_listing(cmd: &mut Command, change: impl FnOnce()) -> Ou
     child.wait_with_output().unwrap()
 }
 
+/// Start `cmd`, wait until `ready()` holds (polled every 5 ms, up to 60 s: the work is under
+/// way, say its temporary file exists), send it `signal` and return its output. Panics when
+/// the command ends before (make its input bigger).
+pub fn signal_when(
+    cmd: &mut Command,
+    signal: rustix::process::Signal,
+    ready: impl Fn() -> bool,
+) -> Output {
+    use std::time::{Duration, Instant};
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
+    let start = Instant::now();
+    while !ready() {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{cmd:?} ended before it could be signalled\n--- stderr\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{cmd:?}: not ready for the signal after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a child's pid");
+    rustix::process::kill_process(pid, signal).expect("signal the child");
+    child.wait_with_output().unwrap()
+}
+
 /// Run and return the output, failing with stdout/stderr shown when the status differs from `code`.
 pub fn expect_status(cmd: &mut Command, code: i32) -> Output {
     let out = cmd

@@ -240,3 +240,163 @@ fn help_documents_the_node_name_override() {
     let out = expect_status(&mut mfu(&["bcast", "--help"]), 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("MFU_NODE_NAME"));
 }
+
+/// `mfu-rs bcast ARGS` with `np` ranks, not run yet.
+fn bcast_cmd(np: usize, args: &[&str]) -> std::process::Command {
+    let mut cmd = if np == 1 {
+        mfu(&["bcast"])
+    } else {
+        let mut c = mpirun(np, &bin());
+        c.arg("bcast");
+        c
+    };
+    cmd.args(args);
+    cmd
+}
+
+/// Defect: a DEST with SRC's size was updated in place through whatever it was: a symlink
+/// DEST was followed and the file it points to overwritten, a hard-linked DEST changed its
+/// other name too. Now such a DEST gets a new file renamed over it: the link's target and the
+/// other name keep their bytes. np 1 and 2.
+#[test]
+fn a_symlink_or_hard_linked_dest_is_replaced_not_written_through() {
+    for np in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        let content = mfu_tests::noise(3, 3 * SEG_BYTES + 7);
+        fs::write(&src, &content).unwrap();
+        let old = mfu_tests::noise(4, content.len());
+        let outside = dir.path().join("outside");
+        fs::write(&outside, &old).unwrap();
+        let local = dir.path().join("local");
+        fs::create_dir(&local).unwrap();
+        let link = local.join("link");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        bcast(np, &["-s", SEG, s(&src), s(&link)], 0);
+        assert!(
+            fs::read(&outside).unwrap() == old,
+            "np={np}: the symlink's target is unchanged"
+        );
+        assert!(
+            fs::symlink_metadata(&link).unwrap().is_file(),
+            "np={np}: DEST is a file now"
+        );
+        assert!(fs::read(&link).unwrap() == content);
+
+        let hard = local.join("hard");
+        let other = dir.path().join("other-name");
+        fs::write(&other, &old).unwrap();
+        fs::hard_link(&other, &hard).unwrap();
+        bcast(np, &["-s", SEG, s(&src), s(&hard)], 0);
+        assert!(
+            fs::read(&other).unwrap() == old,
+            "np={np}: the other name is unchanged"
+        );
+        assert!(fs::read(&hard).unwrap() == content);
+        assert_eq!(
+            names(&local),
+            ["hard", "link"],
+            "np={np}: no temporary left"
+        );
+    }
+}
+
+/// Defect class #1 for bcast: DEST (or its directory) swapped for a symlink to an outside
+/// file (directory) after bcast planned. Nothing outside changes, DEST is named, exit 1.
+/// np 1 and 2.
+#[test]
+fn a_symlink_swapped_in_after_the_plan_is_not_followed() {
+    use mfu_tests::with_change_after_listing;
+    for np in [1, 2] {
+        for swap_dir in [false, true] {
+            let base = tempfile::tempdir().unwrap();
+            let src = base.path().join("src");
+            let content = mfu_tests::noise(5, 2 * SEG_BYTES + 9);
+            fs::write(&src, &content).unwrap();
+            let (local, outside) = (base.path().join("local"), base.path().join("outside"));
+            fs::create_dir(&local).unwrap();
+            fs::create_dir(&outside).unwrap();
+            let old = mfu_tests::noise(6, content.len());
+            // Same size: an update in place is planned.
+            fs::write(local.join("dest"), &old).unwrap();
+            fs::write(outside.join("dest"), &old).unwrap();
+            let dest = local.join("dest");
+            let mut cmd = bcast_cmd(np, &["-s", SEG, s(&src), s(&dest)]);
+            let out = with_change_after_listing(&mut cmd, || {
+                if swap_dir {
+                    fs::rename(&local, base.path().join("local.moved")).unwrap();
+                    std::os::unix::fs::symlink(&outside, &local).unwrap();
+                } else {
+                    fs::remove_file(&dest).unwrap();
+                    std::os::unix::fs::symlink(outside.join("dest"), &dest).unwrap();
+                }
+            });
+            let err = String::from_utf8_lossy(&out.stderr);
+            let what = format!("np={np} swap_dir={swap_dir}");
+            assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+            assert!(err.contains("local"), "{what}: named: {err}");
+            assert!(
+                fs::read(outside.join("dest")).unwrap() == old,
+                "{what}: outside unchanged"
+            );
+            assert_eq!(names(&outside), ["dest"], "{what}");
+        }
+    }
+}
+
+/// Temporaries of `name` in `dir` (`.NAME.XXXXXX.mfu-tmp`).
+fn temporaries(dir: &Path, name: &str) -> Vec<String> {
+    names(dir)
+        .into_iter()
+        .filter(|n| n.starts_with(&format!(".{name}.")) && n.ends_with(".mfu-tmp"))
+        .collect()
+}
+
+/// Defect: bcast died on SIGINT/SIGTERM with no word and left its full-size temporary. Now it
+/// stops at the next round, removes the temporary, says it was interrupted, exits 1. The
+/// source is a 1 GiB sparse file: seconds of work for the debug build, no disk.
+#[test]
+fn a_signal_stops_cleanly_without_a_temporary() {
+    use rustix::process::Signal;
+    for signal in [Signal::INT, Signal::TERM] {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        fs::File::create(&src).unwrap().set_len(1 << 30).unwrap();
+        let local = dir.path().join("local");
+        fs::create_dir(&local).unwrap();
+        let dest = local.join("dest");
+        let mut cmd = bcast_cmd(1, &[s(&src), s(&dest)]);
+        let out =
+            mfu_tests::signal_when(&mut cmd, signal, || !temporaries(&local, "dest").is_empty());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{signal:?}: {err}");
+        assert!(err.contains("interrupted"), "{signal:?}: {err}");
+        assert!(
+            names(&local).is_empty(),
+            "{signal:?}: no DEST, no temporary: {:?}",
+            names(&local)
+        );
+    }
+}
+
+/// A temporary that a killed earlier run left is removed by the next run for the same DEST,
+/// and named; another file's temporary is not touched.
+#[test]
+fn the_next_run_removes_a_stale_temporary() {
+    for np in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        fs::write(&src, mfu_tests::noise(8, 1000)).unwrap();
+        let local = dir.path().join("local");
+        fs::create_dir(&local).unwrap();
+        fs::write(local.join(".dest.Zz9Yy8.mfu-tmp"), vec![0u8; 5000]).unwrap();
+        fs::write(local.join(".other.Zz9Yy8.mfu-tmp"), b"kept").unwrap();
+        let out = bcast(np, &[s(&src), s(&local.join("dest"))], 0);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(".dest.Zz9Yy8.mfu-tmp"),
+            "np={np}: named: {err}"
+        );
+        assert_eq!(names(&local), [".other.Zz9Yy8.mfu-tmp", "dest"], "np={np}");
+    }
+}

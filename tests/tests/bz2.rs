@@ -302,14 +302,279 @@ fn damaged_input_fails_without_output() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("p.bz2"));
     assert_eq!(names(dir.path()), ["f.bz2", "p.bz2"]);
 
-    // A table that points outside the streams is caught before any block is decoded.
+    // A table that points outside the streams is caught before any block is decoded, and not
+    // used: the streams are decoded one after another, as bunzip2 does.
     fs::write(&file, data(230_001)).unwrap();
     run(1, &["-z", "-f", "--stream-bytes", STREAM, s(&file)], 0);
     let mut z = fs::read(&packed).unwrap();
     let table = u64::from_be_bytes(z[z.len() - 48..z.len() - 40].try_into().unwrap()) as usize;
     z[table + 16 * 3] = 0x01; // block 3's offset far beyond the table
     fs::write(&packed, z).unwrap();
-    let out = run(2, &["-d", s(&packed)], 1);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("block 3"));
-    assert_eq!(names(dir.path()), ["f.bz2", "p.bz2"]);
+    let out = run(2, &["-d", "-k", s(&packed)], 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("block 3") && err.contains("table"), "{err}");
+    assert_eq!(fs::read(&file).unwrap(), data(230_001));
+    assert_eq!(names(dir.path()), ["f", "f.bz2", "p.bz2"]);
+}
+
+/// Where the block table of the dbz2 file `z` starts.
+fn table_of(z: &[u8]) -> usize {
+    u64::from_be_bytes(z[z.len() - 48..z.len() - 40].try_into().unwrap()) as usize
+}
+
+/// Defect: `bz2 -d` trusted the block table. With two entries swapped (the streams of two
+/// full blocks exchanged in the table), it wrote each block where the other belongs, exit 0,
+/// and removed the input. bunzip2 decodes the same file right; so must we (the table is
+/// checked, and not used when it does not match the streams), at 1 and 2 ranks.
+#[test]
+fn a_table_with_entries_swapped_or_duplicated_is_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    let content = data(230_001);
+    fs::write(&file, &content).unwrap();
+    run(1, &["-z", "-k", "--stream-bytes", STREAM, s(&file)], 0);
+    let packed = with_ext(&file, ".bz2");
+    let good = fs::read(&packed).unwrap();
+    let table = table_of(&good);
+    let swap = |z: &mut Vec<u8>, a: usize, b: usize| {
+        for k in 0..16 {
+            z.swap(table + 16 * a + k, table + 16 * b + k);
+        }
+    };
+    let mut swapped = good.clone();
+    swap(&mut swapped, 0, 1);
+    let mut duplicated = good.clone();
+    duplicated.copy_within(table + 16..table + 32, table + 32); // entry 2 := entry 1
+    for (what, z) in [("swapped", &swapped), ("duplicated", &duplicated)] {
+        for np in [1, 2] {
+            fs::remove_file(&file).unwrap_or(());
+            fs::write(&packed, z).unwrap();
+            let out = bz2(np, &["-d", s(&packed)]).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            match out.status.code() {
+                // Decoded in file order, as bunzip2 does: the original bytes.
+                Some(0) => {
+                    assert!(
+                        fs::read(&file).unwrap() == content,
+                        "{what} np={np}: wrong output with exit 0: {err}"
+                    );
+                    assert!(
+                        err.contains("table"),
+                        "{what} np={np}: the table is named: {err}"
+                    );
+                }
+                // Or refused: the input stays, no output.
+                Some(1) => {
+                    assert_eq!(fs::read(&packed).unwrap(), *z, "{what} np={np}: input kept");
+                    assert!(!file.exists(), "{what} np={np}: no output");
+                }
+                c => panic!("{what} np={np}: exit {c:?}: {err}"),
+            }
+        }
+    }
+    assert_eq!(
+        bunzip2_stdout_of(&swapped, dir.path()),
+        content,
+        "bunzip2 agrees"
+    );
+}
+
+/// bunzip2's output for the bytes `z` (written beside the test's files).
+fn bunzip2_stdout_of(z: &[u8], dir: &Path) -> Vec<u8> {
+    let p = dir.join("reference.bz2");
+    fs::write(&p, z).unwrap();
+    let out = bunzip2_stdout(&p);
+    fs::remove_file(&p).unwrap();
+    out
+}
+
+/// Temporaries of `name` in `dir` (`.NAME.XXXXXX.mfu-tmp`).
+fn temporaries(dir: &Path, name: &str) -> Vec<String> {
+    names(dir)
+        .into_iter()
+        .filter(|n| n.starts_with(&format!(".{name}.")) && n.ends_with(".mfu-tmp"))
+        .collect()
+}
+
+/// True once a temporary of `name` in `dir` holds data.
+fn temporary_has_data(dir: &Path, name: &str) -> bool {
+    temporaries(dir, name)
+        .iter()
+        .any(|t| fs::metadata(dir.join(t)).is_ok_and(|m| m.len() > 0))
+}
+
+/// Defect: bz2 died on SIGINT/SIGTERM with no word and left its full-size temporary behind.
+/// Now: it stops, removes its temporary, says it was interrupted, exits 1; the input stays.
+/// Compression (SIGINT) and decompression (SIGTERM, serial and by the table).
+#[test]
+fn a_signal_stops_cleanly_without_a_temporary() {
+    use rustix::process::Signal;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    // Incompressible: the debug build compresses ~0.5 MB/s here, so this runs for seconds.
+    let content = mfu_tests::noise(7, 3_000_000);
+    fs::write(&file, &content).unwrap();
+    let mut cmd = bz2(1, &["-z", "--stream-bytes", "100000", s(&file)]);
+    let out = mfu_tests::signal_when(&mut cmd, Signal::INT, || {
+        temporary_has_data(dir.path(), "f.bz2")
+    });
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "SIGINT while compressing: {err}"
+    );
+    assert!(err.contains("interrupted"), "{err}");
+    assert_eq!(
+        names(dir.path()),
+        ["f"],
+        "input kept, no output, no temporary"
+    );
+    assert_eq!(fs::read(&file).unwrap(), content);
+
+    // Decompression, serial (a plain bzip2 file) and parallel (dbz2 by its table).
+    expect_status(Command::new("bzip2").args(["-1", "-k"]).arg(&file), 0);
+    let plain = dir.path().join("plain.bz2");
+    fs::rename(with_ext(&file, ".bz2"), &plain).unwrap();
+    let dbz2 = dir.path().join("blocks.bz2");
+    fs::write(&dbz2, dbz2_of(&content, 100_000)).unwrap();
+    for (packed, base) in [(&plain, "plain"), (&dbz2, "blocks")] {
+        let before = fs::read(packed).unwrap();
+        let mut cmd = bz2(1, &["-d", s(packed)]);
+        let out = mfu_tests::signal_when(&mut cmd, Signal::TERM, || {
+            temporary_has_data(dir.path(), base)
+        });
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "SIGTERM while decompressing {base}: {err}"
+        );
+        assert!(err.contains("interrupted"), "{err}");
+        assert_eq!(temporaries(dir.path(), base), Vec::<String>::new());
+        assert!(!dir.path().join(base).exists(), "no output");
+        assert_eq!(fs::read(packed).unwrap(), before, "input kept");
+    }
+}
+
+/// A dbz2 file of `content` in blocks of `block` bytes, each compressed by `bzip2 -1` (fast,
+/// whatever this build's speed).
+fn dbz2_of(content: &[u8], block: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut z = Vec::new();
+    let mut table = Vec::new();
+    for chunk in content.chunks(block) {
+        let mut child = Command::new("bzip2")
+            .args(["-1", "-c"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let chunk = chunk.to_vec();
+        let writer = std::thread::spawn(move || stdin.write_all(&chunk).unwrap());
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        table.extend((z.len() as u64).to_be_bytes());
+        table.extend((out.stdout.len() as u64).to_be_bytes());
+        z.extend(out.stdout);
+    }
+    let nblocks = (table.len() / 16) as u64;
+    let table_offset = z.len() as u64;
+    z.extend(table);
+    for w in [
+        table_offset,
+        nblocks,
+        block as u64,
+        content.len() as u64,
+        1,
+        0x3141_3141_3141_3141,
+    ] {
+        z.extend(w.to_be_bytes());
+    }
+    z
+}
+
+/// A temporary left by an earlier run that was killed (SIGKILL: no chance to clean up) is
+/// removed by the next run for the same output, and named; others' are not touched.
+#[test]
+fn the_next_run_removes_a_stale_temporary() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    fs::write(&file, data(1000)).unwrap();
+    let stale = dir.path().join(".f.bz2.Ab12Cd.mfu-tmp");
+    fs::write(&stale, vec![0u8; 100_000]).unwrap();
+    let other = dir.path().join(".g.bz2.Ab12Cd.mfu-tmp");
+    fs::write(&other, b"another file's").unwrap();
+    for np in [1, 2] {
+        let out = run(np, &["-z", "-k", "-f", s(&file)], 0);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if np == 1 {
+            assert!(err.contains(".f.bz2.Ab12Cd.mfu-tmp"), "named: {err}");
+        }
+        assert!(!stale.exists(), "np={np}: stale temporary removed");
+        assert!(other.exists(), "another output's temporary kept");
+        assert_eq!(bunzip2_stdout(&with_ext(&file, ".bz2")), data(1000));
+        fs::write(&stale, b"again").unwrap();
+    }
+}
+
+/// Defect class #1: the directory of the input and output swapped for a symlink to an outside
+/// directory after bz2 made its plan: before, it read the outside file, wrote its output there
+/// and removed the outside input. Now every rank checks it still reaches the planned files;
+/// nothing outside changes, the input is named, exit 1. Also an output that appears (a symlink
+/// to an outside file) after the plan is not replaced without -f. np 1 and 2.
+#[test]
+fn a_symlink_swapped_in_after_the_plan_is_not_followed() {
+    use mfu_tests::with_change_after_listing;
+    for np in [1, 2] {
+        let base = tempfile::tempdir().unwrap();
+        let (d, outside) = (base.path().join("d"), base.path().join("outside"));
+        fs::create_dir_all(&d).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(d.join("f"), data(5000)).unwrap();
+        fs::write(outside.join("f"), b"outside, must not be read or removed").unwrap();
+        let f = d.join("f");
+        let out = with_change_after_listing(&mut bz2(np, &["-z", s(&f)]), || {
+            fs::rename(&d, base.path().join("d.moved")).unwrap();
+            std::os::unix::fs::symlink(&outside, &d).unwrap();
+        });
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "np={np}: {err}");
+        assert!(err.contains("d/f"), "np={np}: named: {err}");
+        assert_eq!(names(&outside), ["f"], "np={np}: nothing written outside");
+        assert_eq!(
+            fs::read(outside.join("f")).unwrap(),
+            b"outside, must not be read or removed"
+        );
+        assert_eq!(
+            names(&base.path().join("d.moved")),
+            ["f"],
+            "np={np}: input kept"
+        );
+
+        // The output appears as a symlink to an outside file after the plan.
+        let d2 = base.path().join("d2");
+        fs::create_dir(&d2).unwrap();
+        let f2 = d2.join("f");
+        fs::write(&f2, data(5000)).unwrap();
+        let target = outside.join("victim");
+        fs::write(&target, b"victim").unwrap();
+        let out = with_change_after_listing(&mut bz2(np, &["-z", s(&f2)]), || {
+            std::os::unix::fs::symlink(&target, d2.join("f.bz2")).unwrap();
+        });
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "np={np}: {err}");
+        assert!(err.contains("f.bz2"), "np={np}: named: {err}");
+        assert_eq!(fs::read(&target).unwrap(), b"victim");
+        assert_eq!(
+            names(&d2),
+            ["f", "f.bz2"],
+            "np={np}: input kept, no temporary"
+        );
+        assert!(fs::symlink_metadata(d2.join("f.bz2"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
 }

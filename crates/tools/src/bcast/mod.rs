@@ -11,21 +11,33 @@
 //! failure never leaves a partial file under the final name. When DEST already exists with the
 //! source's size, segments are compared first (blake3 of the node's copy against the source's)
 //! and only differing segments travel and are rewritten, in place: rewriting the identical ones
-//! into a fresh copy would cost the local disk the writes the comparison exists to save.
+//! into a fresh copy would cost the local disk the writes the comparison exists to save. Only a
+//! regular file with one link, reached without following a symlink, is updated in place (a
+//! symlink DEST or one hard-linked elsewhere gets a new file renamed over it: the other names
+//! keep their data).
+//!
+//! Each node's leader plans in DEST's directory (its device and inode are part of the plan);
+//! after the plan every rank reopens that directory and the file it writes and checks both are
+//! the planned ones, so a directory or DEST swapped for a symlink in between sends no write
+//! elsewhere. The leader renames and removes with `*at` calls on the directory it planned in.
 
 pub mod nodes;
 
+use crate::bz2::temporary;
 use crate::bz2::Ticker;
 use crate::cli::{report_error, Common};
 use crate::status::Status;
 use clap::Args;
 use flist::path::{as_path, display};
 use nodes::Nodes;
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags};
 use std::ffi::OsString;
-use std::fs::{File, OpenOptions, Permissions};
+use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, PermissionsExt};
-use steal::Comm;
+use std::sync::atomic::Ordering;
+use steal::{Comm, CommExt};
 
 const TOOL: &str = "bcast";
 /// Bytes of a blake3 digest.
@@ -39,7 +51,11 @@ const HASH_LEN: usize = 32;
         Each segment of SRC is read once, by one rank, and sent to every node. If DEST already \
         exists with SRC's size, only segments that differ (blake3) are sent and rewritten, in \
         place (an update cut short leaves DEST mixed, at the right size: rerun to finish it); -v \
-        tells how many per node. Nodes are told apart by host name; set MFU_NODE_NAME to \
+        tells how many per node. Only a regular file with one link is updated in place: a DEST \
+        that is a symbolic link or has other hard links is replaced by a new file (renamed over \
+        it; the link's target and the other names are not written). SIGINT/SIGTERM stop the \
+        transfer (exit 1) and remove the temporary files; a temporary .DEST.XXXXXX.mfu-tmp a \
+        killed earlier run left is removed by the next run. Nodes are told apart by host name; set MFU_NODE_NAME to \
         override it (containers that share a host name, tests).\n\n\
         Examples:\n  \
         srun -N 64 -n 256 mfu-rs bcast /lustre/db/index.bin /tmp/index.bin\n  \
@@ -71,10 +87,16 @@ struct Target {
     in_place: bool,
     /// The file the node's ranks write: a temporary beside DEST, or DEST itself.
     path: Vec<u8>,
+    /// (device, inode) of DEST's directory when the leader planned.
+    dir_id: (u64, u64),
+    /// (device, inode) of the file the ranks write.
+    file_id: (u64, u64),
 }
 
 /// Run `bcast` on this rank. Collective; returns the status every rank agreed on.
 pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
+    steal::signals::install();
+    let stop = steal::signals::stop_flag();
     let nodes = Nodes::gather(comm);
     let me = comm.rank();
     let my_node = nodes.node_of[me];
@@ -103,11 +125,28 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
     let source = File::open(as_path(src))
         .map_err(|e| format!("node {node_name}: open {}: {e}", display(src)));
 
-    // 2. DEST, prepared by each node's leader; every rank learns every node's target.
-    let prepared = if nodes.is_leader(me) {
-        Some(prepare(dest, size).map_err(|e| format!("node {node_name}: {e}")))
-    } else {
-        None
+    // 2. DEST, prepared by each node's leader; every rank learns every node's target. Stale
+    //    temporaries go before any leader makes its own (DEST may be on a shared file system).
+    let mut planned_dir: Option<OwnedFd> = None;
+    let mut plan_error = None;
+    if nodes.is_leader(me) {
+        match look(dest) {
+            Ok((dir, notes)) => {
+                notes
+                    .iter()
+                    .for_each(|n| report_error(TOOL, format!("node {node_name}: {n}")));
+                planned_dir = Some(dir);
+            }
+            Err(e) => plan_error = Some(format!("node {node_name}: {e}")),
+        }
+    }
+    comm.barrier();
+    let prepared = match (&planned_dir, plan_error) {
+        (Some(dir), _) => {
+            Some(prepare(dir.as_fd(), dest, size).map_err(|e| format!("node {node_name}: {e}")))
+        }
+        (None, Some(e)) => Some(Err(e)),
+        (None, None) => None,
     };
     let targets = gather_targets(comm, &nodes, prepared.clone());
     let setup_errors: Vec<String> = gather_strings(
@@ -122,9 +161,13 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
             setup_errors.iter().for_each(|e| report_error(TOOL, e));
         }
         // A leader that made a temporary file takes it back.
-        if let Some(Ok(t)) = &prepared {
+        if let (Some(Ok(t)), Some(dir)) = (&prepared, &planned_dir) {
             if !t.in_place {
-                let _ = std::fs::remove_file(as_path(&t.path));
+                let _ = rustix::fs::unlinkat(
+                    dir,
+                    temporary::split(&t.path).1.as_slice(),
+                    AtFlags::empty(),
+                );
             }
         }
         return Status::Usage.agree(comm);
@@ -135,12 +178,11 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
         .map(|t| t.expect("checked above"))
         .collect();
     let target = &targets[my_node];
+    // The plan is made; the race tests change the tree here.
+    crate::test_seam::after_listing(comm);
     let mut failure: Option<String> = None;
-    let out = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(as_path(&target.path))
-        .map_err(|e| format!("node {node_name}: open {}: {e}", display(&target.path)))
+    let out = open_target(target)
+        .map_err(|e| format!("node {node_name}: {e}"))
         .map_err(|e| failure = Some(e))
         .ok();
 
@@ -148,6 +190,7 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
     let mut ticker = Ticker::new(me, &args.common, "Broadcast");
     ticker.total = size;
     let job = Transfer {
+        stop,
         comm,
         nodes: &nodes,
         targets: &targets,
@@ -159,6 +202,9 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
         out_name: format!("node {node_name}: {}", display(&target.path)),
     };
     let counts = job.run(&mut failure, &mut ticker);
+    if counts.interrupted {
+        failure.get_or_insert_with(|| format!("node {node_name}: interrupted by a signal"));
+    }
     if let (Some(f), None) = (&out, &failure) {
         if let Err(e) = f.sync_all() {
             failure = Some(format!(
@@ -167,7 +213,6 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
             ));
         }
     }
-    drop(out);
 
     // 4. Every rank's outcome to everyone; each leader finishes or cleans up its node.
     let outcomes = gather_outcomes(comm, &counts, failure.as_deref());
@@ -176,22 +221,51 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
         node_failed[nodes.node_of[rank]] |= o.2.is_some();
     }
     let mut finish_error = None;
-    if nodes.is_leader(me) {
-        finish_error = finish(target, dest, mode, node_failed[my_node])
-            .err()
-            .map(|e| format!("node {node_name}: {e}"));
+    if let (true, Some(dir)) = (nodes.is_leader(me), &planned_dir) {
+        finish_error = finish(
+            dir.as_fd(),
+            out.as_ref(),
+            target,
+            dest,
+            mode,
+            node_failed[my_node],
+        )
+        .err()
+        .map(|e| format!("node {node_name}: {e}"));
     }
+    drop(out);
     let finish_errors = gather_strings(comm, finish_error.as_ref());
     if me == 0 {
+        // Each distinct message once (a node's ranks may fail alike).
+        let mut seen: Vec<&String> = Vec::new();
         for e in outcomes
             .iter()
             .filter_map(|o| o.2.as_ref())
             .chain(&finish_errors)
         {
-            report_error(TOOL, e);
+            if !seen.contains(&e) {
+                seen.push(e);
+                report_error(TOOL, e);
+            }
         }
         if args.common.verbose {
             report_counts(&nodes, &outcomes, size.div_ceil(args.size));
+        }
+        if counts.interrupted {
+            let left = targets.iter().filter(|t| t.in_place).count();
+            report_error(
+                TOOL,
+                format!(
+                    "interrupted by a signal: {} not complete on any node (temporary files \
+                     removed{}); rerun to finish",
+                    display(dest),
+                    if left > 0 {
+                        format!("; {left} node(s) updating in place hold a mixed DEST")
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
         }
     }
     let failed = node_failed.iter().any(|&f| f) || !finish_errors.is_empty();
@@ -203,65 +277,143 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
     .agree(comm)
 }
 
-/// On the leader: check DEST's directory and decide how the node receives the file.
-fn prepare(dest: &[u8], size: u64) -> Result<Target, String> {
-    let path = as_path(dest);
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    match std::fs::metadata(&dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return Err(format!("{} is not a directory", dir.display())),
-        Err(e) => return Err(format!("stat {}: {e}", dir.display())),
-    }
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => return Err(format!("{} is a directory", display(dest))),
-        Ok(m) if m.is_file() && m.len() == size => {
+/// On the leader, first: open DEST's directory and remove the temporaries a killed earlier
+/// run left for DEST (each named in the notes).
+fn look(dest: &[u8]) -> Result<(OwnedFd, Vec<String>), String> {
+    let (dir_path, base) = temporary::split(dest);
+    let dir = rustix::fs::open(
+        as_path(&dir_path),
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("open directory {}: {e}", display(&dir_path)))?;
+    let notes = temporary::remove_stale(dir.as_fd(), &base)
+        .into_iter()
+        .map(|(name, removed)| {
+            let path = display(&[dir_path.as_slice(), b"/", &name].concat()).into_owned();
+            match removed {
+                Ok(()) => {
+                    format!("removed {path}, a temporary file an earlier interrupted run left")
+                }
+                Err(e) => format!("remove stale temporary {path}: {e}"),
+            }
+        })
+        .collect();
+    Ok((dir, notes))
+}
+
+/// On the leader, after every leader's [`look`]: decide how the node receives the file. DEST
+/// is updated in place only when it is a regular file with one link and SRC's size, reached
+/// without following a symlink; otherwise a fresh temporary (`O_EXCL`) of SRC's size is made.
+fn prepare(dir: rustix::fd::BorrowedFd<'_>, dest: &[u8], size: u64) -> Result<Target, String> {
+    let (dir_path, base) = temporary::split(dest);
+    let dir_id =
+        temporary::identity(dir).map_err(|e| format!("stat {}: {e}", display(&dir_path)))?;
+    match rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {
+            return Err(format!("{} is a directory", display(dest)))
+        }
+        Ok(st)
+            if st.st_mode & libc::S_IFMT == libc::S_IFREG
+                && st.st_nlink == 1
+                && st.st_size as u64 == size =>
+        {
             return Ok(Target {
                 in_place: true,
                 path: dest.to_vec(),
+                dir_id,
+                file_id: (st.st_dev, st.st_ino),
             })
         }
         _ => {}
     }
-    let base = path.file_name().map(|n| n.as_bytes()).unwrap_or(b"bcast");
-    let mut prefix = b".".to_vec();
-    prefix.extend_from_slice(base);
-    prefix.push(b'.');
-    let (file, temp) = tempfile::Builder::new()
-        .prefix(std::ffi::OsStr::from_bytes(&prefix))
-        .suffix(".mfu-tmp")
-        .tempfile_in(&dir)
-        .and_then(|t| t.keep().map_err(|e| e.error))
-        .map_err(|e| format!("create a temporary file in {}: {e}", dir.display()))?;
-    if let Err(e) = file.set_len(size) {
-        let _ = std::fs::remove_file(&temp);
-        return Err(format!("truncate {}: {e}", temp.display()));
+    let (name, fd) = temporary::create(dir, &base)
+        .map_err(|e| format!("create a temporary file in {}: {e}", display(&dir_path)))?;
+    let path = [dir_path.as_slice(), b"/", &name].concat();
+    let file = File::from(fd);
+    let made = file
+        .set_len(size)
+        .map_err(|e| format!("truncate {}: {e}", display(&path)))
+        .and_then(|()| {
+            temporary::identity(file.as_fd()).map_err(|e| format!("stat {}: {e}", display(&path)))
+        });
+    match made {
+        Ok(file_id) => Ok(Target {
+            in_place: false,
+            path,
+            dir_id,
+            file_id,
+        }),
+        Err(e) => {
+            let _ = rustix::fs::unlinkat(dir, name.as_slice(), AtFlags::empty());
+            Err(e)
+        }
     }
-    Ok(Target {
-        in_place: false,
-        path: temp.as_os_str().as_bytes().to_vec(),
-    })
+}
+
+/// On every rank, after the plan: the node's target opened for reading and writing, if DEST's
+/// directory and the file are still the planned ones (no symlink followed at the file; for an
+/// update in place, still a file with one link).
+fn open_target(target: &Target) -> Result<File, String> {
+    let (dir_path, name) = temporary::split(&target.path);
+    let dir = temporary::open_dir_checked(&dir_path, target.dir_id)?;
+    let fd = rustix::fs::openat(
+        &dir,
+        name.as_slice(),
+        OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        rustix::io::Errno::LOOP => format!(
+            "{} is a symbolic link now (it was a file when planned): not written",
+            display(&target.path)
+        ),
+        e => format!("open {}: {e}", display(&target.path)),
+    })?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| format!("stat {}: {e}", display(&target.path)))?;
+    if (st.st_dev, st.st_ino) != target.file_id || (target.in_place && st.st_nlink != 1) {
+        return Err(format!(
+            "{} is not the file it was when planned (replaced or linked since): not written",
+            display(&target.path)
+        ));
+    }
+    Ok(File::from(fd))
 }
 
 /// On the leader, after every rank of the node synced: mode, then rename a temporary into
-/// place; or remove it if the node failed.
-fn finish(target: &Target, dest: &[u8], mode: u32, failed: bool) -> Result<(), String> {
-    let path = as_path(&target.path);
-    if failed {
+/// place (in the planned directory `dir`, never following a symlink at DEST) and sync the
+/// directory; or remove the temporary if the node failed.
+fn finish(
+    dir: rustix::fd::BorrowedFd<'_>,
+    out: Option<&File>,
+    target: &Target,
+    dest: &[u8],
+    mode: u32,
+    failed: bool,
+) -> Result<(), String> {
+    let temp_name = temporary::split(&target.path).1;
+    let remove_temp = || {
         if !target.in_place {
-            let _ = std::fs::remove_file(path);
+            let _ = rustix::fs::unlinkat(dir, temp_name.as_slice(), AtFlags::empty());
         }
-        return Ok(());
-    }
-    std::fs::set_permissions(path, Permissions::from_mode(mode))
+    };
+    let out = match (out, failed) {
+        (Some(out), false) => out,
+        _ => {
+            remove_temp();
+            return Ok(());
+        }
+    };
+    rustix::fs::fchmod(out, rustix::fs::Mode::from_raw_mode(mode))
         .map_err(|e| format!("chmod {}: {e}", display(&target.path)))?;
     if !target.in_place {
-        std::fs::rename(path, as_path(dest)).map_err(|e| {
-            let _ = std::fs::remove_file(path);
+        let base = temporary::split(dest).1;
+        rustix::fs::renameat(dir, temp_name.as_slice(), dir, base.as_slice()).map_err(|e| {
+            remove_temp();
             format!("rename {} to {}: {e}", display(&target.path), display(dest))
         })?;
+        rustix::fs::fsync(dir)
+            .map_err(|e| format!("fsync the directory of {}: {e}", display(dest)))?;
     }
     Ok(())
 }
@@ -275,6 +427,9 @@ fn gather_targets(
     let bytes = match &mine {
         Some(Ok(t)) => {
             let mut b = vec![u8::from(t.in_place)];
+            for w in [t.dir_id.0, t.dir_id.1, t.file_id.0, t.file_id.1] {
+                b.extend(w.to_le_bytes());
+            }
             b.extend_from_slice(&t.path);
             b
         }
@@ -285,11 +440,17 @@ fn gather_targets(
         .ranks
         .iter()
         .map(|ranks| match all[ranks[0]].split_first() {
-            Some((&flag, path)) => Ok(Target {
-                in_place: flag == 1,
-                path: path.to_vec(),
-            }),
-            None => Err(()),
+            Some((&flag, rest)) if rest.len() >= 32 => {
+                let w =
+                    |i: usize| u64::from_le_bytes(rest[i * 8..i * 8 + 8].try_into().expect("8"));
+                Ok(Target {
+                    in_place: flag == 1,
+                    path: rest[32..].to_vec(),
+                    dir_id: (w(0), w(1)),
+                    file_id: (w(2), w(3)),
+                })
+            }
+            _ => Err(()),
         })
         .collect()
 }
@@ -340,10 +501,14 @@ struct Counts {
     skipped: u64,
     /// A segment of the source could not be read: every node failed.
     source_failed: bool,
+    /// A signal stopped the transfer (on every rank alike).
+    interrupted: bool,
 }
 
 /// The rounds of one broadcast, as seen by one rank.
 struct Transfer<'a> {
+    /// Set by SIGINT/SIGTERM: every rank stops at the next round.
+    stop: &'a std::sync::atomic::AtomicBool,
     comm: &'a dyn Comm,
     nodes: &'a Nodes,
     targets: &'a [Target],
@@ -367,6 +532,10 @@ impl Transfer<'_> {
         let mut counts = Counts::default();
         let mut round = 0u64;
         while round < nseg {
+            if comm.any(self.stop.load(Ordering::Relaxed)) {
+                counts.interrupted = true;
+                break;
+            }
             let end = (round + p).min(nseg);
             // Read my segment of this round.
             let mine = round + me as u64;

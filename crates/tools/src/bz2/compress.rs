@@ -16,6 +16,8 @@ use steal::{Comm, ReduceOp};
 
 /// What to compress and how.
 pub struct Job<'a> {
+    /// Set by a signal: every rank stops after the wave in flight.
+    pub stop: &'a std::sync::atomic::AtomicBool,
     /// The input, open for reading on this rank.
     pub input: &'a File,
     /// Input name, for messages.
@@ -79,10 +81,20 @@ pub fn run(comm: &dyn Comm, job: &Job, ticker: &mut Ticker) -> Result<Footer, St
         }
         let mut offset = [my_len];
         comm.exscan(&mut offset);
-        let mut sums = [my_len, u64::from(failed.is_some()), done_bytes];
+        let stopped = job.stop.load(std::sync::atomic::Ordering::Relaxed);
+        let mut sums = [
+            my_len,
+            u64::from(failed.is_some()),
+            done_bytes,
+            u64::from(stopped),
+        ];
         comm.allreduce(&mut sums, ReduceOp::Sum);
         if sums[1] > 0 {
             return Err(failed.unwrap_or_default());
+        }
+        if sums[3] > 0 {
+            // The caller sees the flag (set on some rank) and reports the interruption.
+            return Err(String::new());
         }
         let mut at = base + offset[0];
         for (i, z) in (first..last).zip(&streams) {

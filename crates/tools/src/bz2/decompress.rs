@@ -14,6 +14,8 @@ use steal::{Comm, CommExt, ReduceOp};
 
 /// What to decompress.
 pub struct Job<'a> {
+    /// Set by a signal: every rank stops after the wave in flight.
+    pub stop: &'a std::sync::atomic::AtomicBool,
     /// The dbz2 input, open for reading on this rank.
     pub input: &'a File,
     /// Input name, for messages.
@@ -54,10 +56,15 @@ pub fn run(comm: &dyn Comm, job: &Job, ticker: &mut Ticker) -> Result<(), String
                 Err(e) => failed = Some(e),
             }
         }
-        let mut sums = [u64::from(failed.is_some()), done_bytes];
+        let stopped = job.stop.load(std::sync::atomic::Ordering::Relaxed);
+        let mut sums = [u64::from(failed.is_some()), done_bytes, u64::from(stopped)];
         comm.allreduce(&mut sums, ReduceOp::Sum);
         if sums[0] > 0 {
             break;
+        }
+        if sums[2] > 0 {
+            // The caller sees the flag (set on some rank) and reports the interruption.
+            return Err(String::new());
         }
         ticker.tick(sums[1]);
     }

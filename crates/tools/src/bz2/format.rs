@@ -187,6 +187,64 @@ pub fn decode_entries(bytes: &[u8], first: u64, table_offset: u64) -> Result<Vec
     Ok(out)
 }
 
+/// Entries read per step by [`check_table`] (64 KiB of table).
+const CHECK_STEP: u64 = 4096;
+
+/// Check the whole table of a dbz2 file whose footer is `footer`, reading it with `read_at`
+/// (bytes at an offset of the file) a step at a time (memory stays small whatever the table
+/// claims): the streams must lie in block order, back to back from byte 0 to the table, each
+/// non-empty. Parallel decoding trusts each entry to hold block `i` (it writes it at
+/// `i x block_size`); a table with entries swapped, duplicated or shifted would put the right
+/// bytes in the wrong place, so such a table is not used. `Ok(Err(why))` names the first entry
+/// that is out of place; `Err` is a read error.
+pub fn check_table(
+    footer: &Footer,
+    read_at: &mut dyn FnMut(u64, &mut [u8]) -> std::io::Result<()>,
+) -> std::io::Result<Result<(), String>> {
+    let mut expected_offset = 0u64;
+    let mut index = 0u64;
+    while index < footer.nblocks {
+        let n = (footer.nblocks - index).min(CHECK_STEP);
+        let mut raw = vec![0u8; (n * ENTRY_LEN) as usize];
+        read_at(footer.table_offset + index * ENTRY_LEN, &mut raw)?;
+        for chunk in raw.chunks_exact(ENTRY_LEN as usize) {
+            let offset = u64::from_be_bytes(chunk[..8].try_into().expect("8"));
+            let length = u64::from_be_bytes(chunk[8..].try_into().expect("8"));
+            if offset != expected_offset {
+                let after = match index {
+                    0 => "the start of the file".to_string(),
+                    i => format!("the end of block {}", i - 1),
+                };
+                return Ok(Err(format!(
+                    "block {index}'s stream is at byte {offset}, not at byte {expected_offset} \
+                     ({after})"
+                )));
+            }
+            let end = offset
+                .checked_add(length)
+                .filter(|&e| e <= footer.table_offset);
+            match end {
+                Some(end) if length > 0 => expected_offset = end,
+                _ => {
+                    return Ok(Err(format!(
+                        "block {index}: table entry (offset {offset}, length {length}) lies \
+                         outside the {} bytes of streams",
+                        footer.table_offset
+                    )))
+                }
+            }
+            index += 1;
+        }
+    }
+    if expected_offset != footer.table_offset {
+        return Ok(Err(format!(
+            "the streams of the table end at byte {expected_offset}, the table starts at byte {}",
+            footer.table_offset
+        )));
+    }
+    Ok(Ok(()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,6 +317,52 @@ mod tests {
             original_size: 0,
         };
         assert_eq!(Footer::decode(&empty.encode(), 48), Ok(empty));
+    }
+
+    #[test]
+    fn check_table_wants_streams_in_block_order_back_to_back() {
+        let footer = Footer {
+            table_offset: 60,
+            nblocks: 3,
+            block_size: 100,
+            original_size: 250,
+        };
+        let check = |entries: &[(u64, u64)]| {
+            let table = encode_entries(
+                &entries
+                    .iter()
+                    .map(|&(offset, length)| Entry { offset, length })
+                    .collect::<Vec<_>>(),
+            );
+            let mut file = vec![0u8; 60];
+            file.extend(&table);
+            let mut read = |at: u64, buf: &mut [u8]| {
+                let at = at as usize;
+                buf.copy_from_slice(&file[at..at + buf.len()]);
+                Ok(())
+            };
+            check_table(&footer, &mut read).unwrap()
+        };
+        assert_eq!(check(&[(0, 10), (10, 20), (30, 30)]), Ok(()));
+        let swapped = check(&[(10, 20), (0, 10), (30, 30)]).unwrap_err();
+        assert!(
+            swapped.starts_with("block 0's stream is at byte 10"),
+            "{swapped}"
+        );
+        let duplicated = check(&[(0, 10), (0, 10), (30, 30)]).unwrap_err();
+        assert!(duplicated.starts_with("block 1's"), "{duplicated}");
+        assert!(
+            check(&[(0, 10), (10, 20), (30, 20)]).is_err(),
+            "ends before the table"
+        );
+        assert!(
+            check(&[(0, 10), (10, 0), (10, 50)]).is_err(),
+            "an empty stream"
+        );
+        assert!(
+            check(&[(0, 10), (10, 20), (30, u64::MAX)]).is_err(),
+            "overflow"
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod decompress;
 pub mod format;
 mod output;
 mod stream;
+pub(crate) mod temporary;
 
 use crate::cli::{report_error, Common};
 use crate::status::Status;
@@ -27,7 +28,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 use steal::progress::{human_bytes, Report};
-use steal::Comm;
+use steal::{Comm, CommExt};
 
 const TOOL: &str = "bz2";
 
@@ -40,13 +41,17 @@ const TOOL: &str = "bz2";
         dbz2's block table and footer; plain bunzip2 decompresses the result (it ignores the \
         table as trailing garbage). Decompression of such a file is parallel over its blocks; a \
         file from plain bzip2 (one or several concatenated streams) is decompressed by rank 0 \
-        alone.\n\n\
+        alone. A dbz2 table that does not match its streams is not used: the streams are then \
+        decoded one after another (as bunzip2 does) and the output must have the footer's size. \
+        SIGINT/SIGTERM stop the work, remove the temporary output and keep the input (exit 1); a \
+        temporary .NAME.XXXXXX.mfu-tmp that a killed earlier run left is removed.\n\n\
         Examples:\n  \
         mpirun -np 64 mfu-rs bz2 -z /lustre/big.dat        # -> big.dat.bz2, big.dat removed\n  \
         mpirun -np 64 mfu-rs bz2 -d -k /lustre/big.dat.bz2 # -> big.dat, keep the .bz2\n  \
         bunzip2 -k big.dat.bz2                             # the output is plain bzip2 too\n\n\
         Exit status: 0 done, 1 the work failed (damaged input, read or write error, the input \
-        changed while being read; the output is not created, the input kept), 2 usage error \
+        changed while being read or its directory replaced, a signal; the output is not created, \
+        the input kept), 2 usage error \
         (no FILE, an input some rank cannot open, output exists without -f, not a bzip2 file; \
         nothing changed)."
 )]
@@ -106,10 +111,23 @@ fn blocks_per_wave(block_size: u64, threads: usize) -> u64 {
 enum Plan {
     /// Compress `size` bytes.
     Compress { size: u64 },
-    /// Decompress a dbz2 file by its table.
+    /// Decompress a dbz2 file by its table (checked: the streams lie in block order).
     Blocks(format::Footer),
-    /// Decompress a plain bzip2 file on rank 0.
-    Serial,
+    /// Decompress on rank 0, stream after stream as `bunzip2` does: a plain bzip2 file, or a
+    /// dbz2 file whose table cannot be trusted; then the output must hold `expect` bytes (the
+    /// footer's size).
+    Serial { expect: Option<u64> },
+}
+
+/// The (device, inode) pairs the plan was made from: the work happens only if they still hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Planned {
+    /// The directory of the input and the output (as its path led to it).
+    dir: (u64, u64),
+    /// The input file (its path followed, as the user named it).
+    input: (u64, u64),
+    /// The input's directory entry (not followed): what the removal after success removes.
+    entry: (u64, u64),
 }
 
 /// Opens the input on one rank (given the rank and the path). [`run`] uses [`File::open`]; tests
@@ -135,14 +153,19 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
         d.extend_from_slice(b".bz2");
         d
     };
+    steal::signals::install();
+    let stop = steal::signals::stop_flag();
     // Rank 0 checks everything (and keeps the input's metadata); the others learn the plan.
     let mut meta = None;
     let mut shared = Vec::new();
     if comm.rank() == 0 {
         match preflight(args, &input, &dest) {
-            Ok((plan, m)) => {
+            Ok((plan, planned, m, note)) => {
                 meta = Some(m);
-                shared = encode_plan(&plan);
+                if let Some(note) = note {
+                    report_error(TOOL, note);
+                }
+                shared = encode_plan(&plan, &planned);
             }
             Err((status, message)) => {
                 report_error(TOOL, message);
@@ -151,21 +174,27 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
         }
     }
     comm.bcast(0, &mut shared);
-    let plan = match decode_plan(&shared) {
+    let (plan, planned) = match decode_plan(&shared) {
         Ok(p) => p,
         Err(status) => return status.agree(comm),
     };
+    // The plan is made; the race tests change the tree here.
+    crate::test_seam::after_listing(comm);
     // Every rank reads the input: all must have it open before anything is created.
-    let Some(source) = open_on_all_ranks(comm, &input, open) else {
-        return Status::Usage.agree(comm);
+    let source = match open_on_all_ranks(comm, &input, planned.input, open) {
+        Ok(f) => f,
+        Err(status) => return status.agree(comm),
     };
-    let out = match output::create(comm, &dest) {
-        Ok(o) => o,
-        Err(e) => {
+    let out = match output::create(comm, &dest, planned.dir) {
+        Ok((o, notes)) => {
+            notes.iter().for_each(|n| report_error(TOOL, n));
+            o
+        }
+        Err((status, e)) => {
             if !e.is_empty() {
                 report_error(TOOL, e);
             }
-            return Status::Usage.agree(comm);
+            return status.agree(comm);
         }
     };
     let input_name = display(&input).into_owned();
@@ -186,6 +215,7 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
                 .unwrap_or_else(|| format::block_size_for_level(args.blocksize));
             ticker.total = *size;
             let job = compress::Job {
+                stop,
                 input: &source,
                 input_name: &input_name,
                 output: &out.file,
@@ -209,6 +239,7 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
         Plan::Blocks(footer) => {
             ticker.total = footer.original_size;
             let job = decompress::Job {
+                stop,
                 input: &source,
                 input_name: &input_name,
                 output: &out.file,
@@ -229,13 +260,22 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
                 ))
             })
         }
-        Plan::Serial => {
+        Plan::Serial { expect } => {
             if comm.rank() == 0 {
-                serial(&source, &input_name, &out.file, &output_name)
+                serial(&source, &input_name, &out.file, &output_name, *expect, stop)
             } else {
                 Ok(String::new())
             }
         }
+    };
+    // A signal on any rank stops every rank; what was made is not an output.
+    let interrupted = comm.any(stop.load(std::sync::atomic::Ordering::SeqCst));
+    let result = if interrupted {
+        Err(format!(
+            "interrupted by a signal: {input_name} kept, no output (temporary removed)"
+        ))
+    } else {
+        result
     };
     let synced = result.and_then(|summary| {
         out.file
@@ -265,7 +305,7 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
         Status::Ok
     };
     if status != Status::Ok {
-        out.abandon(comm.rank());
+        out.abandon();
         return status;
     }
     let mut status = Status::Ok;
@@ -275,6 +315,7 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
             args,
             out,
             &meta,
+            &planned,
             &input,
             &dest,
             started,
@@ -286,21 +327,46 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
     status.agree(comm)
 }
 
-/// Every rank opens the input with `open`. Collective: `None` on every rank if any rank could
-/// not (rank 0 then prints each failing rank's reason), before anything was created.
-fn open_on_all_ranks(comm: &dyn Comm, input: &[u8], open: Opener) -> Option<File> {
-    let mine = open(comm.rank(), input).map_err(|e| match comm.size() {
-        1 => format!("open {}: {e}", display(input)),
-        _ => format!("open {} on rank {}: {e}", display(input), comm.rank()),
-    });
+/// Every rank opens the input with `open` and checks that it is the file `id` rank 0 planned
+/// from. Collective: `Err` on every rank if any rank could not (rank 0 then prints each failing
+/// rank's reason), before anything was created: [`Status::Usage`] when it cannot be opened,
+/// [`Status::ItemsFailed`] when the path now leads to another file.
+fn open_on_all_ranks(
+    comm: &dyn Comm,
+    input: &[u8],
+    id: (u64, u64),
+    open: Opener,
+) -> Result<File, Status> {
+    use std::os::unix::fs::MetadataExt;
+    let on_rank = match comm.size() {
+        1 => String::new(),
+        _ => format!(" on rank {}", comm.rank()),
+    };
+    let mut status = Status::Ok;
+    let mine = open(comm.rank(), input)
+        .map_err(|e| {
+            status = Status::Usage;
+            format!("open {}{on_rank}: {e}", display(input))
+        })
+        .and_then(|f| match f.metadata() {
+            Ok(m) if (m.dev(), m.ino()) == id => Ok(f),
+            _ => {
+                status = Status::ItemsFailed;
+                Err(format!(
+                    "{}{on_rank} is not the file it was when the work was planned (replaced, or \
+                     a symbolic link swapped in on its path): nothing done",
+                    display(input)
+                ))
+            }
+        });
     let errors = comm.allgatherv(mine.as_ref().err().map_or(&[][..], |e| e.as_bytes()));
     if errors.iter().all(|e| e.is_empty()) {
-        return mine.ok();
+        return mine.map_err(|_| Status::Usage);
     }
     if comm.rank() == 0 {
         report_errors(&errors);
     }
-    None
+    Err(status)
 }
 
 /// Rank 0 prints the ranks' messages (empty: no error) in rank order, each distinct one once.
@@ -347,25 +413,27 @@ fn unchanged(
     ))
 }
 
-/// Rank 0, after every rank wrote and synced: metadata and rename, then the input goes.
+/// Rank 0, after every rank wrote and synced: metadata and rename (the directory synced), then
+/// the input goes.
+#[allow(clippy::too_many_arguments)]
 fn finish(
     args: &Bz2Args,
     out: output::TempOutput,
     meta: &std::fs::Metadata,
+    planned: &Planned,
     input: &[u8],
     dest: &[u8],
     started: Instant,
     summary: String,
 ) -> Status {
-    let temp = out.temp.clone();
-    if let Err(e) = out.finish(meta, dest) {
+    if let Err(e) = out.finish(meta, dest, args.force) {
         report_error(TOOL, e);
-        let _ = std::fs::remove_file(temp);
+        out.abandon();
         return Status::ItemsFailed;
     }
     if !args.keep {
-        if let Err(e) = std::fs::remove_file(flist::path::as_path(input)) {
-            report_error(TOOL, format!("remove {}: {e}", display(input)));
+        if let Err(e) = out.remove_input(input, planned.entry) {
+            report_error(TOOL, e);
             return Status::ItemsFailed;
         }
     }
@@ -382,15 +450,26 @@ fn finish(
 
 /// Rank 0's checks, in bzip2's order; nothing is written. Returns the plan and the input's
 /// metadata, or the exit status and message.
-fn preflight(
-    args: &Bz2Args,
-    input: &[u8],
-    dest: &[u8],
-) -> Result<(Plan, std::fs::Metadata), (Status, String)> {
+/// What [`preflight`] found: the plan, the identities it was made from, the input's metadata,
+/// and a note for stderr (a dbz2 table that is not used).
+type Preflight = (Plan, Planned, std::fs::Metadata, Option<String>);
+
+fn preflight(args: &Bz2Args, input: &[u8], dest: &[u8]) -> Result<Preflight, (Status, String)> {
+    use std::os::unix::fs::MetadataExt;
     let usage = |m: String| (Status::Usage, m);
     let path = flist::path::as_path(input);
     let meta =
         std::fs::metadata(path).map_err(|e| usage(format!("stat {}: {e}", display(input))))?;
+    let entry = std::fs::symlink_metadata(path)
+        .map_err(|e| usage(format!("stat {}: {e}", display(input))))?;
+    let dir_path = temporary::split(dest).0;
+    let dir = std::fs::metadata(flist::path::as_path(&dir_path))
+        .map_err(|e| usage(format!("stat {}: {e}", display(&dir_path))))?;
+    let planned = Planned {
+        dir: (dir.dev(), dir.ino()),
+        input: (meta.dev(), meta.ino()),
+        entry: (entry.dev(), entry.ino()),
+    };
     if !meta.is_file() {
         return Err(usage(format!("{} is not a regular file", display(input))));
     }
@@ -421,7 +500,7 @@ fn preflight(
         _ => {}
     }
     if !args.decompress {
-        return Ok((Plan::Compress { size: meta.len() }, meta));
+        return Ok((Plan::Compress { size: meta.len() }, planned, meta, None));
     }
     let mut file = File::open(path).map_err(|e| usage(format!("open {}: {e}", display(input))))?;
     let size = meta.len();
@@ -430,7 +509,28 @@ fn preflight(
         file.read_exact_at(&mut tail, size - format::FOOTER_LEN)
             .map_err(|e| (Status::ItemsFailed, format!("read {}: {e}", display(input))))?;
         match format::Footer::decode(&tail, size) {
-            Ok(footer) => return Ok((Plan::Blocks(footer), meta)),
+            Ok(footer) => {
+                let mut read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at);
+                return match format::check_table(&footer, &mut read) {
+                    Ok(Ok(())) => Ok((Plan::Blocks(footer), planned, meta, None)),
+                    Ok(Err(why)) => Ok((
+                        Plan::Serial {
+                            expect: Some(footer.original_size),
+                        },
+                        planned,
+                        meta,
+                        Some(format!(
+                            "{}: the dbz2 block table does not match the streams ({why}); \
+                             decoding the streams one after another instead, as bunzip2 does",
+                            display(input)
+                        )),
+                    )),
+                    Err(e) => Err((
+                        Status::ItemsFailed,
+                        format!("read {} table: {e}", display(input)),
+                    )),
+                };
+            }
             Err(format::FooterError::Damaged(why)) => {
                 return Err((
                     Status::ItemsFailed,
@@ -447,20 +547,30 @@ fn preflight(
     if head_len < 3 || &head != b"BZh" {
         return Err(usage(format!("{} is not a bzip2 file", display(input))));
     }
-    Ok((Plan::Serial, meta))
+    Ok((Plan::Serial { expect: None }, planned, meta, None))
 }
 
-fn encode_plan(plan: &Plan) -> Vec<u8> {
-    let words: Vec<u64> = match plan {
+/// The identities (6 words), then the plan.
+fn encode_plan(plan: &Plan, planned: &Planned) -> Vec<u8> {
+    let mut words = vec![
+        planned.dir.0,
+        planned.dir.1,
+        planned.input.0,
+        planned.input.1,
+        planned.entry.0,
+        planned.entry.1,
+    ];
+    words.extend(match plan {
         Plan::Compress { size } => vec![0, *size],
         Plan::Blocks(f) => vec![1, f.table_offset, f.nblocks, f.block_size, f.original_size],
-        Plan::Serial => vec![2],
-    };
+        Plan::Serial { expect: None } => vec![2],
+        Plan::Serial { expect: Some(n) } => vec![3, *n],
+    });
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
 /// The plan, or (for a one-byte message) the status rank 0 gave up with.
-fn decode_plan(bytes: &[u8]) -> Result<Plan, Status> {
+fn decode_plan(bytes: &[u8]) -> Result<(Plan, Planned), Status> {
     if bytes.len() < 8 {
         return Err(match bytes.first() {
             Some(1) => Status::ItemsFailed,
@@ -471,7 +581,13 @@ fn decode_plan(bytes: &[u8]) -> Result<Plan, Status> {
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().expect("8")))
         .collect();
-    Ok(match w[0] {
+    let planned = Planned {
+        dir: (w[0], w[1]),
+        input: (w[2], w[3]),
+        entry: (w[4], w[5]),
+    };
+    let w = &w[6..];
+    let plan = match w[0] {
         0 => Plan::Compress { size: w[1] },
         1 => Plan::Blocks(format::Footer {
             table_offset: w[1],
@@ -479,8 +595,10 @@ fn decode_plan(bytes: &[u8]) -> Result<Plan, Status> {
             block_size: w[3],
             original_size: w[4],
         }),
-        _ => Plan::Serial,
-    })
+        3 => Plan::Serial { expect: Some(w[1]) },
+        _ => Plan::Serial { expect: None },
+    };
+    Ok((plan, planned))
 }
 
 /// bzip2's names: `x.bz2`, `x.bz`, `x.dbz2` -> `x`; `x.tbz2`, `x.tbz` -> `x.tar`; else `x.out`.
@@ -504,11 +622,20 @@ pub fn decompressed_name(input: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Rank 0 alone: every concatenated stream of a plain bzip2 file, in order.
-fn serial(source: &File, input: &str, out: &File, output: &str) -> Result<String, String> {
+/// Rank 0 alone: every concatenated stream of a bzip2 file, in order; with `expect`, a dbz2
+/// file whose table is not used, whose output must have the footer's size. Stops early when
+/// `stop` is set (the caller reports the interruption).
+fn serial(
+    source: &File,
+    input: &str,
+    out: &File,
+    output: &str,
+    expect: Option<u64>,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<String, String> {
     let reader = BufReader::with_capacity(1 << 20, source);
     let mut writer = BufWriter::with_capacity(1 << 20, out);
-    let report = match stream::decode_all(reader, &mut writer) {
+    let report = match stream::decode_all(reader, &mut writer, stop) {
         Ok(r) => r,
         Err(stream::SerialError::NotBzip2) => return Err(format!("{input} is not a bzip2 file")),
         Err(stream::SerialError::Failed { at, message }) => {
@@ -517,7 +644,14 @@ fn serial(source: &File, input: &str, out: &File, output: &str) -> Result<String
     };
     use std::io::Write;
     writer.flush().map_err(|e| format!("write {output}: {e}"))?;
-    if report.trailing_garbage {
+    if let Some(expect) = expect {
+        if report.bytes != expect {
+            return Err(format!(
+                "{input}: its streams hold {} bytes, its dbz2 footer says {expect}",
+                report.bytes
+            ));
+        }
+    } else if report.trailing_garbage {
         report_error(TOOL, format!("{input}: trailing garbage after EOF ignored"));
     }
     Ok(format!(
@@ -569,6 +703,7 @@ impl Ticker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bz2::format::Footer;
     use clap::Parser;
     use std::io::Write;
     use std::path::Path;
@@ -702,6 +837,199 @@ mod tests {
         );
     }
 
+    /// xorshift64*: the fuzz driver's random numbers, the same for the same seed.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n.max(1) as u64) as usize
+        }
+    }
+
+    /// One mutation of a dbz2 file: bit flips anywhere or in the table and footer, truncations,
+    /// table entries swapped, duplicated, shifted or out of range, footer fields changed.
+    /// `table` and `n` are the unmutated file's (where its table lies, and its entries).
+    fn mutate(z: &mut Vec<u8>, table: usize, n: usize, rng: &mut Rng) -> String {
+        let word = |z: &[u8], at: usize| u64::from_be_bytes(z[at..at + 8].try_into().unwrap());
+        let len = z.len();
+        let entry = |i: usize| table + 16 * i;
+        if len < table + 16 * n + 48 {
+            // Cut already: flips and cuts only.
+            let at = rng.below(len.max(1));
+            if len > 0 && rng.below(2) == 0 {
+                z[at] ^= 1 << rng.below(8);
+                return format!("flip a bit of byte {at}");
+            }
+            z.truncate(at);
+            return format!("truncate at {at}");
+        }
+        match rng.below(8) {
+            0 => {
+                let at = rng.below(len);
+                let bit = rng.below(8);
+                z[at] ^= 1 << bit;
+                format!("flip bit {bit} of byte {at}")
+            }
+            1 => {
+                let at = table + rng.below(len - table);
+                let bit = rng.below(8);
+                z[at] ^= 1 << bit;
+                format!("flip bit {bit} of table/footer byte {at}")
+            }
+            2 => {
+                let at = rng.below(len);
+                z.truncate(at);
+                format!("truncate at {at}")
+            }
+            3 => {
+                let (a, b) = (rng.below(n), rng.below(n));
+                for k in 0..16 {
+                    z.swap(entry(a) + k, entry(b) + k);
+                }
+                format!("swap entries {a} and {b}")
+            }
+            4 => {
+                let (a, b) = (rng.below(n), rng.below(n));
+                let copy = z[entry(a)..entry(a) + 16].to_vec();
+                z[entry(b)..entry(b) + 16].copy_from_slice(&copy);
+                format!("entry {b} := entry {a}")
+            }
+            5 => {
+                let i = rng.below(n);
+                let field = entry(i) + 8 * rng.below(2);
+                let v = match rng.below(3) {
+                    0 => rng.next(),
+                    1 => word(z, field).wrapping_add(1 + rng.below(100) as u64),
+                    _ => word(z, field).wrapping_sub(1 + rng.below(100) as u64),
+                };
+                z[field..field + 8].copy_from_slice(&v.to_be_bytes());
+                format!("entry {i} field at {field} := {v}")
+            }
+            6 => {
+                // Shift a boundary: entry i ends later, entry i+1 starts later (still
+                // contiguous, streams cut in the wrong place).
+                let i = rng.below(n.saturating_sub(1));
+                let d = 1 + rng.below(50) as u64;
+                let l = word(z, entry(i) + 8) + d;
+                let o = word(z, entry(i + 1)) + d;
+                let l1 = word(z, entry(i + 1) + 8).wrapping_sub(d);
+                z[entry(i) + 8..entry(i) + 16].copy_from_slice(&l.to_be_bytes());
+                z[entry(i + 1)..entry(i + 1) + 8].copy_from_slice(&o.to_be_bytes());
+                z[entry(i + 1) + 8..entry(i + 1) + 16].copy_from_slice(&l1.to_be_bytes());
+                format!("boundary after entry {i} shifted by {d}")
+            }
+            _ => {
+                let field = len - 48 + 8 * rng.below(4);
+                let v = match rng.below(3) {
+                    0 => rng.next() >> rng.below(64),
+                    1 => word(z, field).wrapping_add(1 + rng.below(3) as u64),
+                    _ => word(z, field).wrapping_sub(1 + rng.below(3) as u64),
+                };
+                z[field..field + 8].copy_from_slice(&v.to_be_bytes());
+                format!("footer field at {field} := {v}")
+            }
+        }
+    }
+
+    /// The net for the dbz2 reader: seeded mutations of a small dbz2 file, each decompressed
+    /// (`-d`, input removed on success) at 1 or 2 ranks within a deadline. A panic, a hang, an
+    /// output that differs from the original with status 0, or an input removed after a failure
+    /// fails the test, with the seed and the mutations to replay it. `MFU_FUZZ_SEED` and
+    /// `MFU_FUZZ_SECONDS` pick another seed or budget.
+    #[test]
+    fn fuzz_the_dbz2_reader() {
+        let seed: u64 = std::env::var("MFU_FUZZ_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0x5eed_0b22);
+        let budget = std::env::var("MFU_FUZZ_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map_or(Duration::from_secs(3), Duration::from_secs_f64);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        let original = data(7_000);
+        std::fs::write(&file, &original).unwrap();
+        let statuses = run_ranks(
+            1,
+            args(&["-z", "-b", "1", "--stream-bytes", "1000"], &file),
+            |_, p| File::open(flist::path::as_path(p)),
+        );
+        assert_eq!(statuses, [Status::Ok]);
+        let packed = dir.path().join("f.bz2");
+        let good = std::fs::read(&packed).unwrap();
+        let block = 1000;
+        let word = |at: usize| u64::from_be_bytes(good[at..at + 8].try_into().unwrap()) as usize;
+        let (table, nblocks) = (word(good.len() - 48), word(good.len() - 40));
+        assert_eq!(nblocks, 7);
+        let mut rng = Rng(seed | 1);
+        let started = Instant::now();
+        let (mut runs, mut ok, mut fallback_ok) = (0u64, 0u64, 0u64);
+        while started.elapsed() < budget {
+            let mut z = good.clone();
+            let mutations: Vec<String> = (0..1 + rng.below(2))
+                .map(|_| mutate(&mut z, table, nblocks, &mut rng))
+                .collect();
+            let ranks = 1 + rng.below(2);
+            let context = format!(
+                "seed {seed} (MFU_FUZZ_SEED), run {runs}, {ranks} rank(s), mutations {mutations:?}"
+            );
+            std::fs::write(&packed, &z).unwrap();
+            let _ = std::fs::remove_file(&file);
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_ranks(ranks, args(&["-d"], &packed), |_, p| {
+                    File::open(flist::path::as_path(p))
+                })
+            }));
+            let statuses = result.unwrap_or_else(|_| panic!("panic: {context}"));
+            let footer_intact = z.len() >= 48
+                && z[z.len() - 48..] == good[good.len() - 48..]
+                && z.len() == good.len();
+            if statuses[0] == Status::Ok {
+                ok += 1;
+                let out =
+                    std::fs::read(&file).unwrap_or_else(|e| panic!("no output: {e}: {context}"));
+                let whole = out == original;
+                // Without a dbz2 footer the file is plain concatenated bzip2 to every reader:
+                // a cut at a stream boundary decodes to whole blocks, as with bunzip2.
+                let prefix = !footer_intact
+                    && out.len() % block == 0
+                    && original.starts_with(&out)
+                    && Footer::decode(&z[z.len().saturating_sub(48)..], z.len() as u64).is_err();
+                assert!(whole || prefix, "wrong output with status 0: {context}");
+                fallback_ok += u64::from(whole && z != good);
+                assert!(!packed.exists(), "input kept after success: {context}");
+            } else {
+                assert_eq!(
+                    std::fs::read(&packed).ok().as_deref(),
+                    Some(&z[..]),
+                    "input changed or removed after a failure: {context}"
+                );
+                assert!(!file.exists(), "an output after a failure: {context}");
+            }
+            assert_eq!(
+                names(dir.path()).len(),
+                1,
+                "a temporary file left: {:?}: {context}",
+                names(dir.path())
+            );
+            runs += 1;
+        }
+        eprintln!(
+            "dbz2 reader fuzz: seed {seed}, {runs} runs in {:.1} s, {ok} decoded (of which \
+             {fallback_ok} mutated files gave the whole original), none wrong",
+            started.elapsed().as_secs_f64()
+        );
+        assert!(runs > 50, "too few runs ({runs}) to mean anything");
+    }
+
     #[test]
     fn names_follow_bzip2() {
         assert_eq!(decompressed_name(b"/a/x.bz2"), b"/a/x");
@@ -714,9 +1042,15 @@ mod tests {
 
     #[test]
     fn plan_travels() {
+        let planned = Planned {
+            dir: (1, 2),
+            input: (3, 4),
+            entry: (5, 6),
+        };
         for plan in [
             Plan::Compress { size: 7 },
-            Plan::Serial,
+            Plan::Serial { expect: None },
+            Plan::Serial { expect: Some(9) },
             Plan::Blocks(format::Footer {
                 table_offset: 1,
                 nblocks: 2,
@@ -724,7 +1058,10 @@ mod tests {
                 original_size: 4,
             }),
         ] {
-            assert_eq!(decode_plan(&encode_plan(&plan)), Ok(plan));
+            assert_eq!(
+                decode_plan(&encode_plan(&plan, &planned)),
+                Ok((plan, planned))
+            );
         }
         assert_eq!(decode_plan(&[2]), Err(Status::Usage));
         assert_eq!(decode_plan(&[1]), Err(Status::ItemsFailed));

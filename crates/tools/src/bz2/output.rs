@@ -1,86 +1,139 @@
 //! The output file under a temporary name beside its final name, shared by all ranks, renamed
 //! into place only when every rank has written its part: a crash or an error never leaves a half
 //! file under the final name.
+//!
+//! The directory is the one rank 0 checked before the work (its (device, inode) is part of the
+//! plan): rank 0 opens it again by its path and refuses it if it is another directory now (a
+//! symlink swapped in for it, say), then makes the temporary, renames it and removes the input
+//! with `*at` calls on that descriptor, so no later change to the path can send a write, a
+//! rename or a removal elsewhere. The other ranks check that the temporary they open is rank 0's.
 
-use flist::path::{as_path, display};
-use std::fs::{File, FileTimes, OpenOptions, Permissions};
-use std::os::unix::ffi::OsStrExt;
+use super::temporary;
+use crate::status::Status;
+use flist::path::display;
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
+use std::fs::{File, FileTimes, Permissions};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::PathBuf;
 use steal::{Comm, CommExt};
 
 /// The shared temporary output of one run.
 pub struct TempOutput {
-    /// Where the data goes while it is written.
-    pub temp: PathBuf,
+    /// The output's directory (rank 0 only): every name is reached from it.
+    dir: Option<OwnedFd>,
+    /// The temporary's name in that directory.
+    name: Vec<u8>,
+    /// The temporary's path, for messages.
+    pub temp: Vec<u8>,
     /// This rank's handle on it.
     pub file: File,
 }
 
-/// Rank 0 creates a fresh temporary file in `dest`'s directory (mode 0600 while written); the
-/// other ranks open it for writing. Collective. `Err` on every rank if any rank failed.
-pub fn create(comm: &dyn Comm, dest: &[u8]) -> Result<TempOutput, String> {
-    let dest_path = as_path(dest);
-    let mut name = Vec::new();
-    let mut mine: Option<Result<File, String>> = None;
+/// Rank 0 opens `dest`'s directory (which must still be the directory `dir_id`), removes the
+/// temporaries an earlier killed run left for `dest` (each named in the returned notes) and
+/// creates a fresh temporary (mode 0600 while written); the other ranks open it for writing.
+/// Collective. `Err` on every rank if any rank failed (rank 0's message; the others' empty).
+pub fn create(
+    comm: &dyn Comm,
+    dest: &[u8],
+    dir_id: (u64, u64),
+) -> Result<(TempOutput, Vec<String>), (Status, String)> {
+    let (dir_path, base) = temporary::split(dest);
+    let mut shared = Vec::new();
+    let mut notes = Vec::new();
+    let mut dir = None;
+    // Ranks other than 0 have nothing to say when rank 0 failed: its status is the one.
+    let mut mine: Result<(Vec<u8>, File), (Status, String)> = Err((Status::Ok, String::new()));
     if comm.rank() == 0 {
-        let dir = match dest_path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let base = dest_path
-            .file_name()
-            .map(|n| n.as_bytes())
-            .unwrap_or(b"out");
-        let mut prefix = b".".to_vec();
-        prefix.extend_from_slice(base);
-        prefix.push(b'.');
-        let made = tempfile::Builder::new()
-            .prefix(std::ffi::OsStr::from_bytes(&prefix))
-            .suffix(".mfu-tmp")
-            .tempfile_in(&dir)
-            .map_err(|e| format!("create a temporary file in {}: {e}", dir.display()))
-            .and_then(|t| {
-                t.keep()
-                    .map_err(|e| format!("keep temporary file: {}", e.error))
+        mine = temporary::open_dir_checked(&dir_path, dir_id)
+            .map_err(|e| (Status::ItemsFailed, e))
+            .and_then(|fd| {
+                for (name, removed) in temporary::remove_stale(fd.as_fd(), &base) {
+                    let path = [dir_path.as_slice(), b"/", &name].concat();
+                    notes.push(match removed {
+                        Ok(()) => format!(
+                            "removed {}, a temporary file an earlier interrupted run left",
+                            display(&path)
+                        ),
+                        Err(e) => format!("remove stale temporary {}: {e}", display(&path)),
+                    });
+                }
+                let made = temporary::create(fd.as_fd(), &base).map_err(|e| {
+                    (
+                        Status::Usage,
+                        format!("create a temporary file in {}: {e}", display(&dir_path)),
+                    )
+                })?;
+                dir = Some(fd);
+                Ok(made)
+            })
+            .and_then(|(name, fd)| {
+                let id =
+                    temporary::identity(fd.as_fd()).map_err(|e| (Status::Usage, e.to_string()))?;
+                shared = [&id.0.to_le_bytes()[..], &id.1.to_le_bytes(), &name].concat();
+                Ok((name, File::from(fd)))
             });
-        match made {
-            Ok((file, path)) => {
-                name = path.as_os_str().as_bytes().to_vec();
-                mine = Some(Ok(file));
-            }
-            Err(e) => mine = Some(Err(e)),
-        }
     }
-    comm.bcast(0, &mut name);
-    let mine = match mine {
-        Some(m) => m,
-        None if name.is_empty() => Err(String::new()),
-        None => OpenOptions::new()
-            .write(true)
-            .open(as_path(&name))
-            .map_err(|e| format!("open {}: {e}", display(&name))),
-    };
+    comm.bcast(0, &mut shared);
+    if comm.rank() != 0 && shared.len() > 16 {
+        let id = (
+            u64::from_le_bytes(shared[..8].try_into().expect("8")),
+            u64::from_le_bytes(shared[8..16].try_into().expect("8")),
+        );
+        let name = shared[16..].to_vec();
+        let path = [dir_path.as_slice(), b"/", &name].concat();
+        mine = rustix::fs::open(
+            flist::path::as_path(&path),
+            OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| format!("open {}: {e}", display(&path)))
+        .and_then(|fd| match temporary::identity(fd.as_fd()) {
+            Ok(got) if got == id => Ok((name, File::from(fd))),
+            _ => Err(format!(
+                "{} is not the temporary file rank 0 made (its directory changed)",
+                display(&path)
+            )),
+        })
+        .map_err(|e| (Status::ItemsFailed, e));
+    }
     let ok = comm.all(mine.is_ok());
     match (mine, ok) {
-        (Ok(file), true) => Ok(TempOutput {
-            temp: as_path(&name).to_path_buf(),
-            file,
-        }),
+        (Ok((name, file)), true) => Ok((
+            TempOutput {
+                temp: [dir_path.as_slice(), b"/", &name].concat(),
+                dir,
+                name,
+                file,
+            },
+            notes,
+        )),
         (mine, _) => {
-            if comm.rank() == 0 && !name.is_empty() {
-                let _ = std::fs::remove_file(as_path(&name));
+            if let (Some(d), Ok((name, _))) = (&dir, &mine) {
+                let _ = rustix::fs::unlinkat(d, name.as_slice(), AtFlags::empty());
             }
-            Err(mine.err().unwrap_or_default())
+            let status = match &mine {
+                Err((s, _)) => *s,
+                Ok(_) => Status::Ok,
+            };
+            let status = status.agree(comm);
+            Err((status, mine.err().map(|e| e.1).unwrap_or_default()))
         }
     }
 }
 
 impl TempOutput {
     /// Rank 0's last step after every rank synced its writes: give the output the input's mode,
-    /// owner (best effort) and times, then rename it to `dest`. Called on rank 0 only.
-    pub fn finish(self, like: &std::fs::Metadata, dest: &[u8]) -> Result<(), String> {
-        let temp = self.temp.display().to_string();
+    /// owner (best effort) and times, rename it to `dest` (replacing an existing `dest` only
+    /// with `replace`; never following a symlink there), and sync the directory so that the
+    /// rename is on disk before the input may go. Called on rank 0 only.
+    pub fn finish(
+        &self,
+        like: &std::fs::Metadata,
+        dest: &[u8],
+        replace: bool,
+    ) -> Result<(), String> {
+        let temp = display(&self.temp).into_owned();
         let times = FileTimes::new()
             .set_accessed(system_time(like.atime(), like.atime_nsec()))
             .set_modified(system_time(like.mtime(), like.mtime_nsec()));
@@ -92,16 +145,58 @@ impl TempOutput {
         self.file
             .set_times(times)
             .map_err(|e| format!("set times of {temp}: {e}"))?;
-        drop(self.file);
-        std::fs::rename(&self.temp, as_path(dest))
-            .map_err(|e| format!("rename {temp} to {}: {e}", display(dest)))
+        let dir = self.dir.as_ref().ok_or("rename on a rank other than 0")?;
+        let (_, base) = temporary::split(dest);
+        let flags = if replace {
+            RenameFlags::empty()
+        } else {
+            RenameFlags::NOREPLACE
+        };
+        let renamed =
+            match rustix::fs::renameat_with(dir, self.name.as_slice(), dir, base.as_slice(), flags)
+            {
+                // A file system without RENAME_NOREPLACE: look, then rename (a narrow window).
+                Err(rustix::io::Errno::INVAL) if !replace => {
+                    match rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(_) => Err(rustix::io::Errno::EXIST),
+                        Err(_) => {
+                            rustix::fs::renameat(dir, self.name.as_slice(), dir, base.as_slice())
+                        }
+                    }
+                }
+                r => r,
+            };
+        renamed.map_err(|e| match e {
+            rustix::io::Errno::EXIST => format!(
+                "output {} appeared while working; not replaced (use -f)",
+                display(dest)
+            ),
+            e => format!("rename {temp} to {}: {e}", display(dest)),
+        })?;
+        rustix::fs::fsync(dir).map_err(|e| format!("fsync the directory of {}: {e}", display(dest)))
     }
 
-    /// Remove the temporary file after a failure (rank 0 only; others just drop their handle).
-    pub fn abandon(self, rank: usize) {
-        drop(self.file);
-        if rank == 0 {
-            let _ = std::fs::remove_file(&self.temp);
+    /// Remove the input `input` (in the output's directory) if it is still the entry
+    /// `(dev, ino)` that was planned from (without following a symlink). Rank 0 only.
+    pub fn remove_input(&self, input: &[u8], id: (u64, u64)) -> Result<(), String> {
+        let dir = self.dir.as_ref().ok_or("remove on a rank other than 0")?;
+        let (_, base) = temporary::split(input);
+        let st = rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| format!("stat {}: {e}", display(input)))?;
+        if (st.st_dev, st.st_ino) != id {
+            return Err(format!(
+                "{} was replaced while being read; not removed",
+                display(input)
+            ));
+        }
+        rustix::fs::unlinkat(dir, base.as_slice(), AtFlags::empty())
+            .map_err(|e| format!("remove {}: {e}", display(input)))
+    }
+
+    /// Remove the temporary file (rank 0 only; others just drop their handle).
+    pub fn abandon(self) {
+        if let Some(dir) = &self.dir {
+            let _ = rustix::fs::unlinkat(dir, self.name.as_slice(), AtFlags::empty());
         }
     }
 }

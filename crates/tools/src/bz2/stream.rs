@@ -24,9 +24,14 @@ pub fn compress_block(input: &[u8], level: u32) -> Result<Vec<u8>, String> {
 /// Decompress `input`, which must be exactly one bzip2 stream of exactly `expected` bytes.
 pub fn decompress_block(input: &[u8], expected: usize) -> Result<Vec<u8>, String> {
     let mut dec = Decompress::new(false);
-    // One byte of room beyond `expected` shows a stream that is too long.
-    let mut out = Vec::with_capacity(expected + 1);
+    // One byte of room beyond `expected` shows a stream that is too long. The room grows with
+    // what the stream really holds (a damaged table or footer can claim up to 1 GiB per block).
+    let limit = expected + 1;
+    let mut out = Vec::with_capacity(limit.min(1 << 20));
     loop {
+        if out.len() == out.capacity() {
+            out.reserve_exact((limit - out.len()).min(out.capacity().max(1 << 20)));
+        }
         let consumed = dec.total_in() as usize;
         let before = out.len();
         let status = dec
@@ -86,9 +91,11 @@ pub struct SerialReport {
 
 /// Decode every concatenated stream of `input` into `output`, as `bunzip2` does: after a stream,
 /// anything that does not start with `BZh` is trailing garbage and ends the decoding.
+/// Stops with an error saying so when `stop` is set (a signal).
 pub fn decode_all<R: BufRead, W: Write>(
     mut input: R,
     output: &mut W,
+    stop: &std::sync::atomic::AtomicBool,
 ) -> Result<SerialReport, SerialError> {
     let mut report = SerialReport::default();
     let mut buf = vec![0u8; 1 << 20];
@@ -112,6 +119,12 @@ pub fn decode_all<R: BufRead, W: Write>(
         }
         let mut dec = bzip2::bufread::BzDecoder::new(input);
         loop {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(SerialError::Failed {
+                    at: report.bytes,
+                    message: "interrupted by a signal".to_string(),
+                });
+            }
             let n = match dec.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => n,
@@ -181,17 +194,21 @@ mod tests {
         file.extend(compress_block(b"world", 1).unwrap());
         file.extend([0u8; 40]);
         let mut out = Vec::new();
-        let r = decode_all(&file[..], &mut out).unwrap();
+        let r = decode_all(&file[..], &mut out, &Default::default()).unwrap();
         assert_eq!(out, b"hello world");
         assert_eq!(r.streams, 2);
         assert!(r.trailing_garbage);
         assert!(matches!(
-            decode_all(&b"not bzip2 at all"[..], &mut Vec::new()),
+            decode_all(
+                &b"not bzip2 at all"[..],
+                &mut Vec::new(),
+                &Default::default()
+            ),
             Err(SerialError::NotBzip2)
         ));
         let cut = &file[..10];
         assert!(matches!(
-            decode_all(cut, &mut Vec::new()),
+            decode_all(cut, &mut Vec::new(), &Default::default()),
             Err(SerialError::Failed { .. })
         ));
     }

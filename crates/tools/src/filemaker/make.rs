@@ -13,6 +13,14 @@
 //! can write must not write outside it): each item is made relative to its directory, opened
 //! from the root with `openat2(RESOLVE_NO_SYMLINKS)`, and files are opened with `O_NOFOLLOW`.
 //! A link in the way fails that item (`ELOOP`) and everything planned below it.
+//!
+//! An existing inode is never written into (`--force` over a tree that hard links reach from
+//! outside must not change the outside names): a file of the plan that exists as a regular file
+//! is unlinked and created anew with `O_EXCL`, a link of the plan that exists as a symbolic link
+//! is replaced, a directory is reused. Anything of another type in an item's place (a user's
+//! file where a link goes, a directory where a file goes...) is left alone and that item fails,
+//! named. Ranks that write parts of a file another rank created check that it still is a
+//! regular file with one link before writing.
 
 use super::plan::{Kind, Plan, ROOT};
 use flist::distribute::even_start;
@@ -25,10 +33,10 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use steal::progress::Progress;
-use steal::{Comm, ReduceOp};
+use steal::{Comm, CommExt, ReduceOp};
 
 /// What creating one file costs, in bytes of data written in the same time: the weight that
 /// keeps ranks balanced when a tree holds many small files.
@@ -59,17 +67,34 @@ pub struct Report {
     pub total_errors: u64,
     /// This rank's failures, each with its path and operation.
     pub errors: Vec<ItemError>,
+    /// A stop was asked for (a signal) on some rank: the tree is incomplete.
+    pub interrupted: bool,
 }
 
 /// Make the tree `plan` describes under `root` (created if absent; its parent must exist), on
-/// all ranks. An existing directory is reused, an existing file truncated and rewritten, an
-/// existing link replaced. `progress` counts items and bytes. Collective; `Err` (on every rank)
-/// when `root` cannot be created.
+/// all ranks. An existing directory is reused, an existing regular file replaced by a new one,
+/// an existing link replaced; anything else in an item's place fails that item. `progress`
+/// counts items and bytes. Collective; `Err` (on every rank) when `root` cannot be created.
 pub fn make(
     comm: &dyn Comm,
     plan: &Plan,
     root: &[u8],
     progress: &Progress,
+) -> Result<Report, String> {
+    make_until(comm, plan, root, progress, true, &AtomicBool::new(false))
+}
+
+/// [`make`], replacing files and links of the plan found in place only with `replace` (without
+/// it such an item fails: something appeared in a directory that was empty), and stopping
+/// early (items not started are skipped, a file's write stops within 1 MiB) once `stop` is set
+/// on any rank; then [`Report::interrupted`] is set on every rank.
+pub fn make_until(
+    comm: &dyn Comm,
+    plan: &Plan,
+    root: &[u8],
+    progress: &Progress,
+    replace: bool,
+    stop: &AtomicBool,
 ) -> Result<Report, String> {
     let mut msg = Vec::new();
     if comm.rank() == 0 {
@@ -100,6 +125,8 @@ pub fn make(
         .total_bytes
         .store(plan.total_bytes(), Ordering::Relaxed);
     let maker = Maker {
+        replace,
+        stop,
         plan,
         root,
         root_fd: root_fd.as_fd(),
@@ -121,9 +148,13 @@ pub fn make(
         let n = dirs.len() as u64;
         let mine =
             &dirs[even_start(n, size, rank) as usize..even_start(n, size, rank + 1) as usize];
-        mine.par_iter().for_each(|&g| maker.dir(g));
+        if !maker.stopped() {
+            mine.par_iter().for_each(|&g| maker.dir(g));
+        }
         comm.barrier();
     }
+    // Every rank takes the same branch below.
+    let stopped_early = comm.any(maker.stopped());
 
     // 2. Files by weight, links evenly.
     let files: Vec<u32> = (0..plan.items.len() as u32)
@@ -143,6 +174,7 @@ pub fn make(
             }));
         }
     }
+    let created = if stopped_early { Vec::new() } else { created };
     created.par_iter().for_each(|p| {
         maker.create(Part {
             len: p.len.min(CHUNK),
@@ -153,14 +185,19 @@ pub fn make(
         .filter(|&g| plan.items[g as usize].kind == Kind::Link)
         .collect();
     let n = links.len() as u64;
-    links[even_start(n, size, rank) as usize..even_start(n, size, rank + 1) as usize]
-        .par_iter()
-        .for_each(|&g| maker.link(g));
-    comm.barrier();
-    for p in later {
-        pieces.extend(split(p));
+    if !stopped_early {
+        links[even_start(n, size, rank) as usize..even_start(n, size, rank + 1) as usize]
+            .par_iter()
+            .for_each(|&g| maker.link(g));
     }
-    pieces.par_iter().for_each(|p| maker.write_part(*p));
+    comm.barrier();
+    if !comm.any(maker.stopped()) {
+        for p in later {
+            pieces.extend(split(p));
+        }
+        pieces.par_iter().for_each(|p| maker.write_part(*p));
+    }
+    let interrupted = comm.any(maker.stopped());
 
     let mut v =
         [&maker.dirs, &maker.files, &maker.links, &maker.bytes].map(|a| a.load(Ordering::Relaxed));
@@ -175,6 +212,7 @@ pub fn make(
         bytes: v[3],
         total_errors: all[4],
         errors,
+        interrupted,
     })
 }
 
@@ -240,6 +278,10 @@ fn split(p: Part) -> Vec<Part> {
 
 /// What one rank's workers share.
 struct Maker<'a> {
+    /// Items of the plan found in place (with their planned type) may be replaced.
+    replace: bool,
+    /// Set when the run must stop (a signal): items not started are skipped.
+    stop: &'a AtomicBool,
     plan: &'a Plan,
     root: &'a [u8],
     /// The root, open on this rank (`O_PATH`): every item is made beneath it.
@@ -253,6 +295,22 @@ struct Maker<'a> {
 }
 
 impl Maker<'_> {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// [`replaceable`], and only when replacing was asked for (`--force`).
+    fn replaceable(&self, dir: BorrowedFd, name: &[u8], kind: FileType) -> io::Result<()> {
+        replaceable(dir, name, kind)?;
+        if !self.replace {
+            return Err(io::Error::new(
+                io::Error::from(Errno::EXIST).kind(),
+                "appeared during the run (not replaced without --force)",
+            ));
+        }
+        Ok(())
+    }
+
     fn path(&self, g: u32) -> Vec<u8> {
         [self.root, b"/", &self.plan.rel_path(g)].concat()
     }
@@ -278,6 +336,9 @@ impl Maker<'_> {
     }
 
     fn dir(&self, g: u32) {
+        if self.stopped() {
+            return;
+        }
         match self.at(g, mkdir_at) {
             Ok(()) => {
                 self.dirs.fetch_add(1, Ordering::Relaxed);
@@ -288,17 +349,23 @@ impl Maker<'_> {
     }
 
     fn link(&self, g: u32) {
+        if self.stopped() {
+            return;
+        }
         let target = self.plan.link_target(g);
         let t = flist::path::as_path(&target);
         let r = self.at(g, |dir, name| {
             let p = flist::path::as_path(name);
-            let mut r = rustix::fs::symlinkat(t, dir, p);
-            if r == Err(Errno::EXIST) {
-                // A rerun into the same directory: replace the link (never a directory).
-                r = rustix::fs::unlinkat(dir, p, AtFlags::empty())
-                    .and_then(|_| rustix::fs::symlinkat(t, dir, p));
+            match rustix::fs::symlinkat(t, dir, p) {
+                // A rerun into the same directory: replace a link, nothing else.
+                Err(Errno::EXIST) => {
+                    self.replaceable(dir, name, FileType::Symlink)?;
+                    rustix::fs::unlinkat(dir, p, AtFlags::empty())
+                        .and_then(|_| rustix::fs::symlinkat(t, dir, p))
+                        .map_err(io::Error::from)
+                }
+                r => r.map_err(io::Error::from),
             }
-            r.map_err(io::Error::from)
         });
         match r {
             Ok(()) => {
@@ -309,12 +376,24 @@ impl Maker<'_> {
         }
     }
 
-    /// Create (truncate) the file of `p` and write `p`'s bytes.
+    /// Create the file of `p` (a new inode: a regular file already there is unlinked first)
+    /// and write `p`'s bytes.
     fn create(&self, p: Part) {
+        if self.stopped() {
+            return;
+        }
         let flags =
-            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let path = self.path(p.item);
-        match self.at(p.item, |dir, name| open_at(dir, name, flags, 0o600)) {
+        let made = self.at(p.item, |dir, name| match open_at(dir, name, flags, 0o600) {
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                self.replaceable(dir, name, FileType::RegularFile)?;
+                rustix::fs::unlinkat(dir, flist::path::as_path(name), AtFlags::empty())?;
+                open_at(dir, name, flags, 0o600)
+            }
+            r => r,
+        });
+        match made {
             Ok(fd) => {
                 self.files.fetch_add(1, Ordering::Relaxed);
                 self.progress.add(1, 0);
@@ -324,11 +403,27 @@ impl Maker<'_> {
         }
     }
 
-    /// Write `p`'s bytes into its file, which its creator made before the last barrier.
+    /// Write `p`'s bytes into its file, which its creator made before the last barrier: still
+    /// a regular file with one link (nobody linked or swapped it since), or nothing is written.
     fn write_part(&self, p: Part) {
+        if self.stopped() {
+            return;
+        }
         let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let path = self.path(p.item);
-        match self.at(p.item, |dir, name| open_at(dir, name, flags, 0)) {
+        let opened = self
+            .at(p.item, |dir, name| open_at(dir, name, flags, 0))
+            .and_then(|fd| {
+                let st = rustix::fs::fstat(&fd)?;
+                if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_nlink != 1
+                {
+                    return Err(io::Error::other(
+                        "no longer the file this run created (linked or replaced since): not written",
+                    ));
+                }
+                Ok(fd)
+            });
+        match opened {
             Ok(fd) => self.write(&File::from(fd), &path, p),
             Err(e) => self.fail(&path, "open", e),
         }
@@ -338,7 +433,7 @@ impl Maker<'_> {
         let r = BUFFER.with(|b| -> io::Result<()> {
             let mut buf = b.borrow_mut();
             let mut done = 0u64;
-            while done < p.len {
+            while done < p.len && !self.stopped() {
                 let n = (p.len - done).min(buf.len() as u64) as usize;
                 let at = p.offset + done;
                 self.plan
@@ -364,6 +459,36 @@ fn link_in_the_way() -> io::Error {
         io::Error::from(Errno::LOOP).kind(),
         "a symbolic link is in the way (not followed)",
     )
+}
+
+/// What an entry of type `kind` is called in messages.
+fn type_name(kind: FileType) -> &'static str {
+    match kind {
+        FileType::RegularFile => "a regular file",
+        FileType::Directory => "a directory",
+        FileType::Symlink => "a symbolic link",
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Unknown => "a file of unknown type",
+    }
+}
+
+/// `Ok` when the entry `name` in `dir` is of type `kind` (a leftover of an earlier run, that
+/// the item may replace); otherwise the error that names what is in the way. A symbolic link
+/// where a file goes is `ELOOP`, as `O_NOFOLLOW` reports it.
+fn replaceable(dir: BorrowedFd, name: &[u8], kind: FileType) -> io::Result<()> {
+    let st = rustix::fs::statat(dir, flist::path::as_path(name), AtFlags::SYMLINK_NOFOLLOW)?;
+    let found = FileType::from_raw_mode(st.st_mode);
+    match found {
+        f if f == kind => Ok(()),
+        FileType::Symlink => Err(link_in_the_way()),
+        f => Err(io::Error::new(
+            io::Error::from(Errno::EXIST).kind(),
+            format!("{} is in the way (not replaced)", type_name(f)),
+        )),
+    }
 }
 
 /// `e`, with `ELOOP` (a symbolic link met with `O_NOFOLLOW` or `RESOLVE_NO_SYMLINKS`) explained.
@@ -442,7 +567,14 @@ fn mkdir_at(dir: BorrowedFd, name: &[u8]) -> io::Result<()> {
                 Ok(mode) if FileType::from_raw_mode(mode) == FileType::Symlink => {
                     Err(link_in_the_way())
                 }
-                _ => Err(Errno::EXIST.into()),
+                Ok(mode) => Err(io::Error::new(
+                    io::Error::from(Errno::EXIST).kind(),
+                    format!(
+                        "{} is in the way (not replaced)",
+                        type_name(FileType::from_raw_mode(mode))
+                    ),
+                )),
+                Err(e) => Err(e.into()),
             }
         }
         Err(e) => Err(e.into()),
@@ -579,6 +711,37 @@ mod tests {
             assert!(e.to_string().contains("symbolic link is in the way"), "{e}");
             assert!(walk(root.as_fd(), b"a/none").is_err());
         }
+    }
+
+    #[test]
+    fn without_replace_a_file_in_a_planned_place_is_kept() {
+        let p = plan(&[5, 5]);
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("file_00000001"), b"mine").unwrap();
+        let root = tmp.path().as_os_str().as_encoded_bytes().to_vec();
+        let stop = AtomicBool::new(false);
+        let reports = steal::local::run(2, |comm| {
+            make_until(comm, &p, &root, &Progress::silent(), false, &stop).unwrap()
+        });
+        assert_eq!(reports[0].total_errors, 1);
+        let e: Vec<String> = reports
+            .iter()
+            .flat_map(|r| r.errors.iter().map(|e| e.to_string()))
+            .collect();
+        assert!(
+            e[0].contains("file_00000001: appeared during the run"),
+            "{e:?}"
+        );
+        assert_eq!(
+            std::fs::read(tmp.path().join("file_00000001")).unwrap(),
+            b"mine"
+        );
+        assert_eq!(
+            std::fs::read(tmp.path().join("file_00000000"))
+                .unwrap()
+                .len(),
+            5
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@
 pub mod make;
 pub mod plan;
 
-pub use make::{make, Report};
+pub use make::{make, make_until, Report};
 pub use plan::{Fill, Item, Kind, Plan, Spec};
 
 use crate::cli::{report_error, stdout_bytes, Common};
@@ -52,8 +52,8 @@ const TOOL: &str = "filemaker";
         mfu-rs filemaker -f alternate --files 100 --links 0 -s 1GB -n 4 -d 1 /scratch/big\n\n\
         Fills: random = pseudo-random bytes (blake3 stream keyed by seed and file number), \
         true = 0xFF bytes, false = 0x00 bytes, alternate = 0xAA bytes (as dfilemaker).\n\n\
-        Exit status: 0 tree made, 1 some items could not be made (each on stderr), 2 usage \
-        error or DIR not empty (nothing written)."
+        Exit status: 0 tree made, 1 some items could not be made (each on stderr) or a signal \
+        (SIGINT/SIGTERM) stopped the run, 2 usage error or DIR not empty (nothing written)."
 )]
 pub struct FilemakerArgs {
     /// Directory to fill: created if absent (its parent must exist); must be empty unless
@@ -83,10 +83,12 @@ pub struct FilemakerArgs {
     /// last gets at least one directory).
     #[arg(long, value_name = "PCT", default_value_t = 33, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub links: u8,
-    /// Write into DIR even if it is not empty: items of the plan that exist are replaced
-    /// (files truncated, links remade, directories reused); nothing else is touched, and a
-    /// symbolic link where the plan puts a file or directory is never followed (that item
-    /// fails).
+    /// Write into DIR even if it is not empty: items of the plan that exist with the planned
+    /// type are replaced (a file by a new file, never rewritten in place, so hard links
+    /// elsewhere keep their data; links remade; directories reused). An entry of another type
+    /// in an item's place (a user's file where a link goes, a symbolic link where a file or
+    /// directory goes...) is never replaced nor followed: that item fails, named (exit 1).
+    /// Nothing else is touched.
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
@@ -141,6 +143,7 @@ impl FilemakerArgs {
 
 /// Run `filemaker` on this rank. Collective; returns the status every rank agreed on.
 pub fn run(comm: &dyn Comm, args: &FilemakerArgs) -> Status {
+    steal::signals::install();
     let started = Instant::now();
     let checked = setup(args);
     let (plan, root) = match agree_setup(comm, TOOL, checked) {
@@ -164,7 +167,14 @@ pub fn run(comm: &dyn Comm, args: &FilemakerArgs) -> Status {
         );
     }
     let progress = args.common.progress(comm.rank(), "Made");
-    let report = match make(comm, &plan, &root, &progress) {
+    let report = match make_until(
+        comm,
+        &plan,
+        &root,
+        &progress,
+        args.force,
+        steal::signals::stop_flag(),
+    ) {
         Ok(r) => r,
         Err(e) => {
             if rank0 {
@@ -179,7 +189,12 @@ pub fn run(comm: &dyn Comm, args: &FilemakerArgs) -> Status {
     if rank0 && !args.common.quiet {
         stdout_bytes(
             format!(
-                "Made {} items in {}: {} directories, {} files, {} links, {} in {:.3} s\n",
+                "{} {} items in {}: {} directories, {} files, {} links, {} in {:.3} s\n",
+                if report.interrupted {
+                    "Interrupted after making"
+                } else {
+                    "Made"
+                },
                 report.dirs + report.files + report.links,
                 display(&root),
                 report.dirs,
@@ -191,6 +206,16 @@ pub fn run(comm: &dyn Comm, args: &FilemakerArgs) -> Status {
             .as_bytes(),
         );
     }
+    if rank0 && report.interrupted {
+        report_error(
+            TOOL,
+            format!(
+                "interrupted by a signal: the tree in {} is incomplete (items missing, files \
+                 possibly partly written); rerun with --force to remake it",
+                display(&root)
+            ),
+        );
+    }
     if rank0 && report.total_errors > 0 {
         report_error(
             TOOL,
@@ -200,7 +225,7 @@ pub fn run(comm: &dyn Comm, args: &FilemakerArgs) -> Status {
             ),
         );
     }
-    let status = if report.total_errors > 0 {
+    let status = if report.total_errors > 0 || report.interrupted {
         Status::ItemsFailed
     } else {
         Status::Ok
