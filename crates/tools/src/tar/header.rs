@@ -2819,3 +2819,7 @@ mod tests {
         assert_eq!(got, entries);
     }
 }
+
+#[cfg(test)]
+#[path = "fuzz_tests.rs"]
+mod fuzz_tests;

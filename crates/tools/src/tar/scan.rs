@@ -295,6 +295,16 @@ fn follow(archive: &Archive, found: &HashMap<u64, Candidate>) -> (Vec<u64>, Opti
                     )),
                     at,
                 ),
+                // Past the end: the archive ends inside the last entry's padding (its data
+                // is whole; GNU tar reports an unexpected end too).
+                None if at > len => (
+                    offsets,
+                    Some(format!(
+                        "truncated archive: it ends at byte {len}, inside the padding of its last \
+                         entry"
+                    )),
+                    len,
+                ),
                 None => (offsets, None, at),
             };
         }
