@@ -661,3 +661,365 @@ fn pids_of_ranks(target: &Path) -> Vec<rustix::process::Pid> {
     assert!(!out.is_empty(), "no rank found for {}", target.display());
     out
 }
+
+// ---- The corpus: archives written by other implementations ----------------------------------
+
+/// The corpus tree under `dir/top`: names longer than 100 bytes and paths longer than 255, a
+/// non-UTF-8 name, a newline in a name, symlinks (short, long target, dangling), a hard-link
+/// pair, empty directory and file, a sparse file, modes; every mtime a whole second.
+fn corpus_tree(dir: &Path) {
+    let top = dir.join("top");
+    let long = "L".repeat(150);
+    let deep = ["a".repeat(90), "b".repeat(90), "c".repeat(90)].join("/");
+    std::fs::create_dir_all(top.join("empty")).unwrap();
+    std::fs::create_dir_all(top.join(&deep)).unwrap();
+    std::fs::create_dir_all(top.join("d")).unwrap();
+    std::fs::write(top.join(format!("d/{long}")), b"long name\n").unwrap();
+    std::fs::write(top.join(format!("{deep}/{}", "f".repeat(80))), b"deep\n").unwrap();
+    tree::write_file_named(&top, b"caf\xe9.txt", b"latin-1\n");
+    tree::write_file_named(&top, b"new\nline", b"newline\n");
+    std::fs::write(top.join("with space"), noise(3, 5000)).unwrap();
+    std::fs::write(top.join("target.txt"), b"target\n").unwrap();
+    std::os::unix::fs::symlink("target.txt", top.join("link")).unwrap();
+    std::os::unix::fs::symlink("nowhere/at/all", top.join("dangling")).unwrap();
+    std::os::unix::fs::symlink("T".repeat(150), top.join("longlink")).unwrap();
+    std::fs::write(top.join("hard1"), b"hard linked\n").unwrap();
+    std::fs::hard_link(top.join("hard1"), top.join("hard2")).unwrap();
+    std::fs::write(top.join("empty.txt"), b"").unwrap();
+    std::fs::write(top.join("exec"), b"#!/bin/sh\n").unwrap();
+    tree::chmod(&top.join("exec"), 0o755);
+    std::fs::write(top.join("readonly"), b"ro\n").unwrap();
+    tree::chmod(&top.join("readonly"), 0o444);
+    write_sparse(&top.join("sparse.bin"), 5, 3, 1 << 20);
+    // Whole seconds everywhere, deepest first (so a directory's is not changed afterwards).
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![top.clone()];
+    while let Some(p) = stack.pop() {
+        if std::fs::symlink_metadata(&p).unwrap().is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(e.unwrap().path());
+            }
+        }
+        paths.push(p);
+    }
+    paths.sort_by_key(|p| std::cmp::Reverse(p.as_os_str().len()));
+    for (i, p) in paths.iter().enumerate() {
+        tree::set_mtime(p, (1_500_000_000 + i as i64 * 3600, 0));
+    }
+}
+
+/// Python's tarfile in `format` (GNU_FORMAT, PAX_FORMAT, USTAR_FORMAT): each entry added on its
+/// own, names that format cannot hold left out (as tarfile refuses them).
+const PYTHON_CORPUS: &str = r#"
+import os, sys, tarfile
+base, fmt, out = sys.argv[1], sys.argv[2], sys.argv[3]
+with tarfile.open(out, "w", format=getattr(tarfile, fmt), encoding="utf-8",
+                  errors="surrogateescape") as t:
+    for root, dirs, files in os.walk(os.path.join(base, "top")):
+        dirs.sort()
+        for name in [""] + sorted(dirs + files):
+            p = os.path.join(root, name) if name else root
+            if name in dirs:
+                continue
+            rel = os.path.relpath(p, base)
+            try:
+                t.add(p, rel, recursive=False)
+            except ValueError:
+                pass
+        for d in dirs:
+            pass
+"#;
+
+#[test]
+fn archives_of_other_implementations_extract_as_gnu_tar_extracts_them() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let src = fresh(w, "src");
+    corpus_tree(&src);
+    let mut archives: Vec<(String, PathBuf, usize)> = Vec::new();
+    let mut make = |label: &str, np: usize, cmd: &mut Command| {
+        let archive = w.join(format!("{label}.tar"));
+        let out = cmd.output().unwrap_or_else(|e| panic!("{label}: {e}"));
+        // Formats that cannot hold some names make their writer complain: what they wrote is
+        // still an archive that both readers must agree on.
+        assert!(
+            archive.exists(),
+            "{label}: no archive written: {}",
+            text(&out.stderr)
+        );
+        archives.push((label.to_string(), archive, np));
+    };
+    for (fmt, np) in [
+        ("gnu", 1),
+        ("oldgnu", 1),
+        ("posix", 2),
+        ("ustar", 1),
+        ("v7", 1),
+    ] {
+        let archive = w.join(format!("gnu-{fmt}.tar"));
+        let mut c = gnu_tar();
+        c.arg(format!("--format={fmt}"));
+        if matches!(fmt, "gnu" | "oldgnu" | "posix") {
+            c.arg("--sparse");
+        }
+        make(
+            &format!("gnu-{fmt}"),
+            np,
+            c.arg("-cf").arg(&archive).arg("-C").arg(&src).arg("top"),
+        );
+    }
+    for (fmt, np) in [("ustar", 1), ("pax", 2), ("restricted", 1), ("gnutar", 1)] {
+        let archive = w.join(format!("bsdtar-{fmt}.tar"));
+        let mut c = tool("bsdtar");
+        if fmt != "restricted" {
+            c.args(["--format", fmt]);
+        }
+        make(
+            &format!("bsdtar-{fmt}"),
+            np,
+            c.arg("-cf").arg(&archive).arg("-C").arg(&src).arg("top"),
+        );
+    }
+    for (fmt, np) in [("GNU_FORMAT", 1), ("PAX_FORMAT", 2), ("USTAR_FORMAT", 1)] {
+        let archive = w.join(format!("python-{fmt}.tar"));
+        make(
+            &format!("python-{fmt}"),
+            np,
+            tool("python3")
+                .args(["-c", PYTHON_CORPUS])
+                .arg(&src)
+                .arg(fmt)
+                .arg(&archive),
+        );
+    }
+    for (label, archive, np) in &archives {
+        let (want_dir, gnu_out) = gnu_extract(archive, w, &format!("{label}.gnu"));
+        let want = extracted(&want_dir);
+        assert!(
+            want.len() > 10,
+            "{label}: GNU tar extracted only {} entries: {}",
+            want.len(),
+            text(&gnu_out.stderr)
+        );
+        let d = fresh(w, &format!("{label}.mfu"));
+        let out = tar_np(*np)
+            .arg("-x")
+            .arg("-f")
+            .arg(archive)
+            .arg("-C")
+            .arg(&d)
+            .output()
+            .unwrap();
+        let mut got = extracted(&d);
+        // GNU tar leaves a directory's mtime unrestored when the archive comes back into it
+        // after another directory (bsdtar's order); every time in the tree is older than the
+        // test, so those are recognised and not compared.
+        for (k, n) in got.iter_mut() {
+            if let Some(w) = want.get(k) {
+                if w.kind == tree::Kind::Dir && w.mtime.0 >= started {
+                    n.mtime = w.mtime;
+                }
+            }
+        }
+        let diffs = tree::diff(&got, &want, Compare::META, 50);
+        eprintln!(
+            "corpus: {label}: {} entries, mfu-rs exit {:?}, {} differences",
+            want.len(),
+            out.status.code(),
+            diffs.len()
+        );
+        match out.status.code() {
+            Some(0) => assert!(
+                diffs.is_empty(),
+                "{label}: mfu-rs (exit 0) and GNU tar differ:\n  {}\n{}",
+                diffs.join("\n  "),
+                text(&out.stderr)
+            ),
+            // Refused entries are named; everything else is as GNU tar has it.
+            Some(1) => {
+                let err = text(&out.stderr);
+                for line in &diffs {
+                    // "differs: PATH: what" or "only in right:  PATH (Kind)".
+                    let rest = line.split_once(':').map_or("", |(_, r)| r.trim_start());
+                    let path = rest.split([':', '(']).next().unwrap_or("").trim_end();
+                    assert!(
+                        !path.is_empty() && err.contains(path),
+                        "{label}: {line} is not named on stderr:\n{err}"
+                    );
+                }
+            }
+            other => panic!("{label}: exit {other:?}: {out:?}"),
+        }
+    }
+}
+
+// ---- Fuzz: damaged archives extracted by the real binary --------------------------------------
+
+/// (start, end of data) of each entry of an undamaged archive, by mfu-rs's own decoder.
+fn entry_spans(a: &[u8]) -> Vec<(u64, u64)> {
+    let mut read = |at: u64, n: usize| -> std::io::Result<Vec<u8>> {
+        let from = (at as usize).min(a.len());
+        Ok(a[from..][..n.min(a.len() - from)].to_vec())
+    };
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Ok(Some(d)) = mfu::tar::header::decode_entry(&mut read, at) {
+        out.push((at, d.data + d.stored_len()));
+        at = d.next;
+    }
+    out
+}
+
+/// Every entry of `dir` (recursively), as paths relative to it.
+fn entries_of(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        if p != dir {
+            out.push(p.strip_prefix(dir).unwrap().to_path_buf());
+        }
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(e.unwrap().path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn fuzz_damaged_archives_never_crash_hang_write_outside_or_end_silently_short() {
+    let seed: u64 = std::env::var("MFU_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x7A2_F022);
+    let iterations = 48;
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let src = fresh(w, "src");
+    corpus_tree(&src);
+    // A symlink to outside the target, then a file through it: refused, whatever the damage.
+    std::os::unix::fs::symlink("../outside", src.join("top/escape")).unwrap();
+    let archive = w.join("base.tar");
+    expect_status(
+        gnu_tar()
+            .args(["--format=posix", "--sparse", "--sort=name", "-cf"])
+            .arg(&archive)
+            .arg("-C")
+            .arg(&src)
+            .arg("top"),
+        0,
+    );
+    let base = std::fs::read(&archive).unwrap();
+    if let Some(keep) = std::env::var_os("MFU_FUZZ_KEEP") {
+        std::fs::write(keep, &base).unwrap();
+    }
+    let spans = entry_spans(&base);
+    let entries_end = spans.last().unwrap().1;
+    let outside = fresh(w, "outside");
+    std::fs::write(outside.join("canary"), b"untouched\n").unwrap();
+    let mut x = seed | 1;
+    let mut rng = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n.max(1)
+    };
+    let (mut silent_ok, mut refused) = (0, 0);
+    for i in 0..iterations {
+        let mut a = base.clone();
+        let (what, cut) = match rng(3) {
+            0 => {
+                // Half the cuts at an entry's start (then exit 0 is right), half anywhere.
+                let t = if rng(2) == 0 {
+                    spans[rng(spans.len() as u64) as usize].0
+                } else {
+                    rng(entries_end + 1)
+                };
+                a.truncate(t as usize);
+                (format!("truncated at {t}"), Some(t))
+            }
+            1 => {
+                // A bit flipped in a header block.
+                let (start, _) = spans[rng(spans.len() as u64) as usize];
+                let at = start as usize + rng(512) as usize;
+                a[at] ^= 1 << rng(8);
+                (format!("bit flipped at {at}"), None)
+            }
+            _ => {
+                let at = rng(a.len() as u64) as usize;
+                let len = (rng(2048) as usize).min(a.len() - at);
+                let from = rng((a.len() - len) as u64) as usize;
+                let piece = a[from..from + len].to_vec();
+                a[at..at + len].copy_from_slice(&piece);
+                (format!("{len} bytes from {from} spliced at {at}"), None)
+            }
+        };
+        let ctx = format!("seed {seed}, iteration {i}: {what}");
+        let damaged = w.join("damaged.tar");
+        std::fs::write(&damaged, &a).unwrap();
+        let target = fresh(w, "target");
+        let mut child = tar_np(1)
+            .arg("-x")
+            .arg("-f")
+            .arg(&damaged)
+            .arg("-C")
+            .arg(&target)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                panic!("{ctx}: mfu-rs hangs");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let out = child.wait_with_output().unwrap();
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0 | 1)),
+            "{ctx}: exit {code:?} (a crash?)\n{}",
+            text(&out.stderr)
+        );
+        assert_eq!(
+            entries_of(&outside),
+            vec![PathBuf::from("canary")],
+            "{ctx}: something was written outside the target"
+        );
+        assert_eq!(
+            std::fs::read(outside.join("canary")).unwrap(),
+            b"untouched\n",
+            "{ctx}"
+        );
+        if code == Some(1) {
+            refused += 1;
+        }
+        if let (Some(t), Some(0)) = (cut, code) {
+            // Exit 0 after a cut: only at an entry's boundary, with every entry before it.
+            silent_ok += 1;
+            let whole = spans.iter().filter(|s| s.1 <= t).count();
+            assert!(
+                spans.iter().any(|s| s.0 == t) || t >= entries_end,
+                "{ctx}: exit 0 for an archive cut inside an entry\n{}",
+                text(&out.stdout)
+            );
+            assert!(
+                text(&out.stdout).contains(&format!("Extracted {whole} of {whole} entries")),
+                "{ctx}: {}",
+                text(&out.stdout)
+            );
+        }
+    }
+    eprintln!(
+        "fuzz (binary): {iterations} damaged archives, {refused} exit 1, {silent_ok} cut at an \
+         entry boundary and accepted, seed {seed}"
+    );
+}
