@@ -231,9 +231,18 @@ fn make_other(target: &Target, item: &Item) -> Result<(), String> {
             let tdir = target
                 .dir(tp, false)
                 .map_err(|e| format!("hard link to {}: {}", display(&h.link), explain(e)))?;
+            let is_dir = rustix::fs::statat(&tdir, tn, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+            if is_dir {
+                return Err(format!(
+                    "hard link to {}: it is a directory (not extracted; GNU tar refuses it too)",
+                    display(&h.link)
+                ));
+            }
             replace_at(target, &item.rel, |dir, name| {
                 rustix::fs::linkat(&tdir, tn, dir, name, AtFlags::empty())
             })
+            .map_err(|e| format!("hard link to {}: {e}", display(&h.link)))
         }
         Kind::Fifo | Kind::Char | Kind::Block => {
             let (ty, dev) = match h.kind {

@@ -444,3 +444,95 @@ fn fuzz_an_accepted_index_is_exactly_the_archives_chain() {
         ITERATIONS / 8
     );
 }
+
+#[test]
+fn hand_made_sparse_entries_decode_to_their_maps() {
+    let segs: Vec<(u64, u64)> = (0..7).map(|i| (i * 10_000, 100 + i)).collect();
+    let want = |n: usize| -> Vec<Segment> {
+        segs[..n]
+            .iter()
+            .map(|&(at, len)| Segment { at, len })
+            .collect()
+    };
+    let a = corpus().pop().expect("the sparse archive is last");
+    let mut read = |at: u64, n: usize| -> io::Result<Vec<u8>> {
+        let from = (at as usize).min(a.len());
+        Ok(a[from..][..n.min(a.len() - from)].to_vec())
+    };
+    // Old GNU: 4 pairs in the header, 3 in one extension block; data after that block.
+    let old = decode_entry(&mut read, 0).unwrap().unwrap();
+    assert_eq!(old.header.path, b"old");
+    assert_eq!(old.header.kind, Kind::File);
+    assert_eq!(old.header.size, 80_000);
+    assert_eq!(old.sparse.as_deref(), Some(&want(7)[..]));
+    assert_eq!(old.data, 1024);
+    assert_eq!(old.stored_len(), (0..7).map(|i| 100 + i).sum::<u64>());
+    assert_eq!(&a[old.data as usize..][..3], b"DDD");
+    // Pax 1.0: the real name from GNU.sparse.name, the map before the data.
+    let new = decode_entry(&mut read, old.next).unwrap().unwrap();
+    assert_eq!(new.header.path, b"new");
+    assert_eq!(new.header.size, 40_000);
+    assert_eq!(new.sparse.as_deref(), Some(&want(3)[..]));
+    assert_eq!(&a[new.data as usize..][..3], b"PPP");
+    let after = decode_entry(&mut read, new.next).unwrap().unwrap();
+    assert_eq!(after.header.path, b"after");
+    assert_eq!(after.sparse, None);
+    // Pax 0.0 (offset/numbytes records) and 0.1 (one map record) give the same map.
+    for records in [
+        vec![
+            ("GNU.sparse.size", "40000"),
+            ("GNU.sparse.numblocks", "3"),
+            ("GNU.sparse.offset", "0"),
+            ("GNU.sparse.numbytes", "100"),
+            ("GNU.sparse.offset", "10000"),
+            ("GNU.sparse.numbytes", "101"),
+            ("GNU.sparse.offset", "20000"),
+            ("GNU.sparse.numbytes", "102"),
+        ],
+        vec![
+            ("GNU.sparse.size", "40000"),
+            ("GNU.sparse.numblocks", "3"),
+            ("GNU.sparse.name", "real/name"),
+            ("GNU.sparse.map", "0,100,10000,101,20000,102"),
+        ],
+    ] {
+        let mut pax = Vec::new();
+        for (k, v) in &records {
+            pax_record(&mut pax, k.as_bytes(), v.as_bytes());
+        }
+        let h = file_header(b"GNUSparseFile.1/name", 303);
+        let mut buf = Vec::new();
+        extension(&mut buf, b'x', b"PaxHeaders/x", &pax, &h);
+        h.encode(&mut buf);
+        buf.resize(buf.len() + 512, b'Q');
+        let mut read = |at: u64, n: usize| -> io::Result<Vec<u8>> {
+            let from = (at as usize).min(buf.len());
+            Ok(buf[from..][..n.min(buf.len() - from)].to_vec())
+        };
+        let d = decode_entry(&mut read, 0).unwrap().unwrap();
+        assert_eq!(d.sparse.as_deref(), Some(&want(3)[..]), "{records:?}");
+        assert_eq!(d.header.size, 40_000);
+        let name: &[u8] = if records.len() == 4 {
+            b"real/name"
+        } else {
+            b"GNUSparseFile.1/name"
+        };
+        assert_eq!(d.header.path, name);
+        // A map that does not add up to the stored bytes is refused.
+        let mut bad = buf.clone();
+        let size_at = bad.len() - 1024 + SIZE.0;
+        let mut block = [0u8; BLOCK_USIZE];
+        block.copy_from_slice(&bad[size_at - SIZE.0..][..BLOCK_USIZE]);
+        put_number(field_mut(&mut block, SIZE), 304);
+        seal(&mut block);
+        bad[size_at - SIZE.0..][..BLOCK_USIZE].copy_from_slice(&block);
+        let mut read = |at: u64, n: usize| -> io::Result<Vec<u8>> {
+            let from = (at as usize).min(bad.len());
+            Ok(bad[from..][..n.min(bad.len() - from)].to_vec())
+        };
+        assert!(matches!(
+            decode_entry(&mut read, 0),
+            Err(HeaderError::Invalid { .. })
+        ));
+    }
+}
