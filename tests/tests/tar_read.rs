@@ -1,7 +1,8 @@
 //! `mfu-rs tar`, reading side, end to end: GNU sparse archives in every format, indexes that no
 //! longer match their archive, numeric fields as GNU tar parses them, entries that cannot be
 //! extracted, SIGINT during extraction, archives written by other implementations (the
-//! corpus), and a seeded mutation driver over damaged archives.
+//! corpus, GNU incremental dumpdirs included), and a seeded mutation driver over damaged
+//! archives.
 //!
 //! The reference is GNU tar's extraction of the same archive (`TZ=UTC`, `LC_ALL=C`). A missing
 //! external tool fails the test with a hint to run `cargo xtask setup`.
@@ -772,6 +773,20 @@ fn archives_of_other_implementations_extract_as_gnu_tar_extracts_them() {
             c.arg("-cf").arg(&archive).arg("-C").arg(&src).arg("top"),
         );
     }
+    // GNU incremental: directories are dumpdirs ('D').
+    let archive = w.join("gnu-incremental.tar");
+    make(
+        "gnu-incremental",
+        1,
+        gnu_tar()
+            .arg("--listed-incremental")
+            .arg(w.join("snapshot"))
+            .arg("-cf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&src)
+            .arg("top"),
+    );
     for (fmt, np) in [("ustar", 1), ("pax", 2), ("restricted", 1), ("gnutar", 1)] {
         let archive = w.join(format!("bsdtar-{fmt}.tar"));
         let mut c = tool("bsdtar");

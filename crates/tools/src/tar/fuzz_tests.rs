@@ -536,3 +536,29 @@ fn hand_made_sparse_entries_decode_to_their_maps() {
         ));
     }
 }
+
+#[test]
+fn a_gnu_dumpdir_is_a_directory_whose_listing_is_skipped() {
+    let mut h = file_header(b"top/", 9);
+    h.kind = Kind::Dir;
+    let mut buf = Vec::new();
+    h.encode(&mut buf);
+    let at = buf.len() - BLOCK_USIZE;
+    let mut block = [0u8; BLOCK_USIZE];
+    block.copy_from_slice(&buf[at..]);
+    block[TYPEFLAG] = b'D';
+    put_number(field_mut(&mut block, SIZE), 9);
+    seal(&mut block);
+    buf[at..].copy_from_slice(&block);
+    buf.extend_from_slice(b"Ya\0Dsub\0\0\0");
+    buf.resize(buf.len().next_multiple_of(BLOCK_USIZE), 0);
+    let mut read = |o: u64, n: usize| -> io::Result<Vec<u8>> {
+        let from = (o as usize).min(buf.len());
+        Ok(buf[from..][..n.min(buf.len() - from)].to_vec())
+    };
+    let d = decode_entry(&mut read, 0).unwrap().unwrap();
+    assert_eq!(d.header.kind, Kind::Dir);
+    assert_eq!(d.header.path, b"top");
+    assert_eq!(d.next, d.data + BLOCK, "the listing is skipped");
+    assert_eq!(d.stored_len(), 0, "nothing to extract from it");
+}

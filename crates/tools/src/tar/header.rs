@@ -1269,6 +1269,8 @@ fn parse_ustar(
         b'4' => Kind::Block,
         b'5' => Kind::Dir,
         b'6' => Kind::Fifo,
+        // A GNU dumpdir (incremental archives): a directory whose data lists its contents.
+        b'D' => Kind::Dir,
         other => Kind::Other(other),
     };
     while path.len() > 1 && path.ends_with(b"/") {
