@@ -868,11 +868,17 @@ impl Extensions {
                 b"GNU.sparse.numbytes" => {
                     let len = number(&value, &key, offset, parse_decimal)?;
                     match (self.sparse.pending.take(), len) {
+                        (Some(_), Some(_)) if self.sparse.map.len() as u64 >= MAX_SEGMENTS => {
+                            return Err(sparse_invalid(offset, "too many segments"))
+                        }
                         (Some(at), Some(len)) => self.sparse.map.push(Segment { at, len }),
                         _ => return Err(sparse_invalid(offset, "numbytes without an offset")),
                     }
                 }
                 b"GNU.sparse.map" => {
+                    if value.iter().filter(|&&b| b == b',').count() as u64 >= 2 * MAX_SEGMENTS {
+                        return Err(sparse_invalid(offset, "too many segments"));
+                    }
                     let numbers: Option<Vec<u64>> =
                         value.split(|&b| b == b',').map(parse_decimal).collect();
                     match numbers {
@@ -1025,6 +1031,9 @@ fn pax_1_0_map(
 /// Checks a sparse map against the file's real size and the data stored: segments in order,
 /// not overlapping, inside the file, and together exactly the stored bytes.
 fn check_map(map: &[Segment], real_size: u64, stored: u64, offset: u64) -> Result<(), HeaderError> {
+    if map.len() as u64 > MAX_SEGMENTS {
+        return Err(sparse_invalid(offset, "too many segments"));
+    }
     let mut end = 0u64;
     let mut sum = 0u64;
     for s in map {
