@@ -837,12 +837,14 @@ fn check_foreign(ctx: &str, work: &Path, archive: &Path, src: &Path) {
             side.display()
         )
     });
+    // The DTAR_IDX member's layout (mpiFileUtils' side files too): offsets, padding, footer.
     assert!(
-        !idx.is_empty() && idx.len() % 8 == 0,
-        "{ctx}: the side index must be packed u64 offsets ({} bytes)",
+        idx.len() % 512 == 0 && idx.ends_with(b"DTAR_IDX"),
+        "{ctx}: the side index must be offsets then a DTAR_IDX footer block ({} bytes)",
         idx.len()
     );
-    let offsets: Vec<u64> = idx
+    let count = u64::from_be_bytes(idx[idx.len() - 48..idx.len() - 40].try_into().unwrap());
+    let offsets: Vec<u64> = idx[..8 * count as usize]
         .chunks_exact(8)
         .map(|c| u64::from_be_bytes(c.try_into().unwrap()))
         .collect();

@@ -16,7 +16,7 @@
 //! [`clean`], which refuses absolute paths and `..`.
 
 use super::beneath::{clean, explain, split, Target};
-use super::header::{Decoded, Kind};
+use super::header::{Decoded, Kind, Segment};
 use super::index::{self, Source};
 use super::scan::{self, share, Located};
 use super::stream::Archive;
@@ -231,9 +231,18 @@ fn make_other(target: &Target, item: &Item) -> Result<(), String> {
             let tdir = target
                 .dir(tp, false)
                 .map_err(|e| format!("hard link to {}: {}", display(&h.link), explain(e)))?;
+            let is_dir = rustix::fs::statat(&tdir, tn, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+            if is_dir {
+                return Err(format!(
+                    "hard link to {}: it is a directory (not extracted; GNU tar refuses it too)",
+                    display(&h.link)
+                ));
+            }
             replace_at(target, &item.rel, |dir, name| {
                 rustix::fs::linkat(&tdir, tn, dir, name, AtFlags::empty())
             })
+            .map_err(|e| format!("hard link to {}: {e}", display(&h.link)))
         }
         Kind::Fifo | Kind::Char | Kind::Block => {
             let (ty, dev) = match h.kind {
@@ -272,17 +281,7 @@ fn extract_whole(
     let (data, buf, cfr) = io;
     let h = &item.d.header;
     let fd = open_new(dirs, target, item, lay)?;
-    let n = copy_at(
-        archive.fd(),
-        item.d.data,
-        fd.as_fd(),
-        0,
-        h.size,
-        data,
-        buf,
-        cfr,
-    )
-    .map_err(from_archive)?;
+    let n = write_contents(archive, &item.d, fd.as_fd(), (data, buf, cfr), lay.chunk)?;
     let step = |op: &str, r: Result<(), Errno>| r.map_err(|e| format!("{op}: {}", explain(e)));
     if fsync {
         step("fsync", rustix::fs::fsync(&fd))?;
@@ -307,6 +306,62 @@ fn extract_whole(
     )?;
     step("set times", rustix::fs::futimens(&fd, &times_of(h)))?;
     Ok(n)
+}
+
+/// What an abandoned file is told when a signal stopped the extraction.
+const INTERRUPTED: &str = "interrupted before its data was complete: left without the \
+                           archive's times";
+
+/// Write the data of the file entry `d` into `fd` (a new, empty file): its bytes, or for a
+/// sparse file each segment at its place, leaving holes, and then its real size. Copies
+/// `chunk` bytes at a time and stops with an error when SIGINT/SIGTERM came. Returns the data
+/// bytes written.
+fn write_contents(
+    archive: &Archive,
+    d: &Decoded,
+    fd: BorrowedFd<'_>,
+    (data, buf, cfr): (&DataOptions, &mut Buffer, &mut bool),
+    chunk: u64,
+) -> Result<u64, String> {
+    let whole = [Segment {
+        at: 0,
+        len: d.header.size,
+    }];
+    let segments = d.sparse.as_deref().unwrap_or(&whole);
+    let chunk = chunk.max(1 << 20);
+    let stop = steal::signals::stop_flag();
+    let mut from = d.data;
+    let mut written = 0u64;
+    for seg in segments {
+        let mut done = 0u64;
+        while done < seg.len {
+            if stop.load(Ordering::Relaxed) {
+                return Err(INTERRUPTED.into());
+            }
+            let len = chunk.min(seg.len - done);
+            let to = seg.at + done;
+            if archive.table().is_none() {
+                copy_at(archive.fd(), from, fd, to, len, data, buf, cfr).map_err(from_archive)?;
+            } else {
+                let bytes = archive
+                    .read_at(from, len as usize)
+                    .map_err(|e| format!("read the archive: {e}"))?;
+                if (bytes.len() as u64) < len {
+                    return Err("truncated archive: the entry's data is cut short".into());
+                }
+                write_all_at(fd, &bytes, to).map_err(|e| format!("{}: {}", e.op, e.source))?;
+            }
+            from += len;
+            done += len;
+            written += len;
+        }
+    }
+    if d.sparse.is_some() {
+        // The holes at the end: the file's real size.
+        rustix::fs::ftruncate(fd, d.header.size)
+            .map_err(|e| format!("truncate: {}", explain(e)))?;
+    }
+    Ok(written)
 }
 
 /// The message for a failed copy out of the archive.
@@ -471,7 +526,9 @@ fn my_items(
                 continue;
             }
         };
-        if !own && (!d.header.has_data() || d.data + d.header.size <= start) {
+        // A sparse file is written whole by the rank that has its header (its data is not laid
+        // out as the file is).
+        if !own && (!d.header.has_data() || d.sparse.is_some() || d.data + d.header.size <= start) {
             continue;
         }
         match clean(&d.header.path) {
@@ -517,6 +574,9 @@ fn copy_data(
     pieces.par_iter().for_each_init(
         || (Buffer::new(data.bufsize), true),
         |(buf, cfr), &(i, x, len)| {
+            if steal::signals::stop_flag().load(Ordering::Relaxed) {
+                return;
+            }
             let it = items[i];
             let r = open_file(target, &it.rel).map_err(explain).and_then(|fd| {
                 copy_at(
@@ -575,6 +635,9 @@ fn write_frames(
         .filter(|&i| table.frames[i].d_at >= start && table.frames[i].d_at < end)
         .collect();
     frames.par_iter().for_each(|&i| {
+        if steal::signals::stop_flag().load(Ordering::Relaxed) {
+            return;
+        }
         let f = table.frames[i];
         let (fa, fb) = (f.d_at, f.d_at + f.d_len as u64);
         let first = files.partition_point(|it| it.d.data + it.d.header.size <= fa);
@@ -615,7 +678,9 @@ fn write_frames(
     });
 }
 
-/// Find the entries and say how; with `--save-index` keep a scanned index. Collective.
+/// Find the entries and say how (an index that did not hold against the archive is named, with
+/// why, and the archive is scanned instead); with `--save-index` keep a scanned index.
+/// Collective.
 pub fn find_entries(
     comm: &dyn Comm,
     archive: &Archive,
@@ -624,6 +689,11 @@ pub fn find_entries(
 ) -> (Located, Status) {
     let found = scan::locate(comm, archive, path, args.memsize);
     let mut status = Status::Ok;
+    if comm.rank() == 0 {
+        for why in &found.rejected {
+            eprintln!("mfu-rs tar: not using {why}");
+        }
+    }
     if let Some(d) = &found.damage {
         if comm.rank() == 0 {
             report_error("tar", format_args!("{}: {d}", display(path)));
@@ -632,14 +702,28 @@ pub fn find_entries(
     }
     if found.source == Source::Scan && comm.rank() == 0 {
         let side = index::side_path(path);
-        if args.save_index {
+        if args.save_index && found.damage.is_some() {
+            eprintln!(
+                "mfu-rs tar: the index of a damaged archive is not saved as {}",
+                display(&side)
+            );
+        } else if args.save_index {
             let mut offsets = found.offsets.clone();
             if let Some(m) = found.member {
                 offsets.push(m);
             }
-            if let Err(e) =
-                std::fs::write(flist::path::as_path(&side), index::encode_offsets(&offsets))
-            {
+            // A new name then a rename: a reader never sees half an index.
+            let mut tmp = side.clone();
+            tmp.extend_from_slice(format!(".{}.tmp", std::process::id()).as_bytes());
+            let saved = std::fs::write(
+                flist::path::as_path(&tmp),
+                index::encode_index(&offsets, found.end),
+            )
+            .and_then(|()| {
+                std::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(&side))
+            });
+            if let Err(e) = saved {
+                let _ = std::fs::remove_file(flist::path::as_path(&tmp));
                 report_error("tar", format_args!("save index {}: {e}", display(&side)));
                 status = Status::ItemsFailed;
             } else if !args.common.quiet {
@@ -650,9 +734,14 @@ pub fn find_entries(
                 );
             }
         } else if !args.common.quiet {
+            let how = if found.rejected.is_empty() {
+                "has no index; scanned it"
+            } else {
+                "scanned instead"
+            };
             eprintln!(
-                "mfu-rs tar: {} has no index; scanned it and found {} entries (--save-index \
-                 keeps the index as {} for the next run)",
+                "mfu-rs tar: {} {how} and found {} entries (--save-index keeps the index as {} \
+                 for the next run)",
                 display(path),
                 found.offsets.len(),
                 display(&side)
@@ -684,6 +773,9 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
         Err(s) => return s,
     };
     let (found, mut status) = find_entries(comm, &archive, &path, args);
+    crate::test_seam::after_listing(comm);
+    let stop = steal::signals::stop_flag();
+    let stopped = || stop.load(Ordering::Relaxed);
     let root = rustix::process::geteuid().is_root();
     let how = Restore {
         owner: args.preserve || args.preserve_owner || root,
@@ -697,16 +789,23 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     let (start, end) = share(&archive, comm.size(), comm.rank());
     let items = my_items(&archive, &path, &found, start, end, &fail);
     let progress = args.common.progress(comm.rank(), "Extracted");
+    // Entries not extracted on purpose-less grounds: each named, and the run exits 1.
     let mut skipped = 0u64;
 
     // Tar keeps the last of several entries with one name.
     let dropped = superseded(comm, &items);
+    let replaced = items
+        .iter()
+        .filter(|it| it.own && dropped.contains(&it.d.start))
+        .count() as u64;
     let items: Vec<Item> = items
         .into_iter()
         .filter(|it| !dropped.contains(&it.d.start))
         .collect();
     // Entries whose creation failed get no data and no metadata.
     let ok: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(true)).collect();
+    // Entries completely extracted, metadata included.
+    let done: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(false)).collect();
     let failed_at = |i: usize, e: String| {
         fail.add(&items[i].rel, e);
         ok[i].store(false, Ordering::Relaxed);
@@ -719,6 +818,9 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
 
     // 1. Symlinks first: a later path through one of them is then refused, never followed.
     own_of(&[Kind::Symlink]).par_iter().for_each(|&i| {
+        if stopped() {
+            return;
+        }
         if let Err(e) = make_other(&target, &items[i]) {
             failed_at(i, e);
         }
@@ -727,13 +829,17 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     // 2. Directories.
     // Parents are made on the way, so directories need no order among themselves.
     own_of(&[Kind::Dir]).par_iter().for_each(|&i| {
+        if stopped() {
+            return;
+        }
         if let Err(e) = target.dir(&items[i].rel, true) {
             failed_at(i, explain(e));
         }
     });
     comm.barrier();
-    // 3. Files: those whose data is all in this rank's part of an uncompressed archive are
-    // extracted whole, with their metadata; the others are created empty at their final size.
+    // 3. Files: those whose data is all in this rank's part of an uncompressed archive, and
+    // sparse files, are extracted whole, with their metadata; the others are created empty at
+    // their final size.
     let bytes = AtomicU64::new(0);
     let data = DataOptions {
         bufsize: args.bufsize.min(1 << 30) as usize,
@@ -742,9 +848,11 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     };
     let whole = |i: usize| {
         let d = &items[i].d;
-        archive.table().is_none() && d.data >= start && d.data + d.header.size <= end
+        d.sparse.is_some()
+            || (archive.table().is_none() && d.data >= start && d.data + d.header.size <= end)
     };
-    let finished: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(false)).collect();
+    // Files created empty at their size, waiting for data from phase 4.
+    let created: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(false)).collect();
     let stripes = Striping::detect(
         &*args.stripe.api,
         std::slice::from_ref(&dest),
@@ -758,6 +866,9 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     own_of(&[Kind::File]).par_iter().for_each_init(
         || (Buffer::new(data.bufsize), true, DirCache::default()),
         |(buf, cfr, dirs), &i| {
+            if stopped() {
+                return;
+            }
             if whole(i) {
                 match extract_whole(
                     dirs,
@@ -771,19 +882,26 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
                 ) {
                     Ok(n) => {
                         bytes.fetch_add(n, Ordering::Relaxed);
-                        finished[i].store(true, Ordering::Relaxed);
+                        done[i].store(true, Ordering::Relaxed);
                     }
                     Err(e) => failed_at(i, e),
                 }
-            } else if let Err(e) = create_file(dirs, &target, &items[i], &lay) {
-                failed_at(i, e);
+            } else {
+                match create_file(dirs, &target, &items[i], &lay) {
+                    Ok(()) => created[i].store(true, Ordering::Relaxed),
+                    Err(e) => failed_at(i, e),
+                }
             }
         },
     );
     comm.barrier();
-    // 4. Data of the others.
+    // 4. Data of the others (their tails on other ranks too).
     let writable: Vec<&Item> = (0..items.len())
-        .filter(|&i| ok[i].load(Ordering::Relaxed) && !finished[i].load(Ordering::Relaxed))
+        .filter(|&i| {
+            ok[i].load(Ordering::Relaxed)
+                && !done[i].load(Ordering::Relaxed)
+                && items[i].d.sparse.is_none()
+        })
         .map(|i| &items[i])
         .collect();
     if archive.table().is_some() {
@@ -805,85 +923,124 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     progress.add(0, bytes.load(Ordering::Relaxed));
     comm.barrier();
     // 5. Hard links, fifos, devices.
-    let devices_skipped = AtomicU64::new(0);
     own_of(&[Kind::HardLink, Kind::Fifo, Kind::Char, Kind::Block])
         .par_iter()
-        .for_each(|&i| match make_other(&target, &items[i]) {
-            Err(e) if items[i].d.header.kind != Kind::Fifo && e.contains("not permitted") => {
-                report_error(
-                    "tar",
-                    format_args!("skipped: {}: {e}", display(&items[i].rel)),
-                );
-                ok[i].store(false, Ordering::Relaxed);
-                devices_skipped.fetch_add(1, Ordering::Relaxed);
+        .for_each(|&i| {
+            if stopped() {
+                return;
             }
-            Err(e) => failed_at(i, e),
-            Ok(()) => {}
+            match make_other(&target, &items[i]) {
+                Err(e) => failed_at(i, e),
+                Ok(()) if items[i].d.header.kind == Kind::HardLink => {
+                    done[i].store(true, Ordering::Relaxed)
+                }
+                Ok(()) => {}
+            }
         });
-    skipped += devices_skipped.into_inner();
-    for it in items.iter().filter(|it| it.own) {
-        if let Kind::Other(t) = it.d.header.kind {
+    for (i, it) in items.iter().enumerate().filter(|(_, it)| it.own) {
+        if it.d.header.kind == Kind::Other(b'V') {
+            // A GNU volume label names the archive, not a file: nothing to extract (as GNU tar).
+            done[i].store(true, Ordering::Relaxed);
+        } else if let Kind::Other(t) = it.d.header.kind {
             report_error(
                 "tar",
                 format_args!(
-                    "skipped: {}: entries of type '{}' are not extracted",
+                    "{}: not extracted: entries of type '{}' are not supported",
                     display(&it.rel),
-                    t as char
+                    t.escape_ascii()
                 ),
             );
             skipped += 1;
         }
     }
-    comm.barrier();
+    // A signal on any rank before this point leaves files of phase 4 possibly incomplete:
+    // they get no metadata (so no archive mtime on wrong bytes), and nothing more is done.
+    let interrupted_early = comm.any(stopped());
     // 6. Metadata: files and links now, directories deepest first.
-    let done = |i: &usize| {
-        items[*i].own && ok[*i].load(Ordering::Relaxed) && !finished[*i].load(Ordering::Relaxed)
+    let pending = |i: &usize| {
+        items[*i].own && ok[*i].load(Ordering::Relaxed) && !done[*i].load(Ordering::Relaxed)
     };
-    let leaves: Vec<usize> = own_of(&[
-        Kind::File,
-        Kind::Symlink,
-        Kind::Fifo,
-        Kind::Char,
-        Kind::Block,
-    ])
-    .into_iter()
-    .filter(done)
-    .collect();
+    let leaves: Vec<usize> = if interrupted_early {
+        Vec::new()
+    } else {
+        own_of(&[
+            Kind::File,
+            Kind::Symlink,
+            Kind::Fifo,
+            Kind::Char,
+            Kind::Block,
+        ])
+        .into_iter()
+        .filter(pending)
+        .collect()
+    };
     leaves.par_iter().for_each(|&i| {
+        if stopped() {
+            return;
+        }
         let it = &items[i];
         if args.fsync && it.d.header.kind == Kind::File {
             if let Err(e) = open_file(&target, &it.rel).and_then(|fd| rustix::fs::fsync(&fd)) {
                 fail.add(&it.rel, format_args!("fsync: {}", explain(e)));
+                return;
             }
         }
-        if let Err(e) = set_meta(&target, it, &how) {
-            fail.add(&it.rel, e);
+        match set_meta(&target, it, &how) {
+            Ok(()) => done[i].store(true, Ordering::Relaxed),
+            Err(e) => fail.add(&it.rel, e),
         }
     });
-    let dirs: Vec<usize> = own_of(&[Kind::Dir]).into_iter().filter(done).collect();
+    let dirs: Vec<usize> = if interrupted_early {
+        Vec::new()
+    } else {
+        own_of(&[Kind::Dir]).into_iter().filter(pending).collect()
+    };
     let depth = |i: usize| flist::path::depth(&items[i].rel) as u64;
     let deepest = comm.max(dirs.iter().map(|&i| depth(i) + 1).max().unwrap_or(0));
     for level in (0..deepest).rev() {
         dirs.par_iter()
             .filter(|&&i| depth(i) == level)
             .for_each(|&i| {
-                if let Err(e) = set_meta(&target, &items[i], &how) {
-                    fail.add(&items[i].rel, e);
+                if stopped() {
+                    return;
+                }
+                match set_meta(&target, &items[i], &how) {
+                    Ok(()) => done[i].store(true, Ordering::Relaxed),
+                    Err(e) => fail.add(&items[i].rel, e),
                 }
             });
         comm.barrier();
     }
 
+    let interrupted = comm.any(stopped());
+    if interrupted {
+        // Files created at their size that did not get all their data or their metadata:
+        // named, so nobody takes them for complete.
+        for (i, it) in items.iter().enumerate() {
+            if it.own && created[i].load(Ordering::Relaxed) && !done[i].load(Ordering::Relaxed) {
+                fail.add(&it.rel, INTERRUPTED);
+            }
+        }
+    }
     let failures = fail.take();
     for f in &failures {
         report_error("tar", f);
     }
     let failed = comm.sum(failures.len() as u64);
-    if failed > 0 {
+    let skipped = comm.sum(skipped);
+    if failed > 0 || skipped > 0 || interrupted {
         status = Status::ItemsFailed;
     }
-    let entries = items.iter().filter(|it| it.own).count() as u64;
+    let extracted = comm.sum(
+        items
+            .iter()
+            .enumerate()
+            .filter(|(i, it)| it.own && done[*i].load(Ordering::Relaxed))
+            .count() as u64
+            + replaced,
+    );
     if args.common.verbose {
+        let entries = items.iter().filter(|it| it.own).count();
         let line = format!(
             "rank {}: extracted {entries} entries, {} bytes of data; decompressed {} zstd frames ({} bytes)\n",
             comm.rank(),
@@ -903,12 +1060,24 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     }
     let total_entries = found.offsets.len() as u64;
     let total_bytes = comm.sum(bytes.load(Ordering::Relaxed));
-    let skipped = comm.sum(skipped);
+    if rank0 && interrupted {
+        report_error(
+            "tar",
+            format_args!(
+                "interrupted (SIGINT/SIGTERM): stopped extracting {}; {} of {total_entries} \
+                 entries were extracted completely, the others are missing or incomplete \
+                 (those carry no archive times)",
+                display(&path),
+                extracted.min(total_entries)
+            ),
+        );
+    }
     if rank0 && !args.common.quiet {
         super::print_summary(
             &format!(
-                "Extracted {} of {total_entries} entries",
-                total_entries.saturating_sub(failed + skipped)
+                "Extracted {} of {total_entries} entries{}",
+                extracted.min(total_entries),
+                if interrupted { " (interrupted)" } else { "" }
             ),
             total_bytes,
             &dest,

@@ -84,23 +84,76 @@ pub fn decode_offsets(bytes: &[u8]) -> Option<Vec<u64>> {
     })
 }
 
-/// The index member found through the footer at the end of the archive: its offsets and the
-/// member's own first header offset. `None` when there is no valid footer.
-pub fn read_member(archive: &Archive) -> io::Result<Option<(Vec<u64>, u64)>> {
+/// An index as read, not yet checked against the archive (see `scan::check_index`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// Offset of every entry's first header block (bytes), strictly increasing.
+    pub offsets: Vec<u64>,
+    /// Where it came from.
+    pub source: Source,
+    /// Where the listed entries end (bytes: the offset of the end-of-archive blocks, or of the
+    /// DTAR_IDX member), when the index records it (a footer's `archive_size`; 0 there means
+    /// unknown).
+    pub end: Option<u64>,
+}
+
+/// The footer's six fields, when `raw` (48 bytes) is a version-1 DTAR_IDX footer.
+fn parse_footer(raw: &[u8]) -> Option<[u64; 6]> {
+    if raw.len() != FOOTER as usize {
+        return None;
+    }
+    let mut f = [0u64; 6];
+    for (v, c) in f.iter_mut().zip(raw.chunks_exact(8)) {
+        *v = u64::from_be_bytes(c.try_into().expect("8 bytes"));
+    }
+    (f[5] == MAGIC && f[4] == VERSION).then_some(f)
+}
+
+/// The offsets of a side file or xattr, and the entries' end if recorded. Two layouts: bare
+/// packed offsets (early dtar), or the member's layout, offsets padded to whole blocks then a
+/// block ending with the footer (mpiFileUtils' `index_pack`, which mfu-rs writes too).
+pub fn decode_index(bytes: &[u8]) -> Option<(Vec<u64>, Option<u64>)> {
+    let len = bytes.len() as u64;
+    if len >= BLOCK && len % BLOCK == 0 {
+        if let Some(f) = parse_footer(&bytes[(len - FOOTER) as usize..]) {
+            let count = f[0];
+            if count
+                .checked_mul(8)
+                .is_some_and(|b| data_len(count) == len && b <= len)
+            {
+                let offsets = decode_offsets(&bytes[..8 * count as usize])?;
+                return Some((offsets, (f[1] != 0).then_some(f[1])));
+            }
+            return None;
+        }
+    }
+    decode_offsets(bytes).map(|o| (o, None))
+}
+
+/// A side file or xattr in the member's layout (see [`decode_index`]): `offsets`, and `end`, the
+/// offset where the listed entries end (bytes).
+pub fn encode_index(offsets: &[u64], end: u64) -> Vec<u8> {
+    let count = offsets.len() as u64;
+    let mut out = encode_offsets(offsets);
+    out.resize((data_len(count) - FOOTER) as usize, 0);
+    out.extend_from_slice(&footer(count, end, 0));
+    out
+}
+
+/// The index member found through the footer at the end of the archive: its offsets, the
+/// member's own first header offset, and the entries' end the footer records. `None` when
+/// there is no valid footer.
+pub fn read_member(archive: &Archive) -> io::Result<Option<(Found, u64)>> {
     let len = archive.len();
     if len < END + FOOTER + BLOCK {
         return Ok(None);
     }
     let raw = archive.read_at(len - END - FOOTER, FOOTER as usize)?;
-    if raw.len() != FOOTER as usize {
+    let Some(f) = parse_footer(&raw) else {
         return Ok(None);
-    }
-    let f: Vec<u64> = raw
-        .chunks_exact(8)
-        .map(|c| u64::from_be_bytes(c.try_into().expect("8 bytes")))
-        .collect();
+    };
     let (count, entry_size) = (f[0], f[3]);
-    if f[5] != MAGIC || f[4] != VERSION || entry_size > len - END || entry_size < BLOCK {
+    if entry_size > len - END || entry_size < BLOCK || count > len / 8 {
         return Ok(None);
     }
     let start = len - END - entry_size;
@@ -114,7 +167,14 @@ pub fn read_member(archive: &Archive) -> io::Result<Option<(Vec<u64>, u64)>> {
     }
     let offsets = decode_offsets(&archive.read_at(decoded.data, 8 * count as usize)?)
         .filter(|o| o.len() as u64 == count && valid_order(o, start));
-    Ok(offsets.map(|o| (o, start)))
+    Ok(offsets.map(|offsets| {
+        let found = Found {
+            offsets,
+            source: Source::Member,
+            end: (f[1] != 0).then_some(f[1]),
+        };
+        (found, start)
+    }))
 }
 
 /// Offsets strictly increasing, block-aligned and below `end`.
@@ -129,21 +189,28 @@ pub fn side_path(archive_path: &[u8]) -> Vec<u8> {
     p
 }
 
-/// Offsets from the side file, or from the archive's `user.dtar.idx` xattr, with where they
-/// came from; `None` when neither exists.
-pub fn read_external(archive_path: &[u8], stream_len: u64) -> Option<(Vec<u64>, Source)> {
-    let side = std::fs::read(flist::path::as_path(&side_path(archive_path)))
-        .ok()
-        .and_then(|b| decode_offsets(&b))
-        .filter(|o| valid_order(o, stream_len));
-    if let Some(o) = side {
-        return Some((o, Source::SideFile));
-    }
+/// The indexes beside the archive at `archive_path`: the side file, then the archive's
+/// `user.dtar.idx` xattr, those that exist and are well formed (offsets in order, below
+/// `stream_len`).
+pub fn read_external(archive_path: &[u8], stream_len: u64) -> Vec<Found> {
+    let mut out = Vec::new();
+    let side = std::fs::read(flist::path::as_path(&side_path(archive_path))).ok();
     let mut buf = vec![0u8; 1 << 20];
-    let n = rustix::fs::getxattr(flist::path::as_path(archive_path), XATTR, &mut buf).ok()?;
-    decode_offsets(&buf[..n])
-        .filter(|o| valid_order(o, stream_len))
-        .map(|o| (o, Source::Xattr))
+    let xattr = rustix::fs::getxattr(flist::path::as_path(archive_path), XATTR, &mut buf)
+        .ok()
+        .map(|n| buf[..n].to_vec());
+    for (bytes, source) in [(side, Source::SideFile), (xattr, Source::Xattr)] {
+        if let Some((offsets, end)) = bytes.as_deref().and_then(decode_index) {
+            if valid_order(&offsets, stream_len) {
+                out.push(Found {
+                    offsets,
+                    source,
+                    end,
+                });
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -173,5 +240,25 @@ mod tests {
         assert!(!valid_order(&o, 4096));
         assert!(!valid_order(&[0, 0], 4096));
         assert!(!valid_order(&[0, 100], 4096));
+    }
+
+    #[test]
+    fn side_indexes_in_both_layouts_decode_and_damaged_ones_are_refused() {
+        let o = vec![0, 1024, 4096];
+        // Bare packed offsets (early dtar): no recorded end.
+        assert_eq!(decode_index(&encode_offsets(&o)), Some((o.clone(), None)));
+        // The member's layout (mpiFileUtils' index_pack, what mfu-rs writes).
+        let packed = encode_index(&o, 5120);
+        assert_eq!(packed.len() as u64, data_len(3));
+        assert_eq!(&packed[packed.len() - 8..], b"DTAR_IDX");
+        assert_eq!(decode_index(&packed), Some((o.clone(), Some(5120))));
+        // An unknown end (0, as mpiFileUtils writes in side files).
+        assert_eq!(decode_index(&encode_index(&o, 0)), Some((o.clone(), None)));
+        // A count that does not fit the length is refused.
+        let mut bad = packed.clone();
+        let n = bad.len();
+        bad[n - 48..n - 40].copy_from_slice(&1000u64.to_be_bytes());
+        assert_eq!(decode_index(&bad), None);
+        assert_eq!(decode_index(&packed[..packed.len() - 1]), None);
     }
 }

@@ -12,9 +12,10 @@ use super::header::{self, classify, flag_has_data, pax_size, round_up, BlockKind
 use super::index::{self, Source};
 use super::stream::Archive;
 use flist::distribute::even_start;
+use flist::path::display;
 use std::collections::HashMap;
 use steal::wire::{self, Reader};
-use steal::Comm;
+use steal::{Comm, CommExt};
 
 /// An archive's entries as found.
 #[derive(Clone, Debug)]
@@ -27,21 +28,38 @@ pub struct Located {
     pub member: Option<u64>,
     /// Damage found by a scan (the entries after it are missing from `offsets`).
     pub damage: Option<String>,
+    /// Indexes found but not used, each with the reason (for a note to the user).
+    pub rejected: Vec<String>,
+    /// Where the entries found end (bytes): the offset of the end-of-archive blocks (or of the
+    /// archive's end when it has none), for the index saved after a scan.
+    pub end: u64,
 }
 
-/// Find the entries of `archive` (at `path`). Collective: every rank gets the same answer.
+/// Find the entries of `archive` (at `path`): from the first index (side file, xattr, DTAR_IDX
+/// member) that holds against the archive ([`check_index`]), else by a scan. Collective: every
+/// rank gets the same answer.
 pub fn locate(comm: &dyn Comm, archive: &Archive, path: &[u8], memsize: u64) -> Located {
     let member = index::read_member(archive).ok().flatten();
     let member_at = member.as_ref().map(|m| m.1);
-    let (offsets, source, damage) = match index::read_external(path, archive.len()) {
-        Some((o, s)) => (o, s, None),
-        None => match member {
-            Some((o, _)) => (o, Source::Member, None),
-            None => {
-                let (o, d) = scan(comm, archive, memsize);
-                (o, Source::Scan, d)
+    let mut candidates = index::read_external(path, archive.len());
+    candidates.extend(member.map(|m| m.0));
+    let mut rejected = Vec::new();
+    let mut chosen = None;
+    for c in candidates {
+        match check_index(comm, archive, &c, member_at) {
+            Ok(end) => {
+                chosen = Some((c, end));
+                break;
             }
-        },
+            Err(why) => rejected.push(format!("{}: {why}", describe(c.source, path))),
+        }
+    }
+    let (offsets, source, damage, end) = match chosen {
+        Some((c, end)) => (c.offsets, c.source, None, end),
+        None => {
+            let (o, d, end) = scan(comm, archive, memsize);
+            (o, Source::Scan, d, end)
+        }
     };
     let offsets = offsets
         .into_iter()
@@ -52,6 +70,153 @@ pub fn locate(comm: &dyn Comm, archive: &Archive, path: &[u8], memsize: u64) -> 
         source,
         member: member_at,
         damage,
+        rejected,
+        end,
+    }
+}
+
+/// How an index is named to the user.
+fn describe(source: Source, path: &[u8]) -> String {
+    match source {
+        Source::SideFile => format!("the index {}", display(&index::side_path(path))),
+        Source::Xattr => format!(
+            "the index in the xattr {} of {}",
+            index::XATTR,
+            display(path)
+        ),
+        Source::Member => format!("the DTAR_IDX member of {}", display(path)),
+        Source::Scan => format!("the scan of {}", display(path)),
+    }
+}
+
+/// The offset of the first block at or after `at` that is not a pax global header (`g`), which
+/// belong to no entry.
+fn skip_globals(archive: &Archive, mut at: u64) -> u64 {
+    loop {
+        let block = archive.read_at(at, BLOCK as usize).unwrap_or_default();
+        match classify(&block) {
+            BlockKind::Header { flag: b'g', size } => {
+                match round_up(size).checked_add(at + BLOCK) {
+                    Some(next) => at = next,
+                    None => return at,
+                }
+            }
+            _ => return at,
+        }
+    }
+}
+
+/// Check an index against the archive before trusting it: the first offset is the archive's
+/// first entry, every offset holds a valid entry whose end is the next offset, and the chain
+/// from the last one reaches the end-of-archive blocks (or the archive's end, or the DTAR_IDX
+/// member at `member_at`), at the end the index records if it records one. This is what a
+/// stale index (entries appended by `tar -r`, a rewritten archive), a cut one, or a cut
+/// archive fails. Returns where the entries end (bytes), or why the index does not hold.
+/// Collective: each rank decodes an even share of the entries (of the DTAR_IDX member of a
+/// compressed archive, only the first and the last are decoded: see below).
+pub fn check_index(
+    comm: &dyn Comm,
+    archive: &Archive,
+    found: &index::Found,
+    member_at: Option<u64>,
+) -> Result<u64, String> {
+    let offsets = &found.offsets;
+    let n = offsets.len();
+    let len = archive.len();
+    let (a, b) = (
+        even_start(n as u64, comm.size(), comm.rank()) as usize,
+        even_start(n as u64, comm.size(), comm.rank() + 1) as usize,
+    );
+    let mut problem = String::new();
+    let mut end = 0u64;
+    // Where the chain after `at` must stop: an end-of-archive block, the archive's end, or the
+    // index member.
+    let ends_at = |at: u64| -> Result<(), String> {
+        if at > len {
+            return Err(format!(
+                "its last entry needs the archive to reach byte {at}, but the archive ends at \
+                 byte {len} (cut short?)"
+            ));
+        }
+        let block = archive.read_at(at, BLOCK as usize).unwrap_or_default();
+        if at == len || Some(at) == member_at || classify(&block) == BlockKind::Zero {
+            Ok(())
+        } else {
+            Err(format!(
+                "after its last entry the archive goes on at byte {at} (entries added after \
+                 the index was written?)"
+            ))
+        }
+    };
+    let first = if comm.rank() == 0 {
+        Some(skip_globals(archive, 0))
+    } else {
+        None
+    };
+    if let Some(first) = first {
+        match offsets.first() {
+            Some(&o) if o != first => {
+                problem = format!("its first entry is at byte {o}, the archive's at byte {first}")
+            }
+            None => match ends_at(first) {
+                Ok(()) => end = first,
+                Err(e) => problem = format!("it lists no entry but the archive has some ({e})"),
+            },
+            _ => {}
+        }
+    }
+    // The entries this rank checks: its even share; for the DTAR_IDX member of a compressed
+    // archive only the first and the last (rank 0), since decoding every header would
+    // decompress the whole archive once more, and the member cannot go stale on its own there:
+    // nothing appends to a seekable zstd stream without rewriting its seek table, and a cut
+    // one has none.
+    let light = found.source == Source::Member && archive.table().is_some();
+    let mine: Vec<usize> = match (light, comm.rank()) {
+        (false, _) => (a..b).collect(),
+        (true, 0) if n > 0 => [0, n - 1]
+            .into_iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+        (true, _) => Vec::new(),
+    };
+    let picked: Vec<u64> = mine.iter().map(|&i| offsets[i]).collect();
+    if problem.is_empty() {
+        for (i, d) in mine.iter().copied().zip(decode(archive, &picked)) {
+            let d = match d {
+                Ok(d) => d,
+                Err(e) => {
+                    problem = format!("no valid entry at its offset {}: {e}", offsets[i]);
+                    break;
+                }
+            };
+            let next = skip_globals(archive, d.next);
+            if let Some(&want) = offsets.get(i + 1) {
+                if next != want && !light {
+                    problem = format!(
+                        "the entry at byte {} ends at byte {next}, but the next indexed entry is \
+                         at byte {want}",
+                        offsets[i]
+                    );
+                    break;
+                }
+            } else if let Err(e) = ends_at(next) {
+                problem = e;
+            } else {
+                end = next;
+            }
+        }
+    }
+    let problems = comm.allgatherv(problem.as_bytes());
+    if let Some(p) = problems.iter().find(|p| !p.is_empty()) {
+        return Err(String::from_utf8_lossy(p).into_owned());
+    }
+    let end = comm.max(end);
+    match found.end {
+        Some(recorded) if recorded != end => Err(format!(
+            "it records that the entries end at byte {recorded}, they end at byte {end}"
+        )),
+        _ => Ok(end),
     }
 }
 
@@ -127,9 +292,10 @@ fn scan_share(archive: &Archive, start: u64, end: u64, memsize: u64) -> Vec<(u64
     out
 }
 
-/// Follow the chain of headers from offset 0 through `found`; returns the entries' offsets and
-/// the damage that stopped it early, if any.
-fn follow(archive: &Archive, found: &HashMap<u64, Candidate>) -> (Vec<u64>, Option<String>) {
+/// Follow the chain of headers from offset 0 through `found`; returns the entries' offsets, the
+/// damage that stopped it early, if any, and where it stopped (bytes: the end-of-archive
+/// blocks, or the archive's end).
+fn follow(archive: &Archive, found: &HashMap<u64, Candidate>) -> (Vec<u64>, Option<String>, u64) {
     let len = archive.len();
     let mut offsets = Vec::new();
     let mut at = 0u64;
@@ -144,19 +310,31 @@ fn follow(archive: &Archive, found: &HashMap<u64, Candidate>) -> (Vec<u64>, Opti
                     Some(format!(
                         "truncated archive: it ends inside the entry at byte {s}"
                     )),
+                    at,
                 ),
-                None => (offsets, None),
+                // Past the end: the archive ends inside the last entry's padding (its data
+                // is whole; GNU tar reports an unexpected end too).
+                None if at > len => (
+                    offsets,
+                    Some(format!(
+                        "truncated archive: it ends at byte {len}, inside the padding of its last \
+                         entry"
+                    )),
+                    len,
+                ),
+                None => (offsets, None, at),
             };
         }
         let Some(c) = found.get(&at) else {
             let block = archive.read_at(at, BLOCK as usize).unwrap_or_default();
             return match classify(&block) {
-                BlockKind::Zero if entry_start.is_none() => (offsets, None),
+                BlockKind::Zero if entry_start.is_none() => (offsets, None, at),
                 _ if block.len() < BLOCK as usize => (
                     offsets,
                     Some(format!(
                         "truncated archive: it ends inside the header at byte {at}"
                     )),
+                    at,
                 ),
                 _ => (
                     offsets,
@@ -164,6 +342,7 @@ fn follow(archive: &Archive, found: &HashMap<u64, Candidate>) -> (Vec<u64>, Opti
                         "corrupt archive: no valid tar header at byte {at} (checksum mismatch or \
                          not a tar header); the entries before it are usable"
                     )),
+                    at,
                 ),
             };
         };
@@ -179,6 +358,18 @@ fn follow(archive: &Archive, found: &HashMap<u64, Candidate>) -> (Vec<u64>, Opti
         } else {
             let start = entry_start.take().unwrap_or(at);
             let size = size_override.take().unwrap_or(c.size);
+            // An old GNU sparse header is followed by extension blocks of its map.
+            let map_blocks = if c.flag == b'S' {
+                let mut read = |o: u64, n: usize| archive.read_at(o, n);
+                let block = archive.read_at(at, BLOCK as usize).unwrap_or_default();
+                match header::old_gnu_sparse_map(&mut read, at, &block) {
+                    Ok((extra, _)) => extra,
+                    Err(e) => return (offsets, Some(e.to_string()), at),
+                }
+            } else {
+                0
+            };
+            let at = at + map_blocks;
             let data_end = at + BLOCK + if flag_has_data(c.flag) { size } else { 0 };
             if data_end > len {
                 return (
@@ -188,6 +379,7 @@ fn follow(archive: &Archive, found: &HashMap<u64, Candidate>) -> (Vec<u64>, Opti
                          but the archive ends at byte {len}",
                         data_end - at - BLOCK
                     )),
+                    at,
                 );
             }
             offsets.push(start);
@@ -203,8 +395,9 @@ fn follow(archive: &Archive, found: &HashMap<u64, Candidate>) -> (Vec<u64>, Opti
     }
 }
 
-/// Scan the archive in parallel for its entries. Collective.
-pub fn scan(comm: &dyn Comm, archive: &Archive, memsize: u64) -> (Vec<u64>, Option<String>) {
+/// Scan the archive in parallel for its entries: their offsets, the damage that stopped the
+/// scan, if any, and where the entries end (bytes). Collective.
+pub fn scan(comm: &dyn Comm, archive: &Archive, memsize: u64) -> (Vec<u64>, Option<String>, u64) {
     let (start, end) = share(archive, comm.size(), comm.rank());
     let mine = scan_share(archive, start, end, memsize);
     let mut bytes = Vec::with_capacity(mine.len() * 27);
@@ -238,15 +431,17 @@ pub fn scan(comm: &dyn Comm, archive: &Archive, memsize: u64) -> (Vec<u64>, Opti
             }
         }
         drop(gathered);
-        let (offsets, damage) = follow(archive, &found);
+        let (offsets, damage, end) = follow(archive, &found);
+        wire::put_u64(&mut result, end);
         wire::put_bytes(&mut result, &index::encode_offsets(&offsets));
         wire::put_bytes(&mut result, damage.unwrap_or_default().as_bytes());
     }
     comm.bcast(0, &mut result);
     let mut r = Reader::new(&result);
+    let end = r.u64();
     let offsets = index::decode_offsets(r.bytes()).unwrap_or_default();
     let damage = String::from_utf8_lossy(r.bytes()).to_string();
-    (offsets, (!damage.is_empty()).then_some(damage))
+    (offsets, (!damage.is_empty()).then_some(damage), end)
 }
 
 /// Bytes read at once when decoding a header, enough for a pax header, its records and the
