@@ -316,6 +316,13 @@ fn a_create_onto_a_full_file_system_leaves_no_archive_and_names_it_at_np_1_and_2
                     "{ctx}: the cause is said\n{}",
                     all_output(&out)
                 );
+                assert!(
+                    !text(&out.stderr)
+                        .lines()
+                        .any(|l| l.contains("/src/") && l.contains("No space left")),
+                    "{ctx}: the write target is the archive, not a source\n{}",
+                    all_output(&out)
+                );
                 let _ = std::fs::remove_file(fs.0.join("A.tar"));
             }
         }

@@ -11,6 +11,11 @@
 //! With `-z`, each rank turns its contiguous part of the tar stream into zstd frames (in
 //! parallel on its threads), the compressed parts are placed by a second prefix sum, and rank 0
 //! appends the seek table.
+//!
+//! Nothing that looks like an archive is left unless it is complete: sources that can't be
+//! opened are left out before the layout; the archive is written under a temporary name beside
+//! it and renamed into place only when every rank wrote its part, no source failed to read
+//! and no signal asked to stop; otherwise the temporary is removed.
 
 use super::header::{round_up, Header, Kind, BLOCK};
 use super::{index, seekable, TarArgs};
@@ -989,7 +994,8 @@ fn compress_part(
     Ok(sizes)
 }
 
-/// Create (or empty) the archive, readable by all as tar makes it (less the umask). On Lustre
+/// Create the (temporary) archive file `path`, which must not exist, readable by all as tar
+/// makes it (less the umask). On Lustre
 /// it is striped over all OSTs with the chunk size as stripe size (lustre.md), which
 /// [`segments`] aligns big files' chunks to, unless `--stripe-count`/`--stripe-size` say
 /// otherwise; returns the `-v` line saying so.
@@ -1004,7 +1010,14 @@ fn create_archive(path: &[u8], args: &TarArgs) -> io::Result<(OwnedFd, Option<St
             let parent = flist::walk::open_long(dir, OFlags::PATH | OFlags::DIRECTORY)?;
             let name = std::ffi::CString::new(flist::path::basename(path))
                 .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-            let created = api.create_striped(parent.as_fd(), &name, 0o666, count, size)?;
+            let created = api.create_striped_with(
+                parent.as_fd(),
+                &name,
+                libc::O_EXCL | libc::O_NOFOLLOW,
+                0o666,
+                count,
+                size,
+            )?;
             let count = match count {
                 lustre_sys::STRIPE_COUNT_ALL => "all OSTs".to_string(),
                 n => format!("{n} OSTs"),
@@ -1024,10 +1037,10 @@ fn create_archive(path: &[u8], args: &TarArgs) -> io::Result<(OwnedFd, Option<St
             ));
         }
     }
+    // A new file (O_EXCL): never whatever a symlink already at the temporary name points to.
     let f = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o666)
         .open(flist::path::as_path(path))?;
     Ok((f.into(), None))
