@@ -426,6 +426,31 @@ fn create_to_dash_is_refused_and_makes_no_file() {
 }
 
 #[test]
+fn archive_names_of_255_bytes_and_odd_bytes_are_created() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("f"), b"x").unwrap();
+    let long = format!("{}.tar", "a".repeat(251));
+    let odd = std::ffi::OsStr::from_bytes(b"we\nird\xff.tar");
+    for name in [std::ffi::OsStr::new(&long), odd] {
+        expect_status(
+            mfu(&["tar", "-c", "-f"])
+                .arg(name)
+                .arg("f")
+                .current_dir(tmp.path()),
+            0,
+        );
+        let t = gnu_tar()
+            .arg("-tf")
+            .arg(tmp.path().join(name))
+            .output()
+            .unwrap();
+        assert!(t.status.success() && text(&t.stdout).starts_with("f\n"));
+    }
+    assert_eq!(entries(tmp.path()).len(), 3, "{:?}", entries(tmp.path()));
+}
+
+#[test]
 fn an_archive_path_that_is_not_a_regular_file_is_refused_unchanged() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("f"), b"x").unwrap();

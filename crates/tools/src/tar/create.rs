@@ -1457,18 +1457,24 @@ fn check_archive_path(archive: &[u8]) -> Result<(), String> {
     }
 }
 
+/// Bytes of the longest file name (NAME_MAX).
+const NAME_MAX: usize = 255;
+
 /// The temporary name the archive is written under, beside it: `.NAME.PID.mfu-tmp` (rank 0's
-/// pid). Collective.
+/// pid; NAME shortened when the whole would be longer than a file name may be). Collective.
 fn temp_path(comm: &dyn Comm, archive: &[u8]) -> Vec<u8> {
     let mut tmp = Vec::new();
     if comm.rank() == 0 {
+        let suffix = format!(".{}.mfu-tmp", std::process::id());
+        let name = flist::path::basename(archive);
+        let keep = name.len().min(NAME_MAX - 1 - suffix.len());
         tmp.extend_from_slice(flist::path::parent(archive));
         if tmp != b"/" {
             tmp.push(b'/');
         }
         tmp.push(b'.');
-        tmp.extend_from_slice(flist::path::basename(archive));
-        tmp.extend_from_slice(format!(".{}.mfu-tmp", std::process::id()).as_bytes());
+        tmp.extend_from_slice(&name[..keep]);
+        tmp.extend_from_slice(suffix.as_bytes());
     }
     comm.bcast(0, &mut tmp);
     tmp
