@@ -55,7 +55,7 @@ fn recorded(fake: &Fake, path: &Path) -> Option<(u16, u32)> {
         .map(|c| (c.stripe_count, c.stripe_size))
 }
 
-/// The layout `tar -c` gave the archive `path`: it creates it as `.NAME.PID.mfu-tmp` beside
+/// The layout `tar -c` gave the archive `path`: it creates it as `.NAME.HOST.PID.mfu-tmp` beside
 /// it and renames it into place (the layout goes with the inode).
 fn recorded_archive(fake: &Fake, path: &Path) -> Option<(u16, u32)> {
     assert!(path.is_file(), "{} was not created", path.display());

@@ -400,6 +400,71 @@ fn sigint_during_a_create_leaves_no_archive_and_an_honest_summary() {
     assert!(text(&out.stdout).contains("Interrupted"));
 }
 
+#[test]
+fn the_temporary_archive_of_a_killed_create_is_removed_by_the_next_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..4 {
+        std::fs::write(src.join(format!("g{i}")), noise(20 + i, 2 << 20)).unwrap();
+    }
+    let out_dir = tmp.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    // The temporary of a run that is still going (this test's own pid) stays.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let live = format!(".A.tar.{}.{}.mfu-tmp", host.trim(), std::process::id());
+    std::fs::write(out_dir.join(&live), b"in progress").unwrap();
+    let create = |level: &str| {
+        let mut c = mfu(&[
+            "tar",
+            "-c",
+            "-z",
+            "--zstd-level",
+            level,
+            "-k",
+            "128KB",
+            "-f",
+        ]);
+        c.arg(out_dir.join("A.tar"))
+            .arg("-C")
+            .arg(tmp.path())
+            .arg("src")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    let mut child = create("19").spawn().unwrap();
+    let start = Instant::now();
+    while entries(&out_dir).len() < 2 {
+        assert!(child.try_wait().unwrap().is_none(), "ended too soon");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no temporary archive"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: kill(2) on the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let stale = format!(".A.tar.{}.{}.mfu-tmp", host.trim(), child.id());
+    assert_eq!(entries(&out_dir), {
+        let mut v = vec![live.clone(), stale.clone()];
+        v.sort();
+        v
+    });
+    let out = expect_status(&mut create("1"), 0);
+    assert!(
+        text(&out.stderr).contains(&stale) && text(&out.stderr).contains("removed"),
+        "{}",
+        all_output(&out)
+    );
+    assert_eq!(entries(&out_dir), {
+        let mut v = vec!["A.tar".to_string(), live];
+        v.sort();
+        v
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // -f -
 

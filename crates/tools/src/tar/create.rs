@@ -18,7 +18,7 @@
 //! and no signal asked to stop; otherwise the temporary is removed.
 
 use super::header::{round_up, Header, Kind, BLOCK};
-use super::{index, seekable, TarArgs};
+use super::{index, partial, seekable, TarArgs};
 use crate::cli::{report_error, stdout_bytes};
 use crate::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
 use crate::copy::links;
@@ -1457,24 +1457,25 @@ fn check_archive_path(archive: &[u8]) -> Result<(), String> {
     }
 }
 
-/// Bytes of the longest file name (NAME_MAX).
-const NAME_MAX: usize = 255;
-
-/// The temporary name the archive is written under, beside it: `.NAME.PID.mfu-tmp` (rank 0's
-/// pid; NAME shortened when the whole would be longer than a file name may be). Collective.
+/// The temporary path the archive is written under (rank 0's, see [`partial`]); rank 0 first
+/// removes what earlier runs killed on this host left there. Collective.
 fn temp_path(comm: &dyn Comm, archive: &[u8]) -> Vec<u8> {
     let mut tmp = Vec::new();
     if comm.rank() == 0 {
-        let suffix = format!(".{}.mfu-tmp", std::process::id());
-        let name = flist::path::basename(archive);
-        let keep = name.len().min(NAME_MAX - 1 - suffix.len());
-        tmp.extend_from_slice(flist::path::parent(archive));
-        if tmp != b"/" {
-            tmp.push(b'/');
+        let (removed, failed) = partial::remove_stale(archive);
+        for path in removed {
+            report_error(
+                "tar",
+                format_args!(
+                    "removed {}, the incomplete archive of an earlier run that was killed",
+                    display(&path)
+                ),
+            );
         }
-        tmp.push(b'.');
-        tmp.extend_from_slice(&name[..keep]);
-        tmp.extend_from_slice(suffix.as_bytes());
+        for e in failed {
+            report_error("tar", e);
+        }
+        tmp = partial::temp_path(archive);
     }
     comm.bcast(0, &mut tmp);
     tmp
@@ -1482,13 +1483,8 @@ fn temp_path(comm: &dyn Comm, archive: &[u8]) -> Vec<u8> {
 
 /// Remove the temporary archive (it was never complete); a failure is only worth a message.
 fn remove_temp(tmp: &[u8]) {
-    if let Err(e) = rustix::fs::unlink(flist::path::as_path(tmp)) {
-        if e != Errno::NOENT {
-            report_error(
-                "tar",
-                ItemError::new(tmp, "remove the incomplete archive", e.into()),
-            );
-        }
+    if let Err(e) = partial::remove(tmp) {
+        report_error("tar", e);
     }
 }
 

@@ -20,6 +20,7 @@ pub mod extract;
 pub mod header;
 pub mod index;
 pub mod list;
+mod partial;
 pub mod scan;
 pub mod seekable;
 pub mod stream;
@@ -62,8 +63,9 @@ pub struct TarArgs {
     /// List the archive's entries (with -v, like `tar -tv`).
     #[arg(short = 't', long, group = "mode")]
     pub list: bool,
-    /// The archive. Create writes it under a temporary name beside it (`.NAME.PID.mfu-tmp`)
-    /// and renames it into place when complete; `-` (standard output) is refused.
+    /// The archive. Create writes it under a temporary name beside it
+    /// (`.NAME.HOST.PID.mfu-tmp`) and renames it into place when complete; `-` (standard
+    /// output) is refused.
     #[arg(short = 'f', long = "file", value_name = "ARCHIVE", required = true)]
     pub file: OsString,
     /// Create: take PATHs relative to DIR. Extract: extract into DIR (it must exist).
