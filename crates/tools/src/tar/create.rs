@@ -11,9 +11,14 @@
 //! With `-z`, each rank turns its contiguous part of the tar stream into zstd frames (in
 //! parallel on its threads), the compressed parts are placed by a second prefix sum, and rank 0
 //! appends the seek table.
+//!
+//! Nothing that looks like an archive is left unless it is complete: sources that can't be
+//! opened are left out before the layout; the archive is written under a temporary name beside
+//! it and renamed into place only when every rank wrote its part, no source failed to read
+//! and no signal asked to stop; otherwise the temporary is removed.
 
 use super::header::{round_up, Header, Kind, BLOCK};
-use super::{index, seekable, TarArgs};
+use super::{index, partial, seekable, TarArgs};
 use crate::cli::{report_error, stdout_bytes};
 use crate::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
 use crate::copy::links;
@@ -240,24 +245,37 @@ impl WorkItem for Segment {
     }
 }
 
-/// What the data phase saw go wrong, by source path (one message per file).
+/// What the data phase saw go wrong, by path (one message per file).
 #[derive(Default)]
-struct Problems(Mutex<HashMap<Vec<u8>, ItemError>>);
+struct Problems {
+    by_path: Mutex<HashMap<Vec<u8>, ItemError>>,
+    /// Some bytes of the archive are not what their header says (a source that could not be
+    /// read, a write to the archive that failed): the archive must not be left in place.
+    damaged: std::sync::atomic::AtomicBool,
+}
 
 impl Problems {
     fn add(&self, e: ItemError) {
-        self.0
+        self.by_path
             .lock()
             .expect("problems")
             .entry(e.path.clone())
             .or_insert(e);
+    }
+    /// A failure that leaves bytes of the archive wrong.
+    fn damage(&self, e: ItemError) {
+        self.damaged.store(true, Ordering::Relaxed);
+        self.add(e);
+    }
+    fn is_damaged(&self) -> bool {
+        self.damaged.load(Ordering::Relaxed)
     }
     fn changed(&self, src: &[u8], what: String) {
         self.add(ItemError::new(src, "archive", io::Error::other(what)));
     }
     fn into_sorted(self) -> Vec<ItemError> {
         let mut v: Vec<ItemError> = self
-            .0
+            .by_path
             .into_inner()
             .expect("problems")
             .into_values()
@@ -373,7 +391,7 @@ impl Writer<'_> {
         let fd = match dir.open(src, self.open_noatime) {
             Ok(fd) => fd,
             Err(e) => {
-                self.problems.add(ItemError::new(src, "open", e));
+                self.problems.damage(ItemError::new(src, "open", e));
                 out.resize(end, 0);
                 return;
             }
@@ -402,7 +420,7 @@ impl Writer<'_> {
         let done = out.len() - start;
         out.resize(end, 0);
         if let Some(e) = failed {
-            self.problems.add(ItemError::new(src, "read", e.into()));
+            self.problems.damage(ItemError::new(src, "read", e.into()));
             return;
         }
         if done < len as usize || file_at + len == size {
@@ -471,7 +489,7 @@ impl Writer<'_> {
                     self.bytes_of(&seg, bytes);
                     if let Err(e) = write_all_at(archive, bytes, at) {
                         self.problems
-                            .add(ItemError::new(&self.archive, e.op, e.source));
+                            .damage(ItemError::new(&self.archive, e.op, e.source));
                     }
                 });
             }
@@ -485,7 +503,7 @@ impl Writer<'_> {
             } => {
                 let fd = match open_source(&src, self.open_noatime) {
                     Ok(fd) => fd,
-                    Err(e) => return self.problems.add(ItemError::new(&src, "open", e)),
+                    Err(e) => return self.problems.damage(ItemError::new(&src, "open", e)),
                 };
                 let mut cfr = true;
                 // A short source leaves the rest of the chunk as the zeros the archive was
@@ -504,7 +522,11 @@ impl Writer<'_> {
                     Err(e) if e.source.kind() == io::ErrorKind::UnexpectedEof => {
                         self.check_unchanged(fd.as_fd(), &src, size, mtime)
                     }
-                    Err(e) => self.problems.add(ItemError::new(&src, e.op, e.source)),
+                    // The archive's side of the copy failed: name the archive.
+                    Err(e) if e.op == "write" || archive_errno(&e.source) => self
+                        .problems
+                        .damage(ItemError::new(&self.archive, "write", e.source)),
+                    Err(e) => self.problems.damage(ItemError::new(&src, e.op, e.source)),
                 }
                 if file_at + len == size {
                     self.check_unchanged(fd.as_fd(), &src, size, mtime);
@@ -512,6 +534,14 @@ impl Writer<'_> {
             }
         }
     }
+}
+
+/// Whether a failed `copy_file_range` into the archive failed on the archive's side (the
+/// call does not say which file an error is about; these are only ever the destination's).
+fn archive_errno(e: &io::Error) -> bool {
+    [Errno::NOSPC, Errno::DQUOT, Errno::FBIG, Errno::ROFS]
+        .iter()
+        .any(|errno| e.raw_os_error() == Some(errno.raw_os_error()))
 }
 
 /// An entry of this rank, laid out.
@@ -641,6 +671,17 @@ fn members(
     out
 }
 
+/// Whether the file `path` opens for reading (without following a symlink), as the data
+/// phase will open it.
+fn check_readable(path: &[u8]) -> io::Result<()> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    flist::at::At::with(path, |dir, name| {
+        rustix::fs::openat(dir, name, flags, Mode::empty())
+    })
+    .map(drop)
+    .map_err(io::Error::from)
+}
+
 /// The archive member of record `i` of `list`.
 fn encode_member(
     list: &FileList,
@@ -676,13 +717,21 @@ fn encode_member(
         xattrs: Vec::new(),
     };
     match e.kind {
-        FileType::File => match links.get(e.path) {
-            Some(first) => {
-                h.kind = Kind::HardLink;
-                h.link = map.dest(first);
+        FileType::File => {
+            // The layout fixes every header before any data is read: a file that can't be
+            // opened now is left out (as GNU tar does), not stored with zeros for its data. A
+            // hard link's inode is its group's first member's, so it fails with it.
+            if let Err(err) = check_readable(e.path) {
+                return Encoded::Failed(ItemError::new(e.path, "open", err));
             }
-            None => h.size = m.size,
-        },
+            match links.get(e.path) {
+                Some(first) => {
+                    h.kind = Kind::HardLink;
+                    h.link = map.dest(first);
+                }
+                None => h.size = m.size,
+            }
+        }
         FileType::Dir => h.kind = Kind::Dir,
         FileType::Symlink => {
             h.kind = Kind::Symlink;
@@ -866,8 +915,9 @@ impl Spool {
 }
 
 /// Compress this rank's part of the tar stream (its segments, then `tail`) into frames of
-/// `frame` bytes; returns the frames' (compressed, decompressed) sizes. Reading the next
-/// window of segments overlaps compressing the frames of the previous one.
+/// `frame` bytes; returns the frames' sizes and checksums. Reading the next window of segments
+/// overlaps compressing the frames of the previous one. A stop request (SIGINT, SIGTERM) ends
+/// it between windows with an error of kind `Interrupted`.
 fn compress_part(
     w: &Writer,
     segs: &[Segment],
@@ -875,7 +925,7 @@ fn compress_part(
     frame: usize,
     level: i32,
     spool: &mut Spool,
-) -> io::Result<Vec<(u32, u32)>> {
+) -> io::Result<Vec<seekable::FrameSizes>> {
     let window = (rayon::current_num_threads().max(1) * frame) as u64;
     // Windows of whole segments, each about `window` bytes.
     let mut windows = Vec::new();
@@ -908,6 +958,9 @@ fn compress_part(
     let mut pending: Vec<u8> = Vec::new();
     let mut next = windows.first().map(|w| read(w)).unwrap_or_default();
     for k in 0..=windows.len() {
+        if stop_requested() {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
         for piece in std::mem::take(&mut next) {
             pending.extend_from_slice(&piece);
         }
@@ -931,13 +984,18 @@ fn compress_part(
         for f in frames {
             let (c, d) = f?;
             spool.push(&c)?;
-            sizes.push((c.len() as u32, d as u32));
+            sizes.push(seekable::FrameSizes {
+                compressed: c.len() as u32,
+                decompressed: d as u32,
+                checksum: seekable::frame_checksum(&c),
+            });
         }
     }
     Ok(sizes)
 }
 
-/// Create (or empty) the archive, readable by all as tar makes it (less the umask). On Lustre
+/// Create the (temporary) archive file `path`, which must not exist, readable by all as tar
+/// makes it (less the umask). On Lustre
 /// it is striped over all OSTs with the chunk size as stripe size (lustre.md), which
 /// [`segments`] aligns big files' chunks to, unless `--stripe-count`/`--stripe-size` say
 /// otherwise; returns the `-v` line saying so.
@@ -952,7 +1010,14 @@ fn create_archive(path: &[u8], args: &TarArgs) -> io::Result<(OwnedFd, Option<St
             let parent = flist::walk::open_long(dir, OFlags::PATH | OFlags::DIRECTORY)?;
             let name = std::ffi::CString::new(flist::path::basename(path))
                 .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-            let created = api.create_striped(parent.as_fd(), &name, 0o666, count, size)?;
+            let created = api.create_striped_with(
+                parent.as_fd(),
+                &name,
+                libc::O_EXCL | libc::O_NOFOLLOW,
+                0o666,
+                count,
+                size,
+            )?;
             let count = match count {
                 lustre_sys::STRIPE_COUNT_ALL => "all OSTs".to_string(),
                 n => format!("{n} OSTs"),
@@ -972,10 +1037,10 @@ fn create_archive(path: &[u8], args: &TarArgs) -> io::Result<(OwnedFd, Option<St
             ));
         }
     }
+    // A new file (O_EXCL): never whatever a symlink already at the temporary name points to.
     let f = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o666)
         .open(flist::path::as_path(path))?;
     Ok((f.into(), None))
@@ -995,6 +1060,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
     let archive = normalize(args.file.as_bytes(), &cwd);
     let setup = roots(args, &cwd).and_then(|r| {
         transfer::check_parent(&archive)?;
+        check_archive_path(&archive)?;
         Ok(r)
     });
     let pairs = match transfer::agree_setup(comm, "tar", setup) {
@@ -1005,7 +1071,10 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
     let progress = args.common.progress(comm.rank(), "Archived");
     let abs_roots: Vec<Vec<u8>> = pairs.iter().map(|(a, _)| a.clone()).collect();
     let walked = transfer::walk_sources(comm, "tar", &abs_roots, false, &progress);
-    let mut status = if walked.total_errors > 0 || walked.interrupted {
+    if comm.any(walked.interrupted || stop_requested()) {
+        return not_created(comm, args, &archive, started, "interrupted", 0);
+    }
+    let mut status = if walked.total_errors > 0 {
         Status::ItemsFailed
     } else {
         Status::Ok
@@ -1131,13 +1200,21 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
             stdout_bytes(line.as_bytes());
         }
     };
+    // The archive is written under a temporary name beside it and renamed over ARCHIVE only
+    // once complete: a create that fails or is interrupted leaves nothing that looks like an
+    // archive.
+    let tmp = temp_path(comm, &archive);
+    let mut interrupted = false;
     let written = if !args.zstd {
         // Rank 0 creates the archive at its final size (so unwritten padding reads as zeros).
         let created = if rank0 {
-            create_archive(&archive, args)
+            create_archive(&tmp, args)
                 .and_then(|(fd, said)| {
                     say_layout(&said);
-                    rustix::fs::ftruncate(&fd, stream_len)?;
+                    if let Err(e) = rustix::fs::ftruncate(&fd, stream_len) {
+                        remove_temp(&tmp);
+                        return Err(e.into());
+                    }
                     Ok(fd)
                 })
                 .map_err(|e| fail("create", e))
@@ -1150,10 +1227,11 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         }
         let fd = match created {
             Ok(fd) => fd,
-            Err(_) => match flist::walk::open_long(&archive, OFlags::WRONLY | OFlags::CLOEXEC) {
+            Err(_) => match flist::walk::open_long(&tmp, OFlags::WRONLY | OFlags::CLOEXEC) {
                 Ok(fd) => fd,
                 Err(e) => {
-                    fail("open", e.into());
+                    w.problems
+                        .damage(ItemError::new(&tmp, "open for writing", e.into()));
                     // Keep taking part in the collectives below.
                     flist::walk::open_long(b"/dev/null", OFlags::WRONLY).expect("/dev/null")
                 }
@@ -1176,7 +1254,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
             .is_ok();
         }
         if !ok {
-            w.problems.add(ItemError::new(
+            w.problems.damage(ItemError::new(
                 &archive,
                 "write index",
                 io::Error::last_os_error(),
@@ -1196,9 +1274,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
                 w.write(archive_fd, seg, buf);
             })
         });
-        if outcome.interrupted {
-            status = Status::ItemsFailed;
-        }
+        interrupted = outcome.interrupted;
         comm.all(ok)
     } else {
         // The last rank's part ends with the index member and the end blocks; it needs every
@@ -1221,7 +1297,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         drop(all_offsets);
         // Rank 0 creates the archive and writes its frames straight into it.
         let created = if rank0 {
-            create_archive(&archive, args)
+            create_archive(&tmp, args)
                 .map(|(fd, said)| {
                     say_layout(&said);
                     Some(fd)
@@ -1250,54 +1326,78 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
             args.zstd_level,
             &mut spool,
         );
-        let (sizes, ok) = match sizes {
+        let (frames, ok) = match sizes {
             Ok(s) => (s, true),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                interrupted = true;
+                (Vec::new(), false)
+            }
             Err(e) => {
-                report_error("tar", format_args!("compress: {e}"));
+                w.problems.damage(ItemError::new(&archive, "write", e));
                 (Vec::new(), false)
             }
         };
         let spooled = spool.len().unwrap_or(0);
-        frames_made.store(sizes.len() as u64, Ordering::Relaxed);
+        frames_made.store(frames.len() as u64, Ordering::Relaxed);
         compressed_bytes.store(spooled, Ordering::Relaxed);
-        if !comm.all(ok) {
-            return Status::Usage.agree(comm);
-        }
-        let (c_base, c_total) = comm.offset_and_total(spooled);
-        let mut mine = Vec::new();
-        for (c, d) in &sizes {
-            mine.extend_from_slice(&c.to_le_bytes());
-            mine.extend_from_slice(&d.to_le_bytes());
-        }
-        let all_sizes: Vec<(u32, u32)> = comm
-            .allgatherv(&mine)
-            .concat()
-            .chunks_exact(8)
-            .map(|c| {
-                (
-                    u32::from_le_bytes(c[0..4].try_into().expect("4")),
-                    u32::from_le_bytes(c[4..8].try_into().expect("4")),
-                )
-            })
-            .collect();
-        let table = seekable::encode_table(&all_sizes);
-        let wrote = if let Spool::Direct { fd, .. } = &spool {
-            rustix::fs::ftruncate(fd, c_total + table.len() as u64)
-                .map_err(io::Error::from)
-                .and_then(|()| write_all_at(fd.as_fd(), &table, c_total).map_err(|e| e.source))
+        if comm.all(ok) {
+            let (c_base, c_total) = comm.offset_and_total(spooled);
+            let mut mine = Vec::new();
+            for f in &frames {
+                mine.extend_from_slice(&f.compressed.to_le_bytes());
+                mine.extend_from_slice(&f.decompressed.to_le_bytes());
+                mine.extend_from_slice(&f.checksum.to_le_bytes());
+            }
+            let all_frames: Vec<seekable::FrameSizes> = comm
+                .allgatherv(&mine)
+                .concat()
+                .chunks_exact(12)
+                .map(|c| seekable::FrameSizes {
+                    compressed: u32::from_le_bytes(c[0..4].try_into().expect("4")),
+                    decompressed: u32::from_le_bytes(c[4..8].try_into().expect("4")),
+                    checksum: u32::from_le_bytes(c[8..12].try_into().expect("4")),
+                })
+                .collect();
+            let table = seekable::encode_table(&all_frames);
+            let wrote = if let Spool::Direct { fd, .. } = &spool {
+                rustix::fs::ftruncate(fd, c_total + table.len() as u64)
+                    .map_err(io::Error::from)
+                    .and_then(|()| write_all_at(fd.as_fd(), &table, c_total).map_err(|e| e.source))
+            } else {
+                flist::walk::open_long(&tmp, OFlags::WRONLY | OFlags::CLOEXEC)
+                    .map_err(io::Error::from)
+                    .and_then(|fd| spool.write_to(fd.as_fd(), c_base))
+            };
+            if let Err(e) = wrote {
+                w.problems.damage(ItemError::new(&archive, "write", e));
+            }
+            true
         } else {
-            flist::walk::open_long(&archive, OFlags::WRONLY | OFlags::CLOEXEC)
-                .map_err(io::Error::from)
-                .and_then(|fd| spool.write_to(fd.as_fd(), c_base))
-        };
-        if let Err(e) = &wrote {
-            report_error("tar", format_args!("write {}: {e}", display(&archive)));
+            false
         }
-        comm.all(wrote.is_ok())
     };
-    if !written {
-        status = Status::ItemsFailed;
-    }
+    let damaged = comm.any(w.problems.is_damaged() || !written);
+    let interrupted = comm.any(interrupted || stop_requested());
+    let complete = !damaged && !interrupted;
+    let kept = if rank0 {
+        if complete {
+            match rustix::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(&archive)) {
+                Ok(()) => true,
+                Err(e) => {
+                    w.problems
+                        .damage(ItemError::new(&archive, "rename into place", e.into()));
+                    remove_temp(&tmp);
+                    false
+                }
+            }
+        } else {
+            remove_temp(&tmp);
+            false
+        }
+    } else {
+        true
+    };
+    let kept = comm.all(kept);
     let mut problems = errors;
     problems.extend(w.problems.into_sorted());
     for e in &problems {
@@ -1320,6 +1420,10 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
     }
     let skipped = comm.sum(skipped);
     let data_total = comm.sum(data_bytes);
+    if !kept {
+        let why = if interrupted { "interrupted" } else { "failed" };
+        return not_created(comm, args, &archive, started, why, failed);
+    }
     if rank0 && !args.common.quiet {
         super::print_summary(
             &format!("Archived {count} entries"),
@@ -1331,6 +1435,93 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         );
     }
     status.agree(comm)
+}
+
+/// Whether SIGINT or SIGTERM asked this process to stop.
+fn stop_requested() -> bool {
+    steal::signals::stop_flag().load(Ordering::Relaxed)
+}
+
+/// Refuse an archive path that is not a regular file: the archive is renamed over it at the
+/// end, which must never replace a device, a directory or a symbolic link (the file it points
+/// to would keep its old contents).
+fn check_archive_path(archive: &[u8]) -> Result<(), String> {
+    match flist::walk::stat_path(archive, false) {
+        Err(_) => Ok(()),
+        Ok(st) if FileType::from_mode(st.st_mode) == FileType::File => Ok(()),
+        Ok(_) => Err(format!(
+            "{}: not a regular file; tar -c writes a new archive file (give the path of a \
+             regular file, or of one to create)",
+            display(archive)
+        )),
+    }
+}
+
+/// The temporary path the archive is written under (rank 0's, see [`partial`]); rank 0 first
+/// removes what earlier runs killed on this host left there. Collective.
+fn temp_path(comm: &dyn Comm, archive: &[u8]) -> Vec<u8> {
+    let mut tmp = Vec::new();
+    if comm.rank() == 0 {
+        let (removed, failed) = partial::remove_stale(archive);
+        for path in removed {
+            report_error(
+                "tar",
+                format_args!(
+                    "removed {}, the incomplete archive of an earlier run that was killed",
+                    display(&path)
+                ),
+            );
+        }
+        for e in failed {
+            report_error("tar", e);
+        }
+        tmp = partial::temp_path(archive);
+    }
+    comm.bcast(0, &mut tmp);
+    tmp
+}
+
+/// Remove the temporary archive (it was never complete); a failure is only worth a message.
+fn remove_temp(tmp: &[u8]) {
+    if let Err(e) = partial::remove(tmp) {
+        report_error("tar", e);
+    }
+}
+
+/// The end of a create that left no archive: name it on stderr, say so in the summary (no
+/// entry counts as archived), exit 1. Collective.
+fn not_created(
+    comm: &dyn Comm,
+    args: &TarArgs,
+    archive: &[u8],
+    started: Instant,
+    why: &str,
+    failed: u64,
+) -> Status {
+    if comm.rank() == 0 {
+        report_error(
+            "tar",
+            format_args!("{}: not created ({why})", display(archive)),
+        );
+        if !args.common.quiet {
+            let mut line = format!(
+                "{}: nothing archived, {} not created, after {:.3} s",
+                if why == "interrupted" {
+                    "Interrupted"
+                } else {
+                    "Failed"
+                },
+                display(archive),
+                started.elapsed().as_secs_f64()
+            );
+            if failed > 0 {
+                line.push_str(&format!("; {failed} failed"));
+            }
+            line.push('\n');
+            stdout_bytes(line.as_bytes());
+        }
+    }
+    Status::ItemsFailed.agree(comm)
 }
 
 #[cfg(test)]

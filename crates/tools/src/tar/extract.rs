@@ -70,7 +70,7 @@ impl Restore {
 
 /// Failures of this rank, each naming the entry.
 #[derive(Default)]
-struct Failures(Mutex<Vec<String>>);
+struct Failures(Mutex<Vec<String>>, Mutex<Vec<u64>>);
 
 impl Failures {
     fn add(&self, path: &[u8], what: impl std::fmt::Display) {
@@ -78,6 +78,27 @@ impl Failures {
             .lock()
             .expect("failures")
             .push(format!("{}: {what}", display(path)));
+    }
+    /// A file's data could not be written (a damaged zstd frame): whichever rank owns the
+    /// entry must not give it its archived metadata. `start` is the entry's header offset.
+    fn data_failed(&self, start: u64, path: &[u8], what: impl std::fmt::Display) {
+        self.add(path, what);
+        self.1.lock().expect("failures").push(start);
+    }
+    /// Header offsets of the entries whose data failed on any rank. Collective.
+    fn data_failed_anywhere(&self, comm: &dyn Comm) -> HashSet<u64> {
+        let mut mine = Vec::new();
+        for &start in self.1.lock().expect("failures").iter() {
+            wire::put_u64(&mut mine, start);
+        }
+        let mut all = HashSet::new();
+        for bytes in comm.allgatherv(&mine) {
+            let mut r = Reader::new(&bytes);
+            while !r.is_empty() {
+                all.insert(r.u64());
+            }
+        }
+        all
     }
     fn take(self) -> Vec<String> {
         self.0.into_inner().expect("failures")
@@ -652,7 +673,7 @@ fn write_frames(
             Ok(d) => d,
             Err(e) => {
                 for it in touched {
-                    fail.add(&it.rel, format_args!("decompress: {e}"));
+                    fail.data_failed(it.d.start, &it.rel, format_args!("decompress: {e}"));
                 }
                 return;
             }
@@ -921,7 +942,13 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     }
     drop(writable);
     progress.add(0, bytes.load(Ordering::Relaxed));
-    comm.barrier();
+    // A file whose data is incomplete never carries its archived metadata (mtime, size...).
+    let data_failed = fail.data_failed_anywhere(comm);
+    for (i, it) in items.iter().enumerate() {
+        if data_failed.contains(&it.d.start) {
+            ok[i].store(false, Ordering::Relaxed);
+        }
+    }
     // 5. Hard links, fifos, devices.
     own_of(&[Kind::HardLink, Kind::Fifo, Kind::Char, Kind::Block])
         .par_iter()

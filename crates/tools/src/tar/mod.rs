@@ -20,9 +20,11 @@ pub mod extract;
 pub mod header;
 pub mod index;
 pub mod list;
+mod partial;
 pub mod scan;
 pub mod seekable;
 pub mod stream;
+mod xxh64;
 
 use crate::cli::{report_error, Common};
 use crate::select::{FilterArgs, Rules};
@@ -30,6 +32,7 @@ use crate::status::Status;
 use crate::transfer::size_arg;
 use clap::Args;
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use steal::Comm;
 
 /// `mfu-rs tar` / `dtar`.
@@ -60,7 +63,9 @@ pub struct TarArgs {
     /// List the archive's entries (with -v, like `tar -tv`).
     #[arg(short = 't', long, group = "mode")]
     pub list: bool,
-    /// The archive.
+    /// The archive. Create writes it under a temporary name beside it
+    /// (`.NAME.HOST.PID.mfu-tmp`) and renames it into place when complete; `-` (standard
+    /// output) is refused.
     #[arg(short = 'f', long = "file", value_name = "ARCHIVE", required = true)]
     pub file: OsString,
     /// Create: take PATHs relative to DIR. Extract: extract into DIR (it must exist).
@@ -175,6 +180,12 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
     }
     if !args.create && !args.paths.is_empty() {
         return usage("extracting or listing selected members is not supported: give no PATH");
+    }
+    if args.create && args.file.as_bytes() == b"-" {
+        return usage(
+            "-c -f -: writing the archive to standard output is not supported (it is written \
+             in parallel at known offsets): give a file name (./- for a file named '-')",
+        );
     }
     if args.create && args.chunksize >= 1 << 32 {
         return usage("-k/--chunksize must be below 4GiB (it is the size of a zstd frame)");
