@@ -134,13 +134,13 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
     // Include/exclude rules keep their command-line order across options (rsync semantics),
     // which only the raw matches know.
     let parsed = parsed.and_then(|(cli, m)| {
-        let rules = match m.subcommand() {
-            Some((_, sub)) => crate::select::Rules::from_matches(sub)?,
-            None => crate::select::Rules::default(),
+        let (name, rules) = match m.subcommand() {
+            Some((name, sub)) => (name.to_string(), crate::select::Rules::from_matches(sub)?),
+            None => (String::new(), crate::select::Rules::default()),
         };
-        Ok((cli, rules))
+        Ok((cli, name, rules))
     });
-    let (cli, rules) = match parsed {
+    let (cli, tool_name, rules) = match parsed {
         Ok(v) => v,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -185,7 +185,11 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
                 }) as i32
         }
         Err(e) => {
-            report_error("", e);
+            // Under a launcher of another MPI every task is a rank 0 of its own: the launcher's
+            // rank variable keeps the message to one.
+            if !launched_as_other_rank() {
+                report_error(&tool_name, e);
+            }
             Status::Usage as i32
         }
     }
