@@ -182,3 +182,44 @@ fn an_output_file_that_cannot_be_created_is_refused_at_np_2_with_one_message() {
         assert_eq!(err.matches("nothing done").count(), 1, "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_reader_that_exits_early_makes_every_printing_tool_exit_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("t");
+    std::fs::create_dir(&tree).unwrap();
+    // Far more output than a pipe holds (64 KiB): the writer meets the closed pipe for sure.
+    let long = "n".repeat(150);
+    for i in 0..1000 {
+        std::fs::write(tree.join(format!("{long}{i}")), b"").unwrap();
+    }
+    let t = tree.display();
+    for cmd in [
+        format!("walk -p {t}"),
+        format!("find {t} --print"),
+        format!("find {t} --print0"),
+        format!("rm --dryrun {t}"),
+        format!("walk -o - {t}"),
+        format!("find {t} --type f -o -"),
+    ] {
+        let rc = tmp.path().join("rc");
+        let out = mfu_tests::shell(
+            &format!(
+                "{{ rc=0; $M {cmd} || rc=$?; echo $rc > {}; }} | head -c 100 > /dev/null",
+                rc.display()
+            ),
+            0,
+        );
+        let err = stderr(&out);
+        assert_eq!(
+            std::fs::read_to_string(&rc).unwrap().trim(),
+            "1",
+            "{cmd}: {err}"
+        );
+        assert!(err.contains("Broken pipe"), "{cmd}: {err}");
+    }
+    assert!(
+        tree.join(format!("{long}0")).exists(),
+        "rm --dryrun removed something"
+    );
+}
