@@ -223,3 +223,33 @@ fn a_reader_that_exits_early_makes_every_printing_tool_exit_1() {
         "rm --dryrun removed something"
     );
 }
+
+#[test]
+fn a_skipped_entry_is_not_success() {
+    // A device node copied by a user without the privilege to make one is skipped (GNU cp
+    // fails on it too): the user asked for it and it is not there, so exit 1, named.
+    let tmp = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("f"), b"data").unwrap();
+    let dev = src.join("null");
+    let made = Command::new("mknod")
+        .arg(&dev)
+        .args(["c", "1", "3"])
+        .status()
+        .unwrap();
+    assert!(made.success(), "mknod (the tests run as root)");
+    let mut cmd = Command::new("setpriv");
+    mfu_tests::clean_env(&mut cmd)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin())
+        .args(["cp"])
+        .arg(&src)
+        .arg(tmp.path().join("dst"));
+    let out = expect_status(&mut cmd, 1);
+    let err = stderr(&out);
+    assert!(err.contains("null") && err.contains("skipped"), "{err}");
+    assert_eq!(std::fs::read(tmp.path().join("dst/f")).unwrap(), b"data");
+}
