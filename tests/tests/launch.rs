@@ -102,3 +102,11 @@ fn a_build_without_mpi_refuses_a_launched_step_but_runs_in_a_batch_shell() {
     expect_status(&mut batch, 0);
     assert_eq!(std::fs::read(dst.join("f0")).unwrap(), b"file 0\n");
 }
+
+#[test]
+fn thread_ranks_under_a_launcher_of_several_tasks_are_refused() {
+    let (_tmp, src, dst) = source_and_dest();
+    let mut cmd = mpirun(2, &bin());
+    cmd.env("MFU_RANKS", "2");
+    expect_refused(cmd, &src, &dst, "OMPI_COMM_WORLD_SIZE", "drop --ranks");
+}

@@ -51,6 +51,18 @@ pub enum LaunchError {
         /// Tasks it named.
         tasks: usize,
     },
+    /// `--ranks N` (thread ranks in one process) asked for in each of several launched tasks:
+    /// each task would run its own job, racing the others on the same files.
+    #[error(
+        "--ranks/MFU_RANKS runs thread ranks in one process, but the launcher started {tasks} \
+         tasks ({var}={tasks}): each would run alone; drop --ranks (and MFU_RANKS) under a launcher"
+    )]
+    RanksUnderLauncher {
+        /// Variable that told.
+        var: &'static str,
+        /// Tasks it named.
+        tasks: usize,
+    },
     /// MPI could not be initialised.
     #[error("MPI could not be initialised (was it initialised already?)")]
     MpiInit,
@@ -116,6 +128,9 @@ impl Launcher {
             }
         }
         if let Some(n) = forced_ranks {
+            if let Some((var, tasks)) = many {
+                return Err(LaunchError::RanksUnderLauncher { var, tasks });
+            }
             return Ok(Backend::Local { ranks: n.max(1) });
         }
         if mpi_built && self.launcher_var.is_some() {
@@ -215,6 +230,21 @@ mod tests {
                 .backend(None, false)
                 .unwrap(),
             Backend::Local { ranks: 1 }
+        );
+    }
+
+    #[test]
+    fn thread_ranks_in_each_of_several_launched_tasks_are_refused() {
+        let err = env(&[("OMPI_COMM_WORLD_SIZE", "2")])
+            .backend(Some(4), true)
+            .unwrap_err();
+        assert!(err.to_string().contains("OMPI_COMM_WORLD_SIZE=2"), "{err}");
+        // One launched task may still run thread ranks.
+        assert_eq!(
+            env(&[("SLURM_STEP_NUM_TASKS", "1")])
+                .backend(Some(4), true)
+                .unwrap(),
+            Backend::Local { ranks: 4 }
         );
     }
 
