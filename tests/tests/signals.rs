@@ -323,3 +323,32 @@ fn dup_stops_and_says_so() {
         "an interrupted dup wrote a list of redundant copies"
     );
 }
+
+#[test]
+fn a_signal_after_the_last_work_still_ends_in_exit_1_and_is_named() {
+    // walk -p prints after the walk: with stdout a pipe nobody reads yet, the printing blocks
+    // (far more than a pipe holds), and the signal arrives when no work is left to stop.
+    let tmp = tempfile::tempdir().unwrap();
+    let long = "n".repeat(150);
+    for i in 0..1000 {
+        std::fs::write(tmp.path().join(format!("{long}{i}")), b"").unwrap();
+    }
+    let mut child = mfu(&["walk", "-p"])
+        .arg(tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    stdout.read_exact(&mut first).unwrap();
+    // SAFETY: kill(2) of our child with a signal number.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(200));
+    let mut rest = Vec::new();
+    stdout.read_to_end(&mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let printed = 1 + rest.len();
+    assert!(printed > 150 * 1000, "the listing was cut: {printed} bytes");
+    assert_interrupted("walk -p", &out);
+}

@@ -285,6 +285,22 @@ fn refuse_unwritable_outputs(
     steal::CommExt::any(comm, problem.is_some()).then_some(Status::Usage)
 }
 
+/// The signal contract's last line: a SIGINT/SIGTERM caught while the tool was in a phase that
+/// no longer takes work (printing, writing its list, directory times) let it finish; the run
+/// still exits 1, as every interrupted run does, and says what happened when the tool did not.
+fn late_signal(tool: &str, status: Status) -> Status {
+    if !steal::signals::stop_flag().load(std::sync::atomic::Ordering::SeqCst) {
+        return Status::Ok;
+    }
+    if status == Status::Ok && !launched_as_other_rank() {
+        report_error(
+            tool,
+            "interrupted by a signal at the end of the run: everything asked for was done",
+        );
+    }
+    Status::ItemsFailed
+}
+
 /// True when a launcher says this process is not rank 0 (then usage errors stay quiet, so
 /// `mpirun -np 64` prints one message, not 64).
 fn launched_as_other_rank() -> bool {
@@ -364,15 +380,13 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
         // Lost output is a failure of this process (stdout is written by rank 0), even when
         // the tool's own work succeeded.
         Ok(statuses) => {
-            statuses
-                .into_iter()
-                .max()
-                .unwrap_or(Status::Ok)
-                .max(if crate::cli::stdout_failed() {
-                    Status::ItemsFailed
-                } else {
-                    Status::Ok
-                }) as i32
+            let status = statuses.into_iter().max().unwrap_or(Status::Ok);
+            let lost_output = if crate::cli::stdout_failed() {
+                Status::ItemsFailed
+            } else {
+                Status::Ok
+            };
+            status.max(lost_output).max(late_signal(&tool_name, status)) as i32
         }
         Err(e) => {
             // Under a launcher of another MPI every task is a rank 0 of its own: the launcher's
