@@ -515,7 +515,7 @@ fn build_without_mpi_runs_alone_and_refuses_many_tasks() {
         .arg(vector("tree.mfu"));
     let out = expect_status(&mut one, 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("Items: 44"));
-    for var in ["SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"] {
+    for var in ["SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"] {
         let mut many = Command::new(nompi_bin());
         mfu_tests::clean_env(&mut many)
             .env(var, "4")

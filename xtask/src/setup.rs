@@ -1,7 +1,8 @@
 //! Install what building and testing mfu-rs needs, when it is missing: Open MPI (headers,
 //! `mpicc`, `mpirun`), libclang (rsmpi generates its bindings with bindgen), python3 (the
 //! interop-vector trees are built by a script), rsync (a peer in `cargo xtask bench`), zstd and
-//! bsdtar (the tar tests check that other tools read mfu-rs archives and that mfu-rs reads theirs).
+//! bsdtar (the tar tests check that other tools read mfu-rs archives and that mfu-rs reads theirs),
+//! MPICH's launcher (the launch tests check that another MPI's launcher is refused).
 
 use crate::run;
 use anyhow::{bail, Result};
@@ -17,6 +18,9 @@ const PACKAGES: &[&str] = &[
     "rsync",
     "zstd",
     "libarchive-tools",
+    // MPICH's launcher (`mpiexec.mpich`, no compiler wrappers: Open MPI stays the default
+    // `mpirun`/`mpicc`): the launch tests start the Open MPI build with another MPI's launcher.
+    "mpich",
 ];
 
 /// True when `program` is on PATH (also how the benches find the peers).
@@ -53,7 +57,8 @@ pub fn ensure() -> Result<()> {
         || !have("pkg-config")
         || !have("rsync")
         || !have("zstd")
-        || !have("bsdtar");
+        || !have("bsdtar")
+        || !have("mpiexec.mpich");
     if !missing {
         return Ok(());
     }

@@ -8,17 +8,22 @@ use crate::comm::Comm;
 use crate::local;
 
 /// Environment variables that only a launcher sets, one per launcher family.
-const LAUNCHER_VARS: [&str; 6] = [
+const LAUNCHER_VARS: [&str; 7] = [
     "OMPI_COMM_WORLD_SIZE",
     "PMI_RANK",
     "PMI_SIZE",
     "PMIX_RANK",
     "MPI_LOCALNRANKS",
     "SLURM_STEP_ID",
+    "SLURM_STEP_NUM_TASKS",
 ];
 
-/// Variables holding the number of tasks a launcher started.
-const TASK_COUNT_VARS: [&str; 3] = ["SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"];
+/// Variables holding the number of tasks the launcher that started this process started, most
+/// specific first: Open MPI's `mpirun` (which itself may run under `srun`, and then inherits the
+/// step's count of its daemons), a PMI launcher (MPICH's `mpiexec`, `srun --mpi=pmi2`), then
+/// Slurm's step (`srun`, whatever its `--mpi`). Never `SLURM_NTASKS`: the batch shell of
+/// `sbatch -n 8` inherits it, and one `mfu-rs` started there is one task.
+const TASK_COUNT_VARS: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"];
 
 /// Which backend a run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,9 +51,39 @@ pub enum LaunchError {
         /// Tasks it named.
         tasks: usize,
     },
+    /// `--ranks N` (thread ranks in one process) asked for in each of several launched tasks:
+    /// each task would run its own job, racing the others on the same files.
+    #[error(
+        "--ranks/MFU_RANKS runs thread ranks in one process, but the launcher started {tasks} \
+         tasks ({var}={tasks}): each would run alone; drop --ranks (and MFU_RANKS) under a launcher"
+    )]
+    RanksUnderLauncher {
+        /// Variable that told.
+        var: &'static str,
+        /// Tasks it named.
+        tasks: usize,
+    },
     /// MPI could not be initialised.
     #[error("MPI could not be initialised (was it initialised already?)")]
     MpiInit,
+    /// MPI started, but its job is not the one the launcher announced: the launcher belongs to
+    /// another MPI than the one this build links, and the tasks would run as independent jobs,
+    /// racing each other on the same files.
+    #[error(
+        "the launcher started {tasks} tasks ({var}={tasks}) but MPI made this process one of \
+         {size} (this mfu-rs links {library}): the launcher belongs to another MPI; start mfu-rs \
+         with the launcher of the MPI it was built with"
+    )]
+    WrongLauncher {
+        /// Variable that told the launcher's task count.
+        var: &'static str,
+        /// Tasks the launcher announced.
+        tasks: usize,
+        /// Size of the MPI job this process joined.
+        size: usize,
+        /// The MPI library this build links (its version string, first line).
+        library: String,
+    },
 }
 
 /// What the environment says about how this process was started.
@@ -69,14 +104,11 @@ impl Launcher {
     /// Read an environment given as a lookup function (for tests).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Launcher {
         let launcher_var = LAUNCHER_VARS.into_iter().find(|v| get(v).is_some());
-        let tasks = TASK_COUNT_VARS
-            .into_iter()
-            .filter_map(|v| {
-                get(v)
-                    .and_then(|s| s.trim().parse::<usize>().ok())
-                    .map(|n| (v, n))
-            })
-            .max_by_key(|&(_, n)| n);
+        let tasks = TASK_COUNT_VARS.into_iter().find_map(|v| {
+            get(v)
+                .and_then(|s| s.trim().parse::<usize>().ok())
+                .map(|n| (v, n))
+        });
         Launcher {
             launcher_var,
             tasks,
@@ -96,12 +128,31 @@ impl Launcher {
             }
         }
         if let Some(n) = forced_ranks {
+            if let Some((var, tasks)) = many {
+                return Err(LaunchError::RanksUnderLauncher { var, tasks });
+            }
             return Ok(Backend::Local { ranks: n.max(1) });
         }
         if mpi_built && self.launcher_var.is_some() {
             Ok(Backend::Mpi)
         } else {
             Ok(Backend::Local { ranks: 1 })
+        }
+    }
+}
+
+impl Launcher {
+    /// After MPI_Init: refuse when the job MPI made (`size` tasks) is not the one the launcher
+    /// announced. `library` names this build's MPI for the message.
+    pub fn check_size(&self, size: usize, library: impl Fn() -> String) -> Result<(), LaunchError> {
+        match self.tasks {
+            Some((var, tasks)) if tasks != size => Err(LaunchError::WrongLauncher {
+                var,
+                tasks,
+                size,
+                library: library(),
+            }),
+            _ => Ok(()),
         }
     }
 }
@@ -113,11 +164,14 @@ where
     R: Send,
     F: Fn(&dyn Comm) -> R + Sync,
 {
-    match Launcher::from_env().backend(forced_ranks, cfg!(feature = "mpi"))? {
+    let launcher = Launcher::from_env();
+    match launcher.backend(forced_ranks, cfg!(feature = "mpi"))? {
         Backend::Local { ranks } => Ok(local::run(ranks, f)),
         #[cfg(feature = "mpi")]
         Backend::Mpi => {
+            // `launcher` was read before MPI_Init: Open MPI sets its own variables there.
             let comm = crate::mpi_comm::MpiComm::init().ok_or(LaunchError::MpiInit)?;
+            launcher.check_size(comm.size(), crate::mpi_comm::library_version)?;
             let r = f(&comm);
             comm.flush_sends();
             Ok(vec![r])
@@ -161,12 +215,14 @@ mod tests {
 
     #[test]
     fn no_mpi_build_refuses_many_tasks_but_runs_one() {
-        for var in ["SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"] {
+        for var in ["SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"] {
             let err = env(&[(var, "4")]).backend(None, false).unwrap_err();
             assert!(err.to_string().contains(&format!("{var}=4")), "{err}");
         }
         assert_eq!(
-            env(&[("SLURM_NTASKS", "1")]).backend(None, false).unwrap(),
+            env(&[("SLURM_STEP_NUM_TASKS", "1")])
+                .backend(None, false)
+                .unwrap(),
             Backend::Local { ranks: 1 }
         );
         assert_eq!(
@@ -175,5 +231,61 @@ mod tests {
                 .unwrap(),
             Backend::Local { ranks: 1 }
         );
+    }
+
+    #[test]
+    fn thread_ranks_in_each_of_several_launched_tasks_are_refused() {
+        let err = env(&[("OMPI_COMM_WORLD_SIZE", "2")])
+            .backend(Some(4), true)
+            .unwrap_err();
+        assert!(err.to_string().contains("OMPI_COMM_WORLD_SIZE=2"), "{err}");
+        // One launched task may still run thread ranks.
+        assert_eq!(
+            env(&[("SLURM_STEP_NUM_TASKS", "1")])
+                .backend(Some(4), true)
+                .unwrap(),
+            Backend::Local { ranks: 4 }
+        );
+    }
+
+    #[test]
+    fn a_batch_shell_is_one_task_whatever_the_allocation() {
+        // `sbatch -n 8` runs the script once, with the allocation's variables but no step.
+        let l = env(&[("SLURM_NTASKS", "8"), ("SLURM_JOB_ID", "42")]);
+        assert_eq!(l.backend(None, false).unwrap(), Backend::Local { ranks: 1 });
+        assert_eq!(l.backend(None, true).unwrap(), Backend::Local { ranks: 1 });
+    }
+
+    #[test]
+    fn the_launchers_own_count_wins_over_the_step_of_its_daemons() {
+        // Open MPI's mpirun inside a Slurm job starts its daemons with srun (one per node).
+        let l = env(&[
+            ("OMPI_COMM_WORLD_SIZE", "16"),
+            ("SLURM_STEP_NUM_TASKS", "2"),
+            ("SLURM_NTASKS", "32"),
+        ]);
+        assert_eq!(l.tasks, Some(("OMPI_COMM_WORLD_SIZE", 16)));
+        assert!(l.check_size(16, String::new).is_ok());
+        let l = env(&[("PMI_SIZE", "4"), ("SLURM_STEP_NUM_TASKS", "1")]);
+        assert_eq!(l.tasks, Some(("PMI_SIZE", 4)));
+    }
+
+    #[test]
+    fn an_mpi_job_of_another_size_than_announced_is_refused_naming_both() {
+        let lib = || "MPICH Version: 4.0.2".to_string();
+        let err = env(&[("PMI_SIZE", "2"), ("PMI_RANK", "0")])
+            .check_size(1, lib)
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("PMI_SIZE=2") && msg.contains("one of 1"),
+            "{msg}"
+        );
+        assert!(msg.contains("MPICH Version: 4.0.2"), "{msg}");
+        let l = env(&[("SLURM_STEP_NUM_TASKS", "4"), ("PMIX_RANK", "0")]);
+        assert!(l.check_size(1, lib).is_err());
+        assert!(l.check_size(4, lib).is_ok());
+        // No announced count (a singleton, or a launcher that says nothing): nothing to compare.
+        assert!(env(&[("PMIX_RANK", "0")]).check_size(1, lib).is_ok());
     }
 }

@@ -31,6 +31,12 @@ struct Shared {
 
 type Envelope = (usize, Tag, Vec<u8>);
 
+/// The most ranks one process runs as threads (`--ranks N`): 256. The group keeps a slot per
+/// pair of ranks and a thread with an 8 MiB stack per rank, and beyond a few hundred thread
+/// ranks the barriers and the stealing traffic take longer than the work (1024 ranks spend a
+/// minute walking one file); more ranks come from a launcher, one process each.
+pub const MAX_RANKS: usize = 256;
+
 /// One rank of a local group. Created by [`run`]; not shared between threads.
 pub struct LocalComm {
     rank: usize,

@@ -61,6 +61,16 @@ pub struct MpiComm {
     _universe: Universe,
 }
 
+/// The first line of the MPI library's version string (`Open MPI v4.1.4, ...`, `MPICH Version:
+/// 4.0.2`), or "an unknown MPI".
+pub fn library_version() -> String {
+    mpi::environment::library_version()
+        .ok()
+        .and_then(|v| v.lines().next().map(|l| l.trim().to_string()))
+        .filter(|l| !l.is_empty())
+        .unwrap_or_else(|| "an unknown MPI".to_string())
+}
+
 impl MpiComm {
     /// Initialise MPI (funneled). `None` if MPI was already initialised in this process.
     pub fn init() -> Option<MpiComm> {

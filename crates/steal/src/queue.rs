@@ -37,6 +37,22 @@ const PEER_POLL: Duration = Duration::from_micros(200);
 /// Bytes of encoded items in one steal reply, at most (64 MiB; the rest stays for later thieves).
 const STEAL_REPLY_BYTES: usize = 64 << 20;
 
+/// Test seam: with `MFU_RS_TEST_ITEM_DELAY_MS=N` in the environment every work item waits N ms
+/// before it is processed, so that the signal tests can interrupt any tool in the middle of its
+/// work on a small tree. Read once; without the variable it costs nothing per item.
+pub const ITEM_DELAY_VAR: &str = "MFU_RS_TEST_ITEM_DELAY_MS";
+
+fn test_item_delay() -> Option<Duration> {
+    static DELAY: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
+    *DELAY.get_or_init(|| {
+        std::env::var(ITEM_DELAY_VAR)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&ms| ms > 0)
+            .map(Duration::from_millis)
+    })
+}
+
 /// A unit of work that can travel to another rank, in the [`wire`] encoding.
 pub trait WorkItem: Send + Sized + 'static {
     /// Append this item's bytes to `out`.
@@ -133,6 +149,13 @@ where
     T: WorkItem,
     F: Fn(T, &mut Vec<T>) + Sync,
 {
+    let delay = test_item_delay();
+    let work = |item: T, spawned: &mut Vec<T>| {
+        if let Some(d) = delay {
+            std::thread::sleep(d);
+        }
+        work(item, spawned)
+    };
     let mut initial: VecDeque<T> = initial.into();
     let inline = if comm.size() == 1 {
         start_inline(&mut initial, &work, config.stop)

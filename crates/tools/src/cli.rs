@@ -40,20 +40,26 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Set once a write to stdout failed for a reason other than a closed pipe.
+/// Set once a write to stdout failed.
 static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
 
-/// Write raw bytes (paths are bytes) to stdout. A closed pipe (`| head`) is not an error: the
-/// reader has all it wants. Any other failure (a full disk behind `> file`, an I/O error) is
-/// reported once on stderr and remembered, so the process exits 1 instead of claiming success
-/// with output lost ([`stdout_failed`]).
+/// Write raw bytes (paths are bytes) to stdout. Any failure is reported once on stderr and
+/// remembered, so that the process exits 1 instead of claiming success with its output cut
+/// ([`stdout_failed`]); later writes are skipped. That includes a closed pipe (`| head -1`): the
+/// output is incomplete whoever stopped reading it, and the list writers (`-o -`) already say so
+/// (exit 1, "Broken pipe") — every tool answers a closed pipe the same way.
 pub fn stdout_bytes(bytes: &[u8]) {
+    if STDOUT_FAILED.load(Ordering::Relaxed) {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(bytes).and_then(|_| out.flush()) {
-        if e.kind() != std::io::ErrorKind::BrokenPipe
-            && !STDOUT_FAILED.swap(true, Ordering::Relaxed)
-        {
-            eprintln!("mfu-rs: write standard output: {e}");
+        if !STDOUT_FAILED.swap(true, Ordering::Relaxed) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                eprintln!("mfu-rs: write standard output: {e}: its reader exited, the output is incomplete");
+            } else {
+                eprintln!("mfu-rs: write standard output: {e}");
+            }
         }
     }
 }

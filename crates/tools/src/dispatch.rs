@@ -4,7 +4,7 @@
 use crate::cli::report_error;
 use crate::status::Status;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 
 /// Tools by canonical name, with the mpiFileUtils names that also reach them. Adding a tool is
@@ -39,8 +39,15 @@ pub const TOOLS: &[(&str, &[&str])] = &[
 )]
 struct Cli {
     /// Run as N ranks (threads) of this one process instead of asking a launcher (experiments,
-    /// tests). Also read from MFU_RANKS.
-    #[arg(long, global = true, value_name = "N", env = "MFU_RANKS")]
+    /// tests); N is 1 to 256. Also read from MFU_RANKS.
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        env = "MFU_RANKS",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+            .range(1..=steal::local::MAX_RANKS as u64)
+    )]
     ranks: Option<usize>,
     #[command(subcommand)]
     tool: Tool,
@@ -108,6 +115,192 @@ pub fn tool_for_program(program: &[u8]) -> Option<&'static str> {
     })
 }
 
+impl Tool {
+    /// The operands and options that name files or directories, with the name users see
+    /// (`PATH`, `-o`...). Filters (`--match`, `--name`) and expressions are not names.
+    fn named_files(&self) -> Vec<(&'static str, &OsStr)> {
+        fn some<'a>(what: &'static str, o: &'a Option<OsString>) -> Vec<(&'static str, &'a OsStr)> {
+            o.iter().map(|f| (what, f.as_os_str())).collect()
+        }
+        fn all<'a>(what: &'static str, v: &'a [OsString]) -> Vec<(&'static str, &'a OsStr)> {
+            v.iter().map(|f| (what, f.as_os_str())).collect()
+        }
+        match self {
+            Tool::Walk(a) => [
+                all("PATH", &a.paths),
+                some("-i", &a.input),
+                some("-o", &a.output),
+            ]
+            .concat(),
+            Tool::Cp(a) => [all("SRC/DEST", &a.paths), some("-i", &a.input)].concat(),
+            Tool::Sync(a) => vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())]
+                .into_iter()
+                .chain(some("--link-dest", &a.link_dest))
+                .collect(),
+            Tool::Rm(a) => [
+                all("PATH", &a.paths),
+                some("-i", &a.input),
+                some("-o", &a.output),
+            ]
+            .concat(),
+            Tool::Tar(a) => [
+                vec![("-f", a.file.as_os_str())],
+                some("-C", &a.chdir),
+                all("PATH", &a.paths),
+            ]
+            .concat(),
+            Tool::Stripe(a) => all("PATH", &a.paths),
+            Tool::Find(a) => [
+                all("PATH", &a.options.paths),
+                some("-i", &a.options.input),
+                some("-o", &a.options.output),
+            ]
+            .concat(),
+            Tool::Cmp(a) => vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())],
+            Tool::Chmod(a) => [all("PATH", &a.paths), some("-i", &a.input)].concat(),
+            Tool::Dup(a) => [
+                all("PATH", &a.paths),
+                some("-i", &a.input),
+                some("-o", &a.output),
+            ]
+            .concat(),
+            Tool::Filemaker(a) => vec![("DIR", a.dir.as_os_str())],
+            Tool::Reln(a) => [
+                vec![
+                    ("OLDPATH", a.oldpath.as_os_str()),
+                    ("NEWPATH", a.newpath.as_os_str()),
+                ],
+                all("PATH", &a.paths),
+                some("-i", &a.input),
+            ]
+            .concat(),
+            Tool::Bcast(a) => vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())],
+            Tool::Bz2(a) => vec![("FILE", a.file.as_os_str())],
+        }
+    }
+
+    /// Files this run creates to hold its results (lists, reports, an archive), with the option
+    /// that names them; `-` (stdout) is not a file.
+    fn output_files(&self) -> Vec<(&'static str, &[u8])> {
+        let files: Vec<(&'static str, &[u8])> = match self {
+            Tool::Walk(crate::walk::WalkArgs { output, .. })
+            | Tool::Rm(crate::rm::RmArgs { output, .. })
+            | Tool::Dup(crate::dup::DupArgs { output, .. }) => {
+                output.iter().map(|o| ("-o", o.as_bytes())).collect()
+            }
+            Tool::Find(a) => a
+                .options
+                .output
+                .iter()
+                .map(|o| ("-o", o.as_bytes()))
+                .collect(),
+            Tool::Cmp(a) => a.output.iter().map(|o| ("-o", &o.file[..])).collect(),
+            Tool::Sync(a) => a.output.iter().map(|o| ("-o", &o.file[..])).collect(),
+            Tool::Tar(a) if a.create => vec![("-f", a.file.as_bytes())],
+            _ => Vec::new(),
+        };
+        files
+            .into_iter()
+            .filter(|(_, f)| !crate::cli::is_stdout(f))
+            .collect()
+    }
+}
+
+/// Refuse what no tool can do, before any work and alike on every rank (the command line is
+/// the same everywhere): an empty name (`''` names no file; it is not `.`), and `rm` of `.` or
+/// `..` (GNU rm refuses it; here nothing at all is removed, exit 2, as for every usage error).
+fn check_command_line(tool: &Tool) -> Result<(), String> {
+    if let Some((what, _)) = tool.named_files().into_iter().find(|(_, f)| f.is_empty()) {
+        return Err(format!("an empty {what} names no file"));
+    }
+    if let Tool::Rm(a) = tool {
+        for p in &a.paths {
+            let p = p.as_bytes();
+            let trimmed = match p.iter().rposition(|&b| b != b'/') {
+                Some(end) => &p[..=end],
+                None => continue, // `/`: rm refuses it itself
+            };
+            if matches!(flist::path::basename(trimmed), b"." | b"..") {
+                return Err(format!(
+                    "refusing to remove '.' or '..' directory: '{}' (nothing removed)",
+                    flist::path::display(p)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Why the output `file` cannot be created: its directory is missing, not a directory or not
+/// writable, or `file` is a directory. Checked before the work, so that a long walk does not end
+/// in "cannot create the output".
+fn output_location_problem(option: &str, file: &[u8]) -> Option<String> {
+    use rustix::fs::{access, Access};
+    let shown = flist::path::display(file);
+    let dir: &[u8] = match file.iter().rposition(|&b| b == b'/') {
+        None => b".",
+        Some(0) => b"/",
+        Some(i) => &file[..i],
+    };
+    if std::fs::metadata(flist::path::as_path(file)).is_ok_and(|m| m.is_dir()) {
+        return Some(format!("{option} {shown}: is a directory (nothing done)"));
+    }
+    let cannot = |why: String| {
+        Some(format!(
+            "{option} {shown}: cannot create it in {}: {why} (nothing done)",
+            flist::path::display(dir)
+        ))
+    };
+    match std::fs::metadata(flist::path::as_path(dir)) {
+        Err(e) => return cannot(e.to_string()),
+        Ok(m) if !m.is_dir() => return cannot("Not a directory".into()),
+        Ok(_) => {}
+    }
+    match access(
+        flist::path::as_path(dir),
+        Access::WRITE_OK | Access::EXEC_OK,
+    ) {
+        Ok(()) => None,
+        Err(e) => cannot(std::io::Error::from(e).to_string()),
+    }
+}
+
+/// Rank 0 checks that every output file of the run can be created (see
+/// [`output_location_problem`]) and the ranks agree: `Some(Status::Usage)` when not. Collective.
+fn refuse_unwritable_outputs(
+    comm: &dyn steal::Comm,
+    tool: &str,
+    files: &[(&str, &[u8])],
+) -> Option<Status> {
+    let problem = if comm.rank() == 0 {
+        files
+            .iter()
+            .find_map(|(option, f)| output_location_problem(option, f))
+    } else {
+        None
+    };
+    if let Some(p) = &problem {
+        report_error(tool, p);
+    }
+    steal::CommExt::any(comm, problem.is_some()).then_some(Status::Usage)
+}
+
+/// The signal contract's last line: a SIGINT/SIGTERM caught while the tool was in a phase that
+/// no longer takes work (printing, writing its list, directory times) let it finish; the run
+/// still exits 1, as every interrupted run does, and says what happened when the tool did not.
+fn late_signal(tool: &str, status: Status) -> Status {
+    if !steal::signals::stop_flag().load(std::sync::atomic::Ordering::SeqCst) {
+        return Status::Ok;
+    }
+    if status == Status::Ok && !launched_as_other_rank() {
+        report_error(
+            tool,
+            "interrupted by a signal at the end of the run: everything asked for was done",
+        );
+    }
+    Status::ItemsFailed
+}
+
 /// True when a launcher says this process is not rank 0 (then usage errors stay quiet, so
 /// `mpirun -np 64` prints one message, not 64).
 fn launched_as_other_rank() -> bool {
@@ -134,13 +327,13 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
     // Include/exclude rules keep their command-line order across options (rsync semantics),
     // which only the raw matches know.
     let parsed = parsed.and_then(|(cli, m)| {
-        let rules = match m.subcommand() {
-            Some((_, sub)) => crate::select::Rules::from_matches(sub)?,
-            None => crate::select::Rules::default(),
+        let (name, rules) = match m.subcommand() {
+            Some((name, sub)) => (name.to_string(), crate::select::Rules::from_matches(sub)?),
+            None => (String::new(), crate::select::Rules::default()),
         };
-        Ok((cli, rules))
+        Ok((cli, name, rules))
     });
-    let (cli, rules) = match parsed {
+    let (cli, tool_name, rules) = match parsed {
         Ok(v) => v,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -154,38 +347,53 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
             return code;
         }
     };
-    let result = match cli.tool {
-        Tool::Walk(a) => steal::launch::run(cli.ranks, |comm| crate::walk::run(comm, &a)),
-        Tool::Cp(a) => steal::launch::run(cli.ranks, |comm| crate::cp::run(comm, &a, &rules)),
-        Tool::Sync(a) => steal::launch::run(cli.ranks, |comm| crate::sync::run(comm, &a, &rules)),
-        Tool::Rm(a) => steal::launch::run(cli.ranks, |comm| crate::rm::run(comm, &a)),
-        Tool::Tar(a) => steal::launch::run(cli.ranks, |comm| crate::tar::run(comm, &a, &rules)),
-        Tool::Stripe(a) => steal::launch::run(cli.ranks, |comm| crate::stripe::run(comm, &a)),
-        Tool::Find(a) => steal::launch::run(cli.ranks, |comm| crate::find::run(comm, &a)),
-        Tool::Cmp(a) => steal::launch::run(cli.ranks, |comm| crate::cmp::run(comm, &a)),
-        Tool::Chmod(a) => steal::launch::run(cli.ranks, |comm| crate::chmod::run(comm, &a)),
-        Tool::Dup(a) => steal::launch::run(cli.ranks, |comm| crate::dup::run(comm, &a)),
-        Tool::Filemaker(a) => steal::launch::run(cli.ranks, |comm| crate::filemaker::run(comm, &a)),
-        Tool::Reln(a) => steal::launch::run(cli.ranks, |comm| crate::reln::run(comm, &a)),
-        Tool::Bcast(a) => steal::launch::run(cli.ranks, |comm| crate::bcast::run(comm, &a)),
-        Tool::Bz2(a) => steal::launch::run(cli.ranks, |comm| crate::bz2::run(comm, &a)),
+    if let Err(problem) = check_command_line(&cli.tool) {
+        if !launched_as_other_rank() {
+            report_error(&tool_name, problem);
+        }
+        return Status::Usage as i32;
+    }
+    let outputs = cli.tool.output_files();
+    // Every tool starts with the same checks, on every rank.
+    let launch = |run: &(dyn Fn(&dyn steal::Comm) -> Status + Sync)| {
+        steal::launch::run(cli.ranks, |comm| {
+            refuse_unwritable_outputs(comm, &tool_name, &outputs).unwrap_or_else(|| run(comm))
+        })
+    };
+    let result = match &cli.tool {
+        Tool::Walk(a) => launch(&|comm| crate::walk::run(comm, a)),
+        Tool::Cp(a) => launch(&|comm| crate::cp::run(comm, a, &rules)),
+        Tool::Sync(a) => launch(&|comm| crate::sync::run(comm, a, &rules)),
+        Tool::Rm(a) => launch(&|comm| crate::rm::run(comm, a)),
+        Tool::Tar(a) => launch(&|comm| crate::tar::run(comm, a, &rules)),
+        Tool::Stripe(a) => launch(&|comm| crate::stripe::run(comm, a)),
+        Tool::Find(a) => launch(&|comm| crate::find::run(comm, a)),
+        Tool::Cmp(a) => launch(&|comm| crate::cmp::run(comm, a)),
+        Tool::Chmod(a) => launch(&|comm| crate::chmod::run(comm, a)),
+        Tool::Dup(a) => launch(&|comm| crate::dup::run(comm, a)),
+        Tool::Filemaker(a) => launch(&|comm| crate::filemaker::run(comm, a)),
+        Tool::Reln(a) => launch(&|comm| crate::reln::run(comm, a)),
+        Tool::Bcast(a) => launch(&|comm| crate::bcast::run(comm, a)),
+        Tool::Bz2(a) => launch(&|comm| crate::bz2::run(comm, a)),
     };
     match result {
         // Lost output is a failure of this process (stdout is written by rank 0), even when
         // the tool's own work succeeded.
         Ok(statuses) => {
-            statuses
-                .into_iter()
-                .max()
-                .unwrap_or(Status::Ok)
-                .max(if crate::cli::stdout_failed() {
-                    Status::ItemsFailed
-                } else {
-                    Status::Ok
-                }) as i32
+            let status = statuses.into_iter().max().unwrap_or(Status::Ok);
+            let lost_output = if crate::cli::stdout_failed() {
+                Status::ItemsFailed
+            } else {
+                Status::Ok
+            };
+            status.max(lost_output).max(late_signal(&tool_name, status)) as i32
         }
         Err(e) => {
-            report_error("", e);
+            // Under a launcher of another MPI every task is a rank 0 of its own: the launcher's
+            // rank variable keeps the message to one.
+            if !launched_as_other_rank() {
+                report_error(&tool_name, e);
+            }
             Status::Usage as i32
         }
     }

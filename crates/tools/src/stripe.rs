@@ -54,7 +54,7 @@ pub const SIBLING_PREFIX: &[u8] = b".mfu-stripe.";
         mpirun -np 16 mfu-rs stripe -c -1 -s 4MB /lustre/big/   # all OSTs, 4 MiB stripes\n  \
         mfu-rs stripe -m 1GB /lustre/run42                      # files over 1 GiB, by policy\n  \
         mfu-rs stripe -r /lustre/run42                          # report, change nothing\n\n\
-        Exit status: 0 done; 1 some files failed (each named on stderr; they keep their old \
+        Exit status: 0 done; 1 some files failed or were skipped (hard-linked; each named on stderr; they keep their old \
         layout); 2 usage error or a PATH not on Lustre, nothing changed."
 )]
 pub struct StripeToolArgs {
@@ -316,6 +316,8 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
         comm.allreduce(&mut v, steal::ReduceOp::Sum);
         v
     };
+    // A hard-linked file was asked for and not restriped (each is named above).
+    status = status.worst(Status::of_work(0, linked, false));
     if rank0 && !args.common.quiet {
         let secs = started.elapsed().as_secs_f64();
         let mut line = format!(

@@ -273,10 +273,8 @@ pub fn copy_and_report(
     if let Some(osts) = report.lustre_osts {
         say(lustre_line(osts, &report.stripes));
     }
-    let mut status = Status::Ok;
-    if report.total_errors > 0 || report.interrupted {
-        status = Status::ItemsFailed;
-    }
+    // Skipped entries (a device node without the privilege to make it) were asked for too.
+    let status = Status::of_work(report.total_errors, report.skipped, report.interrupted);
     if report.interrupted && rank0 {
         report_error(
             tool,

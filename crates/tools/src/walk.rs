@@ -102,6 +102,7 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
     };
     let started = Instant::now();
     let mut status = Status::Ok;
+    let mut interrupted = false;
     let (mut list, what) = match &args.input {
         Some(input) => match io::read(comm, input.as_bytes()) {
             Ok(list) => (list, "Read"),
@@ -137,16 +138,15 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
             }
             if !walked.complete {
                 status = Status::ItemsFailed;
-                if rank0 {
-                    let why = if walked.interrupted {
-                        "interrupted by a signal; "
-                    } else {
-                        ""
-                    };
+                interrupted = walked.interrupted;
+                if rank0 && walked.interrupted {
+                    report_error("walk", "interrupted by a signal: the walk stopped early");
+                }
+                if rank0 && walked.total_errors > 0 {
                     report_error(
                         "walk",
                         format!(
-                            "walk incomplete: {why}{} paths could not be read (listed above)",
+                            "walk incomplete: {} paths could not be read (listed above)",
                             walked.total_errors
                         ),
                     );
@@ -168,10 +168,15 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
     }
     let summary = summarize(comm, &list);
     say(&format!(
-        "{what} {} items in {:.3} s ({:.0} items/s)",
+        "{what} {} items in {:.3} s ({:.0} items/s){}",
         summary.total,
         elapsed,
-        summary.total as f64 / elapsed.max(1e-9)
+        summary.total as f64 / elapsed.max(1e-9),
+        if interrupted {
+            ", then interrupted: the tree holds more"
+        } else {
+            ""
+        }
     ));
     say(&format!("Items: {}", summary.total));
     say(&format!("  Directories: {}", summary.dirs));
@@ -216,7 +221,18 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
         }
         print_in_rank_order(comm, text, out);
     }
-    if let Some(out) = &args.output {
+    if let (Some(out), true) = (&args.output, interrupted) {
+        // A list written now would look complete and drive a later sync, find or rm.
+        if rank0 {
+            report_error(
+                "walk",
+                format!(
+                    "{}: not written: the walk was interrupted",
+                    flist::path::display(out.as_bytes())
+                ),
+            );
+        }
+    } else if let Some(out) = &args.output {
         let format = if args.text {
             Format::Text
         } else {

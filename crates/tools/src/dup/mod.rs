@@ -287,7 +287,19 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
             status = Status::ItemsFailed;
         }
     }
-    if let Some(out) = &args.output {
+    let cut_short = comm.any(interrupted);
+    if let (Some(out), true) = (&args.output, cut_short) {
+        // A list written now would look complete, and `rm -i` of it is the next step.
+        if comm.rank() == 0 {
+            report_error(
+                TOOL,
+                format!(
+                    "{}: not written: the run was interrupted",
+                    flist::path::display(out.as_bytes())
+                ),
+            );
+        }
+    } else if let Some(out) = &args.output {
         let format = if args.text { Format::Text } else { Format::V4 };
         if let Err(e) = io::write(comm, &redundant, out.as_bytes(), format) {
             if comm.rank() == 0 {
@@ -330,7 +342,7 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
             );
         }
     }
-    if comm.any(interrupted) {
+    if cut_short {
         status = Status::ItemsFailed;
         if comm.rank() == 0 {
             report_error(TOOL, "interrupted by a signal: the groups are incomplete");

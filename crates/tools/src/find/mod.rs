@@ -142,9 +142,14 @@ pub fn run(comm: &dyn Comm, args: &FindArgs) -> Status {
     if failed > 0 {
         status = status.worst(Status::ItemsFailed);
     }
-    if comm.any(stop.load(Ordering::Relaxed)) {
+    let examined = comm.sum(evaluator.examined.load(Ordering::Relaxed));
+    let interrupted = comm.any(stop.load(Ordering::Relaxed));
+    if interrupted {
         if comm.rank() == 0 {
-            report_error("find", "interrupted: not every entry was examined");
+            report_error(
+                "find",
+                format!("interrupted by a signal: {examined} of {total} entries examined"),
+            );
         }
         status = status.worst(Status::ItemsFailed);
     }
@@ -153,7 +158,18 @@ pub fn run(comm: &dyn Comm, args: &FindArgs) -> Status {
     if has_print || (!has_action && o.output.is_none()) {
         print_in_rank_order(comm, evaluated.printed, crate::cli::stdout_bytes);
     }
-    if let Some(out) = &o.output {
+    if let (Some(out), true) = (&o.output, interrupted) {
+        // A list written now would look complete and drive a later rm or chmod.
+        if comm.rank() == 0 {
+            report_error(
+                "find",
+                format!(
+                    "{}: not written: the search was interrupted",
+                    flist::path::display(out.as_bytes())
+                ),
+            );
+        }
+    } else if let Some(out) = &o.output {
         let list = entries.list.select(evaluated.matched);
         let format = if o.text {
             Format::Text
@@ -173,7 +189,7 @@ pub fn run(comm: &dyn Comm, args: &FindArgs) -> Status {
         comm,
         common,
         &format!(
-            "Examined {total} items in {:.3} s: {matched} matched{}{}; {:.3} s in all",
+            "Examined {examined} items in {:.3} s: {matched} matched{}{}; {:.3} s in all",
             t.elapsed().as_secs_f64(),
             if failed > 0 {
                 format!(", {failed} commands failed")
