@@ -97,6 +97,12 @@ pub fn message_sink(output: Option<&std::ffi::OsStr>) -> fn(&[u8]) {
 }
 
 /// Report one failure on stderr as `mfu-rs TOOL: MESSAGE`.
+///
+/// The line goes out in one `write` (`eprintln!` may split it into several), so that lines of
+/// ranks sharing one stderr pipe never interleave mid-line.
 pub fn report_error(tool: &str, message: impl std::fmt::Display) {
-    eprintln!("mfu-rs {tool}: {message}");
+    use std::io::Write;
+    let line = format!("mfu-rs {tool}: {message}\n");
+    // Nothing sensible is left to do when stderr itself fails.
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }

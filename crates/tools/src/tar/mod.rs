@@ -24,7 +24,6 @@ mod partial;
 pub mod scan;
 pub mod seekable;
 pub mod stream;
-mod xxh64;
 
 use crate::cli::{report_error, Common};
 use crate::select::{FilterArgs, Rules};
