@@ -352,3 +352,69 @@ fn a_signal_after_the_last_work_still_ends_in_exit_1_and_is_named() {
     assert!(printed > 150 * 1000, "the listing was cut: {printed} bytes");
     assert_interrupted("walk -p", &out);
 }
+
+/// stripe (in-process over the fake Lustre: the binary needs a real one). SIGINT arrives after
+/// the walk, before any file is rewritten: nothing is restriped, every file keeps its inode and
+/// bytes, no `.mfu-stripe.*` sibling is left, the status is 1; once the stop is over, a rerun
+/// restripes everything.
+#[test]
+fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
+    use clap::Parser;
+    use lustre_sys::fake::Fake;
+    use mfu::status::Status;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: mfu::stripe::StripeToolArgs,
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("data");
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    let names = ["a", "b", "d/c", "d/e"];
+    for (i, n) in names.iter().enumerate() {
+        std::fs::write(root.join(n), vec![i as u8 + 1; 20_000]).unwrap();
+    }
+    let inode = |n: &str| std::fs::metadata(root.join(n)).unwrap().ino();
+    let before: Vec<u64> = names.iter().map(|n| inode(n)).collect();
+    let fake = Arc::new(Fake::new(vec![root.clone()], 8));
+    let argv = ["mfu-rs", "-q", "-c", "4", root.to_str().unwrap()];
+    let mut args = Cmd::parse_from(argv).args;
+    args.api = mfu::lustre::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
+
+    mfu::test_seam::change_at_next_pause(|| {
+        // stripe has installed its handlers by now: this is the signal a user's Ctrl-C sends.
+        unsafe { libc::raise(libc::SIGINT) };
+        let flag = steal::signals::stop_flag();
+        let start = std::time::Instant::now();
+        while !flag.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(flag.load(Ordering::SeqCst), "the handler saw the signal");
+    });
+    let st = steal::local::run(2, |comm| mfu::stripe::run(comm, &args));
+    assert!(st.iter().all(|s| *s == Status::ItemsFailed), "{st:?}");
+    for (i, n) in names.iter().enumerate() {
+        assert_eq!(inode(n), before[i], "{n}: rewritten after the signal");
+        assert_eq!(std::fs::read(root.join(n)).unwrap(), vec![i as u8 + 1; 20_000]);
+    }
+    let siblings = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".mfu-stripe."))
+            .collect()
+    };
+    assert!(siblings(&root).is_empty() && siblings(&root.join("d")).is_empty());
+
+    // The stop is over (a new run in this process): the rerun does the whole job.
+    steal::signals::stop_flag().store(false, Ordering::SeqCst);
+    let st = steal::local::run(2, |comm| mfu::stripe::run(comm, &args));
+    assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    for (i, n) in names.iter().enumerate() {
+        assert_ne!(inode(n), before[i], "{n}: restriped by the rerun");
+        assert_eq!(std::fs::read(root.join(n)).unwrap(), vec![i as u8 + 1; 20_000]);
+    }
+}
