@@ -398,7 +398,10 @@ fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
     assert!(st.iter().all(|s| *s == Status::ItemsFailed), "{st:?}");
     for (i, n) in names.iter().enumerate() {
         assert_eq!(inode(n), before[i], "{n}: rewritten after the signal");
-        assert_eq!(std::fs::read(root.join(n)).unwrap(), vec![i as u8 + 1; 20_000]);
+        assert_eq!(
+            std::fs::read(root.join(n)).unwrap(),
+            vec![i as u8 + 1; 20_000]
+        );
     }
     let siblings = |dir: &Path| -> Vec<String> {
         std::fs::read_dir(dir)
@@ -415,6 +418,9 @@ fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
     assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
     for (i, n) in names.iter().enumerate() {
         assert_ne!(inode(n), before[i], "{n}: restriped by the rerun");
-        assert_eq!(std::fs::read(root.join(n)).unwrap(), vec![i as u8 + 1; 20_000]);
+        assert_eq!(
+            std::fs::read(root.join(n)).unwrap(),
+            vec![i as u8 + 1; 20_000]
+        );
     }
 }
