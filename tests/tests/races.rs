@@ -1,6 +1,6 @@
 //! The tree changes between a tool's listing and its action: a directory swapped for a
 //! symlink to an outside tree, a file for a symlink to an outside file, a directory for a file.
-//! Whatever the tool (rm, chmod), at 1 and 2 ranks, after a walk (the test seam pauses the tool
+//! Whatever the tool (rm, chmod, stripe, tar -x), at 1 and 2 ranks, after a walk (the test seam pauses the tool
 //! there) or with a list naming what has since changed: nothing outside the tree changes
 //! (contents, modes, owners, existence), the entries whose path changed are named on stderr,
 //! and the exit status is 1.
@@ -327,4 +327,65 @@ fn stripe_after_walk_np1_and_np2() {
             "np {np}: the rest is restriped"
         );
     }
+}
+
+/// tar -x of a GNU-made archive into the tree (its directories already there), after the
+/// archive was read and before anything is extracted: the swapped directory's files are not
+/// written through the symlink nor the directory-turned-file's through the file (both named,
+/// exit 1); the file turned symlink is replaced by the archive's file or refused, never written
+/// through; nothing outside changes.
+fn tar_x_after_listing(np: usize) {
+    let s = scene();
+    let src = s.tree.parent().unwrap().join("src");
+    fs::create_dir_all(src.join("d")).unwrap();
+    fs::create_dir_all(src.join("e")).unwrap();
+    for i in 0..10 {
+        fs::write(src.join(format!("d/f{i}")), b"from the archive").unwrap();
+    }
+    for i in 0..3 {
+        fs::write(src.join(format!("e/g{i}")), b"from the archive").unwrap();
+    }
+    fs::write(src.join("x"), b"from the archive").unwrap();
+    fs::write(src.join("keep"), b"from the archive").unwrap();
+    let archive = s.tree.parent().unwrap().join("a.tar");
+    let made = std::process::Command::new("tar")
+        .arg("-cf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&src)
+        .args(["d", "e", "x", "keep"])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let args = [
+        "tar",
+        "-x",
+        "-f",
+        archive.to_str().unwrap(),
+        "-C",
+        s.tree.to_str().unwrap(),
+    ];
+    let out = with_change_after_listing(&mut tool(np, &args), || s.swap());
+    s.assert_outside_intact(&out);
+    assert_exit_1(&out);
+    // tar names entries as the archive does (relative to the target).
+    let err = stderr(&out);
+    for member in ["d", "d/f0", "e", "e/g0"] {
+        assert!(
+            err.contains(&format!("mfu-rs tar: {member}: ")),
+            "{member} not named\n--- stderr\n{err}"
+        );
+    }
+    // What nothing got in the way of is extracted.
+    assert_eq!(fs::read(s.tree.join("keep")).unwrap(), b"from the archive");
+}
+
+#[test]
+fn tar_x_after_listing_np1() {
+    tar_x_after_listing(1);
+}
+
+#[test]
+fn tar_x_after_listing_np2() {
+    tar_x_after_listing(2);
 }
