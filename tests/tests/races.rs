@@ -1,7 +1,8 @@
 //! The tree changes between a tool's listing and its action: a directory swapped for a
 //! symlink to an outside tree, a file for a symlink to an outside file, a directory for a file.
-//! Whatever the tool (rm, chmod, stripe, tar -x), at 1 and 2 ranks, after a walk (the test seam pauses the tool
-//! there) or with a list naming what has since changed: nothing outside the tree changes
+//! Whatever the tool (rm, chmod, stripe, tar -x), at 1 and 2 ranks, after a walk or a read of
+//! the archive (the test seam pauses the tool there) or with a list naming what has since
+//! changed: nothing outside the tree changes
 //! (contents, modes, owners, existence), the entries whose path changed are named on stderr,
 //! and the exit status is 1.
 
