@@ -671,14 +671,22 @@ fn members(
     out
 }
 
-/// Whether the file `path` opens for reading (without following a symlink), as the data
-/// phase will open it.
+/// Whether the file `path` may be opened for reading, as the data phase will open it: the
+/// kernel's permission check for the effective ids (`faccessat2(AT_EACCESS)`: ACLs and the
+/// file system's own check included), one system call where opening and closing took two and
+/// a file structure. Where the kernel lacks `faccessat2` and the process runs set-id, it opens
+/// the file as before.
 fn check_readable(path: &[u8]) -> io::Result<()> {
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    use rustix::fs::{Access, AtFlags};
     flist::at::At::with(path, |dir, name| {
-        rustix::fs::openat(dir, name, flags, Mode::empty())
+        match rustix::fs::accessat(dir, name, Access::READ_OK, AtFlags::EACCESS) {
+            Err(Errno::NOSYS) => {
+                let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+                rustix::fs::openat(dir, name, flags, Mode::empty()).map(drop)
+            }
+            r => r,
+        }
     })
-    .map(drop)
     .map_err(io::Error::from)
 }
 
@@ -807,7 +815,9 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
         }
         let big = member.size > SMALL_FILE.min(chunk);
         let data_at = at + member.header.len() as u64;
-        let (src, size, mtime) = (member.src.clone(), member.size, member.mtime);
+        let (size, mtime) = (member.size, member.mtime);
+        // Only a big file's chunks need its path beside the member's own.
+        let src = if big { member.src.clone() } else { Vec::new() };
         member.inline = !big;
         run_len += member.header.len() as u64 + if big { 0 } else { round_up(size) };
         run.push(member);
