@@ -649,3 +649,136 @@ fn a_flipped_bit_in_a_zstd_archive_is_found_on_extract_and_list_and_named() {
         all_output(&out)
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The index and the seek table at many ranks
+
+/// The archive `bytes` with its index member's header block zeroed (it carries the time of the
+/// create), found through the DTAR_IDX footer; panics when there is none.
+fn without_index_time(ctx: &str, mut bytes: Vec<u8>) -> Vec<u8> {
+    let n = bytes.len();
+    assert!(n >= 1024 + 48, "{ctx}: {n} bytes");
+    let footer = &bytes[n - 1024 - 48..n - 1024];
+    assert_eq!(&footer[40..], b"DTAR_IDX", "{ctx}: no DTAR_IDX footer");
+    let entries_end = u64::from_be_bytes(footer[8..16].try_into().unwrap()) as usize;
+    bytes[entries_end..entries_end + 512].fill(0);
+    bytes
+}
+
+/// `-z` places every rank's piece of the index and of the seek table itself (no rank gathers
+/// the others' offsets or frame sizes): at 1, 2, 4 and 16 ranks the plain archive is the same
+/// bytes, the `-z` archive decompresses (with zstd, and frame by frame through its seek table)
+/// to those bytes, the index member lists every entry, and mfu-rs extracts the `-z` archive
+/// through its index to the source tree.
+#[test]
+fn the_index_and_the_seek_table_are_the_same_at_1_2_4_and_16_ranks() {
+    use rustix::fd::AsFd;
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    // 300 entries over a few directories, sizes from 0 to ~200 KiB: many 64 KiB frames.
+    for i in 0..260u64 {
+        let dir = src.join(format!("d{}", i % 7));
+        std::fs::create_dir_all(&dir).unwrap();
+        let len = (i * i * 37) % 200_000 * (i % 3);
+        std::fs::write(dir.join(format!("f{i:03}")), noise(i, len as usize)).unwrap();
+    }
+    std::os::unix::fs::symlink("d0/f000", src.join("link")).unwrap();
+    let mut reference: Option<Vec<u8>> = None;
+    for np in [1, 2, 4, 16] {
+        let ctx = format!("np {np}");
+        let out_dir = tmp.path().join(format!("out{np}"));
+        std::fs::create_dir(&out_dir).unwrap();
+        let plain = out_dir.join("A.tar");
+        let zst = out_dir.join("A.tar.zst");
+        for (archive, z) in [(&plain, false), (&zst, true)] {
+            let mut c = tar_np(np);
+            c.arg("-c");
+            if z {
+                c.arg("-z");
+            }
+            c.args(["-k", "64KB", "-f"])
+                .arg(archive)
+                .arg("-C")
+                .arg(tmp.path())
+                .arg("src");
+            expect_status(&mut c, 0);
+        }
+        let plain_bytes = std::fs::read(&plain).unwrap();
+        let masked = without_index_time(&ctx, plain_bytes.clone());
+        match &reference {
+            None => reference = Some(masked.clone()),
+            Some(r) => assert!(*r == masked, "{ctx}: the plain archive differs from np 1's"),
+        }
+        // GNU tar reads the plain archive: every entry and the index member.
+        let t = gnu_tar().arg("-tf").arg(&plain).output().unwrap();
+        assert!(t.status.success(), "{ctx}: GNU tar -t\n{}", all_output(&t));
+        assert_eq!(
+            text(&t.stdout).lines().count(),
+            1 + 7 + 260 + 1 + 1,
+            "{ctx}"
+        );
+        // zstd decodes the whole stream to a tar archive like the plain one.
+        let d = Command::new("zstd").arg("-dc").arg(&zst).output().unwrap();
+        assert!(d.status.success(), "{ctx}: zstd -dc");
+        assert!(
+            without_index_time(&ctx, d.stdout.clone()) == masked,
+            "{ctx}: the -z archive does not decompress to the plain archive"
+        );
+        // The seek table covers the file and the stream, and every frame decodes to its part.
+        let file = std::fs::File::open(&zst).unwrap();
+        let len = file.metadata().unwrap().len();
+        let table = mfu::tar::seekable::SeekTable::read(file.as_fd(), len)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{ctx}: no seek table"));
+        assert_eq!(table.decompressed_len(), d.stdout.len() as u64, "{ctx}");
+        assert!(
+            table.frames.len() > np,
+            "{ctx}: {} frames",
+            table.frames.len()
+        );
+        let mut at = 0u64;
+        for (i, f) in table.frames.iter().enumerate() {
+            assert_eq!(f.c_at, at, "{ctx}: frame {i} is not where the table says");
+            at += u64::from(f.c_len);
+            let part = table.decompress(file.as_fd(), i).unwrap();
+            assert!(
+                part[..] == d.stdout[f.d_at as usize..(f.d_at + u64::from(f.d_len)) as usize],
+                "{ctx}: frame {i}"
+            );
+        }
+        // The index member lists every entry's offset, in order.
+        let n = d.stdout.len();
+        let footer = &d.stdout[n - 1024 - 48..n - 1024];
+        assert_eq!(
+            u64::from_be_bytes(footer[0..8].try_into().unwrap()),
+            269,
+            "{ctx}"
+        );
+        // Extraction through the index gives the source tree.
+        let x = tmp.path().join(format!("x{np}"));
+        std::fs::create_dir(&x).unwrap();
+        let out = expect_status(
+            tar_np(np)
+                .arg("-x")
+                .arg("-v")
+                .arg("-f")
+                .arg(&zst)
+                .arg("-C")
+                .arg(&x),
+            0,
+        );
+        let diff = Command::new("diff")
+            .arg("-r")
+            .arg("--no-dereference")
+            .arg(&src)
+            .arg(x.join("src"))
+            .output()
+            .unwrap();
+        assert!(
+            diff.status.success(),
+            "{ctx}: extracted tree differs\n{}\n{}",
+            text(&diff.stdout),
+            all_output(&out)
+        );
+    }
+}

@@ -9,8 +9,10 @@
 //! reported, so the archive always stays readable.
 //!
 //! With `-z`, each rank turns its contiguous part of the tar stream into zstd frames (in
-//! parallel on its threads), the compressed parts are placed by a second prefix sum, and rank 0
-//! appends the seek table.
+//! parallel on its threads), the compressed parts are placed by a second prefix sum; then each
+//! rank compresses its piece of the index member (its entries' offsets) into frames placed by a
+//! third, and writes its frames' entries of the seek table at their place: no rank holds more
+//! of the index or the table than its own part.
 //!
 //! Nothing that looks like an archive is left unless it is complete: sources that can't be
 //! opened are left out before the layout; the archive is written under a temporary name beside
@@ -671,14 +673,22 @@ fn members(
     out
 }
 
-/// Whether the file `path` opens for reading (without following a symlink), as the data
-/// phase will open it.
+/// Whether the file `path` may be opened for reading, as the data phase will open it: the
+/// kernel's permission check for the effective ids (`faccessat2(AT_EACCESS)`: ACLs and the
+/// file system's own check included), one system call where opening and closing took two and
+/// a file structure. Where the kernel lacks `faccessat2` and the process runs set-id, it opens
+/// the file as before.
 fn check_readable(path: &[u8]) -> io::Result<()> {
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    use rustix::fs::{Access, AtFlags};
     flist::at::At::with(path, |dir, name| {
-        rustix::fs::openat(dir, name, flags, Mode::empty())
+        match rustix::fs::accessat(dir, name, Access::READ_OK, AtFlags::EACCESS) {
+            Err(Errno::NOSYS) => {
+                let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+                rustix::fs::openat(dir, name, flags, Mode::empty()).map(drop)
+            }
+            r => r,
+        }
     })
-    .map(drop)
     .map_err(io::Error::from)
 }
 
@@ -807,7 +817,9 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
         }
         let big = member.size > SMALL_FILE.min(chunk);
         let data_at = at + member.header.len() as u64;
-        let (src, size, mtime) = (member.src.clone(), member.size, member.mtime);
+        let (size, mtime) = (member.size, member.mtime);
+        // Only a big file's chunks need its path beside the member's own.
+        let src = if big { member.src.clone() } else { Vec::new() };
         member.inline = !big;
         run_len += member.header.len() as u64 + if big { 0 } else { round_up(size) };
         run.push(member);
@@ -914,14 +926,13 @@ impl Spool {
     }
 }
 
-/// Compress this rank's part of the tar stream (its segments, then `tail`) into frames of
+/// Compress this rank's part of the tar stream's entries (its segments) into frames of
 /// `frame` bytes; returns the frames' sizes and checksums. Reading the next window of segments
 /// overlaps compressing the frames of the previous one. A stop request (SIGINT, SIGTERM) ends
 /// it between windows with an error of kind `Interrupted`.
 fn compress_part(
     w: &Writer,
     segs: &[Segment],
-    tail: &[u8],
     frame: usize,
     level: i32,
     spool: &mut Spool,
@@ -965,9 +976,6 @@ fn compress_part(
             pending.extend_from_slice(&piece);
         }
         let last = k == windows.len();
-        if last {
-            pending.extend_from_slice(tail);
-        }
         // Whole frames now; the rest waits for more bytes (all of it at the end).
         let cut = if last {
             pending.len()
@@ -1277,24 +1285,6 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         interrupted = outcome.interrupted;
         comm.all(ok)
     } else {
-        // The last rank's part ends with the index member and the end blocks; it needs every
-        // offset.
-        let last = comm.rank() + 1 == comm.size();
-        let all_offsets = comm.allgatherv(&index::encode_offsets(&offsets));
-        let mut tail = Vec::new();
-        if last {
-            tail.extend_from_slice(&idx_header);
-            for part in &all_offsets {
-                tail.extend_from_slice(part);
-            }
-            tail.resize(
-                (idx_data_len - index::FOOTER) as usize + idx_header.len(),
-                0,
-            );
-            tail.extend_from_slice(&footer);
-            tail.resize(tail.len() + index::END as usize, 0);
-        }
-        drop(all_offsets);
         // Rank 0 creates the archive and writes its frames straight into it.
         let created = if rank0 {
             create_archive(&tmp, args)
@@ -1318,14 +1308,8 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
                 dir: flist::path::parent(&archive).to_vec(),
             },
         };
-        let sizes = compress_part(
-            &w,
-            &segs,
-            &tail,
-            (args.chunksize as usize).next_multiple_of(BLOCK as usize),
-            args.zstd_level,
-            &mut spool,
-        );
+        let frame = (args.chunksize as usize).next_multiple_of(BLOCK as usize);
+        let sizes = compress_part(&w, &segs, frame, args.zstd_level, &mut spool);
         let (frames, ok) = match sizes {
             Ok(s) => (s, true),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
@@ -1338,38 +1322,30 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
             }
         };
         let spooled = spool.len().unwrap_or(0);
-        frames_made.store(frames.len() as u64, Ordering::Relaxed);
-        compressed_bytes.store(spooled, Ordering::Relaxed);
         if comm.all(ok) {
-            let (c_base, c_total) = comm.offset_and_total(spooled);
-            let mut mine = Vec::new();
-            for f in &frames {
-                mine.extend_from_slice(&f.compressed.to_le_bytes());
-                mine.extend_from_slice(&f.decompressed.to_le_bytes());
-                mine.extend_from_slice(&f.checksum.to_le_bytes());
-            }
-            let all_frames: Vec<seekable::FrameSizes> = comm
-                .allgatherv(&mine)
-                .concat()
-                .chunks_exact(12)
-                .map(|c| seekable::FrameSizes {
-                    compressed: u32::from_le_bytes(c[0..4].try_into().expect("4")),
-                    decompressed: u32::from_le_bytes(c[4..8].try_into().expect("4")),
-                    checksum: u32::from_le_bytes(c[8..12].try_into().expect("4")),
-                })
-                .collect();
-            let table = seekable::encode_table(&all_frames);
-            let wrote = if let Spool::Direct { fd, .. } = &spool {
-                rustix::fs::ftruncate(fd, c_total + table.len() as u64)
-                    .map_err(io::Error::from)
-                    .and_then(|()| write_all_at(fd.as_fd(), &table, c_total).map_err(|e| e.source))
-            } else {
-                flist::walk::open_long(&tmp, OFlags::WRONLY | OFlags::CLOEXEC)
-                    .map_err(io::Error::from)
-                    .and_then(|fd| spool.write_to(fd.as_fd(), c_base))
+            let last = comm.rank() + 1 == comm.size();
+            let tail = IndexTail {
+                header: &idx_header,
+                count,
+                data_len: idx_data_len,
+                footer: &footer,
             };
-            if let Err(e) = wrote {
-                w.problems.damage(ItemError::new(&archive, "write", e));
+            let placed = place_zstd(
+                comm,
+                &tmp,
+                &mut spool,
+                frames,
+                spooled,
+                &index_part(&offsets, rank0, last, &tail),
+                frame,
+                args.zstd_level,
+            );
+            match placed {
+                Ok((n, bytes)) => {
+                    frames_made.store(n, Ordering::Relaxed);
+                    compressed_bytes.store(bytes, Ordering::Relaxed);
+                }
+                Err(e) => w.problems.damage(ItemError::new(&archive, "write", e)),
             }
             true
         } else {
@@ -1435,6 +1411,133 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         );
     }
     status.agree(comm)
+}
+
+/// The index member's bytes other than the offsets: its header, the length of its data, the
+/// footer that ends the data.
+struct IndexTail<'a> {
+    header: &'a [u8],
+    /// Entries in the whole archive.
+    count: u64,
+    data_len: u64,
+    footer: &'a [u8],
+}
+
+/// This rank's piece of the tar stream's index member and end: its entries' offsets, after the
+/// member's header on rank 0, before the padding, the footer and the end blocks on the last
+/// rank. The pieces of all ranks in rank order are the member and the end blocks, so no rank
+/// holds more than its own offsets (formats.md §5).
+fn index_part(offsets: &[u64], first: bool, last: bool, tail: &IndexTail<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    if first {
+        out.extend_from_slice(tail.header);
+    }
+    out.extend_from_slice(&index::encode_offsets(offsets));
+    if last {
+        // Zeros from the last offset to the footer, then the footer and the end blocks.
+        let pad = tail.data_len - index::FOOTER - 8 * tail.count;
+        out.resize(out.len() + pad as usize, 0);
+        out.extend_from_slice(tail.footer);
+        out.resize(out.len() + index::END as usize, 0);
+    }
+    out
+}
+
+/// Place a `-z` archive's parts, collectively: every rank's compressed entries (`spool`,
+/// `spooled` bytes, in `frames`) by an exclusive prefix sum of their sizes; after all of them
+/// every rank's compressed `index` piece ([`index_part`]) by a second one; after those, the
+/// seek table, each rank writing its frames' entries at their place (rank 0 its head and
+/// footer). No rank gathers the others' offsets or frame sizes. Returns this rank's frames
+/// and compressed bytes.
+#[allow(clippy::too_many_arguments)]
+fn place_zstd(
+    comm: &dyn Comm,
+    tmp: &[u8],
+    spool: &mut Spool,
+    mut frames: Vec<seekable::FrameSizes>,
+    spooled: u64,
+    index: &[u8],
+    frame: usize,
+    level: i32,
+) -> io::Result<(u64, u64)> {
+    let compressed: io::Result<Vec<(Vec<u8>, usize)>> = index
+        .par_chunks(frame)
+        .map(|d| seekable::compress_frame(d, level).map(|c| (c, d.len())))
+        .collect();
+    let (index_frames, failed) = match compressed {
+        Ok(f) => (f, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let index_bytes: u64 = index_frames.iter().map(|(c, _)| c.len() as u64).sum();
+    let entry_frames = frames.len() as u64;
+    let mut before = [
+        spooled,
+        index_bytes,
+        entry_frames,
+        index_frames.len() as u64,
+    ];
+    let mut totals = before;
+    comm.exscan(&mut before);
+    comm.allreduce(&mut totals, steal::ReduceOp::Sum);
+    if !comm.all(failed.is_none()) {
+        return Err(failed.unwrap_or_else(|| io::Error::other("another rank failed to compress")));
+    }
+    let [c_base, i_base, f_base, g_base] = before;
+    let [c_total, i_total, f_total, g_total] = totals;
+    let nframes = f_total + g_total;
+    if !seekable::table_fits(nframes) {
+        return Err(io::Error::other(format!(
+            "{nframes} zstd frames are more than a seek table holds (use a larger --chunksize)"
+        )));
+    }
+    let table_at = c_total + i_total;
+    let end = table_at + seekable::table_len(nframes, true);
+    for (c, d) in &index_frames {
+        frames.push(seekable::FrameSizes {
+            compressed: c.len() as u32,
+            decompressed: *d as u32,
+            checksum: seekable::frame_checksum(c),
+        });
+    }
+    let opened = match spool {
+        Spool::Held { .. } => {
+            let fd = flist::walk::open_long(tmp, OFlags::WRONLY | OFlags::CLOEXEC)?;
+            spool.write_to(fd.as_fd(), c_base)?;
+            Some(fd)
+        }
+        Spool::Direct { .. } => None,
+    };
+    let fd = match (&opened, &*spool) {
+        (Some(fd), _) => fd.as_fd(),
+        (None, Spool::Direct { fd, .. }) => {
+            rustix::fs::ftruncate(fd, end)?;
+            fd.as_fd()
+        }
+        (None, Spool::Held { .. }) => unreachable!("a held spool was opened above"),
+    };
+    let put = |bytes: &[u8], at: u64| write_all_at(fd, bytes, at).map_err(|e| e.source);
+    let mut at = c_total + i_base;
+    for (c, _) in &index_frames {
+        put(c, at)?;
+        at += c.len() as u64;
+    }
+    let (entry_sizes, index_sizes) = frames.split_at(entry_frames as usize);
+    put(
+        &seekable::table_entries(entry_sizes, true),
+        table_at + seekable::table_entry_at(f_base),
+    )?;
+    put(
+        &seekable::table_entries(index_sizes, true),
+        table_at + seekable::table_entry_at(f_total + g_base),
+    )?;
+    if comm.rank() == 0 {
+        put(&seekable::table_head(nframes, true), table_at)?;
+        put(
+            &seekable::table_footer(nframes, true),
+            end - seekable::TABLE_FOOTER,
+        )?;
+    }
+    Ok((frames.len() as u64, spooled + index_bytes))
 }
 
 /// Whether SIGINT or SIGTERM asked this process to stop.
@@ -1705,6 +1808,67 @@ mod tests {
         };
         assert!(matches!(&members[0].header, HeaderBytes::Encoded(b) if *b == want));
         assert_eq!(members[0].len(), (want.len() + 512) as u64);
+    }
+
+    #[test]
+    fn the_ranks_pieces_of_the_index_member_are_the_whole_member() {
+        let offsets: Vec<u64> = (0..1000u64).map(|i| i * 1024).collect();
+        let total = 1000 * 1024;
+        let mut header = Vec::new();
+        index::member_header(b"A.tar.dtaridx", 1000, 7).encode(&mut header);
+        let data_len = index::data_len(1000);
+        let footer = index::footer(1000, total, header.len() as u64 + data_len);
+        let tail = IndexTail {
+            header: &header,
+            count: 1000,
+            data_len,
+            footer: &footer,
+        };
+        // What the last rank wrote before the pieces: the header, the data (offsets, zeros to
+        // the footer, the footer), the end blocks.
+        let mut whole = header.clone();
+        whole.extend_from_slice(&index::encode_offsets(&offsets));
+        whole.resize(header.len() + (data_len - index::FOOTER) as usize, 0);
+        whole.extend_from_slice(&footer);
+        whole.resize(whole.len() + index::END as usize, 0);
+        assert_eq!(
+            whole.len() as u64,
+            header.len() as u64 + data_len + index::END
+        );
+        for ranks in [1usize, 2, 3, 16, 1500] {
+            let mut joined = Vec::new();
+            for r in 0..ranks {
+                let (a, b) = (1000 * r / ranks, 1000 * (r + 1) / ranks);
+                joined.extend(index_part(&offsets[a..b], r == 0, r + 1 == ranks, &tail));
+            }
+            assert!(joined == whole, "{ranks} ranks");
+        }
+    }
+
+    #[test]
+    fn a_seek_table_written_in_pieces_is_the_table() {
+        let frames: Vec<seekable::FrameSizes> = (0..50u32)
+            .map(|i| seekable::FrameSizes {
+                compressed: i * 3 + 1,
+                decompressed: i * 7,
+                checksum: i.wrapping_mul(0x9E37_79B9),
+            })
+            .collect();
+        let want = seekable::encode_table(&frames);
+        let n = frames.len() as u64;
+        let mut got = vec![0xAAu8; seekable::table_len(n, true) as usize];
+        got[..8].copy_from_slice(&seekable::table_head(n, true));
+        for (k, piece) in frames.chunks(7).enumerate() {
+            let at = seekable::table_entry_at(7 * k as u64) as usize;
+            let bytes = seekable::table_entries(piece, true);
+            got[at..at + bytes.len()].copy_from_slice(&bytes);
+        }
+        let end = got.len();
+        got[end - seekable::TABLE_FOOTER as usize..]
+            .copy_from_slice(&seekable::table_footer(n, true));
+        assert_eq!(got, want);
+        assert!(seekable::table_fits(1 << 20));
+        assert!(!seekable::table_fits(1 << 30));
     }
 
     #[test]

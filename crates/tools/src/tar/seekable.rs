@@ -22,6 +22,8 @@ pub const SKIPPABLE_MAGIC: u32 = 0x184D_2A5E;
 pub const SEEKABLE_MAGIC: u32 = 0x8F92_EAB1;
 /// Bytes of the seek table's footer.
 const FOOTER: u64 = 9;
+/// Bytes of the seek table's footer (for writers placing it).
+pub const TABLE_FOOTER: u64 = FOOTER;
 
 /// One frame: where its compressed bytes are in the file and which bytes of the decompressed
 /// stream it holds.
@@ -80,11 +82,51 @@ pub fn encode_table_without_checksums(frames: &[FrameSizes]) -> Vec<u8> {
 }
 
 fn encode(frames: &[FrameSizes], checksums: bool) -> Vec<u8> {
-    let entry = if checksums { 12 } else { 8 };
-    let table = frames.len() * entry + FOOTER as usize;
-    let mut out = Vec::with_capacity(8 + table);
-    out.extend_from_slice(&SKIPPABLE_MAGIC.to_le_bytes());
-    out.extend_from_slice(&(table as u32).to_le_bytes());
+    let n = frames.len() as u64;
+    let mut out = Vec::with_capacity(table_len(n, checksums) as usize);
+    out.extend_from_slice(&table_head(n, checksums));
+    out.extend_from_slice(&table_entries(frames, checksums));
+    out.extend_from_slice(&table_footer(n, checksums));
+    out
+}
+
+/// Bytes of an entry of the seek table.
+fn entry_len(checksums: bool) -> u64 {
+    if checksums {
+        12
+    } else {
+        8
+    }
+}
+
+/// Bytes of the whole skippable frame of a seek table of `frames` frames.
+pub fn table_len(frames: u64, checksums: bool) -> u64 {
+    8 + frames * entry_len(checksums) + FOOTER
+}
+
+/// Whether a seek table of `frames` frames (with checksums) fits the format: the frame count
+/// and the skippable frame's length are u32.
+pub fn table_fits(frames: u64) -> bool {
+    table_len(frames, true) - 8 <= u64::from(u32::MAX)
+}
+
+/// Where the table entry of frame `i` starts within the skippable frame (bytes): the table of
+/// many ranks is written in pieces, each rank its frames' entries (see [`table_entries`]).
+pub fn table_entry_at(i: u64) -> u64 {
+    8 + i * entry_len(true)
+}
+
+/// The skippable frame's header of a table of `frames` frames: its magic and length.
+pub fn table_head(frames: u64, checksums: bool) -> [u8; 8] {
+    let mut out = [0u8; 8];
+    out[..4].copy_from_slice(&SKIPPABLE_MAGIC.to_le_bytes());
+    out[4..].copy_from_slice(&((table_len(frames, checksums) - 8) as u32).to_le_bytes());
+    out
+}
+
+/// The table entries of consecutive `frames`.
+pub fn table_entries(frames: &[FrameSizes], checksums: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(frames.len() * entry_len(checksums) as usize);
     for f in frames {
         out.extend_from_slice(&f.compressed.to_le_bytes());
         out.extend_from_slice(&f.decompressed.to_le_bytes());
@@ -92,9 +134,15 @@ fn encode(frames: &[FrameSizes], checksums: bool) -> Vec<u8> {
             out.extend_from_slice(&f.checksum.to_le_bytes());
         }
     }
-    out.extend_from_slice(&(frames.len() as u32).to_le_bytes());
-    out.push(if checksums { CHECKSUM_FLAG } else { 0 });
-    out.extend_from_slice(&SEEKABLE_MAGIC.to_le_bytes());
+    out
+}
+
+/// The table's footer: the frame count, the descriptor, the seekable magic.
+pub fn table_footer(frames: u64, checksums: bool) -> [u8; FOOTER as usize] {
+    let mut out = [0u8; FOOTER as usize];
+    out[..4].copy_from_slice(&(frames as u32).to_le_bytes());
+    out[4] = if checksums { CHECKSUM_FLAG } else { 0 };
+    out[5..].copy_from_slice(&SEEKABLE_MAGIC.to_le_bytes());
     out
 }
 
