@@ -136,8 +136,8 @@ impl Scale {
         mixed_div: 20,
         big_bytes: 32 << 20,
         real: "/usr/include/linux",
-        // Fewer levels, longer names: still paths beyond PATH_MAX (4,200 bytes).
-        deep: (200, "dddddddddddddddddddd"),
+        // Fewer levels, longer names: still paths beyond PATH_MAX (4,100 bytes).
+        deep: (100, "dddddddddddddddddddddddddddddddddddddddd"),
         memory_files: 5_000,
     };
 }
