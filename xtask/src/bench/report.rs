@@ -222,10 +222,9 @@ impl Report {
                     Some(p) => format!("**{x:.2}** (vs {p})"),
                     None => format!("**{x:.2}**"),
                 }),
-                if r.passes() {
-                    format!("≤ {} ✓", r.target)
-                } else {
-                    format!("≤ {} ✗", r.target)
+                match r.ratio {
+                    Some(x) => holds(x, r.target),
+                    None => format!("≤ {} (no peer)", r.target),
                 },
             );
         }
