@@ -113,6 +113,9 @@ fn make_tree(tree: &Path, files: u64) -> Result<()> {
 /// Everything the memory rows need.
 struct Ctx<'a> {
     bin: &'a Path,
+    /// A private copy of this xtask binary, the wrapper (a rebuild of xtask during the run
+    /// must not take it away).
+    wrapper: PathBuf,
     /// Where the wrappers write their files.
     rss: PathBuf,
     files: u64,
@@ -154,10 +157,9 @@ impl Ctx<'_> {
         prep: impl Fn() -> Result<()>,
         target_mb: Option<f64>,
     ) -> Result<MemRow> {
-        let me = std::env::current_exe().context("the xtask binary")?;
         let at = if cmd[0] == "mpirun" { 3 } else { 0 };
         let mut wrapped: Vec<&str> = cmd[..at].to_vec();
-        wrapped.extend([s(&me), "rss-wrap", s(&self.rss)]);
+        wrapped.extend([s(&self.wrapper), "rss-wrap", s(&self.rss)]);
         wrapped.extend(&cmd[at..]);
         let c = case(name, np > 1, &wrapped);
         prep()?;
@@ -224,8 +226,13 @@ pub fn run(bin: &Path, base: &Path, files: u64, mpi: bool, strict: bool) -> Resu
         base.join("mem-out"),
         base.join("mem.tar"),
     );
+    let wrapper = base.join("xtask-rss-wrap");
+    // /proc/self/exe: this very binary, even when cargo has replaced the file since.
+    std::fs::copy("/proc/self/exe", &wrapper)
+        .with_context(|| format!("copy this xtask binary to {}", wrapper.display()))?;
     let ctx = Ctx {
         bin,
+        wrapper: wrapper.clone(),
         rss: base.join("mem-rss"),
         files,
         mpi,
@@ -288,5 +295,6 @@ pub fn run(bin: &Path, base: &Path, files: u64, mpi: bool, strict: bool) -> Resu
     remove(&marker)?;
     remove(&archive)?;
     remove(&ctx.rss)?;
+    remove(&wrapper)?;
     Ok(rows)
 }
