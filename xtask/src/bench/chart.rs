@@ -1,5 +1,6 @@
 //! The comparison as a chart: one bar per row, mfu-rs's time over the fastest peer's, green
-//! where the row meets its target, red where it does not, with the two targets drawn (0.8: extraction of a GNU archive; 1.0: the rest).
+//! where the row meets its target, red where it does not, with the two targets drawn (0.8:
+//! extraction of a GNU-made archive, against GNU tar; 1.0: the rest).
 
 use super::report::Row;
 use anyhow::{anyhow, Result};
