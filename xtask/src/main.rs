@@ -21,6 +21,11 @@ fn main() {
         Some("demo") => demo(),
         Some("test") => test(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        // Internal: the memory rows run each rank under it (see bench/memory.rs).
+        Some("rss-wrap") => match bench::rss_wrap(&args[1..]) {
+            Ok(code) => std::process::exit(code),
+            Err(e) => Err(e),
+        },
         _ => {
             eprintln!("usage: cargo xtask setup|demo|test|bench\n\n  setup  install Open MPI and libclang if missing\n  demo   setup, build, run `mpirun -np 2 mfu-rs walk` on a generated tree\n  test   setup, run every test (unit, vectors, mpirun), build without MPI\n  bench  compare mfu-rs with find/du/cp/rsync/xcp/tar/rm (release build; --help for options)");
             std::process::exit(2);

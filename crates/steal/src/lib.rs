@@ -15,7 +15,8 @@
 //! ```
 //!
 //! On top of [`Comm`]: [`queue::run`] (distributed work stealing with termination detection),
-//! [`progress`] (periodic progress lines from rank 0) and [`signals`] (SIGINT/SIGTERM as a flag).
+//! [`progress`] (periodic progress lines from rank 0) and [`signals`] (SIGINT/SIGTERM as a flag); [`stats`] measures the queue's protocol on request
+//! (`MFU_RS_STATS=1`).
 
 pub mod comm;
 pub mod launch;
@@ -25,6 +26,7 @@ pub mod mpi_comm;
 pub mod progress;
 pub mod queue;
 pub mod signals;
+pub mod stats;
 pub mod wire;
 
 pub use comm::{Comm, CommExt, ReduceOp, Tag};

@@ -18,7 +18,7 @@ use crate::wire::{self, Reader};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const TAG_REQUEST: Tag = 101;
 const TAG_WORK: Tag = 102;
@@ -149,6 +149,7 @@ where
     T: WorkItem,
     F: Fn(T, &mut Vec<T>) + Sync,
 {
+    let started = Instant::now();
     let delay = test_item_delay();
     let work = |item: T, spawned: &mut Vec<T>| {
         if let Some(d) = delay {
@@ -189,6 +190,7 @@ where
         board: (comm.rank() == 0).then(|| ProgressBoard::new(comm.size())),
         stop: config.stop,
         stopped: false,
+        stats: crate::stats::enabled().then(QueueCounts::default),
     };
     if state.rank == 0 && state.size > 1 {
         state.token = Some(Token {
@@ -198,6 +200,7 @@ where
     }
     if state.size == 1 && state.local.is_empty() {
         state.check_stop();
+        state.record_stats(started);
         return state.outcome();
     }
     if state.max_inflight == 0 {
@@ -244,6 +247,7 @@ where
                 progressed = true;
             }
             state.report_progress();
+            state.track_idle();
             if state.is_passive() {
                 if state.size == 1 {
                     break;
@@ -277,7 +281,9 @@ where
             }
         }
     });
+    // The loop ends passive: the open idle interval covers the drain too.
     state.drain();
+    state.record_stats(started);
     state.outcome()
 }
 
@@ -329,6 +335,20 @@ struct Rank<'a, T> {
     board: Option<ProgressBoard>,
     stop: Option<&'a AtomicBool>,
     stopped: bool,
+    /// The protocol's costs, measured only with `MFU_RS_STATS` ([`crate::stats`]).
+    stats: Option<QueueCounts>,
+}
+
+/// What [`crate::stats`] counts on one rank while the queue runs.
+#[derive(Default)]
+struct QueueCounts {
+    requests_sent: u64,
+    requests_served: u64,
+    requests_refused: u64,
+    token_rounds: u64,
+    idle_ns: u64,
+    /// Since when this rank has had nothing queued and nothing running.
+    idle_since: Option<Instant>,
 }
 
 impl<T: WorkItem> Rank<'_, T> {
@@ -369,6 +389,13 @@ impl<T: WorkItem> Rank<'_, T> {
         match tag {
             TAG_REQUEST => {
                 let give = if self.done { 0 } else { self.local.len() / 2 };
+                if let Some(s) = &mut self.stats {
+                    *if give == 0 {
+                        &mut s.requests_refused
+                    } else {
+                        &mut s.requests_served
+                    } += 1;
+                }
                 if give == 0 {
                     self.comm.send(src, TAG_NONE, Vec::new());
                 } else {
@@ -427,6 +454,9 @@ impl<T: WorkItem> Rank<'_, T> {
         }
         self.comm.send(victim, TAG_REQUEST, Vec::new());
         self.outstanding_request = true;
+        if let Some(s) = &mut self.stats {
+            s.requests_sent += 1;
+        }
         true
     }
 
@@ -448,6 +478,9 @@ impl<T: WorkItem> Rank<'_, T> {
                 }
             }
             self.token_round_started = true;
+            if let Some(s) = &mut self.stats {
+                s.token_rounds += 1;
+            }
             self.black = false;
             self.comm.send(
                 next,
@@ -467,6 +500,39 @@ impl<T: WorkItem> Rank<'_, T> {
             self.comm.send(next, TAG_TOKEN, out.encode());
         }
         true
+    }
+
+    /// Statistics: open or close this rank's idle interval.
+    fn track_idle(&mut self) {
+        let passive = self.is_passive();
+        let Some(s) = &mut self.stats else { return };
+        match (passive, s.idle_since) {
+            (true, None) => s.idle_since = Some(Instant::now()),
+            (false, Some(t)) => {
+                s.idle_ns += t.elapsed().as_nanos() as u64;
+                s.idle_since = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// Statistics: close the idle interval and gather this run's counts to rank 0. Collective
+    /// when the statistics are on (on every rank alike).
+    fn record_stats(&mut self, started: Instant) {
+        let Some(s) = &mut self.stats else { return };
+        if let Some(t) = s.idle_since.take() {
+            s.idle_ns += t.elapsed().as_nanos() as u64;
+        }
+        let counts = crate::stats::RankCounts {
+            processed: self.processed,
+            requests_sent: s.requests_sent,
+            requests_served: s.requests_served,
+            requests_refused: s.requests_refused,
+            idle_ns: s.idle_ns,
+            wall_ns: started.elapsed().as_nanos() as u64,
+            token_rounds: s.token_rounds,
+        };
+        crate::stats::gather(self.comm, counts);
     }
 
     fn report_progress(&mut self) {

@@ -380,6 +380,7 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
         // Lost output is a failure of this process (stdout is written by rank 0), even when
         // the tool's own work succeeded.
         Ok(statuses) => {
+            crate::runtime_stats::print(&tool_name);
             let status = statuses.into_iter().max().unwrap_or(Status::Ok);
             let lost_output = if crate::cli::stdout_failed() {
                 Status::ItemsFailed

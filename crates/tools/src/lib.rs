@@ -27,6 +27,7 @@ pub mod pairing;
 pub mod regex_select;
 pub mod reln;
 pub mod rm;
+pub mod runtime_stats;
 pub mod select;
 pub mod status;
 pub mod stripe;

@@ -18,9 +18,17 @@ pub fn remove(path: &Path) -> Result<()> {
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e).with_context(|| format!("stat {}", path.display())),
-        Ok(m) if m.is_dir() => {
-            std::fs::remove_dir_all(path).with_context(|| format!("remove {}", path.display()))
-        }
+        // `rm -rf` when std gives up: it keeps a descriptor per level, too many in the deep
+        // tree.
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path).or_else(|e| {
+            let ok = Command::new("rm")
+                .arg("-rf")
+                .arg(path)
+                .status()
+                .is_ok_and(|s| s.success());
+            ensure!(ok, "remove {}: {e}", path.display());
+            Ok(())
+        }),
         Ok(_) => std::fs::remove_file(path).with_context(|| format!("remove {}", path.display())),
     }
 }

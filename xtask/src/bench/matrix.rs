@@ -2,8 +2,9 @@
 //! against the peers found on the machine, runs interleaved, medians.
 
 use super::fsutil::{free_bytes, fs_type, remove};
-use super::measure::{measure, median};
+use super::measure::{measure, median, time_once};
 use super::ops::{contestants, Contestant, Op, Role, Setup};
+use super::ranks::{self, RanksRow};
 use super::report::{Row, Syscalls, Timing};
 use super::syscalls;
 use super::workload::{self, Fs, Kind, Scale, Workload};
@@ -32,6 +33,11 @@ pub struct Plan {
     pub strace: bool,
     /// A result that fails its check is an error, not a warning (the smoke run in the tests).
     pub strict: bool,
+    /// Also run mfu-rs at this many thread ranks against 2 (`--ranks N`, with the work queue's
+    /// statistics) on the tmpfs workloads: all of them, or with `ranks_small_only` the small one.
+    pub ranks: Option<usize>,
+    /// See `ranks`.
+    pub ranks_small_only: bool,
 }
 
 /// Everything the matrix measured.
@@ -42,6 +48,8 @@ pub struct Results {
     pub syscalls: Vec<Syscalls>,
     /// The file systems used: (name, type, directory).
     pub fs: Vec<(String, String, String)>,
+    /// mfu-rs at many thread ranks against 2.
+    pub ranks: Vec<RanksRow>,
 }
 
 /// Bytes of room a workload needs on its file system: the source plus two copies (cp and
@@ -60,6 +68,7 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
         rows: Vec::new(),
         syscalls: Vec::new(),
         fs: Vec::new(),
+        ranks: Vec::new(),
     };
     for &fs in &plan.fs {
         let base = fs.base(root);
@@ -76,7 +85,10 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
             .fs
             .push((fs.name().into(), kind_of_fs, base.display().to_string()));
         for &kind in &plan.workloads {
-            if matches!(kind, Kind::Big | Kind::Mixed) && fs == Fs::Disk && !plan.all_on_disk {
+            if matches!(kind, Kind::Big | Kind::Mixed | Kind::Deep)
+                && fs == Fs::Disk
+                && !plan.all_on_disk
+            {
                 eprintln!(
                     "bench: {} on disk skipped (--all-on-disk runs it)",
                     kind.name()
@@ -104,6 +116,7 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
                     scratch: base.join(format!("{}-scratch", kind.name())),
                     mpi: plan.mpi,
                     floor,
+                    ranks: None,
                 };
                 let t = Instant::now();
                 let (row, mfu_wrong) = run_op(op, &st, fs, runs)
@@ -137,6 +150,48 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
                 }
                 remove(&st.scratch)?;
             }
+            let many = plan
+                .ranks
+                .filter(|_| fs == Fs::Tmpfs && (kind == Kind::Small || !plan.ranks_small_only));
+            if let Some(n) = many {
+                let counts = [2, n];
+                let ops: &[Op] = if plan.ranks_small_only {
+                    &ranks::QUICK_OPS
+                } else {
+                    &ranks::OPS
+                };
+                for &op in ops
+                    .iter()
+                    .filter(|o| plan.ops.contains(o) && o.applies_to(kind))
+                {
+                    let st = Setup {
+                        bin,
+                        w: &w,
+                        scratch: base.join(format!("{}-scratch", kind.name())),
+                        mpi: false,
+                        floor: None,
+                        ranks: Some(&counts),
+                    };
+                    let t = Instant::now();
+                    let row = ranks::row(op, &st, fs.name(), plan.runs).with_context(|| {
+                        format!("{} on {} at {n} ranks", op.name(), kind.name())
+                    })?;
+                    eprintln!(
+                        "bench: {} {} {} at --ranks 2 and {n}: {} ({:.0} s)",
+                        kind.name(),
+                        fs.name(),
+                        op.name(),
+                        row.runs
+                            .iter()
+                            .map(|r| format!("{:.3} s", r.1))
+                            .collect::<Vec<_>>()
+                            .join(" and "),
+                        t.elapsed().as_secs_f64()
+                    );
+                    results.ranks.push(row);
+                    remove(&st.scratch)?;
+                }
+            }
         }
     }
     Ok(results)
@@ -144,7 +199,29 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
 
 /// Time every contestant of `op` and make its row; also the failed checks of mfu-rs's results.
 fn run_op(op: Op, st: &Setup, fs: Fs, runs: usize) -> Result<(Row, Vec<String>)> {
-    let cs: Vec<Contestant> = contestants(op, st)?;
+    let mut cs: Vec<Contestant> = contestants(op, st)?;
+    let mut dropped = Vec::new();
+    if st.w.kind == Kind::Deep {
+        // Paths beyond PATH_MAX defeat some peers (GNU cp and tar: "File name too long"): a
+        // peer that fails an untimed trial is left out of the row, and the row says so.
+        cs.retain(|c| {
+            if c.role != Role::Peer {
+                return true;
+            }
+            match time_once(&c.case) {
+                Ok(_) => true,
+                Err(e) => {
+                    let e = format!("{e:#}");
+                    let cut: String = e.chars().take(160).collect();
+                    dropped.push(format!(
+                        "{} fails on this tree, left out: {cut}…",
+                        c.case.name
+                    ));
+                    false
+                }
+            }
+        });
+    }
     let cases: Vec<_> = cs.iter().map(|c| &c.case).collect();
     let (times, warnings) = measure(&cases, runs, false)?;
     let timings = cs
@@ -159,13 +236,21 @@ fn run_op(op: Op, st: &Setup, fs: Fs, runs: usize) -> Result<(Row, Vec<String>)>
             runs: t.iter().map(|r| r.secs).collect(),
         })
         .collect();
-    let mut row = Row::new(st.w, fs.name(), op.name(), timings, fs.target());
+    let mut row = Row::new(
+        st.w,
+        fs.name(),
+        op.name(),
+        timings,
+        op.target(),
+        op.reference(),
+    );
     let mfu_wrong = warnings
         .iter()
         .filter(|(i, _)| matches!(cs[*i].role, Role::Mfu { .. }))
         .map(|(_, w)| w.clone())
         .collect();
-    row.warnings = warnings.into_iter().map(|(_, w)| w).collect();
+    row.warnings = dropped;
+    row.warnings.extend(warnings.into_iter().map(|(_, w)| w));
     Ok((row, mfu_wrong))
 }
 

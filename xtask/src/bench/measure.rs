@@ -22,6 +22,10 @@ pub struct Case {
     /// Untimed, once after the warm-up run: a sanity check of the result (a failure is a
     /// warning, the timing goes on).
     pub check: Option<Step>,
+    /// Extra environment of the command.
+    pub env: Vec<(String, String)>,
+    /// Keep each run's stderr ([`Run::stderr`]).
+    pub capture: bool,
 }
 
 /// A case named `name` running `cmd`, under `mpirun`'s environment when `mpi`.
@@ -32,6 +36,8 @@ pub fn case<S: AsRef<str>>(name: &str, mpi: bool, cmd: &[S]) -> Case {
         mpi,
         prep: None,
         check: None,
+        env: Vec::new(),
+        capture: false,
     }
 }
 
@@ -48,6 +54,18 @@ impl Case {
         self
     }
 
+    /// Run with `key=value` in the environment.
+    pub fn env(mut self, key: &str, value: &str) -> Case {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Keep each run's stderr.
+    pub fn capture(mut self) -> Case {
+        self.capture = true;
+        self
+    }
+
     /// The command with its MPI environment, output discarded, stderr to a temporary file.
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(&self.cmd[0]);
@@ -57,18 +75,21 @@ impl Case {
         if self.mpi {
             mpi_env(&mut cmd);
         }
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 }
 
 /// One run of a command: wall time and the peak resident set of the process started (not of
 /// its children: under `mpirun` that is mpirun's own).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Run {
     /// Wall-clock seconds from spawn to exit.
     pub secs: f64,
     /// Peak resident set size, KiB (`ru_maxrss`).
     pub max_rss_kib: u64,
+    /// Its stderr, when the case captures it (empty otherwise).
+    pub stderr: String,
 }
 
 /// Prepare and run `c` once; an error if it fails (with its stderr).
@@ -92,6 +113,11 @@ pub fn time_once(c: &Case) -> Result<Run> {
     Ok(Run {
         secs,
         max_rss_kib: rusage.ru_maxrss.max(0) as u64,
+        stderr: if c.capture {
+            read_back(&mut err)
+        } else {
+            String::new()
+        },
     })
 }
 
@@ -120,7 +146,7 @@ fn read_back(f: &mut std::fs::File) -> String {
 
 /// Reap `pid` with `wait4`: its wait status and resource usage (std's `Child::wait` drops the
 /// latter).
-fn wait4(pid: u32) -> Result<(i32, libc::rusage)> {
+pub fn wait4(pid: u32) -> Result<(i32, libc::rusage)> {
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };

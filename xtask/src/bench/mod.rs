@@ -12,12 +12,15 @@
 //! copies them to `docs/bench/` and puts the table into the README between its bench markers.
 
 mod chart;
+mod deep;
 mod fsutil;
 mod gen;
 mod matrix;
 mod measure;
+mod memory;
 mod ops;
 mod probes;
+mod ranks;
 mod report;
 mod sections;
 mod syscalls;
@@ -36,29 +39,41 @@ const USAGE: &str = "\
 usage: cargo xtask bench [OPTIONS]
        cargo xtask bench section [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd]...
 
-Compare mfu-rs with cp -a, rsync -a, xcp, GNU tar, rm -rf, find and du on four workloads
-(small: 20,000 x 4 KiB; mixed: a long tail of sizes, 0.5 GiB; big: 2 x 1 GiB; real: a copy of
-/usr/include), on tmpfs (/dev/shm), and small and real also on the workspace's disk (all
-four with --all-on-disk); write target/bench/bench.{md,json,svg}. About 13 minutes on 2
-cores, the release build included.
+Compare mfu-rs with cp -a, rsync -a, xcp, GNU tar, bsdtar, rm -rf, find and du on five
+workloads (small: 20,000 x 4 KiB; mixed: a long tail of sizes, 0.5 GiB; big: 2 x 1 GiB; real:
+a copy of /usr/include; deep: 3,000 nested directories, cp and tar -x only), on tmpfs
+(/dev/shm), and small and real also on the workspace's disk (all with --all-on-disk); every
+tar -x extracts the same GNU-made archive (mfu-rs's indexed archive is its own row); then
+memory rows, and mfu-rs at 64 thread ranks; write target/bench/bench.{md,json,svg}.
 
 options:
   --runs N             timed runs per contestant, interleaved (default 3)
-  --workloads LIST     comma list of small,mixed,big,real (default all)
+  --workloads LIST     comma list of small,mixed,big,real,deep (default all)
   --fs LIST            comma list of tmpfs,disk (default both)
   --all-on-disk        also the mixed and big workloads on disk (not by default: at this VM's
                        ~180 MB/s writeback, the sync before each run adds ~2 and ~15 minutes)
-  --ops LIST           comma list of walk,walk-lite,cp,sync-unchanged,sync-1%,rm,tar-create,tar-extract
+  --ops LIST           comma list of walk,walk-lite,cp,sync-unchanged,sync-1%,rm,tar-create,
+                       tar-extract,tar-extract-indexed
   --quick              tiny workloads, one run, every result checked strictly (a wrong result
                        is an error): tests the harness and the tools; the numbers mean little
   --no-mpi             mfu-rs at np 1 only (no mpirun)
-  --no-probes          skip start-up, memory and system-call counts
+  --no-probes          skip start-up and system-call counts
+  --memory-files N     files of the memory rows' tree (default 1000000; --quick 5000): peak
+                       RSS of mfu-rs walk, sync (empty and unchanged destination), cmp and
+                       tar -x at np 1 and np 2, per 10^6 files, against the targets
+  --no-memory          skip the memory rows
+  --ranks N            also mfu-rs --ranks N against --ranks 2 on the tmpfs workloads (walk,
+                       cp, sync-unchanged, rm, tar-create, tar-extract) with the work queue's
+                       statistics (default 64; --quick: small workload only)
+  --no-ranks           skip those rows
   --publish            copy the results to docs/bench/ and the table into README.md
 ";
 
 struct Options {
     plan: matrix::Plan,
     probes: bool,
+    /// Files of the memory rows' tree (None: the scale's; Some(0): no memory rows).
+    memory_files: Option<u64>,
     publish: bool,
 }
 
@@ -81,8 +96,11 @@ fn parse(args: &[String]) -> Result<Options> {
             mpi: true,
             strace: true,
             strict: false,
+            ranks: Some(64),
+            ranks_small_only: false,
         },
         probes: true,
+        memory_files: None,
         publish: false,
     };
     let mut runs = None;
@@ -105,7 +123,27 @@ fn parse(args: &[String]) -> Result<Options> {
                 o.plan.scale = Scale::QUICK;
                 o.plan.runs = 1;
                 o.plan.strict = true;
+                o.plan.ranks_small_only = true;
             }
+            "--ranks" => {
+                let n: usize = it
+                    .next()
+                    .context("--ranks needs a number")?
+                    .parse()
+                    .context("--ranks")?;
+                ensure!((3..=256).contains(&n), "--ranks must be 3 to 256");
+                o.plan.ranks = Some(n);
+            }
+            "--no-ranks" => o.plan.ranks = None,
+            "--memory-files" => {
+                let n: u64 = it
+                    .next()
+                    .context("--memory-files needs a number")?
+                    .parse()
+                    .context("--memory-files")?;
+                o.memory_files = Some(n);
+            }
+            "--no-memory" => o.memory_files = Some(0),
             "--no-mpi" => o.plan.mpi = false,
             "--all-on-disk" => o.plan.all_on_disk = true,
             "--no-probes" => {
@@ -126,6 +164,8 @@ fn parse(args: &[String]) -> Result<Options> {
     Ok(o)
 }
 
+pub use memory::rss_wrap;
+
 /// Entry point of `cargo xtask bench ...`.
 pub fn run(args: &[String]) -> Result<()> {
     if args.first().map(String::as_str) == Some("section") {
@@ -145,7 +185,6 @@ pub fn run(args: &[String]) -> Result<()> {
         .ok();
     let mut report = Report {
         runs: opts.plan.runs,
-        memory_target_mib: 200.0,
         ..Report::default()
     };
     report.context = context(&root, &bin);
@@ -157,20 +196,25 @@ pub fn run(args: &[String]) -> Result<()> {
     let results = results?;
     report.rows = results.rows;
     report.syscalls = results.syscalls;
+    report.ranks = results.ranks;
     for (name, kind, dir) in results.fs {
         report.context.push((name, format!("{kind} ({dir})")));
     }
-    if opts.probes {
+    let quick = opts.plan.scale.small_files < Scale::FULL.small_files;
+    let files = opts.memory_files.unwrap_or(opts.plan.scale.memory_files);
+    if opts.probes || files > 0 {
         let base = Fs::Tmpfs.base(&root);
-        let (runs, dirs) = if opts.plan.scale.small_files < Scale::FULL.small_files {
-            (11, 20)
-        } else {
-            (51, 1000)
-        };
-        report.startup = probes::startup(&bin, &base, runs)?;
-        let memory = probes::memory(&bin, &base, dirs);
+        let probed = (|| -> Result<()> {
+            if opts.probes {
+                report.startup = probes::startup(&bin, &base, if quick { 11 } else { 51 })?;
+            }
+            if files > 0 {
+                report.memory = memory::run(&bin, &base, files, opts.plan.mpi, opts.plan.strict)?;
+            }
+            Ok(())
+        })();
         remove_base(&base)?;
-        report.memory.push(memory?);
+        probed?;
     }
     report
         .context

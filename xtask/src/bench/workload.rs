@@ -21,11 +21,14 @@ pub enum Kind {
     Big,
     /// A real tree: a copy of `/usr/include` (headers, nested directories, symbolic links).
     Real,
+    /// A deep tree: 3,000 nested directories with a small file each, paths far beyond
+    /// `PATH_MAX` (copied and extracted only).
+    Deep,
 }
 
 impl Kind {
     /// Every kind, in the order they run.
-    pub const ALL: [Kind; 4] = [Kind::Small, Kind::Mixed, Kind::Big, Kind::Real];
+    pub const ALL: [Kind; 5] = [Kind::Small, Kind::Mixed, Kind::Big, Kind::Real, Kind::Deep];
 
     /// The name used on the command line and in tables.
     pub fn name(self) -> &'static str {
@@ -34,6 +37,7 @@ impl Kind {
             Kind::Mixed => "mixed",
             Kind::Big => "big",
             Kind::Real => "real",
+            Kind::Deep => "deep",
         }
     }
 
@@ -79,15 +83,6 @@ impl Fs {
             Fs::Disk => root.join("target/bench-data").join(me),
         }
     }
-
-    /// mfu-rs's time over the fastest peer's, at most (issue 7): tmpfs shows the tools' own
-    /// costs, so mfu-rs must be clearly ahead there; on disk, at least even.
-    pub fn target(self) -> f64 {
-        match self {
-            Fs::Tmpfs => 0.8,
-            Fs::Disk => 1.0,
-        }
-    }
 }
 
 /// A tree made for the comparison.
@@ -119,6 +114,10 @@ pub struct Scale {
     pub big_bytes: u64,
     /// The real tree copied.
     pub real: &'static str,
+    /// Levels of the deep tree, and the name of each of its directories.
+    pub deep: (usize, &'static str),
+    /// Empty files of the memory rows' tree.
+    pub memory_files: u64,
 }
 
 impl Scale {
@@ -128,6 +127,8 @@ impl Scale {
         mixed_div: 1,
         big_bytes: 1 << 30,
         real: "/usr/include",
+        deep: (3_000, "d"),
+        memory_files: 1_000_000,
     };
     /// A smoke run: every path of the harness, seconds instead of minutes.
     pub const QUICK: Scale = Scale {
@@ -135,6 +136,9 @@ impl Scale {
         mixed_div: 20,
         big_bytes: 32 << 20,
         real: "/usr/include/linux",
+        // Fewer levels, longer names: still paths beyond PATH_MAX (4,100 bytes).
+        deep: (100, "dddddddddddddddddddddddddddddddddddddddd"),
+        memory_files: 5_000,
     };
 }
 
@@ -224,6 +228,10 @@ pub fn make(kind: Kind, base: &Path, bin: &Path, scale: Scale) -> Result<Workloa
                 crate::run(Command::new("cp").args(["-a", scale.real, s(&src)]))?;
                 flush_fs()?;
             }
+            Kind::Deep => {
+                super::deep::make(&src, scale.deep.0, scale.deep.1)?;
+                flush_fs()?;
+            }
         }
         std::fs::write(&marker, b"").with_context(|| format!("create {}", marker.display()))?;
         eprintln!(
@@ -232,7 +240,17 @@ pub fn make(kind: Kind, base: &Path, bin: &Path, scale: Scale) -> Result<Workloa
             t.elapsed().as_secs_f64()
         );
     }
-    let (entries, bytes, files) = tree_stats(&src)?;
+    let (entries, bytes, files) = if kind == Kind::Deep {
+        // No path reaches its bottom: counted, not walked.
+        let levels = scale.deep.0 as u64;
+        (
+            levels as usize + 1 + levels as usize + 1,
+            (levels + 1) * 100,
+            levels + 1,
+        )
+    } else {
+        tree_stats(&src)?
+    };
     let label = match kind {
         Kind::Small => format!("{} × 4 KiB", thousands(files)),
         Kind::Mixed => format!("{} files, 512 B–64 MiB, {}", thousands(files), size(bytes)),
@@ -242,6 +260,11 @@ pub fn make(kind: Kind, base: &Path, bin: &Path, scale: Scale) -> Result<Workloa
             scale.real,
             thousands(entries as u64),
             size(bytes)
+        ),
+        Kind::Deep => format!(
+            "{} levels, {}-byte paths",
+            thousands(scale.deep.0 as u64),
+            scale.deep.0 * (scale.deep.1.len() + 1)
         ),
     };
     Ok(Workload {
