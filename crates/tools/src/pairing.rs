@@ -50,18 +50,17 @@ pub fn exchange_pairs(
     got
 }
 
-/// The records of `list` by their path relative to their root in `map`: 12 bytes per record
+/// The records of `list` by their path relative to their root in `map`: 8 bytes per record
 /// (a hash and an index, sorted by hash), no copy of any path.
 pub fn index_by_rel(list: &FileList, map: &Mapping) -> PathIndex {
     PathIndex::new(list.len(), |i| map.rel(list.path(i)))
 }
 
 /// Indices `0..n` found by a key of bytes (e.g. a path relative to its root) without holding
-/// the keys: the keys' hashes sorted, each with its index; a lookup compares the key of every
-/// index with the same hash ([`PathIndex::find`]).
+/// the keys: one `u64` per index, 32 bits of the key's hash above the index, sorted; a lookup
+/// compares the key of every index with the same hash bits ([`PathIndex::find`]).
 pub struct PathIndex {
-    hashes: Vec<u64>,
-    indices: Vec<u32>,
+    sorted: Vec<u64>,
 }
 
 impl PathIndex {
@@ -71,27 +70,31 @@ impl PathIndex {
     /// When `n` does not fit in 32 bits.
     pub fn new<'a>(n: usize, key: impl Fn(usize) -> &'a [u8]) -> PathIndex {
         let n32 = u32::try_from(n).expect("PathIndex: more than 2^32 records on one rank");
-        let mut pairs: Vec<(u64, u32)> =
-            (0..n32).map(|i| (hash_path(key(i as usize)), i)).collect();
-        pairs.sort_unstable();
-        let hashes = pairs.iter().map(|p| p.0).collect();
-        let indices = pairs.iter().map(|p| p.1).collect();
-        PathIndex { hashes, indices }
+        let mut sorted: Vec<u64> = (0..n32)
+            .map(|i| key_bits(key(i as usize)) | u64::from(i))
+            .collect();
+        sorted.sort_unstable();
+        PathIndex { sorted }
     }
 
     /// The index whose key is `k` (`key` as given to [`PathIndex::new`]); the last in index
     /// order when several are (as a map filled in index order would keep).
     pub fn find<'a>(&self, k: &[u8], key: impl Fn(usize) -> &'a [u8]) -> Option<usize> {
-        let h = hash_path(k);
-        let start = self.hashes.partition_point(|&x| x < h);
-        self.hashes[start..]
+        let h = key_bits(k);
+        let start = self.sorted.partition_point(|&x| x < h);
+        self.sorted[start..]
             .iter()
-            .zip(&self.indices[start..])
-            .take_while(|(&x, _)| x == h)
-            .map(|(_, &i)| i as usize)
+            .take_while(|&&x| x & !u64::from(u32::MAX) == h)
+            .map(|&x| (x & u64::from(u32::MAX)) as usize)
             .filter(|&i| key(i) == k)
             .last()
     }
+}
+
+/// 32 bits of a key's hash, in the upper half. Mixed first: [`home`] sends a rank only keys
+/// whose FNV hash is the same modulo the rank count, so its low bits alone would collide.
+fn key_bits(k: &[u8]) -> u64 {
+    (hash_path(k).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) << 32
 }
 
 /// How a pair present on both sides compares.
