@@ -169,12 +169,27 @@ pub fn plan_striped_chunks(
             encode_run(&mut sends, path, meta, file_size, done);
         }
     }
-    let got = comm.alltoallv(sends);
-    let mut out = Vec::new();
-    for bytes in &got {
+    drop(files);
+    let mut got = comm.alltoallv(sends);
+    // Sized exactly (no regrowth, no slack), each buffer dropped once decoded.
+    let mut out = Vec::with_capacity(got.iter().map(|b| count_runs(b)).sum());
+    for bytes in got.iter_mut() {
         decode_runs(bytes, cs, &mut out);
+        *bytes = Vec::new();
     }
     out
+}
+
+/// The chunks encoded in `bytes` (see [`encode_run`]).
+fn count_runs(mut bytes: &[u8]) -> usize {
+    let mut chunks = 0;
+    while !bytes.is_empty() {
+        let n = u32::from_le_bytes(bytes[..4].try_into().expect("path length")) as usize;
+        let at = 4 + n + META_BYTES;
+        chunks += u64::from_le_bytes(bytes[at + 16..at + 24].try_into().expect("u64")) as usize;
+        bytes = &bytes[at + 32..];
+    }
+    chunks
 }
 
 /// Chunks `first, first + step, ...` (`count` of them) of one file, for rank `dest`.

@@ -396,6 +396,34 @@ impl FileList {
         }
     }
 
+    /// Make room for `records` more records holding `path_bytes` bytes of paths, so that
+    /// pushing them does not regrow (and leave up to half of) any column.
+    pub fn reserve(&mut self, records: usize, path_bytes: usize) {
+        self.paths.reserve_exact(path_bytes);
+        self.ends.reserve_exact(records);
+        self.kinds.reserve_exact(records);
+        if self.detail == Detail::Stat {
+            self.metas.reserve_exact(records);
+        }
+    }
+
+    /// The records and path bytes encoded in `bytes` (as [`FileList::decode_records`] takes
+    /// it, for a list of this list's detail).
+    pub fn count_encoded(&self, mut bytes: &[u8]) -> (usize, usize) {
+        let meta = match self.detail {
+            Detail::Stat => META_BYTES,
+            Detail::Lite => 0,
+        };
+        let (mut records, mut path_bytes) = (0, 0);
+        while !bytes.is_empty() {
+            let n = u32::from_le_bytes(bytes[..4].try_into().expect("record length")) as usize;
+            records += 1;
+            path_bytes += n;
+            bytes = &bytes[5 + n + meta..];
+        }
+        (records, path_bytes)
+    }
+
     /// Append every record encoded in `bytes` (a concatenation of [`FileList::encode_record`]
     /// outputs from a list of the same detail).
     pub fn decode_records(&mut self, mut bytes: &[u8]) {

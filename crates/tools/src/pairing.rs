@@ -13,7 +13,6 @@ use flist::distribute::{hash_path, remap};
 use flist::walk::stat_path;
 use flist::{FileList, FileType, Meta};
 use rustix::io::Errno;
-use std::collections::HashMap;
 use steal::wire::{self, Reader};
 use steal::Comm;
 
@@ -51,11 +50,51 @@ pub fn exchange_pairs(
     got
 }
 
-/// The records of `list` by their path relative to their root in `map`.
-pub fn index_by_rel<'a>(list: &'a FileList, map: &Mapping) -> HashMap<&'a [u8], usize> {
-    (0..list.len())
-        .map(|i| (map.rel(list.path(i)), i))
-        .collect()
+/// The records of `list` by their path relative to their root in `map`: 8 bytes per record
+/// (a hash and an index, sorted by hash), no copy of any path.
+pub fn index_by_rel(list: &FileList, map: &Mapping) -> PathIndex {
+    PathIndex::new(list.len(), |i| map.rel(list.path(i)))
+}
+
+/// Indices `0..n` found by a key of bytes (e.g. a path relative to its root) without holding
+/// the keys: one `u64` per index, 32 bits of the key's hash above the index, sorted; a lookup
+/// compares the key of every index with the same hash bits ([`PathIndex::find`]).
+pub struct PathIndex {
+    sorted: Vec<u64>,
+}
+
+impl PathIndex {
+    /// Index `0..n` by `key(i)`.
+    ///
+    /// # Panics
+    /// When `n` does not fit in 32 bits.
+    pub fn new<'a>(n: usize, key: impl Fn(usize) -> &'a [u8]) -> PathIndex {
+        let n32 = u32::try_from(n).expect("PathIndex: more than 2^32 records on one rank");
+        let mut sorted: Vec<u64> = (0..n32)
+            .map(|i| key_bits(key(i as usize)) | u64::from(i))
+            .collect();
+        sorted.sort_unstable();
+        PathIndex { sorted }
+    }
+
+    /// The index whose key is `k` (`key` as given to [`PathIndex::new`]); the last in index
+    /// order when several are (as a map filled in index order would keep).
+    pub fn find<'a>(&self, k: &[u8], key: impl Fn(usize) -> &'a [u8]) -> Option<usize> {
+        let h = key_bits(k);
+        let start = self.sorted.partition_point(|&x| x < h);
+        self.sorted[start..]
+            .iter()
+            .take_while(|&&x| x & !u64::from(u32::MAX) == h)
+            .map(|&x| (x & u64::from(u32::MAX)) as usize)
+            .filter(|&i| key(i) == k)
+            .last()
+    }
+}
+
+/// 32 bits of a key's hash, in the upper half. Mixed first: [`home`] sends a rank only keys
+/// whose FNV hash is the same modulo the rank count, so its low bits alone would collide.
+fn key_bits(k: &[u8]) -> u64 {
+    (hash_path(k).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) << 32
 }
 
 /// How a pair present on both sides compares.
@@ -306,6 +345,31 @@ mod tests {
         let la = pair_states(&bytes(&l1), &bytes(&a), &meta(&l1), &meta(&a));
         assert_eq!(la.states.get(Field::Type), State::Differ);
         assert_eq!(la.states.get(Field::Content), State::Differ);
+    }
+
+    #[test]
+    fn the_path_index_finds_every_key_and_nothing_else() {
+        let keys: Vec<Vec<u8>> = (0..2000)
+            .map(|i| format!("d{}/f{i}", i % 7).into_bytes())
+            .chain([b"".to_vec(), b"d1/f1".to_vec()])
+            .collect();
+        let key = |i: usize| keys[i].as_slice();
+        let index = PathIndex::new(keys.len(), key);
+        for (i, k) in keys.iter().enumerate().take(2001) {
+            let want = if k == b"d1/f1" { keys.len() - 1 } else { i };
+            assert_eq!(
+                index.find(k, key),
+                Some(want),
+                "{}",
+                String::from_utf8_lossy(k)
+            );
+        }
+        // A repeated key: the last, as a map filled in order keeps.
+        assert_eq!(index.find(b"d1/f1", key), Some(keys.len() - 1));
+        assert_eq!(index.find(b"d1/f2", key), None);
+        assert_eq!(index.find(b"nothing", key), None);
+        let empty = PathIndex::new(0, key);
+        assert_eq!(empty.find(b"", key), None);
     }
 
     #[test]

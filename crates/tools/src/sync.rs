@@ -142,6 +142,31 @@ impl Action {
     }
 }
 
+/// The planned actions of this rank, each with its destination path, in one arena (a record
+/// costs its path plus 9 bytes, no heap object of its own).
+#[derive(Default)]
+struct Actions {
+    kinds: Vec<Action>,
+    ends: Vec<u64>,
+    paths: Vec<u8>,
+}
+
+impl Actions {
+    fn push(&mut self, action: Action, path: &[u8]) {
+        self.paths.extend_from_slice(path);
+        self.ends.push(self.paths.len() as u64);
+        self.kinds.push(action);
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (Action, &[u8])> + '_ {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        self.kinds
+            .iter()
+            .zip(starts.zip(&self.ends))
+            .map(|(&a, (s, &e))| (a, &self.paths[s as usize..e as usize]))
+    }
+}
+
 /// A destination entry of another type than its source, left alone because replacing it
 /// would remove it (and, for a directory, its subtree) and `--delete` was not given.
 struct Conflict {
@@ -153,7 +178,10 @@ struct Conflict {
 
 /// This rank's plan: what the copy engine does, what is deleted, and the action list.
 struct Decisions {
+    /// The plan, but for `create`, which is taken from the lists by `create_from`.
     plan: Plan,
+    /// The records to create: indices in the source list, then in the members list.
+    create_from: [Vec<u32>; 2],
     /// Destination entries to remove (`--delete`, and entries of another type that `--delete`
     /// lets the source's replace); counted as deleted.
     delete: FileList,
@@ -163,7 +191,7 @@ struct Decisions {
     unlink_first: FileList,
     /// Type conflicts left alone (without `--delete`); nothing beneath them is synced.
     conflicts: Vec<Conflict>,
-    actions: Vec<(Action, Vec<u8>)>,
+    actions: Actions,
     /// Data bytes the plan copies (file sizes of creates and updates).
     bytes: u64,
     /// Destination entries --delete would remove but may not (incomplete source walk).
@@ -279,6 +307,16 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
             args,
         },
     );
+    // The plan holds what the rest needs: the lists go before the copy. What is created is
+    // taken from them: all of the source list (a sync into an empty DEST) is moved, not copied.
+    let mut d = d;
+    let [from_src, from_members] = std::mem::take(&mut d.create_from);
+    drop((firsts, dest_list));
+    d.plan.create = take_records(src_list, &from_src);
+    d.plan
+        .create
+        .append(members.select(from_members.iter().map(|&i| i as usize)));
+    drop((from_src, from_members, members));
     // Everything below acts on what was listed; the race tests change the trees here.
     crate::test_seam::after_listing(comm);
     for c in &d.conflicts {
@@ -320,15 +358,15 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         }
     }
     let mut counts = [0u64; 6];
-    for (a, _) in &d.actions {
-        counts[*a as usize] += 1;
+    for (a, _) in d.actions.iter() {
+        counts[a as usize] += 1;
     }
     counts[5] = d.bytes;
     comm.allreduce(&mut counts, ReduceOp::Sum);
     let [created, updated, deleted, meta, linked, bytes] = counts;
     if args.dryrun {
         let mut text = Vec::new();
-        for (a, path) in &d.actions {
+        for (a, path) in d.actions.iter() {
             text.extend_from_slice(a.word());
             text.push(b' ');
             text.extend_from_slice(path);
@@ -404,9 +442,9 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         &dest,
     );
     let mut done = [0u64; 5];
-    for (a, path) in &actions {
-        if !failed.contains(path.as_slice()) {
-            done[*a as usize] += 1;
+    for (a, path) in actions.iter() {
+        if failed.is_empty() || !failed.contains(path) {
+            done[a as usize] += 1;
         }
     }
     done[Action::Delete as usize] = removed.removed;
@@ -542,6 +580,7 @@ struct Inputs<'a> {
 fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     let args = inp.args;
     let by_rel = index_by_rel(inp.dest, inp.dest_map);
+    let dest_rel = |i: usize| inp.dest_map.rel(inp.dest.path(i));
     // Without --delete a type conflict is left as it is, and so is everything beneath it: a
     // source directory's entries would otherwise land in whatever DEST has there (a file, or a
     // symlink to anywhere).
@@ -549,7 +588,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     if !args.delete {
         for list in [inp.src, inp.members] {
             for e in list.iter() {
-                if let Some(&i) = by_rel.get(inp.map.rel(e.path)) {
+                if let Some(i) = by_rel.find(inp.map.rel(e.path), dest_rel) {
                     if inp.dest.kind(i) != e.kind {
                         wire::put_bytes(&mut local_conflicts, &inp.map.dest(e.path));
                     }
@@ -591,7 +630,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
         ..Plan::default()
     };
     let mut delete = FileList::new(Detail::Stat);
-    let mut actions = Vec::new();
+    let mut actions = Actions::default();
     let mut bytes = 0;
     let mut seen = vec![false; inp.dest.len()];
     let mut replaced_dirs: Vec<u8> = Vec::new();
@@ -604,12 +643,14 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
             }
         }
     };
+    // Indices (in the source list, in the members list) of the records to create, in order.
+    let mut create_from: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
     for (list, is_member) in [(inp.src, false), (inp.members, true)] {
-        for e in list.iter() {
+        for (index, e) in list.iter().enumerate() {
             let m = e.meta.expect("stat list");
             let rel = inp.map.rel(e.path);
             let dst_path = inp.map.dest(e.path);
-            let existing = by_rel.get(rel).map(|&i| {
+            let existing = by_rel.find(rel, dest_rel).map(|i| {
                 seen[i] = true;
                 (i, inp.dest.meta(i).expect("stat list"))
             });
@@ -618,6 +659,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
             }
             // A hard link whose group's first entry was left (a conflict, or beneath one) would
             // be a link to whatever DEST has there: copy it instead.
+            let is_member_list = is_member;
             let is_member = is_member && {
                 let first = inp.map.dest(first_of[e.path]);
                 all_conflicts.is_empty()
@@ -636,7 +678,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
             }
             // Plan the data of this entry: a link to its group's first, a link into
             // --link-dest, or a copy. Returns true for a --link-dest link.
-            let create = |plan: &mut Plan, bytes: &mut u64| -> bool {
+            let create = |plan: &mut Plan, bytes: &mut u64, created: &mut [Vec<u32>; 2]| -> bool {
                 if is_member {
                     plan.links
                         .push((first_of[e.path].to_vec(), e.path.to_vec()));
@@ -660,7 +702,8 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                     }
                     *bytes += m.size;
                 }
-                plan.create.push(e.path, e.kind, Some(*m));
+                let index = u32::try_from(index).expect("more than 2^32 records on one rank");
+                created[usize::from(is_member_list)].push(index);
                 false
             };
             let verb = |linked: bool, existed: bool| match (linked, existed) {
@@ -670,8 +713,8 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
             };
             match existing {
                 None => {
-                    let linked = create(&mut plan, &mut bytes);
-                    actions.push((verb(linked, false), dst_path));
+                    let linked = create(&mut plan, &mut bytes, &mut create_from);
+                    actions.push(verb(linked, false), &dst_path);
                 }
                 Some((_, d)) if d.file_type() != e.kind && !args.delete => {
                     conflicts.push(Conflict {
@@ -685,12 +728,12 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                     // new one comes.
                     let old = inp.dest.path(i);
                     delete.push(old, d.file_type(), Some(*d));
-                    actions.push((Action::Delete, old.to_vec()));
+                    actions.push(Action::Delete, old);
                     if d.file_type() == FileType::Dir {
                         wire::put_bytes(&mut replaced_dirs, old);
                     }
-                    let linked = create(&mut plan, &mut bytes);
-                    actions.push((verb(linked, false), dst_path));
+                    let linked = create(&mut plan, &mut bytes, &mut create_from);
+                    actions.push(verb(linked, false), &dst_path);
                 }
                 Some((i, d)) => {
                     let diff = Differences::between(m, d, e.kind);
@@ -719,10 +762,10 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                         plan.compare.push(e.path, e.kind, Some(*m));
                         if args.dryrun {
                             if data_differs || contents_differ(e.path, &dst_path).unwrap_or(true) {
-                                actions.push((Action::Update, dst_path));
+                                actions.push(Action::Update, &dst_path);
                                 bytes += m.size;
                             } else if diff.any() {
-                                actions.push((Action::Meta, dst_path));
+                                actions.push(Action::Meta, &dst_path);
                             }
                         }
                     } else if data_differs {
@@ -733,10 +776,10 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                             // the walk.
                             unlink_first.push(inp.dest.path(i), FileType::File, Some(*d));
                         }
-                        let linked = create(&mut plan, &mut bytes);
-                        actions.push((verb(linked, true), dst_path));
+                        let linked = create(&mut plan, &mut bytes, &mut create_from);
+                        actions.push(verb(linked, true), &dst_path);
                     } else if diff.any() {
-                        actions.push((Action::Meta, dst_path));
+                        actions.push(Action::Meta, &dst_path);
                         if e.kind != FileType::Dir {
                             plan.fix_meta.push((fix_meta.len(), diff));
                             fix_meta.push(e.path, e.kind, Some(*m));
@@ -769,13 +812,14 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
         let below_replaced = replaced.iter().any(|r| is_prefix(r, path) && r != path);
         if below_replaced || (args.delete && inp.delete_allowed) {
             delete.push(path, inp.dest.kind(i), inp.dest.meta(i).copied());
-            actions.push((Action::Delete, path.to_vec()));
+            actions.push(Action::Delete, path);
         } else if args.delete {
             refused_deletes += 1;
         }
     }
     Decisions {
         plan,
+        create_from,
         delete,
         unlink_first,
         conflicts,
@@ -783,6 +827,15 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
         bytes,
         refused_deletes,
         matched,
+    }
+}
+
+/// The records of `list` at `indices` (ascending): the list itself when that is all of them.
+fn take_records(list: FileList, indices: &[u32]) -> FileList {
+    if indices.len() == list.len() {
+        list
+    } else {
+        list.select(indices.iter().map(|&i| i as usize))
     }
 }
 

@@ -7,7 +7,7 @@
 //! chunks was read and found equal.
 
 use crate::copy::Mapping;
-use crate::pairing::home;
+use crate::pairing::{home, PathIndex};
 use flist::at::At;
 use flist::chunk::plan_chunks;
 use flist::{FileList, ItemError};
@@ -15,7 +15,6 @@ use rustix::fd::OwnedFd;
 use rustix::fs::OFlags;
 use rustix::io::Errno;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -57,11 +56,13 @@ pub enum Verdict {
 
 /// What [`compare_files`] found for the files of this rank, and what it cost.
 pub struct Compared {
-    /// The verdict for each source path of this rank's `files`.
-    pub verdicts: HashMap<Vec<u8>, Verdict>,
+    /// The verdict for each record of this rank's `files`, in their order (`Failed` for a
+    /// record without metadata, which is not compared).
+    pub verdicts: Vec<Verdict>,
     /// The chunk size used (bytes).
     pub chunk_size: u64,
-    /// Bytes read on all ranks (both files).
+    /// Bytes read on all ranks (both files), as counted by the progress given (from its start,
+    /// over every call that shared it).
     pub bytes_read: u64,
     /// A signal stopped the comparison; files not finished are `NotCompared` (or `Differ` when
     /// a chunk compared already differs).
@@ -118,17 +119,22 @@ pub fn compare_files(
     } else {
         cs
     };
-    progress.total_bytes.store(totals[0], Ordering::Relaxed);
-    let pieces: Vec<Piece> = plan_chunks(comm, files, cs)
-        .into_iter()
-        .map(|c| Piece {
-            path: c.path,
-            offset: c.offset,
-            length: c.length,
-            file_size: c.file_size,
-        })
-        .collect();
-    let found: Mutex<Vec<(Vec<u8>, Verdict)>> = Mutex::new(Vec::new());
+    // Added: a comparison may run in rounds, each a call.
+    progress.total_bytes.fetch_add(totals[0], Ordering::Relaxed);
+    // Built (exactly sized) while the chunks go: not in place, where the pieces would keep
+    // the chunks' larger slots.
+    let chunks = plan_chunks(comm, files, cs);
+    let mut pieces: Vec<Piece> = Vec::with_capacity(chunks.len());
+    pieces.extend(chunks.into_iter().map(|c| Piece {
+        path: c.path,
+        offset: c.offset,
+        length: c.length,
+        file_size: c.file_size,
+    }));
+    // Each chunk's verdict, encoded for the rank holding the pair as soon as it is known (the
+    // piece and its path are dropped then).
+    let size = comm.size();
+    let found: Mutex<Vec<Vec<u8>>> = Mutex::new(vec![Vec::new(); size]);
     let cfg = queue::Config {
         max_batch: 2,
         stop: Some(steal::signals::stop_flag()),
@@ -146,43 +152,44 @@ pub fn compare_files(
             }
         };
         progress.add(u64::from(p.offset == 0), p.length);
-        found.lock().expect("verdicts").push((p.path, verdict));
+        let mut found = found.lock().expect("verdicts");
+        let out = &mut found[home(map.rel(&p.path), size)];
+        wire::put_bytes(out, &p.path);
+        out.push(verdict as u8);
     });
-    // Each chunk's verdict to the rank holding the pair.
-    let mut sends = vec![Vec::new(); comm.size()];
-    for (path, v) in found.into_inner().expect("verdicts") {
-        let out = &mut sends[home(map.rel(&path), comm.size())];
-        wire::put_bytes(out, &path);
-        out.push(v as u8);
-    }
-    let mut chunks: HashMap<Vec<u8>, (u64, Verdict)> = HashMap::new();
-    for bytes in comm.alltoallv(sends) {
+    // Each chunk's verdict to the rank holding the pair, counted there per record of `files`
+    // (found by path: 12 bytes per record, no path copied).
+    let index = PathIndex::new(files.len(), |i| files.path(i));
+    // Chunks seen and the worst verdict among them, per record.
+    let mut chunks: Vec<(u64, Verdict)> = vec![(0, Verdict::Same); files.len()];
+    for bytes in comm.alltoallv(found.into_inner().expect("verdicts")) {
         let mut r = Reader::new(&bytes);
         while !r.is_empty() {
-            let path = r.bytes().to_vec();
+            let path = r.bytes();
             let v = match r.u8() {
                 0 => Verdict::Same,
                 1 => Verdict::Differ,
                 _ => Verdict::Failed,
             };
-            let e = chunks.entry(path).or_insert((0, Verdict::Same));
-            e.0 += 1;
-            e.1 = e.1.max(v);
+            if let Some(i) = index.find(path, |i| files.path(i)) {
+                let e = &mut chunks[i];
+                e.0 += 1;
+                e.1 = e.1.max(v);
+            }
         }
     }
+    drop(index);
     let chunks_of = |size: u64| size.div_ceil(cs).max(1);
     let verdicts = files
         .iter()
-        .filter_map(|e| e.meta.map(|m| (e.path, m.size)))
-        .map(|(path, size)| {
-            let v = match chunks.get(path) {
-                Some(&(n, v)) if n == chunks_of(size) => v,
-                // A chunk never compared (the run was stopped): a difference already found
-                // stands, otherwise equality is unknown.
-                Some(&(_, v)) if v != Verdict::Same => v,
-                _ => Verdict::NotCompared,
-            };
-            (path.to_vec(), v)
+        .zip(&chunks)
+        .map(|(e, &(n, v))| match e.meta {
+            None => Verdict::Failed,
+            Some(m) if n > 0 && n == chunks_of(m.size) => v,
+            // A chunk never compared (the run was stopped): a difference already found
+            // stands, otherwise equality is unknown.
+            Some(_) if n > 0 && v != Verdict::Same => v,
+            Some(_) => Verdict::NotCompared,
         })
         .collect();
     let mut bytes_read = [2 * progress.bytes.load(Ordering::Relaxed)];
@@ -413,7 +420,8 @@ mod tests {
                 files.push(&path, FileType::File, Some(meta));
             }
             let c = compare_files(comm, &files, &map, read, &Progress::silent());
-            c.verdicts.get(&path).copied()
+            // One record on the home rank, none elsewhere.
+            c.verdicts.first().copied()
         });
         let held: Vec<Verdict> = found.into_iter().flatten().collect();
         assert_eq!(held.len(), 1, "one rank holds the verdict");
@@ -459,7 +467,7 @@ mod tests {
             }
             compare_files(comm, &files, &map, &opts(4), &Progress::silent())
                 .verdicts
-                .get(&b(&a))
+                .first()
                 .copied()
         });
         assert_eq!(

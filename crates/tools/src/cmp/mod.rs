@@ -23,7 +23,7 @@ use content::{ReadOptions, Verdict};
 use flist::io::Format;
 use flist::path::{display, normalize};
 use flist::walk::stat_path;
-use flist::{FileList, FileType};
+use flist::FileList;
 use report::{Side, Tally};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -99,10 +99,13 @@ pub struct CmpArgs {
     pub common: Common,
 }
 
+/// Files per rank whose data is compared in one round (see `run`).
+const ROUND_FILES: usize = 1 << 16;
+
 /// One path of this rank: its records and how the fields compare.
 struct Pair {
-    src: Option<usize>,
-    dest: Option<usize>,
+    src: Option<u32>,
+    dest: Option<u32>,
     states: States,
 }
 
@@ -163,10 +166,41 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
     let mut not_compared = std::collections::HashSet::new();
     if !args.lite {
         let progress = args.common.progress(comm.rank(), "Compared");
-        let c = content::compare_files(comm, &to_read.0, &map, &opts, &progress);
-        for &k in &to_read.1 {
-            let path = src_list.path(pairs[k].src.expect("read pairs have a source"));
-            match c.verdicts.get(path).copied().unwrap_or(Verdict::Failed) {
+        // In rounds of at most ROUND_FILES files per rank (as many rounds on every rank): the
+        // chunks of a round, and the copy of its records, are all the comparison holds.
+        let mut rounds = [to_read.len().div_ceil(ROUND_FILES) as u64];
+        comm.allreduce(&mut rounds, ReduceOp::Max);
+        let mut c = content::Compared {
+            verdicts: Vec::new(),
+            chunk_size: 0,
+            bytes_read: 0,
+            interrupted: false,
+        };
+        let mut verdicts = Vec::with_capacity(to_read.len());
+        for r in 0..rounds[0] as usize {
+            let lo = (r * ROUND_FILES).min(to_read.len());
+            let hi = ((r + 1) * ROUND_FILES).min(to_read.len());
+            let round = &to_read[lo..hi];
+            if c.interrupted {
+                // Stopped in an earlier round: these were never compared.
+                verdicts.extend(round.iter().map(|_| Verdict::NotCompared));
+                continue;
+            }
+            let files = src_list.select(
+                round
+                    .iter()
+                    .map(|&k| pairs[k as usize].src.expect("read pairs have a source") as usize),
+            );
+            let got = content::compare_files(comm, &files, &map, &opts, &progress);
+            verdicts.extend(got.verdicts);
+            c.chunk_size = c.chunk_size.max(got.chunk_size);
+            // Counted from the start of the comparison (the progress counters are not reset).
+            c.bytes_read = got.bytes_read;
+            c.interrupted = got.interrupted;
+        }
+        for (&k, &verdict) in to_read.iter().zip(&verdicts) {
+            let k = k as usize;
+            match verdict {
                 Verdict::Same => {}
                 Verdict::Differ => pairs[k].states.set(Field::Content, State::Differ),
                 Verdict::Failed => {
@@ -200,9 +234,9 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
             continue;
         }
         let (side, list, i) = match (p.src, p.dest) {
-            (Some(i), Some(_)) => (Side::Both, &src_list, i),
-            (Some(i), None) => (Side::OnlySrc, &src_list, i),
-            (None, Some(j)) => (Side::OnlyDest, &dest_list, j),
+            (Some(i), Some(_)) => (Side::Both, &src_list, i as usize),
+            (Some(i), None) => (Side::OnlySrc, &src_list, i as usize),
+            (None, Some(j)) => (Side::OnlyDest, &dest_list, j as usize),
             (None, None) => unreachable!("a pair has a side"),
         };
         tally.count(side, &p.states, &exprs);
@@ -289,8 +323,8 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
 }
 
 /// Pair this rank's source and destination records by relative path and compare their fields.
-/// Returns the pairs (source paths first, then paths only the destination has) and the source
-/// records whose data must be read, with the index of their pair. Contents are judged here by
+/// Returns the pairs (source paths first, then paths only the destination has) and the
+/// indices of the pairs whose data must be read. Contents are judged here by
 /// size and mtime with `--lite`.
 fn pair_up(
     src_list: &FileList,
@@ -299,16 +333,19 @@ fn pair_up(
     dest_map: &Mapping,
     args: &CmpArgs,
     tally: &mut Tally,
-) -> (Vec<Pair>, (FileList, Vec<usize>)) {
+) -> (Vec<Pair>, Vec<u32>) {
     let by_rel = index_by_rel(dest_list, dest_map);
+    let dest_rel = |j: usize| dest_map.rel(dest_list.path(j));
+    // Indices fit in 32 bits ([`index_by_rel`] checked the destination's).
+    let narrow = |i: usize| u32::try_from(i).expect("more than 2^32 records on one rank");
     let mut seen = vec![false; dest_list.len()];
     let mut pairs = Vec::with_capacity(src_list.len());
-    let mut to_read = (src_list.empty_like(), Vec::new());
+    let mut to_read = Vec::new();
     for i in 0..src_list.len() {
         let path = src_list.path(i);
-        let Some(&j) = by_rel.get(map.rel(path)) else {
+        let Some(j) = by_rel.find(map.rel(path), dest_rel) else {
             pairs.push(Pair {
-                src: Some(i),
+                src: Some(narrow(i)),
                 dest: None,
                 states: States::only(State::OnlySrc),
             });
@@ -331,20 +368,19 @@ fn pair_up(
                 let mtime_differs = (s.mtime, s.mtime_nsec) != (d.mtime, d.mtime_nsec);
                 states.differ_if(Field::Content, mtime_differs);
             } else {
-                to_read.0.push(path, FileType::File, Some(*s));
-                to_read.1.push(pairs.len());
+                to_read.push(narrow(pairs.len()));
             }
         }
         pairs.push(Pair {
-            src: Some(i),
-            dest: Some(j),
+            src: Some(narrow(i)),
+            dest: Some(narrow(j)),
             states,
         });
     }
     for (j, _) in seen.iter().enumerate().filter(|(_, s)| !**s) {
         pairs.push(Pair {
             src: None,
-            dest: Some(j),
+            dest: Some(narrow(j)),
             states: States::only(State::OnlyDest),
         });
     }

@@ -24,7 +24,12 @@ pub fn group(comm: &dyn Comm, list: FileList) -> Groups {
     let linked =
         |i: usize| list.kind(i) == FileType::File && list.meta(i).is_some_and(|m| m.nlink > 1);
     let multi = list.select((0..list.len()).filter(|&i| linked(i)));
-    let mut rest = list.select((0..list.len()).filter(|&i| !linked(i)));
+    // Without linked files here (the common case) the list itself is the rest: not a copy.
+    let mut rest = if multi.is_empty() {
+        list
+    } else {
+        list.select((0..list.len()).filter(|&i| !linked(i)))
+    };
     let size = comm.size() as u64;
     let multi = remap(comm, multi, |e| {
         let m = e.meta.expect("stat list");

@@ -359,16 +359,21 @@ impl Tally {
 }
 
 /// Copy `plan` (this rank's part) through `map`. Collective.
-pub fn run(comm: &dyn Comm, plan: Plan, map: &Mapping, opts: &CopyOptions) -> Report {
+pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -> Report {
     let tally = Tally::default();
     let stripes = Striping::detect(opts.lustre, &map.dest_roots(), opts.stripe);
     let reach = Reach::open(map);
     make_dirs(comm, &plan.create, map, &reach, &tally);
     make_others(&plan.create, map, &reach, opts, &tally);
     let mut interrupted = false;
-    let files = plan
-        .create
-        .select((0..plan.create.len()).filter(|&i| plan.create.kind(i) == FileType::File));
+    // The files of the plan, and nothing else held of it: directories and other entries are
+    // made (their metadata is in `dir_meta`).
+    let create = std::mem::replace(&mut plan.create, FileList::new(flist::Detail::Stat));
+    let files = if (0..create.len()).all(|i| create.kind(i) == FileType::File) {
+        create
+    } else {
+        create.select((0..create.len()).filter(|&i| create.kind(i) == FileType::File))
+    };
     let files_ctx = Context {
         map,
         reach: &reach,
@@ -637,6 +642,11 @@ struct Context<'a> {
     stripes: &'a Striping<'a>,
 }
 
+/// Files per rank the data phase plans at once when no `--batch-files` is given: the chunks of
+/// a round (path, metadata and range each, on the rank that copies them) are what the phase
+/// holds beyond the list, so memory stays flat in the number of files.
+const ROUND_FILES: usize = 1 << 16;
+
 /// Copy (or, with `compare`, compare and rewrite) `files` in batches. Returns true when
 /// interrupted.
 fn copy_files(comm: &dyn Comm, files: FileList, compare: bool, cx: &Context) -> bool {
@@ -645,11 +655,23 @@ fn copy_files(comm: &dyn Comm, files: FileList, compare: bool, cx: &Context) -> 
     if total == 0 {
         return false;
     }
-    let per_batch = if opts.batch_files == 0 {
-        total
-    } else {
-        opts.batch_files
-    };
+    if opts.batch_files == 0 {
+        // Rounds of at most ROUND_FILES of this rank's files (as many rounds on every rank).
+        let mut rounds = [files.len().div_ceil(ROUND_FILES) as u64];
+        comm.allreduce(&mut rounds, ReduceOp::Max);
+        if rounds[0] <= 1 {
+            return copy_batch(comm, &files, compare, cx);
+        }
+        for r in 0..rounds[0] as usize {
+            let lo = (r * ROUND_FILES).min(files.len());
+            let hi = ((r + 1) * ROUND_FILES).min(files.len());
+            if copy_batch(comm, &files.select(lo..hi), compare, cx) {
+                return true;
+            }
+        }
+        return false;
+    }
+    let per_batch = opts.batch_files;
     let (mine_from, _) = comm.offset_and_total(files.len() as u64);
     let mut interrupted = false;
     for b in 0..total.div_ceil(per_batch) {
