@@ -1203,3 +1203,63 @@ fn delete_acts_on_the_dest_it_walked_when_dest_itself_is_swapped() {
         assert!(!t.join("walked/extra").exists(), "{ctx}");
     }
 }
+
+/// The copy engine and cmp work in rounds of a bounded number of files per rank when there are
+/// many (memory flat in the number of files); the tests' round of 3 files reaches that path on a
+/// small tree: a sync in rounds gives the source's tree at 1 and 2 ranks, and cmp in rounds
+/// finds one changed byte in a file of the last round.
+#[test]
+fn sync_and_cmp_in_rounds_give_the_same_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    tree::make_awkward_tree(&src, false);
+    let want = tree::snapshot(&src);
+    for np in [1, 2] {
+        let dest = tmp.path().join(format!("dest{np}"));
+        let out = expect_status(
+            sync(np)
+                .env("MFU_RS_TEST_ROUND_FILES", "3")
+                .arg("-S")
+                .arg(&src)
+                .arg(&dest),
+            0,
+        );
+        let c = summary(&out);
+        assert_eq!(c.deleted + c.updated, 0, "np={np}: {c:?}");
+        tree::assert_equal_in(
+            &format!("sync in rounds np={np}"),
+            &want,
+            &tree::snapshot(&dest),
+            Compare::FULL,
+        );
+        // Every file of DEST compared in rounds: equal; then one byte changed (same size and
+        // mtime) in the file that sorts last is found.
+        let cmp = |code: i32| {
+            let mut c = if np == 1 {
+                mfu(&["cmp"])
+            } else {
+                let mut c = mpirun(np, &bin());
+                c.arg("cmp");
+                c
+            };
+            c.env("MFU_RS_TEST_ROUND_FILES", "3").arg(&src).arg(&dest);
+            expect_status(&mut c, code)
+        };
+        cmp(0);
+        let last = want
+            .iter()
+            .filter(|(_, e)| e.kind == tree::Kind::File && e.size > 0)
+            .map(|(rel, _)| rel.clone())
+            .next_back()
+            .expect("a non-empty file");
+        let victim = dest.join(std::ffi::OsStr::from_bytes(&last));
+        let meta = std::fs::metadata(&victim).unwrap();
+        let mut bytes = std::fs::read(&victim).unwrap();
+        bytes[0] ^= 0xff;
+        std::fs::write(&victim, &bytes).unwrap();
+        let f = std::fs::File::options().write(true).open(&victim).unwrap();
+        f.set_modified(meta.modified().unwrap()).unwrap();
+        drop(f);
+        cmp(1);
+    }
+}

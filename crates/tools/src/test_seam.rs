@@ -61,3 +61,18 @@ fn with_suffix(base: &std::path::Path, suffix: &str) -> PathBuf {
     s.push(suffix);
     PathBuf::from(s)
 }
+
+/// Files per rank that the copy engine and cmp handle in one round: `default`, or
+/// `MFU_RS_TEST_ROUND_FILES` when set (tests use a few files to reach the rounds path on a small
+/// tree). Read once per process.
+pub fn round_files(default: usize) -> usize {
+    static FROM_ENV: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    FROM_ENV
+        .get_or_init(|| {
+            std::env::var("MFU_RS_TEST_ROUND_FILES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|&n: &usize| n > 0)
+        })
+        .unwrap_or(default)
+}

@@ -102,6 +102,11 @@ pub struct CmpArgs {
 /// Files per rank whose data is compared in one round (see `run`).
 const ROUND_FILES: usize = 1 << 16;
 
+/// [`ROUND_FILES`], or the tests' smaller round.
+fn round_files() -> usize {
+    crate::test_seam::round_files(ROUND_FILES)
+}
+
 /// One path of this rank: its records and how the fields compare.
 struct Pair {
     src: Option<u32>,
@@ -168,7 +173,8 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
         let progress = args.common.progress(comm.rank(), "Compared");
         // In rounds of at most ROUND_FILES files per rank (as many rounds on every rank): the
         // chunks of a round, and the copy of its records, are all the comparison holds.
-        let mut rounds = [to_read.len().div_ceil(ROUND_FILES) as u64];
+        let round = round_files();
+        let mut rounds = [to_read.len().div_ceil(round) as u64];
         comm.allreduce(&mut rounds, ReduceOp::Max);
         let mut c = content::Compared {
             verdicts: Vec::new(),
@@ -178,8 +184,8 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
         };
         let mut verdicts = Vec::with_capacity(to_read.len());
         for r in 0..rounds[0] as usize {
-            let lo = (r * ROUND_FILES).min(to_read.len());
-            let hi = ((r + 1) * ROUND_FILES).min(to_read.len());
+            let lo = (r * round).min(to_read.len());
+            let hi = ((r + 1) * round).min(to_read.len());
             let round = &to_read[lo..hi];
             if c.interrupted {
                 // Stopped in an earlier round: these were never compared.

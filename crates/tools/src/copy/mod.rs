@@ -647,6 +647,11 @@ struct Context<'a> {
 /// holds beyond the list, so memory stays flat in the number of files.
 const ROUND_FILES: usize = 1 << 16;
 
+/// [`ROUND_FILES`], or the tests' smaller round.
+fn round_files() -> usize {
+    crate::test_seam::round_files(ROUND_FILES)
+}
+
 /// Copy (or, with `compare`, compare and rewrite) `files` in batches. Returns true when
 /// interrupted.
 fn copy_files(comm: &dyn Comm, files: FileList, compare: bool, cx: &Context) -> bool {
@@ -657,14 +662,15 @@ fn copy_files(comm: &dyn Comm, files: FileList, compare: bool, cx: &Context) -> 
     }
     if opts.batch_files == 0 {
         // Rounds of at most ROUND_FILES of this rank's files (as many rounds on every rank).
-        let mut rounds = [files.len().div_ceil(ROUND_FILES) as u64];
+        let round = round_files();
+        let mut rounds = [files.len().div_ceil(round) as u64];
         comm.allreduce(&mut rounds, ReduceOp::Max);
         if rounds[0] <= 1 {
             return copy_batch(comm, &files, compare, cx);
         }
         for r in 0..rounds[0] as usize {
-            let lo = (r * ROUND_FILES).min(files.len());
-            let hi = ((r + 1) * ROUND_FILES).min(files.len());
+            let lo = (r * round).min(files.len());
+            let hi = ((r + 1) * round).min(files.len());
             if copy_batch(comm, &files.select(lo..hi), compare, cx) {
                 return true;
             }
