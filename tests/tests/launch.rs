@@ -110,3 +110,62 @@ fn thread_ranks_under_a_launcher_of_several_tasks_are_refused() {
     cmd.env("MFU_RANKS", "2");
     expect_refused(cmd, &src, &dst, "OMPI_COMM_WORLD_SIZE", "drop --ranks");
 }
+
+/// The dynamic loader's list of the libraries a run of `cmd` loaded (`LD_DEBUG=libs`, on
+/// stderr), with the run's exit status checked.
+fn loaded_libraries(cmd: &mut Command, code: i32) -> String {
+    cmd.env("LD_DEBUG", "libs");
+    let out = expect_status(cmd, code);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn started_directly_mfu_rs_does_not_load_the_mpi_library() {
+    let (_tmp, src, dst) = source_and_dest();
+    let mut cmd = Command::new(bin());
+    clean_env(&mut cmd).args(["cp", "-p"]).arg(&src).arg(&dst);
+    let libs = loaded_libraries(&mut cmd, 0);
+    assert!(
+        libs.contains("libc.so"),
+        "LD_DEBUG=libs said nothing: {libs}"
+    );
+    assert!(
+        !libs.contains("libmpi"),
+        "libmpi loaded without a launcher: {libs}"
+    );
+    assert_eq!(std::fs::read(dst.join("f4")).unwrap(), b"file 4\n");
+    // Under a launcher (its variables; MPI then starts as a one-task job) MPI is loaded.
+    let mut cmd = Command::new(bin());
+    mpi_env(&mut cmd)
+        .env("OMPI_COMM_WORLD_SIZE", "1")
+        .args(["walk", "-q"])
+        .arg(&src);
+    let libs = loaded_libraries(&mut cmd, 0);
+    assert!(
+        libs.contains("libmpi"),
+        "no libmpi under a launcher: {libs}"
+    );
+}
+
+#[test]
+fn a_launched_mfu_rs_without_its_mpi_binary_refuses_naming_it() {
+    let (tmp, src, dst) = source_and_dest();
+    let lone = tmp.path().join("mfu-rs");
+    std::fs::copy(bin(), &lone).unwrap();
+    let mut cmd = Command::new(&lone);
+    clean_env(&mut cmd)
+        .env("OMPI_COMM_WORLD_SIZE", "1")
+        .env("OMPI_COMM_WORLD_RANK", "0")
+        .args(["cp", "-p"])
+        .arg(&src)
+        .arg(&dst);
+    let out = expect_status(&mut cmd, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mfu-rs-mpi"), "{err}");
+    assert!(!dst.exists(), "something was copied without MPI");
+    // Started directly, the lone binary runs.
+    let mut cmd = Command::new(&lone);
+    clean_env(&mut cmd).args(["cp", "-p"]).arg(&src).arg(&dst);
+    expect_status(&mut cmd, 0);
+    assert_eq!(std::fs::read(dst.join("f0")).unwrap(), b"file 0\n");
+}

@@ -621,8 +621,7 @@ fn delete_is_refused_when_the_source_walk_is_incomplete() {
     tree::chmod(&src.join("secret"), 0o000);
     // setpriv must reach the binary: a copy in the open temporary directory.
     let exe = tmp.path().join("mfu-rs");
-    std::fs::copy(bin(), &exe).unwrap();
-    tree::chmod(&exe, 0o755);
+    copy_binaries(tmp.path());
     let _ = tree::run_tool("setpriv", &["--version".as_ref()]);
     for np in [1, 2] {
         let mut cmd = Command::new("setpriv");
@@ -973,12 +972,21 @@ fn contents_never_rewrites_a_shared_inode() {
     }
 }
 
-/// Run `mfu-rs ARGS` as user nobody (65534) at `np` ranks, from a copy of the binary in `dir`.
+/// Copy `mfu-rs` and `mfu-rs-mpi` (which `mfu-rs` execs under `mpirun`) into `dir`, for a
+/// user who cannot reach the build directory.
+fn copy_binaries(dir: &Path) {
+    for name in ["mfu-rs", "mfu-rs-mpi"] {
+        let exe = dir.join(name);
+        std::fs::copy(bin().with_file_name(name), &exe).unwrap();
+        tree::chmod(&exe, 0o755);
+    }
+}
+
+/// Run `mfu-rs ARGS` as user nobody (65534) at `np` ranks, from a copy of the binaries in `dir`.
 fn as_nobody(dir: &Path, np: usize, args: &[&std::ffi::OsStr]) -> Command {
     let exe = dir.join("mfu-rs");
     if !exe.exists() {
-        std::fs::copy(bin(), &exe).unwrap();
-        tree::chmod(&exe, 0o755);
+        copy_binaries(dir);
     }
     let mut cmd = Command::new("setpriv");
     clean_env(&mut cmd).args(["--reuid", "65534", "--regid", "65534", "--clear-groups"]);

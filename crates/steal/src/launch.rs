@@ -157,6 +157,26 @@ impl Launcher {
     }
 }
 
+/// True when a launcher started this process (one of its variables is set): the runs that need
+/// MPI. A front end that does not link MPI hands such a run to the binary that does.
+pub fn launched() -> bool {
+    LAUNCHER_VARS.iter().any(|v| std::env::var_os(v).is_some())
+}
+
+/// [`run`] without MPI, whatever this build links: the local backend only, deciding as a build
+/// without the `mpi` feature does (several launched tasks are refused). It never references
+/// the MPI backend, so a binary that only calls this does not load the MPI library.
+pub fn run_local<R, F>(forced_ranks: Option<usize>, f: F) -> Result<Vec<R>, LaunchError>
+where
+    R: Send,
+    F: Fn(&dyn Comm) -> R + Sync,
+{
+    match Launcher::from_env().backend(forced_ranks, false)? {
+        Backend::Local { ranks } => Ok(local::run(ranks, f)),
+        Backend::Mpi => unreachable!("backend() never picks MPI when told MPI is not built"),
+    }
+}
+
 /// Run `f` as every rank of this process, on the backend the environment calls for, and return
 /// the results of this process's ranks (one under MPI, `ranks` for the local backend).
 pub fn run<R, F>(forced_ranks: Option<usize>, f: F) -> Result<Vec<R>, LaunchError>

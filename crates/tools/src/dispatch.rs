@@ -53,47 +53,106 @@ struct Cli {
     tool: Tool,
 }
 
+/// A tool's options whose clap arguments are built only when that tool is the one asked for
+/// ([`clap::Command::defer`]): building the arguments of all fourteen tools was most of the
+/// start-up's work. Help and usage are unchanged: the tool's `about` (its line in `mfu-rs
+/// --help`) still wins over the options struct's own.
+#[derive(Debug)]
+struct Deferred<T>(T);
+
+impl<T> std::ops::Deref for Deferred<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: FromArgMatches> FromArgMatches for Deferred<T> {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(matches).map(Deferred)
+    }
+    fn from_arg_matches_mut(matches: &mut clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches_mut(matches).map(Deferred)
+    }
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(matches)
+    }
+    fn update_from_arg_matches_mut(
+        &mut self,
+        matches: &mut clap::ArgMatches,
+    ) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches_mut(matches)
+    }
+}
+
+impl<T: clap::Args> clap::Args for Deferred<T> {
+    fn group_id() -> Option<clap::Id> {
+        T::group_id()
+    }
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|cmd| keep_about(cmd, T::augment_args))
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|cmd| keep_about(cmd, T::augment_args_for_update))
+    }
+}
+
+/// `augment(cmd)`, keeping the `about` and `long_about` that `cmd` already had (the tool's, set
+/// after the options' when not deferred).
+fn keep_about(cmd: clap::Command, augment: fn(clap::Command) -> clap::Command) -> clap::Command {
+    let (about, long_about) = (cmd.get_about().cloned(), cmd.get_long_about().cloned());
+    let cmd = augment(cmd);
+    let cmd = match about {
+        Some(a) => cmd.about(a),
+        None => cmd.about(None::<&str>),
+    };
+    match long_about {
+        Some(a) => cmd.long_about(a),
+        None => cmd.long_about(None::<&str>),
+    }
+}
+
 #[derive(Subcommand, Debug)]
 enum Tool {
     /// Walk trees (or read a list) and summarise, sort, print or save the list (dwalk).
     #[command(visible_alias = "dwalk")]
-    Walk(crate::walk::WalkArgs),
+    Walk(Deferred<crate::walk::WalkArgs>),
     /// Copy files and trees in parallel (dcp).
     #[command(visible_alias = "dcp")]
-    Cp(crate::cp::CpArgs),
+    Cp(Deferred<crate::cp::CpArgs>),
     /// Make DEST equal to SRC, copying only what differs (dsync).
     #[command(visible_alias = "dsync")]
-    Sync(crate::sync::SyncArgs),
+    Sync(Deferred<crate::sync::SyncArgs>),
     /// Remove files and trees in parallel (drm).
     #[command(visible_alias = "drm")]
-    Rm(crate::rm::RmArgs),
+    Rm(Deferred<crate::rm::RmArgs>),
     /// Create, extract or list tar archives in parallel, dtar-compatible (dtar).
     #[command(visible_alias = "dtar")]
-    Tar(crate::tar::TarArgs),
+    Tar(Deferred<crate::tar::TarArgs>),
     /// Restripe files on Lustre in parallel, or report their layouts (dstripe).
     #[command(visible_alias = "dstripe")]
-    Stripe(crate::stripe::StripeToolArgs),
+    Stripe(Deferred<crate::stripe::StripeToolArgs>),
     /// Find files by name, time, size, owner or type; print them, save a list or run a command (dfind).
     #[command(visible_alias = "dfind")]
-    Find(crate::find::FindArgs),
+    Find(Deferred<crate::find::FindArgs>),
     /// Compare two trees, fields and contents, and report what differs (dcmp).
     #[command(visible_alias = "dcmp")]
-    Cmp(crate::cmp::CmpArgs),
+    Cmp(Deferred<crate::cmp::CmpArgs>),
     /// Change owner, group and mode of trees in parallel (dchmod).
     #[command(visible_alias = "dchmod")]
-    Chmod(crate::chmod::ChmodArgs),
+    Chmod(Deferred<crate::chmod::ChmodArgs>),
     /// Find files with identical contents (ddup).
     #[command(visible_alias = "ddup")]
-    Dup(crate::dup::DupArgs),
+    Dup(Deferred<crate::dup::DupArgs>),
     /// Generate a reproducible random tree of files in parallel (dfilemaker).
     #[command(visible_alias = "dfilemaker")]
-    Filemaker(crate::filemaker::FilemakerArgs),
+    Filemaker(Deferred<crate::filemaker::FilemakerArgs>),
     /// Rewrite symlink targets that start with an old prefix (dreln).
     #[command(visible_alias = "dreln")]
-    Reln(crate::reln::RelnArgs),
+    Reln(Deferred<crate::reln::RelnArgs>),
     /// Copy one file to node-local storage on every node (dbcast).
     #[command(visible_alias = "dbcast")]
-    Bcast(crate::bcast::BcastArgs),
+    Bcast(Deferred<crate::bcast::BcastArgs>),
     /// Compress or decompress files with parallel bzip2, compatible with bzip2 (dbz2).
     #[command(visible_alias = "dbz2")]
     Bz2(crate::bz2::Bz2Args),
@@ -183,9 +242,9 @@ impl Tool {
     /// that names them; `-` (stdout) is not a file.
     fn output_files(&self) -> Vec<(&'static str, &[u8])> {
         let files: Vec<(&'static str, &[u8])> = match self {
-            Tool::Walk(crate::walk::WalkArgs { output, .. })
-            | Tool::Rm(crate::rm::RmArgs { output, .. })
-            | Tool::Dup(crate::dup::DupArgs { output, .. }) => {
+            Tool::Walk(Deferred(crate::walk::WalkArgs { output, .. }))
+            | Tool::Rm(Deferred(crate::rm::RmArgs { output, .. }))
+            | Tool::Dup(Deferred(crate::dup::DupArgs { output, .. })) => {
                 output.iter().map(|o| ("-o", o.as_bytes())).collect()
             }
             Tool::Find(a) => a
@@ -315,8 +374,62 @@ fn launched_as_other_rank() -> bool {
     .is_some_and(|r| r.trim() != "0")
 }
 
-/// Run the command line `args` (`args[0]` is the program name) and return the exit code.
-pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
+/// How a command's ranks are started: [`steal::launch::run`] (MPI under a launcher, when built
+/// with it) or [`steal::launch::run_local`] (never MPI).
+pub type Launch = fn(
+    Option<usize>,
+    &(dyn Fn(&dyn steal::Comm) -> Status + Sync),
+) -> Result<Vec<Status>, steal::LaunchError>;
+
+/// The binary that links MPI, installed next to `mfu-rs` (`cargo install` installs both).
+pub const MPI_BINARY: &str = "mfu-rs-mpi";
+
+/// Run the command line `args` (`args[0]` is the program name) and return the exit code:
+/// under a launcher with MPI (when built with it), otherwise as thread ranks of this process.
+pub fn main_with_args(args: Vec<OsString>) -> i32 {
+    main_with(args, |ranks, f| steal::launch::run(ranks, f))
+}
+
+/// [`main_with_args`] without MPI: what `mfu-rs` runs when no launcher started it. A binary
+/// that calls only this does not link (so does not load) the MPI library.
+pub fn main_without_mpi(args: Vec<OsString>) -> i32 {
+    main_with(args, |ranks, f| steal::launch::run_local(ranks, f))
+}
+
+/// Hand this process to [`MPI_BINARY`], found next to the running executable, with the same
+/// arguments (`argv[0]` too: `dwalk` still means walk) and environment: what `mfu-rs` does when
+/// a launcher started it, so that only runs under a launcher load the MPI library. Returns
+/// only when that fails, with the exit code (2, named on stderr).
+pub fn exec_mpi_binary() -> i32 {
+    use std::os::unix::process::CommandExt;
+    let mut args = std::env::args_os();
+    let arg0 = args.next().unwrap_or_else(|| "mfu-rs".into());
+    let why = match std::env::current_exe() {
+        Ok(exe) => {
+            let mpi = exe.with_file_name(MPI_BINARY);
+            let err = std::process::Command::new(&mpi)
+                .arg0(&arg0)
+                .args(args)
+                .exec();
+            format!(
+                "started by a launcher, mfu-rs runs MPI through {}, which could not be started: \
+                 {err} (install both binaries: `cargo install --path crates/tools`)",
+                mpi.display()
+            )
+        }
+        Err(e) => format!(
+            "started by a launcher, mfu-rs runs MPI through {MPI_BINARY} next to itself, but \
+             its own location is unknown: {e}"
+        ),
+    };
+    if !launched_as_other_rank() {
+        let tool = tool_for_program(arg0.as_bytes()).unwrap_or("");
+        report_error(tool, why);
+    }
+    Status::Usage as i32
+}
+
+fn main_with(mut args: Vec<OsString>, launch: Launch) -> i32 {
     if let Some(tool) = args.first().and_then(|p| tool_for_program(p.as_bytes())) {
         args.insert(1, tool.into());
         args[0] = "mfu-rs".into();
@@ -356,7 +469,7 @@ pub fn main_with_args(mut args: Vec<OsString>) -> i32 {
     let outputs = cli.tool.output_files();
     // Every tool starts with the same checks, on every rank.
     let launch = |run: &(dyn Fn(&dyn steal::Comm) -> Status + Sync)| {
-        steal::launch::run(cli.ranks, |comm| {
+        launch(cli.ranks, &|comm| {
             refuse_unwritable_outputs(comm, &tool_name, &outputs).unwrap_or_else(|| run(comm))
         })
     };

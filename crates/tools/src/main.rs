@@ -1,5 +1,16 @@
 //! `mfu-rs`: one binary for every tool; also answers to the mpiFileUtils names through `argv[0]`.
+//!
+//! This binary does not link MPI: started directly it runs as thread ranks of one process and
+//! never loads the MPI library (its dynamic loading alone costs about a millisecond). Started
+//! by a launcher (`mpirun`, `srun`...), it execs `mfu-rs-mpi`, the same tools linked with MPI,
+//! installed next to it.
 
 fn main() {
-    std::process::exit(mfu::main_with_args(std::env::args_os().collect()));
+    #[cfg(feature = "mpi")]
+    if steal::launch::launched() {
+        std::process::exit(mfu::dispatch::exec_mpi_binary());
+    }
+    std::process::exit(mfu::dispatch::main_without_mpi(
+        std::env::args_os().collect(),
+    ));
 }

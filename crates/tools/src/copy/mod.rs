@@ -735,7 +735,8 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
                 .and_then(|s| s.lstat())
                 .and_then(|src| {
                     let a = cx.reach.dst(&dst)?;
-                    let source = (&c.path[..], reach::id_of(&src));
+                    let id = reach::id_of(&src);
+                    let source: (&[u8], striping::SourceId<'_>) = (&c.path[..], &|| Ok(id));
                     let fd = cx
                         .stripes
                         .create(
@@ -1036,9 +1037,17 @@ impl Worker<'_> {
         let direct = self.opts.data.direct && !self.compare;
         bufs.dirs.enter(&c.path, dst);
         let src_fd = self.open_src(&bufs.dirs, &c.path, direct)?;
-        let src_id = rustix::fs::fstat(&src_fd)
-            .map(|st| reach::id_of(&st))
-            .map_err(|e| ItemError::new(&c.path, "stat", e.into()))?;
+        // The source's (device, inode), for the same-file checks: taken only when a
+        // destination may be the source (it already existed), not for each new file.
+        let known_src_id = std::cell::Cell::new(None);
+        let src_id = || -> io::Result<(u64, u64)> {
+            if let Some(id) = known_src_id.get() {
+                return Ok(id);
+            }
+            let id = rustix::fs::fstat(&src_fd).map(|st| reach::id_of(&st))?;
+            known_src_id.set(Some(id));
+            Ok(id)
+        };
         let open_err = |e: io::Error| ItemError::new(dst, "open", e);
         let at = bufs.dirs.dst.entry(dst).map_err(open_err)?;
         let extra = if direct && c.length % data::DIRECT_ALIGN as u64 == 0 {
@@ -1048,6 +1057,8 @@ impl Worker<'_> {
         };
         // A file created here with its final mode and owner needs neither chown nor chmod.
         let mut right = meta::AlreadyRight::default();
+        // Created here with O_EXCL: a new inode, so not the source.
+        let mut fresh = false;
         let dst_fd = if self.compare {
             at.open(OFlags::RDWR | OFlags::NOFOLLOW | extra, 0)
         } else if whole {
@@ -1058,7 +1069,7 @@ impl Worker<'_> {
             // Once a file was in the way, the rest of the item (an existing tree, a sync's
             // updates) is truncated without trying to create it first.
             let exclusive = !bufs.dirs.existing;
-            let source = (&c.path[..], src_id);
+            let source: (&[u8], striping::SourceId<'_>) = (&c.path[..], &src_id);
             self.stripes
                 .create(
                     &at,
@@ -1073,6 +1084,7 @@ impl Worker<'_> {
                 .map(|f| {
                     if f.fresh {
                         right = would_be_right;
+                        fresh = true;
                     } else {
                         bufs.dirs.existing = true;
                     }
@@ -1083,12 +1095,15 @@ impl Worker<'_> {
         }
         .map_err(open_err)?;
         // Never a byte into the source itself (a chunk of a file whose creation was refused,
-        // or a compared file that is the source).
-        let dst_id = rustix::fs::fstat(&dst_fd)
-            .map(|st| reach::id_of(&st))
-            .map_err(|e| open_err(e.into()))?;
-        if dst_id == src_id {
-            return Err(ItemError::new(dst, "write", reach::same_file(&c.path)));
+        // or a compared file that is the source). A file this open created is not.
+        if !fresh {
+            let dst_id = rustix::fs::fstat(&dst_fd)
+                .map(|st| reach::id_of(&st))
+                .map_err(|e| open_err(e.into()))?;
+            let src_id = src_id().map_err(|e| ItemError::new(&c.path, "stat", e))?;
+            if dst_id == src_id {
+                return Err(ItemError::new(dst, "write", reach::same_file(&c.path)));
+            }
         }
         let data_opts = DataOptions {
             direct,

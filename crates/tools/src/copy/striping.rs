@@ -238,10 +238,11 @@ impl<'a> Striping<'a> {
     /// directory's default decides) this is `open(O_WRONLY | O_CREAT | O_EXCL, mode)` with
     /// `extra` flags, or, when something is in the way (or `exclusive` is false: the caller
     /// expects files to exist), what [`clear_the_way`] allows: an existing regular file with
-    /// one link, not the source (`source`: its path and (device, inode)), opened without
-    /// following symlinks and truncated (mode 0600 for a file made then). `mode` must give the
-    /// owner write permission when `extra` is not empty (the file is opened again with those
-    /// flags).
+    /// one link, not the source (`source`: its path and a function giving its (device, inode),
+    /// called only when something may be in the way: a file created here with `O_EXCL` is a
+    /// new inode, never the source), opened without following symlinks and truncated (mode
+    /// 0600 for a file made then). `mode` must give the owner write permission when `extra` is
+    /// not empty (the file is opened again with those flags).
     #[allow(clippy::too_many_arguments)]
     pub fn create(
         &self,
@@ -252,11 +253,13 @@ impl<'a> Striping<'a> {
         extra: OFlags,
         mode: u32,
         exclusive: bool,
-        source: (&[u8], (u64, u64)),
+        source: (&[u8], SourceId<'_>),
     ) -> io::Result<NewFile> {
         let fresh = std::cell::Cell::new(false);
         let nofollow = OFlags::WRONLY | OFlags::NOFOLLOW;
+        let source_id = || Ok::<_, io::Error>((source.0, (source.1)()?));
         let existing = || {
+            let source = source_id()?;
             clear_the_way(at, source)?;
             let fd = match at.open(nofollow | OFlags::NONBLOCK, 0) {
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
@@ -289,7 +292,7 @@ impl<'a> Striping<'a> {
         };
         if self.on.is_some() {
             // The layout call opens with O_TRUNC: decide about an existing entry first.
-            clear_the_way(at, source)?;
+            clear_the_way(at, source_id()?)?;
         }
         let fd = self.create_in(
             at.dir(),
@@ -440,6 +443,9 @@ pub fn clear_the_way(at: &At, (src, id): (&[u8], (u64, u64))) -> io::Result<()> 
         _ => Err(io::Error::other("a non-regular file is in the way")),
     }
 }
+
+/// The (device, inode) of a copy's source, asked for only when needed (see [`Striping::create`]).
+pub type SourceId<'a> = &'a dyn Fn() -> io::Result<(u64, u64)>;
 
 #[cfg(test)]
 mod clear_the_way_tests {
