@@ -708,7 +708,7 @@ pub fn find_entries(
     path: &[u8],
     args: &TarArgs,
 ) -> (Located, Status) {
-    let found = scan::locate(comm, archive, path, args.memsize);
+    let found = scan::locate(comm, archive, path, args.memsize, args.save_index);
     let mut status = Status::Ok;
     if comm.rank() == 0 {
         for why in &found.rejected {
@@ -764,7 +764,7 @@ pub fn find_entries(
                 "mfu-rs tar: {} {how} and found {} entries (--save-index keeps the index as {} \
                  for the next run)",
                 display(path),
-                found.offsets.len(),
+                found.total,
                 display(&side)
             );
         }
@@ -1085,7 +1085,8 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
             stdout_bytes(line.as_bytes());
         }
     }
-    let total_entries = found.offsets.len() as u64;
+    // Entries in the archive, with one seen but cut short by damage (never extracted).
+    let total_entries = found.total + found.cut;
     let total_bytes = comm.sum(bytes.load(Ordering::Relaxed));
     if rank0 && interrupted {
         report_error(
