@@ -1022,20 +1022,28 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     } else {
         own_of(&[Kind::Dir]).into_iter().filter(pending).collect()
     };
-    let depth = |i: usize| flist::path::depth(&items[i].rel) as u64;
-    let deepest = comm.max(dirs.iter().map(|&i| depth(i) + 1).max().unwrap_or(0));
+    // Deepest first: each level's directories are a run of `dirs` sorted by depth (computed
+    // once: a deep tree has thousands of levels).
+    let mut dirs: Vec<(u64, usize)> = dirs
+        .into_iter()
+        .map(|i| (flist::path::depth(&items[i].rel) as u64, i))
+        .collect();
+    dirs.sort_unstable_by_key(|&(d, _)| std::cmp::Reverse(d));
+    let deepest = comm.max(dirs.first().map_or(0, |&(d, _)| d + 1));
+    let mut rest = &dirs[..];
     for level in (0..deepest).rev() {
-        dirs.par_iter()
-            .filter(|&&i| depth(i) == level)
-            .for_each(|&i| {
-                if stopped() {
-                    return;
-                }
-                match set_meta(&target, &items[i], &how) {
-                    Ok(()) => done[i].store(true, Ordering::Relaxed),
-                    Err(e) => fail.add(&items[i].rel, e),
-                }
-            });
+        let n = rest.partition_point(|&(d, _)| d >= level);
+        let (this, after) = rest.split_at(n);
+        rest = after;
+        this.par_iter().map(|&(_, i)| i).for_each(|i| {
+            if stopped() {
+                return;
+            }
+            match set_meta(&target, &items[i], &how) {
+                Ok(()) => done[i].store(true, Ordering::Relaxed),
+                Err(e) => fail.add(&items[i].rel, e),
+            }
+        });
         comm.barrier();
     }
 
