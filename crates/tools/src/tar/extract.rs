@@ -536,7 +536,8 @@ fn my_items(
     let first = found.offsets.partition_point(|&o| o < start);
     let last = found.offsets.partition_point(|&o| o < end);
     let from = first.saturating_sub(usize::from(first > 0));
-    let mut out = Vec::new();
+    // At most one item per offset: sized once (growing by doubling would hold up to twice).
+    let mut out = Vec::with_capacity(last - from);
     // Decoded a run at a time, each entry kept with only what extraction uses (its name once,
     // cleaned; no owner names): a rank's state stays near its entries' count times a small
     // record, with no second copy of every decoded header alongside.
@@ -842,10 +843,10 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
         .iter()
         .filter(|it| it.own && dropped.contains(&it.d.start))
         .count() as u64;
-    let items: Vec<Item> = items
-        .into_iter()
-        .filter(|it| !dropped.contains(&it.d.start))
-        .collect();
+    // In place: no second vector of every entry.
+    let mut items = items;
+    items.retain(|it| !dropped.contains(&it.d.start));
+    drop(dropped);
     // Entries whose creation failed get no data and no metadata.
     let ok: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(true)).collect();
     // Entries completely extracted, metadata included.
