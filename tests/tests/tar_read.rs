@@ -1038,3 +1038,305 @@ fn fuzz_damaged_archives_never_crash_hang_write_outside_or_end_silently_short() 
          entry boundary and accepted, seed {seed}"
     );
 }
+
+// ---- The chain walk: archives without an index ---------------------------------------------
+
+/// Archives of the corpus tree without an index, from GNU tar (every --format, every sparse
+/// version, GNU incremental), bsdtar (every format) and Python's tarfile, under `w`.
+fn walk_corpus(w: &Path, src: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let mut make = |label: String, cmd: &mut Command| {
+        let archive = w.join(format!("{label}.tar"));
+        let o = cmd.arg("-cf").arg(&archive).arg("-C").arg(src).arg("top");
+        let r = o.output().unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert!(archive.exists(), "{label}: {}", text(&r.stderr));
+        out.push((label, archive));
+    };
+    for fmt in ["gnu", "oldgnu", "posix", "ustar", "v7"] {
+        let mut c = gnu_tar();
+        c.arg(format!("--format={fmt}"));
+        if matches!(fmt, "gnu" | "oldgnu" | "posix") {
+            c.arg("--sparse");
+        }
+        make(format!("gnu-{fmt}"), &mut c);
+    }
+    for v in ["0.0", "0.1", "1.0"] {
+        make(
+            format!("gnu-sparse-{v}"),
+            gnu_tar().args([
+                "--format=posix",
+                "--sparse",
+                &format!("--sparse-version={v}"),
+            ]),
+        );
+    }
+    make(
+        "gnu-incremental".into(),
+        gnu_tar()
+            .arg("--listed-incremental")
+            .arg(w.join("snapshot")),
+    );
+    for fmt in ["ustar", "pax", "restricted", "gnutar"] {
+        let mut c = tool("bsdtar");
+        if fmt != "restricted" {
+            c.args(["--format", fmt]);
+        }
+        make(format!("bsdtar-{fmt}"), &mut c);
+    }
+    for fmt in ["GNU_FORMAT", "PAX_FORMAT", "USTAR_FORMAT"] {
+        let archive = w.join(format!("python-{fmt}.tar"));
+        let r = tool("python3")
+            .args(["-c", PYTHON_CORPUS])
+            .arg(src)
+            .arg(fmt)
+            .arg(&archive)
+            .output()
+            .unwrap();
+        assert!(archive.exists(), "python {fmt}: {}", text(&r.stderr));
+        out.push((format!("python-{fmt}"), archive));
+    }
+    out
+}
+
+/// `tar -t` lines in archive order (directories end with `/`, as both print them).
+fn lines(out: &[u8]) -> Vec<Vec<u8>> {
+    out.split(|&c| c == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+#[test]
+fn the_chain_walk_lists_exactly_the_entries_gnu_tar_lists_at_any_number_of_ranks() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let src = fresh(w, "src");
+    corpus_tree(&src);
+    for (label, archive) in walk_corpus(w, &src) {
+        let want = gnu_tar().arg("-tf").arg(&archive).output().unwrap();
+        assert!(want.status.success(), "{label}: {}", text(&want.stderr));
+        let want = lines(&want.stdout);
+        assert!(want.len() > 10, "{label}: {want:?}");
+        // Every archive at 1 and 2 ranks; the distribution of the walk at 4 and 16 on some.
+        let nps: &[usize] = match label.as_str() {
+            "gnu-posix" => &[1, 2, 4, 16],
+            "bsdtar-pax" | "python-GNU_FORMAT" => &[1, 2, 4],
+            _ => &[1, 2],
+        };
+        for &np in nps {
+            let out = tar_np(np)
+                .arg("-t")
+                .arg("-f")
+                .arg(&archive)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{label} np {np}: {out:?}");
+            let got = lines(&out.stdout);
+            // GNU tar prints a GNU incremental dumpdir as a directory, mfu-rs too.
+            assert_eq!(
+                got.iter().map(|l| text(l)).collect::<Vec<_>>(),
+                want.iter().map(|l| text(l)).collect::<Vec<_>>(),
+                "{label} np {np}: the entries listed differ from GNU tar's"
+            );
+            let err = text(&out.stderr);
+            assert_eq!(
+                err.matches("has no index").count(),
+                1,
+                "{label} np {np}: said once: {err}"
+            );
+        }
+    }
+}
+
+/// An archive of `n` small files `top/fNN` (GNU tar, `format`), their names and contents.
+fn small_archive(w: &Path, format: &str, n: usize) -> (PathBuf, Vec<(String, Vec<u8>)>) {
+    let src = fresh(w, "small-src");
+    std::fs::create_dir(src.join("top")).unwrap();
+    let mut files = Vec::new();
+    for i in 0..n {
+        let name = format!("top/f{i:02}");
+        let data = noise(i as u64 + 7, 700 + i * 300);
+        std::fs::write(src.join(&name), &data).unwrap();
+        files.push((name, data));
+    }
+    let archive = w.join(format!("small-{format}.tar"));
+    expect_status(
+        gnu_tar()
+            .arg(format!("--format={format}"))
+            .args(["--sort=name", "-cf"])
+            .arg(&archive)
+            .arg("-C")
+            .arg(&src)
+            .arg("top"),
+        0,
+    );
+    (archive, files)
+}
+
+#[test]
+fn damaged_archives_stop_the_walk_at_the_damage_named_with_its_offset_and_what_precedes_is_extracted(
+) {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    for format in ["gnu", "posix", "ustar"] {
+        let (archive, files) = small_archive(w, format, 6);
+        let base = std::fs::read(&archive).unwrap();
+        let spans = entry_spans(&base);
+        // Entries: top/, then f00..f05.
+        assert_eq!(spans.len(), 7, "{format}");
+        let header_of = |k: usize| spans[k].0 as usize;
+        // (label, damaged bytes, entries before the damage, entries seen in all, where)
+        let mut cases: Vec<(&str, Vec<u8>, usize, usize, u64)> = Vec::new();
+        // Cut in the middle of f01's data: 2 entries whole, f01 seen but cut.
+        let mid = (spans[2].1 - 100) as usize;
+        cases.push(("cut mid-data", base[..mid].to_vec(), 2, 3, spans[2].0));
+        // Cut inside f03's header (its pax or ustar block).
+        let cut = header_of(4) + 300;
+        cases.push(("cut mid-header", base[..cut].to_vec(), 4, 4, spans[4].0));
+        // A flipped byte in the checksum field of f02's last header block.
+        let mut flipped = base.clone();
+        // f02's ustar block: just before its data (1300 bytes), after any pax header.
+        let h = (spans[3].1 - 1300 - 512) as usize;
+        flipped[h + 148] ^= 0x01;
+        cases.push(("flipped checksum", flipped, 3, 3, h as u64));
+        // Garbage after the first 5 entries (instead of f04 and the rest).
+        let mut garbage = base[..header_of(5)].to_vec();
+        garbage.extend(noise(99, 4096));
+        cases.push(("garbage", garbage, 5, 5, spans[5].0));
+        for (label, bytes, whole, seen, at) in cases {
+            let damaged = w.join("damaged.tar");
+            std::fs::write(&damaged, &bytes).unwrap();
+            for np in [1, 2] {
+                let ctx = format!("{format} {label} np {np}");
+                let (d, out) = mfu_extract(np, &damaged, w, "damaged-out", 1);
+                let err = text(&out.stderr);
+                assert!(
+                    err.contains(&damaged.display().to_string())
+                        && err.contains(&format!("byte {at}")),
+                    "{ctx}: the damage is named with the archive and offset {at}:\n{err}"
+                );
+                assert_eq!(err.matches("has no index").count(), 1, "{ctx}: {err}");
+                let summary = text(&out.stdout);
+                assert!(
+                    summary.contains(&format!("Extracted {whole} of {seen} entries")),
+                    "{ctx}: {summary}\n{err}"
+                );
+                // What precedes the damage is extracted, byte for byte; nothing after it.
+                for (k, (name, data)) in files.iter().enumerate() {
+                    let p = d.join(name);
+                    if k + 1 < whole {
+                        assert_eq!(&std::fs::read(&p).unwrap(), data, "{ctx}: {name}");
+                    } else {
+                        assert!(!p.exists(), "{ctx}: {name} is past the damage");
+                    }
+                }
+                let listed = tar_np(np)
+                    .arg("-t")
+                    .arg("-f")
+                    .arg(&damaged)
+                    .output()
+                    .unwrap();
+                assert_eq!(listed.status.code(), Some(1), "{ctx}: -t exit 1");
+                assert_eq!(
+                    lines(&listed.stdout).len(),
+                    whole,
+                    "{ctx}: -t lists {whole}"
+                );
+            }
+        }
+    }
+}
+
+/// The directory entry of a tree `depth` levels deep, in tar order, as an archive: `d` at every
+/// level holding a file `f` with the level's number.
+fn deep_archive(depth: usize) -> Vec<u8> {
+    use mfu::tar::header::{Header, Kind};
+    let mut bytes = Vec::new();
+    let mut path = Vec::new();
+    for level in 0..depth {
+        if level > 0 {
+            path.push(b'/');
+        }
+        path.push(b'd');
+        let mut h = Header {
+            path: path.clone(),
+            kind: Kind::Dir,
+            mode: 0o750,
+            uid: 0,
+            gid: 0,
+            uname: Vec::new(),
+            gname: Vec::new(),
+            size: 0,
+            mtime: 1_600_000_000 + level as i64,
+            mtime_nsec: 0,
+            link: Vec::new(),
+            dev_major: 0,
+            dev_minor: 0,
+            xattrs: Vec::new(),
+        };
+        h.encode(&mut bytes);
+        let data = level.to_string().into_bytes();
+        h.path = [&path[..], b"/f"].concat();
+        h.kind = Kind::File;
+        h.mode = 0o640;
+        h.size = data.len() as u64;
+        h.encode(&mut bytes);
+        bytes.extend_from_slice(&data);
+        bytes.resize(bytes.len().next_multiple_of(512), 0);
+    }
+    bytes.resize(bytes.len() + 1024, 0);
+    bytes
+}
+
+#[test]
+fn a_tree_3000_levels_deep_extracts_whole_at_1_and_2_ranks() {
+    use rustix::fs::{Mode, OFlags};
+    let depth = 3000;
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let archive = w.join("deep.tar");
+    std::fs::write(&archive, deep_archive(depth)).unwrap();
+    for np in [1, 2] {
+        let (d, out) = mfu_extract(np, &archive, w, "deep-out", 0);
+        assert!(
+            text(&out.stdout).contains(&format!(
+                "Extracted {} of {} entries",
+                2 * depth,
+                2 * depth
+            )),
+            "np {np}: {}",
+            text(&out.stdout)
+        );
+        // Walk down level by level (the paths are longer than PATH_MAX).
+        let mut dir =
+            rustix::fs::open(&d, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        for level in 0..depth {
+            let next = rustix::fs::openat(
+                &dir,
+                "d",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW,
+                Mode::empty(),
+            )
+            .unwrap_or_else(|e| panic!("np {np}: level {level}: {e}"));
+            let st = rustix::fs::fstat(&next).unwrap();
+            assert_eq!(st.st_mode & 0o7777, 0o750, "np {np}: level {level}");
+            assert_eq!(
+                st.st_mtime,
+                1_600_000_000 + level as i64,
+                "np {np}: level {level}"
+            );
+            let f =
+                rustix::fs::openat(&next, "f", OFlags::RDONLY | OFlags::NOFOLLOW, Mode::empty())
+                    .unwrap_or_else(|e| panic!("np {np}: level {level} file: {e}"));
+            let mut buf = [0u8; 16];
+            let n = rustix::io::read(&f, &mut buf).unwrap();
+            assert_eq!(
+                &buf[..n],
+                level.to_string().as_bytes(),
+                "np {np}: level {level}"
+            );
+            dir = next;
+        }
+        let _ = std::process::Command::new("rm").arg("-rf").arg(&d).status();
+    }
+}

@@ -6,7 +6,12 @@
 //! created (`a -> /tmp`, then `a/file`) nor one already in the target can carry a write outside
 //! it. Entry names are checked first by [`clean`]: no absolute paths, no `..`.
 
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Why an entry name is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,9 +63,169 @@ pub fn split(rel: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
+/// Components between two marks of a deep path (see [`Target`]).
+const STRIDE: usize = 48;
+/// Marks kept at most (then they are dropped and made again as needed).
+const MARKS: usize = 4096;
+
 /// The extraction directory, opened once: entries are reached beneath it without following
-/// symlinks (the same resolution every tool that acts on walked entries uses).
-pub use flist::beneath::Root as Target;
+/// symlinks (the same resolution every tool that acts on walked entries uses:
+/// [`flist::beneath::Root`]).
+///
+/// Deep paths: resolving a path of thousands of components from the root for every entry is
+/// quadratic in depth (and beyond `PATH_MAX` it is one `openat` per component). So a directory
+/// deeper than [`STRIDE`] components is reached from a *mark*: the directory at the last
+/// multiple of [`STRIDE`] components of its path, kept open (`O_PATH`) once resolved, itself
+/// reached from the mark before it. Each step resolves at most [`STRIDE`] components with
+/// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` from the mark's descriptor (or a
+/// component-by-component `openat(O_NOFOLLOW)` walk), so no symlink is ever followed and
+/// nothing above a mark is reached; as with any descriptor-relative walk (and GNU tar's), a
+/// directory that someone else renames elsewhere after it was opened is still written into.
+/// Extraction never replaces a directory it holds a mark of (an entry in a directory's way is
+/// refused).
+pub struct Target {
+    root: flist::beneath::Root,
+    marks: Mutex<HashMap<Vec<u8>, Arc<OwnedFd>>>,
+    openat2: AtomicBool,
+}
+
+impl Target {
+    /// Open the extraction directory `path`.
+    pub fn open(path: &[u8]) -> std::io::Result<Target> {
+        Ok(Target {
+            root: flist::beneath::Root::open(path)?,
+            marks: Mutex::new(HashMap::new()),
+            openat2: AtomicBool::new(true),
+        })
+    }
+
+    /// The extraction directory's descriptor.
+    pub fn root(&self) -> BorrowedFd<'_> {
+        self.root.root()
+    }
+
+    /// The directory `rel` (a cleaned relative path, `""` for the target itself) beneath the
+    /// target, opened without following any symlink; with `create`, missing directories on
+    /// the way are made (mode 0777 less the umask).
+    pub fn dir(&self, rel: &[u8], create: bool) -> Result<OwnedFd, Errno> {
+        // Byte offsets of the '/' that ends every STRIDE-th component.
+        let mut cuts = Vec::new();
+        let mut n = 0;
+        for (i, &b) in rel.iter().enumerate() {
+            if b == b'/' {
+                n += 1;
+                if n % STRIDE == 0 {
+                    cuts.push(i);
+                }
+            }
+        }
+        if cuts.is_empty() {
+            return self.root.dir(rel, create);
+        }
+        // The deepest mark held, then the ones after it.
+        let found = {
+            let marks = self.marks.lock().expect("marks");
+            (0..cuts.len())
+                .rev()
+                .find_map(|k| marks.get(&rel[..cuts[k]]).map(|fd| (k, fd.clone())))
+        };
+        let (mut next, mut base) = match found {
+            Some((k, fd)) => (k + 1, fd),
+            None => {
+                let fd = Arc::new(self.root.dir(&rel[..cuts[0]], create)?);
+                self.remember(&rel[..cuts[0]], &fd);
+                (1, fd)
+            }
+        };
+        while next < cuts.len() {
+            let fd = self.step(
+                base.as_fd(),
+                &rel[cuts[next - 1] + 1..cuts[next]],
+                create,
+                PATH,
+            )?;
+            base = Arc::new(fd);
+            self.remember(&rel[..cuts[next]], &base);
+            next += 1;
+        }
+        let rest = &rel[cuts[cuts.len() - 1] + 1..];
+        self.step(
+            base.as_fd(),
+            rest,
+            create,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        )
+    }
+
+    fn remember(&self, key: &[u8], fd: &Arc<OwnedFd>) {
+        let mut marks = self.marks.lock().expect("marks");
+        if marks.len() >= MARKS {
+            marks.clear();
+        }
+        marks.insert(key.to_vec(), fd.clone());
+    }
+
+    /// The directory `rel` (a few components) beneath `base`.
+    fn step(
+        &self,
+        base: BorrowedFd<'_>,
+        rel: &[u8],
+        create: bool,
+        flags: OFlags,
+    ) -> Result<OwnedFd, Errno> {
+        if self.openat2.load(Ordering::Relaxed) {
+            let how =
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+            match rustix::fs::openat2(base, rel, flags | OFlags::DIRECTORY, Mode::empty(), how) {
+                Ok(fd) => return Ok(fd),
+                Err(Errno::NOSYS) => self.openat2.store(false, Ordering::Relaxed),
+                Err(Errno::NOENT) if create => {}
+                Err(Errno::NAMETOOLONG | Errno::AGAIN | Errno::NOTDIR) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        // Component by component, never following a symlink.
+        let mut fd = rustix::fs::openat(base, c".", PATH, Mode::empty())?;
+        let parts: Vec<&[u8]> = rel
+            .split(|&b| b == b'/')
+            .filter(|c| !c.is_empty())
+            .collect();
+        for (i, c) in parts.iter().enumerate() {
+            let f = if i + 1 == parts.len() {
+                flags | OFlags::DIRECTORY | OFlags::NOFOLLOW
+            } else {
+                PATH
+            };
+            let next = match rustix::fs::openat(&fd, *c, f, Mode::empty()) {
+                Err(Errno::NOENT) if create => {
+                    match rustix::fs::mkdirat(&fd, *c, Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(e) => return Err(e),
+                    }
+                    rustix::fs::openat(&fd, *c, f, Mode::empty())
+                }
+                r => r,
+            };
+            fd = match next {
+                // O_NOFOLLOW|O_DIRECTORY on a symlink: ENOTDIR on some kernels, ELOOP on others.
+                Err(Errno::NOTDIR)
+                    if rustix::fs::statat(&fd, *c, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK) =>
+                {
+                    Err(Errno::LOOP)
+                }
+                r => r,
+            }?;
+        }
+        Ok(fd)
+    }
+}
+
+/// How marks are held: enough for `*at` calls, no read permission needed.
+const PATH: OFlags = OFlags::PATH
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
 
 /// The message for an error resolving or creating an entry beneath the target.
 pub fn explain(e: Errno) -> String {

@@ -497,12 +497,14 @@ fn superseded(comm: &dyn Comm, items: &[Item]) -> HashSet<u64> {
         wire::put_bytes(&mut sends[to], &it.rel);
         wire::put_u64(&mut sends[to], it.d.start);
     }
-    let mut last: HashMap<Vec<u8>, u64> = HashMap::new();
+    // Names borrowed from the received messages (no copy of each).
+    let received = comm.alltoallv(sends);
+    let mut last: HashMap<&[u8], u64> = HashMap::new();
     let mut losers = Vec::new();
-    for bytes in comm.alltoallv(sends) {
-        let mut r = Reader::new(&bytes);
+    for bytes in &received {
+        let mut r = Reader::new(bytes);
         while !r.is_empty() {
-            let rel = r.bytes().to_vec();
+            let rel = r.bytes();
             let at = r.u64();
             match last.get_mut(&rel) {
                 Some(prev) => {
@@ -534,35 +536,55 @@ fn my_items(
     let first = found.offsets.partition_point(|&o| o < start);
     let last = found.offsets.partition_point(|&o| o < end);
     let from = first.saturating_sub(usize::from(first > 0));
-    let decoded = scan::decode(archive, &found.offsets[from..last]);
-    let mut out = Vec::new();
-    for (i, d) in decoded.into_iter().enumerate() {
-        let own = from + i >= first;
-        let d = match d {
-            Ok(d) => d,
-            Err(e) => {
-                if own {
-                    fail.add(path, e);
+    // At most one item per offset: sized once (growing by doubling would hold up to twice).
+    let mut out = Vec::with_capacity(last - from);
+    // Decoded a run at a time, each entry kept with only what extraction uses (its name once,
+    // cleaned; no owner names): a rank's state stays near its entries' count times a small
+    // record, with no second copy of every decoded header alongside.
+    for (run, offsets) in found.offsets[from..last].chunks(DECODE_RUN).enumerate() {
+        for (j, d) in scan::decode(archive, offsets).into_iter().enumerate() {
+            let own = from + run * DECODE_RUN + j >= first;
+            let mut d = match d {
+                Ok(d) => d,
+                Err(e) => {
+                    if own {
+                        fail.add(path, e);
+                    }
+                    continue;
                 }
+            };
+            // A sparse file is written whole by the rank that has its header (its data is not
+            // laid out as the file is).
+            if !own
+                && (!d.header.has_data() || d.sparse.is_some() || d.data + d.header.size <= start)
+            {
                 continue;
             }
-        };
-        // A sparse file is written whole by the rank that has its header (its data is not laid
-        // out as the file is).
-        if !own && (!d.header.has_data() || d.sparse.is_some() || d.data + d.header.size <= start) {
-            continue;
-        }
-        match clean(&d.header.path) {
-            Ok(rel) => out.push(Item { rel, d, own }),
-            Err(e) => {
-                if own {
-                    fail.add(&d.header.path, e);
+            match clean(&d.header.path) {
+                Ok(mut rel) => {
+                    rel.shrink_to_fit();
+                    let h = &mut d.header;
+                    h.path = Vec::new();
+                    h.uname = Vec::new();
+                    h.gname = Vec::new();
+                    h.link.shrink_to_fit();
+                    h.xattrs.shrink_to_fit();
+                    out.push(Item { rel, d, own });
+                }
+                Err(e) => {
+                    if own {
+                        fail.add(&d.header.path, e);
+                    }
                 }
             }
         }
     }
+    out.shrink_to_fit();
     out
 }
+
+/// Entries decoded at once by [`my_items`].
+const DECODE_RUN: usize = 1 << 14;
 
 /// Write the data of `items` that lies in `[start, end)` of an uncompressed archive. With
 /// `align` (the stripe size of files on Lustre), a file's share boundaries move up to the next
@@ -708,7 +730,7 @@ pub fn find_entries(
     path: &[u8],
     args: &TarArgs,
 ) -> (Located, Status) {
-    let found = scan::locate(comm, archive, path, args.memsize);
+    let found = scan::locate(comm, archive, path, args.memsize, args.save_index);
     let mut status = Status::Ok;
     if comm.rank() == 0 {
         for why in &found.rejected {
@@ -764,7 +786,7 @@ pub fn find_entries(
                 "mfu-rs tar: {} {how} and found {} entries (--save-index keeps the index as {} \
                  for the next run)",
                 display(path),
-                found.offsets.len(),
+                found.total,
                 display(&side)
             );
         }
@@ -793,7 +815,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
         Ok(v) => v,
         Err(s) => return s,
     };
-    let (found, mut status) = find_entries(comm, &archive, &path, args);
+    let (mut found, mut status) = find_entries(comm, &archive, &path, args);
     crate::test_seam::after_listing(comm);
     let stop = steal::signals::stop_flag();
     let stopped = || stop.load(Ordering::Relaxed);
@@ -809,6 +831,8 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     let fail = Failures::default();
     let (start, end) = share(&archive, comm.size(), comm.rank());
     let items = my_items(&archive, &path, &found, start, end, &fail);
+    // The offsets are no longer needed (only their count).
+    found.offsets = Vec::new();
     let progress = args.common.progress(comm.rank(), "Extracted");
     // Entries not extracted on purpose-less grounds: each named, and the run exits 1.
     let mut skipped = 0u64;
@@ -819,10 +843,10 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
         .iter()
         .filter(|it| it.own && dropped.contains(&it.d.start))
         .count() as u64;
-    let items: Vec<Item> = items
-        .into_iter()
-        .filter(|it| !dropped.contains(&it.d.start))
-        .collect();
+    // In place: no second vector of every entry.
+    let mut items = items;
+    items.retain(|it| !dropped.contains(&it.d.start));
+    drop(dropped);
     // Entries whose creation failed get no data and no metadata.
     let ok: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(true)).collect();
     // Entries completely extracted, metadata included.
@@ -1022,20 +1046,28 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     } else {
         own_of(&[Kind::Dir]).into_iter().filter(pending).collect()
     };
-    let depth = |i: usize| flist::path::depth(&items[i].rel) as u64;
-    let deepest = comm.max(dirs.iter().map(|&i| depth(i) + 1).max().unwrap_or(0));
+    // Deepest first: each level's directories are a run of `dirs` sorted by depth (computed
+    // once: a deep tree has thousands of levels).
+    let mut dirs: Vec<(u64, usize)> = dirs
+        .into_iter()
+        .map(|i| (flist::path::depth(&items[i].rel) as u64, i))
+        .collect();
+    dirs.sort_unstable_by_key(|&(d, _)| std::cmp::Reverse(d));
+    let deepest = comm.max(dirs.first().map_or(0, |&(d, _)| d + 1));
+    let mut rest = &dirs[..];
     for level in (0..deepest).rev() {
-        dirs.par_iter()
-            .filter(|&&i| depth(i) == level)
-            .for_each(|&i| {
-                if stopped() {
-                    return;
-                }
-                match set_meta(&target, &items[i], &how) {
-                    Ok(()) => done[i].store(true, Ordering::Relaxed),
-                    Err(e) => fail.add(&items[i].rel, e),
-                }
-            });
+        let n = rest.partition_point(|&(d, _)| d >= level);
+        let (this, after) = rest.split_at(n);
+        rest = after;
+        this.par_iter().map(|&(_, i)| i).for_each(|i| {
+            if stopped() {
+                return;
+            }
+            match set_meta(&target, &items[i], &how) {
+                Ok(()) => done[i].store(true, Ordering::Relaxed),
+                Err(e) => fail.add(&items[i].rel, e),
+            }
+        });
         comm.barrier();
     }
 
@@ -1085,7 +1117,8 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
             stdout_bytes(line.as_bytes());
         }
     }
-    let total_entries = found.offsets.len() as u64;
+    // Entries in the archive, with one seen but cut short by damage (never extracted).
+    let total_entries = found.total + found.cut;
     let total_bytes = comm.sum(bytes.load(Ordering::Relaxed));
     if rank0 && interrupted {
         report_error(

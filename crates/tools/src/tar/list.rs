@@ -7,7 +7,6 @@ use super::stream::Archive;
 use super::TarArgs;
 use crate::cli::{report_error, stdout_bytes};
 use crate::status::Status;
-use flist::distribute::even_start;
 use flist::path::{display, normalize};
 use std::os::unix::ffi::OsStrExt;
 use steal::{Comm, CommExt};
@@ -113,11 +112,11 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
         Err(s) => return s,
     };
     let (found, mut status) = find_entries(comm, &archive, &path, args);
-    let n = found.offsets.len() as u64;
-    let (a, b) = (
-        even_start(n, comm.size(), comm.rank()) as usize,
-        even_start(n, comm.size(), comm.rank() + 1) as usize,
-    );
+    // This rank's entries: those whose headers lie in its part of the stream (printed in
+    // rank order, so in archive order).
+    let (start, end) = super::scan::share(&archive, comm.size(), comm.rank());
+    let a = found.offsets.partition_point(|&o| o < start);
+    let b = found.offsets.partition_point(|&o| o < end);
     let mut out = Vec::new();
     let mut failed = 0u64;
     let mut width = 19;

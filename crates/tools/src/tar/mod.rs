@@ -5,8 +5,8 @@
 //! - create ([`create`]): walk, sort by name, encode every header once from the walked record,
 //!   place entries by a prefix sum over ranks, write headers and data at their offsets on all
 //!   ranks (big files in chunks over the work-stealing queue), then the index;
-//! - extract ([`extract`]): find the index (side file, xattr, footer) or scan for it in
-//!   parallel ([`scan`]), split the stream by bytes over ranks, then directories, files, data,
+//! - extract ([`extract`]): find the index (side file, xattr, footer) or, without one,
+//!   walk the chain of headers ([`scan`]), split the stream by bytes over ranks, then directories, files, data,
 //!   links and metadata, never writing outside the target ([`beneath`]);
 //! - list ([`list`]).
 //!
@@ -41,8 +41,8 @@ use steal::Comm;
     long_about = "Create, extract or list tar archives in parallel (dtar).\n\n\
         Archives are POSIX pax tar files that GNU tar, bsdtar and Python read, with dtar's index \
         as their last member (`ARCHIVE-NAME.dtaridx`), so that extraction and listing run in \
-        parallel from the start. Archives without an index (GNU tar's, bsdtar's...) are scanned \
-        in parallel first; --save-index keeps what the scan found. With -z the archive is a \
+        parallel from the start. For archives without an index (GNU tar's, bsdtar's...) rank 0 \
+        first walks the chain of headers; --save-index keeps what the walk found. With -z the archive is a \
         seekable zstd stream that `zstd -dc A.tar.zst | tar -x` also reads.\n\n\
         Extraction never writes outside the target directory: absolute names, `..` and paths \
         through symbolic links are refused.",
@@ -111,7 +111,8 @@ pub struct TarArgs {
     /// one zstd frame.
     #[arg(short = 'k', long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
     pub chunksize: u64,
-    /// Bytes of archive one rank reads at a time when scanning an archive without an index.
+    /// The largest window of archive the header-chain walk of an archive without an index
+    /// reads at once (used up to 1 MiB, 8 KiB at least).
     #[arg(long, value_name = "SIZE", default_value = "256MB", value_parser = size_arg)]
     pub memsize: u64,
     /// After extract or list had to scan (no index found), save the index as the side file
