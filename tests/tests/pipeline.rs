@@ -162,8 +162,10 @@ fn lost_stdout_is_a_failure_and_so_is_a_closed_pipe() {
     let tmp = tempfile::tempdir().unwrap();
     let tree = tmp.path().join("t");
     std::fs::create_dir_all(tree.join("d")).unwrap();
-    for i in 0..200 {
-        std::fs::write(tree.join(format!("d/f{i}")), "x").unwrap();
+    // Far more output than a pipe holds (64 KiB): `walk -p` meets the closed pipe for sure,
+    // whenever `head` exits.
+    for i in 0..2000 {
+        std::fs::write(tree.join(format!("d/f{i:060}")), "x").unwrap();
     }
     // A full device behind stdout: the paths are lost, so the exit status must say so.
     let out = shell(&format!("$M find '{}' > /dev/full", tree.display()), 1);
