@@ -363,9 +363,10 @@ fn sigint_during_a_create_leaves_no_archive_and_an_honest_summary() {
             all_output(&out)
         );
     }
-    // SIGINT while frames are being compressed (slow: level 19, small frames).
-    for i in 0..4 {
-        std::fs::write(src.join(format!("g{i}")), noise(10 + i, 2 << 20)).unwrap();
+    // SIGINT while frames are being compressed (slow: level 19, small frames; 32 MiB, so that
+    // the compression lasts well beyond the signal's delivery on a loaded machine).
+    for i in 0..8 {
+        std::fs::write(src.join(format!("g{i}")), noise(10 + i, 4 << 20)).unwrap();
     }
     let mut child = mfu(&["tar", "-c", "-z", "--zstd-level", "19", "-k", "128KB", "-f"])
         .arg(out_dir.join("A.tar"))
