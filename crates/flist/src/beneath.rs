@@ -116,8 +116,14 @@ impl Root {
                 Ok(fd) => return Ok(fd),
                 Err(Errno::NOSYS) => self.openat2.store(false, Ordering::Relaxed),
                 Err(Errno::NOENT) if create => {}
-                // Paths longer than PATH_MAX: walk them component by component.
-                Err(Errno::NAMETOOLONG) => {}
+                // Paths longer than PATH_MAX: in pieces that fit, each resolved the same way
+                // from the directory the previous one reached (a deep tree would otherwise cost
+                // one system call per component for every entry); the walk below if that fails.
+                Err(Errno::NAMETOOLONG) => {
+                    if let Ok(fd) = self.in_pieces(rel, flags, how) {
+                        return Ok(fd);
+                    }
+                }
                 Err(Errno::AGAIN) => {}
                 // ENOTDIR may be a symlink where a directory should be: tell ELOOP apart.
                 Err(Errno::NOTDIR) => {}
@@ -125,6 +131,34 @@ impl Root {
             }
         }
         self.walk(rel, create, flags)
+    }
+
+    /// `rel` opened with `openat2(how)` in pieces of at most [`PIECE`] bytes cut at `/`, each
+    /// from the directory the previous piece reached (beneath it, no symlinks: so beneath the
+    /// root, as one call would be).
+    fn in_pieces(&self, rel: &[u8], flags: OFlags, how: ResolveFlags) -> Result<OwnedFd, Errno> {
+        /// Bytes of path per `openat2` call: well under PATH_MAX (4096).
+        const PIECE: usize = 3072;
+        let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let mut fd: Option<OwnedFd> = None;
+        let mut rest = trim_leading_slashes(rel);
+        while !rest.is_empty() {
+            let (piece, after) = if rest.len() <= PIECE {
+                (rest, &b""[..])
+            } else {
+                // A component is at most 255 bytes, so a `/` lies within the first PIECE bytes.
+                let cut = rest[..PIECE]
+                    .iter()
+                    .rposition(|&b| b == b'/')
+                    .ok_or(Errno::NAMETOOLONG)?;
+                (&rest[..cut], trim_leading_slashes(&rest[cut..]))
+            };
+            let f = if after.is_empty() { flags } else { step };
+            let from = fd.as_ref().map_or(self.fd(), |d| d.as_fd());
+            fd = Some(rustix::fs::openat2(from, piece, f, Mode::empty(), how)?);
+            rest = after;
+        }
+        fd.ok_or(Errno::INVAL)
     }
 
     fn walk(&self, rel: &[u8], create: bool, flags: OFlags) -> Result<OwnedFd, Errno> {
@@ -394,6 +428,36 @@ mod tests {
         assert!(t.path().join("p/q").is_dir());
         assert_eq!(root.dir(b"nope/n", false).unwrap_err(), Errno::NOENT);
         assert!(root.dir(b"../x", false).is_err());
+    }
+
+    /// A path longer than PATH_MAX is reached in pieces (a few calls, not one per component),
+    /// still without following a symlink anywhere on the way, deep down included.
+    #[test]
+    fn paths_longer_than_path_max_are_reached_in_pieces_without_following_symlinks() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = Root::open(b(t.path())).unwrap();
+        let deep: Vec<u8> = (0..900)
+            .flat_map(|i| format!("d{i:04}/").into_bytes())
+            .collect();
+        let deep = &deep[..deep.len() - 1];
+        assert!(deep.len() > 4096);
+        root.dir(deep, true).unwrap();
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = root.in_pieces(deep, flags, how).unwrap();
+        rustix::fs::mkdirat(&fd, c"leaf", Mode::from_raw_mode(0o755)).unwrap();
+        let leaf = [deep, b"/leaf"].concat();
+        root.dir(&leaf, false).unwrap();
+        // Swap a directory 700 levels down (in the second piece) for a symlink to outside.
+        let cut = 700 * 6;
+        let (parent, name) = split(&deep[..cut - 1]);
+        let parent_fd = root.dir(parent, false).unwrap();
+        rustix::fs::renameat(&parent_fd, name, &parent_fd, c"moved").unwrap();
+        rustix::fs::symlinkat(b(outside.path()), &parent_fd, name).unwrap();
+        assert_eq!(root.dir(&leaf, false).unwrap_err(), Errno::LOOP);
+        assert_eq!(root.dir(&leaf, true).unwrap_err(), Errno::LOOP);
+        assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
     }
 
     #[test]
