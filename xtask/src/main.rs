@@ -76,22 +76,8 @@ fn demo() -> Result<()> {
     let dir = std::env::temp_dir().join("mfu-rs-demo");
     let _ = std::fs::remove_dir_all(&dir);
     let tree = dir.join("tree");
-    let script = root.join("../shared/tools/make_vector_tree.py");
-    if script.exists() {
-        run(Command::new("python3")
-            .arg(&script)
-            .arg(&tree)
-            .arg("1")
-            .stdout(std::process::Stdio::null()))?;
-    } else {
-        for d in 0..20 {
-            let sub = tree.join(format!("d{d}"));
-            std::fs::create_dir_all(&sub)?;
-            for f in 0..50 {
-                std::fs::write(sub.join(format!("f{f}")), vec![b'x'; f * 100])?;
-            }
-        }
-    }
+    // The tree of the interop vector tree.mfu (seed 1): odd names, long paths, links.
+    vectree::build(&tree, 1, false)?;
     let list = dir.join("tree.mfu");
     run(mpi_env(&mut Command::new("mpirun"))
         .args(["-np", "2"])
