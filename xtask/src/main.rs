@@ -3,8 +3,8 @@
 //! - `cargo xtask setup` — install what the build needs (Open MPI, libclang) when missing.
 //! - `cargo xtask demo`  — setup, build, and run a real job: `mpirun -np 2 mfu-rs walk` on a tree.
 //! - `cargo xtask test`  — setup, then the whole suite: unit, interop vectors, mpirun -np 1..4,
-//!   the build without MPI, each criterion bench once, and a quick strict run of the bench
-//!   harness on tmpfs.
+//!   the build without MPI, the publish dry run of the published crates, each criterion bench
+//!   once, and a quick strict run of the bench harness on tmpfs.
 //! - `cargo xtask bench` — whole-tool comparisons against the classic tools (see `bench/mod.rs`).
 
 mod bench;
@@ -101,6 +101,12 @@ fn test(extra: &[String]) -> Result<()> {
     run(cargo()
         .current_dir(&root)
         .args(["build", "-p", "mfu-rs", "--bins"]))?;
+    // The published crates must stay publishable (`cargo install mfu-rs`): packaged and each
+    // built from its package alone, in dependency order. Dependencies are the ones just built.
+    // (`publish = false` packages, the tests, benches, xtask and vectree, are skipped.)
+    run(cargo()
+        .current_dir(&root)
+        .args(["publish", "--workspace", "--dry-run", "--allow-dirty"]))?;
     let nompi_dir = root.join("target/nompi");
     run(cargo()
         .current_dir(&root)
@@ -127,9 +133,9 @@ fn test(extra: &[String]) -> Result<()> {
         .args([
             "test",
             "-p",
-            "steal",
+            "mfu-steal",
             "-p",
-            "flist",
+            "mfu-flist",
             "--no-default-features",
             "--target-dir",
         ])
