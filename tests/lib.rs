@@ -16,20 +16,17 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// `../shared` beside the workspace: docs, vectors, tools.
-pub fn shared() -> PathBuf {
-    let p = root().join("../shared");
+/// A vector file in `tests/vectors/` (written by mpiFileUtils), e.g. `vector("tree.mfu")`.
+pub fn vector(name: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("vectors")
+        .join(name);
     assert!(
-        p.join("vectors").is_dir(),
-        "{} is missing: the interop vectors live there",
+        p.is_file(),
+        "{} is missing: the interop vectors live in tests/vectors",
         p.display()
     );
     p
-}
-
-/// A vector file, e.g. `vector("tree.mfu")`.
-pub fn vector(name: &str) -> PathBuf {
-    shared().join("vectors").join(name)
 }
 
 fn binary(var: &str, default: PathBuf) -> PathBuf {
@@ -200,15 +197,10 @@ pub fn expect_status(cmd: &mut Command, code: i32) -> Output {
     out
 }
 
-/// Build the tree a vector describes with `make_vector_tree.py` and return its manifest.
+/// Build the tree a vector describes (seed 1: `tree.mfu`; seed 3, ASCII names: the dtar
+/// archive) under `dir` with the project's generator, and return its manifest (the JSON of
+/// `tests/vectors/manifest-*.json`).
 pub fn make_vector_tree(dir: &Path, seed: u32, ascii: bool) -> serde_json::Value {
-    let mut cmd = Command::new("python3");
-    cmd.arg(shared().join("tools/make_vector_tree.py"))
-        .arg(dir)
-        .arg(seed.to_string());
-    if ascii {
-        cmd.arg("--ascii");
-    }
-    let out = expect_status(&mut cmd, 0);
-    serde_json::from_slice(&out.stdout).expect("manifest JSON")
+    let entries = vectree::build(dir, seed, ascii).unwrap_or_else(|e| panic!("vector tree: {e}"));
+    serde_json::from_str(&vectree::manifest_json(&entries)).expect("manifest JSON")
 }

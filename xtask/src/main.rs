@@ -3,8 +3,8 @@
 //! - `cargo xtask setup` — install what the build needs (Open MPI, libclang) when missing.
 //! - `cargo xtask demo`  — setup, build, and run a real job: `mpirun -np 2 mfu-rs walk` on a tree.
 //! - `cargo xtask test`  — setup, then the whole suite: unit, interop vectors, mpirun -np 1..4,
-//!   the build without MPI, each criterion bench once, and a quick strict run of the bench
-//!   harness on tmpfs.
+//!   the build without MPI, the publish dry run of the published crates, each criterion bench
+//!   once, and a quick strict run of the bench harness on tmpfs.
 //! - `cargo xtask bench` — whole-tool comparisons against the classic tools (see `bench/mod.rs`).
 
 mod bench;
@@ -81,22 +81,8 @@ fn demo() -> Result<()> {
     let dir = std::env::temp_dir().join("mfu-rs-demo");
     let _ = std::fs::remove_dir_all(&dir);
     let tree = dir.join("tree");
-    let script = root.join("../shared/tools/make_vector_tree.py");
-    if script.exists() {
-        run(Command::new("python3")
-            .arg(&script)
-            .arg(&tree)
-            .arg("1")
-            .stdout(std::process::Stdio::null()))?;
-    } else {
-        for d in 0..20 {
-            let sub = tree.join(format!("d{d}"));
-            std::fs::create_dir_all(&sub)?;
-            for f in 0..50 {
-                std::fs::write(sub.join(format!("f{f}")), vec![b'x'; f * 100])?;
-            }
-        }
-    }
+    // The tree of the interop vector tree.mfu (seed 1): odd names, long paths, links.
+    vectree::build(&tree, 1, false)?;
     let list = dir.join("tree.mfu");
     run(mpi_env(&mut Command::new("mpirun"))
         .args(["-np", "2"])
@@ -120,6 +106,20 @@ fn test(extra: &[String]) -> Result<()> {
     run(cargo()
         .current_dir(&root)
         .args(["build", "-p", "mfu-rs", "--bins"]))?;
+    // The published crates must stay publishable (`cargo install mfu-rs`): names, versions on
+    // the path dependencies, metadata, packaged files, resolved in dependency order against a
+    // local registry (`publish = false` packages, the tests, benches, xtask and vectree, are
+    // skipped). `--no-verify`: a few seconds; building each package again from its .crate
+    // recompiled ~100 crates in a fresh clone (the libraries resolve their own dependency
+    // versions and features), minutes that the builds below already cover. Before a release,
+    // run it without `--no-verify`.
+    run(cargo().current_dir(&root).args([
+        "publish",
+        "--workspace",
+        "--dry-run",
+        "--no-verify",
+        "--allow-dirty",
+    ]))?;
     let nompi_dir = root.join("target/nompi");
     run(cargo()
         .current_dir(&root)
@@ -146,9 +146,9 @@ fn test(extra: &[String]) -> Result<()> {
         .args([
             "test",
             "-p",
-            "steal",
+            "mfu-steal",
             "-p",
-            "flist",
+            "mfu-flist",
             "--no-default-features",
             "--target-dir",
         ])

@@ -1,6 +1,6 @@
 //! Install what building and testing mfu-rs needs, when it is missing: Open MPI (headers,
-//! `mpicc`, `mpirun`), libclang (rsmpi generates its bindings with bindgen), python3 (the
-//! interop-vector trees are built by a script), rsync (a peer in `cargo xtask bench`), zstd and
+//! `mpicc`, `mpirun`), libclang (rsmpi generates its bindings with bindgen), python3 (some
+//! tests make their fixtures with it: Python tarfile archives, paths deeper than `PATH_MAX`), rsync (a peer in `cargo xtask bench`), zstd and
 //! bsdtar (the tar tests check that other tools read mfu-rs archives and that mfu-rs reads theirs),
 //! MPICH's launcher (the launch tests check that another MPI's launcher is refused).
 

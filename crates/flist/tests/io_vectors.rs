@@ -1,5 +1,5 @@
-//! `flist::io` against the list files mpiFileUtils itself wrote (`/work/shared/vectors`), and
-//! round trips of what the vectors do not cover, at several local ranks.
+//! `flist::io` against the list files mpiFileUtils itself wrote (the workspace's
+//! `tests/vectors/`), and round trips of what the vectors do not cover, at several local ranks.
 
 use flist::io::{self, Format};
 use flist::{Detail, Error, FileList, FileType, IdTable, Meta};
@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use steal::{local, Comm};
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors");
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vectors");
 
 fn vector(name: &str) -> PathBuf {
     Path::new(VECTORS).join(name)
