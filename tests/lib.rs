@@ -204,3 +204,56 @@ pub fn make_vector_tree(dir: &Path, seed: u32, ascii: bool) -> serde_json::Value
     let entries = vectree::build(dir, seed, ascii).unwrap_or_else(|e| panic!("vector tree: {e}"));
     serde_json::from_str(&vectree::manifest_json(&entries)).expect("manifest JSON")
 }
+
+/// What the tar tests share: mfu-rs tar at N ranks, and the reference tools (GNU tar, bsdtar).
+pub mod tar_tools {
+    use super::{bin, mfu, mpirun};
+    use std::process::{Command, Stdio};
+
+    pub const SETUP_HINT: &str = "install it with `cargo xtask setup`";
+
+    /// Bytes (a tool's output) as text, lossily.
+    pub fn text(b: &[u8]) -> String {
+        String::from_utf8_lossy(b).into_owned()
+    }
+
+    /// `mfu-rs tar` as one process (np = 1) or under `mpirun -np N`.
+    pub fn tar_np(np: usize) -> Command {
+        if np == 1 {
+            mfu(&["tar"])
+        } else {
+            let mut c = mpirun(np, &bin());
+            c.arg("tar");
+            c
+        }
+    }
+
+    /// An external program that must exist (a missing one fails the test with the setup hint).
+    pub fn tool(program: &str) -> Command {
+        let ok = Command::new(program)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if let Err(e) = ok {
+            panic!("`{program}` is needed by this test and could not start ({e}): {SETUP_HINT}");
+        }
+        Command::new(program)
+    }
+
+    /// GNU tar with UTC times, the C locale and names printed as raw bytes.
+    pub fn gnu_tar() -> Command {
+        let v = tool("tar").arg("--version").output().unwrap();
+        assert!(
+            text(&v.stdout).contains("GNU tar"),
+            "`tar` must be GNU tar ({SETUP_HINT}): {}",
+            text(&v.stdout)
+        );
+        let mut c = Command::new("tar");
+        c.env("TZ", "UTC")
+            .env("LC_ALL", "C")
+            .arg("--quoting-style=literal");
+        c
+    }
+}

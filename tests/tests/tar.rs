@@ -6,6 +6,7 @@
 //! GNU tar runs with `TZ=UTC`, `LC_ALL=C` and `--quoting-style=literal` (names printed as raw
 //! bytes). A missing external tool fails the test with a hint to run `cargo xtask setup`.
 
+use mfu_tests::tar_tools::{gnu_tar, tar_np, text, tool};
 use mfu_tests::tree::{self, Compare, Kind, Tree};
 use mfu_tests::{bin, expect_status, make_vector_tree, mfu, mpirun, vector};
 use std::collections::{BTreeMap, HashMap};
@@ -14,52 +15,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-const SETUP_HINT: &str = "install it with `cargo xtask setup`";
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// `mfu-rs tar` as one process (np = 1) or under `mpirun -np N`.
-fn tar_np(np: usize) -> Command {
-    if np == 1 {
-        mfu(&["tar"])
-    } else {
-        let mut c = mpirun(np, &bin());
-        c.arg("tar");
-        c
-    }
-}
-
-/// An external program that must exist (a missing one fails the test with the setup hint).
-fn tool(program: &str) -> Command {
-    let ok = Command::new(program)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if let Err(e) = ok {
-        panic!("`{program}` is needed by this test and could not start ({e}): {SETUP_HINT}");
-    }
-    Command::new(program)
-}
-
-/// GNU tar with UTC times, the C locale and names printed as raw bytes.
-fn gnu_tar() -> Command {
-    let v = tool("tar").arg("--version").output().unwrap();
-    assert!(
-        text(&v.stdout).contains("GNU tar"),
-        "`tar` must be GNU tar ({SETUP_HINT}): {}",
-        text(&v.stdout)
-    );
-    let mut c = Command::new("tar");
-    c.env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .arg("--quoting-style=literal");
-    c
-}
 
 /// Lines of an output, as bytes, without their `\n`.
 fn lines(b: &[u8]) -> Vec<Vec<u8>> {

@@ -33,6 +33,8 @@ pub mod status;
 pub mod stripe;
 pub mod sync;
 pub mod tar;
+#[cfg(test)]
+mod test_rng;
 pub mod test_seam;
 pub mod transfer;
 pub mod walk;

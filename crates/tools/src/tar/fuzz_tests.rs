@@ -11,6 +11,7 @@ use super::*;
 use crate::tar::index::{Found, Source};
 use crate::tar::scan;
 use crate::tar::stream::Archive;
+use crate::test_rng::Rng;
 
 /// Iterations per driver (each well under a millisecond, the scan ones a little more).
 const ITERATIONS: u64 = 4000;
@@ -21,21 +22,6 @@ fn seed() -> u64 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x5EED_7A12)
-}
-
-/// xorshift64*: small, seeded, reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 fn file_header(path: &[u8], size: u64) -> Header {
@@ -255,7 +241,7 @@ fn mutate(rng: &mut Rng, a: &mut Vec<u8>, others: &[Vec<u8>]) -> String {
 fn fuzz_header_decoding_never_panics_and_keeps_data_inside_its_entry() {
     let seed = seed();
     let base = corpus();
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::seeded(seed | 1);
     let mut decoded = 0u64;
     for i in 0..ITERATIONS {
         let mut a = base[rng.below(base.len())].clone();
@@ -308,7 +294,7 @@ fn fuzz_the_scanner_never_finds_overlapping_entries_or_reports_damage() {
     let base = corpus();
     let dir = tempfile::tempdir().unwrap();
     let damaged = steal::local::run(1, |comm| {
-        let mut rng = Rng(seed ^ 0x00C0_FFEE | 1);
+        let mut rng = Rng::seeded(seed ^ 0x00C0_FFEE | 1);
         let mut damaged = 0;
         let mut undecodable = 0;
         for i in 0..ITERATIONS / 4 {
@@ -358,7 +344,7 @@ fn fuzz_an_accepted_index_is_exactly_the_archives_chain() {
     let dir = tempfile::tempdir().unwrap();
     // Both ranks draw the same mutations (the same seed), as the collective checks need.
     let accepted = steal::local::run(2, |comm| {
-        let mut rng = Rng(seed ^ 0x1DE7 | 1);
+        let mut rng = Rng::seeded(seed ^ 0x1DE7 | 1);
         let mut mine = 0;
         for i in 0..ITERATIONS / 8 {
             let pick = rng.below(base.len());

@@ -351,6 +351,7 @@ pub fn compress_frame(data: &[u8], level: i32) -> io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
     use rustix::fd::AsFd;
     use std::io::{Read, Seek, Write};
 
@@ -482,21 +483,6 @@ mod tests {
         assert!(e.contains("checksum"), "{e}");
     }
 
-    /// xorshift64*: the fuzz driver's random numbers.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n.max(1) as u64) as usize
-        }
-    }
-
     /// One mutation of `bytes`: bit flips, a truncation, a table field (count, sizes,
     /// checksums, descriptor) overwritten with an edge value, or bytes cut out of the middle.
     fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>, table_at: usize) {
@@ -552,7 +538,7 @@ mod tests {
                     .as_nanos() as u64
             })
             | 1;
-        let mut rng = Rng(seed);
+        let mut rng = Rng::seeded(seed);
         // Frames of noise (raw blocks), text, and a repeated byte (RLE), with and without
         // checksums in the table.
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
