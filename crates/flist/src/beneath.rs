@@ -102,92 +102,7 @@ impl Root {
     }
 
     fn dir_with(&self, rel: &[u8], create: bool, flags: OFlags) -> Result<OwnedFd, Errno> {
-        if rel.split(|&b| b == b'/').any(|c| c == b"..") {
-            return Err(Errno::XDEV);
-        }
-        let rel = trim_leading_slashes(rel);
-        if rel.is_empty() {
-            return rustix::fs::openat(self.fd(), c".", flags, Mode::empty());
-        }
-        if self.openat2.load(Ordering::Relaxed) {
-            let how =
-                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-            match rustix::fs::openat2(self.fd(), rel, flags, Mode::empty(), how) {
-                Ok(fd) => return Ok(fd),
-                Err(Errno::NOSYS) => self.openat2.store(false, Ordering::Relaxed),
-                Err(Errno::NOENT) if create => {}
-                // Paths longer than PATH_MAX: in pieces that fit, each resolved the same way
-                // from the directory the previous one reached (a deep tree would otherwise cost
-                // one system call per component for every entry); the walk below if that fails.
-                Err(Errno::NAMETOOLONG) => {
-                    if let Ok(fd) = self.in_pieces(rel, flags, how) {
-                        return Ok(fd);
-                    }
-                }
-                Err(Errno::AGAIN) => {}
-                // ENOTDIR may be a symlink where a directory should be: tell ELOOP apart.
-                Err(Errno::NOTDIR) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        self.walk(rel, create, flags)
-    }
-
-    /// `rel` opened with `openat2(how)` in pieces of at most [`PIECE`] bytes cut at `/`, each
-    /// from the directory the previous piece reached (beneath it, no symlinks: so beneath the
-    /// root, as one call would be).
-    fn in_pieces(&self, rel: &[u8], flags: OFlags, how: ResolveFlags) -> Result<OwnedFd, Errno> {
-        /// Bytes of path per `openat2` call: well under PATH_MAX (4096).
-        const PIECE: usize = 3072;
-        let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let mut fd: Option<OwnedFd> = None;
-        let mut rest = trim_leading_slashes(rel);
-        while !rest.is_empty() {
-            let (piece, after) = if rest.len() <= PIECE {
-                (rest, &b""[..])
-            } else {
-                // A component is at most 255 bytes, so a `/` lies within the first PIECE bytes.
-                let cut = rest[..PIECE]
-                    .iter()
-                    .rposition(|&b| b == b'/')
-                    .ok_or(Errno::NAMETOOLONG)?;
-                (&rest[..cut], trim_leading_slashes(&rest[cut..]))
-            };
-            let f = if after.is_empty() { flags } else { step };
-            let from = fd.as_ref().map_or(self.fd(), |d| d.as_fd());
-            fd = Some(rustix::fs::openat2(from, piece, f, Mode::empty(), how)?);
-            rest = after;
-        }
-        fd.ok_or(Errno::INVAL)
-    }
-
-    fn walk(&self, rel: &[u8], create: bool, flags: OFlags) -> Result<OwnedFd, Errno> {
-        let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let mut fd = rustix::fs::openat(self.fd(), c".", step, Mode::empty())?;
-        let parts: Vec<&[u8]> = rel
-            .split(|&b| b == b'/')
-            .filter(|c| !c.is_empty())
-            .collect();
-        for (i, c) in parts.iter().enumerate() {
-            let last = i + 1 == parts.len();
-            let f = if last { flags | OFlags::NOFOLLOW } else { step };
-            let next = match rustix::fs::openat(&fd, *c, f, Mode::empty()) {
-                Err(Errno::NOENT) if create => {
-                    match rustix::fs::mkdirat(&fd, *c, Mode::from_raw_mode(0o777)) {
-                        Ok(()) | Err(Errno::EXIST) => {}
-                        Err(e) => return Err(e),
-                    }
-                    rustix::fs::openat(&fd, *c, f, Mode::empty())
-                }
-                r => r,
-            };
-            fd = match next {
-                // O_NOFOLLOW|O_DIRECTORY on a symlink: ENOTDIR on some kernels, ELOOP on others.
-                Err(Errno::NOTDIR) if is_symlink(fd.as_fd(), c) => Err(Errno::LOOP),
-                r => r,
-            }?;
-        }
-        Ok(fd)
+        dir_at(self.fd(), rel, create, flags, &self.openat2)
     }
 
     /// Where `path` (the root or an entry beneath it) is: its parent directory reached from
@@ -396,6 +311,108 @@ fn trim_slashes(p: &[u8]) -> &[u8] {
     p
 }
 
+/// The directory `rel` (relative, without `..`) beneath the directory `base`, reached without
+/// following symlinks (as [`Root::dir`] does from its root); `openat2` is cleared when the kernel
+/// lacks that call. For callers that keep their own descriptors deep in a tree (tar's marks).
+pub fn dir_at(
+    base: BorrowedFd<'_>,
+    rel: &[u8],
+    create: bool,
+    flags: OFlags,
+    openat2: &AtomicBool,
+) -> Result<OwnedFd, Errno> {
+    if rel.split(|&b| b == b'/').any(|c| c == b"..") {
+        return Err(Errno::XDEV);
+    }
+    let rel = trim_leading_slashes(rel);
+    if rel.is_empty() {
+        return rustix::fs::openat(base, c".", flags, Mode::empty());
+    }
+    if openat2.load(Ordering::Relaxed) {
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        match rustix::fs::openat2(base, rel, flags, Mode::empty(), how) {
+            Ok(fd) => return Ok(fd),
+            Err(Errno::NOSYS) => openat2.store(false, Ordering::Relaxed),
+            Err(Errno::NOENT) if create => {}
+            // Paths longer than PATH_MAX: in pieces that fit, each resolved the same way
+            // from the directory the previous one reached (a deep tree would otherwise cost
+            // one system call per component for every entry); the walk below if that fails.
+            Err(Errno::NAMETOOLONG) => {
+                if let Ok(fd) = in_pieces(base, rel, flags, how) {
+                    return Ok(fd);
+                }
+            }
+            Err(Errno::AGAIN) => {}
+            // ENOTDIR may be a symlink where a directory should be: tell ELOOP apart.
+            Err(Errno::NOTDIR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    walk(base, rel, create, flags)
+}
+
+/// `rel` opened with `openat2(how)` in pieces of at most [`PIECE`] bytes cut at `/`, each
+/// from the directory the previous piece reached (beneath it, no symlinks: so beneath the
+/// root, as one call would be).
+fn in_pieces(
+    base: BorrowedFd<'_>,
+    rel: &[u8],
+    flags: OFlags,
+    how: ResolveFlags,
+) -> Result<OwnedFd, Errno> {
+    /// Bytes of path per `openat2` call: well under PATH_MAX (4096).
+    const PIECE: usize = 3072;
+    let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut fd: Option<OwnedFd> = None;
+    let mut rest = trim_leading_slashes(rel);
+    while !rest.is_empty() {
+        let (piece, after) = if rest.len() <= PIECE {
+            (rest, &b""[..])
+        } else {
+            // A component is at most 255 bytes, so a `/` lies within the first PIECE bytes.
+            let cut = rest[..PIECE]
+                .iter()
+                .rposition(|&b| b == b'/')
+                .ok_or(Errno::NAMETOOLONG)?;
+            (&rest[..cut], trim_leading_slashes(&rest[cut..]))
+        };
+        let f = if after.is_empty() { flags } else { step };
+        let from = fd.as_ref().map_or(base, |d| d.as_fd());
+        fd = Some(rustix::fs::openat2(from, piece, f, Mode::empty(), how)?);
+        rest = after;
+    }
+    fd.ok_or(Errno::INVAL)
+}
+
+fn walk(base: BorrowedFd<'_>, rel: &[u8], create: bool, flags: OFlags) -> Result<OwnedFd, Errno> {
+    let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut fd = rustix::fs::openat(base, c".", step, Mode::empty())?;
+    let parts: Vec<&[u8]> = rel
+        .split(|&b| b == b'/')
+        .filter(|c| !c.is_empty())
+        .collect();
+    for (i, c) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let f = if last { flags | OFlags::NOFOLLOW } else { step };
+        let next = match rustix::fs::openat(&fd, *c, f, Mode::empty()) {
+            Err(Errno::NOENT) if create => {
+                match rustix::fs::mkdirat(&fd, *c, Mode::from_raw_mode(0o777)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(e),
+                }
+                rustix::fs::openat(&fd, *c, f, Mode::empty())
+            }
+            r => r,
+        };
+        fd = match next {
+            // O_NOFOLLOW|O_DIRECTORY on a symlink: ENOTDIR on some kernels, ELOOP on others.
+            Err(Errno::NOTDIR) if is_symlink(fd.as_fd(), c) => Err(Errno::LOOP),
+            r => r,
+        }?;
+    }
+    Ok(fd)
+}
+
 fn trim_leading_slashes(p: &[u8]) -> &[u8] {
     let i = p.iter().position(|&b| b != b'/').unwrap_or(p.len());
     &p[i..]
@@ -419,12 +436,18 @@ mod tests {
         assert_eq!(root.dir(b"a", true).unwrap_err(), Errno::LOOP);
         assert_eq!(root.dir(b"a/b", true).unwrap_err(), Errno::LOOP);
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        assert_eq!(root.walk(b"a/b", true, flags).unwrap_err(), Errno::LOOP);
-        assert_eq!(root.walk(b"a", false, flags).unwrap_err(), Errno::LOOP);
+        assert_eq!(
+            walk(root.fd(), b"a/b", true, flags).unwrap_err(),
+            Errno::LOOP
+        );
+        assert_eq!(
+            walk(root.fd(), b"a", false, flags).unwrap_err(),
+            Errno::LOOP
+        );
         assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
         root.dir(b"x/y/z", true).unwrap();
         assert!(t.path().join("x/y/z").is_dir());
-        root.walk(b"p/q", true, flags).unwrap();
+        walk(root.fd(), b"p/q", true, flags).unwrap();
         assert!(t.path().join("p/q").is_dir());
         assert_eq!(root.dir(b"nope/n", false).unwrap_err(), Errno::NOENT);
         assert!(root.dir(b"../x", false).is_err());
@@ -445,7 +468,7 @@ mod tests {
         root.dir(deep, true).unwrap();
         let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = root.in_pieces(deep, flags, how).unwrap();
+        let fd = in_pieces(root.fd(), deep, flags, how).unwrap();
         rustix::fs::mkdirat(&fd, c"leaf", Mode::from_raw_mode(0o755)).unwrap();
         let leaf = [deep, b"/leaf"].concat();
         root.dir(&leaf, false).unwrap();

@@ -7,10 +7,10 @@
 //! it. Entry names are checked first by [`clean`]: no absolute paths, no `..`.
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::fs::OFlags;
 use rustix::io::Errno;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 /// Why an entry name is refused.
@@ -173,51 +173,7 @@ impl Target {
         create: bool,
         flags: OFlags,
     ) -> Result<OwnedFd, Errno> {
-        if self.openat2.load(Ordering::Relaxed) {
-            let how =
-                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-            match rustix::fs::openat2(base, rel, flags | OFlags::DIRECTORY, Mode::empty(), how) {
-                Ok(fd) => return Ok(fd),
-                Err(Errno::NOSYS) => self.openat2.store(false, Ordering::Relaxed),
-                Err(Errno::NOENT) if create => {}
-                Err(Errno::NAMETOOLONG | Errno::AGAIN | Errno::NOTDIR) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        // Component by component, never following a symlink.
-        let mut fd = rustix::fs::openat(base, c".", PATH, Mode::empty())?;
-        let parts: Vec<&[u8]> = rel
-            .split(|&b| b == b'/')
-            .filter(|c| !c.is_empty())
-            .collect();
-        for (i, c) in parts.iter().enumerate() {
-            let f = if i + 1 == parts.len() {
-                flags | OFlags::DIRECTORY | OFlags::NOFOLLOW
-            } else {
-                PATH
-            };
-            let next = match rustix::fs::openat(&fd, *c, f, Mode::empty()) {
-                Err(Errno::NOENT) if create => {
-                    match rustix::fs::mkdirat(&fd, *c, Mode::from_raw_mode(0o777)) {
-                        Ok(()) | Err(Errno::EXIST) => {}
-                        Err(e) => return Err(e),
-                    }
-                    rustix::fs::openat(&fd, *c, f, Mode::empty())
-                }
-                r => r,
-            };
-            fd = match next {
-                // O_NOFOLLOW|O_DIRECTORY on a symlink: ENOTDIR on some kernels, ELOOP on others.
-                Err(Errno::NOTDIR)
-                    if rustix::fs::statat(&fd, *c, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-                        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK) =>
-                {
-                    Err(Errno::LOOP)
-                }
-                r => r,
-            }?;
-        }
-        Ok(fd)
+        flist::beneath::dir_at(base, rel, create, flags | OFlags::DIRECTORY, &self.openat2)
     }
 }
 
