@@ -303,6 +303,19 @@ impl SeekTable {
         let mut raw = vec![0u8; f.c_len as usize];
         pread_exact(fd, &mut raw, f.c_at)?;
         let damaged = |what: String| invalid(format!("zstd frame {i} at byte {}: {what}", f.c_at));
+        // The frame must fill exactly the bytes the table gives it: a damaged header (its
+        // checksum flag cleared, say) makes it end early, and the bytes left over would go
+        // unchecked.
+        match zstd::zstd_safe::find_frame_compressed_size(&raw) {
+            Ok(n) if n == raw.len() => {}
+            Ok(n) => {
+                return Err(damaged(format!(
+                    "the frame is {n} bytes, the seek table says {}",
+                    raw.len()
+                )))
+            }
+            Err(_) => return Err(damaged("bad frame".into())),
+        }
         // Decoded as a stream: memory grows with what the frame really holds, never with what
         // a damaged table claims; one byte more than the table says is enough to see a
         // mismatch.
@@ -521,6 +534,28 @@ mod tests {
                 bytes.drain(at..at + len);
             }
         }
+    }
+
+    /// A frame whose header lost its checksum flag (so its checksum's 4 bytes fall outside the
+    /// frame) and whose data then took a flipped bit decodes without zstd noticing; it must
+    /// not fill fewer bytes than the table gives it. Found by the fuzz driver (seed
+    /// 1795662710269793637, iteration 7021).
+    #[test]
+    fn a_frame_shorter_than_its_table_entry_is_damaged() {
+        let mut rng = Rng::seeded(7);
+        let noise: Vec<u8> = (0..20_000).map(|_| rng.next() as u8).collect();
+        let parts = vec![noise, b"end".to_vec()];
+        let mut bytes = seekable(&parts, encode_table_without_checksums);
+        assert_eq!(bytes[4] & 0x04, 0x04, "mfu-rs frames carry their checksum");
+        bytes[4] &= !0x04;
+        bytes[5000] ^= 0x10;
+        let file = file_of(&bytes);
+        let t = SeekTable::read(file.as_fd(), bytes.len() as u64)
+            .unwrap()
+            .unwrap();
+        let e = t.decompress(file.as_fd(), 0).unwrap_err().to_string();
+        assert!(e.contains("the seek table says"), "{e}");
+        assert_eq!(t.decompress(file.as_fd(), 1).unwrap(), b"end");
     }
 
     /// The net for the seek table reader and the frame reader: mutated seekable files never
