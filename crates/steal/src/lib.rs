@@ -23,6 +23,7 @@ pub mod launch;
 pub mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi_comm;
+pub mod ordered;
 pub mod progress;
 pub mod queue;
 pub mod signals;

@@ -4,10 +4,10 @@
 //! never blocks on it: it only reads atomics.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::Duration;
 
-static STOP: AtomicBool = AtomicBool::new(false);
+static STOP: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 
 fn runtime() -> &'static tokio::runtime::Runtime {
@@ -24,6 +24,17 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 /// The process-wide stop flag: set when SIGINT or SIGTERM arrives after [`install`].
 pub fn stop_flag() -> &'static AtomicBool {
     &STOP
+}
+
+/// The same flag as [`stop_flag`], as a handle to hand to a run's options.
+pub fn shared_stop_flag() -> Arc<AtomicBool> {
+    Arc::clone(&STOP)
+}
+
+/// Clear the stop flag: a new run in the same process starts unstopped (a signal that stopped
+/// the previous run does not stop this one).
+pub fn reset() {
+    STOP.store(false, Ordering::SeqCst);
 }
 
 /// Catch SIGINT and SIGTERM: the first sets [`stop_flag`] (work stops being taken, what is in

@@ -26,7 +26,7 @@ pub mod nodes;
 use crate::bz2::temporary;
 use crate::bz2::Ticker;
 use crate::cli::{report_error, Common};
-use crate::status::Status;
+use crate::engine::status::Status;
 use clap::Args;
 use flist::path::{as_path, display};
 use nodes::Nodes;
@@ -74,7 +74,7 @@ pub struct BcastArgs {
     /// Bytes per segment (the unit read by one rank and sent to every node); units such as
     /// 4MB allowed. The stripe size of SRC is a good choice on Lustre.
     #[arg(short, long, value_name = "SIZE", default_value = "1MB",
-          value_parser = crate::transfer::size_arg)]
+          value_parser = crate::cli::args::size_arg)]
     pub size: u64,
     #[command(flatten)]
     pub common: Common,
@@ -179,7 +179,7 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
         .collect();
     let target = &targets[my_node];
     // The plan is made; the race tests change the tree here.
-    crate::test_seam::after_listing(comm);
+    crate::engine::test_seam::after_listing(comm);
     let mut failure: Option<String> = None;
     let out = open_target(target)
         .map_err(|e| format!("node {node_name}: {e}"))

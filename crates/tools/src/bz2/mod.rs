@@ -18,7 +18,7 @@ mod stream;
 pub(crate) mod temporary;
 
 use crate::cli::{report_error, Common};
-use crate::status::Status;
+use crate::engine::status::Status;
 use clap::Args;
 use flist::path::display;
 use std::ffi::OsString;
@@ -87,7 +87,7 @@ pub struct Bz2Args {
 /// `--stream-bytes`: more than 0 and at most [`format::MAX_BLOCK`], the largest block this tool
 /// decompresses (a bigger one would make a file it refuses to read back).
 fn stream_bytes_arg(text: &str) -> Result<u64, String> {
-    match crate::transfer::size_arg(text)? {
+    match crate::cli::args::size_arg(text)? {
         n if n > format::MAX_BLOCK => Err(format!(
             "'{text}': at most {} bytes (1 GiB) per stream",
             format::MAX_BLOCK
@@ -179,7 +179,7 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
         Err(status) => return status.agree(comm),
     };
     // The plan is made; the race tests change the tree here.
-    crate::test_seam::after_listing(comm);
+    crate::engine::test_seam::after_listing(comm);
     // Every rank reads the input: all must have it open before anything is created.
     let source = match open_on_all_ranks(comm, &input, planned.input, open) {
         Ok(f) => f,
@@ -704,7 +704,7 @@ impl Ticker {
 mod tests {
     use super::*;
     use crate::bz2::format::Footer;
-    use crate::test_rng::Rng;
+    use crate::engine::test_rng::Rng;
     use clap::Parser;
     use std::io::Write;
     use std::path::Path;

@@ -9,7 +9,7 @@
 //! rename or a removal elsewhere. The other ranks check that the temporary they open is rank 0's.
 
 use super::temporary;
-use crate::status::Status;
+use crate::engine::status::Status;
 use flist::path::display;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};

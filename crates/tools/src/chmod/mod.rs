@@ -31,10 +31,10 @@ pub mod mode;
 pub mod nofollow;
 pub mod owner;
 
-use crate::batches::run_batches;
 use crate::cli::{report_error, stdout_bytes, Common};
-use crate::regex_select::RegexSelector;
-use crate::status::Status;
+use crate::engine::batches::run_batches;
+use crate::engine::regex_select::RegexSelector;
+use crate::engine::status::Status;
 use clap::Args;
 use flist::at::{At, ParentDir};
 use flist::beneath::{list_tops, Roots};
@@ -179,7 +179,7 @@ pub fn run(comm: &dyn Comm, args: &ChmodArgs) -> Status {
         let tops = list_tops(comm, list.iter().map(|e| e.path));
         ch.roots = Arc::new(Roots::of_list_tops(&tops));
     }
-    crate::test_seam::after_listing(comm);
+    crate::engine::test_seam::after_listing(comm);
     let listed = comm.sum(list.len() as u64);
     timing(&format!(
         "{} {listed} items in {:.3} s",

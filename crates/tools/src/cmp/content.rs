@@ -6,8 +6,8 @@
 //! back to the rank holding the pair, which calls a file equal only when every one of its
 //! chunks was read and found equal.
 
-use crate::copy::Mapping;
-use crate::pairing::{home, PathIndex};
+use crate::engine::copy::Mapping;
+use crate::engine::pairing::{home, PathIndex};
 use flist::at::At;
 use flist::chunk::plan_chunks;
 use flist::{FileList, ItemError};
@@ -29,7 +29,7 @@ const DIRECT_ALIGN: usize = 4096;
 #[derive(Clone, Copy, Debug)]
 pub struct ReadOptions {
     /// Bytes per chunk, the unit of work dealt over ranks; 0: chosen from the total
-    /// ([`crate::copy::auto_chunk_size`]).
+    /// ([`crate::engine::copy::auto_chunk_size`]).
     pub chunk_size: u64,
     /// Bytes per read call (each of the two files).
     pub bufsize: usize,
@@ -110,7 +110,7 @@ pub fn compare_files(
     ];
     comm.allreduce(&mut totals, ReduceOp::Sum);
     let cs = match opts.chunk_size {
-        0 => crate::copy::auto_chunk_size(totals[0], totals[1]),
+        0 => crate::engine::copy::auto_chunk_size(totals[0], totals[1]),
         c => c,
     };
     // O_DIRECT reads start at whole blocks: so must every chunk.

@@ -2,7 +2,7 @@
 //! differs.
 //!
 //! Both trees are walked; each record goes to the rank that owns its path relative to its root
-//! ([`crate::pairing`], shared with `sync`), where the pair is compared field by field
+//! ([`crate::engine::pairing`], shared with `sync`), where the pair is compared field by field
 //! (existence, type, size, owner, group, times, permissions, ACL). The data of same-size
 //! regular files is compared in chunks dealt over all ranks ([`content`]), and each file's
 //! verdict comes back to the rank holding its pair. Then every rank counts its pairs against
@@ -12,12 +12,12 @@
 pub mod content;
 pub mod report;
 
+use crate::cli::args::size_arg;
 use crate::cli::{report_error, stdout_bytes, Common};
-use crate::compare_expr::{Field, Output, State, States};
-use crate::copy::Mapping;
-use crate::pairing::{bring_home, index_by_rel, pair_states};
-use crate::status::Status;
-use crate::transfer::{self, size_arg};
+use crate::engine::compare_expr::{Field, Output, State, States};
+use crate::engine::copy::Mapping;
+use crate::engine::pairing::{bring_home, index_by_rel, pair_states};
+use crate::engine::status::Status;
 use clap::Args;
 use content::{ReadOptions, Verdict};
 use flist::io::Format;
@@ -104,7 +104,7 @@ const ROUND_FILES: usize = 1 << 16;
 
 /// [`ROUND_FILES`], or the tests' smaller round.
 fn round_files() -> usize {
-    crate::test_seam::round_files(ROUND_FILES)
+    crate::engine::test_seam::round_files(ROUND_FILES)
 }
 
 /// One path of this rank: its records and how the fields compare.
@@ -125,7 +125,7 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
             .map(|_| ())
             .map_err(|e| format!("stat {}: {}", display(p), std::io::Error::from(e)))
     });
-    if let Err(s) = transfer::agree_setup(comm, "cmp", checked) {
+    if let Err(s) = crate::engine::setup::agree_setup_reported(comm, "cmp", checked) {
         return s;
     }
     steal::signals::install();
@@ -137,7 +137,13 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
     // directory was not compared.
     let mut walk_errors = 0;
     let mut walk = |root: &[u8]| {
-        let w = transfer::walk_sources(comm, "cmp", &[root.to_vec()], false, &walk_progress);
+        let w = crate::engine::setup::walk_sources(
+            comm,
+            &args.common.legacy_context("cmp", false),
+            &[root.to_vec()],
+            false,
+            &walk_progress,
+        );
         if !w.complete {
             status = Status::ItemsFailed;
         }
@@ -146,7 +152,7 @@ pub fn run(comm: &dyn Comm, args: &CmpArgs) -> Status {
     };
     let (src_list, src_items) = walk(&src);
     let (dest_list, dest_items) = walk(&dest);
-    crate::test_seam::after_listing(comm);
+    crate::engine::test_seam::after_listing(comm);
     let walked = started.elapsed().as_secs_f64();
     let map = Mapping::new(vec![(src.clone(), dest.clone())]);
     let dest_map = Mapping::new(vec![(dest.clone(), dest.clone())]);

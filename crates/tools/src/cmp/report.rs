@@ -2,7 +2,7 @@
 //! expression (`Number of items that ...: N (Src: S Dest: D)`), then a table of every field
 //! and the verdict.
 
-use crate::compare_expr::{self, describe, Field, Output, State, States, FIELDS};
+use crate::engine::compare_expr::{self, describe, Field, Output, State, States, FIELDS};
 
 /// dcmp's default expressions, in the order it prints them.
 pub const DEFAULT_EXPRS: [&str; 6] = [

@@ -21,9 +21,8 @@ mod inode;
 mod unchanged;
 
 use crate::cli::{report_error, stdout_bytes, Common};
-use crate::locks::lock;
-use crate::output::print_in_rank_order;
-use crate::status::Status;
+use crate::engine::locks::lock;
+use crate::engine::status::Status;
 use clap::Args;
 use flist::distribute::{hash_path, remap};
 use flist::io::{self, Format};
@@ -39,6 +38,7 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 use std::time::Instant;
+use steal::ordered::in_rank_order;
 use steal::{queue, Comm, CommExt, ReduceOp};
 
 const TOOL: &str = "dup";
@@ -242,7 +242,7 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
 
     // 5. The groups are known; a race test changes files here. Every member is checked
     // against its listing once more, as late as possible before the output.
-    crate::test_seam::after_listing(comm);
+    crate::engine::test_seam::after_listing(comm);
     for msg in unchanged::drop_changed(&mut done) {
         report_error(TOOL, msg);
         failed += 1;
@@ -273,7 +273,7 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
         }
     }
     if !to_stdout {
-        print_in_rank_order(comm, lines, stdout_bytes);
+        in_rank_order(comm, lines, stdout_bytes);
     }
     let mut status = if failed > 0 {
         Status::ItemsFailed
@@ -329,7 +329,7 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
                 PREFIX_BYTES >> 10,
                 c.groups,
                 c.redundant,
-                crate::transfer::bytes_text(c.reclaimable),
+                crate::cli::bytes_text(c.reclaimable),
                 started.elapsed().as_secs_f64()
             );
         }

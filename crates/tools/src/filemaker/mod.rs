@@ -21,9 +21,9 @@ pub mod plan;
 pub use make::{make, make_until, Report};
 pub use plan::{Fill, Item, Kind, Plan, Spec};
 
+use crate::cli::bytes_text;
 use crate::cli::{report_error, stdout_bytes, Common};
-use crate::status::Status;
-use crate::transfer::{agree_setup, bytes_text};
+use crate::engine::status::Status;
 use clap::Args;
 use flist::path::{display, normalize};
 use flist::units::parse_size;
@@ -146,7 +146,7 @@ pub fn run(comm: &dyn Comm, args: &FilemakerArgs) -> Status {
     steal::signals::install();
     let started = Instant::now();
     let checked = setup(args);
-    let (plan, root) = match agree_setup(comm, TOOL, checked) {
+    let (plan, root) = match crate::engine::setup::agree_setup_reported(comm, TOOL, checked) {
         Ok(v) => v,
         Err(s) => return s,
     };
@@ -255,7 +255,7 @@ fn setup(args: &FilemakerArgs) -> Result<(Plan, Vec<u8>), String> {
         }
         Ok(_) => return Err(format!("{} exists and is not a directory", display(&root))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            crate::transfer::check_parent(&root)?;
+            crate::engine::setup::check_parent(&root)?;
         }
         Err(e) => return Err(format!("stat {}: {e}", display(&root))),
     }

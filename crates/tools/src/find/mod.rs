@@ -23,8 +23,7 @@ mod source;
 pub use args::{FindArgs, FindOptions, Primary};
 
 use crate::cli::{report_error, Common};
-use crate::output::print_in_rank_order;
-use crate::status::Status;
+use crate::engine::status::Status;
 use eval::Evaluator;
 use expr::Expr;
 use flist::io::{self, Format};
@@ -34,6 +33,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use steal::ordered::in_rank_order;
 use steal::progress::Report;
 use steal::{Comm, CommExt, ReduceOp};
 
@@ -156,7 +156,7 @@ pub fn run(comm: &dyn Comm, args: &FindArgs) -> Status {
 
     // 4. Output.
     if has_print || (!has_action && o.output.is_none()) {
-        print_in_rank_order(comm, evaluated.printed, crate::cli::stdout_bytes);
+        in_rank_order(comm, evaluated.printed, crate::cli::stdout_bytes);
     }
     if let (Some(out), true) = (&o.output, interrupted) {
         // A list written now would look complete and drive a later rm or chmod.

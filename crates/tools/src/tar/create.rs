@@ -22,13 +22,12 @@
 use super::header::{round_up, Header, Kind, BLOCK};
 use super::{index, partial, seekable, TarArgs};
 use crate::cli::{report_error, stdout_bytes};
-use crate::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
-use crate::copy::links;
-use crate::copy::meta::{MetaOptions, XattrPolicy};
-use crate::copy::Mapping;
-use crate::select::Rules;
-use crate::status::Status;
-use crate::transfer;
+use crate::engine::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
+use crate::engine::copy::links;
+use crate::engine::copy::meta::{MetaOptions, XattrPolicy};
+use crate::engine::copy::Mapping;
+use crate::engine::select::Rules;
+use crate::engine::status::Status;
 use flist::path::{display, normalize};
 use flist::{FileList, FileType, ItemError, Meta};
 use lustre_sys::policy::{self, Decision};
@@ -561,7 +560,7 @@ fn roots(args: &TarArgs, cwd: &[u8]) -> Result<Roots, String> {
         Some(d) => normalize(d.as_bytes(), cwd),
         None => cwd.to_vec(),
     };
-    if !transfer::is_dir(&base) {
+    if !crate::engine::setup::is_dir(&base) {
         return Err(format!("-C {}: not a directory", display(&base)));
     }
     let mut pairs = Vec::new();
@@ -770,7 +769,7 @@ fn encode_member(
     if xattrs.xattrs != XattrPolicy::None {
         // Lustre's own (the layout) stay out: restoring them would pin the extracted
         // files to this file system's OSTs.
-        match crate::copy::meta::read_xattrs(e.path, xattrs) {
+        match crate::engine::copy::meta::read_xattrs(e.path, xattrs) {
             Ok(x) => h.xattrs = x,
             Err((op, err)) => xattr_error = Some(ItemError::new(e.path, op, err)),
         }
@@ -1067,18 +1066,24 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
     let archive = normalize(args.file.as_bytes(), &cwd);
     let setup = roots(args, &cwd).and_then(|r| {
-        transfer::check_parent(&archive)?;
+        crate::engine::setup::check_parent(&archive)?;
         check_archive_path(&archive)?;
         Ok(r)
     });
-    let pairs = match transfer::agree_setup(comm, "tar", setup) {
+    let pairs = match crate::engine::setup::agree_setup_reported(comm, "tar", setup) {
         Ok(v) => v,
         Err(s) => return s,
     };
     let map = Mapping::new(pairs.clone());
     let progress = args.common.progress(comm.rank(), "Archived");
     let abs_roots: Vec<Vec<u8>> = pairs.iter().map(|(a, _)| a.clone()).collect();
-    let walked = transfer::walk_sources(comm, "tar", &abs_roots, false, &progress);
+    let walked = crate::engine::setup::walk_sources(
+        comm,
+        &args.common.legacy_context("tar", false),
+        &abs_roots,
+        false,
+        &progress,
+    );
     if comm.any(walked.interrupted || stop_requested()) {
         return not_created(comm, args, &archive, started, "interrupted", 0);
     }
@@ -1088,7 +1093,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         Status::Ok
     };
     let mut list = walked.list;
-    transfer::apply_rules(&mut list, rules, &map);
+    crate::engine::select::apply_rules(&mut list, rules, &map);
     let side = index::side_path(&archive);
     list.retain(|e| e.path != archive.as_slice() && e.path != side.as_slice());
     let keys = flist::sort::parse_keys("name").expect("name is a sort key");
@@ -1392,7 +1397,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
             frames_made.load(Ordering::Relaxed),
             compressed_bytes.load(Ordering::Relaxed),
         );
-        crate::output::print_in_rank_order(comm, line.into_bytes(), stdout_bytes);
+        steal::ordered::in_rank_order(comm, line.into_bytes(), stdout_bytes);
     }
     let skipped = comm.sum(skipped);
     let data_total = comm.sum(data_bytes);

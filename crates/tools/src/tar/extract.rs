@@ -22,9 +22,9 @@ use super::scan::{self, share, Located};
 use super::stream::Archive;
 use super::TarArgs;
 use crate::cli::{report_error, stdout_bytes};
-use crate::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
-use crate::copy::meta::{write_xattrs, MetaOptions, Target as XattrTarget, XattrPolicy};
-use crate::copy::striping::Striping;
+use crate::engine::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
+use crate::engine::copy::meta::{write_xattrs, MetaOptions, Target as XattrTarget, XattrPolicy};
+use crate::engine::copy::striping::Striping;
 use flist::path::{display, normalize};
 use rayon::prelude::*;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -41,7 +41,7 @@ use std::time::Instant;
 use steal::wire::{self, Reader};
 use steal::{Comm, CommExt};
 
-use crate::status::Status;
+use crate::engine::status::Status;
 
 /// An entry this rank extracts (or whose data tail it writes).
 struct Item {
@@ -386,7 +386,7 @@ fn write_contents(
 }
 
 /// The message for a failed copy out of the archive.
-fn from_archive(e: crate::copy::data::DataError) -> String {
+fn from_archive(e: crate::engine::copy::data::DataError) -> String {
     if e.source.kind() == io::ErrorKind::UnexpectedEof {
         "truncated archive: the entry's data is cut short".to_string()
     } else {
@@ -811,12 +811,12 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
                 .map(|t| (a, t))
                 .map_err(|e| format!("open the target directory {}: {e}", display(&dest)))
         });
-    let (archive, target) = match crate::transfer::agree_setup(comm, "tar", opened) {
+    let (archive, target) = match crate::engine::setup::agree_setup_reported(comm, "tar", opened) {
         Ok(v) => v,
         Err(s) => return s,
     };
     let (mut found, mut status) = find_entries(comm, &archive, &path, args);
-    crate::test_seam::after_listing(comm);
+    crate::engine::test_seam::after_listing(comm);
     let stop = steal::signals::stop_flag();
     let stopped = || stop.load(Ordering::Relaxed);
     let root = rustix::process::geteuid().is_root();
@@ -1107,13 +1107,13 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
             archive.frames_decoded.load(Ordering::Relaxed),
             archive.bytes_decoded.load(Ordering::Relaxed),
         );
-        crate::output::print_in_rank_order(comm, line.into_bytes(), stdout_bytes);
+        steal::ordered::in_rank_order(comm, line.into_bytes(), stdout_bytes);
     }
     if stripes.is_on() {
         let mut counts = stripes.counts();
         counts.sum(comm);
         if rank0 && args.common.verbose {
-            let line = crate::transfer::lustre_line(stripes.ost_count(), &counts);
+            let line = crate::engine::copy::drive::lustre_line(stripes.ost_count(), &counts);
             stdout_bytes(line.as_bytes());
         }
     }

@@ -8,10 +8,10 @@
 //! iteration so `MFU_FUZZ_SEED=S` reproduces it.
 
 use super::*;
+use crate::engine::test_rng::Rng;
 use crate::tar::index::{Found, Source};
 use crate::tar::scan;
 use crate::tar::stream::Archive;
-use crate::test_rng::Rng;
 
 /// Iterations per driver (each well under a millisecond, the scan ones a little more).
 const ITERATIONS: u64 = 4000;

@@ -6,7 +6,7 @@ use super::header::{Decoded, Kind};
 use super::stream::Archive;
 use super::TarArgs;
 use crate::cli::{report_error, stdout_bytes};
-use crate::status::Status;
+use crate::engine::status::Status;
 use flist::path::{display, normalize};
 use std::os::unix::ffi::OsStrExt;
 use steal::{Comm, CommExt};
@@ -107,7 +107,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
     let path = normalize(args.file.as_bytes(), &cwd);
     let opened = Archive::open(&path).map_err(|e| format!("open {}: {e}", display(&path)));
-    let archive = match crate::transfer::agree_setup(comm, "tar", opened) {
+    let archive = match crate::engine::setup::agree_setup_reported(comm, "tar", opened) {
         Ok(a) => a,
         Err(s) => return s,
     };
@@ -136,7 +136,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
             }
         }
     }
-    crate::output::print_in_rank_order(comm, out, stdout_bytes);
+    steal::ordered::in_rank_order(comm, out, stdout_bytes);
     if comm.sum(failed) > 0 {
         status = Status::ItemsFailed;
     }

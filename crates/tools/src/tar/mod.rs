@@ -25,17 +25,17 @@ pub mod scan;
 pub mod seekable;
 pub mod stream;
 
+use crate::cli::args::size_arg;
 use crate::cli::{report_error, Common};
-use crate::select::{FilterArgs, Rules};
-use crate::status::Status;
-use crate::transfer::size_arg;
+use crate::engine::select::{FilterArgs, Rules};
+use crate::engine::status::Status;
 use clap::Args;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use steal::Comm;
 
 /// `mfu-rs tar` / `dtar`.
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 #[command(
     about = "Create, extract or list tar archives in parallel (dtar)",
     long_about = "Create, extract or list tar archives in parallel (dtar).\n\n\
@@ -123,7 +123,7 @@ pub struct TarArgs {
     #[arg(value_name = "PATH")]
     pub paths: Vec<OsString>,
     #[command(flatten)]
-    pub stripe: crate::lustre::StripeArgs,
+    pub stripe: crate::engine::lustre::StripeArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
     #[command(flatten)]
@@ -149,7 +149,7 @@ fn print_summary(
     let secs = started.elapsed().as_secs_f64();
     let mut line = format!(
         "{what}, {} of data, into {} in {secs:.3} s ({}/s)",
-        crate::transfer::bytes_text(bytes),
+        crate::cli::bytes_text(bytes),
         flist::path::display(place),
         steal::progress::human_bytes((bytes as f64 / secs.max(1e-9)) as u64),
     );

@@ -364,7 +364,7 @@ pub fn compress_frame(data: &[u8], level: i32) -> io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_rng::Rng;
+    use crate::engine::test_rng::Rng;
     use rustix::fd::AsFd;
     use std::io::{Read, Seek, Write};
 

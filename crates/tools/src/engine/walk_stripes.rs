@@ -1,7 +1,7 @@
 //! `walk -v` on Lustre: each regular file's stripe count and size, and a summary of files and
 //! bytes by stripe count. Off Lustre nothing is read (one `statfs` per rank decides).
 
-use crate::lustre::LustreHandle;
+use crate::engine::lustre::LustreHandle;
 use flist::at::At;
 use flist::{FileList, FileType};
 use lustre_sys::Layout;

@@ -13,7 +13,7 @@
 //! kinds match names that are not UTF-8.
 //!
 //! ```
-//! use mfu::select::{Action, Rules};
+//! use mfu::engine::select::{Action, Rules};
 //! let mut rules = Rules::default();
 //! rules.push_glob(Action::Include, "keep.tmp").unwrap();
 //! rules.push_glob(Action::Exclude, "*.tmp").unwrap();
@@ -194,6 +194,13 @@ impl Rules {
                 Pattern::Regex(re) => re.is_match(rel),
             })
             .map(|(a, _)| *a)
+    }
+}
+
+/// Drop the records `rules` exclude (paths relative to their source root through `map`).
+pub fn apply_rules(list: &mut flist::FileList, rules: &Rules, map: &crate::engine::copy::Mapping) {
+    if !rules.is_empty() {
+        list.retain(|e| !rules.excludes(map.rel(e.path), e.kind == flist::FileType::Dir));
     }
 }
 

@@ -2,7 +2,7 @@
 //! handle through which every Lustre call goes, so that a test double can stand in for the
 //! real file system (there is no Lustre on the build machines).
 
-use crate::transfer::size_arg;
+use crate::cli::args::size_arg;
 use clap::Args;
 use lustre_sys::policy::{Overrides, StripeCount};
 use lustre_sys::{Lustre, System};

@@ -1,8 +1,7 @@
 //! `mfu-rs walk` (dwalk): walk trees or read a list, then summarise, sort, print and save it.
 
 use crate::cli::{message_sink, report_error, Common};
-use crate::output::print_in_rank_order;
-use crate::status::Status;
+use crate::engine::status::Status;
 use clap::Args;
 use flist::io::{self, Format};
 use flist::record::Entry;
@@ -14,6 +13,7 @@ use flist::{Detail, FileList, FileType};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Instant;
+use steal::ordered::in_rank_order;
 use steal::progress::human_bytes;
 use steal::{Comm, ReduceOp};
 
@@ -71,7 +71,7 @@ pub struct WalkArgs {
     pub dereference: bool,
     /// The Lustre calls behind `-v`'s stripe information (set by embedding programs and tests).
     #[arg(skip)]
-    pub api: crate::lustre::LustreHandle,
+    pub api: crate::engine::lustre::LustreHandle,
     #[command(flatten)]
     pub common: Common,
 }
@@ -195,10 +195,10 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
     }
     // -v on Lustre: stripe count and size of each file (with -p) and files by stripe count.
     let stripes = (args.common.verbose && list.detail() == Detail::Stat)
-        .then(|| crate::walk_stripes::stripes(comm, &list, &args.api))
+        .then(|| crate::engine::walk_stripes::stripes(comm, &list, &args.api))
         .flatten();
     if let Some(s) = &stripes {
-        say(&crate::walk_stripes::summary(comm, &list, s));
+        say(&crate::engine::walk_stripes::summary(comm, &list, s));
     }
     if let Some(bins) = &bins {
         print_distribution(comm, &list, bins, &say);
@@ -219,7 +219,7 @@ pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
                 }
             }
         }
-        print_in_rank_order(comm, text, out);
+        in_rank_order(comm, text, out);
     }
     if let (Some(out), true) = (&args.output, interrupted) {
         // A list written now would look complete and drive a later sync, find or rm.

@@ -20,11 +20,10 @@
 //! directory, given the old link's owner (and with `--preserve` its times), then renamed over
 //! the old one. At no moment is the name missing or half made.
 
-use crate::batches::run_batches;
 use crate::cli::{report_error, stdout_bytes, Common};
-use crate::locks::lock;
-use crate::output::print_in_rank_order;
-use crate::status::Status;
+use crate::engine::batches::run_batches;
+use crate::engine::locks::lock;
+use crate::engine::status::Status;
 use clap::Args;
 use flist::beneath::Roots;
 use flist::distribute::{hash_path, remap};
@@ -41,6 +40,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
+use steal::ordered::in_rank_order;
 use steal::progress::Progress;
 use steal::{Comm, CommExt, ReduceOp};
 
@@ -143,7 +143,7 @@ pub fn run(comm: &dyn Comm, args: &RelnArgs) -> Status {
     }
     drop(list);
     // The links are known; a race test changes the tree here.
-    crate::test_seam::after_listing(comm);
+    crate::engine::test_seam::after_listing(comm);
     // Relative targets count from real locations: NEWPATH's too, when it exists (else as given).
     let real_new = std::fs::canonicalize(flist::path::as_path(&prefixes[1]))
         .map(|p| p.into_os_string().into_vec())
@@ -337,7 +337,7 @@ impl Relinker<'_> {
         }
         let mut times_error = None;
         if self.args.preserve {
-            let times = crate::copy::meta::timestamps(old);
+            let times = crate::engine::copy::meta::timestamps(old);
             if let Err(e) =
                 rustix::fs::utimensat(dir, temp.as_str(), &times, AtFlags::SYMLINK_NOFOLLOW)
             {
@@ -369,7 +369,7 @@ impl Relinker<'_> {
     /// status. Collective.
     fn end(&self, comm: &dyn Comm, interrupted: bool, started: Instant) -> Status {
         let listing = std::mem::take(&mut *lock(&self.listing));
-        print_in_rank_order(comm, listing, stdout_bytes);
+        in_rank_order(comm, listing, stdout_bytes);
         let mut n = [&self.links, &self.rewritten, &self.failed].map(|a| a.load(Ordering::Relaxed));
         comm.allreduce(&mut n, ReduceOp::Sum);
         let [links, rewritten, failed] = n;

@@ -8,7 +8,7 @@
 //! a path present on one side only matches no condition on another field.
 //!
 //! ```
-//! use mfu::compare_expr::{Field, Output, State, States};
+//! use mfu::engine::compare_expr::{Field, Output, State, States};
 //! let out = Output::parse("MTIME=DIFFER@SIZE=COMMON,EXIST=ONLY_SRC:changed.mfu").unwrap();
 //! assert_eq!(out.file, b"changed.mfu");
 //! let mut pair = States::both_common();

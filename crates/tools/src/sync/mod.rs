@@ -7,17 +7,18 @@
 //! copy engine gives a file the source's mtime only once all of its data has landed, a sync after
 //! an interrupted copy or sync recopies exactly the files left incomplete.
 
+use crate::cli::args::size_arg;
+use crate::cli::bytes_text;
 use crate::cli::{is_stdout, report_error, stderr_bytes, stdout_bytes, Common};
-use crate::compare_expr::{Field, Output, State, States};
-use crate::copy::meta::{Differences, XattrPolicy};
-use crate::copy::{links, remove, Mapping, Plan};
-use crate::output::print_in_rank_order;
-use crate::pairing::{
+use crate::engine::compare_expr::{Field, Output, State, States};
+use crate::engine::copy::drive::IoArgs;
+use crate::engine::copy::meta::{Differences, XattrPolicy};
+use crate::engine::copy::{links, remove, Mapping, Plan};
+use crate::engine::pairing::{
     self, bring_home, contents_differ, exchange_pairs, home, index_by_rel, link_target, rdev,
 };
-use crate::select::{FilterArgs, Rules};
-use crate::status::Status;
-use crate::transfer::{self, bytes_text, size_arg, IoArgs};
+use crate::engine::select::{FilterArgs, Rules};
+use crate::engine::status::Status;
 use clap::Args;
 use flist::path::{is_prefix, normalize};
 use flist::walk::stat_path;
@@ -26,6 +27,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::time::Instant;
+use steal::ordered::in_rank_order;
 use steal::wire::{self, Reader};
 use steal::{Comm, CommExt, ReduceOp};
 
@@ -113,7 +115,7 @@ pub struct SyncArgs {
     #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::value_parser())]
     pub output: Vec<Output>,
     #[command(flatten)]
-    pub stripe: crate::lustre::StripeArgs,
+    pub stripe: crate::engine::lustre::StripeArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
     #[command(flatten)]
@@ -227,7 +229,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         dest,
         dest_exists,
         dest_dev,
-    } = match transfer::agree_setup(comm, "sync", checked) {
+    } = match crate::engine::setup::agree_setup_reported(comm, "sync", checked) {
         Ok(p) => p,
         Err(s) => return s,
     };
@@ -246,9 +248,9 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     let dest_map = Mapping::new(vec![(dest.clone(), dest.clone())]);
     // Names only for the lists that --output writes.
     let names = !args.output.is_empty();
-    let walked = transfer::walk_sources_named(
+    let walked = crate::engine::setup::walk_sources_named(
         comm,
-        "sync",
+        &args.common.legacy_context("sync", false),
         std::slice::from_ref(&src),
         args.dereference,
         &walk_progress,
@@ -260,9 +262,9 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     }
     let mut src_list = walked.list;
     let mut dest_list = if dest_exists {
-        let walked = transfer::walk_sources_named(
+        let walked = crate::engine::setup::walk_sources_named(
             comm,
-            "sync",
+            &args.common.legacy_context("sync", false),
             std::slice::from_ref(&dest),
             false,
             &walk_progress,
@@ -276,8 +278,8 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         FileList::new(Detail::Stat)
     };
     // Excluded destination entries are neither compared nor deleted.
-    transfer::apply_rules(&mut src_list, rules, &map);
-    transfer::apply_rules(&mut dest_list, rules, &dest_map);
+    crate::engine::select::apply_rules(&mut src_list, rules, &map);
+    crate::engine::select::apply_rules(&mut dest_list, rules, &dest_map);
     let groups = if args.dereference {
         links::Groups {
             list: src_list,
@@ -318,7 +320,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         .append(members.select(from_members.iter().map(|&i| i as usize)));
     drop((from_src, from_members, members));
     // Everything below acts on what was listed; the race tests change the trees here.
-    crate::test_seam::after_listing(comm);
+    crate::engine::test_seam::after_listing(comm);
     for c in &d.conflicts {
         report_error(
             "sync",
@@ -372,7 +374,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
             text.extend_from_slice(path);
             text.push(b'\n');
         }
-        print_in_rank_order(comm, text, print);
+        in_rank_order(comm, text, print);
         if rank0 && !args.common.quiet {
             print(format!(
                 "Dry run: {created} to create, {updated} to update, {deleted} to delete, {meta} metadata to fix, {linked} to link; {} to copy\n",
@@ -413,15 +415,15 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
             (0..create.len()).filter(|&i| !kept.contains(map.dest(create.path(i)).as_slice())),
         );
     }
-    let (report, copied) = transfer::copy_and_report(
+    let (report, copied) = crate::engine::copy::drive::copy_and_report(
         comm,
-        "sync",
+        &args
+            .common
+            .legacy_context("sync", args.output.iter().any(|o| is_stdout(&o.file))),
         plan,
         &map,
         &io,
-        &args.common,
         "run `mfu-rs sync SRC DEST` to finish it",
-        print,
     );
     status = status.worst(copied);
     let remove_errors = comm.sum((removed.errors.len() + unlinked.errors.len()) as u64);
@@ -502,7 +504,7 @@ fn check_paths(
     let st = stat_path(&src, follow)
         .map_err(|e| format!("stat {}: {}", show(&src), std::io::Error::from(e)))?;
     let mut src_is_dir = FileType::from_mode(st.st_mode) == FileType::Dir;
-    if FileType::from_mode(st.st_mode) == FileType::Symlink && transfer::is_dir(&src) {
+    if FileType::from_mode(st.st_mode) == FileType::Symlink && crate::engine::setup::is_dir(&src) {
         // The user named a link to a directory as the tree to sync: sync that tree.
         let real = std::fs::canonicalize(flist::path::as_path(&src))
             .map_err(|e| format!("resolve {}: {e}", show(&src)))?;
@@ -510,7 +512,7 @@ fn check_paths(
         src_is_dir = true;
     }
     if !src_is_dir {
-        if transfer::is_dir(&dest) {
+        if crate::engine::setup::is_dir(&dest) {
             let name = flist::path::basename(&src);
             dest = [dest.as_slice(), b"/", name].concat();
             if dest.starts_with(b"//") {
@@ -539,14 +541,14 @@ fn check_paths(
             (true, d.st_dev)
         }
         Err(_) => {
-            transfer::check_parent(&dest)?;
+            crate::engine::setup::check_parent(&dest)?;
             let parent = stat_path(flist::path::parent(&dest), true)
                 .map_err(|e| format!("stat {}: {}", show(&dest), std::io::Error::from(e)))?;
             (false, parent.st_dev)
         }
     };
     if let Some(l) = link_dest {
-        if !transfer::is_dir(l) {
+        if !crate::engine::setup::is_dir(l) {
             return Err(format!("--link-dest {}: not a directory", show(l)));
         }
     }

@@ -14,6 +14,7 @@
 //! 6. sets directories' metadata bottom-up.
 
 pub mod data;
+pub mod drive;
 pub mod iosize;
 pub mod links;
 pub mod meta;
@@ -649,7 +650,7 @@ const ROUND_FILES: usize = 1 << 16;
 
 /// [`ROUND_FILES`], or the tests' smaller round.
 fn round_files() -> usize {
-    crate::test_seam::round_files(ROUND_FILES)
+    crate::engine::test_seam::round_files(ROUND_FILES)
 }
 
 /// Copy (or, with `compare`, compare and rewrite) `files` in batches. Returns true when

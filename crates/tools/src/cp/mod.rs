@@ -1,11 +1,13 @@
 //! `mfu-rs cp` (dcp): copy files and trees in parallel, with cp's and rsync's path rules.
 
+use crate::cli::args::size_arg;
+use crate::cli::bytes_text;
 use crate::cli::{report_error, stdout_bytes, Common};
-use crate::copy::meta::XattrPolicy;
-use crate::copy::{links, Mapping, Plan};
-use crate::select::{FilterArgs, Rules};
-use crate::status::Status;
-use crate::transfer::{self, bytes_text, size_arg, IoArgs};
+use crate::engine::copy::drive::IoArgs;
+use crate::engine::copy::meta::XattrPolicy;
+use crate::engine::copy::{links, Mapping, Plan};
+use crate::engine::select::{FilterArgs, Rules};
+use crate::engine::status::Status;
 use clap::Args;
 use flist::path::{basename, is_prefix, normalize};
 use flist::restat::{restat, Which};
@@ -82,7 +84,7 @@ pub struct CpArgs {
     #[arg(short = 'G', long, value_name = "ID")]
     pub gid: Option<u32>,
     #[command(flatten)]
-    pub stripe: crate::lustre::StripeArgs,
+    pub stripe: crate::engine::lustre::StripeArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
     #[command(flatten)]
@@ -109,7 +111,7 @@ fn resolve(sources: &[(Vec<u8>, bool)], dest: &[u8], follow: bool) -> Result<Tar
         ));
     }
     if dest_meta.is_none() {
-        transfer::check_parent(dest)?;
+        crate::engine::setup::check_parent(dest)?;
     }
     let anchor = dest_anchor(dest);
     let mut pairs = Vec::new();
@@ -208,7 +210,7 @@ fn lands_inside(src: &rustix::fs::Stat, anchor: &[u8]) -> bool {
 /// it, so a symlink there is followed), else the directory DEST is made in. Below it nothing
 /// is followed: `DEST/NAME` may already be a symlink to anywhere.
 fn dest_anchor(dest: &[u8]) -> Vec<u8> {
-    if transfer::is_dir(dest) {
+    if crate::engine::setup::is_dir(dest) {
         dest.to_vec()
     } else {
         flist::path::parent(dest).to_vec()
@@ -225,7 +227,7 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
         }
         Status::Usage.agree(comm)
     };
-    if let Err(e) = transfer::switch_identity(args.uid, args.gid) {
+    if let Err(e) = crate::engine::setup::switch_identity(args.uid, args.gid) {
         return usage(e);
     }
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
@@ -238,8 +240,11 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
         })
         .collect();
     let dest = normalize(dest_arg.as_bytes(), &cwd);
-    let target = match transfer::agree_setup(comm, "cp", resolve(&sources, &dest, args.dereference))
-    {
+    let target = match crate::engine::setup::agree_setup_reported(
+        comm,
+        "cp",
+        resolve(&sources, &dest, args.dereference),
+    ) {
         Ok(t) => t,
         Err(s) => return s,
     };
@@ -264,9 +269,9 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
         },
         None => {
             // cp writes no lists and prints no names.
-            let walked = transfer::walk_sources_named(
+            let walked = crate::engine::setup::walk_sources_named(
                 comm,
-                "cp",
+                &args.common.legacy_context("cp", false),
                 &roots,
                 args.dereference,
                 &walk_progress,
@@ -278,7 +283,7 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
             walked.list
         }
     };
-    transfer::apply_rules(&mut list, rules, &map);
+    crate::engine::select::apply_rules(&mut list, rules, &map);
     let walk_secs = started.elapsed().as_secs_f64();
     let (list, links) = if args.dereference {
         (list, Vec::new())
@@ -308,17 +313,15 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
     if args.common.verbose && rank0 {
         stdout_bytes(format!("Walked in {walk_secs:.3} s\n").as_bytes());
     }
-    crate::test_seam::after_listing(comm);
+    crate::engine::test_seam::after_listing(comm);
     let hint = resume_hint(&target.pairs, args.preserve);
-    let (report, copied) = transfer::copy_and_report(
+    let (report, copied) = crate::engine::copy::drive::copy_and_report(
         comm,
-        "cp",
+        &args.common.legacy_context("cp", false),
         plan,
         &map,
         &io,
-        &args.common,
         &hint,
-        stdout_bytes,
     );
     status = status.worst(copied);
     let secs = started.elapsed().as_secs_f64();

@@ -7,8 +7,8 @@
 //! needs_data`]): `sync` judges it by mtime or reads it whole, `cmp` compares it in chunks
 //! spread over all ranks.
 
-use crate::compare_expr::{Field, States};
-use crate::copy::Mapping;
+use crate::engine::compare_expr::{Field, States};
+use crate::engine::copy::Mapping;
 use flist::distribute::{hash_path, remap};
 use flist::walk::stat_path;
 use flist::{FileList, FileType, Meta};
@@ -309,7 +309,7 @@ pub fn device_number(path: &[u8]) -> std::io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare_expr::State;
+    use crate::engine::compare_expr::State;
     use std::os::unix::ffi::OsStrExt;
 
     fn meta(p: &std::path::Path) -> Meta {

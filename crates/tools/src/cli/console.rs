@@ -1,44 +1,10 @@
-//! Options every tool shares, and the console reporting of one run.
+//! The terminal: stdout that reports its own failure, stderr lines that never interleave, and
+//! the [`Console`] that renders a run's events.
 
-use clap::Args;
+use crate::engine::context::Events;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
-use steal::progress::{Progress, Report};
-
-/// `--progress`, `-v`, `-q`: the same on every tool.
-#[derive(Args, Clone, Debug)]
-pub struct Common {
-    /// Print a progress line every N seconds (0 = never; fractions such as 0.5 allowed); rank 0
-    /// prints it on stderr.
-    #[arg(long, value_name = "N", default_value_t = 10.0, value_parser = parse_seconds)]
-    pub progress: f64,
-    /// Say more: per-rank detail, chosen sizes, timings.
-    #[arg(short, long)]
-    pub verbose: bool,
-    /// Print only errors.
-    #[arg(short, long, conflicts_with = "verbose")]
-    pub quiet: bool,
-}
-
-impl Common {
-    /// Progress counters that print `verb ...` lines on rank 0 (stderr) every `--progress` s.
-    pub fn progress(&self, rank: usize, verb: &'static str) -> Progress {
-        let reporter = (rank == 0 && !self.quiet).then(|| {
-            Box::new(move |r: &Report| {
-                eprintln!("{}", r.line(verb));
-            }) as steal::progress::Reporter
-        });
-        Progress::new(Duration::from_secs_f64(self.progress), reporter)
-    }
-}
-
-fn parse_seconds(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(s) if s.is_finite() && (0.0..=1e9).contains(&s) => Ok(s),
-        _ => Err(format!("'{text}' is not a number of seconds")),
-    }
-}
+use steal::progress::Report as ProgressReport;
 
 /// Set once a write to stdout failed.
 static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
@@ -105,4 +71,59 @@ pub fn report_error(tool: &str, message: impl std::fmt::Display) {
     let line = format!("mfu-rs {tool}: {message}\n");
     // Nothing sensible is left to do when stderr itself fails.
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// The command line's [`Events`] sink: errors on stderr as `mfu-rs TOOL: ...`; progress lines
+/// on stderr; output on stdout; detail on stdout, or on stderr when stdout carries a list
+/// (`-o -`) or the JSON report.
+#[derive(Debug, Clone)]
+pub struct Console {
+    /// The tool's canonical name, for the `mfu-rs TOOL:` prefix.
+    pub tool: &'static str,
+    /// `-q`: only errors.
+    pub quiet: bool,
+    /// Stdout is reserved (a list written to `-`, or `--json`): everything else goes to stderr.
+    pub stdout_reserved: bool,
+    /// `--json`: the output the tool was asked for goes to stderr too.
+    pub json: bool,
+}
+
+impl Console {
+    /// Human text (a summary, a notice): stdout, or stderr when stdout is reserved.
+    pub fn text(&self, text: &str) {
+        if self.quiet {
+            return;
+        }
+        if self.stdout_reserved || self.json {
+            stderr_bytes(text.as_bytes());
+        } else {
+            stdout_bytes(text.as_bytes());
+        }
+    }
+}
+
+impl Events for Console {
+    fn error(&self, message: &str) {
+        report_error(self.tool, message);
+    }
+    fn progress(&self, verb: &str, report: &ProgressReport) {
+        if !self.quiet {
+            stderr_bytes(format!("{}\n", report.line(verb)).as_bytes());
+        }
+    }
+    fn output(&self, bytes: &[u8]) {
+        if self.json {
+            stderr_bytes(bytes);
+        } else {
+            stdout_bytes(bytes);
+        }
+    }
+    fn info(&self, text: &str) {
+        self.text(text);
+    }
+}
+
+/// `12.0 MiB (12582912 bytes)`.
+pub fn bytes_text(n: u64) -> String {
+    format!("{} ({n} bytes)", steal::progress::human_bytes(n))
 }

@@ -14,15 +14,16 @@
 //! sibling is renamed over it with one `renameat` in that same parent directory descriptor,
 //! after checking (dev, ino, size, mtime) again. A file whose path changed keeps its old
 //! layout and is named (exit 1). The copy into the sibling is the copy engine's
-//! ([`crate::copy`]), which creates destinations without following symlinks.
+//! ([`crate::engine::copy`]), which creates destinations without following symlinks.
 
+use crate::cli::args::size_arg;
+use crate::cli::bytes_text;
 use crate::cli::{report_error, stdout_bytes, Common};
-use crate::copy::meta::XattrPolicy;
-use crate::copy::{Mapping, Plan};
-use crate::lustre::{LustreHandle, StripeArgs};
-use crate::output::print_in_rank_order;
-use crate::status::Status;
-use crate::transfer::{self, bytes_text, size_arg, IoArgs};
+use crate::engine::copy::drive::IoArgs;
+use crate::engine::copy::meta::XattrPolicy;
+use crate::engine::copy::{Mapping, Plan};
+use crate::engine::lustre::{LustreHandle, StripeArgs};
+use crate::engine::status::Status;
 use clap::Args;
 use flist::at::At;
 use flist::beneath::{explain, Roots};
@@ -37,6 +38,7 @@ use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Instant;
+use steal::ordered::in_rank_order;
 use steal::{Comm, CommExt};
 
 /// Prefix of the hidden sibling a file is rewritten into.
@@ -148,7 +150,11 @@ fn still_walked(roots: &Roots, path: &[u8], walked: &Meta) -> Result<(), String>
 pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
     let rank0 = comm.rank() == 0;
     let started = Instant::now();
-    let roots = match transfer::agree_setup(comm, "stripe", check_paths(&args.api, &args.paths)) {
+    let roots = match crate::engine::setup::agree_setup_reported(
+        comm,
+        "stripe",
+        check_paths(&args.api, &args.paths),
+    ) {
         Ok(r) => r,
         Err(s) => return s,
     };
@@ -157,8 +163,14 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
     // Opened before the walk, so that what is rewritten is reached from the directories walked.
     let opened = Roots::open_dirs(roots.iter().map(|r| r.as_slice()));
     let progress = args.common.progress(comm.rank(), "Walked");
-    let walked = transfer::walk_sources(comm, "stripe", &roots, false, &progress);
-    crate::test_seam::after_listing(comm);
+    let walked = crate::engine::setup::walk_sources(
+        comm,
+        &args.common.legacy_context("stripe", false),
+        &roots,
+        false,
+        &progress,
+    );
+    crate::engine::test_seam::after_listing(comm);
     if !walked.complete {
         status = Status::ItemsFailed;
     }
@@ -187,7 +199,7 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
             }
         }
         if !args.common.quiet {
-            print_in_rank_order(comm, out, stdout_bytes);
+            in_rank_order(comm, out, stdout_bytes);
         }
         if failed.into_inner() {
             status = Status::ItemsFailed;
@@ -261,15 +273,13 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
         batch_files: 0,
         stripe,
     };
-    let (report, copy_status) = transfer::copy_and_report(
+    let (report, copy_status) = crate::engine::copy::drive::copy_and_report(
         comm,
-        "stripe",
+        &args.common.legacy_context("stripe", false),
         plan,
         &map,
         &io,
-        &args.common,
         "files not yet restriped keep their old layout; run the same command again to finish",
-        stdout_bytes,
     );
     status = status.worst(copy_status);
     // Rename over the originals what was copied completely, on every rank.

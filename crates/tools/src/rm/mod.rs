@@ -24,12 +24,11 @@
 //! would cost a stat per file): a symlink swapped in for a listed file is removed as the link
 //! it is, never followed.
 
-use crate::batches::run_batches;
 use crate::cli::{message_sink, report_error, Common};
-use crate::locks::lock;
-use crate::output::print_in_rank_order;
-use crate::regex_select::RegexSelector;
-use crate::status::Status;
+use crate::engine::batches::run_batches;
+use crate::engine::locks::lock;
+use crate::engine::regex_select::RegexSelector;
+use crate::engine::status::Status;
 use clap::Args;
 use flist::at::ParentDir;
 use flist::beneath::{list_tops, Roots};
@@ -49,6 +48,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use steal::ordered::in_rank_order;
 use steal::progress::Progress;
 use steal::wire::{self, Reader};
 use steal::{Comm, CommExt, ReduceOp};
@@ -180,7 +180,7 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
         rm.roots = Arc::new(Roots::of_list_tops(&tops));
         rm.selector = std::mem::take(&mut rm.selector).relative_to(tops);
     }
-    crate::test_seam::after_listing(comm);
+    crate::engine::test_seam::after_listing(comm);
     let listed = comm.sum(list.len() as u64);
     let what = if args.input.is_some() {
         "Read"
@@ -683,7 +683,7 @@ impl Remover {
         let mut parent = ParentDir::beneath(self.roots.clone());
         for e in chunk.iter() {
             let m = e.meta.expect("a stat list");
-            let times = crate::copy::meta::timestamps(m);
+            let times = crate::engine::copy::meta::timestamps(m);
             let set = |d: BorrowedFd<'_>, n: &[u8]| {
                 rustix::fs::utimensat(d, n, &times, AtFlags::SYMLINK_NOFOLLOW)
             };
@@ -737,7 +737,7 @@ impl Remover {
             text.push(b'\n');
             self.note_removed(e);
         }
-        print_in_rank_order(comm, text, print);
+        in_rank_order(comm, text, print);
     }
 
     /// Phase 4: `rmdir` the directories that can go, one depth level at a time, deepest first

@@ -1,12 +1,12 @@
-//! Output that must appear in global order: every rank's bytes, printed by rank 0, one rank at
-//! a time (rank 0 holds at most one other rank's buffer at once).
+//! Bytes that must come out in global order (a listing printed rank by rank): every rank's
+//! bytes reach rank 0, one rank at a time (rank 0 holds at most one other rank's buffer at once).
 
-use steal::{Comm, Tag};
+use crate::comm::{Comm, Tag};
 
 const TAG_ORDERED: Tag = 1001;
 
 /// Rank 0 writes the `bytes` of ranks 0, 1, ... in order through `write`. Collective.
-pub fn print_in_rank_order(comm: &dyn Comm, bytes: Vec<u8>, mut write: impl FnMut(&[u8])) {
+pub fn in_rank_order(comm: &dyn Comm, bytes: Vec<u8>, mut write: impl FnMut(&[u8])) {
     if comm.rank() == 0 {
         write(&bytes);
         for r in 1..comm.size() {
@@ -41,8 +41,8 @@ mod tests {
     #[test]
     fn output_comes_in_rank_order() {
         let out = Mutex::new(Vec::new());
-        steal::local::run(5, |c| {
-            print_in_rank_order(c, vec![b'a' + c.rank() as u8; c.rank() + 1], |b| {
+        crate::local::run(5, |c| {
+            in_rank_order(c, vec![b'a' + c.rank() as u8; c.rank() + 1], |b| {
                 out.lock().unwrap().extend_from_slice(b)
             })
         });

@@ -1,0 +1,79 @@
+//! Argument groups every tool shares.
+
+use clap::Args;
+use flist::units::parse_size;
+use std::time::Duration;
+use steal::progress::{Progress, Report};
+
+/// `--progress`, `-v`, `-q`: the same on every tool.
+#[derive(Args, Clone, Debug)]
+pub struct Common {
+    /// Print a progress line every N seconds (0 = never; fractions such as 0.5 allowed); rank 0
+    /// prints it on stderr.
+    #[arg(long, value_name = "N", default_value_t = 10.0, value_parser = parse_seconds)]
+    pub progress: f64,
+    /// Say more: per-rank detail, chosen sizes, timings.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Print only errors.
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print the run's report as one JSON object on stdout (tool, status, seconds, items,
+    /// bytes, failed and the tool's own counts); messages and listings go to stderr.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl Common {
+    /// How often progress is reported; `None` for `--progress 0` or `-q`.
+    pub fn progress_every(&self) -> Option<Duration> {
+        (self.progress > 0.0 && !self.quiet).then(|| Duration::from_secs_f64(self.progress))
+    }
+
+    /// Progress counters that print `verb ...` lines on rank 0 (stderr) every `--progress` s.
+    pub fn progress(&self, rank: usize, verb: &'static str) -> Progress {
+        let reporter = (rank == 0 && !self.quiet).then(|| {
+            Box::new(move |r: &Report| {
+                eprintln!("{}", r.line(verb));
+            }) as steal::progress::Reporter
+        });
+        Progress::new(Duration::from_secs_f64(self.progress), reporter)
+    }
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=1e9).contains(&s) => Ok(s),
+        _ => Err(format!("'{text}' is not a number of seconds")),
+    }
+}
+
+/// Parse a size argument (`4MB`, `64k`...) for clap: more than 0 bytes.
+pub fn size_arg(text: &str) -> Result<u64, String> {
+    match parse_size(text)? {
+        0 => Err(format!("'{text}': must be more than 0 bytes")),
+        n => Ok(n),
+    }
+}
+
+impl Common {
+    /// A context for `tool` whose events go to the console, as the tools that do not yet take
+    /// typed options need (`stdout_reserved`: a list goes to stdout, so messages go to stderr).
+    pub fn legacy_context(
+        &self,
+        tool: &'static str,
+        stdout_reserved: bool,
+    ) -> crate::engine::context::Context {
+        let console = crate::cli::console::Console {
+            tool,
+            quiet: self.quiet,
+            stdout_reserved,
+            json: false,
+        };
+        let mut context = crate::engine::context::Context::new(std::sync::Arc::new(console));
+        context.progress = self.progress_every();
+        context.verbose = self.verbose;
+        context.stop = steal::signals::shared_stop_flag();
+        context
+    }
+}

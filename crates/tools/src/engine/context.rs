@@ -1,0 +1,180 @@
+//! What every tool run receives besides its own options (where its events go, how often it
+//! reports progress, the flag that stops it) and what every run gives back (a report with the
+//! common counts, or an error when nothing was done).
+//!
+//! Tools never print: they tell an [`Events`] sink about failed items, progress and the output
+//! the caller asked for (a listing, matching paths), and return a report. The command line's
+//! console renders both (`crate::cli`); an embedder may collect them, or pass
+//! [`Context::default`], which discards events and keeps a sample of the failures in the report.
+
+use crate::engine::status::Status;
+use std::fmt;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use steal::progress::{Progress, Report as ProgressReport};
+
+/// Where a running tool's events go. Called from any rank and any thread of the process.
+pub trait Events: Send + Sync {
+    /// One item failed or was refused (or a warning about one): `message` names the path and
+    /// the operation, e.g. `open /a/b: Permission denied`. The item is also counted in the
+    /// report's `failed` (or the tool's own count of skipped items).
+    fn error(&self, message: &str);
+    /// A progress snapshot (rank 0 only, every [`Context::progress`]): counts summed over ranks;
+    /// `verb` says what is being done (`Copied`, `Walked`).
+    fn progress(&self, verb: &str, report: &ProgressReport);
+    /// Output the caller asked for, as raw bytes (paths are bytes): a listing (`walk --print`,
+    /// `tar -t`), matching paths (`find`), differences (`cmp`), ... In global order when the
+    /// tool promises one (it is sent by rank 0).
+    fn output(&self, bytes: &[u8]);
+    /// Human-readable detail that is not the result: verbose per-rank figures, the sizes chosen,
+    /// notices such as "nothing to do". One or more whole lines.
+    fn info(&self, text: &str);
+}
+
+/// An [`Events`] sink that drops everything (the report still counts the failures).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Discard;
+
+impl Events for Discard {
+    fn error(&self, _: &str) {}
+    fn progress(&self, _: &str, _: &ProgressReport) {}
+    fn output(&self, _: &[u8]) {}
+    fn info(&self, _: &str) {}
+}
+
+/// Failure messages kept for a report: at most this many per process.
+pub const FAILURE_SAMPLE: usize = 100;
+
+/// What a run needs besides its tool's options. Cheap to clone; one per run (the failure
+/// sample starts empty, the stop flag is the caller's).
+#[derive(Clone)]
+pub struct Context {
+    /// Where events go.
+    pub events: Arc<dyn Events>,
+    /// How often rank 0 reports progress; `None`: never.
+    pub progress: Option<Duration>,
+    /// Compute and report verbose detail (per-rank figures, chosen sizes).
+    pub verbose: bool,
+    /// Set it to stop the run: work stops being handed out, what is in flight finishes, the
+    /// report says `interrupted`. The command line passes the flag SIGINT/SIGTERM set
+    /// ([`steal::signals::stop_flag`]); a library caller its own.
+    pub stop: Arc<AtomicBool>,
+    failures: Arc<Mutex<Vec<String>>>,
+}
+
+impl Default for Context {
+    /// Events discarded, no progress, not verbose, a fresh stop flag.
+    fn default() -> Context {
+        Context::new(Arc::new(Discard))
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("progress", &self.progress)
+            .field("verbose", &self.verbose)
+            .field("stop", &self.stop)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// A context sending events to `events`; no progress, not verbose, a fresh stop flag.
+    pub fn new(events: Arc<dyn Events>) -> Context {
+        Context {
+            events,
+            progress: None,
+            verbose: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            failures: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Report a failed item (see [`Events::error`]) and keep its message for the report.
+    pub fn error(&self, message: impl fmt::Display) {
+        let message = message.to_string();
+        if let Ok(mut kept) = self.failures.lock() {
+            if kept.len() < FAILURE_SAMPLE {
+                kept.push(message.clone());
+            }
+        }
+        self.events.error(&message);
+    }
+
+    /// Send output (see [`Events::output`]).
+    pub fn output(&self, bytes: &[u8]) {
+        self.events.output(bytes);
+    }
+
+    /// Send human-readable detail (see [`Events::info`]).
+    pub fn info(&self, text: impl AsRef<str>) {
+        self.events.info(text.as_ref());
+    }
+
+    /// True once the run was asked to stop.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Progress counters whose snapshots go to [`Events::progress`] as `verb ...`, on rank 0,
+    /// every [`Context::progress`]; silent counters when progress is off or on other ranks.
+    pub fn progress(&self, rank: usize, verb: &'static str) -> Progress {
+        match self.progress {
+            Some(every) if rank == 0 => {
+                let events = Arc::clone(&self.events);
+                Progress::new(
+                    every,
+                    Some(Box::new(move |r: &ProgressReport| events.progress(verb, r))),
+                )
+            }
+            _ => Progress::silent(),
+        }
+    }
+
+    /// The failure messages kept so far by this process (at most [`FAILURE_SAMPLE`]).
+    pub fn failures(&self) -> Vec<String> {
+        self.failures.lock().map(|f| f.clone()).unwrap_or_default()
+    }
+}
+
+/// Why a run did nothing: a usage or setup error found before any work (a missing source, an
+/// option the source does not allow, an output that cannot be created). Every rank returns
+/// the same error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    /// What is wrong, naming the path and the operation.
+    pub message: String,
+}
+
+impl Error {
+    /// An error with this message.
+    pub fn new(message: impl fmt::Display) -> Error {
+        Error {
+            message: message.to_string(),
+        }
+    }
+}
+
+/// The counts every tool's report has, for the console's last line and `--json`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Summary {
+    /// Items (files, directories, links, entries) the tool handled, summed over ranks.
+    pub items: u64,
+    /// Bytes of file data read or written, summed over ranks.
+    pub bytes: u64,
+    /// Items that failed, were refused or skipped for a reason that is not the user's choice.
+    pub failed: u64,
+    /// Wall-clock time of the run, in seconds.
+    pub seconds: f64,
+}
+
+/// A tool's report: serialisable, with the common counts and an exit status.
+pub trait ToolReport: serde::Serialize {
+    /// The common counts.
+    fn summary(&self) -> Summary;
+    /// The exit status this report stands for (0 done, 1 something failed or differs).
+    fn status(&self) -> Status;
+}

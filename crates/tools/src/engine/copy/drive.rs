@@ -1,0 +1,143 @@
+//! The copy engine as cp, sync and stripe drive it: I/O settings, the run with its progress and
+//! verbose detail, and the failures it reports.
+
+use crate::engine::context::Context;
+use crate::engine::copy::data::DataOptions;
+use crate::engine::copy::meta::{MetaOptions, XattrPolicy};
+use crate::engine::copy::{self as copy, CopyOptions, Mapping, Plan, Report};
+use crate::engine::status::Status;
+use std::sync::atomic::AtomicBool;
+use steal::progress::Progress;
+use steal::Comm;
+
+/// I/O settings of a copy.
+pub struct IoArgs {
+    /// Bytes per read/write call; `None`: adaptive.
+    pub bufsize: Option<u64>,
+    /// Bytes per chunk (unit of parallel work); `None`: automatic.
+    pub chunksize: Option<u64>,
+    /// Keep holes.
+    pub sparse: bool,
+    /// `O_DIRECT`.
+    pub direct: bool,
+    /// `O_NOATIME` on sources.
+    pub open_noatime: bool,
+    /// Preserve owner, mode, times.
+    pub preserve: bool,
+    /// `-X`, if given.
+    pub xattrs: Option<XattrPolicy>,
+    /// Files per batch (0 = all at once).
+    pub batch_files: u64,
+    /// Lustre layouts of new files, and the Lustre calls.
+    pub stripe: crate::engine::lustre::StripeArgs,
+}
+
+impl IoArgs {
+    /// The engine's options. Xattrs are copied when preserving (Lustre's own left out) or when
+    /// `-X` asks.
+    pub fn options<'a>(
+        &'a self,
+        stop: Option<&'a AtomicBool>,
+        progress: &'a Progress,
+    ) -> CopyOptions<'a> {
+        let xattrs = self.xattrs.unwrap_or(if self.preserve {
+            XattrPolicy::NonLustre
+        } else {
+            XattrPolicy::None
+        });
+        CopyOptions {
+            chunk_size: self.chunksize.unwrap_or(0),
+            data: DataOptions {
+                bufsize: self.bufsize.map_or(0, |b| b.min(1 << 30) as usize),
+                sparse: self.sparse,
+                direct: self.direct,
+            },
+            meta: MetaOptions::new(self.preserve, xattrs),
+            open_noatime: self.open_noatime,
+            batch_files: self.batch_files,
+            stop,
+            progress: Some(progress),
+            lustre: &*self.stripe.api,
+            stripe: self.stripe.overrides(),
+        }
+    }
+}
+
+/// Report a run's failures and skips (every rank its own) to `context`.
+pub fn report_failures(context: &Context, report: &Report) {
+    for e in &report.errors {
+        context.error(e);
+    }
+    for e in &report.skips {
+        context.error(format_args!("skipped: {e}"));
+    }
+}
+
+/// Run the copy engine with progress and (verbose) the sizes chosen; report this rank's
+/// failures, sum the counts over ranks, and say how to finish an interrupted run
+/// (`resume_hint`). Returns the summed report and the status it implies. Collective.
+pub fn copy_and_report(
+    comm: &dyn Comm,
+    context: &Context,
+    plan: Plan,
+    map: &Mapping,
+    io: &IoArgs,
+    resume_hint: &str,
+) -> (Report, Status) {
+    let rank0 = comm.rank() == 0;
+    let say = |text: String| {
+        if rank0 && context.verbose {
+            context.info(text);
+        }
+    };
+    say(format!(
+        "Chunk size {}, buffer size {}, {} ranks\n",
+        io.chunksize
+            .map_or("automatic".to_string(), |c| format!("{c} bytes")),
+        io.bufsize
+            .map_or("adaptive".to_string(), |b| format!("{b} bytes")),
+        comm.size()
+    ));
+    let progress = context.progress(comm.rank(), "Copied");
+    let opts = io.options(Some(&context.stop), &progress);
+    let mut report = copy::run(comm, plan, map, &opts);
+    report_failures(context, &report);
+    report.sum(comm);
+    if report.chunk_size > 0 {
+        say(format!(
+            "Chunk size used: {} bytes ({})\n",
+            report.chunk_size, report.chunk_reason
+        ));
+    }
+    if context.verbose && rank0 {
+        say(format!(
+            "{} (this process)\n",
+            crate::engine::copy::iosize::chosen()
+        ));
+    }
+    if let Some(osts) = report.lustre_osts {
+        say(lustre_line(osts, &report.stripes));
+    }
+    // Skipped entries (a device node without the privilege to make it) were asked for too.
+    let status = Status::of_work(report.total_errors, report.skipped, report.interrupted);
+    if report.interrupted && rank0 {
+        context.error(format_args!(
+            "interrupted by a signal: the copy is incomplete ({resume_hint})"
+        ));
+    }
+    (report, status)
+}
+
+/// `-v`: what layouts new files got on a Lustre destination.
+pub fn lustre_line(osts: u32, s: &crate::engine::copy::striping::StripeCounts) -> String {
+    let osts = match osts {
+        0 => "OST count unknown".to_string(),
+        n => format!("{n} OSTs"),
+    };
+    format!(
+        "Lustre destination ({osts}): {} files given a layout ({} over several OSTs), {} inherit a \
+         one-stripe directory default, {} follow a PFL directory default, {} existing files \
+         keep theirs, {} refused by the file system\n",
+        s.set, s.wide, s.inherited, s.pfl, s.kept, s.refused
+    )
+}

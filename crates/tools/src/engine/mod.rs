@@ -1,0 +1,18 @@
+//! What several tools share below the command line: the copy engine, pairing of two trees,
+//! compare expressions, selection rules, batches, Lustre striping, exit statuses.
+
+pub mod batches;
+pub mod compare_expr;
+pub mod context;
+pub mod copy;
+pub mod locks;
+pub mod lustre;
+pub mod pairing;
+pub mod regex_select;
+pub mod select;
+pub mod setup;
+pub mod status;
+#[cfg(test)]
+pub(crate) mod test_rng;
+pub mod test_seam;
+pub mod walk_stripes;

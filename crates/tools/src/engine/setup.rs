@@ -1,0 +1,162 @@
+//! What a tool checks and sets up before any work, alike on every rank: identity, paths that
+//! must exist, agreement on the checks; and the walk of its sources.
+
+use crate::engine::context::{Context, Error};
+use crate::engine::status::Status;
+use flist::walk::{walk, WalkOptions, Walked};
+use flist::{Detail, FileType};
+use steal::progress::Progress;
+use steal::Comm;
+
+/// Checks every rank made before touching anything: the value if they passed on every rank;
+/// otherwise an error on every rank, with rank 0's message when rank 0's check failed (the
+/// caller reports it once). Collective.
+pub fn agree_setup<T>(comm: &dyn Comm, checked: Result<T, String>) -> Result<T, Error> {
+    let mine = if checked.is_err() {
+        Status::Usage
+    } else {
+        Status::Ok
+    };
+    match (mine.agree(comm), checked) {
+        (Status::Ok, Ok(v)) => Ok(v),
+        (_, Err(e)) => Err(Error::new(e)),
+        (_, Ok(_)) => Err(Error::new("the setup failed on another rank")),
+    }
+}
+
+/// Become `uid`/`gid` for the whole process (`-U`/`-G`: copy as that user). Done before any
+/// thread does file-system work; glibc applies it to every thread.
+///
+/// The groups change too, or root's group 0 and its supplementary groups would still open
+/// files the user cannot read: with `-G` the groups are exactly that one group; with `-U` alone
+/// they are the user's (its passwd entry's primary group and `initgroups`). The order is
+/// groups, group, user: once the user is no longer root, the groups can't be changed.
+pub fn switch_identity(uid: Option<u32>, gid: Option<u32>) -> Result<(), String> {
+    let os = std::io::Error::last_os_error;
+    let (groups_of, gid) = match (uid, gid) {
+        (_, Some(g)) => (None, Some(g)),
+        (Some(u), None) => {
+            let (name, primary) = user_entry(u).ok_or_else(|| {
+                format!("user {u} has no passwd entry to take its groups from: give -G GID too")
+            })?;
+            (Some(name), Some(primary))
+        }
+        (None, None) => return Ok(()),
+    };
+    let g = gid.expect("set above");
+    // SAFETY: plain system calls; `name` is a NUL-terminated string that outlives the call.
+    let grouped = unsafe {
+        match &groups_of {
+            Some(name) => libc::initgroups(name.as_ptr(), g) == 0,
+            None => libc::setgroups(1, &g) == 0,
+        }
+    };
+    if !grouped {
+        return Err(format!("set the groups of {}: {}", who(uid, g), os()));
+    }
+    // SAFETY: as above.
+    if unsafe { libc::setgid(g) } != 0 {
+        return Err(format!("switch to group {g}: {}", os()));
+    }
+    if let Some(u) = uid {
+        // SAFETY: as above.
+        if unsafe { libc::setuid(u) } != 0 {
+            return Err(format!("switch to user {u}: {}", os()));
+        }
+    }
+    Ok(())
+}
+
+fn who(uid: Option<u32>, gid: u32) -> String {
+    match uid {
+        Some(u) => format!("user {u}"),
+        None => format!("group {gid}"),
+    }
+}
+
+/// The name and primary group of user `uid`, from the passwd database.
+fn user_entry(uid: u32) -> Option<(std::ffi::CString, u32)> {
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: an all-zero passwd is a valid value to be filled in.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call; `buf` outlives the use of `pwd`'s strings.
+    let r = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if r != 0 || found.is_null() {
+        return None;
+    }
+    // SAFETY: getpwuid_r succeeded: pw_name points to a NUL-terminated string in `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) }.to_owned();
+    Some((name, pwd.pw_gid))
+}
+
+/// Walk `roots` with full metadata, reporting failures to `context`.
+pub fn walk_sources(
+    comm: &dyn Comm,
+    context: &Context,
+    roots: &[Vec<u8>],
+    dereference: bool,
+    progress: &Progress,
+) -> Walked {
+    walk_sources_named(comm, context, roots, dereference, progress, true)
+}
+
+/// [`walk_sources`], with the user and group names in the list only if `names` (see
+/// [`WalkOptions::id_tables`]: only printing names and writing v4 lists need them).
+pub fn walk_sources_named(
+    comm: &dyn Comm,
+    context: &Context,
+    roots: &[Vec<u8>],
+    dereference: bool,
+    progress: &Progress,
+    names: bool,
+) -> Walked {
+    let opts = WalkOptions {
+        detail: Detail::Stat,
+        dereference,
+        stop: Some(&context.stop),
+        progress: Some(progress),
+        id_tables: names,
+        ..WalkOptions::default()
+    };
+    let walked = walk(comm, roots, &opts);
+    for e in &walked.errors {
+        context.error(e);
+    }
+    walked
+}
+
+/// True when `path` is a directory (following links).
+pub fn is_dir(path: &[u8]) -> bool {
+    flist::walk::stat_path(path, true)
+        .is_ok_and(|st| FileType::from_mode(st.st_mode) == FileType::Dir)
+}
+
+/// A destination that does not exist yet can be created only in an existing directory.
+pub fn check_parent(dest: &[u8]) -> Result<(), String> {
+    let p = flist::path::parent(dest);
+    if is_dir(p) {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot create {}: the directory {} does not exist",
+            flist::path::display(dest),
+            flist::path::display(p)
+        ))
+    }
+}
+
+/// [`agree_setup`] for the tools that still report their own errors: rank 0 names the failure
+/// as `tool`, and every rank gets [`Status::Usage`]. Collective.
+pub fn agree_setup_reported<T>(
+    comm: &dyn Comm,
+    tool: &str,
+    checked: Result<T, String>,
+) -> Result<T, Status> {
+    agree_setup(comm, checked).map_err(|e| {
+        if comm.rank() == 0 {
+            crate::cli::report_error(tool, e);
+        }
+        Status::Usage
+    })
+}
