@@ -8,9 +8,9 @@ use clap::Parser;
 use lustre_sys::counting::Counting;
 use lustre_sys::fake::Fake;
 use lustre_sys::{Layout, Lustre, System};
-use mfu::lustre::LustreHandle;
-use mfu::select::Rules;
-use mfu::status::Status;
+use mfu::engine::lustre::LustreHandle;
+use mfu::engine::select::Rules;
+use mfu::engine::status::Status;
 use mfu_tests::{expect_status, mfu};
 use std::fs::{self, File};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -551,8 +551,9 @@ fn walk_verbose_shows_stripes_on_lustre() {
             &Default::default(),
         )
         .list;
-        let stripes = mfu::walk_stripes::stripes(comm, &list, &args.api).expect("on Lustre");
-        mfu::walk_stripes::summary(comm, &list, &stripes)
+        let stripes =
+            mfu::engine::walk_stripes::stripes(comm, &list, &args.api).expect("on Lustre");
+        mfu::engine::walk_stripes::summary(comm, &list, &stripes)
     });
     assert_eq!(
         lines[0],
@@ -568,7 +569,7 @@ fn walk_verbose_shows_stripes_on_lustre() {
             &Default::default(),
         )
         .list;
-        mfu::walk_stripes::stripes(comm, &list, &api).is_none()
+        mfu::engine::walk_stripes::stripes(comm, &list, &api).is_none()
     });
     assert!(none.iter().all(|n| *n));
     assert_eq!(counting.layout_calls(), 0);

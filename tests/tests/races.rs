@@ -268,7 +268,7 @@ struct Cmd<T: clap::Args> {
 fn stripe_after_walk_np1_and_np2() {
     use clap::Parser;
     use lustre_sys::fake::Fake;
-    use mfu::status::Status;
+    use mfu::engine::status::Status;
     use std::sync::Arc;
     for np in [1, 2] {
         let s = scene();
@@ -294,10 +294,10 @@ fn stripe_after_walk_np1_and_np2() {
         let fake = Arc::new(Fake::new(vec![s.tree.clone(), s.outside.clone()], 4));
         let argv = ["mfu-rs", "-q", "-c", "2", s.tree.to_str().unwrap()];
         let mut args = Cmd::<mfu::stripe::StripeToolArgs>::parse_from(argv).args;
-        args.api = mfu::lustre::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
+        args.api = mfu::engine::lustre::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
         let keep_ino = fs::metadata(s.tree.join("keep")).unwrap().ino();
         let (tree, outside) = (s.tree.clone(), s.outside.clone());
-        mfu::test_seam::change_at_next_pause(move || {
+        mfu::engine::test_seam::change_at_next_pause(move || {
             fs::remove_dir_all(tree.join("d")).unwrap();
             symlink(&outside, tree.join("d")).unwrap();
             fs::remove_file(tree.join("x")).unwrap();

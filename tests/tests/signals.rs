@@ -361,7 +361,7 @@ fn a_signal_after_the_last_work_still_ends_in_exit_1_and_is_named() {
 fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
     use clap::Parser;
     use lustre_sys::fake::Fake;
-    use mfu::status::Status;
+    use mfu::engine::status::Status;
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
 
@@ -382,9 +382,9 @@ fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
     let fake = Arc::new(Fake::new(vec![root.clone()], 8));
     let argv = ["mfu-rs", "-q", "-c", "4", root.to_str().unwrap()];
     let mut args = Cmd::parse_from(argv).args;
-    args.api = mfu::lustre::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
+    args.api = mfu::engine::lustre::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
 
-    mfu::test_seam::change_at_next_pause(|| {
+    mfu::engine::test_seam::change_at_next_pause(|| {
         // stripe has installed its handlers by now: this is the signal a user's Ctrl-C sends.
         unsafe { libc::raise(libc::SIGINT) };
         let flag = steal::signals::stop_flag();
