@@ -6,8 +6,11 @@
 //!   the build without MPI, the publish dry run of the published crates, each criterion bench
 //!   once, and a quick strict run of the bench harness on tmpfs.
 //! - `cargo xtask bench` — whole-tool comparisons against the classic tools (see `bench/mod.rs`).
+//! - `cargo xtask dist --prefix DIR` — install as a site would: binaries, the mpiFileUtils-named
+//!   links, man pages and shell completions (see `dist.rs`).
 
 mod bench;
+mod dist;
 mod setup;
 
 use anyhow::{bail, Context, Result};
@@ -21,13 +24,14 @@ fn main() {
         Some("demo") => demo(),
         Some("test") => test(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        Some("dist") => dist::run_dist(&args[1..]),
         // Internal: the memory rows run each rank under it (see bench/memory.rs).
         Some("rss-wrap") => match bench::rss_wrap(&args[1..]) {
             Ok(code) => std::process::exit(code),
             Err(e) => Err(e),
         },
         _ => {
-            eprintln!("usage: cargo xtask setup|demo|test|bench\n\n  setup  install Open MPI and libclang if missing\n  demo   setup, build, run `mpirun -np 2 mfu-rs walk` on a generated tree\n  test   setup, run every test (unit, vectors, mpirun), build without MPI\n  bench  compare mfu-rs with find/du/cp/rsync/xcp/tar/rm (release build; --help for options)");
+            eprintln!("usage: cargo xtask setup|demo|test|bench|dist\n\n  setup  install Open MPI and libclang if missing\n  demo   setup, build, run `mpirun -np 2 mfu-rs walk` on a generated tree\n  test   setup, run every test (unit, vectors, mpirun), build without MPI\n  bench  compare mfu-rs with find/du/cp/rsync/xcp/tar/rm (release build; --help for options)\n  dist   --prefix DIR [--debug]: install bin/ (with dcp, dsync... links), man pages, completions");
             std::process::exit(2);
         }
     };
@@ -99,6 +103,14 @@ fn demo() -> Result<()> {
     Ok(())
 }
 
+/// A fresh directory under the system's temporary directory.
+fn tempfile_dir(what: &str) -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    Ok(dir)
+}
+
 fn test(extra: &[String]) -> Result<()> {
     setup::ensure()?;
     let root = root();
@@ -140,6 +152,16 @@ fn test(extra: &[String]) -> Result<()> {
         .env("MFU_RS_BIN", root.join("target/debug/mfu-rs"))
         .env("MFU_RS_NOMPI_BIN", nompi_dir.join("debug/mfu-rs"));
     run(&mut cmd)?;
+    // The installation as a site lays it out: both binaries, the mpiFileUtils-named links (each
+    // answering --version), man pages and completions.
+    let prefix = tempfile_dir("mfu-rs-dist")?;
+    let dist = dist::run_dist(&[
+        "--debug".to_string(),
+        "--prefix".to_string(),
+        prefix.display().to_string(),
+    ]);
+    let _ = std::fs::remove_dir_all(&prefix);
+    dist?;
     // The runtime and the walk must also pass their own tests without MPI.
     run(cargo()
         .current_dir(&root)

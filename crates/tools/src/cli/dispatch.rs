@@ -38,10 +38,26 @@ const LONG_ABOUT: &str =
     `mpirun -np 8 mfu-rs ...`); started directly, mfu-rs runs as one process with threads and \
     does not initialise MPI. Exit status: 0 all done, 1 some items failed, 2 usage or setup error.";
 
-/// The whole command line: `mfu-rs [--ranks N] TOOL ...`.
-pub fn command() -> clap::Command {
-    clap::Command::new("mfu-rs")
+/// Names of older mpiFileUtils programs that also reach a tool (scripts still call them), not
+/// shown in the help: `dcp1` was dcp without chunking; mfu-rs's cp is its successor.
+const HIDDEN_NAMES: &[(&str, &[&str])] = &[("cp", &["dcp1"])];
+
+/// The names other than `tool` that reach it: its mpiFileUtils names, shown and hidden.
+pub fn other_names(tool: &str) -> Vec<&'static str> {
+    let rows = TOOLS.iter().map(|t| (t.name(), t.old_names()));
+    rows.chain(HIDDEN_NAMES.iter().copied())
+        .filter(|(name, _)| *name == tool)
+        .flat_map(|(_, names)| names.iter().copied())
+        .collect()
+}
+
+/// The whole command line: `mfu-rs [--ranks N] TOOL ...`, every tool with `--help` and
+/// `--version` (whose long form is `version`: see [`crate::cli::version::long_version`]).
+pub fn command(version: &str) -> clap::Command {
+    let mut cmd = clap::Command::new("mfu-rs")
         .version(env!("CARGO_PKG_VERSION"))
+        .long_version(version.to_string())
+        .propagate_version(true)
         .about(ABOUT)
         .long_about(LONG_ABOUT)
         .after_help(
@@ -65,15 +81,22 @@ pub fn command() -> clap::Command {
                 ),
         )
         .subcommands(TOOLS.iter().map(|t| t.command()))
+        .subcommand(crate::cli::manuals::man_command())
+        .subcommand(crate::cli::manuals::completions_command());
+    for (tool, hidden) in HIDDEN_NAMES {
+        cmd = cmd.mut_subcommand(*tool, |c| c.aliases(hidden.iter().copied()));
+    }
+    cmd
 }
 
 /// The canonical tool that an executable name stands for: `dwalk`, `walk`, `mfu-dwalk` → `walk`.
 pub fn tool_for_program(program: &[u8]) -> Option<&'static str> {
     let stem = program.rsplit(|&b| b == b'/').next().unwrap_or(program);
-    TOOLS.iter().find_map(|t| {
-        let name = t.name();
+    let hidden = HIDDEN_NAMES.iter().copied();
+    let rows = TOOLS.iter().map(|t| (t.name(), t.old_names()));
+    rows.chain(hidden).find_map(|(name, old)| {
         std::iter::once(name)
-            .chain(t.old_names().iter().copied())
+            .chain(old.iter().copied())
             .find_map(|n| {
                 let n = n.as_bytes();
                 let prefixed = stem.len() > n.len()
@@ -196,13 +219,31 @@ pub const MPI_BINARY: &str = "mfu-rs-mpi";
 /// Run the command line `args` (`args[0]` is the program name) and return the exit code:
 /// under a launcher with MPI (when built with it), otherwise as thread ranks of this process.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
-    main_with(args, |ranks, f| steal::launch::run(ranks, f))
+    let version = crate::cli::version::long_version(&crate::cli::version::mpi_library());
+    main_with(
+        args,
+        |ranks, f| steal::launch::run(ranks, f),
+        &version,
+        false,
+    )
 }
 
 /// [`main_with_args`] without MPI: what `mfu-rs` runs when no launcher started it. A binary
 /// that calls only this does not link (so does not load) the MPI library.
 pub fn main_without_mpi(args: Vec<OsString>) -> i32 {
-    main_with(args, |ranks, f| steal::launch::run_local(ranks, f))
+    let mpi = if cfg!(feature = "mpi") {
+        format!("loaded only under a launcher, by {MPI_BINARY} (which could not be asked)")
+    } else {
+        crate::cli::version::mpi_library()
+    };
+    let version = crate::cli::version::long_version(&mpi);
+    // This binary does not link MPI: the MPI binary says which library it was built with.
+    main_with(
+        args,
+        |ranks, f| steal::launch::run_local(ranks, f),
+        &version,
+        cfg!(feature = "mpi"),
+    )
 }
 
 /// Hand this process to [`MPI_BINARY`], found next to the running executable, with the same
@@ -210,6 +251,17 @@ pub fn main_without_mpi(args: Vec<OsString>) -> i32 {
 /// a launcher started it, so that only runs under a launcher load the MPI library. Returns
 /// only when that fails, with the exit code (2, named on stderr).
 pub fn exec_mpi_binary() -> i32 {
+    let why = exec_mpi_binary_quietly();
+    if !launched_as_other_rank() {
+        let arg0 = std::env::args_os().next().unwrap_or_default();
+        let tool = tool_for_program(arg0.as_bytes()).unwrap_or("");
+        report_error(tool, why);
+    }
+    Status::Usage as i32
+}
+
+/// Exec [`MPI_BINARY`] as [`exec_mpi_binary`] does; returns why it could not.
+fn exec_mpi_binary_quietly() -> String {
     use std::os::unix::process::CommandExt;
     let mut args = std::env::args_os();
     let arg0 = args.next().unwrap_or_else(|| "mfu-rs".into());
@@ -231,30 +283,78 @@ pub fn exec_mpi_binary() -> i32 {
              its own location is unknown: {e}"
         ),
     };
-    if !launched_as_other_rank() {
-        let tool = tool_for_program(arg0.as_bytes()).unwrap_or("");
-        report_error(tool, why);
-    }
-    Status::Usage as i32
+    why
 }
 
-fn main_with(mut args: Vec<OsString>, launch: Launch) -> i32 {
+/// Run `args`: `version` is the long `--version` text; `version_from_mpi_binary`: ask
+/// [`MPI_BINARY`] for it instead (it names the MPI library; this binary does not link it).
+fn main_with(
+    mut args: Vec<OsString>,
+    launch: Launch,
+    version: &str,
+    version_from_mpi_binary: bool,
+) -> i32 {
     if let Some(tool) = args.first().and_then(|p| tool_for_program(p.as_bytes())) {
         args.insert(1, tool.into());
         args[0] = "mfu-rs".into();
     }
-    let matches = match command().try_get_matches_from(&args) {
+    let matches = match command(version).try_get_matches_from(&args) {
         Ok(m) => m,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion && version_from_mpi_binary => {
+            // Returns only when the MPI binary can't be started: then say what this one knows.
+            let _ = exec_mpi_binary_quietly();
+            return clap_error(e);
+        }
         Err(e) => return clap_error(e),
     };
     let ranks = matches.get_one::<usize>("ranks").copied();
     let Some((name, sub)) = matches.subcommand() else {
         return Status::Usage as i32;
     };
+    if let Some(code) = manuals(name, sub, version) {
+        return code;
+    }
     let Some(tool) = TOOLS.iter().find(|t| t.name() == name) else {
         return Status::Usage as i32;
     };
     tool.main(sub, &|f| launch(ranks, f))
+}
+
+/// `mfu-rs man` and `mfu-rs completions`: their exit code, or `None` for a tool.
+fn manuals(name: &str, sub: &ArgMatches, version: &str) -> Option<i32> {
+    let mut out = Vec::new();
+    let written = match name {
+        "man" if sub.get_flag("list") => {
+            out = crate::cli::manuals::list();
+            Ok(())
+        }
+        "man" => crate::cli::manuals::man(
+            command(version),
+            sub.get_one::<String>("tool").map(String::as_str),
+            &mut out,
+        ),
+        "completions" => crate::cli::manuals::completions(
+            command(version),
+            *sub.get_one::<clap_complete::Shell>("shell")?,
+            sub.get_one::<String>("name").map(String::as_str),
+            &mut out,
+        ),
+        _ => return None,
+    };
+    Some(match written {
+        Ok(()) => {
+            crate::cli::console::stdout_bytes(&out);
+            if crate::cli::console::stdout_failed() {
+                Status::ItemsFailed as i32
+            } else {
+                0
+            }
+        }
+        Err(e) => {
+            report_error(name, e);
+            Status::Usage as i32
+        }
+    })
 }
 
 /// Print a clap error (or help, or version) and return its exit code: 0 for help and version,
