@@ -12,6 +12,7 @@
 mod bench;
 mod dist;
 mod setup;
+mod slurm;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -25,6 +26,8 @@ fn main() {
         Some("test") => test(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("dist") => dist::run_dist(&args[1..]),
+        // Only the Slurm runs of `test` (both MPI builds must exist).
+        Some("slurm") => slurm_runs(&root(), &root().join("target/mpich/debug/mfu-rs")),
         // Internal: the memory rows run each rank under it (see bench/memory.rs).
         Some("rss-wrap") => match bench::rss_wrap(&args[1..]) {
             Ok(code) => std::process::exit(code),
@@ -103,6 +106,41 @@ fn demo() -> Result<()> {
     Ok(())
 }
 
+/// walk, cp, sync and tar under a one-node Slurm on localhost: `srun --mpi=pmix` with the Open
+/// MPI build, `srun --mpi=pmi2` with the MPICH build (`mpich_bin`). When Slurm can't be started
+/// here, says so loudly and goes on (the rest of the suite still counts).
+fn slurm_runs(root: &Path, mpich_bin: &Path) -> Result<()> {
+    let loud = |why: &str| {
+        eprintln!(
+            "\n**********\nxtask: SLURM NOT TESTED: {why}\n(install slurm-wlm and munge, run as root)\n**********\n"
+        )
+    };
+    if let Some(why) = slurm::unavailable() {
+        loud(&why);
+        return Ok(());
+    }
+    let dir = tempfile_dir("mfu-rs-slurm")?;
+    let cluster = match slurm::start(&dir.join("cluster")) {
+        Ok(c) => c,
+        Err(e) => {
+            loud(&format!("{e:#}"));
+            return Ok(());
+        }
+    };
+    let result = slurm::check_tools(
+        &cluster,
+        "pmix",
+        &root.join("target/debug/mfu-rs"),
+        &dir.join("openmpi"),
+    )
+    .and_then(|()| slurm::check_tools(&cluster, "pmi2", mpich_bin, &dir.join("mpich")));
+    drop(cluster);
+    if result.is_ok() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    result
+}
+
 /// A fresh directory under the system's temporary directory.
 fn tempfile_dir(what: &str) -> Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("{what}-{}", std::process::id()));
@@ -162,6 +200,15 @@ fn test(extra: &[String]) -> Result<()> {
     ]);
     let _ = std::fs::remove_dir_all(&prefix);
     dist?;
+    // Any MPI: the same sources built against MPICH, in their own target directory (the
+    // system's default MPI stays Open MPI), then real Slurm with both.
+    let mpich_dir = root.join("target/mpich");
+    run(cargo()
+        .current_dir(&root)
+        .env("MPICC", "mpicc.mpich")
+        .args(["build", "-p", "mfu-rs", "--bins", "--target-dir"])
+        .arg(&mpich_dir))?;
+    slurm_runs(&root, &mpich_dir.join("debug/mfu-rs"))?;
     // The runtime and the walk must also pass their own tests without MPI.
     run(cargo()
         .current_dir(&root)

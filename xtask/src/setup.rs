@@ -81,7 +81,7 @@ pub fn ensure() -> Result<()> {
     Ok(())
 }
 
-fn is_root() -> bool {
+pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()

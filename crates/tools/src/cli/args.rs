@@ -22,6 +22,10 @@ pub struct Common {
     /// bytes, failed and the tool's own counts); messages and listings go to stderr.
     #[arg(long)]
     pub json: bool,
+    /// Start progress and error lines with the time of day (`[2026-11-26T04:12:13]`), as
+    /// mpiFileUtils does. Also set by MFU_TIMESTAMPS=1.
+    #[arg(long, env = "MFU_TIMESTAMPS", value_parser = clap::builder::FalseyValueParser::new())]
+    pub timestamps: bool,
 }
 
 impl Common {
@@ -69,6 +73,8 @@ impl Common {
             quiet: self.quiet,
             stdout_reserved,
             json: false,
+            timestamps: self.timestamps,
+            last: Default::default(),
         };
         let mut context = crate::engine::context::Context::new(std::sync::Arc::new(console));
         context.progress = self.progress_every();

@@ -68,7 +68,10 @@ pub fn message_sink(output: Option<&std::ffi::OsStr>) -> fn(&[u8]) {
 /// ranks sharing one stderr pipe never interleave mid-line.
 pub fn report_error(tool: &str, message: impl std::fmt::Display) {
     use std::io::Write;
-    let line = format!("mfu-rs {tool}: {message}\n");
+    let line = match tool {
+        "" => format!("mfu-rs: {message}\n"),
+        _ => format!("mfu-rs {tool}: {message}\n"),
+    };
     // Nothing sensible is left to do when stderr itself fails.
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
@@ -86,6 +89,10 @@ pub struct Console {
     pub stdout_reserved: bool,
     /// `--json`: the output the tool was asked for goes to stderr too.
     pub json: bool,
+    /// `--timestamps`: progress and error lines start with the time of day.
+    pub timestamps: bool,
+    /// The previous progress snapshot (for the current rate).
+    pub last: std::sync::Arc<crate::cli::progress_line::LastSnapshot>,
 }
 
 impl Console {
@@ -104,11 +111,24 @@ impl Console {
 
 impl Events for Console {
     fn error(&self, message: &str) {
-        report_error(self.tool, message);
+        if self.timestamps {
+            report_error(
+                self.tool,
+                format_args!("{}{message}", crate::cli::progress_line::timestamp()),
+            );
+        } else {
+            report_error(self.tool, message);
+        }
     }
     fn progress(&self, verb: &str, report: &ProgressReport) {
         if !self.quiet {
-            stderr_bytes(format!("{}\n", report.line(verb)).as_bytes());
+            let stamp = if self.timestamps {
+                crate::cli::progress_line::timestamp()
+            } else {
+                String::new()
+            };
+            let line = crate::cli::progress_line::line(verb, report, &self.last);
+            stderr_bytes(format!("{stamp}{line}\n").as_bytes());
         }
     }
     fn output(&self, bytes: &[u8]) {

@@ -405,6 +405,8 @@ pub fn main_of<T: CliTool>(matches: &ArgMatches, launch: &Launcher<'_>) -> i32 {
         quiet: common.quiet,
         stdout_reserved: list_to_stdout || common.json,
         json: common.json,
+        timestamps: common.timestamps,
+        last: Default::default(),
     };
     // The binary, not the library, catches SIGINT/SIGTERM; a flag left set by an earlier run in
     // this process does not stop this one.

@@ -6,6 +6,7 @@ pub mod console;
 pub mod dispatch;
 pub mod legacy;
 pub mod manuals;
+pub mod progress_line;
 pub mod runtime_stats;
 pub mod tool;
 pub mod version;

@@ -1,0 +1,235 @@
+//! A one-node Slurm on localhost (munge, slurmctld, slurmd from Debian, configured in a private
+//! directory through `SLURM_CONF`), and the runs users make with it: `srun -n 2 mfu-rs walk|cp|
+//! sync|tar` with Open MPI (`--mpi=pmix`) and MPICH (`--mpi=pmi2`), each checked for its result
+//! and for having run as 2 ranks.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+/// The daemons of a private one-node cluster; stopped on drop.
+pub struct Cluster {
+    conf: PathBuf,
+    daemons: Vec<Child>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for d in &mut self.daemons {
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+    }
+}
+
+/// Why a local Slurm can't run here, or `None` when it can (Debian's packages and root).
+pub fn unavailable() -> Option<String> {
+    let missing: Vec<&str> = ["munged", "slurmctld", "slurmd", "srun", "sinfo"]
+        .into_iter()
+        .filter(|p| !crate::setup::have(p) && !Path::new("/usr/sbin").join(p).exists())
+        .collect();
+    if !missing.is_empty() {
+        return Some(format!("not installed: {}", missing.join(", ")));
+    }
+    if !crate::setup::is_root() {
+        return Some("slurmd must run as root to start jobs".into());
+    }
+    None
+}
+
+/// Start munge (if not running), slurmctld and slurmd with a configuration in `dir`; wait until
+/// the node is idle.
+pub fn start(dir: &Path) -> Result<Cluster> {
+    for sub in ["state", "spool", "log"] {
+        std::fs::create_dir_all(dir.join(sub))?;
+    }
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let d = dir.display();
+    let conf = dir.join("slurm.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "ClusterName=mfu\nSlurmctldHost=localhost\nSlurmUser=root\nSlurmdUser=root\n\
+             AuthType=auth/munge\nStateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
+             SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd.pid\n\
+             SlurmctldLogFile={d}/log/slurmctld.log\nSlurmdLogFile={d}/log/slurmd.log\n\
+             ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n\
+             JobAcctGatherType=jobacct_gather/none\nSchedulerType=sched/builtin\n\
+             SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nReturnToService=2\n\
+             MpiDefault=none\nSlurmctldPort=16817\nSlurmdPort=16818\n\
+             NodeName=localhost CPUs={cpus} State=UNKNOWN\n\
+             PartitionName=mfu Nodes=localhost Default=YES MaxTime=INFINITE State=UP \
+             OverSubscribe=FORCE:8\n"
+        ),
+    )?;
+    if !Command::new("pgrep")
+        .arg("-x")
+        .arg("munged")
+        .status()?
+        .success()
+    {
+        // munged refuses to run as root: as its own user, with its directories.
+        let _ = Command::new("sh")
+            .args([
+                "-c",
+                "mkdir -p /run/munge && chown munge:munge /run/munge /var/lib/munge /var/log/munge",
+            ])
+            .status();
+        let started = Command::new("su")
+            .args(["-s", "/bin/sh", "munge", "-c", "/usr/sbin/munged"])
+            .status()
+            .context("start munged")?;
+        if !started.success() {
+            bail!("munged did not start ({started})");
+        }
+    }
+    let mut cluster = Cluster {
+        conf: conf.clone(),
+        daemons: Vec::new(),
+    };
+    for daemon in ["slurmctld", "slurmd"] {
+        // -D: in the foreground, so that the guard owns it; -c: no state from an earlier run.
+        let child = Command::new(daemon)
+            .args(["-D", "-c"])
+            .env("SLURM_CONF", &conf)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .with_context(|| format!("start {daemon}"))?;
+        cluster.daemons.push(child);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = cluster.command("sinfo").args(["-h", "-o", "%t"]).output()?;
+        let state = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if state == "idle" || state == "mix" {
+            return Ok(cluster);
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the local node did not become idle in 60 s (sinfo: {state:?}); see {}/log",
+                dir.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+impl Cluster {
+    /// A Slurm client command talking to this cluster.
+    pub fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env("SLURM_CONF", &self.conf);
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().to_string();
+            if k.starts_with("OMPI_COMM_WORLD") || k.starts_with("PMI") || k == "MFU_RANKS" {
+                cmd.env_remove(k);
+            }
+        }
+        cmd
+    }
+
+    /// `srun -n 2 --mpi=PLUGIN BIN ARGS` with the queue statistics on, checked: exit 0, and a
+    /// statistics line saying 2 ranks (so the run really was one MPI job of two tasks).
+    pub fn srun2(&self, plugin: &str, bin: &Path, args: &[&std::ffi::OsStr]) -> Result<Output> {
+        let mut cmd = self.command("srun");
+        cmd.args(["-n", "2", "--kill-on-bad-exit=1", "-t", "5"])
+            .arg(format!("--mpi={plugin}"))
+            .arg(bin)
+            .args(args)
+            .env("MFU_RS_STATS", "1");
+        crate::mpi_env(&mut cmd);
+        let line = format!("{cmd:?}");
+        eprintln!("+ {line}");
+        let out = cmd.output().with_context(|| format!("start {line}"))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            bail!("{line} failed ({}):\n{stderr}", out.status);
+        }
+        if !stderr.contains("ranks=2 ") {
+            bail!("{line} did not run as 2 ranks (no `ranks=2` statistics line):\n{stderr}");
+        }
+        Ok(out)
+    }
+}
+
+/// walk, cp, sync and tar -c/-x under `srun -n 2 --mpi=PLUGIN` with `bin`, on a small tree in
+/// `dir`, each result checked.
+pub fn check_tools(cluster: &Cluster, plugin: &str, bin: &Path, dir: &Path) -> Result<()> {
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let src = dir.join("src");
+    let _ = std::fs::remove_dir_all(dir);
+    for i in 0..20 {
+        let sub = src.join(format!("d{}", i % 4));
+        std::fs::create_dir_all(&sub)?;
+        std::fs::write(sub.join(format!("f{i}")), vec![i as u8; 1000 * i])?;
+    }
+    let walked = cluster.srun2(plugin, bin, &[&os("walk"), src.as_os_str()])?;
+    let text = String::from_utf8_lossy(&walked.stdout);
+    if !text.contains("Items: 25") {
+        bail!("walk under srun --mpi={plugin}: expected 25 items:\n{text}");
+    }
+    let copy = dir.join("copy");
+    cluster.srun2(
+        plugin,
+        bin,
+        &[&os("cp"), &os("-p"), src.as_os_str(), copy.as_os_str()],
+    )?;
+    same_tree(&src, &copy)?;
+    std::fs::write(src.join("d1/f1"), b"changed")?;
+    std::fs::remove_file(src.join("d2/f2"))?;
+    cluster.srun2(
+        plugin,
+        bin,
+        &[&os("sync"), &os("-D"), src.as_os_str(), copy.as_os_str()],
+    )?;
+    same_tree(&src, &copy)?;
+    let archive = dir.join("a.tar");
+    let cwd = dir.as_os_str();
+    cluster.srun2(
+        plugin,
+        bin,
+        &[
+            &os("tar"),
+            &os("-c"),
+            &os("-f"),
+            archive.as_os_str(),
+            &os("-C"),
+            cwd,
+            &os("src"),
+        ],
+    )?;
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out)?;
+    cluster.srun2(
+        plugin,
+        bin,
+        &[
+            &os("tar"),
+            &os("-x"),
+            &os("-f"),
+            archive.as_os_str(),
+            &os("-C"),
+            out.as_os_str(),
+        ],
+    )?;
+    same_tree(&src, &out.join("src"))?;
+    eprintln!("slurm: walk, cp, sync and tar under srun -n 2 --mpi={plugin}: results checked");
+    Ok(())
+}
+
+/// `diff -r`: the two trees hold the same names and contents.
+fn same_tree(a: &Path, b: &Path) -> Result<()> {
+    let out = Command::new("diff").arg("-r").arg(a).arg(b).output()?;
+    if !out.status.success() {
+        bail!(
+            "{} and {} differ:\n{}",
+            a.display(),
+            b.display(),
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    Ok(())
+}
