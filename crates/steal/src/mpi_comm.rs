@@ -92,6 +92,20 @@ impl MpiComm {
         }
     }
 
+    /// True when this MPI compares `MPI_UINT64_T` as signed in `MPI_MAX`. Found once per
+    /// process by a collective probe, made by every rank at its first Max or Min reduction
+    /// (collectives are called in the same order on every rank, so they all probe together).
+    fn signed_max(&self) -> bool {
+        static SIGNED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *SIGNED.get_or_init(|| {
+            let mine = [if self.rank() == 0 { 1u64 << 63 } else { 0 }];
+            let mut max = [0u64];
+            self.world
+                .all_reduce_into(&mine[..], &mut max[..], SystemOperation::max());
+            max[0] != 1 << 63
+        })
+    }
+
     fn piece(&self) -> usize {
         (round_bytes() / self.size()).max(1)
     }
@@ -161,8 +175,18 @@ impl Comm for MpiComm {
         Box::new(MpiBarrier(Some(self.world.immediate_barrier())))
     }
     fn allreduce(&self, values: &mut [u64], op: ReduceOp) {
-        let send = values.to_vec();
+        // Some MPI libraries compare MPI_UINT64_T as signed in MPI_MAX/MPI_MIN (Debian's MPICH
+        // 4.0.2 does, in C too): there, flipping the top bit maps unsigned order onto signed
+        // order, and back.
+        let flip = matches!(op, ReduceOp::Max | ReduceOp::Min) && self.signed_max();
+        let send: Vec<u64> = values
+            .iter()
+            .map(|&v| if flip { v ^ (1 << 63) } else { v })
+            .collect();
         self.world.all_reduce_into(&send[..], values, Self::op(op));
+        if flip {
+            values.iter_mut().for_each(|v| *v ^= 1 << 63);
+        }
     }
     fn exscan(&self, values: &mut [u64]) {
         let send = values.to_vec();

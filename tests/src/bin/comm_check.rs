@@ -33,6 +33,32 @@ fn check(comm: &dyn Comm) -> Result<(), String> {
             return Err(format!("allreduce {op:?} gave {} not {want}", x[0]));
         }
     }
+    // Values above i64::MAX: Max and Min compare them as unsigned whatever the MPI library does
+    // (Debian's MPICH 4.0.2 compares MPI_UINT64_T as signed).
+    let big = 1u64 << 63;
+    for (op, mine, want) in [
+        (
+            ReduceOp::Max,
+            if r == 0 { u64::MAX - 3 } else { r as u64 },
+            u64::MAX - 3,
+        ),
+        (ReduceOp::Max, if r == n - 1 { big } else { 0 }, big),
+        (
+            ReduceOp::Min,
+            if r == n - 1 { big + 5 } else { u64::MAX },
+            big + 5,
+        ),
+        (ReduceOp::Min, if r == 0 { 1 } else { big }, 1),
+    ] {
+        let mut x = [mine];
+        comm.allreduce(&mut x, op);
+        if x[0] != want {
+            return Err(format!(
+                "allreduce {op:?} of {mine} gave {} not {want}",
+                x[0]
+            ));
+        }
+    }
     let mut e = [r as u64 + 1, 1];
     comm.exscan(&mut e);
     if e != [(r * (r + 1) / 2) as u64, r as u64] {
