@@ -63,12 +63,8 @@ pub fn start(dir: &Path) -> Result<Cluster> {
              OverSubscribe=FORCE:8\n"
         ),
     )?;
-    if !Command::new("pgrep")
-        .arg("-x")
-        .arg("munged")
-        .status()?
-        .success()
-    {
+    let munged = Command::new("pgrep").arg("-x").arg("munged").output()?;
+    if !munged.status.success() {
         // munged refuses to run as root: as its own user, with its directories.
         let _ = Command::new("sh")
             .args([
