@@ -2,7 +2,8 @@
 //! `mpicc`, `mpirun`), libclang (rsmpi generates its bindings with bindgen), python3 (some
 //! tests make their fixtures with it: Python tarfile archives, paths deeper than `PATH_MAX`), rsync (a peer in `cargo xtask bench`), zstd and
 //! bsdtar (the tar tests check that other tools read mfu-rs archives and that mfu-rs reads theirs),
-//! MPICH's launcher (the launch tests check that another MPI's launcher is refused).
+//! MPICH (the suite builds against it; the launch tests check that another MPI's launcher is
+//! refused), Slurm and munge (a one-node cluster on localhost for the `srun` runs).
 
 use crate::run;
 use anyhow::{bail, Result};
@@ -18,9 +19,14 @@ const PACKAGES: &[&str] = &[
     "rsync",
     "zstd",
     "libarchive-tools",
-    // MPICH's launcher (`mpiexec.mpich`, no compiler wrappers: Open MPI stays the default
-    // `mpirun`/`mpicc`): the launch tests start the Open MPI build with another MPI's launcher.
+    // MPICH (`mpicc.mpich`, `mpiexec.mpich`; Open MPI stays the default `mpirun`/`mpicc`): the
+    // suite builds mfu-rs against it too, and the launch tests start the Open MPI build with
+    // another MPI's launcher.
     "mpich",
+    "libmpich-dev",
+    // A one-node Slurm on localhost: the suite runs tools under `srun`.
+    "slurm-wlm",
+    "munge",
 ];
 
 /// True when `program` is on PATH (also how the benches find the peers).
@@ -58,12 +64,16 @@ pub fn ensure() -> Result<()> {
         || !have("rsync")
         || !have("zstd")
         || !have("bsdtar")
-        || !have("mpiexec.mpich");
+        || !have("mpiexec.mpich")
+        || !have("mpicc.mpich")
+        || !have("srun")
+        || !Path::new("/usr/sbin/slurmd").exists()
+        || !Path::new("/usr/sbin/munged").exists();
     if !missing {
         return Ok(());
     }
     if !Path::new("/usr/bin/apt-get").exists() {
-        bail!("Open MPI (mpicc, mpirun), libclang, python3, rsync, zstd and bsdtar are needed; install them with your package manager");
+        bail!("Open MPI (mpicc, mpirun), MPICH (mpicc.mpich), libclang, python3, rsync, zstd, bsdtar, Slurm and munge are needed; install them with your package manager");
     }
     let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
     let apt = |args: &[&str]| {
