@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// Every tool, in the order of `mfu-rs --help`. Adding a tool is one row here (and its
 /// [`CliTool`] in `cli/`).
 pub static TOOLS: &[&dyn Row] = &[
-    row::<crate::cli::legacy::Walk>(),
+    row::<crate::cli::walk::Walk>(),
     row::<crate::cli::legacy::Cp>(),
     row::<crate::cli::legacy::Sync>(),
     row::<crate::cli::legacy::Rm>(),

@@ -76,13 +76,6 @@ macro_rules! legacy {
     };
 }
 
-legacy!(Walk, "walk", "dwalk",
-    "Walk trees (or read a list) and summarise, sort, print or save the list (dwalk)",
-    crate::walk::WalkArgs,
-    |a| common: a.common,
-    named: [all("PATH", &a.paths), some("-i", &a.input), some("-o", &a.output)].concat(),
-    outputs: a.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
-    run: |comm, rules| crate::walk::run(comm, a));
 legacy!(Cp, "cp", "dcp", "Copy files and trees in parallel (dcp)", crate::cp::CpArgs,
     |a| common: a.common,
     named: [all("SRC/DEST", &a.paths), some("-i", &a.input)].concat(),

@@ -5,8 +5,10 @@ pub mod args;
 pub mod console;
 pub mod dispatch;
 pub mod legacy;
+pub mod list_args;
 pub mod runtime_stats;
 pub mod tool;
+pub mod walk;
 
 pub use args::Common;
 pub use console::*;
