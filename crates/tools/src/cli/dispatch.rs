@@ -20,7 +20,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::legacy::Rm>(),
     row::<crate::cli::legacy::Tar>(),
     row::<crate::cli::legacy::Stripe>(),
-    row::<crate::cli::legacy::Find>(),
+    row::<crate::cli::find::Find>(),
     row::<crate::cli::legacy::Cmp>(),
     row::<crate::cli::legacy::Chmod>(),
     row::<crate::cli::legacy::Dup>(),

@@ -110,13 +110,6 @@ legacy!(Stripe, "stripe", "dstripe",
     named: all("PATH", &a.paths),
     outputs: Vec::new(),
     run: |comm, rules| crate::stripe::run(comm, a));
-legacy!(Find, "find", "dfind",
-    "Find files by name, time, size, owner or type; print them, save a list or run a command (dfind)",
-    crate::find::FindArgs,
-    |a| common: a.options.common,
-    named: [all("PATH", &a.options.paths), some("-i", &a.options.input), some("-o", &a.options.output)].concat(),
-    outputs: a.options.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
-    run: |comm, rules| crate::find::run(comm, a));
 legacy!(Cmp, "cmp", "dcmp",
     "Compare two trees, fields and contents, and report what differs (dcmp)",
     crate::cmp::CmpArgs,

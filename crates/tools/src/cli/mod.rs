@@ -4,6 +4,7 @@
 pub mod args;
 pub mod console;
 pub mod dispatch;
+pub mod find;
 pub mod legacy;
 pub mod list_args;
 pub mod runtime_stats;
