@@ -23,7 +23,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::find::Find>(),
     row::<crate::cli::legacy::Cmp>(),
     row::<crate::cli::legacy::Chmod>(),
-    row::<crate::cli::legacy::Dup>(),
+    row::<crate::cli::dup::Dup>(),
     row::<crate::cli::legacy::Filemaker>(),
     row::<crate::cli::legacy::Reln>(),
     row::<crate::cli::legacy::Bcast>(),

@@ -124,11 +124,6 @@ legacy!(Chmod, "chmod", "dchmod",
     named: [all("PATH", &a.paths), some("-i", &a.input)].concat(),
     outputs: Vec::new(),
     run: |comm, rules| crate::chmod::run(comm, a));
-legacy!(Dup, "dup", "ddup", "Find files with identical contents (ddup)", crate::dup::DupArgs,
-    |a| common: a.common,
-    named: [all("PATH", &a.paths), some("-i", &a.input), some("-o", &a.output)].concat(),
-    outputs: a.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
-    run: |comm, rules| crate::dup::run(comm, a));
 legacy!(Filemaker, "filemaker", "dfilemaker",
     "Generate a reproducible random tree of files in parallel (dfilemaker)",
     crate::filemaker::FilemakerArgs,

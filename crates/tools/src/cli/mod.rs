@@ -4,6 +4,7 @@
 pub mod args;
 pub mod console;
 pub mod dispatch;
+pub mod dup;
 pub mod find;
 pub mod legacy;
 pub mod list_args;
