@@ -21,7 +21,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::legacy::Tar>(),
     row::<crate::cli::legacy::Stripe>(),
     row::<crate::cli::find::Find>(),
-    row::<crate::cli::legacy::Cmp>(),
+    row::<crate::cli::cmp::Cmp>(),
     row::<crate::cli::legacy::Chmod>(),
     row::<crate::cli::dup::Dup>(),
     row::<crate::cli::legacy::Filemaker>(),

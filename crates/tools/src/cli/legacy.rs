@@ -110,13 +110,6 @@ legacy!(Stripe, "stripe", "dstripe",
     named: all("PATH", &a.paths),
     outputs: Vec::new(),
     run: |comm, rules| crate::stripe::run(comm, a));
-legacy!(Cmp, "cmp", "dcmp",
-    "Compare two trees, fields and contents, and report what differs (dcmp)",
-    crate::cmp::CmpArgs,
-    |a| common: a.common,
-    named: vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())],
-    outputs: a.output.iter().map(|o| ("-o", &o.file[..])).collect(),
-    run: |comm, rules| crate::cmp::run(comm, a));
 legacy!(Chmod, "chmod", "dchmod",
     "Change owner, group and mode of trees in parallel (dchmod)",
     crate::chmod::ChmodArgs,
