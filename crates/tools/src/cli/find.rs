@@ -369,11 +369,17 @@ impl CliTool for Find {
 
 impl Args for FindArgs {
     fn augment_args(cmd: Command) -> Command {
-        FindOptions::augment_args(cmd)
+        text_alone(FindOptions::augment_args(cmd))
     }
     fn augment_args_for_update(cmd: Command) -> Command {
-        FindOptions::augment_args_for_update(cmd)
+        text_alone(FindOptions::augment_args_for_update(cmd))
     }
+}
+
+/// `-t` without `-o` is refused once the whole command line is read ([`check_plain_options`]):
+/// the `-o` may come after an `--exec ... ;`, so clap must not refuse it in one segment.
+fn text_alone(cmd: Command) -> Command {
+    cmd.mut_arg("text", |a| a.requires(clap::builder::Resettable::Reset))
 }
 
 impl FromArgMatches for FindArgs {
@@ -414,7 +420,9 @@ fn invalid(msg: impl std::fmt::Display) -> clap::Error {
 
 /// The command that parses the words after an `--exec ... ;`.
 fn rest_command() -> Command {
-    FindOptions::augment_args(Command::new("mfu-rs find").no_binary_name(true))
+    text_alone(FindOptions::augment_args(
+        Command::new("mfu-rs find").no_binary_name(true),
+    ))
 }
 
 /// The command words of an `--exec` and the words after its `;`.
@@ -764,6 +772,11 @@ mod tests {
             ErrorKind::ArgumentConflict
         );
         assert_eq!(error(&["/d", "-t"]).0, ErrorKind::MissingRequiredArgument);
+        // -t and its -o may stand on either side of an --exec.
+        let a = parse(&["/d", "-t", "--exec", "ls", ";", "-o", "l.txt"]).unwrap();
+        assert!(a.options.output.text);
+        let a = parse(&["/d", "-o", "l.txt", "--exec", "ls", ";", "-t"]).unwrap();
+        assert!(a.options.output.text);
         // Every one of these exits with 2 (clap errors that go to stderr).
         for args in [&["/d", "--exec", "rm", "{}"][..], &["/d", "("]] {
             assert!(parse(args).unwrap_err().use_stderr());
