@@ -559,3 +559,119 @@ fn an_interrupted_compare_counts_unfinished_files_as_not_compared() {
     assert!(stderr.contains("files were not compared"), "{stderr}");
     assert!(stdout.contains("could not be compared"), "{stdout}");
 }
+
+/// Events of a library run, kept: the error messages.
+#[derive(Default)]
+struct Kept {
+    errors: std::sync::Mutex<Vec<String>>,
+}
+
+impl mfu::engine::context::Events for Kept {
+    fn error(&self, message: &str) {
+        self.errors.lock().unwrap().push(message.to_string());
+    }
+    fn progress(&self, _: &str, _: &steal::progress::Report) {}
+    fn output(&self, _: &[u8]) {}
+    fn info(&self, _: &str) {}
+}
+
+#[test]
+fn cmp_as_a_library_function_reports_counts_and_failures() {
+    use mfu::engine::compare_expr::Output;
+    use mfu::engine::context::{Context, ToolReport};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    let options = mfu::cmp::Options::new(src.as_os_str().as_bytes(), dst.as_os_str().as_bytes());
+    let reports = steal::local::run(2, |comm| mfu::cmp::run(comm, &options).expect("compared"));
+    for r in &reports {
+        assert_eq!(
+            (r.paths, r.both, r.differing, r.not_compared),
+            (13, 13, 0, 0),
+            "{r:?}"
+        );
+        // Both sides of the two big files and of the small ones were read.
+        assert!(r.bytes_read >= 4 * BIG as u64, "{r:?}");
+        assert_eq!(r.status(), mfu::Status::Ok);
+        assert_eq!(r.summary().items, 13);
+    }
+    change(&src, &dst);
+    // One -o list that can be written, one that cannot: a failure, counted and named.
+    let kept = Arc::new(Kept::default());
+    let mut options =
+        mfu::cmp::Options::new(src.as_os_str().as_bytes(), dst.as_os_str().as_bytes());
+    let missing = dir.path().join("no/such/dir/x.mfu");
+    options.outputs = vec![
+        Output::parse(
+            "EXIST=ONLY_SRC:".to_string() + dir.path().join("only.mfu").to_str().unwrap(),
+        )
+        .unwrap(),
+        Output::parse("EXIST=COMMON:".to_string() + missing.to_str().unwrap()).unwrap(),
+    ];
+    options.context = Context::new(kept.clone());
+    let reports = steal::local::run(2, |comm| mfu::cmp::run(comm, &options).expect("compared"));
+    for r in &reports {
+        // 12 paths in both, one only in the source, one only in the destination.
+        assert_eq!((r.paths, r.only_src, r.only_dest), (14, 1, 1), "{r:?}");
+        assert!(r.differing >= 7, "{r:?}");
+        assert_eq!(r.lists_failed, 1);
+        assert_eq!(r.written, [true, false]);
+        assert_eq!(r.summary().failed, 1);
+        assert_eq!(r.status(), mfu::Status::ItemsFailed);
+    }
+    assert!(reports
+        .iter()
+        .any(|r| r.failures.iter().any(|f| f.contains("no/such/dir"))));
+    let errors = kept.errors.lock().unwrap();
+    assert!(
+        errors.iter().any(|e| e.contains("no/such/dir")),
+        "{errors:?}"
+    );
+    assert_eq!(v4_list(&dir.path().join("only.mfu")).len(), 1);
+}
+
+#[test]
+fn json_report_has_the_counts_of_the_text_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    let report = run(cmp(1).arg("-v").arg(&src).arg(&dst), 0);
+    let out = expect_status(cmp(1).arg("--json").arg(&src).arg(&dst), 0);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(v["tool"], "cmp");
+    assert_eq!(v["status"], 0);
+    assert_eq!(v["failed"], 0);
+    assert!(v["seconds"].is_number());
+    let (items, bytes) = (v["items"].as_u64().unwrap(), v["bytes"].as_u64().unwrap());
+    assert!(
+        report.contains(&format!("Compared {items} paths: ")),
+        "{items}:\n{report}"
+    );
+    assert!(
+        report.contains(&format!(" ({bytes} bytes, ")),
+        "{bytes}:\n{report}"
+    );
+    assert!(
+        report.contains(&format!("Result: equal ({items} paths")),
+        "{report}"
+    );
+    // The report is not printed with --json (stdout is the JSON alone).
+    assert!(!text(&out.stderr).contains("Result:"));
+
+    // Different trees: status 1, the same counts in both forms.
+    change(&src, &dst);
+    let report = run(cmp(1).arg(&src).arg(&dst), 1);
+    let out = expect_status(cmp(1).arg("--json").arg(&src).arg(&dst), 1);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], 1);
+    let (items, differing) = (
+        v["items"].as_u64().unwrap(),
+        v["differing"].as_u64().unwrap(),
+    );
+    assert!(
+        report.contains(&format!(
+            "Result: different ({differing} of {items} paths differ)"
+        )),
+        "{v}\n{report}"
+    );
+}

@@ -350,3 +350,107 @@ fn verify_keeps_only_names_that_are_still_redundant_copies() {
     expect_status(mfu(&["rm", "-q", "-i"]).arg(&sure), 0);
     assert!(!root.join("c").exists() && root.join("a").exists() && root.join("d").exists());
 }
+
+/// Events of a library run, kept: the output and the error messages.
+#[derive(Default)]
+struct Kept {
+    output: std::sync::Mutex<Vec<u8>>,
+    errors: std::sync::Mutex<Vec<String>>,
+}
+
+impl mfu::engine::context::Events for Kept {
+    fn error(&self, message: &str) {
+        self.errors.lock().unwrap().push(message.to_string());
+    }
+    fn progress(&self, _: &str, _: &steal::progress::Report) {}
+    fn output(&self, bytes: &[u8]) {
+        self.output.lock().unwrap().extend_from_slice(bytes);
+    }
+    fn info(&self, _: &str) {}
+}
+
+#[test]
+fn dup_as_a_library_function_reports_counts_and_failures() {
+    use mfu::engine::context::{Context, ToolReport};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    tree(&root);
+    let want = expected(&root);
+    let kept = Arc::new(Kept::default());
+    let mut options = mfu::dup::Options::new([root.as_os_str().as_bytes()]);
+    options.context = Context::new(kept.clone());
+    let reports = steal::local::run(2, |comm| mfu::dup::run(comm, &options).expect("searched"));
+    let redundant: u64 = want.iter().map(|g| g.len() as u64 - 1).sum();
+    for r in &reports {
+        assert_eq!(r.groups, want.len() as u64, "{r:?}");
+        // Hard links are one inode: a group of names may hold fewer redundant inodes.
+        assert!(r.redundant > 0 && r.redundant <= redundant, "{r:?}");
+        assert!(r.reclaimable > 0);
+        assert_eq!(r.unreadable, 0);
+        assert_eq!(r.status(), mfu::Status::Ok);
+        assert_eq!(r.summary().items, r.files);
+        assert_eq!(r.summary().bytes, r.reclaimable);
+    }
+    // The groups are the output, as the command line prints them.
+    assert_eq!(parse(&kept.output.lock().unwrap()), want);
+
+    // A path that does not exist is a failure, counted and named.
+    let missing = dir.path().join("missing");
+    let kept = Arc::new(Kept::default());
+    let mut options =
+        mfu::dup::Options::new([root.as_os_str().as_bytes(), missing.as_os_str().as_bytes()]);
+    options.context = Context::new(kept.clone());
+    let reports = steal::local::run(2, |comm| mfu::dup::run(comm, &options).expect("searched"));
+    for r in &reports {
+        assert_eq!(r.unreadable, 1, "{r:?}");
+        assert_eq!(r.summary().failed, 1);
+        assert_eq!(r.status(), mfu::Status::ItemsFailed);
+        assert!(
+            r.failures.iter().any(|f| f.contains("missing")),
+            "{:?}",
+            r.failures
+        );
+    }
+    assert_eq!(parse(&kept.output.lock().unwrap()), want);
+}
+
+#[test]
+fn json_report_has_the_counts_of_the_verbose_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    tree(&root);
+    let text = expect_status(mfu(&["dup", "-v"]).arg(&root), 0);
+    let err = String::from_utf8_lossy(&text.stderr).into_owned();
+    let out = expect_status(mfu(&["dup", "--json"]).arg(&root), 0);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(v["tool"], "dup");
+    assert_eq!(v["status"], 0);
+    assert_eq!(v["failed"], 0);
+    assert!(v["seconds"].is_number());
+    let (items, bytes) = (v["items"].as_u64().unwrap(), v["bytes"].as_u64().unwrap());
+    assert!(err.contains(&format!("{items} files (")), "{items}:\n{err}");
+    assert!(
+        err.contains(&format!(" ({bytes} bytes) reclaimable")),
+        "{bytes}:\n{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{} groups of duplicates, {} redundant copies",
+            v["groups"], v["redundant"]
+        )),
+        "{v}\n{err}"
+    );
+    // With --json the groups go to stderr, stdout is the report alone.
+    assert_eq!(parse(&out.stderr), expected(&root));
+
+    // A failure: counted, status 1.
+    let missing = dir.path().join("missing");
+    let out = expect_status(mfu(&["dup", "--json"]).arg(&root).arg(&missing), 1);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["status"].as_u64(), v["failed"].as_u64()),
+        (Some(1), Some(1))
+    );
+}

@@ -610,3 +610,124 @@ fn patterns_may_begin_with_a_dash() {
         ],
     );
 }
+
+/// Events of a library run, kept: the output and the error messages.
+#[derive(Default)]
+struct Kept {
+    output: std::sync::Mutex<Vec<u8>>,
+    errors: std::sync::Mutex<Vec<String>>,
+}
+
+impl mfu::engine::context::Events for Kept {
+    fn error(&self, message: &str) {
+        self.errors.lock().unwrap().push(message.to_string());
+    }
+    fn progress(&self, _: &str, _: &steal::progress::Report) {}
+    fn output(&self, bytes: &[u8]) {
+        self.output.lock().unwrap().extend_from_slice(bytes);
+    }
+    fn info(&self, _: &str) {}
+}
+
+#[test]
+fn find_as_a_library_function_reports_counts_and_failures() {
+    use mfu::engine::context::{Context, ToolReport};
+    use mfu::find::expr::Expr;
+    use mfu::find::Primary;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    fs::create_dir_all(root.join("d")).unwrap();
+    for f in ["a.c", "b.h", "d/c.c", "d/e.txt"] {
+        fs::write(root.join(f), f).unwrap();
+    }
+    let name = |glob: &[u8]| {
+        Expr::Leaf(Primary::Test(
+            flist::filter::Test::fnmatch_name(glob).unwrap(),
+        ))
+    };
+    let kept = Arc::new(Kept::default());
+    let mut options = mfu::find::Options::new([root.as_os_str().as_bytes()], Some(name(b"*.c")));
+    options.context = Context::new(kept.clone());
+    let reports = steal::local::run(2, |comm| mfu::find::run(comm, &options).expect("searched"));
+    for r in &reports {
+        // t, t/d and the four files.
+        assert_eq!((r.entries, r.examined, r.matched), (6, 6, 2), "{r:?}");
+        assert_eq!(r.status(), mfu::Status::Ok);
+        assert_eq!(r.summary().items, 6);
+        assert_eq!(r.summary().failed, 0);
+    }
+    // Without an action the matches are the output, in list order.
+    assert_eq!(
+        paths(&kept.output.lock().unwrap(), b'\n'),
+        [root.join("a.c"), root.join("d/c.c")]
+            .iter()
+            .map(|p| p.as_os_str().as_bytes().to_vec())
+            .collect()
+    );
+
+    // A command that fails is a failure of its entry, counted and named.
+    let kept = Arc::new(Kept::default());
+    let exec = Expr::Leaf(Primary::Exec(vec!["false".into(), "{}".into()]));
+    let mut options = mfu::find::Options::new(
+        [root.as_os_str().as_bytes()],
+        Some(Expr::And(vec![name(b"*.c"), exec])),
+    );
+    options.context = Context::new(kept.clone());
+    let reports = steal::local::run(2, |comm| mfu::find::run(comm, &options).expect("searched"));
+    for r in &reports {
+        assert_eq!((r.matched, r.commands_failed), (0, 2), "{r:?}");
+        assert_eq!(r.summary().failed, 2);
+        assert_eq!(r.status(), mfu::Status::ItemsFailed);
+        assert!(
+            r.failures.iter().all(|f| f.contains("--exec false on")),
+            "{:?}",
+            r.failures
+        );
+        assert_eq!(r.failures.len(), 2);
+    }
+    assert!(kept.output.lock().unwrap().is_empty());
+    assert_eq!(kept.errors.lock().unwrap().len(), 2);
+}
+
+#[test]
+fn json_report_has_the_counts_of_the_verbose_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tree(dir.path());
+    let text = expect_status(mfu(&["find", "-v"]).arg(&root).args(["--name", "*.c"]), 0);
+    let err = String::from_utf8_lossy(&text.stderr).into_owned();
+    let out = expect_status(
+        mfu(&["find", "--json"]).arg(&root).args(["--name", "*.c"]),
+        0,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(v["tool"], "find");
+    assert_eq!(v["status"], 0);
+    assert_eq!(v["failed"], 0);
+    assert_eq!(v["bytes"], 0);
+    assert!(v["seconds"].is_number());
+    let (items, matched) = (v["items"].as_u64().unwrap(), v["matched"].as_u64().unwrap());
+    assert_eq!(matched, 5);
+    assert!(
+        err.contains(&format!("Examined {items} items in ")),
+        "{items}:\n{err}"
+    );
+    assert!(err.contains(&format!(": {matched} matched;")), "{err}");
+    // With --json the matches go to stderr, stdout is the report alone.
+    assert_eq!(paths(&out.stderr, b'\n').len(), 5);
+
+    // A failed command: counted, status 1.
+    let out = expect_status(
+        mfu(&["find", "--json"])
+            .arg(&root)
+            .args(["--name", "*.c", "--exec", "false", ";"]),
+        1,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["status"].as_u64(), v["failed"].as_u64()),
+        (Some(1), Some(5))
+    );
+    assert_eq!(v["commands_failed"], 5);
+}

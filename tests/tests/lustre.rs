@@ -541,9 +541,9 @@ fn walk_verbose_shows_stripes_on_lustre() {
         fake.create_striped(dir.as_fd(), &c, 0o644, count, MIB as u32)
             .unwrap();
     }
-    let args: mfu::walk::WalkArgs = parse(&["-v", s(&root)]);
-    let mut args = args;
-    args.api = handle(&fake);
+    let mut options = mfu::walk::Options::new([root.as_os_str().as_encoded_bytes()]);
+    options.context.verbose = true;
+    options.lustre = handle(&fake);
     let lines = steal::local::run(2, |comm| {
         let list = flist::walk::walk(
             comm,
@@ -552,13 +552,18 @@ fn walk_verbose_shows_stripes_on_lustre() {
         )
         .list;
         let stripes =
-            mfu::engine::walk_stripes::stripes(comm, &list, &args.api).expect("on Lustre");
+            mfu::engine::walk_stripes::stripes(comm, &list, &options.lustre).expect("on Lustre");
         mfu::engine::walk_stripes::summary(comm, &list, &stripes)
     });
     assert_eq!(
         lines[0],
         "Stripe counts: 1: 1 files (0 B); 3: 2 files (0 B)"
     );
+    // The same line in the report of a verbose walk through the library.
+    let reports = steal::local::run(2, |comm| mfu::walk::run(comm, &options).expect("walked"));
+    assert!(reports
+        .iter()
+        .all(|r| r.stripes.as_deref() == Some(lines[0].as_str())));
     // Off Lustre: nothing.
     let counting = Arc::new(Counting::new(System));
     let api = LustreHandle(counting.clone() as Arc<dyn Lustre>);

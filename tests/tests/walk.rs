@@ -599,3 +599,138 @@ fn lite_walk_lists_names_and_types_without_stat() {
     );
     assert!(!sorted.exists());
 }
+
+/// Events of a library run, kept: the output and the error messages.
+#[derive(Default)]
+struct Kept {
+    output: std::sync::Mutex<Vec<u8>>,
+    errors: std::sync::Mutex<Vec<String>>,
+}
+
+impl mfu::engine::context::Events for Kept {
+    fn error(&self, message: &str) {
+        self.errors.lock().unwrap().push(message.to_string());
+    }
+    fn progress(&self, _: &str, _: &steal::progress::Report) {}
+    fn output(&self, bytes: &[u8]) {
+        self.output.lock().unwrap().extend_from_slice(bytes);
+    }
+    fn info(&self, _: &str) {}
+}
+
+#[test]
+fn walk_as_a_library_function_reports_counts_and_failures() {
+    use mfu::engine::context::{Context, ToolReport};
+    use std::sync::Arc;
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("t");
+    std::fs::create_dir_all(tree.join("d/e")).unwrap();
+    for (f, n) in [("a", 10), ("d/b", 20), ("d/e/c", 30)] {
+        std::fs::write(tree.join(f), vec![b'x'; n]).unwrap();
+    }
+    std::os::unix::fs::symlink("a", tree.join("l")).unwrap();
+    let missing = tmp.path().join("missing");
+    let kept = Arc::new(Kept::default());
+    let mut options = mfu::walk::Options::new([tree.as_os_str().as_bytes()]);
+    options.context = Context::new(kept.clone());
+    options.print = true;
+    options.file_histogram = true;
+    let reports = steal::local::run(2, |comm| mfu::walk::run(comm, &options).expect("walked"));
+    for r in &reports {
+        assert_eq!((r.items, r.dirs, r.files, r.links), (7, 3, 3, 1), "{r:?}");
+        assert_eq!(r.bytes, 60);
+        assert_eq!(r.walk_errors, 0);
+        assert_eq!(r.status(), mfu::Status::Ok);
+        let summary = r.summary();
+        assert_eq!((summary.items, summary.bytes, summary.failed), (7, 60, 0));
+        let bins = r.histogram.as_ref().expect("asked for");
+        assert_eq!(bins.iter().map(|b| b.files).sum::<u64>(), 3);
+    }
+    // The listing came through the events, one line per item, in list order.
+    let printed = String::from_utf8(kept.output.lock().unwrap().clone()).unwrap();
+    assert_eq!(printed.lines().count(), 7, "{printed}");
+    assert!(printed.contains("/t/d/e/c\n"), "{printed}");
+    assert!(kept.errors.lock().unwrap().is_empty());
+
+    // A path that does not exist is a failure, counted and named, and makes the status 1.
+    let kept = Arc::new(Kept::default());
+    let mut options =
+        mfu::walk::Options::new([tree.as_os_str().as_bytes(), missing.as_os_str().as_bytes()]);
+    options.context = Context::new(kept.clone());
+    let reports = steal::local::run(2, |comm| mfu::walk::run(comm, &options).expect("walked"));
+    for r in &reports {
+        assert_eq!(r.walk_errors, 1, "{r:?}");
+        assert!(r.incomplete);
+        assert_eq!(r.summary().failed, 1);
+        assert_eq!(r.status(), mfu::Status::ItemsFailed);
+        assert!(
+            r.failures.iter().any(|f| f.contains("missing")),
+            "{:?}",
+            r.failures
+        );
+    }
+    let errors = kept.errors.lock().unwrap();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("missing") && e.contains("stat")),
+        "{errors:?}"
+    );
+
+    // A list that cannot be read is an error on every rank, and nothing is done.
+    let options = mfu::walk::Options {
+        input: Some(missing.as_os_str().as_bytes().to_vec()),
+        ..Default::default()
+    };
+    let errs = steal::local::run(2, |comm| mfu::walk::run(comm, &options).unwrap_err());
+    assert!(errs[0].message.contains("missing"), "{}", errs[0]);
+}
+
+/// The JSON report of `args` (stdout, one object), after checking its common fields.
+fn json_of(out: &std::process::Output, tool: &str) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(v["tool"], tool);
+    assert_eq!(v["status"].as_i64(), out.status.code().map(i64::from));
+    for k in ["seconds", "items", "bytes", "failed"] {
+        assert!(v[k].is_number(), "{k} in {v}");
+    }
+    v
+}
+
+#[test]
+fn json_report_has_the_counts_of_the_text_summary() {
+    let text = expect_status(mfu(&["walk", "-i"]).arg(vector("tree.mfu")), 0);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    let out = expect_status(mfu(&["walk", "--json", "-i"]).arg(vector("tree.mfu")), 0);
+    let v = json_of(&out, "walk");
+    assert_eq!(v["status"], 0);
+    assert_eq!(v["failed"], 0);
+    let items = v["items"].as_u64().unwrap();
+    assert!(
+        text.contains(&format!("Items: {items}\n")),
+        "{items}:\n{text}"
+    );
+    let bytes = v["bytes"].as_u64().unwrap();
+    assert!(
+        text.contains(&format!("Data: {} (", steal::progress::human_bytes(bytes))),
+        "{bytes}:\n{text}"
+    );
+    assert!(
+        text.contains(&format!("  Files: {}\n", v["files"])),
+        "{v}\n{text}"
+    );
+    // The summary is not printed with --json (stdout is the report alone).
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("Items:"));
+
+    // A failure: counted, status 1, in both forms.
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("missing");
+    let out = expect_status(mfu(&["walk", "--json"]).arg(tmp.path()).arg(&missing), 1);
+    let v = json_of(&out, "walk");
+    assert_eq!(v["failed"], 1);
+    assert_eq!(v["items"], 1);
+    let text = expect_status(mfu(&["walk"]).arg(tmp.path()).arg(&missing), 1);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("Items: 1\n"));
+    assert!(String::from_utf8_lossy(&text.stderr).contains("1 paths could not be read"));
+}

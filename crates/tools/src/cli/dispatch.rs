@@ -14,16 +14,16 @@ use std::sync::Arc;
 /// Every tool, in the order of `mfu-rs --help`. Adding a tool is one row here (and its
 /// [`CliTool`] in `cli/`).
 pub static TOOLS: &[&dyn Row] = &[
-    row::<crate::cli::legacy::Walk>(),
+    row::<crate::cli::walk::Walk>(),
     row::<crate::cli::legacy::Cp>(),
     row::<crate::cli::legacy::Sync>(),
     row::<crate::cli::legacy::Rm>(),
     row::<crate::cli::legacy::Tar>(),
     row::<crate::cli::legacy::Stripe>(),
-    row::<crate::cli::legacy::Find>(),
-    row::<crate::cli::legacy::Cmp>(),
+    row::<crate::cli::find::Find>(),
+    row::<crate::cli::cmp::Cmp>(),
     row::<crate::cli::legacy::Chmod>(),
-    row::<crate::cli::legacy::Dup>(),
+    row::<crate::cli::dup::Dup>(),
     row::<crate::cli::legacy::Filemaker>(),
     row::<crate::cli::legacy::Reln>(),
     row::<crate::cli::legacy::Bcast>(),

@@ -76,13 +76,6 @@ macro_rules! legacy {
     };
 }
 
-legacy!(Walk, "walk", "dwalk",
-    "Walk trees (or read a list) and summarise, sort, print or save the list (dwalk)",
-    crate::walk::WalkArgs,
-    |a| common: a.common,
-    named: [all("PATH", &a.paths), some("-i", &a.input), some("-o", &a.output)].concat(),
-    outputs: a.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
-    run: |comm, rules| crate::walk::run(comm, a));
 legacy!(Cp, "cp", "dcp", "Copy files and trees in parallel (dcp)", crate::cp::CpArgs,
     |a| common: a.common,
     named: [all("SRC/DEST", &a.paths), some("-i", &a.input)].concat(),
@@ -117,20 +110,6 @@ legacy!(Stripe, "stripe", "dstripe",
     named: all("PATH", &a.paths),
     outputs: Vec::new(),
     run: |comm, rules| crate::stripe::run(comm, a));
-legacy!(Find, "find", "dfind",
-    "Find files by name, time, size, owner or type; print them, save a list or run a command (dfind)",
-    crate::find::FindArgs,
-    |a| common: a.options.common,
-    named: [all("PATH", &a.options.paths), some("-i", &a.options.input), some("-o", &a.options.output)].concat(),
-    outputs: a.options.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
-    run: |comm, rules| crate::find::run(comm, a));
-legacy!(Cmp, "cmp", "dcmp",
-    "Compare two trees, fields and contents, and report what differs (dcmp)",
-    crate::cmp::CmpArgs,
-    |a| common: a.common,
-    named: vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())],
-    outputs: a.output.iter().map(|o| ("-o", &o.file[..])).collect(),
-    run: |comm, rules| crate::cmp::run(comm, a));
 legacy!(Chmod, "chmod", "dchmod",
     "Change owner, group and mode of trees in parallel (dchmod)",
     crate::chmod::ChmodArgs,
@@ -138,11 +117,6 @@ legacy!(Chmod, "chmod", "dchmod",
     named: [all("PATH", &a.paths), some("-i", &a.input)].concat(),
     outputs: Vec::new(),
     run: |comm, rules| crate::chmod::run(comm, a));
-legacy!(Dup, "dup", "ddup", "Find files with identical contents (ddup)", crate::dup::DupArgs,
-    |a| common: a.common,
-    named: [all("PATH", &a.paths), some("-i", &a.input), some("-o", &a.output)].concat(),
-    outputs: a.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
-    run: |comm, rules| crate::dup::run(comm, a));
 legacy!(Filemaker, "filemaker", "dfilemaker",
     "Generate a reproducible random tree of files in parallel (dfilemaker)",
     crate::filemaker::FilemakerArgs,

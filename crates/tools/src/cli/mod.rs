@@ -2,14 +2,19 @@
 //! the tools share, and the rendering of the tools' reports and events.
 
 pub mod args;
+pub mod cmp;
 pub mod console;
 pub mod dispatch;
+pub mod dup;
+pub mod find;
 pub mod legacy;
+pub mod list_args;
 pub mod manuals;
 pub mod progress_line;
 pub mod runtime_stats;
 pub mod tool;
 pub mod version;
+pub mod walk;
 
 pub use args::Common;
 pub use console::*;

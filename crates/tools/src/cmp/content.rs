@@ -6,6 +6,7 @@
 //! back to the rank holding the pair, which calls a file equal only when every one of its
 //! chunks was read and found equal.
 
+use crate::engine::context::Context;
 use crate::engine::copy::Mapping;
 use crate::engine::pairing::{home, PathIndex};
 use flist::at::At;
@@ -95,10 +96,11 @@ impl queue::WorkItem for Piece {
 }
 
 /// Compare the data of every regular file of `files` (source records of this rank, each the
-/// same size as its destination through `map`) with its destination. Failures are reported on
-/// stderr (as `cmp`) by the rank that meets them. Collective.
+/// same size as its destination through `map`) with its destination. Failures are reported to
+/// `context` by the rank that meets them; its stop flag stops the comparison. Collective.
 pub fn compare_files(
     comm: &dyn Comm,
+    context: &Context,
     files: &FileList,
     map: &Mapping,
     opts: &ReadOptions,
@@ -137,7 +139,7 @@ pub fn compare_files(
     let found: Mutex<Vec<Vec<u8>>> = Mutex::new(vec![Vec::new(); size]);
     let cfg = queue::Config {
         max_batch: 2,
-        stop: Some(steal::signals::stop_flag()),
+        stop: Some(&context.stop),
         progress: Some(progress),
         ..queue::Config::default()
     };
@@ -147,7 +149,7 @@ pub fn compare_files(
             Ok(true) => Verdict::Same,
             Ok(false) => Verdict::Differ,
             Err(e) => {
-                crate::cli::report_error("cmp", e);
+                context.error(e);
                 Verdict::Failed
             }
         };
@@ -419,7 +421,14 @@ mod tests {
                 };
                 files.push(&path, FileType::File, Some(meta));
             }
-            let c = compare_files(comm, &files, &map, read, &Progress::silent());
+            let c = compare_files(
+                comm,
+                &Context::default(),
+                &files,
+                &map,
+                read,
+                &Progress::silent(),
+            );
             // One record on the home rank, none elsewhere.
             c.verdicts.first().copied()
         });
@@ -465,10 +474,17 @@ mod tests {
                 };
                 files.push(&b(&a), FileType::File, Some(meta));
             }
-            compare_files(comm, &files, &map, &opts(4), &Progress::silent())
-                .verdicts
-                .first()
-                .copied()
+            compare_files(
+                comm,
+                &Context::default(),
+                &files,
+                &map,
+                &opts(4),
+                &Progress::silent(),
+            )
+            .verdicts
+            .first()
+            .copied()
         });
         assert_eq!(
             verdict.into_iter().flatten().collect::<Vec<_>>(),

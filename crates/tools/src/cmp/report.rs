@@ -45,7 +45,7 @@ pub enum Side {
 /// Layout: `[both, only_src, only_dest, differing, failures, lists_failed]`, then per field (but EXIST)
 /// `[common, differ]`, then per expression and conjunction `[src, dest]`, then per expression
 /// `[src, dest]` totals.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Tally {
     counts: Vec<u64>,
     /// (conjunction counts, where its first `[src, dest]` pair is) for each expression.
@@ -145,6 +145,21 @@ impl Tally {
     /// `-o` lists that could not be written.
     pub fn lists_failed(&self) -> u64 {
         self.counts[LISTS_FAILED]
+    }
+
+    /// Paths both sides have.
+    pub fn both(&self) -> u64 {
+        self.counts[BOTH]
+    }
+
+    /// Paths only the source has.
+    pub fn only_src(&self) -> u64 {
+        self.counts[ONLY_SRC]
+    }
+
+    /// Paths only the destination has.
+    pub fn only_dest(&self) -> u64 {
+        self.counts[ONLY_DEST]
     }
 
     /// Paths compared: pairs plus one-sided paths.

@@ -20,10 +20,10 @@ mod hash;
 mod inode;
 mod unchanged;
 
-use crate::cli::{report_error, stdout_bytes, Common};
+use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::locks::lock;
+use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use clap::Args;
 use flist::distribute::{hash_path, remap};
 use flist::io::{self, Format};
 use flist::path::{display, normalize};
@@ -34,226 +34,142 @@ use flist::FileType;
 use hash::{hash_file, hex, PREFIX_BYTES};
 use inode::{exchange, hash_groups, hash_owner, inodes_of, same_size, size_owner, Inode};
 use std::collections::HashSet;
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 use std::time::Instant;
 use steal::ordered::in_rank_order;
+use steal::progress::Progress;
 use steal::{queue, Comm, CommExt, ReduceOp};
 
-const TOOL: &str = "dup";
-
-/// Options of `mfu-rs dup` (ddup).
-#[derive(Args, Clone, Debug)]
-#[command(
-    about = "Find files with identical contents",
-    after_help = "Prints every group of identical non-empty regular files as lines `PATH HASH` \
-        (HASH: lower-case hex blake3 of the contents), one line per name. Groups come in HASH \
-        order, names sorted by path bytes within a group; the output is the same at any rank \
-        count. Empty files are ignored (as by ddup). Hard links are one file: names of one \
-        inode are never duplicates of each other; when their inode has a duplicate, every name \
-        is printed in the group.\n\n\
-        Examples:\n  \
-        mpirun -np 8 mfu-rs dup /data/projects            # print groups of identical files\n  \
-        mfu-rs dup -o extra.mfu /data/a /data/b            # also list the redundant copies\n  \
-        mfu-rs dup --verify extra.mfu -o sure.mfu /data/a /data/b \\\n      \
-        && mfu-rs rm -i sure.mfu                           # check again right before removing\n  \
-        mfu-rs walk -o tree.mfu /data && mfu-rs dup -i tree.mfu\n\n\
-        The --output list holds, for every group, all names of every inode except the first \
-        (the inode whose first name sorts first): removing them keeps exactly one copy of each \
-        content and frees the space of the others. Files change: a file that changes while dup \
-        runs is left out (named, exit 1), and --verify LIST (an earlier -o list) runs the \
-        comparison again and writes to -o only the names of LIST that are still redundant \
-        copies, so that rm -i removes nothing whose content exists nowhere else now.\n\n\
-        Exit status: 0 done, 1 some files could not be listed or read, changed while dup ran, or \
-        (--verify) are no longer redundant copies (each on stderr with its path; they are left \
-        out), 2 usage error."
-)]
-pub struct DupArgs {
-    /// Files and directories to search (directories with everything below them).
-    #[arg(
-        value_name = "PATH",
-        required_unless_present = "input",
-        conflicts_with = "input"
-    )]
-    pub paths: Vec<OsString>,
-    /// Search the files a list names (v3/v4 cache, `path|T` text, one path per line, or
-    /// NUL-separated; `-` reads stdin) instead of walking PATHs. Each is stat'ed again.
-    #[arg(short, long, value_name = "FILE")]
-    pub input: Option<OsString>,
-    /// Write the redundant copies (every name of every inode of a group but the first) to FILE
-    /// as a cache v4 list (`-` writes it to stdout, and the groups are then not printed).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<OsString>,
-    /// With --output: write to it only the names this earlier `-o` list holds that are still
-    /// redundant copies now (after a full comparison of PATHs again); the others are named on
-    /// stderr (exit 1). Files that became redundant since are not added.
-    #[arg(long, value_name = "LIST", requires = "output")]
-    pub verify: Option<OsString>,
-    /// With --output, write the text format (`path|T` per line).
-    #[arg(short, long, requires = "output")]
+/// What `dup` does: find the groups of identical files among `paths` (or the files `input`
+/// names), send them to the context's output, and optionally list the redundant copies.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Files and directories to search (directories with everything below them); ignored
+    /// when `input` is given.
+    pub paths: Vec<Vec<u8>>,
+    /// Search the files this list names (v3/v4 cache, `path|T` text, one path per line,
+    /// NUL-separated; `-`: stdin) instead of walking `paths`. Each is stat'ed again.
+    pub input: Option<Vec<u8>>,
+    /// Write the redundant copies (every name of every inode of a group but the first) to
+    /// this list, cache v4 (`-`: stdout, and the groups are then not sent to the output).
+    pub output: Option<Vec<u8>>,
+    /// With `output`: write to it only the names this earlier `output` list holds that are
+    /// still redundant copies now; the others are reported (and make the status 1).
+    pub verify: Option<Vec<u8>>,
+    /// With `output`, write the text format (`path|T` per line).
     pub text: bool,
-    /// Open files (and directories while walking) with O_NOATIME where permitted, so reading
-    /// them leaves their access times alone.
-    #[arg(long)]
+    /// Open files (and directories while walking) with O_NOATIME where permitted.
     pub open_noatime: bool,
-    #[command(flatten)]
-    pub common: Common,
+    /// Events, progress, verbosity and the stop flag.
+    pub context: Context,
 }
 
-/// Counts of one run, summed over ranks where collected.
-#[derive(Default)]
-struct Counts {
-    /// Non-empty regular files (inodes).
-    files: u64,
-    /// Empty regular files, ignored.
-    empty: u64,
-    /// Inodes that share their size with another.
-    same_size: u64,
-    /// Inodes above the prefix length that share size and prefix with another.
-    same_prefix: u64,
-    /// Duplicate groups.
-    groups: u64,
-    /// Inodes in groups beyond the first of each.
-    redundant: u64,
-    /// Bytes those redundant inodes hold.
-    reclaimable: u64,
-}
-
-/// Run `dup` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
-    let started = Instant::now();
-    let cwd = match flist::path::current_dir() {
-        Ok(d) => d,
-        Err(e) => return Status::usage(comm, TOOL, format!("current directory: {e}")),
-    };
-    if args.paths.iter().any(|p| p.is_empty()) {
-        return Status::usage(comm, TOOL, "an empty PATH names no file");
+impl Options {
+    /// Search `paths`, everything else as on the command line.
+    pub fn new<P: AsRef<[u8]>>(paths: impl IntoIterator<Item = P>) -> Options {
+        Options {
+            paths: paths.into_iter().map(|p| p.as_ref().to_vec()).collect(),
+            ..Options::default()
+        }
     }
-    steal::signals::install();
-    let stop = steal::signals::stop_flag();
-    let to_stdout = crate::cli::list_to_stdout(args.output.as_deref());
-    let reviewed = match &args.verify {
-        Some(list) => match io::read(comm, list.as_bytes()) {
-            Ok(list) => Some(list.normalized(&cwd)),
-            Err(e) => return Status::usage(comm, TOOL, e),
-        },
+}
+
+/// What a `dup` found; counts over all ranks, the same on every rank.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// Non-empty regular files (inodes: hard links counted once).
+    pub files: u64,
+    /// Empty regular files, ignored.
+    pub empty: u64,
+    /// Inodes that share their size with another.
+    pub same_size: u64,
+    /// Inodes above the prefix length that share size and prefix with another.
+    pub same_prefix: u64,
+    /// Groups of identical files.
+    pub groups: u64,
+    /// Inodes in groups beyond the first of each (the redundant copies).
+    pub redundant: u64,
+    /// Bytes those redundant copies hold.
+    pub reclaimable: u64,
+    /// Files that could not be listed or read, or changed while dup ran (reported, left out).
+    pub unreadable: u64,
+    /// With `verify`: names of the earlier list that are no longer redundant copies
+    /// (reported, not written).
+    pub no_longer_redundant: u64,
+    /// The output list could not be written, or was not because of a stop (reported).
+    pub list_failed: bool,
+    /// Wall-clock seconds of the whole run.
+    pub seconds: f64,
+    /// A stop request cut the run short: the groups are incomplete.
+    pub interrupted: bool,
+    /// This process's sample of failure messages.
+    pub failures: Vec<String>,
+}
+
+impl ToolReport for Report {
+    /// Items: the files compared; bytes: what the redundant copies hold.
+    fn summary(&self) -> Summary {
+        Summary {
+            items: self.files,
+            bytes: self.reclaimable,
+            failed: self.unreadable + self.no_longer_redundant + u64::from(self.list_failed),
+            seconds: self.seconds,
+        }
+    }
+    fn status(&self) -> Status {
+        Status::of_work(
+            self.unreadable + self.no_longer_redundant + u64::from(self.list_failed),
+            0,
+            self.interrupted,
+        )
+    }
+}
+
+/// Run `dup` on this rank. Collective; every rank returns the same report (or error).
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+    let context = &options.context;
+    let started = Instant::now();
+    let cwd =
+        flist::path::current_dir().map_err(|e| Error::new(format!("current directory: {e}")))?;
+    if options.paths.iter().any(|p| p.is_empty()) {
+        return Err(Error::new("an empty PATH names no file"));
+    }
+    let to_stdout = options.output.as_deref() == Some(b"-");
+    let reviewed = match &options.verify {
+        Some(list) => Some(
+            agree_setup(comm, io::read(comm, list).map_err(|e| e.to_string()))?.normalized(&cwd),
+        ),
         None => None,
     };
+    let mut report = Report::default();
 
     // 1. The list, with fresh metadata.
-    let (list, errors) = match &args.input {
-        Some(input) => match io::read(comm, input.as_bytes()) {
-            Ok(list) => restat(list.normalized(&cwd), Which::All, false),
-            Err(e) => return Status::usage(comm, TOOL, e),
-        },
-        None => {
-            let roots: Vec<Vec<u8>> = args
-                .paths
-                .iter()
-                .map(|p| normalize(p.as_bytes(), &cwd))
-                .collect();
-            let progress = args.common.progress(comm.rank(), "Walked");
-            let opts = WalkOptions {
-                no_atime: args.open_noatime,
-                stop: Some(stop),
-                progress: Some(&progress),
-                ..WalkOptions::default()
-            };
-            let walked = walk(comm, &flist::path::outermost(roots), &opts);
-            (walked.list, walked.errors)
-        }
-    };
-    let mut failed = errors.len() as u64;
-    for e in &errors {
-        report_error(TOOL, e);
-    }
+    let (list, mut failed) = list(comm, options, &cwd)?;
     // Same id tables as the list, so that -o can write v4.
     let mut redundant = list.empty_like();
-    let mut counts = Counts::default();
 
     // 2. Sizes: non-empty regular files, each size on one rank.
-    let mut list = list;
-    let empty = list
-        .iter()
-        .filter(|e| e.kind == FileType::File && e.meta.is_some_and(|m| m.size == 0))
-        .count() as u64;
-    list.retain(|e| e.kind == FileType::File && e.meta.is_some_and(|m| m.size > 0));
-    let size = comm.size();
-    let list = remap(comm, list, |e| {
-        size_owner(e.meta.map_or(0, |m| m.size), size)
-    });
-    let inodes = inodes_of(&list);
-    drop(list);
-    let files = inodes.len() as u64;
-    let inodes = same_size(inodes);
+    let (inodes, files, empty) = by_size(comm, list);
     let same_size_n = inodes.len() as u64;
 
-    // 3. Prefixes; files no longer than the prefix are done after it.
-    let progress = args.common.progress(comm.rank(), "Hashed");
-    let total_bytes: u64 = inodes.iter().map(|i| i.size.min(PREFIX_BYTES)).sum();
-    progress
-        .total_items
-        .store(comm.sum(same_size_n), std::sync::atomic::Ordering::Relaxed);
-    progress
-        .total_bytes
-        .store(comm.sum(total_bytes), std::sync::atomic::Ordering::Relaxed);
-    let pass = |inodes: Vec<Inode>, limit: u64, batch: usize, failed: &mut u64| {
-        let (hashed, errors, interrupted) =
-            hash_all(comm, inodes, limit, batch, args.open_noatime, &progress);
-        *failed += errors.len() as u64;
-        for e in errors {
-            report_error(TOOL, e);
-        }
-        (
-            exchange(comm, hashed, |i| hash_owner(&i.hash, size)),
-            interrupted,
-        )
-    };
-    let (hashed, mut interrupted) = pass(inodes, PREFIX_BYTES, 16, &mut failed);
-    let mut done = Vec::new();
-    let mut rest = Vec::new();
-    for group in hash_groups(hashed) {
-        if group[0].size <= PREFIX_BYTES {
-            done.push(group);
-        } else {
-            rest.extend(group);
-        }
-    }
-    let same_prefix_n = rest.len() as u64;
-
-    // 4. Whole files, one per work item (they may be large).
-    if !comm.any(interrupted) {
-        let total_bytes: u64 = rest.iter().map(|i| i.size).sum();
-        progress.total_items.fetch_add(
-            comm.sum(same_prefix_n),
-            std::sync::atomic::Ordering::Relaxed,
-        );
-        progress
-            .total_bytes
-            .fetch_add(comm.sum(total_bytes), std::sync::atomic::Ordering::Relaxed);
-        let (hashed, cut) = pass(rest, u64::MAX, 1, &mut failed);
-        interrupted = cut;
-        done.extend(hash_groups(hashed));
-    } else {
-        interrupted = true;
-    }
-    done.sort_by(|a, b| (a[0].hash, a[0].size).cmp(&(b[0].hash, b[0].size)));
+    // 3 and 4. Prefixes, then whole files; groups in hash order.
+    let (mut done, same_prefix_n, interrupted) = groups(comm, options, inodes, &mut failed);
 
     // 5. The groups are known; a race test changes files here. Every member is checked
     // against its listing once more, as late as possible before the output.
     crate::engine::test_seam::after_listing(comm);
     for msg in unchanged::drop_changed(&mut done) {
-        report_error(TOOL, msg);
+        context.error(msg);
         failed += 1;
     }
 
     // 6. Output, in hash order over ranks.
+    let mut counts = [files, empty, same_size_n, same_prefix_n, 0, 0, 0];
     let mut lines = Vec::new();
     for group in &done {
-        counts.groups += 1;
-        counts.redundant += group.len() as u64 - 1;
-        counts.reclaimable += (group.len() as u64 - 1) * group[0].size;
+        counts[4] += 1;
+        counts[5] += group.len() as u64 - 1;
+        counts[6] += (group.len() as u64 - 1) * group[0].size;
         let h = hex(&group[0].hash);
         let mut names: Vec<&[u8]> = group
             .iter()
@@ -273,82 +189,210 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
         }
     }
     if !to_stdout {
-        in_rank_order(comm, lines, stdout_bytes);
+        in_rank_order(comm, lines, |b| context.output(b));
     }
-    let mut status = if failed > 0 {
-        Status::ItemsFailed
-    } else {
-        Status::Ok
-    };
     if let Some(reviewed) = reviewed {
-        let (still, gone) = still_redundant(comm, redundant, reviewed, args.output.as_deref());
+        let (still, gone) = still_redundant(
+            comm,
+            context,
+            redundant,
+            reviewed,
+            options.output.as_deref(),
+        );
         redundant = still;
-        if gone > 0 {
-            status = Status::ItemsFailed;
-        }
+        report.no_longer_redundant = comm.sum(gone);
     }
-    let cut_short = comm.any(interrupted);
-    if let (Some(out), true) = (&args.output, cut_short) {
-        // A list written now would look complete, and `rm -i` of it is the next step.
-        if comm.rank() == 0 {
-            report_error(
-                TOOL,
-                format!(
-                    "{}: not written: the run was interrupted",
-                    flist::path::display(out.as_bytes())
-                ),
-            );
-        }
-    } else if let Some(out) = &args.output {
-        let format = if args.text { Format::Text } else { Format::V4 };
-        if let Err(e) = io::write(comm, &redundant, out.as_bytes(), format) {
-            if comm.rank() == 0 {
-                report_error(TOOL, e);
-            }
-            status = Status::ItemsFailed;
-        }
-    }
+    report.interrupted = comm.any(interrupted);
+    write(comm, options, &redundant, &mut report);
 
-    counts.files = files;
-    counts.empty = empty;
-    counts.same_size = same_size_n;
-    counts.same_prefix = same_prefix_n;
-    let c = sum_counts(comm, &counts);
-    let failed = comm.sum(failed);
+    comm.allreduce(&mut counts, ReduceOp::Sum);
+    let [files, empty, same_size, same_prefix, groups, redundant, reclaimable] = counts;
+    report = Report {
+        files,
+        empty,
+        same_size,
+        same_prefix,
+        groups,
+        redundant,
+        reclaimable,
+        unreadable: comm.sum(failed),
+        seconds: started.elapsed().as_secs_f64(),
+        ..report
+    };
     if comm.rank() == 0 {
-        if args.common.verbose {
-            eprintln!(
+        if context.verbose {
+            context.info(format!(
                 "{} files ({} empty ignored, hard links counted once); {} of the same size as \
                  another; {} above {} KiB also with the same first {} KiB; {} groups of duplicates, \
-                 {} redundant copies, {} reclaimable; {:.3} s",
-                c.files,
-                c.empty,
-                c.same_size,
-                c.same_prefix,
+                 {} redundant copies, {} reclaimable; {:.3} s\n",
+                report.files,
+                report.empty,
+                report.same_size,
+                report.same_prefix,
                 PREFIX_BYTES >> 10,
                 PREFIX_BYTES >> 10,
-                c.groups,
-                c.redundant,
-                crate::cli::bytes_text(c.reclaimable),
-                started.elapsed().as_secs_f64()
-            );
+                report.groups,
+                report.redundant,
+                bytes_text(report.reclaimable),
+                report.seconds
+            ));
         }
-        if failed > 0 {
-            report_error(
-                TOOL,
-                format!(
-                    "{failed} files could not be listed or read, or changed while dup ran (listed above), and were left out"
-                ),
-            );
+        if report.unreadable > 0 {
+            context.error(format!(
+                "{} files could not be listed or read, or changed while dup ran (listed above), and were left out",
+                report.unreadable
+            ));
+        }
+        if report.interrupted {
+            context.error("interrupted by a signal: the groups are incomplete");
         }
     }
-    if cut_short {
-        status = Status::ItemsFailed;
+    report.failures = context.failures();
+    Ok(report)
+}
+
+/// `12.0 MiB (12582912 bytes)`.
+fn bytes_text(n: u64) -> String {
+    format!("{} ({n} bytes)", steal::progress::human_bytes(n))
+}
+
+/// The files to compare, with fresh metadata: the input list stat'ed again, or the walk of the
+/// paths; what could not be read is reported. Collective.
+fn list(comm: &dyn Comm, options: &Options, cwd: &[u8]) -> Result<(FileList, u64), Error> {
+    let context = &options.context;
+    let (list, errors) = match &options.input {
+        Some(input) => {
+            let list = agree_setup(comm, io::read(comm, input).map_err(|e| e.to_string()))?;
+            restat(list.normalized(cwd), Which::All, false)
+        }
+        None => {
+            let roots: Vec<Vec<u8>> = options.paths.iter().map(|p| normalize(p, cwd)).collect();
+            let progress = context.progress(comm.rank(), "Walked");
+            let opts = WalkOptions {
+                no_atime: options.open_noatime,
+                stop: Some(&context.stop),
+                progress: Some(&progress),
+                ..WalkOptions::default()
+            };
+            let walked = walk(comm, &flist::path::outermost(roots), &opts);
+            (walked.list, walked.errors)
+        }
+    };
+    for e in &errors {
+        context.error(e);
+    }
+    Ok((list, errors.len() as u64))
+}
+
+/// Keep the non-empty regular files of `list`, bring every size to one rank and join hard
+/// links into inodes; sizes held by one inode drop out. Returns those inodes, and this rank's
+/// count of non-empty files (inodes) and of empty files. Collective.
+fn by_size(comm: &dyn Comm, mut list: FileList) -> (Vec<Inode>, u64, u64) {
+    let empty = list
+        .iter()
+        .filter(|e| e.kind == FileType::File && e.meta.is_some_and(|m| m.size == 0))
+        .count() as u64;
+    list.retain(|e| e.kind == FileType::File && e.meta.is_some_and(|m| m.size > 0));
+    let size = comm.size();
+    let list = remap(comm, list, |e| {
+        size_owner(e.meta.map_or(0, |m| m.size), size)
+    });
+    let inodes = inodes_of(&list);
+    drop(list);
+    let files = inodes.len() as u64;
+    (same_size(inodes), files, empty)
+}
+
+/// Hash the prefixes of `inodes`, then the whole of those still paired above the prefix
+/// length, over all ranks; group them by (size, hash), in hash order. Returns the groups of
+/// this rank, how many inodes went on to the whole-file pass, and whether a stop cut it
+/// short. Failures are reported and counted into `failed`. Collective.
+fn groups(
+    comm: &dyn Comm,
+    options: &Options,
+    inodes: Vec<Inode>,
+    failed: &mut u64,
+) -> (Vec<Vec<Inode>>, u64, bool) {
+    let context = &options.context;
+    let size = comm.size();
+    let progress = context.progress(comm.rank(), "Hashed");
+    let total_bytes: u64 = inodes.iter().map(|i| i.size.min(PREFIX_BYTES)).sum();
+    progress.total_items.store(
+        comm.sum(inodes.len() as u64),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    progress
+        .total_bytes
+        .store(comm.sum(total_bytes), std::sync::atomic::Ordering::Relaxed);
+    let pass = |inodes: Vec<Inode>, limit: u64, batch: usize, failed: &mut u64| {
+        let (hashed, errors, interrupted) =
+            hash_all(comm, options, inodes, limit, batch, &progress);
+        *failed += errors.len() as u64;
+        for e in errors {
+            context.error(e);
+        }
+        (
+            exchange(comm, hashed, |i| hash_owner(&i.hash, size)),
+            interrupted,
+        )
+    };
+    let (hashed, mut interrupted) = pass(inodes, PREFIX_BYTES, 16, failed);
+    let mut done = Vec::new();
+    let mut rest = Vec::new();
+    for group in hash_groups(hashed) {
+        if group[0].size <= PREFIX_BYTES {
+            done.push(group);
+        } else {
+            rest.extend(group);
+        }
+    }
+    let same_prefix = rest.len() as u64;
+
+    // Whole files, one per work item (they may be large).
+    if !comm.any(interrupted) {
+        let total_bytes: u64 = rest.iter().map(|i| i.size).sum();
+        progress
+            .total_items
+            .fetch_add(comm.sum(same_prefix), std::sync::atomic::Ordering::Relaxed);
+        progress
+            .total_bytes
+            .fetch_add(comm.sum(total_bytes), std::sync::atomic::Ordering::Relaxed);
+        let (hashed, cut) = pass(rest, u64::MAX, 1, failed);
+        interrupted = cut;
+        done.extend(hash_groups(hashed));
+    } else {
+        interrupted = true;
+    }
+    done.sort_by(|a, b| (a[0].hash, a[0].size).cmp(&(b[0].hash, b[0].size)));
+    (done, same_prefix, interrupted)
+}
+
+/// Write the redundant copies to `output`, unless the run was interrupted (a list written
+/// then would look complete, and `rm -i` of it is the next step). Collective.
+fn write(comm: &dyn Comm, options: &Options, redundant: &FileList, report: &mut Report) {
+    let Some(out) = &options.output else { return };
+    let context = &options.context;
+    if report.interrupted {
         if comm.rank() == 0 {
-            report_error(TOOL, "interrupted by a signal: the groups are incomplete");
+            context.error(format!(
+                "{}: not written: the run was interrupted",
+                flist::path::display(out)
+            ));
         }
+        return;
     }
-    status.agree(comm)
+    let format = if options.text {
+        Format::Text
+    } else {
+        Format::V4
+    };
+    if let Err(e) = io::write(comm, redundant, out, format) {
+        if comm.rank() == 0 {
+            context.error(e);
+        }
+        report.list_failed = true;
+    }
+    report.list_failed = comm.any(report.list_failed);
 }
 
 /// `--verify`: the entries of `redundant` (this run's redundant copies) that the earlier list
@@ -357,9 +401,10 @@ pub fn run(comm: &dyn Comm, args: &DupArgs) -> Status {
 /// count of those names on this rank. Collective.
 fn still_redundant(
     comm: &dyn Comm,
+    context: &Context,
     redundant: FileList,
     reviewed: FileList,
-    output: Option<&std::ffi::OsStr>,
+    output: Option<&[u8]>,
 ) -> (FileList, u64) {
     let size = comm.size() as u64;
     let owner = |p: &[u8]| (hash_path(p) % size) as usize;
@@ -375,43 +420,18 @@ fn still_redundant(
     for i in order {
         still.push_from(&now, i);
     }
-    let out = output.map_or_else(Default::default, |o| display(o.as_bytes()).into_owned());
+    let out = output.map_or_else(Default::default, |o| display(o).into_owned());
     let mut gone = 0;
     for e in reviewed.iter() {
         if !current.contains(e.path) {
             gone += 1;
-            report_error(
-                TOOL,
-                format!(
-                    "{}: no longer a redundant copy (it changed, or no other file holds its content now); not written to {out}",
-                    display(e.path)
-                ),
-            );
+            context.error(format!(
+                "{}: no longer a redundant copy (it changed, or no other file holds its content now); not written to {out}",
+                display(e.path)
+            ));
         }
     }
     (still, gone)
-}
-
-fn sum_counts(comm: &dyn Comm, c: &Counts) -> Counts {
-    let mut v = [
-        c.files,
-        c.empty,
-        c.same_size,
-        c.same_prefix,
-        c.groups,
-        c.redundant,
-        c.reclaimable,
-    ];
-    comm.allreduce(&mut v, ReduceOp::Sum);
-    Counts {
-        files: v[0],
-        empty: v[1],
-        same_size: v[2],
-        same_prefix: v[3],
-        groups: v[4],
-        redundant: v[5],
-        reclaimable: v[6],
-    }
 }
 
 /// Hash the first `limit` bytes of every inode over all ranks with work stealing, `batch`
@@ -419,23 +439,23 @@ fn sum_counts(comm: &dyn Comm, c: &Counts) -> Counts {
 /// failures, and whether a stop request cut the pass short. Collective.
 fn hash_all(
     comm: &dyn Comm,
+    options: &Options,
     inodes: Vec<Inode>,
     limit: u64,
     batch: usize,
-    noatime: bool,
-    progress: &steal::progress::Progress,
+    progress: &Progress,
 ) -> (Vec<Inode>, Vec<String>, bool) {
     let hashed = Mutex::new(Vec::new());
     let errors = Mutex::new(Vec::new());
     let cfg = queue::Config {
         max_batch: batch,
-        stop: Some(steal::signals::stop_flag()),
+        stop: Some(&options.context.stop),
         progress: Some(progress),
         ..queue::Config::default()
     };
     let outcome = queue::run(comm, &cfg, inodes, |mut i: Inode, _| {
         let bytes = i.size.min(limit);
-        match hash_file(i.first_path(), &i.names[0].1, limit, noatime) {
+        match hash_file(i.first_path(), &i.names[0].1, limit, options.open_noatime) {
             Ok(h) => {
                 i.hash = h;
                 lock(&hashed).push(i);

@@ -4,7 +4,7 @@
 
 use super::expr::Expr;
 use super::resolve::Node;
-use crate::cli::report_error;
+use crate::engine::context::Context;
 use flist::path::display;
 use flist::record::Entry;
 use flist::FileList;
@@ -14,7 +14,7 @@ use std::os::fd::AsFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Entries per rayon task without `--exec` (tests take nanoseconds: amortise the task).
 const BATCH: usize = 512;
@@ -34,7 +34,8 @@ pub struct Evaluator<'a> {
     has_exec: bool,
     /// Send the commands' stdout to stderr (stdout carries a list).
     commands_to_stderr: bool,
-    stop: &'a AtomicBool,
+    /// Where failed commands are reported; its stop flag skips the entries left.
+    context: &'a Context,
     /// Entries evaluated on this rank.
     pub examined: AtomicU64,
     /// Entries matched on this rank.
@@ -45,18 +46,19 @@ pub struct Evaluator<'a> {
 
 impl<'a> Evaluator<'a> {
     /// An evaluator of `expr` (`None` matches everything). With `commands_to_stderr` the
-    /// `--exec` commands write their stdout to stderr. Entries are skipped once `stop` is set.
+    /// `--exec` commands write their stdout to stderr. Failed commands are reported to
+    /// `context`; entries are skipped once its stop flag is set.
     pub fn new(
         expr: Option<&'a Expr<Node>>,
         commands_to_stderr: bool,
-        stop: &'a AtomicBool,
+        context: &'a Context,
     ) -> Evaluator<'a> {
         let has_exec = expr.is_some_and(|e| e.any_leaf(&|n| matches!(n, Node::Exec(_))));
         Evaluator {
             expr,
             has_exec,
             commands_to_stderr,
-            stop,
+            context,
             examined: AtomicU64::new(0),
             matched: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -72,7 +74,7 @@ impl<'a> Evaluator<'a> {
             .map(|b| {
                 let mut part = Evaluated::default();
                 for i in b * batch..((b + 1) * batch).min(list.len()) {
-                    if self.stop.load(Ordering::Relaxed) {
+                    if self.context.stop.load(Ordering::Relaxed) {
                         break;
                     }
                     if self.entry(list.entry(i), &mut part.printed) {
@@ -106,14 +108,11 @@ impl<'a> Evaluator<'a> {
                 Ok(()) => true,
                 Err(why) => {
                     self.failed.fetch_add(1, Ordering::Relaxed);
-                    report_error(
-                        "find",
-                        format!(
-                            "--exec {} on {}: {why}",
-                            display(words[0].as_bytes()),
-                            display(e.path)
-                        ),
-                    );
+                    self.context.error(format!(
+                        "--exec {} on {}: {why}",
+                        display(words[0].as_bytes()),
+                        display(e.path)
+                    ));
                     false
                 }
             },
@@ -197,7 +196,7 @@ mod tests {
 
     #[test]
     fn prints_in_order_and_commands_decide() {
-        let stop = AtomicBool::new(false);
+        let context = Context::default();
         let l = list(&["/a.c", "/b.h", "/c.c", "/d.c"]);
         let c = Node::Test(Test::fnmatch_name(b"*.c").unwrap());
         // `*.c` and `true` succeeds, then print; `false` fails and stops the And.
@@ -210,7 +209,7 @@ mod tests {
             ]),
             Expr::Leaf(Node::Print { nul: true }),
         ]);
-        let ev = Evaluator::new(Some(&expr), true, &stop);
+        let ev = Evaluator::new(Some(&expr), true, &context);
         let out = ev.run(&l);
         assert_eq!(out.printed, b"/a.c\n/b.h\0/c.c\0/d.c\n");
         assert_eq!(out.matched, [0, 1, 2, 3]);
@@ -218,10 +217,10 @@ mod tests {
         // `test` failing is a failed command.
         assert_eq!(ev.failed.load(Ordering::Relaxed), 1);
         let missing = Expr::Leaf(exec(&["/no/such/command", "{}"]));
-        let ev = Evaluator::new(Some(&missing), true, &stop);
+        let ev = Evaluator::new(Some(&missing), true, &context);
         assert!(ev.run(&l).matched.is_empty());
         assert_eq!(ev.failed.load(Ordering::Relaxed), 4);
-        let ev = Evaluator::new(None, false, &stop);
+        let ev = Evaluator::new(None, false, &context);
         assert_eq!(ev.run(&l).matched, [0, 1, 2, 3]);
     }
 }

@@ -14,197 +14,350 @@
 //! the expression has `--not`, `--or` and parentheses, an `--exec` command that fails is an
 //! error in the exit status, and nothing is printed by default when `-o` saves a list.
 
-mod args;
 mod eval;
 pub mod expr;
+mod primary;
 mod resolve;
 mod source;
 
-pub use args::{FindArgs, FindOptions, Primary};
+pub use primary::Primary;
 
-use crate::cli::{report_error, Common};
+use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::status::Status;
-use eval::Evaluator;
+use eval::{Evaluated, Evaluator};
 use expr::Expr;
 use flist::io::{self, Format};
 use flist::Detail;
 use resolve::Node;
-use std::os::unix::ffi::OsStrExt;
+use source::Entries;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use steal::ordered::in_rank_order;
-use steal::progress::Report;
+use steal::progress::Report as ProgressReport;
 use steal::{Comm, CommExt, ReduceOp};
 
-/// Run `find` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, args: &FindArgs) -> Status {
-    let o = &args.options;
-    let common = args.common();
-    let started = Instant::now();
-    let to_stdout = o.output.as_ref().is_some_and(|p| p == "-");
-    let written = args.expr.as_ref();
-    let has_action = written.is_some_and(|e| e.any_leaf(&Primary::is_action));
-    let has_print = written.is_some_and(|e| e.any_leaf(&|p| matches!(p, Primary::Print { .. })));
-    if to_stdout && has_print {
-        return Status::usage(
-            comm,
-            "find",
-            "--print and --print0 cannot go to stdout when -o - writes the list there",
-        );
+/// What `find` does: search `paths` (or the list `input`) for the entries `expr` matches.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Trees to search (ignored when `input` is given); every path found is absolute.
+    pub paths: Vec<Vec<u8>>,
+    /// Search this list (v3/v4 cache, `path|T` text, one path per line, NUL-separated; `-`:
+    /// stdin) instead of walking `paths`. Entries are stat'ed again when a test needs metadata
+    /// the list lacks; entries that are gone are reported and left out.
+    pub input: Option<Vec<u8>>,
+    /// Write the matching entries to this list (`-`: stdout): cache v4 when they carry
+    /// metadata, text otherwise. With it, nothing is printed unless `expr` has a print.
+    pub output: Option<Vec<u8>>,
+    /// With `output`, write the text format (`path|T` lines).
+    pub text: bool,
+    /// Descend at most this many directory levels below each path (0: the paths only); with
+    /// `input`, counted from the list's shallowest entry.
+    pub maxdepth: Option<usize>,
+    /// The expression (GNU find's semantics); `None` matches everything. Without an action
+    /// and without `output`, every match is printed (sent to the context's output).
+    pub expr: Option<Expr<Primary>>,
+    /// Events, progress, verbosity and the stop flag.
+    pub context: Context,
+}
+
+impl Options {
+    /// Search `paths` with `expr`, everything else as on the command line.
+    pub fn new<P: AsRef<[u8]>>(
+        paths: impl IntoIterator<Item = P>,
+        expr: Option<Expr<Primary>>,
+    ) -> Options {
+        Options {
+            paths: paths.into_iter().map(|p| p.as_ref().to_vec()).collect(),
+            expr,
+            ..Options::default()
+        }
     }
-    let need_meta = written.is_some_and(|e| {
-        e.any_leaf(&|p| match p {
+}
+
+/// What a `find` found; counts over all ranks, the same on every rank.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// True when the entries were read from `input`, false when walked.
+    pub read: bool,
+    /// Entries walked or read.
+    pub entries: u64,
+    /// Entries the expression was evaluated on.
+    pub examined: u64,
+    /// Entries for which the whole expression was true.
+    pub matched: u64,
+    /// `--exec` commands that failed or could not start (each reported).
+    pub commands_failed: u64,
+    /// Entries that could not be read (a directory, a listed path that is gone; reported).
+    pub unreadable: u64,
+    /// The output list could not be written, or was not because of a stop (reported).
+    pub list_failed: bool,
+    /// Seconds spent walking or reading the entries.
+    pub walk_seconds: f64,
+    /// Seconds spent evaluating the expression.
+    pub search_seconds: f64,
+    /// Wall-clock seconds of the whole run.
+    pub seconds: f64,
+    /// A stop request cut the walk or the search short.
+    pub interrupted: bool,
+    /// This process's sample of failure messages.
+    pub failures: Vec<String>,
+}
+
+impl ToolReport for Report {
+    fn summary(&self) -> Summary {
+        Summary {
+            items: self.examined,
+            bytes: 0,
+            failed: self.commands_failed + self.unreadable + u64::from(self.list_failed),
+            seconds: self.seconds,
+        }
+    }
+    fn status(&self) -> Status {
+        Status::of_work(
+            self.commands_failed + self.unreadable + u64::from(self.list_failed),
+            0,
+            self.interrupted,
+        )
+    }
+}
+
+/// What the expression asks of the run.
+struct Needs {
+    /// It has an action (print, exec).
+    action: bool,
+    /// It prints.
+    print: bool,
+    /// A test needs metadata (size, times, owners).
+    meta: bool,
+    /// A test needs the type.
+    kind: bool,
+}
+
+fn needs(expr: Option<&Expr<Primary>>) -> Needs {
+    let any = |p: &dyn Fn(&Primary) -> bool| expr.is_some_and(|e| e.any_leaf(&|l| p(l)));
+    Needs {
+        action: any(&Primary::is_action),
+        print: any(&|p| matches!(p, Primary::Print { .. })),
+        meta: any(&|p| match p {
             Primary::Test(t) => t.needs_meta(),
             Primary::Age { .. } | Primary::Newer { .. } | Primary::User(_) | Primary::Group(_) => {
                 true
             }
             _ => false,
-        })
-    });
-    let need_type = written
-        .is_some_and(|e| e.any_leaf(&|p| matches!(p, Primary::Test(flist::filter::Test::Type(_)))));
-    steal::signals::install();
-    let stop = steal::signals::stop_flag();
+        }),
+        kind: any(&|p| matches!(p, Primary::Test(flist::filter::Test::Type(_)))),
+    }
+}
 
-    // 1 and 2: the entries, and the expression resolved (a list's tables help with names).
+/// Run `find` on this rank. Collective; every rank returns the same report (or error).
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+    let context = &options.context;
+    let started = Instant::now();
+    let to_stdout = options.output.as_deref() == Some(b"-");
+    let needs = needs(options.expr.as_ref());
+    if to_stdout && needs.print {
+        return Err(Error::new(
+            "--print and --print0 cannot go to stdout when -o - writes the list there",
+        ));
+    }
+    let mut report = Report {
+        read: options.input.is_some(),
+        ..Report::default()
+    };
+
+    // 1 and 2: the entries, and the expression resolved.
     let t = Instant::now();
-    let (entries, expr) = if let Some(input) = &o.input {
-        let list = match io::read(comm, input.as_bytes()) {
-            Ok(l) => l,
-            Err(e) => return Status::usage(comm, "find", source::read_error(input, e)),
-        };
-        let expr = match resolve::resolve(comm, args.expr.clone(), (&list.users, &list.groups)) {
-            Ok(e) => e,
-            Err(e) => return Status::usage(comm, "find", e),
-        };
-        let entries = source::prepare_list(comm, list, o.maxdepth, need_meta, need_type);
-        (entries, expr)
-    } else {
-        let no_tables = flist::IdTable::default();
-        let expr = match resolve::resolve(comm, args.expr.clone(), (&no_tables, &no_tables)) {
-            Ok(e) => e,
-            Err(e) => return Status::usage(comm, "find", e),
-        };
-        // A v4 list needs metadata too.
-        let detail = if need_meta || (o.output.is_some() && !o.text) {
-            Detail::Stat
-        } else {
-            Detail::Lite
-        };
-        let progress = common.progress(comm.rank(), "Walked");
-        let entries = source::walk_paths(comm, &o.paths, detail, o.maxdepth, &progress, stop);
-        (entries, expr)
-    };
-    let mut status = if entries.errors > 0 {
-        Status::ItemsFailed
-    } else {
-        Status::Ok
-    };
-    let total = comm.sum(entries.list.len() as u64);
-    let verb = if o.input.is_some() { "Read" } else { "Walked" };
-    summary(
+    let (entries, expr) = entries(comm, options, &needs)?;
+    report.entries = comm.sum(entries.list.len() as u64);
+    report.walk_seconds = t.elapsed().as_secs_f64();
+    let verb = if report.read { "Read" } else { "Walked" };
+    detail(
         comm,
-        common,
-        &format!("{verb} {total} items in {:.3} s", t.elapsed().as_secs_f64()),
-    );
-    if entries.interrupted {
-        if comm.rank() == 0 {
-            report_error(
-                "find",
-                "interrupted: the walk was cut short, nothing was searched",
-            );
-        }
-        return Status::ItemsFailed.agree(comm);
-    }
-
-    // 3. Without an action and without -o, what matches is printed.
-    let expr = if has_action || o.output.is_some() {
-        expr
-    } else {
-        let print = Expr::Leaf(Node::Print { nul: false });
-        Some(match expr {
-            None => print,
-            Some(Expr::And(mut v)) => {
-                v.push(print);
-                Expr::And(v)
-            }
-            Some(e) => Expr::And(vec![e, print]),
-        })
-    };
-    let t = Instant::now();
-    let evaluator = Evaluator::new(expr.as_ref(), to_stdout, stop);
-    let evaluated = with_progress(comm, common, total, &evaluator.examined, || {
-        evaluator.run(&entries.list)
-    });
-    let failed = comm.sum(evaluator.failed.load(Ordering::Relaxed));
-    let matched = comm.sum(evaluated.matched.len() as u64);
-    if failed > 0 {
-        status = status.worst(Status::ItemsFailed);
-    }
-    let examined = comm.sum(evaluator.examined.load(Ordering::Relaxed));
-    let interrupted = comm.any(stop.load(Ordering::Relaxed));
-    if interrupted {
-        if comm.rank() == 0 {
-            report_error(
-                "find",
-                format!("interrupted by a signal: {examined} of {total} entries examined"),
-            );
-        }
-        status = status.worst(Status::ItemsFailed);
-    }
-
-    // 4. Output.
-    if has_print || (!has_action && o.output.is_none()) {
-        in_rank_order(comm, evaluated.printed, crate::cli::stdout_bytes);
-    }
-    if let (Some(out), true) = (&o.output, interrupted) {
-        // A list written now would look complete and drive a later rm or chmod.
-        if comm.rank() == 0 {
-            report_error(
-                "find",
-                format!(
-                    "{}: not written: the search was interrupted",
-                    flist::path::display(out.as_bytes())
-                ),
-            );
-        }
-    } else if let Some(out) = &o.output {
-        let list = entries.list.select(evaluated.matched);
-        let format = if o.text {
-            Format::Text
-        } else {
-            io::default_format(&list)
-        };
-        if let Err(e) = io::write(comm, &list, out.as_bytes(), format) {
-            if comm.rank() == 0 {
-                // The error names the list and the operation already.
-                report_error("find", e);
-            }
-            status = status.worst(Status::ItemsFailed);
-        }
-    }
-    let errors = comm.sum(entries.errors);
-    summary(
-        comm,
-        common,
+        context,
         &format!(
-            "Examined {examined} items in {:.3} s: {matched} matched{}{}; {:.3} s in all",
-            t.elapsed().as_secs_f64(),
-            if failed > 0 {
-                format!(", {failed} commands failed")
-            } else {
-                String::new()
-            },
-            if errors > 0 {
-                format!(", {errors} entries unreadable")
-            } else {
-                String::new()
-            },
-            started.elapsed().as_secs_f64()
+            "{verb} {} items in {:.3} s",
+            report.entries, report.walk_seconds
         ),
     );
-    status.agree(comm)
+    report.unreadable = comm.sum(entries.errors);
+    if entries.interrupted {
+        if comm.rank() == 0 {
+            context.error("interrupted: the walk was cut short, nothing was searched");
+        }
+        report.interrupted = true;
+        report.seconds = started.elapsed().as_secs_f64();
+        report.failures = context.failures();
+        return Ok(report);
+    }
+
+    // 3. Evaluate; without an action and without -o, what matches is printed.
+    let prints = needs.print || (!needs.action && options.output.is_none());
+    let expr = if needs.action || options.output.is_some() {
+        expr
+    } else {
+        Some(with_print(expr))
+    };
+    let t = Instant::now();
+    let evaluated = search(
+        comm,
+        options,
+        expr.as_ref(),
+        to_stdout,
+        &mut report,
+        &entries,
+    );
+    report.search_seconds = t.elapsed().as_secs_f64();
+
+    // 4. Output.
+    if prints {
+        in_rank_order(comm, evaluated.printed, |b| context.output(b));
+    }
+    write(comm, options, entries, evaluated.matched, &mut report);
+    report.seconds = started.elapsed().as_secs_f64();
+    detail(
+        comm,
+        context,
+        &format!(
+            "Examined {} items in {:.3} s: {} matched{}{}; {:.3} s in all",
+            report.examined,
+            report.search_seconds,
+            report.matched,
+            if report.commands_failed > 0 {
+                format!(", {} commands failed", report.commands_failed)
+            } else {
+                String::new()
+            },
+            if report.unreadable > 0 {
+                format!(", {} entries unreadable", report.unreadable)
+            } else {
+                String::new()
+            },
+            report.seconds
+        ),
+    );
+    report.failures = context.failures();
+    Ok(report)
+}
+
+/// The entries (walked, or read and made ready), and the expression resolved (a list's
+/// tables help with names). Collective.
+fn entries(
+    comm: &dyn Comm,
+    options: &Options,
+    needs: &Needs,
+) -> Result<(Entries, Option<Expr<Node>>), Error> {
+    let context = &options.context;
+    if let Some(input) = &options.input {
+        let list = io::read(comm, input).map_err(|e| Error::new(source::read_error(input, e)))?;
+        let expr = resolve::resolve(comm, options.expr.clone(), (&list.users, &list.groups))
+            .map_err(Error::new)?;
+        let entries = source::prepare_list(
+            comm,
+            context,
+            list,
+            options.maxdepth,
+            needs.meta,
+            needs.kind,
+        );
+        return Ok((entries, expr));
+    }
+    let no_tables = flist::IdTable::default();
+    let expr = resolve::resolve(comm, options.expr.clone(), (&no_tables, &no_tables))
+        .map_err(Error::new)?;
+    // A v4 list needs metadata too.
+    let detail = if needs.meta || (options.output.is_some() && !options.text) {
+        Detail::Stat
+    } else {
+        Detail::Lite
+    };
+    let progress = context.progress(comm.rank(), "Walked");
+    let entries = source::walk_paths(
+        comm,
+        context,
+        &options.paths,
+        detail,
+        options.maxdepth,
+        &progress,
+    );
+    Ok((entries, expr))
+}
+
+/// `expr` followed by a print.
+fn with_print(expr: Option<Expr<Node>>) -> Expr<Node> {
+    let print = Expr::Leaf(Node::Print { nul: false });
+    match expr {
+        None => print,
+        Some(Expr::And(mut v)) => {
+            v.push(print);
+            Expr::And(v)
+        }
+        Some(e) => Expr::And(vec![e, print]),
+    }
+}
+
+/// Evaluate `expr` on this rank's entries, counting into `report` (over all ranks).
+/// Collective.
+fn search(
+    comm: &dyn Comm,
+    options: &Options,
+    expr: Option<&Expr<Node>>,
+    to_stdout: bool,
+    report: &mut Report,
+    entries: &Entries,
+) -> Evaluated {
+    let context = &options.context;
+    let evaluator = Evaluator::new(expr, to_stdout, context);
+    let evaluated = with_progress(comm, context, report.entries, &evaluator.examined, || {
+        evaluator.run(&entries.list)
+    });
+    report.commands_failed = comm.sum(evaluator.failed.load(Ordering::Relaxed));
+    report.matched = comm.sum(evaluated.matched.len() as u64);
+    report.examined = comm.sum(evaluator.examined.load(Ordering::Relaxed));
+    report.interrupted = comm.any(context.stopped());
+    if report.interrupted && comm.rank() == 0 {
+        context.error(format!(
+            "interrupted by a signal: {} of {} entries examined",
+            report.examined, report.entries
+        ));
+    }
+    evaluated
+}
+
+/// Write the matching entries to `output`, unless the search was interrupted (a list written
+/// then would look complete and drive a later rm or chmod). Collective.
+fn write(
+    comm: &dyn Comm,
+    options: &Options,
+    entries: Entries,
+    matched: Vec<usize>,
+    report: &mut Report,
+) {
+    let Some(out) = &options.output else { return };
+    let context = &options.context;
+    if report.interrupted {
+        if comm.rank() == 0 {
+            context.error(format!(
+                "{}: not written: the search was interrupted",
+                flist::path::display(out)
+            ));
+        }
+        return;
+    }
+    let list = entries.list.select(matched);
+    let format = if options.text {
+        Format::Text
+    } else {
+        io::default_format(&list)
+    };
+    if let Err(e) = io::write(comm, &list, out, format) {
+        if comm.rank() == 0 {
+            // The error names the list and the operation already.
+            context.error(e);
+        }
+        report.list_failed = true;
+    }
+    report.list_failed = comm.any(report.list_failed);
 }
 
 /// Run the local `work` while rank 0 reports, every `--progress` interval, how many entries
@@ -212,15 +365,14 @@ pub fn run(comm: &dyn Comm, args: &FindArgs) -> Status {
 /// interval until every rank's work is done.
 fn with_progress<R: Send>(
     comm: &dyn Comm,
-    common: &Common,
+    context: &Context,
     total: u64,
     done: &AtomicU64,
     work: impl FnOnce() -> R + Send,
 ) -> R {
-    if common.quiet || common.progress == 0.0 {
+    let Some(interval) = context.progress else {
         return work();
-    }
-    let interval = Duration::from_secs_f64(common.progress);
+    };
     let start = Instant::now();
     std::thread::scope(|s| {
         let (finished_tx, finished) = mpsc::channel::<()>();
@@ -243,13 +395,13 @@ fn with_progress<R: Send>(
                 break;
             }
             if comm.rank() == 0 {
-                let report = Report {
+                let report = ProgressReport {
                     items: v[0],
                     total_items: total,
                     elapsed: start.elapsed(),
-                    ..Report::default()
+                    ..ProgressReport::default()
                 };
-                eprintln!("{}", report.line("Examined"));
+                context.events.progress("Examined", &report);
             }
         }
         worker
@@ -258,9 +410,9 @@ fn with_progress<R: Send>(
     })
 }
 
-/// A summary line on stderr (stdout may carry paths or a list), from rank 0, with -v.
-fn summary(comm: &dyn Comm, common: &Common, msg: &str) {
-    if comm.rank() == 0 && common.verbose {
-        eprintln!("{msg}");
+/// A line of detail (with verbose), from rank 0.
+fn detail(comm: &dyn Comm, context: &Context, msg: &str) {
+    if comm.rank() == 0 && context.verbose {
+        context.info(format!("{msg}\n"));
     }
 }

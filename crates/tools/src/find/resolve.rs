@@ -2,8 +2,8 @@
 //! and user and group names are looked up once, on rank 0, and the results broadcast, so that
 //! every rank applies the same moment and the same ids.
 
-use super::args::Primary;
 use super::expr::Expr;
+use super::primary::Primary;
 use flist::filter::{nanos, Cmp, Test};
 use flist::path::display;
 use flist::walk::stat_path;

@@ -1,15 +1,12 @@
 //! The entries `find` examines: walked from PATHs (to `--maxdepth`), or read from a list and,
 //! when the tests need what a text list lacks, stat'ed again.
 
-use crate::cli::report_error;
+use crate::engine::context::Context;
 use flist::path::{depth, display, normalize};
 use flist::restat::{restat, Which};
 use flist::walk::{walk, Visit, WalkOptions};
 use flist::{Detail, FileList, FileType};
 use rustix::fd::BorrowedFd;
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::AtomicBool;
 use steal::{Comm, CommExt, ReduceOp};
 
 /// The entries of this rank, and how many could not be read (each already reported).
@@ -27,22 +24,21 @@ pub struct Entries {
 /// levels below each path. Collective.
 pub fn walk_paths(
     comm: &dyn Comm,
-    paths: &[OsString],
+    context: &Context,
+    roots: &[Vec<u8>],
     detail: Detail,
     maxdepth: Option<usize>,
     progress: &steal::progress::Progress,
-    stop: &AtomicBool,
 ) -> Entries {
-    let roots: Vec<Vec<u8>> = paths.iter().map(|p| p.as_bytes().to_vec()).collect();
     let opts = WalkOptions {
         detail,
         seed: 0xf1d,
-        stop: Some(stop),
+        stop: Some(&context.stop),
         progress: Some(progress),
         ..WalkOptions::default()
     };
     let Some(maxdepth) = maxdepth else {
-        return walked(walk(comm, &roots, &opts));
+        return walked(context, walk(comm, roots, &opts));
     };
     // One walk per root, so that each entry's depth is counted from the root it was found
     // under (GNU find lists an entry under two nested roots twice, at two depths).
@@ -52,7 +48,7 @@ pub fn walk_paths(
         errors: 0,
         interrupted: false,
     };
-    for root in &roots {
+    for root in roots {
         let base = depth(&normalize(root, &cwd));
         // Entries one level too deep are consumed unrecorded, so their directories are not
         // descended.
@@ -64,7 +60,7 @@ pub fn walk_paths(
             visit: Some(too_deep),
             ..opts
         };
-        let part = walked(walk(comm, std::slice::from_ref(root), &opts));
+        let part = walked(context, walk(comm, std::slice::from_ref(root), &opts));
         if all.list.is_empty() {
             // Keep the walk's user and group tables.
             all.list = part.list;
@@ -80,9 +76,9 @@ pub fn walk_paths(
     all
 }
 
-fn walked(w: flist::walk::Walked) -> Entries {
+fn walked(context: &Context, w: flist::walk::Walked) -> Entries {
     for e in &w.errors {
-        report_error("find", e);
+        context.error(e);
     }
     Entries {
         errors: w.errors.len() as u64,
@@ -98,6 +94,7 @@ fn walked(w: flist::walk::Walked) -> Entries {
 /// Collective.
 pub fn prepare_list(
     comm: &dyn Comm,
+    context: &Context,
     list: FileList,
     maxdepth: Option<usize>,
     need_meta: bool,
@@ -131,7 +128,7 @@ pub fn prepare_list(
     };
     let (list, errors) = restat(list, which, false);
     for e in &errors {
-        report_error("find", e);
+        context.error(e);
     }
     Entries {
         list,
@@ -141,8 +138,8 @@ pub fn prepare_list(
 }
 
 /// A message for a list that cannot be read.
-pub fn read_error(path: &OsString, e: flist::Error) -> String {
-    let shown = display(path.as_bytes());
+pub fn read_error(path: &[u8], e: flist::Error) -> String {
+    let shown = display(path);
     let msg = e.to_string();
     if msg.contains(shown.as_ref()) {
         msg

@@ -1,263 +1,348 @@
 //! `mfu-rs walk` (dwalk): walk trees or read a list, then summarise, sort, print and save it.
+//!
+//! The phases, each collective: check the options; walk the PATHs or read the list; sort it;
+//! count it (summary, stripes, size distribution, histogram); send the `print` listing in
+//! list order; write the list.
 
-use crate::cli::{message_sink, report_error, Common};
+use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::lustre::LustreHandle;
 use crate::engine::status::Status;
-use clap::Args;
 use flist::io::{self, Format};
 use flist::record::Entry;
-use flist::sort;
+use flist::sort::{self, Key};
 use flist::summary::summarize;
 use flist::units::parse_size;
 use flist::walk::{walk, WalkOptions};
 use flist::{Detail, FileList, FileType};
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
 use std::time::Instant;
 use steal::ordered::in_rank_order;
 use steal::progress::human_bytes;
-use steal::{Comm, ReduceOp};
+use steal::{Comm, CommExt, ReduceOp};
 
-/// Options of `mfu-rs walk`, named as in dwalk.
-#[derive(Args, Clone, Debug)]
-#[command(
-    about = "Walk trees in parallel (or read a list) and summarise, sort, print or save the list",
-    after_help = "Examples:\n  \
-        mpirun -np 8 mfu-rs walk -o data.mfu /lustre/project     # save a stat list (mpiFileUtils v4 format)\n  \
-        mfu-rs walk -i data.mfu -s -size,name -p | head           # biggest files first\n  \
-        mfu-rs walk -l -t -o names.txt /scratch/run               # lite walk, text list (path|T per line)\n  \
-        mfu-rs walk -d size:0,4k,1M,1G /data                      # file size distribution"
-)]
-pub struct WalkArgs {
-    /// Directories or files to walk (not with --input).
-    #[arg(
-        value_name = "PATH",
-        required_unless_present = "input",
-        conflicts_with = "input"
-    )]
-    pub paths: Vec<OsString>,
-    /// Read this list (v3/v4 cache, `path|T` text, one path per line, or NUL-separated) instead
-    /// of walking; `-` reads it from stdin.
-    #[arg(short, long, value_name = "FILE")]
-    pub input: Option<OsString>,
-    /// Write the list to FILE: cache v4 for stat lists, text for lite lists (see --text).
-    /// `-` writes it to stdout (the summary then goes to stderr), for `| mfu-rs find -i -`.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<OsString>,
-    /// With --output, write the text format (`path|T` per line) even for a stat list.
-    #[arg(short, long, requires = "output")]
+/// What `walk` does: walk `paths` (or read `input`), then count, sort, print and save the list.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Directories or files to walk (ignored when `input` is given).
+    pub paths: Vec<Vec<u8>>,
+    /// Read this list (v3/v4 cache, `path|T` text, one path per line, NUL-separated; `-`:
+    /// stdin) instead of walking `paths`.
+    pub input: Option<Vec<u8>>,
+    /// Write the list to this file (`-`: stdout): cache v4 for stat lists, text for lite ones.
+    pub output: Option<Vec<u8>>,
+    /// With `output`, write the text format (`path|T` per line) even for a stat list.
     pub text: bool,
-    /// Lite walk: names and types only, no stat (much faster on Lustre and NFS).
-    #[arg(short, long)]
+    /// Walk names and types only, no stat.
     pub lite: bool,
-    /// Sort by FIELDS, a comma list of name,user,group,uid,gid,atime,mtime,ctime,size; a `-`
-    /// before a field sorts it descending (e.g. `-size,name`).
-    #[arg(short, long, value_name = "FIELDS", allow_hyphen_values = true)]
+    /// Sort by these fields: a comma list of name,user,group,uid,gid,atime,mtime,ctime,size,
+    /// each optionally with a leading `-` (descending).
     pub sort: Option<String>,
-    /// Print the size distribution of regular files over bins: `size:SEP,SEP,...` with sizes
-    /// such as 4k, 1MB (bins are [0,SEP1], (SEP1,SEP2], ..., (SEPn,inf)).
-    #[arg(short, long, value_name = "size:SEPS")]
+    /// Count regular files by size over bins: `size:SEP,SEP,...` (sizes such as 4k, 1MB).
     pub distribution: Option<String>,
-    /// Print a histogram of regular-file sizes in power-of-two bins.
-    #[arg(short = 'f', long = "file-histogram", alias = "file_histogram")]
+    /// Count regular files by size in power-of-two bins.
     pub file_histogram: bool,
-    /// Print every item (mode, owner, group, size, mtime, path) in list order.
-    #[arg(short, long)]
+    /// Send every item as a line (mode, owner, group, size, mtime, path) to the context's
+    /// output, in list order.
     pub print: bool,
     /// Don't update directories' access times while walking (O_NOATIME where permitted).
-    #[arg(long = "no-atime")]
     pub no_atime: bool,
     /// Follow symbolic links (directory cycles are reported and not followed).
-    #[arg(short = 'L', long)]
     pub dereference: bool,
-    /// The Lustre calls behind `-v`'s stripe information (set by embedding programs and tests).
-    #[arg(skip)]
-    pub api: crate::engine::lustre::LustreHandle,
-    #[command(flatten)]
-    pub common: Common,
+    /// The Lustre calls behind the verbose stripe information.
+    pub lustre: LustreHandle,
+    /// Events, progress, verbosity and the stop flag.
+    pub context: Context,
 }
 
-/// Run `walk` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, args: &WalkArgs) -> Status {
-    let rank0 = comm.rank() == 0;
-    // With `-o -` the list owns stdout: the summary and `-p` go to stderr.
-    let out = message_sink(args.output.as_deref());
-    let say = |msg: &str| {
-        if rank0 && !args.common.quiet {
-            out(format!("{msg}\n").as_bytes());
+impl Options {
+    /// Walk `paths`, with everything else as on the command line without options.
+    pub fn new<P: AsRef<[u8]>>(paths: impl IntoIterator<Item = P>) -> Options {
+        Options {
+            paths: paths.into_iter().map(|p| p.as_ref().to_vec()).collect(),
+            ..Options::default()
         }
-    };
-    // Check every argument before touching the file system.
-    let keys = match args.sort.as_deref().map(sort::parse_keys).transpose() {
-        Ok(k) => k,
-        Err(e) => return Status::usage(comm, "walk", e),
-    };
-    let bins = match args
+    }
+}
+
+impl Default for Options {
+    /// Nothing to walk yet (set `paths` or `input`), no sorting, printing or saving.
+    fn default() -> Options {
+        Options {
+            paths: Vec::new(),
+            input: None,
+            output: None,
+            text: false,
+            lite: false,
+            sort: None,
+            distribution: None,
+            file_histogram: false,
+            print: false,
+            no_atime: false,
+            dereference: false,
+            lustre: LustreHandle::default(),
+            context: Context::default(),
+        }
+    }
+}
+
+/// One bin of a size distribution or histogram.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Bin {
+    /// The sizes it holds, as printed: `(512, 1048576]`, `[4.000 KiB, 8.000 KiB)`, `0 B`.
+    pub range: String,
+    /// Regular files in it, over all ranks.
+    pub files: u64,
+}
+
+/// What a `walk` found; the counts are over all ranks, the same on every rank.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// True when the list was read (`input`), false when walked.
+    pub read: bool,
+    /// Items in the list.
+    pub items: u64,
+    /// Directories.
+    pub dirs: u64,
+    /// Regular files.
+    pub files: u64,
+    /// Symbolic links.
+    pub links: u64,
+    /// Items of any other type.
+    pub others: u64,
+    /// Bytes of the regular files (0 for lite lists).
+    pub bytes: u64,
+    /// The list has metadata (sizes, owners, times): not a lite list.
+    pub stat: bool,
+    /// Seconds the walk (or read) took.
+    pub walk_seconds: f64,
+    /// Paths the walk could not read (each reported), and other failures.
+    pub walk_errors: u64,
+    /// The walk was not complete (failures, cycles or a stop): the tree holds more.
+    pub incomplete: bool,
+    /// The output list could not be written (reported), or was not because of a stop.
+    pub list_failed: bool,
+    /// With verbose on Lustre: files and bytes by stripe count, as one line.
+    pub stripes: Option<String>,
+    /// The `distribution` asked for.
+    pub distribution: Option<Vec<Bin>>,
+    /// The `file_histogram` asked for (bins with files only).
+    pub histogram: Option<Vec<Bin>>,
+    /// With verbose: seconds the sort took.
+    pub sort_seconds: Option<f64>,
+    /// With verbose: the list written (as shown) and the seconds it took.
+    pub written: Option<(String, f64)>,
+    /// Wall-clock seconds of the whole run.
+    pub seconds: f64,
+    /// A stop request cut the walk short.
+    pub interrupted: bool,
+    /// This process's sample of failure messages.
+    pub failures: Vec<String>,
+}
+
+impl ToolReport for Report {
+    fn summary(&self) -> Summary {
+        Summary {
+            items: self.items,
+            bytes: self.bytes,
+            failed: self.walk_errors + u64::from(self.list_failed),
+            seconds: self.seconds,
+        }
+    }
+    fn status(&self) -> Status {
+        Status::of_work(
+            self.walk_errors + u64::from(self.list_failed),
+            0,
+            self.incomplete || self.interrupted,
+        )
+    }
+}
+
+/// The options checked before any work.
+struct Checked {
+    keys: Option<Vec<Key>>,
+    bins: Option<Vec<u64>>,
+}
+
+/// Run `walk` on this rank. Collective; every rank returns the same report (or error).
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+    let checked = check(options)?;
+    let started = Instant::now();
+    let mut report = Report::default();
+    let mut list = list(comm, options, &mut report)?;
+    report.walk_seconds = started.elapsed().as_secs_f64();
+    if let Some(keys) = &checked.keys {
+        let t = Instant::now();
+        list = sort::sort(comm, list, keys).map_err(Error::new)?;
+        if options.context.verbose {
+            report.sort_seconds = Some(t.elapsed().as_secs_f64());
+        }
+    }
+    let stripes = count(comm, options, &checked, &list, &mut report);
+    if options.print {
+        print(comm, options, &list, stripes.as_deref());
+    }
+    write(comm, options, &list, &mut report);
+    report.seconds = started.elapsed().as_secs_f64();
+    report.failures = options.context.failures();
+    Ok(report)
+}
+
+/// Check the sort keys and the distribution before touching the file system.
+fn check(options: &Options) -> Result<Checked, Error> {
+    let keys = options
+        .sort
+        .as_deref()
+        .map(sort::parse_keys)
+        .transpose()
+        .map_err(Error::new)?;
+    let bins = options
         .distribution
         .as_deref()
         .map(parse_distribution)
         .transpose()
-    {
-        Ok(b) => b,
-        Err(e) => return Status::usage(comm, "walk", e),
-    };
-    let started = Instant::now();
-    let mut status = Status::Ok;
-    let mut interrupted = false;
-    let (mut list, what) = match &args.input {
-        Some(input) => match io::read(comm, input.as_bytes()) {
-            Ok(list) => (list, "Read"),
-            Err(e) => {
-                if rank0 {
-                    report_error("walk", e);
-                }
-                return Status::Usage.agree(comm);
-            }
+        .map_err(Error::new)?;
+    Ok(Checked { keys, bins })
+}
+
+/// Read the input list, or walk the paths (reporting what could not be read).
+fn list(comm: &dyn Comm, options: &Options, report: &mut Report) -> Result<FileList, Error> {
+    let context = &options.context;
+    let rank0 = comm.rank() == 0;
+    if let Some(input) = &options.input {
+        report.read = true;
+        return crate::engine::setup::agree_setup(
+            comm,
+            io::read(comm, input).map_err(|e| e.to_string()),
+        );
+    }
+    let progress = context.progress(comm.rank(), "Walked");
+    let opts = WalkOptions {
+        detail: if options.lite {
+            Detail::Lite
+        } else {
+            Detail::Stat
         },
-        None => {
-            let roots: Vec<Vec<u8>> = args.paths.iter().map(|p| p.as_bytes().to_vec()).collect();
-            let progress = args.common.progress(comm.rank(), "Walked");
-            steal::signals::install();
-            let opts = WalkOptions {
-                detail: if args.lite {
-                    Detail::Lite
-                } else {
-                    Detail::Stat
-                },
-                dereference: args.dereference,
-                no_atime: args.no_atime,
-                seed: 0x5eed,
-                stop: Some(steal::signals::stop_flag()),
-                progress: Some(&progress),
-                visit: None,
-                // Names are printed, sorted by or written to v4 lists; a summary needs none.
-                id_tables: args.print || args.output.is_some() || args.sort.is_some(),
-            };
-            let walked = walk(comm, &roots, &opts);
-            for e in &walked.errors {
-                report_error("walk", e);
-            }
-            if !walked.complete {
-                status = Status::ItemsFailed;
-                interrupted = walked.interrupted;
-                if rank0 && walked.interrupted {
-                    report_error("walk", "interrupted by a signal: the walk stopped early");
-                }
-                if rank0 && walked.total_errors > 0 {
-                    report_error(
-                        "walk",
-                        format!(
-                            "walk incomplete: {} paths could not be read (listed above)",
-                            walked.total_errors
-                        ),
-                    );
-                }
-            }
-            (walked.list, "Walked")
-        }
+        dereference: options.dereference,
+        no_atime: options.no_atime,
+        seed: 0x5eed,
+        stop: Some(&context.stop),
+        progress: Some(&progress),
+        visit: None,
+        // Names are printed, sorted by or written to v4 lists; a summary needs none.
+        id_tables: options.print || options.output.is_some() || options.sort.is_some(),
     };
-    let elapsed = started.elapsed().as_secs_f64();
-    if let Some(keys) = &keys {
-        let t = Instant::now();
-        list = match sort::sort(comm, list, keys) {
-            Ok(l) => l,
-            Err(e) => return Status::usage(comm, "walk", e),
-        };
-        if args.common.verbose {
-            say(&format!("Sorted in {:.3} s", t.elapsed().as_secs_f64()));
+    let walked = walk(comm, &options.paths, &opts);
+    for e in &walked.errors {
+        context.error(e);
+    }
+    report.walk_errors = walked.total_errors;
+    if !walked.complete {
+        report.incomplete = true;
+        report.interrupted = walked.interrupted;
+        if rank0 && walked.interrupted {
+            context.error("interrupted by a signal: the walk stopped early");
+        }
+        if rank0 && walked.total_errors > 0 {
+            context.error(format!(
+                "walk incomplete: {} paths could not be read (listed above)",
+                walked.total_errors
+            ));
         }
     }
-    let summary = summarize(comm, &list);
-    say(&format!(
-        "{what} {} items in {:.3} s ({:.0} items/s){}",
-        summary.total,
-        elapsed,
-        summary.total as f64 / elapsed.max(1e-9),
-        if interrupted {
-            ", then interrupted: the tree holds more"
-        } else {
-            ""
-        }
-    ));
-    say(&format!("Items: {}", summary.total));
-    say(&format!("  Directories: {}", summary.dirs));
-    say(&format!("  Files: {}", summary.files));
-    say(&format!("  Links: {}", summary.links));
-    if summary.others > 0 {
-        say(&format!("  Other: {}", summary.others));
-    }
-    if list.detail() == Detail::Stat {
-        let per_file = summary.bytes.checked_div(summary.files).unwrap_or(0);
-        say(&format!(
-            "Data: {} ({} per file)",
-            human_bytes(summary.bytes),
-            human_bytes(per_file)
-        ));
-    }
-    // -v on Lustre: stripe count and size of each file (with -p) and files by stripe count.
-    let stripes = (args.common.verbose && list.detail() == Detail::Stat)
-        .then(|| crate::engine::walk_stripes::stripes(comm, &list, &args.api))
+    Ok(walked.list)
+}
+
+/// Count the list into the report: types and bytes, stripes (verbose), the distribution and
+/// the histogram. Returns this rank's stripes, for the listing.
+fn count(
+    comm: &dyn Comm,
+    options: &Options,
+    checked: &Checked,
+    list: &FileList,
+    report: &mut Report,
+) -> Option<Vec<crate::engine::walk_stripes::Striped>> {
+    let summary = summarize(comm, list);
+    report.items = summary.total;
+    report.dirs = summary.dirs;
+    report.files = summary.files;
+    report.links = summary.links;
+    report.others = summary.others;
+    report.bytes = summary.bytes;
+    report.stat = list.detail() == Detail::Stat;
+    // Verbose on Lustre: stripe count and size of each file (with print) and files by count.
+    let stripes = (options.context.verbose && report.stat)
+        .then(|| crate::engine::walk_stripes::stripes(comm, list, &options.lustre))
         .flatten();
-    if let Some(s) = &stripes {
-        say(&crate::engine::walk_stripes::summary(comm, &list, s));
+    report.stripes = stripes
+        .as_ref()
+        .map(|s| crate::engine::walk_stripes::summary(comm, list, s));
+    report.distribution = checked.bins.as_ref().map(|b| distribution(comm, list, b));
+    if options.file_histogram {
+        report.histogram = Some(histogram(comm, list));
     }
-    if let Some(bins) = &bins {
-        print_distribution(comm, &list, bins, &say);
-    }
-    if args.file_histogram {
-        print_histogram(comm, &list, &say);
-    }
-    if args.print {
-        let mut text = Vec::new();
-        for (i, e) in list.iter().enumerate() {
-            format_entry(&list, e, &mut text);
-            if let Some(s) = stripes.as_ref().map(|s| s[i].suffix()) {
-                if !s.is_empty() {
-                    // Before the newline: `... /path [4 x 1.000 MiB]`.
-                    text.pop();
-                    text.extend_from_slice(s.as_bytes());
-                    text.push(b'\n');
-                }
+    stripes
+}
+
+/// Send every item as a line to the output, in list order over ranks.
+fn print(
+    comm: &dyn Comm,
+    options: &Options,
+    list: &FileList,
+    stripes: Option<&[crate::engine::walk_stripes::Striped]>,
+) {
+    let mut text = Vec::new();
+    for (i, e) in list.iter().enumerate() {
+        format_entry(list, e, &mut text);
+        if let Some(s) = stripes.map(|s| s[i].suffix()) {
+            if !s.is_empty() {
+                // Before the newline: `... /path [4 x 1.000 MiB]`.
+                text.pop();
+                text.extend_from_slice(s.as_bytes());
+                text.push(b'\n');
             }
         }
-        in_rank_order(comm, text, out);
     }
-    if let (Some(out), true) = (&args.output, interrupted) {
-        // A list written now would look complete and drive a later sync, find or rm.
+    in_rank_order(comm, text, |b| options.context.output(b));
+}
+
+/// Write the list to `output`, unless the walk was interrupted (a list written then would
+/// look complete and drive a later sync, find or rm).
+fn write(comm: &dyn Comm, options: &Options, list: &FileList, report: &mut Report) {
+    let Some(out) = &options.output else {
+        return;
+    };
+    let context = &options.context;
+    let rank0 = comm.rank() == 0;
+    if report.interrupted {
         if rank0 {
-            report_error(
-                "walk",
-                format!(
-                    "{}: not written: the walk was interrupted",
-                    flist::path::display(out.as_bytes())
-                ),
-            );
+            context.error(format!(
+                "{}: not written: the walk was interrupted",
+                flist::path::display(out)
+            ));
         }
-    } else if let Some(out) = &args.output {
-        let format = if args.text {
-            Format::Text
-        } else {
-            io::default_format(&list)
-        };
-        let t = Instant::now();
-        match io::write(comm, &list, out.as_bytes(), format) {
-            Ok(()) => {
-                if args.common.verbose {
-                    say(&format!(
-                        "Wrote {} in {:.3} s",
-                        flist::path::display(out.as_bytes()),
-                        t.elapsed().as_secs_f64()
-                    ));
-                }
+        return;
+    }
+    let format = if options.text {
+        Format::Text
+    } else {
+        io::default_format(list)
+    };
+    let t = Instant::now();
+    match io::write(comm, list, out, format) {
+        Ok(()) => {
+            if context.verbose {
+                let shown = flist::path::display(out).into_owned();
+                report.written = Some((shown, t.elapsed().as_secs_f64()));
             }
-            Err(e) => {
-                if rank0 {
-                    report_error("walk", e);
-                }
-                status = status.worst(Status::ItemsFailed);
+        }
+        Err(e) => {
+            if rank0 {
+                context.error(e);
             }
+            report.list_failed = true;
         }
     }
-    status.agree(comm)
+    // The same error on every rank from the collective write; agreed all the same.
+    report.list_failed = comm.any(report.list_failed);
 }
 
 /// `size:0,4k,1M` → `[0, 4096, 1048576]` (ascending, deduplicated).
@@ -280,43 +365,42 @@ fn file_sizes<'a>(list: &'a FileList) -> impl Iterator<Item = u64> + 'a {
         .filter_map(|e| e.meta.map(|m| m.size))
 }
 
-fn print_distribution(comm: &dyn Comm, list: &FileList, seps: &[u64], say: &dyn Fn(&str)) {
+/// Regular files counted over the bins `[0, seps[0]], (seps[0], seps[1]], ..., (seps[n], inf)`,
+/// over all ranks. Collective.
+fn distribution(comm: &dyn Comm, list: &FileList, seps: &[u64]) -> Vec<Bin> {
     let mut counts = vec![0u64; seps.len() + 1];
     for size in file_sizes(list) {
         // Bin i holds (seps[i-1], seps[i]]; bin 0 holds [0, seps[0]].
         counts[seps.partition_point(|&s| s < size)] += 1;
     }
     comm.allreduce(&mut counts, ReduceOp::Sum);
-    let rows: Vec<(String, u64)> = counts
+    counts
         .iter()
         .enumerate()
-        .map(|(i, &n)| {
+        .map(|(i, &files)| {
             let range = match i {
                 0 => format!("[0, {}]", seps[0]),
                 i if i == seps.len() => format!("({}, inf)", seps[i - 1]),
                 i => format!("({}, {}]", seps[i - 1], seps[i]),
             };
-            (range, n)
+            Bin { range, files }
         })
-        .collect();
-    say("Size distribution of regular files (bytes):");
-    for line in histogram_table(&rows) {
-        say(&line);
-    }
+        .collect()
 }
 
-fn print_histogram(comm: &dyn Comm, list: &FileList, say: &dyn Fn(&str)) {
+/// Regular files counted in power-of-two bins (those holding any), over all ranks. Collective.
+fn histogram(comm: &dyn Comm, list: &FileList) -> Vec<Bin> {
     // Bin b holds sizes in [2^(b-1), 2^b); bin 0 holds empty files.
     let mut counts = vec![0u64; 65];
     for size in file_sizes(list) {
         counts[(64 - size.leading_zeros()) as usize] += 1;
     }
     comm.allreduce(&mut counts, ReduceOp::Sum);
-    let rows: Vec<(String, u64)> = counts
+    counts
         .iter()
         .enumerate()
         .filter(|&(_, &n)| n > 0)
-        .map(|(b, &n)| {
+        .map(|(b, &files)| {
             let range = if b == 0 {
                 "0 B".to_string()
             } else {
@@ -327,50 +411,14 @@ fn print_histogram(comm: &dyn Comm, list: &FileList, say: &dyn Fn(&str)) {
                 };
                 format!("[{}, {})", human_bytes(1u64 << (b - 1)), hi)
             };
-            (range, n)
+            Bin { range, files }
         })
-        .collect();
-    say("File size histogram:");
-    for line in histogram_table(&rows) {
-        say(&line);
-    }
-}
-
-/// Width of the longest bar of a histogram, in characters.
-const BAR_WIDTH: u64 = 40;
-
-/// The rows of a histogram as table lines: the bin, its count, its share of all counts and a
-/// bar of `#` as long as the count relative to the largest bin (a bin with any count gets at
-/// least one `#`, so small bins stay visible).
-fn histogram_table(rows: &[(String, u64)]) -> Vec<String> {
-    let total: u64 = rows.iter().map(|r| r.1).sum();
-    let max = rows.iter().map(|r| r.1).max().unwrap_or(0);
-    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(3);
-    let mut lines = vec![format!(
-        "  {:>width$}  {:>12}  {:>6}",
-        "Bin", "Files", "Share"
-    )];
-    for (range, n) in rows {
-        let bar = match n {
-            0 => 0,
-            n => ((n * BAR_WIDTH).div_ceil(max)).max(1),
-        };
-        let share = if total == 0 {
-            0.0
-        } else {
-            100.0 * *n as f64 / total as f64
-        };
-        lines.push(format!(
-            "  {range:>width$}  {n:>12}  {share:>5.1}%  {}",
-            "#".repeat(bar as usize)
-        ));
-    }
-    lines
+        .collect()
 }
 
 /// One `-p` line: `drwxr-xr-x root root 4.000 KiB 2020-09-13 12:26:40 /path` for stat lists,
 /// `D /path` for lite lists.
-fn format_entry(list: &FileList, e: Entry<'_>, out: &mut Vec<u8>) {
+pub fn format_entry(list: &FileList, e: Entry<'_>, out: &mut Vec<u8>) {
     match e.meta {
         Some(m) => {
             let user = list
@@ -471,31 +519,6 @@ mod tests {
         assert_eq!(utc_time(0), "1970-01-01 00:00:00");
         assert_eq!(utc_time(1_600_001_000), "2020-09-13 12:43:20");
         assert_eq!(utc_time(-1), "1969-12-31 23:59:59");
-    }
-
-    #[test]
-    fn histograms_are_tables_with_a_bar_per_bin() {
-        let rows = [
-            ("[0, 4096]".to_string(), 30),
-            ("(4096, inf)".to_string(), 10),
-            ("empty".to_string(), 0),
-        ];
-        let t = histogram_table(&rows);
-        assert_eq!(t.len(), 4);
-        assert!(t[0].contains("Bin") && t[0].contains("Files") && t[0].contains("Share"));
-        assert!(
-            t[1].ends_with(&format!("30   75.0%  {}", "#".repeat(40))),
-            "{}",
-            t[1]
-        );
-        assert!(
-            t[2].ends_with(&format!("10   25.0%  {}", "#".repeat(14))),
-            "{}",
-            t[2]
-        );
-        assert!(t[3].ends_with("0    0.0%  "), "{}", t[3]);
-        // Columns line up.
-        assert_eq!(t[1].find("30"), t[2].find("10"));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The command line of `mfu-rs find`: clap declares the options (help, completion, value
+//! `mfu-rs find` (dfind) on the command line: clap declares the options (help, completion, value
 //! checks), and the expression is rebuilt from the positions clap recorded, because the order
 //! of tests, operators and actions is their meaning.
 //!
@@ -6,14 +6,22 @@
 //! present), and the words after the first `;` are parsed again as the rest of the command
 //! line. That is how a missing `;` is found and refused, as GNU find refuses it.
 
-use super::expr::{self, Expr, Token};
-use crate::cli::Common;
+use crate::cli::args::Common;
+use crate::cli::console::Console;
+use crate::cli::list_args::{ListInput, ListOutput, Routed};
+use crate::cli::tool::CliTool;
+use crate::engine::context::{Context, Error};
+use crate::engine::select::Rules;
+use crate::find::expr::{self, Expr, Token};
+use crate::find::{Options, Primary, Report};
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 use flist::filter::{AgeUnit, Test, TimeField};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::sync::Arc;
+use steal::Comm;
 
 /// The options as clap declares and parses them. The tests, operators and actions are kept as
 /// raw words here; [`FindArgs`] puts them in order.
@@ -28,18 +36,10 @@ pub struct FindOptions {
     /// named `(`).
     #[arg(value_name = "PATH")]
     pub paths: Vec<OsString>,
-    /// Search the list in FILE (v3/v4 cache, `path|T` text, one path per line, NUL-separated)
-    /// instead of walking PATHs. Entries of a text list are stat'ed when a test needs metadata
-    /// (size, times, owner); entries that are gone are reported and left out.
-    #[arg(short, long, value_name = "FILE", help_heading = "Input and output")]
-    pub input: Option<OsString>,
-    /// Write the list of matching entries to FILE (`-` = stdout): cache v4 when the entries
-    /// carry metadata, text otherwise. With -o, nothing is printed unless --print is given.
-    #[arg(short, long, value_name = "FILE", help_heading = "Input and output")]
-    pub output: Option<OsString>,
-    /// With --output, write the text format (`path|T` lines) instead of cache v4.
-    #[arg(short, long, help_heading = "Input and output")]
-    pub text: bool,
+    #[command(flatten, next_help_heading = "Input and output")]
+    pub input: ListInput,
+    #[command(flatten, next_help_heading = "Input and output")]
+    pub output: ListOutput,
     /// Descend at most N directory levels below each PATH (0: the PATHs only). With --input,
     /// levels are counted from the shallowest entry of the list.
     #[arg(long, value_name = "N", help_heading = "Input and output")]
@@ -298,49 +298,6 @@ Exit status: 0 done, 1 some entries could not be read or some --exec command fai
 reported on stderr), 2 usage error (a malformed expression, an unknown user, a missing \
 reference file).";
 
-/// A test or an action as written on the command line. Tests that need the file system or the
-/// clock ([`Primary::Age`], [`Primary::Newer`], [`Primary::User`], [`Primary::Group`]) are
-/// resolved when the run starts.
-#[derive(Clone, Debug)]
-pub enum Primary {
-    /// A test complete as written (name, path, regex, size, type, uid, gid).
-    Test(Test),
-    /// `--amin`... `--mtime`: `spec` relative to the start of the run.
-    Age {
-        /// The timestamp tested.
-        field: TimeField,
-        /// Minutes or days.
-        unit: AgeUnit,
-        /// `[+-]N` as written (checked).
-        spec: String,
-    },
-    /// `--anewer`, `--cnewer`, `--newer`: later than the modification time of `file`.
-    Newer {
-        /// The timestamp tested.
-        field: TimeField,
-        /// The reference file.
-        file: OsString,
-    },
-    /// `--user NAME`.
-    User(OsString),
-    /// `--group NAME`.
-    Group(OsString),
-    /// `--print` (`nul` false) or `--print0` (`nul` true).
-    Print {
-        /// End each path with NUL instead of a newline.
-        nul: bool,
-    },
-    /// `--exec`: the command words (with `{}`), without the `;`.
-    Exec(Vec<OsString>),
-}
-
-impl Primary {
-    /// Whether this is an action (an expression without one prints what matches).
-    pub fn is_action(&self) -> bool {
-        matches!(self, Primary::Print { .. } | Primary::Exec(_))
-    }
-}
-
 /// Options of `mfu-rs find` (dfind): the plain options, and the expression in order.
 #[derive(Clone, Debug)]
 pub struct FindArgs {
@@ -358,13 +315,71 @@ impl FindArgs {
     }
 }
 
+/// `mfu-rs find`.
+pub struct Find;
+
+impl CliTool for Find {
+    const NAME: &'static str = "find";
+    const OLD_NAMES: &'static [&'static str] = &["dfind"];
+    const ABOUT: &'static str =
+        "Find files by name, time, size, owner or type; print them, save a list or run a command (dfind)";
+    type Args = FindArgs;
+    type Options = Options;
+    type Report = Report;
+
+    fn common(a: &FindArgs) -> &Common {
+        &a.options.common
+    }
+    fn named_files(a: &FindArgs) -> Vec<(&'static str, &OsStr)> {
+        let o = &a.options;
+        let paths = o.paths.iter().map(|p| ("PATH", p.as_os_str()));
+        let input = o.input.input.iter().map(|f| ("-i", f.as_os_str()));
+        let output = o.output.output.iter().map(|f| ("-o", f.as_os_str()));
+        paths.chain(input).chain(output).collect()
+    }
+    fn output_files(a: &FindArgs) -> Vec<(&'static str, &[u8])> {
+        a.options.output.output_files()
+    }
+    fn options(a: &FindArgs, _rules: Rules, mut context: Context) -> Options {
+        let o = &a.options;
+        // Stdout carries the paths found (or the list): -v's lines go to stderr.
+        context.events = Arc::new(Routed {
+            inner: context.events,
+            output_to_stderr: false,
+            info_to_stderr: true,
+            quiet: o.common.quiet,
+        });
+        Options {
+            paths: o.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
+            input: o.input.file(),
+            output: o.output.file(),
+            text: o.output.text,
+            maxdepth: o.maxdepth,
+            expr: a.expr.clone(),
+            context,
+        }
+    }
+    fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+        crate::find::run(comm, options)
+    }
+    /// find prints no summary of its own: the paths are the result, and -v's lines come as
+    /// detail while it runs.
+    fn render(_: &Report, _: &Console) {}
+}
+
 impl Args for FindArgs {
     fn augment_args(cmd: Command) -> Command {
-        FindOptions::augment_args(cmd)
+        text_alone(FindOptions::augment_args(cmd))
     }
     fn augment_args_for_update(cmd: Command) -> Command {
-        FindOptions::augment_args_for_update(cmd)
+        text_alone(FindOptions::augment_args_for_update(cmd))
     }
+}
+
+/// `-t` without `-o` is refused once the whole command line is read ([`check_plain_options`]):
+/// the `-o` may come after an `--exec ... ;`, so clap must not refuse it in one segment.
+fn text_alone(cmd: Command) -> Command {
+    cmd.mut_arg("text", |a| a.requires(clap::builder::Resettable::Reset))
 }
 
 impl FromArgMatches for FindArgs {
@@ -405,7 +420,9 @@ fn invalid(msg: impl std::fmt::Display) -> clap::Error {
 
 /// The command that parses the words after an `--exec ... ;`.
 fn rest_command() -> Command {
-    FindOptions::augment_args(Command::new("mfu-rs find").no_binary_name(true))
+    text_alone(FindOptions::augment_args(
+        Command::new("mfu-rs find").no_binary_name(true),
+    ))
 }
 
 /// The command words of an `--exec` and the words after its `;`.
@@ -433,9 +450,9 @@ fn merge_plain_options(options: &mut FindOptions, m: &ArgMatches) -> Result<(), 
         options.input = rest.input;
     }
     if given("output") {
-        options.output = rest.output;
+        options.output.output = rest.output.output;
     }
-    options.text |= rest.text;
+    options.output.text |= rest.output.text;
     if given("maxdepth") {
         options.maxdepth = rest.maxdepth;
     }
@@ -449,19 +466,19 @@ fn merge_plain_options(options: &mut FindOptions, m: &ArgMatches) -> Result<(), 
 
 fn check_plain_options(options: &FindOptions) -> Result<(), clap::Error> {
     let fail = |kind, msg: &str| Err(clap::Error::raw(kind, format!("{msg}\n")));
-    if options.paths.is_empty() && options.input.is_none() {
+    if options.paths.is_empty() && options.input.input.is_none() {
         return fail(
             ErrorKind::MissingRequiredArgument,
             "a PATH to search or --input FILE is required",
         );
     }
-    if !options.paths.is_empty() && options.input.is_some() {
+    if !options.paths.is_empty() && options.input.input.is_some() {
         return fail(
             ErrorKind::ArgumentConflict,
             "PATHs and --input cannot be combined (search one or the other)",
         );
     }
-    if options.text && options.output.is_none() {
+    if options.output.text && options.output.output.is_none() {
         return fail(ErrorKind::MissingRequiredArgument, "--text needs --output");
     }
     if options.common.verbose && options.common.quiet {
@@ -706,7 +723,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(a.options.paths, ["/d", "/e"]);
-        assert_eq!(a.options.output.as_deref(), Some("out.mfu".as_ref()));
+        assert_eq!(a.options.output.output.as_deref(), Some("out.mfu".as_ref()));
         assert!(a.options.common.verbose);
         assert_eq!(
             shape(&["/d", "--exec", "a", "{}", ";", "--exec", "b", "-x", ";", "--print"]),
@@ -755,6 +772,11 @@ mod tests {
             ErrorKind::ArgumentConflict
         );
         assert_eq!(error(&["/d", "-t"]).0, ErrorKind::MissingRequiredArgument);
+        // -t and its -o may stand on either side of an --exec.
+        let a = parse(&["/d", "-t", "--exec", "ls", ";", "-o", "l.txt"]).unwrap();
+        assert!(a.options.output.text);
+        let a = parse(&["/d", "-o", "l.txt", "--exec", "ls", ";", "-t"]).unwrap();
+        assert!(a.options.output.text);
         // Every one of these exits with 2 (clap errors that go to stderr).
         for args in [&["/d", "--exec", "rm", "{}"][..], &["/d", "("]] {
             assert!(parse(args).unwrap_err().use_stderr());

@@ -1,0 +1,178 @@
+//! `mfu-rs cmp` (dcmp) on the command line: its options and the rendering of its report.
+
+use crate::cli::args::{size_arg, Common};
+use crate::cli::console::Console;
+use crate::cli::tool::CliTool;
+use crate::cmp::{Options, Report};
+use crate::engine::compare_expr::Output;
+use crate::engine::context::{Context, Error};
+use crate::engine::select::Rules;
+use clap::Args;
+use flist::path::display;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use steal::progress::human_bytes;
+use steal::Comm;
+
+/// Options of `mfu-rs cmp`, named as in dcmp.
+#[derive(Args, Clone, Debug)]
+#[command(
+    about = "Compare two trees (or files): existence, type, size, owner, group, times, permissions, ACL and contents (dcmp)",
+    after_help = "Paths are paired by their path relative to SRC and DEST (the roots themselves \
+        form a pair). Fields: EXIST TYPE SIZE UID GID ATIME MTIME CTIME PERM ACL CONTENT; states: \
+        COMMON DIFFER, and for EXIST also ONLY_SRC ONLY_DEST (EXIST=DIFFER: on one side only). \
+        EXPR is FIELD=STATE conditions joined by '@' (AND, binds tighter) and ',' (OR). CONTENT \
+        of regular files of equal size is compared byte by byte, in chunks spread over all ranks \
+        (--lite: equal when size and mtime are equal, no data read); symbolic links compare \
+        their targets, devices their numbers; SIZE is not compared for directories.\n\n\
+        Without -o (and with -o when -b or -v is given) rank 0 prints dcmp's default report, the \
+        counts of EXIST=COMMON, EXIST=DIFFER, EXIST=COMMON@TYPE=COMMON, \
+        EXIST=COMMON@TYPE=DIFFER, EXIST=COMMON@CONTENT=COMMON and EXIST=COMMON@CONTENT=DIFFER \
+        as `Number of items that ...: N (Src: S Dest: D)`, then a table of every field (same / \
+        different, over the paths both sides have) and a Result line; -v adds timings. Each -o \
+        prints its own `Number of items that ...` line. With `-o EXPR:-` the list goes to \
+        stdout and the report to stderr.\n\n\
+        Examples:\n  \
+        mpirun -np 64 mfu-rs cmp /lustre/project /lustre/backup/project\n  \
+        mfu-rs cmp -o EXIST=ONLY_SRC:missing.mfu -o CONTENT=DIFFER:changed.mfu src dst\n  \
+        mfu-rs cmp -t -o EXIST=COMMON@TYPE=DIFFER,EXIST=ONLY_SRC:fix.txt src dst\n  \
+        mfu-rs cmp --lite src dst                  # sizes and mtimes only, reads no data\n\n\
+        Exit status: 0 the trees are equal in every judged field (all but ATIME and CTIME, \
+        which are reported but never equal after a copy); 1 they differ, or some items could \
+        not be compared (each named on stderr); 2 usage error (missing SRC or DEST, bad EXPR)."
+)]
+pub struct CmpArgs {
+    /// The source tree or file.
+    #[arg(value_name = "SRC")]
+    pub src: OsString,
+    /// The destination tree or file to compare with SRC.
+    #[arg(value_name = "DEST")]
+    pub dest: OsString,
+    /// Write the entries matching EXPR to FILE (repeatable; `-` is stdout): source entries,
+    /// and destination entries of paths only DEST has. E.g. `EXIST=ONLY_SRC:missing.mfu`,
+    /// `EXIST=COMMON@CONTENT=DIFFER:changed.mfu`.
+    #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::value_parser())]
+    pub output: Vec<Output>,
+    /// Write the -o lists as text (`path|T` lines) instead of the stat list format (v4).
+    #[arg(short, long)]
+    pub text: bool,
+    /// With -o, also print the default report (dcmp's base checks).
+    #[arg(short, long)]
+    pub base: bool,
+    /// Bytes per read call, for each of the two files [default: 4MB].
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    pub bufsize: Option<u64>,
+    /// Bytes per chunk: files are compared in chunks spread over all ranks [default: 4MB,
+    /// grown up to 1GB for big data sets so that every thread still gets two chunks].
+    #[arg(short = 'k', long, value_name = "SIZE", value_parser = size_arg)]
+    pub chunksize: Option<u64>,
+    /// Read with O_DIRECT (where the file system supports it).
+    #[arg(short = 's', long)]
+    pub direct: bool,
+    /// Don't update access times (O_NOATIME where permitted).
+    #[arg(long = "open-noatime")]
+    pub open_noatime: bool,
+    /// Judge contents by size and modification time only; read no data.
+    #[arg(short, long)]
+    pub lite: bool,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `mfu-rs cmp`.
+pub struct Cmp;
+
+impl CliTool for Cmp {
+    const NAME: &'static str = "cmp";
+    const OLD_NAMES: &'static [&'static str] = &["dcmp"];
+    const ABOUT: &'static str =
+        "Compare two trees, fields and contents, and report what differs (dcmp)";
+    type Args = CmpArgs;
+    type Options = Options;
+    type Report = Report;
+
+    fn common(a: &CmpArgs) -> &Common {
+        &a.common
+    }
+    fn named_files(a: &CmpArgs) -> Vec<(&'static str, &OsStr)> {
+        vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())]
+    }
+    fn output_files(a: &CmpArgs) -> Vec<(&'static str, &[u8])> {
+        a.output.iter().map(|o| ("-o", &o.file[..])).collect()
+    }
+    fn options(a: &CmpArgs, _rules: Rules, context: Context) -> Options {
+        Options {
+            src: a.src.as_bytes().to_vec(),
+            dest: a.dest.as_bytes().to_vec(),
+            outputs: a.output.clone(),
+            text: a.text,
+            base: a.base,
+            bufsize: a.bufsize,
+            chunksize: a.chunksize,
+            direct: a.direct,
+            open_noatime: a.open_noatime,
+            lite: a.lite,
+            context,
+        }
+    }
+    fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+        crate::cmp::run(comm, options)
+    }
+    fn render(r: &Report, console: &Console) {
+        console.text(&report_text(r));
+    }
+}
+
+/// dcmp's report: a line per expression (the defaults when `base`), the table of fields, the
+/// verdict; with verbose, the timings.
+pub fn report_text(r: &Report) -> String {
+    let mut text = String::new();
+    if let Some(d) = &r.detail {
+        text.push_str(&format!(
+            "Walked {} items in {} and {} in {} in {:.3} s\n",
+            d.src_items, r.src, d.dest_items, r.dest, d.walk_seconds
+        ));
+    }
+    let defaults = r.defaults();
+    for (e, o) in r.expressions.iter().enumerate() {
+        if e < defaults && !r.base {
+            continue;
+        }
+        text.push_str(&r.tally.expr_line(e, o));
+        let written = e
+            .checked_sub(defaults)
+            .is_some_and(|k| r.written.get(k).copied().unwrap_or(false));
+        if written {
+            text.push_str(&format!(", dumped to \"{}\"", display(&o.file)));
+        }
+        text.push('\n');
+    }
+    if r.base {
+        text.push_str(&r.tally.table(&r.src, &r.dest));
+    }
+    if r.lite {
+        text.push_str("Contents judged by size and modification time (--lite): no data read\n");
+    }
+    if let Some((d, secs)) = r
+        .detail
+        .as_ref()
+        .and_then(|d| d.compare_seconds.map(|s| (d, s)))
+    {
+        let rate = r.bytes_read as f64 / secs.max(1e-9);
+        text.push_str(&format!(
+            "Compared in {secs:.3} s: read {} ({} bytes, {}/s) in chunks of {} bytes, \
+             buffers of {} bytes, {} ranks\n",
+            human_bytes(r.bytes_read),
+            r.bytes_read,
+            human_bytes(rate as u64),
+            d.chunk_size,
+            d.bufsize,
+            d.ranks
+        ));
+    }
+    text.push_str(&r.tally.verdict());
+    if r.detail.is_some() {
+        text.push_str(&format!("Total {:.3} s\n", r.seconds));
+    }
+    text
+}

@@ -1,0 +1,115 @@
+//! `mfu-rs dup` (ddup) on the command line: its options.
+
+use crate::cli::args::Common;
+use crate::cli::console::Console;
+use crate::cli::list_args::{ListInput, ListOutput, Routed};
+use crate::cli::tool::CliTool;
+use crate::dup::{Options, Report};
+use crate::engine::context::{Context, Error};
+use crate::engine::select::Rules;
+use clap::Args;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Arc;
+use steal::Comm;
+
+/// Options of `mfu-rs dup` (ddup).
+#[derive(Args, Clone, Debug)]
+#[command(
+    about = "Find files with identical contents",
+    after_help = "Prints every group of identical non-empty regular files as lines `PATH HASH` \
+        (HASH: lower-case hex blake3 of the contents), one line per name. Groups come in HASH \
+        order, names sorted by path bytes within a group; the output is the same at any rank \
+        count. Empty files are ignored (as by ddup). Hard links are one file: names of one \
+        inode are never duplicates of each other; when their inode has a duplicate, every name \
+        is printed in the group. The files of a list given with -i are stat'ed again; with -o - \
+        the list goes to stdout and the groups are not printed.\n\n\
+        Examples:\n  \
+        mpirun -np 8 mfu-rs dup /data/projects            # print groups of identical files\n  \
+        mfu-rs dup -o extra.mfu /data/a /data/b            # also list the redundant copies\n  \
+        mfu-rs dup --verify extra.mfu -o sure.mfu /data/a /data/b \\\n      \
+        && mfu-rs rm -i sure.mfu                           # check again right before removing\n  \
+        mfu-rs walk -o tree.mfu /data && mfu-rs dup -i tree.mfu\n\n\
+        The --output list holds, for every group, all names of every inode except the first \
+        (the inode whose first name sorts first): removing them keeps exactly one copy of each \
+        content and frees the space of the others. Files change: a file that changes while dup \
+        runs is left out (named, exit 1), and --verify LIST (an earlier -o list) runs the \
+        comparison again and writes to -o only the names of LIST that are still redundant \
+        copies, so that rm -i removes nothing whose content exists nowhere else now.\n\n\
+        Exit status: 0 done, 1 some files could not be listed or read, changed while dup ran, or \
+        (--verify) are no longer redundant copies (each on stderr with its path; they are left \
+        out), 2 usage error."
+)]
+pub struct DupArgs {
+    /// Files and directories to search (directories with everything below them).
+    #[arg(
+        value_name = "PATH",
+        required_unless_present = "input",
+        conflicts_with = "input"
+    )]
+    pub paths: Vec<OsString>,
+    #[command(flatten)]
+    pub input: ListInput,
+    #[command(flatten)]
+    pub output: ListOutput,
+    /// With --output: write to it only the names this earlier `-o` list holds that are still
+    /// redundant copies now (after a full comparison of PATHs again); the others are named on
+    /// stderr (exit 1). Files that became redundant since are not added.
+    #[arg(long, value_name = "LIST", requires = "output")]
+    pub verify: Option<OsString>,
+    /// Open files (and directories while walking) with O_NOATIME where permitted, so reading
+    /// them leaves their access times alone.
+    #[arg(long)]
+    pub open_noatime: bool,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `mfu-rs dup`.
+pub struct Dup;
+
+impl CliTool for Dup {
+    const NAME: &'static str = "dup";
+    const OLD_NAMES: &'static [&'static str] = &["ddup"];
+    const ABOUT: &'static str = "Find files with identical contents (ddup)";
+    type Args = DupArgs;
+    type Options = Options;
+    type Report = Report;
+
+    fn common(a: &DupArgs) -> &Common {
+        &a.common
+    }
+    fn named_files(a: &DupArgs) -> Vec<(&'static str, &OsStr)> {
+        let paths = a.paths.iter().map(|p| ("PATH", p.as_os_str()));
+        let input = a.input.input.iter().map(|f| ("-i", f.as_os_str()));
+        let output = a.output.output.iter().map(|f| ("-o", f.as_os_str()));
+        paths.chain(input).chain(output).collect()
+    }
+    fn output_files(a: &DupArgs) -> Vec<(&'static str, &[u8])> {
+        a.output.output_files()
+    }
+    fn options(a: &DupArgs, _rules: Rules, mut context: Context) -> Options {
+        // Stdout carries the groups (or the list): -v's line goes to stderr.
+        context.events = Arc::new(Routed {
+            inner: context.events,
+            output_to_stderr: false,
+            info_to_stderr: true,
+            quiet: a.common.quiet,
+        });
+        Options {
+            paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
+            input: a.input.file(),
+            output: a.output.file(),
+            verify: a.verify.as_ref().map(|v| v.as_bytes().to_vec()),
+            text: a.output.text,
+            open_noatime: a.open_noatime,
+            context,
+        }
+    }
+    fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+        crate::dup::run(comm, options)
+    }
+    /// dup prints no summary of its own: the groups are the result, and -v's line comes as
+    /// detail.
+    fn render(_: &Report, _: &Console) {}
+}

@@ -1,0 +1,101 @@
+//! The list input and output options that the tools reading or writing file lists share
+//! (`-i`, `-o`, `-t`, `-l`), declared once and flattened into each of them, and the routing of
+//! a run's events when stdout carries a list or results.
+
+use crate::cli::console::stderr_bytes;
+use crate::engine::context::Events;
+use clap::Args;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Arc;
+use steal::progress::Report as ProgressReport;
+
+/// `-i FILE`: read a list instead of walking.
+#[derive(Args, Clone, Debug, Default)]
+pub struct ListInput {
+    /// Read this list (v3/v4 cache, `path|T` text, one path per line, or NUL-separated) instead
+    /// of walking PATHs; `-` reads it from stdin.
+    #[arg(short, long, value_name = "FILE")]
+    pub input: Option<OsString>,
+}
+
+impl ListInput {
+    /// The list file as bytes.
+    pub fn file(&self) -> Option<Vec<u8>> {
+        self.input.as_ref().map(|f| f.as_bytes().to_vec())
+    }
+}
+
+/// `-o FILE` and `-t`: write the resulting list.
+#[derive(Args, Clone, Debug, Default)]
+pub struct ListOutput {
+    /// Write the list to FILE: cache v4 for stat lists, text for lite lists (see --text).
+    /// `-` writes it to stdout (messages then go to stderr), for `| mfu-rs rm -i -`.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<OsString>,
+    /// With --output, write the text format (`path|T` per line) even for a stat list.
+    #[arg(short, long, requires = "output")]
+    pub text: bool,
+}
+
+impl ListOutput {
+    /// The list file as bytes.
+    pub fn file(&self) -> Option<Vec<u8>> {
+        self.output.as_ref().map(|f| f.as_bytes().to_vec())
+    }
+
+    /// `-o` as an output file of the run (checked before it starts).
+    pub fn output_files(&self) -> Vec<(&'static str, &[u8])> {
+        self.output.iter().map(|o| ("-o", o.as_bytes())).collect()
+    }
+
+    /// True for `-o -`: the list owns stdout.
+    pub fn to_stdout(&self) -> bool {
+        crate::cli::console::list_to_stdout(self.output.as_deref())
+    }
+}
+
+/// `-l`: walk names and types only.
+#[derive(Args, Clone, Debug, Default)]
+pub struct ListLite {
+    /// Lite walk: names and types only, no stat (much faster on Lustre and NFS).
+    #[arg(short, long)]
+    pub lite: bool,
+}
+
+/// The console's events with some moved to stderr: the output a tool was asked for, when
+/// stdout already carries a list (`walk -p -o -`), or the detail lines, when stdout carries
+/// the tool's results (`find`'s paths, `dup`'s groups).
+pub struct Routed {
+    /// The console (or any sink) everything else goes to.
+    pub inner: Arc<dyn Events>,
+    /// Output goes to stderr (always, as the list it would corrupt does not care for `-q`).
+    pub output_to_stderr: bool,
+    /// Detail goes to stderr, unless `quiet`.
+    pub info_to_stderr: bool,
+    /// `-q`.
+    pub quiet: bool,
+}
+
+impl Events for Routed {
+    fn error(&self, message: &str) {
+        self.inner.error(message);
+    }
+    fn progress(&self, verb: &str, report: &ProgressReport) {
+        self.inner.progress(verb, report);
+    }
+    fn output(&self, bytes: &[u8]) {
+        if self.output_to_stderr {
+            stderr_bytes(bytes);
+        } else {
+            self.inner.output(bytes);
+        }
+    }
+    fn info(&self, text: &str) {
+        if !self.info_to_stderr {
+            self.inner.info(text);
+        } else if !self.quiet {
+            stderr_bytes(text.as_bytes());
+        }
+    }
+}

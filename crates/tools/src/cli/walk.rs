@@ -1,0 +1,246 @@
+//! `mfu-rs walk` (dwalk) on the command line: its options and the rendering of its report.
+
+use crate::cli::args::Common;
+use crate::cli::console::Console;
+use crate::cli::list_args::{ListInput, ListLite, ListOutput, Routed};
+use crate::cli::tool::CliTool;
+use crate::engine::context::{Context, Error};
+use crate::engine::lustre::LustreHandle;
+use crate::engine::select::Rules;
+use crate::walk::{Bin, Options, Report};
+use clap::Args;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Arc;
+use steal::progress::human_bytes;
+use steal::Comm;
+
+/// Options of `mfu-rs walk`, named as in dwalk.
+#[derive(Args, Clone, Debug)]
+#[command(
+    about = "Walk trees in parallel (or read a list) and summarise, sort, print or save the list",
+    after_help = "Examples:\n  \
+        mpirun -np 8 mfu-rs walk -o data.mfu /lustre/project     # save a stat list (mpiFileUtils v4 format)\n  \
+        mfu-rs walk -i data.mfu -s -size,name -p | head           # biggest files first\n  \
+        mfu-rs walk -l -t -o names.txt /scratch/run               # lite walk, text list (path|T per line)\n  \
+        mfu-rs walk -d size:0,4k,1M,1G /data                      # file size distribution"
+)]
+pub struct WalkArgs {
+    /// Directories or files to walk (not with --input).
+    #[arg(
+        value_name = "PATH",
+        required_unless_present = "input",
+        conflicts_with = "input"
+    )]
+    pub paths: Vec<OsString>,
+    #[command(flatten)]
+    pub input: ListInput,
+    #[command(flatten)]
+    pub output: ListOutput,
+    #[command(flatten)]
+    pub lite: ListLite,
+    /// Sort by FIELDS, a comma list of name,user,group,uid,gid,atime,mtime,ctime,size; a `-`
+    /// before a field sorts it descending (e.g. `-size,name`).
+    #[arg(short, long, value_name = "FIELDS", allow_hyphen_values = true)]
+    pub sort: Option<String>,
+    /// Print the size distribution of regular files over bins: `size:SEP,SEP,...` with sizes
+    /// such as 4k, 1MB (bins are [0,SEP1], (SEP1,SEP2], ..., (SEPn,inf)).
+    #[arg(short, long, value_name = "size:SEPS")]
+    pub distribution: Option<String>,
+    /// Print a histogram of regular-file sizes in power-of-two bins.
+    #[arg(short = 'f', long = "file-histogram", alias = "file_histogram")]
+    pub file_histogram: bool,
+    /// Print every item (mode, owner, group, size, mtime, path) in list order.
+    #[arg(short, long)]
+    pub print: bool,
+    /// Don't update directories' access times while walking (O_NOATIME where permitted).
+    #[arg(long = "no-atime")]
+    pub no_atime: bool,
+    /// Follow symbolic links (directory cycles are reported and not followed).
+    #[arg(short = 'L', long)]
+    pub dereference: bool,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `mfu-rs walk`.
+pub struct Walk;
+
+impl CliTool for Walk {
+    const NAME: &'static str = "walk";
+    const OLD_NAMES: &'static [&'static str] = &["dwalk"];
+    const ABOUT: &'static str =
+        "Walk trees (or read a list) and summarise, sort, print or save the list (dwalk)";
+    type Args = WalkArgs;
+    type Options = Options;
+    type Report = Report;
+
+    fn common(args: &WalkArgs) -> &Common {
+        &args.common
+    }
+    fn named_files(a: &WalkArgs) -> Vec<(&'static str, &OsStr)> {
+        let paths = a.paths.iter().map(|p| ("PATH", p.as_os_str()));
+        let input = a.input.input.iter().map(|f| ("-i", f.as_os_str()));
+        let output = a.output.output.iter().map(|f| ("-o", f.as_os_str()));
+        paths.chain(input).chain(output).collect()
+    }
+    fn output_files(a: &WalkArgs) -> Vec<(&'static str, &[u8])> {
+        a.output.output_files()
+    }
+    fn options(a: &WalkArgs, _rules: Rules, mut context: Context) -> Options {
+        if a.output.to_stdout() {
+            // The list owns stdout: the listing goes to stderr with the messages.
+            context.events = Arc::new(Routed {
+                inner: context.events,
+                output_to_stderr: true,
+                info_to_stderr: false,
+                quiet: a.common.quiet,
+            });
+        }
+        Options {
+            paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
+            input: a.input.file(),
+            output: a.output.file(),
+            text: a.output.text,
+            lite: a.lite.lite,
+            sort: a.sort.clone(),
+            distribution: a.distribution.clone(),
+            file_histogram: a.file_histogram,
+            print: a.print,
+            no_atime: a.no_atime,
+            dereference: a.dereference,
+            lustre: LustreHandle::default(),
+            context,
+        }
+    }
+    fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+        crate::walk::run(comm, options)
+    }
+    fn render(r: &Report, console: &Console) {
+        console.text(&summary_text(r));
+    }
+}
+
+/// The summary of a walk: the sort's time, counts, data, stripes, the distribution and
+/// histogram tables, the list written.
+pub fn summary_text(r: &Report) -> String {
+    let mut t = String::new();
+    if let Some(secs) = r.sort_seconds {
+        t.push_str(&format!("Sorted in {secs:.3} s\n"));
+    }
+    t.push_str(&format!(
+        "{} {} items in {:.3} s ({:.0} items/s){}\n",
+        if r.read { "Read" } else { "Walked" },
+        r.items,
+        r.walk_seconds,
+        r.items as f64 / r.walk_seconds.max(1e-9),
+        if r.interrupted {
+            ", then interrupted: the tree holds more"
+        } else {
+            ""
+        }
+    ));
+    t.push_str(&format!("Items: {}\n", r.items));
+    t.push_str(&format!("  Directories: {}\n", r.dirs));
+    t.push_str(&format!("  Files: {}\n", r.files));
+    t.push_str(&format!("  Links: {}\n", r.links));
+    if r.others > 0 {
+        t.push_str(&format!("  Other: {}\n", r.others));
+    }
+    if r.stat {
+        let per_file = r.bytes.checked_div(r.files).unwrap_or(0);
+        t.push_str(&format!(
+            "Data: {} ({} per file)\n",
+            human_bytes(r.bytes),
+            human_bytes(per_file)
+        ));
+    }
+    if let Some(s) = &r.stripes {
+        t.push_str(s);
+        t.push('\n');
+    }
+    if let Some(bins) = &r.distribution {
+        t.push_str("Size distribution of regular files (bytes):\n");
+        for line in histogram_table(bins) {
+            t.push_str(&line);
+            t.push('\n');
+        }
+    }
+    if let Some(bins) = &r.histogram {
+        t.push_str("File size histogram:\n");
+        for line in histogram_table(bins) {
+            t.push_str(&line);
+            t.push('\n');
+        }
+    }
+    if let Some((file, secs)) = &r.written {
+        t.push_str(&format!("Wrote {file} in {secs:.3} s\n"));
+    }
+    t
+}
+
+/// Width of the longest bar of a histogram, in characters.
+const BAR_WIDTH: u64 = 40;
+
+/// The bins of a histogram as table lines: the bin, its count, its share of all counts and a
+/// bar of `#` as long as the count relative to the largest bin (a bin with any count gets at
+/// least one `#`, so small bins stay visible).
+fn histogram_table(rows: &[Bin]) -> Vec<String> {
+    let total: u64 = rows.iter().map(|r| r.files).sum();
+    let max = rows.iter().map(|r| r.files).max().unwrap_or(0);
+    let width = rows.iter().map(|r| r.range.len()).max().unwrap_or(0).max(3);
+    let mut lines = vec![format!(
+        "  {:>width$}  {:>12}  {:>6}",
+        "Bin", "Files", "Share"
+    )];
+    for Bin { range, files: n } in rows {
+        let bar = match n {
+            0 => 0,
+            n => ((n * BAR_WIDTH).div_ceil(max)).max(1),
+        };
+        let share = if total == 0 {
+            0.0
+        } else {
+            100.0 * *n as f64 / total as f64
+        };
+        lines.push(format!(
+            "  {range:>width$}  {n:>12}  {share:>5.1}%  {}",
+            "#".repeat(bar as usize)
+        ));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_are_tables_with_a_bar_per_bin() {
+        let bin = |range: &str, files| Bin {
+            range: range.into(),
+            files,
+        };
+        let rows = [
+            bin("[0, 4096]", 30),
+            bin("(4096, inf)", 10),
+            bin("empty", 0),
+        ];
+        let t = histogram_table(&rows);
+        assert_eq!(t.len(), 4);
+        assert!(t[0].contains("Bin") && t[0].contains("Files") && t[0].contains("Share"));
+        assert!(
+            t[1].ends_with(&format!("30   75.0%  {}", "#".repeat(40))),
+            "{}",
+            t[1]
+        );
+        assert!(
+            t[2].ends_with(&format!("10   25.0%  {}", "#".repeat(14))),
+            "{}",
+            t[2]
+        );
+        assert!(t[3].ends_with("0    0.0%  "), "{}", t[3]);
+        // Columns line up.
+        assert_eq!(t[1].find("30"), t[2].find("10"));
+    }
+}
