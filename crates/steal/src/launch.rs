@@ -63,9 +63,17 @@ pub enum LaunchError {
         /// Tasks it named.
         tasks: usize,
     },
-    /// MPI could not be initialised.
-    #[error("MPI could not be initialised (was it initialised already?)")]
-    MpiInit,
+    /// MPI was finalised already in this process (by whoever initialised it): it cannot start
+    /// again.
+    #[error("MPI was finalised already in this process: it cannot be used again")]
+    MpiFinalized,
+    /// A run under MPI called from another thread than the one that initialised MPI (MPI is
+    /// initialised funneled: only that thread calls it).
+    #[error(
+        "MPI runs on the thread that initialised it (funneled): start every run under MPI from \
+         that thread"
+    )]
+    MpiThread,
     /// MPI started, but its job is not the one the launcher announced: the launcher belongs to
     /// another MPI than the one this build links, and the tasks would run as independent jobs,
     /// racing each other on the same files.
@@ -190,7 +198,7 @@ where
         #[cfg(feature = "mpi")]
         Backend::Mpi => {
             // `launcher` was read before MPI_Init: Open MPI sets its own variables there.
-            let comm = crate::mpi_comm::MpiComm::init().ok_or(LaunchError::MpiInit)?;
+            let comm = crate::mpi_comm::MpiComm::init()?;
             launcher.check_size(comm.size(), crate::mpi_comm::library_version)?;
             let r = f(&comm);
             comm.flush_sends();
