@@ -35,4 +35,4 @@ pub mod walk;
 
 pub use error::{Error, ItemError};
 pub use ids::IdTable;
-pub use record::{Detail, FileList, FileType, Meta};
+pub use record::{Detail, Entry, FileList, FileType, Meta};
