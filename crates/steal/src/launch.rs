@@ -187,6 +187,23 @@ where
 
 /// Run `f` as every rank of this process, on the backend the environment calls for, and return
 /// the results of this process's ranks (one under MPI, `ranks` for the local backend).
+///
+/// Started without a launcher, the run is `forced_ranks` thread ranks (one when `None`) and MPI
+/// is not touched. Under a launcher (with the `mpi` feature), MPI is a session of the process:
+/// the first run initialises it, later runs reuse it, and it is finalised when the process
+/// exits; each run works on its own duplicate of `MPI_COMM_WORLD`. When the host program
+/// initialised MPI itself, runs use it and leave its finalisation to the host. Under MPI, call
+/// runs from the thread that initialised it (MPI is funneled). Any number of runs per process.
+///
+/// ```
+/// use steal::{launch, CommExt};
+/// // No launcher here: two thread ranks, each summing over the group.
+/// let sums = launch::run(Some(2), |comm| comm.sum(comm.rank() as u64 + 1)).unwrap();
+/// assert_eq!(sums, [3, 3]);
+/// // Another run in the same process: one rank (under `mpirun -np N`: this process's rank of N).
+/// let sizes = launch::run(None, |comm| comm.size()).unwrap();
+/// assert_eq!(sizes, [1]);
+/// ```
 pub fn run<R, F>(forced_ranks: Option<usize>, f: F) -> Result<Vec<R>, LaunchError>
 where
     R: Send,

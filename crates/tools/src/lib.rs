@@ -52,8 +52,8 @@ pub use steal;
 pub use flist;
 
 /// What a program embedding mfu-rs uses most, in one `use mfu::prelude::*;`: the runtime's
-/// [`Comm`] and [`launch`], the file list with its [`walk`] and [`io`], and the types the tools
-/// report with.
+/// [`Comm`](prelude::Comm) and [`launch`](prelude::launch), the file list with its
+/// [`walk`](prelude::walk()) and [`io`](prelude::io), and the types the tools report with.
 ///
 /// ```
 /// use mfu::prelude::*;
