@@ -170,6 +170,22 @@ fn test(extra: &[String]) -> Result<()> {
         "--no-verify",
         "--allow-dirty",
     ]))?;
+    // The libraries' documentation builds without a warning (broken or private links, bad
+    // HTML; `missing_docs` is warned in each of them). The tools' crate and xtask are not held
+    // to it yet: widen this to `--workspace` once their warnings are fixed.
+    run(cargo()
+        .current_dir(&root)
+        .args([
+            "doc",
+            "--no-deps",
+            "-p",
+            "mfu-steal",
+            "-p",
+            "mfu-flist",
+            "-p",
+            "mfu-lustre-sys",
+        ])
+        .env("RUSTDOCFLAGS", "-D warnings"))?;
     let nompi_dir = root.join("target/nompi");
     run(cargo()
         .current_dir(&root)

@@ -8,6 +8,28 @@
 //! [`io`] reads and writes the list files of mpiFileUtils (cache v3/v4, text).
 //!
 //! ```
+//! use flist::walk::{walk, WalkOptions};
+//! use flist::{io, FileType};
+//! let tmp = tempfile::tempdir().unwrap();
+//! let tree = tmp.path().join("tree");
+//! std::fs::create_dir_all(tree.join("sub")).unwrap();
+//! std::fs::write(tree.join("sub/big"), vec![0u8; 4096]).unwrap();
+//! std::fs::write(tree.join("small"), b"x").unwrap();
+//! // One local rank (thread); `steal::launch::run` runs the same closure on every MPI rank.
+//! let written = steal::local::run(1, |comm| {
+//!     // Walk (failures are errors: the walk must be complete), keep the files over 1 KiB
+//!     // (tested in parallel), write them as an mpiFileUtils list.
+//!     let list = walk(comm, &[&tree], &WalkOptions::default()).into_result().unwrap();
+//!     let big = list.filter_par(|e| e.kind == FileType::File && e.meta.unwrap().size > 1024);
+//!     io::write(comm, &big, tmp.path().join("big.mfu"), io::Format::V4).unwrap();
+//!     io::read(comm, tmp.path().join("big.mfu")).unwrap()
+//! });
+//! assert_eq!(written[0].path(0), tree.join("sub/big").as_os_str().as_encoded_bytes());
+//! ```
+//!
+//! A list is built record by record too:
+//!
+//! ```
 //! use flist::{FileList, FileType, Detail};
 //! let mut list = FileList::new(Detail::Lite);
 //! list.push(b"/data/run\xff1", FileType::Dir, None);
@@ -16,6 +38,8 @@
 //! ```
 //!
 //! Paths are bytes everywhere: any name a file system can hold survives every operation.
+
+#![warn(missing_docs)]
 
 pub mod at;
 pub mod beneath;
@@ -35,4 +59,4 @@ pub mod walk;
 
 pub use error::{Error, ItemError};
 pub use ids::IdTable;
-pub use record::{Detail, FileList, FileType, Meta};
+pub use record::{Detail, Entry, FileList, FileType, Meta};

@@ -1,9 +1,97 @@
 //! Byte paths: normalisation and display. Paths are never `String`.
 
 use std::borrow::Cow;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// A path as flist's entry points take it ([`walk`](crate::walk::walk) roots,
+/// [`io::read`](crate::io::read), [`io::write`](crate::io::write)): bytes (`&[u8]`, `Vec<u8>`,
+/// `b"..."`), a [`Path`]/[`PathBuf`], an [`OsStr`]/[`OsString`] or a `str`/`String`, all seen as
+/// the same bytes without conversion (Unix paths are bytes).
+///
+/// ```
+/// use flist::path::PathLike;
+/// use std::path::Path;
+/// assert_eq!(Path::new("/data/a").path_bytes(), b"/data/a");
+/// assert_eq!("/data/a".path_bytes(), b"/data/a".path_bytes());
+/// ```
+pub trait PathLike {
+    /// The path's bytes.
+    fn path_bytes(&self) -> &[u8];
+}
+
+impl PathLike for [u8] {
+    fn path_bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl<const N: usize> PathLike for [u8; N] {
+    fn path_bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PathLike for Vec<u8> {
+    fn path_bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PathLike for Box<[u8]> {
+    fn path_bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PathLike for Cow<'_, [u8]> {
+    fn path_bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PathLike for OsStr {
+    fn path_bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl PathLike for OsString {
+    fn path_bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl PathLike for Path {
+    fn path_bytes(&self) -> &[u8] {
+        self.as_os_str().as_bytes()
+    }
+}
+
+impl PathLike for PathBuf {
+    fn path_bytes(&self) -> &[u8] {
+        self.as_os_str().as_bytes()
+    }
+}
+
+impl PathLike for str {
+    fn path_bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl PathLike for String {
+    fn path_bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl<T: PathLike + ?Sized> PathLike for &T {
+    fn path_bytes(&self) -> &[u8] {
+        (**self).path_bytes()
+    }
+}
 
 /// A path for humans: UTF-8 as is, other bytes as `\xNN`.
 pub fn display(path: &[u8]) -> Cow<'_, str> {
@@ -114,6 +202,25 @@ pub fn outermost(mut roots: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_of_path_gives_the_same_bytes() {
+        let raw: &[u8] = b"/d/n\xff";
+        let os = OsStr::from_bytes(raw);
+        let want = raw.to_vec();
+        assert_eq!(raw.path_bytes(), want);
+        assert_eq!(want.path_bytes(), want);
+        assert_eq!(b"/d/n\xff".path_bytes(), want);
+        assert_eq!(os.path_bytes(), want);
+        assert_eq!(os.to_os_string().path_bytes(), want);
+        assert_eq!(Path::new(os).path_bytes(), want);
+        assert_eq!(PathBuf::from(os).path_bytes(), want);
+        assert_eq!(Cow::Borrowed(raw).path_bytes(), want);
+        assert_eq!(Box::<[u8]>::from(raw).path_bytes(), want);
+        assert_eq!("/d/é".path_bytes(), "/d/é".as_bytes());
+        assert_eq!(String::from("/d/é").path_bytes(), "/d/é".as_bytes());
+        assert_eq!((&&Path::new(os)).path_bytes(), want);
+    }
 
     #[test]
     fn normalises_like_the_c_tools() {

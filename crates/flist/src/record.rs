@@ -368,6 +368,39 @@ impl FileList {
         }
     }
 
+    /// A new list of the records for which `keep` is true, in their order (with the same detail
+    /// and id tables). `keep` runs on this rank's records in parallel, on rayon's threads: use
+    /// it for tests that cost (a `stat`, a hash, a regex); the list of each rank is filtered on
+    /// its own, so no collective is involved.
+    ///
+    /// ```
+    /// use flist::{Detail, FileList, FileType};
+    /// let mut list = FileList::new(Detail::Lite);
+    /// for p in ["/d", "/d/a.c", "/d/b.h", "/d/c.c"] {
+    ///     list.push(p.as_bytes(), FileType::File, None);
+    /// }
+    /// let sources = list.filter_par(|e| e.path.ends_with(b".c"));
+    /// let paths: Vec<&[u8]> = sources.iter().map(|e| e.path).collect();
+    /// assert_eq!(paths, [&b"/d/a.c"[..], b"/d/c.c"]);
+    /// ```
+    pub fn filter_par(&self, keep: impl Fn(Entry<'_>) -> bool + Sync) -> FileList {
+        use rayon::prelude::*;
+        let picked: Vec<usize> = (0..self.len())
+            .into_par_iter()
+            .filter(|&i| keep(self.entry(i)))
+            .collect();
+        self.select(picked)
+    }
+
+    /// Keep the records for which `keep` is true, testing them in parallel: the in-place form
+    /// of [`FileList::filter_par`].
+    pub fn retain_par(&mut self, keep: impl Fn(Entry<'_>) -> bool + Sync) {
+        let kept = self.filter_par(keep);
+        if kept.len() != self.len() {
+            *self = kept;
+        }
+    }
+
     /// Give back spare capacity (after a walk or a read).
     pub fn shrink_to_fit(&mut self) {
         self.paths.shrink_to_fit();
@@ -459,6 +492,39 @@ mod tests {
             ino: 9,
             ..Meta::default()
         }
+    }
+
+    #[test]
+    fn a_parallel_filter_keeps_the_order_metadata_and_tables_of_what_passes() {
+        let mut list = FileList::new(Detail::Stat);
+        for i in 0..5000u64 {
+            list.push(format!("/d/f{i}").as_bytes(), FileType::File, Some(meta(i)));
+        }
+        list.users = IdTable {
+            entries: vec![(b"seven".to_vec(), 7)],
+        };
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let odd = list.filter_par(|e| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            e.meta.unwrap().size % 2 == 1
+        });
+        assert_eq!(calls.into_inner(), 5000, "each record tested once");
+        assert_eq!(odd.len(), 2500);
+        assert_eq!(odd.detail(), Detail::Stat);
+        assert_eq!(odd.users, list.users);
+        for (j, e) in odd.iter().enumerate() {
+            let i = 2 * j as u64 + 1;
+            assert_eq!(e.path, format!("/d/f{i}").as_bytes());
+            assert_eq!(e.meta, Some(&meta(i)));
+        }
+        let mut all = list.clone();
+        all.retain_par(|_| true);
+        assert_eq!(all.len(), 5000);
+        all.retain_par(|e| e.path.ends_with(b"7"));
+        assert_eq!(all.len(), 500);
+        assert!(all.iter().all(|e| e.path.ends_with(b"7")));
+        assert!(list.filter_par(|_| false).is_empty());
+        assert!(FileList::new(Detail::Lite).filter_par(|_| true).is_empty());
     }
 
     #[test]

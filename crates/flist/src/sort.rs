@@ -3,7 +3,7 @@
 //! The order is total: the keys in turn, then the path bytes ascending, then the type and the
 //! remaining metadata, so the result does not depend on the number of ranks nor on where records
 //! started. After [`sort`], concatenating the lists of ranks `0..size` gives the globally sorted
-//! sequence, and counts are balanced as by [`spread`](crate::distribute::spread).
+//! sequence, and counts are balanced as by [`spread`].
 //!
 //! ```
 //! use flist::sort::{parse_keys, sort};

@@ -8,7 +8,7 @@
 
 use crate::error::ItemError;
 use crate::ids::IdTable;
-use crate::path::{as_path, normalize};
+use crate::path::{as_path, normalize, PathLike};
 use crate::record::{Detail, FileList, FileType, Meta};
 use rustix::fd::{BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, CWD};
@@ -75,7 +75,13 @@ impl Default for WalkOptions<'_> {
 }
 
 /// What a walk produced on this rank, and what all ranks agree on.
+///
+/// A walk goes on past the paths it cannot read, so its list may be partial: the failures are
+/// in [`errors`](Walked::errors) (this rank's, each with its path and operation) and counted in
+/// [`total_errors`](Walked::total_errors). [`into_result`](Walked::into_result) gives the list
+/// only when the walk is complete, and an [`Incomplete`] error otherwise.
 #[derive(Debug)]
+#[must_use = "a walk's failures are in `errors`: check `complete` or use `into_result()`"]
 pub struct Walked {
     /// This rank's records (with the system's user and group tables for stat walks).
     pub list: FileList,
@@ -90,6 +96,80 @@ pub struct Walked {
     pub complete: bool,
     /// True when a stop request cut the walk short.
     pub interrupted: bool,
+}
+
+impl Walked {
+    /// This rank's list when the walk is complete (no failure on any rank, not interrupted);
+    /// otherwise an [`Incomplete`] error holding the whole result (the partial list and this
+    /// rank's failures). Every rank gets the same variant.
+    ///
+    /// ```
+    /// use flist::walk::{walk, WalkOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("a"), b"a").unwrap();
+    /// let missing = dir.path().join("missing");
+    /// let ok = steal::local::run(1, |comm| walk(comm, &[dir.path()], &WalkOptions::default()).into_result());
+    /// assert_eq!(ok[0].as_ref().unwrap().len(), 2);
+    /// let failed = steal::local::run(1, |comm| walk(comm, &[&missing], &WalkOptions::default()).into_result());
+    /// let incomplete = failed[0].as_ref().unwrap_err();
+    /// assert_eq!(incomplete.walked.errors[0].op, "stat");
+    /// assert!(incomplete.to_string().starts_with("walk incomplete: 1 path could not be read"));
+    /// ```
+    pub fn into_result(self) -> Result<FileList, Incomplete> {
+        if self.complete {
+            Ok(self.list)
+        } else {
+            Err(Incomplete {
+                walked: Box::new(self),
+            })
+        }
+    }
+
+    /// True when no failure happened on any rank and the walk was not interrupted (the same on
+    /// every rank).
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+}
+
+/// A walk that did not see everything: some paths could not be read (on some rank), or a stop
+/// request cut it short. [`Walked::into_result`] returns it; it holds the whole result.
+#[derive(Debug)]
+pub struct Incomplete {
+    /// The walk's result on this rank: the partial list and this rank's failures.
+    pub walked: Box<Walked>,
+}
+
+impl std::fmt::Display for Incomplete {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let w = &self.walked;
+        write!(f, "walk incomplete:")?;
+        if w.total_errors > 0 {
+            let s = if w.total_errors == 1 {
+                " path could not be read"
+            } else {
+                " paths could not be read"
+            };
+            write!(f, " {}{s}", w.total_errors)?;
+            if let Some(first) = w.errors.first() {
+                write!(f, " (first here: {first})")?;
+            }
+        }
+        if w.interrupted {
+            let and = if w.total_errors > 0 { ";" } else { "" };
+            write!(f, "{and} interrupted")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Incomplete {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.walked
+            .errors
+            .first()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
 }
 
 /// A directory to read, with the identities of its ancestors when links are followed (to
@@ -119,8 +199,33 @@ impl WorkItem for DirItem {
 /// Walk `roots` (the same list on every rank) on all ranks. Collective.
 ///
 /// Each root is recorded itself, and directories are descended. Relative roots are taken from the
-/// current directory; every recorded path is absolute and normalised.
-pub fn walk(comm: &dyn Comm, roots: &[Vec<u8>], opts: &WalkOptions) -> Walked {
+/// current directory; every recorded path is absolute and normalised. Roots are any
+/// [`PathLike`]: byte strings, `Path`s, `OsStr`s or `str`s. A path that cannot be read is
+/// recorded in [`Walked::errors`] and the walk goes on: see [`Walked::into_result`].
+///
+/// ```
+/// use flist::walk::{walk, WalkOptions};
+/// use flist::FileType;
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::create_dir(dir.path().join("sub")).unwrap();
+/// std::fs::write(dir.path().join("sub/file"), b"data").unwrap();
+/// // Two thread ranks in this process; under `steal::launch::run` the same code runs on MPI.
+/// let counts = steal::local::run(2, |comm| {
+///     let walked = walk(comm, &[dir.path()], &WalkOptions::default());
+///     assert!(walked.complete, "{:?}", walked.errors);
+///     let files = walked.list.iter().filter(|e| e.kind == FileType::File).count();
+///     (walked.total_items, files)
+/// });
+/// // Every rank knows the total (root, sub, sub/file); each holds its share of the records.
+/// assert!(counts.iter().all(|&(total, _)| total == 3));
+/// assert_eq!(counts.iter().map(|&(_, files)| files).sum::<usize>(), 1);
+/// ```
+pub fn walk<R: PathLike>(comm: &dyn Comm, roots: &[R], opts: &WalkOptions) -> Walked {
+    let roots: Vec<&[u8]> = roots.iter().map(|r| r.path_bytes()).collect();
+    walk_bytes(comm, &roots, opts)
+}
+
+fn walk_bytes(comm: &dyn Comm, roots: &[&[u8]], opts: &WalkOptions) -> Walked {
     let cwd = crate::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
     let sink = Sink {
         list: Mutex::new(FileList::new(opts.detail)),
@@ -416,6 +521,94 @@ mod tests {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Sorted paths of every rank's records, relative to `root`.
+    fn relative(lists: Vec<FileList>, root: &[u8]) -> Vec<Vec<u8>> {
+        let mut paths: Vec<Vec<u8>> = lists
+            .iter()
+            .flat_map(|l| l.iter().map(|e| e.path[root.len()..].to_vec()))
+            .collect();
+        paths.sort();
+        paths
+    }
+
+    #[test]
+    fn roots_may_be_bytes_paths_os_strings_or_strs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join(OsStr::from_bytes(b"r\xff"));
+        std::fs::create_dir_all(root.join("d")).unwrap();
+        std::fs::write(root.join("d/f"), b"").unwrap();
+        let bytes = root.as_os_str().as_bytes().to_vec();
+        let want: Vec<Vec<u8>> = vec![b"".to_vec(), b"/d".to_vec(), b"/d/f".to_vec()];
+        let opts = WalkOptions::default();
+        type WalkWith<'a> = &'a (dyn Fn(&dyn Comm) -> Walked + Sync);
+        let walks: [WalkWith; 5] = [
+            &|c| walk(c, std::slice::from_ref(&bytes), &opts),
+            &|c| walk(c, &[bytes.as_slice()], &opts),
+            &|c| walk(c, &[root.as_path()], &opts),
+            &|c| walk(c, std::slice::from_ref(&root), &opts),
+            &|c| walk(c, &[root.as_os_str()], &opts),
+        ];
+        for (i, w) in walks.iter().enumerate() {
+            let lists = steal::local::run(2, |c| w(c).into_result().unwrap());
+            assert_eq!(relative(lists, &bytes), want, "form {i}");
+        }
+        // A UTF-8 root as a str.
+        let plain = tmp.path().join("plain");
+        std::fs::create_dir(&plain).unwrap();
+        let s = plain.to_str().unwrap();
+        let lists = steal::local::run(1, |c| walk(c, &[s], &opts).into_result().unwrap());
+        assert_eq!(relative(lists, s.as_bytes()), [b"".to_vec()]);
+    }
+
+    #[test]
+    fn an_incomplete_walk_is_an_error_on_every_rank_with_the_failures_and_partial_list() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("here"), b"").unwrap();
+        let missing = tmp.path().join("missing");
+        let results = steal::local::run(2, |c| {
+            walk(c, &[tmp.path(), missing.as_path()], &WalkOptions::default()).into_result()
+        });
+        let mut failures = Vec::new();
+        let mut partial = 0;
+        for r in results {
+            let incomplete = r.expect_err("a root is missing: incomplete on every rank");
+            let w = &incomplete.walked;
+            assert!(!w.is_complete() && !w.interrupted);
+            assert_eq!(w.total_errors, 1);
+            assert_eq!(w.total_items, 2, "the root and its file were still listed");
+            partial += w.list.len();
+            let text = incomplete.to_string();
+            assert!(
+                text.starts_with("walk incomplete: 1 path could not be read"),
+                "{text}"
+            );
+            if let Some(e) = w.errors.first() {
+                assert!(text.contains("(first here: stat "), "{text}");
+                let source = std::error::Error::source(&incomplete).expect("the first failure");
+                assert_eq!(source.to_string(), e.to_string());
+                failures.push((e.op, e.path.clone()));
+            }
+        }
+        assert_eq!(partial, 2);
+        assert_eq!(
+            failures,
+            [("stat", missing.as_os_str().as_bytes().to_vec())],
+            "the failure is held by the rank that saw it, with its path and operation"
+        );
+        // Interrupted before it starts: incomplete too, and said so.
+        let stop = AtomicBool::new(true);
+        let results = steal::local::run(1, |c| {
+            let opts = WalkOptions {
+                stop: Some(&stop),
+                ..WalkOptions::default()
+            };
+            walk(c, &[tmp.path()], &opts).into_result()
+        });
+        let err = results.into_iter().next().unwrap().unwrap_err();
+        assert!(err.walked.interrupted);
+        assert_eq!(err.to_string(), "walk incomplete: interrupted");
+    }
 
     #[test]
     fn visit_consumes_entries_before_they_are_recorded_or_descended() {

@@ -6,6 +6,19 @@
 //! documented in the project's `lustre.md`; the ioctl numbers are computed with the generic
 //! Linux `_IOC` encoding (x86_64, aarch64) and checked against the documented values.
 //!
+//! ```
+//! use lustre_sys::{choose, is_lustre, Decision, Overrides, GIB};
+//! // Where does a file go? Off Lustre (a temporary directory here) there is nothing to stripe.
+//! let dir = tempfile::tempdir().unwrap();
+//! if !is_lustre(dir.path()).unwrap() {
+//!     println!("{} is not on Lustre: files are created as usual", dir.path().display());
+//! }
+//! // On Lustre, the policy (a pure function) picks the layout of a new 4 GiB file on 8 OSTs,
+//! // copied in 1 MiB chunks: 3 stripes of 1 MiB.
+//! let decision = choose(4 * GIB, 8, None, &Overrides::default(), 1 << 20);
+//! assert_eq!(decision, Decision::Set { count: 3, size: 1 << 20 });
+//! ```
+//!
 //! - [`consts`]: magics, limits, ioctl numbers.
 //! - [`layout`]: `lov_user_md` v1 / v3 / specific and `lov_comp_md_v1` as [`Layout`], encoded
 //!   and decoded at explicit byte offsets (host byte order, no packed structs).
@@ -19,6 +32,8 @@
 //! machines: the layouts are tested against the documented byte offsets, the ioctl numbers
 //! against the formula, the policy as a pure function, and the calls only on file systems that
 //! are not Lustre (where they must fail cleanly or report "not Lustre").
+
+#![warn(missing_docs)]
 
 pub mod api;
 pub mod consts;

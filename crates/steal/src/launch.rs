@@ -63,9 +63,17 @@ pub enum LaunchError {
         /// Tasks it named.
         tasks: usize,
     },
-    /// MPI could not be initialised.
-    #[error("MPI could not be initialised (was it initialised already?)")]
-    MpiInit,
+    /// MPI was finalised already in this process (by whoever initialised it): it cannot start
+    /// again.
+    #[error("MPI was finalised already in this process: it cannot be used again")]
+    MpiFinalized,
+    /// A run under MPI called from another thread than the one that initialised MPI (MPI is
+    /// initialised funneled: only that thread calls it).
+    #[error(
+        "MPI runs on the thread that initialised it (funneled): start every run under MPI from \
+         that thread"
+    )]
+    MpiThread,
     /// MPI started, but its job is not the one the launcher announced: the launcher belongs to
     /// another MPI than the one this build links, and the tasks would run as independent jobs,
     /// racing each other on the same files.
@@ -179,6 +187,23 @@ where
 
 /// Run `f` as every rank of this process, on the backend the environment calls for, and return
 /// the results of this process's ranks (one under MPI, `ranks` for the local backend).
+///
+/// Started without a launcher, the run is `forced_ranks` thread ranks (one when `None`) and MPI
+/// is not touched. Under a launcher (with the `mpi` feature), MPI is a session of the process:
+/// the first run initialises it, later runs reuse it, and it is finalised when the process
+/// exits; each run works on its own duplicate of `MPI_COMM_WORLD`. When the host program
+/// initialised MPI itself, runs use it and leave its finalisation to the host. Under MPI, call
+/// runs from the thread that initialised it (MPI is funneled). Any number of runs per process.
+///
+/// ```
+/// use steal::{launch, CommExt};
+/// // No launcher here: two thread ranks, each summing over the group.
+/// let sums = launch::run(Some(2), |comm| comm.sum(comm.rank() as u64 + 1)).unwrap();
+/// assert_eq!(sums, [3, 3]);
+/// // Another run in the same process: one rank (under `mpirun -np N`: this process's rank of N).
+/// let sizes = launch::run(None, |comm| comm.size()).unwrap();
+/// assert_eq!(sizes, [1]);
+/// ```
 pub fn run<R, F>(forced_ranks: Option<usize>, f: F) -> Result<Vec<R>, LaunchError>
 where
     R: Send,
@@ -190,7 +215,7 @@ where
         #[cfg(feature = "mpi")]
         Backend::Mpi => {
             // `launcher` was read before MPI_Init: Open MPI sets its own variables there.
-            let comm = crate::mpi_comm::MpiComm::init().ok_or(LaunchError::MpiInit)?;
+            let comm = crate::mpi_comm::MpiComm::init()?;
             launcher.check_size(comm.size(), crate::mpi_comm::library_version)?;
             let r = f(&comm);
             comm.flush_sends();

@@ -14,9 +14,15 @@
 //! assert_eq!(sums, vec![10; 4]);
 //! ```
 //!
+//! [`launch::run`] picks the backend from the environment (MPI under a launcher, thread ranks
+//! otherwise) and may be called any number of times per process: MPI is initialised once and
+//! finalised at exit.
+//!
 //! On top of [`Comm`]: [`queue::run`] (distributed work stealing with termination detection),
 //! [`progress`] (periodic progress lines from rank 0) and [`signals`] (SIGINT/SIGTERM as a flag); [`stats`] measures the queue's protocol on request
 //! (`MFU_RS_STATS=1`).
+
+#![warn(missing_docs)]
 
 pub mod comm;
 pub mod launch;

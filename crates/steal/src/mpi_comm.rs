@@ -1,9 +1,17 @@
 //! The `mpi` backend: one rank per MPI process, over rsmpi.
 //!
-//! MPI is initialised funneled (only the main thread calls it). Large transfers are cut into
-//! pieces so that no MPI count exceeds `i32::MAX` (the sum of a round's pieces stays below 1 GiB).
+//! MPI is a per-process session: the first run under a launcher initialises it (funneled: only
+//! the thread that initialised it calls MPI), every later run reuses it, and it is finalised
+//! once, when the process exits. When MPI was initialised by someone else (the embedding program,
+//! mpi4py...), runs use it and leave its finalisation to its owner. Each run gets its own
+//! duplicate of `MPI_COMM_WORLD`, freed when the run ends, so runs never see each other's
+//! messages.
+//!
+//! Large transfers are cut into pieces so that no MPI count exceeds `i32::MAX` (the sum of a
+//! round's pieces stays below 1 GiB).
 
 use crate::comm::{Comm, PendingBarrier, ReduceOp, Tag};
+use crate::launch::LaunchError;
 use mpi::collective::SystemOperation;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::Universe;
@@ -12,6 +20,64 @@ use mpi::request::Request;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use std::cell::RefCell;
+use std::sync::{Mutex, PoisonError};
+
+/// MPI in this process, once a run has looked at it.
+struct Session {
+    /// The universe when this crate initialised MPI: finalised at process exit. `None` when
+    /// someone else initialised MPI: they finalise it.
+    universe: Option<Universe>,
+}
+
+static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+
+/// Finalise MPI at process exit, if this crate initialised it and the exiting thread is the one
+/// that did (funneled: MPI may not be called from another thread; a process ended from another
+/// thread, e.g. by a second SIGINT, exits without finalising, as it did before).
+extern "C" fn finalize_at_exit() {
+    let Ok(mut session) = SESSION.try_lock() else {
+        return;
+    };
+    if let Some(s) = session.as_mut() {
+        if is_thread_main() && !mpi::environment::is_finalized() {
+            drop(s.universe.take());
+        }
+    }
+}
+
+/// True when the calling thread may call MPI: the thread that initialised it.
+fn is_thread_main() -> bool {
+    let mut flag: std::os::raw::c_int = 0;
+    // SAFETY: MPI is initialised (callers check) and `flag` is a valid out-pointer.
+    unsafe { mpi::ffi::MPI_Is_thread_main(&mut flag) };
+    flag != 0
+}
+
+/// Make MPI ready for a run: initialise it on the first call (and arrange its finalisation at
+/// process exit), reuse it afterwards, or use the MPI someone else initialised.
+fn session() -> Result<(), LaunchError> {
+    let mut session = SESSION.lock().unwrap_or_else(PoisonError::into_inner);
+    if session.is_none() {
+        let universe = match mpi::initialize_with_threading(mpi::Threading::Funneled) {
+            Some((universe, _level)) => {
+                // SAFETY: registers a plain `extern "C" fn()`, as atexit expects. Should it fail
+                // (out of atexit slots), MPI is left unfinalised at exit.
+                unsafe { libc::atexit(finalize_at_exit) };
+                Some(universe)
+            }
+            None if mpi::environment::is_finalized() => return Err(LaunchError::MpiFinalized),
+            None => None,
+        };
+        *session = Some(Session { universe });
+    }
+    if mpi::environment::is_finalized() {
+        return Err(LaunchError::MpiFinalized);
+    }
+    if !is_thread_main() {
+        return Err(LaunchError::MpiThread);
+    }
+    Ok(())
+}
 
 /// Bytes moved by all ranks together in one round of a collective, at most (1 GiB, well below
 /// `i32::MAX`). `MFU_MPI_ROUND_BYTES` lowers it, which the tests use to force many rounds.
@@ -53,12 +119,10 @@ impl PendingSend {
     }
 }
 
-/// One MPI process's rank in `MPI_COMM_WORLD` (a private duplicate of it).
+/// One MPI process's rank in `MPI_COMM_WORLD` (a private duplicate of it, freed on drop).
 pub struct MpiComm {
-    // Field order matters: the communicator and the pending sends go before MPI_Finalize.
     world: SimpleCommunicator,
     pending: RefCell<Vec<PendingSend>>,
-    _universe: Universe,
 }
 
 /// The first line of the MPI library's version string (`Open MPI v4.1.4, ...`, `MPICH Version:
@@ -72,14 +136,14 @@ pub fn library_version() -> String {
 }
 
 impl MpiComm {
-    /// Initialise MPI (funneled). `None` if MPI was already initialised in this process.
-    pub fn init() -> Option<MpiComm> {
-        let (universe, _level) = mpi::initialize_with_threading(mpi::Threading::Funneled)?;
-        let world = universe.world().duplicate();
-        Some(MpiComm {
-            world,
+    /// This process's rank in a new duplicate of `MPI_COMM_WORLD`, initialising MPI
+    /// (funneled) if no one has yet; collective over `MPI_COMM_WORLD`. Fails when MPI was
+    /// finalised already, or when called from another thread than the one that initialised MPI.
+    pub fn init() -> Result<MpiComm, LaunchError> {
+        session()?;
+        Ok(MpiComm {
+            world: SimpleCommunicator::world().duplicate(),
             pending: RefCell::new(Vec::new()),
-            _universe: universe,
         })
     }
 

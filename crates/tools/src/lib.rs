@@ -1,10 +1,28 @@
 //! The tools of mfu-rs, each a library function taking typed options and a [`steal::Comm`], and
-//! the multi-call command line that drives them.
+//! the multi-call command line that drives them. The crate re-exports the libraries underneath
+//! ([`steal`], the runtime; [`flist`], the distributed file list), and [`prelude`] gathers what
+//! an embedding program uses most: one dependency is enough.
 //!
-//! ```no_run
-//! // What `mfu-rs walk -o list.mfu /data` does, from Rust:
-//! let code = mfu::main_with_args(["mfu-rs", "walk", "-o", "list.mfu", "/data"].map(Into::into).to_vec());
+//! ```
+//! use mfu::prelude::*;
+//! let tmp = tempfile::tempdir().unwrap();
+//! let (tree, list) = (tmp.path().join("tree"), tmp.path().join("list.mfu"));
+//! std::fs::create_dir_all(tree.join("sub")).unwrap();
+//! std::fs::write(tree.join("sub/a"), b"data").unwrap();
+//!
+//! // What `mfu-rs walk -q -o list.mfu tree` does, from Rust:
+//! let args = ["mfu-rs", "walk", "-q", "-o"].map(std::ffi::OsString::from);
+//! let code = mfu::main_with_args([&args[..], &[list.clone().into(), tree.clone().into()]].concat());
 //! assert_eq!(code, 0);
+//!
+//! // The same walk through the libraries, and the list read back: one local rank here (no
+//! // launcher); every rank of the job under `mpirun`.
+//! let counts = launch::run(None, |comm| {
+//!     let walked = walk(comm, &[&tree], &WalkOptions::default()).into_result().unwrap();
+//!     let read = io::read(comm, &list).unwrap();
+//!     (summarize(comm, &walked).total, summarize(comm, &read).files)
+//! });
+//! assert_eq!(counts.unwrap(), [(3, 1)]);
 //! ```
 
 pub mod bcast;
@@ -26,3 +44,33 @@ pub mod walk;
 
 pub use cli::dispatch::main_with_args;
 pub use engine::status::Status;
+
+/// The runtime: ranks over MPI or threads, collectives, work stealing (the `mfu-steal` crate).
+pub use steal;
+
+/// The distributed file list: walk, filter, sort, list files (the `mfu-flist` crate).
+pub use flist;
+
+/// What a program embedding mfu-rs uses most, in one `use mfu::prelude::*;`: the runtime's
+/// [`Comm`](prelude::Comm) and [`launch`](prelude::launch), the file list with its
+/// [`walk`](prelude::walk()) and [`io`](prelude::io), and the types the tools report with.
+///
+/// ```
+/// use mfu::prelude::*;
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("a"), b"data").unwrap();
+/// // One rank here; the same code runs on every rank under `mpirun`.
+/// let files = launch::run(None, |comm| {
+///     let list = walk(comm, &[dir.path()], &WalkOptions::default()).into_result().unwrap();
+///     summarize(comm, &list).files
+/// });
+/// assert_eq!(files.unwrap(), [1]);
+/// ```
+pub mod prelude {
+    pub use crate::engine::context::{Context, Discard, Error, Events, ToolReport};
+    pub use flist::io::{self, Format};
+    pub use flist::summary::{summarize, Summary};
+    pub use flist::walk::{self, walk, WalkOptions, Walked};
+    pub use flist::{Detail, Entry, FileList, FileType, Meta};
+    pub use steal::{launch, local, Comm, CommExt, ReduceOp};
+}

@@ -14,13 +14,13 @@
 //! ```
 //! use flist::{io, Detail, FileList, FileType};
 //! let dir = tempfile::tempdir().unwrap();
+//! // The list file's path: a `Path` here; bytes, `OsStr` and `str` work too.
 //! let file = dir.path().join("list.txt");
-//! let file = file.as_os_str().as_encoded_bytes();
 //! let counts = steal::local::run(2, |comm: &dyn steal::Comm| {
 //!     let mut mine = FileList::new(Detail::Lite);
 //!     mine.push(format!("/data/r{}", comm.rank()).as_bytes(), FileType::File, None);
-//!     io::write(comm, &mine, file, io::default_format(&mine)).unwrap();
-//!     io::read(comm, file).unwrap().len()
+//!     io::write(comm, &mine, &file, io::default_format(&mine)).unwrap();
+//!     io::read(comm, file.as_os_str().as_encoded_bytes()).unwrap().len()
 //! });
 //! assert_eq!(counts, vec![1, 1]);
 //! assert_eq!(std::fs::read(dir.path().join("list.txt")).unwrap(), b"/data/r0|F\n/data/r1|F\n");
@@ -33,7 +33,7 @@ mod v4;
 
 use crate::error::{Error, ItemError, Result};
 use crate::ids::IdTable;
-use crate::path::as_path;
+use crate::path::{as_path, PathLike};
 use crate::record::{Detail, FileList};
 use agree::bcast_result;
 use std::fs::File;
@@ -62,9 +62,10 @@ pub fn default_format(list: &FileList) -> Format {
     }
 }
 
-/// Read the list file at `path` (collective). Each rank gets a contiguous share of the records,
-/// in file order (rank 0 the first ones): v3/v4 records are split evenly by count, text lists by
-/// byte ranges adjusted to line (or NUL) boundaries.
+/// Read the list file at `path` (any [`PathLike`]: bytes, `Path`, `OsStr`, `str`; collective).
+/// Each rank gets a contiguous share of the records, in file order (rank 0 the first ones):
+/// v3/v4 records are split evenly by count, text lists by byte ranges adjusted to line (or NUL)
+/// boundaries.
 ///
 /// The format is detected from the first 8 bytes: big-endian 4 is cache v4, 3 is cache v3, any
 /// other content is a text list — `path|T` lines (split at the last `|`) when every line of the
@@ -81,7 +82,11 @@ pub fn default_format(list: &FileList) -> Format {
 ///
 /// Errors (the same on every rank) name the file and the operation (`open list /x: ...`), or
 /// are [`Error::BadList`] with the byte offset where a damaged or truncated file goes wrong.
-pub fn read(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
+pub fn read(comm: &dyn Comm, path: impl PathLike) -> Result<FileList> {
+    read_bytes(comm, path.path_bytes())
+}
+
+fn read_bytes(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
     if path == pipe::STDIO {
         return pipe::read_stdin(comm);
     }
@@ -100,8 +105,8 @@ pub fn read(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
     Ok(list)
 }
 
-/// Write every rank's `list` into the one file at `path` (collective), rank 0's records first,
-/// replacing whatever the file held.
+/// Write every rank's `list` into the one file at `path` (any [`PathLike`]; collective), rank
+/// 0's records first, replacing whatever the file held.
 ///
 /// [`Format::V4`] is byte-identical to what mpiFileUtils writes for the same records and
 /// tables (rank 0's `users`/`groups` are the tables written); an empty list still gives a valid
@@ -119,7 +124,11 @@ pub fn read(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
 /// Returns [`Error::Invalid`] (on every rank, before the file is touched) for what the format
 /// cannot hold: a [`Detail::Lite`] list as V4, an empty path, a path with a NUL byte, or a path
 /// with a newline in a text list.
-pub fn write(comm: &dyn Comm, list: &FileList, path: &[u8], format: Format) -> Result<()> {
+pub fn write(comm: &dyn Comm, list: &FileList, path: impl PathLike, format: Format) -> Result<()> {
+    write_bytes(comm, list, path.path_bytes(), format)
+}
+
+fn write_bytes(comm: &dyn Comm, list: &FileList, path: &[u8], format: Format) -> Result<()> {
     if path == pipe::STDIO {
         return pipe::write_stdout(comm, list, format);
     }
