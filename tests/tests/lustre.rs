@@ -8,6 +8,8 @@ use clap::Parser;
 use lustre_sys::counting::Counting;
 use lustre_sys::fake::Fake;
 use lustre_sys::{Layout, Lustre, System};
+use mfu::cli::tool::CliTool;
+use mfu::engine::context::{Context, ToolReport};
 use mfu::engine::lustre::LustreHandle;
 use mfu::engine::select::Rules;
 use mfu::engine::status::Status;
@@ -77,11 +79,24 @@ fn handle(fake: &Arc<Fake>) -> LustreHandle {
     LustreHandle(fake.clone() as Arc<dyn Lustre>)
 }
 
+/// The status of a typed run's result on each rank (a usage error is 2).
+fn statuses<R: ToolReport>(results: Vec<Result<R, mfu::engine::context::Error>>) -> Vec<Status> {
+    results
+        .into_iter()
+        .map(|r| r.map_or(Status::Usage, |r| r.status()))
+        .collect()
+}
+
+/// The typed options of tool `T` for `argv`, as the command line builds them.
+fn options<T: CliTool>(argv: &[&str]) -> T::Options {
+    T::options(&parse(argv), Rules::default(), Context::default())
+}
+
 fn cp(ranks: usize, argv: &[&str], api: LustreHandle) -> Status {
-    let mut args: mfu::cp::CpArgs = parse(argv);
-    args.stripe.api = api;
-    let statuses = steal::local::run(ranks, |comm| mfu::cp::run(comm, &args, &Rules::default()));
-    statuses.into_iter().max().unwrap()
+    let mut options = options::<mfu::cli::cp::Cp>(argv);
+    options.io.stripe.api = api;
+    let results = steal::local::run(ranks, |comm| mfu::cp::run(comm, &options));
+    statuses(results).into_iter().max().unwrap()
 }
 
 /// Run `mfu-rs tar ARGV` over `ranks` local ranks with `api`; every rank must succeed.

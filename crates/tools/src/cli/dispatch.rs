@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// [`CliTool`] in `cli/`).
 pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::legacy::Walk>(),
-    row::<crate::cli::legacy::Cp>(),
+    row::<crate::cli::cp::Cp>(),
     row::<crate::cli::legacy::Sync>(),
     row::<crate::cli::legacy::Rm>(),
     row::<crate::cli::legacy::Tar>(),

@@ -83,11 +83,6 @@ legacy!(Walk, "walk", "dwalk",
     named: [all("PATH", &a.paths), some("-i", &a.input), some("-o", &a.output)].concat(),
     outputs: a.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
     run: |comm, rules| crate::walk::run(comm, a));
-legacy!(Cp, "cp", "dcp", "Copy files and trees in parallel (dcp)", crate::cp::CpArgs,
-    |a| common: a.common,
-    named: [all("SRC/DEST", &a.paths), some("-i", &a.input)].concat(),
-    outputs: Vec::new(),
-    run: |comm, rules| crate::cp::run(comm, a, rules));
 legacy!(Sync, "sync", "dsync", "Make DEST equal to SRC, copying only what differs (dsync)",
     crate::sync::SyncArgs,
     |a| common: a.common,

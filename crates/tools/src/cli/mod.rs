@@ -3,6 +3,8 @@
 
 pub mod args;
 pub mod console;
+pub mod copy_args;
+pub mod cp;
 pub mod dispatch;
 pub mod legacy;
 pub mod runtime_stats;

@@ -19,10 +19,10 @@
 use crate::cli::args::size_arg;
 use crate::cli::bytes_text;
 use crate::cli::{report_error, stdout_bytes, Common};
-use crate::engine::copy::drive::IoArgs;
+use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::meta::XattrPolicy;
 use crate::engine::copy::{Mapping, Plan};
-use crate::engine::lustre::{LustreHandle, StripeArgs};
+use crate::engine::lustre::{LustreHandle, StripeOptions};
 use crate::engine::status::Status;
 use clap::Args;
 use flist::at::At;
@@ -207,9 +207,9 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
         return status.agree(comm);
     }
 
-    let stripe = StripeArgs {
-        stripe_count: args.count,
-        stripe_size: Some(args.size),
+    let stripe = StripeOptions {
+        count: args.count,
+        size: Some(args.size),
         api: args.api.clone(),
     };
     let overrides = stripe.overrides();
@@ -262,7 +262,7 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
         create: todo.clone(),
         ..Plan::default()
     };
-    let io = IoArgs {
+    let io = IoOptions {
         bufsize: None,
         chunksize: None,
         sparse: false,

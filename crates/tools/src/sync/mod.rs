@@ -9,15 +9,16 @@
 
 use crate::cli::args::size_arg;
 use crate::cli::bytes_text;
+use crate::cli::copy_args::FilterArgs;
 use crate::cli::{is_stdout, report_error, stderr_bytes, stdout_bytes, Common};
 use crate::engine::compare_expr::{Field, Output, State, States};
-use crate::engine::copy::drive::IoArgs;
+use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::meta::{Differences, XattrPolicy};
 use crate::engine::copy::{links, remove, Mapping, Plan};
 use crate::engine::pairing::{
     self, bring_home, contents_differ, exchange_pairs, home, index_by_rel, link_target, rdev,
 };
-use crate::engine::select::{FilterArgs, Rules};
+use crate::engine::select::Rules;
 use crate::engine::status::Status;
 use clap::Args;
 use flist::path::{is_prefix, normalize};
@@ -115,7 +116,7 @@ pub struct SyncArgs {
     #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::value_parser())]
     pub output: Vec<Output>,
     #[command(flatten)]
-    pub stripe: crate::engine::lustre::StripeArgs,
+    pub stripe: crate::cli::copy_args::StripeArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
     #[command(flatten)]
@@ -388,7 +389,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     for e in removed.errors.iter().chain(&unlinked.errors) {
         report_error("sync", e);
     }
-    let io = IoArgs {
+    let io = IoOptions {
         bufsize: args.bufsize,
         chunksize: args.chunksize,
         sparse: args.sparse,
@@ -397,7 +398,7 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
         preserve: true,
         xattrs: args.xattrs,
         batch_files: args.batch_files,
-        stripe: args.stripe.clone(),
+        stripe: args.stripe.options(),
     };
     if args.common.verbose && rank0 {
         let secs = started.elapsed().as_secs_f64();
