@@ -291,9 +291,9 @@ fn off_lustre_cp_sync_and_tar_make_no_layout_calls() {
     );
 
     let mirror = tmp.path().join("mirror");
-    let mut args: mfu::sync::SyncArgs = parse(&["-q", s(&src), s(&mirror)]);
-    args.stripe.api = api.clone();
-    let st = steal::local::run(2, |comm| mfu::sync::run(comm, &args, &Rules::default()));
+    let mut options = options::<mfu::cli::sync::Sync>(&["-q", s(&src), s(&mirror)]);
+    options.io.stripe.api = api.clone();
+    let st = statuses(steal::local::run(2, |comm| mfu::sync::run(comm, &options)));
     assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
     assert_eq!(
         fs::read(mirror.join("a")).unwrap(),

@@ -16,8 +16,8 @@ use std::sync::Arc;
 pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::legacy::Walk>(),
     row::<crate::cli::cp::Cp>(),
-    row::<crate::cli::legacy::Sync>(),
-    row::<crate::cli::legacy::Rm>(),
+    row::<crate::cli::sync::Sync>(),
+    row::<crate::cli::rm::Rm>(),
     row::<crate::cli::legacy::Tar>(),
     row::<crate::cli::legacy::Stripe>(),
     row::<crate::cli::legacy::Find>(),

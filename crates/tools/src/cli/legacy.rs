@@ -83,21 +83,6 @@ legacy!(Walk, "walk", "dwalk",
     named: [all("PATH", &a.paths), some("-i", &a.input), some("-o", &a.output)].concat(),
     outputs: a.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
     run: |comm, rules| crate::walk::run(comm, a));
-legacy!(Sync, "sync", "dsync", "Make DEST equal to SRC, copying only what differs (dsync)",
-    crate::sync::SyncArgs,
-    |a| common: a.common,
-    named: vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())]
-        .into_iter()
-        .chain(some("--link-dest", &a.link_dest))
-        .collect(),
-    outputs: a.output.iter().map(|o| ("-o", &o.file[..])).collect(),
-    run: |comm, rules| crate::sync::run(comm, a, rules));
-legacy!(Rm, "rm", "drm", "Remove files and trees in parallel (drm)", crate::rm::RmArgs,
-    |a| common: a.common,
-    named: [all("PATH", &a.paths), some("-i", &a.input), some("-o", &a.output)].concat(),
-    outputs: a.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
-    check: refuse_dot(&a.paths),
-    run: |comm, rules| crate::rm::run(comm, a));
 legacy!(Tar, "tar", "dtar",
     "Create, extract or list tar archives in parallel, dtar-compatible (dtar)",
     crate::tar::TarArgs,
@@ -165,22 +150,3 @@ legacy!(Bz2, "bz2", "dbz2",
     named: vec![("FILE", a.file.as_os_str())],
     outputs: Vec::new(),
     run: |comm, rules| crate::bz2::run(comm, a));
-
-/// `rm` of `.` or `..` is refused (GNU rm refuses it; here nothing at all is removed, exit 2, as
-/// for every usage error).
-fn refuse_dot(paths: &[OsString]) -> Result<(), String> {
-    for p in paths {
-        let p = p.as_bytes();
-        let trimmed = match p.iter().rposition(|&b| b != b'/') {
-            Some(end) => &p[..=end],
-            None => continue, // `/`: rm refuses it itself
-        };
-        if matches!(flist::path::basename(trimmed), b"." | b"..") {
-            return Err(format!(
-                "refusing to remove '.' or '..' directory: '{}' (nothing removed)",
-                flist::path::display(p)
-            ));
-        }
-    }
-    Ok(())
-}

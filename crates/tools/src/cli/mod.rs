@@ -7,7 +7,9 @@ pub mod copy_args;
 pub mod cp;
 pub mod dispatch;
 pub mod legacy;
+pub mod rm;
 pub mod runtime_stats;
+pub mod sync;
 pub mod tool;
 
 pub use args::Common;
