@@ -19,7 +19,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::sync::Sync>(),
     row::<crate::cli::rm::Rm>(),
     row::<crate::cli::legacy::Tar>(),
-    row::<crate::cli::legacy::Stripe>(),
+    row::<crate::cli::stripe::Stripe>(),
     row::<crate::cli::legacy::Find>(),
     row::<crate::cli::legacy::Cmp>(),
     row::<crate::cli::legacy::Chmod>(),

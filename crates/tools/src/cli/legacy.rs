@@ -90,13 +90,6 @@ legacy!(Tar, "tar", "dtar",
     named: [vec![("-f", a.file.as_os_str())], some("-C", &a.chdir), all("PATH", &a.paths)].concat(),
     outputs: if a.create { vec![("-f", a.file.as_bytes())] } else { Vec::new() },
     run: |comm, rules| crate::tar::run(comm, a, rules));
-legacy!(Stripe, "stripe", "dstripe",
-    "Restripe files on Lustre in parallel, or report their layouts (dstripe)",
-    crate::stripe::StripeToolArgs,
-    |a| common: a.common,
-    named: all("PATH", &a.paths),
-    outputs: Vec::new(),
-    run: |comm, rules| crate::stripe::run(comm, a));
 legacy!(Find, "find", "dfind",
     "Find files by name, time, size, owner or type; print them, save a list or run a command (dfind)",
     crate::find::FindArgs,

@@ -9,6 +9,7 @@ pub mod dispatch;
 pub mod legacy;
 pub mod rm;
 pub mod runtime_stats;
+pub mod stripe;
 pub mod sync;
 pub mod tool;
 
