@@ -1382,3 +1382,106 @@ fn directories_swapped_for_symlinks_after_the_listing_are_not_followed() {
         assert_eq!(std::fs::read(d.join("dst/src/keep/k0")).unwrap(), b"keep");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The typed API and --json
+
+/// src/ with two files (5 and 3 bytes) in two directories, and dst/ where the directory `d`
+/// meets a regular file in the way (when `obstacle`).
+fn small_source(d: &Path, obstacle: bool) -> (PathBuf, PathBuf) {
+    let (src, dst) = (d.join("src"), d.join("dst"));
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    std::fs::write(src.join("a"), b"hello").unwrap();
+    std::fs::write(src.join("d/b"), b"abc").unwrap();
+    std::fs::create_dir(&dst).unwrap();
+    if obstacle {
+        std::fs::write(dst.join("d"), b"in the way").unwrap();
+    }
+    (src, dst)
+}
+
+#[test]
+fn library_run_reports_counts_and_failures_on_every_rank() {
+    use mfu::engine::context::ToolReport;
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = small_source(tmp.path(), false);
+    let options = mfu::cp::Options::new(&[src.as_os_str().as_bytes()], dst.as_os_str().as_bytes());
+    let reports = steal::local::run(2, |comm| mfu::cp::run(comm, &options).unwrap());
+    for r in &reports {
+        assert_eq!((r.files, r.dirs, r.bytes, r.failed), (2, 2, 8, 0), "{r:?}");
+        assert_eq!(r.summary().items, 4);
+        assert_eq!(r.status() as i32, 0);
+        assert!(!r.interrupted && r.failures.is_empty());
+    }
+    assert_eq!(std::fs::read(dst.join("src/d/b")).unwrap(), b"abc");
+
+    // A regular file where a directory goes: that directory and what it holds fail, the rest
+    // is copied; the failure is counted and its message kept, naming the path.
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = small_source(tmp.path(), true);
+    let mut contents = src.as_os_str().as_bytes().to_vec();
+    contents.push(b'/');
+    let options = mfu::cp::Options::new(&[contents], dst.as_os_str().as_bytes());
+    let reports = steal::local::run(2, |comm| mfu::cp::run(comm, &options).unwrap());
+    let messages: Vec<String> = reports.iter().flat_map(|r| r.failures.clone()).collect();
+    for r in &reports {
+        assert_eq!(r.files, 1, "{r:?}");
+        assert!(r.failed >= 1, "{r:?}");
+        assert_eq!(r.status() as i32, 1);
+    }
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("/dst/d") && m.contains("mkdir")),
+        "{messages:?}"
+    );
+    assert_eq!(std::fs::read(dst.join("a")).unwrap(), b"hello");
+
+    // A usage error: the same error on every rank, nothing copied.
+    let options = mfu::cp::Options::new(
+        &[tmp.path().join("missing").as_os_str().as_bytes()],
+        dst.as_os_str().as_bytes(),
+    );
+    let results = steal::local::run(2, |comm| mfu::cp::run(comm, &options).map(|_| ()));
+    assert!(
+        results
+            .iter()
+            .all(|r| r.as_ref().is_err_and(|e| e.message.contains("missing"))),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn json_report_equals_the_text_summary() {
+    for obstacle in [false, true] {
+        let tmp = open_tempdir();
+        let (src, dst) = small_source(&tmp.path().join("t"), obstacle);
+        let t2 = tmp.path().join("j");
+        let (_, dst2) = small_source(&t2, obstacle);
+        let code = i32::from(obstacle);
+        let src_c = format!("{}/", src.display());
+        let out = expect_status(cp(1).arg(&src_c).arg(&dst), code);
+        let (line, bytes) = copied_summary(&out);
+        let src2 = format!("{}/", t2.join("src").display());
+        let json = expect_status(cp(1).args(["--json", &src2]).arg(&dst2), code);
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&json.stdout)));
+        assert_eq!(v["tool"], "cp");
+        assert_eq!(v["status"], code);
+        assert_eq!(v["bytes"], bytes, "{line}");
+        let items: u64 = line["Copied ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(v["items"], items, "{line}");
+        let failed = line
+            .split("; ")
+            .find_map(|p| p.strip_suffix(" failed"))
+            .map_or(0, |n| n.parse::<u64>().unwrap());
+        assert_eq!(v["failed"], failed, "{line}");
+        assert_eq!(failed > 0, obstacle, "{line}");
+        assert!(v["seconds"].as_f64().is_some());
+    }
+}

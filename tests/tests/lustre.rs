@@ -8,6 +8,8 @@ use clap::Parser;
 use lustre_sys::counting::Counting;
 use lustre_sys::fake::Fake;
 use lustre_sys::{Layout, Lustre, System};
+use mfu::cli::tool::CliTool;
+use mfu::engine::context::{Context, ToolReport};
 use mfu::engine::lustre::LustreHandle;
 use mfu::engine::select::Rules;
 use mfu::engine::status::Status;
@@ -77,11 +79,24 @@ fn handle(fake: &Arc<Fake>) -> LustreHandle {
     LustreHandle(fake.clone() as Arc<dyn Lustre>)
 }
 
+/// The status of a typed run's result on each rank (a usage error is 2).
+fn statuses<R: ToolReport>(results: Vec<Result<R, mfu::engine::context::Error>>) -> Vec<Status> {
+    results
+        .into_iter()
+        .map(|r| r.map_or(Status::Usage, |r| r.status()))
+        .collect()
+}
+
+/// The typed options of tool `T` for `argv`, as the command line builds them.
+fn options<T: CliTool>(argv: &[&str]) -> T::Options {
+    T::options(&parse(argv), Rules::default(), Context::default())
+}
+
 fn cp(ranks: usize, argv: &[&str], api: LustreHandle) -> Status {
-    let mut args: mfu::cp::CpArgs = parse(argv);
-    args.stripe.api = api;
-    let statuses = steal::local::run(ranks, |comm| mfu::cp::run(comm, &args, &Rules::default()));
-    statuses.into_iter().max().unwrap()
+    let mut options = options::<mfu::cli::cp::Cp>(argv);
+    options.io.stripe.api = api;
+    let results = steal::local::run(ranks, |comm| mfu::cp::run(comm, &options));
+    statuses(results).into_iter().max().unwrap()
 }
 
 /// Run `mfu-rs tar ARGV` over `ranks` local ranks with `api`; every rank must succeed.
@@ -276,9 +291,9 @@ fn off_lustre_cp_sync_and_tar_make_no_layout_calls() {
     );
 
     let mirror = tmp.path().join("mirror");
-    let mut args: mfu::sync::SyncArgs = parse(&["-q", s(&src), s(&mirror)]);
-    args.stripe.api = api.clone();
-    let st = steal::local::run(2, |comm| mfu::sync::run(comm, &args, &Rules::default()));
+    let mut options = options::<mfu::cli::sync::Sync>(&["-q", s(&src), s(&mirror)]);
+    options.io.stripe.api = api.clone();
+    let st = statuses(steal::local::run(2, |comm| mfu::sync::run(comm, &options)));
     assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
     assert_eq!(
         fs::read(mirror.join("a")).unwrap(),
@@ -438,11 +453,28 @@ fn stripe_restripes_in_place_keeping_data_and_metadata() {
         })
         .collect();
     let fake = Arc::new(Fake::new(vec![root.clone()], 16));
-    let mut args: mfu::stripe::StripeToolArgs =
-        parse(&["-q", "-c", "4", "-s", "2MiB", "-m", "6000", s(&root)]);
+    let mut args = options::<mfu::cli::stripe::Stripe>(&[
+        "-q",
+        "-c",
+        "4",
+        "-s",
+        "2MiB",
+        "-m",
+        "6000",
+        s(&root),
+    ]);
     args.api = handle(&fake);
-    let st = steal::local::run(2, |comm| mfu::stripe::run(comm, &args));
+    let reports = steal::local::run(2, |comm| mfu::stripe::run(comm, &args));
+    let st = statuses(reports.clone());
     assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
+    let big = before.iter().filter(|(_, _, m)| m.len() >= 6000).count() as u64;
+    for r in reports.iter().map(|r| r.as_ref().unwrap()) {
+        assert_eq!(
+            (r.restriped, r.already, r.failed, r.linked),
+            (big, 0, 0, 0),
+            "{r:?}"
+        );
+    }
     for (name, data, meta) in &before {
         let p = root.join(name);
         let now = fs::metadata(&p).unwrap();
@@ -487,13 +519,87 @@ fn stripe_restripes_in_place_keeping_data_and_metadata() {
 
     // A second run finds nothing to do.
     let creates = fake.creates().len();
-    let st = steal::local::run(2, |comm| mfu::stripe::run(comm, &args));
-    assert!(st.iter().all(|s| *s == Status::Ok));
+    let reports = steal::local::run(2, |comm| mfu::stripe::run(comm, &args));
+    for r in reports.iter().map(|r| r.as_ref().unwrap()) {
+        assert_eq!(
+            (r.restriped, r.already, r.status()),
+            (0, big, Status::Ok),
+            "{r:?}"
+        );
+    }
     assert_eq!(
         fake.creates().len(),
         creates,
         "files that have the layout are skipped"
     );
+}
+
+/// The typed stripe: a hard-linked file is skipped, counted and named (exit 1), the others
+/// restriped; `--report` sends one line per file as output; the text summary and the JSON
+/// report carry the same counts (the binary needs a real Lustre: the report is rendered here).
+#[test]
+fn stripe_library_counts_skips_and_report_lines() {
+    use mfu::engine::context::Events;
+    use std::sync::Mutex;
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<u8>>);
+    impl Events for Collect {
+        fn error(&self, _: &str) {}
+        fn progress(&self, _: &str, _: &steal::progress::Report) {}
+        fn output(&self, b: &[u8]) {
+            self.0.lock().unwrap().extend_from_slice(b);
+        }
+        fn info(&self, _: &str) {}
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("l");
+    fs::create_dir(&root).unwrap();
+    for n in ["a", "b", "c"] {
+        fs::write(root.join(n), vec![7u8; 10_000]).unwrap();
+    }
+    fs::hard_link(root.join("c"), root.join("c2")).unwrap();
+    let fake = Arc::new(Fake::new(vec![root.clone()], 8));
+    let mut options = mfu::stripe::Options::new(&[root.as_os_str().as_encoded_bytes()]);
+    options.api = handle(&fake);
+    options.count = Some(2);
+    let reports = steal::local::run(2, |comm| mfu::stripe::run(comm, &options).unwrap());
+    // The thread ranks share this process's sample of messages.
+    let messages = &reports[0].failures;
+    for r in &reports {
+        assert_eq!(
+            (r.restriped, r.linked, r.bytes, r.failed),
+            (2, 2, 20_000, 0),
+            "{r:?}"
+        );
+        assert_eq!(r.status(), Status::ItemsFailed);
+    }
+    assert!(
+        messages.iter().filter(|m| m.contains("hard links")).count() == 2,
+        "{messages:?}"
+    );
+    let line = mfu::cli::stripe::summary(&reports[0]);
+    let json = serde_json::to_value(&reports[0]).unwrap();
+    let summary = reports[0].summary();
+    assert_eq!(summary.items, 2);
+    assert!(
+        line.starts_with(&format!("Restriped {} files (", json["restriped"]))
+            && line.contains(&format!("({} bytes)", json["bytes"]))
+            && line.contains(&format!("; {} hard-linked files skipped", json["linked"])),
+        "{line} {json}"
+    );
+
+    let events = Arc::new(Collect::default());
+    let mut options = mfu::stripe::Options::new(&[root.as_os_str().as_encoded_bytes()]);
+    options.api = handle(&fake);
+    options.report = true;
+    options.context = Context::new(events.clone());
+    let reports = steal::local::run(2, |comm| mfu::stripe::run(comm, &options).unwrap());
+    assert!(reports
+        .iter()
+        .all(|r| r.reported == 4 && r.status() == Status::Ok));
+    let out = String::from_utf8(events.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(out.lines().count(), 4, "{out}");
+    assert!(out.contains("/l/a: stripe count 2, stripe size"), "{out}");
 }
 
 #[test]

@@ -293,7 +293,12 @@ fn stripe_after_walk_np1_and_np2() {
         // The fake Lustre holds both trees, so that only reaching decides.
         let fake = Arc::new(Fake::new(vec![s.tree.clone(), s.outside.clone()], 4));
         let argv = ["mfu-rs", "-q", "-c", "2", s.tree.to_str().unwrap()];
-        let mut args = Cmd::<mfu::stripe::StripeToolArgs>::parse_from(argv).args;
+        let args = Cmd::<mfu::cli::stripe::StripeToolArgs>::parse_from(argv).args;
+        let mut args = <mfu::cli::stripe::Stripe as mfu::cli::tool::CliTool>::options(
+            &args,
+            Default::default(),
+            Default::default(),
+        );
         args.api = mfu::engine::lustre::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
         let keep_ino = fs::metadata(s.tree.join("keep")).unwrap().ino();
         let (tree, outside) = (s.tree.clone(), s.outside.clone());
@@ -304,6 +309,14 @@ fn stripe_after_walk_np1_and_np2() {
             symlink(outside.join("secret"), tree.join("x")).unwrap();
         });
         let st = steal::local::run(np, |comm| mfu::stripe::run(comm, &args));
+        let st: Vec<Status> = st
+            .into_iter()
+            .map(|r| {
+                r.map_or(Status::Usage, |r| {
+                    mfu::engine::context::ToolReport::status(&r)
+                })
+            })
+            .collect();
         assert!(
             st.iter().all(|s| *s == Status::ItemsFailed),
             "np {np}: {st:?}"

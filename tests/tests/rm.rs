@@ -764,3 +764,122 @@ fn one_file_system_skips_mount_points() {
         assert_eq!(listing(&root), set(&["d/", "d/mnt/", "d/mnt/precious"]));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The typed API and --json
+
+/// `root` with a (file), d/b and d/c (files), k/keep.txt.
+fn typed_tree(root: &Path) {
+    fs::create_dir_all(root.join("d")).unwrap();
+    fs::create_dir_all(root.join("k")).unwrap();
+    for f in ["a", "d/b", "d/c", "k/keep.txt"] {
+        fs::write(root.join(f), b"x").unwrap();
+    }
+}
+
+#[test]
+fn library_run_reports_counts_and_failures_on_every_rank() {
+    use mfu::engine::context::ToolReport;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    typed_tree(&root);
+    let options = mfu::rm::Options::new(&[root.as_os_str().as_bytes()]);
+    let reports = steal::local::run(2, |comm| mfu::rm::run(comm, &options).unwrap());
+    for r in &reports {
+        assert_eq!((r.files, r.dirs, r.failed), (4, 3, 0), "{r:?}");
+        assert_eq!((r.summary().items, r.status() as i32), (7, 0), "{r:?}");
+        assert!(r.failures.is_empty(), "{r:?}");
+    }
+    assert!(!root.exists());
+
+    // A selection keeps what it does not select, and the directories holding it.
+    typed_tree(&root);
+    let mut options = mfu::rm::Options::new(&[root.as_os_str().as_bytes()]);
+    options.exclude = Some("keep".into());
+    let reports = steal::local::run(2, |comm| mfu::rm::run(comm, &options).unwrap());
+    for r in &reports {
+        assert_eq!(
+            (r.files, r.dirs, r.kept, r.selective),
+            (3, 1, 2, true),
+            "{r:?}"
+        );
+    }
+    assert!(root.join("k/keep.txt").exists() && !root.join("d").exists());
+
+    // A list naming an entry that is not there: the rest goes, the entry is counted and named.
+    let list = tmp.path().join("list.txt");
+    fs::write(
+        &list,
+        format!(
+            "{}\n{}\n",
+            root.join("a").display(),
+            root.join("missing").display()
+        ),
+    )
+    .unwrap();
+    fs::write(root.join("a"), b"x").unwrap();
+    let options = mfu::rm::Options {
+        input: Some(list.as_os_str().as_bytes().to_vec()),
+        ..Default::default()
+    };
+    let reports = steal::local::run(2, |comm| mfu::rm::run(comm, &options).unwrap());
+    let messages: Vec<String> = reports.iter().flat_map(|r| r.failures.clone()).collect();
+    for r in &reports {
+        assert_eq!(
+            (r.files, r.list_failed, r.status() as i32),
+            (1, 1, 1),
+            "{r:?}"
+        );
+        assert_eq!(r.summary().failed, 1);
+    }
+    assert!(
+        messages.iter().any(|m| m.contains("/missing")),
+        "{messages:?}"
+    );
+    assert!(!root.join("a").exists());
+
+    // A usage error: the same on every rank, nothing removed.
+    let options = mfu::rm::Options::new(&[b"/"]);
+    let results = steal::local::run(2, |comm| mfu::rm::run(comm, &options).map(|_| ()));
+    assert!(results.iter().all(|r| r.is_err()), "{results:?}");
+}
+
+#[test]
+fn json_report_equals_the_text_summary() {
+    for filter in [&[][..], &["--exclude", "keep"][..]] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (t, j) = (tmp.path().join("t"), tmp.path().join("j"));
+        typed_tree(&t);
+        typed_tree(&j);
+        let out = expect_status(mfu(&["rm"]).args(filter).arg(&t), 0);
+        let line = String::from_utf8_lossy(&out.stdout).into_owned();
+        let json = expect_status(mfu(&["rm", "--json"]).args(filter).arg(&j), 0);
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&json.stdout)));
+        assert_eq!(v["tool"], "rm");
+        assert_eq!(v["status"], 0);
+        let items: u64 = line
+            .strip_prefix("Removed ")
+            .and_then(|l| l.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        assert_eq!(v["items"], items, "{line}");
+        assert!(
+            line.contains(&format!(
+                "({} files, {} directories)",
+                v["files"], v["dirs"]
+            )),
+            "{line}"
+        );
+        assert_eq!(
+            (v["bytes"].as_u64(), v["failed"].as_u64()),
+            (Some(0), Some(0))
+        );
+        if !filter.is_empty() {
+            assert!(
+                line.contains(&format!("Kept {} directories", v["kept"])),
+                "{line}"
+            );
+        }
+    }
+}

@@ -368,7 +368,7 @@ fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
     #[derive(Parser)]
     struct Cmd {
         #[command(flatten)]
-        args: mfu::stripe::StripeToolArgs,
+        args: mfu::cli::stripe::StripeToolArgs,
     }
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("data");
@@ -381,8 +381,25 @@ fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
     let before: Vec<u64> = names.iter().map(|n| inode(n)).collect();
     let fake = Arc::new(Fake::new(vec![root.clone()], 8));
     let argv = ["mfu-rs", "-q", "-c", "4", root.to_str().unwrap()];
-    let mut args = Cmd::parse_from(argv).args;
+    let args = Cmd::parse_from(argv).args;
+    // The binary installs the handlers and passes their stop flag; so does this test.
+    steal::signals::install();
+    let context = {
+        let mut c = mfu::engine::context::Context::default();
+        c.stop = steal::signals::shared_stop_flag();
+        c
+    };
+    let mut args = <mfu::cli::stripe::Stripe as mfu::cli::tool::CliTool>::options(
+        &args,
+        Default::default(),
+        context,
+    );
     args.api = mfu::engine::lustre::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
+    let status = |r: Result<mfu::stripe::Report, mfu::engine::context::Error>| {
+        r.map_or(Status::Usage, |r| {
+            mfu::engine::context::ToolReport::status(&r)
+        })
+    };
 
     mfu::engine::test_seam::change_at_next_pause(|| {
         // stripe has installed its handlers by now: this is the signal a user's Ctrl-C sends.
@@ -394,7 +411,7 @@ fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
         }
         assert!(flag.load(Ordering::SeqCst), "the handler saw the signal");
     });
-    let st = steal::local::run(2, |comm| mfu::stripe::run(comm, &args));
+    let st = steal::local::run(2, |comm| status(mfu::stripe::run(comm, &args)));
     assert!(st.iter().all(|s| *s == Status::ItemsFailed), "{st:?}");
     for (i, n) in names.iter().enumerate() {
         assert_eq!(inode(n), before[i], "{n}: rewritten after the signal");
@@ -414,7 +431,7 @@ fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
 
     // The stop is over (a new run in this process): the rerun does the whole job.
     steal::signals::stop_flag().store(false, Ordering::SeqCst);
-    let st = steal::local::run(2, |comm| mfu::stripe::run(comm, &args));
+    let st = steal::local::run(2, |comm| status(mfu::stripe::run(comm, &args)));
     assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
     for (i, n) in names.iter().enumerate() {
         assert_ne!(inode(n), before[i], "{n}: restriped by the rerun");

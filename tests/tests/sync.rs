@@ -1271,3 +1271,96 @@ fn sync_and_cmp_in_rounds_give_the_same_results() {
         cmp(1);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The typed API and --json
+
+/// src/ with a (5 bytes), d/b (3 bytes) and a symlink; dst/ with a changed a, an extra file
+/// and, where src has the directory d, a regular file (a type conflict without --delete).
+fn typed_change_set(root: &Path) -> (PathBuf, PathBuf) {
+    let (src, dst) = (root.join("src"), root.join("dst"));
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    std::fs::write(src.join("a"), b"hello").unwrap();
+    std::fs::write(src.join("d/b"), b"abc").unwrap();
+    std::os::unix::fs::symlink("a", src.join("l")).unwrap();
+    std::fs::create_dir(&dst).unwrap();
+    std::fs::write(dst.join("a"), b"old").unwrap();
+    std::fs::write(dst.join("extra"), b"x").unwrap();
+    std::fs::write(dst.join("d"), b"in the way").unwrap();
+    (src, dst)
+}
+
+#[test]
+fn library_run_reports_counts_and_conflicts_on_every_rank() {
+    use mfu::engine::context::ToolReport;
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = typed_change_set(tmp.path());
+    let b = |p: &Path| p.as_os_str().as_bytes().to_vec();
+    // Without --delete: the conflict at d is named and left, the rest synced.
+    let options = mfu::sync::Options::new(b(&src), b(&dst));
+    let reports = steal::local::run(2, |comm| mfu::sync::run(comm, &options).unwrap());
+    let messages: Vec<String> = reports.iter().flat_map(|r| r.failures.clone()).collect();
+    for r in &reports {
+        assert_eq!((r.created, r.updated, r.deleted), (1, 1, 0), "{r:?}");
+        assert_eq!((r.conflicts, r.bytes, r.failed), (1, 5, 0), "{r:?}");
+        assert_eq!(r.status() as i32, 1);
+    }
+    assert!(
+        messages.iter().any(|m| m.contains("/dst/d: not replaced")),
+        "{messages:?}"
+    );
+    assert_eq!(std::fs::read(dst.join("a")).unwrap(), b"hello");
+    // With --delete: the extra file and the file in the way go, d and d/b come.
+    let mut options = mfu::sync::Options::new(b(&src), b(&dst));
+    options.delete = true;
+    let reports = steal::local::run(2, |comm| mfu::sync::run(comm, &options).unwrap());
+    for r in &reports {
+        assert_eq!(
+            (r.created, r.deleted, r.conflicts, r.failed),
+            (2, 2, 0, 0),
+            "{r:?}"
+        );
+        assert_eq!((r.summary().bytes, r.status() as i32), (3, 0), "{r:?}");
+        assert!(r.failures.is_empty(), "{r:?}");
+    }
+    assert!(!dst.join("extra").exists());
+    assert_eq!(std::fs::read(dst.join("d/b")).unwrap(), b"abc");
+    // A usage error: the same on every rank.
+    let options = mfu::sync::Options::new(b(&tmp.path().join("missing")), b(&dst));
+    let results = steal::local::run(2, |comm| mfu::sync::run(comm, &options).map(|_| ()));
+    assert!(results.iter().all(|r| r.is_err()), "{results:?}");
+}
+
+#[test]
+fn json_report_equals_the_text_summary() {
+    for delete in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (src, dst) = typed_change_set(&tmp.path().join("t"));
+        let (src2, dst2) = typed_change_set(&tmp.path().join("j"));
+        let code = i32::from(!delete);
+        let flags: &[&str] = if delete { &["-D"] } else { &[] };
+        let out = expect_status(sync(1).args(flags).arg(&src).arg(&dst), code);
+        let (line, c) = summary_line(&out);
+        let json = expect_status(
+            sync(1).arg("--json").args(flags).arg(&src2).arg(&dst2),
+            code,
+        );
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&json.stdout)));
+        assert_eq!(v["tool"], "sync");
+        assert_eq!(v["status"], code);
+        assert_eq!(
+            v["items"],
+            c.created + c.updated + c.deleted + c.meta + c.linked,
+            "{line}"
+        );
+        assert_eq!(
+            (v["created"].clone(), v["deleted"].clone()),
+            (c.created.into(), c.deleted.into()),
+            "{line}"
+        );
+        assert_eq!(v["bytes"], c.bytes, "{line}");
+        assert_eq!(v["failed"], 0, "{line}");
+        assert_eq!(v["conflicts"], u64::from(!delete));
+    }
+}

@@ -77,7 +77,8 @@ pub fn report_error(tool: &str, message: impl std::fmt::Display) {
 }
 
 /// The command line's [`Events`] sink: errors on stderr as `mfu-rs TOOL: ...`; progress lines
-/// on stderr; output on stdout; detail on stdout, or on stderr when stdout carries a list
+/// on stderr; output on stdout, or on stderr when stdout carries a list (`-o -`) or the JSON
+/// report; detail on stdout, or on stderr when stdout carries a list
 /// (`-o -`) or the JSON report.
 #[derive(Debug, Clone)]
 pub struct Console {
@@ -132,7 +133,7 @@ impl Events for Console {
         }
     }
     fn output(&self, bytes: &[u8]) {
-        if self.json {
+        if self.json || self.stdout_reserved {
             stderr_bytes(bytes);
         } else {
             stdout_bytes(bytes);

@@ -15,11 +15,11 @@ use std::sync::Arc;
 /// [`CliTool`] in `cli/`).
 pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::walk::Walk>(),
-    row::<crate::cli::legacy::Cp>(),
-    row::<crate::cli::legacy::Sync>(),
-    row::<crate::cli::legacy::Rm>(),
+    row::<crate::cli::cp::Cp>(),
+    row::<crate::cli::sync::Sync>(),
+    row::<crate::cli::rm::Rm>(),
     row::<crate::cli::legacy::Tar>(),
-    row::<crate::cli::legacy::Stripe>(),
+    row::<crate::cli::stripe::Stripe>(),
     row::<crate::cli::find::Find>(),
     row::<crate::cli::cmp::Cmp>(),
     row::<crate::cli::legacy::Chmod>(),

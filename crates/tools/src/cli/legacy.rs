@@ -76,26 +76,6 @@ macro_rules! legacy {
     };
 }
 
-legacy!(Cp, "cp", "dcp", "Copy files and trees in parallel (dcp)", crate::cp::CpArgs,
-    |a| common: a.common,
-    named: [all("SRC/DEST", &a.paths), some("-i", &a.input)].concat(),
-    outputs: Vec::new(),
-    run: |comm, rules| crate::cp::run(comm, a, rules));
-legacy!(Sync, "sync", "dsync", "Make DEST equal to SRC, copying only what differs (dsync)",
-    crate::sync::SyncArgs,
-    |a| common: a.common,
-    named: vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())]
-        .into_iter()
-        .chain(some("--link-dest", &a.link_dest))
-        .collect(),
-    outputs: a.output.iter().map(|o| ("-o", &o.file[..])).collect(),
-    run: |comm, rules| crate::sync::run(comm, a, rules));
-legacy!(Rm, "rm", "drm", "Remove files and trees in parallel (drm)", crate::rm::RmArgs,
-    |a| common: a.common,
-    named: [all("PATH", &a.paths), some("-i", &a.input), some("-o", &a.output)].concat(),
-    outputs: a.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
-    check: refuse_dot(&a.paths),
-    run: |comm, rules| crate::rm::run(comm, a));
 legacy!(Tar, "tar", "dtar",
     "Create, extract or list tar archives in parallel, dtar-compatible (dtar)",
     crate::tar::TarArgs,
@@ -103,13 +83,6 @@ legacy!(Tar, "tar", "dtar",
     named: [vec![("-f", a.file.as_os_str())], some("-C", &a.chdir), all("PATH", &a.paths)].concat(),
     outputs: if a.create { vec![("-f", a.file.as_bytes())] } else { Vec::new() },
     run: |comm, rules| crate::tar::run(comm, a, rules));
-legacy!(Stripe, "stripe", "dstripe",
-    "Restripe files on Lustre in parallel, or report their layouts (dstripe)",
-    crate::stripe::StripeToolArgs,
-    |a| common: a.common,
-    named: all("PATH", &a.paths),
-    outputs: Vec::new(),
-    run: |comm, rules| crate::stripe::run(comm, a));
 legacy!(Chmod, "chmod", "dchmod",
     "Change owner, group and mode of trees in parallel (dchmod)",
     crate::chmod::ChmodArgs,
@@ -144,22 +117,3 @@ legacy!(Bz2, "bz2", "dbz2",
     named: vec![("FILE", a.file.as_os_str())],
     outputs: Vec::new(),
     run: |comm, rules| crate::bz2::run(comm, a));
-
-/// `rm` of `.` or `..` is refused (GNU rm refuses it; here nothing at all is removed, exit 2, as
-/// for every usage error).
-fn refuse_dot(paths: &[OsString]) -> Result<(), String> {
-    for p in paths {
-        let p = p.as_bytes();
-        let trimmed = match p.iter().rposition(|&b| b != b'/') {
-            Some(end) => &p[..=end],
-            None => continue, // `/`: rm refuses it itself
-        };
-        if matches!(flist::path::basename(trimmed), b"." | b"..") {
-            return Err(format!(
-                "refusing to remove '.' or '..' directory: '{}' (nothing removed)",
-                flist::path::display(p)
-            ));
-        }
-    }
-    Ok(())
-}

@@ -1,94 +1,133 @@
 //! `mfu-rs cp` (dcp): copy files and trees in parallel, with cp's and rsync's path rules.
+//!
+//! ```no_run
+//! // `mfu-rs cp -p src/ dst` from Rust, on the threads of this process:
+//! let mut options = mfu::cp::Options::new(&["src/"], "dst");
+//! options.io.preserve = true;
+//! let reports = steal::local::run(2, |comm| mfu::cp::run(comm, &options));
+//! let report = reports[0].as_ref().expect("usage error");
+//! assert_eq!(report.failed, 0);
+//! ```
+//!
+//! The phases of [`run`]: setup (identity, path rules), list (walk or read `input`, filter,
+//! group hard links, spread), copy (the copy engine), report.
 
-use crate::cli::args::size_arg;
-use crate::cli::bytes_text;
-use crate::cli::{report_error, stdout_bytes, Common};
-use crate::engine::copy::drive::IoArgs;
-use crate::engine::copy::meta::XattrPolicy;
+use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::{links, Mapping, Plan};
-use crate::engine::select::{FilterArgs, Rules};
+use crate::engine::select::Rules;
+use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use clap::Args;
 use flist::path::{basename, is_prefix, normalize};
 use flist::restat::{restat, Which};
 use flist::walk::stat_path;
 use flist::{FileList, FileType, Meta};
-use std::ffi::OsString;
+use std::ffi::OsStr;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::time::Instant;
-use steal::Comm;
+use steal::{Comm, CommExt};
 
-/// Options of `mfu-rs cp`, named as in dcp.
-#[derive(Args, Clone, Debug)]
-#[command(
-    about = "Copy files and directory trees in parallel (dcp)",
-    after_help = "Path rules (as cp and rsync): DEST absent → DEST becomes the copy; DEST an existing \
-        directory → DEST/NAME; SRC/ with a trailing slash → the contents of SRC go into DEST; \
-        several SRCs → DEST must be a directory.\n\n\
-        Examples:\n  \
-        mpirun -np 64 mfu-rs cp -p /lustre/run42 /lustre/archive/     # tree into a directory\n  \
-        mfu-rs cp -p --exclude '*.tmp' --exclude '/scratch/' src/ dst  # contents, filtered\n  \
-        mfu-rs cp -S sparse.img copy.img                               # keep holes\n\n\
-        Safety: a destination that is the source itself (same file, hard link, snapshot made \
-        with cp -al) is never written; nothing is created through a symlink already in DEST \
-        (the entry is named and left); a file with other hard links is replaced, not written \
-        through.\n\n\
-        Exit status: 0 all copied; 1 some items failed or were refused (each named on stderr; \
-        after cp -p, `mfu-rs sync SRC DEST/NAME` finishes the job; without -p, rerun the cp); \
-        2 usage error, nothing copied."
-)]
-pub struct CpArgs {
-    /// Sources, then the destination.
-    #[arg(value_name = "SRC... DEST", required = true, num_args = 2..)]
-    pub paths: Vec<OsString>,
-    /// Bytes per read/write call on the pread/pwrite path (used when copy_file_range can't be:
-    /// across file systems, with --direct) [default: adaptive: starts at 1 MiB and doubles
-    /// while the measured throughput improves; -v prints what was chosen].
-    #[arg(short, long, value_name = "SIZE", value_parser = size_arg)]
-    pub bufsize: Option<u64>,
-    /// Bytes per chunk: files are split into chunks copied by different ranks [default: 4MB,
-    /// grown up to 1GB for big data sets so that every thread still gets two chunks; -v prints
-    /// the size used].
-    #[arg(short = 'k', long, value_name = "SIZE", value_parser = size_arg)]
-    pub chunksize: Option<u64>,
-    /// Extended attributes to copy (default with -p: all but Lustre's own; without -p: none
-    /// unless this is given).
-    #[arg(short = 'X', long, value_name = "POLICY", value_enum)]
-    pub xattrs: Option<XattrPolicy>,
+/// What `cp` copies and how. [`Options::new`] gives the command line's defaults.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The sources as given (relative to the current directory or absolute). A trailing `/`
+    /// on a directory copies its contents into `dest` instead of the directory itself.
+    pub sources: Vec<Vec<u8>>,
+    /// The destination: created as the copy when absent; an existing directory receives
+    /// `DEST/NAME` for each source. Several sources need a directory.
+    pub dest: Vec<u8>,
     /// Copy the entries of this list (v3/v4, text, plain or NUL-separated) instead of walking;
-    /// entries are stat'ed again and only those under a SRC are kept.
-    #[arg(short, long, value_name = "FILE")]
-    pub input: Option<OsString>,
-    /// Follow symbolic links in sources (copy what they point to).
-    #[arg(short = 'L', long, overrides_with = "no_dereference")]
+    /// entries are stat'ed again and only those under a source are kept.
+    pub input: Option<Vec<u8>>,
+    /// Follow symbolic links in sources (copy what they point to); default: copy links as links.
     pub dereference: bool,
-    /// Copy symbolic links as links (the default).
-    #[arg(short = 'P', long = "no-dereference")]
-    pub no_dereference: bool,
-    /// Keep owner, group, mode, times (ns) and extended attributes (ACLs included).
-    #[arg(short, long)]
-    pub preserve: bool,
-    /// Open files with O_DIRECT (bypass the page cache).
-    #[arg(short = 's', long, visible_alias = "synchronous")]
-    pub direct: bool,
-    /// Don't update sources' access times (O_NOATIME where permitted).
-    #[arg(long = "open-noatime")]
-    pub open_noatime: bool,
-    /// Keep holes: copy only the data regions of sparse files.
-    #[arg(short = 'S', long)]
-    pub sparse: bool,
-    /// Copy as this user id (needs root).
-    #[arg(short = 'U', long, value_name = "ID")]
+    /// Copy as this user id (needs root): the whole process switches.
     pub uid: Option<u32>,
-    /// Copy as this group id (needs root).
-    #[arg(short = 'G', long, value_name = "ID")]
+    /// Copy as this group id (needs root): the whole process switches.
     pub gid: Option<u32>,
-    #[command(flatten)]
-    pub stripe: crate::engine::lustre::StripeArgs,
-    #[command(flatten)]
-    pub filters: FilterArgs,
-    #[command(flatten)]
-    pub common: Common,
+    /// How data and metadata move (sizes, holes, `O_DIRECT`, preservation, Lustre layouts).
+    pub io: IoOptions,
+    /// Include/exclude rules, matched against paths relative to each source.
+    pub rules: Rules,
+    /// Events, progress, verbosity and the stop flag.
+    pub context: Context,
+}
+
+impl Options {
+    /// Copy `sources` to `dest` with the command line's defaults: links copied as links,
+    /// nothing preserved, adaptive buffer and automatic chunk sizes, no filters, events
+    /// discarded.
+    pub fn new<S: AsRef<[u8]>>(sources: &[S], dest: impl AsRef<[u8]>) -> Options {
+        Options {
+            sources: sources.iter().map(|s| s.as_ref().to_vec()).collect(),
+            dest: dest.as_ref().to_vec(),
+            input: None,
+            dereference: false,
+            uid: None,
+            gid: None,
+            io: IoOptions::default(),
+            rules: Rules::default(),
+            context: Context::default(),
+        }
+    }
+}
+
+/// What a `cp` run did: counts summed over all ranks (the same on every rank).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// Regular files written.
+    pub files: u64,
+    /// Directories created.
+    pub dirs: u64,
+    /// Symbolic links created.
+    pub symlinks: u64,
+    /// Hard links created.
+    pub hardlinks: u64,
+    /// Fifos, sockets and devices created.
+    pub others: u64,
+    /// File data bytes written.
+    pub bytes: u64,
+    /// Entries that can't be recreated here (device nodes without privilege); each named.
+    pub skipped: u64,
+    /// Items whose copy failed (each counted once, named as an error event).
+    pub failed: u64,
+    /// Entries that could not be listed (walk errors, or `input` entries that could not be
+    /// stat'ed); each named.
+    pub list_failed: u64,
+    /// The list is incomplete (walk errors or an interrupted walk).
+    pub list_incomplete: bool,
+    /// Wall-clock seconds from the end of the setup to the end of the copy.
+    pub seconds: f64,
+    /// A stop request cut the run short.
+    pub interrupted: bool,
+    /// This process's sample of the failure messages.
+    pub failures: Vec<String>,
+}
+
+impl Report {
+    /// Entries created: files, directories, links, hard links and others.
+    pub fn items(&self) -> u64 {
+        self.dirs + self.files + self.symlinks + self.hardlinks + self.others
+    }
+}
+
+impl ToolReport for Report {
+    fn summary(&self) -> Summary {
+        Summary {
+            items: self.items(),
+            bytes: self.bytes,
+            failed: self.failed + self.list_failed,
+            seconds: self.seconds,
+        }
+    }
+    fn status(&self) -> Status {
+        let listed = if self.list_incomplete || self.list_failed > 0 {
+            Status::ItemsFailed
+        } else {
+            Status::Ok
+        };
+        listed.worst(Status::of_work(self.failed, self.skipped, self.interrupted))
+    }
 }
 
 /// Where the copy goes, decided from the path rules.
@@ -171,7 +210,7 @@ fn named_dir(src: &[u8]) -> Result<Vec<u8>, String> {
     if !link {
         return Ok(src.to_vec());
     }
-    std::fs::canonicalize(std::ffi::OsStr::from_bytes(src))
+    std::fs::canonicalize(OsStr::from_bytes(src))
         .map(|p| p.into_os_string().into_vec())
         .map_err(|e| format!("resolve {}/: {e}", show(src)))
 }
@@ -217,75 +256,86 @@ fn dest_anchor(dest: &[u8]) -> Vec<u8> {
     }
 }
 
-/// Run `cp` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
-    let rank0 = comm.rank() == 0;
-    let quiet = args.common.quiet;
-    let usage = |msg: String| {
-        if rank0 {
-            report_error("cp", msg);
-        }
-        Status::Usage.agree(comm)
-    };
-    if let Err(e) = crate::engine::setup::switch_identity(args.uid, args.gid) {
-        return usage(e);
+/// Run `cp` on this rank. Collective: every rank calls it with the same options and gets the
+/// same report, or the same [`Error`] when nothing was copied (a usage or setup error).
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+    let target = setup(comm, options)?;
+    let started = Instant::now();
+    let (list, mut report) = list(comm, options, &target)?;
+    copy(comm, options, &target, list, &mut report);
+    report.seconds = started.elapsed().as_secs_f64();
+    report.failures = options.context.failures();
+    Ok(report)
+}
+
+/// The copy's pairs and how destinations are reached, once the setup passed on every rank.
+struct Setup {
+    /// (source root, destination root) pairs.
+    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Source paths to destination paths.
+    map: Mapping,
+}
+
+/// Phase 1: switch identity (`uid`/`gid`) and apply the path rules. Collective.
+fn setup(comm: &dyn Comm, o: &Options) -> Result<Setup, Error> {
+    agree_setup(comm, crate::engine::setup::switch_identity(o.uid, o.gid))?;
+    if o.sources.is_empty() {
+        return agree_setup(comm, Err("no source to copy".to_string()));
     }
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
-    let (dest_arg, source_args) = args.paths.split_last().expect("clap requires 2 paths");
-    let sources: Vec<(Vec<u8>, bool)> = source_args
+    let sources: Vec<(Vec<u8>, bool)> = o
+        .sources
         .iter()
-        .map(|s| {
-            let b = s.as_bytes();
-            (normalize(b, &cwd), b.len() > 1 && b.ends_with(b"/"))
-        })
+        .map(|b| (normalize(b, &cwd), b.len() > 1 && b.ends_with(b"/")))
         .collect();
-    let dest = normalize(dest_arg.as_bytes(), &cwd);
-    let target = match crate::engine::setup::agree_setup_reported(
-        comm,
-        "cp",
-        resolve(&sources, &dest, args.dereference),
-    ) {
-        Ok(t) => t,
-        Err(s) => return s,
-    };
+    let dest = normalize(&o.dest, &cwd);
+    let target = agree_setup(comm, resolve(&sources, &dest, o.dereference))?;
     let mut map = Mapping::new(target.pairs.clone()).with_dest_anchors(vec![dest_anchor(&dest)]);
-    if args.dereference {
+    if o.dereference {
         map = map.following_sources();
     }
+    Ok(Setup {
+        pairs: target.pairs,
+        map,
+    })
+}
+
+/// Phase 2: walk the sources (or read `input`), apply the rules, group hard links and spread
+/// the list over the ranks. Returns the copy's plan and a report holding the listing's
+/// failures. Collective.
+fn list(comm: &dyn Comm, o: &Options, target: &Setup) -> Result<(Plan, Report), Error> {
     let started = Instant::now();
-    steal::signals::install();
-    let mut status = Status::Ok;
-    let walk_progress = args.common.progress(comm.rank(), "Walked");
+    let context = &o.context;
+    let mut report = Report::default();
     let roots: Vec<Vec<u8>> = target.pairs.iter().map(|p| p.0.clone()).collect();
-    let mut list = match &args.input {
-        Some(input) => match read_input(comm, input.as_bytes(), &roots, args.dereference) {
-            Ok((list, failures)) => {
-                if failures > 0 {
-                    status = Status::ItemsFailed;
-                }
-                list
-            }
-            Err(e) => return usage(e),
-        },
+    let mut list = match &o.input {
+        Some(input) => {
+            let read = read_input(comm, context, input, &roots, o.dereference);
+            let (list, failures) = agree_setup(comm, read)?;
+            report.list_failed = failures;
+            list
+        }
         None => {
+            let walk_progress = context.progress(comm.rank(), "Walked");
             // cp writes no lists and prints no names.
             let walked = crate::engine::setup::walk_sources_named(
                 comm,
-                &args.common.legacy_context("cp", false),
+                context,
                 &roots,
-                args.dereference,
+                o.dereference,
                 &walk_progress,
                 false,
             );
-            if !walked.complete {
-                status = Status::ItemsFailed;
-            }
+            report.list_failed = walked.errors.len() as u64;
+            report.list_incomplete = !walked.complete;
             walked.list
         }
     };
-    crate::engine::select::apply_rules(&mut list, rules, &map);
+    report.list_failed = comm.sum(report.list_failed);
+    report.list_incomplete = comm.any(report.list_incomplete);
+    crate::engine::select::apply_rules(&mut list, &o.rules, &target.map);
     let walk_secs = started.elapsed().as_secs_f64();
-    let (list, links) = if args.dereference {
+    let (list, links) = if o.dereference {
         (list, Vec::new())
     } else {
         let g = links::group(comm, list);
@@ -293,60 +343,39 @@ pub fn run(comm: &dyn Comm, args: &CpArgs, rules: &Rules) -> Status {
     };
     let list = flist::distribute::spread(comm, list);
     let dirs = list.select((0..list.len()).filter(|&i| list.kind(i) == FileType::Dir));
+    if context.verbose && comm.rank() == 0 {
+        context.info(format!("Walked in {walk_secs:.3} s\n"));
+    }
     let plan = Plan {
         create: list,
         links,
         dir_meta: dirs,
         ..Plan::default()
     };
-    let io = IoArgs {
-        bufsize: args.bufsize,
-        chunksize: args.chunksize,
-        sparse: args.sparse,
-        direct: args.direct,
-        open_noatime: args.open_noatime,
-        preserve: args.preserve,
-        xattrs: args.xattrs,
-        batch_files: 0,
-        stripe: args.stripe.clone(),
-    };
-    if args.common.verbose && rank0 {
-        stdout_bytes(format!("Walked in {walk_secs:.3} s\n").as_bytes());
-    }
+    Ok((plan, report))
+}
+
+/// Phase 3: run the copy engine on the plan and add its counts to `report`. Collective.
+fn copy(comm: &dyn Comm, o: &Options, target: &Setup, plan: Plan, report: &mut Report) {
     crate::engine::test_seam::after_listing(comm);
-    let hint = resume_hint(&target.pairs, args.preserve);
-    let (report, copied) = crate::engine::copy::drive::copy_and_report(
+    let hint = resume_hint(&target.pairs, o.io.preserve);
+    let (copied, _) = crate::engine::copy::drive::copy_and_report(
         comm,
-        &args.common.legacy_context("cp", false),
+        &o.context,
         plan,
-        &map,
-        &io,
+        &target.map,
+        &o.io,
         &hint,
     );
-    status = status.worst(copied);
-    let secs = started.elapsed().as_secs_f64();
-    if rank0 && !quiet {
-        let items = report.dirs + report.files + report.symlinks + report.hardlinks + report.others;
-        let mut line = format!(
-            "Copied {items} items ({} files, {} directories, {} links, {} hard links, {} other) and {} in {secs:.3} s ({}/s)",
-            report.files,
-            report.dirs,
-            report.symlinks,
-            report.hardlinks,
-            report.others,
-            bytes_text(report.bytes),
-            steal::progress::human_bytes((report.bytes as f64 / secs.max(1e-9)) as u64),
-        );
-        if report.skipped > 0 {
-            line.push_str(&format!("; {} skipped", report.skipped));
-        }
-        if report.total_errors > 0 {
-            line.push_str(&format!("; {} failed", report.total_errors));
-        }
-        line.push('\n');
-        stdout_bytes(line.as_bytes());
-    }
-    status.agree(comm)
+    report.files = copied.files;
+    report.dirs = copied.dirs;
+    report.symlinks = copied.symlinks;
+    report.hardlinks = copied.hardlinks;
+    report.others = copied.others;
+    report.bytes = copied.bytes;
+    report.skipped = copied.skipped;
+    report.failed = copied.total_errors;
+    report.interrupted = copied.interrupted;
 }
 
 /// How to finish an interrupted copy. With `-p` the files copied carry their sources' size and
@@ -374,6 +403,7 @@ fn resume_hint(pairs: &[(Vec<u8>, Vec<u8>)], preserve: bool) -> String {
 /// the records and the number of entries that could not be stat'ed (reported).
 fn read_input(
     comm: &dyn Comm,
+    context: &Context,
     input: &[u8],
     roots: &[Vec<u8>],
     follow: bool,
@@ -382,7 +412,7 @@ fn read_input(
     listed.retain(|e| roots.iter().any(|r| is_prefix(r, e.path)));
     let (list, errors) = restat(listed, Which::All, follow);
     for e in &errors {
-        report_error("cp", e);
+        context.error(e);
     }
     let failures = errors.len() as u64;
     Ok((list, failures))

@@ -1,9 +1,7 @@
-//! The Lustre options the copying tools share (`--stripe-count`, `--stripe-size`) and the
-//! handle through which every Lustre call goes, so that a test double can stand in for the
-//! real file system (there is no Lustre on the build machines).
+//! The Lustre options the copying tools share (layouts of new files) and the handle through
+//! which every Lustre call goes, so that a test double can stand in for the real file system
+//! (there is no Lustre on the build machines).
 
-use crate::cli::args::size_arg;
-use clap::Args;
 use lustre_sys::policy::{Overrides, StripeCount};
 use lustre_sys::{Lustre, System};
 use std::sync::Arc;
@@ -39,45 +37,31 @@ impl std::ops::Deref for LustreHandle {
     }
 }
 
-/// `--stripe-count` and `--stripe-size`: explicit layouts for new files on Lustre, overriding
-/// the policy (which stripes by file size and leaves PFL directory defaults alone).
-#[derive(Args, Clone, Debug, Default)]
-#[command(next_help_heading = "Lustre")]
-pub struct StripeArgs {
+/// Layouts of new files on Lustre and the handle the Lustre calls go through: the
+/// `--stripe-count`/`--stripe-size` overrides of the striping policy (which stripes by file size
+/// and leaves PFL directory defaults alone).
+#[derive(Clone, Debug, Default)]
+pub struct StripeOptions {
     /// Stripe new files over N OSTs (-1: all, 0: the file system default) instead of the
-    /// policy's count (1 below 1 GiB, floor(sqrt(GiB)) + 1 above, at most the OST count).
-    /// Only on Lustre; elsewhere it is ignored.
-    #[arg(long, value_name = "N", allow_negative_numbers = true,
-          value_parser = clap::value_parser!(i32).range(-1..=i64::from(lustre_sys::MAX_STRIPE_COUNT)))]
-    pub stripe_count: Option<i32>,
-    /// Stripe size of new files on Lustre (a multiple of 64 KiB; rounded up) instead of the
-    /// chunk size (1-4 MiB).
-    #[arg(long, value_name = "SIZE", value_parser = stripe_size_arg)]
-    pub stripe_size: Option<u64>,
-    /// The Lustre calls (set by programs embedding mfu-rs and by tests; the command line always
-    /// uses the real ones).
-    #[arg(skip)]
+    /// policy's count; `None`: the policy's. Only on Lustre.
+    pub count: Option<i32>,
+    /// Stripe size of new files, in bytes (a multiple of 64 KiB; rounded up), below 4 GiB;
+    /// `None`: the chunk size (1-4 MiB).
+    pub size: Option<u64>,
+    /// The Lustre calls (the real ones by default; a test double or an embedder's own).
     pub api: LustreHandle,
 }
 
-/// A stripe size: more than 0, below 4 GiB.
-fn stripe_size_arg(text: &str) -> Result<u64, String> {
-    match size_arg(text)? {
-        n if n >= 1 << 32 => Err(format!("'{text}': a stripe size must be below 4GiB")),
-        n => Ok(n),
-    }
-}
-
-impl StripeArgs {
+impl StripeOptions {
     /// The user's overrides of the striping policy.
     pub fn overrides(&self) -> Overrides {
         Overrides {
-            count: self.stripe_count.map(|c| match c {
+            count: self.count.map(|c| match c {
                 -1 => StripeCount::All,
                 0 => StripeCount::Default,
                 n => StripeCount::Count(n as u16),
             }),
-            size: self.stripe_size.map(|s| s as u32),
+            size: self.size.map(|s| s as u32),
         }
     }
 }

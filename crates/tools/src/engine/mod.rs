@@ -9,6 +9,7 @@ pub mod locks;
 pub mod lustre;
 pub mod pairing;
 pub mod regex_select;
+pub mod remove;
 pub mod select;
 pub mod setup;
 pub mod status;

@@ -24,30 +24,9 @@
 //! assert!(!rules.excludes(b"src/build/y.c", false)); // `/build/` is anchored
 //! ```
 
-use clap::{ArgMatches, Args};
+use clap::ArgMatches;
 use globset::{GlobBuilder, GlobMatcher};
 use std::os::unix::ffi::OsStrExt;
-
-/// `--exclude`, `--include` and their regex variants (flattened into the options of cp and sync).
-#[derive(Args, Clone, Debug, Default)]
-pub struct FilterArgs {
-    /// Leave out paths matching GLOB (repeatable; rules apply in command-line order, the first
-    /// match decides; see `--include`). Without `/` GLOB matches a name at any depth, with `/`
-    /// the path relative to the source, a leading `/` anchors it there, a trailing `/` matches
-    /// directories only; `**` crosses directories.
-    #[arg(long, value_name = "GLOB")]
-    pub exclude: Vec<String>,
-    /// Keep paths matching GLOB even if a later --exclude matches them (e.g.
-    /// `--include '*.h' --exclude '*.tmp'`).
-    #[arg(long, value_name = "GLOB")]
-    pub include: Vec<String>,
-    /// Like --exclude with a regular expression searched in the relative path.
-    #[arg(long = "exclude-regex", value_name = "REGEX")]
-    pub exclude_regex: Vec<String>,
-    /// Like --include with a regular expression searched in the relative path.
-    #[arg(long = "include-regex", value_name = "REGEX")]
-    pub include_regex: Vec<String>,
-}
 
 /// What a matching rule does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -264,34 +243,5 @@ mod tests {
         assert!(!r.excludes(b"d/a.tmpx", false));
         assert!(r.push_regex(Action::Exclude, "(").is_err());
         assert!(r.push_glob(Action::Exclude, "/").is_err());
-    }
-
-    #[test]
-    fn command_line_order_is_kept_across_options() {
-        use clap::{CommandFactory, Parser};
-        #[derive(Parser, Debug)]
-        struct Cli {
-            #[command(flatten)]
-            f: FilterArgs,
-        }
-        let m = Cli::command()
-            .try_get_matches_from([
-                "x",
-                "--exclude-regex",
-                "^keep",
-                "--include",
-                "keep*",
-                "--exclude",
-                "*",
-            ])
-            .unwrap();
-        let r = Rules::from_matches(&m).unwrap();
-        // The regex came first, so keep1 is excluded although --include matches it.
-        assert!(r.excludes(b"keep1", false));
-        assert!(r.excludes(b"other", false));
-        let m = Cli::command()
-            .try_get_matches_from(["x", "--include", "keep*", "--exclude", "*"])
-            .unwrap();
-        assert!(!Rules::from_matches(&m).unwrap().excludes(b"keep1", false));
     }
 }

@@ -24,15 +24,16 @@
 //! would cost a stat per file): a symlink swapped in for a listed file is removed as the link
 //! it is, never followed.
 
-use crate::cli::{message_sink, report_error, Common};
 use crate::engine::batches::run_batches;
+use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::locks::lock;
 use crate::engine::regex_select::RegexSelector;
+use crate::engine::remove::{add_ancestors, in_parent, Remover, Wording};
+use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use clap::Args;
 use flist::at::ParentDir;
 use flist::beneath::{list_tops, Roots};
-use flist::distribute::{by_depth, hash_path, remap, spread};
+use flist::distribute::{hash_path, remap, spread};
 use flist::io::{self, Format};
 use flist::path::{display, normalize, parent};
 use flist::record::Entry;
@@ -43,141 +44,161 @@ use rustix::fd::BorrowedFd;
 use rustix::fs::AtFlags;
 use rustix::io::Errno;
 use std::collections::{HashMap, HashSet};
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use steal::ordered::in_rank_order;
-use steal::progress::Progress;
 use steal::wire::{self, Reader};
-use steal::{Comm, CommExt, ReduceOp};
+use steal::{Comm, CommExt};
 
-/// Options of `mfu-rs rm`, named as in drm.
-#[derive(Args, Clone, Debug)]
-#[command(
-    about = "Remove files and trees in parallel",
-    after_help = "Examples:\n  \
-        mpirun -np 16 mfu-rs rm /lustre/scratch/old-run          # remove a tree\n  \
-        mfu-rs rm --dryrun --match '\\.tmp$' /data/run             # list what would go\n  \
-        mfu-rs rm --exclude '/keep(/|$)' -o removed.txt /data/run  # remove all but keep/, save a list\n  \
-        mfu-rs rm -i old.mfu                                       # remove what a list names\n\n\
-        Exit status: 0 all removed, 1 something could not be removed (each listed on stderr), \
-        2 usage error (nothing removed)."
-)]
-pub struct RmArgs {
-    /// Files and directories to remove (directories with everything below them). `/` is refused.
-    #[arg(
-        value_name = "PATH",
-        required_unless_present = "input",
-        conflicts_with = "input"
-    )]
-    pub paths: Vec<OsString>,
+/// What `rm` removes and how. [`Options::new`] gives the command line's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Files and directories to remove (directories with everything below them). `/` is
+    /// refused. Empty when `input` names the entries.
+    pub paths: Vec<Vec<u8>>,
     /// Remove what this list names (v3/v4 cache, `path|T` text, one path per line, or
-    /// NUL-separated; `-` = stdin) instead of walking PATHs. Directories are removed only if the list also
-    /// names everything they hold.
-    #[arg(short, long, value_name = "FILE")]
-    pub input: Option<OsString>,
-    /// Write the list of what was removed (with --dryrun: of what would be) to FILE: cache v4
-    /// for stat lists, text for lite lists and with --aggressive. `-` writes it to stdout (the
-    /// summary then goes to stderr).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<OsString>,
-    /// With --output, write the text format (`path|T` per line) even for a stat list.
-    #[arg(short, long, requires = "output")]
+    /// NUL-separated; `-` = stdin) instead of walking `paths`. Directories are removed only
+    /// if the list also names everything they hold.
+    pub input: Option<Vec<u8>>,
+    /// Write the list of what was removed (with `dryrun`: of what would be) to this file
+    /// (`-`: stdout).
+    pub output: Option<Vec<u8>>,
+    /// With `output`, write the text format (`path|T` per line) even for a stat list.
     pub text: bool,
-    /// Walk without stat, names and types only (the default).
-    #[arg(short, long, conflicts_with = "stat")]
-    pub lite: bool,
-    /// Stat every entry while walking (so that --output writes a v4 list with metadata).
-    #[arg(long)]
+    /// Stat every entry while walking (so that `output` is a v4 list with metadata); default:
+    /// names and types only.
     pub stat: bool,
-    /// Keep entries whose path matches REGEX (Rust regex syntax, unanchored; the path relative
-    /// to its PATH, as with --match); directories that hold kept entries stay too.
-    // Own ids: `select::Rules` reads the rsync-style `exclude` globs of other tools' matches.
-    #[arg(long = "exclude", id = "rm_exclude", value_name = "REGEX")]
+    /// Keep entries whose path (relative to its PATH) matches this regex.
     pub exclude: Option<String>,
-    /// Remove only entries whose path matches REGEX (unanchored). The path matched is relative
-    /// to the PATH it was found under (`a/b.tmp` for PATH/a/b.tmp, `.` for PATH itself); with
-    /// --input, relative to the list's topmost entries (those with no ancestor in the list).
-    #[arg(long = "match", id = "rm_match", value_name = "REGEX")]
+    /// Remove only entries whose path (relative to its PATH) matches this regex.
     pub matching: Option<String>,
-    /// Apply --match and --exclude to the last path component instead of the whole path.
-    #[arg(long)]
+    /// Apply `matching` and `exclude` to the last path component instead.
     pub name: bool,
-    /// Print every path that would be removed, one per line, and change nothing.
-    #[arg(long)]
+    /// Plan only: every path that would go is sent as output, nothing changes.
     pub dryrun: bool,
-    /// Unlink files while walking, as soon as their directory is read, instead of after the
-    /// walk (directories still go bottom-up at the end).
-    #[arg(long, conflicts_with_all = ["input", "dryrun"])]
+    /// Unlink files while walking, as soon as their directory is read.
     pub aggressive: bool,
     /// Restore the access and modification times of the parent directories that remain.
-    #[arg(short = 'T', long)]
     pub traceless: bool,
-    /// Do not descend into directories on another file system than their PATH (mount points
-    /// below it): each is named on stderr and stays, with the directories above it (exit 1).
-    #[arg(long, conflicts_with = "input")]
+    /// Do not descend into directories on another file system than their PATH.
     pub one_file_system: bool,
-    #[command(flatten)]
-    pub common: Common,
+    /// Events, progress, verbosity and the stop flag.
+    pub context: Context,
 }
 
-/// Run `rm` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
+impl Options {
+    /// Remove `paths` (and everything below them) with the command line's defaults.
+    pub fn new<S: AsRef<[u8]>>(paths: &[S]) -> Options {
+        Options {
+            paths: paths.iter().map(|p| p.as_ref().to_vec()).collect(),
+            ..Options::default()
+        }
+    }
+}
+
+/// What an `rm` run removed (or, with `dryrun`, would remove): counts summed over all ranks.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// The run only planned (`dryrun`).
+    pub dryrun: bool,
+    /// Non-directories removed.
+    pub files: u64,
+    /// Directories removed.
+    pub dirs: u64,
+    /// A selection (`matching`/`exclude`) was in force.
+    pub selective: bool,
+    /// Selected directories kept because they hold entries not selected.
+    pub kept: u64,
+    /// Entries that could not be removed (each named).
+    pub failed: u64,
+    /// Selected directories left because they hold entries that failed.
+    pub held: u64,
+    /// Entries that could not be listed (walk errors, listed names that do not exist).
+    pub list_failed: u64,
+    /// Other failures (times of parent directories with `traceless`).
+    pub other_failed: u64,
+    /// The `output` list could not be written.
+    pub output_failed: bool,
+    /// Wall-clock seconds of the run.
+    pub seconds: f64,
+    /// A stop request cut the run short.
+    pub interrupted: bool,
+    /// This process's sample of the failure messages.
+    pub failures: Vec<String>,
+}
+
+impl ToolReport for Report {
+    fn summary(&self) -> Summary {
+        Summary {
+            items: self.files + self.dirs,
+            bytes: 0,
+            failed: self.failed + self.list_failed,
+            seconds: self.seconds,
+        }
+    }
+    fn status(&self) -> Status {
+        let other = self.list_failed + self.other_failed > 0 || self.output_failed;
+        let other = if other {
+            Status::ItemsFailed
+        } else {
+            Status::Ok
+        };
+        other.worst(Status::of_work(self.failed, 0, self.interrupted))
+    }
+}
+
+/// Run `rm` on this rank. Collective: every rank calls it with the same options and gets the
+/// same report, or the same [`Error`] when nothing was removed (a usage error).
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+    let args = options;
+    let context = &args.context;
+    let stop: &AtomicBool = &context.stop;
     let timing = |msg: &str| timing(comm, args, msg);
     // Check every argument before touching the file system.
-    let selector =
-        match RegexSelector::new(args.matching.as_deref(), args.exclude.as_deref(), args.name) {
-            Ok(s) => s,
-            Err(e) => return Status::usage(comm, "rm", e),
-        };
-    let cwd = match flist::path::current_dir() {
-        Ok(d) => d,
-        Err(e) => return Status::usage(comm, "rm", format!("current directory: {e}")),
-    };
-    let roots = match roots(&args.paths, &cwd) {
-        Ok(r) => r,
-        Err(e) => return Status::usage(comm, "rm", e),
-    };
+    let checked = RegexSelector::new(args.matching.as_deref(), args.exclude.as_deref(), args.name)
+        .map_err(|e| e.to_string())
+        .and_then(|selector| {
+            let cwd = flist::path::current_dir().map_err(|e| format!("current directory: {e}"))?;
+            let roots = if args.input.is_some() {
+                Vec::new()
+            } else if args.paths.is_empty() {
+                return Err("no PATH to remove".to_string());
+            } else {
+                roots(&args.paths, &cwd)?
+            };
+            Ok((selector, cwd, roots))
+        });
+    let (selector, cwd, roots) = agree_setup(comm, checked)?;
     // Opened before the walk, so that what is removed is reached from the directories walked.
     let opened = Arc::new(Roots::open_dirs(roots.iter().map(|r| r.as_slice())));
-    steal::signals::install();
-    let stop = steal::signals::stop_flag();
     let started = Instant::now();
-    let mut rm = Remover {
+    let mut engine = Remover::new(opened.clone(), Wording::Explained);
+    engine.removed = args
+        .output
+        .as_ref()
+        .map(|_| Mutex::new(FileList::new(Detail::Lite)));
+    let mut rm = Rm {
+        engine,
         selector: selector.relative_to(roots.iter().cloned()),
-        roots: opened.clone(),
         devices: if args.one_file_system {
             devices(&opened)
         } else {
             Vec::new()
         },
-        files: AtomicU64::new(0),
-        dirs: AtomicU64::new(0),
-        kept: AtomicU64::new(0),
-        failed: AtomicU64::new(0),
-        held: AtomicU64::new(0),
-        errors: Mutex::new(Vec::new()),
         other_errors: Mutex::new(Vec::new()),
-        removed: args
-            .output
-            .as_ref()
-            .map(|_| Mutex::new(FileList::new(Detail::Lite))),
+        other_failed: 0,
+        list_failed: 0,
         parent_times: (args.aggressive && args.traceless).then(|| Mutex::new(HashMap::new())),
-        progress: Progress::silent(),
     };
 
     // 1. The candidates, and the failures that leave entries in place.
     let t = Instant::now();
     let (mut list, list_errors, mut interrupted) =
-        match candidates(comm, args, &rm, &roots, &cwd, stop) {
-            Ok(c) => c,
-            Err(e) => return Status::usage(comm, "rm", e),
-        };
+        agree_setup(comm, candidates(comm, args, &rm, &roots, &cwd, stop))?;
     if args.input.is_some() {
         let tops = list_tops(comm, list.iter().map(|e| e.path));
-        rm.roots = Arc::new(Roots::of_list_tops(&tops));
+        rm.engine.roots = Arc::new(Roots::of_list_tops(&tops));
         rm.selector = std::mem::take(&mut rm.selector).relative_to(tops);
     }
     crate::engine::test_seam::after_listing(comm);
@@ -191,7 +212,7 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
         "{what} {listed} items in {:.3} s",
         t.elapsed().as_secs_f64()
     ));
-    if let Some(removed) = &mut rm.removed {
+    if let Some(removed) = &mut rm.engine.removed {
         if !args.aggressive {
             // Same detail and id tables as the list, so that -o can write v4.
             *removed.get_mut().expect("removed list") = list.empty_like();
@@ -201,9 +222,10 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
     // for entries that failed (whose failure is reported once, not again for every ancestor).
     let mut kept = HashSet::new();
     let mut blocked = HashSet::new();
-    let mut status = rm.report(list_errors, &mut blocked);
+    rm.list_failed = list_errors.len() as u64;
+    rm.report(context, list_errors, &mut blocked);
     if interrupted {
-        return rm.end(comm, args, status, true, started);
+        return Ok(rm.end(comm, args, true, started));
     }
     if rm.selector.active() {
         for e in list.iter().filter(|e| !rm.selector.selects(*e)) {
@@ -215,6 +237,7 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
             comm.sum(list.len() as u64)
         ));
     }
+    rm.engine.keep_nonempty = rm.selector.active();
     let mut dirs = list.empty_like();
     list.retain(|e| {
         if e.kind == FileType::Dir {
@@ -225,8 +248,8 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
     let files = list;
     if args.dryrun {
         let dirs = holders(comm, dirs, &kept, &blocked);
-        rm.dry_run(comm, &files, dirs, message_sink(args.output.as_deref()));
-        return rm.end(comm, args, status, false, started);
+        rm.dry_run(comm, context, &files, dirs);
+        return Ok(rm.end(comm, args, false, started));
     }
 
     // 2. Parents' times, before anything in them changes (-T).
@@ -240,10 +263,10 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
         ));
         parents
     });
-    status = status.worst(rm.report(Vec::new(), &mut HashSet::new()));
+    rm.report(context, Vec::new(), &mut HashSet::new());
     // Counted from here, so that the rate and ETA are the removal's, not the walk's.
-    rm.progress = args.common.progress(comm.rank(), "Removed");
-    rm.progress.total_items.store(
+    rm.engine.progress = context.progress(comm.rank(), "Removed");
+    rm.engine.progress.total_items.store(
         comm.sum((files.len() + dirs.len()) as u64),
         Ordering::Relaxed,
     );
@@ -251,14 +274,12 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
     // 3. Non-directories, balanced over all ranks.
     let t = Instant::now();
     let files = spread(comm, files);
-    interrupted = run_batches(comm, Some(stop), Some(&rm.progress), &files, |chunk| {
-        rm.unlink_batch(chunk)
-    });
+    interrupted = rm.engine.unlink_files(comm, &files, stop);
     drop(files);
-    status = status.worst(rm.report(Vec::new(), &mut blocked));
+    rm.report(context, Vec::new(), &mut blocked);
     timing(&format!(
         "Removed {} files in {:.3} s",
-        comm.sum(rm.files.load(Ordering::Relaxed)),
+        comm.sum(rm.engine.files.load(Ordering::Relaxed)),
         t.elapsed().as_secs_f64()
     ));
 
@@ -268,11 +289,11 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
         let t = Instant::now();
         let dirs = holders(comm, dirs, &kept, &blocked);
         let levels;
-        (interrupted, levels) = rm.remove_dirs(comm, dirs, stop);
-        status = status.worst(rm.report(Vec::new(), &mut HashSet::new()));
+        (interrupted, levels) = rm.engine.remove_dirs(comm, dirs, stop);
+        rm.report(context, Vec::new(), &mut HashSet::new());
         timing(&format!(
             "Removed {} directories in {levels} levels in {:.3} s",
-            comm.sum(rm.dirs.load(Ordering::Relaxed)),
+            comm.sum(rm.engine.dirs.load(Ordering::Relaxed)),
             t.elapsed().as_secs_f64()
         ));
     }
@@ -281,13 +302,13 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
     if let Some(parents) = parents {
         let t = Instant::now();
         run_batches(comm, None, None, &parents, |chunk| rm.restore_times(chunk));
-        status = status.worst(rm.report(Vec::new(), &mut HashSet::new()));
+        rm.report(context, Vec::new(), &mut HashSet::new());
         timing(&format!(
             "Restored times of parent directories in {:.3} s",
             t.elapsed().as_secs_f64()
         ));
     }
-    rm.end(comm, args, status, interrupted, started)
+    Ok(rm.end(comm, args, interrupted, started))
 }
 
 /// Phase 1: the candidates (walked, or read from `--input`), the failures that leave entries
@@ -296,26 +317,26 @@ pub fn run(comm: &dyn Comm, args: &RmArgs) -> Status {
 /// rank. Collective.
 fn candidates(
     comm: &dyn Comm,
-    args: &RmArgs,
-    rm: &Remover,
+    args: &Options,
+    rm: &Rm,
     roots: &[Vec<u8>],
     cwd: &[u8],
     stop: &AtomicBool,
 ) -> Result<(FileList, Vec<ItemError>, bool), String> {
     if let Some(input) = &args.input {
-        let list = io::read(comm, input.as_bytes())
+        let list = io::read(comm, input)
             .map_err(|e| e.to_string())?
             .normalized(cwd);
         if comm.any(list.iter().any(|e| e.path == b"/")) {
             return Err(format!(
                 "refusing to remove '/' (named in {})",
-                display(input.as_bytes())
+                display(input)
             ));
         }
         let (list, errors) = resolve_types(list);
         return Ok((list, errors, false));
     }
-    let progress = args.common.progress(comm.rank(), "Walked");
+    let progress = args.context.progress(comm.rank(), "Walked");
     let hook = |dir: BorrowedFd<'_>, name: &[u8], path: &[u8], kind: FileType| {
         (args.one_file_system && rm.elsewhere(dir, name, path, kind))
             || (args.aggressive && rm.unlink_while_walking(dir, name, path, kind))
@@ -339,27 +360,19 @@ fn candidates(
     Ok((walked.list, walked.errors, walked.interrupted))
 }
 
-/// A summary line on stdout (stderr with `-o -`), from rank 0, unless -q.
-fn say(comm: &dyn Comm, args: &RmArgs, msg: &str) {
-    if comm.rank() == 0 && !args.common.quiet {
-        message_sink(args.output.as_deref())(format!("{msg}\n").as_bytes());
-    }
-}
-
-/// A per-phase timing line (-v).
-fn timing(comm: &dyn Comm, args: &RmArgs, msg: &str) {
-    if args.common.verbose {
-        say(comm, args, msg);
+/// A per-phase timing line (-v), from rank 0.
+fn timing(comm: &dyn Comm, args: &Options, msg: &str) {
+    if args.context.verbose && comm.rank() == 0 {
+        args.context.info(format!("{msg}\n"));
     }
 }
 
 /// The PATHs normalised, in component order, without duplicates and without paths inside
 /// another PATH (the walk of the outer one reaches them). Refuses `/` (however spelled) and
 /// empty paths, which `normalize` would turn into the current directory.
-fn roots(paths: &[OsString], cwd: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+fn roots(paths: &[Vec<u8>], cwd: &[u8]) -> Result<Vec<Vec<u8>>, String> {
     let mut roots = Vec::with_capacity(paths.len());
     for p in paths {
-        let p = p.as_bytes();
         if p.is_empty() {
             return Err("refusing to remove '': an empty PATH names no file".into());
         }
@@ -386,19 +399,6 @@ fn devices(roots: &Roots) -> Vec<(Vec<u8>, u64)> {
         .iter()
         .filter_map(|r| Some((r.path().to_vec(), rustix::fs::fstat(r.fd()).ok()?.st_dev)))
         .collect()
-}
-
-/// Add every ancestor of `path` to `set` (stopping at the first one already there: its own
-/// ancestors are too).
-fn add_ancestors(set: &mut HashSet<Vec<u8>>, path: &[u8]) {
-    let mut p = path;
-    while p != b"/" {
-        p = parent(p);
-        if set.contains(p) {
-            break;
-        }
-        set.insert(p.to_vec());
-    }
 }
 
 /// Why a selected directory stays (bits, as exchanged between ranks).
@@ -450,71 +450,24 @@ fn holders(
     (out, kept_n, blocked_n)
 }
 
-/// Counts summed over all ranks.
-struct Totals {
-    files: u64,
-    dirs: u64,
-    kept: u64,
-    failed: u64,
-    held: u64,
-}
-
-/// The counters of [`Remover`] summed over all ranks. Collective.
-fn totals(comm: &dyn Comm, rm: &Remover) -> Totals {
-    let mut v =
-        [&rm.files, &rm.dirs, &rm.kept, &rm.failed, &rm.held].map(|a| a.load(Ordering::Relaxed));
-    comm.allreduce(&mut v, ReduceOp::Sum);
-    Totals {
-        files: v[0],
-        dirs: v[1],
-        kept: v[2],
-        failed: v[3],
-        held: v[4],
-    }
-}
-
-/// What one rank's workers share while removing.
-struct Remover {
+/// What one rank's workers share while removing: the removal engine and what only rm has
+/// (selection, `--one-file-system`, `-T`).
+struct Rm {
+    engine: Remover,
     selector: RegexSelector,
-    /// Where entries are reached from (see the module's comment).
-    roots: Arc<Roots>,
     /// `--one-file-system`: the device of each directory root.
     devices: Vec<(Vec<u8>, u64)>,
-    /// Non-directories removed.
-    files: AtomicU64,
-    /// Directories removed.
-    dirs: AtomicU64,
-    /// Selected directories kept because they hold entries not selected.
-    kept: AtomicU64,
-    /// Entries that failed to go.
-    failed: AtomicU64,
-    /// Selected directories left because they hold entries that failed.
-    held: AtomicU64,
-    /// Failures of the current phase that leave an entry in place, reported at its end.
-    errors: Mutex<Vec<ItemError>>,
     /// Other failures of the current phase (times of parents), reported at its end.
     other_errors: Mutex<Vec<ItemError>>,
-    /// What was removed (`-o` only).
-    removed: Option<Mutex<FileList>>,
+    /// Other failures so far on this rank.
+    other_failed: u64,
+    /// Entries that could not be listed, on this rank.
+    list_failed: u64,
     /// Times of directories, taken before `--aggressive` first unlinked in them (`-T` only).
     parent_times: Option<Mutex<HashMap<Vec<u8>, Meta>>>,
-    progress: Progress,
 }
 
-impl Remover {
-    fn note_removed(&self, e: Entry<'_>) {
-        if let Some(list) = &self.removed {
-            lock(list).push(e.path, e.kind, e.meta.copied());
-        }
-    }
-
-    fn fail(&self, path: &[u8], op: &'static str, e: Errno) {
-        self.failed.fetch_add(1, Ordering::Relaxed);
-        self.progress.errors.fetch_add(1, Ordering::Relaxed);
-        let why = flist::beneath::explain(e.into());
-        lock(&self.errors).push(ItemError::new(path, op, why));
-    }
-
+impl Rm {
     /// The `--one-file-system` walk hook: true (the directory is skipped, named, and not
     /// descended) for a directory on another device than its root, as GNU `rm
     /// --one-file-system` does.
@@ -536,8 +489,7 @@ impl Remover {
                     "on another file system than its PATH (--one-file-system): not descended, \
                      left in place",
                 );
-                self.failed.fetch_add(1, Ordering::Relaxed);
-                lock(&self.errors).push(ItemError::new(path, "skip", why));
+                self.engine.push_failure(ItemError::new(path, "skip", why));
                 true
             }
             // Reported by the walk when it reads it.
@@ -578,65 +530,13 @@ impl Remover {
         }
         match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
             Ok(()) => {
-                self.files.fetch_add(1, Ordering::Relaxed);
-                self.note_removed(e);
+                self.engine.files.fetch_add(1, Ordering::Relaxed);
+                self.engine.note_removed(e);
             }
             Err(Errno::NOENT) => {}
-            Err(err) => self.fail(path, "unlink", err),
+            Err(err) => self.engine.fail(path, "unlink", err),
         }
         true
-    }
-
-    fn unlink_batch(&self, chunk: &FileList) {
-        let mut parent = ParentDir::beneath(self.roots.clone());
-        for e in chunk.iter() {
-            match in_parent(&mut parent, e.path, |d, n| {
-                rustix::fs::unlinkat(d, n, AtFlags::empty())
-            }) {
-                Ok(()) => {
-                    self.files.fetch_add(1, Ordering::Relaxed);
-                    self.note_removed(e);
-                }
-                // Gone already (listed twice, or removed by someone else): nothing to do.
-                Err(Errno::NOENT) => {}
-                Err(err) => self.fail(e.path, "unlink", err),
-            }
-        }
-    }
-
-    /// `rmdir` one batch of a level; directories in `blocked` hold entries that failed and are
-    /// skipped. Paths of directories that fail are appended (wire-encoded) to `failed_here`.
-    fn rmdir_batch(
-        &self,
-        chunk: &FileList,
-        blocked: &HashSet<Vec<u8>>,
-        failed_here: &Mutex<Vec<u8>>,
-    ) {
-        let mut parent = ParentDir::beneath(self.roots.clone());
-        for e in chunk.iter() {
-            if blocked.contains(e.path) {
-                self.held.fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
-            match in_parent(&mut parent, e.path, |d, n| {
-                rustix::fs::unlinkat(d, n, AtFlags::REMOVEDIR)
-            }) {
-                Ok(()) => {
-                    self.dirs.fetch_add(1, Ordering::Relaxed);
-                    self.note_removed(e);
-                }
-                Err(Errno::NOENT) => {}
-                // Under a filter, a directory still holding unselected entries stays by design
-                // (e.g. entries a list did not name, or created since the walk).
-                Err(Errno::NOTEMPTY | Errno::EXIST) if self.selector.active() => {
-                    self.kept.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(err) => {
-                    self.fail(e.path, "rmdir", err);
-                    wire::put_bytes(&mut lock(failed_here), e.path);
-                }
-            }
-        }
     }
 
     /// The parents of every selected entry with their current times (`-T`), as a stat list;
@@ -662,7 +562,7 @@ impl Remover {
         }
         run_batches(comm, None, None, &to_stat, |chunk| {
             let mut stated = FileList::new(Detail::Stat);
-            let mut parent = ParentDir::beneath(self.roots.clone());
+            let mut parent = ParentDir::beneath(self.engine.roots.clone());
             for e in chunk.iter() {
                 match in_parent(&mut parent, e.path, |d, n| {
                     rustix::fs::statat(d, n, AtFlags::SYMLINK_NOFOLLOW)
@@ -680,7 +580,7 @@ impl Remover {
     }
 
     fn restore_times(&self, chunk: &FileList) {
-        let mut parent = ParentDir::beneath(self.roots.clone());
+        let mut parent = ParentDir::beneath(self.engine.roots.clone());
         for e in chunk.iter() {
             let m = e.meta.expect("a stat list");
             let times = crate::engine::copy::meta::timestamps(m);
@@ -697,188 +597,122 @@ impl Remover {
         }
     }
 
-    /// Report `errors` (and this phase's) on stderr; their paths stay, so their ancestors are
-    /// added to `blocked`. Returns the status they imply on this rank.
-    fn report(&self, mut errors: Vec<ItemError>, blocked: &mut HashSet<Vec<u8>>) -> Status {
-        errors.append(&mut lock(&self.errors));
+    /// Report `errors` (and this phase's) as error events; their paths stay, so their
+    /// ancestors are added to `blocked`.
+    fn report(
+        &mut self,
+        context: &Context,
+        mut errors: Vec<ItemError>,
+        blocked: &mut HashSet<Vec<u8>>,
+    ) {
+        errors.append(&mut self.engine.take_errors());
         for e in &errors {
             add_ancestors(blocked, &e.path);
-            report_error("rm", e);
+            context.error(e);
         }
         let others = std::mem::take(&mut *lock(&self.other_errors));
         for e in &others {
-            report_error("rm", e);
+            context.error(e);
         }
-        if errors.is_empty() && others.is_empty() {
-            Status::Ok
-        } else {
-            Status::ItemsFailed
-        }
+        self.other_failed += others.len() as u64;
     }
 
-    /// `--dryrun`: print what would go, in the order it would go (files, then directories
-    /// deepest first) through `print` (stdout, or stderr when the list goes there), and count
-    /// it. Collective.
+    /// `--dryrun`: send what would go as output, in the order it would go (files, then
+    /// directories deepest first), and count it. Collective.
     fn dry_run(
         &self,
         comm: &dyn Comm,
+        context: &Context,
         files: &FileList,
         (dirs, kept, _): (FileList, u64, u64),
-        print: fn(&[u8]),
     ) {
-        self.files.store(files.len() as u64, Ordering::Relaxed);
-        self.dirs.store(dirs.len() as u64, Ordering::Relaxed);
-        self.kept.store(kept, Ordering::Relaxed);
+        let e = &self.engine;
+        e.files.store(files.len() as u64, Ordering::Relaxed);
+        e.dirs.store(dirs.len() as u64, Ordering::Relaxed);
+        e.kept.store(kept, Ordering::Relaxed);
         let mut order: Vec<usize> = (0..dirs.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(flist::path::depth(dirs.path(i))));
         let mut text = Vec::new();
-        for e in files.iter().chain(order.into_iter().map(|i| dirs.entry(i))) {
-            text.extend_from_slice(e.path);
+        for entry in files.iter().chain(order.into_iter().map(|i| dirs.entry(i))) {
+            text.extend_from_slice(entry.path);
             text.push(b'\n');
-            self.note_removed(e);
+            e.note_removed(entry);
         }
-        in_rank_order(comm, text, print);
+        in_rank_order(comm, text, |b| context.output(b));
     }
 
-    /// Phase 4: `rmdir` the directories that can go, one depth level at a time, deepest first
-    /// (a barrier per level: a directory goes only once everything below it has). Returns
-    /// whether a stop request cut it short, and the number of levels. Collective.
-    fn remove_dirs(
-        &self,
-        comm: &dyn Comm,
-        (dirs, kept, held): (FileList, u64, u64),
-        stop: &AtomicBool,
-    ) -> (bool, usize) {
-        self.kept.fetch_add(kept, Ordering::Relaxed);
-        self.held.fetch_add(held, Ordering::Relaxed);
-        let stays = comm.sum(kept + held);
-        self.progress
-            .total_items
-            .fetch_sub(stays, Ordering::Relaxed);
-        let levels = by_depth(comm, &dirs);
-        drop(dirs);
-        let mut blocked = HashSet::new();
-        for level in levels.iter().rev() {
-            let failed_here = Mutex::new(Vec::new());
-            let interrupted = run_batches(comm, Some(stop), Some(&self.progress), level, |chunk| {
-                self.rmdir_batch(chunk, &blocked, &failed_here)
-            });
-            // A directory that failed keeps its ancestors: skip them quietly in the levels
-            // above (its own failure is reported).
-            let mine = failed_here.into_inner().expect("failed directories");
-            for part in comm.allgatherv(&mine) {
-                let mut input = Reader::new(&part);
-                while !input.is_empty() {
-                    add_ancestors(&mut blocked, input.bytes());
-                }
-            }
-            if interrupted {
-                return (true, levels.len());
-            }
-        }
-        (false, levels.len())
-    }
-
-    /// Print the summary (stdout, rank 0, not with -q) and the count of failures (stderr), write
-    /// `-o`, and agree on the status. Collective.
-    fn end(
-        &self,
-        comm: &dyn Comm,
-        args: &RmArgs,
-        mut status: Status,
-        interrupted: bool,
-        started: Instant,
-    ) -> Status {
-        let say = |msg: &str| say(comm, args, msg);
-        let n = totals(comm, self);
-        let items = n.files + n.dirs;
-        if args.dryrun {
-            say(&format!(
-                "Would remove {items} items ({} files, {} directories)",
-                n.files, n.dirs
-            ));
-        } else {
-            let secs = started.elapsed().as_secs_f64();
-            say(&format!(
-                "Removed {items} items ({} files, {} directories) in {secs:.2} s ({:.0} items/s)",
-                n.files,
-                n.dirs,
-                items as f64 / secs.max(1e-9)
-            ));
-        }
-        if self.selector.active() {
-            let verb = if args.dryrun { "Would keep" } else { "Kept" };
-            say(&format!(
-                "{verb} {} directories that hold entries not selected",
-                n.kept
-            ));
-        }
+    /// Name the count of failures, write `-o`, and build the report. Collective.
+    fn end(&self, comm: &dyn Comm, args: &Options, interrupted: bool, started: Instant) -> Report {
+        let context = &args.context;
+        let n = self.engine.totals(comm);
+        let mut other = [self.list_failed, self.other_failed];
+        comm.allreduce(&mut other, steal::ReduceOp::Sum);
         let rank0 = comm.rank() == 0;
         if rank0 && n.failed > 0 {
             let held = match n.held {
                 0 => String::new(),
                 h => format!(", nor the {h} directories that hold them"),
             };
-            report_error(
-                "rm",
-                format!(
-                    "{} items could not be removed (listed above){held}",
-                    n.failed
-                ),
-            );
+            context.error(format!(
+                "{} items could not be removed (listed above){held}",
+                n.failed
+            ));
         }
-        if interrupted {
-            status = Status::ItemsFailed;
-            if rank0 {
-                report_error("rm", "interrupted by a signal: not everything was removed");
-            }
+        if interrupted && rank0 {
+            context.error("interrupted by a signal: not everything was removed");
         }
-        self.finish(comm, args, status)
+        let output_failed = self.write_output(comm, args);
+        Report {
+            dryrun: args.dryrun,
+            files: n.files,
+            dirs: n.dirs,
+            selective: self.selector.active(),
+            kept: n.kept,
+            failed: n.failed,
+            held: n.held,
+            list_failed: other[0],
+            other_failed: other[1],
+            output_failed,
+            seconds: started.elapsed().as_secs_f64(),
+            interrupted,
+            failures: context.failures(),
+        }
     }
 
-    /// Write `-o` and agree on the status. Collective.
-    fn finish(&self, comm: &dyn Comm, args: &RmArgs, mut status: Status) -> Status {
-        if let (Some(out), Some(removed)) = (&args.output, &self.removed) {
-            let removed = lock(removed);
-            let format = if args.text {
-                Format::Text
-            } else {
-                io::default_format(&removed)
-            };
-            let t = Instant::now();
-            match io::write(comm, &removed, out.as_bytes(), format) {
-                Ok(()) => timing(
+    /// Write `-o`; true (on every rank) when it failed. Collective.
+    fn write_output(&self, comm: &dyn Comm, args: &Options) -> bool {
+        let (Some(out), Some(removed)) = (&args.output, &self.engine.removed) else {
+            return false;
+        };
+        let removed = lock(removed);
+        let format = if args.text {
+            Format::Text
+        } else {
+            io::default_format(&removed)
+        };
+        let t = Instant::now();
+        let failed = match io::write(comm, &removed, out, format) {
+            Ok(()) => {
+                timing(
                     comm,
                     args,
                     &format!(
                         "Wrote {} in {:.3} s",
-                        display(out.as_bytes()),
+                        display(out),
                         t.elapsed().as_secs_f64()
                     ),
-                ),
-                Err(e) => {
-                    if comm.rank() == 0 {
-                        report_error("rm", e);
-                    }
-                    status = status.worst(Status::ItemsFailed);
-                }
+                );
+                false
             }
-        }
-        status.agree(comm)
+            Err(e) => {
+                if comm.rank() == 0 {
+                    args.context.error(e);
+                }
+                true
+            }
+        };
+        comm.any(failed)
     }
-}
-
-/// `op(dir, name)` for `path`, by name in its parent held open by `parent` (see
-/// [`ParentDir`]), with the system's error code.
-fn in_parent<R>(
-    parent: &mut ParentDir,
-    path: &[u8],
-    op: impl FnOnce(BorrowedFd<'_>, &[u8]) -> Result<R, Errno>,
-) -> Result<R, Errno> {
-    let at = parent
-        .at(path)
-        .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
-    op(at.dir(), at.name())
 }
 
 #[cfg(test)]
@@ -887,7 +721,7 @@ mod tests {
 
     #[test]
     fn roots_refuse_slash_and_drop_nested_paths() {
-        let os = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let os = |v: &[&str]| v.iter().map(|p| p.as_bytes().to_vec()).collect::<Vec<_>>();
         for slash in ["/", "//", "/.", "/..", "/a/..", "../../../../../../.."] {
             assert!(roots(&os(&[slash]), b"/w").is_err(), "{slash}");
         }
@@ -896,16 +730,6 @@ mod tests {
             roots(&os(&["/a/b", "/a-b", "x", "/a", "/a/", "/a/b/c"]), b"/w").unwrap(),
             vec![b"/a".to_vec(), b"/a-b".to_vec(), b"/w/x".to_vec()]
         );
-    }
-
-    #[test]
-    fn ancestors_stop_at_the_root() {
-        let mut set = HashSet::new();
-        add_ancestors(&mut set, b"/a/b/c");
-        add_ancestors(&mut set, b"/a/x");
-        let mut v: Vec<_> = set.into_iter().collect();
-        v.sort();
-        assert_eq!(v, vec![b"/".to_vec(), b"/a".to_vec(), b"/a/b".to_vec()]);
     }
 
     #[test]

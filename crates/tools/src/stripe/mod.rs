@@ -16,27 +16,22 @@
 //! layout and is named (exit 1). The copy into the sibling is the copy engine's
 //! ([`crate::engine::copy`]), which creates destinations without following symlinks.
 
-use crate::cli::args::size_arg;
-use crate::cli::bytes_text;
-use crate::cli::{report_error, stdout_bytes, Common};
-use crate::engine::copy::drive::IoArgs;
+use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::meta::XattrPolicy;
 use crate::engine::copy::{Mapping, Plan};
-use crate::engine::lustre::{LustreHandle, StripeArgs};
+use crate::engine::lustre::{LustreHandle, StripeOptions};
+use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use clap::Args;
 use flist::at::At;
 use flist::beneath::{explain, Roots};
 use flist::path::{display, normalize};
-use flist::units::parse_size;
-use flist::{FileType, Meta};
+use flist::{FileList, FileType, Meta};
 use lustre_sys::policy::{self, Decision};
 use lustre_sys::Layout;
 use rustix::fs::OFlags;
 use std::collections::HashSet;
-use std::ffi::OsString;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::time::Instant;
 use steal::ordered::in_rank_order;
 use steal::{Comm, CommExt};
@@ -44,43 +39,98 @@ use steal::{Comm, CommExt};
 /// Prefix of the hidden sibling a file is rewritten into.
 pub const SIBLING_PREFIX: &[u8] = b".mfu-stripe.";
 
-/// Options of `mfu-rs stripe`, named as in dstripe.
-#[derive(Args, Clone, Debug)]
-#[command(
-    about = "Restripe files on Lustre in parallel, or report their layouts (dstripe)",
-    after_help = "Each file is rewritten in parallel into a new file with the target layout, \
-        which then replaces it (mode, owner, times and xattrs kept; OST indices never copied). \
-        Without -c the count follows the size policy: 1 stripe below 1 GiB, \
-        floor(sqrt(GiB)) + 1 above, at most the OST count.\n\n\
-        Examples:\n  \
-        mpirun -np 16 mfu-rs stripe -c -1 -s 4MB /lustre/big/   # all OSTs, 4 MiB stripes\n  \
-        mfu-rs stripe -m 1GB /lustre/run42                      # files over 1 GiB, by policy\n  \
-        mfu-rs stripe -r /lustre/run42                          # report, change nothing\n\n\
-        Exit status: 0 done; 1 some files failed or were skipped (hard-linked; each named on stderr; they keep their old \
-        layout); 2 usage error or a PATH not on Lustre, nothing changed."
-)]
-pub struct StripeToolArgs {
-    /// Files and directories (walked) to restripe.
-    #[arg(value_name = "PATH", required = true)]
-    pub paths: Vec<OsString>,
-    /// Stripe count: N OSTs, -1 all, 0 the file-system default [default: by file size].
-    #[arg(short = 'c', long = "count", value_name = "N", allow_negative_numbers = true,
-          value_parser = clap::value_parser!(i32).range(-1..=i64::from(lustre_sys::MAX_STRIPE_COUNT)))]
+/// One mebibyte, the default stripe size.
+const MIB: u64 = 1 << 20;
+
+/// What `stripe` restripes (or reports) and how. [`Options::new`] gives the command line's
+/// defaults.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Files and directories (walked) to restripe; each must be on Lustre.
+    pub paths: Vec<Vec<u8>>,
+    /// Stripe count: N OSTs, -1 all, 0 the file-system default; `None`: by file size (1
+    /// stripe below 1 GiB, floor(sqrt(GiB)) + 1 above, at most the OST count).
     pub count: Option<i32>,
-    /// Stripe size (a multiple of 64 KiB; rounded up).
-    #[arg(short = 's', long = "size", value_name = "SIZE", default_value = "1MB", value_parser = size_arg)]
+    /// Stripe size in bytes (a multiple of 64 KiB; rounded up); default 1 MiB.
     pub size: u64,
-    /// Only files at least this big.
-    #[arg(short = 'm', long = "minsize", value_name = "SIZE", value_parser = parse_size)]
+    /// Only files at least this many bytes big.
     pub minsize: Option<u64>,
-    /// Print each file's stripe count and size; change nothing.
-    #[arg(short = 'r', long)]
+    /// Report each file's layout (as output lines, [`report_line`]) and change nothing.
     pub report: bool,
-    /// The Lustre calls (set by programs embedding mfu-rs and by tests).
-    #[arg(skip)]
+    /// The Lustre calls (the real ones by default).
     pub api: LustreHandle,
-    #[command(flatten)]
-    pub common: Common,
+    /// Events, progress, verbosity and the stop flag.
+    pub context: Context,
+}
+
+impl Options {
+    /// Restripe `paths` by the size policy with 1 MiB stripes (the command line's defaults).
+    pub fn new<S: AsRef<[u8]>>(paths: &[S]) -> Options {
+        Options {
+            paths: paths.iter().map(|p| p.as_ref().to_vec()).collect(),
+            count: None,
+            size: MIB,
+            minsize: None,
+            report: false,
+            api: LustreHandle::default(),
+            context: Context::default(),
+        }
+    }
+}
+
+/// What a `stripe` run did: counts summed over all ranks.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// The run only reported layouts (`report`).
+    pub report: bool,
+    /// Files whose layouts were reported (`report`).
+    pub reported: u64,
+    /// Files rewritten with the new layout.
+    pub restriped: u64,
+    /// Bytes of the files to restripe.
+    pub bytes: u64,
+    /// Files that already had the layout asked for.
+    pub already: u64,
+    /// Hard-linked files skipped (each named): restriping by rewrite would split them.
+    pub linked: u64,
+    /// Files that changed since they were listed and were left alone (each named).
+    pub changed: u64,
+    /// Files that failed (their copy, the rename, or reading their layout; each named); they
+    /// keep their old layout.
+    pub failed: u64,
+    /// Entries that could not be walked (each named).
+    pub list_failed: u64,
+    /// The walk was incomplete.
+    pub list_incomplete: bool,
+    /// Wall-clock seconds of the run.
+    pub seconds: f64,
+    /// A stop request cut the run short.
+    pub interrupted: bool,
+    /// This process's sample of the failure messages.
+    pub failures: Vec<String>,
+}
+
+impl ToolReport for Report {
+    fn summary(&self) -> Summary {
+        Summary {
+            items: if self.report {
+                self.reported
+            } else {
+                self.restriped
+            },
+            bytes: if self.report { 0 } else { self.bytes },
+            failed: self.failed + self.changed + self.list_failed,
+            seconds: self.seconds,
+        }
+    }
+    fn status(&self) -> Status {
+        let listed = if self.list_incomplete || self.list_failed > 0 || self.changed > 0 {
+            Status::ItemsFailed
+        } else {
+            Status::Ok
+        };
+        listed.worst(Status::of_work(self.failed, self.linked, self.interrupted))
+    }
 }
 
 /// One line of `--report`: `PATH: stripe count N, stripe size S` (or what else the layout is).
@@ -104,11 +154,14 @@ pub fn report_line(path: &[u8], layout: Option<&Layout>) -> Vec<u8> {
 }
 
 /// Check that every PATH is on Lustre (else the one-line reason) and normalise them.
-fn check_paths(api: &LustreHandle, paths: &[OsString]) -> Result<Vec<Vec<u8>>, String> {
+fn check_paths(api: &LustreHandle, paths: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, String> {
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
     let mut out = Vec::new();
+    if paths.is_empty() {
+        return Err("no PATH to restripe".to_string());
+    }
     for p in paths {
-        let path = normalize(p.as_bytes(), &cwd);
+        let path = normalize(p, &cwd);
         match api.is_lustre(flist::path::as_path(&path)) {
             Ok(true) => out.push(path),
             Ok(false) => {
@@ -146,74 +199,95 @@ fn still_walked(roots: &Roots, path: &[u8], walked: &Meta) -> Result<(), String>
     Ok(())
 }
 
-/// Run `stripe` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
-    let rank0 = comm.rank() == 0;
+/// Run `stripe` on this rank. Collective: every rank calls it with the same options and gets
+/// the same report, or the same [`Error`] when nothing was changed (a PATH not on Lustre).
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+    let o = options;
+    let context = &o.context;
     let started = Instant::now();
-    let roots = match crate::engine::setup::agree_setup_reported(
-        comm,
-        "stripe",
-        check_paths(&args.api, &args.paths),
-    ) {
-        Ok(r) => r,
-        Err(s) => return s,
+    let roots = agree_setup(comm, check_paths(&o.api, &o.paths))?;
+    let mut report = Report {
+        report: o.report,
+        ..Report::default()
     };
-    steal::signals::install();
-    let mut status = Status::Ok;
     // Opened before the walk, so that what is rewritten is reached from the directories walked.
     let opened = Roots::open_dirs(roots.iter().map(|r| r.as_slice()));
-    let progress = args.common.progress(comm.rank(), "Walked");
-    let walked = crate::engine::setup::walk_sources(
-        comm,
-        &args.common.legacy_context("stripe", false),
-        &roots,
-        false,
-        &progress,
-    );
-    crate::engine::test_seam::after_listing(comm);
-    if !walked.complete {
-        status = Status::ItemsFailed;
+    let files = list(comm, o, &roots, &mut report);
+    if o.report {
+        report_layouts(comm, o, &opened, &files, &mut report);
+    } else {
+        restripe(comm, o, &roots, &opened, &files, &mut report);
     }
-    let min = args.minsize.unwrap_or(0);
+    report.seconds = started.elapsed().as_secs_f64();
+    report.failures = context.failures();
+    Ok(report)
+}
+
+/// Phase 1: walk the PATHs and keep the regular files at least `minsize` big (not the hidden
+/// siblings of an earlier run), spread over the ranks. Collective.
+fn list(comm: &dyn Comm, o: &Options, roots: &[Vec<u8>], report: &mut Report) -> FileList {
+    let progress = o.context.progress(comm.rank(), "Walked");
+    let walked = crate::engine::setup::walk_sources(comm, &o.context, roots, false, &progress);
+    crate::engine::test_seam::after_listing(comm);
+    report.list_failed = comm.sum(walked.errors.len() as u64);
+    report.list_incomplete = comm.any(!walked.complete);
+    let min = o.minsize.unwrap_or(0);
     let list = walked.list;
     let files = list.select((0..list.len()).filter(|&i| {
         list.kind(i) == FileType::File
             && list.meta(i).is_some_and(|m| m.size >= min)
             && !flist::path::basename(list.path(i)).starts_with(SIBLING_PREFIX)
     }));
-    let files = flist::distribute::spread(comm, files);
-    let failed = std::sync::atomic::AtomicBool::new(false);
+    flist::distribute::spread(comm, files)
+}
 
-    if args.report {
-        let mut out = Vec::new();
-        for e in files.iter() {
-            match layout_of(&args.api, &opened, e.path) {
-                Ok(l) => out.extend_from_slice(&report_line(e.path, l.as_ref())),
-                Err(err) => {
-                    report_error(
-                        "stripe",
-                        format_args!("get layout {}: {err}", display(e.path)),
-                    );
-                    failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                }
+/// `report`: each file's layout as an output line, in rank order. Collective.
+fn report_layouts(
+    comm: &dyn Comm,
+    o: &Options,
+    opened: &Roots,
+    files: &FileList,
+    report: &mut Report,
+) {
+    let mut out = Vec::new();
+    let (mut reported, mut failed) = (0u64, 0u64);
+    for e in files.iter() {
+        match layout_of(&o.api, opened, e.path) {
+            Ok(l) => {
+                out.extend_from_slice(&report_line(e.path, l.as_ref()));
+                reported += 1;
+            }
+            Err(err) => {
+                o.context
+                    .error(format_args!("get layout {}: {err}", display(e.path)));
+                failed += 1;
             }
         }
-        if !args.common.quiet {
-            in_rank_order(comm, out, stdout_bytes);
-        }
-        if failed.into_inner() {
-            status = Status::ItemsFailed;
-        }
-        return status.agree(comm);
     }
+    in_rank_order(comm, out, |b| o.context.output(b));
+    report.reported = comm.sum(reported);
+    report.failed = comm.sum(failed);
+}
 
-    let stripe = StripeArgs {
-        stripe_count: args.count,
-        stripe_size: Some(args.size),
-        api: args.api.clone(),
+/// Phases 2 and 3: pick the files whose layout differs, copy each into its hidden sibling
+/// with the new layout (the copy engine), and rename the complete ones over the originals.
+/// Collective.
+fn restripe(
+    comm: &dyn Comm,
+    o: &Options,
+    roots: &[Vec<u8>],
+    opened: &Roots,
+    files: &FileList,
+    report: &mut Report,
+) {
+    let context = &o.context;
+    let stripe = StripeOptions {
+        count: o.count,
+        size: Some(o.size),
+        api: o.api.clone(),
     };
     let overrides = stripe.overrides();
-    let osts = args
+    let osts = o
         .api
         .ost_count(flist::path::as_path(&roots[0]))
         .unwrap_or(0);
@@ -223,35 +297,29 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
     let mut moved = 0u64;
     let todo = files.select((0..files.len()).filter(|&i| {
         let (path, m) = (files.path(i), files.meta(i).expect("stat list"));
-        if let Err(why) = still_walked(&opened, path, m) {
-            report_error("stripe", format_args!("{}: {why}", display(path)));
+        if let Err(why) = still_walked(opened, path, m) {
+            context.error(format_args!("{}: {why}", display(path)));
             moved += 1;
             return false;
         }
         if m.nlink > 1 {
-            report_error(
-                "stripe",
-                format_args!(
-                    "skipped {}: it has {} hard links, and restriping by rewrite would split them",
-                    display(path),
-                    m.nlink
-                ),
-            );
+            context.error(format_args!(
+                "skipped {}: it has {} hard links, and restriping by rewrite would split them",
+                display(path),
+                m.nlink
+            ));
             linked += 1;
             return false;
         }
-        let want = policy::choose(m.size, osts, None, &overrides, args.size);
-        let have = layout_of(&args.api, &opened, path).ok().flatten();
+        let want = policy::choose(m.size, osts, None, &overrides, o.size);
+        let have = layout_of(&o.api, opened, path).ok().flatten();
         if matches(have.as_ref(), want, osts) {
             already += 1;
             return false;
         }
         true
     }));
-    if moved > 0 {
-        status = status.worst(Status::ItemsFailed);
-    }
-    let map = Mapping::siblings(roots.clone(), SIBLING_PREFIX);
+    let map = Mapping::siblings(roots.to_vec(), SIBLING_PREFIX);
     // A sibling left by an interrupted run would keep its old layout: remove it first.
     for e in todo.iter() {
         let sibling = map.dest(e.path);
@@ -262,29 +330,23 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
         create: todo.clone(),
         ..Plan::default()
     };
-    let io = IoArgs {
-        bufsize: None,
-        chunksize: None,
-        sparse: false,
-        direct: false,
-        open_noatime: false,
+    let io = IoOptions {
         preserve: true,
         xattrs: Some(XattrPolicy::NonLustre),
-        batch_files: 0,
         stripe,
+        ..IoOptions::default()
     };
-    let (report, copy_status) = crate::engine::copy::drive::copy_and_report(
+    let (copied, _) = crate::engine::copy::drive::copy_and_report(
         comm,
-        &args.common.legacy_context("stripe", false),
+        context,
         plan,
         &map,
         &io,
         "files not yet restriped keep their old layout; run the same command again to finish",
     );
-    status = status.worst(copy_status);
     // Rename over the originals what was copied completely, on every rank.
     let mut failed_paths = Vec::new();
-    for e in &report.errors {
+    for e in &copied.errors {
         steal::wire::put_bytes(&mut failed_paths, &e.path);
     }
     let failed_paths: HashSet<Vec<u8>> = comm
@@ -300,13 +362,14 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
         })
         .collect();
     let mut swapped = 0u64;
+    let mut not_swapped = 0u64;
     for e in todo.iter() {
         let sibling = map.dest(e.path);
-        let ok = !report.interrupted
+        let ok = !copied.interrupted
             && !failed_paths.contains(e.path)
             && !failed_paths.contains(&sibling);
         let result = if ok {
-            replace(&opened, e.path, &sibling, e.meta.expect("stat list"))
+            replace(opened, e.path, &sibling, e.meta.expect("stat list"))
         } else {
             Err("not copied completely; it keeps its old layout".to_string())
         };
@@ -315,35 +378,28 @@ pub fn run(comm: &dyn Comm, args: &StripeToolArgs) -> Status {
             Err(why) => {
                 let _ = opened.at(&sibling).and_then(|a| a.remove(false));
                 if ok {
-                    report_error("stripe", format_args!("{}: {why}", display(e.path)));
+                    context.error(format_args!("{}: {why}", display(e.path)));
                 }
-                status = status.worst(Status::ItemsFailed);
+                not_swapped += 1;
             }
         }
     }
-    let [swapped, already, linked] = {
-        let mut v = [swapped, already, linked];
-        comm.allreduce(&mut v, steal::ReduceOp::Sum);
-        v
+    let mut v = [swapped, already, linked, moved, not_swapped];
+    comm.allreduce(&mut v, steal::ReduceOp::Sum);
+    let [swapped, already, linked, moved, not_swapped] = v;
+    report.restriped = swapped;
+    report.bytes = total_bytes;
+    report.already = already;
+    report.linked = linked;
+    report.changed = moved;
+    // A file not renamed failed (its copy or the rename did), unless a stop request cut the
+    // copy short (the run is then interrupted, not failed).
+    report.failed = if copied.interrupted {
+        copied.total_errors
+    } else {
+        not_swapped.max(copied.total_errors)
     };
-    // A hard-linked file was asked for and not restriped (each is named above).
-    status = status.worst(Status::of_work(0, linked, false));
-    if rank0 && !args.common.quiet {
-        let secs = started.elapsed().as_secs_f64();
-        let mut line = format!(
-            "Restriped {swapped} files ({}) in {secs:.3} s",
-            bytes_text(total_bytes)
-        );
-        if already > 0 {
-            line.push_str(&format!("; {already} already had the layout"));
-        }
-        if linked > 0 {
-            line.push_str(&format!("; {linked} hard-linked files skipped"));
-        }
-        line.push('\n');
-        stdout_bytes(line.as_bytes());
-    }
-    status.agree(comm)
+    report.interrupted = copied.interrupted;
 }
 
 /// Whether a file's layout `have` already is what `want` asks (`osts` resolves "all").

@@ -7,119 +7,145 @@
 //! copy engine gives a file the source's mtime only once all of its data has landed, a sync after
 //! an interrupted copy or sync recopies exactly the files left incomplete.
 
-use crate::cli::args::size_arg;
-use crate::cli::bytes_text;
-use crate::cli::{is_stdout, report_error, stderr_bytes, stdout_bytes, Common};
 use crate::engine::compare_expr::{Field, Output, State, States};
-use crate::engine::copy::drive::IoArgs;
-use crate::engine::copy::meta::{Differences, XattrPolicy};
-use crate::engine::copy::{links, remove, Mapping, Plan};
+use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::copy::drive::IoOptions;
+use crate::engine::copy::meta::Differences;
+use crate::engine::copy::{links, Mapping, Plan};
 use crate::engine::pairing::{
     self, bring_home, contents_differ, exchange_pairs, home, index_by_rel, link_target, rdev,
 };
-use crate::engine::select::{FilterArgs, Rules};
+use crate::engine::remove::{remove, Remover, Wording};
+use crate::engine::select::Rules;
+use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use clap::Args;
 use flist::path::{is_prefix, normalize};
 use flist::walk::stat_path;
 use flist::{Detail, FileList, FileType, Meta};
 use std::collections::HashMap;
-use std::ffi::OsString;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStringExt;
 use std::time::Instant;
 use steal::ordered::in_rank_order;
 use steal::wire::{self, Reader};
 use steal::{Comm, CommExt, ReduceOp};
 
-/// Options of `mfu-rs sync`, named as in dsync.
-#[derive(Args, Clone, Debug)]
-#[command(
-    about = "Make DEST equal to SRC, copying only what differs (dsync; like rsync -a SRC/ DEST/)",
-    after_help = "Entries differ when type, size or modification time (ns) differ (--contents: or \
-        their bytes); mode, owner and group differences are fixed without copying data. Access \
-        times are ignored. A sync after an interrupted cp or sync copies only what is missing or \
-        incomplete.\n\n\
-        Paths (as rsync): a SRC that is a symlink to a directory is synced as that directory; a \
-        SRC that is not a directory goes into DEST when DEST is a directory (DEST/NAME), and is \
-        DEST otherwise (DEST/ must then be a directory). Without -D nothing in DEST is removed: \
-        an entry whose type differs from SRC's is named and left, with everything beneath it \
-        (exit 1); -D replaces it.\n\n\
-        Examples:\n  \
-        mpirun -np 64 mfu-rs sync -D /lustre/project /lustre/backup/project\n  \
-        mfu-rs sync --dryrun -D src dst          # list what would change, change nothing\n  \
-        mfu-rs sync --link-dest /backup/monday /data /backup/tuesday\n\n\
-        Exit status: 0 equal now; 1 some items failed, were left (type conflicts without -D) or \
-        deletions were refused (each named on stderr); 2 usage error, nothing changed."
-)]
-pub struct SyncArgs {
+/// What `sync` makes equal and how. [`Options::new`] gives the command line's defaults.
+#[derive(Debug, Clone)]
+pub struct Options {
     /// The source: a directory, whose contents are synced (as `rsync -a SRC/ DEST/`), or one
     /// file.
-    #[arg(value_name = "SRC")]
-    pub src: OsString,
+    pub src: Vec<u8>,
     /// The destination (created if absent; its parent must exist).
-    #[arg(value_name = "DEST")]
-    pub dest: OsString,
-    /// Print every planned action (create, update, delete, meta, link) and change nothing.
-    #[arg(long)]
+    pub dest: Vec<u8>,
+    /// Plan only: every planned action (`create PATH`, `update`, `delete`, `meta`, `link`) is
+    /// sent as output, nothing changes.
     pub dryrun: bool,
-    /// Copy in batches of N files, each complete (with metadata) before the next starts.
-    #[arg(
-        short = 'b',
-        long = "batch-files",
-        value_name = "N",
-        default_value_t = 0
-    )]
-    pub batch_files: u64,
-    /// Bytes per read/write call on the pread/pwrite path (used when copy_file_range can't be:
-    /// across file systems, with --direct) [default: adaptive: starts at 1 MiB and doubles
-    /// while the measured throughput improves; -v prints what was chosen].
-    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
-    pub bufsize: Option<u64>,
-    /// Bytes per chunk: files are split into chunks copied by different ranks [default: 4MB,
-    /// grown up to 1GB for big data sets so that every thread still gets two chunks; -v prints
-    /// the size used].
-    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
-    pub chunksize: Option<u64>,
-    /// Extended attributes to copy (default: all but Lustre's own).
-    #[arg(short = 'X', long, value_name = "POLICY", value_enum)]
-    pub xattrs: Option<XattrPolicy>,
     /// Also compare the bytes of files of equal size; rewrite only the chunks that differ.
-    #[arg(short = 'c', long)]
     pub contents: bool,
     /// Remove from DEST what SRC lacks, and replace entries of another type than SRC's
     /// (refused when the source walk was incomplete).
-    #[arg(short = 'D', long)]
     pub delete: bool,
-    /// Follow symbolic links in SRC.
-    #[arg(short = 'L', long, overrides_with = "no_dereference")]
+    /// Follow symbolic links in SRC (default: copy links as links).
     pub dereference: bool,
-    /// Copy symbolic links as links (the default).
-    #[arg(short = 'P', long = "no-dereference")]
-    pub no_dereference: bool,
-    /// Open files with O_DIRECT.
-    #[arg(short = 's', long, visible_alias = "synchronous")]
-    pub direct: bool,
-    /// Don't update sources' access times (O_NOATIME where permitted).
-    #[arg(long = "open-noatime")]
-    pub open_noatime: bool,
-    /// Hard-link files that are unchanged in DIR (same size, mtime, mode, owner) instead of
-    /// copying them; copied when DIR is on another file system than DEST.
-    #[arg(long = "link-dest", value_name = "DIR")]
-    pub link_dest: Option<OsString>,
-    /// Keep holes: copy only the data regions of sparse files.
-    #[arg(short = 'S', long)]
-    pub sparse: bool,
-    /// Before syncing, write the entries whose comparison matches EXPR to FILE (dcmp syntax,
-    /// repeatable): e.g. `MTIME=DIFFER@SIZE=COMMON:touched.mfu`, `EXIST=ONLY_DEST:extra.mfu`.
-    /// CONTENT of same-size files is judged by mtime unless --contents is given.
-    #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::value_parser())]
+    /// Hard-link files that are unchanged in this directory instead of copying them.
+    pub link_dest: Option<Vec<u8>>,
+    /// Before syncing, write the entries whose comparison matches each expression to its file
+    /// (dcmp syntax).
     pub output: Vec<Output>,
-    #[command(flatten)]
-    pub stripe: crate::engine::lustre::StripeArgs,
-    #[command(flatten)]
-    pub filters: FilterArgs,
-    #[command(flatten)]
-    pub common: Common,
+    /// How data and metadata move (metadata is always preserved: `io.preserve` is true).
+    pub io: IoOptions,
+    /// Include/exclude rules: excluded entries are neither compared, copied nor deleted.
+    pub rules: Rules,
+    /// Events, progress, verbosity and the stop flag.
+    pub context: Context,
+}
+
+impl Options {
+    /// Sync `src` into `dest` with the command line's defaults: nothing deleted, files compared
+    /// by size and mtime, metadata preserved, events discarded.
+    pub fn new(src: impl AsRef<[u8]>, dest: impl AsRef<[u8]>) -> Options {
+        Options {
+            src: src.as_ref().to_vec(),
+            dest: dest.as_ref().to_vec(),
+            dryrun: false,
+            contents: false,
+            delete: false,
+            dereference: false,
+            link_dest: None,
+            output: Vec::new(),
+            io: IoOptions {
+                preserve: true,
+                ..IoOptions::default()
+            },
+            rules: Rules::default(),
+            context: Context::default(),
+        }
+    }
+}
+
+/// What a `sync` run did (or, with `dryrun`, would do): counts summed over all ranks.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// The run only planned (`dryrun`): the counts are what it would do.
+    pub dryrun: bool,
+    /// Entries created in DEST.
+    pub created: u64,
+    /// Entries whose data was replaced.
+    pub updated: u64,
+    /// Entries removed from DEST.
+    pub deleted: u64,
+    /// Entries whose metadata alone was fixed.
+    pub meta_fixed: u64,
+    /// Entries hard-linked (hard-link groups, `link_dest`).
+    pub linked: u64,
+    /// File data bytes copied (dry run: to copy).
+    pub bytes: u64,
+    /// DEST entries of another type than SRC's, left alone without `delete` (each named).
+    pub conflicts: u64,
+    /// DEST entries `delete` would remove but kept because the source walk was incomplete.
+    pub refused_deletes: u64,
+    /// `delete` was refused (incomplete source walk).
+    pub delete_refused: bool,
+    /// Items whose copy or removal failed (each named).
+    pub failed: u64,
+    /// Entries skipped (device nodes without privilege; each named).
+    pub skipped: u64,
+    /// Entries that could not be walked (each named).
+    pub list_failed: u64,
+    /// A walk was incomplete.
+    pub list_incomplete: bool,
+    /// An `output` list could not be written.
+    pub output_failed: bool,
+    /// Wall-clock seconds from the end of the setup to the end of the run.
+    pub seconds: f64,
+    /// A stop request cut the run short.
+    pub interrupted: bool,
+    /// This process's sample of the failure messages.
+    pub failures: Vec<String>,
+}
+
+impl ToolReport for Report {
+    fn summary(&self) -> Summary {
+        Summary {
+            items: self.created + self.updated + self.deleted + self.meta_fixed + self.linked,
+            bytes: self.bytes,
+            failed: self.failed + self.list_failed,
+            seconds: self.seconds,
+        }
+    }
+    fn status(&self) -> Status {
+        let left = self.list_incomplete
+            || self.list_failed > 0
+            || self.conflicts > 0
+            || self.delete_refused
+            || self.output_failed;
+        let left = if left {
+            Status::ItemsFailed
+        } else {
+            Status::Ok
+        };
+        left.worst(Status::of_work(self.failed, self.skipped, self.interrupted))
+    }
 }
 
 /// One planned action, for `--dryrun` lines and the counts.
@@ -203,84 +229,84 @@ struct Decisions {
     matched: Vec<FileList>,
 }
 
-/// Run `sync` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
-    // With `-o EXPR:-` a list owns stdout: everything else sync prints goes to stderr.
-    let print: fn(&[u8]) = if args.output.iter().any(|o| is_stdout(&o.file)) {
-        stderr_bytes
-    } else {
-        stdout_bytes
-    };
-    let rank0 = comm.rank() == 0;
+/// Run `sync` on this rank. Collective: every rank calls it with the same options and gets the
+/// same report, or the same [`Error`] when nothing was changed (a usage or setup error).
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+    let o = options;
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
-    let link_dest = args
-        .link_dest
-        .as_ref()
-        .map(|d| normalize(d.as_bytes(), &cwd));
-    let checked = check_paths(
-        args.src.as_bytes(),
-        args.dest.as_bytes(),
-        &cwd,
-        link_dest.as_deref(),
-        args.dereference,
-    );
-    let Paths {
-        src,
-        dest,
-        dest_exists,
-        dest_dev,
-    } = match crate::engine::setup::agree_setup_reported(comm, "sync", checked) {
-        Ok(p) => p,
-        Err(s) => return s,
-    };
+    let link_dest = o.link_dest.as_ref().map(|d| normalize(d, &cwd));
+    let checked = check_paths(&o.src, &o.dest, &cwd, link_dest.as_deref(), o.dereference);
+    let paths = agree_setup(comm, checked)?;
     let started = Instant::now();
-    steal::signals::install();
-    let mut status = Status::Ok;
-    // Removals reach entries from the DEST root, opened before its walk, without following
-    // symlinks: a directory swapped for a symlink since the walk is not followed out of DEST
-    // (nor is DEST itself, swapped after this).
-    let roots = flist::beneath::Roots::open_dirs([dest.as_slice()]);
-    let walk_progress = args.common.progress(comm.rank(), "Walked");
+    let mut report = Report {
+        dryrun: o.dryrun,
+        ..Report::default()
+    };
+    let listed = list(comm, o, &paths, &mut report);
+    let d = plan(comm, o, &paths, link_dest.as_deref(), listed, &mut report);
+    act(comm, o, &paths, d, &mut report);
+    report.seconds = started.elapsed().as_secs_f64();
+    report.failures = o.context.failures();
+    Ok(report)
+}
+
+/// Both trees listed, filtered and brought to the ranks that compare them.
+struct Listed {
+    src: FileList,
+    members: FileList,
+    firsts: Vec<(Vec<u8>, Vec<u8>)>,
+    dest: FileList,
+    map: Mapping,
+    dest_map: Mapping,
+    /// The source walk was complete: what SRC lacks may be deleted.
+    src_complete: bool,
+}
+
+/// Phase 2: walk both trees, apply the rules, group hard links and bring every record to the
+/// rank its relative path hashes to. Collective.
+fn list(comm: &dyn Comm, o: &Options, paths: &Paths, report: &mut Report) -> Listed {
+    let (src, dest) = (&paths.src, &paths.dest);
+    let walk_progress = o.context.progress(comm.rank(), "Walked");
     let mut map = Mapping::new(vec![(src.clone(), dest.clone())]);
-    if args.dereference {
+    if o.dereference {
         map = map.following_sources(); // -L: the walk went through symlinks
     }
     let dest_map = Mapping::new(vec![(dest.clone(), dest.clone())]);
     // Names only for the lists that --output writes.
-    let names = !args.output.is_empty();
+    let names = !o.output.is_empty();
     let walked = crate::engine::setup::walk_sources_named(
         comm,
-        &args.common.legacy_context("sync", false),
-        std::slice::from_ref(&src),
-        args.dereference,
+        &o.context,
+        std::slice::from_ref(src),
+        o.dereference,
         &walk_progress,
         names,
     );
     let src_complete = walked.complete;
-    if !walked.complete {
-        status = Status::ItemsFailed;
-    }
+    let mut failed = walked.errors.len() as u64;
+    let mut incomplete = !walked.complete;
     let mut src_list = walked.list;
-    let mut dest_list = if dest_exists {
+    let mut dest_list = if paths.dest_exists {
         let walked = crate::engine::setup::walk_sources_named(
             comm,
-            &args.common.legacy_context("sync", false),
-            std::slice::from_ref(&dest),
+            &o.context,
+            std::slice::from_ref(dest),
             false,
             &walk_progress,
             names,
         );
-        if !walked.complete {
-            status = Status::ItemsFailed;
-        }
+        failed += walked.errors.len() as u64;
+        incomplete |= !walked.complete;
         walked.list
     } else {
         FileList::new(Detail::Stat)
     };
+    report.list_failed = comm.sum(failed);
+    report.list_incomplete = comm.any(incomplete);
     // Excluded destination entries are neither compared nor deleted.
-    crate::engine::select::apply_rules(&mut src_list, rules, &map);
-    crate::engine::select::apply_rules(&mut dest_list, rules, &dest_map);
-    let groups = if args.dereference {
+    crate::engine::select::apply_rules(&mut src_list, &o.rules, &map);
+    crate::engine::select::apply_rules(&mut dest_list, &o.rules, &dest_map);
+    let groups = if o.dereference {
         links::Groups {
             list: src_list,
             members: FileList::new(Detail::Stat),
@@ -294,27 +320,57 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     let members = bring_home(comm, groups.members, &map);
     let firsts = exchange_pairs(comm, groups.links, |(_, m)| home(map.rel(m), size));
     let dest_list = bring_home(comm, dest_list, &dest_map);
-    let d = decide(
+    Listed {
+        src: src_list,
+        members,
+        firsts,
+        dest: dest_list,
+        map,
+        dest_map,
+        src_complete,
+    }
+}
+
+/// Phase 3: compare and plan; name the type conflicts, refuse `delete` after an incomplete
+/// source walk, write the `output` lists. Collective.
+fn plan(
+    comm: &dyn Comm,
+    o: &Options,
+    paths: &Paths,
+    link_dest: Option<&[u8]>,
+    l: Listed,
+    report: &mut Report,
+) -> Planned {
+    let rank0 = comm.rank() == 0;
+    let context = &o.context;
+    let mut d = decide(
         comm,
         &Inputs {
-            src: &src_list,
-            members: &members,
-            firsts: &firsts,
-            dest: &dest_list,
-            map: &map,
-            dest_map: &dest_map,
-            link_dest: link_dest.as_deref(),
-            dest_dev,
-            delete_allowed: src_complete,
-            args,
+            src: &l.src,
+            members: &l.members,
+            firsts: &l.firsts,
+            dest: &l.dest,
+            map: &l.map,
+            dest_map: &l.dest_map,
+            link_dest,
+            dest_dev: paths.dest_dev,
+            delete_allowed: l.src_complete,
+            args: o,
         },
     );
     // The plan holds what the rest needs: the lists go before the copy. What is created is
     // taken from them: all of the source list (a sync into an empty DEST) is moved, not copied.
-    let mut d = d;
     let [from_src, from_members] = std::mem::take(&mut d.create_from);
-    drop((firsts, dest_list));
-    d.plan.create = take_records(src_list, &from_src);
+    let Listed {
+        src,
+        members,
+        firsts,
+        dest,
+        map,
+        ..
+    } = l;
+    drop((firsts, dest));
+    d.plan.create = take_records(src, &from_src);
     d.plan
         .create
         .append(members.select(from_members.iter().map(|&i| i as usize)));
@@ -322,51 +378,59 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
     // Everything below acts on what was listed; the race tests change the trees here.
     crate::engine::test_seam::after_listing(comm);
     for c in &d.conflicts {
-        report_error(
-            "sync",
-            format_args!(
-                "{}: not replaced: SRC has a {} here, DEST a {} (sync removes nothing without \
-                 -D/--delete); nothing beneath it was synced",
-                flist::path::display(&c.dest),
-                kind_word(c.src_kind),
-                kind_word(c.dest_kind)
-            ),
-        );
+        context.error(format_args!(
+            "{}: not replaced: SRC has a {} here, DEST a {} (sync removes nothing without \
+             -D/--delete); nothing beneath it was synced",
+            flist::path::display(&c.dest),
+            kind_word(c.src_kind),
+            kind_word(c.dest_kind)
+        ));
     }
-    if comm.sum(d.conflicts.len() as u64) > 0 {
-        status = Status::ItemsFailed;
-    }
-    if d.refused_deletes > 0 || (args.delete && !src_complete) {
-        // Never delete on the word of a partial walk (mpiFileUtils #587).
-        let refused = comm.sum(d.refused_deletes);
+    report.conflicts = comm.sum(d.conflicts.len() as u64);
+    // Never delete on the word of a partial walk (mpiFileUtils #587).
+    report.refused_deletes = comm.sum(d.refused_deletes);
+    if report.refused_deletes > 0 || (o.delete && !l.src_complete) {
+        report.delete_refused = true;
         if rank0 {
-            report_error(
-                "sync",
-                format!(
-                    "--delete refused: the source walk was incomplete (errors above); {refused} \
-                     destination entries that SRC may still have were kept"
-                ),
-            );
+            context.error(format!(
+                "--delete refused: the source walk was incomplete (errors above); {} \
+                 destination entries that SRC may still have were kept",
+                report.refused_deletes
+            ));
         }
-        status = Status::ItemsFailed;
     }
-    for (o, list) in args.output.iter().zip(&d.matched) {
+    for (out, list) in o.output.iter().zip(&d.matched) {
         let format = flist::io::default_format(list);
-        if let Err(e) = flist::io::write(comm, list, &o.file, format) {
+        if let Err(e) = flist::io::write(comm, list, &out.file, format) {
             if rank0 {
-                report_error("sync", e);
+                context.error(e);
             }
-            status = Status::ItemsFailed;
+            report.output_failed = true;
         }
     }
+    report.output_failed = comm.any(report.output_failed);
+    Planned { d, map }
+}
+
+/// The plan of this rank and the mapping it copies through.
+struct Planned {
+    d: Decisions,
+    map: Mapping,
+}
+
+/// Phase 4: a dry run sends its actions as output and counts them; a real run removes, copies
+/// and counts what happened. Collective.
+fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Report) {
+    let Planned { d, map } = p;
+    let context = &o.context;
+    let rank0 = comm.rank() == 0;
     let mut counts = [0u64; 6];
     for (a, _) in d.actions.iter() {
         counts[a as usize] += 1;
     }
     counts[5] = d.bytes;
     comm.allreduce(&mut counts, ReduceOp::Sum);
-    let [created, updated, deleted, meta, linked, bytes] = counts;
-    if args.dryrun {
+    if o.dryrun {
         let mut text = Vec::new();
         for (a, path) in d.actions.iter() {
             text.extend_from_slice(a.word());
@@ -374,99 +438,81 @@ pub fn run(comm: &dyn Comm, args: &SyncArgs, rules: &Rules) -> Status {
             text.extend_from_slice(path);
             text.push(b'\n');
         }
-        in_rank_order(comm, text, print);
-        if rank0 && !args.common.quiet {
-            print(format!(
-                "Dry run: {created} to create, {updated} to update, {deleted} to delete, {meta} metadata to fix, {linked} to link; {} to copy\n",
-                bytes_text(bytes)
-            ).as_bytes());
-        }
-        return status.agree(comm);
+        in_rank_order(comm, text, |b| context.output(b));
+        let [created, updated, deleted, meta, linked, bytes] = counts;
+        (report.created, report.updated, report.deleted) = (created, updated, deleted);
+        (report.meta_fixed, report.linked, report.bytes) = (meta, linked, bytes);
+        return;
     }
-    let removed = remove::remove(comm, &d.delete, &roots);
-    let unlinked = remove::remove(comm, &d.unlink_first, &roots);
-    for e in removed.errors.iter().chain(&unlinked.errors) {
-        report_error("sync", e);
-    }
-    let io = IoArgs {
-        bufsize: args.bufsize,
-        chunksize: args.chunksize,
-        sparse: args.sparse,
-        direct: args.direct,
-        open_noatime: args.open_noatime,
-        preserve: true,
-        xattrs: args.xattrs,
-        batch_files: args.batch_files,
-        stripe: args.stripe.clone(),
+    // Removals reach entries from the DEST root, opened before its walk, without following
+    // symlinks: a directory swapped for a symlink since the walk is not followed out of DEST
+    // (nor is DEST itself, swapped after this).
+    let (src, dest) = (&paths.src, &paths.dest);
+    let remover = |verb| {
+        let mut r = Remover::new(paths.roots.clone(), Wording::Reach);
+        r.keep_nonempty = true;
+        r.progress = context.progress(comm.rank(), verb);
+        r
     };
-    if args.common.verbose && rank0 {
-        let secs = started.elapsed().as_secs_f64();
-        print(format!("Planned in {secs:.3} s\n").as_bytes());
+    let (deleting, unlinking) = (remover("Deleted"), remover("Unlinked"));
+    let mut interrupted = remove(comm, &d.delete, &deleting, &context.stop);
+    interrupted |= remove(comm, &d.unlink_first, &unlinking, &context.stop);
+    let removed = deleting.take_errors();
+    let unlinked = unlinking.take_errors();
+    for e in removed.iter().chain(&unlinked) {
+        context.error(e);
+    }
+    if context.verbose && rank0 {
+        let secs = paths.started.elapsed().as_secs_f64();
+        context.info(format!("Planned in {secs:.3} s\n"));
     }
     let Decisions {
         mut plan, actions, ..
     } = d;
-    if !unlinked.errors.is_empty() {
+    if !unlinked.is_empty() {
         // A file that kept its old inode must not be written in place: leave it as it is.
         let kept: std::collections::HashSet<&[u8]> =
-            unlinked.errors.iter().map(|e| e.path.as_slice()).collect();
+            unlinked.iter().map(|e| e.path.as_slice()).collect();
         let create = &plan.create;
         plan.create = create.select(
             (0..create.len()).filter(|&i| !kept.contains(map.dest(create.path(i)).as_slice())),
         );
     }
-    let (report, copied) = crate::engine::copy::drive::copy_and_report(
+    let (copied, _) = crate::engine::copy::drive::copy_and_report(
         comm,
-        &args
-            .common
-            .legacy_context("sync", args.output.iter().any(|o| is_stdout(&o.file))),
+        context,
         plan,
         &map,
-        &io,
+        &o.io,
         "run `mfu-rs sync SRC DEST` to finish it",
     );
-    status = status.worst(copied);
-    let remove_errors = comm.sum((removed.errors.len() + unlinked.errors.len()) as u64);
-    if report.total_errors + remove_errors > 0 || report.interrupted {
-        status = Status::ItemsFailed;
-    }
-    if report.interrupted && rank0 {
-        report_error(
-            "sync",
-            "interrupted by a signal: rerun the same sync to finish",
-        );
+    let remove_errors = comm.sum((removed.len() + unlinked.len()) as u64);
+    report.failed = copied.total_errors + remove_errors;
+    report.skipped = copied.skipped;
+    report.interrupted = copied.interrupted || comm.any(interrupted);
+    if copied.interrupted && rank0 {
+        context.error("interrupted by a signal: rerun the same sync to finish");
     }
     // Each action is counted once it has happened: those whose entry failed are not.
-    let failed = failed_paths(
-        comm,
-        report.errors.iter().chain(&unlinked.errors),
-        &src,
-        &dest,
-    );
+    let failed = failed_paths(comm, copied.errors.iter().chain(&unlinked), src, dest);
     let mut done = [0u64; 5];
     for (a, path) in actions.iter() {
         if failed.is_empty() || !failed.contains(path) {
             done[a as usize] += 1;
         }
     }
-    done[Action::Delete as usize] = removed.removed;
+    let deleted = &deleting;
+    done[Action::Delete as usize] = deleted.files.load(std::sync::atomic::Ordering::Relaxed)
+        + deleted.dirs.load(std::sync::atomic::Ordering::Relaxed);
     comm.allreduce(&mut done, ReduceOp::Sum);
-    let [created, mut updated, deleted, mut meta, linked] = done;
+    let [created, updated, deleted, meta, linked] = done;
     // Compared files (--contents) are counted by what the engine found.
-    updated += report.rewritten;
-    meta += report.compare_meta;
-    let secs = started.elapsed().as_secs_f64();
-    if rank0 && !args.common.quiet {
-        print(
-            format!(
-                "Synced: {created} created, {updated} updated, {deleted} deleted, {meta} metadata fixed, {linked} linked; {} bytes copied ({}) in {secs:.3} s\n",
-                report.bytes,
-                steal::progress::human_bytes(report.bytes)
-            )
-            .as_bytes(),
-        );
-    }
-    status.agree(comm)
+    report.created = created;
+    report.updated = updated + copied.rewritten;
+    report.deleted = deleted;
+    report.meta_fixed = meta + copied.compare_meta;
+    report.linked = linked;
+    report.bytes = copied.bytes;
 }
 
 /// SRC and DEST as the sync uses them, after [`check_paths`].
@@ -480,6 +526,10 @@ struct Paths {
     /// The device (`st_dev`) of the file system new entries of DEST land on: DEST's, or its
     /// parent's when DEST does not exist yet.
     dest_dev: u64,
+    /// DEST's root, opened before its walk: removals reach entries beneath it.
+    roots: std::sync::Arc<flist::beneath::Roots>,
+    /// When the setup ended.
+    started: Instant,
 }
 
 /// Check SRC, DEST and --link-dest and settle what they mean (rsync's rules):
@@ -552,11 +602,14 @@ fn check_paths(
             return Err(format!("--link-dest {}: not a directory", show(l)));
         }
     }
+    let roots = std::sync::Arc::new(flist::beneath::Roots::open_dirs([dest.as_slice()]));
     Ok(Paths {
         src,
         dest,
         dest_exists,
         dest_dev,
+        roots,
+        started: Instant::now(),
     })
 }
 
@@ -573,7 +626,7 @@ struct Inputs<'a> {
     dest_dev: u64,
     /// The source walk was complete: what SRC lacks may be deleted.
     delete_allowed: bool,
-    args: &'a SyncArgs,
+    args: &'a Options,
 }
 
 /// Compare this rank's share of paths and plan. Collective (all-gathers of the type conflicts,

@@ -26,8 +26,9 @@ pub mod seekable;
 pub mod stream;
 
 use crate::cli::args::size_arg;
+use crate::cli::copy_args::FilterArgs;
 use crate::cli::{report_error, Common};
-use crate::engine::select::{FilterArgs, Rules};
+use crate::engine::select::Rules;
 use crate::engine::status::Status;
 use clap::Args;
 use std::ffi::OsString;
@@ -123,7 +124,7 @@ pub struct TarArgs {
     #[arg(value_name = "PATH")]
     pub paths: Vec<OsString>,
     #[command(flatten)]
-    pub stripe: crate::engine::lustre::StripeArgs,
+    pub stripe: crate::cli::copy_args::StripeArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
     #[command(flatten)]

@@ -10,29 +10,32 @@ use std::sync::atomic::AtomicBool;
 use steal::progress::Progress;
 use steal::Comm;
 
-/// I/O settings of a copy.
-pub struct IoArgs {
-    /// Bytes per read/write call; `None`: adaptive.
+/// I/O settings of a copy. The default is what `mfu-rs cp` does without options.
+#[derive(Clone, Debug, Default)]
+pub struct IoOptions {
+    /// Bytes per read/write call on the pread/pwrite path; `None`: adaptive (starts at 1 MiB
+    /// and doubles while the throughput improves).
     pub bufsize: Option<u64>,
-    /// Bytes per chunk (unit of parallel work); `None`: automatic.
+    /// Bytes per chunk (the unit of parallel work); `None`: automatic (4 MiB, grown up to
+    /// 1 GiB for big data sets).
     pub chunksize: Option<u64>,
-    /// Keep holes.
+    /// Keep holes: copy only the data regions of sparse files.
     pub sparse: bool,
-    /// `O_DIRECT`.
+    /// Open files with `O_DIRECT`.
     pub direct: bool,
-    /// `O_NOATIME` on sources.
+    /// Open sources with `O_NOATIME` where permitted.
     pub open_noatime: bool,
-    /// Preserve owner, mode, times.
+    /// Preserve owner, group, mode, times (ns) and extended attributes.
     pub preserve: bool,
-    /// `-X`, if given.
+    /// Extended attributes to copy; `None`: all but Lustre's own when preserving, else none.
     pub xattrs: Option<XattrPolicy>,
-    /// Files per batch (0 = all at once).
+    /// Files per batch, each complete with its metadata before the next (0 = all at once).
     pub batch_files: u64,
     /// Lustre layouts of new files, and the Lustre calls.
-    pub stripe: crate::engine::lustre::StripeArgs,
+    pub stripe: crate::engine::lustre::StripeOptions,
 }
 
-impl IoArgs {
+impl IoOptions {
     /// The engine's options. Xattrs are copied when preserving (Lustre's own left out) or when
     /// `-X` asks.
     pub fn options<'a>(
@@ -81,7 +84,7 @@ pub fn copy_and_report(
     context: &Context,
     plan: Plan,
     map: &Mapping,
-    io: &IoArgs,
+    io: &IoOptions,
     resume_hint: &str,
 ) -> (Report, Status) {
     let rank0 = comm.rank() == 0;

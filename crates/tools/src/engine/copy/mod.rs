@@ -19,7 +19,6 @@ pub mod iosize;
 pub mod links;
 pub mod meta;
 pub mod reach;
-pub mod remove;
 pub mod striping;
 
 use data::{Buffer, DataError, DataOptions};

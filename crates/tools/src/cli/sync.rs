@@ -1,0 +1,158 @@
+//! `mfu-rs sync`: the command line of [`crate::sync`].
+
+use crate::cli::args::Common;
+use crate::cli::console::{bytes_text, Console};
+use crate::cli::copy_args::{CopyIoArgs, FilterArgs, StripeArgs};
+use crate::cli::tool::CliTool;
+use crate::engine::compare_expr::Output;
+use crate::engine::context::{Context, Error};
+use crate::engine::select::Rules;
+use crate::sync::{Options, Report};
+use clap::Args;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use steal::Comm;
+
+/// Options of `mfu-rs sync`, named as in dsync.
+#[derive(Args, Clone, Debug)]
+#[command(
+    about = "Make DEST equal to SRC, copying only what differs (dsync; like rsync -a SRC/ DEST/)",
+    after_help = "Entries differ when type, size or modification time (ns) differ (--contents: or \
+        their bytes); mode, owner and group differences are fixed without copying data. Access \
+        times are ignored. A sync after an interrupted cp or sync copies only what is missing or \
+        incomplete.\n\n\
+        Paths (as rsync): a SRC that is a symlink to a directory is synced as that directory; a \
+        SRC that is not a directory goes into DEST when DEST is a directory (DEST/NAME), and is \
+        DEST otherwise (DEST/ must then be a directory). Without -D nothing in DEST is removed: \
+        an entry whose type differs from SRC's is named and left, with everything beneath it \
+        (exit 1); -D replaces it.\n\n\
+        Examples:\n  \
+        mpirun -np 64 mfu-rs sync -D /lustre/project /lustre/backup/project\n  \
+        mfu-rs sync --dryrun -D src dst          # list what would change, change nothing\n  \
+        mfu-rs sync --link-dest /backup/monday /data /backup/tuesday\n\n\
+        Exit status: 0 equal now; 1 some items failed, were left (type conflicts without -D) or \
+        deletions were refused (each named on stderr); 2 usage error, nothing changed."
+)]
+pub struct SyncArgs {
+    /// The source: a directory, whose contents are synced (as `rsync -a SRC/ DEST/`), or one
+    /// file.
+    #[arg(value_name = "SRC")]
+    pub src: OsString,
+    /// The destination (created if absent; its parent must exist).
+    #[arg(value_name = "DEST")]
+    pub dest: OsString,
+    /// Print every planned action (create, update, delete, meta, link) and change nothing.
+    #[arg(long)]
+    pub dryrun: bool,
+    /// Copy in batches of N files, each complete (with metadata) before the next starts.
+    #[arg(
+        short = 'b',
+        long = "batch-files",
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub batch_files: u64,
+    #[command(flatten)]
+    pub io: CopyIoArgs,
+    /// Also compare the bytes of files of equal size; rewrite only the chunks that differ.
+    #[arg(short = 'c', long)]
+    pub contents: bool,
+    /// Remove from DEST what SRC lacks, and replace entries of another type than SRC's
+    /// (refused when the source walk was incomplete).
+    #[arg(short = 'D', long)]
+    pub delete: bool,
+    /// Follow symbolic links in SRC.
+    #[arg(short = 'L', long, overrides_with = "no_dereference")]
+    pub dereference: bool,
+    /// Copy symbolic links as links (the default).
+    #[arg(short = 'P', long = "no-dereference")]
+    pub no_dereference: bool,
+    /// Hard-link files that are unchanged in DIR (same size, mtime, mode, owner) instead of
+    /// copying them; copied when DIR is on another file system than DEST.
+    #[arg(long = "link-dest", value_name = "DIR")]
+    pub link_dest: Option<OsString>,
+    /// Before syncing, write the entries whose comparison matches EXPR to FILE (dcmp syntax,
+    /// repeatable): e.g. `MTIME=DIFFER@SIZE=COMMON:touched.mfu`, `EXIST=ONLY_DEST:extra.mfu`.
+    /// CONTENT of same-size files is judged by mtime unless --contents is given.
+    #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::value_parser())]
+    pub output: Vec<Output>,
+    #[command(flatten)]
+    pub stripe: StripeArgs,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `mfu-rs sync` (dsync).
+pub struct Sync;
+
+impl CliTool for Sync {
+    const NAME: &'static str = "sync";
+    const OLD_NAMES: &'static [&'static str] = &["dsync"];
+    const ABOUT: &'static str = "Make DEST equal to SRC, copying only what differs (dsync)";
+    type Args = SyncArgs;
+    type Options = Options;
+    type Report = Report;
+
+    fn common(args: &SyncArgs) -> &Common {
+        &args.common
+    }
+    fn named_files(a: &SyncArgs) -> Vec<(&'static str, &OsStr)> {
+        vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())]
+            .into_iter()
+            .chain(a.link_dest.iter().map(|l| ("--link-dest", l.as_os_str())))
+            .collect()
+    }
+    fn output_files(a: &SyncArgs) -> Vec<(&'static str, &[u8])> {
+        a.output.iter().map(|o| ("-o", &o.file[..])).collect()
+    }
+    fn options(args: &SyncArgs, rules: Rules, context: Context) -> Options {
+        let mut o = Options::new(args.src.as_bytes(), args.dest.as_bytes());
+        o.dryrun = args.dryrun;
+        o.contents = args.contents;
+        o.delete = args.delete;
+        o.dereference = args.dereference;
+        o.link_dest = args.link_dest.as_ref().map(|l| l.as_bytes().to_vec());
+        o.output = args.output.clone();
+        o.io = args
+            .io
+            .options(true, args.batch_files, args.stripe.options());
+        o.rules = rules;
+        o.context = context;
+        o
+    }
+    fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+        crate::sync::run(comm, options)
+    }
+    fn render(r: &Report, console: &Console) {
+        console.text(&summary(r));
+    }
+}
+
+/// The last line of a run: `Synced: ...`, or `Dry run: ...`.
+pub fn summary(r: &Report) -> String {
+    if r.dryrun {
+        format!(
+            "Dry run: {} to create, {} to update, {} to delete, {} metadata to fix, {} to link; {} to copy\n",
+            r.created,
+            r.updated,
+            r.deleted,
+            r.meta_fixed,
+            r.linked,
+            bytes_text(r.bytes)
+        )
+    } else {
+        format!(
+            "Synced: {} created, {} updated, {} deleted, {} metadata fixed, {} linked; {} bytes copied ({}) in {:.3} s\n",
+            r.created,
+            r.updated,
+            r.deleted,
+            r.meta_fixed,
+            r.linked,
+            r.bytes,
+            steal::progress::human_bytes(r.bytes),
+            r.seconds
+        )
+    }
+}
