@@ -18,7 +18,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::legacy::Cp>(),
     row::<crate::cli::legacy::Sync>(),
     row::<crate::cli::legacy::Rm>(),
-    row::<crate::cli::legacy::Tar>(),
+    row::<crate::cli::tar::Tar>(),
     row::<crate::cli::legacy::Stripe>(),
     row::<crate::cli::legacy::Find>(),
     row::<crate::cli::legacy::Cmp>(),

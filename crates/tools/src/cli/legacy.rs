@@ -103,13 +103,6 @@ legacy!(Rm, "rm", "drm", "Remove files and trees in parallel (drm)", crate::rm::
     outputs: a.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
     check: refuse_dot(&a.paths),
     run: |comm, rules| crate::rm::run(comm, a));
-legacy!(Tar, "tar", "dtar",
-    "Create, extract or list tar archives in parallel, dtar-compatible (dtar)",
-    crate::tar::TarArgs,
-    |a| common: a.common,
-    named: [vec![("-f", a.file.as_os_str())], some("-C", &a.chdir), all("PATH", &a.paths)].concat(),
-    outputs: if a.create { vec![("-f", a.file.as_bytes())] } else { Vec::new() },
-    run: |comm, rules| crate::tar::run(comm, a, rules));
 legacy!(Stripe, "stripe", "dstripe",
     "Restripe files on Lustre in parallel, or report their layouts (dstripe)",
     crate::stripe::StripeToolArgs,

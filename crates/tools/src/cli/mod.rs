@@ -6,6 +6,7 @@ pub mod console;
 pub mod dispatch;
 pub mod legacy;
 pub mod runtime_stats;
+pub mod tar;
 pub mod tool;
 
 pub use args::Common;
