@@ -101,10 +101,18 @@ fn cp(ranks: usize, argv: &[&str], api: LustreHandle) -> Status {
 
 /// Run `mfu-rs tar ARGV` over `ranks` local ranks with `api`; every rank must succeed.
 fn tar(ranks: usize, argv: &[&str], api: LustreHandle) {
-    let mut args: mfu::tar::TarArgs = parse(argv);
-    args.stripe.api = api;
-    let st = steal::local::run(ranks, |comm| mfu::tar::run(comm, &args, &Rules::default()));
-    assert!(st.iter().all(|s| *s == Status::Ok), "tar {argv:?}: {st:?}");
+    use mfu::cli::tool::CliTool;
+    use mfu::engine::context::{Context, ToolReport};
+    let args: mfu::cli::tar::TarArgs = parse(argv);
+    let mut options = mfu::cli::tar::Tar::options(&args, Rules::default(), Context::default());
+    options.lustre = api;
+    let reports = steal::local::run(ranks, |comm| mfu::tar::run(comm, &options));
+    assert!(
+        reports
+            .iter()
+            .all(|r| r.as_ref().is_ok_and(|r| r.status() == Status::Ok)),
+        "tar {argv:?}: {reports:?}"
+    );
 }
 
 /// src/ with a 10 MiB file, a 4 GiB and a 100 GiB sparse file, and an empty dst/.

@@ -1778,3 +1778,314 @@ fn xattrs_travel_only_with_preserve_and_gnu_tar_reads_them() {
     let bytes = std::fs::read(&plain).unwrap();
     assert!(!bytes.windows(13).any(|w| w == b"SCHILY.xattr."));
 }
+
+// ---------------------------------------------------------------------------------------------
+// (11) The library: typed options in, a report out; and the report as `--json`
+
+/// A library run's events, kept.
+#[derive(Default)]
+struct Kept {
+    errors: std::sync::Mutex<Vec<String>>,
+    output: std::sync::Mutex<Vec<u8>>,
+}
+
+impl mfu::engine::context::Events for Kept {
+    fn error(&self, message: &str) {
+        self.errors.lock().unwrap().push(message.to_string());
+    }
+    fn progress(&self, _: &str, _: &steal::progress::Report) {}
+    fn output(&self, bytes: &[u8]) {
+        self.output.lock().unwrap().extend_from_slice(bytes);
+    }
+    fn info(&self, _: &str) {}
+}
+
+/// `options` with its events going to a fresh [`Kept`].
+fn kept(mut options: mfu::tar::Options) -> (mfu::tar::Options, std::sync::Arc<Kept>) {
+    let events = std::sync::Arc::new(Kept::default());
+    options.context = mfu::engine::context::Context::new(events.clone());
+    (options, events)
+}
+
+/// `mfu::tar::run` on 2 local ranks: every rank's report (they must agree on the counts).
+fn run_tar_library(options: &mfu::tar::Options) -> mfu::tar::Report {
+    let reports = steal::local::run(2, |comm| mfu::tar::run(comm, options));
+    let reports: Vec<mfu::tar::Report> = reports
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|e| panic!("tar {:?}: {e}", options.mode)))
+        .collect();
+    for r in &reports[1..] {
+        let counts = |r: &mfu::tar::Report| {
+            (
+                r.entries,
+                r.archive_entries,
+                r.bytes,
+                r.skipped,
+                r.failed,
+                r.created,
+            )
+        };
+        assert_eq!(counts(r), counts(&reports[0]), "ranks disagree");
+    }
+    reports.into_iter().next().unwrap()
+}
+
+/// src/ with 4 files and directories (71000 bytes of data) and a fifo, under `dir`.
+fn small_tree_with_fifo(dir: &Path) {
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    std::fs::write(src.join("a"), vec![b'a'; 1000]).unwrap();
+    std::fs::write(src.join("d/b"), mfu_tests::noise(7, 70_000)).unwrap();
+    std::fs::write(src.join("d/e"), b"").unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        src.join("p"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+}
+
+#[test]
+fn library_create_list_extract_report_their_counts_and_a_failure_with_its_message() {
+    use mfu::engine::context::ToolReport;
+    use mfu::engine::status::Status;
+    use mfu::tar::{Done, Options};
+    let tmp = tempfile::tempdir().unwrap();
+    small_tree_with_fifo(tmp.path());
+    let archive = tmp.path().join("a.tar");
+
+    // Create: 5 entries (src, a, d, d/b, d/e); the fifo is named and skipped, which does not
+    // fail a create.
+    let (mut o, events) = kept(Options::create(&archive, ["src"]));
+    o.chdir = Some(tmp.path().as_os_str().as_bytes().to_vec());
+    let r = run_tar_library(&o);
+    assert_eq!(r.mode, Done::Create);
+    assert!(r.created, "{r:?}");
+    assert!(archive.is_file());
+    assert_eq!((r.entries, r.archive_entries), (5, 5), "{r:?}");
+    assert_eq!(r.bytes, 71_000);
+    assert_eq!((r.skipped, r.failed, r.walk_errors), (1, 0, 0), "{r:?}");
+    assert!(!r.interrupted);
+    assert_eq!(r.status(), Status::Ok);
+    assert_eq!(r.summary().items, 5);
+    let errors = events.errors.lock().unwrap().clone();
+    assert!(
+        errors.len() == 1 && errors[0].contains("src/p") && errors[0].contains("fifo"),
+        "the fifo must be named once: {errors:?}"
+    );
+
+    // List: the names in archive order, through the output events.
+    let (o, events) = kept(Options::list(&archive));
+    let r = run_tar_library(&o);
+    assert_eq!(r.mode, Done::List);
+    assert_eq!((r.entries, r.archive_entries, r.failed), (5, 5, 0), "{r:?}");
+    assert!(!r.scanned, "the archive has its index");
+    assert_eq!(r.status(), Status::Ok);
+    assert_eq!(
+        text(&events.output.lock().unwrap()),
+        "src/\nsrc/a\nsrc/d/\nsrc/d/b\nsrc/d/e\n"
+    );
+    let (mut o, events) = kept(Options::list(&archive));
+    o.long = true;
+    run_tar_library(&o);
+    let long = text(&events.output.lock().unwrap());
+    assert!(
+        long.lines().count() == 5
+            && long
+                .lines()
+                .all(|l| l.starts_with('-') || l.starts_with('d')),
+        "long listing:\n{long}"
+    );
+
+    // Extract: everything, the same bytes.
+    let out = tmp.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let (o, events) = kept(Options::extract(&archive, &out));
+    let r = run_tar_library(&o);
+    assert_eq!(r.mode, Done::Extract);
+    assert_eq!((r.entries, r.archive_entries), (5, 5), "{r:?}");
+    assert_eq!((r.bytes, r.skipped, r.failed), (71_000, 0, 0), "{r:?}");
+    assert_eq!(r.directory, out.as_os_str().as_bytes());
+    assert_eq!(r.status(), Status::Ok);
+    assert!(events.errors.lock().unwrap().is_empty());
+    for f in ["a", "d/b", "d/e"] {
+        assert_eq!(
+            std::fs::read(out.join("src").join(f)).unwrap(),
+            std::fs::read(tmp.path().join("src").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+
+    // A hostile entry fails: counted, named, in the report's sample; the other is extracted.
+    let hostile = tmp.path().join("h.tar");
+    std::fs::write(
+        &hostile,
+        archive_of(&[file("../evil", b"x"), file("ok", b"fine")]),
+    )
+    .unwrap();
+    let out = tmp.path().join("h");
+    std::fs::create_dir(&out).unwrap();
+    let (o, events) = kept(Options::extract(&hostile, &out));
+    let r = run_tar_library(&o);
+    assert_eq!((r.entries, r.archive_entries, r.failed), (1, 2, 1), "{r:?}");
+    assert_eq!(r.status(), Status::ItemsFailed);
+    assert_eq!(r.summary().failed, 1);
+    assert!(r.scanned, "a foreign archive has no index");
+    let errors = events.errors.lock().unwrap().clone();
+    assert!(
+        errors.iter().any(|e| e.contains("../evil")),
+        "the refused entry must be named: {errors:?}"
+    );
+    assert!(
+        r.failures.iter().any(|e| e.contains("../evil")),
+        "the report's sample must hold it: {:?}",
+        r.failures
+    );
+    assert_eq!(std::fs::read(out.join("ok")).unwrap(), b"fine");
+    assert!(!tmp.path().join("evil").exists());
+
+    // Options the library refuses: an error on every rank, nothing done.
+    let none: [&str; 0] = [];
+    let refused = steal::local::run(2, |comm| {
+        mfu::tar::run(comm, &Options::create(tmp.path().join("n.tar"), none))
+    });
+    for r in refused {
+        let e = r.expect_err("create of nothing");
+        assert!(e.message.contains("-c needs at least one PATH"), "{e}");
+    }
+    assert!(!tmp.path().join("n.tar").exists());
+}
+
+/// The numbers of a tar summary line: (entries, bytes of data, failed).
+fn summary_numbers(line: &str) -> (u64, u64, u64) {
+    let word_before = |s: &str, word: &str| -> Option<u64> {
+        let at = s.find(word)?;
+        s[..at]
+            .split_whitespace()
+            .last()?
+            .trim_start_matches('(')
+            .parse()
+            .ok()
+    };
+    // `Archived N entries, ...`, `Extracted N of M entries, ...`.
+    let entries = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let bytes = word_before(line, " bytes) of data").unwrap();
+    let failed = word_before(line, " failed").unwrap_or(0);
+    (entries, bytes, failed)
+}
+
+/// `mfu-rs tar ARGS --ranks 2` with and without `--json` (each through `prepare`, which gets a
+/// fresh name for what the run creates): the JSON report's counts against the text summary.
+fn json_and_text(
+    ctx: &str,
+    code: i32,
+    prepare: &dyn Fn(&str) -> Vec<std::ffi::OsString>,
+) -> (serde_json::Value, Output) {
+    let plain = expect_status(mfu(&["tar", "--ranks", "2"]).args(prepare("text")), code);
+    let json = expect_status(
+        mfu(&["tar", "--ranks", "2", "--json"]).args(prepare("json")),
+        code,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{ctx}: --json stdout is no JSON ({e}):\n{}",
+            text(&json.stdout)
+        )
+    });
+    assert_eq!(v["tool"], "tar", "{ctx}: {v}");
+    assert_eq!(v["status"], code, "{ctx}: {v}");
+    for k in ["seconds", "items", "bytes", "failed"] {
+        assert!(v.get(k).is_some(), "{ctx}: no {k} in {v}");
+    }
+    (v, plain)
+}
+
+#[test]
+fn json_reports_of_create_extract_and_list_match_their_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    small_tree_with_fifo(tmp.path());
+    let base = tmp.path().to_str().unwrap().to_string();
+    let archive = format!("{base}/a.tar");
+    let num = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k}: {v}"));
+
+    // Create.
+    let (v, plain) = json_and_text("create", 0, &|n| {
+        let a = if n == "text" {
+            archive.clone()
+        } else {
+            format!("{base}/{n}.tar")
+        };
+        ["-c", "-f", &a, "-C", &base, "src"]
+            .map(Into::into)
+            .to_vec()
+    });
+    let line = text(&plain.stdout);
+    assert!(line.starts_with("Archived 5 entries, "), "{line}");
+    let (entries, bytes, failed) = summary_numbers(&line);
+    assert_eq!((entries, bytes, failed), (5, 71_000, 0), "{line}");
+    assert_eq!(
+        (num(&v, "items"), num(&v, "bytes"), num(&v, "failed")),
+        (entries, bytes, failed),
+        "{v}\n{line}"
+    );
+    assert_eq!(
+        (v["mode"].as_str(), v["created"].as_bool()),
+        (Some("create"), Some(true))
+    );
+    assert_eq!(num(&v, "skipped"), 1, "{v}");
+
+    // Extract.
+    let (v, plain) = json_and_text("extract", 0, &|n| {
+        let dir = format!("{base}/x-{n}");
+        std::fs::create_dir_all(&dir).unwrap();
+        ["-x", "-f", &archive, "-C", &dir].map(Into::into).to_vec()
+    });
+    let line = text(&plain.stdout);
+    assert!(line.starts_with("Extracted 5 of 5 entries, "), "{line}");
+    let (entries, bytes, failed) = summary_numbers(&line);
+    assert_eq!((entries, bytes, failed), (5, 71_000, 0), "{line}");
+    assert_eq!(
+        (num(&v, "items"), num(&v, "bytes"), num(&v, "failed")),
+        (entries, bytes, failed),
+        "{v}\n{line}"
+    );
+    assert_eq!(num(&v, "archive_entries"), 5, "{v}");
+
+    // List: no summary; the listing is the text, and goes to stderr with --json.
+    let (v, plain) = json_and_text("list", 0, &|_| {
+        ["-t", "-f", &archive].map(Into::into).to_vec()
+    });
+    let listed = text(&plain.stdout).lines().count() as u64;
+    assert_eq!(listed, 5, "{}", text(&plain.stdout));
+    assert_eq!((num(&v, "items"), num(&v, "failed")), (listed, 0), "{v}");
+    assert_eq!(v["mode"], "list");
+
+    // A failure: the hostile entry counted alike in both.
+    let hostile = format!("{base}/h.tar");
+    std::fs::write(
+        &hostile,
+        archive_of(&[file("../evil", b"x"), file("ok", b"fine")]),
+    )
+    .unwrap();
+    let (v, plain) = json_and_text("hostile extract", 1, &|n| {
+        let dir = format!("{base}/h-{n}");
+        std::fs::create_dir_all(&dir).unwrap();
+        ["-x", "-f", &hostile, "-C", &dir].map(Into::into).to_vec()
+    });
+    let line = text(&plain.stdout);
+    let (entries, bytes, failed) = summary_numbers(&line);
+    assert_eq!((entries, failed), (1, 1), "{line}");
+    assert_eq!(
+        (num(&v, "items"), num(&v, "bytes"), num(&v, "failed")),
+        (entries, bytes, failed),
+        "{v}\n{line}"
+    );
+    assert!(
+        v["failures"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|m| m.as_str().unwrap().contains("../evil"))),
+        "{v}"
+    );
+}

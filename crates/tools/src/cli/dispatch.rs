@@ -18,7 +18,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::cp::Cp>(),
     row::<crate::cli::sync::Sync>(),
     row::<crate::cli::rm::Rm>(),
-    row::<crate::cli::legacy::Tar>(),
+    row::<crate::cli::tar::Tar>(),
     row::<crate::cli::stripe::Stripe>(),
     row::<crate::cli::find::Find>(),
     row::<crate::cli::cmp::Cmp>(),

@@ -76,13 +76,6 @@ macro_rules! legacy {
     };
 }
 
-legacy!(Tar, "tar", "dtar",
-    "Create, extract or list tar archives in parallel, dtar-compatible (dtar)",
-    crate::tar::TarArgs,
-    |a| common: a.common,
-    named: [vec![("-f", a.file.as_os_str())], some("-C", &a.chdir), all("PATH", &a.paths)].concat(),
-    outputs: if a.create { vec![("-f", a.file.as_bytes())] } else { Vec::new() },
-    run: |comm, rules| crate::tar::run(comm, a, rules));
 legacy!(Chmod, "chmod", "dchmod",
     "Change owner, group and mode of trees in parallel (dchmod)",
     crate::chmod::ChmodArgs,

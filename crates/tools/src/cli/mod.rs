@@ -17,6 +17,7 @@ pub mod rm;
 pub mod runtime_stats;
 pub mod stripe;
 pub mod sync;
+pub mod tar;
 pub mod tool;
 pub mod version;
 pub mod walk;

@@ -74,9 +74,9 @@ const MARKS: usize = 4096;
 ///
 /// Deep paths: resolving a path of thousands of components from the root for every entry is
 /// quadratic in depth (and beyond `PATH_MAX` it is one `openat` per component). So a directory
-/// deeper than [`STRIDE`] components is reached from a *mark*: the directory at the last
-/// multiple of [`STRIDE`] components of its path, kept open (`O_PATH`) once resolved, itself
-/// reached from the mark before it. Each step resolves at most [`STRIDE`] components with
+/// deeper than `STRIDE` components is reached from a *mark*: the directory at the last
+/// multiple of `STRIDE` components of its path, kept open (`O_PATH`) once resolved, itself
+/// reached from the mark before it. Each step resolves at most `STRIDE` components with
 /// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` from the mark's descriptor (or a
 /// component-by-component `openat(O_NOFOLLOW)` walk), so no symlink is ever followed and
 /// nothing above a mark is reached; as with any descriptor-relative walk (and GNU tar's), a

@@ -20,14 +20,12 @@
 //! and no signal asked to stop; otherwise the temporary is removed.
 
 use super::header::{round_up, Header, Kind, BLOCK};
-use super::{index, partial, seekable, TarArgs};
-use crate::cli::{report_error, stdout_bytes};
+use super::{index, partial, seekable, Done, Options, Report};
+use crate::engine::context::{Context, Error};
 use crate::engine::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
 use crate::engine::copy::links;
 use crate::engine::copy::meta::{MetaOptions, XattrPolicy};
 use crate::engine::copy::Mapping;
-use crate::engine::select::Rules;
-use crate::engine::status::Status;
 use flist::path::{display, normalize};
 use flist::{FileList, FileType, ItemError, Meta};
 use lustre_sys::policy::{self, Decision};
@@ -39,8 +37,7 @@ use rustix::io::Errno;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::{self, Read, Seek, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 use steal::progress::Progress;
@@ -293,6 +290,8 @@ struct Writer<'a> {
     open_noatime: bool,
     problems: Problems,
     progress: &'a Progress,
+    /// Set when the run must stop (compression ends between windows).
+    stop: &'a AtomicBool,
     data: DataOptions,
 }
 
@@ -555,17 +554,18 @@ struct Laid {
 /// (path on disk, stored name) of each PATH argument.
 type Roots = Vec<(Vec<u8>, Vec<u8>)>;
 
-fn roots(args: &TarArgs, cwd: &[u8]) -> Result<Roots, String> {
-    let base = match &args.chdir {
-        Some(d) => normalize(d.as_bytes(), cwd),
+/// The directory the paths are taken relative to (`chdir`, or `cwd`), and the paths, each
+/// checked to exist and to have a name that extracts safely.
+fn roots(chdir: Option<&[u8]>, paths: &[Vec<u8>], cwd: &[u8]) -> Result<(Vec<u8>, Roots), String> {
+    let base = match chdir {
+        Some(d) => normalize(d, cwd),
         None => cwd.to_vec(),
     };
     if !crate::engine::setup::is_dir(&base) {
         return Err(format!("-C {}: not a directory", display(&base)));
     }
     let mut pairs = Vec::new();
-    for p in &args.paths {
-        let p = p.as_bytes();
+    for p in paths {
         let abs = normalize(p, &base);
         flist::walk::stat_path(&abs, false)
             .map_err(|e| format!("{}: {}", display(&abs), io::Error::from(e)))?;
@@ -582,7 +582,7 @@ fn roots(args: &TarArgs, cwd: &[u8]) -> Result<Roots, String> {
         };
         pairs.push((abs, stored));
     }
-    Ok(pairs)
+    Ok((base, pairs))
 }
 
 /// For the records of `sorted` on this rank that are extra members of a hard-link group: the
@@ -643,6 +643,7 @@ enum Encoded {
 /// archived are reported and left out. The records are encoded in parallel (the headers of a
 /// million small files are a second of work for one thread); messages keep the name order.
 fn members(
+    context: &Context,
     list: &FileList,
     map: &Mapping,
     links: &HashMap<Vec<u8>, Vec<u8>>,
@@ -664,7 +665,7 @@ fn members(
             }
             Encoded::Failed(e) => errors.push(e),
             Encoded::Skipped(msg) => {
-                report_error("tar", msg);
+                context.error(msg);
                 *skipped += 1;
             }
         }
@@ -968,7 +969,7 @@ fn compress_part(
     let mut pending: Vec<u8> = Vec::new();
     let mut next = windows.first().map(|w| read(w)).unwrap_or_default();
     for k in 0..=windows.len() {
-        if stop_requested() {
+        if w.stop.load(Ordering::Relaxed) {
             return Err(io::ErrorKind::Interrupted.into());
         }
         for piece in std::mem::take(&mut next) {
@@ -1006,14 +1007,12 @@ fn compress_part(
 /// it is striped over all OSTs with the chunk size as stripe size (lustre.md), which
 /// [`segments`] aligns big files' chunks to, unless `--stripe-count`/`--stripe-size` say
 /// otherwise; returns the `-v` line saying so.
-fn create_archive(path: &[u8], args: &TarArgs) -> io::Result<(OwnedFd, Option<String>)> {
+fn create_archive(path: &[u8], o: &Options) -> io::Result<(OwnedFd, Option<String>)> {
     use std::os::unix::fs::OpenOptionsExt;
-    let api = &args.stripe.api;
+    let api = &o.lustre;
     let dir = flist::path::parent(path);
     if api.is_lustre(flist::path::as_path(dir)).unwrap_or(false) {
-        if let Decision::Set { count, size } =
-            policy::archive_layout(&args.stripe.overrides(), args.chunksize)
-        {
+        if let Decision::Set { count, size } = policy::archive_layout(&o.stripe, o.chunksize) {
             let parent = flist::walk::open_long(dir, OFlags::PATH | OFlags::DIRECTORY)?;
             let name = std::ffi::CString::new(flist::path::basename(path))
                 .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
@@ -1059,61 +1058,173 @@ fn now_secs() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// `tar -c`. Collective.
-pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
-    let rank0 = comm.rank() == 0;
+/// `tar -c` of `paths`. Collective.
+pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Report, Error> {
     let started = Instant::now();
+    let setup = setup(comm, o, paths)?;
+    let progress = o.context.progress(comm.rank(), "Archived");
+    let walked = walk(comm, o, &setup, &progress)?;
+    let base = Report {
+        mode: Done::Create,
+        archive: setup.archive.clone(),
+        directory: setup.base.clone(),
+        walk_errors: walked.errors,
+        ..Report::default()
+    };
+    let Some(list) = walked.list else {
+        return Ok(not_created(comm, o, base, started, true));
+    };
+    let (plan, laid) = plan(comm, o, &setup.archive, &list, &walked.map);
+    drop(list);
+    if comm.rank() == 0 {
+        if let Ok(cmd) = std::env::var(HOOK) {
+            let _ = std::process::Command::new("sh").arg("-c").arg(cmd).status();
+        }
+    }
+    comm.barrier();
+    let w = Writer {
+        archive: setup.archive.clone(),
+        open_noatime: o.open_noatime,
+        problems: Problems::default(),
+        progress: &progress,
+        stop: &o.context.stop,
+        data: DataOptions {
+            bufsize: o.bufsize.min(1 << 30) as usize,
+            sparse: false,
+            direct: false,
+        },
+    };
+    let segs = cut(comm, o, &setup.archive, laid);
+    // The archive is written under a temporary name beside it and renamed over ARCHIVE only
+    // once complete: a create that fails or is interrupted leaves nothing that looks like an
+    // archive.
+    let tmp = temp_path(comm, &o.context, &setup.archive);
+    let written = if o.zstd {
+        write_zstd(comm, o, &plan, &w, &tmp, &segs)?
+    } else {
+        write_plain(comm, o, &plan, &w, &tmp, segs)?
+    };
+    Ok(finish(comm, o, base, started, plan, w, &tmp, written))
+}
+
+/// What create works on, checked alike on every rank.
+struct Setup {
+    /// The archive (absolute path).
+    archive: Vec<u8>,
+    /// The directory the paths are taken relative to (`-C`, or the current directory).
+    base: Vec<u8>,
+    /// (path on disk, stored name) of each path.
+    pairs: Roots,
+}
+
+/// The paths to archive, and the archive's place: checked on every rank, agreed. Collective.
+fn setup(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Setup, Error> {
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
-    let archive = normalize(args.file.as_bytes(), &cwd);
-    let setup = roots(args, &cwd).and_then(|r| {
+    let archive = normalize(&o.archive, &cwd);
+    let checked = roots(o.chdir.as_deref(), paths, &cwd).and_then(|(base, pairs)| {
         crate::engine::setup::check_parent(&archive)?;
         check_archive_path(&archive)?;
-        Ok(r)
+        Ok(Setup {
+            archive: archive.clone(),
+            base,
+            pairs,
+        })
     });
-    let pairs = match crate::engine::setup::agree_setup_reported(comm, "tar", setup) {
-        Ok(v) => v,
-        Err(s) => return s,
-    };
-    let map = Mapping::new(pairs.clone());
-    let progress = args.common.progress(comm.rank(), "Archived");
-    let abs_roots: Vec<Vec<u8>> = pairs.iter().map(|(a, _)| a.clone()).collect();
-    let walked = crate::engine::setup::walk_sources(
-        comm,
-        &args.common.legacy_context("tar", false),
-        &abs_roots,
-        false,
-        &progress,
-    );
-    if comm.any(walked.interrupted || stop_requested()) {
-        return not_created(comm, args, &archive, started, "interrupted", 0);
+    crate::engine::setup::agree_setup(comm, checked)
+}
+
+/// The sources as walked.
+struct Sources {
+    /// This rank's records, filtered and sorted by name; `None` when a stop request cut the
+    /// walk short.
+    list: Option<FileList>,
+    /// The walk's failures on all ranks (each told to the context).
+    errors: u64,
+    /// Source paths to stored names.
+    map: Mapping,
+}
+
+/// Walk the sources, apply the rules, leave out the archive and its side index, sort by name.
+/// Collective.
+fn walk(
+    comm: &dyn Comm,
+    o: &Options,
+    setup: &Setup,
+    progress: &Progress,
+) -> Result<Sources, Error> {
+    let map = Mapping::new(setup.pairs.clone());
+    let abs_roots: Vec<Vec<u8>> = setup.pairs.iter().map(|(a, _)| a.clone()).collect();
+    let walked = crate::engine::setup::walk_sources(comm, &o.context, &abs_roots, false, progress);
+    let errors = walked.total_errors;
+    if comm.any(walked.interrupted || o.context.stopped()) {
+        return Ok(Sources {
+            list: None,
+            errors,
+            map,
+        });
     }
-    let mut status = if walked.total_errors > 0 {
-        Status::ItemsFailed
-    } else {
-        Status::Ok
-    };
     let mut list = walked.list;
-    crate::engine::select::apply_rules(&mut list, rules, &map);
-    let side = index::side_path(&archive);
+    crate::engine::select::apply_rules(&mut list, &o.rules, &map);
+    let archive = &setup.archive;
+    let side = index::side_path(archive);
     list.retain(|e| e.path != archive.as_slice() && e.path != side.as_slice());
     let keys = flist::sort::parse_keys("name").expect("name is a sort key");
-    let list = match flist::sort::sort(comm, list, &keys) {
-        Ok(l) => l,
-        Err(e) => {
-            report_error("tar", e);
-            return Status::Usage.agree(comm);
-        }
-    };
-    let links = link_targets(comm, &list);
+    let sorted = flist::sort::sort(comm, list, &keys).map_err(|e| e.to_string());
+    let list = crate::engine::setup::agree_setup(comm, sorted)?;
+    Ok(Sources {
+        list: Some(list),
+        errors,
+        map,
+    })
+}
+
+/// The layout of this rank's part of the archive.
+struct Plan {
+    /// Offset of each of this rank's entries in the tar stream.
+    offsets: Vec<u64>,
+    /// Number (in the archive) of this rank's first entry.
+    first_index: u64,
+    /// Entries in the archive.
+    count: u64,
+    /// Bytes of all entries: where the index member starts.
+    total: u64,
+    /// Data bytes of this rank's files.
+    data_bytes: u64,
+    /// The index member's header.
+    idx_header: Vec<u8>,
+    /// Where the index member's data starts, and its length.
+    idx_data_at: u64,
+    idx_data_len: u64,
+    /// The footer that ends the index member's data.
+    footer: Vec<u8>,
+    /// Bytes of the whole tar stream.
+    stream_len: u64,
+    /// Entries left out (named at the end, with the data phase's problems).
+    errors: Vec<ItemError>,
+    /// Entries of a type that is not archived (already named).
+    skipped: u64,
+}
+
+/// Encode this rank's members and place them: every entry's offset by a prefix sum over
+/// ranks; the index member after them. Collective.
+fn plan(
+    comm: &dyn Comm,
+    o: &Options,
+    archive: &[u8],
+    list: &FileList,
+    map: &Mapping,
+) -> (Plan, Vec<Laid>) {
+    let links = link_targets(comm, list);
     let mut errors = Vec::new();
     let mut skipped = 0;
     let members = members(
-        &list,
-        &map,
+        &o.context,
+        list,
+        map,
         &links,
         &MetaOptions::new(
             false,
-            if args.xattrs() {
+            if o.xattrs {
                 XattrPolicy::NonLustre
             } else {
                 XattrPolicy::None
@@ -1122,9 +1233,6 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         &mut errors,
         &mut skipped,
     );
-    drop(list);
-
-    // Layout: every entry's offset by a prefix sum over ranks.
     let local: u64 = members
         .iter()
         .map(|m| m.header.len() as u64 + round_up(m.size))
@@ -1149,7 +1257,7 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
         .sum();
     let mut idx_header = Vec::new();
     index::member_header(
-        &[flist::path::basename(&archive), b".dtaridx"].concat(),
+        &[flist::path::basename(archive), b".dtaridx"].concat(),
         count,
         now_secs(),
     )
@@ -1157,265 +1265,306 @@ pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
     let idx_data_at = total + idx_header.len() as u64;
     let idx_data_len = index::data_len(count);
     let entry_size = idx_header.len() as u64 + idx_data_len;
-    let stream_len = total + entry_size + index::END;
-    let footer = index::footer(count, total, entry_size);
-
-    if rank0 {
-        if let Ok(cmd) = std::env::var(HOOK) {
-            let _ = std::process::Command::new("sh").arg("-c").arg(cmd).status();
-        }
-    }
-    comm.barrier();
-
-    let w = Writer {
-        archive: archive.clone(),
-        open_noatime: args.open_noatime,
-        problems: Problems::default(),
-        progress: &progress,
-        data: DataOptions {
-            bufsize: args.bufsize.min(1 << 30) as usize,
-            sparse: false,
-            direct: false,
-        },
+    let plan = Plan {
+        offsets,
+        first_index,
+        count,
+        total,
+        data_bytes,
+        idx_data_at,
+        idx_data_len,
+        stream_len: total + entry_size + index::END,
+        footer: index::footer(count, total, entry_size).to_vec(),
+        idx_header,
+        errors,
+        skipped,
     };
-    // On Lustre, a plain archive's writes align to its stripes (the chunk size made a multiple
-    // of the stripe size), so no two ranks write one stripe.
+    (plan, laid)
+}
+
+/// Cut this rank's laid-out entries into the segments the writers take ([`segments`]). On
+/// Lustre, a plain archive's writes align to its stripes (the chunk size made a multiple of
+/// the stripe size), so no two ranks write one stripe. Collective.
+fn cut(comm: &dyn Comm, o: &Options, archive: &[u8], laid: Vec<Laid>) -> Vec<Segment> {
     let on_lustre = comm.any(
-        args.stripe
-            .api
-            .is_lustre(flist::path::as_path(flist::path::parent(&archive)))
+        o.lustre
+            .is_lustre(flist::path::as_path(flist::path::parent(archive)))
             .unwrap_or(false),
     );
-    let stripe = match policy::archive_layout(&args.stripe.overrides(), args.chunksize) {
-        Decision::Set { size, .. } if on_lustre && !args.zstd && size > 0 => Some(u64::from(size)),
+    let stripe = match policy::archive_layout(&o.stripe, o.chunksize) {
+        Decision::Set { size, .. } if on_lustre && !o.zstd && size > 0 => Some(u64::from(size)),
         _ => None,
     };
-    let segs = match stripe {
-        None => segments(laid, args.chunksize),
+    match stripe {
+        None => segments(laid, o.chunksize),
         Some(s) => {
-            let segs = segments(laid, args.chunksize.next_multiple_of(s));
+            let segs = segments(laid, o.chunksize.next_multiple_of(s));
             let region = segs.iter().fold((u64::MAX, 0), |(a, b), seg| {
                 (a.min(seg.at()), b.max(seg.at() + seg.len()))
             });
             let region = if region.0 > region.1 { (0, 0) } else { region };
             super::align::align(comm, segs, region, s)
         }
-    };
-    let frames_made = AtomicU64::new(0);
-    let compressed_bytes = AtomicU64::new(0);
-    let fail = |what: &str, e: io::Error| {
-        report_error("tar", format_args!("{what} {}: {e}", display(&archive)));
-        Status::Usage
-    };
+    }
+}
 
-    let say_layout = |said: &Option<String>| {
-        if let (Some(line), true) = (said, args.common.verbose) {
-            stdout_bytes(line.as_bytes());
-        }
-    };
-    // The archive is written under a temporary name beside it and renamed over ARCHIVE only
-    // once complete: a create that fails or is interrupted leaves nothing that looks like an
-    // archive.
-    let tmp = temp_path(comm, &archive);
-    let mut interrupted = false;
-    let written = if !args.zstd {
-        // Rank 0 creates the archive at its final size (so unwritten padding reads as zeros).
-        let created = if rank0 {
-            create_archive(&tmp, args)
-                .and_then(|(fd, said)| {
-                    say_layout(&said);
-                    if let Err(e) = rustix::fs::ftruncate(&fd, stream_len) {
-                        remove_temp(&tmp);
-                        return Err(e.into());
-                    }
-                    Ok(fd)
-                })
-                .map_err(|e| fail("create", e))
-        } else {
-            Err(Status::Ok)
-        };
-        let ok = comm.all(!rank0 || created.is_ok());
-        if !ok {
-            return Status::Usage.agree(comm);
-        }
-        let fd = match created {
-            Ok(fd) => fd,
-            Err(_) => match flist::walk::open_long(&tmp, OFlags::WRONLY | OFlags::CLOEXEC) {
-                Ok(fd) => fd,
-                Err(e) => {
-                    w.problems
-                        .damage(ItemError::new(&tmp, "open for writing", e.into()));
-                    // Keep taking part in the collectives below.
-                    flist::walk::open_long(b"/dev/null", OFlags::WRONLY).expect("/dev/null")
+/// What writing the archive did on this rank.
+struct Written {
+    /// Every rank wrote its part (its index slice, its frames' place).
+    complete: bool,
+    /// A stop request ended the writing.
+    interrupted: bool,
+    /// zstd frames this rank compressed, and their bytes.
+    frames: u64,
+    compressed: u64,
+}
+
+/// With `-v`, say how the archive was laid out on Lustre.
+fn say_layout(o: &Options, said: &Option<String>) {
+    if let (Some(line), true) = (said, o.context.verbose) {
+        o.context.info(line);
+    }
+}
+
+/// Write an uncompressed archive under `tmp`: rank 0 creates it at its final size (so
+/// unwritten padding reads as zeros), every rank writes its slice of the index, then all
+/// write the segments through the work-stealing queue. Collective.
+fn write_plain(
+    comm: &dyn Comm,
+    o: &Options,
+    plan: &Plan,
+    w: &Writer,
+    tmp: &[u8],
+    segs: Vec<Segment>,
+) -> Result<Written, Error> {
+    let rank0 = comm.rank() == 0;
+    let created = if rank0 {
+        create_archive(tmp, o)
+            .and_then(|(fd, said)| {
+                say_layout(o, &said);
+                if let Err(e) = rustix::fs::ftruncate(&fd, plan.stream_len) {
+                    remove_temp(&o.context, tmp);
+                    return Err(e.into());
                 }
-            },
-        };
-        // Every rank writes its slice of the index; rank 0 the member's header and footer.
-        let mut ok = write_all_at(
+                Ok(Some(fd))
+            })
+            .map_err(|e| format!("create {}: {e}", display(&w.archive)))
+    } else {
+        Ok(None)
+    };
+    let fd = match crate::engine::setup::agree_setup(comm, created)? {
+        Some(fd) => fd,
+        None => match flist::walk::open_long(tmp, OFlags::WRONLY | OFlags::CLOEXEC) {
+            Ok(fd) => fd,
+            Err(e) => {
+                w.problems
+                    .damage(ItemError::new(tmp, "open for writing", e.into()));
+                // Keep taking part in the collectives below.
+                flist::walk::open_long(b"/dev/null", OFlags::WRONLY).expect("/dev/null")
+            }
+        },
+    };
+    // Every rank writes its slice of the index; rank 0 the member's header and footer.
+    let mut ok = write_all_at(
+        fd.as_fd(),
+        &index::encode_offsets(&plan.offsets),
+        plan.idx_data_at + 8 * plan.first_index,
+    )
+    .is_ok();
+    if rank0 {
+        ok &= write_all_at(fd.as_fd(), &plan.idx_header, plan.total).is_ok();
+        ok &= write_all_at(
             fd.as_fd(),
-            &index::encode_offsets(&offsets),
-            idx_data_at + 8 * first_index,
+            &plan.footer,
+            plan.idx_data_at + plan.idx_data_len - index::FOOTER,
         )
         .is_ok();
-        if rank0 {
-            ok &= write_all_at(fd.as_fd(), &idx_header, total).is_ok();
-            ok &= write_all_at(
-                fd.as_fd(),
-                &footer,
-                idx_data_at + idx_data_len - index::FOOTER,
-            )
-            .is_ok();
-        }
-        if !ok {
-            w.problems.damage(ItemError::new(
-                &archive,
-                "write index",
-                io::Error::last_os_error(),
-            ));
-        }
-        let config = queue::Config {
-            max_batch: 1,
-            stop: Some(steal::signals::stop_flag()),
-            progress: Some(&progress),
-            ..queue::Config::default()
-        };
-        let archive_fd = fd.as_fd();
-        let outcome = queue::run(comm, &config, segs, |seg, _spawned| {
-            thread_local!(static BUF: RefCell<Option<Buffer>> = const { RefCell::new(None) });
-            BUF.with_borrow_mut(|b| {
-                let buf = b.get_or_insert_with(|| Buffer::new(w.data.bufsize));
-                w.write(archive_fd, seg, buf);
+    }
+    if !ok {
+        w.problems.damage(ItemError::new(
+            &w.archive,
+            "write index",
+            io::Error::last_os_error(),
+        ));
+    }
+    let config = queue::Config {
+        max_batch: 1,
+        stop: Some(&o.context.stop),
+        progress: Some(w.progress),
+        ..queue::Config::default()
+    };
+    let archive_fd = fd.as_fd();
+    let outcome = queue::run(comm, &config, segs, |seg, _spawned| {
+        thread_local!(static BUF: RefCell<Option<Buffer>> = const { RefCell::new(None) });
+        BUF.with_borrow_mut(|b| {
+            let buf = b.get_or_insert_with(|| Buffer::new(w.data.bufsize));
+            w.write(archive_fd, seg, buf);
+        })
+    });
+    Ok(Written {
+        complete: comm.all(ok),
+        interrupted: outcome.interrupted,
+        frames: 0,
+        compressed: 0,
+    })
+}
+
+/// Write a seekable zstd archive under `tmp`: rank 0 creates it and writes its frames
+/// straight into it, the others spool theirs until [`place_zstd`] places every rank's part.
+/// Collective.
+fn write_zstd(
+    comm: &dyn Comm,
+    o: &Options,
+    plan: &Plan,
+    w: &Writer,
+    tmp: &[u8],
+    segs: &[Segment],
+) -> Result<Written, Error> {
+    let rank0 = comm.rank() == 0;
+    let created = if rank0 {
+        create_archive(tmp, o)
+            .map(|(fd, said)| {
+                say_layout(o, &said);
+                Some(fd)
             })
-        });
-        interrupted = outcome.interrupted;
-        comm.all(ok)
+            .map_err(|e| format!("create {}: {e}", display(&w.archive)))
     } else {
-        // Rank 0 creates the archive and writes its frames straight into it.
-        let created = if rank0 {
-            create_archive(&tmp, args)
-                .map(|(fd, said)| {
-                    say_layout(&said);
-                    Some(fd)
-                })
-                .map_err(|e| fail("create", e))
-        } else {
-            Ok(None)
-        };
-        if !comm.all(created.is_ok()) {
-            return Status::Usage.agree(comm);
+        Ok(None)
+    };
+    let mut spool = match crate::engine::setup::agree_setup(comm, created)? {
+        Some(fd) => Spool::Direct { fd, at: 0 },
+        None => Spool::Held {
+            mem: Vec::new(),
+            file: None,
+            limit: o.memsize.min(usize::MAX as u64) as usize,
+            dir: flist::path::parent(&w.archive).to_vec(),
+        },
+    };
+    let frame = (o.chunksize as usize).next_multiple_of(BLOCK as usize);
+    let mut interrupted = false;
+    let (frames, ok) = match compress_part(w, segs, frame, o.zstd_level, &mut spool) {
+        Ok(s) => (s, true),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+            interrupted = true;
+            (Vec::new(), false)
         }
-        let mut spool = match created {
-            Ok(Some(fd)) => Spool::Direct { fd, at: 0 },
-            _ => Spool::Held {
-                mem: Vec::new(),
-                file: None,
-                limit: args.memsize.min(usize::MAX as u64) as usize,
-                dir: flist::path::parent(&archive).to_vec(),
-            },
-        };
-        let frame = (args.chunksize as usize).next_multiple_of(BLOCK as usize);
-        let sizes = compress_part(&w, &segs, frame, args.zstd_level, &mut spool);
-        let (frames, ok) = match sizes {
-            Ok(s) => (s, true),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                interrupted = true;
-                (Vec::new(), false)
-            }
-            Err(e) => {
-                w.problems.damage(ItemError::new(&archive, "write", e));
-                (Vec::new(), false)
-            }
-        };
-        let spooled = spool.len().unwrap_or(0);
-        if comm.all(ok) {
-            let last = comm.rank() + 1 == comm.size();
-            let tail = IndexTail {
-                header: &idx_header,
-                count,
-                data_len: idx_data_len,
-                footer: &footer,
-            };
-            let placed = place_zstd(
-                comm,
-                &tmp,
-                &mut spool,
-                frames,
-                spooled,
-                &index_part(&offsets, rank0, last, &tail),
-                frame,
-                args.zstd_level,
-            );
-            match placed {
-                Ok((n, bytes)) => {
-                    frames_made.store(n, Ordering::Relaxed);
-                    compressed_bytes.store(bytes, Ordering::Relaxed);
-                }
-                Err(e) => w.problems.damage(ItemError::new(&archive, "write", e)),
-            }
-            true
-        } else {
-            false
+        Err(e) => {
+            w.problems.damage(ItemError::new(&w.archive, "write", e));
+            (Vec::new(), false)
         }
     };
-    let damaged = comm.any(w.problems.is_damaged() || !written);
-    let interrupted = comm.any(interrupted || stop_requested());
+    let spooled = spool.len().unwrap_or(0);
+    let mut written = Written {
+        complete: false,
+        interrupted,
+        frames: 0,
+        compressed: 0,
+    };
+    if comm.all(ok) {
+        let last = comm.rank() + 1 == comm.size();
+        let tail = IndexTail {
+            header: &plan.idx_header,
+            count: plan.count,
+            data_len: plan.idx_data_len,
+            footer: &plan.footer,
+        };
+        let placed = place_zstd(
+            comm,
+            tmp,
+            &mut spool,
+            frames,
+            spooled,
+            &index_part(&plan.offsets, rank0, last, &tail),
+            frame,
+            o.zstd_level,
+        );
+        match placed {
+            Ok((n, bytes)) => {
+                written.frames = n;
+                written.compressed = bytes;
+            }
+            Err(e) => w.problems.damage(ItemError::new(&w.archive, "write", e)),
+        }
+        written.complete = true;
+    }
+    Ok(written)
+}
+
+/// Keep the archive (rename it into place) if it is complete and no stop was asked, else
+/// remove it; name every problem; say the `-v` figures; the report. Collective.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    comm: &dyn Comm,
+    o: &Options,
+    base: Report,
+    started: Instant,
+    plan: Plan,
+    w: Writer,
+    tmp: &[u8],
+    written: Written,
+) -> Report {
+    let rank0 = comm.rank() == 0;
+    let damaged = comm.any(w.problems.is_damaged() || !written.complete);
+    let interrupted = comm.any(written.interrupted || o.context.stopped());
     let complete = !damaged && !interrupted;
     let kept = if rank0 {
         if complete {
-            match rustix::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(&archive)) {
+            match rustix::fs::rename(flist::path::as_path(tmp), flist::path::as_path(&w.archive)) {
                 Ok(()) => true,
                 Err(e) => {
                     w.problems
-                        .damage(ItemError::new(&archive, "rename into place", e.into()));
-                    remove_temp(&tmp);
+                        .damage(ItemError::new(&w.archive, "rename into place", e.into()));
+                    remove_temp(&o.context, tmp);
                     false
                 }
             }
         } else {
-            remove_temp(&tmp);
+            remove_temp(&o.context, tmp);
             false
         }
     } else {
         true
     };
     let kept = comm.all(kept);
-    let mut problems = errors;
+    let mut problems = plan.errors;
     problems.extend(w.problems.into_sorted());
     for e in &problems {
-        report_error("tar", e);
+        o.context.error(e);
     }
     let failed = comm.sum(problems.len() as u64);
-    if failed > 0 {
-        status = Status::ItemsFailed;
-    }
-    if args.common.verbose {
+    if o.context.verbose {
         let line = format!(
             "rank {}: archived {} entries, {} bytes of data; compressed {} zstd frames ({} bytes)\n",
             comm.rank(),
-            offsets.len(),
-            data_bytes,
-            frames_made.load(Ordering::Relaxed),
-            compressed_bytes.load(Ordering::Relaxed),
+            plan.offsets.len(),
+            plan.data_bytes,
+            written.frames,
+            written.compressed,
         );
-        steal::ordered::in_rank_order(comm, line.into_bytes(), stdout_bytes);
+        steal::ordered::in_rank_order(comm, line.into_bytes(), |b| {
+            o.context.info(String::from_utf8_lossy(b))
+        });
     }
-    let skipped = comm.sum(skipped);
-    let data_total = comm.sum(data_bytes);
+    let report = Report {
+        skipped: comm.sum(plan.skipped),
+        failed,
+        ..base
+    };
+    let data_total = comm.sum(plan.data_bytes);
+    let frames = comm.sum(written.frames);
     if !kept {
-        let why = if interrupted { "interrupted" } else { "failed" };
-        return not_created(comm, args, &archive, started, why, failed);
+        return not_created(comm, o, report, started, interrupted);
     }
-    if rank0 && !args.common.quiet {
-        super::print_summary(
-            &format!("Archived {count} entries"),
-            data_total,
-            &archive,
-            started,
-            skipped,
-            failed,
-        );
+    Report {
+        entries: plan.count,
+        archive_entries: plan.count,
+        bytes: data_total,
+        created: true,
+        zstd_frames: frames,
+        seconds: started.elapsed().as_secs_f64(),
+        failures: o.context.failures(),
+        ..report
     }
-    status.agree(comm)
 }
 
 /// The index member's bytes other than the offsets: its header, the length of its data, the
@@ -1545,11 +1694,6 @@ fn place_zstd(
     Ok((frames.len() as u64, spooled + index_bytes))
 }
 
-/// Whether SIGINT or SIGTERM asked this process to stop.
-fn stop_requested() -> bool {
-    steal::signals::stop_flag().load(Ordering::Relaxed)
-}
-
 /// Refuse an archive path that is not a regular file: the archive is renamed over it at the
 /// end, which must never replace a device, a directory or a symbolic link (the file it points
 /// to would keep its old contents).
@@ -1566,22 +1710,19 @@ fn check_archive_path(archive: &[u8]) -> Result<(), String> {
 }
 
 /// The temporary path the archive is written under (rank 0's, see [`partial`]); rank 0 first
-/// removes what earlier runs killed on this host left there. Collective.
-fn temp_path(comm: &dyn Comm, archive: &[u8]) -> Vec<u8> {
+/// removes what earlier runs killed on this host left there, and says so. Collective.
+fn temp_path(comm: &dyn Comm, context: &Context, archive: &[u8]) -> Vec<u8> {
     let mut tmp = Vec::new();
     if comm.rank() == 0 {
         let (removed, failed) = partial::remove_stale(archive);
         for path in removed {
-            report_error(
-                "tar",
-                format_args!(
-                    "removed {}, the incomplete archive of an earlier run that was killed",
-                    display(&path)
-                ),
-            );
+            context.error(format_args!(
+                "removed {}, the incomplete archive of an earlier run that was killed",
+                display(&path)
+            ));
         }
         for e in failed {
-            report_error("tar", e);
+            context.error(e);
         }
         tmp = partial::temp_path(archive);
     }
@@ -1590,46 +1731,35 @@ fn temp_path(comm: &dyn Comm, archive: &[u8]) -> Vec<u8> {
 }
 
 /// Remove the temporary archive (it was never complete); a failure is only worth a message.
-fn remove_temp(tmp: &[u8]) {
+fn remove_temp(context: &Context, tmp: &[u8]) {
     if let Err(e) = partial::remove(tmp) {
-        report_error("tar", e);
+        context.error(e);
     }
 }
 
-/// The end of a create that left no archive: name it on stderr, say so in the summary (no
-/// entry counts as archived), exit 1. Collective.
+/// The report of a create that left no archive (no entry counts as archived); rank 0 names
+/// the archive as not created, and why.
 fn not_created(
     comm: &dyn Comm,
-    args: &TarArgs,
-    archive: &[u8],
+    o: &Options,
+    report: Report,
     started: Instant,
-    why: &str,
-    failed: u64,
-) -> Status {
+    interrupted: bool,
+) -> Report {
     if comm.rank() == 0 {
-        report_error(
-            "tar",
-            format_args!("{}: not created ({why})", display(archive)),
-        );
-        if !args.common.quiet {
-            let mut line = format!(
-                "{}: nothing archived, {} not created, after {:.3} s",
-                if why == "interrupted" {
-                    "Interrupted"
-                } else {
-                    "Failed"
-                },
-                display(archive),
-                started.elapsed().as_secs_f64()
-            );
-            if failed > 0 {
-                line.push_str(&format!("; {failed} failed"));
-            }
-            line.push('\n');
-            stdout_bytes(line.as_bytes());
-        }
+        let why = if interrupted { "interrupted" } else { "failed" };
+        o.context.error(format_args!(
+            "{}: not created ({why})",
+            display(&report.archive)
+        ));
     }
-    Status::ItemsFailed.agree(comm)
+    Report {
+        created: false,
+        interrupted,
+        seconds: started.elapsed().as_secs_f64(),
+        failures: o.context.failures(),
+        ..report
+    }
 }
 
 #[cfg(test)]

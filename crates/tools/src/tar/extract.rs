@@ -20,8 +20,8 @@ use super::header::{Decoded, Kind, Segment};
 use super::index::{self, Source};
 use super::scan::{self, share, Located};
 use super::stream::Archive;
-use super::TarArgs;
-use crate::cli::{report_error, stdout_bytes};
+use super::{Done, Options, Report};
+use crate::engine::context::Error;
 use crate::engine::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
 use crate::engine::copy::meta::{write_xattrs, MetaOptions, Target as XattrTarget, XattrPolicy};
 use crate::engine::copy::striping::Striping;
@@ -40,8 +40,6 @@ use std::sync::Mutex;
 use std::time::Instant;
 use steal::wire::{self, Reader};
 use steal::{Comm, CommExt};
-
-use crate::engine::status::Status;
 
 /// An entry this rank extracts (or whose data tail it writes).
 struct Item {
@@ -100,8 +98,9 @@ impl Failures {
         }
         all
     }
-    fn take(self) -> Vec<String> {
-        self.0.into_inner().expect("failures")
+    /// The failures so far, taken.
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().expect("failures"))
     }
 }
 
@@ -285,64 +284,21 @@ fn make_other(target: &Target, item: &Item) -> Result<(), String> {
     }
 }
 
-/// Extract a file whose data lies wholly in this rank's part, in one go: create it, copy its
-/// data, give it its metadata through the descriptor just created (the common case: one open
-/// per file, in a directory most often already open).
-#[allow(clippy::too_many_arguments)]
-fn extract_whole(
-    dirs: &mut DirCache,
-    archive: &Archive,
-    target: &Target,
-    item: &Item,
-    how: &Restore,
-    io: (&DataOptions, &mut Buffer, &mut bool),
-    fsync: bool,
-    lay: &Layouts,
-) -> Result<u64, String> {
-    let (data, buf, cfr) = io;
-    let h = &item.d.header;
-    let fd = open_new(dirs, target, item, lay)?;
-    let n = write_contents(archive, &item.d, fd.as_fd(), (data, buf, cfr), lay.chunk)?;
-    let step = |op: &str, r: Result<(), Errno>| r.map_err(|e| format!("{op}: {}", explain(e)));
-    if fsync {
-        step("fsync", rustix::fs::fsync(&fd))?;
-    }
-    if how.xattrs {
-        write_xattrs(XattrTarget::Fd(fd.as_fd()), &h.xattrs)
-            .map_err(|e| format!("set xattr: {e}"))?;
-    }
-    if how.owner {
-        step(
-            "chown",
-            rustix::fs::fchown(
-                &fd,
-                Some(Uid::from_raw(h.uid as u32)),
-                Some(Gid::from_raw(h.gid as u32)),
-            ),
-        )?;
-    }
-    step(
-        "chmod",
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(how.mode(h.mode))),
-    )?;
-    step("set times", rustix::fs::futimens(&fd, &times_of(h)))?;
-    Ok(n)
-}
-
 /// What an abandoned file is told when a signal stopped the extraction.
 const INTERRUPTED: &str = "interrupted before its data was complete: left without the \
                            archive's times";
 
 /// Write the data of the file entry `d` into `fd` (a new, empty file): its bytes, or for a
 /// sparse file each segment at its place, leaving holes, and then its real size. Copies
-/// `chunk` bytes at a time and stops with an error when SIGINT/SIGTERM came. Returns the data
-/// bytes written.
+/// `chunk` bytes at a time and stops with an error once `stop` is set (SIGINT/SIGTERM on the
+/// command line). Returns the data bytes written.
 fn write_contents(
     archive: &Archive,
     d: &Decoded,
     fd: BorrowedFd<'_>,
     (data, buf, cfr): (&DataOptions, &mut Buffer, &mut bool),
     chunk: u64,
+    stop: &AtomicBool,
 ) -> Result<u64, String> {
     let whole = [Segment {
         at: 0,
@@ -350,7 +306,6 @@ fn write_contents(
     }];
     let segments = d.sparse.as_deref().unwrap_or(&whole);
     let chunk = chunk.max(1 << 20);
-    let stop = steal::signals::stop_flag();
     let mut from = d.data;
     let mut written = 0u64;
     for seg in segments {
@@ -586,64 +541,6 @@ fn my_items(
 /// Entries decoded at once by [`my_items`].
 const DECODE_RUN: usize = 1 << 14;
 
-/// Write the data of `items` that lies in `[start, end)` of an uncompressed archive. With
-/// `align` (the stripe size of files on Lustre), a file's share boundaries move up to the next
-/// stripe boundary of the file, so no stripe is written by two ranks.
-#[allow(clippy::too_many_arguments)]
-fn copy_data(
-    archive: &Archive,
-    target: &Target,
-    items: &[&Item],
-    (start, end): (u64, u64),
-    chunk: u64,
-    align: Option<u64>,
-    data: &DataOptions,
-    fail: &Failures,
-    bytes: &AtomicU64,
-) {
-    let mut pieces = Vec::new();
-    for (i, it) in items.iter().enumerate() {
-        if it.d.header.kind != Kind::File || it.d.header.size == 0 {
-            continue;
-        }
-        let (a, b) = file_share(it.d.data, it.d.header.size, (start, end), align);
-        let mut x = a;
-        while x < b {
-            let len = chunk.min(b - x);
-            pieces.push((i, x, len));
-            x += len;
-        }
-    }
-    pieces.par_iter().for_each_init(
-        || (Buffer::new(data.bufsize), true),
-        |(buf, cfr), &(i, x, len)| {
-            if steal::signals::stop_flag().load(Ordering::Relaxed) {
-                return;
-            }
-            let it = items[i];
-            let r = open_file(target, &it.rel).map_err(explain).and_then(|fd| {
-                copy_at(
-                    archive.fd(),
-                    x,
-                    fd.as_fd(),
-                    x - it.d.data,
-                    len,
-                    data,
-                    buf,
-                    cfr,
-                )
-                .map_err(from_archive)
-            });
-            match r {
-                Ok(n) => {
-                    bytes.fetch_add(n, Ordering::Relaxed);
-                }
-                Err(e) => fail.add(&it.rel, e),
-            }
-        },
-    );
-}
-
 /// The archive bytes of the file whose data is `[data, data + size)` that the rank owning
 /// `[start, end)` writes: the overlap, or with `align` the overlap with both ends moved up to
 /// the next multiple of `align` from the file's start (the ranks' pieces still tile the file,
@@ -658,152 +555,111 @@ fn file_share(data: u64, size: u64, (start, end): (u64, u64), align: Option<u64>
     }
 }
 
-/// Decompress the frames of `[start, end)` of a compressed archive, each once, and write the
-/// file data they hold.
-fn write_frames(
-    archive: &Archive,
-    target: &Target,
-    items: &[&Item],
-    (start, end): (u64, u64),
-    fail: &Failures,
-    bytes: &AtomicU64,
-) {
-    let table = archive.table().expect("compressed");
-    let files: Vec<&Item> = items
-        .iter()
-        .copied()
-        .filter(|it| it.d.header.kind == Kind::File && it.d.header.size > 0)
-        .collect();
-    let frames: Vec<usize> = (0..table.frames.len())
-        .filter(|&i| table.frames[i].d_at >= start && table.frames[i].d_at < end)
-        .collect();
-    frames.par_iter().for_each(|&i| {
-        if steal::signals::stop_flag().load(Ordering::Relaxed) {
-            return;
+/// What [`find_entries`] found, and what a report says about it.
+pub(super) struct Found {
+    /// The entries.
+    pub located: Located,
+    /// The archive is damaged (said through the context).
+    pub damaged: bool,
+    /// `--save-index` was asked and the index could not be saved (said through the context).
+    pub index_not_saved: bool,
+}
+
+impl Found {
+    /// A report of `archive` with what finding the entries told.
+    pub fn report(&self, archive: Vec<u8>) -> Report {
+        Report {
+            archive,
+            scanned: self.located.source == Source::Scan,
+            damaged: self.damaged,
+            index_not_saved: self.index_not_saved,
+            ..Report::default()
         }
-        let f = table.frames[i];
-        let (fa, fb) = (f.d_at, f.d_at + f.d_len as u64);
-        let first = files.partition_point(|it| it.d.data + it.d.header.size <= fa);
-        let touched: Vec<&&Item> = files[first..]
-            .iter()
-            .take_while(|it| it.d.data < fb)
-            .collect();
-        if touched.is_empty() {
-            return;
-        }
-        let data = match archive.frame(i) {
-            Ok(d) => d,
-            Err(e) => {
-                for it in touched {
-                    fail.data_failed(it.d.start, &it.rel, format_args!("decompress: {e}"));
-                }
-                return;
-            }
-        };
-        for it in touched {
-            let a = it.d.data.max(fa);
-            let b = (it.d.data + it.d.header.size).min(fb);
-            let r = open_file(target, &it.rel).map_err(explain).and_then(|fd| {
-                write_all_at(
-                    fd.as_fd(),
-                    &data[(a - fa) as usize..(b - fa) as usize],
-                    a - it.d.data,
-                )
-                .map_err(|e| format!("{}: {}", e.op, e.source))
-            });
-            match r {
-                Ok(()) => {
-                    bytes.fetch_add(b - a, Ordering::Relaxed);
-                }
-                Err(e) => fail.add(&it.rel, e),
-            }
-        }
-    });
+    }
 }
 
 /// Find the entries and say how (an index that did not hold against the archive is named, with
-/// why, and the archive is scanned instead); with `--save-index` keep a scanned index.
-/// Collective.
-pub fn find_entries(
-    comm: &dyn Comm,
-    archive: &Archive,
-    path: &[u8],
-    args: &TarArgs,
-) -> (Located, Status) {
-    let found = scan::locate(comm, archive, path, args.memsize, args.save_index);
-    let mut status = Status::Ok;
-    if comm.rank() == 0 {
+/// why, and the archive is scanned instead); with [`Options::save_index`] keep a scanned index.
+/// Rank 0 tells `o.context`. Collective.
+pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &Options) -> Found {
+    let found = scan::locate(comm, archive, path, o.memsize, o.save_index);
+    let rank0 = comm.rank() == 0;
+    let say = |text: String| o.context.error(text);
+    if rank0 {
         for why in &found.rejected {
-            eprintln!("mfu-rs tar: not using {why}");
+            say(format!("not using {why}"));
         }
     }
-    if let Some(d) = &found.damage {
-        if comm.rank() == 0 {
-            report_error("tar", format_args!("{}: {d}", display(path)));
-        }
-        status = Status::ItemsFailed;
+    if let (Some(d), true) = (&found.damage, rank0) {
+        say(format!("{}: {d}", display(path)));
     }
-    if found.source == Source::Scan && comm.rank() == 0 {
+    let mut index_not_saved = false;
+    if found.source == Source::Scan && rank0 {
         let side = index::side_path(path);
-        if args.save_index && found.damage.is_some() {
-            eprintln!(
-                "mfu-rs tar: the index of a damaged archive is not saved as {}",
+        if o.save_index && found.damage.is_some() {
+            say(format!(
+                "the index of a damaged archive is not saved as {}",
                 display(&side)
-            );
-        } else if args.save_index {
-            let mut offsets = found.offsets.clone();
-            if let Some(m) = found.member {
-                offsets.push(m);
-            }
-            // A new name then a rename: a reader never sees half an index.
-            let mut tmp = side.clone();
-            tmp.extend_from_slice(format!(".{}.tmp", std::process::id()).as_bytes());
-            let saved = std::fs::write(
-                flist::path::as_path(&tmp),
-                index::encode_index(&offsets, found.end),
-            )
-            .and_then(|()| {
-                std::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(&side))
-            });
-            if let Err(e) = saved {
-                let _ = std::fs::remove_file(flist::path::as_path(&tmp));
-                report_error("tar", format_args!("save index {}: {e}", display(&side)));
-                status = Status::ItemsFailed;
-            } else if !args.common.quiet {
-                eprintln!(
-                    "mfu-rs tar: saved the index of {} entries as {}",
-                    offsets.len(),
+            ));
+        } else if o.save_index {
+            match save_index(&found, &side) {
+                Err(e) => {
+                    say(format!("save index {}: {e}", display(&side)));
+                    index_not_saved = true;
+                }
+                Ok(n) if o.index_notices => say(format!(
+                    "saved the index of {n} entries as {}",
                     display(&side)
-                );
+                )),
+                Ok(_) => {}
             }
-        } else if !args.common.quiet {
+        } else if o.index_notices {
             let how = if found.rejected.is_empty() {
                 "has no index; scanned it"
             } else {
                 "scanned instead"
             };
-            eprintln!(
-                "mfu-rs tar: {} {how} and found {} entries (--save-index keeps the index as {} \
-                 for the next run)",
+            say(format!(
+                "{} {how} and found {} entries (--save-index keeps the index as {} for the \
+                 next run)",
                 display(path),
                 found.total,
                 display(&side)
-            );
+            ));
         }
     }
-    (found, status)
+    Found {
+        damaged: found.damage.is_some(),
+        index_not_saved,
+        located: found,
+    }
 }
 
-/// `tar -x`. Collective.
-pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
-    let rank0 = comm.rank() == 0;
-    let started = Instant::now();
+/// Save the index a scan found as the side file `side` (a new name, then a rename: a reader
+/// never sees half an index); returns the entries it holds.
+fn save_index(found: &Located, side: &[u8]) -> io::Result<usize> {
+    let mut offsets = found.offsets.clone();
+    if let Some(m) = found.member {
+        offsets.push(m);
+    }
+    let mut tmp = side.to_vec();
+    tmp.extend_from_slice(format!(".{}.tmp", std::process::id()).as_bytes());
+    let saved = std::fs::write(
+        flist::path::as_path(&tmp),
+        index::encode_index(&offsets, found.end),
+    )
+    .and_then(|()| std::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(side)));
+    if saved.is_err() {
+        let _ = std::fs::remove_file(flist::path::as_path(&tmp));
+    }
+    saved.map(|()| offsets.len())
+}
+
+/// The archive and the target directory, opened alike on every rank. Collective.
+fn setup(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Vec<u8>, Archive, Target), Error> {
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
-    let path = normalize(args.file.as_bytes(), &cwd);
-    let dest = args
-        .chdir
-        .as_ref()
-        .map_or(cwd.clone(), |d| normalize(d.as_bytes(), &cwd));
+    let path = normalize(&o.archive, &cwd);
+    let dest = o.chdir.as_ref().map_or(cwd.clone(), |d| normalize(d, &cwd));
     let opened = Archive::open(&path)
         .map_err(|e| format!("open {}: {e}", display(&path)))
         .and_then(|a| {
@@ -811,342 +667,592 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
                 .map(|t| (a, t))
                 .map_err(|e| format!("open the target directory {}: {e}", display(&dest)))
         });
-    let (archive, target) = match crate::engine::setup::agree_setup_reported(comm, "tar", opened) {
-        Ok(v) => v,
-        Err(s) => return s,
-    };
-    let (mut found, mut status) = find_entries(comm, &archive, &path, args);
-    crate::engine::test_seam::after_listing(comm);
-    let stop = steal::signals::stop_flag();
-    let stopped = || stop.load(Ordering::Relaxed);
-    let root = rustix::process::geteuid().is_root();
-    let how = Restore {
-        owner: args.preserve || args.preserve_owner || root,
-        modes: MetaOptions::new(
-            args.preserve || args.preserve_perms || root,
-            XattrPolicy::None,
-        ),
-        xattrs: args.xattrs(),
-    };
-    let fail = Failures::default();
-    let (start, end) = share(&archive, comm.size(), comm.rank());
-    let items = my_items(&archive, &path, &found, start, end, &fail);
-    // The offsets are no longer needed (only their count).
-    found.offsets = Vec::new();
-    let progress = args.common.progress(comm.rank(), "Extracted");
-    // Entries not extracted on purpose-less grounds: each named, and the run exits 1.
-    let mut skipped = 0u64;
+    let (archive, target) = crate::engine::setup::agree_setup(comm, opened)?;
+    Ok((path, dest, archive, target))
+}
 
-    // Tar keeps the last of several entries with one name.
-    let dropped = superseded(comm, &items);
-    let replaced = items
-        .iter()
-        .filter(|it| it.own && dropped.contains(&it.d.start))
-        .count() as u64;
-    // In place: no second vector of every entry.
-    let mut items = items;
-    items.retain(|it| !dropped.contains(&it.d.start));
-    drop(dropped);
-    // Entries whose creation failed get no data and no metadata.
-    let ok: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(true)).collect();
-    // Entries completely extracted, metadata included.
-    let done: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(false)).collect();
-    let failed_at = |i: usize, e: String| {
-        fail.add(&items[i].rel, e);
-        ok[i].store(false, Ordering::Relaxed);
-    };
-    let own_of = |kinds: &[Kind]| -> Vec<usize> {
-        (0..items.len())
-            .filter(|&i| items[i].own && kinds.contains(&items[i].d.header.kind))
-            .collect()
-    };
+/// `tar -x`. Collective.
+pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
+    let started = Instant::now();
+    let (path, dest, archive, target) = setup(comm, o)?;
+    let found = find_entries(comm, &archive, &path, o);
+    crate::engine::test_seam::after_listing(comm);
+    let stripes = Striping::detect(&*o.lustre, std::slice::from_ref(&dest), o.stripe);
+    let x = Extraction::new(comm, o, &archive, &target, &dest, &stripes);
+    let total_entries = found.located.total + found.located.cut;
+    let base = found.report(path);
+    let entries = x.entries(comm, &base.archive, found.located);
+    let progress = o.context.progress(comm.rank(), "Extracted");
 
     // 1. Symlinks first: a later path through one of them is then refused, never followed.
-    own_of(&[Kind::Symlink]).par_iter().for_each(|&i| {
-        if stopped() {
-            return;
-        }
-        if let Err(e) = make_other(&target, &items[i]) {
-            failed_at(i, e);
-        }
-    });
+    x.symlinks(&entries);
     comm.barrier();
     // 2. Directories.
-    // Parents are made on the way, so directories need no order among themselves.
-    own_of(&[Kind::Dir]).par_iter().for_each(|&i| {
-        if stopped() {
-            return;
-        }
-        if let Err(e) = target.dir(&items[i].rel, true) {
-            failed_at(i, explain(e));
-        }
-    });
+    x.directories(&entries);
     comm.barrier();
-    // 3. Files: those whose data is all in this rank's part of an uncompressed archive, and
-    // sparse files, are extracted whole, with their metadata; the others are created empty at
-    // their final size.
-    let bytes = AtomicU64::new(0);
-    let data = DataOptions {
-        bufsize: args.bufsize.min(1 << 30) as usize,
-        sparse: false,
-        direct: false,
-    };
-    let whole = |i: usize| {
-        let d = &items[i].d;
-        d.sparse.is_some()
-            || (archive.table().is_none() && d.data >= start && d.data + d.header.size <= end)
-    };
-    // Files created empty at their size, waiting for data from phase 4.
-    let created: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(false)).collect();
-    let stripes = Striping::detect(
-        &*args.stripe.api,
-        std::slice::from_ref(&dest),
-        args.stripe.overrides(),
-    );
-    let lay = Layouts {
-        stripes: &stripes,
-        dest: &dest,
-        chunk: args.chunksize,
-    };
-    own_of(&[Kind::File]).par_iter().for_each_init(
-        || (Buffer::new(data.bufsize), true, DirCache::default()),
-        |(buf, cfr, dirs), &i| {
-            if stopped() {
-                return;
-            }
-            if whole(i) {
-                match extract_whole(
-                    dirs,
-                    &archive,
-                    &target,
-                    &items[i],
-                    &how,
-                    (&data, buf, cfr),
-                    args.fsync,
-                    &lay,
-                ) {
-                    Ok(n) => {
-                        bytes.fetch_add(n, Ordering::Relaxed);
-                        done[i].store(true, Ordering::Relaxed);
-                    }
-                    Err(e) => failed_at(i, e),
-                }
-            } else {
-                match create_file(dirs, &target, &items[i], &lay) {
-                    Ok(()) => created[i].store(true, Ordering::Relaxed),
-                    Err(e) => failed_at(i, e),
-                }
-            }
-        },
-    );
+    // 3. Files, whole or created at their size.
+    x.files(&entries);
     comm.barrier();
     // 4. Data of the others (their tails on other ranks too).
-    let writable: Vec<&Item> = (0..items.len())
-        .filter(|&i| {
-            ok[i].load(Ordering::Relaxed)
-                && !done[i].load(Ordering::Relaxed)
-                && items[i].d.sparse.is_none()
-        })
-        .map(|i| &items[i])
-        .collect();
-    if archive.table().is_some() {
-        write_frames(&archive, &target, &writable, (start, end), &fail, &bytes);
-    } else {
-        copy_data(
-            &archive,
-            &target,
-            &writable,
-            (start, end),
-            args.chunksize,
-            lay.align(),
-            &data,
-            &fail,
-            &bytes,
-        );
+    x.data(comm, &entries);
+    progress.add(0, x.bytes.load(Ordering::Relaxed));
+    // 5. Hard links, fifos, devices.
+    let skipped = x.others(&entries);
+    // 6. Metadata: files and links now, directories deepest first.
+    x.metadata(comm, &entries);
+
+    let interrupted = comm.any(x.stopped());
+    x.report(comm, &entries, interrupted);
+    let extracted = comm.sum(
+        entries
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(i, it)| it.own && entries.done[*i].load(Ordering::Relaxed))
+            .count() as u64
+            + entries.replaced,
+    );
+    let report = Report {
+        mode: Done::Extract,
+        directory: dest.clone(),
+        entries: extracted.min(total_entries),
+        archive_entries: total_entries,
+        bytes: comm.sum(x.bytes.load(Ordering::Relaxed)),
+        skipped: comm.sum(skipped),
+        failed: comm.sum(x.failed.load(Ordering::Relaxed)),
+        zstd_frames: comm.sum(archive.frames_decoded.load(Ordering::Relaxed)),
+        interrupted,
+        ..base
+    };
+    if comm.rank() == 0 && interrupted {
+        o.context.error(format_args!(
+            "interrupted (SIGINT/SIGTERM): stopped extracting {}; {} of {total_entries} \
+             entries were extracted completely, the others are missing or incomplete (those \
+             carry no archive times)",
+            display(&report.archive),
+            report.entries
+        ));
     }
-    drop(writable);
-    progress.add(0, bytes.load(Ordering::Relaxed));
-    // A file whose data is incomplete never carries its archived metadata (mtime, size...).
-    let data_failed = fail.data_failed_anywhere(comm);
-    for (i, it) in items.iter().enumerate() {
-        if data_failed.contains(&it.d.start) {
-            ok[i].store(false, Ordering::Relaxed);
+    Ok(Report {
+        seconds: started.elapsed().as_secs_f64(),
+        failures: o.context.failures(),
+        ..report
+    })
+}
+
+/// This rank's entries and how far each got.
+struct Entries {
+    items: Vec<Item>,
+    /// The entry was created (entries whose creation failed get no data and no metadata).
+    ok: Vec<AtomicBool>,
+    /// The entry was completely extracted, metadata included.
+    done: Vec<AtomicBool>,
+    /// The file was created empty at its size, waiting for its data (phase 4).
+    created: Vec<AtomicBool>,
+    /// Entries of this rank that a later entry of the same name replaced (they count as
+    /// extracted: tar keeps the last).
+    replaced: u64,
+}
+
+impl Entries {
+    /// The entries of this rank whose headers it owns, of one of these kinds.
+    fn own_of(&self, kinds: &[Kind]) -> Vec<usize> {
+        (0..self.items.len())
+            .filter(|&i| self.items[i].own && kinds.contains(&self.items[i].d.header.kind))
+            .collect()
+    }
+
+    /// Owned, created, and not yet complete.
+    fn pending(&self, i: usize) -> bool {
+        self.items[i].own
+            && self.ok[i].load(Ordering::Relaxed)
+            && !self.done[i].load(Ordering::Relaxed)
+    }
+}
+
+/// One rank's extraction: what every phase uses.
+struct Extraction<'a> {
+    o: &'a Options,
+    archive: &'a Archive,
+    target: &'a Target,
+    how: Restore,
+    data: DataOptions,
+    lay: Layouts<'a>,
+    /// This rank's part of the stream ([`share`]).
+    part: (u64, u64),
+    stop: &'a AtomicBool,
+    fail: Failures,
+    /// Failures named so far (see [`Extraction::report`]).
+    failed: AtomicU64,
+    /// Data bytes written by this rank.
+    bytes: AtomicU64,
+}
+
+impl<'a> Extraction<'a> {
+    fn new(
+        comm: &dyn Comm,
+        o: &'a Options,
+        archive: &'a Archive,
+        target: &'a Target,
+        dest: &'a [u8],
+        stripes: &'a Striping<'a>,
+    ) -> Extraction<'a> {
+        let root = rustix::process::geteuid().is_root();
+        Extraction {
+            o,
+            archive,
+            target,
+            how: Restore {
+                owner: o.preserve_owner || root,
+                modes: MetaOptions::new(o.preserve_perms || root, XattrPolicy::None),
+                xattrs: o.xattrs,
+            },
+            data: DataOptions {
+                bufsize: o.bufsize.min(1 << 30) as usize,
+                sparse: false,
+                direct: false,
+            },
+            lay: Layouts {
+                stripes,
+                dest,
+                chunk: o.chunksize,
+            },
+            part: share(archive, comm.size(), comm.rank()),
+            stop: &o.context.stop,
+            fail: Failures::default(),
+            failed: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
         }
     }
-    // 5. Hard links, fifos, devices.
-    own_of(&[Kind::HardLink, Kind::Fifo, Kind::Char, Kind::Block])
-        .par_iter()
-        .for_each(|&i| {
-            if stopped() {
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Entry `i` failed: named, and it gets no data and no metadata.
+    fn failed_at(&self, e: &Entries, i: usize, why: String) {
+        self.fail.add(&e.items[i].rel, why);
+        e.ok[i].store(false, Ordering::Relaxed);
+    }
+
+    /// This rank's entries ([`my_items`]) less those a later entry of the same name replaces.
+    /// Collective.
+    fn entries(&self, comm: &dyn Comm, path: &[u8], mut found: Located) -> Entries {
+        let (start, end) = self.part;
+        let items = my_items(self.archive, path, &found, start, end, &self.fail);
+        // The offsets are no longer needed (only their count).
+        found.offsets = Vec::new();
+        // Tar keeps the last of several entries with one name.
+        let dropped = superseded(comm, &items);
+        let replaced = items
+            .iter()
+            .filter(|it| it.own && dropped.contains(&it.d.start))
+            .count() as u64;
+        // In place: no second vector of every entry.
+        let mut items = items;
+        items.retain(|it| !dropped.contains(&it.d.start));
+        drop(dropped);
+        let flags = |v: bool| items.iter().map(|_| AtomicBool::new(v)).collect();
+        Entries {
+            ok: flags(true),
+            done: flags(false),
+            created: flags(false),
+            items,
+            replaced,
+        }
+    }
+
+    /// Phase 1: symlinks (a later path through one of them is then refused, never followed).
+    fn symlinks(&self, e: &Entries) {
+        e.own_of(&[Kind::Symlink]).par_iter().for_each(|&i| {
+            if self.stopped() {
                 return;
             }
-            match make_other(&target, &items[i]) {
-                Err(e) => failed_at(i, e),
-                Ok(()) if items[i].d.header.kind == Kind::HardLink => {
-                    done[i].store(true, Ordering::Relaxed)
-                }
-                Ok(()) => {}
+            if let Err(why) = make_other(self.target, &e.items[i]) {
+                self.failed_at(e, i, why);
             }
         });
-    for (i, it) in items.iter().enumerate().filter(|(_, it)| it.own) {
-        if it.d.header.kind == Kind::Other(b'V') {
-            // A GNU volume label names the archive, not a file: nothing to extract (as GNU tar).
-            done[i].store(true, Ordering::Relaxed);
-        } else if let Kind::Other(t) = it.d.header.kind {
-            report_error(
-                "tar",
-                format_args!(
+    }
+
+    /// Phase 2: directories. Parents are made on the way, so directories need no order among
+    /// themselves.
+    fn directories(&self, e: &Entries) {
+        e.own_of(&[Kind::Dir]).par_iter().for_each(|&i| {
+            if self.stopped() {
+                return;
+            }
+            if let Err(err) = self.target.dir(&e.items[i].rel, true) {
+                self.failed_at(e, i, explain(err));
+            }
+        });
+    }
+
+    /// Phase 3: files. Those whose data is all in this rank's part of an uncompressed
+    /// archive, and sparse files, are extracted whole, with their metadata; the others are
+    /// created empty at their final size.
+    fn files(&self, e: &Entries) {
+        let (start, end) = self.part;
+        let whole = |i: usize| {
+            let d = &e.items[i].d;
+            d.sparse.is_some()
+                || (self.archive.table().is_none()
+                    && d.data >= start
+                    && d.data + d.header.size <= end)
+        };
+        e.own_of(&[Kind::File]).par_iter().for_each_init(
+            || (Buffer::new(self.data.bufsize), true, DirCache::default()),
+            |(buf, cfr, dirs), &i| {
+                if self.stopped() {
+                    return;
+                }
+                if whole(i) {
+                    match self.extract_whole(dirs, &e.items[i], (buf, cfr)) {
+                        Ok(n) => {
+                            self.bytes.fetch_add(n, Ordering::Relaxed);
+                            e.done[i].store(true, Ordering::Relaxed);
+                        }
+                        Err(why) => self.failed_at(e, i, why),
+                    }
+                } else {
+                    match create_file(dirs, self.target, &e.items[i], &self.lay) {
+                        Ok(()) => e.created[i].store(true, Ordering::Relaxed),
+                        Err(why) => self.failed_at(e, i, why),
+                    }
+                }
+            },
+        );
+    }
+
+    /// Extract a file whose data lies wholly in this rank's part, in one go: create it, copy
+    /// its data, give it its metadata through the descriptor just created (the common case:
+    /// one open per file, in a directory most often already open).
+    fn extract_whole(
+        &self,
+        dirs: &mut DirCache,
+        item: &Item,
+        (buf, cfr): (&mut Buffer, &mut bool),
+    ) -> Result<u64, String> {
+        let (how, lay) = (&self.how, &self.lay);
+        let h = &item.d.header;
+        let fd = open_new(dirs, self.target, item, lay)?;
+        let n = write_contents(
+            self.archive,
+            &item.d,
+            fd.as_fd(),
+            (&self.data, buf, cfr),
+            lay.chunk,
+            self.stop,
+        )?;
+        let step = |op: &str, r: Result<(), Errno>| r.map_err(|e| format!("{op}: {}", explain(e)));
+        if self.o.fsync {
+            step("fsync", rustix::fs::fsync(&fd))?;
+        }
+        if how.xattrs {
+            write_xattrs(XattrTarget::Fd(fd.as_fd()), &h.xattrs)
+                .map_err(|e| format!("set xattr: {e}"))?;
+        }
+        if how.owner {
+            step(
+                "chown",
+                rustix::fs::fchown(
+                    &fd,
+                    Some(Uid::from_raw(h.uid as u32)),
+                    Some(Gid::from_raw(h.gid as u32)),
+                ),
+            )?;
+        }
+        step(
+            "chmod",
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode(how.mode(h.mode))),
+        )?;
+        step("set times", rustix::fs::futimens(&fd, &times_of(h)))?;
+        Ok(n)
+    }
+
+    /// Phase 4: the data of the files created at their size (their tails on other ranks
+    /// too); then a file whose data failed on any rank loses its metadata. Collective.
+    fn data(&self, comm: &dyn Comm, e: &Entries) {
+        let writable: Vec<&Item> = (0..e.items.len())
+            .filter(|&i| {
+                e.ok[i].load(Ordering::Relaxed)
+                    && !e.done[i].load(Ordering::Relaxed)
+                    && e.items[i].d.sparse.is_none()
+            })
+            .map(|i| &e.items[i])
+            .collect();
+        if self.archive.table().is_some() {
+            self.write_frames(&writable);
+        } else {
+            self.copy_data(&writable);
+        }
+        drop(writable);
+        // A file whose data is incomplete never carries its archived metadata (mtime, size...).
+        let data_failed = self.fail.data_failed_anywhere(comm);
+        for (i, it) in e.items.iter().enumerate() {
+            if data_failed.contains(&it.d.start) {
+                e.ok[i].store(false, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Write the data of `items` that lies in this rank's part of an uncompressed archive. On
+    /// Lustre (the stripe size of files known), a file's share boundaries move up to the next
+    /// stripe boundary of the file, so no stripe is written by two ranks.
+    fn copy_data(&self, items: &[&Item]) {
+        let (chunk, align) = (self.o.chunksize, self.lay.align());
+        let mut pieces = Vec::new();
+        for (i, it) in items.iter().enumerate() {
+            if it.d.header.kind != Kind::File || it.d.header.size == 0 {
+                continue;
+            }
+            let (a, b) = file_share(it.d.data, it.d.header.size, self.part, align);
+            let mut x = a;
+            while x < b {
+                let len = chunk.min(b - x);
+                pieces.push((i, x, len));
+                x += len;
+            }
+        }
+        pieces.par_iter().for_each_init(
+            || (Buffer::new(self.data.bufsize), true),
+            |(buf, cfr), &(i, x, len)| {
+                if self.stopped() {
+                    return;
+                }
+                let it = items[i];
+                let r = open_file(self.target, &it.rel)
+                    .map_err(explain)
+                    .and_then(|fd| {
+                        copy_at(
+                            self.archive.fd(),
+                            x,
+                            fd.as_fd(),
+                            x - it.d.data,
+                            len,
+                            &self.data,
+                            buf,
+                            cfr,
+                        )
+                        .map_err(from_archive)
+                    });
+                match r {
+                    Ok(n) => {
+                        self.bytes.fetch_add(n, Ordering::Relaxed);
+                    }
+                    Err(e) => self.fail.add(&it.rel, e),
+                }
+            },
+        );
+    }
+
+    /// Decompress the frames of this rank's part of a compressed archive, each once, and write
+    /// the file data they hold.
+    fn write_frames(&self, items: &[&Item]) {
+        let (start, end) = self.part;
+        let archive = self.archive;
+        let table = archive.table().expect("compressed");
+        let files: Vec<&Item> = items
+            .iter()
+            .copied()
+            .filter(|it| it.d.header.kind == Kind::File && it.d.header.size > 0)
+            .collect();
+        let frames: Vec<usize> = (0..table.frames.len())
+            .filter(|&i| table.frames[i].d_at >= start && table.frames[i].d_at < end)
+            .collect();
+        frames.par_iter().for_each(|&i| {
+            if self.stopped() {
+                return;
+            }
+            let f = table.frames[i];
+            let (fa, fb) = (f.d_at, f.d_at + f.d_len as u64);
+            let first = files.partition_point(|it| it.d.data + it.d.header.size <= fa);
+            let touched: Vec<&&Item> = files[first..]
+                .iter()
+                .take_while(|it| it.d.data < fb)
+                .collect();
+            if touched.is_empty() {
+                return;
+            }
+            let data = match archive.frame(i) {
+                Ok(d) => d,
+                Err(e) => {
+                    for it in touched {
+                        self.fail
+                            .data_failed(it.d.start, &it.rel, format_args!("decompress: {e}"));
+                    }
+                    return;
+                }
+            };
+            for it in touched {
+                let a = it.d.data.max(fa);
+                let b = (it.d.data + it.d.header.size).min(fb);
+                let r = open_file(self.target, &it.rel)
+                    .map_err(explain)
+                    .and_then(|fd| {
+                        write_all_at(
+                            fd.as_fd(),
+                            &data[(a - fa) as usize..(b - fa) as usize],
+                            a - it.d.data,
+                        )
+                        .map_err(|e| format!("{}: {}", e.op, e.source))
+                    });
+                match r {
+                    Ok(()) => {
+                        self.bytes.fetch_add(b - a, Ordering::Relaxed);
+                    }
+                    Err(e) => self.fail.add(&it.rel, e),
+                }
+            }
+        });
+    }
+
+    /// Phase 5: hard links, fifos and devices; entries of unsupported types are named and
+    /// counted (returned) as skipped.
+    fn others(&self, e: &Entries) -> u64 {
+        e.own_of(&[Kind::HardLink, Kind::Fifo, Kind::Char, Kind::Block])
+            .par_iter()
+            .for_each(|&i| {
+                if self.stopped() {
+                    return;
+                }
+                match make_other(self.target, &e.items[i]) {
+                    Err(why) => self.failed_at(e, i, why),
+                    Ok(()) if e.items[i].d.header.kind == Kind::HardLink => {
+                        e.done[i].store(true, Ordering::Relaxed)
+                    }
+                    Ok(()) => {}
+                }
+            });
+        let mut skipped = 0;
+        for (i, it) in e.items.iter().enumerate().filter(|(_, it)| it.own) {
+            if it.d.header.kind == Kind::Other(b'V') {
+                // A GNU volume label names the archive, not a file: nothing to extract (as GNU
+                // tar).
+                e.done[i].store(true, Ordering::Relaxed);
+            } else if let Kind::Other(t) = it.d.header.kind {
+                self.o.context.error(format_args!(
                     "{}: not extracted: entries of type '{}' are not supported",
                     display(&it.rel),
                     t.escape_ascii()
-                ),
-            );
-            skipped += 1;
-        }
-    }
-    // A signal on any rank before this point leaves files of phase 4 possibly incomplete:
-    // they get no metadata (so no archive mtime on wrong bytes), and nothing more is done.
-    let interrupted_early = comm.any(stopped());
-    // 6. Metadata: files and links now, directories deepest first.
-    let pending = |i: &usize| {
-        items[*i].own && ok[*i].load(Ordering::Relaxed) && !done[*i].load(Ordering::Relaxed)
-    };
-    let leaves: Vec<usize> = if interrupted_early {
-        Vec::new()
-    } else {
-        own_of(&[
-            Kind::File,
-            Kind::Symlink,
-            Kind::Fifo,
-            Kind::Char,
-            Kind::Block,
-        ])
-        .into_iter()
-        .filter(pending)
-        .collect()
-    };
-    leaves.par_iter().for_each(|&i| {
-        if stopped() {
-            return;
-        }
-        let it = &items[i];
-        if args.fsync && it.d.header.kind == Kind::File {
-            if let Err(e) = open_file(&target, &it.rel).and_then(|fd| rustix::fs::fsync(&fd)) {
-                fail.add(&it.rel, format_args!("fsync: {}", explain(e)));
-                return;
+                ));
+                skipped += 1;
             }
         }
-        match set_meta(&target, it, &how) {
-            Ok(()) => done[i].store(true, Ordering::Relaxed),
-            Err(e) => fail.add(&it.rel, e),
-        }
-    });
-    let dirs: Vec<usize> = if interrupted_early {
-        Vec::new()
-    } else {
-        own_of(&[Kind::Dir]).into_iter().filter(pending).collect()
-    };
-    // Deepest first: each level's directories are a run of `dirs` sorted by depth (computed
-    // once: a deep tree has thousands of levels).
-    let mut dirs: Vec<(u64, usize)> = dirs
-        .into_iter()
-        .map(|i| (flist::path::depth(&items[i].rel) as u64, i))
-        .collect();
-    dirs.sort_unstable_by_key(|&(d, _)| std::cmp::Reverse(d));
-    let deepest = comm.max(dirs.first().map_or(0, |&(d, _)| d + 1));
-    let mut rest = &dirs[..];
-    for level in (0..deepest).rev() {
-        let n = rest.partition_point(|&(d, _)| d >= level);
-        let (this, after) = rest.split_at(n);
-        rest = after;
-        this.par_iter().map(|&(_, i)| i).for_each(|i| {
-            if stopped() {
-                return;
-            }
-            match set_meta(&target, &items[i], &how) {
-                Ok(()) => done[i].store(true, Ordering::Relaxed),
-                Err(e) => fail.add(&items[i].rel, e),
-            }
-        });
-        comm.barrier();
+        skipped
     }
 
-    let interrupted = comm.any(stopped());
-    if interrupted {
-        // Files created at their size that did not get all their data or their metadata:
-        // named, so nobody takes them for complete.
-        for (i, it) in items.iter().enumerate() {
-            if it.own && created[i].load(Ordering::Relaxed) && !done[i].load(Ordering::Relaxed) {
-                fail.add(&it.rel, INTERRUPTED);
+    /// Phase 6: metadata of files and links, then of directories, deepest first. A signal on
+    /// any rank before this point leaves files of phase 4 possibly incomplete: they get no
+    /// metadata (so no archive mtime on wrong bytes), and nothing more is done. Collective.
+    fn metadata(&self, comm: &dyn Comm, e: &Entries) {
+        let interrupted_early = comm.any(self.stopped());
+        let set = |i: usize| {
+            if self.stopped() {
+                return;
+            }
+            let it = &e.items[i];
+            if self.o.fsync && it.d.header.kind == Kind::File {
+                if let Err(err) =
+                    open_file(self.target, &it.rel).and_then(|fd| rustix::fs::fsync(&fd))
+                {
+                    self.fail
+                        .add(&it.rel, format_args!("fsync: {}", explain(err)));
+                    return;
+                }
+            }
+            match set_meta(self.target, it, &self.how) {
+                Ok(()) => e.done[i].store(true, Ordering::Relaxed),
+                Err(why) => self.fail.add(&it.rel, why),
+            }
+        };
+        let leaves: Vec<usize> = if interrupted_early {
+            Vec::new()
+        } else {
+            e.own_of(&[
+                Kind::File,
+                Kind::Symlink,
+                Kind::Fifo,
+                Kind::Char,
+                Kind::Block,
+            ])
+            .into_iter()
+            .filter(|&i| e.pending(i))
+            .collect()
+        };
+        leaves.par_iter().for_each(|&i| set(i));
+        let dirs: Vec<usize> = if interrupted_early {
+            Vec::new()
+        } else {
+            e.own_of(&[Kind::Dir])
+                .into_iter()
+                .filter(|&i| e.pending(i))
+                .collect()
+        };
+        // Deepest first: each level's directories are a run of `dirs` sorted by depth
+        // (computed once: a deep tree has thousands of levels).
+        let mut dirs: Vec<(u64, usize)> = dirs
+            .into_iter()
+            .map(|i| (flist::path::depth(&e.items[i].rel) as u64, i))
+            .collect();
+        dirs.sort_unstable_by_key(|&(d, _)| std::cmp::Reverse(d));
+        let deepest = comm.max(dirs.first().map_or(0, |&(d, _)| d + 1));
+        let mut rest = &dirs[..];
+        for level in (0..deepest).rev() {
+            let n = rest.partition_point(|&(d, _)| d >= level);
+            let (this, after) = rest.split_at(n);
+            rest = after;
+            this.par_iter().for_each(|&(_, i)| set(i));
+            comm.barrier();
+        }
+    }
+
+    /// Name this rank's failures (with `interrupted`, the files left incomplete too) and say
+    /// the `-v` detail: each rank's figures in rank order, rank 0 the Lustre layouts.
+    /// Collective.
+    fn report(&self, comm: &dyn Comm, e: &Entries, interrupted: bool) {
+        if interrupted {
+            // Files created at their size that did not get all their data or their metadata:
+            // named, so nobody takes them for complete.
+            for (i, it) in e.items.iter().enumerate() {
+                if it.own
+                    && e.created[i].load(Ordering::Relaxed)
+                    && !e.done[i].load(Ordering::Relaxed)
+                {
+                    self.fail.add(&it.rel, INTERRUPTED);
+                }
+            }
+        }
+        let failures = self.fail.take();
+        for f in &failures {
+            self.o.context.error(f);
+        }
+        self.failed.store(failures.len() as u64, Ordering::Relaxed);
+        let context = &self.o.context;
+        if context.verbose {
+            let line = format!(
+                "rank {}: extracted {} entries, {} bytes of data; decompressed {} zstd frames ({} bytes)\n",
+                comm.rank(),
+                e.items.iter().filter(|it| it.own).count(),
+                self.bytes.load(Ordering::Relaxed),
+                self.archive.frames_decoded.load(Ordering::Relaxed),
+                self.archive.bytes_decoded.load(Ordering::Relaxed),
+            );
+            steal::ordered::in_rank_order(comm, line.into_bytes(), |b| {
+                context.info(String::from_utf8_lossy(b))
+            });
+        }
+        let stripes = self.lay.stripes;
+        if stripes.is_on() {
+            let mut counts = stripes.counts();
+            counts.sum(comm);
+            if comm.rank() == 0 && context.verbose {
+                context.info(crate::engine::copy::drive::lustre_line(
+                    stripes.ost_count(),
+                    &counts,
+                ));
             }
         }
     }
-    let failures = fail.take();
-    for f in &failures {
-        report_error("tar", f);
-    }
-    let failed = comm.sum(failures.len() as u64);
-    let skipped = comm.sum(skipped);
-    if failed > 0 || skipped > 0 || interrupted {
-        status = Status::ItemsFailed;
-    }
-    let extracted = comm.sum(
-        items
-            .iter()
-            .enumerate()
-            .filter(|(i, it)| it.own && done[*i].load(Ordering::Relaxed))
-            .count() as u64
-            + replaced,
-    );
-    if args.common.verbose {
-        let entries = items.iter().filter(|it| it.own).count();
-        let line = format!(
-            "rank {}: extracted {entries} entries, {} bytes of data; decompressed {} zstd frames ({} bytes)\n",
-            comm.rank(),
-            bytes.load(Ordering::Relaxed),
-            archive.frames_decoded.load(Ordering::Relaxed),
-            archive.bytes_decoded.load(Ordering::Relaxed),
-        );
-        steal::ordered::in_rank_order(comm, line.into_bytes(), stdout_bytes);
-    }
-    if stripes.is_on() {
-        let mut counts = stripes.counts();
-        counts.sum(comm);
-        if rank0 && args.common.verbose {
-            let line = crate::engine::copy::drive::lustre_line(stripes.ost_count(), &counts);
-            stdout_bytes(line.as_bytes());
-        }
-    }
-    // Entries in the archive, with one seen but cut short by damage (never extracted).
-    let total_entries = found.total + found.cut;
-    let total_bytes = comm.sum(bytes.load(Ordering::Relaxed));
-    if rank0 && interrupted {
-        report_error(
-            "tar",
-            format_args!(
-                "interrupted (SIGINT/SIGTERM): stopped extracting {}; {} of {total_entries} \
-                 entries were extracted completely, the others are missing or incomplete \
-                 (those carry no archive times)",
-                display(&path),
-                extracted.min(total_entries)
-            ),
-        );
-    }
-    if rank0 && !args.common.quiet {
-        super::print_summary(
-            &format!(
-                "Extracted {} of {total_entries} entries{}",
-                extracted.min(total_entries),
-                if interrupted { " (interrupted)" } else { "" }
-            ),
-            total_bytes,
-            &dest,
-            started,
-            skipped,
-            failed,
-        );
-    }
-    status.agree(comm)
 }
 
 #[cfg(test)]

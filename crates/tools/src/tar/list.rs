@@ -1,14 +1,13 @@
 //! `tar -t`: names, or with `-v` lines like `tar -tv`, printed in archive order; each rank
 //! decodes an even share of the entries.
 
-use super::extract::find_entries;
+use super::extract::{find_entries, Found};
 use super::header::{Decoded, Kind};
 use super::stream::Archive;
-use super::TarArgs;
-use crate::cli::{report_error, stdout_bytes};
-use crate::engine::status::Status;
+use super::{Done, Options, Report};
+use crate::engine::context::Error;
 use flist::path::{display, normalize};
-use std::os::unix::ffi::OsStrExt;
+use std::time::Instant;
 use steal::{Comm, CommExt};
 
 /// `-rw-r--r--`-style type and permission letters.
@@ -102,27 +101,54 @@ pub fn long_line(d: &Decoded, width: &mut usize) -> Vec<u8> {
     out
 }
 
-/// `tar -t`. Collective.
-pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
+/// The archive, opened alike on every rank. Collective.
+fn open_archive(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Archive), Error> {
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
-    let path = normalize(args.file.as_bytes(), &cwd);
+    let path = normalize(&o.archive, &cwd);
     let opened = Archive::open(&path).map_err(|e| format!("open {}: {e}", display(&path)));
-    let archive = match crate::engine::setup::agree_setup_reported(comm, "tar", opened) {
-        Ok(a) => a,
-        Err(s) => return s,
-    };
-    let (found, mut status) = find_entries(comm, &archive, &path, args);
-    // This rank's entries: those whose headers lie in its part of the stream (printed in
-    // rank order, so in archive order).
-    let (start, end) = super::scan::share(&archive, comm.size(), comm.rank());
-    let a = found.offsets.partition_point(|&o| o < start);
-    let b = found.offsets.partition_point(|&o| o < end);
+    let archive = crate::engine::setup::agree_setup(comm, opened)?;
+    Ok((path, archive))
+}
+
+/// `tar -t`. Collective.
+pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
+    let started = Instant::now();
+    let (path, archive) = open_archive(comm, o)?;
+    let found = find_entries(comm, &archive, &path, o);
+    let (listing, entries, failed) = listing(comm, o, &archive, &path, &found);
+    steal::ordered::in_rank_order(comm, listing, |b| o.context.output(b));
+    Ok(Report {
+        mode: Done::List,
+        entries: comm.sum(entries),
+        archive_entries: found.located.total + found.located.cut,
+        failed: comm.sum(failed),
+        seconds: started.elapsed().as_secs_f64(),
+        failures: o.context.failures(),
+        ..found.report(path)
+    })
+}
+
+/// This rank's lines (names, or `tar -tv` lines with [`Options::long`]): the entries whose
+/// headers lie in its part of the stream, so that printed in rank order they come in archive
+/// order. Returns the lines, the entries listed and the headers that failed to decode (each
+/// named).
+fn listing(
+    comm: &dyn Comm,
+    o: &Options,
+    archive: &Archive,
+    path: &[u8],
+    found: &Found,
+) -> (Vec<u8>, u64, u64) {
+    let offsets = &found.located.offsets;
+    let (start, end) = super::scan::share(archive, comm.size(), comm.rank());
+    let a = offsets.partition_point(|&o| o < start);
+    let b = offsets.partition_point(|&o| o < end);
     let mut out = Vec::new();
-    let mut failed = 0u64;
+    let (mut listed, mut failed) = (0u64, 0u64);
     let mut width = 19;
-    for d in super::scan::decode(&archive, &found.offsets[a..b]) {
+    for d in super::scan::decode(archive, &offsets[a..b]) {
         match d {
-            Ok(d) if args.common.verbose => out.extend_from_slice(&long_line(&d, &mut width)),
+            Ok(d) if o.long => out.extend_from_slice(&long_line(&d, &mut width)),
             Ok(d) => {
                 out.extend_from_slice(&d.header.path);
                 if d.header.kind == Kind::Dir {
@@ -131,16 +157,14 @@ pub fn run(comm: &dyn Comm, args: &TarArgs) -> Status {
                 out.push(b'\n');
             }
             Err(e) => {
-                report_error("tar", format_args!("{}: {e}", display(&path)));
+                o.context.error(format_args!("{}: {e}", display(path)));
                 failed += 1;
+                continue;
             }
         }
+        listed += 1;
     }
-    steal::ordered::in_rank_order(comm, out, stdout_bytes);
-    if comm.sum(failed) > 0 {
-        status = Status::ItemsFailed;
-    }
-    status.agree(comm)
+    (out, listed, failed)
 }
 
 #[cfg(test)]

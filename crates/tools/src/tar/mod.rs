@@ -25,178 +25,290 @@ pub mod scan;
 pub mod seekable;
 pub mod stream;
 
-use crate::cli::args::size_arg;
-use crate::cli::copy_args::FilterArgs;
-use crate::cli::{report_error, Common};
+use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::lustre::LustreHandle;
 use crate::engine::select::Rules;
 use crate::engine::status::Status;
-use clap::Args;
-use std::ffi::OsString;
+use lustre_sys::policy::Overrides;
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use steal::Comm;
 
-/// `mfu-rs tar` / `dtar`.
-#[derive(Args, Clone, Debug)]
-#[command(
-    about = "Create, extract or list tar archives in parallel (dtar)",
-    long_about = "Create, extract or list tar archives in parallel (dtar).\n\n\
-        Archives are POSIX pax tar files that GNU tar, bsdtar and Python read, with dtar's index \
-        as their last member (`ARCHIVE-NAME.dtaridx`), so that extraction and listing run in \
-        parallel from the start. For archives without an index (GNU tar's, bsdtar's...) rank 0 \
-        first walks the chain of headers; --save-index keeps what the walk found. With -z the archive is a \
-        seekable zstd stream that `zstd -dc A.tar.zst | tar -x` also reads.\n\n\
-        Extraction never writes outside the target directory: absolute names, `..` and paths \
-        through symbolic links are refused.",
-    after_help = "Examples:\n  \
-        mpirun -np 64 mfu-rs tar -c -f /lustre/run42.tar -C /lustre/scratch run42\n  \
-        mpirun -np 64 mfu-rs tar -x -f /lustre/run42.tar -C /lustre/restore\n  \
-        mfu-rs tar -t -v -f run42.tar\n  \
-        mfu-rs tar -c -z -f run42.tar.zst run42"
-)]
-pub struct TarArgs {
-    /// Create an archive of PATH... (names stored as given, relative to -C).
-    #[arg(short = 'c', long, group = "mode")]
-    pub create: bool,
-    /// Extract the archive into -C DIR (default: the current directory).
-    #[arg(short = 'x', long, group = "mode")]
-    pub extract: bool,
-    /// List the archive's entries (with -v, like `tar -tv`).
-    #[arg(short = 't', long, group = "mode")]
-    pub list: bool,
-    /// The archive. Create writes it under a temporary name beside it
-    /// (`.NAME.HOST.PID.mfu-tmp`) and renames it into place when complete; `-` (standard
-    /// output) is refused.
-    #[arg(short = 'f', long = "file", value_name = "ARCHIVE", required = true)]
-    pub file: OsString,
-    /// Create: take PATHs relative to DIR. Extract: extract into DIR (it must exist).
-    #[arg(short = 'C', long = "chdir", value_name = "DIR")]
-    pub chdir: Option<OsString>,
-    /// Create a seekable zstd archive (independent frames and a seek table). Extract and list
-    /// recognise one without this option.
-    #[arg(short = 'z', long = "zstd")]
+/// What a run of `tar` does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// `-c`: archive these paths (files or trees), taken relative to [`Options::chdir`] and
+    /// stored under the names given (a leading `/` dropped; `..` refused).
+    Create {
+        /// The paths to archive (bytes; at least one).
+        paths: Vec<Vec<u8>>,
+    },
+    /// `-x`: extract every entry into [`Options::chdir`] (default: the current directory).
+    Extract,
+    /// `-t`: list the entries, in archive order, through the context's output.
+    List,
+}
+
+/// The options of `tar`: the mode and what applies to it.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Create, extract or list.
+    pub mode: Mode,
+    /// The archive (`-f`; bytes, relative to the current directory). Create writes it under a
+    /// temporary name beside it and renames it into place when complete; `-` is refused.
+    pub archive: Vec<u8>,
+    /// `-C`: create takes the paths relative to this directory; extract extracts into it (it
+    /// must exist). `None`: the current directory.
+    pub chdir: Option<Vec<u8>>,
+    /// Create a seekable zstd archive (`-z`); extract and list recognise one without it.
     pub zstd: bool,
-    /// zstd compression level (1-19).
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=19))]
+    /// zstd compression level, 1 to 19 (default 3).
     pub zstd_level: i32,
-    /// Keep owners, permissions (no umask), times and xattrs: all the --preserve-* below.
-    #[arg(short = 'p', long)]
-    pub preserve: bool,
-    /// Extract: give entries their archived owner and group (default when run as root).
-    #[arg(long)]
+    /// Extract: give entries their archived owner and group (`--preserve-owner`; always done
+    /// when run as root).
     pub preserve_owner: bool,
-    /// Extract: set archived mtimes (always done; accepted for dtar compatibility).
-    #[arg(long)]
-    pub preserve_times: bool,
-    /// Extract: set archived permissions exactly, without applying the umask.
-    #[arg(long)]
+    /// Extract: set archived permissions exactly, without applying the umask
+    /// (`--preserve-perms`; always done when run as root).
     pub preserve_perms: bool,
-    /// Store (create) and restore (extract) extended attributes.
-    #[arg(long)]
-    pub preserve_xattrs: bool,
-    /// Store and restore ACLs (they are xattrs: same as --preserve-xattrs).
-    #[arg(long)]
-    pub preserve_acls: bool,
-    /// Accepted for dtar compatibility; file flags are not archived.
-    #[arg(long)]
-    pub preserve_flags: bool,
+    /// Store (create) and restore (extract) extended attributes and ACLs.
+    pub xattrs: bool,
     /// Extract: fsync every file before setting its metadata.
-    #[arg(long)]
     pub fsync: bool,
-    /// Create: don't update sources' access times (O_NOATIME where permitted).
-    #[arg(long = "open-noatime")]
+    /// Create: don't update the sources' access times (`O_NOATIME` where permitted).
     pub open_noatime: bool,
-    /// Bytes per read/write call when data is copied through memory.
-    #[arg(short, long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
+    /// Bytes per read/write call when data is copied through memory (default 4 MiB).
     pub bufsize: u64,
-    /// Bytes per chunk of file data (the unit of parallel work), and the uncompressed size of
-    /// one zstd frame.
-    #[arg(short = 'k', long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
+    /// Bytes per chunk of file data, the unit of parallel work, and the uncompressed size of
+    /// one zstd frame (default 4 MiB; below 4 GiB to create).
     pub chunksize: u64,
-    /// The largest window of archive the header-chain walk of an archive without an index
-    /// reads at once (used up to 1 MiB, 8 KiB at least).
-    #[arg(long, value_name = "SIZE", default_value = "256MB", value_parser = size_arg)]
+    /// The largest window of archive (bytes) the header-chain walk of an archive without an
+    /// index reads at once (default 256 MiB; used up to 1 MiB, 8 KiB at least); with `-z`,
+    /// the compressed bytes a rank other than 0 holds in memory before spooling them to a
+    /// temporary file.
     pub memsize: u64,
-    /// After extract or list had to scan (no index found), save the index as the side file
-    /// ARCHIVE.dtaridx so the next run starts in parallel at once.
-    #[arg(long)]
+    /// Extract and list: after a scan (no index found), save the index as `ARCHIVE.dtaridx`.
     pub save_index: bool,
-    /// Create: files and directories to archive.
-    #[arg(value_name = "PATH")]
-    pub paths: Vec<OsString>,
-    #[command(flatten)]
-    pub stripe: crate::cli::copy_args::StripeArgs,
-    #[command(flatten)]
-    pub filters: FilterArgs,
-    #[command(flatten)]
-    pub common: Common,
+    /// List: lines like `tar -tv` (mode, owner, size, time, name) instead of names.
+    pub long: bool,
+    /// Extract and list: say through the context's `error` events when the archive had no
+    /// index and was scanned, and when a scanned index was saved (the command line's `-q`
+    /// turns this off). An index that is not used, and why, is always said.
+    pub index_notices: bool,
+    /// `--stripe-count`/`--stripe-size`: layouts of the archive (create) and of extracted
+    /// files (extract) on Lustre, instead of the policy's.
+    pub stripe: Overrides,
+    /// The Lustre calls (the real ones unless a test or an embedder substitutes its own).
+    pub lustre: LustreHandle,
+    /// Create: include/exclude rules, applied to paths relative to each PATH.
+    pub rules: Rules,
+    /// Events, progress, verbosity and the stop flag.
+    pub context: Context,
 }
 
-impl TarArgs {
-    /// Whether xattrs are stored and restored.
-    pub fn xattrs(&self) -> bool {
-        self.preserve || self.preserve_xattrs || self.preserve_acls
-    }
-}
-
-/// Rank 0's closing line: `WHAT, N of data, into PLACE in T s (R/s)[; S skipped][; F failed]`.
-fn print_summary(
-    what: &str,
-    bytes: u64,
-    place: &[u8],
-    started: std::time::Instant,
-    skipped: u64,
-    failed: u64,
-) {
-    let secs = started.elapsed().as_secs_f64();
-    let mut line = format!(
-        "{what}, {} of data, into {} in {secs:.3} s ({}/s)",
-        crate::cli::bytes_text(bytes),
-        flist::path::display(place),
-        steal::progress::human_bytes((bytes as f64 / secs.max(1e-9)) as u64),
-    );
-    if skipped > 0 {
-        line.push_str(&format!("; {skipped} skipped"));
-    }
-    if failed > 0 {
-        line.push_str(&format!("; {failed} failed"));
-    }
-    line.push('\n');
-    crate::cli::stdout_bytes(line.as_bytes());
-}
-
-/// Run `mfu-rs tar` on this rank. Collective.
-pub fn run(comm: &dyn Comm, args: &TarArgs, rules: &Rules) -> Status {
-    let modes = [args.create, args.extract, args.list];
-    let usage = |msg: &str| {
-        if comm.rank() == 0 {
-            report_error("tar", msg);
+impl Options {
+    /// Options for `mode` on `archive`, every other field as the command line's default.
+    pub fn new(mode: Mode, archive: impl AsRef<OsStr>) -> Options {
+        Options {
+            mode,
+            archive: archive.as_ref().as_bytes().to_vec(),
+            chdir: None,
+            zstd: false,
+            zstd_level: 3,
+            preserve_owner: false,
+            preserve_perms: false,
+            xattrs: false,
+            fsync: false,
+            open_noatime: false,
+            bufsize: 4 << 20,
+            chunksize: 4 << 20,
+            memsize: 256 << 20,
+            save_index: false,
+            long: false,
+            index_notices: true,
+            stripe: Overrides::default(),
+            lustre: LustreHandle::default(),
+            rules: Rules::default(),
+            context: Context::default(),
         }
-        Status::Usage
-    };
-    if modes.iter().filter(|&&m| m).count() != 1 {
-        return usage("give exactly one of -c (create), -x (extract), -t (list)");
     }
-    if args.create && args.paths.is_empty() {
-        return usage("-c needs at least one PATH to archive");
+
+    /// Create `archive` from `paths`.
+    pub fn create<P: AsRef<OsStr>>(
+        archive: impl AsRef<OsStr>,
+        paths: impl IntoIterator<Item = P>,
+    ) -> Options {
+        let paths = paths
+            .into_iter()
+            .map(|p| p.as_ref().as_bytes().to_vec())
+            .collect();
+        Options::new(Mode::Create { paths }, archive)
     }
-    if !args.create && !args.paths.is_empty() {
-        return usage("extracting or listing selected members is not supported: give no PATH");
+
+    /// Extract `archive` into `dir`.
+    pub fn extract(archive: impl AsRef<OsStr>, dir: impl AsRef<OsStr>) -> Options {
+        Options {
+            chdir: Some(dir.as_ref().as_bytes().to_vec()),
+            ..Options::new(Mode::Extract, archive)
+        }
     }
-    if args.create && args.file.as_bytes() == b"-" {
-        return usage(
-            "-c -f -: writing the archive to standard output is not supported (it is written \
-             in parallel at known offsets): give a file name (./- for a file named '-')",
-        );
+
+    /// List `archive`.
+    pub fn list(archive: impl AsRef<OsStr>) -> Options {
+        Options::new(Mode::List, archive)
     }
-    if args.create && args.chunksize >= 1 << 32 {
-        return usage("-k/--chunksize must be below 4GiB (it is the size of a zstd frame)");
+
+    /// What makes these options unusable, before anything is done (the same on every rank).
+    fn check(&self) -> Result<(), String> {
+        for (name, n) in [
+            ("-b/--bufsize", self.bufsize),
+            ("-k/--chunksize", self.chunksize),
+            ("--memsize", self.memsize),
+        ] {
+            if n == 0 {
+                return Err(format!("{name} must be more than 0 bytes"));
+            }
+        }
+        if !(1..=19).contains(&self.zstd_level) {
+            return Err(format!(
+                "--zstd-level {}: the level must be 1 to 19",
+                self.zstd_level
+            ));
+        }
+        if let Mode::Create { paths } = &self.mode {
+            if paths.is_empty() {
+                return Err("-c needs at least one PATH to archive".into());
+            }
+            if self.archive == b"-" {
+                return Err(
+                    "-c -f -: writing the archive to standard output is not supported (it is \
+                     written in parallel at known offsets): give a file name (./- for a file \
+                     named '-')"
+                        .into(),
+                );
+            }
+            if self.chunksize >= 1 << 32 {
+                return Err(
+                    "-k/--chunksize must be below 4GiB (it is the size of a zstd frame)".into(),
+                );
+            }
+        }
+        if self.archive.is_empty() {
+            return Err("-f: an empty name names no archive".into());
+        }
+        Ok(())
     }
-    steal::signals::install();
-    if args.create {
-        create::run(comm, args, rules)
-    } else if args.extract {
-        extract::run(comm, args)
-    } else {
-        list::run(comm, args)
+}
+
+/// What was done, for each mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Done {
+    /// An archive was created (or not: see [`Report::created`]).
+    #[default]
+    Create,
+    /// An archive was extracted.
+    Extract,
+    /// An archive was listed.
+    List,
+}
+
+/// What a run of `tar` did. Counts are totals over all ranks.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// The mode that ran.
+    pub mode: Done,
+    /// The archive (absolute path; shown as text, lossily, in JSON).
+    #[serde(serialize_with = "as_text")]
+    pub archive: Vec<u8>,
+    /// Extract: the directory extracted into. Create: the directory the paths were taken
+    /// relative to. List: empty.
+    #[serde(serialize_with = "as_text")]
+    pub directory: Vec<u8>,
+    /// Entries archived (create), extracted completely with their metadata (extract), or
+    /// listed (list).
+    pub entries: u64,
+    /// Entries the archive holds (extract and list: one cut short by damage included; create:
+    /// the entries of the new archive).
+    pub archive_entries: u64,
+    /// Bytes of file data archived (create) or extracted (extract); 0 for list.
+    pub bytes: u64,
+    /// Entries not archived or not extracted because of their type (a fifo or a socket to
+    /// create, an unsupported entry type to extract), each named through the context.
+    pub skipped: u64,
+    /// Entries that failed, each named through the context (create: left out of the archive
+    /// or stored with what could be read; extract: missing or incomplete; list: headers that
+    /// could not be decoded).
+    pub failed: u64,
+    /// Create: failures of the walk of the sources (each named through the context).
+    pub walk_errors: u64,
+    /// Create: the archive was complete and renamed into place. When false nothing that looks
+    /// like an archive was left, and `entries` is 0.
+    pub created: bool,
+    /// Extract and list: no usable index was found, so the chain of headers was walked.
+    pub scanned: bool,
+    /// Extract and list: the archive is damaged (its end cut short, a header that does not
+    /// hold); what could be read was handled.
+    pub damaged: bool,
+    /// Extract and list: `save_index` was asked but the index could not be saved.
+    pub index_not_saved: bool,
+    /// zstd frames compressed (create) or decompressed (extract).
+    pub zstd_frames: u64,
+    /// Wall-clock time of the run, in seconds.
+    pub seconds: f64,
+    /// A stop request (SIGINT/SIGTERM, or the context's stop flag) cut the run short.
+    pub interrupted: bool,
+    /// This process's sample of the failure messages.
+    pub failures: Vec<String>,
+}
+
+fn as_text<S: serde::Serializer>(path: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&flist::path::display(path))
+}
+
+impl ToolReport for Report {
+    fn summary(&self) -> Summary {
+        Summary {
+            items: self.entries,
+            bytes: self.bytes,
+            failed: self.failed + self.walk_errors,
+            seconds: self.seconds,
+        }
+    }
+
+    fn status(&self) -> Status {
+        let bad = match self.mode {
+            // Entries of a type that is not archived do not make the create fail.
+            Done::Create => !self.created || self.failed > 0 || self.walk_errors > 0,
+            Done::Extract => {
+                self.failed > 0
+                    || self.skipped > 0
+                    || self.interrupted
+                    || self.damaged
+                    || self.index_not_saved
+            }
+            Done::List => self.failed > 0 || self.damaged || self.index_not_saved,
+        };
+        if bad {
+            Status::ItemsFailed
+        } else {
+            Status::Ok
+        }
+    }
+}
+
+/// Run `tar`: create, extract or list, as `options.mode` says. Collective.
+///
+/// ```no_run
+/// let report = steal::local::run(2, |comm| {
+///     mfu::tar::run(comm, &mfu::tar::Options::create("/tmp/a.tar", ["/tmp/data"]))
+/// });
+/// assert!(report[0].as_ref().unwrap().created);
+/// ```
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+    options.check().map_err(Error::new)?;
+    match &options.mode {
+        Mode::Create { paths } => create::run(comm, options, paths),
+        Mode::Extract => extract::run(comm, options),
+        Mode::List => list::run(comm, options),
     }
 }

@@ -470,7 +470,7 @@ pub fn scan(comm: &dyn Comm, archive: &Archive, memsize: u64) -> (Vec<u64>, Opti
 /// The chain walk of an archive without an index, shared out over ranks with nothing of the
 /// size of the whole archive on any rank: rank 0 walks the chain (serial by nature: each
 /// header says where the next is) and broadcasts the offsets it finds in batches of at most
-/// [`WALK_BATCH`] as it goes; every rank keeps only those of its part of the stream
+/// `WALK_BATCH` as it goes; every rank keeps only those of its part of the stream
 /// ([`share`]) and the one before it (whose data may reach into the part). With `keep_all`,
 /// rank 0 keeps every offset (to save the index). Returns this rank's offsets and what the
 /// walk found (the same on every rank). Collective.

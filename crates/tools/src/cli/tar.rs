@@ -1,0 +1,263 @@
+//! `mfu-rs tar` (dtar) on the command line: its options, the library options they become, and
+//! the closing line of a create or an extract.
+
+use crate::cli::args::{size_arg, Common};
+use crate::cli::console::{bytes_text, Console};
+use crate::cli::tool::CliTool;
+use crate::engine::context::{Context, Error};
+use crate::cli::copy_args::{FilterArgs, StripeArgs};
+use crate::engine::select::Rules;
+use crate::tar::{Done, Mode, Options, Report};
+use clap::Args;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use steal::Comm;
+
+/// `mfu-rs tar` / `dtar`.
+#[derive(Args, Clone, Debug)]
+#[command(
+    about = "Create, extract or list tar archives in parallel (dtar)",
+    long_about = "Create, extract or list tar archives in parallel (dtar).\n\n\
+        Archives are POSIX pax tar files that GNU tar, bsdtar and Python read, with dtar's index \
+        as their last member (`ARCHIVE-NAME.dtaridx`), so that extraction and listing run in \
+        parallel from the start. For archives without an index (GNU tar's, bsdtar's...) rank 0 \
+        first walks the chain of headers; --save-index keeps what the walk found. With -z the archive is a \
+        seekable zstd stream that `zstd -dc A.tar.zst | tar -x` also reads.\n\n\
+        Extraction never writes outside the target directory: absolute names, `..` and paths \
+        through symbolic links are refused.",
+    after_help = "Examples:\n  \
+        mpirun -np 64 mfu-rs tar -c -f /lustre/run42.tar -C /lustre/scratch run42\n  \
+        mpirun -np 64 mfu-rs tar -x -f /lustre/run42.tar -C /lustre/restore\n  \
+        mfu-rs tar -t -v -f run42.tar\n  \
+        mfu-rs tar -c -z -f run42.tar.zst run42"
+)]
+pub struct TarArgs {
+    /// Create an archive of PATH... (names stored as given, relative to -C).
+    #[arg(short = 'c', long, group = "mode")]
+    pub create: bool,
+    /// Extract the archive into -C DIR (default: the current directory).
+    #[arg(short = 'x', long, group = "mode")]
+    pub extract: bool,
+    /// List the archive's entries (with -v, like `tar -tv`).
+    #[arg(short = 't', long, group = "mode")]
+    pub list: bool,
+    /// The archive. Create writes it under a temporary name beside it
+    /// (`.NAME.HOST.PID.mfu-tmp`) and renames it into place when complete; `-` (standard
+    /// output) is refused.
+    #[arg(short = 'f', long = "file", value_name = "ARCHIVE", required = true)]
+    pub file: OsString,
+    /// Create: take PATHs relative to DIR. Extract: extract into DIR (it must exist).
+    #[arg(short = 'C', long = "chdir", value_name = "DIR")]
+    pub chdir: Option<OsString>,
+    /// Create a seekable zstd archive (independent frames and a seek table). Extract and list
+    /// recognise one without this option.
+    #[arg(short = 'z', long = "zstd")]
+    pub zstd: bool,
+    /// zstd compression level (1-19).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=19))]
+    pub zstd_level: i32,
+    /// Keep owners, permissions (no umask), times and xattrs: all the --preserve-* below.
+    #[arg(short = 'p', long)]
+    pub preserve: bool,
+    /// Extract: give entries their archived owner and group (default when run as root).
+    #[arg(long)]
+    pub preserve_owner: bool,
+    /// Extract: set archived mtimes (always done; accepted for dtar compatibility).
+    #[arg(long)]
+    pub preserve_times: bool,
+    /// Extract: set archived permissions exactly, without applying the umask.
+    #[arg(long)]
+    pub preserve_perms: bool,
+    /// Store (create) and restore (extract) extended attributes.
+    #[arg(long)]
+    pub preserve_xattrs: bool,
+    /// Store and restore ACLs (they are xattrs: same as --preserve-xattrs).
+    #[arg(long)]
+    pub preserve_acls: bool,
+    /// Accepted for dtar compatibility; file flags are not archived.
+    #[arg(long)]
+    pub preserve_flags: bool,
+    /// Extract: fsync every file before setting its metadata.
+    #[arg(long)]
+    pub fsync: bool,
+    /// Create: don't update sources' access times (O_NOATIME where permitted).
+    #[arg(long = "open-noatime")]
+    pub open_noatime: bool,
+    /// Bytes per read/write call when data is copied through memory.
+    #[arg(short, long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
+    pub bufsize: u64,
+    /// Bytes per chunk of file data (the unit of parallel work), and the uncompressed size of
+    /// one zstd frame.
+    #[arg(short = 'k', long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
+    pub chunksize: u64,
+    /// The largest window of archive the header-chain walk of an archive without an index
+    /// reads at once (used up to 1 MiB, 8 KiB at least).
+    #[arg(long, value_name = "SIZE", default_value = "256MB", value_parser = size_arg)]
+    pub memsize: u64,
+    /// After extract or list had to scan (no index found), save the index as the side file
+    /// ARCHIVE.dtaridx so the next run starts in parallel at once.
+    #[arg(long)]
+    pub save_index: bool,
+    /// Create: files and directories to archive.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<OsString>,
+    #[command(flatten)]
+    pub stripe: StripeArgs,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl TarArgs {
+    /// Whether xattrs are stored and restored.
+    pub fn xattrs(&self) -> bool {
+        self.preserve || self.preserve_xattrs || self.preserve_acls
+    }
+}
+
+/// `mfu-rs tar`.
+pub struct Tar;
+
+impl CliTool for Tar {
+    const NAME: &'static str = "tar";
+    const OLD_NAMES: &'static [&'static str] = &["dtar"];
+    const ABOUT: &'static str =
+        "Create, extract or list tar archives in parallel, dtar-compatible (dtar)";
+    type Args = TarArgs;
+    type Options = Options;
+    type Report = Report;
+
+    fn common(args: &TarArgs) -> &Common {
+        &args.common
+    }
+
+    fn named_files(args: &TarArgs) -> Vec<(&'static str, &OsStr)> {
+        let mut named = vec![("-f", args.file.as_os_str())];
+        named.extend(args.chdir.iter().map(|d| ("-C", d.as_os_str())));
+        named.extend(args.paths.iter().map(|p| ("PATH", p.as_os_str())));
+        named
+    }
+
+    fn output_files(args: &TarArgs) -> Vec<(&'static str, &[u8])> {
+        if args.create {
+            vec![("-f", args.file.as_bytes())]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn check(args: &TarArgs) -> Result<(), String> {
+        let modes = [args.create, args.extract, args.list];
+        if modes.iter().filter(|&&m| m).count() != 1 {
+            return Err("give exactly one of -c (create), -x (extract), -t (list)".into());
+        }
+        if !args.create && !args.paths.is_empty() {
+            return Err(
+                "extracting or listing selected members is not supported: give no PATH".into(),
+            );
+        }
+        Ok(())
+    }
+
+    fn options(args: &TarArgs, rules: Rules, context: Context) -> Options {
+        let mode = if args.create {
+            Mode::Create {
+                paths: args.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
+            }
+        } else if args.extract {
+            Mode::Extract
+        } else {
+            Mode::List
+        };
+        Options {
+            chdir: args.chdir.as_ref().map(|d| d.as_bytes().to_vec()),
+            zstd: args.zstd,
+            zstd_level: args.zstd_level,
+            preserve_owner: args.preserve || args.preserve_owner,
+            preserve_perms: args.preserve || args.preserve_perms,
+            xattrs: args.xattrs(),
+            fsync: args.fsync,
+            open_noatime: args.open_noatime,
+            bufsize: args.bufsize,
+            chunksize: args.chunksize,
+            memsize: args.memsize,
+            save_index: args.save_index,
+            long: args.common.verbose,
+            index_notices: !args.common.quiet,
+            stripe: args.stripe.overrides(),
+            lustre: args.stripe.api.clone(),
+            rules,
+            context,
+            ..Options::new(mode, &args.file)
+        }
+    }
+
+    fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+        crate::tar::run(comm, options)
+    }
+
+    fn render(report: &Report, console: &Console) {
+        if let Some(line) = summary_line(report) {
+            console.text(&line);
+        }
+    }
+}
+
+/// The closing line of a create or an extract (a listing has none):
+/// `WHAT, N of data, into PLACE in T s (R/s)[; S skipped][; F failed]`, or for a create that
+/// left no archive `Failed|Interrupted: nothing archived, ARCHIVE not created, after T s[; F
+/// failed]`.
+pub fn summary_line(report: &Report) -> Option<String> {
+    let secs = report.seconds;
+    let (what, place) = match report.mode {
+        Done::List => return None,
+        Done::Create if !report.created => {
+            let mut line = format!(
+                "{}: nothing archived, {} not created, after {secs:.3} s",
+                if report.interrupted {
+                    "Interrupted"
+                } else {
+                    "Failed"
+                },
+                flist::path::display(&report.archive),
+            );
+            if report.failed > 0 {
+                line.push_str(&format!("; {} failed", report.failed));
+            }
+            line.push('\n');
+            return Some(line);
+        }
+        Done::Create => (
+            format!("Archived {} entries", report.archive_entries),
+            &report.archive,
+        ),
+        Done::Extract => (
+            format!(
+                "Extracted {} of {} entries{}",
+                report.entries,
+                report.archive_entries,
+                if report.interrupted {
+                    " (interrupted)"
+                } else {
+                    ""
+                }
+            ),
+            &report.directory,
+        ),
+    };
+    let mut line = format!(
+        "{what}, {} of data, into {} in {secs:.3} s ({}/s)",
+        bytes_text(report.bytes),
+        flist::path::display(place),
+        steal::progress::human_bytes((report.bytes as f64 / secs.max(1e-9)) as u64),
+    );
+    if report.skipped > 0 {
+        line.push_str(&format!("; {} skipped", report.skipped));
+    }
+    if report.failed > 0 {
+        line.push_str(&format!("; {} failed", report.failed));
+    }
+    line.push('\n');
+    Some(line)
+}
