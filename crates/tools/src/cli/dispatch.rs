@@ -22,7 +22,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::legacy::Stripe>(),
     row::<crate::cli::legacy::Find>(),
     row::<crate::cli::legacy::Cmp>(),
-    row::<crate::cli::legacy::Chmod>(),
+    row::<crate::cli::chmod::Chmod>(),
     row::<crate::cli::legacy::Dup>(),
     row::<crate::cli::legacy::Filemaker>(),
     row::<crate::cli::legacy::Reln>(),

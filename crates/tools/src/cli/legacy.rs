@@ -131,13 +131,6 @@ legacy!(Cmp, "cmp", "dcmp",
     named: vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())],
     outputs: a.output.iter().map(|o| ("-o", &o.file[..])).collect(),
     run: |comm, rules| crate::cmp::run(comm, a));
-legacy!(Chmod, "chmod", "dchmod",
-    "Change owner, group and mode of trees in parallel (dchmod)",
-    crate::chmod::ChmodArgs,
-    |a| common: a.common,
-    named: [all("PATH", &a.paths), some("-i", &a.input)].concat(),
-    outputs: Vec::new(),
-    run: |comm, rules| crate::chmod::run(comm, a));
 legacy!(Dup, "dup", "ddup", "Find files with identical contents (ddup)", crate::dup::DupArgs,
     |a| common: a.common,
     named: [all("PATH", &a.paths), some("-i", &a.input), some("-o", &a.output)].concat(),

@@ -5,6 +5,7 @@ pub mod batches;
 pub mod compare_expr;
 pub mod context;
 pub mod copy;
+pub mod ids;
 pub mod locks;
 pub mod lustre;
 pub mod pairing;
