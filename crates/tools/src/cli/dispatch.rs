@@ -25,7 +25,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::chmod::Chmod>(),
     row::<crate::cli::legacy::Dup>(),
     row::<crate::cli::legacy::Filemaker>(),
-    row::<crate::cli::legacy::Reln>(),
+    row::<crate::cli::reln::Reln>(),
     row::<crate::cli::legacy::Bcast>(),
     row::<crate::cli::legacy::Bz2>(),
 ];

@@ -143,13 +143,6 @@ legacy!(Filemaker, "filemaker", "dfilemaker",
     named: vec![("DIR", a.dir.as_os_str())],
     outputs: Vec::new(),
     run: |comm, rules| crate::filemaker::run(comm, a));
-legacy!(Reln, "reln", "dreln", "Rewrite symlink targets that start with an old prefix (dreln)",
-    crate::reln::RelnArgs,
-    |a| common: a.common,
-    named: [vec![("OLDPATH", a.oldpath.as_os_str()), ("NEWPATH", a.newpath.as_os_str())],
-        all("PATH", &a.paths), some("-i", &a.input)].concat(),
-    outputs: Vec::new(),
-    run: |comm, rules| crate::reln::run(comm, a));
 legacy!(Bcast, "bcast", "dbcast", "Copy one file to node-local storage on every node (dbcast)",
     crate::bcast::BcastArgs,
     |a| common: a.common,

@@ -6,6 +6,7 @@ pub mod chmod;
 pub mod console;
 pub mod dispatch;
 pub mod legacy;
+pub mod reln;
 pub mod runtime_stats;
 pub mod tool;
 

@@ -11,6 +11,7 @@ pub mod lustre;
 pub mod pairing;
 pub mod regex_select;
 pub mod select;
+pub mod serde_path;
 pub mod setup;
 pub mod status;
 #[cfg(test)]
