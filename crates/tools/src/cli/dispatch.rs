@@ -24,7 +24,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::legacy::Cmp>(),
     row::<crate::cli::chmod::Chmod>(),
     row::<crate::cli::legacy::Dup>(),
-    row::<crate::cli::legacy::Filemaker>(),
+    row::<crate::cli::filemaker::Filemaker>(),
     row::<crate::cli::reln::Reln>(),
     row::<crate::cli::legacy::Bcast>(),
     row::<crate::cli::legacy::Bz2>(),

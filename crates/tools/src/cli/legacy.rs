@@ -136,13 +136,6 @@ legacy!(Dup, "dup", "ddup", "Find files with identical contents (ddup)", crate::
     named: [all("PATH", &a.paths), some("-i", &a.input), some("-o", &a.output)].concat(),
     outputs: a.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
     run: |comm, rules| crate::dup::run(comm, a));
-legacy!(Filemaker, "filemaker", "dfilemaker",
-    "Generate a reproducible random tree of files in parallel (dfilemaker)",
-    crate::filemaker::FilemakerArgs,
-    |a| common: a.common,
-    named: vec![("DIR", a.dir.as_os_str())],
-    outputs: Vec::new(),
-    run: |comm, rules| crate::filemaker::run(comm, a));
 legacy!(Bcast, "bcast", "dbcast", "Copy one file to node-local storage on every node (dbcast)",
     crate::bcast::BcastArgs,
     |a| common: a.common,

@@ -5,6 +5,7 @@ pub mod args;
 pub mod chmod;
 pub mod console;
 pub mod dispatch;
+pub mod filemaker;
 pub mod legacy;
 pub mod reln;
 pub mod runtime_stats;
