@@ -24,7 +24,6 @@
 pub mod nodes;
 
 use crate::bz2::temporary;
-use crate::bz2::Ticker;
 use crate::cli::{report_error, Common};
 use crate::engine::status::Status;
 use clap::Args;
@@ -37,6 +36,7 @@ use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::sync::atomic::Ordering;
+use steal::progress::Progress;
 use steal::{Comm, CommExt};
 
 const TOOL: &str = "bcast";
@@ -187,8 +187,8 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
         .ok();
 
     // 3. The segments, round by round.
-    let mut ticker = Ticker::new(me, &args.common, "Broadcast");
-    ticker.total = size;
+    let progress = args.common.progress(me, "Broadcast");
+    progress.total_bytes.store(size, Ordering::Relaxed);
     let job = Transfer {
         stop,
         comm,
@@ -201,7 +201,7 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
         src_name: display(src).into_owned(),
         out_name: format!("node {node_name}: {}", display(&target.path)),
     };
-    let counts = job.run(&mut failure, &mut ticker);
+    let counts = job.run(&mut failure, &progress);
     if counts.interrupted {
         failure.get_or_insert_with(|| format!("node {node_name}: interrupted by a signal"));
     }
@@ -522,7 +522,7 @@ struct Transfer<'a> {
 }
 
 impl Transfer<'_> {
-    fn run(&self, failure: &mut Option<String>, ticker: &mut Ticker) -> Counts {
+    fn run(&self, failure: &mut Option<String>, progress: &Progress) -> Counts {
         let comm = self.comm;
         let (me, p) = (comm.rank(), comm.size() as u64);
         let my_node = self.nodes.node_of[me];
@@ -595,7 +595,9 @@ impl Transfer<'_> {
                     }
                 }
             }
-            ticker.tick((end * self.segment).min(self.size));
+            if progress.due() {
+                progress.report_sums(0, (end * self.segment).min(self.size), 0);
+            }
             round = end;
         }
         counts

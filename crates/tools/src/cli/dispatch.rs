@@ -27,7 +27,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::filemaker::Filemaker>(),
     row::<crate::cli::reln::Reln>(),
     row::<crate::cli::legacy::Bcast>(),
-    row::<crate::cli::legacy::Bz2>(),
+    row::<crate::cli::bz2::Bz2>(),
 ];
 
 const ABOUT: &str =

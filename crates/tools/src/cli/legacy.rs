@@ -142,14 +142,6 @@ legacy!(Bcast, "bcast", "dbcast", "Copy one file to node-local storage on every 
     named: vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())],
     outputs: Vec::new(),
     run: |comm, rules| crate::bcast::run(comm, a));
-legacy!(Bz2, "bz2", "dbz2",
-    "Compress or decompress files with parallel bzip2, compatible with bzip2 (dbz2)",
-    crate::bz2::Bz2Args,
-    |a| common: a.common,
-    named: vec![("FILE", a.file.as_os_str())],
-    outputs: Vec::new(),
-    run: |comm, rules| crate::bz2::run(comm, a));
-
 /// `rm` of `.` or `..` is refused (GNU rm refuses it; here nothing at all is removed, exit 2, as
 /// for every usage error).
 fn refuse_dot(paths: &[OsString]) -> Result<(), String> {
