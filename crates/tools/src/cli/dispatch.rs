@@ -26,7 +26,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::legacy::Dup>(),
     row::<crate::cli::filemaker::Filemaker>(),
     row::<crate::cli::reln::Reln>(),
-    row::<crate::cli::legacy::Bcast>(),
+    row::<crate::cli::bcast::Bcast>(),
     row::<crate::cli::bz2::Bz2>(),
 ];
 

@@ -136,12 +136,6 @@ legacy!(Dup, "dup", "ddup", "Find files with identical contents (ddup)", crate::
     named: [all("PATH", &a.paths), some("-i", &a.input), some("-o", &a.output)].concat(),
     outputs: a.output.iter().map(|o| ("-o", o.as_bytes())).collect(),
     run: |comm, rules| crate::dup::run(comm, a));
-legacy!(Bcast, "bcast", "dbcast", "Copy one file to node-local storage on every node (dbcast)",
-    crate::bcast::BcastArgs,
-    |a| common: a.common,
-    named: vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())],
-    outputs: Vec::new(),
-    run: |comm, rules| crate::bcast::run(comm, a));
 /// `rm` of `.` or `..` is refused (GNU rm refuses it; here nothing at all is removed, exit 2, as
 /// for every usage error).
 fn refuse_dot(paths: &[OsString]) -> Result<(), String> {

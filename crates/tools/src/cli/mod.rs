@@ -2,6 +2,7 @@
 //! the tools share, and the rendering of the tools' reports and events.
 
 pub mod args;
+pub mod bcast;
 pub mod bz2;
 pub mod chmod;
 pub mod console;
