@@ -400,3 +400,107 @@ fn the_next_run_removes_a_stale_temporary() {
         assert_eq!(names(&local), [".other.Zz9Yy8.mfu-tmp", "dest"], "np={np}");
     }
 }
+
+fn path_bytes(p: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    p.as_os_str().as_bytes().to_vec()
+}
+
+#[test]
+fn library_run_reports_counts_and_failures() {
+    use mfu::engine::context::ToolReport;
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    let content = mfu_tests::noise(7, 5 * SEG_BYTES + 100);
+    fs::write(&src, &content).unwrap();
+    let dest = dir.path().join("dest");
+    let mut options = mfu::bcast::Options::new(path_bytes(&src), path_bytes(&dest));
+    options.segment = SEG_BYTES as u64;
+    // Thread ranks share one node.
+    for r in steal::local::run(2, |comm| mfu::bcast::run(comm, &options).unwrap()) {
+        assert_eq!(
+            (r.size, r.segments, r.bytes),
+            (content.len() as u64, 6, content.len() as u64)
+        );
+        assert_eq!(r.nodes.len(), 1);
+        assert_eq!(
+            (r.nodes[0].written, r.nodes[0].skipped, r.nodes[0].failed),
+            (6, 0, false)
+        );
+        assert_eq!((r.failed, r.interrupted), (0, false));
+        assert_eq!(r.summary().items, 1);
+        assert_eq!(r.status(), mfu::Status::Ok);
+    }
+    assert_eq!(fs::read(&dest).unwrap(), content);
+    // Again: every segment is already there.
+    for r in steal::local::run(2, |comm| mfu::bcast::run(comm, &options).unwrap()) {
+        assert_eq!((r.nodes[0].written, r.nodes[0].skipped, r.bytes), (0, 6, 0));
+    }
+    // Stopped before the first round: the node failed, named, and no new DEST is left.
+    let stopped_dest = dir.path().join("stopped");
+    let mut stopped = mfu::bcast::Options::new(path_bytes(&src), path_bytes(&stopped_dest));
+    stopped.segment = SEG_BYTES as u64;
+    stopped
+        .context
+        .stop
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let reports = steal::local::run(2, |comm| mfu::bcast::run(comm, &stopped).unwrap());
+    for r in &reports {
+        assert_eq!(
+            (r.failed, r.interrupted, r.nodes[0].failed),
+            (1, true, true)
+        );
+        assert_eq!(r.summary().items, 0);
+        assert_eq!(r.status(), mfu::Status::ItemsFailed);
+    }
+    let failures: Vec<&String> = reports.iter().flat_map(|r| &r.failures).collect();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.contains("interrupted by a signal")),
+        "{failures:?}"
+    );
+    assert!(!stopped_dest.exists());
+    assert_eq!(names(dir.path()), ["dest", "src"]);
+    // A missing SRC is an error on every rank.
+    let missing = mfu::bcast::Options::new(path_bytes(&dir.path().join("none")), path_bytes(&dest));
+    for r in steal::local::run(2, |comm| mfu::bcast::run(comm, &missing)) {
+        assert!(r.unwrap_err().message.starts_with("stat "));
+    }
+}
+
+#[test]
+fn json_report_has_the_verbose_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    let content = mfu_tests::noise(8, 3 * SEG_BYTES + 7);
+    fs::write(&src, &content).unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let mut text = mfu(&["bcast", "-v", "-s", SEG]);
+    let text = expect_status(text.arg(&src).arg(&a).env("MFU_NODE_NAME", "here"), 0);
+    assert!(text.stdout.is_empty());
+    let mut json = mfu(&["bcast", "--json", "-s", SEG]);
+    let json = expect_status(json.arg(&src).arg(&b).env("MFU_NODE_NAME", "here"), 0);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&json.stdout)));
+    assert_eq!(v["tool"], "bcast");
+    assert_eq!(v["status"], 0);
+    assert_eq!(v["items"], 1);
+    assert_eq!(v["bytes"], content.len());
+    assert_eq!(v["failed"], 0);
+    let node = &v["nodes"][0];
+    let line = format!(
+        "node {}: {} of {} segments written, {} identical skipped",
+        node["name"].as_str().unwrap(),
+        node["written"],
+        v["segments"],
+        node["skipped"]
+    );
+    assert_eq!(
+        line,
+        "node here: 4 of 4 segments written, 0 identical skipped"
+    );
+    assert!(String::from_utf8_lossy(&text.stderr).contains(&line));
+    assert_eq!(fs::read(&a).unwrap(), content);
+    assert_eq!(fs::read(&b).unwrap(), content);
+}

@@ -578,3 +578,104 @@ fn a_symlink_swapped_in_after_the_plan_is_not_followed() {
             .is_symlink());
     }
 }
+
+fn path_bytes(p: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    p.as_os_str().as_bytes().to_vec()
+}
+
+#[test]
+fn library_run_reports_counts_and_failures() {
+    use mfu::engine::context::ToolReport;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    let content = data(230_001);
+    fs::write(&file, &content).unwrap();
+    let mut options = mfu::bz2::Options::new(path_bytes(&file));
+    options.stream_bytes = Some(50_000);
+    options.keep = true;
+    let reports = steal::local::run(2, |comm| mfu::bz2::run(comm, &options).unwrap());
+    let packed = with_ext(&file, ".bz2");
+    for r in &reports {
+        assert_eq!((r.bytes, r.failed, r.interrupted), (230_001, 0, false));
+        assert_eq!(
+            (r.input.clone(), r.output.clone()),
+            (path_bytes(&file), path_bytes(&packed))
+        );
+        assert!(
+            r.detail.starts_with("5 blocks of 50000 bytes"),
+            "{}",
+            r.detail
+        );
+        assert_eq!(r.summary().items, 1);
+        assert_eq!(r.status(), mfu::Status::Ok);
+    }
+    assert_eq!(bunzip2_stdout(&packed), content);
+    // A damaged block: the run fails, named, without an output; the input stays.
+    damage_block(&packed, 2);
+    fs::remove_file(&file).unwrap();
+    let mut options = mfu::bz2::Options::new(path_bytes(&packed));
+    options.decompress = true;
+    let reports = steal::local::run(2, |comm| mfu::bz2::run(comm, &options).unwrap());
+    for r in &reports {
+        assert_eq!((r.bytes, r.failed), (0, 1));
+        assert_eq!(r.summary().items, 0);
+        assert_eq!(r.status(), mfu::Status::ItemsFailed);
+    }
+    let failures: Vec<&String> = reports.iter().flat_map(|r| &r.failures).collect();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.contains("f.bz2") && f.contains("block 2")),
+        "{failures:?}"
+    );
+    assert_eq!(names(dir.path()), ["f.bz2"]);
+    // A usage error is an error on every rank.
+    let missing = mfu::bz2::Options::new(path_bytes(&dir.path().join("nothing")));
+    for r in steal::local::run(2, |comm| mfu::bz2::run(comm, &missing)) {
+        assert!(r.unwrap_err().message.starts_with("stat "));
+    }
+}
+
+#[test]
+fn json_report_has_the_counts_and_the_verbose_detail() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    fs::write(&a, data(120_000)).unwrap();
+    fs::write(&b, data(120_000)).unwrap();
+    // bzip2 says nothing on success; -v tells how, on stderr.
+    let text = run(1, &["-v", "-k", "--stream-bytes", STREAM, s(&a)], 0);
+    assert!(text.stdout.is_empty());
+    let json = run(1, &["--json", "-k", "--stream-bytes", STREAM, s(&b)], 0);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&json.stdout)));
+    assert_eq!(v["tool"], "bz2");
+    assert_eq!(v["status"], 0);
+    assert_eq!(
+        (v["items"].clone(), v["bytes"].clone(), v["failed"].clone()),
+        (1.into(), 120_000.into(), 0.into())
+    );
+    let err = String::from_utf8_lossy(&text.stderr);
+    let detail = v["detail"].as_str().unwrap();
+    assert!(
+        err.contains(&format!("{} -> {}.bz2: {detail} in ", s(&a), s(&a))),
+        "{err} / {detail}"
+    );
+    assert_eq!(v["output"], format!("{}.bz2", s(&b)));
+    assert_eq!(
+        fs::read(with_ext(&a, ".bz2")).unwrap(),
+        fs::read(with_ext(&b, ".bz2")).unwrap()
+    );
+    // A failed run: status 1, the same counts with and without --json.
+    damage_block(&with_ext(&a, ".bz2"), 1);
+    damage_block(&with_ext(&b, ".bz2"), 1);
+    let text = run(1, &["-d", "-f", s(&with_ext(&a, ".bz2"))], 1);
+    assert!(text.stdout.is_empty());
+    let json = run(1, &["-d", "-f", "--json", s(&with_ext(&b, ".bz2"))], 1);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        (v["status"].clone(), v["items"].clone(), v["failed"].clone()),
+        (1.into(), 0.into(), 1.into())
+    );
+    assert!(String::from_utf8_lossy(&json.stderr).contains("block 1"));
+}

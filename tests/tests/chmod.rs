@@ -481,3 +481,129 @@ fn silent_hides_not_permitted_but_still_fails() {
         "{quiet}"
     );
 }
+
+/// A list (one path per line) naming `names` under `root`, and one entry that does not exist.
+fn list_with_a_missing_entry(dir: &Path, root: &Path, names: &[&str]) -> PathBuf {
+    let list = dir.join("list.txt");
+    let mut text: String = names
+        .iter()
+        .map(|n| format!("{}\n", path(&root.join(n))))
+        .collect();
+    text.push_str(&format!("{}\n", path(&root.join("missing"))));
+    fs::write(&list, text).unwrap();
+    list
+}
+
+#[test]
+fn library_run_reports_counts_and_failures() {
+    let (tmp, a, b) = twin_trees();
+    let before = snapshot(&a);
+    let mut options = mfu::chmod::Options::new(vec![path(&a).as_bytes().to_vec()]);
+    options.mode = Some("go-w".into());
+    let reports = steal::local::run(2, |comm| mfu::chmod::run(comm, &options).unwrap());
+    // Entries with a group or other write bit, links excluded (their mode is never changed).
+    let writable = before
+        .values()
+        .filter(|m| m.0 & 0o170000 != 0o120000 && m.0 & 0o022 != 0)
+        .count() as u64;
+    for r in &reports {
+        assert_eq!(r.listed, before.len() as u64);
+        assert_eq!(r.changed, writable);
+        assert_eq!(r.unchanged, before.len() as u64 - writable);
+        assert_eq!((r.failed, r.silenced, r.interrupted), (0, 0, false));
+        assert!(r.failures.is_empty(), "{:?}", r.failures);
+        assert_eq!(mfu::engine::context::ToolReport::status(r), mfu::Status::Ok);
+    }
+    assert!(snapshot(&a)
+        .values()
+        .all(|m| m.0 & 0o170000 == 0o120000 || m.0 & 0o022 == 0));
+    // A listed entry that is gone is counted and named; the others are changed.
+    let list = list_with_a_missing_entry(tmp.path(), &b, &["f644", "d/f640"]);
+    let mut options = mfu::chmod::Options::new(Vec::new());
+    options.input = Some(path(&list).as_bytes().to_vec());
+    options.mode = Some("600".into());
+    let reports = steal::local::run(2, |comm| mfu::chmod::run(comm, &options).unwrap());
+    for r in &reports {
+        assert_eq!((r.changed, r.unchanged, r.failed), (2, 0, 1));
+        assert_eq!(
+            mfu::engine::context::ToolReport::status(r),
+            mfu::Status::ItemsFailed
+        );
+    }
+    let failures: Vec<&String> = reports.iter().flat_map(|r| &r.failures).collect();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.contains(&format!("{}/missing", path(&b)))),
+        "{failures:?}"
+    );
+    // A usage error is an error on every rank, and nothing changes.
+    let mut bad = mfu::chmod::Options::new(vec![path(&b).as_bytes().to_vec()]);
+    bad.mode = Some("u+q".into());
+    let before = snapshot(&b);
+    for r in steal::local::run(2, |comm| mfu::chmod::run(comm, &bad)) {
+        assert_eq!(r.unwrap_err().message, "invalid mode: 'u+q'");
+    }
+    assert_eq!(snapshot(&b), before);
+}
+
+/// The numbers of `Changed N items (U unchanged, F failed) in ...`.
+fn text_counts(stdout: &[u8]) -> (u64, u64, u64) {
+    let text = String::from_utf8_lossy(stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Changed "))
+        .unwrap_or_else(|| panic!("no summary in {text:?}"));
+    let n: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|w| !w.is_empty())
+        .take(3)
+        .map(|w| w.parse().unwrap())
+        .collect();
+    (n[0], n[1], n[2])
+}
+
+#[test]
+fn json_report_has_the_text_summary_counts() {
+    let (tmp, a, b) = twin_trees();
+    for (code, lists) in [(0, false), (1, true)] {
+        let target = |t: &Path| {
+            if lists {
+                let dir = tmp
+                    .path()
+                    .join(t.file_name().unwrap().to_str().unwrap().to_owned() + "-l");
+                fs::create_dir_all(&dir).unwrap();
+                vec![
+                    "-i".to_string(),
+                    path(&list_with_a_missing_entry(&dir, t, &["f644", "sg"])).to_string(),
+                ]
+            } else {
+                vec![path(t).to_string()]
+            }
+        };
+        let mode = if lists { "o+w" } else { "g=u" };
+        let mut text_args = vec!["chmod".to_string(), "-m".into(), mode.into()];
+        text_args.extend(target(&a));
+        let mut json_args = vec![
+            "chmod".to_string(),
+            "--json".into(),
+            "-m".into(),
+            mode.into(),
+        ];
+        json_args.extend(target(&b));
+        let text = expect_status(mfu(&[]).args(&text_args), code);
+        let json = expect_status(mfu(&[]).args(&json_args), code);
+        let (changed, _unchanged, failed) = text_counts(&text.stdout);
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&json.stdout)));
+        assert_eq!(v["tool"], "chmod");
+        assert_eq!(v["status"], code);
+        assert_eq!(v["items"], changed);
+        assert_eq!(v["bytes"], 0);
+        assert_eq!(v["failed"], failed);
+        assert_eq!(v["changed"], changed);
+        assert_eq!(failed, u64::from(lists));
+        assert!(changed > 0);
+        assert_eq!(snapshot(&a), snapshot(&b));
+    }
+}

@@ -389,3 +389,103 @@ fn a_signal_stops_the_run_with_exit_1() {
         );
     }
 }
+
+fn bytes_of(p: &Path) -> Vec<u8> {
+    p.as_os_str().as_bytes().to_vec()
+}
+
+#[test]
+fn library_run_reports_counts_and_failures() {
+    use mfu::engine::context::ToolReport;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let mut options = mfu::filemaker::Options::new(bytes_of(&dir));
+    options.spec.seed = 9;
+    options.spec.nitems = 40..=40;
+    options.spec.depth = 2..=2;
+    options.spec.size = 10..=1000;
+    let reports = steal::local::run(2, |comm| mfu::filemaker::run(comm, &options).unwrap());
+    let tree = snapshot(&dir);
+    let count = |f: fn(&Entry) -> bool| tree.values().filter(|e| f(e)).count() as u64;
+    let data: u64 = files(&tree).map(|(_, d)| d.len() as u64).sum();
+    for r in &reports {
+        assert_eq!(r.dir, bytes_of(&dir));
+        assert_eq!(r.dirs, count(|e| matches!(e, Entry::Dir(_))));
+        assert_eq!(r.files, count(|e| matches!(e, Entry::File(..))));
+        assert_eq!(r.links, count(|e| matches!(e, Entry::Link(_))));
+        assert_eq!(r.dirs + r.files + r.links, 40);
+        assert_eq!(r.bytes, data);
+        assert_eq!((r.failed, r.interrupted), (0, false));
+        assert_eq!(r.status(), mfu::Status::Ok);
+    }
+    // Not empty: an error on every rank, nothing written.
+    for r in steal::local::run(2, |comm| mfu::filemaker::run(comm, &options)) {
+        assert!(r.unwrap_err().message.contains("is not empty"));
+    }
+    // --force with a symbolic link where a file goes: that item fails, named.
+    let link = dir.join("file_00000001");
+    let forced = tmp.path().join("f");
+    fs::create_dir(&forced).unwrap();
+    let link_in_way = forced.join("file_00000001");
+    std::os::unix::fs::symlink(&link, &link_in_way).unwrap();
+    let mut options = mfu::filemaker::Options::new(bytes_of(&forced));
+    options.force = true;
+    options.spec.nitems = 3..=3;
+    options.spec.depth = 1..=1;
+    options.spec.file_percent = 100;
+    options.spec.link_percent = 0;
+    options.spec.size = 100..=100;
+    let reports = steal::local::run(2, |comm| mfu::filemaker::run(comm, &options).unwrap());
+    // The file in the way spans both ranks' shares (each file weighs 64 KiB more than its
+    // size): the rank that creates it and the one that writes a part of it both fail.
+    for r in &reports {
+        assert_eq!(
+            (r.files, r.bytes, r.failed),
+            (2, 200, 2),
+            "{:?}",
+            r.failures
+        );
+        assert_eq!(r.status(), mfu::Status::ItemsFailed);
+    }
+    let failures: Vec<&String> = reports.iter().flat_map(|r| &r.failures).collect();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.contains(&format!("create {}", link_in_way.display()))),
+        "{failures:?}"
+    );
+}
+
+/// The numbers of `Made N items in DIR: D directories, F files, L links, X (B bytes) in ...`:
+/// (N, B).
+fn text_counts(stdout: &str) -> (u64, u64) {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("Made "))
+        .unwrap_or_else(|| panic!("no summary in {stdout:?}"));
+    let items = line.split(' ').nth(1).unwrap().parse().unwrap();
+    let bytes = line.split('(').nth(1).unwrap().split(' ').next().unwrap();
+    (items, bytes.parse().unwrap())
+}
+
+#[test]
+fn json_report_has_the_text_summary_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["-i", "5", "-n", "30", "-d", "2", "-s", "1-3000"];
+    let text = make(1, &tmp.path().join("text"), &args);
+    let json_dir = tmp.path().join("json");
+    let mut cmd = mfu(&["filemaker", "--json"]);
+    cmd.args(args).arg(&json_dir);
+    let json = expect_status(&mut cmd, 0);
+    let (items, bytes) = text_counts(&text);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&json.stdout)));
+    assert_eq!(v["tool"], "filemaker");
+    assert_eq!(v["status"], 0);
+    assert_eq!(v["items"], items);
+    assert_eq!(v["bytes"], bytes);
+    assert_eq!(v["failed"], 0);
+    assert_eq!(v["dir"], json_dir.to_str().unwrap());
+    assert_eq!(items, 30);
+    assert!(bytes > 0);
+}

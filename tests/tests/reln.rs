@@ -558,3 +558,126 @@ fn a_directory_swapped_for_a_symlink_after_the_walk_is_not_followed() {
         );
     }
 }
+
+/// Keeps the output a run sends.
+#[derive(Default)]
+struct Collect(std::sync::Mutex<Vec<u8>>);
+
+impl mfu::engine::context::Events for Collect {
+    fn error(&self, _: &str) {}
+    fn progress(&self, _: &str, _: &steal::progress::Report) {}
+    fn output(&self, bytes: &[u8]) {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+    }
+    fn info(&self, _: &str) {}
+}
+
+fn bytes(p: &Path) -> Vec<u8> {
+    p.as_os_str().as_bytes().to_vec()
+}
+
+#[test]
+fn library_run_reports_counts_output_and_failures() {
+    use mfu::engine::context::{Context, ToolReport};
+    let (_tmp, base) = scene();
+    let (old, new, links) = (base.join("old"), base.join("new"), base.join("links"));
+    // A dry run sends its lines as output, in rank order, and changes nothing.
+    let events = std::sync::Arc::new(Collect::default());
+    let mut options = mfu::reln::Options::new(bytes(&old), bytes(&new), vec![bytes(&links)]);
+    options.dryrun = true;
+    options.context = Context::new(events.clone());
+    let before: Vec<Vec<u8>> = LINKS.iter().map(|(l, _)| readlink(&p(&base, l))).collect();
+    for r in steal::local::run(2, |comm| mfu::reln::run(comm, &options).unwrap()) {
+        assert_eq!((r.links, r.rewritten, r.failed, r.dryrun), (12, 8, 0, true));
+        assert_eq!(r.status(), mfu::Status::Ok);
+    }
+    let output = events.0.lock().unwrap().clone();
+    assert_eq!(output.iter().filter(|&&b| b == b'\n').count(), 8);
+    let after: Vec<Vec<u8>> = LINKS.iter().map(|(l, _)| readlink(&p(&base, l))).collect();
+    assert_eq!(before, after);
+
+    // The real run, after the move; a link of the list whose directory is gone fails, named.
+    expect_status(Command::new("mv").arg(&old).arg(&new), 0);
+    let list = base.join("list");
+    let mut text = Vec::new();
+    for l in [&b"links/abs1"[..], b"links/eq", b"gone/link"] {
+        text.extend_from_slice(p(&base, l).as_os_str().as_bytes());
+        text.push(b'\n');
+    }
+    fs::write(&list, text).unwrap();
+    let mut options = mfu::reln::Options::new(bytes(&old), bytes(&new), Vec::new());
+    options.input = Some(bytes(&list));
+    let reports = steal::local::run(2, |comm| mfu::reln::run(comm, &options).unwrap());
+    for r in &reports {
+        assert_eq!((r.links, r.rewritten, r.failed), (2, 2, 1));
+        assert_eq!(
+            (r.oldpath.clone(), r.newpath.clone()),
+            (bytes(&old), bytes(&new))
+        );
+        assert_eq!(r.status(), mfu::Status::ItemsFailed);
+    }
+    let failures: Vec<&String> = reports.iter().flat_map(|r| &r.failures).collect();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.contains(&format!("{}/gone", s(&base)))),
+        "{failures:?}"
+    );
+    assert_eq!(readlink(&p(&base, b"links/eq")), fill(&base, b"{}/new"));
+    // An empty OLDPATH is an error on every rank.
+    let empty = mfu::reln::Options::new(Vec::new(), bytes(&new), vec![bytes(&links)]);
+    for r in steal::local::run(2, |comm| mfu::reln::run(comm, &empty)) {
+        assert_eq!(
+            r.unwrap_err().message,
+            "an empty OLDPATH names no directory"
+        );
+    }
+}
+
+/// The numbers of `Rewrote N of L links ...` / `Would rewrite N of L links ...`.
+fn text_counts(stdout: &[u8]) -> (u64, u64) {
+    let text = String::from_utf8_lossy(stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Rewrote ") || l.starts_with("Would rewrite "))
+        .unwrap_or_else(|| panic!("no summary in {text:?}"));
+    let words: Vec<&str> = line.split(' ').collect();
+    let at = words.iter().position(|w| *w == "of").unwrap();
+    (
+        words[at - 1].parse().unwrap(),
+        words[at + 1].parse().unwrap(),
+    )
+}
+
+#[test]
+fn json_report_has_the_text_summary_counts() {
+    let (_tmp, base) = scene();
+    let (old, new, links) = (base.join("old"), base.join("new"), base.join("links"));
+    let gone = base.join("gone");
+    for (code, extra) in [(0, None), (1, Some(gone.as_os_str()))] {
+        let mut args: Vec<&OsStr> = vec![
+            "--dryrun".as_ref(),
+            old.as_ref(),
+            new.as_ref(),
+            links.as_ref(),
+        ];
+        args.extend(extra);
+        let text = reln(1, &args, code);
+        args.insert(0, "--json".as_ref());
+        let json = reln(1, &args, code);
+        let (rewritten, looked_at) = text_counts(&text.stdout);
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&json.stdout)));
+        assert_eq!(v["tool"], "reln");
+        assert_eq!(v["status"], code);
+        assert_eq!(v["items"], rewritten);
+        assert_eq!(v["rewritten"], rewritten);
+        assert_eq!(v["links"], looked_at);
+        assert_eq!(v["bytes"], 0);
+        assert_eq!(v["failed"], u64::from(extra.is_some()));
+        assert_eq!(v["oldpath"], s(&old));
+        assert_eq!((rewritten, looked_at), (8, 12));
+        // The dry run's lines went to stderr, leaving stdout to the report.
+        assert!(String::from_utf8_lossy(&json.stderr).contains(" -> "));
+    }
+}

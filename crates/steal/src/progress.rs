@@ -170,6 +170,24 @@ impl Progress {
         self.start.elapsed()
     }
 
+    /// Hand sums over all ranks that the caller gathered itself (collective work outside a
+    /// queue run, e.g. after each wave of a loop of collectives, when [`Progress::due`]) to the
+    /// reporter, with these counters' totals and elapsed time. Without a reporter (ranks other
+    /// than 0, silent counters) nothing happens.
+    pub fn report_sums(&self, items: u64, bytes: u64, errors: u64) {
+        let Some(reporter) = &self.reporter else {
+            return;
+        };
+        reporter(&Report {
+            items,
+            bytes,
+            errors,
+            total_items: self.total_items.load(Ordering::Relaxed),
+            total_bytes: self.total_bytes.load(Ordering::Relaxed),
+            elapsed: self.elapsed(),
+        });
+    }
+
     pub(crate) fn snapshot_bytes(&self) -> Vec<u8> {
         [&self.items, &self.bytes, &self.errors]
             .iter()
@@ -211,16 +229,8 @@ impl ProgressBoard {
     }
 
     pub(crate) fn report(&self, p: &Progress) {
-        let Some(reporter) = &p.reporter else { return };
         let sum = |i: usize| self.latest.iter().map(|v| v[i]).sum();
-        reporter(&Report {
-            items: sum(0),
-            bytes: sum(1),
-            errors: sum(2),
-            total_items: p.total_items.load(Ordering::Relaxed),
-            total_bytes: p.total_bytes.load(Ordering::Relaxed),
-            elapsed: p.elapsed(),
-        });
+        p.report_sums(sum(0), sum(1), sum(2));
     }
 }
 

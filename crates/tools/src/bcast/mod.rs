@@ -24,60 +24,112 @@
 pub mod nodes;
 
 use crate::bz2::temporary;
-use crate::bz2::Ticker;
-use crate::cli::{report_error, Common};
+use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::status::Status;
-use clap::Args;
 use flist::path::{as_path, display};
 use nodes::Nodes;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags};
-use std::ffi::OsString;
 use std::fs::File;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::sync::atomic::Ordering;
+use std::time::Instant;
+use steal::progress::Progress;
 use steal::{Comm, CommExt};
 
-const TOOL: &str = "bcast";
 /// Bytes of a blake3 digest.
 const HASH_LEN: usize = 32;
 
-/// Options of `mfu-rs bcast`, named as in dbcast.
-#[derive(Args, Clone, Debug)]
-#[command(
-    about = "Copy one file to node-local storage on every node",
-    after_help = "Every node gets DEST (the same path on each node, e.g. a local SSD or ramdisk). \
-        Each segment of SRC is read once, by one rank, and sent to every node. If DEST already \
-        exists with SRC's size, only segments that differ (blake3) are sent and rewritten, in \
-        place (an update cut short leaves DEST mixed, at the right size: rerun to finish it); -v \
-        tells how many per node. Only a regular file with one link is updated in place: a DEST \
-        that is a symbolic link or has other hard links is replaced by a new file (renamed over \
-        it; the link's target and the other names are not written). SIGINT/SIGTERM stop the \
-        transfer (exit 1) and remove the temporary files; a temporary .DEST.XXXXXX.mfu-tmp a \
-        killed earlier run left is removed by the next run. Nodes are told apart by host name; set MFU_NODE_NAME to \
-        override it (containers that share a host name, tests).\n\n\
-        Examples:\n  \
-        srun -N 64 -n 256 mfu-rs bcast /lustre/db/index.bin /tmp/index.bin\n  \
-        mpirun -np 128 mfu-rs bcast -s 4MB /lustre/model.pt /dev/shm/model.pt\n\n\
-        Exit status: 0 every node has DEST, 1 some node failed (each failure listed with node, \
-        path and operation; a new DEST is not left behind half written), 2 usage error (SRC \
-        missing or not a file, DEST's directory missing on a node; nothing changed)."
-)]
-pub struct BcastArgs {
+/// What `bcast` is to copy, and where.
+///
+/// ```no_run
+/// // srun -N 64 -n 256 mfu-rs bcast -s 4MB /lustre/db/index.bin /tmp/index.bin
+/// let mut options =
+///     mfu::bcast::Options::new(b"/lustre/db/index.bin".to_vec(), b"/tmp/index.bin".to_vec());
+/// options.segment = 4 << 20;
+/// let reports = steal::local::run(2, |comm| mfu::bcast::run(comm, &options));
+/// let nodes_done = reports[0].as_ref().map_or(0, |r| r.nodes.len() as u64 - r.failed);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Options {
     /// The file to copy (readable by every rank).
-    #[arg(value_name = "SRC")]
-    pub src: OsString,
+    pub src: Vec<u8>,
     /// Where the copy goes on every node (its directory must exist).
-    #[arg(value_name = "DEST")]
-    pub dest: OsString,
-    /// Bytes per segment (the unit read by one rank and sent to every node); units such as
-    /// 4MB allowed. The stripe size of SRC is a good choice on Lustre.
-    #[arg(short, long, value_name = "SIZE", default_value = "1MB",
-          value_parser = crate::cli::args::size_arg)]
+    pub dest: Vec<u8>,
+    /// Bytes per segment (the unit read by one rank and sent to every node); more than 0.
+    pub segment: u64,
+    /// Events, progress, verbosity and the stop flag.
+    pub context: Context,
+}
+
+impl Options {
+    /// Copy `src` to `dest` on every node, in segments of 1 MiB (the command line's `1MB`).
+    pub fn new(src: Vec<u8>, dest: Vec<u8>) -> Options {
+        Options {
+            src,
+            dest,
+            segment: 1 << 20,
+            context: Context::default(),
+        }
+    }
+}
+
+/// What one node received.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct NodeReport {
+    /// The node's name (host name, or `MFU_NODE_NAME`).
+    pub name: String,
+    /// Segments written into its DEST.
+    pub written: u64,
+    /// Segments its DEST already held (an update in place): not sent, not written.
+    pub skipped: u64,
+    /// Its DEST is not complete (each reason reported).
+    pub failed: bool,
+}
+
+/// What a `bcast` run did (the same on every rank).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// SRC.
+    #[serde(serialize_with = "crate::engine::serde_path::text")]
+    pub src: Vec<u8>,
+    /// DEST.
+    #[serde(serialize_with = "crate::engine::serde_path::text")]
+    pub dest: Vec<u8>,
+    /// SRC's size in bytes.
     pub size: u64,
-    #[command(flatten)]
-    pub common: Common,
+    /// Segments of SRC (each node's copy is made of these).
+    pub segments: u64,
+    /// Bytes written on all nodes.
+    pub bytes: u64,
+    /// Every node, in the order of their first rank.
+    pub nodes: Vec<NodeReport>,
+    /// Nodes whose DEST is not complete.
+    pub failed: u64,
+    /// Wall-clock seconds of the run.
+    pub seconds: f64,
+    /// A stop request cut the transfer short.
+    pub interrupted: bool,
+    /// The run was verbose ([`Context::verbose`]): the command line then lists `nodes`.
+    #[serde(skip)]
+    pub verbose: bool,
+    /// A sample of this process's failure messages.
+    pub failures: Vec<String>,
+}
+
+impl ToolReport for Report {
+    /// `items` are the nodes that have DEST; `bytes` the bytes written on all nodes.
+    fn summary(&self) -> Summary {
+        Summary {
+            items: self.nodes.len() as u64 - self.failed,
+            bytes: self.bytes,
+            failed: self.failed,
+            seconds: self.seconds,
+        }
+    }
+    fn status(&self) -> Status {
+        Status::of_work(self.failed, 0, self.interrupted)
+    }
 }
 
 /// How a node receives the file.
@@ -93,91 +145,29 @@ struct Target {
     file_id: (u64, u64),
 }
 
-/// Run `bcast` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
-    steal::signals::install();
-    let stop = steal::signals::stop_flag();
+/// What every rank knows after the setup: the source, open, its mode, every node's
+/// target, and (on a node's leader) DEST's directory as planned.
+struct Setup {
+    source: File,
+    mode: u32,
+    targets: Vec<Target>,
+    planned_dir: Option<OwnedFd>,
+}
+
+/// Run `bcast` on this rank. Collective: every rank returns the same report, or the same
+/// error when nothing was changed (SRC missing or not a file, DEST's directory missing on a
+/// node).
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+    let started = Instant::now();
+    let context = &options.context;
     let nodes = Nodes::gather(comm);
     let me = comm.rank();
     let my_node = nodes.node_of[me];
     let node_name = display(&nodes.names[my_node]).into_owned();
-    let src = args.src.as_bytes();
-    let dest = args.dest.as_bytes();
-
-    // 1. SRC, checked by rank 0.
-    let mut shared = Vec::new();
-    if me == 0 {
-        match std::fs::metadata(as_path(src)) {
-            Ok(m) if m.is_file() => {
-                shared.extend(m.len().to_le_bytes());
-                shared.extend(u64::from(m.permissions().mode() & 0o7777).to_le_bytes());
-            }
-            Ok(_) => report_error(TOOL, format!("{} is not a regular file", display(src))),
-            Err(e) => report_error(TOOL, format!("stat {}: {e}", display(src))),
-        }
-    }
-    comm.bcast(0, &mut shared);
-    if shared.len() != 16 {
-        return Status::Usage.agree(comm);
-    }
-    let size = u64::from_le_bytes(shared[..8].try_into().expect("8"));
-    let mode = u64::from_le_bytes(shared[8..].try_into().expect("8")) as u32;
-    let source = File::open(as_path(src))
-        .map_err(|e| format!("node {node_name}: open {}: {e}", display(src)));
-
-    // 2. DEST, prepared by each node's leader; every rank learns every node's target. Stale
-    //    temporaries go before any leader makes its own (DEST may be on a shared file system).
-    let mut planned_dir: Option<OwnedFd> = None;
-    let mut plan_error = None;
-    if nodes.is_leader(me) {
-        match look(dest) {
-            Ok((dir, notes)) => {
-                notes
-                    .iter()
-                    .for_each(|n| report_error(TOOL, format!("node {node_name}: {n}")));
-                planned_dir = Some(dir);
-            }
-            Err(e) => plan_error = Some(format!("node {node_name}: {e}")),
-        }
-    }
-    comm.barrier();
-    let prepared = match (&planned_dir, plan_error) {
-        (Some(dir), _) => {
-            Some(prepare(dir.as_fd(), dest, size).map_err(|e| format!("node {node_name}: {e}")))
-        }
-        (None, Some(e)) => Some(Err(e)),
-        (None, None) => None,
-    };
-    let targets = gather_targets(comm, &nodes, prepared.clone());
-    let setup_errors: Vec<String> = gather_strings(
-        comm,
-        source
-            .as_ref()
-            .err()
-            .or(prepared.as_ref().and_then(|p| p.as_ref().err())),
-    );
-    if !setup_errors.is_empty() {
-        if me == 0 {
-            setup_errors.iter().for_each(|e| report_error(TOOL, e));
-        }
-        // A leader that made a temporary file takes it back.
-        if let (Some(Ok(t)), Some(dir)) = (&prepared, &planned_dir) {
-            if !t.in_place {
-                let _ = rustix::fs::unlinkat(
-                    dir,
-                    temporary::split(&t.path).1.as_slice(),
-                    AtFlags::empty(),
-                );
-            }
-        }
-        return Status::Usage.agree(comm);
-    }
-    let source = source.expect("checked above");
-    let targets: Vec<Target> = targets
-        .into_iter()
-        .map(|t| t.expect("checked above"))
-        .collect();
-    let target = &targets[my_node];
+    let dest = &options.dest[..];
+    let (size, mode) = check_source(comm, &options.src)?;
+    let setup = plan(comm, options, &nodes, &node_name, size, mode)?;
+    let target = &setup.targets[my_node];
     // The plan is made; the race tests change the tree here.
     crate::engine::test_seam::after_listing(comm);
     let mut failure: Option<String> = None;
@@ -187,21 +177,21 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
         .ok();
 
     // 3. The segments, round by round.
-    let mut ticker = Ticker::new(me, &args.common, "Broadcast");
-    ticker.total = size;
+    let progress = context.progress(me, "Broadcast");
+    progress.total_bytes.store(size, Ordering::Relaxed);
     let job = Transfer {
-        stop,
+        stop: &context.stop,
         comm,
         nodes: &nodes,
-        targets: &targets,
-        source: &source,
+        targets: &setup.targets,
+        source: &setup.source,
         out: out.as_ref(),
         size,
-        segment: args.size,
-        src_name: display(src).into_owned(),
+        segment: options.segment,
+        src_name: display(&options.src).into_owned(),
         out_name: format!("node {node_name}: {}", display(&target.path)),
     };
-    let counts = job.run(&mut failure, &mut ticker);
+    let counts = job.run(&mut failure, &progress);
     if counts.interrupted {
         failure.get_or_insert_with(|| format!("node {node_name}: interrupted by a signal"));
     }
@@ -221,19 +211,24 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
         node_failed[nodes.node_of[rank]] |= o.2.is_some();
     }
     let mut finish_error = None;
-    if let (true, Some(dir)) = (nodes.is_leader(me), &planned_dir) {
+    if let (true, Some(dir)) = (nodes.is_leader(me), &setup.planned_dir) {
         finish_error = finish(
             dir.as_fd(),
             out.as_ref(),
             target,
             dest,
-            mode,
+            setup.mode,
             node_failed[my_node],
         )
         .err()
         .map(|e| format!("node {node_name}: {e}"));
     }
     drop(out);
+    // A node whose leader could not finish failed too.
+    let finished = comm.allgatherv(&[u8::from(finish_error.is_some())]);
+    for (rank, f) in finished.iter().enumerate() {
+        node_failed[nodes.node_of[rank]] |= f.first() == Some(&1);
+    }
     let finish_errors = gather_strings(comm, finish_error.as_ref());
     if me == 0 {
         // Each distinct message once (a node's ranks may fail alike).
@@ -245,36 +240,147 @@ pub fn run(comm: &dyn Comm, args: &BcastArgs) -> Status {
         {
             if !seen.contains(&e) {
                 seen.push(e);
-                report_error(TOOL, e);
+                context.error(e);
             }
         }
-        if args.common.verbose {
-            report_counts(&nodes, &outcomes, size.div_ceil(args.size));
-        }
         if counts.interrupted {
-            let left = targets.iter().filter(|t| t.in_place).count();
-            report_error(
-                TOOL,
-                format!(
-                    "interrupted by a signal: {} not complete on any node (temporary files \
-                     removed{}); rerun to finish",
-                    display(dest),
-                    if left > 0 {
-                        format!("; {left} node(s) updating in place hold a mixed DEST")
-                    } else {
-                        String::new()
-                    }
-                ),
-            );
+            let left = setup.targets.iter().filter(|t| t.in_place).count();
+            // About the whole run: not in the report's sample of failed items.
+            context.events.error(&format!(
+                "interrupted by a signal: {} not complete on any node (temporary files \
+                 removed{}); rerun to finish",
+                display(dest),
+                if left > 0 {
+                    format!("; {left} node(s) updating in place hold a mixed DEST")
+                } else {
+                    String::new()
+                }
+            ));
         }
     }
-    let failed = node_failed.iter().any(|&f| f) || !finish_errors.is_empty();
-    if failed {
-        Status::ItemsFailed
-    } else {
-        Status::Ok
+    let node_reports = nodes
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(node, ranks)| NodeReport {
+            name: display(&nodes.names[node]).into_owned(),
+            written: ranks.iter().map(|&r| outcomes[r].0).sum(),
+            skipped: ranks.iter().map(|&r| outcomes[r].1).sum(),
+            failed: node_failed[node],
+        })
+        .collect();
+    Ok(Report {
+        src: options.src.clone(),
+        dest: options.dest.clone(),
+        size,
+        segments: size.div_ceil(options.segment),
+        bytes: comm.sum(counts.bytes),
+        nodes: node_reports,
+        failed: node_failed.iter().filter(|&&f| f).count() as u64,
+        seconds: started.elapsed().as_secs_f64(),
+        interrupted: counts.interrupted,
+        verbose: context.verbose,
+        failures: context.failures(),
+    })
+}
+
+/// Phase 1: SRC's size and mode, checked by rank 0; `Err` on every rank when it is missing or
+/// not a regular file. Collective.
+fn check_source(comm: &dyn Comm, src: &[u8]) -> Result<(u64, u32), Error> {
+    let mut shared = Vec::new();
+    if comm.rank() == 0 {
+        match std::fs::metadata(as_path(src)) {
+            Ok(m) if m.is_file() => {
+                shared.push(0);
+                shared.extend(m.len().to_le_bytes());
+                shared.extend(u64::from(m.permissions().mode() & 0o7777).to_le_bytes());
+            }
+            Ok(_) => shared = format!("\x01{} is not a regular file", display(src)).into_bytes(),
+            Err(e) => shared = format!("\x01stat {}: {e}", display(src)).into_bytes(),
+        }
     }
-    .agree(comm)
+    comm.bcast(0, &mut shared);
+    match shared.split_first() {
+        Some((0, words)) if words.len() == 16 => {
+            let size = u64::from_le_bytes(words[..8].try_into().expect("8"));
+            let mode = u64::from_le_bytes(words[8..].try_into().expect("8")) as u32;
+            Ok((size, mode))
+        }
+        _ => Err(Error::new(String::from_utf8_lossy(
+            shared.get(1..).unwrap_or_default(),
+        ))),
+    }
+}
+
+/// Phase 2: every rank opens SRC; each node's leader prepares DEST and every rank learns
+/// every node's target. Stale temporaries go before any leader makes its own (DEST may be on
+/// a shared file system). `Err` on every rank when any rank or node failed (nothing changed;
+/// rank 0 reports every reason but the last, which is the error). Collective.
+fn plan(
+    comm: &dyn Comm,
+    options: &Options,
+    nodes: &Nodes,
+    node_name: &str,
+    size: u64,
+    mode: u32,
+) -> Result<Setup, Error> {
+    let (src, dest) = (&options.src[..], &options.dest[..]);
+    let source = File::open(as_path(src))
+        .map_err(|e| format!("node {node_name}: open {}: {e}", display(src)));
+    let mut planned_dir: Option<OwnedFd> = None;
+    let mut plan_error = None;
+    if nodes.is_leader(comm.rank()) {
+        match look(dest) {
+            Ok((dir, notes)) => {
+                notes
+                    .iter()
+                    .for_each(|n| options.context.error(format!("node {node_name}: {n}")));
+                planned_dir = Some(dir);
+            }
+            Err(e) => plan_error = Some(format!("node {node_name}: {e}")),
+        }
+    }
+    comm.barrier();
+    let prepared = match (&planned_dir, plan_error) {
+        (Some(dir), _) => {
+            Some(prepare(dir.as_fd(), dest, size).map_err(|e| format!("node {node_name}: {e}")))
+        }
+        (None, Some(e)) => Some(Err(e)),
+        (None, None) => None,
+    };
+    let targets = gather_targets(comm, nodes, prepared.clone());
+    let mut setup_errors: Vec<String> = gather_strings(
+        comm,
+        source
+            .as_ref()
+            .err()
+            .or(prepared.as_ref().and_then(|p| p.as_ref().err())),
+    );
+    if let Some(last) = setup_errors.pop() {
+        if comm.rank() == 0 {
+            setup_errors.iter().for_each(|e| options.context.error(e));
+        }
+        // A leader that made a temporary file takes it back.
+        if let (Some(Ok(t)), Some(dir)) = (&prepared, &planned_dir) {
+            if !t.in_place {
+                let _ = rustix::fs::unlinkat(
+                    dir,
+                    temporary::split(&t.path).1.as_slice(),
+                    AtFlags::empty(),
+                );
+            }
+        }
+        return Err(Error::new(last));
+    }
+    Ok(Setup {
+        source: source.expect("checked above"),
+        mode,
+        targets: targets
+            .into_iter()
+            .map(|t| t.expect("checked above"))
+            .collect(),
+        planned_dir,
+    })
 }
 
 /// On the leader, first: open DEST's directory and remove the temporaries a killed earlier
@@ -483,22 +589,13 @@ fn gather_outcomes(
         .collect()
 }
 
-fn report_counts(nodes: &Nodes, outcomes: &[(u64, u64, Option<String>)], total: u64) {
-    for (node, ranks) in nodes.ranks.iter().enumerate() {
-        let written: u64 = ranks.iter().map(|&r| outcomes[r].0).sum();
-        let skipped: u64 = ranks.iter().map(|&r| outcomes[r].1).sum();
-        eprintln!(
-            "node {}: {written} of {total} segments written, {skipped} identical skipped",
-            display(&nodes.names[node]),
-        );
-    }
-}
-
 /// Segments this rank wrote and skipped.
 #[derive(Debug, Default)]
 struct Counts {
     written: u64,
     skipped: u64,
+    /// Bytes of the segments written.
+    bytes: u64,
     /// A segment of the source could not be read: every node failed.
     source_failed: bool,
     /// A signal stopped the transfer (on every rank alike).
@@ -522,7 +619,7 @@ struct Transfer<'a> {
 }
 
 impl Transfer<'_> {
-    fn run(&self, failure: &mut Option<String>, ticker: &mut Ticker) -> Counts {
+    fn run(&self, failure: &mut Option<String>, progress: &Progress) -> Counts {
         let comm = self.comm;
         let (me, p) = (comm.rank(), comm.size() as u64);
         let my_node = self.nodes.node_of[me];
@@ -588,14 +685,19 @@ impl Transfer<'_> {
                 } else if let (Some(out), None) = (self.out, &failure) {
                     let at = s * self.segment;
                     match out.write_all_at(payload, at) {
-                        Ok(()) => counts.written += 1,
+                        Ok(()) => {
+                            counts.written += 1;
+                            counts.bytes += payload.len() as u64;
+                        }
                         Err(e) => {
                             *failure = Some(format!("{}: write at byte {at}: {e}", self.out_name))
                         }
                     }
                 }
             }
-            ticker.tick((end * self.segment).min(self.size));
+            if progress.due() {
+                progress.report_sums(0, (end * self.segment).min(self.size), 0);
+            }
             round = end;
         }
         counts

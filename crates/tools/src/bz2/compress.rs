@@ -6,12 +6,13 @@
 //! wave bounds memory to `k` blocks in and out per rank, whatever the file size. At the end every
 //! rank writes the table entries of its blocks and rank 0 the footer.
 
+use super::blocks_per_wave;
 use super::format::{self, Entry, Footer};
 use super::stream::compress_block;
-use super::{blocks_per_wave, Ticker};
 use rayon::prelude::*;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use steal::progress::Progress;
 use steal::{Comm, ReduceOp};
 
 /// What to compress and how.
@@ -36,7 +37,7 @@ pub struct Job<'a> {
 
 /// Compress collectively. Returns the footer written, or this rank's first error (then every
 /// rank has stopped at the same wave and the output is incomplete).
-pub fn run(comm: &dyn Comm, job: &Job, ticker: &mut Ticker) -> Result<Footer, String> {
+pub fn run(comm: &dyn Comm, job: &Job, progress: &Progress) -> Result<Footer, String> {
     let n = format::block_count(job.size, job.block_size);
     // Every rank must cut the waves alike: the smallest rank's choice.
     let mut k = [blocks_per_wave(
@@ -111,7 +112,9 @@ pub fn run(comm: &dyn Comm, job: &Job, ticker: &mut Ticker) -> Result<Footer, St
             at += z.len() as u64;
         }
         base += sums[0];
-        ticker.tick(sums[2]);
+        if progress.due() {
+            progress.report_sums(0, sums[2], 0);
+        }
         wave_start += p * k;
     }
     let footer = Footer {

@@ -4,12 +4,13 @@
 //! blocks are bigger), which bounds memory and lets all ranks stop together after a damaged
 //! block.
 
+use super::blocks_per_wave;
 use super::format::{self, Footer};
 use super::stream::decompress_block;
-use super::{blocks_per_wave, Ticker};
 use rayon::prelude::*;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use steal::progress::Progress;
 use steal::{Comm, CommExt, ReduceOp};
 
 /// What to decompress.
@@ -29,7 +30,7 @@ pub struct Job<'a> {
 }
 
 /// Decompress collectively; `Err` holds this rank's first error (naming file and block).
-pub fn run(comm: &dyn Comm, job: &Job, ticker: &mut Ticker) -> Result<(), String> {
+pub fn run(comm: &dyn Comm, job: &Job, progress: &Progress) -> Result<(), String> {
     let n = job.footer.nblocks;
     let (p, r) = (comm.size() as u64, comm.rank() as u64);
     let first = n * r / p;
@@ -66,7 +67,9 @@ pub fn run(comm: &dyn Comm, job: &Job, ticker: &mut Ticker) -> Result<(), String
             // The caller sees the flag (set on some rank) and reports the interruption.
             return Err(String::new());
         }
-        ticker.tick(sums[1]);
+        if progress.due() {
+            progress.report_sums(0, sums[1], 0);
+        }
     }
     match failed {
         Some(e) => Err(e),

@@ -17,82 +17,105 @@ mod output;
 mod stream;
 pub(crate) mod temporary;
 
-use crate::cli::{report_error, Common};
+use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::status::Status;
-use clap::Args;
 use flist::path::display;
-use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
-use std::time::{Duration, Instant};
-use steal::progress::{human_bytes, Report};
+use std::time::Instant;
+use steal::progress::human_bytes;
 use steal::{Comm, CommExt};
 
-const TOOL: &str = "bz2";
-
-/// Options of `mfu-rs bz2`, named as in dbz2 (and bzip2).
-#[derive(Args, Clone, Debug)]
-#[command(
-    about = "Compress or decompress a file with parallel bzip2",
-    after_help = "Compression cuts FILE into blocks of ~10 MB (the largest multiple of the -b block \
-        under 10 MiB), compresses them on all ranks as independent bzip2 streams and appends \
-        dbz2's block table and footer; plain bunzip2 decompresses the result (it ignores the \
-        table as trailing garbage). Decompression of such a file is parallel over its blocks; a \
-        file from plain bzip2 (one or several concatenated streams) is decompressed by rank 0 \
-        alone. A dbz2 table that does not match its streams is not used: the streams are then \
-        decoded one after another (as bunzip2 does) and the output must have the footer's size. \
-        SIGINT/SIGTERM stop the work, remove the temporary output and keep the input (exit 1); a \
-        temporary .NAME.XXXXXX.mfu-tmp that a killed earlier run left is removed.\n\n\
-        Examples:\n  \
-        mpirun -np 64 mfu-rs bz2 -z /lustre/big.dat        # -> big.dat.bz2, big.dat removed\n  \
-        mpirun -np 64 mfu-rs bz2 -d -k /lustre/big.dat.bz2 # -> big.dat, keep the .bz2\n  \
-        bunzip2 -k big.dat.bz2                             # the output is plain bzip2 too\n\n\
-        Exit status: 0 done, 1 the work failed (damaged input, read or write error, the input \
-        changed while being read or its directory replaced, a signal; the output is not created, \
-        the input kept), 2 usage error \
-        (no FILE, an input some rank cannot open, output exists without -f, not a bzip2 file; \
-        nothing changed)."
-)]
-pub struct Bz2Args {
+/// What `bz2` is to do, to which file.
+///
+/// ```no_run
+/// // mfu-rs bz2 -d -k /lustre/big.dat.bz2
+/// let mut options = mfu::bz2::Options::new(b"/lustre/big.dat.bz2".to_vec());
+/// options.decompress = true;
+/// options.keep = true;
+/// let reports = steal::local::run(2, |comm| mfu::bz2::run(comm, &options));
+/// let written = reports[0].as_ref().map_or(0, |r| r.bytes);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Options {
     /// The file to compress (to FILE.bz2) or decompress (FILE.bz2, .dbz2 -> FILE; .tbz2, .tbz
     /// -> .tar; other names -> FILE.out).
-    #[arg(value_name = "FILE")]
-    pub file: OsString,
-    /// Compress (the default).
-    #[arg(short = 'z', long, conflicts_with = "decompress")]
-    pub compress: bool,
-    /// Decompress.
-    #[arg(short, long)]
+    pub file: Vec<u8>,
+    /// Decompress (otherwise compress).
     pub decompress: bool,
     /// Keep the input file (by default it is removed after success).
-    #[arg(short, long)]
     pub keep: bool,
     /// Overwrite the output file if it exists.
-    #[arg(short, long)]
     pub force: bool,
-    /// bzip2 block size in units of 100 kB (1-9), as in bzip2; also sets the stream size
-    /// (the largest multiple of it below 10 MiB).
-    #[arg(short = 'b', long = "blocksize", value_name = "1-9", default_value_t = 9,
-          value_parser = clap::value_parser!(u32).range(1..=9))]
-    pub blocksize: u32,
-    /// Bytes of input per stream instead of dbz2's ~10 MB (tests use small blocks).
-    #[arg(long, hide = true, value_name = "SIZE", value_parser = stream_bytes_arg)]
+    /// bzip2 block size in units of 100 kB (1-9); also sets the stream size (the largest
+    /// multiple of it below 10 MiB).
+    pub level: u32,
+    /// Bytes of input per stream instead of dbz2's ~10 MB (at most [`format::MAX_BLOCK`]).
     pub stream_bytes: Option<u64>,
-    #[command(flatten)]
-    pub common: Common,
+    /// Events, progress, verbosity and the stop flag.
+    pub context: Context,
 }
 
-/// `--stream-bytes`: more than 0 and at most [`format::MAX_BLOCK`], the largest block this tool
-/// decompresses (a bigger one would make a file it refuses to read back).
-fn stream_bytes_arg(text: &str) -> Result<u64, String> {
-    match crate::cli::args::size_arg(text)? {
-        n if n > format::MAX_BLOCK => Err(format!(
-            "'{text}': at most {} bytes (1 GiB) per stream",
-            format::MAX_BLOCK
-        )),
-        n => Ok(n),
+impl Options {
+    /// Compress `file` to `file.bz2` at level 9, removing `file` after success, as bzip2
+    /// does.
+    pub fn new(file: Vec<u8>) -> Options {
+        Options {
+            file,
+            decompress: false,
+            keep: false,
+            force: false,
+            level: 9,
+            stream_bytes: None,
+            context: Context::default(),
+        }
+    }
+}
+
+/// What a `bz2` run did (the same on every rank).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// The input file.
+    #[serde(serialize_with = "crate::engine::serde_path::text")]
+    pub input: Vec<u8>,
+    /// The output file (made only when the run succeeded).
+    #[serde(serialize_with = "crate::engine::serde_path::text")]
+    pub output: Vec<u8>,
+    /// The run decompressed.
+    pub decompress: bool,
+    /// Uncompressed bytes: read when compressing, written when decompressing. 0 when the run
+    /// failed.
+    pub bytes: u64,
+    /// How it was done: blocks and sizes (`3 blocks of 9900000 bytes, 28.610 MiB -> 1.203
+    /// MiB`). Empty when the run failed.
+    pub detail: String,
+    /// 1 when the work failed (damaged input, read or write error, the input changed): no
+    /// output, the input kept.
+    pub failed: u64,
+    /// Wall-clock seconds of the run.
+    pub seconds: f64,
+    /// A stop request cut the run short: no output, the input kept.
+    pub interrupted: bool,
+    /// The run was verbose ([`Context::verbose`]): the command line then tells `detail`.
+    #[serde(skip)]
+    pub verbose: bool,
+    /// A sample of this process's failure messages.
+    pub failures: Vec<String>,
+}
+
+impl ToolReport for Report {
+    /// `items`: the file, once done (1) or not (0); `bytes`: [`Report::bytes`].
+    fn summary(&self) -> Summary {
+        Summary {
+            items: u64::from(self.failed == 0 && !self.interrupted),
+            bytes: self.bytes,
+            failed: self.failed,
+            seconds: self.seconds,
+        }
+    }
+    fn status(&self) -> Status {
+        Status::of_work(self.failed, 0, self.interrupted)
     }
 }
 
@@ -134,86 +157,109 @@ struct Planned {
 /// pass one that fails on some ranks only, or that changes the file after the plan was made.
 type Opener<'a> = &'a (dyn Fn(usize, &[u8]) -> std::io::Result<File> + Sync);
 
-/// Run `bz2` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, args: &Bz2Args) -> Status {
-    run_with(comm, args, &|_, path| {
+/// Why a run stopped before making its output: a usage or setup error (nothing done; every
+/// rank returns it), or a failure already reported on rank 0 (no output, the input kept).
+enum Halt {
+    Usage(Error),
+    Failed,
+}
+
+/// Run `bz2` on this rank. Collective: every rank returns the same report, or the same error
+/// when nothing was done (no such file, an input some rank cannot open, the output exists,
+/// not a bzip2 file).
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+    run_with(comm, options, &|_, path| {
         File::open(flist::path::as_path(path))
     })
 }
 
 /// [`run`] with the input opened by `open`.
-fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
+fn run_with(comm: &dyn Comm, options: &Options, open: Opener) -> Result<Report, Error> {
     let started = Instant::now();
-    let input = args.file.as_bytes().to_vec();
-    let decompressing = args.decompress;
-    let dest = if decompressing {
+    let input = options.file.clone();
+    let dest = if options.decompress {
         decompressed_name(&input)
     } else {
-        let mut d = input.clone();
-        d.extend_from_slice(b".bz2");
-        d
+        [&input[..], b".bz2"].concat()
     };
-    steal::signals::install();
-    let stop = steal::signals::stop_flag();
-    // Rank 0 checks everything (and keeps the input's metadata); the others learn the plan.
-    let mut meta = None;
-    let mut shared = Vec::new();
-    if comm.rank() == 0 {
-        match preflight(args, &input, &dest) {
-            Ok((plan, planned, m, note)) => {
-                meta = Some(m);
-                if let Some(note) = note {
-                    report_error(TOOL, note);
-                }
-                shared = encode_plan(&plan, &planned);
-            }
-            Err((status, message)) => {
-                report_error(TOOL, message);
-                shared = vec![status as u8];
-            }
+    let mut report = Report {
+        input: input.clone(),
+        output: dest.clone(),
+        decompress: options.decompress,
+        verbose: options.context.verbose,
+        ..Report::default()
+    };
+    let done = work(comm, options, &input, &dest, open);
+    let context = &options.context;
+    match done {
+        Ok((bytes, detail)) => {
+            report.bytes = bytes;
+            report.detail = detail;
+        }
+        Err(Halt::Usage(e)) => return Err(e),
+        Err(Halt::Failed) => {
+            report.failed = 1;
+            report.interrupted = comm.any(context.stopped());
         }
     }
-    comm.bcast(0, &mut shared);
-    let (plan, planned) = match decode_plan(&shared) {
-        Ok(p) => p,
-        Err(status) => return status.agree(comm),
-    };
+    report.seconds = started.elapsed().as_secs_f64();
+    report.failures = context.failures();
+    Ok(report)
+}
+
+/// The phases: plan (rank 0), open the input everywhere, create the temporary output, compress
+/// or decompress, check, then rename and remove the input (rank 0). Returns the uncompressed
+/// bytes and how it was done, the same on every rank. Collective.
+fn work(
+    comm: &dyn Comm,
+    options: &Options,
+    input: &[u8],
+    dest: &[u8],
+    open: Opener,
+) -> Result<(u64, String), Halt> {
+    let context = &options.context;
+    let stop = &*context.stop;
+    let (plan, planned, meta) = plan(comm, options, input, dest)?;
     // The plan is made; the race tests change the tree here.
     crate::engine::test_seam::after_listing(comm);
     // Every rank reads the input: all must have it open before anything is created.
-    let source = match open_on_all_ranks(comm, &input, planned.input, open) {
-        Ok(f) => f,
-        Err(status) => return status.agree(comm),
-    };
-    let out = match output::create(comm, &dest, planned.dir) {
+    let source = open_on_all_ranks(comm, context, input, planned.input, open)?;
+    let out = match output::create(comm, dest, planned.dir) {
         Ok((o, notes)) => {
-            notes.iter().for_each(|n| report_error(TOOL, n));
+            notes.iter().for_each(|n| context.error(n));
             o
         }
         Err((status, e)) => {
-            if !e.is_empty() {
-                report_error(TOOL, e);
+            if status == Status::Usage {
+                let e = if e.is_empty() {
+                    "the setup failed on another rank".to_string()
+                } else {
+                    e
+                };
+                return Err(Halt::Usage(Error::new(e)));
             }
-            return status.agree(comm);
+            if !e.is_empty() {
+                context.error(e);
+            }
+            return Err(Halt::Failed);
         }
     };
-    let input_name = display(&input).into_owned();
-    let output_name = display(&dest).into_owned();
-    let mut ticker = Ticker::new(
-        comm.rank(),
-        &args.common,
-        if decompressing {
-            "Decompressed"
-        } else {
-            "Compressed"
-        },
-    );
+    let input_name = display(input).into_owned();
+    let output_name = display(dest).into_owned();
+    let verb = if options.decompress {
+        "Decompressed"
+    } else {
+        "Compressed"
+    };
+    let progress = context.progress(comm.rank(), verb);
     let result = match &plan {
         Plan::Compress { size } => {
-            let block_size = args
+            let block_size = options
                 .stream_bytes
-                .unwrap_or_else(|| format::block_size_for_level(args.blocksize));
-            ticker.total = *size;
+                .unwrap_or_else(|| format::block_size_for_level(options.level));
+            progress
+                .total_bytes
+                .store(*size, std::sync::atomic::Ordering::Relaxed);
             let job = compress::Job {
                 stop,
                 input: &source,
@@ -222,10 +268,10 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
                 output_name: &output_name,
                 size: *size,
                 block_size,
-                level: args.blocksize,
+                level: options.level,
             };
-            compress::run(comm, &job, &mut ticker).map(|f| {
-                format!(
+            compress::run(comm, &job, &progress).map(|f| {
+                let detail = format!(
                     "{} blocks of {} bytes, {} -> {}",
                     f.nblocks,
                     f.block_size,
@@ -233,11 +279,14 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
                     human_bytes(
                         f.table_offset + f.nblocks * format::ENTRY_LEN + format::FOOTER_LEN
                     )
-                )
+                );
+                (f.original_size, detail)
             })
         }
         Plan::Blocks(footer) => {
-            ticker.total = footer.original_size;
+            progress
+                .total_bytes
+                .store(footer.original_size, std::sync::atomic::Ordering::Relaxed);
             let job = decompress::Job {
                 stop,
                 input: &source,
@@ -246,25 +295,27 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
                 output_name: &output_name,
                 footer: *footer,
             };
-            decompress::run(comm, &job, &mut ticker).and_then(|()| {
+            decompress::run(comm, &job, &progress).and_then(|()| {
                 if comm.rank() == 0 {
                     // Trailing empty blocks write nothing: the size comes from the footer.
                     out.file
                         .set_len(footer.original_size)
                         .map_err(|e| format!("truncate {output_name}: {e}"))?;
                 }
-                Ok(format!(
+                let detail = format!(
                     "{} blocks in parallel, {}",
                     footer.nblocks,
                     human_bytes(footer.original_size)
-                ))
+                );
+                Ok((footer.original_size, detail))
             })
         }
         Plan::Serial { expect } => {
             if comm.rank() == 0 {
-                serial(&source, &input_name, &out.file, &output_name, *expect, stop)
+                let files = (&source, &input_name[..], &out.file, &output_name[..]);
+                serial(context, files, *expect, stop)
             } else {
-                Ok(String::new())
+                Ok((0, String::new()))
             }
         }
     };
@@ -277,66 +328,105 @@ fn run_with(comm: &dyn Comm, args: &Bz2Args, open: Opener) -> Status {
     } else {
         result
     };
-    let synced = result.and_then(|summary| {
+    let synced = result.and_then(|done| {
         out.file
             .sync_all()
-            .map(|()| summary)
+            .map(|()| done)
             .map_err(|e| format!("fsync {output_name}: {e}"))
     });
     // An input that changed under us gave an output of unknown content: it must not replace
     // the input (whatever else went wrong, this is the error to tell).
     let synced = match &meta {
-        Some(before) => match unchanged(&source, before, &input_name, decompressing) {
+        Some(before) => match unchanged(&source, before, &input_name, options.decompress) {
             Ok(()) => synced,
             Err(e) => Err(e),
         },
         None => synced,
     };
-    // Rank 0 prints every rank's error, in rank order.
+    // Rank 0 reports every rank's error, in rank order.
     let mine = synced.as_ref().err().map(|e| e.as_bytes().to_vec());
     let errors = comm.allgatherv(mine.as_deref().unwrap_or_default());
-    let failed = errors.iter().any(|e| !e.is_empty());
-    if comm.rank() == 0 {
-        report_errors(&errors);
-    }
-    let status = if failed {
-        Status::ItemsFailed
-    } else {
-        Status::Ok
-    };
-    if status != Status::Ok {
+    if errors.iter().any(|e| !e.is_empty()) {
+        if comm.rank() == 0 {
+            tell_errors(context, &errors);
+        }
         out.abandon();
-        return status;
+        return Err(Halt::Failed);
     }
-    let mut status = Status::Ok;
+    // Rank 0 finishes and tells every rank how it went, with its counts (the only ones of a
+    // serial decompression).
+    let mut shared = Vec::new();
     if let (0, Some(meta)) = (comm.rank(), meta) {
         drop(source);
-        status = finish(
-            args,
-            out,
-            &meta,
-            &planned,
-            &input,
-            &dest,
-            started,
-            synced.unwrap_or_default(),
-        );
+        let (bytes, detail) = synced.unwrap_or_default();
+        if finish(options, out, &meta, &planned, input, dest) {
+            shared = [&bytes.to_le_bytes()[..], detail.as_bytes()].concat();
+        }
     } else {
         drop(out);
     }
-    status.agree(comm)
+    comm.bcast(0, &mut shared);
+    if shared.len() < 8 {
+        return Err(Halt::Failed);
+    }
+    let bytes = u64::from_le_bytes(shared[..8].try_into().expect("8"));
+    Ok((bytes, String::from_utf8_lossy(&shared[8..]).into_owned()))
+}
+
+/// Phase 1: rank 0 checks everything and keeps the input's metadata; the others learn the
+/// plan, or rank 0's message when it gave up. Collective.
+fn plan(
+    comm: &dyn Comm,
+    options: &Options,
+    input: &[u8],
+    dest: &[u8],
+) -> Result<(Plan, Planned, Option<std::fs::Metadata>), Halt> {
+    let mut meta = None;
+    let mut shared = Vec::new();
+    let mut message = Vec::new();
+    if comm.rank() == 0 {
+        match preflight(options, input, dest) {
+            Ok((plan, planned, m, note)) => {
+                meta = Some(m);
+                if let Some(note) = note {
+                    options.context.error(note);
+                }
+                shared = encode_plan(&plan, &planned);
+            }
+            Err((status, why)) => {
+                message = why.into_bytes();
+                shared = vec![status as u8];
+            }
+        }
+    }
+    comm.bcast(0, &mut shared);
+    match decode_plan(&shared) {
+        Ok((plan, planned)) => Ok((plan, planned, meta)),
+        Err(status) => {
+            comm.bcast(0, &mut message);
+            let message = String::from_utf8_lossy(&message).into_owned();
+            if status == Status::Usage {
+                return Err(Halt::Usage(Error::new(message)));
+            }
+            if comm.rank() == 0 {
+                options.context.error(message);
+            }
+            Err(Halt::Failed)
+        }
+    }
 }
 
 /// Every rank opens the input with `open` and checks that it is the file `id` rank 0 planned
-/// from. Collective: `Err` on every rank if any rank could not (rank 0 then prints each failing
-/// rank's reason), before anything was created: [`Status::Usage`] when it cannot be opened,
-/// [`Status::ItemsFailed`] when the path now leads to another file.
+/// from. Collective: `Err` on every rank if any rank could not (rank 0 then reports each
+/// failing rank's reason), before anything was created: a usage error when it cannot be
+/// opened, a failure when the path now leads to another file.
 fn open_on_all_ranks(
     comm: &dyn Comm,
+    context: &Context,
     input: &[u8],
     id: (u64, u64),
     open: Opener,
-) -> Result<File, Status> {
+) -> Result<File, Halt> {
     use std::os::unix::fs::MetadataExt;
     let on_rank = match comm.size() {
         1 => String::new(),
@@ -361,23 +451,42 @@ fn open_on_all_ranks(
         });
     let errors = comm.allgatherv(mine.as_ref().err().map_or(&[][..], |e| e.as_bytes()));
     if errors.iter().all(|e| e.is_empty()) {
-        return mine.map_err(|_| Status::Usage);
+        return mine.map_err(|_| Halt::Failed);
+    }
+    let status = status.agree(comm);
+    let mut distinct = distinct_messages(&errors);
+    if status == Status::Usage {
+        // The last message is the error every rank returns; rank 0 reports the others first,
+        // so that the command line shows them all, in rank order.
+        let last = distinct.pop().unwrap_or_default();
+        if comm.rank() == 0 {
+            distinct.iter().for_each(|e| context.error(e));
+        }
+        return Err(Halt::Usage(Error::new(last)));
     }
     if comm.rank() == 0 {
-        report_errors(&errors);
+        tell_errors(context, &errors);
     }
-    Err(status)
+    Err(Halt::Failed)
 }
 
-/// Rank 0 prints the ranks' messages (empty: no error) in rank order, each distinct one once.
-fn report_errors(errors: &[Vec<u8>]) {
-    let mut seen: Vec<&[u8]> = Vec::new();
+/// The ranks' messages (empty: no error) in rank order, each distinct one once.
+fn distinct_messages(errors: &[Vec<u8>]) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
     for e in errors.iter().filter(|e| !e.is_empty()) {
-        if !seen.contains(&e.as_slice()) {
+        let e = String::from_utf8_lossy(e).into_owned();
+        if !seen.contains(&e) {
             seen.push(e);
-            report_error(TOOL, String::from_utf8_lossy(e));
         }
     }
+    seen
+}
+
+/// Rank 0 reports the ranks' messages (empty: no error) in rank order, each distinct one once.
+fn tell_errors(context: &Context, errors: &[Vec<u8>]) {
+    distinct_messages(errors)
+        .into_iter()
+        .for_each(|e| context.error(e));
 }
 
 /// Rank 0, after the output is synced: the open input is still the file rank 0 planned from,
@@ -414,38 +523,27 @@ fn unchanged(
 }
 
 /// Rank 0, after every rank wrote and synced: metadata and rename (the directory synced), then
-/// the input goes.
-#[allow(clippy::too_many_arguments)]
+/// the input goes. False (reported) when a step failed.
 fn finish(
-    args: &Bz2Args,
+    options: &Options,
     out: output::TempOutput,
     meta: &std::fs::Metadata,
     planned: &Planned,
     input: &[u8],
     dest: &[u8],
-    started: Instant,
-    summary: String,
-) -> Status {
-    if let Err(e) = out.finish(meta, dest, args.force) {
-        report_error(TOOL, e);
+) -> bool {
+    if let Err(e) = out.finish(meta, dest, options.force) {
+        options.context.error(e);
         out.abandon();
-        return Status::ItemsFailed;
+        return false;
     }
-    if !args.keep {
+    if !options.keep {
         if let Err(e) = out.remove_input(input, planned.entry) {
-            report_error(TOOL, e);
-            return Status::ItemsFailed;
+            options.context.error(e);
+            return false;
         }
     }
-    if args.common.verbose {
-        eprintln!(
-            "{} -> {}: {summary} in {:.2} s",
-            display(input),
-            display(dest),
-            started.elapsed().as_secs_f64()
-        );
-    }
-    Status::Ok
+    true
 }
 
 /// Rank 0's checks, in bzip2's order; nothing is written. Returns the plan and the input's
@@ -454,7 +552,7 @@ fn finish(
 /// and a note for stderr (a dbz2 table that is not used).
 type Preflight = (Plan, Planned, std::fs::Metadata, Option<String>);
 
-fn preflight(args: &Bz2Args, input: &[u8], dest: &[u8]) -> Result<Preflight, (Status, String)> {
+fn preflight(options: &Options, input: &[u8], dest: &[u8]) -> Result<Preflight, (Status, String)> {
     use std::os::unix::fs::MetadataExt;
     let usage = |m: String| (Status::Usage, m);
     let path = flist::path::as_path(input);
@@ -473,7 +571,7 @@ fn preflight(args: &Bz2Args, input: &[u8], dest: &[u8]) -> Result<Preflight, (St
     if !meta.is_file() {
         return Err(usage(format!("{} is not a regular file", display(input))));
     }
-    if !args.decompress {
+    if !options.decompress {
         if let Some(ext) = [".bz2", ".bz", ".tbz2", ".tbz", ".dbz2"]
             .iter()
             .find(|e| input.ends_with(e.as_bytes()))
@@ -491,7 +589,7 @@ fn preflight(args: &Bz2Args, input: &[u8], dest: &[u8]) -> Result<Preflight, (St
                 display(dest)
             )))
         }
-        Ok(_) if !args.force => {
+        Ok(_) if !options.force => {
             return Err(usage(format!(
                 "output {} exists; use -f to overwrite it",
                 display(dest)
@@ -499,7 +597,7 @@ fn preflight(args: &Bz2Args, input: &[u8], dest: &[u8]) -> Result<Preflight, (St
         }
         _ => {}
     }
-    if !args.decompress {
+    if !options.decompress {
         return Ok((Plan::Compress { size: meta.len() }, planned, meta, None));
     }
     let mut file = File::open(path).map_err(|e| usage(format!("open {}: {e}", display(input))))?;
@@ -622,17 +720,18 @@ pub fn decompressed_name(input: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The input and the output, open, with their names for messages.
+type Files<'a> = (&'a File, &'a str, &'a File, &'a str);
+
 /// Rank 0 alone: every concatenated stream of a bzip2 file, in order; with `expect`, a dbz2
 /// file whose table is not used, whose output must have the footer's size. Stops early when
-/// `stop` is set (the caller reports the interruption).
+/// `stop` is set (the caller reports the interruption). Returns the bytes written and how.
 fn serial(
-    source: &File,
-    input: &str,
-    out: &File,
-    output: &str,
+    context: &Context,
+    (source, input, out, output): Files<'_>,
     expect: Option<u64>,
     stop: &std::sync::atomic::AtomicBool,
-) -> Result<String, String> {
+) -> Result<(u64, String), String> {
     let reader = BufReader::with_capacity(1 << 20, source);
     let mut writer = BufWriter::with_capacity(1 << 20, out);
     let report = match stream::decode_all(reader, &mut writer, stop) {
@@ -652,62 +751,28 @@ fn serial(
             ));
         }
     } else if report.trailing_garbage {
-        report_error(TOOL, format!("{input}: trailing garbage after EOF ignored"));
+        context.error(format!("{input}: trailing garbage after EOF ignored"));
     }
-    Ok(format!(
+    let detail = format!(
         "{} stream(s) on rank 0 (no dbz2 table), {}",
         report.streams,
         human_bytes(report.bytes)
-    ))
-}
-
-/// Rank 0's progress line every `--progress` seconds, fed at the collective points of the work.
-pub(crate) struct Ticker {
-    print: bool,
-    every: Duration,
-    started: Instant,
-    last: Instant,
-    verb: &'static str,
-    /// Bytes expected in all.
-    pub total: u64,
-}
-
-impl Ticker {
-    pub(crate) fn new(rank: usize, common: &Common, verb: &'static str) -> Ticker {
-        let now = Instant::now();
-        Ticker {
-            print: rank == 0 && !common.quiet && common.progress > 0.0,
-            every: Duration::from_secs_f64(common.progress),
-            started: now,
-            last: now,
-            verb,
-            total: 0,
-        }
-    }
-
-    /// Called by all ranks with the global count of bytes done; rank 0 prints when due.
-    pub(crate) fn tick(&mut self, bytes: u64) {
-        if self.print && self.last.elapsed() >= self.every {
-            self.last = Instant::now();
-            let report = Report {
-                bytes,
-                total_bytes: self.total,
-                elapsed: self.started.elapsed(),
-                ..Report::default()
-            };
-            eprintln!("{}", report.line(self.verb));
-        }
-    }
+    );
+    Ok((report.bytes, detail))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bz2::format::Footer;
+    use crate::cli::bz2::{Bz2, Bz2Args};
+    use crate::cli::tool::CliTool;
+    use crate::engine::select::Rules;
     use crate::engine::test_rng::Rng;
     use clap::Parser;
     use std::io::Write;
     use std::path::Path;
+    use std::time::Duration;
 
     #[derive(Parser)]
     struct Cli {
@@ -715,24 +780,27 @@ mod tests {
         args: Bz2Args,
     }
 
-    fn args(words: &[&str], file: &Path) -> Bz2Args {
+    /// The options of `mfu-rs bz2 -q WORDS FILE`.
+    fn args(words: &[&str], file: &Path) -> Options {
         let mut argv = vec!["bz2", "-q"];
         argv.extend(words);
         argv.push(file.to_str().unwrap());
-        Cli::parse_from(argv).args
+        let args = Cli::parse_from(argv).args;
+        Bz2::options(&args, Rules::default(), Context::default())
     }
 
     /// [`run_with`] on `ranks` local ranks, with a deadline: ranks stuck in collectives that the
     /// others never call fail the test instead of hanging it.
     fn run_ranks(
         ranks: usize,
-        args: Bz2Args,
+        args: Options,
         open: impl Fn(usize, &[u8]) -> std::io::Result<File> + Send + Sync + 'static,
     ) -> Vec<Status> {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let _ = tx.send(steal::local::run(ranks, |comm| {
-                run_with(comm, &args, &open)
+                // An error (nothing done) is exit status 2, as on the command line.
+                run_with(comm, &args, &open).map_or(Status::Usage, |r| r.status())
             }));
         });
         rx.recv_timeout(Duration::from_secs(60))
@@ -1062,13 +1130,5 @@ mod tests {
         assert_eq!(blocks_per_wave(9_900_000, 4), 4);
         assert_eq!(blocks_per_wave(50_000, 8), 8);
         assert_eq!(blocks_per_wave(1, 0), 1);
-    }
-
-    #[test]
-    fn stream_bytes_are_capped_at_the_largest_block() {
-        assert_eq!(stream_bytes_arg("1GiB"), Ok(format::MAX_BLOCK));
-        assert_eq!(stream_bytes_arg("50000"), Ok(50_000));
-        assert!(stream_bytes_arg("2GiB").is_err());
-        assert!(stream_bytes_arg("0").is_err());
     }
 }

@@ -31,11 +31,11 @@ pub mod mode;
 pub mod nofollow;
 pub mod owner;
 
-use crate::cli::{report_error, stdout_bytes, Common};
 use crate::engine::batches::run_batches;
+use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::regex_select::RegexSelector;
+use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use clap::Args;
 use flist::at::{At, ParentDir};
 use flist::beneath::{list_tops, Roots};
 use flist::distribute::{by_depth, spread};
@@ -50,9 +50,7 @@ use nofollow::{chmod_nofollow, Checked};
 use owner::Owner;
 use rustix::fd::BorrowedFd;
 use rustix::fs::{AtFlags, Mode};
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use steal::progress::Progress;
@@ -64,172 +62,151 @@ const SGID: u32 = 0o2000;
 /// Owner read and search.
 const OWNER_RX: u32 = 0o500;
 
-/// Options of `mfu-rs chmod`, named as in dchmod.
-#[derive(Args, Clone, Debug)]
-#[command(
-    about = "Change the mode, owner and group of trees in parallel",
-    after_help = "Examples:\n  \
-        mpirun -np 16 mfu-rs chmod -m g+rX,o-rwx /lustre/project   # share with the group only\n  \
-        mfu-rs chmod -u alice -g proj /data/run                     # chown -R alice:proj\n  \
-        mfu-rs chmod -m 2775 -g proj -n --match '^shared$' /data   # only entries named shared\n  \
-        mfu-rs chmod -m u-x -i list.mfu                             # change what a list names\n\n\
-        MODE is octal (755, 2775) or symbolic as in chmod(1): [ugoa]*[-+=][rwxXst]*|[ugo], \
-        comma lists (u+rwX,g=u,o-w); without ugoa the umask limits the change.\n\n\
-        Exit status: 0 all changed, 1 something could not be changed (each listed on stderr), \
-        2 usage error (nothing changed)."
-)]
-pub struct ChmodArgs {
-    /// Files and directories to change (directories with everything below them).
-    #[arg(
-        value_name = "PATH",
-        required_unless_present = "input",
-        conflicts_with = "input"
-    )]
-    pub paths: Vec<OsString>,
+/// What `chmod` is to change, and where.
+///
+/// ```no_run
+/// // mfu-rs chmod -m g+rX,o-rwx -g proj /data/run
+/// let mut options = mfu::chmod::Options::new(vec![b"/data/run".to_vec()]);
+/// options.mode = Some("g+rX,o-rwx".into());
+/// options.group = Some("proj".into());
+/// let reports = steal::local::run(2, |comm| mfu::chmod::run(comm, &options));
+/// assert_eq!(reports[0].as_ref().map(|r| r.failed), Ok(0));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Files and directories to change (directories with everything below them); relative
+    /// paths start at the current directory. Empty when `input` names the entries.
+    pub paths: Vec<Vec<u8>>,
     /// Change what this list names (v3/v4 cache, `path|T` text, one path per line, or
-    /// NUL-separated) instead of walking PATHs. Every entry is stat'ed again: the change
+    /// NUL-separated) instead of walking `paths`. Every entry is stat'ed again: the change
     /// starts from the current mode, not the list's.
-    #[arg(short, long, value_name = "FILE")]
-    pub input: Option<OsString>,
-    /// New owner: a user name or a numeric uid (`+N` is always a number).
-    #[arg(short = 'u', long = "owner", value_name = "USER")]
+    pub input: Option<Vec<u8>>,
+    /// New owner: a user name or a numeric uid (`+N` is always a number). `None`: unchanged.
     pub owner: Option<String>,
-    /// New group: a group name or a numeric gid.
-    #[arg(short = 'g', long = "group", value_name = "GROUP")]
+    /// New group: a group name or a numeric gid. `None`: unchanged.
     pub group: Option<String>,
-    /// New mode, octal or symbolic (see below).
-    #[arg(
-        short = 'm',
-        long = "mode",
-        value_name = "MODE",
-        allow_hyphen_values = true
-    )]
+    /// New mode, octal (`2775`) or symbolic as in chmod(1) (`u+rwX,g=u,o-w`). `None`:
+    /// unchanged.
     pub mode: Option<String>,
     /// Call chmod/chown on every selected entry, even where nothing would change.
-    #[arg(short, long)]
     pub force: bool,
-    /// Do not list entries that fail with "Operation not permitted" (e.g. files of other
-    /// users); they are still counted and still make the exit status 1.
-    #[arg(short, long)]
+    /// Do not report entries that fail with "Operation not permitted"; they are still
+    /// counted (`failed`, `silenced`).
     pub silent: bool,
-    /// Leave entries whose path matches REGEX alone (Rust regex syntax, unanchored).
-    // Own ids: `select::Rules` reads the rsync-style `exclude` globs of other tools' matches.
-    #[arg(long = "exclude", id = "chmod_exclude", value_name = "REGEX")]
+    /// Leave entries whose path matches this regex alone (Rust regex syntax, unanchored).
     pub exclude: Option<String>,
-    /// Change only entries whose path matches REGEX (unanchored).
-    #[arg(long = "match", id = "chmod_match", value_name = "REGEX")]
+    /// Change only entries whose path matches this regex (unanchored).
     pub matching: Option<String>,
-    /// Apply --match and --exclude to the last path component instead of the whole path.
-    #[arg(short, long)]
+    /// Apply `matching` and `exclude` to the last path component instead of the whole path.
     pub name: bool,
-    #[command(flatten)]
-    pub common: Common,
+    /// Events, progress, verbosity and the stop flag.
+    pub context: Context,
 }
 
-/// Run `chmod` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, args: &ChmodArgs) -> Status {
-    let plan = match Plan::new(comm, args) {
-        Ok(p) => p,
-        Err(e) => return Status::usage(comm, "chmod", e),
-    };
-    let cwd = match flist::path::current_dir() {
-        Ok(d) => d,
-        Err(e) => return Status::usage(comm, "chmod", format!("current directory: {e}")),
-    };
-    let mut roots = Vec::with_capacity(args.paths.len());
-    for p in &args.paths {
-        if p.is_empty() {
-            return Status::usage(comm, "chmod", "an empty PATH names no file");
+impl Options {
+    /// Change `paths` (nothing yet: set `mode`, `owner` or `group`); every other field as on
+    /// the command line.
+    pub fn new(paths: Vec<Vec<u8>>) -> Options {
+        Options {
+            paths,
+            input: None,
+            owner: None,
+            group: None,
+            mode: None,
+            force: false,
+            silent: false,
+            exclude: None,
+            matching: None,
+            name: false,
+            context: Context::default(),
         }
-        roots.push(normalize(p.as_bytes(), &cwd));
     }
-    let roots = flist::path::outermost(roots);
-    steal::signals::install();
-    let stop = steal::signals::stop_flag();
+}
+
+/// What a `chmod` run did: counts over all ranks.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// Entries listed (walked, or read from the list and stat'ed).
+    pub listed: u64,
+    /// Entries changed (every call they needed succeeded).
+    pub changed: u64,
+    /// Selected entries that already had what was asked.
+    pub unchanged: u64,
+    /// Entries that failed (listing, stat or change).
+    pub failed: u64,
+    /// Of `failed`, those not reported because of [`Options::silent`] (Operation not
+    /// permitted).
+    pub silenced: u64,
+    /// Wall-clock seconds of the run.
+    pub seconds: f64,
+    /// A stop request cut the run short: not everything was changed.
+    pub interrupted: bool,
+    /// A sample of this process's failure messages.
+    pub failures: Vec<String>,
+}
+
+impl ToolReport for Report {
+    /// `items` are the entries changed.
+    fn summary(&self) -> Summary {
+        Summary {
+            items: self.changed,
+            bytes: 0,
+            failed: self.failed,
+            seconds: self.seconds,
+        }
+    }
+    fn status(&self) -> Status {
+        Status::of_work(self.failed, 0, self.interrupted)
+    }
+}
+
+/// Run `chmod` on this rank. Collective: every rank returns the same counts, or the same
+/// error when nothing was changed (a bad mode, an unknown user, an unreadable list).
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let started = Instant::now();
+    let Setup { plan, cwd, roots } = setup(comm, options)?;
     let mut ch = Changer {
         plan: &plan,
         // Opened before the walk, so that what is changed is reached from the directories
         // walked.
         roots: Arc::new(Roots::open_dirs(roots.iter().map(|r| r.as_slice()))),
-        silent: args.silent,
+        context: &options.context,
+        silent: options.silent,
         changed: AtomicU64::new(0),
         unchanged: AtomicU64::new(0),
         failed: AtomicU64::new(0),
         hushed: AtomicU64::new(0),
         progress: Progress::silent(),
     };
-    let timing = |msg: &str| {
-        if args.common.verbose {
-            say(comm, args, msg);
-        }
-    };
+    let (list, listed, interrupted) = ch.list(comm, options, &roots, &cwd)?;
+    let interrupted = interrupted || ch.change(comm, options, list);
+    Ok(ch.end(comm, listed, interrupted, started))
+}
 
-    // 2. The entries, as they are now.
-    let t = Instant::now();
-    let (list, errors, mut interrupted) = match ch.candidates(comm, args, &roots, &cwd, stop) {
-        Ok(c) => c,
-        Err(e) => return Status::usage(comm, "chmod", e),
-    };
-    for e in &errors {
-        ch.failed.fetch_add(1, Ordering::Relaxed);
-        report_error("chmod", e);
-    }
-    if args.input.is_some() {
-        let tops = list_tops(comm, list.iter().map(|e| e.path));
-        ch.roots = Arc::new(Roots::of_list_tops(&tops));
-    }
-    crate::engine::test_seam::after_listing(comm);
-    let listed = comm.sum(list.len() as u64);
-    timing(&format!(
-        "{} {listed} items in {:.3} s",
-        if args.input.is_some() {
-            "Read and stat'ed"
-        } else {
-            "Walked"
-        },
-        t.elapsed().as_secs_f64()
-    ));
-    if interrupted {
-        return ch.end(comm, args, true, started);
-    }
+/// What phase 1 found: the plan, the current directory and the outermost roots (absolute).
+struct Setup {
+    plan: Plan,
+    cwd: Vec<u8>,
+    roots: Vec<Vec<u8>>,
+}
 
-    // 3. What each selected entry needs.
-    let (early, files, late) = ch.classify(list);
-    ch.progress = args.common.progress(comm.rank(), "Changed");
-    ch.progress.total_items.store(
-        comm.sum((early.len() + files.len() + late.len()) as u64),
-        Ordering::Relaxed,
-    );
-
-    // 4. Directories that stay searchable top-down, the rest, then the others bottom-up.
-    let t = Instant::now();
-    let levels = by_depth(comm, &early);
-    drop(early);
-    for level in levels {
-        interrupted = ch.change_all(comm, level, stop);
-        if interrupted {
-            break;
-        }
-    }
-    if !interrupted {
-        interrupted = ch.change_all(comm, files, stop);
-    }
-    if !interrupted {
-        let levels = by_depth(comm, &late);
-        drop(late);
-        for level in levels.into_iter().rev() {
-            interrupted = ch.change_all(comm, level, stop);
-            if interrupted {
-                break;
+/// Phase 1: the plan (every argument checked, owner and group looked up), the current
+/// directory and the outermost roots; `Err` on every rank when anything is wrong. Collective.
+fn setup(comm: &dyn Comm, options: &Options) -> Result<Setup, Error> {
+    let plan = Plan::new(comm, options);
+    let checked = plan.and_then(|plan| {
+        let cwd = flist::path::current_dir().map_err(|e| format!("current directory: {e}"))?;
+        let mut roots = Vec::with_capacity(options.paths.len());
+        for p in &options.paths {
+            if p.is_empty() {
+                return Err("an empty PATH names no file".to_string());
             }
+            roots.push(normalize(p, &cwd));
         }
-    }
-    timing(&format!(
-        "Changed items in {:.3} s",
-        t.elapsed().as_secs_f64()
-    ));
-    ch.end(comm, args, interrupted, started)
+        let roots = flist::path::outermost(roots);
+        Ok(Setup { plan, cwd, roots })
+    });
+    agree_setup(comm, checked)
 }
 
 /// What to do, checked and resolved before anything is touched.
@@ -258,20 +235,23 @@ struct Change {
 impl Plan {
     /// Parse and resolve the arguments; `Err` (the same on every rank) is a usage error.
     /// Collective: the owner look-up broadcasts.
-    fn new(comm: &dyn Comm, args: &ChmodArgs) -> Result<Plan, String> {
-        if args.mode.is_none() && args.owner.is_none() && args.group.is_none() {
+    fn new(comm: &dyn Comm, options: &Options) -> Result<Plan, String> {
+        if options.mode.is_none() && options.owner.is_none() && options.group.is_none() {
             return Err("nothing to do: give -m MODE, -u USER or -g GROUP".into());
         }
-        let mode = args.mode.as_deref().map(ModeChange::parse).transpose()?;
-        let selector =
-            RegexSelector::new(args.matching.as_deref(), args.exclude.as_deref(), args.name)
-                .map_err(|e| e.to_string())?;
-        let owner = owner::resolve(comm, args.owner.as_deref(), args.group.as_deref())?;
+        let mode = options.mode.as_deref().map(ModeChange::parse).transpose()?;
+        let selector = RegexSelector::new(
+            options.matching.as_deref(),
+            options.exclude.as_deref(),
+            options.name,
+        )
+        .map_err(|e| e.to_string())?;
+        let owner = owner::resolve(comm, options.owner.as_deref(), options.group.as_deref())?;
         Ok(Plan {
             mode,
             owner,
             umask: current_umask(),
-            force: args.force,
+            force: options.force,
             selector,
             euid: rustix::process::geteuid().as_raw(),
         })
@@ -334,6 +314,7 @@ struct Changer<'a> {
     plan: &'a Plan,
     /// Where entries are reached from (see the module's comment).
     roots: Arc<Roots>,
+    context: &'a Context,
     silent: bool,
     /// Entries changed (every call succeeded).
     changed: AtomicU64,
@@ -347,19 +328,102 @@ struct Changer<'a> {
 }
 
 impl Changer<'_> {
-    /// Phase 2: the entries with their current metadata, the failures, and whether a stop
-    /// request cut the walk short. `Err` is a usage error (an unreadable `--input`), the same
-    /// on every rank. Collective.
+    /// Phase 2, the entries as they are now: the list, how many entries were listed (over all
+    /// ranks), and whether a stop request cut the walk short. Failures are reported and
+    /// counted; `Err` (on every rank) is an unreadable `--input`. Collective.
+    fn list(
+        &mut self,
+        comm: &dyn Comm,
+        options: &Options,
+        roots: &[Vec<u8>],
+        cwd: &[u8],
+    ) -> Result<(FileList, u64, bool), Error> {
+        let t = Instant::now();
+        let found = self.candidates(comm, options, roots, cwd);
+        let (list, errors, interrupted) = agree_setup(comm, found)?;
+        for e in &errors {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+            self.context.error(e);
+        }
+        if options.input.is_some() {
+            let tops = list_tops(comm, list.iter().map(|e| e.path));
+            self.roots = Arc::new(Roots::of_list_tops(&tops));
+        }
+        crate::engine::test_seam::after_listing(comm);
+        let listed = comm.sum(list.len() as u64);
+        self.timing(
+            comm,
+            &format!(
+                "{} {listed} items in {:.3} s",
+                if options.input.is_some() {
+                    "Read and stat'ed"
+                } else {
+                    "Walked"
+                },
+                t.elapsed().as_secs_f64()
+            ),
+        );
+        Ok((list, listed, interrupted))
+    }
+
+    /// Phases 3 and 4: work out what each selected entry of `list` needs, then change
+    /// directories that stay searchable top-down, the rest, then the other directories
+    /// bottom-up. Returns true (on every rank) when a stop request cut it short. Collective.
+    fn change(&mut self, comm: &dyn Comm, options: &Options, list: FileList) -> bool {
+        let (early, files, late) = self.classify(list);
+        self.progress = options.context.progress(comm.rank(), "Changed");
+        self.progress.total_items.store(
+            comm.sum((early.len() + files.len() + late.len()) as u64),
+            Ordering::Relaxed,
+        );
+        let t = Instant::now();
+        let mut interrupted = false;
+        let levels = by_depth(comm, &early);
+        drop(early);
+        for level in levels {
+            interrupted = self.change_all(comm, level);
+            if interrupted {
+                break;
+            }
+        }
+        if !interrupted {
+            interrupted = self.change_all(comm, files);
+        }
+        if !interrupted {
+            let levels = by_depth(comm, &late);
+            drop(late);
+            for level in levels.into_iter().rev() {
+                interrupted = self.change_all(comm, level);
+                if interrupted {
+                    break;
+                }
+            }
+        }
+        self.timing(
+            comm,
+            &format!("Changed items in {:.3} s", t.elapsed().as_secs_f64()),
+        );
+        interrupted
+    }
+
+    /// A verbose timing line (rank 0, `-v`).
+    fn timing(&self, comm: &dyn Comm, line: &str) {
+        if self.context.verbose && comm.rank() == 0 {
+            self.context.info(format!("{line}\n"));
+        }
+    }
+
+    /// The entries with their current metadata, the failures, and whether a stop request cut
+    /// the walk short; `Err` is an unreadable `--input`. Collective.
     fn candidates(
         &self,
         comm: &dyn Comm,
-        args: &ChmodArgs,
+        options: &Options,
         roots: &[Vec<u8>],
         cwd: &[u8],
-        stop: &AtomicBool,
     ) -> Result<(FileList, Vec<ItemError>, bool), String> {
-        if let Some(input) = &args.input {
-            let list = io::read(comm, input.as_bytes()).map_err(|e| e.to_string())?;
+        if let Some(input) = &options.input {
+            let list = io::read(comm, input).map_err(|e| e.to_string())?;
             let (list, errors) = restat(list.normalized(cwd), Which::All, false);
             return Ok((list, errors, false));
         }
@@ -373,7 +437,7 @@ impl Changer<'_> {
             }
         }
         comm.barrier();
-        let progress = args.common.progress(comm.rank(), "Walked");
+        let progress = options.context.progress(comm.rank(), "Walked");
         let hook = |dir: BorrowedFd<'_>, name: &[u8], path: &[u8], kind: FileType| {
             if kind == FileType::Dir {
                 self.open_up(dir, name, path);
@@ -384,7 +448,7 @@ impl Changer<'_> {
         let opts = WalkOptions {
             detail: Detail::Stat,
             seed: 0xc4a0d,
-            stop: Some(stop),
+            stop: Some(&options.context.stop),
             progress: Some(&progress),
             visit: self.plan.mode.is_some().then_some(hook),
             ..WalkOptions::default()
@@ -453,9 +517,10 @@ impl Changer<'_> {
 
     /// Change every entry of `list` (balanced over all ranks first). Returns true (on every
     /// rank) when a stop request cut it short. Collective.
-    fn change_all(&self, comm: &dyn Comm, list: FileList, stop: &AtomicBool) -> bool {
+    fn change_all(&self, comm: &dyn Comm, list: FileList) -> bool {
         let list = spread(comm, list);
-        run_batches(comm, Some(stop), Some(&self.progress), &list, |chunk| {
+        let stop = Some(&*self.context.stop);
+        run_batches(comm, stop, Some(&self.progress), &list, |chunk| {
             let mut parent = ParentDir::beneath(self.roots.clone());
             for e in chunk.iter() {
                 self.change_one(&mut parent, e);
@@ -495,65 +560,45 @@ impl Changer<'_> {
             self.hushed.fetch_add(1, Ordering::Relaxed);
         } else {
             let why = flist::beneath::explain(err);
-            report_error("chmod", ItemError::new(path, op, why));
+            self.context.error(ItemError::new(path, op, why));
         }
     }
 
-    /// Print the summary (stdout, rank 0, not with -q) and the count of failures (stderr), and
-    /// agree on the status. Collective.
-    fn end(
-        &self,
-        comm: &dyn Comm,
-        args: &ChmodArgs,
-        interrupted: bool,
-        started: Instant,
-    ) -> Status {
+    /// Phase 5: the counts over all ranks; rank 0 tells how many failed and whether the run
+    /// was cut short. Collective.
+    fn end(&self, comm: &dyn Comm, listed: u64, interrupted: bool, started: Instant) -> Report {
         let mut n = [&self.changed, &self.unchanged, &self.failed, &self.hushed]
             .map(|a| a.load(Ordering::Relaxed));
         comm.allreduce(&mut n, ReduceOp::Sum);
         let [changed, unchanged, failed, hushed] = n;
-        let secs = started.elapsed().as_secs_f64();
-        say(
-            comm,
-            args,
-            &format!(
-                "Changed {changed} items ({unchanged} unchanged, {failed} failed) in {secs:.2} s \
-                 ({:.0} items/s)",
-                (changed + unchanged) as f64 / secs.max(1e-9)
-            ),
-        );
-        let mut status = Status::Ok;
-        if failed > 0 {
-            status = Status::ItemsFailed;
-            if comm.rank() == 0 {
-                let msg = match hushed {
+        let seconds = started.elapsed().as_secs_f64();
+        if comm.rank() == 0 {
+            // Messages about the whole run: not in the report's sample of failed items.
+            let events = &self.context.events;
+            if failed > 0 {
+                events.error(&match hushed {
                     0 => format!("{failed} items could not be changed (listed above)"),
                     h => format!(
                         "{failed} items could not be changed: {} listed above, {h} not listed \
                          (-s): Operation not permitted",
                         failed - h
                     ),
-                };
-                report_error("chmod", msg);
+                });
+            }
+            if interrupted {
+                events.error("interrupted by a signal: not everything was changed");
             }
         }
-        if interrupted {
-            status = Status::ItemsFailed;
-            if comm.rank() == 0 {
-                report_error(
-                    "chmod",
-                    "interrupted by a signal: not everything was changed",
-                );
-            }
+        Report {
+            listed,
+            changed,
+            unchanged,
+            failed,
+            silenced: hushed,
+            seconds,
+            interrupted,
+            failures: self.context.failures(),
         }
-        status.agree(comm)
-    }
-}
-
-/// A summary line on stdout, from rank 0, unless -q.
-fn say(comm: &dyn Comm, args: &ChmodArgs, msg: &str) {
-    if comm.rank() == 0 && !args.common.quiet {
-        stdout_bytes(format!("{msg}\n").as_bytes());
     }
 }
 

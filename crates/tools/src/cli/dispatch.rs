@@ -22,12 +22,12 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::stripe::Stripe>(),
     row::<crate::cli::find::Find>(),
     row::<crate::cli::cmp::Cmp>(),
-    row::<crate::cli::legacy::Chmod>(),
+    row::<crate::cli::chmod::Chmod>(),
     row::<crate::cli::dup::Dup>(),
-    row::<crate::cli::legacy::Filemaker>(),
-    row::<crate::cli::legacy::Reln>(),
-    row::<crate::cli::legacy::Bcast>(),
-    row::<crate::cli::legacy::Bz2>(),
+    row::<crate::cli::filemaker::Filemaker>(),
+    row::<crate::cli::reln::Reln>(),
+    row::<crate::cli::bcast::Bcast>(),
+    row::<crate::cli::bz2::Bz2>(),
 ];
 
 const ABOUT: &str =

@@ -2,17 +2,21 @@
 //! the tools share, and the rendering of the tools' reports and events.
 
 pub mod args;
+pub mod bcast;
+pub mod bz2;
+pub mod chmod;
 pub mod cmp;
 pub mod console;
 pub mod copy_args;
 pub mod cp;
 pub mod dispatch;
 pub mod dup;
+pub mod filemaker;
 pub mod find;
-pub mod legacy;
 pub mod list_args;
 pub mod manuals;
 pub mod progress_line;
+pub mod reln;
 pub mod rm;
 pub mod runtime_stats;
 pub mod stripe;

@@ -5,12 +5,14 @@ pub mod batches;
 pub mod compare_expr;
 pub mod context;
 pub mod copy;
+pub mod ids;
 pub mod locks;
 pub mod lustre;
 pub mod pairing;
 pub mod regex_select;
 pub mod remove;
 pub mod select;
+pub mod serde_path;
 pub mod setup;
 pub mod status;
 #[cfg(test)]

@@ -54,7 +54,7 @@ thread_local! {
 
 /// What [`make`] did: counts summed over all ranks, failures of this rank.
 #[derive(Debug, Default)]
-pub struct Report {
+pub struct Made {
     /// Directories made (or found already there).
     pub dirs: u64,
     /// Files created.
@@ -80,14 +80,14 @@ pub fn make(
     plan: &Plan,
     root: &[u8],
     progress: &Progress,
-) -> Result<Report, String> {
+) -> Result<Made, String> {
     make_until(comm, plan, root, progress, true, &AtomicBool::new(false))
 }
 
 /// [`make`], replacing files and links of the plan found in place only with `replace` (without
 /// it such an item fails: something appeared in a directory that was empty), and stopping
 /// early (items not started are skipped, a file's write stops within 1 MiB) once `stop` is set
-/// on any rank; then [`Report::interrupted`] is set on every rank.
+/// on any rank; then [`Made::interrupted`] is set on every rank.
 pub fn make_until(
     comm: &dyn Comm,
     plan: &Plan,
@@ -95,7 +95,7 @@ pub fn make_until(
     progress: &Progress,
     replace: bool,
     stop: &AtomicBool,
-) -> Result<Report, String> {
+) -> Result<Made, String> {
     let mut msg = Vec::new();
     if comm.rank() == 0 {
         if let Err(e) = mkdir(root) {
@@ -205,7 +205,7 @@ pub fn make_until(
     let mut all = [v[0], v[1], v[2], v[3], errors.len() as u64];
     comm.allreduce(&mut all, ReduceOp::Sum);
     v.copy_from_slice(&all[..4]);
-    Ok(Report {
+    Ok(Made {
         dirs: v[0],
         files: v[1],
         links: v[2],

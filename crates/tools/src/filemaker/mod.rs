@@ -18,235 +18,167 @@
 pub mod make;
 pub mod plan;
 
-pub use make::{make, make_until, Report};
+pub use make::{make, make_until, Made};
 pub use plan::{Fill, Item, Kind, Plan, Spec};
 
-use crate::cli::bytes_text;
-use crate::cli::{report_error, stdout_bytes, Common};
+use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use clap::Args;
 use flist::path::{display, normalize};
-use flist::units::parse_size;
-use std::ffi::OsString;
-use std::ops::RangeInclusive;
-use std::os::unix::ffi::OsStrExt;
 use std::time::Instant;
 use steal::Comm;
 
-const TOOL: &str = "filemaker";
-
-/// Options of `mfu-rs filemaker` (dfilemaker).
-#[derive(Args, Clone, Debug)]
-#[command(
-    about = "Generate a reproducible random tree of files",
-    after_help = "The seed picks the number of levels from --depth and of items from --nitems; \
-        items are spread over the levels (deeper levels hold more), each level's items over the \
-        directories of the level above; each file's size comes from --size. Items are named \
-        dir_NNNNNNNN, file_NNNNNNNN and link_NNNNNNNN (their number in the tree); directories \
-        get mode 0700, files 0600 (less what the umask removes), links point to a random item \
-        by a relative path. Names, types, sizes, contents and link targets depend only on the \
-        options and the seed, never on the number of ranks; times are those of the run.\n\n\
-        Examples:\n  \
-        mfu-rs filemaker /tmp/tree                               # 3000 items, 5 levels, seed 1\n  \
-        mpirun -np 8 mfu-rs filemaker -i 42 -n 100000-100000 -d 3-6 -s 4k-1MB /lustre/bench\n  \
-        mfu-rs filemaker -f alternate --files 100 --links 0 -s 1GB -n 4 -d 1 /scratch/big\n\n\
-        Fills: random = pseudo-random bytes (blake3 stream keyed by seed and file number), \
-        true = 0xFF bytes, false = 0x00 bytes, alternate = 0xAA bytes (as dfilemaker).\n\n\
-        Exit status: 0 tree made, 1 some items could not be made (each on stderr) or a signal \
-        (SIGINT/SIGTERM) stopped the run, 2 usage error or DIR not empty (nothing written)."
-)]
-pub struct FilemakerArgs {
+/// What `filemaker` is to make, and where.
+///
+/// ```no_run
+/// // mfu-rs filemaker -i 42 -n 100000 /lustre/bench
+/// let mut options = mfu::filemaker::Options::new(b"/lustre/bench".to_vec());
+/// options.spec.seed = 42;
+/// options.spec.nitems = 100_000..=100_000;
+/// let reports = steal::local::run(2, |comm| mfu::filemaker::run(comm, &options));
+/// let made = reports[0].as_ref().map_or(0, |r| r.files);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Options {
     /// Directory to fill: created if absent (its parent must exist); must be empty unless
-    /// --force.
-    #[arg(value_name = "DIR")]
-    pub dir: OsString,
-    /// Seed of every random choice.
-    #[arg(short = 'i', long, value_name = "N", default_value_t = 1)]
-    pub seed: u64,
-    /// What files hold.
-    #[arg(short, long, value_enum, default_value_t = Fill::Random)]
-    pub fill: Fill,
-    /// Levels of items below DIR (1: all directly in DIR); the seed picks one in MIN-MAX.
-    #[arg(short, long, value_name = "MIN-MAX", default_value = "5-5", value_parser = count_range)]
-    pub depth: RangeInclusive<u64>,
-    /// Items in the tree (directories, files, links; DIR not counted); the seed picks one in
-    /// MIN-MAX.
-    #[arg(short, long, value_name = "MIN-MAX", default_value = "3000-3000", value_parser = count_range)]
-    pub nitems: RangeInclusive<u64>,
-    /// Bytes per file, each file drawn in MIN-MAX; units allowed (4k, 1.5MB, 2GiB).
-    #[arg(short, long, value_name = "MIN-MAX", default_value = "0-2000", value_parser = size_range)]
-    pub size: RangeInclusive<u64>,
-    /// Percent of items that are regular files.
-    #[arg(long, value_name = "PCT", default_value_t = 34, value_parser = clap::value_parser!(u8).range(0..=100))]
-    pub files: u8,
-    /// Percent of items that are symbolic links (the rest are directories; each level but the
-    /// last gets at least one directory).
-    #[arg(long, value_name = "PCT", default_value_t = 33, value_parser = clap::value_parser!(u8).range(0..=100))]
-    pub links: u8,
-    /// Write into DIR even if it is not empty: items of the plan that exist with the planned
-    /// type are replaced (a file by a new file, never rewritten in place, so hard links
-    /// elsewhere keep their data; links remade; directories reused). An entry of another type
-    /// in an item's place (a user's file where a link goes, a symbolic link where a file or
-    /// directory goes...) is never replaced nor followed: that item fails, named (exit 1).
-    /// Nothing else is touched.
-    #[arg(long)]
+    /// `force`. Relative paths start at the current directory.
+    pub dir: Vec<u8>,
+    /// The tree: seed, fill, levels, items, file sizes (bytes), shares of files and links.
+    pub spec: Spec,
+    /// Write into `dir` even if it is not empty: items of the plan that exist with the
+    /// planned type are replaced (a file by a new file, links remade, directories reused);
+    /// an entry of another type in an item's place fails that item.
     pub force: bool,
-    #[command(flatten)]
-    pub common: Common,
+    /// Events, progress, verbosity and the stop flag.
+    pub context: Context,
 }
 
-/// `MIN-MAX` (or `N` for `N-N`) of plain counts.
-fn count_range(text: &str) -> Result<RangeInclusive<u64>, String> {
-    range(text, |t| {
-        t.trim()
-            .parse::<u64>()
-            .map_err(|_| format!("'{t}' is not a count"))
-    })
-}
-
-/// `MIN-MAX` (or `N`) of sizes with units.
-fn size_range(text: &str) -> Result<RangeInclusive<u64>, String> {
-    range(text, parse_size)
-}
-
-fn range(
-    text: &str,
-    parse: impl Fn(&str) -> Result<u64, String>,
-) -> Result<RangeInclusive<u64>, String> {
-    let (lo, hi) = match text.split_once('-') {
-        Some((lo, hi)) => (parse(lo)?, parse(hi)?),
-        None => {
-            let n = parse(text)?;
-            (n, n)
-        }
-    };
-    if lo > hi {
-        return Err(format!("'{text}': MIN is above MAX"));
-    }
-    Ok(lo..=hi)
-}
-
-impl FilemakerArgs {
-    /// The library's description of the tree these options ask for.
-    pub fn spec(&self) -> Spec {
-        Spec {
-            seed: self.seed,
-            fill: self.fill,
-            depth: self.depth.clone(),
-            nitems: self.nitems.clone(),
-            size: self.size.clone(),
-            file_percent: self.files,
-            link_percent: self.links,
+impl Options {
+    /// Make dfilemaker's default tree ([`Spec::default`]) in `dir`, which must be empty.
+    pub fn new(dir: Vec<u8>) -> Options {
+        Options {
+            dir,
+            spec: Spec::default(),
+            force: false,
+            context: Context::default(),
         }
     }
 }
 
-/// Run `filemaker` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, args: &FilemakerArgs) -> Status {
-    steal::signals::install();
+/// What a `filemaker` run made: counts over all ranks.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// The directory filled, absolute.
+    #[serde(serialize_with = "crate::engine::serde_path::text")]
+    pub dir: Vec<u8>,
+    /// Directories made (or found already there).
+    pub dirs: u64,
+    /// Files created.
+    pub files: u64,
+    /// Symbolic links made.
+    pub links: u64,
+    /// Bytes written into files.
+    pub bytes: u64,
+    /// Items that could not be made.
+    pub failed: u64,
+    /// Wall-clock seconds of the run.
+    pub seconds: f64,
+    /// A stop request cut the run short: the tree is incomplete.
+    pub interrupted: bool,
+    /// A sample of this process's failure messages.
+    pub failures: Vec<String>,
+}
+
+impl ToolReport for Report {
+    /// `items` are the directories, files and links made.
+    fn summary(&self) -> Summary {
+        Summary {
+            items: self.dirs + self.files + self.links,
+            bytes: self.bytes,
+            failed: self.failed,
+            seconds: self.seconds,
+        }
+    }
+    fn status(&self) -> Status {
+        Status::of_work(self.failed, 0, self.interrupted)
+    }
+}
+
+/// Run `filemaker` on this rank. Collective: every rank returns the same counts, or the same
+/// error when nothing was written (bad ranges, a `dir` that is not empty or cannot be made).
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let started = Instant::now();
-    let checked = setup(args);
-    let (plan, root) = match crate::engine::setup::agree_setup_reported(comm, TOOL, checked) {
-        Ok(v) => v,
-        Err(s) => return s,
-    };
-    let rank0 = comm.rank() == 0;
-    if rank0 && args.common.verbose {
-        stdout_bytes(
-            format!(
-                "Seed {}: {} items over {} levels ({} directories, {} files, {} links), {}\n",
-                plan.seed,
-                plan.items.len(),
-                plan.levels.len(),
-                plan.count(Kind::Dir),
-                plan.count(Kind::File),
-                plan.count(Kind::Link),
-                bytes_text(plan.total_bytes())
-            )
-            .as_bytes(),
-        );
+    let context = &options.context;
+    let (plan, root) = agree_setup(comm, setup(options))?;
+    if comm.rank() == 0 && context.verbose {
+        context.info(format!(
+            "Seed {}: {} items over {} levels ({} directories, {} files, {} links), {}\n",
+            plan.seed,
+            plan.items.len(),
+            plan.levels.len(),
+            plan.count(Kind::Dir),
+            plan.count(Kind::File),
+            plan.count(Kind::Link),
+            bytes_text(plan.total_bytes())
+        ));
     }
-    let progress = args.common.progress(comm.rank(), "Made");
-    let report = match make_until(
-        comm,
-        &plan,
-        &root,
-        &progress,
-        args.force,
-        steal::signals::stop_flag(),
-    ) {
-        Ok(r) => r,
-        Err(e) => {
-            if rank0 {
-                report_error(TOOL, e);
-            }
-            return Status::Usage.agree(comm);
-        }
-    };
-    for e in &report.errors {
-        report_error(TOOL, e);
+    let progress = context.progress(comm.rank(), "Made");
+    let made = make_until(comm, &plan, &root, &progress, options.force, &context.stop)
+        .map_err(Error::new)?;
+    for e in &made.errors {
+        context.error(e);
     }
-    if rank0 && !args.common.quiet {
-        stdout_bytes(
-            format!(
-                "{} {} items in {}: {} directories, {} files, {} links, {} in {:.3} s\n",
-                if report.interrupted {
-                    "Interrupted after making"
-                } else {
-                    "Made"
-                },
-                report.dirs + report.files + report.links,
-                display(&root),
-                report.dirs,
-                report.files,
-                report.links,
-                bytes_text(report.bytes),
-                started.elapsed().as_secs_f64()
-            )
-            .as_bytes(),
-        );
-    }
-    if rank0 && report.interrupted {
-        report_error(
-            TOOL,
-            format!(
+    // Thread ranks share one failure sample: every rank's failures are in it before any rank
+    // takes it.
+    comm.barrier();
+    if comm.rank() == 0 {
+        // Messages about the whole run: not in the report's sample of failed items.
+        if made.interrupted {
+            context.events.error(&format!(
                 "interrupted by a signal: the tree in {} is incomplete (items missing, files \
                  possibly partly written); rerun with --force to remake it",
                 display(&root)
-            ),
-        );
-    }
-    if rank0 && report.total_errors > 0 {
-        report_error(
-            TOOL,
-            format!(
+            ));
+        }
+        if made.total_errors > 0 {
+            context.events.error(&format!(
                 "{} items could not be made (listed above)",
-                report.total_errors
-            ),
-        );
+                made.total_errors
+            ));
+        }
     }
-    let status = if report.total_errors > 0 || report.interrupted {
-        Status::ItemsFailed
-    } else {
-        Status::Ok
-    };
-    status.agree(comm)
+    Ok(Report {
+        dir: root,
+        dirs: made.dirs,
+        files: made.files,
+        links: made.links,
+        bytes: made.bytes,
+        failed: made.total_errors,
+        seconds: started.elapsed().as_secs_f64(),
+        interrupted: made.interrupted,
+        failures: context.failures(),
+    })
+}
+
+/// `12.0 MiB (12582912 bytes)`.
+fn bytes_text(n: u64) -> String {
+    format!("{} ({n} bytes)", steal::progress::human_bytes(n))
 }
 
 /// The plan and the root, or why nothing may be written.
-fn setup(args: &FilemakerArgs) -> Result<(Plan, Vec<u8>), String> {
-    let plan = Plan::new(&args.spec())?;
-    if args.dir.is_empty() {
+fn setup(options: &Options) -> Result<(Plan, Vec<u8>), String> {
+    let plan = Plan::new(&options.spec)?;
+    if options.dir.is_empty() {
         return Err("an empty DIR names no directory".into());
     }
     let cwd = flist::path::current_dir().map_err(|e| format!("current directory: {e}"))?;
-    let root = normalize(args.dir.as_bytes(), &cwd);
+    let root = normalize(&options.dir, &cwd);
     let path = flist::path::as_path(&root);
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => {
             let mut entries =
                 std::fs::read_dir(path).map_err(|e| format!("open {}: {e}", display(&root)))?;
-            if !args.force && entries.next().is_some() {
+            if !options.force && entries.next().is_some() {
                 return Err(format!(
                     "{} is not empty (--force writes into it anyway)",
                     display(&root)
@@ -260,19 +192,4 @@ fn setup(args: &FilemakerArgs) -> Result<(Plan, Vec<u8>), String> {
         Err(e) => return Err(format!("stat {}: {e}", display(&root))),
     }
     Ok((plan, root))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_take_units_and_single_values() {
-        assert_eq!(size_range("4k-1.5MB"), Ok(4096..=(3 << 19)));
-        assert_eq!(size_range("0-2000"), Ok(0..=2000));
-        assert_eq!(count_range("7"), Ok(7..=7));
-        assert!(count_range("3-x").is_err());
-        assert!(count_range("5-3").is_err());
-        assert!(size_range("1q-2").is_err());
-    }
 }

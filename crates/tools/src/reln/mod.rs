@@ -20,11 +20,11 @@
 //! directory, given the old link's owner (and with `--preserve` its times), then renamed over
 //! the old one. At no moment is the name missing or half made.
 
-use crate::cli::{report_error, stdout_bytes, Common};
 use crate::engine::batches::run_batches;
+use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::locks::lock;
+use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use clap::Args;
 use flist::beneath::Roots;
 use flist::distribute::{hash_path, remap};
 use flist::io;
@@ -35,8 +35,7 @@ use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::fs::{AtFlags, Gid, OFlags, Uid};
 use rustix::io::Errno;
 use std::collections::HashMap;
-use std::ffi::OsString;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStringExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -44,115 +43,113 @@ use steal::ordered::in_rank_order;
 use steal::progress::Progress;
 use steal::{Comm, CommExt, ReduceOp};
 
-/// Options of `mfu-rs reln`, named as in dreln.
-#[derive(Args, Clone, Debug)]
-#[command(
-    about = "Rewrite symlink targets that start with an old prefix",
-    after_help = "Examples:\n  \
-        mv /lustre/old/proj /lustre/new/proj\n  \
-        mpirun -np 8 mfu-rs reln /lustre/old/proj /lustre/new/proj /home /lustre/new/proj\n  \
-        mfu-rs reln -r -p /old/data /new/data /new/data     # relative targets, keep link times\n  \
-        mfu-rs reln --dryrun /old /new /links               # print `link: old -> new`, change nothing\n\n\
-        Only absolute targets are rewritten; relative ones stay as they are.\n\n\
-        Exit status: 0 all done, 1 some links could not be read or rewritten (each listed on \
-        stderr), 2 usage error (nothing changed)."
-)]
-pub struct RelnArgs {
+/// What `reln` is to rewrite, and where.
+///
+/// ```no_run
+/// // mfu-rs reln -r /old/proj /new/proj /home
+/// let mut options =
+///     mfu::reln::Options::new(b"/old/proj".to_vec(), b"/new/proj".to_vec(), vec![b"/home".to_vec()]);
+/// options.relative = true;
+/// let reports = steal::local::run(2, |comm| mfu::reln::run(comm, &options));
+/// let rewritten = reports[0].as_ref().map_or(0, |r| r.rewritten);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Options {
     /// The prefix the targets start with now (made absolute from the current directory).
-    #[arg(value_name = "OLDPATH")]
-    pub oldpath: OsString,
+    pub oldpath: Vec<u8>,
     /// The prefix to put in its place.
-    #[arg(value_name = "NEWPATH")]
-    pub newpath: OsString,
-    /// Trees to look for links in.
-    #[arg(
-        value_name = "PATH",
-        required_unless_present = "input",
-        conflicts_with = "input"
-    )]
-    pub paths: Vec<OsString>,
+    pub newpath: Vec<u8>,
+    /// Trees to look for links in. Empty when `input` names the links.
+    pub paths: Vec<Vec<u8>>,
     /// Look at the links this list names (v3/v4 cache, `path|T` text, one path per line, or
-    /// NUL-separated) instead of walking PATHs.
-    #[arg(short, long, value_name = "FILE")]
-    pub input: Option<OsString>,
+    /// NUL-separated) instead of walking `paths`.
+    pub input: Option<Vec<u8>>,
     /// Keep the access and modification times of the links rewritten.
-    #[arg(short, long)]
     pub preserve: bool,
     /// Write the new targets relative to the link's directory.
-    #[arg(short, long)]
     pub relative: bool,
-    /// Print `link: old -> new` for every link that would change, and change nothing.
-    #[arg(long)]
+    /// Change nothing: send `link: old -> new` for every link that would change as output.
     pub dryrun: bool,
-    #[command(flatten)]
-    pub common: Common,
+    /// Events, progress, verbosity and the stop flag. A dry run, or a verbose one, sends a
+    /// `link: old -> new` line per link it rewrites as output, in rank order.
+    pub context: Context,
 }
 
-/// Run `reln` on this rank. Collective; returns the status every rank agreed on.
-pub fn run(comm: &dyn Comm, args: &RelnArgs) -> Status {
-    let cwd = match flist::path::current_dir() {
-        Ok(d) => d,
-        Err(e) => return Status::usage(comm, "reln", format!("current directory: {e}")),
-    };
-    let mut prefixes = Vec::new();
-    for (what, p) in [("OLDPATH", &args.oldpath), ("NEWPATH", &args.newpath)] {
-        if p.is_empty() {
-            return Status::usage(comm, "reln", format!("an empty {what} names no directory"));
+impl Options {
+    /// Rewrite links under `paths` whose targets start with `oldpath` to start with `newpath`;
+    /// every other field as on the command line.
+    pub fn new(oldpath: Vec<u8>, newpath: Vec<u8>, paths: Vec<Vec<u8>>) -> Options {
+        Options {
+            oldpath,
+            newpath,
+            paths,
+            input: None,
+            preserve: false,
+            relative: false,
+            dryrun: false,
+            context: Context::default(),
         }
-        prefixes.push(normalize(p.as_bytes(), &cwd));
     }
-    if args.paths.iter().any(|p| p.is_empty()) {
-        return Status::usage(comm, "reln", "an empty PATH names no file");
-    }
-    let roots = flist::path::outermost(
-        args.paths
-            .iter()
-            .map(|p| normalize(p.as_bytes(), &cwd))
-            .collect(),
-    );
-    steal::signals::install();
-    let stop = steal::signals::stop_flag();
-    let started = Instant::now();
-    // Opened before the walk: links are reached beneath the directories the user named.
-    let opened = Roots::open_dirs(roots.iter().map(|r| r.as_slice()));
+}
 
-    // The links (and entries of unknown type, from plain lists).
-    let (list, errors, interrupted) = match &args.input {
-        Some(input) => match io::read(comm, input.as_bytes()) {
-            Ok(list) => (list, Vec::new(), false),
-            Err(e) => return Status::usage(comm, "reln", e),
-        },
-        None => {
-            let progress = args.common.progress(comm.rank(), "Walked");
-            let opts = WalkOptions {
-                detail: Detail::Lite,
-                seed: 0x4e11,
-                stop: Some(stop),
-                progress: Some(&progress),
-                ..WalkOptions::default()
-            };
-            let w = walk(comm, &roots, &opts);
-            (w.list, w.errors, w.interrupted)
-        }
-    };
-    let mut links = list.empty_like();
-    for e in list.iter() {
-        if matches!(e.kind, FileType::Symlink | FileType::Unknown) {
-            links.push(&normalize(e.path, &cwd), e.kind, None);
+/// What a `reln` run did: counts over all ranks.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// OLDPATH, absolute and normalised.
+    #[serde(serialize_with = "crate::engine::serde_path::text")]
+    pub oldpath: Vec<u8>,
+    /// NEWPATH, absolute and normalised.
+    #[serde(serialize_with = "crate::engine::serde_path::text")]
+    pub newpath: Vec<u8>,
+    /// A dry run: `rewritten` counts the links that would be rewritten.
+    pub dryrun: bool,
+    /// Symbolic links looked at.
+    pub links: u64,
+    /// Links rewritten (or, in a dry run, to rewrite).
+    pub rewritten: u64,
+    /// Links that could not be read or rewritten, and walk failures.
+    pub failed: u64,
+    /// Wall-clock seconds of the run.
+    pub seconds: f64,
+    /// A stop request cut the run short: not every link was looked at.
+    pub interrupted: bool,
+    /// A sample of this process's failure messages.
+    pub failures: Vec<String>,
+}
+
+impl ToolReport for Report {
+    /// `items` are the links rewritten.
+    fn summary(&self) -> Summary {
+        Summary {
+            items: self.rewritten,
+            bytes: 0,
+            failed: self.failed,
+            seconds: self.seconds,
         }
     }
-    drop(list);
-    // The links are known; a race test changes the tree here.
-    crate::engine::test_seam::after_listing(comm);
+    fn status(&self) -> Status {
+        Status::of_work(self.failed, 0, self.interrupted)
+    }
+}
+
+/// Run `reln` on this rank. Collective: every rank returns the same counts, or the same error
+/// when nothing was changed.
+pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
+    let started = Instant::now();
+    let setup = setup(comm, options)?;
+    // Opened before the walk: links are reached beneath the directories the user named.
+    let opened = Roots::open_dirs(setup.roots.iter().map(|r| r.as_slice()));
+    let (links, errors, interrupted) = list(comm, options, &setup)?;
     // Relative targets count from real locations: NEWPATH's too, when it exists (else as given).
-    let real_new = std::fs::canonicalize(flist::path::as_path(&prefixes[1]))
+    let real_new = std::fs::canonicalize(flist::path::as_path(&setup.new))
         .map(|p| p.into_os_string().into_vec())
-        .unwrap_or_else(|_| prefixes[1].clone());
+        .unwrap_or_else(|_| setup.new.clone());
     let re = Relinker {
-        old: &prefixes[0],
-        new: &prefixes[1],
+        old: &setup.old,
+        new: &setup.new,
         real_new: &real_new,
-        args,
+        options,
+        context: &options.context,
         roots: opened,
         real_dirs: Mutex::new(HashMap::new()),
         euid: rustix::process::geteuid().as_raw(),
@@ -161,26 +158,91 @@ pub fn run(comm: &dyn Comm, args: &RelnArgs) -> Status {
         rewritten: AtomicU64::new(0),
         failed: AtomicU64::new(errors.len() as u64),
         listing: Mutex::new(Vec::new()),
-        progress: args.common.progress(comm.rank(), "Checked"),
+        progress: options.context.progress(comm.rank(), "Checked"),
     };
     for e in &errors {
-        report_error("reln", e);
+        options.context.error(e);
     }
     let mut interrupted = comm.any(interrupted);
     if !interrupted {
-        // Each link on the rank its path hashes to, once: a link named twice (in a list)
-        // must not be rewritten twice, which would go wrong when NEWPATH is under OLDPATH.
-        let links = distinct(comm, links);
-        re.progress
-            .total_items
-            .store(comm.sum(links.len() as u64), Ordering::Relaxed);
-        interrupted = run_batches(comm, Some(stop), Some(&re.progress), &links, |chunk| {
-            for e in chunk.iter() {
-                re.relink(e.path);
-            }
-        });
+        interrupted = re.relink_all(comm, links);
     }
-    re.end(comm, interrupted, started)
+    Ok(re.end(comm, interrupted, started))
+}
+
+/// OLDPATH and NEWPATH, absolute and normalised, and the outermost PATHs.
+struct Setup {
+    old: Vec<u8>,
+    new: Vec<u8>,
+    roots: Vec<Vec<u8>>,
+    cwd: Vec<u8>,
+}
+
+/// Phase 1: the prefixes and roots, absolute; `Err` on every rank when an operand is empty or
+/// the current directory is unknown. Collective.
+fn setup(comm: &dyn Comm, options: &Options) -> Result<Setup, Error> {
+    let checked = (|| {
+        let cwd = flist::path::current_dir().map_err(|e| format!("current directory: {e}"))?;
+        let mut prefixes = Vec::new();
+        for (what, p) in [("OLDPATH", &options.oldpath), ("NEWPATH", &options.newpath)] {
+            if p.is_empty() {
+                return Err(format!("an empty {what} names no directory"));
+            }
+            prefixes.push(normalize(p, &cwd));
+        }
+        if options.paths.iter().any(|p| p.is_empty()) {
+            return Err("an empty PATH names no file".to_string());
+        }
+        let roots =
+            flist::path::outermost(options.paths.iter().map(|p| normalize(p, &cwd)).collect());
+        let new = prefixes.pop().expect("two prefixes");
+        let old = prefixes.pop().expect("two prefixes");
+        Ok(Setup {
+            old,
+            new,
+            roots,
+            cwd,
+        })
+    })();
+    agree_setup(comm, checked)
+}
+
+/// Phase 2: the links (and entries of unknown type, from plain lists), absolute, the walk's
+/// failures, and whether a stop request cut the walk short. `Err` (on every rank) is an
+/// unreadable `--input`. Collective.
+fn list(
+    comm: &dyn Comm,
+    options: &Options,
+    setup: &Setup,
+) -> Result<(FileList, Vec<ItemError>, bool), Error> {
+    let (list, errors, interrupted) = match &options.input {
+        Some(input) => {
+            let read = io::read(comm, input).map_err(|e| e.to_string());
+            (agree_setup(comm, read)?, Vec::new(), false)
+        }
+        None => {
+            let progress = options.context.progress(comm.rank(), "Walked");
+            let opts = WalkOptions {
+                detail: Detail::Lite,
+                seed: 0x4e11,
+                stop: Some(&options.context.stop),
+                progress: Some(&progress),
+                ..WalkOptions::default()
+            };
+            let w = walk(comm, &setup.roots, &opts);
+            (w.list, w.errors, w.interrupted)
+        }
+    };
+    let mut links = list.empty_like();
+    for e in list.iter() {
+        if matches!(e.kind, FileType::Symlink | FileType::Unknown) {
+            links.push(&normalize(e.path, &setup.cwd), e.kind, None);
+        }
+    }
+    drop(list);
+    // The links are known; a race test changes the tree here.
+    crate::engine::test_seam::after_listing(comm);
+    Ok((links, errors, interrupted))
 }
 
 /// What one rank's workers share.
@@ -190,7 +252,8 @@ struct Relinker<'a> {
     new: &'a [u8],
     /// NEWPATH with symlinks resolved (as given when it does not exist), for `--relative`.
     real_new: &'a [u8],
-    args: &'a RelnArgs,
+    options: &'a Options,
+    context: &'a Context,
     /// The PATHs that are directories, open: links beneath them are reached from them.
     roots: Roots,
     /// Real location of each link directory met (`--relative`), by its path as walked.
@@ -212,6 +275,23 @@ struct Relinker<'a> {
 static TEMP_SERIAL: AtomicU64 = AtomicU64::new(0);
 
 impl Relinker<'_> {
+    /// Phase 3: rewrite every link of `links` that needs it. Each link is handled on the rank
+    /// its path hashes to, once: a link named twice (in a list) must not be rewritten twice,
+    /// which would go wrong when NEWPATH is under OLDPATH. Returns true (on every rank) when a
+    /// stop request cut it short. Collective.
+    fn relink_all(&self, comm: &dyn Comm, links: FileList) -> bool {
+        let links = distinct(comm, links);
+        self.progress
+            .total_items
+            .store(comm.sum(links.len() as u64), Ordering::Relaxed);
+        let stop = Some(&*self.context.stop);
+        run_batches(comm, stop, Some(&self.progress), &links, |chunk| {
+            for e in chunk.iter() {
+                self.relink(e.path);
+            }
+        })
+    }
+
     /// Rewrite the link at `path` if its target starts with OLDPATH.
     fn relink(&self, path: &[u8]) {
         let (dir_path, name) = (parent(path), basename(path));
@@ -244,7 +324,7 @@ impl Relinker<'_> {
             Ok(t) => t.into_bytes(),
             Err(e) => return self.fail(path, "readlink", e),
         };
-        let real_dir = match self.args.relative.then(|| self.real_dir(dir_path, &dir)) {
+        let real_dir = match self.options.relative.then(|| self.real_dir(dir_path, &dir)) {
             None => None,
             Some(Ok(real)) => Some(real),
             Some(Err(e)) => return self.fail(dir_path, "find the real location of directory", e),
@@ -262,25 +342,22 @@ impl Relinker<'_> {
             if let Err(why) = reaches(&dir, &new_target, &absolute) {
                 self.failed.fetch_add(1, Ordering::Relaxed);
                 self.progress.errors.fetch_add(1, Ordering::Relaxed);
-                report_error(
-                    "reln",
-                    format!(
-                        "{}: the relative target {} would not reach {} ({why}); link kept",
-                        display(path),
-                        display(&new_target),
-                        display(&absolute)
-                    ),
-                );
+                self.context.error(format!(
+                    "{}: the relative target {} would not reach {} ({why}); link kept",
+                    display(path),
+                    display(&new_target),
+                    display(&absolute)
+                ));
                 return;
             }
         }
-        if self.args.dryrun || self.args.common.verbose {
+        if self.options.dryrun || self.context.verbose {
             let mut line = lock(&self.listing);
             for part in [path, b": ", &target[..], b" -> ", &new_target[..], b"\n"] {
                 line.extend_from_slice(part);
             }
         }
-        if self.args.dryrun {
+        if self.options.dryrun {
             self.rewritten.fetch_add(1, Ordering::Relaxed);
             return;
         }
@@ -336,7 +413,7 @@ impl Relinker<'_> {
             }
         }
         let mut times_error = None;
-        if self.args.preserve {
+        if self.options.preserve {
             let times = crate::engine::copy::meta::timestamps(old);
             if let Err(e) =
                 rustix::fs::utimensat(dir, temp.as_str(), &times, AtFlags::SYMLINK_NOFOLLOW)
@@ -362,51 +439,38 @@ impl Relinker<'_> {
     fn fail(&self, path: &[u8], op: &'static str, e: Errno) {
         self.failed.fetch_add(1, Ordering::Relaxed);
         self.progress.errors.fetch_add(1, Ordering::Relaxed);
-        report_error("reln", ItemError::new(path, op, e.into()));
+        self.context.error(ItemError::new(path, op, e.into()));
     }
 
-    /// Print the listing and the summary (stdout, rank 0, not with -q), and agree on the
-    /// status. Collective.
-    fn end(&self, comm: &dyn Comm, interrupted: bool, started: Instant) -> Status {
+    /// Phase 4: the listing (`--dryrun`, verbose) as output in rank order, the counts over all
+    /// ranks; rank 0 tells how many failed and whether the run was cut short. Collective.
+    fn end(&self, comm: &dyn Comm, interrupted: bool, started: Instant) -> Report {
         let listing = std::mem::take(&mut *lock(&self.listing));
-        in_rank_order(comm, listing, stdout_bytes);
+        in_rank_order(comm, listing, |b| self.context.output(b));
         let mut n = [&self.links, &self.rewritten, &self.failed].map(|a| a.load(Ordering::Relaxed));
         comm.allreduce(&mut n, ReduceOp::Sum);
         let [links, rewritten, failed] = n;
-        let rank0 = comm.rank() == 0;
-        if rank0 && !self.args.common.quiet {
-            let verb = if self.args.dryrun {
-                "Would rewrite"
-            } else {
-                "Rewrote"
-            };
-            stdout_bytes(
-                format!(
-                    "{verb} {rewritten} of {links} links from {} to {} in {:.2} s\n",
-                    display(self.old),
-                    display(self.new),
-                    started.elapsed().as_secs_f64()
-                )
-                .as_bytes(),
-            );
-        }
-        let mut status = Status::Ok;
-        if failed > 0 {
-            status = Status::ItemsFailed;
-            if rank0 {
-                report_error("reln", format!("{failed} failures (listed above)"));
+        if comm.rank() == 0 {
+            // Messages about the whole run: not in the report's sample of failed items.
+            let events = &self.context.events;
+            if failed > 0 {
+                events.error(&format!("{failed} failures (listed above)"));
+            }
+            if interrupted {
+                events.error("interrupted by a signal: not every link was looked at");
             }
         }
-        if interrupted {
-            status = Status::ItemsFailed;
-            if rank0 {
-                report_error(
-                    "reln",
-                    "interrupted by a signal: not every link was looked at",
-                );
-            }
+        Report {
+            oldpath: self.old.to_vec(),
+            newpath: self.new.to_vec(),
+            dryrun: self.options.dryrun,
+            links,
+            rewritten,
+            failed,
+            seconds: started.elapsed().as_secs_f64(),
+            interrupted,
+            failures: self.context.failures(),
         }
-        status.agree(comm)
     }
 }
 
@@ -531,6 +595,7 @@ fn components(path: &[u8]) -> Vec<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::ffi::OsStrExt;
 
     fn rw(target: &str, rel: Option<&str>) -> Option<String> {
         rewrite(
