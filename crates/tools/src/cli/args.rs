@@ -3,7 +3,6 @@
 use clap::Args;
 use flist::units::parse_size;
 use std::time::Duration;
-use steal::progress::{Progress, Report};
 
 /// `--progress`, `-v`, `-q`: the same on every tool.
 #[derive(Args, Clone, Debug)]
@@ -33,16 +32,6 @@ impl Common {
     pub fn progress_every(&self) -> Option<Duration> {
         (self.progress > 0.0 && !self.quiet).then(|| Duration::from_secs_f64(self.progress))
     }
-
-    /// Progress counters that print `verb ...` lines on rank 0 (stderr) every `--progress` s.
-    pub fn progress(&self, rank: usize, verb: &'static str) -> Progress {
-        let reporter = (rank == 0 && !self.quiet).then(|| {
-            Box::new(move |r: &Report| {
-                eprintln!("{}", r.line(verb));
-            }) as steal::progress::Reporter
-        });
-        Progress::new(Duration::from_secs_f64(self.progress), reporter)
-    }
 }
 
 fn parse_seconds(text: &str) -> Result<f64, String> {
@@ -57,29 +46,5 @@ pub fn size_arg(text: &str) -> Result<u64, String> {
     match parse_size(text)? {
         0 => Err(format!("'{text}': must be more than 0 bytes")),
         n => Ok(n),
-    }
-}
-
-impl Common {
-    /// A context for `tool` whose events go to the console, as the tools that do not yet take
-    /// typed options need (`stdout_reserved`: a list goes to stdout, so messages go to stderr).
-    pub fn legacy_context(
-        &self,
-        tool: &'static str,
-        stdout_reserved: bool,
-    ) -> crate::engine::context::Context {
-        let console = crate::cli::console::Console {
-            tool,
-            quiet: self.quiet,
-            stdout_reserved,
-            json: false,
-            timestamps: self.timestamps,
-            last: Default::default(),
-        };
-        let mut context = crate::engine::context::Context::new(std::sync::Arc::new(console));
-        context.progress = self.progress_every();
-        context.verbose = self.verbose;
-        context.stop = steal::signals::shared_stop_flag();
-        context
     }
 }

@@ -52,16 +52,6 @@ pub fn is_stdout(file: &[u8]) -> bool {
     file == b"-"
 }
 
-/// Where a tool's human-readable output goes: stdout, or stderr when the list goes to stdout
-/// (`-o -`), so that `mfu-rs walk -o - DIR | mfu-rs rm -i -` passes only the list.
-pub fn message_sink(output: Option<&std::ffi::OsStr>) -> fn(&[u8]) {
-    if list_to_stdout(output) {
-        stderr_bytes
-    } else {
-        stdout_bytes
-    }
-}
-
 /// Report one failure on stderr as `mfu-rs TOOL: MESSAGE`.
 ///
 /// The line goes out in one `write` (`eprintln!` may split it into several), so that lines of

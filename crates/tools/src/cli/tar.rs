@@ -3,9 +3,9 @@
 
 use crate::cli::args::{size_arg, Common};
 use crate::cli::console::{bytes_text, Console};
+use crate::cli::copy_args::{FilterArgs, StripeArgs};
 use crate::cli::tool::CliTool;
 use crate::engine::context::{Context, Error};
-use crate::cli::copy_args::{FilterArgs, StripeArgs};
 use crate::engine::select::Rules;
 use crate::tar::{Done, Mode, Options, Report};
 use clap::Args;

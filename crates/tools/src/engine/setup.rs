@@ -145,18 +145,3 @@ pub fn check_parent(dest: &[u8]) -> Result<(), String> {
         ))
     }
 }
-
-/// [`agree_setup`] for the tools that still report their own errors: rank 0 names the failure
-/// as `tool`, and every rank gets [`Status::Usage`]. Collective.
-pub fn agree_setup_reported<T>(
-    comm: &dyn Comm,
-    tool: &str,
-    checked: Result<T, String>,
-) -> Result<T, Status> {
-    agree_setup(comm, checked).map_err(|e| {
-        if comm.rank() == 0 {
-            crate::cli::report_error(tool, e);
-        }
-        Status::Usage
-    })
-}

@@ -37,16 +37,6 @@ impl Status {
         }
     }
 
-    /// A usage or setup error: rank 0 reports `message` as `mfu-rs TOOL: ...`, and every rank
-    /// returns [`Status::Usage`]. Collective (every rank calls it, as after a failed check
-    /// that all ranks made alike).
-    pub fn usage(comm: &dyn Comm, tool: &str, message: impl std::fmt::Display) -> Status {
-        if comm.rank() == 0 {
-            crate::cli::report_error(tool, message);
-        }
-        Status::Usage.agree(comm)
-    }
-
     /// The worse of two statuses.
     pub fn worst(self, other: Status) -> Status {
         self.max(other)
