@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
 
 pub mod tree;
 /// The workspace root.
@@ -182,11 +183,39 @@ pub fn signal_when(
     child.wait_with_output().unwrap()
 }
 
+/// For the tests that run a tool inside the test process (ranks as threads, through
+/// `steal::local::run`): hold it for the whole test. All the end-to-end tests share one process
+/// (one test binary), and such runs share process-wide state: the stop flag that SIGINT sets
+/// (`steal::signals::stop_flag`, read by the tools that install the handlers) and the pause
+/// after the listing (`mfu::engine::test_seam::change_at_next_pause`). Holding the lock, a test
+/// that raises SIGINT or queues a change knows that no other in-process run sees the signal or
+/// takes the change. Tests that only start the binary need not take it.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static IN_PROCESS: Mutex<()> = Mutex::new(());
+    // A test that failed while holding it has poisoned it; the next one still runs.
+    IN_PROCESS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `cmd.output()`, trying again while the program is busy being written (ETXTBSY): a binary
+/// this process has just copied (to run it as another user, or alone) may still be open for
+/// writing in a child that another test forked at that moment, until that child's exec.
+pub fn output_of(cmd: &mut Command) -> Output {
+    let mut tries = 0;
+    loop {
+        match cmd.output() {
+            Ok(out) => return out,
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("start {cmd:?}: {e}"),
+        }
+    }
+}
+
 /// Run and return the output, failing with stdout/stderr shown when the status differs from `code`.
 pub fn expect_status(cmd: &mut Command, code: i32) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
+    let out = output_of(cmd);
     assert_eq!(
         out.status.code(),
         Some(code),

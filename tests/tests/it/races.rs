@@ -266,6 +266,7 @@ struct Cmd<T: clap::Args> {
 /// rewrite), the run fails (exit 1); the rest of the tree is restriped.
 #[test]
 fn stripe_after_walk_np1_and_np2() {
+    let _serial = mfu_tests::serial();
     use clap::Parser;
     use lustre_sys::fake::Fake;
     use mfu::engine::status::Status;

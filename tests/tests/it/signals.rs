@@ -359,6 +359,7 @@ fn a_signal_after_the_last_work_still_ends_in_exit_1_and_is_named() {
 /// restripes everything.
 #[test]
 fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
+    let _serial = mfu_tests::serial();
     use clap::Parser;
     use lustre_sys::fake::Fake;
     use mfu::engine::status::Status;
