@@ -8,13 +8,13 @@
 
 use mfu_tests::tar_tools::{gnu_tar, tar_np, text, tool};
 use mfu_tests::tree::{self, Compare, Kind, Tree};
-use mfu_tests::{bin, expect_status, make_vector_tree, mfu, mpirun, vector};
+use mfu_tests::{expect_status, make_vector_tree, mfu, vector};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 /// Lines of an output, as bytes, without their `\n`.
 fn lines(b: &[u8]) -> Vec<Vec<u8>> {

@@ -9,7 +9,7 @@
 
 use mfu_tests::tar_tools::{gnu_tar, tar_np, text, tool};
 use mfu_tests::tree::{self, Compare, Tree};
-use mfu_tests::{bin, expect_status, mfu, mpirun, noise, with_change_after_listing};
+use mfu_tests::{expect_status, noise, with_change_after_listing};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
