@@ -587,7 +587,6 @@ pub fn make_vector_tree(dir: &Path, seed: u32, ascii: bool) -> serde_json::Value
 
 /// What the tar tests share: mfu-rs tar at N ranks, and the reference tools (GNU tar, bsdtar).
 pub mod tar_tools {
-    use super::{bin, mfu, mpirun};
     use std::process::{Command, Stdio};
 
     pub const SETUP_HINT: &str = "install it with `cargo xtask setup`";
@@ -599,13 +598,7 @@ pub mod tar_tools {
 
     /// `mfu-rs tar` as one process (np = 1) or under `mpirun -np N`.
     pub fn tar_np(np: usize) -> Command {
-        if np == 1 {
-            mfu(&["tar"])
-        } else {
-            let mut c = mpirun(np, &bin());
-            c.arg("tar");
-            c
-        }
+        super::Tool::new("tar").np(np).command()
     }
 
     /// An external program that must exist (a missing one fails the test with the setup hint).
