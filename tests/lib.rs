@@ -1,11 +1,14 @@
-//! Harness of the end-to-end tests: find the binaries, build the vector trees, run under mpirun.
+//! Harness of the end-to-end tests: find the binaries, run them ([`Tool`]: one process, thread
+//! ranks, under mpirun, without MPI, as nobody), build the vector trees.
 //!
 //! The binaries are built by `cargo xtask test` and named by `MFU_RS_BIN` / `MFU_RS_NOMPI_BIN`;
 //! without those variables, `target/debug/mfu-rs` is used. A missing binary fails the test with
 //! instructions: nothing is skipped silently.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
 
 pub mod tree;
 /// The workspace root.
@@ -182,11 +185,39 @@ pub fn signal_when(
     child.wait_with_output().unwrap()
 }
 
+/// For the tests that run a tool inside the test process (ranks as threads, through
+/// `steal::local::run`): hold it for the whole test. All the end-to-end tests share one process
+/// (one test binary), and such runs share process-wide state: the stop flag that SIGINT sets
+/// (`steal::signals::stop_flag`, read by the tools that install the handlers) and the pause
+/// after the listing (`mfu::engine::test_seam::change_at_next_pause`). Holding the lock, a test
+/// that raises SIGINT or queues a change knows that no other in-process run sees the signal or
+/// takes the change. Tests that only start the binary need not take it.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static IN_PROCESS: Mutex<()> = Mutex::new(());
+    // A test that failed while holding it has poisoned it; the next one still runs.
+    IN_PROCESS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `cmd.output()`, trying again while the program is busy being written (ETXTBSY): a binary
+/// this process has just copied (to run it as another user, or alone) may still be open for
+/// writing in a child that another test forked at that moment, until that child's exec.
+pub fn output_of(cmd: &mut Command) -> Output {
+    let mut tries = 0;
+    loop {
+        match cmd.output() {
+            Ok(out) => return out,
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("start {cmd:?}: {e}"),
+        }
+    }
+}
+
 /// Run and return the output, failing with stdout/stderr shown when the status differs from `code`.
 pub fn expect_status(cmd: &mut Command, code: i32) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
+    let out = output_of(cmd);
     assert_eq!(
         out.status.code(),
         Some(code),
@@ -195,6 +226,355 @@ pub fn expect_status(cmd: &mut Command, code: i32) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// How a [`Tool`] is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launch {
+    /// The MPI build as one process; `Some(n)`: `--ranks n` thread ranks.
+    Process(Option<usize>),
+    /// The MPI build under `mpirun -np N` (see [`mpirun`]).
+    Mpi(usize),
+    /// The build without MPI as one process; `Some(n)`: `--ranks n`.
+    NoMpi(Option<usize>),
+}
+
+/// One run of mfu-rs, built step by step and then [run](Tool::run):
+///
+/// ```no_run
+/// use mfu_tests::Tool;
+/// let out = Tool::new("cp").np(2).args(["-p", "/a", "/b"]).run().assert_status(0);
+/// assert!(out.stdout_str().contains("Copied "));
+/// ```
+///
+/// Launcher variables of an outer job are removed (see [`clean_env`]); under `mpirun` the
+/// environment of [`mpi_env`] is set. Variables given with [`Tool::env`] go to the child only:
+/// the test process's environment is never changed (tests share one process).
+#[derive(Debug, Clone)]
+pub struct Tool {
+    words: Vec<OsString>,
+    launch: Launch,
+    env: Vec<(OsString, Option<OsString>)>,
+    stdin: Option<Vec<u8>>,
+    dir: Option<PathBuf>,
+    umask: Option<u32>,
+    nobody: bool,
+    program: Option<PathBuf>,
+}
+
+impl Tool {
+    /// `mfu-rs NAME` (a tool, or an old name such as `dcp`), as one process.
+    pub fn new(name: &str) -> Tool {
+        let mut t = Tool::bare();
+        t.words.push(name.into());
+        t
+    }
+
+    /// `mfu-rs` with no tool word (for `--version`, `--help`, a missing tool, ...).
+    pub fn bare() -> Tool {
+        Tool {
+            words: Vec::new(),
+            launch: Launch::Process(None),
+            env: Vec::new(),
+            stdin: None,
+            dir: None,
+            umask: None,
+            nobody: false,
+            program: None,
+        }
+    }
+
+    /// Run with `n` thread ranks in one process (`mfu-rs --ranks N`).
+    pub fn ranks(mut self, n: usize) -> Tool {
+        self.launch = match self.launch {
+            Launch::NoMpi(_) => Launch::NoMpi(Some(n)),
+            _ => Launch::Process(Some(n)),
+        };
+        self
+    }
+
+    /// Run under `mpirun -np N`.
+    pub fn mpi(mut self, n: usize) -> Tool {
+        self.launch = Launch::Mpi(n);
+        self
+    }
+
+    /// `np` ranks the way most tests want them: 1 is one process without a launcher, more run
+    /// under `mpirun -np N`.
+    pub fn np(self, np: usize) -> Tool {
+        if np == 1 {
+            Tool {
+                launch: Launch::Process(None),
+                ..self
+            }
+        } else {
+            self.mpi(np)
+        }
+    }
+
+    /// Run the binary built without MPI ([`nompi_bin`]), one process.
+    pub fn nompi(mut self) -> Tool {
+        self.launch = match self.launch {
+            Launch::Process(r) | Launch::NoMpi(r) => Launch::NoMpi(r),
+            Launch::Mpi(_) => Launch::NoMpi(None),
+        };
+        self
+    }
+
+    /// One more argument.
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Tool {
+        self.words.push(arg.as_ref().to_owned());
+        self
+    }
+
+    /// More arguments.
+    pub fn args<I, S>(mut self, args: I) -> Tool
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.words
+            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Set `key=value` in the child's environment.
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Tool {
+        self.env
+            .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
+        self
+    }
+
+    /// Remove `key` from the child's environment.
+    pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Tool {
+        self.env.push((key.as_ref().to_owned(), None));
+        self
+    }
+
+    /// Feed `bytes` to the child's stdin (without it, stdin is empty).
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Tool {
+        self.stdin = Some(bytes.into());
+        self
+    }
+
+    /// Run in `dir`.
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Tool {
+        self.dir = Some(dir.as_ref().to_owned());
+        self
+    }
+
+    /// Start the child (and so mpirun and its ranks) with this umask.
+    pub fn umask(mut self, umask: u32) -> Tool {
+        self.umask = Some(umask);
+        self
+    }
+
+    /// Run as the unprivileged user nobody (uid and gid 65534, no supplementary groups), through
+    /// `setpriv` (around `mpirun` when there is one). The binary must be reachable by nobody
+    /// (see [`Tool::program`]).
+    pub fn as_nobody(mut self) -> Tool {
+        self.nobody = true;
+        self
+    }
+
+    /// Run this copy of the mfu-rs binary instead of [`bin`] (or [`nompi_bin`]).
+    pub fn program(mut self, path: impl AsRef<Path>) -> Tool {
+        self.program = Some(path.as_ref().to_owned());
+        self
+    }
+
+    /// The command this run is (to spawn it yourself: signals, pauses, pipes).
+    pub fn command(&self) -> Command {
+        let ranks = |cmd: &mut Command, r: Option<usize>| {
+            if let Some(n) = r {
+                cmd.args(["--ranks", &n.to_string()]);
+            }
+        };
+        let program = match (&self.program, self.launch) {
+            (Some(p), _) => p.clone(),
+            (None, Launch::NoMpi(_)) => nompi_bin(),
+            (None, _) => bin(),
+        };
+        let mut cmd = if self.nobody {
+            let mut c = Command::new("setpriv");
+            clean_env(&mut c).args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+            c
+        } else {
+            let mut c = Command::new(&program);
+            clean_env(&mut c);
+            c
+        };
+        match self.launch {
+            Launch::Process(r) | Launch::NoMpi(r) => {
+                if self.nobody {
+                    cmd.arg(&program);
+                }
+                ranks(&mut cmd, r);
+            }
+            Launch::Mpi(n) => {
+                if self.nobody {
+                    cmd.arg("mpirun");
+                } else {
+                    cmd = Command::new("mpirun");
+                }
+                mpi_env(&mut cmd)
+                    .args(["-np", &n.to_string()])
+                    .arg(&program);
+            }
+        }
+        cmd.args(&self.words);
+        for (k, v) in &self.env {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        if let Some(dir) = &self.dir {
+            cmd.current_dir(dir);
+        }
+        if let Some(mask) = self.umask {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: umask is async-signal-safe; nothing else runs between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    libc::umask(mask as libc::mode_t);
+                    Ok(())
+                });
+            }
+        }
+        cmd
+    }
+
+    /// Run to the end and return the output, whatever the exit status.
+    pub fn run(&self) -> Run {
+        let mut cmd = self.command();
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(if self.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+        let mut child = spawn(&mut cmd);
+        let feeder = match (child.stdin.take(), &self.stdin) {
+            (Some(mut pipe), Some(bytes)) => {
+                let bytes = bytes.clone();
+                Some(std::thread::spawn(move || {
+                    use std::io::Write;
+                    // The tool may exit without reading it all: a broken pipe is its business.
+                    let _ = pipe.write_all(&bytes);
+                }))
+            }
+            _ => None,
+        };
+        let output = child
+            .wait_with_output()
+            .unwrap_or_else(|e| panic!("wait for {cmd:?}: {e}"));
+        if let Some(f) = feeder {
+            f.join().expect("stdin feeder");
+        }
+        Run {
+            what: format!("{cmd:?}"),
+            output,
+        }
+    }
+
+    /// Run and check the exit status (see [`Run::assert_status`]).
+    pub fn expect(&self, code: i32) -> Run {
+        self.run().assert_status(code)
+    }
+}
+
+/// Spawn `cmd`, trying again while the program is busy being written (ETXTBSY: a file this
+/// process just wrote, whose descriptor a child forked by another test at that moment still
+/// holds until its own exec).
+pub fn spawn(cmd: &mut Command) -> std::process::Child {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Ok(child) => return child,
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("start {cmd:?}: {e}"),
+        }
+    }
+}
+
+/// The output of a finished [`Tool`] run (it dereferences to [`Output`]).
+#[derive(Debug)]
+pub struct Run {
+    /// Status, stdout and stderr.
+    pub output: Output,
+    what: String,
+}
+
+impl std::ops::Deref for Run {
+    type Target = Output;
+    fn deref(&self) -> &Output {
+        &self.output
+    }
+}
+
+impl From<Run> for Output {
+    fn from(r: Run) -> Output {
+        r.output
+    }
+}
+
+impl Run {
+    /// The exit code (`None` when a signal ended it).
+    pub fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    /// Stdout as text (lossily).
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    /// Stderr as text (lossily).
+    pub fn stderr_str(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    fn shown(&self) -> String {
+        format!(
+            "{}\n--- stdout\n{}\n--- stderr\n{}",
+            self.what,
+            self.stdout_str(),
+            self.stderr_str()
+        )
+    }
+
+    /// Panic, showing the command, stdout and stderr, unless it exited with `code`.
+    #[track_caller]
+    pub fn assert_status(self, code: i32) -> Run {
+        assert_eq!(self.code(), Some(code), "{}", self.shown());
+        self
+    }
+
+    /// Panic unless stdout holds `needle`.
+    #[track_caller]
+    pub fn stdout_contains(&self, needle: &str) -> &Run {
+        assert!(
+            self.stdout_str().contains(needle),
+            "want {needle:?} on stdout\n{}",
+            self.shown()
+        );
+        self
+    }
+
+    /// Panic unless stderr holds `needle`.
+    #[track_caller]
+    pub fn stderr_contains(&self, needle: &str) -> &Run {
+        assert!(
+            self.stderr_str().contains(needle),
+            "want {needle:?} on stderr\n{}",
+            self.shown()
+        );
+        self
+    }
 }
 
 /// Build the tree a vector describes (seed 1: `tree.mfu`; seed 3, ASCII names: the dtar
@@ -207,7 +587,6 @@ pub fn make_vector_tree(dir: &Path, seed: u32, ascii: bool) -> serde_json::Value
 
 /// What the tar tests share: mfu-rs tar at N ranks, and the reference tools (GNU tar, bsdtar).
 pub mod tar_tools {
-    use super::{bin, mfu, mpirun};
     use std::process::{Command, Stdio};
 
     pub const SETUP_HINT: &str = "install it with `cargo xtask setup`";
@@ -219,13 +598,7 @@ pub mod tar_tools {
 
     /// `mfu-rs tar` as one process (np = 1) or under `mpirun -np N`.
     pub fn tar_np(np: usize) -> Command {
-        if np == 1 {
-            mfu(&["tar"])
-        } else {
-            let mut c = mpirun(np, &bin());
-            c.arg("tar");
-            c
-        }
+        super::Tool::new("tar").np(np).command()
     }
 
     /// An external program that must exist (a missing one fails the test with the setup hint).
@@ -255,5 +628,67 @@ pub mod tar_tools {
             .env("LC_ALL", "C")
             .arg("--quoting-style=literal");
         c
+    }
+}
+
+#[cfg(test)]
+mod harness_tests {
+    use super::*;
+
+    fn words(cmd: &Command) -> Vec<String> {
+        std::iter::once(cmd.get_program())
+            .chain(cmd.get_args())
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn each_launch_builds_its_command_line() {
+        let b = bin().display().to_string();
+        let n = nompi_bin().display().to_string();
+        assert_eq!(words(&Tool::new("cp").arg("a").command()), [&b, "cp", "a"]);
+        assert_eq!(
+            words(&Tool::new("cp").ranks(3).args(["a", "b"]).command()),
+            [&b, "--ranks", "3", "cp", "a", "b"]
+        );
+        assert_eq!(words(&Tool::new("cp").np(1).command()), [&b, "cp"]);
+        assert_eq!(
+            words(&Tool::new("cp").np(2).command()),
+            ["mpirun", "-np", "2", &b, "cp"]
+        );
+        assert_eq!(
+            words(&Tool::new("walk").nompi().ranks(2).command()),
+            [&n, "--ranks", "2", "walk"]
+        );
+        assert_eq!(
+            words(&Tool::new("rm").mpi(4).as_nobody().command()),
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+                "mpirun",
+                "-np",
+                "4",
+                &b,
+                "rm"
+            ]
+        );
+        let cmd = Tool::new("cp").env("A", "1").env_remove("B").command();
+        let envs: Vec<_> = cmd.get_envs().collect();
+        assert!(envs.contains(&(OsStr::new("A"), Some(OsStr::new("1")))));
+        assert!(envs.contains(&(OsStr::new("B"), None)));
+    }
+
+    #[test]
+    fn a_run_feeds_stdin_and_checks_the_status() {
+        // `walk -i -` reads a list from stdin: an empty one is a usage error or an empty walk;
+        // whichever, the status and the output come back and are checked.
+        let out = Tool::bare().arg("--version").run().assert_status(0);
+        assert!(!out.stdout_str().is_empty());
+        let out = Tool::new("no-such-tool").stdin("ignored").run();
+        assert_eq!(out.code(), Some(2), "{}", out.shown());
+        out.stderr_contains("no-such-tool");
     }
 }

@@ -6,7 +6,7 @@
 //! by a wrapper that gives every rank a fake node name (`MFU_NODE_NAME=n$((rank % 2))`) and a
 //! DEST of its own per fake node (`.../n0/file`, `.../n1/file`), as node-local disks would be.
 
-use mfu_tests::{bin, expect_status, mfu, mpirun};
+use mfu_tests::{bin, Tool};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -22,14 +22,12 @@ fn s(p: &Path) -> &str {
 
 /// `mfu-rs bcast ARGS` with `np` ranks on this one node (1 = one process).
 fn bcast(np: usize, args: &[&str], code: i32) -> Output {
-    let mut cmd = if np == 1 {
-        mfu(&["bcast"])
-    } else {
-        let mut c = mpirun(np, &bin());
-        c.arg("bcast");
-        c
-    };
-    expect_status(cmd.args(args), code)
+    Tool::new("bcast")
+        .np(np)
+        .args(args)
+        .run()
+        .assert_status(code)
+        .into()
 }
 
 /// Run under mpirun through a wrapper that fakes `nodes` nodes: rank r is on node
@@ -53,12 +51,16 @@ fn fake_nodes(
     )
     .unwrap();
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
-    let mut cmd = mpirun(np, &script);
-    cmd.args(opts)
+    Tool::bare()
+        .mpi(np)
+        .program(&script)
+        .args(opts)
         .env("MFU_BIN", bin())
         .env("SRC", src)
-        .env("ROOT", root);
-    expect_status(&mut cmd, code)
+        .env("ROOT", root)
+        .run()
+        .assert_status(code)
+        .into()
 }
 
 fn names(dir: &Path) -> Vec<String> {
@@ -237,21 +239,13 @@ fn usage_errors_change_nothing() {
 
 #[test]
 fn help_documents_the_node_name_override() {
-    let out = expect_status(&mut mfu(&["bcast", "--help"]), 0);
+    let out = Tool::new("bcast").arg("--help").run().assert_status(0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("MFU_NODE_NAME"));
 }
 
 /// `mfu-rs bcast ARGS` with `np` ranks, not run yet.
 fn bcast_cmd(np: usize, args: &[&str]) -> std::process::Command {
-    let mut cmd = if np == 1 {
-        mfu(&["bcast"])
-    } else {
-        let mut c = mpirun(np, &bin());
-        c.arg("bcast");
-        c
-    };
-    cmd.args(args);
-    cmd
+    Tool::new("bcast").np(np).args(args).command()
 }
 
 /// Defect: a DEST with SRC's size was updated in place through whatever it was: a symlink

@@ -5,7 +5,7 @@
 //! block size; an `-o` list that cannot be written; an unreadable directory; a non-UTF-8 `-o`
 //! file name.
 
-use mfu_tests::{bin, clean_env, expect_status, mfu, mpirun};
+use mfu_tests::{expect_status, Tool};
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -16,25 +16,8 @@ use std::process::Command;
 const CHUNK: &str = "65536";
 const BIG: usize = 300_000;
 
-/// `mfu-rs cmp` as one process (np = 1) or under `mpirun -np N`.
-fn cmp(np: usize) -> Command {
-    let mut cmd = if np == 1 {
-        let mut c = Command::new(bin());
-        clean_env(&mut c);
-        c
-    } else {
-        mpirun(np, &bin())
-    };
-    cmd.arg("cmp");
-    cmd
-}
-
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-fn run(cmd: &mut Command, code: i32) -> String {
-    text(&expect_status(cmd, code).stdout)
 }
 
 /// A source tree: directories, small files, two big files, a symlink.
@@ -182,7 +165,14 @@ fn equal_trees_exit_0_with_the_default_report() {
     for np in [1, 2, 4] {
         let dir = tempfile::tempdir().unwrap();
         let (src, dst) = equal_pair(dir.path());
-        let out = run(cmp(np).args(["-k", CHUNK]).arg(&src).arg(&dst), 0);
+        let out = Tool::new("cmp")
+            .np(np)
+            .args(["-k", CHUNK])
+            .arg(&src)
+            .arg(&dst)
+            .run()
+            .assert_status(0)
+            .stdout_str();
         // 13 paths: the roots, a, a/b, the 3 files below them, big, big2, s.txt, t, m.txt,
         // p.txt, link.
         for want in [
@@ -207,8 +197,18 @@ fn equal_trees_exit_0_with_the_default_report() {
     let src = dir.path().join("src");
     make_src(&src);
     let dst = dir.path().join("dst");
-    expect_status(mfu(&["cp", "-p"]).arg(&src).arg(&dst), 0);
-    let out = run(mfu(&["dcmp"]).arg(&src).arg(&dst), 0);
+    Tool::new("cp")
+        .arg("-p")
+        .arg(&src)
+        .arg(&dst)
+        .run()
+        .assert_status(0);
+    let out = Tool::new("dcmp")
+        .arg(&src)
+        .arg(&dst)
+        .run()
+        .assert_status(0)
+        .stdout_str();
     assert!(out.contains("Result: equal"), "{out}");
 }
 
@@ -233,7 +233,14 @@ fn each_difference_is_reported_and_selectable(np: usize) {
     change(&src, &dst);
     let s = |rel: &str| src.join(rel);
     // The default report.
-    let out = run(cmp(np).args(["-k", CHUNK]).arg(&src).arg(&dst), 1);
+    let out = Tool::new("cmp")
+        .np(np)
+        .args(["-k", CHUNK])
+        .arg(&src)
+        .arg(&dst)
+        .run()
+        .assert_status(1)
+        .stdout_str();
     for want in [
         "Number of items that exist in both directories: 12 (Src: 12 Dest: 12)\n",
         "Number of items that exist only in one directory: 1 (Src: 1 Dest: 1)\n",
@@ -254,29 +261,30 @@ fn each_difference_is_reported_and_selectable(np: usize) {
     // The -o lists name exactly the entries expected.
     let o = |name: &str| dir.path().join(name);
     let arg = |expr: &str, name: &str| format!("{expr}:{}", o(name).display());
-    let out = run(
-        cmp(np)
-            .args(["-k", CHUNK, "-t"])
-            .args(["-o", &arg("EXIST=ONLY_SRC", "only_src.txt")])
-            .args(["-o", &arg("EXIST=ONLY_DEST", "only_dest.txt")])
-            .args(["-o", &arg("EXIST=DIFFER", "one_side.txt")])
-            .args(["-o", &arg("TYPE=DIFFER", "type.txt")])
-            .args(["-o", &arg("TYPE=COMMON@SIZE=DIFFER", "size.txt")])
-            .args(["-o", &arg("CONTENT=DIFFER", "c.txt")])
-            .args([
-                "-o",
-                &arg("SIZE=COMMON@CONTENT=DIFFER@TYPE=COMMON", "same_size.txt"),
-            ])
-            .args(["-o", &arg("TYPE=COMMON@MTIME=DIFFER", "mtime.txt")])
-            .args(["-o", &arg("TYPE=COMMON@PERM=DIFFER", "perm.txt")])
-            .args([
-                "-o",
-                &arg("TYPE=COMMON@CONTENT=DIFFER,SIZE=DIFFER", "x.txt"),
-            ])
-            .arg(&src)
-            .arg(&dst),
-        1,
-    );
+    let out = Tool::new("cmp")
+        .np(np)
+        .args(["-k", CHUNK, "-t"])
+        .args(["-o", &arg("EXIST=ONLY_SRC", "only_src.txt")])
+        .args(["-o", &arg("EXIST=ONLY_DEST", "only_dest.txt")])
+        .args(["-o", &arg("EXIST=DIFFER", "one_side.txt")])
+        .args(["-o", &arg("TYPE=DIFFER", "type.txt")])
+        .args(["-o", &arg("TYPE=COMMON@SIZE=DIFFER", "size.txt")])
+        .args(["-o", &arg("CONTENT=DIFFER", "c.txt")])
+        .args([
+            "-o",
+            &arg("SIZE=COMMON@CONTENT=DIFFER@TYPE=COMMON", "same_size.txt"),
+        ])
+        .args(["-o", &arg("TYPE=COMMON@MTIME=DIFFER", "mtime.txt")])
+        .args(["-o", &arg("TYPE=COMMON@PERM=DIFFER", "perm.txt")])
+        .args([
+            "-o",
+            &arg("TYPE=COMMON@CONTENT=DIFFER,SIZE=DIFFER", "x.txt"),
+        ])
+        .arg(&src)
+        .arg(&dst)
+        .run()
+        .assert_status(1)
+        .stdout_str();
     let only_dest = dst.join("extra.txt");
     let cases: [(&str, BTreeSet<PathBuf>); 10] = [
         ("only_src.txt", set(&[s("a/only_src.txt")])),
@@ -310,14 +318,15 @@ fn each_difference_is_reported_and_selectable(np: usize) {
         "{out}"
     );
     assert!(out.contains("Result: different"), "{out}");
-    let out = run(
-        cmp(np)
-            .args(["-b", "-k", CHUNK, "-o"])
-            .arg(arg("EXIST=ONLY_SRC", "only.mfu"))
-            .arg(&src)
-            .arg(&dst),
-        1,
-    );
+    let out = Tool::new("cmp")
+        .np(np)
+        .args(["-b", "-k", CHUNK, "-o"])
+        .arg(arg("EXIST=ONLY_SRC", "only.mfu"))
+        .arg(&src)
+        .arg(&dst)
+        .run()
+        .assert_status(1)
+        .stdout_str();
     assert!(
         out.contains("Number of items that exist in both directories: 12"),
         "-b prints the default report too:\n{out}"
@@ -330,14 +339,34 @@ fn lite_misses_a_same_size_same_mtime_change_and_catches_a_size_change() {
     let dir = tempfile::tempdir().unwrap();
     let (src, dst) = equal_pair(dir.path());
     flip_byte(&dst.join("big"), 70_000, &src.join("big"));
-    let out = run(cmp(2).args(["--lite"]).arg(&src).arg(&dst), 0);
+    let out = Tool::new("cmp")
+        .np(2)
+        .args(["--lite"])
+        .arg(&src)
+        .arg(&dst)
+        .run()
+        .assert_status(0)
+        .stdout_str();
     assert!(out.contains("Contents judged by size and modification time (--lite)"));
     assert!(out.contains("Result: equal"), "{out}");
-    let out = run(cmp(2).args(["-k", CHUNK]).arg(&src).arg(&dst), 1);
+    let out = Tool::new("cmp")
+        .np(2)
+        .args(["-k", CHUNK])
+        .arg(&src)
+        .arg(&dst)
+        .run()
+        .assert_status(1)
+        .stdout_str();
     assert_eq!(row(&out, "CONTENT"), (12, 1), "{out}");
     std::fs::write(dst.join("s.txt"), b"longer now\n").unwrap();
     same_times(&src.join("s.txt"), &dst.join("s.txt"));
-    let out = run(cmp(1).args(["-l"]).arg(&src).arg(&dst), 1);
+    let out = Tool::new("cmp")
+        .args(["-l"])
+        .arg(&src)
+        .arg(&dst)
+        .run()
+        .assert_status(1)
+        .stdout_str();
     assert_eq!(row(&out, "SIZE"), (12, 1), "{out}");
     assert_eq!(row(&out, "CONTENT"), (12, 1), "{out}");
 }
@@ -347,28 +376,60 @@ fn single_files_compare_and_usage_errors_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let (src, dst) = equal_pair(dir.path());
     // Two files: the roots are the pair.
-    let out = run(cmp(1).arg(src.join("big")).arg(dst.join("big")), 0);
+    let out = Tool::new("cmp")
+        .arg(src.join("big"))
+        .arg(dst.join("big"))
+        .run()
+        .assert_status(0)
+        .stdout_str();
     assert!(out.contains("exist in both directories: 1 (Src: 1 Dest: 1)"));
-    run(cmp(1).arg(src.join("big")).arg(dst.join("s.txt")), 1);
+    Tool::new("cmp")
+        .arg(src.join("big"))
+        .arg(dst.join("s.txt"))
+        .run()
+        .assert_status(1);
     // Missing SRC or DEST, bad expressions.
     let missing = dir.path().join("missing");
-    let e = expect_status(cmp(1).arg(&missing).arg(&dst), 2);
+    let e = Tool::new("cmp")
+        .arg(&missing)
+        .arg(&dst)
+        .run()
+        .assert_status(2);
     assert!(text(&e.stderr).contains("missing: No such file"), "{e:?}");
-    expect_status(cmp(2).arg(&src).arg(&missing), 2);
+    Tool::new("cmp")
+        .np(2)
+        .arg(&src)
+        .arg(&missing)
+        .run()
+        .assert_status(2);
     for bad in [
         "COLOR=DIFFER:x",
         "SIZE=ONLY_SRC:x",
         "MTIME=SAME:x",
         "MTIME=DIFFER",
     ] {
-        let e = expect_status(cmp(1).args(["-o", bad]).arg(&src).arg(&dst), 2);
+        let e = Tool::new("cmp")
+            .args(["-o", bad])
+            .arg(&src)
+            .arg(&dst)
+            .run()
+            .assert_status(2);
         assert!(!text(&e.stderr).is_empty());
     }
-    expect_status(cmp(1).arg(&src), 2);
+    Tool::new("cmp").arg(&src).run().assert_status(2);
     // -q prints nothing on stdout, and still tells by the status.
-    let out = expect_status(cmp(1).arg("-q").arg(&src).arg(src.join("a")), 1);
+    let out = Tool::new("cmp")
+        .arg("-q")
+        .arg(&src)
+        .arg(src.join("a"))
+        .run()
+        .assert_status(1);
     assert!(out.stdout.is_empty());
-    let help = run(cmp(1).arg("--help"), 0);
+    let help = Tool::new("cmp")
+        .arg("--help")
+        .run()
+        .assert_status(0)
+        .stdout_str();
     for want in [
         "EXIST=COMMON@CONTENT=DIFFER",
         "Exit status",
@@ -387,7 +448,15 @@ fn direct_reads_take_chunk_and_buffer_sizes_off_the_block_size() {
     let (src, dst) = equal_pair(dir.path());
     for np in [1, 2] {
         for sizes in [["-k", "5000"], ["--bufsize", "5000"]] {
-            let out = run(cmp(np).arg("-s").args(sizes).arg(&src).arg(&dst), 0);
+            let out = Tool::new("cmp")
+                .np(np)
+                .arg("-s")
+                .args(sizes)
+                .arg(&src)
+                .arg(&dst)
+                .run()
+                .assert_status(0)
+                .stdout_str();
             assert!(
                 out.contains("Result: equal (13 paths"),
                 "np {np} {sizes:?}:\n{out}"
@@ -396,13 +465,14 @@ fn direct_reads_take_chunk_and_buffer_sizes_off_the_block_size() {
     }
     // A real difference is still found with direct reads.
     flip_byte(&dst.join("big"), BIG - 1, &src.join("big"));
-    let out = run(
-        cmp(2)
-            .args(["-s", "-k", "5000", "--bufsize", "5000"])
-            .arg(&src)
-            .arg(&dst),
-        1,
-    );
+    let out = Tool::new("cmp")
+        .np(2)
+        .args(["-s", "-k", "5000", "--bufsize", "5000"])
+        .arg(&src)
+        .arg(&dst)
+        .run()
+        .assert_status(1)
+        .stdout_str();
     assert_eq!(row(&out, "CONTENT"), (12, 1), "{out}");
 }
 
@@ -415,17 +485,17 @@ fn an_output_list_that_cannot_be_written_is_one_failure() {
     let nowhere = dir.path().join("x".repeat(300));
     let good = dir.path().join("good.txt");
     for np in [1, 3] {
-        let out = expect_status(
-            cmp(np)
-                .arg("-t")
-                .arg("-o")
-                .arg(format!("EXIST=DIFFER:{}", nowhere.display()))
-                .arg("-o")
-                .arg(format!("EXIST=COMMON:{}", good.display()))
-                .arg(&src)
-                .arg(&dst),
-            1,
-        );
+        let out = Tool::new("cmp")
+            .np(np)
+            .arg("-t")
+            .arg("-o")
+            .arg(format!("EXIST=DIFFER:{}", nowhere.display()))
+            .arg("-o")
+            .arg(format!("EXIST=COMMON:{}", good.display()))
+            .arg(&src)
+            .arg(&dst)
+            .run()
+            .assert_status(1);
         let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
         let named = format!("{}: File name too long", nowhere.display());
         assert_eq!(stderr.matches(&named).count(), 1, "np {np}:\n{stderr}");
@@ -476,14 +546,12 @@ fn an_unreadable_directory_is_a_failure_not_equal() {
     for rel in ["f", "locked", ""] {
         same_times(&src.join(rel), &dst.join(rel));
     }
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(bin())
-        .arg("cmp")
+    let out = Tool::new("cmp")
+        .as_nobody()
         .arg(&src)
-        .arg(&dst);
-    clean_env(&mut cmd);
-    let out = expect_status(&mut cmd, 1);
+        .arg(&dst)
+        .run()
+        .assert_status(1);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     for t in [&src, &dst] {
         let want = format!("{}/locked: Permission denied", t.display());
@@ -507,14 +575,15 @@ fn an_output_file_name_need_not_be_utf8() {
     let list = PathBuf::from(OsStr::from_bytes(&name));
     for np in [1, 2] {
         let _ = std::fs::remove_file(&list);
-        run(
-            cmp(np)
-                .args(["-t", "-o"])
-                .arg(OsStr::from_bytes(&arg))
-                .arg(&src)
-                .arg(&dst),
-            0,
-        );
+        Tool::new("cmp")
+            .np(np)
+            .args(["-t", "-o"])
+            .arg(OsStr::from_bytes(&arg))
+            .arg(&src)
+            .arg(&dst)
+            .run()
+            .assert_status(0)
+            .stdout_str();
         assert_eq!(text_list(&list).len(), 13, "np {np}");
     }
 }
@@ -526,11 +595,12 @@ fn an_interrupted_compare_counts_unfinished_files_as_not_compared() {
     let dir = tempfile::tempdir().unwrap();
     let (src, dst) = equal_pair(dir.path());
     let pause = dir.path().join("pause");
-    let mut child = cmp(1)
+    let mut child = Tool::new("cmp")
         .args(["-k", CHUNK])
         .arg(&src)
         .arg(&dst)
         .env("MFU_RS_TEST_PAUSE_AFTER_LISTING", &pause)
+        .command()
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -4,7 +4,7 @@
 //! refused unless --force.
 
 use mfu::filemaker::Fill;
-use mfu_tests::{bin, expect_status, mfu, mpirun};
+use mfu_tests::{bin, expect_status, mfu, mpirun, Tool};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
@@ -45,12 +45,13 @@ fn snapshot(root: &Path) -> BTreeMap<Vec<u8>, Entry> {
 }
 
 fn make(np: usize, dir: &Path, args: &[&str]) -> String {
-    let mut cmd = match np {
-        1 => mfu(&[]),
-        n => mpirun(n, &bin()),
-    };
-    cmd.arg("filemaker").args(args).arg(dir);
-    String::from_utf8_lossy(&expect_status(&mut cmd, 0).stdout).into_owned()
+    Tool::new("filemaker")
+        .np(np)
+        .args(args)
+        .arg(dir)
+        .run()
+        .assert_status(0)
+        .stdout_str()
 }
 
 fn files(tree: &BTreeMap<Vec<u8>, Entry>) -> impl Iterator<Item = (&Vec<u8>, &Vec<u8>)> {
@@ -283,12 +284,7 @@ fn force_never_follows_a_symbolic_link_in_a_planned_files_place() {
 
 /// `mfu-rs filemaker ARGS DIR` with `np` ranks, not run yet.
 fn filemaker_cmd(np: usize, args: &[&str], dir: &Path) -> std::process::Command {
-    let mut cmd = match np {
-        1 => mfu(&[]),
-        n => mpirun(n, &bin()),
-    };
-    cmd.arg("filemaker").args(args).arg(dir);
-    cmd
+    Tool::new("filemaker").np(np).args(args).arg(dir).command()
 }
 
 /// Defect: `--force` rewrote existing files in place (a hard link outside DIR received the

@@ -3,7 +3,7 @@
 //! --match/--exclude/--name select what changes; usage errors change nothing; a caller who is
 //! not root still reaches every entry (`u-x`) and gets into directories the new mode opens.
 
-use mfu_tests::{bin, expect_status, mfu, mpirun};
+use mfu_tests::{bin, expect_status, mfu, mpirun, Tool};
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
@@ -114,28 +114,15 @@ fn which(tool: &str) -> PathBuf {
 
 /// `mfu-rs chmod ARGS` at `np` ranks (1 = one process) with `umask`.
 fn run_mfu(np: usize, umask: &str, args: &[&str]) -> Output {
-    let mut full = vec!["chmod", "-q"];
-    full.extend_from_slice(args);
-    let mut cmd = if np == 1 {
-        with_umask(umask, &bin(), &full)
-    } else {
-        let mpi = mpirun(np, &bin());
-        let mut argv: Vec<String> = mpi
-            .get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        argv.extend(full.iter().map(|s| s.to_string()));
-        let mut cmd = with_umask(umask, Path::new("mpirun"), &[]);
-        cmd.args(&argv);
-        for (k, v) in mpi.get_envs() {
-            match v {
-                Some(v) => cmd.env(k, v),
-                None => cmd.env_remove(k),
-            };
-        }
-        cmd
-    };
-    expect_status(&mut cmd, 0)
+    let umask = u32::from_str_radix(umask, 8).expect("an octal umask");
+    Tool::new("chmod")
+        .np(np)
+        .umask(umask)
+        .arg("-q")
+        .args(args)
+        .run()
+        .assert_status(0)
+        .into()
 }
 
 fn path(p: &Path) -> &str {
@@ -397,12 +384,12 @@ fn input_list_changes_what_it_names_from_the_current_mode() {
 
 /// `mfu-rs chmod ARGS` as the unprivileged user nobody.
 fn as_nobody(args: &[&str], code: i32) -> Output {
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(bin())
-        .arg("chmod")
-        .args(args);
-    expect_status(&mut cmd, code)
+    Tool::new("chmod")
+        .as_nobody()
+        .args(args)
+        .run()
+        .assert_status(code)
+        .into()
 }
 
 /// Twin trees owned by nobody, in a directory nobody can enter; `noperm/` gets `noperm_mode`.

@@ -6,7 +6,7 @@
 //! (contents, modes, owners, existence), the entries whose path changed are named on stderr,
 //! and the exit status is 1.
 
-use mfu_tests::{bin, expect_status, mfu, mpirun, with_change_after_listing};
+use mfu_tests::{expect_status, mfu, with_change_after_listing, Tool};
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
@@ -115,13 +115,7 @@ impl Scene {
 }
 
 fn tool(np: usize, args: &[&str]) -> Command {
-    let mut cmd = if np == 1 {
-        mfu(&[])
-    } else {
-        mpirun(np, &bin())
-    };
-    cmd.args(args);
-    cmd
+    Tool::bare().np(np).args(args).command()
 }
 
 fn stderr(out: &Output) -> String {
@@ -266,6 +260,7 @@ struct Cmd<T: clap::Args> {
 /// rewrite), the run fails (exit 1); the rest of the tree is restriped.
 #[test]
 fn stripe_after_walk_np1_and_np2() {
+    let _serial = mfu_tests::serial();
     use clap::Parser;
     use lustre_sys::fake::Fake;
     use mfu::engine::status::Status;

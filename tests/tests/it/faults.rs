@@ -11,7 +11,7 @@
 //! fails rather than skipping, so a lost privilege is seen.
 
 use mfu_tests::tree::{self, Compare, Kind, Tree};
-use mfu_tests::{bin, expect_status, mfu, mpirun};
+use mfu_tests::{output_of, Tool};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -105,22 +105,6 @@ fn assert_no_lying_files(context: &str, src: &Tree, dest_root: &Path) {
     );
 }
 
-/// `mfu-rs ARGS` at np 1, or under `mpirun -np 2`.
-fn tool(np: usize, args: &[&str]) -> Command {
-    if np == 1 {
-        mfu(args)
-    } else {
-        let mut c = mpirun(np, &bin());
-        c.args(args);
-        c
-    }
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.output()
-        .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"))
-}
-
 fn assert_failed_with(context: &str, out: &Output, needle: &str) {
     let err = text(&out.stderr);
     assert_eq!(
@@ -155,7 +139,7 @@ fn enospc_fails_loudly_leaves_no_lying_file_and_a_rerun_converges() {
             "cp" => vec!["cp", "-p"],
             _ => vec!["sync"],
         };
-        let out = run(tool(np, &args).arg(&src).arg(&dest));
+        let out = Tool::bare().np(np).args(&args).arg(&src).arg(&dest).run();
         assert_failed_with(&context, &out, "No space left on device");
         assert_no_lying_files(&context, &want, &dest);
         if op == "sync" {
@@ -185,7 +169,12 @@ fn enospc_fails_loudly_leaves_no_lying_file_and_a_rerun_converges() {
             );
         }
         fs.remount("size=64m");
-        expect_status(tool(np, &["sync"]).arg(&src).arg(&dest), 0);
+        Tool::new("sync")
+            .np(np)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         tree::assert_equal_in(
             &format!("{context}, then sync"),
             &want,
@@ -209,7 +198,11 @@ fn read_only_destination_changes_nothing_and_claims_nothing() {
     let fs = Tmpfs::mount(&mnt, "64m");
     let dest = mnt.join("dest");
     // Half the tree is there already; one file differs.
-    expect_status(mfu(&["sync"]).arg(&src).arg(&dest), 0);
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     std::fs::remove_dir_all(dest.join("d1")).unwrap();
     std::fs::write(dest.join("d0/f000"), b"changed").unwrap();
     std::fs::write(dest.join("extra"), b"only in dest").unwrap();
@@ -217,7 +210,12 @@ fn read_only_destination_changes_nothing_and_claims_nothing() {
     fs.remount("ro");
     for np in [1, 2] {
         let context = format!("sync -D np={np} onto a read-only fs");
-        let out = run(tool(np, &["sync", "-D"]).arg(&src).arg(&dest));
+        let out = Tool::new("sync")
+            .np(np)
+            .arg("-D")
+            .arg(&src)
+            .arg(&dest)
+            .run();
         assert_failed_with(&context, &out, "Read-only file system");
         let stdout = text(&out.stdout);
         assert!(
@@ -227,7 +225,7 @@ fn read_only_destination_changes_nothing_and_claims_nothing() {
         tree::assert_equal_in(&context, &before, &tree::snapshot(&dest), Compare::META);
 
         let context = format!("rm np={np} on a read-only fs");
-        let out = run(tool(np, &["rm"]).arg(dest.join("d2")));
+        let out = Tool::new("rm").np(np).arg(dest.join("d2")).run();
         assert_failed_with(&context, &out, "Read-only file system");
         let stdout = text(&out.stdout);
         assert!(
@@ -238,7 +236,12 @@ fn read_only_destination_changes_nothing_and_claims_nothing() {
         tree::assert_equal_in(&context, &before, &tree::snapshot(&dest), Compare::META);
     }
     fs.remount("rw");
-    expect_status(mfu(&["sync", "-D"]).arg(&src).arg(&dest), 0);
+    Tool::new("sync")
+        .args(["-D"])
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     tree::assert_equal_in(
         "read-only, then rw and sync -D",
         &want,
@@ -260,8 +263,7 @@ fn emfile_never_crashes_or_lies_and_a_rerun_converges() {
     for limit in [12u64, 24, 48] {
         let context = format!("cp -p with RLIMIT_NOFILE={limit}");
         let dest = tmp.path().join(format!("dest-{limit}"));
-        let mut cmd = mfu(&["cp", "-p"]);
-        cmd.arg(&src).arg(&dest);
+        let mut cmd = Tool::new("cp").arg("-p").arg(&src).arg(&dest).command();
         // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
@@ -275,7 +277,7 @@ fn emfile_never_crashes_or_lies_and_a_rerun_converges() {
                 Ok(())
             });
         }
-        let out = run(&mut cmd);
+        let out = output_of(&mut cmd);
         let code = out.status.code();
         assert!(
             matches!(code, Some(0..=2)),
@@ -292,7 +294,11 @@ fn emfile_never_crashes_or_lies_and_a_rerun_converges() {
             );
         }
         assert_no_lying_files(&context, &want, &dest);
-        expect_status(mfu(&["sync"]).arg(&src).arg(&dest), 0);
+        Tool::new("sync")
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         tree::assert_equal_in(
             &format!("{context}, then sync"),
             &want,
@@ -304,14 +310,6 @@ fn emfile_never_crashes_or_lies_and_a_rerun_converges() {
 
 // ---------------------------------------------------------------------------------------------
 // Unreadable sources
-
-/// `mfu-rs ARGS` as uid/gid 65534 with no supplementary groups.
-fn as_nobody(args: &[&str]) -> Command {
-    let mut cmd = Command::new("setpriv");
-    mfu_tests::clean_env(&mut cmd).args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
-    cmd.arg(bin()).args(args);
-    cmd
-}
 
 /// cp, sync and tar -c of a tree with an unreadable file and an unreadable directory, as an
 /// unprivileged user: exit 1 naming both, everything else copied or archived whole, nothing
@@ -342,7 +340,12 @@ fn unreadable_sources_are_named_and_never_copied_as_something_else() {
         } else {
             vec!["sync"]
         };
-        let out = run(as_nobody(&args).arg(&src).arg(&dest));
+        let out = Tool::bare()
+            .as_nobody()
+            .args(&args)
+            .arg(&src)
+            .arg(&dest)
+            .run();
         assert_failed_with(&context, &out, "f000");
         assert!(
             text(&out.stderr).contains("closed"),
@@ -364,11 +367,14 @@ fn unreadable_sources_are_named_and_never_copied_as_something_else() {
     }
     // tar -c: the unreadable file is left out, everything else is intact.
     let archive = work.join("a.tar");
-    let out = run(as_nobody(&["tar", "-c", "-f"])
+    let out = Tool::new("tar")
+        .as_nobody()
+        .args(["-c", "-f"])
         .arg(&archive)
         .arg("-C")
         .arg(tmp.path())
-        .arg("src"));
+        .arg("src")
+        .run();
     assert_failed_with("tar -c as nobody with unreadable entries", &out, "f000");
     let listing = Command::new("tar")
         .arg("-tf")
@@ -408,12 +414,16 @@ fn kill_9_at_several_points_leaves_nothing_that_lies() {
     // How long a whole sync takes here, to kill within it.
     let t0 = Instant::now();
     let full = tmp.path().join("full");
-    expect_status(mfu(&["sync"]).arg(&src).arg(&full), 0);
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&full)
+        .run()
+        .assert_status(0);
     let whole = t0.elapsed();
     std::fs::remove_dir_all(&full).unwrap();
     for (i, frac) in [0.1, 0.3, 0.5, 0.8].into_iter().enumerate() {
         let dest = tmp.path().join(format!("dest{i}"));
-        let mut cmd = mfu(&["sync"]);
+        let mut cmd = Tool::new("sync").command();
         cmd.arg(&src)
             .arg(&dest)
             .stdout(Stdio::null())
@@ -428,7 +438,11 @@ fn kill_9_at_several_points_leaves_nothing_that_lies() {
         child.wait().unwrap();
         let context = format!("sync killed at {:.0}% of its time", frac * 100.0);
         assert_no_lying_files(&context, &want, &dest);
-        expect_status(mfu(&["sync"]).arg(&src).arg(&dest), 0);
+        Tool::new("sync")
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         tree::assert_equal_in(
             &format!("{context}, then sync"),
             &want,
@@ -439,11 +453,16 @@ fn kill_9_at_several_points_leaves_nothing_that_lies() {
     // tar -c: an archive killed before it was finished must not pass for a complete one.
     let t0 = Instant::now();
     let probe = tmp.path().join("probe.tar");
-    expect_status(mfu(&["tar", "-c", "-f"]).arg(&probe).arg(&src), 0);
+    Tool::new("tar")
+        .args(["-c", "-f"])
+        .arg(&probe)
+        .arg(&src)
+        .run()
+        .assert_status(0);
     let whole = t0.elapsed();
     for (i, frac) in [0.2, 0.5, 0.8].into_iter().enumerate() {
         let archive = tmp.path().join(format!("killed{i}.tar"));
-        let mut cmd = mfu(&["tar", "-c", "-f"]);
+        let mut cmd = Tool::new("tar").args(["-c", "-f"]).command();
         cmd.arg(&archive)
             .arg(&src)
             .stdout(Stdio::null())

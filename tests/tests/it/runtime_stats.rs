@@ -1,7 +1,7 @@
 //! `MFU_RS_STATS=1`: the work queue's statistics, one line per queue run from rank 0 on stderr
 //! (read by `cargo xtask bench` for its many-ranks rows); nothing without the variable.
 
-use mfu_tests::{bin, mfu, mpirun};
+use mfu_tests::Tool;
 use std::path::Path;
 
 fn tree(dir: &Path) {
@@ -42,10 +42,11 @@ fn thread_ranks_report_their_queue_and_nothing_without_the_variable() {
     let t = tempfile::tempdir().unwrap();
     tree(&t.path().join("src"));
     let src = t.path().join("src");
-    let out = mfu(&["--ranks", "4", "walk", "-q", src.to_str().unwrap()])
+    let out = Tool::new("walk")
+        .ranks(4)
+        .args(["-q", src.to_str().unwrap()])
         .env("MFU_RS_STATS", "1")
-        .output()
-        .unwrap();
+        .run();
     assert!(out.status.success(), "{out:?}");
     let lines = stats_lines(&out.stderr);
     assert!(
@@ -62,10 +63,11 @@ fn thread_ranks_report_their_queue_and_nothing_without_the_variable() {
     // The walk's queue saw the 9 directories (the root and 8 below it).
     assert!(lines.iter().any(|l| get(l, "items") == 9.0), "{lines:?}");
 
-    let quiet = mfu(&["--ranks", "4", "walk", "-q", src.to_str().unwrap()])
+    let quiet = Tool::new("walk")
+        .ranks(4)
+        .args(["-q", src.to_str().unwrap()])
         .env_remove("MFU_RS_STATS")
-        .output()
-        .unwrap();
+        .run();
     assert!(quiet.status.success());
     assert!(
         stats_lines(&quiet.stderr).is_empty(),
@@ -79,11 +81,11 @@ fn under_mpirun_only_rank_0_reports() {
     let t = tempfile::tempdir().unwrap();
     tree(&t.path().join("src"));
     let src = t.path().join("src");
-    let out = mpirun(2, &bin())
-        .args(["walk", "-q", src.to_str().unwrap()])
+    let out = Tool::new("walk")
+        .mpi(2)
+        .args(["-q", src.to_str().unwrap()])
         .env("MFU_RS_STATS", "1")
-        .output()
-        .unwrap();
+        .run();
     assert!(out.status.success(), "{out:?}");
     let lines = stats_lines(&out.stderr);
     assert!(

@@ -2,24 +2,11 @@
 //! cli-compat.md against GNU `cp -a`, filters, exit statuses, the old name.
 
 use mfu_tests::tree::{self, Compare, Immutable, Kind, Tree};
-use mfu_tests::{bin, clean_env, expect_status, mfu, mpirun};
+use mfu_tests::{bin, clean_env, expect_status, Tool};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-/// `mfu-rs cp` as one process (np = 1) or under `mpirun -np N`.
-fn cp(np: usize) -> Command {
-    let mut cmd = if np == 1 {
-        let mut c = Command::new(bin());
-        clean_env(&mut c);
-        c
-    } else {
-        mpirun(np, &bin())
-    };
-    cmd.arg("cp");
-    cmd
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -216,10 +203,14 @@ fn cp_p_copies_the_awkward_tree_at_1_2_4_ranks_and_small_chunks() {
     ] {
         let what = format!("cp -p -S {extra:?} at np={np}");
         let dest = tmp.path().join(format!("dest{np}_{}", extra.len()));
-        let out = expect_status(
-            cp(np).args(["-p", "-S"]).args(extra).arg(&src).arg(&dest),
-            0,
-        );
+        let out = Tool::new("cp")
+            .np(np)
+            .args(["-p", "-S"])
+            .args(extra)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         let (line, n) = copied_summary(&out);
         eprintln!("{what}: {line} (file data in the tree: {total} bytes)");
         assert!(n > 0, "{what}: {line}");
@@ -243,7 +234,13 @@ fn cp_without_sparse_still_copies_the_sparse_file_bytes() {
     std::fs::create_dir(&src).unwrap();
     tree::make_sparse(&src.join("s"));
     let dest = tmp.path().join("dest");
-    expect_status(cp(2).args(["--chunksize", "1M"]).arg(&src).arg(&dest), 0);
+    Tool::new("cp")
+        .np(2)
+        .args(["--chunksize", "1M"])
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     tree::assert_equal_in(
         "cp without -S",
         &tree::snapshot(&src),
@@ -337,7 +334,12 @@ fn path_rules_match_gnu_cp_a_and_cli_compat() {
         let mut g = Command::new("cp");
         g.arg("-a").args(sources).arg(gnu.join(dest));
         expect_status(&mut g, 0);
-        expect_status(cp(1).arg("-p").args(sources).arg(ours.join(dest)), 0);
+        Tool::new("cp")
+            .arg("-p")
+            .args(sources)
+            .arg(ours.join(dest))
+            .run()
+            .assert_status(0);
         tree::assert_equal_in(
             &format!("{name}: GNU cp -a (left) vs mfu-rs cp -p (right)"),
             &scratch_snapshot(&gnu),
@@ -352,7 +354,13 @@ fn path_rules_match_gnu_cp_a_and_cli_compat() {
         let ours = tmp.path().join(format!("slash{np}"));
         std::fs::create_dir(&ours).unwrap();
         matrix_setup(&ours);
-        expect_status(cp(np).arg("-p").arg(&dir_slash).arg(ours.join(target)), 0);
+        Tool::new("cp")
+            .np(np)
+            .arg("-p")
+            .arg(&dir_slash)
+            .arg(ours.join(target))
+            .run()
+            .assert_status(0);
         let got = tree::snapshot(&ours);
         assert!(
             !got.contains_key(&b"d/srcdir"[..]),
@@ -373,7 +381,12 @@ fn path_rules_match_gnu_cp_a_and_cli_compat() {
     }
     // `dir/` -> absent: the destination becomes the copy.
     let new = tmp.path().join("slash_new");
-    expect_status(cp(1).arg("-p").arg(&dir_slash).arg(&new), 0);
+    Tool::new("cp")
+        .arg("-p")
+        .arg(&dir_slash)
+        .arg(&new)
+        .run()
+        .assert_status(0);
     let mut got = tree::snapshot(&new);
     let mut w = want.clone();
     assert_eq!(got[&b""[..]].kind, Kind::Dir);
@@ -392,7 +405,13 @@ fn path_rules_match_gnu_cp_a_and_cli_compat() {
         std::fs::create_dir(&s).unwrap();
         matrix_setup(&s);
         let before = tree::snapshot(&s);
-        let out = expect_status(cp(np).arg(&file).arg(&dir).arg(s.join(dest)), 2);
+        let out = Tool::new("cp")
+            .np(np)
+            .arg(&file)
+            .arg(&dir)
+            .arg(s.join(dest))
+            .run()
+            .assert_status(2);
         assert!(!out.stderr.is_empty(), "exit 2 without a message");
         let after = tree::snapshot(&s);
         tree::assert_equal_in(
@@ -507,14 +526,14 @@ fn filters_apply_in_command_line_order_first_match_wins() {
     ];
     for (i, (opts, excluded)) in cases.iter().enumerate() {
         let dest = tmp.path().join(format!("f{i}"));
-        expect_status(
-            cp(if i % 2 == 0 { 1 } else { 2 })
-                .arg("-p")
-                .args(opts)
-                .arg(&src)
-                .arg(&dest),
-            0,
-        );
+        Tool::new("cp")
+            .np(if i % 2 == 0 { 1 } else { 2 })
+            .arg("-p")
+            .args(opts)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         let got = tree::snapshot(&dest);
         let got_keys: Vec<&str> = got
             .keys()
@@ -588,7 +607,7 @@ fn usage_errors_exit_2_and_create_nothing() {
     ];
     for np in [1, 2] {
         for (name, args) in &cases {
-            let out = expect_status(cp(np).args(args), 2);
+            let out = Tool::new("cp").np(np).args(args).run().assert_status(2);
             if !name.starts_with("nothing") {
                 assert!(
                     !out.stderr.is_empty(),
@@ -620,7 +639,12 @@ fn an_immutable_destination_file_fails_alone_with_exit_1() {
         let locked = d.join("src/b");
         std::fs::write(&locked, b"old b\n").unwrap();
         let _guard = Immutable::set(&locked);
-        let out = expect_status(cp(np).arg(&src).arg(&d), 1);
+        let out = Tool::new("cp")
+            .np(np)
+            .arg(&src)
+            .arg(&d)
+            .run()
+            .assert_status(1);
         let err = text(&out.stderr);
         assert!(
             err.lines()
@@ -654,13 +678,13 @@ fn an_unreadable_source_file_as_nobody_fails_alone_with_exit_1() {
     tree::chmod(&parent, 0o777);
     for np in [1, 2] {
         let dest = parent.join(format!("copy{np}"));
-        let out = expect_status(
-            cp(np)
-                .args(["-U", "65534", "-G", "65534"])
-                .arg(&src)
-                .arg(&dest),
-            1,
-        );
+        let out = Tool::new("cp")
+            .np(np)
+            .args(["-U", "65534", "-G", "65534"])
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(1);
         let err = text(&out.stderr);
         let secret = src.join("secret");
         assert!(
@@ -713,17 +737,25 @@ fn dcp_old_name_summary_and_quiet() {
         tree::assert_equal_in(link_name, &want, &tree::snapshot(&dest), Compare::META);
     }
     let dest = tmp.path().join("out-sub");
-    let out = expect_status(mfu(&["dcp", "-p", "-q"]).arg(&dir).arg(&dest), 0);
+    let out = Tool::new("dcp")
+        .args(["-p", "-q"])
+        .arg(&dir)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     assert!(out.stdout.is_empty(), "-q printed: {}", text(&out.stdout));
     tree::assert_equal_in("mfu-rs dcp", &want, &tree::snapshot(&dest), Compare::META);
-    expect_status(&mut mfu(&["dcp", "--help"]), 0);
-    expect_status(&mut mfu(&["cp", "--help"]), 0);
+    Tool::new("dcp").arg("--help").run().assert_status(0);
+    Tool::new("cp").arg("--help").run().assert_status(0);
     // Under mpirun the summary comes once (rank 0).
     let dest = tmp.path().join("out-np3");
-    let out = expect_status(
-        mpirun(3, &bin()).args(["dcp", "-p"]).arg(&dir).arg(&dest),
-        0,
-    );
+    let out = Tool::new("dcp")
+        .mpi(3)
+        .arg("-p")
+        .arg(&dir)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     assert_eq!(copied_summary(&out).1, bytes);
 }
 
@@ -733,13 +765,12 @@ fn verbose_reports_chunk_and_buffer_sizes() {
     let src = tmp.path().join("src");
     std::fs::create_dir(&src).unwrap();
     std::fs::write(src.join("f"), vec![7u8; 300_000]).unwrap();
-    let out = expect_status(
-        cp(1)
-            .args(["-v", "--chunksize", "64k", "--bufsize", "128k"])
-            .arg(&src)
-            .arg(tmp.path().join("d")),
-        0,
-    );
+    let out = Tool::new("cp")
+        .args(["-v", "--chunksize", "64k", "--bufsize", "128k"])
+        .arg(&src)
+        .arg(tmp.path().join("d"))
+        .run()
+        .assert_status(0);
     let all = format!("{}\n{}", text(&out.stdout), text(&out.stderr)).to_lowercase();
     let mentions = |word: &str, forms: &[&str]| {
         all.lines()
@@ -766,12 +797,13 @@ fn progress_lines_count_bytes_towards_the_total_with_an_eta() {
     }
     for (tool, dest) in [("cp", "d1"), ("sync", "d2")] {
         let chunk = if tool == "cp" { "-k" } else { "--chunksize" };
-        let out = expect_status(
-            mfu(&["--ranks", "2", tool, "--progress", "0.0005", chunk, "1M"])
-                .arg(&src)
-                .arg(tmp.path().join(dest)),
-            0,
-        );
+        let out = Tool::new(tool)
+            .ranks(2)
+            .args(["--progress", "0.0005", chunk, "1M"])
+            .arg(&src)
+            .arg(tmp.path().join(dest))
+            .run()
+            .assert_status(0);
         let err = text(&out.stderr);
         let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("Copied ")).collect();
         assert!(!lines.is_empty(), "{tool}: no progress line in:\n{err}");
@@ -800,13 +832,13 @@ fn direct_io_copies_unaligned_files_and_their_tails() {
     for np in [1, 2] {
         let dest = tmp.path().join(format!("d{np}"));
         // A buffer that is not a block multiple, and 1 MiB chunks: the last one is unaligned.
-        expect_status(
-            cp(np)
-                .args(["-s", "-k", "1M", "-b", "5000"])
-                .arg(&src)
-                .arg(&dest),
-            0,
-        );
+        Tool::new("cp")
+            .np(np)
+            .args(["-s", "-k", "1M", "-b", "5000"])
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         tree::assert_equal(
             &tree::snapshot(&src),
             &tree::snapshot(&dest),
@@ -833,13 +865,12 @@ fn device_nodes_without_privilege_are_skipped_not_failed() {
     tree::chmod(&parent, 0o777);
     let dest = parent.join("copy");
     // Skipped, named as skipped, and still exit 1: it was asked for and is not there.
-    let out = expect_status(
-        cp(1)
-            .args(["-U", "65534", "-G", "65534"])
-            .arg(&src)
-            .arg(&dest),
-        1,
-    );
+    let out = Tool::new("cp")
+        .args(["-U", "65534", "-G", "65534"])
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(1);
     let err = text(&out.stderr);
     assert!(
         err.contains("skipped") && err.contains(&format!("{}", dest.join("null").display())),
@@ -856,17 +887,6 @@ fn device_nodes_without_privilege_are_skipped_not_failed() {
 
 // ---------------------------------------------------------------------------------------------
 // (7) Files created with their final mode and owner (no chown, no chmod) only where that is right
-
-/// `mfu-rs cp ARGS` as one process under `umask`.
-fn cp_with_umask(umask: u32) -> Command {
-    let mut c = Command::new("sh");
-    clean_env(&mut c);
-    c.arg("-c")
-        .arg(format!("umask {umask:03o} && exec \"$0\" \"$@\""))
-        .arg(bin())
-        .arg("cp");
-    c
-}
 
 /// A minimal default ACL (owner rwx, group and others nothing) on `dir`, in the kernel's xattr
 /// format; false when the file system has no ACLs.
@@ -938,7 +958,13 @@ fn copies_get_the_source_mode_and_owner_whatever_the_directory_and_umask_give() 
     std::os::unix::fs::lchown(&sgid, Some(0), Some(4321)).unwrap();
     tree::chmod(&sgid, 0o2775);
     for (round, umask) in [(0, 0o022), (1, 0o022), (2, 0o077)] {
-        expect_status(cp_with_umask(umask).arg("-p").arg(&src).arg(&sgid), 0);
+        Tool::new("cp")
+            .umask(umask)
+            .arg("-p")
+            .arg(&src)
+            .arg(&sgid)
+            .run()
+            .assert_status(0);
         check(
             &format!("cp -p into sgid, round {round}"),
             &sgid.join("src"),
@@ -952,16 +978,32 @@ fn copies_get_the_source_mode_and_owner_whatever_the_directory_and_umask_give() 
         }
     }
     let plain_dest = tmp.path().join("plain");
-    expect_status(cp_with_umask(0o027).arg(&src).arg(&plain_dest), 0);
+    Tool::new("cp")
+        .umask(0o027)
+        .arg(&src)
+        .arg(&plain_dest)
+        .run()
+        .assert_status(0);
     check("cp (no -p) under umask 027", &plain_dest, false, 0o027);
     // Under a default ACL, which trims new files' modes instead of the umask.
     let acl = tmp.path().join("acl");
     std::fs::create_dir(&acl).unwrap();
     if set_default_acl(&acl) {
-        expect_status(cp_with_umask(0o022).arg("-p").arg(&src).arg(&acl), 0);
+        Tool::new("cp")
+            .umask(0o022)
+            .arg("-p")
+            .arg(&src)
+            .arg(&acl)
+            .run()
+            .assert_status(0);
         check("cp -p under a default ACL", &acl.join("src"), true, 0o022);
         let no_p = acl.join("no_p");
-        expect_status(cp_with_umask(0o022).arg(&src).arg(&no_p), 0);
+        Tool::new("cp")
+            .umask(0o022)
+            .arg(&src)
+            .arg(&no_p)
+            .run()
+            .assert_status(0);
         check("cp (no -p) under a default ACL", &no_p, false, 0o022);
     } else {
         eprintln!("no ACLs on {}: that part skipped", acl.display());
@@ -973,9 +1015,13 @@ fn copies_get_the_source_mode_and_owner_whatever_the_directory_and_umask_give() 
 
 /// Run `cp ARGS` at `np` ranks in `dir`, expecting exit `code`; returns stderr.
 fn cp_in(dir: &Path, np: usize, args: &[&str], code: i32) -> String {
-    let mut cmd = cp(np);
-    cmd.current_dir(dir).args(args);
-    text(&expect_status(&mut cmd, code).stderr)
+    Tool::new("cp")
+        .np(np)
+        .current_dir(dir)
+        .args(args)
+        .run()
+        .assert_status(code)
+        .stderr_str()
 }
 
 /// `cp f f`, `cp d/h d`, `cp h1 h2` (hard links), a file of many chunks onto itself at np 2,
@@ -1195,10 +1241,12 @@ fn failures_are_counted_once_per_item() {
     // 1 + 3 directories, 9 + 1 files.
     let items = 14;
     for np in [1, 2] {
-        let mut cmd = cp(np);
-        cmd.current_dir(d)
-            .args(["-U", "65534", "-k", "64K", "-p", "src", "dst"]);
-        let out = expect_status(&mut cmd, 1);
+        let out = Tool::new("cp")
+            .np(np)
+            .current_dir(d)
+            .args(["-U", "65534", "-k", "64K", "-p", "src", "dst"])
+            .run()
+            .assert_status(1);
         let (line, _) = copied_summary(&out);
         assert!(
             line.contains(&format!("; {items} failed")),
@@ -1213,7 +1261,7 @@ fn failures_are_counted_once_per_item() {
 fn cp_interrupted(dir: &Path, args: &[&str]) -> Output {
     let pause = tempfile::tempdir().unwrap();
     let base = pause.path().join("pause");
-    let mut cmd = cp(1);
+    let mut cmd = Tool::new("cp").command();
     cmd.current_dir(dir)
         .args(args)
         .env("MFU_RS_TEST_PAUSE_AFTER_LISTING", &base)
@@ -1323,7 +1371,7 @@ fn directories_swapped_for_symlinks_after_the_listing_are_not_followed() {
         std::fs::write(d.join("src/sfile"), b"src sfile").unwrap();
         std::fs::write(d.join("dst/src/file"), b"old dest file").unwrap();
         let outside = tree::snapshot(&d.join("outside"));
-        let mut cmd = cp(np);
+        let mut cmd = Tool::new("cp").np(np).command();
         cmd.current_dir(d).args(["-p", "src", "dst"]);
         let out = mfu_tests::with_change_after_listing(&mut cmd, || {
             std::fs::rename(d.join("dst/src/sub"), d.join("dst-sub-moved")).unwrap();

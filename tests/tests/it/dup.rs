@@ -2,7 +2,7 @@
 //! `sha256sum`, at 1, 2 and 4 ranks, with the same bytes of output at every rank count; hard
 //! links, empty files, files that differ only after the prefix; `-o` lists; exit statuses.
 
-use mfu_tests::{bin, expect_status, mfu, mpirun};
+use mfu_tests::{bin, expect_status, mfu, mpirun, Tool};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::fs;
@@ -116,12 +116,13 @@ fn parse(stdout: &[u8]) -> Groups {
 }
 
 fn run_dup(np: usize, args: &[&OsStr]) -> Vec<u8> {
-    let mut cmd = match np {
-        1 => mfu(&[]),
-        n => mpirun(n, &bin()),
-    };
-    cmd.arg("dup").args(args);
-    expect_status(&mut cmd, 0).stdout
+    Tool::new("dup")
+        .np(np)
+        .args(args)
+        .run()
+        .assert_status(0)
+        .output
+        .stdout
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //! 1 with the entries named; exit 0 is exactly GNU tar's result. The table of outcomes is
 //! printed (`cargo test --test differential_tar -- --nocapture`).
 
-use mfu_tests::{bin, clean_env, mpirun};
+use mfu_tests::Tool;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, MetadataExt};
@@ -187,17 +187,8 @@ fn extract(who: &str, root: &Path, archive: &Path) -> Output {
             c.arg("-xf");
             c
         }
-        "mfu np1" => {
-            let mut c = Command::new(bin());
-            clean_env(&mut c);
-            c.args(["tar", "-x", "-f"]);
-            c
-        }
-        "mfu np2" => {
-            let mut c = mpirun(2, &bin());
-            c.args(["tar", "-x", "-f"]);
-            c
-        }
+        "mfu np1" => Tool::new("tar").args(["-x", "-f"]).command(),
+        "mfu np2" => Tool::new("tar").mpi(2).args(["-x", "-f"]).command(),
         _ => unreachable!(),
     };
     cmd.arg(archive).arg("-C").arg(root.join("dest"));

@@ -3,7 +3,7 @@
 //! targets and the `/a/b` vs `/a/bc` prefix trap stay; names with spaces and non-UTF-8 bytes
 //! work; `-p` keeps times; owners are kept; lists, dry runs, failures and usage errors.
 
-use mfu_tests::{bin, expect_status, mfu, mpirun};
+use mfu_tests::{bin, expect_status, mfu, mpirun, Tool};
 use rustix::fs::{AtFlags, Timespec, Timestamps, CWD};
 use std::ffi::OsStr;
 use std::fs;
@@ -140,13 +140,12 @@ fn s(p: &Path) -> &str {
 
 /// `mfu-rs reln ARGS` at `np` ranks (1 = one process), expecting `code`.
 fn reln(np: usize, args: &[&OsStr], code: i32) -> Output {
-    let mut cmd = if np == 1 {
-        mfu(&[])
-    } else {
-        mpirun(np, &bin())
-    };
-    cmd.arg("reln").args(args);
-    expect_status(&mut cmd, code)
+    Tool::new("reln")
+        .np(np)
+        .args(args)
+        .run()
+        .assert_status(code)
+        .into()
 }
 
 /// Move `old/` to `new/`, rewrite with or without `-r`, check every link's target and what it

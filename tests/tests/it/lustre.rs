@@ -129,6 +129,7 @@ fn sized_tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
 
 #[test]
 fn cp_stripes_new_files_by_size_clamped_by_the_ost_count() {
+    let _serial = mfu_tests::serial();
     for (osts, expect_big) in [(16u32, 11u16), (8, 8)] {
         let (_tmp, src, dst) = sized_tree();
         let fake = Arc::new(Fake::new(vec![dst.clone()], osts));
@@ -169,6 +170,7 @@ fn cp_stripes_new_files_by_size_clamped_by_the_ost_count() {
 
 #[test]
 fn a_pfl_directory_default_is_left_alone_and_a_plain_one_stripe_default_needs_no_call() {
+    let _serial = mfu_tests::serial();
     let (_tmp, src, dst) = sized_tree();
     let fake = Arc::new(Fake::new(vec![dst.clone()], 16));
     let pfl = Layout::decode(&pfl_blob()).expect("PFL layout");
@@ -229,6 +231,7 @@ fn pfl_blob() -> Vec<u8> {
 
 #[test]
 fn overrides_win_over_the_policy_and_over_a_pfl_default() {
+    let _serial = mfu_tests::serial();
     let (_tmp, src, dst) = sized_tree();
     let fake = Arc::new(Fake::new(vec![dst.clone()], 16));
     fake.set_default(&dst, Layout::decode(&pfl_blob()).unwrap())
@@ -282,6 +285,7 @@ fn small_tree(root: &Path) {
 
 #[test]
 fn off_lustre_cp_sync_and_tar_make_no_layout_calls() {
+    let _serial = mfu_tests::serial();
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("src");
     small_tree(&src);
@@ -336,6 +340,7 @@ fn off_lustre_cp_sync_and_tar_make_no_layout_calls() {
 
 #[test]
 fn tar_stripes_the_archive_over_all_osts_and_extracted_files_by_policy() {
+    let _serial = mfu_tests::serial();
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("src");
     small_tree(&src);
@@ -392,6 +397,7 @@ fn tar_stripes_the_archive_over_all_osts_and_extracted_files_by_policy() {
 
 #[test]
 fn tar_archive_written_stripe_by_stripe_on_lustre_reads_back_with_gnu_tar() {
+    let _serial = mfu_tests::serial();
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("src");
     fs::create_dir(&src).unwrap();
@@ -444,6 +450,7 @@ fn tar_archive_written_stripe_by_stripe_on_lustre_reads_back_with_gnu_tar() {
 
 #[test]
 fn stripe_restripes_in_place_keeping_data_and_metadata() {
+    let _serial = mfu_tests::serial();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("data");
     small_tree(&root);
@@ -643,6 +650,7 @@ fn stripe_off_lustre_exits_2_with_one_line() {
 
 #[test]
 fn walk_verbose_shows_stripes_on_lustre() {
+    let _serial = mfu_tests::serial();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("w");
     fs::create_dir(&root).unwrap();

@@ -8,7 +8,7 @@
 //! test appears, and the signal is sent then. (tar, bcast, bz2 and filemaker have their own
 //! signal tests in their files.)
 
-use mfu_tests::{bin, mfu, mpirun};
+use mfu_tests::{mfu, Tool};
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -172,11 +172,7 @@ fn assert_no_false_complete(src: &Path, dst: &Path) -> usize {
 }
 
 fn tool(np: usize) -> Command {
-    if np == 1 {
-        mfu(&[])
-    } else {
-        mpirun(np, &bin())
-    }
+    Tool::bare().np(np).command()
 }
 
 #[test]
@@ -359,6 +355,7 @@ fn a_signal_after_the_last_work_still_ends_in_exit_1_and_is_named() {
 /// restripes everything.
 #[test]
 fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
+    let _serial = mfu_tests::serial();
     use clap::Parser;
     use lustre_sys::fake::Fake;
     use mfu::engine::status::Status;

@@ -11,7 +11,7 @@
 //! types, file bytes, link targets (metadata is `cp.rs`'s business).
 
 use mfu_tests::tree::{self, Kind, Node, Tree};
-use mfu_tests::{bin, clean_env};
+use mfu_tests::{clean_env, Tool};
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -309,7 +309,7 @@ fn cp_p_matches_gnu_cp_a_or_refuses_with_nothing_changed() {
         let before: Tree = tree::snapshot(ours_dir.path());
         let mut args = vec!["cp", "-p"];
         args.extend_from_slice(case.mfu);
-        let ours = run(ours_dir.path(), &bin(), &args);
+        let ours = Tool::bare().args(&args).current_dir(ours_dir.path()).run();
         let mut gnu_args = vec!["-a"];
         gnu_args.extend_from_slice(case.gnu);
         let reference = run(ref_dir.path(), Path::new("cp"), &gnu_args);

@@ -3,7 +3,7 @@
 //! owners), at 1, 2 and 4 ranks; --exec runs once per match; lists in and out; the purge
 //! pipeline walk → find → rm; exit statuses.
 
-use mfu_tests::{bin, expect_status, mfu, mpirun};
+use mfu_tests::{bin, expect_status, mfu, mpirun, Tool};
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -104,13 +104,8 @@ fn gnu(root: &Path, args: &[OsString]) -> BTreeSet<Vec<u8>> {
 
 /// `mfu-rs find ROOT ARGS` at `np` ranks (1: one process, no launcher).
 fn ours_at(np: usize, root: &Path, args: &[OsString]) -> BTreeSet<Vec<u8>> {
-    let mut cmd = if np == 1 {
-        mfu(&[])
-    } else {
-        mpirun(np, &bin())
-    };
-    cmd.arg("find").arg(root).args(args);
-    paths(&expect_status(&mut cmd, 0).stdout, b'\n')
+    let out = Tool::new("find").np(np).arg(root).args(args).run();
+    paths(&out.assert_status(0).stdout, b'\n')
 }
 
 /// Each pair of (ours, GNU's) arguments selects the same paths.

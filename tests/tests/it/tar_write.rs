@@ -6,7 +6,7 @@
 //!
 //! Needs root (mount, setpriv) like the rest of the fault tests; GNU tar and zstd must exist.
 
-use mfu_tests::{bin, expect_status, mfu, mpirun, noise};
+use mfu_tests::{bin, expect_status, mfu, noise, Tool};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -18,13 +18,7 @@ fn text(b: &[u8]) -> String {
 
 /// `mfu-rs tar ARGS` as one process (np = 1) or under `mpirun -np 2`.
 fn tar_np(np: usize) -> Command {
-    if np == 1 {
-        mfu(&["tar"])
-    } else {
-        let mut c = mpirun(np, &bin());
-        c.arg("tar");
-        c
-    }
+    Tool::new("tar").np(np).command()
 }
 
 /// GNU tar in the C locale (its messages in English).

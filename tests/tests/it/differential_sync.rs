@@ -11,7 +11,7 @@
 //! rsync's result is exit 1 (items named) or exit 2 (nothing changed at all); exit 0 is exactly
 //! rsync's result. SRC and `outside/` are never changed.
 
-use mfu_tests::{bin, clean_env, mpirun};
+use mfu_tests::Tool;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -407,19 +407,12 @@ fn run_case(c: &Case, np: usize) -> Result<Outcome, String> {
         .current_dir(&rs)
         .output()
         .unwrap();
-    let mut cmd = if np == 1 {
-        let mut cmd = Command::new(bin());
-        clean_env(&mut cmd);
-        cmd
-    } else {
-        mpirun(np, &bin())
-    };
-    let out: Output = cmd
-        .arg("sync")
+    let out: Output = Tool::new("sync")
+        .np(np)
         .args(c.mfu)
         .current_dir(&mf)
-        .output()
-        .unwrap();
+        .run()
+        .into();
     let (want, got) = (listing(&rs), listing(&mf));
     let code = out.status.code();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();

@@ -3,7 +3,7 @@
 //! incomplete walk, `--link-dest`, `--batch-files`, the old name.
 
 use mfu_tests::tree::{self, Compare};
-use mfu_tests::{bin, clean_env, expect_status, mfu, mpirun};
+use mfu_tests::{bin, clean_env, expect_status, Tool};
 use rand::{Rng, RngCore, SeedableRng};
 use std::collections::BTreeSet;
 use std::os::unix::ffi::OsStrExt;
@@ -11,19 +11,6 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-/// `mfu-rs sync` as one process (np = 1) or under `mpirun -np N`.
-fn sync(np: usize) -> Command {
-    let mut cmd = if np == 1 {
-        let mut c = Command::new(bin());
-        clean_env(&mut c);
-        c
-    } else {
-        mpirun(np, &bin())
-    };
-    cmd.arg("sync");
-    cmd
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -162,7 +149,13 @@ fn sync_into_a_fresh_destination_equals_the_source_at_1_and_2_ranks() {
     let mut noop_outputs = Vec::new();
     for np in [1, 2] {
         let dest = tmp.path().join(format!("dest{np}"));
-        let out = expect_status(sync(np).arg("-S").arg(&src).arg(&dest), 0);
+        let out = Tool::new("sync")
+            .np(np)
+            .arg("-S")
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         let c = summary(&out);
         eprintln!("fresh sync np={np}: {c:?}");
         assert_eq!(c.deleted + c.updated + c.linked, 0, "{c:?}");
@@ -175,7 +168,12 @@ fn sync_into_a_fresh_destination_equals_the_source_at_1_and_2_ranks() {
         tree::assert_equal_in(&format!("fresh sync np={np}"), &want, &got, Compare::FULL);
         assert!(got[&aw.sparse_rel].blocks * 512 <= tree::SPARSE_SIZE / 8);
         // Nothing to do the second time, and nothing written.
-        let out = expect_status(sync(np).arg(&src).arg(&dest), 0);
+        let out = Tool::new("sync")
+            .np(np)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         assert_eq!(summary(&out), ZERO, "np={np}: second sync");
         let ct = tree::ctime_changes(&got, &tree::snapshot(&dest));
         assert!(
@@ -198,7 +196,11 @@ fn sync_keeps_hard_link_groups() {
     tree::make_hard_links(&src, &["links/a", "links/b", "links/sub/c"], b"linked\n");
     std::fs::write(src.join("plain"), b"plain\n").unwrap();
     let dest = tmp.path().join("dest");
-    expect_status(sync(1).arg(&src).arg(&dest), 0);
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     tree::assert_equal_in(
         "hard links",
         &tree::snapshot(&src),
@@ -287,7 +289,13 @@ fn change_set(np: usize, extra: &[&str], dryrun: bool) {
     let src = tmp.path().join("src");
     change_base(&src);
     let dest = tmp.path().join("dest");
-    expect_status(sync(np).args(extra).arg(&src).arg(&dest), 0);
+    Tool::new("sync")
+        .np(np)
+        .args(extra)
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     tree::assert_equal_in(
         &format!("{what}: first sync"),
         &tree::snapshot(&src),
@@ -298,8 +306,11 @@ fn change_set(np: usize, extra: &[&str], dryrun: bool) {
     let want = tree::snapshot(&src);
     if dryrun {
         let before = tree::snapshot(&dest);
-        let mut cmd = sync(np);
-        cmd.args(extra).args(["--dryrun", "--delete"]);
+        let mut cmd = Tool::new("sync")
+            .np(np)
+            .args(extra)
+            .args(["--dryrun", "--delete"])
+            .command();
         if np == 1 {
             cmd.arg(&src).arg(&dest);
         } else {
@@ -325,7 +336,14 @@ fn change_set(np: usize, extra: &[&str], dryrun: bool) {
             "{what}: --dryrun changed the destination: {ct:?}"
         );
     }
-    let out = expect_status(sync(np).args(extra).arg("--delete").arg(&src).arg(&dest), 0);
+    let out = Tool::new("sync")
+        .np(np)
+        .args(extra)
+        .arg("--delete")
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     let c = summary(&out);
     eprintln!("{what}: change set: {c:?}");
     assert_eq!(
@@ -341,7 +359,14 @@ fn change_set(np: usize, extra: &[&str], dryrun: bool) {
         &got,
         Compare::META,
     );
-    let out = expect_status(sync(np).args(extra).arg("--delete").arg(&src).arg(&dest), 0);
+    let out = Tool::new("sync")
+        .np(np)
+        .args(extra)
+        .arg("--delete")
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     assert_eq!(summary(&out), ZERO, "{what}: sync with nothing to do");
     let ct = tree::ctime_changes(&got, &tree::snapshot(&dest));
     assert!(
@@ -385,7 +410,13 @@ fn batch_files_7_gives_the_same_result() {
         std::fs::write(d.join(format!("f{i}")), vec![i as u8; i * 100]).unwrap();
     }
     let dest = tmp.path().join("dest");
-    expect_status(sync(2).args(["-b", "7"]).arg(&src).arg(&dest), 0);
+    Tool::new("sync")
+        .np(2)
+        .args(["-b", "7"])
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     tree::assert_equal_in(
         "-b 7",
         &tree::snapshot(&src),
@@ -408,7 +439,11 @@ fn contents_catches_a_same_size_same_mtime_change_and_rewrites_one_chunk() {
     std::fs::write(&f, &data).unwrap();
     std::fs::write(src.join("other"), b"other\n").unwrap();
     let dest = tmp.path().join("dest");
-    expect_status(sync(1).arg(&src).arg(&dest), 0);
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     let mtime = tree::mtime_of(&f);
     {
         use std::os::unix::fs::FileExt;
@@ -420,7 +455,11 @@ fn contents_catches_a_same_size_same_mtime_change_and_rewrites_one_chunk() {
     let want = tree::snapshot(&src);
     let before = tree::snapshot(&dest);
     // Plain sync compares size and mtime: it misses the change (and writes nothing).
-    let out = expect_status(sync(1).arg(&src).arg(&dest), 0);
+    let out = Tool::new("sync")
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     assert_eq!(summary(&out), ZERO);
     let after = tree::snapshot(&dest);
     assert!(
@@ -431,13 +470,13 @@ fn contents_catches_a_same_size_same_mtime_change_and_rewrites_one_chunk() {
     for np in [1, 2] {
         let d = tmp.path().join(format!("dest{np}"));
         tree::run_tool("cp", &["-a".as_ref(), dest.as_os_str(), d.as_os_str()]);
-        let out = expect_status(
-            sync(np)
-                .args(["--contents", "--chunksize", "64k"])
-                .arg(&src)
-                .arg(&d),
-            0,
-        );
+        let out = Tool::new("sync")
+            .np(np)
+            .args(["--contents", "--chunksize", "64k"])
+            .arg(&src)
+            .arg(&d)
+            .run()
+            .assert_status(0);
         let c = summary(&out);
         assert_eq!(c.updated, 1, "np={np}: {c:?}");
         assert!(
@@ -503,20 +542,12 @@ fn kill_9_during_cp_then_sync_completes_the_copy() {
     restart_tree(&src);
     let want = tree::snapshot(&src);
     let total = tree::file_bytes(&want);
-    let launch = |np: usize| {
-        if np == 1 {
-            mfu(&["cp", "-p"])
-        } else {
-            let mut c = mpirun(np, &bin());
-            c.args(["cp", "-p"]);
-            c
-        }
-    };
+    let launch = |np: usize| Tool::new("cp").np(np).arg("-p");
     for np in [1, 2] {
         // How long a whole copy takes here (launcher included), to kill within it.
         let t0 = Instant::now();
         let full = tmp.path().join("full");
-        expect_status(launch(np).arg(&src).arg(&full), 0);
+        launch(np).arg(&src).arg(&full).run().assert_status(0);
         let whole = t0.elapsed();
         tree::assert_equal_in(
             &format!("uninterrupted cp -p np={np}"),
@@ -532,10 +563,8 @@ fn kill_9_during_cp_then_sync_completes_the_copy() {
             let mut rng = rand::rngs::SmallRng::seed_from_u64(seed * 10 + np as u64);
             let delay = whole.mul_f64(rng.random_range(0.15..0.85));
             let dest = tmp.path().join(format!("dest_np{np}_seed{seed}"));
-            let mut cmd = launch(np);
-            cmd.arg(&src)
-                .arg(&dest)
-                .stdout(std::process::Stdio::null())
+            let mut cmd = launch(np).arg(&src).arg(&dest).command();
+            cmd.stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .process_group(0);
             let mut child = cmd.spawn().unwrap();
@@ -574,7 +603,11 @@ fn kill_9_during_cp_then_sync_completes_the_copy() {
             } else {
                 0
             };
-            let out = expect_status(sync(1).arg(&src).arg(&dest), 0);
+            let out = Tool::new("sync")
+                .arg(&src)
+                .arg(&dest)
+                .run()
+                .assert_status(0);
             let c = summary(&out);
             eprintln!(
                 "kill -9 np={np} seed={seed} after {delay:?}{}: files complete in dest: {partial} bytes; \
@@ -611,7 +644,11 @@ fn delete_is_refused_when_the_source_walk_is_incomplete() {
     std::fs::write(src.join("open/a.txt"), b"a\n").unwrap();
     std::fs::write(src.join("top.txt"), b"top\n").unwrap();
     let dest = tmp.path().join("dest");
-    expect_status(sync(1).arg(&src).arg(&dest), 0);
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     std::fs::write(dest.join("extra.txt"), b"only in dest\n").unwrap();
     std::fs::write(dest.join("secret/old.txt"), b"only in dest too\n").unwrap();
     std::fs::write(dest.join("open/b.txt"), b"dest only, readable part\n").unwrap();
@@ -624,21 +661,16 @@ fn delete_is_refused_when_the_source_walk_is_incomplete() {
     copy_binaries(tmp.path());
     let _ = tree::run_tool("setpriv", &["--version".as_ref()]);
     for np in [1, 2] {
-        let mut cmd = Command::new("setpriv");
-        clean_env(&mut cmd).args(["--reuid", "65534", "--regid", "65534", "--clear-groups"]);
-        if np > 1 {
-            cmd.arg("mpirun")
-                .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-                .env("OMPI_MCA_btl", "self,vader")
-                .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-                .env("HOME", tmp.path())
-                .args(["-np", &np.to_string()]);
-        }
-        cmd.arg(&exe)
-            .args(["sync", "--delete"])
+        let out = Tool::new("sync")
+            .np(np)
+            .as_nobody()
+            .program(&exe)
+            .env("HOME", tmp.path())
+            .arg("--delete")
             .arg(&src)
-            .arg(&dest);
-        let out = expect_status(&mut cmd, 1);
+            .arg(&dest)
+            .run()
+            .assert_status(1);
         let err = text(&out.stderr);
         assert!(
             err.contains(&*src.join("secret").to_string_lossy()),
@@ -669,7 +701,11 @@ fn link_dest_hard_links_unchanged_files() {
         std::fs::write(src.join(f), format!("content of {f}\n")).unwrap();
     }
     let prev = tmp.path().join("prev");
-    expect_status(sync(1).arg(&src).arg(&prev), 0);
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&prev)
+        .run()
+        .assert_status(0);
     std::fs::write(src.join("changed"), b"new content, other size\n").unwrap();
     std::fs::write(src.join("sub/added"), b"added\n").unwrap();
     let want = tree::snapshot(&src);
@@ -679,14 +715,14 @@ fn link_dest_hard_links_unchanged_files() {
         let mut link_dest = std::ffi::OsString::from("--link-dest=");
         link_dest.push(&prev);
         // Dry run first: `link` for the unchanged files, `create` for the rest.
-        let out = expect_status(
-            sync(np)
-                .arg("--dryrun")
-                .arg(&link_dest)
-                .arg(&src)
-                .arg(&dest),
-            0,
-        );
+        let out = Tool::new("sync")
+            .np(np)
+            .arg("--dryrun")
+            .arg(&link_dest)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         let (mut got, _) = dryrun_actions(&out);
         // Whether the absent destination itself is listed as `create` is left open.
         got.remove(&("create".to_string(), abs(&dest, "")));
@@ -704,7 +740,13 @@ fn link_dest_hard_links_unchanged_files() {
             show_actions(&expected)
         );
         assert!(!dest.exists(), "np={np}: --dryrun created the destination");
-        let out = expect_status(sync(np).arg(&link_dest).arg(&src).arg(&dest), 0);
+        let out = Tool::new("sync")
+            .np(np)
+            .arg(&link_dest)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         let c = summary(&out);
         assert_eq!(c.linked, 4, "np={np}: {c:?}");
         for f in unchanged {
@@ -751,10 +793,15 @@ fn dsync_old_name_and_usage_errors() {
     expect_status(clean_env(&mut Command::new(&link)).arg(&src).arg(&dest), 0);
     tree::assert_equal_in("dsync", &want, &tree::snapshot(&dest), Compare::META);
     let dest = tmp.path().join("d2");
-    let out = expect_status(mfu(&["dsync", "-q"]).arg(&src).arg(&dest), 0);
+    let out = Tool::new("dsync")
+        .arg("-q")
+        .arg(&src)
+        .arg(&dest)
+        .run()
+        .assert_status(0);
     assert!(out.stdout.is_empty(), "-q printed: {}", text(&out.stdout));
     tree::assert_equal_in("mfu-rs dsync", &want, &tree::snapshot(&dest), Compare::META);
-    expect_status(&mut mfu(&["dsync", "--help"]), 0);
+    Tool::new("dsync").arg("--help").run().assert_status(0);
 
     let before = tree::snapshot(tmp.path());
     let missing_parent: PathBuf = tmp.path().join("no/such/parent/dest");
@@ -796,7 +843,7 @@ fn dsync_old_name_and_usage_errors() {
     ];
     for np in [1, 2] {
         for (name, args) in &cases {
-            let out = expect_status(sync(np).args(args), 2);
+            let out = Tool::new("sync").np(np).args(args).run().assert_status(2);
             assert!(
                 !out.stderr.is_empty(),
                 "{name} (np={np}): exit 2 without a message"
@@ -853,7 +900,12 @@ fn without_delete_nothing_in_dest_is_removed() {
         std::fs::create_dir(t.join("docs")).unwrap();
         std::fs::write(t.join("docs/a"), b"a").unwrap();
         std::fs::write(t.join("report.txt"), b"report").unwrap();
-        let out = expect_status(sync(np).arg(t.join("report.txt")).arg(t.join("docs")), 0);
+        let out = Tool::new("sync")
+            .np(np)
+            .arg(t.join("report.txt"))
+            .arg(t.join("docs"))
+            .run()
+            .assert_status(0);
         assert_eq!(summary(&out).created, 1, "np={np}");
         assert_eq!(std::fs::read(t.join("docs/a")).unwrap(), b"a", "np={np}");
         assert_eq!(
@@ -876,7 +928,12 @@ fn without_delete_nothing_in_dest_is_removed() {
         std::fs::write(outside.join("o"), b"outside").unwrap();
         std::fs::write(src.join("plain"), b"plain").unwrap();
         let before_outside = listing(&outside);
-        let out = expect_status(sync(np).arg(&src).arg(&dest), 1);
+        let out = Tool::new("sync")
+            .np(np)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(1);
         let err = text(&out.stderr);
         for name in ["x", "y"] {
             assert!(
@@ -903,7 +960,13 @@ fn without_delete_nothing_in_dest_is_removed() {
         let c = summary(&out);
         assert_eq!((c.created, c.deleted), (1, 0), "np={np}: {c:?}");
         // With -D the conflicts are replaced, as rsync --delete does; outside stays.
-        expect_status(sync(np).arg("-D").arg(&src).arg(&dest), 0);
+        Tool::new("sync")
+            .np(np)
+            .arg("-D")
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         assert_eq!(listing(&dest), listing(&src), "np={np}");
         assert_eq!(
             listing(&outside),
@@ -916,20 +979,31 @@ fn without_delete_nothing_in_dest_is_removed() {
         let dest2 = t.join("dest2");
         std::fs::create_dir(&dest2).unwrap();
         std::fs::write(dest2.join("extra"), b"extra").unwrap();
-        expect_status(sync(np).arg(&link).arg(&dest2), 0);
+        Tool::new("sync")
+            .np(np)
+            .arg(&link)
+            .arg(&dest2)
+            .run()
+            .assert_status(0);
         assert!(dest2.is_dir() && !dest2.is_symlink(), "np={np}");
         assert_eq!(std::fs::read(dest2.join("extra")).unwrap(), b"extra");
         assert_eq!(std::fs::read(dest2.join("y/new")).unwrap(), b"new");
-        expect_status(sync(np).arg("-D").arg(&link).arg(&dest2), 0);
+        Tool::new("sync")
+            .np(np)
+            .arg("-D")
+            .arg(&link)
+            .arg(&dest2)
+            .run()
+            .assert_status(0);
         assert!(dest2.is_dir() && !dest2.is_symlink(), "np={np}");
         assert_eq!(listing(&dest2), listing(&src), "np={np}");
         // A trailing slash asks for a directory: refused when there is none.
-        let out = expect_status(
-            sync(np)
-                .arg(t.join("report.txt"))
-                .arg(format!("{}/", t.join("nodir").display())),
-            2,
-        );
+        let out = Tool::new("sync")
+            .np(np)
+            .arg(t.join("report.txt"))
+            .arg(format!("{}/", t.join("nodir").display()))
+            .run()
+            .assert_status(2);
         assert!(!t.join("nodir").exists(), "np={np}: {}", text(&out.stderr));
     }
 }
@@ -948,16 +1022,31 @@ fn contents_never_rewrites_a_shared_inode() {
         std::fs::create_dir(&src).unwrap();
         let f = src.join("data");
         std::fs::write(&f, b"version one of the data").unwrap();
-        expect_status(sync(1).arg(&src).arg(&prev), 0);
+        Tool::new("sync")
+            .arg(&src)
+            .arg(&prev)
+            .run()
+            .assert_status(0);
         let mut ld = std::ffi::OsString::from("--link-dest=");
         ld.push(&prev);
-        expect_status(sync(1).arg(&ld).arg(&src).arg(&dest), 0);
+        Tool::new("sync")
+            .arg(&ld)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         assert_eq!(std::fs::metadata(prev.join("data")).unwrap().nlink(), 2);
         // Same size, same mtime, other bytes: only --contents sees it.
         let mtime = tree::mtime_of(&f);
         std::fs::write(&f, b"version TWO of the data").unwrap();
         tree::set_mtime(&f, mtime);
-        let out = expect_status(sync(np).arg("-c").arg(&src).arg(&dest), 0);
+        let out = Tool::new("sync")
+            .np(np)
+            .arg("-c")
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         assert_eq!(summary(&out).updated, 1, "np={np}");
         assert_eq!(
             std::fs::read(prev.join("data")).unwrap(),
@@ -982,24 +1071,18 @@ fn copy_binaries(dir: &Path) {
     }
 }
 
-/// Run `mfu-rs ARGS` as user nobody (65534) at `np` ranks, from a copy of the binaries in `dir`.
-fn as_nobody(dir: &Path, np: usize, args: &[&std::ffi::OsStr]) -> Command {
+/// `mfu-rs ARGS` as user nobody (65534) at `np` ranks, from a copy of the binaries in `dir`.
+fn as_nobody(dir: &Path, np: usize, args: &[&std::ffi::OsStr]) -> Tool {
     let exe = dir.join("mfu-rs");
     if !exe.exists() {
         copy_binaries(dir);
     }
-    let mut cmd = Command::new("setpriv");
-    clean_env(&mut cmd).args(["--reuid", "65534", "--regid", "65534", "--clear-groups"]);
-    if np > 1 {
-        cmd.arg("mpirun")
-            .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-            .env("OMPI_MCA_btl", "self,vader")
-            .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-            .env("HOME", dir)
-            .args(["-np", &np.to_string()]);
-    }
-    cmd.arg(&exe).args(args);
-    cmd
+    Tool::bare()
+        .np(np)
+        .as_nobody()
+        .program(&exe)
+        .env("HOME", dir)
+        .args(args)
 }
 
 /// The summary counts what happened: nothing created in a read-only DEST, nothing deleted
@@ -1027,7 +1110,7 @@ fn summary_counts_only_what_succeeded() {
                 args.push("-D".as_ref());
             }
             args.extend([src.as_os_str(), dest.as_os_str()]);
-            let out = expect_status(&mut as_nobody(tmp.path(), np, &args), 1);
+            let out = as_nobody(tmp.path(), np, &args).run().assert_status(1);
             let c = summary(&out);
             assert_eq!(
                 (c.created, c.deleted, c.bytes),
@@ -1058,16 +1141,32 @@ fn link_dest_on_another_file_system_copies() {
     std::fs::write(src.join("a"), b"a").unwrap();
     std::fs::write(src.join("b"), b"b").unwrap();
     let prev = shm.path().join("prev");
-    expect_status(sync(1).arg(&src).arg(&prev), 0);
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&prev)
+        .run()
+        .assert_status(0);
     let mut ld = std::ffi::OsString::from("--link-dest=");
     ld.push(&prev);
     for np in [1, 2] {
         let dest = here.path().join(format!("dest{np}"));
-        let out = expect_status(sync(np).arg(&ld).arg(&src).arg(&dest), 0);
+        let out = Tool::new("sync")
+            .np(np)
+            .arg(&ld)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         let c = summary(&out);
         assert_eq!((c.linked, c.created), (0, 3), "np={np}: {c:?}");
         assert_eq!(listing(&dest), listing(&src), "np={np}");
-        let out = expect_status(sync(np).arg(&ld).arg(&src).arg(&dest), 0);
+        let out = Tool::new("sync")
+            .np(np)
+            .arg(&ld)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         assert_eq!(
             summary(&out),
             ZERO,
@@ -1089,7 +1188,11 @@ fn a_destination_directory_swapped_for_a_symlink_is_not_followed() {
             std::fs::create_dir_all(src.join("d")).unwrap();
             std::fs::write(src.join("d/f"), b"v1").unwrap();
             std::fs::write(src.join("d/keep"), b"keep").unwrap();
-            expect_status(sync(1).arg(&src).arg(&dest), 0);
+            Tool::new("sync")
+                .arg(&src)
+                .arg(&dest)
+                .run()
+                .assert_status(0);
             // DEST/d/f has a second name (an update must give it a new inode); DEST/d/extra is
             // what -D removes; SRC/d/f changes. DEST/d keeps SRC/d's metadata.
             std::fs::hard_link(dest.join("d/f"), dest.join("hl")).unwrap();
@@ -1101,7 +1204,7 @@ fn a_destination_directory_swapped_for_a_symlink_is_not_followed() {
                 std::fs::write(outside.join(name), format!("outside {name}")).unwrap();
             }
             let before = listing(&outside);
-            let mut cmd = sync(np);
+            let mut cmd = Tool::new("sync").np(np).command();
             if delete {
                 cmd.arg("-D");
             }
@@ -1143,7 +1246,11 @@ fn an_update_never_writes_into_an_inode_linked_since_the_walk() {
             std::fs::create_dir(&src).unwrap();
             let f = src.join("f");
             std::fs::write(&f, b"old bytes").unwrap();
-            expect_status(sync(1).arg(&src).arg(&dest), 0);
+            Tool::new("sync")
+                .arg(&src)
+                .arg(&dest)
+                .run()
+                .assert_status(0);
             let mtime = tree::mtime_of(&f);
             std::fs::write(
                 &f,
@@ -1157,7 +1264,7 @@ fn an_update_never_writes_into_an_inode_linked_since_the_walk() {
             if contents {
                 tree::set_mtime(&f, mtime);
             }
-            let mut cmd = sync(np);
+            let mut cmd = Tool::new("sync").np(np).command();
             if contents {
                 cmd.arg("-c");
             }
@@ -1193,14 +1300,18 @@ fn delete_acts_on_the_dest_it_walked_when_dest_itself_is_swapped() {
         let (src, dest, outside) = (t.join("src"), t.join("dest"), t.join("outside"));
         std::fs::create_dir(&src).unwrap();
         std::fs::write(src.join("f"), b"f").unwrap();
-        expect_status(sync(1).arg(&src).arg(&dest), 0);
+        Tool::new("sync")
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         std::fs::write(dest.join("extra"), b"extra").unwrap();
         tree::set_mtime(&dest, tree::mtime_of(&src));
         std::fs::create_dir(&outside).unwrap();
         std::fs::write(outside.join("extra"), b"outside extra").unwrap();
         std::fs::write(outside.join("f"), b"outside f").unwrap();
         let before = listing(&outside);
-        let mut cmd = sync(np);
+        let mut cmd = Tool::new("sync").np(np).command();
         cmd.arg("-D").arg(&src).arg(&dest);
         let out = mfu_tests::with_change_after_listing(&mut cmd, || {
             std::fs::rename(&dest, t.join("walked")).unwrap();
@@ -1224,14 +1335,14 @@ fn sync_and_cmp_in_rounds_give_the_same_results() {
     let want = tree::snapshot(&src);
     for np in [1, 2] {
         let dest = tmp.path().join(format!("dest{np}"));
-        let out = expect_status(
-            sync(np)
-                .env("MFU_RS_TEST_ROUND_FILES", "3")
-                .arg("-S")
-                .arg(&src)
-                .arg(&dest),
-            0,
-        );
+        let out = Tool::new("sync")
+            .np(np)
+            .env("MFU_RS_TEST_ROUND_FILES", "3")
+            .arg("-S")
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
         let c = summary(&out);
         assert_eq!(c.deleted + c.updated, 0, "np={np}: {c:?}");
         tree::assert_equal_in(
@@ -1243,15 +1354,13 @@ fn sync_and_cmp_in_rounds_give_the_same_results() {
         // Every file of DEST compared in rounds: equal; then one byte changed (same size and
         // mtime) in the file that sorts last is found.
         let cmp = |code: i32| {
-            let mut c = if np == 1 {
-                mfu(&["cmp"])
-            } else {
-                let mut c = mpirun(np, &bin());
-                c.arg("cmp");
-                c
-            };
-            c.env("MFU_RS_TEST_ROUND_FILES", "3").arg(&src).arg(&dest);
-            expect_status(&mut c, code)
+            Tool::new("cmp")
+                .np(np)
+                .env("MFU_RS_TEST_ROUND_FILES", "3")
+                .arg(&src)
+                .arg(&dest)
+                .run()
+                .assert_status(code)
         };
         cmp(0);
         let last = want

@@ -1,7 +1,7 @@
 //! `mfu-rs walk` end to end: the interop vectors of mpiFileUtils, at 1..4 ranks, under mpirun.
 
 use flist::{io, FileList, FileType};
-use mfu_tests::{bin, expect_status, make_vector_tree, mfu, mpirun, nompi_bin, vector};
+use mfu_tests::{bin, expect_status, make_vector_tree, mfu, mpirun, vector, Tool};
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -509,19 +509,21 @@ fn old_names_dispatch_and_help_exits_zero() {
 
 #[test]
 fn build_without_mpi_runs_alone_and_refuses_many_tasks() {
-    let mut one = Command::new(nompi_bin());
-    mfu_tests::clean_env(&mut one)
-        .args(["walk", "-i"])
-        .arg(vector("tree.mfu"));
-    let out = expect_status(&mut one, 0);
+    let out = Tool::new("walk")
+        .nompi()
+        .arg("-i")
+        .arg(vector("tree.mfu"))
+        .run()
+        .assert_status(0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("Items: 44"));
     for var in ["SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"] {
-        let mut many = Command::new(nompi_bin());
-        mfu_tests::clean_env(&mut many)
+        let out = Tool::new("walk")
+            .nompi()
             .env(var, "4")
-            .args(["walk", "-i"])
-            .arg(vector("tree.mfu"));
-        let out = expect_status(&mut many, 2);
+            .arg("-i")
+            .arg(vector("tree.mfu"))
+            .run()
+            .assert_status(2);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             err.contains("without MPI") && err.contains(&format!("{var}=4")),
@@ -529,11 +531,13 @@ fn build_without_mpi_runs_alone_and_refuses_many_tasks() {
         );
     }
     // The no-MPI build still runs many thread ranks on request.
-    let mut ranks = Command::new(nompi_bin());
-    mfu_tests::clean_env(&mut ranks)
-        .args(["--ranks", "3", "walk", "-s", "name", "-i"])
-        .arg(vector("tree.mfu"));
-    expect_status(&mut ranks, 0);
+    Tool::new("walk")
+        .nompi()
+        .ranks(3)
+        .args(["-s", "name", "-i"])
+        .arg(vector("tree.mfu"))
+        .run()
+        .assert_status(0);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! 1 MB/s; the tests pass the hidden `--stream-bytes` to get several streams from a few hundred
 //! kB, and `-b 1` for bzip2's smallest internal block.
 
-use mfu_tests::{bin, expect_status, mfu, mpirun};
+use mfu_tests::{expect_status, Tool};
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -35,19 +35,16 @@ fn data(len: usize) -> Vec<u8> {
 
 /// `mfu-rs bz2 ARGS` with `np` ranks: 1 = one process, else under mpirun.
 fn bz2(np: usize, args: &[&str]) -> Command {
-    let mut cmd = if np == 1 {
-        mfu(&["bz2"])
-    } else {
-        let mut c = mpirun(np, &bin());
-        c.arg("bz2");
-        c
-    };
-    cmd.args(args);
-    cmd
+    Tool::new("bz2").np(np).args(args).command()
 }
 
 fn run(np: usize, args: &[&str], code: i32) -> Output {
-    expect_status(&mut bz2(np, args), code)
+    Tool::new("bz2")
+        .np(np)
+        .args(args)
+        .run()
+        .assert_status(code)
+        .into()
 }
 
 fn s(p: &Path) -> &str {

@@ -1,0 +1,32 @@
+//! The end-to-end tests of mfu-rs, one module per tool or theme, in one test binary (one link
+//! instead of one per file; run one module with a filter: `cargo test -p mfu-tests --test it
+//! cp::`). The harness they share is the `mfu_tests` library (tests/lib.rs).
+
+mod bcast;
+mod bz2;
+mod chmod;
+mod cli_edges;
+mod cmp;
+mod cp;
+mod differential_cp;
+mod differential_sync;
+mod differential_tar;
+mod dup;
+mod faults;
+mod filemaker;
+mod find;
+mod launch;
+mod lists;
+mod lustre;
+mod pipeline;
+mod races;
+mod reln;
+mod rm;
+mod runtime_mpi;
+mod runtime_stats;
+mod signals;
+mod sync;
+mod tar;
+mod tar_read;
+mod tar_write;
+mod walk;
