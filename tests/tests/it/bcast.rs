@@ -6,7 +6,7 @@
 //! by a wrapper that gives every rank a fake node name (`MFU_NODE_NAME=n$((rank % 2))`) and a
 //! DEST of its own per fake node (`.../n0/file`, `.../n1/file`), as node-local disks would be.
 
-use mfu_tests::{bin, Tool};
+use mfu_tests::{bin, expect_status, mfu, Tool};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -402,6 +402,7 @@ fn path_bytes(p: &Path) -> Vec<u8> {
 
 #[test]
 fn library_run_reports_counts_and_failures() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::context::ToolReport;
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");

@@ -583,6 +583,7 @@ fn path_bytes(p: &Path) -> Vec<u8> {
 
 #[test]
 fn library_run_reports_counts_and_failures() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::context::ToolReport;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f");

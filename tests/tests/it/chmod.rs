@@ -483,6 +483,7 @@ fn list_with_a_missing_entry(dir: &Path, root: &Path, names: &[&str]) -> PathBuf
 
 #[test]
 fn library_run_reports_counts_and_failures() {
+    let _serial = mfu_tests::serial();
     let (tmp, a, b) = twin_trees();
     let before = snapshot(&a);
     let mut options = mfu::chmod::Options::new(vec![path(&a).as_bytes().to_vec()]);

@@ -647,6 +647,7 @@ impl mfu::engine::context::Events for Kept {
 
 #[test]
 fn cmp_as_a_library_function_reports_counts_and_failures() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::compare_expr::Output;
     use mfu::engine::context::{Context, ToolReport};
     use std::sync::Arc;
@@ -704,8 +705,22 @@ fn cmp_as_a_library_function_reports_counts_and_failures() {
 fn json_report_has_the_counts_of_the_text_report() {
     let dir = tempfile::tempdir().unwrap();
     let (src, dst) = equal_pair(dir.path());
-    let report = run(cmp(1).arg("-v").arg(&src).arg(&dst), 0);
-    let out = expect_status(cmp(1).arg("--json").arg(&src).arg(&dst), 0);
+    let report = Tool::new("cmp")
+        .args(["-v"])
+        .arg(&src)
+        .arg(&dst)
+        .run()
+        .assert_status(0)
+        .stdout_str();
+    let out = expect_status(
+        Tool::new("cmp")
+            .np(1)
+            .command()
+            .arg("--json")
+            .arg(&src)
+            .arg(&dst),
+        0,
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     assert_eq!(v["tool"], "cmp");
@@ -730,8 +745,21 @@ fn json_report_has_the_counts_of_the_text_report() {
 
     // Different trees: status 1, the same counts in both forms.
     change(&src, &dst);
-    let report = run(cmp(1).arg(&src).arg(&dst), 1);
-    let out = expect_status(cmp(1).arg("--json").arg(&src).arg(&dst), 1);
+    let report = Tool::new("cmp")
+        .arg(&src)
+        .arg(&dst)
+        .run()
+        .assert_status(1)
+        .stdout_str();
+    let out = expect_status(
+        Tool::new("cmp")
+            .np(1)
+            .command()
+            .arg("--json")
+            .arg(&src)
+            .arg(&dst),
+        1,
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["status"], 1);
     let (items, differing) = (

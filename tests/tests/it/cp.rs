@@ -1450,6 +1450,7 @@ fn small_source(d: &Path, obstacle: bool) -> (PathBuf, PathBuf) {
 
 #[test]
 fn library_run_reports_counts_and_failures_on_every_rank() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::context::ToolReport;
     let tmp = tempfile::tempdir().unwrap();
     let (src, dst) = small_source(tmp.path(), false);
@@ -1508,10 +1509,17 @@ fn json_report_equals_the_text_summary() {
         let (_, dst2) = small_source(&t2, obstacle);
         let code = i32::from(obstacle);
         let src_c = format!("{}/", src.display());
-        let out = expect_status(cp(1).arg(&src_c).arg(&dst), code);
+        let out = expect_status(Tool::new("cp").np(1).command().arg(&src_c).arg(&dst), code);
         let (line, bytes) = copied_summary(&out);
         let src2 = format!("{}/", t2.join("src").display());
-        let json = expect_status(cp(1).args(["--json", &src2]).arg(&dst2), code);
+        let json = expect_status(
+            Tool::new("cp")
+                .np(1)
+                .command()
+                .args(["--json", &src2])
+                .arg(&dst2),
+            code,
+        );
         let v: serde_json::Value = serde_json::from_slice(&json.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", text(&json.stdout)));
         assert_eq!(v["tool"], "cp");

@@ -372,6 +372,7 @@ impl mfu::engine::context::Events for Kept {
 
 #[test]
 fn dup_as_a_library_function_reports_counts_and_failures() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::context::{Context, ToolReport};
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();

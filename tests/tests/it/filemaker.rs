@@ -392,6 +392,7 @@ fn bytes_of(p: &Path) -> Vec<u8> {
 
 #[test]
 fn library_run_reports_counts_and_failures() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::context::ToolReport;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t");

@@ -626,6 +626,7 @@ impl mfu::engine::context::Events for Kept {
 
 #[test]
 fn find_as_a_library_function_reports_counts_and_failures() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::context::{Context, ToolReport};
     use mfu::find::expr::Expr;
     use mfu::find::Primary;

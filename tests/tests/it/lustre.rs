@@ -554,6 +554,7 @@ fn stripe_restripes_in_place_keeping_data_and_metadata() {
 /// report carry the same counts (the binary needs a real Lustre: the report is rendered here).
 #[test]
 fn stripe_library_counts_skips_and_report_lines() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::context::Events;
     use std::sync::Mutex;
     #[derive(Default)]

@@ -577,6 +577,7 @@ fn bytes(p: &Path) -> Vec<u8> {
 
 #[test]
 fn library_run_reports_counts_output_and_failures() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::context::{Context, ToolReport};
     let (_tmp, base) = scene();
     let (old, new, links) = (base.join("old"), base.join("new"), base.join("links"));

@@ -779,6 +779,7 @@ fn typed_tree(root: &Path) {
 
 #[test]
 fn library_run_reports_counts_and_failures_on_every_rank() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::context::ToolReport;
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("t");

@@ -1401,6 +1401,7 @@ fn typed_change_set(root: &Path) -> (PathBuf, PathBuf) {
 
 #[test]
 fn library_run_reports_counts_and_conflicts_on_every_rank() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::context::ToolReport;
     let tmp = tempfile::tempdir().unwrap();
     let (src, dst) = typed_change_set(tmp.path());
@@ -1448,10 +1449,24 @@ fn json_report_equals_the_text_summary() {
         let (src2, dst2) = typed_change_set(&tmp.path().join("j"));
         let code = i32::from(!delete);
         let flags: &[&str] = if delete { &["-D"] } else { &[] };
-        let out = expect_status(sync(1).args(flags).arg(&src).arg(&dst), code);
+        let out = expect_status(
+            Tool::new("sync")
+                .np(1)
+                .command()
+                .args(flags)
+                .arg(&src)
+                .arg(&dst),
+            code,
+        );
         let (line, c) = summary_line(&out);
         let json = expect_status(
-            sync(1).arg("--json").args(flags).arg(&src2).arg(&dst2),
+            Tool::new("sync")
+                .np(1)
+                .command()
+                .arg("--json")
+                .args(flags)
+                .arg(&src2)
+                .arg(&dst2),
             code,
         );
         let v: serde_json::Value = serde_json::from_slice(&json.stdout)

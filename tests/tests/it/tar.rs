@@ -1849,6 +1849,7 @@ fn small_tree_with_fifo(dir: &Path) {
 
 #[test]
 fn library_create_list_extract_report_their_counts_and_a_failure_with_its_message() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::context::ToolReport;
     use mfu::engine::status::Status;
     use mfu::tar::{Done, Options};

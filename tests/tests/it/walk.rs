@@ -624,6 +624,7 @@ impl mfu::engine::context::Events for Kept {
 
 #[test]
 fn walk_as_a_library_function_reports_counts_and_failures() {
+    let _serial = mfu_tests::serial();
     use mfu::engine::context::{Context, ToolReport};
     use std::sync::Arc;
     let tmp = tempfile::tempdir().unwrap();
