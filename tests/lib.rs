@@ -85,9 +85,16 @@ pub fn mpi_env(cmd: &mut Command) -> &mut Command {
         .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
 }
 
-/// `mpirun -np N PROGRAM ARGS` (see [`mpi_env`]).
+/// The MPI launcher the tests start ranks with: `mpirun` (Open MPI, the system's default), or
+/// `MFU_TEST_MPIRUN` (`cargo xtask test` runs the multi-rank tests again with MPICH's
+/// `mpiexec.mpich` and an mfu-rs built against MPICH).
+pub fn launcher() -> String {
+    std::env::var("MFU_TEST_MPIRUN").unwrap_or_else(|_| "mpirun".to_string())
+}
+
+/// `mpirun -np N PROGRAM ARGS` (see [`mpi_env`], [`launcher`]).
 pub fn mpirun(np: usize, program: &Path) -> Command {
-    let mut cmd = Command::new("mpirun");
+    let mut cmd = Command::new(launcher());
     mpi_env(&mut cmd)
         .args(["-np", &np.to_string()])
         .arg(program);
@@ -101,7 +108,7 @@ pub fn shell(script: &str, code: i32) -> Output {
     let mut cmd = Command::new("sh");
     mpi_env(&mut cmd)
         .env("M", bin())
-        .env("R", format!("mpirun -np 2 {}", bin().display()))
+        .env("R", format!("{} -np 2 {}", launcher(), bin().display()))
         .args(["-c", &format!("set -e; {script}")]);
     expect_status(&mut cmd, code)
 }
@@ -413,9 +420,9 @@ impl Tool {
             }
             Launch::Mpi(n) => {
                 if self.nobody {
-                    cmd.arg("mpirun");
+                    cmd.arg(launcher());
                 } else {
-                    cmd = Command::new("mpirun");
+                    cmd = Command::new(launcher());
                 }
                 mpi_env(&mut cmd)
                     .args(["-np", &n.to_string()])

@@ -37,7 +37,7 @@ pub fn have(program: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// A libclang shared library in /usr/lib/llvm-*/lib or /usr/lib/<triple> (where Debian puts it).
+/// A libclang shared library in `/usr/lib/llvm-*/lib` or `/usr/lib/<triple>` (where Debian puts it).
 fn have_libclang() -> bool {
     let is_libclang = |name: &str| name.starts_with("libclang") && name.contains(".so");
     let dir_has = |d: &Path| {

@@ -25,6 +25,8 @@
 //! assert_eq!(counts.unwrap(), [(3, 1)]);
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod bcast;
 pub mod bz2;
 pub mod chmod;

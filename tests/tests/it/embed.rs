@@ -136,3 +136,66 @@ fn the_hardlinks_example_refuses_an_incomplete_walk() {
     );
     assert!(!tmp.path().join("out.mfu").exists(), "nothing written");
 }
+
+fn copy_then_compare_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_mfu-example-copy-then-compare"))
+}
+
+/// Run `copy_then_compare SRC DST` under `cmd` on a small tree: exit `code`, and with 0 the
+/// copy equals the source.
+fn copy_then_compare(mut cmd: Command, dest_exists: bool, code: i32) {
+    let (tmp, root, _) = tree_with_links();
+    let dst = tmp.path().join("copy");
+    if dest_exists {
+        // cp's rule puts the copy into DST/tree: SRC and DST then differ, and the example says so.
+        std::fs::create_dir(&dst).unwrap();
+    }
+    cmd.arg(&root).arg(&dst);
+    let run = expect_status(&mut cmd, code);
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "one summary line, from rank 0: {text}"
+    );
+    assert!(
+        text.starts_with("copied 5 files (36 bytes); compared "),
+        "{text}"
+    );
+    if code == 0 {
+        assert!(text.ends_with(": 0 differ\n"), "{text}");
+        let diff = Command::new("diff")
+            .arg("-r")
+            .arg(&root)
+            .arg(&dst)
+            .output()
+            .unwrap();
+        assert!(
+            diff.status.success(),
+            "{}",
+            String::from_utf8_lossy(&diff.stdout)
+        );
+    } else {
+        assert!(!text.ends_with(": 0 differ\n"), "{text}");
+        assert!(
+            dst.join("tree/d/e/tri3").exists(),
+            "the copy went into DST/tree"
+        );
+    }
+}
+
+#[test]
+fn copy_then_compare_runs_two_tools_in_one_process_without_a_launcher() {
+    let mut cmd = Command::new(copy_then_compare_bin());
+    clean_env(&mut cmd);
+    copy_then_compare(cmd, false, 0);
+    let mut cmd = Command::new(copy_then_compare_bin());
+    clean_env(&mut cmd);
+    copy_then_compare(cmd, true, 1);
+}
+
+#[test]
+fn copy_then_compare_runs_two_tools_in_one_mpi_process_under_mpirun() {
+    copy_then_compare(mpirun(2, copy_then_compare_bin()), false, 0);
+    copy_then_compare(mpirun(2, copy_then_compare_bin()), true, 1);
+}

@@ -1,6 +1,6 @@
 //! `mfu-rs bz2` (dbz2): compress or decompress one file with bzip2 on all ranks.
 //!
-//! Compression writes dbz2's layout ([`format`], formats.md §7): one independent bzip2 stream per
+//! Compression writes dbz2's layout ([`mod@format`], formats.md §7): one independent bzip2 stream per
 //! ~10 MB block, placed by a prefix sum of compressed sizes, then a table and a footer. Plain
 //! `bunzip2` reads it (the trailer is "trailing garbage", exit 0). Decompression is parallel over
 //! the table for such files; a file from plain `bzip2` (no table: one stream, or several

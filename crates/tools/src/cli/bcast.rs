@@ -45,6 +45,7 @@ pub struct BcastArgs {
     #[arg(short, long, value_name = "SIZE", default_value = "1MB",
           value_parser = crate::cli::args::size_arg)]
     pub size: u64,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

@@ -62,6 +62,7 @@ pub struct Bz2Args {
     /// Bytes of input per stream instead of dbz2's ~10 MB (tests use small blocks).
     #[arg(long, hide = true, value_name = "SIZE", value_parser = stream_bytes_arg)]
     pub stream_bytes: Option<u64>,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

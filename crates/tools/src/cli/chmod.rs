@@ -70,6 +70,7 @@ pub struct ChmodArgs {
     /// Apply --match and --exclude to the last path component instead of the whole path.
     #[arg(short, long)]
     pub name: bool,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

@@ -75,6 +75,7 @@ pub struct CmpArgs {
     /// Judge contents by size and modification time only; read no data.
     #[arg(short, long)]
     pub lite: bool,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

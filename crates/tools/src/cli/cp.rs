@@ -37,6 +37,7 @@ pub struct CpArgs {
     /// Sources, then the destination.
     #[arg(value_name = "SRC... DEST", required = true, num_args = 2..)]
     pub paths: Vec<OsString>,
+    /// Copy I/O: buffer and chunk sizes, direct I/O, sparse files, extended attributes.
     #[command(flatten)]
     pub io: CopyIoArgs,
     /// Copy the entries of this list (v3/v4, text, plain or NUL-separated) instead of walking;
@@ -58,10 +59,13 @@ pub struct CpArgs {
     /// Copy as this group id (needs root).
     #[arg(short = 'G', long, value_name = "ID")]
     pub gid: Option<u32>,
+    /// Lustre layouts of the files this run creates.
     #[command(flatten)]
     pub stripe: StripeArgs,
+    /// Include and exclude rules, in command-line order.
     #[command(flatten)]
     pub filters: FilterArgs,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

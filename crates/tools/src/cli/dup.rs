@@ -48,8 +48,10 @@ pub struct DupArgs {
         conflicts_with = "input"
     )]
     pub paths: Vec<OsString>,
+    /// `-i`: read a list instead of walking.
     #[command(flatten)]
     pub input: ListInput,
+    /// `-o`, `-t`: write the list.
     #[command(flatten)]
     pub output: ListOutput,
     /// With --output: write to it only the names this earlier `-o` list holds that are still
@@ -61,6 +63,7 @@ pub struct DupArgs {
     /// them leaves their access times alone.
     #[arg(long)]
     pub open_noatime: bool,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

@@ -71,6 +71,7 @@ pub struct FilemakerArgs {
     /// Nothing else is touched.
     #[arg(long)]
     pub force: bool,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

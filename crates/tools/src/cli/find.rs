@@ -36,8 +36,10 @@ pub struct FindOptions {
     /// named `(`).
     #[arg(value_name = "PATH")]
     pub paths: Vec<OsString>,
+    /// `-i`: read a list instead of walking.
     #[command(flatten, next_help_heading = "Input and output")]
     pub input: ListInput,
+    /// `-o`, `-t`: write the list.
     #[command(flatten, next_help_heading = "Input and output")]
     pub output: ListOutput,
     /// Descend at most N directory levels below each PATH (0: the PATHs only). With --input,
@@ -269,6 +271,7 @@ pub struct FindOptions {
     )]
     pub exec: Vec<OsString>,
 
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

@@ -53,6 +53,7 @@ pub struct RelnArgs {
     /// Print `link: old -> new` for every link that would change, and change nothing.
     #[arg(long)]
     pub dryrun: bool,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

@@ -77,6 +77,7 @@ pub struct RmArgs {
     /// below it): each is named on stderr and stays, with the directories above it (exit 1).
     #[arg(long, conflicts_with = "input")]
     pub one_file_system: bool,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

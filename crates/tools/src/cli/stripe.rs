@@ -45,6 +45,7 @@ pub struct StripeToolArgs {
     /// Print each file's stripe count and size; change nothing.
     #[arg(short = 'r', long)]
     pub report: bool,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

@@ -52,6 +52,7 @@ pub struct SyncArgs {
         default_value_t = 0
     )]
     pub batch_files: u64,
+    /// Copy I/O: buffer and chunk sizes, direct I/O, sparse files, extended attributes.
     #[command(flatten)]
     pub io: CopyIoArgs,
     /// Also compare the bytes of files of equal size; rewrite only the chunks that differ.
@@ -76,10 +77,13 @@ pub struct SyncArgs {
     /// CONTENT of same-size files is judged by mtime unless --contents is given.
     #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::value_parser())]
     pub output: Vec<Output>,
+    /// Lustre layouts of the files this run creates.
     #[command(flatten)]
     pub stripe: StripeArgs,
+    /// Include and exclude rules, in command-line order.
     #[command(flatten)]
     pub filters: FilterArgs,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

@@ -101,10 +101,13 @@ pub struct TarArgs {
     /// Create: files and directories to archive.
     #[arg(value_name = "PATH")]
     pub paths: Vec<OsString>,
+    /// Lustre layouts of the files this run creates.
     #[command(flatten)]
     pub stripe: StripeArgs,
+    /// Include and exclude rules, in command-line order.
     #[command(flatten)]
     pub filters: FilterArgs,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

@@ -33,16 +33,21 @@ pub struct WalkArgs {
         conflicts_with = "input"
     )]
     pub paths: Vec<OsString>,
+    /// `-i`: read a list instead of walking.
     #[command(flatten)]
     pub input: ListInput,
+    /// `-o`, `-t`: write the list.
     #[command(flatten)]
     pub output: ListOutput,
+    /// `-l`: walk without stat.
     #[command(flatten)]
     pub lite: ListLite,
     /// Sort by FIELDS, a comma list of name,user,group,uid,gid,atime,mtime,ctime,size; a `-`
     /// before a field sorts it descending (e.g. `-size,name`).
     #[arg(short, long, value_name = "FIELDS", allow_hyphen_values = true)]
     pub sort: Option<String>,
+    // The help text shows intervals, not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Print the size distribution of regular files over bins: `size:SEP,SEP,...` with sizes
     /// such as 4k, 1MB (bins are [0,SEP1], (SEP1,SEP2], ..., (SEPn,inf)).
     #[arg(short, long, value_name = "size:SEPS")]
@@ -59,6 +64,7 @@ pub struct WalkArgs {
     /// Follow symbolic links (directory cycles are reported and not followed).
     #[arg(short = 'L', long)]
     pub dereference: bool,
+    /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
 }

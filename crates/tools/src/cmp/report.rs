@@ -40,7 +40,7 @@ pub enum Side {
     OnlyDest,
 }
 
-/// Counts of one rank, summed over ranks with one all-reduce ([`Tally::as_slice`]).
+/// Counts of one rank, summed over ranks with one all-reduce.
 ///
 /// Layout: `[both, only_src, only_dest, differing, failures, lists_failed]`, then per field (but EXIST)
 /// `[common, differ]`, then per expression and conjunction `[src, dest]`, then per expression

@@ -22,8 +22,8 @@ fn batch_len(len: usize) -> usize {
         .clamp(1, BATCH)
 }
 
-/// Run `work` on `list`'s records on all ranks, up to [`BATCH`] records per call (see
-/// [`batch_len`]), each batch as a list of `list`'s detail; `progress` counts records. Returns
+/// Run `work` on `list`'s records on all ranks, up to `BATCH` records per call (see
+/// `batch_len`), each batch as a list of `list`'s detail; `progress` counts records. Returns
 /// true (on every rank) when a stop request cut the work short. Collective.
 pub fn run_batches(
     comm: &dyn Comm,

@@ -12,7 +12,7 @@
 //!    what was removed.
 //!
 //! Paths of any length work: a path too long for one system call is reached through its
-//! parent's descriptor, opened piece by piece ([`open_long`]).
+//! parent's descriptor, opened piece by piece ([`flist::walk::open_long`]).
 //!
 //! The tree may change between the listing and the removal (a directory swapped for a symlink
 //! to anywhere). Every entry is reached from a root's descriptor without following symlinks
