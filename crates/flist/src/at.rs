@@ -2,11 +2,12 @@
 //!
 //! Paths shorter than `PATH_MAX` are used as they are (relative to the current directory, no
 //! extra open); longer ones are reached by opening their parent piece by piece
-//! ([`crate::walk::open_long`]), so a tree with 10 KiB paths is walked, copied and removed like
+//! ([`open_long`]), so a tree with 10 KiB paths is walked, copied and removed like
 //! any other.
 
+use crate::path::as_path;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, OFlags, CWD};
+use rustix::fs::{AtFlags, Mode, OFlags, CWD};
 use rustix::io::Errno;
 use std::borrow::Cow;
 use std::io;
@@ -41,8 +42,7 @@ impl<'p> At<'p> {
         }
         let cut = path.iter().rposition(|&b| b == b'/').unwrap_or(0);
         let parent: &[u8] = if cut == 0 { b"/" } else { &path[..cut] };
-        let dir =
-            crate::walk::open_long(parent, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
+        let dir = open_long(parent, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
         Ok(At {
             dir: Dir::Owned(dir),
             name: Cow::Borrowed(&path[cut + 1..]),
@@ -134,78 +134,61 @@ impl<'p> At<'p> {
     }
 }
 
-/// The parent directory of the last path asked for, held open: entries of one directory, met
-/// one after the other (a walk's order), are reached by name in it, one component to look up
-/// instead of a whole path.
-///
-/// Made with [`ParentDir::beneath`], parents are reached from the tool's roots without
-/// following symlinks ([`crate::beneath`]): a directory swapped for a symlink after the walk is
-/// not followed.
-#[derive(Default)]
-pub struct ParentDir {
-    held: Option<(Vec<u8>, Option<OwnedFd>)>,
-    roots: Option<std::sync::Arc<crate::beneath::Roots>>,
+/// `open` that also works for paths longer than `PATH_MAX`: such a path is opened piece by
+/// piece, each piece relative to the descriptor of the one before.
+pub fn open_long(path: &[u8], flags: OFlags) -> Result<OwnedFd, Errno> {
+    if path.len() < WHOLE_PATH_MAX {
+        return rustix::fs::open(as_path(path), flags | OFlags::CLOEXEC, Mode::empty());
+    }
+    let mut fd: Option<OwnedFd> = None;
+    let mut rest = path;
+    while !rest.is_empty() {
+        let piece_len = if rest.len() < WHOLE_PATH_MAX {
+            rest.len()
+        } else {
+            // Cut at the last '/' that keeps the piece short enough.
+            rest[..WHOLE_PATH_MAX]
+                .iter()
+                .rposition(|&b| b == b'/')
+                .filter(|&i| i > 0)
+                .ok_or(Errno::NAMETOOLONG)?
+        };
+        let (piece, tail) = rest.split_at(piece_len);
+        let last = tail.iter().all(|&b| b == b'/');
+        let piece_flags = if last {
+            flags
+        } else {
+            OFlags::PATH | OFlags::DIRECTORY
+        };
+        let next = match &fd {
+            None => rustix::fs::openat(
+                CWD,
+                as_path(piece),
+                piece_flags | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?,
+            Some(dir) => {
+                let rel = trim_slashes(piece);
+                rustix::fs::openat(
+                    dir,
+                    as_path(rel),
+                    piece_flags | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?
+            }
+        };
+        fd = Some(next);
+        rest = tail;
+        if last {
+            break;
+        }
+    }
+    fd.ok_or(Errno::INVAL)
 }
 
-impl ParentDir {
-    /// A `ParentDir` that reaches every parent beneath `roots` (paths beneath no root are
-    /// reached by their path).
-    pub fn beneath(roots: std::sync::Arc<crate::beneath::Roots>) -> ParentDir {
-        ParentDir {
-            held: None,
-            roots: Some(roots),
-        }
-    }
-
-    /// Hold the directory `dir` (absolute, normalised) open, unless it is the one held.
-    /// Returns true when it was not (a directory that can't be opened is held as "none").
-    pub fn hold(&mut self, dir: &[u8]) -> bool {
-        if self.held.as_ref().is_some_and(|(p, _)| p == dir) {
-            return false;
-        }
-        let confined = self.roots.as_ref().and_then(|r| {
-            // The parent of an entry beneath a root: `dir` itself is then that parent.
-            let probe = [dir, b"/x"].concat();
-            r.parent_dir(&probe).map(|fd| fd.ok())
-        });
-        let fd = match confined {
-            Some(fd) => fd,
-            None => dir
-                .starts_with(b"/")
-                .then(|| crate::walk::open_long(dir, OFlags::PATH | OFlags::DIRECTORY).ok())
-                .flatten(),
-        };
-        self.held = Some((dir.to_vec(), fd));
-        true
-    }
-
-    /// Where `path` is: by name in the directory held, if that is its parent, or as
-    /// [`At::new`] gives it (relative paths, and parents that can't be opened: the call on the
-    /// whole path then reports the error).
-    pub fn entry<'a>(&'a self, path: &'a [u8]) -> io::Result<At<'a>> {
-        match &self.held {
-            Some((p, Some(fd))) if path != b"/" && p == crate::path::parent(path) => {
-                Ok(At::in_dir(fd.as_fd(), crate::path::basename(path)))
-            }
-            _ => match &self.roots {
-                Some(r) => r.at(path),
-                None => At::new(path),
-            },
-        }
-    }
-
-    /// [`Self::hold`] the parent of `path`, then its [`Self::entry`].
-    pub fn at<'a>(&'a mut self, path: &'a [u8]) -> io::Result<At<'a>> {
-        self.hold(crate::path::parent(path));
-        self.entry(path)
-    }
-
-    /// The directory held open, if any.
-    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
-        self.held
-            .as_ref()
-            .and_then(|(_, fd)| fd.as_ref().map(|f| f.as_fd()))
-    }
+fn trim_slashes(p: &[u8]) -> &[u8] {
+    let start = p.iter().position(|&b| b != b'/').unwrap_or(p.len());
+    &p[start..]
 }
 
 #[cfg(test)]
@@ -243,30 +226,6 @@ mod tests {
         assert!(tmp.path().join("f").exists());
         short_path_reaches_then_remove(&at);
         assert!(!tmp.path().join("f").exists());
-    }
-
-    #[test]
-    fn a_held_parent_serves_its_entries_and_follows_the_paths() {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path().as_os_str().as_bytes().to_vec();
-        for d in ["a", "b"] {
-            std::fs::create_dir(tmp.path().join(d)).unwrap();
-            std::fs::write(tmp.path().join(d).join("f"), d).unwrap();
-        }
-        let mut parent = ParentDir::default();
-        for d in ["a", "a", "b", "missing"] {
-            let path = [base.as_slice(), b"/", d.as_bytes(), b"/f"].concat();
-            let at = parent.at(&path).unwrap();
-            match d {
-                "missing" => assert!(at.lstat().is_err()),
-                _ => assert_eq!(at.lstat().unwrap().st_size, 1, "{d}"),
-            }
-        }
-        assert!(
-            parent.fd().is_none(),
-            "a parent that can't be opened is not held"
-        );
-        assert!(parent.at(b"relative/f").unwrap().lstat().is_err());
     }
 
     #[test]

@@ -43,7 +43,7 @@ impl Root {
     }
 
     fn open_with(path: &[u8], access: OFlags) -> io::Result<Root> {
-        let fd = crate::walk::open_long(path, access | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
+        let fd = crate::at::open_long(path, access | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
         Ok(Root {
             path: trim_slashes(path).to_vec(),
             fd,

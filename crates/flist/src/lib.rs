@@ -49,6 +49,7 @@ pub mod error;
 pub mod filter;
 pub mod ids;
 pub mod io;
+pub mod parent_dir;
 pub mod path;
 pub mod record;
 pub mod restat;

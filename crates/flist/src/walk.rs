@@ -8,10 +8,10 @@
 
 use crate::error::ItemError;
 use crate::ids::IdTable;
-use crate::path::{as_path, normalize, PathLike};
+use crate::path::{normalize, PathLike};
 use crate::record::{Detail, FileList, FileType, Meta};
 use rustix::fd::{BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, Mode, OFlags, CWD};
+use rustix::fs::{AtFlags, OFlags};
 use rustix::io::Errno;
 use std::io;
 use std::sync::atomic::AtomicBool;
@@ -21,7 +21,8 @@ use steal::queue::{self, WorkItem};
 use steal::wire::{self, Reader};
 use steal::Comm;
 
-use crate::at::{At, WHOLE_PATH_MAX as OPEN_PATH_MAX};
+pub use crate::at::open_long;
+use crate::at::At;
 
 /// How to walk.
 #[derive(Clone, Copy)]
@@ -456,63 +457,6 @@ pub fn open_dir(path: &[u8], no_atime: bool) -> Result<OwnedFd, Errno> {
         }
     }
     open_long(path, flags)
-}
-
-/// `open` that also works for paths longer than `PATH_MAX`: such a path is opened piece by
-/// piece, each piece relative to the descriptor of the one before.
-pub fn open_long(path: &[u8], flags: OFlags) -> Result<OwnedFd, Errno> {
-    if path.len() < OPEN_PATH_MAX {
-        return rustix::fs::open(as_path(path), flags | OFlags::CLOEXEC, Mode::empty());
-    }
-    let mut fd: Option<OwnedFd> = None;
-    let mut rest = path;
-    while !rest.is_empty() {
-        let piece_len = if rest.len() < OPEN_PATH_MAX {
-            rest.len()
-        } else {
-            // Cut at the last '/' that keeps the piece short enough.
-            rest[..OPEN_PATH_MAX]
-                .iter()
-                .rposition(|&b| b == b'/')
-                .filter(|&i| i > 0)
-                .ok_or(Errno::NAMETOOLONG)?
-        };
-        let (piece, tail) = rest.split_at(piece_len);
-        let last = tail.iter().all(|&b| b == b'/');
-        let piece_flags = if last {
-            flags
-        } else {
-            OFlags::PATH | OFlags::DIRECTORY
-        };
-        let next = match &fd {
-            None => rustix::fs::openat(
-                CWD,
-                as_path(piece),
-                piece_flags | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?,
-            Some(dir) => {
-                let rel = trim_slashes(piece);
-                rustix::fs::openat(
-                    dir,
-                    as_path(rel),
-                    piece_flags | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )?
-            }
-        };
-        fd = Some(next);
-        rest = tail;
-        if last {
-            break;
-        }
-    }
-    fd.ok_or(Errno::INVAL)
-}
-
-fn trim_slashes(p: &[u8]) -> &[u8] {
-    let start = p.iter().position(|&b| b != b'/').unwrap_or(p.len());
-    &p[start..]
 }
 
 #[cfg(test)]

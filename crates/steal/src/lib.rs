@@ -26,6 +26,7 @@
 
 pub mod comm;
 pub mod launch;
+pub mod launch_error;
 pub mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi_comm;

@@ -11,7 +11,7 @@
 //! round's pieces stays below 1 GiB).
 
 use crate::comm::{Comm, PendingBarrier, ReduceOp, Tag};
-use crate::launch::LaunchError;
+use crate::launch_error::LaunchError;
 use mpi::collective::SystemOperation;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::Universe;

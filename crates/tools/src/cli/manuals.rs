@@ -26,20 +26,6 @@ pub fn man_command() -> Command {
         )
 }
 
-/// `man --list`: each tool's canonical name, then the other names that reach it.
-pub fn list() -> Vec<u8> {
-    let mut out = String::new();
-    for row in crate::cli::dispatch::TOOLS {
-        out.push_str(row.name());
-        for n in crate::cli::dispatch::other_names(row.name()) {
-            out.push(' ');
-            out.push_str(n);
-        }
-        out.push('\n');
-    }
-    out.into_bytes()
-}
-
 /// The subcommand `completions`.
 pub fn completions_command() -> Command {
     Command::new("completions")
@@ -56,20 +42,28 @@ pub fn completions_command() -> Command {
         ))
 }
 
-/// The tool `name` (canonical or mpiFileUtils name) of the full command `root`, built.
-fn tool_command(root: &Command, name: &str) -> Option<Command> {
-    let tool = crate::cli::dispatch::tool_for_program(name.as_bytes())?;
+/// The subcommand `tool` (a canonical name, or `None` when the caller found no tool by that
+/// name) of the full command `root`, built.
+fn tool_command(root: &Command, tool: Option<&str>) -> Option<Command> {
+    let tool = tool?;
     let mut root = root.clone();
     root.build();
     root.find_subcommand(tool).cloned()
 }
 
-/// Write the manual page of `tool` (or of mfu-rs) to `out`.
-pub fn man(root: Command, tool: Option<&str>, out: &mut dyn Write) -> Result<(), String> {
+/// Write the manual page of `tool` (or of mfu-rs) to `out`; `resolve` gives the canonical tool
+/// a name stands for (`dcp` → `cp`).
+pub fn man(
+    root: Command,
+    tool: Option<&str>,
+    resolve: impl Fn(&str) -> Option<&'static str>,
+    out: &mut dyn Write,
+) -> Result<(), String> {
     let page = match tool {
         None => clap_mangen::Man::new(root),
         Some(t) => {
-            let sub = tool_command(&root, t).ok_or_else(|| format!("no tool named {t}"))?;
+            let sub =
+                tool_command(&root, resolve(t)).ok_or_else(|| format!("no tool named {t}"))?;
             let name = format!("mfu-rs-{}", sub.get_name());
             let version = root.get_version().unwrap_or_default().to_string();
             clap_mangen::Man::new(sub.name(name.clone()).bin_name(name).version(version))
@@ -79,17 +73,20 @@ pub fn man(root: Command, tool: Option<&str>, out: &mut dyn Write) -> Result<(),
         .map_err(|e| format!("write the manual page: {e}"))
 }
 
-/// Write the completions of `shell` for `name` (mfu-rs, or a tool's own name) to `out`.
+/// Write the completions of `shell` for `name` (mfu-rs, or a tool's own name) to `out`;
+/// `resolve` gives the canonical tool a name stands for.
 pub fn completions(
     root: Command,
     shell: clap_complete::Shell,
     name: Option<&str>,
+    resolve: impl Fn(&str) -> Option<&'static str>,
     out: &mut dyn Write,
 ) -> Result<(), String> {
     let (mut cmd, bin) = match name {
         None | Some("mfu-rs") => (root, "mfu-rs".to_string()),
         Some(n) => {
-            let sub = tool_command(&root, n).ok_or_else(|| format!("no tool named {n}"))?;
+            let sub =
+                tool_command(&root, resolve(n)).ok_or_else(|| format!("no tool named {n}"))?;
             (sub.name(n.to_string()), n.to_string())
         }
     };

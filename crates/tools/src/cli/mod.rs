@@ -18,6 +18,7 @@ pub mod manuals;
 pub mod progress_line;
 pub mod reln;
 pub mod rm;
+pub mod run_tool;
 pub mod runtime_stats;
 pub mod stripe;
 pub mod sync;

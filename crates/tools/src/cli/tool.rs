@@ -6,7 +6,6 @@ use crate::cli::args::Common;
 use crate::cli::console::Console;
 use crate::engine::context::{Context, Error, ToolReport};
 use crate::engine::select::Rules;
-use clap::ArgMatches;
 use std::ffi::OsStr;
 use steal::Comm;
 
@@ -49,52 +48,4 @@ pub trait CliTool: 'static {
     /// The human summary of a finished run (rank 0, not `-q`, not `--json`), through
     /// [`Console::text`].
     fn render(report: &Self::Report, console: &Console);
-}
-
-/// A row of the dispatcher's table: a [`CliTool`] behind an object-safe face.
-pub trait Row: Sync {
-    /// Canonical name.
-    fn name(&self) -> &'static str;
-    /// mpiFileUtils names.
-    fn old_names(&self) -> &'static [&'static str];
-    /// The clap subcommand (its arguments built only when it is the one asked for).
-    fn command(&self) -> clap::Command;
-    /// Parse `matches` (this subcommand's), run on the ranks `launch` starts, render, and
-    /// return the exit code.
-    fn main(&self, matches: &ArgMatches, launch: &crate::cli::dispatch::Launcher<'_>) -> i32;
-}
-
-/// The row of tool `T`.
-pub const fn row<T: CliTool>() -> &'static dyn Row {
-    &Entry::<T>(std::marker::PhantomData)
-}
-
-struct Entry<T>(std::marker::PhantomData<fn() -> T>);
-
-impl<T: CliTool> Row for Entry<T> {
-    fn name(&self) -> &'static str {
-        T::NAME
-    }
-    fn old_names(&self) -> &'static [&'static str] {
-        T::OLD_NAMES
-    }
-    fn command(&self) -> clap::Command {
-        use clap::Args;
-        let cmd = clap::Command::new(T::NAME)
-            .visible_aliases(T::OLD_NAMES.iter().copied())
-            .about(T::ABOUT);
-        // Building the arguments of all fourteen tools was most of the start-up's work: only
-        // the tool asked for builds them. The tool's `about` wins over the options' own.
-        cmd.defer(|cmd| {
-            let long_about = cmd.get_long_about().cloned();
-            let cmd = T::Args::augment_args(cmd).about(T::ABOUT);
-            match long_about {
-                Some(a) => cmd.long_about(a),
-                None => cmd.long_about(None::<&str>),
-            }
-        })
-    }
-    fn main(&self, matches: &ArgMatches, launch: &crate::cli::dispatch::Launcher<'_>) -> i32 {
-        crate::cli::dispatch::main_of::<T>(matches, launch)
-    }
 }

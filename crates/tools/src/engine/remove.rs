@@ -10,9 +10,9 @@
 
 use crate::engine::batches::run_batches;
 use crate::engine::locks::lock;
-use flist::at::ParentDir;
 use flist::beneath::{is_symlink_error, Roots};
 use flist::distribute::by_depth;
+use flist::parent_dir::ParentDir;
 use flist::record::Entry;
 use flist::{FileList, FileType, ItemError};
 use rustix::fd::BorrowedFd;

@@ -23,6 +23,7 @@ pub mod list;
 mod partial;
 pub mod scan;
 pub mod seekable;
+mod segment;
 pub mod stream;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};

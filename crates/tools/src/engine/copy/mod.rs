@@ -22,10 +22,11 @@ pub mod reach;
 pub mod striping;
 
 use data::{Buffer, DataError, DataOptions};
-use flist::at::{At, ParentDir};
+use flist::at::At;
 use flist::beneath;
 use flist::chunk::{plan_striped_chunks, Chunk};
 use flist::distribute::{by_depth, hash_path};
+use flist::parent_dir::ParentDir;
 use flist::{FileList, FileType, ItemError, Meta};
 use meta::{Differences, MetaOptions};
 use rayon::prelude::*;

@@ -9,8 +9,9 @@
 //! with `O_NOFOLLOW`/`AT_SYMLINK_NOFOLLOW` by the caller.
 
 use super::Mapping;
-use flist::at::{At, ParentDir};
+use flist::at::At;
 use flist::beneath::Roots;
+use flist::parent_dir::ParentDir;
 use std::io;
 use std::sync::Arc;
 
