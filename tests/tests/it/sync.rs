@@ -1396,6 +1396,23 @@ fn typed_change_set(root: &Path) -> (PathBuf, PathBuf) {
     std::fs::write(dst.join("a"), b"old").unwrap();
     std::fs::write(dst.join("extra"), b"x").unwrap();
     std::fs::write(dst.join("d"), b"in the way").unwrap();
+    // Fixed times, children before their directories: two trees made one after the other differ
+    // in nothing a sync sees (a second boundary between them made one "metadata fixed" more).
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+    for path in [
+        "src/a",
+        "src/d/b",
+        "src/d",
+        "src",
+        "dst/a",
+        "dst/extra",
+        "dst/d",
+        "dst",
+    ] {
+        let f = std::fs::File::open(root.join(path)).unwrap();
+        f.set_times(std::fs::FileTimes::new().set_accessed(t).set_modified(t))
+            .unwrap();
+    }
     (src, dst)
 }
 
