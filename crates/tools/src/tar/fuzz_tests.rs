@@ -276,9 +276,9 @@ fn fuzz_header_decoding_never_panics_and_keeps_data_inside_its_entry() {
     }
     assert!(
         decoded > ITERATIONS,
-        "the mutations left too little to decode"
+        "the mutations left too little to decode: {decoded} entries in {ITERATIONS} \
+         iterations, seed {seed}"
     );
-    eprintln!("header decoding: {ITERATIONS} iterations, {decoded} entries decoded, seed {seed}");
 }
 
 /// The archive `bytes` as a file, opened.
@@ -328,9 +328,11 @@ fn fuzz_the_scanner_never_finds_overlapping_entries_or_reports_damage() {
         }
         (damaged, undecodable)
     })[0];
-    eprintln!(
-        "scanner: {} iterations, {} reported damage, {} entries found that do not decode, seed \
-         {seed}",
+    // Both outcomes must occur, or half of the checks above never ran.
+    assert!(
+        damaged.0 > 0 && damaged.0 < ITERATIONS / 4,
+        "scanner: {} iterations, {} reported damage ({} entries found that do not decode), \
+         seed {seed}: the mutations must give both damaged and undamaged archives",
         ITERATIONS / 4,
         damaged.0,
         damaged.1
@@ -423,10 +425,7 @@ fn fuzz_an_accepted_index_is_exactly_the_archives_chain() {
     })[0];
     assert!(
         accepted > 0,
-        "no index was ever accepted: the driver tests nothing"
-    );
-    eprintln!(
-        "index checks: {} iterations, {accepted} accepted, seed {seed}",
+        "no index was ever accepted in {} iterations (seed {seed}): the driver tests nothing",
         ITERATIONS / 8
     );
 }
