@@ -1,6 +1,6 @@
 //! One tool as the command line sees it ([`CliTool`]): its clap options, the library options
 //! they become, the run, and the rendering of its report. The dispatcher's table holds one row
-//! per tool ([`row`]).
+//! per tool ([`crate::cli::run_tool::row`]).
 
 use crate::cli::args::Common;
 use crate::cli::console::Console;
