@@ -69,7 +69,7 @@ pub use flist;
 /// assert_eq!(files.unwrap(), [1]);
 /// ```
 pub mod prelude {
-    pub use crate::engine::context::{Context, Discard, Error, Events, ToolReport};
+    pub use crate::engine::context::{Collect, Context, Discard, Error, Events, ToolReport};
     pub use flist::io::{self, Format};
     pub use flist::summary::{summarize, Summary};
     pub use flist::walk::{self, walk, WalkOptions, Walked};

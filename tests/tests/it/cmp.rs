@@ -5,6 +5,7 @@
 //! block size; an `-o` list that cannot be written; an unreadable directory; a non-UTF-8 `-o`
 //! file name.
 
+use mfu::engine::context::Collect as Kept;
 use mfu_tests::{expect_status, Tool};
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -628,21 +629,6 @@ fn an_interrupted_compare_counts_unfinished_files_as_not_compared() {
     assert_eq!(row(&stdout, "CONTENT").1, 0, "{stdout}");
     assert!(stderr.contains("files were not compared"), "{stderr}");
     assert!(stdout.contains("could not be compared"), "{stdout}");
-}
-
-/// Events of a library run, kept: the error messages.
-#[derive(Default)]
-struct Kept {
-    errors: std::sync::Mutex<Vec<String>>,
-}
-
-impl mfu::engine::context::Events for Kept {
-    fn error(&self, message: &str) {
-        self.errors.lock().unwrap().push(message.to_string());
-    }
-    fn progress(&self, _: &str, _: &steal::progress::Report) {}
-    fn output(&self, _: &[u8]) {}
-    fn info(&self, _: &str) {}
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! `sha256sum`, at 1, 2 and 4 ranks, with the same bytes of output at every rank count; hard
 //! links, empty files, files that differ only after the prefix; `-o` lists; exit statuses.
 
+use mfu::engine::context::Collect as Kept;
 use mfu_tests::{bin, expect_status, mfu, mpirun, Tool};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
@@ -350,24 +351,6 @@ fn verify_keeps_only_names_that_are_still_redundant_copies() {
     // And `rm -i` of the verified list keeps every content.
     expect_status(mfu(&["rm", "-q", "-i"]).arg(&sure), 0);
     assert!(!root.join("c").exists() && root.join("a").exists() && root.join("d").exists());
-}
-
-/// Events of a library run, kept: the output and the error messages.
-#[derive(Default)]
-struct Kept {
-    output: std::sync::Mutex<Vec<u8>>,
-    errors: std::sync::Mutex<Vec<String>>,
-}
-
-impl mfu::engine::context::Events for Kept {
-    fn error(&self, message: &str) {
-        self.errors.lock().unwrap().push(message.to_string());
-    }
-    fn progress(&self, _: &str, _: &steal::progress::Report) {}
-    fn output(&self, bytes: &[u8]) {
-        self.output.lock().unwrap().extend_from_slice(bytes);
-    }
-    fn info(&self, _: &str) {}
 }
 
 #[test]

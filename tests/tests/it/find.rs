@@ -3,6 +3,7 @@
 //! owners), at 1, 2 and 4 ranks; --exec runs once per match; lists in and out; the purge
 //! pipeline walk → find → rm; exit statuses.
 
+use mfu::engine::context::Collect as Kept;
 use mfu_tests::{bin, expect_status, mfu, mpirun, Tool};
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
@@ -604,24 +605,6 @@ fn patterns_may_begin_with_a_dash() {
             (&["--not", "--name", "-*"], &["!", "-name", "-*"]),
         ],
     );
-}
-
-/// Events of a library run, kept: the output and the error messages.
-#[derive(Default)]
-struct Kept {
-    output: std::sync::Mutex<Vec<u8>>,
-    errors: std::sync::Mutex<Vec<String>>,
-}
-
-impl mfu::engine::context::Events for Kept {
-    fn error(&self, message: &str) {
-        self.errors.lock().unwrap().push(message.to_string());
-    }
-    fn progress(&self, _: &str, _: &steal::progress::Report) {}
-    fn output(&self, bytes: &[u8]) {
-        self.output.lock().unwrap().extend_from_slice(bytes);
-    }
-    fn info(&self, _: &str) {}
 }
 
 #[test]

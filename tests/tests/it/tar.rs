@@ -6,6 +6,7 @@
 //! GNU tar runs with `TZ=UTC`, `LC_ALL=C` and `--quoting-style=literal` (names printed as raw
 //! bytes). A missing external tool fails the test with a hint to run `cargo xtask setup`.
 
+use mfu::engine::context::Collect as Kept;
 use mfu_tests::tar_tools::{gnu_tar, tar_np, text, tool};
 use mfu_tests::tree::{self, Compare, Kind, Tree};
 use mfu_tests::{expect_status, make_vector_tree, mfu, vector};
@@ -1781,24 +1782,6 @@ fn xattrs_travel_only_with_preserve_and_gnu_tar_reads_them() {
 
 // ---------------------------------------------------------------------------------------------
 // (11) The library: typed options in, a report out; and the report as `--json`
-
-/// A library run's events, kept.
-#[derive(Default)]
-struct Kept {
-    errors: std::sync::Mutex<Vec<String>>,
-    output: std::sync::Mutex<Vec<u8>>,
-}
-
-impl mfu::engine::context::Events for Kept {
-    fn error(&self, message: &str) {
-        self.errors.lock().unwrap().push(message.to_string());
-    }
-    fn progress(&self, _: &str, _: &steal::progress::Report) {}
-    fn output(&self, bytes: &[u8]) {
-        self.output.lock().unwrap().extend_from_slice(bytes);
-    }
-    fn info(&self, _: &str) {}
-}
 
 /// `options` with its events going to a fresh [`Kept`].
 fn kept(mut options: mfu::tar::Options) -> (mfu::tar::Options, std::sync::Arc<Kept>) {

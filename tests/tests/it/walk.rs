@@ -1,6 +1,7 @@
 //! `mfu-rs walk` end to end: the interop vectors of mpiFileUtils, at 1..4 ranks, under mpirun.
 
 use flist::{io, FileList, FileType};
+use mfu::engine::context::Collect as Kept;
 use mfu_tests::{bin, expect_status, make_vector_tree, mfu, mpirun, vector, Tool};
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
@@ -602,24 +603,6 @@ fn lite_walk_lists_names_and_types_without_stat() {
         2,
     );
     assert!(!sorted.exists());
-}
-
-/// Events of a library run, kept: the output and the error messages.
-#[derive(Default)]
-struct Kept {
-    output: std::sync::Mutex<Vec<u8>>,
-    errors: std::sync::Mutex<Vec<String>>,
-}
-
-impl mfu::engine::context::Events for Kept {
-    fn error(&self, message: &str) {
-        self.errors.lock().unwrap().push(message.to_string());
-    }
-    fn progress(&self, _: &str, _: &steal::progress::Report) {}
-    fn output(&self, bytes: &[u8]) {
-        self.output.lock().unwrap().extend_from_slice(bytes);
-    }
-    fn info(&self, _: &str) {}
 }
 
 #[test]

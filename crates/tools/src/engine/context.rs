@@ -43,6 +43,37 @@ impl Events for Discard {
     fn info(&self, _: &str) {}
 }
 
+/// An [`Events`] sink that keeps what it is told, for a caller that wants the messages and the
+/// output after the run (progress is dropped).
+#[derive(Debug, Default)]
+pub struct Collect {
+    /// Every [`Events::error`] message, in the order they came.
+    pub errors: Mutex<Vec<String>>,
+    /// Every [`Events::output`] byte, in the order they came.
+    pub output: Mutex<Vec<u8>>,
+    /// Every [`Events::info`] text, concatenated.
+    pub info: Mutex<String>,
+}
+
+impl Events for Collect {
+    fn error(&self, message: &str) {
+        if let Ok(mut e) = self.errors.lock() {
+            e.push(message.to_string());
+        }
+    }
+    fn progress(&self, _: &str, _: &ProgressReport) {}
+    fn output(&self, bytes: &[u8]) {
+        if let Ok(mut o) = self.output.lock() {
+            o.extend_from_slice(bytes);
+        }
+    }
+    fn info(&self, text: &str) {
+        if let Ok(mut i) = self.info.lock() {
+            i.push_str(text);
+        }
+    }
+}
+
 /// Failure messages kept for a report: at most this many per process.
 pub const FAILURE_SAMPLE: usize = 100;
 
