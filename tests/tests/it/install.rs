@@ -110,3 +110,44 @@ fn completions_parse_and_complete_a_tools_options() {
     }
     expect_status(&mut mfu(&["completions", "tcsh"]), 2);
 }
+
+#[test]
+fn timestamps_start_error_and_progress_lines_as_in_mpifileutils() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("missing");
+    let stamped = |line: &str| {
+        let b = line.as_bytes();
+        b.len() > 22 && b[0] == b'[' && b[11] == b'T' && &b[20..22] == b"] "
+    };
+    // An item that failed: `[2026-11-26T04:12:13] mfu-rs rm: stat ...`.
+    let out = expect_status(mfu(&["rm", "--timestamps"]).arg(&missing), 1);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let line = err.lines().find(|l| l.contains("stat ")).expect(&err);
+    assert!(
+        stamped(line) && line[22..].starts_with("mfu-rs rm: stat "),
+        "{err}"
+    );
+    // The environment variable does the same; without either, no time.
+    let out = expect_status(mfu(&["rm"]).arg(&missing).env("MFU_TIMESTAMPS", "1"), 1);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.lines().all(stamped), "{err}");
+    let out = expect_status(mfu(&["rm"]).arg(&missing).env("MFU_TIMESTAMPS", "0"), 1);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.starts_with("mfu-rs rm: "), "{err}");
+    // Progress lines too.
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    for i in 0..2000 {
+        std::fs::write(src.join(format!("f{i}")), b"x").unwrap();
+    }
+    let out = expect_status(
+        mfu(&["cp", "--timestamps", "--progress", "0.0001"])
+            .arg(&src)
+            .arg(tmp.path().join("dst")),
+        0,
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let progress: Vec<&str> = err.lines().filter(|l| l.contains("Copied")).collect();
+    assert!(!progress.is_empty(), "a progress line: {err}");
+    assert!(progress.iter().all(|l| stamped(l)), "{err}");
+}

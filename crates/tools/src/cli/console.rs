@@ -57,10 +57,15 @@ pub fn is_stdout(file: &[u8]) -> bool {
 /// The line goes out in one `write` (`eprintln!` may split it into several), so that lines of
 /// ranks sharing one stderr pipe never interleave mid-line.
 pub fn report_error(tool: &str, message: impl std::fmt::Display) {
+    report_line("", tool, message);
+}
+
+/// [`report_error`], the line starting with `prefix` (a timestamp).
+fn report_line(prefix: &str, tool: &str, message: impl std::fmt::Display) {
     use std::io::Write;
     let line = match tool {
-        "" => format!("mfu-rs: {message}\n"),
-        _ => format!("mfu-rs {tool}: {message}\n"),
+        "" => format!("{prefix}mfu-rs: {message}\n"),
+        _ => format!("{prefix}mfu-rs {tool}: {message}\n"),
     };
     // Nothing sensible is left to do when stderr itself fails.
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
@@ -102,14 +107,13 @@ impl Console {
 
 impl Events for Console {
     fn error(&self, message: &str) {
-        if self.timestamps {
-            report_error(
-                self.tool,
-                format_args!("{}{message}", crate::cli::progress_line::timestamp()),
-            );
+        // The time first, as on progress lines and in mpiFileUtils' messages.
+        let stamp = if self.timestamps {
+            crate::cli::progress_line::timestamp()
         } else {
-            report_error(self.tool, message);
-        }
+            String::new()
+        };
+        report_line(&stamp, self.tool, message);
     }
     fn progress(&self, verb: &str, report: &ProgressReport) {
         if !self.quiet {
