@@ -22,6 +22,7 @@ mod lists;
 mod lustre;
 mod pipeline;
 mod races;
+mod readme;
 mod reln;
 mod rm;
 mod runtime_mpi;

@@ -5,7 +5,9 @@ use flist::units::parse_size;
 use std::time::Duration;
 
 /// `--progress`, `-v`, `-q`: the same on every tool.
+// Its own heading: a group flattened before it (Lustre, Filters) would otherwise lend it its own.
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Messages")]
 pub struct Common {
     /// Print a progress line every N seconds (0 = never; fractions such as 0.5 allowed); rank 0
     /// prints it on stderr.

@@ -60,6 +60,7 @@ impl CopyIoArgs {
 /// matches ([`crate::engine::select::Rules::from_matches`]); these fields are for help and
 /// parsing.
 #[derive(Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Filters")]
 pub struct FilterArgs {
     /// Leave out paths matching GLOB (repeatable; rules apply in command-line order, the first
     /// match decides; see `--include`). Without `/` GLOB matches a name at any depth, with `/`

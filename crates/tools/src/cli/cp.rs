@@ -34,9 +34,12 @@ use steal::Comm;
     mut_arg("chunksize", |a| a.short('k'))
 )]
 pub struct CpArgs {
-    /// Sources, then the destination.
-    #[arg(value_name = "SRC... DEST", required = true, num_args = 2..)]
-    pub paths: Vec<OsString>,
+    /// Files or directories to copy.
+    #[arg(value_name = "SRC", required = true, num_args = 1..)]
+    pub sources: Vec<OsString>,
+    /// Where they go (see the path rules below).
+    #[arg(value_name = "DEST", required = true)]
+    pub dest: OsString,
     /// Copy I/O: buffer and chunk sizes, direct I/O, sparse files, extended attributes.
     #[command(flatten)]
     pub io: CopyIoArgs,
@@ -85,13 +88,13 @@ impl CliTool for Cp {
         &args.common
     }
     fn named_files(args: &CpArgs) -> Vec<(&'static str, &OsStr)> {
-        let paths = args.paths.iter().map(|p| ("SRC/DEST", p.as_os_str()));
+        let sources = args.sources.iter().map(|p| ("SRC", p.as_os_str()));
+        let paths = sources.chain([("DEST", args.dest.as_os_str())]);
         let input = args.input.iter().map(|p| ("-i", p.as_os_str()));
         paths.chain(input).collect()
     }
     fn options(args: &CpArgs, rules: Rules, context: Context) -> Options {
-        let (dest, sources) = args.paths.split_last().expect("clap requires 2 paths");
-        let mut o = Options::new(&bytes_of(sources), dest.as_bytes());
+        let mut o = Options::new(&bytes_of(&args.sources), args.dest.as_bytes());
         o.input = args.input.as_ref().map(|i| i.as_bytes().to_vec());
         o.dereference = args.dereference;
         o.uid = args.uid;
