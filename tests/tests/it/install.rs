@@ -151,3 +151,27 @@ fn timestamps_start_error_and_progress_lines_as_in_mpifileutils() {
     assert!(!progress.is_empty(), "a progress line: {err}");
     assert!(progress.iter().all(|l| stamped(l)), "{err}");
 }
+
+#[test]
+fn verbose_runs_name_their_ranks_in_the_right_number() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("f"), b"x").unwrap();
+    let walked = |ranks: &str| {
+        let out = expect_status(mfu(&["--ranks", ranks, "walk", "-v"]).arg(&src), 0);
+        stdout(&out)
+    };
+    assert!(walked("1").starts_with("Walked 2 items by 1 rank in "), "{}", walked("1"));
+    assert!(walked("3").starts_with("Walked 2 items by 3 ranks in "), "{}", walked("3"));
+    // Without -v the line is mpiFileUtils' own.
+    let out = stdout(&expect_status(mfu(&["walk"]).arg(&src), 0));
+    assert!(out.starts_with("Walked 2 items in "), "{out}");
+    let out = expect_status(
+        mfu(&["cp", "-v"]).arg(&src).arg(tmp.path().join("dst")),
+        0,
+    );
+    let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(", 1 rank\n"), "{text}");
+    assert!(!text.contains("1 ranks"), "{text}");
+}

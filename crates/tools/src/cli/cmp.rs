@@ -162,13 +162,13 @@ pub fn report_text(r: &Report) -> String {
         let rate = r.bytes_read as f64 / secs.max(1e-9);
         text.push_str(&format!(
             "Compared in {secs:.3} s: read {} ({} bytes, {}/s) in chunks of {} bytes, \
-             buffers of {} bytes, {} ranks\n",
+             buffers of {} bytes, {}\n",
             human_bytes(r.bytes_read),
             r.bytes_read,
             human_bytes(rate as u64),
             d.chunk_size,
             d.bufsize,
-            d.ranks
+            crate::engine::wording::ranks(d.ranks)
         ));
     }
     text.push_str(&r.tally.verdict());

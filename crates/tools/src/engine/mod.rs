@@ -19,3 +19,4 @@ pub mod status;
 pub(crate) mod test_rng;
 pub mod test_seam;
 pub mod walk_stripes;
+pub mod wording;

@@ -126,6 +126,8 @@ pub struct Report {
     pub distribution: Option<Vec<Bin>>,
     /// The `file_histogram` asked for (bins with files only).
     pub histogram: Option<Vec<Bin>>,
+    /// With verbose: the ranks that walked (or read) the list.
+    pub ranks: Option<usize>,
     /// With verbose: seconds the sort took.
     pub sort_seconds: Option<f64>,
     /// With verbose: the list written (as shown) and the seconds it took.
@@ -169,6 +171,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let mut report = Report::default();
     let mut list = list(comm, options, &mut report)?;
     report.walk_seconds = started.elapsed().as_secs_f64();
+    report.ranks = options.context.verbose.then(|| comm.size());
     if let Some(keys) = &checked.keys {
         let t = Instant::now();
         list = sort::sort(comm, list, keys).map_err(Error::new)?;

@@ -94,12 +94,12 @@ pub fn copy_and_report(
         }
     };
     say(format!(
-        "Chunk size {}, buffer size {}, {} ranks\n",
+        "Chunk size {}, buffer size {}, {}\n",
         io.chunksize
             .map_or("automatic".to_string(), |c| format!("{c} bytes")),
         io.bufsize
             .map_or("adaptive".to_string(), |b| format!("{b} bytes")),
-        comm.size()
+        crate::engine::wording::ranks(comm.size())
     ));
     let progress = context.progress(comm.rank(), "Copied");
     let opts = io.options(Some(&context.stop), &progress);
