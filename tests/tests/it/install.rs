@@ -162,15 +162,20 @@ fn verbose_runs_name_their_ranks_in_the_right_number() {
         let out = expect_status(mfu(&["--ranks", ranks, "walk", "-v"]).arg(&src), 0);
         stdout(&out)
     };
-    assert!(walked("1").starts_with("Walked 2 items by 1 rank in "), "{}", walked("1"));
-    assert!(walked("3").starts_with("Walked 2 items by 3 ranks in "), "{}", walked("3"));
+    assert!(
+        walked("1").starts_with("Walked 2 items by 1 rank in "),
+        "{}",
+        walked("1")
+    );
+    assert!(
+        walked("3").starts_with("Walked 2 items by 3 ranks in "),
+        "{}",
+        walked("3")
+    );
     // Without -v the line is mpiFileUtils' own.
     let out = stdout(&expect_status(mfu(&["walk"]).arg(&src), 0));
     assert!(out.starts_with("Walked 2 items in "), "{out}");
-    let out = expect_status(
-        mfu(&["cp", "-v"]).arg(&src).arg(tmp.path().join("dst")),
-        0,
-    );
+    let out = expect_status(mfu(&["cp", "-v"]).arg(&src).arg(tmp.path().join("dst")), 0);
     let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
     assert!(text.contains(", 1 rank\n"), "{text}");
     assert!(!text.contains("1 ranks"), "{text}");

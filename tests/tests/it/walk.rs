@@ -722,3 +722,79 @@ fn json_report_has_the_counts_of_the_text_summary() {
     assert!(String::from_utf8_lossy(&text.stdout).contains("Items: 1\n"));
     assert!(String::from_utf8_lossy(&text.stderr).contains("1 paths could not be read"));
 }
+
+/// `walk -p` prints dwalk's lines (mpiFileUtils' `mfu_flist_print`) in list order, before the
+/// summary: `MODE USER GROUP %7.3f %3s %b %e %Y %H:%M PATH`, and `Type=T File=PATH` for a lite
+/// walk; scripts written for dwalk parse them.
+#[test]
+fn print_lines_are_dwalks_and_come_before_the_summary() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    std::fs::write(t.join("small"), vec![b'x'; 232]).unwrap();
+    std::fs::write(t.join("big"), vec![b'y'; 1005 * 1024]).unwrap();
+    std::fs::set_permissions(t.join("small"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    // 2025-11-25 18:04:05 UTC and 2021-03-07 09:00:00 UTC.
+    let times = [
+        ("small", 1_764_093_845),
+        ("big", 1_615_107_600),
+        (".", 1_615_107_600),
+    ];
+    for (name, secs) in times {
+        let stamp = rustix::fs::Timestamps {
+            last_access: rustix::fs::Timespec {
+                tv_sec: secs,
+                tv_nsec: 0,
+            },
+            last_modification: rustix::fs::Timespec {
+                tv_sec: secs,
+                tv_nsec: 0,
+            },
+        };
+        let flags = rustix::fs::AtFlags::empty();
+        rustix::fs::utimensat(rustix::fs::CWD, &t.join(name), &stamp, flags).unwrap();
+    }
+    let root = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
+    let group = String::from_utf8(Command::new("id").arg("-gn").output().unwrap().stdout).unwrap();
+    let (user, group) = (root.trim(), group.trim());
+    let p = t.display();
+    let want = [
+        format!("drwxr-xr-x {user} {group}   "),
+        format!("-rw-r--r-- {user} {group}   0.981 MiB Mar  7 2021 09:00 {p}/big\n"),
+        format!("-rw-r----- {user} {group} 232.000   B Nov 25 2025 18:04 {p}/small\n"),
+    ];
+    for np in [1, 2] {
+        let out = Tool::new("walk")
+            .np(np)
+            .args(["-p", "-s", "name"])
+            .arg(&t)
+            .env("TZ", "UTC")
+            .run()
+            .assert_status(0);
+        let text = out.stdout_str();
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        assert!(lines[0].starts_with(&want[0]), "np {np}:\n{text}");
+        assert!(
+            lines[0].ends_with(&format!(" Mar  7 2021 09:00 {p}\n")),
+            "np {np}:\n{text}"
+        );
+        assert_eq!(lines[1], want[1], "np {np}:\n{text}");
+        assert_eq!(lines[2], want[2], "np {np}:\n{text}");
+        assert!(
+            lines[3].starts_with("Walked 3 items in "),
+            "np {np}:\n{text}"
+        );
+        let lite = Tool::new("walk")
+            .np(np)
+            .args(["-p", "-l", "-s", "name"])
+            .arg(&t)
+            .run()
+            .assert_status(0)
+            .stdout_str();
+        let want_lite = format!(
+            "Type=DIR File={p}\nType=REG File={p}/big\nType=REG File={p}/small\nWalked 3 items in "
+        );
+        assert!(lite.starts_with(&want_lite), "np {np}:\n{lite}");
+    }
+}

@@ -134,9 +134,9 @@ pub fn summary_text(r: &Report) -> String {
     if let Some(secs) = r.sort_seconds {
         t.push_str(&format!("Sorted in {secs:.3} s\n"));
     }
-    let by = r
-        .ranks
-        .map_or(String::new(), |n| format!(" by {}", crate::engine::wording::ranks(n)));
+    let by = r.ranks.map_or(String::new(), |n| {
+        format!(" by {}", crate::engine::wording::ranks(n))
+    });
     t.push_str(&format!(
         "{} {} items{by} in {:.3} s ({:.0} items/s){}\n",
         if r.read { "Read" } else { "Walked" },

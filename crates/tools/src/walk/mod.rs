@@ -4,11 +4,14 @@
 //! count it (summary, stripes, size distribution, histogram); send the `print` listing in
 //! list order; write the list.
 
+mod listing;
+
+pub use listing::{format_entry, mode_string};
+
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::lustre::LustreHandle;
 use crate::engine::status::Status;
 use flist::io::{self, Format};
-use flist::record::Entry;
 use flist::sort::{self, Key};
 use flist::summary::summarize;
 use flist::units::parse_size;
@@ -419,110 +422,9 @@ fn histogram(comm: &dyn Comm, list: &FileList) -> Vec<Bin> {
         .collect()
 }
 
-/// One `-p` line: `drwxr-xr-x root root 4.000 KiB 2020-09-13 12:26:40 /path` for stat lists,
-/// `D /path` for lite lists.
-pub fn format_entry(list: &FileList, e: Entry<'_>, out: &mut Vec<u8>) {
-    match e.meta {
-        Some(m) => {
-            let user = list
-                .users
-                .name_of(m.uid as u64)
-                .map_or(m.uid.to_string(), |n| String::from_utf8_lossy(n).into());
-            let group = list
-                .groups
-                .name_of(m.gid as u64)
-                .map_or(m.gid.to_string(), |n| String::from_utf8_lossy(n).into());
-            out.extend_from_slice(
-                format!(
-                    "{} {user:<8} {group:<8} {:>12} {} ",
-                    mode_string(m.mode),
-                    human_bytes(m.size),
-                    utc_time(m.mtime)
-                )
-                .as_bytes(),
-            );
-        }
-        None => {
-            out.push(e.kind.text_letter());
-            out.push(b' ');
-        }
-    }
-    out.extend_from_slice(e.path);
-    out.push(b'\n');
-}
-
-/// `ls -l` style mode: `-rw-r--r--`, with s/t bits.
-pub fn mode_string(mode: u32) -> String {
-    let kind = match FileType::from_mode(mode) {
-        FileType::Dir => 'd',
-        FileType::Symlink => 'l',
-        FileType::Fifo => 'p',
-        FileType::Socket => 's',
-        FileType::BlockDev => 'b',
-        FileType::CharDev => 'c',
-        _ => '-',
-    };
-    let bit = |m: u32, c: char| if mode & m != 0 { c } else { '-' };
-    let special = |x: u32, s: u32, set: char, unset_exec: char| match (mode & x != 0, mode & s != 0)
-    {
-        (true, true) => set,
-        (false, true) => unset_exec,
-        (true, false) => 'x',
-        (false, false) => '-',
-    };
-    [
-        kind,
-        bit(0o400, 'r'),
-        bit(0o200, 'w'),
-        special(0o100, 0o4000, 's', 'S'),
-        bit(0o040, 'r'),
-        bit(0o020, 'w'),
-        special(0o010, 0o2000, 's', 'S'),
-        bit(0o004, 'r'),
-        bit(0o002, 'w'),
-        special(0o001, 0o1000, 't', 'T'),
-    ]
-    .iter()
-    .collect()
-}
-
-/// `YYYY-MM-DD HH:MM:SS` in UTC (days-from-civil, no time-zone database needed).
-pub fn utc_time(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn modes_and_times_print_like_ls() {
-        assert_eq!(mode_string(0o100644), "-rw-r--r--");
-        assert_eq!(mode_string(0o040755), "drwxr-xr-x");
-        assert_eq!(mode_string(0o104755), "-rwsr-xr-x");
-        assert_eq!(mode_string(0o041777), "drwxrwxrwt");
-        assert_eq!(mode_string(0o120777), "lrwxrwxrwx");
-        assert_eq!(utc_time(0), "1970-01-01 00:00:00");
-        assert_eq!(utc_time(1_600_001_000), "2020-09-13 12:43:20");
-        assert_eq!(utc_time(-1), "1969-12-31 23:59:59");
-    }
 
     #[test]
     fn distribution_specs() {
