@@ -753,7 +753,7 @@ fn print_lines_are_dwalks_and_come_before_the_summary() {
             },
         };
         let flags = rustix::fs::AtFlags::empty();
-        rustix::fs::utimensat(rustix::fs::CWD, &t.join(name), &stamp, flags).unwrap();
+        rustix::fs::utimensat(rustix::fs::CWD, t.join(name), &stamp, flags).unwrap();
     }
     let root = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
     let group = String::from_utf8(Command::new("id").arg("-gn").output().unwrap().stdout).unwrap();
