@@ -7,6 +7,7 @@ mod bz2;
 mod chmod;
 mod cli_edges;
 mod cmp;
+mod compat;
 mod cp;
 mod differential_cp;
 mod differential_sync;

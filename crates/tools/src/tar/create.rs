@@ -380,7 +380,7 @@ fn roots(chdir: Option<&[u8]>, paths: &[Vec<u8>], cwd: &[u8]) -> Result<(Vec<u8>
         let abs = normalize(p, &base);
         flist::walk::stat_path(&abs, false)
             .map_err(|e| format!("{}: {}", display(&abs), io::Error::from(e)))?;
-        let stored = match super::beneath::clean(p.strip_prefix(b"/").unwrap_or(p)) {
+        let stored = match super::beneath::clean(stored_name(p, &abs, &base)) {
             Ok(s) if s.is_empty() => b".".to_vec(),
             Ok(s) => s,
             Err(_) => {
@@ -394,6 +394,26 @@ fn roots(chdir: Option<&[u8]>, paths: &[Vec<u8>], cwd: &[u8]) -> Result<(Vec<u8>
         pairs.push((abs, stored));
     }
     Ok((base, pairs))
+}
+
+/// The name a PATH argument is stored under (before cleaning). A relative PATH as given. An
+/// absolute PATH inside the base directory (`-C DIR`, or the current directory), compared
+/// lexically: relative to it, as dtar stores it (`dtar -cf a.tar /abs/path/dir` run in
+/// `/abs/path` stores `dir/...`). Any other absolute PATH: without its leading `/`, as GNU tar
+/// stores it (`abs/elsewhere/...`).
+fn stored_name<'a>(path: &'a [u8], abs: &'a [u8], base: &[u8]) -> &'a [u8] {
+    if path.first() != Some(&b'/') {
+        return path;
+    }
+    if flist::path::is_prefix(base, abs) {
+        let rest = &abs[base.len().min(abs.len())..];
+        return rest.strip_prefix(b"/").unwrap_or(rest);
+    }
+    let mut name = path;
+    while let Some(rest) = name.strip_prefix(b"/") {
+        name = rest;
+    }
+    name
 }
 
 /// For the records of `sorted` on this rank that are extra members of a hard-link group: the
@@ -1594,6 +1614,23 @@ mod tests {
             Segment::Group(segs) => segs.iter().for_each(|s| spans(s, out)),
             s => out.push((s.at(), s.at() + s.len())),
         }
+    }
+
+    #[test]
+    fn absolute_paths_inside_the_base_are_stored_relative_to_it_others_without_the_slash() {
+        let name = |p: &str, base: &str| {
+            let abs = flist::path::normalize(p.as_bytes(), base.as_bytes());
+            let stored = stored_name(p.as_bytes(), &abs, base.as_bytes()).to_vec();
+            String::from_utf8(stored).unwrap()
+        };
+        assert_eq!(name("/abs/path/dir", "/abs/path"), "dir");
+        assert_eq!(name("/abs/path/dir/sub/", "/abs/path"), "dir/sub");
+        assert_eq!(name("/abs/path", "/abs/path"), "");
+        assert_eq!(name("/abs/pathology/x", "/abs/path"), "abs/pathology/x");
+        assert_eq!(name("/elsewhere/x", "/abs/path"), "elsewhere/x");
+        assert_eq!(name("//elsewhere/x", "/abs/path"), "elsewhere/x");
+        assert_eq!(name("/x/y", "/"), "x/y");
+        assert_eq!(name("dir/sub", "/abs/path"), "dir/sub");
     }
 
     #[test]
