@@ -50,7 +50,7 @@ use mode::ModeChange;
 use nofollow::{chmod_nofollow, Checked};
 use owner::Owner;
 use rustix::fd::BorrowedFd;
-use rustix::fs::{AtFlags, Mode};
+use rustix::fs::AtFlags;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -251,7 +251,7 @@ impl Plan {
         Ok(Plan {
             mode,
             owner,
-            umask: current_umask(),
+            umask: crate::engine::umask::current(),
             force: options.force,
             selector,
             euid: rustix::process::geteuid().as_raw(),
@@ -291,23 +291,6 @@ fn after_chown(old: u32) -> u32 {
         bits &= !SGID;
     }
     bits
-}
-
-/// The process's umask, read without changing it (`umask(2)` can only read by setting, which
-/// would race with threads creating files).
-fn current_umask() -> u32 {
-    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
-        if let Some(v) = status
-            .lines()
-            .find_map(|l| l.strip_prefix("Umask:"))
-            .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-        {
-            return v;
-        }
-    }
-    let old = rustix::process::umask(Mode::from_raw_mode(0o022));
-    rustix::process::umask(old);
-    old.as_raw_mode()
 }
 
 /// What one rank's workers share while changing.

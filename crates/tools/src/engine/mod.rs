@@ -18,5 +18,6 @@ pub mod status;
 #[cfg(test)]
 pub(crate) mod test_rng;
 pub mod test_seam;
+pub mod umask;
 pub mod walk_stripes;
 pub mod wording;

@@ -49,12 +49,12 @@ pub struct MetaOptions {
 impl MetaOptions {
     /// Options for `preserve` with `xattrs`, reading the umask and `/etc/xattr.conf`.
     pub fn new(preserve: bool, xattrs: XattrPolicy) -> MetaOptions {
-        let umask = rustix::process::umask(Mode::empty());
-        rustix::process::umask(umask);
+        // Read, not set and restored: threads of an embedding process create files meanwhile.
+        let umask = crate::engine::umask::current();
         MetaOptions {
             preserve,
             xattrs,
-            umask: umask.bits(),
+            umask,
             root: rustix::process::geteuid().is_root(),
             creator: (
                 rustix::process::geteuid().as_raw(),
