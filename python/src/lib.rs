@@ -18,6 +18,7 @@ mod runtime;
 mod tools;
 
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
 
 /// This process's rank in the job (0 without a launcher).
 #[pyfunction]
@@ -29,6 +30,26 @@ fn rank(py: Python<'_>) -> PyResult<usize> {
 #[pyfunction]
 fn size(py: Python<'_>) -> PyResult<usize> {
     Ok(runtime::rank_size(py)?.1)
+}
+
+/// Wait until every rank calls it. Collective.
+#[pyfunction]
+fn barrier(py: Python<'_>) -> PyResult<()> {
+    runtime::collective(py, |comm| comm.barrier())
+}
+
+/// Every rank's `obj`, as a list indexed by rank (each pickled on its rank, unpickled here):
+/// to combine what each rank found in its part of a list, without mpi4py. Collective.
+#[pyfunction]
+fn allgather<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    let pickle = py.import("pickle")?;
+    let mine: Vec<u8> = pickle.call_method1("dumps", (obj,))?.extract()?;
+    let all = runtime::collective(py, |comm| comm.allgatherv(&mine))?;
+    let out = PyList::empty(py);
+    for bytes in all {
+        out.append(pickle.call_method1("loads", (PyBytes::new(py, &bytes),))?)?;
+    }
+    Ok(out)
 }
 
 /// Whether this build links MPI (without it, a script always runs as one rank).
@@ -52,6 +73,8 @@ fn mfu_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<entry::Entry>()?;
     m.add_function(wrap_pyfunction!(rank, m)?)?;
     m.add_function(wrap_pyfunction!(size, m)?)?;
+    m.add_function(wrap_pyfunction!(barrier, m)?)?;
+    m.add_function(wrap_pyfunction!(allgather, m)?)?;
     m.add_function(wrap_pyfunction!(mpi_built, m)?)?;
     m.add_function(wrap_pyfunction!(tools::cp, m)?)?;
     m.add_function(wrap_pyfunction!(tools::sync, m)?)?;

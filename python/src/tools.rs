@@ -225,7 +225,6 @@ pub fn rm<'py>(
         Source::List(l) => {
             let t = temp_list(py, &l, opt_path(tmpdir)?)?;
             o.input = Some(t.path.clone());
-            o.stat = l.local().detail() == Detail::Stat;
             Some(t)
         }
     };
