@@ -1,5 +1,5 @@
-//! `import mfu`: mfu-rs from Python — the distributed file list ([`flist::FList`]) and the
-//! tools ([`tools`]) over the typed library, on every rank of an MPI job
+//! `import mfu`: mfu-rs from Python — the distributed file list (`flist::FList`) and the
+//! tools (`tools`) over the typed library, on every rank of an MPI job
 //! (`mpirun -np N python script.py`) or as one rank without a launcher.
 //!
 //! ```python
