@@ -164,9 +164,10 @@ impl FList {
 
     /// The entries for which `predicate(entry)` is true, as a new list. Collective.
     ///
-    /// The predicate is Python: it runs serially on each rank, with the GIL (about 1 µs per
-    /// entry plus what it does, see the README). `filter()` evaluates find's tests in Rust, in
-    /// parallel. Should the predicate raise on any rank, every rank raises.
+    /// The predicate is Python: it runs serially on each rank, with the GIL (0.2 to 0.6 s of
+    /// CPU per million entries for a one-line test, 2 to 9 times the Rust filter's: see the
+    /// README). `filter()` evaluates find's tests in Rust, in parallel. Should the predicate
+    /// raise on any rank, every rank raises.
     fn subset(&self, py: Python<'_>, predicate: &Bound<'_, PyAny>) -> PyResult<FList> {
         let mut picked = Vec::new();
         let mut failure = None;
