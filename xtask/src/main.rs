@@ -3,14 +3,16 @@
 //! - `cargo xtask setup` — install what the build needs (Open MPI, libclang) when missing.
 //! - `cargo xtask demo`  — setup, build, and run a real job: `mpirun -np 2 mfu-rs walk` on a tree.
 //! - `cargo xtask test`  — setup, then the whole suite: unit, interop vectors, mpirun -np 1..4,
-//!   the build without MPI, the publish dry run of the published crates, each criterion bench
-//!   once, and a quick strict run of the bench harness on tmpfs.
+//!   the build without MPI, the publish dry run of the published crates, the Python package
+//!   (`pip install ./python`, pytest plainly and under mpirun), each criterion bench once, and
+//!   a quick strict run of the bench harness on tmpfs.
 //! - `cargo xtask bench` — whole-tool comparisons against the classic tools (see `bench/mod.rs`).
 //! - `cargo xtask dist --prefix DIR` — install as a site would: binaries, the mpiFileUtils-named
 //!   links, man pages and shell completions (see `dist.rs`).
 
 mod bench;
 mod dist;
+mod python;
 mod setup;
 mod slurm;
 
@@ -26,6 +28,8 @@ fn main() {
         Some("test") => test(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("dist") => dist::run_dist(&args[1..]),
+        // Only the Python package's step of `test` (the debug binary must exist).
+        Some("python") => python::test(&root().join("target/debug/mfu-rs")),
         // Only the Slurm runs of `test` (both MPI builds must exist).
         Some("slurm") => slurm_runs(&root(), &root().join("target/mpich/debug/mfu-rs")),
         // Internal: the memory rows run each rank under it (see bench/memory.rs).
@@ -34,7 +38,7 @@ fn main() {
             Err(e) => Err(e),
         },
         _ => {
-            eprintln!("usage: cargo xtask setup|demo|test|bench|dist\n\n  setup  install Open MPI and libclang if missing\n  demo   setup, build, run `mpirun -np 2 mfu-rs walk` on a generated tree\n  test   setup, run every test (unit, vectors, mpirun), build without MPI\n  bench  compare mfu-rs with find/du/cp/rsync/xcp/tar/rm (release build; --help for options)\n  dist   --prefix DIR [--debug]: install bin/ (with dcp, dsync... links), man pages, completions");
+            eprintln!("usage: cargo xtask setup|demo|test|bench|dist|python\n\n  setup  install Open MPI and libclang if missing\n  demo   setup, build, run `mpirun -np 2 mfu-rs walk` on a generated tree\n  test   setup, run every test (unit, vectors, mpirun), build without MPI\n  bench  compare mfu-rs with find/du/cp/rsync/xcp/tar/rm (release build; --help for options)\n  dist   --prefix DIR [--debug]: install bin/ (with dcp, dsync... links), man pages, completions\n  python pip install ./python in target/py-venv, pytest plainly and under mpirun -np 2 (needs target/debug/mfu-rs)");
             std::process::exit(2);
         }
     };
@@ -217,6 +221,9 @@ fn test(extra: &[String]) -> Result<()> {
         .env("MFU_RS_BIN", root.join("target/debug/mfu-rs"))
         .env("MFU_RS_NOMPI_BIN", nompi_dir.join("debug/mfu-rs"));
     run(&mut cmd)?;
+    // `import mfu`: pip install ./python in a virtual environment, pytest plainly and under
+    // mpirun -np 2.
+    python::test(&root.join("target/debug/mfu-rs"))?;
     // The installation as a site lays it out: both binaries, the mpiFileUtils-named links (each
     // answering --version), man pages and completions.
     let prefix = tempfile_dir("mfu-rs-dist")?;
