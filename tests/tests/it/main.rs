@@ -20,6 +20,7 @@ mod install;
 mod launch;
 mod lists;
 mod lustre;
+mod parallel;
 mod pipeline;
 mod races;
 mod reln;

@@ -15,6 +15,7 @@ pub mod filemaker;
 pub mod find;
 pub mod list_args;
 pub mod manuals;
+pub mod parallel;
 pub mod progress_line;
 pub mod reln;
 pub mod rm;
