@@ -40,6 +40,7 @@ pub mod find;
 pub mod parallel;
 pub mod reln;
 pub mod rm;
+pub mod sh;
 pub mod stripe;
 pub mod sync;
 pub mod tar;

@@ -27,6 +27,7 @@ mod reln;
 mod rm;
 mod runtime_mpi;
 mod runtime_stats;
+mod sh;
 mod signals;
 mod sync;
 mod tar;

@@ -26,6 +26,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::bcast::Bcast>(),
     row::<crate::cli::bz2::Bz2>(),
     row::<crate::cli::parallel::Parallel>(),
+    row::<crate::cli::sh::Sh>(),
 ];
 
 const ABOUT: &str =

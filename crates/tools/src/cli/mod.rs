@@ -21,6 +21,7 @@ pub mod reln;
 pub mod rm;
 pub mod run_tool;
 pub mod runtime_stats;
+pub mod sh;
 pub mod stripe;
 pub mod sync;
 pub mod tar;
