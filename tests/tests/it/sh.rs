@@ -179,3 +179,85 @@ fn rm_of_paths_write_and_failures() {
         );
     }
 }
+
+/// A session in a real terminal (tmux): the prompt, a line recalled from the history with the
+/// Up arrow, and rm's confirmation answered at the keyboard.
+#[test]
+fn a_terminal_session_has_a_prompt_history_and_a_confirmation() {
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    tree(&root);
+    let session = format!("mfu-sh-test-{}", std::process::id());
+    let status = dir.path().join("status");
+    let shell_line = format!(
+        "{} sh '{}'; echo $? > '{}'",
+        mfu_tests::bin().display(),
+        root.display(),
+        status.display()
+    );
+    let tmux = |args: &[&str]| {
+        let out = Command::new("tmux")
+            .args(args)
+            .output()
+            .expect("tmux (cargo xtask setup installs it)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "150",
+        "-y",
+        "50",
+        &shell_line,
+    ]);
+    let screen = || tmux(&["capture-pane", "-p", "-t", &session]);
+    // Wait for `want` on the screen (the load and each command take their time under load).
+    let wait_for = |want: &str| {
+        let start = Instant::now();
+        loop {
+            let s = screen();
+            if s.contains(want) {
+                return s;
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                tmux(&["kill-session", "-t", &session]);
+                panic!("not on the screen after 60 s: {want:?}\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let keys = |k: &[&str]| {
+        let mut args = vec!["send-keys", "-t", &session];
+        args.extend_from_slice(k);
+        tmux(&args);
+    };
+    let r = root.display().to_string();
+    // (capture-pane drops the spaces that end a line.)
+    wait_for(&format!("mfu-rs sh:{r}>"));
+    keys(&["cd a", "Enter"]);
+    wait_for(&format!("mfu-rs sh:{r}/a>"));
+    keys(&["cd ..", "Enter"]);
+    wait_for(&format!("mfu-rs sh:{r}/a> cd ..\nmfu-rs sh:{r}>"));
+    // Up Up: `cd a` again, from the history.
+    keys(&["Up", "Up", "Enter"]);
+    wait_for(&format!("mfu-rs sh:{r}> cd a\nmfu-rs sh:{r}/a>\n"));
+    keys(&["find --name f1.tmp", "Enter"]);
+    wait_for(&format!("{r}/a/f1.tmp\n"));
+    keys(&["rm", "Enter"]);
+    wait_for("rm: remove 1 entries (1000 B, 1000 bytes)? [y/N]");
+    keys(&["y", "Enter"]);
+    wait_for("Removed 1 entries (1 files, 0 directories)");
+    keys(&["quit", "Enter"]);
+    let start = Instant::now();
+    while !status.exists() && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    tmux(&["kill-session", "-t", &session]);
+    assert_eq!(fs::read_to_string(&status).unwrap_or_default().trim(), "0");
+    assert!(!root.join("a/f1.tmp").exists() && root.join("a/f2.tmp").exists());
+}
