@@ -27,6 +27,8 @@ const PACKAGES: &[&str] = &[
     // A one-node Slurm on localhost: the suite runs tools under `srun`.
     "slurm-wlm",
     "munge",
+    // A terminal for the test of `mfu-rs sh`'s line editing and history (tests/it/sh.rs).
+    "tmux",
 ];
 
 /// True when `program` is on PATH (also how the benches find the peers).

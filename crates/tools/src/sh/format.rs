@@ -1,0 +1,99 @@
+//! How `sh` shows an entry: `ls -l` lines and `stat` blocks.
+
+use flist::{FileType, Meta};
+
+/// `drwxr-xr-x`: the type letter and the permission bits, as `ls -l` shows them.
+pub fn mode_string(kind: FileType, mode: u32) -> String {
+    let t = match kind {
+        FileType::Dir => 'd',
+        FileType::Symlink => 'l',
+        FileType::Fifo => 'p',
+        FileType::Socket => 's',
+        FileType::BlockDev => 'b',
+        FileType::CharDev => 'c',
+        _ => '-',
+    };
+    let mut s = String::from(t);
+    for (i, c) in "rwxrwxrwx".chars().enumerate() {
+        let bit = 0o400 >> i;
+        s.push(if mode & bit != 0 { c } else { '-' });
+    }
+    s
+}
+
+/// `2026-11-26 07:05:09` (UTC) for seconds since the epoch.
+pub fn time_string(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The `ls -l` columns before the name: mode, owner, group, size, mtime (`?` without
+/// metadata).
+pub fn long_columns(kind: FileType, meta: Option<&Meta>) -> String {
+    match meta {
+        Some(m) => format!(
+            "{} {:>6} {:>6} {:>12} {}",
+            mode_string(kind, m.mode),
+            m.uid,
+            m.gid,
+            m.size,
+            time_string(m.mtime)
+        ),
+        None => format!(
+            "{}{}",
+            mode_string(kind, 0).get(..1).unwrap_or("-"),
+            " ?".repeat(5)
+        ),
+    }
+}
+
+/// The `stat` block of an entry, one field per line.
+pub fn stat_block(path: &str, kind: FileType, meta: Option<&Meta>) -> String {
+    let mut s = format!("  File: {path}\n  Type: {kind:?}\n");
+    if let Some(m) = meta {
+        s.push_str(&format!(
+            "  Size: {}\n  Mode: {:04o} ({})\n   Uid: {}\n   Gid: {}\nAccess: {}\nModify: {}\nChange: {}\n",
+            m.size,
+            m.mode & 0o7777,
+            mode_string(kind, m.mode),
+            m.uid,
+            m.gid,
+            time_string(m.atime),
+            time_string(m.mtime),
+            time_string(m.ctime)
+        ));
+    } else {
+        s.push_str("  (the list has no metadata)\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_and_times_read_as_ls_shows_them() {
+        assert_eq!(mode_string(FileType::Dir, 0o40755), "drwxr-xr-x");
+        assert_eq!(mode_string(FileType::File, 0o100640), "-rw-r-----");
+        assert_eq!(time_string(0), "1970-01-01 00:00:00");
+        assert_eq!(time_string(1_795_676_479), "2026-11-26 07:01:19");
+        assert_eq!(time_string(951_782_400), "2000-02-29 00:00:00");
+    }
+}

@@ -1,0 +1,248 @@
+//! `mfu-rs parallel` end to end: every command runs exactly once (thread ranks and mpirun),
+//! `--resume` and `--resume-failed` with a joblog, failures named, each command's output
+//! whole, templates over odd names, and a stop by SIGINT.
+
+use mfu_tests::{signal_when, Tool};
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// How many times each line occurs in `file`.
+fn counts(file: &Path) -> BTreeMap<String, usize> {
+    let mut c = BTreeMap::new();
+    for line in fs::read_to_string(file).unwrap_or_default().lines() {
+        *c.entry(line.to_string()).or_insert(0) += 1;
+    }
+    c
+}
+
+/// Commands `echo N >> LOG` for N in `range`, one per line.
+fn appenders(log: &Path, range: std::ops::Range<usize>) -> String {
+    range
+        .map(|n| format!("echo {n} >> '{}'\n", log.display()))
+        .collect()
+}
+
+#[test]
+fn each_command_runs_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let setups = [
+        ("1", Tool::new("parallel")),
+        ("r2", Tool::new("parallel").ranks(2)),
+        ("r4", Tool::new("parallel").ranks(4).arg("-j3")),
+        ("mpi2", Tool::new("parallel").mpi(2).arg("-j2")),
+    ];
+    for (name, tool) in setups {
+        // Commands one per line, from a file and from stdin.
+        let log = dir.path().join(format!("{name}.log"));
+        let cmds = dir.path().join(format!("{name}.cmds"));
+        fs::write(&cmds, appenders(&log, 0..60)).unwrap();
+        tool.clone().arg("-a").arg(&cmds).expect(0);
+        let stdin_log = dir.path().join(format!("{name}.stdin.log"));
+        tool.clone().stdin(appenders(&stdin_log, 0..25)).expect(0);
+        // A template over a list.
+        let list = dir.path().join(format!("{name}.list"));
+        let names: String = (0..30)
+            .map(|n| format!("/no/such/dir/f{n}.txt\n"))
+            .collect();
+        fs::write(&list, names).unwrap();
+        let tlog = dir.path().join(format!("{name}.tlog"));
+        let append = format!(">> '{}'", tlog.display());
+        tool.clone()
+            .arg("-i")
+            .arg(&list)
+            .args(["echo", "{/.}", &append])
+            .expect(0);
+        for (log, n, prefix) in [(&log, 60, ""), (&stdin_log, 25, ""), (&tlog, 30, "f")] {
+            let want: BTreeMap<String, usize> =
+                (0..n).map(|i| (format!("{prefix}{i}"), 1)).collect();
+            assert_eq!(counts(log), want, "{name}: {}", log.display());
+        }
+    }
+}
+
+#[test]
+fn resume_skips_what_the_joblog_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, joblog, flag) = (
+        dir.path().join("log"),
+        dir.path().join("joblog"),
+        dir.path().join("flag"),
+    );
+    let mut cmds = appenders(&log, 0..10);
+    // Command 11 fails until the flag exists.
+    cmds.push_str(&format!(
+        "echo again >> '{}'; test -e '{}'\n",
+        log.display(),
+        flag.display()
+    ));
+    let file = dir.path().join("cmds");
+    fs::write(&file, &cmds).unwrap();
+    let run = |extra: &[&str], code| {
+        Tool::new("parallel")
+            .ranks(2)
+            .arg("-a")
+            .arg(&file)
+            .arg("--joblog")
+            .arg(&joblog)
+            .args(extra)
+            .expect(code)
+    };
+    run(&[], 1);
+    let text = fs::read_to_string(&joblog).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.splitn(9, '\t').collect()).collect();
+    assert_eq!(rows.len(), 11);
+    let failed: Vec<&Vec<&str>> = rows.iter().filter(|r| r[6] != "0").collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!((failed[0][0], failed[0][6]), ("11", "1"));
+    // Everything is recorded: --resume runs nothing.
+    fs::write(&flag, b"").unwrap();
+    run(&["--resume"], 0);
+    assert_eq!(counts(&log).values().sum::<usize>(), 11);
+    // --resume-failed runs the failed one again, and only it.
+    run(&["--resume-failed"], 0);
+    let c = counts(&log);
+    assert_eq!(c["again"], 2);
+    assert!((0..10).all(|n| c[&n.to_string()] == 1), "{c:?}");
+    // A run without --resume starts the log anew.
+    run(&[], 0);
+    assert_eq!(fs::read_to_string(&joblog).unwrap().lines().count(), 12);
+}
+
+#[test]
+fn failing_commands_exit_1_and_are_named() {
+    for tool in [Tool::new("parallel"), Tool::new("parallel").mpi(2)] {
+        let out = tool
+            .stdin("true\nexit 3\nkill -9 $$\necho fine\n/no/such/program\n")
+            .expect(1);
+        let err = out.stderr_str();
+        assert!(err.contains("command exit 3: exit status 3"), "{err}");
+        assert!(
+            err.contains("command kill -9 $$: killed by signal 9"),
+            "{err}"
+        );
+        assert!(
+            err.contains("command /no/such/program: exit status 127"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("command true") && !err.contains("command echo"),
+            "{err}"
+        );
+        assert_eq!(out.stdout_str(), "fine\n");
+    }
+}
+
+#[test]
+fn each_commands_output_is_whole() {
+    // Each command writes 50 lines with pauses between, so that commands overlap.
+    let cmds: String = (0..12)
+        .map(|j| format!("for i in $(seq 50); do echo job{j}-$i; if [ $i = 25 ]; then sleep 0.05; fi; done\n"))
+        .collect();
+    let setups = [
+        Tool::new("parallel").ranks(2).arg("-j3"),
+        Tool::new("parallel").mpi(2).arg("-j3"),
+        Tool::new("parallel").ranks(2).args(["-j3", "--keep-order"]),
+    ];
+    for (n, tool) in setups.into_iter().enumerate() {
+        let out = tool.stdin(cmds.clone()).expect(0).stdout_str();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 12 * 50);
+        let mut order = Vec::new();
+        for block in lines.chunks(50) {
+            let job = block[0].split('-').next().unwrap();
+            let want: Vec<String> = (1..=50).map(|i| format!("{job}-{i}")).collect();
+            assert_eq!(block, want, "setup {n}: output of {job} not whole");
+            order.push(job.to_string());
+        }
+        if n == 2 {
+            let want: Vec<String> = (0..12).map(|j| format!("job{j}")).collect();
+            assert_eq!(order, want, "--keep-order");
+        }
+    }
+}
+
+#[test]
+fn templates_quote_odd_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().as_os_str().as_bytes();
+    let names: [&[u8]; 6] = [
+        b"a b.txt",
+        b"it's.c",
+        b"\xff\xfe.x",
+        b"$(touch pwned).sh",
+        b"x;y",
+        b"plain",
+    ];
+    let mut list = Vec::new();
+    for n in names {
+        list.extend_from_slice(base);
+        list.push(b'/');
+        list.extend_from_slice(n);
+        list.push(b'\n');
+    }
+    let file = dir.path().join("list");
+    fs::write(&file, &list).unwrap();
+    for tool in [Tool::new("parallel").ranks(2), Tool::new("parallel").mpi(2)] {
+        let out = tool
+            .current_dir(dir.path())
+            .arg("--keep-order")
+            .arg("-i")
+            .arg(&file)
+            .args(["printf", "'%s\\0'", "{}", "{/}", "{.}", "{//}", "{/.}"])
+            .expect(0);
+        let mut want = Vec::new();
+        for n in names {
+            let path = [base, b"/", n].concat();
+            let stem = match n.iter().rposition(|&b| b == b'.') {
+                Some(i) if i > 0 => &n[..i],
+                _ => n,
+            };
+            for v in [&path[..], n, &[base, b"/", stem].concat(), base, stem] {
+                want.extend_from_slice(v);
+                want.push(0);
+            }
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&want)
+        );
+        assert_eq!(out.stdout, want);
+        assert!(
+            !dir.path().join("pwned").exists(),
+            "a name ran as a command"
+        );
+    }
+}
+
+#[test]
+fn sigint_stops_handing_out_commands_and_waits_for_running_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, joblog) = (dir.path().join("log"), dir.path().join("joblog"));
+    let cmds: String = (0..40)
+        .map(|n| format!("sleep 0.3; echo {n} >> '{}'\n", log.display()))
+        .collect();
+    let file = dir.path().join("cmds");
+    fs::write(&file, cmds).unwrap();
+    let mut cmd = Tool::new("parallel")
+        .args(["-j2", "-a"])
+        .arg(&file)
+        .arg("--joblog")
+        .arg(&joblog)
+        .command();
+    let out = signal_when(&mut cmd, rustix::process::Signal::INT, || log.exists());
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("interrupted by a signal"), "{err}");
+    let ran = counts(&log);
+    assert!(ran.len() < 40 && ran.values().all(|&n| n == 1), "{ran:?}");
+    // Every command that started finished and was logged.
+    let logged = fs::read_to_string(&joblog).unwrap().lines().count() - 1;
+    assert_eq!(logged, ran.len(), "{err}");
+}
