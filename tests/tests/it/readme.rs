@@ -20,10 +20,11 @@ fn readme() -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
-/// The sections headed `### \`mfu-rs TOOL ...\`` and the first cells of their tables.
+/// The sections headed `### \`mfu-rs TOOL ...\`` and the first cells of their option tables.
 fn sections(text: &str) -> Vec<Section> {
     let mut out: Vec<Section> = Vec::new();
     let mut current: Option<Section> = None;
+    let mut options_table = false;
     for line in text.lines() {
         if line.starts_with("## ") || line.starts_with("### ") {
             out.extend(current.take());
@@ -39,7 +40,13 @@ fn sections(text: &str) -> Vec<Section> {
         let Some(section) = current.as_mut() else {
             continue;
         };
-        if let Some(row) = line.strip_prefix("| `") {
+        // Only tables headed `| option | meaning |` list options (sh has a table of commands).
+        if line.starts_with("| option |") {
+            options_table = true;
+        } else if line.starts_with("| ") && !line.starts_with("| `") && !line.starts_with("| |") {
+            options_table = false;
+        }
+        if let Some(row) = line.strip_prefix("| `").filter(|_| options_table) {
             section.cells.push(format!("`{}", first_cell(row)));
         }
     }
