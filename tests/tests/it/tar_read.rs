@@ -9,7 +9,7 @@
 
 use mfu_tests::tar_tools::{gnu_tar, tar_np, text, tool};
 use mfu_tests::tree::{self, Compare, Tree};
-use mfu_tests::{expect_status, noise, with_change_after_listing};
+use mfu_tests::{expect_status, noise, with_change_after_listing, Tool};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -1293,5 +1293,143 @@ fn a_tree_3000_levels_deep_extracts_whole_at_1_and_2_ranks() {
             dir = next;
         }
         let _ = std::process::Command::new("rm").arg("-rf").arg(&d).status();
+    }
+}
+
+/// Issue 17, item 6: an index (the DTAR_IDX member of a plain or a zstd archive, or a side
+/// file) is read by each rank in an even stretch and its offsets go to the ranks whose parts
+/// hold them; the extraction is the same whatever the number of ranks, threads (`--ranks`) or
+/// processes (`mpirun`), including big files whose data spans parts without a header.
+#[test]
+fn an_index_shared_out_over_ranks_extracts_the_same_at_1_2_4_and_16_ranks() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let src = fresh(w, "src");
+    corpus_tree(&src);
+    for i in 0..6u64 {
+        let data = noise(40 + i, 150_000 + i as usize * 7000);
+        std::fs::write(src.join(format!("top/big{i}")), data).unwrap();
+    }
+    for i in 0..40u64 {
+        let data = noise(90 + i, 100 + i as usize * 37);
+        std::fs::write(src.join(format!("top/d/s{i:02}")), data).unwrap();
+    }
+    let plain = w.join("A.tar");
+    let zst = w.join("A.tar.zst");
+    let gnu = w.join("gnu.tar");
+    expect_status(
+        tar_np(1)
+            .args(["-c", "-f"])
+            .arg(&plain)
+            .arg("-C")
+            .arg(&src)
+            .arg("top"),
+        0,
+    );
+    expect_status(
+        tar_np(1)
+            .args(["-c", "-z", "-f"])
+            .arg(&zst)
+            .arg("-C")
+            .arg(&src)
+            .arg("top"),
+        0,
+    );
+    expect_status(
+        gnu_tar()
+            .args(["--format=posix", "-cf"])
+            .arg(&gnu)
+            .arg("-C")
+            .arg(&src)
+            .arg("top"),
+        0,
+    );
+    // The side file of the GNU archive, saved by a scan.
+    expect_status(tar_np(1).args(["-t", "--save-index", "-f"]).arg(&gnu), 0);
+    assert!(w.join("gnu.tar.dtaridx").exists());
+    for (label, archive) in [
+        ("member", &plain),
+        ("zstd member", &zst),
+        ("side file", &gnu),
+    ] {
+        let want = extracted(&gnu_extract(&gnu, w, &format!("{label}-gnu")).0);
+        let runs: Vec<(String, Command)> = [1, 2, 4, 16]
+            .into_iter()
+            .map(|n| (format!("--ranks {n}"), Tool::new("tar").ranks(n).command()))
+            .chain([2, 4].map(|n| (format!("mpirun -np {n}"), tar_np(n))))
+            .collect();
+        for (how, mut cmd) in runs {
+            let d = fresh(w, &format!("{label}-{how}"));
+            let out = expect_status(cmd.arg("-x").arg("-f").arg(archive).arg("-C").arg(&d), 0);
+            let err = text(&out.stderr);
+            assert!(
+                !err.contains("scan") && !err.contains("not using"),
+                "{label}, {how}: the index is used: {err}"
+            );
+            tree::assert_equal_in(
+                &format!("{label}, {how}"),
+                &extracted(&d),
+                &want,
+                Compare::META,
+            );
+        }
+    }
+}
+
+/// Of several entries with one name (`tar -r` of a changed file), the last is extracted, as
+/// GNU tar does, at any number of ranks: the names meet by their hashes and are compared
+/// where hashes meet (issue 17: 16 bytes per entry exchanged, not names).
+#[test]
+fn the_last_of_several_entries_with_one_name_wins_at_any_number_of_ranks() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    small_files(w, 30);
+    let src = w.join("src");
+    // `src` itself is not archived (made by the extraction, its times are now): only its
+    // files are compared.
+    let files_of = |dir: &Path| {
+        let mut t = extracted(dir);
+        t.remove(&b"src"[..]);
+        t
+    };
+    let archive = w.join("dup.tar");
+    let names: Vec<String> = (1..=30).map(|i| format!("src/f{i}")).collect();
+    expect_status(
+        gnu_tar()
+            .arg("-cf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(w)
+            .args(&names),
+        0,
+    );
+    // f3 twice more, changed each time (bigger, so its data spans blocks), f17 once more.
+    for (round, f) in [(1u64, "f3"), (2, "f17"), (3, "f3")] {
+        std::fs::write(src.join(f), noise(round, 20_000 * round as usize)).unwrap();
+        expect_status(
+            gnu_tar()
+                .arg("-rf")
+                .arg(&archive)
+                .arg("-C")
+                .arg(w)
+                .arg(format!("src/{f}")),
+            0,
+        );
+    }
+    let want = files_of(&gnu_extract(&archive, w, "gnu").0);
+    let runs: Vec<(String, Command)> = [1, 4, 16]
+        .into_iter()
+        .map(|n| (format!("--ranks {n}"), Tool::new("tar").ranks(n).command()))
+        .chain([2, 4].map(|n| (format!("mpirun -np {n}"), tar_np(n))))
+        .collect();
+    for (how, mut cmd) in runs {
+        let d = fresh(w, &how);
+        let out = expect_status(cmd.arg("-x").arg("-f").arg(&archive).arg("-C").arg(&d), 0);
+        tree::assert_equal_in(&how, &files_of(&d), &want, Compare::META);
+        assert!(
+            text(&out.stdout).contains("Extracted 33 of 33 entries"),
+            "{how}: replaced entries count as extracted: {}",
+            text(&out.stdout)
+        );
     }
 }

@@ -16,10 +16,12 @@
 //! [`clean`], which refuses absolute paths and `..`.
 
 use super::beneath::{clean, explain, split, Target};
-use super::header::{Decoded, Kind, Segment};
+use super::entries::{Entries as Store, Item};
+use super::header::{Kind, Segment};
 use super::index::{self, Source};
 use super::scan::{self, share, Located};
 use super::stream::Archive;
+use super::superseded::superseded;
 use super::{Done, Options, Report};
 use crate::engine::context::Error;
 use crate::engine::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
@@ -30,7 +32,7 @@ use rayon::prelude::*;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Gid, Mode, OFlags, Timespec, Timestamps, Uid};
 use rustix::io::Errno;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -40,15 +42,6 @@ use std::sync::Mutex;
 use std::time::Instant;
 use steal::wire::{self, Reader};
 use steal::{Comm, CommExt};
-
-/// An entry this rank extracts (or whose data tail it writes).
-struct Item {
-    /// Cleaned path relative to the target.
-    rel: Vec<u8>,
-    d: Decoded,
-    /// Its header starts in this rank's part (otherwise only its data tail is ours).
-    own: bool,
-}
 
 /// How metadata is restored.
 struct Restore {
@@ -154,6 +147,8 @@ fn replace_in<T>(
 struct DirCache {
     rel: Vec<u8>,
     fd: Option<OwnedFd>,
+    /// The directory's group, once asked for.
+    gid: Option<u32>,
 }
 
 impl DirCache {
@@ -161,11 +156,78 @@ impl DirCache {
     fn get(&mut self, target: &Target, rel: &[u8]) -> Result<BorrowedFd<'_>, Errno> {
         if self.fd.is_none() || self.rel != rel {
             self.fd = None;
+            self.gid = None;
             self.rel.clear();
             self.fd = Some(target.dir(rel, true)?);
             self.rel.extend_from_slice(rel);
         }
         Ok(self.fd.as_ref().expect("opened above").as_fd())
+    }
+
+    /// The group of the directory last given by [`DirCache::get`] (one `fstat` per
+    /// directory); `None` if it cannot be told.
+    fn group(&mut self) -> Option<u32> {
+        if self.gid.is_none() {
+            let st = rustix::fs::fstat(self.fd.as_ref()?).ok()?;
+            self.gid = Some(st.st_gid);
+        }
+        self.gid
+    }
+}
+
+/// Archive bytes read ahead for the small files that follow one another in a rank's part:
+/// one read for many files, then one write each, in place of a `copy_file_range` each (on
+/// tmpfs the splice behind `copy_file_range` costs more than the copy of a few KiB).
+#[derive(Default)]
+struct Ahead {
+    /// Archive offset of `buf[0]`.
+    at: u64,
+    buf: Vec<u8>,
+    /// Bytes of `buf` read.
+    filled: usize,
+}
+
+/// Bytes [`Ahead`] reads at once.
+const AHEAD: usize = 1 << 20;
+/// Files up to this size (bytes) are written from [`Ahead`]'s window.
+const AHEAD_FILE: u64 = 64 << 10;
+
+impl Ahead {
+    /// The data of `item` (a plain file of at most [`AHEAD_FILE`] bytes in an uncompressed
+    /// archive) from the window, read anew at its data when it is not inside, never past
+    /// `limit` (the end of this rank's part); `None` for any other entry, or when the archive
+    /// could not be read (the caller's copy then says why).
+    fn bytes(&mut self, archive: &Archive, item: &Item, limit: u64) -> Option<&[u8]> {
+        let (from, len) = (item.data, item.size);
+        if archive.table().is_some() || item.sparse.is_some() || len == 0 || len > AHEAD_FILE {
+            return None;
+        }
+        let end = from.checked_add(len)?;
+        if from < self.at || end > self.at + self.filled as u64 {
+            if self.buf.is_empty() {
+                self.buf = vec![0; AHEAD];
+            }
+            let want = (limit.saturating_sub(from).max(len) as usize).min(AHEAD);
+            self.at = from;
+            self.filled = 0;
+            while self.filled < want {
+                match rustix::io::pread(
+                    archive.fd(),
+                    &mut self.buf[self.filled..want],
+                    from + self.filled as u64,
+                ) {
+                    Ok(0) => break,
+                    Ok(n) => self.filled += n,
+                    Err(Errno::INTR) => {}
+                    Err(_) => break,
+                }
+            }
+            if end > self.at + self.filled as u64 {
+                return None;
+            }
+        }
+        let at = (from - self.at) as usize;
+        Some(&self.buf[at..at + len as usize])
     }
 }
 
@@ -196,11 +258,11 @@ fn open_new(
     item: &Item,
     lay: &Layouts,
 ) -> Result<OwnedFd, String> {
-    let (parent, name) = split(&item.rel);
+    let (parent, name) = split(item.rel);
     let dir = dirs.get(target, parent).map_err(explain)?;
     // The full path only matters on Lustre (the layout policy may look at it).
     let full = if lay.stripes.is_on() {
-        [lay.dest, b"/", &item.rel[..]].concat()
+        [lay.dest, b"/", item.rel].concat()
     } else {
         Vec::new()
     };
@@ -219,7 +281,7 @@ fn open_new(
                 dir.as_fd(),
                 name,
                 &full,
-                item.d.header.size,
+                item.size,
                 lay.chunk,
                 libc::O_EXCL | libc::O_NOFOLLOW,
                 plain,
@@ -235,34 +297,33 @@ fn create_file(
     lay: &Layouts,
 ) -> Result<(), String> {
     let fd = open_new(dirs, target, item, lay)?;
-    rustix::fs::ftruncate(&fd, item.d.header.size).map_err(explain)
+    rustix::fs::ftruncate(&fd, item.size).map_err(explain)
 }
 
 fn make_other(target: &Target, item: &Item) -> Result<(), String> {
-    let h = &item.d.header;
+    let h = item;
     match h.kind {
-        Kind::Symlink => replace_at(target, &item.rel, |dir, name| {
-            rustix::fs::symlinkat(OsStr::from_bytes(&h.link), dir, name)
+        Kind::Symlink => replace_at(target, item.rel, |dir, name| {
+            rustix::fs::symlinkat(OsStr::from_bytes(h.link), dir, name)
         }),
         Kind::HardLink => {
-            let to =
-                clean(&h.link).map_err(|e| format!("hard link to {}: {e}", display(&h.link)))?;
+            let to = clean(h.link).map_err(|e| format!("hard link to {}: {e}", display(h.link)))?;
             let (tp, tn) = split(&to);
             let tdir = target
                 .dir(tp, false)
-                .map_err(|e| format!("hard link to {}: {}", display(&h.link), explain(e)))?;
+                .map_err(|e| format!("hard link to {}: {}", display(h.link), explain(e)))?;
             let is_dir = rustix::fs::statat(&tdir, tn, AtFlags::SYMLINK_NOFOLLOW)
                 .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
             if is_dir {
                 return Err(format!(
                     "hard link to {}: it is a directory (not extracted; GNU tar refuses it too)",
-                    display(&h.link)
+                    display(h.link)
                 ));
             }
-            replace_at(target, &item.rel, |dir, name| {
+            replace_at(target, item.rel, |dir, name| {
                 rustix::fs::linkat(&tdir, tn, dir, name, AtFlags::empty())
             })
-            .map_err(|e| format!("hard link to {}: {e}", display(&h.link)))
+            .map_err(|e| format!("hard link to {}: {e}", display(h.link)))
         }
         Kind::Fifo | Kind::Char | Kind::Block => {
             let (ty, dev) = match h.kind {
@@ -276,7 +337,7 @@ fn make_other(target: &Target, item: &Item) -> Result<(), String> {
                     rustix::fs::makedev(h.dev_major, h.dev_minor),
                 ),
             };
-            replace_at(target, &item.rel, |dir, name| {
+            replace_at(target, item.rel, |dir, name| {
                 rustix::fs::mknodat(dir, name, ty, Mode::from_raw_mode(0o600), dev)
             })
         }
@@ -294,17 +355,14 @@ const INTERRUPTED: &str = "interrupted before its data was complete: left withou
 /// command line). Returns the data bytes written.
 fn write_contents(
     archive: &Archive,
-    d: &Decoded,
+    d: &Item,
     fd: BorrowedFd<'_>,
     (data, buf, cfr): (&DataOptions, &mut Buffer, &mut bool),
     chunk: u64,
     stop: &AtomicBool,
 ) -> Result<u64, String> {
-    let whole = [Segment {
-        at: 0,
-        len: d.header.size,
-    }];
-    let segments = d.sparse.as_deref().unwrap_or(&whole);
+    let whole = [Segment { at: 0, len: d.size }];
+    let segments = d.sparse.unwrap_or(&whole);
     let chunk = chunk.max(1 << 20);
     let mut from = d.data;
     let mut written = 0u64;
@@ -334,8 +392,7 @@ fn write_contents(
     }
     if d.sparse.is_some() {
         // The holes at the end: the file's real size.
-        rustix::fs::ftruncate(fd, d.header.size)
-            .map_err(|e| format!("truncate: {}", explain(e)))?;
+        rustix::fs::ftruncate(fd, d.size).map_err(|e| format!("truncate: {}", explain(e)))?;
     }
     Ok(written)
 }
@@ -350,7 +407,7 @@ fn from_archive(e: crate::engine::copy::data::DataError) -> String {
 }
 
 /// Access time now, modification time from the archive.
-fn times_of(h: &super::header::Header) -> Timestamps {
+fn times_of(h: &Item) -> Timestamps {
     Timestamps {
         last_access: Timespec {
             tv_sec: 0,
@@ -370,7 +427,7 @@ fn times_of(h: &super::header::Header) -> Timestamps {
 /// before anything changes: `chmod` has no form that refuses to follow a symlink, so it goes
 /// through that descriptor and can never reach what a symlink points to.
 fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
-    let h = &item.d.header;
+    let h = item;
     let want = match h.kind {
         Kind::Dir => libc::S_IFDIR,
         Kind::File => libc::S_IFREG,
@@ -380,7 +437,7 @@ fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
         Kind::Block => libc::S_IFBLK,
         Kind::HardLink | Kind::Other(_) => return Ok(()),
     };
-    let (parent, name) = split(&item.rel);
+    let (parent, name) = split(item.rel);
     let dir = if item.rel.is_empty() {
         None
     } else {
@@ -415,15 +472,15 @@ fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
         p
     };
     if how.xattrs && !h.xattrs.is_empty() {
-        write_xattrs(XattrTarget::Path(&fd_path(dir_fd, name)), &h.xattrs)
+        write_xattrs(XattrTarget::Path(&fd_path(dir_fd, name)), h.xattrs)
             .map_err(|e| format!("set xattr: {e}"))?;
     }
     if how.owner {
         let r = rustix::fs::chownat(
             &fd,
             "",
-            Some(Uid::from_raw(h.uid as u32)),
-            Some(Gid::from_raw(h.gid as u32)),
+            Some(Uid::from_raw(h.uid)),
+            Some(Gid::from_raw(h.gid)),
             AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
         );
         step("chown", r)?;
@@ -441,43 +498,6 @@ fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
     )
 }
 
-/// Start offsets of the entries that a later entry of the same name replaces (tar keeps the
-/// last). Names meet on the rank their hash picks; the (rare) losers are shared with every
-/// rank, since a loser's data may span several ranks' parts. Collective.
-fn superseded(comm: &dyn Comm, items: &[Item]) -> HashSet<u64> {
-    let size = comm.size();
-    let mut sends = vec![Vec::new(); size];
-    for it in items.iter().filter(|it| it.own) {
-        let to = (flist::distribute::hash_path(&it.rel) % size as u64) as usize;
-        wire::put_bytes(&mut sends[to], &it.rel);
-        wire::put_u64(&mut sends[to], it.d.start);
-    }
-    // Names borrowed from the received messages (no copy of each).
-    let received = comm.alltoallv(sends);
-    let mut last: HashMap<&[u8], u64> = HashMap::new();
-    let mut losers = Vec::new();
-    for bytes in &received {
-        let mut r = Reader::new(bytes);
-        while !r.is_empty() {
-            let rel = r.bytes();
-            let at = r.u64();
-            match last.get_mut(&rel) {
-                Some(prev) => {
-                    losers.push((*prev).min(at));
-                    *prev = (*prev).max(at);
-                }
-                None => {
-                    last.insert(rel, at);
-                }
-            }
-        }
-    }
-    comm.allgatherv(&index::encode_offsets(&losers))
-        .iter()
-        .flat_map(|b| index::decode_offsets(b).unwrap_or_default())
-        .collect()
-}
-
 /// The entries of this rank's part of the stream: those whose headers start in `[start, end)`
 /// and the one before whose data reaches into it.
 fn my_items(
@@ -487,19 +507,19 @@ fn my_items(
     start: u64,
     end: u64,
     fail: &Failures,
-) -> Vec<Item> {
+) -> Store {
     let first = found.offsets.partition_point(|&o| o < start);
     let last = found.offsets.partition_point(|&o| o < end);
     let from = first.saturating_sub(usize::from(first > 0));
-    // At most one item per offset: sized once (growing by doubling would hold up to twice).
-    let mut out = Vec::with_capacity(last - from);
-    // Decoded a run at a time, each entry kept with only what extraction uses (its name once,
-    // cleaned; no owner names): a rank's state stays near its entries' count times a small
-    // record, with no second copy of every decoded header alongside.
+    // At most one record per offset: sized once (growing by doubling would hold up to twice).
+    let mut out = Store::with_capacity(last - from);
+    // Decoded a run at a time, each entry kept as a compact record (its name once, cleaned,
+    // in one arena; no owner names): a rank's state stays near its entries' count times a
+    // small record, with no decoded header kept.
     for (run, offsets) in found.offsets[from..last].chunks(DECODE_RUN).enumerate() {
         for (j, d) in scan::decode(archive, offsets).into_iter().enumerate() {
             let own = from + run * DECODE_RUN + j >= first;
-            let mut d = match d {
+            let d = match d {
                 Ok(d) => d,
                 Err(e) => {
                     if own {
@@ -516,16 +536,7 @@ fn my_items(
                 continue;
             }
             match clean(&d.header.path) {
-                Ok(mut rel) => {
-                    rel.shrink_to_fit();
-                    let h = &mut d.header;
-                    h.path = Vec::new();
-                    h.uname = Vec::new();
-                    h.gname = Vec::new();
-                    h.link.shrink_to_fit();
-                    h.xattrs.shrink_to_fit();
-                    out.push(Item { rel, d, own });
-                }
+                Ok(rel) => out.push(&rel, &d, own),
                 Err(e) => {
                     if own {
                         fail.add(&d.header.path, e);
@@ -742,7 +753,7 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
 
 /// This rank's entries and how far each got.
 struct Entries {
-    items: Vec<Item>,
+    items: Store,
     /// The entry was created (entries whose creation failed get no data and no metadata).
     ok: Vec<AtomicBool>,
     /// The entry was completely extracted, metadata included.
@@ -758,13 +769,13 @@ impl Entries {
     /// The entries of this rank whose headers it owns, of one of these kinds.
     fn own_of(&self, kinds: &[Kind]) -> Vec<usize> {
         (0..self.items.len())
-            .filter(|&i| self.items[i].own && kinds.contains(&self.items[i].d.header.kind))
+            .filter(|&i| self.items.own(i) && kinds.contains(&self.items.kind(i)))
             .collect()
     }
 
     /// Owned, created, and not yet complete.
     fn pending(&self, i: usize) -> bool {
-        self.items[i].own
+        self.items.own(i)
             && self.ok[i].load(Ordering::Relaxed)
             && !self.done[i].load(Ordering::Relaxed)
     }
@@ -786,6 +797,8 @@ struct Extraction<'a> {
     failed: AtomicU64,
     /// Data bytes written by this rank.
     bytes: AtomicU64,
+    /// This process's effective user and group: the owner of the files it creates.
+    ids: (u32, u32),
 }
 
 impl<'a> Extraction<'a> {
@@ -822,6 +835,10 @@ impl<'a> Extraction<'a> {
             fail: Failures::default(),
             failed: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            ids: (
+                rustix::process::geteuid().as_raw(),
+                rustix::process::getegid().as_raw(),
+            ),
         }
     }
 
@@ -831,7 +848,7 @@ impl<'a> Extraction<'a> {
 
     /// Entry `i` failed: named, and it gets no data and no metadata.
     fn failed_at(&self, e: &Entries, i: usize, why: String) {
-        self.fail.add(&e.items[i].rel, why);
+        self.fail.add(e.items.get(i).rel, why);
         e.ok[i].store(false, Ordering::Relaxed);
     }
 
@@ -842,19 +859,24 @@ impl<'a> Extraction<'a> {
         let items = my_items(self.archive, path, &found, start, end, &self.fail);
         // The offsets are no longer needed (only their count).
         found.offsets = Vec::new();
-        // Tar keeps the last of several entries with one name.
-        let dropped = superseded(comm, &items);
-        let replaced = items
-            .iter()
-            .filter(|it| it.own && dropped.contains(&it.d.start))
-            .count() as u64;
-        // In place: no second vector of every entry.
+        // Tar keeps the last of several entries with one name: those replaced are no longer
+        // this rank's, and get neither data nor metadata (marked, not removed: no second
+        // copy of the entries).
+        let dropped = superseded(comm, self.archive, &items);
         let mut items = items;
-        items.retain(|it| !dropped.contains(&it.d.start));
+        let ok: Vec<AtomicBool> = (0..items.len()).map(|_| AtomicBool::new(true)).collect();
+        let mut replaced = 0;
+        for (i, ok) in ok.iter().enumerate() {
+            if dropped.contains(&items.start(i)) {
+                replaced += u64::from(items.own(i));
+                items.disown(i);
+                ok.store(false, Ordering::Relaxed);
+            }
+        }
         drop(dropped);
-        let flags = |v: bool| items.iter().map(|_| AtomicBool::new(v)).collect();
+        let flags = |v: bool| (0..items.len()).map(|_| AtomicBool::new(v)).collect();
         Entries {
-            ok: flags(true),
+            ok,
             done: flags(false),
             created: flags(false),
             items,
@@ -868,7 +890,7 @@ impl<'a> Extraction<'a> {
             if self.stopped() {
                 return;
             }
-            if let Err(why) = make_other(self.target, &e.items[i]) {
+            if let Err(why) = make_other(self.target, &e.items.get(i)) {
                 self.failed_at(e, i, why);
             }
         });
@@ -881,7 +903,7 @@ impl<'a> Extraction<'a> {
             if self.stopped() {
                 return;
             }
-            if let Err(err) = self.target.dir(&e.items[i].rel, true) {
+            if let Err(err) = self.target.dir(e.items.get(i).rel, true) {
                 self.failed_at(e, i, explain(err));
             }
         });
@@ -893,20 +915,21 @@ impl<'a> Extraction<'a> {
     fn files(&self, e: &Entries) {
         let (start, end) = self.part;
         let whole = |i: usize| {
-            let d = &e.items[i].d;
+            let d = e.items.get(i);
             d.sparse.is_some()
-                || (self.archive.table().is_none()
-                    && d.data >= start
-                    && d.data + d.header.size <= end)
+                || (self.archive.table().is_none() && d.data >= start && d.data + d.size <= end)
         };
         e.own_of(&[Kind::File]).par_iter().for_each_init(
-            || (Buffer::new(self.data.bufsize), true, DirCache::default()),
-            |(buf, cfr, dirs), &i| {
+            || {
+                let dirs = (DirCache::default(), Ahead::default());
+                (Buffer::new(self.data.bufsize), true, dirs)
+            },
+            |(buf, cfr, (dirs, ahead)), &i| {
                 if self.stopped() {
                     return;
                 }
                 if whole(i) {
-                    match self.extract_whole(dirs, &e.items[i], (buf, cfr)) {
+                    match self.extract_whole((dirs, ahead), &e.items.get(i), (buf, cfr)) {
                         Ok(n) => {
                             self.bytes.fetch_add(n, Ordering::Relaxed);
                             e.done[i].store(true, Ordering::Relaxed);
@@ -914,7 +937,7 @@ impl<'a> Extraction<'a> {
                         Err(why) => self.failed_at(e, i, why),
                     }
                 } else {
-                    match create_file(dirs, self.target, &e.items[i], &self.lay) {
+                    match create_file(dirs, self.target, &e.items.get(i), &self.lay) {
                         Ok(()) => e.created[i].store(true, Ordering::Relaxed),
                         Err(why) => self.failed_at(e, i, why),
                     }
@@ -928,37 +951,44 @@ impl<'a> Extraction<'a> {
     /// one open per file, in a directory most often already open).
     fn extract_whole(
         &self,
-        dirs: &mut DirCache,
+        (dirs, ahead): (&mut DirCache, &mut Ahead),
         item: &Item,
         (buf, cfr): (&mut Buffer, &mut bool),
     ) -> Result<u64, String> {
         let (how, lay) = (&self.how, &self.lay);
-        let h = &item.d.header;
+        let h = item;
         let fd = open_new(dirs, self.target, item, lay)?;
-        let n = write_contents(
-            self.archive,
-            &item.d,
-            fd.as_fd(),
-            (&self.data, buf, cfr),
-            lay.chunk,
-            self.stop,
-        )?;
+        let n = match ahead.bytes(self.archive, item, self.part.1) {
+            Some(bytes) => {
+                write_all_at(fd.as_fd(), bytes, 0)
+                    .map_err(|e| format!("{}: {}", e.op, e.source))?;
+                item.size
+            }
+            None => write_contents(
+                self.archive,
+                item,
+                fd.as_fd(),
+                (&self.data, buf, cfr),
+                lay.chunk,
+                self.stop,
+            )?,
+        };
         let step = |op: &str, r: Result<(), Errno>| r.map_err(|e| format!("{op}: {}", explain(e)));
         if self.o.fsync {
             step("fsync", rustix::fs::fsync(&fd))?;
         }
         if how.xattrs {
-            write_xattrs(XattrTarget::Fd(fd.as_fd()), &h.xattrs)
+            write_xattrs(XattrTarget::Fd(fd.as_fd()), h.xattrs)
                 .map_err(|e| format!("set xattr: {e}"))?;
         }
-        if how.owner {
+        // A file this process just created is already its own (fsuid, and fsgid unless the
+        // directory hands down its group): when the archive names the same owner and the
+        // directory's group is that group too, the chown would change nothing.
+        let unchanged = self.ids == (h.uid, h.gid) && dirs.group() == Some(self.ids.1);
+        if how.owner && !unchanged {
             step(
                 "chown",
-                rustix::fs::fchown(
-                    &fd,
-                    Some(Uid::from_raw(h.uid as u32)),
-                    Some(Gid::from_raw(h.gid as u32)),
-                ),
+                rustix::fs::fchown(&fd, Some(Uid::from_raw(h.uid)), Some(Gid::from_raw(h.gid))),
             )?;
         }
         step(
@@ -972,40 +1002,41 @@ impl<'a> Extraction<'a> {
     /// Phase 4: the data of the files created at their size (their tails on other ranks
     /// too); then a file whose data failed on any rank loses its metadata. Collective.
     fn data(&self, comm: &dyn Comm, e: &Entries) {
-        let writable: Vec<&Item> = (0..e.items.len())
+        let writable: Vec<usize> = (0..e.items.len())
             .filter(|&i| {
                 e.ok[i].load(Ordering::Relaxed)
                     && !e.done[i].load(Ordering::Relaxed)
-                    && e.items[i].d.sparse.is_none()
+                    && e.items.get(i).sparse.is_none()
             })
-            .map(|i| &e.items[i])
             .collect();
         if self.archive.table().is_some() {
-            self.write_frames(&writable);
+            self.write_frames(&e.items, &writable);
         } else {
-            self.copy_data(&writable);
+            self.copy_data(&e.items, &writable);
         }
         drop(writable);
         // A file whose data is incomplete never carries its archived metadata (mtime, size...).
         let data_failed = self.fail.data_failed_anywhere(comm);
-        for (i, it) in e.items.iter().enumerate() {
-            if data_failed.contains(&it.d.start) {
+        for i in 0..e.items.len() {
+            if data_failed.contains(&e.items.start(i)) {
                 e.ok[i].store(false, Ordering::Relaxed);
             }
         }
     }
 
-    /// Write the data of `items` that lies in this rank's part of an uncompressed archive. On
+    /// Write the data of the entries `which` of `items` that lies in this rank's part of an
+    /// uncompressed archive. On
     /// Lustre (the stripe size of files known), a file's share boundaries move up to the next
     /// stripe boundary of the file, so no stripe is written by two ranks.
-    fn copy_data(&self, items: &[&Item]) {
+    fn copy_data(&self, items: &Store, which: &[usize]) {
         let (chunk, align) = (self.o.chunksize, self.lay.align());
         let mut pieces = Vec::new();
-        for (i, it) in items.iter().enumerate() {
-            if it.d.header.kind != Kind::File || it.d.header.size == 0 {
+        for &i in which {
+            let it = items.get(i);
+            if it.kind != Kind::File || it.size == 0 {
                 continue;
             }
-            let (a, b) = file_share(it.d.data, it.d.header.size, self.part, align);
+            let (a, b) = file_share(it.data, it.size, self.part, align);
             let mut x = a;
             while x < b {
                 let len = chunk.min(b - x);
@@ -1019,15 +1050,15 @@ impl<'a> Extraction<'a> {
                 if self.stopped() {
                     return;
                 }
-                let it = items[i];
-                let r = open_file(self.target, &it.rel)
+                let it = items.get(i);
+                let r = open_file(self.target, it.rel)
                     .map_err(explain)
                     .and_then(|fd| {
                         copy_at(
                             self.archive.fd(),
                             x,
                             fd.as_fd(),
-                            x - it.d.data,
+                            x - it.data,
                             len,
                             &self.data,
                             buf,
@@ -1039,7 +1070,7 @@ impl<'a> Extraction<'a> {
                     Ok(n) => {
                         self.bytes.fetch_add(n, Ordering::Relaxed);
                     }
-                    Err(e) => self.fail.add(&it.rel, e),
+                    Err(e) => self.fail.add(it.rel, e),
                 }
             },
         );
@@ -1047,14 +1078,14 @@ impl<'a> Extraction<'a> {
 
     /// Decompress the frames of this rank's part of a compressed archive, each once, and write
     /// the file data they hold.
-    fn write_frames(&self, items: &[&Item]) {
+    fn write_frames(&self, items: &Store, which: &[usize]) {
         let (start, end) = self.part;
         let archive = self.archive;
         let table = archive.table().expect("compressed");
-        let files: Vec<&Item> = items
+        let files: Vec<usize> = which
             .iter()
             .copied()
-            .filter(|it| it.d.header.kind == Kind::File && it.d.header.size > 0)
+            .filter(|&i| items.kind(i) == Kind::File && items.get(i).size > 0)
             .collect();
         let frames: Vec<usize> = (0..table.frames.len())
             .filter(|&i| table.frames[i].d_at >= start && table.frames[i].d_at < end)
@@ -1065,10 +1096,14 @@ impl<'a> Extraction<'a> {
             }
             let f = table.frames[i];
             let (fa, fb) = (f.d_at, f.d_at + f.d_len as u64);
-            let first = files.partition_point(|it| it.d.data + it.d.header.size <= fa);
-            let touched: Vec<&&Item> = files[first..]
+            let first = files.partition_point(|&i| {
+                let it = items.get(i);
+                it.data + it.size <= fa
+            });
+            let touched: Vec<Item> = files[first..]
                 .iter()
-                .take_while(|it| it.d.data < fb)
+                .map(|&i| items.get(i))
+                .take_while(|it| it.data < fb)
                 .collect();
             if touched.is_empty() {
                 return;
@@ -1078,21 +1113,21 @@ impl<'a> Extraction<'a> {
                 Err(e) => {
                     for it in touched {
                         self.fail
-                            .data_failed(it.d.start, &it.rel, format_args!("decompress: {e}"));
+                            .data_failed(it.start, it.rel, format_args!("decompress: {e}"));
                     }
                     return;
                 }
             };
             for it in touched {
-                let a = it.d.data.max(fa);
-                let b = (it.d.data + it.d.header.size).min(fb);
-                let r = open_file(self.target, &it.rel)
+                let a = it.data.max(fa);
+                let b = (it.data + it.size).min(fb);
+                let r = open_file(self.target, it.rel)
                     .map_err(explain)
                     .and_then(|fd| {
                         write_all_at(
                             fd.as_fd(),
                             &data[(a - fa) as usize..(b - fa) as usize],
-                            a - it.d.data,
+                            a - it.data,
                         )
                         .map_err(|e| format!("{}: {}", e.op, e.source))
                     });
@@ -1100,7 +1135,7 @@ impl<'a> Extraction<'a> {
                     Ok(()) => {
                         self.bytes.fetch_add(b - a, Ordering::Relaxed);
                     }
-                    Err(e) => self.fail.add(&it.rel, e),
+                    Err(e) => self.fail.add(it.rel, e),
                 }
             }
         });
@@ -1115,9 +1150,9 @@ impl<'a> Extraction<'a> {
                 if self.stopped() {
                     return;
                 }
-                match make_other(self.target, &e.items[i]) {
+                match make_other(self.target, &e.items.get(i)) {
                     Err(why) => self.failed_at(e, i, why),
-                    Ok(()) if e.items[i].d.header.kind == Kind::HardLink => {
+                    Ok(()) if e.items.kind(i) == Kind::HardLink => {
                         e.done[i].store(true, Ordering::Relaxed)
                     }
                     Ok(()) => {}
@@ -1125,14 +1160,14 @@ impl<'a> Extraction<'a> {
             });
         let mut skipped = 0;
         for (i, it) in e.items.iter().enumerate().filter(|(_, it)| it.own) {
-            if it.d.header.kind == Kind::Other(b'V') {
+            if it.kind == Kind::Other(b'V') {
                 // A GNU volume label names the archive, not a file: nothing to extract (as GNU
                 // tar).
                 e.done[i].store(true, Ordering::Relaxed);
-            } else if let Kind::Other(t) = it.d.header.kind {
+            } else if let Kind::Other(t) = it.kind {
                 self.o.context.error(format_args!(
                     "{}: not extracted: entries of type '{}' are not supported",
-                    display(&it.rel),
+                    display(it.rel),
                     t.escape_ascii()
                 ));
                 skipped += 1;
@@ -1150,19 +1185,19 @@ impl<'a> Extraction<'a> {
             if self.stopped() {
                 return;
             }
-            let it = &e.items[i];
-            if self.o.fsync && it.d.header.kind == Kind::File {
+            let it = &e.items.get(i);
+            if self.o.fsync && it.kind == Kind::File {
                 if let Err(err) =
-                    open_file(self.target, &it.rel).and_then(|fd| rustix::fs::fsync(&fd))
+                    open_file(self.target, it.rel).and_then(|fd| rustix::fs::fsync(&fd))
                 {
                     self.fail
-                        .add(&it.rel, format_args!("fsync: {}", explain(err)));
+                        .add(it.rel, format_args!("fsync: {}", explain(err)));
                     return;
                 }
             }
             match set_meta(self.target, it, &self.how) {
                 Ok(()) => e.done[i].store(true, Ordering::Relaxed),
-                Err(why) => self.fail.add(&it.rel, why),
+                Err(why) => self.fail.add(it.rel, why),
             }
         };
         let leaves: Vec<usize> = if interrupted_early {
@@ -1192,7 +1227,7 @@ impl<'a> Extraction<'a> {
         // (computed once: a deep tree has thousands of levels).
         let mut dirs: Vec<(u64, usize)> = dirs
             .into_iter()
-            .map(|i| (flist::path::depth(&e.items[i].rel) as u64, i))
+            .map(|i| (flist::path::depth(e.items.get(i).rel) as u64, i))
             .collect();
         dirs.sort_unstable_by_key(|&(d, _)| std::cmp::Reverse(d));
         let deepest = comm.max(dirs.first().map_or(0, |&(d, _)| d + 1));
@@ -1218,7 +1253,7 @@ impl<'a> Extraction<'a> {
                     && e.created[i].load(Ordering::Relaxed)
                     && !e.done[i].load(Ordering::Relaxed)
                 {
-                    self.fail.add(&it.rel, INTERRUPTED);
+                    self.fail.add(it.rel, INTERRUPTED);
                 }
             }
         }

@@ -387,12 +387,8 @@ fn fuzz_an_accepted_index_is_exactly_the_archives_chain() {
             let path = dir.path().join(format!("r{}.tar", comm.rank()));
             std::fs::write(&path, &a).unwrap();
             let archive = Archive::open(path.as_os_str().as_encoded_bytes()).unwrap();
-            let found = Found {
-                offsets: offsets.clone(),
-                source: Source::SideFile,
-                end: None,
-            };
-            if let Ok(end) = scan::check_index(comm, &archive, &found, None) {
+            let found = Found::in_memory(offsets.clone(), Source::SideFile, None);
+            if let Ok(end) = scan::check_index(comm, &archive, &found, None).map(|c| c.end) {
                 mine += 1;
                 // Accepted: it must be the archive's real chain, and the archive undamaged.
                 let (scanned, damage, scan_end) = scan::scan(comm, &archive, 1 << 16);

@@ -84,17 +84,73 @@ pub fn decode_offsets(bytes: &[u8]) -> Option<Vec<u64>> {
     })
 }
 
-/// An index as read, not yet checked against the archive (see `scan::check_index`).
+/// Where an index's offsets are read from: each rank reads only the stretch it checks
+/// ([`Found::read`]), never the whole index (issue 17, item 6).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Offsets {
+    /// Held in memory (an xattr, at most 1 MiB; tests).
+    Memory(Vec<u64>),
+    /// Packed big-endian from byte 0 of the side file at this path.
+    SideFile(Vec<u8>),
+    /// Packed big-endian in the archive's stream from this byte (the DTAR_IDX member's data).
+    Member(u64),
+}
+
+/// An index as found, not yet checked against the archive (see `scan::check_index`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Found {
-    /// Offset of every entry's first header block (bytes), strictly increasing.
-    pub offsets: Vec<u64>,
+    /// Where its offsets are (the offset of every entry's first header block, in bytes; to be
+    /// strictly increasing, block-aligned and below [`Found::below`]).
+    pub offsets: Offsets,
+    /// Entries it lists.
+    pub count: u64,
+    /// Every offset must be below this (bytes): the archive's length, or the DTAR_IDX
+    /// member's own offset.
+    pub below: u64,
     /// Where it came from.
     pub source: Source,
     /// Where the listed entries end (bytes: the offset of the end-of-archive blocks, or of the
     /// DTAR_IDX member), when the index records it (a footer's `archive_size`; 0 there means
     /// unknown).
     pub end: Option<u64>,
+}
+
+impl Found {
+    /// An index whose offsets are in memory, with no bound on them beyond the checks.
+    pub fn in_memory(offsets: Vec<u64>, source: Source, end: Option<u64>) -> Found {
+        Found {
+            count: offsets.len() as u64,
+            offsets: Offsets::Memory(offsets),
+            below: u64::MAX,
+            source,
+            end,
+        }
+    }
+
+    /// The offsets number `from` to `to` (exclusive; clamped to [`Found::count`]), read from
+    /// where they are (`archive` for the DTAR_IDX member).
+    pub fn read(&self, archive: &Archive, from: u64, to: u64) -> io::Result<Vec<u64>> {
+        let to = to.min(self.count);
+        if from >= to {
+            return Ok(Vec::new());
+        }
+        let bytes = (to - from) as usize * 8;
+        let raw = match &self.offsets {
+            Offsets::Memory(v) => return Ok(v[from as usize..to as usize].to_vec()),
+            Offsets::SideFile(path) => {
+                use std::os::unix::fs::FileExt;
+                let mut raw = vec![0; bytes];
+                std::fs::File::open(flist::path::as_path(path))?
+                    .read_exact_at(&mut raw, from * 8)?;
+                raw
+            }
+            Offsets::Member(at) => archive.read_at(at + from * 8, bytes)?,
+        };
+        if raw.len() < bytes {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(decode_offsets(&raw).expect("a multiple of 8 bytes"))
+    }
 }
 
 /// The footer's six fields, when `raw` (48 bytes) is a version-1 DTAR_IDX footer.
@@ -165,16 +221,15 @@ pub fn read_member(archive: &Archive) -> io::Result<Option<(Found, u64)>> {
     if decoded.header.size < 8 * count + FOOTER || decoded.data + decoded.header.size > len {
         return Ok(None);
     }
-    let offsets = decode_offsets(&archive.read_at(decoded.data, 8 * count as usize)?)
-        .filter(|o| o.len() as u64 == count && valid_order(o, start));
-    Ok(offsets.map(|offsets| {
-        let found = Found {
-            offsets,
-            source: Source::Member,
-            end: (f[1] != 0).then_some(f[1]),
-        };
-        (found, start)
-    }))
+    // The offsets stay where they are: each rank reads the stretch it checks.
+    let found = Found {
+        offsets: Offsets::Member(decoded.data),
+        count,
+        below: start,
+        source: Source::Member,
+        end: (f[1] != 0).then_some(f[1]),
+    };
+    Ok(Some((found, start)))
 }
 
 /// Offsets strictly increasing, block-aligned and below `end`.
@@ -190,27 +245,52 @@ pub fn side_path(archive_path: &[u8]) -> Vec<u8> {
 }
 
 /// The indexes beside the archive at `archive_path`: the side file, then the archive's
-/// `user.dtar.idx` xattr, those that exist and are well formed (offsets in order, below
-/// `stream_len`).
+/// `user.dtar.idx` xattr, those that exist and whose length fits their layout (the order of
+/// their offsets, below `stream_len`, is checked with the rest by `scan::check_index`). Only
+/// the side file's length and footer are read here.
 pub fn read_external(archive_path: &[u8], stream_len: u64) -> Vec<Found> {
     let mut out = Vec::new();
-    let side = std::fs::read(flist::path::as_path(&side_path(archive_path))).ok();
+    let side = side_path(archive_path);
+    if let Some((count, end)) = side_layout(&side) {
+        out.push(Found {
+            offsets: Offsets::SideFile(side),
+            count,
+            below: stream_len,
+            source: Source::SideFile,
+            end,
+        });
+    }
     let mut buf = vec![0u8; 1 << 20];
     let xattr = rustix::fs::getxattr(flist::path::as_path(archive_path), XATTR, &mut buf)
         .ok()
         .map(|n| buf[..n].to_vec());
-    for (bytes, source) in [(side, Source::SideFile), (xattr, Source::Xattr)] {
-        if let Some((offsets, end)) = bytes.as_deref().and_then(decode_index) {
-            if valid_order(&offsets, stream_len) {
-                out.push(Found {
-                    offsets,
-                    source,
-                    end,
-                });
-            }
-        }
+    if let Some((offsets, end)) = xattr.as_deref().and_then(decode_index) {
+        out.push(Found {
+            below: stream_len,
+            ..Found::in_memory(offsets, Source::Xattr, end)
+        });
     }
     out
+}
+
+/// The entries a side file lists and the end it records, from its length and footer (the
+/// layouts of [`decode_index`]); `None` when it is missing or its length fits no layout.
+fn side_layout(path: &[u8]) -> Option<(u64, Option<u64>)> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(flist::path::as_path(path)).ok()?;
+    let len = file.metadata().ok()?.len();
+    if len >= BLOCK && len % BLOCK == 0 {
+        let mut raw = [0u8; FOOTER as usize];
+        file.read_exact_at(&mut raw, len - FOOTER).ok()?;
+        if let Some(f) = parse_footer(&raw) {
+            let count = f[0];
+            return count
+                .checked_mul(8)
+                .is_some_and(|b| b <= len && data_len(count) == len)
+                .then_some((count, (f[1] != 0).then_some(f[1])));
+        }
+    }
+    (len % 8 == 0).then_some((len / 8, None))
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 mod align;
 pub mod beneath;
 pub mod create;
+mod entries;
 pub mod extract;
 pub mod header;
 pub mod index;
@@ -25,6 +26,7 @@ pub mod scan;
 pub mod seekable;
 mod segment;
 pub mod stream;
+mod superseded;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::lustre::LustreHandle;

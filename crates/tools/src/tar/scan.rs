@@ -27,8 +27,8 @@ use steal::{Comm, CommExt};
 pub struct Located {
     /// Offset of the first header block of every entry whose header lies in this rank's part
     /// of the stream ([`share`]), and of the entry before them, in order (the index member
-    /// excluded). All of them on every rank when they come from an index (which every rank
-    /// reads), and on rank 0 after a walk with `keep_all`.
+    /// excluded); all of them on rank 0 after a walk with `keep_all`. From an index as from a
+    /// walk, no rank holds more than that ([`to_their_ranks`]).
     pub offsets: Vec<u64>,
     /// Entries in the archive (the index member excluded), on every rank.
     pub total: u64,
@@ -67,14 +67,14 @@ pub fn locate(
     let mut chosen = None;
     for c in candidates {
         match check_index(comm, archive, &c, member_at) {
-            Ok(end) => {
-                chosen = Some((c, end));
+            Ok(checked) => {
+                chosen = Some((c, checked));
                 break;
             }
             Err(why) => rejected.push(format!("{}: {why}", describe(c.source, path))),
         }
     }
-    let Some((c, end)) = chosen else {
+    let Some((c, checked)) = chosen else {
         let (offsets, w) = walk_shared(comm, archive, memsize, member_at, keep_all);
         return Located {
             offsets,
@@ -87,21 +87,58 @@ pub fn locate(
             end: w.end,
         };
     };
-    let offsets: Vec<u64> = c
+    // Each rank read and checked an even stretch of the index; the offsets now go to the ranks
+    // whose parts of the stream hold them.
+    let read: Vec<u64> = checked
         .offsets
         .into_iter()
         .filter(|&o| Some(o) != member_at)
         .collect();
+    let total = comm.sum(read.len() as u64);
     Located {
-        total: offsets.len() as u64,
-        offsets,
+        offsets: to_their_ranks(comm, archive, &read),
+        total,
         cut: 0,
         source: c.source,
         member: member_at,
         damage: None,
         rejected,
-        end,
+        end: checked.end,
     }
+}
+
+/// Offsets in order (each rank an increasing stretch, the ranks' stretches in rank order), sent
+/// to the ranks whose parts of the stream ([`share`]) hold them: returns this rank's, with the
+/// last offset before its part first (as [`walk_shared`]). Collective.
+pub fn to_their_ranks(comm: &dyn Comm, archive: &Archive, offsets: &[u64]) -> Vec<u64> {
+    let size = comm.size();
+    let parts: Vec<(u64, u64)> = (0..size).map(|r| share(archive, size, r)).collect();
+    let sends = parts
+        .iter()
+        .map(|&(start, end)| {
+            let a = offsets.partition_point(|&o| o < start);
+            let b = offsets.partition_point(|&o| o < end);
+            let mut msg = Vec::with_capacity(16 + 8 * (b - a));
+            // The last of these before the part (its data may reach into it), or none.
+            wire::put_u64(&mut msg, if a > 0 { offsets[a - 1] } else { u64::MAX });
+            wire::put_bytes(&mut msg, &index::encode_offsets(&offsets[a..b]));
+            msg
+        })
+        .collect();
+    let mut before: Option<u64> = None;
+    let mut mine = Vec::new();
+    for msg in comm.alltoallv(sends) {
+        let mut r = Reader::new(&msg);
+        let b = r.u64();
+        if b != u64::MAX {
+            before = before.max(Some(b));
+        }
+        mine.extend(index::decode_offsets(r.bytes()).unwrap_or_default());
+    }
+    if let Some(b) = before {
+        mine.insert(0, b);
+    }
+    mine
 }
 
 /// How an index is named to the user.
@@ -135,29 +172,65 @@ fn skip_globals(archive: &Archive, mut at: u64) -> u64 {
     }
 }
 
-/// Check an index against the archive before trusting it: the first offset is the archive's
-/// first entry, every offset holds a valid entry whose end is the next offset, and the chain
-/// from the last one reaches the end-of-archive blocks (or the archive's end, or the DTAR_IDX
-/// member at `member_at`), at the end the index records if it records one. This is what a
-/// stale index (entries appended by `tar -r`, a rewritten archive), a cut one, or a cut
-/// archive fails. Returns where the entries end (bytes), or why the index does not hold.
-/// Collective: each rank decodes an even share of the entries (of the DTAR_IDX member of a
-/// compressed archive, only the first and the last are decoded: see below).
+/// What [`check_index`] gives back when the index holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checked {
+    /// Where the entries end (bytes).
+    pub end: u64,
+    /// The stretch of the index this rank read and checked (an even share by count; the
+    /// ranks' stretches, in rank order, are the whole index).
+    pub offsets: Vec<u64>,
+}
+
+/// Check an index against the archive before trusting it: its offsets are strictly
+/// increasing, block-aligned and below [`index::Found::below`], the first offset is the
+/// archive's first entry, every offset holds a valid entry whose end is the next offset, and
+/// the chain from the last one reaches the end-of-archive blocks (or the archive's end, or the
+/// DTAR_IDX member at `member_at`), at the end the index records if it records one. This is
+/// what a stale index (entries appended by `tar -r`, a rewritten archive), a cut one, or a cut
+/// archive fails. Returns where the entries end and this rank's stretch of the index, or why
+/// the index does not hold. Collective: each rank reads and decodes an even share of the
+/// entries, and no rank reads the whole index (of the DTAR_IDX member of a compressed archive,
+/// only the first and the last entries are decoded: see below).
 pub fn check_index(
     comm: &dyn Comm,
     archive: &Archive,
     found: &index::Found,
     member_at: Option<u64>,
-) -> Result<u64, String> {
-    let offsets = &found.offsets;
-    let n = offsets.len();
+) -> Result<Checked, String> {
+    let n = found.count;
     let len = archive.len();
     let (a, b) = (
-        even_start(n as u64, comm.size(), comm.rank()) as usize,
-        even_start(n as u64, comm.size(), comm.rank() + 1) as usize,
+        even_start(n, comm.size(), comm.rank()),
+        even_start(n, comm.size(), comm.rank() + 1),
     );
     let mut problem = String::new();
     let mut end = 0u64;
+    // This rank's stretch and the offset after it (to check the order across stretches and
+    // the chain from this stretch's last entry).
+    let mut stretch = match found.read(archive, a, b + 1) {
+        Ok(o) => o,
+        Err(e) => {
+            problem = format!("read its offsets {a} to {b}: {e}");
+            Vec::new()
+        }
+    };
+    let after = if stretch.len() as u64 > b - a {
+        stretch.pop()
+    } else {
+        None
+    };
+    if problem.is_empty()
+        && !index::valid_order(
+            &[&stretch[..], after.as_slice()].concat(),
+            found.below.min(len),
+        )
+    {
+        problem = format!(
+            "its offsets are not increasing, block-aligned and below byte {}",
+            found.below.min(len)
+        );
+    }
     // Where the chain after `at` must stop: an end-of-archive block, the archive's end, or the
     // index member.
     let ends_at = |at: u64| -> Result<(), String> {
@@ -177,21 +250,21 @@ pub fn check_index(
             ))
         }
     };
-    let first = if comm.rank() == 0 {
-        Some(skip_globals(archive, 0))
-    } else {
-        None
-    };
-    if let Some(first) = first {
-        match offsets.first() {
-            Some(&o) if o != first => {
-                problem = format!("its first entry is at byte {o}, the archive's at byte {first}")
-            }
-            None => match ends_at(first) {
-                Ok(()) => end = first,
-                Err(e) => problem = format!("it lists no entry but the archive has some ({e})"),
+    if comm.rank() == 0 && problem.is_empty() {
+        let first = skip_globals(archive, 0);
+        match found.read(archive, 0, 1) {
+            Err(e) => problem = format!("read its first offset: {e}"),
+            Ok(o) => match o.first() {
+                Some(&o) if o != first => {
+                    problem =
+                        format!("its first entry is at byte {o}, the archive's at byte {first}")
+                }
+                None => match ends_at(first) {
+                    Ok(()) => end = first,
+                    Err(e) => problem = format!("it lists no entry but the archive has some ({e})"),
+                },
+                _ => {}
             },
-            _ => {}
         }
     }
     // The entries this rank checks: its even share; for the DTAR_IDX member of a compressed
@@ -200,7 +273,7 @@ pub fn check_index(
     // nothing appends to a seekable zstd stream without rewriting its seek table, and a cut
     // one has none.
     let light = found.source == Source::Member && archive.table().is_some();
-    let mine: Vec<usize> = match (light, comm.rank()) {
+    let mine: Vec<u64> = match (light, comm.rank()) {
         (false, _) => (a..b).collect(),
         (true, 0) if n > 0 => [0, n - 1]
             .into_iter()
@@ -209,30 +282,66 @@ pub fn check_index(
             .collect(),
         (true, _) => Vec::new(),
     };
-    let picked: Vec<u64> = mine.iter().map(|&i| offsets[i]).collect();
+    // Offset number `i` (this rank's stretch, the one after it, or read alone).
+    let offset = |i: u64| -> Result<Option<u64>, String> {
+        if (a..b).contains(&i) {
+            Ok(Some(stretch[(i - a) as usize]))
+        } else if i == b {
+            Ok(after)
+        } else {
+            found
+                .read(archive, i, i + 1)
+                .map(|o| o.first().copied())
+                .map_err(|e| format!("read its offset {i}: {e}"))
+        }
+    };
     if problem.is_empty() {
-        for (i, d) in mine.iter().copied().zip(decode(archive, &picked)) {
-            let d = match d {
-                Ok(d) => d,
-                Err(e) => {
-                    problem = format!("no valid entry at its offset {}: {e}", offsets[i]);
-                    break;
+        let picked: Result<Vec<u64>, String> = mine
+            .iter()
+            .map(|&i| offset(i).map(|o| o.expect("an offset below the count")))
+            .collect();
+        match picked {
+            Err(e) => problem = e,
+            Ok(picked) => {
+                for ((i, at), d) in mine
+                    .iter()
+                    .copied()
+                    .zip(&picked)
+                    .zip(decode(archive, &picked))
+                {
+                    let d = match d {
+                        Ok(d) => d,
+                        Err(e) => {
+                            problem = format!("no valid entry at its offset {at}: {e}");
+                            break;
+                        }
+                    };
+                    let next = skip_globals(archive, d.next);
+                    let want = if i + 1 < n {
+                        match offset(i + 1) {
+                            Ok(o) => o,
+                            Err(e) => {
+                                problem = e;
+                                break;
+                            }
+                        }
+                    } else {
+                        None
+                    };
+                    if let Some(want) = want {
+                        if next != want && !light {
+                            problem = format!(
+                                "the entry at byte {at} ends at byte {next}, but the next indexed \
+                                 entry is at byte {want}"
+                            );
+                            break;
+                        }
+                    } else if let Err(e) = ends_at(next) {
+                        problem = e;
+                    } else {
+                        end = next;
+                    }
                 }
-            };
-            let next = skip_globals(archive, d.next);
-            if let Some(&want) = offsets.get(i + 1) {
-                if next != want && !light {
-                    problem = format!(
-                        "the entry at byte {} ends at byte {next}, but the next indexed entry is \
-                         at byte {want}",
-                        offsets[i]
-                    );
-                    break;
-                }
-            } else if let Err(e) = ends_at(next) {
-                problem = e;
-            } else {
-                end = next;
             }
         }
     }
@@ -245,7 +354,13 @@ pub fn check_index(
         Some(recorded) if recorded != end => Err(format!(
             "it records that the entries end at byte {recorded}, they end at byte {end}"
         )),
-        _ => Ok(end),
+        _ => {
+            stretch.shrink_to_fit();
+            Ok(Checked {
+                end,
+                offsets: stretch,
+            })
+        }
     }
 }
 
@@ -612,6 +727,51 @@ pub fn decode(
 mod tests {
     use super::*;
     use crate::tar::header::{Header, Kind};
+
+    #[test]
+    fn an_index_read_in_even_stretches_reaches_each_rank_as_its_share_only() {
+        // An archive of 1000 blocks; entries at irregular offsets, with long gaps (big data
+        // spanning several ranks' parts, so that some parts hold no header at all).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.tar");
+        std::fs::write(&path, vec![0u8; 1000 * BLOCK as usize]).unwrap();
+        let archive = Archive::open(path.as_os_str().as_encoded_bytes()).unwrap();
+        let mut all = Vec::new();
+        let mut at = 0u64;
+        for i in 0..300u64 {
+            all.push(at * BLOCK);
+            at += if i % 50 == 49 { 200 } else { 1 + i % 3 };
+            if at >= 1000 {
+                break;
+            }
+        }
+        for size in [1, 2, 3, 4, 16, 40] {
+            let got = steal::local::run(size, |comm| {
+                // Each rank starts with an even stretch by count, as check_index reads them.
+                let n = all.len() as u64;
+                let a = even_start(n, size, comm.rank()) as usize;
+                let b = even_start(n, size, comm.rank() + 1) as usize;
+                to_their_ranks(comm, &archive, &all[a..b])
+            });
+            let mut whole = Vec::new();
+            for (rank, mine) in got.iter().enumerate() {
+                let (start, end) = share(&archive, size, rank);
+                let own: Vec<u64> = all
+                    .iter()
+                    .copied()
+                    .filter(|o| (start..end).contains(o))
+                    .collect();
+                let before = all.iter().copied().rfind(|&o| o < start);
+                let want: Vec<u64> = before.into_iter().chain(own.iter().copied()).collect();
+                assert_eq!(
+                    mine, &want,
+                    "{size} ranks, rank {rank}: its share and no more"
+                );
+                whole.extend(own);
+            }
+            assert_eq!(whole, all, "{size} ranks: every offset reaches one rank");
+        }
+    }
 
     #[test]
     fn decoding_through_shared_windows_finds_every_entry_among_small_and_big_ones() {
