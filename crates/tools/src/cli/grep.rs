@@ -18,8 +18,8 @@ use steal::progress::Report as ProgressReport;
 use steal::Comm;
 
 const AFTER_HELP: &str = "Searches every regular file below each PATH (recursion is the \
-    default; symbolic links below a PATH are not followed, a PATH that is a link to a file is \
-    searched) or every regular file of an --input list, in parallel: files bigger than \
+    default; symbolic links below a PATH are not followed unless -R, a PATH that is a link to a \
+    file is searched) or every regular file of an --input list, in parallel: files bigger than \
     --chunk-size are searched in pieces cut at line ends, so that one huge file uses every rank.\n\n\
     Output is GNU grep's (`PATH:LINE`, `PATH:NUMBER:LINE`, `PATH:COUNT`, names with -l/-L), \
     file after file in the order grep -r would print them if every directory listed its \
@@ -150,7 +150,8 @@ pub struct GrepArgs {
     /// Accepted for grep's sake: recursion is the default.
     #[arg(short = 'r', long, help_heading = "Files")]
     pub recursive: bool,
-    /// Accepted as -r (symbolic links below a PATH are not followed).
+    /// Like -r, and follow every symbolic link (links to directories are descended, loops
+    /// reported).
     #[arg(short = 'R', long, help_heading = "Files")]
     pub dereference_recursive: bool,
     /// Search only files whose name (last component) matches GLOB (see --exclude).
@@ -303,6 +304,7 @@ impl CliTool for Grep {
             max_count: a.max_count,
             globs: globs.into_iter().map(|g| g.1).collect(),
             paths: a.paths().iter().map(|p| p.as_bytes().to_vec()).collect(),
+            dereference: a.dereference_recursive,
             input: a.input.as_ref().map(|i| i.as_bytes().to_vec()),
             unordered: a.unordered,
             no_messages: a.no_messages,

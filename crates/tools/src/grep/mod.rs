@@ -99,6 +99,9 @@ pub struct Options {
     /// Files and trees to search, in this order; empty (and no `input`): `.`, names shown
     /// without `./`, as by grep -r.
     pub paths: Vec<Vec<u8>>,
+    /// `-R`: follow symbolic links below the PATHs too (links to directories are descended,
+    /// loops reported).
+    pub dereference: bool,
     /// Search the regular files of this list (any format the tools read; `-`: stdin) instead.
     pub input: Option<Vec<u8>>,
     /// Print files in no particular order (no sort).
@@ -128,6 +131,7 @@ impl Default for Options {
             max_count: None,
             globs: Vec::new(),
             paths: Vec::new(),
+            dereference: false,
             input: None,
             unordered: false,
             no_messages: false,

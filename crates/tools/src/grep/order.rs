@@ -157,6 +157,7 @@ pub fn entries(comm: &dyn Comm, options: &Options, globs: &Globs) -> Result<Entr
         seed: 0x93e9,
         stop: Some(&context.stop),
         id_tables: false,
+        dereference: options.dereference,
         ..WalkOptions::default()
     };
     for (r, path) in given.iter().enumerate() {
