@@ -150,7 +150,7 @@ fn reference(dir: &Path, options: &[OsString]) -> (Vec<u8>, i32, Vec<Vec<u8>>) {
     if options.iter().any(|o| o == "-R") {
         // -R follows links: the tree's one link is to a file.
         files.push(dir.join("t/link-to-a"));
-        files.sort_by(|a, b| key(a).cmp(&key(b)));
+        files.sort_by_key(|f| key(f));
     }
     let files: Vec<OsString> = files
         .iter()
