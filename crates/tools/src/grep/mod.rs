@@ -279,6 +279,8 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let progress = context.progress(comm.rank(), "Searched");
     let found = Mutex::new(Vec::new());
     let config = Config {
+        // A batch runs on one worker: a few chunks of a big file per batch keep them spread.
+        max_batch: 4,
         seed: 0x93e9,
         stop: Some(&context.stop),
         progress: Some(&progress),

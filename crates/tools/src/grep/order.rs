@@ -279,3 +279,41 @@ fn read_error(path: &[u8], e: flist::Error) -> String {
         format!("read list {shown}: {msg}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn globs(list: &[(bool, &str)]) -> Globs {
+        let list: Vec<FileGlob> = list
+            .iter()
+            .map(|&(include, g)| FileGlob {
+                include,
+                glob: g.as_bytes().to_vec(),
+            })
+            .collect();
+        Globs::new(&list).unwrap()
+    }
+
+    #[test]
+    fn the_last_matching_glob_decides_and_the_first_sets_the_default() {
+        assert!(globs(&[]).admit(b"x"));
+        let g = globs(&[(false, "*.txt"), (true, "*.txt")]);
+        assert!(g.admit(b"a.txt") && g.admit(b"t"));
+        let g = globs(&[(true, "*.txt"), (false, "*.txt")]);
+        assert!(!g.admit(b"a.txt") && !g.admit(b"t"));
+        let g = globs(&[(true, "x*"), (false, "*.txt"), (true, "*.txt")]);
+        assert!(g.admit(b"x.txt") && g.admit(b"a.txt") && !g.admit(b"t"));
+        assert!(globs(&[(true, "*")]).admit(b".hidden"));
+    }
+
+    #[test]
+    fn keys_sort_depth_first() {
+        let mut k = [key(0, b"a.txt"), key(0, b"a/z"), key(0, b"a"), key(1, b"0")];
+        k.sort();
+        assert_eq!(
+            k,
+            [key(0, b"a"), key(0, b"a/z"), key(0, b"a.txt"), key(1, b"0")]
+        );
+    }
+}
