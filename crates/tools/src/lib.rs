@@ -37,6 +37,7 @@ pub mod dup;
 pub mod engine;
 pub mod filemaker;
 pub mod find;
+pub mod grep;
 pub mod parallel;
 pub mod reln;
 pub mod rm;

@@ -17,6 +17,7 @@ mod embed;
 mod faults;
 mod filemaker;
 mod find;
+mod grep;
 mod install;
 mod launch;
 mod lists;

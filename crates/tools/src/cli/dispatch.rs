@@ -25,6 +25,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::reln::Reln>(),
     row::<crate::cli::bcast::Bcast>(),
     row::<crate::cli::bz2::Bz2>(),
+    row::<crate::cli::grep::Grep>(),
     row::<crate::cli::parallel::Parallel>(),
     row::<crate::cli::sh::Sh>(),
 ];

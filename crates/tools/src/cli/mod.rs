@@ -13,6 +13,7 @@ pub mod dispatch;
 pub mod dup;
 pub mod filemaker;
 pub mod find;
+pub mod grep;
 pub mod list_args;
 pub mod manuals;
 pub mod parallel;
