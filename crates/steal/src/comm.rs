@@ -70,6 +70,14 @@ pub trait Comm {
     /// Complete whatever sends are still in flight (blocking). Call before dropping the `Comm`
     /// or before a phase that must not leave messages behind.
     fn flush_sends(&self);
+    /// Wait without spinning until a new message for this rank may have arrived, this thread is
+    /// unparked ([`std::thread::Thread::unpark`]), or `timeout` has passed; it may return early,
+    /// so callers poll [`Comm::try_recv`] after it. A backend that is told of arrivals (the
+    /// `local` one) sleeps until one comes; one that is not (MPI) naps at most `poll` and
+    /// lets the caller look again. Call it from the thread that owns the `Comm`.
+    fn park(&self, timeout: std::time::Duration, poll: std::time::Duration) {
+        std::thread::park_timeout(timeout.min(poll));
+    }
 }
 
 /// Conveniences built from the [`Comm`] primitives.

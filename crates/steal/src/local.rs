@@ -11,6 +11,8 @@ use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::sync::{Arc, Barrier, Mutex};
+use std::thread::Thread;
+use std::time::Duration;
 
 /// How a local group behaves.
 #[derive(Clone, Debug, Default)]
@@ -27,6 +29,9 @@ struct Shared {
     slots: Mutex<Vec<Vec<u8>>>,
     /// Non-blocking barrier: (generation, ranks arrived in this generation).
     ibarrier: Mutex<(u64, usize)>,
+    /// `parked[r]`: the thread that last waited in [`Comm::park`] as rank r; a send to r
+    /// unparks it, so an idle rank sleeps until a message comes instead of polling.
+    parked: Vec<Mutex<Option<Thread>>>,
 }
 
 type Envelope = (usize, Tag, Vec<u8>);
@@ -97,6 +102,7 @@ pub fn group(size: usize, options: &Options) -> Vec<LocalComm> {
         barrier: Barrier::new(size),
         slots: Mutex::new(vec![Vec::new(); size * size]),
         ibarrier: Mutex::new((0, 0)),
+        parked: (0..size).map(|_| Mutex::new(None)).collect(),
     });
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..size).map(|_| unbounded()).unzip();
     receivers
@@ -222,6 +228,10 @@ impl Comm for LocalComm {
         self.senders[dest]
             .send((self.rank, tag, bytes))
             .expect("local send: receiver gone");
+        // Wake the receiver if it waits in `park` (an unpark that comes first is kept).
+        if let Some(t) = &*self.shared.parked[dest].lock().expect("parked thread") {
+            t.unpark();
+        }
     }
     fn try_recv(&self, tag: Option<Tag>) -> Option<(usize, Tag, Vec<u8>)> {
         if self.held_back() {
@@ -241,6 +251,19 @@ impl Comm for LocalComm {
     }
     fn flush_sends(&self) {
         // Channel sends complete immediately.
+    }
+    fn park(&self, timeout: Duration, _poll: Duration) {
+        {
+            let mut me = self.shared.parked[self.rank].lock().expect("parked thread");
+            let current = std::thread::current();
+            if me.as_ref().is_none_or(|t| t.id() != current.id()) {
+                *me = Some(current);
+            }
+        }
+        // Registered first, checked second: a message sent after the check unparks us.
+        if self.inbox.is_empty() {
+            std::thread::park_timeout(timeout);
+        }
     }
 }
 

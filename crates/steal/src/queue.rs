@@ -5,6 +5,11 @@
 //! and, when it runs dry, asks a random victim for work. Nothing in the polling loop blocks on a
 //! send (the libcircle deadlock), so a rank always answers its peers.
 //!
+//! An idle rank that is refused waits twice as long before each next request, up to a cap that
+//! grows with the number of ranks, and sleeps in between until a message wakes it (the token, a
+//! peer's request, the end): with many more ranks than cores (`--ranks 64` on 2), idle ranks
+//! would otherwise flood the busy ones with requests that are almost never served.
+//!
 //! Termination is Safra's algorithm (EWD998): each rank counts work messages sent minus received
 //! and turns black when it receives one; a token circulates from rank 0 while ranks are idle and
 //! sums the counts. When the token comes back white with a zero sum to an idle rank 0, no work
@@ -26,13 +31,34 @@ const TAG_NONE: Tag = 103;
 const TAG_TOKEN: Tag = 104;
 const TAG_DONE: Tag = 105;
 const TAG_PROGRESS: Tag = 106;
+/// Work sent unasked to a rank refused earlier (counted like a reply with work).
+const TAG_GIFT: Tag = 107;
 
 /// Longest wait of a lone rank's main thread for a batch to end: how late it may notice the
 /// stop flag or a progress tick.
 const ALONE_WAIT: Duration = Duration::from_millis(20);
 
-/// Longest wait for a batch to end while peers may be asking for work (200 µs).
+/// Longest wait for a batch to end while peers may be asking for work (200 µs), with a
+/// backend that cannot wake this rank when a message arrives (MPI; see [`Comm::park`]).
 const PEER_POLL: Duration = Duration::from_micros(200);
+
+/// Longest nap of an idle rank between looks for a message, with a backend that cannot wake it
+/// when one arrives (500 µs; the naps grow from 10 µs to this while nothing happens).
+const IDLE_POLL: Duration = Duration::from_micros(500);
+
+/// Wait before the next steal request after the first refusal (50 µs); it doubles with each
+/// refusal in a row, up to [`steal_backoff_cap`].
+const STEAL_BACKOFF_MIN: Duration = Duration::from_micros(50);
+
+/// The longest wait between steal requests of a rank that keeps being refused: 500 µs per rank,
+/// from 1 ms to 50 ms. Idle ranks then send at most about `size / cap` = 2 requests per
+/// millisecond in all, however many they are, so the ranks that have work spend little
+/// time refusing. Work that turns up late still reaches waiting ranks soon: a rank gives some
+/// unasked to the ranks it refused (see `feed_hungry`).
+fn steal_backoff_cap(size: usize) -> Duration {
+    (Duration::from_micros(500) * size as u32)
+        .clamp(Duration::from_millis(1), Duration::from_millis(50))
+}
 
 /// Bytes of encoded items in one steal reply, at most (64 MiB; the rest stays for later thieves).
 const STEAL_REPLY_BYTES: usize = 64 << 20;
@@ -208,6 +234,10 @@ where
             config.seed ^ (comm.rank() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         ),
         outstanding_request: false,
+        refusals: 0,
+        next_request: None,
+        backoff_cap: steal_backoff_cap(comm.size()),
+        hungry: VecDeque::new(),
         work_balance: 0,
         black: false,
         token: None,
@@ -277,6 +307,7 @@ where
                 });
                 progressed = true;
             }
+            progressed |= state.feed_hungry();
             state.report_progress();
             state.track_idle();
             if state.is_passive() {
@@ -293,22 +324,27 @@ where
                 idle_spins = 0;
             } else {
                 idle_spins = idle_spins.saturating_add(1);
-                if state.inflight > 0 {
-                    // Wake as soon as a batch ends (the worker unparks us; an unpark that comes
-                    // first is not lost). Alone, nobody else needs an answer: wait long,
-                    // bounded only for the stop flag and progress ticks. With peers, wake
-                    // often enough to answer their steal requests and the token.
-                    std::thread::park_timeout(if state.size == 1 {
-                        ALONE_WAIT
-                    } else {
-                        PEER_POLL
-                    });
+                // Wake as soon as a batch ends (the worker unparks us; an unpark that comes
+                // first is not lost) or a message arrives (where the backend can tell), else
+                // after ALONE_WAIT at the latest, for the stop flag and progress ticks. A
+                // backend that cannot tell of arrivals is polled: often while batches run
+                // (peers want answers), less and less often while idle.
+                let (timeout, poll) = if state.inflight > 0 {
+                    (
+                        ALONE_WAIT,
+                        if state.size == 1 {
+                            ALONE_WAIT
+                        } else {
+                            PEER_POLL
+                        },
+                    )
                 } else {
-                    // Waiting for a steal reply or the token: sleep, longer the longer idle.
-                    std::thread::sleep(Duration::from_micros(
-                        (u64::from(idle_spins) * 10).min(500),
-                    ));
-                }
+                    (
+                        state.until_next_request().min(ALONE_WAIT),
+                        (Duration::from_micros(10) * idle_spins).min(IDLE_POLL),
+                    )
+                };
+                comm.park(timeout, poll);
             }
         }
     });
@@ -350,6 +386,14 @@ struct Rank<'a, T> {
     max_batch: usize,
     rng: SmallRng,
     outstanding_request: bool,
+    /// Steal requests refused in a row since this rank last received work.
+    refusals: u32,
+    /// Not before this instant is the next steal request sent (back-off after refusals).
+    next_request: Option<Instant>,
+    /// The longest back-off ([`steal_backoff_cap`]).
+    backoff_cap: Duration,
+    /// Ranks this rank refused since, oldest first: they get work unasked when some turns up.
+    hungry: VecDeque<usize>,
     /// Work messages sent minus received (Safra's counter).
     work_balance: i64,
     /// Received work since the token last passed (Safra's colour).
@@ -376,6 +420,7 @@ struct QueueCounts {
     requests_sent: u64,
     requests_served: u64,
     requests_refused: u64,
+    gifts: u64,
     token_rounds: u64,
     idle_ns: u64,
     /// Since when this rank has had nothing queued and nothing running.
@@ -429,25 +474,21 @@ impl<T: WorkItem> Rank<'_, T> {
                 }
                 if give == 0 {
                     self.comm.send(src, TAG_NONE, Vec::new());
-                } else {
-                    // Count first, items after; stop early at STEAL_REPLY_BYTES so that one
-                    // reply stays far below MPI's i32 message limit however big the deque is.
-                    let mut items = Vec::new();
-                    let mut given = 0u64;
-                    while (given as usize) < give && items.len() < STEAL_REPLY_BYTES {
-                        let item = self.local.pop_front().expect("give <= len");
-                        item.encode(&mut items);
-                        given += 1;
+                    // Remembered: when work turns up here, some goes to `src` unasked.
+                    if !self.done && !self.hungry.contains(&src) {
+                        self.hungry.push_back(src);
                     }
-                    let mut out = Vec::with_capacity(8 + items.len());
-                    wire::put_u64(&mut out, given);
-                    out.extend_from_slice(&items);
-                    self.work_balance += 1;
-                    self.comm.send(src, TAG_WORK, out);
+                } else {
+                    self.send_work(src, TAG_WORK, give);
                 }
             }
-            TAG_WORK => {
-                self.outstanding_request = false;
+            TAG_WORK | TAG_GIFT => {
+                if tag == TAG_WORK {
+                    self.outstanding_request = false;
+                }
+                self.refusals = 0;
+                self.next_request = None;
+                self.hungry.retain(|&r| r != src);
                 self.work_balance -= 1;
                 self.black = true;
                 self.steals += 1;
@@ -463,7 +504,10 @@ impl<T: WorkItem> Rank<'_, T> {
                     }
                 }
             }
-            TAG_NONE => self.outstanding_request = false,
+            TAG_NONE => {
+                self.outstanding_request = false;
+                self.back_off();
+            }
             TAG_TOKEN => self.token = Some(Token::decode(&bytes)),
             TAG_DONE => self.done = true,
             TAG_PROGRESS => {
@@ -475,8 +519,72 @@ impl<T: WorkItem> Rank<'_, T> {
         }
     }
 
+    /// Send `give` of the oldest queued items to `dest` as a work message (`tag`: a reply or a
+    /// gift), counted for Safra.
+    fn send_work(&mut self, dest: usize, tag: Tag, give: usize) {
+        // Count first, items after; stop early at STEAL_REPLY_BYTES so that one message stays
+        // far below MPI's i32 message limit however big the deque is.
+        let mut items = Vec::new();
+        let mut given = 0u64;
+        while (given as usize) < give && items.len() < STEAL_REPLY_BYTES {
+            let item = self.local.pop_front().expect("give <= len");
+            item.encode(&mut items);
+            given += 1;
+        }
+        let mut out = Vec::with_capacity(8 + items.len());
+        wire::put_u64(&mut out, given);
+        out.extend_from_slice(&items);
+        self.work_balance += 1;
+        self.comm.send(dest, tag, out);
+    }
+
+    /// Give work, unasked, to ranks this rank refused earlier, while it has at least two items
+    /// queued: they wait (backed off) instead of asking again and again. Returns true if
+    /// anything was sent.
+    fn feed_hungry(&mut self) -> bool {
+        let mut any = false;
+        while !self.stopped && !self.done && self.local.len() >= 2 {
+            let Some(dest) = self.hungry.pop_front() else {
+                break;
+            };
+            let give = self.local.len() / 2;
+            self.send_work(dest, TAG_GIFT, give);
+            if let Some(s) = &mut self.stats {
+                s.gifts += 1;
+            }
+            any = true;
+        }
+        any
+    }
+
+    /// After a refusal: wait twice as long as after the previous one (from
+    /// [`STEAL_BACKOFF_MIN`] up to the cap), between half and all of that at random so that
+    /// ranks refused together do not ask again together.
+    fn back_off(&mut self) {
+        self.refusals = self.refusals.saturating_add(1);
+        let full = STEAL_BACKOFF_MIN
+            .saturating_mul(1 << (self.refusals - 1).min(20))
+            .min(self.backoff_cap);
+        let wait = full / 2 + full.mul_f64(self.rng.random::<f64>() / 2.0);
+        self.next_request = Some(Instant::now() + wait);
+    }
+
+    /// How long an idle rank may sleep before it has to send its next steal request (long when
+    /// it waits for a reply or has nothing more to ask: a message will wake it).
+    fn until_next_request(&self) -> Duration {
+        if self.outstanding_request || self.done || self.stopped {
+            return Duration::MAX;
+        }
+        self.next_request.map_or(Duration::ZERO, |t| {
+            t.saturating_duration_since(Instant::now())
+        })
+    }
+
     fn request_work(&mut self) -> bool {
         if self.outstanding_request || self.done || self.stopped {
+            return false;
+        }
+        if self.next_request.is_some_and(|t| Instant::now() < t) {
             return false;
         }
         let mut victim = self.rng.random_range(0..self.size - 1);
@@ -559,6 +667,7 @@ impl<T: WorkItem> Rank<'_, T> {
             requests_sent: s.requests_sent,
             requests_served: s.requests_served,
             requests_refused: s.requests_refused,
+            gifts: s.gifts,
             idle_ns: s.idle_ns,
             wall_ns: started.elapsed().as_nanos() as u64,
             token_rounds: s.token_rounds,

@@ -30,6 +30,8 @@ pub struct RankCounts {
     pub requests_served: u64,
     /// Steal requests this rank answered with nothing.
     pub requests_refused: u64,
+    /// Work messages this rank sent unasked to ranks it had refused.
+    pub gifts: u64,
     /// Time this rank had nothing queued and nothing running (waiting for a steal reply, the
     /// token or the end), nanoseconds; the closing drain included.
     pub idle_ns: u64,
@@ -39,7 +41,7 @@ pub struct RankCounts {
     pub token_rounds: u64,
 }
 
-const FIELDS: usize = 7;
+const FIELDS: usize = 8;
 
 impl RankCounts {
     fn to_array(self) -> [u64; FIELDS] {
@@ -48,6 +50,7 @@ impl RankCounts {
             self.requests_sent,
             self.requests_served,
             self.requests_refused,
+            self.gifts,
             self.idle_ns,
             self.wall_ns,
             self.token_rounds,
@@ -60,9 +63,10 @@ impl RankCounts {
             requests_sent: v[1],
             requests_served: v[2],
             requests_refused: v[3],
-            idle_ns: v[4],
-            wall_ns: v[5],
-            token_rounds: v[6],
+            gifts: v[4],
+            idle_ns: v[5],
+            wall_ns: v[6],
+            token_rounds: v[7],
         }
     }
 }
@@ -83,7 +87,7 @@ impl QueueStats {
     }
 
     /// The summary line printed by `mfu-rs` (parsed by `cargo xtask bench`: `key=value` words):
-    /// `queue: ranks=R items=N steal_requests=S served=W refused=E token_rounds=T wall_ms=X
+    /// `queue: ranks=R items=N steal_requests=S served=W refused=E gifts=G token_rounds=T wall_ms=X
     /// idle_ms_min=A idle_ms_median=B idle_ms_max=C idle_ms_sum=D`.
     pub fn line(&self) -> String {
         let mut idle: Vec<u64> = self.per_rank.iter().map(|r| r.idle_ns).collect();
@@ -91,13 +95,14 @@ impl QueueStats {
         let ms = |ns: u64| Duration::from_nanos(ns).as_secs_f64() * 1e3;
         let pick = |i: usize| idle.get(i).copied().unwrap_or(0);
         format!(
-            "queue: ranks={} items={} steal_requests={} served={} refused={} token_rounds={} \
+            "queue: ranks={} items={} steal_requests={} served={} refused={} gifts={} token_rounds={} \
              wall_ms={:.1} idle_ms_min={:.1} idle_ms_median={:.1} idle_ms_max={:.1} idle_ms_sum={:.1}",
             self.ranks,
             self.sum(|r| r.processed),
             self.sum(|r| r.requests_sent),
             self.sum(|r| r.requests_served),
             self.sum(|r| r.requests_refused),
+            self.sum(|r| r.gifts),
             self.sum(|r| r.token_rounds),
             ms(self.per_rank.iter().map(|r| r.wall_ns).max().unwrap_or(0)),
             ms(pick(0)),
@@ -157,6 +162,7 @@ mod tests {
             requests_sent: sent,
             requests_served: 1,
             requests_refused: sent - 1,
+            gifts: 2,
             idle_ns: idle_ms * 1_000_000,
             wall_ns: 50_000_000,
             token_rounds: 0,
@@ -169,7 +175,7 @@ mod tests {
         };
         assert_eq!(
             s.line(),
-            "queue: ranks=3 items=30 steal_requests=6 served=3 refused=3 token_rounds=4 \
+            "queue: ranks=3 items=30 steal_requests=6 served=3 refused=3 gifts=6 token_rounds=4 \
              wall_ms=50.0 idle_ms_min=1.0 idle_ms_median=5.0 idle_ms_max=9.0 idle_ms_sum=15.0"
         );
     }

@@ -1,7 +1,7 @@
 //! Tools composed through pipes: `walk -o - | find -i - ... -o - | rm -i -`, the purge of the
 //! issue, with one process and with 2 ranks on each side of every pipe.
 
-use mfu_tests::shell;
+use mfu_tests::{shell, Tool};
 use rustix::fs::{utimensat, AtFlags, Timespec, Timestamps, CWD};
 use std::path::Path;
 
@@ -184,4 +184,64 @@ fn lost_stdout_is_a_failure_and_so_is_a_closed_pipe() {
         0,
     );
     assert_eq!(std::fs::read_to_string(&rc).unwrap().trim(), "1");
+}
+
+/// A list written to standard output travels to rank 0 in pieces (`MFU_RS_TEST_PIPE_PIECE_BYTES`
+/// makes them ~100 bytes, so this list of 150 entries takes dozens): rank 0 writes them rank
+/// after rank as they come. The bytes are those of the list file, in v4 and in text, at 1, 2
+/// and 4 thread ranks and under mpirun -np 2, from a list file and from standard input.
+#[test]
+fn lists_larger_than_one_piece_pass_through_pipes_whole_and_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("tree");
+    for d in 0..5 {
+        let dir = root.join(format!("dir {d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..30 {
+            // Names of different lengths: v4 records are as wide as the longest path.
+            std::fs::write(dir.join(format!("f{f}{}", "x".repeat(f % 7))), b"data").unwrap();
+        }
+    }
+    let v4 = tmp.path().join("list.v4");
+    let walked = Tool::new("walk")
+        .args(["-q", "-o", v4.to_str().unwrap(), root.to_str().unwrap()])
+        .run();
+    assert!(walked.status.success(), "{walked:?}");
+    let v4_bytes = std::fs::read(&v4).unwrap();
+    let mut text_bytes = Vec::new();
+    for d in 0..5 {
+        for f in 0..30 {
+            let p = root.join(format!("dir {d}/f{f}{}", "x".repeat(f % 7)));
+            text_bytes.extend_from_slice(format!("{}|F\n", p.display()).as_bytes());
+        }
+    }
+    let text = tmp.path().join("list.txt");
+    std::fs::write(&text, &text_bytes).unwrap();
+    for (list, want) in [(&v4, &v4_bytes), (&text, &text_bytes)] {
+        for launch in ["1", "2", "4", "mpi 2"] {
+            let tool = |t: Tool| match launch {
+                "mpi 2" => t.mpi(2),
+                n => t.ranks(n.parse().unwrap()),
+            };
+            let from_file = tool(Tool::new("find"))
+                .args(["-i", list.to_str().unwrap(), "-o", "-"])
+                .env("MFU_RS_TEST_PIPE_PIECE_BYTES", "100")
+                .run();
+            let from_stdin = tool(Tool::new("find"))
+                .args(["-i", "-", "-o", "-"])
+                .stdin(want.clone())
+                .env("MFU_RS_TEST_PIPE_PIECE_BYTES", "100")
+                .run();
+            for (how, out) in [("file", from_file), ("stdin", from_stdin)] {
+                assert!(out.status.success(), "{launch} {how}: {out:?}");
+                assert!(
+                    out.stdout == *want,
+                    "{} from {how} at {launch}: got\n{}\nwant\n{}",
+                    list.display(),
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(want)
+                );
+            }
+        }
+    }
 }

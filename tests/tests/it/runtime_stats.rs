@@ -101,3 +101,57 @@ fn under_mpirun_only_rank_0_reports() {
         "{lines:?}"
     );
 }
+
+/// Many more ranks than cores (64 thread ranks here, on however few cores): ranks that find
+/// nothing to steal back off (exponentially, up to a cap) and sleep until a message wakes them,
+/// instead of asking again as soon as they are refused; work that turns up goes unasked to
+/// ranks refused before. Counted, not timed: the requests sent stay within a few per
+/// successful steal or gift, 16 per rank for the back-off to grow, and one per rank every 16
+/// ms of the run (the back-off's cap at 64 ranks is 32 ms, waits are half to all of it). The
+/// old back-off (a new request right after each refusal) sent one per rank every few tens of
+/// microseconds unloaded (hundreds per rank on this workload); on a 2-core machine under a
+/// load of 13 it still sent 13,980 (bound there 5,800; the new code sent 1,337).
+#[test]
+fn at_64_thread_ranks_idle_ranks_send_few_steal_requests() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    for d in 0..64 {
+        let sub = src.join(format!("d{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..4 {
+            std::fs::write(sub.join(format!("f{f}")), b"x").unwrap();
+        }
+    }
+    let out = Tool::new("walk")
+        .ranks(64)
+        .args(["-q", src.to_str().unwrap()])
+        .env("MFU_RS_STATS", "1")
+        // Each directory takes 5 ms: the walk lasts a few hundred ms, mostly idle ranks.
+        .env("MFU_RS_TEST_ITEM_DELAY_MS", "5")
+        .run();
+    assert!(out.status.success(), "{out:?}");
+    let lines = stats_lines(&out.stderr);
+    let walk = lines
+        .iter()
+        .find(|l| get(l, "items") == 65.0)
+        .unwrap_or_else(|| panic!("no walk queue in {lines:?}"));
+    let ranks = get(walk, "ranks");
+    assert_eq!(ranks, 64.0);
+    let (sent, served, wall_ms) = (
+        get(walk, "steal_requests"),
+        get(walk, "served"),
+        get(walk, "wall_ms"),
+    );
+    // (`gifts` is absent from the lines of a build without gifts: 0.)
+    let gifts = walk
+        .iter()
+        .find(|(k, _)| k == "gifts")
+        .map_or(0.0, |(_, v)| v.parse().unwrap());
+    let moved = served + gifts;
+    assert!(moved >= 1.0, "no work moved between ranks: {walk:?}");
+    let bound = 10.0 * moved + ranks * (16.0 + wall_ms / 16.0);
+    assert!(
+        sent <= bound,
+        "{sent} steal requests for {moved} served or given in {wall_ms} ms (bound {bound}): {walk:?}"
+    );
+}

@@ -2,21 +2,24 @@
 //! tools compose through pipes (`mfu-rs walk -o - /data | mfu-rs find -i - ... -o - | mfu-rs rm -i -`).
 //!
 //! A pipe can be read only once, by one process (launchers forward standard input to rank 0
-//! and collect standard output from every rank), and cannot be written at offsets. So rank 0
-//! spools the stream to an unnamed temporary file, reads or writes it there with the file code
-//! of this module run as a one-rank group, and the records then move between rank 0 and the
-//! others: [`read_stdin`] spreads them evenly, [`write_stdout`] gathers them in global order.
-//! The whole list passes through rank 0's memory once; lists of many millions of entries are
-//! better passed as files, which every rank reads and writes in parallel.
+//! and collect standard output from every rank), and cannot be written at offsets. Writing,
+//! the ranks send their records to rank 0 in order, a bounded piece at a time, and rank 0
+//! writes them as they come ([`write_stdout`]): no rank holds more than its own share.
+//! Reading, rank 0 spools the stream to an unnamed temporary file, reads it there with the
+//! file code of this module run as a one-rank group, and spreads the records evenly
+//! ([`read_stdin`]): the whole list passes through rank 0's memory once (not yet bounded).
+//! Lists of many millions of entries are better passed as files, which every rank reads and
+//! writes in parallel.
 
-use super::{agree::bcast_result, read, write, Format, OP_CREATE, OP_READ, OP_WRITE};
-use crate::distribute::{remap, spread};
+use super::agree::{agree, bcast_result};
+use super::{read, text, v4, Format, IO_CHUNK, OP_CREATE, OP_READ, OP_WRITE};
+use crate::distribute::spread;
 use crate::error::{Error, Result};
 use crate::ids::IdTable;
 use crate::record::{Detail, FileList};
-use std::io::{self, Seek, Write};
+use std::io::{self, Write};
 use steal::wire::Reader;
-use steal::Comm;
+use steal::{Comm, CommExt};
 
 /// The name that stands for standard input or output.
 pub(super) const STDIO: &[u8] = b"-";
@@ -84,34 +87,101 @@ fn spool_and_read() -> Result<FileList> {
 
 /// Write every rank's `list` to standard output in global order (collective), in `format`.
 /// Every rank gets the same outcome.
+///
+/// Bounded per rank: each rank encodes its records in pieces of about [`piece_bytes`] and rank
+/// 0 writes them to standard output as they come, rank after rank, asking for one piece at a
+/// time; nothing is gathered. The checks come first (every rank its own records), so a list
+/// that cannot be written leaves standard output untouched.
 pub(super) fn write_stdout(comm: &dyn Comm, list: &FileList, format: Format) -> Result<()> {
-    let gathered = remap(comm, list.clone(), |_| 0);
-    let local = if comm.rank() == 0 {
-        let mut all = gathered;
-        all.users = list.users.clone();
-        all.groups = list.groups.clone();
-        write_and_copy(&all, format)
-    } else {
-        Ok(())
+    agree(
+        comm,
+        match format {
+            Format::V4 => v4::check(list, STDOUT_NAME),
+            Format::Text => text::check(list, STDOUT_NAME),
+        },
+    )?;
+    // V4: the header (rank 0) and the width of the path field, from all ranks' records.
+    let (mut head, fc) = match format {
+        Format::V4 => {
+            let longest = list
+                .iter()
+                .map(|e| e.path.len() as u64 + 1)
+                .max()
+                .unwrap_or(0);
+            // `longest` counts the NUL, so 0 means "no record anywhere".
+            let fc = v4::field_width(comm.max(longest).checked_sub(1));
+            let nfiles = comm.sum(list.len() as u64);
+            let mut head = Vec::new();
+            if comm.rank() == 0 {
+                let l = v4::Layout {
+                    header: v4::V4_HEADER,
+                    nusers: list.users.entries.len() as u64,
+                    uc: v4::table_width(&list.users),
+                    ngroups: list.groups.entries.len() as u64,
+                    gc: v4::table_width(&list.groups),
+                    nfiles,
+                    fc,
+                };
+                v4::encode_head(&l, &list.users, &list.groups, &mut head);
+            }
+            (head, fc as usize)
+        }
+        Format::Text => (Vec::new(), 0),
     };
-    super::agree::agree(comm, local)
+    let piece = piece_bytes();
+    let mut at = 0;
+    let next = || {
+        if at == list.len() && head.is_empty() {
+            return None;
+        }
+        let mut out = std::mem::take(&mut head);
+        while at < list.len() && (out.is_empty() || out.len() < piece) {
+            let e = list.entry(at);
+            match format {
+                Format::V4 => {
+                    let meta = e.meta.expect("a stat list has metadata");
+                    v4::encode_record(e.path, meta, fc, &mut out);
+                }
+                Format::Text => {
+                    out.extend_from_slice(e.path);
+                    out.extend_from_slice(&[b'|', e.kind.text_letter(), b'\n']);
+                }
+            }
+            at += 1;
+        }
+        Some(out)
+    };
+    let mut failed = None;
+    let mut stdout = (comm.rank() == 0).then(|| io::stdout().lock());
+    steal::ordered::in_rank_order_pieces(comm, next, |bytes| {
+        let out = stdout.as_mut().expect("rank 0 writes");
+        match out.write_all(bytes) {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        }
+    });
+    let local = match (failed, stdout.as_mut().map(|o| o.flush())) {
+        (Some(e), _) | (None, Some(Err(e))) => Err(stream_error(STDOUT_NAME, OP_WRITE, e)),
+        _ => Ok(()),
+    };
+    agree(comm, local)
 }
 
-/// Rank 0: write `list` into a temporary file with the file code, then copy it to stdout.
-fn write_and_copy(list: &FileList, format: Format) -> Result<()> {
-    let mut spool = tempfile::tempfile().map_err(|e| stream_error(STDOUT_NAME, OP_CREATE, e))?;
-    let path = fd_path(&spool);
-    steal::local::run(1, |one| write(one, list, &path, format))
-        .pop()
-        .expect("one rank")
-        .map_err(|e| rename(e, &path, STDOUT_NAME))?;
-    spool
-        .rewind()
-        .map_err(|e| stream_error(STDOUT_NAME, OP_CREATE, e))?;
-    let mut out = io::stdout().lock();
-    io::copy(&mut spool, &mut out)
-        .and_then(|_| out.flush())
-        .map_err(|e| stream_error(STDOUT_NAME, OP_WRITE, e))
+/// Test seam: with `MFU_RS_TEST_PIPE_PIECE_BYTES=N` a list written to standard output travels to
+/// rank 0 in pieces of about N bytes, so that the tests see many pieces from a small list.
+pub(super) const PIPE_PIECE_VAR: &str = "MFU_RS_TEST_PIPE_PIECE_BYTES";
+
+/// Bytes of encoded records a rank sends to rank 0 at once (about; at least one record):
+/// [`IO_CHUNK`], or what [`PIPE_PIECE_VAR`] says.
+fn piece_bytes() -> usize {
+    std::env::var(PIPE_PIECE_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(IO_CHUNK)
 }
 
 /// A path that opens `file` again (the temporary file has no name).

@@ -239,7 +239,7 @@ fn line_bytes(p: &[u8]) -> u64 {
 }
 
 /// Check that every path of `list` can be a line of a text list (named `path`, for messages).
-fn check(list: &FileList, path: &[u8]) -> Result<()> {
+pub(super) fn check(list: &FileList, path: &[u8]) -> Result<()> {
     for e in list.iter() {
         let why = if e.path.is_empty() {
             "a list record needs a path"

@@ -175,7 +175,7 @@ pub(super) fn field_width(longest: Option<u64>) -> u64 {
 }
 
 /// Width of the name field of `table` (0 for an empty table).
-fn table_width(table: &IdTable) -> u64 {
+pub(super) fn table_width(table: &IdTable) -> u64 {
     field_width(table.entries.iter().map(|(n, _)| n.len() as u64).max())
 }
 
@@ -235,7 +235,7 @@ fn decode_record(rec: &[u8], fc: usize) -> Result<(&[u8], Meta), &'static str> {
 }
 
 /// Append the v4 record of `path` and `m`, its path field `fc` bytes wide.
-fn encode_record(path: &[u8], m: &Meta, fc: usize, out: &mut Vec<u8>) {
+pub(super) fn encode_record(path: &[u8], m: &Meta, fc: usize, out: &mut Vec<u8>) {
     out.extend_from_slice(path);
     out.resize(out.len() + fc - path.len(), 0);
     let nums = [
@@ -256,7 +256,7 @@ fn encode_record(path: &[u8], m: &Meta, fc: usize, out: &mut Vec<u8>) {
 }
 
 /// Append the header and tables of `l` (version 4) to `out`.
-fn encode_head(l: &Layout, users: &IdTable, groups: &IdTable, out: &mut Vec<u8>) {
+pub(super) fn encode_head(l: &Layout, users: &IdTable, groups: &IdTable, out: &mut Vec<u8>) {
     for v in [4, l.nusers, l.uc, l.ngroups, l.gc, l.nfiles, l.fc] {
         out.extend_from_slice(&v.to_be_bytes());
     }
@@ -305,7 +305,7 @@ pub(super) fn read_records(comm: &dyn Comm, path: &[u8], l: &Layout) -> Result<F
 }
 
 /// Check that every record of `list` fits a v4 file (named `path`, for messages).
-fn check(list: &FileList, path: &[u8]) -> Result<()> {
+pub(super) fn check(list: &FileList, path: &[u8]) -> Result<()> {
     if list.detail() != Detail::Stat {
         return Err(Error::Invalid(format!(
             "write list {}: a lite list (paths and types only) cannot be written in cache format v4, which needs stat metadata; write it as text",
