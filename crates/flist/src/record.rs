@@ -668,7 +668,11 @@ mod tests {
         let file = meta(1);
         let mut a = FileList::new(Detail::Stat);
         a.push(b"/a", FileType::File, Some(file));
-        a.push(b"/b", FileType::Dir, Some(meta(2)));
+        let dir = Meta {
+            mode: 0o040755,
+            ..meta(2)
+        };
+        a.push(b"/b", FileType::Dir, Some(dir));
         assert_eq!(a.kinds.len(), 0, "types read from the modes: no column");
         let mut b = FileList::new(Detail::Stat);
         b.push(b"/c", FileType::Unknown, Some(file));
@@ -681,7 +685,7 @@ mod tests {
             want(&ab),
             [
                 FileType::File,
-                FileType::File,
+                FileType::Dir,
                 FileType::Unknown,
                 FileType::File
             ]
@@ -694,14 +698,14 @@ mod tests {
                 FileType::Unknown,
                 FileType::File,
                 FileType::File,
-                FileType::File
+                FileType::Dir
             ]
         );
         assert_eq!(ba.path(3), b"/b");
         ba.retain(|e| e.path != b"/d");
         assert_eq!(
             want(&ba),
-            [FileType::Unknown, FileType::File, FileType::File]
+            [FileType::Unknown, FileType::File, FileType::Dir]
         );
         let picked = ab.select([2, 0]);
         assert_eq!(want(&picked), [FileType::Unknown, FileType::File]);
