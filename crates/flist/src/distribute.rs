@@ -5,7 +5,7 @@
 //! The id tables of the result are those of the calling rank's input list.
 
 use crate::path;
-use crate::record::{Entry, FileList};
+use crate::record::{Detail, Entry, FileList, META_BYTES};
 use steal::{Comm, CommExt, ReduceOp};
 
 /// Global index of the first record rank `rank` holds once `total` records are spread evenly
@@ -83,10 +83,24 @@ pub fn spread(comm: &dyn Comm, list: FileList) -> FileList {
 /// # Panics
 /// When `dest` returns a rank `>= comm.size()`.
 ///
-/// Memory: with one rank the list is returned as is; otherwise the input is dropped once
-/// encoded, each received buffer is dropped once decoded, and the result is sized exactly, so
-/// a rank holds at most about twice its records' encoding at any time (not four times).
+/// Memory: with one rank the list is returned as is. Otherwise records travel in rounds of
+/// at most [`REMAP_ROUND_BYTES`] encoded bytes per rank (as many rounds on every rank), and
+/// records that stay are copied without being encoded, so a rank holds its input, its output
+/// and one round's buffers: about twice its records, not the four times one exchange of
+/// everything costs (the encoded sends, the runtime's copies of them and what arrives).
 pub fn remap(comm: &dyn Comm, list: FileList, dest: impl Fn(Entry<'_>) -> usize) -> FileList {
+    remap_in_rounds(comm, list, dest, REMAP_ROUND_BYTES)
+}
+
+/// Encoded bytes a rank sends in one round of [`remap`] (to all ranks together), 16 MiB.
+pub const REMAP_ROUND_BYTES: usize = 16 << 20;
+
+fn remap_in_rounds(
+    comm: &dyn Comm,
+    list: FileList,
+    dest: impl Fn(Entry<'_>) -> usize,
+    round_bytes: usize,
+) -> FileList {
     let size = comm.size();
     if size == 1 {
         for e in list.iter() {
@@ -95,24 +109,60 @@ pub fn remap(comm: &dyn Comm, list: FileList, dest: impl Fn(Entry<'_>) -> usize)
         }
         return list;
     }
-    let mut sends = vec![Vec::new(); size];
-    for i in 0..list.len() {
-        let d = dest(list.entry(i));
-        assert!(d < size, "remap: destination rank {d} out of 0..{size}");
-        list.encode_record(i, &mut sends[d]);
+    let me = comm.rank();
+    let round_bytes = round_bytes.max(1);
+    let meta = match list.detail() {
+        Detail::Stat => META_BYTES,
+        Detail::Lite => 0,
+    };
+    // A record's share of a round: its encoding (see `FileList::encode_record`).
+    let encoded = |i: usize| 5 + list.path(i).len() + meta;
+    // The records of each round, up to `round_bytes` (at least one record).
+    let round_end = |from: usize| {
+        let (mut i, mut bytes) = (from, 0);
+        while i < list.len() && bytes < round_bytes {
+            bytes += encoded(i);
+            i += 1;
+        }
+        i
+    };
+    let mut rounds = 0u64;
+    let mut at = 0;
+    while at < list.len() {
+        at = round_end(at);
+        rounds += 1;
     }
-    let mut out = list.empty_like();
+    let mut most = [rounds];
+    comm.allreduce(&mut most, ReduceOp::Max);
+    // What arrives from each rank, in order; joined in rank order at the end.
+    let mut from: Vec<FileList> = (0..size).map(|_| list.empty_like()).collect();
+    let mut next = 0;
+    for _ in 0..most[0] {
+        let end = round_end(next);
+        let mut sends = vec![Vec::new(); size];
+        for i in next..end {
+            let d = dest(list.entry(i));
+            assert!(d < size, "remap: destination rank {d} out of 0..{size}");
+            if d == me {
+                from[me].push_from(&list, i);
+            } else {
+                list.encode_record(i, &mut sends[d]);
+            }
+        }
+        next = end;
+        for (src, bytes) in comm.alltoallv(sends).into_iter().enumerate() {
+            if src != me {
+                from[src].decode_records(&bytes);
+            }
+        }
+    }
     drop(list);
-    let mut got = comm.alltoallv(sends);
-    let (records, path_bytes) = got
-        .iter()
-        .map(|b| out.count_encoded(b))
-        .fold((0, 0), |(r, p), (r2, p2)| (r + r2, p + p2));
-    out.reserve(records, path_bytes);
-    for bytes in got.iter_mut() {
-        out.decode_records(bytes);
-        *bytes = Vec::new();
+    let mut parts = from.into_iter();
+    let mut out = parts.next().expect("a rank at least");
+    for part in parts {
+        out.append(part);
     }
+    out.shrink_to_fit();
     out
 }
 
@@ -189,6 +239,40 @@ mod tests {
         assert_eq!(even_start(44, 3, 2), 30);
         assert_eq!(even_start(44, 3, 3) - even_start(44, 3, 2), 14);
         assert_eq!(even_start(44, 3, 1), 15);
+    }
+
+    #[test]
+    fn remap_in_small_rounds_gives_what_one_exchange_gives() {
+        use crate::record::{FileType, Meta};
+        // Uneven lists (rank r holds 7 * r + 3 records), all kinds of destinations, rounds of
+        // a record or two: the same records in the same order as one round of everything.
+        for detail in [Detail::Lite, Detail::Stat] {
+            let lists = |round: usize| {
+                steal::local::run(3, |comm| {
+                    let mut list = FileList::new(detail);
+                    for i in 0..7 * comm.rank() + 3 {
+                        let path = format!("/r{}/{}{i}", comm.rank(), "x".repeat(i % 5));
+                        let meta = Meta {
+                            mode: 0o100600,
+                            size: i as u64,
+                            ..Meta::default()
+                        };
+                        list.push(path.as_bytes(), FileType::File, Some(meta));
+                    }
+                    let to = |e: Entry<'_>| (hash_path(e.path) % 3) as usize;
+                    let out = remap_in_rounds(comm, list, to, round);
+                    assert!(out.iter().all(|e| to(e) == comm.rank()));
+                    out.iter()
+                        .map(|e| (e.path.to_vec(), e.kind, e.meta.copied()))
+                        .collect::<Vec<_>>()
+                })
+            };
+            let once = lists(usize::MAX);
+            assert_eq!(once.iter().map(Vec::len).sum::<usize>(), 3 + 10 + 17);
+            for round in [1, 20, 150] {
+                assert_eq!(lists(round), once, "{detail:?}, rounds of {round} bytes");
+            }
+        }
     }
 
     #[test]

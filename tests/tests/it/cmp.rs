@@ -10,6 +10,7 @@ use mfu_tests::{expect_status, Tool};
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -287,6 +288,10 @@ fn each_difference_is_reported_and_selectable(np: usize) {
         .assert_status(1)
         .stdout_str();
     let only_dest = dst.join("extra.txt");
+    // As dcmp writes them: a path both trees have is listed from each side.
+    let both = |rels: &[&str]| -> BTreeSet<PathBuf> {
+        rels.iter().flat_map(|r| [s(r), dst.join(r)]).collect()
+    };
     let cases: [(&str, BTreeSet<PathBuf>); 10] = [
         ("only_src.txt", set(&[s("a/only_src.txt")])),
         ("only_dest.txt", set(std::slice::from_ref(&only_dest))),
@@ -294,13 +299,13 @@ fn each_difference_is_reported_and_selectable(np: usize) {
             "one_side.txt",
             set(&[s("a/only_src.txt"), only_dest.clone()]),
         ),
-        ("type.txt", set(&[s("t")])),
-        ("size.txt", set(&[s("s.txt")])),
-        ("c.txt", set(&[s("t"), s("s.txt"), s("big"), s("big2")])),
-        ("same_size.txt", set(&[s("big"), s("big2")])),
-        ("mtime.txt", set(&[s("m.txt")])),
-        ("perm.txt", set(&[s("p.txt")])),
-        ("x.txt", set(&[s("s.txt"), s("big"), s("big2")])),
+        ("type.txt", both(&["t"])),
+        ("size.txt", both(&["s.txt"])),
+        ("c.txt", both(&["t", "s.txt", "big", "big2"])),
+        ("same_size.txt", both(&["big", "big2"])),
+        ("mtime.txt", both(&["m.txt"])),
+        ("perm.txt", both(&["p.txt"])),
+        ("x.txt", both(&["s.txt", "big", "big2"])),
     ];
     for (name, want) in cases {
         assert_eq!(text_list(&o(name)), want, "np {np}: {name}");
@@ -323,6 +328,8 @@ fn each_difference_is_reported_and_selectable(np: usize) {
         .np(np)
         .args(["-b", "-k", CHUNK, "-o"])
         .arg(arg("EXIST=ONLY_SRC", "only.mfu"))
+        .arg("-o")
+        .arg(arg("TYPE=COMMON@MTIME=DIFFER", "mtime.mfu"))
         .arg(&src)
         .arg(&dst)
         .run()
@@ -333,6 +340,58 @@ fn each_difference_is_reported_and_selectable(np: usize) {
         "-b prints the default report too:\n{out}"
     );
     assert_eq!(v4_list(&o("only.mfu")), set(&[s("a/only_src.txt")]));
+    // Each side's record carries that side's metadata (dcmp copies each tree's own item).
+    let file = o("mtime.mfu").as_os_str().as_bytes().to_vec();
+    let lists = steal::local::run(1, |comm| flist::io::read(comm, &file).expect("read list"));
+    let mtimes: BTreeSet<(PathBuf, i64)> = lists[0]
+        .iter()
+        .map(|e| {
+            (
+                PathBuf::from(OsStr::from_bytes(e.path)),
+                e.meta.unwrap().mtime,
+            )
+        })
+        .collect();
+    let mtime = |p: &Path| std::fs::symlink_metadata(p).unwrap().mtime();
+    let (sm, dm) = (s("m.txt"), dst.join("m.txt"));
+    assert_eq!(
+        mtimes,
+        [(sm.clone(), mtime(&sm)), (dm.clone(), mtime(&dm))].into(),
+        "np {np}"
+    );
+}
+
+/// The data comparison in rounds of one file per rank (the tests' round) marks exactly the
+/// pairs whose data differs, whichever round their file falls in: the same report and `-o`
+/// list as in one round.
+#[test]
+fn rounds_of_one_file_mark_the_pairs_that_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = equal_pair(dir.path());
+    change(&src, &dst);
+    for np in [1, 2] {
+        let list = dir.path().join(format!("c{np}.txt"));
+        let out = Tool::new("cmp")
+            .np(np)
+            .env("MFU_RS_TEST_ROUND_FILES", "1")
+            .args(["-b", "-k", CHUNK, "-t", "-o"])
+            .arg(format!("CONTENT=DIFFER:{}", list.display()))
+            .arg(&src)
+            .arg(&dst)
+            .run()
+            .assert_status(1)
+            .stdout_str();
+        assert!(
+            out.contains("have different contents: 4 (Src: 4 Dest: 4)"),
+            "np {np}:\n{out}"
+        );
+        assert_eq!(row(&out, "CONTENT"), (8, 4), "np {np}:\n{out}");
+        let want: BTreeSet<PathBuf> = ["t", "s.txt", "big", "big2"]
+            .iter()
+            .flat_map(|r| [src.join(r), dst.join(r)])
+            .collect();
+        assert_eq!(text_list(&list), want, "np {np}");
+    }
 }
 
 #[test]
@@ -520,7 +579,8 @@ fn an_output_list_that_cannot_be_written_is_one_failure() {
             !stdout.contains("could not be compared"),
             "np {np}:\n{stdout}"
         );
-        assert_eq!(text_list(&good).len(), 13);
+        // The 13 common paths, each from both trees (as dcmp writes them).
+        assert_eq!(text_list(&good).len(), 2 * 13);
     }
 }
 
@@ -585,7 +645,8 @@ fn an_output_file_name_need_not_be_utf8() {
             .run()
             .assert_status(0)
             .stdout_str();
-        assert_eq!(text_list(&list).len(), 13, "np {np}");
+        // The 13 common paths, each from both trees (as dcmp writes them).
+        assert_eq!(text_list(&list).len(), 2 * 13, "np {np}");
     }
 }
 

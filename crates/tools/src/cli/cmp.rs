@@ -48,9 +48,9 @@ pub struct CmpArgs {
     /// The destination tree or file to compare with SRC.
     #[arg(value_name = "DEST")]
     pub dest: OsString,
-    /// Write the entries matching EXPR to FILE (repeatable; `-` is stdout): source entries,
-    /// and destination entries of paths only DEST has. E.g. `EXIST=ONLY_SRC:missing.mfu`,
-    /// `EXIST=COMMON@CONTENT=DIFFER:changed.mfu`.
+    /// Write the entries matching EXPR to FILE (repeatable; `-` is stdout): both trees'
+    /// entries, as dcmp writes them (a path both have is listed with SRC's and DEST's record).
+    /// E.g. `EXIST=ONLY_SRC:missing.mfu`, `EXIST=COMMON@CONTENT=DIFFER:changed.mfu`.
     #[arg(short, long, value_name = "EXPR:FILE", value_parser = Output::value_parser())]
     pub output: Vec<Output>,
     /// Write the -o lists as text (`path|T` lines) instead of the stat list format (v4).

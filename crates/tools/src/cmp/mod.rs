@@ -12,7 +12,7 @@
 pub mod content;
 pub mod report;
 
-use crate::engine::compare_expr::{Field, Output, State, States};
+use crate::engine::compare_expr::{Field, Output, State, States, FIELDS};
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::copy::Mapping;
 use crate::engine::pairing::{bring_home, index_by_rel, pair_states};
@@ -24,7 +24,6 @@ use flist::path::{display, normalize};
 use flist::walk::stat_path;
 use flist::FileList;
 use report::{Side, Tally};
-use std::collections::HashSet;
 use std::time::Instant;
 use steal::{Comm, ReduceOp};
 
@@ -39,8 +38,8 @@ pub struct Options {
     pub src: Vec<u8>,
     /// The destination tree or file.
     pub dest: Vec<u8>,
-    /// Write the entries matching each expression to its file (`-`: stdout): source
-    /// entries, and destination entries of paths only `dest` has.
+    /// Write the entries matching each expression to its file (`-`: stdout), as dcmp does:
+    /// the entries of both trees (a path both have is listed twice, once from each side).
     pub outputs: Vec<Output>,
     /// Write the `outputs` lists as text (`path|T` lines) instead of cache v4.
     pub text: bool,
@@ -180,11 +179,48 @@ fn round_files() -> usize {
     crate::engine::test_seam::round_files(ROUND_FILES)
 }
 
-/// One path of this rank: its records and how the fields compare.
-struct Pair {
-    src: Option<u32>,
-    dest: Option<u32>,
-    states: States,
+/// In [`Pairs::flags`]: the destination has the path too.
+const BOTH: u16 = 1 << 13;
+/// In [`Pairs::flags`]: the pair's data is still to be compared.
+const NEEDS_DATA: u16 = 1 << 14;
+/// In [`Pairs::flags`]: a stop kept the pair's data from being compared (neither same nor
+/// different; left out of the counts and lists).
+const NOT_COMPARED: u16 = 1 << 15;
+
+/// The paths of this rank and how their fields compare, in 2 bytes a source record (6 with
+/// `-o`; a struct per path took 28): bit `b` of `flags[i]` says field [`FIELDS`]`[b]` of
+/// source record `i` and its destination differs, [`BOTH`] that the destination has the path;
+/// with `-o`, `dest_of[i]` is the destination's record (the lists name both). The destination
+/// records no source record pairs with follow in `only_dest`.
+struct Pairs {
+    flags: Vec<u16>,
+    /// Empty without `-o`.
+    dest_of: Vec<u32>,
+    only_dest: Vec<u32>,
+}
+
+impl Pairs {
+    /// How the fields of source record `i` and its destination compare.
+    fn states(&self, i: usize) -> States {
+        if self.flags[i] & BOTH == 0 {
+            return States::only(State::OnlySrc);
+        }
+        let mut states = States::both_common();
+        for (b, &f) in FIELDS.iter().enumerate() {
+            states.differ_if(f, self.flags[i] & (1 << b) != 0);
+        }
+        states
+    }
+}
+
+/// The [`Pairs::flags`] bits of the fields that differ in `states` (of a pair with both
+/// sides, whose fields are `Common` or `Differ`).
+fn differ_bits(states: &States) -> u16 {
+    FIELDS
+        .iter()
+        .enumerate()
+        .filter(|&(_, &f)| states.get(f) == State::Differ)
+        .fold(0, |bits, (b, _)| bits | 1 << b)
 }
 
 /// The two trees walked and brought to the ranks owning their relative paths.
@@ -223,28 +259,21 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let mut tally = Tally::new(&exprs);
 
     // Walk both trees; pairs meet on the rank owning their relative path.
-    let (trees, mut detail) = walk(comm, context, src, dest, &mut tally, &mut report);
-    let (mut pairs, to_read) = pair_up(&trees, options, &mut tally);
+    let (mut trees, mut detail) = walk(comm, context, src, dest, &mut tally, &mut report);
+    let mut pairs = pair_up(&trees, options, &mut tally);
+    if options.outputs.is_empty() {
+        // Only `-o` lists read the destination's records again: free them for the rest.
+        trees.dest = FileList::new(flist::Detail::Stat);
+    }
 
     // Compare the data of same-size files.
     let compare_started = Instant::now();
     let bufsize = options.bufsize.unwrap_or(DEFAULT_BUFSIZE).min(1 << 30) as usize;
-    let not_compared = if options.lite {
-        HashSet::new()
-    } else {
-        let (not_compared, chunk_size) = compare(
-            comm,
-            options,
-            &trees,
-            &mut pairs,
-            &to_read,
-            &mut tally,
-            &mut report,
-        );
+    if !options.lite {
+        let chunk_size = compare(comm, options, &trees, &mut pairs, &mut tally, &mut report);
         detail.compare_seconds = Some(compare_started.elapsed().as_secs_f64());
         detail.chunk_size = chunk_size;
-        not_compared
-    };
+    }
     detail.bufsize = bufsize as u64;
     detail.ranks = comm.size();
 
@@ -254,7 +283,6 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         options,
         &trees,
         &pairs,
-        &not_compared,
         &exprs,
         &mut tally,
         &mut report,
@@ -318,18 +346,17 @@ fn walk(
     (trees, detail)
 }
 
-/// Compare the data of the pairs `to_read` over all ranks, in rounds, and mark what differs
-/// in `pairs`. Returns the pairs a stop kept from being compared (neither same nor different)
-/// and the chunk size used. Collective.
+/// Compare the data of the pairs flagged [`NEEDS_DATA`] over all ranks, in rounds, and mark
+/// what differs in `pairs` (a pair a stop kept from being compared is flagged
+/// [`NOT_COMPARED`]: neither same nor different). Returns the chunk size used. Collective.
 fn compare(
     comm: &dyn Comm,
     options: &Options,
     trees: &Trees,
-    pairs: &mut [Pair],
-    to_read: &[u32],
+    pairs: &mut Pairs,
     tally: &mut Tally,
     report: &mut Report,
-) -> (HashSet<usize>, u64) {
+) -> u64 {
     let context = &options.context;
     let opts = ReadOptions {
         chunk_size: options.chunksize.unwrap_or(0),
@@ -337,78 +364,83 @@ fn compare(
         direct: options.direct,
         open_noatime: options.open_noatime,
     };
-    let mut not_compared = HashSet::new();
     let progress = context.progress(comm.rank(), "Compared");
     // In rounds of at most ROUND_FILES files per rank (as many rounds on every rank): the
     // chunks of a round, and the copy of its records, are all the comparison holds.
     let round = round_files();
-    let mut rounds = [to_read.len().div_ceil(round) as u64];
+    let needs_data = |flags: u16| flags & NEEDS_DATA != 0;
+    let to_read = pairs.flags.iter().filter(|&&f| needs_data(f)).count();
+    let mut rounds = [to_read.div_ceil(round) as u64];
     comm.allreduce(&mut rounds, ReduceOp::Max);
-    let mut c = content::Compared {
-        verdicts: Vec::new(),
-        chunk_size: 0,
-        bytes_read: 0,
-        interrupted: false,
-    };
-    let mut verdicts = Vec::with_capacity(to_read.len());
-    for r in 0..rounds[0] as usize {
-        let lo = (r * round).min(to_read.len());
-        let hi = ((r + 1) * round).min(to_read.len());
-        let round = &to_read[lo..hi];
-        if c.interrupted {
+    let (mut chunk_size, mut bytes_read, mut interrupted) = (0, 0, false);
+    let mut not_compared = 0u64;
+    // The source records still to read, in order, from `next` on.
+    let mut next = 0;
+    for _ in 0..rounds[0] {
+        let mut picked = Vec::with_capacity(round.min(to_read));
+        while picked.len() < round && next < pairs.flags.len() {
+            if needs_data(pairs.flags[next]) {
+                picked.push(next);
+            }
+            next += 1;
+        }
+        let verdicts = if interrupted {
             // Stopped in an earlier round: these were never compared.
-            verdicts.extend(round.iter().map(|_| Verdict::NotCompared));
-            continue;
-        }
-        let files = trees.src.select(
-            round
+            vec![Verdict::NotCompared; picked.len()]
+        } else {
+            let files = trees.src.select(picked.iter().copied());
+            let got = content::compare_files(comm, context, &files, &trees.map, &opts, &progress);
+            chunk_size = chunk_size.max(got.chunk_size);
+            // Counted from the start of the comparison (the progress counters are not reset).
+            bytes_read = got.bytes_read;
+            interrupted = got.interrupted;
+            got.verdicts
+        };
+        let content = 1
+            << FIELDS
                 .iter()
-                .map(|&k| pairs[k as usize].src.expect("read pairs have a source") as usize),
-        );
-        let got = content::compare_files(comm, context, &files, &trees.map, &opts, &progress);
-        verdicts.extend(got.verdicts);
-        c.chunk_size = c.chunk_size.max(got.chunk_size);
-        // Counted from the start of the comparison (the progress counters are not reset).
-        c.bytes_read = got.bytes_read;
-        c.interrupted = got.interrupted;
-    }
-    for (&k, &verdict) in to_read.iter().zip(&verdicts) {
-        let k = k as usize;
-        match verdict {
-            Verdict::Same => {}
-            Verdict::Differ => pairs[k].states.set(Field::Content, State::Differ),
-            Verdict::Failed => {
-                pairs[k].states.set(Field::Content, State::Differ);
-                tally.fail();
-            }
-            Verdict::NotCompared => {
-                not_compared.insert(k);
-                tally.fail();
+                .position(|&f| f == Field::Content)
+                .expect("CONTENT");
+        for (&k, verdict) in picked.iter().zip(verdicts) {
+            let flags = &mut pairs.flags[k];
+            *flags &= !NEEDS_DATA;
+            match verdict {
+                Verdict::Same => {}
+                Verdict::Differ => *flags |= content,
+                Verdict::Failed => {
+                    *flags |= content;
+                    tally.fail();
+                }
+                Verdict::NotCompared => {
+                    *flags |= NOT_COMPARED;
+                    not_compared += 1;
+                    tally.fail();
+                }
             }
         }
     }
-    let skipped = steal::CommExt::sum(comm, not_compared.len() as u64);
-    if c.interrupted && comm.rank() == 0 {
+    let skipped = steal::CommExt::sum(comm, not_compared);
+    if interrupted && comm.rank() == 0 {
         context.error(format!(
             "interrupted by a signal: {skipped} files were not compared (counted as \
              items that could not be compared, neither same nor different)"
         ));
     }
-    report.bytes_read = c.bytes_read;
-    report.interrupted = c.interrupted;
-    (not_compared, c.chunk_size)
+    report.bytes_read = bytes_read;
+    report.interrupted = interrupted;
+    chunk_size
 }
 
 /// Count every pair against the fields and expressions, and write each output's matching
-/// records to its list (a failed write is reported and counted once, by rank 0).
-/// Collective.
-#[allow(clippy::too_many_arguments)]
+/// records to its list (a failed write is reported and counted once, by rank 0). As dcmp
+/// writes them, a list holds both trees' records of a matching path: each rank's source
+/// records, then its destination records (those of common paths, then of paths only the
+/// destination has). Collective.
 fn count_and_write(
     comm: &dyn Comm,
     options: &Options,
     trees: &Trees,
-    pairs: &[Pair],
-    not_compared: &HashSet<usize>,
+    pairs: &Pairs,
     exprs: &[&Output],
     tally: &mut Tally,
     report: &mut Report,
@@ -418,20 +450,34 @@ fn count_and_write(
         .iter()
         .map(|_| trees.src.empty_like())
         .collect();
-    for (k, p) in pairs.iter().enumerate() {
-        if not_compared.contains(&k) {
-            continue;
-        }
-        let (side, list, i) = match (p.src, p.dest) {
-            (Some(i), Some(_)) => (Side::Both, &trees.src, i as usize),
-            (Some(i), None) => (Side::OnlySrc, &trees.src, i as usize),
-            (None, Some(j)) => (Side::OnlyDest, &trees.dest, j as usize),
-            (None, None) => unreachable!("a pair has a side"),
-        };
-        tally.count(side, &p.states, exprs);
+    let compared = |i: usize| pairs.flags[i] & NOT_COMPARED == 0;
+    let both = |i: usize| pairs.flags[i] & BOTH != 0;
+    for i in (0..pairs.flags.len()).filter(|&i| compared(i)) {
+        let states = pairs.states(i);
+        let side = if both(i) { Side::Both } else { Side::OnlySrc };
+        tally.count(side, &states, exprs);
         for (o, out) in options.outputs.iter().zip(matched.iter_mut()) {
-            if o.matches(&p.states) {
-                out.push_from(list, i);
+            if o.matches(&states) {
+                out.push_from(&trees.src, i);
+            }
+        }
+    }
+    if !options.outputs.is_empty() {
+        for i in (0..pairs.flags.len()).filter(|&i| compared(i) && both(i)) {
+            let states = pairs.states(i);
+            for (o, out) in options.outputs.iter().zip(matched.iter_mut()) {
+                if o.matches(&states) {
+                    out.push_from(&trees.dest, pairs.dest_of[i] as usize);
+                }
+            }
+        }
+    }
+    let only_dest = States::only(State::OnlyDest);
+    for &j in &pairs.only_dest {
+        tally.count(Side::OnlyDest, &only_dest, exprs);
+        for (o, out) in options.outputs.iter().zip(matched.iter_mut()) {
+            if o.matches(&only_dest) {
+                out.push_from(&trees.dest, j as usize);
             }
         }
     }
@@ -459,10 +505,9 @@ fn count_and_write(
 }
 
 /// Pair this rank's source and destination records by relative path and compare their fields.
-/// Returns the pairs (source paths first, then paths only the destination has) and the
-/// indices of the pairs whose data must be read. Contents are judged here by
+/// Pairs whose data must be read are flagged [`NEEDS_DATA`]; contents are judged here by
 /// size and mtime with `--lite`.
-fn pair_up(trees: &Trees, options: &Options, tally: &mut Tally) -> (Vec<Pair>, Vec<u32>) {
+fn pair_up(trees: &Trees, options: &Options, tally: &mut Tally) -> Pairs {
     let Trees {
         src: src_list,
         dest: dest_list,
@@ -473,20 +518,25 @@ fn pair_up(trees: &Trees, options: &Options, tally: &mut Tally) -> (Vec<Pair>, V
     let dest_rel = |j: usize| dest_map.rel(dest_list.path(j));
     // Indices fit in 32 bits ([`index_by_rel`] checked the destination's).
     let narrow = |i: usize| u32::try_from(i).expect("more than 2^32 records on one rank");
-    let mut seen = vec![false; dest_list.len()];
-    let mut pairs = Vec::with_capacity(src_list.len());
-    let mut to_read = Vec::new();
+    // One bit a destination record: paired with a source record.
+    let mut seen = vec![0u64; dest_list.len().div_ceil(64)];
+    // Only -o lists name the destination's record of a pair.
+    let keep_dest = !options.outputs.is_empty();
+    let mut pairs = Pairs {
+        flags: Vec::with_capacity(src_list.len()),
+        dest_of: Vec::with_capacity(if keep_dest { src_list.len() } else { 0 }),
+        only_dest: Vec::new(),
+    };
     for i in 0..src_list.len() {
         let path = src_list.path(i);
         let Some(j) = by_rel.find(map.rel(path), dest_rel) else {
-            pairs.push(Pair {
-                src: Some(narrow(i)),
-                dest: None,
-                states: States::only(State::OnlySrc),
-            });
+            pairs.flags.push(0);
+            if keep_dest {
+                pairs.dest_of.push(u32::MAX);
+            }
             continue;
         };
-        seen[j] = true;
+        seen[j / 64] |= 1 << (j % 64);
         let (Some(s), Some(d)) = (src_list.meta(i), dest_list.meta(j)) else {
             unreachable!("walks give stat lists")
         };
@@ -498,26 +548,24 @@ fn pair_up(trees: &Trees, options: &Options, tally: &mut Tally) -> (Vec<Pair>, V
             tally.fail();
         }
         let mut states = c.states;
+        let mut flags = 0;
         if c.needs_data {
             if options.lite {
                 let mtime_differs = (s.mtime, s.mtime_nsec) != (d.mtime, d.mtime_nsec);
                 states.differ_if(Field::Content, mtime_differs);
             } else {
-                to_read.push(narrow(pairs.len()));
+                flags = NEEDS_DATA;
             }
         }
-        pairs.push(Pair {
-            src: Some(narrow(i)),
-            dest: Some(narrow(j)),
-            states,
-        });
+        if keep_dest {
+            pairs.dest_of.push(narrow(j));
+        }
+        pairs.flags.push(BOTH | flags | differ_bits(&states));
     }
-    for (j, _) in seen.iter().enumerate().filter(|(_, s)| !**s) {
-        pairs.push(Pair {
-            src: None,
-            dest: Some(narrow(j)),
-            states: States::only(State::OnlyDest),
-        });
-    }
-    (pairs, to_read)
+    drop(by_rel);
+    pairs.only_dest = (0..dest_list.len())
+        .filter(|&j| seen[j / 64] & (1 << (j % 64)) == 0)
+        .map(narrow)
+        .collect();
+    pairs
 }

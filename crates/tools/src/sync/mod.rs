@@ -170,28 +170,51 @@ impl Action {
     }
 }
 
-/// The planned actions of this rank, each with its destination path, in one arena (a record
-/// costs its path plus 9 bytes, no heap object of its own).
-#[derive(Default)]
+/// The planned actions of this rank, each with its destination path: the paths relative to
+/// DEST (whose root is not repeated on every record) in a lite list's arena, so a record
+/// costs its relative path plus 6 bytes, no heap object of its own.
 struct Actions {
+    /// DEST: every planned path lies beneath it.
+    root: Vec<u8>,
     kinds: Vec<Action>,
-    ends: Vec<u64>,
-    paths: Vec<u8>,
+    rels: FileList,
 }
 
 impl Actions {
+    fn new(root: &[u8]) -> Actions {
+        Actions {
+            root: root.to_vec(),
+            kinds: Vec::new(),
+            rels: FileList::new(Detail::Lite),
+        }
+    }
+
     fn push(&mut self, action: Action, path: &[u8]) {
-        self.paths.extend_from_slice(path);
-        self.ends.push(self.paths.len() as u64);
+        let rel = beneath(&self.root, path).expect("a planned path lies beneath DEST");
+        self.rels.push(rel, FileType::Unknown, None);
         self.kinds.push(action);
     }
 
-    fn iter(&self) -> impl Iterator<Item = (Action, &[u8])> + '_ {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        self.kinds
-            .iter()
-            .zip(starts.zip(&self.ends))
-            .map(|(&a, (s, &e))| (a, &self.paths[s as usize..e as usize]))
+    /// The actions, in order, without their paths.
+    fn kinds(&self) -> impl Iterator<Item = Action> + '_ {
+        self.kinds.iter().copied()
+    }
+
+    /// Call `f` with each action and its destination path, in order.
+    fn each(&self, mut f: impl FnMut(Action, &[u8])) {
+        let mut path = Vec::new();
+        for (i, &a) in self.kinds.iter().enumerate() {
+            path.clear();
+            path.extend_from_slice(&self.root);
+            let rel = self.rels.path(i);
+            if !rel.is_empty() {
+                if !path.ends_with(b"/") {
+                    path.push(b'/');
+                }
+                path.extend_from_slice(rel);
+            }
+            f(a, &path);
+        }
     }
 }
 
@@ -352,6 +375,7 @@ fn plan(
             dest: &l.dest,
             map: &l.map,
             dest_map: &l.dest_map,
+            dest_root: &paths.dest,
             link_dest,
             dest_dev: paths.dest_dev,
             delete_allowed: l.src_complete,
@@ -425,19 +449,19 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     let context = &o.context;
     let rank0 = comm.rank() == 0;
     let mut counts = [0u64; 6];
-    for (a, _) in d.actions.iter() {
+    for a in d.actions.kinds() {
         counts[a as usize] += 1;
     }
     counts[5] = d.bytes;
     comm.allreduce(&mut counts, ReduceOp::Sum);
     if o.dryrun {
         let mut text = Vec::new();
-        for (a, path) in d.actions.iter() {
+        d.actions.each(|a, path| {
             text.extend_from_slice(a.word());
             text.push(b' ');
             text.extend_from_slice(path);
             text.push(b'\n');
-        }
+        });
         in_rank_order(comm, text, |b| context.output(b));
         let [created, updated, deleted, meta, linked, bytes] = counts;
         (report.created, report.updated, report.deleted) = (created, updated, deleted);
@@ -496,10 +520,16 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     // Each action is counted once it has happened: those whose entry failed are not.
     let failed = failed_paths(comm, copied.errors.iter().chain(&unlinked), src, dest);
     let mut done = [0u64; 5];
-    for (a, path) in actions.iter() {
-        if failed.is_empty() || !failed.contains(path) {
+    if failed.is_empty() {
+        for a in actions.kinds() {
             done[a as usize] += 1;
         }
+    } else {
+        actions.each(|a, path| {
+            if !failed.contains(path) {
+                done[a as usize] += 1;
+            }
+        });
     }
     let deleted = &deleting;
     done[Action::Delete as usize] = deleted.files.load(std::sync::atomic::Ordering::Relaxed)
@@ -620,6 +650,8 @@ struct Inputs<'a> {
     dest: &'a FileList,
     map: &'a Mapping,
     dest_map: &'a Mapping,
+    /// DEST as the sync uses it ([`Paths::dest`]).
+    dest_root: &'a [u8],
     link_dest: Option<&'a [u8]>,
     /// The file system DEST is on ([`Paths::dest_dev`]): a `--link-dest` file elsewhere can't
     /// be linked and is copied.
@@ -685,7 +717,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
         ..Plan::default()
     };
     let mut delete = FileList::new(Detail::Stat);
-    let mut actions = Actions::default();
+    let mut actions = Actions::new(inp.dest_root);
     let mut bytes = 0;
     let mut seen = vec![false; inp.dest.len()];
     let mut replaced_dirs: Vec<u8> = Vec::new();
