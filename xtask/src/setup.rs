@@ -16,6 +16,9 @@ const PACKAGES: &[&str] = &[
     "libclang-dev",
     "pkg-config",
     "python3",
+    // The Python package's step: a virtual environment, and the headers mpi4py builds against.
+    "python3-venv",
+    "python3-dev",
     "rsync",
     "zstd",
     "libarchive-tools",
@@ -57,11 +60,26 @@ fn have_libclang() -> bool {
 }
 
 /// Install the missing packages with apt-get (as root, or through sudo).
+/// True when `python3` can make a virtual environment (with pip) and has its C headers (mpi4py
+/// is built from source against the system MPI).
+fn have_python_build() -> bool {
+    let probe = "import ensurepip, os, sysconfig, venv; \
+                 assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))";
+    Command::new("python3")
+        .args(["-c", probe])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 pub fn ensure() -> Result<()> {
     let missing = !have("mpicc")
         || !have("mpirun")
         || !have_libclang()
         || !have("python3")
+        || !have_python_build()
+        || !have("tmux")
         || !have("pkg-config")
         || !have("rsync")
         || !have("zstd")
@@ -75,7 +93,7 @@ pub fn ensure() -> Result<()> {
         return Ok(());
     }
     if !Path::new("/usr/bin/apt-get").exists() {
-        bail!("Open MPI (mpicc, mpirun), MPICH (mpicc.mpich), libclang, python3, rsync, zstd, bsdtar, Slurm and munge are needed; install them with your package manager");
+        bail!("Open MPI (mpicc, mpirun), MPICH (mpicc.mpich), libclang, python3 (with venv and its headers), rsync, zstd, bsdtar, Slurm, munge and tmux are needed; install them with your package manager");
     }
     let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
     let apt = |args: &[&str]| {

@@ -390,3 +390,49 @@ fn names_a_list_holds_that_do_not_exist_are_reported_and_exit_1() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A list named by a path that is a stream (the `/dev/fd/63` of `-i <(cmd)`, a FIFO) is read as
+/// standard input is, whole, at any number of ranks: it once read as empty (probed, then read
+/// at offsets, which a pipe cannot give twice).
+#[test]
+fn a_list_from_a_pipe_or_fifo_is_read_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    std::fs::write(&a, b"a").unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let lines = format!("{}\\n{}\\n", a.display(), b.display());
+    for ranks in ["1", "3"] {
+        let script = format!("exec \"$0\" --ranks {ranks} walk -i <(printf '{lines}')",);
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .arg(bin())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.starts_with("Read 2 items"), "ranks {ranks}: {text}");
+    }
+    let fifo = tmp.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let writer = {
+        let fifo = fifo.clone();
+        let text = format!("{}\n{}\n", a.display(), b.display());
+        std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
+    };
+    let out = mfu(&["--ranks", "2", "walk", "-i"])
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    writer.join().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("Read 2 items"), "{text}");
+}

@@ -12,7 +12,7 @@
 //! writes in parallel.
 
 use super::agree::{agree, bcast_result};
-use super::{read, text, v4, Format, IO_CHUNK, OP_CREATE, OP_READ, OP_WRITE};
+use super::{read, text, v4, Format, IO_CHUNK, OP_CREATE, OP_OPEN, OP_READ, OP_WRITE};
 use crate::distribute::spread;
 use crate::error::{Error, Result};
 use crate::ids::IdTable;
@@ -38,12 +38,19 @@ struct Shape {
 /// Read a list from standard input (collective). Rank 0 reads the stream; every rank gets an
 /// even share of the records in stream order, and the same tables, or the same error.
 pub(super) fn read_stdin(comm: &dyn Comm) -> Result<FileList> {
+    read_stream(comm, None)
+}
+
+/// Read a list from a stream (collective): standard input (`None`), or a named file that can be
+/// read only once from the start, such as a FIFO or the `/dev/fd/N` of a shell's `<(cmd)`
+/// (named on rank 0, which must be able to open it). As [`read_stdin`].
+pub(super) fn read_stream(comm: &dyn Comm, source: Option<&[u8]>) -> Result<FileList> {
     let mut whole = None;
     let shape = bcast_result(
         comm,
         0,
         || {
-            let list = spool_and_read()?;
+            let list = spool_and_read(source)?;
             let shape = Shape {
                 detail: list.detail(),
                 users: list.users.clone(),
@@ -73,16 +80,25 @@ pub(super) fn read_stdin(comm: &dyn Comm) -> Result<FileList> {
     Ok(spread(comm, mine))
 }
 
-/// Rank 0: copy standard input into a temporary file and read it as a list file.
-fn spool_and_read() -> Result<FileList> {
-    let mut spool = tempfile::tempfile().map_err(|e| stream_error(STDIN_NAME, OP_CREATE, e))?;
-    io::copy(&mut io::stdin().lock(), &mut spool)
-        .map_err(|e| stream_error(STDIN_NAME, OP_READ, e))?;
+/// Rank 0: copy standard input (or the stream `source`) into a temporary file and read it as a
+/// list file.
+fn spool_and_read(source: Option<&[u8]>) -> Result<FileList> {
+    let name = source.unwrap_or(STDIN_NAME);
+    let mut spool = tempfile::tempfile().map_err(|e| stream_error(name, OP_CREATE, e))?;
+    let copied = match source {
+        None => io::copy(&mut io::stdin().lock(), &mut spool),
+        Some(path) => {
+            let mut stream = std::fs::File::open(crate::path::as_path(path))
+                .map_err(|e| stream_error(name, OP_OPEN, e))?;
+            io::copy(&mut stream, &mut spool)
+        }
+    };
+    copied.map_err(|e| stream_error(name, OP_READ, e))?;
     let path = fd_path(&spool);
     let mut out = steal::local::run(1, |one| read(one, &path));
     out.pop()
         .expect("one rank")
-        .map_err(|e| rename(e, &path, STDIN_NAME))
+        .map_err(|e| rename(e, &path, name))
 }
 
 /// Write every rank's `list` to standard output in global order (collective), in `format`.

@@ -2,12 +2,12 @@
 //!
 //! The phases, each collective:
 //! 1. entries: walk each PATH (or read `--input`), keep the regular files that `--include` and
-//!    `--exclude` let through, and give each a sort key ([`order`]);
+//!    `--exclude` let through, and give each a sort key (`order`);
 //! 2. order: sort the files in the order `grep -r` would meet them in a tree whose directories
 //!    list their entries sorted by name bytes (PATHs in command-line order; in each directory,
 //!    entries by name bytes; a directory's contents right after it), unless `--unordered`;
 //! 3. search: every file is one or more chunks of `chunk_size` bytes (cut on line boundaries,
-//!    [`search`]), work items of the work-stealing queue, so a big file uses every rank;
+//!    `search`), work items of the work-stealing queue, so a big file uses every rank;
 //! 4. output: each chunk's findings go to the rank that holds its file, which puts a file's
 //!    chunks together (line numbers: the newlines of the chunks before) and renders them; rank
 //!    0 prints every rank's part in order.
