@@ -134,7 +134,7 @@ mod tests {
     fn sizes_take_mpifileutils_units() {
         assert_eq!(size_in_units(0), (0.0, "B"));
         assert_eq!(size_in_units(1000), (1000.0, "B"));
-        assert_eq!(size_in_units(1024), (1024.0, "B"));
+        assert_eq!(size_in_units(1024), (1.0, "KiB"));
         assert_eq!(size_in_units(2048), (2.0, "KiB"));
         let (v, u) = size_in_units(1005 * 1024);
         assert_eq!(u, "MiB");
