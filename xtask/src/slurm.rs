@@ -145,7 +145,8 @@ impl Cluster {
             .arg(bin)
             .args(args)
             .env("MFU_RS_STATS", "1");
-        crate::mpi_env(&mut cmd);
+        // Slurm's PMIx server chooses the security mode (munge, with this cluster's munged).
+        crate::mpi_env(&mut cmd).env_remove("PMIX_MCA_psec");
         let line = format!("{cmd:?}");
         eprintln!("+ {line}");
         let out = cmd.output().with_context(|| format!("start {line}"))?;
