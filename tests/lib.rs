@@ -104,6 +104,23 @@ pub fn mpirun(np: usize, program: &Path) -> Command {
     cmd
 }
 
+/// Every path below `root`, relative to it (without the root itself), as bytes.
+pub fn listing(root: &Path) -> std::collections::BTreeSet<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    fn walk(dir: &Path, base: usize, out: &mut std::collections::BTreeSet<Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            out.insert(p.as_os_str().as_bytes()[base..].to_vec());
+            if std::fs::symlink_metadata(&p).unwrap().is_dir() {
+                walk(&p, base, out);
+            }
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(root, root.as_os_str().len() + 1, &mut out);
+    out
+}
+
 /// Run the shell pipeline `script` (`sh -c`, with `set -e`) where `$M` is the mfu-rs binary
 /// and `$R` runs it under `mpirun -np 2`; expect exit `code` (the status of the script's last
 /// pipeline) and return the output.

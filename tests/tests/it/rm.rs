@@ -42,22 +42,6 @@ fn odd_tree(root: &Path) -> (u64, u64) {
     (40 + 1 + 1 + 1 + 1, 1 + 4 + 1 + 31)
 }
 
-/// Every path below `root` (relative, without the root itself), for trees of short paths.
-fn listing(root: &Path) -> BTreeSet<Vec<u8>> {
-    fn walk(dir: &Path, base: usize, out: &mut BTreeSet<Vec<u8>>) {
-        for e in fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            out.insert(p.as_os_str().as_bytes()[base..].to_vec());
-            if fs::symlink_metadata(&p).unwrap().is_dir() {
-                walk(&p, base, out);
-            }
-        }
-    }
-    let mut out = BTreeSet::new();
-    walk(root, root.as_os_str().len() + 1, &mut out);
-    out
-}
-
 /// A tree of short paths from relative names; names ending in `/` are directories.
 fn make(root: &Path, names: &[&str]) {
     fs::create_dir(root).unwrap();
@@ -145,11 +129,11 @@ fn match_removes_exactly_the_matching_subset() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("t");
     make(&root, FILTER_TREE);
-    let before = listing(&root);
+    let before = mfu_tests::listing(&root);
     let out = expect_status(mfu(&["rm", "--match", r"\.log$"]).arg(&root), 0);
     let gone = set(&["a.log", "sub/b.log", "sub/deeper/c.log", "keep/k.log"]);
     let want: BTreeSet<_> = before.difference(&gone).cloned().collect();
-    assert_eq!(listing(&root), want);
+    assert_eq!(mfu_tests::listing(&root), want);
     assert!(
         stdout(&out).contains("Removed 4 items (4 files, 0 directories)"),
         "{}",
@@ -169,7 +153,7 @@ fn match_removes_exactly_the_matching_subset() {
         .collect();
     assert_eq!(gone.len(), 4, "sub, sub/b.txt, sub/deeper, sub/tmp2");
     let want: BTreeSet<_> = want.difference(&gone).cloned().collect();
-    assert_eq!(listing(&root), want);
+    assert_eq!(mfu_tests::listing(&root), want);
 }
 
 #[test]
@@ -184,7 +168,7 @@ fn exclude_keeps_exactly_the_excluded_entries_and_their_directories() {
         0,
     );
     assert_eq!(
-        listing(&root),
+        mfu_tests::listing(&root),
         set(&["keep/", "keep/k.log", "keep/inner/", "keep/inner/k2.txt"])
     );
     let text = stdout(&out);
@@ -209,14 +193,14 @@ fn name_applies_the_regex_to_the_last_component() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("t");
     make(&root, FILTER_TREE);
-    let before = listing(&root);
+    let before = mfu_tests::listing(&root);
     // tmpdir matches but holds x, which does not: it stays, counted as kept.
     let out = expect_status(mfu(&["rm", "--name", "--match", "^tmp"]).arg(&root), 0);
     let want: BTreeSet<_> = before
         .difference(&set(&["tmp1", "sub/tmp2"]))
         .cloned()
         .collect();
-    assert_eq!(listing(&root), want);
+    assert_eq!(mfu_tests::listing(&root), want);
     assert!(
         stdout(&out).contains("Kept 1 directories"),
         "{}",
@@ -229,14 +213,14 @@ fn name_applies_the_regex_to_the_last_component() {
         .difference(&set(&["tmpdir/", "tmpdir/x"]))
         .cloned()
         .collect();
-    assert_eq!(listing(&root), want);
+    assert_eq!(mfu_tests::listing(&root), want);
     // --name with --exclude: everything goes except names starting with k (and their parents).
     expect_status(
         mfu(&["rm", "-q", "--name", "--exclude", "^k"]).arg(&root),
         0,
     );
     assert_eq!(
-        listing(&root),
+        mfu_tests::listing(&root),
         set(&["keep/", "keep/k.log", "keep/inner/", "keep/inner/k2.txt"]),
         "keep/inner matches no ^k but holds k2.txt"
     );
@@ -248,7 +232,7 @@ fn dryrun_prints_exactly_what_would_go_and_removes_nothing() {
     let root = tmp.path().join("t");
     make(&root, FILTER_TREE);
     fs::write(root.join(OsStr::from_bytes(b"caf\xe9")), b"").unwrap();
-    let before = listing(&root);
+    let before = mfu_tests::listing(&root);
     let prefix = [root.as_os_str().as_bytes(), b"/"].concat();
     let printed = |out: &Output| -> BTreeSet<Vec<u8>> {
         out.stdout
@@ -282,7 +266,7 @@ fn dryrun_prints_exactly_what_would_go_and_removes_nothing() {
         assert_eq!(printed(&out), want, "np={np}");
         assert_eq!(lines, want.len(), "np={np}: each path once");
         assert_eq!(
-            listing(&root),
+            mfu_tests::listing(&root),
             before,
             "np={np}: a dry run changed the tree"
         );
@@ -309,7 +293,7 @@ fn dryrun_prints_exactly_what_would_go_and_removes_nothing() {
         "the root stays"
     );
     assert_eq!(paths.len(), 12);
-    assert_eq!(listing(&root), before);
+    assert_eq!(mfu_tests::listing(&root), before);
 }
 
 #[test]
@@ -329,7 +313,7 @@ fn aggressive_removes_trees_and_respects_filters() {
     }
     let root = tmp.path().join("t");
     make(&root, FILTER_TREE);
-    let before = listing(&root);
+    let before = mfu_tests::listing(&root);
     let list = tmp.path().join("removed.txt");
     expect_status(
         mfu(&[
@@ -354,7 +338,7 @@ fn aggressive_removes_trees_and_respects_filters() {
         "sub/deeper/c.log",
     ]);
     let want: BTreeSet<_> = before.difference(&gone).cloned().collect();
-    assert_eq!(listing(&root), want);
+    assert_eq!(mfu_tests::listing(&root), want);
     let removed: BTreeSet<Vec<u8>> = read_list(&list)
         .iter()
         .map(|e| e.path[root.as_os_str().len() + 1..].to_vec())
@@ -426,7 +410,7 @@ fn output_lists_what_was_removed_readably_by_walk() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("t");
     make(&root, FILTER_TREE);
-    let before = listing(&root);
+    let before = mfu_tests::listing(&root);
     let text_list = tmp.path().join("removed.txt");
     expect_status(
         mpirun(2, &bin())
@@ -435,7 +419,7 @@ fn output_lists_what_was_removed_readably_by_walk() {
             .arg(&root),
         0,
     );
-    let after = listing(&root);
+    let after = mfu_tests::listing(&root);
     let list = read_list(&text_list);
     let removed: BTreeSet<Vec<u8>> = list
         .iter()
@@ -495,7 +479,7 @@ fn input_lists_are_removed_without_walking() {
     let plain = tmp.path().join("plain.txt");
     fs::write(&plain, b"t/a\nt/b/c\nt/b\nt/d\n").unwrap();
     let out = expect_status(mfu(&["rm", "-i"]).arg(&plain).current_dir(tmp.path()), 1);
-    assert_eq!(listing(&root), set(&["d/", "d/e"]));
+    assert_eq!(mfu_tests::listing(&root), set(&["d/", "d/e"]));
     let err = stderr(&out);
     assert!(
         err.contains(&format!("rmdir {}/d: Directory not empty", root.display())),
@@ -515,7 +499,10 @@ fn input_lists_are_removed_without_walking() {
         "{}",
         stdout(&out)
     );
-    assert_eq!(listing(&tmp.path().join("u")), set(&["d/", "d/e"]));
+    assert_eq!(
+        mfu_tests::listing(&tmp.path().join("u")),
+        set(&["d/", "d/e"])
+    );
 }
 
 #[test]
@@ -523,7 +510,7 @@ fn slash_and_missing_paths_are_usage_errors_that_remove_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("t");
     make(&root, &["a", "d/", "d/b"]);
-    let before = listing(&root);
+    let before = mfu_tests::listing(&root);
     let up = format!("{}/../../../../../../../../..", root.display());
     for slash in ["/", "//", "/.", "/..", "/tmp/..", up.as_str()] {
         let out = expect_status(mfu(&["rm"]).arg(&root).arg(slash), 2);
@@ -532,7 +519,7 @@ fn slash_and_missing_paths_are_usage_errors_that_remove_nothing() {
             "{}",
             stderr(&out)
         );
-        assert_eq!(listing(&root), before, "{slash}");
+        assert_eq!(mfu_tests::listing(&root), before, "{slash}");
     }
     expect_status(mpirun(2, &bin()).args(["rm", "/"]), 2);
     expect_status(&mut mfu(&["rm"]), 2);
@@ -545,7 +532,7 @@ fn slash_and_missing_paths_are_usage_errors_that_remove_nothing() {
     let list = tmp.path().join("l.txt");
     fs::write(&list, format!("{}/a\n//\n", root.display())).unwrap();
     expect_status(mfu(&["rm", "-i"]).arg(&list), 2);
-    assert_eq!(listing(&root), before);
+    assert_eq!(mfu_tests::listing(&root), before);
 }
 
 #[test]
@@ -605,7 +592,11 @@ fn a_file_that_cannot_be_removed_fails_with_status_1_and_one_message() {
             cmd.arg("--aggressive");
         }
         let out = expect_status(cmd.arg(&root), 1);
-        assert_eq!(listing(&root), set(&["d/", "d/stuck"]), "np={np}");
+        assert_eq!(
+            mfu_tests::listing(&root),
+            set(&["d/", "d/stuck"]),
+            "np={np}"
+        );
         let err = stderr(&out);
         let want = format!(
             "mfu-rs rm: unlink {}/d/stuck: Operation not permitted",
@@ -704,7 +695,7 @@ fn match_is_relative_to_the_root_or_the_lists_top() {
     let left = set(&["a", "d/", "d/x"]);
     make(&root, &tree);
     expect_status(mfu(&["rm", "-q", "--match", "tmp"]).arg(&root), 0);
-    assert_eq!(listing(&root), left);
+    assert_eq!(mfu_tests::listing(&root), left);
     fs::remove_dir_all(&root).unwrap();
     make(&root, &tree);
     let list = tmp.path().join("list.mfu");
@@ -715,11 +706,11 @@ fn match_is_relative_to_the_root_or_the_lists_top() {
             .arg(&list),
         0,
     );
-    assert_eq!(listing(&root), left);
+    assert_eq!(mfu_tests::listing(&root), left);
     // The root itself is matched as `.`.
     expect_status(mfu(&["rm", "-q", "--match", r"^\.$|^a$"]).arg(&root), 0);
     assert_eq!(
-        listing(&root),
+        mfu_tests::listing(&root),
         set(&["d/", "d/x"]),
         "the root holds d: kept"
     );
@@ -761,7 +752,10 @@ fn one_file_system_skips_mount_points() {
             "np {np}: {}",
             stderr(&out)
         );
-        assert_eq!(listing(&root), set(&["d/", "d/mnt/", "d/mnt/precious"]));
+        assert_eq!(
+            mfu_tests::listing(&root),
+            set(&["d/", "d/mnt/", "d/mnt/precious"])
+        );
     }
 }
 

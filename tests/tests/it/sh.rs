@@ -22,22 +22,6 @@ fn tree(root: &Path) {
     fs::write(odd, b"1234567").unwrap();
 }
 
-/// Every path below `root`, relative.
-fn listing(root: &Path) -> BTreeSet<Vec<u8>> {
-    fn walk(dir: &Path, base: usize, out: &mut BTreeSet<Vec<u8>>) {
-        for e in fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            out.insert(p.as_os_str().as_bytes()[base..].to_vec());
-            if fs::symlink_metadata(&p).unwrap().is_dir() {
-                walk(&p, base, out);
-            }
-        }
-    }
-    let mut out = BTreeSet::new();
-    walk(root, root.as_os_str().len() + 1, &mut out);
-    out
-}
-
 fn setups() -> [(&'static str, Tool); 2] {
     [("np1", Tool::new("sh")), ("np2", Tool::new("sh").mpi(2))]
 }
@@ -97,7 +81,7 @@ fn rm_removes_exactly_what_find_selected_after_confirmation() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("t");
         tree(&root);
-        let before = listing(&root);
+        let before = mfu_tests::listing(&root);
         // Commands from stdin; the first rm is declined, the second confirmed.
         let script = "find --name '*.tmp' --not --name 'f1*'\nrm\nno\nls a\nrm\ny\n";
         let out = tool.arg(&root).stdin(script).expect(0);
@@ -125,7 +109,10 @@ fn rm_removes_exactly_what_find_selected_after_confirmation() {
             text.contains("Removed 3 entries (3 files, 0 directories)"),
             "{name}\n{text}"
         );
-        let gone: BTreeSet<Vec<u8>> = before.difference(&listing(&root)).cloned().collect();
+        let gone: BTreeSet<Vec<u8>> = before
+            .difference(&mfu_tests::listing(&root))
+            .cloned()
+            .collect();
         let want: BTreeSet<Vec<u8>> = [&b"a/f2.tmp"[..], b"a/f3.tmp", b"c/odd 'name\xff.tmp"]
             .iter()
             .map(|p| p.to_vec())
