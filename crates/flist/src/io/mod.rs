@@ -79,8 +79,8 @@ pub fn default_format(list: &FileList) -> Format {
 ///
 /// `path` `-` reads standard input on rank 0 (any of the formats above; the records are then
 /// spread evenly over the ranks).
-/// So does a `path` that names a stream rather than a file (a FIFO, a character device, a
-/// socket: the `/dev/fd/63` of a shell's `-i <(cmd)`), which rank 0 must be able to open.
+/// So does a `path` that names a stream rather than a file (a FIFO or a socket: the
+/// `/dev/fd/63` of a shell's `-i <(cmd)`), which rank 0 must be able to open.
 ///
 /// Errors (the same on every rank) name the file and the operation (`open list /x: ...`), or
 /// are [`Error::BadList`] with the byte offset where a damaged or truncated file goes wrong.
@@ -92,8 +92,8 @@ fn read_bytes(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
     if path == pipe::STDIO {
         return pipe::read_stdin(comm);
     }
-    // A FIFO, a character device or a socket (`-i <(cmd)` names `/dev/fd/63`, a pipe) can be
-    // read once, from its start: probing it and then reading parts at offsets would find it
+    // A FIFO or a socket (`-i <(cmd)` names `/dev/fd/63`, a pipe) can be read once, from its
+    // start: probing it and then reading parts at offsets would find it
     // empty. Read it as a stream, as standard input is.
     let stream = bcast_result(
         comm,
@@ -120,12 +120,13 @@ fn read_bytes(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
     Ok(list)
 }
 
-/// True when `path` (followed through symlinks) is a FIFO, a character device or a socket.
+/// True when `path` (followed through symlinks) is a FIFO or a socket. Not a character device:
+/// `/dev/zero` would be spooled without end (a terminal is read as before).
 fn is_stream(path: &[u8]) -> bool {
     use std::os::unix::fs::FileTypeExt;
     std::fs::metadata(as_path(path)).is_ok_and(|m| {
         let t = m.file_type();
-        t.is_fifo() || t.is_char_device() || t.is_socket()
+        t.is_fifo() || t.is_socket()
     })
 }
 

@@ -42,7 +42,7 @@ pub(super) fn read_stdin(comm: &dyn Comm) -> Result<FileList> {
 }
 
 /// Read a list from a stream (collective): standard input (`None`), or a named file that can be
-/// read only once from the start, such as a FIFO or the `/dev/fd/N` of a shell's `<(cmd)`
+/// read only once from the start: a FIFO (the `/dev/fd/N` of a shell's `<(cmd)`) or a socket
 /// (named on rank 0, which must be able to open it). As [`read_stdin`].
 pub(super) fn read_stream(comm: &dyn Comm, source: Option<&[u8]>) -> Result<FileList> {
     let mut whole = None;
