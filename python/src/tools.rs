@@ -124,16 +124,22 @@ fn temp_list(py: Python<'_>, flist: &FList, tmpdir: Option<Vec<u8>>) -> PyResult
     })
 }
 
-/// What a tool that walks or reads a list is given: paths, or an FList.
-enum Source<'a> {
-    Paths(Vec<Vec<u8>>),
-    List(PyRef<'a, FList>),
-}
+/// What a tool that walks or reads a list is given, as its options take it: paths (an FList
+/// gives none), the list file standing for an FList, and the temporary that holds that file
+/// (kept until the run ends).
+type Targets = (Vec<Vec<u8>>, Option<Vec<u8>>, Option<TempList>);
 
-fn source<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<Source<'a>> {
-    match obj.extract::<PyRef<'a, FList>>() {
-        Ok(l) => Ok(Source::List(l)),
-        Err(_) => Ok(Source::Paths(many_paths(obj)?)),
+fn targets_of(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    tmpdir: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Targets> {
+    match obj.extract::<PyRef<'_, FList>>() {
+        Ok(l) => {
+            let t = temp_list(py, &l, opt_path(tmpdir)?)?;
+            Ok((Vec::new(), Some(t.path.clone()), Some(t)))
+        }
+        Err(_) => Ok((many_paths(obj)?, None, None)),
     }
 }
 
@@ -217,17 +223,8 @@ pub fn rm<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (context, sink) = collecting();
     let mut o = mfu::rm::Options::default();
-    let temp = match source(targets)? {
-        Source::Paths(p) => {
-            o.paths = p;
-            None
-        }
-        Source::List(l) => {
-            let t = temp_list(py, &l, opt_path(tmpdir)?)?;
-            o.input = Some(t.path.clone());
-            Some(t)
-        }
-    };
+    let (paths, input, temp) = targets_of(py, targets, tmpdir)?;
+    (o.paths, o.input) = (paths, input);
     o.dryrun = dryrun;
     o.matching = r#match;
     o.exclude = exclude;
@@ -335,17 +332,8 @@ pub fn find<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (context, sink) = collecting();
     let mut o = mfu::find::Options::default();
-    let temp = match source(targets)? {
-        Source::Paths(p) => {
-            o.paths = p;
-            None
-        }
-        Source::List(l) => {
-            let t = temp_list(py, &l, opt_path(tmpdir)?)?;
-            o.input = Some(t.path.clone());
-            Some(t)
-        }
-    };
+    let (paths, input, temp) = targets_of(py, targets, tmpdir)?;
+    (o.paths, o.input) = (paths, input);
     let now = collective(py, |comm| comm.max(crate::filter::now_nanos() as u64))?;
     let groups = crate::filter::tests(py, tests, i128::from(now))?.into_groups();
     let mut tokens = Vec::new();

@@ -93,8 +93,8 @@ fn read_bytes(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
         return pipe::read_stdin(comm);
     }
     // A FIFO or a socket (`-i <(cmd)` names `/dev/fd/63`, a pipe) can be read once, from its
-    // start: probing it and then reading parts at offsets would find it
-    // empty. Read it as a stream, as standard input is.
+    // start: probing it and then reading parts at offsets would find it empty. Read it as a
+    // stream, as standard input is.
     let stream = bcast_result(
         comm,
         0,

@@ -2,23 +2,19 @@
 
 use flist::{FileType, Meta};
 
-/// `drwxr-xr-x`: the type letter and the permission bits, as `ls -l` shows them.
+/// `drwxr-xr-x`: the type letter and the permission bits, as `ls -l` shows them (walk's
+/// [`crate::walk::mode_string`], with `kind` deciding the letter: a lite entry has no mode).
 pub fn mode_string(kind: FileType, mode: u32) -> String {
-    let t = match kind {
-        FileType::Dir => 'd',
-        FileType::Symlink => 'l',
-        FileType::Fifo => 'p',
-        FileType::Socket => 's',
-        FileType::BlockDev => 'b',
-        FileType::CharDev => 'c',
-        _ => '-',
+    let type_bits = match kind {
+        FileType::Dir => 0o040000,
+        FileType::Symlink => 0o120000,
+        FileType::Fifo => 0o010000,
+        FileType::Socket => 0o140000,
+        FileType::BlockDev => 0o060000,
+        FileType::CharDev => 0o020000,
+        _ => 0o100000,
     };
-    let mut s = String::from(t);
-    for (i, c) in "rwxrwxrwx".chars().enumerate() {
-        let bit = 0o400 >> i;
-        s.push(if mode & bit != 0 { c } else { '-' });
-    }
-    s
+    crate::walk::mode_string(type_bits | (mode & 0o7777))
 }
 
 /// `2026-11-26 07:05:09` (UTC) for seconds since the epoch.
