@@ -5,9 +5,7 @@
 //! a blocking collective), and rank 0 hands the sum to the progress's reporter. The library only
 //! computes; the binary decides what a user sees (see [`Report::line`]).
 
-use crate::signals;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Sums over all ranks at one moment, handed to the reporter on rank 0.
@@ -120,7 +118,9 @@ pub struct Progress {
     /// Expected bytes over all ranks (0 = unknown).
     pub total_bytes: AtomicU64,
     start: Instant,
-    tick: Option<Arc<AtomicU64>>,
+    /// Reporting interval (zero: never due).
+    interval: Duration,
+    /// The last interval number [`Progress::due`] answered for.
     seen_tick: AtomicU64,
     reporter: Option<Reporter>,
 }
@@ -129,7 +129,13 @@ impl Progress {
     /// Counters that report every `interval` (none if `interval` is zero or `reporter` is `None`).
     /// Only rank 0's reporter is ever called.
     pub fn new(interval: Duration, reporter: Option<Reporter>) -> Progress {
-        let tick = (!interval.is_zero() && reporter.is_some()).then(|| signals::ticker(interval));
+        // Due-ness is computed from the clock when asked (a vDSO call), not kept by a timer
+        // thread: a run pays for no thread it does not need.
+        let interval = if reporter.is_some() {
+            interval
+        } else {
+            Duration::ZERO
+        };
         Progress {
             items: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
@@ -137,7 +143,7 @@ impl Progress {
             total_items: AtomicU64::new(0),
             total_bytes: AtomicU64::new(0),
             start: Instant::now(),
-            tick,
+            interval,
             seen_tick: AtomicU64::new(0),
             reporter,
         }
@@ -156,13 +162,11 @@ impl Progress {
 
     /// True once per elapsed interval (called by the rank's main thread).
     pub fn due(&self) -> bool {
-        match &self.tick {
-            Some(t) => {
-                let now = t.load(Ordering::Relaxed);
-                self.seen_tick.swap(now, Ordering::Relaxed) != now
-            }
-            None => false,
+        if self.interval.is_zero() {
+            return false;
         }
+        let now = (self.start.elapsed().as_nanos() / self.interval.as_nanos()) as u64;
+        self.seen_tick.swap(now, Ordering::Relaxed) != now
     }
 
     /// Time since these counters were made.
