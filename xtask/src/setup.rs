@@ -3,7 +3,8 @@
 //! tests make their fixtures with it: Python tarfile archives, paths deeper than `PATH_MAX`), rsync (a peer in `cargo xtask bench`), zstd and
 //! bsdtar (the tar tests check that other tools read mfu-rs archives and that mfu-rs reads theirs),
 //! MPICH (the suite builds against it; the launch tests check that another MPI's launcher is
-//! refused), Slurm and munge (a one-node cluster on localhost for the `srun` runs).
+//! refused), Slurm and munge (a one-node cluster on localhost for the `srun` runs), pigz, bzip2
+//! and xz (the compressed-archive tests and the tar-gz bench).
 
 use crate::run;
 use anyhow::{bail, Result};
@@ -32,6 +33,12 @@ const PACKAGES: &[&str] = &[
     "munge",
     // A terminal for the test of `mfu-rs sh`'s line editing and history (tests/it/sh.rs).
     "tmux",
+    // The compressed-archive tests (tests/it/tar_compressed.rs) make .tar.gz, .tar.bz2 and
+    // .tar.xz archives with GNU tar and pigz, and read mfu-rs's with gzip and bzip2; the tar-gz
+    // bench compares with pigz.
+    "pigz",
+    "bzip2",
+    "xz-utils",
 ];
 
 /// True when `program` is on PATH (also how the benches find the peers).
@@ -80,6 +87,9 @@ pub fn ensure() -> Result<()> {
         || !have("python3")
         || !have_python_build()
         || !have("tmux")
+        || !have("pigz")
+        || !have("bzip2")
+        || !have("xz")
         || !have("pkg-config")
         || !have("rsync")
         || !have("zstd")
@@ -93,7 +103,7 @@ pub fn ensure() -> Result<()> {
         return Ok(());
     }
     if !Path::new("/usr/bin/apt-get").exists() {
-        bail!("Open MPI (mpicc, mpirun), MPICH (mpicc.mpich), libclang, python3 (with venv and its headers), rsync, zstd, bsdtar, Slurm, munge and tmux are needed; install them with your package manager");
+        bail!("Open MPI (mpicc, mpirun), MPICH (mpicc.mpich), libclang, python3 (with venv and its headers), rsync, zstd, bsdtar, Slurm, munge, tmux, pigz, bzip2 and xz are needed; install them with your package manager");
     }
     let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
     let apt = |args: &[&str]| {

@@ -34,6 +34,7 @@ mod sh;
 mod signals;
 mod sync;
 mod tar;
+mod tar_compressed;
 mod tar_read;
 mod tar_write;
 mod walk;

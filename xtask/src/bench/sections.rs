@@ -29,6 +29,11 @@
 //!   `mfu-rs tar -c -z -f A.tar.zst TREE`, and `zstd -dc A.tar.zst | tar -xf - -C OUT` against
 //!   `mfu-rs tar -x -f A.tar.zst -C OUT` (the archives extracted made as above).
 //!
+//! - tar-gz: the mixed tree as `.tar.gz`: `tar -czf` and `tar -I pigz -cf` against `mfu-rs tar
+//!   -c --gzip`; `tar -xzf`, `tar -I pigz -xf` and `mfu-rs tar -x` of GNU tar's archive (one
+//!   gzip stream), and `mfu-rs tar -x` of its own `--gzip` archive (members in parallel); see
+//!   [`super::tar_gz`].
+//!
 //! Each tar section also prints the sizes of the GNU and mfu-rs archives (tar-zstd: compressed
 //! and not, with the compression ratios).
 //!
@@ -73,9 +78,10 @@ pub const SECTIONS: &[&str] = &[
     "tar-small",
     "tar-mixed",
     "tar-zstd",
+    "tar-gz",
 ];
 
-fn compare(
+pub(super) fn compare(
     title: &str,
     notes: &[&str],
     cases: &[Case],
@@ -182,7 +188,7 @@ fn xcp_note() -> &'static str {
 }
 
 /// Entry point of `cargo xtask bench
-/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd]...`.
+/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz]...`.
 pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
     for a in args {
@@ -218,6 +224,7 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
             "tar-small" => bench_tar_small(b, &data),
             "tar-mixed" => bench_tar_mixed(b, &data),
             "tar-zstd" => bench_tar_zstd(b, &data),
+            "tar-gz" => super::tar_gz::bench_tar_gz(b, &data),
             _ => unreachable!("SECTIONS lists the sections"),
         };
         if let Err(e) = result {
@@ -670,7 +677,7 @@ fn bench_rm(b: &str, data: &Path) -> Result<()> {
 
 /// The mixed tree of tar-mixed and tar-zstd (made once per bench run): about 1 GiB of hex text,
 /// `KIND/dNN/fNNN.dat`.
-fn mixed_tree(data: &Path) -> Result<PathBuf> {
+pub(super) fn mixed_tree(data: &Path) -> Result<PathBuf> {
     const LAYOUT: &[Group] = &[
         Group {
             kind: "small",
@@ -720,7 +727,7 @@ fn mixed_tree(data: &Path) -> Result<PathBuf> {
 
 /// `mfu-rs` at np 1, as 2 thread ranks and under `mpirun -np 2`: (case name for `what`, MPI,
 /// command line up to mfu-rs's subcommand).
-fn mfu_launches<'a>(b: &'a str, what: &str) -> Vec<(String, bool, Vec<&'a str>)> {
+pub(super) fn mfu_launches<'a>(b: &'a str, what: &str) -> Vec<(String, bool, Vec<&'a str>)> {
     vec![
         (format!("mfu-rs {what} np1"), false, vec![b]),
         // Two ranks as threads of one process: np 2 without MPI's start-up.
@@ -961,7 +968,8 @@ fn bench_tar_small(b: &str, data: &Path) -> Result<()> {
     )
 }
 
-const MIXED: &str = "1 GiB mixed (4,000 × 16 KiB, 400 × 1 MiB, 40 × 8 MiB, 2 × 128 MiB; hex text)";
+pub(super) const MIXED: &str =
+    "1 GiB mixed (4,000 × 16 KiB, 400 × 1 MiB, 40 × 8 MiB, 2 × 128 MiB; hex text)";
 
 fn bench_tar_mixed(b: &str, data: &Path) -> Result<()> {
     let src = mixed_tree(data)?;

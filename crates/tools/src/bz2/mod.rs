@@ -14,7 +14,7 @@ mod compress;
 mod decompress;
 pub mod format;
 mod output;
-mod stream;
+pub(crate) mod stream;
 pub(crate) mod temporary;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};

@@ -22,7 +22,11 @@ use steal::Comm;
         as their last member (`ARCHIVE-NAME.dtaridx`), so that extraction and listing run in \
         parallel from the start. For archives without an index (GNU tar's, bsdtar's...) rank 0 \
         first walks the chain of headers; --save-index keeps what the walk found. With -z the archive is a \
-        seekable zstd stream that `zstd -dc A.tar.zst | tar -x` also reads.\n\n\
+        seekable zstd stream that `zstd -dc A.tar.zst | tar -x` also reads; with --gzip gzip \
+        members that `gzip -dc` reads, with -j bzip2 streams that `bzip2 -dc` reads, all three \
+        extracted in parallel. Extract and list also read .tar.gz, .tar.bz2, .tar.xz and .tar.zst \
+        archives made by other tools (recognised by their first bytes): one compressed stream \
+        decompresses front to back, beside the extraction.\n\n\
         Extraction never writes outside the target directory: absolute names, `..` and paths \
         through symbolic links are refused.",
     after_help = "Examples:\n  \
@@ -56,6 +60,23 @@ pub struct TarArgs {
     /// zstd compression level (1-19).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=19))]
     pub zstd_level: i32,
+    /// Create a gzip archive of independent members plus an end member that indexes them:
+    /// any gunzip reads it (`gzip -dc A.tar.gz | tar -t`), mfu-rs extracts it in parallel.
+    /// Extract and list recognise gzip archives without this option.
+    #[arg(long, conflicts_with_all = ["zstd", "bzip2", "xz"])]
+    pub gzip: bool,
+    /// gzip compression level (1-9).
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(i32).range(1..=9))]
+    pub gzip_level: i32,
+    /// Create a bzip2 archive of independent streams with dbz2's table: any bunzip2 reads it,
+    /// mfu-rs extracts it in parallel. Extract and list recognise bzip2 archives without this
+    /// option.
+    #[arg(short = 'j', long, conflicts_with_all = ["zstd", "xz"])]
+    pub bzip2: bool,
+    /// Extract and list: accepted for GNU tar's habit (xz archives are recognised by their
+    /// first bytes, and read front to back); create refuses it (xz archives are not written).
+    #[arg(short = 'J', long, conflicts_with = "zstd")]
+    pub xz: bool,
     /// Keep owners, permissions (no umask), times and xattrs: all the --preserve-* below.
     #[arg(short = 'p', long)]
     pub preserve: bool,
@@ -155,6 +176,13 @@ impl CliTool for Tar {
         if modes.iter().filter(|&&m| m).count() != 1 {
             return Err("give exactly one of -c (create), -x (extract), -t (list)".into());
         }
+        if args.create && args.xz {
+            return Err(
+                "-J/--xz: xz archives are not written (xz streams cannot be read in parallel): \
+                 use -z (zstd), --gzip or -j (bzip2)"
+                    .into(),
+            );
+        }
         if !args.create && !args.paths.is_empty() {
             return Err(
                 "extracting or listing selected members is not supported: give no PATH".into(),
@@ -177,6 +205,9 @@ impl CliTool for Tar {
             chdir: args.chdir.as_ref().map(|d| d.as_bytes().to_vec()),
             zstd: args.zstd,
             zstd_level: args.zstd_level,
+            gzip: args.gzip,
+            gzip_level: args.gzip_level,
+            bzip2: args.bzip2,
             preserve_owner: args.preserve || args.preserve_owner,
             preserve_perms: args.preserve || args.preserve_perms,
             xattrs: args.xattrs(),

@@ -12,7 +12,7 @@ use steal::wire::Reader;
 use steal::{queue::WorkItem, Comm, CommExt};
 
 /// Cut runs at multiples of `stripe` (bytes).
-fn windows(segs: Vec<Segment>, stripe: u64) -> Vec<Segment> {
+pub(super) fn windows(segs: Vec<Segment>, stripe: u64) -> Vec<Segment> {
     let mut out = Vec::new();
     for seg in segs {
         let (at, len) = (seg.at(), seg.len());

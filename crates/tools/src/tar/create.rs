@@ -19,9 +19,11 @@
 //! it and renamed into place only when every rank wrote its part, no source failed to read
 //! and no signal asked to stop; otherwise the temporary is removed.
 
-use super::header::{round_up, Header, Kind, BLOCK};
+mod framed;
+
+use super::header::{round_up, Header, Kind};
 use super::segment::{HeaderBytes, Member, Segment};
-use super::{index, partial, seekable, Done, Options, Report};
+use super::{index, partial, Done, Options, Report};
 use crate::engine::context::{Context, Error};
 use crate::engine::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
 use crate::engine::copy::links;
@@ -37,7 +39,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::io::{self, Read, Seek, Write};
+use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -280,6 +282,7 @@ impl Writer<'_> {
                     self.bytes_of(seg, out);
                 }
             }
+            Segment::Bytes { data, .. } => out.extend_from_slice(data),
         }
     }
 
@@ -291,7 +294,9 @@ impl Writer<'_> {
                     self.write(archive, seg, buf);
                 }
             }
-            Segment::Run { at, .. } | Segment::Window { lo: at, .. } => {
+            Segment::Run { at, .. }
+            | Segment::Window { lo: at, .. }
+            | Segment::Bytes { at, .. } => {
                 thread_local!(static BYTES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
                 BYTES.with_borrow_mut(|bytes| {
                     bytes.clear();
@@ -679,160 +684,6 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
     out
 }
 
-/// Where compressed frames go. Rank 0's part starts the archive, so it writes straight into
-/// it; the other ranks' frames wait until their place is known: in memory up to a limit, then
-/// in an unnamed temporary file beside the archive.
-enum Spool {
-    /// Written at `at` of the archive as they come.
-    Direct { fd: OwnedFd, at: u64 },
-    /// Kept until [`Spool::write_to`].
-    Held {
-        mem: Vec<u8>,
-        file: Option<std::fs::File>,
-        limit: usize,
-        dir: Vec<u8>,
-    },
-}
-
-impl Spool {
-    fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
-        match self {
-            Spool::Direct { fd, at } => {
-                write_all_at(fd.as_fd(), bytes, *at).map_err(|e| e.source)?;
-                *at += bytes.len() as u64;
-                Ok(())
-            }
-            Spool::Held {
-                mem,
-                file,
-                limit,
-                dir,
-            } => {
-                if file.is_none() && mem.len() + bytes.len() > *limit {
-                    let mut f = tempfile::tempfile_in(flist::path::as_path(dir))?;
-                    f.write_all(mem)?;
-                    *mem = Vec::new();
-                    *file = Some(f);
-                }
-                match file {
-                    Some(f) => f.write_all(bytes),
-                    None => {
-                        mem.extend_from_slice(bytes);
-                        Ok(())
-                    }
-                }
-            }
-        }
-    }
-
-    fn len(&mut self) -> io::Result<u64> {
-        match self {
-            Spool::Direct { at, .. } => Ok(*at),
-            Spool::Held { file: Some(f), .. } => f.stream_position(),
-            Spool::Held { mem, .. } => Ok(mem.len() as u64),
-        }
-    }
-
-    /// Write what is held at offset `at` of `out` (nothing to do for a direct spool).
-    fn write_to(&mut self, out: BorrowedFd<'_>, at: u64) -> io::Result<()> {
-        match self {
-            Spool::Direct { .. } => Ok(()),
-            Spool::Held {
-                file: None, mem, ..
-            } => write_all_at(out, mem, at).map_err(|e| e.source),
-            Spool::Held { file: Some(f), .. } => {
-                f.rewind()?;
-                let mut buf = vec![0u8; 8 << 20];
-                let mut pos = at;
-                loop {
-                    let n = f.read(&mut buf)?;
-                    if n == 0 {
-                        return Ok(());
-                    }
-                    write_all_at(out, &buf[..n], pos).map_err(|e| e.source)?;
-                    pos += n as u64;
-                }
-            }
-        }
-    }
-}
-
-/// Compress this rank's part of the tar stream's entries (its segments) into frames of
-/// `frame` bytes; returns the frames' sizes and checksums. Reading the next window of segments
-/// overlaps compressing the frames of the previous one. A stop request (SIGINT, SIGTERM) ends
-/// it between windows with an error of kind `Interrupted`.
-fn compress_part(
-    w: &Writer,
-    segs: &[Segment],
-    frame: usize,
-    level: i32,
-    spool: &mut Spool,
-) -> io::Result<Vec<seekable::FrameSizes>> {
-    let window = (rayon::current_num_threads().max(1) * frame) as u64;
-    // Windows of whole segments, each about `window` bytes.
-    let mut windows = Vec::new();
-    let mut i = 0;
-    while i < segs.len() {
-        let mut j = i;
-        let mut bytes = 0;
-        while j < segs.len() && (j == i || bytes < window) {
-            bytes += segs[j].len();
-            j += 1;
-        }
-        windows.push(&segs[i..j]);
-        i = j;
-    }
-    let read = |part: &[Segment]| -> Vec<Vec<u8>> {
-        part.par_iter()
-            .map(|s| {
-                let mut v = Vec::with_capacity(s.len() as usize);
-                w.bytes_of(s, &mut v);
-                v
-            })
-            .collect()
-    };
-    let compress = |data: &[u8]| -> Vec<io::Result<(Vec<u8>, usize)>> {
-        data.par_chunks(frame)
-            .map(|d| seekable::compress_frame(d, level).map(|c| (c, d.len())))
-            .collect()
-    };
-    let mut sizes = Vec::new();
-    let mut pending: Vec<u8> = Vec::new();
-    let mut next = windows.first().map(|w| read(w)).unwrap_or_default();
-    for k in 0..=windows.len() {
-        if w.stop.load(Ordering::Relaxed) {
-            return Err(io::ErrorKind::Interrupted.into());
-        }
-        for piece in std::mem::take(&mut next) {
-            pending.extend_from_slice(&piece);
-        }
-        let last = k == windows.len();
-        // Whole frames now; the rest waits for more bytes (all of it at the end).
-        let cut = if last {
-            pending.len()
-        } else {
-            pending.len() / frame * frame
-        };
-        let following = windows.get(k + 1).copied();
-        let (frames, more) = rayon::join(
-            || compress(&pending[..cut]),
-            || following.map(&read).unwrap_or_default(),
-        );
-        pending.drain(..cut);
-        next = more;
-        for f in frames {
-            let (c, d) = f?;
-            spool.push(&c)?;
-            sizes.push(seekable::FrameSizes {
-                compressed: c.len() as u32,
-                decompressed: d as u32,
-                checksum: seekable::frame_checksum(&c),
-            });
-        }
-    }
-    Ok(sizes)
-}
-
 /// Create the (temporary) archive file `path`, which must not exist, readable by all as tar
 /// makes it (less the umask). On Lustre
 /// it is striped over all OSTs with the chunk size as stripe size (lustre.md), which
@@ -930,10 +781,9 @@ pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Rep
     // once complete: a create that fails or is interrupted leaves nothing that looks like an
     // archive.
     let tmp = temp_path(comm, &o.context, &setup.archive);
-    let written = if o.zstd {
-        write_zstd(comm, o, &plan, &w, &tmp, &segs)?
-    } else {
-        write_plain(comm, o, &plan, &w, &tmp, segs)?
+    let written = match o.codec() {
+        Some(codec) => framed::write(comm, o, &plan, &w, &tmp, segs, codec)?,
+        None => write_plain(comm, o, &plan, &w, &tmp, segs)?,
     };
     Ok(finish(comm, o, base, started, plan, w, &tmp, written))
 }
@@ -1123,10 +973,14 @@ fn cut(comm: &dyn Comm, o: &Options, archive: &[u8], laid: Vec<Laid>) -> Vec<Seg
             .unwrap_or(false),
     );
     let stripe = match policy::archive_layout(&o.stripe, o.chunksize) {
-        Decision::Set { size, .. } if on_lustre && !o.zstd && size > 0 => Some(u64::from(size)),
+        Decision::Set { size, .. } if on_lustre && o.codec().is_none() && size > 0 => {
+            Some(u64::from(size))
+        }
         _ => None,
     };
     match stripe {
+        // Compressed, big files' chunks end where frames do.
+        None if o.codec().is_some() => segments(laid, framed::frame_size(o)),
         None => segments(laid, o.chunksize),
         Some(s) => {
             let segs = segments(laid, o.chunksize.next_multiple_of(s));
@@ -1240,87 +1094,6 @@ fn write_plain(
     })
 }
 
-/// Write a seekable zstd archive under `tmp`: rank 0 creates it and writes its frames
-/// straight into it, the others spool theirs until [`place_zstd`] places every rank's part.
-/// Collective.
-fn write_zstd(
-    comm: &dyn Comm,
-    o: &Options,
-    plan: &Plan,
-    w: &Writer,
-    tmp: &[u8],
-    segs: &[Segment],
-) -> Result<Written, Error> {
-    let rank0 = comm.rank() == 0;
-    let created = if rank0 {
-        create_archive(tmp, o)
-            .map(|(fd, said)| {
-                say_layout(o, &said);
-                Some(fd)
-            })
-            .map_err(|e| format!("create {}: {e}", display(&w.archive)))
-    } else {
-        Ok(None)
-    };
-    let mut spool = match crate::engine::setup::agree_setup(comm, created)? {
-        Some(fd) => Spool::Direct { fd, at: 0 },
-        None => Spool::Held {
-            mem: Vec::new(),
-            file: None,
-            limit: o.memsize.min(usize::MAX as u64) as usize,
-            dir: flist::path::parent(&w.archive).to_vec(),
-        },
-    };
-    let frame = (o.chunksize as usize).next_multiple_of(BLOCK as usize);
-    let mut interrupted = false;
-    let (frames, ok) = match compress_part(w, segs, frame, o.zstd_level, &mut spool) {
-        Ok(s) => (s, true),
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-            interrupted = true;
-            (Vec::new(), false)
-        }
-        Err(e) => {
-            w.problems.damage(ItemError::new(&w.archive, "write", e));
-            (Vec::new(), false)
-        }
-    };
-    let spooled = spool.len().unwrap_or(0);
-    let mut written = Written {
-        complete: false,
-        interrupted,
-        frames: 0,
-        compressed: 0,
-    };
-    if comm.all(ok) {
-        let last = comm.rank() + 1 == comm.size();
-        let tail = IndexTail {
-            header: &plan.idx_header,
-            count: plan.count,
-            data_len: plan.idx_data_len,
-            footer: &plan.footer,
-        };
-        let placed = place_zstd(
-            comm,
-            tmp,
-            &mut spool,
-            frames,
-            spooled,
-            &index_part(&plan.offsets, rank0, last, &tail),
-            frame,
-            o.zstd_level,
-        );
-        match placed {
-            Ok((n, bytes)) => {
-                written.frames = n;
-                written.compressed = bytes;
-            }
-            Err(e) => w.problems.damage(ItemError::new(&w.archive, "write", e)),
-        }
-        written.complete = true;
-    }
-    Ok(written)
-}
-
 /// Keep the archive (rename it into place) if it is complete and no stop was asked, else
 /// remove it; name every problem; say the `-v` figures; the report. Collective.
 #[allow(clippy::too_many_arguments)]
@@ -1365,11 +1138,12 @@ fn finish(
     let failed = comm.sum(problems.len() as u64);
     if o.context.verbose {
         let line = format!(
-            "rank {}: archived {} entries, {} bytes of data; compressed {} zstd frames ({} bytes)\n",
+            "rank {}: archived {} entries, {} bytes of data; compressed {} {} frames ({} bytes)\n",
             comm.rank(),
             plan.offsets.len(),
             plan.data_bytes,
             written.frames,
+            o.codec().map_or("zstd", |c| c.name()),
             written.compressed,
         );
         steal::ordered::in_rank_order(comm, line.into_bytes(), |b| {
@@ -1383,6 +1157,11 @@ fn finish(
     };
     let data_total = comm.sum(plan.data_bytes);
     let frames = comm.sum(written.frames);
+    let frames_per_rank = if o.codec().is_some() {
+        comm.allgather_u64(written.frames)
+    } else {
+        Vec::new()
+    };
     if !kept {
         return not_created(comm, o, report, started, interrupted);
     }
@@ -1392,6 +1171,8 @@ fn finish(
         bytes: data_total,
         created: true,
         zstd_frames: frames,
+        frames_per_rank,
+        compression: o.codec(),
         seconds: started.elapsed().as_secs_f64(),
         failures: o.context.failures(),
         ..report
@@ -1426,103 +1207,6 @@ fn index_part(offsets: &[u64], first: bool, last: bool, tail: &IndexTail<'_>) ->
         out.resize(out.len() + index::END as usize, 0);
     }
     out
-}
-
-/// Place a `-z` archive's parts, collectively: every rank's compressed entries (`spool`,
-/// `spooled` bytes, in `frames`) by an exclusive prefix sum of their sizes; after all of them
-/// every rank's compressed `index` piece ([`index_part`]) by a second one; after those, the
-/// seek table, each rank writing its frames' entries at their place (rank 0 its head and
-/// footer). No rank gathers the others' offsets or frame sizes. Returns this rank's frames
-/// and compressed bytes.
-#[allow(clippy::too_many_arguments)]
-fn place_zstd(
-    comm: &dyn Comm,
-    tmp: &[u8],
-    spool: &mut Spool,
-    mut frames: Vec<seekable::FrameSizes>,
-    spooled: u64,
-    index: &[u8],
-    frame: usize,
-    level: i32,
-) -> io::Result<(u64, u64)> {
-    let compressed: io::Result<Vec<(Vec<u8>, usize)>> = index
-        .par_chunks(frame)
-        .map(|d| seekable::compress_frame(d, level).map(|c| (c, d.len())))
-        .collect();
-    let (index_frames, failed) = match compressed {
-        Ok(f) => (f, None),
-        Err(e) => (Vec::new(), Some(e)),
-    };
-    let index_bytes: u64 = index_frames.iter().map(|(c, _)| c.len() as u64).sum();
-    let entry_frames = frames.len() as u64;
-    let mut before = [
-        spooled,
-        index_bytes,
-        entry_frames,
-        index_frames.len() as u64,
-    ];
-    let mut totals = before;
-    comm.exscan(&mut before);
-    comm.allreduce(&mut totals, steal::ReduceOp::Sum);
-    if !comm.all(failed.is_none()) {
-        return Err(failed.unwrap_or_else(|| io::Error::other("another rank failed to compress")));
-    }
-    let [c_base, i_base, f_base, g_base] = before;
-    let [c_total, i_total, f_total, g_total] = totals;
-    let nframes = f_total + g_total;
-    if !seekable::table_fits(nframes) {
-        return Err(io::Error::other(format!(
-            "{nframes} zstd frames are more than a seek table holds (use a larger --chunksize)"
-        )));
-    }
-    let table_at = c_total + i_total;
-    let end = table_at + seekable::table_len(nframes, true);
-    for (c, d) in &index_frames {
-        frames.push(seekable::FrameSizes {
-            compressed: c.len() as u32,
-            decompressed: *d as u32,
-            checksum: seekable::frame_checksum(c),
-        });
-    }
-    let opened = match spool {
-        Spool::Held { .. } => {
-            let fd = flist::walk::open_long(tmp, OFlags::WRONLY | OFlags::CLOEXEC)?;
-            spool.write_to(fd.as_fd(), c_base)?;
-            Some(fd)
-        }
-        Spool::Direct { .. } => None,
-    };
-    let fd = match (&opened, &*spool) {
-        (Some(fd), _) => fd.as_fd(),
-        (None, Spool::Direct { fd, .. }) => {
-            rustix::fs::ftruncate(fd, end)?;
-            fd.as_fd()
-        }
-        (None, Spool::Held { .. }) => unreachable!("a held spool was opened above"),
-    };
-    let put = |bytes: &[u8], at: u64| write_all_at(fd, bytes, at).map_err(|e| e.source);
-    let mut at = c_total + i_base;
-    for (c, _) in &index_frames {
-        put(c, at)?;
-        at += c.len() as u64;
-    }
-    let (entry_sizes, index_sizes) = frames.split_at(entry_frames as usize);
-    put(
-        &seekable::table_entries(entry_sizes, true),
-        table_at + seekable::table_entry_at(f_base),
-    )?;
-    put(
-        &seekable::table_entries(index_sizes, true),
-        table_at + seekable::table_entry_at(f_total + g_base),
-    )?;
-    if comm.rank() == 0 {
-        put(&seekable::table_head(nframes, true), table_at)?;
-        put(
-            &seekable::table_footer(nframes, true),
-            end - seekable::TABLE_FOOTER,
-        )?;
-    }
-    Ok((frames.len() as u64, spooled + index_bytes))
 }
 
 /// Refuse an archive path that is not a regular file: the archive is renamed over it at the
@@ -1596,6 +1280,7 @@ fn not_created(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tar::seekable;
     use steal::queue::WorkItem;
 
     fn member(size: u64) -> Member {

@@ -15,6 +15,8 @@
 //! Every write goes through [`Target`], which never follows a symlink, and every name through
 //! [`clean`], which refuses absolute paths and `..`.
 
+mod serial;
+
 use super::beneath::{clean, explain, split, Target};
 use super::entries::{Entries as Store, Item};
 use super::header::{Kind, Segment};
@@ -686,6 +688,9 @@ fn setup(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Vec<u8>, Archive, Tar
 pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     let started = Instant::now();
     let (path, dest, archive, target) = setup(comm, o)?;
+    if let Some(codec) = archive.serial() {
+        return serial::run(comm, o, started, path, dest, archive, target, codec);
+    }
     let found = find_entries(comm, &archive, &path, o);
     crate::engine::test_seam::after_listing(comm);
     let stripes = Striping::detect(&*o.lustre, std::slice::from_ref(&dest), o.stripe);
@@ -732,6 +737,11 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
         skipped: comm.sum(skipped),
         failed: comm.sum(x.failed.load(Ordering::Relaxed)),
         zstd_frames: comm.sum(archive.frames_decoded.load(Ordering::Relaxed)),
+        frames_per_rank: match archive.table() {
+            Some(_) => comm.allgather_u64(archive.frames_decoded.load(Ordering::Relaxed)),
+            None => Vec::new(),
+        },
+        compression: archive.table().map(|t| t.codec),
         interrupted,
         ..base
     };
@@ -1265,11 +1275,12 @@ impl<'a> Extraction<'a> {
         let context = &self.o.context;
         if context.verbose {
             let line = format!(
-                "rank {}: extracted {} entries, {} bytes of data; decompressed {} zstd frames ({} bytes)\n",
+                "rank {}: extracted {} entries, {} bytes of data; decompressed {} {} frames ({} bytes)\n",
                 comm.rank(),
                 e.items.iter().filter(|it| it.own).count(),
                 self.bytes.load(Ordering::Relaxed),
                 self.archive.frames_decoded.load(Ordering::Relaxed),
+                self.archive.table().map_or("zstd", |t| t.codec.name()),
                 self.archive.bytes_decoded.load(Ordering::Relaxed),
             );
             steal::ordered::in_rank_order(comm, line.into_bytes(), |b| {

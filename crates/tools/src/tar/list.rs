@@ -1,6 +1,7 @@
 //! `tar -t`: names, or with `-v` lines like `tar -tv`, printed in archive order; each rank
 //! decodes an even share of the entries.
 
+use super::compressed::{Codec, TarStream};
 use super::extract::{find_entries, Found};
 use super::header::{Decoded, Kind};
 use super::stream::Archive;
@@ -114,6 +115,9 @@ fn open_archive(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Archive), Erro
 pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     let started = Instant::now();
     let (path, archive) = open_archive(comm, o)?;
+    if let Some(codec) = archive.serial() {
+        return serial(comm, o, started, path, &archive, codec);
+    }
     let found = find_entries(comm, &archive, &path, o);
     let (listing, entries, failed) = listing(comm, o, &archive, &path, &found);
     steal::ordered::in_rank_order(comm, listing, |b| o.context.output(b));
@@ -122,10 +126,91 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
         entries: comm.sum(entries),
         archive_entries: found.located.total + found.located.cut,
         failed: comm.sum(failed),
+        compression: archive.table().map(|t| t.codec),
         seconds: started.elapsed().as_secs_f64(),
         failures: o.context.failures(),
         ..found.report(path)
     })
+}
+
+/// `tar -t` of an archive in one compressed stream: rank 0 reads it front to back
+/// ([`TarStream`]) and prints each entry's line as it comes (in batches), the others wait.
+/// Collective.
+fn serial(
+    comm: &dyn Comm,
+    o: &Options,
+    started: Instant,
+    path: Vec<u8>,
+    archive: &Archive,
+    codec: Codec,
+) -> Result<Report, Error> {
+    let (mut listed, mut damaged) = (0u64, false);
+    if comm.rank() == 0 {
+        let mut out = Vec::new();
+        let mut width = 19;
+        match archive.reopen().and_then(|f| TarStream::open(codec, f)) {
+            Err(e) => {
+                o.context
+                    .error(format_args!("{}: read: {e}", display(&path)));
+                damaged = true;
+            }
+            Ok(mut stream) => {
+                loop {
+                    let d = match stream.next_entry() {
+                        Ok(Some(d)) => d,
+                        Ok(None) => break,
+                        Err(e) => {
+                            o.context.output(&std::mem::take(&mut out));
+                            o.context.error(format_args!("{}: {e}", display(&path)));
+                            damaged = true;
+                            break;
+                        }
+                    };
+                    line(o, &d, &mut width, &mut out);
+                    listed += 1;
+                    if out.len() >= 64 << 10 {
+                        o.context.output(&std::mem::take(&mut out));
+                    }
+                }
+                o.context.output(&out);
+                if !damaged {
+                    if let Some(e) = stream.decompression_error() {
+                        o.context.error(format_args!("{}: {e}", display(&path)));
+                        damaged = true;
+                    }
+                }
+            }
+        }
+    }
+    super::compressed::wait_quietly(comm);
+    let entries = comm.sum(listed);
+    Ok(Report {
+        mode: Done::List,
+        archive: path,
+        entries,
+        archive_entries: entries,
+        scanned: true,
+        damaged: comm.any(damaged),
+        compression: Some(codec),
+        serial: true,
+        seconds: started.elapsed().as_secs_f64(),
+        failures: o.context.failures(),
+        ..Report::default()
+    })
+}
+
+/// Append the listing line of `d` to `out`: its name, or with [`Options::long`] its
+/// `tar -tv` line.
+fn line(o: &Options, d: &Decoded, width: &mut usize, out: &mut Vec<u8>) {
+    if o.long {
+        out.extend_from_slice(&long_line(d, width));
+    } else {
+        out.extend_from_slice(&d.header.path);
+        if d.header.kind == Kind::Dir {
+            out.push(b'/');
+        }
+        out.push(b'\n');
+    }
 }
 
 /// This rank's lines (names, or `tar -tv` lines with [`Options::long`]): the entries whose

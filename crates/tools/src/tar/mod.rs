@@ -11,13 +11,18 @@
 //! - list ([`list`]).
 //!
 //! With `-z` the tar stream is cut into independent zstd frames with a seek table
-//! ([`seekable`]); extraction and listing read such archives in parallel too ([`stream`]).
+//! ([`seekable`]), with `--gzip` into gzip members ([`gzip`]), with `-j` into bzip2 streams
+//! with dbz2's table; extraction and listing read such archives in parallel too ([`stream`]).
+//! Archives in one compressed stream (GNU tar's `-z`, `-j`, `-J`, ...) are read front to back
+//! with decompression in a pipeline ([`compressed`]).
 
 mod align;
 pub mod beneath;
+pub mod compressed;
 pub mod create;
 mod entries;
 pub mod extract;
+pub mod gzip;
 pub mod header;
 pub mod index;
 pub mod list;
@@ -67,6 +72,14 @@ pub struct Options {
     pub zstd: bool,
     /// zstd compression level, 1 to 19 (default 3).
     pub zstd_level: i32,
+    /// Create a gzip archive of independent members (`--gzip`, [`gzip`]) that extraction
+    /// reads in parallel and any gunzip reads as one stream.
+    pub gzip: bool,
+    /// gzip compression level, 1 to 9 (default 6, gzip's).
+    pub gzip_level: i32,
+    /// Create a bzip2 archive of independent streams with dbz2's table (`-j`, formats.md §7)
+    /// that extraction reads in parallel and any bunzip2 reads as one stream.
+    pub bzip2: bool,
     /// Extract: give entries their archived owner and group (`--preserve-owner`; always done
     /// when run as root).
     pub preserve_owner: bool,
@@ -117,6 +130,9 @@ impl Options {
             chdir: None,
             zstd: false,
             zstd_level: 3,
+            gzip: false,
+            gzip_level: 6,
+            bzip2: false,
             preserve_owner: false,
             preserve_perms: false,
             xattrs: false,
@@ -160,6 +176,19 @@ impl Options {
         Options::new(Mode::List, archive)
     }
 
+    /// The compression of the archive to create, if any.
+    pub fn codec(&self) -> Option<compressed::Codec> {
+        if self.zstd {
+            Some(compressed::Codec::Zstd)
+        } else if self.gzip {
+            Some(compressed::Codec::Gzip)
+        } else if self.bzip2 {
+            Some(compressed::Codec::Bzip2)
+        } else {
+            None
+        }
+    }
+
     /// What makes these options unusable, before anything is done (the same on every rank).
     fn check(&self) -> Result<(), String> {
         for (name, n) in [
@@ -177,6 +206,20 @@ impl Options {
                 self.zstd_level
             ));
         }
+        if !(1..=9).contains(&self.gzip_level) {
+            return Err(format!(
+                "--gzip-level {}: the level must be 1 to 9",
+                self.gzip_level
+            ));
+        }
+        if [self.zstd, self.gzip, self.bzip2]
+            .iter()
+            .filter(|&&c| c)
+            .count()
+            > 1
+        {
+            return Err("-z/--zstd, --gzip and -j/--bzip2 exclude one another".into());
+        }
         if let Mode::Create { paths } = &self.mode {
             if paths.is_empty() {
                 return Err("-c needs at least one PATH to archive".into());
@@ -192,6 +235,13 @@ impl Options {
             if self.chunksize >= 1 << 32 {
                 return Err(
                     "-k/--chunksize must be below 4GiB (it is the size of a zstd frame)".into(),
+                );
+            }
+            if self.bzip2 && self.chunksize > crate::bz2::format::MAX_BLOCK {
+                return Err(
+                    "-k/--chunksize must be 1GiB at most with -j (it is the input of one bzip2 \
+                     stream)"
+                        .into(),
                 );
             }
         }
@@ -254,8 +304,19 @@ pub struct Report {
     pub damaged: bool,
     /// Extract and list: `save_index` was asked but the index could not be saved.
     pub index_not_saved: bool,
-    /// zstd frames compressed (create) or decompressed (extract).
+    /// Frames (zstd frames, gzip members, bzip2 streams) compressed (create) or decompressed
+    /// (extract).
     pub zstd_frames: u64,
+    /// Create and extract of a compressed archive: the frames each rank compressed or
+    /// decompressed, in rank order (empty otherwise).
+    pub frames_per_rank: Vec<u64>,
+    /// Extract and list: the compression the archive was found in (by its first bytes), if
+    /// any.
+    pub compression: Option<compressed::Codec>,
+    /// Extract and list: the archive is one compressed stream (gzip, bzip2, xz, or zstd
+    /// without a seek table), so rank 0 read it front to back, decompressing beside the
+    /// extraction, while the other ranks waited.
+    pub serial: bool,
     /// Wall-clock time of the run, in seconds.
     pub seconds: f64,
     /// A stop request (SIGINT/SIGTERM, or the context's stop flag) cut the run short.

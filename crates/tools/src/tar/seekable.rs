@@ -10,6 +10,7 @@
 //! frame's checksum (zstd does) and the table's (the low 32 bits of the frame's XXH64). Tables
 //! without checksums (older mfu-rs archives) still read.
 
+use super::compressed::Codec;
 use rustix::fd::BorrowedFd;
 use rustix::io::Errno;
 use std::io::{self, Read};
@@ -46,6 +47,9 @@ pub struct Frame {
 pub struct SeekTable {
     /// Frames in stream order.
     pub frames: Vec<Frame>,
+    /// What each frame is: a zstd frame, a gzip member ([`super::gzip`]) or a bzip2 stream
+    /// (a dbz2 block, formats.md §7).
+    pub codec: Codec,
 }
 
 /// One frame as the seek table records it.
@@ -215,7 +219,10 @@ impl SeekTable {
         if magic != SKIPPABLE_MAGIC || size != table {
             return Err(invalid("seek table: bad skippable frame header".into()));
         }
-        let mut out = SeekTable::default();
+        let mut out = SeekTable {
+            frames: Vec::new(),
+            codec: Codec::Zstd,
+        };
         let (mut c_at, mut d_at) = (0u64, 0u64);
         for (i, e) in raw[8..8 + (frames * entry) as usize]
             .chunks_exact(entry as usize)
@@ -249,6 +256,47 @@ impl SeekTable {
         }
         out.check_frame_headers(fd)?;
         Ok(Some(out))
+    }
+
+    /// Read the block table of a dbz2 file (bzip2 streams of a fixed input size, a table and a
+    /// footer: formats.md §7, what `tar -c -j` and `mfu-rs bz2` write) `fd` of `len` bytes.
+    /// `Ok(None)` when the file does not end with a dbz2 footer (plain bzip2); an error when it
+    /// does but the table does not hold.
+    pub fn read_dbz2(fd: BorrowedFd<'_>, len: u64) -> io::Result<Option<SeekTable>> {
+        use crate::bz2::format::{self, Footer, FooterError};
+        if len < format::FOOTER_LEN {
+            return Ok(None);
+        }
+        let mut raw = [0u8; format::FOOTER_LEN as usize];
+        pread_exact(fd, &mut raw, len - format::FOOTER_LEN)?;
+        let footer = match Footer::decode(&raw, len) {
+            Ok(f) => f,
+            Err(FooterError::NotDbz2) => return Ok(None),
+            Err(FooterError::Damaged(why)) => return Err(invalid(format!("dbz2 footer: {why}"))),
+        };
+        let mut read = |at: u64, buf: &mut [u8]| pread_exact(fd, buf, at);
+        if let Err(why) = format::check_table(&footer, &mut read)? {
+            return Err(invalid(format!("dbz2 table: {why}")));
+        }
+        let mut table = vec![0u8; (footer.nblocks * format::ENTRY_LEN) as usize];
+        pread_exact(fd, &mut table, footer.table_offset)?;
+        let entries = format::decode_entries(&table, 0, footer.table_offset)
+            .map_err(|why| invalid(format!("dbz2 table: {why}")))?;
+        let frames = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| Frame {
+                c_at: e.offset,
+                c_len: e.length.min(u64::from(u32::MAX)) as u32,
+                d_at: i as u64 * footer.block_size,
+                d_len: footer.block_len(i as u64) as u32,
+                checksum: None,
+            })
+            .collect();
+        Ok(Some(SeekTable {
+            frames,
+            codec: Codec::Bzip2,
+        }))
     }
 
     /// Check that every frame starts where the table says with a zstd frame header and, when
@@ -296,12 +344,28 @@ impl SeekTable {
             .min(self.frames.len().saturating_sub(1))
     }
 
-    /// Decompress frame `i` of the file `fd`, verifying its checksums: the frame's own (zstd
-    /// does) and the table's. An error names the frame when it is damaged.
+    /// Decompress frame `i` of the file `fd`, verifying its checksums: for zstd the frame's
+    /// own (zstd does) and the table's, for gzip and bzip2 their CRCs. An error names the frame
+    /// when it is damaged.
     pub fn decompress(&self, fd: BorrowedFd<'_>, i: usize) -> io::Result<Vec<u8>> {
         let f = self.frames[i];
         let mut raw = vec![0u8; f.c_len as usize];
         pread_exact(fd, &mut raw, f.c_at)?;
+        let name = match self.codec {
+            Codec::Zstd => return self.decompress_zstd(raw, i),
+            Codec::Gzip => "gzip member",
+            _ => "bzip2 stream",
+        };
+        let out = match self.codec {
+            Codec::Gzip => super::gzip::decompress_member(&raw, f.d_len),
+            _ => crate::bz2::stream::decompress_block(&raw, f.d_len as usize),
+        };
+        out.map_err(|e| invalid(format!("{name} {i} at byte {}: {e}", f.c_at)))
+    }
+
+    /// [`SeekTable::decompress`] of the zstd frame `i`, whose bytes are `raw`.
+    fn decompress_zstd(&self, raw: Vec<u8>, i: usize) -> io::Result<Vec<u8>> {
+        let f = self.frames[i];
         let damaged = |what: String| invalid(format!("zstd frame {i} at byte {}: {what}", f.c_at));
         // The frame must fill exactly the bytes the table gives it: a damaged header (its
         // checksum flag cleared, say) makes it end early, and the bytes left over would go

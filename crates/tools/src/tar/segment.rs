@@ -61,6 +61,7 @@ impl Member {
 }
 
 /// A unit of archive writing.
+#[derive(Clone)]
 pub(super) enum Segment {
     /// Consecutive entries starting at archive offset `at`, written as one buffer.
     Run { at: u64, members: Vec<Member> },
@@ -77,13 +78,16 @@ pub(super) enum Segment {
         size: u64,
         mtime: (i64, u32),
     },
+    /// Bytes already made, at archive offset `at` (a rank's piece of the index member, on
+    /// its way to the rank that compresses its frame).
+    Bytes { at: u64, data: Vec<u8> },
 }
 
 impl Segment {
     /// First archive byte written.
     pub(super) fn at(&self) -> u64 {
         match self {
-            Segment::Run { at, .. } | Segment::Chunk { at, .. } => *at,
+            Segment::Run { at, .. } | Segment::Chunk { at, .. } | Segment::Bytes { at, .. } => *at,
             Segment::Window { lo, .. } => *lo,
             Segment::Group(segs) => segs.first().map_or(0, Segment::at),
         }
@@ -94,6 +98,7 @@ impl Segment {
         match self {
             Segment::Run { members, .. } => members.iter().map(Member::len).sum(),
             Segment::Window { lo, hi, .. } => hi - lo,
+            Segment::Bytes { data, .. } => data.len() as u64,
             Segment::Group(segs) => segs.iter().map(Segment::len).sum(),
             // The last chunk of a file carries the padding to a whole block.
             Segment::Chunk {
@@ -147,6 +152,11 @@ impl WorkItem for Segment {
                 wire::put_u64(out, *hi);
                 run.encode(out);
             }
+            Segment::Bytes { at, data } => {
+                out.push(4);
+                wire::put_u64(out, *at);
+                wire::put_bytes(out, data);
+            }
             Segment::Group(segs) => {
                 out.push(3);
                 wire::put_u64(out, segs.len() as u64);
@@ -163,6 +173,11 @@ impl WorkItem for Segment {
             let (lo, hi) = (input.u64(), input.u64());
             let run = Box::new(Segment::decode(input));
             return Segment::Window { lo, hi, run };
+        }
+        if tag == 4 {
+            let at = input.u64();
+            let data = input.bytes().to_vec();
+            return Segment::Bytes { at, data };
         }
         if tag == 3 {
             let n = input.u64() as usize;

@@ -1,6 +1,9 @@
-//! Random access to an archive's tar stream, plain or zstd-seekable, from many threads.
+//! Random access to an archive's tar stream, plain or zstd-seekable, from many threads; and
+//! the recognition of archives in one compressed stream, which are read front to back instead
+//! ([`super::compressed`]).
 
-use super::seekable::{SeekTable, ZSTD_MAGIC};
+use super::compressed::{Codec, MAGIC_LEN};
+use super::seekable::SeekTable;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::Errno;
 use std::io;
@@ -17,6 +20,8 @@ pub struct Archive {
     file_len: u64,
     /// The seek table when the archive is zstd-seekable.
     table: Option<SeekTable>,
+    /// The archive is one compressed stream that can only be read front to back.
+    serial: Option<Codec>,
     cache: Mutex<Vec<(usize, Arc<Vec<u8>>)>>,
     /// Frames decompressed by this process (a frame read twice counts twice).
     pub frames_decoded: AtomicU64,
@@ -25,35 +30,46 @@ pub struct Archive {
 }
 
 impl Archive {
-    /// Open `path` for reading and find out whether it is zstd-seekable. A zstd file without a
-    /// seek table is refused (it can only be read serially).
+    /// Open `path` for reading and find out whether it is zstd-seekable, or one compressed
+    /// stream ([`Archive::serial`]: gzip, bzip2, xz, or zstd without a seek table),
+    /// recognised by its first bytes.
     pub fn open(path: &[u8]) -> io::Result<Archive> {
         let fd = flist::walk::open_long(
             path,
             rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
         )?;
         let file_len = rustix::fs::fstat(&fd)?.st_size as u64;
-        let mut magic = [0u8; 4];
-        let is_zstd = file_len >= 4
-            && rustix::io::pread(&fd, &mut magic, 0)? == 4
-            && u32::from_le_bytes(magic) == ZSTD_MAGIC;
-        let table =
-            if is_zstd {
-                match SeekTable::read(fd.as_fd(), file_len)? {
-                    Some(t) => Some(t),
-                    None => return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        "zstd-compressed without a seek table, so it can only be read serially: \
-                         decompress it first (zstd -d) or recreate it with mfu-rs tar -z",
-                    )),
-                }
-            } else {
-                None
-            };
+        let mut magic = [0u8; MAGIC_LEN];
+        let mut got = 0;
+        while got < MAGIC_LEN {
+            match rustix::io::pread(&fd, &mut magic[got..], got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let (table, serial) = match Codec::of_magic(&magic[..got]) {
+            None => (None, None),
+            Some(Codec::Zstd) => match SeekTable::read(fd.as_fd(), file_len)? {
+                Some(t) => (Some(t), None),
+                None => (None, Some(Codec::Zstd)),
+            },
+            Some(Codec::Gzip) => match super::gzip::read_index(fd.as_fd(), file_len)? {
+                Some(t) => (Some(t), None),
+                None => (None, Some(Codec::Gzip)),
+            },
+            Some(Codec::Bzip2) => match SeekTable::read_dbz2(fd.as_fd(), file_len)? {
+                Some(t) => (Some(t), None),
+                None => (None, Some(Codec::Bzip2)),
+            },
+            Some(codec) => (None, Some(codec)),
+        };
         Ok(Archive {
             fd,
             file_len,
             table,
+            serial,
             cache: Mutex::new(Vec::new()),
             frames_decoded: AtomicU64::new(0),
             bytes_decoded: AtomicU64::new(0),
@@ -63,6 +79,18 @@ impl Archive {
     /// The archive file.
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+
+    /// The compression of an archive in one compressed stream, which is read front to back
+    /// ([`super::compressed::TarStream`]), not through this type's random access.
+    pub fn serial(&self) -> Option<Codec> {
+        self.serial
+    }
+
+    /// The archive file for a front-to-back read (a duplicate descriptor: the archive is
+    /// otherwise read with positional reads only, so its file position is still 0).
+    pub fn reopen(&self) -> io::Result<std::fs::File> {
+        Ok(rustix::io::dup(&self.fd)?.into())
     }
 
     /// The seek table of a compressed archive.

@@ -1,0 +1,483 @@
+//! Archives in one compressed stream (`.tar.gz`, `.tar.bz2`, `.tar.xz`, a `.tar.zst` without a
+//! seek table): recognised by their first bytes, never by their names, and read front to back,
+//! the only way such a stream can be read.
+//!
+//! A decoder thread decompresses the file into blocks that a bounded channel hands to the reader
+//! ([`TarStream`]), which walks the tar headers as they arrive: decompression runs beside the
+//! extraction's writes (or the listing's printing), and at most [`BLOCKS_IN_FLIGHT`] blocks
+//! are held, whatever the size of the archive. Concatenated gzip members (pigz, BGZF), bzip2
+//! streams (pbzip2, lbzip2) and xz streams read as one stream, as `gzip -dc` reads them.
+
+use super::header::{decode_entry, Decoded, HeaderError};
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// A compression format a whole archive can be wrapped in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Codec {
+    /// gzip (RFC 1952), one member or several.
+    Gzip,
+    /// bzip2, one stream or several.
+    Bzip2,
+    /// xz (LZMA2), one stream or several.
+    Xz,
+    /// zstd, one frame or several.
+    #[default]
+    Zstd,
+}
+
+/// Bytes of the longest magic [`Codec::of_magic`] looks at.
+pub const MAGIC_LEN: usize = 6;
+
+impl Codec {
+    /// The format whose magic `head` (the first bytes of a file, up to [`MAGIC_LEN`]) starts
+    /// with; `None` for anything else (a plain tar starts with a name).
+    pub fn of_magic(head: &[u8]) -> Option<Codec> {
+        if head.starts_with(&[0x1f, 0x8b, 0x08]) {
+            Some(Codec::Gzip)
+        } else if head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
+            Some(Codec::Bzip2)
+        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+            Some(Codec::Xz)
+        } else if head.starts_with(&super::seekable::ZSTD_MAGIC.to_le_bytes()) {
+            Some(Codec::Zstd)
+        } else {
+            None
+        }
+    }
+
+    /// The format's usual name (`gzip`, `bzip2`, `xz`, `zstd`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Gzip => "gzip",
+            Codec::Bzip2 => "bzip2",
+            Codec::Xz => "xz",
+            Codec::Zstd => "zstd",
+        }
+    }
+
+    /// A decoder of the whole of `input`, every member, stream or frame one after the other.
+    fn decoder(self, input: std::fs::File) -> io::Result<Box<dyn Read + Send>> {
+        // Big reads of the compressed file: few system calls, and the decoders take what
+        // they need from the buffer.
+        let input = io::BufReader::with_capacity(1 << 20, input);
+        Ok(match self {
+            Codec::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
+            Codec::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(input)),
+            Codec::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(input)),
+            Codec::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(input)?),
+        })
+    }
+}
+
+/// Bytes of decompressed tar stream per block handed over by the decoder thread.
+pub const STREAM_BLOCK: usize = 1 << 20;
+/// Bytes asked of the decoder per read (see the decoder thread).
+const DECODER_READ: usize = 32 << 10;
+/// Blocks decompressed ahead of the reader, at most: the memory of a serial read is about
+/// this many [`STREAM_BLOCK`]s, whatever the archive's size.
+pub const BLOCKS_IN_FLIGHT: usize = 8;
+
+/// The decoder thread and the blocks it sends.
+struct Pipeline {
+    blocks: Option<Receiver<io::Result<Vec<u8>>>>,
+    quit: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Pipeline {
+    /// Start decompressing `file` as `codec` on a thread of its own.
+    fn start(codec: Codec, file: std::fs::File) -> io::Result<Pipeline> {
+        let mut decoder = codec.decoder(file)?;
+        let (send, blocks) = sync_channel(BLOCKS_IN_FLIGHT);
+        let quit = Arc::new(AtomicBool::new(false));
+        let stop = quit.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("{}-decoder", codec.name()))
+            .spawn(move || loop {
+                let mut block = vec![0u8; STREAM_BLOCK];
+                let mut filled = 0;
+                let mut failed = None;
+                while filled < STREAM_BLOCK {
+                    // Small reads: a decoder that meets damage drops what it decoded in the
+                    // call that failed, so little is lost before the damage.
+                    let to = (filled + DECODER_READ).min(STREAM_BLOCK);
+                    match decoder.read(&mut block[filled..to]) {
+                        Ok(0) => break,
+                        Ok(n) => filled += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                block.truncate(filled);
+                // What decompressed before an error is handed over first: the entries
+                // before the damage are extracted, as GNU tar does.
+                let end = failed.is_some() || filled < STREAM_BLOCK;
+                if filled > 0 && send.send(Ok(block)).is_err() {
+                    return;
+                }
+                if let Some(e) = failed {
+                    let _ = send.send(Err(e));
+                }
+                if end || stop.load(Ordering::Relaxed) {
+                    return;
+                }
+            })?;
+        Ok(Pipeline {
+            blocks: Some(blocks),
+            quit,
+            thread: Some(thread),
+        })
+    }
+
+    /// The next block; `None` at the end of the stream.
+    fn next(&mut self) -> Option<io::Result<Vec<u8>>> {
+        self.blocks.as_ref()?.recv().ok()
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        // The thread ends at its next block: told to, or finding nobody to send to.
+        self.quit.store(true, Ordering::Relaxed);
+        self.blocks = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The decompressed tar stream of a serial archive, read front to back: headers decoded as
+/// they arrive, file data handed out in the blocks it came in.
+pub struct TarStream {
+    pipe: Pipeline,
+    /// Decompressed bytes held; `buf[head]` is stream byte `at`.
+    buf: Vec<u8>,
+    head: usize,
+    at: u64,
+    /// The decoder is done (at the end, or after `error`).
+    done: bool,
+    /// Why decompression stopped early, kept to be said again to every later read.
+    error: Option<(io::ErrorKind, String)>,
+    /// Offset of the next entry's first header block.
+    next: u64,
+}
+
+impl TarStream {
+    /// Start reading `file` (an archive in one `codec` stream).
+    pub fn open(codec: Codec, file: std::fs::File) -> io::Result<TarStream> {
+        Ok(TarStream {
+            pipe: Pipeline::start(codec, file)?,
+            buf: Vec::new(),
+            head: 0,
+            at: 0,
+            done: false,
+            error: None,
+            next: 0,
+        })
+    }
+
+    /// Bytes held from `at` on.
+    fn held(&self) -> usize {
+        self.buf.len() - self.head
+    }
+
+    fn failure(&self) -> Option<io::Error> {
+        self.error
+            .as_ref()
+            .map(|(kind, what)| io::Error::new(*kind, what.clone()))
+    }
+
+    /// Take the next block from the decoder into the buffer; false at the end of the stream
+    /// or after a decompression error (kept in `error`).
+    fn pull(&mut self) -> bool {
+        if self.done {
+            return false;
+        }
+        match self.pipe.next() {
+            Some(Ok(block)) => {
+                if self.head == self.buf.len() {
+                    // All used: the block becomes the buffer, no copy.
+                    self.buf = block;
+                    self.head = 0;
+                } else {
+                    self.buf.drain(..self.head);
+                    self.head = 0;
+                    self.buf.extend_from_slice(&block);
+                }
+                true
+            }
+            Some(Err(e)) => {
+                self.error = Some((e.kind(), format!("decompress: {e}")));
+                self.done = true;
+                false
+            }
+            None => {
+                self.done = true;
+                false
+            }
+        }
+    }
+
+    /// Drop the stream's bytes before `to` (at or after the bytes read so far), pulling and
+    /// dropping blocks as needed. An error when the stream ends before `to`.
+    fn skip_to(&mut self, to: u64) -> io::Result<()> {
+        while self.at < to {
+            if self.held() == 0 && !self.pull() {
+                return Err(self.failure().unwrap_or_else(cut_short));
+            }
+            let n = (to - self.at).min(self.held() as u64) as usize;
+            self.head += n;
+            self.at += n as u64;
+        }
+        Ok(())
+    }
+
+    /// `len` bytes at `off` (at or after the bytes dropped so far), fewer at the end of the
+    /// stream; a decompression error if one stopped it before.
+    fn read_at(&mut self, off: u64, len: usize) -> io::Result<Vec<u8>> {
+        self.skip_to(off).or_else(|e| match self.failure() {
+            Some(e) => Err(e),
+            None if e.kind() == io::ErrorKind::UnexpectedEof => Ok(()),
+            None => Err(e),
+        })?;
+        if self.at < off {
+            return Ok(Vec::new());
+        }
+        let from = (off - self.at) as usize;
+        while self.held() < from + len && self.pull() {}
+        if self.held() < from + len {
+            if let Some(e) = self.failure() {
+                return Err(e);
+            }
+        }
+        let a = self.head + from.min(self.held());
+        let b = self.head + (from + len).min(self.held());
+        Ok(self.buf[a..b].to_vec())
+    }
+
+    /// The next entry (its header decoded, extensions applied), or `None` at the end of the
+    /// archive: its end-of-archive block, or the end of the stream where an entry would start
+    /// (GNU tar accepts both). The data of the entry before that was not taken is skipped.
+    pub fn next_entry(&mut self) -> Result<Option<Decoded>, HeaderError> {
+        let pos = self.next;
+        let first = self.read_at(pos, 1).map_err(|source| HeaderError::Io {
+            offset: pos,
+            source,
+        })?;
+        if first.is_empty() {
+            return Ok(None);
+        }
+        let decoded = decode_entry(&mut |off, len| self.read_at(off, len), pos)?;
+        if let Some(d) = &decoded {
+            self.next = d.next;
+            // The data starts at d.data: nothing before it is needed again.
+            self.skip_to(d.data).map_err(|source| HeaderError::Io {
+                offset: d.data,
+                source,
+            })?;
+        }
+        Ok(decoded)
+    }
+
+    /// Up to `max` bytes of the stream from the current position (the entry's data), as
+    /// much as one block holds; an error when the stream ends first or does not decompress.
+    pub fn take(&mut self, max: usize) -> io::Result<&[u8]> {
+        if self.held() == 0 && !self.pull() {
+            return Err(self.failure().unwrap_or_else(cut_short));
+        }
+        let n = max.min(self.held());
+        let from = self.head;
+        self.head += n;
+        self.at += n as u64;
+        Ok(&self.buf[from..from + n])
+    }
+
+    /// Stream offset of the next byte [`TarStream::take`] gives.
+    pub fn position(&self) -> u64 {
+        self.at
+    }
+
+    /// Read the rest of the stream (after the end-of-archive block) to its end, and say
+    /// whether it ended with a decompression error: a gzip member's CRC-32 and length, bzip2's
+    /// and xz's checks and zstd's checksum are only verified at the end of what they cover,
+    /// which can lie after the last entry (GNU tar, through gzip, reports such damage too).
+    pub fn decompression_error(&mut self) -> Option<io::Error> {
+        while self.pull() {
+            self.head = self.buf.len();
+        }
+        self.failure()
+    }
+}
+
+/// A barrier that waits without spinning: while rank 0 reads a serial archive the other ranks
+/// sleep between tests of a non-blocking barrier, instead of busy-polling in MPI's blocking
+/// one and taking cores from the decoder and the writes. Collective.
+pub fn wait_quietly(comm: &dyn steal::Comm) {
+    let mut barrier = comm.ibarrier();
+    while !barrier.test() {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// The error of a stream that ends inside an entry.
+fn cut_short() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "truncated archive: the compressed stream ends inside an entry",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tar::header::{round_up, Header, Kind};
+    use std::io::{Seek, Write};
+
+    /// The bytes of file `i` of [`tar_of`]: noise, so that compressed streams are about as
+    /// long as the data and a cut lands where the data does.
+    fn bytes_of(i: usize, size: usize) -> Vec<u8> {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ i as u64;
+        (0..size)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    /// A tar stream of `files` (name, size), file `i` holding [`bytes_of`]`(i, size)`.
+    fn tar_of(files: &[(&str, usize)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, (name, size)) in files.iter().enumerate() {
+            Header {
+                path: name.as_bytes().to_vec(),
+                kind: Kind::File,
+                mode: 0o644,
+                uid: 0,
+                gid: 0,
+                uname: Vec::new(),
+                gname: Vec::new(),
+                size: *size as u64,
+                mtime: 1,
+                mtime_nsec: 0,
+                link: Vec::new(),
+                dev_major: 0,
+                dev_minor: 0,
+                xattrs: Vec::new(),
+            }
+            .encode(&mut out);
+            out.extend_from_slice(&bytes_of(i, *size));
+            out.resize(out.len() + (round_up(*size as u64) as usize - size), 0);
+        }
+        out.resize(out.len() + 1024, 0);
+        out
+    }
+
+    fn file_of(bytes: &[u8]) -> std::fs::File {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(bytes).unwrap();
+        f.rewind().unwrap();
+        f
+    }
+
+    /// (name, data) of each entry read.
+    type Named = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// Every entry of the stream with its data, and the error that ended it, if any.
+    fn read_all(mut s: TarStream) -> (Named, Option<String>) {
+        let mut out = Vec::new();
+        loop {
+            let d = match s.next_entry() {
+                Ok(Some(d)) => d,
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(e.to_string())),
+            };
+            let mut data = Vec::new();
+            while (data.len() as u64) < d.header.size {
+                match s.take((d.header.size - data.len() as u64) as usize) {
+                    Ok(b) => data.extend_from_slice(b),
+                    Err(e) => return (out, Some(e.to_string())),
+                }
+            }
+            out.push((d.header.path, data));
+        }
+    }
+
+    #[test]
+    fn concatenated_gzip_members_read_as_one_stream_across_blocks() {
+        // Files larger than a block of the pipeline, and a header that straddles two blocks.
+        let files = [
+            ("a", 3 << 20),
+            ("b", STREAM_BLOCK - 700),
+            ("c", 10),
+            ("d", 0),
+        ];
+        let tar = tar_of(&files);
+        let mut gz = Vec::new();
+        // Two members cut in the middle of a file, as pigz or BGZF would.
+        for part in [&tar[..1_000_000], &tar[1_000_000..]] {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(part).unwrap();
+            gz.extend_from_slice(&e.finish().unwrap());
+        }
+        assert_eq!(Codec::of_magic(&gz[..MAGIC_LEN]), Some(Codec::Gzip));
+        let (got, err) = read_all(TarStream::open(Codec::Gzip, file_of(&gz)).unwrap());
+        assert_eq!(err, None);
+        assert_eq!(got.len(), files.len());
+        for (i, ((name, size), (gname, data))) in files.iter().zip(&got).enumerate() {
+            assert_eq!(name.as_bytes(), &gname[..]);
+            assert!(*data == bytes_of(i, *size), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_cut_stream_gives_the_entries_before_the_cut_then_an_error() {
+        let files = [("a", 1000), ("b", 2 << 20), ("c", 10)];
+        let tar = tar_of(&files);
+        for codec in [Codec::Gzip, Codec::Bzip2, Codec::Xz, Codec::Zstd] {
+            let whole: Vec<u8> = match codec {
+                Codec::Gzip => {
+                    let mut e = flate2::write::GzEncoder::new(Vec::new(), Default::default());
+                    e.write_all(&tar).unwrap();
+                    e.finish().unwrap()
+                }
+                Codec::Bzip2 => {
+                    let mut e = bzip2::write::BzEncoder::new(Vec::new(), Default::default());
+                    e.write_all(&tar).unwrap();
+                    e.finish().unwrap()
+                }
+                Codec::Xz => {
+                    let mut e = liblzma::write::XzEncoder::new(Vec::new(), 1);
+                    e.write_all(&tar).unwrap();
+                    e.finish().unwrap()
+                }
+                Codec::Zstd => zstd::stream::encode_all(&tar[..], 1).unwrap(),
+            };
+            assert_eq!(Codec::of_magic(&whole), Some(codec));
+            let (got, err) = read_all(TarStream::open(codec, file_of(&whole)).unwrap());
+            assert_eq!((got.len(), err), (3, None), "{codec:?}");
+            let cut = &whole[..whole.len() * 3 / 4];
+            let (got, err) = read_all(TarStream::open(codec, file_of(cut)).unwrap());
+            assert!(
+                err.is_some(),
+                "{codec:?}: a cut stream must end in an error"
+            );
+            assert!(
+                !got.is_empty() && got.len() < 3,
+                "{codec:?}: {} entries",
+                got.len()
+            );
+            assert_eq!(got[0].1, bytes_of(0, 1000), "{codec:?}");
+        }
+    }
+}

@@ -1,0 +1,439 @@
+//! `tar -x` of an archive in one compressed stream (`.tar.gz`, `.tar.bz2`, `.tar.xz`, zstd
+//! without a seek table): such a stream decompresses front to back only, so rank 0 reads it
+//! while a decoder thread decompresses ahead ([`TarStream`]), and extracts each entry as it
+//! arrives, in archive order, as GNU tar does. The other ranks wait: decompression is the
+//! bottleneck (one core's worth), and handing file data to other ranks would only add copies.
+//!
+//! Every rule of the parallel extraction holds: names through [`clean`], writes through
+//! [`Target`] (no symlink followed), a file whose data was cut short by damage never gets its
+//! archived metadata and is named, directories get theirs last, deepest first.
+
+use super::super::beneath::{clean, explain, Target};
+use super::super::compressed::{Codec, TarStream};
+use super::super::entries::{Entries as Store, Item};
+use super::super::header::{Decoded, Kind, Segment};
+use super::super::index;
+use super::super::stream::Archive;
+use super::super::{Done, Options, Report};
+use super::{
+    make_other, open_new, set_meta, times_of, DirCache, Failures, Layouts, Restore, INTERRUPTED,
+};
+use crate::engine::context::Error;
+use crate::engine::copy::data::write_all_at;
+use crate::engine::copy::meta::{write_xattrs, MetaOptions, Target as XattrTarget, XattrPolicy};
+use crate::engine::copy::striping::Striping;
+use flist::path::display;
+use rustix::fd::{AsFd, BorrowedFd};
+use rustix::fs::{Gid, Mode, Uid};
+use std::time::Instant;
+use steal::{Comm, CommExt};
+
+/// What rank 0's read of the stream did.
+#[derive(Default)]
+struct Outcome {
+    /// Entries extracted completely, metadata included.
+    extracted: u64,
+    /// Entries seen (one cut short by damage included).
+    seen: u64,
+    /// Data bytes written.
+    bytes: u64,
+    /// Entries of unsupported types (named).
+    skipped: u64,
+    /// The stream or a header was damaged (said).
+    damaged: bool,
+    /// A stop request ended the read.
+    interrupted: bool,
+}
+
+/// `tar -x` of `archive`, whose compression is `codec`, into `target`. Collective: rank 0
+/// extracts, the others wait.
+#[allow(clippy::too_many_arguments)]
+pub(in super::super) fn run(
+    comm: &dyn Comm,
+    o: &Options,
+    started: Instant,
+    path: Vec<u8>,
+    dest: Vec<u8>,
+    archive: Archive,
+    target: Target,
+    codec: Codec,
+) -> Result<Report, Error> {
+    let fail = Failures::default();
+    let mut out = Outcome::default();
+    if comm.rank() == 0 {
+        let stripes = Striping::detect(&*o.lustre, std::slice::from_ref(&dest), o.stripe);
+        let lay = Layouts {
+            stripes: &stripes,
+            dest: &dest,
+            chunk: o.chunksize,
+        };
+        match archive.reopen().and_then(|f| TarStream::open(codec, f)) {
+            Ok(stream) => out = extract(o, stream, &target, &lay, &path, &fail),
+            Err(e) => {
+                fail.add(&path, format_args!("read: {e}"));
+                out.damaged = true;
+            }
+        }
+    }
+    super::super::compressed::wait_quietly(comm);
+    let failures = fail.take();
+    for f in &failures {
+        o.context.error(f);
+    }
+    let interrupted = comm.any(out.interrupted);
+    let report = Report {
+        mode: Done::Extract,
+        archive: path,
+        directory: dest,
+        entries: comm.sum(out.extracted),
+        archive_entries: comm.sum(out.seen),
+        bytes: comm.sum(out.bytes),
+        skipped: comm.sum(out.skipped),
+        failed: comm.sum(failures.len() as u64),
+        scanned: true,
+        damaged: comm.any(out.damaged),
+        compression: Some(codec),
+        serial: true,
+        interrupted,
+        ..Report::default()
+    };
+    if comm.rank() == 0 && interrupted {
+        o.context.error(format_args!(
+            "interrupted (SIGINT/SIGTERM): stopped extracting {}; {} of the {} entries read \
+             were extracted completely, the others are missing or incomplete (those carry no \
+             archive times)",
+            display(&report.archive),
+            report.entries,
+            report.archive_entries
+        ));
+    }
+    Ok(Report {
+        seconds: started.elapsed().as_secs_f64(),
+        failures: o.context.failures(),
+        ..report
+    })
+}
+
+/// How metadata is restored, as the parallel extraction does it.
+fn restore(o: &Options) -> Restore {
+    let root = rustix::process::geteuid().is_root();
+    Restore {
+        owner: o.preserve_owner || root,
+        modes: MetaOptions::new(o.preserve_perms || root, XattrPolicy::None),
+        xattrs: o.xattrs,
+    }
+}
+
+/// Read the stream to its end (or its damage, or a stop request), extracting each entry.
+fn extract(
+    o: &Options,
+    mut stream: TarStream,
+    target: &Target,
+    lay: &Layouts,
+    path: &[u8],
+    fail: &Failures,
+) -> Outcome {
+    let how = restore(o);
+    let ids = (
+        rustix::process::geteuid().as_raw(),
+        rustix::process::getegid().as_raw(),
+    );
+    let progress = o.context.progress(0, "Extracted");
+    let mut out = Outcome::default();
+    let mut dirs = DirCache::default();
+    // Directories get their metadata at the end, deepest first (their files change their
+    // mtime until then): kept as compact records.
+    let mut directories = Store::default();
+    loop {
+        if o.context.stopped() {
+            out.interrupted = true;
+            break;
+        }
+        let d = match stream.next_entry() {
+            Ok(Some(d)) => d,
+            Ok(None) => break,
+            Err(e) => {
+                fail.add(path, e);
+                out.damaged = true;
+                break;
+            }
+        };
+        out.seen += 1;
+        let rel = match clean(&d.header.path) {
+            Ok(rel) => rel,
+            Err(e) => {
+                fail.add(&d.header.path, e);
+                continue;
+            }
+        };
+        let mut one = Store::with_capacity(1);
+        one.push(&rel, &d, true);
+        let item = one.get(0);
+        match item.kind {
+            Kind::Dir => match target.dir(&rel, true) {
+                Ok(_) => directories.push(&rel, &d, true),
+                Err(e) => fail.add(&rel, explain(e)),
+            },
+            Kind::File if d.sparse.is_none() && maybe_index(&d, out.seen - 1) => {
+                // The dtar index member of an mfu-rs archive compressed by another tool:
+                // hidden, as the parallel extraction hides it, when it indexes what came
+                // before it; any other file of that name is extracted.
+                let mut data = Vec::with_capacity(d.header.size as usize);
+                while (data.len() as u64) < d.header.size {
+                    let want = (d.header.size - data.len() as u64) as usize;
+                    match stream.take(want) {
+                        Ok(bytes) => data.extend_from_slice(bytes),
+                        Err(e) => {
+                            fail.add(path, e);
+                            out.damaged = true;
+                            break;
+                        }
+                    }
+                }
+                if out.damaged {
+                    break;
+                }
+                if is_index(&data, out.seen - 1, d.start) {
+                    out.seen -= 1;
+                    continue;
+                }
+                let file = File {
+                    o,
+                    how: &how,
+                    ids,
+                    lay,
+                    target,
+                };
+                match file.extract(&mut dirs, &item, &d, &mut Slice(&data)) {
+                    Ok(n) => {
+                        out.bytes += n;
+                        out.extracted += 1;
+                        progress.add(1, n);
+                    }
+                    Err(why) => fail.add(&rel, why.text()),
+                }
+            }
+            Kind::File => {
+                let file = File {
+                    o,
+                    how: &how,
+                    ids,
+                    lay,
+                    target,
+                };
+                match file.extract(&mut dirs, &item, &d, &mut stream) {
+                    Ok(n) => {
+                        out.bytes += n;
+                        out.extracted += 1;
+                        progress.add(1, n);
+                    }
+                    Err(Failed::Entry(why)) => fail.add(&rel, why),
+                    Err(Failed::Stream(why)) => {
+                        fail.add(&rel, format_args!("its data is incomplete: {why}"));
+                        fail.add(path, why);
+                        out.damaged = true;
+                        break;
+                    }
+                    Err(Failed::Stopped) => {
+                        fail.add(&rel, INTERRUPTED);
+                        out.interrupted = true;
+                        break;
+                    }
+                }
+            }
+            Kind::HardLink => match make_other(target, &item) {
+                Ok(()) => out.extracted += 1,
+                Err(why) => fail.add(&rel, why),
+            },
+            Kind::Symlink | Kind::Fifo | Kind::Char | Kind::Block => {
+                match make_other(target, &item).and_then(|()| set_meta(target, &item, &how)) {
+                    Ok(()) => out.extracted += 1,
+                    Err(why) => fail.add(&rel, why),
+                }
+            }
+            // A GNU volume label names the archive, not a file (as GNU tar).
+            Kind::Other(b'V') => out.extracted += 1,
+            Kind::Other(t) => {
+                o.context.error(format_args!(
+                    "{}: not extracted: entries of type '{}' are not supported",
+                    display(&rel),
+                    t.escape_ascii()
+                ));
+                out.skipped += 1;
+            }
+        }
+    }
+    if !out.damaged && !out.interrupted {
+        if let Some(e) = stream.decompression_error() {
+            // Damage found at the end of the stream (a gzip member's CRC, say): GNU tar,
+            // through gzip, says so too. Nothing extracted can be taken back; the archive is
+            // named and the run fails.
+            fail.add(path, e);
+            out.damaged = true;
+        }
+    }
+    drop(stream);
+    if !out.interrupted {
+        let mut order: Vec<(usize, usize)> = (0..directories.len())
+            .map(|i| (flist::path::depth(directories.rel(i)), i))
+            .collect();
+        order.sort_unstable_by_key(|&(depth, _)| std::cmp::Reverse(depth));
+        for (_, i) in order {
+            let item = directories.get(i);
+            match set_meta(target, &item, &how) {
+                Ok(()) => out.extracted += 1,
+                Err(why) => fail.add(item.rel, why),
+            }
+        }
+    }
+    out
+}
+
+/// Whether `d` may be the dtar index member of the `count` entries before it: a file named
+/// `*.dtaridx` of the size such a member has.
+fn maybe_index(d: &Decoded, count: u64) -> bool {
+    d.header.path.ends_with(b".dtaridx") && d.header.size == index::data_len(count)
+}
+
+/// Whether `data` is the data of the index member of `count` entries that end at `end` (the
+/// member's first header block): offsets increasing, the footer's count and end as said.
+fn is_index(data: &[u8], count: u64, end: u64) -> bool {
+    match index::decode_index(data) {
+        Some((offsets, Some(at))) => {
+            offsets.len() as u64 == count && at == end && index::valid_order(&offsets, end)
+        }
+        _ => false,
+    }
+}
+
+/// Where a file's data comes from: the stream, or bytes already taken from it.
+trait Source {
+    /// Up to `max` bytes of the data from where the last call ended; an error when the data
+    /// ends first or cannot be read.
+    fn take(&mut self, max: usize) -> std::io::Result<&[u8]>;
+}
+
+impl Source for TarStream {
+    fn take(&mut self, max: usize) -> std::io::Result<&[u8]> {
+        TarStream::take(self, max)
+    }
+}
+
+/// Data held in memory.
+struct Slice<'a>(&'a [u8]);
+
+impl<'a> Source for Slice<'a> {
+    fn take(&mut self, max: usize) -> std::io::Result<&[u8]> {
+        let data: &'a [u8] = self.0;
+        let (head, rest) = data.split_at(max.min(data.len()));
+        self.0 = rest;
+        Ok(head)
+    }
+}
+
+/// Why a file was not extracted.
+enum Failed {
+    /// This entry only (named with the reason); the stream reads on.
+    Entry(String),
+    /// The stream itself (damaged or cut short): nothing after it can be read.
+    Stream(String),
+    /// A stop request.
+    Stopped,
+}
+
+impl Failed {
+    /// What is said of the file.
+    fn text(self) -> String {
+        match self {
+            Failed::Entry(why) => why,
+            Failed::Stream(why) => format!("its data is incomplete: {why}"),
+            Failed::Stopped => INTERRUPTED.to_string(),
+        }
+    }
+}
+
+/// What extracting a file needs.
+struct File<'a> {
+    o: &'a Options,
+    how: &'a Restore,
+    /// This process's effective user and group.
+    ids: (u32, u32),
+    lay: &'a Layouts<'a>,
+    target: &'a Target,
+}
+
+impl File<'_> {
+    /// Create the file of `item`, write its data as the stream brings it (each stored segment
+    /// at its place for a sparse file), then give it its metadata through the descriptor.
+    /// Returns the data bytes written. The stream is left at the entry's end either way,
+    /// unless the stream itself failed.
+    fn extract(
+        &self,
+        dirs: &mut DirCache,
+        item: &Item,
+        d: &Decoded,
+        stream: &mut dyn Source,
+    ) -> Result<u64, Failed> {
+        let whole = [Segment {
+            at: 0,
+            len: d.header.size,
+        }];
+        let segments: &[Segment] = d.sparse.as_deref().unwrap_or(&whole);
+        let fd = open_new(dirs, self.target, item, self.lay);
+        let mut written = 0u64;
+        let mut write_failed = None;
+        for seg in segments {
+            let mut done = 0u64;
+            while done < seg.len {
+                if self.o.context.stopped() {
+                    return Err(Failed::Stopped);
+                }
+                let want = (seg.len - done).min(usize::MAX as u64) as usize;
+                let bytes = stream
+                    .take(want)
+                    .map_err(|e| Failed::Stream(e.to_string()))?;
+                if let (Ok(fd), None) = (&fd, &write_failed) {
+                    match write_all_at(fd.as_fd(), bytes, seg.at + done) {
+                        Ok(()) => written += bytes.len() as u64,
+                        Err(e) => write_failed = Some(format!("{}: {}", e.op, e.source)),
+                    }
+                }
+                done += bytes.len() as u64;
+            }
+        }
+        let fd = fd.map_err(Failed::Entry)?;
+        if let Some(why) = write_failed {
+            return Err(Failed::Entry(why));
+        }
+        self.finish(dirs, item, fd.as_fd()).map_err(Failed::Entry)?;
+        Ok(written)
+    }
+
+    /// The file's metadata, as the parallel extraction gives a file it wrote whole.
+    fn finish(&self, dirs: &mut DirCache, h: &Item, fd: BorrowedFd<'_>) -> Result<(), String> {
+        let step = |op: &str, r: Result<(), rustix::io::Errno>| {
+            r.map_err(|e| format!("{op}: {}", explain(e)))
+        };
+        if h.sparse.is_some() {
+            step("truncate", rustix::fs::ftruncate(fd, h.size))?;
+        }
+        if self.o.fsync {
+            step("fsync", rustix::fs::fsync(fd))?;
+        }
+        if self.how.xattrs {
+            write_xattrs(XattrTarget::Fd(fd), h.xattrs).map_err(|e| format!("set xattr: {e}"))?;
+        }
+        let unchanged = self.ids == (h.uid, h.gid) && dirs.group() == Some(self.ids.1);
+        if self.how.owner && !unchanged {
+            step(
+                "chown",
+                rustix::fs::fchown(fd, Some(Uid::from_raw(h.uid)), Some(Gid::from_raw(h.gid))),
+            )?;
+        }
+        step(
+            "chmod",
+            rustix::fs::fchmod(fd, Mode::from_raw_mode(self.how.mode(h.mode))),
+        )?;
+        step("set times", rustix::fs::futimens(fd, &times_of(h)))
+    }
+}

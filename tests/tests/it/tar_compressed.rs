@@ -1,0 +1,451 @@
+//! `mfu-rs tar` and compressed archives: `.tar.gz`, `.tar.bz2`, `.tar.xz` and `.tar.zst` made by
+//! GNU tar (and pigz) read front to back and extracted and listed exactly as GNU tar does, damage
+//! included; mfu-rs's own `--gzip` and `-j` archives read by gzip and bzip2 and extracted in
+//! parallel, members decompressed on several ranks; the frames of one big file spread over all
+//! ranks on create.
+//!
+//! The reference is GNU tar (`TZ=UTC`, `LC_ALL=C`). A missing external tool (pigz, xz, bzip2,
+//! zstd) fails the test with a hint to run `cargo xtask setup`.
+
+use mfu_tests::tar_tools::{gnu_tar, text, tool};
+use mfu_tests::tree::{self, Compare, Tree};
+use mfu_tests::{noise, Tool};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// How mfu-rs is started: thread ranks in one process, or `mpirun -np N`.
+#[derive(Clone, Copy, Debug)]
+enum Launch {
+    Ranks(usize),
+    Mpi(usize),
+}
+
+const LAUNCHES: [Launch; 4] = [
+    Launch::Ranks(1),
+    Launch::Ranks(2),
+    Launch::Ranks(4),
+    Launch::Mpi(2),
+];
+
+fn tar(launch: Launch) -> Tool {
+    let t = Tool::new("tar").env("TZ", "UTC").env("LC_ALL", "C");
+    match launch {
+        Launch::Ranks(n) => t.ranks(n),
+        Launch::Mpi(n) => t.mpi(n),
+    }
+}
+
+/// A fresh directory `name` under `work`.
+fn fresh(work: &Path, name: &str) -> PathBuf {
+    let d = work.join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Snapshot of an extraction target, without its root.
+fn extracted(dir: &Path) -> Tree {
+    let mut t = tree::snapshot(dir);
+    t.remove(&b""[..]);
+    t
+}
+
+/// The tree the archives hold, under `root/src`: directories, files from empty to 1.5 MiB
+/// (more than one block of the decompressed stream), text that compresses and noise that does not, a
+/// name longer than 100 bytes, a symlink, a hard link, modes other than the default.
+fn make_tree(root: &Path) -> PathBuf {
+    let src = root.join("src");
+    let deep = src.join("a/b/c");
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(src.join("empty"), b"").unwrap();
+    std::fs::write(src.join("one"), b"1").unwrap();
+    std::fs::write(src.join("a/noise"), noise(7, 10_000)).unwrap();
+    std::fs::write(src.join("a/big"), noise(8, 3 << 19)).unwrap();
+    let text: Vec<u8> = (0..100_000u32)
+        .flat_map(|i| format!("line {i} of some text\n").into_bytes())
+        .collect();
+    std::fs::write(deep.join("text"), &text).unwrap();
+    let long = format!("{}-long-name", "x".repeat(120));
+    std::fs::write(deep.join(&long), b"long").unwrap();
+    std::os::unix::fs::symlink("../noise", src.join("a/b/link")).unwrap();
+    std::fs::hard_link(src.join("one"), src.join("a/hard")).unwrap();
+    std::fs::set_permissions(src.join("a/noise"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::fs::set_permissions(src.join("a/b"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    for i in 0..40 {
+        std::fs::write(src.join(format!("a/b/f{i:02}")), noise(i, i as usize * 300)).unwrap();
+    }
+    src
+}
+
+/// Run GNU tar with `args`, which must succeed.
+fn gnu(args: &[&std::ffi::OsStr]) -> Output {
+    let out = gnu_tar().args(args).output().unwrap();
+    assert!(out.status.success(), "tar {args:?}: {}", text(&out.stderr));
+    out
+}
+
+/// The archives GNU tar (and pigz, xz, zstd through it) makes of `root/src`.
+fn gnu_archives(root: &Path) -> Vec<(&'static str, PathBuf)> {
+    for t in ["gzip", "bzip2", "xz", "zstd", "pigz"] {
+        tool(t);
+    }
+    let mut out = Vec::new();
+    for (name, flags) in [
+        ("gzip", vec!["-z"]),
+        ("bzip2", vec!["-j"]),
+        ("xz", vec!["-J"]),
+        ("zstd", vec!["--zstd"]),
+        ("pigz", vec!["-I", "pigz"]),
+    ] {
+        let a = root.join(format!("gnu.{name}.tar.c"));
+        let mut args: Vec<&std::ffi::OsStr> = vec!["-c".as_ref()];
+        args.extend(flags.iter().map(std::ffi::OsStr::new));
+        args.extend([
+            "-f".as_ref(),
+            a.as_os_str(),
+            "-C".as_ref(),
+            root.as_os_str(),
+            "src".as_ref(),
+        ]);
+        gnu(&args);
+        out.push((name, a));
+    }
+    out
+}
+
+/// `mfu-rs tar -x` of `archive` into a fresh `work/name`, expecting `code`; the JSON report.
+fn mfu_extract(
+    launch: Launch,
+    archive: &Path,
+    work: &Path,
+    name: &str,
+    code: i32,
+) -> (PathBuf, serde_json::Value, Output) {
+    let d = fresh(work, name);
+    let run = tar(launch)
+        .args(["-x", "--json", "-f"])
+        .arg(archive)
+        .arg("-C")
+        .arg(&d)
+        .expect(code);
+    let out = run.output;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{name}: no JSON report ({e}): {}", text(&out.stdout)));
+    (d, v, out)
+}
+
+/// GNU tar's archives in one compressed stream extract as GNU tar extracts them (every
+/// launch), list as GNU tar lists them (names and `-tv` lines), and say they were read front to
+/// back.
+#[test]
+fn gnu_compressed_archives_extract_and_list_as_gnu_tar_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    make_tree(root);
+    for (name, archive) in gnu_archives(root) {
+        let want_dir = fresh(root, &format!("want-{name}"));
+        gnu(&[
+            "-xf".as_ref(),
+            archive.as_os_str(),
+            "-C".as_ref(),
+            want_dir.as_os_str(),
+        ]);
+        let want = extracted(&want_dir);
+        // Rank 0 reads a serial archive whatever the launch: every launch for gzip, one
+        // besides a single rank for the others.
+        let launches: Vec<Launch> = match name {
+            "gzip" => LAUNCHES.to_vec(),
+            "bzip2" => vec![Launch::Ranks(1), Launch::Ranks(2)],
+            "xz" => vec![Launch::Ranks(1), Launch::Ranks(4)],
+            _ => vec![Launch::Ranks(1), Launch::Mpi(2)],
+        };
+        for launch in launches {
+            let ctx = format!("{name}, {launch:?}");
+            let (got, v, _) = mfu_extract(launch, &archive, root, &format!("got-{name}"), 0);
+            tree::assert_equal_in(&ctx, &extracted(&got), &want, Compare::META);
+            let codec = if name == "pigz" { "gzip" } else { name };
+            assert_eq!(v["compression"], codec, "{ctx}: {v}");
+            assert_eq!(v["serial"], true, "{ctx}: {v}");
+            assert_eq!(v["entries"], v["archive_entries"], "{ctx}: {v}");
+        }
+        let other = if name == "gzip" {
+            Launch::Mpi(2)
+        } else {
+            Launch::Ranks(2)
+        };
+        for (flags, launch) in [("-t", Launch::Ranks(1)), ("-tv", other)] {
+            let want = gnu(&[flags.as_ref(), "-f".as_ref(), archive.as_os_str()]);
+            let mut args = vec!["-t"];
+            if flags == "-tv" {
+                args.push("-v");
+            }
+            let got = tar(launch)
+                .args(args)
+                .arg("-f")
+                .arg(&archive)
+                .expect(0)
+                .output;
+            assert_eq!(
+                text(&got.stdout),
+                text(&want.stdout),
+                "{name}: mfu-rs tar {flags} against GNU tar {flags}"
+            );
+        }
+    }
+}
+
+/// A compressed archive cut short or with a damaged byte: the damage is named with the
+/// archive, the status is 1, the entries before it are extracted (those GNU tar extracts in
+/// full, with the same bytes), and a file cut short is named and does not get its archived
+/// mtime.
+#[test]
+fn a_damaged_compressed_archive_extracts_what_comes_before_the_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    make_tree(root);
+    let archives = gnu_archives(root);
+    for (name, archive) in archives.iter().filter(|(n, _)| *n != "pigz") {
+        let bytes = std::fs::read(archive).unwrap();
+        let cut = root.join(format!("cut.{name}"));
+        std::fs::write(&cut, &bytes[..bytes.len() * 3 / 5]).unwrap();
+        let flipped = root.join(format!("flipped.{name}"));
+        let mut f = bytes.clone();
+        let at = f.len() / 2;
+        for b in &mut f[at..at + 64] {
+            *b ^= 0x5a;
+        }
+        std::fs::write(&flipped, &f).unwrap();
+        for (how, damaged) in [("cut", &cut), ("flipped", &flipped)] {
+            let ctx = format!("{name}, {how}");
+            let want_dir = fresh(root, "want-damaged");
+            let _ = gnu_tar()
+                .arg("-xf")
+                .arg(damaged)
+                .arg("-C")
+                .arg(&want_dir)
+                .output()
+                .unwrap();
+            let want = extracted(&want_dir);
+            let (got_dir, v, out) = mfu_extract(Launch::Ranks(2), damaged, root, "got-damaged", 1);
+            let err = text(&out.stderr);
+            assert!(
+                err.contains(&damaged.display().to_string()),
+                "{ctx}: the archive is not named: {err}"
+            );
+            assert_eq!(v["damaged"], true, "{ctx}: {v}");
+            let got = extracted(&got_dir);
+            // Every file GNU tar extracted is there with the same bytes, except the one each
+            // tool was writing when the damage came (GNU tar keeps what it got; so does
+            // mfu-rs, without the archive's mtime).
+            let src = extracted(&root.join("src"));
+            let mut complete = 0;
+            for (rel, node) in &want {
+                let Some(orig) = src.get(rel.strip_prefix(b"src/").unwrap_or(rel)) else {
+                    continue;
+                };
+                if node.kind != tree::Kind::File || node.digest != orig.digest {
+                    continue;
+                }
+                complete += 1;
+                let mine = got
+                    .get(rel)
+                    .unwrap_or_else(|| panic!("{ctx}: {} is missing: {err}", tree::lossy(rel)));
+                assert_eq!(mine.digest, node.digest, "{ctx}: {}", tree::lossy(rel));
+            }
+            assert!(
+                complete > 3,
+                "{ctx}: GNU tar extracted only {complete} files"
+            );
+            // Files mfu-rs wrote whose bytes are cut short carry no archived mtime (a byte
+            // changed in a stored block is only found by the CRC at the end, by every tool).
+            for (rel, node) in got.iter().filter(|_| how == "cut") {
+                let orig = src.get(rel.strip_prefix(b"src/").unwrap_or(rel));
+                if node.kind == tree::Kind::File && orig.is_some_and(|o| o.digest != node.digest) {
+                    assert_ne!(
+                        node.mtime,
+                        orig.unwrap().mtime,
+                        "{ctx}: {} is incomplete but has the archived mtime",
+                        tree::lossy(rel)
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The `tar -t` names of a tar stream read by GNU tar from standard input (a decompressor's
+/// output).
+fn names_through(decompress: &str, archive: &Path) -> String {
+    let script = format!("{decompress} -dc \"$1\" | tar -tf -");
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script, "sh"])
+        .arg(archive)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script} on {}: {}",
+        archive.display(),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// mfu-rs's `--gzip` and `-j` archives: gzip and bzip2 decompress them into a tar stream GNU
+/// tar lists (the dtar index member included), `gzip -t` finds nothing wrong, and mfu-rs
+/// extracts them in parallel, several ranks decompressing members, to the source tree.
+#[test]
+fn gzip_and_bzip2_archives_of_mfu_rs_are_read_by_others_and_extracted_in_parallel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let src = make_tree(root);
+    let want = extracted(&src);
+    for (flag, tool_name) in [("--gzip", "gzip"), ("-j", "bzip2")] {
+        let archive = root.join(format!("mfu.{tool_name}"));
+        for launch in [Launch::Ranks(2), Launch::Mpi(2)] {
+            let _ = std::fs::remove_file(&archive);
+            tar(launch)
+                .args(["-c", flag, "-k", "256KB", "-f"])
+                .arg(&archive)
+                .arg("-C")
+                .arg(&src)
+                .arg(".")
+                .expect(0);
+            let ctx = format!("{flag}, created at {launch:?}");
+            let listed = names_through(tool_name, &archive);
+            let mine = tar(Launch::Ranks(1))
+                .args(["-t", "-f"])
+                .arg(&archive)
+                .expect(0)
+                .output;
+            assert_eq!(
+                listed
+                    .lines()
+                    .filter(|l| !l.ends_with(".dtaridx"))
+                    .collect::<Vec<_>>(),
+                text(&mine.stdout).lines().collect::<Vec<_>>(),
+                "{ctx}: {tool_name} -dc | tar -t against mfu-rs tar -t"
+            );
+            let t = std::process::Command::new(tool_name)
+                .arg("-t")
+                .arg(&archive)
+                .output()
+                .unwrap();
+            assert!(
+                t.status.success(),
+                "{ctx}: {tool_name} -t: {}",
+                text(&t.stderr)
+            );
+            for x in [Launch::Ranks(4), Launch::Mpi(2)] {
+                let (got, v, _) = mfu_extract(x, &archive, root, "got", 0);
+                let ctx = format!("{ctx}, extracted at {x:?}");
+                tree::assert_equal_in(&ctx, &extracted(&got), &want, Compare::CONTENT);
+                assert_eq!(v["compression"], tool_name, "{ctx}: {v}");
+                assert_eq!(v["serial"], false, "{ctx}: {v}");
+                let per_rank: Vec<u64> = v["frames_per_rank"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{ctx}: {v}"))
+                    .iter()
+                    .map(|n| n.as_u64().unwrap())
+                    .collect();
+                assert!(
+                    per_rank.iter().filter(|&&n| n > 0).count() >= 2,
+                    "{ctx}: members decompressed per rank {per_rank:?}"
+                );
+            }
+        }
+    }
+}
+
+/// One big file and `-z`, `--gzip` or `-j`: its frames are compressed by every rank, in
+/// shares that differ by one frame at most (before, the rank that laid out the file compressed
+/// all of them).
+#[test]
+fn the_frames_of_one_big_file_are_spread_over_all_ranks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let text: Vec<u8> = (0..600_000u32)
+        .flat_map(|i| format!("{i:08} ").into_bytes())
+        .collect();
+    std::fs::write(src.join("big"), &text).unwrap();
+    for flag in ["-z", "--gzip", "-j"] {
+        for launch in [Launch::Ranks(4), Launch::Mpi(2)] {
+            let ctx = format!("{flag}, {launch:?}");
+            let archive = tmp.path().join("A");
+            let _ = std::fs::remove_file(&archive);
+            let out = tar(launch)
+                .args(["-c", "--json", flag, "-k", "256KB", "-f"])
+                .arg(&archive)
+                .arg("-C")
+                .arg(&src)
+                .arg(".")
+                .expect(0)
+                .output;
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let per_rank: Vec<u64> = v["frames_per_rank"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{ctx}: {v}"))
+                .iter()
+                .map(|n| n.as_u64().unwrap())
+                .collect();
+            let (lo, hi) = (
+                per_rank.iter().min().copied().unwrap_or(0),
+                per_rank.iter().max().copied().unwrap_or(0),
+            );
+            assert!(
+                lo > 0 && hi - lo <= 1,
+                "{ctx}: frames per rank {per_rank:?}"
+            );
+            assert_eq!(
+                per_rank.iter().sum::<u64>(),
+                v["zstd_frames"].as_u64().unwrap()
+            );
+            let (got, _, _) = mfu_extract(launch, &archive, tmp.path(), "x", 0);
+            assert!(
+                std::fs::read(got.join("big")).unwrap() == text,
+                "{ctx}: extracted bytes differ"
+            );
+        }
+    }
+}
+
+/// The archive's name says nothing: a `.tar.gz` that is a plain tar, and a plain-named file that
+/// is gzip, are read for what they are.
+#[test]
+fn compression_is_recognised_by_content_not_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    make_tree(root);
+    let plain_named_gz = root.join("plain.tar.gz");
+    gnu(&[
+        "-cf".as_ref(),
+        plain_named_gz.as_os_str(),
+        "-C".as_ref(),
+        root.as_os_str(),
+        "src".as_ref(),
+    ]);
+    let gz_named_plain = root.join("really-gzip.tar");
+    gnu(&[
+        "-czf".as_ref(),
+        gz_named_plain.as_os_str(),
+        "-C".as_ref(),
+        root.as_os_str(),
+        "src".as_ref(),
+    ]);
+    let want = extracted(&root.join("src"));
+    for (archive, serial) in [(&plain_named_gz, false), (&gz_named_plain, true)] {
+        let (got, v, _) = mfu_extract(Launch::Ranks(2), archive, root, "got", 0);
+        let mut got = tree::subtree(&extracted(&got), b"src");
+        got.remove(&b""[..]);
+        tree::assert_equal_in(
+            &archive.display().to_string(),
+            &got,
+            &want,
+            Compare::CONTENT,
+        );
+        assert_eq!(v["serial"], serial, "{v}");
+    }
+}
