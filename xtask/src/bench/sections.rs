@@ -29,6 +29,10 @@
 //!   `mfu-rs tar -c -z -f A.tar.zst TREE`, and `zstd -dc A.tar.zst | tar -xf - -C OUT` against
 //!   `mfu-rs tar -x -f A.tar.zst -C OUT` (the archives extracted made as above).
 //!
+//! - resume: a 4 GiB file whose copy was killed half-way, finished by a sync that resumes from
+//!   its journal against one that copies it again (journal removed), and a whole copy; on
+//!   tmpfs and on the workspace's file system (see `resume.rs`).
+//!
 //! Each tar section also prints the sizes of the GNU and mfu-rs archives (tar-zstd: compressed
 //! and not, with the compression ratios).
 //!
@@ -73,6 +77,7 @@ pub const SECTIONS: &[&str] = &[
     "tar-small",
     "tar-mixed",
     "tar-zstd",
+    "resume",
 ];
 
 fn compare(
@@ -182,7 +187,7 @@ fn xcp_note() -> &'static str {
 }
 
 /// Entry point of `cargo xtask bench
-/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd]...`.
+/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|resume]...`.
 pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
     for a in args {
@@ -218,6 +223,7 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
             "tar-small" => bench_tar_small(b, &data),
             "tar-mixed" => bench_tar_mixed(b, &data),
             "tar-zstd" => bench_tar_zstd(b, &data),
+            "resume" => super::resume::bench_resume(b, &data),
             _ => unreachable!("SECTIONS lists the sections"),
         };
         if let Err(e) = result {
