@@ -27,6 +27,7 @@ mod pipeline;
 mod races;
 mod readme;
 mod reln;
+mod resume;
 mod rm;
 mod runtime_mpi;
 mod runtime_stats;

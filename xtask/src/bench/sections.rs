@@ -33,6 +33,9 @@
 //!   -c --gzip`; `tar -xzf`, `tar -I pigz -xf` and `mfu-rs tar -x` of GNU tar's archive (one
 //!   gzip stream), and `mfu-rs tar -x` of its own `--gzip` archive (members in parallel); see
 //!   [`super::tar_gz`].
+//! - resume: a 4 GiB file whose copy was killed half-way, finished by a sync that resumes from
+//!   its journal against one that copies it again (journal removed), and a whole copy; on
+//!   tmpfs and on the workspace's file system (see `resume.rs`).
 //!
 //! Each tar section also prints the sizes of the GNU and mfu-rs archives (tar-zstd: compressed
 //! and not, with the compression ratios).
@@ -79,6 +82,7 @@ pub const SECTIONS: &[&str] = &[
     "tar-mixed",
     "tar-zstd",
     "tar-gz",
+    "resume",
 ];
 
 pub(super) fn compare(
@@ -188,7 +192,7 @@ fn xcp_note() -> &'static str {
 }
 
 /// Entry point of `cargo xtask bench
-/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz]...`.
+/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz|resume]...`.
 pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
     for a in args {
@@ -225,6 +229,7 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
             "tar-mixed" => bench_tar_mixed(b, &data),
             "tar-zstd" => bench_tar_zstd(b, &data),
             "tar-gz" => super::tar_gz::bench_tar_gz(b, &data),
+            "resume" => super::resume::bench_resume(b, &data),
             _ => unreachable!("SECTIONS lists the sections"),
         };
         if let Err(e) = result {

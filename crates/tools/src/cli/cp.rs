@@ -109,11 +109,27 @@ impl CliTool for Cp {
     }
     fn render(r: &Report, console: &Console) {
         console.text(&summary(r));
+        if r.resumed > 0 {
+            console.text(&resumed_line(false, r.resumed, r.resumed_bytes));
+        }
     }
 }
 
 fn bytes_of(paths: &[OsString]) -> Vec<&[u8]> {
     paths.iter().map(|p| p.as_bytes()).collect()
+}
+
+/// `Resumed N files inside, skipped B already copied` (cp and sync; `dryrun`: to resume).
+pub fn resumed_line(dryrun: bool, files: u64, bytes: u64) -> String {
+    let (verb, kept) = if dryrun {
+        ("To resume", "to skip")
+    } else {
+        ("Resumed", "skipped")
+    };
+    format!(
+        "{verb} {files} partial files from their journals; {kept}: {} already copied\n",
+        bytes_text(bytes)
+    )
 }
 
 /// `Copied N items (...) and B in S s (R/s)[; K skipped][; F failed]`.

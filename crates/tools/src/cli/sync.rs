@@ -131,6 +131,13 @@ impl CliTool for Sync {
     }
     fn render(r: &Report, console: &Console) {
         console.text(&summary(r));
+        if r.resumed > 0 {
+            console.text(&crate::cli::cp::resumed_line(
+                r.dryrun,
+                r.resumed,
+                r.resumed_bytes,
+            ));
+        }
     }
 }
 

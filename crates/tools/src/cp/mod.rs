@@ -87,6 +87,11 @@ pub struct Report {
     pub others: u64,
     /// File data bytes written.
     pub bytes: u64,
+    /// Partial files of an interrupted copy resumed from their journals: only their missing
+    /// chunks were copied.
+    pub resumed: u64,
+    /// Bytes of resumed files not copied again.
+    pub resumed_bytes: u64,
     /// Entries that can't be recreated here (device nodes without privilege); each named.
     pub skipped: u64,
     /// Items whose copy failed (each counted once, named as an error event).
@@ -350,6 +355,8 @@ fn list(comm: &dyn Comm, o: &Options, target: &Setup) -> Result<(Plan, Report), 
         create: list,
         links,
         dir_meta: dirs,
+        // A rerun onto the same destination resumes huge files where their journals say.
+        journals: crate::engine::copy::resume::Journals::Probe,
         ..Plan::default()
     };
     Ok((plan, report))
@@ -373,6 +380,8 @@ fn copy(comm: &dyn Comm, o: &Options, target: &Setup, plan: Plan, report: &mut R
     report.hardlinks = copied.hardlinks;
     report.others = copied.others;
     report.bytes = copied.bytes;
+    report.resumed = copied.resumed;
+    report.resumed_bytes = copied.resumed_bytes;
     report.skipped = copied.skipped;
     report.failed = copied.total_errors;
     report.interrupted = copied.interrupted;

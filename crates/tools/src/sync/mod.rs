@@ -5,12 +5,16 @@
 //! size or mtime (seconds and nanoseconds) differ (`--contents`: or their bytes); entries whose
 //! data is equal but whose mode, owner or mtime differ get their metadata fixed only. Because the
 //! copy engine gives a file the source's mtime only once all of its data has landed, a sync after
-//! an interrupted copy or sync recopies exactly the files left incomplete.
+//! an interrupted copy or sync recopies exactly the files left incomplete; of a huge file whose
+//! journal it can trust, only the chunks the journal does not record
+//! ([`crate::engine::copy::journal`]).
 
 use crate::engine::compare_expr::{Field, Output, State, States};
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::copy::drive::IoOptions;
+use crate::engine::copy::journal::{self, Found, Resumable, SourceId};
 use crate::engine::copy::meta::Differences;
+use crate::engine::copy::resume::Journals;
 use crate::engine::copy::{links, Mapping, Plan};
 use crate::engine::pairing::{
     self, bring_home, contents_differ, exchange_pairs, home, index_by_rel, link_target, rdev,
@@ -100,6 +104,11 @@ pub struct Report {
     pub linked: u64,
     /// File data bytes copied (dry run: to copy).
     pub bytes: u64,
+    /// Partial files of an interrupted copy resumed from their journals: only their missing
+    /// chunks were copied (dry run: to resume).
+    pub resumed: u64,
+    /// Bytes of resumed files not copied again (dry run: planned to be kept).
+    pub resumed_bytes: u64,
     /// DEST entries of another type than SRC's, left alone without `delete` (each named).
     pub conflicts: u64,
     /// DEST entries `delete` would remove but kept because the source walk was incomplete.
@@ -378,6 +387,7 @@ fn plan(
             dest_root: &paths.dest,
             link_dest,
             dest_dev: paths.dest_dev,
+            dest_roots: &paths.roots,
             delete_allowed: l.src_complete,
             args: o,
         },
@@ -454,6 +464,14 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     }
     counts[5] = d.bytes;
     comm.allreduce(&mut counts, ReduceOp::Sum);
+    if let Journals::Planned(resumes) = &d.plan.journals {
+        let mut planned = [
+            resumes.len() as u64,
+            resumes.values().map(Resumable::bytes).sum(),
+        ];
+        comm.allreduce(&mut planned, ReduceOp::Sum);
+        [report.resumed, report.resumed_bytes] = planned;
+    }
     if o.dryrun {
         let mut text = Vec::new();
         d.actions.each(|a, path| {
@@ -543,6 +561,8 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     report.meta_fixed = meta + copied.compare_meta;
     report.linked = linked;
     report.bytes = copied.bytes;
+    report.resumed = copied.resumed;
+    report.resumed_bytes = copied.resumed_bytes;
 }
 
 /// SRC and DEST as the sync uses them, after [`check_paths`].
@@ -656,6 +676,8 @@ struct Inputs<'a> {
     /// The file system DEST is on ([`Paths::dest_dev`]): a `--link-dest` file elsewhere can't
     /// be linked and is copied.
     dest_dev: u64,
+    /// DEST's root, opened before its walk: journals are read beneath it.
+    dest_roots: &'a flist::beneath::Roots,
     /// The source walk was complete: what SRC lacks may be deleted.
     delete_allowed: bool,
     args: &'a Options,
@@ -722,6 +744,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     let mut seen = vec![false; inp.dest.len()];
     let mut replaced_dirs: Vec<u8> = Vec::new();
     let mut fix_meta = FileList::new(Detail::Stat);
+    let mut resumes = HashMap::new();
     let mut matched: Vec<FileList> = args.output.iter().map(|_| inp.src.empty_like()).collect();
     let mut select = |states: &States, path: &[u8], kind: FileType, meta: &Meta| {
         for (o, list) in args.output.iter().zip(matched.iter_mut()) {
@@ -838,7 +861,24 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                             && args.contents
                             && d.size == m.size
                             && contents_differ(e.path, &dst_path).unwrap_or(true));
-                    if e.kind == FileType::File
+                    // A partial file an interrupted copy left with a journal it can trust: only
+                    // its missing chunks are copied, into the same inode (one link only).
+                    let resume = (e.kind == FileType::File
+                        && data_differs
+                        && !is_member
+                        && !shared
+                        && inp.link_dest.is_none()
+                        && d.nlink == 1
+                        && d.size <= m.size
+                        && m.size >= journal::MIN_BYTES)
+                        .then(|| resumable(inp.dest_roots, &dst_path, e.path, m))
+                        .flatten();
+                    if let Some(r) = resume {
+                        create(&mut plan, &mut bytes, &mut create_from);
+                        bytes -= r.bytes();
+                        resumes.insert(e.path.to_vec(), r);
+                        actions.push(Action::Update, &dst_path);
+                    } else if e.kind == FileType::File
                         && args.contents
                         && d.size == m.size
                         && !is_member
@@ -877,6 +917,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
         }
     }
     plan.fix_meta_list = fix_meta;
+    plan.journals = Journals::Planned(resumes);
     // Destination entries below a replaced directory go with it; with --delete, so does every
     // destination entry the source lacks.
     let all_replaced = comm.allgatherv(&replaced_dirs);
@@ -914,6 +955,17 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
         bytes,
         refused_deletes,
         matched,
+    }
+}
+
+/// What the journal beside the destination `dst` of `src` (walked as `m`) lets a rerun keep,
+/// when it can be trusted.
+fn resumable(roots: &flist::beneath::Roots, dst: &[u8], src: &[u8], m: &Meta) -> Option<Resumable> {
+    let jpath = journal::path_of(dst);
+    let (d, j) = (roots.at(dst).ok()?, roots.at(&jpath).ok()?);
+    match journal::probe(&d, &j, src, SourceId::of(m)) {
+        Found::Trusted(r) => Some(r),
+        Found::Stale | Found::Nothing => None,
     }
 }
 

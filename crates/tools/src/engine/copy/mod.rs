@@ -9,6 +9,8 @@
 //!    metadata as soon as its last chunk lands (on the rank that wrote it, or, when its chunks
 //!    were split over ranks, on the file's home rank right after the data phase), so a file
 //!    whose data is incomplete never carries the source's mtime and a rerun of sync finds it;
+//!    a huge file keeps a journal of its complete chunks meanwhile, so that a rerun copies only
+//!    the missing ones ([`resume`], [`journal`]);
 //! 4. recreates hard-link groups as links to their first member;
 //! 5. fixes metadata of entries whose data was kept (sync);
 //! 6. sets directories' metadata bottom-up.
@@ -16,9 +18,11 @@
 pub mod data;
 pub mod drive;
 pub mod iosize;
+pub mod journal;
 pub mod links;
 pub mod meta;
 pub mod reach;
+pub mod resume;
 pub mod striping;
 
 use data::{Buffer, DataError, DataOptions};
@@ -215,6 +219,8 @@ pub struct Plan {
     pub dir_meta: FileList,
     /// See `dir_meta`.
     pub dirs_only_if_differ: bool,
+    /// Whether huge files keep journals of their complete chunks, and which resume.
+    pub journals: resume::Journals,
 }
 
 impl Default for Plan {
@@ -229,6 +235,7 @@ impl Default for Plan {
             fix_meta_list: empty(),
             dir_meta: empty(),
             dirs_only_if_differ: false,
+            journals: resume::Journals::Off,
         }
     }
 }
@@ -256,6 +263,10 @@ pub struct Report {
     pub compare_meta: u64,
     /// File data bytes written.
     pub bytes: u64,
+    /// Partial files resumed from their journals (only their missing chunks copied).
+    pub resumed: u64,
+    /// Bytes of resumed files not copied again (their journals said they were there).
+    pub resumed_bytes: u64,
     /// Failures, each with path and operation.
     pub errors: Vec<ItemError>,
     /// Entries skipped, with the reason (not failures).
@@ -292,6 +303,8 @@ impl Report {
             &mut self.rewritten,
             &mut self.compare_meta,
             &mut self.bytes,
+            &mut self.resumed,
+            &mut self.resumed_bytes,
             &mut interrupted,
         ];
         let mut v: Vec<u64> = counts.iter().map(|c| **c).collect();
@@ -344,6 +357,8 @@ struct Tally {
     rewritten: AtomicU64,
     compare_meta: AtomicU64,
     bytes: AtomicU64,
+    resumed: AtomicU64,
+    resumed_bytes: AtomicU64,
     chunk_size: AtomicU64,
     chunk_reason: Mutex<&'static str>,
     errors: Mutex<Vec<ItemError>>,
@@ -378,6 +393,7 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
         opts,
         tally: &tally,
         stripes: &stripes,
+        journals: &plan.journals,
     };
     interrupted |= copy_files(comm, files, false, &files_ctx);
     interrupted |= copy_files(comm, plan.compare, true, &files_ctx);
@@ -413,6 +429,8 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
         rewritten: load(&tally.rewritten),
         compare_meta: load(&tally.compare_meta),
         bytes: load(&tally.bytes),
+        resumed: load(&tally.resumed),
+        resumed_bytes: load(&tally.resumed_bytes),
         errors: first_per_path(tally.errors.into_inner().expect("errors")),
         skips,
         interrupted,
@@ -638,6 +656,8 @@ struct Context<'a> {
     opts: &'a CopyOptions<'a>,
     tally: &'a Tally,
     stripes: &'a Striping<'a>,
+    /// Journals of huge files: kept or not, and which resume.
+    journals: &'a resume::Journals,
 }
 
 /// Files per rank the data phase plans at once when no `--batch-files` is given: the chunks of
@@ -719,12 +739,18 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
             None
         }
     };
-    let chunks = plan_striped_chunks(comm, files, cs, &stripes_of);
+    let resumed = if compare {
+        resume::Resumed::default()
+    } else {
+        resume::prepare(comm, files, cs, cx)
+    };
+    let mut chunks = plan_striped_chunks(comm, files, cs, &stripes_of);
     // Files of several chunks are created (and sized) before any chunk is written, by the rank
-    // holding their first chunk.
+    // holding their first chunk; a resumed file is there already.
+    let journals = cx.journals.on() && !compare;
     chunks
         .par_iter()
-        .filter(|c| c.offset == 0 && c.file_size > cs && !compare)
+        .filter(|c| c.offset == 0 && c.file_size > cs && !compare && !resumed.contains(&c.path))
         .for_each(|c| {
             let dst = map.dest(&c.path);
             let made = cx
@@ -754,6 +780,12 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
                     if opts.data.sparse {
                         rustix::fs::ftruncate(&fd, c.file_size)?;
                     }
+                    if journals && resume::journaled(c.file_size, cs) {
+                        let jpath = journal::path_of(&dst);
+                        if let Ok(j) = cx.reach.dst(&jpath) {
+                            resume::start(&j, c, &fd, cs);
+                        }
+                    }
                     Ok(())
                 });
             if let Err(e) = made {
@@ -767,8 +799,15 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
             .flatten()
             .map(|s| (c.offset / cs) % s.period(cs))
     };
+    // Chunks a journal says are done are not copied again; they count as landed.
+    let mut landed = HashMap::new();
+    let skipped = resume::skip_done(&mut chunks, &resumed, cs, &mut landed);
+    tally.resumed_bytes.fetch_add(skipped, Ordering::Relaxed);
+    if let Some(p) = opts.progress {
+        p.add(0, skipped);
+    }
     let items = work_items(chunks, cs, &object_of);
-    let pending: Mutex<HashMap<Vec<u8>, Pending>> = Mutex::new(HashMap::new());
+    let pending: Mutex<HashMap<Vec<u8>, Pending>> = Mutex::new(landed);
     let cfg = queue::Config {
         max_batch: 2,
         stop: opts.stop,
@@ -784,6 +823,7 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
         pending: &pending,
         stripes: cx.stripes,
         reach: cx.reach,
+        journals,
     };
     let outcome = queue::run(comm, &cfg, items, |batch: Batch, _| {
         let mut scratch = Scratch {
@@ -795,6 +835,10 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
             worker.chunk(c, &mut scratch);
         }
     });
+    if outcome.interrupted && journals {
+        // What landed is recorded before the run ends, so the rerun finds all of it.
+        journal::flush();
+    }
     let split = std::mem::take(&mut *pending.lock().expect("pending"));
     finish_split_files(comm, split, &worker);
     outcome.interrupted
@@ -910,6 +954,8 @@ struct Worker<'a> {
     pending: &'a Mutex<HashMap<Vec<u8>, Pending>>,
     stripes: &'a Striping<'a>,
     reach: &'a Reach,
+    /// Multi-chunk files keep journals ([`resume`]).
+    journals: bool,
 }
 
 impl Worker<'_> {
@@ -919,6 +965,9 @@ impl Worker<'_> {
         let result = self.copy_chunk(&c, &dst, whole, bufs);
         let ok = match result {
             Ok(written) => {
+                if self.journals && !whole && resume::journaled(c.file_size, self.cs) {
+                    resume::mark(&bufs.dirs.dst, &dst, &c, self.cs);
+                }
                 self.tally.bytes.fetch_add(written, Ordering::Relaxed);
                 if let Some(p) = self.opts.progress {
                     p.add(u64::from(whole), c.length);
@@ -982,6 +1031,11 @@ impl Worker<'_> {
                     });
                 }
                 Err(e) => return self.tally.fail(ItemError::new(&dst, "stat", e)),
+            }
+        }
+        if self.journals && resume::journaled(m.size, self.cs) {
+            if let Err(e) = resume::finish(self.reach, &dst, src) {
+                return self.tally.fail(e);
             }
         }
         match meta::apply_path(

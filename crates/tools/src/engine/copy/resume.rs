@@ -1,0 +1,256 @@
+//! How the copy engine keeps and uses the journals of huge files ([`super::journal`]): which
+//! files resume, which chunks they skip, when a chunk is marked and when the journal goes.
+//!
+//! Per batch, collectively: the rank holding a file in its list (sync's planning rank, cp's
+//! share) decides whether it resumes (a trusted journal, found by cp here or handed over by
+//! sync's plan) and rewrites its journal for this run's chunk size; the resumed files and
+//! their done ranges are gathered on every rank, so each rank drops its chunks that are done
+//! and narrows those partly done. New multi-chunk files get a fresh journal when they are
+//! created; each chunk is marked by the rank that wrote it; the journal is removed just before
+//! the file's final metadata.
+
+use super::journal::{self, Found, Header, Resumable, SourceId};
+use super::{Context, Pending};
+use flist::chunk::Chunk;
+use flist::{FileList, FileType, ItemError, Meta};
+use rayon::prelude::*;
+use rustix::fd::OwnedFd;
+use rustix::fs::OFlags;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use steal::wire::{self, Reader};
+use steal::Comm;
+
+/// Whether and how a copy keeps journals.
+#[derive(Debug, Default)]
+pub enum Journals {
+    /// No journals (stripe's rewrites).
+    #[default]
+    Off,
+    /// Keep journals; an existing destination with a trusted journal is resumed (cp).
+    Probe,
+    /// Keep journals; resume the files the planner found resumable, by source path, with what
+    /// their journals said (sync: its planning may remove the journal itself, `--delete`).
+    /// A planned file whose destination changed since is replaced by a new file.
+    Planned(HashMap<Vec<u8>, Resumable>),
+}
+
+impl Journals {
+    /// Journals are kept.
+    pub fn on(&self) -> bool {
+        !matches!(self, Journals::Off)
+    }
+}
+
+/// True when a file of `size` bytes in chunks of `cs` bytes keeps a journal.
+pub(super) fn journaled(size: u64, cs: u64) -> bool {
+    size >= journal::MIN_BYTES && size > cs
+}
+
+/// The resumed files of a batch, known on every rank: source path -> byte ranges already
+/// copied.
+#[derive(Default)]
+pub(super) struct Resumed {
+    done: HashMap<Vec<u8>, Vec<(u64, u64)>>,
+}
+
+impl Resumed {
+    /// True when `path` (a source) resumes.
+    pub(super) fn contains(&self, path: &[u8]) -> bool {
+        self.done.contains_key(path)
+    }
+}
+
+/// Decide which of this rank's `files` resume, rewrite their journals for chunks of `cs`
+/// bytes, remove stale journals, and share the result. Collective.
+pub(super) fn prepare(comm: &dyn Comm, files: &FileList, cs: u64, cx: &Context) -> Resumed {
+    let journals = cx.journals;
+    if !journals.on() {
+        return Resumed::default();
+    }
+    let mine: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    (0..files.len()).into_par_iter().for_each(|i| {
+        let e = files.entry(i);
+        let Some(m) = e
+            .meta
+            .filter(|m| e.kind == FileType::File && m.size >= journal::MIN_BYTES)
+        else {
+            return;
+        };
+        if let Some(done) = decide(e.path, m, cs, cx) {
+            cx.tally.resumed.fetch_add(1, Ordering::Relaxed);
+            let mut out = mine.lock().expect("resumed");
+            wire::put_bytes(&mut out, e.path);
+            wire::put_u64(&mut out, done.len() as u64);
+            for (s, end) in done {
+                wire::put_u64(&mut out, s);
+                wire::put_u64(&mut out, end);
+            }
+        }
+    });
+    let mine = mine.into_inner().expect("resumed");
+    let mut done = HashMap::new();
+    for bytes in comm.allgatherv(&mine) {
+        let mut r = Reader::new(&bytes);
+        while !r.is_empty() {
+            let path = r.bytes().to_vec();
+            let n = r.u64();
+            let ranges = (0..n).map(|_| (r.u64(), r.u64())).collect();
+            done.insert(path, ranges);
+        }
+    }
+    Resumed { done }
+}
+
+/// For one file of the batch (`src`, walked as `m`): its done ranges when it resumes (its
+/// journal rewritten for this run); otherwise a stale journal of it is removed, and a planned
+/// resume that can't be is replaced by a new file.
+fn decide(src: &[u8], m: &Meta, cs: u64, cx: &Context) -> Option<Vec<(u64, u64)>> {
+    let dst = cx.map.dest(src);
+    let jpath = journal::path_of(&dst);
+    let (Ok(d), Ok(j)) = (cx.reach.dst(&dst), cx.reach.dst(&jpath)) else {
+        return None;
+    };
+    let id = SourceId::of(m);
+    let (resumable, planned) = match cx.journals {
+        Journals::Planned(map) => match map.get(src) {
+            Some(r) => (still_there(&d, r, m).then(|| r.clone()), true),
+            None => (None, false),
+        },
+        _ => match journal::probe(&d, &j, src, id) {
+            Found::Trusted(r) => (Some(r), false),
+            Found::Stale | Found::Nothing => (None, false),
+        },
+    };
+    let resumable = resumable.filter(|r| m.size > cs && sized(&d, r, m.size));
+    if let Some(r) = resumable {
+        let header = Header::new(src, id, r.dest, cs);
+        // Without a journal the resume still copies only what is missing; a second
+        // interruption then finds none and copies whole.
+        let _ = journal::write(&j, &header, &r.done);
+        return Some(r.done);
+    }
+    // Copied whole: the old journal goes (a new one is made with the file).
+    if let Err(e) = journal::remove(&j, src) {
+        cx.tally.fail(ItemError::new(&jpath, "remove journal", e));
+    }
+    if planned {
+        // Sync planned to keep this inode; it changed since (or the file is one chunk now):
+        // a new file takes its place, as for any update.
+        if let Err(e) = replace(&d, m) {
+            cx.tally
+                .fail(ItemError::new(&dst, "remove (to replace it)", e));
+        }
+    }
+    None
+}
+
+/// The destination of a planned resume is still the file its journal was written for: a
+/// regular file with one link, no larger than the source.
+fn still_there(d: &flist::at::At, r: &Resumable, m: &Meta) -> bool {
+    d.lstat().is_ok_and(|st| {
+        st.st_mode & libc::S_IFMT == libc::S_IFREG
+            && st.st_nlink == 1
+            && (st.st_dev, st.st_ino) == r.dest
+            && st.st_size as u64 <= m.size
+            && r.done.iter().all(|&(_, e)| e <= st.st_size as u64)
+    })
+}
+
+/// Give the resumed destination `d` (the file `r` was written for) the source's size, `size`
+/// bytes: the chunks still to copy may end in a hole that a sparse copy does not write.
+/// False when it is no longer that file or can't be sized.
+fn sized(d: &flist::at::At, r: &Resumable, size: u64) -> bool {
+    let Ok(fd) = d.open(OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK, 0) else {
+        return false;
+    };
+    match rustix::fs::fstat(&fd) {
+        Ok(st) if (st.st_dev, st.st_ino) == r.dest && st.st_nlink == 1 => {
+            st.st_size as u64 == size || rustix::fs::ftruncate(&fd, size).is_ok()
+        }
+        _ => false,
+    }
+}
+
+/// Unlink the destination `d` (a file sync updates) unless it is the source itself.
+fn replace(d: &flist::at::At, m: &Meta) -> std::io::Result<()> {
+    let st = match d.lstat() {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+        r => r?,
+    };
+    if st.st_mode & libc::S_IFMT == libc::S_IFDIR || (st.st_dev, st.st_ino) == (m.dev, m.ino) {
+        return Ok(()); // the engine's creation names what is in the way
+    }
+    match d.remove(false) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+        r => r,
+    }
+}
+
+/// A new multi-chunk file `fd` was created for the chunk `c` (chunks of `cs` bytes): give it
+/// a fresh journal (`journal`).
+pub(super) fn start(journal: &flist::at::At, c: &Chunk, fd: &OwnedFd, cs: u64) {
+    let Ok(st) = rustix::fs::fstat(fd) else {
+        return;
+    };
+    let header = Header::new(&c.path, SourceId::of(&c.meta), (st.st_dev, st.st_ino), cs);
+    let _ = journal::write(journal, &header, &[]);
+}
+
+/// Drop this rank's chunks of resumed files that are done (counted as landed in `pending`)
+/// and narrow those partly done to what is missing. Returns the bytes not copied.
+pub(super) fn skip_done(
+    chunks: &mut Vec<Chunk>,
+    resumed: &Resumed,
+    cs: u64,
+    pending: &mut HashMap<Vec<u8>, Pending>,
+) -> u64 {
+    if resumed.done.is_empty() {
+        return 0;
+    }
+    let mut skipped = 0;
+    chunks.retain_mut(|c| {
+        let Some(done) = resumed.done.get(&c.path) else {
+            return true;
+        };
+        match journal::narrow(c.offset, c.length, done) {
+            Some((offset, length)) => {
+                skipped += c.length - length;
+                (c.offset, c.length) = (offset, length);
+                true
+            }
+            None => {
+                skipped += c.length;
+                let p = pending.entry(c.path.clone()).or_insert(Pending {
+                    remaining: c.file_size.div_ceil(cs),
+                    failed: false,
+                    meta: c.meta,
+                });
+                p.remaining -= 1;
+                false
+            }
+        }
+    });
+    skipped
+}
+
+/// Chunk `c` of a journaled file landed in `dst`: mark it (after its data is durable).
+pub(super) fn mark(dirs: &flist::parent_dir::ParentDir, dst: &[u8], c: &Chunk, cs: u64) {
+    let jpath = journal::path_of(dst);
+    let (Ok(d), Ok(j)) = (dirs.entry(dst), dirs.entry(&jpath)) else {
+        return;
+    };
+    if let Ok(Some(m)) = journal::mark(&d, &j, (&c.path, SourceId::of(&c.meta)), cs, c.offset / cs)
+    {
+        m.submit();
+    }
+}
+
+/// The journaled file `dst` (copied from `src`) is complete: its journal goes, before the
+/// file gets its final metadata.
+pub(super) fn finish(reach: &super::reach::Reach, dst: &[u8], src: &[u8]) -> Result<(), ItemError> {
+    let jpath = journal::path_of(dst);
+    let removed = reach.dst(&jpath).and_then(|j| journal::remove(&j, src));
+    removed.map_err(|e| ItemError::new(&jpath, "remove journal", e))
+}

@@ -1,0 +1,377 @@
+//! Resume inside huge files: a copy of a multi-GiB file killed with SIGKILL (by the test seam
+//! after K chunks; by the test at a random point under `--ranks 2` and under `mpirun -np 2`),
+//! then `sync` copies only the chunks its journal does not record as done (asserted on the
+//! bytes it reports), and the result is byte-identical, with the source's size and mtime and
+//! no journal left. A source changed since, a destination replaced, hard-linked or missing its
+//! journal, and a journal beside an unrelated file are copied whole; a rerun of cp resumes
+//! too.
+//!
+//! The data lives on /dev/shm (tmpfs: the fastest file system here, and it has what the
+//! journal needs, nothing more). Costs about 20 s.
+
+use mfu::engine::copy::journal;
+use mfu_tests::Tool;
+use rand::{Rng, RngCore, SeedableRng};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const MIB: u64 = 1 << 20;
+
+/// The big file of the kill tests: 2 GiB in 128 chunks of 16 MiB.
+const BIG: u64 = 2048 * MIB;
+const BIG_CHUNK: u64 = 16 * MIB;
+/// The file of the trust tests: 256 MiB in 32 chunks of 8 MiB.
+const MID: u64 = 256 * MIB;
+const MID_CHUNK: u64 = 8 * MIB;
+
+/// A generator seeded from the clock (the seed is printed, to replay a failure).
+fn random() -> rand::rngs::SmallRng {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!("random seed {seed}");
+    rand::rngs::SmallRng::seed_from_u64(seed)
+}
+
+fn shm_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("mfu-rs-resume-")
+        .tempdir_in("/dev/shm")
+        .expect("a directory in /dev/shm")
+}
+
+/// Write `size` bytes to `path`: a random MiB, each copy stamped with its number (so a chunk
+/// written at the wrong place, or left out, shows).
+fn make_file(path: &Path, size: u64, seed: u64) {
+    use std::io::Write;
+    let mut block = vec![0u8; MIB as usize];
+    rand::rngs::SmallRng::seed_from_u64(seed).fill_bytes(&mut block);
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for i in 0..size / MIB {
+        block[..8].copy_from_slice(&i.to_le_bytes());
+        f.write_all(&block).unwrap();
+    }
+    f.flush().unwrap();
+}
+
+/// Panics unless `a` and `b` hold the same bytes.
+fn assert_same_bytes(a: &Path, b: &Path) {
+    use std::io::Read;
+    let (mut fa, mut fb) = (
+        std::fs::File::open(a).unwrap(),
+        std::fs::File::open(b).unwrap(),
+    );
+    assert_eq!(
+        fa.metadata().unwrap().len(),
+        fb.metadata().unwrap().len(),
+        "{} and {} differ in size",
+        a.display(),
+        b.display()
+    );
+    let (mut ba, mut bb) = (vec![0u8; 4 << 20], vec![0u8; 4 << 20]);
+    let mut at = 0u64;
+    loop {
+        let n = fa.read(&mut ba).unwrap();
+        if n == 0 {
+            return;
+        }
+        fb.read_exact(&mut bb[..n]).unwrap();
+        if ba[..n] != bb[..n] {
+            let i = (0..n).find(|&i| ba[i] != bb[i]).unwrap();
+            panic!(
+                "{} and {} differ at byte {}",
+                a.display(),
+                b.display(),
+                at + i as u64
+            );
+        }
+        at += n as u64;
+    }
+}
+
+fn journal_of(dst: &Path) -> PathBuf {
+    PathBuf::from(std::ffi::OsStr::from_bytes(&journal::path_of(
+        dst.as_os_str().as_bytes(),
+    )))
+}
+
+/// Chunks the journal of `dst` records as done (`None`: no journal).
+fn done_chunks(dst: &Path) -> Option<journal::Summary> {
+    journal::inspect(journal_of(dst).as_os_str().as_bytes())
+        .ok()
+        .flatten()
+}
+
+/// `mfu-rs sync --json --chunksize CHUNK SRC DST` (one process); its JSON report.
+fn sync(src: &Path, dst: &Path, chunk: u64) -> serde_json::Value {
+    let out = Tool::new("sync")
+        .arg("--json")
+        .arg("--chunksize")
+        .arg(chunk.to_string())
+        .arg(src)
+        .arg(dst)
+        .run()
+        .assert_status(0);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The result of a sync is the source: same bytes, size and mtime, no journal.
+fn assert_finished(src: &Path, dst: &Path) {
+    assert_same_bytes(src, dst);
+    let (s, d) = (src.metadata().unwrap(), dst.metadata().unwrap());
+    assert_eq!(
+        (s.len(), s.mtime(), s.mtime_nsec()),
+        (d.len(), d.mtime(), d.mtime_nsec())
+    );
+    assert!(
+        !journal_of(dst).exists(),
+        "the journal of {} is left",
+        dst.display()
+    );
+}
+
+/// After an interrupted copy whose journal records `done` chunks of `chunk` bytes: sync
+/// resumes, copying exactly the other chunks, and finishes the file.
+fn assert_resumes(src: &Path, dst: &Path, chunk: u64, done: u64) {
+    let size = src.metadata().unwrap().len();
+    let d = dst.metadata().unwrap();
+    let s = src.metadata().unwrap();
+    assert_ne!(
+        (d.mtime(), d.mtime_nsec()),
+        (s.mtime(), s.mtime_nsec()),
+        "a partial file carries the source's mtime"
+    );
+    let v = sync(src, dst, chunk);
+    eprintln!(
+        "resume: {done} of {} chunks were done; sync wrote {} bytes, kept {}",
+        size.div_ceil(chunk),
+        v["bytes"],
+        v["resumed_bytes"]
+    );
+    assert_eq!(v["resumed"], 1, "{v}");
+    assert_eq!(v["resumed_bytes"], done * chunk, "{v}");
+    assert_eq!(v["bytes"], size - done * chunk, "{v}");
+    assert_finished(src, dst);
+    // Done: nothing more to copy.
+    assert_eq!(sync(src, dst, chunk)["bytes"], 0);
+}
+
+/// Copy `src` to `dst` with cp at `--chunksize chunk` on `tool` (ranks or mpirun), killed by
+/// the test seam right after its `k`-th mark; returns the chunks its journal records.
+fn cp_killed_after(tool: Tool, src: &Path, dst: &Path, chunk: u64, k: u64) -> u64 {
+    let out = tool
+        .env("MFU_RS_TEST_KILL_AFTER_MARKS", k.to_string())
+        .arg("--chunksize")
+        .arg(chunk.to_string())
+        .arg(src)
+        .arg(dst)
+        .run();
+    assert_ne!(out.code(), Some(0), "the copy was not killed");
+    let j = done_chunks(dst).expect("a journal beside the partial file");
+    assert_eq!(j.chunk_size, chunk);
+    assert!(
+        j.done >= k && j.done < j.chunks,
+        "killed after {k} marks: {j:?}"
+    );
+    j.done
+}
+
+/// Pids of processes whose command line mentions `needle` (ranks mpirun left behind).
+fn processes_mentioning(needle: &[u8]) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            if cmd.windows(needle.len()).any(|w| w == needle) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// Start `tool` copying `src` to `dst`, `kill -9` all of it (its process group, then any rank
+/// that left it) once the journal records at least `k` chunks; returns the chunks recorded.
+fn cp_kill_9_at(tool: Tool, src: &Path, dst: &Path, chunk: u64, k: u64) -> u64 {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = tool
+        .arg("--chunksize")
+        .arg(chunk.to_string())
+        .arg(src)
+        .arg(dst)
+        .command();
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    while done_chunks(dst).is_none_or(|j| j.done < k) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the copy ended before {k} chunks were recorded"
+        );
+        assert!(start.elapsed() < Duration::from_secs(60), "no progress");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let pgid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+    child.wait().unwrap();
+    let needle = dst.as_os_str().as_bytes();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = processes_mentioning(needle);
+        if left.is_empty() {
+            break;
+        }
+        for pid in &left {
+            if let Some(p) = rustix::process::Pid::from_raw(*pid) {
+                let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "ranks {left:?} outlived the kill"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let j = done_chunks(dst).expect("a journal beside the partial file");
+    assert!(j.done >= k && j.done < j.chunks, "killed at {k}: {j:?}");
+    j.done
+}
+
+#[test]
+fn kill_9_of_a_copy_then_sync_copies_only_the_missing_chunks() {
+    let tmp = shm_dir();
+    let (src, dst) = (tmp.path().join("big"), tmp.path().join("copy"));
+    make_file(&src, BIG, 1);
+    let chunks = BIG / BIG_CHUNK;
+    let mut rng = random();
+    // Killed by the test seam right after its k-th chunk is recorded.
+    let k = rng.random_range(1..=chunks / 2);
+    let done = cp_killed_after(Tool::new("cp").ranks(2), &src, &dst, BIG_CHUNK, k);
+    assert_resumes(&src, &dst, BIG_CHUNK, done);
+    // Killed by the test, at a random point.
+    for (name, tool) in [
+        ("--ranks 2", Tool::new("cp").ranks(2)),
+        ("mpirun -np 2", Tool::new("cp").mpi(2)),
+    ] {
+        std::fs::remove_file(&dst).unwrap();
+        let k = rng.random_range(2..=chunks / 2);
+        let done = cp_kill_9_at(tool, &src, &dst, BIG_CHUNK, k);
+        eprintln!("{name}: killed once {k} chunks were recorded: {done} recorded");
+        assert_resumes(&src, &dst, BIG_CHUNK, done);
+    }
+}
+
+/// A source tree `src/mid` of [`MID`] bytes and a copy to `dst/mid` killed after `k` marks.
+fn killed_mid_copy(tmp: &Path, k: u64) -> (PathBuf, PathBuf, u64) {
+    let (src, dst) = (tmp.join("src"), tmp.join("dst"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::create_dir_all(&dst).unwrap();
+    if !src.join("mid").exists() {
+        make_file(&src.join("mid"), MID, 3);
+    }
+    let _ = std::fs::remove_file(dst.join("mid"));
+    let done = cp_killed_after(
+        Tool::new("cp").ranks(2),
+        &src.join("mid"),
+        &dst.join("mid"),
+        MID_CHUNK,
+        k,
+    );
+    (src, dst, done)
+}
+
+/// A sync of `src` to `dst` copies `mid` whole and finishes it.
+fn assert_copied_whole(src: &Path, dst: &Path, what: &str) {
+    let v = sync(src, dst, MID_CHUNK);
+    assert_eq!(v["resumed"], 0, "{what}: {v}");
+    assert_eq!(v["bytes"], MID, "{what}: {v}");
+    assert_finished(&src.join("mid"), &dst.join("mid"));
+}
+
+#[test]
+fn what_the_journal_does_not_vouch_for_is_copied_whole() {
+    let tmp = shm_dir();
+    let t = tmp.path();
+
+    // A rerun of cp onto the same destination resumes too.
+    let (src, dst, done) = killed_mid_copy(t, 10);
+    let out = Tool::new("cp")
+        .arg("--json")
+        .arg("-p")
+        .arg("--chunksize")
+        .arg(MID_CHUNK.to_string())
+        .arg(src.join("mid"))
+        .arg(dst.join("mid"))
+        .run()
+        .assert_status(0);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["resumed"], 1, "{v}");
+    assert_eq!(v["bytes"], MID - done * MID_CHUNK, "{v}");
+    assert_finished(&src.join("mid"), &dst.join("mid"));
+
+    // A source changed since the copy: whole (chunk 0, done before, changed).
+    let (src, dst, _) = killed_mid_copy(t, 10);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(src.join("mid"))
+        .unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, b"changed", 100).unwrap();
+    drop(f);
+    assert_copied_whole(&src, &dst, "changed source");
+
+    // No journal (as before journals): whole.
+    let (src, dst, _) = killed_mid_copy(t, 10);
+    std::fs::remove_file(journal_of(&dst.join("mid"))).unwrap();
+    assert_copied_whole(&src, &dst, "journal removed");
+
+    // The destination replaced by another file (the journal names the old inode): whole.
+    let (src, dst, _) = killed_mid_copy(t, 10);
+    let partial = dst.join("mid");
+    std::fs::copy(&partial, t.join("elsewhere")).unwrap();
+    std::fs::rename(t.join("elsewhere"), &partial).unwrap();
+    assert_copied_whole(&src, &dst, "destination replaced");
+
+    // The destination hard-linked elsewhere: whole, into a new inode (the other name keeps
+    // the partial data).
+    let (src, dst, _) = killed_mid_copy(t, 10);
+    let link = t.join("link");
+    std::fs::hard_link(dst.join("mid"), &link).unwrap();
+    let before = std::fs::read(&link).unwrap();
+    assert_copied_whole(&src, &dst, "destination hard-linked");
+    assert_eq!(
+        std::fs::read(&link).unwrap(),
+        before,
+        "the other link changed"
+    );
+    std::fs::remove_file(&link).unwrap();
+
+    // A journal planted beside an unrelated file (another source path, another inode):
+    // not trusted, copied whole, the planted file left alone.
+    let (src, dst, _) = killed_mid_copy(t, 10);
+    let unrelated = dst.join("other");
+    make_file(&src.join("other"), MID, 4);
+    make_file(&unrelated, MID, 5);
+    let planted = journal_of(&unrelated);
+    std::fs::rename(journal_of(&dst.join("mid")), &planted).unwrap();
+    let v = sync(&src, &dst, MID_CHUNK);
+    assert_eq!(v["resumed"], 0, "{v}");
+    assert_eq!(v["bytes"], 2 * MID, "{v}");
+    assert_same_bytes(&src.join("other"), &unrelated);
+    assert_finished(&src.join("mid"), &dst.join("mid"));
+    assert!(
+        planted.exists(),
+        "a file that is not this copy's journal was removed"
+    );
+}
