@@ -24,6 +24,7 @@ mod lists;
 mod lustre;
 mod parallel;
 mod pipeline;
+mod prune;
 mod races;
 mod readme;
 mod reln;

@@ -297,26 +297,31 @@ fn list(comm: &dyn Comm, o: &Options, paths: &Paths, report: &mut Report) -> Lis
     let dest_map = Mapping::new(vec![(dest.clone(), dest.clone())]);
     // Names only for the lists that --output writes.
     let names = !o.output.is_empty();
-    let walked = crate::engine::setup::walk_sources_named(
+    // The rules prune both walks: excluded entries are neither compared, copied nor deleted,
+    // and an excluded tree is not read.
+    let (prune, dest_prune) = (o.rules.pruner(&map), o.rules.pruner(&dest_map));
+    let walked = crate::engine::setup::walk_sources_pruned(
         comm,
         &o.context,
         std::slice::from_ref(src),
         o.dereference,
         &walk_progress,
         names,
+        prune.as_deref(),
     );
     let src_complete = walked.complete;
     let mut failed = walked.errors.len() as u64;
     let mut incomplete = !walked.complete;
-    let mut src_list = walked.list;
-    let mut dest_list = if paths.dest_exists {
-        let walked = crate::engine::setup::walk_sources_named(
+    let src_list = walked.list;
+    let dest_list = if paths.dest_exists {
+        let walked = crate::engine::setup::walk_sources_pruned(
             comm,
             &o.context,
             std::slice::from_ref(dest),
             false,
             &walk_progress,
             names,
+            dest_prune.as_deref(),
         );
         failed += walked.errors.len() as u64;
         incomplete |= !walked.complete;
@@ -324,11 +329,9 @@ fn list(comm: &dyn Comm, o: &Options, paths: &Paths, report: &mut Report) -> Lis
     } else {
         FileList::new(Detail::Stat)
     };
+    drop((prune, dest_prune)); // they borrow the mappings
     report.list_failed = comm.sum(failed);
     report.list_incomplete = comm.any(incomplete);
-    // Excluded destination entries are neither compared nor deleted.
-    crate::engine::select::apply_rules(&mut src_list, &o.rules, &map);
-    crate::engine::select::apply_rules(&mut dest_list, &o.rules, &dest_map);
     let groups = if o.dereference {
         links::Groups {
             list: src_list,
