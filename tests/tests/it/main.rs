@@ -34,6 +34,7 @@ mod runtime_stats;
 mod sh;
 mod signals;
 mod sync;
+mod sync_xattrs;
 mod tar;
 mod tar_read;
 mod tar_write;
