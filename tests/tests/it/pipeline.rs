@@ -245,3 +245,67 @@ fn lists_larger_than_one_piece_pass_through_pipes_whole_and_in_order() {
         }
     }
 }
+
+/// A list read from standard input reaches every rank through rank 0, which spools it and
+/// serves each rank the bytes of its share in pieces (here of at most 100 bytes): every format
+/// gives exactly what the same list read from a file gives, at 1, 2, 4 and 16 thread ranks and
+/// under mpirun -np 2, and a damaged list the same refusal, naming standard input.
+#[test]
+fn lists_from_stdin_read_as_lists_from_files_at_any_rank_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("tree");
+    let mut paths = Vec::new();
+    for d in 0..4 {
+        let dir = root.join(format!("d{d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..25 {
+            let p = dir.join(format!("f{f}{}", "y".repeat(f % 5)));
+            std::fs::write(&p, b"x").unwrap();
+            paths.push(p);
+        }
+    }
+    let v4 = tmp.path().join("list.v4");
+    Tool::new("walk")
+        .args(["-q", "-o", v4.to_str().unwrap(), root.to_str().unwrap()])
+        .expect(0);
+    let joined = |end: &str| -> Vec<u8> {
+        paths
+            .iter()
+            .flat_map(|p| format!("{}{end}", p.display()).into_bytes())
+            .collect()
+    };
+    let v4_bytes = std::fs::read(&v4).unwrap();
+    let lists = [
+        ("v4", v4_bytes.clone()),
+        ("typed text", joined("|F\n")),
+        ("plain text", joined("\n")),
+        ("NUL", joined("\0")),
+        // Cut inside its records: refused.
+        ("cut v4", v4_bytes[..v4_bytes.len() - 30].to_vec()),
+    ];
+    let file = tmp.path().join("list");
+    for (format, bytes) in lists {
+        std::fs::write(&file, &bytes).unwrap();
+        let want = Tool::new("find")
+            .args(["-i", file.to_str().unwrap(), "-o", "-"])
+            .run();
+        for launch in ["1", "2", "4", "16", "mpi 2"] {
+            let tool = match launch {
+                "mpi 2" => Tool::new("find").mpi(2),
+                n => Tool::new("find").ranks(n.parse().unwrap()),
+            };
+            let got = tool
+                .args(["-i", "-", "-o", "-"])
+                .stdin(bytes.clone())
+                .env("MFU_RS_TEST_PIPE_PIECE_BYTES", "100")
+                .run();
+            let what = format!("{format} at {launch}");
+            assert_eq!(got.code(), want.code(), "{what}: {got:?}");
+            assert!(got.stdout == want.stdout, "{what}: {got:?}");
+            if want.code() != Some(0) {
+                got.stderr_contains("- (standard input)");
+                got.stderr_contains("truncated");
+            }
+        }
+    }
+}

@@ -28,6 +28,7 @@
 
 mod agree;
 mod pipe;
+mod source;
 mod text;
 mod v4;
 
@@ -77,8 +78,9 @@ pub fn default_format(list: &FileList) -> Format {
 /// [`Detail::Stat`] list whose `users`/`groups` tables (the same on every rank) come from the
 /// file; text lists give a [`Detail::Lite`] list.
 ///
-/// `path` `-` reads standard input on rank 0 (any of the formats above; the records are then
-/// spread evenly over the ranks).
+/// `path` `-` reads standard input on rank 0 (any of the formats above), into a temporary
+/// file that rank 0 serves to the other ranks: each rank gets the share it would get from a
+/// list file, and no rank holds more than its share plus a few MiB.
 /// So does a `path` that names a stream rather than a file (a FIFO or a socket: the
 /// `/dev/fd/63` of a shell's `-i <(cmd)`), which rank 0 must be able to open.
 ///
@@ -106,13 +108,18 @@ fn read_bytes(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
         return pipe::read_stream(comm, Some(path));
     }
     let plan = bcast_result(comm, 0, || Plan::probe(path), Plan::encode, Plan::decode)?;
+    read_planned(comm, plan, &mut source::Source::file(path))
+}
+
+/// Read this rank's share of the list `plan` describes from `src` (collective).
+fn read_planned(comm: &dyn Comm, plan: Plan, src: &mut source::Source<'_>) -> Result<FileList> {
     let mut list = match plan.kind {
         Kind::V3 | Kind::V4 => {
             let layout = plan.layout.expect("a cache list has a layout");
-            v4::read_records(comm, path, &layout)?
+            v4::read_records(comm, src, &layout)?
         }
-        Kind::Lines => text::read(comm, path, plan.len, b'\n')?,
-        Kind::Nul => text::read(comm, path, plan.len, 0)?,
+        Kind::Lines => text::read(comm, src, plan.len, b'\n')?,
+        Kind::Nul => text::read(comm, src, plan.len, 0)?,
     };
     list.users = plan.users;
     list.groups = plan.groups;

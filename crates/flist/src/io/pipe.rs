@@ -5,20 +5,21 @@
 //! and collect standard output from every rank), and cannot be written at offsets. Writing,
 //! the ranks send their records to rank 0 in order, a bounded piece at a time, and rank 0
 //! writes them as they come ([`write_stdout`]): no rank holds more than its own share.
-//! Reading, rank 0 spools the stream to an unnamed temporary file, reads it there with the
-//! file code of this module run as a one-rank group, and spreads the records evenly
-//! ([`read_stdin`]): the whole list passes through rank 0's memory once (not yet bounded).
-//! Lists of many millions of entries are better passed as files, which every rank reads and
-//! writes in parallel.
+//! Reading, rank 0 spools the stream to an unnamed temporary file (in `TMPDIR`), and every
+//! rank reads its share with the file code of this module, asking rank 0 for the bytes, a
+//! bounded piece at a time ([`read_stdin`], [`Source::served`]): again no rank holds more than
+//! its own share. The stream itself is read by one process, serially, and every byte passes
+//! through rank 0: lists of many millions of entries are faster as files, which every rank
+//! reads and writes in parallel.
 
 use super::agree::{agree, bcast_result};
-use super::{read, text, v4, Format, IO_CHUNK, OP_CREATE, OP_OPEN, OP_READ, OP_WRITE};
-use crate::distribute::spread;
+use super::source::Source;
+use super::{
+    read_planned, text, v4, Format, Plan, IO_CHUNK, OP_CREATE, OP_OPEN, OP_READ, OP_WRITE,
+};
 use crate::error::{Error, Result};
-use crate::ids::IdTable;
-use crate::record::{Detail, FileList};
+use crate::record::FileList;
 use std::io::{self, Write};
-use steal::wire::Reader;
 use steal::{Comm, CommExt};
 
 /// The name that stands for standard input or output.
@@ -28,15 +29,9 @@ pub(super) const STDIO: &[u8] = b"-";
 const STDIN_NAME: &[u8] = b"- (standard input)";
 const STDOUT_NAME: &[u8] = b"- (standard output)";
 
-/// What every rank must know to hold its share of a list read on rank 0.
-struct Shape {
-    detail: Detail,
-    users: IdTable,
-    groups: IdTable,
-}
-
-/// Read a list from standard input (collective). Rank 0 reads the stream; every rank gets an
-/// even share of the records in stream order, and the same tables, or the same error.
+/// Read a list from standard input (collective). Rank 0 reads the stream; every rank gets its
+/// share of the records in stream order, as from a list file, and the same tables, or the same
+/// error.
 pub(super) fn read_stdin(comm: &dyn Comm) -> Result<FileList> {
     read_stream(comm, None)
 }
@@ -44,45 +39,32 @@ pub(super) fn read_stdin(comm: &dyn Comm) -> Result<FileList> {
 /// Read a list from a stream (collective): standard input (`None`), or a named file that can be
 /// read only once from the start: a FIFO (the `/dev/fd/N` of a shell's `<(cmd)`) or a socket
 /// (named on rank 0, which must be able to open it). As [`read_stdin`].
+///
+/// Rank 0 spools the stream into an unnamed temporary file and probes it; then every rank
+/// reads the records it would read from a list file, through rank 0, which serves byte ranges
+/// of the spool in pieces ([`Source::served`]). Only rank 0 touches the spool, so it need not
+/// be on a file system the other ranks reach.
 pub(super) fn read_stream(comm: &dyn Comm, source: Option<&[u8]>) -> Result<FileList> {
-    let mut whole = None;
-    let shape = bcast_result(
+    let name = source.unwrap_or(STDIN_NAME);
+    let mut spool = None;
+    let plan = bcast_result(
         comm,
         0,
         || {
-            let list = spool_and_read(source)?;
-            let shape = Shape {
-                detail: list.detail(),
-                users: list.users.clone(),
-                groups: list.groups.clone(),
-            };
-            whole = Some(list);
-            Ok(shape)
+            let (file, plan) = spool_and_probe(source)?;
+            spool = Some(file);
+            Ok(plan)
         },
-        |s, out| {
-            out.push(matches!(s.detail, Detail::Stat) as u8);
-            s.users.encode(out);
-            s.groups.encode(out);
-        },
-        |r: &mut Reader<'_>| Shape {
-            detail: if r.u8() == 1 {
-                Detail::Stat
-            } else {
-                Detail::Lite
-            },
-            users: IdTable::decode(r),
-            groups: IdTable::decode(r),
-        },
+        Plan::encode,
+        Plan::decode,
     )?;
-    let mut mine = whole.unwrap_or_else(|| FileList::new(shape.detail));
-    mine.users = shape.users;
-    mine.groups = shape.groups;
-    Ok(spread(comm, mine))
+    let mut src = Source::served(comm, name, spool.as_ref(), piece_bytes());
+    read_planned(comm, plan, &mut src)
 }
 
-/// Rank 0: copy standard input (or the stream `source`) into a temporary file and read it as a
-/// list file.
-fn spool_and_read(source: Option<&[u8]>) -> Result<FileList> {
+/// Rank 0: copy standard input (or the stream `source`) into an unnamed temporary file and
+/// recognise the list it holds.
+fn spool_and_probe(source: Option<&[u8]>) -> Result<(std::fs::File, Plan)> {
     let name = source.unwrap_or(STDIN_NAME);
     let mut spool = tempfile::tempfile().map_err(|e| stream_error(name, OP_CREATE, e))?;
     let copied = match source {
@@ -95,10 +77,8 @@ fn spool_and_read(source: Option<&[u8]>) -> Result<FileList> {
     };
     copied.map_err(|e| stream_error(name, OP_READ, e))?;
     let path = fd_path(&spool);
-    let mut out = steal::local::run(1, |one| read(one, &path));
-    out.pop()
-        .expect("one rank")
-        .map_err(|e| rename(e, &path, name))
+    let plan = Plan::probe(&path).map_err(|e| rename(e, &path, name))?;
+    Ok((spool, plan))
 }
 
 /// Write every rank's `list` to standard output in global order (collective), in `format`.
@@ -187,11 +167,13 @@ pub(super) fn write_stdout(comm: &dyn Comm, list: &FileList, format: Format) -> 
 }
 
 /// Test seam: with `MFU_RS_TEST_PIPE_PIECE_BYTES=N` a list written to standard output travels to
-/// rank 0 in pieces of about N bytes, so that the tests see many pieces from a small list.
+/// rank 0 in pieces of about N bytes, and one read from a stream travels from rank 0 in pieces
+/// of at most N bytes, so that the tests see many pieces from a small list.
 pub(super) const PIPE_PIECE_VAR: &str = "MFU_RS_TEST_PIPE_PIECE_BYTES";
 
-/// Bytes of encoded records a rank sends to rank 0 at once (about; at least one record):
-/// [`IO_CHUNK`], or what [`PIPE_PIECE_VAR`] says.
+/// Bytes of encoded records a rank sends to rank 0 at once (about; at least one record), and
+/// most bytes of a spooled stream rank 0 sends at once: [`IO_CHUNK`], or what
+/// [`PIPE_PIECE_VAR`] says.
 fn piece_bytes() -> usize {
     std::env::var(PIPE_PIECE_VAR)
         .ok()
@@ -210,7 +192,8 @@ fn stream_error(name: &[u8], op: &'static str, e: io::Error) -> Error {
     crate::ItemError::new(name, op, e).into()
 }
 
-/// Errors of the file code name the file it wrote (`spool`, a temporary); users named `name`.
+/// Errors of the file code name the file it read or wrote (`spool`, a temporary); users named
+/// `name`.
 pub(super) fn rename(e: Error, spool: &[u8], name: &[u8]) -> Error {
     match e {
         Error::Item(mut item) => {

@@ -5,11 +5,11 @@
 //! begins at or after it, and ends where the next rank starts.
 
 use super::agree::{agree, bcast_result};
-use super::{bad, cannot_hold, create, open_read, read_full_at, RegionWriter, IO_CHUNK, OP_READ};
-use crate::error::{ItemError, Result};
+use super::source::Source;
+use super::{bad, cannot_hold, create, RegionWriter, IO_CHUNK};
+use crate::error::Result;
 use crate::path::as_path;
 use crate::record::{Detail, FileList, FileType};
-use std::fs::File;
 use steal::{Comm, CommExt, ReduceOp};
 
 /// The path and type of a `\n`-separated record: split at the last `|` when exactly one type
@@ -28,17 +28,17 @@ fn range_start(len: u64, rank: usize, size: usize) -> u64 {
     (u128::from(len) * rank as u128 / size as u128) as u64
 }
 
-/// The first record start at or after `at` in a file of `len` bytes whose records end with
+/// The first record start at or after `at` in a list of `len` bytes whose records end with
 /// `sep`: `at` itself when the byte before it is `sep`, else just after the next `sep`
 /// (or `len` when there is none).
-fn next_record_start(file: &File, path: &[u8], len: u64, at: u64, sep: u8) -> Result<u64> {
+fn next_record_start(src: &mut Source<'_>, len: u64, at: u64, sep: u8) -> Result<u64> {
     if at == 0 || at >= len {
         return Ok(at.min(len));
     }
     let mut buf = vec![0u8; 64 << 10];
     let mut from = at - 1;
     while from < len {
-        let n = read_full_at(file, &mut buf, from).map_err(|e| ItemError::new(path, OP_READ, e))?;
+        let n = src.read_at(&mut buf, from)?;
         if n == 0 {
             break;
         }
@@ -61,19 +61,12 @@ fn next_record_start(file: &File, path: &[u8], len: u64, at: u64, sep: u8) -> Re
 /// perhaps cut short (producer killed, disk full, `head -c`): it is refused unless it is a plain
 /// list whose last entry exists under exactly that name, and is not a directory (a cut path is
 /// most often the name of one of its directories). Every rank gets the same outcome.
-pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<FileList> {
+pub(super) fn read(comm: &dyn Comm, src: &mut Source<'_>, len: u64, sep: u8) -> Result<FileList> {
+    let path = src.name();
     let (rank, size) = (comm.rank(), comm.size());
-    let mut file = None;
     let start = range_start(len, rank, size);
-    let local = (|| {
-        if start == 0 || start >= len {
-            return Ok(start.min(len));
-        }
-        let f = take_or_open(&mut file, path)?;
-        let s = next_record_start(&f, path, len, start, sep);
-        file = Some(f);
-        s
-    })();
+    let local = next_record_start(src, len, start, sep);
+    src.phase_done();
     let start = agree(comm, local)?;
     let starts = comm.allgather_u64(start);
     let end = starts.get(rank + 1).copied().unwrap_or(len);
@@ -86,7 +79,6 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
         if start >= end {
             return Ok((list, seen, unterminated));
         }
-        let f = take_or_open(&mut file, path)?;
         // `buf[..keep]` is an unfinished record carried from the previous read; `buf` starts at
         // byte `base` of the file.
         let mut buf = Vec::new();
@@ -95,8 +87,7 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
         while base + (keep as u64) < end {
             let want = (end - base - keep as u64).min(IO_CHUNK as u64) as usize;
             buf.resize(keep + want, 0);
-            let n = read_full_at(&f, &mut buf[keep..], base + keep as u64)
-                .map_err(|e| ItemError::new(path, OP_READ, e))?;
+            let n = src.read_at(&mut buf[keep..], base + keep as u64)?;
             if n < want {
                 return Err(bad(
                     path,
@@ -138,6 +129,7 @@ pub(super) fn read(comm: &dyn Comm, path: &[u8], len: u64, sep: u8) -> Result<Fi
         }
         Ok((list, seen, unterminated))
     })();
+    src.phase_done();
     let (list, mut seen, unterminated) = agree(comm, local)?;
     comm.allreduce(&mut seen, ReduceOp::Min);
     let [typed, untyped] = seen;
@@ -192,14 +184,6 @@ fn check_unterminated(
             crate::path::display(rec).escape_debug()
         ),
     ))
-}
-
-/// The file opened earlier, or `path` opened now.
-fn take_or_open(file: &mut Option<File>, path: &[u8]) -> Result<File> {
-    match file.take() {
-        Some(f) => Ok(f),
-        None => open_read(path),
-    }
 }
 
 /// Add the record `rec` (found at byte `offset`) to `list`, and note `offset` in `seen[0]` when
@@ -300,6 +284,8 @@ mod tests {
     }
 
     /// Read `text` as a `\n` list at `ranks` ranks: the records, or every rank's error text.
+    /// Read twice, from a list file and as a stream that rank 0 spooled and serves in pieces
+    /// of 5 bytes: both must give the same.
     fn read_text(
         dir: &std::path::Path,
         text: &[u8],
@@ -308,22 +294,35 @@ mod tests {
         let file = dir.join(format!("l{ranks}"));
         std::fs::write(&file, text).unwrap();
         let file = file.as_os_str().as_encoded_bytes().to_vec();
-        let parts = steal::local::run(ranks, |comm| {
-            read(comm, &file, text.len() as u64, b'\n')
-                .map(|l| {
-                    l.iter()
-                        .map(|e| (e.path.to_vec(), e.kind))
-                        .collect::<Vec<_>>()
-                })
-                .map_err(|e| e.to_string())
-        });
-        let errors: Vec<_> = parts.iter().filter_map(|p| p.clone().err()).collect();
-        if !errors.is_empty() {
-            assert_eq!(errors.len(), ranks, "every rank fails, or none");
-            assert!(errors.iter().all(|e| *e == errors[0]), "{errors:?}");
-            return Err(errors[0].clone());
+        let spool = std::fs::File::open(crate::path::as_path(&file)).unwrap();
+        let mut outcomes = Vec::new();
+        for served in [false, true] {
+            let parts = steal::local::run(ranks, |comm| {
+                let mut src = if served {
+                    let mine = (comm.rank() == 0).then_some(&spool);
+                    Source::served(comm, &file, mine, 5)
+                } else {
+                    Source::file(&file)
+                };
+                read(comm, &mut src, text.len() as u64, b'\n')
+                    .map(|l| {
+                        l.iter()
+                            .map(|e| (e.path.to_vec(), e.kind))
+                            .collect::<Vec<_>>()
+                    })
+                    .map_err(|e| e.to_string())
+            });
+            let errors: Vec<_> = parts.iter().filter_map(|p| p.clone().err()).collect();
+            outcomes.push(if errors.is_empty() {
+                Ok(parts.into_iter().flat_map(|p| p.unwrap()).collect())
+            } else {
+                assert_eq!(errors.len(), ranks, "every rank fails, or none");
+                assert!(errors.iter().all(|e| *e == errors[0]), "{errors:?}");
+                Err(errors[0].clone())
+            });
         }
-        Ok(parts.into_iter().flat_map(|p| p.unwrap()).collect())
+        assert_eq!(outcomes[0], outcomes[1], "from a file, then served");
+        outcomes.pop().unwrap()
     }
 
     #[test]
@@ -405,11 +404,17 @@ mod tests {
 
     #[test]
     fn record_starts_move_to_the_next_boundary() {
-        let mut f = tempfile::tempfile().unwrap();
-        f.write_all(b"ab\ncd\n\nef").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        std::fs::File::create(&t)
+            .unwrap()
+            .write_all(b"ab\ncd\n\nef")
+            .unwrap();
+        let t = t.as_os_str().as_encoded_bytes();
         let len = 9;
+        let mut src = Source::file(t);
         let starts: Vec<u64> = (0..=10)
-            .map(|at| next_record_start(&f, b"t", len, at, b'\n').unwrap())
+            .map(|at| next_record_start(&mut src, len, at, b'\n').unwrap())
             .collect();
         assert_eq!(starts, vec![0, 3, 3, 3, 6, 6, 6, 7, 9, 9, 9]);
     }

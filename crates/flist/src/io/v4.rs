@@ -2,9 +2,8 @@
 //! group tables, then fixed-size records (`docs/formats.md` §1–2).
 
 use super::agree::{agree, bcast_result};
-use super::{
-    bad, cannot_hold, create, open_read, read_exact_at, write_all_at, RegionWriter, IO_CHUNK,
-};
+use super::source::Source;
+use super::{bad, cannot_hold, create, read_exact_at, write_all_at, RegionWriter, IO_CHUNK};
 use crate::distribute::even_start;
 use crate::error::{Error, Result};
 use crate::ids::IdTable;
@@ -270,7 +269,8 @@ pub(super) fn encode_head(l: &Layout, users: &IdTable, groups: &IdTable, out: &m
 }
 
 /// Read this rank's even share of the records of the checked layout `l` (collective).
-pub(super) fn read_records(comm: &dyn Comm, path: &[u8], l: &Layout) -> Result<FileList> {
+pub(super) fn read_records(comm: &dyn Comm, src: &mut Source<'_>, l: &Layout) -> Result<FileList> {
+    let path = src.name();
     // The same even split as `distribute::spread`, so a read list is already balanced.
     let first = even_start(l.nfiles, comm.size(), comm.rank());
     let count = even_start(l.nfiles, comm.size(), comm.rank() + 1) - first;
@@ -279,7 +279,6 @@ pub(super) fn read_records(comm: &dyn Comm, path: &[u8], l: &Layout) -> Result<F
         if count == 0 {
             return Ok(list);
         }
-        let file = open_read(path)?;
         let rec = l.record_bytes() as usize;
         let per_chunk = (IO_CHUNK / rec).max(1) as u64;
         let mut buf = Vec::new();
@@ -288,7 +287,7 @@ pub(super) fn read_records(comm: &dyn Comm, path: &[u8], l: &Layout) -> Result<F
             let n = per_chunk.min(count - done);
             let offset = l.record_offset(first + done);
             buf.resize(n as usize * rec, 0);
-            read_exact_at(&file, path, &mut buf, offset)?;
+            src.read_exact_at(&mut buf, offset)?;
             for (i, r) in buf.chunks_exact(rec).enumerate() {
                 let (p, meta) = decode_record(r, l.fc as usize).map_err(|why| {
                     let index = first + done + i as u64;
@@ -301,6 +300,7 @@ pub(super) fn read_records(comm: &dyn Comm, path: &[u8], l: &Layout) -> Result<F
         }
         Ok(list)
     })();
+    src.phase_done();
     agree(comm, local)
 }
 

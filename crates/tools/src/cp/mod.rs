@@ -313,23 +313,27 @@ fn list(comm: &dyn Comm, o: &Options, target: &Setup) -> Result<(Plan, Report), 
     let context = &o.context;
     let mut report = Report::default();
     let roots: Vec<Vec<u8>> = target.pairs.iter().map(|p| p.0.clone()).collect();
-    let mut list = match &o.input {
+    let list = match &o.input {
         Some(input) => {
             let read = read_input(comm, context, input, &roots, o.dereference);
-            let (list, failures) = agree_setup(comm, read)?;
+            let (mut list, failures) = agree_setup(comm, read)?;
             report.list_failed = failures;
+            crate::engine::select::apply_rules(&mut list, &o.rules, &target.map);
             list
         }
         None => {
             let walk_progress = context.progress(comm.rank(), "Walked");
+            // The rules prune the walk: an excluded tree is not read.
+            let prune = o.rules.pruner(&target.map);
             // cp writes no lists and prints no names.
-            let walked = crate::engine::setup::walk_sources_named(
+            let walked = crate::engine::setup::walk_sources_pruned(
                 comm,
                 context,
                 &roots,
                 o.dereference,
                 &walk_progress,
                 false,
+                prune.as_deref(),
             );
             report.list_failed = walked.errors.len() as u64;
             report.list_incomplete = !walked.complete;
@@ -338,7 +342,6 @@ fn list(comm: &dyn Comm, o: &Options, target: &Setup) -> Result<(Plan, Report), 
     };
     report.list_failed = comm.sum(report.list_failed);
     report.list_incomplete = comm.any(report.list_incomplete);
-    crate::engine::select::apply_rules(&mut list, &o.rules, &target.map);
     let walk_secs = started.elapsed().as_secs_f64();
     let (list, links) = if o.dereference {
         (list, Vec::new())

@@ -1,9 +1,10 @@
-//! Include/exclude rules of cp and sync, evaluated as rsync evaluates them.
+//! Include/exclude rules of cp, sync and tar -c, evaluated as rsync evaluates them.
 //!
 //! Rules are kept in command-line order across `--include`, `--exclude`, `--include-regex` and
 //! `--exclude-regex`; for a path the first rule that matches decides, and a path no rule
-//! matches is included. An excluded directory excludes everything below it (rsync does not
-//! descend into it), whatever later rules say about its contents.
+//! matches is included. An excluded directory excludes everything below it, whatever later
+//! rules say about its contents: like rsync, the walks do not descend into it
+//! ([`Rules::pruner`]), so an excluded tree is never read.
 //!
 //! Paths are matched relative to the source root (the root itself is `""` and is never
 //! excluded). A glob without `/` matches a name at any depth; a glob with `/` matches the
@@ -24,8 +25,12 @@
 //! assert!(!rules.excludes(b"src/build/y.c", false)); // `/build/` is anchored
 //! ```
 
+use crate::engine::copy::Mapping;
 use clap::ArgMatches;
+use flist::walk::Visit;
+use flist::FileType;
 use globset::{GlobBuilder, GlobMatcher};
+use rustix::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
 
 /// What a matching rule does.
@@ -176,10 +181,29 @@ impl Rules {
     }
 }
 
-/// Drop the records `rules` exclude (paths relative to their source root through `map`).
-pub fn apply_rules(list: &mut flist::FileList, rules: &Rules, map: &crate::engine::copy::Mapping) {
+impl Rules {
+    /// The walk hook ([`flist::walk::WalkOptions::visit`]) that consumes what these rules
+    /// exclude (paths relative to their source root through `map`): an excluded entry is not
+    /// recorded and an excluded directory is not read, so nothing below it is opened or
+    /// stat'ed. The walk then gives what [`apply_rules`] would leave of a full walk (roots are
+    /// never excluded: their relative path is `""`); `None` without rules.
+    pub fn pruner<'a>(&'a self, map: &'a Mapping) -> Option<Box<Visit<'a>>> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(Box::new(
+            move |_: BorrowedFd<'_>, _: &[u8], path: &[u8], kind: FileType| {
+                self.excludes(map.rel(path), kind == FileType::Dir)
+            },
+        ))
+    }
+}
+
+/// Drop the records `rules` exclude (paths relative to their source root through `map`): for
+/// lists that were read, not walked (a walk prunes with [`Rules::pruner`]).
+pub fn apply_rules(list: &mut flist::FileList, rules: &Rules, map: &Mapping) {
     if !rules.is_empty() {
-        list.retain(|e| !rules.excludes(map.rel(e.path), e.kind == flist::FileType::Dir));
+        list.retain(|e| !rules.excludes(map.rel(e.path), e.kind == FileType::Dir));
     }
 }
 
@@ -230,6 +254,68 @@ mod tests {
         assert!(r.excludes(b"a/b/c", false)); // via its excluded parent a/b
         let r = rules(&[(Exclude, "/*.c")]);
         assert!(!r.excludes(b"a/b.c", false));
+    }
+
+    /// The pruned walk keeps exactly what a full walk keeps after [`apply_rules`], for rules
+    /// that exclude directories, files, names at depth, anchored paths and what an include
+    /// would bring back below an excluded directory.
+    #[test]
+    fn a_pruned_walk_keeps_what_the_rules_keep_of_a_full_walk() {
+        use flist::walk::{walk, WalkOptions};
+        use std::os::unix::ffi::OsStrExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("r");
+        for d in ["a/b/c", "a/skip/x", "skip/y", "keep/build/z", "build"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [
+            "t.txt",
+            "a/t.o",
+            "a/b/c/t.txt",
+            "a/skip/x/t.txt",
+            "skip/t.txt",
+            "skip/y/k.c",
+            "keep/build/z/t.o",
+            "build/t.c",
+        ] {
+            std::fs::write(root.join(f), b"").unwrap();
+        }
+        let root_bytes = root.as_os_str().as_bytes().to_vec();
+        let map = Mapping::new(vec![(root_bytes.clone(), b"/dest".to_vec())]);
+        use Action::*;
+        let sets: [&[(Action, &str)]; 6] = [
+            &[(Exclude, "skip/")],
+            &[(Exclude, "skip"), (Include, "*.txt")],
+            &[(Include, "*.c"), (Include, "*/"), (Exclude, "*")],
+            &[(Exclude, "/build/"), (Exclude, "*.o")],
+            &[(Exclude, "a/*")],
+            &[(Include, "keep/**"), (Exclude, "b"), (Exclude, "y/")],
+        ];
+        for set in sets {
+            let r = rules(set);
+            let paths = |prune: bool| -> Vec<Vec<u8>> {
+                let hook = r.pruner(&map);
+                let lists = steal::local::run(2, |comm| {
+                    let opts = WalkOptions {
+                        visit: hook.as_deref().filter(|_| prune),
+                        ..WalkOptions::default()
+                    };
+                    let mut list = walk(comm, std::slice::from_ref(&root_bytes), &opts)
+                        .into_result()
+                        .unwrap();
+                    if !prune {
+                        apply_rules(&mut list, &r, &map);
+                    }
+                    list.iter().map(|e| e.path.to_vec()).collect::<Vec<_>>()
+                });
+                let mut all: Vec<Vec<u8>> = lists.into_iter().flatten().collect();
+                all.sort();
+                all
+            };
+            let (pruned, filtered) = (paths(true), paths(false));
+            assert_eq!(pruned, filtered, "{set:?}");
+            assert!(pruned.len() > 1, "{set:?}: the rules keep something");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::engine::context::{Context, Error};
 use crate::engine::status::Status;
-use flist::walk::{walk, WalkOptions, Walked};
+use flist::walk::{walk, Visit, WalkOptions, Walked};
 use flist::{Detail, FileType};
 use steal::progress::Progress;
 use steal::Comm;
@@ -111,12 +111,28 @@ pub fn walk_sources_named(
     progress: &Progress,
     names: bool,
 ) -> Walked {
+    walk_sources_pruned(comm, context, roots, dereference, progress, names, None)
+}
+
+/// [`walk_sources_named`], leaving out every entry `prune` consumes, and what is below it
+/// (see [`WalkOptions::visit`]): the include/exclude rules of
+/// [`Rules::pruner`](crate::engine::select::Rules::pruner), so an excluded tree is never read.
+pub fn walk_sources_pruned(
+    comm: &dyn Comm,
+    context: &Context,
+    roots: &[Vec<u8>],
+    dereference: bool,
+    progress: &Progress,
+    names: bool,
+    prune: Option<&Visit>,
+) -> Walked {
     let opts = WalkOptions {
         detail: Detail::Stat,
         dereference,
         stop: Some(&context.stop),
         progress: Some(progress),
         id_tables: names,
+        visit: prune,
         ..WalkOptions::default()
     };
     let walked = walk(comm, roots, &opts);

@@ -3,11 +3,14 @@
 //! Both trees are walked; records of both are brought together by a hash of their path relative
 //! to the root, so each rank compares its share of paths locally. Files differ when their type,
 //! size or mtime (seconds and nanoseconds) differ (`--contents`: or their bytes); entries whose
-//! data is equal but whose mode, owner or mtime differ get their metadata fixed only. Because the
+//! data is equal but whose mode, owner or mtime differ (with `-X`: or their extended attributes,
+//! [`xattrs`]) get their metadata fixed only. Because the
 //! copy engine gives a file the source's mtime only once all of its data has landed, a sync after
 //! an interrupted copy or sync recopies exactly the files left incomplete; of a huge file whose
 //! journal it can trust, only the chunks the journal does not record
 //! ([`crate::engine::copy::journal`]).
+
+mod xattrs;
 
 use crate::engine::compare_expr::{Field, Output, State, States};
 use crate::engine::context::{Context, Error, Summary, ToolReport};
@@ -306,26 +309,31 @@ fn list(comm: &dyn Comm, o: &Options, paths: &Paths, report: &mut Report) -> Lis
     let dest_map = Mapping::new(vec![(dest.clone(), dest.clone())]);
     // Names only for the lists that --output writes.
     let names = !o.output.is_empty();
-    let walked = crate::engine::setup::walk_sources_named(
+    // The rules prune both walks: excluded entries are neither compared, copied nor deleted,
+    // and an excluded tree is not read.
+    let (prune, dest_prune) = (o.rules.pruner(&map), o.rules.pruner(&dest_map));
+    let walked = crate::engine::setup::walk_sources_pruned(
         comm,
         &o.context,
         std::slice::from_ref(src),
         o.dereference,
         &walk_progress,
         names,
+        prune.as_deref(),
     );
     let src_complete = walked.complete;
     let mut failed = walked.errors.len() as u64;
     let mut incomplete = !walked.complete;
-    let mut src_list = walked.list;
-    let mut dest_list = if paths.dest_exists {
-        let walked = crate::engine::setup::walk_sources_named(
+    let src_list = walked.list;
+    let dest_list = if paths.dest_exists {
+        let walked = crate::engine::setup::walk_sources_pruned(
             comm,
             &o.context,
             std::slice::from_ref(dest),
             false,
             &walk_progress,
             names,
+            dest_prune.as_deref(),
         );
         failed += walked.errors.len() as u64;
         incomplete |= !walked.complete;
@@ -333,11 +341,9 @@ fn list(comm: &dyn Comm, o: &Options, paths: &Paths, report: &mut Report) -> Lis
     } else {
         FileList::new(Detail::Stat)
     };
+    drop((prune, dest_prune)); // they borrow the mappings
     report.list_failed = comm.sum(failed);
     report.list_incomplete = comm.any(incomplete);
-    // Excluded destination entries are neither compared nor deleted.
-    crate::engine::select::apply_rules(&mut src_list, &o.rules, &map);
-    crate::engine::select::apply_rules(&mut dest_list, &o.rules, &dest_map);
     let groups = if o.dereference {
         links::Groups {
             list: src_list,
@@ -745,6 +751,18 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     let mut replaced_dirs: Vec<u8> = Vec::new();
     let mut fix_meta = FileList::new(Detail::Stat);
     let mut resumes = HashMap::new();
+    // -X: which pairs of equal data have other xattrs (by source and members index).
+    let xattr_opts = xattrs::compared(&args.io);
+    let same_data = |e: flist::record::Entry<'_>| {
+        let i = by_rel.find(inp.map.rel(e.path), dest_rel)?;
+        let (m, d) = (e.meta?, inp.dest.meta(i)?);
+        let same = d.file_type() == e.kind
+            && (e.kind != FileType::File
+                || (d.size == m.size && !Differences::between(m, d, e.kind).mtime));
+        same.then(|| inp.map.dest(e.path))
+    };
+    let xattrs_differ =
+        [inp.src, inp.members].map(|l| xattrs::differing(l, xattr_opts.as_ref(), same_data));
     let mut matched: Vec<FileList> = args.output.iter().map(|_| inp.src.empty_like()).collect();
     let mut select = |states: &States, path: &[u8], kind: FileType, meta: &Meta| {
         for (o, list) in args.output.iter().zip(matched.iter_mut()) {
@@ -758,6 +776,9 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     for (list, is_member) in [(inp.src, false), (inp.members, true)] {
         for (index, e) in list.iter().enumerate() {
             let m = e.meta.expect("stat list");
+            let xattrs_differ = xattrs_differ[usize::from(is_member)]
+                .get(index)
+                .is_some_and(|&d| d);
             let rel = inp.map.rel(e.path);
             let dst_path = inp.map.dest(e.path);
             let existing = by_rel.find(rel, dest_rel).map(|i| {
@@ -846,7 +867,10 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                     actions.push(verb(linked, false), &dst_path);
                 }
                 Some((i, d)) => {
-                    let diff = Differences::between(m, d, e.kind);
+                    let diff = Differences {
+                        xattrs: xattrs_differ,
+                        ..Differences::between(m, d, e.kind)
+                    };
                     let data_differs = match e.kind {
                         FileType::File => d.size != m.size || diff.mtime,
                         FileType::Symlink => {
@@ -895,6 +919,25 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                                 actions.push(Action::Meta, &dst_path);
                             }
                         }
+                        if diff.xattrs {
+                            // The comparison sets the source's xattrs only where it rewrites,
+                            // and removes none: fixed after it. Counted here when stat shows
+                            // nothing else (the comparison counts those files itself; one whose
+                            // bytes differ too counts as updated and as fixed).
+                            let only = Differences {
+                                xattrs: true,
+                                ..Differences::default()
+                            };
+                            plan.fix_meta.push((fix_meta.len(), only));
+                            fix_meta.push(e.path, e.kind, Some(*m));
+                            let stat_differs = Differences {
+                                xattrs: false,
+                                ..diff
+                            };
+                            if !args.dryrun && !stat_differs.any() {
+                                actions.push(Action::Meta, &dst_path);
+                            }
+                        }
                     } else if data_differs {
                         if e.kind == FileType::File && !is_member {
                             // A new inode for the new data (as rsync's temporary file and
@@ -909,6 +952,14 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                         actions.push(Action::Meta, &dst_path);
                         if e.kind != FileType::Dir {
                             plan.fix_meta.push((fix_meta.len(), diff));
+                            fix_meta.push(e.path, e.kind, Some(*m));
+                        } else if diff.xattrs {
+                            // The rest of a directory's metadata is set bottom-up at the end.
+                            let only = Differences {
+                                xattrs: true,
+                                ..Differences::default()
+                            };
+                            plan.fix_meta.push((fix_meta.len(), only));
                             fix_meta.push(e.path, e.kind, Some(*m));
                         }
                     }

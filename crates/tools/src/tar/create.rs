@@ -825,8 +825,8 @@ struct Sources {
     map: Mapping,
 }
 
-/// Walk the sources, apply the rules, leave out the archive and its side index, sort by name.
-/// Collective.
+/// Walk the sources (pruned by the rules), leave out the archive and its side index, sort by
+/// name. Collective.
 fn walk(
     comm: &dyn Comm,
     o: &Options,
@@ -835,7 +835,18 @@ fn walk(
 ) -> Result<Sources, Error> {
     let map = Mapping::new(setup.pairs.clone());
     let abs_roots: Vec<Vec<u8>> = setup.pairs.iter().map(|(a, _)| a.clone()).collect();
-    let walked = crate::engine::setup::walk_sources(comm, &o.context, &abs_roots, false, progress);
+    // The rules prune the walk: an excluded tree is not read.
+    let prune = o.rules.pruner(&map);
+    let walked = crate::engine::setup::walk_sources_pruned(
+        comm,
+        &o.context,
+        &abs_roots,
+        false,
+        progress,
+        true,
+        prune.as_deref(),
+    );
+    drop(prune); // it borrows the mapping
     let errors = walked.total_errors;
     if comm.any(walked.interrupted || o.context.stopped()) {
         return Ok(Sources {
@@ -845,7 +856,6 @@ fn walk(
         });
     }
     let mut list = walked.list;
-    crate::engine::select::apply_rules(&mut list, &o.rules, &map);
     let archive = &setup.archive;
     let side = index::side_path(archive);
     list.retain(|e| e.path != archive.as_slice() && e.path != side.as_slice());

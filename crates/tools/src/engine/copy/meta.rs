@@ -144,29 +144,36 @@ pub struct Differences {
     pub owner: bool,
     /// Modification time differs (seconds or nanoseconds).
     pub mtime: bool,
+    /// Extended attributes differ (`sync -X` compares them; [`Differences::between`], which
+    /// sees only `stat`, can't tell). Fixing them also removes those the destination has and
+    /// the source lacks; any other fix sets the source's without removing any.
+    pub xattrs: bool,
 }
 
 impl Differences {
-    /// Compare a destination (`dst`) with its source (`src`) of the same type.
+    /// Compare a destination (`dst`) with its source (`src`) of the same type, by `stat`.
     pub fn between(src: &Meta, dst: &Meta, kind: FileType) -> Differences {
         Differences {
             // Symlinks have no mode of their own.
             mode: kind != FileType::Symlink && src.mode & 0o7777 != dst.mode & 0o7777,
             owner: src.uid != dst.uid || src.gid != dst.gid,
             mtime: src.mtime != dst.mtime || src.mtime_nsec != dst.mtime_nsec,
+            xattrs: false,
         }
     }
 
     /// True when anything differs.
     pub fn any(&self) -> bool {
-        self.mode || self.owner || self.mtime
+        self.mode || self.owner || self.mtime || self.xattrs
     }
 
-    /// Everything (a fresh copy gets all of its metadata).
+    /// Everything `stat` shows (a fresh copy gets all of its metadata; its xattrs are set,
+    /// and it has no others to remove but what it inherited, a default ACL's).
     pub const ALL: Differences = Differences {
         mode: true,
         owner: true,
         mtime: true,
+        xattrs: false,
     };
 }
 
@@ -313,6 +320,10 @@ pub fn apply_path(
             .map_err(|e| ItemError::new(src, "open parent", e))?;
         let xattrs = read_xattrs_from(Source::Path(&from.short_path()), opts)
             .map_err(|(op, e)| ItemError::new(src, op, e))?;
+        if what.xattrs {
+            remove_other_xattrs(&at.short_path(), &xattrs, opts)
+                .map_err(|(op, e)| ItemError::new(dst, op, e))?;
+        }
         write_xattrs(Target::Path(&at.short_path()), &xattrs)
             .map_err(|e| ItemError::new(dst, "set xattr", e))?;
     }
@@ -440,6 +451,27 @@ fn read_xattrs_from(
         }
     }
     Ok(out)
+}
+
+/// Remove from `path` (not followed) the attributes `opts` wants that are not among `keep` (the
+/// source's); those `opts` leaves alone stay.
+fn remove_other_xattrs(
+    path: &[u8],
+    keep: &[Xattr],
+    opts: &MetaOptions,
+) -> Result<(), (&'static str, io::Error)> {
+    let present = read_xattrs_from(Source::Path(path), opts)?;
+    for (name, _) in present {
+        if keep.iter().any(|(k, _)| *k == name) {
+            continue;
+        }
+        match rustix::fs::lremovexattr(path, &name[..]) {
+            // Gone meanwhile, or not removable on this file system: nothing to remove.
+            Ok(()) | Err(Errno::NODATA) | Err(Errno::NOTSUP) => {}
+            Err(e) => return Err(("remove xattr", e.into())),
+        }
+    }
+    Ok(())
 }
 
 /// Set `xattrs` on `dst`. A destination file system without xattrs (or without this
