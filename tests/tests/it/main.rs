@@ -35,5 +35,6 @@ mod signals;
 mod sync;
 mod tar;
 mod tar_read;
+mod tar_select;
 mod tar_write;
 mod walk;

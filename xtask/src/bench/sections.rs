@@ -29,8 +29,11 @@
 //!   `mfu-rs tar -c -z -f A.tar.zst TREE`, and `zstd -dc A.tar.zst | tar -xf - -C OUT` against
 //!   `mfu-rs tar -x -f A.tar.zst -C OUT` (the archives extracted made as above).
 //!
-//! Each tar section also prints the sizes of the GNU and mfu-rs archives (tar-zstd: compressed
-//! and not, with the compression ratios).
+//! - tar-select: extracting 1% of a 1000 MiB archive (one directory of 100) against all of it,
+//!   GNU tar against mfu-rs, with the bytes each 1% run reads (`super::tar_select`).
+//!
+//! Each tar section but tar-select also prints the sizes of the GNU and mfu-rs archives
+//! (tar-zstd: compressed and not, with the compression ratios).
 //!
 //! `cp` selects cp-small and cp-big (not cp-bufsize), `tar` selects tar-small, tar-mixed and
 //! tar-zstd. Before each timed run an untimed step prepares it (removes the destination or
@@ -73,9 +76,10 @@ pub const SECTIONS: &[&str] = &[
     "tar-small",
     "tar-mixed",
     "tar-zstd",
+    "tar-select",
 ];
 
-fn compare(
+pub(super) fn compare(
     title: &str,
     notes: &[&str],
     cases: &[Case],
@@ -182,7 +186,7 @@ fn xcp_note() -> &'static str {
 }
 
 /// Entry point of `cargo xtask bench
-/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd]...`.
+/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-select]...`.
 pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
     for a in args {
@@ -218,6 +222,7 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
             "tar-small" => bench_tar_small(b, &data),
             "tar-mixed" => bench_tar_mixed(b, &data),
             "tar-zstd" => bench_tar_zstd(b, &data),
+            "tar-select" => super::tar_select::bench_tar_select(b, &data),
             _ => unreachable!("SECTIONS lists the sections"),
         };
         if let Err(e) = result {
@@ -720,7 +725,7 @@ fn mixed_tree(data: &Path) -> Result<PathBuf> {
 
 /// `mfu-rs` at np 1, as 2 thread ranks and under `mpirun -np 2`: (case name for `what`, MPI,
 /// command line up to mfu-rs's subcommand).
-fn mfu_launches<'a>(b: &'a str, what: &str) -> Vec<(String, bool, Vec<&'a str>)> {
+pub(super) fn mfu_launches<'a>(b: &'a str, what: &str) -> Vec<(String, bool, Vec<&'a str>)> {
     vec![
         (format!("mfu-rs {what} np1"), false, vec![b]),
         // Two ranks as threads of one process: np 2 without MPI's start-up.
