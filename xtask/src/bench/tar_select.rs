@@ -171,10 +171,11 @@ fn bytes_read(c: &Case, scratch: &Path) -> Result<u64> {
 }
 
 /// The sum of the return values of the completed calls of an `strace` log (a call cut by
-/// another thread's is counted on its `resumed` line, which carries the result).
+/// another thread's is counted on its `resumed` line, which carries the result; strace pads
+/// short calls before their ` = `).
 fn sum_returns(text: &str) -> u64 {
     text.lines()
-        .filter_map(|l| l.rsplit_once(") = ").map(|(_, r)| r))
+        .filter_map(|l| l.rsplit_once(" = ").map(|(_, r)| r))
         .filter_map(|r| r.split_whitespace().next()?.parse::<u64>().ok())
         .sum()
 }
@@ -186,7 +187,7 @@ mod tests {
     #[test]
     fn strace_logs_sum_the_bytes_returned() {
         let log = "\
-123 read(3, \"\"..., 832) = 832
+123 read(3, \"\"..., 832)               = 832
 123 pread64(4, \"\"..., 4096, 0) = 4096
 124 copy_file_range(5, [512], 6, NULL, 1048576, 0 <unfinished ...>
 124 <... copy_file_range resumed>) = 1048576
