@@ -39,5 +39,6 @@ mod sync_xattrs;
 mod tar;
 mod tar_compressed;
 mod tar_read;
+mod tar_select;
 mod tar_write;
 mod walk;

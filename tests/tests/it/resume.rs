@@ -10,7 +10,7 @@
 //! journal needs, nothing more). Costs about 20 s.
 
 use mfu::engine::copy::journal;
-use mfu_tests::Tool;
+use mfu_tests::{expect_status, Tool};
 use rand::{Rng, RngCore, SeedableRng};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -330,6 +330,22 @@ fn what_the_journal_does_not_vouch_for_is_copied_whole() {
     std::os::unix::fs::FileExt::write_all_at(&f, b"changed", 100).unwrap();
     drop(f);
     assert_copied_whole(&src, &dst, "changed source");
+
+    // A partial file whose mtime equals the source's (timestamps come from a coarse clock: a
+    // source written in the tick of the copy's last write has the same one): its journal still
+    // says it is incomplete, and it is resumed, not taken for synced.
+    let (src, dst, done) = killed_mid_copy(t, 10);
+    expect_status(
+        std::process::Command::new("touch")
+            .arg("-r")
+            .arg(src.join("mid"))
+            .arg(dst.join("mid")),
+        0,
+    );
+    let v = sync(&src, &dst, MID_CHUNK);
+    assert_eq!(v["resumed"], 1, "same mtime: {v}");
+    assert_eq!(v["bytes"], MID - done * MID_CHUNK, "same mtime: {v}");
+    assert_finished(&src.join("mid"), &dst.join("mid"));
 
     // No journal (as before journals): whole.
     let (src, dst, _) = killed_mid_copy(t, 10);

@@ -39,6 +39,11 @@
 //!
 //! Each tar section also prints the sizes of the GNU and mfu-rs archives (tar-zstd: compressed
 //! and not, with the compression ratios).
+//! - tar-select: extracting 1% of a 1000 MiB archive (one directory of 100) against all of it,
+//!   GNU tar against mfu-rs, with the bytes each 1% run reads (`super::tar_select`).
+//!
+//! Each tar section but tar-select also prints the sizes of the GNU and mfu-rs archives
+//! (tar-zstd: compressed and not, with the compression ratios).
 //!
 //! `cp` selects cp-small and cp-big (not cp-bufsize), `tar` selects tar-small, tar-mixed and
 //! tar-zstd. Before each timed run an untimed step prepares it (removes the destination or
@@ -83,6 +88,7 @@ pub const SECTIONS: &[&str] = &[
     "tar-zstd",
     "tar-gz",
     "resume",
+    "tar-select",
 ];
 
 pub(super) fn compare(
@@ -192,7 +198,7 @@ fn xcp_note() -> &'static str {
 }
 
 /// Entry point of `cargo xtask bench
-/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz|resume]...`.
+/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz|resume|tar-select]...`.
 pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
     for a in args {
@@ -230,6 +236,7 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
             "tar-zstd" => bench_tar_zstd(b, &data),
             "tar-gz" => super::tar_gz::bench_tar_gz(b, &data),
             "resume" => super::resume::bench_resume(b, &data),
+            "tar-select" => super::tar_select::bench_tar_select(b, &data),
             _ => unreachable!("SECTIONS lists the sections"),
         };
         if let Err(e) = result {

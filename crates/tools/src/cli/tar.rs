@@ -7,6 +7,7 @@ use crate::cli::copy_args::{FilterArgs, StripeArgs};
 use crate::cli::tool::CliTool;
 use crate::engine::context::{Context, Error};
 use crate::engine::select::Rules;
+use crate::tar::select::Select;
 use crate::tar::{Done, Mode, Options, Report};
 use clap::Args;
 use std::ffi::{OsStr, OsString};
@@ -32,6 +33,8 @@ use steal::Comm;
     after_help = "Examples:\n  \
         mpirun -np 64 mfu-rs tar -c -f /lustre/run42.tar -C /lustre/scratch run42\n  \
         mpirun -np 64 mfu-rs tar -x -f /lustre/run42.tar -C /lustre/restore\n  \
+        mpirun -np 64 mfu-rs tar -x -f /lustre/run42.tar -C /lustre/restore run42/input\n  \
+        mfu-rs tar -x -f run42.tar --wildcards '*.log' --strip-components 1\n  \
         mfu-rs tar -t -v -f run42.tar\n  \
         mfu-rs tar -c -z -f run42.tar.zst run42"
 )]
@@ -80,9 +83,13 @@ pub struct TarArgs {
     /// Keep owners, permissions (no umask), times and xattrs: all the --preserve-* below.
     #[arg(short = 'p', long)]
     pub preserve: bool,
-    /// Extract: give entries their archived owner and group (default when run as root).
+    /// Extract: give entries their archived owner and group (default when run as root): the
+    /// ids their user and group names have here, the archived numbers for unknown names.
     #[arg(long)]
     pub preserve_owner: bool,
+    /// Extract: restore owners by the archived numbers, never by name. List: show numbers.
+    #[arg(long)]
+    pub numeric_owner: bool,
     /// Extract: set archived mtimes (always done; accepted for dtar compatibility).
     #[arg(long)]
     pub preserve_times: bool,
@@ -119,9 +126,33 @@ pub struct TarArgs {
     /// ARCHIVE.dtaridx so the next run starts in parallel at once.
     #[arg(long)]
     pub save_index: bool,
-    /// Create: files and directories to archive.
+    /// Create: files and directories to archive. Extract and list: the MEMBERs to take, each
+    /// with what is below it (all by default); a MEMBER that names nothing is reported and the
+    /// run fails (exit 1) after the others.
     #[arg(value_name = "PATH")]
     pub paths: Vec<OsString>,
+    /// Extract and list: MEMBERs are patterns (`*`, `?`, `[...]`, as fnmatch(3) and GNU tar).
+    #[arg(long, overrides_with = "no_wildcards")]
+    pub wildcards: bool,
+    /// Extract and list: MEMBERs are exact names (the default).
+    #[arg(long, overrides_with = "wildcards")]
+    pub no_wildcards: bool,
+    /// With --wildcards: pattern characters match `/` too (the default).
+    #[arg(long, overrides_with = "no_wildcards_match_slash")]
+    pub wildcards_match_slash: bool,
+    /// With --wildcards: pattern characters do not match `/`.
+    #[arg(long, overrides_with = "wildcards_match_slash")]
+    pub no_wildcards_match_slash: bool,
+    /// Extract and list: MEMBERs match from the start of names (the default).
+    #[arg(long, overrides_with = "no_anchored")]
+    pub anchored: bool,
+    /// Extract and list: MEMBERs may also match after any `/` of a name.
+    #[arg(long, overrides_with = "anchored")]
+    pub no_anchored: bool,
+    /// Extract: drop N leading components of each name (`.` counts as one) and of hard-link
+    /// targets; entries with no more than N are skipped.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub strip_components: u32,
     /// Lustre layouts of the files this run creates.
     #[command(flatten)]
     pub stripe: StripeArgs,
@@ -183,9 +214,19 @@ impl CliTool for Tar {
                     .into(),
             );
         }
-        if !args.create && !args.paths.is_empty() {
+        let selecting = args.wildcards
+            || args.no_wildcards
+            || args.wildcards_match_slash
+            || args.no_wildcards_match_slash
+            || args.anchored
+            || args.no_anchored
+            || args.strip_components > 0
+            || args.numeric_owner;
+        if args.create && selecting {
             return Err(
-                "extracting or listing selected members is not supported: give no PATH".into(),
+                "--wildcards, --anchored, --strip-components and --numeric-owner (and \
+                        their --no- forms) are for -x and -t"
+                    .into(),
             );
         }
         Ok(())
@@ -194,7 +235,7 @@ impl CliTool for Tar {
     fn options(args: &TarArgs, rules: Rules, context: Context) -> Options {
         let mode = if args.create {
             Mode::Create {
-                paths: args.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
+                paths: bytes(&args.paths),
             }
         } else if args.extract {
             Mode::Extract
@@ -209,6 +250,19 @@ impl CliTool for Tar {
             gzip_level: args.gzip_level,
             bzip2: args.bzip2,
             preserve_owner: args.preserve || args.preserve_owner,
+            numeric_owner: args.numeric_owner,
+            select: Select {
+                members: if args.create {
+                    Vec::new()
+                } else {
+                    bytes(&args.paths)
+                },
+                wildcards: args.wildcards,
+                wildcards_given: args.wildcards || args.no_wildcards,
+                wildcards_match_slash: !args.no_wildcards_match_slash,
+                anchored: !args.no_anchored,
+                strip_components: args.strip_components,
+            },
             preserve_perms: args.preserve || args.preserve_perms,
             xattrs: args.xattrs(),
             fsync: args.fsync,
@@ -238,10 +292,15 @@ impl CliTool for Tar {
     }
 }
 
+/// Operands as bytes.
+fn bytes(words: &[OsString]) -> Vec<Vec<u8>> {
+    words.iter().map(|p| p.as_bytes().to_vec()).collect()
+}
+
 /// The closing line of a create or an extract (a listing has none):
-/// `WHAT, N of data, into PLACE in T s (R/s)[; S skipped][; F failed]`, or for a create that
-/// left no archive `Failed|Interrupted: nothing archived, ARCHIVE not created, after T s[; F
-/// failed]`.
+/// `WHAT, N of data, into PLACE in T s (R/s)[; S skipped][; F failed][; M not found]`, or for
+/// a create that left no archive `Failed|Interrupted: nothing archived, ARCHIVE not created,
+/// after T s[; F failed]`.
 pub fn summary_line(report: &Report) -> Option<String> {
     let secs = report.seconds;
     let (what, place) = match report.mode {
@@ -291,6 +350,9 @@ pub fn summary_line(report: &Report) -> Option<String> {
     }
     if report.failed > 0 {
         line.push_str(&format!("; {} failed", report.failed));
+    }
+    if report.not_found > 0 {
+        line.push_str(&format!("; {} not found", report.not_found));
     }
     line.push('\n');
     Some(line)

@@ -879,6 +879,14 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                         FileType::CharDev | FileType::BlockDev => rdev(e.path) != rdev(&dst_path),
                         _ => false,
                     };
+                    // A journal beside the destination says its data is incomplete whatever its
+                    // size and mtime say: an mtime can equal the source's by chance (timestamps
+                    // come from a coarse clock: a source changed in the tick of the killed
+                    // copy's last write carries the same one).
+                    let data_differs = data_differs
+                        || (e.kind == FileType::File
+                            && d.size >= journal::MIN_BYTES
+                            && has_journal(inp.dest_roots, &dst_path));
                     let shared = e.kind == FileType::File && d.nlink > 1 && !is_member;
                     let data_differs = data_differs
                         || (shared
@@ -1011,6 +1019,13 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
 
 /// What the journal beside the destination `dst` of `src` (walked as `m`) lets a rerun keep,
 /// when it can be trusted.
+/// Whether an interrupted copy's journal lies beside the destination file `dst` (trusted or
+/// not: either way the file's data is incomplete).
+fn has_journal(roots: &flist::beneath::Roots, dst: &[u8]) -> bool {
+    let jpath = journal::path_of(dst);
+    roots.at(&jpath).is_ok_and(|j| j.lstat().is_ok())
+}
+
 fn resumable(roots: &flist::beneath::Roots, dst: &[u8], src: &[u8], m: &Meta) -> Option<Resumable> {
     let jpath = journal::path_of(dst);
     let (d, j) = (roots.at(dst).ok()?, roots.at(&jpath).ok()?);

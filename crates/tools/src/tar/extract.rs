@@ -19,9 +19,11 @@ mod serial;
 
 use super::beneath::{clean, explain, split, Target};
 use super::entries::{Entries as Store, Item};
-use super::header::{Kind, Segment};
+use super::header::{Decoded, Kind, Segment};
 use super::index::{self, Source};
-use super::scan::{self, share, Located};
+use super::owners::Owners;
+use super::scan::{self, Located};
+use super::select::{self, Matcher};
 use super::stream::Archive;
 use super::superseded::superseded;
 use super::{Done, Options, Report};
@@ -309,6 +311,9 @@ fn make_other(target: &Target, item: &Item) -> Result<(), String> {
             rustix::fs::symlinkat(OsStr::from_bytes(h.link), dir, name)
         }),
         Kind::HardLink => {
+            // The link's directory first, whether its target is there or not (GNU tar makes it
+            // too; with member selection the target may not have been extracted).
+            target.dir(split(item.rel).0, true).map_err(explain)?;
             let to = clean(h.link).map_err(|e| format!("hard link to {}: {e}", display(h.link)))?;
             let (tp, tn) = split(&to);
             let tdir = target
@@ -500,15 +505,20 @@ fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
     )
 }
 
+/// What becomes of a decoded entry before it is kept: renamed (`--strip-components`), given
+/// the owner its names have here; `Ok(false)` leaves it out, `Err` names why it cannot be
+/// extracted.
+type Adjust<'a> = dyn FnMut(&mut Decoded) -> Result<bool, String> + 'a;
+
 /// The entries of this rank's part of the stream: those whose headers start in `[start, end)`
-/// and the one before whose data reaches into it.
+/// and the one before whose data reaches into it, as `adjust` makes them.
 fn my_items(
     archive: &Archive,
     path: &[u8],
     found: &Located,
-    start: u64,
-    end: u64,
+    (start, end): (u64, u64),
     fail: &Failures,
+    adjust: &mut Adjust<'_>,
 ) -> Store {
     let first = found.offsets.partition_point(|&o| o < start);
     let last = found.offsets.partition_point(|&o| o < end);
@@ -519,9 +529,12 @@ fn my_items(
     // in one arena; no owner names): a rank's state stays near its entries' count times a
     // small record, with no decoded header kept.
     for (run, offsets) in found.offsets[from..last].chunks(DECODE_RUN).enumerate() {
-        for (j, d) in scan::decode(archive, offsets).into_iter().enumerate() {
+        for (j, d) in scan::decode_in(archive, offsets, &found.globals)
+            .into_iter()
+            .enumerate()
+        {
             let own = from + run * DECODE_RUN + j >= first;
-            let d = match d {
+            let mut d = match d {
                 Ok(d) => d,
                 Err(e) => {
                     if own {
@@ -536,6 +549,16 @@ fn my_items(
                 && (!d.header.has_data() || d.sparse.is_some() || d.data + d.header.size <= start)
             {
                 continue;
+            }
+            match adjust(&mut d) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    if own {
+                        fail.add(&d.header.path, e);
+                    }
+                    continue;
+                }
             }
             match clean(&d.header.path) {
                 Ok(rel) => out.push(&rel, &d, own),
@@ -553,6 +576,57 @@ fn my_items(
 
 /// Entries decoded at once by [`my_items`].
 const DECODE_RUN: usize = 1 << 14;
+
+/// For each of `items` (in archive order), the end (bytes) of the run of entries that follow
+/// one another in the archive from it: where the data of the last ends, before a gap of
+/// entries not kept.
+fn run_ends(items: &Store) -> Vec<u64> {
+    let n = items.len();
+    let mut ends = vec![0; n];
+    for i in (0..n).rev() {
+        let it = items.get(i);
+        let stored = it
+            .sparse
+            .map_or(it.size, |m| m.iter().map(|s| s.len).sum::<u64>());
+        let own_end = it.data + if it.kind == Kind::File { stored } else { 0 };
+        let next_follows = i + 1 < n && items.start(i + 1) <= own_end.next_multiple_of(512);
+        ends[i] = if next_follows { ends[i + 1] } else { own_end };
+    }
+    ends
+}
+
+/// The [`Adjust`] of a run: `--strip-components` on names and hard-link targets, and with
+/// `owner` (owners restored, not `--numeric-owner`) the ids the archived names have here.
+fn adjuster<'a>(
+    m: &'a Matcher<'a>,
+    owner: bool,
+) -> impl FnMut(&mut Decoded) -> Result<bool, String> + 'a {
+    let mut owners = owner.then(Owners::default);
+    move |d: &mut Decoded| {
+        let h = &mut d.header;
+        if m.strips() {
+            match m.strip(&h.path) {
+                Some(p) => h.path = p.to_vec(),
+                None => return Ok(false),
+            }
+            if h.kind == Kind::HardLink {
+                match m.strip(&h.link) {
+                    Some(l) => h.link = l.to_vec(),
+                    None => {
+                        return Err(format!(
+                            "hard link to {}: --strip-components leaves nothing of its target",
+                            display(&h.link)
+                        ))
+                    }
+                }
+            }
+        }
+        if let Some(owners) = owners.as_mut() {
+            owners.resolve(h);
+        }
+        Ok(true)
+    }
+}
 
 /// The archive bytes of the file whose data is `[data, data + size)` that the rank owning
 /// `[start, end)` writes: the overlap, or with `align` the overlap with both ends moved up to
@@ -694,10 +768,18 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     let found = find_entries(comm, &archive, &path, o);
     crate::engine::test_seam::after_listing(comm);
     let stripes = Striping::detect(&*o.lustre, std::slice::from_ref(&dest), o.stripe);
-    let x = Extraction::new(comm, o, &archive, &target, &dest, &stripes);
     let total_entries = found.located.total + found.located.cut;
     let base = found.report(path);
-    let entries = x.entries(comm, &base.archive, found.located);
+    let mut located = found.located;
+    // Member selection: only the entries taken go on, split over ranks by their bytes.
+    let matcher = Matcher::new(o);
+    let mut credited = vec![false; matcher.members()];
+    if matcher.filters() {
+        select::choose(comm, &archive, &mut located, &matcher, &mut credited);
+    }
+    let part = located.parts.of(comm.rank());
+    let x = Extraction::new(o, &archive, &target, &dest, &stripes, part);
+    let entries = x.entries(comm, &base.archive, located, &matcher);
     let progress = o.context.progress(comm.rank(), "Extracted");
 
     // 1. Symlinks first: a later path through one of them is then refused, never followed.
@@ -719,6 +801,8 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
 
     let interrupted = comm.any(x.stopped());
     x.report(comm, &entries, interrupted);
+    // MEMBERs that named nothing, after the rest was extracted (as GNU tar says them).
+    let not_found = matcher.not_found(comm, o, &credited);
     let extracted = comm.sum(
         entries
             .items
@@ -743,6 +827,7 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
         },
         compression: archive.table().map(|t| t.codec),
         interrupted,
+        not_found,
         ..base
     };
     if comm.rank() == 0 && interrupted {
@@ -773,9 +858,18 @@ struct Entries {
     /// Entries of this rank that a later entry of the same name replaced (they count as
     /// extracted: tar keeps the last).
     replaced: u64,
+    /// With a selection: for each entry, where the run of entries kept one after another in
+    /// the archive from it ends (bytes), so that reading ahead stops short of data that was not
+    /// selected. `None`: everything is kept, reading ahead stops at the part's end.
+    run_ends: Option<Vec<u64>>,
 }
 
 impl Entries {
+    /// How far reading ahead from entry `i`'s data may go, within the part ending at `end`.
+    fn ahead_limit(&self, i: usize, end: u64) -> u64 {
+        self.run_ends.as_ref().map_or(end, |r| r[i].min(end))
+    }
+
     /// The entries of this rank whose headers it owns, of one of these kinds.
     fn own_of(&self, kinds: &[Kind]) -> Vec<usize> {
         (0..self.items.len())
@@ -813,12 +907,12 @@ struct Extraction<'a> {
 
 impl<'a> Extraction<'a> {
     fn new(
-        comm: &dyn Comm,
         o: &'a Options,
         archive: &'a Archive,
         target: &'a Target,
         dest: &'a [u8],
         stripes: &'a Striping<'a>,
+        part: (u64, u64),
     ) -> Extraction<'a> {
         let root = rustix::process::geteuid().is_root();
         Extraction {
@@ -840,7 +934,7 @@ impl<'a> Extraction<'a> {
                 dest,
                 chunk: o.chunksize,
             },
-            part: share(archive, comm.size(), comm.rank()),
+            part,
             stop: &o.context.stop,
             fail: Failures::default(),
             failed: AtomicU64::new(0),
@@ -864,15 +958,22 @@ impl<'a> Extraction<'a> {
 
     /// This rank's entries ([`my_items`]) less those a later entry of the same name replaces.
     /// Collective.
-    fn entries(&self, comm: &dyn Comm, path: &[u8], mut found: Located) -> Entries {
-        let (start, end) = self.part;
-        let items = my_items(self.archive, path, &found, start, end, &self.fail);
+    fn entries(&self, comm: &dyn Comm, path: &[u8], mut found: Located, m: &Matcher) -> Entries {
+        let by_name = self.how.owner && !self.o.numeric_owner;
+        let items = my_items(
+            self.archive,
+            path,
+            &found,
+            self.part,
+            &self.fail,
+            &mut adjuster(m, by_name),
+        );
         // The offsets are no longer needed (only their count).
         found.offsets = Vec::new();
         // Tar keeps the last of several entries with one name: those replaced are no longer
         // this rank's, and get neither data nor metadata (marked, not removed: no second
         // copy of the entries).
-        let dropped = superseded(comm, self.archive, &items);
+        let dropped = superseded(comm, &found.parts, &items);
         let mut items = items;
         let ok: Vec<AtomicBool> = (0..items.len()).map(|_| AtomicBool::new(true)).collect();
         let mut replaced = 0;
@@ -885,12 +986,14 @@ impl<'a> Extraction<'a> {
         }
         drop(dropped);
         let flags = |v: bool| (0..items.len()).map(|_| AtomicBool::new(v)).collect();
+        let run_ends = m.filters().then(|| run_ends(&items));
         Entries {
             ok,
             done: flags(false),
             created: flags(false),
             items,
             replaced,
+            run_ends,
         }
     }
 
@@ -939,7 +1042,8 @@ impl<'a> Extraction<'a> {
                     return;
                 }
                 if whole(i) {
-                    match self.extract_whole((dirs, ahead), &e.items.get(i), (buf, cfr)) {
+                    let limit = e.ahead_limit(i, end);
+                    match self.extract_whole((dirs, ahead), &e.items.get(i), (buf, cfr), limit) {
                         Ok(n) => {
                             self.bytes.fetch_add(n, Ordering::Relaxed);
                             e.done[i].store(true, Ordering::Relaxed);
@@ -959,16 +1063,18 @@ impl<'a> Extraction<'a> {
     /// Extract a file whose data lies wholly in this rank's part, in one go: create it, copy
     /// its data, give it its metadata through the descriptor just created (the common case:
     /// one open per file, in a directory most often already open).
+    /// Reading ahead of the archive stops at `limit` (bytes).
     fn extract_whole(
         &self,
         (dirs, ahead): (&mut DirCache, &mut Ahead),
         item: &Item,
         (buf, cfr): (&mut Buffer, &mut bool),
+        limit: u64,
     ) -> Result<u64, String> {
         let (how, lay) = (&self.how, &self.lay);
         let h = item;
         let fd = open_new(dirs, self.target, item, lay)?;
-        let n = match ahead.bytes(self.archive, item, self.part.1) {
+        let n = match ahead.bytes(self.archive, item, limit) {
             Some(bytes) => {
                 write_all_at(fd.as_fd(), bytes, 0)
                     .map_err(|e| format!("{}: {}", e.op, e.source))?;

@@ -779,6 +779,142 @@ pub fn pax_size(data: &[u8]) -> Option<u64> {
     parse_decimal(value)
 }
 
+/// One pax record: keyword and value (bytes).
+pub type Record = (Vec<u8>, Vec<u8>);
+
+/// The records of one pax global header (`g`) that apply to the entries after it, and the
+/// offset (bytes) from which they apply: the block after the header's data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Global {
+    /// Offset of the first block after the global header (bytes).
+    pub from: u64,
+    /// Its records that apply to later entries ([`global_records`]).
+    pub records: Vec<Record>,
+}
+
+/// Keep the records of a global header that apply to the entries after it: owner, group,
+/// their names, mtime and xattrs (`SCHILY.xattr.*`). `path`, `linkpath`, `size` and
+/// `GNU.sparse.*` describe one entry (its name, its place in the stream), never every entry,
+/// and are dropped: a global `size` would make the chain of headers depend on state that
+/// a decoder started at an arbitrary offset cannot see, and a global `path` would give every
+/// entry the same name. (GNU tar and Python's tarfile apply those too; no archiver writes
+/// them.)
+pub fn global_records(records: Vec<Record>) -> Vec<Record> {
+    records
+        .into_iter()
+        .filter(|(k, _)| {
+            matches!(&k[..], b"uid" | b"gid" | b"uname" | b"gname" | b"mtime")
+                || k.starts_with(b"SCHILY.xattr.")
+        })
+        .collect()
+}
+
+/// Fold the records of a later global header into `state` (POSIX: a record replaces the one
+/// of the same keyword, the others stay; an empty value is kept and removes the value when
+/// applied).
+fn fold_globals(state: &mut Vec<Record>, records: &[Record]) {
+    for (k, v) in records {
+        match state.iter_mut().find(|(sk, _)| sk == k) {
+            Some(slot) => slot.1 = v.clone(),
+            None => state.push((k.clone(), v.clone())),
+        }
+    }
+}
+
+/// The pax global headers of an archive as the entries see them: the records in effect from
+/// each global header on, each state the fold of every global header before it (POSIX; GNU
+/// tar 1.34 lets each global header replace the records of the ones before instead, bsdtar
+/// ignores them). Small: one state per global header, and archives have one at most, at
+/// their start (GNU tar's `--pax-option`, Python's `pax_headers=`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Globals {
+    /// `(from, records in effect from there)`, by increasing `from`.
+    states: Vec<(u64, Vec<Record>)>,
+}
+
+impl Globals {
+    /// No global header was seen.
+    pub fn is_empty(&self) -> bool {
+        self.states.is_empty()
+    }
+
+    /// Add the global header `g`, which lies after every one added before.
+    pub fn push(&mut self, g: Global) {
+        let mut state = self.states.last().map(|s| s.1.clone()).unwrap_or_default();
+        fold_globals(&mut state, &g.records);
+        self.states.push((g.from, state));
+    }
+
+    /// The globals of a list of global headers in any order, duplicates (the same header
+    /// seen twice) once.
+    pub fn from_list(mut list: Vec<Global>) -> Globals {
+        list.sort_by_key(|g| g.from);
+        list.dedup_by_key(|g| g.from);
+        let mut globals = Globals::default();
+        for g in list {
+            globals.push(g);
+        }
+        globals
+    }
+
+    /// The records in effect for an entry whose first header block is at `offset` (bytes).
+    pub fn at(&self, offset: u64) -> &[Record] {
+        match self.states.partition_point(|s| s.0 <= offset) {
+            0 => &[],
+            i => &self.states[i - 1].1,
+        }
+    }
+
+    /// Append to `out` in the form [`Globals::decode`] reads.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        encode_list(
+            self.states
+                .iter()
+                .map(|(from, records)| (*from, &records[..])),
+            out,
+        );
+    }
+
+    /// What [`Globals::encode`] wrote (bytes from another rank of this program: anything
+    /// else is a bug and panics).
+    pub fn decode(bytes: &[u8]) -> Globals {
+        Globals {
+            states: decode_list(bytes)
+                .into_iter()
+                .map(|g| (g.from, g.records))
+                .collect(),
+        }
+    }
+}
+
+/// Append `(from, records)` pairs to `out` as [`decode_list`] reads them.
+pub fn encode_list<'a>(list: impl Iterator<Item = (u64, &'a [Record])>, out: &mut Vec<u8>) {
+    use steal::wire::{put_bytes, put_u64};
+    for (from, records) in list {
+        put_u64(out, from);
+        put_u64(out, records.len() as u64);
+        for (k, v) in records {
+            put_bytes(out, k);
+            put_bytes(out, v);
+        }
+    }
+}
+
+/// The global headers [`encode_list`] wrote.
+pub fn decode_list(bytes: &[u8]) -> Vec<Global> {
+    let mut r = steal::wire::Reader::new(bytes);
+    let mut out = Vec::new();
+    while !r.is_empty() {
+        let from = r.u64();
+        let n = r.u64();
+        let records = (0..n)
+            .map(|_| (r.bytes().to_vec(), r.bytes().to_vec()))
+            .collect();
+        out.push(Global { from, records });
+    }
+    out
+}
+
 /// Overrides collected from the extension headers in front of one entry.
 #[derive(Default)]
 struct Extensions {
@@ -1081,17 +1217,33 @@ fn read_exact(
 /// `read(off, len)` returns `len` bytes at `off` of the archive stream, or fewer at its end.
 /// Ok(None) when the block at `offset` is all zeros (end of archive).
 ///
-/// Offsets are bytes. Pax global headers (`g`) are parsed (a malformed one is an error) but
-/// their records are ignored: mfu-rs never writes them, and archive-wide defaults would need
-/// state across entries, which this one-entry decoder (called in parallel at arbitrary
-/// offsets) cannot have. Extension data above 64 MiB is rejected as [`HeaderError::Invalid`],
-/// and so is an all-zero block right after an extension header. The returned path has its
-/// trailing `/` removed (`/` stays `/`, `./` becomes `.`).
+/// Offsets are bytes. No pax global header (`g`) before `offset` is applied (see
+/// [`decode_entry_in`]); one inside the entry's chain of extension headers is. Extension data
+/// above 64 MiB is rejected as [`HeaderError::Invalid`], and so is an all-zero block right
+/// after an extension header. The returned path has its trailing `/` removed (`/` stays `/`,
+/// `./` becomes `.`).
 pub fn decode_entry(
     read: &mut dyn FnMut(u64, usize) -> std::io::Result<Vec<u8>>,
     offset: u64,
 ) -> Result<Option<Decoded>, HeaderError> {
+    decode_entry_in(read, offset, &[], None)
+}
+
+/// [`decode_entry`] with the records of the pax global headers in effect at `offset`
+/// (`globals`: [`Globals::at`]) applied before the entry's own `x` records, which override
+/// them. A global header inside the entry's chain applies to it and, through `seen` (pushed in
+/// order), to the entries after it. A malformed global header is an error.
+pub fn decode_entry_in(
+    read: &mut dyn FnMut(u64, usize) -> std::io::Result<Vec<u8>>,
+    offset: u64,
+    globals: &[Record],
+    mut seen: Option<&mut Vec<Global>>,
+) -> Result<Option<Decoded>, HeaderError> {
     let mut ext = Extensions::default();
+    let mut globals: Cow<'_, [Record]> = Cow::Borrowed(globals);
+    // The entry's own pax records, applied after the global ones whatever their order in
+    // the chain (GNU tar does the same).
+    let mut own: Vec<(Vec<Record>, u64)> = Vec::new();
     let mut long_name: Option<Vec<u8>> = None;
     let mut long_link: Option<Vec<u8>> = None;
     let mut pos = offset;
@@ -1122,15 +1274,28 @@ pub fn decode_entry(
             })?;
         let data = read_exact(read, pos + BLOCK, size as usize, pos)?;
         match flag {
-            b'x' => ext.apply_pax(parse_pax(&data, pos)?, pos)?,
+            b'x' => own.push((parse_pax(&data, pos)?, pos)),
             b'g' => {
-                parse_pax(&data, pos)?;
+                let records = global_records(parse_pax(&data, pos)?);
+                fold_globals(globals.to_mut(), &records);
+                if let Some(seen) = seen.as_deref_mut() {
+                    seen.push(Global {
+                        from: pos + BLOCK + round_up(size),
+                        records,
+                    });
+                }
             }
             b'L' => long_name = Some(cstr(&data).to_vec()),
             _ => long_link = Some(cstr(&data).to_vec()),
         }
         pos += BLOCK + round_up(size);
     };
+    if !globals.is_empty() {
+        ext.apply_pax(globals.into_owned(), offset)?;
+    }
+    for (records, at) in own {
+        ext.apply_pax(records, at)?;
+    }
     let pax_sparse = std::mem::take(&mut ext.sparse);
     let mut header = parse_ustar(&block, pos, ext, long_name, long_link)?;
     let flag = block[TYPEFLAG];
@@ -2403,6 +2568,100 @@ mod tests {
     }
 
     #[test]
+    fn global_records_apply_under_the_entrys_own_and_fold_as_posix_says() {
+        let h = hdr(b"f", Kind::File);
+        let mut g = Vec::new();
+        pax_record(&mut g, b"uid", b"4242");
+        pax_record(&mut g, b"uname", b"global");
+        pax_record(&mut g, b"path", b"every/entry");
+        pax_record(&mut g, b"size", b"7");
+        let mut own = Vec::new();
+        pax_record(&mut own, b"uid", b"5555");
+        // An entry with its own uid after a global header inside its chain.
+        let mut buf = Vec::new();
+        extension(&mut buf, b'g', b"GlobalHead", &g, &h);
+        extension(&mut buf, b'x', b"PaxHeaders/f", &own, &h);
+        let after_g = 1024;
+        h.encode(&mut buf);
+        let mut read = |off: u64, len: usize| -> io::Result<Vec<u8>> {
+            let start = (off as usize).min(buf.len());
+            Ok(buf[start..(start + len).min(buf.len())].to_vec())
+        };
+        let mut seen = Vec::new();
+        let d = decode_entry_in(&mut read, 0, &[], Some(&mut seen))
+            .unwrap()
+            .unwrap();
+        assert_eq!((d.header.uid, &d.header.uname[..]), (5555, &b"global"[..]));
+        assert_eq!(d.header.path, b"f", "a global path is not applied");
+        assert_eq!(d.header.size, 0, "nor a global size");
+        assert_eq!(
+            seen,
+            [Global {
+                from: after_g,
+                records: vec![
+                    (b"uid".to_vec(), b"4242".to_vec()),
+                    (b"uname".to_vec(), b"global".to_vec())
+                ]
+            }]
+        );
+        // The fold: a later global header replaces its keywords and keeps the others; an
+        // empty value removes the global value when applied.
+        let mut globals = Globals::default();
+        globals.push(seen.pop().unwrap());
+        globals.push(Global {
+            from: 5000,
+            records: vec![
+                (b"gid".to_vec(), b"9".to_vec()),
+                (b"uname".to_vec(), Vec::new()),
+            ],
+        });
+        assert!(globals.at(after_g - 1).is_empty());
+        let plain = encode(&h);
+        let mut read = |off: u64, len: usize| -> io::Result<Vec<u8>> {
+            let start = (off as usize).min(plain.len());
+            Ok(plain[start..(start + len).min(plain.len())].to_vec())
+        };
+        let early = decode_entry_in(&mut read, 0, globals.at(after_g), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (early.header.uid, early.header.gid, &early.header.uname[..]),
+            (4242, 100, &b"global"[..])
+        );
+        let late = decode_entry_in(&mut read, 0, globals.at(9000), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (late.header.uid, late.header.gid, &late.header.uname[..]),
+            (4242, 9, &b"user"[..])
+        );
+        let mut wire = Vec::new();
+        globals.encode(&mut wire);
+        assert_eq!(Globals::decode(&wire), globals);
+        assert_eq!(
+            Globals::from_list(vec![
+                Global {
+                    from: 9,
+                    records: vec![(b"gid".to_vec(), b"1".to_vec())]
+                },
+                Global {
+                    from: 3,
+                    records: vec![(b"uid".to_vec(), b"2".to_vec())]
+                },
+                Global {
+                    from: 9,
+                    records: vec![(b"gid".to_vec(), b"1".to_vec())]
+                },
+            ])
+            .at(10),
+            &[
+                (b"uid".to_vec(), b"2".to_vec()),
+                (b"gid".to_vec(), b"1".to_vec())
+            ][..]
+        );
+    }
+
+    #[test]
     fn decode_chained_extension_headers() {
         let real = hdr(b"short/name", Kind::Symlink);
         let mut real = real;
@@ -2410,7 +2669,7 @@ mod tests {
         let long_name = [b"long/".to_vec(), repeat(b'N', 200)].concat();
         let long_link = repeat(b'K', 180);
         let mut buf = vec![0u8; 512 * 3]; // the entry starts at 1536
-                                          // g: ignored; L: name (NUL-terminated, data then padding); K: link; x: mtime + xattr.
+                                          // g: path not applied; L: name (NUL-terminated, data then padding); K: link; x: mtime + xattr.
         extension(
             &mut buf,
             b'g',

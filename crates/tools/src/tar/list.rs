@@ -1,9 +1,11 @@
 //! `tar -t`: names, or with `-v` lines like `tar -tv`, printed in archive order; each rank
-//! decodes an even share of the entries.
+//! decodes an even share of the entries and prints those the selection takes
+//! ([`super::select`]).
 
 use super::compressed::{Codec, TarStream};
 use super::extract::{find_entries, Found};
 use super::header::{Decoded, Kind};
+use super::select::Matcher;
 use super::stream::Archive;
 use super::{Done, Options, Report};
 use crate::engine::context::Error;
@@ -61,21 +63,11 @@ fn local_time(secs: i64) -> String {
 }
 
 /// One `tar -tv` line; `width` is the running width of the owner/size column (GNU tar widens
-/// it as wider values come).
-pub fn long_line(d: &Decoded, width: &mut usize) -> Vec<u8> {
+/// it as wider values come). With `numeric`, owner and group are shown as numbers
+/// (`--numeric-owner`).
+pub fn long_line(d: &Decoded, width: &mut usize, numeric: bool) -> Vec<u8> {
     let h = &d.header;
-    let name = |n: &[u8], id: u64| {
-        if n.is_empty() {
-            id.to_string().into_bytes()
-        } else {
-            n.to_vec()
-        }
-    };
-    let owner = [name(&h.uname, h.uid), b"/".to_vec(), name(&h.gname, h.gid)].concat();
-    let size = match h.kind {
-        Kind::Char | Kind::Block => format!("{},{}", h.dev_major, h.dev_minor),
-        _ => h.size.to_string(),
-    };
+    let (owner, size) = owner_and_size(d, numeric);
     let pad = owner.len() + 1 + size.len();
     *width = (*width).max(pad);
     let mut out = format!("{} ", mode_string(h.kind, h.mode)).into_bytes();
@@ -102,6 +94,30 @@ pub fn long_line(d: &Decoded, width: &mut usize) -> Vec<u8> {
     out
 }
 
+/// The owner/group and size columns of a `tar -tv` line.
+fn owner_and_size(d: &Decoded, numeric: bool) -> (Vec<u8>, String) {
+    let h = &d.header;
+    let name = |n: &[u8], id: u64| {
+        if n.is_empty() || numeric {
+            id.to_string().into_bytes()
+        } else {
+            n.to_vec()
+        }
+    };
+    let owner = [name(&h.uname, h.uid), b"/".to_vec(), name(&h.gname, h.gid)].concat();
+    let size = match h.kind {
+        Kind::Char | Kind::Block => format!("{},{}", h.dev_major, h.dev_minor),
+        _ => h.size.to_string(),
+    };
+    (owner, size)
+}
+
+/// The width `d` needs for its owner and size columns (see [`long_line`]).
+fn width_of(d: &Decoded, numeric: bool) -> usize {
+    let (owner, size) = owner_and_size(d, numeric);
+    owner.len() + 1 + size.len()
+}
+
 /// The archive, opened alike on every rank. Collective.
 fn open_archive(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Archive), Error> {
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
@@ -119,14 +135,19 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
         return serial(comm, o, started, path, &archive, codec);
     }
     let found = find_entries(comm, &archive, &path, o);
-    let (listing, entries, failed) = listing(comm, o, &archive, &path, &found);
+    let matcher = Matcher::new(o);
+    let mut credited = vec![false; matcher.members()];
+    let (listing, entries, failed) =
+        listing(comm, o, &archive, &path, &found, &matcher, &mut credited);
     steal::ordered::in_rank_order(comm, listing, |b| o.context.output(b));
+    let not_found = matcher.not_found(comm, o, &credited);
     Ok(Report {
         mode: Done::List,
         entries: comm.sum(entries),
         archive_entries: found.located.total + found.located.cut,
         failed: comm.sum(failed),
         compression: archive.table().map(|t| t.codec),
+        not_found,
         seconds: started.elapsed().as_secs_f64(),
         failures: o.context.failures(),
         ..found.report(path)
@@ -134,8 +155,8 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
 }
 
 /// `tar -t` of an archive in one compressed stream: rank 0 reads it front to back
-/// ([`TarStream`]) and prints each entry's line as it comes (in batches), the others wait.
-/// Collective.
+/// ([`TarStream`]) and prints the line of each entry the selection takes as it comes (in
+/// batches), the others wait. Collective.
 fn serial(
     comm: &dyn Comm,
     o: &Options,
@@ -144,7 +165,9 @@ fn serial(
     archive: &Archive,
     codec: Codec,
 ) -> Result<Report, Error> {
-    let (mut listed, mut damaged) = (0u64, false);
+    let (mut listed, mut seen, mut damaged) = (0u64, 0u64, false);
+    let matcher = Matcher::new(o);
+    let mut credited = vec![false; matcher.members()];
     if comm.rank() == 0 {
         let mut out = Vec::new();
         let mut width = 19;
@@ -166,6 +189,14 @@ fn serial(
                             break;
                         }
                     };
+                    seen += 1;
+                    let v = matcher.verdict(&d.header);
+                    if let Some(i) = v.credit {
+                        credited[i] = true;
+                    }
+                    if !v.take {
+                        continue;
+                    }
                     line(o, &d, &mut width, &mut out);
                     listed += 1;
                     if out.len() >= 64 << 10 {
@@ -183,12 +214,14 @@ fn serial(
         }
     }
     super::compressed::wait_quietly(comm);
+    let not_found = matcher.not_found(comm, o, &credited);
     let entries = comm.sum(listed);
     Ok(Report {
         mode: Done::List,
+        not_found,
         archive: path,
         entries,
-        archive_entries: entries,
+        archive_entries: comm.sum(seen),
         scanned: true,
         damaged: comm.any(damaged),
         compression: Some(codec),
@@ -203,7 +236,7 @@ fn serial(
 /// `tar -tv` line.
 fn line(o: &Options, d: &Decoded, width: &mut usize, out: &mut Vec<u8>) {
     if o.long {
-        out.extend_from_slice(&long_line(d, width));
+        out.extend_from_slice(&long_line(d, width, o.numeric_owner));
     } else {
         out.extend_from_slice(&d.header.path);
         if d.header.kind == Kind::Dir {
@@ -213,27 +246,55 @@ fn line(o: &Options, d: &Decoded, width: &mut usize, out: &mut Vec<u8>) {
     }
 }
 
-/// This rank's lines (names, or `tar -tv` lines with [`Options::long`]): the entries whose
-/// headers lie in its part of the stream, so that printed in rank order they come in archive
-/// order. Returns the lines, the entries listed and the headers that failed to decode (each
-/// named).
+/// This rank's lines (names, or `tar -tv` lines with [`Options::long`]): the entries the
+/// selection `m` takes whose headers lie in its part of the stream, so that printed in rank
+/// order they come in archive order; the MEMBERs that named one are marked in `credited`.
+/// Returns the lines, the entries listed and the headers that failed to decode (each named).
 fn listing(
     comm: &dyn Comm,
     o: &Options,
     archive: &Archive,
     path: &[u8],
     found: &Found,
+    m: &Matcher,
+    credited: &mut [bool],
 ) -> (Vec<u8>, u64, u64) {
     let offsets = &found.located.offsets;
-    let (start, end) = super::scan::share(archive, comm.size(), comm.rank());
+    let (start, end) = found.located.parts.of(comm.rank());
     let a = offsets.partition_point(|&o| o < start);
     let b = offsets.partition_point(|&o| o < end);
     let mut out = Vec::new();
     let (mut listed, mut failed) = (0u64, 0u64);
+    let filters = m.filters();
+    let taken: Vec<_> = super::scan::decode_in(archive, &offsets[a..b], &found.located.globals)
+        .into_iter()
+        .filter(|d| match (d, filters) {
+            (Ok(d), true) => {
+                let v = m.verdict(&d.header);
+                if let Some(i) = v.credit {
+                    credited[i] = true;
+                }
+                v.take
+            }
+            _ => true,
+        })
+        .collect();
+    // GNU tar widens the owner/size column as wider values come, in archive order: this
+    // rank's lines start as wide as the widest of the ranks before.
     let mut width = 19;
-    for d in super::scan::decode(archive, &offsets[a..b]) {
+    if o.long {
+        let mine = taken
+            .iter()
+            .filter_map(|d| d.as_ref().ok())
+            .map(|d| width_of(d, o.numeric_owner))
+            .max()
+            .unwrap_or(0);
+        let widths = comm.allgather_u64(mine as u64);
+        width = width.max(widths[..comm.rank()].iter().copied().max().unwrap_or(0) as usize);
+    }
+    for d in taken {
         match d {
-            Ok(d) if o.long => out.extend_from_slice(&long_line(&d, &mut width)),
+            Ok(d) if o.long => out.extend_from_slice(&long_line(&d, &mut width, o.numeric_owner)),
             Ok(d) => {
                 out.extend_from_slice(&d.header.path);
                 if d.header.kind == Kind::Dir {

@@ -26,10 +26,12 @@ pub mod gzip;
 pub mod header;
 pub mod index;
 pub mod list;
+mod owners;
 mod partial;
 pub mod scan;
 pub mod seekable;
 mod segment;
+pub mod select;
 pub mod stream;
 mod superseded;
 
@@ -51,9 +53,11 @@ pub enum Mode {
         /// The paths to archive (bytes; at least one).
         paths: Vec<Vec<u8>>,
     },
-    /// `-x`: extract every entry into [`Options::chdir`] (default: the current directory).
+    /// `-x`: extract the entries [`Options::select`] takes (all by default) into
+    /// [`Options::chdir`] (default: the current directory).
     Extract,
-    /// `-t`: list the entries, in archive order, through the context's output.
+    /// `-t`: list the entries [`Options::select`] takes, in archive order, through the
+    /// context's output.
     List,
 }
 
@@ -81,8 +85,14 @@ pub struct Options {
     /// that extraction reads in parallel and any bunzip2 reads as one stream.
     pub bzip2: bool,
     /// Extract: give entries their archived owner and group (`--preserve-owner`; always done
-    /// when run as root).
+    /// when run as root): those the archived user and group names have on this system, the
+    /// archived numbers for names it does not know (GNU tar's rule).
     pub preserve_owner: bool,
+    /// Extract: give entries the archived owner and group numbers, whatever their names
+    /// (`--numeric-owner`); list: show numbers, not names.
+    pub numeric_owner: bool,
+    /// Extract and list: the MEMBERs and how they match, and `--strip-components`.
+    pub select: select::Select,
     /// Extract: set archived permissions exactly, without applying the umask
     /// (`--preserve-perms`; always done when run as root).
     pub preserve_perms: bool,
@@ -115,7 +125,8 @@ pub struct Options {
     pub stripe: Overrides,
     /// The Lustre calls (the real ones unless a test or an embedder substitutes its own).
     pub lustre: LustreHandle,
-    /// Create: include/exclude rules, applied to paths relative to each PATH.
+    /// Include/exclude rules: create applies them to paths relative to each PATH, extract and
+    /// list to the members' names (less a leading `/` or `./`).
     pub rules: Rules,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
@@ -134,6 +145,8 @@ impl Options {
             gzip_level: 6,
             bzip2: false,
             preserve_owner: false,
+            numeric_owner: false,
+            select: select::Select::default(),
             preserve_perms: false,
             xattrs: false,
             fsync: false,
@@ -248,6 +261,15 @@ impl Options {
         if self.archive.is_empty() {
             return Err("-f: an empty name names no archive".into());
         }
+        if matches!(self.mode, Mode::Create { .. })
+            && (self.select != select::Select::default() || self.numeric_owner)
+        {
+            return Err(
+                "MEMBERs, --wildcards, --anchored, --strip-components and --numeric-owner \
+                 are for -x and -t"
+                    .into(),
+            );
+        }
         Ok(())
     }
 }
@@ -304,6 +326,8 @@ pub struct Report {
     pub damaged: bool,
     /// Extract and list: `save_index` was asked but the index could not be saved.
     pub index_not_saved: bool,
+    /// Extract and list: MEMBERs that named no entry (each said through the context).
+    pub not_found: u64,
     /// Frames (zstd frames, gzip members, bzip2 streams) compressed (create) or decompressed
     /// (extract).
     pub zstd_frames: u64,
@@ -349,8 +373,11 @@ impl ToolReport for Report {
                     || self.interrupted
                     || self.damaged
                     || self.index_not_saved
+                    || self.not_found > 0
             }
-            Done::List => self.failed > 0 || self.damaged || self.index_not_saved,
+            Done::List => {
+                self.failed > 0 || self.damaged || self.index_not_saved || self.not_found > 0
+            }
         };
         if bad {
             Status::ItemsFailed

@@ -14,7 +14,7 @@
 //! bytes, in fewer calls, and skips the data of big entries, which the block scan read in
 //! full; on tmpfs it is several times faster, so the block scan was dropped.)
 
-use super::header::{self, classify, round_up, BlockKind, BLOCK};
+use super::header::{self, classify, round_up, BlockKind, Global, Globals, BLOCK};
 use super::index::{self, Source};
 use super::stream::Archive;
 use flist::distribute::even_start;
@@ -26,10 +26,15 @@ use steal::{Comm, CommExt};
 #[derive(Clone, Debug)]
 pub struct Located {
     /// Offset of the first header block of every entry whose header lies in this rank's part
-    /// of the stream ([`share`]), and of the entry before them, in order (the index member
-    /// excluded); all of them on rank 0 after a walk with `keep_all`. From an index as from a
-    /// walk, no rank holds more than that ([`to_their_ranks`]).
+    /// of the stream ([`Located::parts`]), and of the entry before them, in order (the index
+    /// member excluded); all of them on rank 0 after a walk with `keep_all`. From an index as
+    /// from a walk, no rank holds more than that ([`to_their_ranks`]).
     pub offsets: Vec<u64>,
+    /// How the stream is split over ranks: [`Parts::even`] as found; member selection may
+    /// split it by the bytes it selects instead.
+    pub parts: Parts,
+    /// The pax global headers and what they apply from where (the same on every rank).
+    pub globals: Globals,
     /// Entries in the archive (the index member excluded), on every rank.
     pub total: u64,
     /// An entry seen but cut short by damage (its data incomplete): counted as an entry the
@@ -75,9 +80,11 @@ pub fn locate(
         }
     }
     let Some((c, checked)) = chosen else {
-        let (offsets, w) = walk_shared(comm, archive, memsize, member_at, keep_all);
+        let (offsets, mut w) = walk_shared(comm, archive, memsize, member_at, keep_all);
         return Located {
             offsets,
+            parts: Parts::even(archive, comm.size()),
+            globals: std::mem::take(&mut w.globals),
             total: w.entries,
             cut: w.cut,
             source: Source::Scan,
@@ -95,8 +102,23 @@ pub fn locate(
         .filter(|&o| Some(o) != member_at)
         .collect();
     let total = comm.sum(read.len() as u64);
+    // The global headers each rank met between its entries, for every rank.
+    let mut mine = Vec::new();
+    header::encode_list(
+        checked.globals.iter().map(|g| (g.from, &g.records[..])),
+        &mut mine,
+    );
+    let globals = Globals::from_list(
+        comm.allgatherv(&mine)
+            .iter()
+            .flat_map(|b| header::decode_list(b))
+            .collect(),
+    );
+    let parts = Parts::even(archive, comm.size());
     Located {
-        offsets: to_their_ranks(comm, archive, &read),
+        offsets: to_parts(comm, &parts, &read),
+        parts,
+        globals,
         total,
         cut: 0,
         source: c.source,
@@ -111,11 +133,14 @@ pub fn locate(
 /// to the ranks whose parts of the stream ([`share`]) hold them: returns this rank's, with the
 /// last offset before its part first (as [`walk_shared`]). Collective.
 pub fn to_their_ranks(comm: &dyn Comm, archive: &Archive, offsets: &[u64]) -> Vec<u64> {
-    let size = comm.size();
-    let parts: Vec<(u64, u64)> = (0..size).map(|r| share(archive, size, r)).collect();
-    let sends = parts
-        .iter()
-        .map(|&(start, end)| {
+    to_parts(comm, &Parts::even(archive, comm.size()), offsets)
+}
+
+/// [`to_their_ranks`] for the split `parts`. Collective.
+pub fn to_parts(comm: &dyn Comm, parts: &Parts, offsets: &[u64]) -> Vec<u64> {
+    let sends = (0..comm.size())
+        .map(|r| parts.of(r))
+        .map(|(start, end)| {
             let a = offsets.partition_point(|&o| o < start);
             let b = offsets.partition_point(|&o| o < end);
             let mut msg = Vec::with_capacity(16 + 8 * (b - a));
@@ -156,20 +181,38 @@ fn describe(source: Source, path: &[u8]) -> String {
 }
 
 /// The offset of the first block at or after `at` that is not a pax global header (`g`), which
-/// belong to no entry.
-fn skip_globals(archive: &Archive, mut at: u64) -> u64 {
+/// belong to no entry; the global headers passed are added to `seen`.
+fn skip_globals(archive: &Archive, mut at: u64, seen: &mut Vec<Global>) -> u64 {
     loop {
         let block = archive.read_at(at, BLOCK as usize).unwrap_or_default();
         match classify(&block) {
             BlockKind::Header { flag: b'g', size } => {
                 match round_up(size).checked_add(at + BLOCK) {
-                    Some(next) => at = next,
+                    Some(next) => {
+                        seen.extend(read_global(&mut |o, n| archive.read_at(o, n), at, size));
+                        at = next
+                    }
                     None => return at,
                 }
             }
             _ => return at,
         }
     }
+}
+
+/// The global header at `at` whose data is `size` bytes, or `None` when its data cannot be
+/// read or parsed (then it is passed over, as it always was: it belongs to no entry).
+fn read_global(
+    read: &mut dyn FnMut(u64, usize) -> std::io::Result<Vec<u8>>,
+    at: u64,
+    size: u64,
+) -> Option<Global> {
+    let data = read(at + BLOCK, usize::try_from(size).ok()?).ok()?;
+    let records = header::parse_pax(&data, at).ok()?;
+    Some(Global {
+        from: at + BLOCK + round_up(size),
+        records: header::global_records(records),
+    })
 }
 
 /// What [`check_index`] gives back when the index holds.
@@ -180,6 +223,8 @@ pub struct Checked {
     /// The stretch of the index this rank read and checked (an even share by count; the
     /// ranks' stretches, in rank order, are the whole index).
     pub offsets: Vec<u64>,
+    /// The pax global headers this rank met after its entries (and rank 0 before the first).
+    pub globals: Vec<Global>,
 }
 
 /// Check an index against the archive before trusting it: its offsets are strictly
@@ -206,6 +251,7 @@ pub fn check_index(
     );
     let mut problem = String::new();
     let mut end = 0u64;
+    let mut globals = Vec::new();
     // This rank's stretch and the offset after it (to check the order across stretches and
     // the chain from this stretch's last entry).
     let mut stretch = match found.read(archive, a, b + 1) {
@@ -251,7 +297,7 @@ pub fn check_index(
         }
     };
     if comm.rank() == 0 && problem.is_empty() {
-        let first = skip_globals(archive, 0);
+        let first = skip_globals(archive, 0, &mut globals);
         match found.read(archive, 0, 1) {
             Err(e) => problem = format!("read its first offset: {e}"),
             Ok(o) => match o.first() {
@@ -303,12 +349,9 @@ pub fn check_index(
         match picked {
             Err(e) => problem = e,
             Ok(picked) => {
-                for ((i, at), d) in mine
-                    .iter()
-                    .copied()
-                    .zip(&picked)
-                    .zip(decode(archive, &picked))
-                {
+                let (decoded, inside) = decode_seeing(archive, &picked, &Globals::default());
+                globals.extend(inside);
+                for ((i, at), d) in mine.iter().copied().zip(&picked).zip(decoded) {
                     let d = match d {
                         Ok(d) => d,
                         Err(e) => {
@@ -316,7 +359,7 @@ pub fn check_index(
                             break;
                         }
                     };
-                    let next = skip_globals(archive, d.next);
+                    let next = skip_globals(archive, d.next, &mut globals);
                     let want = if i + 1 < n {
                         match offset(i + 1) {
                             Ok(o) => o,
@@ -359,6 +402,7 @@ pub fn check_index(
             Ok(Checked {
                 end,
                 offsets: stretch,
+                globals,
             })
         }
     }
@@ -381,6 +425,41 @@ pub fn share(archive: &Archive, size: usize, rank: usize) -> (u64, u64) {
             let at = |r: usize| (even_start(blocks, size, r) * BLOCK).min(archive.len());
             (at(rank), at(rank + 1))
         }
+    }
+}
+
+/// How the tar stream is split over ranks: rank `r` handles `[bounds[r], bounds[r + 1])`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parts {
+    /// `size + 1` non-decreasing offsets (bytes), from the stream's start to its end.
+    bounds: Vec<u64>,
+}
+
+impl Parts {
+    /// The even split by bytes of [`share`], for `size` ranks.
+    pub fn even(archive: &Archive, size: usize) -> Parts {
+        let mut bounds: Vec<u64> = (0..size).map(|r| share(archive, size, r).0).collect();
+        bounds.push(share(archive, size, size - 1).1);
+        Parts { bounds }
+    }
+
+    /// The split at `bounds` (`size + 1` non-decreasing offsets, bytes).
+    pub fn from_bounds(bounds: Vec<u64>) -> Parts {
+        debug_assert!(bounds.len() >= 2 && bounds.windows(2).all(|w| w[0] <= w[1]));
+        Parts { bounds }
+    }
+
+    /// Rank `rank`'s part, `[start, end)` (bytes).
+    pub fn of(&self, rank: usize) -> (u64, u64) {
+        (self.bounds[rank], self.bounds[rank + 1])
+    }
+
+    /// The rank whose part holds the offset `at` (the last rank for an offset past the end).
+    pub fn owner(&self, at: u64) -> usize {
+        let size = self.bounds.len() - 1;
+        self.bounds[..size]
+            .partition_point(|&b| b <= at)
+            .saturating_sub(1)
     }
 }
 
@@ -436,6 +515,8 @@ pub struct Walked {
     pub cut: u64,
     /// Reads of the archive made.
     pub reads: u64,
+    /// The pax global headers met.
+    pub globals: Globals,
 }
 
 /// Follow the chain of headers from offset 0: decode a header (with its extension headers:
@@ -474,7 +555,7 @@ pub fn walk(
             stop(&mut out, w.reads, at, None);
             return out;
         }
-        // Pax global headers belong to no entry.
+        // Pax global headers belong to no entry; their records apply to those after them.
         let block = match w.read(at, BLOCK as usize) {
             Ok(b) => b,
             Err(e) => {
@@ -490,12 +571,17 @@ pub fn walk(
         if let BlockKind::Header { flag: b'g', size } = classify(&block) {
             if let Some(next) = round_up(size).checked_add(at + BLOCK) {
                 if next <= len {
+                    if let Some(g) = read_global(&mut |o, n| w.read(o, n), at, size) {
+                        out.globals.push(g);
+                    }
                     at = next;
                     continue;
                 }
             }
         }
-        let d = match header::decode_entry(&mut |o, n| w.read(o, n), at) {
+        let mut inside = Vec::new();
+        let d = match header::decode_entry_in(&mut |o, n| w.read(o, n), at, &[], Some(&mut inside))
+        {
             Ok(Some(d)) => d,
             Ok(None) => {
                 stop(&mut out, w.reads, at, None);
@@ -533,6 +619,9 @@ pub fn walk(
                 )),
             );
             return out;
+        }
+        for g in inside {
+            out.globals.push(g);
         }
         if Some(d.start) != skip {
             each(d.start);
@@ -623,6 +712,9 @@ pub fn walk_shared(
                 wire::put_u64(&mut msg, w.end);
                 wire::put_u64(&mut msg, w.cut);
                 wire::put_bytes(&mut msg, w.damage.as_deref().unwrap_or("").as_bytes());
+                let mut globals = Vec::new();
+                w.globals.encode(&mut globals);
+                wire::put_bytes(&mut msg, &globals);
             }
             comm.bcast(0, &mut msg);
             batch.clear();
@@ -650,12 +742,14 @@ pub fn walk_shared(
                 let end = r.u64();
                 let cut = r.u64();
                 let damage = String::from_utf8_lossy(r.bytes()).into_owned();
+                let globals = Globals::decode(r.bytes());
                 break Walked {
                     entries,
                     end,
                     cut,
                     damage: (!damage.is_empty()).then_some(damage),
                     reads: 0,
+                    globals,
                 };
             }
         }
@@ -676,17 +770,40 @@ const WIDE_WINDOW: u64 = 64 << 10;
 const DECODE_RUN: usize = 256;
 
 /// Decode the entries at `offsets` (in parallel for an uncompressed archive, in order for a
-/// compressed one, whose frames are then decompressed once).
+/// compressed one, whose frames are then decompressed once), without global headers.
 pub fn decode(
     archive: &Archive,
     offsets: &[u64],
 ) -> Vec<Result<header::Decoded, header::HeaderError>> {
+    decode_in(archive, offsets, &Globals::default())
+}
+
+/// [`decode`] with the archive's pax global headers applied.
+pub fn decode_in(
+    archive: &Archive,
+    offsets: &[u64],
+    globals: &Globals,
+) -> Vec<Result<header::Decoded, header::HeaderError>> {
+    decode_seeing(archive, offsets, globals).0
+}
+
+/// [`decode_in`], and the global headers met inside the entries' chains of extension headers.
+#[allow(clippy::type_complexity)] // a pair of plain lists
+pub fn decode_seeing(
+    archive: &Archive,
+    offsets: &[u64],
+    globals: &Globals,
+) -> (
+    Vec<Result<header::Decoded, header::HeaderError>>,
+    Vec<Global>,
+) {
     use rayon::prelude::*;
     // The entries of `run`, in order, reading the archive through one window: a read at `o`
     // also takes in the headers of the next few entries when they are near.
     let decode_run = |run: &[u64]| {
         let mut window: (u64, Vec<u8>) = (0, Vec::new());
         let mut out = Vec::with_capacity(run.len());
+        let mut seen = Vec::new();
         for (j, &at) in run.iter().enumerate() {
             let ahead = run.get(j + 8).or(run.last()).copied().unwrap_or(at);
             let mut read = |o: u64, n: usize| {
@@ -704,22 +821,30 @@ pub fn decode(
                 let from = (o - w_at) as usize;
                 Ok(w[from..(from + n).min(w.len())].to_vec())
             };
-            out.push(header::decode_entry(&mut read, at).and_then(|d| {
-                d.ok_or(header::HeaderError::Invalid {
-                    offset: at,
-                    what: "the index points at an end-of-archive block".into(),
-                })
-            }));
+            out.push(
+                header::decode_entry_in(&mut read, at, globals.at(at), Some(&mut seen)).and_then(
+                    |d| {
+                        d.ok_or(header::HeaderError::Invalid {
+                            offset: at,
+                            what: "the index points at an end-of-archive block".into(),
+                        })
+                    },
+                ),
+            );
         }
-        out
+        (out, seen)
     };
     if archive.table().is_some() {
         decode_run(offsets)
     } else {
-        offsets
-            .par_chunks(DECODE_RUN)
-            .flat_map_iter(decode_run)
-            .collect()
+        let runs: Vec<_> = offsets.par_chunks(DECODE_RUN).map(decode_run).collect();
+        let mut out = Vec::with_capacity(offsets.len());
+        let mut seen = Vec::new();
+        for (o, s) in runs {
+            out.extend(o);
+            seen.extend(s);
+        }
+        (out, seen)
     }
 }
 

@@ -5,7 +5,7 @@
 //!    the rank the hash picks; each rank sorts what it received, in place, and picks out the
 //!    starts that share a hash with another entry (duplicates, and the rare hash collision).
 //! 2. Those candidates go back to the ranks that own them (the owner of a start is the rank
-//!    whose part of the stream holds it: [`scan::share`]), which send the candidates' names to
+//!    whose part of the stream holds it: [`Parts::owner`]), which send the candidates' names to
 //!    the hash's rank;
 //! 3. there the names decide exactly: of each name, all but the last entry are replaced. The
 //!    (rare) losers are shared with every rank, since a loser's data may span several ranks'
@@ -13,8 +13,7 @@
 
 use super::entries::Entries;
 use super::index;
-use super::scan;
-use super::stream::Archive;
+use super::scan::Parts;
 use std::collections::{HashMap, HashSet};
 use steal::wire::{self, Reader};
 use steal::Comm;
@@ -29,8 +28,9 @@ fn rank_of(hash: u64, size: usize) -> usize {
 }
 
 /// Start offsets of the entries (on any rank) that a later entry of the same name replaces.
-/// `entries` are this rank's (those it owns take part). Collective.
-pub(super) fn superseded(comm: &dyn Comm, archive: &Archive, entries: &Entries) -> HashSet<u64> {
+/// `entries` are this rank's (those it owns take part), the stream split as `parts`.
+/// Collective.
+pub(super) fn superseded(comm: &dyn Comm, parts: &Parts, entries: &Entries) -> HashSet<u64> {
     let size = comm.size();
     // 1. (hash, start) to the hash's rank.
     let mut sends = vec![Vec::new(); size];
@@ -62,13 +62,12 @@ pub(super) fn superseded(comm: &dyn Comm, archive: &Archive, entries: &Entries) 
     let hash = |r: &[u8; RECORD]| u64::from_be_bytes(r[..8].try_into().expect("8 bytes"));
     let start = |r: &[u8; RECORD]| u64::from_be_bytes(r[8..].try_into().expect("8 bytes"));
     // 2. The starts sharing a hash, to their owners.
-    let owners: Vec<u64> = (0..size).map(|r| scan::share(archive, size, r).0).collect();
     let mut asks = vec![Vec::new(); size];
     for run in records.chunk_by(|a, b| hash(a) == hash(b)) {
         if run.len() > 1 {
             for r in run {
                 let at = start(r);
-                let owner = owners.partition_point(|&o| o <= at).saturating_sub(1);
+                let owner = parts.owner(at);
                 wire::put_u64(&mut asks[owner], at);
             }
         }

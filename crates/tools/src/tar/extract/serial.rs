@@ -4,7 +4,9 @@
 //! arrives, in archive order, as GNU tar does. The other ranks wait: decompression is the
 //! bottleneck (one core's worth), and handing file data to other ranks would only add copies.
 //!
-//! Every rule of the parallel extraction holds: names through [`clean`], writes through
+//! Every rule of the parallel extraction holds: the selection (MEMBERs, rules,
+//! `--strip-components`, owners by name) as [`super::adjuster`] and [`Matcher`] apply it, names
+//! through [`clean`], writes through
 //! [`Target`] (no symlink followed), a file whose data was cut short by damage never gets its
 //! archived metadata and is named, directories get theirs last, deepest first.
 
@@ -13,10 +15,12 @@ use super::super::compressed::{Codec, TarStream};
 use super::super::entries::{Entries as Store, Item};
 use super::super::header::{Decoded, Kind, Segment};
 use super::super::index;
+use super::super::select::Matcher;
 use super::super::stream::Archive;
 use super::super::{Done, Options, Report};
 use super::{
-    make_other, open_new, set_meta, times_of, DirCache, Failures, Layouts, Restore, INTERRUPTED,
+    adjuster, make_other, open_new, set_meta, times_of, DirCache, Failures, Layouts, Restore,
+    INTERRUPTED,
 };
 use crate::engine::context::Error;
 use crate::engine::copy::data::write_all_at;
@@ -60,6 +64,8 @@ pub(in super::super) fn run(
 ) -> Result<Report, Error> {
     let fail = Failures::default();
     let mut out = Outcome::default();
+    let matcher = Matcher::new(o);
+    let mut credited = vec![false; matcher.members()];
     if comm.rank() == 0 {
         let stripes = Striping::detect(&*o.lustre, std::slice::from_ref(&dest), o.stripe);
         let lay = Layouts {
@@ -68,7 +74,13 @@ pub(in super::super) fn run(
             chunk: o.chunksize,
         };
         match archive.reopen().and_then(|f| TarStream::open(codec, f)) {
-            Ok(stream) => out = extract(o, stream, &target, &lay, &path, &fail),
+            Ok(stream) => {
+                let chosen = Chosen {
+                    matcher: &matcher,
+                    credited: &mut credited,
+                };
+                out = extract(o, stream, &target, &lay, &path, &fail, chosen)
+            }
             Err(e) => {
                 fail.add(&path, format_args!("read: {e}"));
                 out.damaged = true;
@@ -76,6 +88,7 @@ pub(in super::super) fn run(
         }
     }
     super::super::compressed::wait_quietly(comm);
+    let not_found = matcher.not_found(comm, o, &credited);
     let failures = fail.take();
     for f in &failures {
         o.context.error(f);
@@ -94,6 +107,7 @@ pub(in super::super) fn run(
         damaged: comm.any(out.damaged),
         compression: Some(codec),
         serial: true,
+        not_found,
         interrupted,
         ..Report::default()
     };
@@ -124,7 +138,14 @@ fn restore(o: &Options) -> Restore {
     }
 }
 
-/// Read the stream to its end (or its damage, or a stop request), extracting each entry.
+/// The selection of a run and the MEMBERs it credited so far (by MEMBER).
+struct Chosen<'a> {
+    matcher: &'a Matcher<'a>,
+    credited: &'a mut [bool],
+}
+
+/// Read the stream to its end (or its damage, or a stop request), extracting each entry
+/// `chosen` takes (the data of the others is read past).
 fn extract(
     o: &Options,
     mut stream: TarStream,
@@ -132,8 +153,11 @@ fn extract(
     lay: &Layouts,
     path: &[u8],
     fail: &Failures,
+    chosen: Chosen<'_>,
 ) -> Outcome {
     let how = restore(o);
+    let filters = chosen.matcher.filters();
+    let mut adjust = adjuster(chosen.matcher, how.owner && !o.numeric_owner);
     let ids = (
         rustix::process::geteuid().as_raw(),
         rustix::process::getegid().as_raw(),
@@ -149,7 +173,7 @@ fn extract(
             out.interrupted = true;
             break;
         }
-        let d = match stream.next_entry() {
+        let mut d = match stream.next_entry() {
             Ok(Some(d)) => d,
             Ok(None) => break,
             Err(e) => {
@@ -159,6 +183,23 @@ fn extract(
             }
         };
         out.seen += 1;
+        if filters {
+            let v = chosen.matcher.verdict(&d.header);
+            if let Some(i) = v.credit {
+                chosen.credited[i] = true;
+            }
+            if !v.take {
+                continue;
+            }
+        }
+        match adjust(&mut d) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(why) => {
+                fail.add(&d.header.path, why);
+                continue;
+            }
+        }
         let rel = match clean(&d.header.path) {
             Ok(rel) => rel,
             Err(e) => {
