@@ -32,6 +32,8 @@ const PACKAGES: &[&str] = &[
     "munge",
     // A terminal for the test of `mfu-rs sh`'s line editing and history (tests/it/sh.rs).
     "tmux",
+    // `b3sum --check` reads the manifests of --manifest (tests/it/manifest.rs).
+    "b3sum",
 ];
 
 /// True when `program` is on PATH (also how the benches find the peers).
@@ -80,6 +82,7 @@ pub fn ensure() -> Result<()> {
         || !have("python3")
         || !have_python_build()
         || !have("tmux")
+        || !have("b3sum")
         || !have("pkg-config")
         || !have("rsync")
         || !have("zstd")

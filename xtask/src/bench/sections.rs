@@ -29,6 +29,9 @@
 //!   `mfu-rs tar -c -z -f A.tar.zst TREE`, and `zstd -dc A.tar.zst | tar -xf - -C OUT` against
 //!   `mfu-rs tar -x -f A.tar.zst -C OUT` (the archives extracted made as above).
 //!
+//! - verify: `mfu-rs cp --verify`, `--manifest` (BLAKE3, SHA-256) and both against plain `cp`
+//!   and against `cp` followed by `mfu-rs cmp`, at np 1 and `--ranks 2` (see `verify.rs`).
+//!
 //! Each tar section also prints the sizes of the GNU and mfu-rs archives (tar-zstd: compressed
 //! and not, with the compression ratios).
 //!
@@ -73,9 +76,10 @@ pub const SECTIONS: &[&str] = &[
     "tar-small",
     "tar-mixed",
     "tar-zstd",
+    "verify",
 ];
 
-fn compare(
+pub(super) fn compare(
     title: &str,
     notes: &[&str],
     cases: &[Case],
@@ -182,7 +186,7 @@ fn xcp_note() -> &'static str {
 }
 
 /// Entry point of `cargo xtask bench
-/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd]...`.
+/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|verify]...`.
 pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
     for a in args {
@@ -218,6 +222,7 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
             "tar-small" => bench_tar_small(b, &data),
             "tar-mixed" => bench_tar_mixed(b, &data),
             "tar-zstd" => bench_tar_zstd(b, &data),
+            "verify" => super::verify::bench_verify(b, &data),
             _ => unreachable!("SECTIONS lists the sections"),
         };
         if let Err(e) = result {

@@ -104,6 +104,11 @@ pub struct Options {
     pub lustre: LustreHandle,
     /// Create: include/exclude rules, applied to paths relative to each PATH.
     pub rules: Rules,
+    /// Extract: read every file's data back after it landed and compare it with the archive's
+    /// bytes (`--verify`).
+    pub verify: bool,
+    /// Create and extract: a checksum manifest of the regular files (paths as stored).
+    pub manifest: Option<crate::engine::manifest::ManifestOptions>,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -131,6 +136,8 @@ impl Options {
             stripe: Overrides::default(),
             lustre: LustreHandle::default(),
             rules: Rules::default(),
+            verify: false,
+            manifest: None,
             context: Context::default(),
         }
     }
@@ -262,6 +269,10 @@ pub struct Report {
     pub interrupted: bool,
     /// This process's sample of the failure messages.
     pub failures: Vec<String>,
+    /// Extract with `--verify`: how the written data was read back.
+    pub verify: Option<crate::engine::verify::Summary>,
+    /// With `--manifest`: the manifest written (or not).
+    pub manifest: Option<crate::engine::manifest::Summary>,
 }
 
 fn as_text<S: serde::Serializer>(path: &[u8], s: S) -> Result<S::Ok, S::Error> {
@@ -291,7 +302,7 @@ impl ToolReport for Report {
             }
             Done::List => self.failed > 0 || self.damaged || self.index_not_saved,
         };
-        if bad {
+        if bad || self.manifest.as_ref().is_some_and(|m| !m.written) {
             Status::ItemsFailed
         } else {
             Status::Ok
