@@ -377,7 +377,10 @@ mod tests {
                     .take_while(|&c| c < s)
                     .collect(),
             ];
-            for cuts in cut_sets.iter().filter(|c| c.iter().any(|&c| c > 0 && c < s)) {
+            for cuts in cut_sets
+                .iter()
+                .filter(|c| c.iter().any(|&c| c > 0 && c < s))
+            {
                 for step in [1000, 4096, 1 << 20] {
                     checked += 1;
                     let mut p = pieces(&data, cuts, step);

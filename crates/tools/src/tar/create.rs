@@ -1077,6 +1077,9 @@ struct Plan {
     errors: Vec<ItemError>,
     /// Entries of a type that is not archived (already named).
     skipped: u64,
+    /// `--manifest`: this rank's hard links, stored as links to their group's first member:
+    /// (its stored name, theirs).
+    hard_links: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 /// Encode this rank's members and place them: every entry's offset by a prefix sum over
@@ -1089,6 +1092,13 @@ fn plan(
     map: &Mapping,
 ) -> (Plan, Vec<Laid>) {
     let links = link_targets(comm, list);
+    let hard_links = match o.manifest {
+        Some(_) => links
+            .iter()
+            .map(|(member, first)| (map.dest(first), map.dest(member)))
+            .collect(),
+        None => Vec::new(),
+    };
     let mut errors = Vec::new();
     let mut skipped = 0;
     let members = members(
@@ -1152,6 +1162,7 @@ fn plan(
         idx_header,
         errors,
         skipped,
+        hard_links,
     };
     (plan, laid)
 }
@@ -1456,7 +1467,8 @@ fn finish(
             open_source(&inverse.dest(name), o.open_noatime)
         };
         let records = w.hashing.take_records();
-        let (entries, errors) = crate::engine::manifest::entries(comm, &m, records, &[], reopen);
+        let (entries, errors) =
+            crate::engine::manifest::entries(comm, &m, records, &plan.hard_links, reopen);
         for e in &errors {
             o.context.error(e);
         }

@@ -864,6 +864,8 @@ struct Extraction<'a> {
     ids: (u32, u32),
     /// `--verify`, `--manifest`: what file data is hashed and checked.
     hashing: Hashing,
+    /// `--manifest`: the hard links made, (target, link), relative to the target directory.
+    links: Mutex<Vec<(Vec<u8>, Vec<u8>)>>,
 }
 
 impl<'a> Extraction<'a> {
@@ -905,6 +907,7 @@ impl<'a> Extraction<'a> {
                 rustix::process::getegid().as_raw(),
             ),
             hashing: Hashing::new(o.verify, o.manifest.as_ref().map(|m| m.kind)),
+            links: Mutex::default(),
         }
     }
 
@@ -1280,7 +1283,15 @@ impl<'a> Extraction<'a> {
                 match make_other(self.target, &e.items.get(i)) {
                     Err(why) => self.failed_at(e, i, why),
                     Ok(()) if e.items.kind(i) == Kind::HardLink => {
-                        e.done[i].store(true, Ordering::Relaxed)
+                        e.done[i].store(true, Ordering::Relaxed);
+                        if self.o.manifest.is_some() {
+                            // Listed with its target's digest.
+                            let it = e.items.get(i);
+                            if let Ok(to) = clean(it.link) {
+                                let link = (to, it.rel.to_vec());
+                                self.links.lock().expect("links").push(link);
+                            }
+                        }
                     }
                     Ok(()) => {}
                 }
@@ -1388,8 +1399,9 @@ impl<'a> Extraction<'a> {
                 ..m.clone()
             };
             let records = self.hashing.take_records();
+            let links = std::mem::take(&mut *self.links.lock().expect("links"));
             let (entries, errors) =
-                crate::engine::manifest::entries(comm, &m, records, &[], reopen);
+                crate::engine::manifest::entries(comm, &m, records, &links, reopen);
             for e in errors {
                 self.fail
                     .add(&e.path, format_args!("{}: {}", e.op, e.source));
