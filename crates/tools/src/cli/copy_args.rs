@@ -47,8 +47,8 @@ pub struct CopyIoArgs {
 #[command(next_help_heading = "Checks")]
 pub struct CheckArgs {
     /// Hash every chunk (BLAKE3) as it is read from the source, read what was written back
-    /// (O_DIRECT, or after fdatasync + posix_fadvise(DONTNEED) where O_DIRECT is refused; -v
-    /// says which) and compare; a file that differs is named with the offset, exit 1, and is
+    /// (O_DIRECT, or after fdatasync + posix_fadvise(DONTNEED) where O_DIRECT is refused; the
+    /// summary and --json say which) and compare; a file that differs is named with the offset, exit 1, and is
     /// left without the source's time, so a rerun of sync copies it again. Data moves by
     /// pread/pwrite then (never copy_file_range, which does not show the bytes).
     #[arg(long)]
