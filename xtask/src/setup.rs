@@ -39,6 +39,8 @@ const PACKAGES: &[&str] = &[
     "pigz",
     "bzip2",
     "xz-utils",
+    // `b3sum --check` reads the manifests of --manifest (tests/it/manifest.rs).
+    "b3sum",
 ];
 
 /// True when `program` is on PATH (also how the benches find the peers).
@@ -90,6 +92,7 @@ pub fn ensure() -> Result<()> {
         || !have("pigz")
         || !have("bzip2")
         || !have("xz")
+        || !have("b3sum")
         || !have("pkg-config")
         || !have("rsync")
         || !have("zstd")

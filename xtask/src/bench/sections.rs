@@ -36,6 +36,8 @@
 //! - resume: a 4 GiB file whose copy was killed half-way, finished by a sync that resumes from
 //!   its journal against one that copies it again (journal removed), and a whole copy; on
 //!   tmpfs and on the workspace's file system (see `resume.rs`).
+//! - verify: `mfu-rs cp --verify`, `--manifest` (BLAKE3, SHA-256) and both against plain `cp`
+//!   and against `cp` followed by `mfu-rs cmp`, at np 1 and `--ranks 2` (see `verify.rs`).
 //!
 //! Each tar section also prints the sizes of the GNU and mfu-rs archives (tar-zstd: compressed
 //! and not, with the compression ratios).
@@ -89,6 +91,7 @@ pub const SECTIONS: &[&str] = &[
     "tar-gz",
     "resume",
     "tar-select",
+    "verify",
 ];
 
 pub(super) fn compare(
@@ -198,7 +201,7 @@ fn xcp_note() -> &'static str {
 }
 
 /// Entry point of `cargo xtask bench
-/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz|resume|tar-select]...`.
+/// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz|resume|tar-select|verify]...`.
 pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
     for a in args {
@@ -237,6 +240,7 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
             "tar-gz" => super::tar_gz::bench_tar_gz(b, &data),
             "resume" => super::resume::bench_resume(b, &data),
             "tar-select" => super::tar_select::bench_tar_select(b, &data),
+            "verify" => super::verify::bench_verify(b, &data),
             _ => unreachable!("SECTIONS lists the sections"),
         };
         if let Err(e) = result {

@@ -42,12 +42,26 @@ use steal::Comm;
         not be compared (each named on stderr); 2 usage error (missing SRC or DEST, bad EXPR)."
 )]
 pub struct CmpArgs {
-    /// The source tree or file.
+    /// The source tree or file (with --manifest: the tree to check).
     #[arg(value_name = "SRC")]
     pub src: OsString,
     /// The destination tree or file to compare with SRC.
-    #[arg(value_name = "DEST")]
-    pub dest: OsString,
+    #[arg(value_name = "DEST", required_unless_present = "manifest")]
+    pub dest: Option<OsString>,
+    /// Check the tree SRC against this checksum manifest (b3sum or sha256sum lines, paths
+    /// relative to SRC) instead of comparing two trees: every listed file is hashed, in
+    /// parallel; each one that differs or is missing is named (exit 1).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["dest", "output", "lite"])]
+    pub manifest: Option<OsString>,
+    /// The manifest's hash [default: found out: both have 64 hex digits, so each file is
+    /// hashed both ways and the one that matches more files wins].
+    #[arg(
+        long = "manifest-hash",
+        value_name = "HASH",
+        value_enum,
+        requires = "manifest"
+    )]
+    pub manifest_hash: Option<crate::engine::digest::HashKind>,
     /// Write the entries matching EXPR to FILE (repeatable; `-` is stdout): both trees'
     /// entries, as dcmp writes them (a path both have is listed with SRC's and DEST's record).
     /// E.g. `EXIST=ONLY_SRC:missing.mfu`, `EXIST=COMMON@CONTENT=DIFFER:changed.mfu`.
@@ -96,7 +110,13 @@ impl CliTool for Cmp {
         &a.common
     }
     fn named_files(a: &CmpArgs) -> Vec<(&'static str, &OsStr)> {
-        vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())]
+        let dest = a.dest.iter().map(|d| ("DEST", d.as_os_str()));
+        let manifest = a.manifest.iter().map(|m| ("--manifest", m.as_os_str()));
+        [("SRC", a.src.as_os_str())]
+            .into_iter()
+            .chain(dest)
+            .chain(manifest)
+            .collect()
     }
     fn output_files(a: &CmpArgs) -> Vec<(&'static str, &[u8])> {
         a.output.iter().map(|o| ("-o", &o.file[..])).collect()
@@ -104,7 +124,10 @@ impl CliTool for Cmp {
     fn options(a: &CmpArgs, _rules: Rules, context: Context) -> Options {
         Options {
             src: a.src.as_bytes().to_vec(),
-            dest: a.dest.as_bytes().to_vec(),
+            dest: a
+                .dest
+                .as_ref()
+                .map_or(Vec::new(), |d| d.as_bytes().to_vec()),
             outputs: a.output.clone(),
             text: a.text,
             base: a.base,
@@ -113,6 +136,8 @@ impl CliTool for Cmp {
             direct: a.direct,
             open_noatime: a.open_noatime,
             lite: a.lite,
+            manifest: a.manifest.as_ref().map(|m| m.as_bytes().to_vec()),
+            manifest_hash: a.manifest_hash,
             context,
         }
     }
@@ -127,6 +152,9 @@ impl CliTool for Cmp {
 /// dcmp's report: a line per expression (the defaults when `base`), the table of fields, the
 /// verdict; with verbose, the timings.
 pub fn report_text(r: &Report) -> String {
+    if let Some(c) = &r.manifest {
+        return crate::cmp::manifest::text(c);
+    }
     let mut text = String::new();
     if let Some(d) = &r.detail {
         text.push_str(&format!(

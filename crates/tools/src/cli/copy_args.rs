@@ -5,8 +5,12 @@
 use crate::cli::args::size_arg;
 use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::meta::XattrPolicy;
+use crate::engine::digest::HashKind;
 use crate::engine::lustre::{LustreHandle, StripeOptions};
+use crate::engine::manifest::ManifestOptions;
 use clap::Args;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 
 /// How file data moves: buffer and chunk sizes, holes, `O_DIRECT`, `O_NOATIME`, xattrs. cp
 /// gives `--bufsize` and `--chunksize` their short names `-b` and `-k` (sync's `-b` is
@@ -38,6 +42,50 @@ pub struct CopyIoArgs {
     pub sparse: bool,
 }
 
+/// `--verify` and `--manifest`: check what was written, list digests of what was copied.
+#[derive(Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Checks")]
+pub struct CheckArgs {
+    /// Hash every chunk (BLAKE3) as it is read from the source, read what was written back
+    /// (O_DIRECT, or after fdatasync + posix_fadvise(DONTNEED) where O_DIRECT is refused; the
+    /// summary and --json say which) and compare; a file that differs is named with the offset, exit 1, and is
+    /// left without the source's time, so a rerun of sync copies it again. Data moves by
+    /// pread/pwrite then (never copy_file_range, which does not show the bytes).
+    #[arg(long)]
+    pub verify: bool,
+    /// Write a checksum manifest of the files copied to FILE: `HASH  PATH` lines sorted by
+    /// path, relative to the destination, as b3sum (or sha256sum) writes them, so `cd DEST &&
+    /// b3sum --check FILE` or `mfu-rs cmp --manifest FILE DEST` verifies the copy later.
+    /// Hashed from the bytes read during the copy (data moves by pread/pwrite). Written only
+    /// when the whole operation succeeded.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<OsString>,
+    /// The manifest's hash: blake3 (b3sum format) or sha256 (sha256sum format; a file copied
+    /// in several chunks is read once more from the destination to hash it).
+    #[arg(long = "manifest-hash", value_name = "HASH", value_enum, default_value_t = HashKind::Blake3,
+          requires = "manifest")]
+    pub manifest_hash: HashKind,
+}
+
+impl CheckArgs {
+    /// Set `io.verify` and `io.manifest` from these (the manifest's base is the tool's to set).
+    pub fn apply(&self, io: &mut IoOptions) {
+        io.verify = self.verify;
+        io.manifest = self
+            .manifest
+            .as_ref()
+            .map(|m| ManifestOptions::new(m.as_bytes(), self.manifest_hash));
+    }
+
+    /// The manifest file, for the checks of output files before the run.
+    pub fn output_files(&self) -> Vec<(&'static str, &[u8])> {
+        self.manifest
+            .iter()
+            .map(|m| ("--manifest", m.as_bytes()))
+            .collect()
+    }
+}
+
 impl CopyIoArgs {
     /// The engine's I/O options: these, with `preserve`, `batch_files` and the Lustre options.
     pub fn options(&self, preserve: bool, batch_files: u64, stripe: StripeOptions) -> IoOptions {
@@ -51,6 +99,8 @@ impl CopyIoArgs {
             xattrs: self.xattrs,
             batch_files,
             stripe,
+            verify: false,
+            manifest: None,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::cli::args::Common;
 use crate::cli::console::{bytes_text, Console};
-use crate::cli::copy_args::{CopyIoArgs, FilterArgs, StripeArgs};
+use crate::cli::copy_args::{CheckArgs, CopyIoArgs, FilterArgs, StripeArgs};
 use crate::cli::tool::CliTool;
 use crate::cp::{Options, Report};
 use crate::engine::context::{Context, Error};
@@ -68,6 +68,9 @@ pub struct CpArgs {
     /// Include and exclude rules, in command-line order.
     #[command(flatten)]
     pub filters: FilterArgs,
+    /// --verify, --manifest.
+    #[command(flatten)]
+    pub checks: CheckArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -93,6 +96,9 @@ impl CliTool for Cp {
         let input = args.input.iter().map(|p| ("-i", p.as_os_str()));
         paths.chain(input).collect()
     }
+    fn output_files(args: &CpArgs) -> Vec<(&'static str, &[u8])> {
+        args.checks.output_files()
+    }
     fn options(args: &CpArgs, rules: Rules, context: Context) -> Options {
         let mut o = Options::new(&bytes_of(&args.sources), args.dest.as_bytes());
         o.input = args.input.as_ref().map(|i| i.as_bytes().to_vec());
@@ -100,6 +106,7 @@ impl CliTool for Cp {
         o.uid = args.uid;
         o.gid = args.gid;
         o.io = args.io.options(args.preserve, 0, args.stripe.options());
+        args.checks.apply(&mut o.io);
         o.rules = rules;
         o.context = context;
         o
@@ -153,5 +160,25 @@ pub fn summary(r: &Report) -> String {
         line.push_str(&format!("; {} failed", r.failed));
     }
     line.push('\n');
+    if let Some(v) = &r.verify {
+        line.push_str(&format!("Verified {}\n", v.text()));
+    }
+    if let Some(m) = &r.manifest {
+        line.push_str(&manifest_line(m));
+    }
     line
+}
+
+/// `Manifest FILE: N files (HASH)`, or why it is missing.
+pub fn manifest_line(m: &crate::engine::manifest::Summary) -> String {
+    if m.written {
+        format!(
+            "Manifest {}: {} files ({})\n",
+            m.path,
+            m.files,
+            m.hash.name()
+        )
+    } else {
+        format!("Manifest {}: not written\n", m.path)
+    }
 }

@@ -2,7 +2,7 @@
 
 use crate::cli::args::Common;
 use crate::cli::console::{bytes_text, Console};
-use crate::cli::copy_args::{CopyIoArgs, FilterArgs, StripeArgs};
+use crate::cli::copy_args::{CheckArgs, CopyIoArgs, FilterArgs, StripeArgs};
 use crate::cli::tool::CliTool;
 use crate::engine::compare_expr::Output;
 use crate::engine::context::{Context, Error};
@@ -83,6 +83,13 @@ pub struct SyncArgs {
     /// Include and exclude rules, in command-line order.
     #[command(flatten)]
     pub filters: FilterArgs,
+    /// --verify, --manifest.
+    #[command(flatten)]
+    pub checks: CheckArgs,
+    /// With --manifest: list every regular file of the tree, not only those copied (the
+    /// files left as they are are read from SRC to hash them).
+    #[arg(long = "manifest-all", requires = "manifest", help_heading = "Checks")]
+    pub manifest_all: bool,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -109,7 +116,8 @@ impl CliTool for Sync {
             .collect()
     }
     fn output_files(a: &SyncArgs) -> Vec<(&'static str, &[u8])> {
-        a.output.iter().map(|o| ("-o", &o.file[..])).collect()
+        let lists = a.output.iter().map(|o| ("-o", &o.file[..]));
+        lists.chain(a.checks.output_files()).collect()
     }
     fn options(args: &SyncArgs, rules: Rules, context: Context) -> Options {
         let mut o = Options::new(args.src.as_bytes(), args.dest.as_bytes());
@@ -122,6 +130,10 @@ impl CliTool for Sync {
         o.io = args
             .io
             .options(true, args.batch_files, args.stripe.options());
+        args.checks.apply(&mut o.io);
+        if let Some(m) = &mut o.io.manifest {
+            m.all = args.manifest_all;
+        }
         o.rules = rules;
         o.context = context;
         o
@@ -164,6 +176,18 @@ pub fn summary(r: &Report) -> String {
             r.bytes,
             steal::progress::human_bytes(r.bytes),
             r.seconds
-        )
+        ) + &checks_lines(r)
     }
+}
+
+/// The lines `--verify` and `--manifest` add to the summary.
+fn checks_lines(r: &Report) -> String {
+    let mut text = String::new();
+    if let Some(v) = &r.verify {
+        text.push_str(&format!("Verified {}\n", v.text()));
+    }
+    if let Some(m) = &r.manifest {
+        text.push_str(&crate::cli::cp::manifest_line(m));
+    }
+    text
 }

@@ -3,7 +3,7 @@
 
 use crate::cli::args::{size_arg, Common};
 use crate::cli::console::{bytes_text, Console};
-use crate::cli::copy_args::{FilterArgs, StripeArgs};
+use crate::cli::copy_args::{CheckArgs, FilterArgs, StripeArgs};
 use crate::cli::tool::CliTool;
 use crate::engine::context::{Context, Error};
 use crate::engine::select::Rules;
@@ -159,6 +159,9 @@ pub struct TarArgs {
     /// Include and exclude rules, in command-line order.
     #[command(flatten)]
     pub filters: FilterArgs,
+    /// --verify (-x), --manifest (-c, -x).
+    #[command(flatten)]
+    pub checks: CheckArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -195,17 +198,23 @@ impl CliTool for Tar {
     }
 
     fn output_files(args: &TarArgs) -> Vec<(&'static str, &[u8])> {
+        let mut files = args.checks.output_files();
         if args.create {
-            vec![("-f", args.file.as_bytes())]
-        } else {
-            Vec::new()
+            files.push(("-f", args.file.as_bytes()));
         }
+        files
     }
 
     fn check(args: &TarArgs) -> Result<(), String> {
         let modes = [args.create, args.extract, args.list];
         if modes.iter().filter(|&&m| m).count() != 1 {
             return Err("give exactly one of -c (create), -x (extract), -t (list)".into());
+        }
+        if args.checks.verify && !args.extract {
+            return Err("--verify checks the files an extraction writes: use it with -x".into());
+        }
+        if args.list && args.checks.manifest.is_some() {
+            return Err("--manifest lists the files archived (-c) or extracted (-x)".into());
         }
         if args.create && args.xz {
             return Err(
@@ -276,6 +285,13 @@ impl CliTool for Tar {
             stripe: args.stripe.overrides(),
             lustre: args.stripe.api.clone(),
             rules,
+            verify: args.checks.verify,
+            manifest: args.checks.manifest.as_ref().map(|m| {
+                crate::engine::manifest::ManifestOptions::new(
+                    m.as_bytes(),
+                    args.checks.manifest_hash,
+                )
+            }),
             context,
             ..Options::new(mode, &args.file)
         }
@@ -288,6 +304,12 @@ impl CliTool for Tar {
     fn render(report: &Report, console: &Console) {
         if let Some(line) = summary_line(report) {
             console.text(&line);
+        }
+        if let Some(v) = &report.verify {
+            console.text(&format!("Verified {}\n", v.text()));
+        }
+        if let Some(m) = &report.manifest {
+            console.text(&crate::cli::cp::manifest_line(m));
         }
     }
 }

@@ -10,6 +10,7 @@
 //! and rank 0 prints the summed report ([`report`]).
 
 pub mod content;
+pub mod manifest;
 pub mod report;
 
 use crate::engine::compare_expr::{Field, Output, State, States, FIELDS};
@@ -55,6 +56,11 @@ pub struct Options {
     pub open_noatime: bool,
     /// Judge contents by size and modification time only; read no data.
     pub lite: bool,
+    /// `--manifest FILE`: check the tree `src` against this manifest instead of comparing two
+    /// trees (`dest` is not used).
+    pub manifest: Option<Vec<u8>>,
+    /// The manifest's hash (`None`: found by hashing both ways).
+    pub manifest_hash: Option<crate::engine::digest::HashKind>,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -73,6 +79,8 @@ impl Options {
             direct: false,
             open_noatime: false,
             lite: false,
+            manifest: None,
+            manifest_hash: None,
             context: Context::default(),
         }
     }
@@ -137,6 +145,9 @@ pub struct Report {
     pub interrupted: bool,
     /// This process's sample of failure messages.
     pub failures: Vec<String>,
+    /// With `--manifest`: what the check against it found (the rest of the report then
+    /// counts its files: `paths` listed, `differing` differ or missing).
+    pub manifest: Option<manifest::Checked>,
     /// The counts per field and per expression, for the text report.
     #[serde(skip)]
     pub tally: Tally,
@@ -235,6 +246,10 @@ struct Trees {
 pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let context = &options.context;
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    if let Some(file) = &options.manifest {
+        let dir = normalize(&options.src, &cwd);
+        return manifest::run(comm, context, file, &dir, options.manifest_hash);
+    }
     let src = normalize(&options.src, &cwd);
     let dest = normalize(&options.dest, &cwd);
     let checked = [&src, &dest].iter().try_for_each(|p| {

@@ -107,6 +107,10 @@ pub struct Report {
     pub interrupted: bool,
     /// This process's sample of the failure messages.
     pub failures: Vec<String>,
+    /// With `--verify`: how the written data was read back.
+    pub verify: Option<crate::engine::verify::Summary>,
+    /// With `--manifest`: the manifest written (or not).
+    pub manifest: Option<crate::engine::manifest::Summary>,
 }
 
 impl Report {
@@ -131,7 +135,13 @@ impl ToolReport for Report {
         } else {
             Status::Ok
         };
-        listed.worst(Status::of_work(self.failed, self.skipped, self.interrupted))
+        let manifest = match &self.manifest {
+            Some(m) if !m.written => Status::ItemsFailed,
+            _ => Status::Ok,
+        };
+        listed
+            .worst(manifest)
+            .worst(Status::of_work(self.failed, self.skipped, self.interrupted))
     }
 }
 
@@ -279,6 +289,9 @@ struct Setup {
     pairs: Vec<(Vec<u8>, Vec<u8>)>,
     /// Source paths to destination paths.
     map: Mapping,
+    /// The directory a manifest's paths are relative to: DEST, or DEST's parent when DEST is
+    /// the copy of a single non-directory.
+    base: Vec<u8>,
 }
 
 /// Phase 1: switch identity (`uid`/`gid`) and apply the path rules. Collective.
@@ -299,9 +312,19 @@ fn setup(comm: &dyn Comm, o: &Options) -> Result<Setup, Error> {
     if o.dereference {
         map = map.following_sources();
     }
+    let single_file = match &target.pairs[..] {
+        [(src, to)] => *to == dest && !crate::engine::setup::is_dir(src),
+        _ => false,
+    };
+    let base = if single_file {
+        flist::path::parent(&dest).to_vec()
+    } else {
+        dest
+    };
     Ok(Setup {
         pairs: target.pairs,
         map,
+        base,
     })
 }
 
@@ -369,14 +392,12 @@ fn list(comm: &dyn Comm, o: &Options, target: &Setup) -> Result<(Plan, Report), 
 fn copy(comm: &dyn Comm, o: &Options, target: &Setup, plan: Plan, report: &mut Report) {
     crate::engine::test_seam::after_listing(comm);
     let hint = resume_hint(&target.pairs, o.io.preserve);
-    let (copied, _) = crate::engine::copy::drive::copy_and_report(
-        comm,
-        &o.context,
-        plan,
-        &target.map,
-        &o.io,
-        &hint,
-    );
+    let mut io = o.io.clone();
+    if let Some(m) = &mut io.manifest {
+        m.base = target.base.clone();
+    }
+    let (copied, _, checked) =
+        crate::engine::copy::drive::copy_checked(comm, &o.context, plan, &target.map, &io, &hint);
     report.files = copied.files;
     report.dirs = copied.dirs;
     report.symlinks = copied.symlinks;
@@ -388,6 +409,13 @@ fn copy(comm: &dyn Comm, o: &Options, target: &Setup, plan: Plan, report: &mut R
     report.skipped = copied.skipped;
     report.failed = copied.total_errors;
     report.interrupted = copied.interrupted;
+    report.verify = checked.verify;
+    if let (Some(m), Some(entries)) = (&io.manifest, checked.manifest) {
+        let ok = report.status() == Status::Ok;
+        report.manifest = Some(crate::engine::manifest::publish(
+            comm, &o.context, m, entries, ok,
+        ));
+    }
 }
 
 /// How to finish an interrupted copy. With `-p` the files copied carry their sources' size and

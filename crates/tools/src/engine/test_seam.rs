@@ -76,3 +76,38 @@ pub fn round_files(default: usize) -> usize {
         })
         .unwrap_or(default)
 }
+
+/// The environment variable of [`corrupt_before_verify`]: a file name.
+pub const CORRUPT_VAR: &str = "MFU_RS_TEST_CORRUPT_BEFORE_VERIFY";
+
+/// For the `--verify` tests: when `MFU_RS_TEST_CORRUPT_BEFORE_VERIFY` names the file name of
+/// `path`, flip the first byte of the range at `offset` (of `len` bytes) of the file behind
+/// `written`, between the write and the read-back that must catch it. Without the variable
+/// this is one environment look-up per checked range.
+pub fn corrupt_before_verify(
+    written: rustix::fd::BorrowedFd<'_>,
+    path: &[u8],
+    offset: u64,
+    len: u64,
+) {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(name) = std::env::var_os(CORRUPT_VAR) else {
+        return;
+    };
+    if len == 0 || flist::path::basename(path) != name.as_bytes() {
+        return;
+    }
+    let fd = rustix::fd::AsRawFd::as_raw_fd(&written);
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/proc/self/fd/{fd}"))
+    else {
+        return;
+    };
+    let mut byte = [0u8];
+    if std::os::unix::fs::FileExt::read_exact_at(&file, &mut byte, offset).is_ok() {
+        byte[0] ^= 0xff;
+        let _ = std::os::unix::fs::FileExt::write_all_at(&file, &byte, offset);
+    }
+}

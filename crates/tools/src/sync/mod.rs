@@ -134,6 +134,10 @@ pub struct Report {
     pub interrupted: bool,
     /// This process's sample of the failure messages.
     pub failures: Vec<String>,
+    /// With `--verify`: how the written data was read back.
+    pub verify: Option<crate::engine::verify::Summary>,
+    /// With `--manifest`: the manifest written (or not).
+    pub manifest: Option<crate::engine::manifest::Summary>,
 }
 
 impl ToolReport for Report {
@@ -150,7 +154,8 @@ impl ToolReport for Report {
             || self.list_failed > 0
             || self.conflicts > 0
             || self.delete_refused
-            || self.output_failed;
+            || self.output_failed
+            || self.manifest.as_ref().is_some_and(|m| !m.written);
         let left = if left {
             Status::ItemsFailed
         } else {
@@ -410,6 +415,9 @@ fn plan(
         ..
     } = l;
     drop((firsts, dest));
+    if o.io.manifest.as_ref().is_some_and(|m| m.all) {
+        d.plan.hash_only = left_as_they_are(&src, &from_src, &members, &from_members, &d.plan);
+    }
     d.plan.create = take_records(src, &from_src);
     d.plan
         .create
@@ -526,12 +534,21 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
             (0..create.len()).filter(|&i| !kept.contains(map.dest(create.path(i)).as_slice())),
         );
     }
-    let (copied, _) = crate::engine::copy::drive::copy_and_report(
+    let mut io = o.io.clone();
+    if let Some(m) = &mut io.manifest {
+        // A single file synced to DEST: its name, beside DEST's other entries.
+        m.base = if crate::engine::setup::is_dir(src) {
+            dest.clone()
+        } else {
+            flist::path::parent(dest).to_vec()
+        };
+    }
+    let (copied, _, checked) = crate::engine::copy::drive::copy_checked(
         comm,
         context,
         plan,
         &map,
-        &o.io,
+        &io,
         "run `mfu-rs sync SRC DEST` to finish it",
     );
     let remove_errors = comm.sum((removed.len() + unlinked.len()) as u64);
@@ -569,6 +586,13 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     report.bytes = copied.bytes;
     report.resumed = copied.resumed;
     report.resumed_bytes = copied.resumed_bytes;
+    report.verify = checked.verify;
+    if let (Some(m), Some(entries)) = (&io.manifest, checked.manifest) {
+        let ok = report.status() == Status::Ok;
+        report.manifest = Some(crate::engine::manifest::publish(
+            comm, context, m, entries, ok,
+        ));
+    }
 }
 
 /// SRC and DEST as the sync uses them, after [`check_paths`].
@@ -1017,8 +1041,6 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     }
 }
 
-/// What the journal beside the destination `dst` of `src` (walked as `m`) lets a rerun keep,
-/// when it can be trusted.
 /// Whether an interrupted copy's journal lies beside the destination file `dst` (trusted or
 /// not: either way the file's data is incomplete).
 fn has_journal(roots: &flist::beneath::Roots, dst: &[u8]) -> bool {
@@ -1026,6 +1048,8 @@ fn has_journal(roots: &flist::beneath::Roots, dst: &[u8]) -> bool {
     roots.at(&jpath).is_ok_and(|j| j.lstat().is_ok())
 }
 
+/// What the journal beside the destination `dst` of `src` (walked as `m`) lets a rerun keep,
+/// when it can be trusted.
 fn resumable(roots: &flist::beneath::Roots, dst: &[u8], src: &[u8], m: &Meta) -> Option<Resumable> {
     let jpath = journal::path_of(dst);
     let (d, j) = (roots.at(dst).ok()?, roots.at(&jpath).ok()?);
@@ -1033,6 +1057,34 @@ fn resumable(roots: &flist::beneath::Roots, dst: &[u8], src: &[u8], m: &Meta) ->
         Found::Trusted(r) => Some(r),
         Found::Stale | Found::Nothing => None,
     }
+}
+
+/// `--manifest-all`: the regular files of the source and members lists that the plan neither
+/// creates (`created` indices, ascending), compares nor links, hashed for the manifest.
+fn left_as_they_are(
+    src: &FileList,
+    created: &[u32],
+    members: &FileList,
+    created_members: &[u32],
+    plan: &Plan,
+) -> FileList {
+    let compared: std::collections::HashSet<&[u8]> = plan.compare.iter().map(|e| e.path).collect();
+    let linked: std::collections::HashSet<&[u8]> =
+        plan.links.iter().map(|(_, m)| m.as_slice()).collect();
+    let mut out = src.empty_like();
+    for (list, made) in [(src, created), (members, created_members)] {
+        let mut made = made.iter().peekable();
+        for i in 0..list.len() {
+            if made.next_if(|&&m| m as usize == i).is_some() {
+                continue;
+            }
+            let e = list.entry(i);
+            if e.kind == FileType::File && !compared.contains(e.path) && !linked.contains(e.path) {
+                out.push(e.path, e.kind, e.meta.copied());
+            }
+        }
+    }
+    out
 }
 
 /// The records of `list` at `indices` (ascending): the list itself when that is all of them.

@@ -24,11 +24,13 @@ mod framed;
 use super::header::{round_up, Header, Kind};
 use super::segment::{HeaderBytes, Member, Segment};
 use super::{index, partial, Done, Options, Report};
-use crate::engine::context::{Context, Error};
-use crate::engine::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
+use crate::engine::context::{Context, Error, ToolReport};
+use crate::engine::copy::data::{copy_at_seen, write_all_at, Buffer, DataOptions, Seen};
 use crate::engine::copy::links;
 use crate::engine::copy::meta::{MetaOptions, XattrPolicy};
 use crate::engine::copy::Mapping;
+use crate::engine::digest::RangeHasher;
+use crate::engine::hashing::Hashing;
 use flist::path::{display, normalize};
 use flist::{FileList, FileType, ItemError, Meta};
 use lustre_sys::policy::{self, Decision};
@@ -106,6 +108,10 @@ struct Writer<'a> {
     /// Set when the run must stop (compression ends between windows).
     stop: &'a AtomicBool,
     data: DataOptions,
+    /// `--manifest`: the digests of the data archived.
+    hashing: Hashing,
+    /// Source paths to stored names (for the manifest).
+    names: Mapping,
 }
 
 fn open_source(src: &[u8], noatime: bool) -> io::Result<OwnedFd> {
@@ -159,6 +165,22 @@ impl SourceDir {
 }
 
 impl Writer<'_> {
+    /// `--manifest`: hash the `len` bytes at `file_at` of `src` (of `size` bytes) that `feed`
+    /// hands a hasher, and keep the digest under the name `src` is stored as.
+    fn keep(
+        &self,
+        src: &[u8],
+        (file_at, len, size): (u64, u64, u64),
+        feed: impl FnOnce(&mut RangeHasher),
+    ) {
+        if self.hashing.manifest.is_none() {
+            return;
+        }
+        let mut h = self.hashing.range(file_at, len, size);
+        feed(&mut h);
+        self.hashing.keep(&self.names.dest(src), size, h.finish());
+    }
+
     /// After the last byte of `src` was read: report a size or mtime different from the walk.
     fn check_unchanged(&self, fd: BorrowedFd<'_>, src: &[u8], size: u64, mtime: (i64, u32)) {
         if let Ok(st) = rustix::fs::fstat(fd) {
@@ -232,6 +254,8 @@ impl Writer<'_> {
         }
         let done = out.len() - start;
         out.resize(end, 0);
+        // The bytes stored (zeros where the file fell short), for the manifest.
+        self.keep(src, (file_at, len, size), |h| h.update(&out[start..end]));
         if let Some(e) = failed {
             self.problems.damage(ItemError::new(src, "read", e.into()));
             return;
@@ -322,9 +346,20 @@ impl Writer<'_> {
                     Err(e) => return self.problems.damage(ItemError::new(&src, "open", e)),
                 };
                 let mut cfr = true;
+                let mut hashed = self
+                    .hashing
+                    .manifest
+                    .is_some()
+                    .then(|| self.hashing.range(file_at, len, size));
+                let mut see = |b: &[u8]| {
+                    if let Some(h) = hashed.as_mut() {
+                        h.update(b);
+                    }
+                };
+                let seen: Seen<'_> = self.hashing.manifest.is_some().then_some(&mut see);
                 // A short source leaves the rest of the chunk as the zeros the archive was
                 // sized with.
-                match copy_at(
+                match copy_at_seen(
                     fd.as_fd(),
                     file_at,
                     archive,
@@ -333,8 +368,14 @@ impl Writer<'_> {
                     &self.data,
                     buf,
                     &mut cfr,
+                    seen,
                 ) {
-                    Ok(n) => self.progress.add(0, n),
+                    Ok(n) => {
+                        self.progress.add(0, n);
+                        if let Some(h) = hashed {
+                            self.hashing.keep(&self.names.dest(&src), size, h.finish());
+                        }
+                    }
                     Err(e) if e.source.kind() == io::ErrorKind::UnexpectedEof => {
                         self.check_unchanged(fd.as_fd(), &src, size, mtime)
                     }
@@ -775,6 +816,8 @@ pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Rep
             sparse: false,
             direct: false,
         },
+        hashing: Hashing::new(false, o.manifest.as_ref().map(|m| m.kind)),
+        names: walked.map.clone(),
     };
     let segs = cut(comm, o, &setup.archive, laid);
     // The archive is written under a temporary name beside it and renamed over ARCHIVE only
@@ -894,6 +937,9 @@ struct Plan {
     errors: Vec<ItemError>,
     /// Entries of a type that is not archived (already named).
     skipped: u64,
+    /// `--manifest`: this rank's hard links, stored as links to their group's first member:
+    /// (its stored name, theirs).
+    hard_links: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 /// Encode this rank's members and place them: every entry's offset by a prefix sum over
@@ -906,6 +952,13 @@ fn plan(
     map: &Mapping,
 ) -> (Plan, Vec<Laid>) {
     let links = link_targets(comm, list);
+    let hard_links = match o.manifest {
+        Some(_) => links
+            .iter()
+            .map(|(member, first)| (map.dest(first), map.dest(member)))
+            .collect(),
+        None => Vec::new(),
+    };
     let mut errors = Vec::new();
     let mut skipped = 0;
     let members = members(
@@ -969,6 +1022,7 @@ fn plan(
         idx_header,
         errors,
         skipped,
+        hard_links,
     };
     (plan, laid)
 }
@@ -1172,21 +1226,50 @@ fn finish(
     } else {
         Vec::new()
     };
-    if !kept {
-        return not_created(comm, o, report, started, interrupted);
+    let mut report = if kept {
+        Report {
+            entries: plan.count,
+            archive_entries: plan.count,
+            bytes: data_total,
+            created: true,
+            zstd_frames: frames,
+            frames_per_rank,
+            compression: o.codec(),
+            seconds: started.elapsed().as_secs_f64(),
+            failures: o.context.failures(),
+            ..report
+        }
+    } else {
+        not_created(comm, o, report, started, interrupted)
+    };
+    if let Some(m) = &o.manifest {
+        let m = crate::engine::manifest::ManifestOptions {
+            base: Vec::new(),
+            ..m.clone()
+        };
+        // Every stored file's data was read into the archive: no file is read again (a
+        // SHA-256 file archived in several chunks is read from the source once more).
+        let stored = w.names.dest_roots();
+        let inverse = Mapping::new(stored.iter().cloned().zip(w.names.source_roots()).collect());
+        let reopen = |name: &[u8]| -> io::Result<OwnedFd> {
+            if !stored.iter().any(|r| flist::path::is_prefix(r, name)) {
+                return Err(io::ErrorKind::NotFound.into());
+            }
+            open_source(&inverse.dest(name), o.open_noatime)
+        };
+        let records = w.hashing.take_records();
+        let (entries, errors) =
+            crate::engine::manifest::entries(comm, &m, records, &plan.hard_links, reopen);
+        for e in &errors {
+            o.context.error(e);
+        }
+        let ok =
+            report.status() == crate::engine::status::Status::Ok && comm.all(errors.is_empty());
+        report.manifest = Some(crate::engine::manifest::publish(
+            comm, &o.context, &m, entries, ok,
+        ));
     }
-    Report {
-        entries: plan.count,
-        archive_entries: plan.count,
-        bytes: data_total,
-        created: true,
-        zstd_frames: frames,
-        frames_per_rank,
-        compression: o.codec(),
-        seconds: started.elapsed().as_secs_f64(),
-        failures: o.context.failures(),
-        ..report
-    }
+    report
 }
 
 /// The index member's bytes other than the offsets: its header, the length of its data, the

@@ -27,10 +27,12 @@ use super::select::{self, Matcher};
 use super::stream::Archive;
 use super::superseded::superseded;
 use super::{Done, Options, Report};
-use crate::engine::context::Error;
-use crate::engine::copy::data::{copy_at, write_all_at, Buffer, DataOptions};
+use crate::engine::context::{Error, ToolReport};
+use crate::engine::copy::data::{copy_at_seen, write_all_at, Buffer, DataOptions, Seen};
 use crate::engine::copy::meta::{write_xattrs, MetaOptions, Target as XattrTarget, XattrPolicy};
 use crate::engine::copy::striping::Striping;
+use crate::engine::digest::RangeHasher;
+use crate::engine::hashing::Hashing;
 use flist::path::{display, normalize};
 use rayon::prelude::*;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -360,6 +362,7 @@ const INTERRUPTED: &str = "interrupted before its data was complete: left withou
 /// sparse file each segment at its place, leaving holes, and then its real size. Copies
 /// `chunk` bytes at a time and stops with an error once `stop` is set (SIGINT/SIGTERM on the
 /// command line). Returns the data bytes written.
+/// With `hashed`, every byte of the file (holes as zeros) goes through it, in order.
 fn write_contents(
     archive: &Archive,
     d: &Item,
@@ -367,13 +370,20 @@ fn write_contents(
     (data, buf, cfr): (&DataOptions, &mut Buffer, &mut bool),
     chunk: u64,
     stop: &AtomicBool,
+    mut hashed: Option<&mut RangeHasher>,
 ) -> Result<u64, String> {
     let whole = [Segment { at: 0, len: d.size }];
     let segments = d.sparse.unwrap_or(&whole);
     let chunk = chunk.max(1 << 20);
     let mut from = d.data;
     let mut written = 0u64;
+    // Where the hashed bytes have got to (holes before it are hashed as zeros).
+    let mut hashed_to = 0u64;
     for seg in segments {
+        if let Some(h) = hashed.as_deref_mut() {
+            hash_zeros(h, seg.at.saturating_sub(hashed_to));
+            hashed_to = hashed_to.max(seg.at + seg.len);
+        }
         let mut done = 0u64;
         while done < seg.len {
             if stop.load(Ordering::Relaxed) {
@@ -382,13 +392,24 @@ fn write_contents(
             let len = chunk.min(seg.len - done);
             let to = seg.at + done;
             if archive.table().is_none() {
-                copy_at(archive.fd(), from, fd, to, len, data, buf, cfr).map_err(from_archive)?;
+                let hashing = hashed.is_some();
+                let mut see = |b: &[u8]| {
+                    if let Some(h) = hashed.as_deref_mut() {
+                        h.update(b);
+                    }
+                };
+                let seen: Seen<'_> = hashing.then_some(&mut see);
+                copy_at_seen(archive.fd(), from, fd, to, len, data, buf, cfr, seen)
+                    .map_err(from_archive)?;
             } else {
                 let bytes = archive
                     .read_at(from, len as usize)
                     .map_err(|e| format!("read the archive: {e}"))?;
                 if (bytes.len() as u64) < len {
                     return Err("truncated archive: the entry's data is cut short".into());
+                }
+                if let Some(h) = hashed.as_deref_mut() {
+                    h.update(&bytes);
                 }
                 write_all_at(fd, &bytes, to).map_err(|e| format!("{}: {}", e.op, e.source))?;
             }
@@ -401,7 +422,38 @@ fn write_contents(
         // The holes at the end: the file's real size.
         rustix::fs::ftruncate(fd, d.size).map_err(|e| format!("truncate: {}", explain(e)))?;
     }
+    if let Some(h) = hashed {
+        hash_zeros(h, d.size.saturating_sub(hashed_to));
+    }
     Ok(written)
+}
+
+/// Hash `len` zero bytes (a sparse file's holes).
+fn hash_zeros(h: &mut RangeHasher, mut len: u64) {
+    let zeros = [0u8; 64 << 10];
+    while len > 0 {
+        let n = len.min(zeros.len() as u64);
+        h.update(&zeros[..n as usize]);
+        len -= n;
+    }
+}
+
+/// `--verify`, `--manifest`: after the `len` bytes at `offset` of the file `rel` (of
+/// `size` bytes, open as `fd`) landed, check them and keep their digest.
+fn landed(
+    hashing: &Hashing,
+    fd: BorrowedFd<'_>,
+    rel: &[u8],
+    size: u64,
+    range: (u64, u64),
+    hashed: Option<RangeHasher>,
+) -> Result<(), String> {
+    match hashed {
+        Some(h) => hashing
+            .landed(fd, rel, size, range, h)
+            .map_err(|e| format!("{}: {}", e.op, e.source)),
+        None => Ok(()),
+    }
 }
 
 /// The message for a failed copy out of the archive.
@@ -763,6 +815,17 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     let started = Instant::now();
     let (path, dest, archive, target) = setup(comm, o)?;
     if let Some(codec) = archive.serial() {
+        // Refused before anything is written: the front-to-back read does not hash or read
+        // back what it writes, and a check asked for must not silently not happen.
+        if o.verify || o.manifest.is_some() {
+            return Err(Error::new(format_args!(
+                "{}: --verify and --manifest are not supported for an archive in one {} \
+                 stream (read front to back); extract it without them, or recompress it with \
+                 mfu-rs tar --gzip, -j or -z, whose archives extract in parallel with them",
+                display(&path),
+                codec.name()
+            )));
+        }
         return serial::run(comm, o, started, path, dest, archive, target, codec);
     }
     let found = find_entries(comm, &archive, &path, o);
@@ -800,6 +863,7 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     x.metadata(comm, &entries);
 
     let interrupted = comm.any(x.stopped());
+    let checked = x.checks(comm, &dest);
     x.report(comm, &entries, interrupted);
     // MEMBERs that named nothing, after the rest was extracted (as GNU tar says them).
     let not_found = matcher.not_found(comm, o, &credited);
@@ -837,6 +901,16 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
              carry no archive times)",
             display(&report.archive),
             report.entries
+        ));
+    }
+    let mut report = Report {
+        verify: checked.verify,
+        ..report
+    };
+    if let (Some(m), Some(entries)) = (&o.manifest, checked.manifest) {
+        let ok = report.status() == crate::engine::status::Status::Ok;
+        report.manifest = Some(crate::engine::manifest::publish(
+            comm, &o.context, m, entries, ok,
         ));
     }
     Ok(Report {
@@ -903,6 +977,10 @@ struct Extraction<'a> {
     bytes: AtomicU64,
     /// This process's effective user and group: the owner of the files it creates.
     ids: (u32, u32),
+    /// `--verify`, `--manifest`: what file data is hashed and checked.
+    hashing: Hashing,
+    /// `--manifest`: the hard links made, (target, link), relative to the target directory.
+    links: Mutex<Vec<(Vec<u8>, Vec<u8>)>>,
 }
 
 impl<'a> Extraction<'a> {
@@ -943,6 +1021,8 @@ impl<'a> Extraction<'a> {
                 rustix::process::geteuid().as_raw(),
                 rustix::process::getegid().as_raw(),
             ),
+            hashing: Hashing::new(o.verify, o.manifest.as_ref().map(|m| m.kind)),
+            links: Mutex::default(),
         }
     }
 
@@ -1051,8 +1131,16 @@ impl<'a> Extraction<'a> {
                         Err(why) => self.failed_at(e, i, why),
                     }
                 } else {
-                    match create_file(dirs, self.target, &e.items.get(i), &self.lay) {
-                        Ok(()) => e.created[i].store(true, Ordering::Relaxed),
+                    let it = e.items.get(i);
+                    match create_file(dirs, self.target, &it, &self.lay) {
+                        Ok(()) => {
+                            e.created[i].store(true, Ordering::Relaxed);
+                            // No data phase for an empty file: its digest is the empty one.
+                            if let (Some(kind), 0) = (self.hashing.manifest, it.size) {
+                                let empty = crate::engine::digest::RangeDigest::Whole(kind.of(b""));
+                                self.hashing.keep(it.rel, 0, empty);
+                            }
+                        }
                         Err(why) => self.failed_at(e, i, why),
                     }
                 }
@@ -1074,8 +1162,15 @@ impl<'a> Extraction<'a> {
         let (how, lay) = (&self.how, &self.lay);
         let h = item;
         let fd = open_new(dirs, self.target, item, lay)?;
+        let mut hashed = self
+            .hashing
+            .on()
+            .then(|| self.hashing.range(0, h.size, h.size));
         let n = match ahead.bytes(self.archive, item, limit) {
             Some(bytes) => {
+                if let Some(hashed) = &mut hashed {
+                    hashed.update(bytes);
+                }
                 write_all_at(fd.as_fd(), bytes, 0)
                     .map_err(|e| format!("{}: {}", e.op, e.source))?;
                 item.size
@@ -1087,8 +1182,17 @@ impl<'a> Extraction<'a> {
                 (&self.data, buf, cfr),
                 lay.chunk,
                 self.stop,
+                hashed.as_mut(),
             )?,
         };
+        landed(
+            &self.hashing,
+            fd.as_fd(),
+            h.rel,
+            h.size,
+            (0, h.size),
+            hashed,
+        )?;
         let step = |op: &str, r: Result<(), Errno>| r.map_err(|e| format!("{op}: {}", explain(e)));
         if self.o.fsync {
             step("fsync", rustix::fs::fsync(&fd))?;
@@ -1167,25 +1271,50 @@ impl<'a> Extraction<'a> {
                     return;
                 }
                 let it = items.get(i);
+                let at = x - it.data;
                 let r = open_file(self.target, it.rel)
                     .map_err(explain)
                     .and_then(|fd| {
-                        copy_at(
-                            self.archive.fd(),
-                            x,
+                        let mut hashed = self
+                            .hashing
+                            .on()
+                            .then(|| self.hashing.range(at, len, it.size));
+                        let n = {
+                            let mut see = |b: &[u8]| {
+                                if let Some(h) = hashed.as_mut() {
+                                    h.update(b);
+                                }
+                            };
+                            let seen: Seen<'_> = self.hashing.on().then_some(&mut see);
+                            let archive = self.archive.fd();
+                            copy_at_seen(
+                                archive,
+                                x,
+                                fd.as_fd(),
+                                at,
+                                len,
+                                &self.data,
+                                buf,
+                                cfr,
+                                seen,
+                            )
+                            .map_err(from_archive)?
+                        };
+                        landed(
+                            &self.hashing,
                             fd.as_fd(),
-                            x - it.data,
-                            len,
-                            &self.data,
-                            buf,
-                            cfr,
-                        )
-                        .map_err(from_archive)
+                            it.rel,
+                            it.size,
+                            (at, len),
+                            hashed,
+                        )?;
+                        Ok(n)
                     });
                 match r {
                     Ok(n) => {
                         self.bytes.fetch_add(n, Ordering::Relaxed);
                     }
+                    Err(e) if self.hashing.verify => self.fail.data_failed(it.start, it.rel, e),
                     Err(e) => self.fail.add(it.rel, e),
                 }
             },
@@ -1237,20 +1366,32 @@ impl<'a> Extraction<'a> {
             for it in touched {
                 let a = it.data.max(fa);
                 let b = (it.data + it.size).min(fb);
+                let bytes = &data[(a - fa) as usize..(b - fa) as usize];
+                let at = a - it.data;
+                let hashed = self.hashing.on().then(|| {
+                    let mut h = self.hashing.range(at, b - a, it.size);
+                    h.update(bytes);
+                    h
+                });
                 let r = open_file(self.target, it.rel)
                     .map_err(explain)
                     .and_then(|fd| {
-                        write_all_at(
+                        write_all_at(fd.as_fd(), bytes, at)
+                            .map_err(|e| format!("{}: {}", e.op, e.source))?;
+                        landed(
+                            &self.hashing,
                             fd.as_fd(),
-                            &data[(a - fa) as usize..(b - fa) as usize],
-                            a - it.data,
+                            it.rel,
+                            it.size,
+                            (at, b - a),
+                            hashed,
                         )
-                        .map_err(|e| format!("{}: {}", e.op, e.source))
                     });
                 match r {
                     Ok(()) => {
                         self.bytes.fetch_add(b - a, Ordering::Relaxed);
                     }
+                    Err(e) if self.hashing.verify => self.fail.data_failed(it.start, it.rel, e),
                     Err(e) => self.fail.add(it.rel, e),
                 }
             }
@@ -1269,7 +1410,15 @@ impl<'a> Extraction<'a> {
                 match make_other(self.target, &e.items.get(i)) {
                     Err(why) => self.failed_at(e, i, why),
                     Ok(()) if e.items.kind(i) == Kind::HardLink => {
-                        e.done[i].store(true, Ordering::Relaxed)
+                        e.done[i].store(true, Ordering::Relaxed);
+                        if self.o.manifest.is_some() {
+                            // Listed with its target's digest.
+                            let it = e.items.get(i);
+                            if let Ok(to) = clean(it.link) {
+                                let link = (to, it.rel.to_vec());
+                                self.links.lock().expect("links").push(link);
+                            }
+                        }
                     }
                     Ok(()) => {}
                 }
@@ -1355,6 +1504,38 @@ impl<'a> Extraction<'a> {
             this.par_iter().for_each(|&(_, i)| set(i));
             comm.barrier();
         }
+    }
+
+    /// What `--verify` and `--manifest` found (manifest paths relative to the target `dest`).
+    /// Collective.
+    fn checks(&self, comm: &dyn Comm, dest: &[u8]) -> crate::engine::copy::drive::Checked {
+        let mut checked = crate::engine::copy::drive::Checked::default();
+        if self.hashing.verify {
+            let mut v = self.hashing.counters.values();
+            comm.allreduce(&mut v, steal::ReduceOp::Sum);
+            checked.verify = Some(crate::engine::verify::Summary::of(v));
+        }
+        if let Some(m) = &self.o.manifest {
+            let reopen = |rel: &[u8]| -> io::Result<OwnedFd> {
+                let path = [dest, b"/", rel].concat();
+                let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                Ok(flist::walk::open_long(&path, flags)?)
+            };
+            let m = crate::engine::manifest::ManifestOptions {
+                base: Vec::new(),
+                ..m.clone()
+            };
+            let records = self.hashing.take_records();
+            let links = std::mem::take(&mut *self.links.lock().expect("links"));
+            let (entries, errors) =
+                crate::engine::manifest::entries(comm, &m, records, &links, reopen);
+            for e in errors {
+                self.fail
+                    .add(&e.path, format_args!("{}: {}", e.op, e.source));
+            }
+            checked.manifest = Some(entries);
+        }
+        checked
     }
 
     /// Name this rank's failures (with `interrupted`, the files left incomplete too) and say

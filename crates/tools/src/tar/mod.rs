@@ -128,6 +128,11 @@ pub struct Options {
     /// Include/exclude rules: create applies them to paths relative to each PATH, extract and
     /// list to the members' names (less a leading `/` or `./`).
     pub rules: Rules,
+    /// Extract: read every file's data back after it landed and compare it with the archive's
+    /// bytes (`--verify`).
+    pub verify: bool,
+    /// Create and extract: a checksum manifest of the regular files (paths as stored).
+    pub manifest: Option<crate::engine::manifest::ManifestOptions>,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -160,6 +165,8 @@ impl Options {
             stripe: Overrides::default(),
             lustre: LustreHandle::default(),
             rules: Rules::default(),
+            verify: false,
+            manifest: None,
             context: Context::default(),
         }
     }
@@ -347,6 +354,10 @@ pub struct Report {
     pub interrupted: bool,
     /// This process's sample of the failure messages.
     pub failures: Vec<String>,
+    /// Extract with `--verify`: how the written data was read back.
+    pub verify: Option<crate::engine::verify::Summary>,
+    /// With `--manifest`: the manifest written (or not).
+    pub manifest: Option<crate::engine::manifest::Summary>,
 }
 
 fn as_text<S: serde::Serializer>(path: &[u8], s: S) -> Result<S::Ok, S::Error> {
@@ -379,7 +390,7 @@ impl ToolReport for Report {
                 self.failed > 0 || self.damaged || self.index_not_saved || self.not_found > 0
             }
         };
-        if bad {
+        if bad || self.manifest.as_ref().is_some_and(|m| !m.written) {
             Status::ItemsFailed
         } else {
             Status::Ok

@@ -58,7 +58,7 @@ impl Buffer {
         }
     }
 
-    fn get(&mut self) -> &mut [u8] {
+    pub(crate) fn get(&mut self) -> &mut [u8] {
         if self.raw.is_empty() {
             self.raw = vec![0u8; self.len + DIRECT_ALIGN];
             self.start = self.raw.as_ptr().align_offset(DIRECT_ALIGN);
@@ -163,12 +163,31 @@ fn shrank() -> DataError {
     }
 }
 
+/// Where the bytes of a range go as they are read (a hasher), in order: every byte of the
+/// range once, holes skipped by a sparse copy as zeros.
+pub type Seen<'a> = Option<&'a mut dyn FnMut(&[u8])>;
+
+/// Zeros handed to a [`Seen`] for the holes a sparse copy skips.
+static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+
+fn see_zeros(seen: &mut Seen<'_>, mut len: u64) {
+    if let Some(s) = seen {
+        while len > 0 {
+            let n = len.min(ZEROS.len() as u64);
+            s(&ZEROS[..n as usize]);
+            len -= n;
+        }
+    }
+}
+
 /// Copy `len` bytes at `offset` from `src` to the same offset of `dst`; returns bytes written.
 ///
 /// With `sparse`, only the data regions are copied (the destination must already have its
 /// final size so that skipped ranges read as zeros). `cfr_ok` says whether `copy_file_range`
 /// may be tried; it is cleared when the kernel refuses, so later chunks go straight to
-/// `pread`/`pwrite`.
+/// `pread`/`pwrite`. With `seen`, every byte read is handed to it (`copy_file_range`, which
+/// moves bytes without showing them, is not used).
+#[allow(clippy::too_many_arguments)]
 pub fn copy_range(
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
@@ -177,10 +196,11 @@ pub fn copy_range(
     opts: &DataOptions,
     buf: &mut Buffer,
     cfr_ok: &mut bool,
+    mut seen: Seen<'_>,
 ) -> Result<u64, DataError> {
     let end = offset + len;
     if !opts.sparse {
-        return copy_at(src, offset, dst, offset, len, opts, buf, cfr_ok);
+        return copy_at_seen(src, offset, dst, offset, len, opts, buf, cfr_ok, seen);
     }
     let mut pos = offset;
     let mut written = 0;
@@ -188,18 +208,24 @@ pub fn copy_range(
         let data = match rustix::fs::seek(src, SeekFrom::Data(pos)) {
             Ok(d) => d,
             // No data after `pos`: the rest is a hole.
-            Err(Errno::NXIO) => break,
+            Err(Errno::NXIO) => {
+                see_zeros(&mut seen, end - pos);
+                break;
+            }
             Err(Errno::INVAL | Errno::NOTSUP) => pos, // no SEEK_DATA here: all data
             Err(e) => return Err(fail("seek data")(e)),
         };
         if data >= end {
+            see_zeros(&mut seen, end - pos);
             break;
         }
+        see_zeros(&mut seen, data - pos);
         let hole = match rustix::fs::seek(src, SeekFrom::Hole(data)) {
             Ok(h) => h.min(end),
             Err(_) => end,
         };
-        written += copy_at(src, data, dst, data, hole - data, opts, buf, cfr_ok)?;
+        let s = seen.as_mut().map(|s| &mut **s as &mut dyn FnMut(&[u8]));
+        written += copy_at_seen(src, data, dst, data, hole - data, opts, buf, cfr_ok, s)?;
         pos = hole;
     }
     Ok(written)
@@ -219,9 +245,25 @@ pub fn copy_at(
     buf: &mut Buffer,
     cfr_ok: &mut bool,
 ) -> Result<u64, DataError> {
+    copy_at_seen(src, src_at, dst, dst_at, len, opts, buf, cfr_ok, None)
+}
+
+/// [`copy_at`], handing every byte read to `seen` (then on the `pread`/`pwrite` path).
+#[allow(clippy::too_many_arguments)]
+pub fn copy_at_seen(
+    src: BorrowedFd<'_>,
+    src_at: u64,
+    dst: BorrowedFd<'_>,
+    dst_at: u64,
+    len: u64,
+    opts: &DataOptions,
+    buf: &mut Buffer,
+    cfr_ok: &mut bool,
+    mut seen: Seen<'_>,
+) -> Result<u64, DataError> {
     // `done` counts bytes moved; source and destination advance together.
     let mut done = 0u64;
-    if *cfr_ok && !opts.direct {
+    if *cfr_ok && !opts.direct && seen.is_none() {
         while done < len {
             let (mut off_in, mut off_out) = (src_at + done, dst_at + done);
             let want = (len - done).min(1 << 30) as usize;
@@ -252,7 +294,18 @@ pub fn copy_at(
             while done < len {
                 a.prepare(p, false);
                 let t = Instant::now();
-                let n = read_write(src, src_at, dst, dst_at, len, done, opts.direct, &mut a.buf)?;
+                let s = seen.as_mut().map(|s| &mut **s as &mut dyn FnMut(&[u8]));
+                let n = read_write(
+                    src,
+                    src_at,
+                    dst,
+                    dst_at,
+                    len,
+                    done,
+                    opts.direct,
+                    &mut a.buf,
+                    s,
+                )?;
                 // Pairs cut short by the range's end are not measured (see `IoSizer::record`).
                 if a.sizer.record(n as u64, t.elapsed()) {
                     a.publish();
@@ -264,13 +317,15 @@ pub fn copy_at(
     }
     publish_fixed(buf.len);
     while done < len {
-        done += read_write(src, src_at, dst, dst_at, len, done, opts.direct, buf)? as u64;
+        let s = seen.as_mut().map(|s| &mut **s as &mut dyn FnMut(&[u8]));
+        done += read_write(src, src_at, dst, dst_at, len, done, opts.direct, buf, s)? as u64;
     }
     Ok(done)
 }
 
 /// One `pread` of up to `buf.len` bytes at `src_at + done` (of the `len` to copy) and its
-/// `pwrite` at `dst_at + done`; the bytes moved (0 when interrupted before reading).
+/// `pwrite` at `dst_at + done`; the bytes moved (0 when interrupted before reading). The bytes
+/// read go to `seen` before they are written.
 #[allow(clippy::too_many_arguments)]
 fn read_write(
     src: BorrowedFd<'_>,
@@ -281,6 +336,7 @@ fn read_write(
     done: u64,
     direct: bool,
     buf: &mut Buffer,
+    seen: Seen<'_>,
 ) -> Result<usize, DataError> {
     let want = ((len - done) as usize).min(buf.len);
     // O_DIRECT reads ask for whole blocks (the file's end shortens the answer).
@@ -296,6 +352,9 @@ fn read_write(
         Err(Errno::INTR) => return Ok(0),
         Err(e) => return Err(fail("read")(e)),
     };
+    if let Some(s) = seen {
+        s(&b[..n]);
+    }
     write_all_at(dst, &b[..n], dst_at + done)?;
     Ok(n)
 }
@@ -328,6 +387,8 @@ pub fn write_all_at(dst: BorrowedFd<'_>, mut bytes: &[u8], mut at: u64) -> Resul
 /// the compare pattern, measured on the pieces found equal: the two reads and the comparison,
 /// which is what a resync mostly does; a rewrite's cost depends on how much differs, not on the
 /// size of the calls, and would only add noise to the measurement.
+///
+/// With `seen`, every byte read from the source is handed to it, in order.
 pub fn sync_range(
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
@@ -335,6 +396,7 @@ pub fn sync_range(
     len: u64,
     buf: &mut Buffer,
     other: &mut Buffer,
+    mut seen: Seen<'_>,
 ) -> Result<u64, DataError> {
     if buf.adaptive {
         let p = Pattern {
@@ -346,8 +408,9 @@ pub fn sync_range(
             while pos < offset + len {
                 a.prepare(p, true);
                 let t = Instant::now();
+                let s = seen.as_mut().map(|s| &mut **s as &mut dyn FnMut(&[u8]));
                 let (n, same) =
-                    compare_piece(src, dst, pos, offset + len, &mut a.buf, &mut a.other)?;
+                    compare_piece(src, dst, pos, offset + len, &mut a.buf, &mut a.other, s)?;
                 if same && a.sizer.record(n, t.elapsed()) {
                     a.publish();
                 }
@@ -362,7 +425,8 @@ pub fn sync_range(
     publish_fixed(buf.len);
     let (mut pos, mut rewritten) = (offset, 0);
     while pos < offset + len {
-        let (n, same) = compare_piece(src, dst, pos, offset + len, buf, other)?;
+        let s = seen.as_mut().map(|s| &mut **s as &mut dyn FnMut(&[u8]));
+        let (n, same) = compare_piece(src, dst, pos, offset + len, buf, other, s)?;
         if !same {
             rewritten += n;
         }
@@ -380,10 +444,14 @@ fn compare_piece(
     end: u64,
     buf: &mut Buffer,
     other: &mut Buffer,
+    seen: Seen<'_>,
 ) -> Result<(u64, bool), DataError> {
     let want = ((end - pos) as usize).min(buf.len);
     let a = &mut buf.get()[..want];
     read_exact_at(src, a, pos, true)?;
+    if let Some(s) = seen {
+        s(a);
+    }
     let b = &mut other.get()[..want];
     let same = read_exact_at(dst, b, pos, false).is_ok() && a == b;
     if !same {
@@ -474,6 +542,7 @@ mod tests {
                 &opts(sparse),
                 &mut buf,
                 &mut cfr_ok,
+                None,
             )
             .unwrap();
             let b = copy_range(
@@ -484,6 +553,7 @@ mod tests {
                 &opts(sparse),
                 &mut buf,
                 &mut cfr_ok,
+                None,
             )
             .unwrap();
             if sparse {
@@ -508,6 +578,7 @@ mod tests {
             &opts(false),
             &mut buf,
             &mut cfr_ok,
+            None,
         )
         .unwrap_err();
         assert!(e.op.contains("shorter"), "{}", e.op);
@@ -543,6 +614,7 @@ mod tests {
                 data.len() as u64,
                 &mut a,
                 &mut b,
+                None,
             )
             .unwrap()
         };
@@ -568,6 +640,7 @@ mod tests {
             data.len() as u64,
             &mut a,
             &mut b,
+            None,
         )
         .expect_err("refused");
         assert!(err.op.starts_with("rewrite in place"), "{}", err.op);
@@ -688,6 +761,7 @@ mod tests {
                     data.len() as u64,
                     &mut a,
                     &mut b,
+                    None,
                 )
                 .unwrap()
             };

@@ -5,10 +5,13 @@ use crate::engine::context::Context;
 use crate::engine::copy::data::DataOptions;
 use crate::engine::copy::meta::{MetaOptions, XattrPolicy};
 use crate::engine::copy::{self as copy, CopyOptions, Mapping, Plan, Report};
+use crate::engine::hashing::Hashing;
+use crate::engine::manifest::{self, ManifestOptions};
 use crate::engine::status::Status;
+use crate::engine::verify;
 use std::sync::atomic::AtomicBool;
 use steal::progress::Progress;
-use steal::Comm;
+use steal::{Comm, CommExt};
 
 /// I/O settings of a copy. The default is what `mfu-rs cp` does without options.
 #[derive(Clone, Debug, Default)]
@@ -33,6 +36,11 @@ pub struct IoOptions {
     pub batch_files: u64,
     /// Lustre layouts of new files, and the Lustre calls.
     pub stripe: crate::engine::lustre::StripeOptions,
+    /// `--verify`: read every written range back (from the device where the file system
+    /// allows) and compare it with the bytes read from the source.
+    pub verify: bool,
+    /// `--manifest`: a checksum manifest of the files copied.
+    pub manifest: Option<ManifestOptions>,
 }
 
 impl IoOptions {
@@ -42,6 +50,7 @@ impl IoOptions {
         &'a self,
         stop: Option<&'a AtomicBool>,
         progress: &'a Progress,
+        hashing: Option<&'a Hashing>,
     ) -> CopyOptions<'a> {
         let xattrs = self.xattrs.unwrap_or(if self.preserve {
             XattrPolicy::NonLustre
@@ -62,6 +71,7 @@ impl IoOptions {
             progress: Some(progress),
             lustre: &*self.stripe.api,
             stripe: self.stripe.overrides(),
+            hashing: hashing.filter(|h| h.on()),
         }
     }
 }
@@ -87,6 +97,73 @@ pub fn copy_and_report(
     io: &IoOptions,
     resume_hint: &str,
 ) -> (Report, Status) {
+    let (report, status, _) = copy_checked(comm, context, plan, map, io, resume_hint);
+    (report, status)
+}
+
+/// What `--verify` and `--manifest` found in a copy.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// How written ranges were read back (with `verify`; summed over ranks).
+    pub verify: Option<verify::Summary>,
+    /// This rank's manifest entries (path relative to the manifest's base, digest), to be
+    /// published by the tool once it knows whether the whole operation succeeded.
+    pub manifest: Option<Vec<manifest::Entry>>,
+}
+
+/// [`copy_and_report`], with the checks `io.verify` and `io.manifest` ask for. Collective.
+pub fn copy_checked(
+    comm: &dyn Comm,
+    context: &Context,
+    plan: Plan,
+    map: &Mapping,
+    io: &IoOptions,
+    resume_hint: &str,
+) -> (Report, Status, Checked) {
+    let hashing = Hashing::new(io.verify, io.manifest.as_ref().map(|m| m.kind));
+    // Hard links are made, not copied: a member's line has its first member's digest.
+    let links: Vec<(Vec<u8>, Vec<u8>)> = match &io.manifest {
+        Some(_) => plan
+            .links
+            .iter()
+            .map(|(first, member)| (map.dest(first), map.dest(member)))
+            .collect(),
+        None => Vec::new(),
+    };
+    let (mut report, status) = run_engine(comm, context, plan, map, io, resume_hint, &hashing);
+    let mut checked = Checked::default();
+    if io.verify {
+        let mut v = hashing.counters.values();
+        comm.allreduce(&mut v, steal::ReduceOp::Sum);
+        checked.verify = Some(verify::Summary::of(v));
+    }
+    if let Some(m) = &io.manifest {
+        let reach = copy::reach::Reach::open(map);
+        let reopen = |dst: &[u8]| {
+            reach
+                .dst(dst)?
+                .open(rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NOFOLLOW, 0)
+        };
+        let (entries, errors) = manifest::entries(comm, m, hashing.take_records(), &links, reopen);
+        for e in &errors {
+            context.error(e);
+        }
+        report.total_errors += comm.sum(errors.len() as u64);
+        checked.manifest = Some(entries);
+    }
+    let status = status.worst(Status::of_work(report.total_errors, 0, false));
+    (report, status, checked)
+}
+
+fn run_engine(
+    comm: &dyn Comm,
+    context: &Context,
+    plan: Plan,
+    map: &Mapping,
+    io: &IoOptions,
+    resume_hint: &str,
+    hashing: &Hashing,
+) -> (Report, Status) {
     let rank0 = comm.rank() == 0;
     let say = |text: String| {
         if rank0 && context.verbose {
@@ -102,7 +179,7 @@ pub fn copy_and_report(
         crate::engine::wording::ranks(comm.size())
     ));
     let progress = context.progress(comm.rank(), "Copied");
-    let opts = io.options(Some(&context.stop), &progress);
+    let opts = io.options(Some(&context.stop), &progress, Some(hashing));
     let mut report = copy::run(comm, plan, map, &opts);
     report_failures(context, &report);
     report.sum(comm);

@@ -196,6 +196,8 @@ pub struct CopyOptions<'a> {
     pub lustre: &'a dyn lustre_sys::Lustre,
     /// `--stripe-count`/`--stripe-size` for new files on a Lustre destination.
     pub stripe: lustre_sys::policy::Overrides,
+    /// `--verify`, `--manifest`: hash file data as it is read, check what landed, keep digests.
+    pub hashing: Option<&'a crate::engine::hashing::Hashing>,
 }
 
 /// What to copy on this rank (each rank holds its own part; all lists are stat lists).
@@ -221,6 +223,9 @@ pub struct Plan {
     pub dirs_only_if_differ: bool,
     /// Whether huge files keep journals of their complete chunks, and which resume.
     pub journals: resume::Journals,
+    /// Regular files left as they are whose digests a manifest lists (`sync --manifest-all`):
+    /// read from the source and hashed after the data phase.
+    pub hash_only: FileList,
 }
 
 impl Default for Plan {
@@ -236,6 +241,7 @@ impl Default for Plan {
             dir_meta: empty(),
             dirs_only_if_differ: false,
             journals: resume::Journals::Off,
+            hash_only: empty(),
         }
     }
 }
@@ -397,6 +403,12 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
     };
     interrupted |= copy_files(comm, files, false, &files_ctx);
     interrupted |= copy_files(comm, plan.compare, true, &files_ctx);
+    if let Some(h) = opts.hashing {
+        let open = |src: &[u8]| reach.src(src)?.open(OFlags::RDONLY | OFlags::NOFOLLOW, 0);
+        for e in h.keep_unchanged(&plan.hash_only, open, |src| map.dest(src)) {
+            tally.fail(e);
+        }
+    }
     make_links(&plan.links, &plan.external_links, map, &reach, &tally);
     plan.fix_meta.par_iter().for_each(|&(i, what)| {
         let e = plan.fix_meta_list.entry(i);
@@ -1170,6 +1182,17 @@ impl Worker<'_> {
             ItemError::new(path, e.op, e.source)
         };
         let mut cfr_ok = true;
+        // --verify, --manifest: the bytes are hashed as they are read (no copy_file_range).
+        let mut hashed = self
+            .opts
+            .hashing
+            .map(|h| h.range(c.offset, c.length, c.file_size));
+        let mut see = |b: &[u8]| {
+            if let Some(h) = hashed.as_mut() {
+                h.update(b);
+            }
+        };
+        let seen: data::Seen<'_> = self.opts.hashing.is_some().then_some(&mut see);
         let written = if self.compare {
             let other = bufs
                 .other
@@ -1181,6 +1204,7 @@ impl Worker<'_> {
                 c.length,
                 &mut bufs.buf,
                 other,
+                seen,
             )
             .map_err(to_item)?
         } else {
@@ -1192,14 +1216,24 @@ impl Worker<'_> {
                 &data_opts,
                 &mut bufs.buf,
                 &mut cfr_ok,
+                seen,
             )
             .map_err(to_item)?
         };
+        if whole && self.opts.data.sparse && !self.compare {
+            rustix::fs::ftruncate(&dst_fd, c.file_size)
+                .map_err(|e| ItemError::new(dst, "truncate", e.into()))?;
+        }
+        if let (Some(h), Some(hashed)) = (self.opts.hashing, hashed) {
+            h.landed(
+                dst_fd.as_fd(),
+                dst,
+                c.file_size,
+                (c.offset, c.length),
+                hashed,
+            )?;
+        }
         if whole {
-            if self.opts.data.sparse && !self.compare {
-                rustix::fs::ftruncate(&dst_fd, c.file_size)
-                    .map_err(|e| ItemError::new(dst, "truncate", e.into()))?;
-            }
             if self.compare {
                 let st = rustix::fs::fstat(&dst_fd)
                     .map_err(|e| ItemError::new(dst, "stat", e.into()))?;

@@ -1,0 +1,481 @@
+//! Checksum manifests: one line per regular file, `HASH  PATH`, as `b3sum` (BLAKE3, the
+//! default) or `sha256sum` (SHA-256) write them, so `b3sum --check` / `sha256sum -c` (run in
+//! the directory the paths are relative to) and `mfu-rs cmp --manifest` verify a tree.
+//!
+//! The digests come from the bytes read during the operation ([`crate::engine::hashing`]):
+//! each file's on the rank its path hashes to, BLAKE3 assembled from the pieces of its ranges
+//! wherever they were copied. SHA-256 cannot be assembled from pieces: a file copied in
+//! several chunks is hashed there by reading its copy once more (one more read of the
+//! destination, none of the source); files of one chunk cost nothing more.
+//!
+//! The manifest is sorted by path (a distributed sample sort), each rank writes its lines at
+//! their offset in a temporary file beside FILE, and rank 0 renames it to FILE once every
+//! rank's part is written and the operation succeeded. A failed operation leaves no manifest
+//! (nor a temporary file).
+//!
+//! Names are escaped as the two tools do: a line whose path holds a backslash or a newline
+//! (for `sha256sum`, also a carriage return) starts with `\` and the path has them as `\\`,
+//! `\n` (`\r`). Other bytes are written as they are, including bytes that are not UTF-8
+//! (`sha256sum -c` and `cmp --manifest` read them; `b3sum --check` refuses such paths).
+
+use crate::engine::context::Context;
+use crate::engine::digest::{assemble_blake3, hex, parse_hex, HashKind, Piece, RangeDigest};
+use crate::engine::hashing::{hash_file, Record};
+use flist::distribute::hash_path;
+use flist::{Detail, FileList, FileType, ItemError};
+use rustix::fd::{AsFd, OwnedFd};
+use std::collections::HashMap;
+use std::io;
+use steal::wire::{self, Reader};
+use steal::{Comm, CommExt};
+
+/// What a manifest is and where it goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManifestOptions {
+    /// The manifest file (written under a temporary name beside it, renamed when complete).
+    pub path: Vec<u8>,
+    /// The hash it holds.
+    pub kind: HashKind,
+    /// `sync --manifest-all`: every regular file of the tree, not only those copied.
+    pub all: bool,
+    /// The directory the manifest's paths are relative to (set by the tool: its destination);
+    /// empty: the paths kept are already relative (tar's).
+    pub base: Vec<u8>,
+}
+
+impl ManifestOptions {
+    /// A manifest of `kind` at `path` (paths relative to `base`, set later by the tool).
+    pub fn new(path: impl AsRef<[u8]>, kind: HashKind) -> ManifestOptions {
+        ManifestOptions {
+            path: path.as_ref().to_vec(),
+            kind,
+            all: false,
+            base: Vec::new(),
+        }
+    }
+}
+
+/// A manifest line's content: the path (relative to the manifest's base) and its digest.
+pub type Entry = (Vec<u8>, [u8; 32]);
+
+/// What a run says about its manifest in its report.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Summary {
+    /// The manifest file, as shown.
+    pub path: String,
+    /// The hash it holds.
+    pub hash: HashKind,
+    /// Lines (regular files) in it.
+    pub files: u64,
+    /// It was written (false: the operation or the writing failed; no file was left).
+    pub written: bool,
+}
+
+/// The line of `path` with `digest`, as `b3sum` (`kind` BLAKE3) or `sha256sum` write it.
+pub fn line(kind: HashKind, digest: &[u8; 32], path: &[u8]) -> Vec<u8> {
+    let special = |b: u8| b == b'\\' || b == b'\n' || (b == b'\r' && kind == HashKind::Sha256);
+    let escaped = path.iter().any(|&b| special(b));
+    let mut out = Vec::with_capacity(path.len() + 68);
+    if escaped {
+        out.push(b'\\');
+    }
+    out.extend_from_slice(hex(digest).as_bytes());
+    out.extend_from_slice(b"  ");
+    for &b in path {
+        match b {
+            b'\\' if escaped => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' if escaped && kind == HashKind::Sha256 => out.extend_from_slice(b"\\r"),
+            _ => out.push(b),
+        }
+    }
+    out.push(b'\n');
+    out
+}
+
+/// A manifest line (without its newline) as (digest, path): either tool's format, escaped or
+/// not, with one or two spaces (or ` *`, binary mode) between; `None` when it is not one.
+pub fn parse_line(text: &[u8]) -> Option<([u8; 32], Vec<u8>)> {
+    let (escaped, text) = match text.strip_prefix(b"\\") {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let digest = parse_hex(text.get(..64)?)?;
+    let rest = text.get(64..)?;
+    let name = rest
+        .strip_prefix(b"  ")
+        .or_else(|| rest.strip_prefix(b" *"))
+        .or_else(|| rest.strip_prefix(b" "))?;
+    if name.is_empty() {
+        return None;
+    }
+    if !escaped {
+        return Some((digest, name.to_vec()));
+    }
+    let mut path = Vec::with_capacity(name.len());
+    let mut it = name.iter();
+    while let Some(&b) = it.next() {
+        if b != b'\\' {
+            path.push(b);
+            continue;
+        }
+        match it.next()? {
+            b'\\' => path.push(b'\\'),
+            b'n' => path.push(b'\n'),
+            b'r' => path.push(b'\r'),
+            _ => return None,
+        }
+    }
+    Some((digest, path))
+}
+
+/// `path` relative to `base` (`None` when it is not beneath it).
+fn relative<'a>(base: &[u8], path: &'a [u8]) -> Option<&'a [u8]> {
+    if base.is_empty() {
+        return Some(path);
+    }
+    if base == b"/" {
+        return path.strip_prefix(b"/");
+    }
+    let rest = path.strip_prefix(base)?;
+    rest.strip_prefix(b"/")
+}
+
+fn home(path: &[u8], size: usize) -> usize {
+    (hash_path(path) % size as u64) as usize
+}
+
+/// The manifest entries of a run, (path relative to `o.base`, digest), each on the rank its
+/// destination path hashes to: files from every rank's `records` (whole digests, or the pieces
+/// of files copied in several ranges, assembled here), then the hard links `links` (first
+/// member's destination, member's destination) with their first member's digest. A SHA-256
+/// file copied in several ranges is read again through `reopen` (its destination path).
+/// Returns the entries and the files that could not be hashed. Collective.
+pub fn entries(
+    comm: &dyn Comm,
+    o: &ManifestOptions,
+    records: Vec<Record>,
+    links: &[(Vec<u8>, Vec<u8>)],
+    reopen: impl Fn(&[u8]) -> io::Result<OwnedFd> + Sync,
+) -> (Vec<Entry>, Vec<ItemError>) {
+    let size = comm.size();
+    let mut sends = vec![Vec::new(); size];
+    for r in records {
+        let out = &mut sends[home(&r.path, size)];
+        wire::put_bytes(out, &r.path);
+        wire::put_u64(out, r.file_size);
+        match r.digest {
+            RangeDigest::Whole(d) => {
+                wire::put_u64(out, 0);
+                out.extend_from_slice(&d);
+            }
+            RangeDigest::Pieces(pieces) => {
+                wire::put_u64(out, 1 + pieces.len() as u64);
+                for p in pieces {
+                    match p {
+                        Piece::Subtree { offset, len, cv } => {
+                            wire::put_u64(out, 0);
+                            wire::put_u64(out, offset);
+                            wire::put_u64(out, len);
+                            out.extend_from_slice(&cv);
+                        }
+                        Piece::Raw { offset, bytes } => {
+                            wire::put_u64(out, 1);
+                            wire::put_u64(out, offset);
+                            wire::put_bytes(out, &bytes);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let got = comm.alltoallv(sends);
+    let mut whole: HashMap<Vec<u8>, [u8; 32]> = HashMap::new();
+    let mut parts: HashMap<Vec<u8>, (u64, Vec<Piece>)> = HashMap::new();
+    for bytes in &got {
+        let mut r = Reader::new(bytes);
+        while !r.is_empty() {
+            let path = r.bytes().to_vec();
+            let file_size = r.u64();
+            let n = r.u64();
+            if n == 0 {
+                let d: [u8; 32] = r.take(32).try_into().expect("32 bytes");
+                whole.insert(path, d);
+                continue;
+            }
+            let entry = parts.entry(path).or_insert((file_size, Vec::new()));
+            for _ in 1..n {
+                let piece = if r.u64() == 0 {
+                    let (offset, len) = (r.u64(), r.u64());
+                    let cv = r.take(32).try_into().expect("32 bytes");
+                    Piece::Subtree { offset, len, cv }
+                } else {
+                    let offset = r.u64();
+                    Piece::Raw {
+                        offset,
+                        bytes: r.bytes().to_vec(),
+                    }
+                };
+                entry.1.push(piece);
+            }
+        }
+    }
+    drop(got);
+    let mut errors = Vec::new();
+    {
+        use rayon::prelude::*;
+        type Assembled = Result<Option<[u8; 32]>, ItemError>;
+        let assembled: Vec<(Vec<u8>, Assembled)> = parts
+            .into_par_iter()
+            .map(|(path, (file_size, pieces))| {
+                let covered: u64 = pieces
+                    .iter()
+                    .map(|p| match p {
+                        Piece::Subtree { len, .. } => *len,
+                        Piece::Raw { bytes, .. } => bytes.len() as u64,
+                    })
+                    .sum();
+                let digest = match o.kind {
+                    HashKind::Blake3 => Ok(assemble_blake3(file_size, pieces)),
+                    // Ranges of a failed file are missing: that failure is reported already.
+                    HashKind::Sha256 if covered != file_size => Ok(None),
+                    HashKind::Sha256 => reopen(&path)
+                        .and_then(|fd| hash_file(fd.as_fd(), file_size, HashKind::Sha256))
+                        .map(Some)
+                        .map_err(|e| ItemError::new(&path, "read (to hash for the manifest)", e)),
+                };
+                (path, digest)
+            })
+            .collect();
+        for (path, d) in assembled {
+            match d {
+                Ok(Some(d)) => {
+                    whole.insert(path, d);
+                }
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+    // Hard links: the digest of their first member, known on its home rank.
+    let mut sends = vec![Vec::new(); size];
+    for (first, member) in links {
+        let out = &mut sends[home(first, size)];
+        wire::put_bytes(out, first);
+        wire::put_bytes(out, member);
+    }
+    let mut linked = Vec::new();
+    for bytes in comm.alltoallv(sends) {
+        let mut r = Reader::new(&bytes);
+        while !r.is_empty() {
+            let (first, member) = (r.bytes(), r.bytes().to_vec());
+            if let Some(d) = whole.get(first) {
+                linked.push((member, *d));
+            }
+        }
+    }
+    let mut out: Vec<Entry> = whole
+        .into_iter()
+        .chain(linked)
+        .filter_map(|(path, d)| relative(&o.base, &path).map(|rel| (rel.to_vec(), d)))
+        .collect();
+    out.shrink_to_fit();
+    (out, errors)
+}
+
+/// Write `entries` (this rank's part) as the manifest `o.path`, sorted by path, when `ok`
+/// (every rank agrees: the operation succeeded); otherwise name it as not written. Returns
+/// the summary (the same on every rank). Collective.
+pub fn publish(
+    comm: &dyn Comm,
+    context: &Context,
+    o: &ManifestOptions,
+    entries: Vec<Entry>,
+    ok: bool,
+) -> Summary {
+    let rank0 = comm.rank() == 0;
+    let show = flist::path::display(&o.path).to_string();
+    let files = comm.sum(entries.len() as u64);
+    let mut summary = Summary {
+        path: show.clone(),
+        hash: o.kind,
+        files,
+        written: false,
+    };
+    if !comm.all(ok) {
+        if rank0 {
+            context.error(format_args!(
+                "manifest {show}: not written (the operation failed; a manifest lists a \
+                 complete run only)"
+            ));
+        }
+        return summary;
+    }
+    match write(comm, o, entries) {
+        Ok(()) => summary.written = true,
+        Err(e) => {
+            if rank0 {
+                context.error(format_args!("manifest {show}: not written ({e})"));
+            }
+        }
+    }
+    summary
+}
+
+/// Sort `entries` over all ranks and write them to a temporary file renamed to `o.path`.
+/// Collective; the same result on every rank.
+fn write(comm: &dyn Comm, o: &ManifestOptions, entries: Vec<Entry>) -> Result<(), String> {
+    // Sorted as list records whose "path" is PATH NUL DIGEST: a path holds no NUL, so the
+    // order is the paths' (bytes, like `sort` in the C locale).
+    let mut list = FileList::new(Detail::Lite);
+    for (rel, d) in &entries {
+        let mut key = Vec::with_capacity(rel.len() + 33);
+        key.extend_from_slice(rel);
+        key.push(0);
+        key.extend_from_slice(d);
+        list.push(&key, FileType::File, None);
+    }
+    drop(entries);
+    let keys = flist::sort::parse_keys("name").expect("a valid sort key");
+    let sorted = flist::sort::sort(comm, list, &keys).map_err(|e| e.to_string())?;
+    let mut text = Vec::new();
+    for i in 0..sorted.len() {
+        let key = sorted.path(i);
+        let (rel, d) = key.split_at(key.len() - 33);
+        let d: [u8; 32] = d[1..].try_into().expect("32 bytes");
+        text.extend_from_slice(&line(o.kind, &d, rel));
+    }
+    drop(sorted);
+    let (offset, _) = comm.offset_and_total(text.len() as u64);
+    // Rank 0 makes the temporary file; everyone writes its part; rank 0 renames it.
+    let mut tmp = Vec::new();
+    let mut made = String::new();
+    if comm.rank() == 0 {
+        tmp = temp_name(&o.path);
+        if let Err(e) = create(&tmp) {
+            made = format!("create {}: {e}", flist::path::display(&tmp));
+        }
+    }
+    let mut agreed = made.clone().into_bytes();
+    comm.bcast(0, &mut agreed);
+    if !agreed.is_empty() {
+        return Err(String::from_utf8_lossy(&agreed).into_owned());
+    }
+    comm.bcast(0, &mut tmp);
+    let mine = write_part(&tmp, offset, &text);
+    let failed = comm.any(mine.is_err());
+    let mut result = Vec::new();
+    if comm.rank() == 0 {
+        let outcome = if failed {
+            Err(mine
+                .err()
+                .unwrap_or_else(|| "another rank's part could not be written".into()))
+        } else {
+            std::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(&o.path))
+                .map_err(|e| format!("rename {}: {e}", flist::path::display(&tmp)))
+        };
+        if outcome.is_err() {
+            let _ = std::fs::remove_file(flist::path::as_path(&tmp));
+        }
+        result = outcome.err().unwrap_or_default().into_bytes();
+    }
+    comm.bcast(0, &mut result);
+    if result.is_empty() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&result).into_owned())
+    }
+}
+
+/// `DIR/.NAME.PID.mfu-tmp` beside `path`.
+fn temp_name(path: &[u8]) -> Vec<u8> {
+    let mut tmp = flist::path::parent(path).to_vec();
+    if !tmp.is_empty() && tmp != b"/" {
+        tmp.push(b'/');
+    }
+    if !path.contains(&b'/') {
+        tmp.clear();
+    }
+    tmp.push(b'.');
+    tmp.extend_from_slice(flist::path::basename(path));
+    tmp.extend_from_slice(format!(".{}.mfu-tmp", std::process::id()).as_bytes());
+    tmp
+}
+
+fn create(tmp: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o666)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(flist::path::as_path(tmp))
+        .map(drop)
+}
+
+fn write_part(tmp: &[u8], offset: u64, text: &[u8]) -> Result<(), String> {
+    let show = || flist::path::display(tmp).to_string();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(flist::path::as_path(tmp))
+        .map_err(|e| format!("open {}: {e}", show()))?;
+    std::os::unix::fs::FileExt::write_all_at(&file, text, offset)
+        .map_err(|e| format!("write {}: {e}", show()))?;
+    file.sync_data()
+        .map_err(|e| format!("fdatasync {}: {e}", show()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_escape_names_as_the_tools_do_and_read_back() {
+        let d = [0x5au8; 32];
+        let h = hex(&d);
+        assert_eq!(
+            line(HashKind::Blake3, &d, b"a b"),
+            format!("{h}  a b\n").as_bytes()
+        );
+        assert_eq!(
+            line(HashKind::Blake3, &d, b"a\\b"),
+            format!("\\{h}  a\\\\b\n").as_bytes()
+        );
+        assert_eq!(
+            line(HashKind::Blake3, &d, b"n\nl"),
+            format!("\\{h}  n\\nl\n").as_bytes()
+        );
+        // b3sum leaves a carriage return as it is; sha256sum escapes it.
+        assert_eq!(
+            line(HashKind::Blake3, &d, b"c\rr"),
+            format!("{h}  c\rr\n").as_bytes()
+        );
+        assert_eq!(
+            line(HashKind::Sha256, &d, b"c\rr"),
+            format!("\\{h}  c\\rr\n").as_bytes()
+        );
+        assert_eq!(
+            line(HashKind::Sha256, &d, b"x\xffy"),
+            [format!("{h}  x").as_bytes(), b"\xffy\n"].concat()
+        );
+        for kind in [HashKind::Blake3, HashKind::Sha256] {
+            for name in [&b"a b"[..], b"a\\b", b"n\nl", b"c\rr", b"x\xffy"] {
+                let l = line(kind, &d, name);
+                assert_eq!(parse_line(&l[..l.len() - 1]), Some((d, name.to_vec())));
+            }
+        }
+        assert_eq!(parse_line(b"nothing"), None);
+    }
+
+    #[test]
+    fn paths_are_relative_to_the_base() {
+        assert_eq!(relative(b"/d", b"/d/x/y"), Some(&b"x/y"[..]));
+        assert_eq!(relative(b"/d", b"/dx/y"), None);
+        assert_eq!(relative(b"/", b"/x"), Some(&b"x"[..]));
+        assert_eq!(
+            temp_name(b"m.b3"),
+            format!(".m.b3.{}.mfu-tmp", std::process::id()).into_bytes()
+        );
+    }
+}

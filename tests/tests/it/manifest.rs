@@ -1,0 +1,316 @@
+//! Checksum manifests (`--manifest`) of cp, sync, tar -c and tar -x: accepted by `b3sum
+//! --check` and `sha256sum -c`, byte-identical however many ranks wrote them, right for a file
+//! copied in many chunks and for awkward names; `cmp --manifest` finds what changed.
+
+use mfu_tests::tar_tools::{text, tool};
+use mfu_tests::{noise, Tool};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::Command;
+
+/// Names b3sum and sha256sum both check (b3sum refuses names that are not UTF-8).
+const NAMES: &[&[u8]] = &[
+    b"plain",
+    b"with space",
+    b"new\nline",
+    b"back\\slash",
+    b"carriage\rreturn",
+    b"d/e/deep",
+];
+
+/// A tree under `root`: the awkward names, an empty file, a file of many 64 KiB chunks with
+/// an unaligned tail, a hard link; with `raw`, a name that is not UTF-8.
+fn make_tree(root: &Path, raw: bool) {
+    std::fs::create_dir_all(root.join("d/e")).unwrap();
+    for (i, name) in NAMES.iter().enumerate() {
+        let p = root.join(OsStr::from_bytes(name));
+        std::fs::write(&p, noise(i as u64 + 1, 100 + i * 3000)).unwrap();
+    }
+    std::fs::write(root.join("empty"), b"").unwrap();
+    std::fs::write(root.join("big"), noise(99, (3 << 20) + 1234)).unwrap();
+    std::fs::hard_link(root.join("plain"), root.join("plain.link")).unwrap();
+    if raw {
+        std::fs::write(root.join(OsStr::from_bytes(b"raw\xff\xfe")), b"bytes").unwrap();
+    }
+}
+
+/// Run `checker` (`b3sum --check` or `sha256sum -c`) on `manifest` in `dir`: it must pass
+/// every line and list `lines` files.
+fn check_with(checker: &str, flag: &str, manifest: &Path, dir: &Path, lines: usize) {
+    let out = tool(checker)
+        .arg(flag)
+        .arg(manifest)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{checker} {flag} failed:\n{}\n{}\nmanifest:\n{}",
+        text(&out.stdout),
+        text(&out.stderr),
+        text(&std::fs::read(manifest).unwrap())
+    );
+    let written = std::fs::read(manifest).unwrap();
+    assert_eq!(written.iter().filter(|&&b| b == b'\n').count(), lines);
+}
+
+fn cp(launch: impl Fn(Tool) -> Tool, src: &Path, dst: &Path, manifest: &Path, hash: &str) {
+    launch(Tool::new("cp"))
+        .args([
+            "-p",
+            "--chunksize",
+            "64K",
+            "--manifest-hash",
+            hash,
+            "--manifest",
+        ])
+        .arg(manifest)
+        .arg(src)
+        .arg(dst)
+        .expect(0);
+}
+
+/// Regular files of [`make_tree`]: the names, empty, big, the hard link.
+const FILES: usize = NAMES.len() + 3;
+
+#[test]
+fn cp_manifests_pass_b3sum_and_sha256sum_and_are_the_same_at_any_rank_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    make_tree(&src, false);
+    let mut first: Option<Vec<u8>> = None;
+    let launches: [(&str, &dyn Fn(Tool) -> Tool); 4] = [
+        ("1", &|t| t),
+        ("ranks 2", &|t| t.ranks(2)),
+        ("ranks 4", &|t| t.ranks(4)),
+        ("mpirun 2", &|t| t.mpi(2)),
+    ];
+    for (what, launch) in launches {
+        let dst = tmp.path().join(format!("b3 {what}"));
+        let manifest = tmp.path().join(format!("{what}.b3"));
+        cp(launch, &src, &dst, &manifest, "blake3");
+        check_with("b3sum", "--check", &manifest, &dst, FILES);
+        let bytes = std::fs::read(&manifest).unwrap();
+        match &first {
+            None => first = Some(bytes),
+            Some(f) => assert!(*f == bytes, "{what}: another manifest than at 1 rank"),
+        }
+    }
+    // SHA-256: the big file, copied in 49 chunks over 4 ranks, is hashed from its copy.
+    for (what, launch) in [
+        ("1", &(|t| t) as &dyn Fn(Tool) -> Tool),
+        ("4", &|t: Tool| t.ranks(4)),
+    ] {
+        let dst = tmp.path().join(format!("sha {what}"));
+        let manifest = tmp.path().join(format!("{what}.sha256"));
+        cp(launch, &src, &dst, &manifest, "sha256");
+        check_with("sha256sum", "-c", &manifest, &dst, FILES);
+    }
+    // Sorted by path, as `sort` in the C locale would (escaped lines by their name).
+    let m = first.unwrap();
+    let names: Vec<&[u8]> = m
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| &l[l.iter().position(|&b| b == b' ').unwrap() + 2..])
+        .collect();
+    assert!(names.contains(&&b"new\\nline"[..]), "{}", text(&m));
+    assert!(names.contains(&&b"big"[..]), "{}", text(&m));
+}
+
+#[test]
+fn sync_lists_what_it_copied_or_with_manifest_all_the_whole_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    make_tree(&src, false);
+    let dst = tmp.path().join("dst");
+    let all = tmp.path().join("all.b3");
+    Tool::new("sync")
+        .ranks(2)
+        .args(["--chunksize", "64K", "--manifest"])
+        .arg(&all)
+        .arg(&src)
+        .arg(&dst)
+        .expect(0);
+    check_with("b3sum", "--check", &all, &dst, FILES);
+    // One file changes: a plain --manifest lists it alone; --manifest-all every file (those
+    // left as they were read from SRC).
+    std::fs::write(src.join("d/e/deep"), b"changed").unwrap();
+    let changed = tmp.path().join("changed.b3");
+    Tool::new("sync")
+        .ranks(2)
+        .arg("--manifest")
+        .arg(&changed)
+        .arg(&src)
+        .arg(&dst)
+        .expect(0);
+    check_with("b3sum", "--check", &changed, &dst, 1);
+    assert!(std::fs::read(&changed).unwrap().ends_with(b"  d/e/deep\n"));
+    Tool::new("sync")
+        .ranks(4)
+        .args(["--manifest-all", "--manifest-hash", "sha256", "--manifest"])
+        .arg(&all)
+        .arg(&src)
+        .arg(&dst)
+        .expect(0);
+    check_with("sha256sum", "-c", &all, &dst, FILES);
+}
+
+#[test]
+fn tar_manifests_name_members_as_stored_and_match_at_any_rank_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    make_tree(&tmp.path().join("src"), false);
+    let mut made: Vec<Vec<u8>> = Vec::new();
+    for (np, z) in [(1usize, false), (4, false), (2, true)] {
+        let archive = tmp.path().join(format!("a{np}{z}.tar"));
+        let created = tmp.path().join(format!("c{np}{z}.b3"));
+        let mut create = Tool::new("tar")
+            .ranks(np)
+            .args(["-c", "-k", "64K", "--manifest"])
+            .arg(&created)
+            .arg("-f")
+            .arg(&archive);
+        if z {
+            create = create.arg("-z");
+        }
+        create.arg("src").current_dir(tmp.path()).expect(0);
+        // Paths as stored: `src/...`, checked from the directory the archive was made in.
+        check_with("b3sum", "--check", &created, tmp.path(), FILES);
+        let out = tmp.path().join(format!("x{np}{z}"));
+        std::fs::create_dir(&out).unwrap();
+        let extracted = tmp.path().join(format!("x{np}{z}.b3"));
+        Tool::new("tar")
+            .ranks(np)
+            .args(["-x", "-k", "64K", "--manifest"])
+            .arg(&extracted)
+            .arg("-f")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&out)
+            .expect(0);
+        check_with("b3sum", "--check", &extracted, &out, FILES);
+        made.push(std::fs::read(&created).unwrap());
+    }
+    assert!(
+        made.windows(2).all(|w| w[0] == w[1]),
+        "tar -c manifests differ by rank count"
+    );
+}
+
+#[test]
+fn names_that_are_not_utf8_are_written_raw_and_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    make_tree(&src, true);
+    let dst = tmp.path().join("dst");
+    let manifest = tmp.path().join("m.sha256");
+    cp(|t| t.ranks(2), &src, &dst, &manifest, "sha256");
+    check_with("sha256sum", "-c", &manifest, &dst, FILES + 1);
+    assert!(std::fs::read(&manifest)
+        .unwrap()
+        .windows(6)
+        .any(|w| w == b"raw\xff\xfe\n"));
+    let b3 = tmp.path().join("m.b3");
+    cp(
+        |t| t.ranks(2),
+        &src,
+        &tmp.path().join("dst2"),
+        &b3,
+        "blake3",
+    );
+    // b3sum refuses such names; mfu-rs checks them (and finds the hash by itself).
+    for m in [&manifest, &b3] {
+        Tool::new("cmp")
+            .ranks(2)
+            .arg("--manifest")
+            .arg(m)
+            .arg(if m == &b3 {
+                tmp.path().join("dst2")
+            } else {
+                dst.clone()
+            })
+            .expect(0)
+            .stdout_contains(&format!("Checked {} files", FILES + 1));
+    }
+}
+
+#[test]
+fn cmp_manifest_names_every_changed_and_missing_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    make_tree(&src, false);
+    let dst = tmp.path().join("dst");
+    let manifest = tmp.path().join("m.b3");
+    cp(|t| t, &src, &dst, &manifest, "blake3");
+    Tool::new("cmp")
+        .ranks(4)
+        .args(["--manifest-hash", "blake3", "--manifest"])
+        .arg(&manifest)
+        .arg(&dst)
+        .expect(0)
+        .stdout_contains("the tree matches the manifest");
+    // A byte changed in the big file, a file removed.
+    let mut big = std::fs::read(dst.join("big")).unwrap();
+    big[2 << 20] ^= 1;
+    std::fs::write(dst.join("big"), big).unwrap();
+    std::fs::remove_file(dst.join("with space")).unwrap();
+    let run = Tool::new("cmp")
+        .ranks(4)
+        .arg("--manifest")
+        .arg(&manifest)
+        .arg(&dst)
+        .expect(1);
+    run.stderr_contains("big: FAILED");
+    run.stderr_contains("with space: missing");
+    run.stdout_contains("1 differ, 1 missing");
+    // The same verdict as b3sum's.
+    let b3 = Command::new("b3sum")
+        .arg("--check")
+        .arg(&manifest)
+        .current_dir(&dst)
+        .output()
+        .unwrap();
+    assert!(!b3.status.success());
+}
+
+/// An archive in one compressed stream (`tar -czf`) is read front to back, which neither hashes
+/// nor reads back what it writes: `--manifest` and `--verify` are refused before anything is
+/// written (exit 2, the archive named), never silently not done.
+#[test]
+fn checks_on_an_archive_in_one_compressed_stream_are_refused_before_writing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    make_tree(&t.join("src"), false);
+    let archive = t.join("a.tar.gz");
+    let made = Command::new("tar")
+        .arg("-czf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(t)
+        .arg("src")
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for check in [&["--manifest", "m.b3"][..], &["--verify"][..]] {
+        let out_dir = t.join("out");
+        let _ = std::fs::remove_dir_all(&out_dir);
+        std::fs::create_dir(&out_dir).unwrap();
+        let out = Tool::new("tar")
+            .arg("-x")
+            .arg("-f")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&out_dir)
+            .args(check)
+            .current_dir(t)
+            .run();
+        assert_eq!(out.code(), Some(2), "{check:?}: {}", out.stderr_str());
+        assert!(
+            out.stderr_str().contains("a.tar.gz") && out.stderr_str().contains("not supported"),
+            "{check:?}: {}",
+            out.stderr_str()
+        );
+        assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 0, "{check:?}");
+        assert!(!t.join("m.b3").exists());
+    }
+}
