@@ -734,7 +734,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     let mut create_from: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
     for (list, is_member) in [(inp.src, false), (inp.members, true)] {
         for (index, e) in list.iter().enumerate() {
-            let m = e.meta.expect("stat list");
+            let m = &e.meta.expect("stat list");
             let rel = inp.map.rel(e.path);
             let dst_path = inp.map.dest(e.path);
             let existing = by_rel.find(rel, dest_rel).map(|i| {
@@ -759,7 +759,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
             if !args.output.is_empty() {
                 let states = match existing {
                     None => States::only(State::OnlySrc),
-                    Some((_, d)) => pair_states(e.path, &dst_path, m, d, args.contents),
+                    Some((_, d)) => pair_states(e.path, &dst_path, m, &d, args.contents),
                 };
                 select(&states, e.path, e.kind, m);
             }
@@ -814,7 +814,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                     // A type change under --delete: the old entry (with its subtree) goes, the
                     // new one comes.
                     let old = inp.dest.path(i);
-                    delete.push(old, d.file_type(), Some(*d));
+                    delete.push(old, d.file_type(), Some(d));
                     actions.push(Action::Delete, old);
                     if d.file_type() == FileType::Dir {
                         wire::put_bytes(&mut replaced_dirs, old);
@@ -823,7 +823,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                     actions.push(verb(linked, false), &dst_path);
                 }
                 Some((i, d)) => {
-                    let diff = Differences::between(m, d, e.kind);
+                    let diff = Differences::between(m, &d, e.kind);
                     let data_differs = match e.kind {
                         FileType::File => d.size != m.size || diff.mtime,
                         FileType::Symlink => {
@@ -861,7 +861,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                             // rename): rewriting in place would change every other name of the
                             // inode (a --link-dest backup, say), including links made since
                             // the walk.
-                            unlink_first.push(inp.dest.path(i), FileType::File, Some(*d));
+                            unlink_first.push(inp.dest.path(i), FileType::File, Some(d));
                         }
                         let linked = create(&mut plan, &mut bytes, &mut create_from);
                         actions.push(verb(linked, true), &dst_path);
@@ -894,11 +894,11 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
         }
         let path = inp.dest.path(i);
         if let Some(dm) = inp.dest.meta(i) {
-            select(&States::only(State::OnlyDest), path, inp.dest.kind(i), dm);
+            select(&States::only(State::OnlyDest), path, inp.dest.kind(i), &dm);
         }
         let below_replaced = replaced.iter().any(|r| is_prefix(r, path) && r != path);
         if below_replaced || (args.delete && inp.delete_allowed) {
-            delete.push(path, inp.dest.kind(i), inp.dest.meta(i).copied());
+            delete.push(path, inp.dest.kind(i), inp.dest.meta(i));
             actions.push(Action::Delete, path);
         } else if args.delete {
             refused_deletes += 1;
