@@ -33,11 +33,11 @@ pub struct Entry {
 
 impl Entry {
     /// An entry holding a copy of one record.
-    pub fn new(path: &[u8], kind: FileType, meta: Option<&Meta>) -> Entry {
+    pub fn new(path: &[u8], kind: FileType, meta: Option<Meta>) -> Entry {
         Entry {
             path: path.to_vec(),
             kind,
-            meta: meta.copied(),
+            meta,
         }
     }
 

@@ -131,7 +131,7 @@ pub fn plan_striped_chunks(
     let (mut at, mut index) = (before[0], before[1]);
     for &(i, file_size) in &files {
         let path = list.path(i);
-        let meta = list.meta(i).expect("files with a size have metadata");
+        let meta = &list.meta(i).expect("files with a size have metadata");
         let count = chunks_of(file_size);
         let period = match count {
             1 => 1,

@@ -263,7 +263,7 @@ mod tests {
                     let out = remap_in_rounds(comm, list, to, round);
                     assert!(out.iter().all(|e| to(e) == comm.rank()));
                     out.iter()
-                        .map(|e| (e.path.to_vec(), e.kind, e.meta.copied()))
+                        .map(|e| (e.path.to_vec(), e.kind, e.meta))
                         .collect::<Vec<_>>()
                 })
             };

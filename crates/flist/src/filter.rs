@@ -404,14 +404,14 @@ impl Test {
                 window,
             } => e.meta.is_some_and(|m| {
                 // GNU's sense: +N wants the timestamp before the window, -N after its start.
-                let delta = field.nanos(m) - reference;
+                let delta = field.nanos(&m) - reference;
                 match cmp {
                     Cmp::Greater => delta < 0,
                     Cmp::Less => delta > 0,
                     Cmp::Equal => (0..*window).contains(&delta),
                 }
             }),
-            Test::Newer { field, than } => e.meta.is_some_and(|m| field.nanos(m) > *than),
+            Test::Newer { field, than } => e.meta.is_some_and(|m| field.nanos(&m) > *than),
             Test::Uid { cmp, id } => e.meta.is_some_and(|m| cmp.holds(m.uid as u64, *id)),
             Test::Gid { cmp, id } => e.meta.is_some_and(|m| cmp.holds(m.gid as u64, *id)),
         }
@@ -533,7 +533,7 @@ mod tests {
         let e = Entry {
             path: b"/f",
             kind: FileType::File,
-            meta: Some(&m),
+            meta: Some(m),
         };
         Test::age(TimeField::Modify, unit, spec, now)
             .unwrap()
@@ -683,7 +683,7 @@ mod tests {
         let e = Entry {
             path: b"/f",
             kind: FileType::File,
-            meta: Some(&m),
+            meta: Some(m),
         };
         assert!(Test::id("5", false).unwrap().matches(e));
         assert!(Test::id("-6", false).unwrap().matches(e));

@@ -1,11 +1,12 @@
 //! `flist` — the distributed file list of mfu-rs.
 //!
 //! Each rank holds a [`FileList`]: its share of the records of a job, stored compactly (one
-//! arena of path bytes plus a fixed-size metadata column, about 89 bytes per record beyond the
-//! path). Collective operations work on the lists of all ranks together:
-//! [`walk`](walk::walk) fills them in parallel, [`sort`](sort::sort) orders them globally,
-//! [`spread`](distribute::spread) and [`remap`](distribute::remap) move records between ranks,
-//! [`io`] reads and writes the list files of mpiFileUtils (cache v3/v4, text).
+//! arena of path bytes plus fixed-size columns: 60 bytes per record beyond the path with stat
+//! metadata, which [`packed`] stores losslessly, 5 without). Collective operations work on the
+//! lists of all ranks together: [`walk`](walk::walk) fills them in parallel,
+//! [`sort`](sort::sort) orders them globally, [`spread`](distribute::spread) and
+//! [`remap`](distribute::remap) move records between ranks, [`io`] reads and writes the list
+//! files of mpiFileUtils (cache v3/v4, text).
 //!
 //! ```
 //! use flist::walk::{walk, WalkOptions};
@@ -49,6 +50,7 @@ pub mod error;
 pub mod filter;
 pub mod ids;
 pub mod io;
+pub mod packed;
 pub mod parent_dir;
 pub mod path;
 pub mod record;

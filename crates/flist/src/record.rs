@@ -1,10 +1,12 @@
 //! The records of one rank: a path arena plus fixed-size columns.
 //!
-//! A record costs `4` (path end offset) + `1` (type, lite lists) or `80` ([`Meta`], stat lists,
-//! whose types are read from the mode) bytes beyond its path bytes, and no heap object of its
-//! own: 10^6 records of 60-byte paths take 65 MB (lite) or 144 MB (stat).
+//! A record costs `4` (path end offset) + `1` (type, lite lists) or `56` (its [`Meta`], packed
+//! losslessly: [`crate::packed`]; stat lists, whose types are read from the mode) bytes beyond
+//! its path bytes, and no heap object of its own: 10^6 records of 60-byte paths take 65 MB
+//! (lite) or 120 MB (stat).
 
 use crate::ids::IdTable;
+use crate::packed::MetaColumn;
 
 /// The type of a file, from `st_mode` or `d_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -123,7 +125,7 @@ pub struct Meta {
     pub dev: u64,
 }
 
-/// Bytes of an encoded [`Meta`].
+/// Bytes of an encoded [`Meta`] (between ranks; a list stores it in 56: [`crate::packed`]).
 pub const META_BYTES: usize = 80;
 
 impl Meta {
@@ -200,8 +202,8 @@ pub struct Entry<'a> {
     pub path: &'a [u8],
     /// Type.
     pub kind: FileType,
-    /// Metadata, for stat lists.
-    pub meta: Option<&'a Meta>,
+    /// Metadata, for stat lists (a copy: the list stores it packed).
+    pub meta: Option<Meta>,
 }
 
 /// One rank's records, plus the user and group tables of the list.
@@ -218,7 +220,8 @@ pub struct FileList {
     /// Lite lists: the type of every record. Stat lists: empty while every record's type is
     /// the one its mode names (what walks give), the type of every record otherwise.
     kinds: Vec<FileType>,
-    metas: Vec<Meta>,
+    /// Stat lists: every record's metadata, packed.
+    metas: MetaColumn,
     /// Users known to the list (written into v4 files; used to print and sort by name).
     pub users: IdTable,
     /// Groups known to the list.
@@ -234,7 +237,7 @@ impl FileList {
             ends: Vec::new(),
             wraps: Vec::new(),
             kinds: Vec::new(),
-            metas: Vec::new(),
+            metas: MetaColumn::default(),
             users: IdTable::default(),
             groups: IdTable::default(),
         }
@@ -278,7 +281,7 @@ impl FileList {
             Detail::Stat => {
                 let meta = meta.expect("a stat list needs metadata for every record");
                 self.push_kind(kind, &meta);
-                self.metas.push(meta);
+                self.metas.push(&meta);
             }
         }
     }
@@ -305,7 +308,7 @@ impl FileList {
     /// Stat lists: fill the type column from the modes (once a record's type differs).
     fn materialize_kinds(&mut self) {
         if self.detail == Detail::Stat && self.kinds.len() < self.metas.len() {
-            self.kinds = self.metas.iter().map(Meta::file_type).collect();
+            self.kinds = self.metas.file_types().collect();
         }
     }
 
@@ -316,7 +319,7 @@ impl FileList {
 
     /// Copy record `i` of `other` (same detail) to the end of this list.
     pub fn push_from(&mut self, other: &FileList, i: usize) {
-        self.push(other.path(i), other.kind(i), other.meta(i).copied());
+        self.push(other.path(i), other.kind(i), other.meta(i));
     }
 
     /// Path of record `i`.
@@ -329,13 +332,13 @@ impl FileList {
     pub fn kind(&self, i: usize) -> FileType {
         match self.kinds.get(i) {
             Some(&k) => k,
-            None => self.metas[i].file_type(),
+            None => self.metas.file_type(i),
         }
     }
 
-    /// Metadata of record `i` (stat lists).
-    pub fn meta(&self, i: usize) -> Option<&Meta> {
-        self.metas.get(i)
+    /// Metadata of record `i` (stat lists), unpacked.
+    pub fn meta(&self, i: usize) -> Option<Meta> {
+        (i < self.metas.len()).then(|| self.metas.get(i))
     }
 
     /// Record `i`.
@@ -365,11 +368,7 @@ impl FileList {
         }
         let mut out = self.empty_like();
         for e in self.iter() {
-            out.push(
-                &crate::path::normalize(e.path, cwd),
-                e.kind,
-                e.meta.copied(),
-            );
+            out.push(&crate::path::normalize(e.path, cwd), e.kind, e.meta);
         }
         out
     }
@@ -398,11 +397,11 @@ impl FileList {
         if self.detail == Detail::Stat && self.kinds.is_empty() != other.kinds.is_empty() {
             self.materialize_kinds();
             if other.kinds.is_empty() {
-                self.kinds.extend(other.metas.iter().map(Meta::file_type));
+                self.kinds.extend(other.metas.file_types());
             }
         }
         self.kinds.extend_from_slice(&other.kinds);
-        self.metas.extend_from_slice(&other.metas);
+        self.metas.extend_from(&other.metas);
     }
 
     /// A new list holding the records at `indices`, in that order.
@@ -437,12 +436,12 @@ impl FileList {
             let end = end_at(&self.ends, &wraps, i);
             let kind = match self.kinds.get(i) {
                 Some(&k) => k,
-                None => self.metas[i].file_type(),
+                None => self.metas.file_type(i),
             };
             let entry = Entry {
                 path: &self.paths[start..end],
                 kind,
-                meta: self.metas.get(i),
+                meta: stat.then(|| self.metas.get(i)),
             };
             if keep(entry) {
                 self.paths.copy_within(start..end, at);
@@ -455,7 +454,7 @@ impl FileList {
                     self.kinds[kept] = kind;
                 }
                 if stat {
-                    self.metas[kept] = self.metas[i];
+                    self.metas.move_down(i, kept);
                 }
                 kept += 1;
             }
@@ -519,7 +518,7 @@ impl FileList {
             + self.ends.capacity() * 4
             + self.wraps.capacity() * 8
             + self.kinds.capacity()
-            + self.metas.capacity() * std::mem::size_of::<Meta>()
+            + self.metas.heap_bytes()
     }
 
     /// Append record `i` in the rank-to-rank encoding: `u32 LE path length, path, u8 type,
@@ -633,7 +632,7 @@ mod tests {
         for (j, e) in odd.iter().enumerate() {
             let i = 2 * j as u64 + 1;
             assert_eq!(e.path, format!("/d/f{i}").as_bytes());
-            assert_eq!(e.meta, Some(&meta(i)));
+            assert_eq!(e.meta, Some(meta(i)));
         }
         let mut all = list.clone();
         all.retain_par(|_| true);
@@ -716,6 +715,29 @@ mod tests {
         let mut decoded = FileList::new(Detail::Stat);
         decoded.decode_records(&bytes);
         assert_eq!(want(&decoded), want(&ab));
+    }
+
+    #[test]
+    fn a_stat_record_costs_its_path_plus_60_bytes() {
+        let mut list = FileList::new(Detail::Stat);
+        let n = 10_000;
+        for i in 0..n {
+            let m = Meta {
+                dev: 2049,
+                nlink: 1,
+                atime: 1_700_000_000 + i as i64,
+                atime_nsec: 999_999_999,
+                ..meta(i as u64)
+            };
+            list.push(format!("/d/f{i:07}").as_bytes(), FileType::File, Some(m));
+        }
+        list.shrink_to_fit();
+        // 4 (end offset) + 56 (packed metadata), and one device in the table.
+        assert_eq!(list.heap_bytes(), list.path_bytes() + n * (4 + 56) + 8);
+        assert_eq!(
+            list.meta(n - 1).unwrap().atime,
+            1_700_000_000 + n as i64 - 1
+        );
     }
 
     #[test]

@@ -37,12 +37,12 @@ pub fn restat(list: FileList, which: Which, follow: bool) -> (FileList, Vec<Item
             for i in b * BATCH..((b + 1) * BATCH).min(list.len()) {
                 let e = list.entry(i);
                 if which == Which::UnknownTypes && e.kind != FileType::Unknown {
-                    out.push(e.path, e.kind, e.meta.copied());
+                    out.push(e.path, e.kind, e.meta);
                     continue;
                 }
                 match stat_path(e.path, follow) {
                     Ok(_) if which == Which::Present && e.kind != FileType::Unknown => {
-                        out.push(e.path, e.kind, e.meta.copied());
+                        out.push(e.path, e.kind, e.meta);
                     }
                     Ok(st) => {
                         let m = Meta::from_stat(&st);

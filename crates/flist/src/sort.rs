@@ -303,7 +303,7 @@ impl<'a> At<'a> {
         }
     }
 
-    fn meta(&self) -> Option<&'a Meta> {
+    fn meta(&self) -> Option<Meta> {
         self.list.meta(self.i)
     }
 }
@@ -389,7 +389,7 @@ impl<'a> Order<'a> {
             .cmp(b.path)
             .then_with(|| (a.list.kind(a.i) as u8).cmp(&(b.list.kind(b.i) as u8)))
             .then_with(|| match (a.meta(), b.meta()) {
-                (Some(x), Some(y)) => x.cmp(y),
+                (Some(x), Some(y)) => x.cmp(&y),
                 _ => Ordering::Equal,
             })
     }

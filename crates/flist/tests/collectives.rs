@@ -163,7 +163,7 @@ fn build_as(detail: Detail, recs: &[Rec]) -> FileList {
 
 fn recs_of(list: &FileList) -> Vec<Rec> {
     list.iter()
-        .map(|e| (e.path.to_vec(), e.kind, e.meta.copied()))
+        .map(|e| (e.path.to_vec(), e.kind, e.meta))
         .collect()
 }
 

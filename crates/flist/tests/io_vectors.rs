@@ -22,7 +22,7 @@ type Rec = (Vec<u8>, FileType, Option<Meta>);
 
 fn records(list: &FileList) -> Vec<Rec> {
     list.iter()
-        .map(|e| (e.path.to_vec(), e.kind, e.meta.copied()))
+        .map(|e| (e.path.to_vec(), e.kind, e.meta))
         .collect()
 }
 

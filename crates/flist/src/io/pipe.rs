@@ -135,7 +135,7 @@ pub(super) fn write_stdout(comm: &dyn Comm, list: &FileList, format: Format) -> 
             let e = list.entry(at);
             match format {
                 Format::V4 => {
-                    let meta = e.meta.expect("a stat list has metadata");
+                    let meta = &e.meta.expect("a stat list has metadata");
                     v4::encode_record(e.path, meta, fc, &mut out);
                 }
                 Format::Text => {

@@ -365,7 +365,7 @@ pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()>
         let rec = fc + META_FIELDS;
         let mut out = RegionWriter::open(path, data_start + first * rec)?;
         for e in list.iter() {
-            let meta = e.meta.expect("a stat list has metadata");
+            let meta = &e.meta.expect("a stat list has metadata");
             encode_record(e.path, meta, fc as usize, out.buf());
             out.flush_if_full()?;
         }

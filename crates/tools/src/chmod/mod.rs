@@ -483,7 +483,7 @@ impl Changer<'_> {
             if !self.plan.selector.selects(e) {
                 continue;
             }
-            let m = e.meta.expect("a stat list");
+            let m = &e.meta.expect("a stat list");
             let c = self.plan.change(e.kind, m);
             if !c.chown && c.chmod.is_none() {
                 unchanged += 1;
@@ -513,7 +513,7 @@ impl Changer<'_> {
     }
 
     fn change_one(&self, parent: &mut ParentDir, e: Entry<'_>) {
-        let m = e.meta.expect("a stat list");
+        let m = &e.meta.expect("a stat list");
         let c = self.plan.change(e.kind, m);
         let op = if c.chown { "chown" } else { "chmod" };
         let entry = match parent.at(e.path) {

@@ -555,7 +555,7 @@ fn pair_up(trees: &Trees, options: &Options, tally: &mut Tally) -> Pairs {
         let (Some(s), Some(d)) = (src_list.meta(i), dest_list.meta(j)) else {
             unreachable!("walks give stat lists")
         };
-        let c = pair_states(path, dest_list.path(j), s, d);
+        let c = pair_states(path, dest_list.path(j), &s, &d);
         for e in &c.errors {
             options.context.error(e);
         }

@@ -91,10 +91,7 @@ pub fn inodes_of(list: &FileList) -> Vec<Inode> {
             meta.ino,
             if unknown { e.path.to_vec() } else { Vec::new() },
         );
-        by_key
-            .entry(key)
-            .or_default()
-            .push((e.path.to_vec(), *meta));
+        by_key.entry(key).or_default().push((e.path.to_vec(), meta));
     }
     let mut out: Vec<Inode> = by_key
         .into_iter()

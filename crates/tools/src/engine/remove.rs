@@ -99,7 +99,7 @@ impl Remover {
     /// Add `e` to the list of what was removed (if one is kept).
     pub fn note_removed(&self, e: Entry<'_>) {
         if let Some(list) = &self.removed {
-            lock(list).push(e.path, e.kind, e.meta.copied());
+            lock(list).push(e.path, e.kind, e.meta);
         }
     }
 

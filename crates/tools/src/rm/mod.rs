@@ -241,7 +241,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let mut dirs = list.empty_like();
     list.retain(|e| {
         if e.kind == FileType::Dir {
-            dirs.push(e.path, e.kind, e.meta.copied());
+            dirs.push(e.path, e.kind, e.meta);
         }
         e.kind != FileType::Dir
     });
@@ -582,7 +582,7 @@ impl Rm {
     fn restore_times(&self, chunk: &FileList) {
         let mut parent = ParentDir::beneath(self.engine.roots.clone());
         for e in chunk.iter() {
-            let m = e.meta.expect("a stat list");
+            let m = &e.meta.expect("a stat list");
             let times = crate::engine::copy::meta::timestamps(m);
             let set = |d: BorrowedFd<'_>, n: &[u8]| {
                 rustix::fs::utimensat(d, n, &times, AtFlags::SYMLINK_NOFOLLOW)

@@ -250,7 +250,7 @@ impl<'a> Shell<'a> {
         for i in order {
             let e = found.entry(i);
             if long {
-                out.extend_from_slice(long_columns(e.kind, e.meta).as_bytes());
+                out.extend_from_slice(long_columns(e.kind, e.meta.as_ref()).as_bytes());
                 out.push(b' ');
             }
             out.extend_from_slice(if is_dir { basename(e.path) } else { e.path });
@@ -398,7 +398,7 @@ impl<'a> Shell<'a> {
             return Err(format!("stat {}: not in the list", display(path)));
         }
         if let Some(e) = found.iter().next() {
-            self.say(stat_block(&display(e.path), e.kind, e.meta).as_bytes());
+            self.say(stat_block(&display(e.path), e.kind, e.meta.as_ref()).as_bytes());
         }
         Ok(())
     }

@@ -296,7 +296,7 @@ fn restripe(
     let mut linked = 0u64;
     let mut moved = 0u64;
     let todo = files.select((0..files.len()).filter(|&i| {
-        let (path, m) = (files.path(i), files.meta(i).expect("stat list"));
+        let (path, m) = (files.path(i), &files.meta(i).expect("stat list"));
         if let Err(why) = still_walked(opened, path, m) {
             context.error(format_args!("{}: {why}", display(path)));
             moved += 1;
@@ -369,7 +369,7 @@ fn restripe(
             && !failed_paths.contains(e.path)
             && !failed_paths.contains(&sibling);
         let result = if ok {
-            replace(opened, e.path, &sibling, e.meta.expect("stat list"))
+            replace(opened, e.path, &sibling, &e.meta.expect("stat list"))
         } else {
             Err("not copied completely; it keeps its old layout".to_string())
         };

@@ -782,7 +782,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
         let (m, d) = (e.meta?, inp.dest.meta(i)?);
         let same = d.file_type() == e.kind
             && (e.kind != FileType::File
-                || (d.size == m.size && !Differences::between(m, d, e.kind).mtime));
+                || (d.size == m.size && !Differences::between(&m, &d, e.kind).mtime));
         same.then(|| inp.map.dest(e.path))
     };
     let xattrs_differ =
@@ -799,7 +799,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     let mut create_from: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
     for (list, is_member) in [(inp.src, false), (inp.members, true)] {
         for (index, e) in list.iter().enumerate() {
-            let m = e.meta.expect("stat list");
+            let m = &e.meta.expect("stat list");
             let xattrs_differ = xattrs_differ[usize::from(is_member)]
                 .get(index)
                 .is_some_and(|&d| d);
@@ -827,7 +827,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
             if !args.output.is_empty() {
                 let states = match existing {
                     None => States::only(State::OnlySrc),
-                    Some((_, d)) => pair_states(e.path, &dst_path, m, d, args.contents),
+                    Some((_, d)) => pair_states(e.path, &dst_path, m, &d, args.contents),
                 };
                 select(&states, e.path, e.kind, m);
             }
@@ -882,7 +882,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                     // A type change under --delete: the old entry (with its subtree) goes, the
                     // new one comes.
                     let old = inp.dest.path(i);
-                    delete.push(old, d.file_type(), Some(*d));
+                    delete.push(old, d.file_type(), Some(d));
                     actions.push(Action::Delete, old);
                     if d.file_type() == FileType::Dir {
                         wire::put_bytes(&mut replaced_dirs, old);
@@ -893,7 +893,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                 Some((i, d)) => {
                     let diff = Differences {
                         xattrs: xattrs_differ,
-                        ..Differences::between(m, d, e.kind)
+                        ..Differences::between(m, &d, e.kind)
                     };
                     let data_differs = match e.kind {
                         FileType::File => d.size != m.size || diff.mtime,
@@ -976,7 +976,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                             // rename): rewriting in place would change every other name of the
                             // inode (a --link-dest backup, say), including links made since
                             // the walk.
-                            unlink_first.push(inp.dest.path(i), FileType::File, Some(*d));
+                            unlink_first.push(inp.dest.path(i), FileType::File, Some(d));
                         }
                         let linked = create(&mut plan, &mut bytes, &mut create_from);
                         actions.push(verb(linked, true), &dst_path);
@@ -1018,11 +1018,11 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
         }
         let path = inp.dest.path(i);
         if let Some(dm) = inp.dest.meta(i) {
-            select(&States::only(State::OnlyDest), path, inp.dest.kind(i), dm);
+            select(&States::only(State::OnlyDest), path, inp.dest.kind(i), &dm);
         }
         let below_replaced = replaced.iter().any(|r| is_prefix(r, path) && r != path);
         if below_replaced || (args.delete && inp.delete_allowed) {
-            delete.push(path, inp.dest.kind(i), inp.dest.meta(i).copied());
+            delete.push(path, inp.dest.kind(i), inp.dest.meta(i));
             actions.push(Action::Delete, path);
         } else if args.delete {
             refused_deletes += 1;
@@ -1080,7 +1080,7 @@ fn left_as_they_are(
             }
             let e = list.entry(i);
             if e.kind == FileType::File && !compared.contains(e.path) && !linked.contains(e.path) {
-                out.push(e.path, e.kind, e.meta.copied());
+                out.push(e.path, e.kind, e.meta);
             }
         }
     }

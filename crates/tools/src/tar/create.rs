@@ -578,7 +578,7 @@ fn encode_member(
     xattrs: &MetaOptions,
 ) -> Encoded {
     let e = list.entry(i);
-    let m = e.meta.expect("stat list");
+    let m = &e.meta.expect("stat list");
     let mut h = Header {
         path: map.dest(e.path),
         kind: Kind::File,

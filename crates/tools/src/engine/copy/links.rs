@@ -32,7 +32,7 @@ pub fn group(comm: &dyn Comm, list: FileList) -> Groups {
     };
     let size = comm.size() as u64;
     let multi = remap(comm, multi, |e| {
-        let m = e.meta.expect("stat list");
+        let m = &e.meta.expect("stat list");
         let mut key = m.dev.to_le_bytes().to_vec();
         key.extend_from_slice(&m.ino.to_le_bytes());
         (hash_path(&key) % size) as usize

@@ -412,7 +412,7 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
     make_links(&plan.links, &plan.external_links, map, &reach, &tally);
     plan.fix_meta.par_iter().for_each(|&(i, what)| {
         let e = plan.fix_meta_list.entry(i);
-        let m = e.meta.expect("stat list");
+        let m = &e.meta.expect("stat list");
         let dst = map.dest(e.path);
         match meta::apply_path(e.path, &dst, &reach, e.kind, m, what, &opts.meta) {
             Ok(()) => tally.count(&tally.meta_fixed),
@@ -516,7 +516,7 @@ fn make_others(list: &FileList, map: &Mapping, reach: &Reach, opts: &CopyOptions
         if matches!(e.kind, FileType::Dir | FileType::File | FileType::Unknown) {
             return;
         }
-        let m = e.meta.expect("stat list");
+        let m = &e.meta.expect("stat list");
         let dst = map.dest(e.path);
         let made = match e.kind {
             FileType::Symlink => make_symlink(e.path, &dst, reach).map(|_| &tally.symlinks),
@@ -1370,7 +1370,7 @@ fn dir_metadata(
     for level in by_depth(comm, dirs).into_iter().rev() {
         (0..level.len()).into_par_iter().for_each(|i| {
             let e = level.entry(i);
-            let m = e.meta.expect("stat list");
+            let m = &e.meta.expect("stat list");
             let dst = map.dest(e.path);
             let st = match reach.dst(&dst).and_then(|a| a.lstat()) {
                 Ok(st) => st,

@@ -78,7 +78,7 @@ pub(super) fn prepare(comm: &dyn Comm, files: &FileList, cs: u64, cx: &Context) 
         else {
             return;
         };
-        if let Some(done) = decide(e.path, m, cs, cx) {
+        if let Some(done) = decide(e.path, &m, cs, cx) {
             cx.tally.resumed.fetch_add(1, Ordering::Relaxed);
             let mut out = mine.lock().expect("resumed");
             wire::put_bytes(&mut out, e.path);
