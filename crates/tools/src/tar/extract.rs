@@ -76,8 +76,9 @@ impl Failures {
             .expect("failures")
             .push(format!("{}: {what}", display(path)));
     }
-    /// A file's data could not be written (a damaged zstd frame): whichever rank owns the
-    /// entry must not give it its archived metadata. `start` is the entry's header offset.
+    /// A file's data could not be written (a full file system, a damaged zstd frame, a failed
+    /// read-back): whichever rank owns the entry must not give it its archived metadata.
+    /// `start` is the entry's header offset.
     fn data_failed(&self, start: u64, path: &[u8], what: impl std::fmt::Display) {
         self.add(path, what);
         self.1.lock().expect("failures").push(start);
@@ -1314,8 +1315,9 @@ impl<'a> Extraction<'a> {
                     Ok(n) => {
                         self.bytes.fetch_add(n, Ordering::Relaxed);
                     }
-                    Err(e) if self.hashing.verify => self.fail.data_failed(it.start, it.rel, e),
-                    Err(e) => self.fail.add(it.rel, e),
+                    // Whichever rank failed a piece, the owner must not give the file its
+                    // archived size and mtime: it would look complete.
+                    Err(e) => self.fail.data_failed(it.start, it.rel, e),
                 }
             },
         );
@@ -1391,8 +1393,9 @@ impl<'a> Extraction<'a> {
                     Ok(()) => {
                         self.bytes.fetch_add(b - a, Ordering::Relaxed);
                     }
-                    Err(e) if self.hashing.verify => self.fail.data_failed(it.start, it.rel, e),
-                    Err(e) => self.fail.add(it.rel, e),
+                    // Whichever rank failed a piece, the owner must not give the file its
+                    // archived size and mtime: it would look complete.
+                    Err(e) => self.fail.data_failed(it.start, it.rel, e),
                 }
             }
         });
