@@ -21,8 +21,8 @@
 //!   target fails (GNU tar fails to link it as well).
 //!
 //! Extraction reads only the selected entries' data: every rank decodes the headers of its part
-//! of the stream ([`choose`]), keeps the selected entries' offsets, and the stream is split
-//! again over ranks by the bytes selected ([`balance`]), so that 1% of an archive lying in one
+//! of the stream (`choose`), keeps the selected entries' offsets, and the stream is split
+//! again over ranks by the bytes selected (`balance`), so that 1% of an archive lying in one
 //! rank's part is still extracted by every rank.
 
 use super::beneath::clean;

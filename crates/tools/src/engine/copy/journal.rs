@@ -18,7 +18,7 @@
 //! Order and durability: a slot is marked only after the destination's data is durable
 //! (`fdatasync` of the destination, then the mark). A marker thread per process does both, off
 //! the workers' path (one `fdatasync` per file for the marks queued together), so a copy does
-//! not wait for the disk chunk by chunk; it runs at most [`MARKS_QUEUED`] chunks ahead of it. A mark that is lost (a crash before it
+//! not wait for the disk chunk by chunk; it runs at most `MARKS_QUEUED` chunks ahead of it. A mark that is lost (a crash before it
 //! reached the disk) only makes a rerun copy that chunk again; a mark can never precede its
 //! data. The header and the marks themselves are not synced: a journal left torn by a crash
 //! fails its checksum or has unmarked slots, which again only costs copying more. A mark is
@@ -502,7 +502,7 @@ fn write_marks(batch: &[Mark]) {
 
 impl Mark {
     /// Queue the mark: written once the destination's data is durable (the data before the
-    /// word that it is there). Waits while [`MARKS_QUEUED`] marks are queued.
+    /// word that it is there). Waits while `MARKS_QUEUED` marks are queued.
     pub fn submit(self) {
         let m = marker();
         *m.busy.lock().unwrap_or_else(|p| p.into_inner()) += 1;
