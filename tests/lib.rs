@@ -658,6 +658,27 @@ pub mod tar_tools {
     }
 }
 
+/// Pids of the processes (other than this one) whose command line holds `needle`: ranks a
+/// launcher left behind, a tool still running.
+pub fn processes_mentioning(needle: &[u8]) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            if cmd.windows(needle.len()).any(|w| w == needle) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod harness_tests {
     use super::*;

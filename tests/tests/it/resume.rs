@@ -180,26 +180,6 @@ fn cp_killed_after(tool: Tool, src: &Path, dst: &Path, chunk: u64, k: u64) -> u6
     j.done
 }
 
-/// Pids of processes whose command line mentions `needle` (ranks mpirun left behind).
-fn processes_mentioning(needle: &[u8]) -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
-            if cmd.windows(needle.len()).any(|w| w == needle) {
-                out.push(pid);
-            }
-        }
-    }
-    out
-}
-
 /// Start `tool` copying `src` to `dst`, `kill -9` all of it (its process group, then any rank
 /// that left it) once the journal records at least `k` chunks; returns the chunks recorded.
 fn cp_kill_9_at(tool: Tool, src: &Path, dst: &Path, chunk: u64, k: u64) -> u64 {
@@ -229,7 +209,7 @@ fn cp_kill_9_at(tool: Tool, src: &Path, dst: &Path, chunk: u64, k: u64) -> u64 {
     let needle = dst.as_os_str().as_bytes();
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let left = processes_mentioning(needle);
+        let left = mfu_tests::processes_mentioning(needle);
         if left.is_empty() {
             break;
         }

@@ -514,26 +514,6 @@ fn restart_tree(src: &Path) {
     }
 }
 
-/// Processes whose command line mentions `needle` (stragglers of a killed launcher).
-fn processes_mentioning(needle: &[u8]) -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
-            if cmd.windows(needle.len()).any(|w| w == needle) {
-                out.push(pid);
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn kill_9_during_cp_then_sync_completes_the_copy() {
     use std::os::unix::process::CommandExt;
@@ -576,10 +556,10 @@ fn kill_9_during_cp_then_sync_completes_the_copy() {
             // Ranks that left mpirun's process group must not keep writing during the sync.
             let needle = dest.as_os_str().as_bytes();
             let deadline = Instant::now() + Duration::from_secs(5);
-            let mut stragglers = processes_mentioning(needle);
+            let mut stragglers = mfu_tests::processes_mentioning(needle);
             while !stragglers.is_empty() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(100));
-                stragglers = processes_mentioning(needle);
+                stragglers = mfu_tests::processes_mentioning(needle);
             }
             for pid in &stragglers {
                 if let Some(p) = rustix::process::Pid::from_raw(*pid) {

@@ -324,15 +324,7 @@ mod tests {
     use super::*;
 
     fn noise(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        crate::engine::test_rng::noise(seed, len)
     }
 
     /// The pieces of `data` cut at `cuts` (at least one inside it), each range fed in reads

@@ -4,6 +4,20 @@
 use rand::rngs::SmallRng;
 use rand::{Rng as _, SeedableRng};
 
+/// `len` pseudo-random bytes (xorshift) from `seed`: test data in which a misplaced or missing
+/// piece shows.
+pub fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 /// A seeded generator with the two draws the drivers need.
 pub struct Rng(SmallRng);
 

@@ -344,15 +344,7 @@ mod tests {
     /// The bytes of file `i` of [`tar_of`]: noise, so that compressed streams are about as
     /// long as the data and a cut lands where the data does.
     fn bytes_of(i: usize, size: usize) -> Vec<u8> {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ i as u64;
-        (0..size)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        crate::engine::test_rng::noise(0x9E37_79B9_7F4A_7C15u64 ^ i as u64, size)
     }
 
     /// A tar stream of `files` (name, size), file `i` holding [`bytes_of`]`(i, size)`.

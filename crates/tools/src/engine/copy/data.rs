@@ -649,15 +649,7 @@ mod tests {
 
     /// Pseudo-random bytes (xorshift), so that misplaced pieces show.
     fn noise(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        crate::engine::test_rng::noise(seed, len)
     }
 
     fn adaptive_state() -> (usize, iosize::Reason) {
