@@ -402,12 +402,14 @@ fn temp_name(path: &[u8]) -> Vec<u8> {
     tmp
 }
 
+/// Create the temporary file, new (`O_EXCL`, never following a symlink): its name is
+/// predictable, so whatever already has it (a hard link to someone's file, a symlink) is
+/// refused, never truncated or written through.
 fn create(tmp: &[u8]) -> io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o666)
         .custom_flags(libc::O_NOFOLLOW)
         .open(flist::path::as_path(tmp))
@@ -416,8 +418,10 @@ fn create(tmp: &[u8]) -> io::Result<()> {
 
 fn write_part(tmp: &[u8], offset: u64, text: &[u8]) -> Result<(), String> {
     let show = || flist::path::display(tmp).to_string();
+    use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(flist::path::as_path(tmp))
         .map_err(|e| format!("open {}: {e}", show()))?;
     std::os::unix::fs::FileExt::write_all_at(&file, text, offset)
@@ -429,6 +433,22 @@ fn write_part(tmp: &[u8], offset: u64, text: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The temporary name is predictable: a hard link planted there to someone's file is
+    /// refused, and that file is neither truncated nor written.
+    #[test]
+    fn a_file_planted_at_the_temporary_name_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        use std::os::unix::ffi::OsStrExt;
+        let path = [dir.path().as_os_str().as_bytes(), b"/m.b3"].concat();
+        let tmp = temp_name(&path);
+        std::fs::hard_link(&victim, flist::path::as_path(&tmp)).unwrap();
+        let err = create(&tmp).expect_err("refused");
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    }
 
     #[test]
     fn lines_escape_names_as_the_tools_do_and_read_back() {
