@@ -11,9 +11,13 @@
 //! which the caller makes with `AT_SYMLINK_NOFOLLOW`/`O_NOFOLLOW`.
 //!
 //! A symlink met on the way is `ELOOP` ([`is_symlink_error`] tells); the caller names the
-//! entry and skips it.
+//! entry and skips it. Entries more than 64 levels down are reached from directories above
+//! them that the root holds open, each reached the same way (so a deep tree costs O(depth),
+//! not O(depth²), lookups in all); a held directory renamed since is used where it now is,
+//! as GNU `rm` and `tar` use the directories they hold.
 
 use crate::at::At;
+use crate::deep_dirs::DeepDirs;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
@@ -28,6 +32,8 @@ pub struct Root {
     fd: OwnedFd,
     /// Cleared when the kernel lacks `openat2`.
     openat2: AtomicBool,
+    /// Directories far beneath the root, held open: deep entries are reached from them.
+    deep: DeepDirs,
 }
 
 impl Root {
@@ -48,6 +54,7 @@ impl Root {
             path: trim_slashes(path).to_vec(),
             fd,
             openat2: AtomicBool::new(true),
+            deep: DeepDirs::default(),
         })
     }
 
@@ -102,7 +109,16 @@ impl Root {
     }
 
     fn dir_with(&self, rel: &[u8], create: bool, flags: OFlags) -> Result<OwnedFd, Errno> {
+        if let Some(reached) = self.deep.open(self.fd(), rel, create, flags, &self.openat2) {
+            return reached;
+        }
         dir_at(self.fd(), rel, create, flags, &self.openat2)
+    }
+
+    /// Deep directories held open (tests).
+    #[cfg(test)]
+    pub(crate) fn deep_dirs_held(&self) -> usize {
+        self.deep.held()
     }
 
     /// Where `path` (the root or an entry beneath it) is: its parent directory reached from
@@ -478,8 +494,19 @@ mod tests {
         let parent_fd = root.dir(parent, false).unwrap();
         rustix::fs::renameat(&parent_fd, name, &parent_fd, c"moved").unwrap();
         rustix::fs::symlinkat(b(outside.path()), &parent_fd, name).unwrap();
-        assert_eq!(root.dir(&leaf, false).unwrap_err(), Errno::LOOP);
-        assert_eq!(root.dir(&leaf, true).unwrap_err(), Errno::LOOP);
+        // From the root the symlink is met and refused.
+        let fresh = Root::open(b(t.path())).unwrap();
+        assert_eq!(fresh.dir(&leaf, false).unwrap_err(), Errno::LOOP);
+        assert_eq!(fresh.dir(&leaf, true).unwrap_err(), Errno::LOOP);
+        // A root that holds deep directories below the swap (crate::deep_dirs) reaches the
+        // leaf in the directory moved away, as a held working directory would: never outside.
+        let leaf_fd = root.dir(&leaf, true).unwrap();
+        let moved_leaf = [&parent[..], b"/moved", &deep[cut - 1..], b"/leaf"].concat();
+        let moved_fd = fresh.dir(&moved_leaf, false).unwrap();
+        assert_eq!(
+            rustix::fs::fstat(&leaf_fd).unwrap().st_ino,
+            rustix::fs::fstat(&moved_fd).unwrap().st_ino
+        );
         assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
     }
 

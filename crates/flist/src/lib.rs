@@ -45,6 +45,7 @@
 pub mod at;
 pub mod beneath;
 pub mod chunk;
+mod deep_dirs;
 pub mod distribute;
 pub mod error;
 pub mod filter;

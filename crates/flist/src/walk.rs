@@ -10,12 +10,13 @@ use crate::error::ItemError;
 use crate::ids::IdTable;
 use crate::path::{normalize, PathLike};
 use crate::record::{Detail, FileList, FileType, Meta};
-use rustix::fd::{BorrowedFd, OwnedFd};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, OFlags};
 use rustix::io::Errno;
+use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::AtomicBool;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use steal::progress::Progress;
 use steal::queue::{self, WorkItem};
 use steal::wire::{self, Reader};
@@ -231,6 +232,7 @@ fn walk_bytes(comm: &dyn Comm, roots: &[&[u8]], opts: &WalkOptions) -> Walked {
     let sink = Sink {
         list: Mutex::new(FileList::new(opts.detail)),
         errors: Mutex::new(Vec::new()),
+        deep: Mutex::default(),
     };
     let mut initial = Vec::new();
     // Roots are shared round-robin, so many roots start on many ranks.
@@ -266,7 +268,7 @@ fn walk_bytes(comm: &dyn Comm, roots: &[&[u8]], opts: &WalkOptions) -> Walked {
     let outcome = queue::run(comm, &cfg, initial, |dir: DirItem, spawned| {
         read_dir(dir, opts, &sink, spawned)
     });
-    let Sink { list, errors } = sink;
+    let Sink { list, errors, .. } = sink;
     let mut list = list.into_inner().expect("walk list");
     let errors = errors.into_inner().expect("walk errors");
     list.shrink_to_fit();
@@ -302,7 +304,14 @@ fn system_tables(comm: &dyn Comm) -> (IdTable, IdTable) {
 struct Sink {
     list: Mutex<FileList>,
     errors: Mutex<Vec<ItemError>>,
+    /// Deep directories read, held open by path: see [`Sink::open_dir`].
+    deep: Mutex<HashMap<Vec<u8>, Arc<OwnedFd>>>,
 }
+
+/// A directory with more components than this is a deep one ([`Sink::open_dir`]).
+const DEEP_COMPONENTS: usize = 64;
+/// Deep directories held open at most in one walk (all are closed when full).
+const DEEP_HELD: usize = 64;
 
 impl Sink {
     fn add(&self, part: FileList) {
@@ -313,10 +322,55 @@ impl Sink {
     fn error(&self, e: ItemError) {
         self.errors.lock().expect("walk errors").push(e);
     }
+
+    /// Open the directory `path` to read it. A deep one (more than [`DEEP_COMPONENTS`]
+    /// components) is opened by name in its parent when the walk still holds that open, and
+    /// is then held itself: opened by its whole path, every directory of a tree 3,000 levels
+    /// deep would cost a lookup of thousands of components. A directory that cannot be opened
+    /// in its parent is opened by its path (which reports the error, if any).
+    fn open_dir(&self, path: &[u8], opts: &WalkOptions) -> Result<OwnedFd, Errno> {
+        if path.iter().filter(|&&b| b == b'/').count() <= DEEP_COMPONENTS {
+            return open_dir(path, opts.no_atime);
+        }
+        let parent = self
+            .deep
+            .lock()
+            .expect("walk deep dirs")
+            .get(crate::path::parent(path))
+            .cloned();
+        let in_parent = parent.and_then(|dir| {
+            // Not through a symlink put there since the parent was read, unless the walk
+            // follows them.
+            let nofollow = if opts.dereference {
+                OFlags::empty()
+            } else {
+                OFlags::NOFOLLOW
+            };
+            open_dir_at(
+                dir.as_fd(),
+                crate::path::basename(path),
+                nofollow,
+                opts.no_atime,
+            )
+            .ok()
+        });
+        let fd = match in_parent {
+            Some(fd) => fd,
+            None => open_dir(path, opts.no_atime)?,
+        };
+        if let Ok(held) = fd.try_clone() {
+            let mut deep = self.deep.lock().expect("walk deep dirs");
+            if deep.len() >= DEEP_HELD {
+                deep.clear();
+            }
+            deep.insert(path.to_vec(), Arc::new(held));
+        }
+        Ok(fd)
+    }
 }
 
 fn read_dir(dir: DirItem, opts: &WalkOptions, sink: &Sink, spawned: &mut Vec<DirItem>) {
-    let fd = match open_dir(&dir.path, opts.no_atime) {
+    let fd = match sink.open_dir(&dir.path, opts) {
         Ok(fd) => fd,
         Err(e) => return sink.error(ItemError::new(&dir.path, "open directory", e.into())),
     };
@@ -459,12 +513,63 @@ pub fn open_dir(path: &[u8], no_atime: bool) -> Result<OwnedFd, Errno> {
     open_long(path, flags)
 }
 
+/// [`open_dir`] of `name` in the directory `dir`, with `extra` flags.
+fn open_dir_at(
+    dir: BorrowedFd<'_>,
+    name: &[u8],
+    extra: OFlags,
+    no_atime: bool,
+) -> Result<OwnedFd, Errno> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | extra;
+    let open = |f| rustix::fs::openat(dir, name, f, rustix::fs::Mode::empty());
+    if no_atime {
+        match open(flags | OFlags::NOATIME) {
+            Err(Errno::PERM) => {}
+            r => return r,
+        }
+    }
+    open(flags)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A deep directory is opened in its parent, held since the walk read it (not by its whole
+    /// path): moved away after the parent was opened, the child is still found in it.
+    #[test]
+    fn deep_directories_are_opened_in_their_parent_held_open() {
+        let t = tempfile::tempdir().unwrap();
+        let levels = DEEP_COMPONENTS + 4;
+        let rel = vec!["d"; levels].join("/");
+        std::fs::create_dir_all(t.path().join(&rel)).unwrap();
+        let sink = Sink {
+            list: Mutex::new(FileList::new(Detail::Lite)),
+            errors: Mutex::new(Vec::new()),
+            deep: Mutex::default(),
+        };
+        let opts = WalkOptions::default();
+        let parent = t.path().join(vec!["d"; levels - 1].join("/"));
+        let parent = parent.as_os_str().as_bytes();
+        assert!(parent.iter().filter(|&&b| b == b'/').count() > DEEP_COMPONENTS);
+        sink.open_dir(parent, &opts).unwrap();
+        assert_eq!(sink.deep.lock().unwrap().len(), 1);
+        std::fs::rename(OsStr::from_bytes(parent), t.path().join("moved")).unwrap();
+        let child = [parent, b"/d"].concat();
+        assert_eq!(open_dir(&child, false).unwrap_err(), Errno::NOENT);
+        let fd = sink.open_dir(&child, &opts).unwrap();
+        let moved_child = std::fs::metadata(t.path().join("moved/d")).unwrap();
+        assert_eq!(
+            rustix::fs::fstat(&fd).unwrap().st_ino,
+            std::os::unix::fs::MetadataExt::ino(&moved_child)
+        );
+        // Shallow directories are opened by path and never held.
+        sink.open_dir(t.path().as_os_str().as_bytes(), &opts).unwrap();
+        assert_eq!(sink.deep.lock().unwrap().len(), 2);
+    }
 
     /// Sorted paths of every rank's records, relative to `root`.
     fn relative(lists: Vec<FileList>, root: &[u8]) -> Vec<Vec<u8>> {
