@@ -13,6 +13,24 @@ pub fn flush_fs() -> Result<()> {
     Ok(())
 }
 
+/// Make room for a run's output at `path`: move what is there into the directory `aside`
+/// (made if missing) when given, else remove it. See `matrix::run` for why disk rows set
+/// aside.
+pub fn clear(path: &Path, aside: Option<&Path>) -> Result<()> {
+    let Some(aside) = aside else {
+        return remove(path);
+    };
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(aside).with_context(|| format!("mkdir {}", aside.display()))?;
+    static SET_ASIDE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SET_ASIDE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let to = aside.join(n.to_string());
+    std::fs::rename(path, &to)
+        .with_context(|| format!("move {} to {}", path.display(), to.display()))
+}
+
 /// Remove `path` (a tree or a file) if it exists.
 pub fn remove(path: &Path) -> Result<()> {
     match std::fs::symlink_metadata(path) {

@@ -1,7 +1,7 @@
 //! The comparison itself: every operation on every workload on every file system, mfu-rs
 //! against the peers found on the machine, runs interleaved, medians.
 
-use super::fsutil::{free_bytes, fs_type, remove};
+use super::fsutil::{clear, free_bytes, fs_type, remove};
 use super::measure::{measure, median, time_once};
 use super::ops::{contestants, Contestant, Op, Role, Setup};
 use super::ranks::{self, RanksRow};
@@ -72,6 +72,13 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
     };
     for &fs in &plan.fs {
         let base = fs.base(root);
+        // On disk, a timed row's set-up moves the previous run's output aside instead of
+        // removing it: on ext4, for 60 s after a tree is removed, creating files costs far
+        // more CPU (the inode allocator skips the recently deleted inodes, re-reading their
+        // inode table blocks, and two threads spin on its lock): measured, a small-file copy
+        // took 0.5 s after a rename and 3-5 s after an `rm -rf`, for every tool. Emptied when
+        // the file system's rows are done.
+        let aside = (fs == Fs::Disk).then(|| base.join("set-aside"));
         std::fs::create_dir_all(&base).with_context(|| format!("mkdir {}", base.display()))?;
         let kind_of_fs = fs_type(&base)?;
         if fs == Fs::Tmpfs {
@@ -117,6 +124,7 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
                     mpi: plan.mpi,
                     floor,
                     ranks: None,
+                    aside: aside.clone(),
                 };
                 let t = Instant::now();
                 let (row, mfu_wrong) = run_op(op, &st, fs, runs, !plan.strict)
@@ -148,7 +156,17 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
                         eprintln!("bench: strace is not installed: no system-call counts");
                     }
                 }
-                remove(&st.scratch)?;
+                clear(&st.scratch, st.aside.as_deref())?;
+                if op == Op::Rm && st.aside.is_some() && !plan.strict {
+                    // rm's timed runs removed trees: let their inodes age out of ext4's
+                    // "recently deleted" window before the next rows create files.
+                    eprintln!(
+                        "bench: waiting {} s after rm on disk (ext4 skips inodes deleted in \
+                         the last 60 s when it allocates)",
+                        RECENTLY_DELETED.as_secs()
+                    );
+                    std::thread::sleep(RECENTLY_DELETED);
+                }
             }
             let many = plan
                 .ranks
@@ -171,6 +189,7 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
                         mpi: false,
                         floor: None,
                         ranks: Some(&counts),
+                        aside: None,
                     };
                     let t = Instant::now();
                     let row = ranks::row(op, &st, fs.name(), plan.runs).with_context(|| {
@@ -193,9 +212,16 @@ pub fn run(plan: &Plan, bin: &Path, root: &Path, floor: Option<&Path>) -> Result
                 }
             }
         }
+        if let Some(aside) = &aside {
+            remove(aside)?;
+        }
     }
     Ok(results)
 }
+
+/// How long ext4 keeps a removed inode from being reused (`recently_deleted` in its inode
+/// allocator: 60 s), and a second.
+const RECENTLY_DELETED: std::time::Duration = std::time::Duration::from_secs(61);
 
 /// A row whose fastest contestant's median is under this (seconds) is short: see
 /// [`SHORT_ROW_RUNS`].

@@ -3,7 +3,7 @@
 //! result.
 
 use super::deep::deep_same;
-use super::fsutil::{archive_ok, extracted_ok, flush_fs, remove, s, same_tree};
+use super::fsutil::{archive_ok, clear, extracted_ok, flush_fs, remove, s, same_tree};
 use super::measure::{case, Case};
 use super::workload::{Kind, Workload};
 use crate::setup::have;
@@ -143,6 +143,9 @@ pub struct Setup<'a> {
     /// Instead of np 1 and `mpirun -np 2`: mfu-rs at each of these thread ranks (`--ranks N`),
     /// with its work-queue statistics on (`MFU_RS_STATS=1`) and its stderr kept.
     pub ranks: Option<&'a [usize]>,
+    /// On disk: where set-ups move a previous run's output instead of removing it
+    /// ([`super::fsutil::clear`]).
+    pub aside: Option<PathBuf>,
 }
 
 impl Setup<'_> {
@@ -259,12 +262,13 @@ pub fn contestants(op: Op, st: &Setup) -> Result<Vec<Contestant>> {
             v.into_iter()
                 .map(|(c, meta)| {
                     let (d1, s2, d2) = (dst.clone(), src.clone(), dst.clone());
+                    let aside = st.aside.clone();
                     Contestant {
                         role: c.role,
                         case: c
                             .case
                             .prep(move || {
-                                remove(&d1)?;
+                                clear(&d1, aside.as_deref())?;
                                 flush_fs()
                             })
                             .check(move || {
@@ -389,8 +393,9 @@ pub fn contestants(op: Op, st: &Setup) -> Result<Vec<Contestant>> {
             let deep = st.w.kind == Kind::Deep;
             each(v, |c| {
                 let (o1, o2, s2) = (out.clone(), out.clone(), src.clone());
+                let aside = st.aside.clone();
                 c.prep(move || {
-                    remove(&o1)?;
+                    clear(&o1, aside.as_deref())?;
                     std::fs::create_dir_all(&o1)
                         .with_context(|| format!("mkdir {}", o1.display()))?;
                     flush_fs()
