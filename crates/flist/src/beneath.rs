@@ -501,7 +501,7 @@ mod tests {
         // A root that holds deep directories below the swap (crate::deep_dirs) reaches the
         // leaf in the directory moved away, as a held working directory would: never outside.
         let leaf_fd = root.dir(&leaf, true).unwrap();
-        let moved_leaf = [&parent[..], b"/moved", &deep[cut - 1..], b"/leaf"].concat();
+        let moved_leaf = [parent, b"/moved", &deep[cut - 1..], b"/leaf"].concat();
         let moved_fd = fresh.dir(&moved_leaf, false).unwrap();
         assert_eq!(
             rustix::fs::fstat(&leaf_fd).unwrap().st_ino,

@@ -145,7 +145,10 @@ mod tests {
     #[test]
     fn checkpoints_fall_every_stride_components_and_odd_paths_have_none() {
         assert_eq!(checkpoint_ends(&chain(STRIDE)), None);
-        assert_eq!(checkpoint_ends(&chain(STRIDE + 1)), Some(vec![2 * STRIDE - 1]));
+        assert_eq!(
+            checkpoint_ends(&chain(STRIDE + 1)),
+            Some(vec![2 * STRIDE - 1])
+        );
         let ends = checkpoint_ends(&chain(3 * STRIDE + 5)).unwrap();
         assert_eq!(ends.len(), 3);
         assert_eq!(ends[2], 2 * 3 * STRIDE - 1);
@@ -173,10 +176,8 @@ mod tests {
         for levels in (1..=3 * STRIDE + 10).rev() {
             let fd = root.dir(&chain(levels), false).unwrap();
             let st = rustix::fs::fstat(&fd).unwrap();
-            let by_path = std::fs::metadata(
-                t.path()
-                    .join(std::str::from_utf8(&chain(levels)).unwrap()),
-            );
+            let by_path =
+                std::fs::metadata(t.path().join(std::str::from_utf8(&chain(levels)).unwrap()));
             // PATH_MAX stops std beyond ~2,000 levels; compare where it can tell.
             if let Ok(m) = by_path {
                 assert_eq!(st.st_ino, std::os::unix::fs::MetadataExt::ino(&m));
@@ -184,7 +185,9 @@ mod tests {
         }
         // Replace the directory at level STRIDE + 5 by a symlink to elsewhere.
         let outside = tempfile::tempdir().unwrap();
-        let at = t.path().join(std::str::from_utf8(&chain(STRIDE + 5)).unwrap());
+        let at = t
+            .path()
+            .join(std::str::from_utf8(&chain(STRIDE + 5)).unwrap());
         let moved = t.path().join("moved");
         std::fs::rename(&at, &moved).unwrap();
         std::os::unix::fs::symlink(outside.path(), &at).unwrap();

@@ -567,7 +567,8 @@ mod tests {
             std::os::unix::fs::MetadataExt::ino(&moved_child)
         );
         // Shallow directories are opened by path and never held.
-        sink.open_dir(t.path().as_os_str().as_bytes(), &opts).unwrap();
+        sink.open_dir(t.path().as_os_str().as_bytes(), &opts)
+            .unwrap();
         assert_eq!(sink.deep.lock().unwrap().len(), 2);
     }
 

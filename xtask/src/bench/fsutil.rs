@@ -193,9 +193,22 @@ pub fn tree_stats(dir: &Path) -> Result<(usize, u64, u64)> {
     Ok((entries, bytes, files))
 }
 
-/// The type of the file system holding `dir`, as `stat -f -c %T` names it (`tmpfs`,
-/// `ext2/ext3` for ext4 too, `xfs`, `lustre`).
+/// The type of the file system holding `dir`, as the mount table names it (`findmnt`:
+/// `tmpfs`, `ext4`, `xfs`, `lustre`), else as `stat -f -c %T` does (which calls ext4
+/// `ext2/ext3`: they share a magic number).
 pub fn fs_type(dir: &Path) -> Result<String> {
+    if let Ok(out) = Command::new("findmnt")
+        .args(["-n", "-o", "FSTYPE", "--target"])
+        .arg(dir)
+        .output()
+    {
+        // One line per mount at that point; the last one is on top (the one used).
+        let text = String::from_utf8_lossy(&out.stdout);
+        let name = text.lines().map(str::trim).rfind(|l| !l.is_empty());
+        if let (true, Some(name)) = (out.status.success(), name) {
+            return Ok(name.to_string());
+        }
+    }
     let out = Command::new("stat")
         .args(["-f", "-c", "%T"])
         .arg(dir)
