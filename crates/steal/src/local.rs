@@ -104,7 +104,8 @@ impl ThreadBarrier {
     }
 }
 
-/// Run `f` on `size` ranks (threads) and return each rank's result, in rank order.
+/// Run `f` on `size` ranks (threads; a lone rank runs on the calling thread) and return each
+/// rank's result, in rank order.
 pub fn run<R, F>(size: usize, f: F) -> Vec<R>
 where
     R: Send,
@@ -120,7 +121,16 @@ where
     F: Fn(&dyn Comm) -> R + Sync,
 {
     assert!(size >= 1, "a group needs at least one rank");
-    let comms = group(size, &options);
+    let mut comms = group(size, &options);
+    if size == 1 {
+        // One rank runs on the calling thread: a thread of its own (an 8 MiB stack mapped,
+        // spawned and joined) counts in the start-up of a small walk (this and building only
+        // the named tool's arguments: a walk of an empty directory 1.88 -> 1.37 ms).
+        let comm = comms.pop().expect("one rank");
+        let r = f(&comm);
+        comm.flush_sends();
+        return vec![r];
+    }
     std::thread::scope(|scope| {
         let handles: Vec<_> = comms
             .into_iter()
@@ -376,6 +386,13 @@ mod tests {
             });
             assert_eq!(out, (0..n).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn a_lone_rank_runs_on_the_calling_thread() {
+        let me = std::thread::current().id();
+        assert_eq!(run(1, |_| std::thread::current().id()), [me]);
+        assert_ne!(run(2, |_| std::thread::current().id())[0], me);
     }
 
     /// Collectives back to back, with ranks running ahead at random: a rank may enter the

@@ -143,7 +143,9 @@ impl Ctx<'_> {
         } else {
             "mfu-rs np 1"
         };
-        self.run(op, np, name, &cmd, prep, Some(target_mb(op)))
+        // The targets are for one rank holding every file (issue 17): np 2 is shown beside.
+        let target = (np == 1).then(|| target_mb(op));
+        self.run(op, np, name, &cmd, prep, target)
     }
 
     /// Run `cmd` (`mpirun -np N PROGRAM ...` or `PROGRAM ...`) with the wrapper put before

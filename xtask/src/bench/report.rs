@@ -329,7 +329,8 @@ fn memory_table(o: &mut String, rows: &[MemRow]) {
         "\n**Peak memory** over a tree of {} empty files (60-byte paths, 1,000 per directory), \
          MB = 10^6 bytes: the sum of every rank's own peak resident set (each rank runs under a \
          wrapper that reads its `ru_maxrss` from `wait4`; at np 2 the sum is an upper bound, \
-         `mpirun` itself not counted), per 10^6 files against the targets; GNU tar and bsdtar \
+         `mpirun` itself not counted), per 10^6 files against the targets, which are for one \
+         rank holding every file (np 1; np 2 is shown beside them); GNU tar and bsdtar \
          extracting the same archive (made by GNU tar) for comparison:\n",
         thousands(files)
     );

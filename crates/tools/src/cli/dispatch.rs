@@ -68,7 +68,14 @@ pub fn list() -> Vec<u8> {
 /// The whole command line: `mfu-rs [--ranks N] TOOL ...`, every tool with `--help` and
 /// `--version` (whose long form is `version`: see [`crate::cli::version::long_version`]).
 pub fn command(version: &str) -> clap::Command {
-    let mut cmd = clap::Command::new("mfu-rs")
+    command_with(version, None)
+}
+
+/// [`command`], with only the tool named `only` among its subcommands when given: a command
+/// line that names its tool first needs no other tool's arguments, and building all of them is
+/// a part of every start.
+fn command_with(version: &str, only: Option<&dyn Row>) -> clap::Command {
+    let cmd = clap::Command::new("mfu-rs")
         .version(env!("CARGO_PKG_VERSION"))
         .long_version(version.to_string())
         .propagate_version(true)
@@ -94,6 +101,11 @@ pub fn command(version: &str) -> clap::Command {
                         .range(1..=steal::local::MAX_RANKS as u64),
                 ),
         )
+        ;
+    if let Some(tool) = only {
+        return cmd.subcommand(tool.command());
+    }
+    let mut cmd = cmd
         .subcommands(TOOLS.iter().map(|t| t.command()))
         .subcommand(crate::cli::manuals::man_command())
         .subcommand(crate::cli::manuals::completions_command());
@@ -213,7 +225,13 @@ fn main_with(
         args.insert(1, tool.into());
         args[0] = "mfu-rs".into();
     }
-    let matches = match command(version).try_get_matches_from(&args) {
+    // `mfu-rs walk ...` (or `dwalk ...`): only walk's arguments are built.
+    let named = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .and_then(|a| TOOLS.iter().find(|t| t.name() == a))
+        .copied();
+    let matches = match command_with(version, named).try_get_matches_from(&args) {
         Ok(m) => m,
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion && version_from_mpi_binary => {
             // Returns only when the MPI binary can't be started: then say what this one knows.
@@ -285,6 +303,25 @@ mod tests {
         assert_eq!(tool_for_program(b"walk"), Some("walk"));
         assert_eq!(tool_for_program(b"mfu-rs"), None);
         assert_eq!(tool_for_program(b"xdwalk"), None);
+    }
+
+    /// A command line that names its tool first is parsed by a command holding that tool
+    /// only: its help (and so its arguments) must be the full command's, for every tool.
+    #[test]
+    fn the_named_tool_alone_parses_as_in_the_full_command() {
+        for tool in TOOLS {
+            let name = tool.name();
+            let mut alone = command_with("v", Some(*tool));
+            let mut full = command("v");
+            let help = |c: &mut clap::Command| {
+                c.build();
+                c.find_subcommand_mut(name)
+                    .expect("the tool")
+                    .render_long_help()
+                    .to_string()
+            };
+            assert_eq!(help(&mut alone), help(&mut full), "{name}");
+        }
     }
 
     #[test]
