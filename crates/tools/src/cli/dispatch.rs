@@ -100,8 +100,7 @@ fn command_with(version: &str, only: Option<&dyn Row>) -> clap::Command {
                     clap::builder::RangedU64ValueParser::<usize>::new()
                         .range(1..=steal::local::MAX_RANKS as u64),
                 ),
-        )
-        ;
+        );
     if let Some(tool) = only {
         return cmd.subcommand(tool.command());
     }
