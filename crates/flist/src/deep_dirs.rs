@@ -40,8 +40,12 @@ pub(crate) struct DeepDirs {
 impl DeepDirs {
     /// The directory `rel` (relative, normalised, without `..`) beneath `root`, opened with
     /// `flags` (and made, with `create`, as [`dir_at`] does) from its nearest checkpoint; the
-    /// checkpoints on the way are opened and held. `None` when `rel` is shallow, or when a
-    /// lookup failed: the caller then reaches `rel` from the root (and reports its error).
+    /// checkpoints on the way are opened and held. `None` when `rel` is shallow: the caller
+    /// reaches it from the root. A lookup that fails from a held checkpoint is made again from
+    /// the root, whose answer stands: if the root reaches `rel`, a held directory was stale
+    /// (removed, or moved with its contents) and every checkpoint is closed; if not, `rel` is
+    /// missing (or blocked) and the checkpoints stay, so a compare that meets many missing
+    /// deep entries does not reopen them each time.
     pub(crate) fn open(
         &self,
         root: BorrowedFd<'_>,
@@ -62,23 +66,30 @@ impl DeepDirs {
                 None => (None, 0, 0),
             }
         };
+        let from_held = base.is_some();
         let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        while next < ends.len() {
-            let piece = &rel[from..ends[next]];
+        let reached = (|| {
+            while next < ends.len() {
+                let piece = &rel[from..ends[next]];
+                let at = base.as_ref().map_or(root, |fd| fd.as_fd());
+                let fd = Arc::new(dir_at(at, piece, create, step, openat2)?);
+                self.hold(&rel[..ends[next]], fd.clone());
+                base = Some(fd);
+                from = ends[next] + 1;
+                next += 1;
+            }
             let at = base.as_ref().map_or(root, |fd| fd.as_fd());
-            let fd = match dir_at(at, piece, create, step, openat2) {
-                Ok(fd) => Arc::new(fd),
-                Err(_) => return self.forget(),
-            };
-            self.hold(&rel[..ends[next]], fd.clone());
-            base = Some(fd);
-            from = ends[next] + 1;
-            next += 1;
-        }
-        let at = base.as_ref().map_or(root, |fd| fd.as_fd());
-        match dir_at(at, &rel[from..], create, flags, openat2) {
-            Ok(fd) => Some(Ok(fd)),
-            Err(_) => self.forget(),
+            dir_at(at, &rel[from..], create, flags, openat2)
+        })();
+        match reached {
+            Err(_) if from_held => {
+                let again = dir_at(root, rel, create, flags, openat2);
+                if again.is_ok() {
+                    self.forget();
+                }
+                Some(again)
+            }
+            r => Some(r),
         }
     }
 
@@ -96,11 +107,9 @@ impl DeepDirs {
         self.held.lock().expect("deep dirs").len()
     }
 
-    /// Close every checkpoint (one may be a removed directory) and let the caller reach the
-    /// path from the root.
-    fn forget<T>(&self) -> Option<T> {
+    /// Close every checkpoint (one was stale).
+    fn forget(&self) {
         self.held.lock().expect("deep dirs").clear();
-        None
     }
 }
 
@@ -183,6 +192,12 @@ mod tests {
                 assert_eq!(st.st_ino, std::os::unix::fs::MetadataExt::ino(&m));
             }
         }
+        // A missing deep entry is an error from the root too: the checkpoints stay.
+        let held = root.deep_dirs_held();
+        assert_eq!(held, 3);
+        let missing = [chain(2 * STRIDE + 3).as_slice(), b"/no-such-dir"].concat();
+        assert_eq!(root.dir(&missing, false).unwrap_err(), Errno::NOENT);
+        assert_eq!(root.deep_dirs_held(), held);
         // Replace the directory at level STRIDE + 5 by a symlink to elsewhere.
         let outside = tempfile::tempdir().unwrap();
         let at = t
