@@ -3,7 +3,8 @@
 //! Each rank keeps a deque of work items. Its main thread (the only one that talks to the
 //! [`Comm`]) hands batches to rayon workers, answers steal requests with half of its queued items,
 //! and, when it runs dry, asks a random victim for work. Nothing in the polling loop blocks on a
-//! send (the libcircle deadlock), so a rank always answers its peers.
+//! send (the libcircle deadlock), so a rank always answers its peers. A rank that is alone
+//! leaves the work to rayon's own stealing (`alone.rs`).
 //!
 //! An idle rank that is refused waits twice as long before each next request, up to a cap that
 //! grows with the number of ranks, and sleeps in between until a message wakes it (the token, a
@@ -34,9 +35,11 @@ const TAG_PROGRESS: Tag = 106;
 /// Work sent unasked to a rank refused earlier (counted like a reply with work).
 const TAG_GIFT: Tag = 107;
 
-/// Longest wait of a lone rank's main thread for a batch to end: how late it may notice the
-/// stop flag or a progress tick.
-const ALONE_WAIT: Duration = Duration::from_millis(20);
+mod alone;
+
+/// Longest sleep of a rank's main thread while its workers run and no message wakes it: how
+/// late it may notice the stop flag or a progress tick.
+const SLEEP_MAX: Duration = Duration::from_millis(20);
 
 /// Longest wait for a batch to end while peers may be asking for work (200 µs), with a
 /// backend that cannot wake this rank when a message arrives (MPI; see [`Comm::park`]).
@@ -111,9 +114,11 @@ impl WorkItem for Vec<u8> {
 
 /// How [`run`] behaves.
 pub struct Config<'a> {
-    /// Items handed to a worker at once, at most. Small batches keep items stealable.
+    /// Items handed to a worker at once, at most. Small batches keep items stealable. (A rank
+    /// that is alone hands out no batches: its workers share adaptively, see `alone.rs`.)
     pub max_batch: usize,
     /// Batches in flight on this rank's workers at once; 0 means twice the rayon pool size.
+    /// (Not used by a rank that is alone.)
     pub max_inflight: usize,
     /// Seed of the victim choice (combined with the rank).
     pub seed: u64,
@@ -263,7 +268,12 @@ where
             count: 0,
         });
     }
-    if state.size == 1 && state.local.is_empty() {
+    if state.size == 1 {
+        // Alone, rayon's own stealing does the work (see `alone`); an empty queue (a tree
+        // walked inline) never starts the pool.
+        if !state.local.is_empty() {
+            state.run_alone(&work);
+        }
         state.check_stop();
         state.record_stats(started);
         return state.outcome();
@@ -315,9 +325,6 @@ where
             state.report_progress();
             state.track_idle();
             if state.is_passive() {
-                if state.size == 1 {
-                    break;
-                }
                 progressed |= state.pass_token();
                 if state.done {
                     break;
@@ -330,21 +337,14 @@ where
                 idle_spins = idle_spins.saturating_add(1);
                 // Wake as soon as a batch ends (the worker unparks us; an unpark that comes
                 // first is not lost) or a message arrives (where the backend can tell), else
-                // after ALONE_WAIT at the latest, for the stop flag and progress ticks. A
+                // after SLEEP_MAX at the latest, for the stop flag and progress ticks. A
                 // backend that cannot tell of arrivals is polled: often while batches run
                 // (peers want answers), less and less often while idle.
                 let (timeout, poll) = if state.inflight > 0 {
-                    (
-                        ALONE_WAIT,
-                        if state.size == 1 {
-                            ALONE_WAIT
-                        } else {
-                            PEER_POLL
-                        },
-                    )
+                    (SLEEP_MAX, PEER_POLL)
                 } else {
                     (
-                        state.until_next_request().min(ALONE_WAIT),
+                        state.until_next_request().min(SLEEP_MAX),
                         (Duration::from_micros(10) * idle_spins).min(IDLE_POLL),
                     )
                 };

@@ -203,3 +203,69 @@ fn a_lone_rank_runs_a_chain_inline_then_fans_out() {
     assert!(out[0].interrupted);
     assert_eq!((out[0].processed, out[0].dropped), (51, 1));
 }
+
+/// Voluntary context switches of the calling thread so far (Linux).
+#[cfg(target_os = "linux")]
+fn voluntary_switches() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").expect("thread status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("voluntary_ctxt_switches")
+}
+
+/// A lone rank leaves its items to the pool's own stealing: the calling thread sleeps until
+/// the last task ends (and for progress ticks every 20 ms), instead of being woken to hand out
+/// every batch and take back what it spawned. Every item still runs once.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_lone_rank_sleeps_while_its_pool_works() {
+    const ITEMS: u64 = 4000;
+    let counts: Vec<AtomicU8> = (0..ITEMS).map(|_| AtomicU8::new(0)).collect();
+    let (out, switches, elapsed) = local::run(1, |c| {
+        let before = voluntary_switches();
+        let started = std::time::Instant::now();
+        // Two items, so that none runs inline on the calling thread.
+        let out = queue::run(c, &Config::default(), vec![0u64, 1], |id, s| {
+            assert_eq!(counts[id as usize].fetch_add(1, Ordering::Relaxed), 0);
+            // About 20 µs of work, spinning (a sleep would be a switch of a worker only).
+            let until = std::time::Instant::now() + Duration::from_micros(20);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            s.extend([2 * id + 2, 2 * id + 3].into_iter().filter(|&c| c < ITEMS));
+        });
+        (out, voluntary_switches() - before, started.elapsed())
+    })
+    .pop()
+    .expect("one rank");
+    assert_eq!(out.processed, ITEMS);
+    assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+    // Ticks every 20 ms, the final wake-up, and slack for a busy machine. Handing out batches
+    // of at most 16 items woke this thread hundreds of times.
+    let allowed = 8 + 2 * elapsed.as_millis() as u64 / 20;
+    assert!(
+        switches <= allowed,
+        "{switches} wake-ups of the calling thread in {elapsed:?} (allowed {allowed})"
+    );
+}
+
+/// Run from a worker of a one-thread rayon pool, a lone rank's queue does the work on that
+/// thread rather than sleeping while it waits for itself.
+#[test]
+fn a_lone_rank_inside_a_one_thread_pool_finishes() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool");
+    let processed = pool.install(|| {
+        local::run(1, |c| {
+            queue::run(c, &Config::default(), vec![0u64], |id, s| {
+                s.extend(children(id, 500))
+            })
+            .processed
+        })
+    });
+    assert_eq!(processed, vec![500]);
+}
