@@ -1,5 +1,6 @@
 //! Moving records between ranks: even counts ([`spread`]), to a chosen rank ([`remap`]), and
-//! split by depth ([`by_depth`]).
+//! split by depth ([`by_depth`], with [`cross_rank_parents`] saying where ranks going level by
+//! level must meet).
 //!
 //! Records travel in the encoding of [`FileList::encode_record`] through one `alltoallv`.
 //! The id tables of the result are those of the calling rank's input list.
@@ -190,6 +191,60 @@ pub fn by_depth(comm: &dyn Comm, list: &FileList) -> Vec<FileList> {
     levels
 }
 
+/// Where ranks that go through directories one level at a time must meet: element `k` is true
+/// when some rank holds a directory of level `k` whose parent it does not hold itself.
+///
+/// `dirs` are this rank's directories, each with its level (`0..levels`, the same range on
+/// every rank; a parent is one level above its child): normalised paths, absolute or relative
+/// alike, since a parent is found by its path. Going top-down (mkdir), a rank may start level
+/// `k` before the others have finished level `k - 1` unless element `k` is true: each parent
+/// it needs it made itself, earlier. Going bottom-up (directory metadata), likewise between
+/// level `k` and level `k - 1`. A chain of 3,000 directories spread over 64 ranks thus needs
+/// about 64 meetings, not 3,000. Collective: one all-reduce of a bit per level.
+///
+/// ```
+/// use flist::distribute::cross_rank_parents;
+/// // Rank 0 holds /a and /a/b, rank 1 holds /a/b/c and /a/b/c/d.
+/// let meet = steal::local::run(2, |comm| {
+///     let mine: &[(usize, &[u8])] = if comm.rank() == 0 {
+///         &[(0, b"/a"), (1, b"/a/b")]
+///     } else {
+///         &[(2, b"/a/b/c"), (3, b"/a/b/c/d")]
+///     };
+///     cross_rank_parents(comm, 4, mine.iter().copied())
+/// });
+/// // Level 0's parent is held by no one; /a/b/c's parent is on another rank.
+/// assert_eq!(meet[0], [true, false, true, false]);
+/// assert_eq!(meet[1], meet[0]);
+/// ```
+pub fn cross_rank_parents<'a>(
+    comm: &dyn Comm,
+    levels: usize,
+    dirs: impl Iterator<Item = (usize, &'a [u8])>,
+) -> Vec<bool> {
+    let dirs: Vec<(usize, &[u8])> = dirs.collect();
+    let held: std::collections::HashSet<&[u8]> = dirs.iter().map(|&(_, p)| p).collect();
+    let mut bits = vec![0u64; levels.div_ceil(64)];
+    for &(level, p) in &dirs {
+        if !held.contains(path::parent(p)) {
+            bits[level / 64] |= 1 << (level % 64);
+        }
+    }
+    comm.allreduce(&mut bits, ReduceOp::Or);
+    (0..levels)
+        .map(|k| bits[k / 64] & (1 << (k % 64)) != 0)
+        .collect()
+}
+
+/// [`cross_rank_parents`] of the levels [`by_depth`] made. Collective.
+pub fn levels_meet(comm: &dyn Comm, levels: &[FileList]) -> Vec<bool> {
+    let dirs = levels
+        .iter()
+        .enumerate()
+        .flat_map(|(k, level)| level.iter().map(move |e| (k, e.path)));
+    cross_rank_parents(comm, levels.len(), dirs)
+}
+
 /// FNV-1a, 64 bits (offset basis `0xcbf29ce484222325`, prime `0x100000001b3`) of `bytes`.
 ///
 /// Fixed forever and independent of the platform, the process and the run, so every rank (and
@@ -273,6 +328,41 @@ mod tests {
                 assert_eq!(lists(round), once, "{detail:?}, rounds of {round} bytes");
             }
         }
+    }
+
+    /// A chain of 200 directories (with a sibling at every level) spread evenly over 4 ranks:
+    /// ranks must meet only where a level's directory has its parent on another rank, the
+    /// three places the chain crosses from one rank to the next (and level 0, whose parent
+    /// no rank holds).
+    #[test]
+    fn a_spread_chain_meets_only_where_it_crosses_ranks() {
+        use crate::FileType;
+        let out = steal::local::run(4, |comm| {
+            let mut list = FileList::new(Detail::Lite);
+            if comm.rank() == 0 {
+                let mut path = b"/top".to_vec();
+                for level in 0..200 {
+                    list.push(&path, FileType::Dir, None);
+                    list.push(&[&path[..], b"/side"].concat(), FileType::Dir, None);
+                    path.extend_from_slice(format!("/d{level}").as_bytes());
+                }
+            }
+            let list = spread(comm, list);
+            let levels = by_depth(comm, &list);
+            // The deepest level this rank holds whose parent is on the rank before.
+            let first = list.iter().map(|e| path::depth(e.path)).min();
+            (levels_meet(comm, &levels), first.map(|d| d - 1))
+        });
+        let meet = &out[0].0;
+        assert!(out.iter().all(|(m, _)| m == meet), "every rank agrees");
+        // Level k holds depth k + 1; 400 records spread 100 per rank: ranks 1, 2, 3 start
+        // with a chain directory whose parent is on the rank before.
+        let crossings: Vec<usize> = (0..meet.len()).filter(|&k| meet[k]).collect();
+        let want: Vec<usize> = std::iter::once(0)
+            .chain(out[1..].iter().map(|(_, first)| first.expect("records")))
+            .collect();
+        assert_eq!(crossings, want);
+        assert_eq!(meet.len(), 201);
     }
 
     #[test]

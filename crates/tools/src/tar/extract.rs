@@ -1492,21 +1492,30 @@ impl<'a> Extraction<'a> {
                 .collect()
         };
         // Deepest first: each level's directories are a run of `dirs` sorted by depth
-        // (computed once: a deep tree has thousands of levels).
+        // (computed once: a deep tree has thousands of levels). Ranks meet between two levels
+        // only where some rank's directory has its parent on another rank, and once at the end.
         let mut dirs: Vec<(u64, usize)> = dirs
             .into_iter()
             .map(|i| (flist::path::depth(e.items.get(i).rel) as u64, i))
             .collect();
         dirs.sort_unstable_by_key(|&(d, _)| std::cmp::Reverse(d));
         let deepest = comm.max(dirs.first().map_or(0, |&(d, _)| d + 1));
+        let meet = flist::distribute::cross_rank_parents(
+            comm,
+            deepest as usize,
+            dirs.iter().map(|&(d, i)| (d as usize, e.items.get(i).rel)),
+        );
         let mut rest = &dirs[..];
         for level in (0..deepest).rev() {
             let n = rest.partition_point(|&(d, _)| d >= level);
             let (this, after) = rest.split_at(n);
             rest = after;
             this.par_iter().for_each(|&(_, i)| set(i));
-            comm.barrier();
+            if level > 0 && meet[level as usize] {
+                comm.barrier();
+            }
         }
+        comm.barrier();
     }
 
     /// What `--verify` and `--manifest` found (manifest paths relative to the target `dest`).

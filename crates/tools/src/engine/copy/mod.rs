@@ -29,7 +29,7 @@ use data::{Buffer, DataError, DataOptions};
 use flist::at::At;
 use flist::beneath;
 use flist::chunk::{plan_striped_chunks, Chunk};
-use flist::distribute::{by_depth, hash_path};
+use flist::distribute::{by_depth, hash_path, levels_meet};
 use flist::parent_dir::ParentDir;
 use flist::{FileList, FileType, ItemError, Meta};
 use meta::{Differences, MetaOptions};
@@ -454,12 +454,19 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
     }
 }
 
-/// Directories top-down: a level is created on all ranks before the next starts. New
-/// directories are owner-only until their metadata is set at the end; an existing one is made
-/// writable for the owner if it is not.
+/// Directories top-down: a level is created on all ranks before the next starts where some
+/// rank's directory has its parent on another rank ([`levels_meet`]; elsewhere each rank made
+/// the parents it needs itself), and all are made before this returns. New directories are
+/// owner-only until their metadata is set at the end; an existing one is made writable for the
+/// owner if it is not.
 fn make_dirs(comm: &dyn Comm, list: &FileList, map: &Mapping, reach: &Reach, tally: &Tally) {
     let dirs = list.select((0..list.len()).filter(|&i| list.kind(i) == FileType::Dir));
-    for level in by_depth(comm, &dirs) {
+    let levels = by_depth(comm, &dirs);
+    let meet = levels_meet(comm, &levels);
+    for (k, level) in levels.iter().enumerate() {
+        if k > 0 && meet[k] {
+            comm.barrier();
+        }
         (0..level.len()).into_par_iter().for_each(|i| {
             let dst = map.dest(level.path(i));
             match make_dir(&dst, reach) {
@@ -468,8 +475,8 @@ fn make_dirs(comm: &dyn Comm, list: &FileList, map: &Mapping, reach: &Reach, tal
                 Err((op, e)) => tally.fail(ItemError::new(&dst, op, e)),
             }
         });
-        comm.barrier();
     }
+    comm.barrier();
 }
 
 /// Create `dst` as a directory; `Ok(false)` when it already was one.
@@ -1357,7 +1364,9 @@ fn link_member(
 }
 
 /// Directories' metadata, deepest level first (so a directory that loses its owner's write or
-/// search permission is done after everything below it).
+/// search permission is done after everything below it): ranks meet between two levels where
+/// some rank's directory has its parent on another rank ([`levels_meet`]), and all are done
+/// before this returns.
 fn dir_metadata(
     comm: &dyn Comm,
     dirs: &FileList,
@@ -1367,7 +1376,9 @@ fn dir_metadata(
     opts: &CopyOptions,
     tally: &Tally,
 ) {
-    for level in by_depth(comm, dirs).into_iter().rev() {
+    let levels = by_depth(comm, dirs);
+    let meet = levels_meet(comm, &levels);
+    for (k, level) in levels.iter().enumerate().rev() {
         (0..level.len()).into_par_iter().for_each(|i| {
             let e = level.entry(i);
             let m = &e.meta.expect("stat list");
@@ -1397,8 +1408,11 @@ fn dir_metadata(
                 }
             }
         });
-        comm.barrier();
+        if k > 0 && meet[k] {
+            comm.barrier();
+        }
     }
+    comm.barrier();
 }
 
 #[cfg(test)]
