@@ -155,3 +155,33 @@ fn at_64_thread_ranks_idle_ranks_send_few_steal_requests() {
         "{sent} steal requests for {moved} served or given in {wall_ms} ms (bound {bound}): {walk:?}"
     );
 }
+
+/// rm of a chain 300 directories deep at 4 ranks: the narrow levels are removed by each rank
+/// on its own, ranks meeting only where the chain crosses from one to the next; no queue runs
+/// per level (there were 300, one per level, each a round of termination detection).
+#[test]
+fn rm_of_a_deep_chain_runs_no_queue_per_level() {
+    let t = tempfile::tempdir().unwrap();
+    let top = t.path().join("chain");
+    let mut dir = top.clone();
+    for _ in 0..300 {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("f"), b"x").unwrap();
+        dir.push("d");
+    }
+    let out = Tool::new("rm")
+        .ranks(4)
+        .args(["-q", top.to_str().unwrap()])
+        .env("MFU_RS_STATS", "1")
+        .run();
+    assert!(out.status.success(), "{out:?}");
+    assert!(!top.exists());
+    let lines = stats_lines(&out.stderr);
+    // The walk's, the files' and none for the 300 levels of directories.
+    assert!(
+        (1..=4).contains(&lines.len()),
+        "{} queue runs: {}",
+        lines.len(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
