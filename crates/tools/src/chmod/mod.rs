@@ -31,7 +31,7 @@ pub mod mode;
 pub mod nofollow;
 pub mod owner;
 
-use crate::engine::batches::run_batches;
+use crate::engine::batches::{run_batches, run_levels, LevelWork, Order};
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::regex_select::RegexSelector;
 use crate::engine::setup::agree_setup;
@@ -361,27 +361,17 @@ impl Changer<'_> {
             Ordering::Relaxed,
         );
         let t = Instant::now();
-        let mut interrupted = false;
         let levels = by_depth(comm, &early);
         drop(early);
-        for level in levels {
-            interrupted = self.change_all(comm, level);
-            if interrupted {
-                break;
-            }
-        }
+        let mut interrupted = self.change_levels(comm, &levels, Order::ParentsFirst);
+        drop(levels);
         if !interrupted {
             interrupted = self.change_all(comm, files);
         }
         if !interrupted {
             let levels = by_depth(comm, &late);
             drop(late);
-            for level in levels.into_iter().rev() {
-                interrupted = self.change_all(comm, level);
-                if interrupted {
-                    break;
-                }
-            }
+            interrupted = self.change_levels(comm, &levels, Order::ChildrenFirst);
         }
         self.timing(
             comm,
@@ -505,11 +495,30 @@ impl Changer<'_> {
         let list = spread(comm, list);
         let stop = Some(&*self.context.stop);
         run_batches(comm, stop, Some(&self.progress), &list, |chunk| {
-            let mut parent = ParentDir::beneath(self.roots.clone());
-            for e in chunk.iter() {
-                self.change_one(&mut parent, e);
-            }
+            self.change_chunk(chunk)
         })
+    }
+
+    /// Change directories one level at a time, in `order` ([`run_levels`]: ranks meet between
+    /// levels only where they must). Returns true (on every rank) when a stop request cut it
+    /// short. Collective.
+    fn change_levels(&self, comm: &dyn Comm, levels: &[FileList], order: Order) -> bool {
+        let progress = Some(&self.progress);
+        run_levels(
+            comm,
+            levels,
+            order,
+            &self.context.stop,
+            progress,
+            &mut &*self,
+        )
+    }
+
+    fn change_chunk(&self, chunk: &FileList) {
+        let mut parent = ParentDir::beneath(self.roots.clone());
+        for e in chunk.iter() {
+            self.change_one(&mut parent, e);
+        }
     }
 
     fn change_one(&self, parent: &mut ParentDir, e: Entry<'_>) {
@@ -583,6 +592,18 @@ impl Changer<'_> {
             interrupted,
             failures: self.context.failures(),
         }
+    }
+}
+
+/// chmod's part in [`run_levels`]: a change needs nothing from the other ranks but their
+/// stop requests.
+impl LevelWork for &Changer<'_> {
+    fn work(&self, chunk: &FileList) {
+        self.change_chunk(chunk);
+    }
+
+    fn meet(&mut self, comm: &dyn Comm, flag: bool) -> bool {
+        comm.any(flag)
     }
 }
 

@@ -9,10 +9,10 @@
 //! the symlink points to. A non-directory is removed by its name without a type check (as GNU
 //! `rm -r` does): a symlink swapped in for a listed file is removed as the link it is.
 
-use crate::engine::batches::run_batches;
+use crate::engine::batches::{run_batches, run_levels, LevelWork, Order};
 use crate::engine::locks::lock;
 use flist::beneath::{is_symlink_error, Roots};
-use flist::distribute::{by_depth, levels_meet};
+use flist::distribute::by_depth;
 use flist::parent_dir::ParentDir;
 use flist::record::Entry;
 use flist::{FileList, FileType, ItemError};
@@ -213,17 +213,11 @@ impl Remover {
     }
 
     /// `rmdir` the directories `dirs`, one depth level at a time, deepest first: a directory
-    /// goes only once everything below it has. `kept` and `held` are the selected directories
-    /// that stay on this rank (not in `dirs`). Returns whether a stop request cut it short, and
-    /// the number of levels. Collective.
-    ///
-    /// A level of which some rank holds more than [`LOCAL_LEVEL`] directories is shared by
-    /// work stealing, which every rank ends together. Any other level each rank removes on its
-    /// own, and ranks meet before it only where a directory of the level below has its parent
-    /// on another rank ([`levels_meet`]): a chain 3,000 deep spread over 64 ranks costs about 64
-    /// meetings, not 3,000 queue runs (34 s at `--ranks 64` before). At each meeting, and after
-    /// each shared level, ranks tell each other which directories failed (their ancestors then
-    /// stay, quietly) and whether any was asked to stop.
+    /// goes only once everything below it has ([`run_levels`]: ranks meet between levels only
+    /// where they must). `kept` and `held` are the selected directories that stay on this rank
+    /// (not in `dirs`). At each meeting ranks tell each other which directories failed: their
+    /// ancestors then stay, quietly. Returns whether a stop request cut it short, and the
+    /// number of levels. Collective.
     pub fn remove_dirs(
         &self,
         comm: &dyn Comm,
@@ -238,65 +232,58 @@ impl Remover {
             .fetch_sub(stays, Ordering::Relaxed);
         let levels = by_depth(comm, &dirs);
         drop(dirs);
-        let meet = levels_meet(comm, &levels);
-        let mut most: Vec<u64> = levels.iter().map(|l| l.len() as u64).collect();
-        comm.allreduce(&mut most, ReduceOp::Max);
-        let mut blocked = HashSet::new();
-        // Directories that failed here since ranks last met.
-        let mut failed = Vec::new();
-        // A stop request made this rank leave a level of its own undone.
-        let mut cut = false;
-        for k in (0..levels.len()).rev() {
-            let level = &levels[k];
-            let shared = most[k] > LOCAL_LEVEL as u64;
-            let below_elsewhere = k + 1 < levels.len() && meet[k + 1];
-            if (shared || below_elsewhere)
-                && meet_ranks(
-                    comm,
-                    &mut failed,
-                    &mut blocked,
-                    stop.load(Ordering::Relaxed),
-                )
-            {
-                return (true, levels.len());
-            }
-            let failed_here = Mutex::new(Vec::new());
-            if shared {
-                let interrupted =
-                    run_batches(comm, Some(stop), Some(&self.progress), level, |chunk| {
-                        self.rmdir_batch(chunk, &blocked, &failed_here)
-                    });
-                failed.extend(failed_here.into_inner().expect("failed directories"));
-                let stopped = meet_ranks(comm, &mut failed, &mut blocked, interrupted);
-                if stopped {
-                    return (true, levels.len());
-                }
-            } else if level.is_empty() {
-                // Nothing here: other ranks' levels are not this rank's business (and a
-                // `ParentDir` made for nothing takes a lock every rank shares).
-            } else if !cut && !stop.load(Ordering::Relaxed) {
-                self.rmdir_batch(level, &blocked, &failed_here);
-                self.progress.add(level.len() as u64, 0);
-                let mine = failed_here.into_inner().expect("failed directories");
-                // Their ancestors here are skipped at once; other ranks learn at the next
-                // meeting, which comes before any of theirs.
-                let mut input = Reader::new(&mine);
-                while !input.is_empty() {
-                    add_ancestors(&mut blocked, input.bytes());
-                }
-                failed.extend(mine);
-            } else {
-                cut = true;
-            }
-        }
-        let cut = meet_ranks(comm, &mut failed, &mut blocked, cut);
-        (cut, levels.len())
+        let mut rmdirs = RmdirLevels {
+            remover: self,
+            blocked: HashSet::new(),
+            failed_here: Mutex::new(Vec::new()),
+            unsaid: Vec::new(),
+        };
+        let interrupted = run_levels(
+            comm,
+            &levels,
+            Order::ChildrenFirst,
+            stop,
+            Some(&self.progress),
+            &mut rmdirs,
+        );
+        (interrupted, levels.len())
     }
 }
 
-/// A level of which no rank holds more directories than this is removed by each rank on its
-/// own (see [`Remover::remove_dirs`]): a queue run costs more than that many `rmdir`s.
-const LOCAL_LEVEL: usize = 64;
+/// [`Remover::remove_dirs`]'s part in [`run_levels`].
+struct RmdirLevels<'a> {
+    remover: &'a Remover,
+    /// Ancestors of directories that failed: they stay, quietly.
+    blocked: HashSet<Vec<u8>>,
+    /// Directories that failed in the level under way (wire-encoded paths).
+    failed_here: Mutex<Vec<u8>>,
+    /// Directories that failed here since ranks last met.
+    unsaid: Vec<u8>,
+}
+
+impl LevelWork for RmdirLevels<'_> {
+    fn work(&self, chunk: &FileList) {
+        self.remover
+            .rmdir_batch(chunk, &self.blocked, &self.failed_here);
+    }
+
+    fn after_local(&mut self) {
+        let mine = std::mem::take(self.failed_here.get_mut().expect("failed directories"));
+        // Their ancestors here are skipped at once; other ranks learn at the next meeting,
+        // which comes before any level of theirs that holds one.
+        let mut input = Reader::new(&mine);
+        while !input.is_empty() {
+            add_ancestors(&mut self.blocked, input.bytes());
+        }
+        self.unsaid.extend(mine);
+    }
+
+    fn meet(&mut self, comm: &dyn Comm, flag: bool) -> bool {
+        let shared_level = std::mem::take(self.failed_here.get_mut().expect("failed directories"));
+        self.unsaid.extend(shared_level);
+        meet_ranks(comm, &mut self.unsaid, &mut self.blocked, flag)
+    }
+}
 
 /// Ranks meet: each tells the others the directories that failed on it since the last meeting
 /// (`failed`, emptied; every rank adds their ancestors to `blocked`) and `flag`. Returns true
