@@ -352,8 +352,8 @@ pub fn dir_at(
             Err(Errno::NOENT) if create => {
                 // Most often only the last directory is missing (tar -x making a file's
                 // directory): reach its parent the same way and make it there, rather than
-                // walking every component from `base` (/usr/include extracted: 7,900 opens
-                // and closes fewer, for 874 directories).
+                // walking every component from `base` (tar -x of /usr/include: 11,752
+                // `openat`s instead of 16,167).
                 if let Some(i) = rel.iter().rposition(|&b| b == b'/') {
                     let parent = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
                     if let Ok(fd) = rustix::fs::openat2(base, &rel[..i], parent, Mode::empty(), how)

@@ -196,7 +196,9 @@ pub fn by_depth(comm: &dyn Comm, list: &FileList) -> Vec<FileList> {
 ///
 /// `dirs` are this rank's directories, each with its level (`0..levels`, the same range on
 /// every rank; a parent is one level above its child): normalised paths, absolute or relative
-/// alike, since a parent is found by its path. Going top-down (mkdir), a rank may start level
+/// alike, since a parent is found by its path. Each path must be held by one rank only (as
+/// in a walk's or a read list's records): a directory held twice could be acted on by one
+/// rank while the other still works below it. Going top-down (mkdir), a rank may start level
 /// `k` before the others have finished level `k - 1` unless element `k` is true: each parent
 /// it needs it made itself, earlier. Going bottom-up (directory metadata), likewise between
 /// level `k` and level `k - 1`. A chain of 3,000 directories spread over 64 ranks thus needs

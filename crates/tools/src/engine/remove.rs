@@ -271,10 +271,7 @@ impl LevelWork for RmdirLevels<'_> {
         let mine = std::mem::take(self.failed_here.get_mut().expect("failed directories"));
         // Their ancestors here are skipped at once; other ranks learn at the next meeting,
         // which comes before any level of theirs that holds one.
-        let mut input = Reader::new(&mine);
-        while !input.is_empty() {
-            add_ancestors(&mut self.blocked, input.bytes());
-        }
+        add_ancestors_of_all(&mut self.blocked, &mine);
         self.unsaid.extend(mine);
     }
 
@@ -299,10 +296,7 @@ fn meet_ranks(
     let mut any = false;
     for part in comm.allgatherv(&mine) {
         any |= part[0] != 0;
-        let mut input = Reader::new(&part[1..]);
-        while !input.is_empty() {
-            add_ancestors(blocked, input.bytes());
-        }
+        add_ancestors_of_all(blocked, &part[1..]);
     }
     any
 }
@@ -336,6 +330,14 @@ pub fn add_ancestors(set: &mut HashSet<Vec<u8>>, path: &[u8]) {
             break;
         }
         set.insert(p.to_vec());
+    }
+}
+
+/// [`add_ancestors`] of each path of `paths` (wire-encoded, one after the other).
+fn add_ancestors_of_all(set: &mut HashSet<Vec<u8>>, paths: &[u8]) {
+    let mut input = Reader::new(paths);
+    while !input.is_empty() {
+        add_ancestors(set, input.bytes());
     }
 }
 
