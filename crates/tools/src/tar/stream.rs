@@ -128,6 +128,33 @@ impl Archive {
         Ok(data)
     }
 
+    /// [`Archive::read_at`] into the front of `buf`, which is grown (zero-filled, once) when
+    /// shorter than `len` and otherwise reused: a caller reading window after window keeps one
+    /// buffer, instead of the kernel handing it fresh zeroed pages for every window (`perf`:
+    /// 14,000 page faults and most of the chain walk's system time on a 120 MB archive of
+    /// small files). Returns the bytes read, `buf[..n]`: fewer than `len` only at the end.
+    pub fn read_into(&self, at: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<usize> {
+        let want = (at + len as u64).min(self.len()).saturating_sub(at) as usize;
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        if self.table.is_some() {
+            let bytes = self.read_at(at, want)?;
+            buf[..bytes.len()].copy_from_slice(&bytes);
+            return Ok(bytes.len());
+        }
+        let mut done = 0;
+        while done < want {
+            match rustix::io::pread(&self.fd, &mut buf[done..want], at + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(done)
+    }
+
     /// Up to `len` bytes of the tar stream at `at` (fewer at its end).
     pub fn read_at(&self, at: u64, len: usize) -> io::Result<Vec<u8>> {
         let end = (at + len as u64).min(self.len());
