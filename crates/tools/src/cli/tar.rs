@@ -119,7 +119,7 @@ pub struct TarArgs {
     #[arg(short = 'k', long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
     pub chunksize: u64,
     /// The largest window of archive the header-chain walk of an archive without an index
-    /// reads at once (used up to 1 MiB, 8 KiB at least).
+    /// reads at once (used up to 64 KiB, 2 KiB at least).
     #[arg(long, value_name = "SIZE", default_value = "256MB", value_parser = size_arg)]
     pub memsize: u64,
     /// After extract or list had to scan (no index found), save the index as the side file

@@ -108,7 +108,7 @@ pub struct Options {
     /// one zstd frame (default 4 MiB; below 4 GiB to create).
     pub chunksize: u64,
     /// The largest window of archive (bytes) the header-chain walk of an archive without an
-    /// index reads at once (default 256 MiB; used up to 1 MiB, 8 KiB at least); with `-z`,
+    /// index reads at once (default 256 MiB; used up to 64 KiB, 2 KiB at least); with `-z`,
     /// the compressed bytes a rank other than 0 holds in memory before spooling them to a
     /// temporary file.
     pub memsize: u64,
