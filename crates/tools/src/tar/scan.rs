@@ -870,6 +870,32 @@ mod tests {
     use super::*;
     use crate::tar::header::{Header, Kind};
 
+    /// A plain file's header: `size` bytes, times from `i`.
+    fn file(path: Vec<u8>, size: u64, i: u64) -> Header {
+        Header {
+            path,
+            kind: Kind::File,
+            mode: 0o644,
+            uid: 1,
+            gid: 2,
+            uname: b"u".to_vec(),
+            gname: b"g".to_vec(),
+            size,
+            mtime: 1_700_000_000 + i as i64,
+            mtime_nsec: (i * 7) as u32,
+            link: Vec::new(),
+            dev_major: 0,
+            dev_minor: 0,
+            xattrs: Vec::new(),
+        }
+    }
+
+    /// `h` and its data (0xAB bytes, padded to a block) at the end of `bytes`.
+    fn append_file(bytes: &mut Vec<u8>, h: Header) {
+        h.encode(bytes);
+        bytes.resize(bytes.len() + round_up(h.size) as usize, 0xAB);
+    }
+
     #[test]
     fn an_index_read_in_even_stretches_reaches_each_rank_as_its_share_only() {
         // An archive of 1000 blocks; entries at irregular offsets, with long gaps (big data
@@ -923,25 +949,8 @@ mod tests {
         let mut want = Vec::new();
         for i in 0..600u64 {
             let size = if i < 200 { 32 << 10 } else { 0 };
-            let h = Header {
-                path: format!("d/f{i}").into_bytes(),
-                kind: Kind::File,
-                mode: 0o644,
-                uid: 1,
-                gid: 2,
-                uname: b"u".to_vec(),
-                gname: b"g".to_vec(),
-                size,
-                mtime: 1_700_000_000,
-                mtime_nsec: 0,
-                link: Vec::new(),
-                dev_major: 0,
-                dev_minor: 0,
-                xattrs: Vec::new(),
-            };
             want.push(bytes.len() as u64);
-            h.encode(&mut bytes);
-            bytes.resize(bytes.len() + round_up(size) as usize, 0xAB);
+            append_file(&mut bytes, file(format!("d/f{i}").into_bytes(), size, 0));
         }
         let end = bytes.len() as u64;
         bytes.resize(bytes.len() + 2 * BLOCK as usize, 0);
@@ -991,25 +1000,9 @@ mod tests {
             } else {
                 String::new()
             };
-            let h = Header {
-                path: format!("d{}/{name}f{i}", i % 3).into_bytes(),
-                kind: Kind::File,
-                mode: 0o644,
-                uid: 1,
-                gid: 2,
-                uname: b"u".to_vec(),
-                gname: b"g".to_vec(),
-                size,
-                mtime: 1_700_000_000 + i as i64,
-                mtime_nsec: (i * 7) as u32,
-                link: Vec::new(),
-                dev_major: 0,
-                dev_minor: 0,
-                xattrs: Vec::new(),
-            };
+            let h = file(format!("d{}/{name}f{i}", i % 3).into_bytes(), size, i);
             let at = bytes.len() as u64;
-            h.encode(&mut bytes);
-            bytes.resize(bytes.len() + round_up(size) as usize, 0xAB);
+            append_file(&mut bytes, h.clone());
             want.push((at, h));
         }
         let path = dir.path().join("a.tar");
