@@ -9,6 +9,15 @@ pub fn ranks(n: usize) -> String {
     }
 }
 
+/// `1 entry`, `2 entries` (archive members).
+pub fn entries(n: u64) -> String {
+    if n == 1 {
+        "1 entry".to_string()
+    } else {
+        format!("{n} entries")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -16,5 +25,12 @@ mod tests {
         assert_eq!(super::ranks(1), "1 rank");
         assert_eq!(super::ranks(2), "2 ranks");
         assert_eq!(super::ranks(0), "0 ranks");
+    }
+
+    #[test]
+    fn one_entry_is_singular_and_others_plural() {
+        assert_eq!(super::entries(0), "0 entries");
+        assert_eq!(super::entries(1), "1 entry");
+        assert_eq!(super::entries(9121), "9121 entries");
     }
 }

@@ -749,7 +749,7 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
                 }
                 Ok(n) if o.index_notices => say(format!(
                     "saved the index of {} as {}",
-                    entries(n as u64),
+                    crate::engine::wording::entries(n as u64),
                     display(&side)
                 )),
                 Ok(_) => {}
@@ -763,7 +763,7 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
             say(format!(
                 "{} {how} and found {} (--save-index keeps the index as {} for the next run)",
                 display(path),
-                entries(found.total),
+                crate::engine::wording::entries(found.total),
                 display(&side)
             ));
         }
@@ -777,11 +777,6 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
 
 /// Save the index a scan found as the side file `side` (a new name, then a rename: a reader
 /// never sees half an index); returns the entries it holds.
-/// "1 entry", "2 entries".
-fn entries(n: u64) -> String {
-    format!("{n} {}", if n == 1 { "entry" } else { "entries" })
-}
-
 fn save_index(found: &Located, side: &[u8]) -> io::Result<usize> {
     let mut offsets = found.offsets.clone();
     if let Some(m) = found.member {
@@ -1608,13 +1603,6 @@ impl<'a> Extraction<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counts_of_entries_read_as_english() {
-        assert_eq!(entries(0), "0 entries");
-        assert_eq!(entries(1), "1 entry");
-        assert_eq!(entries(9121), "9121 entries");
-    }
 
     #[test]
     fn stripe_aligned_shares_tile_each_file_and_never_split_a_stripe() {
