@@ -909,7 +909,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                     // copy's last write carries the same one).
                     let data_differs = data_differs
                         || (e.kind == FileType::File
-                            && d.size >= journal::MIN_BYTES
+                            && d.size >= journal::min_bytes()
                             && has_journal(inp.dest_roots, &dst_path));
                     let shared = e.kind == FileType::File && d.nlink > 1 && !is_member;
                     let data_differs = data_differs
@@ -926,9 +926,9 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                         && inp.link_dest.is_none()
                         && d.nlink == 1
                         && d.size <= m.size
-                        && m.size >= journal::MIN_BYTES)
-                        .then(|| resumable(inp.dest_roots, &dst_path, e.path, m))
-                        .flatten();
+                        && m.size >= journal::min_bytes())
+                    .then(|| resumable(inp.dest_roots, &dst_path, e.path, m))
+                    .flatten();
                     if let Some(r) = resume {
                         create(&mut plan, &mut bytes, &mut create_from);
                         bytes -= r.bytes();

@@ -50,6 +50,19 @@ use std::os::unix::fs::FileExt;
 /// Files smaller than this (bytes) keep no journal: copying them again costs little.
 pub const MIN_BYTES: u64 = 64 << 20;
 
+/// The smallest file (bytes) that keeps a journal in this process: [`MIN_BYTES`], or the value
+/// of the test knob `MFU_RS_TEST_JOURNAL_MIN_BYTES` (read once), which lets tests and the
+/// torture harness journal small files (copies of a few MiB instead of hundreds).
+pub fn min_bytes() -> u64 {
+    static MIN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *MIN.get_or_init(|| {
+        std::env::var("MFU_RS_TEST_JOURNAL_MIN_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(MIN_BYTES)
+    })
+}
+
 /// The first bytes of a journal (format version 1).
 const MAGIC: &[u8; 8] = b"MFUPART\x01";
 

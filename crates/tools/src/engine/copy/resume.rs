@@ -45,7 +45,7 @@ impl Journals {
 
 /// True when a file of `size` bytes in chunks of `cs` bytes keeps a journal.
 pub(super) fn journaled(size: u64, cs: u64) -> bool {
-    size >= journal::MIN_BYTES && size > cs
+    size >= journal::min_bytes() && size > cs
 }
 
 /// The resumed files of a batch, known on every rank: source path -> byte ranges already
@@ -74,7 +74,7 @@ pub(super) fn prepare(comm: &dyn Comm, files: &FileList, cs: u64, cx: &Context) 
         let e = files.entry(i);
         let Some(m) = e
             .meta
-            .filter(|m| e.kind == FileType::File && m.size >= journal::MIN_BYTES)
+            .filter(|m| e.kind == FileType::File && m.size >= journal::min_bytes())
         else {
             return;
         };
