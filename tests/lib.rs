@@ -52,6 +52,97 @@ pub fn nompi_bin() -> PathBuf {
     binary("MFU_RS_NOMPI_BIN", root().join("target/nompi/debug/mfu-rs"))
 }
 
+/// A directory every user can enter: the system's temporary directory when each of its
+/// ancestors lets others through (a private `TMPDIR`, e.g. under a 0700 home, does not), else
+/// `/tmp`. Tests that run tools as nobody put their trees and binaries here, never beside the
+/// clone, whose path may be private.
+pub fn reachable_root() -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = std::env::temp_dir();
+    let open = tmp.ancestors().all(|a| {
+        std::fs::metadata(a).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o001 != 0)
+    });
+    if open {
+        tmp
+    } else {
+        PathBuf::from("/tmp")
+    }
+}
+
+/// A fresh temporary directory (mode 0755) in [`reachable_root`], for a test that runs a tool
+/// as nobody.
+pub fn nobody_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::Builder::new()
+        .prefix("mfu-rs-nobody-")
+        .tempdir_in(reachable_root())
+        .expect("a temporary directory nobody can reach");
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    t
+}
+
+/// `program` (an mfu-rs binary, with `mfu-rs-mpi` beside it when there is one) as a path
+/// nobody can execute: hard links (copies across file systems) in a directory of
+/// [`reachable_root`] named after the binary's device, inode and mtime, so one build is placed
+/// once whatever the number of test processes, and a rebuild gets a new directory (older ones
+/// of this user are removed).
+pub fn reachable_program(program: &Path) -> PathBuf {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    static PLACED: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+    let mut placed = PLACED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, to)) = placed.iter().find(|(from, _)| from == program) {
+        return to.clone();
+    }
+    let m = std::fs::metadata(program).expect("the mfu-rs binary");
+    let base = reachable_root().join(format!("mfu-rs-tests-bin-{}", unsafe { libc::geteuid() }));
+    let _ = std::fs::create_dir(&base);
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let name = format!(
+        "{}-{}-{}",
+        m.dev(),
+        m.ino(),
+        m.mtime_nsec() + m.mtime() * 1_000_000_000
+    );
+    let dir = base.join(&name);
+    if !dir.join("done").exists() {
+        // Made under a temporary name and renamed: a concurrent test process sees either
+        // nothing or the whole directory.
+        let part = base.join(format!("{name}.part-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&part);
+        std::fs::create_dir(&part).unwrap();
+        std::fs::set_permissions(&part, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for exe in ["mfu-rs", "mfu-rs-mpi"] {
+            let from = program.with_file_name(exe);
+            if !from.is_file() {
+                continue;
+            }
+            let to = part.join(exe);
+            if std::fs::hard_link(&from, &to).is_err() {
+                std::fs::copy(&from, &to).unwrap();
+                std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        std::fs::write(part.join("done"), b"").unwrap();
+        if std::fs::rename(&part, &dir).is_err() {
+            // Another process placed it first.
+            let _ = std::fs::remove_dir_all(&part);
+        }
+        // Builds placed by earlier runs are of no use any more.
+        for old in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+            let stale = old
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|e| e.as_secs() > 3600));
+            if old.file_name() != name.as_str() && stale {
+                let _ = std::fs::remove_dir_all(old.path());
+            }
+        }
+    }
+    let to = dir.join(program.file_name().expect("a binary's name"));
+    placed.push((program.to_path_buf(), to.clone()));
+    to
+}
+
 /// Remove launcher variables inherited from an outer job (so a test decides how it is launched).
 pub fn clean_env(cmd: &mut Command) -> &mut Command {
     for (k, _) in std::env::vars_os() {
@@ -397,8 +488,9 @@ impl Tool {
     }
 
     /// Run as the unprivileged user nobody (uid and gid 65534, no supplementary groups), through
-    /// `setpriv` (around `mpirun` when there is one). The binary must be reachable by nobody
-    /// (see [`Tool::program`]).
+    /// `setpriv` (around `mpirun` when there is one), in `/` unless [`Tool::current_dir`] says
+    /// otherwise. The binary runs from [`reachable_program`]; the test's trees must be where
+    /// nobody can reach them too ([`nobody_tempdir`]).
     pub fn as_nobody(mut self) -> Tool {
         self.nobody = true;
         self
@@ -422,9 +514,17 @@ impl Tool {
             (None, Launch::NoMpi(_)) => nompi_bin(),
             (None, _) => bin(),
         };
+        let program = if self.nobody {
+            reachable_program(&program)
+        } else {
+            program
+        };
         let mut cmd = if self.nobody {
             let mut c = Command::new("setpriv");
             clean_env(&mut c).args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+            // The test's own working directory is in the clone, which nobody may not enter
+            // (mpirun gives up when it cannot read it).
+            c.current_dir("/");
             c
         } else {
             let mut c = Command::new(&program);

@@ -3,6 +3,7 @@
 //! - `cargo xtask setup` — install what the build needs (Open MPI, libclang) when missing.
 //! - `cargo xtask demo`  — setup, build, and run a real job: `mpirun -np 2 mfu-rs walk` on a tree.
 //! - `cargo xtask test`  — setup, then the whole suite: unit, interop vectors, mpirun -np 1..4,
+//!   the tests that run tools as nobody again from a copy under a private path with a space,
 //!   the build without MPI, the publish dry run of the published crates, the Python package
 //!   (`pip install ./python`, pytest plainly and under mpirun), each criterion bench once, and
 //!   a quick strict run of the bench harness on tmpfs.
@@ -12,6 +13,7 @@
 
 mod bench;
 mod dist;
+mod private_clone;
 mod python;
 mod setup;
 mod slurm;
@@ -30,6 +32,8 @@ fn main() {
         Some("dist") => dist::run_dist(&args[1..]),
         // Only the Python package's step of `test` (the debug binary must exist).
         Some("python") => python::test(&root().join("target/debug/mfu-rs")),
+        // Only the private-clone step of `test` (the debug binaries must exist).
+        Some("private-clone") => private_clone::check(&root()),
         // Only the Slurm runs of `test` (both MPI builds must exist).
         Some("slurm") => slurm_runs(&root(), &root().join("target/mpich/debug/mfu-rs")),
         // Internal: the memory rows run each rank under it (see bench/memory.rs).
@@ -224,6 +228,9 @@ fn test(extra: &[String]) -> Result<()> {
         .env("MFU_RS_BIN", root.join("target/debug/mfu-rs"))
         .env("MFU_RS_NOMPI_BIN", nompi_dir.join("debug/mfu-rs"));
     run(&mut cmd)?;
+    // The tests that switch user, again from a copy of the checkout under a private path with
+    // a space: they must not depend on where the repository is cloned.
+    private_clone::check(&root)?;
     // `import mfu`: pip install ./python in a virtual environment, pytest plainly and under
     // mpirun -np 2.
     python::test(&root.join("target/debug/mfu-rs"))?;

@@ -78,7 +78,7 @@ fn snapshot(root: &Path) -> Snapshot {
 
 /// Two identical trees `gnu` and `mfu` in a fresh directory.
 fn twin_trees() -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = mfu_tests::nobody_tempdir();
     let (a, b) = (tmp.path().join("gnu"), tmp.path().join("mfu"));
     make_tree(&a);
     make_tree(&b);
@@ -447,8 +447,7 @@ fn unprivileged_caller_opens_directories_the_new_mode_grants() {
 
 #[test]
 fn silent_hides_not_permitted_but_still_fails() {
-    let tmp = tempfile::tempdir().unwrap();
-    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let tmp = mfu_tests::nobody_tempdir();
     let t = tmp.path().join("t");
     fs::create_dir(&t).unwrap();
     for n in ["a", "b", "c"] {

@@ -587,12 +587,7 @@ fn an_output_list_that_cannot_be_written_is_one_failure() {
 #[test]
 fn an_unreadable_directory_is_a_failure_not_equal() {
     // As the unprivileged user nobody: a directory of mode 000 owned by root can't be read.
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        tmp.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let tmp = mfu_tests::nobody_tempdir();
     let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
     for t in [&src, &dst] {
         std::fs::create_dir_all(t.join("locked")).unwrap();

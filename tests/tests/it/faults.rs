@@ -367,12 +367,7 @@ fn emfile_never_crashes_or_lies_and_a_rerun_converges() {
 /// carrying the unreadable file's size and mtime.
 #[test]
 fn unreadable_sources_are_named_and_never_copied_as_something_else() {
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        tmp.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let tmp = mfu_tests::nobody_tempdir();
     let src = tmp.path().join("src");
     let want = make_source(&src, 8, 11);
     std::fs::create_dir(src.join("closed")).unwrap();

@@ -5,12 +5,11 @@
 //! is below an excluded directory.
 
 use mfu_tests::tree;
-use mfu_tests::{bin, Tool};
+use mfu_tests::Tool;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-/// A temporary directory others can traverse, holding copies of the binaries nobody can run,
-/// an `out/` directory nobody owns, and `src/` (root's) with two directories named `skip`
+/// A temporary directory others can traverse, holding an `out/` directory nobody owns, and `src/` (root's) with two directories named `skip`
 /// that only root can read.
 struct Setup {
     tmp: tempfile::TempDir,
@@ -18,14 +17,8 @@ struct Setup {
 
 impl Setup {
     fn new() -> Setup {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = mfu_tests::nobody_tempdir();
         let base = tmp.path();
-        tree::chmod(base, 0o755);
-        for name in ["mfu-rs", "mfu-rs-mpi"] {
-            let exe = base.join(name);
-            std::fs::copy(bin().with_file_name(name), &exe).unwrap();
-            tree::chmod(&exe, 0o755);
-        }
         let src = base.join("src");
         for dir in ["keep", "skip/inner", "deep/skip"] {
             std::fs::create_dir_all(src.join(dir)).unwrap();
@@ -67,7 +60,6 @@ impl Setup {
             l => Tool::bare().ranks(l["ranks ".len()..].parse().unwrap()),
         };
         tool.as_nobody()
-            .program(self.base().join("mfu-rs"))
             .env("HOME", self.base())
             .current_dir(self.base())
             .args(args)

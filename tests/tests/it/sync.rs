@@ -132,9 +132,7 @@ fn abs(p: &Path, rel: &str) -> Vec<u8> {
 
 /// A temporary directory that others can traverse (for the tests that drop privileges).
 fn open_tempdir() -> tempfile::TempDir {
-    let t = tempfile::tempdir().unwrap();
-    tree::chmod(t.path(), 0o755);
-    t
+    mfu_tests::nobody_tempdir()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -636,15 +634,11 @@ fn delete_is_refused_when_the_source_walk_is_incomplete() {
     tree::chown_tree(&src, 65534, 65534);
     tree::chown_tree(&dest, 65534, 65534);
     tree::chmod(&src.join("secret"), 0o000);
-    // setpriv must reach the binary: a copy in the open temporary directory.
-    let exe = tmp.path().join("mfu-rs");
-    copy_binaries(tmp.path());
     let _ = tree::run_tool("setpriv", &["--version".as_ref()]);
     for np in [1, 2] {
         let out = Tool::new("sync")
             .np(np)
             .as_nobody()
-            .program(&exe)
             .env("HOME", tmp.path())
             .arg("--delete")
             .arg(&src)
@@ -1041,28 +1035,9 @@ fn contents_never_rewrites_a_shared_inode() {
     }
 }
 
-/// Copy `mfu-rs` and `mfu-rs-mpi` (which `mfu-rs` execs under `mpirun`) into `dir`, for a
-/// user who cannot reach the build directory.
-fn copy_binaries(dir: &Path) {
-    for name in ["mfu-rs", "mfu-rs-mpi"] {
-        let exe = dir.join(name);
-        std::fs::copy(bin().with_file_name(name), &exe).unwrap();
-        tree::chmod(&exe, 0o755);
-    }
-}
-
-/// `mfu-rs ARGS` as user nobody (65534) at `np` ranks, from a copy of the binaries in `dir`.
+/// `mfu-rs ARGS` as user nobody (65534) at `np` ranks, with `dir` as its home.
 fn as_nobody(dir: &Path, np: usize, args: &[&std::ffi::OsStr]) -> Tool {
-    let exe = dir.join("mfu-rs");
-    if !exe.exists() {
-        copy_binaries(dir);
-    }
-    Tool::bare()
-        .np(np)
-        .as_nobody()
-        .program(&exe)
-        .env("HOME", dir)
-        .args(args)
+    Tool::bare().np(np).as_nobody().env("HOME", dir).args(args)
 }
 
 /// The summary counts what happened: nothing created in a read-only DEST, nothing deleted

@@ -99,7 +99,10 @@ fn tar_as_nobody(np: usize) -> Command {
     if np > 1 {
         c.args(["mpirun", "--oversubscribe", "-np", &np.to_string()]);
     }
-    c.arg(bin()).arg("tar");
+    // Run from a place nobody can reach (the clone and the test's working directory may not
+    // be).
+    c.current_dir("/");
+    c.arg(mfu_tests::reachable_program(&bin())).arg("tar");
     c
 }
 
@@ -136,7 +139,7 @@ fn an_unreadable_source_is_left_out_and_named_and_the_rest_is_intact_at_np_1_and
     for np in [1, 2] {
         for zstd in [false, true] {
             let ctx = format!("np {np}, zstd {zstd}");
-            let tmp = tempfile::tempdir().unwrap();
+            let tmp = mfu_tests::nobody_tempdir();
             let work = tmp.path();
             let src = unreadable_fixture(work);
             let name = if zstd { "A.tar.zst" } else { "A.tar" };
@@ -213,7 +216,7 @@ fn an_unreadable_source_is_left_out_and_named_and_the_rest_is_intact_at_np_1_and
 fn a_source_made_unreadable_after_the_layout_fails_the_create_and_leaves_no_archive() {
     for zstd in [false, true] {
         let ctx = format!("zstd {zstd}");
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = mfu_tests::nobody_tempdir();
         let work = tmp.path();
         let src = unreadable_fixture(work);
         std::fs::remove_file(src.join("d/h")).unwrap();
