@@ -62,6 +62,35 @@ impl Resumed {
     }
 }
 
+/// True when the name of the journal of the destination `dst` belongs to the user: some
+/// source entry is copied (or synced) there, e.g. a source tree holding both `big` and
+/// `.big.mfu-partial`. Such a file then keeps no journal: the engine neither creates, reads,
+/// marks, replaces nor removes a journal under that name, which holds the user's entry (a
+/// journal there would share its inode with the user's copy, and marks would land in it).
+/// `exists` tells whether a source path is there (lstat); an error other than "not there"
+/// counts as there (no journal is the safe side).
+pub fn users_name(
+    map: &super::Mapping,
+    dst: &[u8],
+    exists: impl Fn(&[u8]) -> std::io::Result<()>,
+) -> bool {
+    map.sources_of(&journal::path_of(dst))
+        .iter()
+        .any(|s| match exists(s) {
+            Ok(()) => true,
+            Err(e) => !matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)),
+        })
+}
+
+/// [`users_name`] with the sources reached as the engine reaches them.
+pub(super) fn users_name_in(
+    cx_map: &super::Mapping,
+    reach: &super::reach::Reach,
+    dst: &[u8],
+) -> bool {
+    users_name(cx_map, dst, |s| reach.src(s)?.lstat().map(|_| ()))
+}
+
 /// Decide which of this rank's `files` resume, rewrite their journals for chunks of `cs`
 /// bytes, remove stale journals, and share the result. Collective.
 pub(super) fn prepare(comm: &dyn Comm, files: &FileList, cs: u64, cx: &Context) -> Resumed {
@@ -112,6 +141,11 @@ fn decide(src: &[u8], m: &Meta, cs: u64, cx: &Context) -> Option<Vec<(u64, u64)>
     let (Ok(d), Ok(j)) = (cx.reach.dst(&dst), cx.reach.dst(&jpath)) else {
         return None;
     };
+    if users_name_in(cx.map, cx.reach, &dst) {
+        // The journal's name holds a user's file: no journal is read, rewritten or removed
+        // there; the file is copied whole (sync's planning resumes none such).
+        return None;
+    }
     let id = SourceId::of(m);
     let (resumable, planned) = match cx.journals {
         Journals::Planned(map) => match map.get(src) {
@@ -249,7 +283,15 @@ pub(super) fn mark(dirs: &flist::parent_dir::ParentDir, dst: &[u8], c: &Chunk, c
 
 /// The journaled file `dst` (copied from `src`) is complete: its journal goes, before the
 /// file gets its final metadata.
-pub(super) fn finish(reach: &super::reach::Reach, dst: &[u8], src: &[u8]) -> Result<(), ItemError> {
+pub(super) fn finish(
+    map: &super::Mapping,
+    reach: &super::reach::Reach,
+    dst: &[u8],
+    src: &[u8],
+) -> Result<(), ItemError> {
+    if users_name_in(map, reach, dst) {
+        return Ok(()); // the user's file under the journal's name stays
+    }
     let jpath = journal::path_of(dst);
     let removed = reach.dst(&jpath).and_then(|j| journal::remove(&j, src));
     removed.map_err(|e| ItemError::new(&jpath, "remove journal", e))
