@@ -1066,9 +1066,36 @@ impl Worker<'_> {
         }
     }
 
-    /// Apply a finished multi-chunk file's metadata.
+    /// Apply a finished multi-chunk file's metadata: unless its source changed while it was
+    /// read (then it is named and keeps the times it got here).
     fn complete(&self, src: &[u8], m: &Meta) {
         let dst = self.map.dest(src);
+        let now = self
+            .reach
+            .src(src)
+            .and_then(|at| {
+                let mut flags = OFlags::RDONLY | OFlags::NONBLOCK;
+                if self.reach.src_confined() {
+                    flags |= OFlags::NOFOLLOW;
+                }
+                at.open(flags, 0)
+            })
+            .and_then(|fd| Ok(rustix::fs::fstat(&fd)?));
+        match now {
+            Ok(st) if changed_since(m, &st) => {
+                // A compared file rewritten in place may carry the source's mtime already.
+                if let Ok(fd) = self
+                    .reach
+                    .dst(&dst)
+                    .and_then(|at| at.open(OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK, 0))
+                {
+                    crate::engine::hashing::mark_unfinished(fd.as_fd());
+                }
+                return self.tally.fail(changed_error(src));
+            }
+            Ok(_) => {}
+            Err(e) => return self.tally.fail(ItemError::new(src, "stat", e)),
+        }
         if self.compare {
             // Every byte was compared: a journal beside it no longer says anything true.
             if let Err(e) = self.cleanup_journal(src, &dst, m.size) {
@@ -1289,7 +1316,17 @@ impl Worker<'_> {
                 hashed,
             )?;
         }
+        crate::engine::test_seam::after_chunk_read();
         if whole {
+            // Read whole: the source must still be what was listed, or the copy may mix two
+            // versions (GNU tar's "file changed as we read it"); it then keeps its own times.
+            let now = rustix::fs::fstat(&src_fd)
+                .map_err(|e| ItemError::new(&c.path, "stat", e.into()))?;
+            if changed_since(&c.meta, &now) {
+                // A compared file rewritten in place may carry the source's mtime already.
+                crate::engine::hashing::mark_unfinished(dst_fd.as_fd());
+                return Err(changed_error(&c.path));
+            }
             if self.compare {
                 self.cleanup_journal(&c.path, dst, c.file_size)?;
                 let st = rustix::fs::fstat(&dst_fd)
@@ -1315,6 +1352,32 @@ impl Worker<'_> {
         }
         Ok(written)
     }
+}
+
+/// True when the source listed as `m` is not the same now (`st`): its size, mtime or ctime
+/// moved. The ctime catches a rewrite that kept size and mtime (`touch -r`, `cp -p`).
+fn changed_since(m: &Meta, st: &rustix::fs::Stat) -> bool {
+    let now = Meta::from_stat(st);
+    (
+        now.size,
+        now.mtime,
+        now.mtime_nsec,
+        now.ctime,
+        now.ctime_nsec,
+    ) != (m.size, m.mtime, m.mtime_nsec, m.ctime, m.ctime_nsec)
+}
+
+/// The failure of a file whose source changed while it was read.
+fn changed_error(src: &[u8]) -> ItemError {
+    ItemError::new(
+        src,
+        "read",
+        io::Error::other(
+            "file changed as we read it (its size, mtime or ctime moved since it was listed): \
+             the copy may mix old and new data and does not get the source's times; rerun to \
+             copy it again",
+        ),
+    )
 }
 
 /// Files whose chunks landed on several ranks: each rank sends what it did to the file's home
