@@ -465,7 +465,9 @@ fn a_source_rewritten_with_size_and_mtime_kept_is_not_resumed() {
 fn a_source_file_named_like_a_journal_is_the_users_and_arrives_intact() {
     let tmp = shm_dir();
     let t = tmp.path();
-    let (src, dst) = (t.join("s"), t.join("d"));
+    // cp s TOP makes TOP/s: TOP exists, so that a rerun copies onto the same files.
+    let (src, top) = (t.join("s"), t.join("d"));
+    let dst = top.join("s");
     std::fs::create_dir_all(&src).unwrap();
     make_file(&src.join("big"), SMALL, 31);
     // A real journal of a copy of s/big: what a tree copied with its journals holds.
@@ -484,17 +486,28 @@ fn a_source_file_named_like_a_journal_is_the_users_and_arrives_intact() {
         assert_same_bytes(&src.join("big"), &dst.join("big"));
     };
     for round in 0..2 {
-        let _ = std::fs::remove_dir_all(&dst);
+        let _ = std::fs::remove_dir_all(&top);
+        std::fs::create_dir(&top).unwrap();
         // Killed (if it keeps a journal at all: it must not, the name is the user's), then
         // run again.
-        let killed = small_tool("cp", &["-p".as_ref(), src.as_os_str(), dst.as_os_str()])
+        let killed = small_tool("cp", &["-p".as_ref(), src.as_os_str(), top.as_os_str()])
             .env("MFU_RS_TEST_KILL_AFTER_MARKS", "2")
             .run();
         eprintln!("round {round}: first cp exited {:?}", killed.code());
-        small_tool("cp", &["-p".as_ref(), src.as_os_str(), dst.as_os_str()])
+        small_tool("cp", &["-p".as_ref(), src.as_os_str(), top.as_os_str()])
             .run()
             .assert_status(0);
         assert_intact("cp, killed then run again");
+    }
+    // A plain copy (a journal at the user's name shared its inode with the user's copy, and
+    // marks landed in it: one run in three).
+    for _ in 0..3 {
+        std::fs::remove_dir_all(&top).unwrap();
+        std::fs::create_dir(&top).unwrap();
+        small_tool("cp", &["-p".as_ref(), src.as_os_str(), top.as_os_str()])
+            .run()
+            .assert_status(0);
+        assert_intact("cp");
     }
     // Sync: big changed (new mtime), the user's file kept; then with --delete.
     make_file(&src.join("big"), SMALL, 32);
