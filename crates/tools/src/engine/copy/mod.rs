@@ -1019,7 +1019,11 @@ impl Worker<'_> {
         let result = self.copy_chunk(&c, &dst, whole, bufs);
         let ok = match result {
             Ok(written) => {
-                if self.journals && !whole && resume::journaled(c.file_size, self.cs) {
+                if self.journals
+                    && !whole
+                    && resume::journaled(c.file_size, self.cs)
+                    && !resume::users_name_in(self.map, self.reach, &dst)
+                {
                     resume::mark(&bufs.dirs.dst, &dst, &c, self.cs);
                 }
                 self.tally.bytes.fetch_add(written, Ordering::Relaxed);

@@ -83,12 +83,8 @@ pub fn users_name(
 }
 
 /// [`users_name`] with the sources reached as the engine reaches them.
-pub(super) fn users_name_in(
-    cx_map: &super::Mapping,
-    reach: &super::reach::Reach,
-    dst: &[u8],
-) -> bool {
-    users_name(cx_map, dst, |s| reach.src(s)?.lstat().map(|_| ()))
+pub(super) fn users_name_in(map: &super::Mapping, reach: &super::reach::Reach, dst: &[u8]) -> bool {
+    users_name(map, dst, |s| reach.src(s)?.lstat().map(|_| ()))
 }
 
 /// Decide which of this rank's `files` resume, rewrite their journals for chunks of `cs`
@@ -141,17 +137,17 @@ fn decide(src: &[u8], m: &Meta, cs: u64, cx: &Context) -> Option<Vec<(u64, u64)>
     let (Ok(d), Ok(j)) = (cx.reach.dst(&dst), cx.reach.dst(&jpath)) else {
         return None;
     };
-    if users_name_in(cx.map, cx.reach, &dst) {
-        // The journal's name holds a user's file: no journal is read, rewritten or removed
-        // there; the file is copied whole (sync's planning resumes none such).
-        return None;
-    }
+    // The journal's name holds a user's file: no journal is read, rewritten or removed there,
+    // and the file is copied whole (sync's planning resumes none such; one that appeared in
+    // SRC since is replaced as below).
+    let users = users_name_in(cx.map, cx.reach, &dst);
     let id = SourceId::of(m);
     let (resumable, planned) = match cx.journals {
         Journals::Planned(map) => match map.get(src) {
-            Some(r) => (still_there(&d, r, m).then(|| r.clone()), true),
+            Some(r) => ((!users && still_there(&d, r, m)).then(|| r.clone()), true),
             None => (None, false),
         },
+        _ if users => (None, false),
         _ => match journal::probe(&d, &j, src, id) {
             Found::Trusted(r) => (Some(r), false),
             Found::Stale | Found::Nothing => (None, false),
@@ -166,8 +162,10 @@ fn decide(src: &[u8], m: &Meta, cs: u64, cx: &Context) -> Option<Vec<(u64, u64)>
         return Some(r.done);
     }
     // Copied whole: the old journal goes (a new one is made with the file).
-    if let Err(e) = journal::remove(&j, src) {
-        cx.tally.fail(ItemError::new(&jpath, "remove journal", e));
+    if !users {
+        if let Err(e) = journal::remove(&j, src) {
+            cx.tally.fail(ItemError::new(&jpath, "remove journal", e));
+        }
     }
     if planned {
         // Sync planned to keep this inode; it changed since (or the file is one chunk now):
@@ -295,4 +293,50 @@ pub(super) fn finish(
     let jpath = journal::path_of(dst);
     let removed = reach.dst(&jpath).and_then(|j| journal::remove(&j, src));
     removed.map_err(|e| ItemError::new(&jpath, "remove journal", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_name_that_a_source_entry_maps_to_is_the_users() {
+        let map = super::super::Mapping::new(vec![
+            (b"/s".to_vec(), b"/d".to_vec()),
+            (
+                b"/other/.f.mfu-partial".to_vec(),
+                b"/e/.f.mfu-partial".to_vec(),
+            ),
+        ]);
+        let there = |names: &'static [&'static [u8]]| {
+            move |p: &[u8]| {
+                if names.contains(&p) {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::from_raw_os_error(libc::ENOENT))
+                }
+            }
+        };
+        assert!(users_name(
+            &map,
+            b"/d/big",
+            there(&[b"/s/.big.mfu-partial"])
+        ));
+        assert!(!users_name(&map, b"/d/big", there(&[b"/s/big"])));
+        assert!(users_name(
+            &map,
+            b"/d/sub/x",
+            there(&[b"/s/sub/.x.mfu-partial"])
+        ));
+        // Another source root copied beside it.
+        assert!(users_name(
+            &map,
+            b"/e/f",
+            there(&[b"/other/.f.mfu-partial"])
+        ));
+        assert!(!users_name(&map, b"/e/f", there(&[])));
+        // Can't tell (permission denied): the user's, no journal.
+        let denied = |_: &[u8]| Err(std::io::Error::from_raw_os_error(libc::EACCES));
+        assert!(users_name(&map, b"/d/big", denied));
+    }
 }
