@@ -2,8 +2,8 @@
 //!
 //! A copy of a file of at least [`MIN_BYTES`] split over several chunks keeps, beside the
 //! destination `DIR/NAME`, a side file `DIR/.NAME.mfu-partial`: a header naming the source
-//! (path, device, inode, size, mtime and ctime in s and ns), the destination's (device, inode), the
-//! chunk size and a random nonce, then one 8-byte slot per chunk. A rerun (`sync`, or `cp`
+//! (path, device, inode, size, mtime and ctime in s and ns), the destination's (device, inode),
+//! the chunk size and a random nonce, then one 8-byte slot per chunk. A rerun (`sync`, or `cp`
 //! onto the same destination) that finds a journal it can trust copies only the chunks whose
 //! slot is not marked; the journal is removed just before the file gets its final metadata.
 //!
@@ -28,15 +28,21 @@
 //!
 //! Trust: a journal is used only when it is a regular file with one link, owned by the user
 //! running the copy, whose header checksum holds and names this very source path with the
-//! source's current (device, inode, size, mtime, ctime); and when the destination is a regular file
-//! with one link, owned by that user, whose (device, inode) is the header's, no larger than the
-//! source, and holding every byte the marks claim. Anything else is copied whole: a source
-//! changed since (a rewrite that kept size and mtime, as `touch -r`, `cp -p`, `tar -x` or
-//! `rsync --inplace` do, still moves the ctime, which no user can set back), a journal planted
-//! beside an unrelated file or copied with a tree, a destination hard-linked elsewhere, a
-//! journal of an older format (version 1 did not record the ctime). A file whose journal is not trusted behaves as without
-//! one. Failures to write a journal or a mark are not failures of the copy (the data is
-//! right; only a later resume would have less to go on): they are silent.
+//! source's current (device, inode, size, mtime, ctime); and when the destination is a regular
+//! file with one link, owned by that user, whose (device, inode) is the header's, no larger
+//! than the source, and holding every byte the marks claim. Anything else is copied whole: a
+//! source changed since (a rewrite that kept size and mtime, as `touch -r`, `cp -p`, `tar -x`
+//! or `rsync --inplace` do, still moves the ctime, which no user can set back), a journal
+//! planted beside an unrelated file or copied with a tree, a destination hard-linked
+//! elsewhere, a journal of an older format (version 1 did not record the ctime). A file whose
+//! journal is not trusted behaves as without one. Failures to write a journal or a mark are
+//! not failures of the copy (the data is right; only a later resume would have less to go
+//! on): they are silent.
+//!
+//! Any name can be a user's: a source tree may hold `NAME` and `.NAME.mfu-partial` both (a tree
+//! copied with its journals, or by chance). The engine then keeps no journal for `NAME`
+//! ([`super::resume::users_name`]): the name is the user's file's, copied as any other, and
+//! never created, read, marked, rewritten or removed as a journal.
 //!
 //! The partial file never carries the source's size and mtime before it is complete: it is
 //! created with new times and gets the source's mtime only with its final metadata, so sync's
