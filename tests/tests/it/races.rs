@@ -398,3 +398,125 @@ fn tar_x_after_listing_np1() {
 fn tar_x_after_listing_np2() {
     tar_x_after_listing(2);
 }
+
+/// Run `cmd` with the test seam that pauses the copy after the first chunk it read
+/// (`MFU_RS_TEST_PAUSE_AFTER_CHUNK`): `change` runs there, then the copy goes on.
+fn with_change_after_first_chunk(cmd: &mut Command, change: impl FnOnce()) -> Output {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("pause");
+    cmd.env("MFU_RS_TEST_PAUSE_AFTER_CHUNK", &base)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
+    let start = Instant::now();
+    while !dir.path().join("pause.ready").exists() {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{cmd:?} ended before it read a chunk\n--- stderr\n{}",
+                stderr(&out)
+            );
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{cmd:?}: no pause"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    change();
+    fs::write(dir.path().join("pause.go"), b"").unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Rewrite `path` in place with other bytes of the same size and set its mtime back, as
+/// `cp -p` or `rsync --inplace` onto it would: only the ctime shows the change.
+fn rewrite_in_place(path: &Path) {
+    let before = fs::metadata(path).unwrap();
+    let new: Vec<u8> = mfu_tests::noise(99, before.len() as usize);
+    let f = fs::OpenOptions::new().write(true).open(path).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, &new, 0).unwrap();
+    f.set_times(fs::FileTimes::new().set_modified(before.modified().unwrap()))
+        .unwrap();
+}
+
+/// Issue 31, item 9: a source rewritten (same size, mtime set back) while cp or sync reads it,
+/// between its chunks. The copy would mix old and new chunks: the file is named ("file changed
+/// as we read it"), the exit status is 1, and the copy does not get the source's mtime, so
+/// that the next sync copies it again. For a file of several chunks and of one, with
+/// `--ranks 2`, `mpirun -np 2`, `--verify`, and sync (new copy, and `-c` onto an existing one).
+#[test]
+fn a_source_changed_while_read_is_named_and_not_given_its_mtime() {
+    let runs: &[(&str, Tool, &[&str], bool)] = &[
+        ("cp", Tool::new("cp"), &["-p"], false),
+        ("cp --ranks 2", Tool::new("cp").ranks(2), &["-p"], false),
+        ("cp mpirun -np 2", Tool::new("cp").mpi(2), &["-p"], false),
+        ("cp --verify", Tool::new("cp"), &["-p", "--verify"], false),
+        ("sync", Tool::new("sync").ranks(2), &[], false),
+        ("sync -c", Tool::new("sync").ranks(2), &["-c"], true),
+        (
+            "sync -c --verify",
+            Tool::new("sync"),
+            &["-c", "--verify"],
+            true,
+        ),
+    ];
+    for (name, tool, args, existing) in runs {
+        for size in [64 << 10, 8 << 20] {
+            let what = format!("{name}, {size} bytes");
+            let tmp = tempfile::Builder::new()
+                .prefix("mfu-rs-changed-")
+                .tempdir_in("/dev/shm")
+                .unwrap();
+            let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+            fs::create_dir_all(&src).unwrap();
+            fs::create_dir_all(&dst).unwrap();
+            let f = src.join("a file | odd\nname");
+            fs::write(&f, mfu_tests::noise(7, size)).unwrap();
+            if *existing {
+                // Same size and mtime, other bytes: only -c looks.
+                let d = dst.join("a file | odd\nname");
+                fs::write(&d, mfu_tests::noise(8, size)).unwrap();
+                let m = fs::metadata(&f).unwrap().modified().unwrap();
+                fs::File::options()
+                    .write(true)
+                    .open(&d)
+                    .unwrap()
+                    .set_times(fs::FileTimes::new().set_modified(m))
+                    .unwrap();
+            }
+            let mut cmd = tool
+                .clone()
+                .args(*args)
+                .args(["--chunksize", "1048576"])
+                .arg(&src)
+                .arg(&dst)
+                .command();
+            // cp makes DEST a copy of SRC when DEST is not there (sync always does).
+            if name.starts_with("cp") {
+                fs::remove_dir(&dst).unwrap();
+            }
+            let out = with_change_after_first_chunk(&mut cmd, || rewrite_in_place(&f));
+            assert_exit_1(&out);
+            let err = stderr(&out);
+            assert!(
+                err.contains("file changed as we read it") && err.contains("odd"),
+                "{what}: not named\n--- stderr\n{err}"
+            );
+            let copy = dst.join("a file | odd\nname");
+            let (s, d) = (fs::metadata(&f).unwrap(), fs::metadata(&copy).unwrap());
+            assert_ne!(
+                (s.mtime(), s.mtime_nsec()),
+                (d.mtime(), d.mtime_nsec()),
+                "{what}: the copy carries the source's mtime"
+            );
+            // The next sync copies it again.
+            let out = Tool::new("sync").arg(&src).arg(&dst).run();
+            assert_eq!(out.code(), Some(0), "{what}: {}", out.stderr_str());
+            assert!(
+                fs::read(&f).unwrap() == fs::read(&copy).unwrap(),
+                "{what}: the next sync left the copy as it was"
+            );
+        }
+    }
+}

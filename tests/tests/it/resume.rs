@@ -371,3 +371,237 @@ fn what_the_journal_does_not_vouch_for_is_copied_whole() {
         "a file that is not this copy's journal was removed"
     );
 }
+
+/// The small files of the issue-31 tests: 40 MiB in 40 chunks of 1 MiB, journaled thanks to
+/// the test knob that lowers the journal threshold.
+const SMALL: u64 = 40 * MIB;
+const SMALL_CHUNK: u64 = MIB;
+const KNOB: (&str, &str) = ("MFU_RS_TEST_JOURNAL_MIN_BYTES", "8388608");
+
+/// `mfu-rs TOOL --chunksize 1MiB ARGS...` (2 ranks) with journals for files of 8 MiB or more.
+fn small_tool(tool: &str, args: &[&std::ffi::OsStr]) -> Tool {
+    Tool::new(tool)
+        .ranks(2)
+        .env(KNOB.0, KNOB.1)
+        .arg("--chunksize")
+        .arg(SMALL_CHUNK.to_string())
+        .args(args)
+}
+
+/// Rewrite `path` in place with other bytes (`seed`), keeping its size and mtime, as
+/// `cp -p`, `tar -x`, `rsync --inplace` or a write then `touch -r` do: only its ctime shows it.
+fn rewrite_keeping_size_and_mtime(path: &Path, seed: u64) {
+    let before = path.metadata().unwrap();
+    let tmp = path.with_extension("new");
+    make_file(&tmp, before.len(), seed);
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, &std::fs::read(&tmp).unwrap(), 0).unwrap();
+    drop(f);
+    std::fs::remove_file(&tmp).unwrap();
+    let times = std::fs::FileTimes::new().set_modified(before.modified().unwrap());
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_times(times)
+        .unwrap();
+    let after = path.metadata().unwrap();
+    assert_eq!(
+        (after.len(), after.mtime(), after.mtime_nsec()),
+        (before.len(), before.mtime(), before.mtime_nsec())
+    );
+    assert_ne!(
+        (after.ctime(), after.ctime_nsec()),
+        (before.ctime(), before.ctime_nsec())
+    );
+}
+
+/// Issue 31, item 1: a copy killed with a journal, then the source rewritten in place with its
+/// size and mtime kept. A rerun of cp and a plain sync copy it whole (the journal records the
+/// source's ctime, which moved): the destination holds the new bytes, never a mix.
+#[test]
+fn a_source_rewritten_with_size_and_mtime_kept_is_not_resumed() {
+    let tmp = shm_dir();
+    let t = tmp.path();
+    let (src, dst) = (t.join("src"), t.join("dst"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::create_dir_all(&dst).unwrap();
+    make_file(&src.join("big"), SMALL, 21);
+    for (round, rerun) in ["cp", "sync"].into_iter().enumerate() {
+        let _ = std::fs::remove_file(dst.join("big"));
+        let tool = Tool::new("cp").ranks(2).env(KNOB.0, KNOB.1);
+        let done = cp_killed_after(tool, &src.join("big"), &dst.join("big"), SMALL_CHUNK, 2);
+        eprintln!("{rerun}: killed with {done} chunks recorded");
+        rewrite_keeping_size_and_mtime(&src.join("big"), 100 + round as u64);
+        let out = match rerun {
+            "cp" => small_tool(
+                "cp",
+                &[
+                    "--json".as_ref(),
+                    "-p".as_ref(),
+                    src.join("big").as_os_str(),
+                    dst.join("big").as_os_str(),
+                ],
+            ),
+            _ => small_tool(
+                "sync",
+                &["--json".as_ref(), src.as_os_str(), dst.as_os_str()],
+            ),
+        }
+        .run()
+        .assert_status(0);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["resumed"], 0, "{rerun}: {v}");
+        assert_eq!(v["bytes"], SMALL, "{rerun}: {v}");
+        assert_finished(&src.join("big"), &dst.join("big"));
+    }
+}
+
+/// Issue 31, item 1: a source tree holding `big` and a file named like its journal,
+/// `.big.mfu-partial` (here a real journal of a copy of `big`, as a tree copied with its
+/// journals has). The user's file is copied intact, by an interrupted copy and its rerun, by
+/// sync and by sync --delete; no journal is ever kept, read, marked or removed under its name.
+#[test]
+fn a_source_file_named_like_a_journal_is_the_users_and_arrives_intact() {
+    let tmp = shm_dir();
+    let t = tmp.path();
+    // cp s TOP makes TOP/s: TOP exists, so that a rerun copies onto the same files.
+    let (src, top) = (t.join("s"), t.join("d"));
+    let dst = top.join("s");
+    std::fs::create_dir_all(&src).unwrap();
+    make_file(&src.join("big"), SMALL, 31);
+    // A real journal of a copy of s/big: what a tree copied with its journals holds.
+    std::fs::create_dir_all(t.join("x")).unwrap();
+    let tool = Tool::new("cp").ranks(2).env(KNOB.0, KNOB.1);
+    cp_killed_after(tool, &src.join("big"), &t.join("x/big"), SMALL_CHUNK, 2);
+    let users = src.join(".big.mfu-partial");
+    std::fs::copy(journal_of(&t.join("x/big")), &users).unwrap();
+    let users_bytes = std::fs::read(&users).unwrap();
+    let assert_intact = |what: &str| {
+        assert_eq!(
+            std::fs::read(dst.join(".big.mfu-partial")).unwrap_or_default(),
+            users_bytes,
+            "{what}: the user's .big.mfu-partial"
+        );
+        assert_same_bytes(&src.join("big"), &dst.join("big"));
+    };
+    for round in 0..2 {
+        let _ = std::fs::remove_dir_all(&top);
+        std::fs::create_dir(&top).unwrap();
+        // Killed (if it keeps a journal at all: it must not, the name is the user's), then
+        // run again.
+        let killed = small_tool("cp", &["-p".as_ref(), src.as_os_str(), top.as_os_str()])
+            .env("MFU_RS_TEST_KILL_AFTER_MARKS", "2")
+            .run();
+        eprintln!("round {round}: first cp exited {:?}", killed.code());
+        small_tool("cp", &["-p".as_ref(), src.as_os_str(), top.as_os_str()])
+            .run()
+            .assert_status(0);
+        assert_intact("cp, killed then run again");
+    }
+    // A plain copy (a journal at the user's name shared its inode with the user's copy, and
+    // marks landed in it: one run in three).
+    for _ in 0..3 {
+        std::fs::remove_dir_all(&top).unwrap();
+        std::fs::create_dir(&top).unwrap();
+        small_tool("cp", &["-p".as_ref(), src.as_os_str(), top.as_os_str()])
+            .run()
+            .assert_status(0);
+        assert_intact("cp");
+    }
+    // Sync: big changed (new mtime), the user's file kept; then with --delete.
+    make_file(&src.join("big"), SMALL, 32);
+    small_tool("sync", &[src.as_os_str(), dst.as_os_str()])
+        .run()
+        .assert_status(0);
+    assert_intact("sync");
+    make_file(&src.join("big"), SMALL, 33);
+    small_tool(
+        "sync",
+        &["--delete".as_ref(), src.as_os_str(), dst.as_os_str()],
+    )
+    .run()
+    .assert_status(0);
+    assert_intact("sync --delete");
+    // A sync killed while copying big, then run again.
+    make_file(&src.join("big"), SMALL, 34);
+    small_tool("sync", &[src.as_os_str(), dst.as_os_str()])
+        .env("MFU_RS_TEST_KILL_AFTER_MARKS", "2")
+        .run();
+    small_tool(
+        "sync",
+        &["--delete".as_ref(), src.as_os_str(), dst.as_os_str()],
+    )
+    .run()
+    .assert_status(0);
+    assert_intact("sync killed, then sync --delete");
+    // Nothing left to do: the user's file is not taken for a journal saying big is partial.
+    let v: serde_json::Value = serde_json::from_slice(
+        &small_tool(
+            "sync",
+            &["--json".as_ref(), src.as_os_str(), dst.as_os_str()],
+        )
+        .run()
+        .assert_status(0)
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(v["bytes"], 0, "{v}");
+}
+
+/// Issue 31, item 2: `sync -c` compares every byte, the chunks a trusted journal marks done
+/// too: a byte changed in a done chunk of the partial file is repaired, whether the partial
+/// file is shorter than the source (copied again) or as long (compared in place), with and
+/// without --verify; the journal is gone after and a plain sync has nothing left to do.
+#[test]
+fn sync_contents_compares_the_chunks_a_journal_marks_done() {
+    let tmp = shm_dir();
+    let t = tmp.path();
+    let (src, dst) = (t.join("src"), t.join("dst"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::create_dir_all(&dst).unwrap();
+    make_file(&src.join("big"), SMALL, 41);
+    for (full, verify) in [(false, false), (true, false), (false, true), (true, true)] {
+        let what = format!("full size {full}, --verify {verify}");
+        let _ = std::fs::remove_file(dst.join("big"));
+        let tool = Tool::new("cp").ranks(2).env(KNOB.0, KNOB.1);
+        cp_killed_after(tool, &src.join("big"), &dst.join("big"), SMALL_CHUNK, 2);
+        // Bytes of every chunk there (so of each one marked done) changed in place: same
+        // inode, the journal still trusted.
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dst.join("big"))
+            .unwrap();
+        let there = f.metadata().unwrap().len();
+        for k in 0..SMALL / SMALL_CHUNK {
+            let at = k * SMALL_CHUNK + 4096;
+            if at + 7 <= there {
+                std::os::unix::fs::FileExt::write_all_at(&f, b"CHANGED", at).unwrap();
+            }
+        }
+        if full {
+            f.set_len(SMALL).unwrap();
+        }
+        drop(f);
+        let j = done_chunks(&dst.join("big")).expect("the journal is still there");
+        assert!(j.done >= 2, "{what}: {j:?}");
+        let mut args: Vec<&std::ffi::OsStr> = vec!["-c".as_ref()];
+        if verify {
+            args.push("--verify".as_ref());
+        }
+        args.extend([src.as_os_str(), dst.as_os_str()]);
+        small_tool("sync", &args).run().assert_status(0);
+        assert_finished(&src.join("big"), &dst.join("big"));
+        let v: serde_json::Value = serde_json::from_slice(
+            &small_tool(
+                "sync",
+                &["--json".as_ref(), src.as_os_str(), dst.as_os_str()],
+            )
+            .run()
+            .assert_status(0)
+            .stdout,
+        )
+        .unwrap();
+        assert_eq!(v["bytes"], 0, "{what}: {v}");
+    }
+}

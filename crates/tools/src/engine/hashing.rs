@@ -118,7 +118,7 @@ impl Hashing {
 
 /// Give the file behind `written` the current time as its modification time (best effort:
 /// the failure that called for it is reported already).
-fn mark_unfinished(written: BorrowedFd<'_>) {
+pub(crate) fn mark_unfinished(written: BorrowedFd<'_>) {
     use rustix::fs::{Timespec, Timestamps, UTIME_NOW, UTIME_OMIT};
     let times = Timestamps {
         last_access: Timespec {

@@ -111,3 +111,28 @@ pub fn corrupt_before_verify(
         let _ = std::os::unix::fs::FileExt::write_all_at(&file, &byte, offset);
     }
 }
+
+/// The environment variable of [`after_chunk_read`]: a file name.
+pub const PAUSE_CHUNK_VAR: &str = "MFU_RS_TEST_PAUSE_AFTER_CHUNK";
+
+/// Pause after the first chunk this process copied, for the tests of a source that changes
+/// while it is read: with `MFU_RS_TEST_PAUSE_AFTER_CHUNK=FILE` in the environment, the first
+/// worker to finish a chunk creates `FILE.ready` and waits (up to 60 s) until `FILE.go`
+/// exists; other workers go on. Without the variable this is one look-up (cached).
+pub fn after_chunk_read() {
+    static BASE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    static DONE: AtomicBool = AtomicBool::new(false);
+    let Some(base) = BASE.get_or_init(|| std::env::var_os(PAUSE_CHUNK_VAR).map(PathBuf::from))
+    else {
+        return;
+    };
+    if DONE.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let _ = std::fs::write(with_suffix(base, ".ready"), b"");
+    let go = with_suffix(base, ".go");
+    let start = Instant::now();
+    while !go.exists() && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

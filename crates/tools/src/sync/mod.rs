@@ -17,7 +17,7 @@ use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::journal::{self, Found, Resumable, SourceId};
 use crate::engine::copy::meta::Differences;
-use crate::engine::copy::resume::Journals;
+use crate::engine::copy::resume::{self, Journals};
 use crate::engine::copy::{links, Mapping, Plan};
 use crate::engine::pairing::{
     self, bring_home, contents_differ, exchange_pairs, home, index_by_rel, link_target, rdev,
@@ -910,7 +910,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                     let data_differs = data_differs
                         || (e.kind == FileType::File
                             && d.size >= journal::min_bytes()
-                            && has_journal(inp.dest_roots, &dst_path));
+                            && has_journal(inp.dest_roots, inp.map, &dst_path));
                     let shared = e.kind == FileType::File && d.nlink > 1 && !is_member;
                     let data_differs = data_differs
                         || (shared
@@ -918,8 +918,10 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                             && d.size == m.size
                             && contents_differ(e.path, &dst_path).unwrap_or(true));
                     // A partial file an interrupted copy left with a journal it can trust: only
-                    // its missing chunks are copied, into the same inode (one link only).
+                    // its missing chunks are copied, into the same inode (one link only). Not
+                    // with --contents: every byte is compared then, the journaled ones too.
                     let resume = (e.kind == FileType::File
+                        && !args.contents
                         && data_differs
                         && !is_member
                         && !shared
@@ -927,7 +929,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                         && d.nlink == 1
                         && d.size <= m.size
                         && m.size >= journal::min_bytes())
-                    .then(|| resumable(inp.dest_roots, &dst_path, e.path, m))
+                    .then(|| resumable(inp.dest_roots, inp.map, &dst_path, e.path, m))
                     .flatten();
                     if let Some(r) = resume {
                         create(&mut plan, &mut bytes, &mut create_from);
@@ -1043,14 +1045,33 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
 
 /// Whether an interrupted copy's journal lies beside the destination file `dst` (trusted or
 /// not: either way the file's data is incomplete).
-fn has_journal(roots: &flist::beneath::Roots, dst: &[u8]) -> bool {
+/// A journal's name that a source entry has too holds the user's synced file, not a journal.
+fn has_journal(roots: &flist::beneath::Roots, map: &Mapping, dst: &[u8]) -> bool {
     let jpath = journal::path_of(dst);
-    roots.at(&jpath).is_ok_and(|j| j.lstat().is_ok())
+    roots.at(&jpath).is_ok_and(|j| j.lstat().is_ok()) && !users_name(map, dst)
+}
+
+/// Whether the name of the journal of `dst` is a source entry's ([`resume::users_name`]).
+fn users_name(map: &Mapping, dst: &[u8]) -> bool {
+    resume::users_name(map, dst, |s| {
+        flist::walk::stat_path(s, false)
+            .map(|_| ())
+            .map_err(std::io::Error::from)
+    })
 }
 
 /// What the journal beside the destination `dst` of `src` (walked as `m`) lets a rerun keep,
 /// when it can be trusted.
-fn resumable(roots: &flist::beneath::Roots, dst: &[u8], src: &[u8], m: &Meta) -> Option<Resumable> {
+fn resumable(
+    roots: &flist::beneath::Roots,
+    map: &Mapping,
+    dst: &[u8],
+    src: &[u8],
+    m: &Meta,
+) -> Option<Resumable> {
+    if users_name(map, dst) {
+        return None;
+    }
     let jpath = journal::path_of(dst);
     let (d, j) = (roots.at(dst).ok()?, roots.at(&jpath).ok()?);
     match journal::probe(&d, &j, src, SourceId::of(m)) {

@@ -2,8 +2,8 @@
 //!
 //! A copy of a file of at least [`MIN_BYTES`] split over several chunks keeps, beside the
 //! destination `DIR/NAME`, a side file `DIR/.NAME.mfu-partial`: a header naming the source
-//! (path, device, inode, size, mtime in s and ns), the destination's (device, inode), the
-//! chunk size and a random nonce, then one 8-byte slot per chunk. A rerun (`sync`, or `cp`
+//! (path, device, inode, size, mtime and ctime in s and ns), the destination's (device, inode),
+//! the chunk size and a random nonce, then one 8-byte slot per chunk. A rerun (`sync`, or `cp`
 //! onto the same destination) that finds a journal it can trust copies only the chunks whose
 //! slot is not marked; the journal is removed just before the file gets its final metadata.
 //!
@@ -28,13 +28,21 @@
 //!
 //! Trust: a journal is used only when it is a regular file with one link, owned by the user
 //! running the copy, whose header checksum holds and names this very source path with the
-//! source's current (device, inode, size, mtime); and when the destination is a regular file
-//! with one link, owned by that user, whose (device, inode) is the header's, no larger than the
-//! source, and holding every byte the marks claim. Anything else is copied whole: a source
-//! changed since, a journal planted beside an unrelated file or copied with a tree, a
-//! destination hard-linked elsewhere. A file whose journal is not trusted behaves as without
-//! one. Failures to write a journal or a mark are not failures of the copy (the data is
-//! right; only a later resume would have less to go on): they are silent.
+//! source's current (device, inode, size, mtime, ctime); and when the destination is a regular
+//! file with one link, owned by that user, whose (device, inode) is the header's, no larger
+//! than the source, and holding every byte the marks claim. Anything else is copied whole: a
+//! source changed since (a rewrite that kept size and mtime, as `touch -r`, `cp -p`, `tar -x`
+//! or `rsync --inplace` do, still moves the ctime, which no user can set back), a journal
+//! planted beside an unrelated file or copied with a tree, a destination hard-linked
+//! elsewhere, a journal of an older format (version 1 did not record the ctime). A file whose
+//! journal is not trusted behaves as without one. Failures to write a journal or a mark are
+//! not failures of the copy (the data is right; only a later resume would have less to go
+//! on): they are silent.
+//!
+//! Any name can be a user's: a source tree may hold `NAME` and `.NAME.mfu-partial` both (a tree
+//! copied with its journals, or by chance). The engine then keeps no journal for `NAME`
+//! ([`super::resume::users_name`]): the name is the user's file's, copied as any other, and
+//! never created, read, marked, rewritten or removed as a journal.
 //!
 //! The partial file never carries the source's size and mtime before it is complete: it is
 //! created with new times and gets the source's mtime only with its final metadata, so sync's
@@ -63,16 +71,24 @@ pub fn min_bytes() -> u64 {
     })
 }
 
-/// The first bytes of a journal (format version 1).
-const MAGIC: &[u8; 8] = b"MFUPART\x01";
+/// The first bytes of a journal (format version 2: the source's ctime recorded).
+const MAGIC: &[u8; 8] = b"MFUPART\x02";
+
+/// The first bytes of a journal of format version 1 (no ctime): never trusted, but known as a
+/// journal (of its source path) so that it is removed or replaced like a stale one.
+const MAGIC_V1: &[u8; 8] = b"MFUPART\x01";
 
 /// What a journal's name ends with.
 pub const SUFFIX: &[u8] = b".mfu-partial";
 
-/// Bytes of the fixed part of the header: the magic and 12 little-endian u64 (header length,
+/// Bytes of the fixed part of the header: the magic and 14 little-endian u64 (header length,
 /// chunk size, chunks, nonce, source device, inode, size, mtime s, mtime ns, destination device,
-/// inode, source path length); the path follows (padded to 8 bytes), then an XXH64 of all that.
-const FIXED: usize = 8 + 12 * 8;
+/// inode, source path length, ctime s, ctime ns); the path follows (padded to 8 bytes), then
+/// an XXH64 of all that.
+const FIXED: usize = 8 + 14 * 8;
+
+/// [`FIXED`] of version 1: the same without the two ctime fields.
+const FIXED_V1: usize = 8 + 12 * 8;
 
 /// Largest header read (bytes): a path of any length the engine handles fits.
 const MAX_HEADER: u64 = 1 << 20;
@@ -103,6 +119,11 @@ pub struct SourceId {
     pub mtime: i64,
     /// Modification time, nanoseconds.
     pub mtime_nsec: u32,
+    /// Status change time, seconds: moves with every write (and every chmod, chown, link),
+    /// and, unlike the mtime, cannot be set back by the user.
+    pub ctime: i64,
+    /// Status change time, nanoseconds.
+    pub ctime_nsec: u32,
 }
 
 impl SourceId {
@@ -114,6 +135,8 @@ impl SourceId {
             size: m.size,
             mtime: m.mtime,
             mtime_nsec: m.mtime_nsec,
+            ctime: m.ctime,
+            ctime_nsec: m.ctime_nsec,
         }
     }
 }
@@ -133,6 +156,8 @@ pub struct Header {
     pub dest: (u64, u64),
     /// The source's path.
     pub path: Vec<u8>,
+    /// Read from a journal of format version 1 (no ctime: its `source` can't be checked).
+    pub old: bool,
 }
 
 impl Header {
@@ -146,6 +171,7 @@ impl Header {
             source: src,
             dest,
             path: path.to_vec(),
+            old: false,
         }
     }
 
@@ -168,6 +194,8 @@ impl Header {
             self.dest.0,
             self.dest.1,
             self.path.len() as u64,
+            s.ctime as u64,
+            u64::from(s.ctime_nsec),
         ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
@@ -179,18 +207,21 @@ impl Header {
     }
 
     /// The header at the start of `bytes` and its length, when it is one (magic, sizes,
-    /// checksum).
+    /// checksum); a version 1 header reads with `old` set and no ctime.
     fn decode(bytes: &[u8]) -> Option<(Header, usize)> {
         let num = |i: usize| -> Option<u64> {
             let at = 8 + 8 * i;
             Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
         };
-        if bytes.get(..8)? != MAGIC {
-            return None;
-        }
+        let old = match bytes.get(..8)? {
+            m if m == MAGIC => false,
+            m if m == MAGIC_V1 => true,
+            _ => return None,
+        };
+        let fixed = if old { FIXED_V1 } else { FIXED };
         let len = usize::try_from(num(0)?).ok()?;
         let path_len = usize::try_from(num(11)?).ok()?;
-        if len != FIXED + path_len.div_ceil(8) * 8 + 8 || bytes.len() < len {
+        if len != fixed + path_len.div_ceil(8) * 8 + 8 || bytes.len() < len {
             return None;
         }
         let sum = u64::from_le_bytes(bytes[len - 8..len].try_into().ok()?);
@@ -207,9 +238,16 @@ impl Header {
                 size: num(6)?,
                 mtime: num(7)? as i64,
                 mtime_nsec: u32::try_from(num(8)?).ok()?,
+                ctime: if old { 0 } else { num(12)? as i64 },
+                ctime_nsec: if old {
+                    0
+                } else {
+                    u32::try_from(num(13)?).ok()?
+                },
             },
             dest: (num(9)?, num(10)?),
-            path: bytes[FIXED..FIXED + path_len].to_vec(),
+            path: bytes[fixed..fixed + path_len].to_vec(),
+            old,
         };
         let sane = h.chunk_size > 0 && h.chunks == h.source.size.div_ceil(h.chunk_size);
         sane.then_some((h, len))
@@ -314,11 +352,12 @@ fn read(at: &At, write: bool) -> io::Result<Option<Read>> {
     }
     let file = File::from(fd);
     let mut first = [0u8; 16];
-    if (st.st_size as u64) < FIXED as u64 || file.read_exact_at(&mut first, 0).is_err() {
+    if (st.st_size as u64) < FIXED_V1 as u64 || file.read_exact_at(&mut first, 0).is_err() {
         return Ok(None);
     }
     let len = u64::from_le_bytes(first[8..16].try_into().expect("8 bytes"));
-    if &first[..8] != MAGIC || len > MAX_HEADER || len > st.st_size as u64 {
+    let magic = &first[..8];
+    if (magic != MAGIC && magic != MAGIC_V1) || len > MAX_HEADER || len > st.st_size as u64 {
         return Ok(None);
     }
     let mut bytes = vec![0u8; len as usize];
@@ -363,7 +402,7 @@ pub fn probe(dest: &At, journal: &At, path: &[u8], src: SourceId) -> Found {
     if j.header.path != path {
         return Found::Nothing;
     }
-    if j.header.source != src {
+    if j.header.old || j.header.source != src {
         return Found::Stale;
     }
     let Ok(st) = dest.lstat() else {
@@ -440,7 +479,8 @@ pub fn mark(
         return Ok(None);
     };
     let h = &j.header;
-    if h.path != path
+    if h.old
+        || h.path != path
         || h.source != src
         || h.dest != (st.st_dev, st.st_ino)
         || h.chunk_size != chunk_size
@@ -642,6 +682,8 @@ mod tests {
             size: 10 << 20,
             mtime: -5,
             mtime_nsec: 999,
+            ctime: 7,
+            ctime_nsec: 8,
         };
         let h = Header::new(b"/src/a file", src, (3, 4), 1 << 20);
         assert_eq!(h.chunks, 10);
@@ -657,6 +699,80 @@ mod tests {
         assert_ne!(h.mark(0), h.mark(1));
         let other = Header::new(b"/src/a file", src, (3, 4), 1 << 20);
         assert_ne!(h.mark(0), other.mark(0), "each journal keys its marks");
+    }
+
+    /// The bytes of a version 1 header (no ctime) for `h`, as the previous format wrote it.
+    fn encode_v1(h: &Header) -> Vec<u8> {
+        let padded = h.path.len().div_ceil(8) * 8;
+        let len = FIXED_V1 + padded + 8;
+        let mut out = MAGIC_V1.to_vec();
+        let s = &h.source;
+        for v in [
+            len as u64,
+            h.chunk_size,
+            h.chunks,
+            h.nonce,
+            s.dev,
+            s.ino,
+            s.size,
+            s.mtime as u64,
+            u64::from(s.mtime_nsec),
+            h.dest.0,
+            h.dest.1,
+            h.path.len() as u64,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&h.path);
+        out.resize(FIXED_V1 + padded, 0);
+        let sum = xxhash_rust::xxh64::xxh64(&out, 0);
+        out.extend_from_slice(&sum.to_le_bytes());
+        out
+    }
+
+    /// A journal of format 1 (which did not record the ctime) is never trusted, not even with
+    /// every chunk marked, but is known as this copy's: removed, or replaced by a new one.
+    #[test]
+    fn a_journal_of_the_old_format_is_stale_and_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().as_os_str().as_encoded_bytes().to_vec();
+        let dst = [dir.as_slice(), b"/big"].concat();
+        let jpath = path_of(&dst);
+        std::fs::write(flist::path::as_path(&dst), vec![7u8; 2 << 20]).unwrap();
+        let st = rustix::fs::stat(flist::path::as_path(&dst)).unwrap();
+        let id = (st.st_dev, st.st_ino);
+        let src = SourceId {
+            dev: 9,
+            ino: 9,
+            size: 2 << 20,
+            mtime: 1,
+            mtime_nsec: 2,
+            ctime: 0,
+            ctime_nsec: 0,
+        };
+        let h = Header::new(b"/s/big", src, id, 1 << 20);
+        let mut bytes = encode_v1(&h);
+        let (back, len) = Header::decode(&bytes).expect("a version 1 header reads");
+        assert!(back.old && back.path == h.path && len == bytes.len());
+        for k in 0..2 {
+            bytes.extend_from_slice(&h.mark(k).to_le_bytes());
+        }
+        std::fs::write(flist::path::as_path(&jpath), &bytes).unwrap();
+        let (d, j) = (At::new(&dst).unwrap(), At::new(&jpath).unwrap());
+        assert_eq!(probe(&d, &j, b"/s/big", src), Found::Stale);
+        assert!(mark(&d, &j, (b"/s/big", src), 1 << 20, 0)
+            .unwrap()
+            .is_none());
+        // Rewritten in the new format (this copy's own journal), then trusted.
+        write(&j, &h, &[(0, 1 << 20)]).unwrap();
+        let want = Resumable {
+            done: vec![(0, 1 << 20)],
+            dest: id,
+        };
+        assert_eq!(probe(&d, &j, b"/s/big", src), Found::Trusted(want));
+        std::fs::write(flist::path::as_path(&jpath), &bytes).unwrap();
+        remove(&j, b"/s/big").unwrap();
+        assert!(!flist::path::as_path(&jpath).exists());
     }
 
     #[test]
@@ -686,6 +802,8 @@ mod tests {
             size: 5 << 20,
             mtime: 1,
             mtime_nsec: 2,
+            ctime: 3,
+            ctime_nsec: 4,
         };
         let (d, j) = (At::new(&dst).unwrap(), At::new(&jpath).unwrap());
         assert_eq!(probe(&d, &j, b"/s/big", src), Found::Nothing);
@@ -718,6 +836,19 @@ mod tests {
         assert!(mark(&d, &j, (b"/s/big", changed), 1 << 20, 1)
             .unwrap()
             .is_none());
+        // Rewritten in place with size and mtime kept (`touch -r`): the ctime moved, stale.
+        for changed in [
+            SourceId { ctime: 4, ..src },
+            SourceId {
+                ctime_nsec: 5,
+                ..src
+            },
+        ] {
+            assert_eq!(probe(&d, &j, b"/s/big", changed), Found::Stale);
+            assert!(mark(&d, &j, (b"/s/big", changed), 1 << 20, 1)
+                .unwrap()
+                .is_none());
+        }
         // A mark beyond the data there: stale. A second link to the file: stale.
         mark(&d, &j, (b"/s/big", src), 1 << 20, 4)
             .unwrap()

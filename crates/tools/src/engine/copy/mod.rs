@@ -145,6 +145,34 @@ impl Mapping {
         }
     }
 
+    /// The source paths whose destination is `dst` (the inverse of [`Mapping::dest`]): at most
+    /// one per root pair. None for a sibling mapping (its siblings are hidden names of its own).
+    pub fn sources_of(&self, dst: &[u8]) -> Vec<Vec<u8>> {
+        if self.sibling_prefix.is_some() {
+            return Vec::new();
+        }
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for (s, d) in &self.pairs {
+            if !flist::path::is_prefix(d, dst) {
+                continue;
+            }
+            let rest = &dst[d.len().min(dst.len())..];
+            let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+            let mut src = s.clone();
+            if !rest.is_empty() {
+                if src != b"/" {
+                    src.push(b'/');
+                }
+                src.extend_from_slice(rest);
+            }
+            // Under a longer source root, `src` goes elsewhere.
+            if self.dest(&src) == dst && !out.contains(&src) {
+                out.push(src);
+            }
+        }
+        out
+    }
+
     /// The destination of `src`.
     ///
     /// # Panics
@@ -799,7 +827,10 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
                     if opts.data.sparse {
                         rustix::fs::ftruncate(&fd, c.file_size)?;
                     }
-                    if journals && resume::journaled(c.file_size, cs) {
+                    if journals
+                        && resume::journaled(c.file_size, cs)
+                        && !resume::users_name_in(map, cx.reach, &dst)
+                    {
                         let jpath = journal::path_of(&dst);
                         if let Ok(j) = cx.reach.dst(&jpath) {
                             resume::start(&j, c, &fd, cs);
@@ -843,6 +874,7 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
         stripes: cx.stripes,
         reach: cx.reach,
         journals,
+        journals_on: cx.journals.on(),
     };
     let outcome = queue::run(comm, &cfg, items, |batch: Batch, _| {
         let mut scratch = Scratch {
@@ -975,6 +1007,9 @@ struct Worker<'a> {
     reach: &'a Reach,
     /// Multi-chunk files keep journals ([`resume`]).
     journals: bool,
+    /// Journals are kept in this run (also when comparing: a compared file's journal, left by
+    /// an interrupted copy, goes once every byte was compared).
+    journals_on: bool,
 }
 
 impl Worker<'_> {
@@ -984,7 +1019,11 @@ impl Worker<'_> {
         let result = self.copy_chunk(&c, &dst, whole, bufs);
         let ok = match result {
             Ok(written) => {
-                if self.journals && !whole && resume::journaled(c.file_size, self.cs) {
+                if self.journals
+                    && !whole
+                    && resume::journaled(c.file_size, self.cs)
+                    && !resume::users_name_in(self.map, self.reach, &dst)
+                {
                     resume::mark(&bufs.dirs.dst, &dst, &c, self.cs);
                 }
                 self.tally.bytes.fetch_add(written, Ordering::Relaxed);
@@ -1031,10 +1070,41 @@ impl Worker<'_> {
         }
     }
 
-    /// Apply a finished multi-chunk file's metadata.
+    /// Apply a finished multi-chunk file's metadata: unless its source changed while it was
+    /// read (then it is named and keeps the times it got here).
     fn complete(&self, src: &[u8], m: &Meta) {
         let dst = self.map.dest(src);
+        let now = self
+            .reach
+            .src(src)
+            .and_then(|at| {
+                let mut flags = OFlags::RDONLY | OFlags::NONBLOCK;
+                if self.reach.src_confined() {
+                    flags |= OFlags::NOFOLLOW;
+                }
+                at.open(flags, 0)
+            })
+            .and_then(|fd| Ok(rustix::fs::fstat(&fd)?));
+        match now {
+            Ok(st) if changed_since(m, &st) => {
+                // A compared file rewritten in place may carry the source's mtime already.
+                if let Ok(fd) = self
+                    .reach
+                    .dst(&dst)
+                    .and_then(|at| at.open(OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK, 0))
+                {
+                    crate::engine::hashing::mark_unfinished(fd.as_fd());
+                }
+                return self.tally.fail(changed_error(src));
+            }
+            Ok(_) => {}
+            Err(e) => return self.tally.fail(ItemError::new(src, "stat", e)),
+        }
         if self.compare {
+            // Every byte was compared: a journal beside it no longer says anything true.
+            if let Err(e) = self.cleanup_journal(src, &dst, m.size) {
+                return self.tally.fail(e);
+            }
             // Compared files: only if something differs, which it does when a chunk was
             // rewritten, since that moved the mtime.
             match self.reach.dst(&dst).and_then(|a| a.lstat()) {
@@ -1053,7 +1123,7 @@ impl Worker<'_> {
             }
         }
         if self.journals && resume::journaled(m.size, self.cs) {
-            if let Err(e) = resume::finish(self.reach, &dst, src) {
+            if let Err(e) = resume::finish(self.map, self.reach, &dst, src) {
                 return self.tally.fail(e);
             }
         }
@@ -1074,6 +1144,16 @@ impl Worker<'_> {
             }
             Err(e) => self.tally.fail(e),
         }
+    }
+
+    /// Remove the journal of a compared file `dst` (copied from `src`, `size` bytes) when it
+    /// may have one: left by an interrupted copy, it would make the next sync copy the file
+    /// again.
+    fn cleanup_journal(&self, src: &[u8], dst: &[u8], size: u64) -> Result<(), ItemError> {
+        if self.journals_on && size >= journal::min_bytes() {
+            resume::finish(self.map, self.reach, dst, src)?;
+        }
+        Ok(())
     }
 
     fn open_src(&self, dirs: &OpenDirs, src: &[u8], direct: bool) -> Result<OwnedFd, ItemError> {
@@ -1240,8 +1320,19 @@ impl Worker<'_> {
                 hashed,
             )?;
         }
+        crate::engine::test_seam::after_chunk_read();
         if whole {
+            // Read whole: the source must still be what was listed, or the copy may mix two
+            // versions (GNU tar's "file changed as we read it"); it then keeps its own times.
+            let now = rustix::fs::fstat(&src_fd)
+                .map_err(|e| ItemError::new(&c.path, "stat", e.into()))?;
+            if changed_since(&c.meta, &now) {
+                // A compared file rewritten in place may carry the source's mtime already.
+                crate::engine::hashing::mark_unfinished(dst_fd.as_fd());
+                return Err(changed_error(&c.path));
+            }
             if self.compare {
+                self.cleanup_journal(&c.path, dst, c.file_size)?;
                 let st = rustix::fs::fstat(&dst_fd)
                     .map_err(|e| ItemError::new(dst, "stat", e.into()))?;
                 let diff = Differences::between(&c.meta, &Meta::from_stat(&st), FileType::File);
@@ -1265,6 +1356,32 @@ impl Worker<'_> {
         }
         Ok(written)
     }
+}
+
+/// True when the source listed as `m` is not the same now (`st`): its size, mtime or ctime
+/// moved. The ctime catches a rewrite that kept size and mtime (`touch -r`, `cp -p`).
+fn changed_since(m: &Meta, st: &rustix::fs::Stat) -> bool {
+    let now = Meta::from_stat(st);
+    (
+        now.size,
+        now.mtime,
+        now.mtime_nsec,
+        now.ctime,
+        now.ctime_nsec,
+    ) != (m.size, m.mtime, m.mtime_nsec, m.ctime, m.ctime_nsec)
+}
+
+/// The failure of a file whose source changed while it was read.
+fn changed_error(src: &[u8]) -> ItemError {
+    ItemError::new(
+        src,
+        "read",
+        io::Error::other(
+            "file changed as we read it (its size, mtime or ctime moved since it was listed): \
+             the copy may mix old and new data and does not get the source's times; rerun to \
+             copy it again",
+        ),
+    )
 }
 
 /// Files whose chunks landed on several ranks: each rank sends what it did to the file's home
@@ -1551,5 +1668,27 @@ mod tests {
         assert_eq!(m.rel(b"/a/b"), b"");
         let root = Mapping::new(vec![(b"/".to_vec(), b"/t".to_vec())]);
         assert_eq!(root.dest(b"/x"), b"/t/x");
+    }
+
+    #[test]
+    fn sources_of_inverts_the_mapping() {
+        let m = Mapping::new(vec![
+            (b"/a/b".to_vec(), b"/d".to_vec()),
+            (b"/a/b/c".to_vec(), b"/e".to_vec()),
+            (b"/x/big".to_vec(), b"/e/big".to_vec()),
+        ]);
+        assert_eq!(m.sources_of(b"/d/x/y"), vec![b"/a/b/x/y".to_vec()]);
+        assert_eq!(m.sources_of(b"/d"), vec![b"/a/b".to_vec()]);
+        // /a/b/c/z goes to /e/z, not /d/c/z.
+        assert_eq!(m.sources_of(b"/d/c/z"), Vec::<Vec<u8>>::new());
+        assert_eq!(m.sources_of(b"/e/z"), vec![b"/a/b/c/z".to_vec()]);
+        // Two sources land on one name: both are named.
+        assert_eq!(
+            m.sources_of(b"/e/big"),
+            vec![b"/a/b/c/big".to_vec(), b"/x/big".to_vec()]
+        );
+        assert_eq!(m.sources_of(b"/f"), Vec::<Vec<u8>>::new());
+        let root = Mapping::new(vec![(b"/".to_vec(), b"/t".to_vec())]);
+        assert_eq!(root.sources_of(b"/t/x"), vec![b"/x".to_vec()]);
     }
 }

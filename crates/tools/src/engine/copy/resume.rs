@@ -62,6 +62,31 @@ impl Resumed {
     }
 }
 
+/// True when the name of the journal of the destination `dst` belongs to the user: some
+/// source entry is copied (or synced) there, e.g. a source tree holding both `big` and
+/// `.big.mfu-partial`. Such a file then keeps no journal: the engine neither creates, reads,
+/// marks, replaces nor removes a journal under that name, which holds the user's entry (a
+/// journal there would share its inode with the user's copy, and marks would land in it).
+/// `exists` tells whether a source path is there (lstat); an error other than "not there"
+/// counts as there (no journal is the safe side).
+pub fn users_name(
+    map: &super::Mapping,
+    dst: &[u8],
+    exists: impl Fn(&[u8]) -> std::io::Result<()>,
+) -> bool {
+    map.sources_of(&journal::path_of(dst))
+        .iter()
+        .any(|s| match exists(s) {
+            Ok(()) => true,
+            Err(e) => !matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)),
+        })
+}
+
+/// [`users_name`] with the sources reached as the engine reaches them.
+pub(super) fn users_name_in(map: &super::Mapping, reach: &super::reach::Reach, dst: &[u8]) -> bool {
+    users_name(map, dst, |s| reach.src(s)?.lstat().map(|_| ()))
+}
+
 /// Decide which of this rank's `files` resume, rewrite their journals for chunks of `cs`
 /// bytes, remove stale journals, and share the result. Collective.
 pub(super) fn prepare(comm: &dyn Comm, files: &FileList, cs: u64, cx: &Context) -> Resumed {
@@ -112,12 +137,17 @@ fn decide(src: &[u8], m: &Meta, cs: u64, cx: &Context) -> Option<Vec<(u64, u64)>
     let (Ok(d), Ok(j)) = (cx.reach.dst(&dst), cx.reach.dst(&jpath)) else {
         return None;
     };
+    // The journal's name holds a user's file: no journal is read, rewritten or removed there,
+    // and the file is copied whole (sync's planning resumes none such; one that appeared in
+    // SRC since is replaced as below).
+    let users = users_name_in(cx.map, cx.reach, &dst);
     let id = SourceId::of(m);
     let (resumable, planned) = match cx.journals {
         Journals::Planned(map) => match map.get(src) {
-            Some(r) => (still_there(&d, r, m).then(|| r.clone()), true),
+            Some(r) => ((!users && still_there(&d, r, m)).then(|| r.clone()), true),
             None => (None, false),
         },
+        _ if users => (None, false),
         _ => match journal::probe(&d, &j, src, id) {
             Found::Trusted(r) => (Some(r), false),
             Found::Stale | Found::Nothing => (None, false),
@@ -132,8 +162,10 @@ fn decide(src: &[u8], m: &Meta, cs: u64, cx: &Context) -> Option<Vec<(u64, u64)>
         return Some(r.done);
     }
     // Copied whole: the old journal goes (a new one is made with the file).
-    if let Err(e) = journal::remove(&j, src) {
-        cx.tally.fail(ItemError::new(&jpath, "remove journal", e));
+    if !users {
+        if let Err(e) = journal::remove(&j, src) {
+            cx.tally.fail(ItemError::new(&jpath, "remove journal", e));
+        }
     }
     if planned {
         // Sync planned to keep this inode; it changed since (or the file is one chunk now):
@@ -249,8 +281,62 @@ pub(super) fn mark(dirs: &flist::parent_dir::ParentDir, dst: &[u8], c: &Chunk, c
 
 /// The journaled file `dst` (copied from `src`) is complete: its journal goes, before the
 /// file gets its final metadata.
-pub(super) fn finish(reach: &super::reach::Reach, dst: &[u8], src: &[u8]) -> Result<(), ItemError> {
+pub(super) fn finish(
+    map: &super::Mapping,
+    reach: &super::reach::Reach,
+    dst: &[u8],
+    src: &[u8],
+) -> Result<(), ItemError> {
+    if users_name_in(map, reach, dst) {
+        return Ok(()); // the user's file under the journal's name stays
+    }
     let jpath = journal::path_of(dst);
     let removed = reach.dst(&jpath).and_then(|j| journal::remove(&j, src));
     removed.map_err(|e| ItemError::new(&jpath, "remove journal", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_name_that_a_source_entry_maps_to_is_the_users() {
+        let map = super::super::Mapping::new(vec![
+            (b"/s".to_vec(), b"/d".to_vec()),
+            (
+                b"/other/.f.mfu-partial".to_vec(),
+                b"/e/.f.mfu-partial".to_vec(),
+            ),
+        ]);
+        let there = |names: &'static [&'static [u8]]| {
+            move |p: &[u8]| {
+                if names.contains(&p) {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::from_raw_os_error(libc::ENOENT))
+                }
+            }
+        };
+        assert!(users_name(
+            &map,
+            b"/d/big",
+            there(&[b"/s/.big.mfu-partial"])
+        ));
+        assert!(!users_name(&map, b"/d/big", there(&[b"/s/big"])));
+        assert!(users_name(
+            &map,
+            b"/d/sub/x",
+            there(&[b"/s/sub/.x.mfu-partial"])
+        ));
+        // Another source root copied beside it.
+        assert!(users_name(
+            &map,
+            b"/e/f",
+            there(&[b"/other/.f.mfu-partial"])
+        ));
+        assert!(!users_name(&map, b"/e/f", there(&[])));
+        // Can't tell (permission denied): the user's, no journal.
+        let denied = |_: &[u8]| Err(std::io::Error::from_raw_os_error(libc::EACCES));
+        assert!(users_name(&map, b"/d/big", denied));
+    }
 }
