@@ -460,7 +460,7 @@ fn cmp_manifest_stops_on_the_first_sigterm() {
 }
 
 #[test]
-fn cmp_manifest_names_odd_files_on_one_line_and_json_names_the_manifest() {
+fn cmp_names_odd_files_on_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("src");
     make_tree(&src, false);
@@ -470,7 +470,7 @@ fn cmp_manifest_names_odd_files_on_one_line_and_json_names_the_manifest() {
     std::fs::write(dst.join("new\nline"), b"changed").unwrap();
     std::fs::remove_file(dst.join("carriage\rreturn")).unwrap();
     let run = Tool::new("cmp")
-        .args(["--json", "--manifest"])
+        .arg("--manifest")
         .arg(&manifest)
         .arg(&dst)
         .expect(1);
@@ -486,6 +486,21 @@ fn cmp_manifest_names_odd_files_on_one_line_and_json_names_the_manifest() {
             "a line cut by a name: {line:?}\n{err}"
         );
     }
+}
+
+#[test]
+fn cmp_manifest_json_names_the_manifest_not_a_dest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    make_tree(&src, false);
+    let dst = tmp.path().join("dst");
+    let manifest = tmp.path().join("m.b3");
+    cp(|t| t, &src, &dst, &manifest, "blake3");
+    let run = Tool::new("cmp")
+        .args(["--json", "--manifest"])
+        .arg(&manifest)
+        .arg(&dst)
+        .expect(0);
     let json: serde_json::Value = serde_json::from_str(&run.stdout_str()).unwrap();
     assert!(json.get("dest").is_none(), "{json}");
     assert_eq!(json["src"], dst.display().to_string());

@@ -265,7 +265,7 @@ fn joblog_rows(joblog: &Path) -> Vec<(u64, f64, String)> {
 }
 
 #[test]
-fn jobs_start_in_input_order() {
+fn jobs_run_in_input_order_at_j1() {
     let dir = tempfile::tempdir().unwrap();
     // At -j 1 on one rank: strictly one after the other, in input order, so that a command
     // may rely on the one before (cp, then rm of the original).
@@ -286,6 +286,11 @@ fn jobs_start_in_input_order() {
         .collect();
     let want: Vec<String> = (1..13).map(|n| n.to_string()).collect();
     assert_eq!(order, want, "-j1 ran out of order");
+}
+
+#[test]
+fn jobs_start_in_input_order_over_ranks() {
+    let dir = tempfile::tempdir().unwrap();
     // At -j N over ranks (threads and processes), jobs start in input order: the joblog's
     // start times do not go down as Seq goes up.
     let cmds: String = (0..24).map(|n| format!("sleep 0.0{}\n", n % 5)).collect();

@@ -262,29 +262,6 @@ fn rm_of_a_directory_that_gained_entries_says_so_and_exits_1() {
         let out = tool
             .arg("-i")
             .arg(&list)
-            .args(["-y", "-c", "cd a; rm ."])
-            .expect(1);
-        let err = out.stderr_str();
-        assert!(
-            err.contains("refusing to remove '.' or '..'"),
-            "{name}: {err}"
-        );
-        let out = Tool::new("sh")
-            .arg("-i")
-            .arg(&list)
-            .args(["-c", "cd a; rm b/.. ; rm .."])
-            .expect(1);
-        let err = out.stderr_str();
-        assert_eq!(
-            err.matches("refusing to remove '.' or '..'").count(),
-            2,
-            "{name}: {err}"
-        );
-        assert!(!err.contains("[y/N]"), "{name}: nothing is asked\n{err}");
-        assert!(root.join("a/f1.tmp").exists() && root.join("c/x.txt").exists());
-        let out = Tool::new("sh")
-            .arg("-i")
-            .arg(&list)
             .args(["-c", &format!("rm {}/a; y", root.display())])
             .expect(1);
         let (text, err) = (out.stdout_str(), out.stderr_str());
@@ -306,22 +283,59 @@ fn rm_of_a_directory_that_gained_entries_says_so_and_exits_1() {
         );
         assert_eq!(fs::read(root.join("a/b/new.txt")).unwrap(), b"keep me");
         assert!(!root.join("a/f1.tmp").exists() && !root.join("a/b/big.dat").exists());
-        // One entry is worded as one.
-        let out = Tool::new("sh")
+    }
+}
+
+#[test]
+fn rm_refuses_dot_and_dotdot() {
+    for (name, tool) in setups() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("t");
+        tree(&root);
+        let before = mfu_tests::listing(&root);
+        let out = tool
             .arg(&root)
-            .args(["-c", "rm c/x.txt; y"])
-            .expect(0);
-        assert!(
-            out.stderr_str()
-                .contains("rm: remove 1 entry (3 B, 3 bytes)? [y/N]"),
-            "{}",
-            out.stderr_str()
+            .args([
+                "-y",
+                "-c",
+                "cd a; rm .; rm b/..; rm ..; rm ../; rm -f f1.tmp ..",
+            ])
+            .expect(1);
+        let err = out.stderr_str();
+        assert_eq!(
+            err.matches("refusing to remove '.' or '..'").count(),
+            5,
+            "{name}: {err}"
         );
         assert!(
-            out.stdout_str()
-                .contains("Removed 1 entry (1 files, 0 directories)"),
-            "{}",
+            !out.stdout_str().contains("Removed"),
+            "{name}: {}",
             out.stdout_str()
         );
+        assert_eq!(
+            mfu_tests::listing(&root),
+            before,
+            "{name}: something was removed"
+        );
+    }
+}
+
+#[test]
+fn rm_of_one_entry_says_1_entry() {
+    for (name, tool) in setups() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("t");
+        tree(&root);
+        let out = tool.arg(&root).args(["-c", "rm c/x.txt; y"]).expect(0);
+        let (text, err) = (out.stdout_str(), out.stderr_str());
+        assert!(
+            err.contains("rm: remove 1 entry (3 B, 3 bytes)? [y/N]"),
+            "{name}: {err}"
+        );
+        assert!(
+            text.contains("Removed 1 entry (1 files, 0 directories)"),
+            "{name}: {text}"
+        );
+        assert!(!root.join("c/x.txt").exists());
     }
 }
