@@ -352,6 +352,8 @@ const ASK: u8 = 0;
 const SETTLED: u8 = 1;
 /// The sending rank's runners have all ended: it sends nothing more.
 const BYE: u8 = 2;
+/// The sending rank was asked to stop: no rank starts another job.
+const STOP: u8 = 3;
 
 /// Who asked rank 0 for a job.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -383,6 +385,8 @@ fn dispatch(
         let mut asking = std::collections::VecDeque::new();
         let mut starting: Option<Asker> = None;
         let mut remote_live = comm.size() - 1;
+        // A stop on any rank stops the handing out (as the work queue's stop did).
+        let mut remote_stop = false;
         loop {
             let mut busy = false;
             while let Ok(event) = events.try_recv() {
@@ -403,6 +407,7 @@ fn dispatch(
                 match message[0] {
                     ASK => asking.push_back(Asker::Remote(from)),
                     SETTLED => starting = None,
+                    STOP => remote_stop = true,
                     _ => remote_live -= 1,
                 }
             }
@@ -411,7 +416,11 @@ fn dispatch(
                     break;
                 };
                 busy = true;
-                let job = if stopped() { None } else { queue.pop_front() };
+                let job = if stopped() || remote_stop {
+                    None
+                } else {
+                    queue.pop_front()
+                };
                 let handed = job.is_some();
                 match asker {
                     Asker::Local(i) => match runners[i].send(job) {
@@ -447,8 +456,13 @@ fn dispatch(
         dropped += queue.len() as u64;
     } else {
         let mut waiting = std::collections::VecDeque::new();
+        let mut told_stop = false;
         loop {
             let mut busy = false;
+            if !told_stop && stopped() {
+                told_stop = true;
+                comm.send(0, TAG_TO_DISPATCH, vec![STOP]);
+            }
             while let Ok(event) = events.try_recv() {
                 busy = true;
                 match event {
