@@ -312,6 +312,17 @@ fn rm_refuses_dot_and_dotdot() {
             "{name}: {}",
             out.stdout_str()
         );
+        // An empty name is no name (it would resolve to the current directory).
+        let out = Tool::new("sh")
+            .arg(&root)
+            .args(["-y", "-c", "cd a; rm ''"])
+            .expect(1);
+        assert!(
+            out.stderr_str()
+                .contains("rm '': No such file or directory"),
+            "{}",
+            out.stderr_str()
+        );
         assert_eq!(
             mfu_tests::listing(&root),
             before,

@@ -191,6 +191,11 @@ impl<'a> Shell<'a> {
                         display(dot)
                     ));
                 }
+                // An empty name would resolve to the current directory: as rm(1), it names
+                // nothing.
+                if rest.iter().any(|p| p.is_empty()) {
+                    return Err("rm '': No such file or directory (nothing removed)".into());
+                }
                 let paths: Vec<Vec<u8>> = rest.iter().map(|p| self.resolve(p)).collect();
                 self.rm(&paths, force)?;
             }
