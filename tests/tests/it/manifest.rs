@@ -314,3 +314,195 @@ fn checks_on_an_archive_in_one_compressed_stream_are_refused_before_writing() {
         assert!(!t.join("m.b3").exists());
     }
 }
+
+/// Start `cmd`; its output once it ends, or `None` when it still runs after `secs` seconds
+/// (then it is killed): a check that blocks or reads forever must fail the test, not hang it.
+fn output_within(cmd: &mut Command, secs: u64) -> Option<std::process::Output> {
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed().as_secs() >= secs {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn cmp_manifest_with_no_checksum_line_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("f"), b"x").unwrap();
+    for (name, body) in [
+        ("empty", &b""[..]),
+        ("garbage", b"not a manifest\n\nat all\n"),
+    ] {
+        let manifest = tmp.path().join(name);
+        std::fs::write(&manifest, body).unwrap();
+        for tool in [Tool::new("cmp"), Tool::new("cmp").ranks(2)] {
+            let run = tool.arg("--manifest").arg(&manifest).arg(&dir).expect(1);
+            run.stderr_contains("no properly formatted checksum lines");
+            assert!(
+                !run.stdout_str().contains("matches"),
+                "{name}: {}",
+                run.stdout_str()
+            );
+        }
+    }
+}
+
+#[test]
+fn cmp_manifest_reads_only_regular_files_beneath_the_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    for f in ["swapped", "zero", "fifo", "d/in"] {
+        std::fs::write(src.join(f), b"same content\n").unwrap();
+    }
+    let dst = tmp.path().join("dst");
+    let manifest = tmp.path().join("m.b3");
+    cp(|t| t, &src, &dst, &manifest, "blake3");
+    // Outside the tree, files equal to the listed ones.
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("in"), b"same content\n").unwrap();
+    std::fs::write(outside.join("swapped"), b"same content\n").unwrap();
+    let swap = |rel: &str, to: &Path| {
+        let p = dst.join(rel);
+        if p.is_dir() {
+            std::fs::remove_dir_all(&p).unwrap();
+        } else {
+            std::fs::remove_file(&p).unwrap();
+        }
+        std::os::unix::fs::symlink(to, &p).unwrap();
+    };
+    swap("swapped", &outside.join("swapped"));
+    swap("zero", Path::new("/dev/zero"));
+    swap("d", &outside);
+    std::fs::remove_file(dst.join("fifo")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        dst.join("fifo"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    for tool in [Tool::new("cmp"), Tool::new("cmp").ranks(2)] {
+        let out = output_within(
+            &mut tool.arg("--manifest").arg(&manifest).arg(&dst).command(),
+            30,
+        )
+        .expect("cmp --manifest still ran after 30 s (it read /dev/zero or waited on the FIFO)");
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+        for (rel, what) in [
+            ("swapped", "a symlink (not followed)"),
+            ("zero", "a symlink (not followed)"),
+            ("fifo", "a FIFO"),
+            ("d/in", "a directory on the way is a symlink"),
+        ] {
+            assert!(
+                stderr.contains(&format!("{rel}: FAILED: {what}")),
+                "{rel}:\n{stderr}"
+            );
+        }
+        assert!(stdout.contains("0 match, 4 differ"), "{stdout}");
+    }
+}
+
+#[test]
+fn cmp_manifest_stops_on_the_first_sigterm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir(&dir).unwrap();
+    // A sparse file far too big to hash in the test's time.
+    std::fs::File::create(dir.join("huge"))
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let manifest = tmp.path().join("m.b3");
+    std::fs::write(&manifest, format!("{}  huge\n", "0".repeat(64))).unwrap();
+    let mut cmd = Tool::new("cmp")
+        .args(["--manifest-hash", "blake3", "--manifest"])
+        .arg(&manifest)
+        .arg(&dir)
+        .command();
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed().as_secs() >= 20 {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("cmp --manifest still read 20 s after SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("interrupted by a signal: listed files not checked: 1"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("matches"), "{stdout}");
+}
+
+#[test]
+fn cmp_names_odd_files_on_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    make_tree(&src, false);
+    let dst = tmp.path().join("dst");
+    let manifest = tmp.path().join("m.b3");
+    cp(|t| t, &src, &dst, &manifest, "blake3");
+    std::fs::write(dst.join("new\nline"), b"changed").unwrap();
+    std::fs::remove_file(dst.join("carriage\rreturn")).unwrap();
+    let run = Tool::new("cmp")
+        .arg("--manifest")
+        .arg(&manifest)
+        .arg(&dst)
+        .expect(1);
+    let err = run.stderr_str();
+    assert!(err.contains("mfu-rs cmp: new\\nline: FAILED"), "{err}");
+    assert!(
+        err.contains("mfu-rs cmp: carriage\\rreturn: missing"),
+        "{err}"
+    );
+    for line in err.lines() {
+        assert!(
+            line.starts_with("mfu-rs cmp: ") || line.is_empty(),
+            "a line cut by a name: {line:?}\n{err}"
+        );
+    }
+}
+
+#[test]
+fn cmp_manifest_json_names_the_manifest_not_a_dest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    make_tree(&src, false);
+    let dst = tmp.path().join("dst");
+    let manifest = tmp.path().join("m.b3");
+    cp(|t| t, &src, &dst, &manifest, "blake3");
+    let run = Tool::new("cmp")
+        .args(["--json", "--manifest"])
+        .arg(&manifest)
+        .arg(&dst)
+        .expect(0);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout_str()).unwrap();
+    assert!(json.get("dest").is_none(), "{json}");
+    assert_eq!(json["src"], dst.display().to_string());
+    assert_eq!(json["manifest"]["manifest"], manifest.display().to_string());
+}

@@ -246,3 +246,173 @@ fn sigint_stops_handing_out_commands_and_waits_for_running_ones() {
     let logged = fs::read_to_string(&joblog).unwrap().lines().count() - 1;
     assert_eq!(logged, ran.len(), "{err}");
 }
+
+/// The joblog's rows as (Seq, Starttime, Command), in file order.
+fn joblog_rows(joblog: &Path) -> Vec<(u64, f64, String)> {
+    fs::read_to_string(joblog)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.splitn(9, '\t').collect();
+            (
+                f[0].parse().unwrap(),
+                f[2].parse().unwrap(),
+                f[8].to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn jobs_run_in_input_order_at_j1() {
+    let dir = tempfile::tempdir().unwrap();
+    // At -j 1 on one rank: strictly one after the other, in input order, so that a command
+    // may rely on the one before (cp, then rm of the original).
+    let log = dir.path().join("log");
+    let mut cmds = format!("echo data > '{}/important'\n", dir.path().display());
+    cmds.push_str(&format!(
+        "cp '{0}/important' '{0}/backup'\nrm '{0}/important'\n",
+        dir.path().display()
+    ));
+    cmds.push_str(&appenders(&log, 1..13));
+    Tool::new("parallel").arg("-j1").stdin(cmds).expect(0);
+    assert_eq!(fs::read(dir.path().join("backup")).unwrap(), b"data\n");
+    assert!(!dir.path().join("important").exists());
+    let order: Vec<String> = fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let want: Vec<String> = (1..13).map(|n| n.to_string()).collect();
+    assert_eq!(order, want, "-j1 ran out of order");
+}
+
+#[test]
+fn jobs_start_in_input_order_over_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    // At -j N over ranks (threads and processes), jobs start in input order: the joblog's
+    // start times do not go down as Seq goes up.
+    let cmds: String = (0..24).map(|n| format!("sleep 0.0{}\n", n % 5)).collect();
+    let setups = [
+        ("r3", Tool::new("parallel").ranks(3).arg("-j2")),
+        ("mpi2", Tool::new("parallel").mpi(2).arg("-j2")),
+    ];
+    for (name, tool) in setups {
+        let joblog = dir.path().join(format!("{name}.joblog"));
+        tool.arg("--joblog")
+            .arg(&joblog)
+            .stdin(cmds.clone())
+            .expect(0);
+        let mut rows = joblog_rows(&joblog);
+        assert_eq!(rows.len(), 24, "{name}");
+        rows.sort_by_key(|r| r.0);
+        for w in rows.windows(2) {
+            assert!(
+                w[0].1 <= w[1].1,
+                "{name}: job {} started before job {}",
+                w[1].0,
+                w[0].0
+            );
+        }
+    }
+}
+
+#[test]
+fn resume_goes_by_sequence_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, joblog) = (dir.path().join("log"), dir.path().join("joblog"));
+    let cmd = format!("echo x >> '{}'", log.display());
+    let cmds = format!("{cmd}\n").repeat(6);
+    // What a run killed (-9) after two of six identical commands leaves.
+    let row = |seq| format!("{seq}\t:\t1.000\t0.010\t0\t0\t0\t0\t{cmd}\n");
+    let header = "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n";
+    fs::write(&joblog, format!("{header}{}{}", row(1), row(2))).unwrap();
+    let resume = |tool: Tool| {
+        tool.arg("--joblog")
+            .arg(&joblog)
+            .arg("--resume")
+            .stdin(cmds.clone())
+    };
+    resume(Tool::new("parallel").ranks(2)).expect(0);
+    assert_eq!(counts(&log).get("x"), Some(&4), "the other four run");
+    let mut seqs: Vec<u64> = joblog_rows(&joblog).iter().map(|r| r.0).collect();
+    seqs.sort();
+    assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
+    // Everything is logged now: nothing runs again.
+    resume(Tool::new("parallel")).expect(0);
+    assert_eq!(counts(&log).get("x"), Some(&4));
+    // A joblog of another input (Seq 2 was another command) is refused, nothing run.
+    fs::write(
+        &joblog,
+        format!(
+            "{header}{}2\t:\t1.000\t0.010\t0\t0\t0\t0\techo other\n",
+            row(1)
+        ),
+    )
+    .unwrap();
+    let out = resume(Tool::new("parallel")).run();
+    assert_ne!(out.code(), Some(0));
+    assert!(
+        out.stderr_str().contains("the log is of another input"),
+        "{}",
+        out.stderr_str()
+    );
+    assert_eq!(counts(&log).get("x"), Some(&4));
+}
+
+#[test]
+fn a_second_sigterm_kills_the_running_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    // Each command starts a grandchild in the background and waits for it: both must die.
+    let needle = format!("sleep 47.{}", std::process::id());
+    let cmds: String = (0..6)
+        .map(|_| format!("{needle} & echo $! >> '{}'; wait\n", pids.display()))
+        .collect();
+    let mut cmd = Tool::new("parallel").arg("-j3").command();
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .stdin(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(cmds.as_bytes())
+            .unwrap();
+    }
+    let start = std::time::Instant::now();
+    while fs::read_to_string(&pids)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        < 3
+    {
+        assert!(start.elapsed().as_secs() < 60, "the commands did not start");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // SIGKILL is delivered at once, but let the kernel finish the exits.
+    let mut left = mfu_tests::processes_mentioning(needle.as_bytes());
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = mfu_tests::processes_mentioning(needle.as_bytes());
+    }
+    assert!(left.is_empty(), "commands left running: {left:?}");
+}

@@ -236,9 +236,9 @@ fn a_terminal_session_has_a_prompt_history_and_a_confirmation() {
     keys(&["find --name f1.tmp", "Enter"]);
     wait_for(&format!("{r}/a/f1.tmp\n"));
     keys(&["rm", "Enter"]);
-    wait_for("rm: remove 1 entries (1000 B, 1000 bytes)? [y/N]");
+    wait_for("rm: remove 1 entry (1000 B, 1000 bytes)? [y/N]");
     keys(&["y", "Enter"]);
-    wait_for("Removed 1 entries (1 files, 0 directories)");
+    wait_for("Removed 1 entry (1 files, 0 directories)");
     keys(&["quit", "Enter"]);
     let start = Instant::now();
     while !status.exists() && start.elapsed() < Duration::from_secs(30) {
@@ -247,4 +247,106 @@ fn a_terminal_session_has_a_prompt_history_and_a_confirmation() {
     tmux(&["kill-session", "-t", &session]);
     assert_eq!(fs::read_to_string(&status).unwrap_or_default().trim(), "0");
     assert!(!root.join("a/f1.tmp").exists() && root.join("a/f2.tmp").exists());
+}
+
+#[test]
+fn rm_of_a_directory_that_gained_entries_says_so_and_exits_1() {
+    for (name, tool) in setups() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("t");
+        tree(&root);
+        // The list is loaded, then a file appears under a/b.
+        let list = dir.path().join("list.mfu");
+        Tool::new("walk").arg("-o").arg(&list).arg(&root).expect(0);
+        fs::write(root.join("a/b/new.txt"), b"keep me").unwrap();
+        let out = tool
+            .arg("-i")
+            .arg(&list)
+            .args(["-c", &format!("rm {}/a; y", root.display())])
+            .expect(1);
+        let (text, err) = (out.stdout_str(), out.stderr_str());
+        let b = root.join("a/b").display().to_string();
+        assert!(
+            err.contains(&format!("rmdir {b}: Directory not empty")),
+            "{name}: {err}"
+        );
+        assert!(
+            err.contains(
+                "rm: 1 entry could not be removed (named above), nor the directory that holds them"
+            ),
+            "{name}: {err}"
+        );
+        assert!(err.contains("rm: remove 6 entries ("), "{name}: {err}");
+        assert!(
+            text.contains("Removed 4 entries (4 files, 0 directories)\n") && !text.contains("Kept"),
+            "{name}\n{text}"
+        );
+        assert_eq!(fs::read(root.join("a/b/new.txt")).unwrap(), b"keep me");
+        assert!(!root.join("a/f1.tmp").exists() && !root.join("a/b/big.dat").exists());
+    }
+}
+
+#[test]
+fn rm_refuses_dot_and_dotdot() {
+    for (name, tool) in setups() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("t");
+        tree(&root);
+        let before = mfu_tests::listing(&root);
+        let out = tool
+            .arg(&root)
+            .args([
+                "-y",
+                "-c",
+                "cd a; rm .; rm b/..; rm ..; rm ../; rm -f f1.tmp ..",
+            ])
+            .expect(1);
+        let err = out.stderr_str();
+        assert_eq!(
+            err.matches("refusing to remove '.' or '..'").count(),
+            5,
+            "{name}: {err}"
+        );
+        assert!(
+            !out.stdout_str().contains("Removed"),
+            "{name}: {}",
+            out.stdout_str()
+        );
+        // An empty name is no name (it would resolve to the current directory).
+        let out = Tool::new("sh")
+            .arg(&root)
+            .args(["-y", "-c", "cd a; rm ''"])
+            .expect(1);
+        assert!(
+            out.stderr_str()
+                .contains("rm '': No such file or directory"),
+            "{}",
+            out.stderr_str()
+        );
+        assert_eq!(
+            mfu_tests::listing(&root),
+            before,
+            "{name}: something was removed"
+        );
+    }
+}
+
+#[test]
+fn rm_of_one_entry_says_1_entry() {
+    for (name, tool) in setups() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("t");
+        tree(&root);
+        let out = tool.arg(&root).args(["-c", "rm c/x.txt; y"]).expect(0);
+        let (text, err) = (out.stdout_str(), out.stderr_str());
+        assert!(
+            err.contains("rm: remove 1 entry (3 B, 3 bytes)? [y/N]"),
+            "{name}: {err}"
+        );
+        assert!(
+            text.contains("Removed 1 entry (1 files, 0 directories)"),
+            "{name}: {text}"
+        );
+        assert!(!root.join("c/x.txt").exists());
+    }
 }

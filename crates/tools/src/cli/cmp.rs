@@ -50,7 +50,9 @@ pub struct CmpArgs {
     pub dest: Option<OsString>,
     /// Check the tree SRC against this checksum manifest (b3sum or sha256sum lines, paths
     /// relative to SRC) instead of comparing two trees: every listed file is hashed, in
-    /// parallel; each one that differs or is missing is named (exit 1).
+    /// parallel; each one that differs or is missing is named (exit 1). Only regular files
+    /// reached without following a symlink are read (anything else is a mismatch); a
+    /// manifest without one checksum line is exit 1.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["dest", "output", "lite"])]
     pub manifest: Option<OsString>,
     /// The manifest's hash [default: found out: both have 64 hex digits, so each file is
@@ -121,7 +123,11 @@ impl CliTool for Cmp {
     fn output_files(a: &CmpArgs) -> Vec<(&'static str, &[u8])> {
         a.output.iter().map(|o| ("-o", &o.file[..])).collect()
     }
-    fn options(a: &CmpArgs, _rules: Rules, context: Context) -> Options {
+    fn options(a: &CmpArgs, _rules: Rules, mut context: Context) -> Options {
+        // Names on stderr stay on their line (a newline in a name is written `\n`).
+        context.events = std::sync::Arc::new(crate::cmp::OneLineErrors {
+            inner: context.events,
+        });
         Options {
             src: a.src.as_bytes().to_vec(),
             dest: a

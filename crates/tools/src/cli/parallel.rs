@@ -46,8 +46,8 @@ pub struct ParallelArgs {
     /// JobRuntime Send Receive Exitval Signal Command. Emptied first unless --resume.
     #[arg(long, value_name = "FILE")]
     pub joblog: Option<OsString>,
-    /// Skip the commands the --joblog records as finished (whatever their exit status), and
-    /// append to it.
+    /// Skip the commands the --joblog records as finished (whatever their exit status), by
+    /// their number in the input (Seq), and append to it.
     #[arg(long, requires = "joblog", conflicts_with = "resume_failed")]
     pub resume: bool,
     /// Skip the commands the --joblog records as succeeded (exit 0): failed ones run again.
@@ -71,7 +71,10 @@ Examples:
 
 Exit status: 0 every command exited 0, 1 some command failed (each named on stderr with its \
 exit status) or a signal stopped the run (the running commands are waited for), 2 usage \
-error (nothing run).";
+error (nothing run), 130 a second signal (the running commands are killed).
+
+Commands start in input order (at -j 1 on one rank, one after the other); --resume skips the \
+commands the joblog records by their number in the input (Seq), as GNU parallel.";
 
 /// `mfu-rs parallel` (dparallel).
 pub struct Parallel;

@@ -11,10 +11,13 @@ use crate::engine::context::{Context, Error};
 use crate::engine::digest::HashKind;
 use crate::engine::manifest::parse_line;
 use crate::engine::setup::agree_setup;
+use flist::beneath::{is_symlink_error, Root};
 use flist::path::display;
 use rayon::prelude::*;
+use rustix::fs::OFlags;
 use sha2::Digest as _;
 use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use steal::{Comm, ReduceOp};
 
@@ -37,6 +40,10 @@ pub struct Checked {
     pub missing: u64,
     /// Files that could not be read, and lines that are not manifest lines (each named).
     pub unreadable: u64,
+    /// Files not checked because a signal stopped the check.
+    pub not_checked: u64,
+    /// The manifest has no line to check (empty, or none is a manifest line): a failure.
+    pub no_lines: bool,
 }
 
 /// What hashing one listed file gave.
@@ -45,20 +52,102 @@ enum Found {
     Hashed([u8; 32], Option<[u8; 32]>, u64),
     Missing(std::io::Error),
     Unreadable(std::io::Error),
+    /// Not a regular file reached without following a symlink (why): never read.
+    NotRegular(&'static str),
+    /// A stop request came first (or in the middle of its read).
+    Stopped,
 }
 
-/// Hash the file at `path` as BLAKE3 and, with `sha`, SHA-256, in one read.
-fn hash(path: &[u8], sha: bool) -> Found {
-    let mut f = match std::fs::File::open(flist::path::as_path(path)) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Found::Missing(e),
+/// What kind of non-regular file `mode` is, for the message.
+fn kind_of(mode: u32) -> &'static str {
+    match mode & libc::S_IFMT {
+        libc::S_IFLNK => "a symlink (not followed)",
+        libc::S_IFDIR => "a directory",
+        libc::S_IFIFO => "a FIFO",
+        libc::S_IFCHR => "a character device",
+        libc::S_IFBLK => "a block device",
+        libc::S_IFSOCK => "a socket",
+        _ => "not a regular file",
+    }
+}
+
+/// `rel` as components beneath the tree (`.` and empty ones dropped, a leading `/` too: the
+/// manifest is read as run in the tree); `None` when it has a `..` component, which could
+/// lead out of the tree.
+fn beneath(rel: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(rel.len());
+    for c in rel.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => return None,
+            c => {
+                if !out.is_empty() {
+                    out.push(b'/');
+                }
+                out.extend_from_slice(c);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Hash the file `rel` beneath `root` as BLAKE3 and, with `sha`, SHA-256, in one read. It is
+/// reached without following any symlink (a listed file swapped for a symlink to an equal
+/// file outside the tree must not "match"), and only a regular file is opened (a FIFO would
+/// block, `/dev/zero` never end, a tape rewind). `stop` is looked at between reads.
+fn hash(root: &Root, rel: &[u8], sha: bool, stop: &AtomicBool) -> Found {
+    use std::io::ErrorKind;
+    if stop.load(Ordering::Relaxed) {
+        return Found::Stopped;
+    }
+    let Some(rel) = beneath(rel).filter(|r| !r.is_empty()) else {
+        return Found::NotRegular("not a path beneath the tree ('..' or the tree itself)");
+    };
+    let path = [root.path(), b"/", &rel].concat();
+    let at = match root.at(&path) {
+        Some(Ok(at)) => at,
+        Some(Err(e)) if is_symlink_error(&e) => {
+            return Found::NotRegular("a directory on the way is a symlink (not followed)")
+        }
+        Some(Err(e)) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Found::Missing(e)
+        }
+        Some(Err(e)) => return Found::Unreadable(e),
+        None => return Found::NotRegular("not a path beneath the tree"),
+    };
+    let listed = match at.lstat() {
+        Ok(st) => st,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Found::Missing(e),
         Err(e) => return Found::Unreadable(e),
     };
+    if listed.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Found::NotRegular(kind_of(listed.st_mode));
+    }
+    // O_NOFOLLOW and O_NONBLOCK: what was swapped in since the lstat is neither followed nor
+    // waited for; the fstat then says whether it is still the regular file seen.
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK;
+    let fd = match at.open(flags, 0) {
+        Ok(fd) => fd,
+        Err(e) if is_symlink_error(&e) => return Found::NotRegular(kind_of(libc::S_IFLNK)),
+        Err(e) if e.kind() == ErrorKind::NotFound => return Found::Missing(e),
+        Err(e) => return Found::Unreadable(e),
+    };
+    match rustix::fs::fstat(&fd) {
+        Ok(st) if st.st_mode & libc::S_IFMT != libc::S_IFREG => {
+            return Found::NotRegular(kind_of(st.st_mode))
+        }
+        Ok(_) => {}
+        Err(e) => return Found::Unreadable(e.into()),
+    }
+    let mut f = std::fs::File::from(fd);
     let mut b3 = blake3::Hasher::new();
     let mut s2 = sha.then(sha2::Sha256::new);
     let mut buf = vec![0u8; 1 << 20];
     let mut bytes = 0;
     loop {
+        if stop.load(Ordering::Relaxed) {
+            return Found::Stopped;
+        }
         match f.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
@@ -68,7 +157,7 @@ fn hash(path: &[u8], sha: bool) -> Found {
                 }
                 bytes += n as u64;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Found::Unreadable(e),
         }
     }
@@ -98,6 +187,11 @@ pub fn run(
         } else {
             Err(format!("{}: not a directory", display(dir)))
         },
+    )?;
+    let root = agree_setup(
+        comm,
+        // O_PATH: reaching the listed files needs search permission only, as for b3sum.
+        Root::open_path(dir).map_err(|e| format!("open {}: {e}", display(dir))),
     )?;
     let started = Instant::now();
     let (rank, size) = (comm.rank(), comm.size());
@@ -129,11 +223,11 @@ pub fn run(
     let sha = kind != Some(HashKind::Blake3);
     let found: Vec<Found> = mine
         .par_iter()
-        .map(|(_, rel)| {
-            let path = [dir, b"/", rel].concat();
-            hash(&path, sha)
-        })
+        .map(|(_, rel)| hash(&root, rel, sha, &context.stop))
         .collect();
+    // Hashing is over: a signal now stops nothing more.
+    let stopped = found.iter().any(|f| matches!(f, Found::Stopped));
+    let interrupted = steal::CommExt::any(comm, stopped);
     // Which hash: given, or the one more lines match.
     let kind = kind.unwrap_or_else(|| {
         let mut votes = [0u64; 2];
@@ -186,6 +280,13 @@ pub fn run(
                 c.unreadable += 1;
                 context.error(format_args!("read {shown}: {e}"));
             }
+            Found::NotRegular(what) => {
+                c.differ += 1;
+                context.error(format_args!(
+                    "{shown}: FAILED: {what}, where the manifest lists a regular file (not read)"
+                ));
+            }
+            Found::Stopped => c.not_checked += 1,
         }
     }
     let mut sums = [
@@ -194,6 +295,7 @@ pub fn run(
         c.differ,
         c.missing,
         c.unreadable,
+        c.not_checked,
         bytes_read,
     ];
     comm.allreduce(&mut sums, ReduceOp::Sum);
@@ -203,14 +305,33 @@ pub fn run(
         c.differ,
         c.missing,
         c.unreadable,
+        c.not_checked,
         bytes_read,
     ] = sums;
+    // As `sha256sum -c`: a manifest without one line to check checks nothing, which is no
+    // match (an empty or wrong file given as the manifest must not pass).
+    c.no_lines = c.listed == 0;
+    if comm.rank() == 0 {
+        if c.no_lines {
+            context.error(format_args!(
+                "{}: no properly formatted checksum lines found",
+                display(file)
+            ));
+        }
+        if interrupted {
+            context.error(format_args!(
+                "interrupted by a signal: listed files not checked: {}",
+                c.not_checked
+            ));
+        }
+    }
     Ok(Report {
         src: display(dir).into_owned(),
-        dest: display(file).into_owned(),
+        dest: String::new(),
         paths: c.listed,
         differing: c.differ + c.missing,
-        not_compared: c.unreadable,
+        not_compared: c.unreadable + c.not_checked + u64::from(c.no_lines && c.unreadable == 0),
+        interrupted,
         bytes_read,
         seconds: started.elapsed().as_secs_f64(),
         failures: context.failures(),
@@ -226,10 +347,14 @@ pub fn text(c: &Checked) -> String {
     } else {
         c.hash.name().to_string()
     };
-    let verdict = if c.differ + c.missing + c.unreadable == 0 {
-        "the tree matches the manifest"
+    let verdict = if c.no_lines {
+        "no properly formatted checksum lines, nothing checked".to_string()
+    } else if c.differ + c.missing + c.unreadable > 0 {
+        "the tree does NOT match the manifest".to_string()
+    } else if c.not_checked > 0 {
+        format!("interrupted, {} not checked: no verdict", c.not_checked)
     } else {
-        "the tree does NOT match the manifest"
+        "the tree matches the manifest".to_string()
     };
     format!(
         "Checked {} files against {} ({how}): {} match, {} differ, {} missing, {} unreadable: \

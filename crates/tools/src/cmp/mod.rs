@@ -28,6 +28,41 @@ use report::{Side, Tally};
 use std::time::Instant;
 use steal::{Comm, ReduceOp};
 
+/// Events whose error messages are kept on one line each: a control character (a newline in
+/// a name, say) is written escaped, as `char::escape_debug` writes it (`\n`, `\r`, `\t`,
+/// `\u{1b}`), the way flist names odd entries in its messages. A name can then neither forge a
+/// line of its own in the errors nor cut one in two.
+pub struct OneLineErrors {
+    /// Where the events go.
+    pub inner: std::sync::Arc<dyn crate::engine::context::Events>,
+}
+
+impl crate::engine::context::Events for OneLineErrors {
+    fn error(&self, message: &str) {
+        if !message.chars().any(char::is_control) {
+            return self.inner.error(message);
+        }
+        let mut one = String::with_capacity(message.len() + 8);
+        for c in message.chars() {
+            if c.is_control() {
+                one.extend(c.escape_debug());
+            } else {
+                one.push(c);
+            }
+        }
+        self.inner.error(&one);
+    }
+    fn progress(&self, verb: &str, report: &steal::progress::Report) {
+        self.inner.progress(verb, report);
+    }
+    fn output(&self, bytes: &[u8]) {
+        self.inner.output(bytes);
+    }
+    fn info(&self, text: &str) {
+        self.inner.info(text);
+    }
+}
+
 /// Bytes per read call when `bufsize` is not given (dcmp's default).
 pub const DEFAULT_BUFSIZE: u64 = 4 << 20;
 
@@ -110,7 +145,9 @@ pub struct Detail {
 pub struct Report {
     /// The source as compared (absolute), as shown.
     pub src: String,
-    /// The destination as compared (absolute), as shown.
+    /// The destination as compared (absolute), as shown; empty with `--manifest` (the
+    /// manifest is named in [`Report::manifest`]), and then left out of the JSON.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub dest: String,
     /// Paths compared: pairs plus one-sided paths.
     pub paths: u64,

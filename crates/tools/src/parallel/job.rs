@@ -2,9 +2,10 @@
 //! captured whole.
 
 use std::ffi::OsStr;
+use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, Stdio};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, Stdio};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use steal::queue::WorkItem;
 use steal::wire::{put_bytes, put_u64, Reader};
@@ -92,36 +93,112 @@ impl Done {
     }
 }
 
-/// Run `job` with `/bin/sh -c`, standard input from /dev/null, and wait for it.
-pub fn run(job: Job) -> Done {
+/// A command started by [`start`] and not yet waited for.
+#[derive(Debug)]
+pub struct Running {
+    job: Job,
+    start: f64,
+    began: Instant,
+    child: Child,
+    /// A second SIGINT/SIGTERM kills the command's process group while this lives.
+    group: steal::signals::KillOnExit,
+}
+
+/// Start `job` with `/bin/sh -c`, standard input from /dev/null, its outputs captured, in a
+/// process group of its own: a second signal kills the group (the command and whatever it
+/// started), and a terminal's Ctrl-C reaches only `parallel`, which lets the running
+/// commands finish. `Err`: it could not start (the [`Done`] says why).
+pub fn start(job: Job) -> Result<Running, Done> {
     let start = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
-    let t = Instant::now();
-    let output = Command::new("/bin/sh")
+    let began = Instant::now();
+    let spawned = Command::new("/bin/sh")
         .arg("-c")
         .arg(OsStr::from_bytes(&job.command))
         .stdin(Stdio::null())
-        .output();
-    let runtime = t.elapsed().as_secs_f64();
-    match output {
-        Ok(o) => Done {
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn();
+    match spawned {
+        Ok(child) => {
+            // The group's id is the child's pid (process_group(0)).
+            let group = steal::signals::kill_on_exit(child.id() as i32);
+            Ok(Running {
+                job,
+                start,
+                began,
+                child,
+                group,
+            })
+        }
+        Err(e) => Err(Done {
             job,
             start,
-            runtime,
-            exitval: o.status.code().unwrap_or(-1),
-            signal: o.status.signal().unwrap_or(0),
-            stdout: o.stdout,
-            stderr: o.stderr,
-        },
-        Err(e) => Done {
-            job,
-            start,
-            runtime,
+            runtime: began.elapsed().as_secs_f64(),
             exitval: -1,
             signal: 0,
             stdout: Vec::new(),
             stderr: format!("/bin/sh: {e}").into_bytes(),
-        },
+        }),
+    }
+}
+
+impl Running {
+    /// Read the command's outputs to their end and wait for it to exit.
+    pub fn wait(mut self) -> Done {
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let (out_pipe, err_pipe) = (self.child.stdout.take(), self.child.stderr.take());
+        std::thread::scope(|s| {
+            if let Some(mut p) = err_pipe {
+                let stderr = &mut stderr;
+                s.spawn(move || p.read_to_end(stderr));
+            }
+            if let Some(mut p) = out_pipe {
+                let _ = p.read_to_end(&mut stdout);
+            }
+        });
+        // Wait for the exit without reaping, so that the group is unregistered while its id
+        // is still this command's; only then reap it.
+        let pid = self.child.id();
+        loop {
+            // SAFETY: waitid writes only into `info`, which lives on this stack.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let r = unsafe {
+                libc::waitid(
+                    libc::P_PID,
+                    pid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOWAIT,
+                )
+            };
+            if r == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                break;
+            }
+        }
+        drop(self.group);
+        let status = self.child.wait();
+        let runtime = self.began.elapsed().as_secs_f64();
+        match status {
+            Ok(st) => Done {
+                job: self.job,
+                start: self.start,
+                runtime,
+                exitval: st.code().unwrap_or(-1),
+                signal: st.signal().unwrap_or(0),
+                stdout,
+                stderr,
+            },
+            Err(e) => Done {
+                job: self.job,
+                start: self.start,
+                runtime,
+                exitval: -1,
+                signal: 0,
+                stdout,
+                stderr: format!("wait for /bin/sh: {e}").into_bytes(),
+            },
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! command (`Seq Host Starttime JobRuntime Send Receive Exitval Signal Command`), and what a
 //! `--resume` reads back from it.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -59,26 +59,43 @@ pub fn escape(command: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The (escaped) commands that `log` records: all of them, or with `succeeded_only` those that
-/// exited 0 without a signal. A missing log records nothing.
-pub fn finished(log: &[u8], succeeded_only: bool) -> io::Result<HashSet<Vec<u8>>> {
+/// What a log records of one command number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Logged {
+    /// The command, escaped as in the log.
+    pub command: Vec<u8>,
+    /// Some line of it says it exited 0 without a signal.
+    pub succeeded: bool,
+}
+
+/// The commands that `log` records, by their number (Seq). A missing log records nothing. A
+/// number logged twice (a failed command run again by `--resume-failed`) succeeded if either
+/// run did; lines whose Seq is not a number (the header, a line cut by a crash) are skipped.
+pub fn finished(log: &[u8]) -> io::Result<HashMap<u64, Logged>> {
     let bytes = match std::fs::read(std::ffi::OsStr::from_bytes(log)) {
         Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(HashSet::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(HashMap::new()),
         Err(e) => return Err(e),
     };
-    let mut done = HashSet::new();
-    for line in bytes.split(|&b| b == b'\n') {
+    let mut done: HashMap<u64, Logged> = HashMap::new();
+    // The last piece has no newline: a line cut short by a kill, whose command may be cut.
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    lines.pop();
+    for line in lines {
         let fields: Vec<&[u8]> = line.splitn(9, |&b| b == b'\t').collect();
         let [seq, _, _, _, _, _, exitval, signal, command] = fields[..] else {
             continue;
         };
-        if seq == b"Seq" {
+        let Some(seq) = std::str::from_utf8(seq).ok().and_then(|s| s.parse().ok()) else {
             continue;
-        }
-        if !succeeded_only || (exitval == b"0" && signal == b"0") {
-            done.insert(command.to_vec());
-        }
+        };
+        let succeeded = exitval == b"0" && signal == b"0";
+        done.entry(seq)
+            .and_modify(|l| l.succeeded |= succeeded)
+            .or_insert_with(|| Logged {
+                command: command.to_vec(),
+                succeeded,
+            });
     }
     Ok(done)
 }
@@ -116,7 +133,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log");
         let log = log.as_os_str().as_bytes();
-        assert!(finished(log, false).unwrap().is_empty());
+        assert!(finished(log).unwrap().is_empty());
         create(log, false).unwrap();
         let mut f = open(log).unwrap();
         let line = |seq, exitval, command: &'static [u8]| Line {
@@ -133,9 +150,16 @@ mod tests {
         let text = std::fs::read(std::ffi::OsStr::from_bytes(log)).unwrap();
         assert!(text.starts_with(HEADER));
         assert!(text.ends_with(b"2\t:\t1.500\t0.250\t0\t3\t3\t0\tprintf 'x\\ny'\n"));
-        let all = finished(log, false).unwrap();
-        assert!(all.contains(&b"echo a\tb"[..]) && all.contains(&escape(b"printf 'x\ny'")));
-        assert_eq!(finished(log, true).unwrap().len(), 1);
+        let all = finished(log).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[&1].command, b"echo a\tb");
+        assert!(all[&1].succeeded);
+        assert_eq!(all[&2].command, escape(b"printf 'x\ny'"));
+        assert!(!all[&2].succeeded);
+        // A rerun that succeeded makes the number succeeded.
+        f.write_all(&line(2, 0, b"printf 'x\ny'").bytes()).unwrap();
+        assert!(finished(log).unwrap()[&2].succeeded);
+        let text = std::fs::read(std::ffi::OsStr::from_bytes(log)).unwrap();
         // Resuming keeps the lines and does not repeat the header.
         create(log, true).unwrap();
         assert_eq!(

@@ -4,6 +4,7 @@
 use super::format::{long_columns, stat_block};
 use super::Options;
 use crate::engine::remove::{remove, Remover, Wording};
+use crate::engine::wording::entries;
 use flist::beneath::{list_tops, Roots};
 use flist::path::{basename, display, is_prefix, normalize, parent};
 use flist::sort::{parse_keys, Field, Key};
@@ -182,6 +183,19 @@ impl<'a> Shell<'a> {
             b"rm" => {
                 let (f, rest) = flags(&[b"-f", b"-r", b"-rf", b"-fr"])?;
                 let force = f.iter().any(|f| f.contains(&b'f'));
+                // Refused before `..` is resolved away, as rm(1) refuses it: `rm ..` would
+                // remove the directory holding the current one.
+                if let Some(dot) = rest.iter().find(|p| names_dot(p)) {
+                    return Err(format!(
+                        "rm: refusing to remove '.' or '..' directory: '{}' (nothing removed)",
+                        display(dot)
+                    ));
+                }
+                // An empty name would resolve to the current directory: as rm(1), it names
+                // nothing.
+                if rest.iter().any(|p| p.is_empty()) {
+                    return Err("rm '': No such file or directory (nothing removed)".into());
+                }
                 let paths: Vec<Vec<u8>> = rest.iter().map(|p| self.resolve(p)).collect();
                 self.rm(&paths, force)?;
             }
@@ -436,7 +450,8 @@ impl<'a> Shell<'a> {
             return Ok(());
         }
         let question = format!(
-            "rm: remove {count} entries ({}, {bytes} bytes)? [y/N] ",
+            "rm: remove {} ({}, {bytes} bytes)? [y/N] ",
+            entries(count),
             human_bytes(bytes)
         );
         if !(force || self.options.yes || super::confirm(self.comm, self.options, &question)) {
@@ -445,8 +460,11 @@ impl<'a> Shell<'a> {
         }
         let tops = list_tops(self.comm, self.list.iter().map(|e| e.path));
         let mut remover = Remover::new(Arc::new(Roots::of_list_tops(&tops)), Wording::Explained);
-        // A directory that holds entries not selected (or not listed) stays.
-        remover.keep_nonempty = true;
+        // With PATHs everything listed beneath them goes: a directory that is not empty then
+        // holds entries created since the list was loaded, a failure ("Directory not empty",
+        // named, exit 1, as the rm tool). A selection of find's may leave a directory's
+        // other entries: it then stays, counted in the summary.
+        remover.keep_nonempty = paths.is_empty();
         let interrupted = remove(self.comm, &selected, &remover, &self.options.context.stop);
         for e in remover.take_errors() {
             self.options.context.error(e);
@@ -468,17 +486,28 @@ impl<'a> Shell<'a> {
         self.selection = None;
         let went = totals.files + totals.dirs;
         self.removed += went;
-        self.say(
-            format!(
-                "Removed {went} entries ({} files, {} directories)\n",
-                totals.files, totals.dirs
-            )
-            .as_bytes(),
+        let mut said = format!(
+            "Removed {} ({} files, {} directories)\n",
+            entries(went),
+            totals.files,
+            totals.dirs
         );
+        if totals.kept > 0 {
+            said.push_str(&format!(
+                "Kept {} that still hold entries not selected\n",
+                directories(totals.kept)
+            ));
+        }
+        self.say(said.as_bytes());
         if totals.failed > 0 || interrupted {
+            let held = match totals.held {
+                0 => String::new(),
+                1 => ", nor the directory that holds them".to_string(),
+                n => format!(", nor the {n} directories that hold them"),
+            };
             return Err(format!(
-                "rm: {} entries could not be removed{}",
-                totals.failed,
+                "rm: {} could not be removed (named above){held}{}",
+                entries(totals.failed),
                 if interrupted { " (interrupted)" } else { "" }
             ));
         }
@@ -497,10 +526,27 @@ impl<'a> Shell<'a> {
         flist::io::write(self.comm, &list, file, format)
             .map_err(|e| format!("write {}: {e}", display(file)))?;
         let n = self.comm.sum(list.len() as u64);
-        let mut line = format!("Wrote {n} entries to ").into_bytes();
+        let mut line = format!("Wrote {} to ", entries(n)).into_bytes();
         line.extend_from_slice(file);
         line.push(b'\n');
         self.say(&line);
         Ok(())
+    }
+}
+
+/// True when `p` names `.` or `..` (trailing slashes aside), which `rm` refuses.
+fn names_dot(p: &[u8]) -> bool {
+    match p.iter().rposition(|&b| b != b'/') {
+        Some(end) => matches!(basename(&p[..=end]), b"." | b".."),
+        None => false,
+    }
+}
+
+/// `1 directory`, `2 directories`.
+fn directories(n: u64) -> String {
+    if n == 1 {
+        "1 directory".to_string()
+    } else {
+        format!("{n} directories")
     }
 }
