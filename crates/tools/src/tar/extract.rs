@@ -875,7 +875,11 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
             .enumerate()
             .filter(|(i, it)| it.own && entries.done[*i].load(Ordering::Relaxed))
             .count() as u64
-            + entries.replaced,
+            + entries
+                .carried
+                .iter()
+                .filter(|&&i| entries.done[i].load(Ordering::Relaxed))
+                .count() as u64,
     );
     let report = Report {
         mode: Done::Extract,
@@ -884,6 +888,7 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
         archive_entries: total_entries,
         bytes: comm.sum(x.bytes.load(Ordering::Relaxed)),
         skipped: comm.sum(skipped),
+        superseded: comm.sum(entries.replaced),
         failed: comm.sum(x.failed.load(Ordering::Relaxed)),
         zstd_frames: comm.sum(archive.frames_decoded.load(Ordering::Relaxed)),
         frames_per_rank: match archive.table() {
@@ -930,9 +935,13 @@ struct Entries {
     done: Vec<AtomicBool>,
     /// The file was created empty at its size, waiting for its data (phase 4).
     created: Vec<AtomicBool>,
-    /// Entries of this rank that a later entry of the same name replaced (they count as
-    /// extracted: tar keeps the last).
+    /// Entries of this rank that a later entry of the same name replaced and that no hard link
+    /// keeps: not extracted (tar keeps the last).
     replaced: u64,
+    /// Entries of this rank that a later entry of the same name replaced, extracted under the
+    /// name of a hard link that refers to them: each stands for two entries (itself and that
+    /// link) once done.
+    carried: Vec<usize>,
     /// With a selection: for each entry, where the run of entries kept one after another in
     /// the archive from it ends (bytes), so that reading ahead stops short of data that was not
     /// selected. `None`: everything is kept, reading ahead stops at the part's end.
@@ -1053,19 +1062,42 @@ impl<'a> Extraction<'a> {
         found.offsets = Vec::new();
         // Tar keeps the last of several entries with one name: those replaced are no longer
         // this rank's, and get neither data nor metadata (marked, not removed: no second
-        // copy of the entries).
-        let dropped = superseded(comm, &found.parts, &items);
+        // copy of the entries); one that a hard link before the replacement refers to is
+        // extracted under that link's name (GNU tar gives the link that version).
+        let s = superseded(comm, &found.parts, &items);
         let mut items = items;
         let ok: Vec<AtomicBool> = (0..items.len()).map(|_| AtomicBool::new(true)).collect();
-        let mut replaced = 0;
+        let (mut replaced, mut carried) = (0, Vec::new());
         for (i, ok) in ok.iter().enumerate() {
-            if dropped.contains(&items.start(i)) {
+            let start = items.start(i);
+            if let Some(rel) = s.carried.get(&start) {
+                items.rename(i, rel);
+                if items.own(i) {
+                    carried.push(i);
+                }
+            } else if s.dropped.contains(&start) {
                 replaced += u64::from(items.own(i));
+                items.disown(i);
+                ok.store(false, Ordering::Relaxed);
+            } else if s.carriers.contains(&start) {
+                // Its name is made by the version it refers to (counted with that entry).
+                items.disown(i);
+                ok.store(false, Ordering::Relaxed);
+            } else if let Some(to) = s.relinked.get(&start) {
+                items.relink(i, to);
+            } else if let Some(why) = s.refused.get(&start) {
+                if items.own(i) {
+                    let link = items.get(i).link.to_vec();
+                    self.fail.add(
+                        items.rel(i),
+                        format_args!("hard link to {}: {why}", display(&link)),
+                    );
+                }
                 items.disown(i);
                 ok.store(false, Ordering::Relaxed);
             }
         }
-        drop(dropped);
+        drop(s);
         let flags = |v: bool| (0..items.len()).map(|_| AtomicBool::new(v)).collect();
         let run_ends = m.filters().then(|| run_ends(&items));
         Entries {
@@ -1074,6 +1106,7 @@ impl<'a> Extraction<'a> {
             created: flags(false),
             items,
             replaced,
+            carried,
             run_ends,
         }
     }
