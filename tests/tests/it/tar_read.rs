@@ -1548,3 +1548,63 @@ fn a_hard_link_keeps_the_version_of_its_target_that_a_later_entry_of_that_name_r
         }
     }
 }
+
+/// `--json`: the notices of a run that succeeds (the archive had no index and was scanned, an
+/// index set aside, the index saved) are under `notices`, never under `failures`, on extract
+/// and list; stderr still says them.
+#[test]
+fn json_reports_of_a_scan_list_its_notices_apart_from_failures() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    small_files(w, 3);
+    let archive = w.join("n.tar");
+    expect_status(
+        gnu_tar()
+            .arg("-cf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(w)
+            .args(["src/f1", "src/f2"]),
+        0,
+    );
+    let json = |args: &[&str], say: &str| {
+        let out = expect_status(
+            tar_np(1)
+                .arg("--json")
+                .args(args)
+                .arg("-f")
+                .arg(&archive)
+                .arg("-C")
+                .arg(fresh(w, "json-out")),
+            0,
+        );
+        let ctx = format!("{args:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{ctx}: {e}: {}", text(&out.stdout)));
+        assert_eq!(v["status"], 0, "{ctx}: {v}");
+        assert_eq!(v["failures"], serde_json::json!([]), "{ctx}: {v}");
+        let notices = v["notices"].as_array().expect("notices");
+        assert!(
+            notices.iter().any(|n| n.as_str().unwrap().contains(say)),
+            "{ctx}: notices lack {say:?}: {v}"
+        );
+        assert!(
+            text(&out.stderr).contains(say),
+            "{ctx}: stderr lacks {say:?}"
+        );
+    };
+    json(&["-x"], "has no index; scanned it");
+    json(&["-t"], "has no index; scanned it");
+    json(&["-x", "--save-index"], "saved the index of 2 entries");
+    // The saved index, now stale: set aside, and said.
+    expect_status(
+        gnu_tar()
+            .arg("-rf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(w)
+            .arg("src/f3"),
+        0,
+    );
+    json(&["-x"], "not using the index");
+}

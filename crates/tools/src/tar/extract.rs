@@ -703,6 +703,9 @@ pub(super) struct Found {
     pub damaged: bool,
     /// `--save-index` was asked and the index could not be saved (said through the context).
     pub index_not_saved: bool,
+    /// Notices said through the context that are no failure (rank 0's): an index set aside,
+    /// the archive had no index and was scanned, the index was saved.
+    pub notices: Vec<String>,
 }
 
 impl Found {
@@ -713,6 +716,7 @@ impl Found {
             scanned: self.located.source == Source::Scan,
             damaged: self.damaged,
             index_not_saved: self.index_not_saved,
+            notices: self.notices.clone(),
             ..Report::default()
         }
     }
@@ -725,9 +729,17 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
     let found = scan::locate(comm, archive, path, o.memsize, o.save_index);
     let rank0 = comm.rank() == 0;
     let say = |text: String| o.context.error(text);
+    let mut notices = Vec::new();
+    // Said on stderr as a failure is, but not kept among the report's failures: the run may
+    // well succeed (a JSON report with status 0 lists no failure).
+    let mut note = |text: String| {
+        o.context.events.error(&text);
+        notices.push(text);
+    };
     if rank0 {
+        // An index set aside is no failure: the archive is scanned instead.
         for why in &found.rejected {
-            say(format!("not using {why}"));
+            note(format!("not using {why}"));
         }
     }
     if let (Some(d), true) = (&found.damage, rank0) {
@@ -747,7 +759,7 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
                     say(format!("save index {}: {e}", display(&side)));
                     index_not_saved = true;
                 }
-                Ok(n) if o.index_notices => say(format!(
+                Ok(n) if o.index_notices => note(format!(
                     "saved the index of {} as {}",
                     crate::engine::wording::entries(n as u64),
                     display(&side)
@@ -760,7 +772,7 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
             } else {
                 "scanned instead"
             };
-            say(format!(
+            note(format!(
                 "{} {how} and found {} (--save-index keeps the index as {} for the next run)",
                 display(path),
                 crate::engine::wording::entries(found.total),
@@ -771,6 +783,7 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
     Found {
         damaged: found.damage.is_some(),
         index_not_saved,
+        notices,
         located: found,
     }
 }

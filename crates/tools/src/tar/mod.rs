@@ -358,6 +358,9 @@ pub struct Report {
     pub interrupted: bool,
     /// This process's sample of the failure messages.
     pub failures: Vec<String>,
+    /// Extract and list: notices said on stderr that are no failure (rank 0's): an index set
+    /// aside (and why), the archive had no index and was scanned, or its index was saved.
+    pub notices: Vec<String>,
     /// Extract with `--verify`: how the written data was read back.
     pub verify: Option<crate::engine::verify::Summary>,
     /// With `--manifest`: the manifest written (or not).
