@@ -1608,3 +1608,40 @@ fn json_reports_of_a_scan_list_its_notices_apart_from_failures() {
     );
     json(&["-x"], "not using the index");
 }
+
+/// A hard link to a replaced version that is itself a hard link (`x`, `a/f` linked to `x`, `l`
+/// linked to `a/f`, then a newer `a/f`: only a hand-made archive has it) is not made as a link
+/// to the newer `a/f`: it is refused and named, exit 1, at any number of ranks; the rest is
+/// extracted.
+#[test]
+fn a_hard_link_to_a_replaced_hard_link_is_refused_and_named_never_linked_to_the_newer_one() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let archive = w.join("chain.tar");
+    let none = |_: &mut [u8]| {};
+    std::fs::write(
+        &archive,
+        archive_of(&[
+            member(b"x", b'0', b"first\n", b"", none),
+            member(b"a/f", b'1', b"", b"x", none),
+            member(b"l", b'1', b"", b"a/f", none),
+            member(b"a/f", b'0', b"newer\n", b"", none),
+        ]),
+    )
+    .unwrap();
+    for np in [1, 2] {
+        let (d, out) = mfu_extract(np, &archive, w, "chain", 1);
+        let err = text(&out.stderr);
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with("mfu-rs tar: l: hard link to a/f: not linked")),
+            "np {np}: {err}"
+        );
+        assert!(
+            !d.join("l").exists(),
+            "np {np}: l must not be the newer a/f"
+        );
+        assert_eq!(std::fs::read(d.join("x")).unwrap(), b"first\n", "np {np}");
+        assert_eq!(std::fs::read(d.join("a/f")).unwrap(), b"newer\n", "np {np}");
+    }
+}

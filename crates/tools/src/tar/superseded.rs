@@ -185,6 +185,14 @@ pub(super) fn superseded(comm: &dyn Comm, parts: &Parts, entries: &Entries) -> S
         .iter()
         .flat_map(|b| index::decode_offsets(b).unwrap_or_default())
         .collect();
+    if dropped.is_empty() {
+        // Nothing replaced (the same on every rank): no link can refer to a replaced version,
+        // and the links' names need not travel.
+        return Superseded {
+            dropped,
+            ..Superseded::default()
+        };
+    }
     // 4. The hard links that stay, to the rank of their target's name.
     let mut links = vec![Vec::new(); size];
     for i in (0..entries.len()).filter(|&i| entries.own(i)) {
