@@ -1081,7 +1081,9 @@ impl<'a> Extraction<'a> {
         let mut items = items;
         let ok: Vec<AtomicBool> = (0..items.len()).map(|_| AtomicBool::new(true)).collect();
         let (mut replaced, mut carried) = (0, Vec::new());
-        for (i, ok) in ok.iter().enumerate() {
+        // Nothing replaced (the common case): no look-up per entry.
+        let all = if s.is_empty() { 0 } else { items.len() };
+        for (i, ok) in ok.iter().enumerate().take(all) {
             let start = items.start(i);
             if let Some(rel) = s.carried.get(&start) {
                 items.rename(i, rel);

@@ -56,6 +56,17 @@ pub(super) struct Superseded {
     pub refused: HashMap<u64, String>,
 }
 
+impl Superseded {
+    /// No entry is replaced, and no link refers to a replaced version.
+    pub fn is_empty(&self) -> bool {
+        self.dropped.is_empty()
+            && self.carried.is_empty()
+            && self.carriers.is_empty()
+            && self.relinked.is_empty()
+            && self.refused.is_empty()
+    }
+}
+
 /// What an entry of a name may be to a hard link that refers to it (sent with its start).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Class {
