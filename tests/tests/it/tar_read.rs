@@ -1378,7 +1378,8 @@ fn an_index_shared_out_over_ranks_extracts_the_same_at_1_2_4_and_16_ranks() {
 
 /// Of several entries with one name (`tar -r` of a changed file), the last is extracted, as
 /// GNU tar does, at any number of ranks: the names meet by their hashes and are compared
-/// where hashes meet (issue 17: 16 bytes per entry exchanged, not names).
+/// where hashes meet (issue 17: 16 bytes per entry exchanged, not names). The replaced ones
+/// are counted apart, not as extracted (issue 31).
 #[test]
 fn the_last_of_several_entries_with_one_name_wins_at_any_number_of_ranks() {
     let work = tempfile::tempdir().unwrap();
@@ -1426,10 +1427,221 @@ fn the_last_of_several_entries_with_one_name_wins_at_any_number_of_ranks() {
         let d = fresh(w, &how);
         let out = expect_status(cmd.arg("-x").arg("-f").arg(&archive).arg("-C").arg(&d), 0);
         tree::assert_equal_in(&how, &files_of(&d), &want, Compare::META);
+        // Replaced entries are not counted as extracted: they are said apart.
+        let summary = text(&out.stdout);
         assert!(
-            text(&out.stdout).contains("Extracted 33 of 33 entries"),
-            "{how}: replaced entries count as extracted: {}",
-            text(&out.stdout)
+            summary.contains("Extracted 30 of 33 entries, ")
+                && summary.contains("; 3 replaced by a later entry of the same name"),
+            "{how}: {summary}"
         );
+    }
+}
+
+/// A hard link gets the version of its target that precedes it in the archive, as GNU tar and
+/// bsdtar extract in order: `a/f`, then `l` and `m` linked to it, then a newer `a/f` (a file
+/// or a symlink, appended by `tar -r`) leave `l` and `m` one inode with the first version's
+/// bytes and metadata, and `a/f` the newer one. At any number of ranks (the first version's
+/// data spanning several ranks' parts), and through `--strip-components`. Every entry is
+/// counted as extracted: none is dropped.
+#[test]
+fn a_hard_link_keeps_the_version_of_its_target_that_a_later_entry_of_that_name_replaces() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let first = noise(41, 600_000);
+    for newer in ["file", "symlink"] {
+        for strip in [false, true] {
+            let label = format!("newer {newer}, strip {strip}");
+            let src = fresh(w, "src");
+            std::fs::create_dir_all(src.join("top/a")).unwrap();
+            std::fs::write(src.join("top/a/f"), &first).unwrap();
+            std::fs::hard_link(src.join("top/a/f"), src.join("top/l")).unwrap();
+            std::fs::hard_link(src.join("top/a/f"), src.join("top/m")).unwrap();
+            std::fs::write(src.join("top/pad"), noise(42, 70_000)).unwrap();
+            let archive = w.join("relinked.tar");
+            let _ = std::fs::remove_file(&archive);
+            // `pad` between the two links: they are not neighbours in the archive.
+            expect_status(
+                gnu_tar()
+                    .arg("-cf")
+                    .arg(&archive)
+                    .arg("-C")
+                    .arg(&src)
+                    .args(["top/a/f", "top/l", "top/pad", "top/m"]),
+                0,
+            );
+            std::fs::remove_file(src.join("top/a/f")).unwrap();
+            if newer == "file" {
+                std::fs::write(src.join("top/a/f"), noise(43, 300_000)).unwrap();
+            } else {
+                std::os::unix::fs::symlink("elsewhere", src.join("top/a/f")).unwrap();
+            }
+            expect_status(
+                gnu_tar()
+                    .arg("-rf")
+                    .arg(&archive)
+                    .arg("-C")
+                    .arg(&src)
+                    .arg("top/a/f"),
+                0,
+            );
+            let strip_args: &[&str] = if strip {
+                &["--strip-components=1"]
+            } else {
+                &[]
+            };
+            let prefix = if strip { "" } else { "top/" };
+            // Directories are not in the archive (their times are the extraction's).
+            let leaves = |dir: &Path| {
+                let mut t = extracted(dir);
+                t.retain(|_, n| n.kind != tree::Kind::Dir);
+                t
+            };
+            let g = fresh(w, "gnu");
+            expect_status(
+                gnu_tar()
+                    .arg("-xf")
+                    .arg(&archive)
+                    .args(strip_args)
+                    .arg("-C")
+                    .arg(&g),
+                0,
+            );
+            let want = leaves(&g);
+            // The reference itself: GNU tar gives the links the first version.
+            let l = format!("{prefix}l");
+            assert_eq!(
+                std::fs::read(g.join(&l)).unwrap(),
+                first,
+                "{label}: GNU tar"
+            );
+            let runs: Vec<(String, Command)> = [1, 2, 4, 16]
+                .into_iter()
+                .map(|n| (format!("--ranks {n}"), Tool::new("tar").ranks(n).command()))
+                .chain([2].map(|n| (format!("mpirun -np {n}"), tar_np(n))))
+                .collect();
+            for (how, mut cmd) in runs {
+                let ctx = format!("{label}, {how}");
+                let d = fresh(w, "mfu");
+                let out = expect_status(
+                    cmd.arg("-x")
+                        .arg("-f")
+                        .arg(&archive)
+                        .args(strip_args)
+                        .arg("-C")
+                        .arg(&d),
+                    0,
+                );
+                let got = leaves(&d);
+                assert_eq!(std::fs::read(d.join(&l)).unwrap(), first, "{ctx}: l");
+                let (lm, mm) = (
+                    std::fs::metadata(d.join(&l)).unwrap(),
+                    std::fs::metadata(d.join(format!("{prefix}m"))).unwrap(),
+                );
+                assert_eq!((lm.ino(), lm.nlink()), (mm.ino(), 2), "{ctx}: l and m");
+                tree::assert_equal_in(&ctx, &got, &want, Compare::META);
+                assert!(
+                    text(&out.stdout).contains("Extracted 5 of 5 entries, "),
+                    "{ctx}: {}",
+                    text(&out.stdout)
+                );
+            }
+        }
+    }
+}
+
+/// `--json`: the notices of a run that succeeds (the archive had no index and was scanned, an
+/// index set aside, the index saved) are under `notices`, never under `failures`, on extract
+/// and list; stderr still says them.
+#[test]
+fn json_reports_of_a_scan_list_its_notices_apart_from_failures() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    small_files(w, 3);
+    let archive = w.join("n.tar");
+    expect_status(
+        gnu_tar()
+            .arg("-cf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(w)
+            .args(["src/f1", "src/f2"]),
+        0,
+    );
+    let json = |args: &[&str], say: &str| {
+        let out = expect_status(
+            tar_np(1)
+                .arg("--json")
+                .args(args)
+                .arg("-f")
+                .arg(&archive)
+                .arg("-C")
+                .arg(fresh(w, "json-out")),
+            0,
+        );
+        let ctx = format!("{args:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{ctx}: {e}: {}", text(&out.stdout)));
+        assert_eq!(v["status"], 0, "{ctx}: {v}");
+        assert_eq!(v["failures"], serde_json::json!([]), "{ctx}: {v}");
+        let notices = v["notices"].as_array().expect("notices");
+        assert!(
+            notices.iter().any(|n| n.as_str().unwrap().contains(say)),
+            "{ctx}: notices lack {say:?}: {v}"
+        );
+        assert!(
+            text(&out.stderr).contains(say),
+            "{ctx}: stderr lacks {say:?}"
+        );
+    };
+    json(&["-x"], "has no index; scanned it");
+    json(&["-t"], "has no index; scanned it");
+    json(&["-x", "--save-index"], "saved the index of 2 entries");
+    // The saved index, now stale: set aside, and said.
+    expect_status(
+        gnu_tar()
+            .arg("-rf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(w)
+            .arg("src/f3"),
+        0,
+    );
+    json(&["-x"], "not using the index");
+}
+
+/// A hard link to a replaced version that is itself a hard link (`x`, `a/f` linked to `x`, `l`
+/// linked to `a/f`, then a newer `a/f`: only a hand-made archive has it) is not made as a link
+/// to the newer `a/f`: it is refused and named, exit 1, at any number of ranks; the rest is
+/// extracted.
+#[test]
+fn a_hard_link_to_a_replaced_hard_link_is_refused_and_named_never_linked_to_the_newer_one() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let archive = w.join("chain.tar");
+    let none = |_: &mut [u8]| {};
+    std::fs::write(
+        &archive,
+        archive_of(&[
+            member(b"x", b'0', b"first\n", b"", none),
+            member(b"a/f", b'1', b"", b"x", none),
+            member(b"l", b'1', b"", b"a/f", none),
+            member(b"a/f", b'0', b"newer\n", b"", none),
+        ]),
+    )
+    .unwrap();
+    for np in [1, 2] {
+        let (d, out) = mfu_extract(np, &archive, w, "chain", 1);
+        let err = text(&out.stderr);
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with("mfu-rs tar: l: hard link to a/f: not linked")),
+            "np {np}: {err}"
+        );
+        assert!(
+            !d.join("l").exists(),
+            "np {np}: l must not be the newer a/f"
+        );
+        assert_eq!(std::fs::read(d.join("x")).unwrap(), b"first\n", "np {np}");
+        assert_eq!(std::fs::read(d.join("a/f")).unwrap(), b"newer\n", "np {np}");
     }
 }

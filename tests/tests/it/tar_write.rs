@@ -780,3 +780,80 @@ fn the_index_and_the_seek_table_are_the_same_at_1_2_4_and_16_ranks() {
         );
     }
 }
+
+/// A file rewritten in place while `tar -c` reads it, between two of its chunks (same size, its
+/// mtime set back, as a hostile user can): named on stderr as GNU tar names it ("file changed
+/// as we read it"), exit 1, and the archive is still written (as GNU tar). Uncompressed and
+/// with -z, at one rank and under mpirun. The rewrite happens at a test seam right after the
+/// first chunk is read, so the test does not depend on timing.
+#[test]
+fn a_file_rewritten_while_tar_c_reads_it_is_named_and_the_create_exits_1() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let src = w.join("tree");
+    std::fs::create_dir(&src).unwrap();
+    let big = src.join("big file |x");
+    let (old, new) = (noise(7, 3 << 20), noise(8, 3 << 20));
+    let fresh = w.join("new-bytes");
+    std::fs::write(&fresh, &new).unwrap();
+    std::fs::write(src.join("small"), b"unchanged\n").unwrap();
+    let set_back = |p: &Path| {
+        let st = Command::new("touch")
+            .arg("-d")
+            .arg("@1600000000")
+            .arg(p)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    let hook = format!(
+        "cat '{}' > '{}' && touch -d @1600000000 '{}'",
+        fresh.display(),
+        big.display(),
+        big.display()
+    );
+    for compress in [false, true] {
+        for mpi in [false, true] {
+            let ctx = format!("-z {compress}, mpirun {mpi}");
+            std::fs::write(&big, &old).unwrap();
+            set_back(&big);
+            let archive = w.join(if compress { "a.tar.zst" } else { "a.tar" });
+            let _ = std::fs::remove_file(&archive);
+            let tool = if mpi {
+                Tool::new("tar").mpi(2)
+            } else {
+                Tool::new("tar").ranks(1)
+            };
+            let run = tool
+                .arg("-c")
+                .args(if compress { &["-z"][..] } else { &[][..] })
+                .arg("-k")
+                .arg("1M")
+                .arg("-f")
+                .arg(&archive)
+                .arg("-C")
+                .arg(w)
+                .arg("tree")
+                .env("MFU_RS_TEST_HOOK_AFTER_FIRST_CHUNK", &hook)
+                .expect(1);
+            assert_eq!(std::fs::read(&big).unwrap(), new, "{ctx}: the hook ran");
+            let mtime = std::fs::metadata(&big).unwrap().mtime();
+            assert_eq!(mtime, 1_600_000_000, "{ctx}: the mtime was set back");
+            let err = run.stderr_str();
+            assert!(
+                err.lines().any(|l| l.starts_with("mfu-rs tar: ")
+                    && l.contains("tree/big file |x")
+                    && l.contains("file changed as we read it")),
+                "{ctx}: the file is named:\n{err}"
+            );
+            assert!(
+                !err.contains("tree/small"),
+                "{ctx}: only the file that changed:\n{err}"
+            );
+            assert!(
+                archive.exists(),
+                "{ctx}: the archive is written, as GNU tar"
+            );
+        }
+    }
+}

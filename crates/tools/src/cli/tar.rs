@@ -320,7 +320,8 @@ fn bytes(words: &[OsString]) -> Vec<Vec<u8>> {
 }
 
 /// The closing line of a create or an extract (a listing has none):
-/// `WHAT, N of data, into PLACE in T s (R/s)[; S skipped][; F failed][; M not found]`, or for
+/// `WHAT, N of data, into PLACE in T s (R/s)[; D replaced by a later entry of the same name]
+/// [; S skipped][; F failed][; M not found]`, or for
 /// a create that left no archive `Failed|Interrupted: nothing archived, ARCHIVE not created,
 /// after T s[; F failed]`.
 pub fn summary_line(report: &Report) -> Option<String> {
@@ -367,6 +368,13 @@ pub fn summary_line(report: &Report) -> Option<String> {
         flist::path::display(place),
         steal::progress::human_bytes((report.bytes as f64 / secs.max(1e-9)) as u64),
     );
+    if report.superseded > 0 {
+        // Not extracted, and no failure: tar keeps the last entry of a name.
+        line.push_str(&format!(
+            "; {} replaced by a later entry of the same name",
+            report.superseded
+        ));
+    }
     if report.skipped > 0 {
         line.push_str(&format!("; {} skipped", report.skipped));
     }

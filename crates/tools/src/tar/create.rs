@@ -22,7 +22,7 @@
 mod framed;
 
 use super::header::{round_up, Header, Kind};
-use super::segment::{HeaderBytes, Member, Segment};
+use super::segment::{HeaderBytes, Member, Segment, Stamp};
 use super::{index, partial, Done, Options, Report};
 use crate::engine::context::{Context, Error, ToolReport};
 use crate::engine::copy::data::{copy_at_seen, write_all_at, Buffer, DataOptions, Seen};
@@ -57,6 +57,20 @@ const SEGMENT_ENTRIES: usize = 1024;
 /// The environment variable of the test seam: a shell command rank 0 runs after the layout
 /// and before any data is copied (tests use it to change files between walk and copy).
 const HOOK: &str = "MFU_TEST_HOOK_AFTER_LAYOUT";
+/// The environment variable of the test seam for files changing while read: a shell command
+/// run once per process, right after the first chunk of a big file was read and before that
+/// read is checked (tests rewrite the file there, deterministically mid-read).
+const HOOK_FIRST_CHUNK: &str = "MFU_RS_TEST_HOOK_AFTER_FIRST_CHUNK";
+
+/// Run the [`HOOK_FIRST_CHUNK`] command, if set, the first time this is called in the process.
+fn after_first_chunk() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Some(cmd) = std::env::var_os(HOOK_FIRST_CHUNK) {
+            let _ = std::process::Command::new("sh").arg("-c").arg(cmd).status();
+        }
+    });
+}
 
 /// What the data phase saw go wrong, by path (one message per file).
 #[derive(Default)]
@@ -181,8 +195,12 @@ impl Writer<'_> {
         self.hashing.keep(&self.names.dest(src), size, h.finish());
     }
 
-    /// After the last byte of `src` was read: report a size or mtime different from the walk.
-    fn check_unchanged(&self, fd: BorrowedFd<'_>, src: &[u8], size: u64, mtime: (i64, u32)) {
+    /// After a piece of `src` was read (a chunk, or a small file whole): report a size, mtime
+    /// or ctime different from the walk's. Every piece is checked after its read, whichever
+    /// worker and rank read it: a file that changes between the walk and the last check of
+    /// any of its pieces is named, so the archive never holds a silent mix of old and new
+    /// bytes (GNU tar: "file changed as we read it").
+    fn check_unchanged(&self, fd: BorrowedFd<'_>, src: &[u8], size: u64, stamp: Stamp) {
         if let Ok(st) = rustix::fs::fstat(fd) {
             let now = Meta::from_stat(&st);
             if now.size != size {
@@ -194,15 +212,18 @@ impl Writer<'_> {
                 self.problems.changed(
                     src,
                     format!(
-                        "changed size while being archived (walked {size} bytes, now {}): the \
-                         archive holds {kept}",
+                        "file changed as we read it: changed size while being archived \
+                         (walked {size} bytes, now {}): the archive holds {kept}",
                         now.size
                     ),
                 );
-            } else if (now.mtime, now.mtime_nsec) != mtime {
+            } else if (now.mtime, now.mtime_nsec) != stamp.mtime
+                || (now.ctime, now.ctime_nsec) != stamp.ctime
+            {
                 self.problems.changed(
                     src,
-                    "was modified while being archived: its data in the archive may mix old and new"
+                    "file changed as we read it (its mtime or ctime is no longer the walk's): \
+                     its data in the archive may mix old and new"
                         .into(),
                 );
             }
@@ -218,7 +239,7 @@ impl Writer<'_> {
         file_at: u64,
         len: u64,
         size: u64,
-        mtime: (i64, u32),
+        stamp: Stamp,
         out: &mut Vec<u8>,
     ) {
         let start = out.len();
@@ -260,9 +281,10 @@ impl Writer<'_> {
             self.problems.damage(ItemError::new(src, "read", e.into()));
             return;
         }
-        if done < len as usize || file_at + len == size {
-            self.check_unchanged(fd.as_fd(), src, size, mtime);
+        if file_at == 0 && len < size {
+            after_first_chunk();
         }
+        self.check_unchanged(fd.as_fd(), src, size, stamp);
         self.progress.add(0, done as u64);
     }
 
@@ -274,7 +296,7 @@ impl Writer<'_> {
                 for m in members {
                     m.header.write_to(out);
                     if m.inline && !m.src.is_empty() {
-                        self.read_into(&mut dir, &m.src, 0, m.size, m.size, m.mtime, out);
+                        self.read_into(&mut dir, &m.src, 0, m.size, m.size, m.stamp, out);
                         out.resize(out.len() + (round_up(m.size) - m.size) as usize, 0);
                     }
                     self.progress.add(1, 0);
@@ -285,11 +307,11 @@ impl Writer<'_> {
                 file_at,
                 len,
                 size,
-                mtime,
+                stamp,
                 ..
             } => {
                 let mut dir = SourceDir::default();
-                self.read_into(&mut dir, src, *file_at, *len, *size, *mtime, out);
+                self.read_into(&mut dir, src, *file_at, *len, *size, *stamp, out);
                 if file_at + len == *size {
                     out.resize(out.len() + (round_up(*size) - size) as usize, 0);
                 }
@@ -339,7 +361,7 @@ impl Writer<'_> {
                 file_at,
                 len,
                 size,
-                mtime,
+                stamp,
             } => {
                 let fd = match open_source(&src, self.open_noatime) {
                     Ok(fd) => fd,
@@ -375,19 +397,19 @@ impl Writer<'_> {
                         if let Some(h) = hashed {
                             self.hashing.keep(&self.names.dest(&src), size, h.finish());
                         }
+                        if file_at == 0 && len < size {
+                            after_first_chunk();
+                        }
                     }
-                    Err(e) if e.source.kind() == io::ErrorKind::UnexpectedEof => {
-                        self.check_unchanged(fd.as_fd(), &src, size, mtime)
-                    }
+                    // Cut short: the file shrank, which the check below names.
+                    Err(e) if e.source.kind() == io::ErrorKind::UnexpectedEof => {}
                     // The archive's side of the copy failed: name the archive.
                     Err(e) if e.op == "write" || archive_errno(&e.source) => self
                         .problems
                         .damage(ItemError::new(&self.archive, "write", e.source)),
                     Err(e) => self.problems.damage(ItemError::new(&src, e.op, e.source)),
                 }
-                if file_at + len == size {
-                    self.check_unchanged(fd.as_fd(), &src, size, mtime);
-                }
+                self.check_unchanged(fd.as_fd(), &src, size, stamp);
             }
         }
     }
@@ -666,7 +688,10 @@ fn encode_member(
             Vec::new()
         },
         size,
-        mtime: (m.mtime, m.mtime_nsec),
+        stamp: Stamp {
+            mtime: (m.mtime, m.mtime_nsec),
+            ctime: (m.ctime, m.ctime_nsec),
+        },
         inline: true,
     };
     Encoded::Member(member, xattr_error)
@@ -694,7 +719,7 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
         }
         let big = member.size > SMALL_FILE.min(chunk);
         let data_at = at + member.header.len() as u64;
-        let (size, mtime) = (member.size, member.mtime);
+        let (size, stamp) = (member.size, member.stamp);
         // Only a big file's chunks need its path beside the member's own.
         let src = if big { member.src.clone() } else { Vec::new() };
         member.inline = !big;
@@ -715,7 +740,7 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
                     file_at,
                     len,
                     size,
-                    mtime,
+                    stamp,
                 });
                 file_at += len;
             }
@@ -1381,7 +1406,7 @@ mod tests {
             header: HeaderBytes::Encoded(vec![0; 512]),
             src: b"/src".to_vec(),
             size,
-            mtime: (0, 0),
+            stamp: Stamp::default(),
             inline: true,
         }
     }

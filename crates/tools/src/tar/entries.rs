@@ -52,6 +52,9 @@ struct Rare {
     dev_minor: u32,
     /// Offset of the data (bytes), when it is further than `u32::MAX` bytes from the start.
     data: u64,
+    /// The name the entry is extracted under, when not its own (an earlier version of a name
+    /// that a hard link keeps: see `superseded`).
+    alias: Option<Vec<u8>>,
 }
 
 /// One entry, borrowed from [`Entries`]: what extraction needs of its header.
@@ -132,6 +135,7 @@ impl Entries {
                     dev_major: h.dev_major,
                     dev_minor: h.dev_minor,
                     data: d.data,
+                    alias: None,
                 },
             ));
         }
@@ -164,8 +168,11 @@ impl Entries {
         self.recs.len()
     }
 
-    /// The name of entry `i`.
+    /// The name of entry `i` (the one it is extracted under: see [`Entries::rename`]).
     pub fn rel(&self, i: usize) -> &[u8] {
+        if let Some(alias) = self.rare_of(i).and_then(|x| x.alias.as_deref()) {
+            return alias;
+        }
         let from = if i == 0 {
             0
         } else {
@@ -199,6 +206,48 @@ impl Entries {
         self.recs[i].own = false;
     }
 
+    /// The rare record of entry `i`, if it has one.
+    fn rare_of(&self, i: usize) -> Option<&Rare> {
+        if !self.recs[i].rare {
+            return None;
+        }
+        let at = self
+            .rare
+            .binary_search_by_key(&i, |(j, _)| *j)
+            .expect("a rare record for every entry marked so");
+        Some(&self.rare[at].1)
+    }
+
+    /// The rare record of entry `i`, made if it has none (rare: a few entries only).
+    fn rare_mut(&mut self, i: usize) -> &mut Rare {
+        let at = match self.rare.binary_search_by_key(&i, |(j, _)| *j) {
+            Ok(at) => at,
+            Err(at) => {
+                let r = self.recs[i];
+                // Only read when `data_from_start` says so; kept true all the same.
+                let data = r.start + u64::from(r.data_from_start);
+                let rare = Rare {
+                    data,
+                    ..Rare::default()
+                };
+                self.rare.insert(at, (i, rare));
+                self.recs[i].rare = true;
+                at
+            }
+        };
+        &mut self.rare[at].1
+    }
+
+    /// Extract entry `i` under the cleaned name `rel` instead of its own.
+    pub fn rename(&mut self, i: usize, rel: &[u8]) {
+        self.rare_mut(i).alias = Some(rel.to_vec());
+    }
+
+    /// Make the hard link `i` refer to the cleaned name `to` instead of its target.
+    pub fn relink(&mut self, i: usize, to: &[u8]) {
+        self.rare_mut(i).link = to.to_vec();
+    }
+
     /// The entries, in order.
     pub fn iter(&self) -> impl Iterator<Item = Item<'_>> {
         (0..self.len()).map(move |i| self.get(i))
@@ -207,15 +256,7 @@ impl Entries {
     /// Entry `i`.
     pub fn get(&self, i: usize) -> Item<'_> {
         let r = &self.recs[i];
-        let rare = if r.rare {
-            let at = self
-                .rare
-                .binary_search_by_key(&i, |(j, _)| *j)
-                .expect("a rare record for every entry marked so");
-            Some(&self.rare[at].1)
-        } else {
-            None
-        };
+        let rare = self.rare_of(i);
         let data = match rare {
             Some(x) if r.data_from_start == u32::MAX => x.data,
             _ => r.start + u64::from(r.data_from_start),
@@ -327,5 +368,23 @@ mod tests {
         assert_eq!(e.start(3), 1 << 40);
         e.disown(3);
         assert!(!e.own(3));
+
+        // Renamed (an entry without a rare record, then one with), relinked: the rest holds.
+        e.rename(0, b"elsewhere/x");
+        e.rename(2, b"t");
+        e.relink(1, b"a/plain");
+        assert_eq!(
+            (e.rel(0), e.rel(1), e.rel(2)),
+            (&b"elsewhere/x"[..], &b"a/link"[..], &b"t"[..])
+        );
+        let p = e.get(0);
+        assert_eq!(
+            (p.rel, p.start, p.data, p.size),
+            (&b"elsewhere/x"[..], 0, 512, 1234)
+        );
+        assert_eq!(e.get(1).link, b"a/plain");
+        assert_eq!(e.get(2).data, 4096 + (5u64 << 32));
+        assert_eq!(e.get(2).sparse, Some(&[Segment { at: 10, len: 20 }][..]));
+        assert_eq!(e.rel(3), b"");
     }
 }

@@ -703,6 +703,9 @@ pub(super) struct Found {
     pub damaged: bool,
     /// `--save-index` was asked and the index could not be saved (said through the context).
     pub index_not_saved: bool,
+    /// Notices said through the context that are no failure (rank 0's): an index set aside,
+    /// the archive had no index and was scanned, the index was saved.
+    pub notices: Vec<String>,
 }
 
 impl Found {
@@ -713,6 +716,7 @@ impl Found {
             scanned: self.located.source == Source::Scan,
             damaged: self.damaged,
             index_not_saved: self.index_not_saved,
+            notices: self.notices.clone(),
             ..Report::default()
         }
     }
@@ -725,9 +729,17 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
     let found = scan::locate(comm, archive, path, o.memsize, o.save_index);
     let rank0 = comm.rank() == 0;
     let say = |text: String| o.context.error(text);
+    let mut notices = Vec::new();
+    // Said on stderr as a failure is, but not kept among the report's failures: the run may
+    // well succeed (a JSON report with status 0 lists no failure).
+    let mut note = |text: String| {
+        o.context.events.error(&text);
+        notices.push(text);
+    };
     if rank0 {
+        // An index set aside is no failure: the archive is scanned instead.
         for why in &found.rejected {
-            say(format!("not using {why}"));
+            note(format!("not using {why}"));
         }
     }
     if let (Some(d), true) = (&found.damage, rank0) {
@@ -747,7 +759,7 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
                     say(format!("save index {}: {e}", display(&side)));
                     index_not_saved = true;
                 }
-                Ok(n) if o.index_notices => say(format!(
+                Ok(n) if o.index_notices => note(format!(
                     "saved the index of {} as {}",
                     crate::engine::wording::entries(n as u64),
                     display(&side)
@@ -760,7 +772,7 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
             } else {
                 "scanned instead"
             };
-            say(format!(
+            note(format!(
                 "{} {how} and found {} (--save-index keeps the index as {} for the next run)",
                 display(path),
                 crate::engine::wording::entries(found.total),
@@ -771,6 +783,7 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
     Found {
         damaged: found.damage.is_some(),
         index_not_saved,
+        notices,
         located: found,
     }
 }
@@ -875,7 +888,11 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
             .enumerate()
             .filter(|(i, it)| it.own && entries.done[*i].load(Ordering::Relaxed))
             .count() as u64
-            + entries.replaced,
+            + entries
+                .carried
+                .iter()
+                .filter(|&&i| entries.done[i].load(Ordering::Relaxed))
+                .count() as u64,
     );
     let report = Report {
         mode: Done::Extract,
@@ -884,6 +901,7 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
         archive_entries: total_entries,
         bytes: comm.sum(x.bytes.load(Ordering::Relaxed)),
         skipped: comm.sum(skipped),
+        superseded: comm.sum(entries.replaced),
         failed: comm.sum(x.failed.load(Ordering::Relaxed)),
         zstd_frames: comm.sum(archive.frames_decoded.load(Ordering::Relaxed)),
         frames_per_rank: match archive.table() {
@@ -930,9 +948,13 @@ struct Entries {
     done: Vec<AtomicBool>,
     /// The file was created empty at its size, waiting for its data (phase 4).
     created: Vec<AtomicBool>,
-    /// Entries of this rank that a later entry of the same name replaced (they count as
-    /// extracted: tar keeps the last).
+    /// Entries of this rank that a later entry of the same name replaced and that no hard link
+    /// keeps: not extracted (tar keeps the last).
     replaced: u64,
+    /// Entries of this rank that a later entry of the same name replaced, extracted under the
+    /// name of a hard link that refers to them: each stands for two entries (itself and that
+    /// link) once done.
+    carried: Vec<usize>,
     /// With a selection: for each entry, where the run of entries kept one after another in
     /// the archive from it ends (bytes), so that reading ahead stops short of data that was not
     /// selected. `None`: everything is kept, reading ahead stops at the part's end.
@@ -1053,19 +1075,44 @@ impl<'a> Extraction<'a> {
         found.offsets = Vec::new();
         // Tar keeps the last of several entries with one name: those replaced are no longer
         // this rank's, and get neither data nor metadata (marked, not removed: no second
-        // copy of the entries).
-        let dropped = superseded(comm, &found.parts, &items);
+        // copy of the entries); one that a hard link before the replacement refers to is
+        // extracted under that link's name (GNU tar gives the link that version).
+        let s = superseded(comm, &found.parts, &items);
         let mut items = items;
         let ok: Vec<AtomicBool> = (0..items.len()).map(|_| AtomicBool::new(true)).collect();
-        let mut replaced = 0;
-        for (i, ok) in ok.iter().enumerate() {
-            if dropped.contains(&items.start(i)) {
+        let (mut replaced, mut carried) = (0, Vec::new());
+        // Nothing replaced (the common case): no look-up per entry.
+        let all = if s.is_empty() { 0 } else { items.len() };
+        for (i, ok) in ok.iter().enumerate().take(all) {
+            let start = items.start(i);
+            if let Some(rel) = s.carried.get(&start) {
+                items.rename(i, rel);
+                if items.own(i) {
+                    carried.push(i);
+                }
+            } else if s.dropped.contains(&start) {
                 replaced += u64::from(items.own(i));
+                items.disown(i);
+                ok.store(false, Ordering::Relaxed);
+            } else if s.carriers.contains(&start) {
+                // Its name is made by the version it refers to (counted with that entry).
+                items.disown(i);
+                ok.store(false, Ordering::Relaxed);
+            } else if let Some(to) = s.relinked.get(&start) {
+                items.relink(i, to);
+            } else if let Some(why) = s.refused.get(&start) {
+                if items.own(i) {
+                    let link = items.get(i).link.to_vec();
+                    self.fail.add(
+                        items.rel(i),
+                        format_args!("hard link to {}: {why}", display(&link)),
+                    );
+                }
                 items.disown(i);
                 ok.store(false, Ordering::Relaxed);
             }
         }
-        drop(dropped);
+        drop(s);
         let flags = |v: bool| (0..items.len()).map(|_| AtomicBool::new(v)).collect();
         let run_ends = m.filters().then(|| run_ends(&items));
         Entries {
@@ -1074,6 +1121,7 @@ impl<'a> Extraction<'a> {
             created: flags(false),
             items,
             replaced,
+            carried,
             run_ends,
         }
     }

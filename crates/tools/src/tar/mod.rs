@@ -306,8 +306,8 @@ pub struct Report {
     /// relative to. List: empty.
     #[serde(serialize_with = "as_text")]
     pub directory: Vec<u8>,
-    /// Entries archived (create), extracted completely with their metadata (extract), or
-    /// listed (list).
+    /// Entries archived (create), extracted completely with their metadata (extract; not
+    /// those in [`Report::superseded`]), or listed (list).
     pub entries: u64,
     /// Entries the archive holds (extract and list: one cut short by damage included; create:
     /// the entries of the new archive).
@@ -317,6 +317,10 @@ pub struct Report {
     /// Entries not archived or not extracted because of their type (a fifo or a socket to
     /// create, an unsupported entry type to extract), each named through the context.
     pub skipped: u64,
+    /// Extract: entries not extracted because a later entry of the same name replaces them
+    /// (tar keeps the last; an earlier version that a hard link refers to is extracted, under
+    /// the link's name, and is not counted here).
+    pub superseded: u64,
     /// Entries that failed, each named through the context (create: left out of the archive
     /// or stored with what could be read; extract: missing or incomplete; list: headers that
     /// could not be decoded).
@@ -354,6 +358,9 @@ pub struct Report {
     pub interrupted: bool,
     /// This process's sample of the failure messages.
     pub failures: Vec<String>,
+    /// Extract and list: notices said on stderr that are no failure (rank 0's): an index set
+    /// aside (and why), the archive had no index and was scanned, or its index was saved.
+    pub notices: Vec<String>,
     /// Extract with `--verify`: how the written data was read back.
     pub verify: Option<crate::engine::verify::Summary>,
     /// With `--manifest`: the manifest written (or not).

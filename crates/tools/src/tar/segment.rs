@@ -39,6 +39,34 @@ impl HeaderBytes {
     }
 }
 
+/// What the walk saw of a file's times: a file whose times differ after a read changed while it
+/// was read (a rewrite keeps the size, and may set the mtime back; the ctime it cannot).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Stamp {
+    /// Modification time (s, ns).
+    pub(super) mtime: (i64, u32),
+    /// Status change time (s, ns).
+    pub(super) ctime: (i64, u32),
+}
+
+impl Stamp {
+    fn put(&self, out: &mut Vec<u8>) {
+        for v in [self.mtime.0 as u64, u64::from(self.mtime.1)] {
+            wire::put_u64(out, v);
+        }
+        for v in [self.ctime.0 as u64, u64::from(self.ctime.1)] {
+            wire::put_u64(out, v);
+        }
+    }
+
+    fn get(input: &mut Reader<'_>) -> Stamp {
+        Stamp {
+            mtime: (input.u64() as i64, input.u64() as u32),
+            ctime: (input.u64() as i64, input.u64() as u32),
+        }
+    }
+}
+
 /// One entry of a segment: its encoded header and, for files, where its data comes from.
 #[derive(Clone)]
 pub(super) struct Member {
@@ -47,8 +75,8 @@ pub(super) struct Member {
     pub(super) src: Vec<u8>,
     /// Data bytes as walked.
     pub(super) size: u64,
-    /// The walked mtime (s, ns), to notice files modified while archived.
-    pub(super) mtime: (i64, u32),
+    /// The walked times, to notice files modified while archived.
+    pub(super) stamp: Stamp,
     /// The data travels with the header (small files); otherwise chunks carry it.
     pub(super) inline: bool,
 }
@@ -76,7 +104,8 @@ pub(super) enum Segment {
         file_at: u64,
         len: u64,
         size: u64,
-        mtime: (i64, u32),
+        /// The file's walked times.
+        stamp: Stamp,
     },
     /// Bytes already made, at archive offset `at` (a rank's piece of the index member, on
     /// its way to the rank that compresses its frame).
@@ -127,8 +156,7 @@ impl WorkItem for Segment {
                     wire::put_bytes(out, &header);
                     wire::put_bytes(out, &m.src);
                     wire::put_u64(out, m.size);
-                    wire::put_u64(out, m.mtime.0 as u64);
-                    wire::put_u64(out, m.mtime.1 as u64);
+                    m.stamp.put(out);
                     out.push(m.inline as u8);
                 }
             }
@@ -138,12 +166,13 @@ impl WorkItem for Segment {
                 file_at,
                 len,
                 size,
-                mtime,
+                stamp,
             } => {
                 out.push(1);
-                for v in [*at, *file_at, *len, *size, mtime.0 as u64, mtime.1 as u64] {
+                for v in [*at, *file_at, *len, *size] {
                     wire::put_u64(out, v);
                 }
+                stamp.put(out);
                 wire::put_bytes(out, src);
             }
             Segment::Window { lo, hi, run } => {
@@ -191,19 +220,19 @@ impl WorkItem for Segment {
                     header: HeaderBytes::Encoded(input.bytes().to_vec()),
                     src: input.bytes().to_vec(),
                     size: input.u64(),
-                    mtime: (input.u64() as i64, input.u64() as u32),
+                    stamp: Stamp::get(input),
                     inline: input.u8() != 0,
                 })
                 .collect();
             Segment::Run { at, members }
         } else {
-            let v: Vec<u64> = (0..6).map(|_| input.u64()).collect();
+            let v: Vec<u64> = (0..4).map(|_| input.u64()).collect();
             Segment::Chunk {
                 at: v[0],
                 file_at: v[1],
                 len: v[2],
                 size: v[3],
-                mtime: (v[4] as i64, v[5] as u32),
+                stamp: Stamp::get(input),
                 src: input.bytes().to_vec(),
             }
         }
