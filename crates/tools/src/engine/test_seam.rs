@@ -80,10 +80,11 @@ pub fn round_files(default: usize) -> usize {
 /// The environment variable of [`corrupt_before_verify`]: a file name.
 pub const CORRUPT_VAR: &str = "MFU_RS_TEST_CORRUPT_BEFORE_VERIFY";
 
-/// For the `--verify` tests: when `MFU_RS_TEST_CORRUPT_BEFORE_VERIFY` names the file name of
-/// `path`, flip the first byte of the range at `offset` (of `len` bytes) of the file behind
-/// `written`, between the write and the read-back that must catch it. Without the variable
-/// this is one environment look-up per checked range.
+/// For the `--verify` and `--manifest` tests: when `MFU_RS_TEST_CORRUPT_BEFORE_VERIFY` names the
+/// file name of `path`, flip the first byte of the range at `offset` (of `len` bytes) of the
+/// file behind `written`, between the write and the read-back that must catch it (without
+/// `--verify`: a copy damaged after its write, which a manifest must not certify). Without
+/// the variable this is one environment look-up per hashed range.
 pub fn corrupt_before_verify(
     written: rustix::fd::BorrowedFd<'_>,
     path: &[u8],
