@@ -636,3 +636,96 @@ fn after_a_resume_every_file_copied_is_in_the_manifest() {
         }
     }
 }
+
+/// An output that lies inside the tree a run writes is refused before anything is done (exit
+/// 2, both paths named): `sync --manifest d/plain s d` renamed its manifest over the file it
+/// had just synced. Found through a symlink too; outside the tree, or in a dry run, it is
+/// written.
+#[test]
+fn an_output_inside_the_tree_being_written_is_refused_with_nothing_done() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("s");
+    make_tree(&src, false);
+    let dst = tmp.path().join("d");
+    Tool::new("sync").arg(&src).arg(&dst).expect(0);
+    std::fs::write(src.join("plain"), b"changed in SRC").unwrap();
+    std::os::unix::fs::symlink(&dst, tmp.path().join("link")).unwrap();
+    let before = mfu_tests::listing(&dst);
+    let plain = std::fs::read(dst.join("plain")).unwrap();
+    let refused = |tool: Tool, output: &str, tree: &str| {
+        let out = tool.run().assert_status(2);
+        out.stderr_contains(output)
+            .stderr_contains(tree)
+            .stderr_contains("lies inside");
+        assert_eq!(mfu_tests::listing(&dst), before, "{output}: DEST changed");
+        assert_eq!(std::fs::read(dst.join("plain")).unwrap(), plain);
+    };
+    let in_dst = dst.join("plain");
+    let via_link = tmp.path().join("link/plain");
+    for m in [&in_dst, &via_link] {
+        let sync = Tool::new("sync")
+            .arg("--manifest")
+            .arg(m)
+            .arg(&src)
+            .arg(&dst);
+        refused(sync, &m.display().to_string(), &dst.display().to_string());
+        let cp = Tool::new("cp")
+            .arg("--manifest")
+            .arg(m)
+            .arg(src.join(""))
+            .arg(&dst);
+        refused(cp, &m.display().to_string(), &dst.display().to_string());
+    }
+    let list = dst.join("new.mfu");
+    let sync = Tool::new("sync")
+        .arg("-o")
+        .arg(format!("EXIST=ONLY_SRC:{}", list.display()))
+        .args(["--delete"])
+        .arg(&src)
+        .arg(&dst);
+    refused(
+        sync,
+        &list.display().to_string(),
+        &dst.display().to_string(),
+    );
+    // tar -x: the manifest inside the target directory.
+    let archive = tmp.path().join("a.tar");
+    Tool::new("tar")
+        .arg("-cf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&src)
+        .arg(".")
+        .expect(0);
+    let tar = Tool::new("tar")
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&dst)
+        .arg("--manifest")
+        .arg(&via_link);
+    refused(
+        tar,
+        &via_link.display().to_string(),
+        &dst.display().to_string(),
+    );
+    // A dry run writes no tree; outside the tree the manifest is written.
+    Tool::new("sync")
+        .arg("--dryrun")
+        .arg("--manifest")
+        .arg(&in_dst)
+        .arg(&src)
+        .arg(&dst)
+        .expect(0);
+    assert_eq!(std::fs::read(dst.join("plain")).unwrap(), plain);
+    let outside = tmp.path().join("m.b3");
+    Tool::new("sync")
+        .arg("--manifest")
+        .arg(&outside)
+        .arg(&src)
+        .arg(&dst)
+        .expect(0);
+    assert_eq!(std::fs::read(dst.join("plain")).unwrap(), b"changed in SRC");
+    // plain and its hard link plain.link.
+    check_with("b3sum", "--check", &outside, &dst, 2);
+}
