@@ -1,9 +1,10 @@
 //! Output files (manifests, lists, archives) that must not lie inside a tree the run writes.
 //!
 //! `sync --manifest d/plain s d` would rename its manifest over a file it had just synced (or
-//! `--delete` would remove a list written before the sync, or tar -x a member would replace
-//! it): an output inside a destination tree is refused before anything is done (exit 2, both
-//! paths named), as cp refuses to copy a directory into itself. Outputs inside a tree that is
+//! `--delete` would remove a list written before the sync, tar -x a member would replace it,
+//! rm would remove it with its tree): an output inside a tree being written or removed is
+//! refused before anything is done (exit 2, both paths named), as cp refuses to copy a
+//! directory into itself. Outputs inside a tree that is
 //! only read are left alone, as GNU cp, rsync and tar do (tar -c skips its own archive in the
 //! tree it archives, see `tar::create`).
 //!
@@ -64,9 +65,9 @@ pub fn refuse_inside(outputs: &[(&str, &[u8])], trees: &[(&str, &[u8])]) -> Resu
         for (what, tree, tree_real) in &trees {
             if is_prefix(tree_real, &real) {
                 return Err(format!(
-                    "{option} {} lies inside the {what} {}, which this run writes: it could \
-                     replace a file of the tree or be replaced by one (refused, nothing done; \
-                     put it outside the tree)",
+                    "{option} {} lies inside the {what} {}, which this run changes: the \
+                     output and the tree's files could destroy each other (refused, nothing \
+                     done; put the output outside the tree)",
                     display(out),
                     display(tree)
                 ));
