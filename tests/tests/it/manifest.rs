@@ -530,18 +530,22 @@ fn checker(hash: &str) -> (&'static str, &'static str) {
 /// A copy damaged after its write (the test seam flips a byte of each range of `big` once
 /// written) is not certified: the manifest holds the digest of the source's bytes as they
 /// were read, so the checker finds the damage, SHA-256 (a file of 49 chunks, over 1 and 3
-/// ranks) as BLAKE3.
+/// ranks and under mpirun) as BLAKE3.
 #[test]
 fn a_copy_damaged_after_its_write_fails_the_check_of_its_manifest() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("src");
     make_tree(&src, false);
     for hash in ["sha256", "blake3"] {
-        for ranks in [1, 3] {
+        let launches: [(&str, &dyn Fn(Tool) -> Tool); 3] = [
+            ("1", &|t| t),
+            ("ranks 3", &|t| t.ranks(3)),
+            ("mpirun 2", &|t| t.mpi(2)),
+        ];
+        for (ranks, launch) in launches {
             let dst = tmp.path().join(format!("{hash} {ranks}"));
             let manifest = tmp.path().join(format!("{hash} {ranks}.sum"));
-            Tool::new("cp")
-                .ranks(ranks)
+            launch(Tool::new("cp"))
                 .env("MFU_RS_TEST_CORRUPT_BEFORE_VERIFY", "big")
                 .args(["--chunksize", "64K", "--manifest-hash", hash, "--manifest"])
                 .arg(&manifest)
