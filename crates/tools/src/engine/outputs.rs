@@ -53,17 +53,35 @@ pub fn resolve(path: &[u8], keep_last: bool) -> Vec<u8> {
 /// lies inside one of `trees` — (what it is, path as given) — or is one of them. `-` (standard
 /// output) is no file. Nothing is created or changed.
 pub fn refuse_inside(outputs: &[(&str, &[u8])], trees: &[(&str, &[u8])]) -> Result<(), String> {
-    let trees: Vec<(&str, &[u8], Vec<u8>)> = trees
+    /// (what, as given, resolved, its (device, inode)).
+    type Tree<'a> = (&'a str, &'a [u8], Vec<u8>, Option<(u64, u64)>);
+    let trees: Vec<Tree<'_>> = trees
         .iter()
-        .map(|&(what, path)| (what, path, resolve(path, false)))
+        .map(|&(what, path)| {
+            let real = resolve(path, false);
+            let id = id_of(&real);
+            (what, path, real, id)
+        })
         .collect();
     for &(option, out) in outputs {
         if out == b"-" || out.is_empty() {
             continue;
         }
         let real = resolve(out, true);
-        for (what, tree, tree_real) in &trees {
-            if is_prefix(tree_real, &real) {
+        // The directories the output would be in, by identity too: the tree mounted a
+        // second time elsewhere (a bind mount) has other paths.
+        let mut above = Vec::new();
+        let mut dir = parent(&real).to_vec();
+        loop {
+            above.extend(id_of(&dir));
+            if dir == b"/" {
+                break;
+            }
+            dir = parent(&dir).to_vec();
+        }
+        for (what, tree, tree_real, tree_id) in &trees {
+            let same_dir = tree_id.is_some_and(|id| above.contains(&id));
+            if is_prefix(tree_real, &real) || same_dir {
                 return Err(format!(
                     "{option} {} lies inside the {what} {}, which this run changes: the \
                      output and the tree's files could destroy each other (refused, nothing \
@@ -75,6 +93,14 @@ pub fn refuse_inside(outputs: &[(&str, &[u8])], trees: &[(&str, &[u8])]) -> Resu
         }
     }
     Ok(())
+}
+
+/// The (device, inode) of the directory or file at `path` (`None`: it can't be stat'ed).
+fn id_of(path: &[u8]) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(as_path(path))
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
 }
 
 #[cfg(test)]
@@ -115,5 +141,37 @@ mod tests {
         assert!(refuse_inside(&[("-o", &p("new/l"))], &new).is_ok());
         let e = refuse_inside(&[("--manifest", &p("d/plain"))], &dest).unwrap_err();
         assert!(e.contains("d/plain") && e.contains("destination"), "{e}");
+    }
+
+    /// The tree mounted a second time (a bind mount: other paths, the same directories) is
+    /// the same tree. Needs root, as the fault tests.
+    #[test]
+    fn an_output_in_a_bind_mount_of_the_tree_is_inside_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir_all(t.join("d/sub")).unwrap();
+        std::fs::create_dir(t.join("again")).unwrap();
+        let mount = |args: &[&std::ffi::OsStr]| {
+            let ok = std::process::Command::new(args[0])
+                .args(&args[1..])
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "{args:?} (needs root)");
+        };
+        mount(&[
+            "mount".as_ref(),
+            "--bind".as_ref(),
+            t.join("d").as_os_str(),
+            t.join("again").as_os_str(),
+        ]);
+        let again = [t.as_os_str().as_bytes(), b"/again/sub/m"].concat();
+        let d = [t.as_os_str().as_bytes(), b"/d"].concat();
+        let inside = refuse_inside(&[("--manifest", &again)], &[("destination", &d)]);
+        let beside = [t.as_os_str().as_bytes(), b"/m"].concat();
+        let outside = refuse_inside(&[("--manifest", &beside)], &[("destination", &d)]);
+        mount(&["umount".as_ref(), t.join("again").as_os_str()]);
+        assert!(inside.is_err());
+        assert!(outside.is_ok());
     }
 }
