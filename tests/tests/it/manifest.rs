@@ -97,7 +97,7 @@ fn cp_manifests_pass_b3sum_and_sha256sum_and_are_the_same_at_any_rank_count() {
             Some(f) => assert!(*f == bytes, "{what}: another manifest than at 1 rank"),
         }
     }
-    // SHA-256: the big file, copied in 49 chunks over 4 ranks, is hashed from its copy.
+    // SHA-256: the big file, copied in 49 chunks over 4 ranks, is hashed from its source.
     for (what, launch) in [
         ("1", &(|t| t) as &dyn Fn(Tool) -> Tool),
         ("4", &|t: Tool| t.ranks(4)),
@@ -505,4 +505,231 @@ fn cmp_manifest_json_names_the_manifest_not_a_dest() {
     assert!(json.get("dest").is_none(), "{json}");
     assert_eq!(json["src"], dst.display().to_string());
     assert_eq!(json["manifest"]["manifest"], manifest.display().to_string());
+}
+
+/// The digest of `path`'s bytes as `hash` (`blake3`, `sha256`), in hex.
+fn digest_of(hash: &str, path: &Path) -> String {
+    use mfu::engine::digest::{hex, HashKind};
+    let kind = if hash == "sha256" {
+        HashKind::Sha256
+    } else {
+        HashKind::Blake3
+    };
+    hex(&kind.of(&std::fs::read(path).unwrap()))
+}
+
+/// The checker of `hash`'s manifests: (program, its check flag).
+fn checker(hash: &str) -> (&'static str, &'static str) {
+    if hash == "sha256" {
+        ("sha256sum", "-c")
+    } else {
+        ("b3sum", "--check")
+    }
+}
+
+/// A copy damaged after its write (the test seam flips a byte of each range of `big` once
+/// written) is not certified: the manifest holds the digest of the source's bytes as they
+/// were read, so the checker finds the damage, SHA-256 (a file of 49 chunks, over 1 and 3
+/// ranks and under mpirun) as BLAKE3.
+#[test]
+fn a_copy_damaged_after_its_write_fails_the_check_of_its_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    make_tree(&src, false);
+    for hash in ["sha256", "blake3"] {
+        let launches: [(&str, &dyn Fn(Tool) -> Tool); 3] = [
+            ("1", &|t| t),
+            ("ranks 3", &|t| t.ranks(3)),
+            ("mpirun 2", &|t| t.mpi(2)),
+        ];
+        for (ranks, launch) in launches {
+            let dst = tmp.path().join(format!("{hash} {ranks}"));
+            let manifest = tmp.path().join(format!("{hash} {ranks}.sum"));
+            launch(Tool::new("cp"))
+                .env("MFU_RS_TEST_CORRUPT_BEFORE_VERIFY", "big")
+                .args(["--chunksize", "64K", "--manifest-hash", hash, "--manifest"])
+                .arg(&manifest)
+                .arg(&src)
+                .arg(&dst)
+                .expect(0);
+            assert!(
+                std::fs::read(src.join("big")).unwrap() != std::fs::read(dst.join("big")).unwrap(),
+                "{hash} {ranks}: the seam did not damage the copy"
+            );
+            let text_of = text(&std::fs::read(&manifest).unwrap());
+            let line = format!("{}  big\n", digest_of(hash, &src.join("big")));
+            assert!(
+                text_of.contains(&line),
+                "{hash} {ranks}: no {line:?} in\n{text_of}"
+            );
+            let (program, flag) = checker(hash);
+            let out = tool(program)
+                .arg(flag)
+                .arg(&manifest)
+                .current_dir(&dst)
+                .output()
+                .unwrap();
+            assert!(!out.status.success(), "{hash} {ranks}: the damage passed");
+            assert!(
+                text(&out.stdout).contains("big: FAILED"),
+                "{}",
+                text(&out.stdout)
+            );
+        }
+    }
+}
+
+/// A copy of `src/` into `dst` (`big` journaled: any file of 1 byte or more keeps one; 65
+/// chunks) killed by the test seam after its second chunk mark, leaving `big` partial.
+fn killed_copy(src: &Path, dst: &Path) {
+    let out = Tool::new("cp")
+        .env("MFU_RS_TEST_JOURNAL_MIN_BYTES", "1")
+        .env("MFU_RS_TEST_KILL_AFTER_MARKS", "2")
+        .args(["--chunksize", "256K"])
+        .arg(src.join(""))
+        .arg(dst)
+        .run();
+    assert_ne!(out.code(), Some(0), "the copy was not killed");
+    assert!(dst.join(".big.mfu-partial").exists(), "no journal left");
+}
+
+/// After a resume (cp run again, sync, sync --manifest-all), every file copied is in the
+/// manifest, the resumed one included, with the digest of the source's whole bytes (its
+/// journaled chunks were not read in that run: they are read from the source for it).
+#[test]
+fn after_a_resume_every_file_copied_is_in_the_manifest() {
+    let shm = tempfile::Builder::new()
+        .prefix("mfu-rs-manifest-")
+        .tempdir_in("/dev/shm")
+        .unwrap();
+    let src = shm.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("big"), noise(7, (16 << 20) + 777)).unwrap();
+    std::fs::write(src.join("small"), noise(8, 1000)).unwrap();
+    let runs: [(&str, &[&str]); 3] = [("cp", &[]), ("sync", &[]), ("sync", &["--manifest-all"])];
+    for hash in ["blake3", "sha256"] {
+        for (n, (what, extra)) in runs.iter().enumerate() {
+            let dst = shm.path().join(format!("{hash} {n}"));
+            killed_copy(&src, &dst);
+            let manifest = shm.path().join(format!("{hash} {n}.sum"));
+            let out = Tool::new(what)
+                .env("MFU_RS_TEST_JOURNAL_MIN_BYTES", "1")
+                .args(["--json", "--chunksize", "256K", "--manifest-hash", hash])
+                .args(*extra)
+                .arg("--manifest")
+                .arg(&manifest)
+                .arg(if *what == "cp" {
+                    src.join("")
+                } else {
+                    src.clone()
+                })
+                .arg(&dst)
+                .expect(0);
+            let v: serde_json::Value = serde_json::from_slice(&out.output.stdout).unwrap();
+            assert_eq!(v["resumed"], 1, "{hash} {what} {extra:?}: {v}");
+            let got = text(&std::fs::read(&manifest).unwrap());
+            for name in ["big", "small"] {
+                let line = format!("{}  {name}\n", digest_of(hash, &src.join(name)));
+                assert!(
+                    got.contains(&line),
+                    "{hash} {what} {extra:?}: no {line:?} in\n{got}"
+                );
+            }
+            let (program, flag) = checker(hash);
+            check_with(program, flag, &manifest, &dst, 2);
+        }
+    }
+}
+
+/// An output that lies inside the tree a run writes is refused before anything is done (exit
+/// 2, both paths named): `sync --manifest d/plain s d` renamed its manifest over the file it
+/// had just synced. Found through a symlink too; outside the tree, or in a dry run, it is
+/// written.
+#[test]
+fn an_output_inside_the_tree_being_written_is_refused_with_nothing_done() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("s");
+    make_tree(&src, false);
+    let dst = tmp.path().join("d");
+    Tool::new("sync").arg(&src).arg(&dst).expect(0);
+    std::fs::write(src.join("plain"), b"changed in SRC").unwrap();
+    std::os::unix::fs::symlink(&dst, tmp.path().join("link")).unwrap();
+    let before = mfu_tests::listing(&dst);
+    let plain = std::fs::read(dst.join("plain")).unwrap();
+    let refused = |tool: Tool, output: &str, tree: &str| {
+        let out = tool.run().assert_status(2);
+        out.stderr_contains(output)
+            .stderr_contains(tree)
+            .stderr_contains("lies inside");
+        assert_eq!(mfu_tests::listing(&dst), before, "{output}: DEST changed");
+        assert_eq!(std::fs::read(dst.join("plain")).unwrap(), plain);
+    };
+    let in_dst = dst.join("plain");
+    let via_link = tmp.path().join("link/plain");
+    for m in [&in_dst, &via_link] {
+        let sync = Tool::new("sync")
+            .arg("--manifest")
+            .arg(m)
+            .arg(&src)
+            .arg(&dst);
+        refused(sync, &m.display().to_string(), &dst.display().to_string());
+        let cp = Tool::new("cp")
+            .arg("--manifest")
+            .arg(m)
+            .arg(src.join(""))
+            .arg(&dst);
+        refused(cp, &m.display().to_string(), &dst.display().to_string());
+    }
+    let list = dst.join("new.mfu");
+    let sync = Tool::new("sync")
+        .arg("-o")
+        .arg(format!("EXIST=ONLY_SRC:{}", list.display()))
+        .args(["--delete"])
+        .arg(&src)
+        .arg(&dst);
+    refused(
+        sync,
+        &list.display().to_string(),
+        &dst.display().to_string(),
+    );
+    // tar -x: the manifest inside the target directory.
+    let archive = tmp.path().join("a.tar");
+    Tool::new("tar")
+        .arg("-cf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&src)
+        .arg(".")
+        .expect(0);
+    let tar = Tool::new("tar")
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&dst)
+        .arg("--manifest")
+        .arg(&via_link);
+    refused(
+        tar,
+        &via_link.display().to_string(),
+        &dst.display().to_string(),
+    );
+    // A dry run writes no tree; outside the tree the manifest is written.
+    Tool::new("sync")
+        .arg("--dryrun")
+        .arg("--manifest")
+        .arg(&in_dst)
+        .arg(&src)
+        .arg(&dst)
+        .expect(0);
+    assert_eq!(std::fs::read(dst.join("plain")).unwrap(), plain);
+    let outside = tmp.path().join("m.b3");
+    Tool::new("sync")
+        .arg("--manifest")
+        .arg(&outside)
+        .arg(&src)
+        .arg(&dst)
+        .expect(0);
+    assert_eq!(std::fs::read(dst.join("plain")).unwrap(), b"changed in SRC");
+    // plain and its hard link plain.link.
+    check_with("b3sum", "--check", &outside, &dst, 2);
 }

@@ -878,3 +878,35 @@ fn json_report_equals_the_text_summary() {
         }
     }
 }
+
+/// `-o` inside a tree being removed would be removed with it (an earlier list) or have no
+/// directory left to go in: refused before anything goes (exit 2, both paths named), found
+/// through a symlink too; outside the tree, or with --dryrun, the list is written.
+#[test]
+fn an_output_list_inside_the_tree_being_removed_is_refused_with_nothing_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = tmp.path().join("r");
+    make(&r, &["a/", "a/x", "y"]);
+    std::os::unix::fs::symlink(r.join("a"), tmp.path().join("link")).unwrap();
+    let listing = mfu_tests::listing(&r);
+    for list in [r.join("a/list"), tmp.path().join("link/list")] {
+        let out = expect_status(
+            mfu(&["rm", "-o"])
+                .arg(&list)
+                .arg(&r)
+                .current_dir(tmp.path()),
+            2,
+        );
+        let err = stderr(&out);
+        assert!(err.contains(&*list.to_string_lossy()), "{err}");
+        assert!(err.contains("tree being removed"), "{err}");
+        assert_eq!(mfu_tests::listing(&r), listing, "nothing removed");
+    }
+    let inside = r.join("list");
+    expect_status(mfu(&["rm", "--dryrun", "-o"]).arg(&inside).arg(&r), 0);
+    assert!(read_list(&inside).len() >= 4);
+    let outside = tmp.path().join("list");
+    expect_status(mfu(&["rm", "-o"]).arg(&outside).arg(&r), 0);
+    assert!(!r.exists());
+    assert!(read_list(&outside).len() >= 4);
+}

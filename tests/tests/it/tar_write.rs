@@ -857,3 +857,42 @@ fn a_file_rewritten_while_tar_c_reads_it_is_named_and_the_create_exits_1() {
         }
     }
 }
+
+/// An archive in the tree it archives is never archived (an earlier archive there is the file
+/// the new one replaces), as GNU tar says "file is the archive; not dumped": met under its
+/// own path, and through a symlink to the tree. Exit 0; the rest is archived.
+#[test]
+fn an_archive_inside_the_tree_it_archives_is_not_dumped_even_through_a_symlink() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    std::fs::write(t.join("f"), noise(3, 5000)).unwrap();
+    std::os::unix::fs::symlink(&t, tmp.path().join("link")).unwrap();
+    for (np, archive) in [(1, "t/a.tar"), (2, "link/a.tar"), (1, "link/a.tar")] {
+        // An earlier archive at that place (what a rerun meets).
+        std::fs::write(t.join("a.tar"), b"an earlier archive").unwrap();
+        let out = tar_np(np)
+            .args(["-cf", archive, "t"])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        let all = all_output(&out);
+        assert_eq!(out.status.code(), Some(0), "{archive} at np {np}\n{all}");
+        assert!(
+            text(&out.stderr).contains("t/a.tar: file is the archive; not dumped"),
+            "{archive} at np {np}\n{all}"
+        );
+        let listed = gnu_tar()
+            .args(["-tf", "t/a.tar"])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(listed.status.success(), "{}", all_output(&listed));
+        let names = text(&listed.stdout);
+        assert!(names.contains("t/f"), "{archive} at np {np}: {names}");
+        assert!(
+            !names.lines().any(|l| l == "t/a.tar"),
+            "{archive} at np {np}: {names}"
+        );
+    }
+}

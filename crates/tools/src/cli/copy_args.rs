@@ -61,7 +61,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<OsString>,
     /// The manifest's hash: blake3 (b3sum format) or sha256 (sha256sum format; a file copied
-    /// in several chunks is read once more from the destination to hash it).
+    /// in several chunks is read once more from the source to hash it).
     #[arg(long = "manifest-hash", value_name = "HASH", value_enum, default_value_t = HashKind::Blake3,
           requires = "manifest")]
     pub manifest_hash: HashKind,

@@ -38,7 +38,7 @@ pub struct RmArgs {
     pub input: Option<OsString>,
     /// Write the list of what was removed (with --dryrun: of what would be) to FILE: cache v4
     /// for stat lists, text for lite lists and with --aggressive. `-` writes it to stdout (the
-    /// summary then goes to stderr).
+    /// summary then goes to stderr). FILE inside a PATH being removed is refused.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<OsString>,
     /// With --output, write the text format (`path|T` per line) even for a stat list.

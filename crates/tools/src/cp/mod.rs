@@ -308,6 +308,22 @@ fn setup(comm: &dyn Comm, o: &Options) -> Result<Setup, Error> {
         .collect();
     let dest = normalize(&o.dest, &cwd);
     let target = agree_setup(comm, resolve(&sources, &dest, o.dereference))?;
+    // The manifest is renamed into place at the end: inside a tree being copied it would
+    // replace a file just copied (or be replaced by one).
+    let trees: Vec<(&str, &[u8])> = target
+        .pairs
+        .iter()
+        .map(|(_, to)| ("destination", &to[..]))
+        .collect();
+    let outputs: Vec<(&str, &[u8])> =
+        o.io.manifest
+            .iter()
+            .map(|m| ("--manifest", &m.path[..]))
+            .collect();
+    agree_setup(
+        comm,
+        crate::engine::outputs::refuse_inside(&outputs, &trees),
+    )?;
     let mut map = Mapping::new(target.pairs.clone()).with_dest_anchors(vec![dest_anchor(&dest)]);
     if o.dereference {
         map = map.following_sources();

@@ -14,7 +14,7 @@
 //!
 //! SHA-256 cannot be combined that way: a range that is the whole file is hashed as it
 //! passes; a file read in several ranges is hashed by whoever assembles it, from one more read
-//! of the written copy (see [`crate::engine::manifest`]).
+//! of its source (see [`crate::engine::manifest`]).
 
 use blake3::hazmat::{
     left_subtree_len, merge_subtrees_non_root, merge_subtrees_root, ChainingValue, HasherExt, Mode,
@@ -33,7 +33,7 @@ pub enum HashKind {
     #[default]
     Blake3,
     /// SHA-256, as `sha256sum` writes it (for sites that require it; a file split over
-    /// several chunks costs one more read of its copy).
+    /// several chunks costs one more read of its source).
     Sha256,
 }
 

@@ -18,6 +18,22 @@ pub struct Record {
     pub file_size: u64,
     /// The range's digest (the whole file's, or BLAKE3 pieces).
     pub digest: RangeDigest,
+    /// Set when the file's digest can't be made of what this run read (a resumed file, whose
+    /// journaled chunks it did not read; SHA-256 of a file read in several chunks): the file
+    /// is hashed by reading its source again, and `digest` (and the file's other records) are
+    /// ignored.
+    pub reread: Option<Source>,
+}
+
+/// The source a file's manifest digest is read from again, as it was listed: a source whose
+/// size, mtime or ctime differs from these when it is read is not what was copied, and is
+/// not hashed.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The source path.
+    pub path: Vec<u8>,
+    /// Its metadata when listed (size in bytes, times).
+    pub meta: flist::Meta,
 }
 
 /// The hashing of one run: what to do, and what was found (this rank's).
@@ -70,8 +86,10 @@ impl Hashing {
         hashed: RangeHasher,
     ) -> Result<(), ItemError> {
         let digest = hashed.finish();
+        // Without `verify` the seam stands for a copy damaged after its write, which a
+        // manifest (hashed from the source's bytes) must not certify.
+        crate::engine::test_seam::corrupt_before_verify(written, path, offset, len);
         if self.verify {
-            crate::engine::test_seam::corrupt_before_verify(written, path, offset, len);
             let fresh = self.range(offset, len, file_size);
             let checked = verify::check(written, offset, len, fresh, &digest, &self.counters);
             let failed = match checked {
@@ -95,9 +113,24 @@ impl Hashing {
                 path: path.to_vec(),
                 file_size,
                 digest,
+                reread: None,
             });
         }
         Ok(())
+    }
+
+    /// The manifest digest of the destination `path` is to be read from its source `source`
+    /// (listed as `meta`) once the copy is done: the source's bytes, never the copy's.
+    pub fn reread(&self, path: &[u8], source: &[u8], meta: flist::Meta) {
+        self.records.lock().expect("records").push(Record {
+            path: path.to_vec(),
+            file_size: meta.size,
+            digest: RangeDigest::Pieces(Vec::new()),
+            reread: Some(Source {
+                path: source.to_vec(),
+                meta,
+            }),
+        });
     }
 
     /// Keep the digest of a range of the file `path` for the manifest (a range read and not
@@ -107,6 +140,7 @@ impl Hashing {
             path: path.to_vec(),
             file_size,
             digest,
+            reread: None,
         });
     }
 

@@ -2,11 +2,15 @@
 //! default) or `sha256sum` (SHA-256) write them, so `b3sum --check` / `sha256sum -c` (run in
 //! the directory the paths are relative to) and `mfu-rs cmp --manifest` verify a tree.
 //!
-//! The digests come from the bytes read during the operation ([`crate::engine::hashing`]):
-//! each file's on the rank its path hashes to, BLAKE3 assembled from the pieces of its ranges
-//! wherever they were copied. SHA-256 cannot be assembled from pieces: a file copied in
-//! several chunks is hashed there by reading its copy once more (one more read of the
-//! destination, none of the source); files of one chunk cost nothing more.
+//! The digests are the source's bytes, never the copy's (a copy damaged after its write must
+//! fail the check): they come from the bytes read during the operation
+//! ([`crate::engine::hashing`]), each file's on the rank its path hashes to, BLAKE3 assembled
+//! from the pieces of its ranges wherever they were copied. What this run did not read, or
+//! read in pieces SHA-256 cannot be assembled from, is read from the source once more on
+//! that rank, sequentially: a file cp or sync resumed (its journaled chunks were read by an
+//! earlier run), and with SHA-256 a file copied in several chunks (one more read of its
+//! source; files of one chunk cost nothing more). A source that changed since it was listed
+//! (size, mtime, ctime) is not hashed: its file is an error.
 //!
 //! The manifest is sorted by path (a distributed sample sort), each rank writes its lines at
 //! their offset in a temporary file beside FILE, and rank 0 renames it to FILE once every
@@ -20,7 +24,7 @@
 
 use crate::engine::context::Context;
 use crate::engine::digest::{assemble_blake3, hex, parse_hex, HashKind, Piece, RangeDigest};
-use crate::engine::hashing::{hash_file, Record};
+use crate::engine::hashing::{hash_file, Record, Source};
 use flist::distribute::hash_path;
 use flist::{Detail, FileList, FileType, ItemError};
 use rustix::fd::{AsFd, OwnedFd};
@@ -148,9 +152,11 @@ fn home(path: &[u8], size: usize) -> usize {
 /// The manifest entries of a run, (path relative to `o.base`, digest), each on the rank its
 /// destination path hashes to: files from every rank's `records` (whole digests, or the pieces
 /// of files copied in several ranges, assembled here), then the hard links `links` (first
-/// member's destination, member's destination) with their first member's digest. A SHA-256
-/// file copied in several ranges is read again through `reopen` (its destination path).
-/// Returns the entries and the files that could not be hashed. Collective.
+/// member's destination, member's destination) with their first member's digest. A file with
+/// a record to read again ([`Record::reread`]) is hashed from that source, opened through
+/// `reopen`, whatever its other records hold; a SHA-256 file copied in several ranges without
+/// one is read again through `reopen` of its record's path (tar's callers map it to what to
+/// read). Returns the entries and the files that could not be hashed. Collective.
 pub fn entries(
     comm: &dyn Comm,
     o: &ManifestOptions,
@@ -164,6 +170,12 @@ pub fn entries(
         let out = &mut sends[home(&r.path, size)];
         wire::put_bytes(out, &r.path);
         wire::put_u64(out, r.file_size);
+        if let Some(s) = &r.reread {
+            wire::put_u64(out, REREAD);
+            wire::put_bytes(out, &s.path);
+            s.meta.encode(out);
+            continue;
+        }
         match r.digest {
             RangeDigest::Whole(d) => {
                 wire::put_u64(out, 0);
@@ -192,12 +204,19 @@ pub fn entries(
     let got = comm.alltoallv(sends);
     let mut whole: HashMap<Vec<u8>, [u8; 32]> = HashMap::new();
     let mut parts: HashMap<Vec<u8>, (u64, Vec<Piece>)> = HashMap::new();
+    let mut rereads: HashMap<Vec<u8>, Source> = HashMap::new();
     for bytes in &got {
         let mut r = Reader::new(bytes);
         while !r.is_empty() {
             let path = r.bytes().to_vec();
             let file_size = r.u64();
             let n = r.u64();
+            if n == REREAD {
+                let source = r.bytes().to_vec();
+                let meta = flist::Meta::decode(r.take(flist::record::META_BYTES));
+                rereads.insert(path, Source { path: source, meta });
+                continue;
+            }
             if n == 0 {
                 let d: [u8; 32] = r.take(32).try_into().expect("32 bytes");
                 whole.insert(path, d);
@@ -221,10 +240,22 @@ pub fn entries(
         }
     }
     drop(got);
+    // What this run read of a file read again from its source does not count.
+    for path in rereads.keys() {
+        whole.remove(path);
+        parts.remove(path);
+    }
     let mut errors = Vec::new();
     {
         use rayon::prelude::*;
         type Assembled = Result<Option<[u8; 32]>, ItemError>;
+        let again: Vec<(Vec<u8>, Assembled)> = rereads
+            .into_par_iter()
+            .map(|(path, source)| {
+                let digest = reread(o.kind, &source, &reopen).map(Some);
+                (path, digest)
+            })
+            .collect();
         let assembled: Vec<(Vec<u8>, Assembled)> = parts
             .into_par_iter()
             .map(|(path, (file_size, pieces))| {
@@ -247,7 +278,7 @@ pub fn entries(
                 (path, digest)
             })
             .collect();
-        for (path, d) in assembled {
+        for (path, d) in assembled.into_iter().chain(again) {
             match d {
                 Ok(Some(d)) => {
                     whole.insert(path, d);
@@ -281,6 +312,36 @@ pub fn entries(
         .collect();
     out.shrink_to_fit();
     (out, errors)
+}
+
+/// The tag of a record to read again, where a record's count of pieces goes.
+const REREAD: u64 = u64::MAX;
+
+/// The digest (`kind`) of the source `s`, read again (opened through `reopen`) from its start
+/// in order. A source whose size, mtime or ctime is not what the listing saw, before or after
+/// the read, is not the file copied: an error, never a digest of other bytes.
+fn reread(
+    kind: HashKind,
+    s: &Source,
+    reopen: &(impl Fn(&[u8]) -> io::Result<OwnedFd> + Sync),
+) -> Result<[u8; 32], ItemError> {
+    let fail = |e: io::Error| ItemError::new(&s.path, "read (to hash for the manifest)", e);
+    let fd = reopen(&s.path).map_err(fail)?;
+    let key = |m: &flist::Meta| (m.size, m.mtime, m.mtime_nsec, m.ctime, m.ctime_nsec);
+    let unchanged = || -> Result<(), ItemError> {
+        let st = rustix::fs::fstat(&fd).map_err(|e| fail(e.into()))?;
+        if key(&flist::Meta::from_stat(&st)) == key(&s.meta) {
+            return Ok(());
+        }
+        Err(fail(io::Error::other(
+            "it changed since it was listed (size, mtime or ctime): the bytes copied can't be \
+             read again to hash them",
+        )))
+    };
+    unchanged()?;
+    let digest = hash_file(fd.as_fd(), s.meta.size, kind).map_err(fail)?;
+    unchanged()?;
+    Ok(digest)
 }
 
 /// Write `entries` (this rank's part) as the manifest `o.path`, sorted by path, when `ok`
@@ -486,6 +547,32 @@ mod tests {
             }
         }
         assert_eq!(parse_line(b"nothing"), None);
+    }
+
+    /// A source read again for its digest is hashed only while it is what was listed: one
+    /// changed since (here its mtime) is an error naming it, never a digest of other bytes.
+    #[test]
+    fn a_source_changed_since_it_was_listed_is_not_hashed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("src");
+        std::fs::write(&file, b"listed bytes").unwrap();
+        use std::os::unix::ffi::OsStrExt;
+        let path = file.as_os_str().as_bytes().to_vec();
+        let st = rustix::fs::stat(&file).unwrap();
+        let source = Source {
+            path: path.clone(),
+            meta: flist::Meta::from_stat(&st),
+        };
+        let reopen = |p: &[u8]| -> io::Result<OwnedFd> {
+            Ok(std::fs::File::open(flist::path::as_path(p))?.into())
+        };
+        let d = reread(HashKind::Sha256, &source, &reopen).unwrap();
+        assert_eq!(d, HashKind::Sha256.of(b"listed bytes"));
+        let mut stale = source.clone();
+        stale.meta.mtime -= 10;
+        let e = reread(HashKind::Blake3, &stale, &reopen).expect_err("refused");
+        assert_eq!(e.path, path);
+        assert!(e.source.to_string().contains("changed since it was listed"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod ids;
 pub mod locks;
 pub mod lustre;
 pub mod manifest;
+pub mod outputs;
 pub mod pairing;
 pub mod regex_select;
 pub mod remove;

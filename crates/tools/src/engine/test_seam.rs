@@ -80,10 +80,11 @@ pub fn round_files(default: usize) -> usize {
 /// The environment variable of [`corrupt_before_verify`]: a file name.
 pub const CORRUPT_VAR: &str = "MFU_RS_TEST_CORRUPT_BEFORE_VERIFY";
 
-/// For the `--verify` tests: when `MFU_RS_TEST_CORRUPT_BEFORE_VERIFY` names the file name of
-/// `path`, flip the first byte of the range at `offset` (of `len` bytes) of the file behind
-/// `written`, between the write and the read-back that must catch it. Without the variable
-/// this is one environment look-up per checked range.
+/// For the `--verify` and `--manifest` tests: when `MFU_RS_TEST_CORRUPT_BEFORE_VERIFY` names the
+/// file name of `path`, flip the first byte of the range at `offset` (of `len` bytes) of the
+/// file behind `written`, between the write and the read-back that must catch it (without
+/// `--verify`: a copy damaged after its write, which a manifest must not certify). Without
+/// the variable this is one load of a value read once per process.
 pub fn corrupt_before_verify(
     written: rustix::fd::BorrowedFd<'_>,
     path: &[u8],
@@ -91,7 +92,9 @@ pub fn corrupt_before_verify(
     len: u64,
 ) {
     use std::os::unix::ffi::OsStrExt;
-    let Some(name) = std::env::var_os(CORRUPT_VAR) else {
+    // Read once: every chunk of every copy passes here.
+    static NAME: std::sync::OnceLock<Option<std::ffi::OsString>> = std::sync::OnceLock::new();
+    let Some(name) = NAME.get_or_init(|| std::env::var_os(CORRUPT_VAR)) else {
         return;
     };
     if len == 0 || flist::path::basename(path) != name.as_bytes() {

@@ -167,6 +167,17 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
             } else {
                 roots(&args.paths, &cwd)?
             };
+            // The list is written once the removal is done: inside a tree being removed it
+            // would be removed with it (an earlier one) or have no directory left to go in.
+            if !args.dryrun {
+                let outputs: Vec<(&str, &[u8])> =
+                    args.output.iter().map(|o| ("--output", &o[..])).collect();
+                let trees: Vec<(&str, &[u8])> = roots
+                    .iter()
+                    .map(|r| ("tree being removed", &r[..]))
+                    .collect();
+                crate::engine::outputs::refuse_inside(&outputs, &trees)?;
+            }
             Ok((selector, cwd, roots))
         });
     let (selector, cwd, roots) = agree_setup(comm, checked)?;

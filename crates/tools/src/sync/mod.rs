@@ -277,6 +277,22 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let link_dest = o.link_dest.as_ref().map(|d| normalize(d, &cwd));
     let checked = check_paths(&o.src, &o.dest, &cwd, link_dest.as_deref(), o.dereference);
     let paths = agree_setup(comm, checked)?;
+    // Lists are written before the sync and the manifest renamed into place after it: inside
+    // DEST either would replace a file synced (or be replaced, or deleted by --delete). A dry
+    // run writes no tree.
+    if !o.dryrun {
+        let outputs: Vec<(&str, &[u8])> =
+            o.io.manifest
+                .iter()
+                .map(|m| ("--manifest", &m.path[..]))
+                .chain(o.output.iter().map(|out| ("--output", &out.file[..])))
+                .collect();
+        let trees = [("destination", &paths.dest[..])];
+        agree_setup(
+            comm,
+            crate::engine::outputs::refuse_inside(&outputs, &trees),
+        )?;
+    }
     let started = Instant::now();
     let mut report = Report {
         dryrun: o.dryrun,

@@ -924,9 +924,27 @@ fn walk(
         });
     }
     let mut list = walked.list;
+    // The archive (an earlier one the new one replaces) and its side index are never
+    // archived, as GNU tar says "file is the archive; not dumped", wherever the walk met them:
+    // through a symlinked directory too.
     let archive = &setup.archive;
     let side = index::side_path(archive);
-    list.retain(|e| e.path != archive.as_slice() && e.path != side.as_slice());
+    let own = [
+        (walked_at(archive, &abs_roots), "the archive"),
+        (walked_at(&side, &abs_roots), "the archive's index"),
+    ];
+    list.retain(
+        |e| match own.iter().find(|(at, _)| at.iter().any(|p| p == e.path)) {
+            Some((_, what)) => {
+                o.context.error(format_args!(
+                    "{}: file is {what}; not dumped",
+                    display(e.path)
+                ));
+                false
+            }
+            None => true,
+        },
+    );
     let keys = flist::sort::parse_keys("name").expect("name is a sort key");
     let sorted = flist::sort::sort(comm, list, &keys).map_err(|e| e.to_string());
     let list = crate::engine::setup::agree_setup(comm, sorted)?;
@@ -935,6 +953,30 @@ fn walk(
         errors,
         map,
     })
+}
+
+/// The paths at which a walk of `roots` meets the file `path`: itself, and beneath each root
+/// that holds it once symlinks are resolved, the root's path joined to the rest.
+fn walked_at(path: &[u8], roots: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    use crate::engine::outputs::resolve;
+    let real = resolve(path, true);
+    let mut at = vec![path.to_vec()];
+    for root in roots {
+        let real_root = resolve(root, false);
+        if flist::path::is_prefix(&real_root, &real) && real != real_root {
+            let rest = match real_root.as_slice() {
+                b"/" => &real[1..],
+                _ => &real[real_root.len() + 1..],
+            };
+            let mut p = root.clone();
+            if p != b"/" {
+                p.push(b'/');
+            }
+            p.extend_from_slice(rest);
+            at.push(p);
+        }
+    }
+    at
 }
 
 /// The layout of this rank's part of the archive.

@@ -813,6 +813,18 @@ fn setup(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Vec<u8>, Archive, Tar
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
     let path = normalize(&o.archive, &cwd);
     let dest = o.chdir.as_ref().map_or(cwd.clone(), |d| normalize(d, &cwd));
+    // The manifest is renamed into place at the end: inside the target it would replace a
+    // member just extracted (or be replaced by one).
+    let outputs: Vec<(&str, &[u8])> = o
+        .manifest
+        .iter()
+        .map(|m| ("--manifest", &m.path[..]))
+        .collect();
+    let trees = [("target directory", &dest[..])];
+    crate::engine::setup::agree_setup(
+        comm,
+        crate::engine::outputs::refuse_inside(&outputs, &trees),
+    )?;
     let opened = Archive::open(&path)
         .map_err(|e| format!("open {}: {e}", display(&path)))
         .and_then(|a| {

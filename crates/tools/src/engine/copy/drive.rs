@@ -138,13 +138,26 @@ pub fn copy_checked(
         checked.verify = Some(verify::Summary::of(v));
     }
     if let Some(m) = &io.manifest {
+        // Digests are read again from sources only (a manifest holds the source's bytes, not
+        // the copy's), reached as the copy reached them; a path outside them is refused.
         let reach = copy::reach::Reach::open(map);
-        let reopen = |dst: &[u8]| {
-            reach
-                .dst(dst)?
-                .open(rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NOFOLLOW, 0)
+        let roots = map.source_roots();
+        let reopen = |src: &[u8]| {
+            if !roots.iter().any(|r| flist::path::is_prefix(r, src)) {
+                return Err(std::io::Error::other("not a source of this copy"));
+            }
+            let mut flags = rustix::fs::OFlags::RDONLY;
+            if reach.src_confined() {
+                flags |= rustix::fs::OFlags::NOFOLLOW;
+            }
+            reach.src(src)?.open(flags, 0)
         };
-        let (entries, errors) = manifest::entries(comm, m, hashing.take_records(), &links, reopen);
+        let mut records = hashing.take_records();
+        if status != Status::Ok {
+            // No manifest follows a failed or interrupted run: read no source again for it.
+            records.retain(|r| r.reread.is_none());
+        }
+        let (entries, errors) = manifest::entries(comm, m, records, &links, reopen);
         for e in &errors {
             context.error(e);
         }

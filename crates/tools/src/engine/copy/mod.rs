@@ -25,6 +25,7 @@ pub mod reach;
 pub mod resume;
 pub mod striping;
 
+use crate::engine::digest::HashKind;
 use data::{Buffer, DataError, DataOptions};
 use flist::at::At;
 use flist::beneath;
@@ -791,6 +792,9 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
     } else {
         resume::prepare(comm, files, cs, cx)
     };
+    if let Some(h) = opts.hashing {
+        reread_for_manifest(h, files, &resumed, cs, map);
+    }
     let mut chunks = plan_striped_chunks(comm, files, cs, &stripes_of);
     // Files of several chunks are created (and sized) before any chunk is written, by the rank
     // holding their first chunk; a resumed file is there already.
@@ -893,6 +897,30 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
     let split = std::mem::take(&mut *pending.lock().expect("pending"));
     finish_split_files(comm, split, &worker);
     outcome.interrupted
+}
+
+/// `--manifest`: the files of this rank's `files` whose digest is to be read from their source
+/// once the copy is done (a manifest holds the source's bytes, never the copy's): a resumed
+/// file, whose journaled chunks this run does not read, and with SHA-256, which can't be
+/// assembled from chunks read apart, a file of several chunks of `cs` bytes.
+fn reread_for_manifest(
+    h: &crate::engine::hashing::Hashing,
+    files: &FileList,
+    resumed: &resume::Resumed,
+    cs: u64,
+    map: &Mapping,
+) {
+    let Some(kind) = h.manifest else {
+        return;
+    };
+    for e in files.iter() {
+        let Some(m) = e.meta.filter(|_| e.kind == FileType::File) else {
+            continue;
+        };
+        if resumed.contains(e.path) || (kind == HashKind::Sha256 && m.size > cs) {
+            h.reread(&map.dest(e.path), e.path, m);
+        }
+    }
 }
 
 /// Small files (at most 256 of them) per work item, at most.
@@ -1269,17 +1297,21 @@ impl Worker<'_> {
             ItemError::new(path, e.op, e.source)
         };
         let mut cfr_ok = true;
-        // --verify, --manifest: the bytes are hashed as they are read (no copy_file_range).
+        // --verify, --manifest: the bytes are hashed as they are read (no copy_file_range). A
+        // SHA-256 manifest's file of several chunks is hashed from its source once copied
+        // ([`reread_for_manifest`]): its chunks need no hashing of their own.
         let mut hashed = self
             .opts
             .hashing
+            .filter(|h| whole || h.verify || h.manifest != Some(HashKind::Sha256))
             .map(|h| h.range(c.offset, c.length, c.file_size));
+        let hashing = hashed.is_some();
         let mut see = |b: &[u8]| {
             if let Some(h) = hashed.as_mut() {
                 h.update(b);
             }
         };
-        let seen: data::Seen<'_> = self.opts.hashing.is_some().then_some(&mut see);
+        let seen: data::Seen<'_> = hashing.then_some(&mut see);
         let written = if self.compare {
             let other = bufs
                 .other
@@ -1311,14 +1343,21 @@ impl Worker<'_> {
             rustix::fs::ftruncate(&dst_fd, c.file_size)
                 .map_err(|e| ItemError::new(dst, "truncate", e.into()))?;
         }
-        if let (Some(h), Some(hashed)) = (self.opts.hashing, hashed) {
-            h.landed(
+        match (self.opts.hashing, hashed) {
+            (Some(h), Some(hashed)) => h.landed(
                 dst_fd.as_fd(),
                 dst,
                 c.file_size,
                 (c.offset, c.length),
                 hashed,
-            )?;
+            )?,
+            // The seam `landed` has (a copy damaged after its write), for a chunk not hashed.
+            _ => crate::engine::test_seam::corrupt_before_verify(
+                dst_fd.as_fd(),
+                dst,
+                c.offset,
+                c.length,
+            ),
         }
         crate::engine::test_seam::after_chunk_read();
         if whole {
