@@ -97,6 +97,8 @@ pub fn ensure() -> Result<()> {
         || !have("bzip2")
         || !have("xz")
         || !have("b3sum")
+        || !have("mkfs.xfs")
+        || !have("mkfs.btrfs")
         || !have("pkg-config")
         || !have("rsync")
         || !have("zstd")
