@@ -25,6 +25,7 @@ pub const CHECKS: &[(&str, &str)] = &[
     ("journal-name", "user files named like a sibling's journal (`.NAME.mfu-partial`): the tree makes none when skipped"),
     ("hardlinks", "hard-link groups of the result differ from the source's"),
     ("counts", "a report's counts differ from the oracle's"),
+    ("manifest-resume", "the manifest of a rerun after an interruption (every file copied is in it)"),
     ("link-dest", "sync --link-dest (in the option space of copy, kill, swap); skipped: never drawn"),
 ];
 

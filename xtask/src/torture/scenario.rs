@@ -138,6 +138,8 @@ struct CopyOpts {
     /// Hard-link groups are checked: not for a sync onto an older DEST (rsync without -H,
     /// and mfu-rs's README, promise no links there).
     loose_links: bool,
+    /// DEST may hold entries SRC no longer has: cp (as GNU cp) removes nothing.
+    loose_extra: bool,
     /// xattrs are not compared: a cp rerun onto existing files adds the source's xattrs but,
     /// as GNU cp, removes none the copy already has.
     loose_xattrs: bool,
@@ -163,6 +165,7 @@ impl CopyOpts {
             sparse: rng.chance(20),
             loose_links: false,
             loose_xattrs: false,
+            loose_extra: false,
         }
     }
 
@@ -221,7 +224,7 @@ impl CopyOpts {
             mode: self.preserve,
             links: !self.loose_links,
             xattrs: self.preserve && !self.loose_xattrs,
-            extra_ok: self.sync && !self.delete,
+            extra_ok: (self.sync && !self.delete) || self.loose_extra,
         }
     }
 }
@@ -617,6 +620,10 @@ fn copy(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
         rargs = ro.args(c, &src, &dest);
     }
     ro.loose_xattrs = !ro.sync;
+    ro.loose_extra = swapped && !ro.sync;
+    // A swapped DEST entry leaves its old hard-link group: sync (as rsync without -H) does
+    // not promise to join it again.
+    ro.loose_links |= swapped;
     let _ = std::fs::remove_file(c.dir.join("manifest"));
     let rl = Launch::random(&mut c.rng, c.mpi);
     let rerun = c.inv(if ro.sync { "sync" } else { "cp" }, rargs, rl);
@@ -656,7 +663,21 @@ fn copy(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
         return Ok(());
     }
     let got = check_exact(c, class, &step, &s1, &dest, &ro)?;
-    check_manifest(c, class, &step, &ro, &s1, &got, ro.manifest_all || !ro.sync)?;
+    // Item 7 (resumed files left out of the manifest) has its own class.
+    let mclass = if interrupted {
+        "manifest-resume"
+    } else {
+        class
+    };
+    check_manifest(
+        c,
+        mclass,
+        &step,
+        &ro,
+        &s1,
+        &got,
+        ro.manifest_all || !ro.sync,
+    )?;
     // Idempotent: one more sync changes nothing.
     if ro.sync && class == "copy" {
         let again = c.inv("sync", ro.args(c, &src, &dest), Launch::Ranks(2));
@@ -947,10 +968,55 @@ fn tar(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
     }
     a.extend(["--json".into(), "-C".into(), arg(&c.dir), "src".into()]);
     let launch = Launch::random(&mut c.rng, c.mpi);
-    let create = c.inv("tar", a, launch);
+    let mut create = c.inv("tar", a, launch);
+    if class == "tar" && c.rng.chance(20) {
+        // Interrupted: an archive at its name must then be whole (temp name + rename).
+        let sig = if c.rng.chance(60) {
+            libc::SIGKILL
+        } else {
+            libc::SIGTERM
+        };
+        create.kill = Kill::After(Duration::from_millis(c.rng.between(0, 60)), sig);
+        let killed = c.run(&create);
+        create.kill = Kill::None;
+        let step = create.line();
+        if std::fs::symlink_metadata(&archive).is_ok() && !killed.ok() {
+            let plain = c.dir.join("killed.tar");
+            let gk = c.dir.join("gk");
+            let whole = decompress(&archive, comp, &plain)? && gnu_extract(&plain, &gk, &[])?;
+            let d = if whole {
+                let want = filtered(&secs(&s0), exclude);
+                let got = filtered(&secs(&oracle::snapshot(&gk.join("src"))?), exclude);
+                oracle::diff(&want, &got, tar_cmp(true))
+            } else {
+                vec!["not readable by the system's tools".to_string()]
+            };
+            c.finds(
+                class,
+                &format!("{step}: interrupted, it left an archive at its name that is not whole"),
+                d,
+            );
+        }
+        let _ = std::fs::remove_file(&archive);
+    }
     let out = c.run(&create);
     let step = create.line();
     c.sentinel_check(sent, &step)?;
+    if !oracle::diff(
+        &s0,
+        &oracle::snapshot(&src)?,
+        Cmp {
+            mtime: true,
+            mode: true,
+            links: true,
+            xattrs: true,
+            extra_ok: false,
+        },
+    )
+    .is_empty()
+    {
+        c.find(class, format!("{step} changed SRC"));
+    }
     if !out.ok() {
         c.find(
             class,
@@ -1074,7 +1140,18 @@ fn tar(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
     x.extend(["--json".into(), "-C".into(), arg(&mx)]);
     x.extend(sel.iter().cloned());
     let launch = Launch::random(&mut c.rng, c.mpi);
-    let extract = c.inv("tar", x, launch);
+    let mut extract = c.inv("tar", x, launch);
+    if class == "tar" && c.rng.chance(25) {
+        // Interrupted first; the same extraction again must converge.
+        let sig = if c.rng.chance(60) {
+            libc::SIGKILL
+        } else {
+            libc::SIGTERM
+        };
+        extract.kill = Kill::After(Duration::from_millis(c.rng.between(0, 60)), sig);
+        c.run(&extract);
+        extract.kill = Kill::None;
+    }
     let xo = c.run(&extract);
     let step = extract.line();
     c.sentinel_check(sent, &step)?;
