@@ -186,7 +186,6 @@ pub fn bounded(bin: &Path) -> Result<()> {
         mpi: true,
         verbose: false,
     };
-    std::env::set_var("MFU_RS_BIN", bin);
     let mut failed = 0;
     // Half the time on tmpfs, the rest shared by the disk file systems.
     for fs in &o.fs {
