@@ -81,6 +81,7 @@ fn usage() -> &'static str {
      \n  --no-mpi        never start mpirun\
      \n  -v, --verbose   print every iteration's steps, not only a failed one's\
      \n  --list          list the scenario classes\
+     \n  --bounded       (alone) the bounded run of `cargo xtask test`\
      \n  The binary is target/debug/mfu-rs (or $MFU_RS_BIN); build it first."
 }
 
@@ -156,6 +157,10 @@ fn parse(args: &[String]) -> Result<Option<Opts>> {
 
 /// `cargo xtask torture ...`.
 pub fn run(args: &[String]) -> Result<()> {
+    if args == ["--bounded"] {
+        // Exactly the step of `cargo xtask test`.
+        return bounded(&binary()?);
+    }
     let Some(o) = parse(args)? else { return Ok(()) };
     let bin = binary()?;
     let per_fs = Duration::from_secs_f64(o.minutes * 60.0 / o.fs.len() as f64);
