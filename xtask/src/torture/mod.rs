@@ -365,6 +365,7 @@ fn on_fs(bin: &Path, fs: &str, time: Duration, o: &Opts) -> Result<u64> {
             log: vec![format!("class {class}, chunk {chunk}")],
             found: vec![],
             limit: Duration::from_secs(120),
+            traps: false,
         };
         let result = scenario::run(&mut c, class);
         if let Err(e) = result {
