@@ -230,6 +230,13 @@ impl Drop for Mounted {
             let _ = Command::new("umount").arg(&self.dir).status();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+        // The run's directory, once its last file system is gone (fails while others remain).
+        if let Some(base) = self.dir.parent().filter(|b| {
+            b.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("mfu-torture-"))
+        }) {
+            let _ = std::fs::remove_dir(base);
+        }
         if let Some(i) = &self.image {
             let _ = std::fs::remove_file(i);
         }
