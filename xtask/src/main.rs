@@ -8,6 +8,8 @@
 //!   (`pip install ./python`, pytest plainly and under mpirun), each criterion bench once, and
 //!   a quick strict run of the bench harness on tmpfs.
 //! - `cargo xtask bench` — whole-tool comparisons against the classic tools (see `bench/mod.rs`).
+//! - `cargo xtask torture` — the seeded torture harness of the data movers (see `torture/mod.rs`);
+//!   `test` runs it for about 2 minutes.
 //! - `cargo xtask dist --prefix DIR` — install as a site would: binaries, the mpiFileUtils-named
 //!   links, man pages and shell completions (see `dist.rs`).
 
@@ -17,6 +19,7 @@ mod private_clone;
 mod python;
 mod setup;
 mod slurm;
+mod torture;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -30,6 +33,8 @@ fn main() {
         Some("test") => test(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("dist") => dist::run_dist(&args[1..]),
+        // The seeded torture harness (see torture/mod.rs; the debug binary must exist).
+        Some("torture") => torture::run(&args[1..]),
         // Only the Python package's step of `test` (the debug binary must exist).
         Some("python") => python::test(&root().join("target/debug/mfu-rs")),
         // Only the private-clone step of `test` (the debug binaries must exist).
@@ -42,7 +47,7 @@ fn main() {
             Err(e) => Err(e),
         },
         _ => {
-            eprintln!("usage: cargo xtask setup|demo|test|bench|dist|python\n\n  setup  install Open MPI and libclang if missing\n  demo   setup, build, run `mpirun -np 2 mfu-rs walk` on a generated tree\n  test   setup, run every test (unit, vectors, mpirun), build without MPI\n  bench  compare mfu-rs with find/du/cp/rsync/xcp/tar/rm (release build; --help for options)\n  dist   --prefix DIR [--debug]: install bin/ (with dcp, dsync... links), man pages, completions\n  python pip install ./python in target/py-venv, pytest plainly and under mpirun -np 2 (needs target/debug/mfu-rs)");
+            eprintln!("usage: cargo xtask setup|demo|test|bench|dist|python\n\n  setup  install Open MPI and libclang if missing\n  demo   setup, build, run `mpirun -np 2 mfu-rs walk` on a generated tree\n  test   setup, run every test (unit, vectors, mpirun), build without MPI\n  bench  compare mfu-rs with find/du/cp/rsync/xcp/tar/rm (release build; --help for options)\n  dist   --prefix DIR [--debug]: install bin/ (with dcp, dsync... links), man pages, completions\n  torture [--minutes N] [--seed S] [--fs tmpfs|ext4|xfs|btrfs] [--skip CLASS]: the seeded torture harness (--help)\n  python pip install ./python in target/py-venv, pytest plainly and under mpirun -np 2 (needs target/debug/mfu-rs)");
             std::process::exit(2);
         }
     };
@@ -288,5 +293,8 @@ fn test(extra: &[String]) -> Result<()> {
             .args(["bench", "--quick", "--fs", "tmpfs", "--no-probes"])
             .env("MFU_RS_BENCH_BIN", root.join("target/debug/mfu-rs")))?;
     }
+    // The torture harness, bounded (about 2 minutes on tmpfs and loop-mounted ext4, xfs and
+    // btrfs), the classes of defects still open left out.
+    torture::bounded(&root.join("target/debug/mfu-rs"))?;
     Ok(())
 }

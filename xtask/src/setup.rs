@@ -41,6 +41,10 @@ const PACKAGES: &[&str] = &[
     "xz-utils",
     // `b3sum --check` reads the manifests of --manifest (tests/it/manifest.rs).
     "b3sum",
+    // The torture harness runs on loop-mounted xfs and btrfs images too (ext4's mkfs is in
+    // e2fsprogs, always there).
+    "xfsprogs",
+    "btrfs-progs",
 ];
 
 /// True when `program` is on PATH (also how the benches find the peers).
@@ -93,6 +97,8 @@ pub fn ensure() -> Result<()> {
         || !have("bzip2")
         || !have("xz")
         || !have("b3sum")
+        || !have("mkfs.xfs")
+        || !have("mkfs.btrfs")
         || !have("pkg-config")
         || !have("rsync")
         || !have("zstd")

@@ -1,0 +1,61 @@
+//! Findings and how to replay them: every finding names its class, its seed and a one-line
+//! command that runs that very iteration again.
+
+use std::fmt::Write as _;
+
+/// The classes of scenario (and of check) the harness knows; `--skip CLASS` leaves one out.
+pub const CLASSES: &[(&str, &str)] = &[
+    ("copy", "cp/sync with random options, nothing in the way: exact result, counts, manifest, idempotence"),
+    ("kill", "cp/sync killed (-9, SIGTERM, after N journal marks), then rerun: converges"),
+    ("rewritten-source", "killed copy, source rewritten in place with its mtime kept, rerun (cp, sync, sync -c)"),
+    ("changed-while-read", "a writer rewrites a file while cp/sync/tar -c read it"),
+    ("swap", "an entry of SRC or DEST swapped for a symlink/hard link/directory before a rerun"),
+    ("tar", "tar -c (compression, exclusion) and tar -x (strip, member) against GNU tar's extraction"),
+    ("tar-superseded", "an archive with an entry appended again (tar -r) after a hard link to it"),
+    ("truncated-archive", "an mfu-rs archive cut short, then extracted"),
+    ("rm", "rm of a subtree"),
+    ("chmod", "chmod of a subtree"),
+    ("plain-list", "rm -i / chmod -i of a plain list (find -print), whole or cut, with NAME|F traps"),
+    ("full-fs", "cp/sync into a small full tmpfs"),
+];
+
+/// Classes of check that cut across scenarios (a finding of one of these is reported under it,
+/// whatever the scenario); `--skip` takes them too.
+pub const CHECKS: &[(&str, &str)] = &[
+    ("journal-name", "user files named like a sibling's journal (`.NAME.mfu-partial`): the tree makes none when skipped"),
+    ("hardlinks", "hard-link groups of the result differ from the source's"),
+    ("counts", "a report's counts differ from the oracle's"),
+    ("manifest-resume", "the manifest of a rerun after an interruption (every file copied is in it)"),
+    ("link-dest", "sync --link-dest (in the option space of copy, kill, swap); skipped: never drawn"),
+];
+
+/// One thing the oracle found wrong.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub class: &'static str,
+    pub what: String,
+}
+
+/// The report of a failed iteration: its seed, the file system, what was run, what was found,
+/// and the replay command.
+pub fn report(seed: u64, fs: &str, skip: &[String], log: &[String], found: &[Finding]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\ntorture: FAILED iteration seed={seed} fs={fs}");
+    for l in log {
+        let _ = writeln!(s, "  ran: {l}");
+    }
+    for f in found {
+        let _ = writeln!(s, "  FINDING [{}] {}", f.class, f.what);
+    }
+    let _ = writeln!(s, "  replay: {}", replay_line(seed, fs, skip));
+    s
+}
+
+/// The one-line replay command of an iteration.
+pub fn replay_line(seed: u64, fs: &str, skip: &[String]) -> String {
+    let mut s = format!("cargo xtask torture --fs {fs} --seed {seed} --iterations 1 --keep");
+    for k in skip {
+        s.push_str(&format!(" --skip {k}"));
+    }
+    s
+}
