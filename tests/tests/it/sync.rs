@@ -207,6 +207,72 @@ fn sync_keeps_hard_link_groups() {
     );
 }
 
+/// A hard-link group whose DEST copies have the source's size and mtime but other bytes: as
+/// separate files (an older DEST, a copy made without -H), or still one group of stale bytes.
+/// Every name in DEST ends with the source's bytes, as one group, and a second run does
+/// nothing: with -c (every byte compared) and, for the separate files, plain sync too (one
+/// inode is what a group is). Found by `cargo xtask torture` (seed 70493): `sync -c` compared
+/// only the group's first, exit 0 over a stale member.
+#[test]
+fn a_hard_link_group_with_stale_members_in_dest_is_made_whole_again() {
+    for (launch, tool) in [
+        ("1 rank", Tool::new("sync")),
+        ("2 ranks", Tool::new("sync").ranks(2)),
+        ("3 ranks", Tool::new("sync").ranks(3)),
+        ("mpirun 2", Tool::new("sync").mpi(2)),
+    ] {
+        for (contents, linked_in_dest) in [(true, false), (true, true), (false, false)] {
+            let ctx =
+                format!("{launch}, -c {contents}, stale group linked in DEST {linked_in_dest}");
+            let tmp = tempfile::tempdir().unwrap();
+            let (src, dest) = (tmp.path().join("src"), tmp.path().join("dest"));
+            let names = ["a one", "b|F", "sub/c"];
+            std::fs::create_dir_all(src.join("sub")).unwrap();
+            std::fs::create_dir_all(dest.join("sub")).unwrap();
+            tree::make_hard_links(&src, &names, &mfu_tests::noise(1, 70_000));
+            let stale = mfu_tests::noise(2, 70_000);
+            if linked_in_dest {
+                tree::make_hard_links(&dest, &names, &stale);
+            } else {
+                // The first of the group is right; the others are files of their own.
+                std::fs::write(dest.join(names[0]), mfu_tests::noise(1, 70_000)).unwrap();
+                for n in &names[1..] {
+                    std::fs::write(dest.join(n), &stale).unwrap();
+                }
+            }
+            let mtime = tree::mtime_of(&src.join(names[0]));
+            for n in names {
+                tree::set_mtime(&dest.join(n), mtime);
+            }
+            for d in ["", "sub"] {
+                tree::set_mtime(&dest.join(d), tree::mtime_of(&src.join(d)));
+            }
+            let mut t = tool.clone();
+            if contents {
+                t = t.arg("-c");
+            }
+            let t = t.arg(&src).arg(&dest);
+            t.run().assert_status(0);
+            tree::assert_equal_in(
+                &ctx,
+                &tree::snapshot(&src),
+                &tree::snapshot(&dest),
+                Compare::META,
+            );
+            let inos: BTreeSet<u64> = names
+                .iter()
+                .map(|n| std::fs::metadata(dest.join(n)).unwrap().ino())
+                .collect();
+            assert_eq!(inos.len(), 1, "{ctx}: one group in DEST");
+            assert_eq!(
+                summary(&t.run().assert_status(0)),
+                ZERO,
+                "{ctx}: a second run does nothing"
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // (2), (3), (8), (9) A change set
 

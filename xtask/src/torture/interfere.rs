@@ -90,9 +90,15 @@ impl Writer {
                     return;
                 };
                 let _ = f.write_all_at(data, 0);
-                if keep_mtime {
-                    let _ = f.set_modified(mtime_of(&m));
-                }
+                // Each version ends with its times set, as cp -p, rsync and tar -x end a file:
+                // the kernel stamps the ctime when a write begins, so a write still going on
+                // when a tool lists the file would leave no trace a tool can see (GNU tar has
+                // the same blind spot); a version that ends with a time change can be seen.
+                let _ = f.set_modified(if keep_mtime {
+                    mtime_of(&m)
+                } else {
+                    SystemTime::now()
+                });
                 drop(f);
                 i += 1;
                 std::thread::sleep(Duration::from_millis(pause_ms));

@@ -391,7 +391,10 @@ fn on_fs(bin: &Path, fs: &str, time: Duration, o: &Opts) -> Result<u64> {
         } else {
             failed += 1;
             e.1 += 1;
-            eprint!("{}", replay::report(seed, fs, &o.skip, &c.log, &c.found));
+            eprint!(
+                "{}",
+                replay::report(seed, fs, (&o.skip, &o.only), &c.log, &c.found)
+            );
             if o.keep {
                 // Out of the mount, which goes away at the end.
                 let kept = std::env::temp_dir().join(format!("mfu-torture-kept-{seed}"));

@@ -38,7 +38,13 @@ pub struct Finding {
 
 /// The report of a failed iteration: its seed, the file system, what was run, what was found,
 /// and the replay command.
-pub fn report(seed: u64, fs: &str, skip: &[String], log: &[String], found: &[Finding]) -> String {
+pub fn report(
+    seed: u64,
+    fs: &str,
+    (skip, only): (&[String], &[String]),
+    log: &[String],
+    found: &[Finding],
+) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "\ntorture: FAILED iteration seed={seed} fs={fs}");
     for l in log {
@@ -47,15 +53,19 @@ pub fn report(seed: u64, fs: &str, skip: &[String], log: &[String], found: &[Fin
     for f in found {
         let _ = writeln!(s, "  FINDING [{}] {}", f.class, f.what);
     }
-    let _ = writeln!(s, "  replay: {}", replay_line(seed, fs, skip));
+    let _ = writeln!(s, "  replay: {}", replay_line(seed, fs, skip, only));
     s
 }
 
-/// The one-line replay command of an iteration.
-pub fn replay_line(seed: u64, fs: &str, skip: &[String]) -> String {
+/// The one-line replay command of an iteration: the class filters too, since the scenario an
+/// iteration draws depends on the classes left to draw from.
+pub fn replay_line(seed: u64, fs: &str, skip: &[String], only: &[String]) -> String {
     let mut s = format!("cargo xtask torture --fs {fs} --seed {seed} --iterations 1 --keep");
     for k in skip {
         s.push_str(&format!(" --skip {k}"));
+    }
+    for k in only {
+        s.push_str(&format!(" --only {k}"));
     }
     s
 }

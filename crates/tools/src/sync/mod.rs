@@ -927,6 +927,18 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                         || (e.kind == FileType::File
                             && d.size >= journal::min_bytes()
                             && has_journal(inp.dest_roots, inp.map, &dst_path));
+                    // A hard link of a group is right in DEST only as the same inode as its
+                    // group's first there: an older DEST may hold it as a file of its own
+                    // with the same size and mtime but other bytes (or still linked to a first
+                    // that this run replaces by a new inode when -c finds its bytes differ).
+                    // It is linked again then; with -c its bytes are compared too, as every
+                    // other file's are.
+                    let data_differs = data_differs
+                        || (is_member
+                            && e.kind == FileType::File
+                            && (!same_inode(&inp.map.dest(first_of[e.path]), &d)
+                                || (args.contents
+                                    && contents_differ(e.path, &dst_path).unwrap_or(true))));
                     let shared = e.kind == FileType::File && d.nlink > 1 && !is_member;
                     let data_differs = data_differs
                         || (shared
@@ -1057,6 +1069,12 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
         refused_deletes,
         matched,
     }
+}
+
+/// True when the DEST entry at `path` (not followed) is the inode `d` describes: the same
+/// device and inode number.
+fn same_inode(path: &[u8], d: &Meta) -> bool {
+    stat_path(path, false).is_ok_and(|st| st.st_dev == d.dev && st.st_ino == d.ino)
 }
 
 /// Whether an interrupted copy's journal lies beside the destination file `dst` (trusted or
