@@ -416,3 +416,58 @@ fn a_second_sigterm_kills_the_running_commands() {
     }
     assert!(left.is_empty(), "commands left running: {left:?}");
 }
+
+#[test]
+fn a_joblog_cut_mid_line_resumes_and_stays_readable() {
+    // A crash or a full disk can leave the joblog's last line cut (no newline). --resume does
+    // not count it (its command runs again), and its own lines must not continue the cut one:
+    // a merged line hid the next command's record and made every later --resume refuse the
+    // log as "of another input" (or run commands again).
+    let dir = tempfile::tempdir().unwrap();
+    let (log, joblog) = (dir.path().join("log"), dir.path().join("joblog"));
+    let cmds: String = (1..=4)
+        .map(|n| format!("echo {n} >> '{}'\n", log.display()))
+        .collect();
+    let row = |seq: u64| {
+        format!(
+            "{seq}\t:\t1.000\t0.010\t0\t0\t0\t0\techo {seq} >> '{}'\n",
+            log.display()
+        )
+    };
+    let header = "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n";
+    let resume = || {
+        Tool::new("parallel")
+            .arg("-j1")
+            .arg("--joblog")
+            .arg(&joblog)
+            .arg("--resume")
+            .stdin(cmds.clone())
+    };
+    // Cut inside a row (after its start time's first digits), and inside the header.
+    for cut in [
+        format!("{header}{}2\t:\t1.0", row(1)),
+        "Seq\tHo".to_string(),
+    ] {
+        fs::write(&joblog, &cut).unwrap();
+        let _ = fs::remove_file(&log);
+        resume().expect(0);
+        let ran = counts(&log);
+        let first = if cut.starts_with(header) { 2 } else { 1 };
+        for n in 1..=4 {
+            let want = usize::from(n >= first);
+            assert_eq!(
+                ran.get(&n.to_string()).copied().unwrap_or(0),
+                want,
+                "command {n} after a joblog cut as {cut:?}: {ran:?}"
+            );
+        }
+        let text = fs::read_to_string(&joblog).unwrap();
+        assert!(text.starts_with(header), "{text:?}");
+        let mut seqs: Vec<u64> = joblog_rows(&joblog).iter().map(|r| r.0).collect();
+        seqs.sort();
+        assert_eq!(seqs, [1, 2, 3, 4], "{text:?}");
+        // The log is whole: a second resume reads it and runs nothing again.
+        resume().expect(0);
+        assert_eq!(counts(&log), ran, "nothing runs twice");
+    }
+}

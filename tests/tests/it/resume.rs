@@ -605,3 +605,66 @@ fn sync_contents_compares_the_chunks_a_journal_marks_done() {
         assert_eq!(v["bytes"], 0, "{what}: {v}");
     }
 }
+
+/// `--verify` vouches for every byte of a resumed copy: a copy killed with a journal, then
+/// bytes of a chunk the journal marks done changed in the destination (another program
+/// writing into the partial file). A rerun of `cp --verify`, and `sync --verify` (which gives
+/// the copy the source's mtime, so that no later sync would look again), verified only the
+/// chunks they copied and left the other bytes, exit 0. With --verify nothing resumes (as with
+/// sync -c): the file is copied whole and read back whole.
+#[test]
+fn verify_after_a_kill_reads_back_the_chunks_a_journal_marks_done() {
+    let tmp = shm_dir();
+    let t = tmp.path();
+    let (src, dst) = (t.join("src"), t.join("dst"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::create_dir_all(&dst).unwrap();
+    make_file(&src.join("big"), SMALL, 31);
+    for rerun in ["cp", "sync"] {
+        let _ = std::fs::remove_file(dst.join("big"));
+        let tool = Tool::new("cp").ranks(2).env(KNOB.0, KNOB.1);
+        let done = cp_killed_after(tool, &src.join("big"), &dst.join("big"), SMALL_CHUNK, 4);
+        // Damage the first chunk that holds the source's bytes (one the journal vouches for).
+        let (s, d) = (
+            std::fs::read(src.join("big")).unwrap(),
+            std::fs::read(dst.join("big")).unwrap(),
+        );
+        let chunk = (0..SMALL / SMALL_CHUNK)
+            .find(|&i| {
+                let r = (i * SMALL_CHUNK) as usize..((i + 1) * SMALL_CHUNK) as usize;
+                s[r.clone()] == d[r]
+            })
+            .expect("a chunk copied before the kill");
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dst.join("big"))
+            .unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, b"NOT THE SOURCE", chunk * SMALL_CHUNK + 100)
+            .unwrap();
+        drop(f);
+        eprintln!("{rerun}: killed with {done} chunks recorded; chunk {chunk} damaged");
+        let args: Vec<&std::ffi::OsStr> = match rerun {
+            "cp" => vec![
+                "--json".as_ref(),
+                "--verify".as_ref(),
+                "-p".as_ref(),
+                src.join("big").into_os_string().leak(),
+                dst.join("big").into_os_string().leak(),
+            ],
+            _ => vec![
+                "--json".as_ref(),
+                "--verify".as_ref(),
+                src.as_os_str(),
+                dst.as_os_str(),
+            ],
+        };
+        let out = small_tool(rerun, &args).run().assert_status(0);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_finished(&src.join("big"), &dst.join("big"));
+        assert_eq!(v["resumed"], 0, "{rerun}: {v}");
+        assert_eq!(
+            v["verify"]["bytes"], SMALL,
+            "{rerun}: every byte read back: {v}"
+        );
+    }
+}

@@ -350,3 +350,49 @@ fn rm_of_one_entry_says_1_entry() {
         assert!(!root.join("c/x.txt").exists());
     }
 }
+
+#[test]
+fn rm_of_a_find_selection_whose_directory_gained_entries_says_so_and_exits_1() {
+    // The selection of `find` under `a` holds every listed entry beneath a and a/b; a file
+    // appears under a/b after loading. Those directories were asked to go and are not empty
+    // because of an entry nobody listed: "Directory not empty", exit 1, as with PATHs. A
+    // directory kept for a listed entry the selection left out (c, whose x.txt is not
+    // selected) stays quietly, as before.
+    for (name, tool) in setups() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("t");
+        tree(&root);
+        let list = dir.path().join("list.mfu");
+        Tool::new("walk").arg("-o").arg(&list).arg(&root).expect(0);
+        fs::write(root.join("a/b/new.txt"), b"keep me").unwrap();
+        let r = root.display();
+        let script = format!("cd {r}/a; find; rm; y; cd {r}/c; find --not --name x.txt; rm; y");
+        let out = tool.arg("-i").arg(&list).args(["-c", &script]).expect(1);
+        let (text, err) = (out.stdout_str(), out.stderr_str());
+        let b = root.join("a/b").display().to_string();
+        assert!(
+            err.contains(&format!("rmdir {b}: Directory not empty")),
+            "{name}: {err}"
+        );
+        assert!(
+            err.contains(
+                "rm: 1 entry could not be removed (named above), nor the directory that holds them"
+            ),
+            "{name}: {err}"
+        );
+        assert!(
+            text.contains("Removed 4 entries (4 files, 0 directories)\n"),
+            "{name}\n{text}"
+        );
+        assert_eq!(fs::read(root.join("a/b/new.txt")).unwrap(), b"keep me");
+        assert!(!root.join("a/f1.tmp").exists() && !root.join("a/b/big.dat").exists());
+        assert!(
+            text.contains("Kept 1 directory that still holds entries not selected\n"),
+            "{name}\n{text}"
+        );
+        assert!(root.join("c/x.txt").exists(), "{name}");
+        assert!(!root
+            .join(std::ffi::OsStr::from_bytes(b"c/odd 'name\xff.tmp"))
+            .exists());
+    }
+}

@@ -45,6 +45,10 @@ pub struct Remover {
     /// A directory that still holds entries (not selected, or created since the walk) stays
     /// and is counted in `kept`, instead of failing.
     pub keep_nonempty: bool,
+    /// With `keep_nonempty`: when set, only these directories may stay that way (those holding
+    /// listed entries that were not to be removed); any other that is not empty holds entries
+    /// created since the list was made, a failure ("Directory not empty").
+    pub keep_only: Option<HashSet<Vec<u8>>>,
     wording: Wording,
     /// Non-directories removed.
     pub files: AtomicU64,
@@ -85,6 +89,7 @@ impl Remover {
         Remover {
             roots,
             keep_nonempty: false,
+            keep_only: None,
             wording,
             files: AtomicU64::new(0),
             dirs: AtomicU64::new(0),
@@ -201,7 +206,10 @@ impl Remover {
                 Err(Errno::NOENT) => {}
                 // A directory still holding entries that were not to go stays by design (e.g.
                 // entries a list did not name, or created since the walk).
-                Err(Errno::NOTEMPTY | Errno::EXIST) if self.keep_nonempty => {
+                Err(Errno::NOTEMPTY | Errno::EXIST)
+                    if self.keep_nonempty
+                        && self.keep_only.as_ref().is_none_or(|k| k.contains(e.path)) =>
+                {
                     self.kept.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(err) => {

@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
 
 /// The first line of a job log, as GNU parallel writes it.
 pub const HEADER: &[u8] =
@@ -101,17 +102,29 @@ pub fn finished(log: &[u8]) -> io::Result<HashMap<u64, Logged>> {
 }
 
 /// Create the log for a new run: emptied and given its header, or with `resume` kept as it is
-/// (the header added when it is new or empty).
+/// (the header added when it is new or empty), but for a last line cut short.
+///
+/// A cut line (a crash or a full disk in the middle of its write: no newline) is what
+/// [`finished`] does not count, so its command runs again; it is cut off here, because the
+/// lines appended next would otherwise continue it: one line holding two records, the second
+/// command's record lost (it would run a third time) and the first's command garbled, so that
+/// every later `--resume` refused the log as another input's.
 pub fn create(log: &[u8], resume: bool) -> io::Result<()> {
     let path = std::ffi::OsStr::from_bytes(log);
     let mut file = OpenOptions::new()
+        .read(true)
         .write(true)
         .create(true)
         .truncate(!resume)
-        .append(resume)
         .open(path)?;
-    if file.metadata()?.len() == 0 {
-        file.write_all(HEADER)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if whole < bytes.len() {
+        file.set_len(whole as u64)?;
+    }
+    if whole == 0 {
+        file.write_all_at(HEADER, 0)?;
     }
     Ok(())
 }
@@ -127,6 +140,7 @@ pub fn open(log: &[u8]) -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn lines_read_back_as_finished_commands() {

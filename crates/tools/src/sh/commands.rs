@@ -3,14 +3,14 @@
 
 use super::format::{long_columns, stat_block};
 use super::Options;
-use crate::engine::remove::{remove, Remover, Wording};
+use crate::engine::remove::{add_ancestors, remove, Remover, Wording};
 use crate::engine::wording::entries;
 use flist::beneath::{list_tops, Roots};
 use flist::path::{basename, display, is_prefix, normalize, parent};
 use flist::sort::{parse_keys, Field, Key};
 use flist::{FileList, FileType};
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::sync::Arc;
@@ -436,6 +436,29 @@ impl<'a> Shell<'a> {
             .collect())
     }
 
+    /// The directories (of every rank) above an entry of the list that `chosen` (this
+    /// rank's selected indices) leaves out: those a removal of the selection must keep.
+    /// Collective.
+    fn holding_unselected(&self, chosen: &[usize]) -> HashSet<Vec<u8>> {
+        let chosen: HashSet<usize> = chosen.iter().copied().collect();
+        let mut mine = HashSet::new();
+        for i in (0..self.list.len()).filter(|i| !chosen.contains(i)) {
+            add_ancestors(&mut mine, self.list.path(i));
+        }
+        let mut bytes = Vec::new();
+        for p in &mine {
+            put_bytes(&mut bytes, p);
+        }
+        let mut all = HashSet::new();
+        for part in self.comm.allgatherv(&bytes) {
+            let mut input = Reader::new(&part);
+            while !input.is_empty() {
+                all.insert(input.bytes().to_vec());
+            }
+        }
+        all
+    }
+
     fn rm(&mut self, paths: &[Vec<u8>], force: bool) -> Result<(), String> {
         let chosen = self.targets("rm", paths)?;
         let selected = self.list.select(chosen.iter().copied());
@@ -462,9 +485,13 @@ impl<'a> Shell<'a> {
         let mut remover = Remover::new(Arc::new(Roots::of_list_tops(&tops)), Wording::Explained);
         // With PATHs everything listed beneath them goes: a directory that is not empty then
         // holds entries created since the list was loaded, a failure ("Directory not empty",
-        // named, exit 1, as the rm tool). A selection of find's may leave a directory's
-        // other entries: it then stays, counted in the summary.
-        remover.keep_nonempty = paths.is_empty();
+        // named, exit 1, as the rm tool). A selection of find's may leave listed entries
+        // beneath a selected directory: that one stays, counted in the summary; any other
+        // selected directory that is not empty fails as with PATHs.
+        if paths.is_empty() {
+            remover.keep_nonempty = true;
+            remover.keep_only = Some(self.holding_unselected(&chosen));
+        }
         let interrupted = remove(self.comm, &selected, &remover, &self.options.context.stop);
         for e in remover.take_errors() {
             self.options.context.error(e);
@@ -494,8 +521,9 @@ impl<'a> Shell<'a> {
         );
         if totals.kept > 0 {
             said.push_str(&format!(
-                "Kept {} that still hold entries not selected\n",
-                directories(totals.kept)
+                "Kept {} that still {} entries not selected\n",
+                directories(totals.kept),
+                if totals.kept == 1 { "holds" } else { "hold" }
             ));
         }
         self.say(said.as_bytes());

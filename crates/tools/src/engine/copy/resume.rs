@@ -141,13 +141,20 @@ fn decide(src: &[u8], m: &Meta, cs: u64, cx: &Context) -> Option<Vec<(u64, u64)>
     // and the file is copied whole (sync's planning resumes none such; one that appeared in
     // SRC since is replaced as below).
     let users = users_name_in(cx.map, cx.reach, &dst);
+    // --verify reads back every byte it vouches for; the chunks a journal marks were written
+    // by an earlier run and may have changed in the destination since (only its inode is
+    // recorded): with --verify nothing resumes (as with sync -c), the file is copied whole.
+    let verify = cx.opts.hashing.is_some_and(|h| h.verify);
     let id = SourceId::of(m);
     let (resumable, planned) = match cx.journals {
         Journals::Planned(map) => match map.get(src) {
-            Some(r) => ((!users && still_there(&d, r, m)).then(|| r.clone()), true),
+            Some(r) => (
+                (!users && !verify && still_there(&d, r, m)).then(|| r.clone()),
+                true,
+            ),
             None => (None, false),
         },
-        _ if users => (None, false),
+        _ if users || verify => (None, false),
         _ => match journal::probe(&d, &j, src, id) {
             Found::Trusted(r) => (Some(r), false),
             Found::Stale | Found::Nothing => (None, false),
