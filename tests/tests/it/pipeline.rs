@@ -1,9 +1,41 @@
 //! Tools composed through pipes: `walk -o - | find -i - ... -o - | rm -i -`, the purge of the
 //! issue, with one process and with 2 ranks on each side of every pipe.
 
-use mfu_tests::{shell, Tool};
+use mfu_tests::{bin, expect_status, launcher, mpi_env, Tool};
 use rustix::fs::{utimensat, AtFlags, Timespec, Timestamps, CWD};
 use std::path::Path;
+use std::process::{Command, Output};
+
+/// Run `script` as `mfu_tests::shell` does (`$M` the binary, `$R` it under `mpirun -np 2`), but
+/// with bash's `set -o pipefail`: a pipeline fails when any of its commands does, so a stage
+/// that dies (an `mpirun` that fails to start) is never hidden by the stage after it.
+fn shell(script: &str, code: i32) -> Output {
+    let mut cmd = Command::new("bash");
+    mpi_env(&mut cmd)
+        .env("M", bin())
+        .env("R", format!("{} -np 2 {}", launcher(), bin().display()))
+        .args(["-c", &format!("set -eo pipefail; {script}")]);
+    expect_status(&mut cmd, code)
+}
+
+/// The lines of a typed list as mfu-rs writes it, without its header and trailer (checked).
+fn typed_lines(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.first(), Some(&"#mfu-rs typed list v1"), "{text}");
+    let n = lines.len() - 2;
+    assert_eq!(lines.last(), Some(&&*format!("#mfu-rs end {n}")), "{text}");
+    lines[1..=n].iter().map(|l| l.to_string()).collect()
+}
+
+/// `lines` as a typed list: header, `line\n` each, trailer.
+fn typed_list(lines: &[u8], count: usize) -> Vec<u8> {
+    [
+        &b"#mfu-rs typed list v1\n"[..],
+        lines,
+        format!("#mfu-rs end {count}\n").as_bytes(),
+    ]
+    .concat()
+}
 
 /// Set a path's modification (and access) time to `days` days ago.
 fn age(path: &Path, days: i64) {
@@ -101,8 +133,7 @@ fn purge_pipeline_through_list_files_and_pipes_agree() {
         0,
     );
     let sorted = |p: &Path| {
-        let text = std::fs::read_to_string(p).unwrap();
-        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let mut lines = typed_lines(&std::fs::read_to_string(p).unwrap());
         lines.sort();
         lines
     };
@@ -132,11 +163,7 @@ fn sync_and_cmp_lists_on_stdout_carry_nothing_else_even_with_v() {
         ),
         0,
     );
-    let mut listed: Vec<String> = std::fs::read_to_string(&got)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let mut listed = typed_lines(&std::fs::read_to_string(&got).unwrap());
     listed.sort();
     let want: Vec<String> = ["a|F", "d/b|F", "d/c|F", "d|D"]
         .iter()
@@ -153,7 +180,7 @@ fn sync_and_cmp_lists_on_stdout_carry_nothing_else_even_with_v() {
         ),
         0,
     );
-    assert_eq!(std::fs::read(&got).unwrap(), b"");
+    assert_eq!(std::fs::read(&got).unwrap(), typed_list(b"", 0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Result: equal"));
 }
 
@@ -215,6 +242,7 @@ fn lists_larger_than_one_piece_pass_through_pipes_whole_and_in_order() {
             text_bytes.extend_from_slice(format!("{}|F\n", p.display()).as_bytes());
         }
     }
+    let text_bytes = typed_list(&text_bytes, 150);
     let text = tmp.path().join("list.txt");
     std::fs::write(&text, &text_bytes).unwrap();
     for (list, want) in [(&v4, &v4_bytes), (&text, &text_bytes)] {
@@ -277,7 +305,7 @@ fn lists_from_stdin_read_as_lists_from_files_at_any_rank_count() {
     let v4_bytes = std::fs::read(&v4).unwrap();
     let lists = [
         ("v4", v4_bytes.clone()),
-        ("typed text", joined("|F\n")),
+        ("typed text", typed_list(&joined("|F\n"), paths.len())),
         ("plain text", joined("\n")),
         ("NUL", joined("\0")),
         // Cut inside its records: refused.

@@ -61,6 +61,9 @@ pub struct Options {
     /// NUL-separated; `-` = stdin) instead of walking `paths`. Directories are removed only
     /// if the list also names everything they hold.
     pub input: Option<Vec<u8>>,
+    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
+    /// list says so (its header) or this does.
+    pub input_format: flist::io::InputFormat,
     /// Write the list of what was removed (with `dryrun`: of what would be) to this file
     /// (`-`: stdout).
     pub output: Option<Vec<u8>>,
@@ -324,7 +327,7 @@ fn candidates(
     stop: &AtomicBool,
 ) -> Result<(FileList, Vec<ItemError>, bool), String> {
     if let Some(input) = &args.input {
-        let list = io::read(comm, input)
+        let list = io::read_as(comm, input, args.input_format)
             .map_err(|e| e.to_string())?
             .normalized(cwd);
         if comm.any(list.iter().any(|e| e.path == b"/")) {
