@@ -1,7 +1,7 @@
 //! Tools composed through pipes: `walk -o - | find -i - ... -o - | rm -i -`, the purge of the
 //! issue, with one process and with 2 ranks on each side of every pipe.
 
-use mfu_tests::{bin, expect_status, launcher, mpi_env, Tool};
+use mfu_tests::{bin, expect_status, mpi_env, shell_launcher, Tool};
 use rustix::fs::{utimensat, AtFlags, Timespec, Timestamps, CWD};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -13,7 +13,7 @@ fn shell(script: &str, code: i32) -> Output {
     let mut cmd = Command::new("bash");
     mpi_env(&mut cmd)
         .env("M", bin())
-        .env("R", format!("{} -np 2 {}", launcher(), bin().display()))
+        .env("R", shell_launcher())
         .args(["-c", &format!("set -eo pipefail; {script}")]);
     expect_status(&mut cmd, code)
 }
@@ -334,6 +334,67 @@ fn lists_from_stdin_read_as_lists_from_files_at_any_rank_count() {
                 got.stderr_contains("- (standard input)");
                 got.stderr_contains("truncated");
             }
+        }
+    }
+}
+
+/// Issue 31 item 20: a stage that dies never hands the next one a well-formed shorter list. The
+/// flake: one `mpirun` of `walk -o - | find -i - -o - | rm -i -` failed to start (Open MPI's
+/// session directory race), `rm` read an empty stdin as an empty list, removed nothing, and the
+/// pipeline exited 0. Now nothing at all on `-i -` is refused, and a list cut anywhere, even
+/// between two entries, is refused: a text list by its trailer, a v4 list by its header's
+/// count. Exit 2, nothing removed, at 1 process and under mpirun -np 2.
+#[test]
+fn a_list_from_a_writer_that_died_is_refused_and_nothing_is_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("scratch");
+    let (old, new) = purge_tree(&root);
+    let all: Vec<_> = old.iter().chain(&new).collect();
+    let intact = |what: &str| {
+        for p in &all {
+            assert!(p.exists(), "{what}: {} was removed", p.display());
+        }
+    };
+    for rm in ["$M", "$R"] {
+        // Nothing at all: the writer never started.
+        let out = shell(&format!("true | {rm} rm -i -"), 2);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("no list came through"),
+            "{out:?}"
+        );
+        intact(&format!("{rm}: empty stdin"));
+    }
+    for (how, walk) in [("text", "-l -o -"), ("v4", "-o -")] {
+        let list = tmp.path().join(format!("{how}.list"));
+        shell(
+            &format!(
+                "$M walk -q {walk} '{}' > '{}'",
+                root.display(),
+                list.display()
+            ),
+            0,
+        );
+        let bytes = std::fs::read(&list).unwrap();
+        // Every cut at the end of a line (a text list cut between two entries is well formed
+        // but for its trailer), and a few inside records.
+        let mut cuts: Vec<usize> = (0..bytes.len())
+            .filter(|&i| bytes[i] == b'\n')
+            .map(|i| i + 1)
+            .filter(|&n| n < bytes.len())
+            .collect();
+        cuts.extend([1, bytes.len() / 3, bytes.len() / 2, bytes.len() - 1]);
+        for (i, cut) in cuts.into_iter().enumerate() {
+            let rm = if i % 2 == 0 { "$M" } else { "$R" };
+            let out = shell(
+                &format!("head -c {cut} '{}' | {rm} rm -i -", list.display()),
+                2,
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("- (standard input)"),
+                "{how} cut at {cut}: {err}"
+            );
+            intact(&format!("{how} list cut at {cut} of {}, {rm}", bytes.len()));
         }
     }
 }

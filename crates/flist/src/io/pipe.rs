@@ -75,7 +75,17 @@ fn spool_and_probe(source: Option<&[u8]>, format: InputFormat) -> Result<(std::f
             io::copy(&mut stream, &mut spool)
         }
     };
-    copied.map_err(|e| stream_error(name, OP_READ, e))?;
+    let copied = copied.map_err(|e| stream_error(name, OP_READ, e))?;
+    // mfu-rs writes at least a header (or a v4 header) to a stream, even for an empty list:
+    // nothing at all is a writer that died or never started (an `mpirun` that failed to
+    // launch), not a list of nothing.
+    if copied == 0 {
+        return Err(Error::BadList {
+            path: name.to_vec(),
+            reason: "empty: no list came through (did the command writing it fail?); nothing read"
+                .to_string(),
+        });
+    }
     let path = fd_path(&spool);
     let plan = Plan::probe(&path, format).map_err(|e| rename(e, &path, name))?;
     Ok((spool, plan))
