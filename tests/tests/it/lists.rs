@@ -560,3 +560,57 @@ fn a_cut_plain_list_is_refused_even_when_its_last_line_names_a_file() {
     assert!(!root.join("a.txt").exists());
     assert!(root.join("a").exists() && root.join("a.txt.bak").exists());
 }
+
+/// Issue 31 item 19: a list entry with a `..` component is refused by rm, chmod and cp, named
+/// with the reason (it was "Invalid cross-device link" from cp, and rm resolved `a/../b/f` by
+/// name and removed `b/f`, and `b/..` as `t`): exit 1, the entry untouched, the others done.
+#[test]
+fn list_entries_with_a_dot_dot_component_are_refused_and_named() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().join("t");
+    fs::create_dir_all(t.join("a")).unwrap();
+    fs::create_dir_all(t.join("b")).unwrap();
+    let r = t.to_string_lossy();
+    let list = tmp.path().join("l");
+    let dotted = [format!("{r}/a/../b/f"), format!("{r}/b/..")];
+    fs::write(&list, format!("{}\n{}\n{r}/b/g\n", dotted[0], dotted[1])).unwrap();
+    let check = |what: &str, out: &std::process::Output| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        for d in &dotted {
+            assert!(
+                err.contains(&format!("list entry {d}: it has a `..` component: refused")),
+                "{what}: {err}"
+            );
+        }
+        assert!(!err.contains("cross-device"), "{what}: {err}");
+    };
+    for np in [1, 2] {
+        for f in ["b/f", "b/g"] {
+            fs::write(t.join(f), f).unwrap();
+            fs::set_permissions(t.join(f), fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let cmd = || {
+            if np == 1 {
+                mfu(&[])
+            } else {
+                mpirun(np, &bin())
+            }
+        };
+        let out = expect_status(cmd().args(["chmod", "-m", "o+w", "-i"]).arg(&list), 1);
+        check(&format!("chmod np {np}"), &out);
+        assert_eq!(mode_of(&t.join("b/f")), 0o600, "chmod np {np}");
+        assert_eq!(mode_of(&t.join("b/g")), 0o602, "chmod np {np}");
+
+        let dest = tmp.path().join(format!("copy{np}"));
+        let out = expect_status(cmd().args(["cp", "-i"]).arg(&list).arg(&t).arg(&dest), 1);
+        check(&format!("cp np {np}"), &out);
+        assert!(!dest.join("b/f").exists(), "cp np {np}");
+
+        let out = expect_status(cmd().args(["rm", "-i"]).arg(&list), 1);
+        check(&format!("rm np {np}"), &out);
+        assert!(t.join("b/f").exists(), "rm np {np} removed b/f");
+        assert!(!t.join("b/g").exists(), "rm np {np} kept b/g");
+        assert!(t.join("a").is_dir(), "rm np {np}");
+    }
+}

@@ -402,8 +402,9 @@ impl Changer<'_> {
     ) -> Result<(FileList, Vec<ItemError>, bool), String> {
         if let Some(input) = &options.input {
             let list = io::read_as(comm, input, options.input_format).map_err(|e| e.to_string())?;
+            let (list, refused) = list.refuse_dot_dot();
             let (list, errors) = restat(list.normalized(cwd), Which::All, false);
-            return Ok((list, errors, false));
+            return Ok((list, refused.into_iter().chain(errors).collect(), false));
         }
         // The roots are not read from a directory, so the walk hook never sees them.
         if comm.rank() == 0 {

@@ -458,9 +458,11 @@ fn read_input(
     roots: &[Vec<u8>],
     follow: bool,
 ) -> Result<(FileList, u64), String> {
-    let mut listed = flist::io::read_as(comm, input, format).map_err(|e| e.to_string())?;
+    let listed = flist::io::read_as(comm, input, format).map_err(|e| e.to_string())?;
+    let (mut listed, refused) = listed.refuse_dot_dot();
     listed.retain(|e| roots.iter().any(|r| is_prefix(r, e.path)));
     let (list, errors) = restat(listed, Which::All, follow);
+    let errors: Vec<_> = refused.into_iter().chain(errors).collect();
     for e in &errors {
         context.error(e);
     }

@@ -327,9 +327,10 @@ fn candidates(
     stop: &AtomicBool,
 ) -> Result<(FileList, Vec<ItemError>, bool), String> {
     if let Some(input) = &args.input {
-        let list = io::read_as(comm, input, args.input_format)
+        let (list, refused) = io::read_as(comm, input, args.input_format)
             .map_err(|e| e.to_string())?
-            .normalized(cwd);
+            .refuse_dot_dot();
+        let list = list.normalized(cwd);
         if comm.any(list.iter().any(|e| e.path == b"/")) {
             return Err(format!(
                 "refusing to remove '/' (named in {})",
@@ -337,7 +338,7 @@ fn candidates(
             ));
         }
         let (list, errors) = resolve_types(list);
-        return Ok((list, errors, false));
+        return Ok((list, refused.into_iter().chain(errors).collect(), false));
     }
     let progress = args.context.progress(comm.rank(), "Walked");
     let hook = |dir: BorrowedFd<'_>, name: &[u8], path: &[u8], kind: FileType| {
