@@ -166,9 +166,11 @@ pub fn mfu(args: &[&str]) -> Command {
 }
 
 /// The environment `mpirun` needs here: allowed to run as root, oversubscribed (2 cores),
-/// shared memory without single-copy (containers), launcher variables of an outer job removed.
+/// shared memory without single-copy (containers), launcher variables of an outer job removed,
+/// and a session directory of its own ([`own_session_dir`]).
 pub fn mpi_env(cmd: &mut Command) -> &mut Command {
     clean_env(cmd)
+        .env("OMPI_MCA_orte_tmpdir_base", own_session_dir())
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
@@ -177,6 +179,59 @@ pub fn mpi_env(cmd: &mut Command) -> &mut Command {
         // PMIx's security by Unix credentials, not munge: with munge installed (for Slurm) but
         // no munged on the system socket, each mpirun retried it for 2.3 s before starting.
         .env("PMIX_MCA_psec", "native")
+}
+
+/// A new directory for one `mpirun` to keep its session directory in (Open MPI's
+/// `orte_tmpdir_base`). Without it every `mpirun` of the machine creates `/tmp/ompi.HOST.UID`
+/// when it starts and removes it when it ends (if empty): two that start and end at the same
+/// time (tests in parallel, the stages of a pipeline) race, and one dies before starting its
+/// ranks ("A call to mkdir was unable to create the desired directory ... File exists",
+/// open-mpi/ompi#8510), so that the next stage of a pipeline reads an empty list. World-writable
+/// and sticky (as `/tmp`), for the tests that run `mpirun` as another user. The directories are
+/// left empty under `TMPDIR/mfu-tests-ompi.PID/`.
+pub fn own_session_dir() -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = session_parent().join(NEXT.fetch_add(1, Ordering::Relaxed).to_string());
+    std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    dir
+}
+
+/// `TMPDIR/mfu-tests-ompi.PID/`, created once per test process, with the script that `shell`'s
+/// `$R` starts `mpirun` through (`own-session LAUNCHER ARGS`: each `mpirun` of a script gets a
+/// session directory of its own, as [`own_session_dir`]).
+fn session_parent() -> &'static Path {
+    use std::os::unix::fs::PermissionsExt;
+    static PARENT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PARENT.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("mfu-tests-ompi.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let script = dir.join("own-session");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\n\
+             d=$(mktemp -d \"${0%/*}/s.XXXXXX\") && chmod 1777 \"$d\" || exit 1\n\
+             OMPI_MCA_orte_tmpdir_base=$d exec \"$@\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir
+    })
+}
+
+/// The command words (for a shell, split at spaces) that run mfu-rs under the launcher with
+/// 2 ranks, each launch with a session directory of its own: `shell`'s `$R`.
+pub fn shell_launcher() -> String {
+    format!(
+        "{} {} -np 2 {}",
+        session_parent().join("own-session").display(),
+        launcher(),
+        bin().display()
+    )
 }
 
 /// The MPI launcher the tests start ranks with: `mpirun` (Open MPI, the system's default), or
@@ -219,7 +274,7 @@ pub fn shell(script: &str, code: i32) -> Output {
     let mut cmd = Command::new("sh");
     mpi_env(&mut cmd)
         .env("M", bin())
-        .env("R", format!("{} -np 2 {}", launcher(), bin().display()))
+        .env("R", shell_launcher())
         .args(["-c", &format!("set -e; {script}")]);
     expect_status(&mut cmd, code)
 }

@@ -103,8 +103,9 @@ impl FList {
         Ok(flist)
     }
 
-    /// Read a list file: cache v4 or v3 (mpiFileUtils, `mfu-rs walk -o`), `path|T` text, one
-    /// path per line, or NUL-separated. Each rank gets a share. Collective.
+    /// Read a list file: cache v4 or v3 (mpiFileUtils, `mfu-rs walk -o`), a typed `path|T` text
+    /// list (typed only when it starts with mfu-rs' header line), one path per line, or
+    /// NUL-separated. Each rank gets a share. Collective.
     #[staticmethod]
     fn read(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<FList> {
         let path = path_bytes(path)?;
@@ -273,7 +274,8 @@ impl FList {
     }
 
     /// Write the whole list to `path`: format "v4" (mpiFileUtils cache v4, what `mfu-rs walk
-    /// -o` writes for a stat list; needs one) or "text" (`path|T` lines); default: v4 for a
+    /// -o` writes for a stat list; needs one) or "text" (`path|T` lines between mfu-rs' header
+    /// and trailer lines); default: v4 for a
     /// stat list, text otherwise. The file appears complete or not at all. Collective.
     #[pyo3(signature = (path, format=None))]
     fn write(&self, py: Python<'_>, path: &Bound<'_, PyAny>, format: Option<&str>) -> PyResult<()> {

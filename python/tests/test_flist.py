@@ -18,8 +18,12 @@ def launched_size():
 
 
 def text_list(path):
-    """The paths of a `path|T` text list, as bytes, in file order."""
-    return [line.rsplit(b"|", 1)[0] for line in path.read_bytes().splitlines()]
+    """The paths of a `path|T` text list as mfu-rs writes it (between its header line and its
+    trailer line, which counts them), as bytes, in file order."""
+    lines = path.read_bytes().splitlines()
+    assert lines[0] == b"#mfu-rs typed list v1", lines[:1]
+    assert lines[-1] == b"#mfu-rs end %d" % (len(lines) - 2), lines[-1:]
+    return [line.rsplit(b"|", 1)[0] for line in lines[1:-1]]
 
 
 def test_rank_and_size_are_the_jobs():

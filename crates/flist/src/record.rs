@@ -6,6 +6,9 @@
 //! (lite) or 120 MB (stat).
 
 use crate::ids::IdTable;
+
+/// The operation named in the error for a list entry refused by [`FileList::refuse_dot_dot`].
+pub const OP_LIST_ENTRY: &str = "list entry";
 use crate::packed::MetaColumn;
 
 /// The type of a file, from `st_mode` or `d_type`.
@@ -353,6 +356,35 @@ impl FileList {
     /// All records, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Entry<'_>> + '_ {
         (0..self.len()).map(move |i| self.entry(i))
+    }
+
+    /// This list without the records whose path has a `..` component, and an error for each
+    /// of them (operation [`OP_LIST_ENTRY`], the path as listed). A tool that acts on what a
+    /// list names refuses such entries: [`FileList::normalized`] would resolve `..` by name,
+    /// the file system resolves it through symlinks (`/data/link/..` is the parent of the
+    /// link's target), so the two can name different directories.
+    pub fn refuse_dot_dot(self) -> (FileList, Vec<crate::ItemError>) {
+        let has = |p: &[u8]| p.split(|&b| b == b'/').any(|c| c == b"..");
+        if !self.iter().any(|e| has(e.path)) {
+            return (self, Vec::new());
+        }
+        let mut out = self.empty_like();
+        let mut refused = Vec::new();
+        for e in self.iter() {
+            if has(e.path) {
+                refused.push(crate::ItemError::new(
+                    e.path,
+                    OP_LIST_ENTRY,
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "it has a `..` component: refused (the list would resolve it by name, the file system through symlinks); list the path without `..`",
+                    ),
+                ));
+            } else {
+                out.push(e.path, e.kind, e.meta);
+            }
+        }
+        (out, refused)
     }
 
     /// This list with every path made absolute and normal against `cwd`

@@ -1,7 +1,7 @@
 //! `flist::io` against the list files mpiFileUtils itself wrote (the workspace's
 //! `tests/vectors/`), and round trips of what the vectors do not cover, at several local ranks.
 
-use flist::io::{self, Format};
+use flist::io::{self, Format, InputFormat};
 use flist::{Detail, Error, FileList, FileType, IdTable, Meta};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -26,26 +26,29 @@ fn records(list: &FileList) -> Vec<Rec> {
         .collect()
 }
 
-/// Read `file` at `ranks` ranks: every rank's records, in rank order.
-fn read_at(ranks: usize, file: &Path) -> Vec<Vec<Rec>> {
+/// Read `file` at `ranks` ranks, its lines as `format` says: every rank's records, in rank
+/// order.
+fn read_at(ranks: usize, file: &Path, format: InputFormat) -> Vec<Vec<Rec>> {
     local::run(ranks, |comm: &dyn Comm| {
-        records(&io::read(comm, bytes(file)).unwrap())
+        records(&io::read_as(comm, bytes(file), format).unwrap())
     })
 }
 
 /// Read `file` at `ranks` ranks, expecting every rank to fail: the error texts.
-fn read_errors(ranks: usize, file: &Path) -> Vec<String> {
-    local::run(ranks, |comm: &dyn Comm| match io::read(comm, bytes(file)) {
-        Ok(l) => panic!("{} read as {} records", file.display(), l.len()),
-        Err(e) => e.to_string(),
+fn read_errors(ranks: usize, file: &Path, format: InputFormat) -> Vec<String> {
+    local::run(ranks, |comm: &dyn Comm| {
+        match io::read_as(comm, bytes(file), format) {
+            Ok(l) => panic!("{} read as {} records", file.display(), l.len()),
+            Err(e) => e.to_string(),
+        }
     })
 }
 
 /// Read `file` at `ranks` ranks and return the whole list (records concatenated in rank order,
 /// tables from rank 0), after checking every rank got the same tables and detail.
-fn read_whole(ranks: usize, file: &Path) -> FileList {
+fn read_whole(ranks: usize, file: &Path, format: InputFormat) -> FileList {
     let parts = local::run(ranks, |comm: &dyn Comm| {
-        io::read(comm, bytes(file)).unwrap()
+        io::read_as(comm, bytes(file), format).unwrap()
     });
     let mut whole = parts[0].empty_like();
     for p in parts {
@@ -137,7 +140,7 @@ fn v4_vectors_round_trip_byte_identically() {
 /// Case 1b: What the v4 vector holds, decoded: tables, order, types from the mode, metadata.
 #[test]
 fn v4_vector_decodes_to_the_tree() {
-    let list = read_whole(3, &vector("tree.mfu"));
+    let list = read_whole(3, &vector("tree.mfu"), InputFormat::Auto);
     assert_eq!(list.len(), 44);
     assert_eq!(list.users.entries.len(), 24);
     assert_eq!(list.groups.entries.len(), 48);
@@ -173,12 +176,12 @@ fn v4_vector_decodes_to_the_tree() {
         0o444
     );
     // The sorted vector holds the same records.
-    let sorted = read_whole(2, &vector("tree.sorted.mfu"));
+    let sorted = read_whole(2, &vector("tree.sorted.mfu"), InputFormat::Auto);
     let mut a = records(&list);
     a.sort_by(|x, y| x.0.cmp(&y.0));
     assert_eq!(a, records(&sorted));
     // The lite walk of the same tree found the same paths with the same types.
-    let lite = read_whole(1, &vector("tree.lite.mfu"));
+    let lite = read_whole(1, &vector("tree.lite.mfu"), InputFormat::Typed);
     let mut b: Vec<(Vec<u8>, FileType)> = lite.iter().map(|e| (e.path.to_vec(), e.kind)).collect();
     b.sort();
     assert_eq!(a.into_iter().map(|r| (r.0, r.1)).collect::<Vec<_>>(), b);
@@ -191,7 +194,7 @@ fn text_vector_round_trips_byte_identically() {
     let original = std::fs::read(&src).unwrap();
     let dir = tempfile::tempdir().unwrap();
     for ranks in 1..=3 {
-        let parts = read_at(ranks, &src);
+        let parts = read_at(ranks, &src, InputFormat::Typed);
         let all: Vec<Rec> = parts.concat();
         assert_eq!(all.len(), 44);
         assert_eq!(all[0], (b"/srv/mfuvec/tree".to_vec(), FileType::Dir, None));
@@ -210,15 +213,24 @@ fn text_vector_round_trips_byte_identically() {
         }
         let out = dir.path().join(format!("lite.{ranks}"));
         local::run(ranks, |comm: &dyn Comm| {
-            let list = io::read(comm, bytes(&src)).unwrap();
+            let list = io::read_as(comm, bytes(&src), InputFormat::Typed).unwrap();
             assert_eq!(list.detail(), Detail::Lite);
             assert_eq!(io::default_format(&list), Format::Text);
             io::write(comm, &list, bytes(&out), Format::Text).unwrap();
         });
+        // The same lines, between the header and the trailer that counts them.
+        let framed = [
+            &b"#mfu-rs typed list v1\n"[..],
+            &original,
+            b"#mfu-rs end 44\n",
+        ]
+        .concat();
         assert!(
-            std::fs::read(&out).unwrap() == original,
+            std::fs::read(&out).unwrap() == framed,
             "text written at {ranks} ranks differs"
         );
+        // Read back without being told: typed, by its header.
+        assert_eq!(read_at(ranks, &out, InputFormat::Auto).concat(), all);
     }
 }
 
@@ -246,7 +258,7 @@ fn empty_stat_list_writes_a_valid_v4_file() {
         assert_eq!(&b[56..72], b"root\0\0\0\0\0\0\0\0\0\0\0\0");
         assert_eq!(u64_at(&b[72..], 0), 0);
         assert_eq!(u64_at(&b[80 + 16..], 0), 1001);
-        let back = read_whole(ranks, &out);
+        let back = read_whole(ranks, &out, InputFormat::Auto);
         assert_eq!((back.len(), back.detail()), (0, Detail::Stat));
         assert_eq!(back.users, users);
     }
@@ -316,7 +328,7 @@ fn odd_names_round_trip_through_v4_and_text() {
             let out = dir.path().join(format!("odd.{w}.{ext}"));
             write_at(w, &list, &out, format);
             for r in [1, 3] {
-                let back = read_whole(r, &out);
+                let back = read_whole(r, &out, InputFormat::Auto);
                 match format {
                     Format::V4 => {
                         assert_eq!(
@@ -396,7 +408,7 @@ fn v3_list_reads() {
     let file = dir.path().join("v3.mfu");
     std::fs::write(&file, &b).unwrap();
     for ranks in [1, 2, 4] {
-        let list = read_whole(ranks, &file);
+        let list = read_whole(ranks, &file, InputFormat::Auto);
         assert_eq!(list.detail(), Detail::Stat);
         assert_eq!(list.users.entries, vec![(b"alice".to_vec(), 1001)]);
         assert_eq!(
@@ -438,7 +450,7 @@ fn plain_and_nul_lists_read_with_unknown_types() {
     let dir = tempfile::tempdir().unwrap();
     let plain = dir.path().join("plain.txt");
     std::fs::write(&plain, b"/a/b\n\n/a/c d\n/a/e|x\n/a/\xff\n").unwrap();
-    let got: Vec<Rec> = read_at(2, &plain).concat();
+    let got: Vec<Rec> = read_at(2, &plain, InputFormat::Auto).concat();
     let want: Vec<Rec> = vec![
         (b"/a/b".to_vec(), FileType::Unknown, None),
         (b"/a/c d".to_vec(), FileType::Unknown, None),
@@ -446,19 +458,28 @@ fn plain_and_nul_lists_read_with_unknown_types() {
         (b"/a/\xff".to_vec(), FileType::Unknown, None),
     ];
     assert_eq!(got, want);
-    // A line that ends in `|D` among plain lines: a typed list damaged, or a plain name that
-    // ends in `|D`. Either reading could act on what was never listed (`/a/f`, or the first
-    // half of a name split by a newline): refused on every rank.
+    // A line that ends in `|D` in a list that does not say it is typed: a name that ends in
+    // `|D` (`find -print` beside a file named so), never `/a/f`.
     std::fs::write(&plain, b"/a/b\n/a/f|D\n/a/\xff\n").unwrap();
     for ranks in [1, 2, 3] {
-        for e in read_errors(ranks, &plain) {
-            assert!(e.contains("not entirely of one format"), "{e}");
+        let got: Vec<Vec<u8>> = read_at(ranks, &plain, InputFormat::Auto)
+            .concat()
+            .into_iter()
+            .map(|r| r.0)
+            .collect();
+        assert_eq!(
+            got,
+            vec![b"/a/b".to_vec(), b"/a/f|D".to_vec(), b"/a/\xff".to_vec()]
+        );
+        // Said to be typed, it is a damaged typed list: refused on every rank.
+        for e in read_errors(ranks, &plain, InputFormat::Typed) {
+            assert!(e.contains("is not path|T"), "{e}");
         }
     }
 
     let nul = dir.path().join("list0");
     std::fs::write(&nul, b"/a/b\0/a/new\nline\0/a/x|F\0\0/a/\xff\0").unwrap();
-    let got: Vec<Rec> = read_at(3, &nul).concat();
+    let got: Vec<Rec> = read_at(3, &nul, InputFormat::Auto).concat();
     let names: [&[u8]; 4] = [b"/a/b", b"/a/new\nline", b"/a/x|F", b"/a/\xff"];
     assert_eq!(
         got,
@@ -474,17 +495,13 @@ fn plain_and_nul_lists_read_with_unknown_types() {
 #[test]
 fn long_text_lists_split_over_ranks_exactly_once_in_order() {
     let dir = tempfile::tempdir().unwrap();
-    let mut names: Vec<Vec<u8>> = (0..1500)
+    let names: Vec<Vec<u8>> = (0..1500)
         .map(|i: usize| {
             let mut n = format!("/big/{i:05}/").into_bytes();
             n.resize(n.len() + (i * 37) % 200, b'a' + (i % 26) as u8);
             n
         })
         .collect();
-    // The last name exists: a plain list without its final separator is then taken whole.
-    let last = dir.path().join("last");
-    std::fs::write(&last, b"").unwrap();
-    *names.last_mut().unwrap() = bytes(&last).to_vec();
     for (sep, letters) in [(b'\n', true), (b'\n', false), (0u8, false)] {
         for last_sep in [true, false] {
             let mut content = Vec::new();
@@ -502,17 +519,23 @@ fn long_text_lists_split_over_ranks_exactly_once_in_order() {
             }
             let file = dir.path().join("long");
             std::fs::write(&file, &content).unwrap();
-            if letters && !last_sep {
-                // A typed list without its final newline may be cut: refused.
+            // Lines with `|T` are typed when the reader is told so (no header here).
+            let format = if letters {
+                InputFormat::Typed
+            } else {
+                InputFormat::Auto
+            };
+            if !last_sep {
+                // A list of many entries without its final separator may be cut: refused.
                 for ranks in [3, 7] {
-                    for e in read_errors(ranks, &file) {
-                        assert!(e.contains("without a final newline"), "{e}");
+                    for e in read_errors(ranks, &file, format) {
+                        assert!(e.contains("without a final"), "{e}");
                     }
                 }
                 continue;
             }
             for ranks in [3, 7] {
-                let parts = read_at(ranks, &file);
+                let parts = read_at(ranks, &file, format);
                 assert!(
                     parts.iter().all(|p| p.len() > 150),
                     "uneven split: {:?}",
@@ -554,7 +577,7 @@ fn byte_ranges_on_record_starts_split_cleanly() {
     assert_eq!(content.len(), 12_000);
     std::fs::write(&file, &content).unwrap();
     for ranks in [2, 3, 4, 5, 6, 7] {
-        let parts = read_at(ranks, &file);
+        let parts = read_at(ranks, &file, InputFormat::Typed);
         let got: Vec<Vec<u8>> = parts.concat().into_iter().map(|r| r.0).collect();
         let want: Vec<Vec<u8>> = (0..1200)
             .map(|i| format!("/x/{i:04}").into_bytes())
@@ -684,7 +707,13 @@ fn lists_are_renamed_into_place_and_failures_leave_the_old_list() {
             io::write(comm, &lite, bytes(&file), Format::Text).unwrap()
         });
         // Every rank wrote its own copy of the one record.
-        assert_eq!(std::fs::read(&file).unwrap(), b"/new|F\n".repeat(ranks));
+        let want = [
+            &b"#mfu-rs typed list v1\n"[..],
+            &b"/new|F\n".repeat(ranks),
+            format!("#mfu-rs end {ranks}\n").as_bytes(),
+        ]
+        .concat();
+        assert_eq!(std::fs::read(&file).unwrap(), want);
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let names: Vec<_> = std::fs::read_dir(dir.path())
@@ -704,7 +733,10 @@ fn lists_are_renamed_into_place_and_failures_leave_the_old_list() {
         .unwrap()
         .file_type()
         .is_symlink());
-    assert_eq!(std::fs::read(&file).unwrap(), b"/new|F\n");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        b"#mfu-rs typed list v1\n/new|F\n#mfu-rs end 1\n"
+    );
     // A device: written in place.
     local::run(1, |comm: &dyn Comm| {
         io::write(comm, &lite, b"/dev/null", Format::Text).unwrap()

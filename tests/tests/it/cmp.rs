@@ -129,17 +129,12 @@ fn row(report: &str, field: &str) -> (u64, u64) {
 
 /// The paths of a text list (`path|T` lines).
 fn text_list(path: &Path) -> BTreeSet<PathBuf> {
-    std::fs::read(path)
-        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            let l = match l.len() {
-                n if n >= 2 && l[n - 2] == b'|' => &l[..n - 2],
-                _ => l,
-            };
-            PathBuf::from(OsStr::from_bytes(l))
-        })
+    // Read as the tools read it: typed by its header, whole by its trailer.
+    let file = path.as_os_str().as_bytes().to_vec();
+    let lists = steal::local::run(1, |comm| flist::io::read(comm, &file).expect("read list"));
+    lists[0]
+        .iter()
+        .map(|e| PathBuf::from(OsStr::from_bytes(e.path)))
         .collect()
 }
 

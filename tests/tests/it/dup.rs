@@ -160,12 +160,10 @@ fn output_list_keeps_one_copy_of_each_content() {
         ],
     );
     assert!(!out.is_empty());
-    let text = fs::read(&list).unwrap();
-    let listed: BTreeSet<Vec<u8>> = text
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| l.strip_suffix(b"|F").expect("a file entry").to_vec())
-        .collect();
+    let file = list.as_os_str().as_bytes().to_vec();
+    let lists = steal::local::run(1, |comm| flist::io::read(comm, &file).expect("read list"));
+    assert!(lists[0].iter().all(|e| e.kind == flist::FileType::File));
+    let listed: BTreeSet<Vec<u8>> = lists[0].iter().map(|e| e.path.to_vec()).collect();
     let r = |n: &[u8]| path(&root, n).as_os_str().as_bytes().to_vec();
     // All names but those of each group's first inode (first name in byte order).
     let want: BTreeSet<Vec<u8>> = [
@@ -199,7 +197,7 @@ fn output_list_keeps_one_copy_of_each_content() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    assert_eq!(fs::read(&again).unwrap(), b"");
+    assert!(text_list(&again).is_empty());
     let out = expect_status(mfu(&["dup"]).arg(&root), 0);
     assert_eq!(parse(&out.stdout).len(), 1);
 }
@@ -236,10 +234,12 @@ fn copies(root: &Path) {
 
 /// The paths of a text list, in order.
 fn text_list(list: &Path) -> Vec<String> {
-    String::from_utf8(fs::read(list).unwrap())
-        .unwrap()
-        .lines()
-        .map(|l| l.trim_end_matches("|F").to_string())
+    // Read as the tools read it: typed by its header, whole by its trailer.
+    let file = list.as_os_str().as_bytes().to_vec();
+    let lists = steal::local::run(1, |comm| flist::io::read(comm, &file).expect("read list"));
+    lists[0]
+        .iter()
+        .map(|e| String::from_utf8(e.path.to_vec()).unwrap())
         .collect()
 }
 
@@ -332,7 +332,7 @@ fn verify_keeps_only_names_that_are_still_redundant_copies() {
     // only what the reviewed list names (`c`) is written.
     fs::write(root.join("a"), b"the same bytes\n").unwrap();
     fs::write(root.join("d"), b"the same bytes\n").unwrap();
-    fs::write(&extra, format!("{}|F\n", r("c"))).unwrap();
+    fs::write(&extra, format!("{}\n", r("c"))).unwrap();
     let out = expect_status(
         mpirun(2, &bin())
             .args(["dup", "-q", "-t", "--verify"])

@@ -357,7 +357,7 @@ fn names_a_list_holds_that_do_not_exist_are_reported_and_exit_1() {
         fs::write(root.join("f"), b"x").unwrap();
         let list = tmp.path().join("l");
         let text = if typed {
-            format!("{r}/f|F\n{missing}|F\n")
+            format!("#mfu-rs typed list v1\n{r}/f|F\n{missing}|F\n#mfu-rs end 2\n")
         } else {
             format!("{r}/f\n{missing}\n")
         };
@@ -381,7 +381,7 @@ fn names_a_list_holds_that_do_not_exist_are_reported_and_exit_1() {
     // cp -i: the missing name is reported too.
     fs::write(root.join("f"), b"x").unwrap();
     let list = tmp.path().join("l");
-    fs::write(&list, format!("{r}/f|F\n{missing}|F\n")).unwrap();
+    fs::write(&list, format!("{r}/f\n{missing}\n")).unwrap();
     let dest = tmp.path().join("dest");
     let out = expect_status(mfu(&["cp", "-i"]).arg(&list).arg(&root).arg(&dest), 1);
     assert!(
@@ -435,4 +435,182 @@ fn a_list_from_a_pipe_or_fifo_is_read_whole() {
     writer.join().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("Read 2 items"), "{text}");
+}
+
+/// The mode bits of `p` (not following a symlink).
+fn mode_of(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// Issue 31 item 4: a list from `find -print` that names files called `x|F` and `y|D` is plain:
+/// `rm -i` and `chmod -i` act on `x|F` and `y|D`, never on `x` and `y` (which anyone who can
+/// create `NAME|F` beside `NAME` could otherwise have removed). A list is typed only when it
+/// says so (its header) or `--input-format typed` does; a typed list read as plain is refused.
+#[test]
+fn a_plain_list_naming_files_that_end_in_a_type_letter_acts_on_those_files_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let setup = |name: &str| {
+        let root = tmp.path().join(name);
+        fs::create_dir_all(&root).unwrap();
+        for f in ["x", "x|F", "y|D"] {
+            fs::write(root.join(f), f).unwrap();
+            fs::set_permissions(root.join(f), fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        // `y|D` read as typed names the directory `y`.
+        fs::create_dir(root.join("y")).unwrap();
+        let list = tmp.path().join(format!("{name}.list"));
+        let r = root.to_string_lossy();
+        fs::write(&list, format!("{r}/x|F\n{r}/y|D\n")).unwrap();
+        (root, list)
+    };
+    for np in [1, 2] {
+        let run = |args: &[&str], list: &Path, code: i32| {
+            let mut cmd = if np == 1 {
+                mfu(&[])
+            } else {
+                mpirun(np, &bin())
+            };
+            expect_status(cmd.args(args).arg("-i").arg(list), code)
+        };
+        let (root, list) = setup(&format!("chmod{np}"));
+        let y = mode_of(&root.join("y"));
+        run(&["chmod", "-m", "o+w"], &list, 0);
+        assert_eq!(mode_of(&root.join("x|F")), 0o602, "np {np}");
+        assert_eq!(mode_of(&root.join("y|D")), 0o602, "np {np}");
+        assert_eq!(mode_of(&root.join("x")), 0o600, "np {np}: chmod changed x");
+        assert_eq!(mode_of(&root.join("y")), y, "np {np}: chmod changed y");
+
+        let (root, list) = setup(&format!("rm{np}"));
+        run(&["rm"], &list, 0);
+        assert!(root.join("x").exists(), "np {np}: rm removed x");
+        assert!(root.join("y").exists(), "np {np}: rm removed y");
+        assert!(!root.join("x|F").exists() && !root.join("y|D").exists());
+
+        // Told it is typed (dwalk -l's headerless lists), the same lines name x and y.
+        let (root, list) = setup(&format!("typed{np}"));
+        run(&["rm", "--input-format", "typed"], &list, 0);
+        assert!(!root.join("x").exists() && !root.join("y").exists());
+        assert!(root.join("x|F").exists() && root.join("y|D").exists());
+
+        // mfu-rs' own typed list (header and trailer), read as plain: refused, nothing done.
+        let (root, list) = setup(&format!("plain{np}"));
+        let r = root.to_string_lossy();
+        fs::write(
+            &list,
+            format!("#mfu-rs typed list v1\n{r}/x|F\n{r}/y|D\n#mfu-rs end 2\n"),
+        )
+        .unwrap();
+        let out = run(&["rm", "--input-format", "plain"], &list, 2);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("it is a typed list"));
+        for f in ["x", "x|F", "y", "y|D"] {
+            assert!(root.join(f).exists(), "np {np}: {f} was removed");
+        }
+        // Read as it says (auto): x and y.
+        run(&["rm"], &list, 0);
+        assert!(!root.join("x").exists() && !root.join("y").exists());
+        assert!(root.join("x|F").exists() && root.join("y|D").exists());
+    }
+    // The same through a pipe, under mpirun on both sides: find's own list is typed (header),
+    // so rm removes exactly what find matched.
+    let (root, _) = setup("pipe");
+    shell(
+        &format!(
+            "$R find '{}' --name '*|*' -o - | $R rm -i -",
+            root.to_string_lossy()
+        ),
+        0,
+    );
+    assert!(root.join("x").exists() && root.join("y").exists());
+    assert!(!root.join("x|F").exists() && !root.join("y|D").exists());
+}
+
+/// Issue 31 item 6: a plain list cut before its final newline, whose cut last line names an
+/// existing file (`a.txt`, from `a.txt.bak`), is refused (exit 2, nothing removed), from a file
+/// at 1 and 2 ranks and from standard input; a single entry without its newline
+/// (`printf %s PATH`) is still taken.
+#[test]
+fn a_cut_plain_list_is_refused_even_when_its_last_line_names_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    fs::create_dir_all(&root).unwrap();
+    let names = ["a", "a.txt", "a.txt.bak"];
+    for f in names {
+        fs::write(root.join(f), f).unwrap();
+    }
+    let r = root.to_string_lossy();
+    let cut = tmp.path().join("cut.list");
+    fs::write(&cut, format!("{r}/a\n{r}/a.txt")).unwrap();
+    for np in [1, 2] {
+        let mut cmd = if np == 1 {
+            mfu(&[])
+        } else {
+            mpirun(np, &bin())
+        };
+        let out = expect_status(cmd.args(["rm", "-i"]).arg(&cut), 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("without a final newline"), "np {np}: {err}");
+    }
+    shell(&format!("$R rm -i - < '{}'", cut.to_string_lossy()), 2);
+    for f in names {
+        assert!(root.join(f).exists(), "{f} was removed");
+    }
+    shell(&format!("printf %s '{r}/a.txt' | $R rm -i -"), 0);
+    assert!(!root.join("a.txt").exists());
+    assert!(root.join("a").exists() && root.join("a.txt.bak").exists());
+}
+
+/// Issue 31 item 19: a list entry with a `..` component is refused by rm, chmod and cp, named
+/// with the reason (it was "Invalid cross-device link" from cp, and rm resolved `a/../b/f` by
+/// name and removed `b/f`, and `b/..` as `t`): exit 1, the entry untouched, the others done.
+#[test]
+fn list_entries_with_a_dot_dot_component_are_refused_and_named() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().join("t");
+    fs::create_dir_all(t.join("a")).unwrap();
+    fs::create_dir_all(t.join("b")).unwrap();
+    let r = t.to_string_lossy();
+    let list = tmp.path().join("l");
+    let dotted = [format!("{r}/a/../b/f"), format!("{r}/b/..")];
+    fs::write(&list, format!("{}\n{}\n{r}/b/g\n", dotted[0], dotted[1])).unwrap();
+    let check = |what: &str, out: &std::process::Output| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        for d in &dotted {
+            assert!(
+                err.contains(&format!("list entry {d}: it has a `..` component: refused")),
+                "{what}: {err}"
+            );
+        }
+        assert!(!err.contains("cross-device"), "{what}: {err}");
+    };
+    for np in [1, 2] {
+        for f in ["b/f", "b/g"] {
+            fs::write(t.join(f), f).unwrap();
+            fs::set_permissions(t.join(f), fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let cmd = || {
+            if np == 1 {
+                mfu(&[])
+            } else {
+                mpirun(np, &bin())
+            }
+        };
+        let out = expect_status(cmd().args(["chmod", "-m", "o+w", "-i"]).arg(&list), 1);
+        check(&format!("chmod np {np}"), &out);
+        assert_eq!(mode_of(&t.join("b/f")), 0o600, "chmod np {np}");
+        assert_eq!(mode_of(&t.join("b/g")), 0o602, "chmod np {np}");
+
+        let dest = tmp.path().join(format!("copy{np}"));
+        let out = expect_status(cmd().args(["cp", "-i"]).arg(&list).arg(&t).arg(&dest), 1);
+        check(&format!("cp np {np}"), &out);
+        assert!(!dest.join("b/f").exists(), "cp np {np}");
+
+        let out = expect_status(cmd().args(["rm", "-i"]).arg(&list), 1);
+        check(&format!("rm np {np}"), &out);
+        assert!(t.join("b/f").exists(), "rm np {np} removed b/f");
+        assert!(!t.join("b/g").exists(), "rm np {np} kept b/g");
+        assert!(t.join("a").is_dir(), "rm np {np}");
+    }
 }

@@ -1,9 +1,41 @@
 //! Tools composed through pipes: `walk -o - | find -i - ... -o - | rm -i -`, the purge of the
 //! issue, with one process and with 2 ranks on each side of every pipe.
 
-use mfu_tests::{shell, Tool};
+use mfu_tests::{bin, expect_status, mpi_env, shell_launcher, Tool};
 use rustix::fs::{utimensat, AtFlags, Timespec, Timestamps, CWD};
 use std::path::Path;
+use std::process::{Command, Output};
+
+/// Run `script` as `mfu_tests::shell` does (`$M` the binary, `$R` it under `mpirun -np 2`), but
+/// with bash's `set -o pipefail`: a pipeline fails when any of its commands does, so a stage
+/// that dies (an `mpirun` that fails to start) is never hidden by the stage after it.
+fn shell(script: &str, code: i32) -> Output {
+    let mut cmd = Command::new("bash");
+    mpi_env(&mut cmd)
+        .env("M", bin())
+        .env("R", shell_launcher())
+        .args(["-c", &format!("set -eo pipefail; {script}")]);
+    expect_status(&mut cmd, code)
+}
+
+/// The lines of a typed list as mfu-rs writes it, without its header and trailer (checked).
+fn typed_lines(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.first(), Some(&"#mfu-rs typed list v1"), "{text}");
+    let n = lines.len() - 2;
+    assert_eq!(lines.last(), Some(&&*format!("#mfu-rs end {n}")), "{text}");
+    lines[1..=n].iter().map(|l| l.to_string()).collect()
+}
+
+/// `lines` as a typed list: header, `line\n` each, trailer.
+fn typed_list(lines: &[u8], count: usize) -> Vec<u8> {
+    [
+        &b"#mfu-rs typed list v1\n"[..],
+        lines,
+        format!("#mfu-rs end {count}\n").as_bytes(),
+    ]
+    .concat()
+}
 
 /// Set a path's modification (and access) time to `days` days ago.
 fn age(path: &Path, days: i64) {
@@ -101,8 +133,7 @@ fn purge_pipeline_through_list_files_and_pipes_agree() {
         0,
     );
     let sorted = |p: &Path| {
-        let text = std::fs::read_to_string(p).unwrap();
-        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let mut lines = typed_lines(&std::fs::read_to_string(p).unwrap());
         lines.sort();
         lines
     };
@@ -132,11 +163,7 @@ fn sync_and_cmp_lists_on_stdout_carry_nothing_else_even_with_v() {
         ),
         0,
     );
-    let mut listed: Vec<String> = std::fs::read_to_string(&got)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let mut listed = typed_lines(&std::fs::read_to_string(&got).unwrap());
     listed.sort();
     let want: Vec<String> = ["a|F", "d/b|F", "d/c|F", "d|D"]
         .iter()
@@ -153,7 +180,7 @@ fn sync_and_cmp_lists_on_stdout_carry_nothing_else_even_with_v() {
         ),
         0,
     );
-    assert_eq!(std::fs::read(&got).unwrap(), b"");
+    assert_eq!(std::fs::read(&got).unwrap(), typed_list(b"", 0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Result: equal"));
 }
 
@@ -215,6 +242,7 @@ fn lists_larger_than_one_piece_pass_through_pipes_whole_and_in_order() {
             text_bytes.extend_from_slice(format!("{}|F\n", p.display()).as_bytes());
         }
     }
+    let text_bytes = typed_list(&text_bytes, 150);
     let text = tmp.path().join("list.txt");
     std::fs::write(&text, &text_bytes).unwrap();
     for (list, want) in [(&v4, &v4_bytes), (&text, &text_bytes)] {
@@ -277,7 +305,7 @@ fn lists_from_stdin_read_as_lists_from_files_at_any_rank_count() {
     let v4_bytes = std::fs::read(&v4).unwrap();
     let lists = [
         ("v4", v4_bytes.clone()),
-        ("typed text", joined("|F\n")),
+        ("typed text", typed_list(&joined("|F\n"), paths.len())),
         ("plain text", joined("\n")),
         ("NUL", joined("\0")),
         // Cut inside its records: refused.
@@ -306,6 +334,67 @@ fn lists_from_stdin_read_as_lists_from_files_at_any_rank_count() {
                 got.stderr_contains("- (standard input)");
                 got.stderr_contains("truncated");
             }
+        }
+    }
+}
+
+/// Issue 31 item 20: a stage that dies never hands the next one a well-formed shorter list. The
+/// flake: one `mpirun` of `walk -o - | find -i - -o - | rm -i -` failed to start (Open MPI's
+/// session directory race), `rm` read an empty stdin as an empty list, removed nothing, and the
+/// pipeline exited 0. Now nothing at all on `-i -` is refused, and a list cut anywhere, even
+/// between two entries, is refused: a text list by its trailer, a v4 list by its header's
+/// count. Exit 2, nothing removed, at 1 process and under mpirun -np 2.
+#[test]
+fn a_list_from_a_writer_that_died_is_refused_and_nothing_is_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("scratch");
+    let (old, new) = purge_tree(&root);
+    let all: Vec<_> = old.iter().chain(&new).collect();
+    let intact = |what: &str| {
+        for p in &all {
+            assert!(p.exists(), "{what}: {} was removed", p.display());
+        }
+    };
+    for rm in ["$M", "$R"] {
+        // Nothing at all: the writer never started.
+        let out = shell(&format!("true | {rm} rm -i -"), 2);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("no list came through"),
+            "{out:?}"
+        );
+        intact(&format!("{rm}: empty stdin"));
+    }
+    for (how, walk) in [("text", "-l -o -"), ("v4", "-o -")] {
+        let list = tmp.path().join(format!("{how}.list"));
+        shell(
+            &format!(
+                "$M walk -q {walk} '{}' > '{}'",
+                root.display(),
+                list.display()
+            ),
+            0,
+        );
+        let bytes = std::fs::read(&list).unwrap();
+        // Every cut at the end of a line (a text list cut between two entries is well formed
+        // but for its trailer), and a few inside records.
+        let mut cuts: Vec<usize> = (0..bytes.len())
+            .filter(|&i| bytes[i] == b'\n')
+            .map(|i| i + 1)
+            .filter(|&n| n < bytes.len())
+            .collect();
+        cuts.extend([1, bytes.len() / 3, bytes.len() / 2, bytes.len() - 1]);
+        for (i, cut) in cuts.into_iter().enumerate() {
+            let rm = if i % 2 == 0 { "$M" } else { "$R" };
+            let out = shell(
+                &format!("head -c {cut} '{}' | {rm} rm -i -", list.display()),
+                2,
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("- (standard input)"),
+                "{how} cut at {cut}: {err}"
+            );
+            intact(&format!("{how} list cut at {cut} of {}, {rm}", bytes.len()));
         }
     }
 }

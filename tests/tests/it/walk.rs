@@ -161,19 +161,27 @@ fn reading_and_rewriting_tree_mfu_is_byte_identical_at_np_1_2_3() {
 #[test]
 fn lite_text_list_reads_keeps_pipes_and_rewrites_identically() {
     let tmp = tempfile::tempdir().unwrap();
+    // dwalk -l's list has no header: typed because the user says so. mfu-rs writes the same
+    // lines between its header and its trailer.
     let original = std::fs::read(vector("tree.lite.mfu")).unwrap();
+    let framed = [
+        &b"#mfu-rs typed list v1\n"[..],
+        &original,
+        b"#mfu-rs end 44\n",
+    ]
+    .concat();
     for np in [1, 2, 3] {
         let out = tmp.path().join(format!("lite{np}.txt"));
         let printed = expect_status(
             mpirun(np, &bin())
-                .args(["walk", "-p", "-i"])
+                .args(["walk", "-p", "--input-format", "typed", "-i"])
                 .arg(vector("tree.lite.mfu"))
                 .arg("-o")
                 .arg(&out),
             0,
         );
         assert!(
-            std::fs::read(&out).unwrap() == original,
+            std::fs::read(&out).unwrap() == framed,
             "np={np}: rewritten lite list differs"
         );
         let text = String::from_utf8_lossy(&printed.stdout);
@@ -442,12 +450,15 @@ fn lists_pass_through_stdin_and_stdout_unchanged() {
     let text = tmp.path().join("t.txt");
     mfu_tests::shell(
         &format!(
-            "printf '/x/a b|F\\n/x/c|D\\n' | $R walk -i - -o {}",
+            "printf '/x/a b|F\\n/x/c|D\\n' | $R walk --input-format typed -i - -o {}",
             text.display()
         ),
         0,
     );
-    assert_eq!(std::fs::read(&text).unwrap(), b"/x/a b|F\n/x/c|D\n");
+    assert_eq!(
+        std::fs::read(&text).unwrap(),
+        b"#mfu-rs typed list v1\n/x/a b|F\n/x/c|D\n#mfu-rs end 2\n"
+    );
     mfu_tests::shell(
         &format!(
             "printf '/x/p\\0/x/q|r\\0' | $M walk -i - -t -o {}",
@@ -455,7 +466,10 @@ fn lists_pass_through_stdin_and_stdout_unchanged() {
         ),
         0,
     );
-    assert_eq!(std::fs::read(&text).unwrap(), b"/x/p|U\n/x/q|r|U\n");
+    assert_eq!(
+        std::fs::read(&text).unwrap(),
+        b"#mfu-rs typed list v1\n/x/p|U\n/x/q|r|U\n#mfu-rs end 2\n"
+    );
     // A damaged list on stdin is an error naming standard input, exit 2.
     let out = mfu_tests::shell(&format!("head -c 100 {v} | $R walk -i -"), 2);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -483,7 +497,9 @@ fn walk_pipes_into_rm_which_removes_what_the_list_names() {
     assert!(!tree.exists(), "the tree named by the piped list is gone");
     assert!(tmp.path().join("kept").is_dir());
     let listed = std::fs::read_to_string(&removed).unwrap();
-    assert_eq!(listed.lines().count(), 6, "{listed}");
+    // Six entries, between the header and the trailer that counts them.
+    assert_eq!(listed.lines().count(), 8, "{listed}");
+    assert!(listed.ends_with("\n#mfu-rs end 6\n"), "{listed}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("Removed"));
 }
 

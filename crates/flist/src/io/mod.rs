@@ -2,8 +2,10 @@
 //!
 //! - **cache v4** (the stat list): read, and written byte-identically to mpiFileUtils;
 //! - **cache v3** (mpiFileUtils ≤ 0.8): read only, big-endian;
-//! - **text**: `path|T` lines as `dwalk -l` writes them, plain one-path-per-line lists and
-//!   NUL-separated lists (`find -print0`): read; `path|T` lines: written.
+//! - **text**: typed lists (`path|T` lines; mfu-rs writes them between the header line
+//!   [`TEXT_HEADER`] and a trailer line `#mfu-rs end N`, and reads `dwalk -l`'s headerless ones
+//!   when told so, [`InputFormat::Typed`]), plain one-path-per-line lists and NUL-separated
+//!   lists (`find -print0`): read; typed lists: written.
 //!
 //! [`read()`] and [`write()`] are collective: every rank calls them, each with its own share of the
 //! list, and every rank gets the same `Ok` or the same `Err`. Records keep their global order:
@@ -23,7 +25,10 @@
 //!     io::read(comm, file.as_os_str().as_encoded_bytes()).unwrap().len()
 //! });
 //! assert_eq!(counts, vec![1, 1]);
-//! assert_eq!(std::fs::read(dir.path().join("list.txt")).unwrap(), b"/data/r0|F\n/data/r1|F\n");
+//! assert_eq!(
+//!     std::fs::read(dir.path().join("list.txt")).unwrap(),
+//!     b"#mfu-rs typed list v1\n/data/r0|F\n/data/r1|F\n#mfu-rs end 2\n"
+//! );
 //! ```
 
 mod agree;
@@ -50,7 +55,8 @@ pub enum Format {
     /// the stat metadata. Needs a [`Detail::Stat`] list. Loses nlink, inode and device.
     V4,
     /// One `path|T` line per record (`T` from [`FileType::text_letter`](crate::FileType::text_letter)),
-    /// as `dwalk -l` writes. Paths and types only.
+    /// as `dwalk -l` writes, between the header line [`TEXT_HEADER`] and the trailer line
+    /// `#mfu-rs end N`. Paths and types only.
     Text,
 }
 
@@ -63,20 +69,55 @@ pub fn default_format(list: &FileList) -> Format {
     }
 }
 
+/// The first line of a typed text list as mfu-rs writes it (without its newline). A list that
+/// starts with it must end with the trailer line `#mfu-rs end N` (`N` the number of entries, in
+/// decimal), or it is refused as incomplete.
+pub const TEXT_HEADER: &str = "#mfu-rs typed list v1";
+
+/// The start of the last line of a typed text list, before the count of its entries.
+pub const TEXT_TRAILER: &str = "#mfu-rs end ";
+
+/// How a text list of lines is read (`--input-format`): file names can end in `|F`, so the
+/// type suffix of a line is never trusted unless the list says what it is (its first line is
+/// [`TEXT_HEADER`]) or the user does. Cache lists (v3/v4, by their magic) and NUL-separated
+/// lists (a name cannot hold a NUL) are recognised whatever this says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InputFormat {
+    /// Typed (`path|T`, with trailer) when the first line is [`TEXT_HEADER`], else plain.
+    #[default]
+    Auto,
+    /// Every line is `path|T` (split at the last `|`): `dwalk -l`'s headerless lists, and
+    /// mfu-rs' own with or without header (a header still requires its trailer).
+    Typed,
+    /// Every whole line is a path, whatever it ends in. A list that starts with
+    /// [`TEXT_HEADER`] is refused (it is typed: its lines would be read as wrong names).
+    Plain,
+}
+
+/// Read the list file at `path` (any [`PathLike`]: bytes, `Path`, `OsStr`, `str`; collective),
+/// its lines read as [`InputFormat::Auto`] says: see [`read_as`].
+pub fn read(comm: &dyn Comm, path: impl PathLike) -> Result<FileList> {
+    read_as(comm, path, InputFormat::Auto)
+}
+
 /// Read the list file at `path` (any [`PathLike`]: bytes, `Path`, `OsStr`, `str`; collective).
 /// Each rank gets a contiguous share of the records, in file order (rank 0 the first ones):
 /// v3/v4 records are split evenly by count, text lists by byte ranges adjusted to line (or NUL)
 /// boundaries.
 ///
 /// The format is detected from the first 8 bytes: big-endian 4 is cache v4, 3 is cache v3, any
-/// other content is a text list — `path|T` lines (split at the last `|`) when every line of the
-/// file ends in `|` and one type letter, plain lines (each whole line a path, of unknown type)
-/// when none does, or one path per NUL when the first 64 KiB hold a NUL byte. Empty lines are
-/// skipped. A text list of both kinds of line, or whose last record lacks its final newline (or
-/// NUL), looks damaged and is refused, except a plain list whose last entry exists under exactly
-/// that name and is not a directory. v3/v4 files must have exactly the length their header describes. v3/v4 give a
-/// [`Detail::Stat`] list whose `users`/`groups` tables (the same on every rank) come from the
-/// file; text lists give a [`Detail::Lite`] list.
+/// other content is a text list: one path per NUL when the first 64 KiB hold a NUL byte, else
+/// lines, read as `format` says ([`InputFormat`]): typed (`path|T`, split at the last `|`) when
+/// the first line is [`TEXT_HEADER`] or `format` is [`InputFormat::Typed`], plain (each whole
+/// line a path, of unknown type) otherwise. Empty lines are skipped.
+///
+/// Refused as damaged or incomplete ([`Error::BadList`]): a list with the header whose last line
+/// is not the trailer `#mfu-rs end N` or whose `N` is not the number of entries read; a typed
+/// list with a line that is not `path|T`; a typed list whose last line lacks its final newline;
+/// a plain (or NUL) list of more than one entry whose last one lacks its final newline (or NUL),
+/// as it may have been cut. v3/v4 files must have exactly the length their header describes.
+/// v3/v4 give a [`Detail::Stat`] list whose `users`/`groups` tables (the same on every rank)
+/// come from the file; text lists give a [`Detail::Lite`] list.
 ///
 /// `path` `-` reads standard input on rank 0 (any of the formats above), into a temporary
 /// file that rank 0 serves to the other ranks: each rank gets the share it would get from a
@@ -86,13 +127,13 @@ pub fn default_format(list: &FileList) -> Format {
 ///
 /// Errors (the same on every rank) name the file and the operation (`open list /x: ...`), or
 /// are [`Error::BadList`] with the byte offset where a damaged or truncated file goes wrong.
-pub fn read(comm: &dyn Comm, path: impl PathLike) -> Result<FileList> {
-    read_bytes(comm, path.path_bytes())
+pub fn read_as(comm: &dyn Comm, path: impl PathLike, format: InputFormat) -> Result<FileList> {
+    read_bytes(comm, path.path_bytes(), format)
 }
 
-fn read_bytes(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
+fn read_bytes(comm: &dyn Comm, path: &[u8], format: InputFormat) -> Result<FileList> {
     if path == pipe::STDIO {
-        return pipe::read_stdin(comm);
+        return pipe::read_stream(comm, None, format);
     }
     // A FIFO or a socket (`-i <(cmd)` names `/dev/fd/63`, a pipe) can be read once, from its
     // start: probing it and then reading parts at offsets would find it empty. Read it as a
@@ -105,9 +146,15 @@ fn read_bytes(comm: &dyn Comm, path: &[u8]) -> Result<FileList> {
         |r| r.u8() == 1,
     )?;
     if stream {
-        return pipe::read_stream(comm, Some(path));
+        return pipe::read_stream(comm, Some(path), format);
     }
-    let plan = bcast_result(comm, 0, || Plan::probe(path), Plan::encode, Plan::decode)?;
+    let plan = bcast_result(
+        comm,
+        0,
+        || Plan::probe(path, format),
+        Plan::encode,
+        Plan::decode,
+    )?;
     read_planned(comm, plan, &mut source::Source::file(path))
 }
 
@@ -118,8 +165,10 @@ fn read_planned(comm: &dyn Comm, plan: Plan, src: &mut source::Source<'_>) -> Re
             let layout = plan.layout.expect("a cache list has a layout");
             v4::read_records(comm, src, &layout)?
         }
-        Kind::Lines => text::read(comm, src, plan.len, b'\n')?,
-        Kind::Nul => text::read(comm, src, plan.len, 0)?,
+        Kind::Lines | Kind::Nul => {
+            let lines = plan.lines.expect("a text list has a layout");
+            text::read(comm, src, &lines)?
+        }
     };
     list.users = plan.users;
     list.groups = plan.groups;
@@ -142,7 +191,9 @@ fn is_stream(path: &[u8]) -> bool {
 ///
 /// [`Format::V4`] is byte-identical to what mpiFileUtils writes for the same records and
 /// tables (rank 0's `users`/`groups` are the tables written); an empty list still gives a valid
-/// file with no records. [`Format::Text`] writes `path|T` lines.
+/// file with no records. [`Format::Text`] writes the line [`TEXT_HEADER`], `path|T` lines and
+/// the trailer line `#mfu-rs end N` (`N` the number of records of all ranks), so that a reader
+/// knows the list is typed and whole.
 ///
 /// `path` `-` writes the list to standard output from rank 0, in the same global order and
 /// format (so `walk -o - | find -i -` keeps the metadata of a v4 list).
@@ -273,6 +324,8 @@ struct Plan {
     len: u64,
     /// Header of a v3/v4 file.
     layout: Option<v4::Layout>,
+    /// Where the records of a text list are and how they are read.
+    lines: Option<text::Layout>,
     users: IdTable,
     groups: IdTable,
 }
@@ -280,7 +333,7 @@ struct Plan {
 impl Plan {
     /// Open `path`, recognise its format and, for v3/v4, check its header against its length and
     /// read its tables. Run on rank 0 only.
-    fn probe(path: &[u8]) -> Result<Plan> {
+    fn probe(path: &[u8], format: InputFormat) -> Result<Plan> {
         let file = open_read(path)?;
         let len = file
             .metadata()
@@ -311,9 +364,17 @@ impl Plan {
             kind,
             len,
             layout: None,
+            lines: None,
             users: IdTable::default(),
             groups: IdTable::default(),
         };
+        match kind {
+            Kind::Lines => {
+                plan.lines = Some(text::Layout::probe(&file, path, &prefix, len, format)?)
+            }
+            Kind::Nul => plan.lines = Some(text::Layout::nul(len)),
+            Kind::V3 | Kind::V4 => {}
+        }
         if matches!(kind, Kind::V3 | Kind::V4) {
             let layout =
                 v4::Layout::parse(&prefix, len, kind == Kind::V3).map_err(|r| bad(path, r))?;
@@ -338,6 +399,13 @@ impl Plan {
             }
             None => out.push(0),
         }
+        match &self.lines {
+            Some(l) => {
+                out.push(1);
+                l.encode(out);
+            }
+            None => out.push(0),
+        }
         self.users.encode(out);
         self.groups.encode(out);
     }
@@ -351,12 +419,14 @@ impl Plan {
         };
         let len = w.u64();
         let layout = (w.u8() == 1).then(|| v4::Layout::decode(w));
+        let lines = (w.u8() == 1).then(|| text::Layout::decode(w));
         let users = IdTable::decode(w);
         let groups = IdTable::decode(w);
         Plan {
             kind,
             len,
             layout,
+            lines,
             users,
             groups,
         }
@@ -504,6 +574,7 @@ mod tests {
                 nfiles: 3,
                 fc: 16,
             }),
+            lines: Some(text::Layout::nul(9)),
             users: IdTable {
                 entries: vec![(b"r\xffoot".to_vec(), 7)],
             },
@@ -513,8 +584,8 @@ mod tests {
         plan.encode(&mut bytes);
         let back = Plan::decode(&mut Reader::new(&bytes));
         assert_eq!(
-            (back.kind, back.len, back.layout),
-            (plan.kind, plan.len, plan.layout)
+            (back.kind, back.len, back.layout, back.lines),
+            (plan.kind, plan.len, plan.layout, plan.lines)
         );
         assert_eq!((back.users, back.groups), (plan.users, plan.groups));
     }

@@ -15,7 +15,8 @@
 use super::agree::{agree, bcast_result};
 use super::source::Source;
 use super::{
-    read_planned, text, v4, Format, Plan, IO_CHUNK, OP_CREATE, OP_OPEN, OP_READ, OP_WRITE,
+    read_planned, text, v4, Format, InputFormat, Plan, IO_CHUNK, OP_CREATE, OP_OPEN, OP_READ,
+    OP_WRITE,
 };
 use crate::error::{Error, Result};
 use crate::record::FileList;
@@ -29,29 +30,28 @@ pub(super) const STDIO: &[u8] = b"-";
 const STDIN_NAME: &[u8] = b"- (standard input)";
 const STDOUT_NAME: &[u8] = b"- (standard output)";
 
-/// Read a list from standard input (collective). Rank 0 reads the stream; every rank gets its
-/// share of the records in stream order, as from a list file, and the same tables, or the same
-/// error.
-pub(super) fn read_stdin(comm: &dyn Comm) -> Result<FileList> {
-    read_stream(comm, None)
-}
-
 /// Read a list from a stream (collective): standard input (`None`), or a named file that can be
 /// read only once from the start: a FIFO (the `/dev/fd/N` of a shell's `<(cmd)`) or a socket
-/// (named on rank 0, which must be able to open it). As [`read_stdin`].
+/// (named on rank 0, which must be able to open it). Rank 0 reads the stream; every rank gets
+/// its share of the records in stream order, as from a list file, and the same tables, or the
+/// same error. Its lines are read as `format` says.
 ///
 /// Rank 0 spools the stream into an unnamed temporary file and probes it; then every rank
 /// reads the records it would read from a list file, through rank 0, which serves byte ranges
 /// of the spool in pieces ([`Source::served`]). Only rank 0 touches the spool, so it need not
 /// be on a file system the other ranks reach.
-pub(super) fn read_stream(comm: &dyn Comm, source: Option<&[u8]>) -> Result<FileList> {
+pub(super) fn read_stream(
+    comm: &dyn Comm,
+    source: Option<&[u8]>,
+    format: InputFormat,
+) -> Result<FileList> {
     let name = source.unwrap_or(STDIN_NAME);
     let mut spool = None;
     let plan = bcast_result(
         comm,
         0,
         || {
-            let (file, plan) = spool_and_probe(source)?;
+            let (file, plan) = spool_and_probe(source, format)?;
             spool = Some(file);
             Ok(plan)
         },
@@ -64,7 +64,7 @@ pub(super) fn read_stream(comm: &dyn Comm, source: Option<&[u8]>) -> Result<File
 
 /// Rank 0: copy standard input (or the stream `source`) into an unnamed temporary file and
 /// recognise the list it holds.
-fn spool_and_probe(source: Option<&[u8]>) -> Result<(std::fs::File, Plan)> {
+fn spool_and_probe(source: Option<&[u8]>, format: InputFormat) -> Result<(std::fs::File, Plan)> {
     let name = source.unwrap_or(STDIN_NAME);
     let mut spool = tempfile::tempfile().map_err(|e| stream_error(name, OP_CREATE, e))?;
     let copied = match source {
@@ -75,9 +75,19 @@ fn spool_and_probe(source: Option<&[u8]>) -> Result<(std::fs::File, Plan)> {
             io::copy(&mut stream, &mut spool)
         }
     };
-    copied.map_err(|e| stream_error(name, OP_READ, e))?;
+    let copied = copied.map_err(|e| stream_error(name, OP_READ, e))?;
+    // mfu-rs writes at least a header (or a v4 header) to a stream, even for an empty list:
+    // nothing at all is a writer that died or never started (an `mpirun` that failed to
+    // launch), not a list of nothing.
+    if copied == 0 {
+        return Err(Error::BadList {
+            path: name.to_vec(),
+            reason: "empty: no list came through (did the command writing it fail?); nothing read"
+                .to_string(),
+        });
+    }
     let path = fd_path(&spool);
-    let plan = Plan::probe(&path).map_err(|e| rename(e, &path, name))?;
+    let plan = Plan::probe(&path, format).map_err(|e| rename(e, &path, name))?;
     Ok((spool, plan))
 }
 
@@ -122,7 +132,24 @@ pub(super) fn write_stdout(comm: &dyn Comm, list: &FileList, format: Format) -> 
             }
             (head, fc as usize)
         }
-        Format::Text => (Vec::new(), 0),
+        Format::Text => {
+            let mut head = Vec::new();
+            if comm.rank() == 0 {
+                text::header(&mut head);
+            }
+            (head, 0)
+        }
+    };
+    // Text: the trailer, written last by rank 0, says how many records came before it; a
+    // reader of a stream cut between two records (a writer that died) finds none.
+    let trailer = match format {
+        Format::Text => {
+            let count = comm.sum(list.len() as u64);
+            let mut t = Vec::new();
+            text::trailer(count, &mut t);
+            t
+        }
+        Format::V4 => Vec::new(),
     };
     let piece = piece_bytes();
     let mut at = 0;
@@ -159,6 +186,11 @@ pub(super) fn write_stdout(comm: &dyn Comm, list: &FileList, format: Format) -> 
             }
         }
     });
+    if let (None, Some(out)) = (&failed, stdout.as_mut()) {
+        if let Err(e) = out.write_all(&trailer) {
+            failed = Some(e);
+        }
+    }
     let local = match (failed, stdout.as_mut().map(|o| o.flush())) {
         (Some(e), _) | (None, Some(Err(e))) => Err(stream_error(STDOUT_NAME, OP_WRITE, e)),
         _ => Ok(()),

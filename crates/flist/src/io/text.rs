@@ -6,10 +6,14 @@
 
 use super::agree::{agree, bcast_result};
 use super::source::Source;
-use super::{bad, cannot_hold, create, RegionWriter, IO_CHUNK};
+use super::{
+    bad, cannot_hold, create, read_exact_at, InputFormat, RegionWriter, IO_CHUNK, TEXT_HEADER,
+    TEXT_TRAILER,
+};
 use crate::error::Result;
-use crate::path::as_path;
 use crate::record::{Detail, FileList, FileType};
+use std::fs::File;
+use steal::wire::{put_u64, Reader};
 use steal::{Comm, CommExt, ReduceOp};
 
 /// The path and type of a `\n`-separated record: split at the last `|` when exactly one type
@@ -23,61 +27,193 @@ pub(super) fn parse_line(line: &[u8]) -> (&[u8], FileType) {
     (line, FileType::Unknown)
 }
 
-/// Start of the byte range of `rank` when `len` bytes are cut into `size` equal ranges.
-fn range_start(len: u64, rank: usize, size: usize) -> u64 {
-    (u128::from(len) * rank as u128 / size as u128) as u64
+/// Where the records of a text list lie and how they are read, as rank 0 found out
+/// ([`Layout::probe`]) and sent to every rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Layout {
+    /// The byte that ends a record: `\n`, or NUL.
+    sep: u8,
+    /// Lines are `path|T`; false: each whole record is a path.
+    typed: bool,
+    /// Byte offset of the first record (after the header line).
+    start: u64,
+    /// Byte offset just past the last record (before the trailer line).
+    end: u64,
+    /// The number of entries the trailer states (a list that starts with the header).
+    count: Option<u64>,
 }
 
-/// The first record start at or after `at` in a list of `len` bytes whose records end with
-/// `sep`: `at` itself when the byte before it is `sep`, else just after the next `sep`
-/// (or `len` when there is none).
-fn next_record_start(src: &mut Source<'_>, len: u64, at: u64, sep: u8) -> Result<u64> {
-    if at == 0 || at >= len {
-        return Ok(at.min(len));
+impl Layout {
+    /// A NUL-separated list of `len` bytes: plain paths, no header.
+    pub(super) fn nul(len: u64) -> Layout {
+        Layout {
+            sep: 0,
+            typed: false,
+            start: 0,
+            end: len,
+            count: None,
+        }
+    }
+
+    /// The layout of the `\n` list `path` (`file`, `len` bytes, whose first bytes are
+    /// `prefix`) read as `format` says. Run on rank 0. A list with the header must end with its
+    /// trailer line, or it is refused as incomplete.
+    pub(super) fn probe(
+        file: &File,
+        path: &[u8],
+        prefix: &[u8],
+        len: u64,
+        format: InputFormat,
+    ) -> Result<Layout> {
+        let header = TEXT_HEADER.as_bytes();
+        let headed =
+            prefix.starts_with(header) && matches!(prefix.get(header.len()), None | Some(b'\n'));
+        if !headed {
+            return Ok(Layout {
+                sep: b'\n',
+                typed: format == InputFormat::Typed,
+                start: 0,
+                end: len,
+                count: None,
+            });
+        }
+        if format == InputFormat::Plain {
+            return Err(bad(
+                path,
+                format!("its first line is \"{TEXT_HEADER}\": it is a typed list (path|T lines), not a plain one; read it without --input-format plain"),
+            ));
+        }
+        let start = header.len() as u64 + 1;
+        // The last line: `#mfu-rs end N\n`, at most 33 bytes.
+        let mut tail = vec![0u8; len.min(64) as usize];
+        let from = len - tail.len() as u64;
+        read_exact_at(file, path, &mut tail, from)?;
+        let trailer = tail
+            .strip_suffix(b"\n")
+            .map(|t| &t[t.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)..])
+            .filter(|line| len - (line.len() as u64 + 1) >= start)
+            .and_then(|line| Some((line.len() as u64 + 1, parse_trailer(line)?)));
+        let Some((trailer_len, count)) = trailer else {
+            return Err(bad(
+                path,
+                format!("list is incomplete: no trailer line ({TEXT_TRAILER}N) after its entries (the {len} bytes end without it: the writer was interrupted, or the list was cut); nothing read"),
+            ));
+        };
+        Ok(Layout {
+            sep: b'\n',
+            typed: true,
+            start,
+            end: len - trailer_len,
+            count: Some(count),
+        })
+    }
+
+    pub(super) fn encode(&self, out: &mut Vec<u8>) {
+        out.push(self.sep);
+        out.push(self.typed as u8);
+        put_u64(out, self.start);
+        put_u64(out, self.end);
+        out.push(self.count.is_some() as u8);
+        put_u64(out, self.count.unwrap_or(0));
+    }
+
+    pub(super) fn decode(r: &mut Reader<'_>) -> Layout {
+        let sep = r.u8();
+        let typed = r.u8() == 1;
+        let (start, end) = (r.u64(), r.u64());
+        let counted = r.u8() == 1;
+        let count = r.u64();
+        Layout {
+            sep,
+            typed,
+            start,
+            end,
+            count: counted.then_some(count),
+        }
+    }
+}
+
+/// The count of a trailer line (without its newline): `#mfu-rs end N`, `N` decimal digits.
+fn parse_trailer(line: &[u8]) -> Option<u64> {
+    let digits = line.strip_prefix(TEXT_TRAILER.as_bytes())?;
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// Append the header line of a typed list to `out`.
+pub(super) fn header(out: &mut Vec<u8>) {
+    out.extend_from_slice(TEXT_HEADER.as_bytes());
+    out.push(b'\n');
+}
+
+/// Append the trailer line of a typed list of `count` entries to `out`.
+pub(super) fn trailer(count: u64, out: &mut Vec<u8>) {
+    out.extend_from_slice(format!("{TEXT_TRAILER}{count}\n").as_bytes());
+}
+
+/// Start of the byte range of `rank` when the bytes `start..end` are cut into `size` equal
+/// ranges.
+fn range_start(start: u64, end: u64, rank: usize, size: usize) -> u64 {
+    start + (u128::from(end - start) * rank as u128 / size as u128) as u64
+}
+
+/// The first record start at or after `at` among the records `start..end` that end with `sep`:
+/// `at` itself when the byte before it is `sep`, else just after the next `sep` (or `end`
+/// when there is none).
+fn next_record_start(src: &mut Source<'_>, start: u64, end: u64, at: u64, sep: u8) -> Result<u64> {
+    if at <= start || at >= end {
+        return Ok(at.clamp(start, end));
     }
     let mut buf = vec![0u8; 64 << 10];
     let mut from = at - 1;
-    while from < len {
+    while from < end {
         let n = src.read_at(&mut buf, from)?;
         if n == 0 {
             break;
         }
         if let Some(i) = buf[..n].iter().position(|&b| b == sep) {
-            return Ok(from + i as u64 + 1);
+            return Ok((from + i as u64 + 1).min(end));
         }
         from += n as u64;
     }
-    Ok(len)
+    Ok(end)
 }
 
-/// Read this rank's share of a text list of `len` bytes whose records end with `sep` (`\n`:
-/// `path|T` or plain lines; NUL: plain paths) (collective).
+/// Read this rank's share of the records of a text list laid out as `layout` says
+/// (collective). Every rank gets the same outcome.
 ///
-/// The file decides, not each line: it is a `path|T` list when every line ends in `|T` (as every
-/// line `dwalk -l` or mfu-rs writes does), a plain list when no line does. A file with both is
-/// refused ([`Error::BadList`](crate::Error::BadList)): it is a typed list that was damaged (a
-/// line cut short, a name with a newline split in two), and reading it either way would give
-/// names that were never listed. A file whose last record lacks its final separator was
-/// perhaps cut short (producer killed, disk full, `head -c`): it is refused unless it is a plain
-/// list whose last entry exists under exactly that name, and is not a directory (a cut path is
-/// most often the name of one of its directories). Every rank gets the same outcome.
-pub(super) fn read(comm: &dyn Comm, src: &mut Source<'_>, len: u64, sep: u8) -> Result<FileList> {
+/// A typed list whose line is not `path|T` is refused ([`Error::BadList`](crate::Error::BadList)):
+/// it was damaged (a line cut short, a name with a newline split in two), and reading it would
+/// give names that were never listed. A list whose last record lacks its final separator was
+/// perhaps cut short (producer killed, disk full, `head -c`): it is refused unless it is plain
+/// and holds exactly one entry (`printf %s PATH`) that exists and is not a directory. A list
+/// with a trailer must hold the number of entries the trailer states.
+pub(super) fn read(comm: &dyn Comm, src: &mut Source<'_>, layout: &Layout) -> Result<FileList> {
     let path = src.name();
+    let Layout {
+        sep,
+        typed,
+        start: first,
+        end: stop,
+        count,
+    } = *layout;
     let (rank, size) = (comm.rank(), comm.size());
-    let start = range_start(len, rank, size);
-    let local = next_record_start(src, len, start, sep);
+    let start = range_start(first, stop, rank, size);
+    let local = next_record_start(src, first, stop, start, sep);
     src.phase_done();
     let start = agree(comm, local)?;
     let starts = comm.allgather_u64(start);
-    let end = starts.get(rank + 1).copied().unwrap_or(len);
+    let end = starts.get(rank + 1).copied().unwrap_or(stop);
     let local = (|| {
         let mut list = FileList::new(Detail::Lite);
-        // Byte offsets of the first line with a `|T` suffix and the first without (MAX: none).
-        let mut seen = [u64::MAX; 2];
-        // The last record of the file when it has no final separator.
+        // Byte offset of the first line of a typed list that is not `path|T` (MAX: none).
+        let mut untyped = u64::MAX;
+        // Byte offset of the last record when it has no final separator.
         let mut unterminated = None;
         if start >= end {
-            return Ok((list, seen, unterminated));
+            return Ok((list, untyped, unterminated));
         }
         // `buf[..keep]` is an unfinished record carried from the previous read; `buf` starts at
         // byte `base` of the file.
@@ -92,87 +228,89 @@ pub(super) fn read(comm: &dyn Comm, src: &mut Source<'_>, len: u64, sep: u8) -> 
                 return Err(bad(
                     path,
                     format!(
-                        "truncated at byte offset {} (the file had {len} bytes; did it change while being read?)",
+                        "truncated at byte offset {} (the list had {stop} bytes of records; did it change while being read?)",
                         base + (keep + n) as u64
                     ),
                 ));
             }
             let last = base + buf.len() as u64 == end;
             let mut at = 0;
+            let mut push = |rec: &[u8], offset: u64| {
+                push_record(&mut list, &mut untyped, path, rec, offset, sep, typed)
+            };
             while let Some(i) = buf[at..].iter().position(|&b| b == sep) {
-                push_record(
-                    &mut list,
-                    &mut seen,
-                    path,
-                    &buf[at..at + i],
-                    base + at as u64,
-                    sep,
-                )?;
+                push(&buf[at..at + i], base + at as u64)?;
                 at += i + 1;
             }
             if last && at < buf.len() {
                 // The last record of the file, without a final separator.
-                unterminated = Some((buf[at..].to_vec(), base + at as u64));
-                push_record(
-                    &mut list,
-                    &mut seen,
-                    path,
-                    &buf[at..],
-                    base + at as u64,
-                    sep,
-                )?;
+                unterminated = Some(base + at as u64);
+                push(&buf[at..], base + at as u64)?;
                 at = buf.len();
             }
             buf.drain(..at);
             base += at as u64;
             keep = buf.len();
         }
-        Ok((list, seen, unterminated))
+        Ok((list, untyped, unterminated))
     })();
     src.phase_done();
-    let (list, mut seen, unterminated) = agree(comm, local)?;
-    comm.allreduce(&mut seen, ReduceOp::Min);
-    let [typed, untyped] = seen;
-    let local = match &unterminated {
-        Some((rec, at)) => check_unterminated(path, rec, *at, len, sep, typed != u64::MAX),
-        None => Ok(()),
-    };
-    agree(comm, local)?;
-    if typed != u64::MAX && untyped != u64::MAX {
+    let (list, untyped, unterminated) = agree(comm, local)?;
+    let mut firsts = [untyped];
+    comm.allreduce(&mut firsts, ReduceOp::Min);
+    let [untyped] = firsts;
+    let read = comm.sum(list.len() as u64);
+    if untyped != u64::MAX {
         return Err(bad(
             path,
             format!(
-                "not entirely of one format: the line at byte offset {typed} ends in a type (|T, a typed list) but the line at byte offset {untyped} does not (a damaged typed list, or plain names that end in |T: write those as a NUL-separated list)"
+                "the line at byte offset {untyped} is not path|T in a typed list: the list is damaged (a line cut short, a name with a newline split in two); nothing read"
             ),
+        ));
+    }
+    // Only the last rank with records can hold the unterminated one; its verdict is every
+    // rank's.
+    let local = match unterminated {
+        Some(at) => check_unterminated(path, &list, at, stop, sep, typed || read != 1),
+        None => Ok(()),
+    };
+    agree(comm, local)?;
+    if let Some(count) = count.filter(|&c| c != read) {
+        return Err(bad(
+            path,
+            format!("list is incomplete: its trailer counts {count} entries but {read} were read; nothing read"),
         ));
     }
     Ok(list)
 }
 
-/// Check the last record `rec` (at byte offset `at` of a list of `len` bytes) that has no final
-/// separator `sep`: only a plain list (`typed` false) whose last entry exists exactly, and is not
-/// a directory, is taken.
+/// Check the last record of the list (the last of `list`, found at byte offset `at` of a list
+/// whose records end at byte `stop`) that has no final separator `sep`: refused when `many`
+/// (a typed list, or more than one entry: it may have been cut inside its last line); a single
+/// plain entry (`printf %s PATH`) is taken when it exists under exactly that name and is not a
+/// directory (a cut inside a path most often leaves one of its directories, or nothing).
 fn check_unterminated(
     path: &[u8],
-    rec: &[u8],
+    list: &FileList,
     at: u64,
-    len: u64,
+    stop: u64,
     sep: u8,
-    typed: bool,
+    many: bool,
 ) -> Result<()> {
     let sep_name = if sep == 0 { "NUL" } else { "newline" };
     let cut = format!(
-        "ends at byte offset {len} without a final {sep_name}: the last record (from byte offset {at}) may have been cut short (producer killed, disk full, head -c)"
+        "ends at byte offset {stop} without a final {sep_name}: the last record (from byte offset {at}) may have been cut short (producer killed, disk full, head -c)"
     );
-    if typed {
+    if many {
         return Err(bad(
             path,
-            format!("{cut}; refusing a typed list without its end"),
+            format!("{cut}; refusing a list of more than one entry, or a typed one, without its end (add the final {sep_name} if the list is complete)"),
         ));
     }
-    // A cut inside a path most often leaves the name of one of its directories (`/`, the
-    // project directory...): an unterminated last entry that is a directory is refused too.
-    let why = match std::fs::symlink_metadata(as_path(rec)) {
+    let Some(rec) = list.iter().last().map(|e| e.path) else {
+        return Ok(());
+    };
+    let why = match std::fs::symlink_metadata(crate::path::as_path(rec)) {
         Ok(m) if !m.is_dir() => return Ok(()),
         Ok(_) => "is a directory, perhaps the start of a longer name".to_string(),
         Err(e) => format!("does not exist ({e})"),
@@ -180,33 +318,36 @@ fn check_unterminated(
     Err(bad(
         path,
         format!(
-            "{cut}, and its last entry \"{}\" {why}; add the final {sep_name} if the list is complete",
+            "{cut}, and its one entry \"{}\" {why}; add the final {sep_name} if the list is complete",
             crate::path::display(rec).escape_debug()
         ),
     ))
 }
 
-/// Add the record `rec` (found at byte `offset`) to `list`, and note `offset` in `seen[0]` when
-/// a `|T` suffix was split off, else in `seen[1]` (each keeps its smallest offset); empty
-/// records are skipped.
+/// Add the record `rec` (found at byte `offset`) to `list`: in a `typed` `\n` list split at its
+/// type suffix, noting in `untyped` the smallest offset of a line without one; otherwise
+/// whole. Empty records are skipped.
 fn push_record(
     list: &mut FileList,
-    seen: &mut [u64; 2],
+    untyped: &mut u64,
     path: &[u8],
     rec: &[u8],
     offset: u64,
     sep: u8,
+    typed: bool,
 ) -> Result<()> {
     if rec.is_empty() {
         return Ok(());
     }
-    let (p, kind) = if sep == b'\n' {
-        parse_line(rec)
-    } else {
-        (rec, FileType::Unknown)
-    };
-    let slot = &mut seen[usize::from(p.len() == rec.len())];
-    *slot = (*slot).min(offset);
+    if !(typed && sep == b'\n') {
+        list.push(rec, FileType::Unknown, None);
+        return Ok(());
+    }
+    let (p, kind) = parse_line(rec);
+    if p.len() == rec.len() {
+        *untyped = (*untyped).min(offset);
+        return Ok(());
+    }
     if p.is_empty() {
         return Err(bad(
             path,
@@ -239,18 +380,32 @@ pub(super) fn check(list: &FileList, path: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Write the lists of all ranks as one text list of `path|T` lines (collective).
+/// Write the lists of all ranks as one typed text list (collective): the header line (rank 0,
+/// first), every rank's `path|T` lines at its offset, the trailer with the count of all ranks'
+/// records (rank 0, last in the file).
 pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()> {
     agree(comm, check(list, path))?;
     let mine: u64 = list.iter().map(|e| line_bytes(e.path)).sum();
-    let (first, _) = comm.offset_and_total(mine);
+    let (first, total) = comm.offset_and_total(mine);
+    let count = comm.sum(list.len() as u64);
+    let mut head = Vec::new();
+    header(&mut head);
+    let body = head.len() as u64;
     // The broadcast keeps every rank from writing before rank 0 has truncated the file.
     bcast_result(comm, 0, || create(path).map(drop), |_, _| {}, |_| ())?;
     let local = (|| {
+        if comm.rank() == 0 {
+            let mut ends = RegionWriter::open(path, 0)?;
+            ends.buf().extend_from_slice(&head);
+            ends.finish()?;
+            let mut ends = RegionWriter::open(path, body + total)?;
+            trailer(count, ends.buf());
+            ends.finish()?;
+        }
         if mine == 0 {
             return Ok(());
         }
-        let mut out = RegionWriter::open(path, first)?;
+        let mut out = RegionWriter::open(path, body + first)?;
         for e in list.iter() {
             out.buf().extend_from_slice(e.path);
             out.buf()
@@ -283,18 +438,22 @@ mod tests {
         assert_eq!(parse_line(b"|F"), (&b""[..], FileType::File));
     }
 
-    /// Read `text` as a `\n` list at `ranks` ranks: the records, or every rank's error text.
-    /// Read twice, from a list file and as a stream that rank 0 spooled and serves in pieces
-    /// of 5 bytes: both must give the same.
-    fn read_text(
+    /// Read `text` as a `\n` list at `ranks` ranks, as `format` says: the records, or every
+    /// rank's error text. Read twice, from a list file and as a stream that rank 0 spooled and
+    /// serves in pieces of 5 bytes: both must give the same.
+    fn read_as(
         dir: &std::path::Path,
         text: &[u8],
         ranks: usize,
+        format: InputFormat,
     ) -> Result<Vec<(Vec<u8>, FileType)>, String> {
         let file = dir.join(format!("l{ranks}"));
         std::fs::write(&file, text).unwrap();
         let file = file.as_os_str().as_encoded_bytes().to_vec();
         let spool = std::fs::File::open(crate::path::as_path(&file)).unwrap();
+        let prefix = &text[..text.len().min(64 << 10)];
+        let layout = Layout::probe(&spool, &file, prefix, text.len() as u64, format)
+            .map_err(|e| e.to_string())?;
         let mut outcomes = Vec::new();
         for served in [false, true] {
             let parts = steal::local::run(ranks, |comm| {
@@ -304,7 +463,7 @@ mod tests {
                 } else {
                     Source::file(&file)
                 };
-                read(comm, &mut src, text.len() as u64, b'\n')
+                read(comm, &mut src, &layout)
                     .map(|l| {
                         l.iter()
                             .map(|e| (e.path.to_vec(), e.kind))
@@ -325,81 +484,158 @@ mod tests {
         outcomes.pop().unwrap()
     }
 
+    fn read_text(
+        dir: &std::path::Path,
+        text: &[u8],
+        ranks: usize,
+    ) -> Result<Vec<(Vec<u8>, FileType)>, String> {
+        read_as(dir, text, ranks, InputFormat::Auto)
+    }
+
+    fn plain(paths: &[&str]) -> Vec<(Vec<u8>, FileType)> {
+        paths
+            .iter()
+            .map(|p| (p.as_bytes().to_vec(), FileType::Unknown))
+            .collect()
+    }
+
     #[test]
-    fn a_file_is_typed_when_every_line_is_plain_when_none_and_refused_when_mixed() {
+    fn a_list_is_typed_only_when_it_says_so_or_the_user_does() {
         let dir = tempfile::tempdir().unwrap();
         for ranks in [1, 2, 3] {
-            // Plain lines from `find --print`.
-            let plain = read_text(dir.path(), b"/u/foo\n/u/foo.c\n/u/bar baz\n", ranks);
+            // `find -print` beside files named `x|F` and `y|D`: plain, every whole line a path
+            // (read as typed, they would name `x` and `y`, never listed).
+            let find = b"/u/x\n/u/x|F\n/u/y|D\n/u/bar baz\n";
             assert_eq!(
-                plain.unwrap(),
-                vec![
-                    (b"/u/foo".to_vec(), FileType::Unknown),
-                    (b"/u/foo.c".to_vec(), FileType::Unknown),
-                    (b"/u/bar baz".to_vec(), FileType::Unknown),
-                ],
+                read_text(dir.path(), find, ranks).unwrap(),
+                plain(&["/u/x", "/u/x|F", "/u/y|D", "/u/bar baz"]),
                 "{ranks} ranks"
             );
-            // A `dwalk -l` list: every line typed, split at the last bar.
-            let typed = read_text(dir.path(), b"/u/a|b|F\n/u/c|D\n/u/d|U\n", ranks);
+            // Every line of it typed-looking: still plain.
             assert_eq!(
-                typed.unwrap(),
-                vec![
-                    (b"/u/a|b".to_vec(), FileType::File),
-                    (b"/u/c".to_vec(), FileType::Dir),
-                    (b"/u/d".to_vec(), FileType::Unknown),
-                ],
-                "{ranks} ranks"
+                read_text(dir.path(), b"/u/x|F\n/u/y|D\n", ranks).unwrap(),
+                plain(&["/u/x|F", "/u/y|D"])
             );
-            // Both kinds of line: a damaged typed list (here a name with a newline written by
-            // `dwalk -l`, whose first half `/u/foo` was never listed). Refused.
-            let mixed = read_text(dir.path(), b"/u/a|F\n/u/foo\nbar|F\n/u/baz|D\n", ranks);
-            let err = mixed.unwrap_err();
-            assert!(err.contains("not entirely of one format"), "{err}");
-            assert!(
-                err.contains("byte offset 0") && err.contains("byte offset 7"),
-                "{err}"
+            assert_eq!(
+                read_as(dir.path(), find, ranks, InputFormat::Plain).unwrap(),
+                plain(&["/u/x", "/u/x|F", "/u/y|D", "/u/bar baz"])
+            );
+            // mfu-rs' own list: header, lines split at the last bar, trailer.
+            let typed = b"#mfu-rs typed list v1\n/u/a|b|F\n/u/c|D\n/u/d|U\n#mfu-rs end 3\n";
+            let want = vec![
+                (b"/u/a|b".to_vec(), FileType::File),
+                (b"/u/c".to_vec(), FileType::Dir),
+                (b"/u/d".to_vec(), FileType::Unknown),
+            ];
+            for format in [InputFormat::Auto, InputFormat::Typed] {
+                assert_eq!(read_as(dir.path(), typed, ranks, format).unwrap(), want);
+            }
+            // Told it is plain, a typed list is refused rather than read as wrong names.
+            let err = read_as(dir.path(), typed, ranks, InputFormat::Plain).unwrap_err();
+            assert!(err.contains("it is a typed list"), "{err}");
+            // `dwalk -l`'s headerless list, when the user says it is typed.
+            assert_eq!(
+                read_as(
+                    dir.path(),
+                    b"/u/a|b|F\n/u/c|D\n/u/d|U\n",
+                    ranks,
+                    InputFormat::Typed
+                )
+                .unwrap(),
+                want
+            );
+            // A typed list with a line that is not `path|T` (a name with a newline written by
+            // `dwalk -l`, whose first half `/u/foo` was never listed): refused.
+            let err = read_as(
+                dir.path(),
+                b"/u/a|F\n/u/foo\nbar|F\n/u/baz|D\n",
+                ranks,
+                InputFormat::Typed,
+            )
+            .unwrap_err();
+            assert!(err.contains("byte offset 7 is not path|T"), "{err}");
+            let err = read_text(
+                dir.path(),
+                b"#mfu-rs typed list v1\n/u/a|F\n/u/foo\nbar|F\n#mfu-rs end 3\n",
+                ranks,
+            )
+            .unwrap_err();
+            assert!(err.contains("byte offset 29 is not path|T"), "{err}");
+            // An empty typed list.
+            assert_eq!(
+                read_text(dir.path(), b"#mfu-rs typed list v1\n#mfu-rs end 0\n", ranks).unwrap(),
+                vec![]
             );
         }
     }
 
     #[test]
-    fn a_list_without_its_final_newline_is_taken_only_when_plain_and_its_last_entry_exists() {
+    fn a_typed_list_without_its_trailer_or_with_another_count_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let here = dir.path().join("report.txt");
+        let whole = b"#mfu-rs typed list v1\n/u/a|F\n/u/b|D\n/u/c|F\n#mfu-rs end 3\n";
+        for ranks in [1, 2, 3] {
+            assert_eq!(read_text(dir.path(), whole, ranks).unwrap().len(), 3);
+            // Cut anywhere: before the trailer, inside it, between entries, in the header.
+            for cut in 1..whole.len() {
+                let err = read_text(dir.path(), &whole[..cut], ranks);
+                // A header cut short is no header: a plain list of one unterminated entry,
+                // whose name is the cut header (no such file is there to act on).
+                if cut < TEXT_HEADER.len() {
+                    assert!(err.unwrap_err().contains("does not exist"));
+                    continue;
+                }
+                let err = err.unwrap_err();
+                assert!(err.contains("list is incomplete"), "cut at {cut}: {err}");
+            }
+            // A trailer whose count is not the number of entries.
+            for wrong in [&b"2"[..], b"4", b"0", b"03x", b""] {
+                let text = [
+                    &b"#mfu-rs typed list v1\n/u/a|F\n/u/b|D\n/u/c|F\n#mfu-rs end "[..],
+                    wrong,
+                    b"\n",
+                ]
+                .concat();
+                let err = read_text(dir.path(), &text, ranks).unwrap_err();
+                assert!(err.contains("list is incomplete"), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_list_without_its_final_newline_is_refused_unless_it_holds_one_plain_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let here = dir.path().join("a.txt");
         std::fs::write(&here, b"x").unwrap();
         let here = here.as_os_str().as_encoded_bytes();
         for ranks in [1, 2, 3] {
-            // A typed list cut inside its last line: `report.txt` of `report.txt.bak|F`.
-            let cut = [b"/u/a|F\n/u/b|D\n".as_slice(), here].concat();
+            // A plain list cut inside its last line: `a.txt` of `a.txt.bak`, which exists.
+            let cut = [b"/u/b\n".as_slice(), here].concat();
             let err = read_text(dir.path(), &cut, ranks).unwrap_err();
             assert!(err.contains("without a final newline"), "{err}");
-            // Cut just before its final newline: every line typed, still refused.
-            let err = read_text(dir.path(), b"/u/a|F\n/u/b|D", ranks).unwrap_err();
-            assert!(err.contains("refusing a typed list"), "{err}");
-            // A plain list whose last name does not exist, or is a directory: refused, named.
-            let err = read_text(dir.path(), b"/u/a\n/nonexistent/rep", ranks).unwrap_err();
-            assert!(err.contains("/nonexistent/rep"), "{err}");
-            let err = read_text(dir.path(), b"/u/a\n/", ranks).unwrap_err();
-            assert!(err.contains("is a directory"), "{err}");
-            // A plain list whose last name exists exactly: taken (`printf %s PATH`).
-            let ok = read_text(dir.path(), &[b"/u/a\n".as_slice(), here].concat(), ranks);
+            // A headerless typed list cut just before its final newline: refused.
+            let err =
+                read_as(dir.path(), b"/u/a|F\n/u/b|D", ranks, InputFormat::Typed).unwrap_err();
+            assert!(err.contains("or a typed one, without its end"), "{err}");
+            // One plain entry without its newline (`printf %s PATH`): taken when it exists and
+            // is not a directory.
             assert_eq!(
-                ok.unwrap(),
-                vec![
-                    (b"/u/a".to_vec(), FileType::Unknown),
-                    (here.to_vec(), FileType::Unknown)
-                ]
+                read_text(dir.path(), here, ranks).unwrap(),
+                vec![(here.to_vec(), FileType::Unknown)]
             );
+            let err = read_text(dir.path(), b"/nonexistent/rep", ranks).unwrap_err();
+            assert!(err.contains("does not exist"), "{err}");
+            let err = read_text(dir.path(), b"/", ranks).unwrap_err();
+            assert!(err.contains("is a directory"), "{err}");
         }
     }
 
     #[test]
     fn ranges_cover_the_file() {
-        assert_eq!(range_start(10, 0, 3), 0);
-        assert_eq!(range_start(10, 1, 3), 3);
-        assert_eq!(range_start(10, 2, 3), 6);
-        assert_eq!(range_start(u64::MAX, 2, 3), u64::MAX / 3 * 2);
+        assert_eq!(range_start(0, 10, 0, 3), 0);
+        assert_eq!(range_start(0, 10, 1, 3), 3);
+        assert_eq!(range_start(0, 10, 2, 3), 6);
+        assert_eq!(range_start(5, 15, 2, 3), 11);
+        assert_eq!(range_start(0, u64::MAX, 2, 3), u64::MAX / 3 * 2);
     }
 
     #[test]
@@ -414,8 +650,13 @@ mod tests {
         let len = 9;
         let mut src = Source::file(t);
         let starts: Vec<u64> = (0..=10)
-            .map(|at| next_record_start(&mut src, len, at, b'\n').unwrap())
+            .map(|at| next_record_start(&mut src, 0, len, at, b'\n').unwrap())
             .collect();
         assert_eq!(starts, vec![0, 3, 3, 3, 6, 6, 6, 7, 9, 9, 9]);
+        // Records from byte 3 to 7: nothing before 3 or after 7.
+        let starts: Vec<u64> = (0..=10)
+            .map(|at| next_record_start(&mut src, 3, 7, at, b'\n').unwrap())
+            .collect();
+        assert_eq!(starts, vec![3, 3, 3, 3, 6, 6, 6, 7, 7, 7, 7]);
     }
 }

@@ -82,6 +82,9 @@ pub struct Options {
     /// NUL-separated) instead of walking `paths`. Every entry is stat'ed again: the change
     /// starts from the current mode, not the list's.
     pub input: Option<Vec<u8>>,
+    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
+    /// list says so (its header) or this does.
+    pub input_format: flist::io::InputFormat,
     /// New owner: a user name or a numeric uid (`+N` is always a number). `None`: unchanged.
     pub owner: Option<String>,
     /// New group: a group name or a numeric gid. `None`: unchanged.
@@ -111,6 +114,7 @@ impl Options {
         Options {
             paths,
             input: None,
+            input_format: flist::io::InputFormat::Auto,
             owner: None,
             group: None,
             mode: None,
@@ -397,9 +401,10 @@ impl Changer<'_> {
         cwd: &[u8],
     ) -> Result<(FileList, Vec<ItemError>, bool), String> {
         if let Some(input) = &options.input {
-            let list = io::read(comm, input).map_err(|e| e.to_string())?;
+            let list = io::read_as(comm, input, options.input_format).map_err(|e| e.to_string())?;
+            let (list, refused) = list.refuse_dot_dot();
             let (list, errors) = restat(list.normalized(cwd), Which::All, false);
-            return Ok((list, errors, false));
+            return Ok((list, refused.into_iter().chain(errors).collect(), false));
         }
         // The roots are not read from a directory, so the walk hook never sees them.
         if comm.rank() == 0 {

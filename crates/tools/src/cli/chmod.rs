@@ -39,6 +39,9 @@ pub struct ChmodArgs {
     /// starts from the current mode, not the list's.
     #[arg(short, long, value_name = "FILE")]
     pub input: Option<OsString>,
+    /// `--input-format`: how the lines of the --input list are read.
+    #[command(flatten)]
+    pub input_format: crate::cli::list_args::ListInputFormat,
     /// New owner: a user name or a numeric uid (`+N` is always a number).
     #[arg(short = 'u', long = "owner", value_name = "USER")]
     pub owner: Option<String>,
@@ -102,6 +105,7 @@ impl CliTool for Chmod {
         Options {
             paths: args.paths.iter().map(bytes).collect(),
             input: args.input.as_ref().map(bytes),
+            input_format: args.input_format.get(),
             owner: args.owner.clone(),
             group: args.group.clone(),
             mode: args.mode.clone(),

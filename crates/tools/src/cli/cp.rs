@@ -47,6 +47,9 @@ pub struct CpArgs {
     /// entries are stat'ed again and only those under a SRC are kept.
     #[arg(short, long, value_name = "FILE")]
     pub input: Option<OsString>,
+    /// `--input-format`: how the lines of the --input list are read.
+    #[command(flatten)]
+    pub input_format: crate::cli::list_args::ListInputFormat,
     /// Follow symbolic links in sources (copy what they point to).
     #[arg(short = 'L', long, overrides_with = "no_dereference")]
     pub dereference: bool,
@@ -102,6 +105,7 @@ impl CliTool for Cp {
     fn options(args: &CpArgs, rules: Rules, context: Context) -> Options {
         let mut o = Options::new(&bytes_of(&args.sources), args.dest.as_bytes());
         o.input = args.input.as_ref().map(|i| i.as_bytes().to_vec());
+        o.input_format = args.input_format.get();
         o.dereference = args.dereference;
         o.uid = args.uid;
         o.gid = args.gid;

@@ -102,6 +102,7 @@ impl CliTool for Dup {
         Options {
             paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
             input: a.input.file(),
+            input_format: a.input.format.get(),
             output: a.output.file(),
             verify: a.verify.as_ref().map(|v| v.as_bytes().to_vec()),
             text: a.output.text,

@@ -355,6 +355,7 @@ impl CliTool for Find {
         Options {
             paths: o.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
             input: o.input.file(),
+            input_format: o.input.format.get(),
             output: o.output.file(),
             text: o.output.text,
             maxdepth: o.maxdepth,
@@ -450,7 +451,10 @@ fn merge_plain_options(options: &mut FindOptions, m: &ArgMatches) -> Result<(), 
     let rest = FindOptions::from_arg_matches(m)?;
     let given = |id: &str| m.value_source(id) == Some(ValueSource::CommandLine);
     if given("input") {
-        options.input = rest.input;
+        options.input.input = rest.input.input;
+    }
+    if given("input_format") {
+        options.input.format = rest.input.format;
     }
     if given("output") {
         options.output.output = rest.output.output;

@@ -168,6 +168,9 @@ pub struct GrepArgs {
     /// NUL-separated; `-`: stdin) instead of PATHs, names printed as listed.
     #[arg(long, value_name = "LIST", help_heading = "Files")]
     pub input: Option<OsString>,
+    /// `--input-format`: how the lines of the --input list are read.
+    #[command(flatten)]
+    pub input_format: crate::cli::list_args::ListInputFormat,
     /// Search files bigger than SIZE in pieces of about SIZE (units KB, MB, GB...).
     #[arg(long, value_name = "SIZE", env = CHUNK_VAR, value_parser = size_arg,
           default_value_t = CHUNK_SIZE, help_heading = "Files")]
@@ -306,6 +309,7 @@ impl CliTool for Grep {
             paths: a.paths().iter().map(|p| p.as_bytes().to_vec()).collect(),
             dereference: a.dereference_recursive,
             input: a.input.as_ref().map(|i| i.as_bytes().to_vec()),
+            input_format: a.input_format.get(),
             unordered: a.unordered,
             no_messages: a.no_messages,
             chunk_size: a.chunk_size,

@@ -17,6 +17,9 @@ pub struct ListInput {
     /// of walking PATHs; `-` reads it from stdin.
     #[arg(short, long, value_name = "FILE")]
     pub input: Option<OsString>,
+    /// `--input-format`.
+    #[command(flatten)]
+    pub format: ListInputFormat,
 }
 
 impl ListInput {
@@ -24,6 +27,49 @@ impl ListInput {
     pub fn file(&self) -> Option<Vec<u8>> {
         self.input.as_ref().map(|f| f.as_bytes().to_vec())
     }
+}
+
+/// `--input-format`: how the lines of the `--input` list are read. Shared by every tool that
+/// reads a list, so that each says the same.
+#[derive(Args, Clone, Copy, Debug, Default)]
+pub struct ListInputFormat {
+    /// How the lines of a text --input list are read: `auto` reads `path|T` lines when the
+    /// first line is mfu-rs' header `#mfu-rs typed list v1` (the list must then end with its
+    /// trailer `#mfu-rs end N`), else one whole path per line, even one that ends in `|F`;
+    /// `typed` reads every line as `path|T` (dwalk -l's lists, which have no header); `plain`
+    /// reads every line as a path. Cache (v3/v4) and NUL-separated lists are recognised
+    /// whatever this says.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        default_value_t = InputFormatArg::Auto,
+        requires = "input"
+    )]
+    pub input_format: InputFormatArg,
+}
+
+impl ListInputFormat {
+    /// The format as the list reader takes it.
+    pub fn get(&self) -> flist::io::InputFormat {
+        match self.input_format {
+            InputFormatArg::Auto => flist::io::InputFormat::Auto,
+            InputFormatArg::Typed => flist::io::InputFormat::Typed,
+            InputFormatArg::Plain => flist::io::InputFormat::Plain,
+        }
+    }
+}
+
+/// The values of `--input-format` ([`flist::io::InputFormat`]).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InputFormatArg {
+    /// Typed when the list starts with mfu-rs' header, else plain.
+    #[default]
+    Auto,
+    /// Every line is `path|T`.
+    Typed,
+    /// Every line is a path.
+    Plain,
 }
 
 /// `-o FILE` and `-t`: write the resulting list.

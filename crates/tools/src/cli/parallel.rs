@@ -32,6 +32,9 @@ pub struct ParallelArgs {
     /// CMD` works.
     #[arg(short, long, value_name = "LIST")]
     pub input: Option<OsString>,
+    /// `--input-format`: how the lines of the --input list are read.
+    #[command(flatten)]
+    pub input_format: crate::cli::list_args::ListInputFormat,
     /// Read the commands, one per line, from FILE instead of stdin (no template).
     #[arg(short = 'a', long, value_name = "FILE", conflicts_with_all = ["input", "command"])]
     pub arg_file: Option<OsString>,
@@ -126,6 +129,7 @@ impl CliTool for Parallel {
         Options {
             template: a.command.iter().map(|w| w.as_bytes().to_vec()).collect(),
             input: a.input.as_ref().map(|f| f.as_bytes().to_vec()),
+            input_format: a.input_format.get(),
             commands: a.arg_file.as_ref().map(|f| f.as_bytes().to_vec()),
             jobs: a.jobs.map_or(0, usize::from),
             keep_order: a.keep_order,

@@ -44,6 +44,9 @@ pub struct RelnArgs {
     /// NUL-separated) instead of walking PATHs.
     #[arg(short, long, value_name = "FILE")]
     pub input: Option<OsString>,
+    /// `--input-format`: how the lines of the --input list are read.
+    #[command(flatten)]
+    pub input_format: crate::cli::list_args::ListInputFormat,
     /// Keep the access and modification times of the links rewritten.
     #[arg(short, long)]
     pub preserve: bool,
@@ -92,6 +95,7 @@ impl CliTool for Reln {
             newpath: bytes(&args.newpath),
             paths: args.paths.iter().map(bytes).collect(),
             input: args.input.as_ref().map(bytes),
+            input_format: args.input_format.get(),
             preserve: args.preserve,
             relative: args.relative,
             dryrun: args.dryrun,

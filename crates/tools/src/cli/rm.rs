@@ -36,6 +36,9 @@ pub struct RmArgs {
     /// names everything they hold.
     #[arg(short, long, value_name = "FILE")]
     pub input: Option<OsString>,
+    /// `--input-format`: how the lines of the --input list are read.
+    #[command(flatten)]
+    pub input_format: crate::cli::list_args::ListInputFormat,
     /// Write the list of what was removed (with --dryrun: of what would be) to FILE: cache v4
     /// for stat lists, text for lite lists and with --aggressive. `-` writes it to stdout (the
     /// summary then goes to stderr). FILE inside a PATH being removed is refused.
@@ -113,6 +116,7 @@ impl CliTool for Rm {
         Options {
             paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
             input: bytes(&a.input),
+            input_format: a.input_format.get(),
             output: bytes(&a.output),
             text: a.text,
             stat: a.stat,

@@ -36,6 +36,9 @@ pub struct ShArgs {
     /// instead of walking PATHs.
     #[arg(short, long, value_name = "LIST")]
     pub input: Option<OsString>,
+    /// `--input-format`: how the lines of the --input list are read.
+    #[command(flatten)]
+    pub input_format: crate::cli::list_args::ListInputFormat,
     /// Run these commands (separated by `;` or newlines) instead of reading them; an `rm`
     /// confirmation reads the next one as its answer.
     #[arg(short = 'c', long = "command", value_name = "COMMANDS")]
@@ -94,6 +97,7 @@ impl CliTool for Sh {
         Options {
             paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
             input: a.input.as_ref().map(|f| f.as_bytes().to_vec()),
+            input_format: a.input_format.get(),
             script: Mutex::new(script),
             find_parser: Some(parse_find),
             yes: a.yes,

@@ -106,6 +106,7 @@ impl CliTool for Walk {
         Options {
             paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
             input: a.input.file(),
+            input_format: a.input.format.get(),
             output: a.output.file(),
             text: a.output.text,
             lite: a.lite.lite,

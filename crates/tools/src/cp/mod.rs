@@ -39,6 +39,9 @@ pub struct Options {
     /// Copy the entries of this list (v3/v4, text, plain or NUL-separated) instead of walking;
     /// entries are stat'ed again and only those under a source are kept.
     pub input: Option<Vec<u8>>,
+    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
+    /// list says so (its header) or this does.
+    pub input_format: flist::io::InputFormat,
     /// Follow symbolic links in sources (copy what they point to); default: copy links as links.
     pub dereference: bool,
     /// Copy as this user id (needs root): the whole process switches.
@@ -62,6 +65,7 @@ impl Options {
             sources: sources.iter().map(|s| s.as_ref().to_vec()).collect(),
             dest: dest.as_ref().to_vec(),
             input: None,
+            input_format: flist::io::InputFormat::Auto,
             dereference: false,
             uid: None,
             gid: None,
@@ -354,7 +358,13 @@ fn list(comm: &dyn Comm, o: &Options, target: &Setup) -> Result<(Plan, Report), 
     let roots: Vec<Vec<u8>> = target.pairs.iter().map(|p| p.0.clone()).collect();
     let list = match &o.input {
         Some(input) => {
-            let read = read_input(comm, context, input, &roots, o.dereference);
+            let read = read_input(
+                comm,
+                context,
+                (input, o.input_format),
+                &roots,
+                o.dereference,
+            );
             let (mut list, failures) = agree_setup(comm, read)?;
             report.list_failed = failures;
             crate::engine::select::apply_rules(&mut list, &o.rules, &target.map);
@@ -460,13 +470,15 @@ fn resume_hint(pairs: &[(Vec<u8>, Vec<u8>)], preserve: bool) -> String {
 fn read_input(
     comm: &dyn Comm,
     context: &Context,
-    input: &[u8],
+    (input, format): (&[u8], flist::io::InputFormat),
     roots: &[Vec<u8>],
     follow: bool,
 ) -> Result<(FileList, u64), String> {
-    let mut listed = flist::io::read(comm, input).map_err(|e| e.to_string())?;
+    let listed = flist::io::read_as(comm, input, format).map_err(|e| e.to_string())?;
+    let (mut listed, refused) = listed.refuse_dot_dot();
     listed.retain(|e| roots.iter().any(|r| is_prefix(r, e.path)));
     let (list, errors) = restat(listed, Which::All, follow);
+    let errors: Vec<_> = refused.into_iter().chain(errors).collect();
     for e in &errors {
         context.error(e);
     }

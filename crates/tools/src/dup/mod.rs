@@ -50,6 +50,9 @@ pub struct Options {
     /// Search the files this list names (v3/v4 cache, `path|T` text, one path per line,
     /// NUL-separated; `-`: stdin) instead of walking `paths`. Each is stat'ed again.
     pub input: Option<Vec<u8>>,
+    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
+    /// list says so (its header) or this does.
+    pub input_format: flist::io::InputFormat,
     /// Write the redundant copies (every name of every inode of a group but the first) to
     /// this list, cache v4 (`-`: stdout, and the groups are then not sent to the output).
     pub output: Option<Vec<u8>>,
@@ -262,7 +265,10 @@ fn list(comm: &dyn Comm, options: &Options, cwd: &[u8]) -> Result<(FileList, u64
     let context = &options.context;
     let (list, errors) = match &options.input {
         Some(input) => {
-            let list = agree_setup(comm, io::read(comm, input).map_err(|e| e.to_string()))?;
+            let list = agree_setup(
+                comm,
+                io::read_as(comm, input, options.input_format).map_err(|e| e.to_string()),
+            )?;
             restat(list.normalized(cwd), Which::All, false)
         }
         None => {

@@ -46,6 +46,9 @@ pub struct Options {
     /// stdin) instead of walking `paths`. Entries are stat'ed again when a test needs metadata
     /// the list lacks; entries that are gone are reported and left out.
     pub input: Option<Vec<u8>>,
+    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
+    /// list says so (its header) or this does.
+    pub input_format: flist::io::InputFormat,
     /// Write the matching entries to this list (`-`: stdout): cache v4 when they carry
     /// metadata, text otherwise. With it, nothing is printed unless `expr` has a print.
     pub output: Option<Vec<u8>>,
@@ -249,7 +252,8 @@ fn entries(
 ) -> Result<(Entries, Option<Expr<Node>>), Error> {
     let context = &options.context;
     if let Some(input) = &options.input {
-        let list = io::read(comm, input).map_err(|e| Error::new(source::read_error(input, e)))?;
+        let list = io::read_as(comm, input, options.input_format)
+            .map_err(|e| Error::new(source::read_error(input, e)))?;
         let expr = resolve::resolve(comm, options.expr.clone(), (&list.users, &list.groups))
             .map_err(Error::new)?;
         let entries = source::prepare_list(

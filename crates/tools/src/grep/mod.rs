@@ -106,6 +106,9 @@ pub struct Options {
     pub dereference: bool,
     /// Search the regular files of this list (any format the tools read; `-`: stdin) instead.
     pub input: Option<Vec<u8>>,
+    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
+    /// list says so (its header) or this does.
+    pub input_format: flist::io::InputFormat,
     /// Print files in no particular order (no sort).
     pub unordered: bool,
     /// `-s`: do not report files that cannot be read (they still make the exit status 2).
@@ -135,6 +138,7 @@ impl Default for Options {
             paths: Vec::new(),
             dereference: false,
             input: None,
+            input_format: flist::io::InputFormat::Auto,
             unordered: false,
             no_messages: false,
             chunk_size: CHUNK_SIZE,

@@ -114,7 +114,8 @@ pub fn entries(comm: &dyn Comm, options: &Options, globs: &Globs) -> Result<Entr
         }
     };
     if let Some(input) = &options.input {
-        let read = flist::io::read(comm, input).map_err(|e| Error::new(read_error(input, e)))?;
+        let read = flist::io::read_as(comm, input, options.input_format)
+            .map_err(|e| Error::new(read_error(input, e)))?;
         let which = if read.detail() == Detail::Lite {
             Which::All
         } else {

@@ -55,6 +55,9 @@ pub struct Options {
     pub template: Vec<Vec<u8>>,
     /// With a template: the list whose entries fill it (any list format; `-`: stdin).
     pub input: Option<Vec<u8>>,
+    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
+    /// list says so (its header) or this does.
+    pub input_format: flist::io::InputFormat,
     /// Without a template: the file of commands, one per line (`None` or `-`: stdin). Empty
     /// lines are skipped.
     pub commands: Option<Vec<u8>>,
@@ -79,6 +82,7 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("template", &self.template)
             .field("input", &self.input)
+            .field("input_format", &self.input_format)
             .field("commands", &self.commands)
             .field("jobs", &self.jobs)
             .field("keep_order", &self.keep_order)
@@ -570,7 +574,7 @@ fn jobs(comm: &dyn Comm, options: &Options) -> Result<Vec<Job>, String> {
         let Some(input) = &options.input else {
             return Err("a command template needs a list to fill it (-i LIST; - for stdin)".into());
         };
-        let list = flist::io::read(comm, input).map_err(|e| {
+        let list = flist::io::read_as(comm, input, options.input_format).map_err(|e| {
             let shown = flist::path::display(input);
             let msg = e.to_string();
             if msg.contains(shown.as_ref()) {

@@ -64,6 +64,9 @@ pub struct Options {
     /// Look at the links this list names (v3/v4 cache, `path|T` text, one path per line, or
     /// NUL-separated) instead of walking `paths`.
     pub input: Option<Vec<u8>>,
+    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
+    /// list says so (its header) or this does.
+    pub input_format: flist::io::InputFormat,
     /// Keep the access and modification times of the links rewritten.
     pub preserve: bool,
     /// Write the new targets relative to the link's directory.
@@ -84,6 +87,7 @@ impl Options {
             newpath,
             paths,
             input: None,
+            input_format: flist::io::InputFormat::Auto,
             preserve: false,
             relative: false,
             dryrun: false,
@@ -217,7 +221,7 @@ fn list(
 ) -> Result<(FileList, Vec<ItemError>, bool), Error> {
     let (list, errors, interrupted) = match &options.input {
         Some(input) => {
-            let read = io::read(comm, input).map_err(|e| e.to_string());
+            let read = io::read_as(comm, input, options.input_format).map_err(|e| e.to_string());
             (agree_setup(comm, read)?, Vec::new(), false)
         }
         None => {

@@ -61,6 +61,9 @@ pub struct Options {
     /// NUL-separated; `-` = stdin) instead of walking `paths`. Directories are removed only
     /// if the list also names everything they hold.
     pub input: Option<Vec<u8>>,
+    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
+    /// list says so (its header) or this does.
+    pub input_format: flist::io::InputFormat,
     /// Write the list of what was removed (with `dryrun`: of what would be) to this file
     /// (`-`: stdout).
     pub output: Option<Vec<u8>>,
@@ -335,9 +338,10 @@ fn candidates(
     stop: &AtomicBool,
 ) -> Result<(FileList, Vec<ItemError>, bool), String> {
     if let Some(input) = &args.input {
-        let list = io::read(comm, input)
+        let (list, refused) = io::read_as(comm, input, args.input_format)
             .map_err(|e| e.to_string())?
-            .normalized(cwd);
+            .refuse_dot_dot();
+        let list = list.normalized(cwd);
         if comm.any(list.iter().any(|e| e.path == b"/")) {
             return Err(format!(
                 "refusing to remove '/' (named in {})",
@@ -345,7 +349,7 @@ fn candidates(
             ));
         }
         let (list, errors) = resolve_types(list);
-        return Ok((list, errors, false));
+        return Ok((list, refused.into_iter().chain(errors).collect(), false));
     }
     let progress = args.context.progress(comm.rank(), "Walked");
     let hook = |dir: BorrowedFd<'_>, name: &[u8], path: &[u8], kind: FileType| {

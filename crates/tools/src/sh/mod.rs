@@ -42,6 +42,9 @@ pub struct Options {
     pub paths: Vec<Vec<u8>>,
     /// Read this list (any list format) instead of walking `paths`.
     pub input: Option<Vec<u8>>,
+    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
+    /// list says so (its header) or this does.
+    pub input_format: flist::io::InputFormat,
     /// The session's lines, read on rank 0 only.
     pub script: Mutex<Box<dyn Input>>,
     /// How `find`'s words are parsed; `None`: `find` only takes no tests (all entries).
@@ -58,6 +61,7 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("paths", &self.paths)
             .field("input", &self.input)
+            .field("input_format", &self.input_format)
             .field("yes", &self.yes)
             .finish_non_exhaustive()
     }
@@ -191,7 +195,7 @@ fn load(comm: &dyn Comm, options: &Options) -> Result<Option<(FileList, u64)>, E
     let context = &options.context;
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
     if let Some(input) = &options.input {
-        let list = flist::io::read(comm, input).map_err(|e| {
+        let list = flist::io::read_as(comm, input, options.input_format).map_err(|e| {
             let shown = flist::path::display(input);
             let msg = e.to_string();
             Error::new(if msg.contains(shown.as_ref()) {

@@ -30,6 +30,9 @@ pub struct Options {
     /// Read this list (v3/v4 cache, `path|T` text, one path per line, NUL-separated; `-`:
     /// stdin) instead of walking `paths`.
     pub input: Option<Vec<u8>>,
+    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
+    /// list says so (its header) or this does.
+    pub input_format: flist::io::InputFormat,
     /// Write the list to this file (`-`: stdout): cache v4 for stat lists, text for lite ones.
     pub output: Option<Vec<u8>>,
     /// With `output`, write the text format (`path|T` per line) even for a stat list.
@@ -72,6 +75,7 @@ impl Default for Options {
         Options {
             paths: Vec::new(),
             input: None,
+            input_format: flist::io::InputFormat::Auto,
             output: None,
             text: false,
             lite: false,
@@ -217,7 +221,7 @@ fn list(comm: &dyn Comm, options: &Options, report: &mut Report) -> Result<FileL
         report.read = true;
         return crate::engine::setup::agree_setup(
             comm,
-            io::read(comm, input).map_err(|e| e.to_string()),
+            io::read_as(comm, input, options.input_format).map_err(|e| e.to_string()),
         );
     }
     let progress = context.progress(comm.rank(), "Walked");
