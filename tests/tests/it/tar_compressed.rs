@@ -371,7 +371,7 @@ fn the_frames_of_one_big_file_are_spread_over_all_ranks() {
         .flat_map(|i| format!("{i:08} ").into_bytes())
         .collect();
     std::fs::write(src.join("big"), &text).unwrap();
-    for flag in ["-z", "--gzip", "-j"] {
+    for flag in ["--zstd", "-z", "-j"] {
         for launch in [Launch::Ranks(4), Launch::Mpi(2)] {
             let ctx = format!("{flag}, {launch:?}");
             let archive = tmp.path().join("A");
@@ -447,5 +447,115 @@ fn compression_is_recognised_by_content_not_by_name() {
             Compare::CONTENT,
         );
         assert_eq!(v["serial"], serial, "{v}");
+    }
+}
+
+/// GNU tar's compression flags (issue 31, item 18): `-z` is gzip (`gzip -d` reads the archive:
+/// before, `-z` was zstd and `mfu-rs tar -czf a.tar.gz` wrote a file gzip could not read), `-j`
+/// bzip2, `--zstd` zstd, `-a` by the suffix. `-J`, `-a` on `.xz`, and a flag that contradicts
+/// the archive's compression suffix are refused with nothing written (exit 2).
+#[test]
+fn compression_flags_are_gnu_tars() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let src = make_tree(root);
+    let want = extracted(&src);
+    let made = |flags: &[&str], name: &str| {
+        let archive = root.join(name);
+        tar(Launch::Ranks(2))
+            .arg("-c")
+            .args(flags)
+            .arg("-f")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&src)
+            .arg(".")
+            .expect(0);
+        archive
+    };
+    // (flags, archive name, the decompressor that must read it, its magic)
+    let cases: [(&[&str], &str, &str, &[u8]); 9] = [
+        (&["-z"], "z.tar.gz", "gzip", &[0x1f, 0x8b]),
+        (&["--gzip"], "gzip.tgz", "gzip", &[0x1f, 0x8b]),
+        (&["-j"], "j.tar.bz2", "bzip2", b"BZh"),
+        (
+            &["--zstd"],
+            "zstd.tar.zst",
+            "zstd",
+            &[0x28, 0xb5, 0x2f, 0xfd],
+        ),
+        (&["-a"], "a.tgz", "gzip", &[0x1f, 0x8b]),
+        (&["-a"], "a.tar.gz", "gzip", &[0x1f, 0x8b]),
+        (&["--auto-compress"], "a.tbz2", "bzip2", b"BZh"),
+        (&["-a"], "a.tar.zst", "zstd", &[0x28, 0xb5, 0x2f, 0xfd]),
+        (&["-a"], "a.tzst", "zstd", &[0x28, 0xb5, 0x2f, 0xfd]),
+    ];
+    for (flags, name, decompressor, magic) in cases {
+        let archive = made(flags, name);
+        let head = std::fs::read(&archive).unwrap();
+        assert!(
+            head.starts_with(magic),
+            "{flags:?} {name}: not {decompressor}"
+        );
+        let names = names_through(decompressor, &archive);
+        assert!(names.contains("a/b/c/text"), "{flags:?} {name}: {names}");
+        let (got, v, _) = mfu_extract(Launch::Ranks(2), &archive, root, "x", 0);
+        assert_eq!(v["serial"], false, "{flags:?} {name}: read in parallel");
+        tree::assert_equal_in(name, &extracted(&got), &want, Compare::CONTENT);
+    }
+    // GNU tar's -z reads mfu-rs's -z archive.
+    let out = fresh(root, "gnu");
+    gnu(&[
+        "-xzf".as_ref(),
+        root.join("z.tar.gz").as_os_str(),
+        "-C".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(out.join("a/b/c/text").is_file());
+    // -a on any other suffix: no compression.
+    let plain = made(&["-a"], "a.tar");
+    assert!(std::fs::read(&plain).unwrap()[257..262] == *b"ustar");
+    // Refused, nothing written: not the archive, not a temporary beside it.
+    for (flags, name, says) in [
+        (
+            &["-J"][..],
+            "J.tar.xz",
+            "xz compression is not supported for writing",
+        ),
+        (
+            &["-a"][..],
+            "a.tar.xz",
+            "xz compression is not supported for writing",
+        ),
+        (
+            &["-a"][..],
+            "a.txz",
+            "xz compression is not supported for writing",
+        ),
+        (&["-z"][..], "z.tar.zst", "named for zstd"),
+        (&["--zstd"][..], "zstd.tar.gz", "named for gzip"),
+        (&["-j"][..], "j.tar.gz", "named for gzip"),
+        (&["-z"][..], "z.tar.xz", "named for xz"),
+    ] {
+        let dir = fresh(root, "refused");
+        let run = tar(Launch::Ranks(2))
+            .arg("-c")
+            .args(flags)
+            .arg("-f")
+            .arg(dir.join(name))
+            .arg("-C")
+            .arg(&src)
+            .arg(".")
+            .expect(2);
+        assert!(
+            run.stderr_str().contains(says),
+            "{flags:?} {name}: {}",
+            run.stderr_str()
+        );
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "{flags:?} {name}: something was written"
+        );
     }
 }

@@ -8,7 +8,7 @@
 //! after the walk keeps its walked size in the archive (zero-filled when it shrank) and is
 //! reported, so the archive always stays readable.
 //!
-//! With `-z`, each rank turns its contiguous part of the tar stream into zstd frames (in
+//! With `--zstd`, each rank turns its contiguous part of the tar stream into zstd frames (in
 //! parallel on its threads), the compressed parts are placed by a second prefix sum; then each
 //! rank compresses its piece of the index member (its entries' offsets) into frames placed by a
 //! third, and writes its frames' entries of the seek table at their place: no rank holds more

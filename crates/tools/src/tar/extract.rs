@@ -847,7 +847,7 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
             return Err(Error::new(format_args!(
                 "{}: --verify and --manifest are not supported for an archive in one {} \
                  stream (read front to back); extract it without them, or recompress it with \
-                 mfu-rs tar --gzip, -j or -z, whose archives extract in parallel with them",
+                 mfu-rs tar -z, -j or --zstd, whose archives extract in parallel with them",
                 display(&path),
                 codec.name()
             )));
