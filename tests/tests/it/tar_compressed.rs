@@ -559,3 +559,131 @@ fn compression_flags_are_gnu_tars() {
         );
     }
 }
+
+/// The compressed offsets where the frames of an mfu-rs archive made with `flag` end, found
+/// by parsing its layout: the `MF` members of `-z`, the seek table of `--zstd`, the dbz2 table
+/// of `-j`.
+fn frame_ends(bytes: &[u8], flag: &str) -> Vec<usize> {
+    let u32le = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let u64be = |at: usize| u64::from_be_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let mut ends = Vec::new();
+    match flag {
+        "-z" => {
+            let mut at = 0;
+            while bytes[at..].starts_with(&[0x1f, 0x8b, 8, 4]) && &bytes[at + 12..at + 14] == b"MF"
+            {
+                at += u32le(at + 16);
+                ends.push(at);
+            }
+        }
+        "--zstd" => {
+            let n = u32le(bytes.len() - 9);
+            let entries = bytes.len() - 9 - 12 * n;
+            let mut at = 0;
+            for i in 0..n {
+                at += u32le(entries + 12 * i);
+                ends.push(at);
+            }
+        }
+        _ => {
+            let footer = bytes.len() - 48;
+            let (table, n) = (u64be(footer), u64be(footer + 8));
+            for i in 0..n {
+                ends.push(u64be(table + 16 * i) + u64be(table + 16 * i + 8));
+            }
+        }
+    }
+    ends
+}
+
+/// An mfu-rs archive cut at a frame boundary (`-z`, `-j`, `--zstd`) or, plain, at an entry
+/// boundary extracts what is there but fails (exit 1) naming the archive as truncated: its
+/// end (seek table, end member, dbz2 table, index and end-of-archive blocks) is missing.
+/// Before, "Extracted 160 of 160 entries", exit 0, of an archive of 300 files (issue 31,
+/// item 10). GNU tar's archive cut the same way still extracts with exit 0, as GNU tar does.
+#[test]
+fn an_mfu_archive_cut_at_a_frame_or_entry_boundary_is_named_truncated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let src = root.join("src");
+    std::fs::create_dir(&src).unwrap();
+    // 300 files of 2560 bytes with a sub-second mtime: every entry is 4096 bytes (pax header,
+    // its records, ustar header, data), so every 64 KiB frame ends at an entry boundary.
+    let names: Vec<String> = (0..300).map(|i| format!("f{i:03}")).collect();
+    for (i, n) in names.iter().enumerate() {
+        let p = src.join(n);
+        std::fs::write(&p, noise(i as u64 + 1000, 2560)).unwrap();
+        let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_700_000_000, 5000);
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+    for flag in ["-z", "-j", "--zstd", ""] {
+        let ctx = format!("flag {flag:?}");
+        let archive = root.join("A");
+        let _ = std::fs::remove_file(&archive);
+        let mut create = tar(Launch::Ranks(2)).arg("-c");
+        if !flag.is_empty() {
+            create = create.arg(flag);
+        }
+        create
+            .args(["-k", "64KB", "-f"])
+            .arg(&archive)
+            .arg("-C")
+            .arg(&src)
+            .args(&names)
+            .expect(0);
+        let bytes = std::fs::read(&archive).unwrap();
+        let cut_at = if flag.is_empty() {
+            4096 * 160
+        } else {
+            let ends = frame_ends(&bytes, flag);
+            assert!(ends.len() > 10, "{ctx}: {} frames", ends.len());
+            ends[ends.len() / 2]
+        };
+        let cut = root.join("cut");
+        std::fs::write(&cut, &bytes[..cut_at]).unwrap();
+        for launch in [Launch::Ranks(1), Launch::Ranks(2), Launch::Mpi(2)] {
+            let ctx = format!("{ctx}, {launch:?}");
+            let (got, v, out) = mfu_extract(launch, &cut, root, "x", 1);
+            let err = text(&out.stderr);
+            assert!(
+                err.contains("archive is truncated") && err.contains("cut"),
+                "{ctx}: {err}"
+            );
+            let n = v["entries"].as_u64().unwrap();
+            assert!(n > 50 && n < 300, "{ctx}: {n} entries extracted");
+            let files = std::fs::read_dir(&got).unwrap().count() as u64;
+            assert_eq!(files, n, "{ctx}: what was there is extracted");
+            for (i, name) in names.iter().enumerate().take(n as usize) {
+                assert!(
+                    std::fs::read(got.join(name)).unwrap() == noise(i as u64 + 1000, 2560),
+                    "{ctx}: {name} differs"
+                );
+            }
+            let listed = tar(launch).args(["-t", "-f"]).arg(&cut).expect(1);
+            assert!(
+                listed.stderr_str().contains("archive is truncated"),
+                "{ctx}"
+            );
+        }
+    }
+    // GNU tar's archive cut at an entry boundary: accepted, as GNU tar accepts it.
+    let gnu_archive = root.join("gnu.tar");
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "--format=pax".as_ref(),
+        "-cf".as_ref(),
+        gnu_archive.as_os_str(),
+        "-C".as_ref(),
+        src.as_os_str(),
+    ];
+    args.extend(names.iter().map(std::ffi::OsStr::new));
+    gnu(&args);
+    let bytes = std::fs::read(&gnu_archive).unwrap();
+    std::fs::write(root.join("gnu-cut.tar"), &bytes[..4096 * 160]).unwrap();
+    let (_, v, _) = mfu_extract(Launch::Ranks(2), &root.join("gnu-cut.tar"), root, "g", 0);
+    assert_eq!(v["entries"], 160);
+}

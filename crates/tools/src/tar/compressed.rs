@@ -168,6 +168,11 @@ pub struct TarStream {
     error: Option<(io::ErrorKind, String)>,
     /// Offset of the next entry's first header block.
     next: u64,
+    /// The stream starts with mfu-rs's mark ([`super::header::mfu_marked`]), known once the
+    /// first entry was read: it must end with its end-of-archive blocks.
+    marked: bool,
+    /// The tar stream ended where an entry would start, without end-of-archive blocks.
+    unterminated: bool,
 }
 
 impl TarStream {
@@ -181,6 +186,8 @@ impl TarStream {
             done: false,
             error: None,
             next: 0,
+            marked: false,
+            unterminated: false,
         })
     }
 
@@ -268,11 +275,19 @@ impl TarStream {
     /// (GNU tar accepts both). The data of the entry before that was not taken is skipped.
     pub fn next_entry(&mut self) -> Result<Option<Decoded>, HeaderError> {
         let pos = self.next;
+        if pos == 0 {
+            // Nothing of the stream was dropped yet: its first header is still here.
+            let head = self
+                .read_at(0, super::header::MARK_HEAD)
+                .map_err(|source| HeaderError::Io { offset: 0, source })?;
+            self.marked = super::header::mfu_marked(&head);
+        }
         let first = self.read_at(pos, 1).map_err(|source| HeaderError::Io {
             offset: pos,
             source,
         })?;
         if first.is_empty() {
+            self.unterminated = true;
             return Ok(None);
         }
         let decoded = decode_entry(&mut |off, len| self.read_at(off, len), pos)?;
@@ -309,11 +324,27 @@ impl TarStream {
     /// whether it ended with a decompression error: a gzip member's CRC-32 and length, bzip2's
     /// and xz's checks and zstd's checksum are only verified at the end of what they cover,
     /// which can lie after the last entry (GNU tar, through gzip, reports such damage too).
+    /// An archive of mfu-rs ([`super::header::MFU_MARK`]) whose stream ended where an entry
+    /// would start, without its end-of-archive blocks, is truncated (cut at a frame boundary
+    /// that fell between entries): that is an error too. Other tools' archives may end so
+    /// (GNU tar accepts them).
     pub fn decompression_error(&mut self) -> Option<io::Error> {
         while self.pull() {
             self.head = self.buf.len();
         }
-        self.failure()
+        self.failure().or_else(|| {
+            (self.marked && self.unterminated).then(|| {
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "archive is truncated: its tar stream ends at byte {} without the end \
+                         of an mfu-rs archive (its index member and end-of-archive blocks are \
+                         missing); the entries before the cut were read",
+                        self.next
+                    ),
+                )
+            })
+        })
     }
 }
 
