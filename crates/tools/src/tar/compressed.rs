@@ -9,7 +9,7 @@
 //! streams (pbzip2, lbzip2) and xz streams read as one stream, as `gzip -dc` reads them.
 
 use super::header::{decode_entry, Decoded, HeaderError};
-use std::io::{self, Read};
+use std::io::{self, BufRead, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
@@ -67,10 +67,60 @@ impl Codec {
         let input = io::BufReader::with_capacity(1 << 20, input);
         Ok(match self {
             Codec::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
-            Codec::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(input)),
+            Codec::Bzip2 => Box::new(Bzip2Streams::new(Box::new(input))),
             Codec::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(input)),
             Codec::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(input)?),
         })
+    }
+}
+
+/// bzip2 streams one after the other, as `bzip2 -d` reads them: bytes after a whole stream
+/// that do not start another one are the end (bzip2: "trailing garbage after EOF ignored").
+/// They are dbz2's table and footer after the streams of `tar -c -j`, read front to back when
+/// that table is damaged; damage inside a stream is still found by its CRCs, and a stream
+/// cut short by the end of the file is an error.
+struct Bzip2Streams {
+    /// The decoder of the current stream; `None` at the end.
+    stream: Option<bzip2::bufread::BzDecoder<Box<dyn io::BufRead + Send>>>,
+}
+
+impl Bzip2Streams {
+    fn new(input: Box<dyn io::BufRead + Send>) -> Bzip2Streams {
+        Bzip2Streams {
+            stream: Some(bzip2::bufread::BzDecoder::new(input)),
+        }
+    }
+}
+
+impl Read for Bzip2Streams {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Some(stream) = self.stream.as_mut() else {
+                return Ok(0);
+            };
+            let n = stream.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            // The stream ended: what follows starts another one, or is the end. Its first
+            // bytes are taken to look at them and given back in front of the rest.
+            let mut input = self.stream.take().expect("a stream").into_inner();
+            let mut head = Vec::with_capacity(4);
+            while head.len() < 4 {
+                let got = input.fill_buf()?;
+                if got.is_empty() {
+                    break;
+                }
+                let n = got.len().min(4 - head.len());
+                head.extend_from_slice(&got[..n]);
+                input.consume(n);
+            }
+            if head.len() == 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
+                let again: Box<dyn io::BufRead + Send> =
+                    Box::new(io::Cursor::new(head).chain(input));
+                self.stream = Some(bzip2::bufread::BzDecoder::new(again));
+            }
+        }
     }
 }
 

@@ -788,6 +788,20 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
     }
 }
 
+/// Say (rank 0, through `o.context`) that the index of `archive`'s frames was damaged and set
+/// aside, if it was: the archive is read front to back instead, every frame still checked
+/// by its own CRC or checksum.
+pub(super) fn say_set_aside(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &Options) {
+    if let (Some(why), 0) = (archive.set_aside(), comm.rank()) {
+        o.context.error(format_args!(
+            "{}: not using its index of compressed frames ({why}): the index is damaged; \
+             reading the archive front to back instead, each frame checked by its own \
+             checksum",
+            display(path)
+        ));
+    }
+}
+
 /// Save the index a scan found as the side file `side` (a new name, then a rename: a reader
 /// never sees half an index); returns the entries it holds.
 fn save_index(found: &Located, side: &[u8]) -> io::Result<usize> {
@@ -840,6 +854,7 @@ fn setup(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Vec<u8>, Archive, Tar
 pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     let started = Instant::now();
     let (path, dest, archive, target) = setup(comm, o)?;
+    say_set_aside(comm, &archive, &path, o);
     if let Some(codec) = archive.serial() {
         // Refused before anything is written: the front-to-back read does not hash or read
         // back what it writes, and a check asked for must not silently not happen.
