@@ -387,9 +387,9 @@ impl TarStream {
                 io::Error::new(
                     io::ErrorKind::UnexpectedEof,
                     format!(
-                        "archive is truncated: its tar stream ends at byte {} without the end \
-                         of an mfu-rs archive (its index member and end-of-archive blocks are \
-                         missing); the entries before the cut were read",
+                        "archive is truncated: its tar stream ends at byte {} where an entry \
+                         would start, missing its end (an mfu-rs archive ends with its index \
+                         member and end-of-archive blocks); the entries before the cut were read",
                         self.next
                     ),
                 )
@@ -468,6 +468,11 @@ mod tests {
 
     /// Every entry of the stream with its data, and the error that ended it, if any.
     fn read_all(mut s: TarStream) -> (Named, Option<String>) {
+        read_all_from(&mut s)
+    }
+
+    /// [`read_all`] of a stream the caller keeps.
+    fn read_all_from(s: &mut TarStream) -> (Named, Option<String>) {
         let mut out = Vec::new();
         loop {
             let d = match s.next_entry() {
@@ -510,6 +515,44 @@ mod tests {
         for (i, ((name, size), (gname, data))) in files.iter().zip(&got).enumerate() {
             assert_eq!(name.as_bytes(), &gname[..]);
             assert!(*data == bytes_of(i, *size), "{name}");
+        }
+    }
+
+    /// bzip2 streams one after the other read as one stream, and bytes after the last that
+    /// start no other stream (dbz2's table) end it, as `bzip2 -d` ignores them; a stream cut
+    /// short or damaged is still an error.
+    #[test]
+    fn bzip2_streams_end_at_trailing_bytes_and_not_at_damage() {
+        let tar = tar_of(&[("a", 300_000), ("b", 70_000), ("c", 10)]);
+        let mut bz = Vec::new();
+        for part in tar.chunks(100_000) {
+            let mut e = bzip2::write::BzEncoder::new(Vec::new(), Default::default());
+            e.write_all(part).unwrap();
+            bz.extend_from_slice(&e.finish().unwrap());
+        }
+        let whole = bz.len();
+        // Trailing bytes as dbz2 writes them, one of them "BZh" without a level digit.
+        bz.extend_from_slice(b"BZh\0\0\0\0\0\0\0\x10table and footer");
+        let mut s = TarStream::open(Codec::Bzip2, file_of(&bz)).unwrap();
+        let (got, err) = read_all_from(&mut s);
+        assert_eq!((got.len(), err), (3, None));
+        assert!(got[0].1 == bytes_of(0, 300_000));
+        let end = s.decompression_error().map(|e| e.to_string());
+        assert_eq!(
+            end, None,
+            "the bytes after the last stream are not an error"
+        );
+        // Cut at its end (the stream's end marker and CRC) or damaged: an error, at the
+        // latest when the rest of the stream is read after the last entry.
+        let mut flipped = bz.clone();
+        flipped[whole / 2] ^= 0x08;
+        for (what, bytes) in [("cut", &bz[..whole - 6]), ("flipped", &flipped[..])] {
+            let mut s = TarStream::open(Codec::Bzip2, file_of(bytes)).unwrap();
+            let (_, err) = read_all_from(&mut s);
+            assert!(
+                err.is_some() || s.decompression_error().is_some(),
+                "{what}: bzip2's end and CRCs are checked"
+            );
         }
     }
 

@@ -574,9 +574,9 @@ pub fn walk(
             // No end-of-archive blocks: accepted, as GNU tar does, unless mfu-rs wrote it.
             let damage = marked.then(|| {
                 format!(
-                    "archive is truncated: it ends at byte {len} without the end of an mfu-rs \
-                     archive (its index member and end-of-archive blocks are missing); the \
-                     entries before the cut were read"
+                    "archive is truncated: it ends at byte {len} where an entry would start, \
+                     missing its end (an mfu-rs archive ends with its index member and \
+                     end-of-archive blocks); the entries before the cut were read"
                 )
             });
             stop(&mut out, &w, at, damage);
