@@ -671,6 +671,26 @@ fn an_mfu_archive_cut_at_a_frame_or_entry_boundary_is_named_truncated() {
             );
         }
     }
+    // A -z archive cut after its last data member, before its end member: every file is
+    // there (checked by the members' CRCs), the missing end is said, exit 0.
+    let archive = root.join("Z");
+    tar(Launch::Ranks(2))
+        .args(["-c", "-z", "-k", "64KB", "-f"])
+        .arg(&archive)
+        .arg("-C")
+        .arg(&src)
+        .args(&names)
+        .expect(0);
+    let bytes = std::fs::read(&archive).unwrap();
+    let last = *frame_ends(&bytes, "-z").last().unwrap();
+    std::fs::write(root.join("cut"), &bytes[..last]).unwrap();
+    let (_, v, out) = mfu_extract(Launch::Ranks(2), &root.join("cut"), root, "x", 0);
+    assert_eq!(v["entries"], 300);
+    assert!(
+        text(&out.stderr).contains("the end member is missing"),
+        "{}",
+        text(&out.stderr)
+    );
     // GNU tar's archive cut at an entry boundary: accepted, as GNU tar accepts it.
     let gnu_archive = root.join("gnu.tar");
     let mut args: Vec<&std::ffi::OsStr> = vec![

@@ -794,9 +794,8 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
 pub(super) fn say_set_aside(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &Options) {
     if let (Some(why), 0) = (archive.set_aside(), comm.rank()) {
         o.context.error(format_args!(
-            "{}: not using its index of compressed frames ({why}): the index is damaged; \
-             reading the archive front to back instead, each frame checked by its own \
-             checksum",
+            "{}: not using its index of compressed frames ({why}): reading the archive front \
+             to back instead, each frame checked by its own checksum",
             display(path)
         ));
     }

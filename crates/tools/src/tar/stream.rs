@@ -105,7 +105,18 @@ impl Archive {
         let found = match codec {
             None | Some(Codec::Xz) => Ok(None),
             Some(Codec::Zstd) => SeekTable::read(fd.as_fd(), file_len),
-            Some(Codec::Gzip) => super::gzip::read_index(fd.as_fd(), file_len),
+            Some(Codec::Gzip) => super::gzip::read_index(fd.as_fd(), file_len).and_then(|t| {
+                // mfu-rs's layout without its end member: cut after a member. What the
+                // members hold is read front to back (a tar stream cut short is found there).
+                match t {
+                    None if super::gzip::starts_with_member(fd.as_fd()) => Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "gzip member index: the end member is missing (the file was cut after \
+                         a member)",
+                    )),
+                    t => Ok(t),
+                }
+            }),
             Some(Codec::Bzip2) => SeekTable::read_dbz2(fd.as_fd(), file_len)
                 .and_then(|t| t.map(|t| check_dbz2_sizes(fd.as_fd(), t)).transpose()),
         };
