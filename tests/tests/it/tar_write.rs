@@ -823,7 +823,7 @@ fn a_file_rewritten_while_tar_c_reads_it_is_named_and_the_create_exits_1() {
     );
     for compress in [false, true] {
         for mpi in [false, true] {
-            let ctx = format!("-z {compress}, mpirun {mpi}");
+            let ctx = format!("--zstd {compress}, mpirun {mpi}");
             std::fs::write(&big, &old).unwrap();
             set_back(&big);
             let archive = w.join(if compress { "a.tar.zst" } else { "a.tar" });
@@ -835,7 +835,7 @@ fn a_file_rewritten_while_tar_c_reads_it_is_named_and_the_create_exits_1() {
             };
             let run = tool
                 .arg("-c")
-                .args(if compress { &["-z"][..] } else { &[][..] })
+                .args(if compress { &["--zstd"][..] } else { &[][..] })
                 .arg("-k")
                 .arg("1M")
                 .arg("-f")
