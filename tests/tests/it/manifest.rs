@@ -171,7 +171,7 @@ fn tar_manifests_name_members_as_stored_and_match_at_any_rank_count() {
             .arg("-f")
             .arg(&archive);
         if z {
-            create = create.arg("-z");
+            create = create.arg("--zstd");
         }
         create.arg("src").current_dir(tmp.path()).expect(0);
         // Paths as stored: `src/...`, checked from the directory the archive was made in.

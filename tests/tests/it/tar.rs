@@ -1501,7 +1501,17 @@ fn zstd_archives_are_seekable_readable_by_zstd_and_extracted_in_parallel() {
     }
     let want = tree::snapshot(&src);
     expect_status(
-        mfu(&["tar", "-c", "-z", "-k", "1MB", "-f", "A.tar.zst", "tree"]).current_dir(&root),
+        mfu(&[
+            "tar",
+            "-c",
+            "--zstd",
+            "-k",
+            "1MB",
+            "-f",
+            "A.tar.zst",
+            "tree",
+        ])
+        .current_dir(&root),
         0,
     );
     let archive = root.join("A.tar.zst");

@@ -1328,7 +1328,7 @@ fn an_index_shared_out_over_ranks_extracts_the_same_at_1_2_4_and_16_ranks() {
     );
     expect_status(
         tar_np(1)
-            .args(["-c", "-z", "-f"])
+            .args(["-c", "--zstd", "-f"])
             .arg(&zst)
             .arg("-C")
             .arg(&src)

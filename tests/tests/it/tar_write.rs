@@ -146,7 +146,7 @@ fn an_unreadable_source_is_left_out_and_named_and_the_rest_is_intact_at_np_1_and
             let mut cmd = tar_as_nobody(np);
             cmd.arg("-c");
             if zstd {
-                cmd.arg("-z");
+                cmd.arg("--zstd");
             }
             cmd.args(["-k", "1MB", "-f"])
                 .arg(work.join("out").join(name))
@@ -225,7 +225,7 @@ fn a_source_made_unreadable_after_the_layout_fails_the_create_and_leaves_no_arch
         let mut cmd = tar_as_nobody(1);
         cmd.arg("-c");
         if zstd {
-            cmd.arg("-z");
+            cmd.arg("--zstd");
         }
         cmd.args(["-k", "1MB", "-f"])
             .arg(work.join("out/A.tar"))
@@ -299,7 +299,7 @@ fn a_create_onto_a_full_file_system_leaves_no_archive_and_names_it_at_np_1_and_2
                 let mut cmd = tar_np(np);
                 cmd.arg("-c");
                 if zstd {
-                    cmd.arg("-z");
+                    cmd.arg("--zstd");
                 }
                 cmd.args(["-k", "256KB", "-f"])
                     .arg(fs.0.join("A.tar"))
@@ -344,7 +344,7 @@ fn sigint_during_a_create_leaves_no_archive_and_an_honest_summary() {
         let ctx = format!("signal after the layout, zstd {zstd}");
         let mut cmd = mfu(&["tar", "-c"]);
         if zstd {
-            cmd.arg("-z");
+            cmd.arg("--zstd");
         }
         cmd.arg("-f")
             .arg(out_dir.join("A.tar"))
@@ -365,15 +365,24 @@ fn sigint_during_a_create_leaves_no_archive_and_an_honest_summary() {
     for i in 0..8 {
         std::fs::write(src.join(format!("g{i}")), noise(10 + i, 4 << 20)).unwrap();
     }
-    let mut child = mfu(&["tar", "-c", "-z", "--zstd-level", "19", "-k", "128KB", "-f"])
-        .arg(out_dir.join("A.tar"))
-        .arg("-C")
-        .arg(tmp.path())
-        .arg("src")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = mfu(&[
+        "tar",
+        "-c",
+        "--zstd",
+        "--zstd-level",
+        "19",
+        "-k",
+        "128KB",
+        "-f",
+    ])
+    .arg(out_dir.join("A.tar"))
+    .arg("-C")
+    .arg(tmp.path())
+    .arg("src")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let start = Instant::now();
     while entries(&out_dir).is_empty() {
         assert!(
@@ -416,7 +425,7 @@ fn the_temporary_archive_of_a_killed_create_is_removed_by_the_next_one() {
         let mut c = mfu(&[
             "tar",
             "-c",
-            "-z",
+            "--zstd",
             "--zstd-level",
             level,
             "-k",
@@ -573,7 +582,7 @@ fn a_flipped_bit_in_a_zstd_archive_is_found_on_extract_and_list_and_named() {
         .unwrap();
     let archive = tmp.path().join("A.tar.zst");
     expect_status(
-        mfu(&["tar", "-c", "-z", "-k", "64KB", "-f"])
+        mfu(&["tar", "-c", "--zstd", "-k", "64KB", "-f"])
             .arg(&archive)
             .arg("-C")
             .arg(tmp.path())
@@ -692,7 +701,7 @@ fn the_index_and_the_seek_table_are_the_same_at_1_2_4_and_16_ranks() {
             let mut c = tar_np(np);
             c.arg("-c");
             if z {
-                c.arg("-z");
+                c.arg("--zstd");
             }
             c.args(["-k", "64KB", "-f"])
                 .arg(archive)
@@ -814,7 +823,7 @@ fn a_file_rewritten_while_tar_c_reads_it_is_named_and_the_create_exits_1() {
     );
     for compress in [false, true] {
         for mpi in [false, true] {
-            let ctx = format!("-z {compress}, mpirun {mpi}");
+            let ctx = format!("--zstd {compress}, mpirun {mpi}");
             std::fs::write(&big, &old).unwrap();
             set_back(&big);
             let archive = w.join(if compress { "a.tar.zst" } else { "a.tar" });
@@ -826,7 +835,7 @@ fn a_file_rewritten_while_tar_c_reads_it_is_named_and_the_create_exits_1() {
             };
             let run = tool
                 .arg("-c")
-                .args(if compress { &["-z"][..] } else { &[][..] })
+                .args(if compress { &["--zstd"][..] } else { &[][..] })
                 .arg("-k")
                 .arg("1M")
                 .arg("-f")

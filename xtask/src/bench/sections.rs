@@ -26,7 +26,7 @@
 //! - tar-mixed: the same cases on about 1 GiB of mixed sizes (4,000 × 16 KiB, 400 × 1 MiB,
 //!   40 × 8 MiB, 2 × 128 MiB) of hex text from a PRNG (compresses about 2:1); fewer runs.
 //! - tar-zstd: both trees compressed: `tar -cf - TREE | zstd -T0 -q -o A.tar.zst` against
-//!   `mfu-rs tar -c -z -f A.tar.zst TREE`, and `zstd -dc A.tar.zst | tar -xf - -C OUT` against
+//!   `mfu-rs tar -c --zstd -f A.tar.zst TREE`, and `zstd -dc A.tar.zst | tar -xf - -C OUT` against
 //!   `mfu-rs tar -x -f A.tar.zst -C OUT` (the archives extracted made as above).
 //!
 //! - tar-gz: the mixed tree as `.tar.gz`: `tar -czf` and `tar -I pigz -cf` against `mfu-rs tar
@@ -783,7 +783,7 @@ fn gnu_create(data: &str, name: &str, archive: &str, zstd: bool) -> Vec<String> 
 fn mfu_create<'a>(data: &'a str, name: &'a str, archive: &'a str, zstd: bool) -> Vec<&'a str> {
     let mut v = vec!["tar", "-c", "-q"];
     if zstd {
-        v.push("-z");
+        v.push("--zstd");
     }
     v.extend(["-f", archive, "-C", data, name]);
     v
@@ -866,7 +866,7 @@ fn bench_tar_tree(
             false,
             &g.iter().map(String::as_str).collect::<Vec<_>>(),
         )];
-        let what_c = if zstd { "tar -c -z" } else { "tar -c" };
+        let what_c = if zstd { "tar -c --zstd" } else { "tar -c" };
         for (n, mpi, mut argv) in mfu_launches(b, what_c) {
             argv.extend(mfu_create(dp, name, np, zstd));
             create.push(case(&n, mpi, &argv));
@@ -951,7 +951,7 @@ fn bench_tar_tree(
             rows.push(("GNU tar -cf (uncompressed)", g));
             rows.push(("GNU tar -cf - \\| zstd -T0", gnu_bytes));
             rows.push(("mfu-rs tar -c (uncompressed)", m));
-            rows.push(("mfu-rs tar -c -z", mfu_bytes));
+            rows.push(("mfu-rs tar -c --zstd", mfu_bytes));
         } else {
             rows.push(("GNU tar -cf", gnu_bytes));
             rows.push(("mfu-rs tar -c", mfu_bytes));
@@ -959,7 +959,7 @@ fn bench_tar_tree(
         print_sizes(what, data_bytes, &rows);
         if let Some((g, m)) = plain {
             println!(
-                "\ncompression ratio (uncompressed / compressed): `tar -cf - | zstd -T0` {:.2}, `mfu-rs tar -c -z` {:.2}",
+                "\ncompression ratio (uncompressed / compressed): `tar -cf - | zstd -T0` {:.2}, `mfu-rs tar -c --zstd` {:.2}",
                 g as f64 / gnu_bytes as f64,
                 m as f64 / mfu_bytes as f64
             );

@@ -7,6 +7,7 @@ use crate::cli::copy_args::{CheckArgs, FilterArgs, StripeArgs};
 use crate::cli::tool::CliTool;
 use crate::engine::context::{Context, Error};
 use crate::engine::select::Rules;
+use crate::tar::compressed::Codec;
 use crate::tar::select::Select;
 use crate::tar::{Done, Mode, Options, Report};
 use clap::Args;
@@ -22,10 +23,11 @@ use steal::Comm;
         Archives are POSIX pax tar files that GNU tar, bsdtar and Python read, with dtar's index \
         as their last member (`ARCHIVE-NAME.dtaridx`), so that extraction and listing run in \
         parallel from the start. For archives without an index (GNU tar's, bsdtar's...) rank 0 \
-        first walks the chain of headers; --save-index keeps what the walk found. With -z the archive is a \
-        seekable zstd stream that `zstd -dc A.tar.zst | tar -x` also reads; with --gzip gzip \
-        members that `gzip -dc` reads, with -j bzip2 streams that `bzip2 -dc` reads, all three \
-        extracted in parallel. Extract and list also read .tar.gz, .tar.bz2, .tar.xz and .tar.zst \
+        first walks the chain of headers; --save-index keeps what the walk found. The compression \
+        flags are GNU tar's: with -z (--gzip) the archive is gzip members that `gzip -dc` \
+        reads, with -j (--bzip2) bzip2 streams that `bzip2 -dc` reads, with --zstd a seekable \
+        zstd stream that `zstd -dc` reads, all three extracted in parallel; -a picks one by \
+        the archive's suffix (.gz, .bz2, .zst); xz (-J) is not written. Extract and list also read .tar.gz, .tar.bz2, .tar.xz and .tar.zst \
         archives made by other tools (recognised by their first bytes): one compressed stream \
         decompresses front to back, beside the extraction.\n\n\
         Extraction never writes outside the target directory: absolute names, `..` and paths \
@@ -36,7 +38,8 @@ use steal::Comm;
         mpirun -np 64 mfu-rs tar -x -f /lustre/run42.tar -C /lustre/restore run42/input\n  \
         mfu-rs tar -x -f run42.tar --wildcards '*.log' --strip-components 1\n  \
         mfu-rs tar -t -v -f run42.tar\n  \
-        mfu-rs tar -c -z -f run42.tar.zst run42"
+        mfu-rs tar -c -z -f run42.tar.gz run42\n  \
+        mfu-rs tar -c -a -f run42.tar.zst run42"
 )]
 pub struct TarArgs {
     /// Create an archive of PATH... (names stored as given, relative to -C).
@@ -56,29 +59,36 @@ pub struct TarArgs {
     /// Create: take PATHs relative to DIR. Extract: extract into DIR (it must exist).
     #[arg(short = 'C', long = "chdir", value_name = "DIR")]
     pub chdir: Option<OsString>,
-    /// Create a seekable zstd archive (independent frames and a seek table). Extract and list
-    /// recognise one without this option.
-    #[arg(short = 'z', long = "zstd")]
-    pub zstd: bool,
-    /// zstd compression level (1-19).
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=19))]
-    pub zstd_level: i32,
-    /// Create a gzip archive of independent members plus an end member that indexes them:
-    /// any gunzip reads it (`gzip -dc A.tar.gz | tar -t`), mfu-rs extracts it in parallel.
-    /// Extract and list recognise gzip archives without this option.
-    #[arg(long, conflicts_with_all = ["zstd", "bzip2", "xz"])]
+    /// Create a gzip archive (as GNU tar's -z): independent gzip members plus an end member
+    /// that indexes them; any gunzip reads it (`gzip -dc A.tar.gz | tar -t`), mfu-rs extracts
+    /// it in parallel. Extract and list recognise gzip archives without this option.
+    #[arg(short = 'z', long, conflicts_with_all = ["zstd", "bzip2", "xz", "auto_compress"])]
     pub gzip: bool,
     /// gzip compression level (1-9).
     #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(i32).range(1..=9))]
     pub gzip_level: i32,
-    /// Create a bzip2 archive of independent streams with dbz2's table: any bunzip2 reads it,
-    /// mfu-rs extracts it in parallel. Extract and list recognise bzip2 archives without this
-    /// option.
-    #[arg(short = 'j', long, conflicts_with_all = ["zstd", "xz"])]
+    /// Create a bzip2 archive (as GNU tar's -j): independent streams with dbz2's table; any
+    /// bunzip2 reads it, mfu-rs extracts it in parallel. Extract and list recognise bzip2
+    /// archives without this option.
+    #[arg(short = 'j', long, conflicts_with_all = ["zstd", "xz", "auto_compress"])]
     pub bzip2: bool,
+    /// Create a seekable zstd archive (as GNU tar's --zstd): independent frames and a seek
+    /// table; any zstd decoder reads it, mfu-rs extracts it in parallel. Extract and list
+    /// recognise zstd archives without this option.
+    #[arg(long = "zstd", conflicts_with_all = ["xz", "auto_compress"])]
+    pub zstd: bool,
+    /// zstd compression level (1-19).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=19))]
+    pub zstd_level: i32,
+    /// Create: pick the compression by the archive's suffix, as GNU tar: .gz/.tgz/.taz gzip,
+    /// .bz2/.tbz/.tbz2/.tb2 bzip2, .zst/.tzst zstd, anything else none (.xz/.txz, .lzma,
+    /// .lz, .lzo and .Z are refused: not written). Extract and list: accepted, the
+    /// compression is recognised by the archive's first bytes.
+    #[arg(short = 'a', long = "auto-compress", conflicts_with = "xz")]
+    pub auto_compress: bool,
     /// Extract and list: accepted for GNU tar's habit (xz archives are recognised by their
     /// first bytes, and read front to back); create refuses it (xz archives are not written).
-    #[arg(short = 'J', long, conflicts_with = "zstd")]
+    #[arg(short = 'J', long)]
     pub xz: bool,
     /// Keep owners, permissions (no umask), times and xattrs: all the --preserve-* below.
     #[arg(short = 'p', long)]
@@ -216,12 +226,8 @@ impl CliTool for Tar {
         if args.list && args.checks.manifest.is_some() {
             return Err("--manifest lists the files archived (-c) or extracted (-x)".into());
         }
-        if args.create && args.xz {
-            return Err(
-                "-J/--xz: xz archives are not written (xz streams cannot be read in parallel): \
-                 use -z (zstd), --gzip or -j (bzip2)"
-                    .into(),
-            );
+        if args.create {
+            compression(args)?;
         }
         let selecting = args.wildcards
             || args.no_wildcards
@@ -242,6 +248,12 @@ impl CliTool for Tar {
     }
 
     fn options(args: &TarArgs, rules: Rules, context: Context) -> Options {
+        // Checked by `check` before: only a create writes a compression.
+        let codec = if args.create {
+            compression(args).ok().flatten()
+        } else {
+            None
+        };
         let mode = if args.create {
             Mode::Create {
                 paths: bytes(&args.paths),
@@ -253,11 +265,11 @@ impl CliTool for Tar {
         };
         Options {
             chdir: args.chdir.as_ref().map(|d| d.as_bytes().to_vec()),
-            zstd: args.zstd,
+            zstd: codec == Some(Codec::Zstd),
             zstd_level: args.zstd_level,
-            gzip: args.gzip,
+            gzip: codec == Some(Codec::Gzip),
             gzip_level: args.gzip_level,
-            bzip2: args.bzip2,
+            bzip2: codec == Some(Codec::Bzip2),
             preserve_owner: args.preserve || args.preserve_owner,
             numeric_owner: args.numeric_owner,
             select: Select {
@@ -311,6 +323,99 @@ impl CliTool for Tar {
         if let Some(m) = &report.manifest {
             console.text(&crate::cli::cp::manifest_line(m));
         }
+    }
+}
+
+/// What an archive's name says of its compression (`-a`, as GNU tar reads suffixes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Suffix {
+    /// A suffix of a compression mfu-rs writes.
+    Writes(Codec),
+    /// A suffix of a compression mfu-rs does not write (its name: `xz`, `lzma`, ...).
+    Unwritten(&'static str),
+    /// No compression suffix.
+    Plain,
+}
+
+/// The compression GNU tar's `-a` picks for the archive named `name` (bytes), by its suffix.
+pub fn suffix_of(name: &[u8]) -> Suffix {
+    const SUFFIXES: &[(&str, Suffix)] = &[
+        (".gz", Suffix::Writes(Codec::Gzip)),
+        (".tgz", Suffix::Writes(Codec::Gzip)),
+        (".taz", Suffix::Writes(Codec::Gzip)),
+        (".bz2", Suffix::Writes(Codec::Bzip2)),
+        (".tbz", Suffix::Writes(Codec::Bzip2)),
+        (".tbz2", Suffix::Writes(Codec::Bzip2)),
+        (".tb2", Suffix::Writes(Codec::Bzip2)),
+        (".zst", Suffix::Writes(Codec::Zstd)),
+        (".tzst", Suffix::Writes(Codec::Zstd)),
+        (".xz", Suffix::Unwritten("xz")),
+        (".txz", Suffix::Unwritten("xz")),
+        (".lzma", Suffix::Unwritten("lzma")),
+        (".tlz", Suffix::Unwritten("lzma")),
+        (".lz", Suffix::Unwritten("lzip")),
+        (".lzo", Suffix::Unwritten("lzop")),
+        (".tzo", Suffix::Unwritten("lzop")),
+        (".Z", Suffix::Unwritten("compress")),
+    ];
+    SUFFIXES
+        .iter()
+        .find(|(s, _)| name.ends_with(s.as_bytes()) && name.len() > s.len())
+        .map_or(Suffix::Plain, |(_, k)| *k)
+}
+
+/// The compression a create writes, from `-z`, `-j`, `--zstd`, `-J` and `-a` (GNU tar's
+/// meanings): `None` for a plain archive. An error (nothing is written) for `-J` or a suffix
+/// of a compression mfu-rs does not write, and for a flag that contradicts the archive's
+/// compression suffix: `-z` meant zstd in mfu-rs before it meant gzip (GNU tar's), and a
+/// script's `-czf A.tar.zst` must not silently become gzip in a file named zstd.
+fn compression(args: &TarArgs) -> Result<Option<Codec>, String> {
+    let unwritten = |what: &str| {
+        format!(
+            "{what} compression is not supported for writing (its streams cannot be read in \
+             parallel): use -z (gzip), -j (bzip2) or --zstd"
+        )
+    };
+    if args.xz {
+        return Err(unwritten("xz"));
+    }
+    let suffix = suffix_of(args.file.as_bytes());
+    if args.auto_compress {
+        return match suffix {
+            Suffix::Writes(c) => Ok(Some(c)),
+            Suffix::Unwritten(what) => Err(unwritten(what)),
+            Suffix::Plain => Ok(None),
+        };
+    }
+    let (flag, asked) = if args.gzip {
+        ("-z/--gzip", Some(Codec::Gzip))
+    } else if args.bzip2 {
+        ("-j/--bzip2", Some(Codec::Bzip2))
+    } else if args.zstd {
+        ("--zstd", Some(Codec::Zstd))
+    } else {
+        ("", None)
+    };
+    match (asked, suffix) {
+        (Some(a), Suffix::Writes(s)) if a != s => Err(format!(
+            "{flag} writes {} but {} is named for {}: give {} (-z is gzip, as in GNU tar), or \
+             -a to pick the compression by the suffix",
+            a.name(),
+            flist::path::display(args.file.as_bytes()),
+            s.name(),
+            match s {
+                Codec::Gzip => "-z",
+                Codec::Bzip2 => "-j",
+                _ => "--zstd",
+            }
+        )),
+        (Some(a), Suffix::Unwritten(s)) => Err(format!(
+            "{flag} writes {} but {} is named for {s}: rename the archive, or give the \
+             compression its name says (not written by mfu-rs)",
+            a.name(),
+            flist::path::display(args.file.as_bytes()),
+        )),
+        _ => Ok(asked),
     }
 }
 

@@ -9,7 +9,7 @@
 //! streams (pbzip2, lbzip2) and xz streams read as one stream, as `gzip -dc` reads them.
 
 use super::header::{decode_entry, Decoded, HeaderError};
-use std::io::{self, Read};
+use std::io::{self, BufRead, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
@@ -67,10 +67,60 @@ impl Codec {
         let input = io::BufReader::with_capacity(1 << 20, input);
         Ok(match self {
             Codec::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
-            Codec::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(input)),
+            Codec::Bzip2 => Box::new(Bzip2Streams::new(Box::new(input))),
             Codec::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(input)),
             Codec::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(input)?),
         })
+    }
+}
+
+/// bzip2 streams one after the other, as `bzip2 -d` reads them: bytes after a whole stream
+/// that do not start another one are the end (bzip2: "trailing garbage after EOF ignored").
+/// They are dbz2's table and footer after the streams of `tar -c -j`, read front to back when
+/// that table is damaged; damage inside a stream is still found by its CRCs, and a stream
+/// cut short by the end of the file is an error.
+struct Bzip2Streams {
+    /// The decoder of the current stream; `None` at the end.
+    stream: Option<bzip2::bufread::BzDecoder<Box<dyn io::BufRead + Send>>>,
+}
+
+impl Bzip2Streams {
+    fn new(input: Box<dyn io::BufRead + Send>) -> Bzip2Streams {
+        Bzip2Streams {
+            stream: Some(bzip2::bufread::BzDecoder::new(input)),
+        }
+    }
+}
+
+impl Read for Bzip2Streams {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Some(stream) = self.stream.as_mut() else {
+                return Ok(0);
+            };
+            let n = stream.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            // The stream ended: what follows starts another one, or is the end. Its first
+            // bytes are taken to look at them and given back in front of the rest.
+            let mut input = self.stream.take().expect("a stream").into_inner();
+            let mut head = Vec::with_capacity(4);
+            while head.len() < 4 {
+                let got = input.fill_buf()?;
+                if got.is_empty() {
+                    break;
+                }
+                let n = got.len().min(4 - head.len());
+                head.extend_from_slice(&got[..n]);
+                input.consume(n);
+            }
+            if head.len() == 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
+                let again: Box<dyn io::BufRead + Send> =
+                    Box::new(io::Cursor::new(head).chain(input));
+                self.stream = Some(bzip2::bufread::BzDecoder::new(again));
+            }
+        }
     }
 }
 
@@ -168,6 +218,11 @@ pub struct TarStream {
     error: Option<(io::ErrorKind, String)>,
     /// Offset of the next entry's first header block.
     next: u64,
+    /// The stream starts with mfu-rs's mark ([`super::header::mfu_marked`]), known once the
+    /// first entry was read: it must end with its end-of-archive blocks.
+    marked: bool,
+    /// The tar stream ended where an entry would start, without end-of-archive blocks.
+    unterminated: bool,
 }
 
 impl TarStream {
@@ -181,6 +236,8 @@ impl TarStream {
             done: false,
             error: None,
             next: 0,
+            marked: false,
+            unterminated: false,
         })
     }
 
@@ -268,11 +325,19 @@ impl TarStream {
     /// (GNU tar accepts both). The data of the entry before that was not taken is skipped.
     pub fn next_entry(&mut self) -> Result<Option<Decoded>, HeaderError> {
         let pos = self.next;
+        if pos == 0 {
+            // Nothing of the stream was dropped yet: its first header is still here.
+            let head = self
+                .read_at(0, super::header::MARK_HEAD)
+                .map_err(|source| HeaderError::Io { offset: 0, source })?;
+            self.marked = super::header::mfu_marked(&head);
+        }
         let first = self.read_at(pos, 1).map_err(|source| HeaderError::Io {
             offset: pos,
             source,
         })?;
         if first.is_empty() {
+            self.unterminated = true;
             return Ok(None);
         }
         let decoded = decode_entry(&mut |off, len| self.read_at(off, len), pos)?;
@@ -309,11 +374,27 @@ impl TarStream {
     /// whether it ended with a decompression error: a gzip member's CRC-32 and length, bzip2's
     /// and xz's checks and zstd's checksum are only verified at the end of what they cover,
     /// which can lie after the last entry (GNU tar, through gzip, reports such damage too).
+    /// An archive of mfu-rs ([`super::header::MFU_MARK`]) whose stream ended where an entry
+    /// would start, without its end-of-archive blocks, is truncated (cut at a frame boundary
+    /// that fell between entries): that is an error too. Other tools' archives may end so
+    /// (GNU tar accepts them).
     pub fn decompression_error(&mut self) -> Option<io::Error> {
         while self.pull() {
             self.head = self.buf.len();
         }
-        self.failure()
+        self.failure().or_else(|| {
+            (self.marked && self.unterminated).then(|| {
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "archive is truncated: its tar stream ends at byte {} where an entry \
+                         would start, missing its end (an mfu-rs archive ends with its index \
+                         member and end-of-archive blocks); the entries before the cut were read",
+                        self.next
+                    ),
+                )
+            })
+        })
     }
 }
 
@@ -387,6 +468,11 @@ mod tests {
 
     /// Every entry of the stream with its data, and the error that ended it, if any.
     fn read_all(mut s: TarStream) -> (Named, Option<String>) {
+        read_all_from(&mut s)
+    }
+
+    /// [`read_all`] of a stream the caller keeps.
+    fn read_all_from(s: &mut TarStream) -> (Named, Option<String>) {
         let mut out = Vec::new();
         loop {
             let d = match s.next_entry() {
@@ -429,6 +515,44 @@ mod tests {
         for (i, ((name, size), (gname, data))) in files.iter().zip(&got).enumerate() {
             assert_eq!(name.as_bytes(), &gname[..]);
             assert!(*data == bytes_of(i, *size), "{name}");
+        }
+    }
+
+    /// bzip2 streams one after the other read as one stream, and bytes after the last that
+    /// start no other stream (dbz2's table) end it, as `bzip2 -d` ignores them; a stream cut
+    /// short or damaged is still an error.
+    #[test]
+    fn bzip2_streams_end_at_trailing_bytes_and_not_at_damage() {
+        let tar = tar_of(&[("a", 300_000), ("b", 70_000), ("c", 10)]);
+        let mut bz = Vec::new();
+        for part in tar.chunks(100_000) {
+            let mut e = bzip2::write::BzEncoder::new(Vec::new(), Default::default());
+            e.write_all(part).unwrap();
+            bz.extend_from_slice(&e.finish().unwrap());
+        }
+        let whole = bz.len();
+        // Trailing bytes as dbz2 writes them, one of them "BZh" without a level digit.
+        bz.extend_from_slice(b"BZh\0\0\0\0\0\0\0\x10table and footer");
+        let mut s = TarStream::open(Codec::Bzip2, file_of(&bz)).unwrap();
+        let (got, err) = read_all_from(&mut s);
+        assert_eq!((got.len(), err), (3, None));
+        assert!(got[0].1 == bytes_of(0, 300_000));
+        let end = s.decompression_error().map(|e| e.to_string());
+        assert_eq!(
+            end, None,
+            "the bytes after the last stream are not an error"
+        );
+        // Cut at its end (the stream's end marker and CRC) or damaged: an error, at the
+        // latest when the rest of the stream is read after the last entry.
+        let mut flipped = bz.clone();
+        flipped[whole / 2] ^= 0x08;
+        for (what, bytes) in [("cut", &bz[..whole - 6]), ("flipped", &flipped[..])] {
+            let mut s = TarStream::open(Codec::Bzip2, file_of(bytes)).unwrap();
+            let (_, err) = read_all_from(&mut s);
+            assert!(
+                err.is_some() || s.decompression_error().is_some(),
+                "{what}: bzip2's end and CRCs are checked"
+            );
         }
     }
 

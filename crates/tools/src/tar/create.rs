@@ -8,7 +8,7 @@
 //! after the walk keeps its walked size in the archive (zero-filled when it shrank) and is
 //! reported, so the archive always stays readable.
 //!
-//! With `-z`, each rank turns its contiguous part of the tar stream into zstd frames (in
+//! With `--zstd`, each rank turns its contiguous part of the tar stream into zstd frames (in
 //! parallel on its threads), the compressed parts are placed by a second prefix sum; then each
 //! rank compresses its piece of the index member (its entries' offsets) into frames placed by a
 //! third, and writes its frames' entries of the seek table at their place: no rank holds more
@@ -1028,7 +1028,7 @@ fn plan(
     };
     let mut errors = Vec::new();
     let mut skipped = 0;
-    let members = members(
+    let mut members = members(
         &o.context,
         list,
         map,
@@ -1044,12 +1044,20 @@ fn plan(
         &mut errors,
         &mut skipped,
     );
+    let (first_index, count) = comm.offset_and_total(members.len() as u64);
+    // The archive's first entry carries mfu-rs's mark, before anything is placed (it makes
+    // the header longer): a reader then knows the archive must end with its index and
+    // end-of-archive blocks, and that one cut at an entry boundary is truncated.
+    if first_index == 0 {
+        if let Some(first) = members.first_mut() {
+            first.header.mark();
+        }
+    }
     let local: u64 = members
         .iter()
         .map(|m| m.header.len() as u64 + round_up(m.size))
         .sum();
     let (base, total) = comm.offset_and_total(local);
-    let (first_index, count) = comm.offset_and_total(members.len() as u64);
     let mut at = base;
     let mut offsets = Vec::with_capacity(members.len());
     let laid: Vec<Laid> = members

@@ -788,6 +788,30 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
     }
 }
 
+/// Say (rank 0, on stderr through the events sink) that the index of `archive`'s frames was
+/// set aside (damaged or missing), if it was: the archive is read front to back instead,
+/// every frame still checked by its own CRC or checksum. A notice, no failure (the run may
+/// well succeed): returned for [`Report::notices`] (rank 0's; empty elsewhere).
+pub(super) fn say_set_aside(
+    comm: &dyn Comm,
+    archive: &Archive,
+    path: &[u8],
+    o: &Options,
+) -> Vec<String> {
+    match (archive.set_aside(), comm.rank()) {
+        (Some(why), 0) => {
+            let text = format!(
+                "{}: not using its index of compressed frames ({why}): reading the archive \
+                 front to back instead, each frame checked by its own checksum",
+                display(path)
+            );
+            o.context.events.error(&text);
+            vec![text]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Save the index a scan found as the side file `side` (a new name, then a rename: a reader
 /// never sees half an index); returns the entries it holds.
 fn save_index(found: &Located, side: &[u8]) -> io::Result<usize> {
@@ -840,6 +864,7 @@ fn setup(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Vec<u8>, Archive, Tar
 pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     let started = Instant::now();
     let (path, dest, archive, target) = setup(comm, o)?;
+    let aside = say_set_aside(comm, &archive, &path, o);
     if let Some(codec) = archive.serial() {
         // Refused before anything is written: the front-to-back read does not hash or read
         // back what it writes, and a check asked for must not silently not happen.
@@ -847,12 +872,15 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
             return Err(Error::new(format_args!(
                 "{}: --verify and --manifest are not supported for an archive in one {} \
                  stream (read front to back); extract it without them, or recompress it with \
-                 mfu-rs tar --gzip, -j or -z, whose archives extract in parallel with them",
+                 mfu-rs tar -z, -j or --zstd, whose archives extract in parallel with them",
                 display(&path),
                 codec.name()
             )));
         }
-        return serial::run(comm, o, started, path, dest, archive, target, codec);
+        return serial::run(comm, o, started, path, dest, archive, target, codec).map(|r| Report {
+            notices: [aside, r.notices.clone()].concat(),
+            ..r
+        });
     }
     let found = find_entries(comm, &archive, &path, o);
     crate::engine::test_seam::after_listing(comm);

@@ -163,6 +163,15 @@ pub fn read_index(fd: BorrowedFd<'_>, len: u64) -> io::Result<Option<SeekTable>>
     }))
 }
 
+/// Whether the gzip file `fd` starts with a data member of the layout of `--gzip` (its `MF`
+/// subfield): when [`read_index`] finds no end member, the file was cut after a member.
+pub fn starts_with_member(fd: BorrowedFd<'_>) -> bool {
+    let mut head = [0u8; MEMBER_HEADER];
+    pread_exact(fd, &mut head, 0).is_ok()
+        && head[..10] == fixed_header()
+        && head[10..16] == [12, 0, b'M', b'F', 8, 0]
+}
+
 /// Decompress the member `raw` (all of its bytes) that must hold `d_len` bytes; gzip's CRC-32
 /// and length are checked, and the member must end exactly where `raw` does.
 pub fn decompress_member(raw: &[u8], d_len: u32) -> Result<Vec<u8>, String> {

@@ -595,8 +595,27 @@ impl Header {
     /// fits (truncated strings, GNU base-256 numbers). `hdrcharset=BINARY` is written when a
     /// path, link, uname or gname record is not UTF-8; attribute values are always raw bytes.
     pub fn encode(&self, out: &mut Vec<u8>) -> usize {
+        self.encode_with(out, false)
+    }
+
+    /// [`Header::encode`] with mfu-rs's mark ([`MFU_MARK`], a pax `comment` record, which
+    /// every pax reader ignores) in the pax header: what the first entry of an mfu-rs archive
+    /// carries, so that a reader knows the archive must end with its index member and
+    /// end-of-archive blocks, and that one cut at an entry boundary is truncated. Returns the
+    /// bytes appended.
+    pub fn encode_marked(&self, out: &mut Vec<u8>) -> usize {
+        self.encode_with(out, true)
+    }
+
+    fn encode_with(&self, out: &mut Vec<u8>, marked: bool) -> usize {
         let start = out.len();
-        let (path, placement, records) = self.pax_records();
+        let (path, placement, mut records) = self.pax_records();
+        if marked {
+            let mut mark = Vec::with_capacity(MFU_MARK.len() + 16);
+            pax_record(&mut mark, b"comment", MFU_MARK);
+            mark.extend_from_slice(&records);
+            records = mark;
+        }
         if !records.is_empty() {
             extension(out, b'x', &self.pax_header_name(), &records, self);
         }
@@ -704,6 +723,29 @@ impl Header {
     pub fn has_data(&self) -> bool {
         flag_has_data(kind_flag(self.kind))
     }
+}
+
+/// The value of the pax `comment` record of the first entry of every archive mfu-rs writes
+/// ([`Header::encode_marked`]). POSIX says a `comment` "shall be ignored": GNU tar, bsdtar and
+/// Python read past it. A file name cannot put it there (it is a record of the `x` header).
+pub const MFU_MARK: &[u8] =
+    b"mfu-rs archive: it ends with its dtar index member and two zero blocks";
+
+/// Bytes of an archive's start that [`mfu_marked`] looks at: its first block and the first
+/// record of the pax header it is (where [`Header::encode_marked`] puts the mark).
+pub const MARK_HEAD: usize = 1024;
+
+/// Whether the tar stream whose first bytes are `head` (up to [`MARK_HEAD`]) starts with
+/// mfu-rs's mark ([`MFU_MARK`]): its first block a pax `x` header with a good checksum whose
+/// first record is the mark. False for anything else, damage included.
+pub fn mfu_marked(head: &[u8]) -> bool {
+    let mut mark = Vec::with_capacity(MFU_MARK.len() + 16);
+    pax_record(&mut mark, b"comment", MFU_MARK);
+    head.len() >= BLOCK_USIZE + mark.len()
+        && head[TYPEFLAG] == b'x'
+        && checksum_ok(&head[..BLOCK_USIZE])
+        && parse_number(field(head, SIZE)).is_some_and(|s| s >= mark.len() as i128)
+        && head[BLOCK_USIZE..BLOCK_USIZE + mark.len()] == mark[..]
 }
 
 /// True when data follows a header with this type flag: regular files (`0`, NUL, `7`) and any
@@ -1604,6 +1646,44 @@ mod tests {
             .into_iter()
             .find(|(k, _)| k == key.as_bytes())
             .map(|(_, v)| v)
+    }
+
+    /// The mark of mfu-rs's first entry: a pax `comment` record that every reader ignores
+    /// (the entry decodes as without it), found by [`mfu_marked`] in the archive's first
+    /// bytes; an unmarked entry, one cut short, or a damaged one is not marked.
+    #[test]
+    fn the_first_entry_carries_the_mark_and_decodes_as_without_it() {
+        for (path, mtime_nsec) in [(&b"a"[..], 0), (&b"dir/with a long name"[..], 5)] {
+            let h = Header {
+                path: path.to_vec(),
+                kind: Kind::File,
+                mode: 0o644,
+                uid: 1,
+                gid: 1,
+                uname: Vec::new(),
+                gname: Vec::new(),
+                size: 3,
+                mtime: 1_700_000_000,
+                mtime_nsec,
+                link: Vec::new(),
+                dev_major: 0,
+                dev_minor: 0,
+                xattrs: Vec::new(),
+            };
+            let plain = round_trip(&h);
+            assert!(!mfu_marked(&plain));
+            let mut marked = Vec::new();
+            h.encode_marked(&mut marked);
+            assert_eq!(record(&marked, "comment").unwrap(), MFU_MARK);
+            let d = decode_at(&marked, 0).unwrap().unwrap();
+            assert_eq!(d.header, h);
+            assert_eq!(d.data, marked.len() as u64);
+            assert!(mfu_marked(&marked[..MARK_HEAD.min(marked.len())]));
+            assert!(!mfu_marked(&marked[..560]));
+            let mut flipped = marked.clone();
+            flipped[530] ^= 1;
+            assert!(!mfu_marked(&flipped));
+        }
     }
 
     /// The last block of an encoded entry: its ustar header.

@@ -3,7 +3,7 @@
 //! ([`super::select`]).
 
 use super::compressed::{Codec, TarStream};
-use super::extract::{find_entries, Found};
+use super::extract::{find_entries, say_set_aside, Found};
 use super::header::{Decoded, Kind};
 use super::select::Matcher;
 use super::stream::Archive;
@@ -131,8 +131,12 @@ fn open_archive(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Archive), Erro
 pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     let started = Instant::now();
     let (path, archive) = open_archive(comm, o)?;
+    let aside = say_set_aside(comm, &archive, &path, o);
     if let Some(codec) = archive.serial() {
-        return serial(comm, o, started, path, &archive, codec);
+        return serial(comm, o, started, path, &archive, codec).map(|r| Report {
+            notices: [aside, r.notices.clone()].concat(),
+            ..r
+        });
     }
     let found = find_entries(comm, &archive, &path, o);
     let matcher = Matcher::new(o);

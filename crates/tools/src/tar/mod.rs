@@ -10,8 +10,8 @@
 //!   links and metadata, never writing outside the target ([`beneath`]);
 //! - list ([`list`]).
 //!
-//! With `-z` the tar stream is cut into independent zstd frames with a seek table
-//! ([`seekable`]), with `--gzip` into gzip members ([`gzip`]), with `-j` into bzip2 streams
+//! With `--zstd` the tar stream is cut into independent zstd frames with a seek table
+//! ([`seekable`]), with `-z` into gzip members ([`gzip`]), with `-j` into bzip2 streams
 //! with dbz2's table; extraction and listing read such archives in parallel too ([`stream`]).
 //! Archives in one compressed stream (GNU tar's `-z`, `-j`, `-J`, ...) are read front to back
 //! with decompression in a pipeline ([`compressed`]).
@@ -72,11 +72,11 @@ pub struct Options {
     /// `-C`: create takes the paths relative to this directory; extract extracts into it (it
     /// must exist). `None`: the current directory.
     pub chdir: Option<Vec<u8>>,
-    /// Create a seekable zstd archive (`-z`); extract and list recognise one without it.
+    /// Create a seekable zstd archive (`--zstd`); extract and list recognise one without it.
     pub zstd: bool,
     /// zstd compression level, 1 to 19 (default 3).
     pub zstd_level: i32,
-    /// Create a gzip archive of independent members (`--gzip`, [`gzip`]) that extraction
+    /// Create a gzip archive of independent members (`-z`/`--gzip`, [`gzip`]) that extraction
     /// reads in parallel and any gunzip reads as one stream.
     pub gzip: bool,
     /// gzip compression level, 1 to 9 (default 6, gzip's).
@@ -108,7 +108,7 @@ pub struct Options {
     /// one zstd frame (default 4 MiB; below 4 GiB to create).
     pub chunksize: u64,
     /// The largest window of archive (bytes) the header-chain walk of an archive without an
-    /// index reads at once (default 256 MiB; used up to 64 KiB, 2 KiB at least); with `-z`,
+    /// index reads at once (default 256 MiB; used up to 64 KiB, 2 KiB at least); with `--zstd`,
     /// the compressed bytes a rank other than 0 holds in memory before spooling them to a
     /// temporary file.
     pub memsize: u64,
@@ -238,7 +238,7 @@ impl Options {
             .count()
             > 1
         {
-            return Err("-z/--zstd, --gzip and -j/--bzip2 exclude one another".into());
+            return Err("--zstd, -z/--gzip and -j/--bzip2 exclude one another".into());
         }
         if let Mode::Create { paths } = &self.mode {
             if paths.is_empty() {

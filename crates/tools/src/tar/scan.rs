@@ -558,6 +558,11 @@ pub fn walk(
     };
     let mut out = Walked::default();
     let mut at = 0u64;
+    // An archive of mfu-rs ends with its index member and end-of-archive blocks: one that
+    // ends where an entry would start was cut (other tools' may end so: GNU tar accepts them).
+    let marked = w
+        .read(0, header::MARK_HEAD)
+        .is_ok_and(|head| header::mfu_marked(&head));
     let stop = |out: &mut Walked, w: &Window, end: u64, damage: Option<String>| {
         out.end = end;
         out.damage = damage;
@@ -566,8 +571,15 @@ pub fn walk(
     };
     loop {
         if at >= len {
-            // No end-of-archive blocks: accepted, as GNU tar does.
-            stop(&mut out, &w, at, None);
+            // No end-of-archive blocks: accepted, as GNU tar does, unless mfu-rs wrote it.
+            let damage = marked.then(|| {
+                format!(
+                    "archive is truncated: it ends at byte {len} where an entry would start, \
+                     missing its end (an mfu-rs archive ends with its index member and \
+                     end-of-archive blocks); the entries before the cut were read"
+                )
+            });
+            stop(&mut out, &w, at, damage);
             return out;
         }
         // Pax global headers belong to no entry; their records apply to those after them.

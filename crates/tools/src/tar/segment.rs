@@ -26,6 +26,16 @@ impl HeaderBytes {
         }
     }
 
+    /// Encode the header now with mfu-rs's mark ([`Header::encode_marked`]): the first
+    /// entry of an archive carries it. Bytes already encoded are left as they are.
+    pub(super) fn mark(&mut self) {
+        if let HeaderBytes::Lazy { header, .. } = self {
+            let mut bytes = Vec::with_capacity(2048);
+            header.encode_marked(&mut bytes);
+            *self = HeaderBytes::Encoded(bytes);
+        }
+    }
+
     /// Append the encoded header to `out`.
     pub(super) fn write_to(&self, out: &mut Vec<u8>) {
         match self {

@@ -22,11 +22,63 @@ pub struct Archive {
     table: Option<SeekTable>,
     /// The archive is one compressed stream that can only be read front to back.
     serial: Option<Codec>,
+    /// Why the archive's own index of its frames (seek table, gzip end member, dbz2 table)
+    /// was set aside, when it was damaged: the archive is then read front to back.
+    set_aside: Option<String>,
     cache: Mutex<Vec<(usize, Arc<Vec<u8>>)>>,
     /// Frames decompressed by this process (a frame read twice counts twice).
     pub frames_decoded: AtomicU64,
     /// Decompressed bytes produced by this process.
     pub bytes_decoded: AtomicU64,
+}
+
+/// The dbz2 `table` of the file `fd` when its first and last streams hold the bytes it says;
+/// an `InvalidData` error (the table is set aside) when one holds another number. Nothing in a
+/// bzip2 stream says its length, so a flipped bit of the footer's block or original size
+/// passes every other check and would fail every frame of a parallel read; decoding the two
+/// streams that show it (block size, last block's size) costs two frames at open. A stream
+/// that does not decode is left to the parallel read, which names its entries.
+fn check_dbz2_sizes(fd: BorrowedFd<'_>, table: SeekTable) -> io::Result<SeekTable> {
+    use std::io::Read;
+    let last = table.frames.len().saturating_sub(1);
+    for i in [0, last] {
+        let Some(f) = table.frames.get(i) else {
+            break;
+        };
+        let mut raw = vec![0u8; f.c_len as usize];
+        let mut done = 0;
+        while done < raw.len() {
+            match rustix::io::pread(fd, &mut raw[done..], f.c_at + done as u64) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => done += n,
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // One stream only (not the multi-stream reader): its CRCs are checked as it decodes.
+        let mut dec = bzip2::read::BzDecoder::new(&raw[..]);
+        if let Ok(n) = io::copy(
+            &mut (&mut dec).take(u64::from(f.d_len) + 1),
+            &mut io::sink(),
+        ) {
+            if n != u64::from(f.d_len) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "dbz2 table: stream {i} at byte {} holds {} bytes, the table says {}",
+                        f.c_at,
+                        if n > u64::from(f.d_len) {
+                            format!("more than {}", f.d_len)
+                        } else {
+                            n.to_string()
+                        },
+                        f.d_len
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(table)
 }
 
 impl Archive {
@@ -49,27 +101,48 @@ impl Archive {
                 Err(e) => return Err(e.into()),
             }
         }
-        let (table, serial) = match Codec::of_magic(&magic[..got]) {
-            None => (None, None),
-            Some(Codec::Zstd) => match SeekTable::read(fd.as_fd(), file_len)? {
-                Some(t) => (Some(t), None),
-                None => (None, Some(Codec::Zstd)),
-            },
-            Some(Codec::Gzip) => match super::gzip::read_index(fd.as_fd(), file_len)? {
-                Some(t) => (Some(t), None),
-                None => (None, Some(Codec::Gzip)),
-            },
-            Some(Codec::Bzip2) => match SeekTable::read_dbz2(fd.as_fd(), file_len)? {
-                Some(t) => (Some(t), None),
-                None => (None, Some(Codec::Bzip2)),
-            },
-            Some(codec) => (None, Some(codec)),
+        let codec = Codec::of_magic(&magic[..got]);
+        let found = match codec {
+            None | Some(Codec::Xz) => Ok(None),
+            Some(Codec::Zstd) => SeekTable::read(fd.as_fd(), file_len),
+            Some(Codec::Gzip) => super::gzip::read_index(fd.as_fd(), file_len).and_then(|t| {
+                // mfu-rs's layout without its end member: cut after a member. What the
+                // members hold is read front to back (a tar stream cut short is found there).
+                match t {
+                    None if super::gzip::starts_with_member(fd.as_fd()) => Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "gzip member index: the end member is missing (the file was cut after \
+                         a member)",
+                    )),
+                    t => Ok(t),
+                }
+            }),
+            Some(Codec::Bzip2) => SeekTable::read_dbz2(fd.as_fd(), file_len)
+                .and_then(|t| t.map(|t| check_dbz2_sizes(fd.as_fd(), t)).transpose()),
         };
+        // A damaged index of the frames (one flipped bit in a field no decoder reads: a gzip
+        // member's MTIME, a seek table's frame size, the dbz2 footer) is set aside and the
+        // archive read front to back, as `gzip -dc | tar -x` reads it: every frame is still
+        // checked by its own CRC or checksum. Only a failed read is an error.
+        let (table, set_aside) = match found {
+            Ok(t) => (t, None),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof
+                ) =>
+            {
+                (None, Some(e.to_string()))
+            }
+            Err(e) => return Err(e),
+        };
+        let serial = codec.filter(|_| table.is_none());
         Ok(Archive {
             fd,
             file_len,
             table,
             serial,
+            set_aside,
             cache: Mutex::new(Vec::new()),
             frames_decoded: AtomicU64::new(0),
             bytes_decoded: AtomicU64::new(0),
@@ -85,6 +158,12 @@ impl Archive {
     /// ([`super::compressed::TarStream`]), not through this type's random access.
     pub fn serial(&self) -> Option<Codec> {
         self.serial
+    }
+
+    /// Why the archive's index of its frames was set aside (it is damaged; the archive is
+    /// read front to back, [`Archive::serial`]), if it was.
+    pub fn set_aside(&self) -> Option<&str> {
+        self.set_aside.as_deref()
     }
 
     /// The archive file for a front-to-back read (a duplicate descriptor: the archive is

@@ -1,4 +1,4 @@
-//! `tar -c` of a compressed archive (`-z` zstd, `--gzip`, `-j` bzip2): the tar stream cut into
+//! `tar -c` of a compressed archive (`--zstd`, `-z` gzip, `-j` bzip2): the tar stream cut into
 //! frames of one size, each compressed on its own, so that readers decompress them in
 //! parallel.
 //!
