@@ -821,15 +821,33 @@ fn save_index(found: &Located, side: &[u8]) -> io::Result<usize> {
     }
     let mut tmp = side.to_vec();
     tmp.extend_from_slice(format!(".{}.tmp", std::process::id()).as_bytes());
-    let saved = std::fs::write(
-        flist::path::as_path(&tmp),
-        index::encode_index(&offsets, found.end),
-    )
-    .and_then(|()| std::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(side)));
+    write_new(&tmp, &index::encode_index(&offsets, found.end))?;
+    let saved = std::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(side));
     if saved.is_err() {
+        // The temporary file is this run's (created new just above).
         let _ = std::fs::remove_file(flist::path::as_path(&tmp));
     }
     saved.map(|()| offsets.len())
+}
+
+/// Create the file `path`, new (`O_EXCL`, never following a symlink), holding `bytes`: the
+/// temporary name of a side index is predictable, so whatever already has it (someone's
+/// file, a hard link or a symlink to one) is refused, never truncated, written through or
+/// removed. A file created and then not completely written is removed.
+fn write_new(path: &[u8], bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o666)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(flist::path::as_path(path))?;
+    let written = file.write_all(bytes);
+    if written.is_err() {
+        let _ = std::fs::remove_file(flist::path::as_path(path));
+    }
+    written
 }
 
 /// Keep `target` from replacing or writing the archive `archive` (at `path`) and its side
@@ -1808,6 +1826,43 @@ impl<'a> Extraction<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The side index is written under a predictable temporary name: a hard link planted
+    /// there to someone's file is refused, and that file is neither truncated, written nor
+    /// removed (nor is the side index made).
+    #[test]
+    fn a_file_planted_at_the_side_index_temporary_name_is_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("a.tar");
+        std::fs::write(&archive, vec![0u8; 1024]).unwrap();
+        let side = [archive.as_os_str().as_bytes(), b".dtaridx"].concat();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let mut tmp = side.clone();
+        tmp.extend_from_slice(format!(".{}.tmp", std::process::id()).as_bytes());
+        std::fs::hard_link(&victim, flist::path::as_path(&tmp)).unwrap();
+        let opened = Archive::open(archive.as_os_str().as_bytes()).unwrap();
+        let found = Located {
+            offsets: vec![0],
+            parts: scan::Parts::even(&opened, 1),
+            globals: Default::default(),
+            total: 1,
+            cut: 0,
+            source: Source::Scan,
+            member: None,
+            damage: None,
+            rejected: Vec::new(),
+            end: 512,
+        };
+        let e = save_index(&found, &side).expect_err("refused");
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert_eq!(
+            std::fs::read(flist::path::as_path(&tmp)).unwrap(),
+            b"precious"
+        );
+        assert!(!flist::path::as_path(&side).exists());
+    }
 
     #[test]
     fn stripe_aligned_shares_tile_each_file_and_never_split_a_stripe() {
