@@ -2083,3 +2083,210 @@ fn json_reports_of_create_extract_and_list_match_their_text() {
         "{v}"
     );
 }
+
+/// The digest of `bytes` as `hash` (`blake3`, `sha256`), in hex.
+fn hex_digest(hash: &str, bytes: &[u8]) -> String {
+    use mfu::engine::digest::{hex, HashKind};
+    let kind = if hash == "sha256" {
+        HashKind::Sha256
+    } else {
+        HashKind::Blake3
+    };
+    hex(&kind.of(bytes))
+}
+
+/// `tar -x --manifest` certifies the member's bytes as read from the archive, never the file
+/// written: with a seam that damages `big` after each of its ranges is written, the checker
+/// finds the damage. SHA-256 can't be assembled from ranges, so a file written in several
+/// (over 3 thread ranks or 2 MPI ranks of a plain archive, or many frames of a compressed
+/// one) is read again from the archive, not from the damaged file; BLAKE3 too.
+#[test]
+fn a_member_damaged_after_its_write_fails_the_check_of_the_tar_x_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let big = mfu_tests::noise(7, (3 << 20) + 1234);
+    std::fs::write(src.join("big"), &big).unwrap();
+    std::fs::write(src.join("small"), b"small file").unwrap();
+    for z in [false, true] {
+        let archive = tmp.path().join(format!("a{z}.tar"));
+        let mut create = mfu_tests::Tool::new("tar").args(["-c", "-k", "64K", "-f"]);
+        create = create.arg(&archive);
+        if z {
+            create = create.arg("-z");
+        }
+        create.arg("src").current_dir(tmp.path()).expect(0);
+        for hash in ["sha256", "blake3"] {
+            let launches: [(&str, &dyn Fn(mfu_tests::Tool) -> mfu_tests::Tool); 3] = [
+                ("1", &|t| t),
+                ("ranks 3", &|t| t.ranks(3)),
+                ("mpirun 2", &|t| t.mpi(2)),
+            ];
+            for (ranks, launch) in launches {
+                let ctx = format!("{hash} {ranks} compressed={z}");
+                let out = tmp.path().join(format!("x {ctx}"));
+                std::fs::create_dir(&out).unwrap();
+                let manifest = tmp.path().join(format!("{ctx}.sum"));
+                launch(mfu_tests::Tool::new("tar"))
+                    .env("MFU_RS_TEST_CORRUPT_BEFORE_VERIFY", "big")
+                    .args(["-x", "-k", "64K", "--manifest-hash", hash, "--manifest"])
+                    .arg(&manifest)
+                    .arg("-f")
+                    .arg(&archive)
+                    .arg("-C")
+                    .arg(&out)
+                    .expect(0);
+                assert!(
+                    std::fs::read(out.join("src/big")).unwrap() != big,
+                    "{ctx}: the seam did not damage the file"
+                );
+                let listed = text(&std::fs::read(&manifest).unwrap());
+                let line = format!("{}  src/big\n", hex_digest(hash, &big));
+                assert!(listed.contains(&line), "{ctx}: no {line:?} in\n{listed}");
+                let (program, flag) = if hash == "sha256" {
+                    ("sha256sum", "-c")
+                } else {
+                    ("b3sum", "--check")
+                };
+                let checked = tool(program)
+                    .arg(flag)
+                    .arg(&manifest)
+                    .current_dir(&out)
+                    .output()
+                    .unwrap();
+                assert!(!checked.status.success(), "{ctx}: the damage passed");
+                let said = text(&checked.stdout);
+                assert!(said.contains("src/big: FAILED"), "{ctx}: {said}");
+                assert!(said.contains("src/small: OK"), "{ctx}: {said}");
+            }
+        }
+    }
+}
+
+/// `tar -x` never replaces the archive it reads (nor its side index), whatever name leads to
+/// it: a member named as the archive in the directory it is extracted to, a member named as
+/// a hard link to the archive, the archive reached through a symlinked target directory, a
+/// member named as the index `--save-index` keeps. The member is refused and named, the
+/// others are extracted, exit 1, and the archive is intact; at 1 rank, 3 thread ranks, under
+/// mpirun, and for an archive in one gzip stream (read front to back).
+#[test]
+fn tar_x_never_overwrites_the_archive_it_reads_or_its_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let launches: [(&str, &dyn Fn(mfu_tests::Tool) -> mfu_tests::Tool); 3] = [
+        ("1", &|t| t),
+        ("ranks 3", &|t| t.ranks(3)),
+        ("mpirun 2", &|t| t.mpi(2)),
+    ];
+    // An archive at `made` holding the members `names` (each's content its name repeated).
+    let make = |made: &Path, names: &[&str], gz: bool| {
+        let stage = t.join("stage");
+        let _ = std::fs::remove_dir_all(&stage);
+        std::fs::create_dir(&stage).unwrap();
+        for n in names {
+            std::fs::write(stage.join(n), n.repeat(5000)).unwrap();
+        }
+        let flags = if gz { "-czf" } else { "-cf" };
+        let ok = std::process::Command::new("tar")
+            .arg(flags)
+            .arg(made)
+            .arg("-C")
+            .arg(&stage)
+            .args(names)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    let check = |ctx: &str, run: &mfu_tests::Run, refused: &str, what: &str, dir: &Path| {
+        assert_eq!(run.code(), Some(1), "{ctx}: {}", run.stderr_str());
+        let said = format!("{refused}: refusing to overwrite {what}");
+        assert!(
+            run.stderr_str().contains(&said),
+            "{ctx}: {}",
+            run.stderr_str()
+        );
+        for n in ["x", "y z"] {
+            assert_eq!(
+                std::fs::read(dir.join(n)).unwrap(),
+                n.repeat(5000).as_bytes(),
+                "{ctx}: {n} not extracted"
+            );
+        }
+    };
+    for (ranks, launch) in launches {
+        for gz in [false, true] {
+            if gz && ranks != "1" {
+                continue;
+            }
+            let ctx = format!("{ranks} gz={gz}");
+            let name = if gz { "a.tar.gz" } else { "a.tar" };
+            // A member named as the archive, extracted where the archive is.
+            let d = t.join(format!("d {ctx}"));
+            std::fs::create_dir(&d).unwrap();
+            make(&t.join(name), &["x", name, "y z"], gz);
+            std::fs::rename(t.join(name), d.join(name)).unwrap();
+            let before = std::fs::read(d.join(name)).unwrap();
+            let run = launch(mfu_tests::Tool::new("tar"))
+                .arg("-xf")
+                .arg(name)
+                .current_dir(&d)
+                .run();
+            check(&ctx, &run, name, "the archive being read", &d);
+            assert_eq!(std::fs::read(d.join(name)).unwrap(), before, "{ctx}");
+            // The same archive reached through a symlink to the directory it is in.
+            std::fs::remove_file(d.join("x")).unwrap();
+            std::fs::remove_file(d.join("y z")).unwrap();
+            let link = t.join(format!("link {ctx}"));
+            std::os::unix::fs::symlink(&d, &link).unwrap();
+            let run = launch(mfu_tests::Tool::new("tar"))
+                .arg("-xf")
+                .arg(d.join(name))
+                .arg("-C")
+                .arg(&link)
+                .run();
+            check(
+                &format!("{ctx} symlink"),
+                &run,
+                name,
+                "the archive being read",
+                &d,
+            );
+            assert_eq!(std::fs::read(d.join(name)).unwrap(), before, "{ctx}");
+            // A member named as a hard link to the archive.
+            let h = t.join(format!("h {ctx}"));
+            std::fs::create_dir(&h).unwrap();
+            make(&h.join("b.tar"), &["x", "hard", "y z"], gz);
+            std::fs::hard_link(h.join("b.tar"), h.join("hard")).unwrap();
+            let before = std::fs::read(h.join("b.tar")).unwrap();
+            let run = launch(mfu_tests::Tool::new("tar"))
+                .arg("-xf")
+                .arg("b.tar")
+                .current_dir(&h)
+                .run();
+            check(
+                &format!("{ctx} hard link"),
+                &run,
+                "hard",
+                "the archive being read",
+                &h,
+            );
+            assert_eq!(std::fs::read(h.join("b.tar")).unwrap(), before, "{ctx}");
+            if gz {
+                continue;
+            }
+            // A member named as the side index --save-index keeps.
+            let s = t.join(format!("s {ctx}"));
+            std::fs::create_dir(&s).unwrap();
+            make(&t.join("c.tar"), &["x", "c.tar.dtaridx", "y z"], false);
+            std::fs::rename(t.join("c.tar"), s.join("c.tar")).unwrap();
+            let run = launch(mfu_tests::Tool::new("tar"))
+                .args(["-x", "--save-index", "-f", "c.tar"])
+                .current_dir(&s)
+                .run();
+            let what = "the index of the archive being read";
+            check(&format!("{ctx} index"), &run, "c.tar.dtaridx", what, &s);
+            let index = std::fs::read(s.join("c.tar.dtaridx")).unwrap();
+            assert_ne!(index, "c.tar.dtaridx".repeat(5000).as_bytes(), "{ctx}");
+        }
+    }
+}

@@ -11,7 +11,7 @@ use rustix::fs::OFlags;
 use rustix::io::Errno;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Why an entry name is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,7 +87,13 @@ pub struct Target {
     root: flist::beneath::Root,
     marks: Mutex<HashMap<Vec<u8>, Arc<OwnedFd>>>,
     openat2: AtomicBool,
+    /// Files no entry may replace or write, whatever name they have beneath the target
+    /// ([`Target::keep`]).
+    kept: OnceLock<Vec<Kept>>,
 }
+
+/// A file extraction never replaces or writes: its (device, inode) and what it is.
+pub type Kept = ((u64, u64), &'static str);
 
 impl Target {
     /// Open the extraction directory `path`.
@@ -96,7 +102,23 @@ impl Target {
             root: flist::beneath::Root::open(path)?,
             marks: Mutex::new(HashMap::new()),
             openat2: AtomicBool::new(true),
+            kept: OnceLock::new(),
         })
+    }
+
+    /// Never replace or write the files `kept` (the archive being read, its side index): an
+    /// entry whose name leads to one of them is refused (set once, before anything is
+    /// written).
+    pub fn keep(&self, kept: Vec<Kept>) {
+        let _ = self.kept.set(kept);
+    }
+
+    /// What `st` is when it is a file kept from being replaced or written (see
+    /// [`Target::keep`]).
+    pub fn kept(&self, st: &rustix::fs::Stat) -> Option<&'static str> {
+        let id = (st.st_dev, st.st_ino);
+        let kept = self.kept.get()?;
+        kept.iter().find(|(k, _)| *k == id).map(|(_, what)| *what)
     }
 
     /// The extraction directory's descriptor.

@@ -31,7 +31,7 @@ use crate::engine::context::{Error, ToolReport};
 use crate::engine::copy::data::{copy_at_seen, write_all_at, Buffer, DataOptions, Seen};
 use crate::engine::copy::meta::{write_xattrs, MetaOptions, Target as XattrTarget, XattrPolicy};
 use crate::engine::copy::striping::Striping;
-use crate::engine::digest::RangeHasher;
+use crate::engine::digest::{HashKind, RangeDigest, RangeHasher};
 use crate::engine::hashing::Hashing;
 use flist::path::{display, normalize};
 use rayon::prelude::*;
@@ -98,6 +98,10 @@ impl Failures {
         }
         all
     }
+    /// True while nothing failed on this rank.
+    fn none(&self) -> bool {
+        self.0.lock().expect("failures").is_empty()
+    }
     /// The failures so far, taken.
     fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.0.lock().expect("failures"))
@@ -116,6 +120,19 @@ fn open_file(target: &Target, rel: &[u8]) -> Result<OwnedFd, Errno> {
     )
 }
 
+/// Open the existing file `rel` for writing its data (as [`open_file`]), refused when it is a
+/// file the target keeps (the archive being read, its index): the file phase made a new
+/// file of that name, so that would be someone else's doing, and the archive is never
+/// written.
+fn open_data(target: &Target, rel: &[u8]) -> Result<OwnedFd, String> {
+    let fd = open_file(target, rel).map_err(explain)?;
+    let st = rustix::fs::fstat(&fd).map_err(explain)?;
+    match target.kept(&st) {
+        Some(what) => Err(format!("refusing to write {what}")),
+        None => Ok(fd),
+    }
+}
+
 /// Run `make` in the parent of `rel` (created if missing) for the name; when the name is
 /// taken by a non-directory, remove that and try once more.
 fn replace_at<T>(
@@ -125,11 +142,15 @@ fn replace_at<T>(
 ) -> Result<T, String> {
     let (parent, name) = split(rel);
     let dir = target.dir(parent, true).map_err(explain)?;
-    replace_in(dir.as_fd(), name, make)
+    replace_in(target, dir.as_fd(), name, make)
 }
 
-/// [`replace_at`] for `name` in the directory `dir`.
+/// [`replace_at`] for `name` in the directory `dir` (beneath `target`). What the name holds is
+/// removed only when it is not a file the target keeps ([`Target::keep`]): the archive being
+/// read (`cd D && tar -xf a.tar` of an archive holding `a.tar`, or a hard link to it) would
+/// be gone once the run ends, as would its side index.
 fn replace_in<T>(
+    target: &Target,
     dir: BorrowedFd<'_>,
     name: &[u8],
     make: impl Fn(BorrowedFd<'_>, &[u8]) -> Result<T, Errno>,
@@ -137,6 +158,9 @@ fn replace_in<T>(
     match make(dir, name) {
         Err(Errno::EXIST) => {
             let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(explain)?;
+            if let Some(what) = target.kept(&st) {
+                return Err(format!("refusing to overwrite {what}"));
+            }
             if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
                 return Err("a directory of that name is in the way".into());
             }
@@ -273,7 +297,7 @@ fn open_new(
     } else {
         Vec::new()
     };
-    replace_in(dir, name, |dir, name| {
+    replace_in(target, dir, name, |dir, name| {
         let plain = || {
             rustix::fs::openat(
                 dir,
@@ -821,15 +845,51 @@ fn save_index(found: &Located, side: &[u8]) -> io::Result<usize> {
     }
     let mut tmp = side.to_vec();
     tmp.extend_from_slice(format!(".{}.tmp", std::process::id()).as_bytes());
-    let saved = std::fs::write(
-        flist::path::as_path(&tmp),
-        index::encode_index(&offsets, found.end),
-    )
-    .and_then(|()| std::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(side)));
+    write_new(&tmp, &index::encode_index(&offsets, found.end))?;
+    let saved = std::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(side));
     if saved.is_err() {
+        // The temporary file is this run's (created new just above).
         let _ = std::fs::remove_file(flist::path::as_path(&tmp));
     }
     saved.map(|()| offsets.len())
+}
+
+/// Create the file `path`, new (`O_EXCL`, never following a symlink), holding `bytes`: the
+/// temporary name of a side index is predictable, so whatever already has it (someone's
+/// file, a hard link or a symlink to one) is refused, never truncated, written through or
+/// removed. A file created and then not completely written is removed.
+fn write_new(path: &[u8], bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o666)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(flist::path::as_path(path))?;
+    let written = file.write_all(bytes);
+    if written.is_err() {
+        let _ = std::fs::remove_file(flist::path::as_path(path));
+    }
+    written
+}
+
+/// Keep `target` from replacing or writing the archive `archive` (at `path`) and its side
+/// index, when there is one, whatever names they have beneath it (compared by device and
+/// inode, on each rank as it sees them).
+pub(super) fn protect(target: &Target, archive: &Archive, path: &[u8]) {
+    let mut kept = Vec::new();
+    if let Ok(st) = rustix::fs::fstat(archive.fd()) {
+        kept.push(((st.st_dev, st.st_ino), "the archive being read"));
+    }
+    let side = index::side_path(path);
+    if let Ok(st) = rustix::fs::stat(OsStr::from_bytes(&side)) {
+        kept.push((
+            (st.st_dev, st.st_ino),
+            "the index of the archive being read",
+        ));
+    }
+    target.keep(kept);
 }
 
 /// The archive and the target directory, opened alike on every rank. Collective.
@@ -897,6 +957,9 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     let part = located.parts.of(comm.rank());
     let x = Extraction::new(o, &archive, &target, &dest, &stripes, part);
     let entries = x.entries(comm, &base.archive, located, &matcher);
+    // The side index rank 0 may have saved is there for every rank to see.
+    comm.barrier();
+    protect(&target, &archive, &base.archive);
     let progress = o.context.progress(comm.rank(), "Extracted");
 
     // 1. Symlinks first: a later path through one of them is then refused, never followed.
@@ -917,7 +980,7 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     x.metadata(comm, &entries);
 
     let interrupted = comm.any(x.stopped());
-    let checked = x.checks(comm, &dest);
+    let checked = x.checks(comm);
     x.report(comm, &entries, interrupted);
     // MEMBERs that named nothing, after the rest was extracted (as GNU tar says them).
     let not_found = matcher.not_found(comm, o, &credited);
@@ -1044,6 +1107,65 @@ struct Extraction<'a> {
     hashing: Hashing,
     /// `--manifest`: the hard links made, (target, link), relative to the target directory.
     links: Mutex<Vec<(Vec<u8>, Vec<u8>)>>,
+    /// `--manifest` with SHA-256, which can't be assembled from the digests of ranges: the
+    /// files written in several ranges whose first range this rank wrote, (name, offset of
+    /// the data in the tar stream, size in bytes). Their data is read again from the archive
+    /// for their digest, never from the files written (a copy damaged after its write must
+    /// fail the manifest's check).
+    again: Mutex<Vec<(Vec<u8>, u64, u64)>>,
+    /// The archive's (size, mtime, ctime) before any data was read: the data read again for a
+    /// digest is only hashed from the archive as it was.
+    archive_key: Option<ArchiveKey>,
+}
+
+/// What tells an archive file changed: its size, mtime and ctime (seconds, nanoseconds).
+type ArchiveKey = (i64, i64, i64, i64, i64);
+
+fn archive_key(archive: &Archive) -> Option<ArchiveKey> {
+    let st = rustix::fs::fstat(archive.fd()).ok()?;
+    Some((
+        st.st_size,
+        st.st_mtime,
+        st.st_mtime_nsec as i64,
+        st.st_ctime,
+        st.st_ctime_nsec as i64,
+    ))
+}
+
+/// Bytes read at once when a member's data is read again for its digest.
+const READ_AGAIN: u64 = 1 << 20;
+
+/// The digest (`kind`) of the `size` bytes at `data` of the tar stream of `archive` (a
+/// compressed archive's frames decoded again), read in order; stops with an error once
+/// `stop` is set.
+fn hash_member(
+    archive: &Archive,
+    (data, size): (u64, u64),
+    kind: HashKind,
+    stop: &AtomicBool,
+) -> io::Result<[u8; 32]> {
+    let mut h = RangeHasher::new(kind, 0, size, size);
+    let mut buf = Vec::new();
+    let mut at = 0;
+    while at < size {
+        if stop.load(Ordering::Relaxed) {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+        }
+        let want = (size - at).min(READ_AGAIN) as usize;
+        let n = archive.read_into(data + at, want, &mut buf)?;
+        if n < want {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the archive is shorter than when the member was extracted",
+            ));
+        }
+        h.update(&buf[..n]);
+        at += n as u64;
+    }
+    match h.finish() {
+        RangeDigest::Whole(d) => Ok(d),
+        RangeDigest::Pieces(_) => unreachable!("a whole range gives a whole digest"),
+    }
 }
 
 impl<'a> Extraction<'a> {
@@ -1086,11 +1208,57 @@ impl<'a> Extraction<'a> {
             ),
             hashing: Hashing::new(o.verify, o.manifest.as_ref().map(|m| m.kind)),
             links: Mutex::default(),
+            again: Mutex::default(),
+            archive_key: archive_key(archive),
         }
     }
 
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// The range `(at, len)` of the file `it` landed: with a SHA-256 manifest, a file written
+    /// in several ranges is hashed by reading its data again from the archive, by the rank
+    /// that wrote its first range.
+    fn landed_range(&self, it: &Item, (at, len): (u64, u64)) {
+        if at == 0 && len < it.size && self.hashing.manifest == Some(HashKind::Sha256) {
+            let file = (it.rel.to_vec(), it.data, it.size);
+            self.again.lock().expect("again").push(file);
+        }
+    }
+
+    /// Hash the files of [`Extraction::again`] from the archive and keep their digests, unless
+    /// the run failed or stopped on any rank (no manifest follows: nothing is read again).
+    /// Collective.
+    fn hash_again(&self, comm: &dyn Comm, kind: HashKind) {
+        let again = std::mem::take(&mut *self.again.lock().expect("again"));
+        if comm.any(!self.fail.none() || self.stopped()) {
+            return;
+        }
+        let same =
+            || archive_key(self.archive).is_some() && archive_key(self.archive) == self.archive_key;
+        let changed = "the archive changed while it was read (size, mtime or ctime): the \
+                       member's data can't be read again to hash it for the manifest";
+        if !same() {
+            for (rel, _, _) in &again {
+                self.fail.add(rel, changed);
+            }
+            return;
+        }
+        again.par_iter().for_each(|(rel, data, size)| {
+            match hash_member(self.archive, (*data, *size), kind, self.stop) {
+                Ok(d) => self.hashing.keep(rel, *size, RangeDigest::Whole(d)),
+                Err(e) => self.fail.add(
+                    rel,
+                    format_args!("read the archive (to hash for the manifest): {e}"),
+                ),
+            }
+        });
+        if !same() {
+            for (rel, _, _) in &again {
+                self.fail.add(rel, changed);
+            }
+        }
     }
 
     /// Entry `i` failed: named, and it gets no data and no metadata.
@@ -1361,46 +1529,35 @@ impl<'a> Extraction<'a> {
                 }
                 let it = items.get(i);
                 let at = x - it.data;
-                let r = open_file(self.target, it.rel)
-                    .map_err(explain)
-                    .and_then(|fd| {
-                        let mut hashed = self
-                            .hashing
-                            .on()
-                            .then(|| self.hashing.range(at, len, it.size));
-                        let n = {
-                            let mut see = |b: &[u8]| {
-                                if let Some(h) = hashed.as_mut() {
-                                    h.update(b);
-                                }
-                            };
-                            let seen: Seen<'_> = self.hashing.on().then_some(&mut see);
-                            let archive = self.archive.fd();
-                            copy_at_seen(
-                                archive,
-                                x,
-                                fd.as_fd(),
-                                at,
-                                len,
-                                &self.data,
-                                buf,
-                                cfr,
-                                seen,
-                            )
-                            .map_err(from_archive)?
+                let r = open_data(self.target, it.rel).and_then(|fd| {
+                    let mut hashed = self
+                        .hashing
+                        .on()
+                        .then(|| self.hashing.range(at, len, it.size));
+                    let n = {
+                        let mut see = |b: &[u8]| {
+                            if let Some(h) = hashed.as_mut() {
+                                h.update(b);
+                            }
                         };
-                        landed(
-                            &self.hashing,
-                            fd.as_fd(),
-                            it.rel,
-                            it.size,
-                            (at, len),
-                            hashed,
-                        )?;
-                        Ok(n)
-                    });
+                        let seen: Seen<'_> = self.hashing.on().then_some(&mut see);
+                        let archive = self.archive.fd();
+                        copy_at_seen(archive, x, fd.as_fd(), at, len, &self.data, buf, cfr, seen)
+                            .map_err(from_archive)?
+                    };
+                    landed(
+                        &self.hashing,
+                        fd.as_fd(),
+                        it.rel,
+                        it.size,
+                        (at, len),
+                        hashed,
+                    )?;
+                    Ok(n)
+                });
                 match r {
                     Ok(n) => {
+                        self.landed_range(&it, (at, len));
                         self.bytes.fetch_add(n, Ordering::Relaxed);
                     }
                     // Whichever rank failed a piece, the owner must not give the file its
@@ -1463,22 +1620,21 @@ impl<'a> Extraction<'a> {
                     h.update(bytes);
                     h
                 });
-                let r = open_file(self.target, it.rel)
-                    .map_err(explain)
-                    .and_then(|fd| {
-                        write_all_at(fd.as_fd(), bytes, at)
-                            .map_err(|e| format!("{}: {}", e.op, e.source))?;
-                        landed(
-                            &self.hashing,
-                            fd.as_fd(),
-                            it.rel,
-                            it.size,
-                            (at, b - a),
-                            hashed,
-                        )
-                    });
+                let r = open_data(self.target, it.rel).and_then(|fd| {
+                    write_all_at(fd.as_fd(), bytes, at)
+                        .map_err(|e| format!("{}: {}", e.op, e.source))?;
+                    landed(
+                        &self.hashing,
+                        fd.as_fd(),
+                        it.rel,
+                        it.size,
+                        (at, b - a),
+                        hashed,
+                    )
+                });
                 match r {
                     Ok(()) => {
+                        self.landed_range(&it, (at, b - a));
                         self.bytes.fetch_add(b - a, Ordering::Relaxed);
                     }
                     // Whichever rank failed a piece, the owner must not give the file its
@@ -1608,7 +1764,7 @@ impl<'a> Extraction<'a> {
 
     /// What `--verify` and `--manifest` found (manifest paths relative to the target `dest`).
     /// Collective.
-    fn checks(&self, comm: &dyn Comm, dest: &[u8]) -> crate::engine::copy::drive::Checked {
+    fn checks(&self, comm: &dyn Comm) -> crate::engine::copy::drive::Checked {
         let mut checked = crate::engine::copy::drive::Checked::default();
         if self.hashing.verify {
             let mut v = self.hashing.counters.values();
@@ -1616,16 +1772,23 @@ impl<'a> Extraction<'a> {
             checked.verify = Some(crate::engine::verify::Summary::of(v));
         }
         if let Some(m) = &self.o.manifest {
-            let reopen = |rel: &[u8]| -> io::Result<OwnedFd> {
-                let path = [dest, b"/", rel].concat();
-                let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-                Ok(flist::walk::open_long(&path, flags)?)
+            // Digests are of the archive's bytes only, never of the files written: nothing is
+            // opened again (SHA-256 files written in several ranges were hashed from the
+            // archive above, and their ranges' digests are left out).
+            let reopen = |_: &[u8]| -> io::Result<OwnedFd> {
+                Err(io::Error::other(
+                    "tar -x hashes the archive's bytes, never the files written",
+                ))
             };
             let m = crate::engine::manifest::ManifestOptions {
                 base: Vec::new(),
                 ..m.clone()
             };
-            let records = self.hashing.take_records();
+            self.hash_again(comm, m.kind);
+            let mut records = self.hashing.take_records();
+            if m.kind == HashKind::Sha256 {
+                records.retain(|r| matches!(r.digest, RangeDigest::Whole(_)));
+            }
             let links = std::mem::take(&mut *self.links.lock().expect("links"));
             let (entries, errors) =
                 crate::engine::manifest::entries(comm, &m, records, &links, reopen);
@@ -1691,6 +1854,43 @@ impl<'a> Extraction<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The side index is written under a predictable temporary name: a hard link planted
+    /// there to someone's file is refused, and that file is neither truncated, written nor
+    /// removed (nor is the side index made).
+    #[test]
+    fn a_file_planted_at_the_side_index_temporary_name_is_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("a.tar");
+        std::fs::write(&archive, vec![0u8; 1024]).unwrap();
+        let side = [archive.as_os_str().as_bytes(), b".dtaridx"].concat();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let mut tmp = side.clone();
+        tmp.extend_from_slice(format!(".{}.tmp", std::process::id()).as_bytes());
+        std::fs::hard_link(&victim, flist::path::as_path(&tmp)).unwrap();
+        let opened = Archive::open(archive.as_os_str().as_bytes()).unwrap();
+        let found = Located {
+            offsets: vec![0],
+            parts: scan::Parts::even(&opened, 1),
+            globals: Default::default(),
+            total: 1,
+            cut: 0,
+            source: Source::Scan,
+            member: None,
+            damage: None,
+            rejected: Vec::new(),
+            end: 512,
+        };
+        let e = save_index(&found, &side).expect_err("refused");
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert_eq!(
+            std::fs::read(flist::path::as_path(&tmp)).unwrap(),
+            b"precious"
+        );
+        assert!(!flist::path::as_path(&side).exists());
+    }
 
     #[test]
     fn stripe_aligned_shares_tile_each_file_and_never_split_a_stripe() {

@@ -67,6 +67,7 @@ pub(in super::super) fn run(
     let matcher = Matcher::new(o);
     let mut credited = vec![false; matcher.members()];
     if comm.rank() == 0 {
+        super::protect(&target, &archive, &path);
         let stripes = Striping::detect(&*o.lustre, std::slice::from_ref(&dest), o.stripe);
         let lay = Layouts {
             stripes: &stripes,
