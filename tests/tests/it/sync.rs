@@ -752,6 +752,122 @@ fn link_dest_hard_links_unchanged_files() {
     }
 }
 
+/// `--link-dest` with hard-link groups in SRC (rsync -H --link-dest): a group unchanged in
+/// the snapshot becomes links of the snapshot's inode, every member (the members may be on
+/// different ranks, and the group's first is itself a link into the snapshot); a group partly
+/// changed or missing there stays one group in DEST with the source's bytes, never a link to a
+/// snapshot file whose bytes differ. The snapshot is not touched.
+#[test]
+fn link_dest_keeps_hard_link_groups() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("sub dir|x")).unwrap();
+    // Group i: three names (spaces, `|`, two directories) of one inode.
+    let names = |i: usize| {
+        [
+            format!("g{i} a|b"),
+            format!("sub dir|x/g{i} second name"),
+            format!("g{i} | third"),
+        ]
+    };
+    let groups = 12;
+    for i in 0..groups {
+        let [first, rest @ ..] = names(i);
+        std::fs::write(src.join(&first), format!("group {i} bytes\n")).unwrap();
+        for n in rest {
+            std::fs::hard_link(src.join(&first), src.join(n)).unwrap();
+        }
+    }
+    let prev = tmp.path().join("prev snap");
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&prev)
+        .run()
+        .assert_status(0);
+    // Groups 0-5 stay unchanged in the snapshot. In groups 6-8 one member (each in turn) is
+    // another file of another size there; in groups 9-11 one member is missing.
+    let mut differ = Vec::new();
+    for i in 6..groups {
+        let n = &names(i)[i % 3];
+        std::fs::remove_file(prev.join(n)).unwrap();
+        if i < 9 {
+            std::fs::write(prev.join(n), b"other bytes in the snapshot\n").unwrap();
+            differ.push(std::fs::metadata(prev.join(n)).unwrap().ino());
+        }
+    }
+    let prev_before = tree::snapshot(&prev);
+    let prev_inodes = |root: &Path| -> Vec<(String, u64, u64)> {
+        (0..groups)
+            .flat_map(names)
+            .filter_map(|n| {
+                let m = std::fs::metadata(root.join(&n)).ok()?;
+                Some((n, m.ino(), m.nlink()))
+            })
+            .collect()
+    };
+    let inodes_before = prev_inodes(&prev);
+    let want = tree::snapshot(&src);
+    let mut ld = std::ffi::OsString::from("--link-dest=");
+    ld.push(&prev);
+    // How each run is launched: thread ranks in one process, or processes under mpirun.
+    type Launch = fn(Tool) -> Tool;
+    let launches: [(&str, Launch); 4] = [
+        ("--ranks 1", |t| t.ranks(1)),
+        ("--ranks 2", |t| t.ranks(2)),
+        ("--ranks 3", |t| t.ranks(3)),
+        ("mpirun -np 2", |t| t.mpi(2)),
+    ];
+    for (k, (how, launch)) in launches.iter().enumerate() {
+        let dest = tmp.path().join(format!("dest {k}|"));
+        launch(Tool::new("sync"))
+            .arg(&ld)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
+        for i in 0..groups {
+            let inodes: BTreeSet<u64> = names(i)
+                .iter()
+                .map(|n| std::fs::metadata(dest.join(n)).unwrap().ino())
+                .collect();
+            assert_eq!(inodes.len(), 1, "{how}: group {i} is not one inode in DEST");
+            let ino = *inodes.first().unwrap();
+            if i < 6 {
+                let snap = std::fs::metadata(prev.join(&names(i)[0])).unwrap().ino();
+                assert_eq!(ino, snap, "{how}: group {i} is not the snapshot's inode");
+            } else {
+                assert!(
+                    !differ.contains(&ino),
+                    "{how}: group {i} is linked to a snapshot file with other bytes"
+                );
+            }
+            for n in names(i) {
+                assert_eq!(
+                    std::fs::read(dest.join(&n)).unwrap(),
+                    format!("group {i} bytes\n").into_bytes(),
+                    "{how}: {n}"
+                );
+            }
+        }
+        tree::assert_equal_in(how, &want, &tree::snapshot(&dest), Compare::META);
+        tree::assert_equal_in(
+            &format!("{how}: the snapshot"),
+            &prev_before,
+            &tree::snapshot(&prev),
+            Compare::META,
+        );
+        let moved: Vec<_> = prev_inodes(&prev)
+            .into_iter()
+            .zip(&inodes_before)
+            .filter(|(now, was)| now.0 != was.0 || now.1 != was.1)
+            .collect();
+        assert!(
+            moved.is_empty(),
+            "{how}: snapshot inodes changed: {moved:?}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // (10) Old name, usage errors
 
