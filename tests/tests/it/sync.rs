@@ -868,6 +868,75 @@ fn link_dest_keeps_hard_link_groups() {
     }
 }
 
+/// `sync -c --link-dest`: a file of DIR with the source's size and mtime but other bytes is
+/// not linked (as rsync -c --link-dest): DEST gets the source's bytes in a new inode, DIR keeps
+/// its own; a file whose bytes are equal is still linked.
+#[test]
+fn contents_link_dest_never_links_other_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let (same, other) = ("same | bytes", "other bytes|same size");
+    std::fs::write(src.join(same), b"equal in the snapshot\n").unwrap();
+    std::fs::write(src.join(other), b"the source's bytes\n").unwrap();
+    let prev = tmp.path().join("prev");
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&prev)
+        .run()
+        .assert_status(0);
+    // Same size, same mtime, other bytes (a bit flip, a quick edit with its mtime put back).
+    let mtime = std::fs::metadata(src.join(other))
+        .unwrap()
+        .modified()
+        .unwrap();
+    std::fs::write(prev.join(other), b"THE SOURCE'S BYTES\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(prev.join(other))
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let prev_before = tree::snapshot(&prev);
+    let want = tree::snapshot(&src);
+    let mut ld = std::ffi::OsString::from("--link-dest=");
+    ld.push(&prev);
+    for np in [1, 2] {
+        let dest = tmp.path().join(format!("dest {np}"));
+        Tool::new("sync")
+            .np(np)
+            .arg("-c")
+            .arg(&ld)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
+        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        assert_eq!(
+            ino(&dest.join(same)),
+            ino(&prev.join(same)),
+            "np={np}: the equal file is not linked"
+        );
+        assert_ne!(
+            ino(&dest.join(other)),
+            ino(&prev.join(other)),
+            "np={np}: linked to a snapshot file with other bytes"
+        );
+        tree::assert_equal_in(
+            &format!("-c --link-dest np={np}"),
+            &want,
+            &tree::snapshot(&dest),
+            Compare::META,
+        );
+        tree::assert_equal_in(
+            &format!("np={np}: the snapshot"),
+            &prev_before,
+            &tree::snapshot(&prev),
+            Compare::META,
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // (10) Old name, usage errors
 

@@ -865,7 +865,10 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                                 && c.file_type() == FileType::File
                                 && c.size == m.size
                                 && !Differences::between(m, &c, FileType::File).any()
-                        });
+                        }) && (!args.contents
+                            // -c compares bytes, for DIR's files too (as rsync -c does): a
+                            // link would give DEST the other bytes under the source's name.
+                            || matches!(contents_differ(e.path, &candidate), Ok(false)));
                         if same {
                             plan.external_links.push((candidate, e.path.to_vec()));
                             return true;
