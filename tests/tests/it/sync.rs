@@ -937,6 +937,55 @@ fn contents_link_dest_never_links_other_bytes() {
     }
 }
 
+/// `sync --manifest --link-dest` into a new DEST: the files linked into the snapshot (and the
+/// members of their hard-link groups) are in DEST because of this sync, so the manifest lists
+/// them too, with SRC's digests, as it lists the files copied.
+#[test]
+fn manifest_lists_link_dest_links() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("d|ir")).unwrap();
+    std::fs::write(src.join("plain | kept"), b"kept in the snapshot\n").unwrap();
+    std::fs::write(src.join("grp a"), b"a group kept in the snapshot\n").unwrap();
+    std::fs::hard_link(src.join("grp a"), src.join("d|ir/grp b")).unwrap();
+    std::fs::write(src.join("changed"), b"old\n").unwrap();
+    let prev = tmp.path().join("prev");
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&prev)
+        .run()
+        .assert_status(0);
+    std::fs::write(src.join("changed"), b"new, longer\n").unwrap();
+    let files = ["changed", "d|ir/grp b", "grp a", "plain | kept"];
+    let mut ld = std::ffi::OsString::from("--link-dest=");
+    ld.push(&prev);
+    for np in [1, 2] {
+        let dest = tmp.path().join(format!("dest {np}"));
+        let manifest = tmp.path().join(format!("manifest {np}"));
+        Tool::new("sync")
+            .np(np)
+            .arg(&ld)
+            .arg("--manifest")
+            .arg(&manifest)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        let listed: Vec<&str> = text
+            .lines()
+            .map(|l| l.split_once("  ").map_or(l, |(_, n)| n))
+            .collect();
+        assert_eq!(listed, files, "np={np}: manifest:\n{text}");
+        Tool::new("cmp")
+            .arg("--manifest")
+            .arg(&manifest)
+            .arg(&src)
+            .run()
+            .assert_status(0);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // (10) Old name, usage errors
 
