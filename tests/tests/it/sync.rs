@@ -818,6 +818,240 @@ fn link_dest_hard_links_unchanged_files() {
     }
 }
 
+/// `--link-dest` with hard-link groups in SRC (rsync -H --link-dest): a group unchanged in
+/// the snapshot becomes links of the snapshot's inode, every member (the members may be on
+/// different ranks, and the group's first is itself a link into the snapshot); a group partly
+/// changed or missing there stays one group in DEST with the source's bytes, never a link to a
+/// snapshot file whose bytes differ. The snapshot is not touched.
+#[test]
+fn link_dest_keeps_hard_link_groups() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("sub dir|x")).unwrap();
+    // Group i: three names (spaces, `|`, two directories) of one inode.
+    let names = |i: usize| {
+        [
+            format!("g{i} a|b"),
+            format!("sub dir|x/g{i} second name"),
+            format!("g{i} | third"),
+        ]
+    };
+    let groups = 12;
+    for i in 0..groups {
+        let [first, rest @ ..] = names(i);
+        std::fs::write(src.join(&first), format!("group {i} bytes\n")).unwrap();
+        for n in rest {
+            std::fs::hard_link(src.join(&first), src.join(n)).unwrap();
+        }
+    }
+    let prev = tmp.path().join("prev snap");
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&prev)
+        .run()
+        .assert_status(0);
+    // Groups 0-5 stay unchanged in the snapshot. In groups 6-8 one member (each in turn) is
+    // another file of another size there; in groups 9-11 one member is missing.
+    let mut differ = Vec::new();
+    for i in 6..groups {
+        let n = &names(i)[i % 3];
+        std::fs::remove_file(prev.join(n)).unwrap();
+        if i < 9 {
+            std::fs::write(prev.join(n), b"other bytes in the snapshot\n").unwrap();
+            differ.push(std::fs::metadata(prev.join(n)).unwrap().ino());
+        }
+    }
+    let prev_before = tree::snapshot(&prev);
+    let prev_inodes = |root: &Path| -> Vec<(String, u64, u64)> {
+        (0..groups)
+            .flat_map(names)
+            .filter_map(|n| {
+                let m = std::fs::metadata(root.join(&n)).ok()?;
+                Some((n, m.ino(), m.nlink()))
+            })
+            .collect()
+    };
+    let inodes_before = prev_inodes(&prev);
+    let want = tree::snapshot(&src);
+    let mut ld = std::ffi::OsString::from("--link-dest=");
+    ld.push(&prev);
+    // How each run is launched: thread ranks in one process, or processes under mpirun.
+    type Launch = fn(Tool) -> Tool;
+    let launches: [(&str, Launch); 4] = [
+        ("--ranks 1", |t| t.ranks(1)),
+        ("--ranks 2", |t| t.ranks(2)),
+        ("--ranks 3", |t| t.ranks(3)),
+        ("mpirun -np 2", |t| t.mpi(2)),
+    ];
+    for (k, (how, launch)) in launches.iter().enumerate() {
+        let dest = tmp.path().join(format!("dest {k}|"));
+        launch(Tool::new("sync"))
+            .arg(&ld)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
+        for i in 0..groups {
+            let inodes: BTreeSet<u64> = names(i)
+                .iter()
+                .map(|n| std::fs::metadata(dest.join(n)).unwrap().ino())
+                .collect();
+            assert_eq!(inodes.len(), 1, "{how}: group {i} is not one inode in DEST");
+            let ino = *inodes.first().unwrap();
+            if i < 6 {
+                let snap = std::fs::metadata(prev.join(&names(i)[0])).unwrap().ino();
+                assert_eq!(ino, snap, "{how}: group {i} is not the snapshot's inode");
+            } else {
+                assert!(
+                    !differ.contains(&ino),
+                    "{how}: group {i} is linked to a snapshot file with other bytes"
+                );
+            }
+            for n in names(i) {
+                assert_eq!(
+                    std::fs::read(dest.join(&n)).unwrap(),
+                    format!("group {i} bytes\n").into_bytes(),
+                    "{how}: {n}"
+                );
+            }
+        }
+        tree::assert_equal_in(how, &want, &tree::snapshot(&dest), Compare::META);
+        tree::assert_equal_in(
+            &format!("{how}: the snapshot"),
+            &prev_before,
+            &tree::snapshot(&prev),
+            Compare::META,
+        );
+        let moved: Vec<_> = prev_inodes(&prev)
+            .into_iter()
+            .zip(&inodes_before)
+            .filter(|(now, was)| now.0 != was.0 || now.1 != was.1)
+            .collect();
+        assert!(
+            moved.is_empty(),
+            "{how}: snapshot inodes changed: {moved:?}"
+        );
+    }
+}
+
+/// `sync -c --link-dest`: a file of DIR with the source's size and mtime but other bytes is
+/// not linked (as rsync -c --link-dest): DEST gets the source's bytes in a new inode, DIR keeps
+/// its own; a file whose bytes are equal is still linked.
+#[test]
+fn contents_link_dest_never_links_other_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let (same, other) = ("same | bytes", "other bytes|same size");
+    std::fs::write(src.join(same), b"equal in the snapshot\n").unwrap();
+    std::fs::write(src.join(other), b"the source's bytes\n").unwrap();
+    let prev = tmp.path().join("prev");
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&prev)
+        .run()
+        .assert_status(0);
+    // Same size, same mtime, other bytes (a bit flip, a quick edit with its mtime put back).
+    let mtime = std::fs::metadata(src.join(other))
+        .unwrap()
+        .modified()
+        .unwrap();
+    std::fs::write(prev.join(other), b"THE SOURCE'S BYTES\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(prev.join(other))
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let prev_before = tree::snapshot(&prev);
+    let want = tree::snapshot(&src);
+    let mut ld = std::ffi::OsString::from("--link-dest=");
+    ld.push(&prev);
+    for np in [1, 2] {
+        let dest = tmp.path().join(format!("dest {np}"));
+        Tool::new("sync")
+            .np(np)
+            .arg("-c")
+            .arg(&ld)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
+        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        assert_eq!(
+            ino(&dest.join(same)),
+            ino(&prev.join(same)),
+            "np={np}: the equal file is not linked"
+        );
+        assert_ne!(
+            ino(&dest.join(other)),
+            ino(&prev.join(other)),
+            "np={np}: linked to a snapshot file with other bytes"
+        );
+        tree::assert_equal_in(
+            &format!("-c --link-dest np={np}"),
+            &want,
+            &tree::snapshot(&dest),
+            Compare::META,
+        );
+        tree::assert_equal_in(
+            &format!("np={np}: the snapshot"),
+            &prev_before,
+            &tree::snapshot(&prev),
+            Compare::META,
+        );
+    }
+}
+
+/// `sync --manifest --link-dest` into a new DEST: the files linked into the snapshot (and the
+/// members of their hard-link groups) are in DEST because of this sync, so the manifest lists
+/// them too, with SRC's digests, as it lists the files copied.
+#[test]
+fn manifest_lists_link_dest_links() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("d|ir")).unwrap();
+    std::fs::write(src.join("plain | kept"), b"kept in the snapshot\n").unwrap();
+    std::fs::write(src.join("grp a"), b"a group kept in the snapshot\n").unwrap();
+    std::fs::hard_link(src.join("grp a"), src.join("d|ir/grp b")).unwrap();
+    std::fs::write(src.join("changed"), b"old\n").unwrap();
+    let prev = tmp.path().join("prev");
+    Tool::new("sync")
+        .arg(&src)
+        .arg(&prev)
+        .run()
+        .assert_status(0);
+    std::fs::write(src.join("changed"), b"new, longer\n").unwrap();
+    let files = ["changed", "d|ir/grp b", "grp a", "plain | kept"];
+    let mut ld = std::ffi::OsString::from("--link-dest=");
+    ld.push(&prev);
+    for np in [1, 2] {
+        let dest = tmp.path().join(format!("dest {np}"));
+        let manifest = tmp.path().join(format!("manifest {np}"));
+        Tool::new("sync")
+            .np(np)
+            .arg(&ld)
+            .arg("--manifest")
+            .arg(&manifest)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        let listed: Vec<&str> = text
+            .lines()
+            .map(|l| l.split_once("  ").map_or(l, |(_, n)| n))
+            .collect();
+        assert_eq!(listed, files, "np={np}: manifest:\n{text}");
+        Tool::new("cmp")
+            .arg("--manifest")
+            .arg(&manifest)
+            .arg(&src)
+            .run()
+            .assert_status(0);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // (10) Old name, usage errors
 

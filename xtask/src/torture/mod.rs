@@ -46,9 +46,6 @@ pub const OPEN_DEFECTS: &[&str] = &[
     "truncated-archive",
     // Items 4 and 6: a plain list read as a typed one; a cut plain list accepted.
     "plain-list",
-    // Found by the harness (not in the issue): sync --link-dest with a hard-link group of SRC
-    // left unchanged in DIR fails ("link DEST/b: No such file or directory", exit 1).
-    "link-dest",
 ];
 
 /// The file systems a run can use.

@@ -454,8 +454,8 @@ fn copy(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
         o.exclude = false;
         o.preserve = true;
     }
-    // --link-dest has an open defect of its own (a hard-link group of SRC unchanged in DIR:
-    // "link DEST/b: No such file or directory", exit 1): its findings go to its class.
+    // A run with --link-dest reports its findings under its own class (skipping it leaves
+    // --link-dest out of the option space).
     if c.skipped("link-dest") {
         o.link_dest = false;
     }

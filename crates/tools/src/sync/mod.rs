@@ -431,8 +431,15 @@ fn plan(
         ..
     } = l;
     drop((firsts, dest));
-    if o.io.manifest.as_ref().is_some_and(|m| m.all) {
-        d.plan.hash_only = left_as_they_are(&src, &from_src, &members, &from_members, &d.plan);
+    match &o.io.manifest {
+        Some(m) if m.all => {
+            d.plan.hash_only = left_as_they_are(&src, &from_src, &members, &from_members, &d.plan)
+        }
+        // A --link-dest link is a file this sync puts in DEST without reading it: hashed from
+        // SRC for the manifest, as a copy's bytes are (and its group's other members, linked
+        // to it, get its digest).
+        Some(_) => d.plan.hash_only = linked_outside(&src, &members, &d.plan),
+        None => {}
     }
     d.plan.create = take_records(src, &from_src);
     d.plan
@@ -865,7 +872,10 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                                 && c.file_type() == FileType::File
                                 && c.size == m.size
                                 && !Differences::between(m, &c, FileType::File).any()
-                        });
+                        }) && (!args.contents
+                            // -c compares bytes, for DIR's files too (as rsync -c does): a
+                            // link would give DEST the other bytes under the source's name.
+                            || matches!(contents_differ(e.path, &candidate), Ok(false)));
                         if same {
                             plan.external_links.push((candidate, e.path.to_vec()));
                             return true;
@@ -1137,6 +1147,23 @@ fn left_as_they_are(
             if e.kind == FileType::File && !compared.contains(e.path) && !linked.contains(e.path) {
                 out.push(e.path, e.kind, e.meta);
             }
+        }
+    }
+    out
+}
+
+/// The records of the source and members lists that the plan links into `--link-dest`'s
+/// directory ([`Plan::external_links`]), hashed for the manifest.
+fn linked_outside(src: &FileList, members: &FileList, plan: &Plan) -> FileList {
+    let linked: std::collections::HashSet<&[u8]> = plan
+        .external_links
+        .iter()
+        .map(|(_, m)| m.as_slice())
+        .collect();
+    let mut out = src.empty_like();
+    for list in [src, members] {
+        for e in list.iter().filter(|e| linked.contains(e.path)) {
+            out.push(e.path, e.kind, e.meta);
         }
     }
     out

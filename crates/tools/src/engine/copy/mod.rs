@@ -438,7 +438,7 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
             tally.fail(e);
         }
     }
-    make_links(&plan.links, &plan.external_links, map, &reach, &tally);
+    make_links(comm, &plan.links, &plan.external_links, map, &reach, &tally);
     plan.fix_meta.par_iter().for_each(|&(i, what)| {
         let e = plan.fix_meta_list.entry(i);
         let m = &e.meta.expect("stat list");
@@ -1462,30 +1462,32 @@ fn finish_split_files(comm: &dyn Comm, pending: HashMap<Vec<u8>, Pending>, w: &W
         });
 }
 
-/// Hard links to the first member of each group (after all data is in place).
+/// Hard links: first into the files outside the copy (`--link-dest`), then, once every rank
+/// made those, to the first member of each group (after all data is in place). A group's
+/// first member may itself be an outside link (made on any rank): linking its members before
+/// it exists fails, so the two kinds never run together. Collective.
 fn make_links(
+    comm: &dyn Comm,
     links: &[(Vec<u8>, Vec<u8>)],
     external: &[(Vec<u8>, Vec<u8>)],
     map: &Mapping,
     reach: &Reach,
     tally: &Tally,
 ) {
-    let internal = links
+    let make = |target: &[u8], member: &[u8], inside: bool| {
+        let dst = map.dest(member);
+        match link_member(target, inside, member, &dst, reach) {
+            Ok(()) => tally.count(&tally.hardlinks),
+            Err(Made::Failed(e) | Made::Skipped(e)) => tally.fail(e),
+        }
+    };
+    external
         .par_iter()
-        .map(|(first, member)| (map.dest(first), member, true));
-    let external = external
+        .for_each(|(target, member)| make(target, member, false));
+    comm.barrier();
+    links
         .par_iter()
-        .map(|(target, member)| (target.clone(), member, false));
-    internal
-        .chain(external)
-        .for_each(|(target, member, inside)| {
-            let dst = map.dest(member);
-            let made = link_member(&target, inside, member, &dst, reach);
-            match made {
-                Ok(()) => tally.count(&tally.hardlinks),
-                Err(Made::Failed(e) | Made::Skipped(e)) => tally.fail(e),
-            }
-        });
+        .for_each(|(first, member)| make(&map.dest(first), member, true));
 }
 
 /// Link `dst` (the copy of the source `member`) to `target`: a copy made in this run
