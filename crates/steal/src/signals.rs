@@ -264,6 +264,8 @@ fn supervisor(read_end: libc::c_int, write_end: libc::c_int) -> ! {
         libc::close(write_end);
         // Out of the launcher's and the terminal's reach: their group signals miss it.
         libc::setpgid(0, 0);
+        // Named for `ps`, not after the thread that forked it.
+        libc::prctl(libc::PR_SET_NAME, c"mfu-supervisor".as_ptr());
         for sig in [
             libc::SIGINT,
             libc::SIGTERM,
