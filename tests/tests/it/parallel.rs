@@ -566,10 +566,10 @@ fn sigterm_to_mpirun_leaves_no_command_running() {
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     });
     assert_eq!(code, Some(1), "{err}");
-    // Each rank had the second mpirun gives it before SIGKILL: it stopped its commands,
-    // logged their ends and said so.
+    // Each rank had the second mpirun gives it before SIGKILL (odls_base_sigkill_timeout): it
+    // stopped its commands, logged their ends and said so. (Rank 0's summary, which waits for
+    // the other rank, is not asserted: on a loaded machine the SIGKILL may come first.)
     assert!(err.contains("under a launcher"), "{err}");
-    assert!(err.contains("were stopped"), "{err}");
     assert_eq!(rows.len(), started, "{rows:?}\n{err}");
     assert!(
         rows.iter().all(|r| {
