@@ -81,3 +81,89 @@ unsafe fn libc_kill_self_sigint() {
         kill(getpid(), SIGINT);
     }
 }
+
+/// True while `pid` runs (a zombie nobody reaped does not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+    })
+}
+
+/// A process that crashes takes the groups it registered with it, through its supervisor, and
+/// only those: a group whose guard was dropped lives on. Run in a child process (this test
+/// binary again), which aborts.
+#[test]
+fn a_crash_kills_the_registered_groups_through_the_supervisor() {
+    use std::os::unix::process::CommandExt;
+    if let Some(file) = std::env::var_os("MFU_STEAL_SUPERVISOR_CHILD") {
+        steal::signals::supervise().unwrap();
+        let start = |name: &str| {
+            let script = format!("sleep 300 & echo {name} $! >> \"$PIDS\"; wait");
+            let child = std::process::Command::new("/bin/sh")
+                .args(["-c", &script])
+                .env("PIDS", &file)
+                .process_group(0)
+                .spawn()
+                .unwrap();
+            (
+                steal::signals::kill_on_exit(child.id() as i32).unwrap(),
+                child,
+            )
+        };
+        let kept = start("kept");
+        let (forgotten, _child) = start("forgotten");
+        drop(forgotten);
+        let started = Instant::now();
+        while std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            < 2
+        {
+            assert!(started.elapsed() < Duration::from_secs(30));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::mem::forget(kept);
+        std::process::abort();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pids");
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_crash_kills_the_registered_groups_through_the_supervisor",
+        ])
+        .args(["--nocapture", "--test-threads", "1"])
+        .env("MFU_STEAL_SUPERVISOR_CHILD", &file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the child was to crash");
+    let pids: Vec<(String, i32)> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (name, pid) = l.split_once(' ').unwrap();
+            (name.to_string(), pid.parse().unwrap())
+        })
+        .collect();
+    let pid = |want: &str| pids.iter().find(|(n, _)| n == want).unwrap().1;
+    let (kept, forgotten) = (pid("kept"), pid("forgotten"));
+    let started = Instant::now();
+    while alive(kept) && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let forgotten_alive = alive(forgotten);
+    // SAFETY: signals the test's own leftovers, by pid.
+    unsafe {
+        libc::kill(kept, libc::SIGKILL);
+        libc::kill(forgotten, libc::SIGKILL);
+    }
+    assert!(!alive(kept), "a registered group outlived the crash");
+    assert!(
+        forgotten_alive,
+        "the supervisor killed a group it was told to forget"
+    );
+}

@@ -471,3 +471,144 @@ fn a_joblog_cut_mid_line_resumes_and_stays_readable() {
         assert_eq!(counts(&log), ran, "nothing runs twice");
     }
 }
+
+/// True while `pid` is a live process (a zombie nobody reaped is not: it runs nothing).
+fn alive(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses and may hold anything.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
+        Err(_) => false,
+    }
+}
+
+/// With `tool` (`parallel` and how it is launched), start commands that each write their
+/// background sleep's pid to a file and wait for it; once `running` of them run, `strike` the
+/// run (given the pid of the process started, mpirun or the tool, and the needle naming the
+/// ranks); then within a few seconds no sleep lives on. Returns the exit status and stderr,
+/// how many commands started, and the joblog's rows.
+fn no_command_outlives_its_rank(
+    tool: Tool,
+    running: usize,
+    strike: impl Fn(i32, &[u8]),
+) -> (Option<i32>, String, usize, Vec<String>) {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let (pids, file) = (dir.path().join("pids"), dir.path().join("the cmds"));
+    let cmds: String = (0..8)
+        .map(|n| format!("sleep 300 & echo $! >> '{}'; wait # {n}\n", pids.display()))
+        .collect();
+    fs::write(&file, cmds).unwrap();
+    let mut cmd = tool
+        .arg("-a")
+        .arg(&file)
+        .arg("--joblog")
+        .arg(dir.path().join("joblog"))
+        .command();
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let read_pids = || -> Vec<i32> {
+        fs::read_to_string(&pids)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    };
+    let start = Instant::now();
+    while read_pids().len() < running {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before the commands started"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the commands did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    strike(child.id() as i32, file.as_os_str().as_bytes());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let started = read_pids();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut left: Vec<i32> = started.iter().copied().filter(|&p| alive(p)).collect();
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        left.retain(|&p| alive(p));
+    }
+    for &p in &left {
+        // Do not leave them behind for the other tests, whatever the verdict.
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(p).unwrap(),
+            rustix::process::Signal::KILL,
+        );
+    }
+    assert!(
+        left.is_empty(),
+        "commands outlived their ranks: {left:?} of {started:?}\n{err}"
+    );
+    let rows = fs::read_to_string(dir.path().join("joblog"))
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .map(str::to_string)
+        .collect();
+    (out.status.code(), err, started.len(), rows)
+}
+
+#[test]
+fn sigterm_to_mpirun_leaves_no_command_running() {
+    let tool = Tool::new("parallel").mpi(2).arg("-j2");
+    let (code, err, started, rows) = no_command_outlives_its_rank(tool, 4, |mpirun, _| {
+        let pid = rustix::process::Pid::from_raw(mpirun).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    });
+    assert_eq!(code, Some(1), "{err}");
+    // Each rank had the second mpirun gives it before SIGKILL (odls_base_sigkill_timeout): it
+    // stopped its commands, logged their ends and said so. (Rank 0's summary, which waits for
+    // the other rank, is not asserted: on a loaded machine the SIGKILL may come first.)
+    assert!(err.contains("under a launcher"), "{err}");
+    assert_eq!(rows.len(), started, "{rows:?}\n{err}");
+    assert!(
+        rows.iter().all(|r| {
+            let signal = r.split('\t').nth(7).unwrap_or_default();
+            signal == "15" || signal == "9"
+        }),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn sigkill_of_one_rank_leaves_no_command_running() {
+    let tool = Tool::new("parallel").mpi(2).arg("-j2");
+    let (code, err, _, _) = no_command_outlives_its_rank(tool, 4, |mpirun, needle| {
+        // The ranks are mpirun's children (each rank's supervisor names the same file).
+        let parent = |p: i32| {
+            fs::read_to_string(format!("/proc/{p}/status"))
+                .unwrap_or_default()
+                .lines()
+                .find_map(|l| l.strip_prefix("PPid:").map(|v| v.trim().parse::<i32>()))
+                .and_then(Result::ok)
+        };
+        let ranks: Vec<i32> = mfu_tests::processes_mentioning(needle)
+            .into_iter()
+            .filter(|&p| p != mpirun && parent(p) == Some(mpirun))
+            .collect();
+        assert!(!ranks.is_empty(), "no rank process found");
+        let pid = rustix::process::Pid::from_raw(ranks[0]).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    });
+    assert_ne!(code, Some(0), "{err}");
+}
+
+#[test]
+fn sigkill_of_parallel_without_a_launcher_leaves_no_command_running() {
+    let tool = Tool::new("parallel").arg("-j3");
+    let (code, err, _, _) = no_command_outlives_its_rank(tool, 3, |parallel, _| {
+        let pid = rustix::process::Pid::from_raw(parallel).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    });
+    assert_eq!(code, None, "killed by a signal: {err}");
+}

@@ -100,38 +100,69 @@ pub struct Running {
     start: f64,
     began: Instant,
     child: Child,
-    /// A second SIGINT/SIGTERM kills the command's process group while this lives.
+    /// A second SIGINT/SIGTERM, or this process's end, kills the command's process group while
+    /// this lives.
     group: steal::signals::KillOnExit,
 }
 
 /// Start `job` with `/bin/sh -c`, standard input from /dev/null, its outputs captured, in a
 /// process group of its own: a second signal kills the group (the command and whatever it
-/// started), and a terminal's Ctrl-C reaches only `parallel`, which lets the running
-/// commands finish. `Err`: it could not start (the [`Done`] says why).
+/// started), as does this process's supervisor when this process ends however it does (see
+/// [`steal::signals::supervise`], started before), and a terminal's Ctrl-C reaches only
+/// `parallel`, which lets the running commands finish. `Err`: it could not start (the
+/// [`Done`] says why).
 pub fn start(job: Job) -> Result<Running, Done> {
     let start = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
     let began = Instant::now();
-    let spawned = Command::new("/bin/sh")
+    let mut command = Command::new("/bin/sh");
+    command
         .arg("-c")
         .arg(OsStr::from_bytes(&job.command))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn();
-    match spawned {
-        Ok(child) => {
+        .process_group(0);
+    // SAFETY: the hook runs in the child between fork and exec and makes one system call.
+    unsafe {
+        command.pre_exec(|| {
+            // The supervisor learns the group only once spawn returns: should the rank die
+            // in between, the shell dies with it (its parent thread) before starting much.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    match command.spawn() {
+        Ok(mut child) => {
             // The group's id is the child's pid (process_group(0)).
-            let group = steal::signals::kill_on_exit(child.id() as i32);
-            Ok(Running {
-                job,
-                start,
-                began,
-                child,
-                group,
-            })
+            match steal::signals::kill_on_exit(child.id() as i32) {
+                Ok(group) => Ok(Running {
+                    job,
+                    start,
+                    began,
+                    child,
+                    group,
+                }),
+                Err(e) => {
+                    // Nothing would stop it should this rank die: it does not run.
+                    // SAFETY: the group is this child's, not yet reaped.
+                    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                    let _ = child.wait();
+                    Err(Done {
+                        job,
+                        start,
+                        runtime: began.elapsed().as_secs_f64(),
+                        exitval: -1,
+                        signal: 0,
+                        stdout: Vec::new(),
+                        stderr: format!("/bin/sh: tell the supervisor of the commands: {e}")
+                            .into_bytes(),
+                    })
+                }
+            }
         }
         Err(e) => Err(Done {
             job,

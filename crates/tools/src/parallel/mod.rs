@@ -144,6 +144,9 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     // 2. What a resume skips; the joblog ready.
     let jobs = agree(comm, resumed(comm, options, jobs))?;
     report.skipped = report.commands - comm.sum(jobs.len() as u64);
+    // Before any command starts: what kills the commands should this rank die (see
+    // `steal::signals::supervise`). Without it, nothing runs.
+    agree(comm, steal::signals::supervise())?;
     if let Some(log) = &options.joblog {
         let created = if comm.rank() == 0 {
             joblog::create(log, options.resume != Resume::No)
@@ -209,6 +212,11 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         }
     };
     let runners = runners(comm, options.jobs);
+    let mut terminate = Terminate {
+        context,
+        on: steal::launch::launched(),
+        termed: None,
+    };
     let dispatched = {
         let (events, inbox) = mpsc::channel::<Event>();
         let main = std::thread::current();
@@ -249,7 +257,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
                 });
             }
             drop(events);
-            dispatch(comm, jobs, &inbox, &outboxes, &context.stop)
+            dispatch(comm, jobs, &inbox, &outboxes, &context.stop, &mut terminate)
         })
     };
     let counts = counts.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -259,6 +267,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     report.joblog_failed = comm.sum(counts.joblog_failed);
     report.not_started = comm.sum(dispatched + counts.not_started);
     report.interrupted = comm.any(context.stopped());
+    let terminated = comm.any(terminate.termed.is_some());
 
     // 4. Output kept for rank 0.
     if !stream {
@@ -282,8 +291,13 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         }
     }
     if report.interrupted && comm.rank() == 0 {
+        let started = if terminated {
+            "were stopped (SIGTERM, then SIGKILL)"
+        } else {
+            "finished"
+        };
         context.error(format!(
-            "interrupted by a signal: {} commands not started; the {} that had started finished",
+            "interrupted by a signal: {} commands not started; the {} that had started {started}",
             report.not_started, report.ran
         ));
     }
@@ -296,6 +310,51 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     }
     report.failures = context.failures();
     Ok(report)
+}
+
+/// How long a command stopped by [`Terminate`] has between SIGTERM and SIGKILL. Open MPI sends
+/// the rank SIGKILL 1 s after its SIGTERM (odls_base_sigkill_timeout); this leaves the rank
+/// time to log the commands' ends and say what it did.
+const TERM_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// A stop under a launcher. There a SIGTERM is the launcher's (mpirun's, srun's) warning
+/// before it SIGKILLs the rank: waiting for the running commands, as a stop does without a
+/// launcher, would only end in the SIGKILL, with the commands unlogged (the supervisor then
+/// kills them). So this rank stops them itself at once, GNU parallel's way (SIGTERM, then
+/// SIGKILL), logs their ends and says so; the run exits 1 as every interrupted run does.
+struct Terminate<'a> {
+    context: &'a Context,
+    /// Under a launcher.
+    on: bool,
+    /// When the commands were sent SIGTERM.
+    termed: Option<Instant>,
+}
+
+impl Terminate<'_> {
+    /// Called by the rank's main thread as it waits for its runners: after the grace, every
+    /// call sends SIGKILL again, which also reaches a command a runner started just after
+    /// the stop (it had seen no stop yet).
+    fn poll(&mut self, stopped: bool) {
+        if !self.on || !stopped {
+            return;
+        }
+        match self.termed {
+            None => {
+                self.termed = Some(Instant::now());
+                let n = steal::signals::signal_groups(libc::SIGTERM);
+                self.context.error(format!(
+                    "interrupted by a signal under a launcher, which kills this rank next: \
+                     stopping its {n} running commands (SIGTERM, then SIGKILL after {} ms); \
+                     exit 1",
+                    TERM_GRACE.as_millis()
+                ));
+            }
+            Some(t) if t.elapsed() >= TERM_GRACE => {
+                steal::signals::signal_groups(libc::SIGKILL);
+            }
+            Some(_) => {}
+        }
+    }
 }
 
 /// What a runner thread tells its rank's main thread.
@@ -370,14 +429,16 @@ enum Asker {
 /// which hands `jobs` (all of them on rank 0, in input order) out one at a time, each only
 /// once the one before has started, so that starts follow the input order at any `-j` and
 /// rank count (a work-stealing queue would reorder them: a `cp a b` then `rm a` would lose
-/// `a`). After a stop, no more jobs are handed out. Returns the jobs this rank dropped unstarted.
-/// Collective; no message is left behind.
+/// `a`). After a stop, no more jobs are handed out (and under a launcher, `terminate` stops the
+/// running ones). Returns the jobs this rank dropped unstarted. Collective; no message is left
+/// behind.
 fn dispatch(
     comm: &dyn Comm,
     jobs: Vec<Job>,
     events: &mpsc::Receiver<Event>,
     runners: &[mpsc::SyncSender<Option<Job>>],
     stop: &std::sync::atomic::AtomicBool,
+    terminate: &mut Terminate<'_>,
 ) -> u64 {
     const NAP: std::time::Duration = std::time::Duration::from_millis(20);
     const POLL: std::time::Duration = std::time::Duration::from_micros(200);
@@ -393,6 +454,7 @@ fn dispatch(
         let mut remote_stop = false;
         loop {
             let mut busy = false;
+            terminate.poll(stopped());
             while let Ok(event) = events.try_recv() {
                 busy = true;
                 match event {
@@ -463,6 +525,7 @@ fn dispatch(
         let mut told_stop = false;
         loop {
             let mut busy = false;
+            terminate.poll(stopped());
             if !told_stop && stopped() {
                 told_stop = true;
                 comm.send(0, TAG_TO_DISPATCH, vec![STOP]);
