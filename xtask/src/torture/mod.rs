@@ -30,22 +30,16 @@ use std::time::{Duration, Instant};
 /// Classes that find defects still open on main (issue 31), left out of the bounded run of
 /// `cargo xtask test` until their fixes land; remove a class here in the change that fixes it.
 pub const OPEN_DEFECTS: &[&str] = &[
-    // Items 1, 2 and 7: resume trusts a source rewritten with its mtime kept; sync -c skips
-    // the journaled chunks; the manifest leaves resumed files out.
-    "rewritten-source",
-    // Item 7: after a resume the manifest leaves files out.
-    "manifest-resume",
-    // Item 1: a user's file named like a sibling's journal does not arrive intact.
-    "journal-name",
-    // Item 9: a file rewritten while read, exit 0.
+    // Item 9 is fixed (size, mtime and ctime compared after each file is read), but what the
+    // class can still catch is beyond any timestamp: the kernel stamps a file's ctime when a
+    // write begins, so a version being written when a tool lists the file and read torn before
+    // the writer's last stamp leaves nothing a tool can see (GNU tar has the same blind spot;
+    // about 3% of this class's iterations, cp and tar -c alike). Long runs keep it; the
+    // bounded run leaves it out so that a timing accident never fails CI.
     "changed-while-read",
-    // Item 3: tar -x links to a superseded version.
-    "tar-superseded",
-    // Item 10: mfu-rs's own archive cut at a frame boundary (its end member or seek table)
-    // extracts with exit 0.
+    // Item 10: mfu-rs's own archive cut exactly where its index begins (the gzip end member,
+    // the zstd seek table) extracts with exit 0.
     "truncated-archive",
-    // Items 4 and 6: a plain list read as a typed one; a cut plain list accepted.
-    "plain-list",
 ];
 
 /// The file systems a run can use.
