@@ -52,6 +52,20 @@ pub struct Done {
 }
 
 impl Done {
+    /// A command that could not start (`why`), begun at `start` (seconds since the epoch) and
+    /// `began`: exit value -1, `why` on its standard error as the shell would say it.
+    fn not_started(job: Job, start: f64, began: Instant, why: String) -> Done {
+        Done {
+            job,
+            start,
+            runtime: began.elapsed().as_secs_f64(),
+            exitval: -1,
+            signal: 0,
+            stdout: Vec::new(),
+            stderr: format!("/bin/sh: {why}").into_bytes(),
+        }
+    }
+
     /// True when it exited 0.
     pub fn succeeded(&self) -> bool {
         self.exitval == 0 && self.signal == 0
@@ -151,28 +165,16 @@ pub fn start(job: Job) -> Result<Running, Done> {
                     // SAFETY: the group is this child's, not yet reaped.
                     unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
                     let _ = child.wait();
-                    Err(Done {
+                    Err(Done::not_started(
                         job,
                         start,
-                        runtime: began.elapsed().as_secs_f64(),
-                        exitval: -1,
-                        signal: 0,
-                        stdout: Vec::new(),
-                        stderr: format!("/bin/sh: tell the supervisor of the commands: {e}")
-                            .into_bytes(),
-                    })
+                        began,
+                        format!("tell the supervisor of the commands: {e}"),
+                    ))
                 }
             }
         }
-        Err(e) => Err(Done {
-            job,
-            start,
-            runtime: began.elapsed().as_secs_f64(),
-            exitval: -1,
-            signal: 0,
-            stdout: Vec::new(),
-            stderr: format!("/bin/sh: {e}").into_bytes(),
-        }),
+        Err(e) => Err(Done::not_started(job, start, began, e.to_string())),
     }
 }
 
