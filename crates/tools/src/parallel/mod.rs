@@ -7,7 +7,7 @@
 //!    of the list and sends the jobs to rank 0; a job's number is its place in the input;
 //! 2. `--resume`: rank 0 reads the joblog and drops the numbers it records;
 //! 3. run: rank 0 hands the jobs out in input order to the free runner threads of every rank,
-//!    each only once the one before has started (see [`dispatch`]); each runs `/bin/sh -c` in
+//!    each only once the one before has started (see `dispatch`); each runs `/bin/sh -c` in
 //!    a process group of its own with its output captured, and appends its joblog line as it
 //!    ends;
 //! 4. output: each job's standard output then standard error, whole. When every rank is a
