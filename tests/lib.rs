@@ -863,8 +863,16 @@ mod harness_tests {
             words(&Tool::new("walk").nompi().ranks(2).command()),
             [&n, "--ranks", "2", "walk"]
         );
+        // As nobody: the binary from a place nobody reaches, started in `/`.
+        let reachable = reachable_program(&bin());
+        assert!(
+            reachable.starts_with(reachable_root()),
+            "{}",
+            reachable.display()
+        );
+        let nobody = Tool::new("rm").mpi(4).as_nobody().command();
         assert_eq!(
-            words(&Tool::new("rm").mpi(4).as_nobody().command()),
+            words(&nobody),
             [
                 "setpriv",
                 "--reuid=65534",
@@ -874,10 +882,11 @@ mod harness_tests {
                 "mpirun",
                 "-np",
                 "4",
-                &b,
+                &reachable.display().to_string(),
                 "rm"
             ]
         );
+        assert_eq!(nobody.get_current_dir(), Some(Path::new("/")));
         let cmd = Tool::new("cp").env("A", "1").env_remove("B").command();
         let envs: Vec<_> = cmd.get_envs().collect();
         assert!(envs.contains(&(OsStr::new("A"), Some(OsStr::new("1")))));
