@@ -10,7 +10,7 @@
 
 use super::header::{decode_entry, Decoded, HeaderError};
 use std::io::{self, BufRead, Read};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -60,14 +60,19 @@ impl Codec {
         }
     }
 
-    /// A decoder of the whole of `input`, every member, stream or frame one after the other.
-    fn decoder(self, input: std::fs::File) -> io::Result<Box<dyn Read + Send>> {
+    /// A decoder of the whole of `input`, every member, stream or frame one after the other;
+    /// the bzip2 decoder counts its streams into `counts`.
+    fn decoder(
+        self,
+        input: std::fs::File,
+        counts: &Arc<StreamCounts>,
+    ) -> io::Result<Box<dyn Read + Send>> {
         // Big reads of the compressed file: few system calls, and the decoders take what
         // they need from the buffer.
         let input = io::BufReader::with_capacity(1 << 20, input);
         Ok(match self {
             Codec::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
-            Codec::Bzip2 => Box::new(Bzip2Streams::new(Box::new(input))),
+            Codec::Bzip2 => Box::new(Bzip2Streams::new(Box::new(input), counts.clone())),
             Codec::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(input)),
             Codec::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(input)?),
         })
@@ -82,12 +87,28 @@ impl Codec {
 struct Bzip2Streams {
     /// The decoder of the current stream; `None` at the end.
     stream: Option<bzip2::bufread::BzDecoder<Box<dyn io::BufRead + Send>>>,
+    /// Streams decoded and bytes after the last one, for [`TarStream::decompression_error`].
+    counts: Arc<StreamCounts>,
+}
+
+/// What a bzip2 read found of the file's layout, once it ended: the streams that decoded
+/// whole and the bytes after the last of them (dbz2's table and footer in an archive of
+/// `tar -c -j`). mfu-rs's archives are several streams then that table; several streams and
+/// fewer bytes after them than any table of as many streams is an archive cut where its
+/// table began.
+#[derive(Default)]
+struct StreamCounts {
+    /// bzip2 streams that ended (their end marker and CRC read).
+    streams: AtomicU64,
+    /// Bytes after the last stream.
+    trailing: AtomicU64,
 }
 
 impl Bzip2Streams {
-    fn new(input: Box<dyn io::BufRead + Send>) -> Bzip2Streams {
+    fn new(input: Box<dyn io::BufRead + Send>, counts: Arc<StreamCounts>) -> Bzip2Streams {
         Bzip2Streams {
             stream: Some(bzip2::bufread::BzDecoder::new(input)),
+            counts,
         }
     }
 }
@@ -105,6 +126,7 @@ impl Read for Bzip2Streams {
             // The stream ended: what follows starts another one, or is the end. Its first
             // bytes are taken to look at them and given back in front of the rest.
             let mut input = self.stream.take().expect("a stream").into_inner();
+            self.counts.streams.fetch_add(1, Ordering::Relaxed);
             let mut head = Vec::with_capacity(4);
             while head.len() < 4 {
                 let got = input.fill_buf()?;
@@ -119,6 +141,12 @@ impl Read for Bzip2Streams {
                 let again: Box<dyn io::BufRead + Send> =
                     Box::new(io::Cursor::new(head).chain(input));
                 self.stream = Some(bzip2::bufread::BzDecoder::new(again));
+            } else {
+                // The end: what follows is counted (a dbz2 table is a few KiB).
+                let rest = io::copy(&mut input, &mut io::sink())?;
+                self.counts
+                    .trailing
+                    .store(head.len() as u64 + rest, Ordering::Relaxed);
             }
         }
     }
@@ -135,6 +163,8 @@ pub const BLOCKS_IN_FLIGHT: usize = 8;
 /// The decoder thread and the blocks it sends.
 struct Pipeline {
     blocks: Option<Receiver<io::Result<Vec<u8>>>>,
+    /// What the bzip2 decoder found of the file's layout (nothing for the other codecs).
+    counts: Arc<StreamCounts>,
     quit: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -142,7 +172,8 @@ struct Pipeline {
 impl Pipeline {
     /// Start decompressing `file` as `codec` on a thread of its own.
     fn start(codec: Codec, file: std::fs::File) -> io::Result<Pipeline> {
-        let mut decoder = codec.decoder(file)?;
+        let counts = Arc::new(StreamCounts::default());
+        let mut decoder = codec.decoder(file, &counts)?;
         let (send, blocks) = sync_channel(BLOCKS_IN_FLIGHT);
         let quit = Arc::new(AtomicBool::new(false));
         let stop = quit.clone();
@@ -182,6 +213,7 @@ impl Pipeline {
             })?;
         Ok(Pipeline {
             blocks: Some(blocks),
+            counts,
             quit,
             thread: Some(thread),
         })
@@ -223,6 +255,11 @@ pub struct TarStream {
     marked: bool,
     /// The tar stream ended where an entry would start, without end-of-archive blocks.
     unterminated: bool,
+    /// The compression format, to tell its layout's missing end.
+    codec: Codec,
+    /// The file has mfu-rs's layout of frames without its end (found by
+    /// [`super::stream::Archive::open`]): what is missing, said when the stream is marked.
+    unended: Option<String>,
 }
 
 impl TarStream {
@@ -238,6 +275,35 @@ impl TarStream {
             next: 0,
             marked: false,
             unterminated: false,
+            codec,
+            unended: None,
+        })
+    }
+
+    /// Take `unended` ([`super::stream::Archive::unended`]): the file has mfu-rs's layout
+    /// of frames without the end that layout always has, which
+    /// [`TarStream::decompression_error`] says of a stream with mfu-rs's mark.
+    pub fn expecting_end(mut self, unended: Option<&str>) -> TarStream {
+        self.unended = unended.map(str::to_owned);
+        self
+    }
+
+    /// What is missing at the end of the file, when it has mfu-rs's layout of frames (known
+    /// at open, or for bzip2 once read: several streams and fewer bytes after them than the
+    /// dbz2 table of as many streams) without its end.
+    fn missing_end(&self) -> Option<String> {
+        if let Some(u) = &self.unended {
+            return Some(u.clone());
+        }
+        let counts = &self.pipe.counts;
+        let streams = counts.streams.load(Ordering::Relaxed);
+        let trailing = counts.trailing.load(Ordering::Relaxed);
+        let table = streams * crate::bz2::format::ENTRY_LEN + crate::bz2::format::FOOTER_LEN;
+        (self.codec == Codec::Bzip2 && streams > 1 && trailing < table).then(|| {
+            format!(
+                "{streams} bzip2 streams and {trailing} bytes after them, not their dbz2 table \
+                 ({table} bytes)"
+            )
         })
     }
 
@@ -377,24 +443,40 @@ impl TarStream {
     /// An archive of mfu-rs ([`super::header::MFU_MARK`]) whose stream ended where an entry
     /// would start, without its end-of-archive blocks, is truncated (cut at a frame boundary
     /// that fell between entries): that is an error too. Other tools' archives may end so
-    /// (GNU tar accepts them).
+    /// (GNU tar accepts them). So is a marked archive whose tar stream is whole in a file of
+    /// mfu-rs's layout of frames cut where its index began ([`TarStream::expecting_end`];
+    /// for bzip2, several streams not followed by their dbz2 table).
     pub fn decompression_error(&mut self) -> Option<io::Error> {
         while self.pull() {
             self.head = self.buf.len();
         }
-        self.failure().or_else(|| {
-            (self.marked && self.unterminated).then(|| {
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "archive is truncated: its tar stream ends at byte {} where an entry \
+        self.failure()
+            .or_else(|| {
+                (self.marked && self.unterminated).then(|| {
+                    io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "archive is truncated: its tar stream ends at byte {} where an entry \
                          would start, missing its end (an mfu-rs archive ends with its index \
                          member and end-of-archive blocks); the entries before the cut were read",
-                        self.next
-                    ),
-                )
+                            self.next
+                        ),
+                    )
+                })
             })
-        })
+            .or_else(|| {
+                // The tar stream is whole but the file was cut where the index of its
+                // frames began: an mfu-rs archive always has one, so something is missing.
+                let what = self.missing_end().filter(|_| self.marked)?;
+                Some(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "archive is truncated: it was cut where its end begins, missing its \
+                         end (seek table / end member / dbz2 table): {what}; the entries \
+                         before the cut were read"
+                    ),
+                ))
+            })
     }
 }
 

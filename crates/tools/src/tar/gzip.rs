@@ -172,6 +172,27 @@ pub fn starts_with_member(fd: BorrowedFd<'_>) -> bool {
         && head[10..16] == [12, 0, b'M', b'F', 8, 0]
 }
 
+/// Where the chain of `--gzip` data members from the start of the gzip file `fd` of `len`
+/// bytes ends (each `MF` subfield gives its member's length; one small read each), when it
+/// ends at or before `len` at a byte that starts no other data member; `None` when a member
+/// runs past the end of the file.
+pub fn members_end(fd: BorrowedFd<'_>, len: u64) -> Option<u64> {
+    let mut at = 0u64;
+    let mut head = [0u8; MEMBER_HEADER];
+    while at + MEMBER_HEADER as u64 <= len {
+        pread_exact(fd, &mut head, at).ok()?;
+        if head[..10] != fixed_header() || head[10..16] != [12, 0, b'M', b'F', 8, 0] {
+            break;
+        }
+        let c_len = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes"));
+        if (c_len as usize) < MEMBER_HEADER + TRAILER {
+            return None;
+        }
+        at += u64::from(c_len);
+    }
+    (at <= len).then_some(at)
+}
+
 /// Decompress the member `raw` (all of its bytes) that must hold `d_len` bytes; gzip's CRC-32
 /// and length are checked, and the member must end exactly where `raw` does.
 pub fn decompress_member(raw: &[u8], d_len: u32) -> Result<Vec<u8>, String> {

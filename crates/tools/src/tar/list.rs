@@ -175,7 +175,11 @@ fn serial(
     if comm.rank() == 0 {
         let mut out = Vec::new();
         let mut width = 19;
-        match archive.reopen().and_then(|f| TarStream::open(codec, f)) {
+        match archive
+            .reopen()
+            .and_then(|f| TarStream::open(codec, f))
+            .map(|s| s.expecting_end(archive.unended()))
+        {
             Err(e) => {
                 o.context
                     .error(format_args!("{}: read: {e}", display(&path)));

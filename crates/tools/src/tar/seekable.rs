@@ -185,6 +185,98 @@ fn pread_exact(fd: BorrowedFd<'_>, buf: &mut [u8], mut at: u64) -> io::Result<()
     Ok(())
 }
 
+/// Where the zstd frame at `at` in the file `fd` of `len` bytes ends, found from its frame
+/// header and its blocks' headers (one small read each, nothing decompressed); `None` when
+/// it does not start with a frame header or runs past the end of the file.
+fn zstd_frame_end(fd: BorrowedFd<'_>, len: u64, at: u64) -> Option<u64> {
+    let mut head = [0u8; 5];
+    if at + 5 > len {
+        return None;
+    }
+    pread_exact(fd, &mut head, at).ok()?;
+    if u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) != ZSTD_MAGIC {
+        return None;
+    }
+    // Frame header descriptor (RFC 8878 3.1.1.1.1): content size flag, single segment,
+    // reserved, checksum, dictionary id flag.
+    let fhd = head[4];
+    if fhd & 0x08 != 0 {
+        return None;
+    }
+    let single = fhd & 0x20 != 0;
+    let fcs = match fhd >> 6 {
+        0 => usize::from(single),
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let dict = [0, 1, 2, 4][usize::from(fhd & 3)];
+    let checksum = if fhd & 0x04 != 0 { 4 } else { 0 };
+    let mut pos = at + 5 + u64::from(!single) + dict + fcs as u64;
+    loop {
+        let mut b = [0u8; 3];
+        if pos + 3 > len {
+            return None;
+        }
+        pread_exact(fd, &mut b, pos).ok()?;
+        let block = u32::from(b[0]) | u32::from(b[1]) << 8 | u32::from(b[2]) << 16;
+        let size = u64::from(block >> 3);
+        pos += 3 + match (block >> 1) & 3 {
+            0 | 2 => size,
+            1 => 1,
+            _ => return None,
+        };
+        if block & 1 == 1 {
+            break;
+        }
+    }
+    pos += checksum;
+    (pos <= len).then_some(pos)
+}
+
+/// What is missing at the end of the zstd file `fd` of `len` bytes without a seek table when
+/// it has the layout of `--zstd` (several frames, then the skippable frame of the seek table)
+/// but the file ends after its last frame or inside the skippable frame that follows: it was
+/// cut where its seek table began. `None` for one frame (any zstd tool's), for frames followed
+/// by a whole skippable frame (a seek table whose footer is damaged), or for a frame that does
+/// not parse (the front-to-back read names it).
+pub fn unended(fd: BorrowedFd<'_>, len: u64) -> Option<String> {
+    let (mut at, mut frames) = (0u64, 0u64);
+    while at < len {
+        let mut magic = [0u8; 8];
+        let n = (len - at).min(8) as usize;
+        pread_exact(fd, &mut magic[..n], at).ok()?;
+        if n >= 4 && u32::from_le_bytes(magic[0..4].try_into().expect("4 bytes")) == ZSTD_MAGIC {
+            at = zstd_frame_end(fd, len, at)?;
+            frames += 1;
+            continue;
+        }
+        // Anything but the start of a skippable frame (magic 0x184D2A5?) after the frames:
+        // not this layout.
+        if n < 4
+            || u32::from_le_bytes(magic[0..4].try_into().expect("4 bytes")) & !0xF
+                != SKIPPABLE_MAGIC & !0xF
+        {
+            return None;
+        }
+        if n == 8 {
+            let size = u64::from(u32::from_le_bytes(magic[4..8].try_into().expect("4 bytes")));
+            if at + 8 + size <= len {
+                // A whole skippable frame: the table is there (and damaged, or not a table).
+                return None;
+            }
+        }
+        // A skippable frame cut short.
+        break;
+    }
+    (frames > 1).then(|| {
+        format!(
+            "{frames} zstd frames and no seek table after them (the file ends at byte {len}, \
+             its last frame at byte {at})"
+        )
+    })
+}
+
 impl SeekTable {
     /// Read the seek table at the end of the file `fd` of `len` bytes. `Ok(None)` when the file
     /// does not end with a seekable footer; an error when it does but the table is damaged.
@@ -433,6 +525,49 @@ mod tests {
     use crate::engine::test_rng::Rng;
     use rustix::fd::AsFd;
     use std::io::{Read, Seek, Write};
+
+    /// The frames of a zstd file are walked by their block headers (raw, RLE and compressed
+    /// blocks, with and without checksums): several frames that end the file, or are followed
+    /// by a skippable frame cut short, are a cut `--zstd` archive; one frame, or frames followed
+    /// by a whole skippable frame, are not.
+    #[test]
+    fn frames_without_their_seek_table_are_found_by_walking_block_headers() {
+        let noise = crate::engine::test_rng::noise(5, 300_000);
+        let zeros = vec![0u8; 300_000];
+        let mut text = Vec::new();
+        for i in 0..20_000 {
+            text.extend_from_slice(format!("line {i}\n").as_bytes());
+        }
+        let mut frames = Vec::new();
+        for (part, checksum) in [(&noise, true), (&zeros, false), (&text, true)] {
+            let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+            e.include_checksum(checksum).unwrap();
+            e.write_all(part).unwrap();
+            frames.push(e.finish().unwrap());
+        }
+        let file = |bytes: &[u8]| {
+            let mut f = tempfile::tempfile().unwrap();
+            f.write_all(bytes).unwrap();
+            f
+        };
+        let all = frames.concat();
+        let f = file(&all);
+        let got = unended(f.as_fd(), all.len() as u64).expect("three frames, no table");
+        assert!(got.starts_with("3 zstd frames"), "{got}");
+        for one in &frames {
+            assert_eq!(unended(file(one).as_fd(), one.len() as u64), None);
+        }
+        let mut skip = SKIPPABLE_MAGIC.to_le_bytes().to_vec();
+        skip.extend_from_slice(&20u32.to_le_bytes());
+        skip.extend_from_slice(&[7u8; 20]);
+        let whole = [all.clone(), skip.clone()].concat();
+        assert_eq!(unended(file(&whole).as_fd(), whole.len() as u64), None);
+        let short = &whole[..whole.len() - 3];
+        assert!(unended(file(short).as_fd(), short.len() as u64).is_some());
+        // A frame cut inside: not this layout's missing end (the decoder names the cut).
+        let inside = &all[..all.len() - 10];
+        assert_eq!(unended(file(inside).as_fd(), inside.len() as u64), None);
+    }
 
     /// Frames of `parts` compressed by [`compress_frame`], then `table` of their sizes.
     fn seekable(parts: &[Vec<u8>], table: fn(&[FrameSizes]) -> Vec<u8>) -> Vec<u8> {

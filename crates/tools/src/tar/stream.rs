@@ -25,6 +25,11 @@ pub struct Archive {
     /// Why the archive's own index of its frames (seek table, gzip end member, dbz2 table)
     /// was set aside, when it was damaged: the archive is then read front to back.
     set_aside: Option<String>,
+    /// What is missing when the file has mfu-rs's layout of frames (`MF` gzip members,
+    /// several zstd frames) but not the end that layout always has (the file was cut where
+    /// its end member or seek table began): the archive is read front to back and, when its
+    /// tar stream has mfu-rs's mark, the run fails naming it.
+    unended: Option<String>,
     cache: Mutex<Vec<(usize, Arc<Vec<u8>>)>>,
     /// Frames decompressed by this process (a frame read twice counts twice).
     pub frames_decoded: AtomicU64,
@@ -102,18 +107,36 @@ impl Archive {
             }
         }
         let codec = Codec::of_magic(&magic[..got]);
+        let mut unended = None;
         let found = match codec {
             None | Some(Codec::Xz) => Ok(None),
-            Some(Codec::Zstd) => SeekTable::read(fd.as_fd(), file_len),
+            Some(Codec::Zstd) => SeekTable::read(fd.as_fd(), file_len).inspect(|t| {
+                if t.is_none() {
+                    unended = super::seekable::unended(fd.as_fd(), file_len);
+                }
+            }),
             Some(Codec::Gzip) => super::gzip::read_index(fd.as_fd(), file_len).and_then(|t| {
-                // mfu-rs's layout without its end member: cut after a member. What the
-                // members hold is read front to back (a tar stream cut short is found there).
+                // mfu-rs's layout without its end member: cut after a member, or damaged.
+                // What the members hold is read front to back (a tar stream cut short is
+                // found there).
                 match t {
-                    None if super::gzip::starts_with_member(fd.as_fd()) => Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "gzip member index: the end member is missing (the file was cut after \
-                         a member)",
-                    )),
+                    None if super::gzip::starts_with_member(fd.as_fd()) => {
+                        match super::gzip::members_end(fd.as_fd(), file_len) {
+                            // The members run to the end of the file, or to a piece of an
+                            // end member: cut where the end member began.
+                            Some(end) if file_len - end < super::gzip::END_MEMBER as u64 => {
+                                unended = Some(format!(
+                                    "the gzip end member is missing (the file ends at byte \
+                                     {file_len}, its members at byte {end})"
+                                ));
+                                Ok(None)
+                            }
+                            _ => Err(io::Error::new(
+                                io::ErrorKind::UnexpectedEof,
+                                "gzip member index: the end member is missing or damaged",
+                            )),
+                        }
+                    }
                     t => Ok(t),
                 }
             }),
@@ -143,6 +166,7 @@ impl Archive {
             table,
             serial,
             set_aside,
+            unended,
             cache: Mutex::new(Vec::new()),
             frames_decoded: AtomicU64::new(0),
             bytes_decoded: AtomicU64::new(0),
@@ -164,6 +188,13 @@ impl Archive {
     /// read front to back, [`Archive::serial`]), if it was.
     pub fn set_aside(&self) -> Option<&str> {
         self.set_aside.as_deref()
+    }
+
+    /// What is missing at the end of a file of mfu-rs's layout of frames without its end
+    /// (cut where its gzip end member or zstd seek table began), if it is: a tar stream with
+    /// mfu-rs's mark in it is then truncated ([`super::compressed::TarStream::expecting_end`]).
+    pub fn unended(&self) -> Option<&str> {
+        self.unended.as_deref()
     }
 
     /// The archive file for a front-to-back read (a duplicate descriptor: the archive is

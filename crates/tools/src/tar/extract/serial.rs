@@ -74,7 +74,11 @@ pub(in super::super) fn run(
             dest: &dest,
             chunk: o.chunksize,
         };
-        match archive.reopen().and_then(|f| TarStream::open(codec, f)) {
+        match archive
+            .reopen()
+            .and_then(|f| TarStream::open(codec, f))
+            .map(|s| s.expecting_end(archive.unended()))
+        {
             Ok(stream) => {
                 let chosen = Chosen {
                     matcher: &matcher,
