@@ -206,7 +206,20 @@ fn session_parent() -> &'static Path {
     use std::os::unix::fs::PermissionsExt;
     static PARENT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     PARENT.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("mfu-tests-ompi.{}", std::process::id()));
+        // `$M` and `$R` are this directory's scripts, used unquoted by the test scripts: its
+        // path must be one shell word (a TMPDIR with a blank would split it).
+        let tmp = std::env::temp_dir();
+        let tmp = if tmp
+            .as_os_str()
+            .as_encoded_bytes()
+            .iter()
+            .any(u8::is_ascii_whitespace)
+        {
+            PathBuf::from("/tmp")
+        } else {
+            tmp
+        };
+        let dir = tmp.join(format!("mfu-tests-ompi.{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -219,19 +232,44 @@ fn session_parent() -> &'static Path {
         )
         .unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // `$M` and `$R`: the binary alone, and under the launcher with 2 ranks. Scripts, so
+        // that a binary whose path holds a blank (a clone under "a b/") is still one word.
+        let bin = shell_quote(&bin());
+        for (name, body) in [
+            ("mfu", format!("exec {bin} \"$@\"\n")),
+            (
+                "mfu-np2",
+                format!(
+                    "exec \"${{0%/*}}/own-session\" {} -np 2 {bin} \"$@\"\n",
+                    shell_quote(Path::new(&launcher()))
+                ),
+            ),
+        ] {
+            let path = dir.join(name);
+            std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
         dir
     })
 }
 
-/// The command words (for a shell, split at spaces) that run mfu-rs under the launcher with
-/// 2 ranks, each launch with a session directory of its own: `shell`'s `$R`.
-pub fn shell_launcher() -> String {
+/// `path` as one word of a POSIX shell: in single quotes, each `'` written `'\''`.
+pub fn shell_quote(path: &Path) -> String {
     format!(
-        "{} {} -np 2 {}",
-        session_parent().join("own-session").display(),
-        launcher(),
-        bin().display()
+        "'{}'",
+        path.as_os_str().to_string_lossy().replace('\'', "'\\''")
     )
+}
+
+/// A script (one shell word) that runs the mfu-rs binary: `shell`'s `$M`.
+pub fn shell_binary() -> PathBuf {
+    session_parent().join("mfu")
+}
+
+/// A script (one shell word) that runs mfu-rs under the launcher with 2 ranks, each launch
+/// with a session directory of its own: `shell`'s `$R`.
+pub fn shell_launcher() -> String {
+    session_parent().join("mfu-np2").display().to_string()
 }
 
 /// The MPI launcher the tests start ranks with: `mpirun` (Open MPI, the system's default), or
@@ -273,7 +311,7 @@ pub fn listing(root: &Path) -> std::collections::BTreeSet<Vec<u8>> {
 pub fn shell(script: &str, code: i32) -> Output {
     let mut cmd = Command::new("sh");
     mpi_env(&mut cmd)
-        .env("M", bin())
+        .env("M", shell_binary())
         .env("R", shell_launcher())
         .args(["-c", &format!("set -e; {script}")]);
     expect_status(&mut cmd, code)

@@ -1,7 +1,7 @@
 //! Tools composed through pipes: `walk -o - | find -i - ... -o - | rm -i -`, the purge of the
 //! issue, with one process and with 2 ranks on each side of every pipe.
 
-use mfu_tests::{bin, expect_status, mpi_env, shell_launcher, Tool};
+use mfu_tests::{expect_status, mpi_env, shell_binary, shell_launcher, Tool};
 use rustix::fs::{utimensat, AtFlags, Timespec, Timestamps, CWD};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 fn shell(script: &str, code: i32) -> Output {
     let mut cmd = Command::new("bash");
     mpi_env(&mut cmd)
-        .env("M", bin())
+        .env("M", shell_binary())
         .env("R", shell_launcher())
         .args(["-c", &format!("set -eo pipefail; {script}")]);
     expect_status(&mut cmd, code)

@@ -180,7 +180,7 @@ fn a_terminal_session_has_a_prompt_history_and_a_confirmation() {
     let status = dir.path().join("status");
     let shell_line = format!(
         "{} sh '{}'; echo $? > '{}'",
-        mfu_tests::bin().display(),
+        mfu_tests::shell_quote(&mfu_tests::bin()),
         root.display(),
         status.display()
     );

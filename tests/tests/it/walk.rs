@@ -430,8 +430,7 @@ fn summary_counts_and_histograms() {
 #[test]
 fn lists_pass_through_stdin_and_stdout_unchanged() {
     let tmp = tempfile::tempdir().unwrap();
-    let v = vector("tree.mfu");
-    let v = v.display();
+    let v = mfu_tests::shell_quote(&vector("tree.mfu"));
     let original = std::fs::read(vector("tree.mfu")).unwrap();
     // v4 in on stdin, v4 out on stdout: the same bytes, with one process and with 2 ranks on
     // either side; the summary goes to stderr, so stdout is the list alone.
