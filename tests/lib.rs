@@ -11,19 +11,22 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
 pub mod tree;
-/// The workspace root.
+/// The workspace root: `MFU_TESTS_ROOT` when set (`cargo xtask private-clone` runs the built
+/// tests against a copy of the checkout elsewhere), else the checkout these tests were built in.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ is in the workspace")
-        .to_path_buf()
+    std::env::var_os("MFU_TESTS_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .expect("tests/ is in the workspace")
+                .to_path_buf()
+        })
 }
 
 /// A vector file in `tests/vectors/` (written by mpiFileUtils), e.g. `vector("tree.mfu")`.
 pub fn vector(name: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("vectors")
-        .join(name);
+    let p = root().join("tests/vectors").join(name);
     assert!(
         p.is_file(),
         "{} is missing: the interop vectors live in tests/vectors",

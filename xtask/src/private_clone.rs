@@ -4,8 +4,12 @@
 //! not enter the test's working directory (mpirun gives up) nor run the binary from the clone.
 //!
 //! The copy holds the checkout's tracked files as they are in the work tree (uncommitted
-//! changes included) and the two mfu-rs binaries (hard links); it builds with the checkout's own
-//! target directory, so only the workspace's crates are compiled again.
+//! changes included), the two mfu-rs binaries and the built test binary (hard links, or
+//! copies across file systems). The test binary runs there with `MFU_TESTS_ROOT` naming the
+//! copy, so that every path a test takes (vectors, binaries, its working directory) is the
+//! copy's. Nothing is compiled again: building the copy into the checkout's target directory
+//! would leave a test binary of the copy's paths where the checkout's next `cargo test` takes
+//! it for its own (cargo keys workspace crates by their path relative to the workspace).
 
 use crate::{cargo, mpi_env, run, tempfile_dir};
 use anyhow::{Context, Result};
@@ -25,11 +29,10 @@ pub fn check(root: &Path) -> Result<()> {
     let debug = clone.join("target/debug");
     std::fs::create_dir_all(&debug)?;
     for exe in ["mfu-rs", "mfu-rs-mpi"] {
-        let from = root.join("target/debug").join(exe);
-        std::fs::hard_link(&from, debug.join(exe))
-            .or_else(|_| std::fs::copy(&from, debug.join(exe)).map(drop))
-            .with_context(|| format!("place {}", from.display()))?;
+        place(&root.join("target/debug").join(exe), &debug.join(exe))?;
     }
+    let it = debug.join("it-tests");
+    place(&test_binary(root)?, &it)?;
     let tests = tests_that_switch_user(&clone.join("tests/tests/it"))?;
     anyhow::ensure!(
         !tests.is_empty(),
@@ -40,18 +43,52 @@ pub fn check(root: &Path) -> Result<()> {
         tests.len(),
         clone.display()
     );
-    let mut cmd = cargo();
+    // As cargo runs it: in the package's directory.
+    let mut cmd = Command::new(&it);
     mpi_env(&mut cmd)
-        .current_dir(&clone)
-        .env("CARGO_TARGET_DIR", root.join("target"))
+        .current_dir(clone.join("tests"))
+        .env("MFU_TESTS_ROOT", &clone)
         .env("MFU_RS_BIN", debug.join("mfu-rs"))
-        .args(["test", "-p", "mfu-tests", "--test", "it", "--", "--exact"])
+        .env("MFU_RS_NOMPI_BIN", root.join("target/nompi/debug/mfu-rs"))
+        .arg("--exact")
         .args(&tests);
     let result = run(&mut cmd);
     if result.is_ok() {
         let _ = std::fs::remove_dir_all(&dir);
     }
     result
+}
+
+/// Put the file `from` at `to`: a hard link, or a copy (with its mode) across file systems.
+fn place(from: &Path, to: &Path) -> Result<()> {
+    std::fs::hard_link(from, to)
+        .or_else(|_| std::fs::copy(from, to).map(drop))
+        .with_context(|| format!("place {} at {}", from.display(), to.display()))
+}
+
+/// The end-to-end test binary (`tests/tests/it`) of `root`'s debug build, built if it is not.
+fn test_binary(root: &Path) -> Result<PathBuf> {
+    let out = cargo()
+        .current_dir(root)
+        .args([
+            "test",
+            "-p",
+            "mfu-tests",
+            "--test",
+            "it",
+            "--no-run",
+            "--message-format=json",
+        ])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("cargo test --no-run")?;
+    anyhow::ensure!(out.status.success(), "cargo test --no-run failed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["target"]["name"] == "it")
+        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
+        .context("cargo test --no-run named no executable for the test target `it`")
 }
 
 /// Copy every file git tracks in `root`, as the work tree has it, to `to`.
