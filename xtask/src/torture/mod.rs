@@ -44,10 +44,14 @@ pub const OPEN_DEFECTS: &[&str] = &[
     "truncated-archive",
 ];
 
+/// The first seed of the bounded run of `cargo xtask test` (the issue that asked for the net).
+const BOUNDED_SEED: u64 = 31_000;
+
 /// The file systems a run can use.
 const FILE_SYSTEMS: &[&str] = &["tmpfs", "ext4", "xfs", "btrfs"];
 
 /// What a run is asked.
+#[derive(Clone)]
 struct Opts {
     minutes: f64,
     seed: u64,
@@ -170,12 +174,11 @@ pub fn run(args: &[String]) -> Result<()> {
 /// The bounded run of `cargo xtask test`: about 2 minutes in all, on tmpfs and on the
 /// loop-mounted file systems that can be made here, the classes with open defects left out.
 pub fn bounded(bin: &Path) -> Result<()> {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_secs());
+    // The same seeds every run, so that CI is reproducible and a red run is a change's doing,
+    // never a rarer seed's: new seeds are for `cargo xtask torture` (the clock's, or --seed).
     let o = Opts {
         minutes: 2.0,
-        seed,
+        seed: BOUNDED_SEED,
         fs: FILE_SYSTEMS.iter().map(|s| s.to_string()).collect(),
         skip: OPEN_DEFECTS.iter().map(|s| s.to_string()).collect(),
         only: vec![],
@@ -185,10 +188,15 @@ pub fn bounded(bin: &Path) -> Result<()> {
         verbose: false,
     };
     let mut failed = 0;
-    // Half the time on tmpfs, the rest shared by the disk file systems.
+    // About half the time on tmpfs, the rest shared by the disk file systems (about 2 minutes
+    // here): a count of iterations, not a time, so that each run draws the same scenarios.
     for fs in &o.fs {
-        let t = if fs == "tmpfs" { 60.0 } else { 20.0 };
-        failed += on_fs(bin, fs, Duration::from_secs_f64(t), &o)?;
+        let n = if fs == "tmpfs" { 300 } else { 100 };
+        let o = Opts {
+            iterations: Some(n),
+            ..o.clone()
+        };
+        failed += on_fs(bin, fs, Duration::from_secs(600), &o)?;
     }
     if failed > 0 {
         bail!("torture: {failed} iterations failed (seeds and replay commands above)");
