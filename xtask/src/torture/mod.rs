@@ -342,11 +342,15 @@ fn on_fs(bin: &Path, fs: &str, time: Duration, o: &Opts) -> Result<u64> {
     let start = Instant::now();
     let (mut done, mut failed) = (0u64, 0u64);
     let mut per_class: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
+    // A count of iterations, when asked for, is what bounds the run (the time then is not).
+    let bound = match o.iterations {
+        Some(n) => format!("{n} iterations"),
+        None => format!("{:.1} min", time.as_secs_f64() / 60.0),
+    };
     eprintln!(
-        "torture: {fs} at {}: seed {} for {:.1} min, classes {}",
+        "torture: {fs} at {}: seed {} for {bound}, classes {}",
         m.dir.display(),
         o.seed,
-        time.as_secs_f64() / 60.0,
         classes.join(",")
     );
     loop {
