@@ -193,6 +193,17 @@ pub struct Cmp {
     pub extra_ok: bool,
 }
 
+impl Cmp {
+    /// Everything compared, nothing extra allowed: a tree that must not have changed.
+    pub const EXACT: Cmp = Cmp {
+        mtime: true,
+        mode: true,
+        links: true,
+        xattrs: true,
+        extra_ok: false,
+    };
+}
+
 /// The differences between `want` and `got`, one printable line each (empty when equal).
 pub fn diff(want: &Snap, got: &Snap, cmp: Cmp) -> Vec<String> {
     let mut out = Vec::new();
@@ -367,13 +378,7 @@ mod tests {
     }
 
     fn all() -> Cmp {
-        Cmp {
-            mtime: true,
-            mode: true,
-            links: true,
-            xattrs: true,
-            extra_ok: false,
-        }
+        Cmp::EXACT
     }
 
     fn copy_times(from: &Path, to: &Path) {

@@ -529,20 +529,8 @@ fn copy(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
         &format!("after {step}"),
         oracle::forged(&s0, &versions, &got, map),
     );
-    if oracle::snapshot(&src)?.len() != s0.len()
-        || !oracle::diff(
-            &s0,
-            &oracle::snapshot(&src)?,
-            Cmp {
-                mtime: true,
-                mode: true,
-                links: true,
-                xattrs: true,
-                extra_ok: false,
-            },
-        )
-        .is_empty()
-    {
+    let now = oracle::snapshot(&src)?;
+    if now.len() != s0.len() || !oracle::diff(&s0, &now, Cmp::EXACT).is_empty() {
         c.find(class, format!("{step} changed SRC"));
     }
     c.sentinel_check(sent, &step)?;
@@ -1017,19 +1005,7 @@ fn tar(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
     let out = c.run(&create);
     let step = create.line();
     c.sentinel_check(sent, &step)?;
-    if !oracle::diff(
-        &s0,
-        &oracle::snapshot(&src)?,
-        Cmp {
-            mtime: true,
-            mode: true,
-            links: true,
-            xattrs: true,
-            extra_ok: false,
-        },
-    )
-    .is_empty()
-    {
+    if !oracle::diff(&s0, &oracle::snapshot(&src)?, Cmp::EXACT).is_empty() {
         c.find(class, format!("{step} changed SRC"));
     }
     if !out.ok() {
