@@ -37,11 +37,6 @@ pub const OPEN_DEFECTS: &[&str] = &[
     // about 3% of this class's iterations, cp and tar -c alike). Long runs keep it; the
     // bounded run leaves it out so that a timing accident never fails CI.
     "changed-while-read",
-    // Item 10: mfu-rs's own `--zstd` archive of ONE frame (the default -k) cut where its seek
-    // table begins extracts with exit 0: it is then byte for byte `zstd` of a plain mfu-rs
-    // archive (the frame header is the zstd CLI's), so only a writer change can tell them
-    // apart. Several frames, -z and -j cut there are exit 1 now.
-    "truncated-archive",
 ];
 
 /// The first seed of the bounded run of `cargo xtask test` (the issue that asked for the net).

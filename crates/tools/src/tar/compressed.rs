@@ -8,7 +8,7 @@
 //! are held, whatever the size of the archive. Concatenated gzip members (pigz, BGZF), bzip2
 //! streams (pbzip2, lbzip2) and xz streams read as one stream, as `gzip -dc` reads them.
 
-use super::header::{decode_entry, Decoded, HeaderError};
+use super::header::{decode_entry, Decoded, HeaderError, BLOCK};
 use std::io::{self, BufRead, Read};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -255,6 +255,8 @@ pub struct TarStream {
     marked: bool,
     /// The tar stream ended where an entry would start, without end-of-archive blocks.
     unterminated: bool,
+    /// The tar stream ended one block after an end-of-archive block, without the second.
+    lone_end: bool,
     /// The compression format, to tell its layout's missing end.
     codec: Codec,
     /// The file has mfu-rs's layout of frames without its end (found by
@@ -275,6 +277,7 @@ impl TarStream {
             next: 0,
             marked: false,
             unterminated: false,
+            lone_end: false,
             codec,
             unended: None,
         })
@@ -407,6 +410,11 @@ impl TarStream {
             return Ok(None);
         }
         let decoded = decode_entry(&mut |off, len| self.read_at(off, len), pos)?;
+        if decoded.is_none() && self.marked {
+            // mfu-rs ends its archives with two zero blocks: one alone was cut after it.
+            let second = self.read_at(pos + BLOCK, BLOCK as usize);
+            self.lone_end = second.is_ok_and(|b| b.len() < BLOCK as usize);
+        }
         if let Some(d) = &decoded {
             self.next = d.next;
             // The data starts at d.data: nothing before it is needed again.
@@ -451,6 +459,19 @@ impl TarStream {
             self.head = self.buf.len();
         }
         self.failure()
+            .or_else(|| {
+                (self.marked && self.lone_end).then(|| {
+                    io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "archive is truncated: its tar stream ends one block after byte {}, \
+                             missing the second of its end-of-archive blocks (an mfu-rs archive \
+                             ends with two); the entries before the cut were read",
+                            self.next
+                        ),
+                    )
+                })
+            })
             .or_else(|| {
                 (self.marked && self.unterminated).then(|| {
                     io::Error::new(

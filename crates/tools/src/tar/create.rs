@@ -844,7 +844,7 @@ pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Rep
         hashing: Hashing::new(false, o.manifest.as_ref().map(|m| m.kind)),
         names: walked.map.clone(),
     };
-    let segs = cut(comm, o, &setup.archive, laid);
+    let segs = cut(comm, o, &setup.archive, plan.stream_len, laid);
     // The archive is written under a temporary name beside it and renamed over ARCHIVE only
     // once complete: a create that fails or is interrupted leaves nothing that looks like an
     // archive.
@@ -1105,7 +1105,13 @@ fn plan(
 /// Cut this rank's laid-out entries into the segments the writers take ([`segments`]). On
 /// Lustre, a plain archive's writes align to its stripes (the chunk size made a multiple of
 /// the stripe size), so no two ranks write one stripe. Collective.
-fn cut(comm: &dyn Comm, o: &Options, archive: &[u8], laid: Vec<Laid>) -> Vec<Segment> {
+fn cut(
+    comm: &dyn Comm,
+    o: &Options,
+    archive: &[u8],
+    stream_len: u64,
+    laid: Vec<Laid>,
+) -> Vec<Segment> {
     let on_lustre = comm.any(
         o.lustre
             .is_lustre(flist::path::as_path(flist::path::parent(archive)))
@@ -1119,7 +1125,7 @@ fn cut(comm: &dyn Comm, o: &Options, archive: &[u8], laid: Vec<Laid>) -> Vec<Seg
     };
     match stripe {
         // Compressed, big files' chunks end where frames do.
-        None if o.codec().is_some() => segments(laid, framed::frame_size(o)),
+        None if o.codec().is_some() => segments(laid, framed::frame_size(o.chunksize, stream_len)),
         None => segments(laid, o.chunksize),
         Some(s) => {
             let segs = segments(laid, o.chunksize.next_multiple_of(s));

@@ -612,7 +612,15 @@ pub fn walk(
         {
             Ok(Some(d)) => d,
             Ok(None) => {
-                stop(&mut out, &w, at, None);
+                // mfu-rs ends its archives with two zero blocks: one alone was cut after it.
+                let damage = (marked && at + 2 * BLOCK > len).then(|| {
+                    format!(
+                        "archive is truncated: it ends at byte {len}, one block after an \
+                         end-of-archive block, missing the second (an mfu-rs archive ends with \
+                         two); the entries before the cut were read"
+                    )
+                });
+                stop(&mut out, &w, at, damage);
                 return out;
             }
             Err(e @ header::HeaderError::Truncated { .. }) => {

@@ -32,9 +32,22 @@ use steal::{Comm, CommExt};
 /// bzip2's block size level for `-j` (900 kB blocks, bzip2's default).
 const BZIP2_LEVEL: u32 = 9;
 
-/// The uncompressed bytes of one frame for these options: the chunk size on whole tar blocks.
-pub(super) fn frame_size(o: &Options) -> u64 {
-    o.chunksize.next_multiple_of(BLOCK)
+/// The uncompressed bytes of one frame of a tar stream of `stream_len` bytes cut by `chunk`
+/// (`-k`, bytes): the chunk size on whole tar blocks, or half the stream (on whole blocks) when the stream fits one frame.
+///
+/// An archive is never one frame: one frame of a marked tar stream without what follows it
+/// (the seek table, the dbz2 table) is byte for byte another tool's compression of an mfu-rs
+/// plain archive, so an archive cut where its index of frames begins could not be told from
+/// one. With two frames or more that cut is named truncated ([`super::super::seekable::unended`]),
+/// and a cut between the two leaves a tar stream without its end blocks (the second frame
+/// holds at least both: the stream is at least four blocks, the index member and the end).
+pub(super) fn frame_size(chunk: u64, stream_len: u64) -> u64 {
+    let frame = chunk.next_multiple_of(BLOCK);
+    if stream_len <= frame {
+        (stream_len / 2).next_multiple_of(BLOCK).max(BLOCK)
+    } else {
+        frame
+    }
 }
 
 /// Frames `[first, end)` that `rank` of `size` compresses, of `n`.
@@ -310,7 +323,7 @@ pub(super) fn write(
     codec: Codec,
 ) -> Result<Written, Error> {
     let rank0 = comm.rank() == 0;
-    let frame = frame_size(o);
+    let frame = frame_size(o.chunksize, plan.stream_len);
     let n = plan.stream_len.div_ceil(frame);
     if codec == Codec::Zstd && !seekable::table_fits(n) {
         return Err(Error::new(format!(
@@ -509,6 +522,27 @@ fn place(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every stream is cut into at least two frames of whole blocks: one that fits a chunk
+    /// into two, the second holding both end-of-archive blocks; a longer one into frames of
+    /// the chunk size (its last may hold one block: readers name a lone end block).
+    #[test]
+    fn a_stream_is_never_one_frame() {
+        for blocks in [4u64, 5, 6, 7, 100, 2047, 2048, 2049, 10_000] {
+            let len = blocks * BLOCK;
+            let frame = frame_size(1 << 20, len);
+            assert_eq!(frame % BLOCK, 0, "{blocks} blocks");
+            let n = len.div_ceil(frame);
+            assert!(n >= 2, "{blocks} blocks: {n} frames");
+            if len > 1 << 20 {
+                assert_eq!(frame, 1 << 20, "{blocks} blocks");
+            } else {
+                // Halved: the second frame holds both end blocks.
+                assert_eq!(n, 2, "{blocks} blocks");
+                assert!(len - frame >= 2 * BLOCK, "{blocks} blocks");
+            }
+        }
+    }
 
     #[test]
     fn frames_are_shared_by_count_and_every_frame_has_one_rank() {
