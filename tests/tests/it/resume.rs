@@ -457,6 +457,68 @@ fn a_source_rewritten_with_size_and_mtime_kept_is_not_resumed() {
     }
 }
 
+/// A copy killed with a journal, then the source replaced by a file too small to keep one
+/// (below the journal threshold; one chunk, and several): a rerun of cp, and a sync, copy it
+/// and remove the journal the killed run left, which named the same source path. Before, the
+/// rerun left `.big.mfu-partial` in DEST for good (`cargo xtask torture` seed 1796521575,
+/// issue 31). A journal of another source path is not touched.
+#[test]
+fn a_journal_left_beside_a_file_that_became_small_is_removed_by_the_rerun() {
+    let tmp = shm_dir();
+    let t = tmp.path();
+    let (src, dst) = (t.join("src"), t.join("dst"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::create_dir_all(&dst).unwrap();
+    // 4 KiB: one chunk; 3 MiB: three chunks of 1 MiB, still below the 8 MiB threshold.
+    for (round, (rerun, small)) in [
+        ("cp", 4096u64),
+        ("cp", 3 * MIB),
+        ("sync", 4096),
+        ("sync", 3 * MIB),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let ctx = format!("{rerun} of {small} bytes");
+        let (s, d) = (src.join("big"), dst.join("big"));
+        let _ = std::fs::remove_file(&d);
+        make_file(&s, SMALL, 30 + round as u64);
+        let tool = Tool::new("cp").ranks(2).env(KNOB.0, KNOB.1);
+        cp_killed_after(tool, &s, &d, SMALL_CHUNK, 2);
+        std::fs::remove_file(&s).unwrap();
+        let bytes: Vec<u8> = (0..small).map(|i| (i * 7 + round as u64) as u8).collect();
+        std::fs::write(&s, &bytes).unwrap();
+        let tool = match rerun {
+            "cp" => small_tool("cp", &["-p".as_ref(), s.as_os_str(), d.as_os_str()]),
+            _ => small_tool("sync", &[src.as_os_str(), dst.as_os_str()]),
+        };
+        tool.run().assert_status(0);
+        assert_eq!(std::fs::read(&d).unwrap(), bytes, "{ctx}");
+        assert!(!journal_of(&d).exists(), "{ctx}: the journal is left");
+        let names: Vec<_> = std::fs::read_dir(&dst)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["big"], "{ctx}");
+    }
+    // A journal under the name whose recorded source is another path stays.
+    let (s, d) = (src.join("big"), dst.join("big"));
+    std::fs::remove_file(&d).unwrap();
+    make_file(&s, SMALL, 40);
+    let tool = Tool::new("cp").ranks(2).env(KNOB.0, KNOB.1);
+    cp_killed_after(tool, &s, &d, SMALL_CHUNK, 2);
+    let other = src.join("other");
+    std::fs::write(&other, b"small").unwrap();
+    small_tool("cp", &[other.as_os_str(), d.as_os_str()])
+        .run()
+        .assert_status(0);
+    assert!(
+        journal_of(&d).exists(),
+        "the journal of {} was removed",
+        s.display()
+    );
+}
+
 /// Issue 31, item 1: a source tree holding `big` and a file named like its journal,
 /// `.big.mfu-partial` (here a real journal of a copy of `big`, as a tree copied with its
 /// journals has). The user's file is copied intact, by an interrupted copy and its rerun, by

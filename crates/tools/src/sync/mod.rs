@@ -257,6 +257,11 @@ struct Decisions {
     /// name: rewriting in place would change every other name of the inode (an older
     /// `--link-dest` snapshot). Part of an update, not counted as deleted.
     unlink_first: FileList,
+    /// Journals an interrupted copy left beside files of `unlink_first` (destination path,
+    /// source path): removed with them when they are journals of that source, since a file
+    /// copied whole as a new inode is no longer the partial file they describe (the engine
+    /// only sees to the journals of files big enough to keep one).
+    stale_journals: Vec<(Vec<u8>, Vec<u8>)>,
     /// Type conflicts left alone (without `--delete`); nothing beneath them is synced.
     conflicts: Vec<Conflict>,
     actions: Actions,
@@ -541,6 +546,18 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     for e in removed.iter().chain(&unlinked) {
         context.error(e);
     }
+    let mut journal_errors = 0u64;
+    for (dst, src) in &d.stale_journals {
+        let jpath = journal::path_of(dst);
+        let gone = paths
+            .roots
+            .at(&jpath)
+            .and_then(|j| journal::remove(&j, src));
+        if let Err(e) = gone {
+            context.error(flist::ItemError::new(&jpath, "remove journal", e));
+            journal_errors += 1;
+        }
+    }
     if context.verbose && rank0 {
         let secs = paths.started.elapsed().as_secs_f64();
         context.info(format!("Planned in {secs:.3} s\n"));
@@ -574,7 +591,7 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
         &io,
         "run `mfu-rs sync SRC DEST` to finish it",
     );
-    let remove_errors = comm.sum((removed.len() + unlinked.len()) as u64);
+    let remove_errors = comm.sum((removed.len() + unlinked.len()) as u64 + journal_errors);
     report.failed = copied.total_errors + remove_errors;
     report.skipped = copied.skipped;
     report.interrupted = copied.interrupted || comm.any(interrupted);
@@ -782,6 +799,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     };
     let mut conflicts = Vec::new();
     let mut unlink_first = FileList::new(Detail::Stat);
+    let mut stale_journals = Vec::new();
     let first_of: HashMap<&[u8], &[u8]> = inp
         .firsts
         .iter()
@@ -1017,6 +1035,9 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
                             // inode (a --link-dest backup, say), including links made since
                             // the walk.
                             unlink_first.push(inp.dest.path(i), FileType::File, Some(d));
+                            if has_journal(inp.dest_roots, inp.map, &dst_path) {
+                                stale_journals.push((dst_path.clone(), e.path.to_vec()));
+                            }
                         }
                         let linked = create(&mut plan, &mut bytes, &mut create_from);
                         actions.push(verb(linked, true), &dst_path);
@@ -1073,6 +1094,7 @@ fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
         create_from,
         delete,
         unlink_first,
+        stale_journals,
         conflicts,
         actions,
         bytes,

@@ -575,6 +575,11 @@ pub fn flush() {
     }
 }
 
+/// Whether `journal` is a journal (any version) of the source `path`.
+pub fn is_of(journal: &At, path: &[u8]) -> io::Result<bool> {
+    Ok(read(journal, false)?.is_some_and(|j| j.header.path == path))
+}
+
 /// Remove the journal `journal` if it is one of a copy of `path` (a file's data is complete,
 /// or it is copied again whole). Nothing there is not an error.
 pub fn remove(journal: &At, path: &[u8]) -> io::Result<()> {

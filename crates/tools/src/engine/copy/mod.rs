@@ -812,19 +812,22 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
                     let a = cx.reach.dst(&dst)?;
                     let id = reach::id_of(&src);
                     let source: (&[u8], striping::SourceId<'_>) = (&c.path[..], &|| Ok(id));
-                    let fd = cx
-                        .stripes
-                        .create(
-                            &a,
-                            &dst,
-                            c.file_size,
-                            cs,
-                            OFlags::empty(),
-                            0o600,
-                            false,
-                            source,
-                        )?
-                        .fd;
+                    let made = cx.stripes.create(
+                        &a,
+                        &dst,
+                        c.file_size,
+                        cs,
+                        OFlags::empty(),
+                        0o600,
+                        false,
+                        source,
+                    )?;
+                    if journals && !made.fresh && c.file_size < journal::min_bytes() {
+                        if let Err(e) = resume::drop_stale(map, cx.reach, &dst, &c.path) {
+                            tally.fail(e);
+                        }
+                    }
+                    let fd = made.fd;
                     // Sparse copies skip holes, so the size must be set here. Dense copies let the
                     // chunks extend the file: filling a pre-sized file is slower on ext4 (its
                     // unwritten extents are converted piece by piece).
@@ -1266,6 +1269,11 @@ impl Worker<'_> {
                         fresh = true;
                     } else {
                         bufs.dirs.existing = true;
+                        if self.journals_on && c.file_size < journal::min_bytes() {
+                            if let Err(e) = resume::drop_stale(self.map, self.reach, dst, &c.path) {
+                                self.tally.fail(e);
+                            }
+                        }
                     }
                     f.fd
                 })

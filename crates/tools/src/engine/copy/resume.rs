@@ -237,6 +237,27 @@ pub(super) fn start(journal: &flist::at::At, c: &Chunk, fd: &OwnedFd, cs: u64) {
     let _ = journal::write(journal, &header, &[]);
 }
 
+/// An existing destination `dst` was reused (truncated) for `src`, a file too small to keep
+/// a journal: a journal an earlier run left beside it for the same source path (a run killed
+/// while `src` was a huge file, since replaced by a small one) goes, unless its name is the
+/// user's. Files that may keep a journal are seen to by [`prepare`]. Costs one failed open
+/// per reused destination when there is none.
+pub(super) fn drop_stale(
+    map: &super::Mapping,
+    reach: &super::reach::Reach,
+    dst: &[u8],
+    src: &[u8],
+) -> Result<(), ItemError> {
+    let jpath = journal::path_of(dst);
+    let removed = reach.dst(&jpath).and_then(|j| {
+        if !journal::is_of(&j, src)? || users_name_in(map, reach, dst) {
+            return Ok(());
+        }
+        journal::remove(&j, src)
+    });
+    removed.map_err(|e| ItemError::new(&jpath, "remove journal", e))
+}
+
 /// Drop this rank's chunks of resumed files that are done (counted as landed in `pending`)
 /// and narrow those partly done to what is missing. Returns the bytes not copied.
 pub(super) fn skip_done(
