@@ -58,8 +58,22 @@ pub fn swap(path: &Path, how: Swap, sentinel: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A thread rewriting a file in place (same size, whole new versions, sometimes with its
-/// mtime restored) until stopped; it records every version it wrote.
+/// How each version a [`Writer`] writes ends.
+#[derive(Clone, Copy, Debug)]
+pub enum Ending {
+    /// Its mtime set to now, as a copy tool's last step.
+    Now,
+    /// Its mtime set back to the file's first (`cp -p`, `rsync`, `tar -x`): only the ctime
+    /// moves.
+    KeepMtime,
+    /// Nothing after the write: the kernel stamped the times when the write began, so a tool
+    /// that listed and read the file while it was under way sees the times it listed (only
+    /// a read again after a moment shows the change).
+    Untouched,
+}
+
+/// A thread rewriting a file in place (same size, whole new versions, each ended as
+/// [`Ending`] says) until stopped; it records every version it wrote.
 pub struct Writer {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -69,7 +83,7 @@ pub struct Writer {
 impl Writer {
     /// Start rewriting `path` in place, in turn with each of `versions` (same size, made
     /// beforehand so that a version is written in one go), pausing `pause_ms` between them.
-    pub fn start(versions: Vec<Vec<u8>>, path: PathBuf, pause_ms: u64, keep_mtime: bool) -> Writer {
+    pub fn start(versions: Vec<Vec<u8>>, path: PathBuf, pause_ms: u64, ending: Ending) -> Writer {
         let stop = Arc::new(AtomicBool::new(false));
         let digests = Arc::new(Mutex::new(Vec::new()));
         let (s, v) = (stop.clone(), digests.clone());
@@ -90,15 +104,15 @@ impl Writer {
                     return;
                 };
                 let _ = f.write_all_at(data, 0);
-                // Each version ends with its times set, as cp -p, rsync and tar -x end a file:
-                // the kernel stamps the ctime when a write begins, so a write still going on
-                // when a tool lists the file would leave no trace a tool can see (GNU tar has
-                // the same blind spot); a version that ends with a time change can be seen.
-                let _ = f.set_modified(if keep_mtime {
-                    mtime_of(&m)
-                } else {
-                    SystemTime::now()
-                });
+                match ending {
+                    Ending::Now => {
+                        let _ = f.set_modified(SystemTime::now());
+                    }
+                    Ending::KeepMtime => {
+                        let _ = f.set_modified(mtime_of(&m));
+                    }
+                    Ending::Untouched => {}
+                }
                 drop(f);
                 i += 1;
                 std::thread::sleep(Duration::from_millis(pause_ms));

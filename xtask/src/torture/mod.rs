@@ -11,8 +11,8 @@
 //! source's size and mtime without a version of its bytes, and a rerun after an interruption
 //! converges. A failed iteration prints its seed and a one-line replay command.
 //!
-//! Known-defect classes can be left out (`--skip changed-while-read`): the bounded run of
-//! `cargo xtask test` ([`bounded`]) skips those still open ([`OPEN_DEFECTS`]).
+//! Known-defect classes can be left out (`--skip CLASS`): the bounded run of `cargo xtask
+//! test` ([`bounded`]) skips those still open ([`OPEN_DEFECTS`], none today).
 
 mod interfere;
 mod ops;
@@ -29,15 +29,7 @@ use std::time::{Duration, Instant};
 
 /// Classes that find defects still open on main (issue 31), left out of the bounded run of
 /// `cargo xtask test` until their fixes land; remove a class here in the change that fixes it.
-pub const OPEN_DEFECTS: &[&str] = &[
-    // Item 9 is fixed (size, mtime and ctime compared after each file is read), but what the
-    // class can still catch is beyond any timestamp: the kernel stamps a file's ctime when a
-    // write begins, so a version being written when a tool lists the file and read torn before
-    // the writer's last stamp leaves nothing a tool can see (GNU tar has the same blind spot;
-    // about 3% of this class's iterations, cp and tar -c alike). Long runs keep it; the
-    // bounded run leaves it out so that a timing accident never fails CI.
-    "changed-while-read",
-];
+pub const OPEN_DEFECTS: &[&str] = &[];
 
 /// The first seed of the bounded run of `cargo xtask test` (the issue that asked for the net).
 const BOUNDED_SEED: u64 = 31_000;

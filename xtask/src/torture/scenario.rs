@@ -1,7 +1,7 @@
 //! The scenarios of an iteration: a random operation with random options on the random tree,
 //! random interference, and the oracle's checks after each step.
 
-use super::interfere::{self, Swap, Writer};
+use super::interfere::{self, Ending, Swap, Writer};
 use super::ops::{arg, into, Invocation, Kill, Launch, Outcome};
 use super::oracle::{self, join, show, Cmp, Kind, Snap, Versions};
 use super::replay::Finding;
@@ -786,7 +786,11 @@ fn changed_while_read(c: &mut Ctx, sent: &Snap) -> Result<()> {
     oracle::add_versions(&mut versions, &s0);
     let which = c.rng.below(3);
     let launch = Launch::random(&mut c.rng, c.mpi);
-    let keep_mtime = c.rng.chance(50);
+    let ending = match c.rng.below(3) {
+        0 => Ending::Now,
+        1 => Ending::KeepMtime,
+        _ => Ending::Untouched,
+    };
     let pause = c.rng.between(0, 3);
     let delay = c.rng.between(0, 5);
     let mut o = CopyOpts::random(&mut c.rng, which == 1);
@@ -822,12 +826,12 @@ fn changed_while_read(c: &mut Ctx, sent: &Snap) -> Result<()> {
     let new: Vec<Vec<u8>> = (0..2)
         .map(|_| tree::content(&mut c.rng, size as usize))
         .collect();
-    let w = Writer::start(new, join(&src, &hot), pause, keep_mtime);
+    let w = Writer::start(new, join(&src, &hot), pause, ending);
     std::thread::sleep(Duration::from_millis(delay));
     let out = c.run(&inv);
     let written = w.finish();
     c.log.push(format!(
-        "a writer rewrote SRC/hot file {} times (mtime kept: {keep_mtime})",
+        "a writer rewrote SRC/hot file {} times (each ended: {ending:?})",
         written.len()
     ));
     let ino = s0[&hot].ino;

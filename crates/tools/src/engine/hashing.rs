@@ -167,6 +167,27 @@ pub(crate) fn mark_unfinished(written: BorrowedFd<'_>) {
     let _ = rustix::fs::futimens(written, &times);
 }
 
+/// Give the file behind `written` (the copy of a source that changed while it was read,
+/// listed with the modification time `listed`: seconds, nanoseconds) a modification time one
+/// second before `listed` (best effort: the failure that called for it is reported already).
+/// Not "now": a source still being written carries the time its last write began, which "now"
+/// can equal within the clock's tick, and the next sync would take the torn copy for an up to
+/// date one. Older than the source, the copy is never taken for up to date, nor for newer.
+pub(crate) fn mark_unfinished_before(written: BorrowedFd<'_>, listed: (i64, u32)) {
+    use rustix::fs::{Timespec, Timestamps, UTIME_OMIT};
+    let times = Timestamps {
+        last_access: Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_OMIT,
+        },
+        last_modification: Timespec {
+            tv_sec: listed.0.saturating_sub(1),
+            tv_nsec: i64::from(listed.1.min(999_999_999)),
+        },
+    };
+    let _ = rustix::fs::futimens(written, &times);
+}
+
 /// Hash all of the file `fd` (of `file_size` bytes) as `kind`, reading it in order.
 pub fn hash_file(fd: BorrowedFd<'_>, file_size: u64, kind: HashKind) -> io::Result<[u8; 32]> {
     let mut h = RangeHasher::new(kind, 0, file_size, file_size);

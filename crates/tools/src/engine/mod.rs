@@ -13,6 +13,7 @@ pub mod lustre;
 pub mod manifest;
 pub mod outputs;
 pub mod pairing;
+pub mod racy;
 pub mod regex_select;
 pub mod remove;
 pub mod select;

@@ -31,6 +31,7 @@ use crate::engine::copy::meta::{MetaOptions, XattrPolicy};
 use crate::engine::copy::Mapping;
 use crate::engine::digest::RangeHasher;
 use crate::engine::hashing::Hashing;
+use crate::engine::racy;
 use flist::path::{display, normalize};
 use flist::{FileList, FileType, ItemError, Meta};
 use lustre_sys::policy::{self, Decision};
@@ -200,7 +201,51 @@ impl Writer<'_> {
     /// worker and rank read it: a file that changes between the walk and the last check of
     /// any of its pieces is named, so the archive never holds a silent mix of old and new
     /// bytes (GNU tar: "file changed as we read it").
-    fn check_unchanged(&self, fd: BorrowedFd<'_>, src: &[u8], size: u64, stamp: Stamp) {
+    ///
+    /// A file written just before its read ended ([`racy`]) is also read again, once a write
+    /// that stamped it had time to move on, and compared with what the archive holds of it
+    /// (`stored`): a write under way while it was read shows there, not in its times.
+    fn check_unchanged(
+        &self,
+        fd: BorrowedFd<'_>,
+        src: &[u8],
+        size: u64,
+        stamp: Stamp,
+        stored: Stored<'_>,
+    ) {
+        if self.times_moved(fd, src, size, stamp) || !racy::racy(stamp.ctime) {
+            return;
+        }
+        racy::settle(stamp.ctime);
+        if self.times_moved(fd, src, size, stamp) {
+            return;
+        }
+        let same = match stored {
+            Stored::Bytes { file_at, data } => racy::same_as(fd, file_at, data),
+            Stored::Archive {
+                fd: archive,
+                at,
+                file_at,
+                len,
+            } => racy::reopen_for_reading(archive)
+                .and_then(|a| racy::same_bytes(fd, file_at, &a, at, len)),
+        };
+        match same {
+            Ok(true) => {}
+            Ok(false) => self.problems.changed(
+                src,
+                "file changed as we read it (it was being written: its bytes now differ from \
+                 those archived, though its times do not): its data in the archive may mix old \
+                 and new"
+                    .into(),
+            ),
+            Err(e) => self.problems.add(ItemError::new(src, "read again", e)),
+        }
+    }
+
+    /// [`Writer::check_unchanged`]'s check of the times: true (and the file named) when its
+    /// size, mtime or ctime is not the walk's.
+    fn times_moved(&self, fd: BorrowedFd<'_>, src: &[u8], size: u64, stamp: Stamp) -> bool {
         if let Ok(st) = rustix::fs::fstat(fd) {
             let now = Meta::from_stat(&st);
             if now.size != size {
@@ -217,6 +262,7 @@ impl Writer<'_> {
                         now.size
                     ),
                 );
+                return true;
             } else if (now.mtime, now.mtime_nsec) != stamp.mtime
                 || (now.ctime, now.ctime_nsec) != stamp.ctime
             {
@@ -226,8 +272,10 @@ impl Writer<'_> {
                      its data in the archive may mix old and new"
                         .into(),
                 );
+                return true;
             }
         }
+        false
     }
 
     /// Append `len` bytes of `src` from `file_at` to `out`; zeros where the file is shorter.
@@ -284,7 +332,12 @@ impl Writer<'_> {
         if file_at == 0 && len < size {
             after_first_chunk();
         }
-        self.check_unchanged(fd.as_fd(), src, size, stamp);
+        crate::engine::test_seam::after_chunk_read();
+        let stored = Stored::Bytes {
+            file_at,
+            data: &out[start..end],
+        };
+        self.check_unchanged(fd.as_fd(), src, size, stamp, stored);
         self.progress.add(0, done as u64);
     }
 
@@ -409,10 +462,30 @@ impl Writer<'_> {
                         .damage(ItemError::new(&self.archive, "write", e.source)),
                     Err(e) => self.problems.damage(ItemError::new(&src, e.op, e.source)),
                 }
-                self.check_unchanged(fd.as_fd(), &src, size, stamp);
+                crate::engine::test_seam::after_chunk_read();
+                let stored = Stored::Archive {
+                    fd: archive,
+                    at,
+                    file_at,
+                    len,
+                };
+                self.check_unchanged(fd.as_fd(), &src, size, stamp, stored);
             }
         }
     }
+}
+
+/// What the archive holds of a piece of a file just read, for [`Writer::check_unchanged`].
+enum Stored<'a> {
+    /// The bytes read from `file_at` (in memory, still to be written or compressed).
+    Bytes { file_at: u64, data: &'a [u8] },
+    /// `len` bytes of the file from `file_at`, written at `at` of the archive `fd`.
+    Archive {
+        fd: BorrowedFd<'a>,
+        at: u64,
+        file_at: u64,
+        len: u64,
+    },
 }
 
 /// Whether a failed `copy_file_range` into the archive failed on the archive's side (the

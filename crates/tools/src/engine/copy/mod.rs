@@ -26,6 +26,7 @@ pub mod resume;
 pub mod striping;
 
 use crate::engine::digest::HashKind;
+use crate::engine::racy;
 use data::{Buffer, DataError, DataOptions};
 use flist::at::At;
 use flist::beneath;
@@ -36,7 +37,7 @@ use flist::{FileList, FileType, ItemError, Meta};
 use meta::{Differences, MetaOptions};
 use rayon::prelude::*;
 use reach::Reach;
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use std::collections::HashMap;
@@ -1115,16 +1116,30 @@ impl Worker<'_> {
                 }
                 at.open(flags, 0)
             })
-            .and_then(|fd| Ok(rustix::fs::fstat(&fd)?));
+            .and_then(|fd| {
+                let st = rustix::fs::fstat(&fd)?;
+                // A file written just before it was read is read again once a write that
+                // stamped it has ended ([`racy`]): the source and its copy must hold the same
+                // bytes.
+                if changed_since(m, &st) || !racy::racy((m.ctime, m.ctime_nsec)) {
+                    return Ok((st, true));
+                }
+                let copy = self.reach.dst(&dst)?;
+                let copy = copy.open(OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK, 0)?;
+                Ok((st, settled(fd.as_fd(), copy.as_fd(), m)?))
+            });
         match now {
-            Ok(st) if changed_since(m, &st) => {
+            Ok((st, same)) if changed_since(m, &st) || !same => {
                 // A compared file rewritten in place may carry the source's mtime already.
                 if let Ok(fd) = self
                     .reach
                     .dst(&dst)
                     .and_then(|at| at.open(OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK, 0))
                 {
-                    crate::engine::hashing::mark_unfinished(fd.as_fd());
+                    crate::engine::hashing::mark_unfinished_before(
+                        fd.as_fd(),
+                        (m.mtime, m.mtime_nsec),
+                    );
                 }
                 return self.tally.fail(changed_error(src));
             }
@@ -1373,9 +1388,15 @@ impl Worker<'_> {
             // versions (GNU tar's "file changed as we read it"); it then keeps its own times.
             let now = rustix::fs::fstat(&src_fd)
                 .map_err(|e| ItemError::new(&c.path, "stat", e.into()))?;
-            if changed_since(&c.meta, &now) {
+            if changed_since(&c.meta, &now)
+                || !settled(src_fd.as_fd(), dst_fd.as_fd(), &c.meta)
+                    .map_err(|e| ItemError::new(&c.path, "read again", e))?
+            {
                 // A compared file rewritten in place may carry the source's mtime already.
-                crate::engine::hashing::mark_unfinished(dst_fd.as_fd());
+                crate::engine::hashing::mark_unfinished_before(
+                    dst_fd.as_fd(),
+                    (c.meta.mtime, c.meta.mtime_nsec),
+                );
                 return Err(changed_error(&c.path));
             }
             if self.compare {
@@ -1416,6 +1437,23 @@ fn changed_since(m: &Meta, st: &rustix::fs::Stat) -> bool {
         now.ctime,
         now.ctime_nsec,
     ) != (m.size, m.mtime, m.mtime_nsec, m.ctime, m.ctime_nsec)
+}
+
+/// False when the source listed as `m` and written recently ([`racy`]) may have been read
+/// while a write was going on: after the write's window, its times moved, or its bytes
+/// (`src`) are not those of its copy (`dst`, open for writing or reading). True for a file
+/// not written recently, without reading it.
+fn settled(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, m: &Meta) -> io::Result<bool> {
+    let ctime = (m.ctime, m.ctime_nsec);
+    if !racy::racy(ctime) {
+        return Ok(true);
+    }
+    racy::settle(ctime);
+    if changed_since(m, &rustix::fs::fstat(src)?) {
+        return Ok(false);
+    }
+    let dst = racy::reopen_for_reading(dst)?;
+    racy::same_bytes(src, 0, &dst, 0, m.size)
 }
 
 /// The failure of a file whose source changed while it was read.
