@@ -320,6 +320,31 @@ pub fn shell(script: &str, code: i32) -> Output {
     expect_status(&mut cmd, code)
 }
 
+/// Wait until every entry under `dir` changed (ctime) more than `mfu::engine::racy::WINDOW`
+/// ago: tools then take the files as settled and do not read them again after copying them
+/// (for tests whose damage to a copy only a later check may see).
+pub fn wait_until_settled(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let mut newest = (0i64, 0i64);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        newest = newest.max((m.ctime(), m.ctime_nsec()));
+        if m.is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(e.unwrap().path());
+            }
+        }
+    }
+    let settled = std::time::UNIX_EPOCH
+        + std::time::Duration::new(newest.0 as u64, newest.1 as u32)
+        + mfu::engine::racy::WINDOW
+        + std::time::Duration::from_millis(100);
+    if let Ok(left) = settled.duration_since(std::time::SystemTime::now()) {
+        std::thread::sleep(left);
+    }
+}
+
 /// `len` pseudo-random bytes (xorshift64), the same for the same `seed`: file contents that
 /// differ from file to file and do not compress.
 pub fn noise(seed: u64, len: usize) -> Vec<u8> {

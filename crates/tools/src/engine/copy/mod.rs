@@ -1130,6 +1130,7 @@ impl Worker<'_> {
             });
         match now {
             Ok((st, same)) if changed_since(m, &st) || !same => {
+                let torn = !changed_since(m, &st);
                 // A compared file rewritten in place may carry the source's mtime already.
                 if let Ok(fd) = self
                     .reach
@@ -1141,7 +1142,11 @@ impl Worker<'_> {
                         (m.mtime, m.mtime_nsec),
                     );
                 }
-                return self.tally.fail(changed_error(src));
+                return self.tally.fail(if torn {
+                    torn_error(src)
+                } else {
+                    changed_error(src)
+                });
             }
             Ok(_) => {}
             Err(e) => return self.tally.fail(ItemError::new(src, "stat", e)),
@@ -1388,16 +1393,21 @@ impl Worker<'_> {
             // versions (GNU tar's "file changed as we read it"); it then keeps its own times.
             let now = rustix::fs::fstat(&src_fd)
                 .map_err(|e| ItemError::new(&c.path, "stat", e.into()))?;
-            if changed_since(&c.meta, &now)
-                || !settled(src_fd.as_fd(), dst_fd.as_fd(), &c.meta)
-                    .map_err(|e| ItemError::new(&c.path, "read again", e))?
-            {
+            let moved = changed_since(&c.meta, &now);
+            let torn = !moved
+                && !settled(src_fd.as_fd(), dst_fd.as_fd(), &c.meta)
+                    .map_err(|e| ItemError::new(&c.path, "read again", e))?;
+            if moved || torn {
                 // A compared file rewritten in place may carry the source's mtime already.
                 crate::engine::hashing::mark_unfinished_before(
                     dst_fd.as_fd(),
                     (c.meta.mtime, c.meta.mtime_nsec),
                 );
-                return Err(changed_error(&c.path));
+                return Err(if torn {
+                    torn_error(&c.path)
+                } else {
+                    changed_error(&c.path)
+                });
             }
             if self.compare {
                 self.cleanup_journal(&c.path, dst, c.file_size)?;
@@ -1452,8 +1462,24 @@ fn settled(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, m: &Meta) -> io::Result<boo
     if changed_since(m, &rustix::fs::fstat(src)?) {
         return Ok(false);
     }
+    // Opened again for plain reads (either may be open with O_DIRECT, or for writing only).
+    let src = racy::reopen_for_reading(src)?;
     let dst = racy::reopen_for_reading(dst)?;
-    racy::same_bytes(src, 0, &dst, 0, m.size)
+    racy::same_bytes(&src, 0, &dst, 0, m.size)
+}
+
+/// The failure of a file written just before it was read whose bytes, read again a moment
+/// later, are not its copy's ([`settled`]).
+fn torn_error(src: &[u8]) -> ItemError {
+    ItemError::new(
+        src,
+        "read",
+        io::Error::other(
+            "file changed as we read it (it was being written: read again a moment later, its \
+             bytes differ from the copy's though its size and times do not): the copy may mix \
+             old and new data and does not get the source's times; rerun to copy it again",
+        ),
+    )
 }
 
 /// The failure of a file whose source changed while it was read.
