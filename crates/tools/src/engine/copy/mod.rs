@@ -1116,21 +1116,17 @@ impl Worker<'_> {
                 }
                 at.open(flags, 0)
             })
-            .and_then(|fd| {
-                let st = rustix::fs::fstat(&fd)?;
-                // A file written just before it was read is read again once a write that
-                // stamped it has ended ([`racy`]): the source and its copy must hold the same
-                // bytes.
-                if changed_since(m, &st) || !racy::racy((m.ctime, m.ctime_nsec)) {
-                    return Ok((st, true));
-                }
-                let copy = self.reach.dst(&dst)?;
-                let copy = copy.open(OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK, 0)?;
-                Ok((st, settled(fd.as_fd(), copy.as_fd(), m)?))
+            .and_then(|fd| Ok((rustix::fs::fstat(&fd)?, fd)))
+            .map_err(|e| ItemError::new(src, "stat", e))
+            .and_then(|(st, fd)| {
+                let copy = || {
+                    let at = self.reach.dst(&dst)?;
+                    at.open(OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK, 0)
+                };
+                settled(fd.as_fd(), &st, copy, m).map_err(|e| ItemError::new(src, "read again", e))
             });
-        match now {
-            Ok((st, same)) if changed_since(m, &st) || !same => {
-                let torn = !changed_since(m, &st);
+        match now.map(|found| found.error(src)) {
+            Ok(Some(failure)) => {
                 // A compared file rewritten in place may carry the source's mtime already.
                 if let Ok(fd) = self
                     .reach
@@ -1142,14 +1138,10 @@ impl Worker<'_> {
                         (m.mtime, m.mtime_nsec),
                     );
                 }
-                return self.tally.fail(if torn {
-                    torn_error(src)
-                } else {
-                    changed_error(src)
-                });
+                return self.tally.fail(failure);
             }
-            Ok(_) => {}
-            Err(e) => return self.tally.fail(ItemError::new(src, "stat", e)),
+            Ok(None) => {}
+            Err(e) => return self.tally.fail(e),
         }
         if self.compare {
             // Every byte was compared: a journal beside it no longer says anything true.
@@ -1393,21 +1385,16 @@ impl Worker<'_> {
             // versions (GNU tar's "file changed as we read it"); it then keeps its own times.
             let now = rustix::fs::fstat(&src_fd)
                 .map_err(|e| ItemError::new(&c.path, "stat", e.into()))?;
-            let moved = changed_since(&c.meta, &now);
-            let torn = !moved
-                && !settled(src_fd.as_fd(), dst_fd.as_fd(), &c.meta)
-                    .map_err(|e| ItemError::new(&c.path, "read again", e))?;
-            if moved || torn {
+            let copy = || racy::reopen_for_reading(dst_fd.as_fd());
+            let found = settled(src_fd.as_fd(), &now, copy, &c.meta)
+                .map_err(|e| ItemError::new(&c.path, "read again", e))?;
+            if let Some(failure) = found.error(&c.path) {
                 // A compared file rewritten in place may carry the source's mtime already.
                 crate::engine::hashing::mark_unfinished_before(
                     dst_fd.as_fd(),
                     (c.meta.mtime, c.meta.mtime_nsec),
                 );
-                return Err(if torn {
-                    torn_error(&c.path)
-                } else {
-                    changed_error(&c.path)
-                });
+                return Err(failure);
             }
             if self.compare {
                 self.cleanup_journal(&c.path, dst, c.file_size)?;
@@ -1449,27 +1436,61 @@ fn changed_since(m: &Meta, st: &rustix::fs::Stat) -> bool {
     ) != (m.size, m.mtime, m.mtime_nsec, m.ctime, m.ctime_nsec)
 }
 
-/// False when the source listed as `m` and written recently ([`racy`]) may have been read
-/// while a write was going on: after the write's window, its times moved, or its bytes
-/// (`src`) are not those of its copy (`dst`, open for writing or reading). True for a file
-/// not written recently, without reading it.
-fn settled(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, m: &Meta) -> io::Result<bool> {
+/// What a second look at a source after its copy found ([`settled`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Settled {
+    /// Its times are the listed ones and, if it was written recently, its bytes its copy's.
+    Same,
+    /// Its size, mtime or ctime moved since it was listed.
+    Moved,
+    /// Written just before it was read: its times are the listed ones, but read again a moment
+    /// later its bytes are not its copy's (a write was going on as it was read).
+    Torn,
+}
+
+impl Settled {
+    /// The failure of a source found so, if it is one.
+    fn error(self, src: &[u8]) -> Option<ItemError> {
+        match self {
+            Settled::Same => None,
+            Settled::Moved => Some(changed_error(src)),
+            Settled::Torn => Some(torn_error(src)),
+        }
+    }
+}
+
+/// Look again at the source listed as `m` (open as `src`, just stat'ed as `now`) after its
+/// copy: its times, and when it was written recently ([`racy`]), once a write under way had a
+/// moment to move on, its times again and its bytes against the copy's (`copy` opens it for
+/// reading, called only then).
+fn settled(
+    src: BorrowedFd<'_>,
+    now: &rustix::fs::Stat,
+    copy: impl FnOnce() -> io::Result<OwnedFd>,
+    m: &Meta,
+) -> io::Result<Settled> {
     let ctime = (m.ctime, m.ctime_nsec);
+    if changed_since(m, now) {
+        return Ok(Settled::Moved);
+    }
     if !racy::racy(ctime) {
-        return Ok(true);
+        return Ok(Settled::Same);
     }
     racy::settle(ctime);
     if changed_since(m, &rustix::fs::fstat(src)?) {
-        return Ok(false);
+        return Ok(Settled::Moved);
     }
-    // Opened again for plain reads (either may be open with O_DIRECT, or for writing only).
+    // Opened again for plain reads (it may be open with O_DIRECT).
     let src = racy::reopen_for_reading(src)?;
-    let dst = racy::reopen_for_reading(dst)?;
-    racy::same_bytes(&src, 0, &dst, 0, m.size)
+    Ok(if racy::same_bytes(&src, 0, &copy()?, 0, m.size)? {
+        Settled::Same
+    } else {
+        Settled::Torn
+    })
 }
 
 /// The failure of a file written just before it was read whose bytes, read again a moment
-/// later, are not its copy's ([`settled`]).
+/// later, are not its copy's ([`Settled::Torn`]).
 fn torn_error(src: &[u8]) -> ItemError {
     ItemError::new(
         src,
