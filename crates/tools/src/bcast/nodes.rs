@@ -62,14 +62,7 @@ pub fn node_name() -> Vec<u8> {
     if let Some(v) = std::env::var_os(NODE_NAME_VAR).filter(|v| !v.is_empty()) {
         return v.as_bytes().to_vec();
     }
-    let mut buf = [0u8; 256];
-    // SAFETY: the pointer and length describe `buf`, which outlives the call.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return b"localhost".to_vec();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    buf[..end].to_vec()
+    rustix::system::uname().nodename().to_bytes().to_vec()
 }
 
 #[cfg(test)]

@@ -36,9 +36,11 @@ pub fn switch_identity(uid: Option<u32>, gid: Option<u32>) -> Result<(), String>
     let (groups_of, gid) = match (uid, gid) {
         (_, Some(g)) => (None, Some(g)),
         (Some(u), None) => {
-            let (name, primary) = user_entry(u).ok_or_else(|| {
-                format!("user {u} has no passwd entry to take its groups from: give -G GID too")
-            })?;
+            let (name, primary) = crate::engine::ids::user_entry(u)
+                .map_err(|e| format!("look up user {u}: {e}"))?
+                .ok_or_else(|| {
+                    format!("user {u} has no passwd entry to take its groups from: give -G GID too")
+                })?;
             (Some(name), Some(primary))
         }
         (None, None) => return Ok(()),
@@ -72,22 +74,6 @@ fn who(uid: Option<u32>, gid: u32) -> String {
         Some(u) => format!("user {u}"),
         None => format!("group {gid}"),
     }
-}
-
-/// The name and primary group of user `uid`, from the passwd database.
-fn user_entry(uid: u32) -> Option<(std::ffi::CString, u32)> {
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: an all-zero passwd is a valid value to be filled in.
-    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer is valid for the call; `buf` outlives the use of `pwd`'s strings.
-    let r = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
-    if r != 0 || found.is_null() {
-        return None;
-    }
-    // SAFETY: getpwuid_r succeeded: pw_name points to a NUL-terminated string in `buf`.
-    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) }.to_owned();
-    Some((name, pwd.pw_gid))
 }
 
 /// Walk `roots` with full metadata, reporting failures to `context`.

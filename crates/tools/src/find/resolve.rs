@@ -133,8 +133,18 @@ fn reference_mtime(file: &OsString) -> Result<i128, String> {
 fn id_of(name: &OsString, group: bool, table: &IdTable) -> Result<i128, String> {
     let what = if group { "group" } else { "user" };
     let bytes = name.as_bytes();
-    if let Some(id) = system_id(bytes, group) {
-        return Ok(id as i128);
+    // A name with a NUL can't be in the databases (nor be a number): the table may have it.
+    if let Ok(c) = CString::new(bytes) {
+        let found = if group {
+            crate::engine::ids::group_id(&c)
+        } else {
+            crate::engine::ids::user_id(&c)
+        };
+        match found {
+            Ok(Some(id)) => return Ok(id as i128),
+            Ok(None) => {}
+            Err(e) => return Err(format!("look up {what} '{}': {e}", display(bytes))),
+        }
     }
     if !bytes.is_empty() && bytes.iter().all(u8::is_ascii_digit) {
         if let Ok(id) = name.to_string_lossy().parse::<u32>() {
@@ -145,46 +155,6 @@ fn id_of(name: &OsString, group: bool, table: &IdTable) -> Result<i128, String> 
         .id_of(bytes)
         .map(|id| id as i128)
         .ok_or_else(|| format!("unknown {what} '{}'", display(bytes)))
-}
-
-/// `getpwnam_r` / `getgrnam_r`.
-fn system_id(name: &[u8], group: bool) -> Option<u32> {
-    let name = CString::new(name).ok()?;
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        // SAFETY: the record and buffer outlive the call; on success the out pointer points at
-        // the record, whose id field is read before anything else touches the buffer.
-        let (rc, found, id): (i32, *mut libc::c_void, u32) = unsafe {
-            if group {
-                let mut rec: libc::group = std::mem::zeroed();
-                let mut out: *mut libc::group = std::ptr::null_mut();
-                let rc = libc::getgrnam_r(
-                    name.as_ptr(),
-                    &mut rec,
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    &mut out,
-                );
-                (rc, out.cast(), rec.gr_gid)
-            } else {
-                let mut rec: libc::passwd = std::mem::zeroed();
-                let mut out: *mut libc::passwd = std::ptr::null_mut();
-                let rc = libc::getpwnam_r(
-                    name.as_ptr(),
-                    &mut rec,
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    &mut out,
-                );
-                (rc, out.cast(), rec.pw_uid)
-            }
-        };
-        if rc == libc::ERANGE && buf.len() < 1 << 20 {
-            buf.resize(buf.len() * 4, 0);
-            continue;
-        }
-        return (rc == 0 && !found.is_null()).then_some(id);
-    }
 }
 
 fn encode(l: &Result<Lookups, String>) -> Vec<u8> {

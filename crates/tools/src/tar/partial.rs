@@ -14,17 +14,11 @@ const NAME_MAX: usize = 255;
 /// Last bytes of every temporary name.
 const SUFFIX: &[u8] = b".mfu-tmp";
 
-/// This host's name (empty when unknown).
+/// This host's name (uname's nodename), with any `/` made `_` for a file name.
 fn host() -> Vec<u8> {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return Vec::new();
-    }
-    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    // A '/' can't be in a file name.
-    buf[..len]
+    let name = rustix::system::uname();
+    name.nodename()
+        .to_bytes()
         .iter()
         .map(|&b| if b == b'/' { b'_' } else { b })
         .collect()
