@@ -96,22 +96,9 @@ fn eta(left: u64, total: u64, rate: f64) -> String {
 
 /// `[2026-11-26T04:12:13] ` in local time, as mpiFileUtils prefixes its lines.
 pub fn timestamp() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as libc::time_t;
-    // SAFETY: localtime_r writes only into `tm`, which lives on this stack frame.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::localtime_r(&now, &mut tm) }.is_null() {
-        return String::new();
-    }
     format!(
-        "[{:04}-{:02}-{:02}T{:02}:{:02}:{:02}] ",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
+        "[{}] ",
+        crate::engine::time_text::now_local("%Y-%m-%dT%H:%M:%S")
     )
 }
 

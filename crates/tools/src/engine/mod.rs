@@ -23,6 +23,7 @@ pub mod status;
 #[cfg(test)]
 pub(crate) mod test_rng;
 pub mod test_seam;
+pub mod time_text;
 pub mod umask;
 pub mod verify;
 pub mod walk_stripes;

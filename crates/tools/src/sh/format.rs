@@ -17,26 +17,9 @@ pub fn mode_string(kind: FileType, mode: u32) -> String {
     crate::walk::mode_string(type_bits | (mode & 0o7777))
 }
 
-/// `2026-11-26 07:05:09` (UTC) for seconds since the epoch.
+/// `2026-11-26 07:05:09` (UTC) for seconds since the epoch (the seconds when out of range).
 pub fn time_string(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    crate::engine::time_text::utc(secs, "%Y-%m-%d %H:%M:%S").unwrap_or_else(|| secs.to_string())
 }
 
 /// The `ls -l` columns before the name: mode, owner, group, size, mtime (`?` without

@@ -44,22 +44,9 @@ pub fn mode_string(kind: Kind, mode: u32) -> String {
     s
 }
 
-/// `YYYY-MM-DD HH:MM` in local time, as `tar -tv` prints it.
+/// `YYYY-MM-DD HH:MM` in local time, as `tar -tv` prints it (the seconds when out of range).
 fn local_time(secs: i64) -> String {
-    let t = secs as libc::time_t;
-    // SAFETY: localtime_r writes only into `tm`, which lives on this stack frame.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
-        return secs.to_string();
-    }
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min
-    )
+    crate::engine::time_text::local(secs, "%Y-%m-%d %H:%M").unwrap_or_else(|| secs.to_string())
 }
 
 /// One `tar -tv` line; `width` is the running width of the owner/size column (GNU tar widens

@@ -97,24 +97,7 @@ fn size_in_units(bytes: u64) -> (f64, &'static str) {
 /// `secs` since the epoch as `%b %e %Y %H:%M` in the local time zone (`TZ`), in the C locale's
 /// month names; empty when the time cannot be converted (as dwalk).
 fn local_minute(secs: i64) -> String {
-    let t = secs as libc::time_t;
-    // SAFETY: an all-zero `tm` is a valid value to be overwritten; `localtime_r` writes only
-    // into `tm` and reads `t`.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
-        return String::new();
-    }
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let month = MONTHS.get(tm.tm_mon as usize).copied().unwrap_or("???");
-    format!(
-        "{month} {:>2} {} {:02}:{:02}",
-        tm.tm_mday,
-        tm.tm_year as i64 + 1900,
-        tm.tm_hour,
-        tm.tm_min
-    )
+    crate::engine::time_text::local(secs, "%b %e %Y %H:%M").unwrap_or_default()
 }
 
 #[cfg(test)]
