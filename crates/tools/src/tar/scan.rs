@@ -243,39 +243,59 @@ pub fn check_index(
     found: &index::Found,
     member_at: Option<u64>,
 ) -> Result<Checked, String> {
+    let mine = check_stretch(comm.rank(), comm.size(), archive, found, member_at);
+    let problem = match &mine {
+        Ok(_) => &b""[..],
+        Err(e) if e.is_empty() => b"it does not hold",
+        Err(e) => e.as_bytes(),
+    };
+    let problems = comm.allgatherv(problem);
+    if let Some(p) = problems.iter().find(|p| !p.is_empty()) {
+        return Err(String::from_utf8_lossy(p).into_owned());
+    }
+    let mut mine = mine.expect("no rank found a problem");
+    // Only the rank holding the last entry (or rank 0, of an empty index) knows the end.
+    let end = comm.max(mine.end);
+    match found.end {
+        Some(recorded) if recorded != end => Err(format!(
+            "it records that the entries end at byte {recorded}, they end at byte {end}"
+        )),
+        _ => {
+            mine.offsets.shrink_to_fit();
+            Ok(Checked { end, ..mine })
+        }
+    }
+}
+
+/// [`check_index`]'s work on rank `rank` of `size`: its stretch of the index, checked; `end`
+/// is 0 unless this rank found where the entries end.
+fn check_stretch(
+    rank: usize,
+    size: usize,
+    archive: &Archive,
+    found: &index::Found,
+    member_at: Option<u64>,
+) -> Result<Checked, String> {
     let n = found.count;
     let len = archive.len();
-    let (a, b) = (
-        even_start(n, comm.size(), comm.rank()),
-        even_start(n, comm.size(), comm.rank() + 1),
-    );
-    let mut problem = String::new();
+    let (a, b) = (even_start(n, size, rank), even_start(n, size, rank + 1));
     let mut end = 0u64;
     let mut globals = Vec::new();
     // This rank's stretch and the offset after it (to check the order across stretches and
     // the chain from this stretch's last entry).
-    let mut stretch = match found.read(archive, a, b + 1) {
-        Ok(o) => o,
-        Err(e) => {
-            problem = format!("read its offsets {a} to {b}: {e}");
-            Vec::new()
-        }
-    };
+    let mut stretch = found
+        .read(archive, a, b + 1)
+        .map_err(|e| format!("read its offsets {a} to {b}: {e}"))?;
     let after = if stretch.len() as u64 > b - a {
         stretch.pop()
     } else {
         None
     };
-    if problem.is_empty()
-        && !index::valid_order(
-            &[&stretch[..], after.as_slice()].concat(),
-            found.below.min(len),
-        )
-    {
-        problem = format!(
-            "its offsets are not increasing, block-aligned and below byte {}",
-            found.below.min(len)
-        );
+    let below = found.below.min(len);
+    if !index::valid_order(&[&stretch[..], after.as_slice()].concat(), below) {
+        return Err(format!(
+            "its offsets are not increasing, block-aligned and below byte {below}"
+        ));
     }
     // Where the chain after `at` must stop: an end-of-archive block, the archive's end, or the
     // index member.
@@ -296,21 +316,23 @@ pub fn check_index(
             ))
         }
     };
-    if comm.rank() == 0 && problem.is_empty() {
+    if rank == 0 {
         let first = skip_globals(archive, 0, &mut globals);
-        match found.read(archive, 0, 1) {
-            Err(e) => problem = format!("read its first offset: {e}"),
-            Ok(o) => match o.first() {
-                Some(&o) if o != first => {
-                    problem =
-                        format!("its first entry is at byte {o}, the archive's at byte {first}")
-                }
-                None => match ends_at(first) {
-                    Ok(()) => end = first,
-                    Err(e) => problem = format!("it lists no entry but the archive has some ({e})"),
-                },
-                _ => {}
-            },
+        let listed = found
+            .read(archive, 0, 1)
+            .map_err(|e| format!("read its first offset: {e}"))?;
+        match listed.first() {
+            Some(&o) if o != first => {
+                return Err(format!(
+                    "its first entry is at byte {o}, the archive's at byte {first}"
+                ))
+            }
+            None => {
+                ends_at(first)
+                    .map_err(|e| format!("it lists no entry but the archive has some ({e})"))?;
+                end = first;
+            }
+            _ => {}
         }
     }
     // The entries this rank checks: its even share; for the DTAR_IDX member of a compressed
@@ -319,7 +341,7 @@ pub fn check_index(
     // nothing appends to a seekable zstd stream without rewriting its seek table, and a cut
     // one has none.
     let light = found.source == Source::Member && archive.table().is_some();
-    let mine: Vec<u64> = match (light, comm.rank()) {
+    let mine: Vec<u64> = match (light, rank) {
         (false, _) => (a..b).collect(),
         (true, 0) if n > 0 => [0, n - 1]
             .into_iter()
@@ -341,71 +363,35 @@ pub fn check_index(
                 .map_err(|e| format!("read its offset {i}: {e}"))
         }
     };
-    if problem.is_empty() {
-        let picked: Result<Vec<u64>, String> = mine
-            .iter()
-            .map(|&i| offset(i).map(|o| o.expect("an offset below the count")))
-            .collect();
-        match picked {
-            Err(e) => problem = e,
-            Ok(picked) => {
-                let (decoded, inside) = decode_seeing(archive, &picked, &Globals::default());
-                globals.extend(inside);
-                for ((i, at), d) in mine.iter().copied().zip(&picked).zip(decoded) {
-                    let d = match d {
-                        Ok(d) => d,
-                        Err(e) => {
-                            problem = format!("no valid entry at its offset {at}: {e}");
-                            break;
-                        }
-                    };
-                    let next = skip_globals(archive, d.next, &mut globals);
-                    let want = if i + 1 < n {
-                        match offset(i + 1) {
-                            Ok(o) => o,
-                            Err(e) => {
-                                problem = e;
-                                break;
-                            }
-                        }
-                    } else {
-                        None
-                    };
-                    if let Some(want) = want {
-                        if next != want && !light {
-                            problem = format!(
-                                "the entry at byte {at} ends at byte {next}, but the next indexed \
-                                 entry is at byte {want}"
-                            );
-                            break;
-                        }
-                    } else if let Err(e) = ends_at(next) {
-                        problem = e;
-                    } else {
-                        end = next;
-                    }
-                }
+    let picked = mine
+        .iter()
+        .map(|&i| offset(i).map(|o| o.expect("an offset below the count")))
+        .collect::<Result<Vec<u64>, String>>()?;
+    let (decoded, inside) = decode_seeing(archive, &picked, &Globals::default());
+    globals.extend(inside);
+    for ((i, at), d) in mine.iter().copied().zip(&picked).zip(decoded) {
+        let d = d.map_err(|e| format!("no valid entry at its offset {at}: {e}"))?;
+        let next = skip_globals(archive, d.next, &mut globals);
+        let want = if i + 1 < n { offset(i + 1)? } else { None };
+        match want {
+            Some(want) if next != want && !light => {
+                return Err(format!(
+                    "the entry at byte {at} ends at byte {next}, but the next indexed entry is \
+                     at byte {want}"
+                ))
+            }
+            Some(_) => {}
+            None => {
+                ends_at(next)?;
+                end = next;
             }
         }
     }
-    let problems = comm.allgatherv(problem.as_bytes());
-    if let Some(p) = problems.iter().find(|p| !p.is_empty()) {
-        return Err(String::from_utf8_lossy(p).into_owned());
-    }
-    let end = comm.max(end);
-    match found.end {
-        Some(recorded) if recorded != end => Err(format!(
-            "it records that the entries end at byte {recorded}, they end at byte {end}"
-        )),
-        _ => {
-            stretch.shrink_to_fit();
-            Ok(Checked {
-                end,
-                offsets: stretch,
-                globals,
-            })
-        }
-    }
+    Ok(Checked {
+        end,
+        offsets: stretch,
+        globals,
+    })
 }
 
 /// The part `[start, end)` of the tar stream that `rank` of `size` handles: an even split by
