@@ -320,6 +320,22 @@ pub fn shell(script: &str, code: i32) -> Output {
     expect_status(&mut cmd, code)
 }
 
+/// The temporary name (`.BASE.HOST.PID.mfu-tmp`, [`flist::atomic`]) of a process of this host
+/// that is gone: what a run killed outright leaves behind for the output `base`.
+pub fn dead_process_temporary(base: &str) -> String {
+    let mut child = Command::new("true").spawn().expect("run true");
+    let pid = child.id();
+    child.wait().expect("wait for true");
+    let name = flist::atomic::temp_name_of(base.as_bytes(), &flist::atomic::host(), pid);
+    String::from_utf8(name).expect("a UTF-8 host name")
+}
+
+/// The temporary name of a process of this host that is running (init, pid 1).
+pub fn live_process_temporary(base: &str) -> String {
+    let name = flist::atomic::temp_name_of(base.as_bytes(), &flist::atomic::host(), 1);
+    String::from_utf8(name).expect("a UTF-8 host name")
+}
+
 /// Wait until every entry under `dir` changed (ctime) more than `mfu::engine::racy::WINDOW`
 /// ago: tools then take the files as settled and do not read them again after copying them
 /// (for tests whose damage to a copy only a later check may see).

@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 pub mod at;
+pub mod atomic;
 pub mod beneath;
 pub mod chunk;
 mod deep_dirs;

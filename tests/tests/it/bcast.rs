@@ -338,7 +338,7 @@ fn a_symlink_swapped_in_after_the_plan_is_not_followed() {
     }
 }
 
-/// Temporaries of `name` in `dir` (`.NAME.XXXXXX.mfu-tmp`).
+/// Temporaries of `name` in `dir` (`.NAME.HOST.PID.mfu-tmp`).
 fn temporaries(dir: &Path, name: &str) -> Vec<String> {
     names(dir)
         .into_iter()
@@ -374,7 +374,7 @@ fn a_signal_stops_cleanly_without_a_temporary() {
 }
 
 /// A temporary that a killed earlier run left is removed by the next run for the same DEST,
-/// and named; another file's temporary is not touched.
+/// and named; another file's temporary, and one of a run still going, are not touched.
 #[test]
 fn the_next_run_removes_a_stale_temporary() {
     for np in [1, 2] {
@@ -383,15 +383,18 @@ fn the_next_run_removes_a_stale_temporary() {
         fs::write(&src, mfu_tests::noise(8, 1000)).unwrap();
         let local = dir.path().join("local");
         fs::create_dir(&local).unwrap();
-        fs::write(local.join(".dest.Zz9Yy8.mfu-tmp"), vec![0u8; 5000]).unwrap();
-        fs::write(local.join(".other.Zz9Yy8.mfu-tmp"), b"kept").unwrap();
+        let stale = mfu_tests::dead_process_temporary("dest");
+        let live = mfu_tests::live_process_temporary("dest");
+        let other = mfu_tests::dead_process_temporary("other");
+        fs::write(local.join(&stale), vec![0u8; 5000]).unwrap();
+        fs::write(local.join(&live), b"kept").unwrap();
+        fs::write(local.join(&other), b"kept").unwrap();
         let out = bcast(np, &[s(&src), s(&local.join("dest"))], 0);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains(".dest.Zz9Yy8.mfu-tmp"),
-            "np={np}: named: {err}"
-        );
-        assert_eq!(names(&local), [".other.Zz9Yy8.mfu-tmp", "dest"], "np={np}");
+        assert!(err.contains(&stale), "np={np}: named: {err}");
+        let mut want = vec![live, other, "dest".to_string()];
+        want.sort();
+        assert_eq!(names(&local), want, "np={np}");
     }
 }
 

@@ -385,7 +385,7 @@ fn bunzip2_stdout_of(z: &[u8], dir: &Path) -> Vec<u8> {
     out
 }
 
-/// Temporaries of `name` in `dir` (`.NAME.XXXXXX.mfu-tmp`).
+/// Temporaries of `name` in `dir` (`.NAME.HOST.PID.mfu-tmp`).
 fn temporaries(dir: &Path, name: &str) -> Vec<String> {
     names(dir)
         .into_iter()
@@ -493,24 +493,29 @@ fn dbz2_of(content: &[u8], block: usize) -> Vec<u8> {
 }
 
 /// A temporary left by an earlier run that was killed (SIGKILL: no chance to clean up) is
-/// removed by the next run for the same output, and named; others' are not touched.
+/// removed by the next run for the same output, and named; others' (another output's, a run
+/// still going) are not touched.
 #[test]
 fn the_next_run_removes_a_stale_temporary() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f");
     fs::write(&file, data(1000)).unwrap();
-    let stale = dir.path().join(".f.bz2.Ab12Cd.mfu-tmp");
+    let stale_name = mfu_tests::dead_process_temporary("f.bz2");
+    let stale = dir.path().join(&stale_name);
     fs::write(&stale, vec![0u8; 100_000]).unwrap();
-    let other = dir.path().join(".g.bz2.Ab12Cd.mfu-tmp");
+    let other = dir.path().join(mfu_tests::dead_process_temporary("g.bz2"));
     fs::write(&other, b"another file's").unwrap();
+    let live = dir.path().join(mfu_tests::live_process_temporary("f.bz2"));
+    fs::write(&live, b"a run still going").unwrap();
     for np in [1, 2] {
         let out = run(np, &["-z", "-k", "-f", s(&file)], 0);
         let err = String::from_utf8_lossy(&out.stderr);
         if np == 1 {
-            assert!(err.contains(".f.bz2.Ab12Cd.mfu-tmp"), "named: {err}");
+            assert!(err.contains(&stale_name), "named: {err}");
         }
         assert!(!stale.exists(), "np={np}: stale temporary removed");
         assert!(other.exists(), "another output's temporary kept");
+        assert!(live.exists(), "a running process's temporary kept");
         assert_eq!(bunzip2_stdout(&with_ext(&file, ".bz2")), data(1000));
         fs::write(&stale, b"again").unwrap();
     }

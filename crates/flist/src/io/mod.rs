@@ -198,7 +198,7 @@ fn is_stream(path: &[u8]) -> bool {
 /// `path` `-` writes the list to standard output from rank 0, in the same global order and
 /// format (so `walk -o - | find -i -` keeps the metadata of a v4 list).
 ///
-/// A regular file (or a new one) is written under a temporary name beside it (`.NAME.PID.mfu-tmp`,
+/// A regular file (or a new one) is written under a temporary name beside it (`.NAME.HOST.PID.mfu-tmp`,
 /// with the old file's permission bits) and renamed over `path` once every rank has written its
 /// part: a writer that is killed or fails never leaves a partial list under the list's name
 /// (the temporary file is removed on failure). Anything else (a symlink, a device such as
@@ -266,19 +266,20 @@ fn stage(path: &[u8]) -> Result<Option<Vec<u8>>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => 0o666,
         Err(e) => return Err(ItemError::new(path, OP_STAT, e).into()),
     };
-    let (dir, name) = match path.iter().rposition(|&b| b == b'/') {
-        Some(i) => (&path[..=i], &path[i + 1..]),
-        None => (&b""[..], path),
-    };
-    let mut temp = dir.to_vec();
-    temp.push(b'.');
-    temp.extend_from_slice(name);
-    temp.extend_from_slice(format!(".{}.mfu-tmp", std::process::id()).as_bytes());
+    // Earlier runs killed on this host may have left their temporaries (as big as the list).
+    if let Ok(dir) = crate::atomic::open_parent(path) {
+        let _ = crate::atomic::remove_stale(
+            std::os::fd::AsFd::as_fd(&dir),
+            crate::path::basename(path),
+        );
+    }
+    // New, never through a symlink or into a file planted at the (predictable) name.
+    let temp = crate::atomic::temp_path(path);
     let file = File::options()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(as_path(&temp))
         .map_err(|e| ItemError::new(&temp, OP_CREATE, e))?;
     // The mode of `open` is cut by the umask; an existing list keeps its own bits.

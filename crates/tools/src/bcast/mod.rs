@@ -23,9 +23,9 @@
 
 pub mod nodes;
 
-use crate::bz2::temporary;
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::status::Status;
+use flist::atomic;
 use flist::path::{as_path, display};
 use nodes::Nodes;
 use rustix::fd::{AsFd, OwnedFd};
@@ -365,7 +365,7 @@ fn plan(
             if !t.in_place {
                 let _ = rustix::fs::unlinkat(
                     dir,
-                    temporary::split(&t.path).1.as_slice(),
+                    atomic::split(&t.path).1.as_slice(),
                     AtFlags::empty(),
                 );
             }
@@ -386,14 +386,14 @@ fn plan(
 /// On the leader, first: open DEST's directory and remove the temporaries a killed earlier
 /// run left for DEST (each named in the notes).
 fn look(dest: &[u8]) -> Result<(OwnedFd, Vec<String>), String> {
-    let (dir_path, base) = temporary::split(dest);
+    let (dir_path, base) = atomic::split(dest);
     let dir = rustix::fs::open(
         as_path(&dir_path),
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
     .map_err(|e| format!("open directory {}: {e}", display(&dir_path)))?;
-    let notes = temporary::remove_stale(dir.as_fd(), &base)
+    let notes = atomic::remove_stale(dir.as_fd(), &base)
         .into_iter()
         .map(|(name, removed)| {
             let path = display(&[dir_path.as_slice(), b"/", &name].concat()).into_owned();
@@ -412,9 +412,8 @@ fn look(dest: &[u8]) -> Result<(OwnedFd, Vec<String>), String> {
 /// is updated in place only when it is a regular file with one link and SRC's size, reached
 /// without following a symlink; otherwise a fresh temporary (`O_EXCL`) of SRC's size is made.
 fn prepare(dir: rustix::fd::BorrowedFd<'_>, dest: &[u8], size: u64) -> Result<Target, String> {
-    let (dir_path, base) = temporary::split(dest);
-    let dir_id =
-        temporary::identity(dir).map_err(|e| format!("stat {}: {e}", display(&dir_path)))?;
+    let (dir_path, base) = atomic::split(dest);
+    let dir_id = atomic::identity(dir).map_err(|e| format!("stat {}: {e}", display(&dir_path)))?;
     match rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {
             return Err(format!("{} is a directory", display(dest)))
@@ -433,7 +432,7 @@ fn prepare(dir: rustix::fd::BorrowedFd<'_>, dest: &[u8], size: u64) -> Result<Ta
         }
         _ => {}
     }
-    let (name, fd) = temporary::create(dir, &base)
+    let (name, fd) = atomic::create_in(dir, &base, OFlags::RDWR, 0o600)
         .map_err(|e| format!("create a temporary file in {}: {e}", display(&dir_path)))?;
     let path = [dir_path.as_slice(), b"/", &name].concat();
     let file = File::from(fd);
@@ -441,7 +440,7 @@ fn prepare(dir: rustix::fd::BorrowedFd<'_>, dest: &[u8], size: u64) -> Result<Ta
         .set_len(size)
         .map_err(|e| format!("truncate {}: {e}", display(&path)))
         .and_then(|()| {
-            temporary::identity(file.as_fd()).map_err(|e| format!("stat {}: {e}", display(&path)))
+            atomic::identity(file.as_fd()).map_err(|e| format!("stat {}: {e}", display(&path)))
         });
     match made {
         Ok(file_id) => Ok(Target {
@@ -461,8 +460,8 @@ fn prepare(dir: rustix::fd::BorrowedFd<'_>, dest: &[u8], size: u64) -> Result<Ta
 /// directory and the file are still the planned ones (no symlink followed at the file; for an
 /// update in place, still a file with one link).
 fn open_target(target: &Target) -> Result<File, String> {
-    let (dir_path, name) = temporary::split(&target.path);
-    let dir = temporary::open_dir_checked(&dir_path, target.dir_id)?;
+    let (dir_path, name) = atomic::split(&target.path);
+    let dir = atomic::open_dir_checked(&dir_path, target.dir_id)?;
     let fd = rustix::fs::openat(
         &dir,
         name.as_slice(),
@@ -497,7 +496,7 @@ fn finish(
     mode: u32,
     failed: bool,
 ) -> Result<(), String> {
-    let temp_name = temporary::split(&target.path).1;
+    let temp_name = atomic::split(&target.path).1;
     let remove_temp = || {
         if !target.in_place {
             let _ = rustix::fs::unlinkat(dir, temp_name.as_slice(), AtFlags::empty());
@@ -513,7 +512,7 @@ fn finish(
     rustix::fs::fchmod(out, rustix::fs::Mode::from_raw_mode(mode))
         .map_err(|e| format!("chmod {}: {e}", display(&target.path)))?;
     if !target.in_place {
-        let base = temporary::split(dest).1;
+        let base = atomic::split(dest).1;
         rustix::fs::renameat(dir, temp_name.as_slice(), dir, base.as_slice()).map_err(|e| {
             remove_temp();
             format!("rename {} to {}: {e}", display(&target.path), display(dest))

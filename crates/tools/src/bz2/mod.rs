@@ -15,7 +15,6 @@ mod decompress;
 pub mod format;
 mod output;
 pub(crate) mod stream;
-pub(crate) mod temporary;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::status::Status;
@@ -560,7 +559,7 @@ fn preflight(options: &Options, input: &[u8], dest: &[u8]) -> Result<Preflight, 
         std::fs::metadata(path).map_err(|e| usage(format!("stat {}: {e}", display(input))))?;
     let entry = std::fs::symlink_metadata(path)
         .map_err(|e| usage(format!("stat {}: {e}", display(input))))?;
-    let dir_path = temporary::split(dest).0;
+    let dir_path = flist::atomic::split(dest).0;
     let dir = std::fs::metadata(flist::path::as_path(&dir_path))
         .map_err(|e| usage(format!("stat {}: {e}", display(&dir_path))))?;
     let planned = Planned {

@@ -8,8 +8,8 @@
 //! with `*at` calls on that descriptor, so no later change to the path can send a write, a
 //! rename or a removal elsewhere. The other ranks check that the temporary they open is rank 0's.
 
-use super::temporary;
 use crate::engine::status::Status;
+use flist::atomic;
 use flist::path::display;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
@@ -38,17 +38,17 @@ pub fn create(
     dest: &[u8],
     dir_id: (u64, u64),
 ) -> Result<(TempOutput, Vec<String>), (Status, String)> {
-    let (dir_path, base) = temporary::split(dest);
+    let (dir_path, base) = atomic::split(dest);
     let mut shared = Vec::new();
     let mut notes = Vec::new();
     let mut dir = None;
     // Ranks other than 0 have nothing to say when rank 0 failed: its status is the one.
     let mut mine: Result<(Vec<u8>, File), (Status, String)> = Err((Status::Ok, String::new()));
     if comm.rank() == 0 {
-        mine = temporary::open_dir_checked(&dir_path, dir_id)
+        mine = atomic::open_dir_checked(&dir_path, dir_id)
             .map_err(|e| (Status::ItemsFailed, e))
             .and_then(|fd| {
-                for (name, removed) in temporary::remove_stale(fd.as_fd(), &base) {
+                for (name, removed) in atomic::remove_stale(fd.as_fd(), &base) {
                     let path = [dir_path.as_slice(), b"/", &name].concat();
                     notes.push(match removed {
                         Ok(()) => format!(
@@ -58,18 +58,19 @@ pub fn create(
                         Err(e) => format!("remove stale temporary {}: {e}", display(&path)),
                     });
                 }
-                let made = temporary::create(fd.as_fd(), &base).map_err(|e| {
-                    (
-                        Status::Usage,
-                        format!("create a temporary file in {}: {e}", display(&dir_path)),
-                    )
-                })?;
+                let made =
+                    atomic::create_in(fd.as_fd(), &base, OFlags::RDWR, 0o600).map_err(|e| {
+                        (
+                            Status::Usage,
+                            format!("create a temporary file in {}: {e}", display(&dir_path)),
+                        )
+                    })?;
                 dir = Some(fd);
                 Ok(made)
             })
             .and_then(|(name, fd)| {
                 let id =
-                    temporary::identity(fd.as_fd()).map_err(|e| (Status::Usage, e.to_string()))?;
+                    atomic::identity(fd.as_fd()).map_err(|e| (Status::Usage, e.to_string()))?;
                 shared = [&id.0.to_le_bytes()[..], &id.1.to_le_bytes(), &name].concat();
                 Ok((name, File::from(fd)))
             });
@@ -88,7 +89,7 @@ pub fn create(
             Mode::empty(),
         )
         .map_err(|e| format!("open {}: {e}", display(&path)))
-        .and_then(|fd| match temporary::identity(fd.as_fd()) {
+        .and_then(|fd| match atomic::identity(fd.as_fd()) {
             Ok(got) if got == id => Ok((name, File::from(fd))),
             _ => Err(format!(
                 "{} is not the temporary file rank 0 made (its directory changed)",
@@ -146,7 +147,7 @@ impl TempOutput {
             .set_times(times)
             .map_err(|e| format!("set times of {temp}: {e}"))?;
         let dir = self.dir.as_ref().ok_or("rename on a rank other than 0")?;
-        let (_, base) = temporary::split(dest);
+        let (_, base) = atomic::split(dest);
         let flags = if replace {
             RenameFlags::empty()
         } else {
@@ -180,7 +181,7 @@ impl TempOutput {
     /// `(dev, ino)` that was planned from (without following a symlink). Rank 0 only.
     pub fn remove_input(&self, input: &[u8], id: (u64, u64)) -> Result<(), String> {
         let dir = self.dir.as_ref().ok_or("remove on a rank other than 0")?;
-        let (_, base) = temporary::split(input);
+        let (_, base) = atomic::split(input);
         let st = rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| format!("stat {}: {e}", display(input)))?;
         if (st.st_dev, st.st_ino) != id {

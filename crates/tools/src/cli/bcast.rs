@@ -23,8 +23,8 @@ use steal::Comm;
         tells how many per node. Only a regular file with one link is updated in place: a DEST \
         that is a symbolic link or has other hard links is replaced by a new file (renamed over \
         it; the link's target and the other names are not written). SIGINT/SIGTERM stop the \
-        transfer (exit 1) and remove the temporary files; a temporary .DEST.XXXXXX.mfu-tmp a \
-        killed earlier run left is removed by the next run. Nodes are told apart by host name; set MFU_NODE_NAME to \
+        transfer (exit 1) and remove the temporary files; a temporary .DEST.HOST.PID.mfu-tmp \
+        that a killed earlier run on the node left is removed by the next run. Nodes are told apart by host name; set MFU_NODE_NAME to \
         override it (containers that share a host name, tests).\n\n\
         Examples:\n  \
         srun -N 64 -n 256 mfu-rs bcast /lustre/db/index.bin /tmp/index.bin\n  \

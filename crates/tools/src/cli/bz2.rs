@@ -26,7 +26,7 @@ use steal::Comm;
         alone. A dbz2 table that does not match its streams is not used: the streams are then \
         decoded one after another (as bunzip2 does) and the output must have the footer's size. \
         SIGINT/SIGTERM stop the work, remove the temporary output and keep the input (exit 1); a \
-        temporary .NAME.XXXXXX.mfu-tmp that a killed earlier run left is removed.\n\n\
+        temporary .NAME.HOST.PID.mfu-tmp that a killed earlier run on this host left is removed.\n\n\
         Examples:\n  \
         mpirun -np 64 mfu-rs bz2 -z /lustre/big.dat        # -> big.dat.bz2, big.dat removed\n  \
         mpirun -np 64 mfu-rs bz2 -d -k /lustre/big.dat.bz2 # -> big.dat, keep the .bz2\n  \

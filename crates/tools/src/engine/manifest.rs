@@ -412,7 +412,12 @@ fn write(comm: &dyn Comm, o: &ManifestOptions, entries: Vec<Entry>) -> Result<()
     let mut tmp = Vec::new();
     let mut made = String::new();
     if comm.rank() == 0 {
-        tmp = temp_name(&o.path);
+        // What runs killed on this host left (their temporaries are as big as the manifest).
+        if let Ok(dir) = flist::atomic::open_parent(&o.path) {
+            let base = flist::path::basename(&o.path);
+            let _ = flist::atomic::remove_stale(rustix::fd::AsFd::as_fd(&dir), base);
+        }
+        tmp = flist::atomic::temp_path(&o.path);
         if let Err(e) = create(&tmp) {
             made = format!("create {}: {e}", flist::path::display(&tmp));
         }
@@ -446,21 +451,6 @@ fn write(comm: &dyn Comm, o: &ManifestOptions, entries: Vec<Entry>) -> Result<()
     } else {
         Err(String::from_utf8_lossy(&result).into_owned())
     }
-}
-
-/// `DIR/.NAME.PID.mfu-tmp` beside `path`.
-fn temp_name(path: &[u8]) -> Vec<u8> {
-    let mut tmp = flist::path::parent(path).to_vec();
-    if !tmp.is_empty() && tmp != b"/" {
-        tmp.push(b'/');
-    }
-    if !path.contains(&b'/') {
-        tmp.clear();
-    }
-    tmp.push(b'.');
-    tmp.extend_from_slice(flist::path::basename(path));
-    tmp.extend_from_slice(format!(".{}.mfu-tmp", std::process::id()).as_bytes());
-    tmp
 }
 
 /// Create the temporary file, new (`O_EXCL`, never following a symlink): its name is
@@ -504,7 +494,7 @@ mod tests {
         std::fs::write(&victim, b"precious").unwrap();
         use std::os::unix::ffi::OsStrExt;
         let path = [dir.path().as_os_str().as_bytes(), b"/m.b3"].concat();
-        let tmp = temp_name(&path);
+        let tmp = flist::atomic::temp_path(&path);
         std::fs::hard_link(&victim, flist::path::as_path(&tmp)).unwrap();
         let err = create(&tmp).expect_err("refused");
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
@@ -581,8 +571,8 @@ mod tests {
         assert_eq!(relative(b"/d", b"/dx/y"), None);
         assert_eq!(relative(b"/", b"/x"), Some(&b"x"[..]));
         assert_eq!(
-            temp_name(b"m.b3"),
-            format!(".m.b3.{}.mfu-tmp", std::process::id()).into_bytes()
+            flist::atomic::temp_path(b"m.b3"),
+            flist::atomic::temp_name(b"m.b3")
         );
     }
 }

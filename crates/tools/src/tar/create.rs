@@ -23,7 +23,7 @@ mod framed;
 
 use super::header::{round_up, Header, Kind};
 use super::segment::{HeaderBytes, Member, Segment, Stamp};
-use super::{index, partial, Done, Options, Report};
+use super::{index, Done, Options, Report};
 use crate::engine::context::{Context, Error, ToolReport};
 use crate::engine::copy::data::{copy_at_seen, write_all_at, Buffer, DataOptions, Seen};
 use crate::engine::copy::links;
@@ -1471,22 +1471,30 @@ fn check_archive_path(archive: &[u8]) -> Result<(), String> {
     }
 }
 
-/// The temporary path the archive is written under (rank 0's, see [`partial`]); rank 0 first
-/// removes what earlier runs killed on this host left there, and says so. Collective.
+/// The temporary path the archive is written under (rank 0's, [`flist::atomic`]: a run
+/// killed outright leaves one behind, as big as the archive); rank 0 first removes what earlier
+/// runs killed on this host left there, and says so. Collective.
 fn temp_path(comm: &dyn Comm, context: &Context, archive: &[u8]) -> Vec<u8> {
     let mut tmp = Vec::new();
     if comm.rank() == 0 {
-        let (removed, failed) = partial::remove_stale(archive);
-        for path in removed {
-            context.error(format_args!(
-                "removed {}, the incomplete archive of an earlier run that was killed",
-                display(&path)
-            ));
+        if let Ok(dir) = flist::atomic::open_parent(archive) {
+            let base = flist::path::basename(archive);
+            for (name, removed) in flist::atomic::remove_stale(dir.as_fd(), base) {
+                let path = flist::atomic::beside(archive, &name);
+                match removed {
+                    Ok(()) => context.error(format_args!(
+                        "removed {}, the incomplete archive of an earlier run that was killed",
+                        display(&path)
+                    )),
+                    Err(e) => context.error(ItemError::new(
+                        &path,
+                        "remove the incomplete archive of an earlier run",
+                        e,
+                    )),
+                }
+            }
         }
-        for e in failed {
-            context.error(e);
-        }
-        tmp = partial::temp_path(archive);
+        tmp = flist::atomic::temp_path(archive);
     }
     comm.bcast(0, &mut tmp);
     tmp
@@ -1494,8 +1502,13 @@ fn temp_path(comm: &dyn Comm, context: &Context, archive: &[u8]) -> Vec<u8> {
 
 /// Remove the temporary archive (it was never complete); a failure is only worth a message.
 fn remove_temp(context: &Context, tmp: &[u8]) {
-    if let Err(e) = partial::remove(tmp) {
-        context.error(e);
+    match rustix::fs::unlink(flist::path::as_path(tmp)) {
+        Ok(()) | Err(Errno::NOENT) => {}
+        Err(e) => context.error(ItemError::new(
+            tmp,
+            "remove the incomplete archive",
+            e.into(),
+        )),
     }
 }
 

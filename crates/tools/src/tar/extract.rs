@@ -843,8 +843,7 @@ fn save_index(found: &Located, side: &[u8]) -> io::Result<usize> {
     if let Some(m) = found.member {
         offsets.push(m);
     }
-    let mut tmp = side.to_vec();
-    tmp.extend_from_slice(format!(".{}.tmp", std::process::id()).as_bytes());
+    let tmp = flist::atomic::temp_path(side);
     write_new(&tmp, &index::encode_index(&offsets, found.end))?;
     let saved = std::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(side));
     if saved.is_err() {
@@ -1866,8 +1865,7 @@ mod tests {
         let side = [archive.as_os_str().as_bytes(), b".dtaridx"].concat();
         let victim = dir.path().join("victim");
         std::fs::write(&victim, b"precious").unwrap();
-        let mut tmp = side.clone();
-        tmp.extend_from_slice(format!(".{}.tmp", std::process::id()).as_bytes());
+        let tmp = flist::atomic::temp_path(&side);
         std::fs::hard_link(&victim, flist::path::as_path(&tmp)).unwrap();
         let opened = Archive::open(archive.as_os_str().as_bytes()).unwrap();
         let found = Located {

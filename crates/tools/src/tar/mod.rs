@@ -27,7 +27,6 @@ pub mod header;
 pub mod index;
 pub mod list;
 mod owners;
-mod partial;
 pub mod scan;
 pub mod seekable;
 mod segment;
