@@ -590,4 +590,35 @@ mod tests {
         );
         assert_eq!((back.users, back.groups), (plan.users, plan.groups));
     }
+
+    /// The list is written under a predictable temporary name: a hard link planted there to
+    /// someone's file is refused, and that file is neither truncated nor written (before, the
+    /// writer opened the name with O_TRUNC and wrote the list into the planted file).
+    #[test]
+    fn a_file_planted_at_the_temporary_name_is_refused_untouched() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let path = [dir.path().as_os_str().as_bytes(), b"/list.txt"].concat();
+        let temp = crate::atomic::temp_path(&path);
+        std::fs::hard_link(&victim, as_path(&temp)).unwrap();
+        let mut list = FileList::new(Detail::Lite);
+        list.push(b"/a", crate::FileType::File, None);
+        for format in [Format::Text, Format::V4] {
+            let list = if format == Format::V4 {
+                let mut l = FileList::new(Detail::Stat);
+                l.push(b"/a", crate::FileType::File, Some(crate::Meta::default()));
+                l
+            } else {
+                list.clone()
+            };
+            let written = steal::local::run(1, |comm: &dyn steal::Comm| {
+                write(comm, &list, &path[..], format).is_err()
+            });
+            assert_eq!(written, vec![true], "{format:?}: refused");
+            assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "{format:?}");
+            assert!(!std::path::Path::new(as_path(&path)).exists(), "{format:?}");
+        }
+    }
 }
