@@ -164,25 +164,5 @@ pub fn summary(r: &Report) -> String {
         line.push_str(&format!("; {} failed", r.failed));
     }
     line.push('\n');
-    if let Some(v) = &r.verify {
-        line.push_str(&format!("Verified {}\n", v.text()));
-    }
-    if let Some(m) = &r.manifest {
-        line.push_str(&manifest_line(m));
-    }
-    line
-}
-
-/// `Manifest FILE: N files (HASH)`, or why it is missing.
-pub fn manifest_line(m: &crate::engine::manifest::Summary) -> String {
-    if m.written {
-        format!(
-            "Manifest {}: {} files ({})\n",
-            m.path,
-            m.files,
-            m.hash.name()
-        )
-    } else {
-        format!("Manifest {}: not written\n", m.path)
-    }
+    line + &crate::cli::checks::checks_lines(r.verify.as_ref(), r.manifest.as_ref())
 }

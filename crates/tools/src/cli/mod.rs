@@ -4,6 +4,7 @@
 pub mod args;
 pub mod bcast;
 pub mod bz2;
+pub mod checks;
 pub mod chmod;
 pub mod cmp;
 pub mod console;

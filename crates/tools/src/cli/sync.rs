@@ -176,18 +176,6 @@ pub fn summary(r: &Report) -> String {
             r.bytes,
             steal::progress::human_bytes(r.bytes),
             r.seconds
-        ) + &checks_lines(r)
+        ) + &crate::cli::checks::checks_lines(r.verify.as_ref(), r.manifest.as_ref())
     }
-}
-
-/// The lines `--verify` and `--manifest` add to the summary.
-fn checks_lines(r: &Report) -> String {
-    let mut text = String::new();
-    if let Some(v) = &r.verify {
-        text.push_str(&format!("Verified {}\n", v.text()));
-    }
-    if let Some(m) = &r.manifest {
-        text.push_str(&crate::cli::cp::manifest_line(m));
-    }
-    text
 }

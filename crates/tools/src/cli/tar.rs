@@ -317,12 +317,10 @@ impl CliTool for Tar {
         if let Some(line) = summary_line(report) {
             console.text(&line);
         }
-        if let Some(v) = &report.verify {
-            console.text(&format!("Verified {}\n", v.text()));
-        }
-        if let Some(m) = &report.manifest {
-            console.text(&crate::cli::cp::manifest_line(m));
-        }
+        console.text(&crate::cli::checks::checks_lines(
+            report.verify.as_ref(),
+            report.manifest.as_ref(),
+        ));
     }
 }
 
