@@ -70,24 +70,14 @@ fn strip_extension(name: &[u8]) -> &[u8] {
     }
 }
 
-/// `s` as one shell word: as it is when it has only characters the shell leaves alone,
-/// otherwise in single quotes (a `'` inside written `'\''`). Any byte but NUL, which no path
-/// holds, survives.
+/// `s` as one shell word (`shlex`'s quoting: as it is when the shell leaves it alone, else in
+/// single or double quotes). Any byte survives; a NUL, which no path holds, is quoted too.
 pub fn quote(s: &[u8]) -> Vec<u8> {
-    let safe = |b: &u8| b.is_ascii_alphanumeric() || b"-_+,.%:/=@".contains(b);
-    if !s.is_empty() && s.iter().all(safe) {
-        return s.to_vec();
-    }
-    let mut out = vec![b'\''];
-    for &b in s {
-        if b == b'\'' {
-            out.extend_from_slice(b"'\\''");
-        } else {
-            out.push(b);
-        }
-    }
-    out.push(b'\'');
-    out
+    shlex::bytes::Quoter::new()
+        .allow_nul(true)
+        .quote(s)
+        .map(std::borrow::Cow::into_owned)
+        .expect("with NUL allowed, quoting cannot fail")
 }
 
 #[cfg(test)]
@@ -118,10 +108,31 @@ mod tests {
         assert!(!has_replacement(&words(&["echo", "{", "}"])));
     }
 
+    /// Whatever the word, `sh` gives it back as one argument, byte for byte.
     #[test]
     fn odd_names_stay_one_word() {
-        assert_eq!(quote(b"it's a \xff\n"), b"'it'\\''s a \xff\n'");
-        assert_eq!(quote(b""), b"''");
-        assert_eq!(quote(b"$(rm -rf x)"), b"'$(rm -rf x)'");
+        use std::os::unix::ffi::OsStrExt;
+        let odd: [&[u8]; 9] = [
+            b"it's a \xff\n",
+            b"",
+            b"$(rm -rf x)",
+            b"`touch x` ; rm -rf / &",
+            b"a\"b\\c'd $HOME !x {a,b} *",
+            b"-n",
+            b"\t\r\x01 tabs and controls",
+            b"plain-name_1.txt",
+            b"\xc3\xa9t\xc3\xa9 \xe2\x82\xac",
+        ];
+        for word in odd {
+            let script = [b"printf '%s|' ".as_slice(), &quote(word)].concat();
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(std::ffi::OsStr::from_bytes(&script))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{word:?}");
+            assert_eq!(out.stdout, [word, b"|"].concat(), "{word:?}");
+        }
+        assert_eq!(quote(b"plain-name_1.txt"), b"plain-name_1.txt");
     }
 }
