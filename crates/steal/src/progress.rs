@@ -3,7 +3,8 @@
 //! Workers bump the counters of a [`Progress`]; while a [`crate::queue::run`] is under way each
 //! rank sends a snapshot to rank 0 every interval (piggy-backed on the queue's polling loop, never
 //! a blocking collective), and rank 0 hands the sum to the progress's reporter. The library only
-//! computes; the binary decides what a user sees (see [`Report::line`]).
+//! computes; the binary decides what a user sees (its one progress line is the tools' crate's
+//! `cli::progress_line`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -23,53 +24,6 @@ pub struct Report {
     pub total_bytes: u64,
     /// Time since the work started.
     pub elapsed: Duration,
-}
-
-impl Report {
-    /// A human line such as `Copied 1.2 GiB of 4.0 GiB (30%) in 12 s, 102 MiB/s, ETA 28 s`, or
-    /// `Walked 120345 items in 12 s, 10028 items/s` when no byte total is known.
-    pub fn line(&self, verb: &str) -> String {
-        let secs = self.elapsed.as_secs_f64().max(1e-9);
-        if self.total_bytes > 0 {
-            let rate = self.bytes as f64 / secs;
-            let pct = 100.0 * self.bytes as f64 / self.total_bytes as f64;
-            let eta = eta(self.total_bytes.saturating_sub(self.bytes), rate);
-            format!(
-                "{verb} {} of {} ({pct:.0}%) in {}, {}/s{eta}",
-                human_bytes(self.bytes),
-                human_bytes(self.total_bytes),
-                human_duration(secs),
-                human_bytes(rate as u64)
-            )
-        } else if self.total_items > 0 {
-            let rate = self.items as f64 / secs;
-            let pct = 100.0 * self.items as f64 / self.total_items as f64;
-            let eta = eta(self.total_items.saturating_sub(self.items), rate);
-            format!(
-                "{verb} {} of {} items ({pct:.0}%) in {}, {:.0} items/s{eta}",
-                self.items,
-                self.total_items,
-                human_duration(secs),
-                rate
-            )
-        } else {
-            format!(
-                "{verb} {} items in {}, {:.0} items/s",
-                self.items,
-                human_duration(secs),
-                self.items as f64 / secs
-            )
-        }
-    }
-}
-
-/// `, ETA 28 s` for `left` units at `rate` units per second; empty before anything moved.
-fn eta(left: u64, rate: f64) -> String {
-    if rate > 0.0 {
-        format!(", ETA {}", human_duration(left as f64 / rate))
-    } else {
-        String::new()
-    }
 }
 
 /// `1536` → `1.500 KiB`; binary units, three decimals above bytes.
@@ -243,24 +197,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lines_have_rate_and_eta() {
-        let r = Report {
-            bytes: 3 << 30,
-            total_bytes: 4 << 30,
-            elapsed: Duration::from_secs(30),
-            ..Report::default()
-        };
-        assert_eq!(
-            r.line("Copied"),
-            "Copied 3.000 GiB of 4.000 GiB (75%) in 30 s, 102.400 MiB/s, ETA 10 s"
-        );
-        let r = Report {
-            items: 500,
-            elapsed: Duration::from_secs(5),
-            ..Report::default()
-        };
-        assert_eq!(r.line("Walked"), "Walked 500 items in 5.0 s, 100 items/s");
+    fn sizes_and_durations_read_as_people_write_them() {
         assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(3 << 30), "3.000 GiB");
         assert_eq!(human_duration(7300.0), "2 h 1 min");
     }
 }
