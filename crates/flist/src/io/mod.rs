@@ -266,13 +266,6 @@ fn stage(path: &[u8]) -> Result<Option<Vec<u8>>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => 0o666,
         Err(e) => return Err(ItemError::new(path, OP_STAT, e).into()),
     };
-    // Earlier runs killed on this host may have left their temporaries (as big as the list).
-    if let Ok(dir) = crate::atomic::open_parent(path) {
-        let _ = crate::atomic::remove_stale(
-            std::os::fd::AsFd::as_fd(&dir),
-            crate::path::basename(path),
-        );
-    }
     // New, never through a symlink or into a file planted at the (predictable) name.
     let temp = crate::atomic::temp_path(path);
     let file = File::options()

@@ -412,11 +412,6 @@ fn write(comm: &dyn Comm, o: &ManifestOptions, entries: Vec<Entry>) -> Result<()
     let mut tmp = Vec::new();
     let mut made = String::new();
     if comm.rank() == 0 {
-        // What runs killed on this host left (their temporaries are as big as the manifest).
-        if let Ok(dir) = flist::atomic::open_parent(&o.path) {
-            let base = flist::path::basename(&o.path);
-            let _ = flist::atomic::remove_stale(rustix::fd::AsFd::as_fd(&dir), base);
-        }
         tmp = flist::atomic::temp_path(&o.path);
         if let Err(e) = create(&tmp) {
             made = format!("create {}: {e}", flist::path::display(&tmp));
