@@ -323,12 +323,23 @@ fn check_exact(
         &format!("{step} exit 0 but DEST differs from SRC"),
         d,
     );
-    // Journals and temporaries left behind after success.
+    // Journals and temporaries left behind after success. A journal stays when the file it
+    // describes is no longer in SRC (a partial copy of a file since removed or swapped away):
+    // the copy leaves that DEST file as it is (cp deletes nothing), and its journal rightly
+    // still says it is incomplete.
+    let journal_of_a_source_file = |p: &[u8]| {
+        let (dir, name) = tree::split(p);
+        let file = name
+            .strip_prefix(b".")
+            .and_then(|n| n.strip_suffix(b".mfu-partial"));
+        file.is_none_or(|f| src.contains_key(&tree::child(dir, f)))
+    };
     let left: Vec<String> = got
         .keys()
         .filter(|p| {
             !src.contains_key(*p)
-                && (p.ends_with(b".mfu-partial") || p.windows(4).any(|w| w == b".mfu"))
+                && (p.ends_with(b".mfu-partial") && journal_of_a_source_file(p)
+                    || !p.ends_with(b".mfu-partial") && p.windows(4).any(|w| w == b".mfu"))
         })
         .map(|p| format!("{} left in DEST", show(p)))
         .collect();
