@@ -249,13 +249,13 @@ pub(super) fn drop_stale(
     src: &[u8],
 ) -> Result<(), ItemError> {
     let jpath = journal::path_of(dst);
-    let removed = reach.dst(&jpath).and_then(|j| {
-        if !journal::is_of(&j, src)? || users_name_in(map, reach, dst) {
-            return Ok(());
-        }
-        journal::remove(&j, src)
-    });
-    removed.map_err(|e| ItemError::new(&jpath, "remove journal", e))
+    // Only when a journal of `src` is there: most reused destinations have none, and the
+    // source-side look-up of [`finish`] is not paid for them.
+    match reach.dst(&jpath).and_then(|j| journal::is_of(&j, src)) {
+        Ok(false) => Ok(()),
+        Ok(true) => finish(map, reach, dst, src),
+        Err(e) => Err(ItemError::new(&jpath, "remove journal", e)),
+    }
 }
 
 /// Drop this rank's chunks of resumed files that are done (counted as landed in `pending`)
