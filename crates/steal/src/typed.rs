@@ -34,7 +34,7 @@
 
 use crate::comm::{Comm, CommExt, Tag};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bytes that are not the postcard encoding of the type asked for.
 #[derive(Debug, thiserror::Error)]
@@ -69,8 +69,9 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     out
 }
 
-/// The value encoded in all of `bytes`: trailing bytes are an error too.
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
+/// The value encoded in all of `bytes`: trailing bytes are an error too. The value may borrow
+/// from `bytes` (a `&[u8]` field marked `serde_bytes`).
+pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, DecodeError> {
     match decode_prefix(bytes)? {
         (v, []) => Ok(v),
         (_, rest) => Err(DecodeError {
@@ -83,7 +84,9 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
 
 /// The value encoded at the start of `bytes`, and the bytes after it (for a stream of values
 /// written one after another with [`encode_into`]).
-pub fn decode_prefix<T: DeserializeOwned>(bytes: &[u8]) -> Result<(T, &[u8]), DecodeError> {
+pub fn decode_prefix<'a, T: Deserialize<'a>>(
+    bytes: &'a [u8],
+) -> Result<(T, &'a [u8]), DecodeError> {
     postcard::take_from_bytes(bytes).map_err(|e| DecodeError {
         type_name: std::any::type_name::<T>(),
         len: bytes.len(),
@@ -91,10 +94,30 @@ pub fn decode_prefix<T: DeserializeOwned>(bytes: &[u8]) -> Result<(T, &[u8]), De
     })
 }
 
-/// [`decode`] of bytes another rank of this program encoded: a failure is a bug, so it panics
-/// naming the type.
+/// The values of a stream written with [`encode_into`], one after another, in order; after
+/// an error, nothing more.
+pub fn each<'a, T: Deserialize<'a>>(
+    bytes: &'a [u8],
+) -> impl Iterator<Item = Result<T, DecodeError>> + 'a {
+    let mut rest = Some(bytes);
+    std::iter::from_fn(move || {
+        let now = rest.take().filter(|r| !r.is_empty())?;
+        Some(decode_prefix(now).map(|(v, after)| {
+            rest = Some(after);
+            v
+        }))
+    })
+}
+
+/// The value of bytes another rank of this program encoded: a failure is a bug in the
+/// program, so this panics, naming the type.
+pub fn sent<T>(decoded: Result<T, DecodeError>) -> T {
+    decoded.unwrap_or_else(|e| panic!("rank message: {e}"))
+}
+
+/// [`decode`] of bytes another rank sent (see [`sent`]).
 pub(crate) fn expect<T: DeserializeOwned>(bytes: &[u8]) -> T {
-    decode(bytes).unwrap_or_else(|e| panic!("rank message: {e}"))
+    sent(decode(bytes))
 }
 
 /// `#[serde(with = "steal::typed::byte_list")]` for a `Vec<Vec<u8>>`: each byte string as one
@@ -205,7 +228,6 @@ mod tests {
     use super::*;
     use crate::local;
     use rand::{rngs::SmallRng, Rng, SeedableRng};
-    use serde::Deserialize;
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     struct Sample {
@@ -260,6 +282,20 @@ mod tests {
         let (a, rest) = decode_prefix::<Sample>(&stream).unwrap();
         assert_eq!(a, sample(1));
         assert_eq!(decode::<u64>(rest).unwrap(), 7);
+        // A stream of borrowed values.
+        let mut stream = Vec::new();
+        for p in [&b"a|b"[..], b"", b"\n\xff"] {
+            encode_into(&(serde_bytes::Bytes::new(p), 3u8), &mut stream);
+        }
+        let back: Vec<(&[u8], u8)> = each::<(&serde_bytes::Bytes, u8)>(&stream)
+            .map(|r| r.map(|(b, v)| (&b[..], v)).unwrap())
+            .collect();
+        assert_eq!(back, [(&b"a|b"[..], 3), (b"", 3), (b"\n\xff", 3)]);
+        let cut = each::<(&serde_bytes::Bytes, u8)>(&stream[..stream.len() - 1]);
+        assert_eq!(
+            cut.map(|r| r.is_ok()).collect::<Vec<_>>(),
+            [true, true, false]
+        );
     }
 
     #[test]
