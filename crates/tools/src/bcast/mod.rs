@@ -684,7 +684,8 @@ impl Transfer<'_> {
 }
 
 /// The reader's broadcast message: the data (only if some node needs it), then one bit per node
-/// (needs it), then a flag byte (1 = data follows the rules, 0 = the read failed).
+/// (needs it), then a flag byte (1 = data follows the rules, 0 = the read failed). A frame by
+/// hand, not a typed message: the segment's bytes become the message without a copy.
 fn pack(data: Result<Vec<u8>, String>, needs: &[bool], failure: &mut Option<String>) -> Vec<u8> {
     let mut buf = match data {
         Ok(d) if needs.iter().any(|&n| n) => d,
