@@ -25,12 +25,12 @@
 //! again over ranks by the bytes selected (`balance`), so that 1% of an archive lying in one
 //! rank's part is still extracted by every rank.
 
-use super::beneath::clean;
 use super::header::{Header, Kind, BLOCK};
-use super::scan::{self, Located, Parts};
-use super::stream::Archive;
 use super::Options;
 use crate::engine::select::Rules;
+use crate::tar::archive::Archive;
+use crate::tar::extract::beneath::clean;
+use crate::tar::index::scan::{self, Located, Parts};
 use flist::path::display;
 use std::ffi::CStr;
 use steal::{Comm, CommExt, ReduceOp};

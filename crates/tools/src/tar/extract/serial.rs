@@ -10,13 +10,6 @@
 //! [`Target`] (no symlink followed), a file whose data was cut short by damage never gets its
 //! archived metadata and is named, directories get theirs last, deepest first.
 
-use super::super::beneath::{clean, explain, Target};
-use super::super::compressed::{Codec, TarStream};
-use super::super::entries::{Entries as Store, Item};
-use super::super::header::{Decoded, Kind, Segment};
-use super::super::index;
-use super::super::select::Matcher;
-use super::super::stream::Archive;
 use super::super::{Done, Options, Report};
 use super::{
     adjuster, make_other, open_new, set_meta, times_of, DirCache, Failures, Layouts, Restore,
@@ -26,6 +19,13 @@ use crate::engine::context::Error;
 use crate::engine::copy::data::write_all_at;
 use crate::engine::copy::meta::{write_xattrs, MetaOptions, Target as XattrTarget, XattrPolicy};
 use crate::engine::copy::striping::Striping;
+use crate::tar::archive::serial::{Codec, TarStream};
+use crate::tar::archive::Archive;
+use crate::tar::extract::beneath::{clean, explain, Target};
+use crate::tar::extract::entries::{Entries as Store, Item};
+use crate::tar::header::{Decoded, Kind, Segment};
+use crate::tar::index;
+use crate::tar::select::Matcher;
 use flist::path::display;
 use rustix::fd::{AsFd, BorrowedFd};
 use rustix::fs::{Gid, Mode, Uid};
@@ -92,7 +92,7 @@ pub(in super::super) fn run(
             }
         }
     }
-    super::super::compressed::wait_quietly(comm);
+    crate::tar::archive::serial::wait_quietly(comm);
     let not_found = matcher.not_found(comm, o, &credited);
     let failures = fail.take();
     for f in &failures {

@@ -19,10 +19,10 @@
 //! it and renamed into place only when every rank wrote its part, no source failed to read
 //! and no signal asked to stop; otherwise the temporary is removed.
 
+mod align;
 mod framed;
+mod segment;
 
-use super::header::{round_up, Header, Kind};
-use super::segment::{HeaderBytes, Member, Segment, Stamp};
 use super::{index, Done, Options, Report};
 use crate::engine::context::{Context, Error, ToolReport};
 use crate::engine::copy::data::{copy_at_seen, write_all_at, Buffer, DataOptions, Seen};
@@ -32,6 +32,8 @@ use crate::engine::copy::Mapping;
 use crate::engine::digest::RangeHasher;
 use crate::engine::hashing::Hashing;
 use crate::engine::racy;
+use crate::tar::create::segment::{HeaderBytes, Member, Segment, Stamp};
+use crate::tar::header::{round_up, Header, Kind};
 use flist::path::{display, normalize};
 use flist::{FileList, FileType, ItemError, Meta};
 use lustre_sys::policy::{self, Decision};
@@ -521,7 +523,7 @@ fn roots(chdir: Option<&[u8]>, paths: &[Vec<u8>], cwd: &[u8]) -> Result<(Vec<u8>
         let abs = normalize(p, &base);
         flist::walk::stat_path(&abs, false)
             .map_err(|e| format!("{}: {}", display(&abs), io::Error::from(e)))?;
-        let stored = match super::beneath::clean(stored_name(p, &abs, &base)) {
+        let stored = match crate::tar::extract::beneath::clean(stored_name(p, &abs, &base)) {
             Ok(s) if s.is_empty() => b".".to_vec(),
             Ok(s) => s,
             Err(_) => {
@@ -1206,7 +1208,7 @@ fn cut(
                 (a.min(seg.at()), b.max(seg.at() + seg.len()))
             });
             let region = if region.0 > region.1 { (0, 0) } else { region };
-            super::align::align(comm, segs, region, s)
+            crate::tar::create::align::align(comm, segs, region, s)
         }
     }
 }
@@ -1540,7 +1542,7 @@ fn not_created(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tar::seekable;
+    use crate::engine::codec::zstd as seekable;
     use steal::queue::WorkItem;
 
     fn member(size: u64) -> Member {
@@ -1617,7 +1619,7 @@ mod tests {
                     (x.min(s.at()), y.max(s.at() + s.len()))
                 });
                 let region = if region.0 > region.1 { (0, 0) } else { region };
-                super::super::align::align(comm, segs, region, stripe)
+                crate::tar::create::align::align(comm, segs, region, stripe)
                     .iter()
                     .map(|seg| {
                         let mut v = Vec::new();

@@ -1,14 +1,14 @@
 //! `tar -t`: names, or with `-v` lines like `tar -tv`, printed in archive order; each rank
 //! decodes an even share of the entries and prints those the selection takes
-//! ([`super::select`]).
+//! ([`crate::tar::select`]).
 
-use super::compressed::{Codec, TarStream};
-use super::extract::{find_entries, say_set_aside, Found};
-use super::header::{Decoded, Kind};
-use super::select::Matcher;
-use super::stream::Archive;
 use super::{Done, Options, Report};
 use crate::engine::context::Error;
+use crate::tar::archive::serial::{Codec, TarStream};
+use crate::tar::archive::Archive;
+use crate::tar::extract::{find_entries, say_set_aside, Found};
+use crate::tar::header::{Decoded, Kind};
+use crate::tar::select::Matcher;
 use flist::path::{display, normalize};
 use std::time::Instant;
 use steal::{Comm, CommExt};
@@ -208,7 +208,7 @@ fn serial(
             }
         }
     }
-    super::compressed::wait_quietly(comm);
+    crate::tar::archive::serial::wait_quietly(comm);
     let not_found = matcher.not_found(comm, o, &credited);
     let entries = comm.sum(listed);
     Ok(Report {
@@ -261,19 +261,20 @@ fn listing(
     let mut out = Vec::new();
     let (mut listed, mut failed) = (0u64, 0u64);
     let filters = m.filters();
-    let taken: Vec<_> = super::scan::decode_in(archive, &offsets[a..b], &found.located.globals)
-        .into_iter()
-        .filter(|d| match (d, filters) {
-            (Ok(d), true) => {
-                let v = m.verdict(&d.header);
-                if let Some(i) = v.credit {
-                    credited[i] = true;
+    let taken: Vec<_> =
+        crate::tar::index::scan::decode_in(archive, &offsets[a..b], &found.located.globals)
+            .into_iter()
+            .filter(|d| match (d, filters) {
+                (Ok(d), true) => {
+                    let v = m.verdict(&d.header);
+                    if let Some(i) = v.credit {
+                        credited[i] = true;
+                    }
+                    v.take
                 }
-                v.take
-            }
-            _ => true,
-        })
-        .collect();
+                _ => true,
+            })
+            .collect();
     // GNU tar widens the owner/size column as wider values come, in archive order: this
     // rank's lines start as wide as the widest of the ranks before.
     let mut width = 19;

@@ -7,7 +7,7 @@
 //! then travel as one group, and the segments touching the stripe where a rank's part of the
 //! archive begins go to the lowest rank touching that stripe, which writes them with its own.
 
-use super::segment::Segment;
+use crate::tar::create::segment::Segment;
 use steal::wire::Reader;
 use steal::{queue::WorkItem, Comm, CommExt};
 

@@ -14,9 +14,9 @@
 //! bytes, in fewer calls, and skips the data of big entries, which the block scan read in
 //! full; on tmpfs it is several times faster, so the block scan was dropped.)
 
-use super::header::{self, classify, round_up, BlockKind, Global, Globals, BLOCK};
-use super::index::{self, Source};
-use super::stream::Archive;
+use crate::tar::archive::Archive;
+use crate::tar::header::{self, classify, round_up, BlockKind, Global, Globals, BLOCK};
+use crate::tar::index::{self, Source};
 use flist::distribute::even_start;
 use flist::path::display;
 use steal::wire::{self, Reader};

@@ -18,11 +18,11 @@
 //!    and the other links to that version link to that name. The (rare) decisions are shared
 //!    with every rank, as the losers are.
 
-use super::beneath::clean;
-use super::entries::Entries;
-use super::header::Kind;
-use super::index;
-use super::scan::Parts;
+use crate::tar::extract::beneath::clean;
+use crate::tar::extract::entries::Entries;
+use crate::tar::header::Kind;
+use crate::tar::index;
+use crate::tar::index::scan::Parts;
 use std::collections::{HashMap, HashSet};
 use steal::wire::{self, Reader};
 use steal::Comm;
