@@ -388,8 +388,9 @@ impl<'a> Shell<'a> {
             .filter(|&i| is_prefix(&cwd, self.list.path(i)))
             .collect();
         let candidates = self.list.select(here.iter().copied());
-        let matched = crate::find::select(self.comm, &candidates, expr, &self.options.context)
-            .map_err(|e| format!("find: {e}"))?;
+        let matched =
+            crate::engine::find_expr::select(self.comm, &candidates, expr, &self.options.context)
+                .map_err(|e| format!("find: {e}"))?;
         let selection: Vec<usize> = matched.into_iter().map(|i| here[i]).collect();
         let found = self.gather(|i| selection.binary_search(&i).is_ok());
         if self.comm.rank() == 0 {

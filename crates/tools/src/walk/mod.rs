@@ -6,7 +6,7 @@
 
 mod listing;
 
-pub use listing::{format_entry, mode_string};
+pub use listing::format_entry;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::lustre::LustreHandle;

@@ -13,10 +13,9 @@ use flist::path::{display, normalize};
 use std::time::Instant;
 use steal::{Comm, CommExt};
 
-/// `-rw-r--r--`-style type and permission letters.
+/// `-rw-r--r--`-style type and permission letters of a member (`h` for a hard link).
 pub fn mode_string(kind: Kind, mode: u32) -> String {
-    let mut s = String::with_capacity(10);
-    s.push(match kind {
+    let letter = match kind {
         Kind::Dir => 'd',
         Kind::Symlink => 'l',
         Kind::HardLink => 'h',
@@ -24,24 +23,8 @@ pub fn mode_string(kind: Kind, mode: u32) -> String {
         Kind::Block => 'b',
         Kind::Fifo => 'p',
         Kind::File | Kind::Other(_) => '-',
-    });
-    let bit = |b: u32, c: char| if mode & b != 0 { c } else { '-' };
-    let special = |x: u32, s: u32, on: char, off: char| match (mode & x != 0, mode & s != 0) {
-        (true, true) => on,
-        (false, true) => off,
-        (true, false) => 'x',
-        (false, false) => '-',
     };
-    s.push(bit(0o400, 'r'));
-    s.push(bit(0o200, 'w'));
-    s.push(special(0o100, 0o4000, 's', 'S'));
-    s.push(bit(0o040, 'r'));
-    s.push(bit(0o020, 'w'));
-    s.push(special(0o010, 0o2000, 's', 'S'));
-    s.push(bit(0o004, 'r'));
-    s.push(bit(0o002, 'w'));
-    s.push(special(0o001, 0o1000, 't', 'T'));
-    s
+    crate::engine::mode_text::mode_text(letter, mode)
 }
 
 /// `YYYY-MM-DD HH:MM` in local time, as `tar -tv` prints it (the seconds when out of range).
