@@ -18,11 +18,11 @@ use crate::engine::codec::{bzip2, dbz2};
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::status::Status;
 use flist::path::display;
+use flist::units::human_bytes;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
-use steal::progress::human_bytes;
 use steal::{Comm, CommExt};
 
 /// What `bz2` is to do, to which file.

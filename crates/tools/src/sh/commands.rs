@@ -8,6 +8,7 @@ use crate::engine::wording::entries;
 use flist::beneath::{list_tops, Roots};
 use flist::path::{basename, display, is_prefix, normalize, parent};
 use flist::sort::{parse_keys, Field, Key};
+use flist::units::human_bytes;
 use flist::{FileList, FileType};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
@@ -15,7 +16,6 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::sync::Arc;
 use steal::ordered::in_rank_order;
-use steal::progress::human_bytes;
 use steal::wire::{put_bytes, put_u64, Reader};
 use steal::{Comm, CommExt};
 

@@ -19,7 +19,7 @@ pub fn format_entry(list: &FileList, e: Entry<'_>, out: &mut Vec<u8>) {
                 .groups
                 .name_of(m.gid as u64)
                 .map_or(m.gid.to_string(), |n| String::from_utf8_lossy(n).into());
-            let (size, units) = size_in_units(m.size);
+            let (size, units) = flist::units::dwalk_units(m.size);
             out.extend_from_slice(
                 format!(
                     "{} {user} {group} {size:7.3} {units:>3} {} ",
@@ -43,42 +43,8 @@ pub fn format_entry(list: &FileList, e: Entry<'_>, out: &mut Vec<u8>) {
     out.push(b'\n');
 }
 
-/// Bytes as mpiFileUtils shows them: divided by 1024 while above 1024, and once more when the
-/// value is still above 1000 (`1005 KiB` shows as `0.981 MiB`).
-fn size_in_units(bytes: u64) -> (f64, &'static str) {
-    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v / 1024.0 > 1.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if v > 1000.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    (v, UNITS[u])
-}
-
 /// `secs` since the epoch as `%b %e %Y %H:%M` in the local time zone (`TZ`), in the C locale's
 /// month names; empty when the time cannot be converted (as dwalk).
 fn local_minute(secs: i64) -> String {
     crate::engine::time_text::local(secs, "%b %e %Y %H:%M").unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_take_mpifileutils_units() {
-        assert_eq!(size_in_units(0), (0.0, "B"));
-        assert_eq!(size_in_units(1000), (1000.0, "B"));
-        assert_eq!(size_in_units(1024), (1.0, "KiB"));
-        assert_eq!(size_in_units(2048), (2.0, "KiB"));
-        let (v, u) = size_in_units(1005 * 1024);
-        assert_eq!(u, "MiB");
-        assert!((v - 1005.0 / 1024.0).abs() < 1e-9);
-        assert_eq!(format!("{:7.3} {:>3}", 232.0, "B"), "232.000   B");
-    }
 }
