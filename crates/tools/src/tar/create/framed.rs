@@ -25,8 +25,7 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::OFlags;
 use std::io::{self, Read, Seek, Write};
 use std::sync::atomic::Ordering;
-use steal::queue::WorkItem;
-use steal::wire::Reader;
+use steal::typed;
 use steal::{Comm, CommExt};
 
 /// bzip2's block size level for `-j` (900 kB blocks, bzip2's default).
@@ -287,14 +286,11 @@ fn balance(comm: &dyn Comm, segs: Vec<Segment>, frame: u64, n: u64) -> Vec<Segme
     for seg in pieces {
         match owner(seg.at()) {
             o if o == me => keep.push(seg),
-            o => seg.encode(&mut sends[o]),
+            o => typed::encode_into(&seg, &mut sends[o]),
         }
     }
     for bytes in comm.alltoallv(sends) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            keep.push(Segment::decode(&mut r));
-        }
+        keep.extend(typed::each::<Segment>(&bytes).map(typed::sent));
     }
     keep.sort_by_key(Segment::at);
     keep

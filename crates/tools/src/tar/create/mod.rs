@@ -42,6 +42,7 @@ use rayon::prelude::*;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
+use serde_bytes::Bytes;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
@@ -50,7 +51,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 use steal::progress::Progress;
 use steal::queue;
-use steal::wire::{self, Reader};
+use steal::typed;
 use steal::{Comm, CommExt};
 
 /// Files up to this size travel whole inside segments (bytes).
@@ -589,15 +590,16 @@ fn link_targets(comm: &dyn Comm, sorted: &FileList) -> HashMap<Vec<u8>, Vec<u8>>
             .map(|(r, _)| r)
             .next_back()
             .unwrap_or(0);
-        wire::put_bytes(&mut sends[owner], &member);
-        wire::put_bytes(&mut sends[owner], &first);
+        typed::encode_into(
+            &(Bytes::new(&member), Bytes::new(&first)),
+            &mut sends[owner],
+        );
     }
     let mut out = HashMap::new();
     for bytes in comm.alltoallv(sends) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            let member = r.bytes().to_vec();
-            out.insert(member, r.bytes().to_vec());
+        for pair in typed::each::<(&Bytes, &Bytes)>(&bytes) {
+            let (member, first) = typed::sent(pair);
+            out.insert(member.to_vec(), first.to_vec());
         }
     }
     out
@@ -1543,7 +1545,6 @@ fn not_created(
 mod tests {
     use super::*;
     use crate::engine::codec::zstd as seekable;
-    use steal::queue::WorkItem;
 
     fn member(size: u64) -> Member {
         Member {
@@ -1732,9 +1733,8 @@ mod tests {
                 ..member(3)
             }],
         };
-        let mut wire_bytes = Vec::new();
-        seg.encode(&mut wire_bytes);
-        let Segment::Run { members, .. } = Segment::decode(&mut Reader::new(&wire_bytes)) else {
+        let wire_bytes = typed::encode(&seg);
+        let Segment::Run { members, .. } = typed::decode(&wire_bytes).unwrap() else {
             panic!("a run")
         };
         assert!(matches!(&members[0].header, HeaderBytes::Encoded(b) if *b == want));
@@ -1811,12 +1811,12 @@ mod tests {
             }],
             1 << 20,
         );
-        let mut bytes = Vec::new();
-        segs[0].encode(&mut bytes);
-        let back = Segment::decode(&mut Reader::new(&bytes));
-        let mut again = Vec::new();
-        back.encode(&mut again);
-        assert_eq!(bytes, again);
+        let bytes = typed::encode(&segs[0]);
+        let back: Segment = typed::decode(&bytes).unwrap();
+        assert_eq!(bytes, typed::encode(&back));
+        // Garbage or a cut message is an error, never a panic.
+        assert!(typed::decode::<Segment>(&bytes[..bytes.len() - 1]).is_err());
+        assert!(typed::decode::<Segment>(&[9, 1, 2]).is_err());
         assert_eq!(back.len(), 1024);
     }
 }

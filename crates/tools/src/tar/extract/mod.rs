@@ -50,7 +50,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
-use steal::wire::{self, Reader};
 use steal::{Comm, CommExt};
 
 /// How metadata is restored.
@@ -89,18 +88,8 @@ impl Failures {
     }
     /// Header offsets of the entries whose data failed on any rank. Collective.
     fn data_failed_anywhere(&self, comm: &dyn Comm) -> HashSet<u64> {
-        let mut mine = Vec::new();
-        for &start in self.1.lock().expect("failures").iter() {
-            wire::put_u64(&mut mine, start);
-        }
-        let mut all = HashSet::new();
-        for bytes in comm.allgatherv(&mine) {
-            let mut r = Reader::new(&bytes);
-            while !r.is_empty() {
-                all.insert(r.u64());
-            }
-        }
-        all
+        let mine = self.1.lock().expect("failures").clone();
+        comm.all_gather(&mine).into_iter().flatten().collect()
     }
     /// True while nothing failed on this rank.
     fn none(&self) -> bool {

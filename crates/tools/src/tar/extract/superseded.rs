@@ -21,15 +21,11 @@
 use crate::tar::extract::beneath::clean;
 use crate::tar::extract::entries::Entries;
 use crate::tar::header::Kind;
-use crate::tar::index;
 use crate::tar::index::scan::Parts;
+use serde::{Deserialize, Serialize};
+use serde_bytes::Bytes;
 use std::collections::{HashMap, HashSet};
-use steal::wire::{self, Reader};
-use steal::Comm;
-
-/// Bytes of one (hash, start) record: both big-endian, so that sorting the records' bytes
-/// sorts by hash, then start.
-const RECORD: usize = 16;
+use steal::{typed, Comm, CommExt};
 
 /// The rank a name's hash picks.
 fn rank_of(hash: u64, size: usize) -> usize {
@@ -68,7 +64,7 @@ impl Superseded {
 }
 
 /// What an entry of a name may be to a hard link that refers to it (sent with its start).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 enum Class {
     /// A file, symlink, fifo or device: it can be extracted under the link's name.
     Carried = 0,
@@ -89,99 +85,46 @@ impl Class {
             Kind::Other(_) => Class::Other,
         }
     }
-
-    fn from_byte(b: u8) -> Class {
-        match b {
-            0 => Class::Carried,
-            1 => Class::Dir,
-            2 => Class::Link,
-            _ => Class::Other,
-        }
-    }
 }
 
 /// A hard link as the rank of its target's name sees it: (its start, its name).
 type LinkRef<'a> = (u64, &'a [u8]);
 
-/// Tags of the decisions shared with every rank (step 4).
-const CARRIED: u8 = 0;
-const CARRIER: u8 = 1;
-const RELINKED: u8 = 2;
-const REFUSED: u8 = 3;
+/// Each name's entries (start, class) on the rank of its hash, in archive order once sorted;
+/// borrowed from the messages that brought them.
+type Versions<'a> = HashMap<&'a [u8], Vec<(u64, Class)>>;
+
+/// A decision about a hard link to a replaced version (step 4), shared with every rank.
+#[derive(Serialize, Deserialize)]
+enum Decision {
+    /// The replaced entry at `at` is extracted under the name `rel`.
+    Carried {
+        at: u64,
+        #[serde(with = "serde_bytes")]
+        rel: Vec<u8>,
+    },
+    /// The hard link at `at` carries a replaced version: it is not linked.
+    Carrier { at: u64 },
+    /// The hard link at `at` links to `rel`, which carries its version.
+    Relinked {
+        at: u64,
+        #[serde(with = "serde_bytes")]
+        rel: Vec<u8>,
+    },
+    /// The hard link at `at` is not made, for the reason `why`.
+    Refused { at: u64, why: String },
+}
 
 /// The entries (on any rank) that a later entry of the same name replaces, and what becomes of
 /// the hard links that refer to them. `entries` are this rank's (those it owns take part), the
 /// stream split as `parts`. Collective.
 pub(super) fn superseded(comm: &dyn Comm, parts: &Parts, entries: &Entries) -> Superseded {
-    let size = comm.size();
-    // 1. (hash, start) to the hash's rank.
-    let mut sends = vec![Vec::new(); size];
-    for i in (0..entries.len()).filter(|&i| entries.own(i)) {
-        let hash = flist::distribute::hash_path(entries.rel(i));
-        let to = &mut sends[rank_of(hash, size)];
-        to.extend_from_slice(&hash.to_be_bytes());
-        to.extend_from_slice(&entries.start(i).to_be_bytes());
-    }
-    let mut received = comm.alltoallv(sends);
-    let mut all = if received.len() == 1 {
-        received.pop().expect("one")
-    } else {
-        let mut all = Vec::with_capacity(received.iter().map(Vec::len).sum());
-        for b in received {
-            all.extend_from_slice(&b);
-        }
-        all
-    };
-    assert!(all.len() % RECORD == 0, "whole (hash, start) records");
-    // SAFETY: `[u8; RECORD]` has the size of RECORD bytes and the alignment of `u8`, so the
-    // buffer's bytes are exactly `all.len() / RECORD` such arrays; the slice borrows `all`
-    // mutably for its lifetime. (`<[u8]>::as_chunks_mut` does this from Rust 1.88, above the
-    // workspace's MSRV.) Sorted in place: no second copy of the records.
-    let records: &mut [[u8; RECORD]] = unsafe {
-        std::slice::from_raw_parts_mut(all.as_mut_ptr().cast::<[u8; RECORD]>(), all.len() / RECORD)
-    };
-    records.sort_unstable();
-    let hash = |r: &[u8; RECORD]| u64::from_be_bytes(r[..8].try_into().expect("8 bytes"));
-    let start = |r: &[u8; RECORD]| u64::from_be_bytes(r[8..].try_into().expect("8 bytes"));
-    // 2. The starts sharing a hash, to their owners.
-    let mut asks = vec![Vec::new(); size];
-    for run in records.chunk_by(|a, b| hash(a) == hash(b)) {
-        if run.len() > 1 {
-            for r in run {
-                let at = start(r);
-                let owner = parts.owner(at);
-                wire::put_u64(&mut asks[owner], at);
-            }
-        }
-    }
-    drop(all);
-    let asked = comm.alltoallv(asks);
-    // 3. Their names, to the hash's rank, where the names decide.
-    let mut names = vec![Vec::new(); size];
-    for bytes in &asked {
-        let mut r = Reader::new(bytes);
-        while !r.is_empty() {
-            let at = r.u64();
-            let i = entries
-                .find(at)
-                .expect("a rank owns the entries whose start lies in its part");
-            let rel = entries.rel(i);
-            let to = &mut names[rank_of(flist::distribute::hash_path(rel), size)];
-            wire::put_bytes(to, rel);
-            wire::put_u64(to, at);
-            to.push(Class::of(entries.kind(i)) as u8);
-        }
-    }
-    drop(asked);
-    let received = comm.alltoallv(names);
-    // Each name's entries (start, class), in archive order once sorted.
-    let mut of_name: HashMap<&[u8], Vec<(u64, Class)>> = HashMap::new();
+    let candidates = shared_hashes(comm, entries);
+    let received = names_of(comm, parts, entries, candidates);
+    let mut of_name: Versions<'_> = HashMap::new();
     for bytes in &received {
-        let mut r = Reader::new(bytes);
-        while !r.is_empty() {
-            let rel = r.bytes();
-            let at = r.u64();
-            let class = Class::from_byte(r.u8());
+        for record in typed::each::<(&Bytes, u64, Class)>(bytes) {
+            let (rel, at, class) = typed::sent(record);
             of_name.entry(rel).or_default().push((at, class));
         }
     }
@@ -191,20 +134,99 @@ pub(super) fn superseded(comm: &dyn Comm, parts: &Parts, entries: &Entries) -> S
         // All but the last (a lone name is a hash collision's, and replaces nothing).
         losers.extend(versions[..versions.len() - 1].iter().map(|&(at, _)| at));
     }
-    let dropped: HashSet<u64> = comm
-        .allgatherv(&index::encode_offsets(&losers))
-        .iter()
-        .flat_map(|b| index::decode_offsets(b).unwrap_or_default())
-        .collect();
-    if dropped.is_empty() {
+    let dropped: HashSet<u64> = comm.all_gather(&losers).into_iter().flatten().collect();
+    let mut out = Superseded {
+        dropped,
+        ..Superseded::default()
+    };
+    if out.dropped.is_empty() {
         // Nothing replaced (the same on every rank): no link can refer to a replaced version,
         // and the links' names need not travel.
-        return Superseded {
-            dropped,
-            ..Superseded::default()
-        };
+        return out;
     }
-    // 4. The hard links that stay, to the rank of their target's name.
+    let decided = links_to_replaced(comm, entries, &out.dropped, &of_name);
+    for d in comm.all_gather(&decided).into_iter().flatten() {
+        match d {
+            Decision::Carried { at, rel } => {
+                out.dropped.remove(&at);
+                out.carried.insert(at, rel);
+            }
+            Decision::Carrier { at } => {
+                out.carriers.insert(at);
+            }
+            Decision::Relinked { at, rel } => {
+                out.relinked.insert(at, rel);
+            }
+            Decision::Refused { at, why } => {
+                out.refused.insert(at, why);
+            }
+        }
+    }
+    out
+}
+
+/// Step 1: (hash, start) of every entry this rank owns to the hash's rank, which sorts what it
+/// received and keeps the starts that share a hash with another entry. Collective.
+fn shared_hashes(comm: &dyn Comm, entries: &Entries) -> Vec<u64> {
+    let size = comm.size();
+    let mut sends = vec![Vec::new(); size];
+    for i in (0..entries.len()).filter(|&i| entries.own(i)) {
+        let hash = flist::distribute::hash_path(entries.rel(i));
+        sends[rank_of(hash, size)].push((hash, entries.start(i)));
+    }
+    let sends = sends.iter().map(typed::encode).collect();
+    let mut records: Vec<(u64, u64)> = Vec::new();
+    for bytes in comm.alltoallv(sends) {
+        records.extend(typed::sent(typed::decode::<Vec<(u64, u64)>>(&bytes)));
+    }
+    records.sort_unstable();
+    records
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter(|run| run.len() > 1)
+        .flatten()
+        .map(|&(_, start)| start)
+        .collect()
+}
+
+/// Steps 2 and 3: the `candidates` (starts) to the ranks that own them, which send their
+/// names (name, start, class) to the name's hash's rank. Returns the messages received there.
+/// Collective.
+fn names_of(
+    comm: &dyn Comm,
+    parts: &Parts,
+    entries: &Entries,
+    candidates: Vec<u64>,
+) -> Vec<Vec<u8>> {
+    let size = comm.size();
+    let mut asks = vec![Vec::new(); size];
+    for at in candidates {
+        asks[parts.owner(at)].push(at);
+    }
+    let asks = asks.iter().map(typed::encode).collect();
+    let mut names = vec![Vec::new(); size];
+    for bytes in comm.alltoallv(asks) {
+        for at in typed::sent(typed::decode::<Vec<u64>>(&bytes)) {
+            let i = entries
+                .find(at)
+                .expect("a rank owns the entries whose start lies in its part");
+            let rel = entries.rel(i);
+            let to = &mut names[rank_of(flist::distribute::hash_path(rel), size)];
+            typed::encode_into(&(Bytes::new(rel), at, Class::of(entries.kind(i))), to);
+        }
+    }
+    comm.alltoallv(names)
+}
+
+/// Step 4: every hard link this rank owns that is not replaced itself to the rank of its
+/// target's name, which decides, for each replaced version links refer to, which link carries
+/// it and what becomes of the others. Collective.
+fn links_to_replaced(
+    comm: &dyn Comm,
+    entries: &Entries,
+    dropped: &HashSet<u64>,
+    of_name: &Versions<'_>,
+) -> Vec<Decision> {
+    let size = comm.size();
     let mut links = vec![Vec::new(); size];
     for i in (0..entries.len()).filter(|&i| entries.own(i)) {
         if entries.kind(i) != Kind::HardLink || dropped.contains(&entries.start(i)) {
@@ -215,20 +237,22 @@ pub(super) fn superseded(comm: &dyn Comm, parts: &Parts, entries: &Entries) -> S
             continue;
         };
         let dest = &mut links[rank_of(flist::distribute::hash_path(&to), size)];
-        wire::put_bytes(dest, &to);
-        wire::put_u64(dest, entries.start(i));
-        wire::put_bytes(dest, entries.rel(i));
+        typed::encode_into(
+            &(
+                Bytes::new(&to),
+                entries.start(i),
+                Bytes::new(entries.rel(i)),
+            ),
+            dest,
+        );
     }
-    let received_links = comm.alltoallv(links);
+    let received = comm.alltoallv(links);
     // The links to each replaced version (its start and class).
-    let mut to_version: HashMap<(u64, u8), Vec<LinkRef<'_>>> = HashMap::new();
-    for bytes in &received_links {
-        let mut r = Reader::new(bytes);
-        while !r.is_empty() {
-            let to = r.bytes();
-            let at = r.u64();
-            let rel = r.bytes();
-            let Some(versions) = of_name.get(to) else {
+    let mut to_version: HashMap<(u64, Class), Vec<LinkRef<'_>>> = HashMap::new();
+    for bytes in &received {
+        for link in typed::each::<(&Bytes, u64, &Bytes)>(bytes) {
+            let (to, at, rel) = typed::sent(link);
+            let Some(versions) = of_name.get(&to[..]) else {
                 // A name of one entry: the link gets that entry, as it is.
                 continue;
             };
@@ -238,9 +262,8 @@ pub(super) fn superseded(comm: &dyn Comm, parts: &Parts, entries: &Entries) -> S
                 // None before it (it links to whatever is there, as GNU tar), or the last.
                 continue;
             }
-            let (v, class) = versions[n - 1];
             to_version
-                .entry((v, class as u8))
+                .entry(versions[n - 1])
                 .or_default()
                 .push((at, rel));
         }
@@ -249,70 +272,30 @@ pub(super) fn superseded(comm: &dyn Comm, parts: &Parts, entries: &Entries) -> S
     for ((v, class), mut links) in to_version {
         links.sort_unstable_by_key(|&(at, _)| at);
         let (first_at, first_rel) = links[0];
-        match Class::from_byte(class) {
+        let what = match class {
             Class::Carried => {
-                decided.push(CARRIED);
-                wire::put_u64(&mut decided, v);
-                wire::put_bytes(&mut decided, first_rel);
-                decided.push(CARRIER);
-                wire::put_u64(&mut decided, first_at);
-                for &(at, _) in &links[1..] {
-                    decided.push(RELINKED);
-                    wire::put_u64(&mut decided, at);
-                    wire::put_bytes(&mut decided, first_rel);
-                }
+                decided.push(Decision::Carried {
+                    at: v,
+                    rel: first_rel.to_vec(),
+                });
+                decided.push(Decision::Carrier { at: first_at });
+                decided.extend(links[1..].iter().map(|&(at, _)| Decision::Relinked {
+                    at,
+                    rel: first_rel.to_vec(),
+                }));
+                continue;
             }
-            other => {
-                let what = match other {
-                    Class::Dir => "a directory",
-                    Class::Link => "a hard link",
-                    _ => "an entry of a type that is not extracted",
-                };
-                for &(at, _) in &links {
-                    decided.push(REFUSED);
-                    wire::put_u64(&mut decided, at);
-                    wire::put_bytes(
-                        &mut decided,
-                        format!(
-                            "not linked: the entry it refers to (the one of that name before \
-                             it, at byte {v}) is {what} that a later entry of the same name \
-                             replaces"
-                        )
-                        .as_bytes(),
-                    );
-                }
-            }
-        }
+            Class::Dir => "a directory",
+            Class::Link => "a hard link",
+            Class::Other => "an entry of a type that is not extracted",
+        };
+        decided.extend(links.iter().map(|&(at, _)| Decision::Refused {
+            at,
+            why: format!(
+                "not linked: the entry it refers to (the one of that name before it, at byte \
+                 {v}) is {what} that a later entry of the same name replaces"
+            ),
+        }));
     }
-    drop(received_links);
-    drop(of_name);
-    drop(received);
-    let mut out = Superseded {
-        dropped,
-        ..Superseded::default()
-    };
-    for bytes in comm.allgatherv(&decided) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            let tag = r.u8();
-            let at = r.u64();
-            match tag {
-                CARRIED => {
-                    out.dropped.remove(&at);
-                    out.carried.insert(at, r.bytes().to_vec());
-                }
-                CARRIER => {
-                    out.carriers.insert(at);
-                }
-                RELINKED => {
-                    out.relinked.insert(at, r.bytes().to_vec());
-                }
-                _ => {
-                    let why = String::from_utf8_lossy(r.bytes()).into_owned();
-                    out.refused.insert(at, why);
-                }
-            }
-        }
-    }
-    out
+    decided
 }
