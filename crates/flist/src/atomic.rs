@@ -1,7 +1,7 @@
 //! Outputs that appear whole or not at all: written under a temporary name beside the final
 //! name, then renamed over it. One naming scheme for every tool, `.NAME.HOST.PID.mfu-tmp`
-//! (the writing process's host and pid; NAME shortened when the whole would be longer than a
-//! file name may be), so that:
+//! (the writing process's host and pid; NAME cut, with a digest of the whole, when the whole
+//! would be longer than a file name may be), so that:
 //!
 //! - the temporary is created new (`O_CREAT | O_EXCL | O_NOFOLLOW`) in the final name's
 //!   directory, reached by an open descriptor: never an inode that was already there, never
@@ -33,13 +33,18 @@ pub fn host() -> Vec<u8> {
 }
 
 /// The temporary name (one component) for the final name `base`, written by process `pid` on
-/// `host`: `.BASE.HOST.PID.mfu-tmp`, BASE shortened (never below one byte) to fit NAME_MAX.
+/// `host`: `.BASE.HOST.PID.mfu-tmp`. When that would be longer than a file name may be, BASE
+/// is cut and followed by `~` and the XXH64 of the whole of it (16 hex digits), so that two
+/// long names that share their beginning never share a temporary.
 pub fn temp_name_of(base: &[u8], host: &[u8], pid: u32) -> Vec<u8> {
     let tail = [b".", host, format!(".{pid}").as_bytes(), SUFFIX].concat();
-    let keep = base
-        .len()
-        .min(NAME_MAX.saturating_sub(1 + tail.len()).max(1));
-    [b".", &base[..keep], &tail].concat()
+    let room = NAME_MAX.saturating_sub(1 + tail.len());
+    if base.len() <= room {
+        return [b".", base, &tail].concat();
+    }
+    let digest = format!("~{:016x}", xxhash_rust::xxh64::xxh64(base, 0));
+    let keep = room.saturating_sub(digest.len()).clamp(1, base.len());
+    [b".", &base[..keep], digest.as_bytes(), &tail].concat()
 }
 
 /// The temporary name (one component) of this process for the final name `base`.
@@ -69,6 +74,13 @@ fn pid_of(name: &[u8]) -> Option<u32> {
         return None;
     }
     std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// Whether `name` (one component) is shaped like a temporary of this scheme, of any final
+/// name, host and process (tools that walk a tree leave such files alone: another run may be
+/// writing it).
+pub fn is_temp_name(name: &[u8]) -> bool {
+    pid_of(name).is_some()
 }
 
 /// Whether process `pid` is gone (on this host).
@@ -211,6 +223,14 @@ mod tests {
             assert_eq!(pid_of(&t), Some(4_194_304));
             assert!(t.ends_with(b".node17.cluster.4194304.mfu-tmp"));
         }
+        // Long names that differ only past the cut never share a temporary.
+        let (mut a, mut b) = (vec![b'x'; 250], vec![b'x'; 250]);
+        a.push(b'1');
+        b.push(b'2');
+        let (ta, tb) = (temp_name_of(&a, b"h", 7), temp_name_of(&b, b"h", 7));
+        assert_ne!(ta, tb);
+        assert!(ta.len() <= NAME_MAX && tb.len() <= NAME_MAX);
+        assert_eq!(temp_name_of(&a, b"h", 7), ta, "the same name every time");
         assert_eq!(pid_of(b".A.tar.host.12.mfu-tmp"), Some(12));
         assert_eq!(pid_of(b".A.tar.host.x12.mfu-tmp"), None);
         assert_eq!(pid_of(b"A.tar.host.12.mfu-tmp"), None);

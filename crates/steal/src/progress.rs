@@ -26,22 +26,6 @@ pub struct Report {
     pub elapsed: Duration,
 }
 
-/// `1536` → `1.500 KiB`; binary units, three decimals above bytes.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.3} {}", UNITS[u])
-    }
-}
-
 /// Seconds as `42 s`, `3 min 20 s` or `2 h 5 min`.
 pub fn human_duration(secs: f64) -> String {
     let s = secs.round() as u64;
@@ -191,8 +175,6 @@ mod tests {
 
     #[test]
     fn sizes_and_durations_read_as_people_write_them() {
-        assert_eq!(human_bytes(1023), "1023 B");
-        assert_eq!(human_bytes(3 << 30), "3.000 GiB");
         assert_eq!(human_duration(7300.0), "2 h 1 min");
     }
 }

@@ -527,7 +527,7 @@ fn stripe_restripes_in_place_keeping_data_and_metadata() {
             p.file_name()
                 .unwrap()
                 .to_string_lossy()
-                .starts_with(".mfu-stripe.")
+                .ends_with(".mfu-tmp")
         })
         .collect();
     assert!(left.is_empty(), "{left:?}");
@@ -547,6 +547,75 @@ fn stripe_restripes_in_place_keeping_data_and_metadata() {
         creates,
         "files that have the layout are skipped"
     );
+}
+
+/// stripe's siblings take the one temporary naming of every tool (`.NAME.HOST.PID.mfu-tmp`,
+/// rank 0's host and pid): a user's file at the old sibling name (`.mfu-stripe.NAME`, which
+/// stripe removed before each copy) is an ordinary file, kept and restriped like the others; a
+/// file already at this run's sibling name is never written or removed, and its file keeps its
+/// layout, named (exit 1); two long names that share their first 240 bytes get siblings of
+/// their own and keep their own bytes.
+#[test]
+fn stripe_siblings_never_take_a_users_file_and_never_collide() {
+    let _serial = mfu_tests::serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("s");
+    fs::create_dir(&root).unwrap();
+    fs::write(root.join("big"), vec![1u8; 30_000]).unwrap();
+    fs::write(root.join(".mfu-stripe.big"), vec![2u8; 30_000]).unwrap();
+    let long = |c: char| format!("{}{c}", "n".repeat(240));
+    fs::write(root.join(long('1')), vec![3u8; 30_000]).unwrap();
+    fs::write(root.join(long('2')), vec![4u8; 30_000]).unwrap();
+    fs::write(root.join("taken"), vec![5u8; 30_000]).unwrap();
+    let host = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    let planted = root.join(format!(".taken.{host}.{}.mfu-tmp", std::process::id()));
+    fs::write(&planted, b"not stripe's").unwrap();
+    let taken_ino = fs::metadata(root.join("taken")).unwrap().ino();
+
+    let fake = Arc::new(Fake::new(vec![root.clone()], 8));
+    let mut options = mfu::stripe::Options::new(&[root.as_os_str().as_encoded_bytes()]);
+    options.api = handle(&fake);
+    options.count = Some(2);
+    let reports = steal::local::run(2, |comm| mfu::stripe::run(comm, &options).unwrap());
+    let messages = &reports[0].failures;
+    for r in &reports {
+        assert_eq!(r.status(), Status::ItemsFailed, "{r:?}");
+        assert_eq!((r.restriped, r.failed), (4, 1), "{r:?}");
+    }
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("taken") && m.contains("in the way")),
+        "{messages:?}"
+    );
+    assert_eq!(fs::read(root.join("big")).unwrap(), vec![1u8; 30_000]);
+    assert_eq!(
+        fs::read(root.join(".mfu-stripe.big")).unwrap(),
+        vec![2u8; 30_000]
+    );
+    assert_eq!(fs::read(root.join(long('1'))).unwrap(), vec![3u8; 30_000]);
+    assert_eq!(fs::read(root.join(long('2'))).unwrap(), vec![4u8; 30_000]);
+    assert_eq!(fs::read(&planted).unwrap(), b"not stripe's");
+    assert_eq!(fs::read(root.join("taken")).unwrap(), vec![5u8; 30_000]);
+    assert_eq!(fs::metadata(root.join("taken")).unwrap().ino(), taken_ino);
+    for n in ["big", ".mfu-stripe.big"] {
+        assert_eq!(
+            fake.layout_recorded(&root.join(n))
+                .as_ref()
+                .and_then(Layout::stripe_count),
+            Some(2),
+            "{n}"
+        );
+    }
+    let left: Vec<_> = fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".mfu-tmp") && !planted.ends_with(n))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// The typed stripe: a hard-linked file is skipped, counted and named (exit 1), the others

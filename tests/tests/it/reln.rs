@@ -203,7 +203,7 @@ fn move_and_rewrite(np: usize, relative: bool) {
     // No temporary link is left behind.
     let leftovers = Command::new("find")
         .arg(&base)
-        .args(["-name", ".mfu-reln.*"])
+        .args(["-name", "*.mfu-tmp"])
         .output()
         .unwrap();
     assert!(leftovers.stdout.is_empty(), "{leftovers:?}");
@@ -573,6 +573,35 @@ impl mfu::engine::context::Events for Collect {
 
 fn bytes(p: &Path) -> Vec<u8> {
     p.as_os_str().as_bytes().to_vec()
+}
+
+/// reln's temporary link takes the one temporary naming of every tool
+/// (`.NAME.HOST.PID.mfu-tmp`): a file already at that name is not reln's, so it is never
+/// replaced or removed, and its link keeps its old target, named (exit 1); the other links
+/// are rewritten.
+#[test]
+fn a_file_at_the_temporary_name_is_left_alone_and_its_link_named() {
+    let _serial = mfu_tests::serial();
+    let (_tmp, base) = scene();
+    let (old, new, links) = (base.join("old"), base.join("new"), base.join("links"));
+    let host = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    let planted = links.join(format!(".abs1.{host}.{}.mfu-tmp", std::process::id()));
+    fs::write(&planted, b"someone else's").unwrap();
+    let before = readlink(&links.join("abs1"));
+    expect_status(Command::new("mv").arg(&old).arg(&new), 0);
+    let options = mfu::reln::Options::new(bytes(&old), bytes(&new), vec![bytes(&links)]);
+    for r in steal::local::run(2, |comm| mfu::reln::run(comm, &options).unwrap()) {
+        assert_eq!((r.rewritten, r.failed), (7, 1), "{r:?}");
+        assert_ne!(
+            mfu::engine::context::ToolReport::status(&r),
+            mfu::Status::Ok
+        );
+    }
+    assert_eq!(fs::read(&planted).unwrap(), b"someone else's");
+    assert_eq!(readlink(&links.join("abs1")), before);
 }
 
 #[test]

@@ -351,7 +351,7 @@ fn a_signal_after_the_last_work_still_ends_in_exit_1_and_is_named() {
 
 /// stripe (in-process over the fake Lustre: the binary needs a real one). SIGINT arrives after
 /// the walk, before any file is rewritten: nothing is restriped, every file keeps its inode and
-/// bytes, no `.mfu-stripe.*` sibling is left, the status is 1; once the stop is over, a rerun
+/// bytes, no sibling (`.NAME.HOST.PID.mfu-tmp`) is left, the status is 1; once the stop is over, a rerun
 /// restripes everything.
 #[test]
 fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
@@ -421,7 +421,7 @@ fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
         std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with(".mfu-stripe."))
+            .filter(|n| n.ends_with(".mfu-tmp"))
             .collect()
     };
     assert!(siblings(&root).is_empty() && siblings(&root.join("d")).is_empty());

@@ -716,7 +716,7 @@ fn json_report_has_the_counts_of_the_text_summary() {
     );
     let bytes = v["bytes"].as_u64().unwrap();
     assert!(
-        text.contains(&format!("Data: {} (", steal::progress::human_bytes(bytes))),
+        text.contains(&format!("Data: {} (", flist::units::human_bytes(bytes))),
         "{bytes}:\n{text}"
     );
     assert!(

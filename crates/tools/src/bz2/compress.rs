@@ -7,8 +7,8 @@
 //! rank writes the table entries of its blocks and rank 0 the footer.
 
 use super::blocks_per_wave;
-use super::format::{self, Entry, Footer};
-use super::stream::compress_block;
+use crate::engine::codec::bzip2::compress_block;
+use crate::engine::codec::dbz2::{self, Entry, Footer};
 use rayon::prelude::*;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -38,7 +38,7 @@ pub struct Job<'a> {
 /// Compress collectively. Returns the footer written, or this rank's first error (then every
 /// rank has stopped at the same wave and the output is incomplete).
 pub fn run(comm: &dyn Comm, job: &Job, progress: &Progress) -> Result<Footer, String> {
-    let n = format::block_count(job.size, job.block_size);
+    let n = dbz2::block_count(job.size, job.block_size);
     // Every rank must cut the waves alike: the smallest rank's choice.
     let mut k = [blocks_per_wave(
         job.block_size,
@@ -126,16 +126,13 @@ pub fn run(comm: &dyn Comm, job: &Job, progress: &Progress) -> Result<Footer, St
     // Each wave gave this rank one run of consecutive blocks: one write per run.
     for run in mine.chunk_by(|a, b| b.0 == a.0 + 1) {
         let entries: Vec<Entry> = run.iter().map(|(_, e)| *e).collect();
-        let at = base + run[0].0 * format::ENTRY_LEN;
-        if let Err(e) = job
-            .output
-            .write_all_at(&format::encode_entries(&entries), at)
-        {
+        let at = base + run[0].0 * dbz2::ENTRY_LEN;
+        if let Err(e) = job.output.write_all_at(&dbz2::encode_entries(&entries), at) {
             failed.get_or_insert(format!("write {} at byte {at}: {e}", job.output_name));
         }
     }
     if comm.rank() == 0 {
-        let at = base + n * format::ENTRY_LEN;
+        let at = base + n * dbz2::ENTRY_LEN;
         if let Err(e) = job.output.write_all_at(&footer.encode(), at) {
             failed.get_or_insert(format!("write {} at byte {at}: {e}", job.output_name));
         }

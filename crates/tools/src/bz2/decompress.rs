@@ -5,8 +5,8 @@
 //! block.
 
 use super::blocks_per_wave;
-use super::format::{self, Footer};
-use super::stream::decompress_block;
+use crate::engine::codec::bzip2::decompress_block;
+use crate::engine::codec::dbz2::{self, Footer};
 use rayon::prelude::*;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -77,17 +77,17 @@ pub fn run(comm: &dyn Comm, job: &Job, progress: &Progress) -> Result<(), String
     }
 }
 
-fn read_table(job: &Job, first: u64, last: u64) -> Result<Vec<format::Entry>, String> {
-    let at = job.footer.table_offset + first * format::ENTRY_LEN;
-    let mut raw = vec![0u8; ((last - first) * format::ENTRY_LEN) as usize];
+fn read_table(job: &Job, first: u64, last: u64) -> Result<Vec<dbz2::Entry>, String> {
+    let at = job.footer.table_offset + first * dbz2::ENTRY_LEN;
+    let mut raw = vec![0u8; ((last - first) * dbz2::ENTRY_LEN) as usize];
     job.input
         .read_exact_at(&mut raw, at)
         .map_err(|e| format!("read {} table at byte {at}: {e}", job.input_name))?;
-    format::decode_entries(&raw, first, job.footer.table_offset)
+    dbz2::decode_entries(&raw, first, job.footer.table_offset)
         .map_err(|e| format!("{}: {e}", job.input_name))
 }
 
-fn decompress_one(job: &Job, index: u64, entry: format::Entry) -> Result<u64, String> {
+fn decompress_one(job: &Job, index: u64, entry: dbz2::Entry) -> Result<u64, String> {
     let mut z = vec![0u8; entry.length as usize];
     job.input.read_exact_at(&mut z, entry.offset).map_err(|e| {
         format!(

@@ -1,6 +1,6 @@
 //! `mfu-rs bz2` (dbz2): compress or decompress one file with bzip2 on all ranks.
 //!
-//! Compression writes dbz2's layout ([`mod@format`], formats.md §7): one independent bzip2 stream per
+//! Compression writes dbz2's layout ([`crate::engine::codec::dbz2`], formats.md §7): one independent bzip2 stream per
 //! ~10 MB block, placed by a prefix sum of compressed sizes, then a table and a footer. Plain
 //! `bunzip2` reads it (the trailer is "trailing garbage", exit 0). Decompression is parallel over
 //! the table for such files; a file from plain `bzip2` (no table: one stream, or several
@@ -12,18 +12,17 @@
 
 mod compress;
 mod decompress;
-pub mod format;
 mod output;
-pub(crate) mod stream;
 
+use crate::engine::codec::{bzip2, dbz2};
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::status::Status;
 use flist::path::display;
+use flist::units::human_bytes;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
-use steal::progress::human_bytes;
 use steal::{Comm, CommExt};
 
 /// What `bz2` is to do, to which file.
@@ -50,7 +49,7 @@ pub struct Options {
     /// bzip2 block size in units of 100 kB (1-9); also sets the stream size (the largest
     /// multiple of it below 10 MiB).
     pub level: u32,
-    /// Bytes of input per stream instead of dbz2's ~10 MB (at most [`format::MAX_BLOCK`]).
+    /// Bytes of input per stream instead of dbz2's ~10 MB (at most [`dbz2::MAX_BLOCK`]).
     pub stream_bytes: Option<u64>,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
@@ -134,7 +133,7 @@ enum Plan {
     /// Compress `size` bytes.
     Compress { size: u64 },
     /// Decompress a dbz2 file by its table (checked: the streams lie in block order).
-    Blocks(format::Footer),
+    Blocks(dbz2::Footer),
     /// Decompress on rank 0, stream after stream as `bunzip2` does: a plain bzip2 file, or a
     /// dbz2 file whose table cannot be trusted; then the output must hold `expect` bytes (the
     /// footer's size).
@@ -255,7 +254,7 @@ fn work(
         Plan::Compress { size } => {
             let block_size = options
                 .stream_bytes
-                .unwrap_or_else(|| format::block_size_for_level(options.level));
+                .unwrap_or_else(|| dbz2::block_size_for_level(options.level));
             progress
                 .total_bytes
                 .store(*size, std::sync::atomic::Ordering::Relaxed);
@@ -275,9 +274,7 @@ fn work(
                     f.nblocks,
                     f.block_size,
                     human_bytes(f.original_size),
-                    human_bytes(
-                        f.table_offset + f.nblocks * format::ENTRY_LEN + format::FOOTER_LEN
-                    )
+                    human_bytes(f.table_offset + f.nblocks * dbz2::ENTRY_LEN + dbz2::FOOTER_LEN)
                 );
                 (f.original_size, detail)
             })
@@ -584,14 +581,14 @@ fn preflight(options: &Options, input: &[u8], dest: &[u8]) -> Result<Preflight, 
     }
     let mut file = File::open(path).map_err(|e| usage(format!("open {}: {e}", display(input))))?;
     let size = meta.len();
-    if size >= format::FOOTER_LEN {
-        let mut tail = [0u8; format::FOOTER_LEN as usize];
-        file.read_exact_at(&mut tail, size - format::FOOTER_LEN)
+    if size >= dbz2::FOOTER_LEN {
+        let mut tail = [0u8; dbz2::FOOTER_LEN as usize];
+        file.read_exact_at(&mut tail, size - dbz2::FOOTER_LEN)
             .map_err(|e| (Status::ItemsFailed, format!("read {}: {e}", display(input))))?;
-        match format::Footer::decode(&tail, size) {
+        match dbz2::Footer::decode(&tail, size) {
             Ok(footer) => {
                 let mut read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at);
-                return match format::check_table(&footer, &mut read) {
+                return match dbz2::check_table(&footer, &mut read) {
                     Ok(Ok(())) => Ok((Plan::Blocks(footer), planned, meta, None)),
                     Ok(Err(why)) => Ok((
                         Plan::Serial {
@@ -611,13 +608,13 @@ fn preflight(options: &Options, input: &[u8], dest: &[u8]) -> Result<Preflight, 
                     )),
                 };
             }
-            Err(format::FooterError::Damaged(why)) => {
+            Err(dbz2::FooterError::Damaged(why)) => {
                 return Err((
                     Status::ItemsFailed,
                     format!("{}: damaged dbz2 footer: {why}", display(input)),
                 ))
             }
-            Err(format::FooterError::NotDbz2) => {}
+            Err(dbz2::FooterError::NotDbz2) => {}
         }
     }
     file.seek(SeekFrom::Start(0))
@@ -665,10 +662,10 @@ fn serial(
 ) -> Result<(u64, String), String> {
     let reader = BufReader::with_capacity(1 << 20, source);
     let mut writer = BufWriter::with_capacity(1 << 20, out);
-    let report = match stream::decode_all(reader, &mut writer, stop) {
+    let report = match bzip2::decode_all(reader, &mut writer, stop) {
         Ok(r) => r,
-        Err(stream::SerialError::NotBzip2) => return Err(format!("{input} is not a bzip2 file")),
-        Err(stream::SerialError::Failed { at, message }) => {
+        Err(bzip2::SerialError::NotBzip2) => return Err(format!("{input} is not a bzip2 file")),
+        Err(bzip2::SerialError::Failed { at, message }) => {
             return Err(format!("{input}: {message} (after {at} bytes of output)"))
         }
     };
@@ -695,9 +692,9 @@ fn serial(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bz2::format::Footer;
     use crate::cli::bz2::{Bz2, Bz2Args};
     use crate::cli::tool::CliTool;
+    use crate::engine::codec::dbz2::Footer;
     use crate::engine::select::Rules;
     use crate::engine::test_rng::Rng;
     use clap::Parser;
@@ -1038,7 +1035,7 @@ mod tests {
             Plan::Compress { size: 7 },
             Plan::Serial { expect: None },
             Plan::Serial { expect: Some(9) },
-            Plan::Blocks(format::Footer {
+            Plan::Blocks(dbz2::Footer {
                 table_offset: 1,
                 nblocks: 2,
                 block_size: 3,
@@ -1063,7 +1060,7 @@ mod tests {
 
     #[test]
     fn waves_hold_at_most_256_mib_of_data() {
-        assert_eq!(blocks_per_wave(format::MAX_BLOCK, 64), 1);
+        assert_eq!(blocks_per_wave(dbz2::MAX_BLOCK, 64), 1);
         assert_eq!(blocks_per_wave(9_900_000, 64), 27);
         assert_eq!(blocks_per_wave(9_900_000, 4), 4);
         assert_eq!(blocks_per_wave(50_000, 8), 8);

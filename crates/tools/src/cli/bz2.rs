@@ -1,10 +1,11 @@
 //! `mfu-rs bz2` on the command line: [`Bz2Args`] and the rendering of [`crate::bz2::Report`]
 //! (nothing but, with `-v`, how it was done, on stderr).
 
-use crate::bz2::{format, Options, Report};
+use crate::bz2::{Options, Report};
 use crate::cli::args::Common;
 use crate::cli::console::{stderr_bytes, Console};
 use crate::cli::tool::CliTool;
+use crate::engine::codec::dbz2;
 use crate::engine::context::{Context, Error, ToolReport};
 use crate::engine::select::Rules;
 use crate::engine::status::Status;
@@ -67,13 +68,13 @@ pub struct Bz2Args {
     pub common: Common,
 }
 
-/// `--stream-bytes`: more than 0 and at most [`format::MAX_BLOCK`], the largest block this tool
+/// `--stream-bytes`: more than 0 and at most [`dbz2::MAX_BLOCK`], the largest block this tool
 /// decompresses (a bigger one would make a file it refuses to read back).
 fn stream_bytes_arg(text: &str) -> Result<u64, String> {
     match crate::cli::args::size_arg(text)? {
-        n if n > format::MAX_BLOCK => Err(format!(
+        n if n > dbz2::MAX_BLOCK => Err(format!(
             "'{text}': at most {} bytes (1 GiB) per stream",
-            format::MAX_BLOCK
+            dbz2::MAX_BLOCK
         )),
         n => Ok(n),
     }
@@ -138,7 +139,7 @@ mod tests {
 
     #[test]
     fn stream_bytes_are_capped_at_the_largest_block() {
-        assert_eq!(stream_bytes_arg("1GiB"), Ok(format::MAX_BLOCK));
+        assert_eq!(stream_bytes_arg("1GiB"), Ok(dbz2::MAX_BLOCK));
         assert_eq!(stream_bytes_arg("50000"), Ok(50_000));
         assert!(stream_bytes_arg("2GiB").is_err());
         assert!(stream_bytes_arg("0").is_err());

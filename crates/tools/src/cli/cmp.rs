@@ -9,9 +9,9 @@ use crate::engine::context::{Context, Error};
 use crate::engine::select::Rules;
 use clap::Args;
 use flist::path::display;
+use flist::units::human_bytes;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use steal::progress::human_bytes;
 use steal::Comm;
 
 /// Options of `mfu-rs cmp`, named as in dcmp.

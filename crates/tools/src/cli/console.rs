@@ -140,5 +140,5 @@ impl Events for Console {
 
 /// `12.0 MiB (12582912 bytes)`.
 pub fn bytes_text(n: u64) -> String {
-    format!("{} ({n} bytes)", steal::progress::human_bytes(n))
+    format!("{} ({n} bytes)", flist::units::human_bytes(n))
 }

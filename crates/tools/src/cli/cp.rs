@@ -155,7 +155,7 @@ pub fn summary(r: &Report) -> String {
         r.hardlinks,
         r.others,
         bytes_text(r.bytes),
-        steal::progress::human_bytes((r.bytes as f64 / secs.max(1e-9)) as u64),
+        flist::units::human_bytes((r.bytes as f64 / secs.max(1e-9)) as u64),
     );
     if r.skipped > 0 {
         line.push_str(&format!("; {} skipped", r.skipped));

@@ -2,9 +2,10 @@
 //! over the last interval beside the average, and the time left; optionally prefixed with the
 //! time of day as mpiFileUtils prints it (`[2026-11-26T04:12:13]`).
 
+use flist::units::human_bytes;
 use std::sync::Mutex;
 use std::time::Duration;
-use steal::progress::{human_bytes, human_duration, Report};
+use steal::progress::{human_duration, Report};
 
 /// The previous snapshot, for the rate over the last interval.
 #[derive(Debug, Default)]

@@ -174,7 +174,7 @@ pub fn summary(r: &Report) -> String {
             r.meta_fixed,
             r.linked,
             r.bytes,
-            steal::progress::human_bytes(r.bytes),
+            flist::units::human_bytes(r.bytes),
             r.seconds
         ) + &crate::cli::checks::checks_lines(r.verify.as_ref(), r.manifest.as_ref())
     }

@@ -5,9 +5,9 @@ use crate::cli::args::{size_arg, Common};
 use crate::cli::console::{bytes_text, Console};
 use crate::cli::copy_args::{CheckArgs, FilterArgs, StripeArgs};
 use crate::cli::tool::CliTool;
+use crate::engine::codec::kind::Codec;
 use crate::engine::context::{Context, Error};
 use crate::engine::select::Rules;
-use crate::tar::compressed::Codec;
 use crate::tar::select::Select;
 use crate::tar::{Done, Mode, Options, Report};
 use clap::Args;
@@ -469,7 +469,7 @@ pub fn summary_line(report: &Report) -> Option<String> {
         "{what}, {} of data, into {} in {secs:.3} s ({}/s)",
         bytes_text(report.bytes),
         flist::path::display(place),
-        steal::progress::human_bytes((report.bytes as f64 / secs.max(1e-9)) as u64),
+        flist::units::human_bytes((report.bytes as f64 / secs.max(1e-9)) as u64),
     );
     if report.superseded > 0 {
         // Not extracted, and no failure: tar keeps the last entry of a name.

@@ -9,10 +9,10 @@ use crate::engine::lustre::LustreHandle;
 use crate::engine::select::Rules;
 use crate::walk::{Bin, Options, Report};
 use clap::Args;
+use flist::units::human_bytes;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
-use steal::progress::human_bytes;
 use steal::Comm;
 
 /// Options of `mfu-rs walk`, named as in dwalk.

@@ -256,7 +256,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
 
 /// `12.0 MiB (12582912 bytes)`.
 fn bytes_text(n: u64) -> String {
-    format!("{} ({n} bytes)", steal::progress::human_bytes(n))
+    format!("{} ({n} bytes)", flist::units::human_bytes(n))
 }
 
 /// The files to compare, with fresh metadata: the input list stat'ed again, or the walk of the

@@ -2,15 +2,18 @@
 //! compare expressions, selection rules, batches, Lustre striping, exit statuses.
 
 pub mod batches;
+pub mod codec;
 pub mod compare_expr;
 pub mod context;
 pub mod copy;
 pub mod digest;
+pub mod find_expr;
 pub mod hashing;
 pub mod ids;
 pub mod locks;
 pub mod lustre;
 pub mod manifest;
+pub mod mode_text;
 pub mod outputs;
 pub mod pairing;
 pub mod racy;

@@ -3,13 +3,13 @@
 
 use crate::engine::lustre::LustreHandle;
 use flist::at::At;
+use flist::units::human_bytes;
 use flist::{FileList, FileType};
 use lustre_sys::Layout;
 use rayon::prelude::*;
 use rustix::fd::AsFd;
 use rustix::fs::OFlags;
 use std::collections::BTreeMap;
-use steal::progress::human_bytes;
 use steal::{Comm, CommExt};
 
 /// A file's striping as `walk -v` shows it.

@@ -162,7 +162,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
 
 /// `12.0 MiB (12582912 bytes)`.
 fn bytes_text(n: u64) -> String {
-    format!("{} ({n} bytes)", steal::progress::human_bytes(n))
+    format!("{} ({n} bytes)", flist::units::human_bytes(n))
 }
 
 /// The plan and the root, or why nothing may be written.

@@ -14,21 +14,17 @@
 //! the expression has `--not`, `--or` and parentheses, an `--exec` command that fails is an
 //! error in the exit status, and nothing is printed by default when `-o` saves a list.
 
-mod eval;
-pub mod expr;
-mod primary;
-mod resolve;
 mod source;
 
-pub use primary::Primary;
+pub use crate::engine::find_expr::{expr, Primary};
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::find_expr::eval::{Evaluated, Evaluator};
+use crate::engine::find_expr::resolve::{self, Node};
 use crate::engine::status::Status;
-use eval::{Evaluated, Evaluator};
 use expr::Expr;
 use flist::io::{self, Format};
 use flist::Detail;
-use resolve::Node;
 use source::Entries;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -419,29 +415,4 @@ fn detail(comm: &dyn Comm, context: &Context, msg: &str) {
     if comm.rank() == 0 && context.verbose {
         context.info(format!("{msg}\n"));
     }
-}
-
-/// The indices of this rank's entries of `list` for which `expr` is true (`None`: all), with
-/// the tests resolved once on rank 0 (clock, reference files, names: the list's tables help) as
-/// a `find` run resolves them; for a caller that holds a list already (`mfu-rs sh`). An
-/// expression with an action is refused: nothing is printed or run here. Collective; `Err` is
-/// the same on every rank.
-pub fn select(
-    comm: &dyn Comm,
-    list: &flist::FileList,
-    expr: Option<Expr<Primary>>,
-    context: &Context,
-) -> Result<Vec<usize>, Error> {
-    if expr
-        .as_ref()
-        .is_some_and(|e| e.any_leaf(&|p| p.is_action()))
-    {
-        return Err(Error::new(
-            "--print, --print0 and --exec are not allowed here: the entries found are listed",
-        ));
-    }
-    let expr = resolve::resolve(comm, expr, (&list.users, &list.groups)).map_err(Error::new)?;
-    Ok(Evaluator::new(expr.as_ref(), false, context)
-        .run(list)
-        .matched)
 }

@@ -275,9 +275,6 @@ struct Relinker<'a> {
     progress: Progress,
 }
 
-/// Numbers the temporary names of one process.
-static TEMP_SERIAL: AtomicU64 = AtomicU64::new(0);
-
 impl Relinker<'_> {
     /// Phase 3: rewrite every link of `links` that needs it. Each link is handled on the rank
     /// its path hashes to, once: a link named twice (in a list) must not be rewritten twice,
@@ -390,25 +387,24 @@ impl Relinker<'_> {
     /// times), and rename it over `name`. Returns whether the link now has the new target;
     /// failures are reported.
     fn replace(&self, dir: &OwnedFd, path: &[u8], name: &[u8], target: &[u8], old: &Meta) -> bool {
-        let pid = std::process::id();
-        let temp = loop {
-            let serial = TEMP_SERIAL.fetch_add(1, Ordering::Relaxed);
-            let temp = format!(".mfu-reln.{pid}.{serial}");
-            match rustix::fs::symlinkat(target, dir, temp.as_str()) {
-                Ok(()) => break temp,
-                Err(Errno::EXIST) => continue,
-                Err(e) => {
-                    self.fail(path, "create link", e);
-                    return false;
-                }
-            }
-        };
+        // The one temporary naming of every tool (flist::atomic): this process's name for
+        // `name`. Something already there is not ours (a link is replaced once per run): it
+        // is left alone and the link is not rewritten.
+        let temp = flist::atomic::temp_name(name);
+        if let Err(e) = rustix::fs::symlinkat(target, dir, temp.as_slice()) {
+            let what = match e {
+                Errno::EXIST => "create the new link (its temporary name is taken: left alone)",
+                _ => "create link",
+            };
+            self.fail(path, what, e);
+            return false;
+        }
         let mut owner_error = None;
         if old.uid != self.euid || old.gid != self.egid {
             let (uid, gid) = (Uid::from_raw(old.uid), Gid::from_raw(old.gid));
             if let Err(e) = rustix::fs::chownat(
                 dir,
-                temp.as_str(),
+                temp.as_slice(),
                 Some(uid),
                 Some(gid),
                 AtFlags::SYMLINK_NOFOLLOW,
@@ -420,13 +416,13 @@ impl Relinker<'_> {
         if self.options.preserve {
             let times = crate::engine::copy::meta::timestamps(old);
             if let Err(e) =
-                rustix::fs::utimensat(dir, temp.as_str(), &times, AtFlags::SYMLINK_NOFOLLOW)
+                rustix::fs::utimensat(dir, temp.as_slice(), &times, AtFlags::SYMLINK_NOFOLLOW)
             {
                 times_error = Some(e);
             }
         }
-        if let Err(e) = rustix::fs::renameat(dir, temp.as_str(), dir, name) {
-            let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+        if let Err(e) = rustix::fs::renameat(dir, temp.as_slice(), dir, name) {
+            let _ = rustix::fs::unlinkat(dir, temp.as_slice(), AtFlags::empty());
             self.fail(path, "rename new link over the old one", e);
             return false;
         }

@@ -8,6 +8,7 @@ use crate::engine::wording::entries;
 use flist::beneath::{list_tops, Roots};
 use flist::path::{basename, display, is_prefix, normalize, parent};
 use flist::sort::{parse_keys, Field, Key};
+use flist::units::human_bytes;
 use flist::{FileList, FileType};
 use serde_bytes::Bytes;
 use std::cmp::Ordering;
@@ -16,7 +17,6 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::sync::Arc;
 use steal::ordered::in_rank_order;
-use steal::progress::human_bytes;
 use steal::typed;
 use steal::{Comm, CommExt};
 
@@ -385,8 +385,9 @@ impl<'a> Shell<'a> {
             .filter(|&i| is_prefix(&cwd, self.list.path(i)))
             .collect();
         let candidates = self.list.select(here.iter().copied());
-        let matched = crate::find::select(self.comm, &candidates, expr, &self.options.context)
-            .map_err(|e| format!("find: {e}"))?;
+        let matched =
+            crate::engine::find_expr::select(self.comm, &candidates, expr, &self.options.context)
+                .map_err(|e| format!("find: {e}"))?;
         let selection: Vec<usize> = matched.into_iter().map(|i| here[i]).collect();
         let found = self.gather(|i| selection.binary_search(&i).is_ok());
         if self.comm.rank() == 0 {

@@ -1,20 +1,12 @@
 //! How `sh` shows an entry: `ls -l` lines and `stat` blocks.
 
+use crate::engine::mode_text::{mode_text, type_letter};
 use flist::{FileType, Meta};
 
-/// `drwxr-xr-x`: the type letter and the permission bits, as `ls -l` shows them (walk's
-/// [`crate::walk::mode_string`], with `kind` deciding the letter: a lite entry has no mode).
-pub fn mode_string(kind: FileType, mode: u32) -> String {
-    let type_bits = match kind {
-        FileType::Dir => 0o040000,
-        FileType::Symlink => 0o120000,
-        FileType::Fifo => 0o010000,
-        FileType::Socket => 0o140000,
-        FileType::BlockDev => 0o060000,
-        FileType::CharDev => 0o020000,
-        _ => 0o100000,
-    };
-    crate::walk::mode_string(type_bits | (mode & 0o7777))
+/// `drwxr-xr-x`: the type letter and the permission bits, as `ls -l` shows them, with `kind`
+/// deciding the letter (a lite entry has no mode).
+fn mode_string(kind: FileType, mode: u32) -> String {
+    mode_text(type_letter(kind), mode)
 }
 
 /// `2026-11-26 07:05:09` (UTC) for seconds since the epoch (the seconds when out of range).

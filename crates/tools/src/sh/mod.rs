@@ -12,9 +12,9 @@ pub mod commands;
 mod format;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::find_expr::expr::Expr;
+use crate::engine::find_expr::Primary;
 use crate::engine::status::Status;
-use crate::find::expr::Expr;
-use crate::find::Primary;
 use flist::walk::{walk, WalkOptions};
 use flist::{Detail, FileList};
 use std::ffi::OsString;

@@ -26,9 +26,10 @@ use crate::engine::status::Status;
 use flist::at::At;
 use flist::beneath::{explain, Roots};
 use flist::path::{display, normalize};
-use flist::{FileList, FileType, Meta};
+use flist::{FileList, FileType, ItemError, Meta};
 use lustre_sys::policy::{self, Decision};
 use lustre_sys::Layout;
+use rustix::fd::AsFd;
 use rustix::fs::OFlags;
 use std::collections::HashSet;
 use std::io;
@@ -36,9 +37,6 @@ use std::time::Instant;
 use steal::ordered::in_rank_order;
 use steal::typed::ByteStrings;
 use steal::{Comm, CommExt};
-
-/// Prefix of the hidden sibling a file is rewritten into.
-pub const SIBLING_PREFIX: &[u8] = b".mfu-stripe.";
 
 /// One mebibyte, the default stripe size.
 const MIB: u64 = 1 << 20;
@@ -224,8 +222,10 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     Ok(report)
 }
 
-/// Phase 1: walk the PATHs and keep the regular files at least `minsize` big (not the hidden
-/// siblings of an earlier run), spread over the ranks. Collective.
+/// Phase 1: walk the PATHs and keep the regular files at least `minsize` big, spread over the
+/// ranks. Temporaries ([`flist::atomic`]: this tool's siblings, another tool's output being
+/// written) are left alone: renaming over one would swap a file under the program writing it.
+/// Collective.
 fn list(comm: &dyn Comm, o: &Options, roots: &[Vec<u8>], report: &mut Report) -> FileList {
     let progress = o.context.progress(comm.rank(), "Walked");
     let walked = crate::engine::setup::walk_sources(comm, &o.context, roots, false, &progress);
@@ -237,7 +237,7 @@ fn list(comm: &dyn Comm, o: &Options, roots: &[Vec<u8>], report: &mut Report) ->
     let files = list.select((0..list.len()).filter(|&i| {
         list.kind(i) == FileType::File
             && list.meta(i).is_some_and(|m| m.size >= min)
-            && !flist::path::basename(list.path(i)).starts_with(SIBLING_PREFIX)
+            && !flist::atomic::is_temp_name(flist::path::basename(list.path(i)))
     }));
     flist::distribute::spread(comm, files)
 }
@@ -320,12 +320,7 @@ fn restripe(
         }
         true
     }));
-    let map = Mapping::siblings(roots.to_vec(), SIBLING_PREFIX);
-    // A sibling left by an interrupted run would keep its old layout: remove it first.
-    for e in todo.iter() {
-        let sibling = map.dest(e.path);
-        let _ = opened.at(&sibling).and_then(|a| a.remove(false));
-    }
+    let (todo, map, refused) = clear_siblings(comm, context, opened, roots, todo);
     let total_bytes = comm.sum(todo.iter().filter_map(|e| e.meta).map(|m| m.size).sum());
     let plan = Plan {
         create: todo.clone(),
@@ -353,7 +348,8 @@ fn restripe(
         .flat_map(|b| b.0)
         .collect();
     let mut swapped = 0u64;
-    let mut not_swapped = 0u64;
+    // A file whose sibling name was taken was not restriped: a failure.
+    let mut not_swapped = refused;
     for e in todo.iter() {
         let sibling = map.dest(e.path);
         let ok = !copied.interrupted
@@ -391,6 +387,85 @@ fn restripe(
         not_swapped.max(copied.total_errors)
     };
     report.interrupted = copied.interrupted;
+}
+
+/// The siblings of this run, named by rank 0's host and pid (one temporary naming for every
+/// tool, [`flist::atomic`]), and the files of `todo` whose sibling is free. What killed runs on
+/// this host left at a file's temporary names is removed first and named; anything else at
+/// this run's sibling name (a file a user or another program made) is never written or
+/// removed: its file keeps its layout and is named (exit 1). Collective.
+fn clear_siblings(
+    comm: &dyn Comm,
+    context: &Context,
+    opened: &Roots,
+    roots: &[Vec<u8>],
+    todo: FileList,
+) -> (FileList, Mapping, u64) {
+    let mut id = Vec::new();
+    if comm.rank() == 0 {
+        id = [
+            flist::atomic::host(),
+            std::process::id().to_string().into_bytes(),
+        ]
+        .join(&b'\0');
+    }
+    comm.bcast(0, &mut id);
+    let (host, pid) = id.split_at(id.iter().rposition(|&b| b == 0).expect("host and pid"));
+    let pid = std::str::from_utf8(&pid[1..])
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .expect("rank 0's pid");
+    let map = Mapping::siblings(roots.to_vec(), host, pid);
+    let free = todo.select((0..todo.len()).filter(|&i| {
+        let path = todo.path(i);
+        let sibling = map.dest(path);
+        let at = match opened.at(&sibling) {
+            Ok(at) => at,
+            Err(e) => {
+                context.error(ItemError::new(&sibling, "open the directory of", e));
+                return false;
+            }
+        };
+        if let Ok(dir) = rustix::fs::openat(
+            at.dir(),
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        ) {
+            let base = flist::path::basename(path);
+            for (name, removed) in flist::atomic::remove_stale(dir.as_fd(), base) {
+                let stale = flist::atomic::beside(path, &name);
+                match removed {
+                    Ok(()) => context.error(format_args!(
+                        "removed {}, the partial copy of an earlier run that was killed",
+                        display(&stale)
+                    )),
+                    Err(e) => context.error(ItemError::new(
+                        &stale,
+                        "remove the partial copy of an earlier run",
+                        e,
+                    )),
+                }
+            }
+        }
+        match at.lstat() {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => true,
+            Err(e) => {
+                context.error(ItemError::new(&sibling, "look up the temporary name", e));
+                false
+            }
+            Ok(_) => {
+                context.error(format_args!(
+                    "{}: not restriped: {} is in the way (not ours: left as it is)",
+                    display(path),
+                    display(&sibling)
+                ));
+                false
+            }
+        }
+    }));
+    let refused = (todo.len() - free.len()) as u64;
+    (free, map, refused)
 }
 
 /// Whether a file's layout `have` already is what `want` asks (`osts` resolves "all").

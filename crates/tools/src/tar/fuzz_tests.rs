@@ -9,9 +9,9 @@
 
 use super::*;
 use crate::engine::test_rng::Rng;
+use crate::tar::archive::Archive;
+use crate::tar::index::scan;
 use crate::tar::index::{Found, Source};
-use crate::tar::scan;
-use crate::tar::stream::Archive;
 
 /// Iterations per driver (each well under a millisecond, the scan ones a little more).
 const ITERATIONS: u64 = 4000;

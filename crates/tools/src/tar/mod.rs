@@ -2,37 +2,32 @@
 //!
 //! Archives are POSIX pax tar files that GNU tar, bsdtar and Python read, with dtar's index
 //! (DTAR_IDX) as their last member, so that extraction and listing start in parallel at once.
-//! - create ([`create`]): walk, sort by name, encode every header once from the walked record,
-//!   place entries by a prefix sum over ranks, write headers and data at their offsets on all
-//!   ranks (big files in chunks over the work-stealing queue), then the index;
-//! - extract ([`extract`]): find the index (side file, xattr, footer) or, without one,
-//!   walk the chain of headers ([`scan`]), split the stream by bytes over ranks, then directories, files, data,
-//!   links and metadata, never writing outside the target ([`beneath`]);
-//! - list ([`list`]).
+//! The parts, one folder each:
+//! - [`header`]: the tar format (headers, pax records, sparse maps);
+//! - [`index`]: the dtar index, the walk of the header chain ([`index::scan`]) and the checks
+//!   that an index matches its archive;
+//! - [`archive`]: an archive opened for reading: random access to a plain or seekable stream
+//!   from many threads, or one compressed stream read front to back ([`archive::serial`]);
+//! - [`create`]: walk, sort by name, encode every header once from the walked record, place
+//!   entries by a prefix sum over ranks, write headers and data at their offsets on all ranks
+//!   (big files in chunks over the work-stealing queue), then the index;
+//! - [`extract`]: find the index or scan, split the stream by bytes over ranks, then
+//!   directories, files, data, links and metadata, never writing outside the target
+//!   ([`extract::beneath`]);
+//! - [`list`]: `tar -t`;
+//! - [`select`]: the member operands, `--exclude` and `--strip-components` of extract and list.
 //!
-//! With `--zstd` the tar stream is cut into independent zstd frames with a seek table
-//! ([`seekable`]), with `-z` into gzip members ([`gzip`]), with `-j` into bzip2 streams
-//! with dbz2's table; extraction and listing read such archives in parallel too ([`stream`]).
-//! Archives in one compressed stream (GNU tar's `-z`, `-j`, `-J`, ...) are read front to back
-//! with decompression in a pipeline ([`compressed`]).
+//! The compressed layouts (`--zstd` frames with a seek table, `-z` gzip members, `-j` dbz2's
+//! bzip2 streams and table) are the frame codecs of [`crate::engine::codec`], shared with bz2
+//! and bcast; tar only cuts its stream into frames and reads them back.
 
-mod align;
-pub mod beneath;
-pub mod compressed;
+pub mod archive;
 pub mod create;
-mod entries;
 pub mod extract;
-pub mod gzip;
 pub mod header;
 pub mod index;
 pub mod list;
-mod owners;
-pub mod scan;
-pub mod seekable;
-mod segment;
 pub mod select;
-pub mod stream;
-mod superseded;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::lustre::LustreHandle;
@@ -75,7 +70,7 @@ pub struct Options {
     pub zstd: bool,
     /// zstd compression level, 1 to 19 (default 3).
     pub zstd_level: i32,
-    /// Create a gzip archive of independent members (`-z`/`--gzip`, [`gzip`]) that extraction
+    /// Create a gzip archive of independent members (`-z`/`--gzip`, [`crate::engine::codec::gzip`]) that extraction
     /// reads in parallel and any gunzip reads as one stream.
     pub gzip: bool,
     /// gzip compression level, 1 to 9 (default 6, gzip's).
@@ -196,13 +191,13 @@ impl Options {
     }
 
     /// The compression of the archive to create, if any.
-    pub fn codec(&self) -> Option<compressed::Codec> {
+    pub fn codec(&self) -> Option<crate::engine::codec::kind::Codec> {
         if self.zstd {
-            Some(compressed::Codec::Zstd)
+            Some(crate::engine::codec::kind::Codec::Zstd)
         } else if self.gzip {
-            Some(compressed::Codec::Gzip)
+            Some(crate::engine::codec::kind::Codec::Gzip)
         } else if self.bzip2 {
-            Some(compressed::Codec::Bzip2)
+            Some(crate::engine::codec::kind::Codec::Bzip2)
         } else {
             None
         }
@@ -256,7 +251,7 @@ impl Options {
                     "-k/--chunksize must be below 4GiB (it is the size of a zstd frame)".into(),
                 );
             }
-            if self.bzip2 && self.chunksize > crate::bz2::format::MAX_BLOCK {
+            if self.bzip2 && self.chunksize > crate::engine::codec::dbz2::MAX_BLOCK {
                 return Err(
                     "-k/--chunksize must be 1GiB at most with -j (it is the input of one bzip2 \
                      stream)"
@@ -346,7 +341,7 @@ pub struct Report {
     pub frames_per_rank: Vec<u64>,
     /// Extract and list: the compression the archive was found in (by its first bytes), if
     /// any.
-    pub compression: Option<compressed::Codec>,
+    pub compression: Option<crate::engine::codec::kind::Codec>,
     /// Extract and list: the archive is one compressed stream (gzip, bzip2, xz, or zstd
     /// without a seek table), so rank 0 read it front to back, decompressing beside the
     /// extraction, while the other ranks waited.

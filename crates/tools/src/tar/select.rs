@@ -25,12 +25,12 @@
 //! again over ranks by the bytes selected (`balance`), so that 1% of an archive lying in one
 //! rank's part is still extracted by every rank.
 
-use super::beneath::clean;
 use super::header::{Header, Kind, BLOCK};
-use super::scan::{self, Located, Parts};
-use super::stream::Archive;
 use super::Options;
 use crate::engine::select::Rules;
+use crate::tar::archive::Archive;
+use crate::tar::extract::beneath::clean;
+use crate::tar::index::scan::{self, Located, Parts};
 use flist::path::display;
 use std::ffi::CStr;
 use steal::{Comm, CommExt, ReduceOp};
@@ -384,8 +384,7 @@ pub(super) fn balance(comm: &dyn Comm, archive: &Archive, kept: &[(u64, u64)]) -
             } else {
                 (e.0 + (into - ENTRY_COST) / BLOCK * BLOCK).min(e.1)
             };
-            steal::wire::put_u64(&mut found, k as u64);
-            steal::wire::put_u64(&mut found, snap(archive, at));
+            found.push((k, snap(archive, at)));
             k += 1;
         }
         cum += w;
@@ -393,12 +392,8 @@ pub(super) fn balance(comm: &dyn Comm, archive: &Archive, kept: &[(u64, u64)]) -
     let mut bounds = vec![u64::MAX; size + 1];
     bounds[0] = 0;
     bounds[size] = archive.len();
-    for bytes in comm.allgatherv(&found) {
-        let mut r = steal::wire::Reader::new(&bytes);
-        while !r.is_empty() {
-            let k = r.u64() as usize;
-            bounds[k] = r.u64();
-        }
+    for (k, bound) in comm.all_gather(&found).into_iter().flatten() {
+        bounds[k] = bound;
     }
     // Every bound was found by one rank; keep them in order whatever rounding did.
     for k in 1..=size {

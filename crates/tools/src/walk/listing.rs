@@ -3,6 +3,7 @@
 //! group, size in 1024-based units as `%7.3f %3s`, mtime as `%b %e %Y %H:%M` in local time),
 //! `Type=REG File=/path` for lite lists. Scripts written for dwalk parse these lines.
 
+use crate::engine::mode_text::st_mode_text;
 use flist::record::Entry;
 use flist::{FileList, FileType};
 
@@ -18,11 +19,11 @@ pub fn format_entry(list: &FileList, e: Entry<'_>, out: &mut Vec<u8>) {
                 .groups
                 .name_of(m.gid as u64)
                 .map_or(m.gid.to_string(), |n| String::from_utf8_lossy(n).into());
-            let (size, units) = size_in_units(m.size);
+            let (size, units) = flist::units::dwalk_units(m.size);
             out.extend_from_slice(
                 format!(
                     "{} {user} {group} {size:7.3} {units:>3} {} ",
-                    mode_string(m.mode),
+                    st_mode_text(m.mode),
                     local_minute(m.mtime)
                 )
                 .as_bytes(),
@@ -42,86 +43,8 @@ pub fn format_entry(list: &FileList, e: Entry<'_>, out: &mut Vec<u8>) {
     out.push(b'\n');
 }
 
-/// `ls -l` style mode: `-rw-r--r--`, with s/t bits.
-pub fn mode_string(mode: u32) -> String {
-    let kind = match FileType::from_mode(mode) {
-        FileType::Dir => 'd',
-        FileType::Symlink => 'l',
-        FileType::Fifo => 'p',
-        FileType::Socket => 's',
-        FileType::BlockDev => 'b',
-        FileType::CharDev => 'c',
-        _ => '-',
-    };
-    let bit = |m: u32, c: char| if mode & m != 0 { c } else { '-' };
-    let special = |x: u32, s: u32, set: char, unset_exec: char| match (mode & x != 0, mode & s != 0)
-    {
-        (true, true) => set,
-        (false, true) => unset_exec,
-        (true, false) => 'x',
-        (false, false) => '-',
-    };
-    [
-        kind,
-        bit(0o400, 'r'),
-        bit(0o200, 'w'),
-        special(0o100, 0o4000, 's', 'S'),
-        bit(0o040, 'r'),
-        bit(0o020, 'w'),
-        special(0o010, 0o2000, 's', 'S'),
-        bit(0o004, 'r'),
-        bit(0o002, 'w'),
-        special(0o001, 0o1000, 't', 'T'),
-    ]
-    .iter()
-    .collect()
-}
-
-/// Bytes as mpiFileUtils shows them: divided by 1024 while above 1024, and once more when the
-/// value is still above 1000 (`1005 KiB` shows as `0.981 MiB`).
-fn size_in_units(bytes: u64) -> (f64, &'static str) {
-    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v / 1024.0 > 1.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if v > 1000.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    (v, UNITS[u])
-}
-
 /// `secs` since the epoch as `%b %e %Y %H:%M` in the local time zone (`TZ`), in the C locale's
 /// month names; empty when the time cannot be converted (as dwalk).
 fn local_minute(secs: i64) -> String {
     crate::engine::time_text::local(secs, "%b %e %Y %H:%M").unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn modes_print_like_ls() {
-        assert_eq!(mode_string(0o100644), "-rw-r--r--");
-        assert_eq!(mode_string(0o040755), "drwxr-xr-x");
-        assert_eq!(mode_string(0o104755), "-rwsr-xr-x");
-        assert_eq!(mode_string(0o041777), "drwxrwxrwt");
-        assert_eq!(mode_string(0o120777), "lrwxrwxrwx");
-    }
-
-    #[test]
-    fn sizes_take_mpifileutils_units() {
-        assert_eq!(size_in_units(0), (0.0, "B"));
-        assert_eq!(size_in_units(1000), (1000.0, "B"));
-        assert_eq!(size_in_units(1024), (1.0, "KiB"));
-        assert_eq!(size_in_units(2048), (2.0, "KiB"));
-        let (v, u) = size_in_units(1005 * 1024);
-        assert_eq!(u, "MiB");
-        assert!((v - 1005.0 / 1024.0).abs() < 1e-9);
-        assert_eq!(format!("{:7.3} {:>3}", 232.0, "B"), "232.000   B");
-    }
 }

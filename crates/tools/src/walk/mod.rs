@@ -6,7 +6,7 @@
 
 mod listing;
 
-pub use listing::{format_entry, mode_string};
+pub use listing::format_entry;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::lustre::LustreHandle;
@@ -14,12 +14,12 @@ use crate::engine::status::Status;
 use flist::io::{self, Format};
 use flist::sort::{self, Key};
 use flist::summary::summarize;
+use flist::units::human_bytes;
 use flist::units::parse_size;
 use flist::walk::{walk, WalkOptions};
 use flist::{Detail, FileList, FileType};
 use std::time::Instant;
 use steal::ordered::in_rank_order;
-use steal::progress::human_bytes;
 use steal::{Comm, CommExt, ReduceOp};
 
 /// What `walk` does: walk `paths` (or read `input`), then count, sort, print and save the list.

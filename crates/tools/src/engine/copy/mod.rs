@@ -58,7 +58,9 @@ use striping::Striping;
 #[derive(Clone, Debug, Default)]
 pub struct Mapping {
     pairs: Vec<(Vec<u8>, Vec<u8>)>,
-    sibling_prefix: Option<Vec<u8>>,
+    /// For a sibling mapping: the host and pid whose temporary name ([`flist::atomic`]) each
+    /// file's sibling takes.
+    siblings: Option<(Vec<u8>, u32)>,
     /// Directories every destination entry is reached beneath (see [`Mapping::dest_anchors`]).
     anchors: Option<Vec<Vec<u8>>>,
     /// Sources are reached through symlinks (`-L`).
@@ -70,7 +72,7 @@ impl Mapping {
     pub fn new(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Mapping {
         Mapping {
             pairs,
-            sibling_prefix: None,
+            siblings: None,
             anchors: None,
             follow_sources: false,
         }
@@ -113,12 +115,13 @@ impl Mapping {
             .collect()
     }
 
-    /// Every path under `roots` to `DIR/PREFIXNAME` beside it (`prefix` starts with a dot so
-    /// the sibling is hidden).
-    pub fn siblings(roots: Vec<Vec<u8>>, prefix: &[u8]) -> Mapping {
+    /// Every path under `roots` to the temporary beside it that process `pid` on `host` writes
+    /// for it (`DIR/.NAME.HOST.PID.mfu-tmp`, [`flist::atomic::temp_name_of`]): one run's
+    /// siblings, named by the run's rank 0 so that every rank names them alike.
+    pub fn siblings(roots: Vec<Vec<u8>>, host: &[u8], pid: u32) -> Mapping {
         Mapping {
             pairs: roots.into_iter().map(|r| (r.clone(), r)).collect(),
-            sibling_prefix: Some(prefix.to_vec()),
+            siblings: Some((host.to_vec(), pid)),
             anchors: None,
             follow_sources: false,
         }
@@ -150,7 +153,7 @@ impl Mapping {
     /// The source paths whose destination is `dst` (the inverse of [`Mapping::dest`]): at most
     /// one per root pair. None for a sibling mapping (its siblings are hidden names of its own).
     pub fn sources_of(&self, dst: &[u8]) -> Vec<Vec<u8>> {
-        if self.sibling_prefix.is_some() {
+        if self.siblings.is_some() {
             return Vec::new();
         }
         let mut out: Vec<Vec<u8>> = Vec::new();
@@ -180,13 +183,13 @@ impl Mapping {
     /// # Panics
     /// When `src` is under none of the source roots (callers only map walked entries).
     pub fn dest(&self, src: &[u8]) -> Vec<u8> {
-        if let Some(prefix) = &self.sibling_prefix {
+        if let Some((host, pid)) = &self.siblings {
             let mut out = flist::path::parent(src).to_vec();
             if out != b"/" {
                 out.push(b'/');
             }
-            out.extend_from_slice(prefix);
-            out.extend_from_slice(flist::path::basename(src));
+            let name = flist::atomic::temp_name_of(flist::path::basename(src), host, *pid);
+            out.extend_from_slice(&name);
             return out;
         }
         let (_, d) = self

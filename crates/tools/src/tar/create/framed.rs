@@ -10,23 +10,22 @@
 //! what finds them: zstd's seek table (formats.md §6), the gzip end member ([`gzip`]), or the
 //! dbz2 table and footer (formats.md §7), each rank writing its frames' entries.
 
-use super::super::compressed::Codec;
-use super::super::gzip;
-use super::super::header::BLOCK;
-use super::super::seekable::{self, FrameSizes};
-use super::super::segment::Segment;
 use super::super::Options;
 use super::{create_archive, display, say_layout, IndexTail, Plan, Writer, Written};
+use crate::engine::codec::gzip;
+use crate::engine::codec::kind::Codec;
+use crate::engine::codec::zstd::{self as seekable, FrameSizes};
 use crate::engine::context::Error;
 use crate::engine::copy::data::write_all_at;
+use crate::tar::create::segment::Segment;
+use crate::tar::header::BLOCK;
 use flist::ItemError;
 use rayon::prelude::*;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::OFlags;
 use std::io::{self, Read, Seek, Write};
 use std::sync::atomic::Ordering;
-use steal::queue::WorkItem;
-use steal::wire::Reader;
+use steal::typed;
 use steal::{Comm, CommExt};
 
 /// bzip2's block size level for `-j` (900 kB blocks, bzip2's default).
@@ -38,7 +37,7 @@ const BZIP2_LEVEL: u32 = 9;
 /// An archive is never one frame: one frame of a marked tar stream without what follows it
 /// (the seek table, the dbz2 table) is byte for byte another tool's compression of an mfu-rs
 /// plain archive, so an archive cut where its index of frames begins could not be told from
-/// one. With two frames or more that cut is named truncated ([`super::super::seekable::unended`]),
+/// one. With two frames or more that cut is named truncated ([`crate::engine::codec::zstd::unended`]),
 /// and a cut between the two leaves a tar stream without its end blocks (the second frame
 /// holds at least both: the stream is at least four blocks, the index member and the end).
 pub(super) fn frame_size(chunk: u64, stream_len: u64) -> u64 {
@@ -143,7 +142,7 @@ fn compress(codec: Codec, data: &[u8], level: i32) -> io::Result<(Vec<u8>, u32)>
             (c, sum)
         }),
         Codec::Gzip => gzip::compress_member(data, level.clamp(1, 9) as u32).map(|c| (c, 0)),
-        Codec::Bzip2 => crate::bz2::stream::compress_block(data, BZIP2_LEVEL)
+        Codec::Bzip2 => crate::engine::codec::bzip2::compress_block(data, BZIP2_LEVEL)
             .map(|c| (c, 0))
             .map_err(io::Error::other),
         Codec::Xz => Err(io::Error::other("xz archives are not written")),
@@ -230,7 +229,7 @@ fn compress_part(
 /// lies in one frame: runs of entries into runs of the entries each frame touches ([`align`]'s
 /// windows), anything else into windows of its bytes.
 ///
-/// [`align`]: super::super::align
+/// [`align`]: crate::tar::create::align
 fn cut_at_frames(seg: Segment, frame: u64, out: &mut Vec<Segment>) {
     let (at, len) = (seg.at(), seg.len());
     if len == 0 || at / frame == (at + len - 1) / frame {
@@ -238,7 +237,7 @@ fn cut_at_frames(seg: Segment, frame: u64, out: &mut Vec<Segment>) {
         return;
     }
     match seg {
-        Segment::Run { .. } => out.extend(super::super::align::windows(vec![seg], frame)),
+        Segment::Run { .. } => out.extend(crate::tar::create::align::windows(vec![seg], frame)),
         Segment::Bytes { at, data } => {
             let mut lo = at;
             while lo < at + len {
@@ -287,14 +286,11 @@ fn balance(comm: &dyn Comm, segs: Vec<Segment>, frame: u64, n: u64) -> Vec<Segme
     for seg in pieces {
         match owner(seg.at()) {
             o if o == me => keep.push(seg),
-            o => seg.encode(&mut sends[o]),
+            o => typed::encode_into(&seg, &mut sends[o]),
         }
     }
     for bytes in comm.alltoallv(sends) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            keep.push(Segment::decode(&mut r));
-        }
+        keep.extend(typed::each::<Segment>(&bytes).map(typed::sent));
     }
     keep.sort_by_key(Segment::at);
     keep
@@ -304,7 +300,9 @@ fn balance(comm: &dyn Comm, segs: Vec<Segment>, frame: u64, n: u64) -> Vec<Segme
 fn trailer_len(codec: Codec, n: u64) -> u64 {
     match codec {
         Codec::Gzip => gzip::END_MEMBER as u64,
-        Codec::Bzip2 => n * crate::bz2::format::ENTRY_LEN + crate::bz2::format::FOOTER_LEN,
+        Codec::Bzip2 => {
+            n * crate::engine::codec::dbz2::ENTRY_LEN + crate::engine::codec::dbz2::FOOTER_LEN
+        }
         _ => seekable::table_len(n, true),
     }
 }
@@ -478,7 +476,9 @@ fn place(
             }
         }
         Codec::Bzip2 => {
-            use crate::bz2::format::{encode_entries, Entry, Footer, ENTRY_LEN, FOOTER_LEN};
+            use crate::engine::codec::dbz2::{
+                encode_entries, Entry, Footer, ENTRY_LEN, FOOTER_LEN,
+            };
             let mut at = c_base;
             let entries: Vec<Entry> = frames
                 .iter()

@@ -10,13 +10,6 @@
 //! [`Target`] (no symlink followed), a file whose data was cut short by damage never gets its
 //! archived metadata and is named, directories get theirs last, deepest first.
 
-use super::super::beneath::{clean, explain, Target};
-use super::super::compressed::{Codec, TarStream};
-use super::super::entries::{Entries as Store, Item};
-use super::super::header::{Decoded, Kind, Segment};
-use super::super::index;
-use super::super::select::Matcher;
-use super::super::stream::Archive;
 use super::super::{Done, Options, Report};
 use super::{
     adjuster, make_other, open_new, set_meta, times_of, DirCache, Failures, Layouts, Restore,
@@ -26,6 +19,13 @@ use crate::engine::context::Error;
 use crate::engine::copy::data::write_all_at;
 use crate::engine::copy::meta::{write_xattrs, MetaOptions, Target as XattrTarget, XattrPolicy};
 use crate::engine::copy::striping::Striping;
+use crate::tar::archive::serial::{Codec, TarStream};
+use crate::tar::archive::Archive;
+use crate::tar::extract::beneath::{clean, explain, Target};
+use crate::tar::extract::entries::{Entries as Store, Item};
+use crate::tar::header::{Decoded, Kind, Segment};
+use crate::tar::index;
+use crate::tar::select::Matcher;
 use flist::path::display;
 use rustix::fd::{AsFd, BorrowedFd};
 use rustix::fs::{Gid, Mode, Uid};
@@ -92,7 +92,7 @@ pub(in super::super) fn run(
             }
         }
     }
-    super::super::compressed::wait_quietly(comm);
+    crate::tar::archive::serial::wait_quietly(comm);
     let not_found = matcher.not_found(comm, o, &credited);
     let failures = fail.take();
     for f in &failures {
@@ -149,6 +149,28 @@ struct Chosen<'a> {
     credited: &'a mut [bool],
 }
 
+/// What the loop over the stream does after an entry.
+enum Step {
+    /// Go on with the next entry.
+    Next,
+    /// Stop reading: the stream is damaged or a stop was asked ([`Outcome`] says which).
+    Stop,
+}
+
+/// One serial extraction: what every entry needs.
+struct Serial<'a> {
+    o: &'a Options,
+    target: &'a Target,
+    lay: &'a Layouts<'a>,
+    /// The archive's path, for damage of the stream.
+    path: &'a [u8],
+    fail: &'a Failures,
+    how: Restore,
+    /// This process's effective user and group.
+    ids: (u32, u32),
+    progress: steal::progress::Progress,
+}
+
 /// Read the stream to its end (or its damage, or a stop request), extracting each entry
 /// `chosen` takes (the data of the others is read past).
 fn extract(
@@ -160,14 +182,21 @@ fn extract(
     fail: &Failures,
     chosen: Chosen<'_>,
 ) -> Outcome {
-    let how = restore(o);
+    let run = Serial {
+        o,
+        target,
+        lay,
+        path,
+        fail,
+        how: restore(o),
+        ids: (
+            rustix::process::geteuid().as_raw(),
+            rustix::process::getegid().as_raw(),
+        ),
+        progress: o.context.progress(0, "Extracted"),
+    };
     let filters = chosen.matcher.filters();
-    let mut adjust = adjuster(chosen.matcher, how.owner && !o.numeric_owner);
-    let ids = (
-        rustix::process::geteuid().as_raw(),
-        rustix::process::getegid().as_raw(),
-    );
-    let progress = o.context.progress(0, "Extracted");
+    let mut adjust = adjuster(chosen.matcher, run.how.owner && !o.numeric_owner);
     let mut out = Outcome::default();
     let mut dirs = DirCache::default();
     // Directories get their metadata at the end, deepest first (their files change their
@@ -212,101 +241,9 @@ fn extract(
                 continue;
             }
         };
-        let mut one = Store::with_capacity(1);
-        one.push(&rel, &d, true);
-        let item = one.get(0);
-        match item.kind {
-            Kind::Dir => match target.dir(&rel, true) {
-                Ok(_) => directories.push(&rel, &d, true),
-                Err(e) => fail.add(&rel, explain(e)),
-            },
-            Kind::File if d.sparse.is_none() && maybe_index(&d, out.seen - 1) => {
-                // The dtar index member of an mfu-rs archive compressed by another tool:
-                // hidden, as the parallel extraction hides it, when it indexes what came
-                // before it; any other file of that name is extracted.
-                let mut data = Vec::with_capacity(d.header.size as usize);
-                while (data.len() as u64) < d.header.size {
-                    let want = (d.header.size - data.len() as u64) as usize;
-                    match stream.take(want) {
-                        Ok(bytes) => data.extend_from_slice(bytes),
-                        Err(e) => {
-                            fail.add(path, e);
-                            out.damaged = true;
-                            break;
-                        }
-                    }
-                }
-                if out.damaged {
-                    break;
-                }
-                if is_index(&data, out.seen - 1, d.start) {
-                    out.seen -= 1;
-                    continue;
-                }
-                let file = File {
-                    o,
-                    how: &how,
-                    ids,
-                    lay,
-                    target,
-                };
-                match file.extract(&mut dirs, &item, &d, &mut Slice(&data)) {
-                    Ok(n) => {
-                        out.bytes += n;
-                        out.extracted += 1;
-                        progress.add(1, n);
-                    }
-                    Err(why) => fail.add(&rel, why.text()),
-                }
-            }
-            Kind::File => {
-                let file = File {
-                    o,
-                    how: &how,
-                    ids,
-                    lay,
-                    target,
-                };
-                match file.extract(&mut dirs, &item, &d, &mut stream) {
-                    Ok(n) => {
-                        out.bytes += n;
-                        out.extracted += 1;
-                        progress.add(1, n);
-                    }
-                    Err(Failed::Entry(why)) => fail.add(&rel, why),
-                    Err(Failed::Stream(why)) => {
-                        fail.add(&rel, format_args!("its data is incomplete: {why}"));
-                        fail.add(path, why);
-                        out.damaged = true;
-                        break;
-                    }
-                    Err(Failed::Stopped) => {
-                        fail.add(&rel, INTERRUPTED);
-                        out.interrupted = true;
-                        break;
-                    }
-                }
-            }
-            Kind::HardLink => match make_other(target, &item) {
-                Ok(()) => out.extracted += 1,
-                Err(why) => fail.add(&rel, why),
-            },
-            Kind::Symlink | Kind::Fifo | Kind::Char | Kind::Block => {
-                match make_other(target, &item).and_then(|()| set_meta(target, &item, &how)) {
-                    Ok(()) => out.extracted += 1,
-                    Err(why) => fail.add(&rel, why),
-                }
-            }
-            // A GNU volume label names the archive, not a file (as GNU tar).
-            Kind::Other(b'V') => out.extracted += 1,
-            Kind::Other(t) => {
-                o.context.error(format_args!(
-                    "{}: not extracted: entries of type '{}' are not supported",
-                    display(&rel),
-                    t.escape_ascii()
-                ));
-                out.skipped += 1;
-            }
+        let step = run.entry(&mut stream, &d, &rel, &mut dirs, &mut directories, &mut out);
+        if let Step::Stop = step {
+            break;
         }
     }
     if !out.damaged && !out.interrupted {
@@ -320,19 +257,140 @@ fn extract(
     }
     drop(stream);
     if !out.interrupted {
+        run.directories_last(&directories, &mut out);
+    }
+    out
+}
+
+impl Serial<'_> {
+    /// Extract the entry `d` (cleaned name `rel`), its data read from `stream`.
+    fn entry(
+        &self,
+        stream: &mut TarStream,
+        d: &Decoded,
+        rel: &[u8],
+        dirs: &mut DirCache,
+        directories: &mut Store,
+        out: &mut Outcome,
+    ) -> Step {
+        let (fail, target, how) = (self.fail, self.target, &self.how);
+        let mut one = Store::with_capacity(1);
+        one.push(rel, d, true);
+        let item = one.get(0);
+        match item.kind {
+            Kind::Dir => match target.dir(rel, true) {
+                Ok(_) => directories.push(rel, d, true),
+                Err(e) => fail.add(rel, explain(e)),
+            },
+            Kind::File if d.sparse.is_none() && maybe_index(d, out.seen - 1) => {
+                // The dtar index member of an mfu-rs archive compressed by another tool:
+                // hidden, as the parallel extraction hides it, when it indexes what came
+                // before it; any other file of that name is extracted.
+                let Some(data) = self.whole_data(stream, d, out) else {
+                    return Step::Stop;
+                };
+                if is_index(&data, out.seen - 1, d.start) {
+                    out.seen -= 1;
+                    return Step::Next;
+                }
+                match self.file().extract(dirs, &item, d, &mut Slice(&data)) {
+                    Ok(n) => self.extracted(out, n),
+                    Err(why) => fail.add(rel, why.text()),
+                }
+            }
+            Kind::File => match self.file().extract(dirs, &item, d, stream) {
+                Ok(n) => self.extracted(out, n),
+                Err(Failed::Entry(why)) => fail.add(rel, why),
+                Err(Failed::Stream(why)) => {
+                    fail.add(rel, format_args!("its data is incomplete: {why}"));
+                    fail.add(self.path, why);
+                    out.damaged = true;
+                    return Step::Stop;
+                }
+                Err(Failed::Stopped) => {
+                    fail.add(rel, INTERRUPTED);
+                    out.interrupted = true;
+                    return Step::Stop;
+                }
+            },
+            Kind::HardLink => match make_other(target, &item) {
+                Ok(()) => out.extracted += 1,
+                Err(why) => fail.add(rel, why),
+            },
+            Kind::Symlink | Kind::Fifo | Kind::Char | Kind::Block => {
+                match make_other(target, &item).and_then(|()| set_meta(target, &item, how)) {
+                    Ok(()) => out.extracted += 1,
+                    Err(why) => fail.add(rel, why),
+                }
+            }
+            // A GNU volume label names the archive, not a file (as GNU tar).
+            Kind::Other(b'V') => out.extracted += 1,
+            Kind::Other(t) => {
+                self.o.context.error(format_args!(
+                    "{}: not extracted: entries of type '{}' are not supported",
+                    display(rel),
+                    t.escape_ascii()
+                ));
+                out.skipped += 1;
+            }
+        }
+        Step::Next
+    }
+
+    /// The file writer of this run.
+    fn file(&self) -> File<'_> {
+        File {
+            o: self.o,
+            how: &self.how,
+            ids: self.ids,
+            lay: self.lay,
+            target: self.target,
+        }
+    }
+
+    /// Count a file of `n` bytes extracted.
+    fn extracted(&self, out: &mut Outcome, n: u64) {
+        out.bytes += n;
+        out.extracted += 1;
+        self.progress.add(1, n);
+    }
+
+    /// All the data of `d`, read from `stream`; `None` when the stream is damaged (named).
+    fn whole_data(
+        &self,
+        stream: &mut TarStream,
+        d: &Decoded,
+        out: &mut Outcome,
+    ) -> Option<Vec<u8>> {
+        let mut data = Vec::with_capacity(d.header.size as usize);
+        while (data.len() as u64) < d.header.size {
+            let want = (d.header.size - data.len() as u64) as usize;
+            match stream.take(want) {
+                Ok(bytes) => data.extend_from_slice(bytes),
+                Err(e) => {
+                    self.fail.add(self.path, e);
+                    out.damaged = true;
+                    return None;
+                }
+            }
+        }
+        Some(data)
+    }
+
+    /// The directories' metadata, deepest first, once their contents are in place.
+    fn directories_last(&self, directories: &Store, out: &mut Outcome) {
         let mut order: Vec<(usize, usize)> = (0..directories.len())
             .map(|i| (flist::path::depth(directories.rel(i)), i))
             .collect();
         order.sort_unstable_by_key(|&(depth, _)| std::cmp::Reverse(depth));
         for (_, i) in order {
             let item = directories.get(i);
-            match set_meta(target, &item, &how) {
+            match set_meta(self.target, &item, &self.how) {
                 Ok(()) => out.extracted += 1,
-                Err(why) => fail.add(item.rel, why),
+                Err(why) => self.fail.add(item.rel, why),
             }
         }
     }
-    out
 }
 
 /// Whether `d` may be the dtar index member of the `count` entries before it: a file named

@@ -15,17 +15,12 @@
 //! Every write goes through [`Target`], which never follows a symlink, and every name through
 //! [`clean`], which refuses absolute paths and `..`.
 
+pub mod beneath;
+mod entries;
+mod owners;
 mod serial;
+mod superseded;
 
-use super::beneath::{clean, explain, split, Target};
-use super::entries::{Entries as Store, Item};
-use super::header::{Decoded, Kind, Segment};
-use super::index::{self, Source};
-use super::owners::Owners;
-use super::scan::{self, Located};
-use super::select::{self, Matcher};
-use super::stream::Archive;
-use super::superseded::superseded;
 use super::{Done, Options, Report};
 use crate::engine::context::{Error, ToolReport};
 use crate::engine::copy::data::{copy_at_seen, write_all_at, Buffer, DataOptions, Seen};
@@ -33,6 +28,15 @@ use crate::engine::copy::meta::{write_xattrs, MetaOptions, Target as XattrTarget
 use crate::engine::copy::striping::Striping;
 use crate::engine::digest::{HashKind, RangeDigest, RangeHasher};
 use crate::engine::hashing::Hashing;
+use crate::tar::archive::Archive;
+use crate::tar::extract::beneath::{clean, explain, split, Target};
+use crate::tar::extract::entries::{Entries as Store, Item};
+use crate::tar::extract::owners::Owners;
+use crate::tar::extract::superseded::superseded;
+use crate::tar::header::{Decoded, Kind, Segment};
+use crate::tar::index::scan::{self, Located};
+use crate::tar::index::{self, Source};
+use crate::tar::select::{self, Matcher};
 use flist::path::{display, normalize};
 use rayon::prelude::*;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -46,7 +50,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
-use steal::wire::{self, Reader};
 use steal::{Comm, CommExt};
 
 /// How metadata is restored.
@@ -85,18 +88,8 @@ impl Failures {
     }
     /// Header offsets of the entries whose data failed on any rank. Collective.
     fn data_failed_anywhere(&self, comm: &dyn Comm) -> HashSet<u64> {
-        let mut mine = Vec::new();
-        for &start in self.1.lock().expect("failures").iter() {
-            wire::put_u64(&mut mine, start);
-        }
-        let mut all = HashSet::new();
-        for bytes in comm.allgatherv(&mine) {
-            let mut r = Reader::new(&bytes);
-            while !r.is_empty() {
-                all.insert(r.u64());
-            }
-        }
-        all
+        let mine = self.1.lock().expect("failures").clone();
+        comm.all_gather(&mine).into_iter().flatten().collect()
     }
     /// True while nothing failed on this rank.
     fn none(&self) -> bool {

@@ -6,6 +6,12 @@
 //! "trailing garbage after EOF" (exit status 0): the table starts with block 0's offset, eight
 //! zero bytes, which can never be the `BZh` of another stream.
 
+use super::io::{invalid, pread_exact};
+use super::kind::Codec;
+use super::table::{Frame, SeekTable};
+use rustix::fd::BorrowedFd;
+use std::io;
+
 /// Last 8 bytes of every dbz2 file ("repeating pi: 3.141").
 pub const MAGIC: u64 = 0x3141_3141_3141_3141;
 /// The only layout version there is.
@@ -243,6 +249,48 @@ pub fn check_table(
         )));
     }
     Ok(Ok(()))
+}
+
+impl SeekTable {
+    /// Read the block table of a dbz2 file (bzip2 streams of a fixed input size, a table and a
+    /// footer: formats.md §7, what `tar -c -j` and `mfu-rs bz2` write) `fd` of `len` bytes.
+    /// `Ok(None)` when the file does not end with a dbz2 footer (plain bzip2); an error when it
+    /// does but the table does not hold.
+    pub fn read_dbz2(fd: BorrowedFd<'_>, len: u64) -> io::Result<Option<SeekTable>> {
+        if len < FOOTER_LEN {
+            return Ok(None);
+        }
+        let mut raw = [0u8; FOOTER_LEN as usize];
+        pread_exact(fd, &mut raw, len - FOOTER_LEN)?;
+        let footer = match Footer::decode(&raw, len) {
+            Ok(f) => f,
+            Err(FooterError::NotDbz2) => return Ok(None),
+            Err(FooterError::Damaged(why)) => return Err(invalid(format!("dbz2 footer: {why}"))),
+        };
+        let mut read = |at: u64, buf: &mut [u8]| pread_exact(fd, buf, at);
+        if let Err(why) = check_table(&footer, &mut read)? {
+            return Err(invalid(format!("dbz2 table: {why}")));
+        }
+        let mut table = vec![0u8; (footer.nblocks * ENTRY_LEN) as usize];
+        pread_exact(fd, &mut table, footer.table_offset)?;
+        let entries = decode_entries(&table, 0, footer.table_offset)
+            .map_err(|why| invalid(format!("dbz2 table: {why}")))?;
+        let frames = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| Frame {
+                c_at: e.offset,
+                c_len: e.length.min(u64::from(u32::MAX)) as u32,
+                d_at: i as u64 * footer.block_size,
+                d_len: footer.block_len(i as u64) as u32,
+                checksum: None,
+            })
+            .collect();
+        Ok(Some(SeekTable {
+            frames,
+            codec: Codec::Bzip2,
+        }))
+    }
 }
 
 #[cfg(test)]

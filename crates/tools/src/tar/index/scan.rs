@@ -14,12 +14,12 @@
 //! bytes, in fewer calls, and skips the data of big entries, which the block scan read in
 //! full; on tmpfs it is several times faster, so the block scan was dropped.)
 
-use super::header::{self, classify, round_up, BlockKind, Global, Globals, BLOCK};
-use super::index::{self, Source};
-use super::stream::Archive;
+use crate::tar::archive::Archive;
+use crate::tar::header::{self, classify, round_up, BlockKind, Global, Globals, BLOCK};
+use crate::tar::index::{self, Source};
 use flist::distribute::even_start;
 use flist::path::display;
-use steal::wire::{self, Reader};
+use steal::typed;
 use steal::{Comm, CommExt};
 
 /// An archive's entries as found.
@@ -143,22 +143,17 @@ pub fn to_parts(comm: &dyn Comm, parts: &Parts, offsets: &[u64]) -> Vec<u64> {
         .map(|(start, end)| {
             let a = offsets.partition_point(|&o| o < start);
             let b = offsets.partition_point(|&o| o < end);
-            let mut msg = Vec::with_capacity(16 + 8 * (b - a));
             // The last of these before the part (its data may reach into it), or none.
-            wire::put_u64(&mut msg, if a > 0 { offsets[a - 1] } else { u64::MAX });
-            wire::put_bytes(&mut msg, &index::encode_offsets(&offsets[a..b]));
-            msg
+            let last_before = a.checked_sub(1).map(|i| offsets[i]);
+            typed::encode(&(last_before, &offsets[a..b]))
         })
         .collect();
     let mut before: Option<u64> = None;
     let mut mine = Vec::new();
     for msg in comm.alltoallv(sends) {
-        let mut r = Reader::new(&msg);
-        let b = r.u64();
-        if b != u64::MAX {
-            before = before.max(Some(b));
-        }
-        mine.extend(index::decode_offsets(r.bytes()).unwrap_or_default());
+        let (b, theirs): (Option<u64>, Vec<u64>) = typed::sent(typed::decode(&msg));
+        before = before.max(b);
+        mine.extend(theirs);
     }
     if let Some(b) = before {
         mine.insert(0, b);
@@ -677,20 +672,31 @@ pub fn walk(
 /// that stopped the walk, if any, and where the entries end (bytes). Collective. Every rank
 /// holds every offset: for checks and tests; extraction and listing use [`walk_shared`].
 pub fn scan(comm: &dyn Comm, archive: &Archive, memsize: u64) -> (Vec<u64>, Option<String>, u64) {
-    let mut result = Vec::new();
-    if comm.rank() == 0 {
+    comm.bcast_with(0, || {
         let mut offsets = Vec::new();
         let walked = walk(archive, memsize, None, |o| offsets.push(o));
-        wire::put_u64(&mut result, walked.end);
-        wire::put_bytes(&mut result, &index::encode_offsets(&offsets));
-        wire::put_bytes(&mut result, walked.damage.unwrap_or_default().as_bytes());
-    }
-    comm.bcast(0, &mut result);
-    let mut r = Reader::new(&result);
-    let end = r.u64();
-    let offsets = index::decode_offsets(r.bytes()).unwrap_or_default();
-    let damage = String::from_utf8_lossy(r.bytes()).to_string();
-    (offsets, (!damage.is_empty()).then_some(damage), end)
+        (offsets, walked.damage, walked.end)
+    })
+}
+
+/// A batch of the offsets rank 0 finds walking the chain (at most `WALK_BATCH`), the last with
+/// how the walk ended.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct WalkBatch {
+    offsets: Vec<u64>,
+    last: Option<WalkEnd>,
+}
+
+/// How rank 0's walk of the chain ended ([`Walked`], without its read counts).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct WalkEnd {
+    entries: u64,
+    end: u64,
+    cut: u64,
+    damage: Option<String>,
+    /// The pax global headers seen ([`Globals::encode`]).
+    #[serde(with = "serde_bytes")]
+    globals: Vec<u8>,
 }
 
 /// The chain walk of an archive without an index, shared out over ranks with nothing of the
@@ -726,20 +732,21 @@ pub fn walk_shared(
     let walked = if comm.rank() == 0 {
         let mut batch: Vec<u64> = Vec::with_capacity(WALK_BATCH);
         let send = |batch: &mut Vec<u64>, last: Option<&Walked>| {
-            let mut msg = Vec::with_capacity(batch.len() * 8 + 64);
-            msg.push(u8::from(last.is_some()));
-            wire::put_bytes(&mut msg, &index::encode_offsets(batch));
-            if let Some(w) = last {
-                wire::put_u64(&mut msg, w.entries);
-                wire::put_u64(&mut msg, w.end);
-                wire::put_u64(&mut msg, w.cut);
-                wire::put_bytes(&mut msg, w.damage.as_deref().unwrap_or("").as_bytes());
-                let mut globals = Vec::new();
-                w.globals.encode(&mut globals);
-                wire::put_bytes(&mut msg, &globals);
-            }
-            comm.bcast(0, &mut msg);
-            batch.clear();
+            let last = last.map(|w| WalkEnd {
+                entries: w.entries,
+                end: w.end,
+                cut: w.cut,
+                damage: w.damage.clone(),
+                globals: {
+                    let mut globals = Vec::new();
+                    w.globals.encode(&mut globals);
+                    globals
+                },
+            });
+            let _: WalkBatch = comm.bcast_with(0, || WalkBatch {
+                offsets: std::mem::take(batch),
+                last,
+            });
         };
         let walked = walk(archive, memsize, skip, |o| {
             keep(o);
@@ -752,27 +759,19 @@ pub fn walk_shared(
         walked
     } else {
         loop {
-            let mut msg = Vec::new();
-            comm.bcast(0, &mut msg);
-            let mut r = Reader::new(&msg);
-            let last = r.u8() == 1;
-            for o in index::decode_offsets(r.bytes()).unwrap_or_default() {
+            let batch: WalkBatch = comm.bcast_with(0, || unreachable!("rank 0 produces"));
+            for o in batch.offsets {
                 keep(o);
             }
-            if last {
-                let entries = r.u64();
-                let end = r.u64();
-                let cut = r.u64();
-                let damage = String::from_utf8_lossy(r.bytes()).into_owned();
-                let globals = Globals::decode(r.bytes());
+            if let Some(w) = batch.last {
                 break Walked {
-                    entries,
-                    end,
-                    cut,
-                    damage: (!damage.is_empty()).then_some(damage),
+                    entries: w.entries,
+                    end: w.end,
+                    cut: w.cut,
+                    damage: w.damage,
                     reads: 0,
                     read_bytes: 0,
-                    globals,
+                    globals: Globals::decode(&w.globals),
                 };
             }
         }

@@ -1,9 +1,13 @@
 //! Random access to an archive's tar stream, plain or zstd-seekable, from many threads; and
 //! the recognition of archives in one compressed stream, which are read front to back instead
-//! ([`super::compressed`]).
+//! ([`crate::tar::archive::serial`]).
 
-use super::compressed::{Codec, MAGIC_LEN};
-use super::seekable::SeekTable;
+pub mod serial;
+
+use crate::engine::codec::gzip;
+use crate::engine::codec::kind::{Codec, MAGIC_LEN};
+use crate::engine::codec::table::SeekTable;
+use crate::engine::codec::zstd;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::Errno;
 use std::io;
@@ -112,19 +116,19 @@ impl Archive {
             None | Some(Codec::Xz) => Ok(None),
             Some(Codec::Zstd) => SeekTable::read(fd.as_fd(), file_len).inspect(|t| {
                 if t.is_none() {
-                    unended = super::seekable::unended(fd.as_fd(), file_len);
+                    unended = zstd::unended(fd.as_fd(), file_len);
                 }
             }),
-            Some(Codec::Gzip) => super::gzip::read_index(fd.as_fd(), file_len).and_then(|t| {
+            Some(Codec::Gzip) => gzip::read_index(fd.as_fd(), file_len).and_then(|t| {
                 // mfu-rs's layout without its end member: cut after a member, or damaged.
                 // What the members hold is read front to back (a tar stream cut short is
                 // found there).
                 match t {
-                    None if super::gzip::starts_with_member(fd.as_fd()) => {
-                        match super::gzip::members_end(fd.as_fd(), file_len) {
+                    None if gzip::starts_with_member(fd.as_fd()) => {
+                        match gzip::members_end(fd.as_fd(), file_len) {
                             // The members run to the end of the file, or to a piece of an
                             // end member: cut where the end member began.
-                            Some(end) if file_len - end < super::gzip::END_MEMBER as u64 => {
+                            Some(end) if file_len - end < gzip::END_MEMBER as u64 => {
                                 unended = Some(format!(
                                     "the gzip end member is missing (the file ends at byte \
                                      {file_len}, its members at byte {end})"
@@ -179,7 +183,7 @@ impl Archive {
     }
 
     /// The compression of an archive in one compressed stream, which is read front to back
-    /// ([`super::compressed::TarStream`]), not through this type's random access.
+    /// ([`crate::tar::archive::serial::TarStream`]), not through this type's random access.
     pub fn serial(&self) -> Option<Codec> {
         self.serial
     }
@@ -192,7 +196,7 @@ impl Archive {
 
     /// What is missing at the end of a file of mfu-rs's layout of frames without its end
     /// (cut where its gzip end member or zstd seek table began), if it is: a tar stream with
-    /// mfu-rs's mark in it is then truncated ([`super::compressed::TarStream::expecting_end`]).
+    /// mfu-rs's mark in it is then truncated ([`crate::tar::archive::serial::TarStream::expecting_end`]).
     pub fn unended(&self) -> Option<&str> {
         self.unended.as_deref()
     }
@@ -301,5 +305,133 @@ impl Archive {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::codec::zstd::tests::{mutate, seekable};
+    use crate::engine::codec::zstd::{encode_table, encode_table_without_checksums, FrameSizes};
+    use crate::engine::test_rng::Rng;
+    use rustix::fd::AsFd;
+    use std::io::{Seek, Write};
+
+    /// The net for the seek table reader and the frame reader: mutated seekable files never
+    /// panic or hang, never allocate beyond what the file could hold, and never decode to
+    /// bytes other than the original's. Seeded (MFU_FUZZ_SEED to replay), bounded in time.
+    #[test]
+    fn fuzz_mutated_seekable_files_never_panic_or_decode_wrong_bytes() {
+        let seed = std::env::var("MFU_FUZZ_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+            })
+            | 1;
+        let mut rng = Rng::seeded(seed);
+        // Frames of noise (raw blocks), text, and a repeated byte (RLE), with and without
+        // checksums in the table.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let noise: Vec<u8> = (0..20_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let text: Vec<u8> = (0..30_000u32)
+            .map(|i| b"tar header "[i as usize % 11])
+            .collect();
+        let parts = vec![noise, text, vec![7u8; 50_000], b"end".to_vec()];
+        let stream = parts.concat();
+        // Other tools' layout: frames without their own checksum, checksums in the table.
+        let mut foreign = Vec::new();
+        let mut sizes = Vec::new();
+        for p in &parts {
+            let c = ::zstd::bulk::compress(p, 3).unwrap();
+            sizes.push(FrameSizes {
+                compressed: c.len() as u32,
+                decompressed: p.len() as u32,
+                checksum: xxhash_rust::xxh64::xxh64(p, 0) as u32,
+            });
+            foreign.extend_from_slice(&c);
+        }
+        foreign.extend_from_slice(&encode_table(&sizes));
+        let originals = [
+            seekable(&parts, encode_table),
+            seekable(&parts, encode_table_without_checksums),
+            foreign,
+        ];
+        let started = std::time::Instant::now();
+        let mut named = tempfile::NamedTempFile::new().unwrap();
+        let mut iterations = 0u64;
+        let (mut refused, mut decoded) = (0u64, 0u64);
+        // At least 500 iterations whatever the load, then up to the time budget.
+        while iterations < 500
+            || (iterations < 20_000 && started.elapsed() < std::time::Duration::from_secs(3))
+        {
+            iterations += 1;
+            let original = &originals[rng.below(originals.len())];
+            let table_at = original.len() - 8 - 9 - 12 * parts.len();
+            let mut bytes = original.clone();
+            for _ in 0..1 + rng.below(2) {
+                if bytes.len() > table_at + 8 {
+                    let at = table_at.min(bytes.len() - 9);
+                    mutate(&mut rng, &mut bytes, at);
+                }
+            }
+            let file = named.as_file_mut();
+            file.set_len(0).unwrap();
+            file.rewind().unwrap();
+            file.write_all(&bytes).unwrap();
+            let ctx = format!("seed {seed}, iteration {iterations}");
+            let table = match SeekTable::read(file.as_fd(), bytes.len() as u64) {
+                Ok(Some(t)) => t,
+                Ok(None) | Err(_) => {
+                    refused += 1;
+                    continue;
+                }
+            };
+            // The archive reader over the same file: any range it returns is the original's.
+            let path = named.path().as_os_str().as_encoded_bytes();
+            // (A file whose first frame lost its zstd magic opens as a plain tar.)
+            if let Some(archive) = Archive::open(path).ok().filter(|a| a.table().is_some()) {
+                let at = rng.below(stream.len() + 10) as u64;
+                let len = rng.below(80_000);
+                if let Ok(got) = archive.read_at(at, len) {
+                    let end = (at as usize + got.len()).min(stream.len());
+                    assert!(
+                        Some(&got[..]) == stream.get((at as usize).min(end)..end),
+                        "{ctx}: read_at({at}, {len}) returned {} bytes other than the \
+                         original's; table {:?}",
+                        got.len(),
+                        archive.table()
+                    );
+                }
+            }
+            let file = named.as_file();
+            for i in 0..table.frames.len() {
+                let f = table.frames[i];
+                if let Ok(out) = table.decompress(file.as_fd(), i) {
+                    decoded += 1;
+                    let want = stream.get(f.d_at as usize..(f.d_at + f.d_len as u64) as usize);
+                    assert!(
+                        Some(&out[..]) == want,
+                        "{ctx}: frame {i} decoded to {} bytes other than the original's",
+                        out.len()
+                    );
+                }
+            }
+        }
+        assert!(
+            iterations >= 500,
+            "seed {seed}: only {iterations} iterations ({refused} refused, {decoded} frames \
+             decoded right)"
+        );
     }
 }

@@ -2,8 +2,10 @@
 //! archive's last member (with a footer that finds it from the end), as a side file
 //! `ARCHIVE.dtaridx`, or as the xattr `user.dtar.idx` (formats.md §5).
 
-use super::header::{self, round_up, Header, Kind, BLOCK};
-use super::stream::Archive;
+pub mod scan;
+
+use crate::tar::archive::Archive;
+use crate::tar::header::{self, round_up, Header, Kind, BLOCK};
 use std::io;
 
 /// The footer's magic: the ASCII bytes "DTAR_IDX".

@@ -13,7 +13,9 @@
 //! first, then hops from member header to member header (one small read each) and takes the
 //! layout only when all of it holds; otherwise the file is read as one gzip stream.
 
-use super::seekable::{Frame, SeekTable};
+use super::io::{invalid, pread_exact};
+use super::kind::Codec;
+use super::table::{Frame, SeekTable};
 use rustix::fd::BorrowedFd;
 use std::io::{self, Read, Write};
 
@@ -74,23 +76,6 @@ pub fn end_member(members: u64, frame: u64, stream_len: u64) -> [u8; END_MEMBER]
     out[40] = 0x03;
     out[41] = 0x00;
     out
-}
-
-fn invalid(what: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, what)
-}
-
-fn pread_exact(fd: BorrowedFd<'_>, buf: &mut [u8], at: u64) -> io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        match rustix::io::pread(fd, &mut buf[done..], at + done as u64) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => done += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
 }
 
 /// The members of the gzip file `fd` of `len` bytes when it has the layout of `--gzip`;
@@ -159,7 +144,7 @@ pub fn read_index(fd: BorrowedFd<'_>, len: u64) -> io::Result<Option<SeekTable>>
     }
     Ok(Some(SeekTable {
         frames,
-        codec: super::compressed::Codec::Gzip,
+        codec: Codec::Gzip,
     }))
 }
 

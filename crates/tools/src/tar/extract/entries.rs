@@ -7,7 +7,7 @@
 //! for those entries only ([`Rare`]). A decoded header (about 256 bytes with its owned strings)
 //! lives only while a run of entries is decoded.
 
-use super::header::{Decoded, Kind, Segment};
+use crate::tar::header::{Decoded, Kind, Segment};
 
 /// The fields of an entry that every phase of extraction uses (fixed size: 56 bytes).
 #[derive(Clone, Copy, Debug)]

@@ -3,8 +3,8 @@
 //! `--numeric-owner`, leaves the archived number. Each name is looked up once per rank
 //! (`getpwnam_r`/`getgrnam_r`); archives hold few distinct names.
 
-use super::header::Header;
 use crate::engine::ids::{group_id, user_id};
+use crate::tar::header::Header;
 use std::collections::HashMap;
 use std::ffi::CString;
 

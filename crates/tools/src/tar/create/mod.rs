@@ -19,10 +19,10 @@
 //! it and renamed into place only when every rank wrote its part, no source failed to read
 //! and no signal asked to stop; otherwise the temporary is removed.
 
+mod align;
 mod framed;
+mod segment;
 
-use super::header::{round_up, Header, Kind};
-use super::segment::{HeaderBytes, Member, Segment, Stamp};
 use super::{index, Done, Options, Report};
 use crate::engine::context::{Context, Error, ToolReport};
 use crate::engine::copy::data::{copy_at_seen, write_all_at, Buffer, DataOptions, Seen};
@@ -32,6 +32,8 @@ use crate::engine::copy::Mapping;
 use crate::engine::digest::RangeHasher;
 use crate::engine::hashing::Hashing;
 use crate::engine::racy;
+use crate::tar::create::segment::{HeaderBytes, Member, Segment, Stamp};
+use crate::tar::header::{round_up, Header, Kind};
 use flist::path::{display, normalize};
 use flist::{FileList, FileType, ItemError, Meta};
 use lustre_sys::policy::{self, Decision};
@@ -40,6 +42,7 @@ use rayon::prelude::*;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
+use serde_bytes::Bytes;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
@@ -48,7 +51,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 use steal::progress::Progress;
 use steal::queue;
-use steal::wire::{self, Reader};
+use steal::typed;
 use steal::{Comm, CommExt};
 
 /// Files up to this size travel whole inside segments (bytes).
@@ -521,7 +524,7 @@ fn roots(chdir: Option<&[u8]>, paths: &[Vec<u8>], cwd: &[u8]) -> Result<(Vec<u8>
         let abs = normalize(p, &base);
         flist::walk::stat_path(&abs, false)
             .map_err(|e| format!("{}: {}", display(&abs), io::Error::from(e)))?;
-        let stored = match super::beneath::clean(stored_name(p, &abs, &base)) {
+        let stored = match crate::tar::extract::beneath::clean(stored_name(p, &abs, &base)) {
             Ok(s) if s.is_empty() => b".".to_vec(),
             Ok(s) => s,
             Err(_) => {
@@ -587,15 +590,16 @@ fn link_targets(comm: &dyn Comm, sorted: &FileList) -> HashMap<Vec<u8>, Vec<u8>>
             .map(|(r, _)| r)
             .next_back()
             .unwrap_or(0);
-        wire::put_bytes(&mut sends[owner], &member);
-        wire::put_bytes(&mut sends[owner], &first);
+        typed::encode_into(
+            &(Bytes::new(&member), Bytes::new(&first)),
+            &mut sends[owner],
+        );
     }
     let mut out = HashMap::new();
     for bytes in comm.alltoallv(sends) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            let member = r.bytes().to_vec();
-            out.insert(member, r.bytes().to_vec());
+        for pair in typed::each::<(&Bytes, &Bytes)>(&bytes) {
+            let (member, first) = typed::sent(pair);
+            out.insert(member.to_vec(), first.to_vec());
         }
     }
     out
@@ -1206,7 +1210,7 @@ fn cut(
                 (a.min(seg.at()), b.max(seg.at() + seg.len()))
             });
             let region = if region.0 > region.1 { (0, 0) } else { region };
-            super::align::align(comm, segs, region, s)
+            crate::tar::create::align::align(comm, segs, region, s)
         }
     }
 }
@@ -1540,8 +1544,7 @@ fn not_created(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tar::seekable;
-    use steal::queue::WorkItem;
+    use crate::engine::codec::zstd as seekable;
 
     fn member(size: u64) -> Member {
         Member {
@@ -1617,7 +1620,7 @@ mod tests {
                     (x.min(s.at()), y.max(s.at() + s.len()))
                 });
                 let region = if region.0 > region.1 { (0, 0) } else { region };
-                super::super::align::align(comm, segs, region, stripe)
+                crate::tar::create::align::align(comm, segs, region, stripe)
                     .iter()
                     .map(|seg| {
                         let mut v = Vec::new();
@@ -1730,9 +1733,8 @@ mod tests {
                 ..member(3)
             }],
         };
-        let mut wire_bytes = Vec::new();
-        seg.encode(&mut wire_bytes);
-        let Segment::Run { members, .. } = Segment::decode(&mut Reader::new(&wire_bytes)) else {
+        let wire_bytes = typed::encode(&seg);
+        let Segment::Run { members, .. } = typed::decode(&wire_bytes).unwrap() else {
             panic!("a run")
         };
         assert!(matches!(&members[0].header, HeaderBytes::Encoded(b) if *b == want));
@@ -1809,12 +1811,12 @@ mod tests {
             }],
             1 << 20,
         );
-        let mut bytes = Vec::new();
-        segs[0].encode(&mut bytes);
-        let back = Segment::decode(&mut Reader::new(&bytes));
-        let mut again = Vec::new();
-        back.encode(&mut again);
-        assert_eq!(bytes, again);
+        let bytes = typed::encode(&segs[0]);
+        let back: Segment = typed::decode(&bytes).unwrap();
+        assert_eq!(bytes, typed::encode(&back));
+        // Garbage or a cut message is an error, never a panic.
+        assert!(typed::decode::<Segment>(&bytes[..bytes.len() - 1]).is_err());
+        assert!(typed::decode::<Segment>(&[9, 1, 2]).is_err());
         assert_eq!(back.len(), 1024);
     }
 }

@@ -1,9 +1,9 @@
 //! The units of archive writing: runs of entries (headers and the data of small files), windows
-//! of runs, groups, and chunks of big files; how they travel between ranks as work items.
+//! of runs, groups, and chunks of big files. They travel between ranks as work items (serde:
+//! a header goes as its encoded bytes).
 
-use super::header::{round_up, Header};
-use steal::queue::WorkItem;
-use steal::wire::{self, Reader};
+use crate::tar::header::{round_up, Header};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// An entry's header blocks.
 #[derive(Clone)]
@@ -49,9 +49,29 @@ impl HeaderBytes {
     }
 }
 
+/// A header travels as its encoded bytes, and arrives [`HeaderBytes::Encoded`].
+impl Serialize for HeaderBytes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            HeaderBytes::Encoded(b) => s.serialize_bytes(b),
+            HeaderBytes::Lazy { .. } => {
+                let mut bytes = Vec::with_capacity(self.len());
+                self.write_to(&mut bytes);
+                s.serialize_bytes(&bytes)
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for HeaderBytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde_bytes::ByteBuf::deserialize(d).map(|b| HeaderBytes::Encoded(b.into_vec()))
+    }
+}
+
 /// What the walk saw of a file's times: a file whose times differ after a read changed while it
 /// was read (a rewrite keeps the size, and may set the mtime back; the ctime it cannot).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Stamp {
     /// Modification time (s, ns).
     pub(super) mtime: (i64, u32),
@@ -59,29 +79,12 @@ pub(super) struct Stamp {
     pub(super) ctime: (i64, u32),
 }
 
-impl Stamp {
-    fn put(&self, out: &mut Vec<u8>) {
-        for v in [self.mtime.0 as u64, u64::from(self.mtime.1)] {
-            wire::put_u64(out, v);
-        }
-        for v in [self.ctime.0 as u64, u64::from(self.ctime.1)] {
-            wire::put_u64(out, v);
-        }
-    }
-
-    fn get(input: &mut Reader<'_>) -> Stamp {
-        Stamp {
-            mtime: (input.u64() as i64, input.u64() as u32),
-            ctime: (input.u64() as i64, input.u64() as u32),
-        }
-    }
-}
-
 /// One entry of a segment: its encoded header and, for files, where its data comes from.
-#[derive(Clone)]
+#[derive(Clone, Serialize, Deserialize)]
 pub(super) struct Member {
     pub(super) header: HeaderBytes,
     /// Source path (empty for entries without data).
+    #[serde(with = "serde_bytes")]
     pub(super) src: Vec<u8>,
     /// Data bytes as walked.
     pub(super) size: u64,
@@ -99,7 +102,7 @@ impl Member {
 }
 
 /// A unit of archive writing.
-#[derive(Clone)]
+#[derive(Clone, Serialize, Deserialize)]
 pub(super) enum Segment {
     /// Consecutive entries starting at archive offset `at`, written as one buffer.
     Run { at: u64, members: Vec<Member> },
@@ -110,6 +113,7 @@ pub(super) enum Segment {
     /// `len` bytes of a big file from `file_at`, written at archive offset `at`.
     Chunk {
         at: u64,
+        #[serde(with = "serde_bytes")]
         src: Vec<u8>,
         file_at: u64,
         len: u64,
@@ -119,7 +123,11 @@ pub(super) enum Segment {
     },
     /// Bytes already made, at archive offset `at` (a rank's piece of the index member, on
     /// its way to the rank that compresses its frame).
-    Bytes { at: u64, data: Vec<u8> },
+    Bytes {
+        at: u64,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+    },
 }
 
 impl Segment {
@@ -148,102 +156,6 @@ impl Segment {
                 } else {
                     0
                 }
-            }
-        }
-    }
-}
-
-impl WorkItem for Segment {
-    fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            Segment::Run { at, members } => {
-                out.push(0);
-                wire::put_u64(out, *at);
-                wire::put_u64(out, members.len() as u64);
-                for m in members {
-                    let mut header = Vec::with_capacity(m.header.len());
-                    m.header.write_to(&mut header);
-                    wire::put_bytes(out, &header);
-                    wire::put_bytes(out, &m.src);
-                    wire::put_u64(out, m.size);
-                    m.stamp.put(out);
-                    out.push(m.inline as u8);
-                }
-            }
-            Segment::Chunk {
-                at,
-                src,
-                file_at,
-                len,
-                size,
-                stamp,
-            } => {
-                out.push(1);
-                for v in [*at, *file_at, *len, *size] {
-                    wire::put_u64(out, v);
-                }
-                stamp.put(out);
-                wire::put_bytes(out, src);
-            }
-            Segment::Window { lo, hi, run } => {
-                out.push(2);
-                wire::put_u64(out, *lo);
-                wire::put_u64(out, *hi);
-                run.encode(out);
-            }
-            Segment::Bytes { at, data } => {
-                out.push(4);
-                wire::put_u64(out, *at);
-                wire::put_bytes(out, data);
-            }
-            Segment::Group(segs) => {
-                out.push(3);
-                wire::put_u64(out, segs.len() as u64);
-                for seg in segs {
-                    seg.encode(out);
-                }
-            }
-        }
-    }
-
-    fn decode(input: &mut Reader<'_>) -> Self {
-        let tag = input.u8();
-        if tag == 2 {
-            let (lo, hi) = (input.u64(), input.u64());
-            let run = Box::new(Segment::decode(input));
-            return Segment::Window { lo, hi, run };
-        }
-        if tag == 4 {
-            let at = input.u64();
-            let data = input.bytes().to_vec();
-            return Segment::Bytes { at, data };
-        }
-        if tag == 3 {
-            let n = input.u64() as usize;
-            return Segment::Group((0..n).map(|_| Segment::decode(input)).collect());
-        }
-        if tag == 0 {
-            let at = input.u64();
-            let n = input.u64() as usize;
-            let members = (0..n)
-                .map(|_| Member {
-                    header: HeaderBytes::Encoded(input.bytes().to_vec()),
-                    src: input.bytes().to_vec(),
-                    size: input.u64(),
-                    stamp: Stamp::get(input),
-                    inline: input.u8() != 0,
-                })
-                .collect();
-            Segment::Run { at, members }
-        } else {
-            let v: Vec<u64> = (0..4).map(|_| input.u64()).collect();
-            Segment::Chunk {
-                at: v[0],
-                file_at: v[1],
-                len: v[2],
-                size: v[3],
-                stamp: Stamp::get(input),
-                src: input.bytes().to_vec(),
             }
         }
     }

@@ -1,22 +1,21 @@
 //! `tar -t`: names, or with `-v` lines like `tar -tv`, printed in archive order; each rank
 //! decodes an even share of the entries and prints those the selection takes
-//! ([`super::select`]).
+//! ([`crate::tar::select`]).
 
-use super::compressed::{Codec, TarStream};
-use super::extract::{find_entries, say_set_aside, Found};
-use super::header::{Decoded, Kind};
-use super::select::Matcher;
-use super::stream::Archive;
 use super::{Done, Options, Report};
 use crate::engine::context::Error;
+use crate::tar::archive::serial::{Codec, TarStream};
+use crate::tar::archive::Archive;
+use crate::tar::extract::{find_entries, say_set_aside, Found};
+use crate::tar::header::{Decoded, Kind};
+use crate::tar::select::Matcher;
 use flist::path::{display, normalize};
 use std::time::Instant;
 use steal::{Comm, CommExt};
 
-/// `-rw-r--r--`-style type and permission letters.
+/// `-rw-r--r--`-style type and permission letters of a member (`h` for a hard link).
 pub fn mode_string(kind: Kind, mode: u32) -> String {
-    let mut s = String::with_capacity(10);
-    s.push(match kind {
+    let letter = match kind {
         Kind::Dir => 'd',
         Kind::Symlink => 'l',
         Kind::HardLink => 'h',
@@ -24,24 +23,8 @@ pub fn mode_string(kind: Kind, mode: u32) -> String {
         Kind::Block => 'b',
         Kind::Fifo => 'p',
         Kind::File | Kind::Other(_) => '-',
-    });
-    let bit = |b: u32, c: char| if mode & b != 0 { c } else { '-' };
-    let special = |x: u32, s: u32, on: char, off: char| match (mode & x != 0, mode & s != 0) {
-        (true, true) => on,
-        (false, true) => off,
-        (true, false) => 'x',
-        (false, false) => '-',
     };
-    s.push(bit(0o400, 'r'));
-    s.push(bit(0o200, 'w'));
-    s.push(special(0o100, 0o4000, 's', 'S'));
-    s.push(bit(0o040, 'r'));
-    s.push(bit(0o020, 'w'));
-    s.push(special(0o010, 0o2000, 's', 'S'));
-    s.push(bit(0o004, 'r'));
-    s.push(bit(0o002, 'w'));
-    s.push(special(0o001, 0o1000, 't', 'T'));
-    s
+    crate::engine::mode_text::mode_text(letter, mode)
 }
 
 /// `YYYY-MM-DD HH:MM` in local time, as `tar -tv` prints it (the seconds when out of range).
@@ -208,7 +191,7 @@ fn serial(
             }
         }
     }
-    super::compressed::wait_quietly(comm);
+    crate::tar::archive::serial::wait_quietly(comm);
     let not_found = matcher.not_found(comm, o, &credited);
     let entries = comm.sum(listed);
     Ok(Report {
@@ -261,19 +244,20 @@ fn listing(
     let mut out = Vec::new();
     let (mut listed, mut failed) = (0u64, 0u64);
     let filters = m.filters();
-    let taken: Vec<_> = super::scan::decode_in(archive, &offsets[a..b], &found.located.globals)
-        .into_iter()
-        .filter(|d| match (d, filters) {
-            (Ok(d), true) => {
-                let v = m.verdict(&d.header);
-                if let Some(i) = v.credit {
-                    credited[i] = true;
+    let taken: Vec<_> =
+        crate::tar::index::scan::decode_in(archive, &offsets[a..b], &found.located.globals)
+            .into_iter()
+            .filter(|d| match (d, filters) {
+                (Ok(d), true) => {
+                    let v = m.verdict(&d.header);
+                    if let Some(i) = v.credit {
+                        credited[i] = true;
+                    }
+                    v.take
                 }
-                v.take
-            }
-            _ => true,
-        })
-        .collect();
+                _ => true,
+            })
+            .collect();
     // GNU tar widens the owner/size column as wider values come, in archive order: this
     // rank's lines start as wide as the widest of the ranks before.
     let mut width = 19;

@@ -7,9 +7,9 @@
 //! then travel as one group, and the segments touching the stripe where a rank's part of the
 //! archive begins go to the lowest rank touching that stripe, which writes them with its own.
 
-use super::segment::Segment;
-use steal::wire::Reader;
-use steal::{queue::WorkItem, Comm, CommExt};
+use crate::tar::create::segment::Segment;
+use steal::typed;
+use steal::{Comm, CommExt};
 
 /// Cut runs at multiples of `stripe` (bytes).
 pub(super) fn windows(segs: Vec<Segment>, stripe: u64) -> Vec<Segment> {
@@ -107,14 +107,11 @@ pub(super) fn align(
     for seg in windows(segs, stripe) {
         match owner(seg.at() / stripe) {
             o if o == me => keep.push(seg),
-            o => seg.encode(&mut sends[o]),
+            o => typed::encode_into(&seg, &mut sends[o]),
         }
     }
     for bytes in comm.alltoallv(sends) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            keep.push(Segment::decode(&mut r));
-        }
+        keep.extend(typed::each::<Segment>(&bytes).map(typed::sent));
     }
     group(keep, stripe)
 }

@@ -8,75 +8,30 @@
 //! are held, whatever the size of the archive. Concatenated gzip members (pigz, BGZF), bzip2
 //! streams (pbzip2, lbzip2) and xz streams read as one stream, as `gzip -dc` reads them.
 
-use super::header::{decode_entry, Decoded, HeaderError, BLOCK};
+pub use crate::engine::codec::kind::Codec;
+use crate::tar::header::{decode_entry, Decoded, HeaderError, BLOCK};
 use std::io::{self, BufRead, Read};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-/// A compression format a whole archive can be wrapped in.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Codec {
-    /// gzip (RFC 1952), one member or several.
-    Gzip,
-    /// bzip2, one stream or several.
-    Bzip2,
-    /// xz (LZMA2), one stream or several.
-    Xz,
-    /// zstd, one frame or several.
-    #[default]
-    Zstd,
-}
-
-/// Bytes of the longest magic [`Codec::of_magic`] looks at.
-pub const MAGIC_LEN: usize = 6;
-
-impl Codec {
-    /// The format whose magic `head` (the first bytes of a file, up to [`MAGIC_LEN`]) starts
-    /// with; `None` for anything else (a plain tar starts with a name).
-    pub fn of_magic(head: &[u8]) -> Option<Codec> {
-        if head.starts_with(&[0x1f, 0x8b, 0x08]) {
-            Some(Codec::Gzip)
-        } else if head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
-            Some(Codec::Bzip2)
-        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
-            Some(Codec::Xz)
-        } else if head.starts_with(&super::seekable::ZSTD_MAGIC.to_le_bytes()) {
-            Some(Codec::Zstd)
-        } else {
-            None
-        }
-    }
-
-    /// The format's usual name (`gzip`, `bzip2`, `xz`, `zstd`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Codec::Gzip => "gzip",
-            Codec::Bzip2 => "bzip2",
-            Codec::Xz => "xz",
-            Codec::Zstd => "zstd",
-        }
-    }
-
-    /// A decoder of the whole of `input`, every member, stream or frame one after the other;
-    /// the bzip2 decoder counts its streams into `counts`.
-    fn decoder(
-        self,
-        input: std::fs::File,
-        counts: &Arc<StreamCounts>,
-    ) -> io::Result<Box<dyn Read + Send>> {
-        // Big reads of the compressed file: few system calls, and the decoders take what
-        // they need from the buffer.
-        let input = io::BufReader::with_capacity(1 << 20, input);
-        Ok(match self {
-            Codec::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
-            Codec::Bzip2 => Box::new(Bzip2Streams::new(Box::new(input), counts.clone())),
-            Codec::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(input)),
-            Codec::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(input)?),
-        })
-    }
+/// A decoder of the whole of `input`, every member, stream or frame one after the other;
+/// the bzip2 decoder counts its streams into `counts`.
+fn decoder(
+    codec: Codec,
+    input: std::fs::File,
+    counts: &Arc<StreamCounts>,
+) -> io::Result<Box<dyn Read + Send>> {
+    // Big reads of the compressed file: few system calls, and the decoders take what
+    // they need from the buffer.
+    let input = io::BufReader::with_capacity(1 << 20, input);
+    Ok(match codec {
+        Codec::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
+        Codec::Bzip2 => Box::new(Bzip2Streams::new(Box::new(input), counts.clone())),
+        Codec::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(input)),
+        Codec::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(input)?),
+    })
 }
 
 /// bzip2 streams one after the other, as `bzip2 -d` reads them: bytes after a whole stream
@@ -173,7 +128,7 @@ impl Pipeline {
     /// Start decompressing `file` as `codec` on a thread of its own.
     fn start(codec: Codec, file: std::fs::File) -> io::Result<Pipeline> {
         let counts = Arc::new(StreamCounts::default());
-        let mut decoder = codec.decoder(file, &counts)?;
+        let mut decoder = decoder(codec, file, &counts)?;
         let (send, blocks) = sync_channel(BLOCKS_IN_FLIGHT);
         let quit = Arc::new(AtomicBool::new(false));
         let stop = quit.clone();
@@ -250,7 +205,7 @@ pub struct TarStream {
     error: Option<(io::ErrorKind, String)>,
     /// Offset of the next entry's first header block.
     next: u64,
-    /// The stream starts with mfu-rs's mark ([`super::header::mfu_marked`]), known once the
+    /// The stream starts with mfu-rs's mark ([`crate::tar::header::mfu_marked`]), known once the
     /// first entry was read: it must end with its end-of-archive blocks.
     marked: bool,
     /// The tar stream ended where an entry would start, without end-of-archive blocks.
@@ -260,7 +215,7 @@ pub struct TarStream {
     /// The compression format, to tell its layout's missing end.
     codec: Codec,
     /// The file has mfu-rs's layout of frames without its end (found by
-    /// [`super::stream::Archive::open`]): what is missing, said when the stream is marked.
+    /// [`crate::tar::archive::Archive::open`]): what is missing, said when the stream is marked.
     unended: Option<String>,
 }
 
@@ -283,7 +238,7 @@ impl TarStream {
         })
     }
 
-    /// Take `unended` ([`super::stream::Archive::unended`]): the file has mfu-rs's layout
+    /// Take `unended` ([`crate::tar::archive::Archive::unended`]): the file has mfu-rs's layout
     /// of frames without the end that layout always has, which
     /// [`TarStream::decompression_error`] says of a stream with mfu-rs's mark.
     pub fn expecting_end(mut self, unended: Option<&str>) -> TarStream {
@@ -301,7 +256,8 @@ impl TarStream {
         let counts = &self.pipe.counts;
         let streams = counts.streams.load(Ordering::Relaxed);
         let trailing = counts.trailing.load(Ordering::Relaxed);
-        let table = streams * crate::bz2::format::ENTRY_LEN + crate::bz2::format::FOOTER_LEN;
+        let table = streams * crate::engine::codec::dbz2::ENTRY_LEN
+            + crate::engine::codec::dbz2::FOOTER_LEN;
         (self.codec == Codec::Bzip2 && streams > 1 && trailing < table).then(|| {
             format!(
                 "{streams} bzip2 streams and {trailing} bytes after them, not their dbz2 table \
@@ -397,9 +353,9 @@ impl TarStream {
         if pos == 0 {
             // Nothing of the stream was dropped yet: its first header is still here.
             let head = self
-                .read_at(0, super::header::MARK_HEAD)
+                .read_at(0, crate::tar::header::MARK_HEAD)
                 .map_err(|source| HeaderError::Io { offset: 0, source })?;
-            self.marked = super::header::mfu_marked(&head);
+            self.marked = crate::tar::header::mfu_marked(&head);
         }
         let first = self.read_at(pos, 1).map_err(|source| HeaderError::Io {
             offset: pos,
@@ -448,7 +404,7 @@ impl TarStream {
     /// whether it ended with a decompression error: a gzip member's CRC-32 and length, bzip2's
     /// and xz's checks and zstd's checksum are only verified at the end of what they cover,
     /// which can lie after the last entry (GNU tar, through gzip, reports such damage too).
-    /// An archive of mfu-rs ([`super::header::MFU_MARK`]) whose stream ended where an entry
+    /// An archive of mfu-rs ([`crate::tar::header::MFU_MARK`]) whose stream ended where an entry
     /// would start, without its end-of-archive blocks, is truncated (cut at a frame boundary
     /// that fell between entries): that is an error too. Other tools' archives may end so
     /// (GNU tar accepts them). So is a marked archive whose tar stream is whole in a file of
@@ -522,6 +478,7 @@ fn cut_short() -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::codec::kind::MAGIC_LEN;
     use crate::tar::header::{round_up, Header, Kind};
     use std::io::{Seek, Write};
 

@@ -10,13 +10,14 @@
 //! frame's checksum (zstd does) and the table's (the low 32 bits of the frame's XXH64). Tables
 //! without checksums (older mfu-rs archives) still read.
 
-use super::compressed::Codec;
+use super::io::{invalid, pread_exact};
+use super::kind::Codec;
+pub use super::table::FrameSizes;
+use super::table::{Frame, SeekTable};
 use rustix::fd::BorrowedFd;
-use rustix::io::Errno;
 use std::io::{self, Read};
 
-/// First four bytes of every zstd frame (little-endian).
-pub const ZSTD_MAGIC: u32 = 0xFD2F_B528;
+pub use super::kind::ZSTD_MAGIC;
 /// Magic of the skippable frame that carries the seek table.
 pub const SKIPPABLE_MAGIC: u32 = 0x184D_2A5E;
 /// Last four bytes of a seekable stream.
@@ -25,43 +26,6 @@ pub const SEEKABLE_MAGIC: u32 = 0x8F92_EAB1;
 const FOOTER: u64 = 9;
 /// Bytes of the seek table's footer (for writers placing it).
 pub const TABLE_FOOTER: u64 = FOOTER;
-
-/// One frame: where its compressed bytes are in the file and which bytes of the decompressed
-/// stream it holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Frame {
-    /// Offset of the frame in the compressed file (bytes).
-    pub c_at: u64,
-    /// Compressed length (bytes).
-    pub c_len: u32,
-    /// Offset of its first byte in the decompressed stream.
-    pub d_at: u64,
-    /// Decompressed length (bytes).
-    pub d_len: u32,
-    /// The low 32 bits of the XXH64 of its decompressed bytes, when the table has checksums.
-    pub checksum: Option<u32>,
-}
-
-/// The frames of a seekable stream, in order.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SeekTable {
-    /// Frames in stream order.
-    pub frames: Vec<Frame>,
-    /// What each frame is: a zstd frame, a gzip member ([`super::gzip`]) or a bzip2 stream
-    /// (a dbz2 block, formats.md §7).
-    pub codec: Codec,
-}
-
-/// One frame as the seek table records it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FrameSizes {
-    /// Compressed length (bytes).
-    pub compressed: u32,
-    /// Decompressed length (bytes).
-    pub decompressed: u32,
-    /// The low 32 bits of the XXH64 of the decompressed bytes ([`frame_checksum`]).
-    pub checksum: u32,
-}
 
 /// Descriptor bit: each table entry carries a checksum.
 const CHECKSUM_FLAG: u8 = 0x80;
@@ -163,26 +127,6 @@ fn has_frame_checksum(raw: &[u8]) -> bool {
     raw.len() >= 9
         && u32::from_le_bytes(raw[0..4].try_into().expect("4 bytes")) == ZSTD_MAGIC
         && raw[4] & FRAME_CHECKSUM_FLAG != 0
-}
-
-fn invalid(what: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, what)
-}
-
-fn pread_exact(fd: BorrowedFd<'_>, buf: &mut [u8], mut at: u64) -> io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        match rustix::io::pread(fd, &mut buf[done..], at) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => {
-                done += n;
-                at += n as u64;
-            }
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
 }
 
 /// Where the zstd frame at `at` in the file `fd` of `len` bytes ends, found from its frame
@@ -350,47 +294,6 @@ impl SeekTable {
         Ok(Some(out))
     }
 
-    /// Read the block table of a dbz2 file (bzip2 streams of a fixed input size, a table and a
-    /// footer: formats.md §7, what `tar -c -j` and `mfu-rs bz2` write) `fd` of `len` bytes.
-    /// `Ok(None)` when the file does not end with a dbz2 footer (plain bzip2); an error when it
-    /// does but the table does not hold.
-    pub fn read_dbz2(fd: BorrowedFd<'_>, len: u64) -> io::Result<Option<SeekTable>> {
-        use crate::bz2::format::{self, Footer, FooterError};
-        if len < format::FOOTER_LEN {
-            return Ok(None);
-        }
-        let mut raw = [0u8; format::FOOTER_LEN as usize];
-        pread_exact(fd, &mut raw, len - format::FOOTER_LEN)?;
-        let footer = match Footer::decode(&raw, len) {
-            Ok(f) => f,
-            Err(FooterError::NotDbz2) => return Ok(None),
-            Err(FooterError::Damaged(why)) => return Err(invalid(format!("dbz2 footer: {why}"))),
-        };
-        let mut read = |at: u64, buf: &mut [u8]| pread_exact(fd, buf, at);
-        if let Err(why) = format::check_table(&footer, &mut read)? {
-            return Err(invalid(format!("dbz2 table: {why}")));
-        }
-        let mut table = vec![0u8; (footer.nblocks * format::ENTRY_LEN) as usize];
-        pread_exact(fd, &mut table, footer.table_offset)?;
-        let entries = format::decode_entries(&table, 0, footer.table_offset)
-            .map_err(|why| invalid(format!("dbz2 table: {why}")))?;
-        let frames = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| Frame {
-                c_at: e.offset,
-                c_len: e.length.min(u64::from(u32::MAX)) as u32,
-                d_at: i as u64 * footer.block_size,
-                d_len: footer.block_len(i as u64) as u32,
-                checksum: None,
-            })
-            .collect();
-        Ok(Some(SeekTable {
-            frames,
-            codec: Codec::Bzip2,
-        }))
-    }
-
     /// Check that every frame starts where the table says with a zstd frame header and, when
     /// the header gives its content size, holds the bytes the table says: a damaged size
     /// would shift the stream offsets of all the frames after it, whose own checksums still
@@ -423,40 +326,8 @@ impl SeekTable {
         Ok(())
     }
 
-    /// Bytes of the decompressed stream.
-    pub fn decompressed_len(&self) -> u64 {
-        self.frames.last().map_or(0, |f| f.d_at + f.d_len as u64)
-    }
-
-    /// Index of the frame holding decompressed byte `at` (the last frame if `at` is past the
-    /// end).
-    pub fn frame_at(&self, at: u64) -> usize {
-        self.frames
-            .partition_point(|f| f.d_at + f.d_len as u64 <= at)
-            .min(self.frames.len().saturating_sub(1))
-    }
-
-    /// Decompress frame `i` of the file `fd`, verifying its checksums: for zstd the frame's
-    /// own (zstd does) and the table's, for gzip and bzip2 their CRCs. An error names the frame
-    /// when it is damaged.
-    pub fn decompress(&self, fd: BorrowedFd<'_>, i: usize) -> io::Result<Vec<u8>> {
-        let f = self.frames[i];
-        let mut raw = vec![0u8; f.c_len as usize];
-        pread_exact(fd, &mut raw, f.c_at)?;
-        let name = match self.codec {
-            Codec::Zstd => return self.decompress_zstd(raw, i),
-            Codec::Gzip => "gzip member",
-            _ => "bzip2 stream",
-        };
-        let out = match self.codec {
-            Codec::Gzip => super::gzip::decompress_member(&raw, f.d_len),
-            _ => crate::bz2::stream::decompress_block(&raw, f.d_len as usize),
-        };
-        out.map_err(|e| invalid(format!("{name} {i} at byte {}: {e}", f.c_at)))
-    }
-
     /// [`SeekTable::decompress`] of the zstd frame `i`, whose bytes are `raw`.
-    fn decompress_zstd(&self, raw: Vec<u8>, i: usize) -> io::Result<Vec<u8>> {
+    pub(super) fn decompress_zstd(&self, raw: Vec<u8>, i: usize) -> io::Result<Vec<u8>> {
         let f = self.frames[i];
         let damaged = |what: String| invalid(format!("zstd frame {i} at byte {}: {what}", f.c_at));
         // The frame must fill exactly the bytes the table gives it: a damaged header (its
@@ -520,7 +391,7 @@ pub fn compress_frame(data: &[u8], level: i32) -> io::Result<Vec<u8>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::engine::test_rng::Rng;
     use rustix::fd::AsFd;
@@ -570,7 +441,7 @@ mod tests {
     }
 
     /// Frames of `parts` compressed by [`compress_frame`], then `table` of their sizes.
-    fn seekable(parts: &[Vec<u8>], table: fn(&[FrameSizes]) -> Vec<u8>) -> Vec<u8> {
+    pub(crate) fn seekable(parts: &[Vec<u8>], table: fn(&[FrameSizes]) -> Vec<u8>) -> Vec<u8> {
         let mut out = Vec::new();
         let mut sizes = Vec::new();
         for p in parts {
@@ -699,7 +570,7 @@ mod tests {
 
     /// One mutation of `bytes`: bit flips, a truncation, a table field (count, sizes,
     /// checksums, descriptor) overwritten with an edge value, or bytes cut out of the middle.
-    fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>, table_at: usize) {
+    pub(crate) fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>, table_at: usize) {
         let n = bytes.len();
         match rng.below(5) {
             0 => {
@@ -757,126 +628,5 @@ mod tests {
         let e = t.decompress(file.as_fd(), 0).unwrap_err().to_string();
         assert!(e.contains("the seek table says"), "{e}");
         assert_eq!(t.decompress(file.as_fd(), 1).unwrap(), b"end");
-    }
-
-    /// The net for the seek table reader and the frame reader: mutated seekable files never
-    /// panic or hang, never allocate beyond what the file could hold, and never decode to
-    /// bytes other than the original's. Seeded (MFU_FUZZ_SEED to replay), bounded in time.
-    #[test]
-    fn fuzz_mutated_seekable_files_never_panic_or_decode_wrong_bytes() {
-        let seed = std::env::var("MFU_FUZZ_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64
-            })
-            | 1;
-        let mut rng = Rng::seeded(seed);
-        // Frames of noise (raw blocks), text, and a repeated byte (RLE), with and without
-        // checksums in the table.
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let noise: Vec<u8> = (0..20_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
-        let text: Vec<u8> = (0..30_000u32)
-            .map(|i| b"tar header "[i as usize % 11])
-            .collect();
-        let parts = vec![noise, text, vec![7u8; 50_000], b"end".to_vec()];
-        let stream = parts.concat();
-        // Other tools' layout: frames without their own checksum, checksums in the table.
-        let mut foreign = Vec::new();
-        let mut sizes = Vec::new();
-        for p in &parts {
-            let c = zstd::bulk::compress(p, 3).unwrap();
-            sizes.push(FrameSizes {
-                compressed: c.len() as u32,
-                decompressed: p.len() as u32,
-                checksum: xxhash_rust::xxh64::xxh64(p, 0) as u32,
-            });
-            foreign.extend_from_slice(&c);
-        }
-        foreign.extend_from_slice(&encode_table(&sizes));
-        let originals = [
-            seekable(&parts, encode_table),
-            seekable(&parts, encode_table_without_checksums),
-            foreign,
-        ];
-        let started = std::time::Instant::now();
-        let mut named = tempfile::NamedTempFile::new().unwrap();
-        let mut iterations = 0u64;
-        let (mut refused, mut decoded) = (0u64, 0u64);
-        // At least 500 iterations whatever the load, then up to the time budget.
-        while iterations < 500
-            || (iterations < 20_000 && started.elapsed() < std::time::Duration::from_secs(3))
-        {
-            iterations += 1;
-            let original = &originals[rng.below(originals.len())];
-            let table_at = original.len() - 8 - 9 - 12 * parts.len();
-            let mut bytes = original.clone();
-            for _ in 0..1 + rng.below(2) {
-                if bytes.len() > table_at + 8 {
-                    let at = table_at.min(bytes.len() - 9);
-                    mutate(&mut rng, &mut bytes, at);
-                }
-            }
-            let file = named.as_file_mut();
-            file.set_len(0).unwrap();
-            file.rewind().unwrap();
-            file.write_all(&bytes).unwrap();
-            let ctx = format!("seed {seed}, iteration {iterations}");
-            let table = match SeekTable::read(file.as_fd(), bytes.len() as u64) {
-                Ok(Some(t)) => t,
-                Ok(None) | Err(_) => {
-                    refused += 1;
-                    continue;
-                }
-            };
-            // The archive reader over the same file: any range it returns is the original's.
-            let path = named.path().as_os_str().as_encoded_bytes();
-            // (A file whose first frame lost its zstd magic opens as a plain tar.)
-            if let Some(archive) = super::super::stream::Archive::open(path)
-                .ok()
-                .filter(|a| a.table().is_some())
-            {
-                let at = rng.below(stream.len() + 10) as u64;
-                let len = rng.below(80_000);
-                if let Ok(got) = archive.read_at(at, len) {
-                    let end = (at as usize + got.len()).min(stream.len());
-                    assert!(
-                        Some(&got[..]) == stream.get((at as usize).min(end)..end),
-                        "{ctx}: read_at({at}, {len}) returned {} bytes other than the \
-                         original's; table {:?}",
-                        got.len(),
-                        archive.table()
-                    );
-                }
-            }
-            let file = named.as_file();
-            for i in 0..table.frames.len() {
-                let f = table.frames[i];
-                if let Ok(out) = table.decompress(file.as_fd(), i) {
-                    decoded += 1;
-                    let want = stream.get(f.d_at as usize..(f.d_at + f.d_len as u64) as usize);
-                    assert!(
-                        Some(&out[..]) == want,
-                        "{ctx}: frame {i} decoded to {} bytes other than the original's",
-                        out.len()
-                    );
-                }
-            }
-        }
-        assert!(
-            iterations >= 500,
-            "seed {seed}: only {iterations} iterations ({refused} refused, {decoded} frames \
-             decoded right)"
-        );
     }
 }
