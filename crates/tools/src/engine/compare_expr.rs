@@ -6,17 +6,8 @@
 //! PERM ACL CONTENT` and states `COMMON DIFFER ONLY_SRC ONLY_DEST`. As in dcmp, `ONLY_SRC` and
 //! `ONLY_DEST` are states of `EXIST` only; `EXIST=DIFFER` holds for a path on either side only;
 //! a path present on one side only matches no condition on another field.
-//!
-//! ```
-//! use mfu::engine::compare_expr::{Field, Output, State, States};
-//! let out = Output::parse("MTIME=DIFFER@SIZE=COMMON,EXIST=ONLY_SRC:changed.mfu").unwrap();
-//! assert_eq!(out.file, b"changed.mfu");
-//! let mut pair = States::both_common();
-//! pair.set(Field::Mtime, State::Differ);
-//! assert!(out.matches(&pair));
-//! assert!(out.matches(&States::only(State::OnlySrc)));
-//! assert!(!out.matches(&States::only(State::OnlyDest)));
-//! ```
+//! (`MTIME=DIFFER@SIZE=COMMON,EXIST=ONLY_SRC:changed.mfu`: see the test
+//! `an_expression_matches_its_pairs`.)
 
 /// A compared property of a pair of entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -275,6 +266,17 @@ impl Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expression_matches_its_pairs() {
+        let out = Output::parse("MTIME=DIFFER@SIZE=COMMON,EXIST=ONLY_SRC:changed.mfu").unwrap();
+        assert_eq!(out.file, b"changed.mfu");
+        let mut pair = States::both_common();
+        pair.set(Field::Mtime, State::Differ);
+        assert!(out.matches(&pair));
+        assert!(out.matches(&States::only(State::OnlySrc)));
+        assert!(!out.matches(&States::only(State::OnlyDest)));
+    }
 
     #[test]
     fn bad_expressions_name_the_problem() {

@@ -2,36 +2,36 @@
 //!
 //! Archives are POSIX pax tar files that GNU tar, bsdtar and Python read, with dtar's index
 //! (DTAR_IDX) as their last member, so that extraction and listing start in parallel at once.
-//! - create ([`create`]): walk, sort by name, encode every header once from the walked record,
+//! - create (`create`): walk, sort by name, encode every header once from the walked record,
 //!   place entries by a prefix sum over ranks, write headers and data at their offsets on all
 //!   ranks (big files in chunks over the work-stealing queue), then the index;
-//! - extract ([`extract`]): find the index (side file, xattr, footer) or, without one,
-//!   walk the chain of headers ([`scan`]), split the stream by bytes over ranks, then directories, files, data,
-//!   links and metadata, never writing outside the target ([`beneath`]);
-//! - list ([`list`]).
+//! - extract (`extract`): find the index (side file, xattr, footer) or, without one,
+//!   walk the chain of headers (`scan`), split the stream by bytes over ranks, then directories, files, data,
+//!   links and metadata, never writing outside the target (`beneath`);
+//! - list (`list`).
 //!
 //! With `--zstd` the tar stream is cut into independent zstd frames with a seek table
-//! ([`seekable`]), with `-z` into gzip members ([`gzip`]), with `-j` into bzip2 streams
-//! with dbz2's table; extraction and listing read such archives in parallel too ([`stream`]).
+//! (`seekable`), with `-z` into gzip members (`gzip`), with `-j` into bzip2 streams
+//! with dbz2's table; extraction and listing read such archives in parallel too (`stream`).
 //! Archives in one compressed stream (GNU tar's `-z`, `-j`, `-J`, ...) are read front to back
-//! with decompression in a pipeline ([`compressed`]).
+//! with decompression in a pipeline (`compressed`).
 
 mod align;
-pub mod beneath;
-pub mod compressed;
-pub mod create;
+pub(crate) mod beneath;
+pub(crate) mod compressed;
+pub(crate) mod create;
 mod entries;
-pub mod extract;
-pub mod gzip;
-pub mod header;
-pub mod index;
-pub mod list;
+pub(crate) mod extract;
+pub(crate) mod gzip;
+pub(crate) mod header;
+pub(crate) mod index;
+pub(crate) mod list;
 mod owners;
-pub mod scan;
-pub mod seekable;
+pub(crate) mod scan;
+pub(crate) mod seekable;
 mod segment;
-pub mod select;
-pub mod stream;
+pub(crate) mod select;
+pub(crate) mod stream;
 mod superseded;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
@@ -75,7 +75,7 @@ pub struct Options {
     pub zstd: bool,
     /// zstd compression level, 1 to 19 (default 3).
     pub zstd_level: i32,
-    /// Create a gzip archive of independent members (`-z`/`--gzip`, [`gzip`]) that extraction
+    /// Create a gzip archive of independent members (`-z`/`--gzip`, `gzip`) that extraction
     /// reads in parallel and any gunzip reads as one stream.
     pub gzip: bool,
     /// gzip compression level, 1 to 9 (default 6, gzip's).
