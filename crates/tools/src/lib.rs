@@ -93,8 +93,9 @@ pub mod types {
     pub use crate::engine::copy::meta::XattrPolicy;
     pub use crate::engine::digest::HashKind;
     pub use crate::engine::lustre::{LustreHandle, StripeOptions};
-    pub use crate::engine::manifest::ManifestOptions;
+    pub use crate::engine::manifest::{ManifestOptions, Summary as ManifestSummary};
     pub use crate::engine::select::{Action, Rules};
+    pub use crate::engine::verify::Summary as VerifySummary;
 }
 
 /// What the binaries, the integration tests and the benches reach inside the crate: no

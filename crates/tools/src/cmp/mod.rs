@@ -24,7 +24,8 @@ use flist::io::Format;
 use flist::path::{display, normalize};
 use flist::walk::stat_path;
 use flist::FileList;
-use report::{Side, Tally};
+pub use manifest::Checked;
+pub use report::{Side, Tally};
 use std::time::Instant;
 use steal::{Comm, ReduceOp};
 

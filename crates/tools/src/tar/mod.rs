@@ -34,6 +34,9 @@ pub(crate) mod select;
 pub(crate) mod stream;
 mod superseded;
 
+pub use compressed::Codec;
+pub use select::Select;
+
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::lustre::LustreHandle;
 use crate::engine::select::Rules;
