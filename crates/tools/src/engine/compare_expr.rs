@@ -244,21 +244,21 @@ impl Output {
 
     /// The command-line parser of `-o EXPR:FILE` arguments ([`Output::parse`] on the raw
     /// bytes, so FILE may be any name the file system allows).
-    pub fn value_parser() -> impl clap::builder::TypedValueParser<Value = Output> {
+    pub(crate) fn value_parser() -> impl clap::builder::TypedValueParser<Value = Output> {
         use clap::builder::TypedValueParser;
         clap::builder::OsStringValueParser::new()
             .try_map(|arg| Output::parse(std::os::unix::ffi::OsStrExt::as_bytes(arg.as_os_str())))
     }
 
     /// The first conjunction the pair's states satisfy (dcmp counts a path under that one).
-    pub fn first_match(&self, s: &States) -> Option<usize> {
+    pub(crate) fn first_match(&self, s: &States) -> Option<usize> {
         self.any_of
             .iter()
             .position(|all| all.iter().all(|&c| holds(c, s)))
     }
 
     /// True when the pair's states satisfy the expression.
-    pub fn matches(&self, s: &States) -> bool {
+    pub(crate) fn matches(&self, s: &States) -> bool {
         self.first_match(s).is_some()
     }
 }

@@ -87,7 +87,6 @@ pub enum RangeDigest {
 
 /// Hashes the bytes of one range of a file, fed in order and in any amounts.
 pub struct RangeHasher {
-    kind: HashKind,
     file_size: u64,
     end: u64,
     /// Offset of the next byte fed.
@@ -115,7 +114,6 @@ impl RangeHasher {
             HashKind::Sha256 => Whole::Sha256(sha2::Sha256::new()),
         });
         RangeHasher {
-            kind,
             file_size,
             end: offset + len,
             pos: offset,
@@ -124,11 +122,6 @@ impl RangeHasher {
             raw: None,
             pieces: Vec::new(),
         }
-    }
-
-    /// The hash kind a whole range gives.
-    pub fn kind(&self) -> HashKind {
-        self.kind
     }
 
     /// Feed the next bytes of the range (at most what is left of it).

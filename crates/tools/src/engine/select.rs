@@ -62,7 +62,7 @@ pub struct Rules {
 impl Rules {
     /// The rules of a tool's parsed command line, in command-line order. Tools without filter
     /// options give no rules.
-    pub fn from_matches(m: &ArgMatches) -> Result<Rules, clap::Error> {
+    pub(crate) fn from_matches(m: &ArgMatches) -> Result<Rules, clap::Error> {
         let mut found: Vec<(usize, Action, bool, String)> = Vec::new();
         for (id, action, regex) in [
             ("exclude", Action::Exclude, false),
@@ -187,7 +187,7 @@ impl Rules {
     /// recorded and an excluded directory is not read, so nothing below it is opened or
     /// stat'ed. The walk then gives what `apply_rules` would leave of a full walk (roots are
     /// never excluded: their relative path is `""`); `None` without rules.
-    pub fn pruner<'a>(&'a self, map: &'a Mapping) -> Option<Box<Visit<'a>>> {
+    pub(crate) fn pruner<'a>(&'a self, map: &'a Mapping) -> Option<Box<Visit<'a>>> {
         if self.is_empty() {
             return None;
         }
