@@ -200,7 +200,8 @@ def rm(
     tmpdir: Optional[Path] = None,
 ) -> Report:
     """Remove paths (with what is below them) or exactly an FList's entries, as mfu-rs rm
-    (drm). Collective."""
+    (drm). An FList is handed over in memory; `tmpdir` is accepted for older scripts and no
+    longer used. Collective."""
 
 def tar_create(
     archive: Path,
@@ -238,4 +239,5 @@ def find(
     **tests: Any,
 ) -> Report:
     """Search, as mfu-rs find (dfind), with FList.filter's tests; `matches` (rank 0) holds
-    what matched when no `output` is given. Collective."""
+    what matched when no `output` is given. An FList is handed over in memory; `tmpdir` is
+    accepted for older scripts and no longer used. Collective."""

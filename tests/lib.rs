@@ -336,7 +336,7 @@ pub fn live_process_temporary(base: &str) -> String {
     String::from_utf8(name).expect("a UTF-8 host name")
 }
 
-/// Wait until every entry under `dir` changed (ctime) more than `mfu::engine::racy::WINDOW`
+/// Wait until every entry under `dir` changed (ctime) more than `mfu::unstable::engine::racy::WINDOW`
 /// ago: tools then take the files as settled and do not read them again after copying them
 /// (for tests whose damage to a copy only a later check may see).
 pub fn wait_until_settled(dir: &Path) {
@@ -354,7 +354,7 @@ pub fn wait_until_settled(dir: &Path) {
     }
     let settled = std::time::UNIX_EPOCH
         + std::time::Duration::new(newest.0 as u64, newest.1 as u32)
-        + mfu::engine::racy::WINDOW
+        + mfu::unstable::engine::racy::WINDOW
         + std::time::Duration::from_millis(100);
     if let Ok(left) = settled.duration_since(std::time::SystemTime::now()) {
         std::thread::sleep(left);
@@ -444,7 +444,7 @@ pub fn signal_when(
 /// `steal::local::run`): hold it for the whole test. All the end-to-end tests share one process
 /// (one test binary), and such runs share process-wide state: the stop flag that SIGINT sets
 /// (`steal::signals::stop_flag`, read by the tools that install the handlers) and the pause
-/// after the listing (`mfu::engine::test_seam::change_at_next_pause`). Holding the lock, a test
+/// after the listing (`mfu::unstable::engine::test_seam::change_at_next_pause`). Holding the lock, a test
 /// that raises SIGINT or queues a change knows that no other in-process run sees the signal or
 /// takes the change. Tests that only start the binary need not take it.
 pub fn serial() -> MutexGuard<'static, ()> {

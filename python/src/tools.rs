@@ -7,14 +7,14 @@
 //! plus `status` (0 done, 1 items failed or trees differ) and `output` (bytes the tool sent as
 //! output on this rank: the listing of a dry run, the paths found; rank 0 holds them all).
 
-use crate::errors::{error, flist_error, tool_error};
+use crate::errors::{error, tool_error};
 use crate::flist::FList;
 use crate::paths::{many_paths, opt_path, path_bytes};
 use crate::runtime::collective;
-use mfu::engine::select::{Action, Rules};
 use mfu::find::expr::{self, Token};
 use mfu::find::Primary;
 use mfu::prelude::*;
+use mfu::types::{Action, Rules};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::sync::Arc;
@@ -64,82 +64,12 @@ fn rules(include: Option<Vec<String>>, exclude: Option<Vec<String>>) -> PyResult
     Ok(rules)
 }
 
-/// A list file holding an FList for a tool's `input`, in a fresh directory of rank 0's
-/// choosing under `tmpdir` (every rank must see it: under a job over several nodes, a shared
-/// file system); removed when dropped (on rank 0, which created it). Collective.
-struct TempList {
-    path: Vec<u8>,
-    _dir: Option<tempfile::TempDir>,
-}
-
-fn temp_list(py: Python<'_>, flist: &FList, tmpdir: Option<Vec<u8>>) -> PyResult<TempList> {
-    let (rank, _) = crate::runtime::rank_size(py)?;
-    let tmpdir = match tmpdir {
-        Some(d) => d,
-        None => path_bytes(&py.import("tempfile")?.call_method0("gettempdir")?)?,
-    };
-    let dir = if rank == 0 {
-        let made = tempfile::Builder::new()
-            .prefix("mfu-py-")
-            .tempdir_in(bytes_os(&tmpdir));
-        Some(made)
-    } else {
-        None
-    };
-    let name = match &dir {
-        Some(Ok(d)) => {
-            let mut p = d.path().as_os_str().as_encoded_bytes().to_vec();
-            p.extend_from_slice(b"/list.mfu");
-            p
-        }
-        _ => Vec::new(),
-    };
-    let path = collective(py, |comm| {
-        let mut bytes = name.clone();
-        comm.bcast(0, &mut bytes);
-        bytes
-    })?;
-    if path.is_empty() {
-        let why = match dir {
-            Some(Err(e)) => e.to_string(),
-            _ => "rank 0 could not make one".into(),
-        };
-        return Err(error(
-            format!(
-                "create a temporary list under {}: {why}",
-                String::from_utf8_lossy(&tmpdir)
-            ),
-            Some(&tmpdir),
-            Some("create temporary directory"),
-        ));
-    }
-    let format = io::default_format(flist.local());
-    collective(py, |comm| {
-        io::write(comm, flist.local(), path.as_slice(), format)
-    })?
-    .map_err(|e| flist_error(&e))?;
-    Ok(TempList {
-        path,
-        _dir: dir.and_then(Result::ok),
-    })
-}
-
-/// What a tool that walks or reads a list is given, as its options take it: paths (an FList
-/// gives none), the list file standing for an FList, and the temporary that holds that file
-/// (kept until the run ends).
-type Targets = (Vec<Vec<u8>>, Option<Vec<u8>>, Option<TempList>);
-
-fn targets_of(
-    py: Python<'_>,
-    obj: &Bound<'_, PyAny>,
-    tmpdir: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Targets> {
+/// What a tool that walks or reads a list acts on: the paths given (a path or an iterable of
+/// them), or this rank's part of an FList, handed over in memory (no file is written).
+fn input_of(obj: &Bound<'_, PyAny>) -> PyResult<mfu::Input> {
     match obj.extract::<PyRef<'_, FList>>() {
-        Ok(l) => {
-            let t = temp_list(py, &l, opt_path(tmpdir)?)?;
-            Ok((Vec::new(), Some(t.path.clone()), Some(t)))
-        }
-        Err(_) => Ok((many_paths(obj)?, None, None)),
+        Ok(l) => Ok(mfu::Input::List(l.local().clone())),
+        Err(_) => Ok(mfu::Input::Paths(many_paths(obj)?)),
     }
 }
 
@@ -202,9 +132,9 @@ pub fn sync<'py>(
 /// Remove `targets`, as `mfu-rs rm` (drm): a path or a list of paths (each with everything
 /// below it), or an FList (exactly its entries; a directory goes only if the list names all it
 /// holds). `dryrun` only lists what would go (in `output`). `match`/`exclude` are regexes on
-/// the path relative to its root (the basename with `name=True`). An FList travels as a
-/// temporary list file under `tmpdir` (default: Python's `tempfile.gettempdir()` on rank 0),
-/// which every rank must see. Collective.
+/// the path relative to its root (the basename with `name=True`). An FList is handed to the
+/// tool in memory; `tmpdir` is accepted for older scripts and no longer used (no temporary
+/// list file is written). Collective.
 #[pyfunction]
 #[pyo3(signature = (targets, *, dryrun=false, r#match=None, exclude=None, name=false, aggressive=false, traceless=false, one_file_system=false, output=None, tmpdir=None))]
 #[allow(clippy::too_many_arguments)]
@@ -223,8 +153,9 @@ pub fn rm<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (context, sink) = collecting();
     let mut o = mfu::rm::Options::default();
-    let (paths, input, temp) = targets_of(py, targets, tmpdir)?;
-    (o.paths, o.input) = (paths, input);
+    // Accepted so that scripts that pass it still run: no list file is written any more.
+    let _ = tmpdir;
+    o.input = input_of(targets)?;
     o.dryrun = dryrun;
     o.matching = r#match;
     o.exclude = exclude;
@@ -234,9 +165,7 @@ pub fn rm<'py>(
     o.one_file_system = one_file_system;
     o.output = opt_path(output)?;
     o.context = context;
-    let report = run_tool(py, &o, &sink, mfu::rm::run);
-    drop(temp);
-    report
+    run_tool(py, &o, &sink, mfu::rm::run)
 }
 
 /// Create the archive `archive` from `paths`, as `mfu-rs tar -c` (dtar): a POSIX pax archive
@@ -314,8 +243,9 @@ pub fn cmp<'py>(
     run_tool(py, &o, &sink, mfu::cmp::run)
 }
 
-/// Search `targets` (a path, a list of paths, or an FList) as `mfu-rs find` (dfind) does, with
-/// the tests of `FList.filter` as keywords (all must pass). With `output`, the matches are
+/// Search `targets` (a path, a list of paths, or an FList, handed over in memory; `tmpdir` is
+/// accepted for older scripts and no longer used) as `mfu-rs find` (dfind) does, with the
+/// tests of `FList.filter` as keywords (all must pass). With `output`, the matches are
 /// written there as a list (v4 when they carry metadata, text with `text=True`); without it,
 /// the report's `matches` holds them (rank 0: all, in list order; other ranks: empty).
 /// Collective.
@@ -332,8 +262,9 @@ pub fn find<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (context, sink) = collecting();
     let mut o = mfu::find::Options::default();
-    let (paths, input, temp) = targets_of(py, targets, tmpdir)?;
-    (o.paths, o.input) = (paths, input);
+    // Accepted so that scripts that pass it still run: no list file is written any more.
+    let _ = tmpdir;
+    o.input = input_of(targets)?;
     let now = collective(py, |comm| comm.max(crate::filter::now_nanos() as u64))?;
     let groups = crate::filter::tests(py, tests, i128::from(now))?.into_groups();
     let mut tokens = Vec::new();
@@ -363,7 +294,6 @@ pub fn find<'py>(
     o.maxdepth = maxdepth;
     o.context = context;
     let report = run_tool(py, &o, &sink, mfu::find::run)?;
-    drop(temp);
     let matches = PyList::empty(py);
     if listing {
         let out = sink.output.lock().map(|o| o.clone()).unwrap_or_default();

@@ -71,8 +71,24 @@ def test_rm_dryrun_lists_then_rm_of_a_filtered_list_removes_it(tree, shared):
     assert done["status"] == 0 and done["files"] == 2
     assert not (root / "data/run0.txt").exists() and (root / "data/run2.txt").exists()
     assert len(mfu.FList(root)) == counts["total"] - 2
-    # The temporary list went with the run.
+    # The FList went to rm in memory: nothing was written under tmpdir.
     assert not [p for p in shared.iterdir() if p.name.startswith("mfu-py-")]
+
+
+def test_an_flist_is_handed_over_in_memory_not_through_a_file(tree, shared):
+    root, counts = tree
+    # tmpdir names no directory: a list file could not be written there, and none is needed.
+    nowhere = shared / "no-such-dir"
+    listed = mfu.FList(root).filter(name="run1.*")
+    found = mfu.find(listed, tmpdir=nowhere, type="f")
+    if mfu.rank() == 0:
+        assert sorted(found["matches"]) == [str(root / "data/run1.h5"), str(root / "data/run1.txt")]
+    done = mfu.rm(listed, tmpdir=nowhere)
+    assert done["status"] == 0 and done["files"] == len(listed)
+    assert not nowhere.exists()
+    # Exactly the listed entries went.
+    assert not list((root / "data").glob("run1.*")) and (root / "data/run2.txt").exists()
+    assert len(mfu.FList(root)) == counts["total"] - len(listed)
 
 
 def test_rm_of_entries_that_are_gone_is_status_1_naming_them(tree, shared):

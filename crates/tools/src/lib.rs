@@ -30,14 +30,15 @@
 pub mod bcast;
 pub mod bz2;
 pub mod chmod;
-pub mod cli;
+pub(crate) mod cli;
 pub mod cmp;
 pub mod cp;
 pub mod dup;
-pub mod engine;
+pub(crate) mod engine;
 pub mod filemaker;
 pub mod find;
 pub mod grep;
+mod input;
 pub mod parallel;
 pub mod reln;
 pub mod rm;
@@ -49,6 +50,7 @@ pub mod walk;
 
 pub use cli::dispatch::main_with_args;
 pub use engine::status::Status;
+pub use input::{Input, Listed};
 
 /// The runtime: ranks over MPI or threads, collectives, work stealing (the `mfu-steal` crate).
 pub use steal;
@@ -73,9 +75,94 @@ pub use flist;
 /// ```
 pub mod prelude {
     pub use crate::engine::context::{Collect, Context, Discard, Error, Events, ToolReport};
+    pub use crate::engine::select::Rules;
+    pub use crate::{Input, Status};
     pub use flist::io::{self, Format};
     pub use flist::summary::{summarize, Summary};
     pub use flist::walk::{self, walk, WalkOptions, Walked};
     pub use flist::{Detail, Entry, FileList, FileType, Meta};
     pub use steal::{launch, local, Comm, CommExt, ReduceOp};
+}
+
+/// The types the tools' options and reports are made of, shared by several tools (the tool
+/// modules hold their own).
+pub mod types {
+    pub use crate::engine::compare_expr::Output;
+    pub use crate::engine::context::Summary;
+    pub use crate::engine::copy::drive::IoOptions;
+    pub use crate::engine::copy::meta::XattrPolicy;
+    pub use crate::engine::digest::HashKind;
+    pub use crate::engine::lustre::{LustreHandle, StripeOptions};
+    pub use crate::engine::manifest::{ManifestOptions, Summary as ManifestSummary};
+    pub use crate::engine::select::{Action, Rules};
+    pub use crate::engine::verify::Summary as VerifySummary;
+}
+
+/// What the binaries, the integration tests and the benches reach inside the crate: no
+/// stable API (it changes with the code, without notice); embedding programs use the tools'
+/// `Options`, `run` and `Report`, [`Input`] and the [`prelude`]. The paths mirror the
+/// crate's private modules, so a test names an item as the code does.
+#[doc(hidden)]
+pub mod unstable {
+    /// The command line.
+    pub mod cli {
+        /// The multi-call command line.
+        pub mod dispatch {
+            pub use crate::cli::dispatch::{command, exec_mpi_binary, main_without_mpi, TOOLS};
+        }
+        /// A tool on the command line.
+        pub mod tool {
+            pub use crate::cli::tool::CliTool;
+        }
+        /// `mfu-rs tar`.
+        pub mod tar {
+            pub use crate::cli::tar::{Tar, TarArgs};
+        }
+        /// `mfu-rs sync`.
+        pub mod sync {
+            pub use crate::cli::sync::Sync;
+        }
+        /// `mfu-rs cp`.
+        pub mod cp {
+            pub use crate::cli::cp::Cp;
+        }
+        /// `mfu-rs stripe`.
+        pub mod stripe {
+            pub use crate::cli::stripe::{summary, Stripe, StripeToolArgs};
+        }
+    }
+    /// tar's headers and seek tables, read by the tests and the benches.
+    pub mod tar {
+        /// tar headers.
+        pub mod header {
+            pub use crate::tar::header::{decode_entry, Header, Kind};
+        }
+    }
+    /// The frame codecs' seek table (seekable zstd, gzip members, dbz2).
+    pub mod codec {
+        pub use crate::engine::codec::table::SeekTable;
+    }
+    /// The engine's test seams and checks.
+    pub mod engine {
+        /// Lustre stripes of a walked list (`walk -v`).
+        pub mod walk_stripes {
+            pub use crate::engine::walk_stripes::{stripes, summary};
+        }
+        /// The copy engine's journals of partial copies.
+        pub mod copy {
+            pub use crate::engine::copy::journal;
+        }
+        /// The window within which a change is not seen by a (size, mtime, ctime) check.
+        pub mod racy {
+            pub use crate::engine::racy::WINDOW;
+        }
+        /// Changes made at a tool's pause after its listing.
+        pub mod test_seam {
+            pub use crate::engine::test_seam::change_at_next_pause;
+        }
+        /// Digests.
+        pub mod digest {
+            pub use crate::engine::digest::{hex, HashKind};
+        }
+    }
 }

@@ -8,9 +8,9 @@
 fn main() {
     #[cfg(feature = "mpi")]
     if steal::launch::launched() {
-        std::process::exit(mfu::cli::dispatch::exec_mpi_binary());
+        std::process::exit(mfu::unstable::cli::dispatch::exec_mpi_binary());
     }
-    std::process::exit(mfu::cli::dispatch::main_without_mpi(
+    std::process::exit(mfu::unstable::cli::dispatch::main_without_mpi(
         std::env::args_os().collect(),
     ));
 }

@@ -406,7 +406,7 @@ fn path_bytes(p: &Path) -> Vec<u8> {
 #[test]
 fn library_run_reports_counts_and_failures() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::context::ToolReport;
+    use mfu::prelude::ToolReport;
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     let content = mfu_tests::noise(7, 5 * SEG_BYTES + 100);

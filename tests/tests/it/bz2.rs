@@ -589,7 +589,7 @@ fn path_bytes(p: &Path) -> Vec<u8> {
 #[test]
 fn library_run_reports_counts_and_failures() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::context::ToolReport;
+    use mfu::prelude::ToolReport;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f");
     let content = data(230_001);

@@ -499,7 +499,7 @@ fn library_run_reports_counts_and_failures() {
         assert_eq!(r.unchanged, before.len() as u64 - writable);
         assert_eq!((r.failed, r.silenced, r.interrupted), (0, 0, false));
         assert!(r.failures.is_empty(), "{:?}", r.failures);
-        assert_eq!(mfu::engine::context::ToolReport::status(r), mfu::Status::Ok);
+        assert_eq!(mfu::prelude::ToolReport::status(r), mfu::Status::Ok);
     }
     assert!(snapshot(&a)
         .values()
@@ -507,13 +507,13 @@ fn library_run_reports_counts_and_failures() {
     // A listed entry that is gone is counted and named; the others are changed.
     let list = list_with_a_missing_entry(tmp.path(), &b, &["f644", "d/f640"]);
     let mut options = mfu::chmod::Options::new(Vec::new());
-    options.input = Some(path(&list).as_bytes().to_vec());
+    options.input = mfu::Input::file(path(&list).as_bytes());
     options.mode = Some("600".into());
     let reports = steal::local::run(2, |comm| mfu::chmod::run(comm, &options).unwrap());
     for r in &reports {
         assert_eq!((r.changed, r.unchanged, r.failed), (2, 0, 1));
         assert_eq!(
-            mfu::engine::context::ToolReport::status(r),
+            mfu::prelude::ToolReport::status(r),
             mfu::Status::ItemsFailed
         );
     }

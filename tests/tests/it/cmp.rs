@@ -5,7 +5,7 @@
 //! block size; an `-o` list that cannot be written; an unreadable directory; a non-UTF-8 `-o`
 //! file name.
 
-use mfu::engine::context::Collect as Kept;
+use mfu::prelude::Collect as Kept;
 use mfu_tests::{expect_status, Tool};
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -685,8 +685,8 @@ fn an_interrupted_compare_counts_unfinished_files_as_not_compared() {
 #[test]
 fn cmp_as_a_library_function_reports_counts_and_failures() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::compare_expr::Output;
-    use mfu::engine::context::{Context, ToolReport};
+    use mfu::prelude::{Context, ToolReport};
+    use mfu::types::Output;
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let (src, dst) = equal_pair(dir.path());

@@ -1451,7 +1451,7 @@ fn small_source(d: &Path, obstacle: bool) -> (PathBuf, PathBuf) {
 #[test]
 fn library_run_reports_counts_and_failures_on_every_rank() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::context::ToolReport;
+    use mfu::prelude::ToolReport;
     let tmp = tempfile::tempdir().unwrap();
     let (src, dst) = small_source(tmp.path(), false);
     let options = mfu::cp::Options::new(&[src.as_os_str().as_bytes()], dst.as_os_str().as_bytes());

@@ -2,7 +2,7 @@
 //! `sha256sum`, at 1, 2 and 4 ranks, with the same bytes of output at every rank count; hard
 //! links, empty files, files that differ only after the prefix; `-o` lists; exit statuses.
 
-use mfu::engine::context::Collect as Kept;
+use mfu::prelude::Collect as Kept;
 use mfu_tests::{bin, expect_status, mfu, mpirun, Tool};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
@@ -356,7 +356,7 @@ fn verify_keeps_only_names_that_are_still_redundant_copies() {
 #[test]
 fn dup_as_a_library_function_reports_counts_and_failures() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::context::{Context, ToolReport};
+    use mfu::prelude::{Context, ToolReport};
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("t");

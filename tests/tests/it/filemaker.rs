@@ -393,7 +393,7 @@ fn bytes_of(p: &Path) -> Vec<u8> {
 #[test]
 fn library_run_reports_counts_and_failures() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::context::ToolReport;
+    use mfu::prelude::ToolReport;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t");
     let mut options = mfu::filemaker::Options::new(bytes_of(&dir));

@@ -3,7 +3,7 @@
 //! owners), at 1, 2 and 4 ranks; --exec runs once per match; lists in and out; the purge
 //! pipeline walk → find → rm; exit statuses.
 
-use mfu::engine::context::Collect as Kept;
+use mfu::prelude::Collect as Kept;
 use mfu_tests::{bin, expect_status, mfu, mpirun, Tool};
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
@@ -610,9 +610,9 @@ fn patterns_may_begin_with_a_dash() {
 #[test]
 fn find_as_a_library_function_reports_counts_and_failures() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::context::{Context, ToolReport};
     use mfu::find::expr::Expr;
     use mfu::find::Primary;
+    use mfu::prelude::{Context, ToolReport};
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("t");

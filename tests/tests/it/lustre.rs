@@ -8,11 +8,11 @@ use clap::Parser;
 use lustre_sys::counting::Counting;
 use lustre_sys::fake::Fake;
 use lustre_sys::{Layout, Lustre, System};
-use mfu::cli::tool::CliTool;
-use mfu::engine::context::{Context, ToolReport};
-use mfu::engine::lustre::LustreHandle;
-use mfu::engine::select::Rules;
-use mfu::engine::status::Status;
+use mfu::prelude::{Context, ToolReport};
+use mfu::types::LustreHandle;
+use mfu::types::Rules;
+use mfu::unstable::cli::tool::CliTool;
+use mfu::Status;
 use mfu_tests::{expect_status, mfu};
 use std::fs::{self, File};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -80,7 +80,7 @@ fn handle(fake: &Arc<Fake>) -> LustreHandle {
 }
 
 /// The status of a typed run's result on each rank (a usage error is 2).
-fn statuses<R: ToolReport>(results: Vec<Result<R, mfu::engine::context::Error>>) -> Vec<Status> {
+fn statuses<R: ToolReport>(results: Vec<Result<R, mfu::prelude::Error>>) -> Vec<Status> {
     results
         .into_iter()
         .map(|r| r.map_or(Status::Usage, |r| r.status()))
@@ -93,7 +93,7 @@ fn options<T: CliTool>(argv: &[&str]) -> T::Options {
 }
 
 fn cp(ranks: usize, argv: &[&str], api: LustreHandle) -> Status {
-    let mut options = options::<mfu::cli::cp::Cp>(argv);
+    let mut options = options::<mfu::unstable::cli::cp::Cp>(argv);
     options.io.stripe.api = api;
     let results = steal::local::run(ranks, |comm| mfu::cp::run(comm, &options));
     statuses(results).into_iter().max().unwrap()
@@ -101,10 +101,11 @@ fn cp(ranks: usize, argv: &[&str], api: LustreHandle) -> Status {
 
 /// Run `mfu-rs tar ARGV` over `ranks` local ranks with `api`; every rank must succeed.
 fn tar(ranks: usize, argv: &[&str], api: LustreHandle) {
-    use mfu::cli::tool::CliTool;
-    use mfu::engine::context::{Context, ToolReport};
-    let args: mfu::cli::tar::TarArgs = parse(argv);
-    let mut options = mfu::cli::tar::Tar::options(&args, Rules::default(), Context::default());
+    use mfu::prelude::{Context, ToolReport};
+    use mfu::unstable::cli::tool::CliTool;
+    let args: mfu::unstable::cli::tar::TarArgs = parse(argv);
+    let mut options =
+        mfu::unstable::cli::tar::Tar::options(&args, Rules::default(), Context::default());
     options.lustre = api;
     let reports = steal::local::run(ranks, |comm| mfu::tar::run(comm, &options));
     assert!(
@@ -303,7 +304,7 @@ fn off_lustre_cp_sync_and_tar_make_no_layout_calls() {
     );
 
     let mirror = tmp.path().join("mirror");
-    let mut options = options::<mfu::cli::sync::Sync>(&["-q", s(&src), s(&mirror)]);
+    let mut options = options::<mfu::unstable::cli::sync::Sync>(&["-q", s(&src), s(&mirror)]);
     options.io.stripe.api = api.clone();
     let st = statuses(steal::local::run(2, |comm| mfu::sync::run(comm, &options)));
     assert!(st.iter().all(|s| *s == Status::Ok), "{st:?}");
@@ -468,7 +469,7 @@ fn stripe_restripes_in_place_keeping_data_and_metadata() {
         })
         .collect();
     let fake = Arc::new(Fake::new(vec![root.clone()], 16));
-    let mut args = options::<mfu::cli::stripe::Stripe>(&[
+    let mut args = options::<mfu::unstable::cli::stripe::Stripe>(&[
         "-q",
         "-c",
         "4",
@@ -624,7 +625,7 @@ fn stripe_siblings_never_take_a_users_file_and_never_collide() {
 #[test]
 fn stripe_library_counts_skips_and_report_lines() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::context::Events;
+    use mfu::prelude::Events;
     use std::sync::Mutex;
     #[derive(Default)]
     struct Collect(Mutex<Vec<u8>>);
@@ -662,7 +663,7 @@ fn stripe_library_counts_skips_and_report_lines() {
         messages.iter().filter(|m| m.contains("hard links")).count() == 2,
         "{messages:?}"
     );
-    let line = mfu::cli::stripe::summary(&reports[0]);
+    let line = mfu::unstable::cli::stripe::summary(&reports[0]);
     let json = serde_json::to_value(&reports[0]).unwrap();
     let summary = reports[0].summary();
     assert_eq!(summary.items, 2);
@@ -743,9 +744,9 @@ fn walk_verbose_shows_stripes_on_lustre() {
             &Default::default(),
         )
         .list;
-        let stripes =
-            mfu::engine::walk_stripes::stripes(comm, &list, &options.lustre).expect("on Lustre");
-        mfu::engine::walk_stripes::summary(comm, &list, &stripes)
+        let stripes = mfu::unstable::engine::walk_stripes::stripes(comm, &list, &options.lustre)
+            .expect("on Lustre");
+        mfu::unstable::engine::walk_stripes::summary(comm, &list, &stripes)
     });
     assert_eq!(
         lines[0],
@@ -766,7 +767,7 @@ fn walk_verbose_shows_stripes_on_lustre() {
             &Default::default(),
         )
         .list;
-        mfu::engine::walk_stripes::stripes(comm, &list, &api).is_none()
+        mfu::unstable::engine::walk_stripes::stripes(comm, &list, &api).is_none()
     });
     assert!(none.iter().all(|n| *n));
     assert_eq!(counting.layout_calls(), 0);

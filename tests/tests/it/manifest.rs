@@ -509,7 +509,7 @@ fn cmp_manifest_json_names_the_manifest_not_a_dest() {
 
 /// The digest of `path`'s bytes as `hash` (`blake3`, `sha256`), in hex.
 fn digest_of(hash: &str, path: &Path) -> String {
-    use mfu::engine::digest::{hex, HashKind};
+    use mfu::unstable::engine::digest::{hex, HashKind};
     let kind = if hash == "sha256" {
         HashKind::Sha256
     } else {

@@ -263,7 +263,7 @@ fn stripe_after_walk_np1_and_np2() {
     let _serial = mfu_tests::serial();
     use clap::Parser;
     use lustre_sys::fake::Fake;
-    use mfu::engine::status::Status;
+    use mfu::Status;
     use std::sync::Arc;
     for np in [1, 2] {
         let s = scene();
@@ -288,16 +288,17 @@ fn stripe_after_walk_np1_and_np2() {
         // The fake Lustre holds both trees, so that only reaching decides.
         let fake = Arc::new(Fake::new(vec![s.tree.clone(), s.outside.clone()], 4));
         let argv = ["mfu-rs", "-q", "-c", "2", s.tree.to_str().unwrap()];
-        let args = Cmd::<mfu::cli::stripe::StripeToolArgs>::parse_from(argv).args;
-        let mut args = <mfu::cli::stripe::Stripe as mfu::cli::tool::CliTool>::options(
-            &args,
-            Default::default(),
-            Default::default(),
-        );
-        args.api = mfu::engine::lustre::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
+        let args = Cmd::<mfu::unstable::cli::stripe::StripeToolArgs>::parse_from(argv).args;
+        let mut args =
+            <mfu::unstable::cli::stripe::Stripe as mfu::unstable::cli::tool::CliTool>::options(
+                &args,
+                Default::default(),
+                Default::default(),
+            );
+        args.api = mfu::types::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
         let keep_ino = fs::metadata(s.tree.join("keep")).unwrap().ino();
         let (tree, outside) = (s.tree.clone(), s.outside.clone());
-        mfu::engine::test_seam::change_at_next_pause(move || {
+        mfu::unstable::engine::test_seam::change_at_next_pause(move || {
             fs::remove_dir_all(tree.join("d")).unwrap();
             symlink(&outside, tree.join("d")).unwrap();
             fs::remove_file(tree.join("x")).unwrap();
@@ -306,11 +307,7 @@ fn stripe_after_walk_np1_and_np2() {
         let st = steal::local::run(np, |comm| mfu::stripe::run(comm, &args));
         let st: Vec<Status> = st
             .into_iter()
-            .map(|r| {
-                r.map_or(Status::Usage, |r| {
-                    mfu::engine::context::ToolReport::status(&r)
-                })
-            })
+            .map(|r| r.map_or(Status::Usage, |r| mfu::prelude::ToolReport::status(&r)))
             .collect();
         assert!(
             st.iter().all(|s| *s == Status::ItemsFailed),

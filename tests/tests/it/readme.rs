@@ -106,7 +106,7 @@ fn short_name(word: &str) -> Option<char> {
 
 /// Every visible option of `tool` as clap defines it: its names, and its short and long pairs.
 fn clap_options(tool: &str) -> (BTreeSet<String>, BTreeSet<String>, Vec<(char, String)>) {
-    let mut command = mfu::cli::dispatch::command("test");
+    let mut command = mfu::unstable::cli::dispatch::command("test");
     command.build();
     let sub = command
         .find_subcommand(tool)
@@ -151,7 +151,7 @@ fn the_readme_option_tables_match_the_clap_definitions() {
     let sections = sections(&text);
     let tools: BTreeSet<&str> = sections.iter().map(|s| s.tool.as_str()).collect();
     let mut problems = Vec::new();
-    for row in mfu::cli::dispatch::TOOLS {
+    for row in mfu::unstable::cli::dispatch::TOOLS {
         if !tools.contains(row.name()) {
             problems.push(format!(
                 "{}: no `### `mfu-rs {} ...`` section",
@@ -219,7 +219,7 @@ fn the_table_reader_sees_options_pairs_and_escaped_bars() {
 #[test]
 fn no_help_heading_lends_itself_to_the_groups_after_it() {
     // The Lustre group once carried the filters and the message options under its heading.
-    let mut command = mfu::cli::dispatch::command("test");
+    let mut command = mfu::unstable::cli::dispatch::command("test");
     command.build();
     for sub in command.get_subcommands() {
         for arg in sub.get_arguments() {
@@ -251,7 +251,7 @@ fn no_help_heading_lends_itself_to_the_groups_after_it() {
 
 #[test]
 fn cp_usage_names_sources_then_the_destination() {
-    let mut command = mfu::cli::dispatch::command("test");
+    let mut command = mfu::unstable::cli::dispatch::command("test");
     command.build();
     let cp = command.find_subcommand_mut("cp").expect("cp");
     let usage = cp.render_usage().to_string();

@@ -562,7 +562,7 @@ fn a_directory_swapped_for_a_symlink_after_the_walk_is_not_followed() {
 #[derive(Default)]
 struct Collect(std::sync::Mutex<Vec<u8>>);
 
-impl mfu::engine::context::Events for Collect {
+impl mfu::prelude::Events for Collect {
     fn error(&self, _: &str) {}
     fn progress(&self, _: &str, _: &steal::progress::Report) {}
     fn output(&self, bytes: &[u8]) {
@@ -595,10 +595,7 @@ fn a_file_at_the_temporary_name_is_left_alone_and_its_link_named() {
     let options = mfu::reln::Options::new(bytes(&old), bytes(&new), vec![bytes(&links)]);
     for r in steal::local::run(2, |comm| mfu::reln::run(comm, &options).unwrap()) {
         assert_eq!((r.rewritten, r.failed), (7, 1), "{r:?}");
-        assert_ne!(
-            mfu::engine::context::ToolReport::status(&r),
-            mfu::Status::Ok
-        );
+        assert_ne!(mfu::prelude::ToolReport::status(&r), mfu::Status::Ok);
     }
     assert_eq!(fs::read(&planted).unwrap(), b"someone else's");
     assert_eq!(readlink(&links.join("abs1")), before);
@@ -607,7 +604,7 @@ fn a_file_at_the_temporary_name_is_left_alone_and_its_link_named() {
 #[test]
 fn library_run_reports_counts_output_and_failures() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::context::{Context, ToolReport};
+    use mfu::prelude::{Context, ToolReport};
     let (_tmp, base) = scene();
     let (old, new, links) = (base.join("old"), base.join("new"), base.join("links"));
     // A dry run sends its lines as output, in rank order, and changes nothing.
@@ -635,7 +632,7 @@ fn library_run_reports_counts_output_and_failures() {
     }
     fs::write(&list, text).unwrap();
     let mut options = mfu::reln::Options::new(bytes(&old), bytes(&new), Vec::new());
-    options.input = Some(bytes(&list));
+    options.input = mfu::Input::file(bytes(&list));
     let reports = steal::local::run(2, |comm| mfu::reln::run(comm, &options).unwrap());
     for r in &reports {
         assert_eq!((r.links, r.rewritten, r.failed), (2, 2, 1));

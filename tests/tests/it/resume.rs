@@ -9,7 +9,7 @@
 //! The data lives on /dev/shm (tmpfs: the fastest file system here, and it has what the
 //! journal needs, nothing more). Costs about 20 s.
 
-use mfu::engine::copy::journal;
+use mfu::unstable::engine::copy::journal;
 use mfu_tests::{expect_status, Tool};
 use rand::{Rng, RngCore, SeedableRng};
 use std::os::unix::ffi::OsStrExt;

@@ -774,7 +774,7 @@ fn typed_tree(root: &Path) {
 #[test]
 fn library_run_reports_counts_and_failures_on_every_rank() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::context::ToolReport;
+    use mfu::prelude::ToolReport;
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("t");
     typed_tree(&root);
@@ -814,7 +814,7 @@ fn library_run_reports_counts_and_failures_on_every_rank() {
     .unwrap();
     fs::write(root.join("a"), b"x").unwrap();
     let options = mfu::rm::Options {
-        input: Some(list.as_os_str().as_bytes().to_vec()),
+        input: mfu::Input::file(list.as_os_str().as_bytes()),
         ..Default::default()
     };
     let reports = steal::local::run(2, |comm| mfu::rm::run(comm, &options).unwrap());
@@ -909,4 +909,92 @@ fn an_output_list_inside_the_tree_being_removed_is_refused_with_nothing_removed(
     expect_status(mfu(&["rm", "-o"]).arg(&outside).arg(&r), 0);
     assert!(!r.exists());
     assert!(read_list(&outside).len() >= 4);
+}
+
+#[test]
+fn an_in_memory_list_is_removed_exactly_and_no_list_file_is_written() {
+    let _serial = mfu_tests::serial();
+    use mfu::prelude::*;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    fs::create_dir_all(root.join("d")).unwrap();
+    // Odd names: a newline and a `|T`-like end would be misread from a text list.
+    let names: [&[u8]; 5] = [
+        b"a.tmp",
+        b"new\nline.tmp",
+        b"pipe|F.tmp",
+        b"d/keep",
+        b"keep",
+    ];
+    for n in names {
+        fs::write(root.join(OsStr::from_bytes(n)), b"x").unwrap();
+    }
+    let before: BTreeSet<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let reports = steal::local::run(2, |comm| {
+        let walked = walk(comm, &[&root], &WalkOptions::default())
+            .into_result()
+            .unwrap();
+        // This rank's part of the list: the .tmp files only.
+        let mut chosen = walked.empty_like();
+        for e in walked.iter().filter(|e| e.path.ends_with(b".tmp")) {
+            chosen.push(e.path, e.kind, e.meta);
+        }
+        let options = mfu::rm::Options {
+            input: Input::List(chosen),
+            ..Default::default()
+        };
+        mfu::rm::run(comm, &options).unwrap()
+    });
+    for r in &reports {
+        assert_eq!(
+            (r.files, r.dirs, r.failed, r.list_failed),
+            (3, 0, 0, 0),
+            "{r:?}"
+        );
+    }
+    let left: BTreeSet<Vec<u8>> = walk_names(&root);
+    let expected: BTreeSet<Vec<u8>> = [&b""[..], b"d", b"d/keep", b"keep"]
+        .iter()
+        .map(|n| n.to_vec())
+        .collect();
+    assert_eq!(left, expected);
+    // Nothing was written beside the tree (no temporary list).
+    let after: BTreeSet<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(before, after);
+}
+
+/// The names under `root`, relative to it (`""` for the root itself).
+fn walk_names(root: &Path) -> BTreeSet<Vec<u8>> {
+    let mut out = BTreeSet::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        let rel = dir
+            .strip_prefix(root)
+            .unwrap()
+            .as_os_str()
+            .as_bytes()
+            .to_vec();
+        out.insert(rel);
+        for e in fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.insert(
+                    p.strip_prefix(root)
+                        .unwrap()
+                        .as_os_str()
+                        .as_bytes()
+                        .to_vec(),
+                );
+            }
+        }
+    }
+    out
 }

@@ -358,14 +358,14 @@ fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
     let _serial = mfu_tests::serial();
     use clap::Parser;
     use lustre_sys::fake::Fake;
-    use mfu::engine::status::Status;
+    use mfu::Status;
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
 
     #[derive(Parser)]
     struct Cmd {
         #[command(flatten)]
-        args: mfu::cli::stripe::StripeToolArgs,
+        args: mfu::unstable::cli::stripe::StripeToolArgs,
     }
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("data");
@@ -382,23 +382,22 @@ fn stripe_stops_before_rewriting_and_leaves_no_sibling() {
     // The binary installs the handlers and passes their stop flag; so does this test.
     steal::signals::install();
     let context = {
-        let mut c = mfu::engine::context::Context::default();
+        let mut c = mfu::prelude::Context::default();
         c.stop = steal::signals::shared_stop_flag();
         c
     };
-    let mut args = <mfu::cli::stripe::Stripe as mfu::cli::tool::CliTool>::options(
-        &args,
-        Default::default(),
-        context,
-    );
-    args.api = mfu::engine::lustre::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
-    let status = |r: Result<mfu::stripe::Report, mfu::engine::context::Error>| {
-        r.map_or(Status::Usage, |r| {
-            mfu::engine::context::ToolReport::status(&r)
-        })
+    let mut args =
+        <mfu::unstable::cli::stripe::Stripe as mfu::unstable::cli::tool::CliTool>::options(
+            &args,
+            Default::default(),
+            context,
+        );
+    args.api = mfu::types::LustreHandle(fake.clone() as Arc<dyn lustre_sys::Lustre>);
+    let status = |r: Result<mfu::stripe::Report, mfu::prelude::Error>| {
+        r.map_or(Status::Usage, |r| mfu::prelude::ToolReport::status(&r))
     };
 
-    mfu::engine::test_seam::change_at_next_pause(|| {
+    mfu::unstable::engine::test_seam::change_at_next_pause(|| {
         // stripe has installed its handlers by now: this is the signal a user's Ctrl-C sends.
         unsafe { libc::raise(libc::SIGINT) };
         let flag = steal::signals::stop_flag();

@@ -1674,7 +1674,7 @@ fn typed_change_set(root: &Path) -> (PathBuf, PathBuf) {
 #[test]
 fn library_run_reports_counts_and_conflicts_on_every_rank() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::context::ToolReport;
+    use mfu::prelude::ToolReport;
     let tmp = tempfile::tempdir().unwrap();
     let (src, dst) = typed_change_set(tmp.path());
     let b = |p: &Path| p.as_os_str().as_bytes().to_vec();

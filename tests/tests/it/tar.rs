@@ -6,7 +6,7 @@
 //! GNU tar runs with `TZ=UTC`, `LC_ALL=C` and `--quoting-style=literal` (names printed as raw
 //! bytes). A missing external tool fails the test with a hint to run `cargo xtask setup`.
 
-use mfu::engine::context::Collect as Kept;
+use mfu::prelude::Collect as Kept;
 use mfu_tests::tar_tools::{gnu_tar, tar_np, text, tool};
 use mfu_tests::tree::{self, Compare, Kind, Tree};
 use mfu_tests::{expect_status, make_vector_tree, mfu, vector};
@@ -1796,7 +1796,7 @@ fn xattrs_travel_only_with_preserve_and_gnu_tar_reads_them() {
 /// `options` with its events going to a fresh [`Kept`].
 fn kept(mut options: mfu::tar::Options) -> (mfu::tar::Options, std::sync::Arc<Kept>) {
     let events = std::sync::Arc::new(Kept::default());
-    options.context = mfu::engine::context::Context::new(events.clone());
+    options.context = mfu::prelude::Context::new(events.clone());
     (options, events)
 }
 
@@ -1843,9 +1843,9 @@ fn small_tree_with_fifo(dir: &Path) {
 #[test]
 fn library_create_list_extract_report_their_counts_and_a_failure_with_its_message() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::context::ToolReport;
-    use mfu::engine::status::Status;
+    use mfu::prelude::ToolReport;
     use mfu::tar::{Done, Options};
+    use mfu::Status;
     let tmp = tempfile::tempdir().unwrap();
     small_tree_with_fifo(tmp.path());
     let archive = tmp.path().join("a.tar");
@@ -2086,7 +2086,7 @@ fn json_reports_of_create_extract_and_list_match_their_text() {
 
 /// The digest of `bytes` as `hash` (`blake3`, `sha256`), in hex.
 fn hex_digest(hash: &str, bytes: &[u8]) -> String {
-    use mfu::engine::digest::{hex, HashKind};
+    use mfu::unstable::engine::digest::{hex, HashKind};
     let kind = if hash == "sha256" {
         HashKind::Sha256
     } else {

@@ -734,7 +734,7 @@ fn the_index_and_the_seek_table_are_the_same_at_1_2_4_and_16_ranks() {
         // The seek table covers the file and the stream, and every frame decodes to its part.
         let file = std::fs::File::open(&zst).unwrap();
         let len = file.metadata().unwrap().len();
-        let table = mfu::engine::codec::table::SeekTable::read(file.as_fd(), len)
+        let table = mfu::unstable::codec::SeekTable::read(file.as_fd(), len)
             .unwrap()
             .unwrap_or_else(|| panic!("{ctx}: no seek table"));
         assert_eq!(table.decompressed_len(), d.stdout.len() as u64, "{ctx}");

@@ -1,7 +1,7 @@
 //! `mfu-rs walk` end to end: the interop vectors of mpiFileUtils, at 1..4 ranks, under mpirun.
 
 use flist::{io, FileList, FileType};
-use mfu::engine::context::Collect as Kept;
+use mfu::prelude::Collect as Kept;
 use mfu_tests::{bin, expect_status, make_vector_tree, mfu, mpirun, vector, Tool};
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
@@ -623,7 +623,7 @@ fn lite_walk_lists_names_and_types_without_stat() {
 #[test]
 fn walk_as_a_library_function_reports_counts_and_failures() {
     let _serial = mfu_tests::serial();
-    use mfu::engine::context::{Context, ToolReport};
+    use mfu::prelude::{Context, ToolReport};
     use std::sync::Arc;
     let tmp = tempfile::tempdir().unwrap();
     let tree = tmp.path().join("t");
@@ -682,7 +682,7 @@ fn walk_as_a_library_function_reports_counts_and_failures() {
 
     // A list that cannot be read is an error on every rank, and nothing is done.
     let options = mfu::walk::Options {
-        input: Some(missing.as_os_str().as_bytes().to_vec()),
+        input: mfu::Input::file(missing.as_os_str().as_bytes()),
         ..Default::default()
     };
     let errs = steal::local::run(2, |comm| mfu::walk::run(comm, &options).unwrap_err());

@@ -1,7 +1,7 @@
 //! `mfu-rs bcast` (dbcast): copy one file to node-local storage (the same DEST path) on every
 //! node.
 //!
-//! Nodes are found by gathering each rank's node name ([`nodes`]; `MFU_NODE_NAME` overrides
+//! Nodes are found by gathering each rank's node name (`nodes`; `MFU_NODE_NAME` overrides
 //! it). The file is cut into segments of `--size` bytes handled in rounds of one segment per
 //! rank: every rank reads one segment of the source (readers spread over all ranks and nodes),
 //! then each segment is broadcast from its reader, and on every node one rank (spread over the
@@ -21,7 +21,7 @@
 //! the planned ones, so a directory or DEST swapped for a symlink in between sends no write
 //! elsewhere. The leader renames and removes with `*at` calls on the directory it planned in.
 
-pub mod nodes;
+pub(crate) mod nodes;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::status::Status;

@@ -1,6 +1,6 @@
 //! `mfu-rs bz2` (dbz2): compress or decompress one file with bzip2 on all ranks.
 //!
-//! Compression writes dbz2's layout ([`crate::engine::codec::dbz2`], formats.md §7): one independent bzip2 stream per
+//! Compression writes dbz2's layout (`engine::codec::dbz2`, formats.md §7): one independent bzip2 stream per
 //! ~10 MB block, placed by a prefix sum of compressed sizes, then a table and a footer. Plain
 //! `bunzip2` reads it (the trailer is "trailing garbage", exit 0). Decompression is parallel over
 //! the table for such files; a file from plain `bzip2` (no table: one stream, or several
@@ -49,7 +49,7 @@ pub struct Options {
     /// bzip2 block size in units of 100 kB (1-9); also sets the stream size (the largest
     /// multiple of it below 10 MiB).
     pub level: u32,
-    /// Bytes of input per stream instead of dbz2's ~10 MB (at most [`dbz2::MAX_BLOCK`]).
+    /// Bytes of input per stream instead of dbz2's ~10 MB (at most `dbz2::MAX_BLOCK`).
     pub stream_bytes: Option<u64>,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,

@@ -22,24 +22,24 @@
 //! to anywhere, a file for a symlink). Each entry's parent is reached from a root's descriptor
 //! without following symlinks ([`flist::beneath`]); the entry itself is opened `O_PATH |
 //! O_NOFOLLOW`, its type checked against the listed one, and changed through that descriptor
-//! ([`nofollow`]). The roots are the PATHs (opened before the walk), or for `--input` the
+//! (`nofollow`). The roots are the PATHs (opened before the walk), or for `--input` the
 //! parents of the list's topmost entries (entries with no ancestor in the list), whose own
 //! paths are trusted as PATHs typed on the command line would be. An entry whose path or type
 //! changed is named and left alone.
 
-pub mod mode;
-pub mod nofollow;
-pub mod owner;
+pub(crate) mod mode;
+pub(crate) mod nofollow;
+pub(crate) mod owner;
 
 use crate::engine::batches::{run_batches, run_levels, LevelWork, Order};
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::regex_select::RegexSelector;
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
+use crate::input::{Input, Listed};
 use flist::at::At;
 use flist::beneath::{list_tops, Roots};
 use flist::distribute::{by_depth, spread};
-use flist::io;
 use flist::parent_dir::ParentDir;
 use flist::path::normalize;
 use flist::record::Entry;
@@ -75,16 +75,11 @@ const OWNER_RX: u32 = 0o500;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Files and directories to change (directories with everything below them); relative
-    /// paths start at the current directory. Empty when `input` names the entries.
-    pub paths: Vec<Vec<u8>>,
-    /// Change what this list names (v3/v4 cache, `path|T` text, one path per line, or
-    /// NUL-separated) instead of walking `paths`. Every entry is stat'ed again: the change
-    /// starts from the current mode, not the list's.
-    pub input: Option<Vec<u8>>,
-    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
-    /// list says so (its header) or this does.
-    pub input_format: flist::io::InputFormat,
+    /// Files and directories to change (directories with everything below them; relative
+    /// paths start at the current directory), or the list of what to change instead (v3/v4
+    /// cache, `path|T` text, one path per line, or NUL-separated; or in memory). Every listed
+    /// entry is stat'ed again: the change starts from the current mode, not the list's.
+    pub input: Input,
     /// New owner: a user name or a numeric uid (`+N` is always a number). `None`: unchanged.
     pub owner: Option<String>,
     /// New group: a group name or a numeric gid. `None`: unchanged.
@@ -112,9 +107,7 @@ impl Options {
     /// the command line.
     pub fn new(paths: Vec<Vec<u8>>) -> Options {
         Options {
-            paths,
-            input: None,
-            input_format: flist::io::InputFormat::Auto,
+            input: Input::Paths(paths),
             owner: None,
             group: None,
             mode: None,
@@ -201,8 +194,9 @@ fn setup(comm: &dyn Comm, options: &Options) -> Result<Setup, Error> {
     let plan = Plan::new(comm, options);
     let checked = plan.and_then(|plan| {
         let cwd = flist::path::current_dir().map_err(|e| format!("current directory: {e}"))?;
-        let mut roots = Vec::with_capacity(options.paths.len());
-        for p in &options.paths {
+        let paths = options.input.walk_paths();
+        let mut roots = Vec::with_capacity(paths.len());
+        for p in paths {
             if p.is_empty() {
                 return Err("an empty PATH names no file".to_string());
             }
@@ -333,7 +327,7 @@ impl Changer<'_> {
             self.failed.fetch_add(1, Ordering::Relaxed);
             self.context.error(e);
         }
-        if options.input.is_some() {
+        if options.input.is_list() {
             let tops = list_tops(comm, list.iter().map(|e| e.path));
             self.roots = Arc::new(Roots::of_list_tops(&tops));
         }
@@ -343,7 +337,7 @@ impl Changer<'_> {
             comm,
             &format!(
                 "{} {listed} items in {:.3} s",
-                if options.input.is_some() {
+                if options.input.is_list() {
                     "Read and stat'ed"
                 } else {
                     "Walked"
@@ -400,40 +394,47 @@ impl Changer<'_> {
         roots: &[Vec<u8>],
         cwd: &[u8],
     ) -> Result<(FileList, Vec<ItemError>, bool), String> {
-        if let Some(input) = &options.input {
-            let list = io::read_as(comm, input, options.input_format).map_err(|e| e.to_string())?;
-            let (list, refused) = list.refuse_dot_dot();
-            let (list, errors) = restat(list.normalized(cwd), Which::All, false);
-            return Ok((list, refused.into_iter().chain(errors).collect(), false));
-        }
-        // The roots are not read from a directory, so the walk hook never sees them.
-        if comm.rank() == 0 {
-            for root in roots {
-                let _ = At::with(root, |dir, name| {
-                    self.open_up(dir, name, root);
-                    Ok(())
-                });
+        // The walk's paths are `roots`: the PATHs checked, normalised, outermost only.
+        let walk_roots = |_: &[Vec<u8>]| {
+            // The roots are not read from a directory, so the walk hook never sees them.
+            if comm.rank() == 0 {
+                for root in roots {
+                    let _ = At::with(root, |dir, name| {
+                        self.open_up(dir, name, root);
+                        Ok(())
+                    });
+                }
             }
-        }
-        comm.barrier();
-        let progress = options.context.progress(comm.rank(), "Walked");
-        let hook = |dir: BorrowedFd<'_>, name: &[u8], path: &[u8], kind: FileType| {
-            if kind == FileType::Dir {
-                self.open_up(dir, name, path);
-            }
-            false
+            comm.barrier();
+            let progress = options.context.progress(comm.rank(), "Walked");
+            let hook = |dir: BorrowedFd<'_>, name: &[u8], path: &[u8], kind: FileType| {
+                if kind == FileType::Dir {
+                    self.open_up(dir, name, path);
+                }
+                false
+            };
+            let hook: &Visit = &hook;
+            let opts = WalkOptions {
+                detail: Detail::Stat,
+                seed: 0xc4a0d,
+                stop: Some(&options.context.stop),
+                progress: Some(&progress),
+                visit: self.plan.mode.is_some().then_some(hook),
+                ..WalkOptions::default()
+            };
+            walk(comm, roots, &opts)
         };
-        let hook: &Visit = &hook;
-        let opts = WalkOptions {
-            detail: Detail::Stat,
-            seed: 0xc4a0d,
-            stop: Some(&options.context.stop),
-            progress: Some(&progress),
-            visit: self.plan.mode.is_some().then_some(hook),
-            ..WalkOptions::default()
+        let list = match options
+            .input
+            .list(comm, walk_roots)
+            .map_err(|e| e.message)?
+        {
+            Listed::Walked(w) => return Ok((w.list, w.errors, w.interrupted)),
+            Listed::Read(list) => list,
         };
-        let walked = walk(comm, roots, &opts);
-        Ok((walked.list, walked.errors, walked.interrupted))
+        let (list, refused) = list.refuse_dot_dot();
+        let (list, errors) = restat(list.normalized(cwd), Which::All, false);
+        Ok((list, refused.into_iter().chain(errors).collect(), false))
     }
 
     /// Give the selected directory `name` in `dir` its new mode now if the caller owns it (or

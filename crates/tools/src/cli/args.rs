@@ -43,6 +43,26 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `--bufsize`, `--chunksize`, `--open-noatime`: how a tool that moves file data reads it,
+/// declared once for cp, sync, cmp and tar. Each tool gives them its own help text, short
+/// names and defaults with `mut_arg` where its meaning differs (tar: `-b`, `-k`, 4MB).
+#[derive(Args, Clone, Debug, Default)]
+pub struct IoArgs {
+    /// Bytes per read/write call on the pread/pwrite path (used when copy_file_range can't be:
+    /// across file systems, with --direct) [default: adaptive: starts at 1 MiB and doubles
+    /// while the measured throughput improves; -v prints what was chosen].
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    pub bufsize: Option<u64>,
+    /// Bytes per chunk: files are split into chunks copied by different ranks [default: 4MB,
+    /// grown up to 1GB for big data sets so that every thread still gets two chunks; -v prints
+    /// the size used].
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    pub chunksize: Option<u64>,
+    /// Don't update sources' access times (O_NOATIME where permitted).
+    #[arg(long = "open-noatime")]
+    pub open_noatime: bool,
+}
+
 /// Parse a size argument (`4MB`, `64k`...) for clap: more than 0 bytes.
 pub fn size_arg(text: &str) -> Result<u64, String> {
     match parse_size(text)? {

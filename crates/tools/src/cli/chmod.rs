@@ -9,7 +9,6 @@ use crate::engine::context::{Context, Error};
 use crate::engine::select::Rules;
 use clap::Args;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 use steal::Comm;
 
 /// Options of `mfu-rs chmod`, named as in dchmod.
@@ -24,7 +23,12 @@ use steal::Comm;
         MODE is octal (755, 2775) or symbolic as in chmod(1): [ugoa]*[-+=][rwxXst]*|[ugo], \
         comma lists (u+rwX,g=u,o-w); without ugoa the umask limits the change.\n\n\
         Exit status: 0 all changed, 1 something could not be changed (each listed on stderr), \
-        2 usage error (nothing changed)."
+        2 usage error (nothing changed).",
+    mut_arg("input", |a| a.help(
+        "Change what this list names (v3/v4 cache, `path|T` text, one path per line, or \
+         NUL-separated) instead of walking PATHs. Every entry is stat'ed again: the change \
+         starts from the current mode, not the list's"
+    ))
 )]
 pub struct ChmodArgs {
     /// Files and directories to change (directories with everything below them).
@@ -34,14 +38,9 @@ pub struct ChmodArgs {
         conflicts_with = "input"
     )]
     pub paths: Vec<OsString>,
-    /// Change what this list names (v3/v4 cache, `path|T` text, one path per line, or
-    /// NUL-separated) instead of walking PATHs. Every entry is stat'ed again: the change
-    /// starts from the current mode, not the list's.
-    #[arg(short, long, value_name = "FILE")]
-    pub input: Option<OsString>,
-    /// `--input-format`: how the lines of the --input list are read.
+    /// `-i`, `--input-format`: the list of what to change.
     #[command(flatten)]
-    pub input_format: crate::cli::list_args::ListInputFormat,
+    pub input: crate::cli::list_args::ListInput,
     /// New owner: a user name or a numeric uid (`+N` is always a number).
     #[arg(short = 'u', long = "owner", value_name = "USER")]
     pub owner: Option<String>,
@@ -95,17 +94,12 @@ impl CliTool for Chmod {
 
     fn named_files(args: &ChmodArgs) -> Vec<(&'static str, &OsStr)> {
         let paths = args.paths.iter().map(|p| ("PATH", p.as_os_str()));
-        paths
-            .chain(args.input.iter().map(|i| ("-i", i.as_os_str())))
-            .collect()
+        paths.chain(args.input.named_files()).collect()
     }
 
     fn options(args: &ChmodArgs, _rules: Rules, context: Context) -> Options {
-        let bytes = |p: &OsString| p.as_bytes().to_vec();
         Options {
-            paths: args.paths.iter().map(bytes).collect(),
-            input: args.input.as_ref().map(bytes),
-            input_format: args.input_format.get(),
+            input: args.input.or_paths(&args.paths),
             owner: args.owner.clone(),
             group: args.group.clone(),
             mode: args.mode.clone(),

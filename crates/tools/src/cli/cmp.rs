@@ -1,6 +1,6 @@
 //! `mfu-rs cmp` (dcmp) on the command line: its options and the rendering of its report.
 
-use crate::cli::args::{size_arg, Common};
+use crate::cli::args::{Common, IoArgs};
 use crate::cli::console::Console;
 use crate::cli::tool::CliTool;
 use crate::cmp::{Options, Report};
@@ -39,7 +39,13 @@ use steal::Comm;
         mfu-rs cmp --lite src dst                  # sizes and mtimes only, reads no data\n\n\
         Exit status: 0 the trees are equal in every judged field (all but ATIME and CTIME, \
         which are reported but never equal after a copy); 1 they differ, or some items could \
-        not be compared (each named on stderr); 2 usage error (missing SRC or DEST, bad EXPR)."
+        not be compared (each named on stderr); 2 usage error (missing SRC or DEST, bad EXPR).",
+    mut_arg("bufsize", |a| a.help("Bytes per read call, for each of the two files [default: 4MB]")),
+    mut_arg("chunksize", |a| a.short('k').help(
+        "Bytes per chunk: files are compared in chunks spread over all ranks [default: 4MB, \
+         grown up to 1GB for big data sets so that every thread still gets two chunks]"
+    )),
+    mut_arg("open_noatime", |a| a.help("Don't update access times (O_NOATIME where permitted)"))
 )]
 pub struct CmpArgs {
     /// The source tree or file (with --manifest: the tree to check).
@@ -75,19 +81,12 @@ pub struct CmpArgs {
     /// With -o, also print the default report (dcmp's base checks).
     #[arg(short, long)]
     pub base: bool,
-    /// Bytes per read call, for each of the two files [default: 4MB].
-    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
-    pub bufsize: Option<u64>,
-    /// Bytes per chunk: files are compared in chunks spread over all ranks [default: 4MB,
-    /// grown up to 1GB for big data sets so that every thread still gets two chunks].
-    #[arg(short = 'k', long, value_name = "SIZE", value_parser = size_arg)]
-    pub chunksize: Option<u64>,
+    /// `--bufsize`, `--chunksize`, `--open-noatime`.
+    #[command(flatten)]
+    pub io: IoArgs,
     /// Read with O_DIRECT (where the file system supports it).
     #[arg(short = 's', long)]
     pub direct: bool,
-    /// Don't update access times (O_NOATIME where permitted).
-    #[arg(long = "open-noatime")]
-    pub open_noatime: bool,
     /// Judge contents by size and modification time only; read no data.
     #[arg(short, long)]
     pub lite: bool,
@@ -137,10 +136,10 @@ impl CliTool for Cmp {
             outputs: a.output.clone(),
             text: a.text,
             base: a.base,
-            bufsize: a.bufsize,
-            chunksize: a.chunksize,
+            bufsize: a.io.bufsize,
+            chunksize: a.io.chunksize,
             direct: a.direct,
-            open_noatime: a.open_noatime,
+            open_noatime: a.io.open_noatime,
             lite: a.lite,
             manifest: a.manifest.as_ref().map(|m| m.as_bytes().to_vec()),
             manifest_hash: a.manifest_hash,

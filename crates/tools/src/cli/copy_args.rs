@@ -1,8 +1,8 @@
 //! The argument groups of the copying tools, defined once and flattened into each tool that
-//! takes them: copy I/O (`--bufsize --chunksize -X -s -S --open-noatime`), include/exclude
+//! takes them: copy I/O (the shared [`IoArgs`] with `-X -s -S`), include/exclude
 //! filters, Lustre layouts of new files. Each converts to the engine's plain options.
 
-use crate::cli::args::size_arg;
+use crate::cli::args::{size_arg, IoArgs};
 use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::meta::XattrPolicy;
 use crate::engine::digest::HashKind;
@@ -17,16 +17,9 @@ use std::os::unix::ffi::OsStrExt;
 /// `--batch-files`).
 #[derive(Args, Clone, Debug, Default)]
 pub struct CopyIoArgs {
-    /// Bytes per read/write call on the pread/pwrite path (used when copy_file_range can't be:
-    /// across file systems, with --direct) [default: adaptive: starts at 1 MiB and doubles
-    /// while the measured throughput improves; -v prints what was chosen].
-    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
-    pub bufsize: Option<u64>,
-    /// Bytes per chunk: files are split into chunks copied by different ranks [default: 4MB,
-    /// grown up to 1GB for big data sets so that every thread still gets two chunks; -v prints
-    /// the size used].
-    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
-    pub chunksize: Option<u64>,
+    /// `--bufsize`, `--chunksize`, `--open-noatime`.
+    #[command(flatten)]
+    pub io: IoArgs,
     /// Extended attributes to copy (default when metadata is kept (cp -p, sync): all but
     /// Lustre's own; otherwise none unless this is given).
     #[arg(short = 'X', long, value_name = "POLICY", value_enum)]
@@ -34,9 +27,6 @@ pub struct CopyIoArgs {
     /// Open files with O_DIRECT (bypass the page cache).
     #[arg(short = 's', long, visible_alias = "synchronous")]
     pub direct: bool,
-    /// Don't update sources' access times (O_NOATIME where permitted).
-    #[arg(long = "open-noatime")]
-    pub open_noatime: bool,
     /// Keep holes: copy only the data regions of sparse files.
     #[arg(short = 'S', long)]
     pub sparse: bool,
@@ -90,11 +80,11 @@ impl CopyIoArgs {
     /// The engine's I/O options: these, with `preserve`, `batch_files` and the Lustre options.
     pub fn options(&self, preserve: bool, batch_files: u64, stripe: StripeOptions) -> IoOptions {
         IoOptions {
-            bufsize: self.bufsize,
-            chunksize: self.chunksize,
+            bufsize: self.io.bufsize,
+            chunksize: self.io.chunksize,
             sparse: self.sparse,
             direct: self.direct,
-            open_noatime: self.open_noatime,
+            open_noatime: self.io.open_noatime,
             preserve,
             xattrs: self.xattrs,
             batch_files,

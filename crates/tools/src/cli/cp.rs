@@ -31,7 +31,11 @@ use steal::Comm;
         after cp -p, `mfu-rs sync SRC DEST/NAME` finishes the job; without -p, rerun the cp); \
         2 usage error, nothing copied.",
     mut_arg("bufsize", |a| a.short('b')),
-    mut_arg("chunksize", |a| a.short('k'))
+    mut_arg("chunksize", |a| a.short('k')),
+    mut_arg("input", |a| a.help(
+        "Copy the entries of this list (v3/v4, text, plain or NUL-separated) instead of \
+         walking; entries are stat'ed again and only those under a SRC are kept"
+    ))
 )]
 pub struct CpArgs {
     /// Files or directories to copy.
@@ -43,13 +47,9 @@ pub struct CpArgs {
     /// Copy I/O: buffer and chunk sizes, direct I/O, sparse files, extended attributes.
     #[command(flatten)]
     pub io: CopyIoArgs,
-    /// Copy the entries of this list (v3/v4, text, plain or NUL-separated) instead of walking;
-    /// entries are stat'ed again and only those under a SRC are kept.
-    #[arg(short, long, value_name = "FILE")]
-    pub input: Option<OsString>,
-    /// `--input-format`: how the lines of the --input list are read.
+    /// `-i`, `--input-format`: the list to copy instead of walking.
     #[command(flatten)]
-    pub input_format: crate::cli::list_args::ListInputFormat,
+    pub input: crate::cli::list_args::ListInput,
     /// Follow symbolic links in sources (copy what they point to).
     #[arg(short = 'L', long, overrides_with = "no_dereference")]
     pub dereference: bool,
@@ -96,7 +96,7 @@ impl CliTool for Cp {
     fn named_files(args: &CpArgs) -> Vec<(&'static str, &OsStr)> {
         let sources = args.sources.iter().map(|p| ("SRC", p.as_os_str()));
         let paths = sources.chain([("DEST", args.dest.as_os_str())]);
-        let input = args.input.iter().map(|p| ("-i", p.as_os_str()));
+        let input = args.input.named_files();
         paths.chain(input).collect()
     }
     fn output_files(args: &CpArgs) -> Vec<(&'static str, &[u8])> {
@@ -104,8 +104,7 @@ impl CliTool for Cp {
     }
     fn options(args: &CpArgs, rules: Rules, context: Context) -> Options {
         let mut o = Options::new(&bytes_of(&args.sources), args.dest.as_bytes());
-        o.input = args.input.as_ref().map(|i| i.as_bytes().to_vec());
-        o.input_format = args.input_format.get();
+        o.input = args.input.list();
         o.dereference = args.dereference;
         o.uid = args.uid;
         o.gid = args.gid;

@@ -66,7 +66,7 @@ pub fn list() -> Vec<u8> {
 }
 
 /// The whole command line: `mfu-rs [--ranks N] TOOL ...`, every tool with `--help` and
-/// `--version` (whose long form is `version`: see [`crate::cli::version::long_version`]).
+/// `--version` (whose long form is `version`: see `crate::cli::version::long_version`).
 pub fn command(version: &str) -> clap::Command {
     command_with(version, None)
 }
@@ -172,7 +172,7 @@ pub fn main_without_mpi(args: Vec<OsString>) -> i32 {
     )
 }
 
-/// Hand this process to [`MPI_BINARY`], found next to the running executable, with the same
+/// Hand this process to `MPI_BINARY`, found next to the running executable, with the same
 /// arguments (`argv[0]` too: `dwalk` still means walk) and environment: what `mfu-rs` does when
 /// a launcher started it, so that only runs under a launcher load the MPI library. Returns
 /// only when that fails, with the exit code (2, named on stderr).

@@ -84,7 +84,7 @@ impl CliTool for Dup {
     }
     fn named_files(a: &DupArgs) -> Vec<(&'static str, &OsStr)> {
         let paths = a.paths.iter().map(|p| ("PATH", p.as_os_str()));
-        let input = a.input.input.iter().map(|f| ("-i", f.as_os_str()));
+        let input = a.input.named_files();
         let output = a.output.output.iter().map(|f| ("-o", f.as_os_str()));
         paths.chain(input).chain(output).collect()
     }
@@ -100,9 +100,7 @@ impl CliTool for Dup {
             quiet: a.common.quiet,
         });
         Options {
-            paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
-            input: a.input.file(),
-            input_format: a.input.format.get(),
+            input: a.input.or_paths(&a.paths),
             output: a.output.file(),
             verify: a.verify.as_ref().map(|v| v.as_bytes().to_vec()),
             text: a.output.text,

@@ -311,13 +311,6 @@ pub struct FindArgs {
     pub expr: Option<Expr<Primary>>,
 }
 
-impl FindArgs {
-    /// The shared options (`--progress`, `-v`, `-q`).
-    pub fn common(&self) -> &Common {
-        &self.options.common
-    }
-}
-
 /// `mfu-rs find`.
 pub struct Find;
 
@@ -336,7 +329,7 @@ impl CliTool for Find {
     fn named_files(a: &FindArgs) -> Vec<(&'static str, &OsStr)> {
         let o = &a.options;
         let paths = o.paths.iter().map(|p| ("PATH", p.as_os_str()));
-        let input = o.input.input.iter().map(|f| ("-i", f.as_os_str()));
+        let input = o.input.named_files();
         let output = o.output.output.iter().map(|f| ("-o", f.as_os_str()));
         paths.chain(input).chain(output).collect()
     }
@@ -353,9 +346,7 @@ impl CliTool for Find {
             quiet: o.common.quiet,
         });
         Options {
-            paths: o.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
-            input: o.input.file(),
-            input_format: o.input.format.get(),
+            input: o.input.or_paths(&o.paths),
             output: o.output.file(),
             text: o.output.text,
             maxdepth: o.maxdepth,

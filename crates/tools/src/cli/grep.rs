@@ -48,6 +48,11 @@ const AFTER_HELP: &str = "Searches every regular file below each PATH (recursion
     after_help = AFTER_HELP,
     disable_help_flag = true,
     mut_arg("verbose", |a| a.short(None)),
+    // The shared `-i/--input`, without its `-i`: grep's is --ignore-case.
+    mut_arg("input", |a| a.short(None).value_name("LIST").help_heading("Files").help(
+        "Search the regular files of this list (v3/v4 cache, `path|T` text, one path per \
+         line, NUL-separated; `-`: stdin) instead of PATHs, names printed as listed"
+    )),
     mut_arg("quiet", |a| a.visible_alias("silent").help(
         "Print nothing: the exit status says whether a line was selected (0, even when a \
          file could not be read), and errors still go to stderr"
@@ -164,13 +169,9 @@ pub struct GrepArgs {
     #[arg(long = "exclude", id = "grep_exclude", value_name = "GLOB",
           value_parser = in_order, help_heading = "Files")]
     pub exclude: Vec<(u64, String)>,
-    /// Search the regular files of this list (v3/v4 cache, `path|T` text, one path per line,
-    /// NUL-separated; `-`: stdin) instead of PATHs, names printed as listed.
-    #[arg(long, value_name = "LIST", help_heading = "Files")]
-    pub input: Option<OsString>,
-    /// `--input-format`: how the lines of the --input list are read.
+    /// `--input` (no `-i`: grep's is --ignore-case) and `--input-format`.
     #[command(flatten)]
-    pub input_format: crate::cli::list_args::ListInputFormat,
+    pub input: crate::cli::list_args::ListInput,
     /// Search files bigger than SIZE in pieces of about SIZE (units KB, MB, GB...).
     #[arg(long, value_name = "SIZE", env = CHUNK_VAR, value_parser = size_arg,
           default_value_t = CHUNK_SIZE, help_heading = "Files")]
@@ -232,14 +233,14 @@ impl CliTool for Grep {
     fn named_files(a: &GrepArgs) -> Vec<(&'static str, &OsStr)> {
         let paths = a.paths().iter().map(|p| ("PATH", p.as_os_str()));
         let files = a.file.iter().map(|f| ("-f", f.as_os_str()));
-        let input = a.input.iter().map(|f| ("--input", f.as_os_str()));
+        let input = a.input.input.iter().map(|f| ("--input", f.as_os_str()));
         paths.chain(files).chain(input).collect()
     }
     fn check(a: &GrepArgs) -> Result<(), String> {
         if a.words.is_empty() && a.regexp.is_empty() && a.file.is_empty() {
             return Err("no PATTERN given (mfu-rs grep PATTERN [PATH...], or -e PATTERN)".into());
         }
-        if a.input.is_some() && !a.paths().is_empty() {
+        if a.input.input.is_some() && !a.paths().is_empty() {
             return Err("--input searches the files of a list: give no PATH with it".into());
         }
         if a.paths().iter().any(|p| p.as_bytes() == b"-") {
@@ -306,10 +307,8 @@ impl CliTool for Grep {
             },
             max_count: a.max_count,
             globs: globs.into_iter().map(|g| g.1).collect(),
-            paths: a.paths().iter().map(|p| p.as_bytes().to_vec()).collect(),
+            input: a.input.or_paths(a.paths()),
             dereference: a.dereference_recursive,
-            input: a.input.as_ref().map(|i| i.as_bytes().to_vec()),
-            input_format: a.input_format.get(),
             unordered: a.unordered,
             no_messages: a.no_messages,
             chunk_size: a.chunk_size,

@@ -4,8 +4,9 @@
 
 use crate::cli::console::stderr_bytes;
 use crate::engine::context::Events;
+use crate::input::Input;
 use clap::Args;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use steal::progress::Report as ProgressReport;
@@ -23,9 +24,24 @@ pub struct ListInput {
 }
 
 impl ListInput {
-    /// The list file as bytes.
-    pub fn file(&self) -> Option<Vec<u8>> {
-        self.input.as_ref().map(|f| f.as_bytes().to_vec())
+    /// What the tool acts on: the list of `-i`, read as `--input-format` says, else `paths`
+    /// to walk.
+    pub fn or_paths(&self, paths: &[OsString]) -> Input {
+        self.list()
+            .unwrap_or_else(|| Input::Paths(paths.iter().map(|p| p.as_bytes().to_vec()).collect()))
+    }
+
+    /// The list of `-i`, read as `--input-format` says; `None` without `-i`.
+    pub fn list(&self) -> Option<Input> {
+        self.input.as_ref().map(|file| Input::File {
+            path: file.as_bytes().to_vec(),
+            format: self.format.get(),
+        })
+    }
+
+    /// `-i` as a file named in messages before the run.
+    pub fn named_files(&self) -> impl Iterator<Item = (&'static str, &OsStr)> {
+        self.input.iter().map(|f| ("-i", f.as_os_str()))
     }
 }
 

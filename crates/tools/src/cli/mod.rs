@@ -30,6 +30,3 @@ pub mod tar;
 pub mod tool;
 pub mod version;
 pub mod walk;
-
-pub use args::Common;
-pub use console::*;

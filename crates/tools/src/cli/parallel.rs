@@ -17,7 +17,12 @@ use steal::Comm;
 #[derive(Args, Clone, Debug)]
 #[command(
     about = "Run shell commands in parallel over all ranks",
-    after_help = AFTER_HELP
+    after_help = AFTER_HELP,
+    mut_arg("input", |a| a.value_name("LIST").help(
+        "Fill the template with every entry of this list (v3/v4 cache, `path|T` text, one path \
+         per line, or NUL-separated; `-` = stdin), so that `mfu-rs find ... -o - | mfu-rs \
+         parallel -i - CMD` works"
+    ))
 )]
 pub struct ParallelArgs {
     /// The command template: its words joined by spaces make a `/bin/sh -c` command line for
@@ -27,14 +32,9 @@ pub struct ParallelArgs {
     /// line of the input (-a FILE or stdin) is a command.
     #[arg(value_name = "COMMAND", trailing_var_arg = true)]
     pub command: Vec<OsString>,
-    /// Fill the template with every entry of this list (v3/v4 cache, `path|T` text, one path per
-    /// line, or NUL-separated; `-` = stdin), so that `mfu-rs find ... -o - | mfu-rs parallel -i -
-    /// CMD` works.
-    #[arg(short, long, value_name = "LIST")]
-    pub input: Option<OsString>,
-    /// `--input-format`: how the lines of the --input list are read.
+    /// `-i`, `--input-format`: the list that fills the template.
     #[command(flatten)]
-    pub input_format: crate::cli::list_args::ListInputFormat,
+    pub input: crate::cli::list_args::ListInput,
     /// Read the commands, one per line, from FILE instead of stdin (no template).
     #[arg(short = 'a', long, value_name = "FILE", conflicts_with_all = ["input", "command"])]
     pub arg_file: Option<OsString>,
@@ -94,7 +94,7 @@ impl CliTool for Parallel {
         &a.common
     }
     fn named_files(a: &ParallelArgs) -> Vec<(&'static str, &OsStr)> {
-        let input = a.input.iter().map(|f| ("-i", f.as_os_str()));
+        let input = a.input.named_files();
         let arg_file = a.arg_file.iter().map(|f| ("-a", f.as_os_str()));
         let joblog = a.joblog.iter().map(|f| ("--joblog", f.as_os_str()));
         input.chain(arg_file).chain(joblog).collect()
@@ -106,10 +106,10 @@ impl CliTool for Parallel {
             .collect()
     }
     fn check(a: &ParallelArgs) -> Result<(), String> {
-        if a.command.is_empty() && a.input.is_some() {
+        if a.command.is_empty() && a.input.input.is_some() {
             return Err("-i LIST fills a command template: give the COMMAND too".into());
         }
-        if !a.command.is_empty() && a.input.is_none() {
+        if !a.command.is_empty() && a.input.input.is_none() {
             return Err(
                 "a COMMAND template is filled from a list: give -i LIST (- for stdin); \
                  commands one per line come from -a FILE or stdin without a COMMAND"
@@ -128,8 +128,7 @@ impl CliTool for Parallel {
         });
         Options {
             template: a.command.iter().map(|w| w.as_bytes().to_vec()).collect(),
-            input: a.input.as_ref().map(|f| f.as_bytes().to_vec()),
-            input_format: a.input_format.get(),
+            input: a.input.list(),
             commands: a.arg_file.as_ref().map(|f| f.as_bytes().to_vec()),
             jobs: a.jobs.map_or(0, usize::from),
             keep_order: a.keep_order,

@@ -24,7 +24,11 @@ use steal::Comm;
         mfu-rs reln --dryrun /old /new /links               # print `link: old -> new`, change nothing\n\n\
         Only absolute targets are rewritten; relative ones stay as they are.\n\n\
         Exit status: 0 all done, 1 some links could not be read or rewritten (each listed on \
-        stderr), 2 usage error (nothing changed)."
+        stderr), 2 usage error (nothing changed).",
+    mut_arg("input", |a| a.help(
+        "Look at the links this list names (v3/v4 cache, `path|T` text, one path per line, or \
+         NUL-separated) instead of walking PATHs"
+    ))
 )]
 pub struct RelnArgs {
     /// The prefix the targets start with now (made absolute from the current directory).
@@ -40,13 +44,9 @@ pub struct RelnArgs {
         conflicts_with = "input"
     )]
     pub paths: Vec<OsString>,
-    /// Look at the links this list names (v3/v4 cache, `path|T` text, one path per line, or
-    /// NUL-separated) instead of walking PATHs.
-    #[arg(short, long, value_name = "FILE")]
-    pub input: Option<OsString>,
-    /// `--input-format`: how the lines of the --input list are read.
+    /// `-i`, `--input-format`: the list of links to look at.
     #[command(flatten)]
-    pub input_format: crate::cli::list_args::ListInputFormat,
+    pub input: crate::cli::list_args::ListInput,
     /// Keep the access and modification times of the links rewritten.
     #[arg(short, long)]
     pub preserve: bool,
@@ -84,7 +84,7 @@ impl CliTool for Reln {
         prefixes
             .into_iter()
             .chain(args.paths.iter().map(|p| ("PATH", p.as_os_str())))
-            .chain(args.input.iter().map(|i| ("-i", i.as_os_str())))
+            .chain(args.input.named_files())
             .collect()
     }
 
@@ -93,9 +93,7 @@ impl CliTool for Reln {
         Options {
             oldpath: bytes(&args.oldpath),
             newpath: bytes(&args.newpath),
-            paths: args.paths.iter().map(bytes).collect(),
-            input: args.input.as_ref().map(bytes),
-            input_format: args.input_format.get(),
+            input: args.input.or_paths(&args.paths),
             preserve: args.preserve,
             relative: args.relative,
             dryrun: args.dryrun,

@@ -2,6 +2,7 @@
 
 use crate::cli::args::Common;
 use crate::cli::console::Console;
+use crate::cli::list_args::{ListInput, ListOutput};
 use crate::cli::tool::CliTool;
 use crate::engine::context::{Context, Error};
 use crate::engine::select::Rules;
@@ -21,7 +22,17 @@ use steal::Comm;
         mfu-rs rm --exclude '/keep(/|$)' -o removed.txt /data/run  # remove all but keep/, save a list\n  \
         mfu-rs rm -i old.mfu                                       # remove what a list names\n\n\
         Exit status: 0 all removed, 1 something could not be removed (each listed on stderr), \
-        2 usage error (nothing removed)."
+        2 usage error (nothing removed).",
+    mut_arg("input", |a| a.help(
+        "Remove what this list names (v3/v4 cache, `path|T` text, one path per line, or \
+         NUL-separated; `-` = stdin) instead of walking PATHs. Directories are removed only if \
+         the list also names everything they hold"
+    )),
+    mut_arg("output", |a| a.help(
+        "Write the list of what was removed (with --dryrun: of what would be) to FILE: cache v4 \
+         for stat lists, text for lite lists and with --aggressive. `-` writes it to stdout \
+         (the summary then goes to stderr). FILE inside a PATH being removed is refused"
+    ))
 )]
 pub struct RmArgs {
     /// Files and directories to remove (directories with everything below them). `/` is refused.
@@ -31,22 +42,12 @@ pub struct RmArgs {
         conflicts_with = "input"
     )]
     pub paths: Vec<OsString>,
-    /// Remove what this list names (v3/v4 cache, `path|T` text, one path per line, or
-    /// NUL-separated; `-` = stdin) instead of walking PATHs. Directories are removed only if the list also
-    /// names everything they hold.
-    #[arg(short, long, value_name = "FILE")]
-    pub input: Option<OsString>,
-    /// `--input-format`: how the lines of the --input list are read.
+    /// `-i`, `--input-format`: the list to remove.
     #[command(flatten)]
-    pub input_format: crate::cli::list_args::ListInputFormat,
-    /// Write the list of what was removed (with --dryrun: of what would be) to FILE: cache v4
-    /// for stat lists, text for lite lists and with --aggressive. `-` writes it to stdout (the
-    /// summary then goes to stderr). FILE inside a PATH being removed is refused.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<OsString>,
-    /// With --output, write the text format (`path|T` per line) even for a stat list.
-    #[arg(short, long, requires = "output")]
-    pub text: bool,
+    pub input: ListInput,
+    /// `-o`, `-t`: the list of what was removed.
+    #[command(flatten)]
+    pub output: ListOutput,
     /// Walk without stat, names and types only (the default).
     #[arg(short, long, conflicts_with = "stat")]
     pub lite: bool,
@@ -101,24 +102,21 @@ impl CliTool for Rm {
     }
     fn named_files(a: &RmArgs) -> Vec<(&'static str, &OsStr)> {
         let paths = a.paths.iter().map(|p| ("PATH", p.as_os_str()));
-        let input = a.input.iter().map(|p| ("-i", p.as_os_str()));
-        let output = a.output.iter().map(|p| ("-o", p.as_os_str()));
+        let input = a.input.named_files();
+        let output = a.output.output.iter().map(|p| ("-o", p.as_os_str()));
         paths.chain(input).chain(output).collect()
     }
     fn output_files(a: &RmArgs) -> Vec<(&'static str, &[u8])> {
-        a.output.iter().map(|o| ("-o", o.as_bytes())).collect()
+        a.output.output_files()
     }
     fn check(a: &RmArgs) -> Result<(), String> {
         refuse_dot(&a.paths)
     }
     fn options(a: &RmArgs, _rules: Rules, context: Context) -> Options {
-        let bytes = |o: &Option<OsString>| o.as_ref().map(|p| p.as_bytes().to_vec());
         Options {
-            paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
-            input: bytes(&a.input),
-            input_format: a.input_format.get(),
-            output: bytes(&a.output),
-            text: a.text,
+            input: a.input.or_paths(&a.paths),
+            output: a.output.file(),
+            text: a.output.text,
             stat: a.stat,
             exclude: a.exclude.clone(),
             matching: a.matching.clone(),

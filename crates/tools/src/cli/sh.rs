@@ -22,7 +22,11 @@ use steal::Comm;
 #[derive(Args, Clone, Debug)]
 #[command(
     about = "An interactive shell over a file list loaded once: ls, cd, du, find, rm, write",
-    after_help = AFTER_HELP
+    after_help = AFTER_HELP,
+    mut_arg("input", |a| a.value_name("LIST").help(
+        "Load this list (v3/v4 cache, `path|T` text, one path per line, or NUL-separated) \
+         instead of walking PATHs"
+    ))
 )]
 pub struct ShArgs {
     /// Trees to walk (in parallel, with stat) and load.
@@ -32,13 +36,9 @@ pub struct ShArgs {
         conflicts_with = "input"
     )]
     pub paths: Vec<OsString>,
-    /// Load this list (v3/v4 cache, `path|T` text, one path per line, or NUL-separated)
-    /// instead of walking PATHs.
-    #[arg(short, long, value_name = "LIST")]
-    pub input: Option<OsString>,
-    /// `--input-format`: how the lines of the --input list are read.
+    /// `-i`, `--input-format`: the list to load.
     #[command(flatten)]
-    pub input_format: crate::cli::list_args::ListInputFormat,
+    pub input: crate::cli::list_args::ListInput,
     /// Run these commands (separated by `;` or newlines) instead of reading them; an `rm`
     /// confirmation reads the next one as its answer.
     #[arg(short = 'c', long = "command", value_name = "COMMANDS")]
@@ -83,7 +83,7 @@ impl CliTool for Sh {
     }
     fn named_files(a: &ShArgs) -> Vec<(&'static str, &OsStr)> {
         let paths = a.paths.iter().map(|p| ("PATH", p.as_os_str()));
-        let input = a.input.iter().map(|f| ("-i", f.as_os_str()));
+        let input = a.input.named_files();
         paths.chain(input).collect()
     }
     fn options(a: &ShArgs, _rules: Rules, context: Context) -> Options {
@@ -95,9 +95,7 @@ impl CliTool for Sh {
             None => Box::new(Stdin::default()),
         };
         Options {
-            paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
-            input: a.input.as_ref().map(|f| f.as_bytes().to_vec()),
-            input_format: a.input_format.get(),
+            input: a.input.or_paths(&a.paths),
             script: Mutex::new(script),
             find_parser: Some(parse_find),
             yes: a.yes,

@@ -1,7 +1,7 @@
 //! `mfu-rs tar` (dtar) on the command line: its options, the library options they become, and
 //! the closing line of a create or an extract.
 
-use crate::cli::args::{size_arg, Common};
+use crate::cli::args::{size_arg, Common, IoArgs};
 use crate::cli::console::{bytes_text, Console};
 use crate::cli::copy_args::{CheckArgs, FilterArgs, StripeArgs};
 use crate::cli::tool::CliTool;
@@ -14,6 +14,10 @@ use clap::Args;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use steal::Comm;
+
+/// The `4MB` default of tar's `-b` and `-k` (clap always sets it; this is for arguments made
+/// without clap's defaults).
+const DEFAULT_IO_SIZE: u64 = 4 << 20;
 
 /// `mfu-rs tar` / `dtar`.
 #[derive(Args, Clone, Debug)]
@@ -39,7 +43,17 @@ use steal::Comm;
         mfu-rs tar -x -f run42.tar --wildcards '*.log' --strip-components 1\n  \
         mfu-rs tar -t -v -f run42.tar\n  \
         mfu-rs tar -c -z -f run42.tar.gz run42\n  \
-        mfu-rs tar -c -a -f run42.tar.zst run42"
+        mfu-rs tar -c -a -f run42.tar.zst run42",
+    mut_arg("open_noatime", |a| a.help(
+        "Create: don't update sources' access times (O_NOATIME where permitted)"
+    )),
+    mut_arg("bufsize", |a| a.short('b').default_value("4MB").help(
+        "Bytes per read/write call when data is copied through memory"
+    )),
+    mut_arg("chunksize", |a| a.short('k').default_value("4MB").help(
+        "Bytes per chunk of file data (the unit of parallel work), and the uncompressed size \
+         of one zstd frame"
+    ))
 )]
 pub struct TarArgs {
     /// Create an archive of PATH... (names stored as given, relative to -C).
@@ -118,16 +132,9 @@ pub struct TarArgs {
     /// Extract: fsync every file before setting its metadata.
     #[arg(long)]
     pub fsync: bool,
-    /// Create: don't update sources' access times (O_NOATIME where permitted).
-    #[arg(long = "open-noatime")]
-    pub open_noatime: bool,
-    /// Bytes per read/write call when data is copied through memory.
-    #[arg(short, long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
-    pub bufsize: u64,
-    /// Bytes per chunk of file data (the unit of parallel work), and the uncompressed size of
-    /// one zstd frame.
-    #[arg(short = 'k', long, value_name = "SIZE", default_value = "4MB", value_parser = size_arg)]
-    pub chunksize: u64,
+    /// `--open-noatime`, `-b/--bufsize`, `-k/--chunksize` (4MB each unless given).
+    #[command(flatten)]
+    pub io: IoArgs,
     /// The largest window of archive the header-chain walk of an archive without an index
     /// reads at once (used up to 64 KiB, 2 KiB at least).
     #[arg(long, value_name = "SIZE", default_value = "256MB", value_parser = size_arg)]
@@ -287,9 +294,9 @@ impl CliTool for Tar {
             preserve_perms: args.preserve || args.preserve_perms,
             xattrs: args.xattrs(),
             fsync: args.fsync,
-            open_noatime: args.open_noatime,
-            bufsize: args.bufsize,
-            chunksize: args.chunksize,
+            open_noatime: args.io.open_noatime,
+            bufsize: args.io.bufsize.unwrap_or(DEFAULT_IO_SIZE),
+            chunksize: args.io.chunksize.unwrap_or(DEFAULT_IO_SIZE),
             memsize: args.memsize,
             save_index: args.save_index,
             long: args.common.verbose,

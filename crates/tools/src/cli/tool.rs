@@ -46,6 +46,6 @@ pub trait CliTool: 'static {
     /// Run the tool on this rank. Collective.
     fn run(comm: &dyn Comm, options: &Self::Options) -> Result<Self::Report, Error>;
     /// The human summary of a finished run (rank 0, not `-q`, not `--json`), through
-    /// [`Console::text`].
+    /// `Console::text`.
     fn render(report: &Self::Report, console: &Console);
 }

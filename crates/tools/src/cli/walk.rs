@@ -11,7 +11,6 @@ use crate::walk::{Bin, Options, Report};
 use clap::Args;
 use flist::units::human_bytes;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use steal::Comm;
 
@@ -86,7 +85,7 @@ impl CliTool for Walk {
     }
     fn named_files(a: &WalkArgs) -> Vec<(&'static str, &OsStr)> {
         let paths = a.paths.iter().map(|p| ("PATH", p.as_os_str()));
-        let input = a.input.input.iter().map(|f| ("-i", f.as_os_str()));
+        let input = a.input.named_files();
         let output = a.output.output.iter().map(|f| ("-o", f.as_os_str()));
         paths.chain(input).chain(output).collect()
     }
@@ -104,9 +103,7 @@ impl CliTool for Walk {
             });
         }
         Options {
-            paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
-            input: a.input.file(),
-            input_format: a.input.format.get(),
+            input: a.input.or_paths(&a.paths),
             output: a.output.file(),
             text: a.output.text,
             lite: a.lite.lite,

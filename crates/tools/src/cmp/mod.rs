@@ -2,16 +2,16 @@
 //! differs.
 //!
 //! Both trees are walked; each record goes to the rank that owns its path relative to its root
-//! ([`crate::engine::pairing`], shared with `sync`), where the pair is compared field by field
+//! (`crate::engine::pairing`, shared with `sync`), where the pair is compared field by field
 //! (existence, type, size, owner, group, times, permissions, ACL). The data of same-size
-//! regular files is compared in chunks dealt over all ranks ([`content`]), and each file's
+//! regular files is compared in chunks dealt over all ranks (`content`), and each file's
 //! verdict comes back to the rank holding its pair. Then every rank counts its pairs against
 //! the report's expressions and the `-o` outputs, writes the matching records into the lists,
-//! and rank 0 prints the summed report ([`report`]).
+//! and rank 0 prints the summed report (`report`).
 
-pub mod content;
-pub mod manifest;
-pub mod report;
+pub(crate) mod content;
+pub(crate) mod manifest;
+pub(crate) mod report;
 
 use crate::engine::compare_expr::{Field, Output, State, States, FIELDS};
 use crate::engine::context::{Context, Error, Summary, ToolReport};
@@ -24,7 +24,8 @@ use flist::io::Format;
 use flist::path::{display, normalize};
 use flist::walk::stat_path;
 use flist::FileList;
-use report::{Side, Tally};
+pub use manifest::Checked;
+pub use report::{Side, Tally};
 use std::time::Instant;
 use steal::{Comm, ReduceOp};
 

@@ -18,10 +18,11 @@ use crate::engine::copy::{links, Mapping, Plan};
 use crate::engine::select::Rules;
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
+use crate::input::{Input, Listed};
 use flist::path::{basename, is_prefix, normalize};
 use flist::restat::{restat, Which};
-use flist::walk::stat_path;
-use flist::{FileList, FileType, Meta};
+use flist::walk::{stat_path, walk, WalkOptions};
+use flist::{Detail, FileList, FileType, Meta};
 use std::ffi::OsStr;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::time::Instant;
@@ -36,12 +37,10 @@ pub struct Options {
     /// The destination: created as the copy when absent; an existing directory receives
     /// `DEST/NAME` for each source. Several sources need a directory.
     pub dest: Vec<u8>,
-    /// Copy the entries of this list (v3/v4, text, plain or NUL-separated) instead of walking;
-    /// entries are stat'ed again and only those under a source are kept.
-    pub input: Option<Vec<u8>>,
-    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
-    /// list says so (its header) or this does.
-    pub input_format: flist::io::InputFormat,
+    /// Copy the entries of this list (a v3/v4, text, plain or NUL-separated file, or a list
+    /// in memory; or the walk of other paths) instead of walking the sources; entries are
+    /// stat'ed again and only those under a source are kept.
+    pub input: Option<Input>,
     /// Follow symbolic links in sources (copy what they point to); default: copy links as links.
     pub dereference: bool,
     /// Copy as this user id (needs root): the whole process switches.
@@ -65,7 +64,6 @@ impl Options {
             sources: sources.iter().map(|s| s.as_ref().to_vec()).collect(),
             dest: dest.as_ref().to_vec(),
             input: None,
-            input_format: flist::io::InputFormat::Auto,
             dereference: false,
             uid: None,
             gid: None,
@@ -358,13 +356,7 @@ fn list(comm: &dyn Comm, o: &Options, target: &Setup) -> Result<(Plan, Report), 
     let roots: Vec<Vec<u8>> = target.pairs.iter().map(|p| p.0.clone()).collect();
     let list = match &o.input {
         Some(input) => {
-            let read = read_input(
-                comm,
-                context,
-                (input, o.input_format),
-                &roots,
-                o.dereference,
-            );
+            let read = read_input(comm, context, input, &roots, o.dereference);
             let (mut list, failures) = agree_setup(comm, read)?;
             report.list_failed = failures;
             crate::engine::select::apply_rules(&mut list, &o.rules, &target.map);
@@ -470,15 +462,30 @@ fn resume_hint(pairs: &[(Vec<u8>, Vec<u8>)], preserve: bool) -> String {
 fn read_input(
     comm: &dyn Comm,
     context: &Context,
-    (input, format): (&[u8], flist::io::InputFormat),
+    input: &Input,
     roots: &[Vec<u8>],
     follow: bool,
 ) -> Result<(FileList, u64), String> {
-    let listed = flist::io::read_as(comm, input, format).map_err(|e| e.to_string())?;
+    let walk_lite = |paths: &[Vec<u8>]| {
+        let opts = WalkOptions {
+            detail: Detail::Lite,
+            stop: Some(&context.stop),
+            ..WalkOptions::default()
+        };
+        walk(comm, paths, &opts)
+    };
+    let (listed, walk_errors) = match input.list(comm, walk_lite).map_err(|e| e.message)? {
+        Listed::Read(list) => (list, Vec::new()),
+        Listed::Walked(w) => (w.list, w.errors),
+    };
     let (mut listed, refused) = listed.refuse_dot_dot();
     listed.retain(|e| roots.iter().any(|r| is_prefix(r, e.path)));
     let (list, errors) = restat(listed, Which::All, follow);
-    let errors: Vec<_> = refused.into_iter().chain(errors).collect();
+    let errors: Vec<_> = walk_errors
+        .into_iter()
+        .chain(refused)
+        .chain(errors)
+        .collect();
     for e in &errors {
         context.error(e);
     }

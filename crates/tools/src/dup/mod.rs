@@ -24,6 +24,7 @@ use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::locks::lock;
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
+use crate::input::{Input, Listed};
 use flist::distribute::{hash_path, remap};
 use flist::io::{self, Format};
 use flist::path::{display, normalize};
@@ -40,19 +41,15 @@ use steal::ordered::in_rank_order;
 use steal::progress::Progress;
 use steal::{queue, Comm, CommExt, ReduceOp};
 
-/// What `dup` does: find the groups of identical files among `paths` (or the files `input`
-/// names), send them to the context's output, and optionally list the redundant copies.
+/// What `dup` does: find the groups of identical files among the paths of `input` (or the
+/// files its list names), send them to the context's output, and optionally list the
+/// redundant copies.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Files and directories to search (directories with everything below them); ignored
-    /// when `input` is given.
-    pub paths: Vec<Vec<u8>>,
-    /// Search the files this list names (v3/v4 cache, `path|T` text, one path per line,
-    /// NUL-separated; `-`: stdin) instead of walking `paths`. Each is stat'ed again.
-    pub input: Option<Vec<u8>>,
-    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
-    /// list says so (its header) or this does.
-    pub input_format: flist::io::InputFormat,
+    /// Files and directories to search (directories with everything below them), or the list
+    /// of files to search instead (v3/v4 cache, `path|T` text, one path per line,
+    /// NUL-separated; `-`: stdin; or in memory): each listed file is stat'ed again.
+    pub input: Input,
     /// Write the redundant copies (every name of every inode of a group but the first) to
     /// this list, cache v4 (`-`: stdout, and the groups are then not sent to the output).
     pub output: Option<Vec<u8>>,
@@ -71,7 +68,7 @@ impl Options {
     /// Search `paths`, everything else as on the command line.
     pub fn new<P: AsRef<[u8]>>(paths: impl IntoIterator<Item = P>) -> Options {
         Options {
-            paths: paths.into_iter().map(|p| p.as_ref().to_vec()).collect(),
+            input: Input::Paths(paths.into_iter().map(|p| p.as_ref().to_vec()).collect()),
             ..Options::default()
         }
     }
@@ -134,7 +131,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let started = Instant::now();
     let cwd =
         flist::path::current_dir().map_err(|e| Error::new(format!("current directory: {e}")))?;
-    if options.paths.iter().any(|p| p.is_empty()) {
+    if options.input.walk_paths().iter().any(|p| p.is_empty()) {
         return Err(Error::new("an empty PATH names no file"));
     }
     let to_stdout = options.output.as_deref() == Some(b"-");
@@ -263,26 +260,20 @@ fn bytes_text(n: u64) -> String {
 /// paths; what could not be read is reported. Collective.
 fn list(comm: &dyn Comm, options: &Options, cwd: &[u8]) -> Result<(FileList, u64), Error> {
     let context = &options.context;
-    let (list, errors) = match &options.input {
-        Some(input) => {
-            let list = agree_setup(
-                comm,
-                io::read_as(comm, input, options.input_format).map_err(|e| e.to_string()),
-            )?;
-            restat(list.normalized(cwd), Which::All, false)
-        }
-        None => {
-            let roots: Vec<Vec<u8>> = options.paths.iter().map(|p| normalize(p, cwd)).collect();
-            let progress = context.progress(comm.rank(), "Walked");
-            let opts = WalkOptions {
-                no_atime: options.open_noatime,
-                stop: Some(&context.stop),
-                progress: Some(&progress),
-                ..WalkOptions::default()
-            };
-            let walked = walk(comm, &flist::path::outermost(roots), &opts);
-            (walked.list, walked.errors)
-        }
+    let listed = options.input.list(comm, |paths| {
+        let roots: Vec<Vec<u8>> = paths.iter().map(|p| normalize(p, cwd)).collect();
+        let progress = context.progress(comm.rank(), "Walked");
+        let opts = WalkOptions {
+            no_atime: options.open_noatime,
+            stop: Some(&context.stop),
+            progress: Some(&progress),
+            ..WalkOptions::default()
+        };
+        walk(comm, &flist::path::outermost(roots), &opts)
+    })?;
+    let (list, errors) = match listed {
+        Listed::Read(list) => restat(list.normalized(cwd), Which::All, false),
+        Listed::Walked(walked) => (walked.list, walked.errors),
     };
     for e in &errors {
         context.error(e);

@@ -6,17 +6,8 @@
 //! PERM ACL CONTENT` and states `COMMON DIFFER ONLY_SRC ONLY_DEST`. As in dcmp, `ONLY_SRC` and
 //! `ONLY_DEST` are states of `EXIST` only; `EXIST=DIFFER` holds for a path on either side only;
 //! a path present on one side only matches no condition on another field.
-//!
-//! ```
-//! use mfu::engine::compare_expr::{Field, Output, State, States};
-//! let out = Output::parse("MTIME=DIFFER@SIZE=COMMON,EXIST=ONLY_SRC:changed.mfu").unwrap();
-//! assert_eq!(out.file, b"changed.mfu");
-//! let mut pair = States::both_common();
-//! pair.set(Field::Mtime, State::Differ);
-//! assert!(out.matches(&pair));
-//! assert!(out.matches(&States::only(State::OnlySrc)));
-//! assert!(!out.matches(&States::only(State::OnlyDest)));
-//! ```
+//! (`MTIME=DIFFER@SIZE=COMMON,EXIST=ONLY_SRC:changed.mfu`: see the test
+//! `an_expression_matches_its_pairs`.)
 
 /// A compared property of a pair of entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,21 +244,21 @@ impl Output {
 
     /// The command-line parser of `-o EXPR:FILE` arguments ([`Output::parse`] on the raw
     /// bytes, so FILE may be any name the file system allows).
-    pub fn value_parser() -> impl clap::builder::TypedValueParser<Value = Output> {
+    pub(crate) fn value_parser() -> impl clap::builder::TypedValueParser<Value = Output> {
         use clap::builder::TypedValueParser;
         clap::builder::OsStringValueParser::new()
             .try_map(|arg| Output::parse(std::os::unix::ffi::OsStrExt::as_bytes(arg.as_os_str())))
     }
 
     /// The first conjunction the pair's states satisfy (dcmp counts a path under that one).
-    pub fn first_match(&self, s: &States) -> Option<usize> {
+    pub(crate) fn first_match(&self, s: &States) -> Option<usize> {
         self.any_of
             .iter()
             .position(|all| all.iter().all(|&c| holds(c, s)))
     }
 
     /// True when the pair's states satisfy the expression.
-    pub fn matches(&self, s: &States) -> bool {
+    pub(crate) fn matches(&self, s: &States) -> bool {
         self.first_match(s).is_some()
     }
 }
@@ -275,6 +266,17 @@ impl Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expression_matches_its_pairs() {
+        let out = Output::parse("MTIME=DIFFER@SIZE=COMMON,EXIST=ONLY_SRC:changed.mfu").unwrap();
+        assert_eq!(out.file, b"changed.mfu");
+        let mut pair = States::both_common();
+        pair.set(Field::Mtime, State::Differ);
+        assert!(out.matches(&pair));
+        assert!(out.matches(&States::only(State::OnlySrc)));
+        assert!(!out.matches(&States::only(State::OnlyDest)));
+    }
 
     #[test]
     fn bad_expressions_name_the_problem() {

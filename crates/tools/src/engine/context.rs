@@ -164,7 +164,7 @@ impl Context {
         }
     }
 
-    /// The failure messages kept so far by this process (at most [`FAILURE_SAMPLE`]).
+    /// The failure messages kept so far by this process (at most `FAILURE_SAMPLE`).
     pub fn failures(&self) -> Vec<String> {
         self.failures.lock().map(|f| f.clone()).unwrap_or_default()
     }

@@ -88,7 +88,6 @@ pub enum RangeDigest {
 
 /// Hashes the bytes of one range of a file, fed in order and in any amounts.
 pub struct RangeHasher {
-    kind: HashKind,
     file_size: u64,
     end: u64,
     /// Offset of the next byte fed.
@@ -116,7 +115,6 @@ impl RangeHasher {
             HashKind::Sha256 => Whole::Sha256(sha2::Sha256::new()),
         });
         RangeHasher {
-            kind,
             file_size,
             end: offset + len,
             pos: offset,
@@ -125,11 +123,6 @@ impl RangeHasher {
             raw: None,
             pieces: Vec::new(),
         }
-    }
-
-    /// The hash kind a whole range gives.
-    pub fn kind(&self) -> HashKind {
-        self.kind
     }
 
     /// Feed the next bytes of the range (at most what is left of it).

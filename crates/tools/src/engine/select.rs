@@ -14,7 +14,7 @@
 //! kinds match names that are not UTF-8.
 //!
 //! ```
-//! use mfu::engine::select::{Action, Rules};
+//! use mfu::types::{Action, Rules};
 //! let mut rules = Rules::default();
 //! rules.push_glob(Action::Include, "keep.tmp").unwrap();
 //! rules.push_glob(Action::Exclude, "*.tmp").unwrap();
@@ -62,7 +62,7 @@ pub struct Rules {
 impl Rules {
     /// The rules of a tool's parsed command line, in command-line order. Tools without filter
     /// options give no rules.
-    pub fn from_matches(m: &ArgMatches) -> Result<Rules, clap::Error> {
+    pub(crate) fn from_matches(m: &ArgMatches) -> Result<Rules, clap::Error> {
         let mut found: Vec<(usize, Action, bool, String)> = Vec::new();
         for (id, action, regex) in [
             ("exclude", Action::Exclude, false),
@@ -185,9 +185,9 @@ impl Rules {
     /// The walk hook ([`flist::walk::WalkOptions::visit`]) that consumes what these rules
     /// exclude (paths relative to their source root through `map`): an excluded entry is not
     /// recorded and an excluded directory is not read, so nothing below it is opened or
-    /// stat'ed. The walk then gives what [`apply_rules`] would leave of a full walk (roots are
+    /// stat'ed. The walk then gives what `apply_rules` would leave of a full walk (roots are
     /// never excluded: their relative path is `""`); `None` without rules.
-    pub fn pruner<'a>(&'a self, map: &'a Mapping) -> Option<Box<Visit<'a>>> {
+    pub(crate) fn pruner<'a>(&'a self, map: &'a Mapping) -> Option<Box<Visit<'a>>> {
         if self.is_empty() {
             return None;
         }

@@ -267,7 +267,7 @@ pub struct Summary {
 
 impl Summary {
     /// From [`Counters::values`] (summed).
-    pub fn of([direct, dropped, memory, cached, bytes]: [u64; 5]) -> Summary {
+    pub(crate) fn of([direct, dropped, memory, cached, bytes]: [u64; 5]) -> Summary {
         Summary {
             direct,
             dropped,

@@ -1,7 +1,7 @@
 //! `mfu-rs filemaker` (dfilemaker): generate a reproducible random tree of directories, files
 //! and symbolic links, in parallel.
 //!
-//! The tree is a pure function of the options and the seed ([`plan`]), never of the rank count:
+//! The tree is a pure function of the options and the seed (`plan`), never of the rank count:
 //! `mpirun -np 1`, `-np 2` or `-np 64` make byte-identical trees. Benchmarks and tests use the
 //! library API without the command line:
 //!
@@ -15,8 +15,8 @@
 //! });
 //! ```
 
-pub mod make;
-pub mod plan;
+pub(crate) mod make;
+pub(crate) mod plan;
 
 pub use make::{make, make_until, Made};
 pub use plan::{Fill, Item, Kind, Plan, Spec};

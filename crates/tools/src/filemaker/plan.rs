@@ -100,11 +100,11 @@ pub const ROOT: u32 = u32::MAX;
 pub struct Item {
     /// Type.
     pub kind: Kind,
-    /// The directory item it is in, or [`ROOT`].
+    /// The directory item it is in, or `ROOT`.
     pub parent: u32,
     /// Bytes (files only; 0 for the others).
     pub size: u64,
-    /// The item a link points to (links only; [`ROOT`] for the others).
+    /// The item a link points to (links only; `ROOT` for the others).
     pub target: u32,
 }
 
@@ -316,7 +316,7 @@ impl Plan {
         out
     }
 
-    /// Bytes of all files: at most [`MAX_TOTAL_BYTES`] for a plan from [`Plan::new`]
+    /// Bytes of all files: at most `MAX_TOTAL_BYTES` for a plan from [`Plan::new`]
     /// (saturating for a plan built by hand).
     pub fn total_bytes(&self) -> u64 {
         self.items

@@ -22,6 +22,7 @@ use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::find_expr::eval::{Evaluated, Evaluator};
 use crate::engine::find_expr::resolve::{self, Node};
 use crate::engine::status::Status;
+use crate::input::{Input, Listed};
 use expr::Expr;
 use flist::io::{self, Format};
 use flist::Detail;
@@ -33,18 +34,14 @@ use steal::ordered::in_rank_order;
 use steal::progress::Report as ProgressReport;
 use steal::{Comm, CommExt, ReduceOp};
 
-/// What `find` does: search `paths` (or the list `input`) for the entries `expr` matches.
+/// What `find` does: search the trees (or the list) of `input` for the entries `expr` matches.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Trees to search (ignored when `input` is given); every path found is absolute.
-    pub paths: Vec<Vec<u8>>,
-    /// Search this list (v3/v4 cache, `path|T` text, one path per line, NUL-separated; `-`:
-    /// stdin) instead of walking `paths`. Entries are stat'ed again when a test needs metadata
-    /// the list lacks; entries that are gone are reported and left out.
-    pub input: Option<Vec<u8>>,
-    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
-    /// list says so (its header) or this does.
-    pub input_format: flist::io::InputFormat,
+    /// Trees to search (every path found is absolute), or the list to search instead (v3/v4
+    /// cache, `path|T` text, one path per line, NUL-separated; `-`: stdin; or in memory).
+    /// Listed entries are stat'ed again when a test needs metadata the list lacks; entries
+    /// that are gone are reported and left out.
+    pub input: Input,
     /// Write the matching entries to this list (`-`: stdout): cache v4 when they carry
     /// metadata, text otherwise. With it, nothing is printed unless `expr` has a print.
     pub output: Option<Vec<u8>>,
@@ -67,7 +64,7 @@ impl Options {
         expr: Option<Expr<Primary>>,
     ) -> Options {
         Options {
-            paths: paths.into_iter().map(|p| p.as_ref().to_vec()).collect(),
+            input: Input::Paths(paths.into_iter().map(|p| p.as_ref().to_vec()).collect()),
             expr,
             ..Options::default()
         }
@@ -161,7 +158,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         ));
     }
     let mut report = Report {
-        read: options.input.is_some(),
+        read: options.input.is_list(),
         ..Report::default()
     };
 
@@ -247,40 +244,36 @@ fn entries(
     needs: &Needs,
 ) -> Result<(Entries, Option<Expr<Node>>), Error> {
     let context = &options.context;
-    if let Some(input) = &options.input {
-        let list = io::read_as(comm, input, options.input_format)
-            .map_err(|e| Error::new(source::read_error(input, e)))?;
-        let expr = resolve::resolve(comm, options.expr.clone(), (&list.users, &list.groups))
+    let walk_paths = |paths: &[Vec<u8>]| {
+        let no_tables = flist::IdTable::default();
+        let expr = resolve::resolve(comm, options.expr.clone(), (&no_tables, &no_tables))
             .map_err(Error::new)?;
-        let entries = source::prepare_list(
-            comm,
-            context,
-            list,
-            options.maxdepth,
-            needs.meta,
-            needs.kind,
-        );
-        return Ok((entries, expr));
-    }
-    let no_tables = flist::IdTable::default();
-    let expr = resolve::resolve(comm, options.expr.clone(), (&no_tables, &no_tables))
-        .map_err(Error::new)?;
-    // A v4 list needs metadata too.
-    let detail = if needs.meta || (options.output.is_some() && !options.text) {
-        Detail::Stat
-    } else {
-        Detail::Lite
+        // A v4 list needs metadata too.
+        let detail = if needs.meta || (options.output.is_some() && !options.text) {
+            Detail::Stat
+        } else {
+            Detail::Lite
+        };
+        let progress = context.progress(comm.rank(), "Walked");
+        let entries = source::walk_paths(comm, context, paths, detail, options.maxdepth, &progress);
+        Ok((entries, expr))
     };
-    let progress = context.progress(comm.rank(), "Walked");
-    let entries = source::walk_paths(
-        comm,
-        context,
-        &options.paths,
-        detail,
-        options.maxdepth,
-        &progress,
-    );
-    Ok((entries, expr))
+    match options.input.list(comm, walk_paths)? {
+        Listed::Walked(walked) => walked,
+        Listed::Read(list) => {
+            let expr = resolve::resolve(comm, options.expr.clone(), (&list.users, &list.groups))
+                .map_err(Error::new)?;
+            let entries = source::prepare_list(
+                comm,
+                context,
+                list,
+                options.maxdepth,
+                needs.meta,
+                needs.kind,
+            );
+            Ok((entries, expr))
+        }
+    }
 }
 
 /// `expr` followed by a print.

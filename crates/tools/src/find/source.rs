@@ -2,7 +2,7 @@
 //! when the tests need what a text list lacks, stat'ed again.
 
 use crate::engine::context::Context;
-use flist::path::{depth, display, normalize};
+use flist::path::{depth, normalize};
 use flist::restat::{restat, Which};
 use flist::walk::{walk, Visit, WalkOptions};
 use flist::{Detail, FileList, FileType};
@@ -134,16 +134,5 @@ pub fn prepare_list(
         list,
         errors: errors.len() as u64,
         interrupted: false,
-    }
-}
-
-/// A message for a list that cannot be read.
-pub fn read_error(path: &[u8], e: flist::Error) -> String {
-    let shown = display(path);
-    let msg = e.to_string();
-    if msg.contains(shown.as_ref()) {
-        msg
-    } else {
-        format!("read list {shown}: {msg}")
     }
 }

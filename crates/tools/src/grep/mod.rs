@@ -19,11 +19,12 @@
 //! prints the lines it matched before a NUL it meets later, mfu-rs prints none).
 
 mod order;
-pub mod pattern;
+pub(crate) mod pattern;
 mod search;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::status::Status;
+use crate::input::Input;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 pub use pattern::Syntax;
 use search::{Chunk, Found, Searching};
@@ -97,17 +98,13 @@ pub struct Options {
     /// `--include`/`--exclude`, in command-line order: the last that matches a file's name
     /// decides; a file none matches is searched unless the first is an `--include`.
     pub globs: Vec<FileGlob>,
-    /// Files and trees to search, in this order; empty (and no `input`): `.`, names shown
-    /// without `./`, as by grep -r.
-    pub paths: Vec<Vec<u8>>,
+    /// Files and trees to search, in this order (no paths: `.`, names shown without `./`, as
+    /// by grep -r); or the list whose regular files are searched instead (any format the
+    /// tools read; `-`: stdin; or in memory).
+    pub input: Input,
     /// `-R`: follow symbolic links below the PATHs too (links to directories are descended,
     /// loops reported).
     pub dereference: bool,
-    /// Search the regular files of this list (any format the tools read; `-`: stdin) instead.
-    pub input: Option<Vec<u8>>,
-    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
-    /// list says so (its header) or this does.
-    pub input_format: flist::io::InputFormat,
     /// Print files in no particular order (no sort).
     pub unordered: bool,
     /// `-s`: do not report files that cannot be read (they still make the exit status 2).
@@ -134,10 +131,8 @@ impl Default for Options {
             with_filename: None,
             max_count: None,
             globs: Vec::new(),
-            paths: Vec::new(),
+            input: Input::default(),
             dereference: false,
-            input: None,
-            input_format: flist::io::InputFormat::Auto,
             unordered: false,
             no_messages: false,
             chunk_size: CHUNK_SIZE,

@@ -9,6 +9,7 @@
 
 use super::{FileGlob, Options};
 use crate::engine::context::Error;
+use crate::input::Listed;
 use flist::path::{as_path, basename, normalize};
 use flist::restat::{restat, Which};
 use flist::sort::{Field, Key};
@@ -113,41 +114,57 @@ pub fn entries(comm: &dyn Comm, options: &Options, globs: &Globs) -> Result<Entr
             context.error(e);
         }
     };
-    if let Some(input) = &options.input {
-        let read = flist::io::read_as(comm, input, options.input_format)
-            .map_err(|e| Error::new(read_error(input, e)))?;
-        let which = if read.detail() == Detail::Lite {
-            Which::All
-        } else {
-            Which::UnknownTypes
-        };
-        let (read, failed) = restat(read, which, false);
-        for e in &failed {
-            report(e);
-        }
-        errors += failed.len() as u64;
-        for e in read.iter() {
-            if e.kind == FileType::File && globs.admit(basename(e.path)) {
-                let size = e.meta.map_or(0, |m| m.size);
-                list.push(&key(0, e.path), FileType::File, Some(size_meta(size)));
-            }
-        }
-        let roots = vec![Root {
-            abs: Vec::new(),
-            shown: Vec::new(),
-            given: Vec::new(),
-            explicit: true,
-        }];
-        return Ok(Entries {
-            list: Files { list, roots },
-            errors,
-            many: true,
-        });
+    let read = match options
+        .input
+        .list(comm, |paths| walk_roots(comm, options, globs, paths))?
+    {
+        Listed::Walked(entries) => return Ok(entries),
+        Listed::Read(read) => read,
+    };
+    let which = if read.detail() == Detail::Lite {
+        Which::All
+    } else {
+        Which::UnknownTypes
+    };
+    let (read, failed) = restat(read, which, false);
+    for e in &failed {
+        report(e);
     }
+    errors += failed.len() as u64;
+    for e in read.iter() {
+        if e.kind == FileType::File && globs.admit(basename(e.path)) {
+            let size = e.meta.map_or(0, |m| m.size);
+            list.push(&key(0, e.path), FileType::File, Some(size_meta(size)));
+        }
+    }
+    let roots = vec![Root {
+        abs: Vec::new(),
+        shown: Vec::new(),
+        given: Vec::new(),
+        explicit: true,
+    }];
+    Ok(Entries {
+        list: Files { list, roots },
+        errors,
+        many: true,
+    })
+}
+
+/// Walk each PATH (`.` when none is given) and keep the regular files the globs admit.
+/// Collective.
+fn walk_roots(comm: &dyn Comm, options: &Options, globs: &Globs, paths: &[Vec<u8>]) -> Entries {
+    let context = &options.context;
+    let mut list = FileList::new(Detail::Stat);
+    let mut errors = 0;
+    let report = |e: &dyn std::fmt::Display| {
+        if !options.no_messages {
+            context.error(e);
+        }
+    };
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
-    let explicit = !options.paths.is_empty();
+    let explicit = !paths.is_empty();
     let given: Vec<Vec<u8>> = if explicit {
-        options.paths.clone()
+        paths.to_vec()
     } else {
         vec![b".".to_vec()]
     };
@@ -200,11 +217,11 @@ pub fn entries(comm: &dyn Comm, options: &Options, globs: &Globs) -> Result<Entr
         }
     }
     let many = given.len() > 1 || comm.any(below_a_root);
-    Ok(Entries {
+    Entries {
         list: Files { list, roots },
         errors,
         many,
-    })
+    }
 }
 
 /// `path` relative to `root` (both normalised): empty for the root itself.
@@ -271,16 +288,6 @@ impl Files {
 }
 
 /// A message for a list that cannot be read.
-fn read_error(path: &[u8], e: flist::Error) -> String {
-    let shown = flist::path::display(path);
-    let msg = e.to_string();
-    if msg.contains(shown.as_ref()) {
-        msg
-    } else {
-        format!("read list {shown}: {msg}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,13 +16,14 @@
 //!    `keep_order`) rank 0 writes all of it at the end, in input order with `keep_order`.
 
 mod job;
-pub mod joblog;
-pub mod template;
+pub(crate) mod joblog;
+pub(crate) mod template;
 
 pub use job::{Done, Job};
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::status::Status;
+use crate::input::{Input, Listed};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::mpsc;
@@ -53,11 +54,9 @@ pub struct Options {
     /// The command template, one word per element, joined by spaces. Empty: the commands are
     /// the lines of `commands`.
     pub template: Vec<Vec<u8>>,
-    /// With a template: the list whose entries fill it (any list format; `-`: stdin).
-    pub input: Option<Vec<u8>>,
-    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
-    /// list says so (its header) or this does.
-    pub input_format: flist::io::InputFormat,
+    /// With a template: the list whose entries fill it (a list file of any format, `-`:
+    /// stdin; or a list in memory). Paths to walk are refused: the entries come from a list.
+    pub input: Option<Input>,
     /// Without a template: the file of commands, one per line (`None` or `-`: stdin). Empty
     /// lines are skipped.
     pub commands: Option<Vec<u8>>,
@@ -82,7 +81,6 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("template", &self.template)
             .field("input", &self.input)
-            .field("input_format", &self.input_format)
             .field("commands", &self.commands)
             .field("jobs", &self.jobs)
             .field("keep_order", &self.keep_order)
@@ -637,15 +635,12 @@ fn jobs(comm: &dyn Comm, options: &Options) -> Result<Vec<Job>, String> {
         let Some(input) = &options.input else {
             return Err("a command template needs a list to fill it (-i LIST; - for stdin)".into());
         };
-        let list = flist::io::read_as(comm, input, options.input_format).map_err(|e| {
-            let shown = flist::path::display(input);
-            let msg = e.to_string();
-            if msg.contains(shown.as_ref()) {
-                msg
-            } else {
-                format!("read list {shown}: {msg}")
-            }
-        })?;
+        let refuse =
+            |_: &[Vec<u8>]| "a command template is filled from a list, not from paths to walk";
+        let list = match input.list(comm, refuse).map_err(|e| e.message)? {
+            Listed::Read(list) => list,
+            Listed::Walked(refused) => return Err(refused.into()),
+        };
         let (offset, _) = comm.offset_and_total(list.len() as u64);
         // Rank 0 hands every job out, in input order: it gathers them all.
         let mut sends = vec![Vec::new(); comm.size()];

@@ -25,9 +25,9 @@ use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::locks::lock;
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
+use crate::input::{Input, Listed};
 use flist::beneath::Roots;
 use flist::distribute::{hash_path, remap};
-use flist::io;
 use flist::path::{basename, display, normalize, parent};
 use flist::walk::{open_long, stat_path, walk, WalkOptions};
 use flist::{Detail, FileList, FileType, ItemError, Meta};
@@ -59,14 +59,9 @@ pub struct Options {
     pub oldpath: Vec<u8>,
     /// The prefix to put in its place.
     pub newpath: Vec<u8>,
-    /// Trees to look for links in. Empty when `input` names the links.
-    pub paths: Vec<Vec<u8>>,
-    /// Look at the links this list names (v3/v4 cache, `path|T` text, one path per line, or
-    /// NUL-separated) instead of walking `paths`.
-    pub input: Option<Vec<u8>>,
-    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
-    /// list says so (its header) or this does.
-    pub input_format: flist::io::InputFormat,
+    /// Trees to look for links in, or the list of links to look at instead (v3/v4 cache,
+    /// `path|T` text, one path per line, or NUL-separated; or in memory).
+    pub input: Input,
     /// Keep the access and modification times of the links rewritten.
     pub preserve: bool,
     /// Write the new targets relative to the link's directory.
@@ -85,9 +80,7 @@ impl Options {
         Options {
             oldpath,
             newpath,
-            paths,
-            input: None,
-            input_format: flist::io::InputFormat::Auto,
+            input: Input::Paths(paths),
             preserve: false,
             relative: false,
             dryrun: false,
@@ -194,11 +187,11 @@ fn setup(comm: &dyn Comm, options: &Options) -> Result<Setup, Error> {
             }
             prefixes.push(normalize(p, &cwd));
         }
-        if options.paths.iter().any(|p| p.is_empty()) {
+        let paths = options.input.walk_paths();
+        if paths.iter().any(|p| p.is_empty()) {
             return Err("an empty PATH names no file".to_string());
         }
-        let roots =
-            flist::path::outermost(options.paths.iter().map(|p| normalize(p, &cwd)).collect());
+        let roots = flist::path::outermost(paths.iter().map(|p| normalize(p, &cwd)).collect());
         let new = prefixes.pop().expect("two prefixes");
         let old = prefixes.pop().expect("two prefixes");
         Ok(Setup {
@@ -219,23 +212,21 @@ fn list(
     options: &Options,
     setup: &Setup,
 ) -> Result<(FileList, Vec<ItemError>, bool), Error> {
-    let (list, errors, interrupted) = match &options.input {
-        Some(input) => {
-            let read = io::read_as(comm, input, options.input_format).map_err(|e| e.to_string());
-            (agree_setup(comm, read)?, Vec::new(), false)
-        }
-        None => {
-            let progress = options.context.progress(comm.rank(), "Walked");
-            let opts = WalkOptions {
-                detail: Detail::Lite,
-                seed: 0x4e11,
-                stop: Some(&options.context.stop),
-                progress: Some(&progress),
-                ..WalkOptions::default()
-            };
-            let w = walk(comm, &setup.roots, &opts);
-            (w.list, w.errors, w.interrupted)
-        }
+    // The walk's paths are `setup.roots`: the trees normalised, outermost only.
+    let walk_roots = |_: &[Vec<u8>]| {
+        let progress = options.context.progress(comm.rank(), "Walked");
+        let opts = WalkOptions {
+            detail: Detail::Lite,
+            seed: 0x4e11,
+            stop: Some(&options.context.stop),
+            progress: Some(&progress),
+            ..WalkOptions::default()
+        };
+        walk(comm, &setup.roots, &opts)
+    };
+    let (list, errors, interrupted) = match options.input.list(comm, walk_roots)? {
+        Listed::Read(list) => (list, Vec::new(), false),
+        Listed::Walked(w) => (w.list, w.errors, w.interrupted),
     };
     let mut links = list.empty_like();
     for e in list.iter() {

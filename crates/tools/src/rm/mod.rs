@@ -31,6 +31,7 @@ use crate::engine::regex_select::RegexSelector;
 use crate::engine::remove::{add_ancestors, in_parent, Remover, Wording};
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
+use crate::input::{Input, Listed};
 use flist::beneath::{list_tops, Roots};
 use flist::distribute::{hash_path, remap, spread};
 use flist::io::{self, Format};
@@ -54,16 +55,11 @@ use steal::{Comm, CommExt};
 /// What `rm` removes and how. [`Options::new`] gives the command line's defaults.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Files and directories to remove (directories with everything below them). `/` is
-    /// refused. Empty when `input` names the entries.
-    pub paths: Vec<Vec<u8>>,
-    /// Remove what this list names (v3/v4 cache, `path|T` text, one path per line, or
-    /// NUL-separated; `-` = stdin) instead of walking `paths`. Directories are removed only
-    /// if the list also names everything they hold.
-    pub input: Option<Vec<u8>>,
-    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
-    /// list says so (its header) or this does.
-    pub input_format: flist::io::InputFormat,
+    /// Files and directories to remove (directories with everything below them; `/` is
+    /// refused), or the list of what to remove instead (v3/v4 cache, `path|T` text, one path
+    /// per line, or NUL-separated; `-` = stdin; or in memory). Directories of a list are
+    /// removed only if the list also names everything they hold.
+    pub input: Input,
     /// Write the list of what was removed (with `dryrun`: of what would be) to this file
     /// (`-`: stdout).
     pub output: Option<Vec<u8>>,
@@ -94,7 +90,7 @@ impl Options {
     /// Remove `paths` (and everything below them) with the command line's defaults.
     pub fn new<S: AsRef<[u8]>>(paths: &[S]) -> Options {
         Options {
-            paths: paths.iter().map(|p| p.as_ref().to_vec()).collect(),
+            input: Input::paths(paths),
             ..Options::default()
         }
     }
@@ -163,12 +159,12 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         .map_err(|e| e.to_string())
         .and_then(|selector| {
             let cwd = flist::path::current_dir().map_err(|e| format!("current directory: {e}"))?;
-            let roots = if args.input.is_some() {
+            let roots = if args.input.is_list() {
                 Vec::new()
-            } else if args.paths.is_empty() {
+            } else if args.input.walk_paths().is_empty() {
                 return Err("no PATH to remove".to_string());
             } else {
-                roots(&args.paths, &cwd)?
+                roots(args.input.walk_paths(), &cwd)?
             };
             // The list is written once the removal is done: inside a tree being removed it
             // would be removed with it (an earlier one) or have no directory left to go in.
@@ -210,14 +206,14 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let t = Instant::now();
     let (mut list, list_errors, mut interrupted) =
         agree_setup(comm, candidates(comm, args, &rm, &roots, &cwd, stop))?;
-    if args.input.is_some() {
+    if args.input.is_list() {
         let tops = list_tops(comm, list.iter().map(|e| e.path));
         rm.engine.roots = Arc::new(Roots::of_list_tops(&tops));
         rm.selector = std::mem::take(&mut rm.selector).relative_to(tops);
     }
     crate::engine::test_seam::after_listing(comm);
     let listed = comm.sum(list.len() as u64);
-    let what = if args.input.is_some() {
+    let what = if args.input.is_list() {
         "Read"
     } else {
         "Walked"
@@ -337,42 +333,42 @@ fn candidates(
     cwd: &[u8],
     stop: &AtomicBool,
 ) -> Result<(FileList, Vec<ItemError>, bool), String> {
-    if let Some(input) = &args.input {
-        let (list, refused) = io::read_as(comm, input, args.input_format)
-            .map_err(|e| e.to_string())?
-            .refuse_dot_dot();
-        let list = list.normalized(cwd);
-        if comm.any(list.iter().any(|e| e.path == b"/")) {
-            return Err(format!(
-                "refusing to remove '/' (named in {})",
-                display(input)
-            ));
-        }
-        let (list, errors) = resolve_types(list);
-        return Ok((list, refused.into_iter().chain(errors).collect(), false));
+    // The walk's paths are `roots`: the PATHs checked and normalised.
+    let walk_roots = |_: &[Vec<u8>]| {
+        let progress = args.context.progress(comm.rank(), "Walked");
+        let hook = |dir: BorrowedFd<'_>, name: &[u8], path: &[u8], kind: FileType| {
+            (args.one_file_system && rm.elsewhere(dir, name, path, kind))
+                || (args.aggressive && rm.unlink_while_walking(dir, name, path, kind))
+        };
+        let hook: &Visit = &hook;
+        let opts = WalkOptions {
+            detail: if args.stat {
+                Detail::Stat
+            } else {
+                Detail::Lite
+            },
+            // -T: reading a directory must not move its atime either.
+            no_atime: args.traceless,
+            seed: 0x5eed,
+            stop: Some(stop),
+            progress: Some(&progress),
+            visit: (args.aggressive || args.one_file_system).then_some(hook),
+            ..WalkOptions::default()
+        };
+        walk(comm, roots, &opts)
+    };
+    let list = match args.input.list(comm, walk_roots).map_err(|e| e.message)? {
+        Listed::Walked(walked) => return Ok((walked.list, walked.errors, walked.interrupted)),
+        Listed::Read(list) => list,
+    };
+    let (list, refused) = list.refuse_dot_dot();
+    let list = list.normalized(cwd);
+    if comm.any(list.iter().any(|e| e.path == b"/")) {
+        let named = args.input.list_file().map_or("the list".into(), display);
+        return Err(format!("refusing to remove '/' (named in {named})"));
     }
-    let progress = args.context.progress(comm.rank(), "Walked");
-    let hook = |dir: BorrowedFd<'_>, name: &[u8], path: &[u8], kind: FileType| {
-        (args.one_file_system && rm.elsewhere(dir, name, path, kind))
-            || (args.aggressive && rm.unlink_while_walking(dir, name, path, kind))
-    };
-    let hook: &Visit = &hook;
-    let opts = WalkOptions {
-        detail: if args.stat {
-            Detail::Stat
-        } else {
-            Detail::Lite
-        },
-        // -T: reading a directory must not move its atime either.
-        no_atime: args.traceless,
-        seed: 0x5eed,
-        stop: Some(stop),
-        progress: Some(&progress),
-        visit: (args.aggressive || args.one_file_system).then_some(hook),
-        ..WalkOptions::default()
-    };
-    let walked = walk(comm, roots, &opts);
-    Ok((walked.list, walked.errors, walked.interrupted))
+    let (list, errors) = resolve_types(list);
+    Ok((list, refused.into_iter().chain(errors).collect(), false))
 }
 
 /// A per-phase timing line (-v), from rank 0.

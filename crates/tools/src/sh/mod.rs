@@ -4,17 +4,18 @@
 //! `write LIST`, `help`, `quit`.
 //!
 //! Rank 0 reads each command line ([`Input`]) and broadcasts it; every rank runs the command
-//! on its part of the list ([`commands`]) and rank 0 writes the answer through the context's
+//! on its part of the list (`commands`) and rank 0 writes the answer through the context's
 //! output. A command that fails is named on stderr and the session goes on; the run's exit
 //! status is 1 when any command failed.
 
-pub mod commands;
+pub(crate) mod commands;
 mod format;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::find_expr::expr::Expr;
 use crate::engine::find_expr::Primary;
 use crate::engine::status::Status;
+use crate::input::Listed;
 use flist::walk::{walk, WalkOptions};
 use flist::{Detail, FileList};
 use std::ffi::OsString;
@@ -38,13 +39,9 @@ pub type FindParser = fn(&[OsString]) -> Result<Option<Expr<Primary>>, String>;
 
 /// What `sh` loads and where its commands come from.
 pub struct Options {
-    /// Trees to walk (with stat) when `input` is not given.
-    pub paths: Vec<Vec<u8>>,
-    /// Read this list (any list format) instead of walking `paths`.
-    pub input: Option<Vec<u8>>,
-    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
-    /// list says so (its header) or this does.
-    pub input_format: flist::io::InputFormat,
+    /// Trees to walk (with stat), or the list to load instead (any list format, or in
+    /// memory).
+    pub input: crate::input::Input,
     /// The session's lines, read on rank 0 only.
     pub script: Mutex<Box<dyn Input>>,
     /// How `find`'s words are parsed; `None`: `find` only takes no tests (all entries).
@@ -59,9 +56,7 @@ pub struct Options {
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Options")
-            .field("paths", &self.paths)
             .field("input", &self.input)
-            .field("input_format", &self.input_format)
             .field("yes", &self.yes)
             .finish_non_exhaustive()
     }
@@ -186,31 +181,25 @@ pub fn confirm(comm: &dyn Comm, options: &Options, question: &str) -> bool {
 fn load(comm: &dyn Comm, options: &Options) -> Result<Option<(FileList, u64)>, Error> {
     let context = &options.context;
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
-    if let Some(input) = &options.input {
-        let list = flist::io::read_as(comm, input, options.input_format).map_err(|e| {
-            let shown = flist::path::display(input);
-            let msg = e.to_string();
-            Error::new(if msg.contains(shown.as_ref()) {
-                msg
-            } else {
-                format!("read list {shown}: {msg}")
-            })
-        })?;
-        return Ok(Some((list.normalized(&cwd), 0)));
-    }
-    if options.paths.is_empty() {
+    if options.input.walk_paths().is_empty() && !options.input.is_list() {
         return Err(Error::new(
             "nothing to load: give a PATH to walk or -i LIST",
         ));
     }
-    let progress = context.progress(comm.rank(), "Walked");
-    let opts = WalkOptions {
-        detail: Detail::Stat,
-        stop: Some(&context.stop),
-        progress: Some(&progress),
-        ..WalkOptions::default()
+    let walk_paths = |paths: &[Vec<u8>]| {
+        let progress = context.progress(comm.rank(), "Walked");
+        let opts = WalkOptions {
+            detail: Detail::Stat,
+            stop: Some(&context.stop),
+            progress: Some(&progress),
+            ..WalkOptions::default()
+        };
+        walk(comm, paths, &opts)
     };
-    let walked = walk(comm, &options.paths, &opts);
+    let walked = match options.input.list(comm, walk_paths)? {
+        Listed::Walked(walked) => walked,
+        Listed::Read(list) => return Ok(Some((list.normalized(&cwd), 0))),
+    };
     for e in &walked.errors {
         context.error(e);
     }

@@ -14,7 +14,7 @@
 //! sibling is renamed over it with one `renameat` in that same parent directory descriptor,
 //! after checking (dev, ino, size, mtime) again. A file whose path changed keeps its old
 //! layout and is named (exit 1). The copy into the sibling is the copy engine's
-//! ([`crate::engine::copy`]), which creates destinations without following symlinks.
+//! (`crate::engine::copy`), which creates destinations without following symlinks.
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::copy::drive::IoOptions;

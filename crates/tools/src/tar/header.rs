@@ -832,6 +832,7 @@ pub fn parse_pax(data: &[u8], offset: u64) -> Result<Vec<(Vec<u8>, Vec<u8>)>, He
 /// The `size` record of pax data, if any (used when scanning an archive without decoding it).
 ///
 /// Bytes; the last `size` record wins; `None` when there is none or the data is malformed.
+#[cfg(test)]
 pub fn pax_size(data: &[u8]) -> Option<u64> {
     let records = parse_pax(data, 0).ok()?;
     let (_, value) = records.iter().rev().find(|(k, _)| k == b"size")?;
@@ -892,11 +893,6 @@ pub struct Globals {
 }
 
 impl Globals {
-    /// No global header was seen.
-    pub fn is_empty(&self) -> bool {
-        self.states.is_empty()
-    }
-
     /// Add the global header `g`, which lies after every one added before.
     pub fn push(&mut self, g: Global) {
         let mut state = self.states.last().map(|s| s.1.clone()).unwrap_or_default();
@@ -1277,8 +1273,8 @@ fn read_exact(
 /// Ok(None) when the block at `offset` is all zeros (end of archive).
 ///
 /// Offsets are bytes. No pax global header (`g`) before `offset` is applied (see
-/// [`decode_entry_in`]); one inside the entry's chain of extension headers is. Extension data
-/// above 64 MiB is rejected as [`HeaderError::Invalid`], and so is an all-zero block right
+/// `decode_entry_in`); one inside the entry's chain of extension headers is. Extension data
+/// above 64 MiB is rejected as `HeaderError::Invalid`, and so is an all-zero block right
 /// after an extension header. The returned path has its trailing `/` removed (`/` stays `/`,
 /// `./` becomes `.`).
 pub fn decode_entry(

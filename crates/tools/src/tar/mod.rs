@@ -3,31 +3,34 @@
 //! Archives are POSIX pax tar files that GNU tar, bsdtar and Python read, with dtar's index
 //! (DTAR_IDX) as their last member, so that extraction and listing start in parallel at once.
 //! The parts, one folder each:
-//! - [`header`]: the tar format (headers, pax records, sparse maps);
-//! - [`index`]: the dtar index, the walk of the header chain ([`index::scan`]) and the checks
+//! - `header`: the tar format (headers, pax records, sparse maps);
+//! - `index`: the dtar index, the walk of the header chain (`index::scan`) and the checks
 //!   that an index matches its archive;
-//! - [`archive`]: an archive opened for reading: random access to a plain or seekable stream
-//!   from many threads, or one compressed stream read front to back ([`archive::serial`]);
-//! - [`create`]: walk, sort by name, encode every header once from the walked record, place
+//! - `archive`: an archive opened for reading: random access to a plain or seekable stream
+//!   from many threads, or one compressed stream read front to back (`archive::serial`);
+//! - `create`: walk, sort by name, encode every header once from the walked record, place
 //!   entries by a prefix sum over ranks, write headers and data at their offsets on all ranks
 //!   (big files in chunks over the work-stealing queue), then the index;
-//! - [`extract`]: find the index or scan, split the stream by bytes over ranks, then
+//! - `extract`: find the index or scan, split the stream by bytes over ranks, then
 //!   directories, files, data, links and metadata, never writing outside the target
-//!   ([`extract::beneath`]);
-//! - [`list`]: `tar -t`;
-//! - [`select`]: the member operands, `--exclude` and `--strip-components` of extract and list.
+//!   (`extract::beneath`);
+//! - `list`: `tar -t`;
+//! - `select`: the member operands, `--exclude` and `--strip-components` of extract and list.
 //!
 //! The compressed layouts (`--zstd` frames with a seek table, `-z` gzip members, `-j` dbz2's
-//! bzip2 streams and table) are the frame codecs of [`crate::engine::codec`], shared with bz2
+//! bzip2 streams and table) are the frame codecs of `crate::engine::codec`, shared with bz2
 //! and bcast; tar only cuts its stream into frames and reads them back.
 
-pub mod archive;
-pub mod create;
-pub mod extract;
-pub mod header;
-pub mod index;
-pub mod list;
-pub mod select;
+pub(crate) mod archive;
+pub(crate) mod create;
+pub(crate) mod extract;
+pub(crate) mod header;
+pub(crate) mod index;
+pub(crate) mod list;
+pub(crate) mod select;
+
+pub use crate::engine::codec::kind::Codec;
+pub use select::Select;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::lustre::LustreHandle;
@@ -70,7 +73,7 @@ pub struct Options {
     pub zstd: bool,
     /// zstd compression level, 1 to 19 (default 3).
     pub zstd_level: i32,
-    /// Create a gzip archive of independent members (`-z`/`--gzip`, [`crate::engine::codec::gzip`]) that extraction
+    /// Create a gzip archive of independent members (`-z`/`--gzip`, `engine::codec::gzip`) that extraction
     /// reads in parallel and any gunzip reads as one stream.
     pub gzip: bool,
     /// gzip compression level, 1 to 9 (default 6, gzip's).

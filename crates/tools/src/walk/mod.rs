@@ -11,6 +11,7 @@ pub use listing::format_entry;
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::lustre::LustreHandle;
 use crate::engine::status::Status;
+use crate::input::{Input, Listed};
 use flist::io::{self, Format};
 use flist::sort::{self, Key};
 use flist::summary::summarize;
@@ -22,17 +23,13 @@ use std::time::Instant;
 use steal::ordered::in_rank_order;
 use steal::{Comm, CommExt, ReduceOp};
 
-/// What `walk` does: walk `paths` (or read `input`), then count, sort, print and save the list.
+/// What `walk` does: walk the paths of `input` (or read its list), then count, sort, print and
+/// save the list.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Directories or files to walk (ignored when `input` is given).
-    pub paths: Vec<Vec<u8>>,
-    /// Read this list (v3/v4 cache, `path|T` text, one path per line, NUL-separated; `-`:
-    /// stdin) instead of walking `paths`.
-    pub input: Option<Vec<u8>>,
-    /// How the lines of a text `input` list are read (`--input-format`): typed only when the
-    /// list says so (its header) or this does.
-    pub input_format: flist::io::InputFormat,
+    /// Directories or files to walk, or the list to read instead (v3/v4 cache, `path|T` text,
+    /// one path per line, NUL-separated; `-`: stdin), or a list in memory.
+    pub input: Input,
     /// Write the list to this file (`-`: stdout): cache v4 for stat lists, text for lite ones.
     pub output: Option<Vec<u8>>,
     /// With `output`, write the text format (`path|T` per line) even for a stat list.
@@ -63,19 +60,17 @@ impl Options {
     /// Walk `paths`, with everything else as on the command line without options.
     pub fn new<P: AsRef<[u8]>>(paths: impl IntoIterator<Item = P>) -> Options {
         Options {
-            paths: paths.into_iter().map(|p| p.as_ref().to_vec()).collect(),
+            input: Input::Paths(paths.into_iter().map(|p| p.as_ref().to_vec()).collect()),
             ..Options::default()
         }
     }
 }
 
 impl Default for Options {
-    /// Nothing to walk yet (set `paths` or `input`), no sorting, printing or saving.
+    /// Nothing to walk yet (set `input`), no sorting, printing or saving.
     fn default() -> Options {
         Options {
-            paths: Vec::new(),
-            input: None,
-            input_format: flist::io::InputFormat::Auto,
+            input: Input::default(),
             output: None,
             text: false,
             lite: false,
@@ -103,7 +98,7 @@ pub struct Bin {
 /// What a `walk` found; the counts are over all ranks, the same on every rank.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
-    /// True when the list was read (`input`), false when walked.
+    /// True when the list was read (a list `input`), false when walked.
     pub read: bool,
     /// Items in the list.
     pub items: u64,
@@ -217,30 +212,32 @@ fn check(options: &Options) -> Result<Checked, Error> {
 fn list(comm: &dyn Comm, options: &Options, report: &mut Report) -> Result<FileList, Error> {
     let context = &options.context;
     let rank0 = comm.rank() == 0;
-    if let Some(input) = &options.input {
-        report.read = true;
-        return crate::engine::setup::agree_setup(
-            comm,
-            io::read_as(comm, input, options.input_format).map_err(|e| e.to_string()),
-        );
-    }
-    let progress = context.progress(comm.rank(), "Walked");
-    let opts = WalkOptions {
-        detail: if options.lite {
-            Detail::Lite
-        } else {
-            Detail::Stat
-        },
-        dereference: options.dereference,
-        no_atime: options.no_atime,
-        seed: 0x5eed,
-        stop: Some(&context.stop),
-        progress: Some(&progress),
-        visit: None,
-        // Names are printed, sorted by or written to v4 lists; a summary needs none.
-        id_tables: options.print || options.output.is_some() || options.sort.is_some(),
+    let walk_paths = |paths: &[Vec<u8>]| {
+        let progress = context.progress(comm.rank(), "Walked");
+        let opts = WalkOptions {
+            detail: if options.lite {
+                Detail::Lite
+            } else {
+                Detail::Stat
+            },
+            dereference: options.dereference,
+            no_atime: options.no_atime,
+            seed: 0x5eed,
+            stop: Some(&context.stop),
+            progress: Some(&progress),
+            visit: None,
+            // Names are printed, sorted by or written to v4 lists; a summary needs none.
+            id_tables: options.print || options.output.is_some() || options.sort.is_some(),
+        };
+        walk(comm, paths, &opts)
     };
-    let walked = walk(comm, &options.paths, &opts);
+    let walked = match options.input.list(comm, walk_paths)? {
+        Listed::Walked(walked) => walked,
+        Listed::Read(list) => {
+            report.read = true;
+            return Ok(list);
+        }
+    };
     for e in &walked.errors {
         context.error(e);
     }

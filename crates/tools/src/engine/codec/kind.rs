@@ -23,7 +23,7 @@ pub enum Codec {
 pub const MAGIC_LEN: usize = 6;
 
 impl Codec {
-    /// The format whose magic `head` (the first bytes of a file, up to [`MAGIC_LEN`]) starts
+    /// The format whose magic `head` (the first bytes of a file, up to `MAGIC_LEN`) starts
     /// with; `None` for anything else (a plain tar starts with a name).
     pub fn of_magic(head: &[u8]) -> Option<Codec> {
         if head.starts_with(&[0x1f, 0x8b, 0x08]) {

@@ -25,7 +25,7 @@ pub struct Frame {
 pub struct SeekTable {
     /// Frames in stream order.
     pub frames: Vec<Frame>,
-    /// What each frame is: a zstd frame, a gzip member ([`super::gzip`]) or a bzip2 stream
+    /// What each frame is: a zstd frame, a gzip member (`super::gzip`) or a bzip2 stream
     /// (a dbz2 block, formats.md §7).
     pub codec: Codec,
 }

@@ -40,15 +40,18 @@ const MAX_FRAME_HEADER: usize = 18;
 const MAX_BLOCK: u64 = 128 << 10;
 
 /// The skippable frame holding the seek table of these frames, with their checksums.
+#[cfg(test)]
 pub fn encode_table(frames: &[FrameSizes]) -> Vec<u8> {
     encode(frames, true)
 }
 
 /// A seek table without checksums, as mfu-rs wrote before it had them (tests of old archives).
+#[cfg(test)]
 pub fn encode_table_without_checksums(frames: &[FrameSizes]) -> Vec<u8> {
     encode(frames, false)
 }
 
+#[cfg(test)]
 fn encode(frames: &[FrameSizes], checksums: bool) -> Vec<u8> {
     let n = frames.len() as u64;
     let mut out = Vec::with_capacity(table_len(n, checksums) as usize);

@@ -46,7 +46,7 @@ pub struct IoOptions {
 impl IoOptions {
     /// The engine's options. Xattrs are copied when preserving (Lustre's own left out) or when
     /// `-X` asks.
-    pub fn options<'a>(
+    pub(crate) fn options<'a>(
         &'a self,
         stop: Option<&'a AtomicBool>,
         progress: &'a Progress,

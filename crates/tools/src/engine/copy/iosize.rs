@@ -424,7 +424,8 @@ impl IoSizer {
         self.reason().settled()
     }
 
-    /// The current access pattern.
+    /// The current access pattern (for the tests' checks).
+    #[cfg(test)]
     pub fn current_pattern(&self) -> Pattern {
         self.pattern
     }

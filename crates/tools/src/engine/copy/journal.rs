@@ -41,7 +41,7 @@
 //!
 //! Any name can be a user's: a source tree may hold `NAME` and `.NAME.mfu-partial` both (a tree
 //! copied with its journals, or by chance). The engine then keeps no journal for `NAME`
-//! ([`super::resume::users_name`]): the name is the user's file's, copied as any other, and
+//! (`super::resume::users_name`): the name is the user's file's, copied as any other, and
 //! never created, read, marked, rewritten or removed as a journal.
 //!
 //! The partial file never carries the source's size and mtime before it is complete: it is

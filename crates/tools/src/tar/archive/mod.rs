@@ -219,11 +219,6 @@ impl Archive {
             .map_or(self.file_len, SeekTable::decompressed_len)
     }
 
-    /// True for an empty archive file.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Decompressed frame `i` (from the cache when recently used).
     pub fn frame(&self, i: usize) -> io::Result<Arc<Vec<u8>>> {
         if let Some((_, f)) = self.cache.lock().expect("cache").iter().find(|c| c.0 == i) {

@@ -395,11 +395,6 @@ impl TarStream {
         Ok(&self.buf[from..from + n])
     }
 
-    /// Stream offset of the next byte [`TarStream::take`] gives.
-    pub fn position(&self) -> u64 {
-        self.at
-    }
-
     /// Read the rest of the stream (after the end-of-archive block) to its end, and say
     /// whether it ended with a decompression error: a gzip member's CRC-32 and length, bzip2's
     /// and xz's checks and zstd's checksum are only verified at the end of what they cover,

@@ -132,6 +132,7 @@ pub fn locate(
 /// Offsets in order (each rank an increasing stretch, the ranks' stretches in rank order), sent
 /// to the ranks whose parts of the stream ([`share`]) hold them: returns this rank's, with the
 /// last offset before its part first (as [`walk_shared`]). Collective.
+#[cfg(test)]
 pub fn to_their_ranks(comm: &dyn Comm, archive: &Archive, offsets: &[u64]) -> Vec<u64> {
     to_parts(comm, &Parts::even(archive, comm.size()), offsets)
 }
@@ -671,6 +672,7 @@ pub fn walk(
 /// The chain of the archive on every rank (rank 0 walks it): the entries' offsets, the damage
 /// that stopped the walk, if any, and where the entries end (bytes). Collective. Every rank
 /// holds every offset: for checks and tests; extraction and listing use [`walk_shared`].
+#[cfg(test)]
 pub fn scan(comm: &dyn Comm, archive: &Archive, memsize: u64) -> (Vec<u64>, Option<String>, u64) {
     comm.bcast_with(0, || {
         let mut offsets = Vec::new();
@@ -793,6 +795,7 @@ const DECODE_RUN: usize = 256;
 
 /// Decode the entries at `offsets` (in parallel for an uncompressed archive, in order for a
 /// compressed one, whose frames are then decompressed once), without global headers.
+#[cfg(test)]
 pub fn decode(
     archive: &Archive,
     offsets: &[u64],
