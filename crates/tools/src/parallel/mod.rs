@@ -147,23 +147,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     // Before any command starts: what kills the commands should this rank die (see
     // `steal::signals::supervise`). Without it, nothing runs.
     agree(comm, steal::signals::supervise())?;
-    if let Some(log) = &options.joblog {
-        let created = if comm.rank() == 0 {
-            joblog::create(log, options.resume != Resume::No)
-                .map_err(|e| format!("create joblog {}: {e}", flist::path::display(log)))
-        } else {
-            Ok(())
-        };
-        agree(comm, created)?;
-    }
-    let log = match &options.joblog {
-        Some(path) => Some(Mutex::new(agree(
-            comm,
-            joblog::open(path)
-                .map_err(|e| format!("open joblog {}: {e}", flist::path::display(path))),
-        )?)),
-        None => None,
-    };
+    let log = open_joblog(comm, options)?;
 
     // 3. Run: rank 0 hands the jobs out in input order, one at a time, to whichever runner
     // (of any rank) is free, and the next only once the previous one has started.
@@ -271,24 +255,8 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
 
     // 4. Output kept for rank 0.
     if !stream {
-        let mut kept = kept.into_inner().unwrap_or_else(|p| p.into_inner());
-        let mut bytes = Vec::new();
-        for d in kept.drain(..) {
-            d.encode(&mut bytes);
-        }
-        let mut all = Vec::new();
-        steal::ordered::in_rank_order(comm, bytes, |part| {
-            let mut r = Reader::new(part);
-            while !r.is_empty() {
-                all.push(Done::decode(&mut r));
-            }
-        });
-        if options.keep_order {
-            all.sort_by_key(|d| d.job.seq);
-        }
-        for d in &all {
-            emit(options, d);
-        }
+        let kept = kept.into_inner().unwrap_or_else(|p| p.into_inner());
+        emit_kept(comm, options, kept);
     }
     if report.interrupted && comm.rank() == 0 {
         let started = if terminated {
@@ -310,6 +278,46 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     }
     report.failures = context.failures();
     Ok(report)
+}
+
+/// `--joblog`: created (or, with `--resume`, kept) by rank 0, then opened for appending by every
+/// rank. Collective; `None` without a joblog.
+fn open_joblog(comm: &dyn Comm, options: &Options) -> Result<Option<Mutex<std::fs::File>>, Error> {
+    let Some(log) = &options.joblog else {
+        return Ok(None);
+    };
+    let created = if comm.rank() == 0 {
+        joblog::create(log, options.resume != Resume::No)
+            .map_err(|e| format!("create joblog {}: {e}", flist::path::display(log)))
+    } else {
+        Ok(())
+    };
+    agree(comm, created)?;
+    let opened =
+        joblog::open(log).map_err(|e| format!("open joblog {}: {e}", flist::path::display(log)));
+    Ok(Some(Mutex::new(agree(comm, opened)?)))
+}
+
+/// The output kept on each rank, written by rank 0 in rank order (`--keep-order`: in input
+/// order). Collective.
+fn emit_kept(comm: &dyn Comm, options: &Options, mut kept: Vec<Done>) {
+    let mut bytes = Vec::new();
+    for d in kept.drain(..) {
+        d.encode(&mut bytes);
+    }
+    let mut all = Vec::new();
+    steal::ordered::in_rank_order(comm, bytes, |part| {
+        let mut r = Reader::new(part);
+        while !r.is_empty() {
+            all.push(Done::decode(&mut r));
+        }
+    });
+    if options.keep_order {
+        all.sort_by_key(|d| d.job.seq);
+    }
+    for d in &all {
+        emit(options, d);
+    }
 }
 
 /// How long a command stopped by [`Terminate`] has between SIGTERM and SIGKILL. Open MPI sends

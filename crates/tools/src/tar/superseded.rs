@@ -112,6 +112,7 @@ const REFUSED: u8 = 3;
 /// The entries (on any rank) that a later entry of the same name replaces, and what becomes of
 /// the hard links that refer to them. `entries` are this rank's (those it owns take part), the
 /// stream split as `parts`. Collective.
+#[allow(clippy::too_many_lines)] // split by the codec engineer
 pub(super) fn superseded(comm: &dyn Comm, parts: &Parts, entries: &Entries) -> Superseded {
     let size = comm.size();
     // 1. (hash, start) to the hash's rank.
