@@ -28,8 +28,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use steal::queue;
-use steal::wire::Reader;
 use steal::{Comm, CommExt};
 
 /// Where each command's standard error goes (the command line: this process's stderr).
@@ -303,14 +301,11 @@ fn open_joblog(comm: &dyn Comm, options: &Options) -> Result<Option<Mutex<std::f
 fn emit_kept(comm: &dyn Comm, options: &Options, mut kept: Vec<Done>) {
     let mut bytes = Vec::new();
     for d in kept.drain(..) {
-        d.encode(&mut bytes);
+        steal::typed::encode_into(&d, &mut bytes);
     }
     let mut all = Vec::new();
     steal::ordered::in_rank_order(comm, bytes, |part| {
-        let mut r = Reader::new(part);
-        while !r.is_empty() {
-            all.push(Done::decode(&mut r));
-        }
+        all.extend(steal::typed::each::<Done>(part).map(steal::typed::sent));
     });
     if options.keep_order {
         all.sort_by_key(|d| d.job.seq);
@@ -559,7 +554,7 @@ fn dispatch(
                 // Rank 0 answers this rank's requests in the order they were sent.
                 let i = waiting.pop_front().expect("an answer follows a request");
                 let job = (message[0] == 1)
-                    .then(|| <Job as queue::WorkItem>::decode(&mut Reader::new(&message[1..])));
+                    .then(|| steal::typed::sent(steal::typed::decode::<Job>(&message[1..])));
                 let handed = job.is_some();
                 match runners[i].send(job) {
                     Ok(()) if !handed => live -= 1,
@@ -667,10 +662,7 @@ fn jobs(comm: &dyn Comm, options: &Options) -> Result<Vec<Job>, String> {
         drop(list);
         let mut jobs = Vec::new();
         for part in comm.alltoallv(sends) {
-            let mut r = Reader::new(&part);
-            while !r.is_empty() {
-                jobs.push(<Job as queue::WorkItem>::decode(&mut r));
-            }
+            jobs.extend(steal::typed::each::<Job>(&part).map(steal::typed::sent));
         }
         return Ok(jobs);
     }
@@ -703,7 +695,7 @@ fn jobs(comm: &dyn Comm, options: &Options) -> Result<Vec<Job>, String> {
 
 impl Job {
     fn encode_into(&self, out: &mut Vec<u8>) {
-        <Job as queue::WorkItem>::encode(self, out);
+        steal::typed::encode_into(self, out);
     }
 }
 

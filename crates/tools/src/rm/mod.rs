@@ -48,7 +48,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use steal::ordered::in_rank_order;
-use steal::wire::{self, Reader};
 use steal::{Comm, CommExt};
 
 /// What `rm` removes and how. [`Options::new`] gives the command line's defaults.
@@ -447,18 +446,15 @@ fn holders(
     let mut sends = vec![Vec::new(); size];
     for (set, why) in [(kept, HOLDS_UNSELECTED), (blocked, HOLDS_FAILED)] {
         for p in set {
-            let buf = &mut sends[owner(p)];
-            buf.push(why);
-            wire::put_bytes(buf, p);
+            steal::typed::encode_into(&(why, serde_bytes::Bytes::new(p)), &mut sends[owner(p)]);
         }
     }
     let got = comm.alltoallv(sends);
     let mut why: HashMap<&[u8], u8> = HashMap::new();
     for part in &got {
-        let mut input = Reader::new(part);
-        while !input.is_empty() {
-            let w = input.u8();
-            *why.entry(input.bytes()).or_default() |= w;
+        for held in steal::typed::each::<(u8, &serde_bytes::Bytes)>(part) {
+            let (w, path) = steal::typed::sent(held);
+            *why.entry(&path[..]).or_default() |= w;
         }
     }
     let dirs = remap(comm, dirs, |e| owner(e.path));

@@ -18,8 +18,8 @@ use flist::record::Entry;
 use flist::walk::stat_path;
 use flist::{Detail, FileList, FileType, Meta};
 use std::collections::{HashMap, HashSet};
-use steal::wire::{self, Reader};
-use steal::Comm;
+use steal::typed::ByteStrings;
+use steal::{Comm, CommExt};
 
 /// What [`decide`] plans from.
 pub(super) struct Inputs<'a> {
@@ -50,7 +50,7 @@ pub(super) fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     let conflicts = gather_conflicts(comm, inp, &by_rel);
     let mut planner = Planner::new(inp);
     plan_sources(&mut planner, inp, &by_rel, &conflicts);
-    let replaced = gather_replaced(comm, &planner.replaced_dirs);
+    let replaced = gather_replaced(comm, std::mem::take(&mut planner.replaced_dirs));
     plan_dest_only(&mut planner, inp, &replaced);
     planner.finish()
 }
@@ -103,35 +103,26 @@ fn gather_conflicts(comm: &dyn Comm, inp: &Inputs, by_rel: &PathIndex) -> Confli
             for e in list.iter() {
                 if let Some(i) = by_rel.find(inp.map.rel(e.path), dest_rel) {
                     if inp.dest.kind(i) != e.kind {
-                        wire::put_bytes(&mut local, &inp.map.dest(e.path));
+                        local.push(inp.map.dest(e.path));
                     }
                 }
             }
         }
     }
-    Conflicts(all_paths(&comm.allgatherv(&local)).collect())
+    Conflicts(all_paths(comm, local).collect())
 }
 
 /// Step 3 (collective): the DEST directories that source entries of another type replace, of
 /// every rank: their subtrees go with them.
-fn gather_replaced(comm: &dyn Comm, local: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let mut bytes = Vec::new();
-    for p in local {
-        wire::put_bytes(&mut bytes, p);
-    }
-    all_paths(&comm.allgatherv(&bytes)).collect()
+fn gather_replaced(comm: &dyn Comm, local: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    all_paths(comm, local).collect()
 }
 
-/// The paths of every rank's message.
-fn all_paths(messages: &[Vec<u8>]) -> impl Iterator<Item = Vec<u8>> + '_ {
-    messages.iter().flat_map(|bytes| {
-        let mut r = Reader::new(bytes);
-        let mut v = Vec::new();
-        while !r.is_empty() {
-            v.push(r.bytes().to_vec());
-        }
-        v
-    })
+/// The paths `local` of every rank, in rank order. Collective.
+fn all_paths(comm: &dyn Comm, local: Vec<Vec<u8>>) -> impl Iterator<Item = Vec<u8>> {
+    comm.all_gather(&ByteStrings(local))
+        .into_iter()
+        .flat_map(|ByteStrings(paths)| paths)
 }
 
 /// Step 2: classify every source entry (of the source list, then of the hard-link members

@@ -32,7 +32,6 @@ use flist::{Detail, FileList, FileType, Meta};
 use std::os::unix::ffi::OsStringExt;
 use std::time::Instant;
 use steal::ordered::in_rank_order;
-use steal::wire::{self, Reader};
 use steal::{Comm, CommExt, ReduceOp};
 
 /// What `sync` makes equal and how. [`Options::new`] gives the command line's defaults.
@@ -849,13 +848,12 @@ fn failed_paths<'a>(
         } else {
             [dest, b"/", rel].concat()
         };
-        wire::put_bytes(&mut sends[home(rel, size)], &path);
+        steal::typed::encode_into(serde_bytes::Bytes::new(&path), &mut sends[home(rel, size)]);
     }
     let mut failed = std::collections::HashSet::new();
     for bytes in comm.alltoallv(sends) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            failed.insert(r.bytes().to_vec());
+        for path in steal::typed::each::<&serde_bytes::Bytes>(&bytes) {
+            failed.insert(steal::typed::sent(path).to_vec());
         }
     }
     failed

@@ -41,13 +41,14 @@ use reach::Reach;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
+use serde_bytes::{ByteBuf, Bytes};
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use steal::progress::Progress;
-use steal::queue::{self, WorkItem};
-use steal::wire::{self, Reader};
+use steal::queue;
+use steal::typed;
 use steal::{Comm, CommExt, ReduceOp};
 use striping::Striping;
 use transfer::Transfer;
@@ -361,15 +362,12 @@ impl Report {
 fn failed_items(comm: &dyn Comm, errors: &[ItemError]) -> u64 {
     let mut sends = vec![Vec::new(); comm.size()];
     for e in errors {
-        wire::put_u64(&mut sends[0], hash_path(&e.path));
+        typed::encode_into(&hash_path(&e.path), &mut sends[0]);
     }
     let got = comm.alltoallv(sends);
     let mut distinct = std::collections::HashSet::new();
     for bytes in &got {
-        let mut r = Reader::new(bytes);
-        while !r.is_empty() {
-            distinct.insert(r.u64());
-        }
+        distinct.extend(typed::each::<u64>(bytes).map(typed::sent));
     }
     comm.sum(distinct.len() as u64)
 }
@@ -651,34 +649,32 @@ struct Batch {
     chunks: Vec<Chunk>,
 }
 
-impl WorkItem for Batch {
-    fn encode(&self, out: &mut Vec<u8>) {
-        wire::put_u64(out, self.chunks.len() as u64);
-        for c in &self.chunks {
-            wire::put_bytes(out, &c.path);
-            for v in [c.offset, c.length, c.file_size] {
-                wire::put_u64(out, v);
-            }
-            c.meta.encode(out);
-        }
+/// A chunk as it travels: its path as one byte string.
+type ChunkMessage = (ByteBuf, u64, u64, u64, Meta);
+
+/// A rank message (and so a work item): each chunk as (path, offset, length, file size, meta).
+impl serde::Serialize for Batch {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.chunks.iter().map(|c| {
+            let path = Bytes::new(&c.path);
+            (path, c.offset, c.length, c.file_size, c.meta)
+        }))
     }
-    fn decode(input: &mut Reader<'_>) -> Self {
-        let n = input.u64();
-        let chunks = (0..n)
-            .map(|_| {
-                let path = input.bytes().to_vec();
-                let (offset, length, file_size) = (input.u64(), input.u64(), input.u64());
-                let meta = Meta::decode(input.take(flist::record::META_BYTES));
-                Chunk {
-                    path,
-                    offset,
-                    length,
-                    file_size,
-                    meta,
-                }
+}
+
+impl<'de> serde::Deserialize<'de> for Batch {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Batch, D::Error> {
+        let chunks = Vec::<ChunkMessage>::deserialize(d)?
+            .into_iter()
+            .map(|(path, offset, length, file_size, meta)| Chunk {
+                path: path.into_vec(),
+                offset,
+                length,
+                file_size,
+                meta,
             })
             .collect();
-        Batch { chunks }
+        Ok(Batch { chunks })
     }
 }
 
@@ -1522,21 +1518,14 @@ fn finish_split_files(comm: &dyn Comm, pending: HashMap<Vec<u8>, Pending>, w: &W
     let mut sends = vec![Vec::new(); size];
     for (path, p) in &pending {
         let out = &mut sends[(hash_path(path) % size as u64) as usize];
-        wire::put_bytes(out, path);
-        wire::put_u64(out, p.remaining);
-        wire::put_u64(out, p.failed as u64);
-        p.meta.encode(out);
+        typed::encode_into(&(Bytes::new(path), p.remaining, p.failed, p.meta), out);
     }
     let got = comm.alltoallv(sends);
     let mut sums: HashMap<Vec<u8>, (u64, bool, Meta, usize)> = HashMap::new();
     for bytes in &got {
-        let mut r = Reader::new(bytes);
-        while !r.is_empty() {
-            let path = r.bytes().to_vec();
-            let remaining = r.u64();
-            let failed = r.u64() != 0;
-            let meta = Meta::decode(r.take(flist::record::META_BYTES));
-            let e = sums.entry(path).or_insert((0, false, meta, 0));
+        for part in typed::each::<(ByteBuf, u64, bool, Meta)>(bytes) {
+            let (path, remaining, failed, meta) = typed::sent(part);
+            let e = sums.entry(path.into_vec()).or_insert((0, false, meta, 0));
             // Each rank counted down from the file's total: the chunks it did are total - remaining.
             e.0 += remaining;
             e.1 |= failed;
@@ -1669,6 +1658,30 @@ fn dir_metadata(
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    /// A batch of chunks travels whole between ranks: odd path bytes, sizes, metadata.
+    #[test]
+    fn batches_round_trip_between_ranks() {
+        let chunk = |path: &[u8], offset| Chunk {
+            path: path.to_vec(),
+            offset,
+            length: 1 << 20,
+            file_size: u64::MAX,
+            meta: Meta {
+                mode: 0o100644,
+                size: u64::MAX,
+                mtime: -5,
+                ..Meta::default()
+            },
+        };
+        let batch = Batch {
+            chunks: vec![chunk(b"/a b\n|\xff", 0), chunk(b"", 1 << 40)],
+        };
+        let bytes = typed::encode(&batch);
+        let back = typed::decode::<Batch>(&bytes).unwrap();
+        assert_eq!(back.chunks, batch.chunks);
+        assert!(typed::decode::<Batch>(&bytes[..bytes.len() - 1]).is_err());
+    }
 
     #[test]
     fn automatic_chunks_grow_with_the_data_and_keep_every_worker_busy() {
