@@ -129,10 +129,23 @@ pub struct Counters {
     /// `remote` plus this rank's counters.
     gathered: [AtomicU64; 3],
     has_gathered: AtomicBool,
+    /// The (items, bytes, errors) of the last line the timer drew.
+    drawn: Mutex<Option<[u64; 3]>>,
     start: Instant,
 }
 
 impl Counters {
+    /// Hand the sums as they stand to `reporter`, unless `only_if_new` and the last line drawn
+    /// showed the same counts (a last line that says nothing new would show a rate of 0 now).
+    fn draw(&self, reporter: &Reporter, only_if_new: bool) {
+        let r = self.report();
+        let counts = Some([r.items, r.bytes, r.errors]);
+        if std::mem::replace(&mut *lock(&self.drawn), counts) == counts && only_if_new {
+            return;
+        }
+        reporter(&r);
+    }
+
     /// The sums as they stand.
     fn report(&self) -> Report {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -210,6 +223,7 @@ impl Progress {
                 remote: [zero(), zero(), zero()],
                 gathered: [zero(), zero(), zero()],
                 has_gathered: AtomicBool::new(false),
+                drawn: Mutex::new(None),
                 start: Instant::now(),
             }),
             interval,
@@ -302,7 +316,7 @@ impl Progress {
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 ticks.tick().await;
-                reporter(&counters.report());
+                counters.draw(&reporter, false);
             }
         }));
     }
@@ -322,7 +336,8 @@ impl Progress {
 
 impl Drop for Progress {
     /// A phase that drew progress ends with one last line, the final sums and rates, drawn by
-    /// the timer's task once it has stopped (so that no line of this phase follows it).
+    /// the timer's task once it has stopped (so that no line of this phase follows it); not
+    /// when the timer's last line showed them already.
     fn drop(&mut self) {
         let drawing = std::mem::replace(&mut *lock(&self.drawing), Drawing::Idle);
         let Some(reporter) = self.reporter.clone() else {
@@ -336,7 +351,7 @@ impl Drop for Progress {
                 on_runtime(async move {
                     timer.abort();
                     let _ = timer.await;
-                    reporter(&counters.report());
+                    counters.draw(&reporter, true);
                 });
             }
         }
