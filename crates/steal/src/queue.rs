@@ -508,8 +508,9 @@ impl<T: WorkItem> Rank<'_, T> {
             TAG_TOKEN => self.token = Some(typed::expect(&bytes)),
             TAG_DONE => self.done = true,
             TAG_PROGRESS => {
-                if let Some(board) = &mut self.board {
+                if let (Some(board), Some(p)) = (&mut self.board, self.progress) {
                     board.update(src, typed::expect(&bytes));
+                    board.publish(p);
                 }
             }
             other => panic!("work queue: unexpected message tag {other} from rank {src}"),
@@ -672,21 +673,15 @@ impl<T: WorkItem> Rank<'_, T> {
         crate::stats::gather(self.comm, counts);
     }
 
+    /// Rank 0 starts its drawing once the first interval has passed (the progress runtime's
+    /// timer draws from then on); the other ranks send rank 0 a snapshot every interval.
     fn report_progress(&mut self) {
         let Some(p) = self.progress else { return };
-        if !p.due() {
-            return;
-        }
-        let snap = p.snapshot();
-        match &mut self.board {
-            Some(board) => {
-                board.update(0, snap);
-                board.report(p);
-            }
-            None => {
-                self.comm.send_value(0, TAG_PROGRESS, &snap);
-                self.progress_sent += 1;
-            }
+        if self.board.is_some() {
+            p.poll();
+        } else if p.due() {
+            self.comm.send_value(0, TAG_PROGRESS, &p.snapshot());
+            self.progress_sent += 1;
         }
     }
 
@@ -720,8 +715,9 @@ impl<T: WorkItem> Rank<'_, T> {
             while missing > 0 {
                 match self.comm.try_recv(Some(TAG_PROGRESS)) {
                     Some((src, _, bytes)) => {
-                        if let Some(board) = &mut self.board {
+                        if let (Some(board), Some(p)) = (&mut self.board, self.progress) {
                             board.update(src, typed::expect(&bytes));
+                            board.publish(p);
                         }
                         missing -= 1;
                     }

@@ -185,3 +185,45 @@ fn rm_of_a_deep_chain_runs_no_queue_per_level() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The runtime of progress reporting (tokio) starts only once a progress interval has passed:
+/// a run that ends within its first interval never starts it (no start-up cost), a long one
+/// draws its lines through it.
+#[test]
+fn the_progress_runtime_starts_only_for_runs_longer_than_an_interval() {
+    let t = tempfile::tempdir().unwrap();
+    tree(&t.path().join("src"));
+    let src = t.path().join("src");
+    let started = |out: &std::process::Output| {
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let line = err
+            .lines()
+            .find_map(|l| l.split_once(" stats: progress: runtime_started="))
+            .unwrap_or_else(|| panic!("no progress stats line in:\n{err}"));
+        (line.1.to_string(), err)
+    };
+    for ranks in [1, 2] {
+        let out = Tool::new("walk")
+            .ranks(ranks)
+            .args(["--progress", "60", src.to_str().unwrap()])
+            .env("MFU_RS_STATS", "1")
+            .run();
+        assert!(out.status.success(), "{out:?}");
+        let (n, err) = started(&out);
+        assert_eq!(n, "0", "a short walk started the progress runtime:\n{err}");
+        assert!(!err.contains("Walked "), "{err}");
+    }
+    // Each directory takes 5 ms, progress every 2 ms: lines, through the runtime.
+    let out = Tool::new("walk")
+        .ranks(2)
+        .args(["--progress", "0.002", src.to_str().unwrap()])
+        .env("MFU_RS_STATS", "1")
+        .env("MFU_RS_TEST_ITEM_DELAY_MS", "5")
+        .run();
+    assert!(out.status.success(), "{out:?}");
+    let (n, err) = started(&out);
+    assert_eq!(n, "1", "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("Walked ")).collect();
+    assert!(!lines.is_empty(), "no progress line in:\n{err}");
+    assert!(lines.iter().all(|l| l.contains("items/s")), "{err}");
+}

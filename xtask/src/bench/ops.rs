@@ -207,6 +207,8 @@ fn each(v: Vec<Contestant>, f: impl Fn(Case) -> Case) -> Vec<Contestant> {
 
 /// The contestants of `op` on the set-up workload; untimed set-up of the operation (a synced
 /// destination, archives to extract) happens here.
+// One arm per operation listing its contestants: read as a table of operations, not split.
+#[allow(clippy::too_many_lines)]
 pub fn contestants(op: Op, st: &Setup) -> Result<Vec<Contestant>> {
     let src = st.w.src.clone();
     let sp = s(&src).to_string();

@@ -222,26 +222,7 @@ fn work(
     crate::engine::test_seam::after_listing(comm);
     // Every rank reads the input: all must have it open before anything is created.
     let source = open_on_all_ranks(comm, context, input, planned.input, open)?;
-    let out = match output::create(comm, dest, planned.dir) {
-        Ok((o, notes)) => {
-            notes.iter().for_each(|n| context.error(n));
-            o
-        }
-        Err((status, e)) => {
-            if status == Status::Usage {
-                let e = if e.is_empty() {
-                    "the setup failed on another rank".to_string()
-                } else {
-                    e
-                };
-                return Err(Halt::Usage(Error::new(e)));
-            }
-            if !e.is_empty() {
-                context.error(e);
-            }
-            return Err(Halt::Failed);
-        }
-    };
+    let out = create_output(comm, context, dest, planned.dir)?;
     let input_name = display(input).into_owned();
     let output_name = display(dest).into_owned();
     let verb = if options.decompress {
@@ -360,6 +341,36 @@ fn work(
         comm.bcast_from(0, &None)
     };
     finished.ok_or(Halt::Failed)
+}
+
+/// The temporary output beside `dest`, created by rank 0 in the directory `dir` (the input's),
+/// its notes (other runs' temporaries removed) told. Collective.
+fn create_output(
+    comm: &dyn Comm,
+    context: &Context,
+    dest: &[u8],
+    dir: (u64, u64),
+) -> Result<output::TempOutput, Halt> {
+    match output::create(comm, dest, dir) {
+        Ok((o, notes)) => {
+            notes.iter().for_each(|n| context.error(n));
+            Ok(o)
+        }
+        Err((status, e)) => {
+            if status == Status::Usage {
+                let e = if e.is_empty() {
+                    "the setup failed on another rank".to_string()
+                } else {
+                    e
+                };
+                return Err(Halt::Usage(Error::new(e)));
+            }
+            if !e.is_empty() {
+                context.error(e);
+            }
+            Err(Halt::Failed)
+        }
+    }
 }
 
 /// Phase 1: rank 0 checks everything and keeps the input's metadata; the others learn the

@@ -194,31 +194,7 @@ pub fn run(
         Root::open_path(dir).map_err(|e| format!("open {}: {e}", display(dir))),
     )?;
     let started = Instant::now();
-    let (rank, size) = (comm.rank(), comm.size());
-    // Every rank takes every size-th line (the file is read by all; hashing is the work).
-    let mut bad = 0u64;
-    let mut mine = Vec::new();
-    for (n, l) in text
-        .split(|&b| b == b'\n')
-        .enumerate()
-        .filter(|(_, l)| !l.is_empty())
-    {
-        if n % size != rank {
-            continue;
-        }
-        match parse_line(l) {
-            Some((digest, rel)) => mine.push((digest, rel)),
-            None => {
-                bad += 1;
-                context.error(format_args!(
-                    "{} line {}: not a manifest line (HASH  PATH)",
-                    display(file),
-                    n + 1
-                ));
-            }
-        }
-    }
-    drop(text);
+    let (mine, bad) = my_lines(comm, context, file, text);
     let both = kind.is_none();
     let sha = kind != Some(HashKind::Blake3);
     let found: Vec<Found> = mine
@@ -229,21 +205,7 @@ pub fn run(
     let stopped = found.iter().any(|f| matches!(f, Found::Stopped));
     let interrupted = steal::CommExt::any(comm, stopped);
     // Which hash: given, or the one more lines match.
-    let kind = kind.unwrap_or_else(|| {
-        let mut votes = [0u64; 2];
-        for ((want, _), f) in mine.iter().zip(&found) {
-            if let Found::Hashed(b3, s2, _) = f {
-                votes[0] += u64::from(b3 == want);
-                votes[1] += u64::from(s2.as_ref() == Some(want));
-            }
-        }
-        comm.allreduce(&mut votes, ReduceOp::Sum);
-        if votes[1] > votes[0] {
-            HashKind::Sha256
-        } else {
-            HashKind::Blake3
-        }
-    });
+    let kind = kind.unwrap_or_else(|| vote(comm, &mine, &found));
     let mut c = Checked {
         manifest: display(file).into_owned(),
         hash: kind,
@@ -252,43 +214,7 @@ pub fn run(
         unreadable: bad,
         ..Checked::default()
     };
-    let mut bytes_read = 0;
-    for ((want, rel), f) in mine.iter().zip(found) {
-        let shown = display(rel);
-        match f {
-            Found::Hashed(b3, s2, n) => {
-                bytes_read += n;
-                let got = match kind {
-                    HashKind::Blake3 => Some(b3),
-                    HashKind::Sha256 => s2,
-                };
-                if got.as_ref() == Some(want) {
-                    c.matched += 1;
-                } else {
-                    c.differ += 1;
-                    context.error(format_args!(
-                        "{shown}: FAILED: its content differs from the manifest ({})",
-                        kind.name()
-                    ));
-                }
-            }
-            Found::Missing(e) => {
-                c.missing += 1;
-                context.error(format_args!("{shown}: missing ({e})"));
-            }
-            Found::Unreadable(e) => {
-                c.unreadable += 1;
-                context.error(format_args!("read {shown}: {e}"));
-            }
-            Found::NotRegular(what) => {
-                c.differ += 1;
-                context.error(format_args!(
-                    "{shown}: FAILED: {what}, where the manifest lists a regular file (not read)"
-                ));
-            }
-            Found::Stopped => c.not_checked += 1,
-        }
-    }
+    let mut bytes_read = judge(context, &mine, found, &mut c);
     let mut sums = [
         c.listed,
         c.matched,
@@ -338,6 +264,99 @@ pub fn run(
         manifest: Some(c),
         ..Report::default()
     })
+}
+
+/// A manifest line: the digest it lists and the path relative to the directory checked.
+type Line = ([u8; 32], Vec<u8>);
+
+/// The lines of `text` this rank checks (every size-th: the file is read by all, hashing is
+/// the work), as (digest, path), and how many of them are no manifest line (each named).
+fn my_lines(comm: &dyn Comm, context: &Context, file: &[u8], text: Vec<u8>) -> (Vec<Line>, u64) {
+    let (rank, size) = (comm.rank(), comm.size());
+    let mut bad = 0u64;
+    let mut mine = Vec::new();
+    for (n, l) in text
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, l)| !l.is_empty())
+    {
+        if n % size != rank {
+            continue;
+        }
+        match parse_line(l) {
+            Some((digest, rel)) => mine.push((digest, rel)),
+            None => {
+                bad += 1;
+                context.error(format_args!(
+                    "{} line {}: not a manifest line (HASH  PATH)",
+                    display(file),
+                    n + 1
+                ));
+            }
+        }
+    }
+    (mine, bad)
+}
+
+/// The hash more lines of all ranks match (BLAKE3 on a tie). Collective.
+fn vote(comm: &dyn Comm, mine: &[Line], found: &[Found]) -> HashKind {
+    let mut votes = [0u64; 2];
+    for ((want, _), f) in mine.iter().zip(found) {
+        if let Found::Hashed(b3, s2, _) = f {
+            votes[0] += u64::from(b3 == want);
+            votes[1] += u64::from(s2.as_ref() == Some(want));
+        }
+    }
+    comm.allreduce(&mut votes, ReduceOp::Sum);
+    if votes[1] > votes[0] {
+        HashKind::Sha256
+    } else {
+        HashKind::Blake3
+    }
+}
+
+/// Count this rank's lines into `c` by what their files were found to be (each failure
+/// named); the bytes read.
+fn judge(context: &Context, mine: &[Line], found: Vec<Found>, c: &mut Checked) -> u64 {
+    let mut bytes_read = 0;
+    for ((want, rel), f) in mine.iter().zip(found) {
+        let shown = display(rel);
+        let kind = c.hash;
+        match f {
+            Found::Hashed(b3, s2, n) => {
+                bytes_read += n;
+                let got = match kind {
+                    HashKind::Blake3 => Some(b3),
+                    HashKind::Sha256 => s2,
+                };
+                if got.as_ref() == Some(want) {
+                    c.matched += 1;
+                } else {
+                    c.differ += 1;
+                    context.error(format_args!(
+                        "{shown}: FAILED: its content differs from the manifest ({})",
+                        kind.name()
+                    ));
+                }
+            }
+            Found::Missing(e) => {
+                c.missing += 1;
+                context.error(format_args!("{shown}: missing ({e})"));
+            }
+            Found::Unreadable(e) => {
+                c.unreadable += 1;
+                context.error(format_args!("read {shown}: {e}"));
+            }
+            Found::NotRegular(what) => {
+                c.differ += 1;
+                context.error(format_args!(
+                    "{shown}: FAILED: {what}, where the manifest lists a regular file (not read)"
+                ));
+            }
+            Found::Stopped => c.not_checked += 1,
+        }
+    }
+    bytes_read
 }
 
 /// The report of a check: `Checked N files against FILE (HASH): M match, D differ, ...`.

@@ -7,33 +7,19 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
-use steal::queue::WorkItem;
-use steal::wire::{put_bytes, put_u64, Reader};
 
-/// A command to run, with its number in the input.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A command to run, with its number in the input. A rank message (and so a work item).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Job {
     /// Its place in the input, 1 first (the joblog's Seq, the order of `--keep-order`).
     pub seq: u64,
     /// The shell command line.
+    #[serde(with = "serde_bytes")]
     pub command: Vec<u8>,
 }
 
-impl WorkItem for Job {
-    fn encode(&self, out: &mut Vec<u8>) {
-        put_u64(out, self.seq);
-        put_bytes(out, &self.command);
-    }
-    fn decode(input: &mut Reader<'_>) -> Self {
-        Job {
-            seq: input.u64(),
-            command: input.bytes().to_vec(),
-        }
-    }
-}
-
-/// A command that ran (or could not start).
-#[derive(Debug, Clone, PartialEq)]
+/// A command that ran (or could not start). A rank message (to rank 0, for the output).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Done {
     /// The command.
     pub job: Job,
@@ -46,8 +32,10 @@ pub struct Done {
     /// The signal that killed it, or 0.
     pub signal: i32,
     /// Its standard output, whole.
+    #[serde(with = "serde_bytes")]
     pub stdout: Vec<u8>,
     /// Its standard error, whole (or why it could not start).
+    #[serde(with = "serde_bytes")]
     pub stderr: Vec<u8>,
 }
 
@@ -79,30 +67,6 @@ impl Done {
             format!("could not start: {}", String::from_utf8_lossy(&self.stderr))
         } else {
             format!("exit status {}", self.exitval)
-        }
-    }
-
-    /// Encode for the trip to rank 0.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        self.job.encode(out);
-        put_u64(out, self.start.to_bits());
-        put_u64(out, self.runtime.to_bits());
-        put_u64(out, self.exitval as i64 as u64);
-        put_u64(out, self.signal as i64 as u64);
-        put_bytes(out, &self.stdout);
-        put_bytes(out, &self.stderr);
-    }
-
-    /// Decode what [`Done::encode`] wrote.
-    pub fn decode(input: &mut Reader<'_>) -> Done {
-        Done {
-            job: Job::decode(input),
-            start: f64::from_bits(input.u64()),
-            runtime: f64::from_bits(input.u64()),
-            exitval: input.u64() as i64 as i32,
-            signal: input.u64() as i64 as i32,
-            stdout: input.bytes().to_vec(),
-            stderr: input.bytes().to_vec(),
         }
     }
 }
@@ -233,5 +197,33 @@ impl Running {
                 stderr: format!("wait for /bin/sh: {e}").into_bytes(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job and its result travel whole between ranks: a command line and output of any bytes.
+    #[test]
+    fn jobs_and_their_results_round_trip_between_ranks() {
+        let job = Job {
+            seq: u64::MAX,
+            command: b"echo 'a b' \xff | cat\n".to_vec(),
+        };
+        let done = Done {
+            job: job.clone(),
+            start: 1.5e9,
+            runtime: f64::MIN_POSITIVE,
+            exitval: -1,
+            signal: 9,
+            stdout: vec![0, 255, b'\n'],
+            stderr: Vec::new(),
+        };
+        let bytes = steal::typed::encode(&done);
+        assert_eq!(steal::typed::decode::<Done>(&bytes).unwrap(), done);
+        let bytes = steal::typed::encode(&job);
+        assert_eq!(steal::typed::decode::<Job>(&bytes).unwrap(), job);
+        assert!(steal::typed::decode::<Job>(&bytes[..bytes.len() - 1]).is_err());
     }
 }

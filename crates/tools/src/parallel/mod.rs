@@ -29,8 +29,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use steal::queue;
-use steal::wire::Reader;
 use steal::{Comm, CommExt};
 
 /// Where each command's standard error goes (the command line: this process's stderr).
@@ -145,23 +143,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     // Before any command starts: what kills the commands should this rank die (see
     // `steal::signals::supervise`). Without it, nothing runs.
     agree(comm, steal::signals::supervise())?;
-    if let Some(log) = &options.joblog {
-        let created = if comm.rank() == 0 {
-            joblog::create(log, options.resume != Resume::No)
-                .map_err(|e| format!("create joblog {}: {e}", flist::path::display(log)))
-        } else {
-            Ok(())
-        };
-        agree(comm, created)?;
-    }
-    let log = match &options.joblog {
-        Some(path) => Some(Mutex::new(agree(
-            comm,
-            joblog::open(path)
-                .map_err(|e| format!("open joblog {}: {e}", flist::path::display(path))),
-        )?)),
-        None => None,
-    };
+    let log = open_joblog(comm, options)?;
 
     // 3. Run: rank 0 hands the jobs out in input order, one at a time, to whichever runner
     // (of any rank) is free, and the next only once the previous one has started.
@@ -269,24 +251,8 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
 
     // 4. Output kept for rank 0.
     if !stream {
-        let mut kept = kept.into_inner().unwrap_or_else(|p| p.into_inner());
-        let mut bytes = Vec::new();
-        for d in kept.drain(..) {
-            d.encode(&mut bytes);
-        }
-        let mut all = Vec::new();
-        steal::ordered::in_rank_order(comm, bytes, |part| {
-            let mut r = Reader::new(part);
-            while !r.is_empty() {
-                all.push(Done::decode(&mut r));
-            }
-        });
-        if options.keep_order {
-            all.sort_by_key(|d| d.job.seq);
-        }
-        for d in &all {
-            emit(options, d);
-        }
+        let kept = kept.into_inner().unwrap_or_else(|p| p.into_inner());
+        emit_kept(comm, options, kept);
     }
     if report.interrupted && comm.rank() == 0 {
         let started = if terminated {
@@ -308,6 +274,43 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     }
     report.failures = context.failures();
     Ok(report)
+}
+
+/// `--joblog`: created (or, with `--resume`, kept) by rank 0, then opened for appending by every
+/// rank. Collective; `None` without a joblog.
+fn open_joblog(comm: &dyn Comm, options: &Options) -> Result<Option<Mutex<std::fs::File>>, Error> {
+    let Some(log) = &options.joblog else {
+        return Ok(None);
+    };
+    let created = if comm.rank() == 0 {
+        joblog::create(log, options.resume != Resume::No)
+            .map_err(|e| format!("create joblog {}: {e}", flist::path::display(log)))
+    } else {
+        Ok(())
+    };
+    agree(comm, created)?;
+    let opened =
+        joblog::open(log).map_err(|e| format!("open joblog {}: {e}", flist::path::display(log)));
+    Ok(Some(Mutex::new(agree(comm, opened)?)))
+}
+
+/// The output kept on each rank, written by rank 0 in rank order (`--keep-order`: in input
+/// order). Collective.
+fn emit_kept(comm: &dyn Comm, options: &Options, mut kept: Vec<Done>) {
+    let mut bytes = Vec::new();
+    for d in kept.drain(..) {
+        steal::typed::encode_into(&d, &mut bytes);
+    }
+    let mut all = Vec::new();
+    steal::ordered::in_rank_order(comm, bytes, |part| {
+        all.extend(steal::typed::each::<Done>(part).map(steal::typed::sent));
+    });
+    if options.keep_order {
+        all.sort_by_key(|d| d.job.seq);
+    }
+    for d in &all {
+        emit(options, d);
+    }
 }
 
 /// How long a command stopped by [`Terminate`] has between SIGTERM and SIGKILL. Open MPI sends
@@ -549,7 +552,7 @@ fn dispatch(
                 // Rank 0 answers this rank's requests in the order they were sent.
                 let i = waiting.pop_front().expect("an answer follows a request");
                 let job = (message[0] == 1)
-                    .then(|| <Job as queue::WorkItem>::decode(&mut Reader::new(&message[1..])));
+                    .then(|| steal::typed::sent(steal::typed::decode::<Job>(&message[1..])));
                 let handed = job.is_some();
                 match runners[i].send(job) {
                     Ok(()) if !handed => live -= 1,
@@ -654,10 +657,7 @@ fn jobs(comm: &dyn Comm, options: &Options) -> Result<Vec<Job>, String> {
         drop(list);
         let mut jobs = Vec::new();
         for part in comm.alltoallv(sends) {
-            let mut r = Reader::new(&part);
-            while !r.is_empty() {
-                jobs.push(<Job as queue::WorkItem>::decode(&mut r));
-            }
+            jobs.extend(steal::typed::each::<Job>(&part).map(steal::typed::sent));
         }
         return Ok(jobs);
     }
@@ -690,7 +690,7 @@ fn jobs(comm: &dyn Comm, options: &Options) -> Result<Vec<Job>, String> {
 
 impl Job {
     fn encode_into(&self, out: &mut Vec<u8>) {
-        <Job as queue::WorkItem>::encode(self, out);
+        steal::typed::encode_into(self, out);
     }
 }
 

@@ -49,7 +49,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use steal::ordered::in_rank_order;
-use steal::wire::{self, Reader};
 use steal::{Comm, CommExt};
 
 /// What `rm` removes and how. [`Options::new`] gives the command line's defaults.
@@ -155,30 +154,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let stop: &AtomicBool = &context.stop;
     let timing = |msg: &str| timing(comm, args, msg);
     // Check every argument before touching the file system.
-    let checked = RegexSelector::new(args.matching.as_deref(), args.exclude.as_deref(), args.name)
-        .map_err(|e| e.to_string())
-        .and_then(|selector| {
-            let cwd = flist::path::current_dir().map_err(|e| format!("current directory: {e}"))?;
-            let roots = if args.input.is_list() {
-                Vec::new()
-            } else if args.input.walk_paths().is_empty() {
-                return Err("no PATH to remove".to_string());
-            } else {
-                roots(args.input.walk_paths(), &cwd)?
-            };
-            // The list is written once the removal is done: inside a tree being removed it
-            // would be removed with it (an earlier one) or have no directory left to go in.
-            if !args.dryrun {
-                let outputs: Vec<(&str, &[u8])> =
-                    args.output.iter().map(|o| ("--output", &o[..])).collect();
-                let trees: Vec<(&str, &[u8])> = roots
-                    .iter()
-                    .map(|r| ("tree being removed", &r[..]))
-                    .collect();
-                crate::engine::outputs::refuse_inside(&outputs, &trees)?;
-            }
-            Ok((selector, cwd, roots))
-        });
+    let checked = check(args);
     let (selector, cwd, roots) = agree_setup(comm, checked)?;
     // Opened before the walk, so that what is removed is reached from the directories walked.
     let opened = Arc::new(Roots::open_dirs(roots.iter().map(|r| r.as_slice())));
@@ -321,6 +297,38 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     Ok(rm.end(comm, args, interrupted, started))
 }
 
+/// The selector, the working directory and the roots to remove.
+type Checked = (RegexSelector, Vec<u8>, Vec<Vec<u8>>);
+
+/// Every argument checked before the file system is touched: the selector, the working
+/// directory and the roots to remove (none with `--input`). `Err`: a usage error.
+fn check(args: &Options) -> Result<Checked, String> {
+    RegexSelector::new(args.matching.as_deref(), args.exclude.as_deref(), args.name)
+        .map_err(|e| e.to_string())
+        .and_then(|selector| {
+            let cwd = flist::path::current_dir().map_err(|e| format!("current directory: {e}"))?;
+            let roots = if args.input.is_list() {
+                Vec::new()
+            } else if args.input.walk_paths().is_empty() {
+                return Err("no PATH to remove".to_string());
+            } else {
+                roots(args.input.walk_paths(), &cwd)?
+            };
+            // The list is written once the removal is done: inside a tree being removed it
+            // would be removed with it (an earlier one) or have no directory left to go in.
+            if !args.dryrun {
+                let outputs: Vec<(&str, &[u8])> =
+                    args.output.iter().map(|o| ("--output", &o[..])).collect();
+                let trees: Vec<(&str, &[u8])> = roots
+                    .iter()
+                    .map(|r| ("tree being removed", &r[..]))
+                    .collect();
+                crate::engine::outputs::refuse_inside(&outputs, &trees)?;
+            }
+            Ok((selector, cwd, roots))
+        })
+}
+
 /// Phase 1: the candidates (walked, or read from `--input`), the failures that leave entries
 /// in place, and whether a stop request cut the walk short. With `--aggressive` the walk
 /// already unlinks the selected non-directories. `Err` is a usage error, the same on every
@@ -434,18 +442,15 @@ fn holders(
     let mut sends = vec![Vec::new(); size];
     for (set, why) in [(kept, HOLDS_UNSELECTED), (blocked, HOLDS_FAILED)] {
         for p in set {
-            let buf = &mut sends[owner(p)];
-            buf.push(why);
-            wire::put_bytes(buf, p);
+            steal::typed::encode_into(&(why, serde_bytes::Bytes::new(p)), &mut sends[owner(p)]);
         }
     }
     let got = comm.alltoallv(sends);
     let mut why: HashMap<&[u8], u8> = HashMap::new();
     for part in &got {
-        let mut input = Reader::new(part);
-        while !input.is_empty() {
-            let w = input.u8();
-            *why.entry(input.bytes()).or_default() |= w;
+        for held in steal::typed::each::<(u8, &serde_bytes::Bytes)>(part) {
+            let (w, path) = steal::typed::sent(held);
+            *why.entry(&path[..]).or_default() |= w;
         }
     }
     let dirs = remap(comm, dirs, |e| owner(e.path));

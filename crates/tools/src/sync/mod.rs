@@ -10,30 +10,28 @@
 //! journal it can trust, only the chunks the journal does not record
 //! ([`crate::engine::copy::journal`]).
 
+mod classify;
+mod decide;
 mod xattrs;
 
-use crate::engine::compare_expr::{Field, Output, State, States};
+use crate::engine::compare_expr::{Field, Output, States};
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::journal::{self, Found, Resumable, SourceId};
-use crate::engine::copy::meta::Differences;
 use crate::engine::copy::resume::{self, Journals};
 use crate::engine::copy::{links, Mapping, Plan};
-use crate::engine::pairing::{
-    self, bring_home, contents_differ, exchange_pairs, home, index_by_rel, link_target, rdev,
-};
+use crate::engine::pairing::{self, bring_home, contents_differ, exchange_pairs, home};
 use crate::engine::remove::{remove, Remover, Wording};
 use crate::engine::select::Rules;
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
+use decide::{decide, Inputs};
 use flist::path::{is_prefix, normalize};
 use flist::walk::stat_path;
 use flist::{Detail, FileList, FileType, Meta};
-use std::collections::HashMap;
 use std::os::unix::ffi::OsStringExt;
 use std::time::Instant;
 use steal::ordered::in_rank_order;
-use steal::wire::{self, Reader};
 use steal::{Comm, CommExt, ReduceOp};
 
 /// What `sync` makes equal and how. [`Options::new`] gives the command line's defaults.
@@ -733,376 +731,6 @@ fn check_paths(
     })
 }
 
-struct Inputs<'a> {
-    src: &'a FileList,
-    members: &'a FileList,
-    firsts: &'a [(Vec<u8>, Vec<u8>)],
-    dest: &'a FileList,
-    map: &'a Mapping,
-    dest_map: &'a Mapping,
-    /// DEST as the sync uses it ([`Paths::dest`]).
-    dest_root: &'a [u8],
-    link_dest: Option<&'a [u8]>,
-    /// The file system DEST is on ([`Paths::dest_dev`]): a `--link-dest` file elsewhere can't
-    /// be linked and is copied.
-    dest_dev: u64,
-    /// DEST's root, opened before its walk: journals are read beneath it.
-    dest_roots: &'a flist::beneath::Roots,
-    /// The source walk was complete: what SRC lacks may be deleted.
-    delete_allowed: bool,
-    args: &'a Options,
-}
-
-/// Compare this rank's share of paths and plan. Collective (all-gathers of the type conflicts,
-/// beneath which nothing is synced, and of replaced directories, whose destination subtrees
-/// must go).
-fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
-    let args = inp.args;
-    let by_rel = index_by_rel(inp.dest, inp.dest_map);
-    let dest_rel = |i: usize| inp.dest_map.rel(inp.dest.path(i));
-    // Without --delete a type conflict is left as it is, and so is everything beneath it: a
-    // source directory's entries would otherwise land in whatever DEST has there (a file, or a
-    // symlink to anywhere).
-    let mut local_conflicts = Vec::new();
-    if !args.delete {
-        for list in [inp.src, inp.members] {
-            for e in list.iter() {
-                if let Some(i) = by_rel.find(inp.map.rel(e.path), dest_rel) {
-                    if inp.dest.kind(i) != e.kind {
-                        wire::put_bytes(&mut local_conflicts, &inp.map.dest(e.path));
-                    }
-                }
-            }
-        }
-    }
-    let all_conflicts: std::collections::HashSet<Vec<u8>> = comm
-        .allgatherv(&local_conflicts)
-        .iter()
-        .flat_map(|bytes| {
-            let mut r = Reader::new(bytes);
-            let mut v = Vec::new();
-            while !r.is_empty() {
-                v.push(r.bytes().to_vec());
-            }
-            v
-        })
-        .collect();
-    let beneath_conflict = |path: &[u8]| {
-        let mut p = path;
-        while let Some(i) = p.iter().rposition(|&b| b == b'/') {
-            p = &p[..i];
-            if all_conflicts.contains(p) {
-                return true;
-            }
-        }
-        false
-    };
-    let mut conflicts = Vec::new();
-    let mut unlink_first = FileList::new(Detail::Stat);
-    let mut stale_journals = Vec::new();
-    let first_of: HashMap<&[u8], &[u8]> = inp
-        .firsts
-        .iter()
-        .map(|(f, m)| (m.as_slice(), f.as_slice()))
-        .collect();
-    let mut plan = Plan {
-        dirs_only_if_differ: true,
-        ..Plan::default()
-    };
-    let mut delete = FileList::new(Detail::Stat);
-    let mut actions = Actions::new(inp.dest_root);
-    let mut bytes = 0;
-    let mut seen = vec![false; inp.dest.len()];
-    let mut replaced_dirs: Vec<u8> = Vec::new();
-    let mut fix_meta = FileList::new(Detail::Stat);
-    let mut resumes = HashMap::new();
-    // -X: which pairs of equal data have other xattrs (by source and members index).
-    let xattr_opts = xattrs::compared(&args.io);
-    let same_data = |e: flist::record::Entry<'_>| {
-        let i = by_rel.find(inp.map.rel(e.path), dest_rel)?;
-        let (m, d) = (e.meta?, inp.dest.meta(i)?);
-        let same = d.file_type() == e.kind
-            && (e.kind != FileType::File
-                || (d.size == m.size && !Differences::between(&m, &d, e.kind).mtime));
-        same.then(|| inp.map.dest(e.path))
-    };
-    let xattrs_differ =
-        [inp.src, inp.members].map(|l| xattrs::differing(l, xattr_opts.as_ref(), same_data));
-    let mut matched: Vec<FileList> = args.output.iter().map(|_| inp.src.empty_like()).collect();
-    let mut select = |states: &States, path: &[u8], kind: FileType, meta: &Meta| {
-        for (o, list) in args.output.iter().zip(matched.iter_mut()) {
-            if o.matches(states) {
-                list.push(path, kind, Some(*meta));
-            }
-        }
-    };
-    // Indices (in the source list, in the members list) of the records to create, in order.
-    let mut create_from: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
-    for (list, is_member) in [(inp.src, false), (inp.members, true)] {
-        for (index, e) in list.iter().enumerate() {
-            let m = &e.meta.expect("stat list");
-            let xattrs_differ = xattrs_differ[usize::from(is_member)]
-                .get(index)
-                .is_some_and(|&d| d);
-            let rel = inp.map.rel(e.path);
-            let dst_path = inp.map.dest(e.path);
-            let existing = by_rel.find(rel, dest_rel).map(|i| {
-                seen[i] = true;
-                (i, inp.dest.meta(i).expect("stat list"))
-            });
-            if !all_conflicts.is_empty() && beneath_conflict(&dst_path) {
-                continue;
-            }
-            // A hard link whose group's first entry was left (a conflict, or beneath one) would
-            // be a link to whatever DEST has there: copy it instead.
-            let is_member_list = is_member;
-            let is_member = is_member && {
-                let first = inp.map.dest(first_of[e.path]);
-                all_conflicts.is_empty()
-                    || !(all_conflicts.contains(&first) || beneath_conflict(&first))
-            };
-            let conflict = !args.delete && existing.is_some_and(|(_, d)| d.file_type() != e.kind);
-            if e.kind == FileType::Dir && !conflict {
-                plan.dir_meta.push(e.path, e.kind, Some(*m));
-            }
-            if !args.output.is_empty() {
-                let states = match existing {
-                    None => States::only(State::OnlySrc),
-                    Some((_, d)) => pair_states(e.path, &dst_path, m, &d, args.contents),
-                };
-                select(&states, e.path, e.kind, m);
-            }
-            // Plan the data of this entry: a link to its group's first, a link into
-            // --link-dest, or a copy. Returns true for a --link-dest link.
-            let create = |plan: &mut Plan, bytes: &mut u64, created: &mut [Vec<u32>; 2]| -> bool {
-                if is_member {
-                    plan.links
-                        .push((first_of[e.path].to_vec(), e.path.to_vec()));
-                    return false;
-                }
-                if e.kind == FileType::File {
-                    if let Some(ld) = inp.link_dest {
-                        let candidate = [ld, b"/", rel].concat();
-                        let same = stat_path(&candidate, false).ok().is_some_and(|st| {
-                            let c = Meta::from_stat(&st);
-                            // Another file system: no hard link possible (EXDEV), copy.
-                            c.dev == inp.dest_dev
-                                && c.file_type() == FileType::File
-                                && c.size == m.size
-                                && !Differences::between(m, &c, FileType::File).any()
-                        }) && (!args.contents
-                            // -c compares bytes, for DIR's files too (as rsync -c does): a
-                            // link would give DEST the other bytes under the source's name.
-                            || matches!(contents_differ(e.path, &candidate), Ok(false)));
-                        if same {
-                            plan.external_links.push((candidate, e.path.to_vec()));
-                            return true;
-                        }
-                    }
-                    *bytes += m.size;
-                }
-                let index = u32::try_from(index).expect("more than 2^32 records on one rank");
-                created[usize::from(is_member_list)].push(index);
-                false
-            };
-            let verb = |linked: bool, existed: bool| match (linked, existed) {
-                (true, _) => Action::Link,
-                (false, true) => Action::Update,
-                (false, false) => Action::Create,
-            };
-            match existing {
-                None => {
-                    let linked = create(&mut plan, &mut bytes, &mut create_from);
-                    actions.push(verb(linked, false), &dst_path);
-                }
-                Some((_, d)) if d.file_type() != e.kind && !args.delete => {
-                    conflicts.push(Conflict {
-                        dest: dst_path,
-                        src_kind: e.kind,
-                        dest_kind: d.file_type(),
-                    });
-                }
-                Some((i, d)) if d.file_type() != e.kind => {
-                    // A type change under --delete: the old entry (with its subtree) goes, the
-                    // new one comes.
-                    let old = inp.dest.path(i);
-                    delete.push(old, d.file_type(), Some(d));
-                    actions.push(Action::Delete, old);
-                    if d.file_type() == FileType::Dir {
-                        wire::put_bytes(&mut replaced_dirs, old);
-                    }
-                    let linked = create(&mut plan, &mut bytes, &mut create_from);
-                    actions.push(verb(linked, false), &dst_path);
-                }
-                Some((i, d)) => {
-                    let diff = Differences {
-                        xattrs: xattrs_differ,
-                        ..Differences::between(m, &d, e.kind)
-                    };
-                    let data_differs = match e.kind {
-                        FileType::File => d.size != m.size || diff.mtime,
-                        FileType::Symlink => {
-                            link_target(e.path).ok() != link_target(&dst_path).ok()
-                        }
-                        FileType::CharDev | FileType::BlockDev => rdev(e.path) != rdev(&dst_path),
-                        _ => false,
-                    };
-                    // A journal beside the destination says its data is incomplete whatever its
-                    // size and mtime say: an mtime can equal the source's by chance (timestamps
-                    // come from a coarse clock: a source changed in the tick of the killed
-                    // copy's last write carries the same one).
-                    let data_differs = data_differs
-                        || (e.kind == FileType::File
-                            && d.size >= journal::min_bytes()
-                            && has_journal(inp.dest_roots, inp.map, &dst_path));
-                    // A hard link of a group is right in DEST only as the same inode as its
-                    // group's first there: an older DEST may hold it as a file of its own
-                    // with the same size and mtime but other bytes (or still linked to a first
-                    // that this run replaces by a new inode when -c finds its bytes differ).
-                    // It is linked again then; with -c its bytes are compared too, as every
-                    // other file's are.
-                    let data_differs = data_differs
-                        || (is_member
-                            && e.kind == FileType::File
-                            && (!same_inode(&inp.map.dest(first_of[e.path]), &d)
-                                || (args.contents
-                                    && contents_differ(e.path, &dst_path).unwrap_or(true))));
-                    let shared = e.kind == FileType::File && d.nlink > 1 && !is_member;
-                    let data_differs = data_differs
-                        || (shared
-                            && args.contents
-                            && d.size == m.size
-                            && contents_differ(e.path, &dst_path).unwrap_or(true));
-                    // A partial file an interrupted copy left with a journal it can trust: only
-                    // its missing chunks are copied, into the same inode (one link only). Not
-                    // with --contents: every byte is compared then, the journaled ones too.
-                    let resume = (e.kind == FileType::File
-                        && !args.contents
-                        && data_differs
-                        && !is_member
-                        && !shared
-                        && inp.link_dest.is_none()
-                        && d.nlink == 1
-                        && d.size <= m.size
-                        && m.size >= journal::min_bytes())
-                    .then(|| resumable(inp.dest_roots, inp.map, &dst_path, e.path, m))
-                    .flatten();
-                    if let Some(r) = resume {
-                        create(&mut plan, &mut bytes, &mut create_from);
-                        bytes -= r.bytes();
-                        resumes.insert(e.path.to_vec(), r);
-                        actions.push(Action::Update, &dst_path);
-                    } else if e.kind == FileType::File
-                        && args.contents
-                        && d.size == m.size
-                        && !is_member
-                        && !shared
-                    {
-                        // Same size: compared chunk by chunk and only differing chunks rewritten.
-                        // A real run counts what it rewrote; a dry run reads both to tell.
-                        plan.compare.push(e.path, e.kind, Some(*m));
-                        if args.dryrun {
-                            if data_differs || contents_differ(e.path, &dst_path).unwrap_or(true) {
-                                actions.push(Action::Update, &dst_path);
-                                bytes += m.size;
-                            } else if diff.any() {
-                                actions.push(Action::Meta, &dst_path);
-                            }
-                        }
-                        if diff.xattrs {
-                            // The comparison sets the source's xattrs only where it rewrites,
-                            // and removes none: fixed after it. Counted here when stat shows
-                            // nothing else (the comparison counts those files itself; one whose
-                            // bytes differ too counts as updated and as fixed).
-                            let only = Differences {
-                                xattrs: true,
-                                ..Differences::default()
-                            };
-                            plan.fix_meta.push((fix_meta.len(), only));
-                            fix_meta.push(e.path, e.kind, Some(*m));
-                            let stat_differs = Differences {
-                                xattrs: false,
-                                ..diff
-                            };
-                            if !args.dryrun && !stat_differs.any() {
-                                actions.push(Action::Meta, &dst_path);
-                            }
-                        }
-                    } else if data_differs {
-                        if e.kind == FileType::File && !is_member {
-                            // A new inode for the new data (as rsync's temporary file and
-                            // rename): rewriting in place would change every other name of the
-                            // inode (a --link-dest backup, say), including links made since
-                            // the walk.
-                            unlink_first.push(inp.dest.path(i), FileType::File, Some(d));
-                            if has_journal(inp.dest_roots, inp.map, &dst_path) {
-                                stale_journals.push((dst_path.clone(), e.path.to_vec()));
-                            }
-                        }
-                        let linked = create(&mut plan, &mut bytes, &mut create_from);
-                        actions.push(verb(linked, true), &dst_path);
-                    } else if diff.any() {
-                        actions.push(Action::Meta, &dst_path);
-                        if e.kind != FileType::Dir {
-                            plan.fix_meta.push((fix_meta.len(), diff));
-                            fix_meta.push(e.path, e.kind, Some(*m));
-                        } else if diff.xattrs {
-                            // The rest of a directory's metadata is set bottom-up at the end.
-                            let only = Differences {
-                                xattrs: true,
-                                ..Differences::default()
-                            };
-                            plan.fix_meta.push((fix_meta.len(), only));
-                            fix_meta.push(e.path, e.kind, Some(*m));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    plan.fix_meta_list = fix_meta;
-    plan.journals = Journals::Planned(resumes);
-    // Destination entries below a replaced directory go with it; with --delete, so does every
-    // destination entry the source lacks.
-    let all_replaced = comm.allgatherv(&replaced_dirs);
-    let mut refused_deletes = 0;
-    let mut replaced = Vec::new();
-    for bytes in &all_replaced {
-        let mut r = Reader::new(bytes);
-        while !r.is_empty() {
-            replaced.push(r.bytes().to_vec());
-        }
-    }
-    for (i, was_seen) in seen.iter().enumerate() {
-        if *was_seen {
-            continue;
-        }
-        let path = inp.dest.path(i);
-        if let Some(dm) = inp.dest.meta(i) {
-            select(&States::only(State::OnlyDest), path, inp.dest.kind(i), &dm);
-        }
-        let below_replaced = replaced.iter().any(|r| is_prefix(r, path) && r != path);
-        if below_replaced || (args.delete && inp.delete_allowed) {
-            delete.push(path, inp.dest.kind(i), inp.dest.meta(i));
-            actions.push(Action::Delete, path);
-        } else if args.delete {
-            refused_deletes += 1;
-        }
-    }
-    Decisions {
-        plan,
-        create_from,
-        delete,
-        unlink_first,
-        stale_journals,
-        conflicts,
-        actions,
-        bytes,
-        refused_deletes,
-        matched,
-    }
-}
-
 /// True when the DEST entry at `path` (not followed) is the inode `d` describes: the same
 /// device and inode number.
 fn same_inode(path: &[u8], d: &Meta) -> bool {
@@ -1220,13 +848,12 @@ fn failed_paths<'a>(
         } else {
             [dest, b"/", rel].concat()
         };
-        wire::put_bytes(&mut sends[home(rel, size)], &path);
+        steal::typed::encode_into(serde_bytes::Bytes::new(&path), &mut sends[home(rel, size)]);
     }
     let mut failed = std::collections::HashSet::new();
     for bytes in comm.alltoallv(sends) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            failed.insert(r.bytes().to_vec());
+        for path in steal::typed::each::<&serde_bytes::Bytes>(&bytes) {
+            failed.insert(steal::typed::sent(path).to_vec());
         }
     }
     failed

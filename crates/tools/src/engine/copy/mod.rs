@@ -24,6 +24,7 @@ pub mod meta;
 pub mod reach;
 pub mod resume;
 pub mod striping;
+mod transfer;
 
 use crate::engine::digest::HashKind;
 use crate::engine::racy;
@@ -40,15 +41,17 @@ use reach::Reach;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
+use serde_bytes::{ByteBuf, Bytes};
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use steal::progress::Progress;
-use steal::queue::{self, WorkItem};
-use steal::wire::{self, Reader};
+use steal::queue;
+use steal::typed;
 use steal::{Comm, CommExt, ReduceOp};
 use striping::Striping;
+use transfer::Transfer;
 
 /// Where each source path goes: pairs of (source root, destination root); a source path is
 /// mapped through the longest root that is a component prefix of it.
@@ -362,15 +365,12 @@ impl Report {
 fn failed_items(comm: &dyn Comm, errors: &[ItemError]) -> u64 {
     let mut sends = vec![Vec::new(); comm.size()];
     for e in errors {
-        wire::put_u64(&mut sends[0], hash_path(&e.path));
+        typed::encode_into(&hash_path(&e.path), &mut sends[0]);
     }
     let got = comm.alltoallv(sends);
     let mut distinct = std::collections::HashSet::new();
     for bytes in &got {
-        let mut r = Reader::new(bytes);
-        while !r.is_empty() {
-            distinct.insert(r.u64());
-        }
+        distinct.extend(typed::each::<u64>(bytes).map(typed::sent));
     }
     comm.sum(distinct.len() as u64)
 }
@@ -434,8 +434,8 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
         stripes: &stripes,
         journals: &plan.journals,
     };
-    interrupted |= copy_files(comm, files, false, &files_ctx);
-    interrupted |= copy_files(comm, plan.compare, true, &files_ctx);
+    interrupted |= copy_files(comm, files, Transfer::Copy, &files_ctx);
+    interrupted |= copy_files(comm, plan.compare, Transfer::Compare, &files_ctx);
     if let Some(h) = opts.hashing {
         let open = |src: &[u8]| reach.src(src)?.open(OFlags::RDONLY | OFlags::NOFOLLOW, 0);
         for e in h.keep_unchanged(&plan.hash_only, open, |src| map.dest(src)) {
@@ -652,34 +652,32 @@ struct Batch {
     chunks: Vec<Chunk>,
 }
 
-impl WorkItem for Batch {
-    fn encode(&self, out: &mut Vec<u8>) {
-        wire::put_u64(out, self.chunks.len() as u64);
-        for c in &self.chunks {
-            wire::put_bytes(out, &c.path);
-            for v in [c.offset, c.length, c.file_size] {
-                wire::put_u64(out, v);
-            }
-            c.meta.encode(out);
-        }
+/// A chunk as it travels: its path as one byte string.
+type ChunkMessage = (ByteBuf, u64, u64, u64, Meta);
+
+/// A rank message (and so a work item): each chunk as (path, offset, length, file size, meta).
+impl serde::Serialize for Batch {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.chunks.iter().map(|c| {
+            let path = Bytes::new(&c.path);
+            (path, c.offset, c.length, c.file_size, c.meta)
+        }))
     }
-    fn decode(input: &mut Reader<'_>) -> Self {
-        let n = input.u64();
-        let chunks = (0..n)
-            .map(|_| {
-                let path = input.bytes().to_vec();
-                let (offset, length, file_size) = (input.u64(), input.u64(), input.u64());
-                let meta = Meta::decode(input.take(flist::record::META_BYTES));
-                Chunk {
-                    path,
-                    offset,
-                    length,
-                    file_size,
-                    meta,
-                }
+}
+
+impl<'de> serde::Deserialize<'de> for Batch {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Batch, D::Error> {
+        let chunks = Vec::<ChunkMessage>::deserialize(d)?
+            .into_iter()
+            .map(|(path, offset, length, file_size, meta)| Chunk {
+                path: path.into_vec(),
+                offset,
+                length,
+                file_size,
+                meta,
             })
             .collect();
-        Batch { chunks }
+        Ok(Batch { chunks })
     }
 }
 
@@ -722,9 +720,9 @@ fn round_files() -> usize {
     crate::engine::test_seam::round_files(ROUND_FILES)
 }
 
-/// Copy (or, with `compare`, compare and rewrite) `files` in batches. Returns true when
+/// Copy (or compare and rewrite, as `transfer` says) `files` in batches. Returns true when
 /// interrupted.
-fn copy_files(comm: &dyn Comm, files: FileList, compare: bool, cx: &Context) -> bool {
+fn copy_files(comm: &dyn Comm, files: FileList, transfer: Transfer, cx: &Context) -> bool {
     let opts = cx.opts;
     let total = comm.sum(files.len() as u64);
     if total == 0 {
@@ -736,12 +734,12 @@ fn copy_files(comm: &dyn Comm, files: FileList, compare: bool, cx: &Context) -> 
         let mut rounds = [files.len().div_ceil(round) as u64];
         comm.allreduce(&mut rounds, ReduceOp::Max);
         if rounds[0] <= 1 {
-            return copy_batch(comm, &files, compare, cx);
+            return copy_batch(comm, &files, transfer, cx);
         }
         for r in 0..rounds[0] as usize {
             let lo = (r * round).min(files.len());
             let hi = ((r + 1) * round).min(files.len());
-            if copy_batch(comm, &files.select(lo..hi), compare, cx) {
+            if copy_batch(comm, &files.select(lo..hi), transfer, cx) {
                 return true;
             }
         }
@@ -756,7 +754,7 @@ fn copy_files(comm: &dyn Comm, files: FileList, compare: bool, cx: &Context) -> 
             let g = mine_from + i as u64;
             lo <= g && g < hi
         }));
-        interrupted |= copy_batch(comm, &batch, compare, cx);
+        interrupted |= copy_batch(comm, &batch, transfer, cx);
         if interrupted {
             break;
         }
@@ -764,7 +762,7 @@ fn copy_files(comm: &dyn Comm, files: FileList, compare: bool, cx: &Context) -> 
     interrupted
 }
 
-fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) -> bool {
+fn copy_batch(comm: &dyn Comm, files: &FileList, transfer: Transfer, cx: &Context) -> bool {
     let (map, opts, tally) = (cx.map, cx.opts, cx.tally);
     let threads = rayon::current_num_threads() as u64;
     let mut t = [
@@ -791,7 +789,7 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
             None
         }
     };
-    let resumed = if compare {
+    let resumed = if !transfer.journals() {
         resume::Resumed::default()
     } else {
         resume::prepare(comm, files, cs, cx)
@@ -802,10 +800,15 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
     let mut chunks = plan_striped_chunks(comm, files, cs, &stripes_of);
     // Files of several chunks are created (and sized) before any chunk is written, by the rank
     // holding their first chunk; a resumed file is there already.
-    let journals = cx.journals.on() && !compare;
+    let journals = cx.journals.on() && transfer.journals();
     chunks
         .par_iter()
-        .filter(|c| c.offset == 0 && c.file_size > cs && !compare && !resumed.contains(&c.path))
+        .filter(|c| {
+            c.offset == 0
+                && c.file_size > cs
+                && transfer.creates_first()
+                && !resumed.contains(&c.path)
+        })
         .for_each(|c| {
             let dst = map.dest(&c.path);
             let made = cx
@@ -879,7 +882,7 @@ fn copy_batch(comm: &dyn Comm, files: &FileList, compare: bool, cx: &Context) ->
         map,
         opts,
         tally,
-        compare,
+        transfer,
         cs,
         pending: &pending,
         stripes: cx.stripes,
@@ -1035,7 +1038,7 @@ struct Worker<'a> {
     map: &'a Mapping,
     opts: &'a CopyOptions<'a>,
     tally: &'a Tally,
-    compare: bool,
+    transfer: Transfer,
     cs: u64,
     pending: &'a Mutex<HashMap<Vec<u8>, Pending>>,
     stripes: &'a Striping<'a>,
@@ -1146,27 +1149,8 @@ impl Worker<'_> {
             Ok(None) => {}
             Err(e) => return self.tally.fail(e),
         }
-        if self.compare {
-            // Every byte was compared: a journal beside it no longer says anything true.
-            if let Err(e) = self.cleanup_journal(src, &dst, m.size) {
-                return self.tally.fail(e);
-            }
-            // Compared files: only if something differs, which it does when a chunk was
-            // rewritten, since that moved the mtime.
-            match self.reach.dst(&dst).and_then(|a| a.lstat()) {
-                Ok(st) => {
-                    let diff = Differences::between(m, &Meta::from_stat(&st), FileType::File);
-                    if !diff.any() {
-                        return;
-                    }
-                    self.tally.count(if diff.mtime {
-                        &self.tally.rewritten
-                    } else {
-                        &self.tally.compare_meta
-                    });
-                }
-                Err(e) => return self.tally.fail(ItemError::new(&dst, "stat", e)),
-            }
+        if !self.transfer.finish_chunks(self, src, &dst, m) {
+            return;
         }
         if self.journals && resume::journaled(m.size, self.cs) {
             if let Err(e) = resume::finish(self.map, self.reach, &dst, src) {
@@ -1228,10 +1212,9 @@ impl Worker<'_> {
         whole: bool,
         bufs: &mut Scratch,
     ) -> Result<u64, ItemError> {
-        // O_DIRECT (-s) for plain copies only: comparing reads exact, unaligned ranges. The
-        // destination is direct when the chunk's writes are whole blocks (all but a file's
+        // The destination is direct when the chunk's writes are whole blocks (all but a file's
         // unaligned tail).
-        let direct = self.opts.data.direct && !self.compare;
+        let direct = self.transfer.direct(self.opts.data.direct);
         bufs.dirs.enter(&c.path, dst);
         let src_fd = self.open_src(&bufs.dirs, &c.path, direct)?;
         // The source's (device, inode), for the same-file checks: taken only when a
@@ -1246,59 +1229,27 @@ impl Worker<'_> {
             Ok(id)
         };
         let open_err = |e: io::Error| ItemError::new(dst, "open", e);
-        let at = bufs.dirs.dst.entry(dst).map_err(open_err)?;
         let extra = if direct && c.length % data::DIRECT_ALIGN as u64 == 0 {
             OFlags::DIRECT
         } else {
             OFlags::empty()
         };
-        // A file created here with its final mode and owner needs neither chown nor chmod.
-        let mut right = meta::AlreadyRight::default();
-        // Created here with O_EXCL: a new inode, so not the source.
-        let mut fresh = false;
-        let dst_fd = if self.compare {
-            at.open(OFlags::RDWR | OFlags::NOFOLLOW | extra, 0)
-        } else if whole {
-            let (mode, would_be_right) = match bufs.dirs.inherited {
-                Some(inherited) => self.opts.meta.create_mode(&c.meta, inherited),
-                None => (0o600, right),
-            };
-            // Once a file was in the way, the rest of the item (an existing tree, a sync's
-            // updates) is truncated without trying to create it first.
-            let exclusive = !bufs.dirs.existing;
-            let source: (&[u8], striping::SourceId<'_>) = (&c.path[..], &src_id);
-            self.stripes
-                .create(
-                    &at,
-                    dst,
-                    c.file_size,
-                    self.cs,
-                    extra,
-                    mode,
-                    exclusive,
-                    source,
-                )
-                .map(|f| {
-                    if f.fresh {
-                        right = would_be_right;
-                        fresh = true;
-                    } else {
-                        bufs.dirs.existing = true;
-                        if self.journals_on && c.file_size < journal::min_bytes() {
-                            if let Err(e) = resume::drop_stale(self.map, self.reach, dst, &c.path) {
-                                self.tally.fail(e);
-                            }
-                        }
-                    }
-                    f.fd
-                })
+        let opened = if whole && self.transfer.creates_first() {
+            self.create_dest(c, dst, extra, bufs, &src_id)
         } else {
-            at.open(OFlags::WRONLY | OFlags::NOFOLLOW | extra, 0)
-        }
-        .map_err(open_err)?;
+            let at = bufs.dirs.dst.entry(dst).map_err(open_err)?;
+            at.open(self.transfer.open_flags() | extra, 0)
+                .map(|fd| Opened {
+                    fd,
+                    right: meta::AlreadyRight::default(),
+                    fresh: false,
+                })
+                .map_err(open_err)
+        }?;
+        let dst_fd = opened.fd;
         // Never a byte into the source itself (a chunk of a file whose creation was refused,
         // or a compared file that is the source). A file this open created is not.
-        if !fresh {
+        if !opened.fresh {
             let dst_id = rustix::fs::fstat(&dst_fd)
                 .map(|st| reach::id_of(&st))
                 .map_err(|e| open_err(e.into()))?;
@@ -1335,34 +1286,11 @@ impl Worker<'_> {
             }
         };
         let seen: data::Seen<'_> = hashing.then_some(&mut see);
-        let written = if self.compare {
-            let other = bufs
-                .other
-                .get_or_insert_with(|| Buffer::new(self.opts.data.bufsize));
-            data::sync_range(
-                src_fd.as_fd(),
-                dst_fd.as_fd(),
-                c.offset,
-                c.length,
-                &mut bufs.buf,
-                other,
-                seen,
-            )
-            .map_err(to_item)?
-        } else {
-            data::copy_range(
-                src_fd.as_fd(),
-                dst_fd.as_fd(),
-                c.offset,
-                c.length,
-                &data_opts,
-                &mut bufs.buf,
-                &mut cfr_ok,
-                seen,
-            )
-            .map_err(to_item)?
-        };
-        if whole && self.opts.data.sparse && !self.compare {
+        let written = self
+            .transfer
+            .bytes(&src_fd, &dst_fd, c, &data_opts, bufs, &mut cfr_ok, seen)
+            .map_err(to_item)?;
+        if whole && self.transfer.truncates_sparse(self.opts.data.sparse) {
             rustix::fs::ftruncate(&dst_fd, c.file_size)
                 .map_err(|e| ItemError::new(dst, "truncate", e.into()))?;
         }
@@ -1384,46 +1312,113 @@ impl Worker<'_> {
         }
         crate::engine::test_seam::after_chunk_read();
         if whole {
-            // Read whole: the source must still be what was listed, or the copy may mix two
-            // versions (GNU tar's "file changed as we read it"); it then keeps its own times.
-            let now = rustix::fs::fstat(&src_fd)
-                .map_err(|e| ItemError::new(&c.path, "stat", e.into()))?;
-            let copy = || racy::reopen_for_reading(dst_fd.as_fd());
-            let found = settled(src_fd.as_fd(), &now, copy, &c.meta)
-                .map_err(|e| ItemError::new(&c.path, "read again", e))?;
-            if let Some(failure) = found.error(&c.path) {
-                // A compared file rewritten in place may carry the source's mtime already.
-                crate::engine::hashing::mark_unfinished_before(
-                    dst_fd.as_fd(),
-                    (c.meta.mtime, c.meta.mtime_nsec),
-                );
-                return Err(failure);
-            }
-            if self.compare {
-                self.cleanup_journal(&c.path, dst, c.file_size)?;
-                let st = rustix::fs::fstat(&dst_fd)
-                    .map_err(|e| ItemError::new(dst, "stat", e.into()))?;
-                let diff = Differences::between(&c.meta, &Meta::from_stat(&st), FileType::File);
-                if written == 0 && !diff.any() {
-                    return Ok(0);
-                }
-                self.tally.count(if written > 0 {
-                    &self.tally.rewritten
-                } else {
-                    &self.tally.compare_meta
-                });
-            }
-            meta::apply_fd(
-                dst_fd.as_fd(),
-                src_fd.as_fd(),
-                (&c.path, dst),
-                &c.meta,
-                &self.opts.meta,
-                right,
-            )?;
+            self.finish_whole(c, dst, &src_fd, &dst_fd, written, opened.right)?;
         }
         Ok(written)
     }
+
+    /// Create (or truncate) the destination of a whole file copied, with its final mode when
+    /// the directory lets it be created so.
+    fn create_dest(
+        &self,
+        c: &Chunk,
+        dst: &[u8],
+        extra: OFlags,
+        bufs: &mut Scratch,
+        src_id: &dyn Fn() -> io::Result<(u64, u64)>,
+    ) -> Result<Opened, ItemError> {
+        let open_err = |e: io::Error| ItemError::new(dst, "open", e);
+        let at = bufs.dirs.dst.entry(dst).map_err(open_err)?;
+        let (mode, would_be_right) = match bufs.dirs.inherited {
+            Some(inherited) => self.opts.meta.create_mode(&c.meta, inherited),
+            None => (0o600, meta::AlreadyRight::default()),
+        };
+        // Once a file was in the way, the rest of the item (an existing tree, a sync's
+        // updates) is truncated without trying to create it first.
+        let exclusive = !bufs.dirs.existing;
+        let source: (&[u8], striping::SourceId<'_>) = (&c.path[..], src_id);
+        let f = self
+            .stripes
+            .create(
+                &at,
+                dst,
+                c.file_size,
+                self.cs,
+                extra,
+                mode,
+                exclusive,
+                source,
+            )
+            .map_err(open_err)?;
+        if f.fresh {
+            // A file created here with its final mode and owner needs neither chown nor chmod;
+            // created with O_EXCL, it is a new inode, so not the source.
+            return Ok(Opened {
+                fd: f.fd,
+                right: would_be_right,
+                fresh: true,
+            });
+        }
+        bufs.dirs.existing = true;
+        if self.journals_on && c.file_size < journal::min_bytes() {
+            if let Err(e) = resume::drop_stale(self.map, self.reach, dst, &c.path) {
+                self.tally.fail(e);
+            }
+        }
+        Ok(Opened {
+            fd: f.fd,
+            right: meta::AlreadyRight::default(),
+            fresh: false,
+        })
+    }
+
+    /// A whole file's bytes landed: check that its source did not change as it was read, then
+    /// give it the source's metadata (a compared file only when something differs).
+    fn finish_whole(
+        &self,
+        c: &Chunk,
+        dst: &[u8],
+        src_fd: &OwnedFd,
+        dst_fd: &OwnedFd,
+        written: u64,
+        right: meta::AlreadyRight,
+    ) -> Result<(), ItemError> {
+        // Read whole: the source must still be what was listed, or the copy may mix two
+        // versions (GNU tar's "file changed as we read it"); it then keeps its own times.
+        let now =
+            rustix::fs::fstat(src_fd).map_err(|e| ItemError::new(&c.path, "stat", e.into()))?;
+        let copy = || racy::reopen_for_reading(dst_fd.as_fd());
+        let found = settled(src_fd.as_fd(), &now, copy, &c.meta)
+            .map_err(|e| ItemError::new(&c.path, "read again", e))?;
+        if let Some(failure) = found.error(&c.path) {
+            // A compared file rewritten in place may carry the source's mtime already.
+            crate::engine::hashing::mark_unfinished_before(
+                dst_fd.as_fd(),
+                (c.meta.mtime, c.meta.mtime_nsec),
+            );
+            return Err(failure);
+        }
+        if !self.transfer.finish_whole(self, c, dst, dst_fd, written)? {
+            return Ok(());
+        }
+        meta::apply_fd(
+            dst_fd.as_fd(),
+            src_fd.as_fd(),
+            (&c.path, dst),
+            &c.meta,
+            &self.opts.meta,
+            right,
+        )
+    }
+}
+
+/// A chunk's destination, open.
+struct Opened {
+    fd: OwnedFd,
+    /// What of the metadata its creation already made right.
+    right: meta::AlreadyRight,
+    /// Created by this open (O_EXCL): a new inode, so not the source.
+    fresh: bool,
 }
 
 /// True when the source listed as `m` is not the same now (`st`): its size, mtime or ctime
@@ -1526,21 +1521,14 @@ fn finish_split_files(comm: &dyn Comm, pending: HashMap<Vec<u8>, Pending>, w: &W
     let mut sends = vec![Vec::new(); size];
     for (path, p) in &pending {
         let out = &mut sends[(hash_path(path) % size as u64) as usize];
-        wire::put_bytes(out, path);
-        wire::put_u64(out, p.remaining);
-        wire::put_u64(out, p.failed as u64);
-        p.meta.encode(out);
+        typed::encode_into(&(Bytes::new(path), p.remaining, p.failed, p.meta), out);
     }
     let got = comm.alltoallv(sends);
     let mut sums: HashMap<Vec<u8>, (u64, bool, Meta, usize)> = HashMap::new();
     for bytes in &got {
-        let mut r = Reader::new(bytes);
-        while !r.is_empty() {
-            let path = r.bytes().to_vec();
-            let remaining = r.u64();
-            let failed = r.u64() != 0;
-            let meta = Meta::decode(r.take(flist::record::META_BYTES));
-            let e = sums.entry(path).or_insert((0, false, meta, 0));
+        for part in typed::each::<(ByteBuf, u64, bool, Meta)>(bytes) {
+            let (path, remaining, failed, meta) = typed::sent(part);
+            let e = sums.entry(path.into_vec()).or_insert((0, false, meta, 0));
             // Each rank counted down from the file's total: the chunks it did are total - remaining.
             e.0 += remaining;
             e.1 |= failed;
@@ -1673,6 +1661,30 @@ fn dir_metadata(
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    /// A batch of chunks travels whole between ranks: odd path bytes, sizes, metadata.
+    #[test]
+    fn batches_round_trip_between_ranks() {
+        let chunk = |path: &[u8], offset| Chunk {
+            path: path.to_vec(),
+            offset,
+            length: 1 << 20,
+            file_size: u64::MAX,
+            meta: Meta {
+                mode: 0o100644,
+                size: u64::MAX,
+                mtime: -5,
+                ..Meta::default()
+            },
+        };
+        let batch = Batch {
+            chunks: vec![chunk(b"/a b\n|\xff", 0), chunk(b"", 1 << 40)],
+        };
+        let bytes = typed::encode(&batch);
+        let back = typed::decode::<Batch>(&bytes).unwrap();
+        assert_eq!(back.chunks, batch.chunks);
+        assert!(typed::decode::<Batch>(&bytes[..bytes.len() - 1]).is_err());
+    }
 
     #[test]
     fn automatic_chunks_grow_with_the_data_and_keep_every_worker_busy() {
