@@ -38,7 +38,6 @@ pub(crate) mod engine;
 pub mod filemaker;
 pub mod find;
 pub mod grep;
-mod input;
 pub mod parallel;
 pub mod reln;
 pub mod rm;
@@ -49,8 +48,8 @@ pub mod tar;
 pub mod walk;
 
 pub use cli::dispatch::main_with_args;
+pub use engine::input::{Input, Listed};
 pub use engine::status::Status;
-pub use input::{Input, Listed};
 
 /// The runtime: ranks over MPI or threads, collectives, work stealing (the `mfu-steal` crate).
 pub use steal;

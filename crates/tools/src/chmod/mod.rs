@@ -33,10 +33,10 @@ pub(crate) mod owner;
 
 use crate::engine::batches::{run_batches, run_levels, LevelWork, Order};
 use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::input::{Input, Listed};
 use crate::engine::regex_select::RegexSelector;
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use crate::input::{Input, Listed};
 use flist::at::At;
 use flist::beneath::{list_tops, Roots};
 use flist::distribute::{by_depth, spread};

@@ -4,7 +4,7 @@
 
 use crate::cli::console::stderr_bytes;
 use crate::engine::context::Events;
-use crate::input::Input;
+use crate::engine::input::Input;
 use clap::Args;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;

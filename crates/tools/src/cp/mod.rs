@@ -15,10 +15,10 @@
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::{links, Mapping, Plan};
+use crate::engine::input::{Input, Listed};
 use crate::engine::select::Rules;
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use crate::input::{Input, Listed};
 use flist::path::{basename, is_prefix, normalize};
 use flist::restat::{restat, Which};
 use flist::walk::{stat_path, walk, WalkOptions};

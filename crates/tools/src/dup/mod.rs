@@ -21,10 +21,10 @@ mod inode;
 mod unchanged;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::input::{Input, Listed};
 use crate::engine::locks::lock;
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use crate::input::{Input, Listed};
 use flist::distribute::{hash_path, remap};
 use flist::io::{self, Format};
 use flist::path::{display, normalize};

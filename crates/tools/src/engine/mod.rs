@@ -10,6 +10,7 @@ pub mod digest;
 pub mod find_expr;
 pub mod hashing;
 pub mod ids;
+pub mod input;
 pub mod locks;
 pub mod lustre;
 pub mod manifest;

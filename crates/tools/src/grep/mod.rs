@@ -23,8 +23,8 @@ pub(crate) mod pattern;
 mod search;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::input::Input;
 use crate::engine::status::Status;
-use crate::input::Input;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 pub use pattern::Syntax;
 use search::{Chunk, Found, Searching};

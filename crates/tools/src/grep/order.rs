@@ -9,7 +9,7 @@
 
 use super::{FileGlob, Options};
 use crate::engine::context::Error;
-use crate::input::Listed;
+use crate::engine::input::Listed;
 use flist::path::{as_path, basename, normalize};
 use flist::restat::{restat, Which};
 use flist::sort::{Field, Key};

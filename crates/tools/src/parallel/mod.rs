@@ -22,8 +22,8 @@ pub(crate) mod template;
 pub use job::{Done, Job};
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::input::{Input, Listed};
 use crate::engine::status::Status;
-use crate::input::{Input, Listed};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::mpsc;

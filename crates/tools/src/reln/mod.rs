@@ -22,10 +22,10 @@
 
 use crate::engine::batches::run_batches;
 use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::input::{Input, Listed};
 use crate::engine::locks::lock;
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use crate::input::{Input, Listed};
 use flist::beneath::Roots;
 use flist::distribute::{hash_path, remap};
 use flist::path::{basename, display, normalize, parent};

@@ -26,12 +26,12 @@
 
 use crate::engine::batches::run_batches;
 use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::input::{Input, Listed};
 use crate::engine::locks::lock;
 use crate::engine::regex_select::RegexSelector;
 use crate::engine::remove::{add_ancestors, in_parent, Remover, Wording};
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
-use crate::input::{Input, Listed};
 use flist::beneath::{list_tops, Roots};
 use flist::distribute::{hash_path, remap, spread};
 use flist::io::{self, Format};

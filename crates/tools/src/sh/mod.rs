@@ -14,8 +14,8 @@ mod format;
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::find_expr::expr::Expr;
 use crate::engine::find_expr::Primary;
+use crate::engine::input::Listed;
 use crate::engine::status::Status;
-use crate::input::Listed;
 use flist::walk::{walk, WalkOptions};
 use flist::{Detail, FileList};
 use std::ffi::OsString;
@@ -41,7 +41,7 @@ pub type FindParser = fn(&[OsString]) -> Result<Option<Expr<Primary>>, String>;
 pub struct Options {
     /// Trees to walk (with stat), or the list to load instead (any list format, or in
     /// memory).
-    pub input: crate::input::Input,
+    pub input: crate::engine::input::Input,
     /// The session's lines, read on rank 0 only.
     pub script: Mutex<Box<dyn Input>>,
     /// How `find`'s words are parsed; `None`: `find` only takes no tests (all entries).

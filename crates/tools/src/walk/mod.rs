@@ -9,9 +9,9 @@ mod listing;
 pub use listing::format_entry;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::input::{Input, Listed};
 use crate::engine::lustre::LustreHandle;
 use crate::engine::status::Status;
-use crate::input::{Input, Listed};
 use flist::io::{self, Format};
 use flist::sort::{self, Key};
 use flist::summary::summarize;
