@@ -224,6 +224,15 @@ impl Progress {
         Progress::new(Duration::ZERO, None)
     }
 
+    /// The counters of a rank other than 0 while rank 0 reports every `interval`: they draw
+    /// nothing, and a queue run sends their snapshot to rank 0 every `interval`, so that rank
+    /// 0's lines sum the work of every rank.
+    pub fn sending(interval: Duration) -> Progress {
+        let mut p = Progress::new(Duration::ZERO, None);
+        p.interval = interval;
+        p
+    }
+
     /// Add to the counters (called by workers).
     pub fn add(&self, items: u64, bytes: u64) {
         self.items.fetch_add(items, Ordering::Relaxed);
@@ -238,6 +247,11 @@ impl Progress {
         }
         let now = (self.start.elapsed().as_nanos() / self.interval.as_nanos()) as u64;
         self.seen_tick.swap(now, Ordering::Relaxed) != now
+    }
+
+    /// Whether these are a rank's counters that send snapshots to rank 0 ([`Progress::sending`]).
+    pub(crate) fn sends(&self) -> bool {
+        self.reporter.is_none() && !self.interval.is_zero()
     }
 
     /// Time since these counters were made.

@@ -708,6 +708,12 @@ impl<T: WorkItem> Rank<'_, T> {
                 }
             }
         }
+        // The last snapshot of each sending rank, so that rank 0's last line has every
+        // rank's final counts (not those of its last interval).
+        if let Some(p) = self.progress.filter(|p| self.board.is_none() && p.sends()) {
+            self.comm.send_value(0, TAG_PROGRESS, &p.snapshot());
+            self.progress_sent += 1;
+        }
         let sent = self.comm.allgather_u64(self.progress_sent);
         if self.rank == 0 {
             let received = self.board.as_ref().map_or(0, |b| b.received_remote());

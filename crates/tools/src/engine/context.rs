@@ -160,7 +160,9 @@ impl Context {
                     Some(Box::new(move |r: &ProgressReport| events.progress(verb, r))),
                 )
             }
-            _ => Progress::silent(),
+            // The other ranks send rank 0 their counts every interval.
+            Some(every) => Progress::sending(every),
+            None => Progress::silent(),
         }
     }
 
