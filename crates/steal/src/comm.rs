@@ -1,5 +1,9 @@
 //! The communicator every distributed algorithm of mfu-rs is written against.
 
+use crate::typed;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
 /// A message tag for point-to-point traffic. Values below 1000 are reserved for `steal` itself.
 pub type Tag = i32;
 
@@ -112,10 +116,46 @@ pub trait CommExt: Comm {
     }
     /// One `u64` from every rank, indexed by rank.
     fn allgather_u64(&self, v: u64) -> Vec<u64> {
-        self.allgatherv(&v.to_le_bytes())
-            .into_iter()
-            .map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes per rank")))
-            .collect()
+        self.all_gather(&v)
+    }
+
+    /// Rank `root`'s `value`, on every rank (the others' `value` is ignored). Every rank,
+    /// the root too, returns the decoded copy, so all hold exactly the same value. One
+    /// broadcast. (See [`typed`](crate::typed) for the encoding.)
+    fn bcast_from<T: Serialize + DeserializeOwned>(&self, root: usize, value: &T) -> T {
+        typed::bcast_from(self, root, value)
+    }
+    /// Run `produce` on `root` only and give its value to every rank; the root returns its own
+    /// value without a copy. One broadcast. A `Result` with a serde error type hands the root's
+    /// failure to every rank.
+    fn bcast_with<T: Serialize + DeserializeOwned>(
+        &self,
+        root: usize,
+        produce: impl FnOnce() -> T,
+    ) -> T {
+        typed::bcast_with(self, root, produce)
+    }
+    /// Every rank's `value`, indexed by rank, on every rank. One all-gather.
+    fn all_gather<T: Serialize + DeserializeOwned>(&self, value: &T) -> Vec<T> {
+        typed::all_gather(self, value)
+    }
+    /// Every rank's `value`, indexed by rank, on `root` (`None` elsewhere). One all-to-all in
+    /// which only the root receives bytes.
+    fn gather_to<T: Serialize + DeserializeOwned>(&self, root: usize, value: &T) -> Option<Vec<T>> {
+        typed::gather_to(self, root, value)
+    }
+    /// One outcome for a step every rank ran on its own, so that no rank waits in a collective
+    /// the others have left. When every rank is `Ok`, each returns its own `Ok` value
+    /// (untouched; they may differ). When any rank failed, every rank returns the error of the
+    /// lowest failed rank: that rank its own error, untouched, the others a decoded copy.
+    /// One allreduce when all went well, plus one all-gather otherwise.
+    fn agree<T, E: Serialize + DeserializeOwned>(&self, local: Result<T, E>) -> Result<T, E> {
+        typed::agree(self, local)
+    }
+    /// Queue `value` for rank `dest` with `tag` (see [`Comm::send`]); the receiver reads it with
+    /// [`typed::decode`](crate::typed::decode).
+    fn send_value<T: Serialize + ?Sized>(&self, dest: usize, tag: Tag, value: &T) {
+        typed::send_value(self, dest, tag, value)
     }
 }
 

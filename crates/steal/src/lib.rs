@@ -18,7 +18,8 @@
 //! otherwise) and may be called any number of times per process: MPI is initialised once and
 //! finalised at exit.
 //!
-//! On top of [`Comm`]: [`queue::run`] (distributed work stealing with termination detection),
+//! On top of [`Comm`]: typed messages ([`typed`]: `CommExt::bcast_from`, `all_gather`,
+//! `gather_to`, `agree`, `send_value`, over serde and postcard), [`queue::run`] (distributed work stealing with termination detection),
 //! [`progress`] (periodic progress lines from rank 0) and [`signals`] (SIGINT/SIGTERM as a flag); [`stats`] measures the queue's protocol on request
 //! (`MFU_RS_STATS=1`).
 
@@ -35,7 +36,9 @@ pub mod progress;
 pub mod queue;
 pub mod signals;
 pub mod stats;
+pub mod typed;
 pub mod wire;
 
 pub use comm::{Comm, CommExt, ReduceOp, Tag};
 pub use launch::{Backend, LaunchError, Launcher};
+pub use typed::{decode, DecodeError};

@@ -146,11 +146,9 @@ impl Progress {
         });
     }
 
-    pub(crate) fn snapshot_bytes(&self) -> Vec<u8> {
-        [&self.items, &self.bytes, &self.errors]
-            .iter()
-            .flat_map(|a| a.load(Ordering::Relaxed).to_le_bytes())
-            .collect()
+    /// This rank's counters (items, bytes, errors), as sent to rank 0's [`ProgressBoard`].
+    pub(crate) fn snapshot(&self) -> [u64; 3] {
+        [&self.items, &self.bytes, &self.errors].map(|a| a.load(Ordering::Relaxed))
     }
 }
 
@@ -168,17 +166,12 @@ impl ProgressBoard {
         }
     }
 
-    pub(crate) fn update(&mut self, src: usize, bytes: &[u8]) {
+    /// Rank `src`'s latest counters (items, bytes, errors).
+    pub(crate) fn update(&mut self, src: usize, counts: [u64; 3]) {
         if src != 0 {
             self.received_remote += 1;
         }
-        for (i, v) in self.latest[src].iter_mut().enumerate() {
-            *v = u64::from_le_bytes(
-                bytes[i * 8..i * 8 + 8]
-                    .try_into()
-                    .expect("progress snapshot"),
-            );
-        }
+        self.latest[src] = counts;
     }
 
     /// Progress messages received from ranks other than 0.

@@ -6,7 +6,7 @@
 //!
 //! The library prints nothing; `mfu-rs` prints [`QueueStats::line`] for each run to stderr.
 
-use crate::comm::Comm;
+use crate::comm::{Comm, CommExt};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ pub fn enabled() -> bool {
 }
 
 /// What one rank's queue run did (before the gather).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RankCounts {
     /// Items processed by this rank.
     pub processed: u64,
@@ -39,36 +39,6 @@ pub struct RankCounts {
     pub wall_ns: u64,
     /// Token rounds rank 0 started (Safra's termination detection); 0 elsewhere.
     pub token_rounds: u64,
-}
-
-const FIELDS: usize = 8;
-
-impl RankCounts {
-    fn to_array(self) -> [u64; FIELDS] {
-        [
-            self.processed,
-            self.requests_sent,
-            self.requests_served,
-            self.requests_refused,
-            self.gifts,
-            self.idle_ns,
-            self.wall_ns,
-            self.token_rounds,
-        ]
-    }
-
-    fn from_slice(v: &[u64]) -> RankCounts {
-        RankCounts {
-            processed: v[0],
-            requests_sent: v[1],
-            requests_served: v[2],
-            requests_refused: v[3],
-            gifts: v[4],
-            idle_ns: v[5],
-            wall_ns: v[6],
-            token_rounds: v[7],
-        }
-    }
 }
 
 /// One queue run over all ranks (kept on rank 0).
@@ -118,25 +88,9 @@ static KEPT: Mutex<Vec<QueueStats>> = Mutex::new(Vec::new());
 /// Gather `mine` from every rank to rank 0 and keep the result there. Collective; call only
 /// when [`enabled`] (on every rank alike).
 pub(crate) fn gather(comm: &dyn Comm, mine: RankCounts) {
-    let bytes: Vec<u8> = mine
-        .to_array()
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .collect();
-    let all = comm.allgatherv(&bytes);
-    if comm.rank() != 0 {
+    let Some(per_rank) = comm.gather_to(0, &mine) else {
         return;
-    }
-    let per_rank = all
-        .iter()
-        .map(|b| {
-            let v: Vec<u64> = b
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-                .collect();
-            RankCounts::from_slice(&v)
-        })
-        .collect();
+    };
     KEPT.lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(QueueStats {

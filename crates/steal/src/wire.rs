@@ -1,6 +1,9 @@
-//! The byte encoding of values that travel between ranks of one program: little-endian `u64`,
-//! length-prefixed byte strings. One codec for the work queue's items, the id tables, list-I/O
-//! plans and errors.
+//! Being removed: use typed collectives ([`crate::typed`], `CommExt::bcast_from`,
+//! `all_gather`, `gather_to`, `agree`, `send_value`) and derive serde on the message.
+//!
+//! The hand-written byte encoding of values that travel between ranks (little-endian `u64`,
+//! length-prefixed byte strings), kept only while the last hand-written encoders (tar, sync, rm,
+//! parallel, copy) move to the typed family.
 
 /// Append `v`.
 pub fn put_u64(out: &mut Vec<u8>, v: u64) {
