@@ -254,7 +254,7 @@ impl Roots {
 /// that have no ancestor in the list, in component order, the same on every rank. A tool
 /// acting on a list trusts these as it would PATHs typed on its command line (their own
 /// paths are followed) and reaches everything else beneath them. Collective: each rank's
-/// local tops are gathered (one `allgatherv`), so the cost grows with the number of tops,
+/// local tops are gathered (one all-gather), so the cost grows with the number of tops,
 /// not with the length of the list.
 pub fn list_tops<'a>(
     comm: &dyn steal::Comm,
@@ -264,22 +264,18 @@ pub fn list_tops<'a>(
     // beneath the last top kept. Borrowed, not copied: lists can be long.
     let mut local: Vec<&[u8]> = paths.into_iter().collect();
     local.sort_unstable_by(|a, b| a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/')));
-    let mut wire = Vec::new();
+    let mut tops = steal::typed::ByteStrings(Vec::new());
     let mut last: Option<&[u8]> = None;
     for p in local {
         if last.is_none_or(|top| !crate::path::is_prefix(top, p)) {
-            steal::wire::put_bytes(&mut wire, p);
+            tops.0.push(p.to_vec());
             last = Some(p);
         }
     }
-    let mut all = Vec::new();
-    for part in comm.allgatherv(&wire) {
-        let mut input = steal::wire::Reader::new(&part);
-        while !input.is_empty() {
-            all.push(input.bytes().to_vec());
-        }
-    }
-    crate::path::outermost(all)
+    let all = steal::CommExt::all_gather(comm, &tops)
+        .into_iter()
+        .flat_map(|t| t.0);
+    crate::path::outermost(all.collect())
 }
 
 /// True for the errors that mean "a symlink (or a non-directory) is in the way": the entry

@@ -1,6 +1,7 @@
 //! Errors of flist operations: every one names the path and the operation.
 
 use crate::path::display;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::io;
 
 /// An operation on one path failed. Walks collect these and go on; list I/O returns them.
@@ -47,3 +48,163 @@ pub enum Error {
 
 /// Result of flist operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The operations an [`ItemError`] names, mapped back to themselves when an error crosses ranks
+/// (`op` is a `&'static str`); any other comes back as `"operation"` (the path, the reason and
+/// the message's shape kept).
+const KNOWN_OPS: [&str; 12] = [
+    crate::io::OP_OPEN,
+    crate::io::OP_STAT,
+    crate::io::OP_READ,
+    crate::io::OP_CREATE,
+    crate::io::OP_WRITE,
+    crate::io::OP_RENAME,
+    crate::record::OP_LIST_ENTRY,
+    "stat",
+    "stat (vanished during the walk)",
+    "open directory",
+    "read directory",
+    "follow link (directory cycle, not descended)",
+];
+
+/// An [`Error`] as it travels between ranks: the system error as its number (or its message
+/// when it has none), paths as bytes.
+#[derive(Serialize)]
+enum Wire<'a> {
+    Item {
+        #[serde(with = "serde_bytes")]
+        path: &'a [u8],
+        op: &'a str,
+        os_code: Option<i32>,
+        message: String,
+    },
+    BadList {
+        #[serde(with = "serde_bytes")]
+        path: &'a [u8],
+        reason: &'a str,
+    },
+    Invalid(String),
+}
+
+/// Errors cross ranks in steal's typed collectives (`comm.agree`, `comm.bcast_with`): the
+/// receiving ranks print the same message as the failed one.
+impl Serialize for Error {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Error::Item(item) => Wire::Item {
+                path: &item.path,
+                op: item.op,
+                os_code: item.source.raw_os_error(),
+                message: item.source.to_string(),
+            },
+            Error::BadList { path, reason } => Wire::BadList { path, reason },
+            Error::Invalid(m) => Wire::Invalid(m.clone()),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Error {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Error, D::Error> {
+        // [`Wire`], owned (the bytes are not kept); the same variants and fields in the same
+        // order.
+        #[derive(Deserialize)]
+        enum Owned {
+            Item {
+                #[serde(with = "serde_bytes")]
+                path: Vec<u8>,
+                op: String,
+                os_code: Option<i32>,
+                message: String,
+            },
+            BadList {
+                #[serde(with = "serde_bytes")]
+                path: Vec<u8>,
+                reason: String,
+            },
+            Invalid(String),
+        }
+        Ok(match Owned::deserialize(d)? {
+            Owned::Item {
+                path,
+                op,
+                os_code,
+                message,
+            } => {
+                let op = KNOWN_OPS
+                    .into_iter()
+                    .find(|o| *o == op)
+                    .unwrap_or("operation");
+                let source = match os_code {
+                    Some(c) => io::Error::from_raw_os_error(c),
+                    None => io::Error::other(message),
+                };
+                ItemError { path, op, source }.into()
+            }
+            Owned::BadList { path, reason } => Error::BadList { path, reason },
+            Owned::Invalid(m) => Error::Invalid(m),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use steal::{Comm, CommExt};
+
+    fn round_trip(e: Error) -> String {
+        let back: Error = steal::decode(&steal::typed::encode(&e)).unwrap();
+        assert_eq!(back.to_string(), e.to_string());
+        back.to_string()
+    }
+
+    #[test]
+    fn errors_cross_ranks_with_the_same_message() {
+        let enoent = ItemError::new(
+            b"/l\xffst",
+            crate::io::OP_OPEN,
+            io::Error::from_raw_os_error(2),
+        );
+        assert!(round_trip(enoent.into()).starts_with("open list /l\\xffst: "));
+        round_trip(ItemError::new(b"/x", crate::io::OP_READ, io::Error::other("short")).into());
+        round_trip(ItemError::new(b"/x\n|y", "open directory", io::Error::other("gone")).into());
+        let reason = "truncated at byte offset 9".to_string();
+        assert_eq!(
+            round_trip(Error::BadList {
+                path: b"/x".to_vec(),
+                reason
+            }),
+            "read list /x: truncated at byte offset 9"
+        );
+        round_trip(Error::Invalid("no".into()));
+        // An operation this table does not know keeps the path and the reason.
+        let odd = ItemError::new(b"/p", "frobnicate", io::Error::from_raw_os_error(13));
+        let back: Error = steal::decode(&steal::typed::encode(&Error::from(odd))).unwrap();
+        assert!(back.to_string().starts_with("operation /p: "), "{back}");
+        for n in 0..8 {
+            assert!(steal::decode::<Error>(&[3, 0, 0][..n.min(3)]).is_err());
+        }
+    }
+
+    #[test]
+    fn every_rank_returns_the_first_failure() {
+        let out = steal::local::run(4, |comm: &dyn Comm| {
+            let local: Result<usize> = match comm.rank() {
+                1 | 3 => Err(Error::Invalid(format!("rank {}", comm.rank()))),
+                r => Ok(r),
+            };
+            comm.agree(local).map_err(|e| e.to_string())
+        });
+        assert_eq!(out, vec![Err("rank 1".to_string()); 4]);
+    }
+
+    #[test]
+    fn bcast_with_gives_roots_outcome() {
+        let out = steal::local::run(3, |comm: &dyn Comm| {
+            let ok: Result<u64> = comm.bcast_with(1, || Ok(41 + comm.rank() as u64));
+            let err: Result<u64> = comm.bcast_with(0, || Err(Error::Invalid("x".into())));
+            (ok.unwrap(), err.unwrap_err().to_string())
+        });
+        assert_eq!(out, vec![(42, "x".to_string()); 3]);
+    }
+}

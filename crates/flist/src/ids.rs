@@ -1,16 +1,18 @@
 //! User and group tables: names for numeric ids, as v4 lists carry them.
 
+use serde::{Deserialize, Serialize};
 use std::ffi::CStr;
 use std::sync::Mutex;
-use steal::wire::{self, Reader};
 
 /// getpwent/getgrent keep one cursor per process: thread ranks must take turns.
 static NSS_LOCK: Mutex<()> = Mutex::new(());
 
 /// `(name, id)` pairs in the order of their source (the passwd/group database or a list file).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Travels between ranks with steal's typed collectives.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IdTable {
     /// The entries, in source order (v4 files are written in this order).
+    #[serde(with = "steal::typed::byte_pairs")]
     pub entries: Vec<(Vec<u8>, u64)>,
 }
 
@@ -29,24 +31,6 @@ impl IdTable {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, i)| *i)
-    }
-
-    /// Append the rank-to-rank encoding ([`steal::wire`]), to broadcast a table.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        wire::put_u64(out, self.entries.len() as u64);
-        for (name, id) in &self.entries {
-            wire::put_bytes(out, name);
-            wire::put_u64(out, *id);
-        }
-    }
-
-    /// Read a table written by [`IdTable::encode`].
-    pub fn decode(input: &mut Reader<'_>) -> IdTable {
-        let n = input.u64();
-        let entries = (0..n)
-            .map(|_| (input.bytes().to_vec(), input.u64()))
-            .collect();
-        IdTable { entries }
     }
 
     /// Every user of this machine's passwd database (through NSS), as mpiFileUtils writes them.
@@ -105,12 +89,13 @@ mod tests {
         let t = IdTable {
             entries: vec![(b"a\xff".to_vec(), 7), (Vec::new(), 0)],
         };
-        let mut b = Vec::new();
-        t.encode(&mut b);
-        b.push(9);
-        let mut input = Reader::new(&b);
-        assert_eq!(IdTable::decode(&mut input), t);
-        assert_eq!(input.rest(), &[9]);
+        let b = steal::typed::encode(&t);
+        assert_eq!(steal::decode::<IdTable>(&b).unwrap(), t);
+        // Names as one length and a copy.
+        assert_eq!(&b[..5], &[2, 2, b'a', 0xff, 7]);
+        for n in 0..b.len() {
+            assert!(steal::decode::<IdTable>(&b[..n]).is_err());
+        }
     }
 
     #[test]

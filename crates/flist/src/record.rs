@@ -97,7 +97,19 @@ pub enum Detail {
 ///
 /// `Ord` compares the fields in declaration order: an arbitrary but fixed total order, used
 /// as the last tie-break of sorts so that their result does not depend on the rank count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[repr(C)]
 pub struct Meta {
     /// Full `st_mode`, type bits included.

@@ -160,27 +160,21 @@ pub fn sort(comm: &dyn Comm, list: FileList, keys: &[Key]) -> Result<FileList> {
     let per_rank = (SAMPLE_BUDGET / size).clamp(1, size.max(256));
     let s = per_rank.min(sorted.len());
     let pos: Vec<usize> = (0..=s).map(|i| i * sorted.len() / s.max(1)).collect();
-    let mut mine = Vec::new();
-    mine.extend_from_slice(&(s as u64).to_le_bytes());
-    for w in pos.windows(2) {
-        mine.extend_from_slice(&((w[1] - w[0]) as u64).to_le_bytes());
-    }
+    // The weights (steal's typed encoding), then the records (the list's own format).
+    let weights: Vec<u64> = pos.windows(2).map(|w| (w[1] - w[0]) as u64).collect();
+    let mut mine = steal::typed::encode(&weights);
     for &p in &pos[..s] {
         sorted.encode_record(p, &mut mine);
     }
     let gathered = comm.allgatherv(&mine);
     drop(mine);
     let mut samples = sorted.empty_like();
-    let mut weights = Vec::new();
+    let mut weights: Vec<u64> = Vec::new();
     for bytes in &gathered {
-        let n = u64::from_le_bytes(bytes[..8].try_into().expect("sample count")) as usize;
-        for i in 0..n {
-            let at = 8 + 8 * i;
-            weights.push(u64::from_le_bytes(
-                bytes[at..at + 8].try_into().expect("weight"),
-            ));
-        }
-        samples.decode_records(&bytes[8 + 8 * n..]);
+        let (w, records) = steal::typed::decode_prefix::<Vec<u64>>(bytes)
+            .unwrap_or_else(|e| panic!("sort samples: {e}"));
+        weights.extend(w);
+        samples.decode_records(records);
     }
     drop(gathered);
     // Same input, same deterministic stable sort: every rank gets the same splitters.

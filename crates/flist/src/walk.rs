@@ -18,9 +18,8 @@ use std::io;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use steal::progress::Progress;
-use steal::queue::{self, WorkItem};
-use steal::wire::{self, Reader};
-use steal::Comm;
+use steal::queue;
+use steal::{Comm, CommExt};
 
 pub use crate::at::open_long;
 use crate::at::At;
@@ -175,27 +174,13 @@ impl std::error::Error for Incomplete {
 }
 
 /// A directory to read, with the identities of its ancestors when links are followed (to
-/// detect cycles).
+/// detect cycles). A work-queue item (steal's typed encoding).
+#[derive(serde::Serialize, serde::Deserialize)]
 struct DirItem {
+    #[serde(with = "serde_bytes")]
     path: Vec<u8>,
+    /// `(device, inode)` of each ancestor directory.
     ancestors: Vec<(u64, u64)>,
-}
-
-impl WorkItem for DirItem {
-    fn encode(&self, out: &mut Vec<u8>) {
-        wire::put_bytes(out, &self.path);
-        wire::put_u64(out, self.ancestors.len() as u64);
-        for &(d, i) in &self.ancestors {
-            wire::put_u64(out, d);
-            wire::put_u64(out, i);
-        }
-    }
-    fn decode(input: &mut Reader<'_>) -> Self {
-        let path = input.bytes().to_vec();
-        let n = input.u64();
-        let ancestors = (0..n).map(|_| (input.u64(), input.u64())).collect();
-        DirItem { path, ancestors }
-    }
 }
 
 /// Walk `roots` (the same list on every rank) on all ranks. Collective.
@@ -290,14 +275,7 @@ fn walk_bytes(comm: &dyn Comm, roots: &[&[u8]], opts: &WalkOptions) -> Walked {
 /// The passwd and group databases, read once on rank 0 and broadcast (so 256 ranks don't ask
 /// the directory service 256 times).
 fn system_tables(comm: &dyn Comm) -> (IdTable, IdTable) {
-    let mut bytes = Vec::new();
-    if comm.rank() == 0 {
-        IdTable::system_users().encode(&mut bytes);
-        IdTable::system_groups().encode(&mut bytes);
-    }
-    comm.bcast(0, &mut bytes);
-    let mut input = Reader::new(&bytes);
-    (IdTable::decode(&mut input), IdTable::decode(&mut input))
+    comm.bcast_with(0, || (IdTable::system_users(), IdTable::system_groups()))
 }
 
 /// Where workers put what they find. One lock per directory read, not per entry.

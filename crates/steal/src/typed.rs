@@ -140,6 +140,34 @@ pub mod byte_list {
     }
 }
 
+/// Byte strings (paths) as one message: `comm.all_gather(&ByteStrings(paths))`. Each string
+/// travels as one length and a copy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ByteStrings(#[serde(with = "byte_list")] pub Vec<Vec<u8>>);
+
+/// `#[serde(with = "steal::typed::byte_pairs")]` for a `Vec<(Vec<u8>, T)>` (a path or a name
+/// with its value): each byte string as one length and a copy.
+pub mod byte_pairs {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_bytes::{ByteBuf, Bytes};
+
+    /// Serialize `pairs` as a sequence of (byte string, value).
+    pub fn serialize<S: Serializer, T: Serialize>(
+        pairs: &[(Vec<u8>, T)],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(pairs.iter().map(|(b, v)| (Bytes::new(b), v)))
+    }
+
+    /// Deserialize what [`serialize`] wrote.
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+        d: D,
+    ) -> Result<Vec<(Vec<u8>, T)>, D::Error> {
+        let pairs = Vec::<(ByteBuf, T)>::deserialize(d)?;
+        Ok(pairs.into_iter().map(|(b, v)| (b.into_vec(), v)).collect())
+    }
+}
+
 /// The typed collectives; [`CommExt`] forwards to these.
 pub(crate) fn bcast_from<C, T>(comm: &C, root: usize, value: &T) -> T
 where
@@ -235,6 +263,8 @@ mod tests {
         path: Vec<u8>,
         #[serde(with = "byte_list")]
         names: Vec<Vec<u8>>,
+        #[serde(with = "byte_pairs")]
+        owners: Vec<(Vec<u8>, u32)>,
         size: u64,
         mode: Option<u32>,
         kind: Kind,
@@ -258,6 +288,7 @@ mod tests {
                 .chain([0xff])
                 .collect(),
             names: vec![b"x".to_vec(), Vec::new(), vec![0xfe; 300]],
+            owners: vec![(b"r\xfft".to_vec(), 0), (Vec::new(), u32::MAX)],
             size: u64::MAX - i,
             mode: (i % 2 == 0).then_some(0o644),
             kind: match i % 3 {
@@ -282,6 +313,8 @@ mod tests {
         let (a, rest) = decode_prefix::<Sample>(&stream).unwrap();
         assert_eq!(a, sample(1));
         assert_eq!(decode::<u64>(rest).unwrap(), 7);
+        let strings = ByteStrings(vec![b"/a\n".to_vec(), Vec::new()]);
+        assert_eq!(decode::<ByteStrings>(&encode(&strings)).unwrap(), strings);
         // A stream of borrowed values.
         let mut stream = Vec::new();
         for p in [&b"a|b"[..], b"", b"\n\xff"] {

@@ -31,7 +31,6 @@
 //! );
 //! ```
 
-mod agree;
 mod pipe;
 mod source;
 mod text;
@@ -41,12 +40,11 @@ use crate::error::{Error, ItemError, Result};
 use crate::ids::IdTable;
 use crate::path::{as_path, PathLike};
 use crate::record::{Detail, FileList};
-use agree::bcast_result;
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use steal::wire::{put_u64, Reader};
-use steal::Comm;
+use steal::{Comm, CommExt};
 
 /// The format [`write()`] produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,23 +136,12 @@ fn read_bytes(comm: &dyn Comm, path: &[u8], format: InputFormat) -> Result<FileL
     // A FIFO or a socket (`-i <(cmd)` names `/dev/fd/63`, a pipe) can be read once, from its
     // start: probing it and then reading parts at offsets would find it empty. Read it as a
     // stream, as standard input is.
-    let stream = bcast_result(
-        comm,
-        0,
-        || Ok(is_stream(path)),
-        |s, out| out.push(*s as u8),
-        |r| r.u8() == 1,
-    )?;
+    let stream = comm.bcast_with(0, || is_stream(path));
     if stream {
         return pipe::read_stream(comm, Some(path), format);
     }
-    let plan = bcast_result(
-        comm,
-        0,
-        || Plan::probe(path, format),
-        Plan::encode,
-        Plan::decode,
-    )?;
+    let plan: Result<Plan> = comm.bcast_with(0, || Plan::probe(path, format));
+    let plan = plan?;
     read_planned(comm, plan, &mut source::Source::file(path))
 }
 
@@ -215,18 +202,8 @@ fn write_bytes(comm: &dyn Comm, list: &FileList, path: &[u8], format: Format) ->
     if path == pipe::STDIO {
         return pipe::write_stdout(comm, list, format);
     }
-    let staged = bcast_result(
-        comm,
-        0,
-        || stage(path),
-        |t, out| {
-            out.push(t.is_some() as u8);
-            if let Some(t) = t {
-                steal::wire::put_bytes(out, t);
-            }
-        },
-        |r| (r.u8() == 1).then(|| r.bytes().to_vec()),
-    )?;
+    let staged: Result<Option<Vec<u8>>> = comm.bcast_with(0, || stage(path));
+    let staged = staged?;
     let target = staged.as_deref().unwrap_or(path);
     let written = match format {
         Format::V4 => v4::write(comm, list, target),
@@ -237,22 +214,17 @@ fn write_bytes(comm: &dyn Comm, list: &FileList, path: &[u8], format: Format) ->
     };
     let written = written.map_err(|e| pipe::rename(e, &temp, path));
     // Every rank knows the outcome of the writes (they agreed); rank 0 publishes or discards.
-    bcast_result(
-        comm,
-        0,
-        || match &written {
-            Ok(()) => rustix::fs::rename(as_path(&temp), as_path(path)).map_err(|e| {
-                let _ = std::fs::remove_file(as_path(&temp));
-                ItemError::new(path, OP_RENAME, e.into()).into()
-            }),
-            Err(_) => {
-                let _ = std::fs::remove_file(as_path(&temp));
-                Ok(())
-            }
-        },
-        |_, _| {},
-        |_| (),
-    )?;
+    let published: Result<()> = comm.bcast_with(0, || match &written {
+        Ok(()) => rustix::fs::rename(as_path(&temp), as_path(path)).map_err(|e| {
+            let _ = std::fs::remove_file(as_path(&temp));
+            ItemError::new(path, OP_RENAME, e.into()).into()
+        }),
+        Err(_) => {
+            let _ = std::fs::remove_file(as_path(&temp));
+            Ok(())
+        }
+    });
+    published?;
     written
 }
 
@@ -289,18 +261,15 @@ const PROBE_BYTES: u64 = 64 << 10;
 const IO_CHUNK: usize = 4 << 20;
 
 // Operations named in errors (`open list /x: ...`).
-const OP_OPEN: &str = "open list";
-const OP_STAT: &str = "stat list";
-const OP_READ: &str = "read list";
-const OP_CREATE: &str = "create list";
-const OP_WRITE: &str = "write list";
-const OP_RENAME: &str = "rename list into place";
-/// Every operation this module names in errors; [`agree`] maps them back when an error crosses
-/// ranks.
-const OPS: [&str; 6] = [OP_OPEN, OP_STAT, OP_READ, OP_CREATE, OP_WRITE, OP_RENAME];
+pub(crate) const OP_OPEN: &str = "open list";
+pub(crate) const OP_STAT: &str = "stat list";
+pub(crate) const OP_READ: &str = "read list";
+pub(crate) const OP_CREATE: &str = "create list";
+pub(crate) const OP_WRITE: &str = "write list";
+pub(crate) const OP_RENAME: &str = "rename list into place";
 
 /// What kind of list a file holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum Kind {
     V3,
     V4,
@@ -311,7 +280,7 @@ enum Kind {
 }
 
 /// What rank 0 learned about a list file, sent to every rank.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Plan {
     kind: Kind,
     /// File length in bytes.
@@ -376,54 +345,6 @@ impl Plan {
             plan.layout = Some(layout);
         }
         Ok(plan)
-    }
-
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.push(match self.kind {
-            Kind::V3 => 3,
-            Kind::V4 => 4,
-            Kind::Lines => b'\n',
-            Kind::Nul => 0,
-        });
-        put_u64(out, self.len);
-        match &self.layout {
-            Some(l) => {
-                out.push(1);
-                l.encode(out);
-            }
-            None => out.push(0),
-        }
-        match &self.lines {
-            Some(l) => {
-                out.push(1);
-                l.encode(out);
-            }
-            None => out.push(0),
-        }
-        self.users.encode(out);
-        self.groups.encode(out);
-    }
-
-    fn decode(w: &mut Reader<'_>) -> Plan {
-        let kind = match w.u8() {
-            3 => Kind::V3,
-            4 => Kind::V4,
-            b'\n' => Kind::Lines,
-            _ => Kind::Nul,
-        };
-        let len = w.u64();
-        let layout = (w.u8() == 1).then(|| v4::Layout::decode(w));
-        let lines = (w.u8() == 1).then(|| text::Layout::decode(w));
-        let users = IdTable::decode(w);
-        let groups = IdTable::decode(w);
-        Plan {
-            kind,
-            len,
-            layout,
-            lines,
-            users,
-            groups,
-        }
     }
 }
 
@@ -574,9 +495,11 @@ mod tests {
             },
             groups: IdTable::default(),
         };
-        let mut bytes = Vec::new();
-        plan.encode(&mut bytes);
-        let back = Plan::decode(&mut Reader::new(&bytes));
+        let bytes = steal::typed::encode(&plan);
+        let back: Plan = steal::decode(&bytes).unwrap();
+        for n in 0..bytes.len() {
+            assert!(steal::decode::<Plan>(&bytes[..n]).is_err(), "cut at {n}");
+        }
         assert_eq!(
             (back.kind, back.len, back.layout, back.lines),
             (plan.kind, plan.len, plan.layout, plan.lines)

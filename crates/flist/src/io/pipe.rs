@@ -12,7 +12,6 @@
 //! through rank 0: lists of many millions of entries are faster as files, which every rank
 //! reads and writes in parallel.
 
-use super::agree::{agree, bcast_result};
 use super::source::Source;
 use super::{
     read_planned, text, v4, Format, InputFormat, Plan, IO_CHUNK, OP_CREATE, OP_OPEN, OP_READ,
@@ -47,17 +46,12 @@ pub(super) fn read_stream(
 ) -> Result<FileList> {
     let name = source.unwrap_or(STDIN_NAME);
     let mut spool = None;
-    let plan = bcast_result(
-        comm,
-        0,
-        || {
-            let (file, plan) = spool_and_probe(source, format)?;
-            spool = Some(file);
-            Ok(plan)
-        },
-        Plan::encode,
-        Plan::decode,
-    )?;
+    let plan: Result<Plan> = comm.bcast_with(0, || {
+        let (file, plan) = spool_and_probe(source, format)?;
+        spool = Some(file);
+        Ok(plan)
+    });
+    let plan = plan?;
     let mut src = Source::served(comm, name, spool.as_ref(), piece_bytes());
     read_planned(comm, plan, &mut src)
 }
@@ -99,13 +93,10 @@ fn spool_and_probe(source: Option<&[u8]>, format: InputFormat) -> Result<(std::f
 /// time; nothing is gathered. The checks come first (every rank its own records), so a list
 /// that cannot be written leaves standard output untouched.
 pub(super) fn write_stdout(comm: &dyn Comm, list: &FileList, format: Format) -> Result<()> {
-    agree(
-        comm,
-        match format {
-            Format::V4 => v4::check(list, STDOUT_NAME),
-            Format::Text => text::check(list, STDOUT_NAME),
-        },
-    )?;
+    comm.agree(match format {
+        Format::V4 => v4::check(list, STDOUT_NAME),
+        Format::Text => text::check(list, STDOUT_NAME),
+    })?;
     // V4: the header (rank 0) and the width of the path field, from all ranks' records.
     let (mut head, fc) = match format {
         Format::V4 => {
@@ -195,7 +186,7 @@ pub(super) fn write_stdout(comm: &dyn Comm, list: &FileList, format: Format) -> 
         (Some(e), _) | (None, Some(Err(e))) => Err(stream_error(STDOUT_NAME, OP_WRITE, e)),
         _ => Ok(()),
     };
-    agree(comm, local)
+    comm.agree(local)
 }
 
 /// Test seam: with `MFU_RS_TEST_PIPE_PIECE_BYTES=N` a list written to standard output travels to

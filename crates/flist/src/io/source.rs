@@ -16,11 +16,11 @@
 
 use super::{bad, open_read, read_full_at, OP_READ};
 use crate::error::{Error, ItemError, Result};
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
 use std::time::Duration;
-use steal::wire::{put_u64, Reader};
-use steal::{Comm, Tag};
+use steal::{Comm, CommExt, Tag};
 
 /// A rank asks rank 0 for a byte range (`offset`, `length` as two `u64`), or, with an empty
 /// message, says it is done with the current phase.
@@ -115,20 +115,23 @@ impl<'a> Source<'a> {
             How::Asking { comm } => {
                 let mut done = 0;
                 while done < buf.len() {
-                    let mut ask = Vec::with_capacity(16);
-                    put_u64(&mut ask, offset + done as u64);
-                    put_u64(&mut ask, (buf.len() - done) as u64);
-                    comm.send(0, TAG_ASK, ask);
-                    let answer = wait_for(*comm, TAG_BYTES);
-                    let (status, bytes) = answer.split_first().expect("a status byte");
-                    if *status == 0 {
-                        let errno = i32::from_le_bytes(bytes[..4].try_into().expect("errno"));
-                        return Err(failed(io::Error::from_raw_os_error(errno)));
-                    }
+                    let ask = Ask::Range {
+                        offset: offset + done as u64,
+                        len: (buf.len() - done) as u64,
+                    };
+                    comm.send_value(0, TAG_ASK, &ask);
+                    let answer = steal::decode::<Served>(&wait_for(*comm, TAG_BYTES))
+                        .unwrap_or_else(|e| panic!("list served by rank 0: {e}"));
+                    let bytes = match answer {
+                        Served::Bytes(b) => b,
+                        Served::Failed(errno) => {
+                            return Err(failed(io::Error::from_raw_os_error(errno)))
+                        }
+                    };
                     if bytes.is_empty() {
                         break;
                     }
-                    buf[done..done + bytes.len()].copy_from_slice(bytes);
+                    buf[done..done + bytes.len()].copy_from_slice(&bytes);
                     done += bytes.len();
                 }
                 Ok(done)
@@ -177,35 +180,48 @@ impl<'a> Source<'a> {
                 comm.flush_sends();
             }
             How::Asking { comm } => {
-                comm.send(0, TAG_ASK, Vec::new());
+                comm.send_value(0, TAG_ASK, &Ask::Done);
                 comm.flush_sends();
             }
         }
     }
 }
 
+/// A rank's message to rank 0 while it reads a served list.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+enum Ask {
+    /// Up to `len` bytes from byte `offset`.
+    Range { offset: u64, len: u64 },
+    /// This rank is done with the phase.
+    Done,
+}
+
+/// Rank 0's answer to an [`Ask::Range`].
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+enum Served {
+    /// The bytes (fewer than asked at the end of the list, none past it).
+    Bytes(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// Reading failed with this errno.
+    Failed(i32),
+}
+
 /// Rank 0: answer the request `ask` of rank `from` with at most `piece` bytes of `spool`.
 /// Returns false for no request but the word that `from` is done with the phase.
 fn answer(comm: &dyn Comm, spool: &File, piece: usize, from: usize, ask: &[u8]) -> bool {
-    if ask.is_empty() {
-        return false;
-    }
-    let mut r = Reader::new(ask);
-    let (offset, length) = (r.u64(), r.u64());
-    let length = length.min(piece as u64) as usize;
-    let mut out = vec![0u8; 1 + length];
-    match read_full_at(spool, &mut out[1..], offset) {
+    let (offset, length) = match steal::decode(ask) {
+        Ok(Ask::Range { offset, len }) => (offset, len),
+        Ok(Ask::Done) => return false,
+        Err(e) => panic!("list reader's request: {e}"),
+    };
+    let mut out = vec![0u8; length.min(piece as u64) as usize];
+    let served = match read_full_at(spool, &mut out, offset) {
         Ok(n) => {
-            out[0] = 1;
-            out.truncate(1 + n);
+            out.truncate(n);
+            Served::Bytes(out)
         }
-        Err(e) => {
-            out.clear();
-            out.push(0);
-            out.extend_from_slice(&e.raw_os_error().unwrap_or(libc::EIO).to_le_bytes());
-        }
-    }
-    comm.send(from, TAG_BYTES, out);
+        Err(e) => Served::Failed(e.raw_os_error().unwrap_or(libc::EIO)),
+    };
+    comm.send_value(from, TAG_BYTES, &served);
     true
 }
 

@@ -4,7 +4,6 @@
 //! range holds its first byte, so each rank moves its start forward to the first record that
 //! begins at or after it, and ends where the next rank starts.
 
-use super::agree::{agree, bcast_result};
 use super::source::Source;
 use super::{
     bad, cannot_hold, create, read_exact_at, InputFormat, RegionWriter, IO_CHUNK, TEXT_HEADER,
@@ -13,7 +12,6 @@ use super::{
 use crate::error::Result;
 use crate::record::{Detail, FileList, FileType};
 use std::fs::File;
-use steal::wire::{put_u64, Reader};
 use steal::{Comm, CommExt, ReduceOp};
 
 /// The path and type of a `\n`-separated record: split at the last `|` when exactly one type
@@ -29,7 +27,7 @@ pub(super) fn parse_line(line: &[u8]) -> (&[u8], FileType) {
 
 /// Where the records of a text list lie and how they are read, as rank 0 found out
 /// ([`Layout::probe`]) and sent to every rank.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) struct Layout {
     /// The byte that ends a record: `\n`, or NUL.
     sep: u8,
@@ -107,30 +105,6 @@ impl Layout {
             count: Some(count),
         })
     }
-
-    pub(super) fn encode(&self, out: &mut Vec<u8>) {
-        out.push(self.sep);
-        out.push(self.typed as u8);
-        put_u64(out, self.start);
-        put_u64(out, self.end);
-        out.push(self.count.is_some() as u8);
-        put_u64(out, self.count.unwrap_or(0));
-    }
-
-    pub(super) fn decode(r: &mut Reader<'_>) -> Layout {
-        let sep = r.u8();
-        let typed = r.u8() == 1;
-        let (start, end) = (r.u64(), r.u64());
-        let counted = r.u8() == 1;
-        let count = r.u64();
-        Layout {
-            sep,
-            typed,
-            start,
-            end,
-            count: counted.then_some(count),
-        }
-    }
 }
 
 /// The count of a trailer line (without its newline): `#mfu-rs end N`, `N` decimal digits.
@@ -203,7 +177,7 @@ pub(super) fn read(comm: &dyn Comm, src: &mut Source<'_>, layout: &Layout) -> Re
     let start = range_start(first, stop, rank, size);
     let local = next_record_start(src, first, stop, start, sep);
     src.phase_done();
-    let start = agree(comm, local)?;
+    let start = comm.agree(local)?;
     let starts = comm.allgather_u64(start);
     let end = starts.get(rank + 1).copied().unwrap_or(stop);
     let local = (|| {
@@ -255,7 +229,7 @@ pub(super) fn read(comm: &dyn Comm, src: &mut Source<'_>, layout: &Layout) -> Re
         Ok((list, untyped, unterminated))
     })();
     src.phase_done();
-    let (list, untyped, unterminated) = agree(comm, local)?;
+    let (list, untyped, unterminated) = comm.agree(local)?;
     let mut firsts = [untyped];
     comm.allreduce(&mut firsts, ReduceOp::Min);
     let [untyped] = firsts;
@@ -274,7 +248,7 @@ pub(super) fn read(comm: &dyn Comm, src: &mut Source<'_>, layout: &Layout) -> Re
         Some(at) => check_unterminated(path, &list, at, stop, sep, typed || read != 1),
         None => Ok(()),
     };
-    agree(comm, local)?;
+    comm.agree(local)?;
     if let Some(count) = count.filter(|&c| c != read) {
         return Err(bad(
             path,
@@ -384,7 +358,7 @@ pub(super) fn check(list: &FileList, path: &[u8]) -> Result<()> {
 /// first), every rank's `path|T` lines at its offset, the trailer with the count of all ranks'
 /// records (rank 0, last in the file).
 pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()> {
-    agree(comm, check(list, path))?;
+    comm.agree(check(list, path))?;
     let mine: u64 = list.iter().map(|e| line_bytes(e.path)).sum();
     let (first, total) = comm.offset_and_total(mine);
     let count = comm.sum(list.len() as u64);
@@ -392,7 +366,7 @@ pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()>
     header(&mut head);
     let body = head.len() as u64;
     // The broadcast keeps every rank from writing before rank 0 has truncated the file.
-    bcast_result(comm, 0, || create(path).map(drop), |_, _| {}, |_| ())?;
+    comm.bcast_with(0, || create(path).map(drop))?;
     let local = (|| {
         if comm.rank() == 0 {
             let mut ends = RegionWriter::open(path, 0)?;
@@ -414,7 +388,7 @@ pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()>
         }
         out.finish()
     })();
-    agree(comm, local)
+    comm.agree(local)
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! Cache format v4 (read and write) and v3 (read): a header of big-endian `u64`s, the user and
 //! group tables, then fixed-size records (`docs/formats.md` §1–2).
 
-use super::agree::{agree, bcast_result};
 use super::source::Source;
 use super::{bad, cannot_hold, create, read_exact_at, write_all_at, RegionWriter, IO_CHUNK};
 use crate::distribute::even_start;
@@ -9,7 +8,6 @@ use crate::error::{Error, Result};
 use crate::ids::IdTable;
 use crate::record::{Detail, FileList, FileType, Meta};
 use std::fs::File;
-use steal::wire::{put_u64, Reader};
 use steal::{Comm, CommExt};
 
 /// Bytes of a v4 header: 7 `u64`.
@@ -23,7 +21,7 @@ pub(super) const META_FIELDS: u64 = 80;
 const MAX_WIDTH: u64 = 1 << 20;
 
 /// Where everything sits in a v3/v4 file. Widths and offsets in bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) struct Layout {
     /// Header bytes: [`V4_HEADER`] or [`V3_HEADER`].
     pub header: u64,
@@ -136,34 +134,6 @@ impl Layout {
     /// Offset of record `index` (of a checked layout, so no overflow).
     pub(super) fn record_offset(&self, index: u64) -> u64 {
         self.data_start().expect("checked layout") + index * self.record_bytes()
-    }
-
-    /// Append the rank-to-rank encoding.
-    pub(super) fn encode(&self, out: &mut Vec<u8>) {
-        for v in [
-            self.header,
-            self.nusers,
-            self.uc,
-            self.ngroups,
-            self.gc,
-            self.nfiles,
-            self.fc,
-        ] {
-            put_u64(out, v);
-        }
-    }
-
-    /// Inverse of [`Layout::encode`].
-    pub(super) fn decode(w: &mut Reader<'_>) -> Layout {
-        Layout {
-            header: w.u64(),
-            nusers: w.u64(),
-            uc: w.u64(),
-            ngroups: w.u64(),
-            gc: w.u64(),
-            nfiles: w.u64(),
-            fc: w.u64(),
-        }
     }
 }
 
@@ -301,7 +271,7 @@ pub(super) fn read_records(comm: &dyn Comm, src: &mut Source<'_>, l: &Layout) ->
         Ok(list)
     })();
     src.phase_done();
-    agree(comm, local)
+    comm.agree(local)
 }
 
 /// Check that every record of `list` fits a v4 file (named `path`, for messages).
@@ -325,7 +295,7 @@ pub(super) fn check(list: &FileList, path: &[u8]) -> Result<()> {
 
 /// Write the lists of all ranks as one v4 file (collective).
 pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()> {
-    agree(comm, check(list, path))?;
+    comm.agree(check(list, path))?;
     let longest = list
         .iter()
         .map(|e| e.path.len() as u64 + 1)
@@ -336,28 +306,23 @@ pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()>
     let (first, nfiles) = comm.offset_and_total(list.len() as u64);
     // Rank 0 truncates the file and writes header and tables; the broadcast of where the
     // records start also keeps every rank from writing before the truncation.
-    let data_start = bcast_result(
-        comm,
-        0,
-        || {
-            let l = Layout {
-                header: V4_HEADER,
-                nusers: list.users.entries.len() as u64,
-                uc: table_width(&list.users),
-                ngroups: list.groups.entries.len() as u64,
-                gc: table_width(&list.groups),
-                nfiles,
-                fc,
-            };
-            let mut head = Vec::new();
-            encode_head(&l, &list.users, &list.groups, &mut head);
-            let file = create(path)?;
-            write_all_at(&file, path, &head, 0)?;
-            Ok(head.len() as u64)
-        },
-        |v, out| put_u64(out, *v),
-        |w| w.u64(),
-    )?;
+    let data_start: Result<u64> = comm.bcast_with(0, || {
+        let l = Layout {
+            header: V4_HEADER,
+            nusers: list.users.entries.len() as u64,
+            uc: table_width(&list.users),
+            ngroups: list.groups.entries.len() as u64,
+            gc: table_width(&list.groups),
+            nfiles,
+            fc,
+        };
+        let mut head = Vec::new();
+        encode_head(&l, &list.users, &list.groups, &mut head);
+        let file = create(path)?;
+        write_all_at(&file, path, &head, 0)?;
+        Ok(head.len() as u64)
+    });
+    let data_start = data_start?;
     let local = (|| {
         if list.is_empty() {
             return Ok(());
@@ -371,7 +336,7 @@ pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()>
         }
         out.finish()
     })();
-    agree(comm, local)
+    comm.agree(local)
 }
 
 #[cfg(test)]

@@ -3,11 +3,10 @@
 //! broadcast.
 
 use crate::engine::ids::{id_of, IdKind};
-use steal::wire::{self, Reader};
-use steal::Comm;
+use steal::{Comm, CommExt};
 
 /// The owner and group to give, `None` for "leave as is".
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Owner {
     /// New user id.
     pub uid: Option<u32>,
@@ -25,32 +24,11 @@ impl Owner {
 /// Resolve `user` and `group` (names or numbers; `+N` is always a number). `Err` is the same
 /// message on every rank. Collective: one broadcast.
 pub fn resolve(comm: &dyn Comm, user: Option<&str>, group: Option<&str>) -> Result<Owner, String> {
-    let mut bytes = Vec::new();
-    if comm.rank() == 0 {
-        let uid = user.map(|u| id_of(u, IdKind::User)).transpose();
-        let gid = group.map(|g| id_of(g, IdKind::Group)).transpose();
-        match (uid, gid) {
-            (Ok(uid), Ok(gid)) => {
-                bytes.push(0);
-                for id in [uid, gid] {
-                    wire::put_u64(&mut bytes, id.map_or(u64::MAX, u64::from));
-                }
-            }
-            (Err(e), _) | (_, Err(e)) => {
-                bytes.push(1);
-                wire::put_bytes(&mut bytes, e.as_bytes());
-            }
-        }
-    }
-    comm.bcast(0, &mut bytes);
-    let mut input = Reader::new(&bytes);
-    if input.u8() != 0 {
-        return Err(String::from_utf8_lossy(input.bytes()).into_owned());
-    }
-    let mut id = || u32::try_from(input.u64()).ok();
-    Ok(Owner {
-        uid: id(),
-        gid: id(),
+    comm.bcast_with(0, || {
+        Ok(Owner {
+            uid: user.map(|u| id_of(u, IdKind::User)).transpose()?,
+            gid: group.map(|g| id_of(g, IdKind::Group)).transpose()?,
+        })
     })
 }
 

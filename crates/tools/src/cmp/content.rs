@@ -15,12 +15,12 @@ use flist::{FileList, ItemError};
 use rustix::fd::OwnedFd;
 use rustix::fs::OFlags;
 use rustix::io::Errno;
+use serde_bytes::Bytes;
 use std::cell::RefCell;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use steal::progress::Progress;
-use steal::wire::{self, Reader};
 use steal::{queue, Comm, ReduceOp};
 
 /// Alignment of `O_DIRECT` buffers and lengths (bytes).
@@ -41,7 +41,9 @@ pub struct ReadOptions {
 }
 
 /// What the comparison of a file's data found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Verdict {
     /// Every byte is equal.
     Same = 0,
@@ -70,29 +72,14 @@ pub struct Compared {
     pub interrupted: bool,
 }
 
-/// One chunk to compare: the source path and its byte range.
+/// One chunk to compare: the source path and its byte range. A work-queue item.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Piece {
+    #[serde(with = "serde_bytes")]
     path: Vec<u8>,
     offset: u64,
     length: u64,
     file_size: u64,
-}
-
-impl queue::WorkItem for Piece {
-    fn encode(&self, out: &mut Vec<u8>) {
-        wire::put_bytes(out, &self.path);
-        for v in [self.offset, self.length, self.file_size] {
-            wire::put_u64(out, v);
-        }
-    }
-    fn decode(input: &mut Reader<'_>) -> Self {
-        Piece {
-            path: input.bytes().to_vec(),
-            offset: input.u64(),
-            length: input.u64(),
-            file_size: input.u64(),
-        }
-    }
 }
 
 /// Compare the data of every regular file of `files` (source records of this rank, each the
@@ -156,8 +143,7 @@ pub fn compare_files(
         progress.add(u64::from(p.offset == 0), p.length);
         let mut found = found.lock().expect("verdicts");
         let out = &mut found[home(map.rel(&p.path), size)];
-        wire::put_bytes(out, &p.path);
-        out.push(verdict as u8);
+        steal::typed::encode_into(&(Bytes::new(&p.path), verdict), out);
     });
     // Each chunk's verdict to the rank holding the pair, counted there per record of `files`
     // (found by path: 12 bytes per record, no path copied).
@@ -165,14 +151,8 @@ pub fn compare_files(
     // Chunks seen and the worst verdict among them, per record.
     let mut chunks: Vec<(u64, Verdict)> = vec![(0, Verdict::Same); files.len()];
     for bytes in comm.alltoallv(found.into_inner().expect("verdicts")) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            let path = r.bytes();
-            let v = match r.u8() {
-                0 => Verdict::Same,
-                1 => Verdict::Differ,
-                _ => Verdict::Failed,
-            };
+        for found in steal::typed::each::<(&Bytes, Verdict)>(&bytes) {
+            let (path, v) = steal::typed::sent(found);
             if let Some(i) = index.find(path, |i| files.path(i)) {
                 let e = &mut chunks[i];
                 e.0 += 1;

@@ -4,11 +4,8 @@
 //! Hard links are one inode: their names travel together and count as one member of a group,
 //! so two names of one file are never reported as duplicates of each other.
 
-use flist::record::META_BYTES;
 use flist::{FileList, Meta};
 use std::collections::BTreeMap;
-use steal::queue::WorkItem;
-use steal::wire::{self, Reader};
 use steal::Comm;
 
 /// Bytes of a [`Hash`]: blake3's default output.
@@ -17,8 +14,9 @@ pub const HASH_BYTES: usize = 32;
 /// A blake3 digest (of a prefix, or of the whole file).
 pub type Hash = [u8; HASH_BYTES];
 
-/// One file's data and its names.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One file's data and its names. Travels between ranks (steal's typed encoding) and is a
+/// work-queue item.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Inode {
     /// Size in bytes, as listed.
     pub size: u64,
@@ -27,6 +25,7 @@ pub struct Inode {
     /// Inode number (0 when unknown: then the inode stands for its one name only).
     pub ino: u64,
     /// The names, each with its metadata, sorted by path bytes, without repeats.
+    #[serde(with = "steal::typed::byte_pairs")]
     pub names: Vec<(Vec<u8>, Meta)>,
     /// blake3 of the first bytes (after the prefix pass) or of all bytes (after the full pass);
     /// zero before hashing.
@@ -37,41 +36,6 @@ impl Inode {
     /// The first name in byte order: what the group's order and `-o` use for this inode.
     pub fn first_path(&self) -> &[u8] {
         &self.names[0].0
-    }
-}
-
-impl WorkItem for Inode {
-    fn encode(&self, out: &mut Vec<u8>) {
-        wire::put_u64(out, self.size);
-        wire::put_u64(out, self.dev);
-        wire::put_u64(out, self.ino);
-        out.extend_from_slice(&self.hash);
-        wire::put_u64(out, self.names.len() as u64);
-        for (path, meta) in &self.names {
-            wire::put_bytes(out, path);
-            meta.encode(out);
-        }
-    }
-
-    fn decode(input: &mut Reader<'_>) -> Self {
-        let size = input.u64();
-        let dev = input.u64();
-        let ino = input.u64();
-        let hash: Hash = input.take(HASH_BYTES).try_into().expect("hash bytes");
-        let n = input.u64() as usize;
-        let names = (0..n)
-            .map(|_| {
-                let path = input.bytes().to_vec();
-                (path, Meta::decode(input.take(META_BYTES)))
-            })
-            .collect();
-        Inode {
-            size,
-            dev,
-            ino,
-            names,
-            hash,
-        }
     }
 }
 
@@ -163,15 +127,12 @@ pub fn size_owner(size_bytes: u64, ranks: usize) -> usize {
 pub fn exchange(comm: &dyn Comm, inodes: Vec<Inode>, dest: impl Fn(&Inode) -> usize) -> Vec<Inode> {
     let mut sends = vec![Vec::new(); comm.size()];
     for i in &inodes {
-        i.encode(&mut sends[dest(i)]);
+        steal::typed::encode_into(i, &mut sends[dest(i)]);
     }
     drop(inodes);
     let mut out = Vec::new();
     for part in comm.alltoallv(sends) {
-        let mut input = Reader::new(&part);
-        while !input.is_empty() {
-            out.push(Inode::decode(&mut input));
-        }
+        out.extend(steal::typed::each::<Inode>(&part).map(steal::typed::sent));
     }
     out
 }
@@ -275,8 +236,10 @@ mod tests {
         });
         assert_eq!(got, vec![3, 0, 0]);
         let i = inode(3, 4, "/a", 2);
-        let mut b = Vec::new();
-        i.encode(&mut b);
-        assert_eq!(Inode::decode(&mut Reader::new(&b)), i);
+        let b = steal::typed::encode(&i);
+        assert_eq!(steal::decode::<Inode>(&b).unwrap(), i);
+        for n in 0..b.len() {
+            assert!(steal::decode::<Inode>(&b[..n]).is_err(), "cut at {n}");
+        }
     }
 }

@@ -55,8 +55,8 @@ impl HashKind {
     }
 }
 
-/// A part of a file's BLAKE3 tree.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A part of a file's BLAKE3 tree. Travels to the rank that assembles the file's digest.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Piece {
     /// The chaining value of the subtree of `len` bytes at `offset` (a node of the tree).
     Subtree {
@@ -72,12 +72,13 @@ pub enum Piece {
         /// Byte offset in the file.
         offset: u64,
         /// The bytes (fewer than a chunk).
+        #[serde(with = "serde_bytes")]
         bytes: Vec<u8>,
     },
 }
 
 /// What a [`RangeHasher`] found.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum RangeDigest {
     /// The range was the whole file: its digest.
     Whole([u8; 32]),

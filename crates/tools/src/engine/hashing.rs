@@ -9,10 +9,12 @@ use rustix::fd::BorrowedFd;
 use std::io;
 use std::sync::Mutex;
 
-/// The digest of one range of a written file, kept for the manifest.
-#[derive(Debug)]
+/// The digest of one range of a written file, kept for the manifest (and sent to the rank
+/// that writes the file's line).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Record {
     /// The file written (a destination path).
+    #[serde(with = "serde_bytes")]
     pub path: Vec<u8>,
     /// Its size in bytes.
     pub file_size: u64,
@@ -28,9 +30,10 @@ pub struct Record {
 /// The source a file's manifest digest is read from again, as it was listed: a source whose
 /// size, mtime or ctime differs from these when it is read is not what was copied, and is
 /// not hashed.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Source {
     /// The source path.
+    #[serde(with = "serde_bytes")]
     pub path: Vec<u8>,
     /// Its metadata when listed (size in bytes, times).
     pub meta: flist::Meta,

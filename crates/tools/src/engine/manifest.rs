@@ -28,9 +28,10 @@ use crate::engine::hashing::{hash_file, Record, Source};
 use flist::distribute::hash_path;
 use flist::{Detail, FileList, FileType, ItemError};
 use rustix::fd::{AsFd, OwnedFd};
+use serde_bytes::Bytes;
 use std::collections::HashMap;
 use std::io;
-use steal::wire::{self, Reader};
+use steal::typed;
 use steal::{Comm, CommExt};
 
 /// What a manifest is and where it goes.
@@ -167,75 +168,27 @@ pub fn entries(
     let size = comm.size();
     let mut sends = vec![Vec::new(); size];
     for r in records {
-        let out = &mut sends[home(&r.path, size)];
-        wire::put_bytes(out, &r.path);
-        wire::put_u64(out, r.file_size);
-        if let Some(s) = &r.reread {
-            wire::put_u64(out, REREAD);
-            wire::put_bytes(out, &s.path);
-            s.meta.encode(out);
-            continue;
-        }
-        match r.digest {
-            RangeDigest::Whole(d) => {
-                wire::put_u64(out, 0);
-                out.extend_from_slice(&d);
-            }
-            RangeDigest::Pieces(pieces) => {
-                wire::put_u64(out, 1 + pieces.len() as u64);
-                for p in pieces {
-                    match p {
-                        Piece::Subtree { offset, len, cv } => {
-                            wire::put_u64(out, 0);
-                            wire::put_u64(out, offset);
-                            wire::put_u64(out, len);
-                            out.extend_from_slice(&cv);
-                        }
-                        Piece::Raw { offset, bytes } => {
-                            wire::put_u64(out, 1);
-                            wire::put_u64(out, offset);
-                            wire::put_bytes(out, &bytes);
-                        }
-                    }
-                }
-            }
-        }
+        typed::encode_into(&r, &mut sends[home(&r.path, size)]);
     }
     let got = comm.alltoallv(sends);
     let mut whole: HashMap<Vec<u8>, [u8; 32]> = HashMap::new();
     let mut parts: HashMap<Vec<u8>, (u64, Vec<Piece>)> = HashMap::new();
     let mut rereads: HashMap<Vec<u8>, Source> = HashMap::new();
     for bytes in &got {
-        let mut r = Reader::new(bytes);
-        while !r.is_empty() {
-            let path = r.bytes().to_vec();
-            let file_size = r.u64();
-            let n = r.u64();
-            if n == REREAD {
-                let source = r.bytes().to_vec();
-                let meta = flist::Meta::decode(r.take(flist::record::META_BYTES));
-                rereads.insert(path, Source { path: source, meta });
+        for r in typed::each::<Record>(bytes) {
+            let r = typed::sent(r);
+            if let Some(source) = r.reread {
+                rereads.insert(r.path, source);
                 continue;
             }
-            if n == 0 {
-                let d: [u8; 32] = r.take(32).try_into().expect("32 bytes");
-                whole.insert(path, d);
-                continue;
-            }
-            let entry = parts.entry(path).or_insert((file_size, Vec::new()));
-            for _ in 1..n {
-                let piece = if r.u64() == 0 {
-                    let (offset, len) = (r.u64(), r.u64());
-                    let cv = r.take(32).try_into().expect("32 bytes");
-                    Piece::Subtree { offset, len, cv }
-                } else {
-                    let offset = r.u64();
-                    Piece::Raw {
-                        offset,
-                        bytes: r.bytes().to_vec(),
-                    }
-                };
-                entry.1.push(piece);
+            match r.digest {
+                RangeDigest::Whole(d) => {
+                    whole.insert(r.path, d);
+                }
+                RangeDigest::Pieces(pieces) => {
+                    let entry = parts.entry(r.path).or_insert((r.file_size, Vec::new()));
+                    entry.1.extend(pieces);
+                }
             }
         }
     }
@@ -291,17 +244,15 @@ pub fn entries(
     // Hard links: the digest of their first member, known on its home rank.
     let mut sends = vec![Vec::new(); size];
     for (first, member) in links {
-        let out = &mut sends[home(first, size)];
-        wire::put_bytes(out, first);
-        wire::put_bytes(out, member);
+        let link = (Bytes::new(first), Bytes::new(member));
+        typed::encode_into(&link, &mut sends[home(first, size)]);
     }
     let mut linked = Vec::new();
     for bytes in comm.alltoallv(sends) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            let (first, member) = (r.bytes(), r.bytes().to_vec());
-            if let Some(d) = whole.get(first) {
-                linked.push((member, *d));
+        for link in typed::each::<(&Bytes, &Bytes)>(&bytes) {
+            let (first, member) = typed::sent(link);
+            if let Some(d) = whole.get(&first[..]) {
+                linked.push((member.to_vec(), *d));
             }
         }
     }
@@ -313,9 +264,6 @@ pub fn entries(
     out.shrink_to_fit();
     (out, errors)
 }
-
-/// The tag of a record to read again, where a record's count of pieces goes.
-const REREAD: u64 = u64::MAX;
 
 /// The digest (`kind`) of the source `s`, read again (opened through `reopen`) from its start
 /// in order. A source whose size, mtime or ctime is not what the listing saw, before or after
@@ -409,24 +357,15 @@ fn write(comm: &dyn Comm, o: &ManifestOptions, entries: Vec<Entry>) -> Result<()
     drop(sorted);
     let (offset, _) = comm.offset_and_total(text.len() as u64);
     // Rank 0 makes the temporary file; everyone writes its part; rank 0 renames it.
-    let mut tmp = Vec::new();
-    let mut made = String::new();
-    if comm.rank() == 0 {
-        tmp = flist::atomic::temp_path(&o.path);
-        if let Err(e) = create(&tmp) {
-            made = format!("create {}: {e}", flist::path::display(&tmp));
-        }
-    }
-    let mut agreed = made.clone().into_bytes();
-    comm.bcast(0, &mut agreed);
-    if !agreed.is_empty() {
-        return Err(String::from_utf8_lossy(&agreed).into_owned());
-    }
-    comm.bcast(0, &mut tmp);
+    let tmp: Result<Vec<u8>, String> = comm.bcast_with(0, || {
+        let tmp = flist::atomic::temp_path(&o.path);
+        create(&tmp).map_err(|e| format!("create {}: {e}", flist::path::display(&tmp)))?;
+        Ok(tmp)
+    });
+    let tmp = tmp?;
     let mine = write_part(&tmp, offset, &text);
     let failed = comm.any(mine.is_err());
-    let mut result = Vec::new();
-    if comm.rank() == 0 {
+    comm.bcast_with(0, || {
         let outcome = if failed {
             Err(mine
                 .err()
@@ -438,14 +377,8 @@ fn write(comm: &dyn Comm, o: &ManifestOptions, entries: Vec<Entry>) -> Result<()
         if outcome.is_err() {
             let _ = std::fs::remove_file(flist::path::as_path(&tmp));
         }
-        result = outcome.err().unwrap_or_default().into_bytes();
-    }
-    comm.bcast(0, &mut result);
-    if result.is_empty() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&result).into_owned())
-    }
+        outcome
+    })
 }
 
 /// Create the temporary file, new (`O_EXCL`, never following a symlink): its name is

@@ -13,7 +13,8 @@ use flist::distribute::{hash_path, remap};
 use flist::walk::stat_path;
 use flist::{FileList, FileType, Meta};
 use rustix::io::Errno;
-use steal::wire::{self, Reader};
+use serde_bytes::{ByteBuf, Bytes};
+use steal::typed;
 use steal::Comm;
 
 /// The rank (of `size`) that compares the entries whose path relative to their root is `rel`.
@@ -36,16 +37,12 @@ pub fn exchange_pairs(
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut sends = vec![Vec::new(); comm.size()];
     for p in &pairs {
-        let out = &mut sends[to(p)];
-        wire::put_bytes(out, &p.0);
-        wire::put_bytes(out, &p.1);
+        typed::encode_into(&(Bytes::new(&p.0), Bytes::new(&p.1)), &mut sends[to(p)]);
     }
     let mut got = Vec::new();
     for bytes in comm.alltoallv(sends) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            got.push((r.bytes().to_vec(), r.bytes().to_vec()));
-        }
+        let pairs = typed::each::<(ByteBuf, ByteBuf)>(&bytes).map(typed::sent);
+        got.extend(pairs.map(|(a, b)| (a.into_vec(), b.into_vec())));
     }
     got
 }

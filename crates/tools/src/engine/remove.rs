@@ -24,8 +24,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use steal::progress::Progress;
-use steal::wire::{self, Reader};
-use steal::{Comm, ReduceOp};
+use steal::{Comm, CommExt, ReduceOp};
 
 /// How a failure on a path that changed since the walk is worded (each tool keeps its words).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,12 +182,12 @@ impl Remover {
     }
 
     /// `rmdir` one batch of a level; directories in `blocked` hold entries that failed and are
-    /// skipped. Paths of directories that fail are appended (wire-encoded) to `failed_here`.
+    /// skipped. Paths of directories that fail are appended to `failed_here`.
     fn rmdir_batch(
         &self,
         chunk: &FileList,
         blocked: &HashSet<Vec<u8>>,
-        failed_here: &Mutex<Vec<u8>>,
+        failed_here: &Mutex<Vec<Vec<u8>>>,
     ) {
         let mut parent = ParentDir::beneath(self.roots.clone());
         for e in chunk.iter() {
@@ -214,7 +213,7 @@ impl Remover {
                 }
                 Err(err) => {
                     self.fail(e.path, "rmdir", err);
-                    wire::put_bytes(&mut lock(failed_here), e.path);
+                    lock(failed_here).push(e.path.to_vec());
                 }
             }
         }
@@ -234,7 +233,7 @@ impl Remover {
     ) -> (bool, usize) {
         self.kept.fetch_add(kept, Ordering::Relaxed);
         self.held.fetch_add(held, Ordering::Relaxed);
-        let stays = steal::CommExt::sum(comm, kept + held);
+        let stays = comm.sum(kept + held);
         self.progress
             .total_items
             .fetch_sub(stays, Ordering::Relaxed);
@@ -263,10 +262,10 @@ struct RmdirLevels<'a> {
     remover: &'a Remover,
     /// Ancestors of directories that failed: they stay, quietly.
     blocked: HashSet<Vec<u8>>,
-    /// Directories that failed in the level under way (wire-encoded paths).
-    failed_here: Mutex<Vec<u8>>,
+    /// Directories that failed in the level under way.
+    failed_here: Mutex<Vec<Vec<u8>>>,
     /// Directories that failed here since ranks last met.
-    unsaid: Vec<u8>,
+    unsaid: Vec<Vec<u8>>,
 }
 
 impl LevelWork for RmdirLevels<'_> {
@@ -279,7 +278,9 @@ impl LevelWork for RmdirLevels<'_> {
         let mine = std::mem::take(self.failed_here.get_mut().expect("failed directories"));
         // Their ancestors here are skipped at once; other ranks learn at the next meeting,
         // which comes before any level of theirs that holds one.
-        add_ancestors_of_all(&mut self.blocked, &mine);
+        for p in &mine {
+            add_ancestors(&mut self.blocked, p);
+        }
         self.unsaid.extend(mine);
     }
 
@@ -295,18 +296,31 @@ impl LevelWork for RmdirLevels<'_> {
 /// when any rank's flag is set. Collective.
 fn meet_ranks(
     comm: &dyn Comm,
-    failed: &mut Vec<u8>,
+    failed: &mut Vec<Vec<u8>>,
     blocked: &mut HashSet<Vec<u8>>,
     flag: bool,
 ) -> bool {
-    let mut mine = vec![u8::from(flag)];
-    mine.append(failed);
+    let mine = Meeting {
+        flag,
+        failed: std::mem::take(failed),
+    };
     let mut any = false;
-    for part in comm.allgatherv(&mine) {
-        any |= part[0] != 0;
-        add_ancestors_of_all(blocked, &part[1..]);
+    for theirs in comm.all_gather(&mine) {
+        any |= theirs.flag;
+        for p in &theirs.failed {
+            add_ancestors(blocked, p);
+        }
     }
     any
+}
+
+/// What a rank tells the others when ranks meet between levels.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Meeting {
+    flag: bool,
+    /// Directories that failed on this rank since the last meeting.
+    #[serde(with = "steal::typed::byte_list")]
+    failed: Vec<Vec<u8>>,
 }
 
 /// Remove this rank's entries of `list` (non-directories, then directories deepest first)
@@ -321,7 +335,7 @@ pub fn remove(comm: &dyn Comm, list: &FileList, remover: &Remover, stop: &Atomic
         .total_items
         .fetch_add(total[0], Ordering::Relaxed);
     let interrupted = remover.unlink_files(comm, &files, stop);
-    let interrupted = steal::CommExt::any(comm, interrupted || stop.load(Ordering::Relaxed));
+    let interrupted = comm.any(interrupted || stop.load(Ordering::Relaxed));
     if interrupted {
         return true;
     }
@@ -338,14 +352,6 @@ pub fn add_ancestors(set: &mut HashSet<Vec<u8>>, path: &[u8]) {
             break;
         }
         set.insert(p.to_vec());
-    }
-}
-
-/// [`add_ancestors`] of each path of `paths` (wire-encoded, one after the other).
-fn add_ancestors_of_all(set: &mut HashSet<Vec<u8>>, paths: &[u8]) {
-    let mut input = Reader::new(paths);
-    while !input.is_empty() {
-        add_ancestors(set, input.bytes());
     }
 }
 

@@ -2,26 +2,17 @@
 //! must exist, agreement on the checks; and the walk of its sources.
 
 use crate::engine::context::{Context, Error};
-use crate::engine::status::Status;
 use flist::walk::{walk, Visit, WalkOptions, Walked};
 use flist::{Detail, FileType};
 use steal::progress::Progress;
-use steal::Comm;
+use steal::{Comm, CommExt};
 
 /// Checks every rank made before touching anything: the value if they passed on every rank;
-/// otherwise an error on every rank, with rank 0's message when rank 0's check failed (the
-/// caller reports it once). Collective.
+/// otherwise an error on every rank, the message of the lowest rank whose check failed (so
+/// rank 0, which reports it once, names the real cause). A thin wrapper of steal's
+/// `comm.agree` for the tools' `Result<T, String>` checks. Collective.
 pub fn agree_setup<T>(comm: &dyn Comm, checked: Result<T, String>) -> Result<T, Error> {
-    let mine = if checked.is_err() {
-        Status::Usage
-    } else {
-        Status::Ok
-    };
-    match (mine.agree(comm), checked) {
-        (Status::Ok, Ok(v)) => Ok(v),
-        (_, Err(e)) => Err(Error::new(e)),
-        (_, Ok(_)) => Err(Error::new("the setup failed on another rank")),
-    }
+    comm.agree(checked).map_err(Error::new)
 }
 
 /// Become `uid`/`gid` for the whole process (`-U`/`-G`: copy as that user). Done before any
@@ -145,5 +136,32 @@ pub fn check_parent(dest: &[u8]) -> Result<(), String> {
             flist::path::display(dest),
             flist::path::display(p)
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every rank gets the lowest failed rank's message: rank 0, which reports it, names the
+    /// real cause even when its own check passed (it said "the setup failed on another rank").
+    #[test]
+    fn every_rank_gets_the_first_failed_ranks_message() {
+        let out = steal::local::run(3, |comm: &dyn Comm| {
+            let checked = match comm.rank() {
+                0 => Ok(()),
+                r => Err(format!("rank {r}: no such directory /a b|c")),
+            };
+            agree_setup(comm, checked).map_err(|e| e.message)
+        });
+        assert_eq!(
+            out,
+            vec![Err("rank 1: no such directory /a b|c".to_string()); 3]
+        );
+        let ok = steal::local::run(3, |comm: &dyn Comm| agree_setup(comm, Ok(comm.rank())));
+        assert_eq!(
+            ok.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
     }
 }

@@ -10,8 +10,7 @@ use flist::walk::stat_path;
 use flist::IdTable;
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;
-use steal::wire::{put_bytes, put_u64, Reader};
-use steal::Comm;
+use steal::{Comm, CommExt};
 
 /// A leaf of a resolved expression.
 #[derive(Clone, Debug)]
@@ -29,7 +28,7 @@ pub enum Node {
 
 /// What rank 0 looked up: the moment the search starts, and one number per lookup in
 /// command-line order (a reference file's mtime in nanoseconds, or a user or group id).
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Lookups {
     now: i128,
     values: Vec<i128>,
@@ -43,14 +42,7 @@ pub fn resolve(
     expr: Option<Expr<Primary>>,
     tables: (&IdTable, &IdTable),
 ) -> Result<Option<Expr<Node>>, String> {
-    let lookups = if comm.rank() == 0 {
-        look_up(expr.as_ref(), tables)
-    } else {
-        Err(String::new())
-    };
-    let mut bytes = encode(&lookups);
-    comm.bcast(0, &mut bytes);
-    let lookups = decode(&bytes)?;
+    let lookups = comm.bcast_with(0, || look_up(expr.as_ref(), tables))?;
     let mut values = lookups.values.into_iter();
     let mut next = || values.next().ok_or("lookups out of step");
     let Some(expr) = expr else { return Ok(None) };
@@ -157,44 +149,6 @@ fn id_of(name: &OsString, group: bool, table: &IdTable) -> Result<i128, String> 
         .ok_or_else(|| format!("unknown {what} '{}'", display(bytes)))
 }
 
-fn encode(l: &Result<Lookups, String>) -> Vec<u8> {
-    let mut out = Vec::new();
-    match l {
-        Ok(l) => {
-            out.push(1);
-            put_i128(&mut out, l.now);
-            put_u64(&mut out, l.values.len() as u64);
-            for &v in &l.values {
-                put_i128(&mut out, v);
-            }
-        }
-        Err(e) => {
-            out.push(0);
-            put_bytes(&mut out, e.as_bytes());
-        }
-    }
-    out
-}
-
-fn decode(bytes: &[u8]) -> Result<Lookups, String> {
-    let mut r = Reader::new(bytes);
-    if r.u8() == 0 {
-        return Err(String::from_utf8_lossy(r.bytes()).into_owned());
-    }
-    let now = get_i128(&mut r);
-    let n = r.u64();
-    let values = (0..n).map(|_| get_i128(&mut r)).collect();
-    Ok(Lookups { now, values })
-}
-
-fn put_i128(out: &mut Vec<u8>, v: i128) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn get_i128(r: &mut Reader<'_>) -> i128 {
-    i128::from_le_bytes(r.take(16).try_into().expect("16 bytes"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,9 +159,12 @@ mod tests {
             now: -5,
             values: vec![i128::MAX, 0, 7],
         });
-        assert_eq!(decode(&encode(&l)), l);
+        let back = |l: &Result<Lookups, String>| {
+            steal::decode::<Result<Lookups, String>>(&steal::typed::encode(l)).unwrap()
+        };
+        assert_eq!(back(&l), l);
         let e: Result<Lookups, String> = Err("unknown user 'x'".into());
-        assert_eq!(decode(&encode(&e)), e);
+        assert_eq!(back(&e), e);
     }
 
     #[test]

@@ -31,7 +31,6 @@ use std::sync::Mutex;
 use std::time::Instant;
 use steal::ordered::in_rank_order;
 use steal::queue::{self, Config};
-use steal::wire::{self, Reader};
 use steal::{Comm, CommExt};
 
 /// What is printed for the files searched.
@@ -305,15 +304,12 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let mut sends = vec![Vec::new(); comm.size()];
     for f in &found {
         let owner = starts.partition_point(|&s| s <= f.file) - 1;
-        f.encode(&mut sends[owner]);
+        steal::typed::encode_into(f, &mut sends[owner]);
     }
     drop(found);
     let mut mine: Vec<Found> = Vec::new();
     for bytes in comm.alltoallv(sends) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            mine.push(Found::decode(&mut r));
-        }
+        mine.extend(steal::typed::each::<Found>(&bytes).map(steal::typed::sent));
     }
     mine.sort_by_key(|f| (f.file, f.chunk));
     let render = Render {
@@ -368,23 +364,24 @@ struct Counts {
     errors: u64,
 }
 
-/// Segments of a rank's output: bytes for stdout, or a binary file's name for the notice.
-const SEG_OUTPUT: u64 = 0;
-const SEG_BINARY: u64 = 1;
+/// A segment of a rank's output (steal's typed encoding, one after another).
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Segment<'a> {
+    /// Bytes for standard output.
+    Output(#[serde(borrow, with = "serde_bytes")] &'a [u8]),
+    /// The name of a binary file that matches, for the notice.
+    Binary(#[serde(borrow, with = "serde_bytes")] &'a [u8]),
+}
 
 /// Send a rank's encoded output segments to the context, in order.
 fn emit(context: &Context, bytes: &[u8]) {
-    let mut r = Reader::new(bytes);
-    while !r.is_empty() {
-        let kind = r.u64();
-        let text = r.bytes();
-        if kind == SEG_BINARY {
-            context.info(format!(
+    for segment in steal::typed::each(bytes) {
+        match steal::typed::sent(segment) {
+            Segment::Binary(name) => context.info(format!(
                 "{}: binary file matches\n",
-                String::from_utf8_lossy(text)
-            ));
-        } else {
-            context.output(text);
+                String::from_utf8_lossy(name)
+            )),
+            Segment::Output(text) => context.output(text),
         }
     }
 }
@@ -442,8 +439,7 @@ impl Render<'_> {
             }
             Output::Lines if parts.iter().any(|p| p.binary) => {
                 if selected > 0 {
-                    wire::put_u64(out, SEG_BINARY);
-                    wire::put_bytes(out, name);
+                    steal::typed::encode_into(&Segment::Binary(name), out);
                 }
             }
             Output::Lines => {
@@ -473,8 +469,7 @@ impl Render<'_> {
             }
         }
         if !text.is_empty() {
-            wire::put_u64(out, SEG_OUTPUT);
-            wire::put_bytes(out, &text);
+            steal::typed::encode_into(&Segment::Output(&text), out);
         }
     }
 }

@@ -6,19 +6,20 @@
 
 use grep_regex::RegexMatcher;
 use grep_searcher::{Searcher, SearcherBuilder, Sink, SinkMatch};
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use steal::queue::WorkItem;
-use steal::wire::{self, Reader};
 
-/// A chunk to search: the lines of file `path` that start in bytes `[start, end)`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A chunk to search: the lines of file `path` that start in bytes `[start, end)`. A
+/// work-queue item.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Chunk {
     /// The file's place in the output order (global over ranks).
     pub file: u64,
     /// This chunk's number in the file, from 0.
     pub chunk: u64,
     /// The path to open.
+    #[serde(with = "serde_bytes")]
     pub path: Vec<u8>,
     /// First byte of the range (bytes).
     pub start: u64,
@@ -27,27 +28,9 @@ pub struct Chunk {
     pub end: u64,
 }
 
-impl WorkItem for Chunk {
-    fn encode(&self, out: &mut Vec<u8>) {
-        wire::put_u64(out, self.file);
-        wire::put_u64(out, self.chunk);
-        wire::put_bytes(out, &self.path);
-        wire::put_u64(out, self.start);
-        wire::put_u64(out, self.end);
-    }
-    fn decode(input: &mut Reader<'_>) -> Self {
-        Chunk {
-            file: input.u64(),
-            chunk: input.u64(),
-            path: input.bytes().to_vec(),
-            start: input.u64(),
-            end: input.u64(),
-        }
-    }
-}
-
-/// What the search of one chunk found.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What the search of one chunk found. Travels to the rank that prints the file (steal's
+/// typed encoding).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Found {
     /// The file's place in the output order.
     pub file: u64,
@@ -64,60 +47,10 @@ pub struct Found {
     /// Line number in the chunk (from 1) of each kept line.
     pub numbers: Vec<u64>,
     /// The kept lines, each ended by `\n`.
+    #[serde(with = "serde_bytes")]
     pub lines: Vec<u8>,
     /// The chunk could not be read (the message names the path and the operation).
     pub error: Option<String>,
-}
-
-impl Found {
-    /// Append the wire encoding.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        wire::put_u64(out, self.file);
-        wire::put_u64(out, self.chunk);
-        wire::put_u64(out, self.newlines);
-        wire::put_u64(out, self.bytes);
-        wire::put_u64(out, self.selected);
-        wire::put_u64(out, u64::from(self.binary));
-        wire::put_u64(out, self.numbers.len() as u64);
-        for &n in &self.numbers {
-            wire::put_u64(out, n);
-        }
-        wire::put_bytes(out, &self.lines);
-        match &self.error {
-            Some(e) => {
-                wire::put_u64(out, 1);
-                wire::put_bytes(out, e.as_bytes());
-            }
-            None => wire::put_u64(out, 0),
-        }
-    }
-
-    /// Read one from `input`.
-    pub fn decode(input: &mut Reader<'_>) -> Found {
-        let (file, chunk, newlines, bytes, selected) = (
-            input.u64(),
-            input.u64(),
-            input.u64(),
-            input.u64(),
-            input.u64(),
-        );
-        let binary = input.u64() != 0;
-        let n = input.u64() as usize;
-        let numbers = (0..n).map(|_| input.u64()).collect();
-        let lines = input.bytes().to_vec();
-        let error = (input.u64() != 0).then(|| String::from_utf8_lossy(input.bytes()).into());
-        Found {
-            file,
-            chunk,
-            newlines,
-            bytes,
-            selected,
-            binary,
-            numbers,
-            lines,
-            error,
-        }
-    }
 }
 
 /// How chunks are searched (the same for every chunk of a run).

@@ -9,6 +9,7 @@ use flist::beneath::{list_tops, Roots};
 use flist::path::{basename, display, is_prefix, normalize, parent};
 use flist::sort::{parse_keys, Field, Key};
 use flist::{FileList, FileType};
+use serde_bytes::Bytes;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
@@ -16,7 +17,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::sync::Arc;
 use steal::ordered::in_rank_order;
 use steal::progress::human_bytes;
-use steal::wire::{put_bytes, put_u64, Reader};
+use steal::typed;
 use steal::{Comm, CommExt};
 
 /// What the session does after a command.
@@ -337,20 +338,16 @@ impl<'a> Shell<'a> {
             slot.1 += 1;
             slot.2 |= deeper || e.kind == FileType::Dir;
         }
+        // One (name, bytes, entries, is a directory) after another.
         let mut bytes = Vec::new();
         for (name, (b, n, dir)) in &mine {
-            put_bytes(&mut bytes, name);
-            put_u64(&mut bytes, *b);
-            put_u64(&mut bytes, *n);
-            put_u64(&mut bytes, u64::from(*dir));
+            typed::encode_into(&(Bytes::new(name), b, n, dir), &mut bytes);
         }
         let mut all: BTreeMap<Vec<u8>, (u64, u64, bool)> = BTreeMap::new();
         in_rank_order(self.comm, bytes, |part| {
-            let mut r = Reader::new(part);
-            while !r.is_empty() {
-                let name = r.bytes().to_vec();
-                let (b, n, dir) = (r.u64(), r.u64(), r.u64() != 0);
-                let slot = all.entry(name).or_insert((0, 0, false));
+            for row in typed::each::<(&Bytes, u64, u64, bool)>(part) {
+                let (name, b, n, dir) = typed::sent(row);
+                let slot = all.entry(name.to_vec()).or_insert((0, 0, false));
                 slot.0 += b;
                 slot.1 += n;
                 slot.2 |= dir;
@@ -445,18 +442,12 @@ impl<'a> Shell<'a> {
         for i in (0..self.list.len()).filter(|i| !chosen.contains(i)) {
             add_ancestors(&mut mine, self.list.path(i));
         }
-        let mut bytes = Vec::new();
-        for p in &mine {
-            put_bytes(&mut bytes, p);
-        }
-        let mut all = HashSet::new();
-        for part in self.comm.allgatherv(&bytes) {
-            let mut input = Reader::new(&part);
-            while !input.is_empty() {
-                all.insert(input.bytes().to_vec());
-            }
-        }
-        all
+        let mine = typed::ByteStrings(mine.into_iter().collect());
+        self.comm
+            .all_gather(&mine)
+            .into_iter()
+            .flat_map(|p| p.0)
+            .collect()
     }
 
     fn rm(&mut self, paths: &[Vec<u8>], force: bool) -> Result<(), String> {

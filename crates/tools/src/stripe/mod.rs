@@ -34,6 +34,7 @@ use std::collections::HashSet;
 use std::io;
 use std::time::Instant;
 use steal::ordered::in_rank_order;
+use steal::typed::ByteStrings;
 use steal::{Comm, CommExt};
 
 /// Prefix of the hidden sibling a file is rewritten into.
@@ -345,21 +346,11 @@ fn restripe(
         "files not yet restriped keep their old layout; run the same command again to finish",
     );
     // Rename over the originals what was copied completely, on every rank.
-    let mut failed_paths = Vec::new();
-    for e in &copied.errors {
-        steal::wire::put_bytes(&mut failed_paths, &e.path);
-    }
+    let failed_paths = ByteStrings(copied.errors.iter().map(|e| e.path.clone()).collect());
     let failed_paths: HashSet<Vec<u8>> = comm
-        .allgatherv(&failed_paths)
-        .iter()
-        .flat_map(|b| {
-            let mut r = steal::wire::Reader::new(b);
-            let mut v = Vec::new();
-            while !r.is_empty() {
-                v.push(r.bytes().to_vec());
-            }
-            v
-        })
+        .all_gather(&failed_paths)
+        .into_iter()
+        .flat_map(|b| b.0)
         .collect();
     let mut swapped = 0u64;
     let mut not_swapped = 0u64;

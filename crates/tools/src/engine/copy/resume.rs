@@ -19,8 +19,7 @@ use rustix::fs::OFlags;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
-use steal::wire::{self, Reader};
-use steal::Comm;
+use steal::{Comm, CommExt};
 
 /// Whether and how a copy keeps journals.
 #[derive(Debug, Default)]
@@ -94,7 +93,7 @@ pub(super) fn prepare(comm: &dyn Comm, files: &FileList, cs: u64, cx: &Context) 
     if !journals.on() {
         return Resumed::default();
     }
-    let mine: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    let mine: Mutex<Vec<(Vec<u8>, DoneRanges)>> = Mutex::new(Vec::new());
     (0..files.len()).into_par_iter().for_each(|i| {
         let e = files.entry(i);
         let Some(m) = e
@@ -105,28 +104,24 @@ pub(super) fn prepare(comm: &dyn Comm, files: &FileList, cs: u64, cx: &Context) 
         };
         if let Some(done) = decide(e.path, &m, cs, cx) {
             cx.tally.resumed.fetch_add(1, Ordering::Relaxed);
-            let mut out = mine.lock().expect("resumed");
-            wire::put_bytes(&mut out, e.path);
-            wire::put_u64(&mut out, done.len() as u64);
-            for (s, end) in done {
-                wire::put_u64(&mut out, s);
-                wire::put_u64(&mut out, end);
-            }
+            mine.lock().expect("resumed").push((e.path.to_vec(), done));
         }
     });
-    let mine = mine.into_inner().expect("resumed");
-    let mut done = HashMap::new();
-    for bytes in comm.allgatherv(&mine) {
-        let mut r = Reader::new(&bytes);
-        while !r.is_empty() {
-            let path = r.bytes().to_vec();
-            let n = r.u64();
-            let ranges = (0..n).map(|_| (r.u64(), r.u64())).collect();
-            done.insert(path, ranges);
-        }
-    }
+    let mine = Resuming(mine.into_inner().expect("resumed"));
+    let done = comm
+        .all_gather(&mine)
+        .into_iter()
+        .flat_map(|r| r.0)
+        .collect();
     Resumed { done }
 }
+
+/// The files of one rank that resume, each with its done byte ranges `(start, end)`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Resuming(#[serde(with = "steal::typed::byte_pairs")] Vec<(Vec<u8>, DoneRanges)>);
+
+/// A file's done byte ranges, `(start, end)`.
+type DoneRanges = Vec<(u64, u64)>;
 
 /// For one file of the batch (`src`, walked as `m`): its done ranges when it resumes (its
 /// journal rewritten for this run); otherwise a stale journal of it is removed, and a planned
