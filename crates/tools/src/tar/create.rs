@@ -21,7 +21,7 @@
 
 mod framed;
 
-use super::header::{round_up, Header, Kind};
+use super::format::{round_up, Header, Kind};
 use super::segment::{HeaderBytes, Member, Segment, Stamp};
 use super::{index, Done, Options, Report};
 use crate::engine::context::{Context, Error, ToolReport};

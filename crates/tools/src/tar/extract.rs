@@ -19,7 +19,7 @@ mod serial;
 
 use super::beneath::{clean, explain, split, Target};
 use super::entries::{Entries as Store, Item};
-use super::header::{Decoded, Kind, Segment};
+use super::format::{Decoded, Kind, Segment};
 use super::index::{self, Source};
 use super::owners::Owners;
 use super::scan::{self, Located};

@@ -2,7 +2,7 @@
 //! archive's last member (with a footer that finds it from the end), as a side file
 //! `ARCHIVE.dtaridx`, or as the xattr `user.dtar.idx` (formats.md §5).
 
-use super::header::{self, round_up, Header, Kind, BLOCK};
+use super::format::{self, round_up, Header, Kind, BLOCK};
 use super::stream::Archive;
 use std::io;
 
@@ -214,7 +214,7 @@ pub fn read_member(archive: &Archive) -> io::Result<Option<(Found, u64)>> {
     }
     let start = len - END - entry_size;
     let mut read = |at: u64, n: usize| archive.read_at(at, n);
-    let decoded = match header::decode_entry(&mut read, start) {
+    let decoded = match format::decode_entry(&mut read, start) {
         Ok(Some(d)) => d,
         _ => return Ok(None),
     };

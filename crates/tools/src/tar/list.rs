@@ -4,7 +4,7 @@
 
 use super::compressed::{Codec, TarStream};
 use super::extract::{find_entries, say_set_aside, Found};
-use super::header::{Decoded, Kind};
+use super::format::{Decoded, Kind};
 use super::select::Matcher;
 use super::stream::Archive;
 use super::{Done, Options, Report};

@@ -3,7 +3,7 @@
 //! `--numeric-owner`, leaves the archived number. Each name is looked up once per rank
 //! (`getpwnam_r`/`getgrnam_r`); archives hold few distinct names.
 
-use super::header::Header;
+use super::format::Header;
 use crate::engine::ids::{group_id, user_id};
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -49,7 +49,7 @@ fn look_up(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tar::header::Kind;
+    use crate::tar::format::Kind;
 
     #[test]
     fn known_names_give_their_ids_unknown_and_empty_ones_keep_the_numbers() {

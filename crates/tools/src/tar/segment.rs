@@ -1,7 +1,7 @@
 //! The units of archive writing: runs of entries (headers and the data of small files), windows
 //! of runs, groups, and chunks of big files; how they travel between ranks as work items.
 
-use super::header::{round_up, Header};
+use super::format::{round_up, Header};
 use steal::queue::WorkItem;
 use steal::wire::{self, Reader};
 

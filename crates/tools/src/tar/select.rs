@@ -26,7 +26,7 @@
 //! rank's part is still extracted by every rank.
 
 use super::beneath::clean;
-use super::header::{Header, Kind, BLOCK};
+use super::format::{Header, Kind, BLOCK};
 use super::scan::{self, Located, Parts};
 use super::stream::Archive;
 use super::Options;

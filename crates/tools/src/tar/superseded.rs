@@ -20,7 +20,7 @@
 
 use super::beneath::clean;
 use super::entries::Entries;
-use super::header::Kind;
+use super::format::Kind;
 use super::index;
 use super::scan::Parts;
 use std::collections::{HashMap, HashSet};

@@ -11,8 +11,8 @@
 //! dbz2 table and footer (formats.md §7), each rank writing its frames' entries.
 
 use super::super::compressed::Codec;
+use super::super::format::BLOCK;
 use super::super::gzip;
-use super::super::header::BLOCK;
 use super::super::seekable::{self, FrameSizes};
 use super::super::segment::Segment;
 use super::super::Options;

@@ -13,7 +13,7 @@
 use super::super::beneath::{clean, explain, Target};
 use super::super::compressed::{Codec, TarStream};
 use super::super::entries::{Entries as Store, Item};
-use super::super::header::{Decoded, Kind, Segment};
+use super::super::format::{Decoded, Kind, Segment};
 use super::super::index;
 use super::super::select::Matcher;
 use super::super::stream::Archive;
