@@ -123,3 +123,55 @@ pub fn encode_list<'a>(list: impl Iterator<Item = (u64, &'a [Record])>, out: &mu
 pub fn decode_list(bytes: &[u8]) -> Vec<Global> {
     steal::typed::sent(steal::typed::decode(bytes))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The global headers travel between ranks as typed messages: every list round-trips
+    /// (binary keys and values, empty records, several ranks' lists one after another), and
+    /// garbage or a cut message is an error of the decoder, never a panic.
+    #[test]
+    fn global_lists_round_trip_and_garbage_is_an_error() {
+        let lists: Vec<Vec<Global>> = vec![
+            Vec::new(),
+            vec![Global {
+                from: 1536,
+                records: vec![(b"uid".to_vec(), b"42".to_vec())],
+            }],
+            vec![
+                Global {
+                    from: 0,
+                    records: Vec::new(),
+                },
+                Global {
+                    from: u64::MAX,
+                    records: vec![
+                        (b"SCHILY.xattr.user.\xff".to_vec(), b"\0\n=\xfe".to_vec()),
+                        (b"uname".to_vec(), Vec::new()),
+                    ],
+                },
+            ],
+        ];
+        for list in &lists {
+            let mut bytes = Vec::new();
+            encode_list(list.iter().map(|g| (g.from, &g.records[..])), &mut bytes);
+            assert_eq!(&decode_list(&bytes), list);
+            let globals = Globals::from_list(list.clone());
+            let mut wire = Vec::new();
+            globals.encode(&mut wire);
+            assert_eq!(Globals::decode(&wire), globals);
+            for cut in 0..bytes.len() {
+                assert!(steal::typed::decode::<Vec<Global>>(&bytes[..cut]).is_err());
+            }
+        }
+        for garbage in [
+            &b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"[..],
+            b"\x05\x01",
+            b"\x01",
+        ] {
+            assert!(steal::typed::decode::<Vec<Global>>(garbage).is_err());
+            assert!(steal::typed::decode::<Globals>(garbage).is_err());
+        }
+    }
+}
