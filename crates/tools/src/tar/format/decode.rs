@@ -27,8 +27,8 @@ fn flag_of(block: &[u8]) -> u8 {
     view(block).as_old().linkflag[0]
 }
 
-/// Whether the tar stream whose first bytes are `head` (up to [`MARK_HEAD`]) starts with
-/// mfu-rs's mark ([`MFU_MARK`]): its first block a pax `x` header with a good checksum whose
+/// Whether the tar stream whose first bytes are `head` (up to [`super::MARK_HEAD`]) starts with
+/// mfu-rs's mark ([`super::MFU_MARK`]): its first block a pax `x` header with a good checksum whose
 /// first record is the mark. False for anything else, damage included.
 pub fn mfu_marked(head: &[u8]) -> bool {
     let mark = mark_record();
@@ -112,7 +112,7 @@ pub fn decode_entry(
 }
 
 /// [`decode_entry`] with the records of the pax global headers in effect at `offset`
-/// (`globals`: [`Globals::at`]) applied before the entry's own `x` records, which override
+/// (`globals`: [`super::Globals::at`]) applied before the entry's own `x` records, which override
 /// them. A global header inside the entry's chain applies to it and, through `seen` (pushed in
 /// order), to the entries after it. A malformed global header is an error.
 pub fn decode_entry_in(

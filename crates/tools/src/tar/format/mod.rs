@@ -5,11 +5,11 @@
 //! The block layout, the type flags, octal and base-256 numbers of the values it holds, the
 //! ustar path and prefix, link and owner names come from the `tar` crate's [`tar::Header`]
 //! (with its [`tar::UstarHeader`] and [`tar::GnuHeader`] views). What the crate lacks is kept
-//! here, each module saying why at its top: [`number`] (GNU's leniency and strictness in
-//! reading numbers, negative times, GNU tar's checksum bytes), [`pax`] (records whose values
-//! hold newlines, GNU sparse records), [`globals`] (pax global headers carried between ranks),
-//! [`sparse`] (old GNU and pax 0.0/0.1/1.0 sparse maps), [`encode`] (the length planned
-//! before writing, GNU tar's pax header names) and [`decode`] (decoding at a known offset
+//! here, each module saying why at its top: `number` (GNU's leniency and strictness in
+//! reading numbers, negative times, GNU tar's checksum bytes), `pax` (records whose values
+//! hold newlines, GNU sparse records), `globals` (pax global headers carried between ranks),
+//! `sparse` (old GNU and pax 0.0/0.1/1.0 sparse maps), `encode` (the length planned
+//! before writing, GNU tar's pax header names) and `decode` (decoding at a known offset
 //! through a read callback).
 
 use std::io;
