@@ -201,7 +201,8 @@ struct Run {
 }
 
 /// `u32 LE path length, path, metadata, u64 LE file size, first chunk number, chunk count,
-/// step`.
+/// step`: the bulk record format of [`crate::record`] (kept by hand for speed), one run of
+/// chunks per record.
 fn encode_run(sends: &mut [Vec<u8>], path: &[u8], meta: &Meta, file_size: u64, run: Run) {
     let buf = &mut sends[run.dest];
     buf.extend_from_slice(&(path.len() as u32).to_le_bytes());

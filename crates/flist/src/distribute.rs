@@ -2,7 +2,8 @@
 //! split by depth ([`by_depth`], with [`cross_rank_parents`] saying where ranks going level by
 //! level must meet).
 //!
-//! Records travel in the encoding of [`FileList::encode_record`] through one `alltoallv`.
+//! Records travel in the encoding of [`FileList::encode_record`] through one `alltoallv` (a
+//! data format kept by hand for speed: see [`crate::record`]).
 //! The id tables of the result are those of the calling rank's input list.
 
 use crate::path;

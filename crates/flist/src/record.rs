@@ -1,5 +1,11 @@
 //! The records of one rank: a path arena plus fixed-size columns.
 //!
+//! Records moving between ranks in bulk (spread, remap, sort, chunks) keep their own
+//! fixed-width data format ([`FileList::encode_record`], [`Meta::encode`]), not serde: encoding
+//! and decoding 10^6 stat records of 60-byte paths took 172 + 142 ms by hand against 257 + 196
+//! ms with postcard (release, median of 3 interleaved rounds, 2026-12; postcard's messages are
+//! 25% smaller). Every other rank message uses steal's typed collectives.
+//!
 //! A record costs `4` (path end offset) + `1` (type, lite lists) or `56` (its [`Meta`], packed
 //! losslessly: [`crate::packed`]; stat lists, whose types are read from the mode) bytes beyond
 //! its path bytes, and no heap object of its own: 10^6 records of 60-byte paths take 65 MB

@@ -20,9 +20,9 @@ use crate::consts::{
     LL_IOC_LOV_SETSTRIPE, LL_SUPER_MAGIC, LOV_USER_MAGIC_COMP_V1, LOV_USER_MAGIC_V3,
     LOV_USER_MD_V3_SIZE, LOV_USER_OST_DATA_SIZE, O_LOV_DELAY_CREATE, XATTR_LUSTRE_LOV,
 };
+use crate::fields::{get_u32, put_u16, put_u32};
 use crate::layout::Layout;
 use crate::sys::{ioctl_long, ioctl_ptr, op_error};
-use crate::wire::{get_u32, put_u16, put_u32};
 
 pub use crate::sys::os_errno;
 

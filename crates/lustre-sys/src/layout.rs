@@ -2,7 +2,7 @@
 //! encoded to bytes at the offsets documented in `lustre.md`.
 //!
 //! The structs are packed and in host byte order. Every field is copied at an explicit offset
-//! (the crate's private `wire` module); nothing here is `#[repr(packed)]`.
+//! (the crate's private `fields` module); nothing here is `#[repr(packed)]`.
 //!
 //! ```text
 //! lov_user_md_v1 (32 bytes + 24 per stripe)
@@ -23,7 +23,7 @@ use crate::consts::{
     LOV_USER_MAGIC_COMP_V1, LOV_USER_MAGIC_SPECIFIC, LOV_USER_MAGIC_V1, LOV_USER_MAGIC_V3,
     LOV_USER_MD_V1_SIZE, LOV_USER_MD_V3_SIZE, LOV_USER_OST_DATA_SIZE, STRIPE_OFFSET_ANY,
 };
-use crate::wire::{array, get_u16, get_u32, get_u64, put, put_u16, put_u32, put_u64};
+use crate::fields::{array, get_u16, get_u32, get_u64, put, put_u16, put_u32, put_u64};
 
 /// Field offsets inside `lov_user_md_v1` / `_v3` (bytes from the struct start).
 mod md {

@@ -39,10 +39,10 @@ pub mod api;
 pub mod consts;
 pub mod counting;
 pub mod fake;
+mod fields;
 pub mod layout;
 pub mod policy;
 mod sys;
-mod wire;
 
 pub use api::{
     create_striped, getstripe_ioctl, group_lock, group_unlock, is_lustre, layout_of, os_errno,

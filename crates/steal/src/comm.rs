@@ -121,7 +121,7 @@ pub trait CommExt: Comm {
 
     /// Rank `root`'s `value`, on every rank (the others' `value` is ignored). Every rank,
     /// the root too, returns the decoded copy, so all hold exactly the same value. One
-    /// broadcast. (See [`typed`](crate::typed) for the encoding.)
+    /// broadcast. (See [`typed`] for the encoding.)
     fn bcast_from<T: Serialize + DeserializeOwned>(&self, root: usize, value: &T) -> T {
         typed::bcast_from(self, root, value)
     }
@@ -153,7 +153,7 @@ pub trait CommExt: Comm {
         typed::agree(self, local)
     }
     /// Queue `value` for rank `dest` with `tag` (see [`Comm::send`]); the receiver reads it with
-    /// [`typed::decode`](crate::typed::decode).
+    /// [`typed::decode`].
     fn send_value<T: Serialize + ?Sized>(&self, dest: usize, tag: Tag, value: &T) {
         typed::send_value(self, dest, tag, value)
     }

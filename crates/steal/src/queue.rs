@@ -92,7 +92,7 @@ fn test_item_delay() -> Option<Duration> {
 /// A unit of work that can travel to another rank.
 ///
 /// Every type that derives serde's `Serialize` and `Deserialize` is one (in the
-/// [`typed`](crate::typed) encoding); derive them and write nothing else. The two methods remain
+/// [`typed`] encoding); derive them and write nothing else. The two methods remain
 /// for the few items still encoded by hand with [`wire`](crate::wire), which is being removed:
 /// new code uses the derive.
 pub trait WorkItem: Send + Sized + 'static {

@@ -11,6 +11,11 @@
 //! `Vec<u8>` field `#[serde(with = "serde_bytes")]`, a list of them [`byte_list`]. Without it
 //! serde writes a `Vec<u8>` one element at a time (the same bytes on the wire, slower).
 //!
+//! Many values to chosen ranks (records to the rank that owns them): append each to the buffer
+//! of its rank with [`encode_into`], one `comm.alltoallv`, then read each buffer with [`each`]
+//! (and [`sent`]: the bytes came from this program). A work-queue item is any type that derives
+//! both traits (`queue::WorkItem` is implemented for it).
+//!
 //! [`decode`] returns a `Result`: garbage or truncated bytes give [`DecodeError`], never a
 //! panic. Inside a collective the bytes come from another rank of the same program, so bytes
 //! that do not decode are a bug; the collectives panic with a message naming the type.

@@ -132,12 +132,13 @@ impl ToolReport for Report {
     }
 }
 
-/// How a node receives the file.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How a node receives the file (its leader tells every rank).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Target {
     /// DEST exists with SRC's size: compare segments, rewrite only differing ones in place.
     in_place: bool,
     /// The file the node's ranks write: a temporary beside DEST, or DEST itself.
+    #[serde(with = "serde_bytes")]
     path: Vec<u8>,
     /// (device, inode) of DEST's directory when the leader planned.
     dir_id: (u64, u64),
@@ -225,9 +226,9 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     }
     drop(out);
     // A node whose leader could not finish failed too.
-    let finished = comm.allgatherv(&[u8::from(finish_error.is_some())]);
-    for (rank, f) in finished.iter().enumerate() {
-        node_failed[nodes.node_of[rank]] |= f.first() == Some(&1);
+    let finished = comm.all_gather(&finish_error.is_some());
+    for (rank, failed) in finished.into_iter().enumerate() {
+        node_failed[nodes.node_of[rank]] |= failed;
     }
     let finish_errors = gather_strings(comm, finish_error.as_ref());
     if me == 0 {
@@ -287,29 +288,13 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
 /// Phase 1: SRC's size and mode, checked by rank 0; `Err` on every rank when it is missing or
 /// not a regular file. Collective.
 fn check_source(comm: &dyn Comm, src: &[u8]) -> Result<(u64, u32), Error> {
-    let mut shared = Vec::new();
-    if comm.rank() == 0 {
-        match std::fs::metadata(as_path(src)) {
-            Ok(m) if m.is_file() => {
-                shared.push(0);
-                shared.extend(m.len().to_le_bytes());
-                shared.extend(u64::from(m.permissions().mode() & 0o7777).to_le_bytes());
-            }
-            Ok(_) => shared = format!("\x01{} is not a regular file", display(src)).into_bytes(),
-            Err(e) => shared = format!("\x01stat {}: {e}", display(src)).into_bytes(),
-        }
-    }
-    comm.bcast(0, &mut shared);
-    match shared.split_first() {
-        Some((0, words)) if words.len() == 16 => {
-            let size = u64::from_le_bytes(words[..8].try_into().expect("8"));
-            let mode = u64::from_le_bytes(words[8..].try_into().expect("8")) as u32;
-            Ok((size, mode))
-        }
-        _ => Err(Error::new(String::from_utf8_lossy(
-            shared.get(1..).unwrap_or_default(),
-        ))),
-    }
+    let checked: Result<(u64, u32), String> =
+        comm.bcast_with(0, || match std::fs::metadata(as_path(src)) {
+            Ok(m) if m.is_file() => Ok((m.len(), m.permissions().mode() & 0o7777)),
+            Ok(_) => Err(format!("{} is not a regular file", display(src))),
+            Err(e) => Err(format!("stat {}: {e}", display(src))),
+        });
+    checked.map_err(Error::new)
 }
 
 /// Phase 2: every rank opens SRC; each node's leader prepares DEST and every rank learns
@@ -529,43 +514,23 @@ fn gather_targets(
     nodes: &Nodes,
     mine: Option<Result<Target, String>>,
 ) -> Vec<Result<Target, ()>> {
-    let bytes = match &mine {
-        Some(Ok(t)) => {
-            let mut b = vec![u8::from(t.in_place)];
-            for w in [t.dir_id.0, t.dir_id.1, t.file_id.0, t.file_id.1] {
-                b.extend(w.to_le_bytes());
-            }
-            b.extend_from_slice(&t.path);
-            b
-        }
-        _ => Vec::new(),
+    let mine = match mine {
+        Some(Ok(t)) => Some(t),
+        _ => None,
     };
-    let all = comm.allgatherv(&bytes);
+    let mut all = comm.all_gather(&mine);
     nodes
         .ranks
         .iter()
-        .map(|ranks| match all[ranks[0]].split_first() {
-            Some((&flag, rest)) if rest.len() >= 32 => {
-                let w =
-                    |i: usize| u64::from_le_bytes(rest[i * 8..i * 8 + 8].try_into().expect("8"));
-                Ok(Target {
-                    in_place: flag == 1,
-                    path: rest[32..].to_vec(),
-                    dir_id: (w(0), w(1)),
-                    file_id: (w(2), w(3)),
-                })
-            }
-            _ => Err(()),
-        })
+        .map(|ranks| all[ranks[0]].take().ok_or(()))
         .collect()
 }
 
 /// Every rank's message (if any), in rank order. Collective.
 fn gather_strings(comm: &dyn Comm, mine: Option<&String>) -> Vec<String> {
-    comm.allgatherv(mine.map(|s| s.as_bytes()).unwrap_or_default())
+    comm.all_gather(&mine.cloned())
         .into_iter()
-        .filter(|b| !b.is_empty())
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .flatten()
         .collect()
 }
 
@@ -575,17 +540,7 @@ fn gather_outcomes(
     counts: &Counts,
     error: Option<&str>,
 ) -> Vec<(u64, u64, Option<String>)> {
-    let mut mine = counts.written.to_le_bytes().to_vec();
-    mine.extend(counts.skipped.to_le_bytes());
-    mine.extend(error.unwrap_or_default().as_bytes());
-    comm.allgatherv(&mine)
-        .into_iter()
-        .map(|b| {
-            let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
-            let error = (b.len() > 16).then(|| String::from_utf8_lossy(&b[16..]).into_owned());
-            (word(0), word(8), error)
-        })
-        .collect()
+    comm.all_gather(&(counts.written, counts.skipped, error.map(str::to_string)))
 }
 
 /// Segments this rank wrote and skipped.
@@ -650,7 +605,7 @@ impl Transfer<'_> {
                         }
                         if let Some(h) = self.local_hash(s) {
                             let reader = (s - round) as usize;
-                            sends[reader].extend_from_slice(h.as_bytes());
+                            sends[reader] = steal::typed::encode(h.as_bytes());
                         }
                     }
                 }
@@ -658,7 +613,12 @@ impl Transfer<'_> {
                 if let Some(Ok(d)) = &data {
                     let source_hash = blake3::hash(d);
                     for (rank, h) in hashes.iter().enumerate() {
-                        if h.len() == HASH_LEN && h[..] == source_hash.as_bytes()[..] {
+                        // Empty: that rank has no hash of this segment.
+                        if h.is_empty() {
+                            continue;
+                        }
+                        let h: [u8; HASH_LEN] = steal::typed::sent(steal::decode(h));
+                        if h == *source_hash.as_bytes() {
                             needs[self.nodes.node_of[rank]] = false;
                         }
                     }
@@ -724,7 +684,8 @@ impl Transfer<'_> {
 }
 
 /// The reader's broadcast message: the data (only if some node needs it), then one bit per node
-/// (needs it), then a flag byte (1 = data follows the rules, 0 = the read failed).
+/// (needs it), then a flag byte (1 = data follows the rules, 0 = the read failed). A frame by
+/// hand, not a typed message: the segment's bytes become the message without a copy.
 fn pack(data: Result<Vec<u8>, String>, needs: &[bool], failure: &mut Option<String>) -> Vec<u8> {
     let mut buf = match data {
         Ok(d) if needs.iter().any(|&n| n) => d,

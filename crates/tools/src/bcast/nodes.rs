@@ -1,6 +1,6 @@
 //! Which ranks share a node: every rank's node name, gathered, grouped in order of first rank.
 
-use steal::Comm;
+use steal::{Comm, CommExt};
 
 /// Environment variable that overrides the node name (containers, tests that fake nodes).
 pub const NODE_NAME_VAR: &str = "MFU_NODE_NAME";
@@ -41,7 +41,8 @@ impl Nodes {
 
     /// Collective: gather every rank's node name.
     pub fn gather(comm: &dyn Comm) -> Nodes {
-        Nodes::from_names(&comm.allgatherv(&node_name()))
+        let names = comm.all_gather(&serde_bytes::ByteBuf::from(node_name()));
+        Nodes::from_names(&names.into_iter().map(|n| n.into_vec()).collect::<Vec<_>>())
     }
 
     /// The rank of `node` that writes segment `segment` there (spread over the node's ranks).

@@ -32,8 +32,8 @@ pub fn block_count(size: u64, block: u64) -> u64 {
     size.div_ceil(block).max(1)
 }
 
-/// The trailing 48 bytes of a dbz2 file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The trailing 48 bytes of a dbz2 file (rank 0 sends it to the others in the plan).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Footer {
     /// Byte offset of the table (= total bytes of the streams).
     pub table_offset: u64,

@@ -129,7 +129,7 @@ fn blocks_per_wave(block_size: u64, threads: usize) -> u64 {
 }
 
 /// What rank 0 found before anything is written, shared with every rank.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 enum Plan {
     /// Compress `size` bytes.
     Compress { size: u64 },
@@ -142,7 +142,7 @@ enum Plan {
 }
 
 /// The (device, inode) pairs the plan was made from: the work happens only if they still hold.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Planned {
     /// The directory of the input and the output (as its path led to it).
     dir: (u64, u64),
@@ -343,9 +343,8 @@ fn work(
         None => synced,
     };
     // Rank 0 reports every rank's error, in rank order.
-    let mine = synced.as_ref().err().map(|e| e.as_bytes().to_vec());
-    let errors = comm.allgatherv(mine.as_deref().unwrap_or_default());
-    if errors.iter().any(|e| !e.is_empty()) {
+    let errors = comm.all_gather(&synced.as_ref().err().cloned());
+    if errors.iter().any(Option::is_some) {
         if comm.rank() == 0 {
             tell_errors(context, &errors);
         }
@@ -354,22 +353,16 @@ fn work(
     }
     // Rank 0 finishes and tells every rank how it went, with its counts (the only ones of a
     // serial decompression).
-    let mut shared = Vec::new();
-    if let (0, Some(meta)) = (comm.rank(), meta) {
+    let finished: Option<(u64, String)> = if let (0, Some(meta)) = (comm.rank(), meta) {
         drop(source);
         let (bytes, detail) = synced.unwrap_or_default();
-        if finish(options, out, &meta, &planned, input, dest) {
-            shared = [&bytes.to_le_bytes()[..], detail.as_bytes()].concat();
-        }
+        let done = finish(options, out, &meta, &planned, input, dest).then_some((bytes, detail));
+        comm.bcast_from(0, &done)
     } else {
         drop(out);
-    }
-    comm.bcast(0, &mut shared);
-    if shared.len() < 8 {
-        return Err(Halt::Failed);
-    }
-    let bytes = u64::from_le_bytes(shared[..8].try_into().expect("8"));
-    Ok((bytes, String::from_utf8_lossy(&shared[8..]).into_owned()))
+        comm.bcast_from(0, &None)
+    };
+    finished.ok_or(Halt::Failed)
 }
 
 /// Phase 1: rank 0 checks everything and keeps the input's metadata; the others learn the
@@ -381,29 +374,20 @@ fn plan(
     dest: &[u8],
 ) -> Result<(Plan, Planned, Option<std::fs::Metadata>), Halt> {
     let mut meta = None;
-    let mut shared = Vec::new();
-    let mut message = Vec::new();
-    if comm.rank() == 0 {
-        match preflight(options, input, dest) {
+    let planned: Result<(Plan, Planned), (Status, String)> =
+        comm.bcast_with(0, || match preflight(options, input, dest) {
             Ok((plan, planned, m, note)) => {
                 meta = Some(m);
                 if let Some(note) = note {
                     options.context.error(note);
                 }
-                shared = encode_plan(&plan, &planned);
+                Ok((plan, planned))
             }
-            Err((status, why)) => {
-                message = why.into_bytes();
-                shared = vec![status as u8];
-            }
-        }
-    }
-    comm.bcast(0, &mut shared);
-    match decode_plan(&shared) {
+            Err(failed) => Err(failed),
+        });
+    match planned {
         Ok((plan, planned)) => Ok((plan, planned, meta)),
-        Err(status) => {
-            comm.bcast(0, &mut message);
-            let message = String::from_utf8_lossy(&message).into_owned();
+        Err((status, message)) => {
             if status == Status::Usage {
                 return Err(Halt::Usage(Error::new(message)));
             }
@@ -448,8 +432,8 @@ fn open_on_all_ranks(
                 ))
             }
         });
-    let errors = comm.allgatherv(mine.as_ref().err().map_or(&[][..], |e| e.as_bytes()));
-    if errors.iter().all(|e| e.is_empty()) {
+    let errors = comm.all_gather(&mine.as_ref().err().cloned());
+    if errors.iter().all(Option::is_none) {
         return mine.map_err(|_| Halt::Failed);
     }
     let status = status.agree(comm);
@@ -469,20 +453,19 @@ fn open_on_all_ranks(
     Err(Halt::Failed)
 }
 
-/// The ranks' messages (empty: no error) in rank order, each distinct one once.
-fn distinct_messages(errors: &[Vec<u8>]) -> Vec<String> {
+/// The ranks' messages (`None`: no error) in rank order, each distinct one once.
+fn distinct_messages(errors: &[Option<String>]) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
-    for e in errors.iter().filter(|e| !e.is_empty()) {
-        let e = String::from_utf8_lossy(e).into_owned();
-        if !seen.contains(&e) {
-            seen.push(e);
+    for e in errors.iter().flatten() {
+        if !seen.contains(e) {
+            seen.push(e.clone());
         }
     }
     seen
 }
 
-/// Rank 0 reports the ranks' messages (empty: no error) in rank order, each distinct one once.
-fn tell_errors(context: &Context, errors: &[Vec<u8>]) {
+/// Rank 0 reports the ranks' messages (`None`: no error) in rank order, each distinct one once.
+fn tell_errors(context: &Context, errors: &[Option<String>]) {
     distinct_messages(errors)
         .into_iter()
         .for_each(|e| context.error(e));
@@ -645,57 +628,6 @@ fn preflight(options: &Options, input: &[u8], dest: &[u8]) -> Result<Preflight, 
         return Err(usage(format!("{} is not a bzip2 file", display(input))));
     }
     Ok((Plan::Serial { expect: None }, planned, meta, None))
-}
-
-/// The identities (6 words), then the plan.
-fn encode_plan(plan: &Plan, planned: &Planned) -> Vec<u8> {
-    let mut words = vec![
-        planned.dir.0,
-        planned.dir.1,
-        planned.input.0,
-        planned.input.1,
-        planned.entry.0,
-        planned.entry.1,
-    ];
-    words.extend(match plan {
-        Plan::Compress { size } => vec![0, *size],
-        Plan::Blocks(f) => vec![1, f.table_offset, f.nblocks, f.block_size, f.original_size],
-        Plan::Serial { expect: None } => vec![2],
-        Plan::Serial { expect: Some(n) } => vec![3, *n],
-    });
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-/// The plan, or (for a one-byte message) the status rank 0 gave up with.
-fn decode_plan(bytes: &[u8]) -> Result<(Plan, Planned), Status> {
-    if bytes.len() < 8 {
-        return Err(match bytes.first() {
-            Some(1) => Status::ItemsFailed,
-            _ => Status::Usage,
-        });
-    }
-    let w: Vec<u64> = bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8")))
-        .collect();
-    let planned = Planned {
-        dir: (w[0], w[1]),
-        input: (w[2], w[3]),
-        entry: (w[4], w[5]),
-    };
-    let w = &w[6..];
-    let plan = match w[0] {
-        0 => Plan::Compress { size: w[1] },
-        1 => Plan::Blocks(format::Footer {
-            table_offset: w[1],
-            nblocks: w[2],
-            block_size: w[3],
-            original_size: w[4],
-        }),
-        3 => Plan::Serial { expect: Some(w[1]) },
-        _ => Plan::Serial { expect: None },
-    };
-    Ok((plan, planned))
 }
 
 /// bzip2's names: `x.bz2`, `x.bz`, `x.dbz2` -> `x`; `x.tbz2`, `x.tbz` -> `x.tar`; else `x.out`.
@@ -1113,13 +1045,20 @@ mod tests {
                 original_size: 4,
             }),
         ] {
-            assert_eq!(
-                decode_plan(&encode_plan(&plan, &planned)),
-                Ok((plan, planned))
-            );
+            let sent: Result<_, (Status, String)> = Ok((plan, planned));
+            let bytes = steal::typed::encode(&sent);
+            assert_eq!(steal::decode(&bytes).ok(), Some(sent));
+            for n in 0..bytes.len() {
+                assert!(
+                    steal::decode::<Result<(Plan, Planned), (Status, String)>>(&bytes[..n])
+                        .is_err()
+                );
+            }
         }
-        assert_eq!(decode_plan(&[2]), Err(Status::Usage));
-        assert_eq!(decode_plan(&[1]), Err(Status::ItemsFailed));
+        for status in [Status::Usage, Status::ItemsFailed] {
+            let sent: Result<(Plan, Planned), _> = Err((status, "stat x|y: gone".to_string()));
+            assert_eq!(steal::decode(&steal::typed::encode(&sent)).ok(), Some(sent));
+        }
     }
 
     #[test]

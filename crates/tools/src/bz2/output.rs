@@ -39,7 +39,8 @@ pub fn create(
     dir_id: (u64, u64),
 ) -> Result<(TempOutput, Vec<String>), (Status, String)> {
     let (dir_path, base) = atomic::split(dest);
-    let mut shared = Vec::new();
+    // Rank 0's temporary file, (device, inode) and name, for the other ranks to open.
+    let mut shared: Option<((u64, u64), serde_bytes::ByteBuf)> = None;
     let mut notes = Vec::new();
     let mut dir = None;
     // Ranks other than 0 have nothing to say when rank 0 failed: its status is the one.
@@ -71,17 +72,13 @@ pub fn create(
             .and_then(|(name, fd)| {
                 let id =
                     atomic::identity(fd.as_fd()).map_err(|e| (Status::Usage, e.to_string()))?;
-                shared = [&id.0.to_le_bytes()[..], &id.1.to_le_bytes(), &name].concat();
+                shared = Some((id, serde_bytes::ByteBuf::from(name.clone())));
                 Ok((name, File::from(fd)))
             });
     }
-    comm.bcast(0, &mut shared);
-    if comm.rank() != 0 && shared.len() > 16 {
-        let id = (
-            u64::from_le_bytes(shared[..8].try_into().expect("8")),
-            u64::from_le_bytes(shared[8..16].try_into().expect("8")),
-        );
-        let name = shared[16..].to_vec();
+    let shared = comm.bcast_from(0, &shared);
+    if let (false, Some((id, name))) = (comm.rank() == 0, shared) {
+        let name = name.into_vec();
         let path = [dir_path.as_slice(), b"/", &name].concat();
         mine = rustix::fs::open(
             flist::path::as_path(&path),

@@ -3,7 +3,9 @@
 use steal::{Comm, CommExt};
 
 /// How a tool ended. The process exit code is the number; every rank exits with the same one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Status {
     /// Everything was done.
     Ok = 0,

@@ -97,19 +97,12 @@ pub fn summary(comm: &dyn Comm, list: &FileList, stripes: &[Striped]) -> String 
         e.0 += 1;
         e.1 += list.meta(i).map_or(0, |m| m.size);
     }
-    let mut bytes = Vec::new();
-    for (k, (files, size)) in &mine {
-        bytes.extend_from_slice(&u64::from(*k).to_le_bytes());
-        bytes.extend_from_slice(&files.to_le_bytes());
-        bytes.extend_from_slice(&size.to_le_bytes());
-    }
     let mut all: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-    for part in comm.allgatherv(&bytes) {
-        for rec in part.chunks_exact(24) {
-            let v = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().expect("u64"));
-            let e = all.entry(v(0)).or_default();
-            e.0 += v(8);
-            e.1 += v(16);
+    for theirs in comm.all_gather(&mine) {
+        for (k, (files, size)) in theirs {
+            let e = all.entry(u64::from(k)).or_default();
+            e.0 += files;
+            e.1 += size;
         }
     }
     let parts: Vec<String> = all

@@ -96,16 +96,9 @@ pub fn make_until(
     replace: bool,
     stop: &AtomicBool,
 ) -> Result<Made, String> {
-    let mut msg = Vec::new();
-    if comm.rank() == 0 {
-        if let Err(e) = mkdir(root) {
-            msg = format!("mkdir {}: {e}", flist::path::display(root)).into_bytes();
-        }
-    }
-    comm.bcast(0, &mut msg);
-    if !msg.is_empty() {
-        return Err(String::from_utf8_lossy(&msg).into_owned());
-    }
+    comm.bcast_with(0, || {
+        mkdir(root).map_err(|e| format!("mkdir {}: {e}", flist::path::display(root)))
+    })?;
     // Every item is made relative to the root's descriptor; all ranks need one.
     let root_fd = rustix::fs::open(
         flist::path::as_path(root),
@@ -113,11 +106,7 @@ pub fn make_until(
         Mode::empty(),
     )
     .map_err(|e| format!("open {}: {e}", flist::path::display(root)));
-    let why = root_fd.as_ref().err().map_or(&[][..], |e| e.as_bytes());
-    if let Some(e) = comm.allgatherv(why).iter().find(|e| !e.is_empty()) {
-        return Err(String::from_utf8_lossy(e).into_owned());
-    }
-    let root_fd = root_fd?;
+    let root_fd = comm.agree(root_fd)?;
     progress
         .total_items
         .store(plan.items.len() as u64, Ordering::Relaxed);

@@ -162,30 +162,22 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
 
 /// The next line, read by rank 0 and broadcast; `None` at the end. Collective.
 fn read_line(comm: &dyn Comm, options: &Options, prompt: &str) -> Option<Vec<u8>> {
-    let mut bytes = Vec::new();
-    if comm.rank() == 0 {
+    let line: Option<serde_bytes::ByteBuf> = comm.bcast_with(0, || {
         let line = crate::engine::locks::lock(&options.script).line(prompt);
-        if let Some(l) = line {
-            bytes.push(1);
-            bytes.extend_from_slice(&l);
-        }
-    }
-    comm.bcast(0, &mut bytes);
-    (!bytes.is_empty()).then(|| bytes[1..].to_vec())
+        line.map(serde_bytes::ByteBuf::from)
+    });
+    line.map(serde_bytes::ByteBuf::into_vec)
 }
 
 /// Rank 0 asks `question`; every rank gets the answer (true for `y`/`yes`). Collective.
 pub fn confirm(comm: &dyn Comm, options: &Options, question: &str) -> bool {
-    let mut answer = Vec::new();
-    if comm.rank() == 0 {
+    comm.bcast_with(0, || {
         let line = crate::engine::locks::lock(&options.script)
             .answer(question)
             .unwrap_or_default();
         let word = String::from_utf8_lossy(&line).trim().to_ascii_lowercase();
-        answer.push(u8::from(word == "y" || word == "yes"));
-    }
-    comm.bcast(0, &mut answer);
-    answer.first() == Some(&1)
+        word == "y" || word == "yes"
+    })
 }
 
 /// The list, loaded once: walked with stat, or read; paths absolute and normal; and how many

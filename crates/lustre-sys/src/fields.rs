@@ -1,5 +1,8 @@
 //! Host-byte-order field access at explicit byte offsets.
 //!
+//! Kept by hand, not serde: these are the kernel's packed `lov_user_md` layouts (fixed offsets,
+//! host byte order), not messages between ranks, which postcard's varints cannot produce.
+//!
 //! Lustre's layout structs are `__attribute__((packed))` and exchanged in host byte order. Rather
 //! than mirror them with `#[repr(packed)]` structs (whose fields cannot safely be borrowed), every
 //! field is copied in and out of a byte slice at its documented offset. Callers check the slice
