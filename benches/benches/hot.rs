@@ -11,7 +11,7 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use flist::io::{self, Format};
 use flist::{path, Detail, FileList, FileType, Meta};
-use mfu::unstable::tar::header::{Header, Kind};
+use mfu::unstable::tar::format::{Header, Kind};
 use mfu_benches::Rng;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

@@ -37,7 +37,6 @@ pub mod queue;
 pub mod signals;
 pub mod stats;
 pub mod typed;
-pub mod wire;
 
 pub use comm::{Comm, CommExt, ReduceOp, Tag};
 pub use launch::{Backend, LaunchError, Launcher};

@@ -21,7 +21,6 @@
 use crate::comm::{Comm, CommExt, ReduceOp, Tag};
 use crate::progress::{Progress, ProgressBoard};
 use crate::typed;
-use crate::wire::Reader;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -89,32 +88,11 @@ fn test_item_delay() -> Option<Duration> {
     })
 }
 
-/// A unit of work that can travel to another rank.
-///
-/// Every type that derives serde's `Serialize` and `Deserialize` is one (in the
-/// [`typed`] encoding); derive them and write nothing else. The two methods remain
-/// for the few items still encoded by hand with [`wire`](crate::wire), which is being removed:
-/// new code uses the derive.
-pub trait WorkItem: Send + Sized + 'static {
-    /// Append this item's bytes to `out`.
-    fn encode(&self, out: &mut Vec<u8>);
-    /// Read one item from `input`. The bytes come from another rank of this program, so a
-    /// malformed item is a bug and panics.
-    fn decode(input: &mut Reader<'_>) -> Self;
-}
+/// A unit of work that can travel to another rank: any type that derives serde's `Serialize`
+/// and `Deserialize` (in the [`typed`] encoding). Derive them and write nothing else.
+pub trait WorkItem: Serialize + DeserializeOwned + Send + 'static {}
 
-impl<T: Serialize + DeserializeOwned + Send + 'static> WorkItem for T {
-    fn encode(&self, out: &mut Vec<u8>) {
-        typed::encode_into(self, out);
-    }
-    fn decode(input: &mut Reader<'_>) -> Self {
-        let rest = input.rest();
-        let (item, after) =
-            typed::decode_prefix(rest).unwrap_or_else(|e| panic!("work queue: {e}"));
-        input.take(rest.len() - after.len());
-        item
-    }
-}
+impl<T: Serialize + DeserializeOwned + Send + 'static> WorkItem for T {}
 
 /// How [`run`] behaves.
 pub struct Config<'a> {
@@ -491,9 +469,11 @@ impl<T: WorkItem> Rank<'_, T> {
                 assert!(!self.done, "work arrived after termination was detected");
                 let (n, items) = typed::decode_prefix::<u64>(&bytes)
                     .unwrap_or_else(|e| panic!("work queue: {e}"));
-                let mut input = Reader::new(items);
+                let mut input = items;
                 for _ in 0..n {
-                    let item = T::decode(&mut input);
+                    let (item, rest) = typed::decode_prefix::<T>(input)
+                        .unwrap_or_else(|e| panic!("work queue: {e}"));
+                    input = rest;
                     if self.stopped {
                         self.dropped += 1;
                     } else {
@@ -526,7 +506,7 @@ impl<T: WorkItem> Rank<'_, T> {
         let mut given = 0u64;
         while (given as usize) < give && items.len() < STEAL_REPLY_BYTES {
             let item = self.local.pop_front().expect("give <= len");
-            item.encode(&mut items);
+            typed::encode_into(&item, &mut items);
             given += 1;
         }
         // The count, then the items as they were encoded, one after another.
@@ -785,14 +765,12 @@ mod message_tests {
         // A work message: the count, then the items one after another.
         let items: Vec<Vec<u8>> = vec![b"a\n|b".to_vec(), Vec::new(), vec![0xff; 1000]];
         let mut body = Vec::new();
-        items.iter().for_each(|i| i.encode(&mut body));
+        items.iter().for_each(|i| typed::encode_into(i, &mut body));
         let mut msg = typed::encode(&(items.len() as u64));
         msg.extend_from_slice(&body);
         let (n, rest) = typed::decode_prefix::<u64>(&msg).unwrap();
-        let mut input = Reader::new(rest);
-        let got: Vec<Vec<u8>> = (0..n).map(|_| Vec::<u8>::decode(&mut input)).collect();
-        assert_eq!(got, items);
-        assert!(input.is_empty());
+        let got: Vec<Vec<u8>> = typed::each(rest).map(Result::unwrap).collect();
+        assert_eq!((n, got), (items.len() as u64, items));
         // Cut short anywhere: an error, never a panic.
         let whole = typed::encode(&counts);
         for n in 0..whole.len() {

@@ -133,8 +133,8 @@ pub mod unstable {
     /// tar's headers and seek tables, read by the tests and the benches.
     pub mod tar {
         /// tar headers.
-        pub mod header {
-            pub use crate::tar::header::{decode_entry, Header, Kind};
+        pub mod format {
+            pub use crate::tar::format::{decode_entry, Header, Kind};
         }
     }
     /// The frame codecs' seek table (seekable zstd, gzip members, dbz2).

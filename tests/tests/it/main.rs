@@ -39,6 +39,7 @@ mod sync;
 mod sync_xattrs;
 mod tar;
 mod tar_compressed;
+mod tar_corpus;
 mod tar_read;
 mod tar_select;
 mod tar_write;

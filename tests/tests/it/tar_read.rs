@@ -837,7 +837,7 @@ fn entry_spans(a: &[u8]) -> Vec<(u64, u64)> {
     };
     let mut out = Vec::new();
     let mut at = 0;
-    while let Ok(Some(d)) = mfu::unstable::tar::header::decode_entry(&mut read, at) {
+    while let Ok(Some(d)) = mfu::unstable::tar::format::decode_entry(&mut read, at) {
         out.push((at, d.data + d.stored_len()));
         at = d.next;
     }
@@ -1205,7 +1205,7 @@ fn damaged_archives_stop_the_walk_at_the_damage_named_with_its_offset_and_what_p
 /// The directory entry of a tree `depth` levels deep, in tar order, as an archive: `d` at every
 /// level holding a file `f` with the level's number.
 fn deep_archive(depth: usize) -> Vec<u8> {
-    use mfu::unstable::tar::header::{Header, Kind};
+    use mfu::unstable::tar::format::{Header, Kind};
     let mut bytes = Vec::new();
     let mut path = Vec::new();
     for level in 0..depth {

@@ -3,7 +3,7 @@
 //! Archives are POSIX pax tar files that GNU tar, bsdtar and Python read, with dtar's index
 //! (DTAR_IDX) as their last member, so that extraction and listing start in parallel at once.
 //! The parts, one folder each:
-//! - `header`: the tar format (headers, pax records, sparse maps);
+//! - `format`: the tar format (headers, pax records, sparse maps);
 //! - `index`: the dtar index, the walk of the header chain (`index::scan`) and the checks
 //!   that an index matches its archive;
 //! - `archive`: an archive opened for reading: random access to a plain or seekable stream
@@ -24,7 +24,7 @@
 pub(crate) mod archive;
 pub(crate) mod create;
 pub(crate) mod extract;
-pub(crate) mod header;
+pub(crate) mod format;
 pub(crate) mod index;
 pub(crate) mod list;
 pub(crate) mod select;

@@ -25,7 +25,7 @@
 //! again over ranks by the bytes selected (`balance`), so that 1% of an archive lying in one
 //! rank's part is still extracted by every rank.
 
-use super::header::{Header, Kind, BLOCK};
+use super::format::{Header, Kind, BLOCK};
 use super::Options;
 use crate::engine::select::Rules;
 use crate::tar::archive::Archive;

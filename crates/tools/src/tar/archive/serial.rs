@@ -9,7 +9,7 @@
 //! streams (pbzip2, lbzip2) and xz streams read as one stream, as `gzip -dc` reads them.
 
 pub use crate::engine::codec::kind::Codec;
-use crate::tar::header::{decode_entry, Decoded, HeaderError, BLOCK};
+use crate::tar::format::{decode_entry, Decoded, HeaderError, BLOCK};
 use std::io::{self, BufRead, Read};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -205,7 +205,7 @@ pub struct TarStream {
     error: Option<(io::ErrorKind, String)>,
     /// Offset of the next entry's first header block.
     next: u64,
-    /// The stream starts with mfu-rs's mark ([`crate::tar::header::mfu_marked`]), known once the
+    /// The stream starts with mfu-rs's mark ([`crate::tar::format::mfu_marked`]), known once the
     /// first entry was read: it must end with its end-of-archive blocks.
     marked: bool,
     /// The tar stream ended where an entry would start, without end-of-archive blocks.
@@ -353,9 +353,9 @@ impl TarStream {
         if pos == 0 {
             // Nothing of the stream was dropped yet: its first header is still here.
             let head = self
-                .read_at(0, crate::tar::header::MARK_HEAD)
+                .read_at(0, crate::tar::format::MARK_HEAD)
                 .map_err(|source| HeaderError::Io { offset: 0, source })?;
-            self.marked = crate::tar::header::mfu_marked(&head);
+            self.marked = crate::tar::format::mfu_marked(&head);
         }
         let first = self.read_at(pos, 1).map_err(|source| HeaderError::Io {
             offset: pos,
@@ -399,7 +399,7 @@ impl TarStream {
     /// whether it ended with a decompression error: a gzip member's CRC-32 and length, bzip2's
     /// and xz's checks and zstd's checksum are only verified at the end of what they cover,
     /// which can lie after the last entry (GNU tar, through gzip, reports such damage too).
-    /// An archive of mfu-rs ([`crate::tar::header::MFU_MARK`]) whose stream ended where an entry
+    /// An archive of mfu-rs ([`crate::tar::format::MFU_MARK`]) whose stream ended where an entry
     /// would start, without its end-of-archive blocks, is truncated (cut at a frame boundary
     /// that fell between entries): that is an error too. Other tools' archives may end so
     /// (GNU tar accepts them). So is a marked archive whose tar stream is whole in a file of
@@ -474,7 +474,7 @@ fn cut_short() -> io::Error {
 mod tests {
     use super::*;
     use crate::engine::codec::kind::MAGIC_LEN;
-    use crate::tar::header::{round_up, Header, Kind};
+    use crate::tar::format::{round_up, Header, Kind};
     use std::io::{Seek, Write};
 
     /// The bytes of file `i` of [`tar_of`]: noise, so that compressed streams are about as

@@ -18,7 +18,7 @@ use crate::engine::codec::zstd::{self as seekable, FrameSizes};
 use crate::engine::context::Error;
 use crate::engine::copy::data::write_all_at;
 use crate::tar::create::segment::Segment;
-use crate::tar::header::BLOCK;
+use crate::tar::format::BLOCK;
 use flist::ItemError;
 use rayon::prelude::*;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};

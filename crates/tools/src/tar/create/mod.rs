@@ -33,7 +33,7 @@ use crate::engine::digest::RangeHasher;
 use crate::engine::hashing::Hashing;
 use crate::engine::racy;
 use crate::tar::create::segment::{HeaderBytes, Member, Segment, Stamp};
-use crate::tar::header::{round_up, Header, Kind};
+use crate::tar::format::{round_up, Header, Kind};
 use flist::path::{display, normalize};
 use flist::{FileList, FileType, ItemError, Meta};
 use lustre_sys::policy::{self, Decision};

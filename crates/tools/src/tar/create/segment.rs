@@ -2,7 +2,7 @@
 //! of runs, groups, and chunks of big files. They travel between ranks as work items (serde:
 //! a header goes as its encoded bytes).
 
-use crate::tar::header::{round_up, Header};
+use crate::tar::format::{round_up, Header};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// An entry's header blocks.

@@ -7,7 +7,7 @@
 //! for those entries only ([`Rare`]). A decoded header (about 256 bytes with its owned strings)
 //! lives only while a run of entries is decoded.
 
-use crate::tar::header::{Decoded, Kind, Segment};
+use crate::tar::format::{Decoded, Kind, Segment};
 
 /// The fields of an entry that every phase of extraction uses (fixed size: 56 bytes).
 #[derive(Clone, Copy, Debug)]
@@ -285,7 +285,7 @@ impl Entries {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tar::header::Header;
+    use crate::tar::format::Header;
 
     fn decoded(path: &str, start: u64, data: u64) -> Decoded {
         Decoded {

@@ -33,7 +33,7 @@ use crate::tar::extract::beneath::{clean, explain, split, Target};
 use crate::tar::extract::entries::{Entries as Store, Item};
 use crate::tar::extract::owners::Owners;
 use crate::tar::extract::superseded::superseded;
-use crate::tar::header::{Decoded, Kind, Segment};
+use crate::tar::format::{Decoded, Kind, Segment};
 use crate::tar::index::scan::{self, Located};
 use crate::tar::index::{self, Source};
 use crate::tar::select::{self, Matcher};

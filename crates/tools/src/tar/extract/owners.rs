@@ -4,7 +4,7 @@
 //! (`getpwnam_r`/`getgrnam_r`); archives hold few distinct names.
 
 use crate::engine::ids::{group_id, user_id};
-use crate::tar::header::Header;
+use crate::tar::format::Header;
 use std::collections::HashMap;
 use std::ffi::CString;
 
@@ -49,7 +49,7 @@ fn look_up(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tar::header::Kind;
+    use crate::tar::format::Kind;
 
     #[test]
     fn known_names_give_their_ids_unknown_and_empty_ones_keep_the_numbers() {

@@ -23,7 +23,7 @@ use crate::tar::archive::serial::{Codec, TarStream};
 use crate::tar::archive::Archive;
 use crate::tar::extract::beneath::{clean, explain, Target};
 use crate::tar::extract::entries::{Entries as Store, Item};
-use crate::tar::header::{Decoded, Kind, Segment};
+use crate::tar::format::{Decoded, Kind, Segment};
 use crate::tar::index;
 use crate::tar::select::Matcher;
 use flist::path::display;

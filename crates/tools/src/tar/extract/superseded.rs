@@ -20,7 +20,7 @@
 
 use crate::tar::extract::beneath::clean;
 use crate::tar::extract::entries::Entries;
-use crate::tar::header::Kind;
+use crate::tar::format::Kind;
 use crate::tar::index::scan::Parts;
 use serde::{Deserialize, Serialize};
 use serde_bytes::Bytes;

@@ -5,7 +5,7 @@
 pub mod scan;
 
 use crate::tar::archive::Archive;
-use crate::tar::header::{self, round_up, Header, Kind, BLOCK};
+use crate::tar::format::{self, round_up, Header, Kind, BLOCK};
 use std::io;
 
 /// The footer's magic: the ASCII bytes "DTAR_IDX".
@@ -216,7 +216,7 @@ pub fn read_member(archive: &Archive) -> io::Result<Option<(Found, u64)>> {
     }
     let start = len - END - entry_size;
     let mut read = |at: u64, n: usize| archive.read_at(at, n);
-    let decoded = match header::decode_entry(&mut read, start) {
+    let decoded = match format::decode_entry(&mut read, start) {
         Ok(Some(d)) => d,
         _ => return Ok(None),
     };

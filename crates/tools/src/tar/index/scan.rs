@@ -15,7 +15,7 @@
 //! full; on tmpfs it is several times faster, so the block scan was dropped.)
 
 use crate::tar::archive::Archive;
-use crate::tar::header::{self, classify, round_up, BlockKind, Global, Globals, BLOCK};
+use crate::tar::format::{self, classify, round_up, BlockKind, Global, Globals, BLOCK};
 use crate::tar::index::{self, Source};
 use flist::distribute::even_start;
 use flist::path::display;
@@ -104,14 +104,14 @@ pub fn locate(
     let total = comm.sum(read.len() as u64);
     // The global headers each rank met between its entries, for every rank.
     let mut mine = Vec::new();
-    header::encode_list(
+    format::encode_list(
         checked.globals.iter().map(|g| (g.from, &g.records[..])),
         &mut mine,
     );
     let globals = Globals::from_list(
         comm.allgatherv(&mine)
             .iter()
-            .flat_map(|b| header::decode_list(b))
+            .flat_map(|b| format::decode_list(b))
             .collect(),
     );
     let parts = Parts::even(archive, comm.size());
@@ -204,10 +204,10 @@ fn read_global(
     size: u64,
 ) -> Option<Global> {
     let data = read(at + BLOCK, usize::try_from(size).ok()?).ok()?;
-    let records = header::parse_pax(&data, at).ok()?;
+    let records = format::parse_pax(&data, at).ok()?;
     Some(Global {
         from: at + BLOCK + round_up(size),
-        records: header::global_records(records),
+        records: format::global_records(records),
     })
 }
 
@@ -543,8 +543,8 @@ pub fn walk(
     // An archive of mfu-rs ends with its index member and end-of-archive blocks: one that
     // ends where an entry would start was cut (other tools' may end so: GNU tar accepts them).
     let marked = w
-        .read(0, header::MARK_HEAD)
-        .is_ok_and(|head| header::mfu_marked(&head));
+        .read(0, format::MARK_HEAD)
+        .is_ok_and(|head| format::mfu_marked(&head));
     let stop = |out: &mut Walked, w: &Window, end: u64, damage: Option<String>| {
         out.end = end;
         out.damage = damage;
@@ -573,7 +573,7 @@ pub fn walk(
             }
         };
         // The flag first: the decode below checks every other header's checksum.
-        let global = if header::flags_global(&block) {
+        let global = if format::flags_global(&block) {
             classify(&block)
         } else {
             BlockKind::NotHeader
@@ -590,7 +590,7 @@ pub fn walk(
             }
         }
         let mut inside = Vec::new();
-        let d = match header::decode_entry_in(&mut |o, n| w.read(o, n), at, &[], Some(&mut inside))
+        let d = match format::decode_entry_in(&mut |o, n| w.read(o, n), at, &[], Some(&mut inside))
         {
             Ok(Some(d)) => d,
             Ok(None) => {
@@ -605,7 +605,7 @@ pub fn walk(
                 stop(&mut out, &w, at, damage);
                 return out;
             }
-            Err(e @ header::HeaderError::Truncated { .. }) => {
+            Err(e @ format::HeaderError::Truncated { .. }) => {
                 stop(&mut out, &w, at, Some(e.to_string()));
                 return out;
             }
@@ -799,7 +799,7 @@ const DECODE_RUN: usize = 256;
 pub fn decode(
     archive: &Archive,
     offsets: &[u64],
-) -> Vec<Result<header::Decoded, header::HeaderError>> {
+) -> Vec<Result<format::Decoded, format::HeaderError>> {
     decode_in(archive, offsets, &Globals::default())
 }
 
@@ -808,7 +808,7 @@ pub fn decode_in(
     archive: &Archive,
     offsets: &[u64],
     globals: &Globals,
-) -> Vec<Result<header::Decoded, header::HeaderError>> {
+) -> Vec<Result<format::Decoded, format::HeaderError>> {
     decode_seeing(archive, offsets, globals).0
 }
 
@@ -819,7 +819,7 @@ pub fn decode_seeing(
     offsets: &[u64],
     globals: &Globals,
 ) -> (
-    Vec<Result<header::Decoded, header::HeaderError>>,
+    Vec<Result<format::Decoded, format::HeaderError>>,
     Vec<Global>,
 ) {
     use rayon::prelude::*;
@@ -847,9 +847,9 @@ pub fn decode_seeing(
                 Ok(w[from..(from + n).min(filled)].to_vec())
             };
             out.push(
-                header::decode_entry_in(&mut read, at, globals.at(at), Some(&mut seen)).and_then(
+                format::decode_entry_in(&mut read, at, globals.at(at), Some(&mut seen)).and_then(
                     |d| {
-                        d.ok_or(header::HeaderError::Invalid {
+                        d.ok_or(format::HeaderError::Invalid {
                             offset: at,
                             what: "the index points at an end-of-archive block".into(),
                         })
@@ -876,7 +876,7 @@ pub fn decode_seeing(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tar::header::{Header, Kind};
+    use crate::tar::format::{Header, Kind};
 
     /// A plain file's header: `size` bytes, times from `i`.
     fn file(path: Vec<u8>, size: u64, i: u64) -> Header {

@@ -7,7 +7,7 @@ use crate::engine::context::Error;
 use crate::tar::archive::serial::{Codec, TarStream};
 use crate::tar::archive::Archive;
 use crate::tar::extract::{find_entries, say_set_aside, Found};
-use crate::tar::header::{Decoded, Kind};
+use crate::tar::format::{Decoded, Kind};
 use crate::tar::select::Matcher;
 use flist::path::{display, normalize};
 use std::time::Instant;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Regenerates the tar fixtures read by the unit tests of ../header.rs.
+# Regenerates the tar fixtures read by the unit tests of ../format/ (tests_decode.rs).
 #
 #   sh crates/tools/src/tar/testdata/make.sh      (from anywhere; writes next to this script)
 #

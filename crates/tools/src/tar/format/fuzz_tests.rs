@@ -130,10 +130,10 @@ fn corpus() -> Vec<Vec<u8>> {
     sparse.extend_from_slice(b"five!");
     sparse.resize(sparse.len().next_multiple_of(BLOCK_USIZE), 0);
     let mut out = vec![
-        include_bytes!("testdata/gnu.tar").to_vec(),
-        include_bytes!("testdata/pax.tar").to_vec(),
-        include_bytes!("testdata/ustar.tar").to_vec(),
-        include_bytes!("testdata/python.tar").to_vec(),
+        include_bytes!("../testdata/gnu.tar").to_vec(),
+        include_bytes!("../testdata/pax.tar").to_vec(),
+        include_bytes!("../testdata/ustar.tar").to_vec(),
+        include_bytes!("../testdata/python.tar").to_vec(),
         made,
         sparse,
     ];
