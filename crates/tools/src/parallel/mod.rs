@@ -23,6 +23,7 @@ pub use job::{Done, Job};
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::input::{Input, Listed};
+use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -134,15 +135,15 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let mut report = Report::default();
 
     // 1. The jobs of this rank.
-    let jobs = agree(comm, jobs(comm, options))?;
+    let jobs = agree_setup(comm, jobs(comm, options))?;
     report.commands = comm.sum(jobs.len() as u64);
 
     // 2. What a resume skips; the joblog ready.
-    let jobs = agree(comm, resumed(comm, options, jobs))?;
+    let jobs = agree_setup(comm, resumed(comm, options, jobs))?;
     report.skipped = report.commands - comm.sum(jobs.len() as u64);
     // Before any command starts: what kills the commands should this rank die (see
     // `steal::signals::supervise`). Without it, nothing runs.
-    agree(comm, steal::signals::supervise())?;
+    agree_setup(comm, steal::signals::supervise())?;
     let log = open_joblog(comm, options)?;
 
     // 3. Run: rank 0 hands the jobs out in input order, one at a time, to whichever runner
@@ -288,10 +289,10 @@ fn open_joblog(comm: &dyn Comm, options: &Options) -> Result<Option<Mutex<std::f
     } else {
         Ok(())
     };
-    agree(comm, created)?;
+    agree_setup(comm, created)?;
     let opened =
         joblog::open(log).map_err(|e| format!("open joblog {}: {e}", flist::path::display(log)));
-    Ok(Some(Mutex::new(agree(comm, opened)?)))
+    Ok(Some(Mutex::new(agree_setup(comm, opened)?)))
 }
 
 /// The output kept on each rank, written by rank 0 in rank order (`--keep-order`: in input
@@ -611,23 +612,6 @@ fn emit(options: &Options, done: &Done) {
     }
     if let (Some(sink), false) = (&options.stderr, done.stderr.is_empty()) {
         sink(&done.stderr);
-    }
-}
-
-/// `Ok` on every rank, or the first rank's error on every rank. Collective.
-fn agree<T>(comm: &dyn Comm, result: Result<T, String>) -> Result<T, Error> {
-    let mut message = match &result {
-        Ok(_) => Vec::new(),
-        Err(e) => e.clone().into_bytes(),
-    };
-    let failed = comm.allgather_u64(u64::from(result.is_err()));
-    let Some(first) = failed.iter().position(|&f| f != 0) else {
-        return result.map_err(Error::new);
-    };
-    comm.bcast(first, &mut message);
-    match result {
-        Err(e) => Err(Error::new(e)),
-        Ok(_) => Err(Error::new(String::from_utf8_lossy(&message))),
     }
 }
 
