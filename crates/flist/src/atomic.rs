@@ -111,6 +111,16 @@ pub fn create_in(
 /// left and whose process is gone: regular files of the pattern, owned by this user, never
 /// followed. Returns each one found, with what removing it gave.
 pub fn remove_stale(dir: BorrowedFd<'_>, base: &[u8]) -> Vec<(Vec<u8>, io::Result<()>)> {
+    remove_stale_owned(dir, base, None)
+}
+
+/// [`remove_stale`], also removing those owned by `also` (a tool that gives its temporary
+/// the owner of the file it stands for, as stripe's restriped copy, names that owner).
+pub fn remove_stale_owned(
+    dir: BorrowedFd<'_>,
+    base: &[u8],
+    also: Option<u32>,
+) -> Vec<(Vec<u8>, io::Result<()>)> {
     let mut found = Vec::new();
     let Ok(listing) = rustix::fs::Dir::read_from(dir.as_fd()) else {
         return found;
@@ -127,7 +137,9 @@ pub fn remove_stale(dir: BorrowedFd<'_>, base: &[u8]) -> Vec<(Vec<u8>, io::Resul
         let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
             continue;
         };
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_uid != me {
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG
+            || (st.st_uid != me && Some(st.st_uid) != also)
+        {
             continue;
         }
         match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {

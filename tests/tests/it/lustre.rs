@@ -619,6 +619,55 @@ fn stripe_siblings_never_take_a_users_file_and_never_collide() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// What a killed stripe run left beside a file (its sibling: a temporary of a process of this
+/// host that is gone, carrying the file's owner as the copy keeps it) is removed by the next
+/// run and named; a dead process's temporary owned by someone else is not stripe's, and stays.
+#[test]
+fn stripe_removes_a_killed_runs_sibling_and_nothing_else() {
+    let _serial = mfu_tests::serial();
+    use std::os::unix::fs::chown;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("s");
+    fs::create_dir(&root).unwrap();
+    fs::write(root.join("big"), vec![1u8; 30_000]).unwrap();
+    chown(root.join("big"), Some(1234), Some(1234)).unwrap();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let host = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    let stale = root.join(format!(".big.{host}.{dead}.mfu-tmp"));
+    fs::write(&stale, vec![7u8; 20_000]).unwrap();
+    chown(&stale, Some(1234), Some(1234)).unwrap();
+    // Another dead process's temporary of another user, for a file of that name.
+    let others = root.join(format!(".big.{host}.{}.mfu-tmp", dead + 1_000_000));
+    fs::write(&others, b"not stripe's").unwrap();
+    chown(&others, Some(999), Some(999)).unwrap();
+
+    let fake = Arc::new(Fake::new(vec![root.clone()], 8));
+    let mut options = mfu::stripe::Options::new(&[root.as_os_str().as_encoded_bytes()]);
+    options.api = handle(&fake);
+    options.count = Some(2);
+    let reports = steal::local::run(2, |comm| mfu::stripe::run(comm, &options).unwrap());
+    for r in &reports {
+        assert_eq!((r.restriped, r.failed), (1, 0), "{r:?}");
+    }
+    assert!(!stale.exists(), "the killed run's sibling is gone");
+    assert!(
+        reports[0]
+            .failures
+            .iter()
+            .any(|m| m.contains("partial copy of an earlier run that was killed")),
+        "{:?}",
+        reports[0].failures
+    );
+    assert_eq!(fs::read(&others).unwrap(), b"not stripe's");
+    assert_eq!(fs::read(root.join("big")).unwrap(), vec![1u8; 30_000]);
+    assert_eq!(fs::metadata(root.join("big")).unwrap().uid(), 1234);
+}
+
 /// The typed stripe: a hard-linked file is skipped, counted and named (exit 1), the others
 /// restriped; `--report` sends one line per file as output; the text summary and the JSON
 /// report carry the same counts (the binary needs a real Lustre: the report is rendered here).

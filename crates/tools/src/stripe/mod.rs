@@ -433,7 +433,13 @@ fn clear_siblings(
             rustix::fs::Mode::empty(),
         ) {
             let base = flist::path::basename(path);
-            for (name, removed) in flist::atomic::remove_stale(dir.as_fd(), base) {
+            // A sibling carries its file's owner (the copy keeps it): run as root, a killed
+            // run's sibling of this file is owned by the file's owner.
+            let owner = rustix::process::geteuid()
+                .is_root()
+                .then(|| todo.meta(i).map(|m| m.uid))
+                .flatten();
+            for (name, removed) in flist::atomic::remove_stale_owned(dir.as_fd(), base, owner) {
                 let stale = flist::atomic::beside(path, &name);
                 match removed {
                     Ok(()) => context.error(format_args!(
