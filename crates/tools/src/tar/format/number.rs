@@ -66,6 +66,7 @@ pub(super) fn put_number(dst: &mut [u8], v: i128) {
 /// 0; a field of nothing but blanks is an error), or GNU base-256 (first byte `0x80` for a
 /// positive value, `0xff` for a negative one, the rest big-endian two's complement). Anything
 /// else is `None`.
+#[inline]
 pub(super) fn parse_number(bytes: &[u8]) -> Option<i128> {
     let mut i = usize::from(bytes.first() == Some(&0));
     while i < bytes.len() && bytes[i].is_ascii_whitespace() {
@@ -100,11 +101,13 @@ pub(super) fn parse_number(bytes: &[u8]) -> Option<i128> {
 }
 
 /// [`parse_number`] of a field that must not be negative.
+#[inline]
 pub(super) fn parse_unsigned(bytes: &[u8]) -> Option<u64> {
     parse_number(bytes).and_then(|v| u64::try_from(v).ok())
 }
 
 /// The unsigned and signed byte sums of a header block, its checksum field counted as spaces.
+#[inline]
 pub(super) fn checksums(block: &[u8]) -> (i64, i64) {
     // Eight bytes at a time (a header is checksummed twice per entry: 108 ns a block with
     // a byte loop, 26 with this): byte sums in four 16-bit lanes (each at most 64 × 2 × 255)
@@ -132,6 +135,7 @@ pub(super) fn checksums(block: &[u8]) -> (i64, i64) {
 }
 
 /// Whether the block's checksum field holds its unsigned or its signed byte sum.
+#[inline]
 pub(super) fn checksum_ok(block: &[u8]) -> bool {
     let Some(stored) = parse_number(&super::view(block).as_old().cksum) else {
         return false;
