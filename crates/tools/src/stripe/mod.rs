@@ -401,21 +401,9 @@ fn clear_siblings(
     roots: &[Vec<u8>],
     todo: FileList,
 ) -> (FileList, Mapping, u64) {
-    let mut id = Vec::new();
-    if comm.rank() == 0 {
-        id = [
-            flist::atomic::host(),
-            std::process::id().to_string().into_bytes(),
-        ]
-        .join(&b'\0');
-    }
-    comm.bcast(0, &mut id);
-    let (host, pid) = id.split_at(id.iter().rposition(|&b| b == 0).expect("host and pid"));
-    let pid = std::str::from_utf8(&pid[1..])
-        .ok()
-        .and_then(|p| p.parse().ok())
-        .expect("rank 0's pid");
-    let map = Mapping::siblings(roots.to_vec(), host, pid);
+    let (host, pid): (Vec<u8>, u32) =
+        comm.bcast_with(0, || (flist::atomic::host(), std::process::id()));
+    let map = Mapping::siblings(roots.to_vec(), &host, pid);
     let free = todo.select((0..todo.len()).filter(|&i| {
         let path = todo.path(i);
         let sibling = map.dest(path);
