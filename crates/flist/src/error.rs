@@ -50,8 +50,7 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The operations an [`ItemError`] names, mapped back to themselves when an error crosses ranks
-/// (`op` is a `&'static str`); any other comes back as `"operation"` (the path, the reason and
-/// the message's shape kept).
+/// (`op` is a `&'static str`) without an allocation; any other is kept once ([`intern`]).
 const KNOWN_OPS: [&str; 12] = [
     crate::io::OP_OPEN,
     crate::io::OP_STAT,
@@ -66,6 +65,21 @@ const KNOWN_OPS: [&str; 12] = [
     "read directory",
     "follow link (directory cycle, not descended)",
 ];
+
+/// `op` as a `&'static str`: each operation name not in [`KNOWN_OPS`] is kept once for the
+/// life of the process (operation names are a small fixed set of the program's strings).
+fn intern(op: String) -> &'static str {
+    static SEEN: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(known) = seen.iter().find(|o| **o == op) {
+        return known;
+    }
+    let kept: &'static str = Box::leak(op.into_boxed_str());
+    seen.push(kept);
+    kept
+}
 
 /// An [`Error`] as it travels between ranks: the system error as its number (or its message
 /// when it has none), paths as bytes.
@@ -134,7 +148,7 @@ impl<'de> Deserialize<'de> for Error {
                 let op = KNOWN_OPS
                     .into_iter()
                     .find(|o| *o == op)
-                    .unwrap_or("operation");
+                    .unwrap_or_else(|| intern(op));
                 let source = match os_code {
                     Some(c) => io::Error::from_raw_os_error(c),
                     None => io::Error::other(message),
@@ -168,6 +182,11 @@ mod tests {
         assert!(round_trip(enoent.into()).starts_with("open list /l\\xffst: "));
         round_trip(ItemError::new(b"/x", crate::io::OP_READ, io::Error::other("short")).into());
         round_trip(ItemError::new(b"/x\n|y", "open directory", io::Error::other("gone")).into());
+        // An operation of a tool's own (not flist's) keeps its name too, every time.
+        for _ in 0..2 {
+            let tools = ItemError::new(b"/t", "set the layout of", io::Error::from_raw_os_error(5));
+            assert!(round_trip(tools.into()).starts_with("set the layout of /t: "));
+        }
         let reason = "truncated at byte offset 9".to_string();
         assert_eq!(
             round_trip(Error::BadList {
@@ -177,10 +196,10 @@ mod tests {
             "read list /x: truncated at byte offset 9"
         );
         round_trip(Error::Invalid("no".into()));
-        // An operation this table does not know keeps the path and the reason.
+        // An operation the table does not know keeps its name, the path and the reason.
         let odd = ItemError::new(b"/p", "frobnicate", io::Error::from_raw_os_error(13));
         let back: Error = steal::decode(&steal::typed::encode(&Error::from(odd))).unwrap();
-        assert!(back.to_string().starts_with("operation /p: "), "{back}");
+        assert!(back.to_string().starts_with("frobnicate /p: "), "{back}");
         for n in 0..8 {
             assert!(steal::decode::<Error>(&[3, 0, 0][..n.min(3)]).is_err());
         }
