@@ -188,7 +188,7 @@ fn plan_sources(planner: &mut Planner, inp: &Inputs, by_rel: &PathIndex, conflic
                 continue;
             }
             if e.kind == FileType::Dir && decision != Decision::Conflict {
-                planner.plan.dir_meta.push(e.path, e.kind, Some(m));
+                planner.out.plan.dir_meta.push(e.path, e.kind, Some(m));
             }
             if !args.output.is_empty() {
                 let states = match existing {
@@ -231,10 +231,10 @@ fn plan_dest_only(planner: &mut Planner, inp: &Inputs, replaced: &[Vec<u8>]) {
         };
         match classify(None, Some(&dest), &policy, &NoProbe) {
             Decision::Delete => {
-                planner.delete.push(path, kind, meta);
-                planner.actions.push(Action::Delete, path);
+                planner.out.delete.push(path, kind, meta);
+                planner.out.actions.push(Action::Delete, path);
             }
-            Decision::RefuseDelete => planner.refused_deletes += 1,
+            Decision::RefuseDelete => planner.out.refused_deletes += 1,
             _ => {}
         }
     }
@@ -349,16 +349,8 @@ struct At<'a> {
 /// The plan being built from the decisions.
 struct Planner<'a> {
     inp: &'a Inputs<'a>,
-    plan: Plan,
-    create_from: [Vec<u32>; 2],
-    delete: FileList,
-    unlink_first: FileList,
-    stale_journals: Vec<(Vec<u8>, Vec<u8>)>,
-    conflicts: Vec<Conflict>,
-    actions: Actions,
-    bytes: u64,
-    refused_deletes: u64,
-    matched: Vec<FileList>,
+    /// The decisions so far (its `plan` is completed by `finish`).
+    out: Decisions,
     /// Which DEST entries a source entry paired with.
     seen: Vec<bool>,
     /// DEST directories replaced by a source entry of another type.
@@ -373,24 +365,26 @@ impl<'a> Planner<'a> {
     fn new(inp: &'a Inputs<'a>) -> Planner<'a> {
         Planner {
             inp,
-            plan: Plan {
-                dirs_only_if_differ: true,
-                ..Plan::default()
+            out: Decisions {
+                plan: Plan {
+                    dirs_only_if_differ: true,
+                    ..Plan::default()
+                },
+                create_from: [Vec::new(), Vec::new()],
+                delete: FileList::new(Detail::Stat),
+                unlink_first: FileList::new(Detail::Stat),
+                stale_journals: Vec::new(),
+                conflicts: Vec::new(),
+                actions: Actions::new(inp.dest_root),
+                bytes: 0,
+                refused_deletes: 0,
+                matched: inp
+                    .args
+                    .output
+                    .iter()
+                    .map(|_| inp.src.empty_like())
+                    .collect(),
             },
-            create_from: [Vec::new(), Vec::new()],
-            delete: FileList::new(Detail::Stat),
-            unlink_first: FileList::new(Detail::Stat),
-            stale_journals: Vec::new(),
-            conflicts: Vec::new(),
-            actions: Actions::new(inp.dest_root),
-            bytes: 0,
-            refused_deletes: 0,
-            matched: inp
-                .args
-                .output
-                .iter()
-                .map(|_| inp.src.empty_like())
-                .collect(),
             seen: vec![false; inp.dest.len()],
             replaced_dirs: Vec::new(),
             fix_meta: FileList::new(Detail::Stat),
@@ -400,7 +394,7 @@ impl<'a> Planner<'a> {
 
     /// `-o EXPR:FILE`: keep the entry in each output whose expression `states` match.
     fn select(&mut self, states: &States, path: &[u8], kind: FileType, meta: &Meta) {
-        for (o, list) in self.inp.args.output.iter().zip(self.matched.iter_mut()) {
+        for (o, list) in self.inp.args.output.iter().zip(self.out.matched.iter_mut()) {
             if o.matches(states) {
                 list.push(path, kind, Some(*meta));
             }
@@ -417,11 +411,11 @@ impl<'a> Planner<'a> {
             Decision::Delete | Decision::RefuseDelete => {}
             Decision::Create(how) => {
                 let action = self.make(how, &at, false);
-                self.actions.push(action, dst);
+                self.out.actions.push(action, dst);
             }
             Decision::Conflict => {
                 let (_, d) = at.dest.expect("a conflict has a DEST entry");
-                self.conflicts.push(Conflict {
+                self.out.conflicts.push(Conflict {
                     dest: at.dst_path.clone(),
                     src_kind: e.kind,
                     dest_kind: d.file_type(),
@@ -432,27 +426,27 @@ impl<'a> Planner<'a> {
                 // one comes.
                 let (i, d) = at.dest.expect("a replacement has a DEST entry");
                 let old = self.inp.dest.path(i);
-                self.delete.push(old, d.file_type(), Some(d));
-                self.actions.push(Action::Delete, old);
+                self.out.delete.push(old, d.file_type(), Some(d));
+                self.out.actions.push(Action::Delete, old);
                 if d.file_type() == FileType::Dir {
                     self.replaced_dirs.push(old.to_vec());
                 }
                 let action = self.make(how, &at, false);
-                self.actions.push(action, dst);
+                self.out.actions.push(action, dst);
             }
             Decision::Resume(r) => {
                 self.make(Make::Copy, &at, true);
-                self.bytes -= r.bytes();
+                self.out.bytes -= r.bytes();
                 self.resumes.insert(e.path.to_vec(), r);
-                self.actions.push(Action::Update, dst);
+                self.out.actions.push(Action::Update, dst);
             }
             Decision::Compare(c) => {
-                self.plan.compare.push(e.path, e.kind, Some(at.meta));
+                self.out.plan.compare.push(e.path, e.kind, Some(at.meta));
                 if c.dryrun_update {
-                    self.actions.push(Action::Update, dst);
-                    self.bytes += at.meta.size;
+                    self.out.actions.push(Action::Update, dst);
+                    self.out.bytes += at.meta.size;
                 } else if c.dryrun_meta {
-                    self.actions.push(Action::Meta, dst);
+                    self.out.actions.push(Action::Meta, dst);
                 }
                 if c.fix_xattrs {
                     // The comparison sets the source's xattrs only where it rewrites, and
@@ -466,7 +460,7 @@ impl<'a> Planner<'a> {
                     self.fix(e, at.meta, only);
                 }
                 if c.count_xattrs_fix {
-                    self.actions.push(Action::Meta, dst);
+                    self.out.actions.push(Action::Meta, dst);
                 }
             }
             Decision::Update {
@@ -476,18 +470,20 @@ impl<'a> Planner<'a> {
             } => {
                 if unlink_first {
                     let (i, d) = at.dest.expect("an update has a DEST entry");
-                    self.unlink_first
+                    self.out
+                        .unlink_first
                         .push(self.inp.dest.path(i), FileType::File, Some(d));
                 }
                 if stale_journal {
-                    self.stale_journals
+                    self.out
+                        .stale_journals
                         .push((at.dst_path.clone(), e.path.to_vec()));
                 }
                 let action = self.make(make, &at, true);
-                self.actions.push(action, dst);
+                self.out.actions.push(action, dst);
             }
             Decision::Meta { fix } => {
-                self.actions.push(Action::Meta, dst);
+                self.out.actions.push(Action::Meta, dst);
                 if let Some(f) = fix {
                     self.fix(e, at.meta, f);
                 }
@@ -502,18 +498,21 @@ impl<'a> Planner<'a> {
         match how {
             Make::LinkToFirst => {
                 let first = at.first.expect("a hard link member has a first");
-                self.plan.links.push((first.to_vec(), e.path.to_vec()));
+                self.out.plan.links.push((first.to_vec(), e.path.to_vec()));
             }
             Make::LinkDest(candidate) => {
-                self.plan.external_links.push((candidate, e.path.to_vec()));
+                self.out
+                    .plan
+                    .external_links
+                    .push((candidate, e.path.to_vec()));
                 return Action::Link;
             }
             Make::Copy => {
                 if e.kind == FileType::File {
-                    self.bytes += at.meta.size;
+                    self.out.bytes += at.meta.size;
                 }
                 let index = u32::try_from(at.index).expect("more than 2^32 records on one rank");
-                self.create_from[usize::from(at.in_members)].push(index);
+                self.out.create_from[usize::from(at.in_members)].push(index);
             }
         }
         if existed {
@@ -525,25 +524,14 @@ impl<'a> Planner<'a> {
 
     /// Fix `what` of the entry's DEST metadata after the data phase.
     fn fix(&mut self, e: &Entry, meta: Meta, what: Differences) {
-        self.plan.fix_meta.push((self.fix_meta.len(), what));
+        self.out.plan.fix_meta.push((self.fix_meta.len(), what));
         self.fix_meta.push(e.path, e.kind, Some(meta));
     }
 
     fn finish(self) -> Decisions {
-        let mut plan = self.plan;
-        plan.fix_meta_list = self.fix_meta;
-        plan.journals = Journals::Planned(self.resumes);
-        Decisions {
-            plan,
-            create_from: self.create_from,
-            delete: self.delete,
-            unlink_first: self.unlink_first,
-            stale_journals: self.stale_journals,
-            conflicts: self.conflicts,
-            actions: self.actions,
-            bytes: self.bytes,
-            refused_deletes: self.refused_deletes,
-            matched: self.matched,
-        }
+        let mut out = self.out;
+        out.plan.fix_meta_list = self.fix_meta;
+        out.plan.journals = Journals::Planned(self.resumes);
+        out
     }
 }
