@@ -147,6 +147,8 @@ impl std::fmt::Debug for Checkpoint {
 }
 
 struct Shared {
+    /// Rank 0's descriptor holding the run's lock (see [`lock`]).
+    _held: Option<OwnedFd>,
     path: Vec<u8>,
     dir: OwnedFd,
     id: (u64, u64),
@@ -227,8 +229,26 @@ fn random() -> u64 {
     h.finish()
 }
 
-/// Rank 0's part of [`open`]: find, trust or replace, create.
-fn decide(choice: &Choice, plan: &Plan<'_>) -> Result<Decision, CheckpointError> {
+/// Hold `dir` for this run (an exclusive `flock`, released when the descriptor is closed or
+/// the process ends): two runs of one command at once would race on its output and its marks.
+fn lock(dir: &OwnedFd, shown: &str) -> Result<(), CheckpointError> {
+    use rustix::fs::{flock, FlockOperation};
+    match flock(dir, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(CheckpointError(format!(
+            "checkpoint {shown} is in use by another run of this command (nothing done): wait for              it to end, or give this run another --checkpoint"
+        ))),
+        // A file system without locks: nothing to hold.
+        Err(_) => Ok(()),
+    }
+}
+
+/// Rank 0's part of [`open`]: find, trust or replace, create. Also returns the checkpoint
+/// directory, locked for this run.
+fn decide(
+    choice: &Choice,
+    plan: &Plan<'_>,
+) -> Result<(Decision, Option<OwnedFd>), CheckpointError> {
     let none = |notice: Option<String>| Decision {
         path: None,
         id: (0, 0),
@@ -240,11 +260,14 @@ fn decide(choice: &Choice, plan: &Plan<'_>) -> Result<Decision, CheckpointError>
     };
     let path = match location(choice, plan) {
         Ok(Some(p)) => p,
-        Ok(None) => return Ok(none(None)),
+        Ok(None) => return Ok((none(None), None)),
         Err(why) => {
-            return Ok(none(Some(format!(
-                "running without a checkpoint: {why} (an interrupted run will start over)"
-            ))))
+            return Ok((
+                none(Some(format!(
+                    "running without a checkpoint: {why} (an interrupted run will start over)"
+                ))),
+                None,
+            ))
         }
     };
     let shown = flist::path::display(&path).to_string();
@@ -252,12 +275,13 @@ fn decide(choice: &Choice, plan: &Plan<'_>) -> Result<Decision, CheckpointError>
     match store::inspect(&path)? {
         Found::Ours(dir, header) => match plan.inputs.differs_from(&header.inputs) {
             None => {
+                lock(&dir, &shown)?;
                 let (marks, attempt) = store::read_marks(dir.as_fd(), header.nonce)
                     .map_err(|e| CheckpointError(format!("read checkpoint {shown}: {e}")))?;
                 let prior = Prior::from_marks(marks);
                 let id = flist::atomic::identity(dir.as_fd())
                     .map_err(|e| CheckpointError(format!("stat {shown}: {e}")))?;
-                return Ok(Decision {
+                let decision = Decision {
                     path: Some(path.into()),
                     id,
                     fresh: false,
@@ -268,9 +292,11 @@ fn decide(choice: &Choice, plan: &Plan<'_>) -> Result<Decision, CheckpointError>
                         prior.len()
                     )),
                     prior,
-                });
+                };
+                return Ok((decision, Some(dir)));
             }
             Some(why) => {
+                lock(&dir, &shown)?;
                 notice = Some(format!(
                     "checkpoint {shown} not used ({why}): starting over"
                 ));
@@ -278,6 +304,7 @@ fn decide(choice: &Choice, plan: &Plan<'_>) -> Result<Decision, CheckpointError>
             }
         },
         Found::Damaged(dir, why) => {
+            lock(&dir, &shown)?;
             notice = Some(format!(
                 "checkpoint {shown} not used ({why}): starting over"
             ));
@@ -290,10 +317,13 @@ fn decide(choice: &Choice, plan: &Plan<'_>) -> Result<Decision, CheckpointError>
                      or remove it (nothing done)"
                 )));
             }
-            return Ok(none(Some(format!(
-                "running without a checkpoint: {shown} is not one of this user's ({why}); it is \
-                 left alone (an interrupted run will start over)"
-            ))));
+            return Ok((
+                none(Some(format!(
+                    "running without a checkpoint: {shown} is not one of this user's ({why}); it \
+                     is left alone (an interrupted run will start over)"
+                ))),
+                None,
+            ));
         }
         Found::Absent => {}
     }
@@ -302,9 +332,10 @@ fn decide(choice: &Choice, plan: &Plan<'_>) -> Result<Decision, CheckpointError>
         nonce: random(),
     };
     let dir = store::create(&path, &header)?;
+    lock(&dir, &shown)?;
     let id = flist::atomic::identity(dir.as_fd())
         .map_err(|e| CheckpointError(format!("stat {shown}: {e}")))?;
-    Ok(Decision {
+    let decision = Decision {
         path: Some(path.into()),
         id,
         fresh: true,
@@ -312,14 +343,21 @@ fn decide(choice: &Choice, plan: &Plan<'_>) -> Result<Decision, CheckpointError>
         attempt: 0,
         prior: Prior::default(),
         notice,
-    })
+    };
+    Ok((decision, Some(dir)))
 }
 
 /// Open the checkpoint of this run (see the module). Collective: rank 0 looks, decides and
 /// creates; every rank then opens the same directory (checked by identity: the checkpoint
 /// must be on a file system every rank sees, as the output is) and gets the same [`Prior`].
 pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, CheckpointError> {
-    let decided: Result<Decision, CheckpointError> = comm.bcast_with(0, || decide(choice, &plan));
+    let mut held = None;
+    let decided: Result<Decision, CheckpointError> = comm.bcast_with(0, || {
+        decide(choice, &plan).map(|(d, dir)| {
+            held = dir;
+            d
+        })
+    });
     let d = decided?;
     let Some(path) = d.path else {
         return Ok(Opened {
@@ -358,6 +396,7 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
     })();
     let dir = comm.agree(opened)?;
     let shared = Arc::new(Shared {
+        _held: held,
         log_name: store::log_name(d.attempt, comm.rank()),
         path,
         dir,

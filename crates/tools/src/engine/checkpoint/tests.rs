@@ -178,3 +178,32 @@ fn off_keeps_nothing_and_finds_nothing() {
     });
     assert_eq!(got[0], (true, 0, None));
 }
+
+#[test]
+fn a_second_run_of_the_same_command_at_once_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    steal::local::run(1, |comm| {
+        let plan = Plan {
+            output: Some(&out),
+            inputs: inputs(4),
+        };
+        let first = open(comm, &Choice::Beside, plan).unwrap();
+        let again = steal::local::run(1, |comm| {
+            let plan = Plan {
+                output: Some(&out),
+                inputs: inputs(4),
+            };
+            open(comm, &Choice::Beside, plan).unwrap_err()
+        });
+        assert!(again[0].0.contains("in use by another run"), "{}", again[0]);
+        first
+            .checkpoint
+            .unwrap()
+            .finish(comm, Outcome::Stopped)
+            .unwrap();
+    });
+    // Once the first has ended, the same command continues.
+    let (_, notice) = run(&out, 1, 4, 0..0, Outcome::Complete);
+    assert!(notice.unwrap().contains("continuing"));
+}
