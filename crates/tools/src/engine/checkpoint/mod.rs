@@ -112,8 +112,9 @@ pub fn interval() -> Duration {
     })
 }
 
-/// The test knobs, read once: stop (as a SIGTERM does) after this process's N-th mark, or
-/// SIGKILL this process once its N-th mark is durable.
+/// The test knobs, read once: stop (as a SIGTERM does) after this process's N-th mark
+/// (`MFU_RS_TEST_CHECKPOINT_STOP_AFTER`), SIGKILL this process once its N-th mark is durable
+/// (`..._DIE_AFTER`), sleep this many ms after each mark (`..._SLOW_MS`).
 fn knob(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
@@ -126,6 +127,11 @@ fn stop_after() -> Option<u64> {
 fn die_after() -> Option<u64> {
     static V: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
     *V.get_or_init(|| knob("MFU_RS_TEST_CHECKPOINT_DIE_AFTER"))
+}
+
+fn slow_ms() -> Option<u64> {
+    static V: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *V.get_or_init(|| knob("MFU_RS_TEST_CHECKPOINT_SLOW_MS"))
 }
 
 /// Marks made by this process (all checkpoints, all thread ranks): what the knobs count.
@@ -543,6 +549,11 @@ impl Checkpoint {
             pending.1 += 1;
         }
         let made = MARKS_MADE.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(ms) = slow_ms() {
+            // A run that takes long on a tiny input: a real signal or a job's time limit can
+            // reach it at a chosen share of its work (the Slurm recipe's test).
+            std::thread::sleep(Duration::from_millis(ms));
+        }
         if stop_after() == Some(made) {
             steal::signals::stop_flag().store(true, Ordering::SeqCst);
         }
