@@ -4,10 +4,29 @@
 //! and no event loop is started for them, which keeps a short run's start-up to what the work
 //! needs. The rank's main thread (the only one that calls MPI) reads the flag between work items.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 
 static STOP: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
+
+/// When the first signal came (CLOCK_MONOTONIC, ns; 0: none yet).
+static FIRST_AT: AtomicU64 = AtomicU64::new(0);
+
+/// A signal this soon after the first is the same stop delivered twice, not a second one: at a
+/// job's time limit Slurm signals every task of a step, and `mpirun` (signalled too) passes its
+/// own SIGTERM on to the ranks, so each rank gets one signal from each within milliseconds.
+pub const SAME_STOP_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// CLOCK_MONOTONIC in ns (async-signal-safe: clock_gettime(2)).
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a pointer to a timespec on this stack.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
+}
 
 /// Exit status of a process ended by a second SIGINT or SIGTERM (128 + SIGINT, as shells report
 /// an interrupted command).
@@ -27,10 +46,12 @@ pub fn shared_stop_flag() -> Arc<AtomicBool> {
 /// the previous run does not stop this one).
 pub fn reset() {
     STOP.store(false, Ordering::SeqCst);
+    FIRST_AT.store(0, Ordering::SeqCst);
 }
 
 /// Catch SIGINT and SIGTERM: the first sets [`stop_flag`] (work stops being taken, what is in
-/// flight finishes, the summary is printed and the exit status is non-zero); a second one ends
+/// flight finishes, the summary is printed and the exit status is non-zero); a second one (at
+/// least [`SAME_STOP_WITHIN`] after the first: the same stop delivered twice is one) ends
 /// the process at once with status [`SECOND_SIGNAL_STATUS`], after sending SIGKILL to every
 /// process group registered with [`kill_on_exit`] (the commands `parallel` runs, which would
 /// otherwise live on as orphans). The handlers are in place when this
@@ -43,14 +64,22 @@ pub fn install() {
         for sig in [SIGINT, SIGTERM] {
             // The order matters: the shutdown action runs first and sees the flag as the
             // previous signal left it, so only a second signal ends the process.
-            // SAFETY: the action only loads atomics and calls kill(2) and _exit(2), which are
-            // async-signal-safe; it allocates nothing and takes no lock.
+            // SAFETY: the action only uses atomics and calls clock_gettime(2), kill(2) and
+            // _exit(2), which are async-signal-safe; it allocates nothing and takes no lock.
             let _ = unsafe {
                 signal_hook::low_level::register(sig, || {
-                    if STOP.load(Ordering::SeqCst) {
-                        kill_groups();
-                        signal_hook::low_level::exit(SECOND_SIGNAL_STATUS);
+                    let now = monotonic_ns().max(1);
+                    if !STOP.load(Ordering::SeqCst) {
+                        FIRST_AT.store(now, Ordering::SeqCst);
+                        return;
                     }
+                    let first = FIRST_AT.load(Ordering::SeqCst);
+                    let window = SAME_STOP_WITHIN.as_nanos() as u64;
+                    if first != 0 && now.saturating_sub(first) < window {
+                        return;
+                    }
+                    kill_groups();
+                    signal_hook::low_level::exit(SECOND_SIGNAL_STATUS);
                 })
             };
             let _ = flag::register(sig, shared_stop_flag());

@@ -53,6 +53,8 @@ fn a_second_signal_ends_the_process_with_status_130() {
             );
             std::thread::sleep(Duration::from_millis(1));
         }
+        // A second signal, later than the same stop delivered twice would come.
+        std::thread::sleep(steal::signals::SAME_STOP_WITHIN + Duration::from_millis(200));
         // SAFETY: as above.
         unsafe { libc_kill_self_sigint() };
         std::thread::sleep(Duration::from_secs(10));
@@ -68,6 +70,36 @@ fn a_second_signal_ends_the_process_with_status_130() {
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(steal::signals::SECOND_SIGNAL_STATUS));
+}
+
+/// One stop delivered twice at once (Slurm signals every task at a time limit, and mpirun
+/// passes its own signal on) is one stop: the process goes on to finish safely.
+#[test]
+fn the_same_stop_delivered_twice_at_once_does_not_end_the_process() {
+    if std::env::var_os("MFU_STEAL_SIGNAL_TWICE_CHILD").is_some() {
+        steal::signals::install();
+        // SAFETY: sending a signal to our own process, twice.
+        unsafe { libc_kill_self_sigint() };
+        let started = Instant::now();
+        while !steal::signals::stop_flag().load(Ordering::SeqCst) {
+            assert!(started.elapsed() < Duration::from_secs(5), "no flag");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // SAFETY: as above.
+        unsafe { libc_kill_self_sigint() };
+        std::thread::sleep(Duration::from_millis(500));
+        std::process::exit(4); // the run finished safely
+    }
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "the_same_stop_delivered_twice_at_once_does_not_end_the_process",
+        ])
+        .args(["--nocapture", "--test-threads", "1"])
+        .env("MFU_STEAL_SIGNAL_TWICE_CHILD", "1")
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(4));
 }
 
 unsafe fn libc_kill_self_sigint() {

@@ -396,7 +396,8 @@ fn a_second_sigterm_kills_the_running_commands() {
     }
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // Later than the same stop delivered twice (steal::signals::SAME_STOP_WITHIN).
+    std::thread::sleep(std::time::Duration::from_millis(1300));
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(
