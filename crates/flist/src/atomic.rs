@@ -248,6 +248,8 @@ pub enum Step {
     Create,
     /// Opening the temporary by its path on another rank ([`join`]; names the temporary).
     Join,
+    /// Writing the temporary (its writer's own step, named alike: names the temporary).
+    Write,
     /// Syncing the temporary's data (names the temporary).
     Sync,
     /// Renaming the temporary over the final name (names both).
@@ -279,6 +281,7 @@ impl std::fmt::Display for OutputError {
             Step::OpenDir => write!(f, "open directory {path}: {}", self.source),
             Step::Create => write!(f, "create {path}: {}", self.source),
             Step::Join => write!(f, "open {path}: {}", self.source),
+            Step::Write => write!(f, "write {path}: {}", self.source),
             Step::Sync => write!(f, "fsync {path}: {}", self.source),
             Step::Rename => write!(
                 f,

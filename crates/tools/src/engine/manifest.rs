@@ -25,7 +25,7 @@
 use crate::engine::context::Context;
 use crate::engine::digest::{assemble_blake3, hex, parse_hex, HashKind, Piece, RangeDigest};
 use crate::engine::hashing::{hash_file, Record, Source};
-use flist::atomic::{Output, Replace, Stale};
+use flist::atomic::{Output, Replace};
 use flist::distribute::hash_path;
 use flist::{Detail, FileList, FileType, ItemError};
 use rustix::fd::{AsFd, OwnedFd};
@@ -371,8 +371,13 @@ fn write(
         for s in stale {
             // A removal is no failure of this run; one that failed is.
             match s.removed {
-                Ok(()) => context.events.error(&stale_note(&s, "temporary manifest")),
-                Err(_) => context.error(stale_note(&s, "temporary manifest")),
+                Ok(()) => context.events.error(&crate::engine::outputs::stale_note(
+                    &s,
+                    "temporary manifest",
+                )),
+                Err(_) => {
+                    context.error(crate::engine::outputs::stale_note(&s, "temporary manifest"))
+                }
             }
         }
         let id = out
@@ -391,16 +396,6 @@ fn write(
             .err()
             .unwrap_or_else(|| "another rank's part could not be written".into())),
     })
-}
-
-/// What a stale temporary `s` (a `what` an earlier killed run left) is to the user: its
-/// removal, or why it could not be removed.
-pub(crate) fn stale_note(s: &Stale, what: &str) -> String {
-    let path = flist::path::display(&s.path);
-    match &s.removed {
-        Ok(()) => format!("removed {path}, the {what} of an earlier run that was killed"),
-        Err(e) => format!("remove {path}, the {what} of an earlier run that was killed: {e}"),
-    }
 }
 
 /// Write this rank's part of the manifest into rank 0's temporary `tmp` (which must still be
