@@ -629,6 +629,7 @@ fn create_file(dir: BorrowedFd<'_>, name: &[u8], access: OFlags, mode: u32) -> i
 /// `name` in the directory `dir_path`.
 fn join_path(dir_path: &[u8], name: &[u8]) -> Vec<u8> {
     match dir_path {
+        b"" => name.to_vec(),
         b"/" => [b"/", name].concat(),
         _ => [dir_path, b"/", name].concat(),
     }
