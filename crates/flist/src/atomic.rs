@@ -518,22 +518,7 @@ impl Output {
         if let Some(f) = &p.file {
             rustix::fs::fsync(f).map_err(|e| OutputError::new(Step::Sync, &p.path, e))?;
         }
-        let (dir, from, to) = (&p.dir, p.name.as_slice(), p.base.as_slice());
-        let renamed = match replace {
-            Replace::Overwrite => rustix::fs::renameat(dir, from, dir, to),
-            Replace::NoReplace => {
-                match rustix::fs::renameat_with(dir, from, dir, to, RenameFlags::NOREPLACE) {
-                    // A file system (or kernel) without RENAME_NOREPLACE: look, then rename.
-                    Err(Errno::INVAL | Errno::NOSYS) => {
-                        match rustix::fs::statat(dir, to, AtFlags::SYMLINK_NOFOLLOW) {
-                            Ok(_) => Err(Errno::EXIST),
-                            Err(_) => rustix::fs::renameat(dir, from, dir, to),
-                        }
-                    }
-                    r => r,
-                }
-            }
-        };
+        let renamed = rename_over(p.dir.as_fd(), &p.name, p.dir.as_fd(), &p.base, replace);
         renamed.map_err(|e| OutputError {
             to: p.final_path.clone(),
             ..OutputError::new(Step::Rename, &p.path, e)
@@ -596,6 +581,35 @@ fn in_dir(dir: BorrowedFd<'_>, dir_path: &[u8], base: &[u8]) -> Result<Parts, Ou
         final_path: join_path(dir_path, base),
         file: None,
     })
+}
+
+/// Rename `from` (one component, in `from_dir`) over `to` (in `to_dir`: the same directory,
+/// maybe through another descriptor) as `replace` says: the one rename of every complete
+/// output, [`Output::publish`]'s, and of the writers whose temporaries are made by many
+/// processes (stripe's restriped copies, made by the copy engine).
+pub fn rename_over(
+    from_dir: BorrowedFd<'_>,
+    from: &[u8],
+    to_dir: BorrowedFd<'_>,
+    to: &[u8],
+    replace: Replace,
+) -> io::Result<()> {
+    let renamed = match replace {
+        Replace::Overwrite => rustix::fs::renameat(from_dir, from, to_dir, to),
+        Replace::NoReplace => {
+            match rustix::fs::renameat_with(from_dir, from, to_dir, to, RenameFlags::NOREPLACE) {
+                // A file system (or kernel) without RENAME_NOREPLACE: look, then rename.
+                Err(Errno::INVAL | Errno::NOSYS) => {
+                    match rustix::fs::statat(to_dir, to, AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(_) => Err(Errno::EXIST),
+                        Err(_) => rustix::fs::renameat(from_dir, from, to_dir, to),
+                    }
+                }
+                r => r,
+            }
+        }
+    };
+    Ok(renamed?)
 }
 
 /// On another rank of a collective writer: open the temporary at `path` (an
