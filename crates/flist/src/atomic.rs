@@ -97,22 +97,6 @@ fn gone(pid: u32) -> bool {
     rustix::process::test_kill_process(pid) == Err(Errno::SRCH)
 }
 
-/// Create this process's temporary for the final name `base` in `dir`, new, open for
-/// `access` (read and write, or write only) with `mode` (cut by the umask) until it is
-/// renamed. Returns its name (one component) and descriptor. A file already at that name (a
-/// symlink or a hard link planted there, this process's own leftover) is refused: `EEXIST`.
-pub fn create_in(
-    dir: BorrowedFd<'_>,
-    base: &[u8],
-    access: OFlags,
-    mode: u32,
-) -> io::Result<(Vec<u8>, OwnedFd)> {
-    let name = temp_name(base);
-    let flags = access | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(dir, name.as_slice(), flags, Mode::from_raw_mode(mode))?;
-    Ok((name, fd))
-}
-
 /// Remove from `dir` the temporaries of the final name `base` that earlier runs on this host
 /// left and whose process is gone: regular files of the pattern, owned by this user, never
 /// followed. Returns each one found, with what removing it gave.
@@ -167,24 +151,9 @@ pub fn open_parent(path: &[u8]) -> io::Result<OwnedFd> {
     )?)
 }
 
-/// Rename the temporary `temp` (one component, in `dir`) over the final name `base` there,
-/// after its data is durable (`file`, when given, is synced first).
-pub fn publish(
-    dir: BorrowedFd<'_>,
-    temp: &[u8],
-    base: &[u8],
-    file: Option<BorrowedFd<'_>>,
-) -> io::Result<()> {
-    if let Some(f) = file {
-        rustix::fs::fsync(f)?;
-    }
-    rustix::fs::renameat(dir, temp, dir, base)?;
-    Ok(())
-}
-
 /// Remove the temporary `temp` (one component, in `dir`), this process's and never complete;
 /// gone already is fine.
-pub fn discard(dir: BorrowedFd<'_>, temp: &[u8]) -> io::Result<()> {
+fn discard(dir: BorrowedFd<'_>, temp: &[u8]) -> io::Result<()> {
     match rustix::fs::unlinkat(dir, temp, AtFlags::empty()) {
         Ok(()) | Err(Errno::NOENT) => Ok(()),
         Err(e) => Err(e.into()),
@@ -938,7 +907,10 @@ mod tests {
         std::fs::write(t.path().join(&stale), b"old").unwrap();
         std::fs::write(t.path().join(name(b"f.bz2", 1)), b"init's: alive").unwrap();
         std::fs::write(t.path().join(name(b"g.bz2", dead)), b"another base").unwrap();
-        let (mine, _fd) = create_in(dir.as_fd(), b"f.bz2", OFlags::WRONLY, 0o600).unwrap();
+        let dir_path = dir_bytes(&t);
+        // This process's own temporary (a run still going) is never stale.
+        let mine = temp_name(b"f.bz2");
+        std::fs::write(t.path().join(as_path(&mine)), b"mine").unwrap();
         let link = String::from_utf8(temp_name_of(b"h", &host, dead)).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", t.path().join(&link)).unwrap();
         let removed = remove_stale(dir.as_fd(), b"f.bz2");
@@ -962,10 +934,11 @@ mod tests {
         want.sort();
         assert_eq!(left, want);
         // This process's temporary name is taken: refused, never reused.
-        let again = create_in(dir.as_fd(), b"f.bz2", OFlags::WRONLY, 0o600);
-        assert_eq!(again.unwrap_err().raw_os_error(), Some(libc::EEXIST));
-        publish(dir.as_fd(), &mine, b"f.bz2", None).unwrap();
-        assert!(t.path().join("f.bz2").exists());
-        discard(dir.as_fd(), &mine).unwrap();
+        let again = Output::in_dir(dir.as_fd(), &dir_path, b"f.bz2", OFlags::WRONLY, 0o600);
+        assert_eq!(again.unwrap_err().source.raw_os_error(), Some(libc::EEXIST));
+        assert_eq!(
+            std::fs::read(t.path().join(as_path(&mine))).unwrap(),
+            b"mine"
+        );
     }
 }
