@@ -143,10 +143,10 @@ pub fn remove_stale_owned(
 /// The directory of `path` (`.` when it has none) opened for `*at` calls (never following a
 /// symlink at its last component is not asked: the directory is the one the user named).
 pub fn open_parent(path: &[u8]) -> io::Result<OwnedFd> {
-    let dir = crate::path::parent(path);
-    let dir = if dir.is_empty() { &b"."[..] } else { dir };
+    // Not `path::parent`, which takes a name without a `/` for one in `/`.
+    let (dir, _) = split(path);
     Ok(crate::walk::open_long(
-        dir,
+        &dir,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
     )?)
 }
@@ -345,14 +345,8 @@ impl Output {
     /// stale temporaries of that final name removed (returned, to be told), a temporary
     /// created write only with `mode` (cut by the umask).
     pub fn beside(path: &[u8], mode: u32) -> Result<(Output, Vec<Stale>), OutputError> {
-        let dir = open_parent(path).map_err(|e| {
-            let parent = crate::path::parent(path);
-            OutputError::new(
-                Step::OpenDir,
-                if parent.is_empty() { b"." } else { parent },
-                e,
-            )
-        })?;
+        let dir =
+            open_parent(path).map_err(|e| OutputError::new(Step::OpenDir, &split(path).0, e))?;
         let base = crate::path::basename(path);
         let name = temp_name(base);
         let parts = Parts {
@@ -840,6 +834,23 @@ mod tests {
         out.publish(Replace::NoReplace).unwrap();
         assert_eq!(std::fs::read(as_path(&path)).unwrap(), b"long");
         assert_eq!(names_in(&t).len(), 1);
+    }
+
+    /// A final path with no `/` is in the current directory (not in `/`).
+    #[test]
+    fn a_bare_name_is_beside_in_the_current_directory() {
+        let cwd = std::fs::File::open(".").unwrap();
+        let dir = open_parent(b"no-such-list.mfu").unwrap();
+        assert_eq!(
+            identity(dir.as_fd()).unwrap(),
+            identity(cwd.as_fd()).unwrap()
+        );
+        let dir = open_parent(b"/no-such-list.mfu").unwrap();
+        let root = std::fs::File::open("/").unwrap();
+        assert_eq!(
+            identity(dir.as_fd()).unwrap(),
+            identity(root.as_fd()).unwrap()
+        );
     }
 
     /// A symbolic link is made under the temporary name and renamed over the old link.

@@ -875,3 +875,30 @@ fn a_list_is_synced_by_every_rank_before_its_rename_and_its_directory_after() {
         assert_eq!(names.len(), 1, "the list alone");
     }
 }
+
+/// `-o NAME` with no `/` is written in the current directory (the temporary beside it there,
+/// never in `/`), and written again over itself.
+#[test]
+fn a_list_named_without_a_directory_is_written_in_the_current_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("f"), b"x").unwrap();
+    for _ in 0..2 {
+        Tool::new("walk")
+            .ranks(2)
+            .current_dir(tmp.path())
+            .args(["--text", "-o", "odd |name.txt"])
+            .arg(&src)
+            .run()
+            .assert_status(0);
+        let list = std::fs::read_to_string(tmp.path().join("odd |name.txt")).unwrap();
+        assert!(list.contains("/src/f|F\n"), "{list}");
+        let mut names: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["odd |name.txt", "src"]);
+    }
+}
