@@ -817,7 +817,8 @@ fn print_lines_are_dwalks_and_come_before_the_summary() {
 /// Defect: a list written with `-o` was renamed into place with no sync at all (a crash soon
 /// after could leave a list that reads short under its name). Now every rank syncs its part
 /// of the temporary before rank 0 renames it, and the directory is synced after the rename.
-/// Needs strace (`-y` shows each descriptor's path).
+/// The list is read with `-i` (its records spread evenly: both ranks write a part) and written
+/// by `find -o` under strace (`-y` shows each descriptor's path).
 #[test]
 fn a_list_is_synced_by_every_rank_before_its_rename_and_its_directory_after() {
     use std::os::unix::fs::PermissionsExt;
@@ -827,6 +828,13 @@ fn a_list_is_synced_by_every_rank_before_its_rename_and_its_directory_after() {
     for i in 0..40 {
         std::fs::write(src.join(format!("f{i}")), b"x").unwrap();
     }
+    let walked = tmp.path().join("walked.mfu");
+    Tool::new("walk")
+        .arg("-o")
+        .arg(&walked)
+        .arg(&src)
+        .run()
+        .assert_status(0);
     let out_dir = tmp.path().join("out");
     std::fs::create_dir(&out_dir).unwrap();
     let log = tmp.path().join("strace.log");
@@ -842,22 +850,23 @@ fn a_list_is_synced_by_every_rank_before_its_rename_and_its_directory_after() {
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     for text in [false, true] {
-        let mut tool = Tool::new("walk").ranks(2).program(&script);
+        let mut tool = Tool::new("find").ranks(2).program(&script);
         if text {
             tool = tool.arg("--text");
         }
-        tool.arg("-o")
+        tool.arg("-i")
+            .arg(&walked)
+            .arg("-o")
             .arg(out_dir.join("list"))
-            .arg(&src)
             .run()
             .assert_status(0);
         let calls = std::fs::read_to_string(&log).unwrap();
         let lines: Vec<&str> = calls.lines().collect();
         let renamed = lines
             .iter()
-            .position(|l| l.contains("rename") && l.contains("/list\""))
+            .position(|l| l.contains("rename") && l.contains("\"list\")"))
             .unwrap_or_else(|| panic!("text {text}: no rename to the list in\n{calls}"));
-        // Both ranks (threads: their own lines) synced the temporary.
+        // Both ranks (threads: each its own id on its lines) synced the temporary.
         let synced: std::collections::BTreeSet<&str> = lines[..renamed]
             .iter()
             .filter(|l| l.contains("sync(") && l.contains(".mfu-tmp>"))
