@@ -10,10 +10,16 @@
 //!   output (on a node-local `/dev/shm`, that is RAM): the next run for the same final name on
 //!   that host removes the ones whose process is gone ([`remove_stale`]), and never one of a
 //!   run still going (or of another host, which it cannot ask).
+//!
+//! [`Output`] is the one way every tool writes such an output (a list, a manifest, an archive,
+//! a side index, a broadcast or compressed file, a symbolic link): it creates the temporary,
+//! publishes it (data synced, renamed, directory synced) and removes it when it is dropped
+//! unpublished.
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
+use std::fs::File;
 use std::io;
 
 /// The end of every temporary's name.
@@ -91,22 +97,6 @@ fn gone(pid: u32) -> bool {
     rustix::process::test_kill_process(pid) == Err(Errno::SRCH)
 }
 
-/// Create this process's temporary for the final name `base` in `dir`, new, open for
-/// `access` (read and write, or write only) with `mode` (cut by the umask) until it is
-/// renamed. Returns its name (one component) and descriptor. A file already at that name (a
-/// symlink or a hard link planted there, this process's own leftover) is refused: `EEXIST`.
-pub fn create_in(
-    dir: BorrowedFd<'_>,
-    base: &[u8],
-    access: OFlags,
-    mode: u32,
-) -> io::Result<(Vec<u8>, OwnedFd)> {
-    let name = temp_name(base);
-    let flags = access | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(dir, name.as_slice(), flags, Mode::from_raw_mode(mode))?;
-    Ok((name, fd))
-}
-
 /// Remove from `dir` the temporaries of the final name `base` that earlier runs on this host
 /// left and whose process is gone: regular files of the pattern, owned by this user, never
 /// followed. Returns each one found, with what removing it gave.
@@ -153,32 +143,17 @@ pub fn remove_stale_owned(
 /// The directory of `path` (`.` when it has none) opened for `*at` calls (never following a
 /// symlink at its last component is not asked: the directory is the one the user named).
 pub fn open_parent(path: &[u8]) -> io::Result<OwnedFd> {
-    let dir = crate::path::parent(path);
-    let dir = if dir.is_empty() { &b"."[..] } else { dir };
+    // Not `path::parent`, which takes a name without a `/` for one in `/`.
+    let (dir, _) = split(path);
     Ok(crate::walk::open_long(
-        dir,
+        &dir,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
     )?)
 }
 
-/// Rename the temporary `temp` (one component, in `dir`) over the final name `base` there,
-/// after its data is durable (`file`, when given, is synced first).
-pub fn publish(
-    dir: BorrowedFd<'_>,
-    temp: &[u8],
-    base: &[u8],
-    file: Option<BorrowedFd<'_>>,
-) -> io::Result<()> {
-    if let Some(f) = file {
-        rustix::fs::fsync(f)?;
-    }
-    rustix::fs::renameat(dir, temp, dir, base)?;
-    Ok(())
-}
-
 /// Remove the temporary `temp` (one component, in `dir`), this process's and never complete;
 /// gone already is fine.
-pub fn discard(dir: BorrowedFd<'_>, temp: &[u8]) -> io::Result<()> {
+fn discard(dir: BorrowedFd<'_>, temp: &[u8]) -> io::Result<()> {
     match rustix::fs::unlinkat(dir, temp, AtFlags::empty()) {
         Ok(()) | Err(Errno::NOENT) => Ok(()),
         Err(e) => Err(e.into()),
@@ -222,9 +197,425 @@ pub fn identity(fd: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
     Ok((st.st_dev, st.st_ino))
 }
 
+/// Whether publishing an [`Output`] may replace a file already at its final name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replace {
+    /// Replace whatever is at the final name (`rename(2)`; a symlink there is replaced, never
+    /// followed).
+    Overwrite,
+    /// Refuse with `EEXIST` if anything is at the final name (`renameat2` with
+    /// `RENAME_NOREPLACE`; on a file system without it, look and then rename: a narrow window).
+    NoReplace,
+}
+
+/// The step of an [`Output`] that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Opening the final name's directory (the error names the directory).
+    OpenDir,
+    /// Creating the temporary (the error names the temporary).
+    Create,
+    /// Opening the temporary by its path on another rank ([`join`]; names the temporary).
+    Join,
+    /// Writing the temporary (its writer's own step, named alike: names the temporary).
+    Write,
+    /// Syncing the temporary's data (names the temporary).
+    Sync,
+    /// Renaming the temporary over the final name (names both).
+    Rename,
+    /// Syncing the directory after the rename (names the final path: the output is in place).
+    SyncDir,
+    /// Removing the temporary (names it).
+    Remove,
+}
+
+/// A step of an [`Output`] failed: which, on what path, and the system's reason.
+#[derive(Debug, thiserror::Error)]
+pub struct OutputError {
+    /// What was being done.
+    pub step: Step,
+    /// The path the step names (see [`Step`]).
+    pub path: Vec<u8>,
+    /// The final path, for [`Step::Rename`] (empty otherwise).
+    pub to: Vec<u8>,
+    /// The system's reason (`EEXIST` from [`Replace::NoReplace`] when the final name is taken).
+    #[source]
+    pub source: io::Error,
+}
+
+impl std::fmt::Display for OutputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = crate::path::display(&self.path);
+        match self.step {
+            Step::OpenDir => write!(f, "open directory {path}: {}", self.source),
+            Step::Create => write!(f, "create {path}: {}", self.source),
+            Step::Join => write!(f, "open {path}: {}", self.source),
+            Step::Write => write!(f, "write {path}: {}", self.source),
+            Step::Sync => write!(f, "fsync {path}: {}", self.source),
+            Step::Rename => write!(
+                f,
+                "rename {path} to {}: {}",
+                crate::path::display(&self.to),
+                self.source
+            ),
+            Step::SyncDir => write!(f, "fsync the directory of {path}: {}", self.source),
+            Step::Remove => write!(f, "remove {path}: {}", self.source),
+        }
+    }
+}
+
+impl OutputError {
+    fn new(step: Step, path: &[u8], source: impl Into<io::Error>) -> OutputError {
+        OutputError {
+            step,
+            path: path.to_vec(),
+            to: Vec::new(),
+            source: source.into(),
+        }
+    }
+}
+
+/// A temporary left by an earlier run that [`Output`]'s creation found (and removed, or failed
+/// to remove): callers tell the user, each in its own words.
+#[derive(Debug)]
+pub struct Stale {
+    /// Its path (beside the final path).
+    pub path: Vec<u8>,
+    /// What removing it gave.
+    pub removed: io::Result<()>,
+}
+
+/// One output that appears whole under its final name or not at all: a temporary of this
+/// process beside the final name ([`temp_name`]), created new (`O_CREAT | O_EXCL |
+/// O_NOFOLLOW`) in the final name's directory reached by a descriptor, then [`publish`]ed
+/// (data synced, renamed over the final name in that same directory, directory synced).
+///
+/// Only this value removes the temporary: [`discard`](Output::discard), or dropping it
+/// unpublished (an error path, a panic, a stop request that returns early). Other ranks of a
+/// collective writer open the temporary by its [`path`](Output::path) ([`join`]) and never
+/// remove it; they sync what they wrote themselves before the creator publishes. A run killed
+/// outright leaves the temporary under its temporary name, never under the final one; the
+/// next run for that final name on this host removes it ([`remove_stale`]). A temporary kept on
+/// purpose (a resumable run) is taken out with [`into_parts`](Output::into_parts).
+///
+/// [`publish`]: Output::publish
+///
+/// ```
+/// # let t = tempfile::tempdir().unwrap();
+/// # use std::os::unix::ffi::OsStrExt;
+/// # let list = [t.path().as_os_str().as_bytes(), b"/list.txt"].concat();
+/// use flist::atomic::{Output, Replace};
+/// use std::io::Write;
+/// let (out, stale) = Output::beside(&list, 0o644).unwrap();
+/// assert!(stale.is_empty());
+/// out.file().unwrap().write_all(b"a|f\n").unwrap();
+/// out.publish(Replace::Overwrite).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct Output {
+    /// The pieces (always `Some` until [`Output::into_parts`] takes them).
+    parts: Option<Parts>,
+    /// The process that created the temporary: only it removes it (a forked child that
+    /// drops a copy of this value leaves it alone).
+    creator: u32,
+    /// Whether dropping this value removes the temporary.
+    armed: bool,
+}
+
+/// An [`Output`]'s pieces, taken out so that its temporary outlives it (a resumable writer
+/// keeps a partial output across runs); [`Output::from_parts`] makes it an output again.
+#[derive(Debug)]
+pub struct Parts {
+    /// The final name's directory: every step is an `*at` call on it.
+    pub dir: OwnedFd,
+    /// The final name (one component).
+    pub base: Vec<u8>,
+    /// The temporary's name (one component).
+    pub name: Vec<u8>,
+    /// The temporary's path (its directory as the caller named it).
+    pub path: Vec<u8>,
+    /// The final path.
+    pub final_path: Vec<u8>,
+    /// The temporary's descriptor (`None` for a symbolic link).
+    pub file: Option<File>,
+}
+
+impl Output {
+    /// A new output for the final path `path`: its directory opened ([`open_parent`]), the
+    /// stale temporaries of that final name removed (returned, to be told), a temporary
+    /// created write only with `mode` (cut by the umask).
+    pub fn beside(path: &[u8], mode: u32) -> Result<(Output, Vec<Stale>), OutputError> {
+        let dir =
+            open_parent(path).map_err(|e| OutputError::new(Step::OpenDir, &split(path).0, e))?;
+        let base = crate::path::basename(path);
+        let name = temp_name(base);
+        let parts = Parts {
+            dir,
+            base: base.to_vec(),
+            path: beside(path, &name),
+            name,
+            final_path: path.to_vec(),
+            file: None,
+        };
+        Output::make(parts, None, |dir, name| {
+            create_file(dir, name, OFlags::WRONLY, mode)
+        })
+    }
+
+    /// A new output for the final name `base` in the open directory `dir` (reached as
+    /// `dir_path`, for messages and other ranks: already checked by the caller, as
+    /// [`open_dir_checked`] does), as [`Output::beside`]; `access` is read and write or write
+    /// only.
+    pub fn in_dir(
+        dir: BorrowedFd<'_>,
+        dir_path: &[u8],
+        base: &[u8],
+        access: OFlags,
+        mode: u32,
+    ) -> Result<(Output, Vec<Stale>), OutputError> {
+        Output::in_dir_with(dir, dir_path, base, None, |dir, name| {
+            create_file(dir, name, access, mode)
+        })
+    }
+
+    /// [`Output::in_dir`] with the temporary made by `make(dir, name)`, which must create a
+    /// new file (`O_CREAT | O_EXCL | O_NOFOLLOW`, as on Lustre with a layout); stale
+    /// temporaries owned by `stale_owner` (besides this user's) are removed too
+    /// ([`remove_stale_owned`]).
+    pub fn in_dir_with(
+        dir: BorrowedFd<'_>,
+        dir_path: &[u8],
+        base: &[u8],
+        stale_owner: Option<u32>,
+        make: impl FnOnce(BorrowedFd<'_>, &[u8]) -> io::Result<OwnedFd>,
+    ) -> Result<(Output, Vec<Stale>), OutputError> {
+        Output::make(in_dir(dir, dir_path, base)?, stale_owner, make)
+    }
+
+    /// A new symbolic link to `target` for the final name `base` in `dir` (reached as
+    /// `dir_path`), under this process's temporary name: a symbolic link is complete once
+    /// made, so it is never synced, and no stale temporary is looked for (a listing of the
+    /// directory per link would cost a large directory O(n²); a killed run's temporary link
+    /// is refused here as taken, and left alone).
+    pub fn symlink(
+        dir: BorrowedFd<'_>,
+        dir_path: &[u8],
+        base: &[u8],
+        target: &[u8],
+    ) -> Result<Output, OutputError> {
+        let parts = in_dir(dir, dir_path, base)?;
+        rustix::fs::symlinkat(target, &parts.dir, parts.name.as_slice())
+            .map_err(|e| OutputError::new(Step::Create, &parts.path, e))?;
+        Ok(Output::from_parts(parts))
+    }
+
+    fn make(
+        mut parts: Parts,
+        stale_owner: Option<u32>,
+        make: impl FnOnce(BorrowedFd<'_>, &[u8]) -> io::Result<OwnedFd>,
+    ) -> Result<(Output, Vec<Stale>), OutputError> {
+        let stale = remove_stale_owned(parts.dir.as_fd(), &parts.base, stale_owner)
+            .into_iter()
+            .map(|(n, removed)| Stale {
+                path: beside(&parts.path, &n),
+                removed,
+            })
+            .collect();
+        let fd = make(parts.dir.as_fd(), &parts.name)
+            .map_err(|e| OutputError::new(Step::Create, &parts.path, e))?;
+        parts.file = Some(File::from(fd));
+        Ok((Output::from_parts(parts), stale))
+    }
+
+    fn parts(&self) -> &Parts {
+        self.parts
+            .as_ref()
+            .expect("an output has its parts until taken apart")
+    }
+
+    /// The temporary's descriptor (`None` for a symbolic link).
+    pub fn file(&self) -> Option<&File> {
+        self.parts().file.as_ref()
+    }
+
+    /// The temporary's path (its directory as the caller named it): other ranks open it
+    /// with [`join`].
+    pub fn path(&self) -> &[u8] {
+        &self.parts().path
+    }
+
+    /// The temporary's name (one component, in [`Output::dir`]).
+    pub fn name(&self) -> &[u8] {
+        &self.parts().name
+    }
+
+    /// The final path.
+    pub fn final_path(&self) -> &[u8] {
+        &self.parts().final_path
+    }
+
+    /// The final name's directory.
+    pub fn dir(&self) -> BorrowedFd<'_> {
+        self.parts().dir.as_fd()
+    }
+
+    /// (device, inode) of the temporary, for other ranks to check what they [`join`]ed.
+    pub fn identity(&self) -> io::Result<(u64, u64)> {
+        let p = self.parts();
+        match &p.file {
+            Some(f) => identity(f.as_fd()),
+            None => {
+                let st = rustix::fs::statat(&p.dir, p.name.as_slice(), AtFlags::SYMLINK_NOFOLLOW)?;
+                Ok((st.st_dev, st.st_ino))
+            }
+        }
+    }
+
+    /// Put the output under its final name: sync the temporary's data (this process's
+    /// descriptor: other ranks sync theirs first), rename it over the final name as `replace`
+    /// says, sync the directory (not for a symbolic link). A failure before the rename removes
+    /// the temporary; a failure to sync the directory leaves the output in place (the error
+    /// says so: [`Step::SyncDir`]).
+    pub fn publish(mut self, replace: Replace) -> Result<(), OutputError> {
+        let p = self.parts.as_ref().expect("an output has its parts");
+        if let Some(f) = &p.file {
+            rustix::fs::fsync(f).map_err(|e| OutputError::new(Step::Sync, &p.path, e))?;
+        }
+        let renamed = rename_over(p.dir.as_fd(), &p.name, p.dir.as_fd(), &p.base, replace);
+        renamed.map_err(|e| OutputError {
+            to: p.final_path.clone(),
+            ..OutputError::new(Step::Rename, &p.path, e)
+        })?;
+        self.armed = false;
+        let p = self.parts.as_ref().expect("an output has its parts");
+        if p.file.is_some() {
+            rustix::fs::fsync(&p.dir)
+                .map_err(|e| OutputError::new(Step::SyncDir, &p.final_path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Remove the temporary (never complete); gone already is fine.
+    pub fn discard(mut self) -> Result<(), OutputError> {
+        self.armed = false;
+        let p = self.parts();
+        discard(p.dir.as_fd(), &p.name).map_err(|e| OutputError::new(Step::Remove, &p.path, e))
+    }
+
+    /// Take the output apart, its temporary kept (dropping the parts leaves it in place).
+    pub fn into_parts(mut self) -> Parts {
+        self.armed = false;
+        self.parts.take().expect("an output has its parts")
+    }
+
+    /// An output again from its [`Parts`] (a temporary this process now answers for:
+    /// dropping it unpublished removes it).
+    pub fn from_parts(parts: Parts) -> Output {
+        Output {
+            parts: Some(parts),
+            creator: std::process::id(),
+            armed: true,
+        }
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        if let (true, Some(p)) = (
+            self.armed && self.creator == std::process::id(),
+            &self.parts,
+        ) {
+            let _ = discard(p.dir.as_fd(), &p.name);
+        }
+    }
+}
+
+/// The parts of a new output for `base` in `dir` (reached as `dir_path`), its file not made.
+fn in_dir(dir: BorrowedFd<'_>, dir_path: &[u8], base: &[u8]) -> Result<Parts, OutputError> {
+    let dir = dir
+        .try_clone_to_owned()
+        .map_err(|e| OutputError::new(Step::OpenDir, dir_path, e))?;
+    let name = temp_name(base);
+    Ok(Parts {
+        dir,
+        base: base.to_vec(),
+        path: join_path(dir_path, &name),
+        name,
+        final_path: join_path(dir_path, base),
+        file: None,
+    })
+}
+
+/// Rename `from` (one component, in `from_dir`) over `to` (in `to_dir`: the same directory,
+/// maybe through another descriptor) as `replace` says: the one rename of every complete
+/// output, [`Output::publish`]'s, and of the writers whose temporaries are made by many
+/// processes (stripe's restriped copies, made by the copy engine).
+pub fn rename_over(
+    from_dir: BorrowedFd<'_>,
+    from: &[u8],
+    to_dir: BorrowedFd<'_>,
+    to: &[u8],
+    replace: Replace,
+) -> io::Result<()> {
+    let renamed = match replace {
+        Replace::Overwrite => rustix::fs::renameat(from_dir, from, to_dir, to),
+        Replace::NoReplace => {
+            match rustix::fs::renameat_with(from_dir, from, to_dir, to, RenameFlags::NOREPLACE) {
+                // A file system (or kernel) without RENAME_NOREPLACE: look, then rename.
+                Err(Errno::INVAL | Errno::NOSYS) => {
+                    match rustix::fs::statat(to_dir, to, AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(_) => Err(Errno::EXIST),
+                        Err(_) => rustix::fs::renameat(from_dir, from, to_dir, to),
+                    }
+                }
+                r => r,
+            }
+        }
+    };
+    Ok(renamed?)
+}
+
+/// On another rank of a collective writer: open the temporary at `path` (an
+/// [`Output::path`]) for `access`, never through a symbolic link, and, given its creator's
+/// `id` ([`Output::identity`]), check that it is that file (a directory swapped since would
+/// give another).
+pub fn join(path: &[u8], access: OFlags, id: Option<(u64, u64)>) -> Result<File, OutputError> {
+    let fd = crate::walk::open_long(path, access | OFlags::NOFOLLOW | OFlags::CLOEXEC)
+        .map_err(|e| OutputError::new(Step::Join, path, e))?;
+    if let Some(id) = id {
+        let got = identity(fd.as_fd()).map_err(|e| OutputError::new(Step::Join, path, e))?;
+        if got != id {
+            let why = "not the temporary file its creator made (its directory changed)";
+            return Err(OutputError::new(Step::Join, path, io::Error::other(why)));
+        }
+    }
+    Ok(File::from(fd))
+}
+
+/// A new regular file `name` in `dir`: never one already there, never through a symlink.
+fn create_file(dir: BorrowedFd<'_>, name: &[u8], access: OFlags, mode: u32) -> io::Result<OwnedFd> {
+    let flags = access | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(rustix::fs::openat(
+        dir,
+        name,
+        flags,
+        Mode::from_raw_mode(mode),
+    )?)
+}
+
+/// `name` in the directory `dir_path`.
+fn join_path(dir_path: &[u8], name: &[u8]) -> Vec<u8> {
+    match dir_path {
+        b"" => name.to_vec(),
+        b"/" => [b"/", name].concat(),
+        _ => [dir_path, b"/", name].concat(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::path::as_path;
 
     #[test]
     fn names_fit_a_file_name_and_give_back_their_pid() {
@@ -254,6 +645,263 @@ mod tests {
         assert_eq!(temp_path(b"f"), temp_name(b"f"));
     }
 
+    fn dir_bytes(t: &tempfile::TempDir) -> Vec<u8> {
+        use std::os::unix::ffi::OsStrExt;
+        t.path().as_os_str().as_bytes().to_vec()
+    }
+
+    fn names_in(t: &tempfile::TempDir) -> Vec<String> {
+        let mut names: Vec<_> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn write(out: &Output, bytes: &[u8]) {
+        use std::io::Write;
+        out.file().unwrap().write_all(bytes).unwrap();
+    }
+
+    /// Publishing over an existing file replaces it whole; the temporary is gone and its
+    /// directory synced (nothing else is left beside it).
+    #[test]
+    fn publish_overwrite_replaces_the_final_file() {
+        let t = tempfile::tempdir().unwrap();
+        let path = [dir_bytes(&t).as_slice(), b"/out"].concat();
+        std::fs::write(t.path().join("out"), b"old").unwrap();
+        let (out, stale) = Output::beside(&path, 0o644).unwrap();
+        assert!(stale.is_empty());
+        assert_eq!(out.path(), temp_path(&path).as_slice());
+        assert_eq!(out.final_path(), path.as_slice());
+        assert_eq!(
+            std::fs::read(t.path().join("out")).unwrap(),
+            b"old",
+            "not yet"
+        );
+        write(&out, b"new");
+        out.publish(Replace::Overwrite).unwrap();
+        assert_eq!(std::fs::read(t.path().join("out")).unwrap(), b"new");
+        assert_eq!(names_in(&t), ["out"]);
+    }
+
+    /// NoReplace refuses a final name that is taken (even by a dangling symlink), removes
+    /// its temporary and leaves what is there alone; a free name is published.
+    #[test]
+    fn publish_no_replace_refuses_a_taken_name_and_takes_a_free_one() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = std::fs::File::open(t.path()).unwrap();
+        let dir_path = dir_bytes(&t);
+        std::fs::write(t.path().join("taken"), b"theirs").unwrap();
+        std::os::unix::fs::symlink("nowhere", t.path().join("link")).unwrap();
+        for base in ["taken", "link"] {
+            let (out, _) =
+                Output::in_dir(dir.as_fd(), &dir_path, base.as_bytes(), OFlags::RDWR, 0o600)
+                    .unwrap();
+            write(&out, b"mine");
+            let e = out.publish(Replace::NoReplace).unwrap_err();
+            assert_eq!(e.step, Step::Rename);
+            assert_eq!(e.source.raw_os_error(), Some(libc::EEXIST), "{base}");
+            assert_eq!(
+                e.path,
+                temp_path(&[&dir_path[..], b"/", base.as_bytes()].concat())
+            );
+            assert!(e.to.ends_with(base.as_bytes()));
+        }
+        assert_eq!(std::fs::read(t.path().join("taken")).unwrap(), b"theirs");
+        assert_eq!(names_in(&t), ["link", "taken"], "temporaries removed");
+        let (out, _) =
+            Output::in_dir(dir.as_fd(), &dir_path, b"free", OFlags::WRONLY, 0o600).unwrap();
+        write(&out, b"mine");
+        out.publish(Replace::NoReplace).unwrap();
+        assert_eq!(std::fs::read(t.path().join("free")).unwrap(), b"mine");
+        assert_eq!(names_in(&t), ["free", "link", "taken"]);
+    }
+
+    /// An output discarded, or dropped unpublished (an error path, a stop), leaves nothing;
+    /// one taken apart keeps its temporary, which it answers for again once put together.
+    #[test]
+    fn discard_drop_and_keep() {
+        let t = tempfile::tempdir().unwrap();
+        let path = [dir_bytes(&t).as_slice(), b"/a.tar"].concat();
+        let (out, _) = Output::beside(&path, 0o644).unwrap();
+        write(&out, b"half");
+        out.discard().unwrap();
+        assert!(names_in(&t).is_empty());
+        {
+            let (out, _) = Output::beside(&path, 0o644).unwrap();
+            write(&out, b"half");
+            assert_eq!(names_in(&t).len(), 1);
+        }
+        assert!(names_in(&t).is_empty(), "dropped unpublished: removed");
+        let (out, _) = Output::beside(&path, 0o644).unwrap();
+        write(&out, b"half");
+        let parts = out.into_parts();
+        drop(Output::from_parts(parts).into_parts());
+        let temp = String::from_utf8(temp_name(b"a.tar")).unwrap();
+        assert_eq!(names_in(&t), std::slice::from_ref(&temp), "kept on purpose");
+        assert_eq!(std::fs::read(t.path().join(&temp)).unwrap(), b"half");
+        // Another process's copy of the value (a forked child) never removes it.
+        let parts = Parts {
+            dir: open_parent(&path).unwrap(),
+            base: b"a.tar".to_vec(),
+            name: temp.clone().into_bytes(),
+            path: temp_path(&path),
+            final_path: path.clone(),
+            file: None,
+        };
+        let mut other = Output::from_parts(parts);
+        other.creator = std::process::id() + 1;
+        drop(other);
+        assert_eq!(
+            names_in(&t),
+            std::slice::from_ref(&temp),
+            "not the creator: left"
+        );
+        let parts = Parts {
+            dir: open_parent(&path).unwrap(),
+            base: b"a.tar".to_vec(),
+            name: temp.into_bytes(),
+            path: temp_path(&path),
+            final_path: path.clone(),
+            file: None,
+        };
+        drop(Output::from_parts(parts));
+        assert!(names_in(&t).is_empty(), "the creator's drop removes it");
+    }
+
+    /// Something planted at the (predictable) temporary name, a symlink to someone's file or
+    /// a hard link to it, is refused: that file is neither truncated, written nor removed.
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let victim = t.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let path = [dir_bytes(&t).as_slice(), b"/list"].concat();
+        let temp = temp_path(&path);
+        std::os::unix::fs::symlink(&victim, as_path(&temp)).unwrap();
+        let e = Output::beside(&path, 0o644).unwrap_err();
+        assert_eq!((e.step, e.path.clone()), (Step::Create, temp.clone()));
+        assert_eq!(e.source.raw_os_error(), Some(libc::EEXIST));
+        assert!(e.to_string().starts_with("create "), "{e}");
+        std::fs::remove_file(as_path(&temp)).unwrap();
+        std::fs::hard_link(&victim, as_path(&temp)).unwrap();
+        let e = Output::beside(&path, 0o644).unwrap_err();
+        assert_eq!(e.source.raw_os_error(), Some(libc::EEXIST));
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(
+            std::fs::symlink_metadata(as_path(&temp)).is_ok(),
+            "left alone"
+        );
+        assert!(!t.path().join("list").exists());
+    }
+
+    /// Creating an output removes (and reports) the temporary a dead process of this host
+    /// left for that final name, never a live process's.
+    #[test]
+    fn creating_removes_a_dead_process_temporary_and_not_a_live_one() {
+        let t = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let host = host();
+        let name = |pid: u32| String::from_utf8(temp_name_of(b"m.b3", &host, pid)).unwrap();
+        std::fs::write(t.path().join(name(dead)), b"killed run").unwrap();
+        std::fs::write(t.path().join(name(1)), b"a live run").unwrap();
+        let path = [dir_bytes(&t).as_slice(), b"/m.b3"].concat();
+        let (out, stale) = Output::beside(&path, 0o644).unwrap();
+        assert_eq!(stale.len(), 1);
+        assert_eq!(stale[0].path, beside(&path, name(dead).as_bytes()));
+        assert!(stale[0].removed.is_ok());
+        let mut want = vec![name(1), String::from_utf8(out.name().to_vec()).unwrap()];
+        want.sort();
+        assert_eq!(names_in(&t), want);
+        out.publish(Replace::Overwrite).unwrap();
+        assert!(t.path().join(name(1)).exists());
+    }
+
+    /// A final name as long as a file name may be: the temporary's name is cut to fit, and
+    /// the output is published under the whole final name.
+    #[test]
+    fn a_longest_final_name_is_published() {
+        let t = tempfile::tempdir().unwrap();
+        let base = vec![b'n'; NAME_MAX];
+        let path = [dir_bytes(&t).as_slice(), b"/", &base].concat();
+        let (out, _) = Output::beside(&path, 0o644).unwrap();
+        assert!(out.name().len() <= NAME_MAX);
+        write(&out, b"long");
+        out.publish(Replace::NoReplace).unwrap();
+        assert_eq!(std::fs::read(as_path(&path)).unwrap(), b"long");
+        assert_eq!(names_in(&t).len(), 1);
+    }
+
+    /// A final path with no `/` is in the current directory (not in `/`).
+    #[test]
+    fn a_bare_name_is_beside_in_the_current_directory() {
+        let cwd = std::fs::File::open(".").unwrap();
+        let dir = open_parent(b"no-such-list.mfu").unwrap();
+        assert_eq!(
+            identity(dir.as_fd()).unwrap(),
+            identity(cwd.as_fd()).unwrap()
+        );
+        let dir = open_parent(b"/no-such-list.mfu").unwrap();
+        let root = std::fs::File::open("/").unwrap();
+        assert_eq!(
+            identity(dir.as_fd()).unwrap(),
+            identity(root.as_fd()).unwrap()
+        );
+    }
+
+    /// A symbolic link is made under the temporary name and renamed over the old link.
+    #[test]
+    fn a_symlink_output_replaces_a_link() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = std::fs::File::open(t.path()).unwrap();
+        std::os::unix::fs::symlink("old/target", t.path().join("l")).unwrap();
+        let out = Output::symlink(dir.as_fd(), &dir_bytes(&t), b"l", b"new/target").unwrap();
+        assert!(out.file().is_none());
+        assert_eq!(
+            std::fs::read_link(as_path(out.path())).unwrap().as_os_str(),
+            "new/target"
+        );
+        out.publish(Replace::Overwrite).unwrap();
+        assert_eq!(
+            std::fs::read_link(t.path().join("l")).unwrap().as_os_str(),
+            "new/target"
+        );
+        assert_eq!(names_in(&t), ["l"]);
+        // Dropped unpublished: the temporary link goes.
+        drop(Output::symlink(dir.as_fd(), &dir_bytes(&t), b"l", b"x").unwrap());
+        assert_eq!(names_in(&t), ["l"]);
+    }
+
+    /// Other ranks open the temporary by its path and check it is the creator's; a file put
+    /// in its place since is refused, a symlink never followed.
+    #[test]
+    fn joining_checks_the_creator_file() {
+        let t = tempfile::tempdir().unwrap();
+        let path = [dir_bytes(&t).as_slice(), b"/shared"].concat();
+        let (out, _) = Output::beside(&path, 0o600).unwrap();
+        let id = out.identity().unwrap();
+        let other = join(out.path(), OFlags::WRONLY, Some(id)).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&other, b"rank 1", 6).unwrap();
+        other.sync_all().unwrap();
+        write(&out, b"rank 0");
+        let temp = out.path().to_vec();
+        out.publish(Replace::Overwrite).unwrap();
+        assert_eq!(std::fs::read(as_path(&path)).unwrap(), b"rank 0rank 1");
+        std::fs::write(t.path().join("elsewhere"), b"x").unwrap();
+        std::os::unix::fs::symlink(t.path().join("elsewhere"), as_path(&temp)).unwrap();
+        let e = join(&temp, OFlags::WRONLY, None).unwrap_err();
+        assert_eq!(e.step, Step::Join);
+        assert_eq!(e.source.raw_os_error(), Some(libc::ELOOP));
+        std::fs::remove_file(as_path(&temp)).unwrap();
+        std::fs::write(as_path(&temp), b"").unwrap();
+        let e = join(&temp, OFlags::WRONLY, Some(id)).unwrap_err();
+        assert!(e.to_string().contains("not the temporary file"), "{e}");
+    }
+
     /// Only a regular file of this user, named for this base and host, whose process is gone,
     /// is stale: a live process's temporary, another base's, a symlink and another name stay.
     #[test]
@@ -270,7 +918,10 @@ mod tests {
         std::fs::write(t.path().join(&stale), b"old").unwrap();
         std::fs::write(t.path().join(name(b"f.bz2", 1)), b"init's: alive").unwrap();
         std::fs::write(t.path().join(name(b"g.bz2", dead)), b"another base").unwrap();
-        let (mine, _fd) = create_in(dir.as_fd(), b"f.bz2", OFlags::WRONLY, 0o600).unwrap();
+        let dir_path = dir_bytes(&t);
+        // This process's own temporary (a run still going) is never stale.
+        let mine = temp_name(b"f.bz2");
+        std::fs::write(t.path().join(as_path(&mine)), b"mine").unwrap();
         let link = String::from_utf8(temp_name_of(b"h", &host, dead)).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", t.path().join(&link)).unwrap();
         let removed = remove_stale(dir.as_fd(), b"f.bz2");
@@ -294,10 +945,11 @@ mod tests {
         want.sort();
         assert_eq!(left, want);
         // This process's temporary name is taken: refused, never reused.
-        let again = create_in(dir.as_fd(), b"f.bz2", OFlags::WRONLY, 0o600);
-        assert_eq!(again.unwrap_err().raw_os_error(), Some(libc::EEXIST));
-        publish(dir.as_fd(), &mine, b"f.bz2", None).unwrap();
-        assert!(t.path().join("f.bz2").exists());
-        discard(dir.as_fd(), &mine).unwrap();
+        let again = Output::in_dir(dir.as_fd(), &dir_path, b"f.bz2", OFlags::WRONLY, 0o600);
+        assert_eq!(again.unwrap_err().source.raw_os_error(), Some(libc::EEXIST));
+        assert_eq!(
+            std::fs::read(t.path().join(as_path(&mine))).unwrap(),
+            b"mine"
+        );
     }
 }

@@ -51,13 +51,15 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The operations an [`ItemError`] names, mapped back to themselves when an error crosses ranks
 /// (`op` is a `&'static str`) without an allocation; any other is kept once ([`intern`]).
-const KNOWN_OPS: [&str; 12] = [
+const KNOWN_OPS: [&str; 14] = [
     crate::io::OP_OPEN,
     crate::io::OP_STAT,
     crate::io::OP_READ,
     crate::io::OP_CREATE,
     crate::io::OP_WRITE,
     crate::io::OP_RENAME,
+    crate::io::OP_SYNC,
+    crate::io::OP_SYNC_DIR,
     crate::record::OP_LIST_ENTRY,
     "stat",
     "stat (vanished during the walk)",

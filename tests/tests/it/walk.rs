@@ -813,3 +813,101 @@ fn print_lines_are_dwalks_and_come_before_the_summary() {
         assert!(lite.starts_with(&want_lite), "np {np}:\n{lite}");
     }
 }
+
+/// Defect: a list written with `-o` was renamed into place with no sync at all (a crash soon
+/// after could leave a list that reads short under its name). Now every rank syncs its part
+/// of the temporary before rank 0 renames it, and the directory is synced after the rename.
+/// The list is read with `-i` (its records spread evenly: both ranks write a part) and written
+/// by `find -o` under strace (`-y` shows each descriptor's path).
+#[test]
+fn a_list_is_synced_by_every_rank_before_its_rename_and_its_directory_after() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    for i in 0..40 {
+        std::fs::write(src.join(format!("f{i}")), b"x").unwrap();
+    }
+    let walked = tmp.path().join("walked.mfu");
+    Tool::new("walk")
+        .arg("-o")
+        .arg(&walked)
+        .arg(&src)
+        .run()
+        .assert_status(0);
+    let out_dir = tmp.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let log = tmp.path().join("strace.log");
+    let script = tmp.path().join("traced.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexec strace -f -y -qq -o '{}' -e trace=fsync,fdatasync,rename,renameat,renameat2 '{}' \"$@\"\n",
+            log.display(),
+            bin().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for text in [false, true] {
+        let mut tool = Tool::new("find").ranks(2).program(&script);
+        if text {
+            tool = tool.arg("--text");
+        }
+        tool.arg("-i")
+            .arg(&walked)
+            .arg("-o")
+            .arg(out_dir.join("list"))
+            .run()
+            .assert_status(0);
+        let calls = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = calls.lines().collect();
+        let renamed = lines
+            .iter()
+            .position(|l| l.contains("rename") && l.contains("\"list\")"))
+            .unwrap_or_else(|| panic!("text {text}: no rename to the list in\n{calls}"));
+        // Both ranks (threads: each its own id on its lines) synced the temporary.
+        let synced: std::collections::BTreeSet<&str> = lines[..renamed]
+            .iter()
+            .filter(|l| l.contains("sync(") && l.contains(".mfu-tmp>"))
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
+        assert!(synced.len() >= 2, "text {text}: every rank syncs:\n{calls}");
+        let dir = format!("<{}>)", out_dir.display());
+        assert!(
+            lines[renamed..]
+                .iter()
+                .any(|l| l.contains("fsync(") && l.contains(&dir)),
+            "text {text}: the directory synced after the rename:\n{calls}"
+        );
+        let names: Vec<_> = std::fs::read_dir(&out_dir).unwrap().collect();
+        assert_eq!(names.len(), 1, "the list alone");
+    }
+}
+
+/// `-o NAME` with no `/` is written in the current directory (the temporary beside it there,
+/// never in `/`), and written again over itself.
+#[test]
+fn a_list_named_without_a_directory_is_written_in_the_current_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("f"), b"x").unwrap();
+    for _ in 0..2 {
+        Tool::new("walk")
+            .ranks(2)
+            .current_dir(tmp.path())
+            .args(["--text", "-o", "odd |name.txt"])
+            .arg(&src)
+            .run()
+            .assert_status(0);
+        let list = std::fs::read_to_string(tmp.path().join("odd |name.txt")).unwrap();
+        assert!(list.contains("/src/f|F\n"), "{list}");
+        let mut names: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["odd |name.txt", "src"]);
+    }
+}

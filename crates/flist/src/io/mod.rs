@@ -36,10 +36,12 @@ mod source;
 mod text;
 mod v4;
 
+use crate::atomic::{Output, Replace, Step};
 use crate::error::{Error, ItemError, Result};
 use crate::ids::IdTable;
 use crate::path::{as_path, PathLike};
 use crate::record::{Detail, FileList};
+use rustix::fs::OFlags;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
@@ -185,11 +187,13 @@ fn is_stream(path: &[u8]) -> bool {
 /// `path` `-` writes the list to standard output from rank 0, in the same global order and
 /// format (so `walk -o - | find -i -` keeps the metadata of a v4 list).
 ///
-/// A regular file (or a new one) is written under a temporary name beside it (`.NAME.HOST.PID.mfu-tmp`,
-/// with the old file's permission bits) and renamed over `path` once every rank has written its
-/// part: a writer that is killed or fails never leaves a partial list under the list's name
-/// (the temporary file is removed on failure). Anything else (a symlink, a device such as
-/// `/dev/stdout`, a FIFO) is written in place.
+/// A regular file (or a new one) is written under a temporary name beside it
+/// ([`crate::atomic::Output`]: `.NAME.HOST.PID.mfu-tmp`, with the old file's permission bits;
+/// a killed earlier run's temporary of that name on this host is removed first), synced by
+/// every rank and renamed over `path` once every rank has written its part: a writer that is
+/// killed or fails never leaves a partial list under the list's name (the temporary file is
+/// removed on failure). Anything else (a symlink, a device such as `/dev/stdout`, a FIFO) is
+/// written in place.
 ///
 /// Returns [`Error::Invalid`] (on every rank, before the file is touched) for what the format
 /// cannot hold: a [`Detail::Lite`] list as V4, an empty path, a path with a NUL byte, or a path
@@ -202,36 +206,59 @@ fn write_bytes(comm: &dyn Comm, list: &FileList, path: &[u8], format: Format) ->
     if path == pipe::STDIO {
         return pipe::write_stdout(comm, list, format);
     }
-    let staged: Result<Option<Vec<u8>>> = comm.bcast_with(0, || stage(path));
+    let mut output = None;
+    let staged: Result<Option<Staged>> = comm.bcast_with(0, || {
+        output = stage(path)?;
+        match &output {
+            None => Ok(None),
+            Some(out) => {
+                let id = out
+                    .identity()
+                    .map_err(|e| ItemError::new(out.path(), OP_STAT, e))?;
+                Ok(Some((out.path().to_vec(), id)))
+            }
+        }
+    });
     let staged = staged?;
-    let target = staged.as_deref().unwrap_or(path);
-    let written = match format {
-        Format::V4 => v4::write(comm, list, target),
-        Format::Text => text::write(comm, list, target),
+    let dest = match &staged {
+        Some((temp, id)) => Dest {
+            path: temp,
+            temp: Some(*id),
+        },
+        None => Dest { path, temp: None },
     };
-    let Some(temp) = staged else {
+    let written = match format {
+        Format::V4 => v4::write(comm, list, dest),
+        Format::Text => text::write(comm, list, dest),
+    };
+    let Some((temp, _)) = staged else {
         return written;
     };
     let written = written.map_err(|e| pipe::rename(e, &temp, path));
-    // Every rank knows the outcome of the writes (they agreed); rank 0 publishes or discards.
-    let published: Result<()> = comm.bcast_with(0, || match &written {
-        Ok(()) => rustix::fs::rename(as_path(&temp), as_path(path)).map_err(|e| {
-            let _ = std::fs::remove_file(as_path(&temp));
-            ItemError::new(path, OP_RENAME, e.into()).into()
+    // Every rank knows the outcome of the writes (they agreed); rank 0 publishes (or drops
+    // the output unpublished, which removes the temporary).
+    let published: Result<()> = comm.bcast_with(0, || match (&written, output.take()) {
+        (Ok(()), Some(out)) => out.publish(Replace::Overwrite).map_err(|e| {
+            let op = match e.step {
+                Step::Sync => OP_SYNC,
+                Step::SyncDir => OP_SYNC_DIR,
+                _ => OP_RENAME,
+            };
+            ItemError::new(path, op, e.source).into()
         }),
-        Err(_) => {
-            let _ = std::fs::remove_file(as_path(&temp));
-            Ok(())
-        }
+        _ => Ok(()),
     });
     published?;
     written
 }
 
+/// Rank 0's temporary for a list: its path and (device, inode).
+type Staged = (Vec<u8>, (u64, u64));
+
 /// Rank 0, before a list is written to `path`: create the temporary file it is written under
-/// (`Some` name), or `None` when `path` is not a regular file and is written in place.
-fn stage(path: &[u8]) -> Result<Option<Vec<u8>>> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+/// (`Some`), or `None` when `path` is not a regular file and is written in place.
+fn stage(path: &[u8]) -> Result<Option<Output>> {
+    use std::os::unix::fs::PermissionsExt;
     let mode = match std::fs::symlink_metadata(as_path(path)) {
         Ok(m) if m.file_type().is_file() => m.permissions().mode() & 0o7777,
         Ok(_) => return Ok(None),
@@ -239,19 +266,24 @@ fn stage(path: &[u8]) -> Result<Option<Vec<u8>>> {
         Err(e) => return Err(ItemError::new(path, OP_STAT, e).into()),
     };
     // New, never through a symlink or into a file planted at the (predictable) name.
-    let temp = crate::atomic::temp_path(path);
-    let file = File::options()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(as_path(&temp))
-        .map_err(|e| ItemError::new(&temp, OP_CREATE, e))?;
+    let (out, _stale) =
+        Output::beside(path, mode).map_err(|e| ItemError::new(&e.path, OP_CREATE, e.source))?;
     // The mode of `open` is cut by the umask; an existing list keeps its own bits.
     if mode != 0o666 {
-        let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
+        if let Some(file) = out.file() {
+            let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
+        }
     }
-    Ok(Some(temp))
+    Ok(Some(out))
+}
+
+/// Where the ranks write a list: the user's path itself (a symlink, a device, a FIFO: in
+/// place), or the temporary of rank 0's [`Output`], which every rank opens without following a
+/// symlink, checks is rank 0's (device, inode), and syncs once its part is written.
+#[derive(Clone, Copy)]
+struct Dest<'a> {
+    path: &'a [u8],
+    temp: Option<(u64, u64)>,
 }
 
 /// Bytes rank 0 reads at the start of a list to recognise its format.
@@ -267,6 +299,8 @@ pub(crate) const OP_READ: &str = "read list";
 pub(crate) const OP_CREATE: &str = "create list";
 pub(crate) const OP_WRITE: &str = "write list";
 pub(crate) const OP_RENAME: &str = "rename list into place";
+pub(crate) const OP_SYNC: &str = "sync list";
+pub(crate) const OP_SYNC_DIR: &str = "sync the directory of list";
 
 /// What kind of list a file holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -362,21 +396,29 @@ fn open_read(path: &[u8]) -> Result<File> {
 }
 
 /// Open an existing list (created by rank 0) for positional writes.
-fn open_write(path: &[u8]) -> Result<File> {
-    File::options()
-        .write(true)
-        .open(as_path(path))
-        .map_err(|e| ItemError::new(path, OP_OPEN, e).into())
+fn open_write(dest: Dest<'_>) -> Result<File> {
+    match dest.temp {
+        Some(id) => crate::atomic::join(dest.path, OFlags::WRONLY, Some(id))
+            .map_err(|e| ItemError::new(dest.path, OP_OPEN, e.source).into()),
+        None => File::options()
+            .write(true)
+            .open(as_path(dest.path))
+            .map_err(|e| ItemError::new(dest.path, OP_OPEN, e).into()),
+    }
 }
 
-/// Create or truncate the list `path` (rank 0, before any rank writes).
-fn create(path: &[u8]) -> Result<File> {
+/// Create or truncate the list (rank 0, before any rank writes); rank 0's temporary is new
+/// and empty already.
+fn create(dest: Dest<'_>) -> Result<File> {
+    if dest.temp.is_some() {
+        return open_write(dest);
+    }
     File::options()
         .write(true)
         .create(true)
         .truncate(true)
-        .open(as_path(path))
-        .map_err(|e| ItemError::new(path, OP_CREATE, e).into())
+        .open(as_path(dest.path))
+        .map_err(|e| ItemError::new(dest.path, OP_CREATE, e).into())
 }
 
 /// Read as many bytes as `buf` holds from byte `offset`, or up to the end of the file; returns
@@ -422,16 +464,20 @@ fn write_all_at(file: &File, path: &[u8], buf: &[u8], offset: u64) -> Result<()>
 struct RegionWriter<'a> {
     file: File,
     path: &'a [u8],
+    /// Sync what was written at the end (a temporary: renamed over the list once every rank
+    /// synced its part, so that a crash never leaves a list that reads short).
+    sync: bool,
     offset: u64,
     buf: Vec<u8>,
 }
 
 impl<'a> RegionWriter<'a> {
-    /// Open `path` (already created by rank 0) to write from byte `offset`.
-    fn open(path: &'a [u8], offset: u64) -> Result<RegionWriter<'a>> {
+    /// Open `dest` (already created by rank 0) to write from byte `offset`.
+    fn open(dest: Dest<'a>, offset: u64) -> Result<RegionWriter<'a>> {
         Ok(RegionWriter {
-            file: open_write(path)?,
-            path,
+            file: open_write(dest)?,
+            path: dest.path,
+            sync: dest.temp.is_some(),
             offset,
             buf: Vec::with_capacity(IO_CHUNK + 4096),
         })
@@ -456,9 +502,15 @@ impl<'a> RegionWriter<'a> {
         Ok(())
     }
 
-    /// Write what is left.
+    /// Write what is left (and sync it all, to a temporary).
     fn finish(mut self) -> Result<()> {
-        self.flush()
+        self.flush()?;
+        if self.sync {
+            self.file
+                .sync_data()
+                .map_err(|e| ItemError::new(self.path, OP_SYNC, e))?;
+        }
+        Ok(())
     }
 }
 
@@ -536,5 +588,34 @@ mod tests {
             assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "{format:?}");
             assert!(!std::path::Path::new(as_path(&path)).exists(), "{format:?}");
         }
+    }
+    /// A writer killed outright leaves its temporary (as big as the list) beside the list: the
+    /// next write of that list on this host removes it, never a live writer's.
+    #[test]
+    fn a_killed_writer_temporary_is_removed_by_the_next_write() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = [dir.path().as_os_str().as_bytes(), b"/list.txt"].concat();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let host = crate::atomic::host();
+        let temp = |pid| crate::atomic::temp_name_of(b"list.txt", &host, pid);
+        let (killed, live) = (temp(dead), temp(1));
+        std::fs::write(dir.path().join(as_path(&killed)), b"half a list").unwrap();
+        std::fs::write(dir.path().join(as_path(&live)), b"init's list").unwrap();
+        let mut list = FileList::new(Detail::Lite);
+        list.push(b"/a", crate::FileType::File, None);
+        steal::local::run(2, |comm: &dyn steal::Comm| {
+            write(comm, &list, &path[..], Format::Text).unwrap()
+        });
+        let mut left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().as_bytes().to_vec())
+            .collect();
+        left.sort();
+        let mut want = vec![b"list.txt".to_vec(), live];
+        want.sort();
+        assert_eq!(left, want);
     }
 }

@@ -6,8 +6,8 @@
 
 use super::source::Source;
 use super::{
-    bad, cannot_hold, create, read_exact_at, InputFormat, RegionWriter, IO_CHUNK, TEXT_HEADER,
-    TEXT_TRAILER,
+    bad, cannot_hold, create, read_exact_at, Dest, InputFormat, RegionWriter, IO_CHUNK,
+    TEXT_HEADER, TEXT_TRAILER,
 };
 use crate::error::Result;
 use crate::record::{Detail, FileList, FileType};
@@ -357,7 +357,8 @@ pub(super) fn check(list: &FileList, path: &[u8]) -> Result<()> {
 /// Write the lists of all ranks as one typed text list (collective): the header line (rank 0,
 /// first), every rank's `path|T` lines at its offset, the trailer with the count of all ranks'
 /// records (rank 0, last in the file).
-pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()> {
+pub(super) fn write(comm: &dyn Comm, list: &FileList, dest: Dest<'_>) -> Result<()> {
+    let path = dest.path;
     comm.agree(check(list, path))?;
     let mine: u64 = list.iter().map(|e| line_bytes(e.path)).sum();
     let (first, total) = comm.offset_and_total(mine);
@@ -366,20 +367,20 @@ pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()>
     header(&mut head);
     let body = head.len() as u64;
     // The broadcast keeps every rank from writing before rank 0 has truncated the file.
-    comm.bcast_with(0, || create(path).map(drop))?;
+    comm.bcast_with(0, || create(dest).map(drop))?;
     let local = (|| {
         if comm.rank() == 0 {
-            let mut ends = RegionWriter::open(path, 0)?;
+            let mut ends = RegionWriter::open(dest, 0)?;
             ends.buf().extend_from_slice(&head);
             ends.finish()?;
-            let mut ends = RegionWriter::open(path, body + total)?;
+            let mut ends = RegionWriter::open(dest, body + total)?;
             trailer(count, ends.buf());
             ends.finish()?;
         }
         if mine == 0 {
             return Ok(());
         }
-        let mut out = RegionWriter::open(path, body + first)?;
+        let mut out = RegionWriter::open(dest, body + first)?;
         for e in list.iter() {
             out.buf().extend_from_slice(e.path);
             out.buf()

@@ -2,7 +2,7 @@
 //! group tables, then fixed-size records (`docs/formats.md` §1–2).
 
 use super::source::Source;
-use super::{bad, cannot_hold, create, read_exact_at, write_all_at, RegionWriter, IO_CHUNK};
+use super::{bad, cannot_hold, create, read_exact_at, write_all_at, Dest, RegionWriter, IO_CHUNK};
 use crate::distribute::even_start;
 use crate::error::{Error, Result};
 use crate::ids::IdTable;
@@ -294,7 +294,8 @@ pub(super) fn check(list: &FileList, path: &[u8]) -> Result<()> {
 }
 
 /// Write the lists of all ranks as one v4 file (collective).
-pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()> {
+pub(super) fn write(comm: &dyn Comm, list: &FileList, dest: Dest<'_>) -> Result<()> {
+    let path = dest.path;
     comm.agree(check(list, path))?;
     let longest = list
         .iter()
@@ -318,7 +319,7 @@ pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()>
         };
         let mut head = Vec::new();
         encode_head(&l, &list.users, &list.groups, &mut head);
-        let file = create(path)?;
+        let file = create(dest)?;
         write_all_at(&file, path, &head, 0)?;
         Ok(head.len() as u64)
     });
@@ -328,7 +329,7 @@ pub(super) fn write(comm: &dyn Comm, list: &FileList, path: &[u8]) -> Result<()>
             return Ok(());
         }
         let rec = fc + META_FIELDS;
-        let mut out = RegionWriter::open(path, data_start + first * rec)?;
+        let mut out = RegionWriter::open(dest, data_start + first * rec)?;
         for e in list.iter() {
             let meta = &e.meta.expect("a stat list has metadata");
             encode_record(e.path, meta, fc as usize, out.buf());

@@ -25,7 +25,7 @@ pub(crate) mod nodes;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::status::Status;
-use flist::atomic;
+use flist::atomic::{self, Output, Replace, Stale, Step};
 use flist::path::{as_path, display};
 use nodes::Nodes;
 use rustix::fd::{AsFd, OwnedFd};
@@ -153,6 +153,9 @@ struct Setup {
     mode: u32,
     targets: Vec<Target>,
     planned_dir: Option<OwnedFd>,
+    /// The leader's temporary (an [`Output`]) when its node gets a new file: published by
+    /// [`finish`], removed if dropped before.
+    output: Option<Output>,
 }
 
 /// Run `bcast` on this rank. Collective: every rank returns the same report, or the same
@@ -212,9 +215,9 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         node_failed[nodes.node_of[rank]] |= o.2.is_some();
     }
     let mut finish_error = None;
-    if let (true, Some(dir)) = (nodes.is_leader(me), &setup.planned_dir) {
+    if nodes.is_leader(me) && setup.planned_dir.is_some() {
         finish_error = finish(
-            dir.as_fd(),
+            setup.output,
             out.as_ref(),
             target,
             dest,
@@ -326,10 +329,19 @@ fn plan(
         }
     }
     comm.barrier();
+    let mut output = None;
     let prepared = match (&planned_dir, plan_error) {
-        (Some(dir), _) => {
-            Some(prepare(dir.as_fd(), dest, size).map_err(|e| format!("node {node_name}: {e}")))
-        }
+        (Some(dir), _) => Some(
+            prepare(dir.as_fd(), dest, size)
+                .map(|(target, made, notes)| {
+                    notes
+                        .iter()
+                        .for_each(|n| options.context.error(format!("node {node_name}: {n}")));
+                    output = made;
+                    target
+                })
+                .map_err(|e| format!("node {node_name}: {e}")),
+        ),
         (None, Some(e)) => Some(Err(e)),
         (None, None) => None,
     };
@@ -346,15 +358,7 @@ fn plan(
             setup_errors.iter().for_each(|e| options.context.error(e));
         }
         // A leader that made a temporary file takes it back.
-        if let (Some(Ok(t)), Some(dir)) = (&prepared, &planned_dir) {
-            if !t.in_place {
-                let _ = rustix::fs::unlinkat(
-                    dir,
-                    atomic::split(&t.path).1.as_slice(),
-                    AtFlags::empty(),
-                );
-            }
-        }
+        drop(output);
         return Err(Error::new(last));
     }
     Ok(Setup {
@@ -365,6 +369,7 @@ fn plan(
             .map(|t| t.expect("checked above"))
             .collect(),
         planned_dir,
+        output,
     })
 }
 
@@ -378,25 +383,40 @@ fn look(dest: &[u8]) -> Result<(OwnedFd, Vec<String>), String> {
         Mode::empty(),
     )
     .map_err(|e| format!("open directory {}: {e}", display(&dir_path)))?;
-    let notes = atomic::remove_stale(dir.as_fd(), &base)
+    let stale = atomic::remove_stale(dir.as_fd(), &base)
         .into_iter()
-        .map(|(name, removed)| {
-            let path = display(&[dir_path.as_slice(), b"/", &name].concat()).into_owned();
-            match removed {
+        .map(|(name, removed)| Stale {
+            path: [dir_path.as_slice(), b"/", &name].concat(),
+            removed,
+        });
+    Ok((dir, stale_notes(stale)))
+}
+
+/// What the user is told of the temporaries of killed earlier runs found beside DEST.
+fn stale_notes(stale: impl IntoIterator<Item = Stale>) -> Vec<String> {
+    stale
+        .into_iter()
+        .map(|s| {
+            let path = display(&s.path);
+            match s.removed {
                 Ok(()) => {
                     format!("removed {path}, a temporary file an earlier interrupted run left")
                 }
                 Err(e) => format!("remove stale temporary {path}: {e}"),
             }
         })
-        .collect();
-    Ok((dir, notes))
+        .collect()
 }
 
 /// On the leader, after every leader's [`look`]: decide how the node receives the file. DEST
 /// is updated in place only when it is a regular file with one link and SRC's size, reached
-/// without following a symlink; otherwise a fresh temporary (`O_EXCL`) of SRC's size is made.
-fn prepare(dir: rustix::fd::BorrowedFd<'_>, dest: &[u8], size: u64) -> Result<Target, String> {
+/// without following a symlink; otherwise a fresh temporary (an [`Output`]) of SRC's size is
+/// made (returned, with the notes of any stale temporary it removed).
+fn prepare(
+    dir: rustix::fd::BorrowedFd<'_>,
+    dest: &[u8],
+    size: u64,
+) -> Result<(Target, Option<Output>, Vec<String>), String> {
     let (dir_path, base) = atomic::split(dest);
     let dir_id = atomic::identity(dir).map_err(|e| format!("stat {}: {e}", display(&dir_path)))?;
     match rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
@@ -408,37 +428,39 @@ fn prepare(dir: rustix::fd::BorrowedFd<'_>, dest: &[u8], size: u64) -> Result<Ta
                 && st.st_nlink == 1
                 && st.st_size as u64 == size =>
         {
-            return Ok(Target {
+            let target = Target {
                 in_place: true,
                 path: dest.to_vec(),
                 dir_id,
                 file_id: (st.st_dev, st.st_ino),
-            })
+            };
+            return Ok((target, None, Vec::new()));
         }
         _ => {}
     }
-    let (name, fd) = atomic::create_in(dir, &base, OFlags::RDWR, 0o600)
-        .map_err(|e| format!("create a temporary file in {}: {e}", display(&dir_path)))?;
-    let path = [dir_path.as_slice(), b"/", &name].concat();
-    let file = File::from(fd);
-    let made = file
+    let (out, stale) = Output::in_dir(dir, &dir_path, &base, OFlags::RDWR, 0o600).map_err(|e| {
+        format!(
+            "create a temporary file in {}: {}",
+            display(&dir_path),
+            e.source
+        )
+    })?;
+    let path = out.path().to_vec();
+    let file = out.file().expect("a file output");
+    // Dropped on an error, `out` removes its temporary.
+    let file_id = file
         .set_len(size)
         .map_err(|e| format!("truncate {}: {e}", display(&path)))
         .and_then(|()| {
             atomic::identity(file.as_fd()).map_err(|e| format!("stat {}: {e}", display(&path)))
-        });
-    match made {
-        Ok(file_id) => Ok(Target {
-            in_place: false,
-            path,
-            dir_id,
-            file_id,
-        }),
-        Err(e) => {
-            let _ = rustix::fs::unlinkat(dir, name.as_slice(), AtFlags::empty());
-            Err(e)
-        }
-    }
+        })?;
+    let target = Target {
+        in_place: false,
+        path,
+        dir_id,
+        file_id,
+    };
+    Ok((target, Some(out), stale_notes(stale)))
 }
 
 /// On every rank, after the plan: the node's target opened for reading and writing, if DEST's
@@ -470,40 +492,37 @@ fn open_target(target: &Target) -> Result<File, String> {
     Ok(File::from(fd))
 }
 
-/// On the leader, after every rank of the node synced: mode, then rename a temporary into
-/// place (in the planned directory `dir`, never following a symlink at DEST) and sync the
-/// directory; or remove the temporary if the node failed.
+/// On the leader, after every rank of the node synced: mode, then publish a temporary
+/// (`output`: renamed in the planned directory, never following a symlink at DEST, and the
+/// directory synced); or remove the temporary if the node failed.
 fn finish(
-    dir: rustix::fd::BorrowedFd<'_>,
+    output: Option<Output>,
     out: Option<&File>,
     target: &Target,
     dest: &[u8],
     mode: u32,
     failed: bool,
 ) -> Result<(), String> {
-    let temp_name = atomic::split(&target.path).1;
-    let remove_temp = || {
-        if !target.in_place {
-            let _ = rustix::fs::unlinkat(dir, temp_name.as_slice(), AtFlags::empty());
-        }
-    };
     let out = match (out, failed) {
         (Some(out), false) => out,
-        _ => {
-            remove_temp();
-            return Ok(());
-        }
+        // Dropped, the temporary goes.
+        _ => return Ok(()),
     };
     rustix::fs::fchmod(out, rustix::fs::Mode::from_raw_mode(mode))
         .map_err(|e| format!("chmod {}: {e}", display(&target.path)))?;
-    if !target.in_place {
-        let base = atomic::split(dest).1;
-        rustix::fs::renameat(dir, temp_name.as_slice(), dir, base.as_slice()).map_err(|e| {
-            remove_temp();
-            format!("rename {} to {}: {e}", display(&target.path), display(dest))
-        })?;
-        rustix::fs::fsync(dir)
-            .map_err(|e| format!("fsync the directory of {}: {e}", display(dest)))?;
+    if let Some(output) = output {
+        output
+            .publish(Replace::Overwrite)
+            .map_err(|e| match e.step {
+                Step::Rename => format!(
+                    "rename {} to {}: {}",
+                    display(&target.path),
+                    display(dest),
+                    e.source
+                ),
+                Step::SyncDir => format!("fsync the directory of {}: {}", display(dest), e.source),
+                _ => e.to_string(),
+            })?;
     }
     Ok(())
 }

@@ -516,7 +516,7 @@ fn unchanged(
 /// the input goes. False (reported) when a step failed.
 fn finish(
     options: &Options,
-    out: output::TempOutput,
+    mut out: output::TempOutput,
     meta: &std::fs::Metadata,
     planned: &Planned,
     input: &[u8],

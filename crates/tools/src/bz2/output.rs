@@ -9,20 +9,22 @@
 //! rename or a removal elsewhere. The other ranks check that the temporary they open is rank 0's.
 
 use crate::engine::status::Status;
-use flist::atomic;
+use flist::atomic::{self, Output, Replace, Step};
 use flist::path::display;
 use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
+use rustix::fs::{AtFlags, OFlags};
 use std::fs::{File, FileTimes, Permissions};
+use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use steal::{Comm, CommExt};
 
 /// The shared temporary output of one run.
 pub struct TempOutput {
-    /// The output's directory (rank 0 only): every name is reached from it.
+    /// The output's directory (rank 0 only): the input is removed at it.
     dir: Option<OwnedFd>,
-    /// The temporary's name in that directory.
-    name: Vec<u8>,
+    /// Rank 0's output (an [`Output`]): published by [`TempOutput::finish`], removed if
+    /// dropped before.
+    output: Option<Output>,
     /// The temporary's path, for messages.
     pub temp: Vec<u8>,
     /// This rank's handle on it.
@@ -39,77 +41,75 @@ pub fn create(
     dir_id: (u64, u64),
 ) -> Result<(TempOutput, Vec<String>), (Status, String)> {
     let (dir_path, base) = atomic::split(dest);
-    // Rank 0's temporary file, (device, inode) and name, for the other ranks to open.
+    // Rank 0's temporary file, (device, inode) and path, for the other ranks to open.
     let mut shared: Option<((u64, u64), serde_bytes::ByteBuf)> = None;
     let mut notes = Vec::new();
-    let mut dir = None;
+    let (mut dir, mut output) = (None, None);
     // Ranks other than 0 have nothing to say when rank 0 failed: its status is the one.
-    let mut mine: Result<(Vec<u8>, File), (Status, String)> = Err((Status::Ok, String::new()));
+    let mut mine: Result<File, (Status, String)> = Err((Status::Ok, String::new()));
     if comm.rank() == 0 {
         mine = atomic::open_dir_checked(&dir_path, dir_id)
             .map_err(|e| (Status::ItemsFailed, e))
             .and_then(|fd| {
-                for (name, removed) in atomic::remove_stale(fd.as_fd(), &base) {
-                    let path = [dir_path.as_slice(), b"/", &name].concat();
-                    notes.push(match removed {
+                let made = Output::in_dir(fd.as_fd(), &dir_path, &base, OFlags::RDWR, 0o600);
+                let (out, stale) = made.map_err(|e| {
+                    (
+                        Status::Usage,
+                        format!(
+                            "create a temporary file in {}: {}",
+                            display(&dir_path),
+                            e.source
+                        ),
+                    )
+                })?;
+                for s in stale {
+                    notes.push(match s.removed {
                         Ok(()) => format!(
                             "removed {}, a temporary file an earlier interrupted run left",
-                            display(&path)
+                            display(&s.path)
                         ),
-                        Err(e) => format!("remove stale temporary {}: {e}", display(&path)),
+                        Err(e) => format!("remove stale temporary {}: {e}", display(&s.path)),
                     });
                 }
-                let made =
-                    atomic::create_in(fd.as_fd(), &base, OFlags::RDWR, 0o600).map_err(|e| {
-                        (
-                            Status::Usage,
-                            format!("create a temporary file in {}: {e}", display(&dir_path)),
-                        )
-                    })?;
+                let usage = |e: io::Error| (Status::Usage, e.to_string());
+                let id = out.identity().map_err(usage)?;
+                let file = out
+                    .file()
+                    .expect("a file output")
+                    .try_clone()
+                    .map_err(usage)?;
+                shared = Some((id, serde_bytes::ByteBuf::from(out.path())));
                 dir = Some(fd);
-                Ok(made)
-            })
-            .and_then(|(name, fd)| {
-                let id =
-                    atomic::identity(fd.as_fd()).map_err(|e| (Status::Usage, e.to_string()))?;
-                shared = Some((id, serde_bytes::ByteBuf::from(name.clone())));
-                Ok((name, File::from(fd)))
+                output = Some(out);
+                Ok(file)
             });
     }
     let shared = comm.bcast_from(0, &shared);
-    if let (false, Some((id, name))) = (comm.rank() == 0, shared) {
-        let name = name.into_vec();
-        let path = [dir_path.as_slice(), b"/", &name].concat();
-        mine = rustix::fs::open(
-            flist::path::as_path(&path),
-            OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| format!("open {}: {e}", display(&path)))
-        .and_then(|fd| match atomic::identity(fd.as_fd()) {
-            Ok(got) if got == id => Ok((name, File::from(fd))),
-            _ => Err(format!(
-                "{} is not the temporary file rank 0 made (its directory changed)",
-                display(&path)
-            )),
-        })
-        .map_err(|e| (Status::ItemsFailed, e));
+    let temp = shared.as_ref().map(|s| s.1.to_vec()).unwrap_or_default();
+    if let (false, Some((id, _))) = (comm.rank() == 0, &shared) {
+        mine = atomic::join(&temp, OFlags::WRONLY, Some(*id))
+            .map_err(|e| match e.source.kind() {
+                io::ErrorKind::Other => format!(
+                    "{} is not the temporary file rank 0 made (its directory changed)",
+                    display(&temp)
+                ),
+                _ => e.to_string(),
+            })
+            .map_err(|e| (Status::ItemsFailed, e));
     }
     let ok = comm.all(mine.is_ok());
     match (mine, ok) {
-        (Ok((name, file)), true) => Ok((
+        (Ok(file), true) => Ok((
             TempOutput {
-                temp: [dir_path.as_slice(), b"/", &name].concat(),
+                temp,
                 dir,
-                name,
+                output,
                 file,
             },
             notes,
         )),
+        // Rank 0's output, dropped here, removes its temporary.
         (mine, _) => {
-            if let (Some(d), Ok((name, _))) = (&dir, &mine) {
-                let _ = rustix::fs::unlinkat(d, name.as_slice(), AtFlags::empty());
-            }
             let status = match &mine {
                 Err((s, _)) => *s,
                 Ok(_) => Status::Ok,
@@ -122,11 +122,11 @@ pub fn create(
 
 impl TempOutput {
     /// Rank 0's last step after every rank synced its writes: give the output the input's mode,
-    /// owner (best effort) and times, rename it to `dest` (replacing an existing `dest` only
-    /// with `replace`; never following a symlink there), and sync the directory so that the
-    /// rename is on disk before the input may go. Called on rank 0 only.
+    /// owner (best effort) and times, publish it as `dest` (replacing an existing `dest` only
+    /// with `replace`; never following a symlink there; the directory synced so that the
+    /// rename is on disk before the input may go). Called on rank 0 only.
     pub fn finish(
-        &self,
+        &mut self,
         like: &std::fs::Metadata,
         dest: &[u8],
         replace: bool,
@@ -143,35 +143,24 @@ impl TempOutput {
         self.file
             .set_times(times)
             .map_err(|e| format!("set times of {temp}: {e}"))?;
-        let dir = self.dir.as_ref().ok_or("rename on a rank other than 0")?;
-        let (_, base) = atomic::split(dest);
-        let flags = if replace {
-            RenameFlags::empty()
+        let out = self.output.take().ok_or("rename on a rank other than 0")?;
+        let how = if replace {
+            Replace::Overwrite
         } else {
-            RenameFlags::NOREPLACE
+            Replace::NoReplace
         };
-        let renamed =
-            match rustix::fs::renameat_with(dir, self.name.as_slice(), dir, base.as_slice(), flags)
-            {
-                // A file system without RENAME_NOREPLACE: look, then rename (a narrow window).
-                Err(rustix::io::Errno::INVAL) if !replace => {
-                    match rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
-                        Ok(_) => Err(rustix::io::Errno::EXIST),
-                        Err(_) => {
-                            rustix::fs::renameat(dir, self.name.as_slice(), dir, base.as_slice())
-                        }
-                    }
+        out.publish(how)
+            .map_err(|e| match (e.step, e.source.raw_os_error()) {
+                (Step::Rename, Some(libc::EEXIST)) => format!(
+                    "output {} appeared while working; not replaced (use -f)",
+                    display(dest)
+                ),
+                (Step::Rename, _) => format!("rename {temp} to {}: {}", display(dest), e.source),
+                (Step::SyncDir, _) => {
+                    format!("fsync the directory of {}: {}", display(dest), e.source)
                 }
-                r => r,
-            };
-        renamed.map_err(|e| match e {
-            rustix::io::Errno::EXIST => format!(
-                "output {} appeared while working; not replaced (use -f)",
-                display(dest)
-            ),
-            e => format!("rename {temp} to {}: {e}", display(dest)),
-        })?;
-        rustix::fs::fsync(dir).map_err(|e| format!("fsync the directory of {}: {e}", display(dest)))
+                _ => e.to_string(),
+            })
     }
 
     /// Remove the input `input` (in the output's directory) if it is still the entry
@@ -193,8 +182,8 @@ impl TempOutput {
 
     /// Remove the temporary file (rank 0 only; others just drop their handle).
     pub fn abandon(self) {
-        if let Some(dir) = &self.dir {
-            let _ = rustix::fs::unlinkat(dir, self.name.as_slice(), AtFlags::empty());
+        if let Some(out) = self.output {
+            let _ = out.discard();
         }
     }
 }

@@ -25,6 +25,7 @@
 use crate::engine::context::Context;
 use crate::engine::digest::{assemble_blake3, hex, parse_hex, HashKind, Piece, RangeDigest};
 use crate::engine::hashing::{hash_file, Record, Source};
+use flist::atomic::{Output, Replace};
 use flist::distribute::hash_path;
 use flist::{Detail, FileList, FileType, ItemError};
 use rustix::fd::{AsFd, OwnedFd};
@@ -320,7 +321,7 @@ pub fn publish(
         }
         return summary;
     }
-    match write(comm, o, entries) {
+    match write(comm, context, o, entries) {
         Ok(()) => summary.written = true,
         Err(e) => {
             if rank0 {
@@ -333,7 +334,12 @@ pub fn publish(
 
 /// Sort `entries` over all ranks and write them to a temporary file renamed to `o.path`.
 /// Collective; the same result on every rank.
-fn write(comm: &dyn Comm, o: &ManifestOptions, entries: Vec<Entry>) -> Result<(), String> {
+fn write(
+    comm: &dyn Comm,
+    context: &Context,
+    o: &ManifestOptions,
+    entries: Vec<Entry>,
+) -> Result<(), String> {
     // Sorted as list records whose "path" is PATH NUL DIGEST: a path holds no NUL, so the
     // order is the paths' (bytes, like `sort` in the C locale).
     let mut list = FileList::new(Detail::Lite);
@@ -356,53 +362,48 @@ fn write(comm: &dyn Comm, o: &ManifestOptions, entries: Vec<Entry>) -> Result<()
     }
     drop(sorted);
     let (offset, _) = comm.offset_and_total(text.len() as u64);
-    // Rank 0 makes the temporary file; everyone writes its part; rank 0 renames it.
-    let tmp: Result<Vec<u8>, String> = comm.bcast_with(0, || {
-        let tmp = flist::atomic::temp_path(&o.path);
-        create(&tmp).map_err(|e| format!("create {}: {e}", flist::path::display(&tmp)))?;
-        Ok(tmp)
-    });
-    let tmp = tmp?;
-    let mine = write_part(&tmp, offset, &text);
-    let failed = comm.any(mine.is_err());
-    comm.bcast_with(0, || {
-        let outcome = if failed {
-            Err(mine
-                .err()
-                .unwrap_or_else(|| "another rank's part could not be written".into()))
-        } else {
-            std::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(&o.path))
-                .map_err(|e| format!("rename {}: {e}", flist::path::display(&tmp)))
-        };
-        if outcome.is_err() {
-            let _ = std::fs::remove_file(flist::path::as_path(&tmp));
+    // Rank 0 makes the temporary file (an atomic::Output: new, never through a symlink; a
+    // killed earlier run's temporary of this manifest removed first); everyone writes and
+    // syncs its part; rank 0 publishes it (or drops it, which removes it).
+    let mut output = None;
+    let tmp: Result<(Vec<u8>, (u64, u64)), String> = comm.bcast_with(0, || {
+        let (out, stale) = Output::beside(&o.path, 0o666).map_err(|e| e.to_string())?;
+        for s in stale {
+            // A removal is no failure of this run; one that failed is.
+            match s.removed {
+                Ok(()) => context.events.error(&crate::engine::outputs::stale_note(
+                    &s,
+                    "temporary manifest",
+                )),
+                Err(_) => {
+                    context.error(crate::engine::outputs::stale_note(&s, "temporary manifest"))
+                }
+            }
         }
-        outcome
+        let id = out
+            .identity()
+            .map_err(|e| format!("stat {}: {e}", flist::path::display(out.path())))?;
+        let shared = (out.path().to_vec(), id);
+        output = Some(out);
+        Ok(shared)
+    });
+    let (tmp, id) = tmp?;
+    let mine = write_part(&tmp, id, offset, &text);
+    let failed = comm.any(mine.is_err());
+    comm.bcast_with(0, || match (failed, output.take()) {
+        (false, Some(out)) => out.publish(Replace::Overwrite).map_err(|e| e.to_string()),
+        _ => Err(mine
+            .err()
+            .unwrap_or_else(|| "another rank's part could not be written".into())),
     })
 }
 
-/// Create the temporary file, new (`O_EXCL`, never following a symlink): its name is
-/// predictable, so whatever already has it (a hard link to someone's file, a symlink) is
-/// refused, never truncated or written through.
-fn create(tmp: &[u8]) -> io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o666)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(flist::path::as_path(tmp))
-        .map(drop)
-}
-
-fn write_part(tmp: &[u8], offset: u64, text: &[u8]) -> Result<(), String> {
+/// Write this rank's part of the manifest into rank 0's temporary `tmp` (which must still be
+/// the file `id`), at `offset`, and sync it.
+fn write_part(tmp: &[u8], id: (u64, u64), offset: u64, text: &[u8]) -> Result<(), String> {
     let show = || flist::path::display(tmp).to_string();
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(flist::path::as_path(tmp))
-        .map_err(|e| format!("open {}: {e}", show()))?;
+    let file = flist::atomic::join(tmp, rustix::fs::OFlags::WRONLY, Some(id))
+        .map_err(|e| e.to_string())?;
     std::os::unix::fs::FileExt::write_all_at(&file, text, offset)
         .map_err(|e| format!("write {}: {e}", show()))?;
     file.sync_data()
@@ -413,8 +414,12 @@ fn write_part(tmp: &[u8], offset: u64, text: &[u8]) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    fn entries_of(names: &[&[u8]]) -> Vec<Entry> {
+        names.iter().map(|n| (n.to_vec(), [7u8; 32])).collect()
+    }
+
     /// The temporary name is predictable: a hard link planted there to someone's file is
-    /// refused, and that file is neither truncated nor written.
+    /// refused, and that file is neither truncated nor written (nor is the manifest made).
     #[test]
     fn a_file_planted_at_the_temporary_name_is_refused_untouched() {
         let dir = tempfile::tempdir().unwrap();
@@ -424,9 +429,63 @@ mod tests {
         let path = [dir.path().as_os_str().as_bytes(), b"/m.b3"].concat();
         let tmp = flist::atomic::temp_path(&path);
         std::fs::hard_link(&victim, flist::path::as_path(&tmp)).unwrap();
-        let err = create(&tmp).expect_err("refused");
-        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        let o = ManifestOptions::new(&path, HashKind::Blake3);
+        let context = Context::default();
+        let got = steal::local::run(2, |comm: &dyn Comm| {
+            write(comm, &context, &o, entries_of(&[b"a"]))
+        });
+        for e in got {
+            let e = e.expect_err("refused");
+            assert!(e.contains("create ") && e.contains("File exists"), "{e}");
+        }
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(!flist::path::as_path(&path).exists());
+    }
+
+    /// A killed earlier run's temporary manifest (on this host, its process gone) is removed
+    /// and named; the manifest is written whole from both ranks' parts.
+    #[test]
+    fn a_killed_run_temporary_manifest_is_removed_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        use std::os::unix::ffi::OsStrExt;
+        let path = [dir.path().as_os_str().as_bytes(), b"/m.b3"].concat();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let stale = flist::atomic::temp_name_of(b"m.b3", &flist::atomic::host(), dead);
+        let stale = dir.path().join(flist::path::as_path(&stale));
+        std::fs::write(&stale, b"half a manifest").unwrap();
+        let o = ManifestOptions::new(&path, HashKind::Blake3);
+        struct Said(std::sync::Mutex<Vec<String>>);
+        impl crate::engine::context::Events for Said {
+            fn error(&self, m: &str) {
+                self.0.lock().unwrap().push(m.to_string());
+            }
+            fn progress(&self, _: &str, _: &steal::progress::Report) {}
+            fn output(&self, _: &[u8]) {}
+            fn info(&self, _: &str) {}
+        }
+        let said = std::sync::Arc::new(Said(Default::default()));
+        let context = Context::new(said.clone());
+        steal::local::run(2, |comm: &dyn Comm| {
+            let mine: &[&[u8]] = if comm.rank() == 0 { &[b"b"] } else { &[b"a"] };
+            write(comm, &context, &o, entries_of(mine)).unwrap()
+        });
+        assert!(!stale.exists());
+        let said = said.0.lock().unwrap().clone();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with("removed ") && said[0].contains("killed"),
+            "{said:?}"
+        );
+        assert!(context.failures().is_empty(), "a removal is no failure");
+        let h = hex(&[7u8; 32]);
+        assert_eq!(
+            std::fs::read(flist::path::as_path(&path)).unwrap(),
+            format!("{h}  a\n{h}  b\n").as_bytes()
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "the manifest alone");
     }
 
     #[test]

@@ -16,6 +16,16 @@
 use flist::path::{as_path, basename, display, is_prefix, normalize, parent};
 use std::os::unix::ffi::OsStringExt;
 
+/// What a stale temporary `s` (a `what` an earlier killed run left) is to the user: its
+/// removal, or why it could not be removed.
+pub(crate) fn stale_note(s: &flist::atomic::Stale, what: &str) -> String {
+    let path = flist::path::display(&s.path);
+    match &s.removed {
+        Ok(()) => format!("removed {path}, the {what} of an earlier run that was killed"),
+        Err(e) => format!("remove {path}, the {what} of an earlier run that was killed: {e}"),
+    }
+}
+
 /// `path` absolute (relative to the current directory), resolved as far as it exists: its
 /// deepest existing ancestor canonicalised, the rest appended. With `keep_last`, the last
 /// component is appended as it is, unresolved (an output's name).

@@ -26,12 +26,13 @@ use crate::engine::input::{Input, Listed};
 use crate::engine::locks::lock;
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
+use flist::atomic::{Output, Replace};
 use flist::beneath::Roots;
 use flist::distribute::{hash_path, remap};
 use flist::path::{basename, display, normalize, parent};
 use flist::walk::{open_long, stat_path, walk, WalkOptions};
 use flist::{Detail, FileList, FileType, ItemError, Meta};
-use rustix::fd::{AsRawFd, OwnedFd};
+use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::{AtFlags, Gid, OFlags, Uid};
 use rustix::io::Errno;
 use std::collections::HashMap;
@@ -374,28 +375,32 @@ impl Relinker<'_> {
         Ok(real)
     }
 
-    /// Make the new link under a temporary name in `dir`, give it the old one's owner (and
-    /// times), and rename it over `name`. Returns whether the link now has the new target;
-    /// failures are reported.
+    /// Make the new link under a temporary name in `dir` (an [`Output`]), give it the old
+    /// one's owner (and times), and rename it over `name`. Returns whether the link now has
+    /// the new target; failures are reported.
     fn replace(&self, dir: &OwnedFd, path: &[u8], name: &[u8], target: &[u8], old: &Meta) -> bool {
         // The one temporary naming of every tool (flist::atomic): this process's name for
         // `name`. Something already there is not ours (a link is replaced once per run): it
         // is left alone and the link is not rewritten.
-        let temp = flist::atomic::temp_name(name);
-        if let Err(e) = rustix::fs::symlinkat(target, dir, temp.as_slice()) {
-            let what = match e {
-                Errno::EXIST => "create the new link (its temporary name is taken: left alone)",
-                _ => "create link",
-            };
-            self.fail(path, what, e);
-            return false;
-        }
+        let temp = match Output::symlink(dir.as_fd(), parent(path), name, target) {
+            Ok(temp) => temp,
+            Err(e) => {
+                let what = match e.source.raw_os_error() {
+                    Some(libc::EEXIST) => {
+                        "create the new link (its temporary name is taken: left alone)"
+                    }
+                    _ => "create link",
+                };
+                self.fail(path, what, e.source);
+                return false;
+            }
+        };
         let mut owner_error = None;
         if old.uid != self.euid || old.gid != self.egid {
             let (uid, gid) = (Uid::from_raw(old.uid), Gid::from_raw(old.gid));
             if let Err(e) = rustix::fs::chownat(
-                dir,
-                temp.as_slice(),
+                temp.dir(),
+                temp.name(),
                 Some(uid),
                 Some(gid),
                 AtFlags::SYMLINK_NOFOLLOW,
@@ -407,14 +412,14 @@ impl Relinker<'_> {
         if self.options.preserve {
             let times = crate::engine::copy::meta::timestamps(old);
             if let Err(e) =
-                rustix::fs::utimensat(dir, temp.as_slice(), &times, AtFlags::SYMLINK_NOFOLLOW)
+                rustix::fs::utimensat(temp.dir(), temp.name(), &times, AtFlags::SYMLINK_NOFOLLOW)
             {
                 times_error = Some(e);
             }
         }
-        if let Err(e) = rustix::fs::renameat(dir, temp.as_slice(), dir, name) {
-            let _ = rustix::fs::unlinkat(dir, temp.as_slice(), AtFlags::empty());
-            self.fail(path, "rename new link over the old one", e);
+        // A failed rename removes the temporary link.
+        if let Err(e) = temp.publish(Replace::Overwrite) {
+            self.fail(path, "rename new link over the old one", e.source);
             return false;
         }
         // The link has its new target; what did not carry over is still a failure.
@@ -427,7 +432,7 @@ impl Relinker<'_> {
         true
     }
 
-    fn fail(&self, path: &[u8], op: &'static str, e: Errno) {
+    fn fail(&self, path: &[u8], op: &'static str, e: impl Into<std::io::Error>) {
         self.failed.fetch_add(1, Ordering::Relaxed);
         self.progress.errors.fetch_add(1, Ordering::Relaxed);
         self.context.error(ItemError::new(path, op, e.into()));

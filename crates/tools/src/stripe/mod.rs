@@ -24,6 +24,7 @@ use crate::engine::lustre::{LustreHandle, StripeOptions};
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
 use flist::at::At;
+use flist::atomic::Replace;
 use flist::beneath::{explain, Roots};
 use flist::path::{display, normalize};
 use flist::{FileList, FileType, ItemError, Meta};
@@ -494,19 +495,43 @@ fn replace(roots: &Roots, path: &[u8], sibling: &[u8], walked: &Meta) -> Result<
         return Err("it changed while it was copied; it keeps its old layout".to_string());
     }
     debug_assert_eq!(flist::path::parent(sibling), flist::path::parent(path));
-    let renamed = if to.name().contains(&b'/') {
+    // The copy replaces the only other copy of the data: it is synced first (the copy engine
+    // does not sync), renamed (flist::atomic's one rename), and its directory synced after.
+    let by_path = to.name().contains(&b'/');
+    let from = if by_path {
         // A PATH that is a file, reached by its path as the user named it: so is its sibling.
-        At::new(sibling).and_then(|from| {
-            Ok(rustix::fs::renameat(
-                from.dir(),
-                from.name(),
-                to.dir(),
-                to.name(),
-            )?)
-        })
+        Some(At::new(sibling).map_err(|e| format!("open parent: {}", explain(e)))?)
     } else {
-        let from = flist::path::basename(sibling);
-        rustix::fs::renameat(to.dir(), from, to.dir(), to.name()).map_err(io::Error::from)
+        None
     };
-    renamed.map_err(|e| format!("rename the restriped copy over it: {e}"))
+    let (from_dir, from_name) = match &from {
+        Some(from) => (from.dir(), from.name()),
+        None => (to.dir(), flist::path::basename(sibling)),
+    };
+    rustix::fs::openat(
+        from_dir,
+        from_name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .and_then(|copy| rustix::fs::fsync(&copy))
+    .map_err(|e| format!("sync the restriped copy: {e}; it keeps its old layout"))?;
+    flist::atomic::rename_over(from_dir, from_name, to.dir(), to.name(), Replace::Overwrite)
+        .map_err(|e| format!("rename the restriped copy over it: {e}"))?;
+    let dir = if by_path {
+        flist::walk::open_long(
+            flist::path::parent(to.name()),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        )
+    } else {
+        // The parent is held O_PATH, which cannot be synced: open it for reading.
+        rustix::fs::openat(
+            to.dir(),
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+    };
+    dir.and_then(|d| rustix::fs::fsync(&d))
+        .map_err(|e| format!("restriped, but syncing its directory failed: {e}"))
 }

@@ -11,7 +11,7 @@
 //! dbz2 table and footer (formats.md §7), each rank writing its frames' entries.
 
 use super::super::Options;
-use super::{create_archive, display, say_layout, IndexTail, Plan, Writer, Written};
+use super::{display, IndexTail, Plan, Temp, Writer, Written};
 use crate::engine::codec::gzip;
 use crate::engine::codec::kind::Codec;
 use crate::engine::codec::zstd::{self as seekable, FrameSizes};
@@ -22,7 +22,6 @@ use crate::tar::format::BLOCK;
 use flist::ItemError;
 use rayon::prelude::*;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::OFlags;
 use std::io::{self, Read, Seek, Write};
 use std::sync::atomic::Ordering;
 use steal::typed;
@@ -316,7 +315,7 @@ pub(super) fn write(
     o: &Options,
     plan: &Plan,
     w: &Writer,
-    tmp: &[u8],
+    tmp: &Temp,
     mut segs: Vec<Segment>,
     codec: Codec,
 ) -> Result<Written, Error> {
@@ -346,16 +345,11 @@ pub(super) fn write(
     }
     let segs = balance(comm, segs, frame, n);
     let (k0, k1) = my_frames(n, comm.size(), comm.rank());
-    let created = if rank0 {
-        create_archive(tmp, o)
-            .map(|(fd, said)| {
-                say_layout(o, &said);
-                Some(fd)
-            })
-            .map_err(|e| format!("create {}: {e}", display(&w.archive)))
-    } else {
-        Ok(None)
-    };
+    // Rank 0 writes its frames through its own descriptor of the temporary it made.
+    let created = tmp
+        .mine()
+        .map(|made| made.map_err(|e| format!("create {}: {e}", display(&w.archive))))
+        .transpose();
     let mut spool = match crate::engine::setup::agree_setup(comm, created)? {
         Some(fd) => Spool::Direct { fd, at: 0 },
         None => Spool::Held {
@@ -408,7 +402,7 @@ pub(super) fn write(
             first: k0,
             stream_len: plan.stream_len,
         };
-        match place(comm, tmp, &mut spool, &frames, spooled, &grid) {
+        match place(comm, tmp, w, &mut spool, &frames, spooled, &grid) {
             Ok(()) => {
                 written.frames = frames.len() as u64;
                 written.compressed = spooled;
@@ -440,7 +434,8 @@ struct Grid {
 /// Collective.
 fn place(
     comm: &dyn Comm,
-    tmp: &[u8],
+    tmp: &Temp,
+    w: &Writer,
     spool: &mut Spool,
     frames: &[FrameSizes],
     spooled: u64,
@@ -450,7 +445,7 @@ fn place(
     let end = c_total + trailer_len(grid.codec, grid.n);
     let opened = match spool {
         Spool::Held { .. } => {
-            let fd = flist::walk::open_long(tmp, OFlags::WRONLY | OFlags::CLOEXEC)?;
+            let fd = tmp.join().map_err(|e| e.source)?;
             spool.write_to(fd.as_fd(), c_base)?;
             Some(fd)
         }
@@ -516,6 +511,7 @@ fn place(
             }
         }
     }
+    tmp.sync_mine(fd, w);
     Ok(())
 }
 

@@ -34,6 +34,7 @@ use crate::engine::hashing::Hashing;
 use crate::engine::racy;
 use crate::tar::create::segment::{HeaderBytes, Member, Segment, Stamp};
 use crate::tar::format::{round_up, Header, Kind};
+use flist::atomic::{Output, Replace, Step};
 use flist::path::{display, normalize};
 use flist::{FileList, FileType, ItemError, Meta};
 use lustre_sys::policy::{self, Decision};
@@ -827,22 +828,27 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
     out
 }
 
-/// Create the (temporary) archive file `path`, which must not exist, readable by all as tar
-/// makes it (less the umask). On Lustre
-/// it is striped over all OSTs with the chunk size as stripe size (lustre.md), which
+/// Create the (temporary) archive file `name` in `dir` (the archive's directory, at
+/// `dir_path`), which must not exist, readable by all as tar makes it (less the umask). On
+/// Lustre it is striped over all OSTs with the chunk size as stripe size (lustre.md), which
 /// [`segments`] aligns big files' chunks to, unless `--stripe-count`/`--stripe-size` say
 /// otherwise; returns the `-v` line saying so.
-fn create_archive(path: &[u8], o: &Options) -> io::Result<(OwnedFd, Option<String>)> {
-    use std::os::unix::fs::OpenOptionsExt;
+fn create_archive(
+    dir: BorrowedFd<'_>,
+    dir_path: &[u8],
+    name: &[u8],
+    o: &Options,
+) -> io::Result<(OwnedFd, Option<String>)> {
     let api = &o.lustre;
-    let dir = flist::path::parent(path);
-    if api.is_lustre(flist::path::as_path(dir)).unwrap_or(false) {
+    if api
+        .is_lustre(flist::path::as_path(dir_path))
+        .unwrap_or(false)
+    {
         if let Decision::Set { count, size } = policy::archive_layout(&o.stripe, o.chunksize) {
-            let parent = flist::walk::open_long(dir, OFlags::PATH | OFlags::DIRECTORY)?;
-            let name = std::ffi::CString::new(flist::path::basename(path))
+            let name = std::ffi::CString::new(name)
                 .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
             let created = api.create_striped_with(
-                parent.as_fd(),
+                dir,
                 &name,
                 libc::O_EXCL | libc::O_NOFOLLOW,
                 0o666,
@@ -868,13 +874,15 @@ fn create_archive(path: &[u8], o: &Options) -> io::Result<(OwnedFd, Option<Strin
             ));
         }
     }
-    // A new file (O_EXCL): never whatever a symlink already at the temporary name points to.
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o666)
-        .open(flist::path::as_path(path))?;
-    Ok((f.into(), None))
+    // A new file: never whatever a symlink already at the temporary name points to.
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(rustix::fs::openat(
+        dir,
+        name,
+        flags,
+        Mode::from_raw_mode(0o666),
+    )?)
+    .map(|fd| (fd, None))
 }
 
 fn now_secs() -> i64 {
@@ -925,12 +933,12 @@ pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Rep
     // The archive is written under a temporary name beside it and renamed over ARCHIVE only
     // once complete: a create that fails or is interrupted leaves nothing that looks like an
     // archive.
-    let tmp = temp_path(comm, &o.context, &setup.archive);
+    let tmp = stage(comm, o, &setup.archive)?;
     let written = match o.codec() {
         Some(codec) => framed::write(comm, o, &plan, &w, &tmp, segs, codec)?,
         None => write_plain(comm, o, &plan, &w, &tmp, segs)?,
     };
-    Ok(finish(comm, o, base, started, plan, w, &tmp, written))
+    Ok(finish(comm, o, base, started, plan, w, tmp, written))
 }
 
 /// What create works on, checked alike on every rank.
@@ -1241,31 +1249,29 @@ fn write_plain(
     o: &Options,
     plan: &Plan,
     w: &Writer,
-    tmp: &[u8],
+    tmp: &Temp,
     segs: Vec<Segment>,
 ) -> Result<Written, Error> {
     let rank0 = comm.rank() == 0;
-    let created = if rank0 {
-        create_archive(tmp, o)
-            .and_then(|(fd, said)| {
-                say_layout(o, &said);
-                if let Err(e) = rustix::fs::ftruncate(&fd, plan.stream_len) {
-                    remove_temp(&o.context, tmp);
-                    return Err(e.into());
-                }
-                Ok(Some(fd))
+    // Rank 0 writes through its own descriptor of the temporary it made, sized to the archive
+    // (so unwritten padding reads as zeros); the others open it by its path.
+    let created = tmp
+        .mine()
+        .map(|made| {
+            made.and_then(|fd| {
+                rustix::fs::ftruncate(&fd, plan.stream_len)?;
+                Ok(fd)
             })
             .map_err(|e| format!("create {}: {e}", display(&w.archive)))
-    } else {
-        Ok(None)
-    };
+        })
+        .transpose();
     let fd = match crate::engine::setup::agree_setup(comm, created)? {
         Some(fd) => fd,
-        None => match flist::walk::open_long(tmp, OFlags::WRONLY | OFlags::CLOEXEC) {
+        None => match tmp.join() {
             Ok(fd) => fd,
             Err(e) => {
                 w.problems
-                    .damage(ItemError::new(tmp, "open for writing", e.into()));
+                    .damage(ItemError::new(&tmp.path, "open for writing", e.source));
                 // Keep taking part in the collectives below.
                 flist::walk::open_long(b"/dev/null", OFlags::WRONLY).expect("/dev/null")
             }
@@ -1308,6 +1314,7 @@ fn write_plain(
             w.write(archive_fd, seg, buf);
         })
     });
+    tmp.sync_mine(fd.as_fd(), w);
     Ok(Written {
         complete: comm.all(ok),
         interrupted: outcome.interrupted,
@@ -1326,30 +1333,45 @@ fn finish(
     started: Instant,
     plan: Plan,
     w: Writer,
-    tmp: &[u8],
+    tmp: Temp,
     written: Written,
 ) -> Report {
-    let rank0 = comm.rank() == 0;
     let damaged = comm.any(w.problems.is_damaged() || !written.complete);
     let interrupted = comm.any(written.interrupted || o.context.stopped());
     let complete = !damaged && !interrupted;
-    let kept = if rank0 {
-        if complete {
-            match rustix::fs::rename(flist::path::as_path(tmp), flist::path::as_path(&w.archive)) {
-                Ok(()) => true,
-                Err(e) => {
-                    w.problems
-                        .damage(ItemError::new(&w.archive, "rename into place", e.into()));
-                    remove_temp(&o.context, tmp);
-                    false
-                }
+    let kept = match tmp.output {
+        Some(out) if complete => match out.publish(Replace::Overwrite) {
+            Ok(()) => true,
+            Err(e) if e.step == Step::SyncDir => {
+                // In place, but not known to be on disk: said, and counted as failed.
+                w.problems.add(ItemError::new(
+                    &w.archive,
+                    "sync the directory of",
+                    e.source,
+                ));
+                true
             }
-        } else {
-            remove_temp(&o.context, tmp);
+            Err(e) => {
+                let op = match e.step {
+                    Step::Sync => "sync",
+                    _ => "rename into place",
+                };
+                // The temporary went with the output.
+                w.problems.damage(ItemError::new(&w.archive, op, e.source));
+                false
+            }
+        },
+        Some(out) => {
+            if let Err(e) = out.discard() {
+                o.context.error(ItemError::new(
+                    &e.path,
+                    "remove the incomplete archive",
+                    e.source,
+                ));
+            }
             false
         }
-    } else {
-        true
+        None => true,
     };
     let kept = comm.all(kept);
     let mut problems = plan.errors;
@@ -1475,45 +1497,86 @@ fn check_archive_path(archive: &[u8]) -> Result<(), String> {
     }
 }
 
-/// The temporary path the archive is written under (rank 0's, [`flist::atomic`]: a run
-/// killed outright leaves one behind, as big as the archive); rank 0 first removes what earlier
-/// runs killed on this host left there, and says so. Collective.
-fn temp_path(comm: &dyn Comm, context: &Context, archive: &[u8]) -> Vec<u8> {
-    let mut tmp = Vec::new();
-    if comm.rank() == 0 {
-        if let Ok(dir) = flist::atomic::open_parent(archive) {
-            let base = flist::path::basename(archive);
-            for (name, removed) in flist::atomic::remove_stale(dir.as_fd(), base) {
-                let path = flist::atomic::beside(archive, &name);
-                match removed {
-                    Ok(()) => context.error(format_args!(
-                        "removed {}, the incomplete archive of an earlier run that was killed",
-                        display(&path)
-                    )),
-                    Err(e) => context.error(ItemError::new(
-                        &path,
-                        "remove the incomplete archive of an earlier run",
-                        e,
-                    )),
-                }
-            }
-        }
-        tmp = flist::atomic::temp_path(archive);
-    }
-    comm.bcast(0, &mut tmp);
-    tmp
+/// The temporary archive of this run, beside ARCHIVE ([`Output`]: `.NAME.HOST.PID.mfu-tmp`,
+/// as big as the archive; a run killed outright leaves one behind).
+struct Temp {
+    /// Its path (every rank).
+    path: Vec<u8>,
+    /// Its (device, inode), which the other ranks check when they open it.
+    id: (u64, u64),
+    /// Rank 0's output: published or removed by [`finish`], removed if dropped before.
+    output: Option<Output>,
 }
 
-/// Remove the temporary archive (it was never complete); a failure is only worth a message.
-fn remove_temp(context: &Context, tmp: &[u8]) {
-    match rustix::fs::unlink(flist::path::as_path(tmp)) {
-        Ok(()) | Err(Errno::NOENT) => {}
-        Err(e) => context.error(ItemError::new(
-            tmp,
-            "remove the incomplete archive",
-            e.into(),
-        )),
+impl Temp {
+    /// Rank 0: a descriptor of its own on the temporary (`None` on the other ranks).
+    fn mine(&self) -> Option<io::Result<OwnedFd>> {
+        let out = self.output.as_ref()?;
+        let file = out.file().expect("a file output");
+        Some(file.try_clone().map(OwnedFd::from))
     }
+
+    /// Another rank: the temporary opened for writing (never through a symlink, and only if
+    /// it is still rank 0's file).
+    fn join(&self) -> Result<OwnedFd, flist::atomic::OutputError> {
+        flist::atomic::join(&self.path, OFlags::WRONLY, Some(self.id)).map(OwnedFd::from)
+    }
+
+    /// Another rank, its writes done: sync them (rank 0's are synced when it publishes), so
+    /// that the renamed archive never reads short after a crash; a failure damages it.
+    fn sync_mine(&self, fd: BorrowedFd<'_>, w: &Writer) {
+        if self.output.is_none() {
+            if let Err(e) = rustix::fs::fsync(fd) {
+                w.problems
+                    .damage(ItemError::new(&w.archive, "sync", e.into()));
+            }
+        }
+    }
+}
+
+/// Rank 0 removes what earlier runs killed on this host left for ARCHIVE (and says so) and
+/// creates the temporary archive ([`create_archive`]); every rank learns its path. A
+/// temporary that cannot be made is the same error on every rank. Collective.
+fn stage(comm: &dyn Comm, o: &Options, archive: &[u8]) -> Result<Temp, Error> {
+    let mut output = None;
+    let made = if comm.rank() == 0 {
+        let (dir_path, base) = flist::atomic::split(archive);
+        let mut said = None;
+        let created = flist::atomic::open_parent(archive).and_then(|dir| {
+            Output::in_dir_with(dir.as_fd(), &dir_path, &base, None, |dir, name| {
+                let (fd, s) = create_archive(dir, &dir_path, name, o)?;
+                said = s;
+                Ok(fd)
+            })
+            .map_err(|e| e.source)
+        });
+        created
+            .and_then(|(out, stale)| {
+                for s in stale {
+                    match s.removed {
+                        Ok(()) => o.context.error(format_args!(
+                            "removed {}, the incomplete archive of an earlier run that was killed",
+                            display(&s.path)
+                        )),
+                        Err(e) => o.context.error(ItemError::new(
+                            &s.path,
+                            "remove the incomplete archive of an earlier run",
+                            e,
+                        )),
+                    }
+                }
+                say_layout(o, &said);
+                let shared = (out.path().to_vec(), out.identity()?);
+                output = Some(out);
+                Ok(Some(shared))
+            })
+            .map_err(|e| format!("create {}: {e}", display(archive)))
+    } else {
+        Ok(None)
+    };
+    let made = crate::engine::setup::agree_setup(comm, made)?;
+    let (path, id) = comm.bcast_from(0, &made).expect("rank 0 made it");
+    Ok(Temp { path, id, output })
 }
 
 /// The report of a create that left no archive (no entry counts as archived); rank 0 names

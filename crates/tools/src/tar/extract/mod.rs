@@ -37,6 +37,7 @@ use crate::tar::format::{Decoded, Kind, Segment};
 use crate::tar::index::scan::{self, Located};
 use crate::tar::index::{self, Source};
 use crate::tar::select::{self, Matcher};
+use flist::atomic::{Output, OutputError, Replace, Stale, Step};
 use flist::path::{display, normalize};
 use rayon::prelude::*;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -776,12 +777,18 @@ pub(super) fn find_entries(comm: &dyn Comm, archive: &Archive, path: &[u8], o: &
                     say(format!("save index {}: {e}", display(&side)));
                     index_not_saved = true;
                 }
-                Ok(n) if o.index_notices => note(format!(
-                    "saved the index of {} as {}",
-                    crate::engine::wording::entries(n as u64),
-                    display(&side)
-                )),
-                Ok(_) => {}
+                Ok((n, stale)) => {
+                    for s in &stale {
+                        note(crate::engine::outputs::stale_note(s, "temporary index"));
+                    }
+                    if o.index_notices {
+                        note(format!(
+                            "saved the index of {} as {}",
+                            crate::engine::wording::entries(n as u64),
+                            display(&side)
+                        ));
+                    }
+                }
             }
         } else if o.index_notices {
             let how = if found.rejected.is_empty() {
@@ -829,41 +836,28 @@ pub(super) fn say_set_aside(
     }
 }
 
-/// Save the index a scan found as the side file `side` (a new name, then a rename: a reader
-/// never sees half an index); returns the entries it holds.
-fn save_index(found: &Located, side: &[u8]) -> io::Result<usize> {
+/// Save the index a scan found as the side file `side` (an [`Output`]: a new name, synced,
+/// then a rename: a reader never sees half an index; whatever already has the predictable
+/// temporary name, someone's file or a link to one, is refused, never truncated, written
+/// through or removed); returns the entries it holds and the temporaries of killed earlier
+/// runs it removed.
+fn save_index(found: &Located, side: &[u8]) -> Result<(usize, Vec<Stale>), OutputError> {
+    use std::io::Write;
     let mut offsets = found.offsets.clone();
     if let Some(m) = found.member {
         offsets.push(m);
     }
-    let tmp = flist::atomic::temp_path(side);
-    write_new(&tmp, &index::encode_index(&offsets, found.end))?;
-    let saved = std::fs::rename(flist::path::as_path(&tmp), flist::path::as_path(side));
-    if saved.is_err() {
-        // The temporary file is this run's (created new just above).
-        let _ = std::fs::remove_file(flist::path::as_path(&tmp));
-    }
-    saved.map(|()| offsets.len())
-}
-
-/// Create the file `path`, new (`O_EXCL`, never following a symlink), holding `bytes`: the
-/// temporary name of a side index is predictable, so whatever already has it (someone's
-/// file, a hard link or a symlink to one) is refused, never truncated, written through or
-/// removed. A file created and then not completely written is removed.
-fn write_new(path: &[u8], bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o666)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(flist::path::as_path(path))?;
-    let written = file.write_all(bytes);
-    if written.is_err() {
-        let _ = std::fs::remove_file(flist::path::as_path(path));
-    }
-    written
+    let (out, stale) = Output::beside(side, 0o666)?;
+    let mut file = out.file().expect("a file output");
+    file.write_all(&index::encode_index(&offsets, found.end))
+        .map_err(|source| OutputError {
+            step: Step::Write,
+            path: out.path().to_vec(),
+            to: Vec::new(),
+            source,
+        })?;
+    out.publish(Replace::Overwrite)?;
+    Ok((offsets.len(), stale))
 }
 
 /// Keep `target` from replacing or writing the archive `archive` (at `path`) and its side
@@ -1874,13 +1868,54 @@ mod tests {
             end: 512,
         };
         let e = save_index(&found, &side).expect_err("refused");
-        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(e.source.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
         assert_eq!(
             std::fs::read(flist::path::as_path(&tmp)).unwrap(),
             b"precious"
         );
         assert!(!flist::path::as_path(&side).exists());
+    }
+
+    /// A killed earlier run's temporary side index (this host, its process gone) is removed
+    /// and returned to be named; the index is saved whole.
+    #[test]
+    fn a_killed_run_temporary_side_index_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("a.tar");
+        std::fs::write(&archive, vec![0u8; 1024]).unwrap();
+        let side = [archive.as_os_str().as_bytes(), b".dtaridx"].concat();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let stale = flist::atomic::temp_name_of(b"a.tar.dtaridx", &flist::atomic::host(), dead);
+        let stale = dir.path().join(flist::path::as_path(&stale));
+        std::fs::write(&stale, b"half an index").unwrap();
+        let opened = Archive::open(archive.as_os_str().as_bytes()).unwrap();
+        let found = Located {
+            offsets: vec![0],
+            parts: scan::Parts::even(&opened, 1),
+            globals: Default::default(),
+            total: 1,
+            cut: 0,
+            source: Source::Scan,
+            member: None,
+            damage: None,
+            rejected: Vec::new(),
+            end: 512,
+        };
+        let (n, removed) = save_index(&found, &side).unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(removed.len(), 1);
+        assert_eq!(removed[0].path, stale.as_os_str().as_bytes());
+        assert!(!stale.exists());
+        let index = std::fs::read(flist::path::as_path(&side)).unwrap();
+        assert_eq!(index, index::encode_index(&[0], 512));
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "archive, index"
+        );
     }
 
     #[test]
