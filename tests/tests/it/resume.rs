@@ -519,6 +519,133 @@ fn a_journal_left_beside_a_file_that_became_small_is_removed_by_the_rerun() {
     );
 }
 
+/// What a killed copy's source file is swapped for before the rerun.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum SwappedIn {
+    Symlink,
+    Fifo,
+    /// A hard link to `a`, another file of the tree, which sorts first: `big` is the group's
+    /// member, linked to `a`'s copy.
+    HardLink,
+    Dir,
+}
+
+/// Torture seed 800432 (class swap): `cp -p` killed with a journal beside a partial file,
+/// then the source file swapped for a symlink; the rerun replaced the partial file by the
+/// symlink, exited 0 and left `.big.mfu-partial` in DEST for good. For each type swapped in
+/// (symlink, fifo, hard link, directory) and each rerun (cp, cp -p, sync, sync --delete): a
+/// rerun that replaces the partial file removes its journal with it (exit 0, DEST holds exactly
+/// SRC's names); one that refuses (cp: a directory over a file, as GNU cp; sync without
+/// --delete: another type) exits 1 naming the file, which stays the partial file with its
+/// journal, still saying it is incomplete.
+#[test]
+fn a_partial_file_replaced_by_another_type_takes_its_journal_along() {
+    use std::os::unix::fs::FileTypeExt;
+    let tmp = shm_dir();
+    let t = tmp.path();
+    let swaps = [
+        SwappedIn::Symlink,
+        SwappedIn::Fifo,
+        SwappedIn::HardLink,
+        SwappedIn::Dir,
+    ];
+    let reruns: [(&str, &[&str]); 4] = [
+        ("cp", &[]),
+        ("cp", &["-p"]),
+        ("sync", &[]),
+        ("sync", &["--delete"]),
+    ];
+    let mut n = 0;
+    let mut wrong = Vec::new();
+    for swap in swaps {
+        for (tool, opts) in reruns {
+            n += 1;
+            let ctx = format!("{swap:?}, then {tool} {opts:?}");
+            // cp s TOP makes TOP/s, as the killed copy did; sync s TOP/s.
+            let (src, top) = (t.join(format!("s{n}")), t.join(format!("d{n}")));
+            let dst = top.join(src.file_name().unwrap());
+            std::fs::create_dir_all(&src).unwrap();
+            std::fs::create_dir_all(&dst).unwrap();
+            make_file(&src.join("big"), SMALL, 50 + n);
+            std::fs::write(src.join("a"), b"the first of the hard-link group").unwrap();
+            let killer = Tool::new("cp").ranks(2).env(KNOB.0, KNOB.1);
+            cp_killed_after(killer, &src.join("big"), &dst.join("big"), SMALL_CHUNK, 2);
+            std::fs::remove_file(src.join("big")).unwrap();
+            let big = src.join("big");
+            match swap {
+                SwappedIn::Symlink => std::os::unix::fs::symlink("a", &big).unwrap(),
+                SwappedIn::Fifo => assert!(std::process::Command::new("mkfifo")
+                    .arg(&big)
+                    .status()
+                    .unwrap()
+                    .success()),
+                SwappedIn::HardLink => std::fs::hard_link(src.join("a"), &big).unwrap(),
+                SwappedIn::Dir => {
+                    std::fs::create_dir(&big).unwrap();
+                    std::fs::write(big.join("inner"), b"inner").unwrap();
+                }
+            }
+            let mut args: Vec<&std::ffi::OsStr> = opts.iter().map(|o| o.as_ref()).collect();
+            args.push(src.as_os_str());
+            args.push(if tool == "cp" {
+                top.as_os_str()
+            } else {
+                dst.as_os_str()
+            });
+            let out = small_tool(tool, &args).run();
+            let refused = match tool {
+                "cp" => swap == SwappedIn::Dir,
+                _ => opts.is_empty() && swap != SwappedIn::HardLink,
+            };
+            let d = dst.join("big");
+            let kind = std::fs::symlink_metadata(&d).unwrap().file_type();
+            let mut check = |ok: bool, what: &str| {
+                if !ok {
+                    wrong.push(format!("{ctx}: {what}\n{}", out.stderr_str()));
+                }
+            };
+            if refused {
+                check(
+                    out.code() == Some(1),
+                    &format!("exit {:?}, not 1", out.code()),
+                );
+                check(
+                    out.stderr_str().contains(d.to_str().unwrap()),
+                    "the refused file is not named",
+                );
+                check(kind.is_file(), "the partial file was replaced");
+                check(
+                    done_chunks(&d).is_some(),
+                    "the partial file that stays lost its journal",
+                );
+                continue;
+            }
+            check(
+                out.code() == Some(0),
+                &format!("exit {:?}, not 0", out.code()),
+            );
+            let replaced = match swap {
+                SwappedIn::Symlink => kind.is_symlink(),
+                SwappedIn::Fifo => kind.is_fifo(),
+                SwappedIn::HardLink => {
+                    kind.is_file()
+                        && d.metadata().unwrap().ino() == dst.join("a").metadata().unwrap().ino()
+                }
+                SwappedIn::Dir => kind.is_dir(),
+            };
+            check(replaced, &format!("DEST's big is {kind:?}"));
+            check(!journal_of(&d).exists(), "the journal is left");
+            let mut names: Vec<_> = std::fs::read_dir(&dst)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            names.sort();
+            check(names == ["a", "big"], &format!("DEST holds {names:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// Issue 31, item 1: a source tree holding `big` and a file named like its journal,
 /// `.big.mfu-partial` (here a real journal of a copy of `big`, as a tree copied with its
 /// journals has). The user's file is copied intact, by an interrupted copy and its rerun, by

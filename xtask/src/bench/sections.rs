@@ -38,6 +38,10 @@
 //!   tmpfs and on the workspace's file system (see `resume.rs`).
 //! - verify: `mfu-rs cp --verify`, `--manifest` (BLAKE3, SHA-256) and both against plain `cp`
 //!   and against `cp` followed by `mfu-rs cmp`, at np 1 and `--ranks 2` (see `verify.rs`).
+//! - resume-all (issue 33; options `--quick`, `--tools LIST`): every tool stopped by kill -9
+//!   and SIGTERM at 25, 50 and 75% of an uninterrupted run and run again until it completes:
+//!   the work redone and whether the result equals the uninterrupted run's; writes
+//!   `target/bench/resume-all.md` (see `resume_all/mod.rs`).
 //!
 //! Each tar section also prints the sizes of the GNU and mfu-rs archives (tar-zstd: compressed
 //! and not, with the compression ratios).
@@ -92,6 +96,7 @@ pub const SECTIONS: &[&str] = &[
     "resume",
     "tar-select",
     "verify",
+    "resume-all",
 ];
 
 pub(super) fn compare(
@@ -204,7 +209,17 @@ fn xcp_note() -> &'static str {
 /// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz|resume|tar-select|verify]...`.
 pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
-    for a in args {
+    // Options of resume-all (`--quick`, `--tools LIST`): see `super::resume_all`.
+    let mut resume_all_args: Vec<String> = Vec::new();
+    let mut args = args.iter();
+    while let Some(a) = args.next() {
+        if a.starts_with("--") {
+            resume_all_args.push(a.clone());
+            if a == "--tools" {
+                resume_all_args.extend(args.next().cloned());
+            }
+            continue;
+        }
         match a.as_str() {
             "all" => want.extend(SECTIONS),
             "cp" => want.extend(["cp-small", "cp-big"]),
@@ -219,6 +234,11 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     if want.is_empty() {
         want = SECTIONS.to_vec();
     }
+    ensure!(
+        resume_all_args.is_empty() || want.contains(&"resume-all"),
+        "{} only apply to the section resume-all",
+        resume_all_args.join(" ")
+    );
     let started = Instant::now();
     let b = bin.to_str().expect("UTF-8 binary path");
     let work = std::env::temp_dir().join("mfu-rs-bench");
@@ -241,6 +261,7 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
             "resume" => super::resume::bench_resume(b, &data),
             "tar-select" => super::tar_select::bench_tar_select(b, &data),
             "verify" => super::verify::bench_verify(b, &data),
+            "resume-all" => super::resume_all::bench_resume_all(b, &data, &resume_all_args),
             _ => unreachable!("SECTIONS lists the sections"),
         };
         if let Err(e) = result {

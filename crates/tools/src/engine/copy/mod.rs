@@ -419,7 +419,9 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
     let stripes = Striping::detect(opts.lustre, &map.dest_roots(), opts.stripe);
     let reach = Reach::open(map);
     make_dirs(comm, &plan.create, map, &reach, &tally);
-    make_others(&plan.create, map, &reach, opts, &tally);
+    // Journals beside entries replaced by a non-file go with them (`replacing`).
+    let journals = plan.journals.on().then_some(map);
+    make_others(&plan.create, map, &reach, opts, &tally, journals);
     let mut interrupted = false;
     // The files of the plan, and nothing else held of it: directories and other entries are
     // made (their metadata is in `dir_meta`).
@@ -442,7 +444,8 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
             tally.fail(e);
         }
     }
-    make_links(comm, &plan.links, &plan.external_links, map, &reach, &tally);
+    let links = (&plan.links[..], &plan.external_links[..]);
+    make_links(comm, links, map, &reach, &tally, journals);
     plan.fix_meta.par_iter().for_each(|&(i, what)| {
         let e = plan.fix_meta_list.entry(i);
         let m = &e.meta.expect("stat list");
@@ -549,8 +552,16 @@ fn make_dir(dst: &[u8], reach: &Reach) -> Result<bool, (&'static str, io::Error)
     }
 }
 
-/// Symlinks, fifos, sockets and device nodes, each with its metadata.
-fn make_others(list: &FileList, map: &Mapping, reach: &Reach, opts: &CopyOptions, tally: &Tally) {
+/// Symlinks, fifos, sockets and device nodes, each with its metadata. `journals`: the mapping
+/// when journals are kept (see [`replacing`]).
+fn make_others(
+    list: &FileList,
+    map: &Mapping,
+    reach: &Reach,
+    opts: &CopyOptions,
+    tally: &Tally,
+    journals: Option<&Mapping>,
+) {
     (0..list.len()).into_par_iter().for_each(|i| {
         let e = list.entry(i);
         if matches!(e.kind, FileType::Dir | FileType::File | FileType::Unknown) {
@@ -559,8 +570,10 @@ fn make_others(list: &FileList, map: &Mapping, reach: &Reach, opts: &CopyOptions
         let m = &e.meta.expect("stat list");
         let dst = map.dest(e.path);
         let made = match e.kind {
-            FileType::Symlink => make_symlink(e.path, &dst, reach).map(|_| &tally.symlinks),
-            _ => make_node(e.path, &dst, reach, e.kind).map(|_| &tally.others),
+            FileType::Symlink => {
+                make_symlink(e.path, &dst, reach, journals).map(|_| &tally.symlinks)
+            }
+            _ => make_node(e.path, &dst, reach, e.kind, journals).map(|_| &tally.others),
         };
         match made {
             Ok(counter) => {
@@ -584,10 +597,17 @@ enum Made {
 /// Replace whatever non-directory is at `dst` (reached beneath its anchor; a symlink there is
 /// replaced, never followed) by what `create` makes. A destination that is the source itself
 /// (`src_id`, the source's (device, inode)) is refused, never removed.
+///
+/// With journals kept (`journals`: the copy's mapping), a journal of `src` beside `dst` goes
+/// before the entry in the way: that entry may be the partial file of a killed run (a source
+/// file since swapped for a symlink, a fifo or a hard link), and once it is replaced nothing
+/// else would ever remove its journal (the data phase sees regular files only). A journal
+/// that can't be removed leaves the entry as it is (refused, named).
 fn replacing(
     dst: &[u8],
     (src, src_id): (&[u8], (u64, u64)),
     reach: &Reach,
+    journals: Option<&Mapping>,
     op: &'static str,
     create: impl Fn(&At) -> Result<(), Errno>,
 ) -> Result<(), Made> {
@@ -599,6 +619,9 @@ fn replacing(
             if reach::id_of(&st) == src_id {
                 return Err(fail(op)(reach::same_file(src)));
             }
+            if let Some(map) = journals {
+                resume::drop_stale(map, reach, dst, src).map_err(Made::Failed)?;
+            }
             at.remove(false).map_err(fail("remove (to replace it)"))?;
             create(&at).map_err(|e| fail(op)(e.into()))
         }
@@ -606,32 +629,55 @@ fn replacing(
     }
 }
 
-fn make_symlink(src: &[u8], dst: &[u8], reach: &Reach) -> Result<(), Made> {
+fn make_symlink(
+    src: &[u8],
+    dst: &[u8],
+    reach: &Reach,
+    journals: Option<&Mapping>,
+) -> Result<(), Made> {
     let failed = |op: &'static str| move |e: io::Error| Made::Failed(ItemError::new(src, op, e));
     let at = reach.src(src).map_err(failed("open parent"))?;
     let st = at.lstat().map_err(failed("stat"))?;
     let target = rustix::fs::readlinkat(at.dir(), at.name(), Vec::new())
         .map_err(|e| failed("read link")(e.into()))?;
-    replacing(dst, (src, reach::id_of(&st)), reach, "symlink", |d| {
-        rustix::fs::symlinkat(target.as_c_str(), d.dir(), d.name())
-    })
+    replacing(
+        dst,
+        (src, reach::id_of(&st)),
+        reach,
+        journals,
+        "symlink",
+        |d| rustix::fs::symlinkat(target.as_c_str(), d.dir(), d.name()),
+    )
 }
 
-fn make_node(src: &[u8], dst: &[u8], reach: &Reach, kind: FileType) -> Result<(), Made> {
+fn make_node(
+    src: &[u8],
+    dst: &[u8],
+    reach: &Reach,
+    kind: FileType,
+    journals: Option<&Mapping>,
+) -> Result<(), Made> {
     let st = reach
         .src(src)
         .and_then(|a| a.lstat())
         .map_err(|e| Made::Failed(ItemError::new(src, "stat", e)))?;
     let file_type = rustix::fs::FileType::from_raw_mode(st.st_mode);
-    let r = replacing(dst, (src, reach::id_of(&st)), reach, "mknod", |d| {
-        rustix::fs::mknodat(
-            d.dir(),
-            d.name(),
-            file_type,
-            Mode::from_raw_mode(0o600),
-            st.st_rdev,
-        )
-    });
+    let r = replacing(
+        dst,
+        (src, reach::id_of(&st)),
+        reach,
+        journals,
+        "mknod",
+        |d| {
+            rustix::fs::mknodat(
+                d.dir(),
+                d.name(),
+                file_type,
+                Mode::from_raw_mode(0o600),
+                st.st_rdev,
+            )
+        },
+    );
     match r {
         Err(Made::Failed(e))
             if e.source.raw_os_error() == Some(libc::EPERM)
@@ -1546,21 +1592,26 @@ fn finish_split_files(comm: &dyn Comm, pending: HashMap<Vec<u8>, Pending>, w: &W
         });
 }
 
+/// Hard links to make: (target, member) source paths.
+type LinkPairs = [(Vec<u8>, Vec<u8>)];
+
 /// Hard links: first into the files outside the copy (`--link-dest`), then, once every rank
 /// made those, to the first member of each group (after all data is in place). A group's
 /// first member may itself be an outside link (made on any rank): linking its members before
-/// it exists fails, so the two kinds never run together. Collective.
+/// it exists fails, so the two kinds never run together. `(links, external)`: (first or
+/// outside file, member) source paths; `journals`: the mapping when journals are kept (see
+/// [`replacing`]). Collective.
 fn make_links(
     comm: &dyn Comm,
-    links: &[(Vec<u8>, Vec<u8>)],
-    external: &[(Vec<u8>, Vec<u8>)],
+    (links, external): (&LinkPairs, &LinkPairs),
     map: &Mapping,
     reach: &Reach,
     tally: &Tally,
+    journals: Option<&Mapping>,
 ) {
     let make = |target: &[u8], member: &[u8], inside: bool| {
         let dst = map.dest(member);
-        match link_member(target, inside, member, &dst, reach) {
+        match link_member(target, inside, member, &dst, reach, journals) {
             Ok(()) => tally.count(&tally.hardlinks),
             Err(Made::Failed(e) | Made::Skipped(e)) => tally.fail(e),
         }
@@ -1582,6 +1633,7 @@ fn link_member(
     member: &[u8],
     dst: &[u8],
     reach: &Reach,
+    journals: Option<&Mapping>,
 ) -> Result<(), Made> {
     let failed = |p: &[u8], op: &'static str, e: io::Error| Made::Failed(ItemError::new(p, op, e));
     let src_st = reach
@@ -1594,7 +1646,8 @@ fn link_member(
         At::new(target)
     }
     .map_err(|e| failed(target, "open parent", e))?;
-    replacing(dst, (member, reach::id_of(&src_st)), reach, "link", |d| {
+    let src = (member, reach::id_of(&src_st));
+    replacing(dst, src, reach, journals, "link", |d| {
         rustix::fs::linkat(
             t.dir(),
             t.name(),

@@ -232,9 +232,10 @@ pub(super) fn start(journal: &flist::at::At, c: &Chunk, fd: &OwnedFd, cs: u64) {
     let _ = journal::write(journal, &header, &[]);
 }
 
-/// An existing destination `dst` was reused (truncated) for `src`, a file too small to keep
-/// a journal: a journal an earlier run left beside it for the same source path (a run killed
-/// while `src` was a huge file, since replaced by a small one) goes, unless its name is the
+/// An existing destination `dst` is reused (truncated) for `src`, a file too small to keep
+/// a journal, or replaced by what `src` is now (a symlink, a node, a hard link): a journal an
+/// earlier run left beside it for the same source path (a run killed while `src` was a huge
+/// file, since replaced by a small one or by another type) goes, unless its name is the
 /// user's. Files that may keep a journal are seen to by [`prepare`]. Costs one failed open
 /// per reused destination when there is none.
 pub(super) fn drop_stale(
