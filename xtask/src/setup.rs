@@ -45,6 +45,9 @@ const PACKAGES: &[&str] = &[
     // e2fsprogs, always there).
     "xfsprogs",
     "btrfs-progs",
+    // The atomic-output tests trace the syncs and renames of tar -c and walk -o
+    // (tests/it/tar_write.rs, walk.rs).
+    "strace",
 ];
 
 /// True when `program` is on PATH (also how the benches find the peers).
@@ -99,6 +102,7 @@ pub fn ensure() -> Result<()> {
         || !have("b3sum")
         || !have("mkfs.xfs")
         || !have("mkfs.btrfs")
+        || !have("strace")
         || !have("pkg-config")
         || !have("rsync")
         || !have("zstd")
@@ -112,7 +116,7 @@ pub fn ensure() -> Result<()> {
         return Ok(());
     }
     if !Path::new("/usr/bin/apt-get").exists() {
-        bail!("Open MPI (mpicc, mpirun), MPICH (mpicc.mpich), libclang, python3 (with venv and its headers), rsync, zstd, bsdtar, Slurm, munge, tmux, pigz, bzip2 and xz are needed; install them with your package manager");
+        bail!("Open MPI (mpicc, mpirun), MPICH (mpicc.mpich), libclang, python3 (with venv and its headers), rsync, zstd, bsdtar, Slurm, munge, tmux, pigz, bzip2, xz and strace are needed; install them with your package manager");
     }
     let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
     let apt = |args: &[&str]| {
