@@ -173,25 +173,23 @@ pub(super) fn create(path: &[u8], header: &Header) -> Result<OwnedFd, Checkpoint
         Mode::empty(),
     )
     .map_err(|e| io_err("open", path, e))?;
-    write_header(dir.as_fd(), header).map_err(|e| io_err("write the header of", path, e))?;
+    write_header(dir.as_fd(), path, header).map_err(|e| io_err("write the header of", path, e))?;
     Ok(dir)
 }
 
-fn write_header(dir: BorrowedFd<'_>, header: &Header) -> io::Result<()> {
+fn write_header(dir: BorrowedFd<'_>, path: &[u8], header: &Header) -> io::Result<()> {
     let mut bytes = MAGIC.to_vec();
     let body = steal::typed::encode(header);
     let check = xxhash_rust::xxh64::xxh64(&body, 0);
     bytes.extend_from_slice(&body);
     bytes.extend_from_slice(&check.to_le_bytes());
-    let (temp, fd) = flist::atomic::create_in(dir, HEADER, OFlags::WRONLY, 0o600)?;
-    let file = std::fs::File::from(fd);
-    let written = io::Write::write_all(&mut &file, &bytes)
-        .and_then(|()| flist::atomic::publish(dir, &temp, HEADER, Some(file.as_fd())))
-        .and_then(|()| rustix::fs::fsync(dir).map_err(io::Error::from));
-    if written.is_err() {
-        let _ = flist::atomic::discard(dir, &temp);
-    }
-    written
+    // The header appears whole or not at all (an unpublished temporary is removed on drop).
+    let (out, _) = flist::atomic::Output::in_dir(dir, path, HEADER, OFlags::WRONLY, 0o600)
+        .map_err(io::Error::other)?;
+    let file = out.file().ok_or_else(|| io::Error::other("no file"))?;
+    io::Write::write_all(&mut &*file, &bytes)?;
+    out.publish(flist::atomic::Replace::Overwrite)
+        .map_err(io::Error::other)
 }
 
 /// Every mark of every log in `dir` whose check holds with `nonce`, earlier attempts first,
