@@ -8,7 +8,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 pub mod tree;
 /// The workspace root: `MFU_TESTS_ROOT` when set (`cargo xtask private-clone` runs the built
@@ -146,8 +146,26 @@ pub fn reachable_program(program: &Path) -> PathBuf {
     to
 }
 
-/// Remove launcher variables inherited from an outer job (so a test decides how it is launched).
+/// The state directory every tool run by the tests gets (`XDG_STATE_HOME`): the default
+/// checkpoints of tools without an output file go there, not into the user's home, and no
+/// checkpoint a test leaves behind is found by a run of another test binary. One per test
+/// process, world-writable and sticky as `/tmp` (runs as nobody share it).
+pub fn state_home() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("mfu-rs-tests-state-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create the tests' state directory");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777))
+            .expect("open the tests' state directory to every user");
+        dir
+    })
+}
+
+/// Remove launcher variables inherited from an outer job (so a test decides how it is launched),
+/// and give the run the tests' own state directory ([`state_home`]).
 pub fn clean_env(cmd: &mut Command) -> &mut Command {
+    cmd.env("XDG_STATE_HOME", state_home());
     for (k, _) in std::env::vars_os() {
         let k = k.to_string_lossy().to_string();
         if k.starts_with("OMPI_COMM_WORLD")
