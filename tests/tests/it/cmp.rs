@@ -900,6 +900,15 @@ fn a_stopped_or_killed_compare_continues_at_another_rank_count() {
         (Tool::new("cmp").ranks(3), die, "7", Tool::new("cmp").mpi(2)),
         (Tool::new("cmp").mpi(2), stop, "3", Tool::new("cmp")),
         (Tool::new("cmp"), die, "12", Tool::new("cmp")),
+        // In rounds of a few files per rank, other rounds for the rerun.
+        (
+            Tool::new("cmp").env("MFU_RS_TEST_ROUND_FILES", "2"),
+            stop,
+            "9",
+            Tool::new("cmp")
+                .ranks(2)
+                .env("MFU_RS_TEST_ROUND_FILES", "3"),
+        ),
     ];
     for (n, (first, knob, after, rerun)) in cases.into_iter().enumerate() {
         let ckpt = dir.join(format!("ckpt {n}"));
