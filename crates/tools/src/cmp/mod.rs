@@ -334,8 +334,12 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let mut tally = Tally::new(&exprs);
 
     // Walk both trees; pairs meet on the rank owning their relative path.
-    // Rank 0 creates the default place, as it creates the checkpoint.
-    let ours = steal::CommExt::bcast_with(comm, 0, || checkpoints_dir(&options.checkpoint, &cwd));
+    // Rank 0 creates the default place, as it creates the checkpoint (`--lite` keeps none).
+    let ours = steal::CommExt::bcast_with(comm, 0, || {
+        (!options.lite)
+            .then(|| checkpoints_dir(&options.checkpoint, &cwd))
+            .flatten()
+    });
     let (mut trees, mut detail) = walk(
         comm,
         context,
