@@ -810,3 +810,456 @@ fn json_report_has_the_counts_of_the_text_report() {
         "{v}\n{report}"
     );
 }
+
+// A stopped or killed comparison continues from its checkpoint (issue 33): the rerun reads only
+// the chunks not recorded, and its report, list and exit status are an uninterrupted run's.
+
+/// What a `cmp` run gave: exit code (`None`: killed), the report on stdout, and the paths of
+/// its `-o` list (`None`: not written; the list is removed, for the next run).
+type Outcome = (Option<i32>, String, Option<BTreeSet<PathBuf>>);
+
+/// A pair under `dir` for the checkpoint tests: 8 files of 256 KiB (4 chunks each) in two
+/// directories with odd names, and a small file; the copy differs in the third chunk of one big
+/// file and in the small file (same sizes and times: only CONTENT differs).
+fn resumable_pair(dir: &Path) {
+    let (src, dst) = (dir.join("src"), dir.join("dst"));
+    for i in 0..8u64 {
+        let sub = src.join(if i % 2 == 0 { "d one" } else { "d|two" });
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(
+            sub.join(format!("f {i}")),
+            mfu_tests::noise(i + 1, 256 << 10),
+        )
+        .unwrap();
+    }
+    std::fs::write(src.join("small"), b"a small file\n").unwrap();
+    cp_a(&src, &dst);
+    flip_byte(&dst.join("d one/f 2"), 150_000, &src.join("d one/f 2"));
+    flip_byte(&dst.join("small"), 3, &src.join("small"));
+}
+
+/// `cmp` of the pair of [`resumable_pair`] through `tool` (its launch), listing the files whose
+/// contents differ, with the checkpoint at `ckpt` (`None`: `--no-checkpoint`).
+fn resumable_cmp(tool: Tool, dir: &Path, ckpt: Option<&Path>) -> Tool {
+    let list = dir.join("differ.txt");
+    let tool = tool
+        .args(["-k", CHUNK, "-b", "-t", "-o"])
+        .arg(format!("EXIST=COMMON@CONTENT=DIFFER:{}", list.display()))
+        .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "20")
+        .env("XDG_STATE_HOME", dir.join("state"));
+    let tool = match ckpt {
+        Some(c) => tool.arg("--checkpoint").arg(c),
+        None => tool.arg("--no-checkpoint"),
+    };
+    tool.arg(dir.join("src")).arg(dir.join("dst"))
+}
+
+/// The [`Outcome`] of `run` (see [`resumable_cmp`]). The report's ATIME row is left out: each
+/// run's reads move the access times the next one sees.
+fn cmp_outcome(run: &mfu_tests::Run, dir: &Path) -> Outcome {
+    let list = dir.join("differ.txt");
+    let paths = list.exists().then(|| text_list(&list));
+    let _ = std::fs::remove_file(&list);
+    let report: String = run
+        .stdout_str()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("ATIME ("))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    (run.code(), report, paths)
+}
+
+/// Whether the checkpoint at `ckpt` holds a mark (a log file with bytes).
+fn has_marks(ckpt: &Path) -> bool {
+    std::fs::read_dir(ckpt).is_ok_and(|d| {
+        d.flatten().any(|e| {
+            e.file_name().as_bytes().starts_with(b"log.") && e.metadata().is_ok_and(|m| m.len() > 0)
+        })
+    })
+}
+
+/// A stop (the knob that sets the stop flag after a process's N-th mark, as a SIGTERM does)
+/// or a kill -9 (the knob that kills the process once its N-th mark is durable), at one rank
+/// count; the rerun at another continues and gives what an uninterrupted run gives.
+#[test]
+fn a_stopped_or_killed_compare_continues_at_another_rank_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_pair(dir);
+    let want = cmp_outcome(&resumable_cmp(Tool::new("cmp"), dir, None).run(), dir);
+    assert_eq!(want.0, Some(1), "{}", want.1);
+    assert_eq!(
+        want.2.as_ref().map(|l| l.len()),
+        Some(4),
+        "both sides of the two files that differ: {want:?}"
+    );
+    let stop = "MFU_RS_TEST_CHECKPOINT_STOP_AFTER";
+    let die = "MFU_RS_TEST_CHECKPOINT_DIE_AFTER";
+    let cases = [
+        (Tool::new("cmp"), stop, "5", Tool::new("cmp").ranks(3)),
+        (Tool::new("cmp").ranks(3), die, "7", Tool::new("cmp").mpi(2)),
+        (Tool::new("cmp").mpi(2), stop, "3", Tool::new("cmp")),
+        (Tool::new("cmp"), die, "12", Tool::new("cmp")),
+        // In rounds of a few files per rank, other rounds for the rerun.
+        (
+            Tool::new("cmp").env("MFU_RS_TEST_ROUND_FILES", "2"),
+            stop,
+            "9",
+            Tool::new("cmp")
+                .ranks(2)
+                .env("MFU_RS_TEST_ROUND_FILES", "3"),
+        ),
+    ];
+    for (n, (first, knob, after, rerun)) in cases.into_iter().enumerate() {
+        let ckpt = dir.join(format!("ckpt {n}"));
+        let cut = resumable_cmp(first, dir, Some(&ckpt))
+            .env(knob, after)
+            .run();
+        let what = format!("case {n} ({knob}={after})");
+        let err = cut.stderr_str();
+        if knob == stop {
+            assert_eq!(cut.code(), Some(1), "{what}: {err}");
+            assert!(err.contains("run the same command again"), "{what}: {err}");
+        } else {
+            assert_ne!(cut.code(), Some(0), "{what}: {err}");
+        }
+        let cut = cmp_outcome(&cut, dir);
+        assert_eq!(cut.2, None, "{what}: a cut-short run wrote its list");
+        assert!(has_marks(&ckpt), "{what}: no marks kept");
+        let again = resumable_cmp(rerun, dir, Some(&ckpt)).run();
+        again.stderr_contains("continuing from checkpoint");
+        assert_eq!(cmp_outcome(&again, dir), want, "{what}");
+        assert!(!ckpt.exists(), "{what}: the checkpoint outlived the run");
+    }
+}
+
+/// A checkpoint is trusted only when it is this comparison's: after a source file changed
+/// (its listing differs), with garbage in its files, or made by another tool, the rerun says
+/// it starts over and gives a fresh run's result; a symlink at `--checkpoint` is refused,
+/// never followed, before any work.
+#[test]
+fn a_compare_starts_over_when_its_checkpoint_is_not_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_pair(dir);
+    let ckpt = dir.join("ckpt");
+    let stopped = |dir: &Path| {
+        let run = resumable_cmp(Tool::new("cmp"), dir, Some(&ckpt))
+            .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "4")
+            .run();
+        assert_eq!(run.code(), Some(1), "{}", run.stderr_str());
+        cmp_outcome(&run, dir);
+        assert!(has_marks(&ckpt));
+    };
+
+    // A source file changed since: another listing.
+    stopped(dir);
+    let f = dir.join("src/d one/f 0");
+    let mut data = std::fs::read(&f).unwrap();
+    data[1000] ^= 1;
+    std::fs::write(&f, data).unwrap();
+    let fresh = cmp_outcome(&resumable_cmp(Tool::new("cmp"), dir, None).run(), dir);
+    assert_eq!(fresh.2.as_ref().map(|l| l.len()), Some(6), "{fresh:?}");
+    let again = resumable_cmp(Tool::new("cmp"), dir, Some(&ckpt)).run();
+    again.stderr_contains("listing of SRC changed");
+    again.stderr_contains("starting over");
+    assert_eq!(cmp_outcome(&again, dir), fresh);
+
+    // Garbage in every file of the checkpoint.
+    stopped(dir);
+    for e in std::fs::read_dir(&ckpt).unwrap() {
+        std::fs::write(e.unwrap().path(), b"\x00garbage\xffMFU").unwrap();
+    }
+    let again = resumable_cmp(Tool::new("cmp").ranks(2), dir, Some(&ckpt)).run();
+    again.stderr_contains("not used");
+    assert!(!again.stderr_str().contains("continuing"));
+    assert_eq!(cmp_outcome(&again, dir), fresh);
+
+    // Another command's checkpoint (a stopped check of the source against a manifest) at the
+    // same path.
+    let names: Vec<String> = (0..8)
+        .map(|i| format!("{}/f {i}", if i % 2 == 0 { "d one" } else { "d|two" }))
+        .collect();
+    let sums = Command::new("sha256sum")
+        .args(&names)
+        .current_dir(dir.join("src"))
+        .output()
+        .unwrap();
+    assert!(sums.status.success());
+    std::fs::write(dir.join("SUMS"), &sums.stdout).unwrap();
+    let other = Tool::new("cmp")
+        .arg("--manifest")
+        .arg(dir.join("SUMS"))
+        .arg("--checkpoint")
+        .arg(&ckpt)
+        .arg(dir.join("src"))
+        .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "2")
+        .run();
+    assert_eq!(other.code(), Some(1), "{}", other.stderr_str());
+    assert!(has_marks(&ckpt));
+    let again = resumable_cmp(Tool::new("cmp"), dir, Some(&ckpt)).run();
+    again.stderr_contains("made by 'cmp --manifest'");
+    assert_eq!(cmp_outcome(&again, dir), fresh);
+
+    // A symlink at the checkpoint's name, to a directory of the user's.
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("keep"), b"mine").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &ckpt).unwrap();
+    let refused = resumable_cmp(Tool::new("cmp"), dir, Some(&ckpt)).run();
+    assert!(
+        matches!(refused.code(), Some(c) if c != 0),
+        "{}",
+        refused.stderr_str()
+    );
+    refused.stderr_contains("not a checkpoint");
+    assert_eq!(cmp_outcome(&refused, dir).2, None, "no list written");
+    assert!(std::fs::symlink_metadata(&ckpt).unwrap().is_symlink());
+    let left: Vec<_> = std::fs::read_dir(&elsewhere).unwrap().flatten().collect();
+    assert_eq!(left.len(), 1, "the symlink's target was written to");
+    assert_eq!(std::fs::read(elsewhere.join("keep")).unwrap(), b"mine");
+}
+
+/// A real SIGTERM in the middle of the data comparison: exit 1, "run the same command again",
+/// and the rerun continues to an uninterrupted run's result.
+#[test]
+fn a_compare_stopped_by_sigterm_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_pair(dir);
+    let want = cmp_outcome(&resumable_cmp(Tool::new("cmp"), dir, None).run(), dir);
+    let ckpt = dir.join("ckpt");
+    let mut cmd = resumable_cmp(Tool::new("cmp"), dir, Some(&ckpt))
+        .env("MFU_RS_TEST_ITEM_DELAY_MS", "100")
+        .command();
+    let out = mfu_tests::signal_when(&mut cmd, rustix::process::Signal::TERM, || has_marks(&ckpt));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("run the same command again"), "{err}");
+    assert!(
+        !dir.join("differ.txt").exists(),
+        "a stopped run wrote its list"
+    );
+    let again = resumable_cmp(Tool::new("cmp"), dir, Some(&ckpt)).run();
+    again.stderr_contains("continuing from checkpoint");
+    assert_eq!(cmp_outcome(&again, dir), want);
+}
+
+/// `cmp --manifest` continues too: a file recorded as hashed is not read again while its
+/// identity (inode, size, times) is the one recorded, and is read again once it changed.
+#[test]
+fn a_manifest_check_continues_and_reads_again_what_changed_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let tree = dir.join("tree");
+    std::fs::create_dir_all(tree.join("sub dir")).unwrap();
+    let names: Vec<String> = (0..12).map(|i| format!("sub dir/f|{i}")).collect();
+    for (i, n) in names.iter().enumerate() {
+        std::fs::write(tree.join(n), mfu_tests::noise(i as u64 + 7, 64 << 10)).unwrap();
+    }
+    let sums = Command::new("sha256sum")
+        .args(&names)
+        .current_dir(&tree)
+        .output()
+        .unwrap();
+    assert!(sums.status.success());
+    let manifest = dir.join("SHA256SUMS");
+    std::fs::write(&manifest, &sums.stdout).unwrap();
+    let ckpt = dir.join("ckpt");
+    let check = |tool: Tool, ckpt: Option<&Path>| {
+        let tool = tool
+            .arg("--manifest")
+            .arg(&manifest)
+            .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "20")
+            .env("XDG_STATE_HOME", dir.join("state"));
+        let tool = match ckpt {
+            Some(c) => tool.arg("--checkpoint").arg(c),
+            None => tool.arg("--no-checkpoint"),
+        };
+        tool.arg(&tree)
+    };
+    let stop = |tool: Tool| {
+        let run = check(tool, Some(&ckpt))
+            .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "4")
+            .run();
+        assert_eq!(run.code(), Some(1), "{}", run.stderr_str());
+        assert!(has_marks(&ckpt));
+        stopped_after(&run.stderr_str(), "files")
+    };
+    let want = check(Tool::new("cmp"), None).run().assert_status(0);
+    let (done, total) = stop(Tool::new("cmp"));
+    assert_eq!(total, 12);
+    assert!((4..12).contains(&done), "{done}");
+    // One mark per file hashed: the rerun would be stopped, were it hashing again the files
+    // recorded.
+    let again = check(Tool::new("cmp").ranks(3), Some(&ckpt))
+        .env(
+            "MFU_RS_TEST_CHECKPOINT_STOP_AFTER",
+            (12 - done + 1).to_string(),
+        )
+        .run();
+    again.stderr_contains(&format!("{done} units done by earlier runs"));
+    assert!(
+        !again.stderr_str().contains("stopped after"),
+        "{}",
+        again.stderr_str()
+    );
+    assert_eq!(
+        (again.code(), again.stdout_str()),
+        (want.code(), want.stdout_str())
+    );
+
+    // Every file rewritten (same size) after a stop: those recorded are read again.
+    stop(Tool::new("cmp").mpi(2));
+    for (i, n) in names.iter().enumerate() {
+        std::fs::write(tree.join(n), mfu_tests::noise(i as u64 + 100, 64 << 10)).unwrap();
+    }
+    let fresh = check(Tool::new("cmp"), None).run().assert_status(1);
+    assert!(
+        fresh.stdout_str().contains("0 match, 12 differ"),
+        "{}",
+        fresh.stdout_str()
+    );
+    let again = check(Tool::new("cmp"), Some(&ckpt)).run();
+    again.stderr_contains("continuing from checkpoint");
+    assert_eq!(
+        (again.code(), again.stdout_str()),
+        (fresh.code(), fresh.stdout_str())
+    );
+}
+
+/// `X` and `Y` of the line `stopped after X of Y WHAT` in `stderr`.
+fn stopped_after(stderr: &str, what: &str) -> (u64, u64) {
+    let at = stderr
+        .find("stopped after ")
+        .unwrap_or_else(|| panic!("no stop line: {stderr}"));
+    let words: Vec<&str> = stderr[at..].split_whitespace().collect();
+    assert_eq!(words[5], what, "{stderr}");
+    (words[2].parse().unwrap(), words[4].parse().unwrap())
+}
+
+/// The rerun reads only the chunks not recorded. It marks each chunk it compares, and the stop
+/// knob set one past the chunks left lets it end unstopped; were it comparing again what the
+/// first run recorded, it would make more marks and be stopped.
+#[test]
+fn a_rerun_compares_only_the_chunks_not_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_pair(dir);
+    let want = cmp_outcome(&resumable_cmp(Tool::new("cmp"), dir, None).run(), dir);
+    let ckpt = dir.join("ckpt");
+    let knob = "MFU_RS_TEST_CHECKPOINT_STOP_AFTER";
+    let cut = resumable_cmp(Tool::new("cmp"), dir, Some(&ckpt))
+        .env(knob, "9")
+        .run();
+    assert_eq!(cut.code(), Some(1), "{}", cut.stderr_str());
+    let (done, total) = stopped_after(&cut.stderr_str(), "bytes");
+    // 8 files of 4 chunks of 64 KiB, and the small file (13 bytes): 33 chunks.
+    assert_eq!(total, 8 * (256 << 10) + 13);
+    let chunks = done / 65536 + u64::from(done % 65536 != 0);
+    assert!((9..33).contains(&chunks), "{done} bytes done");
+    let again = resumable_cmp(Tool::new("cmp"), dir, Some(&ckpt))
+        .env(knob, (33 - chunks + 1).to_string())
+        .run();
+    again.stderr_contains(&format!("{chunks} units done by earlier runs"));
+    assert!(
+        !again.stderr_str().contains("stopped after"),
+        "the rerun compared recorded chunks again: {}",
+        again.stderr_str()
+    );
+    assert_eq!(cmp_outcome(&again, dir), want);
+}
+
+/// The chunk size in a verbose report (`in chunks of N bytes`).
+fn chunk_size_of(report: &str) -> u64 {
+    let at = report
+        .find("in chunks of ")
+        .unwrap_or_else(|| panic!("no chunk size: {report}"));
+    report[at..]
+        .split_whitespace()
+        .nth(3)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Without `-k` the chunk size is chosen from the data and the threads of all ranks: a rerun
+/// at another rank count cuts files as the run it continues did (else no recorded chunk would
+/// be its own, and it would compare everything again).
+#[test]
+fn a_rerun_at_another_rank_count_cuts_files_as_the_first_run_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..4 {
+        std::fs::write(src.join(format!("f{i}")), mfu_tests::noise(i, 16 << 20)).unwrap();
+    }
+    cp_a(&src, &dst);
+    let ckpt = dir.path().join("ckpt");
+    let knob = "MFU_RS_TEST_CHECKPOINT_STOP_AFTER";
+    let run = |tool: Tool, after: u64| {
+        tool.args(["-v", "--checkpoint"])
+            .arg(&ckpt)
+            .arg(&src)
+            .arg(&dst)
+            .env(knob, after.to_string())
+            .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "20")
+            .run()
+    };
+    let cut = run(Tool::new("cmp"), 1);
+    assert_eq!(cut.code(), Some(1), "{}", cut.stderr_str());
+    let chunk = chunk_size_of(&cut.stdout_str());
+    let (done, total) = stopped_after(&cut.stderr_str(), "bytes");
+    assert_eq!(total, 64 << 20);
+    let chunks = 4 * (16u64 << 20).div_ceil(chunk);
+    let recorded = done.div_ceil(chunk);
+    assert!(recorded < chunks, "{}", cut.stderr_str());
+    let again = run(Tool::new("cmp").ranks(3), chunks - recorded + 1);
+    again.stderr_contains(&format!("{recorded} units done by earlier runs"));
+    assert!(
+        !again.stderr_str().contains("stopped after"),
+        "the rerun compared recorded chunks again: {}",
+        again.stderr_str()
+    );
+    assert_eq!(chunk_size_of(&again.stdout_str()), chunk);
+    assert_eq!(again.code(), Some(0), "{}", again.stdout_str());
+}
+
+/// The default checkpoint inside a tree compared (the state directory in it, as with
+/// `cmp ~ /backup/home`) is not compared itself: its files change as the run goes, and a
+/// rerun would find another listing and start over every time.
+#[test]
+fn a_checkpoint_inside_a_tree_compared_is_left_out_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_pair(dir);
+    let state = dir.join("src/state");
+    let run = || {
+        Tool::new("cmp")
+            .args(["-k", CHUNK, "-b", "-t", "-o"])
+            .arg(format!(
+                "EXIST=COMMON@CONTENT=DIFFER:{}",
+                dir.join("differ.txt").display()
+            ))
+            .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "20")
+            .env("XDG_STATE_HOME", &state)
+            .arg(dir.join("src"))
+            .arg(dir.join("dst"))
+    };
+    let cut = run().env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "6").run();
+    assert_eq!(cut.code(), Some(1), "{}", cut.stderr_str());
+    let kept = state.join("mfu-rs/checkpoints");
+    assert_eq!(std::fs::read_dir(&kept).unwrap().count(), 1);
+    let again = run().run();
+    again.stderr_contains("continuing from checkpoint");
+    let got = cmp_outcome(&again, dir);
+    assert_eq!(std::fs::read_dir(&kept).unwrap().count(), 0);
+    // An uninterrupted run now (the state directory and the one in it are only in SRC).
+    assert_eq!(got, cmp_outcome(&run().run(), dir));
+    assert!(
+        got.1
+            .contains("only in one directory: N/A (Src: 2 Dest: 0)"),
+        "{}",
+        got.1
+    );
+}

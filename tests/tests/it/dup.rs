@@ -439,3 +439,308 @@ fn json_report_has_the_counts_of_the_verbose_summary() {
         (Some(1), Some(1))
     );
 }
+
+// A stopped or killed dup continues from its checkpoint (issue 33): the rerun hashes only the
+// files not recorded, and its groups, list and exit status are an uninterrupted run's.
+
+/// What a `dup` run gave: exit code (`None`: killed), the groups on stdout, and the sorted
+/// paths of its `-o` list (`None`: not written; the list is removed, for the next run).
+type Outcome = (Option<i32>, Vec<u8>, Option<Vec<Vec<u8>>>);
+
+/// [`tree`] under `dir/t`, with six more copies of a file above the prefix length (more work
+/// for both hash passes).
+fn resumable_tree(dir: &Path) {
+    let root = dir.join("t");
+    tree(&root);
+    fs::create_dir_all(root.join("more")).unwrap();
+    let data = mfu_tests::noise(9, 150_000);
+    for i in 0..6 {
+        fs::write(root.join(format!("more/c {i}")), &data).unwrap();
+    }
+}
+
+/// `dup -t -o LIST` of the tree of [`resumable_tree`] through `tool` (its launch), with the
+/// checkpoint at `ckpt` (`None`: `--no-checkpoint`).
+fn resumable_dup(tool: Tool, dir: &Path, ckpt: Option<&Path>) -> Tool {
+    let tool = tool
+        .args(["-t", "-o"])
+        .arg(dir.join("extra.txt"))
+        .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "20")
+        .env("XDG_STATE_HOME", dir.join("state"));
+    let tool = match ckpt {
+        Some(c) => tool.arg("--checkpoint").arg(c),
+        None => tool.arg("--no-checkpoint"),
+    };
+    tool.arg(dir.join("t"))
+}
+
+/// The [`Outcome`] of `run` (see [`resumable_dup`]).
+fn dup_outcome(run: &mfu_tests::Run, dir: &Path) -> Outcome {
+    let list = dir.join("extra.txt");
+    let paths = list.exists().then(|| {
+        let file = list.as_os_str().as_bytes().to_vec();
+        let lists = steal::local::run(1, |comm| flist::io::read(comm, &file).expect("read list"));
+        let mut paths: Vec<Vec<u8>> = lists[0].iter().map(|e| e.path.to_vec()).collect();
+        paths.sort();
+        paths
+    });
+    let _ = fs::remove_file(&list);
+    (run.code(), run.stdout.clone(), paths)
+}
+
+/// Whether the checkpoint at `ckpt` holds a mark (a log file with bytes).
+fn has_marks(ckpt: &Path) -> bool {
+    fs::read_dir(ckpt).is_ok_and(|d| {
+        d.flatten().any(|e| {
+            e.file_name().as_bytes().starts_with(b"log.") && e.metadata().is_ok_and(|m| m.len() > 0)
+        })
+    })
+}
+
+/// A stop (the knob that sets the stop flag after a process's N-th mark, as a SIGTERM does)
+/// or a kill -9 (the knob that kills the process once its N-th mark is durable), in the prefix
+/// pass or in the whole-file pass, at one rank count; the rerun at another continues and gives
+/// what an uninterrupted run gives.
+#[test]
+fn a_stopped_or_killed_dup_continues_at_another_rank_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_tree(dir);
+    let want = dup_outcome(&resumable_dup(Tool::new("dup"), dir, None).run(), dir);
+    assert_eq!(want.0, Some(0));
+    assert_eq!(parse(&want.1).len(), 5, "five groups");
+    let stop = "MFU_RS_TEST_CHECKPOINT_STOP_AFTER";
+    let die = "MFU_RS_TEST_CHECKPOINT_DIE_AFTER";
+    let cases = [
+        (Tool::new("dup"), stop, "4", Tool::new("dup").ranks(3)),
+        (
+            Tool::new("dup").ranks(3),
+            stop,
+            "20",
+            Tool::new("dup").mpi(2),
+        ),
+        (Tool::new("dup").mpi(2), die, "3", Tool::new("dup")),
+        (Tool::new("dup"), die, "21", Tool::new("dup").ranks(2)),
+    ];
+    for (n, (first, knob, after, rerun)) in cases.into_iter().enumerate() {
+        let ckpt = dir.join(format!("ckpt {n}"));
+        let cut = resumable_dup(first, dir, Some(&ckpt))
+            .env(knob, after)
+            .run();
+        let what = format!("case {n} ({knob}={after})");
+        let err = cut.stderr_str();
+        if knob == stop {
+            assert_eq!(cut.code(), Some(1), "{what}: {err}");
+            assert!(err.contains("run the same command again"), "{what}: {err}");
+        } else {
+            assert_ne!(cut.code(), Some(0), "{what}: {err}");
+        }
+        assert_eq!(
+            dup_outcome(&cut, dir).2,
+            None,
+            "{what}: a cut-short run wrote its list"
+        );
+        assert!(has_marks(&ckpt), "{what}: no marks kept");
+        let again = resumable_dup(rerun, dir, Some(&ckpt)).run();
+        again.stderr_contains("continuing from checkpoint");
+        assert_eq!(dup_outcome(&again, dir), want, "{what}");
+        assert!(!ckpt.exists(), "{what}: the checkpoint outlived the run");
+    }
+}
+
+/// A checkpoint is trusted only when it is this run's: after a file changed (the list's
+/// digest differs), with garbage in its files, or made by another tool, the rerun says it
+/// starts over and gives a fresh run's result; a symlink at `--checkpoint` is refused, never
+/// followed.
+#[test]
+fn a_dup_starts_over_when_its_checkpoint_is_not_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_tree(dir);
+    let ckpt = dir.join("ckpt");
+    let stopped = || {
+        let run = resumable_dup(Tool::new("dup"), dir, Some(&ckpt))
+            .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "15")
+            .run();
+        assert_eq!(run.code(), Some(1), "{}", run.stderr_str());
+        dup_outcome(&run, dir);
+        assert!(has_marks(&ckpt));
+    };
+
+    // A copy changed since (same size, its own content now): another list.
+    stopped();
+    fs::write(dir.join("t/more/c 3"), mfu_tests::noise(10, 150_000)).unwrap();
+    let fresh = dup_outcome(&resumable_dup(Tool::new("dup"), dir, None).run(), dir);
+    let again = resumable_dup(Tool::new("dup"), dir, Some(&ckpt)).run();
+    again.stderr_contains("the list of files changed");
+    again.stderr_contains("starting over");
+    assert_eq!(dup_outcome(&again, dir), fresh);
+    assert!(
+        !String::from_utf8_lossy(&fresh.1).contains("more/c 3"),
+        "the changed copy is no duplicate"
+    );
+
+    // Garbage in every file of the checkpoint.
+    stopped();
+    for e in fs::read_dir(&ckpt).unwrap() {
+        fs::write(e.unwrap().path(), b"\x00garbage\xffMFU").unwrap();
+    }
+    let again = resumable_dup(Tool::new("dup").ranks(2), dir, Some(&ckpt)).run();
+    again.stderr_contains("not used");
+    assert!(!again.stderr_str().contains("continuing"));
+    assert_eq!(dup_outcome(&again, dir), fresh);
+
+    // Another tool's checkpoint (a stopped cmp of part of the tree) at the same path.
+    let cmp = Tool::new("cmp")
+        .args(["-k", "4096", "--checkpoint"])
+        .arg(&ckpt)
+        .arg(dir.join("t/more"))
+        .arg(dir.join("t/more"))
+        .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "2")
+        .run();
+    assert_eq!(cmp.code(), Some(1), "{}", cmp.stderr_str());
+    assert!(has_marks(&ckpt));
+    let again = resumable_dup(Tool::new("dup"), dir, Some(&ckpt)).run();
+    again.stderr_contains("made by 'cmp'");
+    assert_eq!(dup_outcome(&again, dir), fresh);
+
+    // A symlink at the checkpoint's name, to a directory of the user's.
+    let elsewhere = dir.join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    fs::write(elsewhere.join("keep"), b"mine").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &ckpt).unwrap();
+    let refused = resumable_dup(Tool::new("dup"), dir, Some(&ckpt)).run();
+    assert!(
+        matches!(refused.code(), Some(c) if c != 0),
+        "{}",
+        refused.stderr_str()
+    );
+    refused.stderr_contains("not a checkpoint");
+    assert_eq!(dup_outcome(&refused, dir).2, None, "no list written");
+    assert!(fs::symlink_metadata(&ckpt).unwrap().is_symlink());
+    assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 1);
+    assert_eq!(fs::read(elsewhere.join("keep")).unwrap(), b"mine");
+}
+
+/// A real SIGTERM while files are hashed: exit 1, "run the same command again", and the rerun
+/// continues to an uninterrupted run's result.
+#[test]
+fn a_dup_stopped_by_sigterm_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_tree(dir);
+    let want = dup_outcome(&resumable_dup(Tool::new("dup"), dir, None).run(), dir);
+    let ckpt = dir.join("ckpt");
+    let mut cmd = resumable_dup(Tool::new("dup"), dir, Some(&ckpt))
+        .env("MFU_RS_TEST_ITEM_DELAY_MS", "150")
+        .command();
+    let out = mfu_tests::signal_when(&mut cmd, rustix::process::Signal::TERM, || has_marks(&ckpt));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("run the same command again"), "{err}");
+    assert!(
+        !dir.join("extra.txt").exists(),
+        "a stopped run wrote its list"
+    );
+    let again = resumable_dup(Tool::new("dup"), dir, Some(&ckpt)).run();
+    again.stderr_contains("continuing from checkpoint");
+    assert_eq!(dup_outcome(&again, dir), want);
+}
+
+/// The rerun hashes only the files not recorded. It marks each hash it computes, and the stop
+/// knob set one past the hashes left lets it end unstopped; were it hashing again what the
+/// first run recorded, it would make more marks and be stopped.
+#[test]
+fn a_rerun_hashes_only_the_files_not_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_tree(dir);
+    // Hashes of an uninterrupted run: every candidate's prefix, and the whole of those above
+    // the prefix length still paired.
+    let json = resumable_dup(Tool::new("dup"), dir, None)
+        .arg("--json")
+        .run()
+        .assert_status(0);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let hashes = v["same_size"].as_u64().unwrap() + v["same_prefix"].as_u64().unwrap();
+    let _ = fs::remove_file(dir.join("extra.txt"));
+    let want = dup_outcome(&resumable_dup(Tool::new("dup"), dir, None).run(), dir);
+    let ckpt = dir.join("ckpt");
+    let knob = "MFU_RS_TEST_CHECKPOINT_STOP_AFTER";
+    for (n, after) in ["5", "19"].into_iter().enumerate() {
+        let cut = resumable_dup(Tool::new("dup"), dir, Some(&ckpt))
+            .env(knob, after)
+            .run();
+        let err = cut.stderr_str();
+        assert_eq!(cut.code(), Some(1), "{err}");
+        let at = err
+            .find("stopped after ")
+            .unwrap_or_else(|| panic!("{err}"));
+        let done: u64 = err[at..]
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            done >= after.parse().unwrap() && done < hashes,
+            "case {n}: {err}"
+        );
+        let again = resumable_dup(Tool::new("dup").ranks(2), dir, Some(&ckpt))
+            .env(knob, (hashes - done + 1).to_string())
+            .run();
+        again.stderr_contains(&format!("{done} units done by earlier runs"));
+        assert!(
+            !again.stderr_str().contains("stopped after"),
+            "case {n}: the rerun hashed recorded files again: {}",
+            again.stderr_str()
+        );
+        assert_eq!(dup_outcome(&again, dir), want, "case {n}");
+    }
+}
+
+/// A checkpoint inside the tree searched (`--checkpoint` there, or the default one when the
+/// state directory is in it, as with `dup ~`) is not searched itself: its files change as the
+/// run goes, and a rerun would find another list and start over every time.
+#[test]
+fn a_checkpoint_inside_the_tree_searched_is_left_out_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_tree(dir);
+    let want = dup_outcome(&resumable_dup(Tool::new("dup"), dir, None).run(), dir);
+    let inside = dir.join("t/sub dir/ckpt");
+    let knob = "MFU_RS_TEST_CHECKPOINT_STOP_AFTER";
+    let cut = resumable_dup(Tool::new("dup"), dir, Some(&inside))
+        .env(knob, "6")
+        .run();
+    assert_eq!(cut.code(), Some(1), "{}", cut.stderr_str());
+    assert!(has_marks(&inside));
+    let again = resumable_dup(Tool::new("dup"), dir, Some(&inside)).run();
+    again.stderr_contains("continuing from checkpoint");
+    assert_eq!(dup_outcome(&again, dir), want);
+    // The default place, in a state directory inside the tree.
+    let state = dir.join("t/state");
+    let default = |tool: Tool| {
+        tool.args(["-t", "-o"])
+            .arg(dir.join("extra.txt"))
+            .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "20")
+            .env("XDG_STATE_HOME", &state)
+            .arg(dir.join("t"))
+    };
+    let cut = default(Tool::new("dup")).env(knob, "6").run();
+    assert_eq!(cut.code(), Some(1), "{}", cut.stderr_str());
+    let kept = state.join("mfu-rs/checkpoints");
+    assert_eq!(
+        fs::read_dir(&kept).unwrap().count(),
+        1,
+        "one checkpoint kept"
+    );
+    let again = default(Tool::new("dup").ranks(2)).run();
+    again.stderr_contains("continuing from checkpoint");
+    assert_eq!(dup_outcome(&again, dir), want);
+    assert_eq!(
+        fs::read_dir(&kept).unwrap().count(),
+        0,
+        "the checkpoint is removed"
+    );
+}

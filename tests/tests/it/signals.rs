@@ -254,6 +254,8 @@ fn cmp_stops_and_says_so() {
     trees(tmp.path());
     let mut cmd = mfu(&["cmp", "--progress", "0.1", "--chunksize", CHUNK]);
     cmd.arg(tmp.path().join("src")).arg(tmp.path().join("same"));
+    // The checkpoint the stop keeps stays in the test's directory.
+    cmd.env("XDG_STATE_HOME", tmp.path().join("state"));
     let out = interrupt_when(&mut cmd, "Compared ", libc::SIGTERM, false);
     assert_interrupted("cmp", &out);
 }
@@ -311,7 +313,9 @@ fn dup_stops_and_says_so() {
     let mut cmd = mfu(&["dup", "--progress", "0.1", "-o"]);
     cmd.arg(&list)
         .arg(tmp.path().join("src"))
-        .arg(tmp.path().join("same"));
+        .arg(tmp.path().join("same"))
+        // The checkpoint the stop keeps stays in the test's directory.
+        .env("XDG_STATE_HOME", tmp.path().join("state"));
     let out = interrupt_when(&mut cmd, "Hashed ", libc::SIGINT, false);
     assert_interrupted("dup", &out);
     assert!(

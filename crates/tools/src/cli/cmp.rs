@@ -1,6 +1,6 @@
 //! `mfu-rs cmp` (dcmp) on the command line: its options and the rendering of its report.
 
-use crate::cli::args::{Common, IoArgs};
+use crate::cli::args::{CheckpointArgs, Common, IoArgs};
 use crate::cli::console::Console;
 use crate::cli::tool::CliTool;
 use crate::cmp::{Options, Report};
@@ -90,6 +90,10 @@ pub struct CmpArgs {
     /// Judge contents by size and modification time only; read no data.
     #[arg(short, long)]
     pub lite: bool,
+    /// `--checkpoint PATH`, `--no-checkpoint`: where the chunks (files, with --manifest)
+    /// already compared are recorded, so that a stopped run continues.
+    #[command(flatten)]
+    pub checkpoint: CheckpointArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -123,6 +127,13 @@ impl CliTool for Cmp {
         a.output.iter().map(|o| ("-o", &o.file[..])).collect()
     }
     fn options(a: &CmpArgs, _rules: Rules, mut context: Context) -> Options {
+        // Stdout carries the report: a notice (continuing from a checkpoint) goes to stderr.
+        context.events = std::sync::Arc::new(crate::cli::list_args::Routed {
+            inner: context.events,
+            output_to_stderr: false,
+            info_to_stderr: true,
+            quiet: a.common.quiet,
+        });
         // Names on stderr stay on their line (a newline in a name is written `\n`).
         context.events = std::sync::Arc::new(crate::cmp::OneLineErrors {
             inner: context.events,
@@ -143,6 +154,7 @@ impl CliTool for Cmp {
             lite: a.lite,
             manifest: a.manifest.as_ref().map(|m| m.as_bytes().to_vec()),
             manifest_hash: a.manifest_hash,
+            checkpoint: a.checkpoint.choice(),
             context,
         }
     }

@@ -1,6 +1,6 @@
 //! `mfu-rs dup` (ddup) on the command line: its options.
 
-use crate::cli::args::Common;
+use crate::cli::args::{CheckpointArgs, Common};
 use crate::cli::console::Console;
 use crate::cli::list_args::{ListInput, ListOutput, Routed};
 use crate::cli::tool::CliTool;
@@ -63,6 +63,10 @@ pub struct DupArgs {
     /// them leaves their access times alone.
     #[arg(long)]
     pub open_noatime: bool,
+    /// `--checkpoint PATH`, `--no-checkpoint`: where the files already hashed are recorded,
+    /// so that a stopped run continues.
+    #[command(flatten)]
+    pub checkpoint: CheckpointArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -105,6 +109,7 @@ impl CliTool for Dup {
             verify: a.verify.as_ref().map(|v| v.as_bytes().to_vec()),
             text: a.output.text,
             open_noatime: a.open_noatime,
+            checkpoint: a.checkpoint.choice(),
             context,
         }
     }

@@ -5,7 +5,14 @@
 //! read by every rank; idle ranks steal chunks ([`steal::queue`]). Each chunk's verdict goes
 //! back to the rank holding the pair, which calls a file equal only when every one of its
 //! chunks was read and found equal.
+//!
+//! With a checkpoint, each chunk's verdict (same or different) is marked as soon as it is
+//! known, under a key made of the file's path relative to the source root, the chunk's first
+//! byte and the chunk size (the same at any rank count); a rerun takes the recorded verdicts
+//! of those chunks instead of reading them again. A chunk that could not be read is not
+//! marked: a rerun tries it again (and names it again).
 
+use crate::engine::checkpoint::{Checkpoint, Prior};
 use crate::engine::context::Context;
 use crate::engine::copy::Mapping;
 use crate::engine::pairing::{home, PathIndex};
@@ -82,9 +89,87 @@ struct Piece {
     file_size: u64,
 }
 
+/// What earlier runs of the same comparison recorded, and where this run records the verdict of
+/// each chunk it compares. Chunks are keyed by the chunk size too: pass the same chunk size
+/// (`ReadOptions::chunk_size`, not 0) to every call of a run, and the one a rerun recorded.
+#[derive(Clone, Copy)]
+pub struct Resume<'a> {
+    /// Where verdicts are marked (`None`: recorded nowhere, only `prior` is read).
+    pub checkpoint: Option<&'a Checkpoint>,
+    /// The verdicts earlier runs recorded.
+    pub prior: &'a Prior,
+}
+
+/// Bytes of a chunk's mark payload: the verdict (1), the chunk size (8), a second digest of the
+/// chunk's identity (8) that a key shared by two chunks (64 bits) does not pass.
+const PAYLOAD_BYTES: usize = 17;
+
+/// The key (`seed` 0) or the check digest (another seed) of the chunk of the file `rel`
+/// (relative to the source root) starting at `offset`, in chunks of `chunk_size` bytes.
+fn chunk_digest(rel: &[u8], offset: u64, chunk_size: u64, seed: u64) -> u64 {
+    let mut bytes = Vec::with_capacity(rel.len() + 24);
+    bytes.extend_from_slice(&(rel.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(rel);
+    bytes.extend_from_slice(&offset.to_le_bytes());
+    bytes.extend_from_slice(&chunk_size.to_le_bytes());
+    xxhash_rust::xxh64::xxh64(&bytes, seed)
+}
+
+/// The seed of [`chunk_digest`]'s check digest.
+const CHECK_SEED: u64 = 0x636d_702d_6368_6b31;
+
+/// A chunk's key: the same for the same chunk at any rank count.
+fn chunk_key(rel: &[u8], offset: u64, chunk_size: u64) -> u64 {
+    chunk_digest(rel, offset, chunk_size, 0)
+}
+
+/// The payload marked for a chunk of `chunk_size` bytes whose comparison found `verdict`.
+fn chunk_payload(
+    rel: &[u8],
+    offset: u64,
+    chunk_size: u64,
+    verdict: Verdict,
+) -> [u8; PAYLOAD_BYTES] {
+    let mut out = [0u8; PAYLOAD_BYTES];
+    out[0] = verdict as u8;
+    out[1..9].copy_from_slice(&chunk_size.to_le_bytes());
+    out[9..].copy_from_slice(&chunk_digest(rel, offset, chunk_size, CHECK_SEED).to_le_bytes());
+    out
+}
+
+/// The verdict an earlier run recorded for this chunk, if it recorded one that is whole and
+/// is this chunk's (same chunk size, same check digest); anything else is compared again.
+fn recorded(prior: &Prior, rel: &[u8], offset: u64, chunk_size: u64) -> Option<Verdict> {
+    let p = prior.payload(chunk_key(rel, offset, chunk_size))?;
+    let p: &[u8; PAYLOAD_BYTES] = p.try_into().ok()?;
+    if *p != chunk_payload(rel, offset, chunk_size, Verdict::Same)
+        && *p != chunk_payload(rel, offset, chunk_size, Verdict::Differ)
+    {
+        return None;
+    }
+    Some(if p[0] == Verdict::Same as u8 {
+        Verdict::Same
+    } else {
+        Verdict::Differ
+    })
+}
+
+/// The chunk size the marks of `prior` were made with, when they are chunk marks made with one
+/// chosen automatically (a whole number of MiB, 4 MiB to 1 GiB, as
+/// [`crate::engine::copy::auto_chunk_size`] chooses): a rerun cuts files the same way, whatever
+/// its rank count, so that the chunks it finds recorded are its own.
+pub fn recorded_chunk_size(prior: &Prior) -> Option<u64> {
+    const MIB: u64 = 1 << 20;
+    let (_, p) = prior.iter().find(|(_, p)| p.len() == PAYLOAD_BYTES)?;
+    let cs = u64::from_le_bytes(p[1..9].try_into().expect("8 bytes"));
+    (cs % MIB == 0 && (4 * MIB..=1024 * MIB).contains(&cs)).then_some(cs)
+}
+
 /// Compare the data of every regular file of `files` (source records of this rank, each the
 /// same size as its destination through `map`) with its destination. Failures are reported to
-/// `context` by the rank that meets them; its stop flag stops the comparison. Collective.
+/// `context` by the rank that meets them; its stop flag stops the comparison. With `resume`,
+/// chunks recorded by an earlier run are not read again (their verdicts and bytes count as
+/// this run's), and each chunk compared is marked. Collective.
 pub fn compare_files(
     comm: &dyn Comm,
     context: &Context,
@@ -92,6 +177,7 @@ pub fn compare_files(
     map: &Mapping,
     opts: &ReadOptions,
     progress: &Progress,
+    resume: Option<Resume<'_>>,
 ) -> Compared {
     let mut totals = [
         files.iter().filter_map(|e| e.meta).map(|m| m.size).sum(),
@@ -113,17 +199,28 @@ pub fn compare_files(
     // Built (exactly sized) while the chunks go: not in place, where the pieces would keep
     // the chunks' larger slots.
     let chunks = plan_chunks(comm, files, cs);
-    let mut pieces: Vec<Piece> = Vec::with_capacity(chunks.len());
-    pieces.extend(chunks.into_iter().map(|c| Piece {
-        path: c.path,
-        offset: c.offset,
-        length: c.length,
-        file_size: c.file_size,
-    }));
     // Each chunk's verdict, encoded for the rank holding the pair as soon as it is known (the
     // piece and its path are dropped then).
     let size = comm.size();
-    let found: Mutex<Vec<Vec<u8>>> = Mutex::new(vec![Vec::new(); size]);
+    let mut found: Vec<Vec<u8>> = vec![Vec::new(); size];
+    let mut pieces: Vec<Piece> = Vec::with_capacity(chunks.len());
+    for c in chunks {
+        let rel = map.rel(&c.path);
+        if let Some(v) = resume.and_then(|r| recorded(r.prior, rel, c.offset, cs)) {
+            // Compared by an earlier run: its verdict and bytes count as if read now.
+            progress.add(u64::from(c.offset == 0), c.length);
+            steal::typed::encode_into(&(Bytes::new(&c.path), v), &mut found[home(rel, size)]);
+            continue;
+        }
+        pieces.push(Piece {
+            path: c.path,
+            offset: c.offset,
+            length: c.length,
+            file_size: c.file_size,
+        });
+    }
+    let found = Mutex::new(found);
+    let checkpoint = resume.and_then(|r| r.checkpoint);
     let cfg = queue::Config {
         max_batch: 2,
         stop: Some(&context.stop),
@@ -140,9 +237,16 @@ pub fn compare_files(
                 Verdict::Failed
             }
         };
+        let rel = map.rel(&p.path);
+        if let (Some(c), Verdict::Same | Verdict::Differ) = (checkpoint, verdict) {
+            c.mark(
+                chunk_key(rel, p.offset, cs),
+                &chunk_payload(rel, p.offset, cs, verdict),
+            );
+        }
         progress.add(u64::from(p.offset == 0), p.length);
         let mut found = found.lock().expect("verdicts");
-        let out = &mut found[home(map.rel(&p.path), size)];
+        let out = &mut found[home(rel, size)];
         steal::typed::encode_into(&(Bytes::new(&p.path), verdict), out);
     });
     // Each chunk's verdict to the rank holding the pair, counted there per record of `files`
@@ -408,6 +512,7 @@ mod tests {
                 &map,
                 read,
                 &Progress::silent(),
+                None,
             );
             // One record on the home rank, none elsewhere.
             c.verdicts.first().copied()
@@ -461,6 +566,7 @@ mod tests {
                 &map,
                 &opts(4),
                 &Progress::silent(),
+                None,
             )
             .verdicts
             .first()

@@ -5,9 +5,15 @@
 //! from the file: unless it is given, each file is hashed both ways in one read and the hash
 //! that matches more lines over all ranks is the manifest's (at the cost of SHA-256's CPU time
 //! on top of BLAKE3's).
+//!
+//! With a checkpoint, each file hashed is marked with its digests and its identity (device,
+//! inode, size, modification and change times) as it was before and after the read; a rerun
+//! takes the recorded digests of a file whose identity is still the same, and reads the
+//! others.
 
-use super::Report;
-use crate::engine::context::{Context, Error};
+use super::{Options, Report};
+use crate::engine::checkpoint::{self, Checkpoint, Choice, Inputs, Plan, Prior};
+use crate::engine::context::{Context, Error, Stopped};
 use crate::engine::digest::HashKind;
 use crate::engine::manifest::parse_line;
 use crate::engine::setup::agree_setup;
@@ -44,6 +50,51 @@ pub struct Checked {
     pub not_checked: u64,
     /// The manifest has no line to check (empty, or none is a manifest line): a failure.
     pub no_lines: bool,
+}
+
+/// What a file's mark records: the check digest of its line (a second digest of what the key
+/// digests), its identity, its digests and the bytes read.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Recorded {
+    check: u64,
+    identity: Identity,
+    b3: [u8; 32],
+    s2: Option<[u8; 32]>,
+    bytes: u64,
+}
+
+/// What tells a file changed: device, inode, size, modification and change times (s, ns).
+type Identity = (u64, u64, u64, i64, u32, i64, u32);
+
+fn identity_of(st: &rustix::fs::Stat) -> Identity {
+    let m = flist::Meta::from_stat(st);
+    (
+        m.dev,
+        m.ino,
+        m.size,
+        m.mtime,
+        m.mtime_nsec,
+        m.ctime,
+        m.ctime_nsec,
+    )
+}
+
+/// The key (`seed` 0) or the check digest (another seed) of line `n` (from 0) of the manifest,
+/// which names `rel`: the same at any rank count.
+fn line_digest(n: usize, rel: &[u8], seed: u64) -> u64 {
+    let bytes = [&(n as u64).to_le_bytes()[..], rel].concat();
+    xxhash_rust::xxh64::xxh64(&bytes, seed)
+}
+
+/// The seed of [`line_digest`]'s check digest.
+const CHECK_SEED: u64 = 0x6d61_6e69_6665_7374;
+
+/// What an earlier run recorded for line `n`, naming `rel`, if it is whole and this line's,
+/// with the SHA-256 digest when `sha` is wanted.
+fn recorded(prior: &Prior, n: usize, rel: &[u8], sha: bool) -> Option<Recorded> {
+    let p = prior.payload(line_digest(n, rel, 0))?;
+    let r: Recorded = steal::typed::decode(p).ok()?;
+    (r.check == line_digest(n, rel, CHECK_SEED) && (r.s2.is_some() || !sha)).then_some(r)
 }
 
 /// What hashing one listed file gave.
@@ -95,49 +146,68 @@ fn beneath(rel: &[u8]) -> Option<Vec<u8>> {
 /// reached without following any symlink (a listed file swapped for a symlink to an equal
 /// file outside the tree must not "match"), and only a regular file is opened (a FIFO would
 /// block, `/dev/zero` never end, a tape rewind). `stop` is looked at between reads.
-fn hash(root: &Root, rel: &[u8], sha: bool, stop: &AtomicBool) -> Found {
+///
+/// `prior`: what an earlier run recorded for the file: its digests are taken, unread, when the
+/// file opened has the identity recorded. Returns too the identity of a file read whole whose
+/// identity did not change during the read (what a mark may record).
+fn hash(
+    root: &Root,
+    rel: &[u8],
+    sha: bool,
+    stop: &AtomicBool,
+    prior: Option<Recorded>,
+) -> (Found, Option<Identity>) {
     use std::io::ErrorKind;
+    let unread = |f: Found| (f, None);
     if stop.load(Ordering::Relaxed) {
-        return Found::Stopped;
+        return unread(Found::Stopped);
     }
     let Some(rel) = beneath(rel).filter(|r| !r.is_empty()) else {
-        return Found::NotRegular("not a path beneath the tree ('..' or the tree itself)");
+        return unread(Found::NotRegular(
+            "not a path beneath the tree ('..' or the tree itself)",
+        ));
     };
     let path = [root.path(), b"/", &rel].concat();
     let at = match root.at(&path) {
         Some(Ok(at)) => at,
         Some(Err(e)) if is_symlink_error(&e) => {
-            return Found::NotRegular("a directory on the way is a symlink (not followed)")
+            return unread(Found::NotRegular(
+                "a directory on the way is a symlink (not followed)",
+            ))
         }
         Some(Err(e)) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-            return Found::Missing(e)
+            return unread(Found::Missing(e))
         }
-        Some(Err(e)) => return Found::Unreadable(e),
-        None => return Found::NotRegular("not a path beneath the tree"),
+        Some(Err(e)) => return unread(Found::Unreadable(e)),
+        None => return unread(Found::NotRegular("not a path beneath the tree")),
     };
     let listed = match at.lstat() {
         Ok(st) => st,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Found::Missing(e),
-        Err(e) => return Found::Unreadable(e),
+        Err(e) if e.kind() == ErrorKind::NotFound => return unread(Found::Missing(e)),
+        Err(e) => return unread(Found::Unreadable(e)),
     };
     if listed.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return Found::NotRegular(kind_of(listed.st_mode));
+        return unread(Found::NotRegular(kind_of(listed.st_mode)));
     }
     // O_NOFOLLOW and O_NONBLOCK: what was swapped in since the lstat is neither followed nor
     // waited for; the fstat then says whether it is still the regular file seen.
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK;
     let fd = match at.open(flags, 0) {
         Ok(fd) => fd,
-        Err(e) if is_symlink_error(&e) => return Found::NotRegular(kind_of(libc::S_IFLNK)),
-        Err(e) if e.kind() == ErrorKind::NotFound => return Found::Missing(e),
-        Err(e) => return Found::Unreadable(e),
+        Err(e) if is_symlink_error(&e) => return unread(Found::NotRegular(kind_of(libc::S_IFLNK))),
+        Err(e) if e.kind() == ErrorKind::NotFound => return unread(Found::Missing(e)),
+        Err(e) => return unread(Found::Unreadable(e)),
     };
-    match rustix::fs::fstat(&fd) {
+    let before = match rustix::fs::fstat(&fd) {
         Ok(st) if st.st_mode & libc::S_IFMT != libc::S_IFREG => {
-            return Found::NotRegular(kind_of(st.st_mode))
+            return unread(Found::NotRegular(kind_of(st.st_mode)))
         }
-        Ok(_) => {}
-        Err(e) => return Found::Unreadable(e.into()),
+        Ok(st) => identity_of(&st),
+        Err(e) => return unread(Found::Unreadable(e.into())),
+    };
+    // Hashed by an earlier run, and the very file it read, unchanged since: not read again.
+    if let Some(r) = prior.filter(|r| r.identity == before) {
+        return unread(Found::Hashed(r.b3, r.s2.filter(|_| sha), r.bytes));
     }
     let mut f = std::fs::File::from(fd);
     let mut b3 = blake3::Hasher::new();
@@ -146,7 +216,7 @@ fn hash(root: &Root, rel: &[u8], sha: bool, stop: &AtomicBool) -> Found {
     let mut bytes = 0;
     loop {
         if stop.load(Ordering::Relaxed) {
-            return Found::Stopped;
+            return unread(Found::Stopped);
         }
         match f.read(&mut buf) {
             Ok(0) => break,
@@ -158,24 +228,28 @@ fn hash(root: &Root, rel: &[u8], sha: bool, stop: &AtomicBool) -> Found {
                 bytes += n as u64;
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Found::Unreadable(e),
+            Err(e) => return unread(Found::Unreadable(e)),
         }
     }
-    Found::Hashed(
-        *b3.finalize().as_bytes(),
-        s2.map(|s| s.finalize().into()),
-        bytes,
+    // Only digests of a file that did not change while read may be recorded for a rerun.
+    let unchanged = rustix::fs::fstat(&f)
+        .ok()
+        .map(|st| identity_of(&st))
+        .filter(|after| *after == before && after.2 == bytes);
+    (
+        Found::Hashed(
+            *b3.finalize().as_bytes(),
+            s2.map(|s| s.finalize().into()),
+            bytes,
+        ),
+        unchanged,
     )
 }
 
 /// Check `dir` against the manifest `file` (`kind`: its hash, `None`: find out). Collective.
-pub fn run(
-    comm: &dyn Comm,
-    context: &Context,
-    file: &[u8],
-    dir: &[u8],
-    kind: Option<HashKind>,
-) -> Result<Report, Error> {
+pub fn run(comm: &dyn Comm, options: &Options, file: &[u8], dir: &[u8]) -> Result<Report, Error> {
+    let context = &options.context;
+    let kind = options.manifest_hash;
     let read = std::fs::read(flist::path::as_path(file))
         .map_err(|e| format!("read manifest {}: {e}", display(file)));
     let text = agree_setup(comm, read)?;
@@ -194,12 +268,33 @@ pub fn run(
         Root::open_path(dir).map_err(|e| format!("open {}: {e}", display(dir))),
     )?;
     let started = Instant::now();
+    let opened = open_checkpoint(comm, options, file, dir, &text)?;
     let (mine, bad) = my_lines(comm, context, file, text);
     let both = kind.is_none();
     let sha = kind != Some(HashKind::Blake3);
+    let (marks, prior) = match &opened {
+        Some((c, prior)) => (c.as_ref(), Some(prior)),
+        None => (None, None),
+    };
     let found: Vec<Found> = mine
         .par_iter()
-        .map(|(_, rel)| hash(&root, rel, sha, &context.stop))
+        .map(|(n, _, rel)| {
+            let earlier = prior.and_then(|p| recorded(p, *n, rel, sha));
+            let (found, unchanged) = hash(&root, rel, sha, &context.stop, earlier);
+            if let (Some(c), Some(identity), Found::Hashed(b3, s2, bytes)) =
+                (marks, unchanged, &found)
+            {
+                let r = Recorded {
+                    check: line_digest(*n, rel, CHECK_SEED),
+                    identity,
+                    b3: *b3,
+                    s2: *s2,
+                    bytes: *bytes,
+                };
+                c.mark(line_digest(*n, rel, 0), &steal::typed::encode(&r));
+            }
+            found
+        })
         .collect();
     // Hashing is over: a signal now stops nothing more.
     let stopped = found.iter().any(|f| matches!(f, Found::Stopped));
@@ -251,6 +346,15 @@ pub fn run(
             ));
         }
     }
+    let checkpoint_failed = match opened {
+        Some((Some(cp), _)) => !super::finish(comm, context, cp, interrupted),
+        _ => false,
+    };
+    let stopped = interrupted.then(|| Stopped {
+        done: c.listed - c.not_checked,
+        total: c.listed,
+        what: "files",
+    });
     Ok(Report {
         src: display(dir).into_owned(),
         dest: String::new(),
@@ -258,6 +362,8 @@ pub fn run(
         differing: c.differ + c.missing,
         not_compared: c.unreadable + c.not_checked + u64::from(c.no_lines && c.unreadable == 0),
         interrupted,
+        stopped,
+        checkpoint_failed,
         bytes_read,
         seconds: started.elapsed().as_secs_f64(),
         failures: context.failures(),
@@ -266,8 +372,48 @@ pub fn run(
     })
 }
 
-/// A manifest line: the digest it lists and the path relative to the directory checked.
-type Line = ([u8; 32], Vec<u8>);
+/// Open the checkpoint of a check of `dir` against the manifest `file` whose bytes are `text`:
+/// its inputs are the tree, the manifest (path and a digest of its bytes) and the hash; whether
+/// a listed file changed since is told by each mark (its identity). `None` with
+/// `--no-checkpoint`. Rank 0 tells the notice. Collective.
+fn open_checkpoint(
+    comm: &dyn Comm,
+    options: &Options,
+    file: &[u8],
+    dir: &[u8],
+    text: &[u8],
+) -> Result<Option<(Option<Checkpoint>, Prior)>, Error> {
+    if matches!(options.checkpoint, Choice::Off) {
+        return Ok(None);
+    }
+    let inputs = Inputs::new("cmp --manifest")
+        .field("the tree checked", &serde_bytes::Bytes::new(dir))
+        .field(
+            "the manifest",
+            &(
+                serde_bytes::Bytes::new(file),
+                *blake3::hash(text).as_bytes(),
+            ),
+        )
+        .field("--manifest-hash", &options.manifest_hash.map(|k| k.name()));
+    let opened = checkpoint::open(
+        comm,
+        &options.checkpoint,
+        Plan {
+            output: None,
+            inputs,
+        },
+    )
+    .map_err(Error::new)?;
+    if let (Some(notice), 0) = (&opened.notice, comm.rank()) {
+        options.context.info(format!("{}\n", notice.trim_end()));
+    }
+    Ok(Some((opened.checkpoint, opened.prior)))
+}
+
+/// A manifest line: its number (from 0), the digest it lists and the path relative to the
+/// directory checked.
+type Line = (usize, [u8; 32], Vec<u8>);
 
 /// The lines of `text` this rank checks (every size-th: the file is read by all, hashing is
 /// the work), as (digest, path), and how many of them are no manifest line (each named).
@@ -284,7 +430,7 @@ fn my_lines(comm: &dyn Comm, context: &Context, file: &[u8], text: Vec<u8>) -> (
             continue;
         }
         match parse_line(l) {
-            Some((digest, rel)) => mine.push((digest, rel)),
+            Some((digest, rel)) => mine.push((n, digest, rel)),
             None => {
                 bad += 1;
                 context.error(format_args!(
@@ -301,7 +447,7 @@ fn my_lines(comm: &dyn Comm, context: &Context, file: &[u8], text: Vec<u8>) -> (
 /// The hash more lines of all ranks match (BLAKE3 on a tie). Collective.
 fn vote(comm: &dyn Comm, mine: &[Line], found: &[Found]) -> HashKind {
     let mut votes = [0u64; 2];
-    for ((want, _), f) in mine.iter().zip(found) {
+    for ((_, want, _), f) in mine.iter().zip(found) {
         if let Found::Hashed(b3, s2, _) = f {
             votes[0] += u64::from(b3 == want);
             votes[1] += u64::from(s2.as_ref() == Some(want));
@@ -319,7 +465,7 @@ fn vote(comm: &dyn Comm, mine: &[Line], found: &[Found]) -> HashKind {
 /// named); the bytes read.
 fn judge(context: &Context, mine: &[Line], found: Vec<Found>, c: &mut Checked) -> u64 {
     let mut bytes_read = 0;
-    for ((want, rel), f) in mine.iter().zip(found) {
+    for ((_, want, rel), f) in mine.iter().zip(found) {
         let shown = display(rel);
         let kind = c.hash;
         match f {

@@ -8,18 +8,24 @@
 //! verdict comes back to the rank holding its pair. Then every rank counts its pairs against
 //! the report's expressions and the `-o` outputs, writes the matching records into the lists,
 //! and rank 0 prints the summed report (`report`).
+//!
+//! A stopped comparison continues: each chunk's verdict is marked in a checkpoint whose inputs
+//! are the two trees, the digests of their listings and the options that decide the chunks, so a
+//! rerun reads only the chunks not marked and reports what an uninterrupted run would. A stopped
+//! run writes no `-o` list (it would look complete).
 
 pub(crate) mod content;
 pub(crate) mod manifest;
 pub(crate) mod report;
 
+use crate::engine::checkpoint::{self, Checkpoint, Choice, Inputs, Outcome, Plan, Prior};
 use crate::engine::compare_expr::{Field, Output, State, States, FIELDS};
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::copy::Mapping;
 use crate::engine::pairing::{bring_home, index_by_rel, pair_states};
 use crate::engine::setup::{agree_setup, walk_sources};
 use crate::engine::status::Status;
-use content::{ReadOptions, Verdict};
+use content::{ReadOptions, Resume, Verdict};
 use flist::io::Format;
 use flist::path::{display, normalize};
 use flist::walk::stat_path;
@@ -97,6 +103,9 @@ pub struct Options {
     pub manifest: Option<Vec<u8>>,
     /// The manifest's hash (`None`: found by hashing both ways).
     pub manifest_hash: Option<crate::engine::digest::HashKind>,
+    /// Where the verdicts of compared chunks (files, with `manifest`) are recorded, so that a
+    /// stopped run continues (`--checkpoint PATH`, `--no-checkpoint`).
+    pub checkpoint: Choice,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -117,6 +126,7 @@ impl Options {
             lite: false,
             manifest: None,
             manifest_hash: None,
+            checkpoint: Choice::default(),
             context: Context::default(),
         }
     }
@@ -181,6 +191,12 @@ pub struct Report {
     pub seconds: f64,
     /// A stop request cut the comparison short.
     pub interrupted: bool,
+    /// With `interrupted`: how far the comparison got, over this run and the earlier ones it
+    /// continues (bytes of file data compared; files with `--manifest`).
+    #[serde(skip)]
+    pub stopped: Option<Stopped>,
+    /// The checkpoint could not be kept (stopped) or removed (complete) (reported).
+    pub checkpoint_failed: bool,
     /// This process's sample of failure messages.
     pub failures: Vec<String>,
     /// With `--manifest`: what the check against it found (the rest of the report then
@@ -207,16 +223,22 @@ impl ToolReport for Report {
         Summary {
             items: self.paths,
             bytes: self.bytes_read,
-            failed: self.not_compared + self.lists_failed,
+            failed: self.not_compared + self.lists_failed + u64::from(self.checkpoint_failed),
             seconds: self.seconds,
         }
     }
     fn status(&self) -> Status {
         Status::of_work(
-            self.differing + self.not_compared + self.lists_failed,
+            self.differing
+                + self.not_compared
+                + self.lists_failed
+                + u64::from(self.checkpoint_failed),
             0,
             self.incomplete || self.interrupted,
         )
+    }
+    fn stopped(&self) -> Option<Stopped> {
+        self.stopped
     }
 }
 
@@ -286,7 +308,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
     if let Some(file) = &options.manifest {
         let dir = normalize(&options.src, &cwd);
-        return manifest::run(comm, context, file, &dir, options.manifest_hash);
+        return manifest::run(comm, options, file, &dir);
     }
     let src = normalize(&options.src, &cwd);
     let dest = normalize(&options.dest, &cwd);
@@ -312,8 +334,34 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let mut tally = Tally::new(&exprs);
 
     // Walk both trees; pairs meet on the rank owning their relative path.
-    let (mut trees, mut detail) = walk(comm, context, src, dest, &mut tally, &mut report);
+    // Rank 0 creates the default place, as it creates the checkpoint (`--lite` keeps none).
+    let ours = steal::CommExt::bcast_with(comm, 0, || {
+        (!options.lite)
+            .then(|| checkpoints_dir(&options.checkpoint, &cwd))
+            .flatten()
+    });
+    let (mut trees, mut detail) = walk(
+        comm,
+        context,
+        src.clone(),
+        dest.clone(),
+        &mut tally,
+        &mut report,
+    );
+    without_checkpoints(&mut trees.src, ours.as_deref());
+    without_checkpoints(&mut trees.dest, ours.as_deref());
     let mut pairs = pair_up(&trees, options, &mut tally);
+    // The checkpoint, once the listings (inputs) are known. `--lite` reads no data: nothing to
+    // record.
+    let opened = if options.lite {
+        None
+    } else {
+        open_checkpoint(comm, options, &src, &dest, &trees)?
+    };
+    let resume = opened.as_ref().map(|(checkpoint, prior)| Resume {
+        checkpoint: checkpoint.as_ref(),
+        prior,
+    });
     if options.outputs.is_empty() {
         // Only `-o` lists read the destination's records again: free them for the rest.
         trees.dest = FileList::new(flist::Detail::Stat);
@@ -323,7 +371,15 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let compare_started = Instant::now();
     let bufsize = options.bufsize.unwrap_or(DEFAULT_BUFSIZE).min(1 << 30) as usize;
     if !options.lite {
-        let chunk_size = compare(comm, options, &trees, &mut pairs, &mut tally, &mut report);
+        let chunk_size = compare(
+            comm,
+            options,
+            &trees,
+            &mut pairs,
+            &mut tally,
+            &mut report,
+            resume,
+        );
         detail.compare_seconds = Some(compare_started.elapsed().as_secs_f64());
         detail.chunk_size = chunk_size;
     }
@@ -351,9 +407,118 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     report.tally = tally;
     report.expressions = expressions;
     report.detail = context.verbose.then_some(detail);
+    if let Some((Some(c), _)) = opened {
+        report.checkpoint_failed = !finish(comm, context, c, report.interrupted);
+    }
     report.seconds = started.elapsed().as_secs_f64();
     report.failures = context.failures();
     Ok(report)
+}
+
+/// The directory that holds the checkpoints `choice` names, normalised against `cwd`: the
+/// `--checkpoint PATH`, or `mfu-rs/checkpoints` in the state directory (`$XDG_STATE_HOME`, or
+/// `~/.local/state`) that holds the default ones; `None` with `--no-checkpoint`. A tree read
+/// for a run is read without it: its marks change as the run goes, so a rerun would find
+/// another listing, and start over, every time (`dup ~`). The default one is created here
+/// (0700, as the checkpoint would create it), before the tree is read: the directories that
+/// lead to it are then the same for the first run and its reruns.
+pub(crate) fn checkpoints_dir(choice: &Choice, cwd: &[u8]) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    match choice {
+        Choice::Off => None,
+        Choice::At(p) => Some(normalize(p, cwd)),
+        Choice::Beside => {
+            let state = std::env::var_os("XDG_STATE_HOME")
+                .filter(|s| !s.is_empty())
+                .map(std::path::PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME")
+                        .filter(|h| !h.is_empty())
+                        .map(|h| std::path::PathBuf::from(h).join(".local/state"))
+                })?;
+            let dir = state.join("mfu-rs/checkpoints");
+            // A failure is the checkpoint's to report, when it is opened.
+            let _ = std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o700,
+            )
+            .create(&dir);
+            Some(normalize(dir.as_os_str().as_bytes(), cwd))
+        }
+    }
+}
+
+/// Drop from `list` what lies in the checkpoints directory `dir` (see [`checkpoints_dir`]).
+pub(crate) fn without_checkpoints(list: &mut FileList, dir: Option<&[u8]>) {
+    if let Some(dir) = dir {
+        list.retain(|e| !flist::path::is_prefix(dir, e.path));
+    }
+}
+
+/// Open the checkpoint of a comparison of `src` with `dest` (as compared: absolute) whose
+/// listings are `trees`: its inputs are the two trees, the digests of their listings and the
+/// options that decide how files are cut into chunks. `None` with `--no-checkpoint`, or when a
+/// stop came during the walks (nothing of the comparison to record). Rank 0 tells the notice
+/// (continuing, or not used and why). Collective.
+fn open_checkpoint(
+    comm: &dyn Comm,
+    options: &Options,
+    src: &[u8],
+    dest: &[u8],
+    trees: &Trees,
+) -> Result<Option<(Option<Checkpoint>, Prior)>, Error> {
+    let context = &options.context;
+    // Every rank takes the same way (a signal reaches each process at its own time).
+    if matches!(options.checkpoint, Choice::Off) || steal::CommExt::any(comm, context.stopped()) {
+        return Ok(None);
+    }
+    let inputs = Inputs::new("cmp")
+        .field(
+            "the trees compared",
+            &(serde_bytes::Bytes::new(src), serde_bytes::Bytes::new(dest)),
+        )
+        .field(
+            "the listing of SRC",
+            &checkpoint::list_digest(comm, &trees.src),
+        )
+        .field(
+            "the listing of DEST",
+            &checkpoint::list_digest(comm, &trees.dest),
+        )
+        .field("--chunksize", &options.chunksize)
+        .field("--direct", &options.direct);
+    let opened = checkpoint::open(
+        comm,
+        &options.checkpoint,
+        Plan {
+            output: None,
+            inputs,
+        },
+    )
+    .map_err(Error::new)?;
+    if let (Some(notice), 0) = (&opened.notice, comm.rank()) {
+        context.info(format!("{}\n", notice.trim_end()));
+    }
+    Ok(Some((opened.checkpoint, opened.prior)))
+}
+
+/// End the run's checkpoint: kept for a rerun when `stopped`, removed otherwise. False when
+/// that failed (rank 0 names it). Collective.
+fn finish(comm: &dyn Comm, context: &Context, c: Checkpoint, stopped: bool) -> bool {
+    let outcome = if stopped {
+        Outcome::Stopped
+    } else {
+        Outcome::Complete
+    };
+    match c.finish(comm, outcome) {
+        Ok(()) => true,
+        Err(e) => {
+            if comm.rank() == 0 {
+                context.error(e);
+            }
+            false
+        }
+    }
 }
 
 /// Walk `src` and `dest` and bring every record to the rank owning its relative path. Walk
@@ -409,10 +574,33 @@ fn compare(
     pairs: &mut Pairs,
     tally: &mut Tally,
     report: &mut Report,
+    resume: Option<Resume<'_>>,
 ) -> u64 {
     let context = &options.context;
+    let needs_data = |flags: u16| flags & NEEDS_DATA != 0;
+    // Bytes to compare (each of the two files), and the threads of all ranks.
+    let mut totals = [
+        pairs
+            .flags
+            .iter()
+            .enumerate()
+            .filter(|&(_, &f)| needs_data(f))
+            .filter_map(|(i, _)| trees.src.meta(i).map(|m| m.size))
+            .sum::<u64>(),
+        rayon::current_num_threads() as u64,
+    ];
+    comm.allreduce(&mut totals, ReduceOp::Sum);
+    // Recorded chunks are keyed by the chunk size: with a checkpoint it is chosen once for the
+    // whole comparison (not per round, whose files depend on the rank count), or taken from
+    // the marks of the run this one continues.
+    let chosen = match (options.chunksize, resume) {
+        (Some(c), _) => c,
+        (None, Some(r)) => content::recorded_chunk_size(r.prior)
+            .unwrap_or_else(|| crate::engine::copy::auto_chunk_size(totals[0], totals[1])),
+        (None, None) => 0,
+    };
     let opts = ReadOptions {
-        chunk_size: options.chunksize.unwrap_or(0),
+        chunk_size: chosen,
         bufsize: options.bufsize.unwrap_or(DEFAULT_BUFSIZE).min(1 << 30) as usize,
         direct: options.direct,
         open_noatime: options.open_noatime,
@@ -421,7 +609,6 @@ fn compare(
     // In rounds of at most ROUND_FILES files per rank (as many rounds on every rank): the
     // chunks of a round, and the copy of its records, are all the comparison holds.
     let round = round_files();
-    let needs_data = |flags: u16| flags & NEEDS_DATA != 0;
     let to_read = pairs.flags.iter().filter(|&&f| needs_data(f)).count();
     let mut rounds = [to_read.div_ceil(round) as u64];
     comm.allreduce(&mut rounds, ReduceOp::Max);
@@ -442,7 +629,8 @@ fn compare(
             vec![Verdict::NotCompared; picked.len()]
         } else {
             let files = trees.src.select(picked.iter().copied());
-            let got = content::compare_files(comm, context, &files, &trees.map, &opts, &progress);
+            let got =
+                content::compare_files(comm, context, &files, &trees.map, &opts, &progress, resume);
             chunk_size = chunk_size.max(got.chunk_size);
             // Counted from the start of the comparison (the progress counters are not reset).
             bytes_read = got.bytes_read;
@@ -481,6 +669,13 @@ fn compare(
     }
     report.bytes_read = bytes_read;
     report.interrupted = interrupted;
+    if interrupted {
+        report.stopped = Some(Stopped {
+            done: bytes_read / 2,
+            total: totals[0],
+            what: "bytes",
+        });
+    }
     chunk_size
 }
 
@@ -539,6 +734,20 @@ fn count_and_write(
     } else {
         Format::V4
     };
+    if report.interrupted {
+        // A list without the files not compared would look complete: none is written (a rerun
+        // writes them all).
+        report.written = vec![false; options.outputs.len()];
+        if comm.rank() == 0 {
+            for o in &options.outputs {
+                options.context.error(format!(
+                    "{}: not written: the comparison was stopped before its end",
+                    display(&o.file)
+                ));
+            }
+        }
+        return;
+    }
     // A failed write is the same error on every rank: reported and counted once, by rank 0.
     report.written = vec![true; options.outputs.len()];
     for ((o, list), ok) in options

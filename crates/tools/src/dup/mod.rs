@@ -15,12 +15,18 @@
 //! 6. output: every rank owns one range of hashes, so printing rank by rank, each rank's groups
 //!    sorted, gives the same output at any rank count. With `--verify`, the redundant-copy list
 //!    keeps only the names an earlier list (reviewed by the user) holds.
+//!
+//! A stopped run continues: each hash (prefix or whole file) is marked in a checkpoint whose
+//! inputs are the paths and the digest of the list (so a file changed since, in size, times or
+//! inode, means starting over); a rerun hashes only the files not marked, and its groups,
+//! counts and output are those of an uninterrupted run.
 
 mod hash;
 mod inode;
 mod unchanged;
 
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::checkpoint::{self, Checkpoint, Choice, Inputs, Outcome, Plan, Prior};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::input::{Input, Listed};
 use crate::engine::locks::lock;
 use crate::engine::setup::agree_setup;
@@ -33,7 +39,7 @@ use flist::walk::{walk, WalkOptions};
 use flist::FileList;
 use flist::FileType;
 use hash::{hash_file, hex, PREFIX_BYTES};
-use inode::{exchange, hash_groups, hash_owner, inodes_of, same_size, size_owner, Inode};
+use inode::{exchange, hash_groups, hash_owner, inodes_of, same_size, size_owner, Hash, Inode};
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -60,6 +66,9 @@ pub struct Options {
     pub text: bool,
     /// Open files (and directories while walking) with O_NOATIME where permitted.
     pub open_noatime: bool,
+    /// Where the hashes of files done are recorded, so that a stopped run continues
+    /// (`--checkpoint PATH`, `--no-checkpoint`).
+    pub checkpoint: Choice,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -102,6 +111,12 @@ pub struct Report {
     pub seconds: f64,
     /// A stop request cut the run short: the groups are incomplete.
     pub interrupted: bool,
+    /// With `interrupted`: the files hashed (prefix and whole-file passes, this run and the
+    /// earlier ones it continues) of those known to need it.
+    #[serde(skip)]
+    pub stopped: Option<Stopped>,
+    /// The checkpoint could not be kept (stopped) or removed (complete) (reported).
+    pub checkpoint_failed: bool,
     /// This process's sample of failure messages.
     pub failures: Vec<String>,
 }
@@ -112,16 +127,25 @@ impl ToolReport for Report {
         Summary {
             items: self.files,
             bytes: self.reclaimable,
-            failed: self.unreadable + self.no_longer_redundant + u64::from(self.list_failed),
+            failed: self.failed(),
             seconds: self.seconds,
         }
     }
     fn status(&self) -> Status {
-        Status::of_work(
-            self.unreadable + self.no_longer_redundant + u64::from(self.list_failed),
-            0,
-            self.interrupted,
-        )
+        Status::of_work(self.failed(), 0, self.interrupted)
+    }
+    fn stopped(&self) -> Option<Stopped> {
+        self.stopped
+    }
+}
+
+impl Report {
+    /// Files, lists and the checkpoint that failed.
+    fn failed(&self) -> u64 {
+        self.unreadable
+            + self.no_longer_redundant
+            + u64::from(self.list_failed)
+            + u64::from(self.checkpoint_failed)
     }
 }
 
@@ -143,17 +167,28 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     };
     let mut report = Report::default();
 
-    // 1. The list, with fresh metadata.
-    let (list, mut failed) = list(comm, options, &cwd)?;
+    // 1. The list, with fresh metadata; its regular files (directories do not matter, and
+    // change as a checkpoint is made in them).
+    let ours = comm.bcast_with(0, || crate::cmp::checkpoints_dir(&options.checkpoint, &cwd));
+    let (mut list, mut failed) = list(comm, options, &cwd)?;
+    crate::cmp::without_checkpoints(&mut list, ours.as_deref());
+    let (list, empty) = regular_files(list);
+    // The checkpoint, once the files (an input) are known.
+    let opened = open_checkpoint(comm, options, &cwd, &list)?;
+    let resume = opened.as_ref().map(|(c, prior)| Resume {
+        checkpoint: c.as_ref(),
+        prior,
+    });
     // Same id tables as the list, so that -o can write v4.
     let mut redundant = list.empty_like();
 
-    // 2. Sizes: non-empty regular files, each size on one rank.
-    let (inodes, files, empty) = by_size(comm, list);
+    // 2. Sizes: each size on one rank.
+    let (inodes, files) = by_size(comm, list);
     let same_size_n = inodes.len() as u64;
 
     // 3 and 4. Prefixes, then whole files; groups in hash order.
-    let (mut done, same_prefix_n, interrupted) = groups(comm, options, inodes, &mut failed);
+    let (mut done, same_prefix_n, interrupted, stopped) =
+        groups(comm, options, inodes, &mut failed, resume);
 
     // 5. The groups are known; a race test changes files here. Every member is checked
     // against its listing once more, as late as possible before the output.
@@ -203,7 +238,21 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         report.no_longer_redundant = comm.sum(gone);
     }
     report.interrupted = comm.any(interrupted);
+    report.stopped = stopped.filter(|_| report.interrupted);
     write(comm, options, &redundant, &mut report);
+    if let Some((Some(c), _)) = opened {
+        let outcome = if report.interrupted {
+            Outcome::Stopped
+        } else {
+            Outcome::Complete
+        };
+        if let Err(e) = c.finish(comm, outcome) {
+            if comm.rank() == 0 {
+                context.error(e);
+            }
+            report.checkpoint_failed = true;
+        }
+    }
 
     comm.allreduce(&mut counts, ReduceOp::Sum);
     let [files, empty, same_size, same_prefix, groups, redundant, reclaimable] = counts;
@@ -251,6 +300,86 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     Ok(report)
 }
 
+/// Open the checkpoint of this run: its inputs are the paths (or the list) searched, as
+/// absolute paths, and the digest of `list`, the regular files with their fresh metadata. `None` with
+/// `--no-checkpoint`, or when a stop came during the listing. Rank 0 tells the notice.
+/// Collective.
+fn open_checkpoint(
+    comm: &dyn Comm,
+    options: &Options,
+    cwd: &[u8],
+    list: &FileList,
+) -> Result<Option<(Option<Checkpoint>, Prior)>, Error> {
+    let context = &options.context;
+    // Every rank takes the same way (a signal reaches each process at its own time).
+    if matches!(options.checkpoint, Choice::Off) || comm.any(context.stopped()) {
+        return Ok(None);
+    }
+    let searched: Vec<serde_bytes::ByteBuf> = match &options.input {
+        Input::Paths(paths) => paths
+            .iter()
+            .map(|p| serde_bytes::ByteBuf::from(normalize(p, cwd)))
+            .collect(),
+        Input::File { path, .. } if path.as_slice() == b"-" => vec![path.clone().into()],
+        Input::File { path, .. } => vec![normalize(path, cwd).into()],
+        // A list in memory is named by its digest alone.
+        Input::List(_) => Vec::new(),
+    };
+    let inputs = Inputs::new("dup")
+        .field("the files searched", &searched)
+        .field("the list of files", &checkpoint::list_digest(comm, list));
+    let opened = checkpoint::open(
+        comm,
+        &options.checkpoint,
+        Plan {
+            output: None,
+            inputs,
+        },
+    )
+    .map_err(Error::new)?;
+    if let (Some(notice), 0) = (&opened.notice, comm.rank()) {
+        context.info(format!("{}\n", notice.trim_end()));
+    }
+    Ok(Some((opened.checkpoint, opened.prior)))
+}
+
+/// What earlier runs recorded, and where this run records each hash it computes.
+#[derive(Clone, Copy)]
+struct Resume<'a> {
+    checkpoint: Option<&'a Checkpoint>,
+    prior: &'a Prior,
+}
+
+/// The key (`seed` 0) or the check digest (another seed) of the hash of the first `limit` bytes
+/// of `inode`: its size, device, inode number and first name (the same at any rank count).
+fn hash_digest(inode: &Inode, limit: u64, seed: u64) -> u64 {
+    let first = inode.first_path();
+    let mut bytes = Vec::with_capacity(first.len() + 32);
+    for v in [limit, inode.size, inode.dev, inode.ino] {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    bytes.extend_from_slice(first);
+    xxhash_rust::xxh64::xxh64(&bytes, seed)
+}
+
+/// The seed of [`hash_digest`]'s check digest.
+const CHECK_SEED: u64 = 0x6475_702d_6368_6b31;
+
+/// A hash's mark payload: the check digest, then the hash.
+fn hash_payload(inode: &Inode, limit: u64) -> [u8; 40] {
+    let mut out = [0u8; 40];
+    out[..8].copy_from_slice(&hash_digest(inode, limit, CHECK_SEED).to_le_bytes());
+    out[8..].copy_from_slice(&inode.hash);
+    out
+}
+
+/// The hash of the first `limit` bytes of `inode` an earlier run recorded, if whole and its own.
+fn recorded(prior: &Prior, inode: &Inode, limit: u64) -> Option<Hash> {
+    let p = prior.payload(hash_digest(inode, limit, 0))?;
+    let check = hash_digest(inode, limit, CHECK_SEED).to_le_bytes();
+    (p.len() == 40 && p[..8] == check).then(|| p[8..].try_into().expect("32 bytes"))
+}
+
 /// `12.0 MiB (12582912 bytes)`.
 fn bytes_text(n: u64) -> String {
     format!("{} ({n} bytes)", flist::units::human_bytes(n))
@@ -281,15 +410,20 @@ fn list(comm: &dyn Comm, options: &Options, cwd: &[u8]) -> Result<(FileList, u64
     Ok((list, errors.len() as u64))
 }
 
-/// Keep the non-empty regular files of `list`, bring every size to one rank and join hard
-/// links into inodes; sizes held by one inode drop out. Returns those inodes, and this rank's
-/// count of non-empty files (inodes) and of empty files. Collective.
-fn by_size(comm: &dyn Comm, mut list: FileList) -> (Vec<Inode>, u64, u64) {
+/// The non-empty regular files of `list`, and this rank's count of empty ones.
+fn regular_files(mut list: FileList) -> (FileList, u64) {
     let empty = list
         .iter()
         .filter(|e| e.kind == FileType::File && e.meta.is_some_and(|m| m.size == 0))
         .count() as u64;
     list.retain(|e| e.kind == FileType::File && e.meta.is_some_and(|m| m.size > 0));
+    (list, empty)
+}
+
+/// Bring every size of the non-empty regular files `list` to one rank and join hard links
+/// into inodes; sizes held by one inode drop out. Returns those inodes, and this rank's count
+/// of files (inodes). Collective.
+fn by_size(comm: &dyn Comm, list: FileList) -> (Vec<Inode>, u64) {
     let size = comm.size();
     let list = remap(comm, list, |e| {
         size_owner(e.meta.map_or(0, |m| m.size), size)
@@ -297,19 +431,21 @@ fn by_size(comm: &dyn Comm, mut list: FileList) -> (Vec<Inode>, u64, u64) {
     let inodes = inodes_of(&list);
     drop(list);
     let files = inodes.len() as u64;
-    (same_size(inodes), files, empty)
+    (same_size(inodes), files)
 }
 
 /// Hash the prefixes of `inodes`, then the whole of those still paired above the prefix
 /// length, over all ranks; group them by (size, hash), in hash order. Returns the groups of
-/// this rank, how many inodes went on to the whole-file pass, and whether a stop cut it
-/// short. Failures are reported and counted into `failed`. Collective.
+/// this rank, how many inodes went on to the whole-file pass, whether a stop cut it short, and
+/// how far the hashing got (over all ranks). Failures are reported and counted into `failed`.
+/// Collective.
 fn groups(
     comm: &dyn Comm,
     options: &Options,
     inodes: Vec<Inode>,
     failed: &mut u64,
-) -> (Vec<Vec<Inode>>, u64, bool) {
+    resume: Option<Resume<'_>>,
+) -> (Vec<Vec<Inode>>, u64, bool, Option<Stopped>) {
     let context = &options.context;
     let size = comm.size();
     let progress = context.progress(comm.rank(), "Hashed");
@@ -323,7 +459,7 @@ fn groups(
         .store(comm.sum(total_bytes), std::sync::atomic::Ordering::Relaxed);
     let pass = |inodes: Vec<Inode>, limit: u64, batch: usize, failed: &mut u64| {
         let (hashed, errors, interrupted) =
-            hash_all(comm, options, inodes, limit, batch, &progress);
+            hash_all(comm, options, inodes, limit, batch, &progress, resume);
         *failed += errors.len() as u64;
         for e in errors {
             context.error(e);
@@ -361,7 +497,14 @@ fn groups(
         interrupted = true;
     }
     done.sort_by(|a, b| (a[0].hash, a[0].size).cmp(&(b[0].hash, b[0].size)));
-    (done, same_prefix, interrupted)
+    let stopped = Stopped {
+        done: comm.sum(progress.items.load(std::sync::atomic::Ordering::Relaxed)),
+        total: progress
+            .total_items
+            .load(std::sync::atomic::Ordering::Relaxed),
+        what: "files",
+    };
+    (done, same_prefix, interrupted, Some(stopped))
 }
 
 /// Write the redundant copies to `output`, unless the run was interrupted (a list written
@@ -433,16 +576,36 @@ fn still_redundant(
 
 /// Hash the first `limit` bytes of every inode over all ranks with work stealing, `batch`
 /// inodes per work item. Returns the inodes hashed on this rank (wherever they started), the
-/// failures, and whether a stop request cut the pass short. Collective.
+/// failures, and whether a stop request cut the pass short. With `resume`, the hashes an
+/// earlier run recorded are taken (counted as hashed now), and each one computed is marked.
+/// Collective.
 fn hash_all(
     comm: &dyn Comm,
     options: &Options,
-    inodes: Vec<Inode>,
+    mut inodes: Vec<Inode>,
     limit: u64,
     batch: usize,
     progress: &Progress,
+    resume: Option<Resume<'_>>,
 ) -> (Vec<Inode>, Vec<String>, bool) {
-    let hashed = Mutex::new(Vec::new());
+    // Hashed by an earlier run: taken as they are, without a read.
+    let mut earlier = Vec::new();
+    if let Some(r) = resume {
+        let mut todo = Vec::with_capacity(inodes.len());
+        for mut i in inodes {
+            match recorded(r.prior, &i, limit) {
+                Some(h) => {
+                    i.hash = h;
+                    progress.add(1, i.size.min(limit));
+                    earlier.push(i);
+                }
+                None => todo.push(i),
+            }
+        }
+        inodes = todo;
+    }
+    let checkpoint = resume.and_then(|r| r.checkpoint);
+    let hashed = Mutex::new(earlier);
     let errors = Mutex::new(Vec::new());
     let cfg = queue::Config {
         max_batch: batch,
@@ -455,6 +618,9 @@ fn hash_all(
         match hash_file(i.first_path(), &i.names[0].1, limit, options.open_noatime) {
             Ok(h) => {
                 i.hash = h;
+                if let Some(c) = checkpoint {
+                    c.mark(hash_digest(&i, limit, 0), &hash_payload(&i, limit));
+                }
                 lock(&hashed).push(i);
             }
             Err(e) => lock(&errors).push(format!(
