@@ -337,7 +337,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     // Rank 0 creates the default place, as it creates the checkpoint (`--lite` keeps none).
     let ours = steal::CommExt::bcast_with(comm, 0, || {
         (!options.lite)
-            .then(|| checkpoints_dir(&options.checkpoint, &cwd))
+            .then(|| crate::engine::checkpoint::checkpoints_dir(&options.checkpoint, &cwd))
             .flatten()
     });
     let (mut trees, mut detail) = walk(
@@ -348,8 +348,8 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         &mut tally,
         &mut report,
     );
-    without_checkpoints(&mut trees.src, ours.as_deref());
-    without_checkpoints(&mut trees.dest, ours.as_deref());
+    crate::engine::checkpoint::without_checkpoints(&mut trees.src, ours.as_deref());
+    crate::engine::checkpoint::without_checkpoints(&mut trees.dest, ours.as_deref());
     let mut pairs = pair_up(&trees, options, &mut tally);
     // The checkpoint, once the listings (inputs) are known. `--lite` reads no data: nothing to
     // record.
@@ -413,46 +413,6 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     report.seconds = started.elapsed().as_secs_f64();
     report.failures = context.failures();
     Ok(report)
-}
-
-/// The directory that holds the checkpoints `choice` names, normalised against `cwd`: the
-/// `--checkpoint PATH`, or `mfu-rs/checkpoints` in the state directory (`$XDG_STATE_HOME`, or
-/// `~/.local/state`) that holds the default ones; `None` with `--no-checkpoint`. A tree read
-/// for a run is read without it: its marks change as the run goes, so a rerun would find
-/// another listing, and start over, every time (`dup ~`). The default one is created here
-/// (0700, as the checkpoint would create it), before the tree is read: the directories that
-/// lead to it are then the same for the first run and its reruns.
-pub(crate) fn checkpoints_dir(choice: &Choice, cwd: &[u8]) -> Option<Vec<u8>> {
-    use std::os::unix::ffi::OsStrExt;
-    match choice {
-        Choice::Off => None,
-        Choice::At(p) => Some(normalize(p, cwd)),
-        Choice::Beside => {
-            let state = std::env::var_os("XDG_STATE_HOME")
-                .filter(|s| !s.is_empty())
-                .map(std::path::PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("HOME")
-                        .filter(|h| !h.is_empty())
-                        .map(|h| std::path::PathBuf::from(h).join(".local/state"))
-                })?;
-            let dir = state.join("mfu-rs/checkpoints");
-            // A failure is the checkpoint's to report, when it is opened.
-            let _ = std::os::unix::fs::DirBuilderExt::mode(
-                std::fs::DirBuilder::new().recursive(true),
-                0o700,
-            )
-            .create(&dir);
-            Some(normalize(dir.as_os_str().as_bytes(), cwd))
-        }
-    }
-}
-
-/// Drop from `list` what lies in the checkpoints directory `dir` (see [`checkpoints_dir`]).
-pub(crate) fn without_checkpoints(list: &mut FileList, dir: Option<&[u8]>) {
-    if let Some(dir) = dir {
-        list.retain(|e| !flist::path::is_prefix(dir, e.path));
-    }
 }
 
 /// Open the checkpoint of a comparison of `src` with `dest` (as compared: absolute) whose

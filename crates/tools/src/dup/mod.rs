@@ -169,9 +169,11 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
 
     // 1. The list, with fresh metadata; its regular files (directories do not matter, and
     // change as a checkpoint is made in them).
-    let ours = comm.bcast_with(0, || crate::cmp::checkpoints_dir(&options.checkpoint, &cwd));
+    let ours = comm.bcast_with(0, || {
+        crate::engine::checkpoint::checkpoints_dir(&options.checkpoint, &cwd)
+    });
     let (mut list, mut failed) = list(comm, options, &cwd)?;
-    crate::cmp::without_checkpoints(&mut list, ours.as_deref());
+    crate::engine::checkpoint::without_checkpoints(&mut list, ours.as_deref());
     let (list, empty) = regular_files(list);
     // The checkpoint, once the files (an input) are known.
     let opened = open_checkpoint(comm, options, &cwd, &list)?;

@@ -185,6 +185,54 @@ struct Decision {
     notice: Option<String>,
 }
 
+/// The directory of the default checkpoints of tools without an output file,
+/// `$XDG_STATE_HOME/mfu-rs/checkpoints` (`~/.local/state/...` without it), created (mode 0700)
+/// if missing. A tool that walks a tree leaves it out of the walk.
+pub fn state_dir() -> Result<std::path::PathBuf, String> {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|s| !s.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| std::path::PathBuf::from(h).join(".local/state"))
+        })
+        .ok_or("neither XDG_STATE_HOME nor HOME is set")?;
+    let dir = state.join("mfu-rs").join("checkpoints");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| format!("create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// The directory that holds the checkpoints `choice` names, normalised against `cwd`: the
+/// `--checkpoint PATH`, or `mfu-rs/checkpoints` in the state directory (`$XDG_STATE_HOME`, or
+/// `~/.local/state`) that holds the default ones; `None` with `--no-checkpoint`. A tree read
+/// for a run is read without it: its marks change as the run goes, so a rerun would find
+/// another listing, and start over, every time (`dup ~`). The default one is created here
+/// (0700, as the checkpoint would create it), before the tree is read: the directories that
+/// lead to it are then the same for the first run and its reruns.
+pub fn checkpoints_dir(choice: &Choice, cwd: &[u8]) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    match choice {
+        Choice::Off => None,
+        Choice::At(p) => Some(flist::path::normalize(p, cwd)),
+        // A failure is the checkpoint's to report, when it is opened.
+        Choice::Beside => state_dir()
+            .ok()
+            .map(|dir| flist::path::normalize(dir.as_os_str().as_bytes(), cwd)),
+    }
+}
+
+/// Drop from `list` what lies in the checkpoints directory `dir` (see [`checkpoints_dir`]).
+pub fn without_checkpoints(list: &mut flist::FileList, dir: Option<&[u8]>) {
+    if let Some(dir) = dir {
+        list.retain(|e| !flist::path::is_prefix(dir, e.path));
+    }
+}
+
 /// The checkpoint's path for `choice` and `plan`; `None` when there is none.
 fn location(choice: &Choice, plan: &Plan<'_>) -> Result<Option<Vec<u8>>, String> {
     match choice {
@@ -197,21 +245,7 @@ fn location(choice: &Choice, plan: &Plan<'_>) -> Result<Option<Vec<u8>>, String>
             }
             _ => {
                 use std::os::unix::ffi::OsStrExt;
-                let state = std::env::var_os("XDG_STATE_HOME")
-                    .filter(|s| !s.is_empty())
-                    .map(std::path::PathBuf::from)
-                    .or_else(|| {
-                        std::env::var_os("HOME")
-                            .filter(|h| !h.is_empty())
-                            .map(|h| std::path::PathBuf::from(h).join(".local/state"))
-                    })
-                    .ok_or("neither XDG_STATE_HOME nor HOME is set")?;
-                let dir = state.join("mfu-rs").join("checkpoints");
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&dir)
-                    .map_err(|e| format!("create {}: {e}", dir.display()))?;
+                let dir = state_dir()?;
                 let cwd = std::env::current_dir().unwrap_or_default();
                 let name = plan.inputs.short_name(cwd.as_os_str().as_bytes());
                 Ok(Some(dir.join(name).as_os_str().as_bytes().to_vec()))
