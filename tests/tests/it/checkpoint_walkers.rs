@@ -324,6 +324,38 @@ fn walk_o_skips_its_checkpoint_inside_the_tree_and_trusts_no_forged_or_foreign_c
 }
 
 #[test]
+fn walk_o_and_find_exec_o_to_a_relative_list_leave_no_checkpoint_and_run_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tree(tmp.path(), 3);
+    for _ in 0..2 {
+        launch("np1", "walk")
+            .current_dir(tmp.path())
+            .args(["-q", "-o", "rel.mfu", "tree"])
+            .expect(0);
+        launch("np1", "find")
+            .current_dir(tmp.path())
+            .arg(&root)
+            .args([
+                "--type",
+                "f",
+                "--exec",
+                "true",
+                "{}",
+                ";",
+                "-o",
+                "found.mfu",
+            ])
+            .expect(0);
+    }
+    let left: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.as_bytes().ends_with(b".mfu-checkpoint"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
 fn walk_o_stopped_by_a_real_sigterm_continues() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out.mfu");

@@ -201,6 +201,11 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
             context.error("interrupted: the walk was cut short, nothing was searched");
         }
         report.interrupted = true;
+        report.stopped = Some(Stopped {
+            done: 0,
+            total: report.entries,
+            what: "entries",
+        });
         report.seconds = started.elapsed().as_secs_f64();
         report.failures = context.failures();
         return Ok(report);
@@ -365,8 +370,17 @@ fn open_checkpoint(
         .field("paths", &input)
         .field("expression", &format!("{:?}", options.expr))
         .field("maxdepth", &options.maxdepth);
+    // Absolute, so that the checkpoint beside it is named by a path that holds its directory
+    // (the core's removal looks for a bare name's parent in `/`).
+    let out = options.output.as_ref().map(|o| {
+        if o.as_slice() == b"-" {
+            o.clone()
+        } else {
+            flist::path::normalize(o, &cwd)
+        }
+    });
     let plan = Plan {
-        output: options.output.as_deref(),
+        output: out.as_deref(),
         inputs,
     };
     let opened = checkpoint::open(comm, &options.checkpoint, plan).map_err(Error::new)?;
@@ -512,5 +526,25 @@ fn with_progress<R: Send>(
 fn detail(comm: &dyn Comm, context: &Context, msg: &str) {
     if comm.rank() == 0 && context.verbose {
         context.info(format!("{msg}\n"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stop during the walk (before any command ran) is a stopped run too: the report says
+    /// how far it got, for the "stopped after ...; run the same command again" line.
+    #[test]
+    fn a_stop_during_the_walk_reports_a_stopped_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("f"), b"").unwrap();
+        let options = Options::new([tmp.path().as_os_str().as_encoded_bytes()], None);
+        options.context.stop.store(true, Ordering::SeqCst);
+        let report = steal::local::run(1, |comm| run(comm, &options).unwrap()).remove(0);
+        assert!(report.interrupted);
+        assert_eq!(report.status(), Status::ItemsFailed);
+        let stopped = report.stopped().expect("a stopped run");
+        assert_eq!((stopped.done, stopped.what), (0, "entries"));
     }
 }

@@ -246,6 +246,13 @@ fn open_checkpoint(
         .field("dereference", &options.dereference)
         .field("sort", &options.sort)
         .field("text", &options.text);
+    // Absolute, so that the checkpoint beside it is named by a path that holds its directory
+    // (the core's removal looks for a bare name's parent in `/`).
+    let out = if out.as_slice() == b"-" {
+        out.clone()
+    } else {
+        flist::path::normalize(out, &cwd)
+    };
     let plan = Plan {
         output: Some(out.as_slice()),
         inputs,
