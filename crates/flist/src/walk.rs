@@ -185,6 +185,12 @@ struct DirItem {
     path: Vec<u8>,
     /// `(device, inode)` of each ancestor directory.
     ancestors: Vec<(u64, u64)>,
+    /// For a resuming walk: the directory's stamp from a `stat` this walk made of it before
+    /// reading it (its parent's read, or the root's), which saves an `fstat` per directory; `None`
+    /// takes one when it is opened. (Replaced between that `stat` and the read, the directory read
+    /// is recorded under the stamp of the one replaced: a later walk finds another inode there,
+    /// or, moved back, a ctime the rename moved on; either way it reads the directory again.)
+    stamp: Option<DirStamp>,
 }
 
 /// Walk `roots` (the same list on every rank) on all ranks. Collective.
@@ -218,7 +224,7 @@ pub fn walk<R: PathLike>(comm: &dyn Comm, roots: &[R], opts: &WalkOptions) -> Wa
 
 /// A directory's identity and times as a walk found them when it opened the directory, before
 /// reading its entries: an entry added, removed or renamed since moves `mtime` and `ctime` on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DirStamp {
     /// Device number.
     pub dev: u64,
@@ -231,6 +237,15 @@ pub struct DirStamp {
 }
 
 impl DirStamp {
+    fn of_meta(m: &Meta) -> DirStamp {
+        DirStamp {
+            dev: m.dev,
+            ino: m.ino,
+            mtime: (m.mtime, m.mtime_nsec),
+            ctime: (m.ctime, m.ctime_nsec),
+        }
+    }
+
     fn of(st: &rustix::fs::Stat) -> DirStamp {
         DirStamp {
             dev: st.st_dev,
@@ -303,7 +318,12 @@ fn walk_with(
                     } else {
                         Vec::new()
                     };
-                    initial.push(DirItem { path, ancestors });
+                    let stamp = resume.map(|_| DirStamp::of_meta(&meta));
+                    initial.push(DirItem {
+                        path,
+                        ancestors,
+                        stamp,
+                    });
                 }
             }
             Err(e) => sink.error(ItemError::new(&path, "stat", e.into())),
@@ -428,9 +448,13 @@ fn read_dir(
     };
     // Stamped before the read: an entry changed during it moves the times past the stamp, so
     // that a later walk reads the directory again.
-    let stamp = match resume.map(|_| rustix::fs::fstat(&fd)).transpose() {
-        Ok(st) => st.as_ref().map(DirStamp::of),
-        Err(e) => return sink.error(ItemError::new(&dir.path, "stat directory", e.into())),
+    let stamp = match (resume, dir.stamp) {
+        (None, _) => None,
+        (Some(_), Some(stamp)) => Some(stamp),
+        (Some(_), None) => match rustix::fs::fstat(&fd) {
+            Ok(st) => Some(DirStamp::of(&st)),
+            Err(e) => return sink.error(ItemError::new(&dir.path, "stat directory", e.into())),
+        },
     };
     let skip = resume.and_then(|r| r.skip());
     if let (Some(r), Some(stamp)) = (resume, &stamp) {
@@ -444,7 +468,8 @@ fn read_dir(
                 }
                 local.push(e.path, e.kind, e.meta);
                 if e.kind == FileType::Dir {
-                    descend(&dir, e.path, e.meta, opts, sink, spawned);
+                    // Its record is an earlier walk's: its stamp is taken when it is opened.
+                    descend(&dir, e.path, e.meta, None, opts, sink, spawned);
                 }
             }
             if let Some(p) = opts.progress {
@@ -536,7 +561,8 @@ fn read_dir(
         }
         local.push(&child, kind, meta);
         if kind == FileType::Dir {
-            descend(&dir, &child, meta, opts, sink, spawned);
+            let fresh = resume.and_then(|_| meta.as_ref().map(DirStamp::of_meta));
+            descend(&dir, &child, meta, fresh, opts, sink, spawned);
         }
     }
     if let Some(p) = opts.progress {
@@ -550,10 +576,12 @@ fn read_dir(
 
 /// Queue the directory `child` (found in `dir`, with `meta` when stat'ed) to be read, unless
 /// following links leads back to one of its ancestors (a cycle, reported).
+#[allow(clippy::too_many_arguments)]
 fn descend(
     dir: &DirItem,
     child: &[u8],
     meta: Option<Meta>,
+    stamp: Option<DirStamp>,
     opts: &WalkOptions,
     sink: &Sink,
     spawned: &mut Vec<DirItem>,
@@ -575,6 +603,7 @@ fn descend(
     spawned.push(DirItem {
         path: child.to_vec(),
         ancestors,
+        stamp,
     });
 }
 
