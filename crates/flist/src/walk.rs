@@ -466,6 +466,32 @@ fn read_dir(
                 }) {
                     continue;
                 }
+                if e.kind == FileType::Dir && opts.detail == Detail::Stat {
+                    // A subdirectory's record is made again: its own times move with its
+                    // entries (which this walk may read again), not with this directory's.
+                    let name = crate::path::basename(e.path);
+                    let m = match stat_at(fd.as_fd(), name, opts.dereference) {
+                        Ok(st) => Meta::from_stat(&st),
+                        Err(err) => {
+                            let op = if err == Errno::NOENT {
+                                "stat (vanished during the walk)"
+                            } else {
+                                "stat"
+                            };
+                            sink.error(ItemError::new(e.path, op, err.into()));
+                            continue;
+                        }
+                    };
+                    if skip.is_some_and(|s| (m.dev, m.ino) == s) {
+                        continue;
+                    }
+                    local.push(e.path, m.file_type(), Some(m));
+                    if m.file_type() == FileType::Dir {
+                        let fresh = Some(DirStamp::of_meta(&m));
+                        descend(&dir, e.path, Some(m), fresh, opts, sink, spawned);
+                    }
+                    continue;
+                }
                 local.push(e.path, e.kind, e.meta);
                 if e.kind == FileType::Dir {
                     // Its record is an earlier walk's: its stamp is taken when it is opened.

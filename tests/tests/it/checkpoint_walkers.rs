@@ -202,8 +202,10 @@ fn walk_o_reads_again_directories_changed_since_they_were_marked_and_starts_over
         .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "12")
         .expect(1);
     assert!(has_marks(&ck));
-    // A new file in every directory, one removed in some: the marked ones changed since.
-    std::thread::sleep(Duration::from_millis(20));
+    // A new file in every directory, one removed in some: the marked ones changed since (a
+    // second later: the lists compare mtimes in seconds, and a subdirectory's record in its
+    // unchanged parent's must show its new time).
+    std::thread::sleep(Duration::from_millis(1100));
     for rel in listing(&root) {
         let p = root.join(OsStr::from_bytes(&rel));
         if p.is_dir() {
