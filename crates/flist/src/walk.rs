@@ -97,6 +97,10 @@ pub struct Walked {
     pub complete: bool,
     /// True when a stop request cut the walk short.
     pub interrupted: bool,
+    /// Directories read (or taken from an earlier walk) on all ranks.
+    pub dirs_read: u64,
+    /// Directories found but left unread by a stop request, on all ranks.
+    pub dirs_left: u64,
 }
 
 impl Walked {
@@ -181,6 +185,12 @@ struct DirItem {
     path: Vec<u8>,
     /// `(device, inode)` of each ancestor directory.
     ancestors: Vec<(u64, u64)>,
+    /// For a resuming walk: the directory's stamp from a `stat` this walk made of it before
+    /// reading it (its parent's read, or the root's), which saves an `fstat` per directory; `None`
+    /// takes one when it is opened. (Replaced between that `stat` and the read, the directory read
+    /// is recorded under the stamp of the one replaced: a later walk finds another inode there,
+    /// or, moved back, a ctime the rename moved on; either way it reads the directory again.)
+    stamp: Option<DirStamp>,
 }
 
 /// Walk `roots` (the same list on every rank) on all ranks. Collective.
@@ -212,7 +222,78 @@ pub fn walk<R: PathLike>(comm: &dyn Comm, roots: &[R], opts: &WalkOptions) -> Wa
     walk_bytes(comm, &roots, opts)
 }
 
+/// A directory's identity and times as a walk found them when it opened the directory, before
+/// reading its entries: an entry added, removed or renamed since moves `mtime` and `ctime` on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DirStamp {
+    /// Device number.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Last modification: seconds since the epoch, nanoseconds.
+    pub mtime: (i64, u32),
+    /// Last status change: seconds since the epoch, nanoseconds.
+    pub ctime: (i64, u32),
+}
+
+impl DirStamp {
+    fn of_meta(m: &Meta) -> DirStamp {
+        DirStamp {
+            dev: m.dev,
+            ino: m.ino,
+            mtime: (m.mtime, m.mtime_nsec),
+            ctime: (m.ctime, m.ctime_nsec),
+        }
+    }
+
+    fn of(st: &rustix::fs::Stat) -> DirStamp {
+        DirStamp {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            mtime: (st.st_mtime, st.st_mtime_nsec as u32),
+            ctime: (st.st_ctime, st.st_ctime_nsec as u32),
+        }
+    }
+}
+
+/// What an earlier walk of the same trees recorded, and where this walk records the directories
+/// it reads completely: [`walk_resuming`] calls it from its workers.
+pub trait Resume: Sync {
+    /// The records (full paths, of the walk's detail) an earlier walk read from the directory
+    /// `path`, now stamped `stamp`, when it read every entry of that very directory with the
+    /// same stamp; `None` reads the directory.
+    fn recorded(&self, path: &[u8], stamp: &DirStamp) -> Option<FileList>;
+    /// This walk read every entry of the directory `path` (stamped `stamp` before the read):
+    /// `entries` are the records it made of them (nothing failed, nothing was consumed).
+    fn read_all(&self, path: &[u8], stamp: &DirStamp, entries: &FileList);
+    /// `(dev, ino)` of a directory that is neither recorded nor descended when found in a tree
+    /// (the checkpoint directory when it lies inside the tree walked).
+    fn skip(&self) -> Option<(u64, u64)>;
+}
+
+/// [`walk`], taking the directories an earlier walk read completely from `resume` instead of
+/// reading them again (their subdirectories are walked: loaded or read), and handing every
+/// directory it reads completely to `resume`. Collective.
+pub fn walk_resuming<R: PathLike>(
+    comm: &dyn Comm,
+    roots: &[R],
+    opts: &WalkOptions,
+    resume: &dyn Resume,
+) -> Walked {
+    let roots: Vec<&[u8]> = roots.iter().map(|r| r.path_bytes()).collect();
+    walk_with(comm, &roots, opts, Some(resume))
+}
+
 fn walk_bytes(comm: &dyn Comm, roots: &[&[u8]], opts: &WalkOptions) -> Walked {
+    walk_with(comm, roots, opts, None)
+}
+
+fn walk_with(
+    comm: &dyn Comm,
+    roots: &[&[u8]],
+    opts: &WalkOptions,
+    resume: Option<&dyn Resume>,
+) -> Walked {
     let cwd = crate::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
     let sink = Sink {
         list: Mutex::new(FileList::new(opts.detail)),
@@ -237,7 +318,12 @@ fn walk_bytes(comm: &dyn Comm, roots: &[&[u8]], opts: &WalkOptions) -> Walked {
                     } else {
                         Vec::new()
                     };
-                    initial.push(DirItem { path, ancestors });
+                    let stamp = resume.map(|_| DirStamp::of_meta(&meta));
+                    initial.push(DirItem {
+                        path,
+                        ancestors,
+                        stamp,
+                    });
                 }
             }
             Err(e) => sink.error(ItemError::new(&path, "stat", e.into())),
@@ -251,7 +337,7 @@ fn walk_bytes(comm: &dyn Comm, roots: &[&[u8]], opts: &WalkOptions) -> Walked {
         ..queue::Config::default()
     };
     let outcome = queue::run(comm, &cfg, initial, |dir: DirItem, spawned| {
-        read_dir(dir, opts, &sink, spawned)
+        read_dir(dir, opts, resume, &sink, spawned)
     });
     let Sink { list, errors, .. } = sink;
     let mut list = list.into_inner().expect("walk list");
@@ -269,6 +355,8 @@ fn walk_bytes(comm: &dyn Comm, roots: &[&[u8]], opts: &WalkOptions) -> Walked {
         total_items: counts[1],
         complete: counts[0] == 0 && !outcome.interrupted,
         interrupted: outcome.interrupted,
+        dirs_read: outcome.processed,
+        dirs_left: outcome.dropped,
     }
 }
 
@@ -347,11 +435,75 @@ impl Sink {
     }
 }
 
-fn read_dir(dir: DirItem, opts: &WalkOptions, sink: &Sink, spawned: &mut Vec<DirItem>) {
+fn read_dir(
+    dir: DirItem,
+    opts: &WalkOptions,
+    resume: Option<&dyn Resume>,
+    sink: &Sink,
+    spawned: &mut Vec<DirItem>,
+) {
     let fd = match sink.open_dir(&dir.path, opts) {
         Ok(fd) => fd,
         Err(e) => return sink.error(ItemError::new(&dir.path, "open directory", e.into())),
     };
+    // Stamped before the read: an entry changed during it moves the times past the stamp, so
+    // that a later walk reads the directory again.
+    let stamp = match (resume, dir.stamp) {
+        (None, _) => None,
+        (Some(_), Some(stamp)) => Some(stamp),
+        (Some(_), None) => match rustix::fs::fstat(&fd) {
+            Ok(st) => Some(DirStamp::of(&st)),
+            Err(e) => return sink.error(ItemError::new(&dir.path, "stat directory", e.into())),
+        },
+    };
+    let skip = resume.and_then(|r| r.skip());
+    if let (Some(r), Some(stamp)) = (resume, &stamp) {
+        if let Some(recorded) = r.recorded(&dir.path, stamp) {
+            let mut local = FileList::new(opts.detail);
+            for e in recorded.iter() {
+                if skip.is_some_and(|s| {
+                    e.kind == FileType::Dir && e.meta.is_some_and(|m| (m.dev, m.ino) == s)
+                }) {
+                    continue;
+                }
+                if e.kind == FileType::Dir && opts.detail == Detail::Stat {
+                    // A subdirectory's record is made again: its own times move with its
+                    // entries (which this walk may read again), not with this directory's.
+                    let name = crate::path::basename(e.path);
+                    let m = match stat_at(fd.as_fd(), name, opts.dereference) {
+                        Ok(st) => Meta::from_stat(&st),
+                        Err(err) => {
+                            let op = if err == Errno::NOENT {
+                                "stat (vanished during the walk)"
+                            } else {
+                                "stat"
+                            };
+                            sink.error(ItemError::new(e.path, op, err.into()));
+                            continue;
+                        }
+                    };
+                    if skip.is_some_and(|s| (m.dev, m.ino) == s) {
+                        continue;
+                    }
+                    local.push(e.path, m.file_type(), Some(m));
+                    if m.file_type() == FileType::Dir {
+                        let fresh = Some(DirStamp::of_meta(&m));
+                        descend(&dir, e.path, Some(m), fresh, opts, sink, spawned);
+                    }
+                    continue;
+                }
+                local.push(e.path, e.kind, e.meta);
+                if e.kind == FileType::Dir {
+                    // Its record is an earlier walk's: its stamp is taken when it is opened.
+                    descend(&dir, e.path, e.meta, None, opts, sink, spawned);
+                }
+            }
+            if let Some(p) = opts.progress {
+                p.add(local.len() as u64, 0);
+            }
+            return sink.add(local);
+        }
+    }
     // Dir::new takes the descriptor as is (read_from would re-open "." for every directory).
     let mut entries = match rustix::fs::Dir::new(fd) {
         Ok(d) => d,
@@ -359,6 +511,8 @@ fn read_dir(dir: DirItem, opts: &WalkOptions, sink: &Sink, spawned: &mut Vec<Dir
     };
     let mut local = FileList::new(opts.detail);
     let mut consumed = 0u64;
+    // An entry failed: the directory was not read completely (not handed to `resume`).
+    let mut failed = false;
     let mut child = dir.path.clone();
     let base_len = child.len() + usize::from(child != b"/");
     if child != b"/" {
@@ -369,6 +523,7 @@ fn read_dir(dir: DirItem, opts: &WalkOptions, sink: &Sink, spawned: &mut Vec<Dir
             Ok(e) => e,
             Err(e) => {
                 sink.error(ItemError::new(&dir.path, "read directory", e.into()));
+                failed = true;
                 break;
             }
         };
@@ -379,9 +534,12 @@ fn read_dir(dir: DirItem, opts: &WalkOptions, sink: &Sink, spawned: &mut Vec<Dir
         child.truncate(base_len);
         child.extend_from_slice(name);
         let d_type = from_dirent_type(entry.file_type());
-        let need_stat = opts.detail == Detail::Stat
+        let need_meta = opts.detail == Detail::Stat
             || d_type == FileType::Unknown
             || (opts.dereference && d_type == FileType::Symlink);
+        // A directory with the inode of the one to skip: is it that one (same device)?
+        let need_stat =
+            need_meta || skip.is_some_and(|(_, ino)| entry.ino() == ino && d_type == FileType::Dir);
         let (kind, meta) = if need_stat {
             let dirfd = match entries.fd() {
                 Ok(fd) => fd,
@@ -399,18 +557,26 @@ fn read_dir(dir: DirItem, opts: &WalkOptions, sink: &Sink, spawned: &mut Vec<Dir
                         "stat"
                     };
                     sink.error(ItemError::new(&child, op, e.into()));
+                    failed = true;
                     continue;
                 }
             }
         } else {
             (d_type, None)
         };
+        if skip.is_some_and(|s| kind == FileType::Dir && meta.is_some_and(|m| (m.dev, m.ino) == s))
+        {
+            continue;
+        }
+        // A stat made only to tell the directory to skip leaves the record as it was.
+        let meta = if need_meta { meta } else { None };
         if let Some(visit) = opts.visit {
             let dirfd = match entries.fd() {
                 Ok(fd) => fd,
                 Err(e) => {
                     // Keep what was read so far (recorded below), like a failed read does.
                     sink.error(ItemError::new(&dir.path, "read directory", e.into()));
+                    failed = true;
                     break;
                 }
             };
@@ -421,30 +587,50 @@ fn read_dir(dir: DirItem, opts: &WalkOptions, sink: &Sink, spawned: &mut Vec<Dir
         }
         local.push(&child, kind, meta);
         if kind == FileType::Dir {
-            let mut ancestors = Vec::new();
-            if opts.dereference {
-                let m = meta.expect("dereferencing walks stat directories");
-                if dir.ancestors.contains(&(m.dev, m.ino)) {
-                    sink.error(ItemError::new(
-                        &child,
-                        "follow link (directory cycle, not descended)",
-                        io::Error::from_raw_os_error(libc::ELOOP),
-                    ));
-                    continue;
-                }
-                ancestors = dir.ancestors.clone();
-                ancestors.push((m.dev, m.ino));
-            }
-            spawned.push(DirItem {
-                path: child.clone(),
-                ancestors,
-            });
+            let fresh = resume.and_then(|_| meta.as_ref().map(DirStamp::of_meta));
+            descend(&dir, &child, meta, fresh, opts, sink, spawned);
         }
     }
     if let Some(p) = opts.progress {
         p.add(local.len() as u64 + consumed, 0);
     }
+    if let (Some(r), Some(stamp), false, 0) = (resume, &stamp, failed, consumed) {
+        r.read_all(&dir.path, stamp, &local);
+    }
     sink.add(local);
+}
+
+/// Queue the directory `child` (found in `dir`, with `meta` when stat'ed) to be read, unless
+/// following links leads back to one of its ancestors (a cycle, reported).
+#[allow(clippy::too_many_arguments)]
+fn descend(
+    dir: &DirItem,
+    child: &[u8],
+    meta: Option<Meta>,
+    stamp: Option<DirStamp>,
+    opts: &WalkOptions,
+    sink: &Sink,
+    spawned: &mut Vec<DirItem>,
+) {
+    let mut ancestors = Vec::new();
+    if opts.dereference {
+        let m = meta.expect("dereferencing walks stat directories");
+        if dir.ancestors.contains(&(m.dev, m.ino)) {
+            sink.error(ItemError::new(
+                child,
+                "follow link (directory cycle, not descended)",
+                io::Error::from_raw_os_error(libc::ELOOP),
+            ));
+            return;
+        }
+        ancestors = dir.ancestors.clone();
+        ancestors.push((m.dev, m.ino));
+    }
+    spawned.push(DirItem {
+        path: child.to_vec(),
+        ancestors,
+        stamp,
+    });
 }
 
 fn from_dirent_type(t: rustix::fs::FileType) -> FileType {
@@ -636,6 +822,133 @@ mod tests {
         let err = results.into_iter().next().unwrap().unwrap_err();
         assert!(err.walked.interrupted);
         assert_eq!(err.to_string(), "walk incomplete: interrupted");
+    }
+
+    /// Records what a walk read; gives back a chosen directory's records (changed, to see
+    /// them used) while its stamp is the one recorded.
+    type ReadDirs = HashMap<Vec<u8>, (DirStamp, Vec<Vec<u8>>)>;
+
+    #[derive(Default)]
+    struct Recorder {
+        read: Mutex<ReadDirs>,
+        give: Mutex<HashMap<Vec<u8>, (DirStamp, FileList)>>,
+        skip: Option<(u64, u64)>,
+    }
+
+    impl Resume for Recorder {
+        fn recorded(&self, path: &[u8], stamp: &DirStamp) -> Option<FileList> {
+            let give = self.give.lock().unwrap();
+            let (s, list) = give.get(path)?;
+            (s == stamp).then(|| {
+                let mut l = FileList::new(list.detail());
+                for e in list.iter() {
+                    l.push(e.path, e.kind, e.meta);
+                }
+                l
+            })
+        }
+        fn read_all(&self, path: &[u8], stamp: &DirStamp, entries: &FileList) {
+            let paths = entries.iter().map(|e| e.path.to_vec()).collect();
+            self.read
+                .lock()
+                .unwrap()
+                .insert(path.to_vec(), (*stamp, paths));
+        }
+        fn skip(&self) -> Option<(u64, u64)> {
+            self.skip
+        }
+    }
+
+    #[test]
+    fn a_resuming_walk_takes_recorded_directories_and_reads_changed_ones_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("r");
+        for d in ["a/deep", "b", "ck"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("a/f"), b"").unwrap();
+        std::fs::write(root.join("a/deep/g"), b"").unwrap();
+        std::fs::write(root.join("ck/mark"), b"").unwrap();
+        let rb = root.as_os_str().as_bytes().to_vec();
+        let p = |rel: &str| [rb.as_slice(), rel.as_bytes()].concat();
+        let ck = std::fs::metadata(root.join("ck")).unwrap();
+        let skip = Some((
+            std::os::unix::fs::MetadataExt::dev(&ck),
+            std::os::unix::fs::MetadataExt::ino(&ck),
+        ));
+        for detail in [Detail::Lite, Detail::Stat] {
+            let opts = WalkOptions {
+                detail,
+                ..WalkOptions::default()
+            };
+            let first = Recorder {
+                skip,
+                ..Recorder::default()
+            };
+            let lists = steal::local::run(2, |c| {
+                let w = walk_resuming(c, std::slice::from_ref(&rb), &opts, &first);
+                assert!(w.complete);
+                w.list
+            });
+            // The checkpoint directory is neither recorded nor descended.
+            let want: Vec<Vec<u8>> = ["", "/a", "/a/deep", "/a/deep/g", "/a/f", "/b"]
+                .iter()
+                .map(|r| r.as_bytes().to_vec())
+                .collect();
+            assert_eq!(relative(lists, &rb), want, "{detail:?}");
+            let read = first.read.into_inner().unwrap();
+            let mut dirs: Vec<_> = read.keys().cloned().collect();
+            dirs.sort();
+            assert_eq!(dirs, [p(""), p("/a"), p("/a/deep"), p("/b")]);
+            assert_eq!(read[&p("/a")].1.len(), 2);
+            // Rerun: `a` recorded (with a phantom entry, to see the record used), its
+            // subdirectory `deep` still walked; `b` recorded but changed since: read again.
+            let second = Recorder {
+                skip,
+                ..Recorder::default()
+            };
+            let mut phantom = FileList::new(detail);
+            let meta = |kind: u32| {
+                (detail == Detail::Stat).then(|| Meta {
+                    mode: kind,
+                    ..Meta::default()
+                })
+            };
+            phantom.push(&p("/a/deep"), FileType::Dir, meta(libc::S_IFDIR));
+            phantom.push(&p("/a/phantom"), FileType::File, meta(libc::S_IFREG));
+            let mut b = FileList::new(detail);
+            b.push(&p("/b/stale"), FileType::File, meta(libc::S_IFREG));
+            {
+                let mut give = second.give.lock().unwrap();
+                give.insert(p("/a"), (read[&p("/a")].0, phantom));
+                give.insert(p("/b"), (read[&p("/b")].0, b));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::fs::write(root.join("b/new"), b"").unwrap();
+            let lists = steal::local::run(3, |c| {
+                walk_resuming(c, std::slice::from_ref(&rb), &opts, &second).list
+            });
+            let want: Vec<Vec<u8>> = [
+                "",
+                "/a",
+                "/a/deep",
+                "/a/deep/g",
+                "/a/phantom",
+                "/b",
+                "/b/new",
+            ]
+            .iter()
+            .map(|r| r.as_bytes().to_vec())
+            .collect();
+            assert_eq!(relative(lists, &rb), want, "{detail:?}");
+            let read = second.read.into_inner().unwrap();
+            assert!(
+                !read.contains_key(&p("/a")),
+                "a recorded directory is not read"
+            );
+            assert!(read.contains_key(&p("/b")) && read.contains_key(&p("/a/deep")));
+            std::fs::remove_file(root.join("b/new")).unwrap();
+        }
     }
 
     #[test]

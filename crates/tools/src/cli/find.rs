@@ -271,6 +271,10 @@ pub struct FindOptions {
     )]
     pub exec: Vec<OsString>,
 
+    /// `--checkpoint PATH`, `--no-checkpoint`: where `--exec` commands that ran to their end
+    /// are recorded, so that a rerun after a stop does not run them again.
+    #[command(flatten)]
+    pub checkpoint: crate::cli::args::CheckpointArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -351,6 +355,7 @@ impl CliTool for Find {
             text: o.output.text,
             maxdepth: o.maxdepth,
             expr: a.expr.clone(),
+            checkpoint: o.checkpoint.choice(),
             context,
         }
     }

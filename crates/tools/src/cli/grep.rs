@@ -176,6 +176,10 @@ pub struct GrepArgs {
     #[arg(long, value_name = "SIZE", env = CHUNK_VAR, value_parser = size_arg,
           default_value_t = CHUNK_SIZE, help_heading = "Files")]
     pub chunk_size: u64,
+    /// `--checkpoint PATH`, `--no-checkpoint`: where the chunks searched are recorded with
+    /// their findings, so that a rerun after a stop searches only the others.
+    #[command(flatten)]
+    pub checkpoint: crate::cli::args::CheckpointArgs,
 
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
@@ -312,6 +316,7 @@ impl CliTool for Grep {
             unordered: a.unordered,
             no_messages: a.no_messages,
             chunk_size: a.chunk_size,
+            checkpoint: a.checkpoint.choice(),
             context,
         }
     }

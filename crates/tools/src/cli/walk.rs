@@ -63,6 +63,10 @@ pub struct WalkArgs {
     /// Follow symbolic links (directory cycles are reported and not followed).
     #[arg(short = 'L', long)]
     pub dereference: bool,
+    /// `--checkpoint PATH`, `--no-checkpoint`: where a walk with `-o` records the directories
+    /// it read, so that a rerun after a stop reads only the others.
+    #[command(flatten)]
+    pub checkpoint: crate::cli::args::CheckpointArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -113,6 +117,7 @@ impl CliTool for Walk {
             print: a.print,
             no_atime: a.no_atime,
             dereference: a.dereference,
+            checkpoint: a.checkpoint.choice(),
             lustre: LustreHandle::default(),
             context,
         }

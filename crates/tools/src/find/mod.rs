@@ -14,11 +14,13 @@
 //! the expression has `--not`, `--or` and parentheses, an `--exec` command that fails is an
 //! error in the exit status, and nothing is printed by default when `-o` saves a list.
 
+mod commands;
 mod source;
 
 pub use crate::engine::find_expr::{expr, Primary};
 
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::checkpoint::{self, Choice, Inputs, Outcome, Plan};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::find_expr::eval::{Evaluated, Evaluator};
 use crate::engine::find_expr::resolve::{self, Node};
 use crate::engine::input::{Input, Listed};
@@ -53,6 +55,10 @@ pub struct Options {
     /// The expression (GNU find's semantics); `None` matches everything. Without an action
     /// and without `output`, every match is printed (sent to the context's output).
     pub expr: Option<Expr<Primary>>,
+    /// With `--exec`: where the commands that ran to their end are recorded, so that a rerun
+    /// after a stop does not run them again (default: beside `output`, or in the state
+    /// directory without one).
+    pub checkpoint: Choice,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -82,8 +88,12 @@ pub struct Report {
     pub examined: u64,
     /// Entries for which the whole expression was true.
     pub matched: u64,
-    /// `--exec` commands that failed or could not start (each reported).
+    /// `--exec` commands that failed or could not start (each reported), those an earlier run
+    /// of a continued checkpoint recorded included.
     pub commands_failed: u64,
+    /// `--exec` commands not run again: an earlier run whose checkpoint this one continued
+    /// ran them to their end (their recorded exit status counted).
+    pub commands_recorded: u64,
     /// Entries that could not be read (a directory, a listed path that is gone; reported).
     pub unreadable: u64,
     /// The output list could not be written, or was not because of a stop (reported).
@@ -98,6 +108,9 @@ pub struct Report {
     pub interrupted: bool,
     /// This process's sample of failure messages.
     pub failures: Vec<String>,
+    /// A stop cut the search short: the entries examined of those found.
+    #[serde(skip)]
+    pub stopped: Option<Stopped>,
 }
 
 impl ToolReport for Report {
@@ -116,12 +129,17 @@ impl ToolReport for Report {
             self.interrupted,
         )
     }
+    fn stopped(&self) -> Option<Stopped> {
+        self.stopped
+    }
 }
 
 /// What the expression asks of the run.
 struct Needs {
     /// It has an action (print, exec).
     action: bool,
+    /// It runs commands.
+    exec: bool,
     /// It prints.
     print: bool,
     /// A test needs metadata (size, times, owners).
@@ -134,6 +152,7 @@ fn needs(expr: Option<&Expr<Primary>>) -> Needs {
     let any = |p: &dyn Fn(&Primary) -> bool| expr.is_some_and(|e| e.any_leaf(&|l| p(l)));
     Needs {
         action: any(&Primary::is_action),
+        exec: any(&|p| matches!(p, Primary::Exec(_))),
         print: any(&|p| matches!(p, Primary::Print { .. })),
         meta: any(&|p| match p {
             Primary::Test(t) => t.needs_meta(),
@@ -182,6 +201,11 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
             context.error("interrupted: the walk was cut short, nothing was searched");
         }
         report.interrupted = true;
+        report.stopped = Some(Stopped {
+            done: 0,
+            total: report.entries,
+            what: "entries",
+        });
         report.seconds = started.elapsed().as_secs_f64();
         report.failures = context.failures();
         return Ok(report);
@@ -194,6 +218,11 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     } else {
         Some(with_print(expr))
     };
+    let opened = if needs.exec {
+        open_checkpoint(comm, options)?
+    } else {
+        None
+    };
     let t = Instant::now();
     let evaluated = search(
         comm,
@@ -202,14 +231,39 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         to_stdout,
         &mut report,
         &entries,
+        opened.as_ref(),
     );
     report.search_seconds = t.elapsed().as_secs_f64();
+    let kept = report.interrupted && opened.as_ref().is_some_and(|o| o.checkpoint.is_some());
 
     // 4. Output.
-    if prints {
+    if prints && kept {
+        // The rerun prints every match in order, those of this run's entries included: printed
+        // now too, they would be printed twice.
+        if comm.rank() == 0 {
+            context.error(
+                "stopped: nothing printed; the run that completes the checkpoint prints every match",
+            );
+        }
+    } else if prints {
         in_rank_order(comm, evaluated.printed, |b| context.output(b));
     }
     write(comm, options, entries, evaluated.matched, &mut report);
+    if let Some(c) = opened.and_then(|o| o.checkpoint) {
+        let outcome = if report.interrupted {
+            Outcome::Stopped
+        } else if report.list_failed {
+            Outcome::Failed
+        } else {
+            Outcome::Complete
+        };
+        if let Err(e) = c.finish(comm, outcome) {
+            if comm.rank() == 0 {
+                context.error(e);
+            }
+            report.list_failed = true;
+        }
+    }
     report.seconds = started.elapsed().as_secs_f64();
     detail(
         comm,
@@ -289,8 +343,55 @@ fn with_print(expr: Option<Expr<Node>>) -> Expr<Node> {
     }
 }
 
-/// Evaluate `expr` on this rank's entries, counting into `report` (over all ranks).
+/// The checkpoint of a run with `--exec` commands (`None` with `--no-checkpoint`).
 /// Collective.
+///
+/// Its inputs are the PATHs (or the list) and the expression, not a digest of the entries: the
+/// commands may change the tree they run on (`touch`, `chmod`, `gzip`), and a rerun would then
+/// never continue. Each command is recorded with its words, so a rerun skips only the very
+/// commands that ran to their end.
+fn open_checkpoint(
+    comm: &dyn Comm,
+    options: &Options,
+) -> Result<Option<checkpoint::Opened>, Error> {
+    if options.checkpoint == Choice::Off {
+        return Ok(None);
+    }
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    let input: Vec<Vec<u8>> = match &options.input {
+        Input::Paths(paths) => paths
+            .iter()
+            .map(|p| flist::path::normalize(p, &cwd))
+            .collect(),
+        Input::File { path, .. } => vec![b"--input".to_vec(), flist::path::normalize(path, &cwd)],
+        Input::List(_) => vec![b"--input (in memory)".to_vec()],
+    };
+    let inputs = Inputs::new("find --exec")
+        .field("paths", &input)
+        .field("expression", &format!("{:?}", options.expr))
+        .field("maxdepth", &options.maxdepth);
+    // Absolute, so that the checkpoint beside it is named by a path that holds its directory
+    // (the core's removal looks for a bare name's parent in `/`).
+    let out = options.output.as_ref().map(|o| {
+        if o.as_slice() == b"-" {
+            o.clone()
+        } else {
+            flist::path::normalize(o, &cwd)
+        }
+    });
+    let plan = Plan {
+        output: out.as_deref(),
+        inputs,
+    };
+    let opened = checkpoint::open(comm, &options.checkpoint, plan).map_err(Error::new)?;
+    if let (0, Some(n)) = (comm.rank(), &opened.notice) {
+        options.context.info(format!("{}\n", n.trim_end()));
+    }
+    Ok(Some(opened))
+}
+
+/// Evaluate `expr` on this rank's entries, counting into `report` (over all ranks), with
+/// commands recorded in (and taken from) the checkpoint `opened`. Collective.
 fn search(
     comm: &dyn Comm,
     options: &Options,
@@ -298,16 +399,34 @@ fn search(
     to_stdout: bool,
     report: &mut Report,
     entries: &Entries,
+    opened: Option<&checkpoint::Opened>,
 ) -> Evaluated {
     let context = &options.context;
-    let evaluator = Evaluator::new(expr, to_stdout, context);
+    let log = opened.and_then(|o| {
+        o.checkpoint.as_ref().map(|c| commands::Commands {
+            prior: &o.prior,
+            checkpoint: c,
+        })
+    });
+    let mut evaluator = Evaluator::new(expr, to_stdout, context);
+    if let Some(log) = &log {
+        evaluator = evaluator.with_log(log);
+    }
     let evaluated = with_progress(comm, context, report.entries, &evaluator.examined, || {
         evaluator.run(&entries.list)
     });
     report.commands_failed = comm.sum(evaluator.failed.load(Ordering::Relaxed));
+    report.commands_recorded = comm.sum(evaluator.recorded.load(Ordering::Relaxed));
     report.matched = comm.sum(evaluated.matched.len() as u64);
     report.examined = comm.sum(evaluator.examined.load(Ordering::Relaxed));
     report.interrupted = comm.any(context.stopped());
+    if report.interrupted {
+        report.stopped = Some(Stopped {
+            done: report.examined,
+            total: report.entries,
+            what: "entries",
+        });
+    }
     if report.interrupted && comm.rank() == 0 {
         context.error(format!(
             "interrupted by a signal: {} of {} entries examined",
@@ -407,5 +526,25 @@ fn with_progress<R: Send>(
 fn detail(comm: &dyn Comm, context: &Context, msg: &str) {
     if comm.rank() == 0 && context.verbose {
         context.info(format!("{msg}\n"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stop during the walk (before any command ran) is a stopped run too: the report says
+    /// how far it got, for the "stopped after ...; run the same command again" line.
+    #[test]
+    fn a_stop_during_the_walk_reports_a_stopped_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("f"), b"").unwrap();
+        let options = Options::new([tmp.path().as_os_str().as_encoded_bytes()], None);
+        options.context.stop.store(true, Ordering::SeqCst);
+        let report = steal::local::run(1, |comm| run(comm, &options).unwrap()).remove(0);
+        assert!(report.interrupted);
+        assert_eq!(report.status(), Status::ItemsFailed);
+        let stopped = report.stopped().expect("a stopped run");
+        assert_eq!((stopped.done, stopped.what), (0, "entries"));
     }
 }

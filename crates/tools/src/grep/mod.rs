@@ -20,9 +20,11 @@
 
 mod order;
 pub(crate) mod pattern;
+mod resume;
 mod search;
 
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::checkpoint::{self, Choice, Inputs, Outcome, Plan};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::input::Input;
 use crate::engine::status::Status;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -111,6 +113,10 @@ pub struct Options {
     pub no_messages: bool,
     /// Files larger than this many bytes are searched in chunks of about this size.
     pub chunk_size: u64,
+    /// Where the chunks searched are recorded with what they hold, so that a rerun after a
+    /// stop searches only the others and prints the whole output (default: in the state
+    /// directory).
+    pub checkpoint: Choice,
     /// Events, progress, verbosity and the stop flag. Output: the lines, names or counts;
     /// detail: `NAME: binary file matches` notices (and the `-v` summary).
     pub context: Context,
@@ -136,6 +142,7 @@ impl Default for Options {
             unordered: false,
             no_messages: false,
             chunk_size: CHUNK_SIZE,
+            checkpoint: Choice::default(),
             context: Context::default(),
         }
     }
@@ -162,8 +169,14 @@ pub struct Report {
     pub seconds: f64,
     /// A stop request cut the search short.
     pub interrupted: bool,
+    /// Chunks not searched again: an earlier run whose checkpoint this one continued
+    /// searched them (their findings counted and printed).
+    pub chunks_recorded: u64,
     /// This process's sample of failure messages.
     pub failures: Vec<String>,
+    /// A stop cut the search short: the chunks searched of all.
+    #[serde(skip)]
+    pub stopped: Option<Stopped>,
 }
 
 impl ToolReport for Report {
@@ -188,10 +201,18 @@ impl ToolReport for Report {
             Status::ItemsFailed
         }
     }
+    fn stopped(&self) -> Option<Stopped> {
+        self.stopped
+    }
 }
 
 /// The matcher for `options`' patterns.
 pub fn matcher(options: &Options) -> Result<RegexMatcher, Error> {
+    build(options, &patterns(options)?)
+}
+
+/// The patterns: `options.patterns`, then the lines of the pattern files.
+fn patterns(options: &Options) -> Result<Vec<Vec<u8>>, Error> {
     let mut patterns = options.patterns.clone();
     for file in &options.pattern_files {
         let text = std::fs::read(flist::path::as_path(file)).map_err(|e| {
@@ -202,6 +223,11 @@ pub fn matcher(options: &Options) -> Result<RegexMatcher, Error> {
             patterns.extend(text.split(|&b| b == b'\n').map(<[u8]>::to_vec));
         }
     }
+    Ok(patterns)
+}
+
+/// The matcher of `patterns` read as `options` say.
+fn build(options: &Options, patterns: &[Vec<u8>]) -> Result<RegexMatcher, Error> {
     let translated = patterns
         .iter()
         .map(|p| pattern::translate(p, options.syntax))
@@ -225,7 +251,8 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         quiet: options.output == Output::Quiet,
         ..Report::default()
     };
-    let matcher = matcher(options)?;
+    let patterns = patterns(options)?;
+    let matcher = build(options, &patterns)?;
     if options.max_count == Some(0) {
         // GNU grep reads nothing then.
         return Ok(report);
@@ -266,6 +293,14 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         }
     }
     report.chunks = comm.sum(items.len() as u64);
+    let opened = open_checkpoint(comm, options, &patterns)?;
+    let marks = opened.as_ref().and_then(|o| {
+        o.checkpoint.as_ref().map(|c| resume::Marks {
+            prior: &o.prior,
+            checkpoint: c,
+        })
+    });
+    let recorded = std::sync::atomic::AtomicU64::new(0);
     let searching = Searching {
         matcher,
         invert: options.invert,
@@ -287,7 +322,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         ..Config::default()
     };
     let outcome = queue::run(comm, &config, items, |item: Chunk, _| {
-        let f = searching.search(&item);
+        let f = resume::search(marks.as_ref(), &searching, &item, &recorded);
         progress.add(1, f.bytes);
         found.lock().unwrap_or_else(|p| p.into_inner()).push(f);
     });
@@ -326,8 +361,29 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     report.selected_lines = comm.sum(counts.selected);
     report.errors += comm.sum(counts.errors);
     report.interrupted = comm.any(report.interrupted);
-    in_rank_order(comm, out, |bytes| emit(context, bytes));
-    if report.interrupted && comm.rank() == 0 {
+    report.chunks_recorded = comm.sum(recorded.into_inner());
+    if report.interrupted {
+        report.stopped = Some(Stopped {
+            done: outcome.processed,
+            total: report.chunks,
+            what: "chunks",
+        });
+    }
+    let kept = report.interrupted && marks.is_some();
+    if kept {
+        // The rerun prints the whole output, in order, this run's findings included: printed
+        // now too, they would be printed twice.
+        if comm.rank() == 0 {
+            context.error(
+                "stopped: nothing printed; the run that completes the checkpoint prints the whole \
+                 output",
+            );
+        }
+    } else {
+        in_rank_order(comm, out, |bytes| emit(context, bytes));
+    }
+    report.errors += u64::from(finish(comm, context, opened, report.interrupted));
+    if report.interrupted && !kept && comm.rank() == 0 {
         context.error(format!(
             "interrupted by a signal: {} of {} chunks searched, files not wholly searched were \
              left out of the output",
@@ -348,6 +404,103 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     }
     report.failures = context.failures();
     Ok(report)
+}
+
+/// The checkpoint of the run (`None` with `--no-checkpoint`). Collective.
+///
+/// Its inputs are the PATHs (or the list) and every option that changes what is found or
+/// printed; not a digest of the files: each chunk's record holds its file's identity and
+/// state, compared when the record is used.
+fn open_checkpoint(
+    comm: &dyn Comm,
+    options: &Options,
+    patterns: &[Vec<u8>],
+) -> Result<Option<checkpoint::Opened>, Error> {
+    if options.checkpoint == Choice::Off {
+        return Ok(None);
+    }
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    let input: Vec<Vec<u8>> = match &options.input {
+        // Names are printed relative to the directory the run is in: that is an input too.
+        Input::Paths(paths) => std::iter::once(cwd.clone())
+            .chain(paths.iter().cloned())
+            .collect(),
+        Input::File { path, .. } => vec![b"--input".to_vec(), flist::path::normalize(path, &cwd)],
+        Input::List(_) => vec![b"--input (in memory)".to_vec()],
+    };
+    let globs: Vec<(bool, &[u8])> = options
+        .globs
+        .iter()
+        .map(|g| (g.include, g.glob.as_slice()))
+        .collect();
+    let inputs = Inputs::new("grep")
+        .field("paths", &input)
+        .field("patterns", &patterns)
+        .field(
+            "matching",
+            &format!(
+                "{:?} -i {} -v {} -w {} -x {} -m {:?}",
+                options.syntax,
+                options.ignore_case,
+                options.invert,
+                options.word,
+                options.whole_line,
+                options.max_count
+            ),
+        )
+        .field(
+            "output",
+            &format!(
+                "{:?} -n {} -H {:?} -R {} --unordered {}",
+                options.output,
+                options.line_numbers,
+                options.with_filename,
+                options.dereference,
+                options.unordered
+            ),
+        )
+        .field("globs", &globs)
+        .field("chunk size", &options.chunk_size);
+    let plan = Plan {
+        output: None,
+        inputs,
+    };
+    let opened = checkpoint::open(comm, &options.checkpoint, plan).map_err(Error::new)?;
+    if let (0, Some(n)) = (comm.rank(), &opened.notice) {
+        context_info(&options.context, n);
+    }
+    Ok(Some(opened))
+}
+
+/// End the run's use of the checkpoint in `opened`: kept when `interrupted`, removed
+/// otherwise. True when that failed (reported). Collective.
+fn finish(
+    comm: &dyn Comm,
+    context: &Context,
+    opened: Option<checkpoint::Opened>,
+    interrupted: bool,
+) -> bool {
+    let Some(c) = opened.and_then(|o| o.checkpoint) else {
+        return false;
+    };
+    let outcome = if interrupted {
+        Outcome::Stopped
+    } else {
+        Outcome::Complete
+    };
+    match c.finish(comm, outcome) {
+        Ok(()) => false,
+        Err(e) => {
+            if comm.rank() == 0 {
+                context.error(e);
+            }
+            true
+        }
+    }
+}
+
+fn context_info(context: &Context, notice: &str) {
+    context.info(format!("{}\n", notice.trim_end()));
 }
 
 /// A rank's counts of what it rendered.

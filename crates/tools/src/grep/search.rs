@@ -85,21 +85,39 @@ impl Searching {
 
     /// Search `chunk`.
     pub fn search(&self, chunk: &Chunk) -> Found {
+        self.search_file(chunk, false).0
+    }
+
+    /// Search `chunk`, with the file's [`Stamp`] when it was the same before and after the
+    /// read (`None`: it changed meanwhile, or could not be read).
+    pub fn search_stamped(&self, chunk: &Chunk) -> (Found, Option<Stamp>) {
+        self.search_file(chunk, true)
+    }
+
+    fn search_file(&self, chunk: &Chunk, stamped: bool) -> (Found, Option<Stamp>) {
         let mut found = Found {
             file: chunk.file,
             chunk: chunk.chunk,
             ..Found::default()
         };
         let shown = flist::path::display(&chunk.path);
+        let mut stamp = None;
         let data = match File::open(flist::path::as_path(&chunk.path))
             .map_err(|e| format!("open {shown}: {e}"))
             .and_then(|f| {
-                read_lines(&f, chunk.start, chunk.end).map_err(|e| format!("read {shown}: {e}"))
+                let before = stamped.then(|| rustix::fs::fstat(&f).ok().map(|s| stamp_of(&s)));
+                let data = read_lines(&f, chunk.start, chunk.end)
+                    .map_err(|e| format!("read {shown}: {e}"))?;
+                if let Some(Some(before)) = before {
+                    let after = rustix::fs::fstat(&f).ok().map(|s| stamp_of(&s));
+                    stamp = (after == Some(before)).then_some(before);
+                }
+                Ok(data)
             }) {
             Ok(d) => d,
             Err(e) => {
                 found.error = Some(e);
-                return found;
+                return (found, None);
             }
         };
         let mut data = data;
@@ -122,9 +140,27 @@ impl Searching {
             .search_slice(&self.matcher, &data, &mut sink)
         {
             found.error = Some(format!("search {shown}: {e}"));
+            stamp = None;
         }
-        found
+        (found, stamp)
     }
+}
+
+/// A file's identity and state: device, inode, size (bytes), mtime (s, ns), ctime (s, ns).
+/// Equal stamps before and after a read: the file did not change while read.
+pub type Stamp = [u64; 7];
+
+/// The [`Stamp`] of a `stat` result.
+pub fn stamp_of(st: &rustix::fs::Stat) -> Stamp {
+    [
+        st.st_dev,
+        st.st_ino,
+        st.st_size as u64,
+        st.st_mtime as u64,
+        st.st_mtime_nsec as _,
+        st.st_ctime as u64,
+        st.st_ctime_nsec as _,
+    ]
 }
 
 struct Collect<'a> {

@@ -5,10 +5,12 @@
 //! list order; write the list.
 
 mod listing;
+mod resume;
 
 pub use listing::format_entry;
 
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::checkpoint::{self, Choice, Inputs, Outcome, Plan};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::input::{Input, Listed};
 use crate::engine::lustre::LustreHandle;
 use crate::engine::status::Status;
@@ -17,7 +19,7 @@ use flist::sort::{self, Key};
 use flist::summary::summarize;
 use flist::units::human_bytes;
 use flist::units::parse_size;
-use flist::walk::{walk, WalkOptions};
+use flist::walk::{walk, walk_resuming, WalkOptions};
 use flist::{Detail, FileList, FileType};
 use std::time::Instant;
 use steal::ordered::in_rank_order;
@@ -52,6 +54,10 @@ pub struct Options {
     pub dereference: bool,
     /// The Lustre calls behind the verbose stripe information.
     pub lustre: LustreHandle,
+    /// With `output` and PATHs to walk: where the walk records the directories it read
+    /// completely, so that a rerun after a stop reads only the others (default: beside the
+    /// output, `DIR/.NAME.mfu-checkpoint`).
+    pub checkpoint: Choice,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -81,6 +87,7 @@ impl Default for Options {
             no_atime: false,
             dereference: false,
             lustre: LustreHandle::default(),
+            checkpoint: Choice::default(),
             context: Context::default(),
         }
     }
@@ -140,6 +147,10 @@ pub struct Report {
     pub interrupted: bool,
     /// This process's sample of failure messages.
     pub failures: Vec<String>,
+    /// A stop cut the walk short: the directories read (by this run and the earlier ones whose
+    /// checkpoint it continued) of those found.
+    #[serde(skip)]
+    pub stopped: Option<Stopped>,
 }
 
 impl ToolReport for Report {
@@ -158,6 +169,9 @@ impl ToolReport for Report {
             self.incomplete || self.interrupted,
         )
     }
+    fn stopped(&self) -> Option<Stopped> {
+        self.stopped
+    }
 }
 
 /// The options checked before any work.
@@ -171,7 +185,8 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let checked = check(options)?;
     let started = Instant::now();
     let mut report = Report::default();
-    let mut list = list(comm, options, &mut report)?;
+    let opened = open_checkpoint(comm, options)?;
+    let (mut list, opened) = list(comm, options, opened, &mut report)?;
     report.walk_seconds = started.elapsed().as_secs_f64();
     report.ranks = options.context.verbose.then(|| comm.size());
     if let Some(keys) = &checked.keys {
@@ -186,9 +201,67 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         print(comm, options, &list, stripes.as_deref());
     }
     write(comm, options, &list, &mut report);
+    if let Some(c) = opened.and_then(|o| o.checkpoint) {
+        // Kept when the list was not written: a rerun takes the directories read from it.
+        let outcome = if report.interrupted {
+            Outcome::Stopped
+        } else if report.list_failed {
+            Outcome::Failed
+        } else {
+            Outcome::Complete
+        };
+        if let Err(e) = c.finish(comm, outcome) {
+            if comm.rank() == 0 {
+                options.context.error(e);
+            }
+            report.walk_errors += 1;
+        }
+    }
     report.seconds = started.elapsed().as_secs_f64();
     report.failures = options.context.failures();
     Ok(report)
+}
+
+/// The checkpoint of a walk whose list is written (`-o`); `None` when the list is read, not
+/// walked, or not written. Collective.
+fn open_checkpoint(
+    comm: &dyn Comm,
+    options: &Options,
+) -> Result<Option<checkpoint::Opened>, Error> {
+    let (Some(out), Input::Paths(paths)) = (&options.output, &options.input) else {
+        return Ok(None);
+    };
+    if options.checkpoint == Choice::Off {
+        return Ok(None);
+    }
+    // The records hold absolute paths: relative PATHs count as the directories they name now.
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    let roots: Vec<Vec<u8>> = paths
+        .iter()
+        .map(|p| flist::path::normalize(p, &cwd))
+        .collect();
+    let inputs = Inputs::new("walk")
+        .field("paths", &roots)
+        .field("lite", &options.lite)
+        .field("dereference", &options.dereference)
+        .field("sort", &options.sort)
+        .field("text", &options.text);
+    // Absolute, so that the checkpoint beside it is named by a path that holds its directory
+    // (the core's removal looks for a bare name's parent in `/`).
+    let out = if out.as_slice() == b"-" {
+        out.clone()
+    } else {
+        flist::path::normalize(out, &cwd)
+    };
+    let plan = Plan {
+        output: Some(out.as_slice()),
+        inputs,
+    };
+    let opened = checkpoint::open(comm, &options.checkpoint, plan).map_err(Error::new)?;
+    if let (0, Some(n)) = (comm.rank(), &opened.notice) {
+        options.context.info(format!("{}\n", n.trim_end()));
+    }
+    Ok(Some(opened))
 }
 
 /// Check the sort keys and the distribution before touching the file system.
@@ -208,8 +281,14 @@ fn check(options: &Options) -> Result<Checked, Error> {
     Ok(Checked { keys, bins })
 }
 
-/// Read the input list, or walk the paths (reporting what could not be read).
-fn list(comm: &dyn Comm, options: &Options, report: &mut Report) -> Result<FileList, Error> {
+/// Read the input list, or walk the paths (reporting what could not be read), continuing
+/// from the checkpoint `opened` when there is one (given back).
+fn list(
+    comm: &dyn Comm,
+    options: &Options,
+    opened: Option<checkpoint::Opened>,
+    report: &mut Report,
+) -> Result<(FileList, Option<checkpoint::Opened>), Error> {
     let context = &options.context;
     let rank0 = comm.rank() == 0;
     let walk_paths = |paths: &[Vec<u8>]| {
@@ -229,13 +308,27 @@ fn list(comm: &dyn Comm, options: &Options, report: &mut Report) -> Result<FileL
             // Names are printed, sorted by or written to v4 lists; a summary needs none.
             id_tables: options.print || options.output.is_some() || options.sort.is_some(),
         };
-        walk(comm, paths, &opts)
+        let detail = opts.detail;
+        match opened
+            .as_ref()
+            .and_then(|o| o.checkpoint.as_ref().map(|c| (c, &o.prior)))
+        {
+            Some((c, prior)) => {
+                let marks = resume::Marks {
+                    prior,
+                    checkpoint: Some(c),
+                    detail,
+                };
+                walk_resuming(comm, paths, &opts, &marks)
+            }
+            None => walk(comm, paths, &opts),
+        }
     };
     let walked = match options.input.list(comm, walk_paths)? {
         Listed::Walked(walked) => walked,
         Listed::Read(list) => {
             report.read = true;
-            return Ok(list);
+            return Ok((list, opened));
         }
     };
     for e in &walked.errors {
@@ -245,6 +338,13 @@ fn list(comm: &dyn Comm, options: &Options, report: &mut Report) -> Result<FileL
     if !walked.complete {
         report.incomplete = true;
         report.interrupted = walked.interrupted;
+        if walked.interrupted {
+            report.stopped = Some(Stopped {
+                done: walked.dirs_read,
+                total: walked.dirs_read + walked.dirs_left,
+                what: "directories",
+            });
+        }
         if rank0 && walked.interrupted {
             context.error("interrupted by a signal: the walk stopped early");
         }
@@ -255,7 +355,7 @@ fn list(comm: &dyn Comm, options: &Options, report: &mut Report) -> Result<FileL
             ));
         }
     }
-    Ok(walked.list)
+    Ok((walked.list, opened))
 }
 
 /// Count the list into the report: types and bytes, stripes (verbose), the distribution and

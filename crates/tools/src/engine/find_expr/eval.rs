@@ -28,10 +28,34 @@ pub struct Evaluated {
     pub printed: Vec<u8>,
 }
 
+/// How a `--exec` command ended, as a job log records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ended {
+    /// Its exit status.
+    pub exitval: i32,
+}
+
+/// Where `--exec` commands that ran to their end are recorded, and looked up so that a rerun
+/// does not run them again (`find --exec` continuing from a checkpoint). A command is named by
+/// its `--exec`'s place in the expression (0 first), the entry's path (a command without `{}`
+/// runs once per entry too) and its words with `{}` replaced.
+pub trait CommandLog: Sync {
+    /// How the command ended in an earlier run, when it ran to its end there.
+    fn finished(&self, exec: usize, path: &[u8], argv: &[OsString]) -> Option<Ended>;
+    /// The command ran to its end now (it exited: one killed by a signal is not recorded, and
+    /// runs again on a rerun).
+    fn record(&self, exec: usize, path: &[u8], argv: &[OsString], ended: Ended);
+}
+
 /// Evaluates one expression; its counters are read by the progress reports.
 pub struct Evaluator<'a> {
     expr: Option<&'a Expr<Node>>,
     has_exec: bool,
+    /// Addresses of the `--exec` leaves of `expr`, in expression order (a leaf's place names
+    /// its commands in `log`; addresses are only compared).
+    execs: Vec<usize>,
+    /// Where commands are recorded and looked up.
+    log: Option<&'a dyn CommandLog>,
     /// Send the commands' stdout to stderr (stdout carries a list).
     commands_to_stderr: bool,
     /// Where failed commands are reported; its stop flag skips the entries left.
@@ -42,6 +66,8 @@ pub struct Evaluator<'a> {
     pub matched: AtomicU64,
     /// Commands that failed or could not start on this rank (each reported).
     pub failed: AtomicU64,
+    /// Commands not run again on this rank: an earlier run's log says they ran to their end.
+    pub recorded: AtomicU64,
 }
 
 impl<'a> Evaluator<'a> {
@@ -54,15 +80,34 @@ impl<'a> Evaluator<'a> {
         context: &'a Context,
     ) -> Evaluator<'a> {
         let has_exec = expr.is_some_and(|e| e.any_leaf(&|n| matches!(n, Node::Exec(_))));
+        let execs = std::cell::RefCell::new(Vec::new());
+        if let Some(e) = expr {
+            e.any_leaf(&|n| {
+                if matches!(n, Node::Exec(_)) {
+                    execs.borrow_mut().push(n as *const Node as usize);
+                }
+                false
+            });
+        }
         Evaluator {
             expr,
             has_exec,
+            execs: execs.into_inner(),
+            log: None,
             commands_to_stderr,
             context,
             examined: AtomicU64::new(0),
             matched: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            recorded: AtomicU64::new(0),
         }
+    }
+
+    /// Record the commands that run to their end in `log`, and skip those it says an earlier
+    /// run finished (their recorded exit status decides the `--exec`).
+    pub fn with_log(mut self, log: &'a dyn CommandLog) -> Evaluator<'a> {
+        self.log = Some(log);
+        self
     }
 
     /// Evaluate every entry of `list` (local, parallel).
@@ -104,7 +149,7 @@ impl<'a> Evaluator<'a> {
                 printed.push(if *nul { 0 } else { b'\n' });
                 true
             }
-            Node::Exec(words) => match run_command(words, e.path, self.commands_to_stderr) {
+            Node::Exec(words) => match self.exec(node, words, e.path) {
                 Ok(()) => true,
                 Err(why) => {
                     self.failed.fetch_add(1, Ordering::Relaxed);
@@ -118,6 +163,49 @@ impl<'a> Evaluator<'a> {
             },
         })
     }
+}
+
+impl Evaluator<'_> {
+    /// Run the command of the `--exec` leaf `node` for `path` (or take how it ended from the
+    /// log of an earlier run): `Err` says why it failed.
+    fn exec(&self, node: &Node, words: &[OsString], path: &[u8]) -> Result<(), String> {
+        let Some(log) = self.log else {
+            return run_command(&command_line(words, path), self.commands_to_stderr).map_err(|f| {
+                match f {
+                    Failure::Exit(_, why) | Failure::Other(why) => why,
+                }
+            });
+        };
+        let exec = self
+            .execs
+            .iter()
+            .position(|&n| n == node as *const Node as usize)
+            .expect("an --exec leaf of the expression");
+        let argv = command_line(words, path);
+        if let Some(ended) = log.finished(exec, path, &argv) {
+            self.recorded.fetch_add(1, Ordering::Relaxed);
+            return match ended.exitval {
+                0 => Ok(()),
+                code => Err(format!("exit status {code} (in an earlier run)")),
+            };
+        }
+        let ran = run_command(&argv, self.commands_to_stderr);
+        match &ran {
+            Ok(()) => log.record(exec, path, &argv, Ended { exitval: 0 }),
+            Err(Failure::Exit(code, _)) => log.record(exec, path, &argv, Ended { exitval: *code }),
+            Err(_) => {}
+        }
+        ran.map_err(|f| match f {
+            Failure::Exit(_, why) | Failure::Other(why) => why,
+        })
+    }
+}
+
+/// Why a command failed: it exited with a status (which a log records), or it did not run to
+/// its end (killed by a signal, could not start).
+enum Failure {
+    Exit(i32, String),
+    Other(String),
 }
 
 /// `words` with every `{}` replaced by `path` (inside words too, as GNU find does).
@@ -139,26 +227,25 @@ pub fn command_line(words: &[OsString], path: &[u8]) -> Vec<OsString> {
         .collect()
 }
 
-/// Run the command for `path` and wait for it: `Err` says why it failed.
-fn run_command(words: &[OsString], path: &[u8], to_stderr: bool) -> Result<(), String> {
-    let argv = command_line(words, path);
+/// Run the command `argv` and wait for it: `Err` says why it failed.
+fn run_command(argv: &[OsString], to_stderr: bool) -> Result<(), Failure> {
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]).stdin(Stdio::null());
     if to_stderr {
         let err = std::io::stderr()
             .as_fd()
             .try_clone_to_owned()
-            .map_err(|e| format!("duplicate stderr: {e}"))?;
+            .map_err(|e| Failure::Other(format!("duplicate stderr: {e}")))?;
         cmd.stdout(Stdio::from(err));
     }
     match cmd.status() {
         Ok(s) if s.success() => Ok(()),
         Ok(s) => Err(match (s.code(), s.signal()) {
-            (Some(code), _) => format!("exit status {code}"),
-            (None, Some(sig)) => format!("killed by signal {sig}"),
-            _ => format!("{s}"),
+            (Some(code), _) => Failure::Exit(code, format!("exit status {code}")),
+            (None, Some(sig)) => Failure::Other(format!("killed by signal {sig}")),
+            _ => Failure::Other(format!("{s}")),
         }),
-        Err(e) => Err(format!("cannot run: {e}")),
+        Err(e) => Err(Failure::Other(format!("cannot run: {e}"))),
     }
 }
 
