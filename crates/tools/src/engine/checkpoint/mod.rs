@@ -233,15 +233,24 @@ pub fn without_checkpoints(list: &mut flist::FileList, dir: Option<&[u8]>) {
     }
 }
 
+/// `path` made absolute against the working directory (normalised: no `.`, `..` or `//`).
+fn absolute(path: &[u8]) -> Vec<u8> {
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    flist::path::normalize(path, &cwd)
+}
+
 /// The checkpoint's path for `choice` and `plan`; `None` when there is none.
 fn location(choice: &Choice, plan: &Plan<'_>) -> Result<Option<Vec<u8>>, String> {
     match choice {
         Choice::Off => Ok(None),
-        Choice::At(p) => Ok(Some(p.clone())),
+        // Absolute: the checkpoint is removed through its parent directory at the end, and
+        // every rank must name the same directory whatever its working directory.
+        Choice::At(p) => Ok(Some(absolute(p))),
         Choice::Beside => match plan.output {
             Some(out) if out != b"-" && !out.is_empty() => {
-                let name = beside_name(flist::path::basename(out));
-                Ok(Some(flist::atomic::beside(out, &name)))
+                let out = absolute(out);
+                let name = beside_name(flist::path::basename(&out));
+                Ok(Some(flist::atomic::beside(&out, &name)))
             }
             _ => {
                 use std::os::unix::ffi::OsStrExt;

@@ -97,7 +97,10 @@ pub(super) fn inspect(path: &[u8]) -> Result<Found, CheckpointError> {
         Ok(h) => Ok(Found::Ours(dir, h)),
         Err(why) => {
             let names = list(dir.as_fd()).map_err(|e| io_err("read directory", path, e))?;
-            if names.iter().all(|n| ours_by_name(n)) {
+            // Ours beyond doubt: a header that begins as ours (then damaged), or nothing but
+            // the names a checkpoint holds. A tool's own files (a partial output) may be there
+            // too when the header says it is ours.
+            if header_is_ours(dir.as_fd()) || names.iter().all(|n| ours_by_name(n)) {
                 Ok(Found::Damaged(dir, why))
             } else {
                 Ok(Found::Foreign(
@@ -139,6 +142,14 @@ fn open_trusted(dir: BorrowedFd<'_>, name: &[u8]) -> Result<std::fs::File, &'sta
         return Err("it is not a regular file of this user with one link");
     }
     Ok(std::fs::File::from(fd))
+}
+
+/// Whether the header file begins with a header's magic (whatever follows).
+fn header_is_ours(dir: BorrowedFd<'_>) -> bool {
+    let mut start = [0u8; 8];
+    open_trusted(dir, HEADER)
+        .and_then(|f| (&f).read_exact(&mut start).map_err(|_| "short"))
+        .is_ok_and(|()| &start == MAGIC)
 }
 
 fn read_header(dir: BorrowedFd<'_>) -> Result<Header, &'static str> {

@@ -232,3 +232,40 @@ fn the_default_name_fits_a_file_name_and_long_names_never_share_one() {
     let (prior, _) = run(&out, 1, 4, 0..0, Outcome::Complete);
     assert_eq!(prior.len(), 2);
 }
+
+#[test]
+fn a_damaged_checkpoint_holding_a_tools_own_files_is_removed_and_a_relative_path_works() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    run(&out, 1, 4, 0..3, Outcome::Stopped);
+    let cp = checkpoint_path(&out);
+    // The tool's own file, and a header whose body is damaged after its magic.
+    std::fs::write(cp.join("partial-archive"), b"data").unwrap();
+    let header = cp.join("header");
+    let mut bytes = std::fs::read(&header).unwrap();
+    for b in &mut bytes[8..] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&header, bytes).unwrap();
+    let (prior, notice) = run(&out, 1, 4, 0..0, Outcome::Complete);
+    assert!(prior.is_empty());
+    assert!(notice.unwrap().contains("damaged"));
+    assert!(!cp.exists(), "removed with the tool's file once complete");
+
+    // A relative --checkpoint names the same directory on every rank, and is removed through
+    // its real parent: it is made absolute.
+    let plan = Plan {
+        output: Some(b"rel/out"),
+        inputs: inputs(4),
+    };
+    let cwd = flist::path::current_dir().unwrap();
+    let at = location(&Choice::At(b"ck".to_vec()), &plan)
+        .unwrap()
+        .unwrap();
+    assert_eq!(at, [cwd.as_slice(), b"/ck"].concat());
+    let beside = location(&Choice::Beside, &plan).unwrap().unwrap();
+    assert_eq!(
+        beside,
+        [cwd.as_slice(), b"/rel/.out.mfu-checkpoint"].concat()
+    );
+}
