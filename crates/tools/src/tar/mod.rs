@@ -130,6 +130,9 @@ pub struct Options {
     pub verify: bool,
     /// Create and extract: a checksum manifest of the regular files (paths as stored).
     pub manifest: Option<crate::engine::manifest::ManifestOptions>,
+    /// Create: where the checkpoint that lets the same command continue an interrupted run is
+    /// kept (`--checkpoint PATH`, `--no-checkpoint`; default beside the archive).
+    pub checkpoint: crate::engine::checkpoint::Choice,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -164,6 +167,7 @@ impl Options {
             rules: Rules::default(),
             verify: false,
             manifest: None,
+            checkpoint: crate::engine::checkpoint::Choice::Beside,
             context: Context::default(),
         }
     }
@@ -353,6 +357,10 @@ pub struct Report {
     pub seconds: f64,
     /// A stop request (SIGINT/SIGTERM, or the context's stop flag) cut the run short.
     pub interrupted: bool,
+    /// Create: the run stopped and its checkpoint keeps the work done for the same command to
+    /// continue: (bytes of the tar stream written by this run and earlier ones, bytes of the
+    /// whole stream).
+    pub stopped: Option<(u64, u64)>,
     /// This process's sample of the failure messages.
     pub failures: Vec<String>,
     /// Extract and list: notices said on stderr that are no failure (rank 0's): an index set

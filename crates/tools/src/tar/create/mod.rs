@@ -21,9 +21,12 @@
 
 mod align;
 mod framed;
+mod ledger;
+mod resume;
 mod segment;
 
 use super::{index, Done, Options, Report};
+use crate::engine::checkpoint;
 use crate::engine::context::{Context, Error, ToolReport};
 use crate::engine::copy::data::{copy_at_seen, write_all_at, Buffer, DataOptions, Seen};
 use crate::engine::copy::links;
@@ -32,6 +35,7 @@ use crate::engine::copy::Mapping;
 use crate::engine::digest::RangeHasher;
 use crate::engine::hashing::Hashing;
 use crate::engine::racy;
+use crate::tar::create::resume::Partial;
 use crate::tar::create::segment::{HeaderBytes, Member, Segment, Stamp};
 use crate::tar::format::{round_up, Header, Kind};
 use flist::path::{display, normalize};
@@ -130,6 +134,8 @@ struct Writer<'a> {
     hashing: Hashing,
     /// Source paths to stored names (for the manifest).
     names: Mapping,
+    /// What earlier runs wrote; the marks of what this one writes.
+    ledger: &'a ledger::Ledger<'a>,
 }
 
 fn open_source(src: &[u8], noatime: bool) -> io::Result<OwnedFd> {
@@ -390,6 +396,8 @@ impl Writer<'_> {
 
     /// Write a segment into the uncompressed archive.
     fn write(&self, archive: BorrowedFd<'_>, seg: Segment, buf: &mut Buffer) {
+        // A chunk's range in the stream, its file's padding included (zeros already there).
+        let seg_len = seg.len();
         match seg {
             Segment::Group(segs) => {
                 for seg in segs {
@@ -405,9 +413,17 @@ impl Writer<'_> {
                     // Grown once to its size, not by doublings that copy what is in it.
                     bytes.reserve(seg.len() as usize);
                     self.bytes_of(&seg, bytes);
-                    if let Err(e) = write_all_at(archive, bytes, at) {
-                        self.problems
-                            .damage(ItemError::new(&self.archive, e.op, e.source));
+                    match write_all_at(archive, bytes, at) {
+                        Err(e) => {
+                            self.problems
+                                .damage(ItemError::new(&self.archive, e.op, e.source))
+                        }
+                        // Marked only when every byte of it is what its header says: a
+                        // source that failed to read left zeros, which a rerun must redo.
+                        Ok(()) if !self.problems.is_damaged() => {
+                            self.ledger.wrote(at, at + bytes.len() as u64)
+                        }
+                        Ok(()) => {}
                     }
                 });
             }
@@ -419,6 +435,7 @@ impl Writer<'_> {
                 size,
                 stamp,
             } => {
+                let end = at + seg_len;
                 let fd = match open_source(&src, self.open_noatime) {
                     Ok(fd) => fd,
                     Err(e) => return self.problems.damage(ItemError::new(&src, "open", e)),
@@ -473,6 +490,9 @@ impl Writer<'_> {
                     len,
                 };
                 self.check_unchanged(fd.as_fd(), &src, size, stamp, stored);
+                if !self.problems.is_damaged() {
+                    self.ledger.wrote(at, end);
+                }
             }
         }
     }
@@ -775,8 +795,10 @@ fn encode_member(
 }
 
 /// Cut this rank's laid-out entries into segments: runs of small entries and chunks of big
-/// files' data.
-fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
+/// files' data. What `ledger` says earlier runs wrote is left out: a member (its header, and
+/// its data when small) or a chunk inside the ranges they wrote; a run never spans what is
+/// left out, so every segment is bytes still to write.
+fn segments(laid: Vec<Laid>, chunk: u64, ledger: &ledger::Ledger<'_>) -> Vec<Segment> {
     let mut out = Vec::new();
     let mut run: Vec<Member> = Vec::new();
     let mut run_at = 0;
@@ -790,20 +812,24 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
         }
     };
     for Laid { at, mut member } in laid {
-        if run.is_empty() {
-            run_at = at;
-            run_len = 0;
-        }
         let big = member.size > SMALL_FILE.min(chunk);
         let data_at = at + member.header.len() as u64;
         let (size, stamp) = (member.size, member.stamp);
         // Only a big file's chunks need its path beside the member's own.
         let src = if big { member.src.clone() } else { Vec::new() };
         member.inline = !big;
-        run_len += member.header.len() as u64 + if big { 0 } else { round_up(size) };
-        run.push(member);
-        if big || run.len() >= SEGMENT_ENTRIES || run_len >= chunk {
+        if ledger.covered(at, at + member.len()) {
             flush(&mut run, run_at, &mut out);
+        } else {
+            if run.is_empty() {
+                run_at = at;
+                run_len = 0;
+            }
+            run_len += member.len();
+            run.push(member);
+            if big || run.len() >= SEGMENT_ENTRIES || run_len >= chunk {
+                flush(&mut run, run_at, &mut out);
+            }
         }
         if big {
             // Chunks end on archive offsets that are multiples of the chunk size, so that with
@@ -811,14 +837,17 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
             let mut file_at = 0;
             while file_at < size {
                 let len = (chunk - (data_at + file_at) % chunk).min(size - file_at);
-                out.push(Segment::Chunk {
+                let seg = Segment::Chunk {
                     at: data_at + file_at,
                     src: src.clone(),
                     file_at,
                     len,
                     size,
                     stamp,
-                });
+                };
+                if !ledger.covered(seg.at(), seg.at() + seg.len()) {
+                    out.push(seg);
+                }
                 file_at += len;
             }
         }
@@ -827,22 +856,24 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
     out
 }
 
-/// Create the (temporary) archive file `path`, which must not exist, readable by all as tar
-/// makes it (less the umask). On Lustre
-/// it is striped over all OSTs with the chunk size as stripe size (lustre.md), which
-/// [`segments`] aligns big files' chunks to, unless `--stripe-count`/`--stripe-size` say
-/// otherwise; returns the `-v` line saying so.
-fn create_archive(path: &[u8], o: &Options) -> io::Result<(OwnedFd, Option<String>)> {
-    use std::os::unix::fs::OpenOptionsExt;
+/// Create the (partial) archive file `name` in the directory `parent` (at `dir`, for
+/// messages and the file system's kind), which must not hold it, readable by all as tar makes
+/// it (less the umask). On Lustre it is striped over all OSTs with the chunk size as stripe
+/// size (lustre.md), which [`segments`] aligns big files' chunks to, unless
+/// `--stripe-count`/`--stripe-size` say otherwise; returns the `-v` line saying so.
+fn create_archive(
+    parent: BorrowedFd<'_>,
+    dir: &[u8],
+    name: &[u8],
+    o: &Options,
+) -> io::Result<(OwnedFd, Option<String>)> {
     let api = &o.lustre;
-    let dir = flist::path::parent(path);
     if api.is_lustre(flist::path::as_path(dir)).unwrap_or(false) {
         if let Decision::Set { count, size } = policy::archive_layout(&o.stripe, o.chunksize) {
-            let parent = flist::walk::open_long(dir, OFlags::PATH | OFlags::DIRECTORY)?;
-            let name = std::ffi::CString::new(flist::path::basename(path))
+            let name = std::ffi::CString::new(name)
                 .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
             let created = api.create_striped_with(
-                parent.as_fd(),
+                parent,
                 &name,
                 libc::O_EXCL | libc::O_NOFOLLOW,
                 0o666,
@@ -868,13 +899,14 @@ fn create_archive(path: &[u8], o: &Options) -> io::Result<(OwnedFd, Option<Strin
             ));
         }
     }
-    // A new file (O_EXCL): never whatever a symlink already at the temporary name points to.
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o666)
-        .open(flist::path::as_path(path))?;
-    Ok((f.into(), None))
+    // A new file (O_EXCL): never whatever a symlink already at the name points to.
+    Ok(rustix::fs::openat(
+        parent,
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o666),
+    )?)
+    .map(|fd| (fd, None))
 }
 
 fn now_secs() -> i64 {
@@ -899,14 +931,38 @@ pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Rep
     let Some(list) = walked.list else {
         return Ok(not_created(comm, o, base, started, true));
     };
-    let (plan, laid) = plan(comm, o, &setup.archive, &list, &walked.map);
+    let (mut plan, laid) = plan(comm, o, &setup.archive, &list, &walked.map);
+    let (first, count, total) = (plan.first_index, plan.count, plan.total);
+    let archive = setup.archive.clone();
+    let of = resume::Of {
+        archive: &setup.archive,
+        base: &setup.base,
+        paths,
+        list: &list,
+        laid: &laid,
+    };
+    let plain = o.codec().is_none();
+    let stream_len = |mtime: i64| {
+        if !plain {
+            return 0;
+        }
+        let mut p = Plan::bare(first, count, total);
+        p.place_index(&archive, mtime);
+        p.stream_len
+    };
+    let resumed = resume::open(comm, o, &of, stream_len)?;
     drop(list);
+    // A continued run dates the index member as the first run did: the same bytes.
+    let index_mtime = resumed.recorded.map_or(plan.index_mtime, |r| r.index_mtime);
+    plan.place_index(&setup.archive, index_mtime);
     if comm.rank() == 0 {
         if let Ok(cmd) = std::env::var(HOOK) {
             let _ = std::process::Command::new("sh").arg("-c").arg(cmd).status();
         }
     }
     comm.barrier();
+    let sink = resumed.checkpoint.as_ref().map(|c| c as &dyn ledger::Sink);
+    let ledger = ledger::Ledger::new(resumed.prior.iter(), sink);
     let w = Writer {
         archive: setup.archive.clone(),
         open_noatime: o.open_noatime,
@@ -920,17 +976,57 @@ pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Rep
         },
         hashing: Hashing::new(false, o.manifest.as_ref().map(|m| m.kind)),
         names: walked.map.clone(),
+        ledger: &ledger,
     };
-    let segs = cut(comm, o, &setup.archive, plan.stream_len, laid);
-    // The archive is written under a temporary name beside it and renamed over ARCHIVE only
-    // once complete: a create that fails or is interrupted leaves nothing that looks like an
-    // archive.
+    let segs = cut(comm, o, &setup.archive, plan.stream_len, laid, &ledger);
+    // The archive is written under another name and renamed over ARCHIVE only once complete:
+    // a create that fails or is interrupted leaves nothing that looks like an archive. With a
+    // checkpoint, that is a file in it, kept for the rerun that continues; without, a
+    // temporary name beside the archive, removed (stale ones of killed runs are removed here).
     let tmp = temp_path(comm, &o.context, &setup.archive);
-    let written = match o.codec() {
-        Some(codec) => framed::write(comm, o, &plan, &w, &tmp, segs, codec)?,
-        None => write_plain(comm, o, &plan, &w, &tmp, segs)?,
+    let partial = match &resumed.checkpoint {
+        Some(checkpoint) => Partial::Kept {
+            checkpoint,
+            resume: resumed.recorded.is_some(),
+            index_mtime,
+        },
+        None => Partial::Beside(tmp),
     };
-    Ok(finish(comm, o, base, started, plan, w, &tmp, written))
+    let written = match o.codec() {
+        Some(codec) => framed::write(comm, o, &plan, &w, &partial, segs, codec)?,
+        None => write_plain(comm, o, &plan, &w, &partial, segs)?,
+    };
+    let ended = Ended {
+        written,
+        partial,
+        earlier: if plain {
+            ledger.covered_bytes()
+        } else {
+            ledger.frame_bytes()
+        },
+        now: ledger.written(),
+    };
+    let report = finish(comm, o, base, started, plan, w, &ended);
+    let outcome = match report.stopped {
+        Some(_) => checkpoint::Outcome::Stopped,
+        None => checkpoint::Outcome::Complete,
+    };
+    drop(ended);
+    if let Some(ck) = resumed.checkpoint {
+        ck.finish(comm, outcome)
+            .map_err(|e| Error::new(e.to_string()))?;
+    }
+    Ok(report)
+}
+
+/// How the writing ended, for [`finish`].
+struct Ended<'c> {
+    written: Written,
+    partial: Partial<'c>,
+    /// Bytes of the stream earlier runs wrote (the same on every rank).
+    earlier: u64,
+    /// Bytes of the stream this process wrote.
+    now: u64,
 }
 
 /// What create works on, checked alike on every rank.
@@ -941,6 +1037,8 @@ struct Setup {
     base: Vec<u8>,
     /// (path on disk, stored name) of each path.
     pairs: Roots,
+    /// Where the checkpoint will be (absolute), if any.
+    checkpoint: Option<Vec<u8>>,
 }
 
 /// The paths to archive, and the archive's place: checked on every rank, agreed. Collective.
@@ -954,6 +1052,7 @@ fn setup(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Setup, Error
             archive: archive.clone(),
             base,
             pairs,
+            checkpoint: resume::checkpoint_path(&o.checkpoint, &archive, &cwd),
         })
     });
     crate::engine::setup::agree_setup(comm, checked)
@@ -1010,6 +1109,14 @@ fn walk(
         (walked_at(archive, &abs_roots), "the archive"),
         (walked_at(&side, &abs_roots), "the archive's index"),
     ];
+    // The checkpoint (when the archive is inside the sources) and all it holds: its files
+    // change with every run and are this run's own work, never the user's data.
+    let checkpoint = setup
+        .checkpoint
+        .as_ref()
+        .map(|c| walked_at(c, &abs_roots))
+        .unwrap_or_default();
+    list.retain(|e| !checkpoint.iter().any(|c| flist::path::is_prefix(c, e.path)));
     list.retain(
         |e| match own.iter().find(|(at, _)| at.iter().any(|p| p == e.path)) {
             Some((_, what)) => {
@@ -1075,6 +1182,8 @@ struct Plan {
     idx_data_len: u64,
     /// The footer that ends the index member's data.
     footer: Vec<u8>,
+    /// The index member's time (seconds since the epoch).
+    index_mtime: i64,
     /// Bytes of the whole tar stream.
     stream_len: u64,
     /// Entries left out (named at the end, with the data phase's problems).
@@ -1084,6 +1193,57 @@ struct Plan {
     /// `--manifest`: this rank's hard links, stored as links to their group's first member:
     /// (its stored name, theirs).
     hard_links: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Plan {
+    /// A plan of `count` entries taking `total` bytes, this rank's first being `first`, with
+    /// nothing else (to place an index after them).
+    fn bare(first: u64, count: u64, total: u64) -> Plan {
+        Plan {
+            offsets: Vec::new(),
+            first_index: first,
+            count,
+            total,
+            data_bytes: 0,
+            idx_header: Vec::new(),
+            idx_data_at: 0,
+            idx_data_len: 0,
+            footer: Vec::new(),
+            index_mtime: 0,
+            stream_len: 0,
+            errors: Vec::new(),
+            skipped: 0,
+            hard_links: Vec::new(),
+        }
+    }
+
+    /// Place the index member (dated `mtime`, seconds) after the entries, and the end.
+    fn place_index(&mut self, archive: &[u8], mtime: i64) {
+        self.index_mtime = mtime;
+        let mut idx_header = Vec::new();
+        index::member_header(
+            &[flist::path::basename(archive), b".dtaridx"].concat(),
+            self.count,
+            mtime,
+        )
+        .encode(&mut idx_header);
+        self.idx_data_at = self.total + idx_header.len() as u64;
+        self.idx_data_len = index::data_len(self.count);
+        let entry_size = idx_header.len() as u64 + self.idx_data_len;
+        self.stream_len = self.total + entry_size + index::END;
+        self.footer = index::footer(self.count, self.total, entry_size).to_vec();
+        self.idx_header = idx_header;
+    }
+}
+
+/// The index member's time (seconds since the epoch): `SOURCE_DATE_EPOCH` when set (the
+/// reproducible-builds convention: two runs on the same sources give the same bytes), else now.
+/// A continued run keeps the first run's.
+fn index_mtime() -> i64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or_else(now_secs)
 }
 
 /// Encode this rank's members and place them: every entry's offset by a prefix sum over
@@ -1151,31 +1311,23 @@ fn plan(
         .filter(|l| !l.member.src.is_empty())
         .map(|l| l.member.size)
         .sum();
-    let mut idx_header = Vec::new();
-    index::member_header(
-        &[flist::path::basename(archive), b".dtaridx"].concat(),
-        count,
-        now_secs(),
-    )
-    .encode(&mut idx_header);
-    let idx_data_at = total + idx_header.len() as u64;
-    let idx_data_len = index::data_len(count);
-    let entry_size = idx_header.len() as u64 + idx_data_len;
-    let plan = Plan {
+    let mut plan = Plan {
         offsets,
         first_index,
         count,
         total,
         data_bytes,
-        idx_data_at,
-        idx_data_len,
-        stream_len: total + entry_size + index::END,
-        footer: index::footer(count, total, entry_size).to_vec(),
-        idx_header,
+        idx_data_at: 0,
+        idx_data_len: 0,
+        stream_len: 0,
+        footer: Vec::new(),
+        index_mtime: 0,
+        idx_header: Vec::new(),
         errors,
         skipped,
         hard_links,
     };
+    plan.place_index(archive, index_mtime());
     (plan, laid)
 }
 
@@ -1188,6 +1340,7 @@ fn cut(
     archive: &[u8],
     stream_len: u64,
     laid: Vec<Laid>,
+    ledger: &ledger::Ledger<'_>,
 ) -> Vec<Segment> {
     let on_lustre = comm.any(
         o.lustre
@@ -1202,10 +1355,12 @@ fn cut(
     };
     match stripe {
         // Compressed, big files' chunks end where frames do.
-        None if o.codec().is_some() => segments(laid, framed::frame_size(o.chunksize, stream_len)),
-        None => segments(laid, o.chunksize),
+        None if o.codec().is_some() => {
+            segments(laid, framed::frame_size(o.chunksize, stream_len), ledger)
+        }
+        None => segments(laid, o.chunksize, ledger),
         Some(s) => {
-            let segs = segments(laid, o.chunksize.next_multiple_of(s));
+            let segs = segments(laid, o.chunksize.next_multiple_of(s), ledger);
             let region = segs.iter().fold((u64::MAX, 0), |(a, b), seg| {
                 (a.min(seg.at()), b.max(seg.at() + seg.len()))
             });
@@ -1233,7 +1388,7 @@ fn say_layout(o: &Options, said: &Option<String>) {
     }
 }
 
-/// Write an uncompressed archive under `tmp`: rank 0 creates it at its final size (so
+/// Write an uncompressed archive into `partial`: rank 0 creates it at its final size (so
 /// unwritten padding reads as zeros), every rank writes its slice of the index, then all
 /// write the segments through the work-stealing queue. Collective.
 fn write_plain(
@@ -1241,16 +1396,17 @@ fn write_plain(
     o: &Options,
     plan: &Plan,
     w: &Writer,
-    tmp: &[u8],
+    partial: &Partial<'_>,
     segs: Vec<Segment>,
 ) -> Result<Written, Error> {
     let rank0 = comm.rank() == 0;
     let created = if rank0 {
-        create_archive(tmp, o)
+        partial
+            .create(o)
             .and_then(|(fd, said)| {
                 say_layout(o, &said);
                 if let Err(e) = rustix::fs::ftruncate(&fd, plan.stream_len) {
-                    remove_temp(&o.context, tmp);
+                    partial.remove(&o.context);
                     return Err(e.into());
                 }
                 Ok(Some(fd))
@@ -1261,11 +1417,11 @@ fn write_plain(
     };
     let fd = match crate::engine::setup::agree_setup(comm, created)? {
         Some(fd) => fd,
-        None => match flist::walk::open_long(tmp, OFlags::WRONLY | OFlags::CLOEXEC) {
+        None => match partial.open() {
             Ok(fd) => fd,
             Err(e) => {
                 w.problems
-                    .damage(ItemError::new(tmp, "open for writing", e.into()));
+                    .damage(ItemError::new(&partial.shown(), "open for writing", e));
                 // Keep taking part in the collectives below.
                 flist::walk::open_long(b"/dev/null", OFlags::WRONLY).expect("/dev/null")
             }
@@ -1318,7 +1474,6 @@ fn write_plain(
 
 /// Keep the archive (rename it into place) if it is complete and no stop was asked, else
 /// remove it; name every problem; say the `-v` figures; the report. Collective.
-#[allow(clippy::too_many_arguments)]
 fn finish(
     comm: &dyn Comm,
     o: &Options,
@@ -1326,26 +1481,32 @@ fn finish(
     started: Instant,
     plan: Plan,
     w: Writer,
-    tmp: &[u8],
-    written: Written,
+    ended: &Ended<'_>,
 ) -> Report {
+    let (written, partial) = (&ended.written, &ended.partial);
     let rank0 = comm.rank() == 0;
     let damaged = comm.any(w.problems.is_damaged() || !written.complete);
     let interrupted = comm.any(written.interrupted || o.context.stopped());
     let complete = !damaged && !interrupted;
+    // Stopped with a checkpoint: the partial archive stays for the rerun (a damaged one is
+    // not continued: what a failed read left is not marked, but the run had failures to
+    // report, so it ends as complete and the checkpoint goes).
+    let resumable = interrupted
+        && !comm.any(w.problems.is_damaged())
+        && matches!(partial, Partial::Kept { .. });
     let kept = if rank0 {
         if complete {
-            match rustix::fs::rename(flist::path::as_path(tmp), flist::path::as_path(&w.archive)) {
+            match partial.rename_to(&w.archive) {
                 Ok(()) => true,
                 Err(e) => {
                     w.problems
-                        .damage(ItemError::new(&w.archive, "rename into place", e.into()));
-                    remove_temp(&o.context, tmp);
+                        .damage(ItemError::new(&w.archive, "rename into place", e));
+                    partial.remove(&o.context);
                     false
                 }
             }
         } else {
-            remove_temp(&o.context, tmp);
+            partial.remove(&o.context);
             false
         }
     } else {
@@ -1400,6 +1561,10 @@ fn finish(
     } else {
         not_created(comm, o, report, started, interrupted)
     };
+    if resumable {
+        let done = ended.earlier + comm.sum(ended.now);
+        report.stopped = Some((done.min(plan.stream_len), plan.stream_len));
+    }
     if let Some(m) = &o.manifest {
         let m = crate::engine::manifest::ManifestOptions {
             base: Vec::new(),
@@ -1546,6 +1711,10 @@ mod tests {
     use super::*;
     use crate::engine::codec::zstd as seekable;
 
+    fn no_prior() -> ledger::Ledger<'static> {
+        ledger::Ledger::new(std::iter::empty(), None)
+    }
+
     fn member(size: u64) -> Member {
         Member {
             header: HeaderBytes::Encoded(vec![0; 512]),
@@ -1615,7 +1784,7 @@ mod tests {
                         },
                     })
                     .collect();
-                let segs = segments(laid, stripe);
+                let segs = segments(laid, stripe, &no_prior());
                 let region = segs.iter().fold((u64::MAX, 0), |(x, y), s| {
                     (x.min(s.at()), y.max(s.at() + s.len()))
                 });
@@ -1668,7 +1837,7 @@ mod tests {
                 l
             })
             .collect();
-        let segs = segments(laid, chunk);
+        let segs = segments(laid, chunk, &no_prior());
         let mut chunk_bytes = 0;
         let mut run_members = 0;
         for s in &segs {
@@ -1810,6 +1979,7 @@ mod tests {
                 member: member(5),
             }],
             1 << 20,
+            &no_prior(),
         );
         let bytes = typed::encode(&segs[0]);
         let back: Segment = typed::decode(&bytes).unwrap();

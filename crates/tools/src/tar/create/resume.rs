@@ -1,0 +1,379 @@
+//! `tar -c` continued after an interruption (issue 33): the checkpoint, where the partial
+//! archive lives, and what a rerun may trust.
+//!
+//! The archive is written into `partial-archive` inside the checkpoint's directory, so that it
+//! survives a killed or stopped run, and renamed to its final name once complete. The marks
+//! ([`super::ledger`]) say which ranges (or frames) of it hold their final bytes. A rerun uses
+//! them only when every input is equal (the paths, the options that change the bytes, the
+//! digest of the walked list and the digest of the layout planned from it) and the partial
+//! archive is the very file they were made about (its device, inode and, plain, its size).
+//! Otherwise the checkpoint is removed and the run starts over, saying why.
+
+use super::ledger::{Recorded, Sink, PLAN};
+use super::{create_archive, Laid, Options};
+use crate::engine::checkpoint::{self, Checkpoint, Choice, Durable, Inputs, Outcome, Prior};
+use crate::engine::context::Error;
+use flist::path::display;
+use flist::FileList;
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+use std::io;
+use std::sync::Arc;
+use steal::{Comm, CommExt};
+
+/// The partial archive's name in the checkpoint's directory.
+const PARTIAL: &[u8] = b"partial-archive";
+
+impl Sink for Checkpoint {
+    fn mark(&self, key: u64, payload: &[u8]) {
+        Checkpoint::mark(self, key, payload)
+    }
+}
+
+/// The checkpoint's path for `choice` (the core's rule: `DIR/.NAME.mfu-checkpoint` beside
+/// the archive by default), so that the walk of the sources leaves it out when the archive is
+/// inside them: its files change with every run and are never archived.
+pub(super) fn checkpoint_path(choice: &Choice, archive: &[u8], cwd: &[u8]) -> Option<Vec<u8>> {
+    match choice {
+        Choice::Off => None,
+        Choice::At(p) => Some(flist::path::normalize(p, cwd)),
+        Choice::Beside => {
+            let name = [b".", flist::path::basename(archive), b".mfu-checkpoint"].concat();
+            Some(flist::atomic::beside(archive, &name))
+        }
+    }
+}
+
+/// The digest of the layout: every member's offset and header bytes, summed over members and
+/// ranks (the same at any rank count). Things the list's digest does not see change it: a user
+/// or group name, a symlink's target read again, a file no longer readable, xattrs. Collective.
+pub(super) fn layout_digest(comm: &dyn Comm, laid: &[Laid]) -> [u8; 16] {
+    let mut sum = [0u64; 2];
+    let mut bytes = Vec::new();
+    for l in laid {
+        bytes.clear();
+        bytes.extend_from_slice(&l.at.to_le_bytes());
+        bytes.extend_from_slice(&l.member.size.to_le_bytes());
+        l.member.header.write_to(&mut bytes);
+        sum[0] = sum[0].wrapping_add(xxhash_rust::xxh64::xxh64(&bytes, 0x7461_722d_6301));
+        sum[1] = sum[1].wrapping_add(xxhash_rust::xxh64::xxh64(&bytes, 0x7461_722d_6302));
+    }
+    let all = comm.all_gather(&sum);
+    let total = all.iter().fold([0u64; 2], |a, s| {
+        [a[0].wrapping_add(s[0]), a[1].wrapping_add(s[1])]
+    });
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&total[0].to_le_bytes());
+    out[8..].copy_from_slice(&total[1].to_le_bytes());
+    out
+}
+
+/// What the digests are taken of, for [`open`].
+pub(super) struct Of<'a> {
+    /// The archive (absolute).
+    pub(super) archive: &'a [u8],
+    /// The directory the paths are taken relative to.
+    pub(super) base: &'a [u8],
+    /// The paths as given.
+    pub(super) paths: &'a [Vec<u8>],
+    pub(super) list: &'a FileList,
+    pub(super) laid: &'a [Laid],
+}
+
+/// The inputs of a `tar -c`: what the archive's bytes depend on.
+fn inputs(comm: &dyn Comm, o: &Options, of: &Of<'_>) -> Inputs {
+    Inputs::new("tar -c")
+        .field("the archive", &serde_bytes::Bytes::new(of.archive))
+        .field("-C", &serde_bytes::Bytes::new(of.base))
+        .field(
+            "the paths",
+            &of.paths
+                .iter()
+                .map(|p| serde_bytes::ByteBuf::from(p.clone()))
+                .collect::<Vec<_>>(),
+        )
+        .field(
+            "the compression",
+            &(o.codec().map(|c| c.name()), o.zstd_level, o.gzip_level),
+        )
+        .field("-k/--chunksize", &o.chunksize)
+        .field("--xattrs", &o.xattrs)
+        .field(
+            "the list of sources",
+            &checkpoint::list_digest(comm, of.list),
+        )
+        .field(
+            "the sources' metadata (names, links, readability)",
+            &layout_digest(comm, of.laid),
+        )
+}
+
+/// A run's checkpoint and what earlier runs left.
+pub(super) struct Resume {
+    pub(super) checkpoint: Option<Checkpoint>,
+    pub(super) prior: Prior,
+    /// The earlier runs' record (partial archive, index time) when it can be trusted.
+    pub(super) recorded: Option<Recorded>,
+}
+
+/// Open the checkpoint of this `tar -c` (none with `--no-checkpoint` or `--manifest`), and
+/// check that the partial archive in it is the one its marks are about (of `stream_len` bytes
+/// when plain); otherwise remove it and start over. Says on rank 0 what it did. Collective.
+pub(super) fn open(
+    comm: &dyn Comm,
+    o: &Options,
+    of: &Of<'_>,
+    stream_len: impl Fn(i64) -> u64,
+) -> Result<Resume, Error> {
+    let rank0 = comm.rank() == 0;
+    let say = |notice: &Option<String>| {
+        if let (Some(n), true) = (notice, rank0) {
+            o.context.info(format!("{n}\n"));
+        }
+    };
+    let off = Resume {
+        checkpoint: None,
+        prior: Prior::default(),
+        recorded: None,
+    };
+    if o.checkpoint == Choice::Off {
+        return Ok(off);
+    }
+    if o.manifest.is_some() {
+        // The manifest's digests are taken as the data is read: a rerun that skipped what an
+        // earlier run wrote would have none for it.
+        if rank0 {
+            o.context.info(
+                "running without a checkpoint: --manifest hashes the data as it is archived \
+                 (an interrupted run will start over)\n",
+            );
+        }
+        return Ok(off);
+    }
+    let inputs = inputs(comm, o, of);
+    let plan = |inputs: Inputs| checkpoint::Plan {
+        output: Some(of.archive),
+        inputs,
+    };
+    let opened = checkpoint::open(comm, &o.checkpoint, plan(inputs.clone()))
+        .map_err(|e| Error::new(e.to_string()))?;
+    let Some(ck) = opened.checkpoint else {
+        say(&opened.notice);
+        return Ok(off);
+    };
+    // The partial archive is renamed into place at the end: it must be on the archive's file
+    // system (a copy of a whole archive is not a rename).
+    let same_fs = comm.bcast_with(0, || same_file_system(ck.dir(), of.archive));
+    if let Err(why) = same_fs {
+        let _ = ck.finish(comm, Outcome::Complete);
+        return Err(Error::new(why));
+    }
+    let recorded = opened.prior.payload(PLAN).and_then(Recorded::decode);
+    if opened.prior.is_empty() {
+        say(&opened.notice);
+        return Ok(Resume {
+            checkpoint: Some(ck),
+            prior: opened.prior,
+            recorded: None,
+        });
+    }
+    let trusted: Result<(), String> = comm.bcast_with(0, || match recorded {
+        None => Err("it does not say which partial archive its marks are about".into()),
+        Some(r) => check_partial(ck.dir(), r, stream_len(r.index_mtime)),
+    });
+    match trusted {
+        Ok(()) => {
+            say(&opened.notice);
+            Ok(Resume {
+                checkpoint: Some(ck),
+                prior: opened.prior,
+                recorded,
+            })
+        }
+        Err(why) => {
+            let path = ck.path().to_vec();
+            ck.finish(comm, Outcome::Complete)
+                .map_err(|e| Error::new(e.to_string()))?;
+            let again = checkpoint::open(comm, &o.checkpoint, plan(inputs))
+                .map_err(|e| Error::new(e.to_string()))?;
+            say(&Some(format!(
+                "checkpoint {} not used ({why}): starting over",
+                display(&path)
+            )));
+            Ok(Resume {
+                checkpoint: again.checkpoint,
+                prior: Prior::default(),
+                recorded: None,
+            })
+        }
+    }
+}
+
+fn same_file_system(dir: BorrowedFd<'_>, archive: &[u8]) -> Result<(), String> {
+    let parent = flist::path::parent(archive);
+    let a = rustix::fs::fstat(dir).map_err(|e| format!("stat checkpoint: {e}"))?;
+    let b = flist::walk::stat_path(parent, true)
+        .map_err(|e| format!("{}: {}", display(parent), io::Error::from(e)))?;
+    if a.st_dev == b.st_dev {
+        Ok(())
+    } else {
+        Err(format!(
+            "--checkpoint: the checkpoint holds the partial archive, renamed to {} at the end: \
+             it must be on the archive's file system (nothing done)",
+            display(archive)
+        ))
+    }
+}
+
+/// Whether the partial archive in `dir` is the file `r` is about, and (`expect` > 0, a plain
+/// archive) of `expect` bytes.
+fn check_partial(dir: BorrowedFd<'_>, r: Recorded, expect: u64) -> Result<(), String> {
+    let fd = rustix::fs::openat(
+        dir,
+        PARTIAL,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("its partial archive: {e}"))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| format!("its partial archive: {e}"))?;
+    if flist::FileType::from_mode(st.st_mode) != flist::FileType::File
+        || (st.st_dev as u64, st.st_ino as u64) != (r.dev, r.ino)
+    {
+        return Err("its partial archive is not the file its marks are about".into());
+    }
+    if expect > 0 && st.st_size as u64 != expect {
+        return Err(format!(
+            "its partial archive has {} bytes, not {expect}",
+            st.st_size
+        ));
+    }
+    Ok(())
+}
+
+/// Where the archive is written until it is complete.
+pub(super) enum Partial<'c> {
+    /// A temporary name beside the archive, removed unless complete (no checkpoint).
+    Beside(Vec<u8>),
+    /// [`PARTIAL`] in the checkpoint's directory: kept when a run stops or is killed.
+    Kept {
+        checkpoint: &'c Checkpoint,
+        /// An earlier run's partial archive, checked, to continue.
+        resume: bool,
+        /// The index member's time, recorded with the file's identity when it is created.
+        index_mtime: i64,
+    },
+}
+
+impl Partial<'_> {
+    /// Rank 0: create the partial archive (or open it to continue), registered so that the
+    /// marks about it follow its data to the disk. Returns the `-v` line of its layout.
+    pub(super) fn create(&self, o: &Options) -> io::Result<(OwnedFd, Option<String>)> {
+        match self {
+            Partial::Beside(tmp) => {
+                let parent = flist::walk::open_long(
+                    flist::path::parent(tmp),
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                )?;
+                create_archive(
+                    parent.as_fd(),
+                    flist::path::parent(tmp),
+                    flist::path::basename(tmp),
+                    o,
+                )
+            }
+            Partial::Kept {
+                checkpoint,
+                resume: true,
+                ..
+            } => {
+                let fd = self.open()?;
+                checkpoint.durable(Durable::File(Arc::new(fd.try_clone()?)));
+                Ok((fd, None))
+            }
+            Partial::Kept {
+                checkpoint,
+                resume: false,
+                index_mtime,
+            } => {
+                // What a run killed before its first mark left: ours, in our directory.
+                match rustix::fs::unlinkat(checkpoint.dir(), PARTIAL, AtFlags::empty()) {
+                    Ok(()) | Err(Errno::NOENT) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                let (fd, said) = create_archive(checkpoint.dir(), checkpoint.path(), PARTIAL, o)?;
+                let (dev, ino) = flist::atomic::identity(fd.as_fd())?;
+                checkpoint.durable(Durable::File(Arc::new(fd.try_clone()?)));
+                let r = Recorded {
+                    dev,
+                    ino,
+                    index_mtime: *index_mtime,
+                };
+                checkpoint.mark(PLAN, &r.encode());
+                checkpoint.flush()?;
+                Ok((fd, said))
+            }
+        }
+    }
+
+    /// Every rank but 0: the partial archive rank 0 created, for writing.
+    pub(super) fn open(&self) -> io::Result<OwnedFd> {
+        match self {
+            Partial::Beside(tmp) => Ok(flist::walk::open_long(
+                tmp,
+                OFlags::WRONLY | OFlags::CLOEXEC,
+            )?),
+            Partial::Kept { checkpoint, .. } => Ok(rustix::fs::openat(
+                checkpoint.dir(),
+                PARTIAL,
+                OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?),
+        }
+    }
+
+    /// The path shown in messages about the partial archive.
+    pub(super) fn shown(&self) -> Vec<u8> {
+        match self {
+            Partial::Beside(tmp) => tmp.clone(),
+            Partial::Kept { checkpoint, .. } => [checkpoint.path(), b"/", PARTIAL].concat(),
+        }
+    }
+
+    /// Rank 0: the complete archive to its final name.
+    pub(super) fn rename_to(&self, archive: &[u8]) -> io::Result<()> {
+        match self {
+            Partial::Beside(tmp) => {
+                rustix::fs::rename(flist::path::as_path(tmp), flist::path::as_path(archive))?
+            }
+            Partial::Kept { checkpoint, .. } => rustix::fs::renameat(
+                checkpoint.dir(),
+                PARTIAL,
+                rustix::fs::CWD,
+                flist::path::as_path(archive),
+            )?,
+        }
+        Ok(())
+    }
+
+    /// Rank 0: remove the temporary archive of a run that will not be continued (the kept
+    /// one goes with its checkpoint).
+    pub(super) fn remove(&self, context: &crate::engine::context::Context) {
+        if let Partial::Beside(tmp) = self {
+            super::remove_temp(context, tmp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checkpoint_walked_past_is_the_one_opened() {
+        let at = |c: &Choice| checkpoint_path(c, b"/d/a.tar", b"/cwd");
+        assert_eq!(at(&Choice::Beside).unwrap(), b"/d/.a.tar.mfu-checkpoint");
+        assert_eq!(at(&Choice::At(b"ck".to_vec())).unwrap(), b"/cwd/ck");
+        assert_eq!(at(&Choice::Off), None);
+    }
+}
