@@ -8,6 +8,7 @@ mod chmod;
 mod cli_edges;
 mod cmp;
 mod compat;
+mod checkpoint_tar;
 mod cp;
 mod differential_cp;
 mod differential_sync;

@@ -363,8 +363,9 @@ pub struct Report {
     pub stopped: Option<(u64, u64)>,
     /// This process's sample of the failure messages.
     pub failures: Vec<String>,
-    /// Extract and list: notices said on stderr that are no failure (rank 0's): an index set
+    /// Notices said on stderr that are no failure (rank 0's). Extract and list: an index set
     /// aside (and why), the archive had no index and was scanned, or its index was saved.
+    /// Create: the checkpoint continued, not used (and why), or none kept.
     pub notices: Vec<String>,
     /// Extract with `--verify`: how the written data was read back.
     pub verify: Option<crate::engine::verify::Summary>,

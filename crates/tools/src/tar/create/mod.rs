@@ -950,7 +950,24 @@ pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Rep
         p.place_index(&archive, mtime);
         p.stream_len
     };
-    let resumed = resume::open(comm, o, &of, stream_len)?;
+    let said = Mutex::new(Vec::new());
+    let resumed = resume::open(comm, o, &of, stream_len, &said)?;
+    if walked.checkpoint_inside && comm.rank() == 0 {
+        if let Some(ck) = &resumed.checkpoint {
+            let n = format!(
+                "the checkpoint {} is inside the sources: its directory changes as this run \
+                 goes, so an interrupted run will start over (give --checkpoint a path outside \
+                 them, on the archive's file system, to continue instead)",
+                display(ck.path())
+            );
+            o.context.events.error(&n);
+            said.lock().expect("notices").push(n);
+        }
+    }
+    let base = Report {
+        notices: said.into_inner().expect("notices"),
+        ..base
+    };
     drop(list);
     // A continued run dates the index member as the first run did: the same bytes.
     let index_mtime = resumed.recorded.map_or(plan.index_mtime, |r| r.index_mtime);
@@ -1067,6 +1084,8 @@ struct Sources {
     errors: u64,
     /// Source paths to stored names.
     map: Mapping,
+    /// The directory that will hold the checkpoint is one of the sources.
+    checkpoint_inside: bool,
 }
 
 /// Walk the sources (pruned by the rules), leave out the archive and its side index, sort by
@@ -1097,6 +1116,7 @@ fn walk(
             list: None,
             errors,
             map,
+            checkpoint_inside: false,
         });
     }
     let mut list = walked.list;
@@ -1129,6 +1149,14 @@ fn walk(
             None => true,
         },
     );
+    // The directory that holds the checkpoint, among the sources: it changes when the
+    // checkpoint is made, after this walk, so a rerun's list never matches.
+    let holder = setup
+        .checkpoint
+        .as_ref()
+        .map(|c| walked_at(flist::path::parent(c), &abs_roots))
+        .unwrap_or_default();
+    let inside = comm.any(list.iter().any(|e| holder.iter().any(|h| h == e.path)));
     let keys = flist::sort::parse_keys("name").expect("name is a sort key");
     let sorted = flist::sort::sort(comm, list, &keys).map_err(|e| e.to_string());
     let list = crate::engine::setup::agree_setup(comm, sorted)?;
@@ -1136,6 +1164,7 @@ fn walk(
         list: Some(list),
         errors,
         map,
+        checkpoint_inside: inside,
     })
 }
 

@@ -119,17 +119,22 @@ pub(super) struct Resume {
 
 /// Open the checkpoint of this `tar -c` (none with `--no-checkpoint` or `--manifest`), and
 /// check that the partial archive in it is the one its marks are about (of `stream_len` bytes
-/// when plain); otherwise remove it and start over. Says on rank 0 what it did. Collective.
+/// when plain); otherwise remove it and start over. Says on rank 0 what it did (kept in
+/// `said`). Collective.
 pub(super) fn open(
     comm: &dyn Comm,
     o: &Options,
     of: &Of<'_>,
     stream_len: impl Fn(i64) -> u64,
+    said: &std::sync::Mutex<Vec<String>>,
 ) -> Result<Resume, Error> {
     let rank0 = comm.rank() == 0;
+    // Said on stderr as a failure is, but not one (the run may well succeed), and kept among
+    // the report's notices, as extract's notices about the index are.
     let say = |notice: &Option<String>| {
         if let (Some(n), true) = (notice, rank0) {
-            o.context.info(format!("{n}\n"));
+            o.context.events.error(n);
+            said.lock().expect("notices").push(n.clone());
         }
     };
     let off = Resume {
@@ -143,12 +148,11 @@ pub(super) fn open(
     if o.manifest.is_some() {
         // The manifest's digests are taken as the data is read: a rerun that skipped what an
         // earlier run wrote would have none for it.
-        if rank0 {
-            o.context.info(
-                "running without a checkpoint: --manifest hashes the data as it is archived \
-                 (an interrupted run will start over)\n",
-            );
-        }
+        say(&Some(
+            "running without a checkpoint: --manifest hashes the data as it is archived (an \
+             interrupted run will start over)"
+                .into(),
+        ));
         return Ok(off);
     }
     let inputs = inputs(comm, o, of);
