@@ -161,7 +161,10 @@ fn a_rerun_writes_only_what_is_not_marked() {
         .filter(|(g, w)| g != w && **g == 0xA5)
         .count();
     let redone = got.iter().zip(&want).filter(|(g, w)| g == w).count();
-    assert!(kept > 0, "every byte was written again: the marks were not used");
+    assert!(
+        kept > 0,
+        "every byte was written again: the marks were not used"
+    );
     assert!(
         redone > len / 2,
         "what was not marked was not written ({redone} of {len} bytes right)"
@@ -219,7 +222,11 @@ fn a_replaced_or_cut_partial_archive_is_not_continued() {
         let rerun = create(t.path(), &[]).expect(0);
         rerun.stderr_contains("starting over");
         rerun.stderr_contains("partial archive");
-        assert_same(&std::fs::read(t.path().join("a.tar")).unwrap(), &want, damage);
+        assert_same(
+            &std::fs::read(t.path().join("a.tar")).unwrap(),
+            &want,
+            damage,
+        );
         std::fs::remove_file(t.path().join("a.tar")).unwrap();
     }
 }

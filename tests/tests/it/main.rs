@@ -4,11 +4,11 @@
 
 mod bcast;
 mod bz2;
+mod checkpoint_tar;
 mod chmod;
 mod cli_edges;
 mod cmp;
 mod compat;
-mod checkpoint_tar;
 mod cp;
 mod differential_cp;
 mod differential_sync;

@@ -358,9 +358,9 @@ pub struct Report {
     /// A stop request (SIGINT/SIGTERM, or the context's stop flag) cut the run short.
     pub interrupted: bool,
     /// Create: the run stopped and its checkpoint keeps the work done for the same command to
-    /// continue: (bytes of the tar stream written by this run and earlier ones, bytes of the
-    /// whole stream).
-    pub stopped: Option<(u64, u64)>,
+    /// continue: bytes of the tar stream written by this run and the earlier ones, of the whole
+    /// stream.
+    pub stopped: Option<crate::engine::context::Stopped>,
     /// This process's sample of the failure messages.
     pub failures: Vec<String>,
     /// Notices said on stderr that are no failure (rank 0's). Extract and list: an index set
@@ -408,6 +408,10 @@ impl ToolReport for Report {
         } else {
             Status::Ok
         }
+    }
+
+    fn stopped(&self) -> Option<crate::engine::context::Stopped> {
+        self.stopped
     }
 }
 

@@ -1592,7 +1592,11 @@ fn finish(
     };
     if resumable {
         let done = ended.earlier + comm.sum(ended.now);
-        report.stopped = Some((done.min(plan.stream_len), plan.stream_len));
+        report.stopped = Some(crate::engine::context::Stopped {
+            done: done.min(plan.stream_len),
+            total: plan.stream_len,
+            what: "bytes",
+        });
     }
     if let Some(m) = &o.manifest {
         let m = crate::engine::manifest::ManifestOptions {
