@@ -342,7 +342,8 @@ fn sigint_during_a_create_leaves_no_archive_and_an_honest_summary() {
     // SIGINT after the layout, before any data is copied (deterministic).
     for zstd in [false, true] {
         let ctx = format!("signal after the layout, zstd {zstd}");
-        let mut cmd = mfu(&["tar", "-c"]);
+        // Without a checkpoint (tests/it/checkpoint_tar.rs has a stop that keeps one).
+        let mut cmd = mfu(&["tar", "-c", "--no-checkpoint"]);
         if zstd {
             cmd.arg("--zstd");
         }
@@ -368,6 +369,7 @@ fn sigint_during_a_create_leaves_no_archive_and_an_honest_summary() {
     let mut child = mfu(&[
         "tar",
         "-c",
+        "--no-checkpoint",
         "--zstd",
         "--zstd-level",
         "19",
@@ -422,9 +424,11 @@ fn the_temporary_archive_of_a_killed_create_is_removed_by_the_next_one() {
     let live = format!(".A.tar.{}.{}.mfu-tmp", host.trim(), std::process::id());
     std::fs::write(out_dir.join(&live), b"in progress").unwrap();
     let create = |level: &str| {
+        // The temporary beside the archive is a run's without a checkpoint.
         let mut c = mfu(&[
             "tar",
             "-c",
+            "--no-checkpoint",
             "--zstd",
             "--zstd-level",
             level,

@@ -1069,7 +1069,11 @@ fn setup(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Setup, Error
             archive: archive.clone(),
             base,
             pairs,
-            checkpoint: resume::checkpoint_path(&o.checkpoint, &archive, &cwd),
+            checkpoint: resume::checkpoint_path(
+                &resume::effective(&o.checkpoint, &archive),
+                &archive,
+                &cwd,
+            ),
         })
     });
     crate::engine::setup::agree_setup(comm, checked)

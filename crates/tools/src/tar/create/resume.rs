@@ -45,6 +45,29 @@ pub(super) fn checkpoint_path(choice: &Choice, archive: &[u8], cwd: &[u8]) -> Op
     }
 }
 
+/// Bytes of the longest file name (NAME_MAX).
+const NAME_MAX: usize = 255;
+
+/// The choice given to the core: the default, unless the default name beside an archive whose
+/// name is near 255 bytes would be too long for a file name; then that name shortened (the
+/// archive's name cut, a digest of all of it appended), as a checkpoint at that path.
+pub(super) fn effective(choice: &Choice, archive: &[u8]) -> Choice {
+    let base = flist::path::basename(archive);
+    let suffix = b".mfu-checkpoint";
+    if *choice != Choice::Beside || 1 + base.len() + suffix.len() <= NAME_MAX {
+        return choice.clone();
+    }
+    let digest = format!(".{:016x}", xxhash_rust::xxh64::xxh64(base, 0));
+    let room = NAME_MAX - 1 - digest.len() - suffix.len();
+    let mut cut = room.min(base.len());
+    // Not inside a UTF-8 character.
+    while cut > 0 && cut < base.len() && base[cut] & 0xC0 == 0x80 {
+        cut -= 1;
+    }
+    let name = [b".", &base[..cut], digest.as_bytes(), suffix].concat();
+    Choice::At(flist::atomic::beside(archive, &name))
+}
+
 /// The digest of the layout: every member's offset and header bytes, summed over members and
 /// ranks (the same at any rank count). Things the list's digest does not see change it: a user
 /// or group name, a symlink's target read again, a file no longer readable, xattrs. Collective.
@@ -160,7 +183,8 @@ pub(super) fn open(
         output: Some(of.archive),
         inputs,
     };
-    let opened = checkpoint::open(comm, &o.checkpoint, plan(inputs.clone()))
+    let choice = effective(&o.checkpoint, of.archive);
+    let opened = checkpoint::open(comm, &choice, plan(inputs.clone()))
         .map_err(|e| Error::new(e.to_string()))?;
     let Some(ck) = opened.checkpoint else {
         say(&opened.notice);
@@ -199,7 +223,7 @@ pub(super) fn open(
             let path = ck.path().to_vec();
             ck.finish(comm, Outcome::Complete)
                 .map_err(|e| Error::new(e.to_string()))?;
-            let again = checkpoint::open(comm, &o.checkpoint, plan(inputs))
+            let again = checkpoint::open(comm, &choice, plan(inputs))
                 .map_err(|e| Error::new(e.to_string()))?;
             say(&Some(format!(
                 "checkpoint {} not used ({why}): starting over",
@@ -379,5 +403,20 @@ mod tests {
         assert_eq!(at(&Choice::Beside).unwrap(), b"/d/.a.tar.mfu-checkpoint");
         assert_eq!(at(&Choice::At(b"ck".to_vec())).unwrap(), b"/cwd/ck");
         assert_eq!(at(&Choice::Off), None);
+    }
+
+    #[test]
+    fn the_checkpoint_of_an_archive_with_a_long_name_has_a_name_that_fits() {
+        let long = [b"/d/".to_vec(), vec![b'a'; 251], b".tar".to_vec()].concat();
+        let Choice::At(p) = effective(&Choice::Beside, &long) else {
+            panic!("a path of its own")
+        };
+        let name = flist::path::basename(&p);
+        assert!(name.len() <= NAME_MAX && name.ends_with(b".mfu-checkpoint"));
+        assert!(p.starts_with(b"/d/.aaaa"));
+        let other = [b"/d/".to_vec(), vec![b'a'; 252], b".tar".to_vec()].concat();
+        assert_ne!(effective(&Choice::Beside, &other), Choice::At(p));
+        assert_eq!(effective(&Choice::Beside, b"/d/a.tar"), Choice::Beside);
+        assert_eq!(effective(&Choice::Off, &long), Choice::Off);
     }
 }
