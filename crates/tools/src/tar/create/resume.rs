@@ -310,15 +310,7 @@ impl Partial<'_> {
                     o,
                 )
             }
-            Partial::Kept {
-                checkpoint,
-                resume: true,
-                ..
-            } => {
-                let fd = self.open()?;
-                checkpoint.durable(Durable::File(Arc::new(fd.try_clone()?)));
-                Ok((fd, None))
-            }
+            Partial::Kept { resume: true, .. } => Ok((self.open()?, None)),
             Partial::Kept {
                 checkpoint,
                 resume: false,
@@ -344,19 +336,24 @@ impl Partial<'_> {
         }
     }
 
-    /// Every rank but 0: the partial archive rank 0 created, for writing.
+    /// The partial archive rank 0 created, for writing (registered so that the marks of this
+    /// rank follow its writes to the disk).
     pub(super) fn open(&self) -> io::Result<OwnedFd> {
         match self {
             Partial::Beside(tmp) => Ok(flist::walk::open_long(
                 tmp,
                 OFlags::WRONLY | OFlags::CLOEXEC,
             )?),
-            Partial::Kept { checkpoint, .. } => Ok(rustix::fs::openat(
-                checkpoint.dir(),
-                PARTIAL,
-                OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?),
+            Partial::Kept { checkpoint, .. } => {
+                let fd = rustix::fs::openat(
+                    checkpoint.dir(),
+                    PARTIAL,
+                    OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?;
+                checkpoint.durable(Durable::File(Arc::new(fd.try_clone()?)));
+                Ok(fd)
+            }
         }
     }
 
