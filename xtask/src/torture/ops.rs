@@ -102,6 +102,9 @@ impl Invocation {
             }
             Kill::Marks(n) => s.push_str(&format!("  [MFU_RS_TEST_KILL_AFTER_MARKS={n}]")),
         }
+        for (k, v) in &self.env {
+            s.push_str(&format!("  [{k}={v}]"));
+        }
         s
     }
 

@@ -1066,10 +1066,23 @@ fn tar(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
         } else {
             libc::SIGTERM
         };
-        create.kill = Kill::After(Duration::from_millis(c.rng.between(0, 60)), sig);
+        let epoch = create.env.clone();
+        if c.rng.chance(50) {
+            create.kill = Kill::After(Duration::from_millis(c.rng.between(0, 60)), sig);
+        } else {
+            // At a known point of the writing: SIGKILL once the N-th mark is durable, or a
+            // stop (as SIGTERM) after the N-th mark (the checkpoint core's test knobs).
+            let knob = if sig == libc::SIGKILL {
+                "MFU_RS_TEST_CHECKPOINT_DIE_AFTER"
+            } else {
+                "MFU_RS_TEST_CHECKPOINT_STOP_AFTER"
+            };
+            create.env.push((knob, c.rng.between(1, 3).to_string()));
+        }
         let killed = c.run(&create);
-        create.kill = Kill::None;
         let step = create.line();
+        create.kill = Kill::None;
+        create.env = epoch;
         if std::fs::symlink_metadata(&archive).is_ok() && !killed.ok() {
             let plain = c.dir.join("killed.tar");
             let gk = c.dir.join("gk");
