@@ -353,3 +353,44 @@ fn the_checkpoint_inside_the_sources_is_not_archived() {
     assert!(listed.contains("src/big/one"), "{listed}");
     assert!(!src.join(".a.tar.mfu-checkpoint").exists());
 }
+
+/// `--checkpoint PATH`, relative: killed, continued from it, and it is gone at the end; a
+/// `--checkpoint` on another file system than the archive's is refused with nothing done (the
+/// partial archive in it is renamed into place at the end).
+#[test]
+fn a_checkpoint_given_by_a_relative_path_is_continued_and_removed() {
+    use std::os::unix::fs::MetadataExt;
+    let t = tempfile::tempdir().unwrap();
+    let src = sources(t.path());
+    let want = reference(&src, &["--zstd"]);
+    let at = |tool: Tool| tool.args(["--checkpoint", "my ck"]);
+    let run = at(create(t.path(), &["--zstd"]))
+        .env("MFU_RS_TEST_CHECKPOINT_DIE_AFTER", "3")
+        .run();
+    assert_eq!(run.code(), None, "killed: {}", run.stderr_str());
+    assert!(t.path().join("my ck/partial-archive").is_file());
+    at(create(t.path(), &["--zstd"]))
+        .expect(0)
+        .stderr_contains("continuing from checkpoint");
+    assert_same(
+        &std::fs::read(t.path().join("a.tar")).unwrap(),
+        &want,
+        "--checkpoint",
+    );
+    assert!(!t.path().join("my ck").exists(), "the checkpoint stayed");
+
+    let shm = Path::new("/dev/shm");
+    let other_fs = std::fs::metadata(shm).is_ok_and(|m| {
+        m.dev() != std::fs::metadata(t.path()).unwrap().dev()
+    });
+    if other_fs {
+        let ck = tempfile::tempdir_in(shm).unwrap();
+        let elsewhere = ck.path().join("ck");
+        create(t.path(), &[])
+            .arg("--checkpoint")
+            .arg(&elsewhere)
+            .expect(2)
+            .stderr_contains("must be on the archive's file system");
+        assert!(!elsewhere.exists());
+    }
+}

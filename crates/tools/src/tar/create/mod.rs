@@ -1070,7 +1070,7 @@ fn setup(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Setup, Error
             base,
             pairs,
             checkpoint: resume::checkpoint_path(
-                &resume::effective(&o.checkpoint, &archive),
+                &resume::effective(&o.checkpoint, &archive, &cwd),
                 &archive,
                 &cwd,
             ),

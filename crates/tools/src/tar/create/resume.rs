@@ -51,9 +51,15 @@ const NAME_MAX: usize = 255;
 /// The choice given to the core: the default, unless the default name beside an archive whose
 /// name is near 255 bytes would be too long for a file name; then that name shortened (the
 /// archive's name cut, a digest of all of it appended), as a checkpoint at that path.
-pub(super) fn effective(choice: &Choice, archive: &[u8]) -> Choice {
+///
+/// A `--checkpoint PATH` is made absolute (relative to `cwd`): the checkpoint is the one the walk
+/// left out, and is removed by its full path at the end.
+pub(super) fn effective(choice: &Choice, archive: &[u8], cwd: &[u8]) -> Choice {
     let base = flist::path::basename(archive);
     let suffix = b".mfu-checkpoint";
+    if let Choice::At(p) = choice {
+        return Choice::At(flist::path::normalize(p, cwd));
+    }
     if *choice != Choice::Beside || 1 + base.len() + suffix.len() <= NAME_MAX {
         return choice.clone();
     }
@@ -183,7 +189,8 @@ pub(super) fn open(
         output: Some(of.archive),
         inputs,
     };
-    let choice = effective(&o.checkpoint, of.archive);
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    let choice = effective(&o.checkpoint, of.archive, &cwd);
     let opened = checkpoint::open(comm, &choice, plan(inputs.clone()))
         .map_err(|e| Error::new(e.to_string()))?;
     let Some(ck) = opened.checkpoint else {
@@ -405,15 +412,22 @@ mod tests {
     #[test]
     fn the_checkpoint_of_an_archive_with_a_long_name_has_a_name_that_fits() {
         let long = [b"/d/".to_vec(), vec![b'a'; 251], b".tar".to_vec()].concat();
-        let Choice::At(p) = effective(&Choice::Beside, &long) else {
+        let Choice::At(p) = effective(&Choice::Beside, &long, b"/") else {
             panic!("a path of its own")
         };
         let name = flist::path::basename(&p);
         assert!(name.len() <= NAME_MAX && name.ends_with(b".mfu-checkpoint"));
         assert!(p.starts_with(b"/d/.aaaa"));
         let other = [b"/d/".to_vec(), vec![b'a'; 252], b".tar".to_vec()].concat();
-        assert_ne!(effective(&Choice::Beside, &other), Choice::At(p));
-        assert_eq!(effective(&Choice::Beside, b"/d/a.tar"), Choice::Beside);
-        assert_eq!(effective(&Choice::Off, &long), Choice::Off);
+        assert_ne!(effective(&Choice::Beside, &other, b"/"), Choice::At(p));
+        assert_eq!(
+            effective(&Choice::Beside, b"/d/a.tar", b"/"),
+            Choice::Beside
+        );
+        assert_eq!(effective(&Choice::Off, &long, b"/"), Choice::Off);
+        assert_eq!(
+            effective(&Choice::At(b"ck".to_vec()), b"/d/a.tar", b"/cwd"),
+            Choice::At(b"/cwd/ck".to_vec())
+        );
     }
 }
