@@ -100,8 +100,10 @@ fn interrupted_then_continued(
     assert!(!dir.join("a.tar").exists(), "{what}: an incomplete archive");
     assert!(checkpoint(dir).is_dir(), "{what}: no checkpoint kept");
     if knob.ends_with("STOP_AFTER") {
-        // Stopped as by SIGTERM: exit 1, nothing that looks like an archive.
+        // Stopped as by SIGTERM: exit 1, nothing that looks like an archive, how far it got.
         assert_eq!(run.code(), Some(1), "{what}: {}", run.stderr_str());
+        run.stderr_contains("bytes (")
+            .stderr_contains("run the same command again to continue");
     }
     let rerun = again(create(dir, codec)).run();
     assert_eq!(rerun.code(), Some(0), "{what}: {}", rerun.stderr_str());
@@ -315,6 +317,8 @@ fn a_sigterm_stops_create_and_the_same_command_continues() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!t.path().join("a.tar").exists());
+    let stopped = String::from_utf8_lossy(&out.stderr);
+    assert!(stopped.contains("stopped after"), "{stopped}");
     let rerun = create(t.path(), &[]).expect(0);
     rerun.stderr_contains("continuing from checkpoint");
     assert_same(
@@ -380,9 +384,8 @@ fn a_checkpoint_given_by_a_relative_path_is_continued_and_removed() {
     assert!(!t.path().join("my ck").exists(), "the checkpoint stayed");
 
     let shm = Path::new("/dev/shm");
-    let other_fs = std::fs::metadata(shm).is_ok_and(|m| {
-        m.dev() != std::fs::metadata(t.path()).unwrap().dev()
-    });
+    let other_fs =
+        std::fs::metadata(shm).is_ok_and(|m| m.dev() != std::fs::metadata(t.path()).unwrap().dev());
     if other_fs {
         let ck = tempfile::tempdir_in(shm).unwrap();
         let elsewhere = ck.path().join("ck");
