@@ -32,9 +32,12 @@ pub(super) trait Sink: Sync {
 /// The record under [`PLAN`]: which file the marks are about and the index member's time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Recorded {
-    /// The partial archive's device and inode numbers.
+    /// The partial archive's device and inode numbers, and its birth time (seconds,
+    /// nanoseconds; 0 where the file system keeps none): an inode number is reused as soon as
+    /// it is freed, a birth time is not.
     pub(super) dev: u64,
     pub(super) ino: u64,
+    pub(super) born: (i64, u32),
     /// The index member's mtime (seconds since the epoch): chosen by the first run, kept by
     /// every rerun so that the archive is the same bytes as an uninterrupted run's.
     pub(super) index_mtime: i64,
@@ -42,16 +45,18 @@ pub(super) struct Recorded {
 
 impl Recorded {
     pub(super) fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(24);
+        let mut v = Vec::with_capacity(36);
         v.extend_from_slice(&self.dev.to_le_bytes());
         v.extend_from_slice(&self.ino.to_le_bytes());
         v.extend_from_slice(&self.index_mtime.to_le_bytes());
+        v.extend_from_slice(&self.born.0.to_le_bytes());
+        v.extend_from_slice(&self.born.1.to_le_bytes());
         v
     }
 
     /// `None` for anything that is not exactly a record (a forged or foreign payload).
     pub(super) fn decode(b: &[u8]) -> Option<Recorded> {
-        if b.len() != 24 {
+        if b.len() != 36 {
             return None;
         }
         let word = |i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8"));
@@ -59,6 +64,10 @@ impl Recorded {
             dev: word(0),
             ino: word(1),
             index_mtime: word(2) as i64,
+            born: (
+                word(3) as i64,
+                u32::from_le_bytes(b[32..36].try_into().expect("4")),
+            ),
         })
     }
 }
@@ -246,6 +255,7 @@ mod tests {
         let r = Recorded {
             dev: 1,
             ino: 2,
+            born: (4, 5),
             index_mtime: -3,
         };
         assert_eq!(Recorded::decode(&r.encode()), Some(r));

@@ -274,6 +274,7 @@ fn check_partial(dir: BorrowedFd<'_>, r: Recorded, expect: u64) -> Result<(), St
     let st = rustix::fs::fstat(&fd).map_err(|e| format!("its partial archive: {e}"))?;
     if flist::FileType::from_mode(st.st_mode) != flist::FileType::File
         || (st.st_dev as u64, st.st_ino as u64) != (r.dev, r.ino)
+        || birth(fd.as_fd()) != r.born
     {
         return Err("its partial archive is not the file its marks are about".into());
     }
@@ -284,6 +285,18 @@ fn check_partial(dir: BorrowedFd<'_>, r: Recorded, expect: u64) -> Result<(), St
         ));
     }
     Ok(())
+}
+
+/// The birth time of an open file (seconds, nanoseconds), `(0, 0)` where the file system or
+/// the kernel keeps none.
+fn birth(fd: BorrowedFd<'_>) -> (i64, u32) {
+    use rustix::fs::StatxFlags;
+    match rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, StatxFlags::BTIME) {
+        Ok(x) if x.stx_mask & StatxFlags::BTIME.bits() != 0 => {
+            (x.stx_btime.tv_sec, x.stx_btime.tv_nsec)
+        }
+        _ => (0, 0),
+    }
 }
 
 /// Where the archive is written until it is complete.
@@ -334,6 +347,7 @@ impl Partial<'_> {
                 let r = Recorded {
                     dev,
                     ino,
+                    born: birth(fd.as_fd()),
                     index_mtime: *index_mtime,
                 };
                 checkpoint.mark(PLAN, &r.encode());
