@@ -397,3 +397,49 @@ fn a_checkpoint_given_by_a_relative_path_is_continued_and_removed() {
         assert!(!elsewhere.exists());
     }
 }
+
+/// An archive whose name is near 255 bytes has the core's default checkpoint beside it (the
+/// name cut, a digest added): kept when stopped, continued by the rerun; and a file of someone
+/// else's planted at that name is warned about and left alone, the archive made without a
+/// checkpoint (not refused, as it was when tar shortened the name itself into a
+/// `--checkpoint PATH`).
+#[test]
+fn a_long_archive_name_has_the_default_checkpoint_and_a_foreign_thing_there_is_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("f"), noise(1, 3_000_000)).unwrap();
+    let long = format!("{}.tar", "a".repeat(251));
+    let run = |knob: Option<&str>| {
+        let mut t = Tool::new("tar")
+            .args(["-c", "-k", "1M", "-f", &long, "src"])
+            .current_dir(tmp.path());
+        if let Some(n) = knob {
+            t = t.env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", n);
+        }
+        t.run()
+    };
+    let stopped = run(Some("2"));
+    assert_eq!(stopped.code(), Some(1), "{}", stopped.stderr_str());
+    let kept: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".mfu-checkpoint"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let ck = tmp.path().join(&kept[0]);
+    assert!(kept[0].len() <= 255 && kept[0].starts_with(".aaaa") && ck.is_dir());
+    let again = run(None);
+    assert_eq!(again.code(), Some(0), "{}", again.stderr_str());
+    again.stderr_contains("continuing from checkpoint");
+    assert!(!ck.exists(), "the checkpoint stayed");
+    std::fs::remove_file(tmp.path().join(&long)).unwrap();
+    std::fs::write(&ck, b"someone else's").unwrap();
+    let planted = run(None);
+    assert_eq!(planted.code(), Some(0), "{}", planted.stderr_str());
+    planted
+        .stderr_contains("running without a checkpoint")
+        .stderr_contains("left alone");
+    assert_eq!(std::fs::read(&ck).unwrap(), b"someone else's");
+    assert!(tmp.path().join(&long).is_file());
+}
