@@ -338,6 +338,21 @@ pub struct Parts {
     pub final_path: Vec<u8>,
     /// The temporary's descriptor (`None` for a symbolic link).
     pub file: Option<File>,
+    /// The final name's directory when it is not `dir` ([`Output::named`]: the temporary
+    /// kept in a directory of its own); `None`: `dir`.
+    pub final_dir: Option<OwnedFd>,
+}
+
+/// What [`Output::named`] does with a file already at the temporary's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Existing {
+    /// Continue it (a resumable writer's earlier partial output, which the caller has checked
+    /// is the one it means): opened with `access`, never through a symbolic link, refused
+    /// unless a regular file.
+    Adopt(OFlags),
+    /// Remove it (what a run killed before it could say anything about it left, in the
+    /// writer's own directory) and make a new file.
+    Replace,
 }
 
 impl Output {
@@ -356,6 +371,7 @@ impl Output {
             name,
             final_path: path.to_vec(),
             file: None,
+            final_dir: None,
         };
         Output::make(parts, None, |dir, name| {
             create_file(dir, name, OFlags::WRONLY, mode)
@@ -406,6 +422,62 @@ impl Output {
         let parts = in_dir(dir, dir_path, base)?;
         rustix::fs::symlinkat(target, &parts.dir, parts.name.as_slice())
             .map_err(|e| OutputError::new(Step::Create, &parts.path, e))?;
+        Ok(Output::from_parts(parts))
+    }
+
+    /// An output whose temporary has the exact name `name` in the directory `dir` (reached as
+    /// `dir_path`), not one of [`temp_name`]'s: a resumable writer's partial output, kept in a
+    /// directory of its own (a checkpoint's) across runs, adopted or made new as `existing`
+    /// says (`make(dir, name)` must create a new file: `O_CREAT | O_EXCL | O_NOFOLLOW`). It is
+    /// published into ANOTHER directory, `final_dir`, as the last component of `final_path`
+    /// (`renameat` between the two descriptors: both must be on one file system, else
+    /// `EXDEV`), and that directory synced. No stale temporary is looked for (the name is the
+    /// writer's own). Dropped unpublished, it is removed as any output is: a writer that keeps
+    /// it for a rerun takes it apart ([`Output::into_parts`]).
+    pub fn named(
+        dir: BorrowedFd<'_>,
+        dir_path: &[u8],
+        name: &[u8],
+        final_dir: BorrowedFd<'_>,
+        final_path: &[u8],
+        existing: Existing,
+        make: impl FnOnce(BorrowedFd<'_>, &[u8]) -> io::Result<OwnedFd>,
+    ) -> Result<Output, OutputError> {
+        let path = join_path(dir_path, name);
+        let owned = |fd: BorrowedFd<'_>, shown: &[u8]| {
+            fd.try_clone_to_owned()
+                .map_err(|e| OutputError::new(Step::OpenDir, shown, e))
+        };
+        let mut parts = Parts {
+            dir: owned(dir, dir_path)?,
+            base: crate::path::basename(final_path).to_vec(),
+            name: name.to_vec(),
+            path: path.clone(),
+            final_path: final_path.to_vec(),
+            file: None,
+            final_dir: Some(owned(final_dir, &split(final_path).0)?),
+        };
+        let fd = match existing {
+            Existing::Adopt(access) => {
+                let flags = access | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                let fd = rustix::fs::openat(&parts.dir, name, flags, Mode::empty())
+                    .map_err(|e| OutputError::new(Step::Create, &path, e))?;
+                let st =
+                    rustix::fs::fstat(&fd).map_err(|e| OutputError::new(Step::Create, &path, e))?;
+                if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+                    let why = io::Error::other("not a regular file");
+                    return Err(OutputError::new(Step::Create, &path, why));
+                }
+                fd
+            }
+            Existing::Replace => {
+                discard(parts.dir.as_fd(), name)
+                    .map_err(|e| OutputError::new(Step::Remove, &path, e))?;
+                make(parts.dir.as_fd(), name)
+                    .map_err(|e| OutputError::new(Step::Create, &path, e))?
+            }
+        };
+        parts.file = Some(File::from(fd));
         Ok(Output::from_parts(parts))
     }
 
@@ -481,7 +553,8 @@ impl Output {
         if let Some(f) = &p.file {
             rustix::fs::fsync(f).map_err(|e| OutputError::new(Step::Sync, &p.path, e))?;
         }
-        let renamed = rename_over(p.dir.as_fd(), &p.name, p.dir.as_fd(), &p.base, replace);
+        let to_dir = p.final_dir.as_ref().unwrap_or(&p.dir).as_fd();
+        let renamed = rename_over(p.dir.as_fd(), &p.name, to_dir, &p.base, replace);
         renamed.map_err(|e| OutputError {
             to: p.final_path.clone(),
             ..OutputError::new(Step::Rename, &p.path, e)
@@ -489,7 +562,9 @@ impl Output {
         self.armed = false;
         let p = self.parts.as_ref().expect("an output has its parts");
         if p.file.is_some() {
-            rustix::fs::fsync(&p.dir)
+            // The directory that now holds the final name (the one the temporary left need
+            // not be: the rename is one change of the file system's).
+            rustix::fs::fsync(p.final_dir.as_ref().unwrap_or(&p.dir))
                 .map_err(|e| OutputError::new(Step::SyncDir, &p.final_path, e))?;
         }
         Ok(())
@@ -543,6 +618,7 @@ fn in_dir(dir: BorrowedFd<'_>, dir_path: &[u8], base: &[u8]) -> Result<Parts, Ou
         name,
         final_path: join_path(dir_path, base),
         file: None,
+        final_dir: None,
     })
 }
 
@@ -750,6 +826,7 @@ mod tests {
             path: temp_path(&path),
             final_path: path.clone(),
             file: None,
+            final_dir: None,
         };
         let mut other = Output::from_parts(parts);
         other.creator = std::process::id() + 1;
@@ -766,6 +843,7 @@ mod tests {
             path: temp_path(&path),
             final_path: path.clone(),
             file: None,
+            final_dir: None,
         };
         drop(Output::from_parts(parts));
         assert!(names_in(&t).is_empty(), "the creator's drop removes it");
@@ -950,6 +1028,69 @@ mod tests {
         assert_eq!(
             std::fs::read(t.path().join(as_path(&mine))).unwrap(),
             b"mine"
+        );
+    }
+
+    /// A temporary of an exact name in a directory of its own (a checkpoint's): made new
+    /// (what was at the name removed), kept across a "run" by taking it apart, adopted by the
+    /// next one with its bytes, published into the other directory (the final name replaced,
+    /// the checkpoint left empty); a symlink or directory at the name is never adopted, and
+    /// nothing it points to is touched.
+    #[test]
+    fn a_named_temporary_is_adopted_and_published_into_another_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let ck = t.path().join("ck");
+        let out_dir = t.path().join("out");
+        std::fs::create_dir(&ck).unwrap();
+        std::fs::create_dir(&out_dir).unwrap();
+        let (ckd, outd) = (File::open(&ck).unwrap(), File::open(&out_dir).unwrap());
+        let ck_path = [dir_bytes(&t).as_slice(), b"/ck"].concat();
+        let final_path = [dir_bytes(&t).as_slice(), b"/out/a.tar"].concat();
+        std::fs::write(ck.join("partial"), b"left by a killed run").unwrap();
+        std::fs::write(out_dir.join("a.tar"), b"old").unwrap();
+        let make = |d: BorrowedFd<'_>, n: &[u8]| create_file(d, n, OFlags::WRONLY, 0o644);
+        let named = |existing| {
+            Output::named(
+                ckd.as_fd(),
+                &ck_path,
+                b"partial",
+                outd.as_fd(),
+                &final_path,
+                existing,
+                make,
+            )
+        };
+        let out = named(Existing::Replace).unwrap();
+        assert_eq!(out.path(), [ck_path.as_slice(), b"/partial"].concat());
+        assert_eq!(std::fs::read(ck.join("partial")).unwrap(), b"", "made new");
+        write(&out, b"first ");
+        drop(out.into_parts());
+        let out = named(Existing::Adopt(OFlags::WRONLY | OFlags::APPEND)).unwrap();
+        write(&out, b"second");
+        out.publish(Replace::Overwrite).unwrap();
+        assert_eq!(
+            std::fs::read(out_dir.join("a.tar")).unwrap(),
+            b"first second"
+        );
+        assert_eq!(std::fs::read_dir(&ck).unwrap().count(), 0);
+        // Dropped unpublished: removed from the checkpoint, the final name untouched.
+        drop(named(Existing::Replace).unwrap());
+        assert_eq!(std::fs::read_dir(&ck).unwrap().count(), 0);
+        assert_eq!(
+            std::fs::read(out_dir.join("a.tar")).unwrap(),
+            b"first second"
+        );
+        // Nothing to adopt, a symlink or a directory: refused.
+        let e = named(Existing::Adopt(OFlags::WRONLY)).unwrap_err();
+        assert_eq!(e.step, Step::Create);
+        std::os::unix::fs::symlink(out_dir.join("a.tar"), ck.join("partial")).unwrap();
+        assert!(named(Existing::Adopt(OFlags::WRONLY)).is_err());
+        std::fs::remove_file(ck.join("partial")).unwrap();
+        std::fs::create_dir(ck.join("partial")).unwrap();
+        assert!(named(Existing::Adopt(OFlags::WRONLY)).is_err());
+        assert_eq!(
+            std::fs::read(out_dir.join("a.tar")).unwrap(),
+            b"first second"
         );
     }
 }

@@ -62,11 +62,17 @@ fn recorded(fake: &Fake, path: &Path) -> Option<(u16, u32)> {
 fn recorded_archive(fake: &Fake, path: &Path) -> Option<(u16, u32)> {
     assert!(path.is_file(), "{} was not created", path.display());
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    // The partial archive in the checkpoint, or (--no-checkpoint) the temporary beside.
+    let kept = path
+        .parent()
+        .unwrap()
+        .join(format!(".{name}.mfu-checkpoint/partial-archive"));
     let temp = |c: &Path| {
         let n = c.file_name().unwrap().to_string_lossy().into_owned();
-        c.parent() == path.parent()
-            && n.starts_with(&format!(".{name}."))
-            && n.ends_with(".mfu-tmp")
+        *c == kept
+            || (c.parent() == path.parent()
+                && n.starts_with(&format!(".{name}."))
+                && n.ends_with(".mfu-tmp"))
     };
     fake.creates()
         .iter()

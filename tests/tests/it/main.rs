@@ -4,6 +4,7 @@
 
 mod bcast;
 mod bz2;
+mod checkpoint_tar;
 mod checkpoint_walkers;
 mod chmod;
 mod cli_edges;

@@ -342,7 +342,8 @@ fn sigint_during_a_create_leaves_no_archive_and_an_honest_summary() {
     // SIGINT after the layout, before any data is copied (deterministic).
     for zstd in [false, true] {
         let ctx = format!("signal after the layout, zstd {zstd}");
-        let mut cmd = mfu(&["tar", "-c"]);
+        // Without a checkpoint (tests/it/checkpoint_tar.rs has a stop that keeps one).
+        let mut cmd = mfu(&["tar", "-c", "--no-checkpoint"]);
         if zstd {
             cmd.arg("--zstd");
         }
@@ -368,6 +369,7 @@ fn sigint_during_a_create_leaves_no_archive_and_an_honest_summary() {
     let mut child = mfu(&[
         "tar",
         "-c",
+        "--no-checkpoint",
         "--zstd",
         "--zstd-level",
         "19",
@@ -422,9 +424,11 @@ fn the_temporary_archive_of_a_killed_create_is_removed_by_the_next_one() {
     let live = format!(".A.tar.{}.{}.mfu-tmp", host.trim(), std::process::id());
     std::fs::write(out_dir.join(&live), b"in progress").unwrap();
     let create = |level: &str| {
+        // The temporary beside the archive is a run's without a checkpoint.
         let mut c = mfu(&[
             "tar",
             "-c",
+            "--no-checkpoint",
             "--zstd",
             "--zstd-level",
             level,
@@ -926,7 +930,9 @@ fn traced_program(dir: &Path, log: &Path) -> PathBuf {
 /// Defect: the archive was renamed into place with no sync at all, so a crash soon after a
 /// create that said it succeeded could leave an archive that reads short (or empty) under
 /// its name. Now every rank syncs what it wrote into the temporary before rank 0 renames it,
-/// and the directory is synced after the rename. Needs strace.
+/// and the directory is synced after the rename: the temporary beside the archive
+/// (`--no-checkpoint`) and the partial archive in the checkpoint (renamed from the
+/// checkpoint's directory into the archive's) alike. Needs strace.
 #[test]
 fn the_archive_is_synced_before_its_rename_and_its_directory_after() {
     let tmp = tempfile::tempdir().unwrap();
@@ -935,8 +941,9 @@ fn the_archive_is_synced_before_its_rename_and_its_directory_after() {
     std::fs::write(src.join("f"), noise(3, 300 << 10)).unwrap();
     let out_dir = tmp.path().join("out");
     std::fs::create_dir(&out_dir).unwrap();
-    for zstd in [false, true] {
-        let log = tmp.path().join(format!("strace-{zstd}.log"));
+    for (checkpoint, zstd) in [(false, false), (false, true), (true, false), (true, true)] {
+        let what = format!("checkpoint {checkpoint}, zstd {zstd}");
+        let log = tmp.path().join(format!("strace-{checkpoint}-{zstd}.log"));
         let mut tool = Tool::new("tar")
             .ranks(2)
             .program(traced_program(tmp.path(), &log))
@@ -944,6 +951,16 @@ fn the_archive_is_synced_before_its_rename_and_its_directory_after() {
         if zstd {
             tool = tool.arg("--zstd");
         }
+        // How strace -y shows a descriptor of the temporary, and its name in the rename.
+        let (temp, name) = if checkpoint {
+            (
+                "/.A.tar.mfu-checkpoint/partial-archive>",
+                "\"partial-archive\"",
+            )
+        } else {
+            tool = tool.arg("--no-checkpoint");
+            (".mfu-tmp>", ".mfu-tmp\"")
+        };
         tool.arg("-f")
             .arg(out_dir.join("A.tar"))
             .arg("-C")
@@ -956,19 +973,27 @@ fn the_archive_is_synced_before_its_rename_and_its_directory_after() {
         let renamed = lines
             .iter()
             .position(|l| l.contains("rename") && l.contains("A.tar\""))
-            .unwrap_or_else(|| panic!("zstd {zstd}: no rename to A.tar in\n{calls}"));
+            .unwrap_or_else(|| panic!("{what}: no rename to A.tar in\n{calls}"));
         assert!(
-            lines[..renamed]
-                .iter()
-                .any(|l| l.contains("sync(") && l.contains(".mfu-tmp>")),
-            "zstd {zstd}: the temporary archive synced before its rename:\n{calls}"
+            lines[renamed].contains(name),
+            "{what}: the rename is of the temporary:\n{calls}"
+        );
+        // Each rank its own fsync of its descriptor (the checkpoint's flushes are fdatasyncs).
+        let syncers: std::collections::BTreeSet<&str> = lines[..renamed]
+            .iter()
+            .filter(|l| l.contains("fsync(") && l.contains(temp))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert!(
+            syncers.len() >= 2,
+            "{what}: the temporary archive synced by both ranks before its rename:\n{calls}"
         );
         let dir = format!("<{}>)", out_dir.display());
         assert!(
             lines[renamed..]
                 .iter()
                 .any(|l| l.contains("fsync(") && l.contains(&dir)),
-            "zstd {zstd}: the directory synced after the rename:\n{calls}"
+            "{what}: the directory synced after the rename:\n{calls}"
         );
         assert_eq!(entries(&out_dir), ["A.tar"]);
         std::fs::remove_file(out_dir.join("A.tar")).unwrap();

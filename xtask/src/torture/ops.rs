@@ -49,6 +49,8 @@ pub struct Invocation {
     pub kill: Kill,
     /// Files of at least this many bytes keep a journal (the test knob).
     pub journal_min: u64,
+    /// More environment for the tool (`SOURCE_DATE_EPOCH`, ...), passed through mpirun too.
+    pub env: Vec<(&'static str, String)>,
 }
 
 /// What a run did.
@@ -100,6 +102,9 @@ impl Invocation {
             }
             Kill::Marks(n) => s.push_str(&format!("  [MFU_RS_TEST_KILL_AFTER_MARKS={n}]")),
         }
+        for (k, v) in &self.env {
+            s.push_str(&format!("  [{k}={v}]"));
+        }
         s
     }
 
@@ -130,6 +135,9 @@ impl Invocation {
                 if matches!(self.kill, Kill::Marks(_)) {
                     c.args(["-x", "MFU_RS_TEST_KILL_AFTER_MARKS"]);
                 }
+                for (k, _) in &self.env {
+                    c.args(["-x", k]);
+                }
                 c.arg(bin).arg(self.tool);
                 c
             }
@@ -147,6 +155,9 @@ impl Invocation {
             .process_group(0);
         if let Kill::Marks(n) = self.kill {
             cmd.env("MFU_RS_TEST_KILL_AFTER_MARKS", n.to_string());
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
         }
         let mut child = match cmd.spawn() {
             Ok(c) => c,

@@ -119,6 +119,7 @@ impl Ctx<'_> {
             launch,
             kill: Kill::None,
             journal_min: self.chunk,
+            env: Vec::new(),
         }
     }
 }
@@ -965,6 +966,66 @@ fn tar_cmp(mode: bool) -> Cmp {
     }
 }
 
+/// After a `tar -c` interrupted (kill -9 or SIGTERM) and run again to its end (`step`, `out`):
+/// the checkpoint is gone, and the archive is byte for byte the one an uninterrupted run
+/// without a checkpoint makes of the same sources (at a rank count of its own).
+fn tar_continued(
+    c: &mut Ctx,
+    class: &'static str,
+    (step, out): (&str, &Outcome),
+    (archive, checkpoint): (&Path, &Path),
+    args: &[OsString],
+) -> Result<()> {
+    if !out.ok() {
+        return Ok(());
+    }
+    if std::fs::symlink_metadata(checkpoint).is_ok() {
+        c.find(
+            class,
+            format!("{step}: the checkpoint stayed after the run completed"),
+        );
+    }
+    let name = archive.file_name().expect("a name");
+    let at = c.dir.join("uninterrupted");
+    std::fs::create_dir_all(&at)?;
+    let reference = at.join(name);
+    let mut a: Vec<OsString> = vec!["--no-checkpoint".into()];
+    let mut args = args.iter();
+    while let Some(x) = args.next() {
+        a.push(x.clone());
+        if x == "-f" {
+            args.next();
+            a.push(arg(&reference));
+        }
+    }
+    let launch = Launch::random(&mut c.rng, c.mpi);
+    let mut whole = c.inv("tar", a, launch);
+    whole.env = vec![("SOURCE_DATE_EPOCH", "1234567890".into())];
+    let w = c.run(&whole);
+    if !w.ok() {
+        c.find(
+            class,
+            format!("{}: failed: exit {:?}: {}", whole.line(), w.code, w.tail()),
+        );
+        return Ok(());
+    }
+    let (got, want) = (std::fs::read(archive)?, std::fs::read(&reference)?);
+    if got != want {
+        let first = got.iter().zip(&want).position(|(x, y)| x != y);
+        c.find(
+            class,
+            format!(
+                "{step}: continued after an interruption, the archive ({} bytes) is not an \
+                 uninterrupted run's ({} bytes; first difference at byte {first:?})",
+                got.len(),
+                want.len()
+            ),
+        );
+    }
+    std::fs::remove_dir_all(&at)?;
+    Ok(())
+}
+
 /// tar -c with random options, checked by GNU tar's extraction; then tar -x with random
 /// options against GNU tar's extraction of the same archive (or of it cut short).
 // A scenario reads as one script of steps and checks; the 150-line limit is for the product.
@@ -990,18 +1051,38 @@ fn tar(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
     }
     a.extend(["--json".into(), "-C".into(), arg(&c.dir), "src".into()]);
     let launch = Launch::random(&mut c.rng, c.mpi);
-    let mut create = c.inv("tar", a, launch);
+    let mut create = c.inv("tar", a.clone(), launch);
+    // The index member's time, fixed: an archive continued after an interruption must be
+    // byte for byte an uninterrupted run's.
+    create.env = vec![("SOURCE_DATE_EPOCH", "1234567890".into())];
+    let checkpoint = c.dir.join(format!(".{name}.mfu-checkpoint"));
+    let mut interrupted = false;
     if class == "tar" && c.rng.chance(20) {
-        // Interrupted: an archive at its name must then be whole (temp name + rename).
+        interrupted = true;
+        // Interrupted: an archive at its name must then be whole (temp name + rename); the
+        // same command then continues from the checkpoint ([`tar_continued`]).
         let sig = if c.rng.chance(60) {
             libc::SIGKILL
         } else {
             libc::SIGTERM
         };
-        create.kill = Kill::After(Duration::from_millis(c.rng.between(0, 60)), sig);
+        let epoch = create.env.clone();
+        if c.rng.chance(50) {
+            create.kill = Kill::After(Duration::from_millis(c.rng.between(0, 60)), sig);
+        } else {
+            // At a known point of the writing: SIGKILL once the N-th mark is durable, or a
+            // stop (as SIGTERM) after the N-th mark (the checkpoint core's test knobs).
+            let knob = if sig == libc::SIGKILL {
+                "MFU_RS_TEST_CHECKPOINT_DIE_AFTER"
+            } else {
+                "MFU_RS_TEST_CHECKPOINT_STOP_AFTER"
+            };
+            create.env.push((knob, c.rng.between(1, 3).to_string()));
+        }
         let killed = c.run(&create);
-        create.kill = Kill::None;
         let step = create.line();
+        create.kill = Kill::None;
+        create.env = epoch;
         if std::fs::symlink_metadata(&archive).is_ok() && !killed.ok() {
             let plain = c.dir.join("killed.tar");
             let gk = c.dir.join("gk");
@@ -1033,6 +1114,9 @@ fn tar(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
             format!("{step} failed: exit {:?}: {}", out.code, out.tail()),
         );
         return Ok(());
+    }
+    if interrupted {
+        tar_continued(c, class, (&step, &out), (&archive, &checkpoint), &a)?;
     }
     let plain = c.dir.join("plain.tar");
     if !decompress(&archive, comp, &plain)? {

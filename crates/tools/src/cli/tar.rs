@@ -179,6 +179,9 @@ pub struct TarArgs {
     /// --verify (-x), --manifest (-c, -x).
     #[command(flatten)]
     pub checks: CheckArgs,
+    /// --checkpoint PATH, --no-checkpoint: how an interrupted run continues.
+    #[command(flatten)]
+    pub checkpoint: crate::cli::args::CheckpointArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -311,6 +314,7 @@ impl CliTool for Tar {
                     args.checks.manifest_hash,
                 )
             }),
+            checkpoint: args.checkpoint.choice(),
             context,
             ..Options::new(mode, &args.file)
         }

@@ -130,6 +130,9 @@ pub struct Options {
     pub verify: bool,
     /// Create and extract: a checksum manifest of the regular files (paths as stored).
     pub manifest: Option<crate::engine::manifest::ManifestOptions>,
+    /// Create: where the checkpoint that lets the same command continue an interrupted run is
+    /// kept (`--checkpoint PATH`, `--no-checkpoint`; default beside the archive).
+    pub checkpoint: crate::engine::checkpoint::Choice,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -164,6 +167,7 @@ impl Options {
             rules: Rules::default(),
             verify: false,
             manifest: None,
+            checkpoint: crate::engine::checkpoint::Choice::Beside,
             context: Context::default(),
         }
     }
@@ -353,10 +357,15 @@ pub struct Report {
     pub seconds: f64,
     /// A stop request (SIGINT/SIGTERM, or the context's stop flag) cut the run short.
     pub interrupted: bool,
+    /// Create: the run stopped and its checkpoint keeps the work done for the same command to
+    /// continue: bytes of the tar stream written by this run and the earlier ones, of the whole
+    /// stream.
+    pub stopped: Option<crate::engine::context::Stopped>,
     /// This process's sample of the failure messages.
     pub failures: Vec<String>,
-    /// Extract and list: notices said on stderr that are no failure (rank 0's): an index set
+    /// Notices said on stderr that are no failure (rank 0's). Extract and list: an index set
     /// aside (and why), the archive had no index and was scanned, or its index was saved.
+    /// Create: the checkpoint continued, not used (and why), or none kept.
     pub notices: Vec<String>,
     /// Extract with `--verify`: how the written data was read back.
     pub verify: Option<crate::engine::verify::Summary>,
@@ -399,6 +408,10 @@ impl ToolReport for Report {
         } else {
             Status::Ok
         }
+    }
+
+    fn stopped(&self) -> Option<crate::engine::context::Stopped> {
+        self.stopped
     }
 }
 

@@ -272,7 +272,7 @@ const SUFFIX: &[u8] = b".mfu-checkpoint";
 /// that would be longer than a file name may be (255 bytes), BASE cut and followed by `~` and
 /// the XXH64 of the whole of it (two long names that share their beginning never share a
 /// checkpoint).
-fn beside_name(base: &[u8]) -> Vec<u8> {
+pub(crate) fn beside_name(base: &[u8]) -> Vec<u8> {
     const NAME_MAX: usize = 255;
     if 1 + base.len() + SUFFIX.len() <= NAME_MAX {
         return [b".", base, SUFFIX].concat();

@@ -55,26 +55,62 @@ fn my_frames(n: u64, size: usize, rank: usize) -> (u64, u64) {
 }
 
 /// Where compressed frames go. Rank 0's part starts the archive, so it writes straight into
-/// it; the other ranks' frames wait until their place is known: in memory up to a limit, then
-/// in an unnamed temporary file beside the archive.
+/// it (each frame marked done once there); the other ranks' frames wait until their place is
+/// known: in memory up to a limit, then in an unnamed temporary file beside the archive.
+///
+/// Frames an earlier run wrote (`sizes[i]` already known when the run starts) are not
+/// compressed again; the others come in order, so when one comes, the sizes of all before it in
+/// this rank's part are known.
 enum Spool {
-    /// Written at `at` of the archive as they come.
-    Direct { fd: OwnedFd, at: u64 },
-    /// Kept until [`Spool::write_to`].
+    /// Written at their final offsets (this rank's part starts at 0).
+    Direct { fd: OwnedFd },
+    /// Kept until [`Spool::write_to`]: `(frame of this rank, offset in the spool, bytes)`.
     Held {
         mem: Vec<u8>,
         file: Option<std::fs::File>,
         limit: usize,
         dir: Vec<u8>,
+        held: Vec<(usize, u64, u64)>,
+        spooled: u64,
     },
 }
 
+/// This rank's frames: their sizes (known for those written, by an earlier run or this one).
+struct Part {
+    /// The frame number of `sizes[0]`.
+    first: u64,
+    sizes: Vec<Option<FrameSizes>>,
+}
+
+impl Part {
+    /// Compressed bytes before frame `i` of this part (every frame before it is known).
+    fn offset(&self, i: usize) -> u64 {
+        self.sizes[..i]
+            .iter()
+            .map(|f| u64::from(f.expect("frames come in order").compressed))
+            .sum()
+    }
+
+    fn compressed(&self) -> u64 {
+        self.sizes
+            .iter()
+            .flatten()
+            .map(|f| u64::from(f.compressed))
+            .sum()
+    }
+}
+
 impl Spool {
-    fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
+    /// Frame `i` of this rank's part, `bytes`: written at its place (direct, then marked), or
+    /// held.
+    fn push(&mut self, part: &Part, i: usize, bytes: &[u8], w: &Writer) -> io::Result<()> {
         match self {
-            Spool::Direct { fd, at } => {
-                write_all_at(fd.as_fd(), bytes, *at).map_err(|e| e.source)?;
-                *at += bytes.len() as u64;
+            Spool::Direct { fd } => {
+                write_all_at(fd.as_fd(), bytes, part.offset(i)).map_err(|e| e.source)?;
+                if !w.problems.is_damaged() {
+                    let f = part.sizes[i].expect("pushed once known");
+                    w.ledger.wrote_frame(part.first + i as u64, f);
+                }
                 Ok(())
             }
             Spool::Held {
@@ -82,6 +118,8 @@ impl Spool {
                 file,
                 limit,
                 dir,
+                held,
+                spooled,
             } => {
                 if file.is_none() && mem.len() + bytes.len() > *limit {
                     let mut f = tempfile::tempfile_in(flist::path::as_path(dir))?;
@@ -90,45 +128,49 @@ impl Spool {
                     *file = Some(f);
                 }
                 match file {
-                    Some(f) => f.write_all(bytes),
-                    None => {
-                        mem.extend_from_slice(bytes);
-                        Ok(())
-                    }
+                    Some(f) => f.write_all(bytes)?,
+                    None => mem.extend_from_slice(bytes),
                 }
+                held.push((i, *spooled, bytes.len() as u64));
+                *spooled += bytes.len() as u64;
+                Ok(())
             }
         }
     }
 
-    fn len(&mut self) -> io::Result<u64> {
-        match self {
-            Spool::Direct { at, .. } => Ok(*at),
-            Spool::Held { file: Some(f), .. } => f.stream_position(),
-            Spool::Held { mem, .. } => Ok(mem.len() as u64),
-        }
-    }
-
-    /// Write what is held at offset `at` of `out` (nothing to do for a direct spool).
-    fn write_to(&mut self, out: BorrowedFd<'_>, at: u64) -> io::Result<()> {
-        match self {
-            Spool::Direct { .. } => Ok(()),
-            Spool::Held {
-                file: None, mem, ..
-            } => write_all_at(out, mem, at).map_err(|e| e.source),
-            Spool::Held { file: Some(f), .. } => {
-                f.rewind()?;
-                let mut buf = vec![0u8; 8 << 20];
-                let mut pos = at;
-                loop {
-                    let n = f.read(&mut buf)?;
-                    if n == 0 {
-                        return Ok(());
-                    }
-                    write_all_at(out, &buf[..n], pos).map_err(|e| e.source)?;
-                    pos += n as u64;
+    /// Write what is held, this rank's part starting at offset `at` of `out`, and mark each
+    /// frame (nothing to do for a direct spool).
+    fn write_to(
+        &mut self,
+        out: BorrowedFd<'_>,
+        at: u64,
+        part: &Part,
+        w: &Writer,
+    ) -> io::Result<()> {
+        let Spool::Held {
+            mem, file, held, ..
+        } = self
+        else {
+            return Ok(());
+        };
+        let mut buf = Vec::new();
+        for &(i, off, len) in held.iter() {
+            let bytes = match file {
+                None => &mem[off as usize..(off + len) as usize],
+                Some(f) => {
+                    buf.resize(len as usize, 0);
+                    f.seek(io::SeekFrom::Start(off))?;
+                    f.read_exact(&mut buf)?;
+                    &buf[..]
                 }
+            };
+            write_all_at(out, bytes, at + part.offset(i)).map_err(|e| e.source)?;
+            if !w.problems.is_damaged() {
+                let f = part.sizes[i].expect("held frames are known");
+                w.ledger.wrote_frame(part.first + i as u64, f);
             }
         }
+        Ok(())
     }
 }
 
@@ -149,7 +191,9 @@ fn compress(codec: Codec, data: &[u8], level: i32) -> io::Result<(Vec<u8>, u32)>
 }
 
 /// Compress this rank's frames (the bytes of its segments, which tile them, in order) into
-/// frames of `frame` bytes; returns the frames' sizes and checksums. Reading the next window
+/// frames of `frame` bytes, handing each to `emit` with its sizes and checksum; returns how
+/// many. Frames left out (written by an earlier run) are whole frames, so the bytes of the
+/// others still cut into frames at multiples of `frame`. Reading the next window
 /// of segments overlaps compressing the frames of the previous one. A stop request (SIGINT,
 /// SIGTERM) ends it between windows with an error of kind `Interrupted`.
 fn compress_part(
@@ -157,8 +201,8 @@ fn compress_part(
     segs: &[Segment],
     frame: usize,
     (codec, level): (Codec, i32),
-    spool: &mut Spool,
-) -> io::Result<Vec<FrameSizes>> {
+    emit: &mut dyn FnMut(&[u8], FrameSizes) -> io::Result<()>,
+) -> io::Result<u64> {
     let window = (rayon::current_num_threads().max(1) * frame) as u64;
     // Windows of whole segments, each about `window` bytes.
     let mut windows = Vec::new();
@@ -187,7 +231,7 @@ fn compress_part(
             .map(|d| compress(codec, d, level).map(|(c, sum)| (c, sum, d.len())))
             .collect()
     };
-    let mut sizes = Vec::new();
+    let mut count = 0;
     let mut pending: Vec<u8> = Vec::new();
     let mut next = windows.first().map(|w| read(w)).unwrap_or_default();
     for k in 0..=windows.len() {
@@ -213,15 +257,16 @@ fn compress_part(
         next = more;
         for f in frames {
             let (c, checksum, d) = f?;
-            spool.push(&c)?;
-            sizes.push(FrameSizes {
+            let sizes = FrameSizes {
                 compressed: c.len() as u32,
                 decompressed: d as u32,
                 checksum,
-            });
+            };
+            emit(&c, sizes)?;
+            count += 1;
         }
     }
-    Ok(sizes)
+    Ok(count)
 }
 
 /// Cut `seg` where it crosses a multiple of `frame` (bytes of the stream), so that each piece
@@ -266,7 +311,13 @@ fn cut_at_frames(seg: Segment, frame: u64, out: &mut Vec<Segment>) {
 
 /// Send every segment to the rank that compresses its frame; returns this rank's, in stream
 /// order. Collective.
-fn balance(comm: &dyn Comm, segs: Vec<Segment>, frame: u64, n: u64) -> Vec<Segment> {
+fn balance(
+    comm: &dyn Comm,
+    segs: Vec<Segment>,
+    frame: u64,
+    n: u64,
+    done: &dyn Fn(u64) -> bool,
+) -> Vec<Segment> {
     let size = comm.size();
     let firsts: Vec<u64> = (0..=size).map(|r| my_frames(n, size, r).0).collect();
     let owner = |at: u64| {
@@ -282,7 +333,8 @@ fn balance(comm: &dyn Comm, segs: Vec<Segment>, frame: u64, n: u64) -> Vec<Segme
     for seg in segs {
         cut_at_frames(seg, frame, &mut pieces);
     }
-    for seg in pieces {
+    // The pieces of frames an earlier run wrote are neither sent nor read.
+    for seg in pieces.into_iter().filter(|s| !done(s.at() / frame)) {
         match owner(seg.at()) {
             o if o == me => keep.push(seg),
             o => typed::encode_into(&seg, &mut sends[o]),
@@ -315,7 +367,7 @@ pub(super) fn write(
     o: &Options,
     plan: &Plan,
     w: &Writer,
-    tmp: &Temp,
+    tmp: &Temp<'_>,
     mut segs: Vec<Segment>,
     codec: Codec,
 ) -> Result<Written, Error> {
@@ -343,20 +395,30 @@ pub(super) fn write(
             data: index,
         });
     }
-    let segs = balance(comm, segs, frame, n);
+    let done = |k: u64| w.ledger.frame(k).is_some();
+    let segs = balance(comm, segs, frame, n, &done);
     let (k0, k1) = my_frames(n, comm.size(), comm.rank());
-    // Rank 0 writes its frames through its own descriptor of the temporary it made.
+    let mut part = Part {
+        first: k0,
+        sizes: (k0..k1).map(|k| w.ledger.frame(k)).collect(),
+    };
+    let todo: Vec<usize> = (0..part.sizes.len())
+        .filter(|&i| part.sizes[i].is_none())
+        .collect();
+    // Rank 0 writes its frames through its own descriptor of the archive it made.
     let created = tmp
         .mine()
         .map(|made| made.map_err(|e| format!("create {}: {e}", display(&w.archive))))
         .transpose();
     let mut spool = match crate::engine::setup::agree_setup(comm, created)? {
-        Some(fd) => Spool::Direct { fd, at: 0 },
+        Some(fd) => Spool::Direct { fd },
         None => Spool::Held {
             mem: Vec::new(),
             file: None,
             limit: o.memsize.min(usize::MAX as u64) as usize,
             dir: flist::path::parent(&w.archive).to_vec(),
+            held: Vec::new(),
+            spooled: 0,
         },
     };
     let mut interrupted = false;
@@ -366,28 +428,36 @@ pub(super) fn write(
     } else {
         level
     };
-    let (frames, ok) = match compress_part(w, &segs, frame as usize, (codec, level), &mut spool) {
-        Ok(s) if s.len() as u64 == k1 - k0 => (s, true),
-        Ok(s) => {
+    let mut next = 0;
+    let mut emit = |c: &[u8], f: FrameSizes| -> io::Result<()> {
+        let i = *todo
+            .get(next)
+            .ok_or_else(|| io::Error::other("internal: more frames compressed than expected"))?;
+        next += 1;
+        part.sizes[i] = Some(f);
+        spool.push(&part, i, c, w)
+    };
+    let compressed = compress_part(w, &segs, frame as usize, (codec, level), &mut emit);
+    let ok = match compressed {
+        Ok(c) if c == todo.len() as u64 => true,
+        Ok(c) => {
             let e = io::Error::other(format!(
-                "internal: {} frames compressed, {} expected",
-                s.len(),
-                k1 - k0
+                "internal: {c} frames compressed, {} expected",
+                todo.len()
             ));
             w.problems.damage(ItemError::new(&w.archive, "write", e));
-            (Vec::new(), false)
+            false
         }
         Err(e) if e.kind() == io::ErrorKind::Interrupted => {
             interrupted = true;
-            (Vec::new(), false)
+            false
         }
         Err(e) => {
             w.problems.damage(ItemError::new(&w.archive, "write", e));
-            (Vec::new(), false)
+            false
         }
     };
     drop(segs);
-    let spooled = spool.len().unwrap_or(0);
     let mut written = Written {
         complete: false,
         interrupted,
@@ -402,10 +472,10 @@ pub(super) fn write(
             first: k0,
             stream_len: plan.stream_len,
         };
-        match place(comm, tmp, w, &mut spool, &frames, spooled, &grid) {
+        match place(comm, tmp, &mut spool, &part, w, &grid) {
             Ok(()) => {
-                written.frames = frames.len() as u64;
-                written.compressed = spooled;
+                written.frames = part.sizes.len() as u64;
+                written.compressed = part.compressed();
             }
             Err(e) => w.problems.damage(ItemError::new(&w.archive, "write", e)),
         }
@@ -427,26 +497,30 @@ struct Grid {
     stream_len: u64,
 }
 
-/// Place every rank's compressed frames (`spool`, `spooled` bytes, sizes `frames`) by an
-/// exclusive prefix sum of their sizes, then what finds them after all of them: each rank
-/// writes its frames' entries of the zstd seek table or the dbz2 table at their place, rank 0
-/// the table's head and footer or the gzip end member. No rank gathers the others' sizes.
-/// Collective.
+/// Place every rank's compressed frames (`spool`, this rank's `part`) by an exclusive prefix
+/// sum of their sizes, then what finds them after all of them: each rank writes its frames'
+/// entries of the zstd seek table or the dbz2 table at their place, rank 0 the table's head and
+/// footer or the gzip end member. No rank gathers the others' sizes. Collective.
 fn place(
     comm: &dyn Comm,
-    tmp: &Temp,
-    w: &Writer,
+    tmp: &Temp<'_>,
     spool: &mut Spool,
-    frames: &[FrameSizes],
-    spooled: u64,
+    part: &Part,
+    w: &Writer,
     grid: &Grid,
 ) -> io::Result<()> {
-    let (c_base, c_total) = comm.offset_and_total(spooled);
+    let (c_base, c_total) = comm.offset_and_total(part.compressed());
     let end = c_total + trailer_len(grid.codec, grid.n);
+    let frames: Vec<FrameSizes> = part
+        .sizes
+        .iter()
+        .map(|f| f.expect("every frame compressed or written before"))
+        .collect();
+    let frames = &frames[..];
     let opened = match spool {
         Spool::Held { .. } => {
-            let fd = tmp.join().map_err(|e| e.source)?;
-            spool.write_to(fd.as_fd(), c_base)?;
+            let fd = tmp.join()?;
+            spool.write_to(fd.as_fd(), c_base, part, w)?;
             Some(fd)
         }
         Spool::Direct { .. } => None,

@@ -21,9 +21,12 @@
 
 mod align;
 mod framed;
+mod ledger;
+mod resume;
 mod segment;
 
 use super::{index, Done, Options, Report};
+use crate::engine::checkpoint::{self, Checkpoint, Durable};
 use crate::engine::context::{Context, Error, ToolReport};
 use crate::engine::copy::data::{copy_at_seen, write_all_at, Buffer, DataOptions, Seen};
 use crate::engine::copy::links;
@@ -48,7 +51,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use steal::progress::Progress;
 use steal::queue;
@@ -131,6 +134,8 @@ struct Writer<'a> {
     hashing: Hashing,
     /// Source paths to stored names (for the manifest).
     names: Mapping,
+    /// What earlier runs wrote; the marks of what this one writes.
+    ledger: &'a ledger::Ledger<'a>,
 }
 
 fn open_source(src: &[u8], noatime: bool) -> io::Result<OwnedFd> {
@@ -391,6 +396,8 @@ impl Writer<'_> {
 
     /// Write a segment into the uncompressed archive.
     fn write(&self, archive: BorrowedFd<'_>, seg: Segment, buf: &mut Buffer) {
+        // A chunk's range in the stream, its file's padding included (zeros already there).
+        let seg_len = seg.len();
         match seg {
             Segment::Group(segs) => {
                 for seg in segs {
@@ -406,9 +413,17 @@ impl Writer<'_> {
                     // Grown once to its size, not by doublings that copy what is in it.
                     bytes.reserve(seg.len() as usize);
                     self.bytes_of(&seg, bytes);
-                    if let Err(e) = write_all_at(archive, bytes, at) {
-                        self.problems
-                            .damage(ItemError::new(&self.archive, e.op, e.source));
+                    match write_all_at(archive, bytes, at) {
+                        Err(e) => {
+                            self.problems
+                                .damage(ItemError::new(&self.archive, e.op, e.source))
+                        }
+                        // Marked only when every byte of it is what its header says: a
+                        // source that failed to read left zeros, which a rerun must redo.
+                        Ok(()) if !self.problems.is_damaged() => {
+                            self.ledger.wrote(at, at + bytes.len() as u64)
+                        }
+                        Ok(()) => {}
                     }
                 });
             }
@@ -420,6 +435,7 @@ impl Writer<'_> {
                 size,
                 stamp,
             } => {
+                let end = at + seg_len;
                 let fd = match open_source(&src, self.open_noatime) {
                     Ok(fd) => fd,
                     Err(e) => return self.problems.damage(ItemError::new(&src, "open", e)),
@@ -474,6 +490,9 @@ impl Writer<'_> {
                     len,
                 };
                 self.check_unchanged(fd.as_fd(), &src, size, stamp, stored);
+                if !self.problems.is_damaged() {
+                    self.ledger.wrote(at, end);
+                }
             }
         }
     }
@@ -776,8 +795,10 @@ fn encode_member(
 }
 
 /// Cut this rank's laid-out entries into segments: runs of small entries and chunks of big
-/// files' data.
-fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
+/// files' data. What `ledger` says earlier runs wrote is left out: a member (its header, and
+/// its data when small) or a chunk inside the ranges they wrote; a run never spans what is
+/// left out, so every segment is bytes still to write.
+fn segments(laid: Vec<Laid>, chunk: u64, ledger: &ledger::Ledger<'_>) -> Vec<Segment> {
     let mut out = Vec::new();
     let mut run: Vec<Member> = Vec::new();
     let mut run_at = 0;
@@ -791,20 +812,24 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
         }
     };
     for Laid { at, mut member } in laid {
-        if run.is_empty() {
-            run_at = at;
-            run_len = 0;
-        }
         let big = member.size > SMALL_FILE.min(chunk);
         let data_at = at + member.header.len() as u64;
         let (size, stamp) = (member.size, member.stamp);
         // Only a big file's chunks need its path beside the member's own.
         let src = if big { member.src.clone() } else { Vec::new() };
         member.inline = !big;
-        run_len += member.header.len() as u64 + if big { 0 } else { round_up(size) };
-        run.push(member);
-        if big || run.len() >= SEGMENT_ENTRIES || run_len >= chunk {
+        if ledger.covered(at, at + member.len()) {
             flush(&mut run, run_at, &mut out);
+        } else {
+            if run.is_empty() {
+                run_at = at;
+                run_len = 0;
+            }
+            run_len += member.len();
+            run.push(member);
+            if big || run.len() >= SEGMENT_ENTRIES || run_len >= chunk {
+                flush(&mut run, run_at, &mut out);
+            }
         }
         if big {
             // Chunks end on archive offsets that are multiples of the chunk size, so that with
@@ -812,14 +837,17 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
             let mut file_at = 0;
             while file_at < size {
                 let len = (chunk - (data_at + file_at) % chunk).min(size - file_at);
-                out.push(Segment::Chunk {
+                let seg = Segment::Chunk {
                     at: data_at + file_at,
                     src: src.clone(),
                     file_at,
                     len,
                     size,
                     stamp,
-                });
+                };
+                if !ledger.covered(seg.at(), seg.at() + seg.len()) {
+                    out.push(seg);
+                }
                 file_at += len;
             }
         }
@@ -828,11 +856,11 @@ fn segments(laid: Vec<Laid>, chunk: u64) -> Vec<Segment> {
     out
 }
 
-/// Create the (temporary) archive file `name` in `dir` (the archive's directory, at
-/// `dir_path`), which must not exist, readable by all as tar makes it (less the umask). On
-/// Lustre it is striped over all OSTs with the chunk size as stripe size (lustre.md), which
-/// [`segments`] aligns big files' chunks to, unless `--stripe-count`/`--stripe-size` say
-/// otherwise; returns the `-v` line saying so.
+/// Create the archive file `name` (a temporary, or the partial archive in the checkpoint) in
+/// `dir` (reached as `dir_path`, for the file system's kind), which must not hold it, readable
+/// by all as tar makes it (less the umask). On Lustre it is striped over all OSTs with the
+/// chunk size as stripe size (lustre.md), which [`segments`] aligns big files' chunks to,
+/// unless `--stripe-count`/`--stripe-size` say otherwise; returns the `-v` line saying so.
 fn create_archive(
     dir: BorrowedFd<'_>,
     dir_path: &[u8],
@@ -907,14 +935,55 @@ pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Rep
     let Some(list) = walked.list else {
         return Ok(not_created(comm, o, base, started, true));
     };
-    let (plan, laid) = plan(comm, o, &setup.archive, &list, &walked.map);
+    let (mut plan, laid) = plan(comm, o, &setup.archive, &list, &walked.map);
+    let (first, count, total) = (plan.first_index, plan.count, plan.total);
+    let archive = setup.archive.clone();
+    let of = resume::Of {
+        archive: &setup.archive,
+        base: &setup.base,
+        paths,
+        list: &list,
+        laid: &laid,
+    };
+    let plain = o.codec().is_none();
+    let stream_len = |mtime: i64| {
+        if !plain {
+            return 0;
+        }
+        let mut p = Plan::bare(first, count, total);
+        p.place_index(&archive, mtime);
+        p.stream_len
+    };
+    let said = Mutex::new(Vec::new());
+    let resumed = resume::open(comm, o, &of, stream_len, &said)?;
+    if walked.checkpoint_inside && comm.rank() == 0 {
+        if let Some(ck) = &resumed.checkpoint {
+            let n = format!(
+                "the checkpoint {} is inside the sources: its directory changes as this run \
+                 goes, so an interrupted run will start over (give --checkpoint a path outside \
+                 them, on the archive's file system, to continue instead)",
+                display(ck.path())
+            );
+            o.context.events.error(&n);
+            said.lock().expect("notices").push(n);
+        }
+    }
+    let base = Report {
+        notices: said.into_inner().expect("notices"),
+        ..base
+    };
     drop(list);
+    // A continued run dates the index member as the first run did: the same bytes.
+    let index_mtime = resumed.recorded.map_or(plan.index_mtime, |r| r.index_mtime);
+    plan.place_index(&setup.archive, index_mtime);
     if comm.rank() == 0 {
         if let Ok(cmd) = std::env::var(HOOK) {
             let _ = std::process::Command::new("sh").arg("-c").arg(cmd).status();
         }
     }
     comm.barrier();
+    let sink = resumed.checkpoint.as_ref().map(|c| c as &dyn ledger::Sink);
+    let ledger = ledger::Ledger::new(resumed.prior.iter(), sink);
     let w = Writer {
         archive: setup.archive.clone(),
         open_noatime: o.open_noatime,
@@ -928,17 +997,54 @@ pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Rep
         },
         hashing: Hashing::new(false, o.manifest.as_ref().map(|m| m.kind)),
         names: walked.map.clone(),
+        ledger: &ledger,
     };
-    let segs = cut(comm, o, &setup.archive, plan.stream_len, laid);
-    // The archive is written under a temporary name beside it and renamed over ARCHIVE only
-    // once complete: a create that fails or is interrupted leaves nothing that looks like an
-    // archive.
-    let tmp = stage(comm, o, &setup.archive)?;
+    let segs = cut(comm, o, &setup.archive, plan.stream_len, laid, &ledger);
+    // The archive is written under another name and renamed over ARCHIVE only once complete
+    // (an [`Output`]): a create that fails or is interrupted leaves nothing that looks like an
+    // archive. With a checkpoint, that is a file in it, kept for the rerun that continues;
+    // without, a temporary name beside the archive, removed (stale ones of killed runs are
+    // removed here).
+    let kept = resumed.checkpoint.as_ref().map(|checkpoint| resume::Kept {
+        checkpoint,
+        resume: resumed.recorded.is_some(),
+        index_mtime,
+    });
+    let tmp = stage(comm, o, &setup.archive, kept)?;
     let written = match o.codec() {
         Some(codec) => framed::write(comm, o, &plan, &w, &tmp, segs, codec)?,
         None => write_plain(comm, o, &plan, &w, &tmp, segs)?,
     };
-    Ok(finish(comm, o, base, started, plan, w, tmp, written))
+    let ended = Ended {
+        written,
+        tmp,
+        earlier: if plain {
+            ledger.covered_bytes()
+        } else {
+            ledger.frame_bytes()
+        },
+        now: ledger.written(),
+    };
+    let report = finish(comm, o, base, started, plan, w, ended);
+    let outcome = match report.stopped {
+        Some(_) => checkpoint::Outcome::Stopped,
+        None => checkpoint::Outcome::Complete,
+    };
+    if let Some(ck) = resumed.checkpoint {
+        ck.finish(comm, outcome)
+            .map_err(|e| Error::new(e.to_string()))?;
+    }
+    Ok(report)
+}
+
+/// How the writing ended, for [`finish`].
+struct Ended<'c> {
+    written: Written,
+    tmp: Temp<'c>,
+    /// Bytes of the stream earlier runs wrote (the same on every rank).
+    earlier: u64,
+    /// Bytes of the stream this process wrote.
+    now: u64,
 }
 
 /// What create works on, checked alike on every rank.
@@ -949,6 +1055,8 @@ struct Setup {
     base: Vec<u8>,
     /// (path on disk, stored name) of each path.
     pairs: Roots,
+    /// Where the checkpoint will be (absolute), if any.
+    checkpoint: Option<Vec<u8>>,
 }
 
 /// The paths to archive, and the archive's place: checked on every rank, agreed. Collective.
@@ -962,6 +1070,7 @@ fn setup(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Setup, Error
             archive: archive.clone(),
             base,
             pairs,
+            checkpoint: resume::checkpoint_path(&o.checkpoint, &archive, &cwd),
         })
     });
     crate::engine::setup::agree_setup(comm, checked)
@@ -976,6 +1085,8 @@ struct Sources {
     errors: u64,
     /// Source paths to stored names.
     map: Mapping,
+    /// The directory that will hold the checkpoint is one of the sources.
+    checkpoint_inside: bool,
 }
 
 /// Walk the sources (pruned by the rules), leave out the archive and its side index, sort by
@@ -1006,6 +1117,7 @@ fn walk(
             list: None,
             errors,
             map,
+            checkpoint_inside: false,
         });
     }
     let mut list = walked.list;
@@ -1018,6 +1130,14 @@ fn walk(
         (walked_at(archive, &abs_roots), "the archive"),
         (walked_at(&side, &abs_roots), "the archive's index"),
     ];
+    // The checkpoint (when the archive is inside the sources) and all it holds: its files
+    // change with every run and are this run's own work, never the user's data.
+    let checkpoint = setup
+        .checkpoint
+        .as_ref()
+        .map(|c| walked_at(c, &abs_roots))
+        .unwrap_or_default();
+    list.retain(|e| !checkpoint.iter().any(|c| flist::path::is_prefix(c, e.path)));
     list.retain(
         |e| match own.iter().find(|(at, _)| at.iter().any(|p| p == e.path)) {
             Some((_, what)) => {
@@ -1030,6 +1150,14 @@ fn walk(
             None => true,
         },
     );
+    // The directory that holds the checkpoint, among the sources: it changes when the
+    // checkpoint is made, after this walk, so a rerun's list never matches.
+    let holder = setup
+        .checkpoint
+        .as_ref()
+        .map(|c| walked_at(flist::path::parent(c), &abs_roots))
+        .unwrap_or_default();
+    let inside = comm.any(list.iter().any(|e| holder.iter().any(|h| h == e.path)));
     let keys = flist::sort::parse_keys("name").expect("name is a sort key");
     let sorted = flist::sort::sort(comm, list, &keys).map_err(|e| e.to_string());
     let list = crate::engine::setup::agree_setup(comm, sorted)?;
@@ -1037,6 +1165,7 @@ fn walk(
         list: Some(list),
         errors,
         map,
+        checkpoint_inside: inside,
     })
 }
 
@@ -1083,6 +1212,8 @@ struct Plan {
     idx_data_len: u64,
     /// The footer that ends the index member's data.
     footer: Vec<u8>,
+    /// The index member's time (seconds since the epoch).
+    index_mtime: i64,
     /// Bytes of the whole tar stream.
     stream_len: u64,
     /// Entries left out (named at the end, with the data phase's problems).
@@ -1092,6 +1223,57 @@ struct Plan {
     /// `--manifest`: this rank's hard links, stored as links to their group's first member:
     /// (its stored name, theirs).
     hard_links: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Plan {
+    /// A plan of `count` entries taking `total` bytes, this rank's first being `first`, with
+    /// nothing else (to place an index after them).
+    fn bare(first: u64, count: u64, total: u64) -> Plan {
+        Plan {
+            offsets: Vec::new(),
+            first_index: first,
+            count,
+            total,
+            data_bytes: 0,
+            idx_header: Vec::new(),
+            idx_data_at: 0,
+            idx_data_len: 0,
+            footer: Vec::new(),
+            index_mtime: 0,
+            stream_len: 0,
+            errors: Vec::new(),
+            skipped: 0,
+            hard_links: Vec::new(),
+        }
+    }
+
+    /// Place the index member (dated `mtime`, seconds) after the entries, and the end.
+    fn place_index(&mut self, archive: &[u8], mtime: i64) {
+        self.index_mtime = mtime;
+        let mut idx_header = Vec::new();
+        index::member_header(
+            &[flist::path::basename(archive), b".dtaridx"].concat(),
+            self.count,
+            mtime,
+        )
+        .encode(&mut idx_header);
+        self.idx_data_at = self.total + idx_header.len() as u64;
+        self.idx_data_len = index::data_len(self.count);
+        let entry_size = idx_header.len() as u64 + self.idx_data_len;
+        self.stream_len = self.total + entry_size + index::END;
+        self.footer = index::footer(self.count, self.total, entry_size).to_vec();
+        self.idx_header = idx_header;
+    }
+}
+
+/// The index member's time (seconds since the epoch): `SOURCE_DATE_EPOCH` when set (the
+/// reproducible-builds convention: two runs on the same sources give the same bytes), else now.
+/// A continued run keeps the first run's.
+fn index_mtime() -> i64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or_else(now_secs)
 }
 
 /// Encode this rank's members and place them: every entry's offset by a prefix sum over
@@ -1159,31 +1341,23 @@ fn plan(
         .filter(|l| !l.member.src.is_empty())
         .map(|l| l.member.size)
         .sum();
-    let mut idx_header = Vec::new();
-    index::member_header(
-        &[flist::path::basename(archive), b".dtaridx"].concat(),
-        count,
-        now_secs(),
-    )
-    .encode(&mut idx_header);
-    let idx_data_at = total + idx_header.len() as u64;
-    let idx_data_len = index::data_len(count);
-    let entry_size = idx_header.len() as u64 + idx_data_len;
-    let plan = Plan {
+    let mut plan = Plan {
         offsets,
         first_index,
         count,
         total,
         data_bytes,
-        idx_data_at,
-        idx_data_len,
-        stream_len: total + entry_size + index::END,
-        footer: index::footer(count, total, entry_size).to_vec(),
-        idx_header,
+        idx_data_at: 0,
+        idx_data_len: 0,
+        stream_len: 0,
+        footer: Vec::new(),
+        index_mtime: 0,
+        idx_header: Vec::new(),
         errors,
         skipped,
         hard_links,
     };
+    plan.place_index(archive, index_mtime());
     (plan, laid)
 }
 
@@ -1196,6 +1370,7 @@ fn cut(
     archive: &[u8],
     stream_len: u64,
     laid: Vec<Laid>,
+    ledger: &ledger::Ledger<'_>,
 ) -> Vec<Segment> {
     let on_lustre = comm.any(
         o.lustre
@@ -1210,10 +1385,12 @@ fn cut(
     };
     match stripe {
         // Compressed, big files' chunks end where frames do.
-        None if o.codec().is_some() => segments(laid, framed::frame_size(o.chunksize, stream_len)),
-        None => segments(laid, o.chunksize),
+        None if o.codec().is_some() => {
+            segments(laid, framed::frame_size(o.chunksize, stream_len), ledger)
+        }
+        None => segments(laid, o.chunksize, ledger),
         Some(s) => {
-            let segs = segments(laid, o.chunksize.next_multiple_of(s));
+            let segs = segments(laid, o.chunksize.next_multiple_of(s), ledger);
             let region = segs.iter().fold((u64::MAX, 0), |(a, b), seg| {
                 (a.min(seg.at()), b.max(seg.at() + seg.len()))
             });
@@ -1241,7 +1418,7 @@ fn say_layout(o: &Options, said: &Option<String>) {
     }
 }
 
-/// Write an uncompressed archive under `tmp`: rank 0 creates it at its final size (so
+/// Write an uncompressed archive into `tmp`: rank 0 creates it at its final size (so
 /// unwritten padding reads as zeros), every rank writes its slice of the index, then all
 /// write the segments through the work-stealing queue. Collective.
 fn write_plain(
@@ -1249,7 +1426,7 @@ fn write_plain(
     o: &Options,
     plan: &Plan,
     w: &Writer,
-    tmp: &Temp,
+    tmp: &Temp<'_>,
     segs: Vec<Segment>,
 ) -> Result<Written, Error> {
     let rank0 = comm.rank() == 0;
@@ -1271,7 +1448,7 @@ fn write_plain(
             Ok(fd) => fd,
             Err(e) => {
                 w.problems
-                    .damage(ItemError::new(&tmp.path, "open for writing", e.source));
+                    .damage(ItemError::new(&tmp.path, "open for writing", e));
                 // Keep taking part in the collectives below.
                 flist::walk::open_long(b"/dev/null", OFlags::WRONLY).expect("/dev/null")
             }
@@ -1325,7 +1502,6 @@ fn write_plain(
 
 /// Keep the archive (rename it into place) if it is complete and no stop was asked, else
 /// remove it; name every problem; say the `-v` figures; the report. Collective.
-#[allow(clippy::too_many_arguments)]
 fn finish(
     comm: &dyn Comm,
     o: &Options,
@@ -1333,12 +1509,16 @@ fn finish(
     started: Instant,
     plan: Plan,
     w: Writer,
-    tmp: Temp,
-    written: Written,
+    ended: Ended<'_>,
 ) -> Report {
+    let (written, tmp) = (&ended.written, ended.tmp);
     let damaged = comm.any(w.problems.is_damaged() || !written.complete);
     let interrupted = comm.any(written.interrupted || o.context.stopped());
     let complete = !damaged && !interrupted;
+    // Stopped with a checkpoint: the partial archive stays for the rerun (a damaged one is
+    // not continued: what a failed read left is not marked, but the run had failures to
+    // report, so it ends as complete and the checkpoint goes).
+    let resumable = interrupted && !comm.any(w.problems.is_damaged()) && tmp.checkpoint.is_some();
     let kept = match tmp.output {
         Some(out) if complete => match out.publish(Replace::Overwrite) {
             Ok(()) => true,
@@ -1361,6 +1541,11 @@ fn finish(
                 false
             }
         },
+        Some(out) if resumable => {
+            // Kept in the checkpoint for the rerun: taken apart, so never removed here.
+            drop(out.into_parts());
+            false
+        }
         Some(out) => {
             if let Err(e) = out.discard() {
                 o.context.error(ItemError::new(
@@ -1422,6 +1607,14 @@ fn finish(
     } else {
         not_created(comm, o, report, started, interrupted)
     };
+    if resumable {
+        let done = ended.earlier + comm.sum(ended.now);
+        report.stopped = Some(crate::engine::context::Stopped {
+            done: done.min(plan.stream_len),
+            total: plan.stream_len,
+            what: "bytes",
+        });
+    }
     if let Some(m) = &o.manifest {
         let m = crate::engine::manifest::ManifestOptions {
             base: Vec::new(),
@@ -1497,18 +1690,21 @@ fn check_archive_path(archive: &[u8]) -> Result<(), String> {
     }
 }
 
-/// The temporary archive of this run, beside ARCHIVE ([`Output`]: `.NAME.HOST.PID.mfu-tmp`,
-/// as big as the archive; a run killed outright leaves one behind).
-struct Temp {
+/// Where this run writes the archive until it is complete ([`Output`]): a temporary beside
+/// ARCHIVE (`.NAME.HOST.PID.mfu-tmp`, as big as the archive; a run killed outright leaves one
+/// behind), or, with a checkpoint, the partial archive in it, kept when the run stops.
+struct Temp<'c> {
     /// Its path (every rank).
     path: Vec<u8>,
     /// Its (device, inode), which the other ranks check when they open it.
     id: (u64, u64),
-    /// Rank 0's output: published or removed by [`finish`], removed if dropped before.
+    /// Rank 0's output: published, kept or removed by [`finish`], removed if dropped before.
     output: Option<Output>,
+    /// The checkpoint that holds it (`None`: beside the archive).
+    checkpoint: Option<&'c Checkpoint>,
 }
 
-impl Temp {
+impl Temp<'_> {
     /// Rank 0: a descriptor of its own on the temporary (`None` on the other ranks).
     fn mine(&self) -> Option<io::Result<OwnedFd>> {
         let out = self.output.as_ref()?;
@@ -1517,9 +1713,16 @@ impl Temp {
     }
 
     /// Another rank: the temporary opened for writing (never through a symlink, and only if
-    /// it is still rank 0's file).
-    fn join(&self) -> Result<OwnedFd, flist::atomic::OutputError> {
-        flist::atomic::join(&self.path, OFlags::WRONLY, Some(self.id)).map(OwnedFd::from)
+    /// it is still rank 0's file); in a checkpoint, registered so that this rank's marks
+    /// follow its writes to the disk.
+    fn join(&self) -> io::Result<OwnedFd> {
+        let fd = flist::atomic::join(&self.path, OFlags::WRONLY, Some(self.id))
+            .map(OwnedFd::from)
+            .map_err(|e| e.source)?;
+        if let Some(ck) = self.checkpoint {
+            ck.durable(Durable::File(Arc::new(fd.try_clone()?)));
+        }
+        Ok(fd)
     }
 
     /// Another rank, its writes done: sync them (rank 0's are synced when it publishes), so
@@ -1534,37 +1737,56 @@ impl Temp {
     }
 }
 
-/// Rank 0 removes what earlier runs killed on this host left for ARCHIVE (and says so) and
-/// creates the temporary archive ([`create_archive`]); every rank learns its path. A
-/// temporary that cannot be made is the same error on every rank. Collective.
-fn stage(comm: &dyn Comm, o: &Options, archive: &[u8]) -> Result<Temp, Error> {
+/// Rank 0 removes what earlier runs killed on this host left beside ARCHIVE (and says so) and
+/// creates the temporary archive ([`create_archive`]) beside it, or, given `kept`, creates or
+/// adopts the partial archive in the checkpoint ([`resume::partial_output`]); every rank
+/// learns its path. A temporary that cannot be made is the same error on every rank.
+/// Collective.
+fn stage<'c>(
+    comm: &dyn Comm,
+    o: &Options,
+    archive: &[u8],
+    kept: Option<resume::Kept<'c>>,
+) -> Result<Temp<'c>, Error> {
     let mut output = None;
     let made = if comm.rank() == 0 {
         let (dir_path, base) = flist::atomic::split(archive);
         let mut said = None;
-        let created = flist::atomic::open_parent(archive).and_then(|dir| {
-            Output::in_dir_with(dir.as_fd(), &dir_path, &base, None, |dir, name| {
-                let (fd, s) = create_archive(dir, &dir_path, name, o)?;
-                said = s;
-                Ok(fd)
-            })
-            .map_err(|e| e.source)
+        let created = flist::atomic::open_parent(archive).and_then(|dir| match &kept {
+            None => {
+                let (out, stale) =
+                    Output::in_dir_with(dir.as_fd(), &dir_path, &base, None, |dir, name| {
+                        let (fd, s) = create_archive(dir, &dir_path, name, o)?;
+                        said = s;
+                        Ok(fd)
+                    })
+                    .map_err(|e| e.source)?;
+                say_stale(o, stale);
+                Ok(out)
+            }
+            Some(k) => {
+                // A killed run without a checkpoint left its temporary here all the same.
+                let stale = flist::atomic::remove_stale(dir.as_fd(), &base);
+                say_stale(
+                    o,
+                    stale
+                        .into_iter()
+                        .map(|(n, removed)| flist::atomic::Stale {
+                            path: flist::atomic::beside(archive, &n),
+                            removed,
+                        })
+                        .collect(),
+                );
+                let ck_path = k.checkpoint.path();
+                resume::partial_output(k, dir.as_fd(), archive, |dir, name| {
+                    let (fd, s) = create_archive(dir, ck_path, name, o)?;
+                    said = s;
+                    Ok(fd)
+                })
+            }
         });
         created
-            .and_then(|(out, stale)| {
-                for s in stale {
-                    match s.removed {
-                        Ok(()) => o.context.error(format_args!(
-                            "removed {}, the incomplete archive of an earlier run that was killed",
-                            display(&s.path)
-                        )),
-                        Err(e) => o.context.error(ItemError::new(
-                            &s.path,
-                            "remove the incomplete archive of an earlier run",
-                            e,
-                        )),
-                    }
-                }
+            .and_then(|out| {
                 say_layout(o, &said);
                 let shared = (out.path().to_vec(), out.identity()?);
                 output = Some(out);
@@ -1576,7 +1798,29 @@ fn stage(comm: &dyn Comm, o: &Options, archive: &[u8]) -> Result<Temp, Error> {
     };
     let made = crate::engine::setup::agree_setup(comm, made)?;
     let (path, id) = comm.bcast_from(0, &made).expect("rank 0 made it");
-    Ok(Temp { path, id, output })
+    Ok(Temp {
+        path,
+        id,
+        output,
+        checkpoint: kept.map(|k| k.checkpoint),
+    })
+}
+
+/// Tell the user about the temporaries of killed runs that creating the archive's found.
+fn say_stale(o: &Options, stale: Vec<flist::atomic::Stale>) {
+    for s in stale {
+        match s.removed {
+            Ok(()) => o.context.error(format_args!(
+                "removed {}, the incomplete archive of an earlier run that was killed",
+                display(&s.path)
+            )),
+            Err(e) => o.context.error(ItemError::new(
+                &s.path,
+                "remove the incomplete archive of an earlier run",
+                e,
+            )),
+        }
+    }
 }
 
 /// The report of a create that left no archive (no entry counts as archived); rank 0 names
@@ -1608,6 +1852,10 @@ fn not_created(
 mod tests {
     use super::*;
     use crate::engine::codec::zstd as seekable;
+
+    fn no_prior() -> ledger::Ledger<'static> {
+        ledger::Ledger::new(std::iter::empty(), None)
+    }
 
     fn member(size: u64) -> Member {
         Member {
@@ -1678,7 +1926,7 @@ mod tests {
                         },
                     })
                     .collect();
-                let segs = segments(laid, stripe);
+                let segs = segments(laid, stripe, &no_prior());
                 let region = segs.iter().fold((u64::MAX, 0), |(x, y), s| {
                     (x.min(s.at()), y.max(s.at() + s.len()))
                 });
@@ -1731,7 +1979,7 @@ mod tests {
                 l
             })
             .collect();
-        let segs = segments(laid, chunk);
+        let segs = segments(laid, chunk, &no_prior());
         let mut chunk_bytes = 0;
         let mut run_members = 0;
         for s in &segs {
@@ -1873,6 +2121,7 @@ mod tests {
                 member: member(5),
             }],
             1 << 20,
+            &no_prior(),
         );
         let bytes = typed::encode(&segs[0]);
         let back: Segment = typed::decode(&bytes).unwrap();
