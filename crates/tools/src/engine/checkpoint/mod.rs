@@ -278,7 +278,11 @@ pub(crate) fn beside_name(base: &[u8]) -> Vec<u8> {
         return [b".", base, SUFFIX].concat();
     }
     let digest = format!("~{:016x}", xxhash_rust::xxh64::xxh64(base, 0));
-    let keep = NAME_MAX - 1 - digest.len() - SUFFIX.len();
+    let mut keep = NAME_MAX - 1 - digest.len() - SUFFIX.len();
+    // Not inside a UTF-8 character (a name shown in a terminal stays readable).
+    while keep > 1 && base[keep] & 0xc0 == 0x80 {
+        keep -= 1;
+    }
     [b".", &base[..keep], digest.as_bytes(), SUFFIX].concat()
 }
 
