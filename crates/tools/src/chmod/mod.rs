@@ -126,6 +126,9 @@ impl Options {
 pub struct Report {
     /// Entries listed (walked, or read from the list and stat'ed).
     pub listed: u64,
+    /// Entries selected to be changed (0 when the listing was cut short): what a stopped run's
+    /// `done` counts towards.
+    pub selected: u64,
     /// Entries changed (every call they needed succeeded).
     pub changed: u64,
     /// Selected entries that already had what was asked.
@@ -174,6 +177,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         unchanged: AtomicU64::new(0),
         failed: AtomicU64::new(0),
         hushed: AtomicU64::new(0),
+        selected: 0,
         progress: Progress::silent(),
     };
     let (list, listed, interrupted) = ch.list(comm, options, &roots, &cwd)?;
@@ -306,6 +310,8 @@ struct Changer<'a> {
     failed: AtomicU64,
     /// Failures not listed because of `--silent`.
     hushed: AtomicU64,
+    /// Entries selected to be changed, over all ranks.
+    selected: u64,
     progress: Progress,
 }
 
@@ -354,10 +360,10 @@ impl Changer<'_> {
     fn change(&mut self, comm: &dyn Comm, options: &Options, list: FileList) -> bool {
         let (early, files, late) = self.classify(list);
         self.progress = options.context.progress(comm.rank(), "Changed");
-        self.progress.total_items.store(
-            comm.sum((early.len() + files.len() + late.len()) as u64),
-            Ordering::Relaxed,
-        );
+        self.selected = comm.sum((early.len() + files.len() + late.len()) as u64);
+        self.progress
+            .total_items
+            .store(self.selected, Ordering::Relaxed);
         let t = Instant::now();
         let levels = by_depth(comm, &early);
         drop(early);
@@ -590,6 +596,7 @@ impl Changer<'_> {
         }
         Report {
             listed,
+            selected: self.selected,
             changed,
             unchanged,
             failed,

@@ -77,6 +77,9 @@ impl Options {
 /// What a `cp` run did: counts summed over all ranks (the same on every rank).
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
+    /// Entries the copy set out to create (listed and selected, hard links included): what a
+    /// stopped run's `done` counts towards.
+    pub planned: u64,
     /// Regular files written.
     pub files: u64,
     /// Directories created.
@@ -391,6 +394,7 @@ fn list(comm: &dyn Comm, o: &Options, target: &Setup) -> Result<(Plan, Report), 
         (g.list, g.links)
     };
     let list = flist::distribute::spread(comm, list);
+    report.planned = comm.sum((list.len() + links.len()) as u64);
     let dirs = list.select((0..list.len()).filter(|&i| list.kind(i) == FileType::Dir));
     if context.verbose && comm.rank() == 0 {
         context.info(format!("Walked in {walk_secs:.3} s\n"));

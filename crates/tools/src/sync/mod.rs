@@ -93,6 +93,12 @@ impl Options {
 pub struct Report {
     /// The run only planned (`dryrun`): the counts are what it would do.
     pub dryrun: bool,
+    /// Actions planned (creations, updates, deletions, metadata fixes, links): what a stopped
+    /// run's `handled` counts towards.
+    pub planned: u64,
+    /// Actions that happened or failed, as the engines counted them (not the plan's word):
+    /// with a stop, how far the run got.
+    pub handled: u64,
     /// Entries created in DEST.
     pub created: u64,
     /// Entries whose data was replaced.
@@ -504,6 +510,7 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     }
     counts[5] = d.bytes;
     comm.allreduce(&mut counts, ReduceOp::Sum);
+    report.planned = counts[..5].iter().sum();
     if let Journals::Planned(resumes) = &d.plan.journals {
         let mut planned = [
             resumes.len() as u64,
@@ -615,6 +622,17 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
         + deleted.dirs.load(std::sync::atomic::Ordering::Relaxed);
     comm.allreduce(&mut done, ReduceOp::Sum);
     let [created, updated, deleted, meta, linked] = done;
+    // Made, fixed or removed by the engines, or failed: what happened, even when stopped.
+    let happened = copied.dirs
+        + copied.files
+        + copied.symlinks
+        + copied.hardlinks
+        + copied.others
+        + copied.meta_fixed
+        + copied.compare_meta
+        + deleted
+        + report.failed;
+    report.handled = happened.min(report.planned);
     // Compared files (--contents) are counted by what the engine found.
     report.created = created;
     report.updated = updated + copied.rewritten;
