@@ -70,3 +70,34 @@ pub fn size_arg(text: &str) -> Result<u64, String> {
         n => Ok(n),
     }
 }
+
+/// `--checkpoint PATH`, `--no-checkpoint`: where a resumable tool records the work it finished
+/// (see the README's "Continuing an interrupted run"), declared once for every such tool.
+#[derive(Args, Clone, Debug, Default)]
+pub struct CheckpointArgs {
+    /// Keep the checkpoint (the record of finished work that lets the same command, run again,
+    /// continue) in this directory instead of beside the output (`DIR/.NAME.mfu-checkpoint`) or,
+    /// for a tool without an output file, in `$XDG_STATE_HOME/mfu-rs/checkpoints` (or
+    /// `~/.local/state/...`). It must be on a file system every rank sees.
+    #[arg(long, value_name = "PATH", conflicts_with = "no_checkpoint")]
+    pub checkpoint: Option<std::ffi::OsString>,
+    /// Keep no checkpoint: an interrupted run starts over when run again.
+    #[arg(long)]
+    pub no_checkpoint: bool,
+}
+
+#[allow(dead_code)] // flattened into the resumable tools' arguments as they land (issue 33)
+impl CheckpointArgs {
+    /// The choice these options make.
+    pub fn choice(&self) -> crate::engine::checkpoint::Choice {
+        use crate::engine::checkpoint::Choice;
+        match (&self.checkpoint, self.no_checkpoint) {
+            (_, true) => Choice::Off,
+            (Some(p), false) => {
+                use std::os::unix::ffi::OsStrExt;
+                Choice::At(p.as_bytes().to_vec())
+            }
+            (None, false) => Choice::Beside,
+        }
+    }
+}

@@ -233,6 +233,10 @@ pub fn main_of<T: CliTool>(matches: &ArgMatches, launch: &Launcher<'_>) -> i32 {
                     } else if !console.quiet {
                         T::render(&report, &console);
                     }
+                    // Said even with -q and --json: the run did not do all it was asked.
+                    if let Some(stopped) = report.stopped() {
+                        report_error(tool, stopped);
+                    }
                 }
                 report.status()
             }
@@ -285,6 +289,12 @@ fn print_json<R: ToolReport>(tool: &str, report: &R, seconds: f64) {
     object.insert("items".into(), summary.items.into());
     object.insert("bytes".into(), summary.bytes.into());
     object.insert("failed".into(), summary.failed.into());
+    if let Some(stopped) = report.stopped() {
+        object.insert("resumable".into(), true.into());
+        if let Ok(v) = serde_json::to_value(stopped) {
+            object.insert("stopped".into(), v);
+        }
+    }
     match serde_json::to_value(report) {
         Ok(serde_json::Value::Object(fields)) => {
             for (k, v) in fields {

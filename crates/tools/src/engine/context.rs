@@ -210,4 +210,62 @@ pub trait ToolReport: serde::Serialize {
     fn summary(&self) -> Summary;
     /// The exit status this report stands for (0 done, 1 something failed or differs).
     fn status(&self) -> Status;
+    /// How far the run got when a stop (a signal, the context's flag) ended it before its
+    /// end, for the "stopped after X of Y; run the same command again to continue" line;
+    /// `None` when it ran to its end.
+    fn stopped(&self) -> Option<Stopped> {
+        None
+    }
+}
+
+/// How far a stopped run got: `done` of `total` units (`what`: `"files"`, `"bytes"`,
+/// `"members"`), counting the units earlier runs of the same command finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Stopped {
+    /// Units finished, by this run and the earlier ones it continued.
+    pub done: u64,
+    /// Units of the whole job.
+    pub total: u64,
+    /// What a unit is, plural.
+    pub what: &'static str,
+}
+
+impl fmt::Display for Stopped {
+    /// `stopped after 120 of 480 files (25%); run the same command again to continue`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let percent = if self.total == 0 {
+            0
+        } else {
+            (u128::from(self.done) * 100 / u128::from(self.total)) as u64
+        };
+        write!(
+            f,
+            "stopped after {} of {} {} ({percent}%); run the same command again to continue",
+            self.done, self.total, self.what
+        )
+    }
+}
+
+#[cfg(test)]
+mod stopped_tests {
+    use super::Stopped;
+
+    #[test]
+    fn the_stopped_line_names_the_counts_the_share_and_what_to_do() {
+        let s = Stopped {
+            done: 120,
+            total: 480,
+            what: "files",
+        };
+        assert_eq!(
+            s.to_string(),
+            "stopped after 120 of 480 files (25%); run the same command again to continue"
+        );
+        let none = Stopped {
+            done: 0,
+            total: 0,
+            what: "bytes",
+        };
+        assert!(none.to_string().contains("(0%)"));
+    }
 }

@@ -2,6 +2,7 @@
 //! compare expressions, selection rules, batches, Lustre striping, exit statuses.
 
 pub mod batches;
+pub mod checkpoint;
 pub mod codec;
 pub mod compare_expr;
 pub mod context;

@@ -1,0 +1,626 @@
+//! Checkpoints: a long run records the units of work it finished, durably and cheaply, so that
+//! the same command run again (after a job's time limit, a kill, a lost node) continues instead
+//! of starting over.
+//!
+//! One mechanism for every tool: a directory (`DIR/.NAME.mfu-checkpoint/` beside the output
+//! `DIR/NAME`, a state directory for a tool without an output file, or `--checkpoint PATH`)
+//! holding the inputs the run was made for ([`Inputs`]: paths, options that change the result,
+//! the digest of the list the work is planned from) and append-only logs of marks. A tool marks
+//! a unit (a member, a chunk, a directory, a file) with a global key, the same at any rank count,
+//! and the payload a rerun needs to skip it. Marks are written by a flusher thread every
+//! [`interval`], after the outputs registered with [`Checkpoint::durable`] are synced: a mark
+//! never precedes its data, and a crash loses at most one interval of work.
+//!
+//! Trust: a rerun continues only from a checkpoint of this user (a 0700 directory, regular files
+//! with one link, nothing followed), of the same tool, whose every input is equal; its marks
+//! count only when their check, keyed by the checkpoint's random nonce, holds. Anything else is
+//! not used: a damaged or stale checkpoint of ours is removed and the run starts over, saying
+//! why; something else at the default name is left alone and the run goes on without a
+//! checkpoint (a warning); at a `--checkpoint PATH` it is refused before any work.
+
+// The tools of issue 33 start using it as they land; until then parts are unused.
+#![allow(dead_code, unused_imports)]
+
+mod inputs;
+mod prior;
+mod store;
+
+pub use inputs::{list_digest, Inputs};
+pub use prior::Prior;
+
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use serde::{Deserialize, Serialize};
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+use steal::{Comm, CommExt};
+use store::Found;
+
+/// Where a run keeps its checkpoint (`--checkpoint PATH`, `--no-checkpoint`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Choice {
+    /// The default: `DIR/.NAME.mfu-checkpoint` beside the output `DIR/NAME`, or, for a tool
+    /// without an output file, `$XDG_STATE_HOME/mfu-rs/checkpoints/TOOL-DIGEST`
+    /// (`~/.local/state/...` without it).
+    #[default]
+    Beside,
+    /// At this path (a directory the run creates).
+    At(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// No checkpoint: a rerun starts over.
+    Off,
+}
+
+/// A failure to keep a checkpoint, naming the path and the operation.
+#[derive(Debug, Clone, thiserror::Error, Serialize, Deserialize, PartialEq, Eq)]
+#[error("{0}")]
+pub struct CheckpointError(pub String);
+
+/// What a tool tells [`open`] about its run.
+#[derive(Debug)]
+pub struct Plan<'a> {
+    /// The run's final output file, beside which the default checkpoint lives; `None` (or `-`,
+    /// standard output) for a tool without one.
+    pub output: Option<&'a [u8]>,
+    /// What the result depends on.
+    pub inputs: Inputs,
+}
+
+/// What [`open`] found.
+#[derive(Debug)]
+pub struct Opened {
+    /// The checkpoint this run records into; `None` with [`Choice::Off`] or when the default
+    /// name holds something that is not a checkpoint of this user's.
+    pub checkpoint: Option<Checkpoint>,
+    /// What earlier runs finished (empty when starting fresh); the same on every rank.
+    pub prior: Prior,
+    /// A line for the user (through `Context::info` on rank 0): continuing, starting over and
+    /// why, or running without a checkpoint and why.
+    pub notice: Option<String>,
+}
+
+/// How a run ended, for [`Checkpoint::finish`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The run went to its end (items that failed included): the checkpoint is removed.
+    Complete,
+    /// A signal stopped it: marks made durable, the checkpoint kept for the rerun.
+    Stopped,
+    /// It ended early on an error: the checkpoint is kept (a rerun after the cause is fixed
+    /// continues).
+    Failed,
+}
+
+/// Output data that must be durable before any mark is written.
+#[derive(Debug, Clone)]
+pub enum Durable {
+    /// `fdatasync` this file.
+    File(Arc<OwnedFd>),
+    /// `syncfs` the file system of this open file (for a tool writing many files).
+    FileSystem(Arc<OwnedFd>),
+}
+
+/// The flush interval: marks reach the disk at most this long after they are made (the work
+/// a crash can lose). `MFU_RS_CHECKPOINT_INTERVAL_MS` overrides it (tests).
+pub fn interval() -> Duration {
+    static EVERY: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *EVERY.get_or_init(|| {
+        std::env::var("MFU_RS_CHECKPOINT_INTERVAL_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(Duration::from_secs(2), Duration::from_millis)
+    })
+}
+
+/// The test knobs, read once: stop (as a SIGTERM does) after this process's N-th mark
+/// (`MFU_RS_TEST_CHECKPOINT_STOP_AFTER`), SIGKILL this process once its N-th mark is durable
+/// (`..._DIE_AFTER`), sleep this many ms after each mark (`..._SLOW_MS`).
+fn knob(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+fn stop_after() -> Option<u64> {
+    static V: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *V.get_or_init(|| knob("MFU_RS_TEST_CHECKPOINT_STOP_AFTER"))
+}
+
+fn die_after() -> Option<u64> {
+    static V: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *V.get_or_init(|| knob("MFU_RS_TEST_CHECKPOINT_DIE_AFTER"))
+}
+
+fn slow_ms() -> Option<u64> {
+    static V: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *V.get_or_init(|| knob("MFU_RS_TEST_CHECKPOINT_SLOW_MS"))
+}
+
+/// Marks made by this process (all checkpoints, all thread ranks): what the knobs count.
+static MARKS_MADE: AtomicU64 = AtomicU64::new(0);
+
+/// A run's open checkpoint (one per rank). Marks may come from any thread.
+pub struct Checkpoint {
+    shared: Arc<Shared>,
+    flusher: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Checkpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoint")
+            .field("path", &flist::path::display(&self.shared.path))
+            .field("fresh", &self.shared.fresh)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    /// Rank 0's descriptor holding the run's lock (see [`lock`]).
+    _held: Option<OwnedFd>,
+    path: Vec<u8>,
+    dir: OwnedFd,
+    id: (u64, u64),
+    fresh: bool,
+    nonce: u64,
+    log_name: Vec<u8>,
+    log: Mutex<Option<std::fs::File>>,
+    /// Encoded marks not yet written, and how many.
+    pending: Mutex<(Vec<u8>, u64)>,
+    durables: Mutex<Vec<Durable>>,
+    /// The flusher's wake-up: set to end it.
+    done: (Mutex<bool>, Condvar),
+    /// The first failure to write marks (later marks are then not written: the run goes on,
+    /// a rerun redoes more).
+    failed: Mutex<Option<String>>,
+}
+
+/// What rank 0 decided, for every rank.
+#[derive(Serialize, Deserialize)]
+struct Decision {
+    /// `None`: no checkpoint for this run.
+    path: Option<serde_bytes::ByteBuf>,
+    id: (u64, u64),
+    fresh: bool,
+    nonce: u64,
+    attempt: u64,
+    prior: Prior,
+    notice: Option<String>,
+}
+
+/// The checkpoint's path for `choice` and `plan`; `None` when there is none.
+fn location(choice: &Choice, plan: &Plan<'_>) -> Result<Option<Vec<u8>>, String> {
+    match choice {
+        Choice::Off => Ok(None),
+        Choice::At(p) => Ok(Some(p.clone())),
+        Choice::Beside => match plan.output {
+            Some(out) if out != b"-" && !out.is_empty() => {
+                let name = [b".", flist::path::basename(out), b".mfu-checkpoint"].concat();
+                Ok(Some(flist::atomic::beside(out, &name)))
+            }
+            _ => {
+                use std::os::unix::ffi::OsStrExt;
+                let state = std::env::var_os("XDG_STATE_HOME")
+                    .filter(|s| !s.is_empty())
+                    .map(std::path::PathBuf::from)
+                    .or_else(|| {
+                        std::env::var_os("HOME")
+                            .filter(|h| !h.is_empty())
+                            .map(|h| std::path::PathBuf::from(h).join(".local/state"))
+                    })
+                    .ok_or("neither XDG_STATE_HOME nor HOME is set")?;
+                let dir = state.join("mfu-rs").join("checkpoints");
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&dir)
+                    .map_err(|e| format!("create {}: {e}", dir.display()))?;
+                let cwd = std::env::current_dir().unwrap_or_default();
+                let name = plan.inputs.short_name(cwd.as_os_str().as_bytes());
+                Ok(Some(dir.join(name).as_os_str().as_bytes().to_vec()))
+            }
+        },
+    }
+}
+
+use std::os::unix::fs::DirBuilderExt;
+
+/// A random 64-bit value (std's per-process random hash keys).
+fn random() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+/// Hold `dir` for this run (an exclusive `flock`, released when the descriptor is closed or
+/// the process ends): two runs of one command at once would race on its output and its marks.
+fn lock(dir: &OwnedFd, shown: &str) -> Result<(), CheckpointError> {
+    use rustix::fs::{flock, FlockOperation};
+    match flock(dir, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(CheckpointError(format!(
+            "checkpoint {shown} is in use by another run of this command (nothing done): wait for              it to end, or give this run another --checkpoint"
+        ))),
+        // A file system without locks: nothing to hold.
+        Err(_) => Ok(()),
+    }
+}
+
+/// Rank 0's part of [`open`]: find, trust or replace, create. Also returns the checkpoint
+/// directory, locked for this run.
+fn decide(
+    choice: &Choice,
+    plan: &Plan<'_>,
+) -> Result<(Decision, Option<OwnedFd>), CheckpointError> {
+    let none = |notice: Option<String>| Decision {
+        path: None,
+        id: (0, 0),
+        fresh: true,
+        nonce: 0,
+        attempt: 0,
+        prior: Prior::default(),
+        notice,
+    };
+    let path = match location(choice, plan) {
+        Ok(Some(p)) => p,
+        Ok(None) => return Ok((none(None), None)),
+        Err(why) => {
+            return Ok((
+                none(Some(format!(
+                    "running without a checkpoint: {why} (an interrupted run will start over)"
+                ))),
+                None,
+            ))
+        }
+    };
+    let shown = flist::path::display(&path).to_string();
+    let mut notice = None;
+    match store::inspect(&path)? {
+        Found::Ours(dir, header) => match plan.inputs.differs_from(&header.inputs) {
+            None => {
+                lock(&dir, &shown)?;
+                let (marks, attempt) = store::read_marks(dir.as_fd(), header.nonce)
+                    .map_err(|e| CheckpointError(format!("read checkpoint {shown}: {e}")))?;
+                let prior = Prior::from_marks(marks);
+                let id = flist::atomic::identity(dir.as_fd())
+                    .map_err(|e| CheckpointError(format!("stat {shown}: {e}")))?;
+                let decision = Decision {
+                    path: Some(path.into()),
+                    id,
+                    fresh: false,
+                    nonce: header.nonce,
+                    attempt,
+                    notice: Some(format!(
+                        "continuing from checkpoint {shown}: {} units done by earlier runs",
+                        prior.len()
+                    )),
+                    prior,
+                };
+                return Ok((decision, Some(dir)));
+            }
+            Some(why) => {
+                lock(&dir, &shown)?;
+                notice = Some(format!(
+                    "checkpoint {shown} not used ({why}): starting over"
+                ));
+                store::remove(&path, dir.as_fd())?;
+            }
+        },
+        Found::Damaged(dir, why) => {
+            lock(&dir, &shown)?;
+            notice = Some(format!(
+                "checkpoint {shown} not used ({why}): starting over"
+            ));
+            store::remove(&path, dir.as_fd())?;
+        }
+        Found::Foreign(why) => {
+            if let Choice::At(_) = choice {
+                return Err(CheckpointError(format!(
+                    "--checkpoint {shown}: not a checkpoint of this user's ({why}): refusing to use \
+                     or remove it (nothing done)"
+                )));
+            }
+            return Ok((
+                none(Some(format!(
+                    "running without a checkpoint: {shown} is not one of this user's ({why}); it \
+                     is left alone (an interrupted run will start over)"
+                ))),
+                None,
+            ));
+        }
+        Found::Absent => {}
+    }
+    let header = store::Header {
+        inputs: plan.inputs.clone(),
+        nonce: random(),
+    };
+    let dir = store::create(&path, &header)?;
+    lock(&dir, &shown)?;
+    let id = flist::atomic::identity(dir.as_fd())
+        .map_err(|e| CheckpointError(format!("stat {shown}: {e}")))?;
+    let decision = Decision {
+        path: Some(path.into()),
+        id,
+        fresh: true,
+        nonce: header.nonce,
+        attempt: 0,
+        prior: Prior::default(),
+        notice,
+    };
+    Ok((decision, Some(dir)))
+}
+
+/// Open the checkpoint of this run (see the module). Collective: rank 0 looks, decides and
+/// creates; every rank then opens the same directory (checked by identity: the checkpoint
+/// must be on a file system every rank sees, as the output is) and gets the same [`Prior`].
+pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, CheckpointError> {
+    let mut held = None;
+    let decided: Result<Decision, CheckpointError> = comm.bcast_with(0, || {
+        decide(choice, &plan).map(|(d, dir)| {
+            held = dir;
+            d
+        })
+    });
+    let d = decided?;
+    let Some(path) = d.path else {
+        return Ok(Opened {
+            checkpoint: None,
+            prior: d.prior,
+            notice: d.notice,
+        });
+    };
+    let path = path.into_vec();
+    let opened = (|| {
+        let dir = rustix::fs::open(
+            flist::path::as_path(&path),
+            rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::NOFOLLOW
+                | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|e| {
+            CheckpointError(format!(
+                "open checkpoint {}: {e}",
+                flist::path::display(&path)
+            ))
+        })?;
+        let id = flist::atomic::identity(dir.as_fd())
+            .map_err(|e| CheckpointError(format!("stat {}: {e}", flist::path::display(&path))))?;
+        if id != d.id {
+            return Err(CheckpointError(format!(
+                "checkpoint {}: rank {} sees another directory than rank 0 (it must be on a file \
+                 system every rank shares; choose one with --checkpoint)",
+                flist::path::display(&path),
+                comm.rank()
+            )));
+        }
+        Ok(dir)
+    })();
+    let dir = comm.agree(opened)?;
+    let shared = Arc::new(Shared {
+        _held: held,
+        log_name: store::log_name(d.attempt, comm.rank()),
+        path,
+        dir,
+        id: d.id,
+        fresh: d.fresh,
+        nonce: d.nonce,
+        log: Mutex::new(None),
+        pending: Mutex::new((Vec::new(), 0)),
+        durables: Mutex::new(Vec::new()),
+        done: (Mutex::new(false), Condvar::new()),
+        failed: Mutex::new(None),
+    });
+    let flusher = {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("mfu-checkpoint".into())
+            .spawn(move || shared.flush_every(interval()))
+            .ok()
+    };
+    Ok(Opened {
+        checkpoint: Some(Checkpoint { shared, flusher }),
+        prior: d.prior,
+        notice: d.notice,
+    })
+}
+
+impl Shared {
+    fn flush_every(&self, every: Duration) {
+        let (lock, wake) = &self.done;
+        let mut done = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while !*done {
+            done = wake
+                .wait_timeout(done, every)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+            if !*done {
+                let _ = self.flush();
+            }
+        }
+    }
+
+    /// Sync the registered outputs, then write and sync the pending marks. One flush at a
+    /// time (the log's lock is held throughout), so marks reach the log in order.
+    fn flush(&self) -> io::Result<()> {
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        let (bytes, count) = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            std::mem::take(&mut *pending)
+        };
+        if count == 0 {
+            return Ok(());
+        }
+        if let Some(why) = self
+            .failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            return Err(io::Error::other(why.clone()));
+        }
+        let written = (|| {
+            let durables = self
+                .durables
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            for d in &durables {
+                match d {
+                    Durable::File(fd) => rustix::fs::fdatasync(fd.as_fd())?,
+                    Durable::FileSystem(fd) => rustix::fs::syncfs(fd.as_fd())?,
+                }
+            }
+            if log.is_none() {
+                let fd = rustix::fs::openat(
+                    &self.dir,
+                    self.log_name.as_slice(),
+                    rustix::fs::OFlags::WRONLY
+                        | rustix::fs::OFlags::CREATE
+                        | rustix::fs::OFlags::EXCL
+                        | rustix::fs::OFlags::NOFOLLOW
+                        | rustix::fs::OFlags::APPEND
+                        | rustix::fs::OFlags::CLOEXEC,
+                    rustix::fs::Mode::from_raw_mode(0o600),
+                )?;
+                *log = Some(std::fs::File::from(fd));
+            }
+            let file = log.as_mut().expect("opened above");
+            file.write_all(&bytes)?;
+            rustix::fs::fdatasync(file.as_fd())?;
+            Ok::<(), io::Error>(())
+        })();
+        if let Err(e) = &written {
+            *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
+                "write checkpoint {}: {e}",
+                flist::path::display(&self.path)
+            ));
+        }
+        written
+    }
+}
+
+impl Checkpoint {
+    /// The checkpoint directory's path.
+    pub fn path(&self) -> &[u8] {
+        &self.shared.path
+    }
+
+    /// The checkpoint directory, open: a 0700 directory of this user in which a tool may keep
+    /// files of its own (a partial output to continue, a plan). Create them with `openat`
+    /// and `O_CREAT | O_EXCL | O_NOFOLLOW`; they are removed with the checkpoint.
+    pub fn dir(&self) -> BorrowedFd<'_> {
+        self.shared.dir.as_fd()
+    }
+
+    /// (device, inode) of the checkpoint directory: a walk of a tree that holds it skips it.
+    pub fn identity(&self) -> (u64, u64) {
+        self.shared.id
+    }
+
+    /// True when no earlier run left anything to continue.
+    pub fn fresh(&self) -> bool {
+        self.shared.fresh
+    }
+
+    /// Register output data that must be durable before any later mark is written.
+    pub fn durable(&self, what: Durable) {
+        self.shared
+            .durables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(what);
+    }
+
+    /// Unit `key` is finished: its output is written (by this process). `payload` is what a
+    /// rerun needs to skip it. Cheap: the mark is written at the next flush.
+    pub fn mark(&self, key: u64, payload: &[u8]) {
+        {
+            let mut pending = self
+                .shared
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            store::encode_mark(key, payload, self.shared.nonce, &mut pending.0);
+            pending.1 += 1;
+        }
+        let made = MARKS_MADE.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(ms) = slow_ms() {
+            // A run that takes long on a tiny input: a real signal or a job's time limit can
+            // reach it at a chosen share of its work (the Slurm recipe's test).
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+        if stop_after() == Some(made) {
+            steal::signals::stop_flag().store(true, Ordering::SeqCst);
+        }
+        if die_after().is_some_and(|n| made >= n) {
+            let _ = self.shared.flush();
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+            std::thread::sleep(Duration::from_secs(60));
+        }
+    }
+
+    /// Make every mark made so far durable now (after syncing the registered outputs).
+    pub fn flush(&self) -> io::Result<()> {
+        self.shared.flush()
+    }
+
+    fn stop_flusher(&mut self) {
+        let (lock, wake) = &self.shared.done;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        wake.notify_all();
+        if let Some(t) = self.flusher.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// End the run's use of the checkpoint. Collective. [`Outcome::Complete`]: every rank's
+    /// marks are done with, and rank 0 removes the checkpoint (with the tool's own files in
+    /// it). Otherwise the marks are made durable and the checkpoint is kept; an error says a
+    /// rerun will redo more than it needs (the work itself is not affected).
+    pub fn finish(mut self, comm: &dyn Comm, outcome: Outcome) -> Result<(), CheckpointError> {
+        self.stop_flusher();
+        let flushed = match outcome {
+            Outcome::Complete => Ok(()),
+            _ => self.shared.flush().map_err(|e| {
+                CheckpointError(format!(
+                    "write checkpoint {}: {e}",
+                    flist::path::display(&self.shared.path)
+                ))
+            }),
+        };
+        let flushed = comm.agree(flushed);
+        if outcome != Outcome::Complete {
+            return flushed;
+        }
+        // Every rank is done writing before rank 0 removes it.
+        comm.barrier();
+        let removed = if comm.rank() == 0 {
+            store::remove(&self.shared.path, self.shared.dir.as_fd())
+        } else {
+            Ok(())
+        };
+        comm.agree(removed)
+    }
+}
+
+impl Drop for Checkpoint {
+    /// A run that ended without [`Checkpoint::finish`] (an early return, a panic) keeps the
+    /// checkpoint and its marks: they never precede their data.
+    fn drop(&mut self) {
+        if self.flusher.is_some() {
+            self.stop_flusher();
+            let _ = self.shared.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

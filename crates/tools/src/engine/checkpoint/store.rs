@@ -1,0 +1,349 @@
+//! The checkpoint on disk: a directory of this user (mode 0700) holding `header` (the inputs it
+//! was made for and a random nonce, checksummed) and append-only logs `log.ATTEMPT.RANK` of
+//! marks, each mark checked by a hash keyed with the nonce (a torn tail, stale blocks or another
+//! checkpoint's marks never read as done).
+//!
+//! Mark: key (u64 LE), payload length (u32 LE), payload, check (u64 LE: XXH64 of the key,
+//! length and payload, seeded with the nonce). A log is read up to its first mark whose check
+//! fails.
+
+use super::inputs::Inputs;
+use super::CheckpointError;
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read};
+
+/// A mark as read: its key and payload.
+pub(super) type Mark = (u64, Vec<u8>);
+
+/// The first bytes of a header (format version 1).
+const MAGIC: &[u8; 8] = b"MFUCKPT\x01";
+
+/// The header's file name in the checkpoint directory.
+pub(super) const HEADER: &[u8] = b"header";
+
+/// The start of every log's file name.
+const LOG_PREFIX: &[u8] = b"log.";
+
+/// The longest payload of one mark (bytes): a larger one is a damaged log.
+pub(super) const MAX_PAYLOAD: usize = 64 << 20;
+
+/// What the header records.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Header {
+    pub inputs: Inputs,
+    /// Seeds every mark's check.
+    pub nonce: u64,
+}
+
+/// What is at a checkpoint's path.
+pub(super) enum Found {
+    /// Nothing.
+    Absent,
+    /// A checkpoint directory of this user with a valid header.
+    Ours(OwnedFd, Header),
+    /// A directory of this user, mode 0700, holding nothing but names a checkpoint has, and no
+    /// valid header (a run killed while creating it; a damaged header): removable.
+    Damaged(OwnedFd, &'static str),
+    /// Something that is not this user's checkpoint: never used, never removed.
+    Foreign(String),
+}
+
+fn io_err(op: &str, path: &[u8], e: impl Into<io::Error>) -> CheckpointError {
+    CheckpointError(format!("{op} {}: {}", flist::path::display(path), e.into()))
+}
+
+/// Whether `name` is one that a checkpoint directory holds (its header, its header's
+/// temporary, a log): what tells a damaged checkpoint from a user's directory.
+fn ours_by_name(name: &[u8]) -> bool {
+    name == HEADER || name.starts_with(LOG_PREFIX) || flist::atomic::is_temp_name(name)
+}
+
+/// Look at `path`: never following a symbolic link, trusting only what this user owns.
+pub(super) fn inspect(path: &[u8]) -> Result<Found, CheckpointError> {
+    let p = flist::path::as_path(path);
+    let st = match rustix::fs::lstat(p) {
+        Err(Errno::NOENT) => return Ok(Found::Absent),
+        Err(e) => return Err(io_err("stat", path, e)),
+        Ok(st) => st,
+    };
+    let me = rustix::process::geteuid().as_raw();
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFDIR => {}
+        libc::S_IFLNK => return Ok(Found::Foreign("it is a symbolic link".into())),
+        _ => return Ok(Found::Foreign("it is not a directory".into())),
+    }
+    if st.st_uid != me {
+        return Ok(Found::Foreign("it is owned by another user".into()));
+    }
+    if st.st_mode & 0o077 != 0 {
+        return Ok(Found::Foreign(
+            "it is open to other users (a checkpoint is mode 0700)".into(),
+        ));
+    }
+    let dir = rustix::fs::open(
+        p,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| io_err("open", path, e))?;
+    let again = rustix::fs::fstat(&dir).map_err(|e| io_err("stat", path, e))?;
+    if (again.st_dev, again.st_ino) != (st.st_dev, st.st_ino) {
+        return Ok(Found::Foreign("it was replaced while being opened".into()));
+    }
+    match read_header(dir.as_fd()) {
+        Ok(h) => Ok(Found::Ours(dir, h)),
+        Err(why) => {
+            let names = list(dir.as_fd()).map_err(|e| io_err("read directory", path, e))?;
+            if names.iter().all(|n| ours_by_name(n)) {
+                Ok(Found::Damaged(dir, why))
+            } else {
+                Ok(Found::Foreign(
+                    "it holds files that are not a checkpoint's".into(),
+                ))
+            }
+        }
+    }
+}
+
+/// The names in `dir` (not `.` and `..`).
+fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<Vec<u8>>> {
+    let mut names = Vec::new();
+    for entry in rustix::fs::Dir::read_from(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            names.push(name.to_vec());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Open `name` in `dir` for reading if it is a regular file of this user with one link.
+fn open_trusted(dir: BorrowedFd<'_>, name: &[u8]) -> Result<std::fs::File, &'static str> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )
+    .map_err(|_| "it cannot be opened (missing, or a symbolic link)")?;
+    let st = rustix::fs::fstat(&fd).map_err(|_| "it cannot be read")?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG
+        || st.st_uid != rustix::process::geteuid().as_raw()
+        || st.st_nlink != 1
+    {
+        return Err("it is not a regular file of this user with one link");
+    }
+    Ok(std::fs::File::from(fd))
+}
+
+fn read_header(dir: BorrowedFd<'_>) -> Result<Header, &'static str> {
+    let mut bytes = Vec::new();
+    open_trusted(dir, HEADER)
+        .map_err(|_| "its header is missing or not a regular file")?
+        .take(16 << 20)
+        .read_to_end(&mut bytes)
+        .map_err(|_| "its header cannot be read")?;
+    let damaged = "its header is damaged";
+    let body = bytes
+        .strip_prefix(MAGIC.as_slice())
+        .ok_or("its header is not of this version")?;
+    if body.len() < 8 {
+        return Err(damaged);
+    }
+    let (body, check) = body.split_at(body.len() - 8);
+    if xxhash_rust::xxh64::xxh64(body, 0).to_le_bytes() != check {
+        return Err(damaged);
+    }
+    steal::typed::decode(body).map_err(|_| damaged)
+}
+
+/// Create the checkpoint directory at `path` (new, mode 0700; `mkdir` never follows a link at
+/// its name) and write its header. Returns the open directory.
+pub(super) fn create(path: &[u8], header: &Header) -> Result<OwnedFd, CheckpointError> {
+    let p = flist::path::as_path(path);
+    rustix::fs::mkdir(p, Mode::from_raw_mode(0o700)).map_err(|e| io_err("create", path, e))?;
+    let dir = rustix::fs::open(
+        p,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| io_err("open", path, e))?;
+    write_header(dir.as_fd(), header).map_err(|e| io_err("write the header of", path, e))?;
+    Ok(dir)
+}
+
+fn write_header(dir: BorrowedFd<'_>, header: &Header) -> io::Result<()> {
+    let mut bytes = MAGIC.to_vec();
+    let body = steal::typed::encode(header);
+    let check = xxhash_rust::xxh64::xxh64(&body, 0);
+    bytes.extend_from_slice(&body);
+    bytes.extend_from_slice(&check.to_le_bytes());
+    let (temp, fd) = flist::atomic::create_in(dir, HEADER, OFlags::WRONLY, 0o600)?;
+    let file = std::fs::File::from(fd);
+    let written = io::Write::write_all(&mut &file, &bytes)
+        .and_then(|()| flist::atomic::publish(dir, &temp, HEADER, Some(file.as_fd())))
+        .and_then(|()| rustix::fs::fsync(dir).map_err(io::Error::from));
+    if written.is_err() {
+        let _ = flist::atomic::discard(dir, &temp);
+    }
+    written
+}
+
+/// Every mark of every log in `dir` whose check holds with `nonce`, earlier attempts first,
+/// and the number of the next attempt.
+pub(super) fn read_marks(dir: BorrowedFd<'_>, nonce: u64) -> io::Result<(Vec<Mark>, u64)> {
+    let mut marks = Vec::new();
+    let mut next = 0;
+    for name in list(dir)? {
+        let Some(attempt) = attempt_of(&name) else {
+            continue;
+        };
+        next = next.max(attempt + 1);
+        let Ok(file) = open_trusted(dir, &name) else {
+            continue;
+        };
+        let mut bytes = Vec::new();
+        if (&file).read_to_end(&mut bytes).is_err() {
+            continue;
+        }
+        parse_marks(&bytes, nonce, &mut marks);
+    }
+    // Names sort by attempt (fixed-width numbers): earlier attempts' marks come first.
+    Ok((marks, next))
+}
+
+/// The attempt number of a log's name `log.ATTEMPT.RANK`.
+fn attempt_of(name: &[u8]) -> Option<u64> {
+    let rest = name.strip_prefix(LOG_PREFIX)?;
+    let dot = rest.iter().position(|&b| b == b'.')?;
+    std::str::from_utf8(&rest[..dot]).ok()?.parse().ok()
+}
+
+/// The name of the log of `rank` in attempt `attempt`.
+pub(super) fn log_name(attempt: u64, rank: usize) -> Vec<u8> {
+    format!("log.{attempt:010}.{rank:06}").into_bytes()
+}
+
+/// Append the encoding of one mark to `out`.
+pub(super) fn encode_mark(key: u64, payload: &[u8], nonce: u64, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&key.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(payload);
+    let check = xxhash_rust::xxh64::xxh64(&out[start..], nonce);
+    out.extend_from_slice(&check.to_le_bytes());
+}
+
+/// The marks in `bytes` up to the first that is cut or whose check fails.
+fn parse_marks(mut bytes: &[u8], nonce: u64, out: &mut Vec<Mark>) {
+    while bytes.len() >= 20 {
+        let key = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+        let len = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize;
+        if len > MAX_PAYLOAD || bytes.len() < 12 + len + 8 {
+            return;
+        }
+        let check = u64::from_le_bytes(bytes[12 + len..20 + len].try_into().expect("8 bytes"));
+        if xxhash_rust::xxh64::xxh64(&bytes[..12 + len], nonce) != check {
+            return;
+        }
+        out.push((key, bytes[12..12 + len].to_vec()));
+        bytes = &bytes[20 + len..];
+    }
+}
+
+/// Remove everything in `dir` (a checkpoint directory of this user), never following a link:
+/// its header, logs and whatever files and directories the tool kept in it.
+pub(super) fn empty(dir: BorrowedFd<'_>) -> io::Result<()> {
+    for name in list(dir)? {
+        match rustix::fs::unlinkat(dir, name.as_slice(), AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(Errno::ISDIR) | Err(Errno::PERM) => {
+                let sub = rustix::fs::openat(
+                    dir,
+                    name.as_slice(),
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?;
+                empty(sub.as_fd())?;
+                rustix::fs::unlinkat(dir, name.as_slice(), AtFlags::REMOVEDIR)?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Remove the checkpoint directory `dir` at `path`: its contents, then the directory itself,
+/// if the name still holds that very directory.
+pub(super) fn remove(path: &[u8], dir: BorrowedFd<'_>) -> Result<(), CheckpointError> {
+    empty(dir).map_err(|e| io_err("remove the contents of", path, e))?;
+    let id = flist::atomic::identity(dir).map_err(|e| io_err("stat", path, e))?;
+    let parent =
+        flist::atomic::open_parent(path).map_err(|e| io_err("open the directory of", path, e))?;
+    let name = flist::path::basename(path);
+    match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if (st.st_dev, st.st_ino) == id => {
+            rustix::fs::unlinkat(&parent, name, AtFlags::REMOVEDIR)
+                .map_err(|e| io_err("remove", path, e))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_read_back_up_to_the_first_damaged_one() {
+        let mut log = Vec::new();
+        encode_mark(1, b"one", 77, &mut log);
+        encode_mark(2, b"", 77, &mut log);
+        let good = log.len();
+        encode_mark(3, b"three", 77, &mut log);
+        let mut out = Vec::new();
+        parse_marks(&log, 77, &mut out);
+        assert_eq!(out.len(), 3);
+        // Another nonce: nothing.
+        out.clear();
+        parse_marks(&log, 78, &mut out);
+        assert!(out.is_empty());
+        // A flipped byte in the third mark, or a cut tail: the first two only.
+        for damaged in [
+            {
+                let mut l = log.clone();
+                l[good + 13] ^= 1;
+                l
+            },
+            log[..log.len() - 1].to_vec(),
+        ] {
+            out.clear();
+            parse_marks(&damaged, 77, &mut out);
+            assert_eq!(out, vec![(1, b"one".to_vec()), (2, Vec::new())]);
+        }
+        // Garbage never panics.
+        let mut seed = 1u64;
+        for _ in 0..2000 {
+            let bytes: Vec<u8> = (0..64)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    (seed >> 33) as u8
+                })
+                .collect();
+            out.clear();
+            parse_marks(&bytes, 77, &mut out);
+        }
+    }
+
+    #[test]
+    fn log_names_give_back_their_attempt() {
+        assert_eq!(attempt_of(&log_name(12, 3)), Some(12));
+        assert_eq!(attempt_of(b"log.x.1"), None);
+        assert!(ours_by_name(&log_name(0, 0)) && ours_by_name(HEADER) && !ours_by_name(b"data"));
+    }
+}

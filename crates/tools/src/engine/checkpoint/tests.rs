@@ -1,0 +1,209 @@
+use super::*;
+
+fn inputs(chunk: u64) -> Inputs {
+    Inputs::new("test-tool")
+        .field("the sources", &b"/src".to_vec())
+        .field("--chunk", &chunk)
+}
+
+fn out_in(dir: &tempfile::TempDir) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    dir.path().join("out").as_os_str().as_bytes().to_vec()
+}
+
+/// Open at `ranks` thread ranks with the default location beside `out`; each rank marks the
+/// keys `k` with `k % ranks == rank` from `marks` and finishes with `outcome`. Returns rank 0's
+/// prior and notice.
+fn run(
+    out: &[u8],
+    ranks: usize,
+    chunk: u64,
+    marks: std::ops::Range<u64>,
+    outcome: Outcome,
+) -> (Prior, Option<String>) {
+    let got = steal::local::run(ranks, |comm| {
+        let plan = Plan {
+            output: Some(out),
+            inputs: inputs(chunk),
+        };
+        let opened = open(comm, &Choice::Beside, plan).expect("open");
+        let cp = opened.checkpoint.expect("a checkpoint");
+        for k in marks.clone() {
+            if k as usize % comm.size() == comm.rank() {
+                cp.mark(k, &k.to_le_bytes());
+            }
+        }
+        cp.finish(comm, outcome).expect("finish");
+        (opened.prior, opened.notice)
+    });
+    assert!(
+        got.windows(2).all(|w| w[0].0 == w[1].0),
+        "every rank has the same prior"
+    );
+    got.into_iter().next().unwrap()
+}
+
+fn checkpoint_path(out: &[u8]) -> std::path::PathBuf {
+    let p = std::path::PathBuf::from(flist::path::as_path(out));
+    p.with_file_name(".out.mfu-checkpoint")
+}
+
+#[test]
+fn a_rerun_at_another_rank_count_gets_every_mark_and_completion_removes_it() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    let (prior, notice) = run(&out, 3, 4, 0..10, Outcome::Stopped);
+    assert!(prior.is_empty() && notice.is_none());
+    let cp = checkpoint_path(&out);
+    let meta = std::fs::symlink_metadata(&cp).unwrap();
+    assert!(meta.is_dir());
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+        0o700
+    );
+    let (prior, notice) = run(&out, 2, 4, 10..15, Outcome::Stopped);
+    assert_eq!(prior.len(), 10);
+    assert!(notice.unwrap().contains("continuing from checkpoint"));
+    assert_eq!(prior.payload(7), Some(&7u64.to_le_bytes()[..]));
+    let (prior, _) = run(&out, 1, 4, 0..0, Outcome::Complete);
+    assert_eq!(prior.len(), 15);
+    assert!(!cp.exists(), "a completed run leaves no checkpoint");
+}
+
+#[test]
+fn changed_inputs_or_a_damaged_header_start_over_and_say_why() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    run(&out, 1, 4, 0..5, Outcome::Stopped);
+    let (prior, notice) = run(&out, 2, 8, 0..3, Outcome::Stopped);
+    assert!(prior.is_empty());
+    assert!(
+        notice.unwrap().contains("--chunk changed"),
+        "the changed option is named"
+    );
+    let header = checkpoint_path(&out).join("header");
+    let mut bytes = std::fs::read(&header).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(&header, bytes).unwrap();
+    let (prior, notice) = run(&out, 1, 8, 0..1, Outcome::Stopped);
+    assert!(prior.is_empty());
+    assert!(notice.unwrap().contains("damaged"));
+}
+
+#[test]
+fn forged_logs_and_a_foreign_checkpoint_are_not_trusted() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    run(&out, 1, 4, 0..4, Outcome::Stopped);
+    let cp = checkpoint_path(&out);
+    // A log of garbage, and a log planted as a symbolic link to a copy of a real one: neither
+    // adds a unit.
+    std::fs::write(cp.join("log.0000000005.000000"), vec![0xa5; 300]).unwrap();
+    let real = std::fs::read_dir(&cp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("log.0000000000")
+        })
+        .unwrap();
+    let elsewhere = t.path().join("copy");
+    let mut bytes = std::fs::read(&real).unwrap();
+    // The copy's marks are re-keyed by hand: their checks no longer hold.
+    bytes[0] = 99;
+    std::fs::write(&elsewhere, bytes).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, cp.join("log.0000000006.000000")).unwrap();
+    let (prior, _) = run(&out, 1, 4, 0..0, Outcome::Stopped);
+    assert_eq!(
+        prior.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
+
+    // A symbolic link at the default name: never followed, the run goes on without one.
+    let t2 = tempfile::tempdir().unwrap();
+    let out2 = out_in(&t2);
+    let target = t2.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    std::os::unix::fs::symlink(&target, checkpoint_path(&out2)).unwrap();
+    let got = steal::local::run(1, |comm| {
+        let plan = Plan {
+            output: Some(&out2),
+            inputs: inputs(4),
+        };
+        let o = open(comm, &Choice::Beside, plan).unwrap();
+        (o.checkpoint.is_none(), o.notice)
+    });
+    assert!(got[0].0);
+    assert!(got[0].1.as_ref().unwrap().contains("symbolic link"));
+    assert_eq!(
+        std::fs::read_dir(&target).unwrap().count(),
+        0,
+        "nothing written through it"
+    );
+
+    // A user's directory at --checkpoint PATH: refused, left alone.
+    let mine = t2.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("notes.txt"), b"keep").unwrap();
+    let at = {
+        use std::os::unix::ffi::OsStrExt;
+        mine.as_os_str().as_bytes().to_vec()
+    };
+    let err = steal::local::run(1, |comm| {
+        let plan = Plan {
+            output: None,
+            inputs: inputs(4),
+        };
+        open(comm, &Choice::At(at.clone()), plan).unwrap_err()
+    });
+    assert!(err[0].0.contains("not a checkpoint"), "{}", err[0]);
+    assert_eq!(std::fs::read(mine.join("notes.txt")).unwrap(), b"keep");
+}
+
+#[test]
+fn off_keeps_nothing_and_finds_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    run(&out, 1, 4, 0..3, Outcome::Stopped);
+    let got = steal::local::run(1, |comm| {
+        let plan = Plan {
+            output: Some(&out),
+            inputs: inputs(4),
+        };
+        let o = open(comm, &Choice::Off, plan).unwrap();
+        (o.checkpoint.is_none(), o.prior.len(), o.notice)
+    });
+    assert_eq!(got[0], (true, 0, None));
+}
+
+#[test]
+fn a_second_run_of_the_same_command_at_once_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    steal::local::run(1, |comm| {
+        let plan = Plan {
+            output: Some(&out),
+            inputs: inputs(4),
+        };
+        let first = open(comm, &Choice::Beside, plan).unwrap();
+        let again = steal::local::run(1, |comm| {
+            let plan = Plan {
+                output: Some(&out),
+                inputs: inputs(4),
+            };
+            open(comm, &Choice::Beside, plan).unwrap_err()
+        });
+        assert!(again[0].0.contains("in use by another run"), "{}", again[0]);
+        first
+            .checkpoint
+            .unwrap()
+            .finish(comm, Outcome::Stopped)
+            .unwrap();
+    });
+    // Once the first has ended, the same command continues.
+    let (_, notice) = run(&out, 1, 4, 0..0, Outcome::Complete);
+    assert!(notice.unwrap().contains("continuing"));
+}
