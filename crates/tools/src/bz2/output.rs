@@ -11,7 +11,7 @@
 use crate::engine::status::Status;
 use flist::atomic;
 use flist::path::display;
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use std::fs::{File, FileTimes, Permissions};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -29,26 +29,33 @@ pub struct TempOutput {
     pub file: File,
 }
 
-/// Rank 0 opens `dest`'s directory (which must still be the directory `dir_id`), removes the
-/// temporaries an earlier killed run left for `dest` (each named in the returned notes) and
-/// creates a fresh temporary (mode 0600 while written); the other ranks open it for writing.
+/// Rank 0 opens `dest`'s directory (which must still be the directory `dir_id`), takes over
+/// the partial output `resume` an interrupted earlier run recorded (its name and (device,
+/// inode); see [`adopt`]) when it is still there, removes the temporaries an earlier killed run
+/// left for `dest` (each named in the returned notes) and, unless it took one over, creates a
+/// fresh temporary (mode 0600 while written); the other ranks open it for writing.
 /// Collective. `Err` on every rank if any rank failed (rank 0's message; the others' empty).
+/// The flag is true on every rank when the partial output was taken over.
 pub fn create(
     comm: &dyn Comm,
     dest: &[u8],
     dir_id: (u64, u64),
-) -> Result<(TempOutput, Vec<String>), (Status, String)> {
+    resume: Option<&(Vec<u8>, (u64, u64))>,
+) -> Result<(TempOutput, Vec<String>, bool), (Status, String)> {
     let (dir_path, base) = atomic::split(dest);
     // Rank 0's temporary file, (device, inode) and name, for the other ranks to open.
     let mut shared: Option<((u64, u64), serde_bytes::ByteBuf)> = None;
     let mut notes = Vec::new();
     let mut dir = None;
+    let mut adopted = false;
     // Ranks other than 0 have nothing to say when rank 0 failed: its status is the one.
     let mut mine: Result<(Vec<u8>, File), (Status, String)> = Err((Status::Ok, String::new()));
     if comm.rank() == 0 {
         mine = atomic::open_dir_checked(&dir_path, dir_id)
             .map_err(|e| (Status::ItemsFailed, e))
             .and_then(|fd| {
+                // Before the stale ones go: the partial output is a dead process's temporary.
+                let taken = resume.and_then(|(name, id)| adopt(fd.as_fd(), name, *id, &base));
                 for (name, removed) in atomic::remove_stale(fd.as_fd(), &base) {
                     let path = [dir_path.as_slice(), b"/", &name].concat();
                     notes.push(match removed {
@@ -59,13 +66,20 @@ pub fn create(
                         Err(e) => format!("remove stale temporary {}: {e}", display(&path)),
                     });
                 }
-                let made =
-                    atomic::create_in(fd.as_fd(), &base, OFlags::RDWR, 0o600).map_err(|e| {
-                        (
-                            Status::Usage,
-                            format!("create a temporary file in {}: {e}", display(&dir_path)),
-                        )
-                    })?;
+                let made = match taken {
+                    Some(made) => {
+                        adopted = true;
+                        made
+                    }
+                    None => {
+                        atomic::create_in(fd.as_fd(), &base, OFlags::RDWR, 0o600).map_err(|e| {
+                            (
+                                Status::Usage,
+                                format!("create a temporary file in {}: {e}", display(&dir_path)),
+                            )
+                        })?
+                    }
+                };
                 dir = Some(fd);
                 Ok(made)
             })
@@ -77,6 +91,7 @@ pub fn create(
             });
     }
     let shared = comm.bcast_from(0, &shared);
+    let adopted = comm.bcast_from(0, &adopted);
     if let (false, Some((id, name))) = (comm.rank() == 0, shared) {
         let name = name.into_vec();
         let path = [dir_path.as_slice(), b"/", &name].concat();
@@ -105,9 +120,11 @@ pub fn create(
                 file,
             },
             notes,
+            adopted,
         )),
         (mine, _) => {
-            if let (Some(d), Ok((name, _))) = (&dir, &mine) {
+            // A fresh temporary goes; a partial output taken over stays for the next run.
+            if let (Some(d), Ok((name, _)), false) = (&dir, &mine, adopted) {
                 let _ = rustix::fs::unlinkat(d, name.as_slice(), AtFlags::empty());
             }
             let status = match &mine {
@@ -121,6 +138,11 @@ pub fn create(
 }
 
 impl TempOutput {
+    /// The temporary's name (one component) in the output's directory.
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
     /// Rank 0's last step after every rank synced its writes: give the output the input's mode,
     /// owner (best effort) and times, rename it to `dest` (replacing an existing `dest` only
     /// with `replace`; never following a symlink there), and sync the directory so that the
@@ -197,6 +219,54 @@ impl TempOutput {
             let _ = rustix::fs::unlinkat(dir, self.name.as_slice(), AtFlags::empty());
         }
     }
+}
+
+/// Take over the partial output an interrupted earlier run left in `dir` under `name` (one
+/// component), when it still is the file `id` that run recorded: a regular file of this user
+/// with one link, reached without following a symlink. It is renamed to this process's
+/// temporary name for `base` (so that [`atomic::remove_stale`] leaves it alone and a run
+/// after this one knows it by this name) and checked again after the rename. `None` (nothing
+/// renamed, or renamed back) when it is gone or is not that file: the run then starts over.
+pub(crate) fn adopt(
+    dir: BorrowedFd<'_>,
+    name: &[u8],
+    id: (u64, u64),
+    base: &[u8],
+) -> Option<(Vec<u8>, OwnedFd)> {
+    // A forged record must not reach out of the directory nor name something else's file.
+    if name.is_empty() || name.contains(&b'/') || !atomic::is_temp_name(name) {
+        return None;
+    }
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )
+    .ok()?;
+    let ours = |fd: BorrowedFd<'_>| {
+        rustix::fs::fstat(fd).is_ok_and(|st| {
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
+                && st.st_nlink == 1
+                && st.st_uid == rustix::process::geteuid().as_raw()
+                && (st.st_dev, st.st_ino) == id
+        })
+    };
+    if !ours(fd.as_fd()) {
+        return None;
+    }
+    let mine = atomic::temp_name(base);
+    if mine != name {
+        rustix::fs::renameat_with(dir, name, dir, mine.as_slice(), RenameFlags::NOREPLACE).ok()?;
+        // Swapped between the check and the rename: put back what was moved, start over.
+        let moved = rustix::fs::statat(dir, mine.as_slice(), AtFlags::SYMLINK_NOFOLLOW);
+        if !moved.is_ok_and(|st| (st.st_dev, st.st_ino) == id) {
+            let _ =
+                rustix::fs::renameat_with(dir, mine.as_slice(), dir, name, RenameFlags::NOREPLACE);
+            return None;
+        }
+    }
+    Some((mine, fd))
 }
 
 fn system_time(secs: i64, nsec: i64) -> std::time::SystemTime {
