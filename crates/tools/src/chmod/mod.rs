@@ -32,7 +32,7 @@ pub(crate) mod nofollow;
 pub(crate) mod owner;
 
 use crate::engine::batches::{run_batches, run_levels, LevelWork, Order};
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::input::{Input, Listed};
 use crate::engine::regex_select::RegexSelector;
 use crate::engine::setup::agree_setup;
@@ -158,6 +158,15 @@ impl ToolReport for Report {
     }
     fn status(&self) -> Status {
         Status::of_work(self.failed, 0, self.interrupted)
+    }
+    /// Entries changed, found as asked or failed, of those selected: a rerun of the same chmod
+    /// finds the ones done unchanged.
+    fn stopped(&self) -> Option<Stopped> {
+        self.interrupted.then(|| Stopped {
+            done: (self.changed + self.unchanged + self.failed).min(self.selected),
+            total: self.selected,
+            what: "entries",
+        })
     }
 }
 

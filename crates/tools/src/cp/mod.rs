@@ -12,7 +12,7 @@
 //! The phases of [`run`]: setup (identity, path rules), list (walk or read `input`, filter,
 //! group hard links, spread), copy (the copy engine), report.
 
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::{links, Mapping, Plan};
 use crate::engine::input::{Input, Listed};
@@ -147,6 +147,16 @@ impl ToolReport for Report {
         listed
             .worst(manifest)
             .worst(Status::of_work(self.failed, self.skipped, self.interrupted))
+    }
+    /// Entries created, failed or skipped of those planned: a rerun of the same cp skips the
+    /// files already complete (with `-p` their size and mtime tell) and resumes huge ones from
+    /// their journals.
+    fn stopped(&self) -> Option<Stopped> {
+        self.interrupted.then(|| Stopped {
+            done: (self.items() + self.failed + self.skipped).min(self.planned),
+            total: self.planned,
+            what: "entries",
+        })
     }
 }
 

@@ -25,7 +25,7 @@
 //! it is, never followed.
 
 use crate::engine::batches::run_batches;
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::input::{Input, Listed};
 use crate::engine::locks::lock;
 use crate::engine::regex_select::RegexSelector;
@@ -146,6 +146,15 @@ impl ToolReport for Report {
             Status::Ok
         };
         other.worst(Status::of_work(self.failed, 0, self.interrupted))
+    }
+    /// Entries removed or failed of those selected: a rerun of the same rm finds only what is
+    /// left.
+    fn stopped(&self) -> Option<Stopped> {
+        self.interrupted.then(|| Stopped {
+            done: (self.files + self.dirs + self.failed).min(self.selected),
+            total: self.selected,
+            what: "entries",
+        })
     }
 }
 

@@ -15,7 +15,7 @@ mod decide;
 mod xattrs;
 
 use crate::engine::compare_expr::{Field, Output, States};
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::journal::{self, Found, Resumable, SourceId};
 use crate::engine::copy::resume::{self, Journals};
@@ -166,6 +166,14 @@ impl ToolReport for Report {
             Status::Ok
         };
         left.worst(Status::of_work(self.failed, self.skipped, self.interrupted))
+    }
+    /// Actions handled of those planned: a rerun of the same sync plans only what is left.
+    fn stopped(&self) -> Option<Stopped> {
+        self.interrupted.then(|| Stopped {
+            done: self.handled,
+            total: self.planned,
+            what: "entries",
+        })
     }
 }
 
