@@ -99,6 +99,9 @@ pub struct Report {
     /// Actions that happened or failed, as the engines counted them (not the plan's word):
     /// with a stop, how far the run got.
     pub handled: u64,
+    /// Bytes of file data planned to be copied (`bytes` counts those written): what a stopped
+    /// run's report counts when there are any.
+    pub planned_bytes: u64,
     /// Entries created in DEST.
     pub created: u64,
     /// Entries whose data was replaced.
@@ -167,12 +170,23 @@ impl ToolReport for Report {
         };
         left.worst(Status::of_work(self.failed, self.skipped, self.interrupted))
     }
-    /// Actions handled of those planned: a rerun of the same sync plans only what is left.
+    /// Bytes copied of those planned (actions handled, when no data is to be copied): a rerun
+    /// of the same sync plans only what is left.
     fn stopped(&self) -> Option<Stopped> {
-        self.interrupted.then(|| Stopped {
-            done: self.handled,
-            total: self.planned,
-            what: "entries",
+        if !self.interrupted {
+            return None;
+        }
+        Some(match self.planned_bytes {
+            0 => Stopped {
+                done: self.handled,
+                total: self.planned,
+                what: "entries",
+            },
+            total => Stopped {
+                done: self.bytes.min(total),
+                total,
+                what: "bytes",
+            },
         })
     }
 }
@@ -519,6 +533,7 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     counts[5] = d.bytes;
     comm.allreduce(&mut counts, ReduceOp::Sum);
     report.planned = counts[..5].iter().sum();
+    report.planned_bytes = counts[5];
     if let Journals::Planned(resumes) = &d.plan.journals {
         let mut planned = [
             resumes.len() as u64,
