@@ -23,7 +23,8 @@
 
 pub(crate) mod nodes;
 
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::checkpoint::{self, Checkpoint, Choice, Inputs, Outcome, Prior};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::status::Status;
 use flist::atomic;
 use flist::path::{as_path, display};
@@ -58,6 +59,11 @@ pub struct Options {
     pub dest: Vec<u8>,
     /// Bytes per segment (the unit read by one rank and sent to every node); more than 0.
     pub segment: u64,
+    /// Where the segments written on each node are recorded, so that the same command run
+    /// again after a stop or a kill continues each node's partial copy (by default in
+    /// `$XDG_STATE_HOME/mfu-rs/checkpoints`: DEST is node-local, the checkpoint must be
+    /// shared).
+    pub checkpoint: Choice,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -69,6 +75,7 @@ impl Options {
             src,
             dest,
             segment: 1 << 20,
+            checkpoint: Choice::default(),
             context: Context::default(),
         }
     }
@@ -110,6 +117,9 @@ pub struct Report {
     pub seconds: f64,
     /// A stop request cut the transfer short.
     pub interrupted: bool,
+    /// The stop left a checkpoint and each node's partial copy: the same command continues.
+    #[serde(skip)]
+    pub resumable: bool,
     /// The run was verbose ([`Context::verbose`]): the command line then lists `nodes`.
     #[serde(skip)]
     pub verbose: bool,
@@ -130,6 +140,16 @@ impl ToolReport for Report {
     fn status(&self) -> Status {
         Status::of_work(self.failed, 0, self.interrupted)
     }
+    /// Segments written on all nodes (earlier runs' included) of segments times nodes, when a
+    /// stop left a checkpoint.
+    fn stopped(&self) -> Option<Stopped> {
+        let total = self.segments * self.nodes.len() as u64;
+        (self.interrupted && self.resumable).then(|| Stopped {
+            done: self.nodes.iter().map(|n| n.written).sum::<u64>().min(total),
+            total,
+            what: "segments",
+        })
+    }
 }
 
 /// How a node receives the file (its leader tells every rank).
@@ -144,6 +164,9 @@ struct Target {
     dir_id: (u64, u64),
     /// (device, inode) of the file the ranks write.
     file_id: (u64, u64),
+    /// The file is the partial copy an interrupted earlier run left (taken over): the
+    /// segments the checkpoint records for this node are in it.
+    resumed: bool,
 }
 
 /// What every rank knows after the setup: the source, open, its mode, every node's
@@ -166,8 +189,46 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let my_node = nodes.node_of[me];
     let node_name = display(&nodes.names[my_node]).into_owned();
     let dest = &options.dest[..];
-    let (size, mode) = check_source(comm, &options.src)?;
-    let setup = plan(comm, options, &nodes, &node_name, size, mode)?;
+    let (size, mode, stamp) = check_source(comm, &options.src)?;
+    let inputs = Inputs::new("bcast")
+        .field("SRC", &serde_bytes::Bytes::new(&options.src))
+        .field("DEST", &serde_bytes::Bytes::new(&options.dest))
+        .field("--size", &options.segment)
+        .field("the source (device, inode, size, times)", &stamp);
+    let opened = checkpoint::open(
+        comm,
+        &options.checkpoint,
+        checkpoint::Plan {
+            output: None,
+            inputs,
+        },
+    )
+    .map_err(|e| Error::new(e.to_string()))?;
+    if let (0, Some(notice)) = (me, &opened.notice) {
+        context.info(format!("{}\n", notice.trim_end()));
+    }
+    let (ck, prior) = (opened.checkpoint, opened.prior);
+    let my_name = nodes.names[my_node].clone();
+    let resume = nodes
+        .is_leader(me)
+        .then(|| prior.payload(temp_key(&my_name)).and_then(decode_temp))
+        .flatten();
+    let setup = match plan(comm, options, &nodes, &node_name, size, mode, resume) {
+        Ok(setup) => setup,
+        Err(e) => {
+            if let Some(c) = ck {
+                let _ = c.finish(comm, Outcome::Failed);
+            }
+            return Err(e);
+        }
+    };
+    // Each leader records its node's partial copy (name, identity) before any segment of it
+    // is marked; every rank's writes are synced before its marks.
+    if let (Some(c), true, false) = (&ck, nodes.is_leader(me), setup.targets[my_node].in_place) {
+        let t = &setup.targets[my_node];
+        let name = atomic::split(&t.path).1;
+        c.mark(temp_key(&my_name), &encode_temp(&name, t.file_id));
+    }
     let target = &setup.targets[my_node];
     // The plan is made; the race tests change the tree here.
     crate::engine::test_seam::after_listing(comm);
@@ -176,6 +237,11 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         .map_err(|e| format!("node {node_name}: {e}"))
         .map_err(|e| failure = Some(e))
         .ok();
+    if let (Some(c), Some(f)) = (&ck, &out) {
+        if let Ok(dup) = f.try_clone() {
+            c.durable(checkpoint::Durable::File(std::sync::Arc::new(dup.into())));
+        }
+    }
 
     // 3. The segments, round by round.
     let progress = context.progress(me, "Broadcast");
@@ -191,8 +257,12 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         segment: options.segment,
         src_name: display(&options.src).into_owned(),
         out_name: format!("node {node_name}: {}", display(&target.path)),
+        prior: &prior,
+        checkpoint: ck.as_ref(),
     };
     let counts = job.run(&mut failure, &progress);
+    // A stop with a checkpoint keeps each node's partial copy for the next run.
+    let keep = counts.interrupted && ck.is_some();
     if counts.interrupted {
         failure.get_or_insert_with(|| format!("node {node_name}: interrupted by a signal"));
     }
@@ -220,6 +290,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
             dest,
             setup.mode,
             node_failed[my_node],
+            keep,
         )
         .err()
         .map(|e| format!("node {node_name}: {e}"));
@@ -244,7 +315,15 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
                 context.error(e);
             }
         }
-        if counts.interrupted {
+        if keep {
+            context.events.error(&format!(
+                "stopped: {} not complete on any node; each node's partial copy and the \
+                 checkpoint {} are kept for the next run",
+                display(dest),
+                ck.as_ref()
+                    .map_or(String::new(), |c| display(c.path()).into_owned())
+            ));
+        } else if counts.interrupted {
             let left = setup.targets.iter().filter(|t| t.in_place).count();
             // About the whole run: not in the report's sample of failed items.
             context.events.error(&format!(
@@ -257,6 +336,18 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
                     String::new()
                 }
             ));
+        }
+    }
+    if let Some(c) = ck {
+        let outcome = if keep {
+            Outcome::Stopped
+        } else {
+            Outcome::Complete
+        };
+        if let Err(e) = c.finish(comm, outcome) {
+            if me == 0 {
+                context.error(e);
+            }
         }
     }
     let node_reports = nodes
@@ -280,6 +371,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         failed: node_failed.iter().filter(|&&f| f).count() as u64,
         seconds: started.elapsed().as_secs_f64(),
         interrupted: counts.interrupted,
+        resumable: keep,
         verbose: context.verbose,
         failures: context.failures(),
     })
@@ -287,10 +379,23 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
 
 /// Phase 1: SRC's size and mode, checked by rank 0; `Err` on every rank when it is missing or
 /// not a regular file. Collective.
-fn check_source(comm: &dyn Comm, src: &[u8]) -> Result<(u64, u32), Error> {
-    let checked: Result<(u64, u32), String> =
+/// The source's identity, size and times: what a checkpoint is trusted for.
+type Stamp = ((u64, u64), u64, (i64, i64), (i64, i64));
+
+fn check_source(comm: &dyn Comm, src: &[u8]) -> Result<(u64, u32, Stamp), Error> {
+    use std::os::unix::fs::MetadataExt;
+    let checked: Result<(u64, u32, Stamp), String> =
         comm.bcast_with(0, || match std::fs::metadata(as_path(src)) {
-            Ok(m) if m.is_file() => Ok((m.len(), m.permissions().mode() & 0o7777)),
+            Ok(m) if m.is_file() => Ok((
+                m.len(),
+                m.permissions().mode() & 0o7777,
+                (
+                    (m.dev(), m.ino()),
+                    m.size(),
+                    (m.mtime(), m.mtime_nsec()),
+                    (m.ctime(), m.ctime_nsec()),
+                ),
+            )),
             Ok(_) => Err(format!("{} is not a regular file", display(src))),
             Err(e) => Err(format!("stat {}: {e}", display(src))),
         });
@@ -308,14 +413,16 @@ fn plan(
     node_name: &str,
     size: u64,
     mode: u32,
+    resume: Option<(Vec<u8>, (u64, u64))>,
 ) -> Result<Setup, Error> {
     let (src, dest) = (&options.src[..], &options.dest[..]);
     let source = File::open(as_path(src))
         .map_err(|e| format!("node {node_name}: open {}: {e}", display(src)));
     let mut planned_dir: Option<OwnedFd> = None;
     let mut plan_error = None;
+    let mut adopted = None;
     if nodes.is_leader(comm.rank()) {
-        match look(dest) {
+        match look(dest, resume.as_ref(), &mut adopted) {
             Ok((dir, notes)) => {
                 notes
                     .iter()
@@ -327,9 +434,9 @@ fn plan(
     }
     comm.barrier();
     let prepared = match (&planned_dir, plan_error) {
-        (Some(dir), _) => {
-            Some(prepare(dir.as_fd(), dest, size).map_err(|e| format!("node {node_name}: {e}")))
-        }
+        (Some(dir), _) => Some(
+            prepare(dir.as_fd(), dest, size, adopted).map_err(|e| format!("node {node_name}: {e}")),
+        ),
         (None, Some(e)) => Some(Err(e)),
         (None, None) => None,
     };
@@ -368,9 +475,14 @@ fn plan(
     })
 }
 
-/// On the leader, first: open DEST's directory and remove the temporaries a killed earlier
-/// run left for DEST (each named in the notes).
-fn look(dest: &[u8]) -> Result<(OwnedFd, Vec<String>), String> {
+/// On the leader, first: open DEST's directory, take over the partial copy `resume` an
+/// interrupted earlier run recorded for this node (into `adopted`, when it still is that file)
+/// and remove the temporaries a killed earlier run left for DEST (each named in the notes).
+fn look(
+    dest: &[u8],
+    resume: Option<&(Vec<u8>, (u64, u64))>,
+    adopted: &mut Option<(Vec<u8>, OwnedFd)>,
+) -> Result<(OwnedFd, Vec<String>), String> {
     let (dir_path, base) = atomic::split(dest);
     let dir = rustix::fs::open(
         as_path(&dir_path),
@@ -378,6 +490,8 @@ fn look(dest: &[u8]) -> Result<(OwnedFd, Vec<String>), String> {
         Mode::empty(),
     )
     .map_err(|e| format!("open directory {}: {e}", display(&dir_path)))?;
+    *adopted =
+        resume.and_then(|(name, id)| crate::bz2::output::adopt(dir.as_fd(), name, *id, &base));
     let notes = atomic::remove_stale(dir.as_fd(), &base)
         .into_iter()
         .map(|(name, removed)| {
@@ -396,8 +510,28 @@ fn look(dest: &[u8]) -> Result<(OwnedFd, Vec<String>), String> {
 /// On the leader, after every leader's [`look`]: decide how the node receives the file. DEST
 /// is updated in place only when it is a regular file with one link and SRC's size, reached
 /// without following a symlink; otherwise a fresh temporary (`O_EXCL`) of SRC's size is made.
-fn prepare(dir: rustix::fd::BorrowedFd<'_>, dest: &[u8], size: u64) -> Result<Target, String> {
+fn prepare(
+    dir: rustix::fd::BorrowedFd<'_>,
+    dest: &[u8],
+    size: u64,
+    adopted: Option<(Vec<u8>, OwnedFd)>,
+) -> Result<Target, String> {
     let (dir_path, base) = atomic::split(dest);
+    // A partial copy taken over is used unless DEST is updated in place; of another size
+    // (not this source's) it goes.
+    let adopted = adopted.and_then(|(name, fd)| {
+        let fits = rustix::fs::fstat(&fd).is_ok_and(|st| st.st_size as u64 == size);
+        let in_place_next = rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| {
+                st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_size as u64 == size
+            });
+        if fits && !in_place_next {
+            Some((name, fd))
+        } else {
+            let _ = rustix::fs::unlinkat(dir, name.as_slice(), AtFlags::empty());
+            None
+        }
+    });
     let dir_id = atomic::identity(dir).map_err(|e| format!("stat {}: {e}", display(&dir_path)))?;
     match rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {
@@ -413,9 +547,21 @@ fn prepare(dir: rustix::fd::BorrowedFd<'_>, dest: &[u8], size: u64) -> Result<Ta
                 path: dest.to_vec(),
                 dir_id,
                 file_id: (st.st_dev, st.st_ino),
+                resumed: false,
             })
         }
         _ => {}
+    }
+    if let Some((name, fd)) = adopted {
+        let file_id =
+            atomic::identity(fd.as_fd()).map_err(|e| format!("stat {}: {e}", display(dest)))?;
+        return Ok(Target {
+            in_place: false,
+            path: [dir_path.as_slice(), b"/", &name].concat(),
+            dir_id,
+            file_id,
+            resumed: true,
+        });
     }
     let (name, fd) = atomic::create_in(dir, &base, OFlags::RDWR, 0o600)
         .map_err(|e| format!("create a temporary file in {}: {e}", display(&dir_path)))?;
@@ -433,6 +579,7 @@ fn prepare(dir: rustix::fd::BorrowedFd<'_>, dest: &[u8], size: u64) -> Result<Ta
             path,
             dir_id,
             file_id,
+            resumed: false,
         }),
         Err(e) => {
             let _ = rustix::fs::unlinkat(dir, name.as_slice(), AtFlags::empty());
@@ -480,10 +627,11 @@ fn finish(
     dest: &[u8],
     mode: u32,
     failed: bool,
+    keep: bool,
 ) -> Result<(), String> {
     let temp_name = atomic::split(&target.path).1;
     let remove_temp = || {
-        if !target.in_place {
+        if !target.in_place && !keep {
             let _ = rustix::fs::unlinkat(dir, temp_name.as_slice(), AtFlags::empty());
         }
     };
@@ -570,9 +718,45 @@ struct Transfer<'a> {
     segment: u64,
     src_name: String,
     out_name: String,
+    /// What earlier runs wrote on each node (for nodes whose partial copy was taken over).
+    prior: &'a Prior,
+    /// Where each segment written is marked.
+    checkpoint: Option<&'a Checkpoint>,
+}
+
+/// The checkpoint key of segment `segment` of node `node`'s copy.
+fn segment_key(node: &[u8], segment: u64) -> u64 {
+    let mut h = blake3::Hasher::new();
+    h.update(b"segment");
+    h.update(&segment.to_le_bytes());
+    h.update(node);
+    u64::from_le_bytes(h.finalize().as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// The checkpoint key of node `node`'s partial copy (its name and identity).
+fn temp_key(node: &[u8]) -> u64 {
+    let mut h = blake3::Hasher::new();
+    h.update(b"partial copy");
+    h.update(node);
+    u64::from_le_bytes(h.finalize().as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+fn encode_temp(name: &[u8], id: (u64, u64)) -> Vec<u8> {
+    steal::typed::encode(&(serde_bytes::Bytes::new(name), id))
+}
+
+fn decode_temp(payload: &[u8]) -> Option<(Vec<u8>, (u64, u64))> {
+    steal::decode::<(serde_bytes::ByteBuf, (u64, u64))>(payload)
+        .ok()
+        .map(|(n, id)| (n.into_vec(), id))
 }
 
 impl Transfer<'_> {
+    /// Node `node`'s copy holds segment `s` from an earlier run.
+    fn done(&self, node: usize, s: u64) -> bool {
+        self.targets[node].resumed && self.prior.done(segment_key(&self.nodes.names[node], s))
+    }
+
     fn run(&self, failure: &mut Option<String>, progress: &Progress) -> Counts {
         let comm = self.comm;
         let (me, p) = (comm.rank(), comm.size() as u64);
@@ -591,11 +775,16 @@ impl Transfer<'_> {
             // Read my segment of this round.
             let mine = round + me as u64;
             let mut data: Option<Result<Vec<u8>, String>> = None;
+            // Which nodes need it: all, unless their copy holds it from an earlier run or its
+            // segment hashes alike.
+            let mut needs: Vec<bool> = (0..n_nodes).map(|n| !self.done(n, mine)).collect();
             if mine < end {
-                data = Some(self.read(mine));
+                data = Some(if needs.iter().any(|&n| n) {
+                    self.read(mine)
+                } else {
+                    Ok(Vec::new())
+                });
             }
-            // Which nodes need it: all, unless their copy's segment hashes alike.
-            let mut needs = vec![true; n_nodes];
             if compare {
                 let mut sends = vec![Vec::new(); p as usize];
                 if self.targets[my_node].in_place && failure.is_none() {
@@ -639,7 +828,11 @@ impl Transfer<'_> {
                 if self.nodes.writer(my_node, s) != me {
                     continue;
                 }
-                if !node_needs[my_node] {
+                if self.done(my_node, s) {
+                    // Written by an earlier run: the report covers the whole job.
+                    counts.written += 1;
+                    counts.bytes += self.segment.min(self.size - s * self.segment);
+                } else if !node_needs[my_node] {
                     counts.skipped += 1;
                 } else if let (Some(out), None) = (self.out, &failure) {
                     let at = s * self.segment;
@@ -647,6 +840,9 @@ impl Transfer<'_> {
                         Ok(()) => {
                             counts.written += 1;
                             counts.bytes += payload.len() as u64;
+                            if let Some(c) = self.checkpoint {
+                                c.mark(segment_key(&self.nodes.names[my_node], s), &[]);
+                            }
                         }
                         Err(e) => {
                             *failure = Some(format!("{}: write at byte {at}: {e}", self.out_name))
