@@ -190,23 +190,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let node_name = display(&nodes.names[my_node]).into_owned();
     let dest = &options.dest[..];
     let (size, mode, stamp) = check_source(comm, &options.src)?;
-    let inputs = Inputs::new("bcast")
-        .field("SRC", &serde_bytes::Bytes::new(&options.src))
-        .field("DEST", &serde_bytes::Bytes::new(&options.dest))
-        .field("--size", &options.segment)
-        .field("the source (device, inode, size, times)", &stamp);
-    let opened = checkpoint::open(
-        comm,
-        &options.checkpoint,
-        checkpoint::Plan {
-            output: None,
-            inputs,
-        },
-    )
-    .map_err(|e| Error::new(e.to_string()))?;
-    if let (0, Some(notice)) = (me, &opened.notice) {
-        context.info(format!("{}\n", notice.trim_end()));
-    }
+    let opened = open_checkpoint(comm, options, stamp)?;
     let (ck, prior) = (opened.checkpoint, opened.prior);
     let my_name = nodes.names[my_node].clone();
     let resume = nodes
@@ -303,40 +287,13 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     }
     let finish_errors = gather_strings(comm, finish_error.as_ref());
     if me == 0 {
-        // Each distinct message once (a node's ranks may fail alike).
-        let mut seen: Vec<&String> = Vec::new();
-        for e in outcomes
+        let errors = outcomes
             .iter()
             .filter_map(|o| o.2.as_ref())
-            .chain(&finish_errors)
-        {
-            if !seen.contains(&e) {
-                seen.push(e);
-                context.error(e);
-            }
-        }
-        if keep {
-            context.events.error(&format!(
-                "stopped: {} not complete on any node; each node's partial copy and the \
-                 checkpoint {} are kept for the next run",
-                display(dest),
-                ck.as_ref()
-                    .map_or(String::new(), |c| display(c.path()).into_owned())
-            ));
-        } else if counts.interrupted {
-            let left = setup.targets.iter().filter(|t| t.in_place).count();
-            // About the whole run: not in the report's sample of failed items.
-            context.events.error(&format!(
-                "interrupted by a signal: {} not complete on any node (temporary files \
-                 removed{}); rerun to finish",
-                display(dest),
-                if left > 0 {
-                    format!("; {left} node(s) updating in place hold a mixed DEST")
-                } else {
-                    String::new()
-                }
-            ));
-        }
+            .chain(&finish_errors);
+        let kept = keep.then(|| ck.as_ref().map(|c| c.path().to_vec()).unwrap_or_default());
+        let left = setup.targets.iter().filter(|t| t.in_place).count();
+        tell_outcome(context, errors, dest, kept, counts.interrupted, left);
     }
     if let Some(c) = ck {
         let outcome = if keep {
@@ -375,6 +332,73 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         verbose: context.verbose,
         failures: context.failures(),
     })
+}
+
+/// Rank 0: each distinct failure once (a node's ranks may fail alike), then, for a stopped
+/// run, what is kept for the next run (`kept`: the checkpoint's path) or, without a
+/// checkpoint, that nothing is complete (`in_place`: nodes updating DEST in place).
+fn tell_outcome<'a>(
+    context: &Context,
+    errors: impl Iterator<Item = &'a String>,
+    dest: &[u8],
+    kept: Option<Vec<u8>>,
+    interrupted: bool,
+    in_place: usize,
+) {
+    let mut seen: Vec<&String> = Vec::new();
+    for e in errors {
+        if !seen.contains(&e) {
+            seen.push(e);
+            context.error(e);
+        }
+    }
+    // About the whole run: not in the report's sample of failed items.
+    if let Some(path) = kept {
+        context.events.error(&format!(
+            "stopped: {} not complete on any node; each node's partial copy and the \
+             checkpoint {} are kept for the next run",
+            display(dest),
+            display(&path)
+        ));
+    } else if interrupted {
+        context.events.error(&format!(
+            "interrupted by a signal: {} not complete on any node (temporary files \
+             removed{}); rerun to finish",
+            display(dest),
+            if in_place > 0 {
+                format!("; {in_place} node(s) updating in place hold a mixed DEST")
+            } else {
+                String::new()
+            }
+        ));
+    }
+}
+
+/// The run's checkpoint (collective; in the shared state directory: DEST is node-local);
+/// rank 0 tells its notice.
+fn open_checkpoint(
+    comm: &dyn Comm,
+    options: &Options,
+    stamp: Stamp,
+) -> Result<checkpoint::Opened, Error> {
+    let inputs = Inputs::new("bcast")
+        .field("SRC", &serde_bytes::Bytes::new(&options.src))
+        .field("DEST", &serde_bytes::Bytes::new(&options.dest))
+        .field("--size", &options.segment)
+        .field("the source (device, inode, size, times)", &stamp);
+    let opened = checkpoint::open(
+        comm,
+        &options.checkpoint,
+        checkpoint::Plan {
+            output: None,
+            inputs,
+        },
+    )
+    .map_err(|e| Error::new(e.to_string()))?;
+    if let (0, Some(notice)) = (comm.rank(), &opened.notice) {
+        options.context.info(format!("{}\n", notice.trim_end()));
+    }
+    Ok(opened)
 }
 
 /// Phase 1: SRC's size and mode, checked by rank 0; `Err` on every rank when it is missing or

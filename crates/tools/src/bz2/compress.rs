@@ -78,11 +78,10 @@ pub fn run(
     while wave_start < n {
         let first = (wave_start + r * k).min(n);
         let last = (wave_start + (r + 1) * k).min(n);
-        // A block an earlier run wrote: `Err((offset, length))`, nothing to write.
-        let streams: Vec<Result<Vec<u8>, (u64, u64)>> = if failed.is_some() {
+        let streams: Vec<Stream> = if failed.is_some() {
             Vec::new()
         } else {
-            let results: Vec<Result<Result<Vec<u8>, (u64, u64)>, String>> = (first..last)
+            let results: Vec<Result<Stream, String>> = (first..last)
                 .into_par_iter()
                 .map(
                     |i| match job.prior.payload(i).and_then(resume::decode_entry) {
@@ -105,7 +104,7 @@ pub fn run(
             }
             ok
         };
-        let len_of = |z: &Result<Vec<u8>, (u64, u64)>| match z {
+        let len_of = |z: &Stream| match z {
             Ok(z) => z.len() as u64,
             Err((_, length)) => *length,
         };
@@ -193,6 +192,10 @@ pub fn run(
         None => Ok(footer),
     }
 }
+
+/// A block's compressed stream, or, for a block an earlier run wrote, `Err((offset, length))`
+/// (nothing to write).
+type Stream = Result<Vec<u8>, (u64, u64)>;
 
 fn block_len(job: &Job, index: u64) -> u64 {
     job.size

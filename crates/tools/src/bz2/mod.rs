@@ -258,7 +258,8 @@ fn work(
     let block_size = options
         .stream_bytes
         .unwrap_or_else(|| dbz2::block_size_for_level(options.level));
-    let (checkpoint, prior) = open_checkpoint(comm, options, &plan, &planned, dest, block_size)?;
+    let (mut checkpoint, prior) =
+        open_checkpoint(comm, options, &plan, &planned, dest, block_size)?;
     let record = match (&checkpoint, comm.rank(), prior.is_empty()) {
         (Some(c), 0, false) => resume::read_record(c),
         _ => None,
@@ -292,34 +293,11 @@ fn work(
     };
     let result = match &plan {
         Plan::Compress { size } => {
-            progress
-                .total_bytes
-                .store(*size, std::sync::atomic::Ordering::Relaxed);
-            let job = compress::Job {
-                stop,
-                input: &source,
-                input_name: &input_name,
-                output: &out.file,
-                output_name: &output_name,
-                size: *size,
-                block_size,
-                level: options.level,
-                prior: &prior,
-                checkpoint: checkpoint.as_ref(),
-            };
-            let mut so_far = compress::Done::default();
-            let footer = compress::run(comm, &job, &progress, &mut so_far);
-            done = so_far.bytes;
-            footer.map(|f| {
-                let detail = format!(
-                    "{} blocks of {} bytes, {} -> {}",
-                    f.nblocks,
-                    f.block_size,
-                    human_bytes(f.original_size),
-                    human_bytes(f.table_offset + f.nblocks * dbz2::ENTRY_LEN + dbz2::FOOTER_LEN)
-                );
-                (f.original_size, detail)
-            })
+            let files = (&source, &input_name[..], &out.file, &output_name[..]);
+            let resume = (&prior, checkpoint.as_ref());
+            compress_all(
+                comm, options, files, *size, block_size, resume, &progress, &mut done,
+            )
         }
         Plan::Blocks(footer) => {
             progress
@@ -361,31 +339,19 @@ fn work(
     };
     // A signal on any rank stops every rank; what was made is not an output.
     let interrupted = comm.any(stop.load(std::sync::atomic::Ordering::SeqCst));
-    if let (true, Some(c)) = (interrupted, &checkpoint) {
-        // Kept for the next run: the blocks written are marked (the flusher syncs the output
-        // before it writes their marks).
-        let errors = comm.all_gather(&result.as_ref().err().filter(|e| !e.is_empty()).cloned());
-        if comm.rank() == 0 {
-            tell_errors(context, &errors);
-            // About the whole run: not in the report's sample of failed items.
-            context.events.error(&format!(
-                "stopped: {input_name} kept, no output yet; the partial output {} and the \
-                 checkpoint {} are kept for the next run",
-                display(&out.temp),
-                display(c.path())
+    if interrupted {
+        if let Some(c) = checkpoint.take() {
+            let so_far = (done, size);
+            return Err(keep_for_next_run(
+                comm,
+                context,
+                c,
+                out,
+                &result,
+                &input_name,
+                so_far,
             ));
         }
-        drop(out);
-        let kept = checkpoint
-            .expect("matched above")
-            .finish(comm, Outcome::Stopped);
-        if let Err(e) = kept {
-            if comm.rank() == 0 {
-                context.error(e);
-            }
-            return Err(Halt::Failed);
-        }
-        return Err(Halt::Stopped { done, size });
     }
     let result = if interrupted {
         Err(format!(
@@ -443,6 +409,83 @@ fn work(
         }
     }
     finished.ok_or(Halt::Failed)
+}
+
+/// Compress `size` bytes (see [`compress::run`]) with the blocks of `prior` taken as written;
+/// `done` gets how far it got. Returns the uncompressed bytes and how it was done.
+#[allow(clippy::too_many_arguments)]
+fn compress_all(
+    comm: &dyn Comm,
+    options: &Options,
+    (input, input_name, output, output_name): Files<'_>,
+    size: u64,
+    block_size: u64,
+    (prior, checkpoint): (&Prior, Option<&Checkpoint>),
+    progress: &steal::progress::Progress,
+    done: &mut u64,
+) -> Result<(u64, String), String> {
+    progress
+        .total_bytes
+        .store(size, std::sync::atomic::Ordering::Relaxed);
+    let job = compress::Job {
+        stop: &options.context.stop,
+        input,
+        input_name,
+        output,
+        output_name,
+        size,
+        block_size,
+        level: options.level,
+        prior,
+        checkpoint,
+    };
+    let mut so_far = compress::Done::default();
+    let footer = compress::run(comm, &job, progress, &mut so_far);
+    *done = so_far.bytes;
+    footer.map(|f| {
+        let detail = format!(
+            "{} blocks of {} bytes, {} -> {}",
+            f.nblocks,
+            f.block_size,
+            human_bytes(f.original_size),
+            human_bytes(f.table_offset + f.nblocks * dbz2::ENTRY_LEN + dbz2::FOOTER_LEN)
+        );
+        (f.original_size, detail)
+    })
+}
+
+/// A stop with a checkpoint: the partial output and the checkpoint are kept for the next run
+/// (the blocks written are marked: the flusher syncs the output before it writes their marks);
+/// rank 0 tells the ranks' errors and what is kept. Collective. `(done, size)`: uncompressed
+/// bytes done, of the input's.
+fn keep_for_next_run(
+    comm: &dyn Comm,
+    context: &Context,
+    c: Checkpoint,
+    out: output::TempOutput,
+    result: &Result<(u64, String), String>,
+    input_name: &str,
+    (done, size): (u64, u64),
+) -> Halt {
+    let errors = comm.all_gather(&result.as_ref().err().filter(|e| !e.is_empty()).cloned());
+    if comm.rank() == 0 {
+        tell_errors(context, &errors);
+        // About the whole run: not in the report's sample of failed items.
+        context.events.error(&format!(
+            "stopped: {input_name} kept, no output yet; the partial output {} and the \
+             checkpoint {} are kept for the next run",
+            display(&out.temp),
+            display(c.path())
+        ));
+    }
+    drop(out);
+    if let Err(e) = c.finish(comm, Outcome::Stopped) {
+        if comm.rank() == 0 {
+            context.error(e);
+        }
+        return Halt::Failed;
+    }
+    Halt::Stopped { done, size }
 }
 
 /// Open the run's checkpoint (collective); rank 0 tells its notice. None when decompressing
