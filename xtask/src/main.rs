@@ -170,7 +170,15 @@ fn slurm_runs(root: &Path, mpich_bin: &Path) -> Result<()> {
         &root.join("target/debug/mfu-rs"),
         &dir.join("openmpi"),
     )
-    .and_then(|()| slurm::check_tools(&cluster, "pmi2", mpich_bin, &dir.join("mpich")));
+    .and_then(|()| slurm::check_tools(&cluster, "pmi2", mpich_bin, &dir.join("mpich")))
+    .and_then(|()| {
+        slurm::check_requeue(
+            &cluster,
+            root,
+            &root.join("target/debug/mfu-rs"),
+            &dir.join("requeue"),
+        )
+    });
     drop(cluster);
     if result.is_ok() {
         let _ = std::fs::remove_dir_all(&dir);

@@ -216,3 +216,85 @@ fn same_tree(a: &Path, b: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+/// The Slurm recipe (`packaging/slurm/mfu-rs.sbatch`) run for real: a `tar -c` job of 2 tasks
+/// with a one-minute time limit whose signal comes early, each member made slow by a test knob
+/// so that the limit reaches the run mid-way. The job must stop, requeue itself, continue from
+/// its checkpoint, and end with an archive byte-identical to an uninterrupted run's.
+pub fn check_requeue(cluster: &Cluster, root: &Path, bin: &Path, dir: &Path) -> Result<()> {
+    let _ = std::fs::remove_dir_all(dir);
+    let src = dir.join("src");
+    for i in 0..48 {
+        let sub = src.join(format!("d{}", i % 3));
+        std::fs::create_dir_all(&sub)?;
+        std::fs::write(
+            sub.join(format!("f{i:02}")),
+            vec![b'a' + (i % 26) as u8; 3000 + 500 * i],
+        )?;
+    }
+    let (whole, resumed) = (dir.join("whole.tar"), dir.join("resumed.tar"));
+    let p = Path::new;
+    let args = |archive: &Path| -> Vec<std::ffi::OsString> {
+        [p("tar"), p("-c"), p("-f"), archive, p("-C"), dir, p("src")]
+            .iter()
+            .map(|a| a.as_os_str().to_owned())
+            .collect()
+    };
+    let whole_args = args(&whole);
+    let whole_args: Vec<&std::ffi::OsStr> = whole_args.iter().map(|a| a.as_os_str()).collect();
+    cluster.srun2("pmix", bin, &whole_args, true)?;
+    let log = dir.join("job.log");
+    let mut cmd = cluster.command("sbatch");
+    // One minute, the signal asked for 40 s before its end (Slurm sends it up to a minute
+    // early: at any point of the first run, which is what the recipe must survive).
+    cmd.args(["--parsable", "-n", "2", "-t", "1", "--signal=B:TERM@40"])
+        .arg(format!("--output={}", log.display()))
+        .arg(root.join("packaging/slurm/mfu-rs.sbatch"))
+        .args(args(&resumed))
+        .env("MFU_RS", bin)
+        .env("SRUN_ARGS", "--mpi=pmix")
+        .env("MFU_MAX_REQUEUES", "8")
+        .env("MFU_RS_TEST_CHECKPOINT_SLOW_MS", "1500");
+    crate::mpi_env(&mut cmd).env_remove("PMIX_MCA_psec");
+    let out = cmd.output().context("sbatch the recipe")?;
+    if !out.status.success() {
+        bail!("sbatch failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let job = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    eprintln!("slurm: recipe job {job} submitted (tar -c, time limit 1 min, requeued until done)");
+    let started = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_secs(2));
+        let q = cluster
+            .command("squeue")
+            .args(["-h", "-j", &job, "-o", "%T"])
+            .output()?;
+        let state = String::from_utf8_lossy(&q.stdout).trim().to_string();
+        if state.is_empty() {
+            break;
+        }
+        if state == "PENDING" {
+            // Slurm holds a requeued job for two minutes or more (its begin time): the suite
+            // does not wait for that (the recipe itself does nothing about it).
+            let _ = cluster
+                .command("scontrol")
+                .args(["update", &format!("JobId={job}"), "StartTime=now"])
+                .output();
+        }
+        if started.elapsed() > Duration::from_secs(600) {
+            let _ = cluster.command("scancel").arg(&job).status();
+            bail!("the recipe job {job} did not end in 10 minutes (state {state})");
+        }
+    }
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let runs = text.matches("mfu-rs.sbatch: job").count();
+    if !text.contains("completed after") || runs < 2 {
+        bail!("the recipe job {job} should have stopped at its time limit, requeued and completed (runs: {runs}):\n{text}");
+    }
+    let (a, b) = (std::fs::read(&whole)?, std::fs::read(&resumed)?);
+    if a != b {
+        bail!("the requeued job's archive differs from an uninterrupted run's:\n{text}");
+    }
+    eprintln!("slurm: the recipe stopped at the time limit, requeued and completed in {runs} runs; archive identical");
+    Ok(())
+}

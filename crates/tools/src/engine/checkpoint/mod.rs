@@ -192,7 +192,7 @@ fn location(choice: &Choice, plan: &Plan<'_>) -> Result<Option<Vec<u8>>, String>
         Choice::At(p) => Ok(Some(p.clone())),
         Choice::Beside => match plan.output {
             Some(out) if out != b"-" && !out.is_empty() => {
-                let name = [b".", flist::path::basename(out), b".mfu-checkpoint"].concat();
+                let name = beside_name(flist::path::basename(out));
                 Ok(Some(flist::atomic::beside(out, &name)))
             }
             _ => {
@@ -221,6 +221,23 @@ fn location(choice: &Choice, plan: &Plan<'_>) -> Result<Option<Vec<u8>>, String>
 }
 
 use std::os::unix::fs::DirBuilderExt;
+
+/// The end of a default checkpoint's name.
+const SUFFIX: &[u8] = b".mfu-checkpoint";
+
+/// The default checkpoint's name for the output named `base`: `.BASE.mfu-checkpoint`, or, when
+/// that would be longer than a file name may be (255 bytes), BASE cut and followed by `~` and
+/// the XXH64 of the whole of it (two long names that share their beginning never share a
+/// checkpoint).
+fn beside_name(base: &[u8]) -> Vec<u8> {
+    const NAME_MAX: usize = 255;
+    if 1 + base.len() + SUFFIX.len() <= NAME_MAX {
+        return [b".", base, SUFFIX].concat();
+    }
+    let digest = format!("~{:016x}", xxhash_rust::xxh64::xxh64(base, 0));
+    let keep = NAME_MAX - 1 - digest.len() - SUFFIX.len();
+    [b".", &base[..keep], digest.as_bytes(), SUFFIX].concat()
+}
 
 /// A random 64-bit value (std's per-process random hash keys).
 fn random() -> u64 {

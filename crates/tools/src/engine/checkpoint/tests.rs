@@ -207,3 +207,28 @@ fn a_second_run_of_the_same_command_at_once_is_refused() {
     let (_, notice) = run(&out, 1, 4, 0..0, Outcome::Complete);
     assert!(notice.unwrap().contains("continuing"));
 }
+
+#[test]
+fn the_default_name_fits_a_file_name_and_long_names_never_share_one() {
+    assert_eq!(beside_name(b"a.tar"), b".a.tar.mfu-checkpoint");
+    let (mut a, mut b) = (vec![b'x'; 254], vec![b'x'; 254]);
+    a.push(b'1');
+    b.push(b'2');
+    let (na, nb) = (beside_name(&a), beside_name(&b));
+    assert!(na.len() <= 255 && nb.len() <= 255);
+    assert!(na.ends_with(b".mfu-checkpoint"));
+    assert_ne!(na, nb);
+    // And a run with such an output keeps its checkpoint.
+    let t = tempfile::tempdir().unwrap();
+    let out = {
+        use std::os::unix::ffi::OsStrExt;
+        t.path()
+            .join(std::ffi::OsStr::from_bytes(&a))
+            .as_os_str()
+            .as_bytes()
+            .to_vec()
+    };
+    run(&out, 1, 4, 0..2, Outcome::Stopped);
+    let (prior, _) = run(&out, 1, 4, 0..0, Outcome::Complete);
+    assert_eq!(prior.len(), 2);
+}
