@@ -965,6 +965,50 @@ fn a_changed_input_or_a_forged_record_starts_over() {
     );
 }
 
+/// A partial output removed and replaced by another file that got the same inode number (ext4
+/// gives a freed one out again at once; here the record is made to name the new file's
+/// (device, inode) with the old file's birth time) is not taken over: the run starts over and
+/// the output is an uninterrupted run's, not the new file's bytes.
+#[test]
+fn a_partial_output_replaced_under_a_reused_inode_number_starts_over() {
+    let content = data(300_000);
+    let args = ["-z", "-k", "-b", "1", "--stream-bytes", STREAM];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    fs::write(&file, &content).unwrap();
+    let mut words = args.to_vec();
+    words.push(s(&file));
+    bz2_at(Launch::One, &words)
+        .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "2")
+        .run()
+        .assert_status(1);
+    let t = temporaries(dir.path(), "f.bz2");
+    assert_eq!(t.len(), 1, "{t:?}");
+    let partial = dir.path().join(&t[0]);
+    let len = fs::metadata(&partial).unwrap().len() as usize;
+    assert!(len > 0, "the partial output holds blocks");
+    // Removed, then a new file under its name, as long (every recorded block fits in it).
+    fs::remove_file(&partial).unwrap();
+    fs::write(&partial, vec![0x5a; len]).unwrap();
+    let m = fs::metadata(&partial).unwrap();
+    let record = checkpoint_of(&with_ext(&file, ".bz2")).join("bz2-output");
+    let mut r = fs::read(&record).unwrap();
+    // The record: device and inode (8 bytes each, big-endian), then the birth time and name.
+    r[..8].copy_from_slice(&m.dev().to_be_bytes());
+    r[8..16].copy_from_slice(&m.ino().to_be_bytes());
+    fs::write(&record, &r).unwrap();
+    let again = bz2_at(Launch::One, &words).run().assert_status(0);
+    let err = again.stdout_str() + &again.stderr_str();
+    assert!(err.contains("starting over"), "says why: {err}");
+    assert_eq!(
+        fs::read(with_ext(&file, ".bz2")).unwrap(),
+        uninterrupted(&content, &args, ".bz2", "f"),
+        "none of the new file's bytes"
+    );
+    assert_eq!(temporaries(dir.path(), "f.bz2"), Vec::<String>::new());
+    assert!(!checkpoint_of(&with_ext(&file, ".bz2")).exists());
+}
+
 /// A symlink at the checkpoint's name is never followed: the run goes on without it, and what
 /// it points to is untouched.
 #[test]
