@@ -197,6 +197,84 @@ pub fn identity(fd: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
     Ok((st.st_dev, st.st_ino))
 }
 
+/// When a file came to be, as far as its file system tells: what tells a file from a later one
+/// given the same (device, inode) after it was removed (ext4 reuses inode numbers at once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Born {
+    /// Its birth time (`statx`'s `btime`: seconds and nanoseconds since the epoch), which no
+    /// write, rename or chmod changes.
+    Birth(i64, u32),
+    /// Its change time (seconds, nanoseconds), on a file system that keeps no birth time: every
+    /// write changes it, so a stamp of this kind matches only a file untouched since.
+    Change(i64, u32),
+}
+
+/// (device, inode) and [`Born`] of a file: what a resumable writer records of the temporary it
+/// keeps, and what [`Output::adopt`] checks before taking it over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// (device, inode), as [`identity`] gives them.
+    pub id: (u64, u64),
+    /// When it came to be.
+    pub born: Born,
+}
+
+impl Stamp {
+    /// The stamp of an open file: its birth time when its file system keeps one, otherwise
+    /// its change time.
+    pub fn of(fd: BorrowedFd<'_>) -> io::Result<Stamp> {
+        let id = identity(fd)?;
+        let sx = rustix::fs::statx(
+            fd,
+            c"",
+            AtFlags::EMPTY_PATH,
+            rustix::fs::StatxFlags::BTIME | rustix::fs::StatxFlags::CTIME,
+        )?;
+        let born = if sx.stx_mask & rustix::fs::StatxFlags::BTIME.bits() != 0 {
+            Born::Birth(sx.stx_btime.tv_sec, sx.stx_btime.tv_nsec)
+        } else {
+            Born::Change(sx.stx_ctime.tv_sec, sx.stx_ctime.tv_nsec)
+        };
+        Ok(Stamp { id, born })
+    }
+
+    /// The stamp as 33 bytes (device, inode, the kind of time, seconds, nanoseconds; integers
+    /// big-endian), for a record.
+    pub fn encode(&self) -> [u8; STAMP_LEN] {
+        let (kind, sec, nsec) = match self.born {
+            Born::Birth(s, n) => (b'B', s, n),
+            Born::Change(s, n) => (b'C', s, n),
+        };
+        let mut b = [0u8; STAMP_LEN];
+        b[..8].copy_from_slice(&self.id.0.to_be_bytes());
+        b[8..16].copy_from_slice(&self.id.1.to_be_bytes());
+        b[16] = kind;
+        b[17..25].copy_from_slice(&sec.to_be_bytes());
+        b[25..29].copy_from_slice(&nsec.to_be_bytes());
+        b
+    }
+
+    /// A stamp from [`Stamp::encode`]'s bytes (`None` when they are not one).
+    pub fn decode(b: &[u8]) -> Option<Stamp> {
+        if b.len() != STAMP_LEN || b[29..] != [0; STAMP_LEN - 29] {
+            return None;
+        }
+        let word = |at: usize| <[u8; 8]>::try_from(&b[at..at + 8]).expect("8 bytes");
+        let id = (u64::from_be_bytes(word(0)), u64::from_be_bytes(word(8)));
+        let sec = i64::from_be_bytes(word(17));
+        let nsec = u32::from_be_bytes(b[25..29].try_into().expect("4 bytes"));
+        let born = match b[16] {
+            b'B' => Born::Birth(sec, nsec),
+            b'C' => Born::Change(sec, nsec),
+            _ => return None,
+        };
+        Some(Stamp { id, born })
+    }
+}
+
+/// Bytes of an encoded [`Stamp`] (the last four reserved, zero).
+pub const STAMP_LEN: usize = 33;
+
 /// Whether publishing an [`Output`] may replace a file already at its final name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Replace {
@@ -479,6 +557,62 @@ impl Output {
         };
         parts.file = Some(File::from(fd));
         Ok(Output::from_parts(parts))
+    }
+
+    /// Take over, for the final name `base` in `dir` (reached as `dir_path`), the temporary
+    /// `name` (one component) that an interrupted earlier run of a resumable writer kept
+    /// ([`Output::into_parts`]) and recorded with its [`Stamp`] `was`: only when it still is
+    /// that file, a regular file of this user with one link, reached without following a
+    /// symbolic link, of the same (device, inode) and the same birth (or change) time (an inode
+    /// number freed by a removal is soon given to another file). It is opened for `access`,
+    /// renamed to this process's temporary name (never over a file there), so that
+    /// [`remove_stale`] leaves it alone and a later run knows it by that name, and checked
+    /// again after the rename (renamed back if another file came in between). Then the stale
+    /// temporaries of `base` go (returned, to be told), as on creation. `None`, with nothing
+    /// changed, when it is gone, is not that file or cannot be renamed: the caller starts over
+    /// (the stale one then goes with the others when it makes a new output).
+    pub fn adopt(
+        dir: BorrowedFd<'_>,
+        dir_path: &[u8],
+        base: &[u8],
+        name: &[u8],
+        was: &Stamp,
+        access: OFlags,
+    ) -> Option<(Output, Vec<Stale>)> {
+        // A forged record must not reach out of the directory nor name someone's file.
+        if name.is_empty() || name.contains(&b'/') || !is_temp_name(name) {
+            return None;
+        }
+        // NONBLOCK: a FIFO put at the name must not hang the open.
+        let flags = access | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?;
+        let st = rustix::fs::fstat(&fd).ok()?;
+        let whole = st.st_mode & libc::S_IFMT == libc::S_IFREG
+            && st.st_nlink == 1
+            && st.st_uid == rustix::process::geteuid().as_raw();
+        if !whole || Stamp::of(fd.as_fd()).ok()? != *was {
+            return None;
+        }
+        let mut parts = in_dir(dir, dir_path, base).ok()?;
+        if parts.name != name {
+            let moved = RenameFlags::NOREPLACE;
+            rustix::fs::renameat_with(dir, name, dir, parts.name.as_slice(), moved).ok()?;
+            // Swapped between the check and the rename: put back what was moved, start over.
+            let now = rustix::fs::statat(dir, parts.name.as_slice(), AtFlags::SYMLINK_NOFOLLOW);
+            if !now.is_ok_and(|st| (st.st_dev, st.st_ino) == was.id) {
+                let _ = rustix::fs::renameat_with(dir, parts.name.as_slice(), dir, name, moved);
+                return None;
+            }
+        }
+        parts.file = Some(File::from(fd));
+        let stale = remove_stale(parts.dir.as_fd(), base)
+            .into_iter()
+            .map(|(n, removed)| Stale {
+                path: beside(&parts.path, &n),
+                removed,
+            })
+            .collect();
+        Some((Output::from_parts(parts), stale))
     }
 
     fn make(
@@ -847,6 +981,77 @@ mod tests {
         };
         drop(Output::from_parts(parts));
         assert!(names_in(&t).is_empty(), "the creator's drop removes it");
+    }
+
+    /// A temporary kept by a killed run is taken over (renamed to this process's name, its
+    /// bytes kept, other stale temporaries removed) only while it is the recorded file: the
+    /// same (device, inode) with another birth time (an inode number reused after a removal),
+    /// a second link, a symlink, a name that is not a temporary's or out of the directory are
+    /// all refused with nothing changed.
+    #[test]
+    fn adopt_takes_over_only_the_recorded_file() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = std::fs::File::open(t.path()).unwrap();
+        let dir_path = dir_bytes(&t);
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let kept = temp_name_of(b"f.bz2", &host(), dead);
+        let kept_s = String::from_utf8(kept.clone()).unwrap();
+        std::fs::write(t.path().join(&kept_s), b"half").unwrap();
+        let fd = std::fs::File::open(t.path().join(&kept_s)).unwrap();
+        let was = Stamp::of(fd.as_fd()).unwrap();
+        assert_eq!(Stamp::decode(&was.encode()), Some(was));
+        assert_eq!(Stamp::decode(&was.encode()[..32]), None);
+        let rw = OFlags::RDWR;
+        let adopt = |name: &[u8], was: &Stamp| {
+            Output::adopt(dir.as_fd(), &dir_path, b"f.bz2", name, was, rw)
+        };
+        // The same inode born at another time: another file.
+        let other_time = |born: Born| match born {
+            Born::Birth(s, n) => Born::Birth(s - 1, n),
+            Born::Change(s, n) => Born::Change(s, n ^ 1),
+        };
+        let reborn = Stamp {
+            born: other_time(was.born),
+            ..was
+        };
+        assert!(adopt(&kept, &reborn).is_none());
+        let moved = Stamp {
+            id: (was.id.0, was.id.1 + 1),
+            ..was
+        };
+        assert!(adopt(&kept, &moved).is_none());
+        assert!(adopt(b"f.bz2", &was).is_none(), "not a temporary's name");
+        assert!(adopt(&[b"../", kept.as_slice()].concat(), &was).is_none());
+        std::fs::hard_link(t.path().join(&kept_s), t.path().join("link")).unwrap();
+        assert!(adopt(&kept, &was).is_none(), "two links");
+        std::fs::remove_file(t.path().join("link")).unwrap();
+        assert_eq!(
+            names_in(&t),
+            std::slice::from_ref(&kept_s),
+            "nothing changed"
+        );
+        // Another dead run's temporary of that name goes once the kept one is taken over.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead_too = child.id();
+        child.wait().unwrap();
+        let older = String::from_utf8(temp_name_of(b"f.bz2", &host(), dead_too)).unwrap();
+        std::fs::write(t.path().join(&older), b"older").unwrap();
+        let (out, stale) = adopt(&kept, &was).unwrap();
+        assert_eq!(stale.len(), 1);
+        assert_eq!(stale[0].path, beside(out.path(), older.as_bytes()));
+        assert_eq!(out.name(), temp_name(b"f.bz2").as_slice());
+        assert_eq!(out.identity().unwrap(), was.id);
+        std::os::unix::fs::FileExt::write_all_at(out.file().unwrap(), b"+rest", 4).unwrap();
+        out.publish(Replace::NoReplace).unwrap();
+        assert_eq!(std::fs::read(t.path().join("f.bz2")).unwrap(), b"half+rest");
+        assert_eq!(names_in(&t), ["f.bz2"]);
+        // A symlink at the recorded name is never followed.
+        std::os::unix::fs::symlink(t.path().join("f.bz2"), t.path().join(&kept_s)).unwrap();
+        let target = std::fs::File::open(t.path().join("f.bz2")).unwrap();
+        let target = Stamp::of(target.as_fd()).unwrap();
+        assert!(adopt(&kept, &target).is_none());
     }
 
     /// Something planted at the (predictable) temporary name, a symlink to someone's file or

@@ -86,6 +86,7 @@ pub mod prelude {
 /// The types the tools' options and reports are made of, shared by several tools (the tool
 /// modules hold their own).
 pub mod types {
+    pub use crate::engine::checkpoint::Choice as CheckpointChoice;
     pub use crate::engine::compare_expr::Output;
     pub use crate::engine::context::Summary;
     pub use crate::engine::copy::drive::IoOptions;

@@ -348,7 +348,8 @@ fn temporaries(dir: &Path, name: &str) -> Vec<String> {
 
 /// Defect: bcast died on SIGINT/SIGTERM with no word and left its full-size temporary. Now it
 /// stops at the next round, removes the temporary, says it was interrupted, exits 1. The
-/// source is a 1 GiB sparse file: seconds of work for the debug build, no disk.
+/// source is a 1 GiB sparse file: seconds of work for the debug build, no disk. Without a
+/// checkpoint (with one the partial copy is kept for the next run: see below).
 #[test]
 fn a_signal_stops_cleanly_without_a_temporary() {
     use rustix::process::Signal;
@@ -359,7 +360,7 @@ fn a_signal_stops_cleanly_without_a_temporary() {
         let local = dir.path().join("local");
         fs::create_dir(&local).unwrap();
         let dest = local.join("dest");
-        let mut cmd = bcast_cmd(1, &[s(&src), s(&dest)]);
+        let mut cmd = bcast_cmd(1, &["--no-checkpoint", s(&src), s(&dest)]);
         let out =
             mfu_tests::signal_when(&mut cmd, signal, || !temporaries(&local, "dest").is_empty());
         let err = String::from_utf8_lossy(&out.stderr);
@@ -434,10 +435,12 @@ fn library_run_reports_counts_and_failures() {
     for r in steal::local::run(2, |comm| mfu::bcast::run(comm, &options).unwrap()) {
         assert_eq!((r.nodes[0].written, r.nodes[0].skipped, r.bytes), (0, 6, 0));
     }
-    // Stopped before the first round: the node failed, named, and no new DEST is left.
+    // Stopped before the first round, without a checkpoint: the node failed, named, and no
+    // new DEST is left.
     let stopped_dest = dir.path().join("stopped");
     let mut stopped = mfu::bcast::Options::new(path_bytes(&src), path_bytes(&stopped_dest));
     stopped.segment = SEG_BYTES as u64;
+    stopped.checkpoint = mfu::types::CheckpointChoice::Off;
     stopped
         .context
         .stop
@@ -501,4 +504,212 @@ fn json_report_has_the_verbose_counts() {
     assert!(String::from_utf8_lossy(&text.stderr).contains(&line));
     assert_eq!(fs::read(&a).unwrap(), content);
     assert_eq!(fs::read(&b).unwrap(), content);
+}
+
+/// How a run is launched in the checkpoint tests.
+#[derive(Clone, Copy, Debug)]
+enum Launch {
+    One,
+    Ranks(usize),
+    Mpi(usize),
+}
+
+/// `mfu-rs bcast -s 64KB SRC DEST` launched as `launch`, its checkpoint under `state`.
+fn bcast_at(launch: Launch, state: &Path, src: &Path, dest: &Path) -> Tool {
+    let t = Tool::new("bcast")
+        .args(["-s", SEG, s(src), s(dest)])
+        .env("XDG_STATE_HOME", state)
+        .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "20");
+    match launch {
+        Launch::One => t,
+        Launch::Ranks(n) => t.ranks(n),
+        Launch::Mpi(n) => t.mpi(n),
+    }
+}
+
+/// Checkpoints left under the state directory `state`.
+fn checkpoints(state: &Path) -> usize {
+    fs::read_dir(state.join("mfu-rs/checkpoints")).map_or(0, |d| d.count())
+}
+
+/// An interrupted bcast continues: after a stop (the core's knob: a SIGTERM after the N-th
+/// segment marked) or a kill -9 (its die knob), at one process, `--ranks 3` and `mpirun -np
+/// 2`, the partial copy is kept; the same command run again (at another rank count) takes it
+/// over (DEST is that inode), writes the rest, DEST equals SRC and the checkpoint is gone.
+#[test]
+fn an_interrupted_bcast_continues_the_partial_copy() {
+    let content = mfu_tests::noise(5, 20 * SEG_BYTES + 123);
+    let cases = [
+        (
+            Launch::One,
+            "MFU_RS_TEST_CHECKPOINT_STOP_AFTER",
+            "3",
+            Launch::Ranks(2),
+        ),
+        (
+            Launch::Ranks(3),
+            "MFU_RS_TEST_CHECKPOINT_STOP_AFTER",
+            "4",
+            Launch::One,
+        ),
+        (
+            Launch::Mpi(2),
+            "MFU_RS_TEST_CHECKPOINT_STOP_AFTER",
+            "2",
+            Launch::Ranks(3),
+        ),
+        (
+            Launch::One,
+            "MFU_RS_TEST_CHECKPOINT_DIE_AFTER",
+            "3",
+            Launch::Mpi(2),
+        ),
+        (
+            Launch::Mpi(2),
+            "MFU_RS_TEST_CHECKPOINT_DIE_AFTER",
+            "2",
+            Launch::One,
+        ),
+    ];
+    for (first, knob, n, then) in cases {
+        let what = format!("{first:?} {knob}={n}, rerun {then:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let src = dir.path().join("src");
+        fs::write(&src, &content).unwrap();
+        let local = dir.path().join("local");
+        fs::create_dir(&local).unwrap();
+        let dest = local.join("dest");
+        let out = bcast_at(first, &state, &src, &dest).env(knob, n).run();
+        let err = out.stderr_str();
+        if knob.ends_with("STOP_AFTER") {
+            assert_eq!(out.code(), Some(1), "{what}\n{err}");
+            assert!(
+                err.contains("stopped after ") && err.contains(" segments ("),
+                "{what}: the stop line\n{err}"
+            );
+        } else {
+            assert_ne!(out.code(), Some(0), "{what}\n{err}");
+        }
+        assert!(!dest.exists(), "{what}: no DEST yet");
+        assert_eq!(checkpoints(&state), 1, "{what}: checkpoint kept");
+        let partial = temporaries(&local, "dest");
+        assert_eq!(partial.len(), 1, "{what}: the partial copy kept");
+        let ino = {
+            use std::os::unix::fs::MetadataExt;
+            fs::metadata(local.join(&partial[0])).unwrap().ino()
+        };
+        let again = bcast_at(then, &state, &src, &dest).run().assert_status(0);
+        let said = again.stdout_str() + &again.stderr_str();
+        assert!(said.contains("continuing"), "{what}\n{said}");
+        assert_eq!(fs::read(&dest).unwrap(), content, "{what}: DEST is SRC");
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(
+            fs::metadata(&dest).unwrap().ino(),
+            ino,
+            "{what}: taken over"
+        );
+        assert_eq!(names(&local), ["dest"], "{what}");
+        assert_eq!(checkpoints(&state), 0, "{what}: checkpoint removed");
+    }
+}
+
+/// A source changed since the stop: the checkpoint is not used (the run says so), the partial
+/// copy is not taken over, DEST is the new source. A partial copy replaced since (another
+/// inode at its name) is not taken over either.
+#[test]
+fn a_changed_source_or_a_replaced_partial_copy_starts_over() {
+    let content = mfu_tests::noise(6, 12 * SEG_BYTES);
+    for change_source in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let src = dir.path().join("src");
+        fs::write(&src, &content).unwrap();
+        let local = dir.path().join("local");
+        fs::create_dir(&local).unwrap();
+        let dest = local.join("dest");
+        bcast_at(Launch::One, &state, &src, &dest)
+            .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "2")
+            .run()
+            .assert_status(1);
+        let mut want = content.clone();
+        if change_source {
+            want[7] ^= 1;
+            fs::write(&src, &want).unwrap();
+        } else {
+            let partial = local.join(&temporaries(&local, "dest")[0]);
+            let bytes = fs::read(&partial).unwrap();
+            fs::remove_file(&partial).unwrap();
+            // Garbage where the segments were: must not end up in DEST.
+            fs::write(local.join("other"), b"x").unwrap();
+            fs::write(&partial, vec![0xee; bytes.len()]).unwrap();
+        }
+        let again = bcast_at(Launch::Ranks(2), &state, &src, &dest)
+            .run()
+            .assert_status(0);
+        let said = again.stdout_str() + &again.stderr_str();
+        if change_source {
+            assert!(said.contains("changed"), "{said}");
+        }
+        assert_eq!(
+            fs::read(&dest).unwrap(),
+            want,
+            "change_source {change_source}"
+        );
+        assert_eq!(temporaries(&local, "dest"), Vec::<String>::new());
+        assert_eq!(checkpoints(&state), 0);
+    }
+}
+
+/// Two fake nodes under mpirun, stopped then continued: each node's copy is its own partial
+/// copy, continued from its own segments; both end equal to SRC.
+#[test]
+fn fake_nodes_each_continue_their_own_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let content = mfu_tests::noise(8, 16 * SEG_BYTES + 5);
+    let src = dir.path().join("src");
+    fs::write(&src, &content).unwrap();
+    for n in ["n0", "n1"] {
+        fs::create_dir(dir.path().join(n)).unwrap();
+    }
+    let script = dir.path().join("wrap.sh");
+    fs::write(
+        &script,
+        "#!/bin/sh\nn=n$((OMPI_COMM_WORLD_RANK % 2))\nexport MFU_NODE_NAME=$n\n\
+         exec \"$MFU_BIN\" bcast \"$@\" \"$SRC\" \"$ROOT/$n/dest\"\n",
+    )
+    .unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |np: usize, stop: Option<&str>| {
+        let mut t = Tool::bare()
+            .mpi(np)
+            .program(&script)
+            .args(["-s", SEG])
+            .env("MFU_BIN", bin())
+            .env("SRC", &src)
+            .env("ROOT", dir.path())
+            .env("XDG_STATE_HOME", &state)
+            .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "20");
+        if let Some(n) = stop {
+            t = t.env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", n);
+        }
+        t.run()
+    };
+    run(4, Some("2")).assert_status(1);
+    for n in ["n0", "n1"] {
+        assert_eq!(temporaries(&dir.path().join(n), "dest").len(), 1, "{n}");
+    }
+    let again = run(2, None).assert_status(0);
+    let said = again.stdout_str() + &again.stderr_str();
+    assert!(said.contains("continuing"), "{said}");
+    for n in ["n0", "n1"] {
+        assert_eq!(
+            fs::read(dir.path().join(n).join("dest")).unwrap(),
+            content,
+            "{n}"
+        );
+        assert_eq!(names(&dir.path().join(n)), ["dest"], "{n}");
+    }
+    assert_eq!(checkpoints(&state), 0);
 }

@@ -402,7 +402,8 @@ fn temporary_has_data(dir: &Path, name: &str) -> bool {
 
 /// Defect: bz2 died on SIGINT/SIGTERM with no word and left its full-size temporary behind.
 /// Now: it stops, removes its temporary, says it was interrupted, exits 1; the input stays.
-/// Compression (SIGINT) and decompression (SIGTERM, serial and by the table).
+/// Compression (SIGINT) and decompression (SIGTERM, serial and by the table), without a
+/// checkpoint (with one, the partial output is kept for the next run: see below).
 #[test]
 fn a_signal_stops_cleanly_without_a_temporary() {
     use rustix::process::Signal;
@@ -411,7 +412,16 @@ fn a_signal_stops_cleanly_without_a_temporary() {
     // Incompressible: the debug build compresses ~0.5 MB/s here, so this runs for seconds.
     let content = mfu_tests::noise(7, 3_000_000);
     fs::write(&file, &content).unwrap();
-    let mut cmd = bz2(1, &["-z", "--stream-bytes", "100000", s(&file)]);
+    let mut cmd = bz2(
+        1,
+        &[
+            "-z",
+            "--no-checkpoint",
+            "--stream-bytes",
+            "100000",
+            s(&file),
+        ],
+    );
     let out = mfu_tests::signal_when(&mut cmd, Signal::INT, || {
         temporary_has_data(dir.path(), "f.bz2")
     });
@@ -437,7 +447,7 @@ fn a_signal_stops_cleanly_without_a_temporary() {
     fs::write(&dbz2, dbz2_of(&content, 100_000)).unwrap();
     for (packed, base) in [(&plain, "plain"), (&dbz2, "blocks")] {
         let before = fs::read(packed).unwrap();
-        let mut cmd = bz2(1, &["-d", s(packed)]);
+        let mut cmd = bz2(1, &["-d", "--no-checkpoint", s(packed)]);
         let out = mfu_tests::signal_when(&mut cmd, Signal::TERM, || {
             temporary_has_data(dir.path(), base)
         });
@@ -681,4 +691,354 @@ fn json_report_has_the_counts_and_the_verbose_detail() {
         (1.into(), 0.into(), 1.into())
     );
     assert!(String::from_utf8_lossy(&json.stderr).contains("block 1"));
+}
+
+/// How a run is launched in the checkpoint tests: one process, thread ranks, or mpirun.
+#[derive(Clone, Copy, Debug)]
+enum Launch {
+    One,
+    Ranks(usize),
+    Mpi(usize),
+}
+
+/// `mfu-rs bz2 ARGS` launched as `launch`, marks flushed every 20 ms.
+fn bz2_at(launch: Launch, args: &[&str]) -> Tool {
+    let t = Tool::new("bz2")
+        .args(args)
+        .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "20");
+    match launch {
+        Launch::One => t,
+        Launch::Ranks(n) => t.ranks(n),
+        Launch::Mpi(n) => t.mpi(n),
+    }
+}
+
+/// The checkpoint `bz2` keeps beside `output` by default.
+fn checkpoint_of(output: &Path) -> PathBuf {
+    let name = output.file_name().unwrap().to_str().unwrap();
+    output.with_file_name(format!(".{name}.mfu-checkpoint"))
+}
+
+/// The (device, inode) of the one temporary of `base` in `dir` (the partial output).
+fn partial_of(dir: &Path, base: &str) -> (u64, u64) {
+    let t = temporaries(dir, base);
+    assert_eq!(t.len(), 1, "one partial output of {base}: {t:?}");
+    let m = fs::metadata(dir.join(&t[0])).unwrap();
+    (m.dev(), m.ino())
+}
+
+/// The output of an uninterrupted `bz2 ARGS` of `content` (in a directory of its own).
+fn uninterrupted(content: &[u8], args: &[&str], out_ext: &str, name: &str) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(name);
+    fs::write(&file, content).unwrap();
+    let mut words = args.to_vec();
+    words.push(s(&file));
+    run(1, &words, 0);
+    let out = if out_ext.is_empty() {
+        dir.path().join(name.trim_end_matches(".bz2"))
+    } else {
+        with_ext(&file, out_ext)
+    };
+    fs::read(out).unwrap()
+}
+
+/// Compression and decompression continue after a stop (the checkpoint core's stop knob: a
+/// SIGTERM after the N-th block marked) and after a kill -9 (its die knob), at one process,
+/// `--ranks 3` and `mpirun -np 2`, the rerun at another rank count: the stopped run exits 1,
+/// keeps its checkpoint and partial output, the rerun takes the partial output over (the final
+/// file is that inode) and its result is byte-identical to an uninterrupted run's.
+#[test]
+fn an_interrupted_run_continues_and_equals_an_uninterrupted_one() {
+    let content = data(420_000);
+    let zargs = ["-z", "-k", "-b", "1", "--stream-bytes", STREAM];
+    let want_z = uninterrupted(&content, &zargs, ".bz2", "f");
+    let cases = [
+        (
+            Launch::One,
+            "MFU_RS_TEST_CHECKPOINT_STOP_AFTER",
+            "2",
+            Launch::Ranks(2),
+        ),
+        (
+            Launch::Ranks(3),
+            "MFU_RS_TEST_CHECKPOINT_STOP_AFTER",
+            "1",
+            Launch::One,
+        ),
+        (
+            Launch::Mpi(2),
+            "MFU_RS_TEST_CHECKPOINT_STOP_AFTER",
+            "1",
+            Launch::Ranks(3),
+        ),
+        (
+            Launch::One,
+            "MFU_RS_TEST_CHECKPOINT_DIE_AFTER",
+            "3",
+            Launch::Mpi(2),
+        ),
+        (
+            Launch::Ranks(3),
+            "MFU_RS_TEST_CHECKPOINT_DIE_AFTER",
+            "2",
+            Launch::One,
+        ),
+        (
+            Launch::Mpi(2),
+            "MFU_RS_TEST_CHECKPOINT_DIE_AFTER",
+            "1",
+            Launch::One,
+        ),
+    ];
+    for (first, knob, n, then) in cases {
+        let what = format!("{first:?} {knob}={n}, rerun {then:?}");
+        for decompress in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let (input, output, args, want) = if decompress {
+                let packed = dir.path().join("f.bz2");
+                fs::write(&packed, &want_z).unwrap();
+                (packed, dir.path().join("f"), vec!["-d", "-k"], &content)
+            } else {
+                let file = dir.path().join("f");
+                fs::write(&file, &content).unwrap();
+                (
+                    file.clone(),
+                    with_ext(&file, ".bz2"),
+                    zargs.to_vec(),
+                    &want_z,
+                )
+            };
+            let what = format!("{what}, decompress {decompress}");
+            let mut words = args.clone();
+            words.push(s(&input));
+            let out = bz2_at(first, &words).env(knob, n).run();
+            let err = out.stderr_str();
+            if knob.ends_with("STOP_AFTER") {
+                assert_eq!(out.code(), Some(1), "{what}: a stop exits 1\n{err}");
+                assert!(
+                    err.contains("stopped after ") && err.contains("run the same command again"),
+                    "{what}: says how far it got\n{err}"
+                );
+            } else {
+                assert_ne!(out.code(), Some(0), "{what}: killed\n{err}");
+            }
+            assert!(!output.exists(), "{what}: no output yet");
+            assert!(checkpoint_of(&output).is_dir(), "{what}: checkpoint kept");
+            let base = output.file_name().unwrap().to_str().unwrap();
+            let partial = partial_of(dir.path(), base);
+            let again = bz2_at(then, &words).run().assert_status(0);
+            let err = again.stdout_str() + &again.stderr_str();
+            assert!(err.contains("continuing"), "{what}: continues\n{err}");
+            assert_eq!(&fs::read(&output).unwrap(), want, "{what}: byte-identical");
+            let m = fs::metadata(&output).unwrap();
+            assert_eq!(
+                (m.dev(), m.ino()),
+                partial,
+                "{what}: the partial output finished"
+            );
+            assert!(
+                !checkpoint_of(&output).exists(),
+                "{what}: checkpoint removed"
+            );
+            assert_eq!(temporaries(dir.path(), base), Vec::<String>::new());
+            let kept = if decompress { &want_z } else { &content };
+            assert_eq!(
+                &fs::read(&input).unwrap(),
+                kept,
+                "{what}: -k keeps the input"
+            );
+        }
+    }
+}
+
+/// A real SIGTERM while compressing (the temporary holds data): exit 1, "stopped", the
+/// checkpoint and the partial output kept; the same command then finishes, byte-identical.
+#[test]
+fn a_real_sigterm_then_a_rerun_finishes_the_same_archive() {
+    use rustix::process::Signal;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    // Incompressible: the debug build compresses ~0.5 MB/s here, so this runs for seconds.
+    let content = mfu_tests::noise(11, 3_000_000);
+    fs::write(&file, &content).unwrap();
+    let args = ["-z", "-k", "--stream-bytes", "100000"];
+    let want = uninterrupted(&content, &args, ".bz2", "f");
+    let mut words = args.to_vec();
+    words.push(s(&file));
+    let mut cmd = bz2(1, &words);
+    let out = mfu_tests::signal_when(&mut cmd, Signal::TERM, || {
+        temporary_has_data(dir.path(), "f.bz2")
+    });
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("stopped"), "{err}");
+    assert!(checkpoint_of(&with_ext(&file, ".bz2")).is_dir(), "{err}");
+    let again = run(2, &words, 0);
+    let err = String::from_utf8_lossy(&again.stdout) + String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("continuing"), "{err}");
+    assert_eq!(fs::read(with_ext(&file, ".bz2")).unwrap(), want);
+    assert_eq!(names(dir.path()), ["f", "f.bz2"]);
+}
+
+/// A checkpoint is not used when the input changed since (the run starts over and says so),
+/// nor when its record of the partial output is garbage or names a file that is not the one it
+/// wrote (a hard-linked file is never written); the result is an uninterrupted run's.
+#[test]
+fn a_changed_input_or_a_forged_record_starts_over() {
+    let content = data(300_000);
+    let args = ["-z", "-k", "-b", "1", "--stream-bytes", STREAM];
+    let stop = |file: &Path| -> Vec<String> {
+        let mut words: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        words.push(s(file).to_string());
+        let refs: Vec<&str> = words.iter().map(String::as_str).collect();
+        bz2_at(Launch::One, &refs)
+            .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "2")
+            .run()
+            .assert_status(1);
+        words
+    };
+    // The input changed.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    fs::write(&file, &content).unwrap();
+    let words = stop(&file);
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let mut changed = content.clone();
+    changed[10] ^= 0xff;
+    fs::write(&file, &changed).unwrap();
+    let again = bz2_at(Launch::Ranks(2), &words).run().assert_status(0);
+    let err = again.stdout_str() + &again.stderr_str();
+    assert!(err.contains("changed"), "says why it starts over: {err}");
+    assert!(!err.contains("continuing"), "{err}");
+    assert_eq!(
+        fs::read(with_ext(&file, ".bz2")).unwrap(),
+        uninterrupted(&changed, &args, ".bz2", "f")
+    );
+    assert_eq!(names(dir.path()), ["f", "f.bz2"]);
+
+    let want = uninterrupted(&content, &args, ".bz2", "f");
+    // Garbage in the record, then in every file of the checkpoint.
+    for everything in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        fs::write(&file, &content).unwrap();
+        let words = stop(&file);
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let cp = checkpoint_of(&with_ext(&file, ".bz2"));
+        for e in fs::read_dir(&cp).unwrap() {
+            let e = e.unwrap();
+            if everything || e.file_name() == "bz2-output" {
+                fs::write(e.path(), b"garbage\x00\xff").unwrap();
+            }
+        }
+        bz2_at(Launch::One, &words).run().assert_status(0);
+        assert_eq!(
+            fs::read(with_ext(&file, ".bz2")).unwrap(),
+            want,
+            "{everything}"
+        );
+        // The partial output is gone (not taken over, then removed as stale); a checkpoint
+        // whose header is garbage is not one of ours and stays (the core warns about it).
+        assert_eq!(temporaries(dir.path(), "f.bz2"), Vec::<String>::new());
+        if !everything {
+            assert!(!cp.exists(), "a checkpoint of ours is removed at the end");
+        }
+    }
+    // The record names a file with another link (the partial output hard-linked elsewhere):
+    // it is not taken over, and the other name keeps its bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    fs::write(&file, &content).unwrap();
+    let words = stop(&file);
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let t = temporaries(dir.path(), "f.bz2");
+    let other = dir.path().join("precious");
+    fs::hard_link(dir.path().join(&t[0]), &other).unwrap();
+    let before = fs::read(&other).unwrap();
+    bz2_at(Launch::One, &words).run().assert_status(0);
+    assert_eq!(fs::read(with_ext(&file, ".bz2")).unwrap(), want);
+    assert_eq!(
+        fs::read(&other).unwrap(),
+        before,
+        "the other name untouched"
+    );
+}
+
+/// A partial output removed and replaced by another file that got the same inode number (ext4
+/// gives a freed one out again at once; here the record is made to name the new file's
+/// (device, inode) with the old file's birth time) is not taken over: the run starts over and
+/// the output is an uninterrupted run's, not the new file's bytes.
+#[test]
+fn a_partial_output_replaced_under_a_reused_inode_number_starts_over() {
+    let content = data(300_000);
+    let args = ["-z", "-k", "-b", "1", "--stream-bytes", STREAM];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    fs::write(&file, &content).unwrap();
+    let mut words = args.to_vec();
+    words.push(s(&file));
+    bz2_at(Launch::One, &words)
+        .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "2")
+        .run()
+        .assert_status(1);
+    let t = temporaries(dir.path(), "f.bz2");
+    assert_eq!(t.len(), 1, "{t:?}");
+    let partial = dir.path().join(&t[0]);
+    let len = fs::metadata(&partial).unwrap().len() as usize;
+    assert!(len > 0, "the partial output holds blocks");
+    // Removed, then a new file under its name, as long (every recorded block fits in it).
+    fs::remove_file(&partial).unwrap();
+    fs::write(&partial, vec![0x5a; len]).unwrap();
+    let m = fs::metadata(&partial).unwrap();
+    let record = checkpoint_of(&with_ext(&file, ".bz2")).join("bz2-output");
+    let mut r = fs::read(&record).unwrap();
+    // The record: device and inode (8 bytes each, big-endian), then the birth time and name.
+    r[..8].copy_from_slice(&m.dev().to_be_bytes());
+    r[8..16].copy_from_slice(&m.ino().to_be_bytes());
+    fs::write(&record, &r).unwrap();
+    let again = bz2_at(Launch::One, &words).run().assert_status(0);
+    let err = again.stdout_str() + &again.stderr_str();
+    assert!(err.contains("starting over"), "says why: {err}");
+    assert_eq!(
+        fs::read(with_ext(&file, ".bz2")).unwrap(),
+        uninterrupted(&content, &args, ".bz2", "f"),
+        "none of the new file's bytes"
+    );
+    assert_eq!(temporaries(dir.path(), "f.bz2"), Vec::<String>::new());
+    assert!(!checkpoint_of(&with_ext(&file, ".bz2")).exists());
+}
+
+/// A symlink at the checkpoint's name is never followed: the run goes on without it, and what
+/// it points to is untouched.
+#[test]
+fn a_symlink_at_the_checkpoint_name_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    let content = data(120_000);
+    fs::write(&file, &content).unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, checkpoint_of(&with_ext(&file, ".bz2"))).unwrap();
+    let args = ["-z", "-k", "-b", "1", "--stream-bytes", STREAM];
+    let mut words = args.to_vec();
+    words.push(s(&file));
+    // A stop request: whatever the run does without its checkpoint, nothing goes through it.
+    let out = bz2_at(Launch::One, &words)
+        .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "1")
+        .run();
+    assert_eq!(
+        names(&elsewhere),
+        Vec::<String>::new(),
+        "nothing written through the link"
+    );
+    if out.code() == Some(0) {
+        fs::remove_file(with_ext(&file, ".bz2")).unwrap();
+    }
+    bz2_at(Launch::One, &words).run().assert_status(0);
+    assert_eq!(
+        fs::read(with_ext(&file, ".bz2")).unwrap(),
+        uninterrupted(&content, &args, ".bz2", "f")
+    );
+    assert_eq!(names(&elsewhere), Vec::<String>::new());
 }

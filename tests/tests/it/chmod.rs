@@ -594,3 +594,43 @@ fn json_report_has_the_text_summary_counts() {
         assert_eq!(snapshot(&a), snapshot(&b));
     }
 }
+
+/// A SIGTERM in the middle of a chmod (each work item slowed): exit 1 and the stop line (X of
+/// the 489 entries selected, X below that); the same chmod run again changes the rest.
+#[test]
+fn a_stopped_chmod_says_how_far_it_got_and_a_rerun_finishes() {
+    use rustix::process::Signal;
+    let tmp = tempfile::tempdir().unwrap();
+    let top = tmp.path().join("top");
+    let mut files = Vec::new();
+    for d in 0..8 {
+        let sub = top.join(format!("d {d}"));
+        fs::create_dir_all(&sub).unwrap();
+        for f in 0..60 {
+            let p = sub.join(format!("f{f}"));
+            fs::write(&p, b"").unwrap();
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o666)).unwrap();
+            files.push(p);
+        }
+    }
+    let changed = |p: &PathBuf| fs::metadata(p).unwrap().mode() & 0o777 == 0o600;
+    let mut cmd = mfu(&["chmod", "-m", "go-rwx"]);
+    cmd.arg(&top).env("MFU_RS_TEST_ITEM_DELAY_MS", "400");
+    let out = mfu_tests::signal_when(&mut cmd, Signal::TERM, || files.iter().any(changed));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let at = err
+        .find("stopped after ")
+        .unwrap_or_else(|| panic!("{err}"));
+    let words: Vec<&str> = err[at..].split_whitespace().collect();
+    assert_eq!(
+        (words[3], words[4], words[5]),
+        ("of", "489", "entries"),
+        "{err}"
+    );
+    let done: u64 = words[2].parse().unwrap();
+    assert!(done < 489, "{err}");
+    assert!(!files.iter().all(changed), "not everything changed");
+    expect_status(mfu(&["chmod", "-q", "-m", "go-rwx"]).arg(&top), 0);
+    assert!(files.iter().all(changed));
+}

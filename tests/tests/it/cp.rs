@@ -1541,3 +1541,93 @@ fn json_report_equals_the_text_summary() {
         assert!(v["seconds"].as_f64().is_some());
     }
 }
+
+/// `stopped after X of Y bytes` from stderr: (X, Y).
+fn stopped_counts(err: &str) -> (u64, u64) {
+    let at = err
+        .find("stopped after ")
+        .unwrap_or_else(|| panic!("no stop line: {err}"));
+    let words: Vec<&str> = err[at..].split_whitespace().collect();
+    assert_eq!((words[3], words[5]), ("of", "bytes"), "{err}");
+    assert!(
+        err[at..].contains("run the same command again to continue"),
+        "{err}"
+    );
+    (words[2].parse().unwrap(), words[4].parse().unwrap())
+}
+
+/// A SIGTERM in the middle of a copy into an existing directory (each work item slowed): exit
+/// 1 and the stop line (X of the 240 000 bytes planned, X below that), `--json` says `resumable`; the
+/// same cp run again completes the copy. A copy that created DEST itself is not "resumable"
+/// by the same command (it would copy into DEST/NAME): no stop line, the sync hint instead.
+#[test]
+fn a_stopped_copy_says_how_far_it_got_and_a_rerun_completes_it() {
+    use rustix::process::Signal;
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    for d in 0..4 {
+        for f in 0..12 {
+            let sub = src.join(format!("d{d}"));
+            std::fs::create_dir_all(&sub).unwrap();
+            std::fs::write(
+                sub.join(format!("f {f}|x")),
+                mfu_tests::noise(d * 100 + f, 256 << 10),
+            )
+            .unwrap();
+        }
+    }
+    let copy = dst.join("src");
+    for json in [false, true] {
+        let _ = std::fs::remove_dir_all(&dst);
+        std::fs::create_dir(&dst).unwrap();
+        let mut cmd = Tool::new("cp")
+            .args(["-p"])
+            .args(json.then_some("--json"))
+            .arg(&src)
+            .arg(&dst)
+            .args(["--chunksize", "64KB"])
+            .env("MFU_RS_TEST_ITEM_DELAY_MS", "150")
+            .command();
+        let probe = copy.join("d0");
+        let out = mfu_tests::signal_when(&mut cmd, Signal::TERM, || probe.exists());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        if json {
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["resumable"], true, "{v}");
+            assert_eq!(v["stopped"]["total"], 12_582_912, "{v}");
+            assert_eq!(v["stopped"]["what"], "bytes", "{v}");
+            assert!(v["stopped"]["done"].as_u64().unwrap() < 12_582_912, "{v}");
+        } else {
+            let (done, total) = stopped_counts(&err);
+            assert_eq!(total, 12_582_912, "48 files of 256 KiB: {err}");
+            assert!(done < total, "{err}");
+        }
+        Tool::new("cp")
+            .args(["-p", "-q"])
+            .arg(&src)
+            .arg(&dst)
+            .run()
+            .assert_status(0);
+        expect_status(
+            Command::new(bin()).args(["cmp", "-q"]).arg(&src).arg(&copy),
+            0,
+        );
+        assert_eq!(std::fs::read_dir(&dst).unwrap().count(), 1, "only DEST/src");
+    }
+    // DEST made by the copy: the same command would copy into DEST/src.
+    std::fs::remove_dir_all(&dst).unwrap();
+    let mut cmd = Tool::new("cp")
+        .args(["-p"])
+        .arg(&src)
+        .arg(&dst)
+        .args(["--chunksize", "64KB"])
+        .env("MFU_RS_TEST_ITEM_DELAY_MS", "150")
+        .command();
+    let probe = dst.join("d0");
+    let out = mfu_tests::signal_when(&mut cmd, Signal::TERM, || probe.exists());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("stopped after"), "{err}");
+    assert!(err.contains("mfu-rs sync"), "the way to finish: {err}");
+}

@@ -349,7 +349,7 @@ fn force_never_writes_into_an_existing_inode_nor_replaces_another_type() {
 
 /// Defect: filemaker died on SIGINT/SIGTERM with no summary and no exit 1. Now it stops within
 /// a MiB of writing, says the tree is incomplete, exits 1. Two 1 GB files of random bytes:
-/// many seconds of work for the debug build.
+/// many seconds of work for the debug build. Without a checkpoint (with one: see below).
 #[test]
 fn a_signal_stops_the_run_with_exit_1() {
     use rustix::process::Signal;
@@ -359,6 +359,8 @@ fn a_signal_stops_the_run_with_exit_1() {
         let args = [
             "-n", "2", "-d", "1", "--files", "100", "--links", "0", "-s", "1GB",
         ];
+        let mut args = args.to_vec();
+        args.push("--no-checkpoint");
         let mut cmd = filemaker_cmd(1, &args, &dir);
         let started = std::time::Instant::now();
         let out = mfu_tests::signal_when(&mut cmd, signal, || {
@@ -485,4 +487,197 @@ fn json_report_has_the_text_summary_counts() {
     assert_eq!(v["dir"], json_dir.to_str().unwrap());
     assert_eq!(items, 30);
     assert!(bytes > 0);
+}
+
+/// How a run is launched in the checkpoint tests.
+#[derive(Clone, Copy, Debug)]
+enum Launch {
+    One,
+    Ranks(usize),
+    Mpi(usize),
+}
+
+fn filemaker_at(launch: Launch, args: &[&str], dir: &Path) -> Tool {
+    let t = Tool::new("filemaker")
+        .args(args)
+        .arg(dir)
+        .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "20");
+    match launch {
+        Launch::One => t,
+        Launch::Ranks(n) => t.ranks(n),
+        Launch::Mpi(n) => t.mpi(n),
+    }
+}
+
+/// An interrupted filemaker continues: after a stop (the core's knob: a SIGTERM after the N-th
+/// file part marked) or a kill -9 (its die knob), at one process, `--ranks 3` and `mpirun -np
+/// 2`, the same command run again (at another rank count, without --force) exits 0, does not
+/// make again the files finished (their inodes are kept) and leaves the tree an uninterrupted
+/// run makes; the checkpoint beside DIR is gone at the end.
+#[test]
+fn an_interrupted_run_continues_to_the_same_tree() {
+    let args = [
+        "-i", "7", "-n", "120", "-d", "3", "-s", "0-300k", "--files", "60",
+    ];
+    let want_dir = tempfile::tempdir().unwrap();
+    make(1, &want_dir.path().join("t"), &args);
+    let want = snapshot(&want_dir.path().join("t"));
+    let cases = [
+        (
+            Launch::One,
+            "MFU_RS_TEST_CHECKPOINT_STOP_AFTER",
+            "10",
+            Launch::Ranks(2),
+        ),
+        (
+            Launch::Ranks(3),
+            "MFU_RS_TEST_CHECKPOINT_STOP_AFTER",
+            "10",
+            Launch::Mpi(2),
+        ),
+        (
+            Launch::Mpi(2),
+            "MFU_RS_TEST_CHECKPOINT_STOP_AFTER",
+            "5",
+            Launch::One,
+        ),
+        (
+            Launch::One,
+            "MFU_RS_TEST_CHECKPOINT_DIE_AFTER",
+            "10",
+            Launch::Ranks(3),
+        ),
+        (
+            Launch::Mpi(2),
+            "MFU_RS_TEST_CHECKPOINT_DIE_AFTER",
+            "5",
+            Launch::One,
+        ),
+    ];
+    for (first, knob, n, then) in cases {
+        let what = format!("{first:?} {knob}={n}, rerun {then:?}");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("t");
+        let out = filemaker_at(first, &args, &dir).env(knob, n).run();
+        let err = out.stderr_str();
+        if knob.ends_with("STOP_AFTER") {
+            assert_eq!(out.code(), Some(1), "{what}\n{err}");
+            assert!(
+                err.contains("stopped after ") && err.contains(" files ("),
+                "{what}: the stop line\n{err}"
+            );
+        } else {
+            assert_ne!(out.code(), Some(0), "{what}\n{err}");
+        }
+        let checkpoint = tmp.path().join(".t.mfu-checkpoint");
+        assert!(checkpoint.is_dir(), "{what}: checkpoint kept");
+        // The complete files of the first run (their inodes must survive the rerun).
+        let before: Vec<(std::path::PathBuf, u64)> = walk_files(&dir);
+        let again = filemaker_at(then, &args, &dir).run().assert_status(0);
+        let said = again.stdout_str() + &again.stderr_str();
+        assert!(said.contains("continuing"), "{what}\n{said}");
+        assert_eq!(snapshot(&dir), want, "{what}: the uninterrupted run's tree");
+        assert!(!checkpoint.exists(), "{what}: checkpoint removed");
+        let kept = before
+            .iter()
+            .filter(|(p, ino)| {
+                fs::symlink_metadata(p).is_ok_and(|m| {
+                    use std::os::unix::fs::MetadataExt;
+                    m.ino() == *ino
+                })
+            })
+            .count();
+        assert!(kept > 0, "{what}: some finished files were not made again");
+    }
+}
+
+/// Regular files below `dir` with their inode.
+fn walk_files(dir: &Path) -> Vec<(std::path::PathBuf, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let m = fs::symlink_metadata(e.path()).unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else if m.is_file() {
+                out.push((e.path(), m.ino()));
+            }
+        }
+    }
+    out
+}
+
+/// A checkpoint is not used for other options (another seed: the run starts over, refuses the
+/// non-empty DIR without --force and says so), and a file the marks call finished but that was
+/// replaced since is made again.
+#[test]
+fn a_changed_plan_or_a_replaced_file_is_not_trusted() {
+    let args = [
+        "-i", "7", "-n", "60", "-d", "2", "-s", "0-200k", "--files", "60",
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    filemaker_at(Launch::One, &args, &dir)
+        .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "10")
+        .run()
+        .assert_status(1);
+    let mut other = args.to_vec();
+    other[1] = "8";
+    let out = filemaker_at(Launch::One, &other, &dir)
+        .run()
+        .assert_status(2);
+    let said = out.stdout_str() + &out.stderr_str();
+    assert!(said.contains("not empty"), "{said}");
+
+    // Replace every finished file with one of the same size (another inode).
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    filemaker_at(Launch::One, &args, &dir)
+        .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "10")
+        .run()
+        .assert_status(1);
+    for (p, _) in walk_files(&dir) {
+        let len = fs::metadata(&p).unwrap().len() as usize;
+        fs::remove_file(&p).unwrap();
+        fs::write(&p, vec![b'x'; len]).unwrap();
+    }
+    filemaker_at(Launch::Ranks(2), &args, &dir)
+        .run()
+        .assert_status(0);
+    let want_dir = tempfile::tempdir().unwrap();
+    make(1, &want_dir.path().join("t"), &args);
+    assert_eq!(snapshot(&dir), snapshot(&want_dir.path().join("t")));
+}
+
+/// A real SIGTERM while the files are written (a file holds data): exit 1 and the stop line;
+/// the same command, run again, finishes the tree an uninterrupted run makes (even when the
+/// stop came before any file was finished).
+#[test]
+fn a_real_sigterm_then_a_rerun_finishes_the_tree() {
+    use rustix::process::Signal;
+    let args = [
+        "-n", "3", "-d", "1", "--files", "100", "--links", "0", "-s", "40MB",
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let mut cmd = filemaker_cmd(1, &args, &dir);
+    let out = mfu_tests::signal_when(&mut cmd, Signal::TERM, || {
+        fs::read_dir(&dir)
+            .is_ok_and(|d| d.flatten().any(|e| e.metadata().is_ok_and(|m| m.len() > 0)))
+    });
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("stopped after "), "{err}");
+    filemaker_at(Launch::Ranks(2), &args, &dir)
+        .run()
+        .assert_status(0);
+    let want_dir = tempfile::tempdir().unwrap();
+    make(1, &want_dir.path().join("t"), &args);
+    assert!(
+        snapshot(&dir) == snapshot(&want_dir.path().join("t")),
+        "the same tree"
+    );
+    assert!(!tmp.path().join(".t.mfu-checkpoint").exists());
 }

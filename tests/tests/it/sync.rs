@@ -1760,3 +1760,60 @@ fn json_report_equals_the_text_summary() {
         assert_eq!(v["conflicts"], u64::from(!delete));
     }
 }
+
+/// `stopped after X of Y bytes` from stderr: (X, Y).
+fn stopped_counts(err: &str) -> (u64, u64) {
+    let at = err
+        .find("stopped after ")
+        .unwrap_or_else(|| panic!("no stop line: {err}"));
+    let words: Vec<&str> = err[at..].split_whitespace().collect();
+    assert_eq!((words[3], words[5]), ("of", "bytes"), "{err}");
+    assert!(
+        err[at..].contains("run the same command again to continue"),
+        "{err}"
+    );
+    (words[2].parse().unwrap(), words[4].parse().unwrap())
+}
+
+/// A SIGTERM in the middle of a sync (each work item slowed), at one process and under mpirun:
+/// exit 1 and the stop line (X of the 240 000 bytes planned, X below that); the same sync run
+/// again completes it.
+#[test]
+fn a_stopped_sync_says_how_far_it_got_and_a_rerun_completes_it() {
+    use rustix::process::Signal;
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    for d in 0..4 {
+        for f in 0..12 {
+            let sub = src.join(format!("d{d}"));
+            std::fs::create_dir_all(&sub).unwrap();
+            std::fs::write(
+                sub.join(format!("f\n{f}")),
+                mfu_tests::noise(d * 100 + f, 256 << 10),
+            )
+            .unwrap();
+        }
+    }
+    let mut cmd = Tool::new("sync")
+        .arg(&src)
+        .arg(&dst)
+        .args(["--chunksize", "64KB"])
+        .env("MFU_RS_TEST_ITEM_DELAY_MS", "150")
+        .command();
+    let probe = dst.join("d0");
+    let out = mfu_tests::signal_when(&mut cmd, Signal::TERM, || probe.exists());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (done, total) = stopped_counts(&err);
+    assert!(total == 12_582_912 && done < total, "{err}");
+    Tool::new("sync")
+        .arg("-q")
+        .arg(&src)
+        .arg(&dst)
+        .run()
+        .assert_status(0);
+    expect_status(
+        Command::new(bin()).args(["cmp", "-q"]).arg(&src).arg(&dst),
+        0,
+    );
+}

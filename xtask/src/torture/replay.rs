@@ -17,6 +17,7 @@ pub const CLASSES: &[(&str, &str)] = &[
     ("chmod", "chmod of a subtree"),
     ("plain-list", "rm -i / chmod -i of a plain list (find -print), whole or cut, with NAME|F traps"),
     ("full-fs", "cp/sync into a small full tmpfs"),
+    ("bz2-kill", "bz2 -z and -d killed (-9 or SIGTERM, at a random time), then rerun (continues from its checkpoint): byte-identical to an uninterrupted run"),
 ];
 
 /// Classes of check that cut across scenarios (a finding of one of these is reported under it,

@@ -254,6 +254,7 @@ pub fn run(c: &mut Ctx, class: &'static str) -> Result<()> {
         "tar" | "truncated-archive" => tar(c, class, &sent)?,
         "tar-superseded" => tar_superseded(c, &sent)?,
         "rm" | "chmod" | "plain-list" => rm_chmod(c, class, &sent)?,
+        "bz2-kill" => bz2_kill(c)?,
         other => anyhow::bail!("unknown class {other}"),
     }
     c.sentinel_check(&sent, "the iteration")
@@ -1549,6 +1550,130 @@ fn rm_chmod(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
                     format!("{step}: report says {said} removed, the oracle counts {gone}"),
                 );
             }
+        }
+    }
+    Ok(())
+}
+
+/// bz2 compression, then decompression, each killed (SIGKILL or SIGTERM at a random moment)
+/// and run again (another launch): the rerun must exit 0 with the output an uninterrupted run
+/// makes, byte for byte (compression: the same dbz2 file; decompression: the original bytes),
+/// the input kept (-k), no temporary and no checkpoint left.
+fn bz2_kill(c: &mut Ctx) -> Result<()> {
+    let dir = c.dir.join("z");
+    let want_dir = c.dir.join("zwant");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(&want_dir)?;
+    // Half noise, half text: streams of different compressed sizes.
+    // Big enough that the debug build is still at work when the kill comes, most times.
+    let len = c.rng.between(600_000, 2_500_000) as usize;
+    let noise = c.rng.bytes(len);
+    let data: Vec<u8> = (0..len)
+        .map(|i| {
+            if (i / 7000) % 2 == 0 {
+                noise[i]
+            } else {
+                b"a line of text 0123\n"[i % 20]
+            }
+        })
+        .collect();
+    let stream = c.rng.between(20_000, 80_000).to_string();
+    let zargs = |file: &Path| -> Vec<OsString> {
+        vec![
+            "-z".into(),
+            "-k".into(),
+            "-b".into(),
+            "1".into(),
+            "--stream-bytes".into(),
+            stream.clone().into(),
+            arg(file),
+        ]
+    };
+    // The uninterrupted run's archive.
+    let wfile = want_dir.join("f");
+    std::fs::write(&wfile, &data)?;
+    let want = c.inv("bz2", zargs(&wfile), Launch::Ranks(1));
+    if !c.run(&want).ok() {
+        c.find("bz2-kill", format!("uninterrupted: {} failed", want.line()));
+        return Ok(());
+    }
+    let want_z = std::fs::read(want_dir.join("f.bz2"))?;
+    let file = dir.join("f");
+    std::fs::write(&file, &data)?;
+    let zfile = dir.join("f.bz2");
+    for (step, args, out, expect) in [
+        ("compress", zargs(&file), zfile.clone(), want_z.clone()),
+        (
+            "decompress",
+            vec!["-d".into(), "-k".into(), "-f".into(), arg(&zfile)],
+            file.clone(),
+            data.clone(),
+        ),
+    ] {
+        if step == "decompress" {
+            // The archive to decompress is the uninterrupted one; the original goes aside.
+            std::fs::write(&zfile, &want_z)?;
+            std::fs::remove_file(&file)?;
+        }
+        let sig = if c.rng.chance(50) {
+            libc::SIGKILL
+        } else {
+            libc::SIGTERM
+        };
+        let launch = Launch::random(&mut c.rng, c.mpi);
+        let mut first = c.inv("bz2", args.clone(), launch);
+        let most = if step == "compress" { 700 } else { 150 };
+        first.kill = Kill::After(Duration::from_millis(c.rng.between(10, most)), sig);
+        let killed = c.run(&first);
+        if killed.ok() && std::fs::read(&out).ok().as_ref() != Some(&expect) {
+            c.find(
+                "bz2-kill",
+                format!("{step}: exit 0 before the kill, wrong output"),
+            );
+            return Ok(());
+        }
+        if !killed.ok() && out.exists() && std::fs::read(&out).ok().as_ref() != Some(&expect) {
+            c.find(
+                "bz2-kill",
+                format!("{step}: a wrong output at its name after a kill"),
+            );
+            return Ok(());
+        }
+        // Finished (or killed after its rename, a whole output at its name): nothing to
+        // continue.
+        let whole = std::fs::read(&out).ok().as_ref() == Some(&expect);
+        if killed.ok() || whole {
+            if step == "compress" {
+                continue;
+            }
+            break;
+        }
+        let rl = Launch::random(&mut c.rng, c.mpi);
+        let again = c.inv("bz2", args, rl);
+        let done = c.run(&again);
+        if !done.ok() {
+            c.find(
+                "bz2-kill",
+                format!(
+                    "{step}: the rerun failed: {}",
+                    String::from_utf8_lossy(&done.stderr).trim()
+                ),
+            );
+            return Ok(());
+        }
+        if std::fs::read(&out)? != expect {
+            c.find(
+                "bz2-kill",
+                format!("{step}: the rerun's output differs from an uninterrupted run's"),
+            );
+        }
+        let left: Vec<String> = std::fs::read_dir(&dir)?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".mfu-tmp") || n.ends_with(".mfu-checkpoint"))
+            .collect();
+        if !left.is_empty() {
+            c.find("bz2-kill", format!("{step}: left behind: {left:?}"));
         }
     }
     Ok(())

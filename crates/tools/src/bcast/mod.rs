@@ -23,9 +23,10 @@
 
 pub(crate) mod nodes;
 
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::checkpoint::{self, Checkpoint, Choice, Inputs, Outcome, Prior};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::status::Status;
-use flist::atomic::{self, Output, Replace, Stale, Step};
+use flist::atomic::{self, Output, Replace, Stale, Stamp as Kept, Step};
 use flist::path::{as_path, display};
 use nodes::Nodes;
 use rustix::fd::{AsFd, OwnedFd};
@@ -58,6 +59,11 @@ pub struct Options {
     pub dest: Vec<u8>,
     /// Bytes per segment (the unit read by one rank and sent to every node); more than 0.
     pub segment: u64,
+    /// Where the segments written on each node are recorded, so that the same command run
+    /// again after a stop or a kill continues each node's partial copy (by default in
+    /// `$XDG_STATE_HOME/mfu-rs/checkpoints`: DEST is node-local, the checkpoint must be
+    /// shared).
+    pub checkpoint: Choice,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -69,6 +75,7 @@ impl Options {
             src,
             dest,
             segment: 1 << 20,
+            checkpoint: Choice::default(),
             context: Context::default(),
         }
     }
@@ -110,6 +117,9 @@ pub struct Report {
     pub seconds: f64,
     /// A stop request cut the transfer short.
     pub interrupted: bool,
+    /// The stop left a checkpoint and each node's partial copy: the same command continues.
+    #[serde(skip)]
+    pub resumable: bool,
     /// The run was verbose ([`Context::verbose`]): the command line then lists `nodes`.
     #[serde(skip)]
     pub verbose: bool,
@@ -130,6 +140,16 @@ impl ToolReport for Report {
     fn status(&self) -> Status {
         Status::of_work(self.failed, 0, self.interrupted)
     }
+    /// Segments written on all nodes (earlier runs' included) of segments times nodes, when a
+    /// stop left a checkpoint.
+    fn stopped(&self) -> Option<Stopped> {
+        let total = self.segments * self.nodes.len() as u64;
+        (self.interrupted && self.resumable).then(|| Stopped {
+            done: self.nodes.iter().map(|n| n.written).sum::<u64>().min(total),
+            total,
+            what: "segments",
+        })
+    }
 }
 
 /// How a node receives the file (its leader tells every rank).
@@ -144,6 +164,9 @@ struct Target {
     dir_id: (u64, u64),
     /// (device, inode) of the file the ranks write.
     file_id: (u64, u64),
+    /// The file is the partial copy an interrupted earlier run left (taken over): the
+    /// segments the checkpoint records for this node are in it.
+    resumed: bool,
 }
 
 /// What every rank knows after the setup: the source, open, its mode, every node's
@@ -169,8 +192,36 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let my_node = nodes.node_of[me];
     let node_name = display(&nodes.names[my_node]).into_owned();
     let dest = &options.dest[..];
-    let (size, mode) = check_source(comm, &options.src)?;
-    let setup = plan(comm, options, &nodes, &node_name, size, mode)?;
+    let (size, mode, stamp) = check_source(comm, &options.src)?;
+    let opened = open_checkpoint(comm, options, stamp)?;
+    let (ck, prior) = (opened.checkpoint, opened.prior);
+    let my_name = nodes.names[my_node].clone();
+    let resume = nodes
+        .is_leader(me)
+        .then(|| prior.payload(temp_key(&my_name)).and_then(decode_temp))
+        .flatten();
+    let setup = match plan(comm, options, &nodes, &node_name, size, mode, resume) {
+        Ok(setup) => setup,
+        Err(e) => {
+            if let Some(c) = ck {
+                let _ = c.finish(comm, Outcome::Failed);
+            }
+            return Err(e);
+        }
+    };
+    // Each leader records its node's partial copy (name, identity) before any segment of it
+    // is marked; every rank's writes are synced before its marks.
+    // With its birth time: a file made after it was removed may get the same inode number.
+    if let (Some(c), Some(o)) = (&ck, &setup.output) {
+        match o.file().map(|f| Kept::of(f.as_fd())) {
+            Some(Ok(stamp)) => c.mark(temp_key(&my_name), &encode_temp(o.name(), &stamp)),
+            Some(Err(e)) => context.error(format!(
+                "node {node_name}: stat {} (not recorded: a rerun starts over): {e}",
+                display(o.path())
+            )),
+            None => {}
+        }
+    }
     let target = &setup.targets[my_node];
     // The plan is made; the race tests change the tree here.
     crate::engine::test_seam::after_listing(comm);
@@ -179,6 +230,11 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         .map_err(|e| format!("node {node_name}: {e}"))
         .map_err(|e| failure = Some(e))
         .ok();
+    if let (Some(c), Some(f)) = (&ck, &out) {
+        if let Ok(dup) = f.try_clone() {
+            c.durable(checkpoint::Durable::File(std::sync::Arc::new(dup.into())));
+        }
+    }
 
     // 3. The segments, round by round.
     let progress = context.progress(me, "Broadcast");
@@ -194,8 +250,12 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         segment: options.segment,
         src_name: display(&options.src).into_owned(),
         out_name: format!("node {node_name}: {}", display(&target.path)),
+        prior: &prior,
+        checkpoint: ck.as_ref(),
     };
     let counts = job.run(&mut failure, &progress);
+    // A stop with a checkpoint keeps each node's partial copy for the next run.
+    let keep = counts.interrupted && ck.is_some();
     if counts.interrupted {
         failure.get_or_insert_with(|| format!("node {node_name}: interrupted by a signal"));
     }
@@ -223,6 +283,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
             dest,
             setup.mode,
             node_failed[my_node],
+            keep,
         )
         .err()
         .map(|e| format!("node {node_name}: {e}"));
@@ -235,31 +296,24 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     }
     let finish_errors = gather_strings(comm, finish_error.as_ref());
     if me == 0 {
-        // Each distinct message once (a node's ranks may fail alike).
-        let mut seen: Vec<&String> = Vec::new();
-        for e in outcomes
+        let errors = outcomes
             .iter()
             .filter_map(|o| o.2.as_ref())
-            .chain(&finish_errors)
-        {
-            if !seen.contains(&e) {
-                seen.push(e);
+            .chain(&finish_errors);
+        let kept = keep.then(|| ck.as_ref().map(|c| c.path().to_vec()).unwrap_or_default());
+        let left = setup.targets.iter().filter(|t| t.in_place).count();
+        tell_outcome(context, errors, dest, kept, counts.interrupted, left);
+    }
+    if let Some(c) = ck {
+        let outcome = if keep {
+            Outcome::Stopped
+        } else {
+            Outcome::Complete
+        };
+        if let Err(e) = c.finish(comm, outcome) {
+            if me == 0 {
                 context.error(e);
             }
-        }
-        if counts.interrupted {
-            let left = setup.targets.iter().filter(|t| t.in_place).count();
-            // About the whole run: not in the report's sample of failed items.
-            context.events.error(&format!(
-                "interrupted by a signal: {} not complete on any node (temporary files \
-                 removed{}); rerun to finish",
-                display(dest),
-                if left > 0 {
-                    format!("; {left} node(s) updating in place hold a mixed DEST")
-                } else {
-                    String::new()
-                }
-            ));
         }
     }
     let node_reports = nodes
@@ -283,17 +337,98 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         failed: node_failed.iter().filter(|&&f| f).count() as u64,
         seconds: started.elapsed().as_secs_f64(),
         interrupted: counts.interrupted,
+        resumable: keep,
         verbose: context.verbose,
         failures: context.failures(),
     })
 }
 
+/// Rank 0: each distinct failure once (a node's ranks may fail alike), then, for a stopped
+/// run, what is kept for the next run (`kept`: the checkpoint's path) or, without a
+/// checkpoint, that nothing is complete (`in_place`: nodes updating DEST in place).
+fn tell_outcome<'a>(
+    context: &Context,
+    errors: impl Iterator<Item = &'a String>,
+    dest: &[u8],
+    kept: Option<Vec<u8>>,
+    interrupted: bool,
+    in_place: usize,
+) {
+    let mut seen: Vec<&String> = Vec::new();
+    for e in errors {
+        if !seen.contains(&e) {
+            seen.push(e);
+            context.error(e);
+        }
+    }
+    // About the whole run: not in the report's sample of failed items.
+    if let Some(path) = kept {
+        context.events.error(&format!(
+            "stopped: {} not complete on any node; each node's partial copy and the \
+             checkpoint {} are kept for the next run",
+            display(dest),
+            display(&path)
+        ));
+    } else if interrupted {
+        context.events.error(&format!(
+            "interrupted by a signal: {} not complete on any node (temporary files \
+             removed{}); rerun to finish",
+            display(dest),
+            if in_place > 0 {
+                format!("; {in_place} node(s) updating in place hold a mixed DEST")
+            } else {
+                String::new()
+            }
+        ));
+    }
+}
+
+/// The run's checkpoint (collective; in the shared state directory: DEST is node-local);
+/// rank 0 tells its notice.
+fn open_checkpoint(
+    comm: &dyn Comm,
+    options: &Options,
+    stamp: Stamp,
+) -> Result<checkpoint::Opened, Error> {
+    let inputs = Inputs::new("bcast")
+        .field("SRC", &serde_bytes::Bytes::new(&options.src))
+        .field("DEST", &serde_bytes::Bytes::new(&options.dest))
+        .field("--size", &options.segment)
+        .field("the source (device, inode, size, times)", &stamp);
+    let opened = checkpoint::open(
+        comm,
+        &options.checkpoint,
+        checkpoint::Plan {
+            output: None,
+            inputs,
+        },
+    )
+    .map_err(|e| Error::new(e.to_string()))?;
+    if let (0, Some(notice)) = (comm.rank(), &opened.notice) {
+        options.context.info(format!("{}\n", notice.trim_end()));
+    }
+    Ok(opened)
+}
+
 /// Phase 1: SRC's size and mode, checked by rank 0; `Err` on every rank when it is missing or
 /// not a regular file. Collective.
-fn check_source(comm: &dyn Comm, src: &[u8]) -> Result<(u64, u32), Error> {
-    let checked: Result<(u64, u32), String> =
+/// The source's identity, size and times: what a checkpoint is trusted for.
+type Stamp = ((u64, u64), u64, (i64, i64), (i64, i64));
+
+fn check_source(comm: &dyn Comm, src: &[u8]) -> Result<(u64, u32, Stamp), Error> {
+    use std::os::unix::fs::MetadataExt;
+    let checked: Result<(u64, u32, Stamp), String> =
         comm.bcast_with(0, || match std::fs::metadata(as_path(src)) {
-            Ok(m) if m.is_file() => Ok((m.len(), m.permissions().mode() & 0o7777)),
+            Ok(m) if m.is_file() => Ok((
+                m.len(),
+                m.permissions().mode() & 0o7777,
+                (
+                    (m.dev(), m.ino()),
+                    m.size(),
+                    (m.mtime(), m.mtime_nsec()),
+                    (m.ctime(), m.ctime_nsec()),
+                ),
+            )),
             Ok(_) => Err(format!("{} is not a regular file", display(src))),
             Err(e) => Err(format!("stat {}: {e}", display(src))),
         });
@@ -311,14 +446,16 @@ fn plan(
     node_name: &str,
     size: u64,
     mode: u32,
+    resume: Option<(Vec<u8>, Kept)>,
 ) -> Result<Setup, Error> {
     let (src, dest) = (&options.src[..], &options.dest[..]);
     let source = File::open(as_path(src))
         .map_err(|e| format!("node {node_name}: open {}: {e}", display(src)));
     let mut planned_dir: Option<OwnedFd> = None;
     let mut plan_error = None;
+    let mut adopted = None;
     if nodes.is_leader(comm.rank()) {
-        match look(dest) {
+        match look(dest, resume.as_ref(), &mut adopted) {
             Ok((dir, notes)) => {
                 notes
                     .iter()
@@ -332,7 +469,7 @@ fn plan(
     let mut output = None;
     let prepared = match (&planned_dir, plan_error) {
         (Some(dir), _) => Some(
-            prepare(dir.as_fd(), dest, size)
+            prepare(dir.as_fd(), dest, size, adopted)
                 .map(|(target, made, notes)| {
                     notes
                         .iter()
@@ -357,8 +494,16 @@ fn plan(
         if comm.rank() == 0 {
             setup_errors.iter().for_each(|e| options.context.error(e));
         }
-        // A leader that made a temporary file takes it back.
-        drop(output);
+        // A leader that made a temporary file takes it back; a partial copy taken over stays
+        // for the next run (the checkpoint is kept: the run failed).
+        let resumed = planned_dir.is_some()
+            && targets[nodes.node_of[comm.rank()]]
+                .as_ref()
+                .is_ok_and(|t| t.resumed);
+        match (output, resumed) {
+            (Some(o), true) => drop(o.into_parts()),
+            (o, _) => drop(o),
+        }
         return Err(Error::new(last));
     }
     Ok(Setup {
@@ -373,9 +518,14 @@ fn plan(
     })
 }
 
-/// On the leader, first: open DEST's directory and remove the temporaries a killed earlier
-/// run left for DEST (each named in the notes).
-fn look(dest: &[u8]) -> Result<(OwnedFd, Vec<String>), String> {
+/// On the leader, first: open DEST's directory, take over the partial copy `resume` an
+/// interrupted earlier run recorded for this node (into `adopted`, when it still is that file)
+/// and remove the temporaries a killed earlier run left for DEST (each named in the notes).
+fn look(
+    dest: &[u8],
+    resume: Option<&(Vec<u8>, Kept)>,
+    adopted: &mut Option<Output>,
+) -> Result<(OwnedFd, Vec<String>), String> {
     let (dir_path, base) = atomic::split(dest);
     let dir = rustix::fs::open(
         as_path(&dir_path),
@@ -383,6 +533,14 @@ fn look(dest: &[u8]) -> Result<(OwnedFd, Vec<String>), String> {
         Mode::empty(),
     )
     .map_err(|e| format!("open directory {}: {e}", display(&dir_path)))?;
+    // Before the stale ones go: the partial copy is a dead process's temporary.
+    let taken = resume.and_then(|(name, was)| {
+        Output::adopt(dir.as_fd(), &dir_path, &base, name, was, OFlags::RDWR)
+    });
+    if let Some((out, stale)) = taken {
+        *adopted = Some(out);
+        return Ok((dir, stale_notes(stale)));
+    }
     let stale = atomic::remove_stale(dir.as_fd(), &base)
         .into_iter()
         .map(|(name, removed)| Stale {
@@ -410,14 +568,34 @@ fn stale_notes(stale: impl IntoIterator<Item = Stale>) -> Vec<String> {
 
 /// On the leader, after every leader's [`look`]: decide how the node receives the file. DEST
 /// is updated in place only when it is a regular file with one link and SRC's size, reached
-/// without following a symlink; otherwise a fresh temporary (an [`Output`]) of SRC's size is
-/// made (returned, with the notes of any stale temporary it removed).
+/// without following a symlink; otherwise the partial copy taken over (`adopted`) or a fresh
+/// temporary (an [`Output`]) of SRC's size is made (returned, with the notes of any stale
+/// temporary it removed).
 fn prepare(
     dir: rustix::fd::BorrowedFd<'_>,
     dest: &[u8],
     size: u64,
+    adopted: Option<Output>,
 ) -> Result<(Target, Option<Output>, Vec<String>), String> {
     let (dir_path, base) = atomic::split(dest);
+    // A partial copy taken over is used unless DEST is updated in place; of another size
+    // (not this source's) it goes.
+    let adopted = adopted.and_then(|out| {
+        let fits = out
+            .file()
+            .and_then(|f| f.metadata().ok())
+            .is_some_and(|m| m.len() == size);
+        let in_place_next = rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| {
+                st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_size as u64 == size
+            });
+        if fits && !in_place_next {
+            Some(out)
+        } else {
+            let _ = out.discard();
+            None
+        }
+    });
     let dir_id = atomic::identity(dir).map_err(|e| format!("stat {}: {e}", display(&dir_path)))?;
     match rustix::fs::statat(dir, base.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {
@@ -433,10 +611,24 @@ fn prepare(
                 path: dest.to_vec(),
                 dir_id,
                 file_id: (st.st_dev, st.st_ino),
+                resumed: false,
             };
             return Ok((target, None, Vec::new()));
         }
         _ => {}
+    }
+    if let Some(out) = adopted {
+        let file_id = out
+            .identity()
+            .map_err(|e| format!("stat {}: {e}", display(out.path())))?;
+        let target = Target {
+            in_place: false,
+            path: out.path().to_vec(),
+            dir_id,
+            file_id,
+            resumed: true,
+        };
+        return Ok((target, Some(out), Vec::new()));
     }
     let (out, stale) = Output::in_dir(dir, &dir_path, &base, OFlags::RDWR, 0o600).map_err(|e| {
         format!(
@@ -459,6 +651,7 @@ fn prepare(
         path,
         dir_id,
         file_id,
+        resumed: false,
     };
     Ok((target, Some(out), stale_notes(stale)))
 }
@@ -502,7 +695,17 @@ fn finish(
     dest: &[u8],
     mode: u32,
     failed: bool,
+    keep: bool,
 ) -> Result<(), String> {
+    // Kept for the next run (a stop with a checkpoint), a temporary is taken apart, not
+    // removed.
+    let output = match (output, keep) {
+        (Some(o), true) => {
+            drop(o.into_parts());
+            None
+        }
+        (o, _) => o,
+    };
     let out = match (out, failed) {
         (Some(out), false) => out,
         // Dropped, the temporary goes.
@@ -589,9 +792,47 @@ struct Transfer<'a> {
     segment: u64,
     src_name: String,
     out_name: String,
+    /// What earlier runs wrote on each node (for nodes whose partial copy was taken over).
+    prior: &'a Prior,
+    /// Where each segment written is marked.
+    checkpoint: Option<&'a Checkpoint>,
+}
+
+/// The checkpoint key of segment `segment` of node `node`'s copy.
+fn segment_key(node: &[u8], segment: u64) -> u64 {
+    let mut h = blake3::Hasher::new();
+    h.update(b"segment");
+    h.update(&segment.to_le_bytes());
+    h.update(node);
+    u64::from_le_bytes(h.finalize().as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// The checkpoint key of node `node`'s partial copy (its name and identity).
+fn temp_key(node: &[u8]) -> u64 {
+    let mut h = blake3::Hasher::new();
+    h.update(b"partial copy");
+    h.update(node);
+    u64::from_le_bytes(h.finalize().as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// A node's partial copy in its mark: its name and [`Kept`] stamp (encoded).
+fn encode_temp(name: &[u8], stamp: &Kept) -> Vec<u8> {
+    let stamp = serde_bytes::ByteBuf::from(stamp.encode().to_vec());
+    steal::typed::encode(&(serde_bytes::Bytes::new(name), stamp))
+}
+
+fn decode_temp(payload: &[u8]) -> Option<(Vec<u8>, Kept)> {
+    let (name, stamp) =
+        steal::decode::<(serde_bytes::ByteBuf, serde_bytes::ByteBuf)>(payload).ok()?;
+    Some((name.into_vec(), Kept::decode(&stamp)?))
 }
 
 impl Transfer<'_> {
+    /// Node `node`'s copy holds segment `s` from an earlier run.
+    fn done(&self, node: usize, s: u64) -> bool {
+        self.targets[node].resumed && self.prior.done(segment_key(&self.nodes.names[node], s))
+    }
+
     fn run(&self, failure: &mut Option<String>, progress: &Progress) -> Counts {
         let comm = self.comm;
         let (me, p) = (comm.rank(), comm.size() as u64);
@@ -610,11 +851,16 @@ impl Transfer<'_> {
             // Read my segment of this round.
             let mine = round + me as u64;
             let mut data: Option<Result<Vec<u8>, String>> = None;
+            // Which nodes need it: all, unless their copy holds it from an earlier run or its
+            // segment hashes alike.
+            let mut needs: Vec<bool> = (0..n_nodes).map(|n| !self.done(n, mine)).collect();
             if mine < end {
-                data = Some(self.read(mine));
+                data = Some(if needs.iter().any(|&n| n) {
+                    self.read(mine)
+                } else {
+                    Ok(Vec::new())
+                });
             }
-            // Which nodes need it: all, unless their copy's segment hashes alike.
-            let mut needs = vec![true; n_nodes];
             if compare {
                 let mut sends = vec![Vec::new(); p as usize];
                 if self.targets[my_node].in_place && failure.is_none() {
@@ -658,7 +904,11 @@ impl Transfer<'_> {
                 if self.nodes.writer(my_node, s) != me {
                     continue;
                 }
-                if !node_needs[my_node] {
+                if self.done(my_node, s) {
+                    // Written by an earlier run: the report covers the whole job.
+                    counts.written += 1;
+                    counts.bytes += self.segment.min(self.size - s * self.segment);
+                } else if !node_needs[my_node] {
                     counts.skipped += 1;
                 } else if let (Some(out), None) = (self.out, &failure) {
                     let at = s * self.segment;
@@ -666,6 +916,9 @@ impl Transfer<'_> {
                         Ok(()) => {
                             counts.written += 1;
                             counts.bytes += payload.len() as u64;
+                            if let Some(c) = self.checkpoint {
+                                c.mark(segment_key(&self.nodes.names[my_node], s), &[]);
+                            }
                         }
                         Err(e) => {
                             *failure = Some(format!("{}: write at byte {at}: {e}", self.out_name))

@@ -5,6 +5,7 @@
 //! block.
 
 use super::blocks_per_wave;
+use crate::engine::checkpoint::{Checkpoint, Prior};
 use crate::engine::codec::bzip2::decompress_block;
 use crate::engine::codec::dbz2::{self, Footer};
 use rayon::prelude::*;
@@ -27,10 +28,16 @@ pub struct Job<'a> {
     pub output_name: &'a str,
     /// The input's footer (checked against its size).
     pub footer: Footer,
+    /// Blocks an earlier run wrote into this output: not decompressed again.
+    pub prior: &'a Prior,
+    /// Where each block written is marked (after its write), if the run keeps a checkpoint.
+    pub checkpoint: Option<&'a Checkpoint>,
 }
 
-/// Decompress collectively; `Err` holds this rank's first error (naming file and block).
-pub fn run(comm: &dyn Comm, job: &Job, progress: &Progress) -> Result<(), String> {
+/// Decompress collectively; `Err` holds this rank's first error (naming file and block; empty:
+/// a stop request, after the wave in flight was written and marked). `done` gets the bytes of
+/// output whose blocks are written (earlier runs' included), the same on every rank.
+pub fn run(comm: &dyn Comm, job: &Job, progress: &Progress, done: &mut u64) -> Result<(), String> {
     let n = job.footer.nblocks;
     let (p, r) = (comm.size() as u64, comm.rank() as u64);
     let first = n * r / p;
@@ -43,13 +50,18 @@ pub fn run(comm: &dyn Comm, job: &Job, progress: &Progress) -> Result<(), String
     let k = blocks_per_wave(job.footer.block_size, rayon::current_num_threads());
     // Same number of waves on every rank, so the per-wave reductions match up.
     let waves = comm.max((last - first).div_ceil(k));
-    let mut done_bytes = 0u64;
+    // What earlier runs wrote counts: the report covers the whole job.
+    let mut done_bytes: u64 = (first..last)
+        .filter(|&i| job.prior.done(i))
+        .map(|i| job.footer.block_len(i))
+        .sum();
     for wave in 0..waves {
         let lo = (first + wave * k).min(last);
         let hi = (lo + k).min(last);
         if failed.is_none() && lo < hi {
             let result: Result<u64, String> = (lo..hi)
                 .into_par_iter()
+                .filter(|&i| !job.prior.done(i))
                 .map(|i| decompress_one(job, i, entries[(i - first) as usize]))
                 .try_reduce(|| 0, |a, b| Ok(a + b));
             match result {
@@ -63,12 +75,14 @@ pub fn run(comm: &dyn Comm, job: &Job, progress: &Progress) -> Result<(), String
         if sums[0] > 0 {
             break;
         }
-        if sums[2] > 0 {
-            // The caller sees the flag (set on some rank) and reports the interruption.
-            return Err(String::new());
-        }
+        *done = sums[1];
         // Cheap: the progress runtime's timer draws what was handed over last.
         progress.report_sums(0, sums[1], 0);
+        if sums[2] > 0 {
+            // The wave is written and marked; the caller sees the flag (set on some rank)
+            // and reports the stop.
+            return Err(String::new());
+        }
     }
     match failed {
         Some(e) => Err(e),
@@ -107,5 +121,8 @@ fn decompress_one(job: &Job, index: u64, entry: dbz2::Entry) -> Result<u64, Stri
     job.output
         .write_all_at(&data, at)
         .map_err(|e| format!("write {} at byte {at}: {e}", job.output_name))?;
+    if let Some(c) = job.checkpoint {
+        c.mark(index, &[]);
+    }
     Ok(data.len() as u64)
 }

@@ -12,10 +12,12 @@
 
 mod compress;
 mod decompress;
-mod output;
+pub(crate) mod output;
+mod resume;
 
+use crate::engine::checkpoint::{self, Checkpoint, Choice, Inputs, Outcome, Prior};
 use crate::engine::codec::{bzip2, dbz2};
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::status::Status;
 use flist::path::display;
 use flist::units::human_bytes;
@@ -51,6 +53,10 @@ pub struct Options {
     pub level: u32,
     /// Bytes of input per stream instead of dbz2's ~10 MB (at most `dbz2::MAX_BLOCK`).
     pub stream_bytes: Option<u64>,
+    /// Where the blocks done are recorded, so that the same command run again after a stop
+    /// or a kill continues (by default `.NAME.mfu-checkpoint` beside the output). Not used
+    /// when decompressing a file without a dbz2 table (one serial stream).
+    pub checkpoint: Choice,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -66,6 +72,7 @@ impl Options {
             force: false,
             level: 9,
             stream_bytes: None,
+            checkpoint: Choice::default(),
             context: Context::default(),
         }
     }
@@ -95,6 +102,11 @@ pub struct Report {
     pub seconds: f64,
     /// A stop request cut the run short: no output, the input kept.
     pub interrupted: bool,
+    /// Uncompressed bytes whose blocks are in the partial output (earlier runs' included) when
+    /// a stop cut the run short and its checkpoint was kept: the same command continues.
+    pub resumable: Option<u64>,
+    /// The input's size, in bytes (what `resumable` counts towards).
+    pub size: u64,
     /// The run was verbose ([`Context::verbose`]): the command line then tells `detail`.
     #[serde(skip)]
     pub verbose: bool,
@@ -114,6 +126,15 @@ impl ToolReport for Report {
     }
     fn status(&self) -> Status {
         Status::of_work(self.failed, 0, self.interrupted)
+    }
+    /// Bytes of the input (uncompressed bytes when decompressing) whose blocks are written, when
+    /// a stop left a checkpoint to continue from.
+    fn stopped(&self) -> Option<Stopped> {
+        self.resumable.map(|done| Stopped {
+            done,
+            total: self.size,
+            what: "bytes",
+        })
     }
 }
 
@@ -149,6 +170,9 @@ struct Planned {
     input: (u64, u64),
     /// The input's directory entry (not followed): what the removal after success removes.
     entry: (u64, u64),
+    /// The input's size (bytes), modification and change times (s, ns): with `input`, what a
+    /// checkpoint is trusted for.
+    stamp: (u64, i64, i64, i64, i64),
 }
 
 /// Opens the input on one rank (given the rank and the path). [`run`] uses [`File::open`]; tests
@@ -156,10 +180,13 @@ struct Planned {
 type Opener<'a> = &'a (dyn Fn(usize, &[u8]) -> std::io::Result<File> + Sync);
 
 /// Why a run stopped before making its output: a usage or setup error (nothing done; every
-/// rank returns it), or a failure already reported on rank 0 (no output, the input kept).
+/// rank returns it), a failure already reported on rank 0 (no output, the input kept), or a
+/// stop request with the checkpoint and the partial output kept (the uncompressed bytes done,
+/// of the input's size).
 enum Halt {
     Usage(Error),
     Failed,
+    Stopped { done: u64, size: u64 },
 }
 
 /// Run `bz2` on this rank. Collective: every rank returns the same report, or the same error
@@ -199,15 +226,21 @@ fn run_with(comm: &dyn Comm, options: &Options, open: Opener) -> Result<Report, 
             report.failed = 1;
             report.interrupted = comm.any(context.stopped());
         }
+        Err(Halt::Stopped { done, size }) => {
+            report.interrupted = true;
+            report.resumable = Some(done);
+            report.size = size;
+        }
     }
     report.seconds = started.elapsed().as_secs_f64();
     report.failures = context.failures();
     Ok(report)
 }
 
-/// The phases: plan (rank 0), open the input everywhere, create the temporary output, compress
-/// or decompress, check, then rename and remove the input (rank 0). Returns the uncompressed
-/// bytes and how it was done, the same on every rank. Collective.
+/// The phases: plan (rank 0), open the input everywhere, open the checkpoint, create the
+/// temporary output (or take over an interrupted run's), compress or decompress, check, then
+/// rename and remove the input (rank 0). Returns the uncompressed bytes and how it was done, the
+/// same on every rank. Collective.
 fn work(
     comm: &dyn Comm,
     options: &Options,
@@ -222,7 +255,28 @@ fn work(
     crate::engine::test_seam::after_listing(comm);
     // Every rank reads the input: all must have it open before anything is created.
     let source = open_on_all_ranks(comm, context, input, planned.input, open)?;
-    let out = create_output(comm, context, dest, planned.dir)?;
+    let block_size = options
+        .stream_bytes
+        .unwrap_or_else(|| dbz2::block_size_for_level(options.level));
+    let (mut checkpoint, prior) =
+        open_checkpoint(comm, options, &plan, &planned, dest, block_size)?;
+    let record = match (&checkpoint, comm.rank(), prior.is_empty()) {
+        (Some(c), 0, false) => resume::read_record(c),
+        _ => None,
+    };
+    let (out, adopted) = match create_output(comm, context, dest, planned.dir, record.as_ref()) {
+        Ok(made) => made,
+        Err(halt) => {
+            if let Some(c) = checkpoint {
+                let _ = c.finish(comm, Outcome::Failed);
+            }
+            return Err(halt);
+        }
+    };
+    let prior = trusted(comm, context, &plan, prior, &out, adopted);
+    if let Some(c) = &checkpoint {
+        keep_track(comm, context, c, &out);
+    }
     let input_name = display(input).into_owned();
     let output_name = display(dest).into_owned();
     let verb = if options.decompress {
@@ -231,34 +285,19 @@ fn work(
         "Compressed"
     };
     let progress = context.progress(comm.rank(), verb);
+    let mut done = 0u64;
+    let size = match &plan {
+        Plan::Compress { size } => *size,
+        Plan::Blocks(footer) => footer.original_size,
+        Plan::Serial { .. } => 0,
+    };
     let result = match &plan {
         Plan::Compress { size } => {
-            let block_size = options
-                .stream_bytes
-                .unwrap_or_else(|| dbz2::block_size_for_level(options.level));
-            progress
-                .total_bytes
-                .store(*size, std::sync::atomic::Ordering::Relaxed);
-            let job = compress::Job {
-                stop,
-                input: &source,
-                input_name: &input_name,
-                output: &out.file,
-                output_name: &output_name,
-                size: *size,
-                block_size,
-                level: options.level,
-            };
-            compress::run(comm, &job, &progress).map(|f| {
-                let detail = format!(
-                    "{} blocks of {} bytes, {} -> {}",
-                    f.nblocks,
-                    f.block_size,
-                    human_bytes(f.original_size),
-                    human_bytes(f.table_offset + f.nblocks * dbz2::ENTRY_LEN + dbz2::FOOTER_LEN)
-                );
-                (f.original_size, detail)
-            })
+            let files = (&source, &input_name[..], &out.file, &output_name[..]);
+            let resume = (&prior, checkpoint.as_ref());
+            compress_all(
+                comm, options, files, *size, block_size, resume, &progress, &mut done,
+            )
         }
         Plan::Blocks(footer) => {
             progress
@@ -271,8 +310,10 @@ fn work(
                 output: &out.file,
                 output_name: &output_name,
                 footer: *footer,
+                prior: &prior,
+                checkpoint: checkpoint.as_ref(),
             };
-            decompress::run(comm, &job, &progress).and_then(|()| {
+            decompress::run(comm, &job, &progress, &mut done).and_then(|()| {
                 if comm.rank() == 0 {
                     // Trailing empty blocks write nothing: the size comes from the footer.
                     out.file
@@ -298,6 +339,20 @@ fn work(
     };
     // A signal on any rank stops every rank; what was made is not an output.
     let interrupted = comm.any(stop.load(std::sync::atomic::Ordering::SeqCst));
+    if interrupted {
+        if let Some(c) = checkpoint.take() {
+            let so_far = (done, size);
+            return Err(keep_for_next_run(
+                comm,
+                context,
+                c,
+                out,
+                &result,
+                &input_name,
+                so_far,
+            ));
+        }
+    }
     let result = if interrupted {
         Err(format!(
             "interrupted by a signal: {input_name} kept, no output (temporary removed)"
@@ -327,6 +382,10 @@ fn work(
             tell_errors(context, &errors);
         }
         out.abandon();
+        // The run went to its end (a failure): its partial output is gone, so is its record.
+        if let Some(c) = checkpoint {
+            let _ = c.finish(comm, Outcome::Complete);
+        }
         return Err(Halt::Failed);
     }
     // Rank 0 finishes and tells every rank how it went, with its counts (the only ones of a
@@ -340,7 +399,206 @@ fn work(
         drop(out);
         comm.bcast_from(0, &None)
     };
+    // After the rename: a kill before it leaves the checkpoint and the partial output, which
+    // the next run finishes.
+    if let Some(c) = checkpoint {
+        if let Err(e) = c.finish(comm, Outcome::Complete) {
+            if comm.rank() == 0 {
+                context.error(e);
+            }
+        }
+    }
     finished.ok_or(Halt::Failed)
+}
+
+/// Compress `size` bytes (see [`compress::run`]) with the blocks of `prior` taken as written;
+/// `done` gets how far it got. Returns the uncompressed bytes and how it was done.
+#[allow(clippy::too_many_arguments)]
+fn compress_all(
+    comm: &dyn Comm,
+    options: &Options,
+    (input, input_name, output, output_name): Files<'_>,
+    size: u64,
+    block_size: u64,
+    (prior, checkpoint): (&Prior, Option<&Checkpoint>),
+    progress: &steal::progress::Progress,
+    done: &mut u64,
+) -> Result<(u64, String), String> {
+    progress
+        .total_bytes
+        .store(size, std::sync::atomic::Ordering::Relaxed);
+    let job = compress::Job {
+        stop: &options.context.stop,
+        input,
+        input_name,
+        output,
+        output_name,
+        size,
+        block_size,
+        level: options.level,
+        prior,
+        checkpoint,
+    };
+    let mut so_far = compress::Done::default();
+    let footer = compress::run(comm, &job, progress, &mut so_far);
+    *done = so_far.bytes;
+    footer.map(|f| {
+        let detail = format!(
+            "{} blocks of {} bytes, {} -> {}",
+            f.nblocks,
+            f.block_size,
+            human_bytes(f.original_size),
+            human_bytes(f.table_offset + f.nblocks * dbz2::ENTRY_LEN + dbz2::FOOTER_LEN)
+        );
+        (f.original_size, detail)
+    })
+}
+
+/// A stop with a checkpoint: the partial output and the checkpoint are kept for the next run
+/// (the blocks written are marked: the flusher syncs the output before it writes their marks);
+/// rank 0 tells the ranks' errors and what is kept. Collective. `(done, size)`: uncompressed
+/// bytes done, of the input's.
+fn keep_for_next_run(
+    comm: &dyn Comm,
+    context: &Context,
+    c: Checkpoint,
+    out: output::TempOutput,
+    result: &Result<(u64, String), String>,
+    input_name: &str,
+    (done, size): (u64, u64),
+) -> Halt {
+    let errors = comm.all_gather(&result.as_ref().err().filter(|e| !e.is_empty()).cloned());
+    if comm.rank() == 0 {
+        tell_errors(context, &errors);
+        // About the whole run: not in the report's sample of failed items.
+        context.events.error(&format!(
+            "stopped: {input_name} kept, no output yet; the partial output {} and the \
+             checkpoint {} are kept for the next run",
+            display(&out.temp),
+            display(c.path())
+        ));
+    }
+    out.keep();
+    if let Err(e) = c.finish(comm, Outcome::Stopped) {
+        if comm.rank() == 0 {
+            context.error(e);
+        }
+        return Halt::Failed;
+    }
+    Halt::Stopped { done, size }
+}
+
+/// Open the run's checkpoint (collective); rank 0 tells its notice. None when decompressing
+/// without a dbz2 table (one serial stream: nothing to continue from).
+fn open_checkpoint(
+    comm: &dyn Comm,
+    options: &Options,
+    plan: &Plan,
+    planned: &Planned,
+    dest: &[u8],
+    block_size: u64,
+) -> Result<(Option<Checkpoint>, Prior), Halt> {
+    if matches!(plan, Plan::Serial { .. }) {
+        return Ok((None, Prior::default()));
+    }
+    let mut inputs = Inputs::new("bz2")
+        .field("FILE", &serde_bytes::Bytes::new(&options.file))
+        .field("-d", &options.decompress)
+        .field("the input (device, inode, size, times)", &planned.stamp)
+        .field("the input's place", &planned.input);
+    if !options.decompress {
+        inputs = inputs
+            .field("-b", &options.level)
+            .field("--stream-bytes", &block_size);
+    }
+    let opened = checkpoint::open(
+        comm,
+        &options.checkpoint,
+        checkpoint::Plan {
+            output: Some(dest),
+            inputs,
+        },
+    )
+    .map_err(|e| Halt::Usage(Error::new(e.to_string())))?;
+    if let (0, Some(notice)) = (comm.rank(), &opened.notice) {
+        options.context.info(format!("{}\n", notice.trim_end()));
+    }
+    Ok((opened.checkpoint, opened.prior))
+}
+
+/// The earlier runs' marks, when they can be trusted: the partial output they describe was
+/// taken over and holds every block they name (a block past its end was not written into it).
+/// Otherwise none (rank 0 says why and empties a partial output taken over). Collective.
+fn trusted(
+    comm: &dyn Comm,
+    context: &Context,
+    plan: &Plan,
+    prior: Prior,
+    out: &output::TempOutput,
+    adopted: bool,
+) -> Prior {
+    if prior.is_empty() {
+        return prior;
+    }
+    let ok = comm.bcast_with(0, || {
+        let len = out.file.metadata().map_or(0, |m| m.len());
+        let holds = adopted
+            && prior.iter().all(|(key, payload)| match plan {
+                Plan::Compress { .. } => {
+                    resume::decode_entry(payload).is_some_and(|(at, n)| at.saturating_add(n) <= len)
+                }
+                Plan::Blocks(footer) => {
+                    key < footer.nblocks
+                        && (key * footer.block_size).saturating_add(footer.block_len(key)) <= len
+                }
+                Plan::Serial { .. } => false,
+            });
+        if !holds {
+            if adopted {
+                let _ = out.file.set_len(0);
+            }
+            context.info(format!(
+                "the partial output the checkpoint recorded is {}; starting over\n",
+                if adopted {
+                    "not whole"
+                } else {
+                    "gone or not the file it was"
+                }
+            ));
+        }
+        holds
+    });
+    if ok {
+        prior
+    } else {
+        Prior::default()
+    }
+}
+
+/// Record the partial output in the checkpoint (rank 0, before any block is marked) and have
+/// every rank's writes synced before its marks. Collective. A record that cannot be written is
+/// told: the next run then starts over.
+fn keep_track(comm: &dyn Comm, context: &Context, c: &Checkpoint, out: &output::TempOutput) {
+    if comm.rank() == 0 {
+        // Its birth time with its (device, inode): a file made after it was removed may get
+        // the same inode number (ext4 gives it out again at once).
+        let stamp = flist::atomic::Stamp::of(rustix::fd::AsFd::as_fd(&out.file));
+        let written = stamp.and_then(|s| resume::write_record(c, out.name(), &s));
+        if let Err(e) = written {
+            context.error(format!(
+                "record the partial output in checkpoint {}: {e}",
+                display(c.path())
+            ));
+        }
+    }
+    match out.file.try_clone() {
+        Ok(f) => c.durable(checkpoint::Durable::File(std::sync::Arc::new(f.into()))),
+        Err(e) => context.error(format!(
+            "duplicate the handle on {}: {e}",
+            display(&out.temp)
+        )),
+    }
+    comm.barrier();
 }
 
 /// The temporary output beside `dest`, created by rank 0 in the directory `dir` (the input's),
@@ -350,11 +608,12 @@ fn create_output(
     context: &Context,
     dest: &[u8],
     dir: (u64, u64),
-) -> Result<output::TempOutput, Halt> {
-    match output::create(comm, dest, dir) {
-        Ok((o, notes)) => {
+    resume: Option<&(Vec<u8>, flist::atomic::Stamp)>,
+) -> Result<(output::TempOutput, bool), Halt> {
+    match output::create(comm, dest, dir, resume) {
+        Ok((o, notes, adopted)) => {
             notes.iter().for_each(|n| context.error(n));
-            Ok(o)
+            Ok((o, adopted))
         }
         Err((status, e)) => {
             if status == Status::Usage {
@@ -557,6 +816,13 @@ fn preflight(options: &Options, input: &[u8], dest: &[u8]) -> Result<Preflight, 
         dir: (dir.dev(), dir.ino()),
         input: (meta.dev(), meta.ino()),
         entry: (entry.dev(), entry.ino()),
+        stamp: (
+            meta.size(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+        ),
     };
     if !meta.is_file() {
         return Err(usage(format!("{} is not a regular file", display(input))));
@@ -1041,6 +1307,7 @@ mod tests {
             dir: (1, 2),
             input: (3, 4),
             entry: (5, 6),
+            stamp: (7, 8, 9, 10, 11),
         };
         for plan in [
             Plan::Compress { size: 7 },

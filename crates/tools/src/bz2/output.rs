@@ -31,27 +31,40 @@ pub struct TempOutput {
     pub file: File,
 }
 
-/// Rank 0 opens `dest`'s directory (which must still be the directory `dir_id`), removes the
-/// temporaries an earlier killed run left for `dest` (each named in the returned notes) and
-/// creates a fresh temporary (mode 0600 while written); the other ranks open it for writing.
+/// Rank 0 opens `dest`'s directory (which must still be the directory `dir_id`), takes over
+/// the partial output `resume` an interrupted earlier run recorded (its name and (device,
+/// inode, birth time; see [`Output::adopt`]) when it is still there, removes the temporaries an earlier killed run
+/// left for `dest` (each named in the returned notes) and, unless it took one over, creates a
+/// fresh temporary (mode 0600 while written); the other ranks open it for writing.
 /// Collective. `Err` on every rank if any rank failed (rank 0's message; the others' empty).
+/// The flag is true on every rank when the partial output was taken over.
 pub fn create(
     comm: &dyn Comm,
     dest: &[u8],
     dir_id: (u64, u64),
-) -> Result<(TempOutput, Vec<String>), (Status, String)> {
+    resume: Option<&(Vec<u8>, atomic::Stamp)>,
+) -> Result<(TempOutput, Vec<String>, bool), (Status, String)> {
     let (dir_path, base) = atomic::split(dest);
     // Rank 0's temporary file, (device, inode) and path, for the other ranks to open.
     let mut shared: Option<((u64, u64), serde_bytes::ByteBuf)> = None;
     let mut notes = Vec::new();
     let (mut dir, mut output) = (None, None);
+    let mut adopted = false;
     // Ranks other than 0 have nothing to say when rank 0 failed: its status is the one.
     let mut mine: Result<File, (Status, String)> = Err((Status::Ok, String::new()));
     if comm.rank() == 0 {
         mine = atomic::open_dir_checked(&dir_path, dir_id)
             .map_err(|e| (Status::ItemsFailed, e))
             .and_then(|fd| {
-                let made = Output::in_dir(fd.as_fd(), &dir_path, &base, OFlags::RDWR, 0o600);
+                // Before the stale ones go: the partial output is a dead process's temporary.
+                let taken = resume.and_then(|(name, was)| {
+                    Output::adopt(fd.as_fd(), &dir_path, &base, name, was, OFlags::RDWR)
+                });
+                adopted = taken.is_some();
+                let made = match taken {
+                    Some(made) => Ok(made),
+                    None => Output::in_dir(fd.as_fd(), &dir_path, &base, OFlags::RDWR, 0o600),
+                };
                 let (out, stale) = made.map_err(|e| {
                     (
                         Status::Usage,
@@ -85,6 +98,7 @@ pub fn create(
             });
     }
     let shared = comm.bcast_from(0, &shared);
+    let adopted = comm.bcast_from(0, &adopted);
     let temp = shared.as_ref().map(|s| s.1.to_vec()).unwrap_or_default();
     if let (false, Some((id, _))) = (comm.rank() == 0, &shared) {
         mine = atomic::join(&temp, OFlags::WRONLY, Some(*id))
@@ -107,9 +121,14 @@ pub fn create(
                 file,
             },
             notes,
+            adopted,
         )),
-        // Rank 0's output, dropped here, removes its temporary.
         (mine, _) => {
+            // A fresh temporary goes (dropped); a partial output taken over stays for the
+            // next run (its checkpoint is kept: the run failed).
+            if let (Some(out), true) = (output, adopted) {
+                drop(out.into_parts());
+            }
             let status = match &mine {
                 Err((s, _)) => *s,
                 Ok(_) => Status::Ok,
@@ -121,6 +140,20 @@ pub fn create(
 }
 
 impl TempOutput {
+    /// The temporary's name (one component) in the output's directory (rank 0; empty on
+    /// the others).
+    pub fn name(&self) -> &[u8] {
+        self.output.as_ref().map_or(&[], |o| o.name())
+    }
+
+    /// Keep the temporary for the next run (a stop with a checkpoint): rank 0's output is
+    /// taken apart instead of removed; the other ranks just drop their handle.
+    pub fn keep(self) {
+        if let Some(out) = self.output {
+            drop(out.into_parts());
+        }
+    }
+
     /// Rank 0's last step after every rank synced its writes: give the output the input's mode,
     /// owner (best effort) and times, publish it as `dest` (replacing an existing `dest` only
     /// with `replace`; never following a symlink there; the directory synced so that the

@@ -32,7 +32,7 @@ pub(crate) mod nofollow;
 pub(crate) mod owner;
 
 use crate::engine::batches::{run_batches, run_levels, LevelWork, Order};
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::input::{Input, Listed};
 use crate::engine::regex_select::RegexSelector;
 use crate::engine::setup::agree_setup;
@@ -126,6 +126,9 @@ impl Options {
 pub struct Report {
     /// Entries listed (walked, or read from the list and stat'ed).
     pub listed: u64,
+    /// Entries selected to be changed (0 when the listing was cut short): what a stopped run's
+    /// `done` counts towards.
+    pub selected: u64,
     /// Entries changed (every call they needed succeeded).
     pub changed: u64,
     /// Selected entries that already had what was asked.
@@ -156,6 +159,15 @@ impl ToolReport for Report {
     fn status(&self) -> Status {
         Status::of_work(self.failed, 0, self.interrupted)
     }
+    /// Entries changed, found as asked or failed, of those selected: a rerun of the same chmod
+    /// finds the ones done unchanged.
+    fn stopped(&self) -> Option<Stopped> {
+        self.interrupted.then(|| Stopped {
+            done: (self.changed + self.unchanged + self.failed).min(self.selected),
+            total: self.selected,
+            what: "entries",
+        })
+    }
 }
 
 /// Run `chmod` on this rank. Collective: every rank returns the same counts, or the same
@@ -174,6 +186,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         unchanged: AtomicU64::new(0),
         failed: AtomicU64::new(0),
         hushed: AtomicU64::new(0),
+        selected: 0,
         progress: Progress::silent(),
     };
     let (list, listed, interrupted) = ch.list(comm, options, &roots, &cwd)?;
@@ -306,6 +319,8 @@ struct Changer<'a> {
     failed: AtomicU64,
     /// Failures not listed because of `--silent`.
     hushed: AtomicU64,
+    /// Entries selected to be changed, over all ranks.
+    selected: u64,
     progress: Progress,
 }
 
@@ -354,10 +369,10 @@ impl Changer<'_> {
     fn change(&mut self, comm: &dyn Comm, options: &Options, list: FileList) -> bool {
         let (early, files, late) = self.classify(list);
         self.progress = options.context.progress(comm.rank(), "Changed");
-        self.progress.total_items.store(
-            comm.sum((early.len() + files.len() + late.len()) as u64),
-            Ordering::Relaxed,
-        );
+        self.selected = comm.sum((early.len() + files.len() + late.len()) as u64);
+        self.progress
+            .total_items
+            .store(self.selected, Ordering::Relaxed);
         let t = Instant::now();
         let levels = by_depth(comm, &early);
         drop(early);
@@ -590,6 +605,7 @@ impl Changer<'_> {
         }
         Report {
             listed,
+            selected: self.selected,
             changed,
             unchanged,
             failed,

@@ -23,7 +23,13 @@ use steal::Comm;
         tells how many per node. Only a regular file with one link is updated in place: a DEST \
         that is a symbolic link or has other hard links is replaced by a new file (renamed over \
         it; the link's target and the other names are not written). SIGINT/SIGTERM stop the \
-        transfer (exit 1) and remove the temporary files; a temporary .DEST.HOST.PID.mfu-tmp \
+        transfer (exit 1): the segments written on each node are recorded in a checkpoint (in \
+        $XDG_STATE_HOME/mfu-rs/checkpoints, or --checkpoint PATH: a file system every rank \
+        sees) and each node's partial copy is kept beside DEST, so that the same command run \
+        again (after a stop or a kill, at any rank count) reads and writes only the segments \
+        each node lacks. A partial copy that is gone or not the file written, or a source \
+        changed since, is not used (the run starts over and says so). With --no-checkpoint a \
+        stop removes the temporary files. A temporary .DEST.HOST.PID.mfu-tmp \
         that a killed earlier run on the node left is removed by the next run. Nodes are told apart by host name; set MFU_NODE_NAME to \
         override it (containers that share a host name, tests).\n\n\
         Examples:\n  \
@@ -45,6 +51,9 @@ pub struct BcastArgs {
     #[arg(short, long, value_name = "SIZE", default_value = "1MB",
           value_parser = crate::cli::args::size_arg)]
     pub size: u64,
+    /// Where the segments written are recorded, so that the same command continues.
+    #[command(flatten)]
+    pub checkpoint: crate::cli::args::CheckpointArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -77,6 +86,7 @@ impl CliTool for Bcast {
             src: args.src.as_bytes().to_vec(),
             dest: args.dest.as_bytes().to_vec(),
             segment: args.size,
+            checkpoint: args.checkpoint.choice(),
             context,
         }
     }

@@ -26,8 +26,15 @@ use steal::Comm;
         file from plain bzip2 (one or several concatenated streams) is decompressed by rank 0 \
         alone. A dbz2 table that does not match its streams is not used: the streams are then \
         decoded one after another (as bunzip2 does) and the output must have the footer's size. \
-        SIGINT/SIGTERM stop the work, remove the temporary output and keep the input (exit 1); a \
-        temporary .NAME.HOST.PID.mfu-tmp that a killed earlier run on this host left is removed.\n\n\
+        SIGINT/SIGTERM stop the work after the blocks in flight and keep the input (exit 1); the \
+        blocks written are recorded in a checkpoint (.OUTPUT.mfu-checkpoint beside the output, or \
+        --checkpoint PATH) and the partial output is kept beside the output: the same command run \
+        again (after a stop or a kill, at any rank count) writes only the missing blocks, and the \
+        result is byte-identical to an uninterrupted run's. A checkpoint made for another input \
+        (changed since), other options, or whose partial output is gone or not the file it wrote \
+        is not used: the run starts over and says so. With --no-checkpoint (and for a file from \
+        plain bzip2) a stop removes the temporary output. A temporary .NAME.HOST.PID.mfu-tmp that \
+        a killed earlier run on this host left is removed.\n\n\
         Examples:\n  \
         mpirun -np 64 mfu-rs bz2 -z /lustre/big.dat        # -> big.dat.bz2, big.dat removed\n  \
         mpirun -np 64 mfu-rs bz2 -d -k /lustre/big.dat.bz2 # -> big.dat, keep the .bz2\n  \
@@ -63,6 +70,9 @@ pub struct Bz2Args {
     /// Bytes of input per stream instead of dbz2's ~10 MB (tests use small blocks).
     #[arg(long, hide = true, value_name = "SIZE", value_parser = stream_bytes_arg)]
     pub stream_bytes: Option<u64>,
+    /// Where the blocks done are recorded, so that the same command continues after a stop.
+    #[command(flatten)]
+    pub checkpoint: crate::cli::args::CheckpointArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -108,6 +118,7 @@ impl CliTool for Bz2 {
             force: args.force,
             level: args.blocksize,
             stream_bytes: args.stream_bytes,
+            checkpoint: args.checkpoint.choice(),
             context,
         }
     }

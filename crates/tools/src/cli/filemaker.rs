@@ -32,6 +32,11 @@ use steal::Comm;
         mfu-rs filemaker -f alternate --files 100 --links 0 -s 1GB -n 4 -d 1 /scratch/big\n\n\
         Fills: random = pseudo-random bytes (blake3 stream keyed by seed and file number), \
         true = 0xFF bytes, false = 0x00 bytes, alternate = 0xAA bytes (as dfilemaker).\n\n\
+        SIGINT/SIGTERM stop the run (exit 1); the files finished are recorded in a checkpoint \
+        (.DIR.mfu-checkpoint beside DIR, or --checkpoint PATH), and the same command run again \
+        (at any rank count) writes into DIR without --force, makes only the files not finished \
+        (a file is finished when all its bytes were written and it still is that file) and the \
+        links, and leaves the tree an uninterrupted run would have made.\n\n\
         Exit status: 0 tree made, 1 some items could not be made (each on stderr) or a signal \
         (SIGINT/SIGTERM) stopped the run, 2 usage error or DIR not empty (nothing written)."
 )]
@@ -71,6 +76,9 @@ pub struct FilemakerArgs {
     /// Nothing else is touched.
     #[arg(long)]
     pub force: bool,
+    /// Where the files made are recorded, so that the same command continues after a stop.
+    #[command(flatten)]
+    pub checkpoint: crate::cli::args::CheckpointArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -147,6 +155,7 @@ impl CliTool for Filemaker {
             dir: args.dir.as_bytes().to_vec(),
             spec: args.spec(),
             force: args.force,
+            checkpoint: args.checkpoint.choice(),
             context,
         }
     }

@@ -12,7 +12,7 @@
 //! The phases of [`run`]: setup (identity, path rules), list (walk or read `input`, filter,
 //! group hard links, spread), copy (the copy engine), report.
 
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::{links, Mapping, Plan};
 use crate::engine::input::{Input, Listed};
@@ -77,6 +77,18 @@ impl Options {
 /// What a `cp` run did: counts summed over all ranks (the same on every rank).
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
+    /// Entries the copy set out to create (listed and selected, hard links included): what a
+    /// stopped run's `done` counts towards.
+    pub planned: u64,
+    /// Bytes of the regular files planned: what a stopped run's `done` counts towards when
+    /// there are any (files are created before their data lands: entries made say little).
+    pub planned_bytes: u64,
+    /// The same command run again copies to the same places: DEST was an existing directory
+    /// (or every source a non-directory). When this run created DEST as the copy of a
+    /// directory, a rerun would copy into it (`DEST/NAME`), as GNU cp does: then a stop
+    /// says how to finish with sync instead of "run the same command again".
+    #[serde(skip)]
+    pub same_again: bool,
     /// Regular files written.
     pub files: u64,
     /// Directories created.
@@ -144,6 +156,25 @@ impl ToolReport for Report {
         listed
             .worst(manifest)
             .worst(Status::of_work(self.failed, self.skipped, self.interrupted))
+    }
+    /// Bytes of file data written of those planned (entries made, when no file holds data): a
+    /// rerun of the same cp writes the copy again, resuming huge files from their journals.
+    fn stopped(&self) -> Option<Stopped> {
+        if !(self.interrupted && self.same_again) {
+            return None;
+        }
+        Some(match self.planned_bytes {
+            0 => Stopped {
+                done: (self.items() + self.failed + self.skipped).min(self.planned),
+                total: self.planned,
+                what: "entries",
+            },
+            total => Stopped {
+                done: (self.bytes + self.resumed_bytes).min(total),
+                total,
+                what: "bytes",
+            },
+        })
     }
 }
 
@@ -279,6 +310,10 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let target = setup(comm, options)?;
     let started = Instant::now();
     let (list, mut report) = list(comm, options, &target)?;
+    report.same_again = !target
+        .pairs
+        .iter()
+        .any(|(src, to)| *to == target.dest && crate::engine::setup::is_dir(src));
     copy(comm, options, &target, list, &mut report);
     report.seconds = started.elapsed().as_secs_f64();
     report.failures = options.context.failures();
@@ -294,6 +329,8 @@ struct Setup {
     /// The directory a manifest's paths are relative to: DEST, or DEST's parent when DEST is
     /// the copy of a single non-directory.
     base: Vec<u8>,
+    /// DEST as given, absolute.
+    dest: Vec<u8>,
 }
 
 /// Phase 1: switch identity (`uid`/`gid`) and apply the path rules. Collective.
@@ -337,12 +374,13 @@ fn setup(comm: &dyn Comm, o: &Options) -> Result<Setup, Error> {
     let base = if single_file {
         flist::path::parent(&dest).to_vec()
     } else {
-        dest
+        dest.clone()
     };
     Ok(Setup {
         pairs: target.pairs,
         map,
         base,
+        dest,
     })
 }
 
@@ -391,6 +429,15 @@ fn list(comm: &dyn Comm, o: &Options, target: &Setup) -> Result<(Plan, Report), 
         (g.list, g.links)
     };
     let list = flist::distribute::spread(comm, list);
+    let mut planned = [
+        (list.len() + links.len()) as u64,
+        (0..list.len())
+            .filter(|&i| list.kind(i) == FileType::File)
+            .filter_map(|i| list.meta(i).map(|m| m.size))
+            .sum(),
+    ];
+    comm.allreduce(&mut planned, steal::ReduceOp::Sum);
+    [report.planned, report.planned_bytes] = planned;
     let dirs = list.select((0..list.len()).filter(|&i| list.kind(i) == FileType::Dir));
     if context.verbose && comm.rank() == 0 {
         context.info(format!("Walked in {walk_secs:.3} s\n"));

@@ -23,6 +23,7 @@
 //! regular file with one link before writing.
 
 use super::plan::{Kind, Plan, ROOT};
+use crate::engine::checkpoint::{Checkpoint, Prior};
 use flist::distribute::even_start;
 use flist::ItemError;
 use rayon::prelude::*;
@@ -96,6 +97,124 @@ pub fn make_until(
     replace: bool,
     stop: &AtomicBool,
 ) -> Result<Made, String> {
+    make_resuming(
+        comm,
+        plan,
+        root,
+        progress,
+        replace,
+        stop,
+        &Resume::default(),
+    )
+}
+
+/// What an interrupted earlier run of the same plan finished, and where this run records what
+/// it finishes.
+#[derive(Default)]
+pub(crate) struct Resume<'a> {
+    /// The earlier runs' marks (see [`Mark`]).
+    pub prior: Prior,
+    /// This run's checkpoint: each file part is marked once written.
+    pub checkpoint: Option<&'a Checkpoint>,
+}
+
+/// One mark's payload: a file (item `g`, created as the inode `id`) had the bytes `offset ..
+/// offset + len` written, by the rank that created it (`create`) or by another, and had the
+/// change time `ctime` (s, ns) after that write. A file is done when a creator's mark and parts
+/// of the same inode cover its size, and it still is that inode with that size and the latest
+/// of those change times (its last write's: an inode number reused by another file, or a file
+/// changed since, does not pass).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Mark {
+    pub g: u32,
+    pub create: bool,
+    pub id: (u64, u64),
+    pub offset: u64,
+    pub len: u64,
+    pub ctime: (i64, i64),
+}
+
+impl Mark {
+    /// The mark's key: the same for the same part of the same file at any rank count, distinct
+    /// for distinct parts (a creator's mark has a key of its own, which a later run that
+    /// creates the file again replaces).
+    fn key(&self) -> u64 {
+        let mut h = blake3::Hasher::new();
+        h.update(&self.g.to_le_bytes());
+        if self.create {
+            h.update(b"created");
+        } else {
+            h.update(&self.offset.to_le_bytes());
+            h.update(&self.len.to_le_bytes());
+        }
+        u64::from_le_bytes(h.finalize().as_bytes()[..8].try_into().expect("8 bytes"))
+    }
+}
+
+/// What a file finished by an earlier run must still be: (device, inode), change time.
+type Finished = ((u64, u64), (i64, i64));
+
+/// The files the marks of `prior` say are done (see [`Mark`]), with the inode each was made
+/// as and its last change time; not yet checked against the tree.
+fn done_by_marks(plan: &Plan, prior: &Prior) -> std::collections::HashMap<u32, Finished> {
+    use std::collections::HashMap;
+    let marks: Vec<Mark> = prior
+        .iter()
+        .filter_map(|(_, payload)| steal::decode::<Mark>(payload).ok())
+        .filter(|m| {
+            plan.items
+                .get(m.g as usize)
+                .is_some_and(|i| i.kind == Kind::File)
+        })
+        .collect();
+    let created: HashMap<u32, (u64, u64)> = marks
+        .iter()
+        .filter(|m| m.create)
+        .map(|m| (m.g, m.id))
+        .collect();
+    let mut parts: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    let mut last: HashMap<u32, (i64, i64)> = HashMap::new();
+    for m in &marks {
+        if created.get(&m.g) == Some(&m.id) {
+            parts
+                .entry(m.g)
+                .or_default()
+                .push((m.offset, m.offset.saturating_add(m.len)));
+            let t = last.entry(m.g).or_insert(m.ctime);
+            *t = (*t).max(m.ctime);
+        }
+    }
+    created
+        .into_iter()
+        .map(|(g, id)| (g, (id, last[&g])))
+        .filter(|(g, _)| {
+            let size = plan.items[*g as usize].size;
+            let mut spans = parts.remove(g).unwrap_or_default();
+            spans.sort_unstable();
+            let mut covered = 0u64;
+            for (a, b) in spans {
+                if a > covered {
+                    break;
+                }
+                covered = covered.max(b);
+            }
+            covered >= size
+        })
+        .collect()
+}
+
+/// [`make_until`], skipping the files `resume.prior` says are done (each checked by the rank
+/// that would create it: still the inode that was written, a regular file of the planned size
+/// with one link; otherwise made again) and marking each part of a file once written.
+pub(crate) fn make_resuming(
+    comm: &dyn Comm,
+    plan: &Plan,
+    root: &[u8],
+    progress: &Progress,
+    replace: bool,
+    stop: &AtomicBool,
+    resume: &Resume,
+) -> Result<Made, String> {
     comm.bcast_with(0, || {
         mkdir(root).map_err(|e| format!("mkdir {}: {e}", flist::path::display(root)))
     })?;
@@ -115,6 +234,7 @@ pub fn make_until(
         .store(plan.total_bytes(), Ordering::Relaxed);
     let maker = Maker {
         replace,
+        checkpoint: resume.checkpoint,
         stop,
         plan,
         root,
@@ -145,10 +265,34 @@ pub fn make_until(
     // Every rank takes the same branch below.
     let stopped_early = comm.any(maker.stopped());
 
-    // 2. Files by weight, links evenly.
-    let files: Vec<u32> = (0..plan.items.len() as u32)
+    // 2. Files by weight, links evenly; the files an earlier run finished are not made again
+    // (each checked by the rank that would create it; every rank learns which failed).
+    let claimed = done_by_marks(plan, &resume.prior);
+    let all_files: Vec<u32> = (0..plan.items.len() as u32)
         .filter(|&g| plan.items[g as usize].kind == Kind::File)
         .collect();
+    let stale: Vec<u32> = parts_of(plan, &all_files, size, rank)
+        .iter()
+        .filter(|p| p.create)
+        .filter_map(|p| claimed.get(&p.item).map(|f| (p.item, *f)))
+        .filter(|&(g, f)| !maker.still_done(g, f))
+        .map(|(g, _)| g)
+        .collect();
+    let stale: std::collections::HashSet<u32> =
+        comm.all_gather(&stale).into_iter().flatten().collect();
+    let done: std::collections::HashSet<u32> =
+        claimed.into_keys().filter(|g| !stale.contains(g)).collect();
+    let files: Vec<u32> = all_files
+        .into_iter()
+        .filter(|g| !done.contains(g))
+        .collect();
+    // They count: the report covers the whole job.
+    if comm.rank() == 0 {
+        let bytes: u64 = done.iter().map(|&g| plan.items[g as usize].size).sum();
+        maker.files.fetch_add(done.len() as u64, Ordering::Relaxed);
+        maker.bytes.fetch_add(bytes, Ordering::Relaxed);
+        progress.add(done.len() as u64, bytes);
+    }
     let parts = parts_of(plan, &files, size, rank);
     let (created, later): (Vec<Part>, Vec<Part>) = parts.into_iter().partition(|p| p.create);
     let mut pieces: Vec<Part> = Vec::new();
@@ -269,6 +413,8 @@ fn split(p: Part) -> Vec<Part> {
 struct Maker<'a> {
     /// Items of the plan found in place (with their planned type) may be replaced.
     replace: bool,
+    /// Where each file part written is marked.
+    checkpoint: Option<&'a Checkpoint>,
     /// Set when the run must stop (a signal): items not started are skipped.
     stop: &'a AtomicBool,
     plan: &'a Plan,
@@ -286,6 +432,43 @@ struct Maker<'a> {
 impl Maker<'_> {
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// File `g`, which an earlier run finished as the inode `id` with the change time `ctime`,
+    /// still is that inode: a regular file with one link, the planned size and that change
+    /// time, reached without following a link.
+    fn still_done(&self, g: u32, (id, ctime): Finished) -> bool {
+        let size = self.plan.items[g as usize].size;
+        self.at(g, |dir, name| {
+            rustix::fs::statat(dir, flist::path::as_path(name), AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(io::Error::from)
+        })
+        .is_ok_and(|st| {
+            FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                && st.st_nlink == 1
+                && (st.st_dev, st.st_ino) == id
+                && st.st_size as u64 == size
+                && (st.st_ctime, st.st_ctime_nsec as i64) == ctime
+        })
+    }
+
+    /// Record that `p`'s bytes are in the file `file` (after they were written).
+    fn mark(&self, file: &File, p: Part) {
+        let Some(c) = self.checkpoint else {
+            return;
+        };
+        let Ok(st) = rustix::fs::fstat(file) else {
+            return;
+        };
+        let m = Mark {
+            g: p.item,
+            create: p.create,
+            id: (st.st_dev, st.st_ino),
+            offset: p.offset,
+            len: p.len,
+            ctime: (st.st_ctime, st.st_ctime_nsec as i64),
+        };
+        c.mark(m.key(), &steal::typed::encode(&m));
     }
 
     /// [`replaceable`], and only when replacing was asked for (`--force`).
@@ -386,7 +569,10 @@ impl Maker<'_> {
             Ok(fd) => {
                 self.files.fetch_add(1, Ordering::Relaxed);
                 self.progress.add(1, 0);
-                self.write(&File::from(fd), &path, p);
+                let file = File::from(fd);
+                if self.write(&file, &path, p) {
+                    self.mark(&file, p);
+                }
             }
             Err(e) => self.fail(&path, "create", e),
         }
@@ -413,13 +599,20 @@ impl Maker<'_> {
                 Ok(fd)
             });
         match opened {
-            Ok(fd) => self.write(&File::from(fd), &path, p),
+            Ok(fd) => {
+                let file = File::from(fd);
+                if self.write(&file, &path, p) {
+                    self.mark(&file, p);
+                }
+            }
             Err(e) => self.fail(&path, "open", e),
         }
     }
 
-    fn write(&self, file: &File, path: &[u8], p: Part) {
-        let r = BUFFER.with(|b| -> io::Result<()> {
+    /// Write `p`'s bytes into `file`; true when all were written (not cut short by a stop or
+    /// an error).
+    fn write(&self, file: &File, path: &[u8], p: Part) -> bool {
+        let r = BUFFER.with(|b| -> io::Result<bool> {
             let mut buf = b.borrow_mut();
             let mut done = 0u64;
             while done < p.len && !self.stopped() {
@@ -433,11 +626,12 @@ impl Maker<'_> {
                 self.bytes.fetch_add(n as u64, Ordering::Relaxed);
                 self.progress.add(0, n as u64);
             }
-            Ok(())
+            Ok(done == p.len)
         });
-        if let Err(e) = r {
+        r.unwrap_or_else(|e| {
             self.fail(path, "write", e);
-        }
+            false
+        })
     }
 }
 

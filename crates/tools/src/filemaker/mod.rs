@@ -21,7 +21,8 @@ pub(crate) mod plan;
 pub use make::{make, make_until, Made};
 pub use plan::{Fill, Item, Kind, Plan, Spec};
 
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::checkpoint::{self, Choice, Inputs, Outcome};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
 use flist::path::{display, normalize};
@@ -49,6 +50,10 @@ pub struct Options {
     /// planned type are replaced (a file by a new file, links remade, directories reused);
     /// an entry of another type in an item's place fails that item.
     pub force: bool,
+    /// Where the files made are recorded, so that the same command run again after a stop or
+    /// a kill continues (by default `.NAME.mfu-checkpoint` beside `dir`): files finished are
+    /// not made again, and the tree equals an uninterrupted run's.
+    pub checkpoint: Choice,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -60,6 +65,7 @@ impl Options {
             dir,
             spec: Spec::default(),
             force: false,
+            checkpoint: Choice::default(),
             context: Context::default(),
         }
     }
@@ -85,6 +91,11 @@ pub struct Report {
     pub seconds: f64,
     /// A stop request cut the run short: the tree is incomplete.
     pub interrupted: bool,
+    /// The stop left a checkpoint: the same command continues.
+    #[serde(skip)]
+    pub resumable: bool,
+    /// Files of the plan (what a stopped run's `files` counts towards).
+    pub planned_files: u64,
     /// A sample of this process's failure messages.
     pub failures: Vec<String>,
 }
@@ -102,6 +113,14 @@ impl ToolReport for Report {
     fn status(&self) -> Status {
         Status::of_work(self.failed, 0, self.interrupted)
     }
+    /// Files made (earlier runs' included) of the plan's, when a stop left a checkpoint.
+    fn stopped(&self) -> Option<Stopped> {
+        (self.interrupted && self.resumable).then(|| Stopped {
+            done: self.files.min(self.planned_files),
+            total: self.planned_files,
+            what: "files",
+        })
+    }
 }
 
 /// Run `filemaker` on this rank. Collective: every rank returns the same counts, or the same
@@ -109,7 +128,47 @@ impl ToolReport for Report {
 pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let started = Instant::now();
     let context = &options.context;
-    let (plan, root) = agree_setup(comm, setup(options))?;
+    let (plan, root, filled) = agree_setup(comm, setup(options))?;
+    let inputs = Inputs::new("filemaker")
+        .field("DIR", &serde_bytes::Bytes::new(&root))
+        .field("the tree's options", &format!("{:?}", options.spec));
+    let opened = checkpoint::open(
+        comm,
+        &options.checkpoint,
+        checkpoint::Plan {
+            output: Some(&root),
+            inputs,
+        },
+    )
+    .map_err(|e| Error::new(e.to_string()))?;
+    // A checkpoint of this command that is not new: the tree in DIR is an earlier run's (even
+    // one stopped before it finished any file).
+    let continuing = opened.checkpoint.as_ref().is_some_and(|c| !c.fresh());
+    if filled && !options.force && !continuing {
+        // Nothing of ours to continue: a fresh checkpoint goes with the refusal.
+        if let Some(c) = opened.checkpoint {
+            let _ = c.finish(comm, Outcome::Complete);
+        }
+        return Err(Error::new(format!(
+            "{} is not empty (--force writes into it anyway)",
+            display(&root)
+        )));
+    }
+    if let (0, Some(notice)) = (comm.rank(), &opened.notice) {
+        context.info(format!("{}\n", notice.trim_end()));
+    }
+    let checkpoint = opened.checkpoint;
+    if let Some(c) = &checkpoint {
+        // Every file written is on the tree's file system: synced before the marks.
+        match std::fs::File::open(flist::path::as_path(&root))
+            .or_else(|_| std::fs::File::open(flist::path::as_path(flist::path::parent(&root))))
+        {
+            Ok(f) => c.durable(checkpoint::Durable::FileSystem(std::sync::Arc::new(
+                f.into(),
+            ))),
+            Err(e) => context.error(format!("open {}: {e}", display(&root))),
+        }
+    }
     if comm.rank() == 0 && context.verbose {
         context.info(format!(
             "Seed {}: {} items over {} levels ({} directories, {} files, {} links), {}\n",
@@ -123,8 +182,43 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         ));
     }
     let progress = context.progress(comm.rank(), "Made");
-    let made = make_until(comm, &plan, &root, &progress, options.force, &context.stop)
-        .map_err(Error::new)?;
+    let resume = make::Resume {
+        prior: opened.prior,
+        checkpoint: checkpoint.as_ref(),
+    };
+    // What an earlier run of this command made is replaced where unfinished (as with --force).
+    let replace = options.force || continuing;
+    let made = make::make_resuming(
+        comm,
+        &plan,
+        &root,
+        &progress,
+        replace,
+        &context.stop,
+        &resume,
+    );
+    let made = match made {
+        Ok(made) => made,
+        Err(e) => {
+            if let Some(c) = checkpoint {
+                let _ = c.finish(comm, Outcome::Failed);
+            }
+            return Err(Error::new(e));
+        }
+    };
+    let resumable = made.interrupted && checkpoint.is_some();
+    if let Some(c) = checkpoint {
+        let outcome = if made.interrupted {
+            Outcome::Stopped
+        } else {
+            Outcome::Complete
+        };
+        if let Err(e) = c.finish(comm, outcome) {
+            if comm.rank() == 0 {
+                context.error(e);
+            }
+        }
+    }
     for e in &made.errors {
         context.error(e);
     }
@@ -133,7 +227,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     comm.barrier();
     if comm.rank() == 0 {
         // Messages about the whole run: not in the report's sample of failed items.
-        if made.interrupted {
+        if made.interrupted && !resumable {
             context.events.error(&format!(
                 "interrupted by a signal: the tree in {} is incomplete (items missing, files \
                  possibly partly written); rerun with --force to remake it",
@@ -156,6 +250,8 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         failed: made.total_errors,
         seconds: started.elapsed().as_secs_f64(),
         interrupted: made.interrupted,
+        resumable,
+        planned_files: plan.count(Kind::File),
         failures: context.failures(),
     })
 }
@@ -165,8 +261,9 @@ fn bytes_text(n: u64) -> String {
     format!("{} ({n} bytes)", flist::units::human_bytes(n))
 }
 
-/// The plan and the root, or why nothing may be written.
-fn setup(options: &Options) -> Result<(Plan, Vec<u8>), String> {
+/// The plan, the root, and whether the root holds entries already (only a run that continues
+/// an earlier one's checkpoint, or `--force`, writes into it); or why nothing may be written.
+fn setup(options: &Options) -> Result<(Plan, Vec<u8>, bool), String> {
     let plan = Plan::new(&options.spec)?;
     if options.dir.is_empty() {
         return Err("an empty DIR names no directory".into());
@@ -174,16 +271,12 @@ fn setup(options: &Options) -> Result<(Plan, Vec<u8>), String> {
     let cwd = flist::path::current_dir().map_err(|e| format!("current directory: {e}"))?;
     let root = normalize(&options.dir, &cwd);
     let path = flist::path::as_path(&root);
+    let mut filled = false;
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => {
             let mut entries =
                 std::fs::read_dir(path).map_err(|e| format!("open {}: {e}", display(&root)))?;
-            if !options.force && entries.next().is_some() {
-                return Err(format!(
-                    "{} is not empty (--force writes into it anyway)",
-                    display(&root)
-                ));
-            }
+            filled = entries.next().is_some();
         }
         Ok(_) => return Err(format!("{} exists and is not a directory", display(&root))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -191,5 +284,5 @@ fn setup(options: &Options) -> Result<(Plan, Vec<u8>), String> {
         }
         Err(e) => return Err(format!("stat {}: {e}", display(&root))),
     }
-    Ok((plan, root))
+    Ok((plan, root, filled))
 }

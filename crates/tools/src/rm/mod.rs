@@ -25,7 +25,7 @@
 //! it is, never followed.
 
 use crate::engine::batches::run_batches;
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::input::{Input, Listed};
 use crate::engine::locks::lock;
 use crate::engine::regex_select::RegexSelector;
@@ -100,6 +100,9 @@ impl Options {
 pub struct Report {
     /// The run only planned (`dryrun`).
     pub dryrun: bool,
+    /// Entries selected for removal (0 when the listing was cut short): what a stopped run's
+    /// `done` counts towards.
+    pub selected: u64,
     /// Non-directories removed.
     pub files: u64,
     /// Directories removed.
@@ -144,6 +147,15 @@ impl ToolReport for Report {
         };
         other.worst(Status::of_work(self.failed, 0, self.interrupted))
     }
+    /// Entries removed or failed of those selected: a rerun of the same rm finds only what is
+    /// left.
+    fn stopped(&self) -> Option<Stopped> {
+        self.interrupted.then(|| Stopped {
+            done: (self.files + self.dirs + self.failed).min(self.selected),
+            total: self.selected,
+            what: "entries",
+        })
+    }
 }
 
 /// Run `rm` on this rank. Collective: every rank calls it with the same options and gets the
@@ -175,6 +187,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         other_errors: Mutex::new(Vec::new()),
         other_failed: 0,
         list_failed: 0,
+        selected: 0,
         parent_times: (args.aggressive && args.traceless).then(|| Mutex::new(HashMap::new())),
     };
 
@@ -252,10 +265,11 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     rm.report(context, Vec::new(), &mut HashSet::new());
     // Counted from here, so that the rate and ETA are the removal's, not the walk's.
     rm.engine.progress = context.progress(comm.rank(), "Removed");
-    rm.engine.progress.total_items.store(
-        comm.sum((files.len() + dirs.len()) as u64),
-        Ordering::Relaxed,
-    );
+    rm.selected = comm.sum((files.len() + dirs.len()) as u64);
+    rm.engine
+        .progress
+        .total_items
+        .store(rm.selected, Ordering::Relaxed);
 
     // 3. Non-directories, balanced over all ranks.
     let t = Instant::now();
@@ -479,6 +493,8 @@ struct Rm {
     other_failed: u64,
     /// Entries that could not be listed, on this rank.
     list_failed: u64,
+    /// Entries selected for removal, over all ranks (set when the removal starts).
+    selected: u64,
     /// Times of directories, taken before `--aggressive` first unlinked in them (`-T` only).
     parent_times: Option<Mutex<HashMap<Vec<u8>, Meta>>>,
 }
@@ -680,6 +696,7 @@ impl Rm {
         let output_failed = self.write_output(comm, args);
         Report {
             dryrun: args.dryrun,
+            selected: self.selected,
             files: n.files,
             dirs: n.dirs,
             selective: self.selector.active(),

@@ -15,7 +15,7 @@ mod decide;
 mod xattrs;
 
 use crate::engine::compare_expr::{Field, Output, States};
-use crate::engine::context::{Context, Error, Summary, ToolReport};
+use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::copy::drive::IoOptions;
 use crate::engine::copy::journal::{self, Found, Resumable, SourceId};
 use crate::engine::copy::resume::{self, Journals};
@@ -93,6 +93,15 @@ impl Options {
 pub struct Report {
     /// The run only planned (`dryrun`): the counts are what it would do.
     pub dryrun: bool,
+    /// Actions planned (creations, updates, deletions, metadata fixes, links): what a stopped
+    /// run's `handled` counts towards.
+    pub planned: u64,
+    /// Actions that happened or failed, as the engines counted them (not the plan's word):
+    /// with a stop, how far the run got.
+    pub handled: u64,
+    /// Bytes of file data planned to be copied (`bytes` counts those written): what a stopped
+    /// run's report counts when there are any.
+    pub planned_bytes: u64,
     /// Entries created in DEST.
     pub created: u64,
     /// Entries whose data was replaced.
@@ -160,6 +169,25 @@ impl ToolReport for Report {
             Status::Ok
         };
         left.worst(Status::of_work(self.failed, self.skipped, self.interrupted))
+    }
+    /// Bytes copied of those planned (actions handled, when no data is to be copied): a rerun
+    /// of the same sync plans only what is left.
+    fn stopped(&self) -> Option<Stopped> {
+        if !self.interrupted {
+            return None;
+        }
+        Some(match self.planned_bytes {
+            0 => Stopped {
+                done: self.handled,
+                total: self.planned,
+                what: "entries",
+            },
+            total => Stopped {
+                done: self.bytes.min(total),
+                total,
+                what: "bytes",
+            },
+        })
     }
 }
 
@@ -504,6 +532,8 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     }
     counts[5] = d.bytes;
     comm.allreduce(&mut counts, ReduceOp::Sum);
+    report.planned = counts[..5].iter().sum();
+    report.planned_bytes = counts[5];
     if let Journals::Planned(resumes) = &d.plan.journals {
         let mut planned = [
             resumes.len() as u64,
@@ -615,6 +645,17 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
         + deleted.dirs.load(std::sync::atomic::Ordering::Relaxed);
     comm.allreduce(&mut done, ReduceOp::Sum);
     let [created, updated, deleted, meta, linked] = done;
+    // Made, fixed or removed by the engines, or failed: what happened, even when stopped.
+    let happened = copied.dirs
+        + copied.files
+        + copied.symlinks
+        + copied.hardlinks
+        + copied.others
+        + copied.meta_fixed
+        + copied.compare_meta
+        + deleted
+        + report.failed;
+    report.handled = happened.min(report.planned);
     // Compared files (--contents) are counted by what the engine found.
     report.created = created;
     report.updated = updated + copied.rewritten;
