@@ -218,50 +218,61 @@ fn same_tree(a: &Path, b: &Path) -> Result<()> {
 }
 
 /// The Slurm recipe (`packaging/slurm/mfu-rs.sbatch`) run for real: a `tar -c` job of 2 tasks
-/// with a one-minute time limit whose signal comes early, each member made slow by a test knob
+/// with a two-minute time limit whose signal comes early, each member made slow by a test knob
 /// so that the limit reaches the run mid-way. The job must stop, requeue itself, continue from
 /// its checkpoint, and end with an archive byte-identical to an uninterrupted run's.
 pub fn check_requeue(cluster: &Cluster, root: &Path, bin: &Path, dir: &Path) -> Result<()> {
     let _ = std::fs::remove_dir_all(dir);
     let src = dir.join("src");
-    for i in 0..48 {
-        let sub = src.join(format!("d{}", i % 3));
-        std::fs::create_dir_all(&sub)?;
-        std::fs::write(
-            sub.join(format!("f{i:02}")),
-            vec![b'a' + (i % 26) as u8; 3000 + 500 * i],
-        )?;
+    std::fs::create_dir_all(&src)?;
+    // 8 files of 4 MiB in chunks of 256 KiB: 128 units of work, each marked (and slowed).
+    for i in 0..8u64 {
+        let data: Vec<u8> = (0..4u64 << 20)
+            .map(|b| (b.wrapping_mul(2654435761).wrapping_add(i * 97) >> 7) as u8)
+            .collect();
+        std::fs::write(src.join(format!("f{i}")), data)?;
     }
-    let (whole, resumed) = (dir.join("whole.tar"), dir.join("resumed.tar"));
+    // The same name in two directories: the index member is named after the archive.
+    let (whole, resumed) = (dir.join("whole/a.tar"), dir.join("resumed/a.tar"));
+    std::fs::create_dir_all(dir.join("whole"))?;
+    std::fs::create_dir_all(dir.join("resumed"))?;
     let p = Path::new;
     let args = |archive: &Path| -> Vec<std::ffi::OsString> {
-        [p("tar"), p("-c"), p("-f"), archive, p("-C"), dir, p("src")]
+        [p("tar"), p("-c"), p("-k"), p("256K"), p("-f"), archive, p("-C"), dir, p("src")]
             .iter()
             .map(|a| a.as_os_str().to_owned())
             .collect()
     };
     let whole_args = args(&whole);
     let whole_args: Vec<&std::ffi::OsStr> = whole_args.iter().map(|a| a.as_os_str()).collect();
-    cluster.srun2("pmix", bin, &whole_args, true)?;
+    // The index member's time: the same in both runs (a rerun keeps its first run's, which an
+    // uninterrupted run made at another moment would not share).
+    std::env::set_var("SOURCE_DATE_EPOCH", "1700000000");
+    let whole_run = cluster.srun2("pmix", bin, &whole_args, true);
+    std::env::remove_var("SOURCE_DATE_EPOCH");
+    whole_run?;
     let log = dir.join("job.log");
     let mut cmd = cluster.command("sbatch");
-    // One minute, the signal asked for 40 s before its end (Slurm sends it up to a minute
-    // early: at any point of the first run, which is what the recipe must survive).
-    cmd.args(["--parsable", "-n", "2", "-t", "1", "--signal=B:TERM@40"])
+    // Two minutes, the signal asked for 90 s before the end: slurmctld looks at time limits
+    // every 30 s or so, so it comes 30 to 60 s into a run of about 80 s (and again into the
+    // requeued runs until one completes).
+    cmd.args(["--parsable", "-n", "2", "-t", "2", "--signal=B:TERM@90"])
         .arg(format!("--output={}", log.display()))
         .arg(root.join("packaging/slurm/mfu-rs.sbatch"))
         .args(args(&resumed))
         .env("MFU_RS", bin)
         .env("SRUN_ARGS", "--mpi=pmix")
         .env("MFU_MAX_REQUEUES", "8")
-        .env("MFU_RS_TEST_CHECKPOINT_SLOW_MS", "1500");
+        .env("SOURCE_DATE_EPOCH", "1700000000")
+        // About 80 s of work for an uninterrupted run.
+        .env("MFU_RS_TEST_CHECKPOINT_SLOW_MS", "2000");
     crate::mpi_env(&mut cmd).env_remove("PMIX_MCA_psec");
     let out = cmd.output().context("sbatch the recipe")?;
     if !out.status.success() {
         bail!("sbatch failed: {}", String::from_utf8_lossy(&out.stderr));
     }
     let job = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    eprintln!("slurm: recipe job {job} submitted (tar -c, time limit 1 min, requeued until done)");
+    eprintln!("slurm: recipe job {job} submitted (tar -c, time limit 2 min, requeued until done)");
     let started = Instant::now();
     loop {
         std::thread::sleep(Duration::from_secs(2));
