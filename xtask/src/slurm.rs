@@ -238,10 +238,20 @@ pub fn check_requeue(cluster: &Cluster, root: &Path, bin: &Path, dir: &Path) -> 
     std::fs::create_dir_all(dir.join("resumed"))?;
     let p = Path::new;
     let args = |archive: &Path| -> Vec<std::ffi::OsString> {
-        [p("tar"), p("-c"), p("-k"), p("256K"), p("-f"), archive, p("-C"), dir, p("src")]
-            .iter()
-            .map(|a| a.as_os_str().to_owned())
-            .collect()
+        [
+            p("tar"),
+            p("-c"),
+            p("-k"),
+            p("256K"),
+            p("-f"),
+            archive,
+            p("-C"),
+            dir,
+            p("src"),
+        ]
+        .iter()
+        .map(|a| a.as_os_str().to_owned())
+        .collect()
     };
     let whole_args = args(&whole);
     let whole_args: Vec<&std::ffi::OsStr> = whole_args.iter().map(|a| a.as_os_str()).collect();

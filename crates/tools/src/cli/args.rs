@@ -86,7 +86,6 @@ pub struct CheckpointArgs {
     pub no_checkpoint: bool,
 }
 
-#[allow(dead_code)] // flattened into the resumable tools' arguments as they land (issue 33)
 impl CheckpointArgs {
     /// The choice these options make.
     pub fn choice(&self) -> crate::engine::checkpoint::Choice {

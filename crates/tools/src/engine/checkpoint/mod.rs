@@ -18,9 +18,6 @@
 //! why; something else at the default name is left alone and the run goes on without a
 //! checkpoint (a warning); at a `--checkpoint PATH` it is refused before any work.
 
-// The tools of issue 33 start using it as they land; until then parts are unused.
-#![allow(dead_code, unused_imports)]
-
 mod inputs;
 mod prior;
 mod store;
