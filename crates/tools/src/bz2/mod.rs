@@ -520,9 +520,7 @@ fn open_checkpoint(
         },
     )
     .map_err(|e| Halt::Usage(Error::new(e.to_string())))?;
-    if let (0, Some(notice)) = (comm.rank(), &opened.notice) {
-        options.context.info(format!("{}\n", notice.trim_end()));
-    }
+    opened.tell(comm, &options.context);
     Ok((opened.checkpoint, opened.prior))
 }
 

@@ -405,9 +405,7 @@ fn open_checkpoint(
         },
     )
     .map_err(Error::new)?;
-    if let (Some(notice), 0) = (&opened.notice, comm.rank()) {
-        options.context.info(format!("{}\n", notice.trim_end()));
-    }
+    opened.tell(comm, &options.context);
     Ok(Some((opened.checkpoint, opened.prior)))
 }
 

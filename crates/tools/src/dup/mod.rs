@@ -339,9 +339,7 @@ fn open_checkpoint(
         },
     )
     .map_err(Error::new)?;
-    if let (Some(notice), 0) = (&opened.notice, comm.rank()) {
-        context.info(format!("{}\n", notice.trim_end()));
-    }
+    opened.tell(comm, context);
     Ok(Some((opened.checkpoint, opened.prior)))
 }
 

@@ -154,9 +154,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
             display(&root)
         )));
     }
-    if let (0, Some(notice)) = (comm.rank(), &opened.notice) {
-        context.info(format!("{}\n", notice.trim_end()));
-    }
+    opened.tell(comm, context);
     let checkpoint = opened.checkpoint;
     if let Some(c) = &checkpoint {
         // Every file written is on the tree's file system: synced before the marks.

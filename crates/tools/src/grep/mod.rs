@@ -466,9 +466,7 @@ fn open_checkpoint(
         inputs,
     };
     let opened = checkpoint::open(comm, &options.checkpoint, plan).map_err(Error::new)?;
-    if let (0, Some(n)) = (comm.rank(), &opened.notice) {
-        context_info(&options.context, n);
-    }
+    opened.tell(comm, &options.context);
     Ok(Some(opened))
 }
 
@@ -497,10 +495,6 @@ fn finish(
             true
         }
     }
-}
-
-fn context_info(context: &Context, notice: &str) {
-    context.info(format!("{}\n", notice.trim_end()));
 }
 
 /// A rank's counts of what it rendered.

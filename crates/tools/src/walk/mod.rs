@@ -258,9 +258,7 @@ fn open_checkpoint(
         inputs,
     };
     let opened = checkpoint::open(comm, &options.checkpoint, plan).map_err(Error::new)?;
-    if let (0, Some(n)) = (comm.rank(), &opened.notice) {
-        options.context.info(format!("{}\n", n.trim_end()));
-    }
+    opened.tell(comm, &options.context);
     Ok(Some(opened))
 }
 

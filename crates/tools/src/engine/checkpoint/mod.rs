@@ -76,6 +76,16 @@ pub struct Opened {
     pub notice: Option<String>,
 }
 
+impl Opened {
+    /// Tell the notice (continuing, starting over and why, or running without a checkpoint), on
+    /// rank 0, as a line of `context`'s detail.
+    pub fn tell(&self, comm: &dyn Comm, context: &crate::engine::context::Context) {
+        if let (0, Some(notice)) = (comm.rank(), &self.notice) {
+            context.info(format!("{}\n", notice.trim_end()));
+        }
+    }
+}
+
 /// How a run ended, for [`Checkpoint::finish`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
