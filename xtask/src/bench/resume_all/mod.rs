@@ -343,10 +343,24 @@ const STOPPED: &[&str] = &[
 
 /// True when `o` completed the work as the uninterrupted run did (exit code `want`): the same
 /// exit code and no word of having been stopped.
+/// A signal that came after the work was done (the run's last phase, or as it exited) makes
+/// the run say so and exit 1: its work is complete, and that is what the rerun loop asks.
 pub fn finished(o: &Outcome, want: Option<i32>) -> bool {
-    let stopped = STOPPED.iter().any(|w| o.stderr.contains(w));
-    o.code.is_some() && o.code == want && !stopped
+    let mut late = false;
+    let stopped = o.stderr.lines().any(|l| {
+        if l.contains(LATE_SIGNAL) {
+            late = true;
+            return false;
+        }
+        STOPPED.iter().any(|w| l.contains(w))
+    });
+    let code_ok = o.code.is_some() && (o.code == want || (late && o.code == Some(1)));
+    code_ok && !stopped
 }
+
+/// What a run says when a signal came after everything asked for was done.
+const LATE_SIGNAL: &str =
+    "interrupted by a signal at the end of the run: everything asked for was done";
 
 /// The first line of `text` that says something, shortened for a table cell.
 fn first_line(text: &str) -> String {
@@ -698,6 +712,33 @@ mod tests {
         );
         assert!(a(&["--tools", "cp,nope"]).is_err());
         assert!(a(&["--slow"]).is_err());
+    }
+
+    /// A run a signal reached after its work was done is finished (the rerun loop stops);
+    /// a run stopped before is not, whatever else it says.
+    #[test]
+    fn a_signal_after_the_work_was_done_finishes_the_run() {
+        let run = |code: Option<i32>, stderr: &str| Outcome {
+            secs: 1.0,
+            code,
+            signalled: true,
+            term_ignored: false,
+            io: Io::default(),
+            stdout: Vec::new(),
+            stderr: stderr.to_string(),
+        };
+        let late = format!("mfu-rs cmp: {LATE_SIGNAL}\n");
+        assert!(finished(&run(Some(1), &late), Some(0)));
+        assert!(finished(&run(Some(1), &late), Some(1)));
+        assert!(!finished(&run(Some(2), &late), Some(0)));
+        assert!(!finished(&run(None, &late), Some(0)));
+        let stopped = format!("{late}mfu-rs cmp: stopped after 1 of 2 bytes (50%); run the same command again to continue\n");
+        assert!(!finished(&run(Some(1), &stopped), Some(0)));
+        assert!(!finished(
+            &run(Some(1), "mfu-rs cp: interrupted by a signal\n"),
+            Some(0)
+        ));
+        assert!(finished(&run(Some(0), ""), Some(0)));
     }
 
     /// The I/O of a killed process and of its orphaned child is counted: the harness reaps

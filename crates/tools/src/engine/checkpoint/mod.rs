@@ -7,9 +7,10 @@
 //! holding the inputs the run was made for ([`Inputs`]: paths, options that change the result,
 //! the digest of the list the work is planned from) and append-only logs of marks. A tool marks
 //! a unit (a member, a chunk, a directory, a file) with a global key, the same at any rank count,
-//! and the payload a rerun needs to skip it. Marks are written by a flusher thread every
-//! [`interval`], after the outputs registered with [`Checkpoint::durable`] are synced: a mark
-//! never precedes its data, and a crash loses at most one interval of work.
+//! and the payload a rerun needs to skip it. Marks are written by a flusher thread every tenth
+//! of the run so far (0.2 to 2 s, [`next_wait`]), after the outputs registered with
+//! [`Checkpoint::durable`] are synced: a mark never precedes its data, and a crash loses at
+//! most one interval of work.
 //!
 //! Trust: a rerun continues only from a checkpoint of this user (a 0700 directory, regular files
 //! with one link, nothing followed), of the same tool, whose every input is equal; its marks
@@ -30,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use steal::{Comm, CommExt};
 use store::Found;
 
@@ -107,16 +108,33 @@ pub enum Durable {
     FileSystem(Arc<OwnedFd>),
 }
 
-/// The flush interval: marks reach the disk at most this long after they are made (the work
-/// a crash can lose). `MFU_RS_CHECKPOINT_INTERVAL_MS` overrides it (tests).
-pub fn interval() -> Duration {
-    static EVERY: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+/// The fixed flush interval `MFU_RS_CHECKPOINT_INTERVAL_MS` asks for (tests), if any.
+fn fixed_interval() -> Option<Duration> {
+    static EVERY: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
     *EVERY.get_or_init(|| {
         std::env::var("MFU_RS_CHECKPOINT_INTERVAL_MS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .map_or(Duration::from_secs(2), Duration::from_millis)
+            .map(Duration::from_millis)
     })
+}
+
+/// Flushes are at most this far apart (s): the work a crash can lose in a long run.
+const LONGEST_INTERVAL: Duration = Duration::from_secs(2);
+/// Flushes are at least this far apart (ms): each syncs the outputs registered.
+const SHORTEST_INTERVAL: Duration = Duration::from_millis(200);
+
+/// How long the flusher waits before its next flush, `since` after the checkpoint was opened:
+/// a tenth of the run so far, between [`SHORTEST_INTERVAL`] and [`LONGEST_INTERVAL`]. A kill
+/// then loses at most about a tenth of the work done (a fixed 2 s would lose all of a short
+/// run's first 2 s), and a long run flushes every 2 s.
+fn next_wait(since: Duration) -> Duration {
+    schedule(since, fixed_interval())
+}
+
+/// [`next_wait`] with the test knob's interval, `fixed`, as an argument.
+fn schedule(since: Duration, fixed: Option<Duration>) -> Duration {
+    fixed.unwrap_or_else(|| (since / 10).clamp(SHORTEST_INTERVAL, LONGEST_INTERVAL))
 }
 
 /// The test knobs, read once: stop (as a SIGTERM does) after this process's N-th mark
@@ -490,7 +508,7 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
         let shared = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("mfu-checkpoint".into())
-            .spawn(move || shared.flush_every(interval()))
+            .spawn(move || shared.flush_every(Instant::now()))
             .ok()
     };
     Ok(Opened {
@@ -501,12 +519,12 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
 }
 
 impl Shared {
-    fn flush_every(&self, every: Duration) {
+    fn flush_every(&self, opened: Instant) {
         let (lock, wake) = &self.done;
         let mut done = lock.lock().unwrap_or_else(|p| p.into_inner());
         while !*done {
             done = wake
-                .wait_timeout(done, every)
+                .wait_timeout(done, next_wait(opened.elapsed()))
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
             if !*done {

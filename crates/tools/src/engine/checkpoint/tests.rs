@@ -275,3 +275,61 @@ fn a_damaged_checkpoint_holding_a_tools_own_files_is_removed_and_a_relative_path
         [cwd.as_slice(), b"/rel/.out.mfu-checkpoint"].concat()
     );
 }
+
+/// The flusher's waits: a tenth of the run so far, between 0.2 and 2 s, so that a kill early
+/// in a short run loses little (a fixed 2 s lost all of a 3 s run's first two thirds); the
+/// test knob fixes it.
+#[test]
+fn flushes_come_a_tenth_of_the_run_so_far_apart_between_a_fifth_of_a_second_and_two() {
+    let ms = Duration::from_millis;
+    assert_eq!(schedule(ms(0), None), ms(200));
+    assert_eq!(schedule(ms(1_000), None), ms(200));
+    assert_eq!(schedule(ms(5_000), None), ms(500));
+    assert_eq!(schedule(ms(20_000), None), ms(2_000));
+    assert_eq!(schedule(ms(3_600_000), None), ms(2_000));
+    assert_eq!(schedule(ms(3_600_000), Some(ms(20))), ms(20));
+    // Over a 3 s run the marks of everything but the last ~0.3 s are on disk.
+    let (mut t, mut flushes) = (ms(0), 0);
+    while t < ms(3_000) {
+        t += schedule(t, None);
+        flushes += 1;
+    }
+    assert!((10..=20).contains(&flushes), "{flushes} flushes in 3 s");
+}
+
+/// A mark made as the run starts is on disk well before the longest interval (2 s): the
+/// flusher's first flush comes after 0.2 s (1.5 s allowed: a loaded machine's fsync).
+#[test]
+fn a_mark_made_at_the_start_is_durable_before_the_longest_interval() {
+    assert!(
+        fixed_interval().is_none(),
+        "this test needs the default schedule"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = out_in(&dir);
+    steal::local::run(1, |comm| {
+        let plan = Plan {
+            output: Some(&out),
+            inputs: inputs(1),
+        };
+        let cp = open(comm, &Choice::Beside, plan)
+            .expect("open")
+            .checkpoint
+            .expect("a checkpoint");
+        cp.mark(7, b"seven");
+        let logged = || {
+            std::fs::read_dir(checkpoint_path(&out))
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().as_encoded_bytes().starts_with(b"log."))
+                .map(|e| e.metadata().unwrap().len())
+                .sum::<u64>()
+        };
+        let start = Instant::now();
+        while logged() == 0 && start.elapsed() < Duration::from_millis(1_500) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(logged() > 0, "no mark on disk 1.5 s after it was made");
+        cp.finish(comm, Outcome::Stopped).expect("finish");
+    });
+}
