@@ -436,7 +436,18 @@ pub fn equal(bin: &str, tool: &Tool, w: &Path, outs: &[&[u8]], kept: &Kept) -> R
         }
         (Output::StdoutLines, Kept::Lines(want)) => {
             let got = line_set(outs.iter().copied());
-            ensure!(&got == want, "the commands' output lines differ");
+            if &got != want {
+                let missing = want.iter().filter(|l| !got.contains(l)).count();
+                let extra: Vec<&String> = got.iter().filter(|l| !want.contains(l)).collect();
+                bail!(
+                    "the commands' output lines differ: {missing} of {} missing, {} extra{}",
+                    want.len(),
+                    extra.len(),
+                    extra
+                        .first()
+                        .map_or(String::new(), |l| format!(" (first: {l:?})"))
+                );
+            }
             Ok(())
         }
         _ => unreachable!("keep and equal agree on the kind"),
