@@ -36,10 +36,10 @@ pub enum Output {
     /// The last run's stdout, lines sorted, equal (reports: cmp, dup, grep); lines marked
     /// `(not judged)` left out (cmp's atime and ctime counts move as runs read the trees).
     Stdout,
-    /// The set of stdout lines of all runs together equals the uninterrupted run's (find
-    /// --exec: a command whose completion was not recorded may run again, as with
-    /// `parallel --joblog`).
-    StdoutLines,
+    /// The set of lines of this file under the work directory, which every command appends
+    /// to, of all runs together, equals the uninterrupted run's (find --exec: a command whose
+    /// completion was not recorded may run again, as with `parallel --joblog`).
+    LinesIn(&'static str),
 }
 
 /// A tool measured.
@@ -64,6 +64,16 @@ fn p(w: &Path, rel: &str) -> String {
 
 fn v(words: &[&str]) -> Vec<String> {
     words.iter().map(|s| s.to_string()).collect()
+}
+
+/// find --exec's arguments: each command appends its line to a file, since stdout under
+/// mpirun would pass through mpirun, which stops forwarding it when it gets the signal.
+fn find_exec_args(w: &Path, _: u64) -> Vec<String> {
+    let (tree, log) = (p(w, "input/tree"), p(w, "out/exec.log"));
+    let sh = "cksum \"$1\" >> \"$0\"";
+    v(&[
+        "find", "-q", &tree, "--type", "f", "--exec", "sh", "-c", sh, &log, "{}", ";",
+    ])
 }
 
 /// The table of tools: cp and sync (resumable by rerun) and the tools of issue 33.
@@ -182,13 +192,8 @@ pub fn all() -> Vec<Tool> {
             name: "find-exec",
             sub: "find",
             input: Input::Tree,
-            output: Output::StdoutLines,
-            args: |w, _| {
-                let mut a = v(&["find", "-q"]);
-                a.push(p(w, "input/tree"));
-                a.extend(v(&["--type", "f", "--exec", "cksum", "{}", ";"]));
-                a
-            },
+            output: Output::LinesIn("out/exec.log"),
+            args: find_exec_args,
             base_scale: 1,
         },
         Tool {
@@ -366,6 +371,12 @@ pub fn line_set<'a>(outs: impl IntoIterator<Item = &'a [u8]>) -> Vec<String> {
     l
 }
 
+/// The sorted, deduplicated lines of the file `path`.
+fn lines_in(path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
+    Ok(line_set([text.as_slice()]))
+}
+
 /// `mfu-rs walk -i LIST --print`, sorted.
 fn list_lines(bin: &str, list: &Path) -> Result<Vec<String>> {
     let out = Command::new(bin)
@@ -396,7 +407,7 @@ pub fn keep(bin: &str, tool: &Tool, w: &Path, outs: &[&[u8]], name: &str) -> Res
         }
         Output::List(rel) => Kept::Lines(list_lines(bin, &w.join(rel))?),
         Output::Stdout => Kept::Lines(report_lines(outs.last().copied().unwrap_or_default())),
-        Output::StdoutLines => Kept::Lines(line_set(outs.iter().copied())),
+        Output::LinesIn(rel) => Kept::Lines(lines_in(&w.join(rel))?),
     })
 }
 
@@ -434,8 +445,8 @@ pub fn equal(bin: &str, tool: &Tool, w: &Path, outs: &[&[u8]], kept: &Kept) -> R
             ensure!(&got == want, "the report differs");
             Ok(())
         }
-        (Output::StdoutLines, Kept::Lines(want)) => {
-            let got = line_set(outs.iter().copied());
+        (Output::LinesIn(rel), Kept::Lines(want)) => {
+            let got = lines_in(&w.join(rel))?;
             if &got != want {
                 let missing = want.iter().filter(|l| !got.contains(l)).count();
                 let extra: Vec<&String> = got.iter().filter(|l| !want.contains(l)).collect();
