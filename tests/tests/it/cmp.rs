@@ -933,6 +933,42 @@ fn a_stopped_or_killed_compare_continues_at_another_rank_count() {
     }
 }
 
+/// A run killed after its work was done and its report printed, but before it left (a time
+/// limit's SIGKILL during MPI's shutdown: the knob kills it just before the complete
+/// checkpoint is removed), leaves every unit marked: the rerun compares nothing again and
+/// gives the same report, then removes the checkpoint. At one process and `mpirun -np 2`.
+#[test]
+fn a_kill_after_the_report_leaves_a_rerun_nothing_to_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_pair(dir);
+    let want = cmp_outcome(&resumable_cmp(Tool::new("cmp"), dir, None).run(), dir);
+    for (n, first) in [Tool::new("cmp"), Tool::new("cmp").mpi(2)]
+        .into_iter()
+        .enumerate()
+    {
+        let ckpt = dir.join(format!("ckpt {n}"));
+        let cut = resumable_cmp(first, dir, Some(&ckpt))
+            .env("MFU_RS_TEST_CHECKPOINT_DIE_AT_EXIT", "1")
+            .run();
+        assert_ne!(cut.code(), Some(0), "case {n}: {}", cut.stderr_str());
+        assert!(cut.stdout_str().contains("Result:"), "case {n}: no report");
+        assert!(
+            has_marks(&ckpt),
+            "case {n}: the complete checkpoint was removed"
+        );
+        let again = resumable_cmp(Tool::new("cmp").ranks(2), dir, Some(&ckpt)).run();
+        // Every unit was recorded: 8 files of 4 chunks and the small file.
+        again.stderr_contains("continuing from checkpoint");
+        again.stderr_contains(": 33 units done by earlier runs");
+        assert_eq!(cmp_outcome(&again, dir), want, "case {n}");
+        assert!(
+            !ckpt.exists(),
+            "case {n}: the checkpoint outlived the rerun"
+        );
+    }
+}
+
 /// A checkpoint is trusted only when it is this comparison's: after a source file changed
 /// (its listing differs), with garbage in its files, or made by another tool, the rerun says
 /// it starts over and gives a fresh run's result; a symlink at `--checkpoint` is refused,

@@ -249,7 +249,20 @@ fn main_with(
     let Some(tool) = TOOLS.iter().find(|t| t.name() == name) else {
         return Status::Usage as i32;
     };
-    tool.main(sub, &|f| launch(ranks, f))
+    // A complete checkpoint stays until the report is out and MPI is left (see
+    // `Checkpoint::finish`): a kill before then costs a rerun nothing.
+    crate::engine::checkpoint::remove_at_exit(true);
+    let code = tool.main(sub, &|f| launch(ranks, f));
+    crate::engine::checkpoint::remove_at_exit(false);
+    let left = crate::engine::checkpoint::remove_completed();
+    for e in &left {
+        report_error(name, e);
+    }
+    if left.is_empty() {
+        code
+    } else {
+        code.max(Status::ItemsFailed as i32)
+    }
 }
 
 /// `mfu-rs man` and `mfu-rs completions`: their exit code, or `None` for a tool.

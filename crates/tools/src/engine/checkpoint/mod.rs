@@ -29,7 +29,7 @@ pub use prior::Prior;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use steal::{Comm, CommExt};
@@ -139,7 +139,8 @@ fn schedule(since: Duration, fixed: Option<Duration>) -> Duration {
 
 /// The test knobs, read once: stop (as a SIGTERM does) after this process's N-th mark
 /// (`MFU_RS_TEST_CHECKPOINT_STOP_AFTER`), SIGKILL this process once its N-th mark is durable
-/// (`..._DIE_AFTER`), sleep this many ms after each mark (`..._SLOW_MS`).
+/// (`..._DIE_AFTER`), sleep this many ms after each mark (`..._SLOW_MS`); and, read when used,
+/// SIGKILL it before [`remove_completed`] removes anything (`..._DIE_AT_EXIT`).
 fn knob(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
@@ -674,10 +675,16 @@ impl Checkpoint {
     /// marks are done with, and rank 0 removes the checkpoint (with the tool's own files in
     /// it). Otherwise the marks are made durable and the checkpoint is kept; an error says a
     /// rerun will redo more than it needs (the work itself is not affected).
+    ///
+    /// Under [`remove_at_exit`] (a command line run), a complete checkpoint is flushed and
+    /// removed only by [`remove_completed`] once the process has printed its report and left
+    /// MPI: a kill in between (a time limit's SIGKILL during MPI's shutdown) leaves every unit
+    /// marked, so the rerun redoes nothing instead of everything.
     pub fn finish(mut self, comm: &dyn Comm, outcome: Outcome) -> Result<(), CheckpointError> {
         self.stop_flusher();
+        let deferred = outcome == Outcome::Complete && REMOVE_AT_EXIT.load(Ordering::SeqCst);
         let flushed = match outcome {
-            Outcome::Complete => Ok(()),
+            Outcome::Complete if !deferred => Ok(()),
             _ => self.shared.flush().map_err(|e| {
                 CheckpointError(format!(
                     "write checkpoint {}: {e}",
@@ -686,18 +693,56 @@ impl Checkpoint {
             }),
         };
         let flushed = comm.agree(flushed);
-        if outcome != Outcome::Complete {
+        if outcome != Outcome::Complete || (deferred && flushed.is_err()) {
             return flushed;
         }
         // Every rank is done writing before rank 0 removes it.
         comm.barrier();
-        let removed = if comm.rank() == 0 {
-            store::remove(&self.shared.path, self.shared.dir.as_fd())
-        } else {
-            Ok(())
+        let removed = match comm.rank() {
+            0 if deferred => match self.shared.dir.try_clone() {
+                // The duplicate keeps the checkpoint's lock until it is removed.
+                Ok(dir) => {
+                    completed().push((self.shared.path.clone(), dir));
+                    Ok(())
+                }
+                Err(_) => store::remove(&self.shared.path, self.shared.dir.as_fd()),
+            },
+            0 => store::remove(&self.shared.path, self.shared.dir.as_fd()),
+            _ => Ok(()),
         };
         comm.agree(removed)
     }
+}
+
+/// Whether complete checkpoints wait for [`remove_completed`] (see [`Checkpoint::finish`]).
+static REMOVE_AT_EXIT: AtomicBool = AtomicBool::new(false);
+
+/// The complete checkpoints waiting for [`remove_completed`]: path and directory (its lock).
+fn completed() -> std::sync::MutexGuard<'static, Vec<(Vec<u8>, OwnedFd)>> {
+    static COMPLETED: Mutex<Vec<(Vec<u8>, OwnedFd)>> = Mutex::new(Vec::new());
+    COMPLETED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// While `on`, complete checkpoints are removed only by [`remove_completed`]: what a command
+/// line run asks, which calls it once the report is printed and MPI is finalized, then turns
+/// this off. Library callers, which never turn it on, get them removed by
+/// [`Checkpoint::finish`].
+pub fn remove_at_exit(on: bool) {
+    REMOVE_AT_EXIT.store(on, Ordering::SeqCst);
+}
+
+/// Remove the complete checkpoints [`Checkpoint::finish`] left for the end of the process
+/// (see [`remove_at_exit`]). Returns what could not be removed.
+pub fn remove_completed() -> Vec<CheckpointError> {
+    let done = std::mem::take(&mut *completed());
+    if !done.is_empty() && knob("MFU_RS_TEST_CHECKPOINT_DIE_AT_EXIT").is_some() {
+        // The test knob: a kill -9 after the report, before the removal.
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    }
+    done.into_iter()
+        .filter_map(|(path, dir)| store::remove(&path, dir.as_fd()).err())
+        .collect()
 }
 
 impl Drop for Checkpoint {
