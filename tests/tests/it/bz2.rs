@@ -1042,3 +1042,70 @@ fn a_symlink_at_the_checkpoint_name_is_not_followed() {
     );
     assert_eq!(names(&elsewhere), Vec::<String>::new());
 }
+
+/// Whether process `pid` has exited and waits to be reaped (a zombie).
+fn is_zombie(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| s.contains("State:\tZ"))
+}
+
+/// Defect (torture bz2-kill, seeds 950393, 950881, 951132): a rank of an `mpirun` killed with
+/// -9 is a zombie until init reaps it, which may be seconds later; kill(2) still finds a
+/// zombie, so the rerun took its temporary for a live run's, finished, and left it behind for
+/// good. Now a process that has exited is gone, reaped or not. Here the killed run is this
+/// test's child, left unreaped until the rerun (one process, then `mpirun -np 2`) is done;
+/// killed before any block is marked durably (marks flushed every 10 minutes), so the rerun
+/// starts over with a fresh output: byte-identical, no temporary, no checkpoint left.
+#[test]
+fn a_killed_run_not_yet_reaped_leaves_no_temporary_after_the_rerun() {
+    use std::process::Stdio;
+    let content = data(420_000);
+    let args = ["-z", "-k", "-b", "1", "--stream-bytes", STREAM];
+    let want = uninterrupted(&content, &args, ".bz2", "f");
+    for rerun in [Launch::One, Launch::Mpi(2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        fs::write(&file, &content).unwrap();
+        let mut words = args.to_vec();
+        words.push(s(&file));
+        let mut cmd = bz2_at(Launch::One, &words)
+            .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "600000")
+            .env("MFU_RS_TEST_CHECKPOINT_SLOW_MS", "300")
+            .command();
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let mut child = mfu_tests::spawn(&mut cmd);
+        let started = std::time::Instant::now();
+        while temporaries(dir.path(), "f.bz2").is_empty() {
+            assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
+            assert!(started.elapsed() < Duration::from_secs(60), "no temporary");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let pid = child.id();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid as i32).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
+        while !is_zombie(pid) {
+            assert!(started.elapsed() < Duration::from_secs(60), "not dead");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let left = temporaries(dir.path(), "f.bz2");
+        assert_eq!(left.len(), 1, "{rerun:?}: the killed run's temporary");
+        assert!(left[0].ends_with(&format!(".{pid}.mfu-tmp")), "{left:?}");
+        let again = bz2_at(rerun, &words).run().assert_status(0);
+        let zombie = is_zombie(pid);
+        child.wait().unwrap();
+        assert!(
+            zombie,
+            "{rerun:?}: the killed run was a zombie throughout the rerun"
+        );
+        let err = again.stderr_str();
+        assert!(err.contains(&left[0]), "{rerun:?}: named: {err}");
+        assert_eq!(
+            fs::read(with_ext(&file, ".bz2")).unwrap(),
+            want,
+            "{rerun:?}"
+        );
+        assert_eq!(names(dir.path()), ["f", "f.bz2"], "{rerun:?}: nothing left");
+    }
+}
