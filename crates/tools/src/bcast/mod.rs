@@ -394,7 +394,7 @@ fn open_checkpoint(
         .field("SRC", &serde_bytes::Bytes::new(&options.src))
         .field("DEST", &serde_bytes::Bytes::new(&options.dest))
         .field("--size", &options.segment)
-        .field("the source (device, inode, size, times)", &stamp);
+        .state("the source (device, inode, size, times)", &stamp);
     let opened = checkpoint::open(
         comm,
         &options.checkpoint,

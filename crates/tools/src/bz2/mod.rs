@@ -504,8 +504,8 @@ fn open_checkpoint(
     let mut inputs = Inputs::new("bz2")
         .field("FILE", &serde_bytes::Bytes::new(&options.file))
         .field("-d", &options.decompress)
-        .field("the input (device, inode, size, times)", &planned.stamp)
-        .field("the input's place", &planned.input);
+        .state("the input (device, inode, size, times)", &planned.stamp)
+        .state("the input's place", &planned.input);
     if !options.decompress {
         inputs = inputs
             .field("-b", &options.level)

@@ -57,7 +57,8 @@ pub struct CheckpointError(pub String);
 #[derive(Debug)]
 pub struct Plan<'a> {
     /// The run's final output file, beside which the default checkpoint lives; `None` (or `-`,
-    /// standard output) for a tool without one.
+    /// standard output) for a tool without one: its default checkpoint is then named after
+    /// the tool and the fields that name the job ([`Inputs::short_name`]).
     pub output: Option<&'a [u8]>,
     /// What the result depends on.
     pub inputs: Inputs,
