@@ -203,8 +203,9 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let setup = match plan(comm, options, &nodes, &node_name, size, mode, resume) {
         Ok(setup) => setup,
         Err(e) => {
+            // The run fails anyway (a usage error): a checkpoint not kept is told.
             if let Some(c) = ck {
-                let _ = c.finish(comm, Outcome::Failed);
+                c.finish_told(comm, context, Outcome::Failed);
             }
             return Err(e);
         }
@@ -310,11 +311,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         } else {
             Outcome::Complete
         };
-        if let Err(e) = c.finish(comm, outcome) {
-            if me == 0 {
-                context.error(e);
-            }
-        }
+        c.finish_told(comm, context, outcome);
     }
     let node_reports = nodes
         .ranks

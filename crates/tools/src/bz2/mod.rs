@@ -267,8 +267,9 @@ fn work(
     let (out, adopted) = match create_output(comm, context, dest, planned.dir, record.as_ref()) {
         Ok(made) => made,
         Err(halt) => {
+            // The run fails anyway: a checkpoint not kept is told, the status is the halt's.
             if let Some(c) = checkpoint {
-                let _ = c.finish(comm, Outcome::Failed);
+                c.finish_told(comm, context, Outcome::Failed);
             }
             return Err(halt);
         }
@@ -384,7 +385,7 @@ fn work(
         out.abandon();
         // The run went to its end (a failure): its partial output is gone, so is its record.
         if let Some(c) = checkpoint {
-            let _ = c.finish(comm, Outcome::Complete);
+            c.finish_told(comm, context, Outcome::Complete);
         }
         return Err(Halt::Failed);
     }
@@ -402,11 +403,7 @@ fn work(
     // After the rename: a kill before it leaves the checkpoint and the partial output, which
     // the next run finishes.
     if let Some(c) = checkpoint {
-        if let Err(e) = c.finish(comm, Outcome::Complete) {
-            if comm.rank() == 0 {
-                context.error(e);
-            }
-        }
+        c.finish_told(comm, context, Outcome::Complete);
     }
     finished.ok_or(Halt::Failed)
 }
@@ -479,10 +476,7 @@ fn keep_for_next_run(
         ));
     }
     out.keep();
-    if let Err(e) = c.finish(comm, Outcome::Stopped) {
-        if comm.rank() == 0 {
-            context.error(e);
-        }
+    if !c.finish_told(comm, context, Outcome::Stopped) {
         return Halt::Failed;
     }
     Halt::Stopped { done, size }

@@ -147,7 +147,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     if filled && !options.force && !continuing {
         // Nothing of ours to continue: a fresh checkpoint goes with the refusal.
         if let Some(c) = opened.checkpoint {
-            let _ = c.finish(comm, Outcome::Complete);
+            c.finish_told(comm, context, Outcome::Complete);
         }
         return Err(Error::new(format!(
             "{} is not empty (--force writes into it anyway)",
@@ -198,8 +198,9 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let made = match made {
         Ok(made) => made,
         Err(e) => {
+            // The run fails anyway: a checkpoint not kept is told.
             if let Some(c) = checkpoint {
-                let _ = c.finish(comm, Outcome::Failed);
+                c.finish_told(comm, context, Outcome::Failed);
             }
             return Err(Error::new(e));
         }
@@ -211,11 +212,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         } else {
             Outcome::Complete
         };
-        if let Err(e) = c.finish(comm, outcome) {
-            if comm.rank() == 0 {
-                context.error(e);
-            }
-        }
+        c.finish_told(comm, context, outcome);
     }
     for e in &made.errors {
         context.error(e);

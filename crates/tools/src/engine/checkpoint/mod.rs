@@ -653,6 +653,28 @@ impl Checkpoint {
         }
     }
 
+    /// [`Checkpoint::finish`], a failure told on rank 0 through `context` (an error: the
+    /// message names the checkpoint and the operation, removing or keeping it), never dropped
+    /// without a word. Collective. `false` on every rank when it failed: a caller whose run
+    /// had not failed yet counts it as a failure, as every resumable tool does (the data is
+    /// not affected, but a checkpoint is left behind, or a rerun will redo work).
+    pub fn finish_told(
+        self,
+        comm: &dyn Comm,
+        context: &crate::engine::context::Context,
+        outcome: Outcome,
+    ) -> bool {
+        match self.finish(comm, outcome) {
+            Ok(()) => true,
+            Err(e) => {
+                if comm.rank() == 0 {
+                    context.error(e);
+                }
+                false
+            }
+        }
+    }
+
     /// End the run's use of the checkpoint. Collective. [`Outcome::Complete`]: every rank's
     /// marks are done with, and rank 0 removes the checkpoint (with the tool's own files in
     /// it). Otherwise the marks are made durable and the checkpoint is kept; an error says a
