@@ -1111,63 +1111,67 @@ fn a_killed_run_not_yet_reaped_leaves_no_temporary_after_the_rerun() {
 }
 
 /// Defect: when the run failed, bz2 removed its checkpoint with `let _ = c.finish(..)`: a
-/// checkpoint that could not be removed was left without a word. Here the input changes while
-/// it is compressed (the run fails: no output) and the directory holding `--checkpoint PATH`
-/// is moved away meanwhile (removing PATH fails): both are told, the checkpoint by its path
-/// and the operation; exit 1.
+/// checkpoint that could not be removed was left without a word. Here the directory holding
+/// `--checkpoint PATH` is moved away while the run goes (removing PATH then fails), and in the
+/// first case the input changes too (the run fails: no output): the checkpoint left is told by
+/// its path and the operation; exit 1 in both cases, as every resumable tool does, though in
+/// the second the output is whole.
 #[test]
-fn a_checkpoint_not_removed_after_a_failed_run_is_told() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("f");
-    fs::write(&file, data(420_000)).unwrap();
-    let sub = dir.path().join("ck dir");
-    fs::create_dir(&sub).unwrap();
-    let ck = sub.join("ck");
-    let args = [
-        "-z",
-        "-k",
-        "-b",
-        "1",
-        "--stream-bytes",
-        STREAM,
-        "--checkpoint",
-    ];
-    let mut words = args.to_vec();
-    words.push(s(&ck));
-    words.push(s(&file));
-    let mut cmd = bz2_at(Launch::One, &words)
-        .env("MFU_RS_TEST_CHECKPOINT_SLOW_MS", "400")
-        .command();
-    cmd.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let child = mfu_tests::spawn(&mut cmd);
-    // Once a mark is on disk: the run is under way, its checkpoint in use.
-    let started = std::time::Instant::now();
-    let marked = || {
-        fs::read_dir(&ck).is_ok_and(|d| {
-            d.flatten().any(|e| {
-                e.file_name().to_string_lossy().starts_with("log.")
-                    && e.metadata().is_ok_and(|m| m.len() > 0)
+fn a_checkpoint_not_removed_is_told_and_exits_1() {
+    let content = data(420_000);
+    let args = ["-z", "-k", "-b", "1", "--stream-bytes", STREAM];
+    let want = uninterrupted(&content, &args, ".bz2", "f");
+    for change_input in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        fs::write(&file, &content).unwrap();
+        let sub = dir.path().join("ck dir");
+        fs::create_dir(&sub).unwrap();
+        let ck = sub.join("ck");
+        let mut words = args.to_vec();
+        words.extend(["--checkpoint", s(&ck), s(&file)]);
+        let mut cmd = bz2_at(Launch::One, &words)
+            .env("MFU_RS_TEST_CHECKPOINT_SLOW_MS", "400")
+            .command();
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let child = mfu_tests::spawn(&mut cmd);
+        // Once a mark is on disk: the run is under way, its checkpoint in use.
+        let started = std::time::Instant::now();
+        let marked = || {
+            fs::read_dir(&ck).is_ok_and(|d| {
+                d.flatten().any(|e| {
+                    e.file_name().to_string_lossy().starts_with("log.")
+                        && e.metadata().is_ok_and(|m| m.len() > 0)
+                })
             })
-        })
-    };
-    while !marked() {
-        assert!(started.elapsed() < Duration::from_secs(60), "no mark");
-        std::thread::sleep(Duration::from_millis(2));
+        };
+        while !marked() {
+            assert!(started.elapsed() < Duration::from_secs(60), "no mark");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let moved = dir.path().join("moved");
+        fs::rename(&sub, &moved).unwrap();
+        if change_input {
+            let mut f = fs::OpenOptions::new().append(true).open(&file).unwrap();
+            std::io::Write::write_all(&mut f, b"more").unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let what = format!("input changed: {change_input}: {err}");
+        assert_eq!(out.status.code(), Some(1), "{what}");
+        assert!(
+            err.contains(&format!("open the directory of {}", s(&ck))),
+            "the checkpoint not removed is told: {what}"
+        );
+        let output = with_ext(&file, ".bz2");
+        if change_input {
+            assert!(err.contains("changed"), "{what}");
+            assert!(!output.exists(), "no output: {what}");
+        } else {
+            assert_eq!(fs::read(&output).unwrap(), want, "{what}");
+        }
+        assert_eq!(temporaries(dir.path(), "f.bz2"), Vec::<String>::new());
+        assert!(moved.join("ck").is_dir(), "left where it went");
     }
-    let moved = dir.path().join("moved");
-    fs::rename(&sub, &moved).unwrap();
-    let mut f = fs::OpenOptions::new().append(true).open(&file).unwrap();
-    std::io::Write::write_all(&mut f, b"more").unwrap();
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("changed"), "the input changed: {err}");
-    assert!(
-        err.contains(&format!("open the directory of {}", s(&ck))),
-        "the checkpoint not removed is told: {err}"
-    );
-    assert!(!with_ext(&file, ".bz2").exists(), "no output");
-    assert_eq!(temporaries(dir.path(), "f.bz2"), Vec::<String>::new());
-    assert!(moved.join("ck").is_dir(), "left where it went");
 }

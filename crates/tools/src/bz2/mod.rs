@@ -110,6 +110,9 @@ pub struct Report {
     /// The run was verbose ([`Context::verbose`]): the command line then tells `detail`.
     #[serde(skip)]
     pub verbose: bool,
+    /// The checkpoint could not be removed after the output was made (told on stderr): exit
+    /// 1, as every resumable tool, though the output is whole.
+    pub checkpoint_failed: bool,
     /// A sample of this process's failure messages.
     pub failures: Vec<String>,
 }
@@ -125,7 +128,8 @@ impl ToolReport for Report {
         }
     }
     fn status(&self) -> Status {
-        Status::of_work(self.failed, 0, self.interrupted)
+        let failed = self.failed + u64::from(self.checkpoint_failed);
+        Status::of_work(failed, 0, self.interrupted)
     }
     /// Bytes of the input (uncompressed bytes when decompressing) whose blocks are written, when
     /// a stop left a checkpoint to continue from.
@@ -214,7 +218,14 @@ fn run_with(comm: &dyn Comm, options: &Options, open: Opener) -> Result<Report, 
         verbose: options.context.verbose,
         ..Report::default()
     };
-    let done = work(comm, options, &input, &dest, open);
+    let done = work(
+        comm,
+        options,
+        &input,
+        &dest,
+        open,
+        &mut report.checkpoint_failed,
+    );
     let context = &options.context;
     match done {
         Ok((bytes, detail)) => {
@@ -247,6 +258,7 @@ fn work(
     input: &[u8],
     dest: &[u8],
     open: Opener,
+    checkpoint_failed: &mut bool,
 ) -> Result<(u64, String), Halt> {
     let context = &options.context;
     let stop = &*context.stop;
@@ -403,7 +415,7 @@ fn work(
     // After the rename: a kill before it leaves the checkpoint and the partial output, which
     // the next run finishes.
     if let Some(c) = checkpoint {
-        c.finish_told(comm, context, Outcome::Complete);
+        *checkpoint_failed = !c.finish_told(comm, context, Outcome::Complete);
     }
     finished.ok_or(Halt::Failed)
 }
