@@ -8,8 +8,8 @@
 //!   through a symlink;
 //! - a run killed outright (SIGKILL, a node lost) leaves its temporary behind, as big as the
 //!   output (on a node-local `/dev/shm`, that is RAM): the next run for the same final name on
-//!   that host removes the ones whose process is gone ([`remove_stale`]), and never one of a
-//!   run still going (or of another host, which it cannot ask).
+//!   that host removes the ones whose process is gone, reaped or not ([`remove_stale`]), and
+//!   never one of a run still going (or of another host, which it cannot ask).
 //!
 //! [`Output`] is the one way every tool writes such an output (a list, a manifest, an archive,
 //! a side index, a broadcast or compressed file, a symbolic link): it creates the temporary,
@@ -89,16 +89,47 @@ pub fn is_temp_name(name: &[u8]) -> bool {
     pid_of(name).is_some()
 }
 
-/// Whether process `pid` is gone (on this host).
+/// Whether process `pid` is gone (on this host): there is no such process, or it has exited
+/// and waits to be reaped (a zombie: its files are closed, it never writes again). kill(2)
+/// still finds a zombie: a rank killed with its launcher is handed to init, which may reap it
+/// only seconds later, after the next run has looked.
 fn gone(pid: u32) -> bool {
-    let Some(pid) = rustix::process::Pid::from_raw(pid as i32) else {
+    let Some(p) = rustix::process::Pid::from_raw(pid as i32) else {
         return false;
     };
-    rustix::process::test_kill_process(pid) == Err(Errno::SRCH)
+    match rustix::process::test_kill_process(p) {
+        Err(Errno::SRCH) => true,
+        _ => exited(pid),
+    }
+}
+
+/// Whether `/proc` shows `pid` as a process that has exited and is not yet reaped: state Z
+/// (or X) with one thread left. A thread-group leader that exited while other threads run
+/// shows Z too, but more threads: that process is alive. `false` when `/proc` cannot tell,
+/// or is not of this process's pid namespace (its numbers would name other processes).
+fn exited(pid: u32) -> bool {
+    let ours = std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|p| p.to_str()?.parse::<u32>().ok());
+    if ours != Some(std::process::id()) {
+        return false;
+    }
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    let state = field("State:").and_then(|s| s.chars().next());
+    matches!(state, Some('Z' | 'X')) && field("Threads:") == Some("1")
 }
 
 /// Remove from `dir` the temporaries of the final name `base` that earlier runs on this host
-/// left and whose process is gone: regular files of the pattern, owned by this user, never
+/// left and whose process is gone (exited, even if not yet reaped): regular files of the
+/// pattern, owned by this user, never
 /// followed. Returns each one found, with what removing it gave.
 pub fn remove_stale(dir: BorrowedFd<'_>, base: &[u8]) -> Vec<(Vec<u8>, io::Result<()>)> {
     remove_stale_owned(dir, base, None)
@@ -1102,6 +1133,45 @@ mod tests {
         assert_eq!(names_in(&t), want);
         out.publish(Replace::Overwrite).unwrap();
         assert!(t.path().join(name(1)).exists());
+    }
+
+    /// Defect (torture bz2-kill): a rank killed with its launcher is a zombie until init reaps
+    /// it, which may be seconds later; kill(2) still finds it, so the next run took its
+    /// temporary for a live run's and left it behind for good. A process that has exited is
+    /// gone, reaped or not; a live one (this process, init) never is.
+    #[test]
+    fn a_zombie_process_temporary_is_stale() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = std::fs::File::open(t.path()).unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let zombie = child.id();
+        // Not reaped: wait until it has exited (a zombie, still found by kill(2)).
+        let status = format!("/proc/{zombie}/status");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read_to_string(&status)
+            .unwrap()
+            .contains("State:\tZ")
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child never exited"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let pid = rustix::process::Pid::from_raw(zombie as i32).unwrap();
+        assert!(
+            rustix::process::test_kill_process(pid).is_ok(),
+            "kill(2) finds a zombie"
+        );
+        assert!(gone(zombie));
+        assert!(!gone(1) && !gone(std::process::id()), "live processes");
+        let name = String::from_utf8(temp_name_of(b"f.bz2", &host(), zombie)).unwrap();
+        std::fs::write(t.path().join(&name), b"killed rank").unwrap();
+        let removed = remove_stale(dir.as_fd(), b"f.bz2");
+        child.wait().unwrap();
+        assert_eq!(removed.len(), 1);
+        assert_eq!(removed[0].0, name.as_bytes());
+        assert!(names_in(&t).is_empty());
     }
 
     /// A final name as long as a file name may be: the temporary's name is cut to fit, and

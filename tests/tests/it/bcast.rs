@@ -713,3 +713,65 @@ fn fake_nodes_each_continue_their_own_copy() {
     }
     assert_eq!(checkpoints(&state), 0);
 }
+
+/// Defect (shared with bz2's torture finding bz2-kill): a run killed with -9 is a zombie until
+/// its parent (init, for a rank of a killed `mpirun`) reaps it; kill(2) still finds a zombie,
+/// so the rerun took its temporary for a live run's and left it beside DEST for good. Here the
+/// killed run is this test's child, left unreaped until the rerun (one process, then `mpirun
+/// -np 2`) is done; killed before any segment is marked durably, so the rerun starts over:
+/// DEST equals SRC, the temporary is removed and named.
+#[test]
+fn a_killed_run_not_yet_reaped_leaves_no_temporary_after_the_rerun() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let zombie = |pid: u32| {
+        fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| s.contains("State:\tZ"))
+    };
+    for rerun in [Launch::One, Launch::Mpi(2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let src = dir.path().join("src");
+        let content = mfu_tests::noise(12, 10 * SEG_BYTES);
+        fs::write(&src, &content).unwrap();
+        let local = dir.path().join("local");
+        fs::create_dir(&local).unwrap();
+        let dest = local.join("dest");
+        let mut cmd = bcast_at(Launch::One, &state, &src, &dest)
+            .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "600000")
+            .env("MFU_RS_TEST_CHECKPOINT_SLOW_MS", "300")
+            .command();
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let mut child = mfu_tests::spawn(&mut cmd);
+        let started = Instant::now();
+        while temporaries(&local, "dest").is_empty() {
+            assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
+            assert!(started.elapsed() < Duration::from_secs(60), "no temporary");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let pid = child.id();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid as i32).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
+        while !zombie(pid) {
+            assert!(started.elapsed() < Duration::from_secs(60), "not dead");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let left = temporaries(&local, "dest");
+        assert_eq!(left.len(), 1, "{rerun:?}: the killed run's temporary");
+        assert!(left[0].ends_with(&format!(".{pid}.mfu-tmp")), "{left:?}");
+        let again = bcast_at(rerun, &state, &src, &dest).run().assert_status(0);
+        let still = zombie(pid);
+        child.wait().unwrap();
+        assert!(
+            still,
+            "{rerun:?}: the killed run was a zombie throughout the rerun"
+        );
+        let err = again.stderr_str();
+        assert!(err.contains(&left[0]), "{rerun:?}: named: {err}");
+        assert_eq!(fs::read(&dest).unwrap(), content, "{rerun:?}");
+        assert_eq!(names(&local), ["dest"], "{rerun:?}: nothing left");
+        assert_eq!(checkpoints(&state), 0, "{rerun:?}");
+    }
+}

@@ -1042,3 +1042,136 @@ fn a_symlink_at_the_checkpoint_name_is_not_followed() {
     );
     assert_eq!(names(&elsewhere), Vec::<String>::new());
 }
+
+/// Whether process `pid` has exited and waits to be reaped (a zombie).
+fn is_zombie(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| s.contains("State:\tZ"))
+}
+
+/// Defect (torture bz2-kill, seeds 950393, 950881, 951132): a rank of an `mpirun` killed with
+/// -9 is a zombie until init reaps it, which may be seconds later; kill(2) still finds a
+/// zombie, so the rerun took its temporary for a live run's, finished, and left it behind for
+/// good. Now a process that has exited is gone, reaped or not. Here the killed run is this
+/// test's child, left unreaped until the rerun (one process, then `mpirun -np 2`) is done;
+/// killed before any block is marked durably (marks flushed every 10 minutes), so the rerun
+/// starts over with a fresh output: byte-identical, no temporary, no checkpoint left.
+#[test]
+fn a_killed_run_not_yet_reaped_leaves_no_temporary_after_the_rerun() {
+    use std::process::Stdio;
+    let content = data(420_000);
+    let args = ["-z", "-k", "-b", "1", "--stream-bytes", STREAM];
+    let want = uninterrupted(&content, &args, ".bz2", "f");
+    for rerun in [Launch::One, Launch::Mpi(2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        fs::write(&file, &content).unwrap();
+        let mut words = args.to_vec();
+        words.push(s(&file));
+        let mut cmd = bz2_at(Launch::One, &words)
+            .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "600000")
+            .env("MFU_RS_TEST_CHECKPOINT_SLOW_MS", "300")
+            .command();
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let mut child = mfu_tests::spawn(&mut cmd);
+        let started = std::time::Instant::now();
+        while temporaries(dir.path(), "f.bz2").is_empty() {
+            assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
+            assert!(started.elapsed() < Duration::from_secs(60), "no temporary");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let pid = child.id();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid as i32).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
+        while !is_zombie(pid) {
+            assert!(started.elapsed() < Duration::from_secs(60), "not dead");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let left = temporaries(dir.path(), "f.bz2");
+        assert_eq!(left.len(), 1, "{rerun:?}: the killed run's temporary");
+        assert!(left[0].ends_with(&format!(".{pid}.mfu-tmp")), "{left:?}");
+        let again = bz2_at(rerun, &words).run().assert_status(0);
+        let zombie = is_zombie(pid);
+        child.wait().unwrap();
+        assert!(
+            zombie,
+            "{rerun:?}: the killed run was a zombie throughout the rerun"
+        );
+        let err = again.stderr_str();
+        assert!(err.contains(&left[0]), "{rerun:?}: named: {err}");
+        assert_eq!(
+            fs::read(with_ext(&file, ".bz2")).unwrap(),
+            want,
+            "{rerun:?}"
+        );
+        assert_eq!(names(dir.path()), ["f", "f.bz2"], "{rerun:?}: nothing left");
+    }
+}
+
+/// Defect: when the run failed, bz2 removed its checkpoint with `let _ = c.finish(..)`: a
+/// checkpoint that could not be removed was left without a word. Here the directory holding
+/// `--checkpoint PATH` is moved away while the run goes (removing PATH then fails), and in the
+/// first case the input changes too (the run fails: no output): the checkpoint left is told by
+/// its path and the operation; exit 1 in both cases, as every resumable tool does, though in
+/// the second the output is whole.
+#[test]
+fn a_checkpoint_not_removed_is_told_and_exits_1() {
+    let content = data(420_000);
+    let args = ["-z", "-k", "-b", "1", "--stream-bytes", STREAM];
+    let want = uninterrupted(&content, &args, ".bz2", "f");
+    for change_input in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        fs::write(&file, &content).unwrap();
+        let sub = dir.path().join("ck dir");
+        fs::create_dir(&sub).unwrap();
+        let ck = sub.join("ck");
+        let mut words = args.to_vec();
+        words.extend(["--checkpoint", s(&ck), s(&file)]);
+        let mut cmd = bz2_at(Launch::One, &words)
+            .env("MFU_RS_TEST_CHECKPOINT_SLOW_MS", "400")
+            .command();
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let child = mfu_tests::spawn(&mut cmd);
+        // Once a mark is on disk: the run is under way, its checkpoint in use.
+        let started = std::time::Instant::now();
+        let marked = || {
+            fs::read_dir(&ck).is_ok_and(|d| {
+                d.flatten().any(|e| {
+                    e.file_name().to_string_lossy().starts_with("log.")
+                        && e.metadata().is_ok_and(|m| m.len() > 0)
+                })
+            })
+        };
+        while !marked() {
+            assert!(started.elapsed() < Duration::from_secs(60), "no mark");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let moved = dir.path().join("moved");
+        fs::rename(&sub, &moved).unwrap();
+        if change_input {
+            let mut f = fs::OpenOptions::new().append(true).open(&file).unwrap();
+            std::io::Write::write_all(&mut f, b"more").unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let what = format!("input changed: {change_input}: {err}");
+        assert_eq!(out.status.code(), Some(1), "{what}");
+        assert!(
+            err.contains(&format!("open the directory of {}", s(&ck))),
+            "the checkpoint not removed is told: {what}"
+        );
+        let output = with_ext(&file, ".bz2");
+        if change_input {
+            assert!(err.contains("changed"), "{what}");
+            assert!(!output.exists(), "no output: {what}");
+        } else {
+            assert_eq!(fs::read(&output).unwrap(), want, "{what}");
+        }
+        assert_eq!(temporaries(dir.path(), "f.bz2"), Vec::<String>::new());
+        assert!(moved.join("ck").is_dir(), "left where it went");
+    }
+}

@@ -528,7 +528,7 @@ fn find_exec_does_not_run_again_commands_that_completed_after_a_stop_or_kill_9()
 }
 
 #[test]
-fn find_exec_starts_over_when_the_expression_changed_or_the_checkpoint_is_forged() {
+fn find_exec_keeps_another_expression_apart_and_trusts_no_forged_checkpoint() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tree(tmp.path(), 6);
     let state = tmp.path().join("state");
@@ -537,29 +537,79 @@ fn find_exec_starts_over_when_the_expression_changed_or_the_checkpoint_is_forged
         .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "4")
         .expect(1);
     let n = logged(&log).values().sum::<usize>();
-    // Another expression (a --name test added): not this checkpoint.
+    // Another expression (a --name test added): another job, with a checkpoint of its own
+    // (this one's marks are neither used nor discarded).
     let other = find_exec("ranks3", &root, &log, &state)
         .args(["--name", "*"])
         .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "4")
         .expect(1);
-    assert!(said(&other).contains("not used"), "{}", said(&other));
-    assert!(said(&other).contains("starting over"), "{}", said(&other));
+    assert!(!said(&other).contains("continuing"), "{}", said(&other));
     assert!(
         logged(&log).values().sum::<usize>() >= n + 4,
         "its commands ran again"
     );
-    // Garbage in the (stopped) checkpoint's files: not trusted, every command runs again.
+    // Garbage in the (stopped) checkpoints' files: not trusted, every command runs again.
     let dirs: Vec<PathBuf> = fs::read_dir(state.join("mfu-rs/checkpoints"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(dirs.len(), 1);
-    garble(&dirs[0]);
-    let fresh = tmp.path().join("fresh");
-    let r = find_exec("np1", &root, &fresh, &state).expect(1);
+    assert_eq!(dirs.len(), 2);
+    dirs.iter().for_each(|d| garble(d));
+    // The first command again (its checkpoint garbled): each of its commands runs once more.
+    let before = logged(&log);
+    let r = find_exec("np1", &root, &log, &state).expect(1);
     assert!(said(&r).contains("not used"), "{}", said(&r));
-    let all = logged(&fresh);
+    let after = logged(&log);
+    assert!(after.len() > 20);
+    for (p, n) in &after {
+        assert_eq!(n - before.get(p).copied().unwrap_or(0), 1, "{p:?}");
+    }
+}
+
+/// Defect: the default checkpoint's name was a digest of the paths only, so `find D --exec A ;`
+/// and `find D --exec B ;` shared one: B took A's for a changed run of its own, started over
+/// in it and removed it at its end, and A, run again, ran every command again (and the two at
+/// once were refused as "in use"). Now every option and command names the checkpoint: A
+/// stopped, B run to its end, A run again continues from its own marks.
+#[test]
+fn find_exec_with_another_command_on_the_same_tree_keeps_its_own_checkpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tree(tmp.path(), 6);
+    let state = tmp.path().join("state");
+    // The log is a word of the command: two logs, two commands.
+    let (log_a, log_b) = (tmp.path().join("log a"), tmp.path().join("log|b"));
+    find_exec("np1", &root, &log_a, &state)
+        .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "4")
+        .expect(1);
+    let first = logged(&log_a);
+    assert!(first.len() >= 4, "{}", first.len());
+    let b = find_exec("ranks3", &root, &log_b, &state).expect(1);
+    assert!(!said(&b).contains("not used"), "{}", said(&b));
+    assert!(!said(&b).contains("continuing"), "{}", said(&b));
+    let all = logged(&log_b);
     assert!(all.len() > 20 && all.values().all(|&n| n == 1));
+    let a = find_exec("mpi2", &root, &log_a, &state).expect(1);
+    assert!(
+        said(&a).contains("continuing from checkpoint"),
+        "{}",
+        said(&a)
+    );
+    let last = logged(&log_a);
+    assert_eq!(
+        last.keys().collect::<Vec<_>>(),
+        all.keys().collect::<Vec<_>>()
+    );
+    for (p, n) in &first {
+        assert_eq!(last[p], *n, "a command A completed ran again");
+    }
+    assert_eq!(lines(&a.stdout), lines(&b.stdout));
+    assert!(
+        fs::read_dir(state.join("mfu-rs/checkpoints"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "both removed"
+    );
 }
 
 #[test]
@@ -681,7 +731,8 @@ fn grep_searches_again_files_changed_since_and_trusts_no_forged_checkpoint() {
         .args(["-n", "line"])
         .arg(&root)
         .expect(0);
-    assert!(said(&other).contains("not used"), "{}", said(&other));
+    // Another job: a checkpoint of its own, the stopped one's kept (continued below).
+    assert!(!said(&other).contains("continuing"), "{}", said(&other));
     let plain = launch("np1", "grep")
         .env("MFU_RS_TEST_GREP_CHUNK", "24")
         .args(["--no-checkpoint", "-n", "line"])

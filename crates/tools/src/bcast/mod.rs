@@ -123,6 +123,9 @@ pub struct Report {
     /// The run was verbose ([`Context::verbose`]): the command line then lists `nodes`.
     #[serde(skip)]
     pub verbose: bool,
+    /// The checkpoint could not be kept (stopped) or removed (complete) (told on stderr):
+    /// exit 1, as every resumable tool.
+    pub checkpoint_failed: bool,
     /// A sample of this process's failure messages.
     pub failures: Vec<String>,
 }
@@ -138,7 +141,8 @@ impl ToolReport for Report {
         }
     }
     fn status(&self) -> Status {
-        Status::of_work(self.failed, 0, self.interrupted)
+        let failed = self.failed + u64::from(self.checkpoint_failed);
+        Status::of_work(failed, 0, self.interrupted)
     }
     /// Segments written on all nodes (earlier runs' included) of segments times nodes, when a
     /// stop left a checkpoint.
@@ -203,8 +207,9 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let setup = match plan(comm, options, &nodes, &node_name, size, mode, resume) {
         Ok(setup) => setup,
         Err(e) => {
+            // The run fails anyway (a usage error): a checkpoint not kept is told.
             if let Some(c) = ck {
-                let _ = c.finish(comm, Outcome::Failed);
+                c.finish_told(comm, context, Outcome::Failed);
             }
             return Err(e);
         }
@@ -304,17 +309,14 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         let left = setup.targets.iter().filter(|t| t.in_place).count();
         tell_outcome(context, errors, dest, kept, counts.interrupted, left);
     }
+    let mut checkpoint_failed = false;
     if let Some(c) = ck {
         let outcome = if keep {
             Outcome::Stopped
         } else {
             Outcome::Complete
         };
-        if let Err(e) = c.finish(comm, outcome) {
-            if me == 0 {
-                context.error(e);
-            }
-        }
+        checkpoint_failed = !c.finish_told(comm, context, outcome);
     }
     let node_reports = nodes
         .ranks
@@ -339,6 +341,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         interrupted: counts.interrupted,
         resumable: keep,
         verbose: context.verbose,
+        checkpoint_failed,
         failures: context.failures(),
     })
 }
@@ -394,7 +397,7 @@ fn open_checkpoint(
         .field("SRC", &serde_bytes::Bytes::new(&options.src))
         .field("DEST", &serde_bytes::Bytes::new(&options.dest))
         .field("--size", &options.segment)
-        .field("the source (device, inode, size, times)", &stamp);
+        .state("the source (device, inode, size, times)", &stamp);
     let opened = checkpoint::open(
         comm,
         &options.checkpoint,

@@ -110,6 +110,9 @@ pub struct Report {
     /// The run was verbose ([`Context::verbose`]): the command line then tells `detail`.
     #[serde(skip)]
     pub verbose: bool,
+    /// The checkpoint could not be removed after the output was made (told on stderr): exit
+    /// 1, as every resumable tool, though the output is whole.
+    pub checkpoint_failed: bool,
     /// A sample of this process's failure messages.
     pub failures: Vec<String>,
 }
@@ -125,7 +128,8 @@ impl ToolReport for Report {
         }
     }
     fn status(&self) -> Status {
-        Status::of_work(self.failed, 0, self.interrupted)
+        let failed = self.failed + u64::from(self.checkpoint_failed);
+        Status::of_work(failed, 0, self.interrupted)
     }
     /// Bytes of the input (uncompressed bytes when decompressing) whose blocks are written, when
     /// a stop left a checkpoint to continue from.
@@ -214,7 +218,14 @@ fn run_with(comm: &dyn Comm, options: &Options, open: Opener) -> Result<Report, 
         verbose: options.context.verbose,
         ..Report::default()
     };
-    let done = work(comm, options, &input, &dest, open);
+    let done = work(
+        comm,
+        options,
+        &input,
+        &dest,
+        open,
+        &mut report.checkpoint_failed,
+    );
     let context = &options.context;
     match done {
         Ok((bytes, detail)) => {
@@ -247,6 +258,7 @@ fn work(
     input: &[u8],
     dest: &[u8],
     open: Opener,
+    checkpoint_failed: &mut bool,
 ) -> Result<(u64, String), Halt> {
     let context = &options.context;
     let stop = &*context.stop;
@@ -267,8 +279,9 @@ fn work(
     let (out, adopted) = match create_output(comm, context, dest, planned.dir, record.as_ref()) {
         Ok(made) => made,
         Err(halt) => {
+            // The run fails anyway: a checkpoint not kept is told, the status is the halt's.
             if let Some(c) = checkpoint {
-                let _ = c.finish(comm, Outcome::Failed);
+                c.finish_told(comm, context, Outcome::Failed);
             }
             return Err(halt);
         }
@@ -384,7 +397,7 @@ fn work(
         out.abandon();
         // The run went to its end (a failure): its partial output is gone, so is its record.
         if let Some(c) = checkpoint {
-            let _ = c.finish(comm, Outcome::Complete);
+            c.finish_told(comm, context, Outcome::Complete);
         }
         return Err(Halt::Failed);
     }
@@ -402,11 +415,7 @@ fn work(
     // After the rename: a kill before it leaves the checkpoint and the partial output, which
     // the next run finishes.
     if let Some(c) = checkpoint {
-        if let Err(e) = c.finish(comm, Outcome::Complete) {
-            if comm.rank() == 0 {
-                context.error(e);
-            }
-        }
+        *checkpoint_failed = !c.finish_told(comm, context, Outcome::Complete);
     }
     finished.ok_or(Halt::Failed)
 }
@@ -479,10 +488,7 @@ fn keep_for_next_run(
         ));
     }
     out.keep();
-    if let Err(e) = c.finish(comm, Outcome::Stopped) {
-        if comm.rank() == 0 {
-            context.error(e);
-        }
+    if !c.finish_told(comm, context, Outcome::Stopped) {
         return Halt::Failed;
     }
     Halt::Stopped { done, size }
@@ -504,8 +510,8 @@ fn open_checkpoint(
     let mut inputs = Inputs::new("bz2")
         .field("FILE", &serde_bytes::Bytes::new(&options.file))
         .field("-d", &options.decompress)
-        .field("the input (device, inode, size, times)", &planned.stamp)
-        .field("the input's place", &planned.input);
+        .state("the input (device, inode, size, times)", &planned.stamp)
+        .state("the input's place", &planned.input);
     if !options.decompress {
         inputs = inputs
             .field("-b", &options.level)

@@ -388,13 +388,8 @@ fn open_checkpoint(
     }
     let inputs = Inputs::new("cmp --manifest")
         .field("the tree checked", &serde_bytes::Bytes::new(dir))
-        .field(
-            "the manifest",
-            &(
-                serde_bytes::Bytes::new(file),
-                *blake3::hash(text).as_bytes(),
-            ),
-        )
+        .field("the manifest", &serde_bytes::Bytes::new(file))
+        .state("the manifest's contents", blake3::hash(text).as_bytes())
         .field("--manifest-hash", &options.manifest_hash.map(|k| k.name()));
     let opened = checkpoint::open(
         comm,

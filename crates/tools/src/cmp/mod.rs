@@ -437,11 +437,11 @@ fn open_checkpoint(
             "the trees compared",
             &(serde_bytes::Bytes::new(src), serde_bytes::Bytes::new(dest)),
         )
-        .field(
+        .state(
             "the listing of SRC",
             &checkpoint::list_digest(comm, &trees.src),
         )
-        .field(
+        .state(
             "the listing of DEST",
             &checkpoint::list_digest(comm, &trees.dest),
         )

@@ -327,9 +327,14 @@ fn open_checkpoint(
         // A list in memory is named by its digest alone.
         Input::List(_) => Vec::new(),
     };
-    let inputs = Inputs::new("dup")
-        .field("the files searched", &searched)
-        .field("the list of files", &checkpoint::list_digest(comm, list));
+    let digest = checkpoint::list_digest(comm, list);
+    let inputs = Inputs::new("dup").field("the files searched", &searched);
+    // A list in memory is named by its digest alone: then it names the checkpoint too.
+    let inputs = if searched.is_empty() {
+        inputs.field("the list of files", &digest)
+    } else {
+        inputs.state("the list of files", &digest)
+    };
     let opened = checkpoint::open(
         comm,
         &options.checkpoint,

@@ -96,6 +96,9 @@ pub struct Report {
     pub resumable: bool,
     /// Files of the plan (what a stopped run's `files` counts towards).
     pub planned_files: u64,
+    /// The checkpoint could not be kept (stopped) or removed (complete) (told on stderr):
+    /// exit 1, as every resumable tool.
+    pub checkpoint_failed: bool,
     /// A sample of this process's failure messages.
     pub failures: Vec<String>,
 }
@@ -111,7 +114,8 @@ impl ToolReport for Report {
         }
     }
     fn status(&self) -> Status {
-        Status::of_work(self.failed, 0, self.interrupted)
+        let failed = self.failed + u64::from(self.checkpoint_failed);
+        Status::of_work(failed, 0, self.interrupted)
     }
     /// Files made (earlier runs' included) of the plan's, when a stop left a checkpoint.
     fn stopped(&self) -> Option<Stopped> {
@@ -147,7 +151,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     if filled && !options.force && !continuing {
         // Nothing of ours to continue: a fresh checkpoint goes with the refusal.
         if let Some(c) = opened.checkpoint {
-            let _ = c.finish(comm, Outcome::Complete);
+            c.finish_told(comm, context, Outcome::Complete);
         }
         return Err(Error::new(format!(
             "{} is not empty (--force writes into it anyway)",
@@ -198,24 +202,22 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let made = match made {
         Ok(made) => made,
         Err(e) => {
+            // The run fails anyway: a checkpoint not kept is told.
             if let Some(c) = checkpoint {
-                let _ = c.finish(comm, Outcome::Failed);
+                c.finish_told(comm, context, Outcome::Failed);
             }
             return Err(Error::new(e));
         }
     };
     let resumable = made.interrupted && checkpoint.is_some();
+    let mut checkpoint_failed = false;
     if let Some(c) = checkpoint {
         let outcome = if made.interrupted {
             Outcome::Stopped
         } else {
             Outcome::Complete
         };
-        if let Err(e) = c.finish(comm, outcome) {
-            if comm.rank() == 0 {
-                context.error(e);
-            }
-        }
+        checkpoint_failed = !c.finish_told(comm, context, outcome);
     }
     for e in &made.errors {
         context.error(e);
@@ -250,6 +252,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         interrupted: made.interrupted,
         resumable,
         planned_files: plan.count(Kind::File),
+        checkpoint_failed,
         failures: context.failures(),
     })
 }

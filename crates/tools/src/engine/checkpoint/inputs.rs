@@ -7,13 +7,27 @@ use steal::{Comm, CommExt};
 
 /// The tool and the named inputs of a run (paths as given, options that change the result, the
 /// digest of the list the work is planned from). Compared field by field on a rerun.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Inputs {
     /// The tool (`"tar -c"`, `"walk"`): a checkpoint of another tool is never used.
     pub(super) tool: String,
     /// `(name, encoded value)`, in the order the tool gave them.
     pub(super) fields: Vec<(String, serde_bytes::ByteBuf)>,
+    /// The names of the fields given by [`Inputs::state`]: left out of the default
+    /// checkpoint's name. Not recorded (a header read back has none): only the run's own
+    /// inputs name a checkpoint.
+    #[serde(skip)]
+    states: Vec<String>,
 }
+
+/// Equal when the tool and every field are (what a header records).
+impl PartialEq for Inputs {
+    fn eq(&self, other: &Inputs) -> bool {
+        self.tool == other.tool && self.fields == other.fields
+    }
+}
+
+impl Eq for Inputs {}
 
 impl Inputs {
     /// The inputs of a run of `tool`, with no field yet.
@@ -21,11 +35,16 @@ impl Inputs {
         Inputs {
             tool: tool.to_string(),
             fields: Vec::new(),
+            states: Vec::new(),
         }
     }
 
     /// Add the field `name` (what a notice calls it: `"the sources"`, `"--blocksize"`) with
-    /// `value`, encoded with the typed encoding of rank messages.
+    /// `value`, encoded with the typed encoding of rank messages: something that says which
+    /// job this is (the paths as given, an option, a command to run), so it is also part of
+    /// the default checkpoint's name ([`Plan::output`](super::Plan) `None`): a run with
+    /// another value is another job, with a checkpoint of its own, and neither discards the
+    /// other's marks.
     #[must_use]
     pub fn field(mut self, name: &str, value: &(impl Serialize + ?Sized)) -> Inputs {
         self.fields.push((
@@ -33,6 +52,18 @@ impl Inputs {
             serde_bytes::ByteBuf::from(steal::typed::encode(value)),
         ));
         self
+    }
+
+    /// Add the field `name` with `value`, as [`Inputs::field`], for the state of the inputs
+    /// rather than the job: the identity of a source file (device, inode, size, times), the
+    /// digest of a listing, a hash of a file's contents. Compared as every field, but not
+    /// part of the default checkpoint's name: the same job on inputs that changed finds its
+    /// checkpoint, and starts over saying what changed (instead of a new checkpoint, the old
+    /// one left behind).
+    #[must_use]
+    pub fn state(mut self, name: &str, value: &(impl Serialize + ?Sized)) -> Inputs {
+        self.states.push(name.to_string());
+        self.field(name, value)
     }
 
     /// Why a checkpoint made for `earlier` cannot continue a run with these inputs (`None`: it
@@ -54,16 +85,27 @@ impl Inputs {
         None
     }
 
-    /// A short name for the default checkpoint of a run without an output file: the tool and a
-    /// digest of its first field (the paths it works on), so that a run on other paths gets
-    /// another checkpoint and a changed option finds, and replaces, the same one.
+    /// A short name for the default checkpoint of a run without an output file: the tool and
+    /// a digest of the working directory and of every field that names the job (each
+    /// [`Inputs::field`], name and value; not those of [`Inputs::state`]), so that two runs on
+    /// other paths or with other options or commands (`find --exec A ;`, `find --exec B ;`)
+    /// get checkpoints of their own, and a rerun whose inputs changed finds, and replaces,
+    /// the same one.
     pub(super) fn short_name(&self, cwd: &[u8]) -> String {
-        let first = self
-            .fields
-            .first()
-            .map(|(_, v)| v.as_slice())
-            .unwrap_or(&[]);
-        let digest = xxhash_rust::xxh64::xxh64(&[cwd, b"\0", first].concat(), 0);
+        let mut named = Vec::new();
+        named.extend_from_slice(&(cwd.len() as u64).to_le_bytes());
+        named.extend_from_slice(cwd);
+        for (name, value) in &self.fields {
+            if self.states.contains(name) {
+                continue;
+            }
+            // Lengths first: two splits of the same bytes never hash alike.
+            for part in [name.as_bytes(), value.as_slice()] {
+                named.extend_from_slice(&(part.len() as u64).to_le_bytes());
+                named.extend_from_slice(part);
+            }
+        }
+        let digest = xxhash_rust::xxh64::xxh64(&named, 0);
         let tool: String = self
             .tool
             .chars()
@@ -163,6 +205,48 @@ mod tests {
         assert_eq!(one(4, None), base);
         assert_ne!(one(2, Some((4, meta(4, 6)))), base, "a ctime moved");
         assert_ne!(one(2, Some((4, meta(5, 5)))), base, "a size changed");
+    }
+
+    /// Defect: the default checkpoint's name hashed the first field only (the paths), so
+    /// `find /d --exec A ;` and `find /d --exec B ;` shared one checkpoint and each discarded
+    /// the other's marks. Every field that names the job is in the name; the state of the
+    /// inputs is not (a changed source is the same job, found and started over with a notice).
+    #[test]
+    fn the_default_name_depends_on_every_job_field_and_not_on_the_inputs_state() {
+        let find = |command: &str, digest: u8| {
+            Inputs::new("find --exec")
+                .field("paths", &b"/d".to_vec())
+                .field("expression", command)
+                .state("the listing", &[digest; 16])
+                .field("maxdepth", &Some(3u32))
+        };
+        let a = find("-exec A ;", 1);
+        assert_eq!(a.short_name(b"/w"), find("-exec A ;", 1).short_name(b"/w"));
+        assert_ne!(a.short_name(b"/w"), find("-exec B ;", 1).short_name(b"/w"));
+        assert_ne!(
+            a.short_name(b"/w"),
+            a.short_name(b"/v"),
+            "another directory"
+        );
+        assert!(a.short_name(b"/w").starts_with("find---exec-"));
+        // The inputs changed: the same checkpoint, which tells what changed.
+        let changed = find("-exec A ;", 2);
+        assert_eq!(a.short_name(b"/w"), changed.short_name(b"/w"));
+        assert_eq!(
+            changed.differs_from(&a).as_deref(),
+            Some("the listing changed")
+        );
+        // A later field counts as much as the first.
+        let deeper = Inputs::new("find --exec")
+            .field("paths", &b"/d".to_vec())
+            .field("expression", "-exec A ;")
+            .state("the listing", &[1u8; 16])
+            .field("maxdepth", &Some(4u32));
+        assert_ne!(a.short_name(b"/w"), deeper.short_name(b"/w"));
+        // A header read back (no record of which fields are states) equals the run's inputs.
+        let back: Inputs = steal::typed::decode(&steal::typed::encode(&a)).unwrap();
+        assert_eq!(back, a);
+        assert_eq!(a.differs_from(&back), None);
     }
 
     #[test]

@@ -58,7 +58,8 @@ pub struct CheckpointError(pub String);
 #[derive(Debug)]
 pub struct Plan<'a> {
     /// The run's final output file, beside which the default checkpoint lives; `None` (or `-`,
-    /// standard output) for a tool without one.
+    /// standard output) for a tool without one: its default checkpoint is then named after
+    /// the tool and the fields that name the job ([`Inputs::short_name`]).
     pub output: Option<&'a [u8]>,
     /// What the result depends on.
     pub inputs: Inputs,
@@ -668,6 +669,28 @@ impl Checkpoint {
         wake.notify_all();
         if let Some(t) = self.flusher.take() {
             let _ = t.join();
+        }
+    }
+
+    /// [`Checkpoint::finish`], a failure told on rank 0 through `context` (an error: the
+    /// message names the checkpoint and the operation, removing or keeping it), never dropped
+    /// without a word. Collective. `false` on every rank when it failed: a caller whose run
+    /// had not failed yet counts it as a failure, as every resumable tool does (the data is
+    /// not affected, but a checkpoint is left behind, or a rerun will redo work).
+    pub fn finish_told(
+        self,
+        comm: &dyn Comm,
+        context: &crate::engine::context::Context,
+        outcome: Outcome,
+    ) -> bool {
+        match self.finish(comm, outcome) {
+            Ok(()) => true,
+            Err(e) => {
+                if comm.rank() == 0 {
+                    context.error(e);
+                }
+                false
+            }
         }
     }
 

@@ -333,3 +333,40 @@ fn a_mark_made_at_the_start_is_durable_before_the_longest_interval() {
         cp.finish(comm, Outcome::Stopped).expect("finish");
     });
 }
+
+/// A checkpoint that cannot be removed (the directory it is in moved away from its path) is
+/// told through the run's context, naming it and the operation, once (rank 0), and
+/// `finish_told` says so on every rank.
+#[test]
+fn a_checkpoint_not_removed_is_told_through_the_context() {
+    use crate::engine::context::{Collect, Context};
+    use std::os::unix::ffi::OsStrExt;
+    let t = tempfile::tempdir().unwrap();
+    std::fs::create_dir(t.path().join("sub")).unwrap();
+    let at = t.path().join("sub/ck").as_os_str().as_bytes().to_vec();
+    let events = std::sync::Arc::new(Collect::default());
+    let context = Context::new(events.clone());
+    let told = steal::local::run(2, |comm| {
+        let plan = Plan {
+            output: None,
+            inputs: inputs(4),
+        };
+        let opened = open(comm, &Choice::At(at.clone()), plan).expect("open");
+        let cp = opened.checkpoint.expect("a checkpoint");
+        cp.mark(comm.rank() as u64, b"done");
+        comm.barrier();
+        if comm.rank() == 0 {
+            std::fs::rename(t.path().join("sub"), t.path().join("moved")).unwrap();
+        }
+        comm.barrier();
+        cp.finish_told(comm, &context, Outcome::Complete)
+    });
+    assert_eq!(told, [false, false]);
+    let errors = events.errors.lock().unwrap().clone();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let shown = flist::path::display(&at).into_owned();
+    assert!(errors[0].contains(&shown), "{errors:?}");
+    assert!(errors[0].contains("open the directory of"), "{errors:?}");
+    assert_eq!(context.failures(), errors, "in the report's sample");
+    assert!(t.path().join("moved/ck").is_dir(), "left, and told");
+}
