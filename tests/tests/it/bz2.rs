@@ -1009,6 +1009,26 @@ fn a_partial_output_replaced_under_a_reused_inode_number_starts_over() {
     assert!(!checkpoint_of(&with_ext(&file, ".bz2")).exists());
 }
 
+/// A complete bz2 removes its checkpoint as its output is renamed into place, not at the
+/// process's end as the tools whose rerun can use a complete checkpoint do: a rerun would
+/// refuse the output that exists, so a checkpoint kept by a kill at the end would only be left
+/// behind. The knob that kills a process before it removes the checkpoints it kept to the end
+/// finds none.
+#[test]
+fn a_complete_run_leaves_no_checkpoint_even_if_killed_at_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    fs::write(&file, data(230_001)).unwrap();
+    let run = Tool::new("bz2")
+        .args(["-z", "-k", "--stream-bytes", STREAM])
+        .arg(&file)
+        .env("MFU_RS_TEST_CHECKPOINT_DIE_AT_EXIT", "1")
+        .run();
+    assert_eq!(run.code(), Some(0), "{}", run.stderr_str());
+    assert!(!checkpoint_of(&with_ext(&file, ".bz2")).exists());
+    assert_eq!(temporaries(dir.path(), "f.bz2"), Vec::<String>::new());
+}
+
 /// A symlink at the checkpoint's name is never followed: the run goes on without it, and what
 /// it points to is untouched.
 #[test]

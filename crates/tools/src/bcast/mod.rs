@@ -408,6 +408,10 @@ fn open_checkpoint(
     )
     .map_err(|e| Error::new(e.to_string()))?;
     opened.tell(comm, &options.context);
+    if let Some(c) = &opened.checkpoint {
+        // Complete, the copy is in place: of no use to a rerun.
+        c.remove_on_completion();
+    }
     Ok(opened)
 }
 

@@ -527,6 +527,10 @@ fn open_checkpoint(
     )
     .map_err(|e| Halt::Usage(Error::new(e.to_string())))?;
     opened.tell(comm, &options.context);
+    if let Some(c) = &opened.checkpoint {
+        // Complete, the output is in place: a rerun would refuse it (or, -f, compress again).
+        c.remove_on_completion();
+    }
     Ok((opened.checkpoint, opened.prior))
 }
 

@@ -197,6 +197,9 @@ struct Shared {
     /// The first failure to write marks (later marks are then not written: the run goes on,
     /// a rerun redoes more).
     failed: Mutex<Option<String>>,
+    /// Removed as soon as the run completes, never at the process's end (see
+    /// [`Checkpoint::remove_on_completion`]).
+    eager: std::sync::atomic::AtomicBool,
 }
 
 /// What rank 0 decided, for every rank.
@@ -505,6 +508,7 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
         durables: Mutex::new(Vec::new()),
         done: (Mutex::new(false), Condvar::new()),
         failed: Mutex::new(None),
+        eager: AtomicBool::new(false),
     });
     let flusher = {
         let shared = Arc::clone(&shared);
@@ -672,6 +676,13 @@ impl Checkpoint {
         }
     }
 
+    /// The run's completion publishes an output that a rerun would refuse or make again (an
+    /// archive, a compressed file, a copy): the checkpoint is then of no use to a rerun, so
+    /// [`Checkpoint::finish`] removes it at once, not at the process's end.
+    pub fn remove_on_completion(&self) {
+        self.shared.eager.store(true, Ordering::SeqCst);
+    }
+
     /// [`Checkpoint::finish`], a failure told on rank 0 through `context` (an error: the
     /// message names the checkpoint and the operation, removing or keeping it), never dropped
     /// without a word. Collective. `false` on every rank when it failed: a caller whose run
@@ -705,7 +716,9 @@ impl Checkpoint {
     /// marked, so the rerun redoes nothing instead of everything.
     pub fn finish(mut self, comm: &dyn Comm, outcome: Outcome) -> Result<(), CheckpointError> {
         self.stop_flusher();
-        let deferred = outcome == Outcome::Complete && REMOVE_AT_EXIT.load(Ordering::SeqCst);
+        let deferred = outcome == Outcome::Complete
+            && REMOVE_AT_EXIT.load(Ordering::SeqCst)
+            && !self.shared.eager.load(Ordering::SeqCst);
         let flushed = match outcome {
             Outcome::Complete if !deferred => Ok(()),
             _ => self.shared.flush().map_err(|e| {
@@ -722,14 +735,27 @@ impl Checkpoint {
         // Every rank is done writing before rank 0 removes it.
         comm.barrier();
         let removed = match comm.rank() {
-            0 if deferred => match self.shared.dir.try_clone() {
-                // The duplicate keeps the checkpoint's lock until it is removed.
-                Ok(dir) => {
-                    completed().push((self.shared.path.clone(), dir));
-                    Ok(())
+            0 if deferred => {
+                // The duplicates keep the directory and the run's lock (the same open file
+                // description) until it is removed: no other run takes it meanwhile.
+                let held = self
+                    .shared
+                    ._held
+                    .as_ref()
+                    .map(OwnedFd::try_clone)
+                    .transpose();
+                match (self.shared.dir.try_clone(), held) {
+                    (Ok(dir), Ok(held)) => {
+                        completed().push(Completed {
+                            path: self.shared.path.clone(),
+                            dir,
+                            _held: held,
+                        });
+                        Ok(())
+                    }
+                    _ => store::remove(&self.shared.path, self.shared.dir.as_fd()),
                 }
-                Err(_) => store::remove(&self.shared.path, self.shared.dir.as_fd()),
-            },
+            }
             0 => store::remove(&self.shared.path, self.shared.dir.as_fd()),
             _ => Ok(()),
         };
@@ -740,9 +766,17 @@ impl Checkpoint {
 /// Whether complete checkpoints wait for [`remove_completed`] (see [`Checkpoint::finish`]).
 static REMOVE_AT_EXIT: AtomicBool = AtomicBool::new(false);
 
-/// The complete checkpoints waiting for [`remove_completed`]: path and directory (its lock).
-fn completed() -> std::sync::MutexGuard<'static, Vec<(Vec<u8>, OwnedFd)>> {
-    static COMPLETED: Mutex<Vec<(Vec<u8>, OwnedFd)>> = Mutex::new(Vec::new());
+/// A complete checkpoint waiting for [`remove_completed`].
+struct Completed {
+    path: Vec<u8>,
+    dir: OwnedFd,
+    /// The run's lock, held until the removal.
+    _held: Option<OwnedFd>,
+}
+
+/// The complete checkpoints waiting for [`remove_completed`].
+fn completed() -> std::sync::MutexGuard<'static, Vec<Completed>> {
+    static COMPLETED: Mutex<Vec<Completed>> = Mutex::new(Vec::new());
     COMPLETED.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -764,7 +798,7 @@ pub fn remove_completed() -> Vec<CheckpointError> {
             rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     }
     done.into_iter()
-        .filter_map(|(path, dir)| store::remove(&path, dir.as_fd()).err())
+        .filter_map(|c| store::remove(&c.path, c.dir.as_fd()).err())
         .collect()
 }
 

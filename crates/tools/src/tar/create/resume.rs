@@ -180,6 +180,9 @@ pub(super) fn open(
         say(&opened.notice);
         return Ok(off);
     };
+    // Complete, the archive is in place (a rerun would write it again); starting over below
+    // opens the same checkpoint again at once.
+    ck.remove_on_completion();
     // The partial archive is renamed into place at the end: it must be on the archive's file
     // system (a copy of a whole archive is not a rename).
     let same_fs = comm.bcast_with(0, || same_file_system(ck.dir(), of.archive));
@@ -215,6 +218,9 @@ pub(super) fn open(
                 .map_err(|e| Error::new(e.to_string()))?;
             let again = checkpoint::open(comm, &choice, plan(inputs))
                 .map_err(|e| Error::new(e.to_string()))?;
+            if let Some(c) = &again.checkpoint {
+                c.remove_on_completion();
+            }
             say(&Some(format!(
                 "checkpoint {} not used ({why}): starting over",
                 display(&path)
