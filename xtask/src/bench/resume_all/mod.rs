@@ -439,10 +439,37 @@ struct Place {
     dir: PathBuf,
 }
 
+/// Hold an exclusive lock on the file `path` (created if missing) while the result lives;
+/// refused when another process holds it.
+fn exclusive(path: &Path) -> Result<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("open {}", path.display()))?;
+    // SAFETY: flock(2) on a descriptor we own.
+    let r = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    ensure!(
+        r == 0,
+        "another resume-all bench is running (it holds {}): wait for it to end",
+        path.display()
+    );
+    Ok(f)
+}
+
 /// Entry point of the section (`data`: the bench's directory on the workspace's disk).
 pub fn bench_resume_all(bin: &str, data: &Path, args: &[String]) -> Result<()> {
     let opts = parse(args)?;
     let started = Instant::now();
+    // The work directories are fixed names: a second run at once (another worktree's) would
+    // remove the first's inputs under it.
+    let _lock = exclusive(Path::new("/dev/shm/mfu-rs-bench-resume-all.lock"))?;
     let mut places = vec![Place {
         name: "tmpfs",
         dir: PathBuf::from("/dev/shm/mfu-rs-bench-resume-all"),
