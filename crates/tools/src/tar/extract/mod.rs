@@ -1407,9 +1407,11 @@ impl<'a> Extraction<'a> {
         }
     }
 
-    /// Mark entry `i` extracted completely (not a directory: see [`Extraction::skip_done`]).
+    /// Mark entry `i` extracted completely. Not a directory (see [`Extraction::skip_done`]),
+    /// nor a hard link: made again by every run, it then names the inode its target has now
+    /// (a partial target an earlier run linked to may have been extracted anew since).
     fn mark_done(&self, e: &Entries, i: usize) {
-        if e.items.kind(i) != Kind::Dir {
+        if !matches!(e.items.kind(i), Kind::Dir | Kind::HardLink) {
             let it = e.items.get(i);
             self.resume.done(it.start, stored(&it));
         }

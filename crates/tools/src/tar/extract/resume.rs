@@ -360,8 +360,7 @@ pub(super) fn open(
         // extraction could replace its files (and a rerun's walk of the tree is not ours to
         // change). Found by the same rule as an output inside the target.
         let inside = comm.bcast_with(0, || {
-            let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
-            checkpoint::checkpoints_dir(&Choice::Beside, &cwd).and_then(|dir| {
+            default_dir().and_then(|dir| {
                 crate::engine::outputs::refuse_inside(
                     &[("checkpoint", &dir)],
                     &[("target directory", dest)],
@@ -410,6 +409,24 @@ pub(super) fn open(
         gen,
         notices,
     })
+}
+
+/// Where the default checkpoints are (`$XDG_STATE_HOME/mfu-rs/checkpoints`, or
+/// `~/.local/state/...`), absolute, as the core finds it, but not created: when it would lie
+/// in the target, nothing is made there.
+fn default_dir() -> Option<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|s| !s.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| std::path::PathBuf::from(h).join(".local/state"))
+        })?;
+    let dir = state.join("mfu-rs").join("checkpoints");
+    let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
+    Some(flist::path::normalize(dir.as_os_str().as_bytes(), &cwd))
 }
 
 /// A generation number for this run (never 0).

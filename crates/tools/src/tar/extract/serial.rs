@@ -309,7 +309,8 @@ impl Serial<'_> {
         one.push(rel, d, true);
         let item = one.get(0);
         let done = self.resume.earlier.done(d.start);
-        if let (Some(bytes), false) = (done, item.kind == Kind::Dir) {
+        // Directories and hard links are never marked (see `Extraction::mark_done`).
+        if let (Some(bytes), false) = (done, matches!(item.kind, Kind::Dir | Kind::HardLink)) {
             if item.kind == Kind::File {
                 // An earlier run extracted it: its data is read past, not written again.
                 let index = d.sparse.is_none() && maybe_index(d, out.seen - 1);
@@ -362,7 +363,7 @@ impl Serial<'_> {
                 }
             },
             Kind::HardLink => match make_other(target, &item) {
-                Ok(()) => self.extracted(out, d.start, 0),
+                Ok(()) => out.extracted += 1,
                 Err(why) => fail.add(rel, why),
             },
             Kind::Symlink | Kind::Fifo | Kind::Char | Kind::Block => {
