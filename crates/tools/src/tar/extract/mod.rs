@@ -1023,7 +1023,7 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
         notices: [base.notices.clone(), resumed.notices.clone()].concat(),
         ..base
     };
-    if comm.rank() == 0 && interrupted && stopped.is_none() {
+    if comm.rank() == 0 && interrupted {
         o.context.error(format_args!(
             "interrupted (SIGINT/SIGTERM): stopped extracting {}; {} of {total_entries} \
              entries were extracted completely, the others are missing or incomplete (those \

@@ -145,7 +145,7 @@ pub(in super::super) fn run(
     if !resumed.finish(comm, o, interrupted) {
         report.failed += 1;
     }
-    if comm.rank() == 0 && interrupted && stopped.is_none() {
+    if comm.rank() == 0 && interrupted {
         o.context.error(format_args!(
             "interrupted (SIGINT/SIGTERM): stopped extracting {}; {} of the {} entries read \
              were extracted completely, the others are missing or incomplete (those carry no \
