@@ -5,6 +5,7 @@
 mod bcast;
 mod bz2;
 mod checkpoint_tar;
+mod checkpoint_tarx;
 mod checkpoint_walkers;
 mod chmod;
 mod cli_edges;

@@ -43,12 +43,23 @@ const DEFAULT_IO_SIZE: u64 = 4 << 20;
         mfu-rs tar -x -f run42.tar --wildcards '*.log' --strip-components 1\n  \
         mfu-rs tar -t -v -f run42.tar\n  \
         mfu-rs tar -c -z -f run42.tar.gz run42\n  \
-        mfu-rs tar -c -a -f run42.tar.zst run42",
+        mfu-rs tar -c -a -f run42.tar.zst run42\n\n\
+        Continuing: a run stopped by SIGTERM or SIGINT (a job's time limit), or killed, \
+        continues when the same command is run again: -c from a checkpoint beside the \
+        archive, -x from one in $XDG_STATE_HOME/mfu-rs/checkpoints (never inside the target): \
+        the entries extracted are skipped, a partial file that is still the same inode gets \
+        only its missing ranges. --checkpoint PATH puts it elsewhere, --no-checkpoint keeps \
+        none.",
     mut_arg("open_noatime", |a| a.help(
         "Create: don't update sources' access times (O_NOATIME where permitted)"
     )),
     mut_arg("bufsize", |a| a.short('b').default_value("4MB").help(
         "Bytes per read/write call when data is copied through memory"
+    )),
+    mut_arg("checkpoint", |a| a.help(
+        "Keep the checkpoint that lets the same command continue an interrupted run in this \
+         directory: -c instead of DIR/.NAME.mfu-checkpoint beside the archive (on its file \
+         system), -x instead of $XDG_STATE_HOME/mfu-rs/checkpoints (outside the target)"
     )),
     mut_arg("chunksize", |a| a.short('k').default_value("4MB").help(
         "Bytes per chunk of file data (the unit of parallel work), and the uncompressed size \

@@ -130,8 +130,9 @@ pub struct Options {
     pub verify: bool,
     /// Create and extract: a checksum manifest of the regular files (paths as stored).
     pub manifest: Option<crate::engine::manifest::ManifestOptions>,
-    /// Create: where the checkpoint that lets the same command continue an interrupted run is
-    /// kept (`--checkpoint PATH`, `--no-checkpoint`; default beside the archive).
+    /// Create and extract: where the checkpoint that lets the same command continue an
+    /// interrupted run is kept (`--checkpoint PATH`, `--no-checkpoint`; default: create beside
+    /// the archive, extract in the state directory, never inside the target).
     pub checkpoint: crate::engine::checkpoint::Choice,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
@@ -357,15 +358,17 @@ pub struct Report {
     pub seconds: f64,
     /// A stop request (SIGINT/SIGTERM, or the context's stop flag) cut the run short.
     pub interrupted: bool,
-    /// Create: the run stopped and its checkpoint keeps the work done for the same command to
-    /// continue: bytes of the tar stream written by this run and the earlier ones, of the whole
-    /// stream.
+    /// The run stopped and its checkpoint keeps the work done for the same command to
+    /// continue. Create: bytes of the tar stream written by this run and the earlier ones, of
+    /// the whole stream. Extract: bytes of file data extracted (by the earlier runs too), of
+    /// all the files taken; of an archive in one compressed stream, bytes of it read, of its
+    /// size.
     pub stopped: Option<crate::engine::context::Stopped>,
     /// This process's sample of the failure messages.
     pub failures: Vec<String>,
     /// Notices said on stderr that are no failure (rank 0's). Extract and list: an index set
     /// aside (and why), the archive had no index and was scanned, or its index was saved.
-    /// Create: the checkpoint continued, not used (and why), or none kept.
+    /// Create and extract: the checkpoint continued, not used (and why), or none kept.
     pub notices: Vec<String>,
     /// Extract with `--verify`: how the written data was read back.
     pub verify: Option<crate::engine::verify::Summary>,

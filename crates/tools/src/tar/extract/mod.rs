@@ -18,6 +18,7 @@
 pub mod beneath;
 mod entries;
 mod owners;
+mod resume;
 mod serial;
 mod superseded;
 
@@ -315,14 +316,16 @@ fn open_new(
     })
 }
 
+/// Create the file of `item` empty at its size (its data comes in phase 4); returns it open.
 fn create_file(
     dirs: &mut DirCache,
     target: &Target,
     item: &Item,
     lay: &Layouts,
-) -> Result<(), String> {
+) -> Result<OwnedFd, String> {
     let fd = open_new(dirs, target, item, lay)?;
-    rustix::fs::ftruncate(&fd, item.size).map_err(explain)
+    rustix::fs::ftruncate(&fd, item.size).map_err(explain)?;
+    Ok(fd)
 }
 
 fn make_other(target: &Target, item: &Item) -> Result<(), String> {
@@ -885,11 +888,15 @@ fn setup(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Vec<u8>, Archive, Tar
     let dest = o.chdir.as_ref().map_or(cwd.clone(), |d| normalize(d, &cwd));
     // The manifest is renamed into place at the end: inside the target it would replace a
     // member just extracted (or be replaced by one).
-    let outputs: Vec<(&str, &[u8])> = o
+    // So is a `--checkpoint PATH`: the extraction could replace its files.
+    let mut outputs: Vec<(&str, &[u8])> = o
         .manifest
         .iter()
         .map(|m| ("--manifest", &m.path[..]))
         .collect();
+    if let crate::engine::checkpoint::Choice::At(p) = &o.checkpoint {
+        outputs.push(("--checkpoint", p));
+    }
     let trees = [("target directory", &dest[..])];
     crate::engine::setup::agree_setup(
         comm,
@@ -941,11 +948,14 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
         select::choose(comm, &archive, &mut located, &matcher, &mut credited);
     }
     let part = located.parts.of(comm.rank());
-    let x = Extraction::new(o, &archive, &target, &dest, &stripes, part);
+    // What earlier runs of this command finished (issue 33): skipped, and counted.
+    let mut resumed = resume::open(comm, o, &base.archive, &archive, &dest, &target)?;
+    let x = Extraction::new(o, &archive, &target, &dest, &stripes, part, &resumed);
     let entries = x.entries(comm, &base.archive, located, &matcher);
     // The side index rank 0 may have saved is there for every rank to see.
     comm.barrier();
     protect(&target, &archive, &base.archive);
+    x.skip_done(&entries);
     let progress = o.context.progress(comm.rank(), "Extracted");
 
     // 1. Symlinks first: a later path through one of them is then refused, never followed.
@@ -954,11 +964,12 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     // 2. Directories.
     x.directories(&entries);
     comm.barrier();
-    // 3. Files, whole or created at their size.
+    // 3. Files, whole or created at their size (or continued).
     x.files(&entries);
+    let ready = x.ready(comm, &entries);
     comm.barrier();
     // 4. Data of the others (their tails on other ranks too).
-    x.data(comm, &entries);
+    x.data(comm, &entries, &ready);
     progress.add(0, x.bytes.load(Ordering::Relaxed));
     // 5. Hard links, fifos, devices.
     let skipped = x.others(&entries);
@@ -983,12 +994,20 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
                 .filter(|&&i| entries.done[i].load(Ordering::Relaxed))
                 .count() as u64,
     );
+    let bytes = comm.sum(x.bytes.load(Ordering::Relaxed) + x.credited.load(Ordering::Relaxed));
+    // Stopped with a checkpoint: how far the whole job got, in data bytes.
+    let resumable = interrupted && resumed.checkpoint.is_some();
+    let stopped = resumable.then(|| crate::engine::context::Stopped {
+        done: bytes,
+        total: comm.sum(entries.data_bytes()),
+        what: "bytes of file data",
+    });
     let report = Report {
         mode: Done::Extract,
         directory: dest.clone(),
         entries: extracted.min(total_entries),
         archive_entries: total_entries,
-        bytes: comm.sum(x.bytes.load(Ordering::Relaxed)),
+        bytes,
         skipped: comm.sum(skipped),
         superseded: comm.sum(entries.replaced),
         failed: comm.sum(x.failed.load(Ordering::Relaxed)),
@@ -999,7 +1018,9 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
         },
         compression: archive.table().map(|t| t.codec),
         interrupted,
+        stopped,
         not_found,
+        notices: [base.notices.clone(), resumed.notices.clone()].concat(),
         ..base
     };
     if comm.rank() == 0 && interrupted {
@@ -1020,6 +1041,12 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
         report.manifest = Some(crate::engine::manifest::publish(
             comm, &o.context, m, entries, ok,
         ));
+    }
+    drop(x);
+    // Kept for the rerun when stopped; removed when the run went to its end (failures
+    // included: a rerun would not continue them, it would start over).
+    if !resumed.finish(comm, o, interrupted) {
+        report.failed += 1;
     }
     Ok(Report {
         seconds: started.elapsed().as_secs_f64(),
@@ -1048,7 +1075,20 @@ struct Entries {
     /// the archive from it ends (bytes), so that reading ahead stops short of data that was not
     /// selected. `None`: everything is kept, reading ahead stops at the part's end.
     run_ends: Option<Vec<u64>>,
+    /// Files of this rank that an earlier run created and left partial, continued by this
+    /// run (see [`resume::Earlier::reusable`]): entry → the generation of their ranges.
+    reused: Mutex<std::collections::HashMap<usize, u64>>,
 }
+
+/// The files of other ranks whose data this rank writes a part of, ready for it: by header
+/// offset, the generation of their ranges and whether they were continued (an earlier run's
+/// ranges then count). A file missing here was not created by its owner in this run (failed,
+/// stopped, or done by an earlier run): nothing is written into whatever has its name.
+type Ready = std::collections::HashMap<u64, (u64, bool)>;
+
+/// A file a frame holds data of: the entry, the generation of its ranges, and its parts
+/// (offset, bytes) in the frame still to write.
+type Touched<'a> = (Item<'a>, u64, Vec<(u64, u64)>);
 
 impl Entries {
     /// How far reading ahead from entry `i`'s data may go, within the part ending at `end`.
@@ -1063,11 +1103,30 @@ impl Entries {
             .collect()
     }
 
+    /// Data bytes of this rank's files (stored bytes for a sparse file): the whole job's
+    /// share of this rank.
+    fn data_bytes(&self) -> u64 {
+        self.items
+            .iter()
+            .filter(|it| it.own && it.kind == Kind::File)
+            .map(|it| stored(&it))
+            .sum()
+    }
+
     /// Owned, created, and not yet complete.
     fn pending(&self, i: usize) -> bool {
         self.items.own(i)
             && self.ok[i].load(Ordering::Relaxed)
             && !self.done[i].load(Ordering::Relaxed)
+    }
+}
+
+/// Bytes of data an entry holds in the archive (a sparse file's segments; 0 but for files).
+fn stored(it: &Item) -> u64 {
+    match (it.kind, it.sparse) {
+        (Kind::File, Some(m)) => m.iter().map(|s| s.len).sum(),
+        (Kind::File, None) => it.size,
+        _ => 0,
     }
 }
 
@@ -1087,6 +1146,11 @@ struct Extraction<'a> {
     failed: AtomicU64,
     /// Data bytes written by this rank.
     bytes: AtomicU64,
+    /// Data bytes earlier runs wrote that this rank skipped (counted in the report: it covers
+    /// the whole job).
+    credited: AtomicU64,
+    /// The checkpoint and what earlier runs finished.
+    resume: &'a resume::Resume,
     /// This process's effective user and group: the owner of the files it creates.
     ids: (u32, u32),
     /// `--verify`, `--manifest`: what file data is hashed and checked.
@@ -1162,6 +1226,7 @@ impl<'a> Extraction<'a> {
         dest: &'a [u8],
         stripes: &'a Striping<'a>,
         part: (u64, u64),
+        resume: &'a resume::Resume,
     ) -> Extraction<'a> {
         let root = rustix::process::geteuid().is_root();
         Extraction {
@@ -1188,6 +1253,8 @@ impl<'a> Extraction<'a> {
             fail: Failures::default(),
             failed: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            credited: AtomicU64::new(0),
+            resume,
             ids: (
                 rustix::process::geteuid().as_raw(),
                 rustix::process::getegid().as_raw(),
@@ -1317,13 +1384,97 @@ impl<'a> Extraction<'a> {
             replaced,
             carried,
             run_ends,
+            reused: Mutex::default(),
         }
+    }
+
+    /// The entries of this rank that earlier runs extracted completely: done, and their data
+    /// counted, without being touched. Directories are never skipped: every run sets their
+    /// metadata at its end.
+    fn skip_done(&self, e: &Entries) {
+        let earlier = &self.resume.earlier;
+        if earlier.done.is_empty() {
+            return;
+        }
+        for i in 0..e.items.len() {
+            if !e.items.own(i) || e.items.kind(i) == Kind::Dir {
+                continue;
+            }
+            if let Some(bytes) = earlier.done(e.items.start(i)) {
+                e.done[i].store(true, Ordering::Relaxed);
+                self.credited.fetch_add(bytes, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Mark entry `i` extracted completely. Not a directory (see [`Extraction::skip_done`]),
+    /// nor a hard link: made again by every run, it then names the inode its target has now
+    /// (a partial target an earlier run linked to may have been extracted anew since).
+    fn mark_done(&self, e: &Entries, i: usize) {
+        if !matches!(e.items.kind(i), Kind::Dir | Kind::HardLink) {
+            let it = e.items.get(i);
+            self.resume.done(it.start, stored(&it));
+        }
+    }
+
+    /// Which files whose data this rank writes in phase 4 are ready for it, and how: those
+    /// of other ranks gathered from their owners ([`Ready`]). Collective.
+    fn ready(&self, comm: &dyn Comm, e: &Entries) -> Ready {
+        let reused = e.reused.lock().expect("reused").clone();
+        let end = self.part.1;
+        let mine: Vec<(u64, u64, bool)> = (0..e.items.len())
+            .filter(|&i| e.items.own(i) && e.created[i].load(Ordering::Relaxed))
+            .filter_map(|i| {
+                let it = e.items.get(i);
+                (it.data + it.size > end).then(|| match reused.get(&i) {
+                    Some(&gen) => (it.start, gen, true),
+                    None => (it.start, self.resume.gen, false),
+                })
+            })
+            .collect();
+        comm.all_gather(&mine)
+            .into_iter()
+            .flatten()
+            .map(|(start, gen, reused)| (start, (gen, reused)))
+            .collect()
+    }
+
+    /// Whether the data of entry `i` is to be written by this run, and how: the generation
+    /// of its ranges and whether an earlier run's ranges count.
+    fn writing(&self, e: &Entries, ready: &Ready, i: usize) -> Option<(u64, bool)> {
+        if e.items.own(i) {
+            if !e.created[i].load(Ordering::Relaxed) {
+                return None;
+            }
+            Some(match e.reused.lock().expect("reused").get(&i) {
+                Some(&gen) => (gen, true),
+                None => (self.resume.gen, false),
+            })
+        } else {
+            ready.get(&e.items.start(i)).copied()
+        }
+    }
+
+    /// The parts of `(at, len)` of the file of entry `start` to write, given how it is
+    /// written ([`Extraction::writing`]); the rest, landed in an earlier run, is counted.
+    fn to_write(
+        &self,
+        start: u64,
+        (gen, reused): (u64, bool),
+        range: (u64, u64),
+    ) -> Vec<(u64, u64)> {
+        if !reused {
+            return vec![range];
+        }
+        let (parts, covered) = self.resume.earlier.uncovered(start, gen, range);
+        self.credited.fetch_add(covered, Ordering::Relaxed);
+        parts
     }
 
     /// Phase 1: symlinks (a later path through one of them is then refused, never followed).
     fn symlinks(&self, e: &Entries) {
         e.own_of(&[Kind::Symlink]).par_iter().for_each(|&i| {
-            if self.stopped() {
+            if self.stopped() || e.done[i].load(Ordering::Relaxed) {
                 return;
             }
             if let Err(why) = make_other(self.target, &e.items.get(i)) {
@@ -1361,23 +1512,36 @@ impl<'a> Extraction<'a> {
                 (Buffer::new(self.data.bufsize), true, dirs)
             },
             |(buf, cfr, (dirs, ahead)), &i| {
-                if self.stopped() {
+                if self.stopped() || e.done[i].load(Ordering::Relaxed) {
                     return;
+                }
+                let it = e.items.get(i);
+                // A file an earlier run created and partly wrote: continued when it is still
+                // that very file (its data then comes in phase 4, only what is missing).
+                if it.sparse.is_none() && it.size > 0 {
+                    if let Some(c) = self.resume.earlier.reusable(self.target, &it) {
+                        e.reused.lock().expect("reused").insert(i, c.gen);
+                        e.created[i].store(true, Ordering::Relaxed);
+                        return;
+                    }
                 }
                 if whole(i) {
                     let limit = e.ahead_limit(i, end);
-                    match self.extract_whole((dirs, ahead), &e.items.get(i), (buf, cfr), limit) {
+                    match self.extract_whole((dirs, ahead), &it, (buf, cfr), limit) {
                         Ok(n) => {
                             self.bytes.fetch_add(n, Ordering::Relaxed);
                             e.done[i].store(true, Ordering::Relaxed);
+                            self.resume.done(it.start, n);
                         }
                         Err(why) => self.failed_at(e, i, why),
                     }
                 } else {
-                    let it = e.items.get(i);
                     match create_file(dirs, self.target, &it, &self.lay) {
-                        Ok(()) => {
+                        Ok(fd) => {
                             e.created[i].store(true, Ordering::Relaxed);
+                            if it.size > 0 {
+                                self.resume.created(it.start, &fd);
+                            }
                             // No data phase for an empty file: its digest is the empty one.
                             if let (Some(kind), 0) = (self.hashing.manifest, it.size) {
                                 let empty = crate::engine::digest::RangeDigest::Whole(kind.of(b""));
@@ -1464,7 +1628,7 @@ impl<'a> Extraction<'a> {
 
     /// Phase 4: the data of the files created at their size (their tails on other ranks
     /// too); then a file whose data failed on any rank loses its metadata. Collective.
-    fn data(&self, comm: &dyn Comm, e: &Entries) {
+    fn data(&self, comm: &dyn Comm, e: &Entries, ready: &Ready) {
         let writable: Vec<usize> = (0..e.items.len())
             .filter(|&i| {
                 e.ok[i].load(Ordering::Relaxed)
@@ -1472,12 +1636,18 @@ impl<'a> Extraction<'a> {
                     && e.items.get(i).sparse.is_none()
             })
             .collect();
+        let before = self.bytes.load(Ordering::Relaxed);
         if self.archive.table().is_some() {
-            self.write_frames(&e.items, &writable);
+            self.write_frames(e, ready, &writable);
         } else {
-            self.copy_data(&e.items, &writable);
+            self.copy_data(e, ready, &writable);
         }
         drop(writable);
+        if self.resume.checkpoint.is_some() && self.bytes.load(Ordering::Relaxed) > before {
+            // The owner of a file marks it done in phase 6 once every rank wrote its part:
+            // this rank's parts are on disk first (another node's flusher can't sync them).
+            let _ = rustix::fs::syncfs(self.target.root());
+        }
         // A file whose data is incomplete never carries its archived metadata (mtime, size...).
         let data_failed = self.fail.data_failed_anywhere(comm);
         for i in 0..e.items.len() {
@@ -1491,7 +1661,8 @@ impl<'a> Extraction<'a> {
     /// uncompressed archive. On
     /// Lustre (the stripe size of files known), a file's share boundaries move up to the next
     /// stripe boundary of the file, so no stripe is written by two ranks.
-    fn copy_data(&self, items: &Store, which: &[usize]) {
+    fn copy_data(&self, e: &Entries, ready: &Ready, which: &[usize]) {
+        let items = &e.items;
         let (chunk, align) = (self.o.chunksize, self.lay.align());
         let mut pieces = Vec::new();
         for &i in which {
@@ -1499,17 +1670,23 @@ impl<'a> Extraction<'a> {
             if it.kind != Kind::File || it.size == 0 {
                 continue;
             }
+            let Some(how) = self.writing(e, ready, i) else {
+                continue;
+            };
             let (a, b) = file_share(it.data, it.size, self.part, align);
             let mut x = a;
             while x < b {
                 let len = chunk.min(b - x);
-                pieces.push((i, x, len));
+                // Continued: only what earlier runs did not land.
+                for (at, len) in self.to_write(it.start, how, (x - it.data, len)) {
+                    pieces.push((i, it.data + at, len, how.0));
+                }
                 x += len;
             }
         }
         pieces.par_iter().for_each_init(
             || (Buffer::new(self.data.bufsize), true),
-            |(buf, cfr), &(i, x, len)| {
+            |(buf, cfr), &(i, x, len, gen)| {
                 if self.stopped() {
                     return;
                 }
@@ -1545,6 +1722,9 @@ impl<'a> Extraction<'a> {
                     Ok(n) => {
                         self.landed_range(&it, (at, len));
                         self.bytes.fetch_add(n, Ordering::Relaxed);
+                        if n == len {
+                            self.resume.range(it.start, gen, (at, len));
+                        }
                     }
                     // Whichever rank failed a piece, the owner must not give the file its
                     // archived size and mtime: it would look complete.
@@ -1556,7 +1736,8 @@ impl<'a> Extraction<'a> {
 
     /// Decompress the frames of this rank's part of a compressed archive, each once, and write
     /// the file data they hold.
-    fn write_frames(&self, items: &Store, which: &[usize]) {
+    fn write_frames(&self, e: &Entries, ready: &Ready, which: &[usize]) {
+        let items = &e.items;
         let (start, end) = self.part;
         let archive = self.archive;
         let table = archive.table().expect("compressed");
@@ -1578,54 +1759,66 @@ impl<'a> Extraction<'a> {
                 let it = items.get(i);
                 it.data + it.size <= fa
             });
-            let touched: Vec<Item> = files[first..]
+            // Each file's parts in this frame still to write (continued files: what earlier
+            // runs did not land), with the generation of its ranges.
+            let touched: Vec<Touched> = files[first..]
                 .iter()
-                .map(|&i| items.get(i))
-                .take_while(|it| it.data < fb)
+                .map(|&i| (i, items.get(i)))
+                .take_while(|(_, it)| it.data < fb)
+                .filter_map(|(i, it)| {
+                    let how = self.writing(e, ready, i)?;
+                    let a = it.data.max(fa);
+                    let b = (it.data + it.size).min(fb);
+                    let parts = self.to_write(it.start, how, (a - it.data, b - a));
+                    (!parts.is_empty()).then_some((it, how.0, parts))
+                })
                 .collect();
             if touched.is_empty() {
+                // Nothing to write from it: not even decompressed.
                 return;
             }
             let data = match archive.frame(i) {
                 Ok(d) => d,
-                Err(e) => {
-                    for it in touched {
+                Err(err) => {
+                    for (it, _, _) in touched {
                         self.fail
-                            .data_failed(it.start, it.rel, format_args!("decompress: {e}"));
+                            .data_failed(it.start, it.rel, format_args!("decompress: {err}"));
                     }
                     return;
                 }
             };
-            for it in touched {
-                let a = it.data.max(fa);
-                let b = (it.data + it.size).min(fb);
-                let bytes = &data[(a - fa) as usize..(b - fa) as usize];
-                let at = a - it.data;
-                let hashed = self.hashing.on().then(|| {
-                    let mut h = self.hashing.range(at, b - a, it.size);
-                    h.update(bytes);
-                    h
-                });
-                let r = open_data(self.target, it.rel).and_then(|fd| {
-                    write_all_at(fd.as_fd(), bytes, at)
-                        .map_err(|e| format!("{}: {}", e.op, e.source))?;
-                    landed(
-                        &self.hashing,
-                        fd.as_fd(),
-                        it.rel,
-                        it.size,
-                        (at, b - a),
-                        hashed,
-                    )
-                });
-                match r {
-                    Ok(()) => {
-                        self.landed_range(&it, (at, b - a));
-                        self.bytes.fetch_add(b - a, Ordering::Relaxed);
+            for (it, gen, parts) in touched {
+                for (at, len) in parts {
+                    let a = it.data + at;
+                    let b = a + len;
+                    let bytes = &data[(a - fa) as usize..(b - fa) as usize];
+                    let hashed = self.hashing.on().then(|| {
+                        let mut h = self.hashing.range(at, b - a, it.size);
+                        h.update(bytes);
+                        h
+                    });
+                    let r = open_data(self.target, it.rel).and_then(|fd| {
+                        write_all_at(fd.as_fd(), bytes, at)
+                            .map_err(|e| format!("{}: {}", e.op, e.source))?;
+                        landed(
+                            &self.hashing,
+                            fd.as_fd(),
+                            it.rel,
+                            it.size,
+                            (at, b - a),
+                            hashed,
+                        )
+                    });
+                    match r {
+                        Ok(()) => {
+                            self.landed_range(&it, (at, b - a));
+                            self.bytes.fetch_add(b - a, Ordering::Relaxed);
+                            self.resume.range(it.start, gen, (at, b - a));
+                        }
+                        // Whichever rank failed a piece, the owner must not give the file its
+                        // archived size and mtime: it would look complete.
+                        Err(e) => self.fail.data_failed(it.start, it.rel, e),
                     }
-                    // Whichever rank failed a piece, the owner must not give the file its
-                    // archived size and mtime: it would look complete.
-                    Err(e) => self.fail.data_failed(it.start, it.rel, e),
                 }
             }
         });
@@ -1637,13 +1830,14 @@ impl<'a> Extraction<'a> {
         e.own_of(&[Kind::HardLink, Kind::Fifo, Kind::Char, Kind::Block])
             .par_iter()
             .for_each(|&i| {
-                if self.stopped() {
+                if self.stopped() || e.done[i].load(Ordering::Relaxed) {
                     return;
                 }
                 match make_other(self.target, &e.items.get(i)) {
                     Err(why) => self.failed_at(e, i, why),
                     Ok(()) if e.items.kind(i) == Kind::HardLink => {
                         e.done[i].store(true, Ordering::Relaxed);
+                        self.mark_done(e, i);
                         if self.o.manifest.is_some() {
                             // Listed with its target's digest.
                             let it = e.items.get(i);
@@ -1662,6 +1856,7 @@ impl<'a> Extraction<'a> {
                 // A GNU volume label names the archive, not a file: nothing to extract (as GNU
                 // tar).
                 e.done[i].store(true, Ordering::Relaxed);
+                self.mark_done(e, i);
             } else if let Kind::Other(t) = it.kind {
                 self.o.context.error(format_args!(
                     "{}: not extracted: entries of type '{}' are not supported",
@@ -1694,7 +1889,10 @@ impl<'a> Extraction<'a> {
                 }
             }
             match set_meta(self.target, it, &self.how) {
-                Ok(()) => e.done[i].store(true, Ordering::Relaxed),
+                Ok(()) => {
+                    e.done[i].store(true, Ordering::Relaxed);
+                    self.mark_done(e, i);
+                }
                 Err(why) => self.fail.add(it.rel, why),
             }
         };

@@ -11,6 +11,7 @@
 //! archived metadata and is named, directories get theirs last, deepest first.
 
 use super::super::{Done, Options, Report};
+use super::resume::Resume;
 use super::{
     adjuster, make_other, open_new, set_meta, times_of, DirCache, Failures, Layouts, Restore,
     INTERRUPTED,
@@ -66,6 +67,11 @@ pub(in super::super) fn run(
     let mut out = Outcome::default();
     let matcher = Matcher::new(o);
     let mut credited = vec![false; matcher.members()];
+    // Entries earlier runs extracted completely are read past (the stream decompresses front
+    // to back only) without being written again.
+    let mut resumed = super::resume::open(comm, o, &path, &archive, &dest, &target)?;
+    // A second descriptor of the compressed file, sharing its offset: how far the decoder read.
+    let mut probe = None;
     if comm.rank() == 0 {
         super::protect(&target, &archive, &path);
         let stripes = Striping::detect(&*o.lustre, std::slice::from_ref(&dest), o.stripe);
@@ -76,7 +82,10 @@ pub(in super::super) fn run(
         };
         match archive
             .reopen()
-            .and_then(|f| TarStream::open(codec, f))
+            .and_then(|f| {
+                probe = f.try_clone().ok();
+                TarStream::open(codec, f)
+            })
             .map(|s| s.expecting_end(archive.unended()))
         {
             Ok(stream) => {
@@ -84,7 +93,8 @@ pub(in super::super) fn run(
                     matcher: &matcher,
                     credited: &mut credited,
                 };
-                out = extract(o, stream, &target, &lay, &path, &fail, chosen)
+                let at = (&target, &lay, &resumed);
+                out = extract(o, stream, at, &path, &fail, chosen)
             }
             Err(e) => {
                 fail.add(&path, format_args!("read: {e}"));
@@ -99,7 +109,21 @@ pub(in super::super) fn run(
         o.context.error(f);
     }
     let interrupted = comm.any(out.interrupted);
-    let report = Report {
+    // Stopped with a checkpoint: how far into the compressed archive the read got.
+    let read = comm.bcast_with(0, || {
+        use std::io::Seek;
+        probe
+            .as_mut()
+            .and_then(|f| f.stream_position().ok())
+            .unwrap_or(0)
+    });
+    let stopped =
+        (interrupted && resumed.checkpoint.is_some()).then(|| crate::engine::context::Stopped {
+            done: read.min(archive.len()),
+            total: archive.len(),
+            what: "bytes of the compressed archive read",
+        });
+    let mut report = Report {
         mode: Done::Extract,
         archive: path,
         directory: dest,
@@ -114,8 +138,13 @@ pub(in super::super) fn run(
         serial: true,
         not_found,
         interrupted,
+        stopped,
+        notices: resumed.notices.clone(),
         ..Report::default()
     };
+    if !resumed.finish(comm, o, interrupted) {
+        report.failed += 1;
+    }
     if comm.rank() == 0 && interrupted {
         o.context.error(format_args!(
             "interrupted (SIGINT/SIGTERM): stopped extracting {}; {} of the {} entries read \
@@ -162,6 +191,8 @@ struct Serial<'a> {
     o: &'a Options,
     target: &'a Target,
     lay: &'a Layouts<'a>,
+    /// The checkpoint and what earlier runs finished.
+    resume: &'a Resume,
     /// The archive's path, for damage of the stream.
     path: &'a [u8],
     fail: &'a Failures,
@@ -176,8 +207,7 @@ struct Serial<'a> {
 fn extract(
     o: &Options,
     mut stream: TarStream,
-    target: &Target,
-    lay: &Layouts,
+    (target, lay, resume): (&Target, &Layouts, &Resume),
     path: &[u8],
     fail: &Failures,
     chosen: Chosen<'_>,
@@ -186,6 +216,7 @@ fn extract(
         o,
         target,
         lay,
+        resume,
         path,
         fail,
         how: restore(o),
@@ -277,6 +308,24 @@ impl Serial<'_> {
         let mut one = Store::with_capacity(1);
         one.push(rel, d, true);
         let item = one.get(0);
+        let done = self.resume.earlier.done(d.start);
+        // Directories and hard links are never marked (see `Extraction::mark_done`).
+        if let (Some(bytes), false) = (done, matches!(item.kind, Kind::Dir | Kind::HardLink)) {
+            if item.kind == Kind::File {
+                // An earlier run extracted it: its data is read past, not written again.
+                let index = d.sparse.is_none() && maybe_index(d, out.seen - 1);
+                let Some(data) = self.read_past(stream, d, out, index) else {
+                    return Step::Stop;
+                };
+                if index && is_index(&data, out.seen - 1, d.start) {
+                    out.seen -= 1;
+                    return Step::Next;
+                }
+            }
+            out.bytes += bytes;
+            out.extracted += 1;
+            return Step::Next;
+        }
         match item.kind {
             Kind::Dir => match target.dir(rel, true) {
                 Ok(_) => directories.push(rel, d, true),
@@ -294,12 +343,12 @@ impl Serial<'_> {
                     return Step::Next;
                 }
                 match self.file().extract(dirs, &item, d, &mut Slice(&data)) {
-                    Ok(n) => self.extracted(out, n),
+                    Ok(n) => self.extracted(out, d.start, n),
                     Err(why) => fail.add(rel, why.text()),
                 }
             }
             Kind::File => match self.file().extract(dirs, &item, d, stream) {
-                Ok(n) => self.extracted(out, n),
+                Ok(n) => self.extracted(out, d.start, n),
                 Err(Failed::Entry(why)) => fail.add(rel, why),
                 Err(Failed::Stream(why)) => {
                     fail.add(rel, format_args!("its data is incomplete: {why}"));
@@ -319,12 +368,12 @@ impl Serial<'_> {
             },
             Kind::Symlink | Kind::Fifo | Kind::Char | Kind::Block => {
                 match make_other(target, &item).and_then(|()| set_meta(target, &item, how)) {
-                    Ok(()) => out.extracted += 1,
+                    Ok(()) => self.extracted(out, d.start, 0),
                     Err(why) => fail.add(rel, why),
                 }
             }
             // A GNU volume label names the archive, not a file (as GNU tar).
-            Kind::Other(b'V') => out.extracted += 1,
+            Kind::Other(b'V') => self.extracted(out, d.start, 0),
             Kind::Other(t) => {
                 self.o.context.error(format_args!(
                     "{}: not extracted: entries of type '{}' are not supported",
@@ -348,11 +397,44 @@ impl Serial<'_> {
         }
     }
 
-    /// Count a file of `n` bytes extracted.
-    fn extracted(&self, out: &mut Outcome, n: u64) {
+    /// Count the entry at `start`, with `n` bytes of data, extracted (and mark it so).
+    fn extracted(&self, out: &mut Outcome, start: u64, n: u64) {
         out.bytes += n;
         out.extracted += 1;
         self.progress.add(1, n);
+        self.resume.done(start, n);
+    }
+
+    /// Read the data of `d` past (an entry an earlier run extracted); kept and returned when
+    /// `keep` (it may be the index member), else an empty vector. `None` when the stream is
+    /// damaged (named).
+    fn read_past(
+        &self,
+        stream: &mut TarStream,
+        d: &Decoded,
+        out: &mut Outcome,
+        keep: bool,
+    ) -> Option<Vec<u8>> {
+        if keep {
+            return self.whole_data(stream, d, out);
+        }
+        let len: u64 = match &d.sparse {
+            Some(m) => m.iter().map(|s| s.len).sum(),
+            None => d.header.size,
+        };
+        let mut done = 0u64;
+        while done < len {
+            let want = (len - done).min(usize::MAX as u64) as usize;
+            match stream.take(want) {
+                Ok(bytes) => done += bytes.len() as u64,
+                Err(e) => {
+                    self.fail.add(self.path, e);
+                    out.damaged = true;
+                    return None;
+                }
+            }
+        }
+        Some(Vec::new())
     }
 
     /// All the data of `d`, read from `stream`; `None` when the stream is damaged (named).
