@@ -299,12 +299,15 @@ fn inputs(o: &Options, path: &[u8], archive: &Archive, dest: &[u8], target: &Tar
     let root = rustix::process::geteuid().is_root();
     Inputs::new("tar -x")
         .field("the archive", &serde_bytes::Bytes::new(path))
-        .field(
+        // Identities are the state of the inputs, not the job: compared, but out of the
+        // default checkpoint's name, so that a rerun after they changed finds its checkpoint
+        // and says why it starts over.
+        .state(
             "the archive's identity (device, inode, size, mtime, ctime)",
             &identity(archive),
         )
         .field("the target directory", &serde_bytes::Bytes::new(dest))
-        .field("the target directory's identity", &dest_id)
+        .state("the target directory's identity", &dest_id)
         .field(
             "the MEMBERs and how they match",
             &(
