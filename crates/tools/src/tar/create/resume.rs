@@ -170,9 +170,66 @@ pub(super) struct Of<'a> {
 /// continued: the run starts over and says why.
 const FORMAT: u32 = 2;
 
-/// The first input of every `tar -c` checkpoint, [`FORMAT`].
+/// The first input of every `tar -c` checkpoint: [`FORMAT`], and the digest of a few headers
+/// encoded by this binary ([`encoding_probe`]). The layout digest takes headers' fields, not
+/// their bytes: a rerun by an mfu-rs that encodes the same fields otherwise would continue a
+/// partial archive with other bytes than it would write.
 fn versioned(inputs: Inputs) -> Inputs {
-    inputs.field("the format of the checkpoint", &FORMAT)
+    inputs.field("the format of the checkpoint", &(FORMAT, encoding_probe()))
+}
+
+/// XXH64 of the encoding of headers that take the encoder's paths: a plain file, one with a
+/// sub-second time, a long name and an xattr (pax records), a symlink, a device, a directory.
+fn encoding_probe() -> u64 {
+    let file = Header {
+        path: b"d/f".to_vec(),
+        kind: Kind::File,
+        mode: 0o644,
+        uid: 1000,
+        gid: 100,
+        uname: b"u".to_vec(),
+        gname: b"g".to_vec(),
+        size: 3,
+        mtime: 1_000_000_000,
+        mtime_nsec: 0,
+        link: Vec::new(),
+        dev_major: 0,
+        dev_minor: 0,
+        xattrs: Vec::new(),
+    };
+    let probes = [
+        file.clone(),
+        Header {
+            path: [&b"d/"[..], &[b'n'; 200]].concat(),
+            mtime_nsec: 5,
+            xattrs: vec![(b"user.k".to_vec(), b"v".to_vec())],
+            ..file.clone()
+        },
+        Header {
+            kind: Kind::Symlink,
+            size: 0,
+            link: b"../t".to_vec(),
+            ..file.clone()
+        },
+        Header {
+            kind: Kind::Char,
+            size: 0,
+            dev_major: 1,
+            dev_minor: 3,
+            ..file.clone()
+        },
+        Header {
+            kind: Kind::Dir,
+            size: 0,
+            mode: 0o755,
+            ..file
+        },
+    ];
+    let mut bytes = Vec::new();
+    for h in &probes {
+        h.encode(&mut bytes);
+    }
+    xxhash_rust::xxh64::xxh64(&bytes, 0)
 }
 
 /// The inputs of a `tar -c`: what the archive's bytes depend on.
