@@ -10,9 +10,11 @@
 //! Otherwise the checkpoint is removed and the run starts over, saying why.
 
 use super::ledger::{Recorded, Sink, PLAN};
+use super::segment::HeaderBytes;
 use super::{Laid, Options};
 use crate::engine::checkpoint::{self, Checkpoint, Choice, Durable, Inputs, Outcome, Prior};
 use crate::engine::context::Error;
+use crate::tar::format::{Header, Kind};
 use flist::atomic::{Existing, Output};
 use flist::path::display;
 use flist::FileList;
@@ -57,9 +59,15 @@ pub(super) fn effective(choice: &Choice, cwd: &[u8]) -> Choice {
     }
 }
 
-/// The digest of the layout: every member's offset and header bytes, summed over members and
-/// ranks (the same at any rank count). Things the list's digest does not see change it: a user
-/// or group name, a symlink's target read again, a file no longer readable, xattrs. Collective.
+/// The digest of the layout: every member's offset, data size and header, summed over members
+/// and ranks (the same at any rank count). Things the list's digest does not see change it: a
+/// user or group name, a symlink's target read again, a file no longer readable, xattrs.
+/// Collective.
+///
+/// A header not yet encoded is digested by its fields ([`header_fields`]), not by its blocks:
+/// its encoding is a function of them, and encoding every header once more only for this digest
+/// was a tenth of a `tar -c` of small files. An encoded one (the archive's first, marked) is
+/// digested by its bytes; which headers are encoded does not depend on the rank count.
 pub(super) fn layout_digest(comm: &dyn Comm, laid: &[Laid]) -> [u8; 16] {
     let mut sum = [0u64; 2];
     let mut bytes = Vec::new();
@@ -67,7 +75,17 @@ pub(super) fn layout_digest(comm: &dyn Comm, laid: &[Laid]) -> [u8; 16] {
         bytes.clear();
         bytes.extend_from_slice(&l.at.to_le_bytes());
         bytes.extend_from_slice(&l.member.size.to_le_bytes());
-        l.member.header.write_to(&mut bytes);
+        match &l.member.header {
+            HeaderBytes::Lazy { header, len } => {
+                bytes.push(0);
+                bytes.extend_from_slice(&(*len as u64).to_le_bytes());
+                header_fields(header, &mut bytes);
+            }
+            HeaderBytes::Encoded(b) => {
+                bytes.push(1);
+                bytes.extend_from_slice(b);
+            }
+        }
         sum[0] = sum[0].wrapping_add(xxhash_rust::xxh64::xxh64(&bytes, 0x7461_722d_6301));
         sum[1] = sum[1].wrapping_add(xxhash_rust::xxh64::xxh64(&bytes, 0x7461_722d_6302));
     }
@@ -79,6 +97,60 @@ pub(super) fn layout_digest(comm: &dyn Comm, laid: &[Laid]) -> [u8; 16] {
     out[..8].copy_from_slice(&total[0].to_le_bytes());
     out[8..].copy_from_slice(&total[1].to_le_bytes());
     out
+}
+
+/// Append every field of `h` to `out`, each variable one after its length: two headers append
+/// the same bytes exactly when their fields are equal.
+fn header_fields(h: &Header, out: &mut Vec<u8>) {
+    // Every field named (no `..`): a field added to Header must be added here.
+    let Header {
+        path,
+        kind,
+        mode,
+        uid,
+        gid,
+        uname,
+        gname,
+        size,
+        mtime,
+        mtime_nsec,
+        link,
+        dev_major,
+        dev_minor,
+        xattrs,
+    } = h;
+    let (tag, other) = match *kind {
+        Kind::File => (0u8, 0u8),
+        Kind::HardLink => (1, 0),
+        Kind::Symlink => (2, 0),
+        Kind::Char => (3, 0),
+        Kind::Block => (4, 0),
+        Kind::Dir => (5, 0),
+        Kind::Fifo => (6, 0),
+        Kind::Other(b) => (7, b),
+    };
+    out.extend_from_slice(&[tag, other]);
+    for v in [u64::from(*mode), *uid, *gid, *size, *mtime as u64] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [*mtime_nsec, *dev_major, *dev_minor] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    let mut var = |b: &[u8]| {
+        out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+        out.extend_from_slice(b);
+    };
+    var(path);
+    var(uname);
+    var(gname);
+    var(link);
+    out.extend_from_slice(&(xattrs.len() as u64).to_le_bytes());
+    for (name, value) in xattrs {
+        out.extend_from_slice(&(name.len() as u64).to_le_bytes());
+        out.extend_from_slice(name);
+        out.extend_from_slice(&(value.len() as u64).to_le_bytes());
+        out.extend_from_slice(value);
+    }
 }
 
 /// What the digests are taken of, for [`open`].
@@ -93,9 +165,76 @@ pub(super) struct Of<'a> {
     pub(super) laid: &'a [Laid],
 }
 
+/// The format of what this module records: 2, the layout digest of header fields (1, with no
+/// field for it: of the encoded header blocks). A checkpoint of another format is not
+/// continued: the run starts over and says why.
+const FORMAT: u32 = 2;
+
+/// The first input of every `tar -c` checkpoint: [`FORMAT`], and the digest of a few headers
+/// encoded by this binary ([`encoding_probe`]). The layout digest takes headers' fields, not
+/// their bytes: a rerun by an mfu-rs that encodes the same fields otherwise would continue a
+/// partial archive with other bytes than it would write.
+fn versioned(inputs: Inputs) -> Inputs {
+    inputs.field("the format of the checkpoint", &(FORMAT, encoding_probe()))
+}
+
+/// XXH64 of the encoding of headers that take the encoder's paths: a plain file, one with a
+/// sub-second time, a long name and an xattr (pax records), a symlink, a device, a directory.
+fn encoding_probe() -> u64 {
+    let file = Header {
+        path: b"d/f".to_vec(),
+        kind: Kind::File,
+        mode: 0o644,
+        uid: 1000,
+        gid: 100,
+        uname: b"u".to_vec(),
+        gname: b"g".to_vec(),
+        size: 3,
+        mtime: 1_000_000_000,
+        mtime_nsec: 0,
+        link: Vec::new(),
+        dev_major: 0,
+        dev_minor: 0,
+        xattrs: Vec::new(),
+    };
+    let probes = [
+        file.clone(),
+        Header {
+            path: [&b"d/"[..], &[b'n'; 200]].concat(),
+            mtime_nsec: 5,
+            xattrs: vec![(b"user.k".to_vec(), b"v".to_vec())],
+            ..file.clone()
+        },
+        Header {
+            kind: Kind::Symlink,
+            size: 0,
+            link: b"../t".to_vec(),
+            ..file.clone()
+        },
+        Header {
+            kind: Kind::Char,
+            size: 0,
+            dev_major: 1,
+            dev_minor: 3,
+            ..file.clone()
+        },
+        Header {
+            kind: Kind::Dir,
+            size: 0,
+            mode: 0o755,
+            ..file
+        },
+    ];
+    let mut bytes = Vec::new();
+    for h in &probes {
+        h.encode(&mut bytes);
+    }
+    xxhash_rust::xxh64::xxh64(&bytes, 0)
+}
+
 /// The inputs of a `tar -c`: what the archive's bytes depend on.
 fn inputs(comm: &dyn Comm, o: &Options, of: &Of<'_>) -> Inputs {
-    Inputs::new("tar -c")
+    versioned(Inputs::new("tar -c"))
         .field("the archive", &serde_bytes::Bytes::new(of.archive))
         .field("-C", &serde_bytes::Bytes::new(of.base))
         .field(
@@ -351,6 +490,116 @@ mod tests {
         assert_eq!(at(&Choice::Beside).unwrap(), b"/d/.a.tar.mfu-checkpoint");
         assert_eq!(at(&Choice::At(b"ck".to_vec())).unwrap(), b"/cwd/ck");
         assert_eq!(at(&Choice::Off), None);
+    }
+
+    /// The layout digest sees every field of a header not yet encoded, and the member's
+    /// offset; equal layouts digest equally.
+    #[test]
+    fn the_layout_digest_sees_every_header_field() {
+        use super::super::segment::{Member, Stamp};
+        let header = Header {
+            path: b"d/a b|c".to_vec(),
+            kind: Kind::File,
+            mode: 0o644,
+            uid: 1000,
+            gid: 100,
+            uname: b"alice".to_vec(),
+            gname: b"users".to_vec(),
+            size: 12,
+            mtime: 1_700_000_000,
+            mtime_nsec: 5,
+            link: Vec::new(),
+            dev_major: 0,
+            dev_minor: 0,
+            xattrs: vec![(b"user.k".to_vec(), b"v".to_vec())],
+        };
+        let laid = |h: &Header, at: u64| Laid {
+            at,
+            member: Member {
+                header: HeaderBytes::Lazy {
+                    header: Box::new(h.clone()),
+                    len: 512,
+                },
+                src: b"/s/d/a b|c".to_vec(),
+                size: h.size,
+                stamp: Stamp::default(),
+                inline: true,
+            },
+        };
+        let digest = |h: &Header, at: u64| {
+            steal::local::run(1, |comm| layout_digest(comm, &[laid(h, at)]))[0]
+        };
+        let base = digest(&header, 0);
+        assert_eq!(digest(&header.clone(), 0), base);
+        assert_ne!(digest(&header, 512), base, "offset");
+        type Change = (&'static str, fn(&mut Header));
+        let changes: Vec<Change> = vec![
+            ("path", |h| h.path.push(b'x')),
+            ("kind", |h| h.kind = Kind::Other(b'0')),
+            ("mode", |h| h.mode = 0o600),
+            ("uid", |h| h.uid += 1),
+            ("gid", |h| h.gid += 1),
+            ("uname", |h| h.uname = b"bob".to_vec()),
+            ("gname", |h| h.gname = b"staff".to_vec()),
+            ("size", |h| h.size += 1),
+            ("mtime", |h| h.mtime += 1),
+            ("mtime_nsec", |h| h.mtime_nsec += 1),
+            ("link", |h| h.link = b"t".to_vec()),
+            ("dev_major", |h| h.dev_major = 1),
+            ("dev_minor", |h| h.dev_minor = 1),
+            ("xattr value", |h| h.xattrs[0].1.push(b'2')),
+            ("xattr moved", |h| {
+                // The same bytes split otherwise between name and value.
+                h.xattrs[0] = (b"user.kv".to_vec(), Vec::new())
+            }),
+            ("names moved", |h| {
+                h.uname = b"alic".to_vec();
+                h.gname = b"eusers".to_vec();
+            }),
+        ];
+        for (what, change) in changes {
+            let mut h = header.clone();
+            change(&mut h);
+            assert_ne!(digest(&h, 0), base, "{what}");
+        }
+    }
+
+    /// A checkpoint of the earlier format (no format field; its layout digest taken of the
+    /// encoded headers, which this one's never equals) is not continued, and the notice says
+    /// why, not that the sources changed.
+    #[test]
+    fn a_checkpoint_of_the_earlier_format_starts_over_and_says_why() {
+        use std::os::unix::ffi::OsStrExt;
+        let t = tempfile::tempdir().unwrap();
+        let at = Choice::At(t.path().join("ck").as_os_str().as_bytes().to_vec());
+        let out = t.path().join("a.tar").as_os_str().as_bytes().to_vec();
+        let rest = |i: Inputs| i.field("the archive", &serde_bytes::Bytes::new(&out));
+        let notices = steal::local::run(1, |comm| {
+            let open = |inputs| {
+                let plan = checkpoint::Plan {
+                    output: Some(&out),
+                    inputs,
+                };
+                checkpoint::open(comm, &at, plan).unwrap()
+            };
+            // A run of the earlier format, stopped after a mark.
+            let earlier = open(rest(Inputs::new("tar -c")));
+            let ck = earlier.checkpoint.unwrap();
+            ck.mark(7, &9u64.to_le_bytes());
+            ck.finish(comm, Outcome::Stopped).unwrap();
+            let now = open(rest(versioned(Inputs::new("tar -c"))));
+            assert!(now.prior.is_empty(), "its marks were trusted");
+            now.checkpoint
+                .unwrap()
+                .finish(comm, Outcome::Complete)
+                .unwrap();
+            now.notice.unwrap_or_default()
+        });
+        let n = &notices[0];
+        assert!(
+            n.contains("format of the checkpoint") && n.contains("starting over"),
+            "{n}"
+        );
     }
 
     /// The default stays the core's (whose name for a long archive name fits a file name,
