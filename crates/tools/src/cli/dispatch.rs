@@ -251,18 +251,47 @@ fn main_with(
     };
     // A complete checkpoint stays until the report is out and MPI is left (see
     // `Checkpoint::finish`): a kill before then costs a rerun nothing.
+    remove_checkpoints_at_exit(tool.name());
+    // An earlier run of this process (a library caller's) keeps none past this one's start.
+    for e in crate::engine::checkpoint::remove_completed() {
+        report_error(tool.name(), e);
+    }
     crate::engine::checkpoint::remove_at_exit(true);
     let code = tool.main(sub, &|f| launch(ranks, f));
     crate::engine::checkpoint::remove_at_exit(false);
-    let left = crate::engine::checkpoint::remove_completed();
-    for e in &left {
-        report_error(name, e);
-    }
+    code
+}
+
+/// The tool whose complete checkpoints [`remove_completed_at_exit`] removes (for its errors).
+static EXITING_TOOL: std::sync::Mutex<&str> = std::sync::Mutex::new("");
+
+/// Remove the complete checkpoints of this process's runs when it exits (`atexit`), or when
+/// it starts another run: MPI is finalized at exit too, by a handler registered when MPI
+/// starts, which is after this one, so it runs before this one. Registered once per process.
+fn remove_checkpoints_at_exit(tool: &'static str) {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    *EXITING_TOOL.lock().unwrap_or_else(|p| p.into_inner()) = tool;
+    REGISTERED.call_once(|| {
+        // SAFETY: atexit(3) with a function that takes no arguments and never unwinds.
+        unsafe { libc::atexit(remove_completed_at_exit) };
+    });
+}
+
+/// The `atexit` handler of [`remove_checkpoints_at_exit`]. A checkpoint it cannot remove is
+/// named, and the exit status becomes 1 (`_exit`: the status of `exit` can't be changed
+/// otherwise; Rust's stdout was flushed before `exit` ran the handlers).
+extern "C" fn remove_completed_at_exit() {
+    let left =
+        std::panic::catch_unwind(crate::engine::checkpoint::remove_completed).unwrap_or_default();
     if left.is_empty() {
-        code
-    } else {
-        code.max(Status::ItemsFailed as i32)
+        return;
     }
+    let tool = *EXITING_TOOL.lock().unwrap_or_else(|p| p.into_inner());
+    for e in &left {
+        report_error(tool, e);
+    }
+    // SAFETY: _exit(2) ends the process at once, as intended.
+    unsafe { libc::_exit(Status::ItemsFailed as i32) };
 }
 
 /// `mfu-rs man` and `mfu-rs completions`: their exit code, or `None` for a tool.
