@@ -197,6 +197,8 @@ struct Shared {
     /// The first failure to write marks (later marks are then not written: the run goes on,
     /// a rerun redoes more).
     failed: Mutex<Option<String>>,
+    /// The buffer `pending` takes at the next flush (see [`Shared::flush`]).
+    spare: Mutex<Vec<u8>>,
     /// Removed as soon as the run completes, never at the process's end (see
     /// [`Checkpoint::remove_on_completion`]).
     eager: std::sync::atomic::AtomicBool,
@@ -508,6 +510,7 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
         durables: Mutex::new(Vec::new()),
         done: (Mutex::new(false), Condvar::new()),
         failed: Mutex::new(None),
+        spare: Mutex::new(Vec::new()),
         eager: AtomicBool::new(false),
     });
     let flusher = {
@@ -543,10 +546,29 @@ impl Shared {
     /// time (the log's lock is held throughout), so marks reach the log in order.
     fn flush(&self) -> io::Result<()> {
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        // Two buffers swapped at each flush, each keeping its memory: marks are appended to
+        // pages already touched (a fresh buffer growing to megabytes cost a walk -o several
+        // per cent of its time in copies and page faults).
+        let mut spare = std::mem::take(&mut *self.spare.lock().unwrap_or_else(|p| p.into_inner()));
+        spare.clear();
         let (bytes, count) = {
             let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-            std::mem::take(&mut *pending)
+            let count = std::mem::take(&mut pending.1);
+            (std::mem::replace(&mut pending.0, spare), count)
         };
+        let written = self.write_marks(&mut log, &bytes, count);
+        *self.spare.lock().unwrap_or_else(|p| p.into_inner()) = bytes;
+        written
+    }
+
+    /// [`Shared::flush`]'s work: `count` marks encoded in `bytes` to the log (`log`, opened on
+    /// the first write), after the registered outputs are synced.
+    fn write_marks(
+        &self,
+        log: &mut Option<std::fs::File>,
+        bytes: &[u8],
+        count: u64,
+    ) -> io::Result<()> {
         if count == 0 {
             return Ok(());
         }
@@ -585,7 +607,7 @@ impl Shared {
                 *log = Some(std::fs::File::from(fd));
             }
             let file = log.as_mut().expect("opened above");
-            file.write_all(&bytes)?;
+            file.write_all(bytes)?;
             rustix::fs::fdatasync(file.as_fd())?;
             Ok::<(), io::Error>(())
         })();
