@@ -1,4 +1,4 @@
-//! `cargo xtask bench section resume-all [--quick] [--tools LIST]` (issue 33): how much work a
+//! `cargo xtask bench section resume-all [--quick] [--tools LIST] [--fs tmpfs|disk]` (issue 33): how much work a
 //! tool redoes when it is stopped (kill -9, or SIGTERM as at a job's time limit) and run again
 //! until it completes, and whether the result then equals an uninterrupted run's.
 //!
@@ -55,18 +55,29 @@ pub struct Opts {
     pub quick: bool,
     /// Only these tools (names of [`tools::all`]).
     pub tools: Option<Vec<String>>,
+    /// Only this file system (`tmpfs` or `disk`).
+    pub fs: Option<String>,
 }
 
-/// Parse the section's options (`--quick`, `--tools a,b`).
+/// Parse the section's options (`--quick`, `--tools a,b`, `--fs tmpfs|disk`).
 pub fn parse(args: &[String]) -> Result<Opts> {
     let mut o = Opts {
         quick: false,
         tools: None,
+        fs: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => o.quick = true,
+            "--fs" => {
+                let f = it.next().context("--fs needs tmpfs or disk")?;
+                ensure!(
+                    f == "tmpfs" || f == "disk",
+                    "--fs: tmpfs or disk, not {f:?}"
+                );
+                o.fs = Some(f.clone());
+            }
             "--tools" => {
                 let l = it.next().context("--tools needs a list")?;
                 let names: Vec<String> = l.split(',').map(str::to_string).collect();
@@ -480,6 +491,7 @@ pub fn bench_resume_all(bin: &str, data: &Path, args: &[String]) -> Result<()> {
             dir: data.join("resume-all"),
         });
     }
+    places.retain(|p| opts.fs.as_ref().is_none_or(|f| f == p.name));
     let nps: &[usize] = if opts.quick { &[1] } else { &[1, 2] };
     let points: &[u32] = if opts.quick { &[50] } else { &[25, 50, 75] };
     let signals = [(libc::SIGKILL, "SIGKILL"), (libc::SIGTERM, "SIGTERM")];
@@ -734,11 +746,14 @@ mod tests {
             a(&["--quick", "--tools", "cp,tar-c"]).unwrap(),
             Opts {
                 quick: true,
-                tools: Some(vec!["cp".into(), "tar-c".into()])
+                tools: Some(vec!["cp".into(), "tar-c".into()]),
+                fs: None,
             }
         );
         assert!(a(&["--tools", "cp,nope"]).is_err());
         assert!(a(&["--slow"]).is_err());
+        assert_eq!(a(&["--fs", "disk"]).unwrap().fs.as_deref(), Some("disk"));
+        assert!(a(&["--fs", "nfs"]).is_err());
     }
 
     /// A run a signal reached after its work was done is finished (the rerun loop stops);
