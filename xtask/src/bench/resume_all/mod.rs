@@ -1,6 +1,6 @@
-//! `cargo xtask bench section resume-all [--quick] [--tools LIST] [--fs tmpfs|disk]` (issue
-//! 33): how much work a tool redoes when it is stopped (kill -9, or SIGTERM as at a job's time limit) and run again
-//! until it completes, and whether the result then equals an uninterrupted run's.
+//! `cargo xtask bench section resume-all [--quick] [--tools LIST] [--fs tmpfs|disk]` (issue 33):
+//! how much work a tool redoes when it is stopped (kill -9, or SIGTERM as at a job's time limit)
+//! and run again until it completes, and whether the result then equals an uninterrupted run's.
 //!
 //! For each tool of [`tools::all`] (cp and sync, resumable by rerun, and the tools issue 33
 //! makes resumable), on tmpfs (`/dev/shm`) and on the workspace's disk, at np 1 and under
