@@ -969,6 +969,32 @@ fn a_kill_after_the_report_leaves_a_rerun_nothing_to_compare() {
     }
 }
 
+/// A signal that comes as the run ends (the knob raises the stop flag after the report, as the
+/// process exits) keeps the complete checkpoint: the run says so and exits 1, as an
+/// interrupted run does, and the same command run again compares nothing, gives the same
+/// report and removes it.
+#[test]
+fn a_signal_as_the_run_ends_keeps_its_complete_checkpoint_for_the_rerun() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_pair(dir);
+    let want = cmp_outcome(&resumable_cmp(Tool::new("cmp"), dir, None).run(), dir);
+    let ckpt = dir.join("ckpt");
+    let late = resumable_cmp(Tool::new("cmp"), dir, Some(&ckpt))
+        .env("MFU_RS_TEST_CHECKPOINT_STOP_AT_EXIT", "1")
+        .run();
+    assert_eq!(late.code(), Some(1), "{}", late.stderr_str());
+    late.stderr_contains("interrupted by a signal as the run ended")
+        .stderr_contains("is kept");
+    assert!(has_marks(&ckpt), "the complete checkpoint was removed");
+    let again = resumable_cmp(Tool::new("cmp").ranks(3), dir, Some(&ckpt)).run();
+    again
+        .stderr_contains("continuing from checkpoint")
+        .stderr_contains(": 33 units done by earlier runs");
+    assert_eq!(cmp_outcome(&again, dir), want);
+    assert!(!ckpt.exists(), "the checkpoint outlived the rerun");
+}
+
 /// A checkpoint is trusted only when it is this comparison's: after a source file changed
 /// (its listing differs), with garbage in its files, or made by another tool, the rerun says
 /// it starts over and gives a fresh run's result; a symlink at `--checkpoint` is refused,

@@ -277,10 +277,40 @@ fn remove_checkpoints_at_exit(tool: &'static str) {
     });
 }
 
-/// The `atexit` handler of [`remove_checkpoints_at_exit`]. A checkpoint it cannot remove is
-/// named, and the exit status becomes 1 (`_exit`: the status of `exit` can't be changed
-/// otherwise; Rust's stdout was flushed before `exit` ran the handlers).
+/// The `atexit` handler of [`remove_checkpoints_at_exit`]. After a signal (one that came as
+/// the run ended: a stop before then keeps the checkpoint anyway) the complete checkpoints are
+/// kept, named, and the exit status becomes 1; otherwise they are removed. A checkpoint it
+/// cannot remove is named, and the exit status becomes 1 (`_exit`: the status of `exit`
+/// can't be changed otherwise; Rust's stdout was flushed before `exit` ran the handlers).
 extern "C" fn remove_completed_at_exit() {
+    if std::env::var_os("MFU_RS_TEST_CHECKPOINT_STOP_AT_EXIT").is_some() {
+        // The test knob: a SIGTERM as the process exits, after its report.
+        steal::signals::stop_flag().store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    if steal::signals::stop_flag().load(std::sync::atomic::Ordering::SeqCst) {
+        // A signal came as the run ended (a time limit): the run exits 1, and a launcher
+        // signalled too fails the job, so the same command will run again. Kept whole, the
+        // checkpoint makes that rerun find its work done.
+        let kept =
+            std::panic::catch_unwind(crate::engine::checkpoint::keep_completed).unwrap_or_default();
+        let tool = *EXITING_TOOL.lock().unwrap_or_else(|p| p.into_inner());
+        for path in &kept {
+            report_error(
+                tool,
+                format_args!(
+                    "interrupted by a signal as the run ended: its complete checkpoint {} is \
+                     kept, so that the same command run again finds its work done",
+                    flist::path::display(path)
+                ),
+            );
+        }
+        if !kept.is_empty() {
+            // As every interrupted run: exit 1 (the rerun asked for is cheap).
+            // SAFETY: _exit(2) ends the process at once, as intended.
+            unsafe { libc::_exit(Status::ItemsFailed as i32) };
+        }
+        return;
+    }
     let left =
         std::panic::catch_unwind(crate::engine::checkpoint::remove_completed).unwrap_or_default();
     if left.is_empty() {

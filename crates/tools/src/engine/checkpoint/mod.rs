@@ -810,6 +810,15 @@ pub fn remove_at_exit(on: bool) {
     REMOVE_AT_EXIT.store(on, Ordering::SeqCst);
 }
 
+/// Keep the complete checkpoints [`Checkpoint::finish`] left for the end of the process
+/// (their marks are durable): a rerun finds every unit done. Returns their paths.
+pub fn keep_completed() -> Vec<Vec<u8>> {
+    std::mem::take(&mut *completed())
+        .into_iter()
+        .map(|c| c.path)
+        .collect()
+}
+
 /// Remove the complete checkpoints [`Checkpoint::finish`] left for the end of the process
 /// (see [`remove_at_exit`]). Returns what could not be removed.
 pub fn remove_completed() -> Vec<CheckpointError> {
