@@ -209,13 +209,14 @@ fn xcp_note() -> &'static str {
 /// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz|resume|tar-select|verify]...`.
 pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
-    // Options of resume-all (`--quick`, `--tools LIST`): see `super::resume_all`.
+    // Options of resume-all (`--quick`, `--tools LIST`, `--fs tmpfs|disk`): see
+    // `super::resume_all`.
     let mut resume_all_args: Vec<String> = Vec::new();
     let mut args = args.iter();
     while let Some(a) = args.next() {
         if a.starts_with("--") {
             resume_all_args.push(a.clone());
-            if a == "--tools" {
+            if a == "--tools" || a == "--fs" {
                 resume_all_args.extend(args.next().cloned());
             }
             continue;
