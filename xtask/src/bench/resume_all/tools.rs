@@ -20,6 +20,9 @@ pub enum Input {
     File,
     /// Nothing (filemaker makes its output).
     Nothing,
+    /// A tree `input/tree` of many empty files, 5,000 per unit of scale in 20 directories
+    /// (walk: its work is entries, not bytes).
+    Names,
 }
 
 /// What a tool's result is, and so how a resumed result is compared with the uninterrupted
@@ -106,7 +109,7 @@ pub fn all() -> Vec<Tool> {
         Tool {
             name: "walk-o",
             sub: "walk",
-            input: Input::Tree,
+            input: Input::Names,
             output: Output::List("out/list.mfu"),
             args: |w, _| {
                 let mut a = v(&["walk", "-q", "-o"]);
@@ -281,6 +284,15 @@ pub fn make_input(bin: &str, tool: &Tool, w: &Path, scale: u64) -> Result<()> {
     let tree = input.join("tree");
     match tool.input {
         Input::Nothing => {}
+        Input::Names => {
+            let g = [Group {
+                kind: "names",
+                dirs: 20 * scale as usize,
+                files: 250,
+                bytes: 0,
+            }];
+            write_layout(&tree, &g, 0x4A + scale, Fill::Hex)?;
+        }
         Input::File => {
             let g = [Group {
                 kind: "f",
