@@ -738,7 +738,7 @@ impl Checkpoint {
     /// marked, so the rerun redoes nothing instead of everything.
     pub fn finish(mut self, comm: &dyn Comm, outcome: Outcome) -> Result<(), CheckpointError> {
         self.stop_flusher();
-        let deferred = outcome == Outcome::Complete
+        let mut deferred = outcome == Outcome::Complete
             && REMOVE_AT_EXIT.load(Ordering::SeqCst)
             && !self.shared.eager.load(Ordering::SeqCst);
         let flushed = match outcome {
@@ -751,9 +751,12 @@ impl Checkpoint {
             }),
         };
         let flushed = comm.agree(flushed);
-        if outcome != Outcome::Complete || (deferred && flushed.is_err()) {
+        if outcome != Outcome::Complete {
             return flushed;
         }
+        // A complete run whose last marks could not be written: its checkpoint would not say
+        // the work is done, so it is removed now, as without deferral (the run is not failed).
+        deferred &= flushed.is_ok();
         // Every rank is done writing before rank 0 removes it.
         comm.barrier();
         let removed = match comm.rank() {
