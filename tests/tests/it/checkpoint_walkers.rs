@@ -244,7 +244,6 @@ fn walk_o_reads_again_directories_changed_since_they_were_marked_and_starts_over
 fn walk_o_skips_its_checkpoint_inside_the_tree_and_trusts_no_forged_or_foreign_checkpoint() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tree(tmp.path(), 24);
-    let want = walk_reference(tmp.path(), &root);
     // The list and its checkpoint inside the tree walked: the checkpoint is not listed (the
     // list itself is written after the walk).
     let inner = root.join("d0").join("in tree.mfu");
@@ -269,7 +268,14 @@ fn walk_o_skips_its_checkpoint_inside_the_tree_and_trusts_no_forged_or_foreign_c
             .collect()
     };
     got.retain(|r| !r.0.ends_with(b"in tree.mfu"));
-    assert_eq!(strip(got), strip(want_inner), "no record of the checkpoint");
+    assert_eq!(
+        strip(got),
+        strip(want_inner.clone()),
+        "no record of the checkpoint"
+    );
+    // The walks below list d0 with the time the inner list and checkpoint left it (a list
+    // taken before them was flaky: d0's mtime moved when a second boundary fell between).
+    let want = want_inner;
 
     let out = tmp.path().join("out.mfu");
     let ck = tmp.path().join(".out.mfu.mfu-checkpoint");
