@@ -995,6 +995,28 @@ fn a_signal_as_the_run_ends_keeps_its_complete_checkpoint_for_the_rerun() {
     assert!(!ckpt.exists(), "the checkpoint outlived the rerun");
 }
 
+/// A signal that comes only as the process exits, after the tool returned (what `mpirun` sends
+/// to the ranks still finishing when another rank exits 1, as a `cmp` that found differences
+/// does), does not keep the complete checkpoint nor change the exit status: the work is done.
+#[test]
+fn a_signal_after_the_run_returned_removes_its_complete_checkpoint_as_usual() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    resumable_pair(dir);
+    let want = cmp_outcome(&resumable_cmp(Tool::new("cmp"), dir, None).run(), dir);
+    let ckpt = dir.join("ckpt");
+    let run = resumable_cmp(Tool::new("cmp"), dir, Some(&ckpt))
+        .env("MFU_RS_TEST_CHECKPOINT_STOP_IN_EXIT", "1")
+        .run();
+    assert!(
+        !run.stderr_str().contains("interrupted"),
+        "{}",
+        run.stderr_str()
+    );
+    assert_eq!(cmp_outcome(&run, dir), want);
+    assert!(!ckpt.exists(), "the complete checkpoint was kept");
+}
+
 /// A checkpoint is trusted only when it is this comparison's: after a source file changed
 /// (its listing differs), with garbage in its files, or made by another tool, the rerun says
 /// it starts over and gives a fresh run's result; a symlink at `--checkpoint` is refused,

@@ -259,8 +259,23 @@ fn main_with(
     crate::engine::checkpoint::remove_at_exit(true);
     let code = tool.main(sub, &|f| launch(ranks, f));
     crate::engine::checkpoint::remove_at_exit(false);
+    if std::env::var_os("MFU_RS_TEST_CHECKPOINT_STOP_AT_EXIT").is_some() {
+        // The test knob: a SIGTERM as the run ends, after its report.
+        steal::signals::stop_flag().store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    // A signal during the run, its last phase included. One that comes later, as the process
+    // exits, is not a time limit's reason to run again: `mpirun` sends one to every rank still
+    // finishing when another rank exits with a non-zero status (a `cmp` that found
+    // differences), and the work is done.
+    SIGNALLED_IN_RUN.store(
+        steal::signals::stop_flag().load(std::sync::atomic::Ordering::SeqCst),
+        std::sync::atomic::Ordering::SeqCst,
+    );
     code
 }
+
+/// A stop signal came before the tool returned (see [`remove_completed_at_exit`]).
+static SIGNALLED_IN_RUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The tool whose complete checkpoints [`remove_completed_at_exit`] removes (for its errors).
 static EXITING_TOOL: std::sync::Mutex<&str> = std::sync::Mutex::new("");
@@ -277,17 +292,18 @@ fn remove_checkpoints_at_exit(tool: &'static str) {
     });
 }
 
-/// The `atexit` handler of [`remove_checkpoints_at_exit`]. After a signal (one that came as
-/// the run ended: a stop before then keeps the checkpoint anyway) the complete checkpoints are
-/// kept, named, and the exit status becomes 1; otherwise they are removed. A checkpoint it
+/// The `atexit` handler of [`remove_checkpoints_at_exit`]. After a signal that came as the run
+/// ended (before the tool returned: a stop before then keeps the checkpoint anyway) the
+/// complete checkpoints are kept, named, and the exit status becomes 1; otherwise they are
+/// removed. A checkpoint it
 /// cannot remove is named, and the exit status becomes 1 (`_exit`: the status of `exit`
 /// can't be changed otherwise; Rust's stdout was flushed before `exit` ran the handlers).
 extern "C" fn remove_completed_at_exit() {
-    if std::env::var_os("MFU_RS_TEST_CHECKPOINT_STOP_AT_EXIT").is_some() {
-        // The test knob: a SIGTERM as the process exits, after its report.
+    if std::env::var_os("MFU_RS_TEST_CHECKPOINT_STOP_IN_EXIT").is_some() {
+        // The test knob: a SIGTERM as the process exits (what `mpirun` sends).
         steal::signals::stop_flag().store(true, std::sync::atomic::Ordering::SeqCst);
     }
-    if steal::signals::stop_flag().load(std::sync::atomic::Ordering::SeqCst) {
+    if SIGNALLED_IN_RUN.load(std::sync::atomic::Ordering::SeqCst) {
         // A signal came as the run ended (a time limit): the run exits 1, and a launcher
         // signalled too fails the job, so the same command will run again. Kept whole, the
         // checkpoint makes that rerun find its work done.
