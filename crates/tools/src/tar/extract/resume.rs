@@ -7,13 +7,15 @@
 //!   bytes, for the report). A rerun skips it. Directories are never marked: their metadata is
 //!   set at the end of every run (the entries a rerun makes change their times).
 //! - [`Tag::Created`]: the file was created at its size for its data to be written in ranges
-//!   (payload: its device and inode, and the generation of the run that created it).
+//!   (payload: its device and inode, its birth time, and the generation of the run that
+//!   created it).
 //! - [`Tag::Range`]: `len` bytes at offset `at` of the file landed (payload: the generation of
 //!   the file they were written into). A rerun writes only what the ranges of the file's
 //!   generation do not cover, whatever the rank count (no grid to agree on).
 //!
 //! A partial file is continued only when the file at its name (opened beneath the target with
-//! `O_NOFOLLOW`, as extraction opens it) is a regular file with the recorded device and inode,
+//! `O_NOFOLLOW`, as extraction opens it) is a regular file with the recorded device, inode and
+//! birth time (a file removed and made again by someone else can get the inode number back),
 //! one link, the entry's size, and not the archive's mtime (a file with incomplete data never
 //! carries it). Anything else is extracted from scratch, under a new generation: the ranges of
 //! the old one no longer count, even if the new file gets the old inode number back.
@@ -28,7 +30,7 @@ use crate::engine::context::Error;
 use crate::tar::archive::Archive;
 use crate::tar::Options;
 use flist::path::display;
-use rustix::fd::OwnedFd;
+use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -82,6 +84,18 @@ pub(super) struct Created {
     pub id: (u64, u64),
     /// The generation its ranges were marked with.
     pub gen: u64,
+    /// When the file came to be (its birth time, or its change time where the file system
+    /// keeps none): a file removed and made again can get the same inode number back, never
+    /// the same birth time.
+    pub born: (u64, u64, u64),
+}
+
+/// [`Created::born`] of a stamp: (1 = birth time, 2 = change time, seconds, nanoseconds).
+fn born_words(s: &flist::atomic::Stamp) -> (u64, u64, u64) {
+    match s.born {
+        flist::atomic::Born::Birth(sec, ns) => (1, sec as u64, u64::from(ns)),
+        flist::atomic::Born::Change(sec, ns) => (2, sec as u64, u64::from(ns)),
+    }
 }
 
 /// What earlier runs finished, by entry (header offset), the same on every rank.
@@ -110,11 +124,12 @@ impl Earlier {
                     }
                 }
                 Some(t) if t == Tag::Created as u8 => {
-                    if let Some(w) = words(p, Tag::Created, 4) {
+                    if let Some(w) = words(p, Tag::Created, 7) {
                         if key(Tag::Created, w[0], 0) == k {
                             let c = Created {
                                 id: (w[1], w[2]),
                                 gen: w[3],
+                                born: (w[4], w[5], w[6]),
                             };
                             e.created.insert(w[0], c);
                         }
@@ -157,8 +172,10 @@ impl Earlier {
         )
         .ok()?;
         let st = rustix::fs::fstat(&fd).ok()?;
+        let stamp = flist::atomic::Stamp::of(fd.as_fd()).ok()?;
         let ok = st.st_mode & libc::S_IFMT == libc::S_IFREG
             && (st.st_dev, st.st_ino) == c.id
+            && born_words(&stamp) == c.born
             && st.st_nlink == 1
             && st.st_size as u64 == item.size
             && (st.st_mtime, st.st_mtime_nsec as i64) != (item.mtime, i64::from(item.mtime_nsec))
@@ -231,8 +248,10 @@ impl Resume {
     /// The file of entry `start` was created (open as `fd`) for its data to come in ranges.
     pub fn created(&self, start: u64, fd: &OwnedFd) {
         if let Some(c) = &self.checkpoint {
-            if let Ok(st) = rustix::fs::fstat(fd) {
-                let p = payload(Tag::Created, &[start, st.st_dev, st.st_ino, self.gen]);
+            if let Ok(stamp) = flist::atomic::Stamp::of(fd.as_fd()) {
+                let (dev, ino) = stamp.id;
+                let (kind, sec, ns) = born_words(&stamp);
+                let p = payload(Tag::Created, &[start, dev, ino, self.gen, kind, sec, ns]);
                 c.mark(key(Tag::Created, start, 0), &p);
             }
         }
