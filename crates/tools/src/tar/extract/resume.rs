@@ -482,6 +482,47 @@ mod tests {
         assert_eq!(e.uncovered(8, 1, (3, 4)), (vec![(3, 4)], 0));
     }
 
+    /// A file at the recorded name, device and inode, but born at another time (removed and
+    /// made again: the inode number came back) is not continued; the file itself is.
+    #[test]
+    fn a_partial_file_is_continued_only_with_its_recorded_birth() {
+        use std::os::unix::ffi::OsStrExt;
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("f");
+        std::fs::write(&path, vec![0u8; 100]).unwrap();
+        let fd = rustix::fs::open(&path, OFlags::RDONLY, Mode::empty()).unwrap();
+        let stamp = flist::atomic::Stamp::of(fd.as_fd()).unwrap();
+        let target = Target::open(t.path().as_os_str().as_bytes()).unwrap();
+        let item = Item {
+            rel: b"f",
+            start: 512,
+            data: 1024,
+            size: 100,
+            mtime: 1_000_000_000,
+            mtime_nsec: 0,
+            uid: 0,
+            gid: 0,
+            mode: 0o644,
+            kind: crate::tar::format::Kind::File,
+            own: true,
+            link: b"",
+            xattrs: &[],
+            sparse: None,
+            dev_major: 0,
+            dev_minor: 0,
+        };
+        let record = |born: (u64, u64, u64)| {
+            let (dev, ino) = stamp.id;
+            let p = payload(Tag::Created, &[512, dev, ino, 9, born.0, born.1, born.2]);
+            let marks = [(key(Tag::Created, 512, 0), p)];
+            Earlier::of(marks.iter().map(|(k, p)| (*k, &p[..])))
+        };
+        let born = born_words(&stamp);
+        assert!(record(born).reusable(&target, &item).is_some());
+        let other = (born.0, born.1, born.2 ^ 1);
+        assert_eq!(record(other).reusable(&target, &item), None);
+    }
+
     #[test]
     fn marks_whose_payload_is_not_of_their_key_are_not_trusted() {
         let good = (key(Tag::Done, 512, 0), payload(Tag::Done, &[512, 9]));
