@@ -108,7 +108,9 @@ pub mod unstable {
     pub mod cli {
         /// The multi-call command line.
         pub mod dispatch {
-            pub use crate::cli::dispatch::{command, exec_mpi_binary, main_without_mpi, TOOLS};
+            pub use crate::cli::dispatch::{
+                command, exec_mpi_binary, main_without_mpi, remove_at_exit_in_binaries, TOOLS,
+            };
         }
         /// A tool on the command line.
         pub mod tool {

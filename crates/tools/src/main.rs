@@ -10,6 +10,7 @@ fn main() {
     if steal::launch::launched() {
         std::process::exit(mfu::unstable::cli::dispatch::exec_mpi_binary());
     }
+    mfu::unstable::cli::dispatch::remove_at_exit_in_binaries();
     std::process::exit(mfu::unstable::cli::dispatch::main_without_mpi(
         std::env::args_os().collect(),
     ));

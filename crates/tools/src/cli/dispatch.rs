@@ -249,9 +249,13 @@ fn main_with(
     let Some(tool) = TOOLS.iter().find(|t| t.name() == name) else {
         return Status::Usage as i32;
     };
-    // A complete checkpoint stays until the report is out and MPI is left (see
-    // `Checkpoint::finish`): a kill before then costs a rerun nothing.
-    remove_checkpoints_at_exit(tool.name());
+    // In the binaries, a complete checkpoint stays until the report is out and MPI is left
+    // (see `Checkpoint::finish`): a kill before then costs a rerun nothing. A library caller
+    // gets it removed as this returns.
+    let at_exit = AT_EXIT.load(std::sync::atomic::Ordering::SeqCst);
+    if at_exit {
+        remove_checkpoints_at_exit(tool.name());
+    }
     // An earlier run of this process (a library caller's) keeps none past this one's start.
     for e in crate::engine::checkpoint::remove_completed() {
         report_error(tool.name(), e);
@@ -271,7 +275,28 @@ fn main_with(
         steal::signals::stop_flag().load(std::sync::atomic::Ordering::SeqCst),
         std::sync::atomic::Ordering::SeqCst,
     );
-    code
+    if at_exit {
+        return code;
+    }
+    let left = crate::engine::checkpoint::remove_completed();
+    for e in &left {
+        report_error(tool.name(), e);
+    }
+    if left.is_empty() {
+        code
+    } else {
+        code.max(Status::ItemsFailed as i32)
+    }
+}
+
+/// Set by the binaries (see [`remove_at_exit_in_binaries`]).
+static AT_EXIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// What the `mfu-rs` binaries call first: the complete checkpoints of their runs are removed as
+/// the process exits, after MPI's finalize, not as the run returns (what a library caller of
+/// [`main_with_args`] gets, whose temporary directories may be gone by its exit).
+pub fn remove_at_exit_in_binaries() {
+    AT_EXIT.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// A stop signal came before the tool returned (see [`remove_completed_at_exit`]).
