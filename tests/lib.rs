@@ -783,6 +783,42 @@ pub fn spawn(cmd: &mut Command) -> std::process::Child {
     }
 }
 
+/// Whether process `pid` has exited but is not reaped yet (state Z in `/proc`).
+pub fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| s.contains("State:\tZ"))
+}
+
+/// Start `cmd`, wait until `started_work` says it has begun (a temporary is there), SIGKILL it
+/// and wait until it is a zombie: dead, and left unreaped (as a killed `mpirun`'s rank is until
+/// init reaps it) until the caller waits for the returned child. Panics after 60 s.
+pub fn kill_leaving_a_zombie(
+    cmd: &mut Command,
+    started_work: impl Fn() -> bool,
+) -> std::process::Child {
+    use std::time::{Duration, Instant};
+    let mut child = spawn(cmd);
+    let started = Instant::now();
+    while !started_work() {
+        assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "did not start its work"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let pid = child.id();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    while !is_zombie(pid) {
+        assert!(started.elapsed() < Duration::from_secs(60), "not dead");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child
+}
+
 /// The output of a finished [`Tool`] run (it dereferences to [`Output`]).
 #[derive(Debug)]
 pub struct Run {

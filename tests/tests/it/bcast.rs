@@ -723,10 +723,6 @@ fn fake_nodes_each_continue_their_own_copy() {
 #[test]
 fn a_killed_run_not_yet_reaped_leaves_no_temporary_after_the_rerun() {
     use std::process::Stdio;
-    use std::time::{Duration, Instant};
-    let zombie = |pid: u32| {
-        fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| s.contains("State:\tZ"))
-    };
     for rerun in [Launch::One, Launch::Mpi(2)] {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state");
@@ -741,28 +737,14 @@ fn a_killed_run_not_yet_reaped_leaves_no_temporary_after_the_rerun() {
             .env("MFU_RS_TEST_CHECKPOINT_SLOW_MS", "300")
             .command();
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
-        let mut child = mfu_tests::spawn(&mut cmd);
-        let started = Instant::now();
-        while temporaries(&local, "dest").is_empty() {
-            assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
-            assert!(started.elapsed() < Duration::from_secs(60), "no temporary");
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        let mut child =
+            mfu_tests::kill_leaving_a_zombie(&mut cmd, || !temporaries(&local, "dest").is_empty());
         let pid = child.id();
-        rustix::process::kill_process(
-            rustix::process::Pid::from_raw(pid as i32).unwrap(),
-            rustix::process::Signal::KILL,
-        )
-        .unwrap();
-        while !zombie(pid) {
-            assert!(started.elapsed() < Duration::from_secs(60), "not dead");
-            std::thread::sleep(Duration::from_millis(2));
-        }
         let left = temporaries(&local, "dest");
         assert_eq!(left.len(), 1, "{rerun:?}: the killed run's temporary");
         assert!(left[0].ends_with(&format!(".{pid}.mfu-tmp")), "{left:?}");
         let again = bcast_at(rerun, &state, &src, &dest).run().assert_status(0);
-        let still = zombie(pid);
+        let still = mfu_tests::is_zombie(pid);
         child.wait().unwrap();
         assert!(
             still,

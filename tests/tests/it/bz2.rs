@@ -1063,11 +1063,6 @@ fn a_symlink_at_the_checkpoint_name_is_not_followed() {
     assert_eq!(names(&elsewhere), Vec::<String>::new());
 }
 
-/// Whether process `pid` has exited and waits to be reaped (a zombie).
-fn is_zombie(pid: u32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| s.contains("State:\tZ"))
-}
-
 /// Defect (torture bz2-kill, seeds 950393, 950881, 951132): a rank of an `mpirun` killed with
 /// -9 is a zombie until init reaps it, which may be seconds later; kill(2) still finds a
 /// zombie, so the rerun took its temporary for a live run's, finished, and left it behind for
@@ -1092,28 +1087,15 @@ fn a_killed_run_not_yet_reaped_leaves_no_temporary_after_the_rerun() {
             .env("MFU_RS_TEST_CHECKPOINT_SLOW_MS", "300")
             .command();
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
-        let mut child = mfu_tests::spawn(&mut cmd);
-        let started = std::time::Instant::now();
-        while temporaries(dir.path(), "f.bz2").is_empty() {
-            assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
-            assert!(started.elapsed() < Duration::from_secs(60), "no temporary");
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        let mut child = mfu_tests::kill_leaving_a_zombie(&mut cmd, || {
+            !temporaries(dir.path(), "f.bz2").is_empty()
+        });
         let pid = child.id();
-        rustix::process::kill_process(
-            rustix::process::Pid::from_raw(pid as i32).unwrap(),
-            rustix::process::Signal::KILL,
-        )
-        .unwrap();
-        while !is_zombie(pid) {
-            assert!(started.elapsed() < Duration::from_secs(60), "not dead");
-            std::thread::sleep(Duration::from_millis(2));
-        }
         let left = temporaries(dir.path(), "f.bz2");
         assert_eq!(left.len(), 1, "{rerun:?}: the killed run's temporary");
         assert!(left[0].ends_with(&format!(".{pid}.mfu-tmp")), "{left:?}");
         let again = bz2_at(rerun, &words).run().assert_status(0);
-        let zombie = is_zombie(pid);
+        let zombie = mfu_tests::is_zombie(pid);
         child.wait().unwrap();
         assert!(
             zombie,

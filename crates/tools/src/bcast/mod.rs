@@ -311,12 +311,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     }
     let mut checkpoint_failed = false;
     if let Some(c) = ck {
-        let outcome = if keep {
-            Outcome::Stopped
-        } else {
-            Outcome::Complete
-        };
-        checkpoint_failed = !c.finish_told(comm, context, outcome);
+        checkpoint_failed = !c.finish_told(comm, context, Outcome::of_stop(keep));
     }
     let node_reports = nodes
         .ranks

@@ -347,7 +347,9 @@ pub fn run(comm: &dyn Comm, options: &Options, file: &[u8], dir: &[u8]) -> Resul
         }
     }
     let checkpoint_failed = match opened {
-        Some((Some(cp), _)) => !super::finish(comm, context, cp, interrupted),
+        Some((Some(cp), _)) => {
+            !cp.finish_told(comm, context, checkpoint::Outcome::of_stop(interrupted))
+        }
         _ => false,
     };
     let stopped = interrupted.then(|| Stopped {

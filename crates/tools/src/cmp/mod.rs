@@ -408,7 +408,8 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     report.expressions = expressions;
     report.detail = context.verbose.then_some(detail);
     if let Some((Some(c), _)) = opened {
-        report.checkpoint_failed = !finish(comm, context, c, report.interrupted);
+        report.checkpoint_failed =
+            !c.finish_told(comm, context, Outcome::of_stop(report.interrupted));
     }
     report.seconds = started.elapsed().as_secs_f64();
     report.failures = context.failures();
@@ -458,25 +459,6 @@ fn open_checkpoint(
     .map_err(Error::new)?;
     opened.tell(comm, context);
     Ok(Some((opened.checkpoint, opened.prior)))
-}
-
-/// End the run's checkpoint: kept for a rerun when `stopped`, removed otherwise. False when
-/// that failed (rank 0 names it). Collective.
-fn finish(comm: &dyn Comm, context: &Context, c: Checkpoint, stopped: bool) -> bool {
-    let outcome = if stopped {
-        Outcome::Stopped
-    } else {
-        Outcome::Complete
-    };
-    match c.finish(comm, outcome) {
-        Ok(()) => true,
-        Err(e) => {
-            if comm.rank() == 0 {
-                context.error(e);
-            }
-            false
-        }
-    }
 }
 
 /// Walk `src` and `dest` and bring every record to the rank owning its relative path. Walk

@@ -243,17 +243,8 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     report.stopped = stopped.filter(|_| report.interrupted);
     write(comm, options, &redundant, &mut report);
     if let Some((Some(c), _)) = opened {
-        let outcome = if report.interrupted {
-            Outcome::Stopped
-        } else {
-            Outcome::Complete
-        };
-        if let Err(e) = c.finish(comm, outcome) {
-            if comm.rank() == 0 {
-                context.error(e);
-            }
-            report.checkpoint_failed = true;
-        }
+        report.checkpoint_failed =
+            !c.finish_told(comm, context, Outcome::of_stop(report.interrupted));
     }
 
     comm.allreduce(&mut counts, ReduceOp::Sum);

@@ -212,12 +212,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let resumable = made.interrupted && checkpoint.is_some();
     let mut checkpoint_failed = false;
     if let Some(c) = checkpoint {
-        let outcome = if made.interrupted {
-            Outcome::Stopped
-        } else {
-            Outcome::Complete
-        };
-        checkpoint_failed = !c.finish_told(comm, context, outcome);
+        checkpoint_failed = !c.finish_told(comm, context, Outcome::of_stop(made.interrupted));
     }
     for e in &made.errors {
         context.error(e);

@@ -257,10 +257,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         } else {
             Outcome::Complete
         };
-        if let Err(e) = c.finish(comm, outcome) {
-            if comm.rank() == 0 {
-                context.error(e);
-            }
+        if !c.finish_told(comm, context, outcome) {
             report.list_failed = true;
         }
     }

@@ -481,20 +481,7 @@ fn finish(
     let Some(c) = opened.and_then(|o| o.checkpoint) else {
         return false;
     };
-    let outcome = if interrupted {
-        Outcome::Stopped
-    } else {
-        Outcome::Complete
-    };
-    match c.finish(comm, outcome) {
-        Ok(()) => false,
-        Err(e) => {
-            if comm.rank() == 0 {
-                context.error(e);
-            }
-            true
-        }
-    }
+    !c.finish_told(comm, context, Outcome::of_stop(interrupted))
 }
 
 /// A rank's counts of what it rendered.

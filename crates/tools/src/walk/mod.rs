@@ -210,10 +210,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         } else {
             Outcome::Complete
         };
-        if let Err(e) = c.finish(comm, outcome) {
-            if comm.rank() == 0 {
-                options.context.error(e);
-            }
+        if !c.finish_told(comm, &options.context, outcome) {
             report.walk_errors += 1;
         }
     }

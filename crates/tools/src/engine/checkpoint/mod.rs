@@ -100,6 +100,17 @@ pub enum Outcome {
     Failed,
 }
 
+impl Outcome {
+    /// The outcome of a run that went to its end, or that a signal `stopped`.
+    pub fn of_stop(stopped: bool) -> Outcome {
+        if stopped {
+            Outcome::Stopped
+        } else {
+            Outcome::Complete
+        }
+    }
+}
+
 /// Output data that must be durable before any mark is written.
 #[derive(Debug, Clone)]
 pub enum Durable {
@@ -201,7 +212,7 @@ struct Shared {
     spare: Mutex<Vec<u8>>,
     /// Removed as soon as the run completes, never at the process's end (see
     /// [`Checkpoint::remove_on_completion`]).
-    eager: std::sync::atomic::AtomicBool,
+    eager: AtomicBool,
 }
 
 /// What rank 0 decided, for every rank.
@@ -221,6 +232,18 @@ struct Decision {
 /// `$XDG_STATE_HOME/mfu-rs/checkpoints` (`~/.local/state/...` without it), created (mode 0700)
 /// if missing. A tool that walks a tree leaves it out of the walk.
 pub fn state_dir() -> Result<std::path::PathBuf, String> {
+    let dir = state_dir_path()?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| format!("create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Where [`state_dir`] is, not created (a tool that must not create it in its target looks
+/// first).
+pub fn state_dir_path() -> Result<std::path::PathBuf, String> {
     let state = std::env::var_os("XDG_STATE_HOME")
         .filter(|s| !s.is_empty())
         .map(std::path::PathBuf::from)
@@ -230,13 +253,7 @@ pub fn state_dir() -> Result<std::path::PathBuf, String> {
                 .map(|h| std::path::PathBuf::from(h).join(".local/state"))
         })
         .ok_or("neither XDG_STATE_HOME nor HOME is set")?;
-    let dir = state.join("mfu-rs").join("checkpoints");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .map_err(|e| format!("create {}: {e}", dir.display()))?;
-    Ok(dir)
+    Ok(state.join("mfu-rs").join("checkpoints"))
 }
 
 /// The directory that holds the checkpoints `choice` names, normalised against `cwd`: the
@@ -319,7 +336,7 @@ pub(crate) fn beside_name(base: &[u8]) -> Vec<u8> {
 }
 
 /// A random 64-bit value (std's per-process random hash keys).
-fn random() -> u64 {
+pub fn random() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(

@@ -1025,14 +1025,14 @@ pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Rep
         },
         now: ledger.written(),
     };
-    let report = finish(comm, o, base, started, plan, w, ended);
-    let outcome = match report.stopped {
-        Some(_) => checkpoint::Outcome::Stopped,
-        None => checkpoint::Outcome::Complete,
-    };
+    let mut report = finish(comm, o, base, started, plan, w, ended);
     if let Some(ck) = resumed.checkpoint {
-        ck.finish(comm, outcome)
-            .map_err(|e| Error::new(e.to_string()))?;
+        // The archive is whole: a checkpoint not removed (or not kept) is a failure named
+        // with the report (exit 1), not a run without one.
+        let outcome = checkpoint::Outcome::of_stop(report.stopped.is_some());
+        if !ck.finish_told(comm, &o.context, outcome) {
+            report.failed += 1;
+        }
     }
     Ok(report)
 }

@@ -326,7 +326,8 @@ pub(super) fn open(
     // system (a copy of a whole archive is not a rename).
     let same_fs = comm.bcast_with(0, || same_file_system(ck.dir(), of.archive));
     if let Err(why) = same_fs {
-        let _ = ck.finish(comm, Outcome::Complete);
+        // The run is refused anyway; a checkpoint that cannot be removed is told too.
+        ck.finish_told(comm, &o.context, Outcome::Complete);
         return Err(Error::new(why));
     }
     let recorded = opened.prior.payload(PLAN).and_then(Recorded::decode);

@@ -273,20 +273,7 @@ impl Resume {
         let Some(c) = self.checkpoint.take() else {
             return true;
         };
-        let outcome = if stopped {
-            Outcome::Stopped
-        } else {
-            Outcome::Complete
-        };
-        match c.finish(comm, outcome) {
-            Ok(()) => true,
-            Err(e) => {
-                if comm.rank() == 0 {
-                    o.context.error(e);
-                }
-                false
-            }
-        }
+        c.finish_told(comm, &o.context, Outcome::of_stop(stopped))
     }
 }
 
@@ -438,30 +425,14 @@ pub(super) fn open(
 /// in the target, nothing is made there.
 fn default_dir() -> Option<Vec<u8>> {
     use std::os::unix::ffi::OsStrExt;
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .filter(|s| !s.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(|h| std::path::PathBuf::from(h).join(".local/state"))
-        })?;
-    let dir = state.join("mfu-rs").join("checkpoints");
+    let dir = checkpoint::state_dir_path().ok()?;
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
     Some(flist::path::normalize(dir.as_os_str().as_bytes(), &cwd))
 }
 
 /// A generation number for this run (never 0).
 fn random_gen() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.write_u32(std::process::id());
-    h.finish().max(1)
+    checkpoint::random().max(1)
 }
 
 #[cfg(test)]
