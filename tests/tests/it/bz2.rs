@@ -1029,6 +1029,37 @@ fn a_complete_run_leaves_no_checkpoint_even_if_killed_at_its_end() {
     assert_eq!(temporaries(dir.path(), "f.bz2"), Vec::<String>::new());
 }
 
+/// A kill after the rename, before the checkpoint's removal, leaves a whole output and the
+/// checkpoint of a complete run: the same command forced (the output exists) does not trust
+/// it, makes the same output and leaves nothing behind.
+#[test]
+fn a_kill_between_the_rename_and_the_checkpoint_removal_leaves_nothing_a_forced_rerun_trusts() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    let content = data(230_001);
+    fs::write(&file, &content).unwrap();
+    let args = ["-z", "-k", "-b", "1", "--stream-bytes", STREAM];
+    let mut words = args.to_vec();
+    words.push(s(&file));
+    let killed = bz2_at(Launch::One, &words)
+        .env("MFU_RS_TEST_CHECKPOINT_DIE_BEFORE_REMOVAL", "1")
+        .run();
+    assert_eq!(killed.code(), None, "killed: {}", killed.stderr_str());
+    let want = uninterrupted(&content, &args, ".bz2", "f");
+    let output = with_ext(&file, ".bz2");
+    assert_eq!(fs::read(&output).unwrap(), want, "whole at its name");
+    assert!(
+        checkpoint_of(&output).exists(),
+        "the knob kills before the removal"
+    );
+    let mut forced = vec!["-f"];
+    forced.extend(&words);
+    bz2_at(Launch::One, &forced).run().assert_status(0);
+    assert_eq!(fs::read(&output).unwrap(), want);
+    assert!(!checkpoint_of(&output).exists());
+    assert_eq!(temporaries(dir.path(), "f.bz2"), Vec::<String>::new());
+}
+
 /// A symlink at the checkpoint's name is never followed: the run goes on without it, and what
 /// it points to is untouched.
 #[test]

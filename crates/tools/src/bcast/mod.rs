@@ -279,6 +279,10 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     for (rank, o) in outcomes.iter().enumerate() {
         node_failed[nodes.node_of[rank]] |= o.2.is_some();
     }
+    // The checkpoint goes right after the rename (see [`Checkpoint::stop_flushing`]).
+    if let Some(c) = &ck {
+        c.stop_flushing();
+    }
     let mut finish_error = None;
     if nodes.is_leader(me) && setup.planned_dir.is_some() {
         finish_error = finish(

@@ -401,6 +401,10 @@ fn work(
         }
         return Err(Halt::Failed);
     }
+    // The checkpoint goes right after the rename (see [`Checkpoint::stop_flushing`]).
+    if let Some(c) = &checkpoint {
+        c.stop_flushing();
+    }
     // Rank 0 finishes and tells every rank how it went, with its counts (the only ones of a
     // serial decompression).
     let finished: Option<(u64, String)> = if let (0, Some(meta)) = (comm.rank(), meta) {

@@ -178,7 +178,10 @@ static MARKS_MADE: AtomicU64 = AtomicU64::new(0);
 /// A run's open checkpoint (one per rank). Marks may come from any thread.
 pub struct Checkpoint {
     shared: Arc<Shared>,
-    flusher: Option<std::thread::JoinHandle<()>>,
+    /// Taken by the first of [`Checkpoint::stop_flushing`] and [`Checkpoint::finish`].
+    flusher: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// [`Checkpoint::finish`] ran: nothing is left for [`Drop`] to flush.
+    ended: bool,
 }
 
 impl std::fmt::Debug for Checkpoint {
@@ -538,7 +541,11 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
             .ok()
     };
     Ok(Opened {
-        checkpoint: Some(Checkpoint { shared, flusher }),
+        checkpoint: Some(Checkpoint {
+            shared,
+            flusher: Mutex::new(flusher),
+            ended: false,
+        }),
         prior: d.prior,
         notice: d.notice,
     })
@@ -706,13 +713,28 @@ impl Checkpoint {
         self.shared.flush()
     }
 
-    fn stop_flusher(&mut self) {
+    fn stop_flusher(&self) {
         let (lock, wake) = &self.shared.done;
         *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
         wake.notify_all();
-        if let Some(t) = self.flusher.take() {
+        let flusher = self
+            .flusher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(t) = flusher {
             let _ = t.join();
         }
+    }
+
+    /// No more flushes on the schedule (marks made from now on are written by
+    /// [`Checkpoint::flush`], [`Checkpoint::finish`] or the drop). Called before a run
+    /// publishes its output (a rename) on a checkpoint removed on completion: the removal then
+    /// follows the rename at once instead of waiting for a flush in progress (a sync of the
+    /// file system, milliseconds), the window in which a kill leaves the checkpoint of a
+    /// complete run behind.
+    pub fn stop_flushing(&self) {
+        self.stop_flusher();
     }
 
     /// The run's completion publishes an output that a rerun would refuse or make again (an
@@ -755,6 +777,7 @@ impl Checkpoint {
     /// marked, so the rerun redoes nothing instead of everything.
     pub fn finish(mut self, comm: &dyn Comm, outcome: Outcome) -> Result<(), CheckpointError> {
         self.stop_flusher();
+        self.ended = true;
         let mut deferred = outcome == Outcome::Complete
             && REMOVE_AT_EXIT.load(Ordering::SeqCst)
             && !self.shared.eager.load(Ordering::SeqCst);
@@ -798,7 +821,17 @@ impl Checkpoint {
                     _ => store::remove(&self.shared.path, self.shared.dir.as_fd()),
                 }
             }
-            0 => store::remove(&self.shared.path, self.shared.dir.as_fd()),
+            0 => {
+                if knob("MFU_RS_TEST_CHECKPOINT_DIE_BEFORE_REMOVAL").is_some() {
+                    // The test knob: a kill -9 after the run published its output, before
+                    // the checkpoint's removal.
+                    let _ = rustix::process::kill_process(
+                        rustix::process::getpid(),
+                        rustix::process::Signal::KILL,
+                    );
+                }
+                store::remove(&self.shared.path, self.shared.dir.as_fd())
+            }
             _ => Ok(()),
         };
         comm.agree(removed)
@@ -857,7 +890,7 @@ impl Drop for Checkpoint {
     /// A run that ended without [`Checkpoint::finish`] (an early return, a panic) keeps the
     /// checkpoint and its marks: they never precede their data.
     fn drop(&mut self) {
-        if self.flusher.is_some() {
+        if !self.ended {
             self.stop_flusher();
             let _ = self.shared.flush();
         }

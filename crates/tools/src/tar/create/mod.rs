@@ -1025,6 +1025,10 @@ pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Rep
         },
         now: ledger.written(),
     };
+    // The checkpoint goes right after the rename (see [`Checkpoint::stop_flushing`]).
+    if let Some(ck) = &resumed.checkpoint {
+        ck.stop_flushing();
+    }
     let mut report = finish(comm, o, base, started, plan, w, ended);
     if let Some(ck) = resumed.checkpoint {
         // The archive is whole: a checkpoint not removed (or not kept) is a failure named
