@@ -43,8 +43,9 @@ use tools::Tool;
 pub const MAX_RUNS: usize = 8;
 /// Time a run has to end after SIGTERM before it is killed (a time limit's `KillWait` is 30 s).
 const TERM_GRACE: Duration = Duration::from_secs(30);
-/// What an uninterrupted run at np 1 should take after calibration (s).
-const AIM_SECS: f64 = 3.0;
+/// What an uninterrupted run at np 1 should take after calibration (s), unless the tool asks
+/// otherwise ([`tools::Tool::aim_secs`]).
+pub const AIM_SECS: f64 = 3.0;
 /// Largest input scale (about 14 MiB of tree per unit).
 const MAX_SCALE: u64 = 96;
 
@@ -610,10 +611,10 @@ fn bench_tool(
         for _ in 0..3 {
             let (cmd, mpi) = command(bin, tool, w, scale, 1);
             let secs = uninterrupted(&cmd, mpi, w)?.secs;
-            if secs >= AIM_SECS * 2.0 / 3.0 || scale >= MAX_SCALE {
+            if secs >= tool.aim_secs * 2.0 / 3.0 || scale >= MAX_SCALE {
                 break;
             }
-            let grown = ((scale as f64) * AIM_SECS / secs.max(0.05)).ceil() as u64;
+            let grown = ((scale as f64) * tool.aim_secs / secs.max(0.05)).ceil() as u64;
             scale = grown.clamp(scale + 1, MAX_SCALE);
             eprintln!(
                 "resume-all: {} on {fs}: {secs:.2} s, input scale now {scale}",

@@ -133,20 +133,29 @@ fn fixed_interval() -> Option<Duration> {
 
 /// Flushes are at most this far apart (s): the work a crash can lose in a long run.
 const LONGEST_INTERVAL: Duration = Duration::from_secs(2);
-/// Flushes are at least this far apart (ms): each syncs the outputs registered.
-const SHORTEST_INTERVAL: Duration = Duration::from_millis(200);
+/// Flushes are at least this far apart (ms).
+const SHORTEST_INTERVAL: Duration = Duration::from_millis(25);
+/// A flush is followed by a wait of at least this many times its own duration: syncing the
+/// outputs registered (a file system's sync on a disk, milliseconds) then takes at most a
+/// tenth of the flusher's time, and on tmpfs (microseconds) the marks follow the work closely.
+const WAIT_PER_FLUSH_TIME: u32 = 10;
 
-/// How long the flusher waits before its next flush, `since` after the checkpoint was opened:
-/// a tenth of the run so far, between [`SHORTEST_INTERVAL`] and [`LONGEST_INTERVAL`]. A kill
-/// then loses at most about a tenth of the work done (a fixed 2 s would lose all of a short
-/// run's first 2 s), and a long run flushes every 2 s.
-fn next_wait(since: Duration) -> Duration {
-    schedule(since, fixed_interval())
+/// How long the flusher waits before its next flush, `since` after the checkpoint was opened,
+/// the last flush having taken `last`: a tenth of the run so far, at least ten times `last`,
+/// between [`SHORTEST_INTERVAL`] and [`LONGEST_INTERVAL`]. A kill then loses at most about a
+/// tenth of the work done (a fixed 2 s would lose all of a short run's first 2 s; a fixed
+/// 0.2 s, all of a 0.2 s run), and a long run flushes every 2 s.
+fn next_wait(since: Duration, last: Duration) -> Duration {
+    schedule(since, last, fixed_interval())
 }
 
 /// [`next_wait`] with the test knob's interval, `fixed`, as an argument.
-fn schedule(since: Duration, fixed: Option<Duration>) -> Duration {
-    fixed.unwrap_or_else(|| (since / 10).clamp(SHORTEST_INTERVAL, LONGEST_INTERVAL))
+fn schedule(since: Duration, last: Duration, fixed: Option<Duration>) -> Duration {
+    fixed.unwrap_or_else(|| {
+        (since / 10)
+            .max(last.saturating_mul(WAIT_PER_FLUSH_TIME))
+            .clamp(SHORTEST_INTERVAL, LONGEST_INTERVAL)
+    })
 }
 
 /// The test knobs, read once: stop (as a SIGTERM does) after this process's N-th mark
@@ -555,13 +564,16 @@ impl Shared {
     fn flush_every(&self, opened: Instant) {
         let (lock, wake) = &self.done;
         let mut done = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = Duration::ZERO;
         while !*done {
             done = wake
-                .wait_timeout(done, next_wait(opened.elapsed()))
+                .wait_timeout(done, next_wait(opened.elapsed(), last))
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
             if !*done {
+                let began = Instant::now();
                 let _ = self.flush();
+                last = began.elapsed();
             }
         }
     }

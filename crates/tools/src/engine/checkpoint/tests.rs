@@ -276,29 +276,48 @@ fn a_damaged_checkpoint_holding_a_tools_own_files_is_removed_and_a_relative_path
     );
 }
 
-/// The flusher's waits: a tenth of the run so far, between 0.2 and 2 s, so that a kill early
-/// in a short run loses little (a fixed 2 s lost all of a 3 s run's first two thirds); the
-/// test knob fixes it.
+/// The flusher's waits: a tenth of the run so far, at least ten times the last flush's time,
+/// between 25 ms and 2 s, so that a kill early in a short run loses little (a fixed 2 s lost
+/// all of a 3 s run's first two thirds, a floor of 0.2 s all of a 0.2 s run's work) and a slow
+/// sync cannot take more than a tenth of the time; the test knob fixes it.
 #[test]
-fn flushes_come_a_tenth_of_the_run_so_far_apart_between_a_fifth_of_a_second_and_two() {
+fn flushes_come_a_tenth_of_the_run_so_far_apart_and_ten_times_their_cost() {
     let ms = Duration::from_millis;
-    assert_eq!(schedule(ms(0), None), ms(200));
-    assert_eq!(schedule(ms(1_000), None), ms(200));
-    assert_eq!(schedule(ms(5_000), None), ms(500));
-    assert_eq!(schedule(ms(20_000), None), ms(2_000));
-    assert_eq!(schedule(ms(3_600_000), None), ms(2_000));
-    assert_eq!(schedule(ms(3_600_000), Some(ms(20))), ms(20));
-    // Over a 3 s run the marks of everything but the last ~0.3 s are on disk.
-    let (mut t, mut flushes) = (ms(0), 0);
-    while t < ms(3_000) {
-        t += schedule(t, None);
-        flushes += 1;
-    }
-    assert!((10..=20).contains(&flushes), "{flushes} flushes in 3 s");
+    let fast = Duration::from_micros(50);
+    assert_eq!(schedule(ms(0), fast, None), ms(25));
+    assert_eq!(schedule(ms(100), fast, None), ms(25));
+    assert_eq!(schedule(ms(1_000), fast, None), ms(100));
+    assert_eq!(schedule(ms(5_000), fast, None), ms(500));
+    assert_eq!(schedule(ms(20_000), fast, None), ms(2_000));
+    assert_eq!(schedule(ms(3_600_000), fast, None), ms(2_000));
+    assert_eq!(schedule(ms(3_600_000), fast, Some(ms(20))), ms(20));
+    // A flush that took 30 ms (a disk's sync): the next one waits 0.3 s, a slower one 2 s.
+    assert_eq!(schedule(ms(100), ms(30), None), ms(300));
+    assert_eq!(schedule(ms(100), ms(900), None), ms(2_000));
+    // Over a 3 s run the marks of everything but the last ~0.3 s are on disk, and those of
+    // a 0.3 s run's all but the last 30 ms.
+    let flushes = |until: Duration| {
+        let (mut t, mut n) = (ms(0), 0);
+        while t < until {
+            t += schedule(t, fast, None);
+            n += 1;
+        }
+        n
+    };
+    assert!(
+        (20..=50).contains(&flushes(ms(3_000))),
+        "{} flushes in 3 s",
+        flushes(ms(3_000))
+    );
+    assert!(
+        (8..=14).contains(&flushes(ms(300))),
+        "{} flushes in 0.3 s",
+        flushes(ms(300))
+    );
 }
 
 /// A mark made as the run starts is on disk well before the longest interval (2 s): the
-/// flusher's first flush comes after 0.2 s (1.5 s allowed: a loaded machine's fsync).
+/// flusher's first flush comes after 25 ms (1.5 s allowed: a loaded machine's fsync).
 #[test]
 fn a_mark_made_at_the_start_is_durable_before_the_longest_interval() {
     assert!(
