@@ -650,6 +650,12 @@ fn bench_tool(
         } else {
             "n/a".to_string()
         };
+        // Finished: as the uninterrupted run (see [`finished`]), or reached by the signal once its
+        // whole report was out (see [`tools::whole_report`]).
+        let done_by = |o: &Outcome, base: &Outcome| {
+            finished(o, base.code)
+                || (o.signalled && tools::whole_report(tool, &o.stdout, &base.stdout))
+        };
         for &(signal, sig_name) in signals {
             for &point in points {
                 let stop = Stop {
@@ -659,7 +665,7 @@ fn bench_tool(
                 tools::reset(w)?;
                 flush_fs()?;
                 let mut outs: Vec<Outcome> = vec![run_once(&cmd, mpi, Some(stop))?];
-                while !finished(outs.last().expect("a run"), base.code) && outs.len() < MAX_RUNS {
+                while !done_by(outs.last().expect("a run"), &base) && outs.len() < MAX_RUNS {
                     outs.push(run_once(&cmd, mpi, None)?);
                 }
                 let mut io = Io::default();
@@ -673,6 +679,8 @@ fn bench_tool(
                     notes.push("finished before the signal".to_string());
                 } else if finished(first, base.code) {
                     notes.push("finished as the signal came".to_string());
+                } else if done_by(first, &base) {
+                    notes.push("its report was whole as the signal came".to_string());
                 }
                 if first.term_ignored {
                     notes.push(format!(
@@ -680,7 +688,7 @@ fn bench_tool(
                         TERM_GRACE.as_secs()
                     ));
                 }
-                let done = finished(last, base.code);
+                let done = done_by(last, &base);
                 if !done {
                     notes.push(format!(
                         "did not finish in {MAX_RUNS} runs (last exit {:?})",
@@ -688,7 +696,7 @@ fn bench_tool(
                     ));
                 }
                 // What the reruns that did not finish said (once each).
-                for o in outs.iter().skip(1).filter(|o| !finished(o, base.code)) {
+                for o in outs.iter().skip(1).filter(|o| !done_by(o, &base)) {
                     let said = first_line(&o.stderr);
                     if !notes.contains(&said) {
                         notes.push(said);
