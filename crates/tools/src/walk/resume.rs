@@ -2,19 +2,24 @@
 //! as the payload, so that a rerun takes them instead of reading the directory again.
 //!
 //! Key: a hash of the directory's path, device and inode (a directory replaced since has another
-//! key). Payload (little endian): version `1`, detail (0 lite, 1 stat), the directory's device,
+//! key). Payload (little endian): version `2`, detail (0 lite, 1 stat), the directory's device,
 //! inode, mtime (s, ns) and ctime (s, ns) as stamped before its read, its path (u32 length,
-//! bytes), then one record per entry in flist's rank-to-rank encoding with the entry's name in
-//! place of its path (`u32 length, name, u8 type, [80 bytes of metadata for stat walks]`).
+//! bytes), then one record per entry: the entry's name (a LEB128 length, the bytes), its type
+//! (u8) and, for stat walks, its metadata as zigzag LEB128 differences (see [`MetaDeltas`]).
 //! A payload is used only when every one of those equals what the rerun finds now: a directory
 //! whose entries changed since (its mtime or ctime moved on) is read again.
+//!
+//! The records are as big as the list's in a fixed layout (80 bytes of metadata per entry): a
+//! rerun reads back all of them and a 10^9-entry walk writes them twice. As differences from
+//! the entry before (owner, mode, device, inode, mtime) and from the entry's own mtime (atime,
+//! ctime), the entries of a directory take 10-20 bytes of metadata each.
 
 use crate::engine::checkpoint::{Checkpoint, Prior};
-use flist::record::META_BYTES;
 use flist::walk::{DirStamp, Resume};
 use flist::{Detail, FileList, FileType, Meta};
+use integer_encoding::VarInt;
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 
 /// The walk's side of a checkpoint: what earlier runs read, and where this run marks.
 pub struct Marks<'a> {
@@ -57,16 +62,106 @@ pub fn encode(path: &[u8], stamp: &DirStamp, entries: &FileList) -> Vec<u8> {
     out.extend_from_slice(&stamp.ctime.1.to_le_bytes());
     out.extend_from_slice(&(path.len() as u32).to_le_bytes());
     out.extend_from_slice(path);
+    let mut deltas = MetaDeltas::from(stamp);
     for e in entries.iter() {
         let name = flist::path::basename(e.path);
-        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(name.len() as u64).encode_var_vec());
         out.extend_from_slice(name);
         out.push(e.kind as u8);
         if let Some(m) = e.meta {
-            m.encode(&mut out);
+            deltas.encode(&m, &mut out);
         }
     }
     out
+}
+
+/// The metadata of a directory's entries, each as differences: mode, owner, group, size, links,
+/// inode, device and mtime from the entry before (the first from the directory: its device,
+/// inode and mtime), atime and ctime from the entry's own mtime. Each difference is a zigzag
+/// LEB128 number (wrapping): equal fields take one byte.
+struct MetaDeltas {
+    before: Meta,
+}
+
+impl From<&DirStamp> for MetaDeltas {
+    fn from(stamp: &DirStamp) -> Self {
+        MetaDeltas {
+            before: Meta {
+                dev: stamp.dev,
+                ino: stamp.ino,
+                mtime: stamp.mtime.0,
+                mtime_nsec: stamp.mtime.1,
+                ..Meta::default()
+            },
+        }
+    }
+}
+
+/// `a - b` as a signed difference (wrapping: any two values have one).
+fn diff(a: u64, b: u64) -> i64 {
+    a.wrapping_sub(b) as i64
+}
+
+/// Inverse of [`diff`]: the value `d` away from `b`.
+fn undiff(d: i64, b: u64) -> u64 {
+    b.wrapping_add(d as u64)
+}
+
+impl MetaDeltas {
+    fn encode(&mut self, m: &Meta, out: &mut Vec<u8>) {
+        let b = &self.before;
+        let fields = [
+            diff(u64::from(m.mode), u64::from(b.mode)),
+            diff(u64::from(m.uid), u64::from(b.uid)),
+            diff(u64::from(m.gid), u64::from(b.gid)),
+            diff(m.size, b.size),
+            diff(m.nlink, b.nlink),
+            diff(m.ino, b.ino),
+            diff(m.dev, b.dev),
+            diff(m.mtime as u64, b.mtime as u64),
+            diff(u64::from(m.mtime_nsec), u64::from(b.mtime_nsec)),
+            diff(m.atime as u64, m.mtime as u64),
+            diff(u64::from(m.atime_nsec), u64::from(m.mtime_nsec)),
+            diff(m.ctime as u64, m.mtime as u64),
+            diff(u64::from(m.ctime_nsec), u64::from(m.mtime_nsec)),
+        ];
+        let mut buf = [0u8; 10];
+        for f in fields {
+            let n = f.encode_var(&mut buf);
+            out.extend_from_slice(&buf[..n]);
+        }
+        self.before = *m;
+    }
+
+    /// The next entry's metadata from `r`; `None` when cut, or when a 32-bit field is out of
+    /// range (damage).
+    fn decode(&mut self, r: &mut Reader<'_>) -> Option<Meta> {
+        let mut f = [0i64; 13];
+        for x in &mut f {
+            *x = r.varint()?;
+        }
+        let b = &self.before;
+        let narrow = |d: i64, b: u32| u32::try_from(undiff(d, u64::from(b))).ok();
+        let mtime = undiff(f[7], b.mtime as u64);
+        let mtime_nsec = narrow(f[8], b.mtime_nsec)?;
+        let m = Meta {
+            mode: narrow(f[0], b.mode)?,
+            uid: narrow(f[1], b.uid)?,
+            gid: narrow(f[2], b.gid)?,
+            size: undiff(f[3], b.size),
+            nlink: undiff(f[4], b.nlink),
+            ino: undiff(f[5], b.ino),
+            dev: undiff(f[6], b.dev),
+            mtime: mtime as i64,
+            mtime_nsec,
+            atime: undiff(f[9], mtime) as i64,
+            atime_nsec: narrow(f[10], mtime_nsec)?,
+            ctime: undiff(f[11], mtime) as i64,
+            ctime_nsec: narrow(f[12], mtime_nsec)?,
+        };
+        self.before = m;
+        Some(m)
+    }
 }
 
 /// Reads a payload front to back; `None` at the first byte missing.
@@ -96,6 +191,12 @@ impl<'a> Reader<'a> {
         self.take(8)
             .map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes")))
     }
+    /// A LEB128 number (zigzag for a signed one).
+    fn varint<T: VarInt>(&mut self) -> Option<T> {
+        let (v, n) = T::decode_var(self.0)?;
+        self.0 = &self.0[n..];
+        Some(v)
+    }
 }
 
 /// The records of `payload` when it was made for the directory `path` stamped `stamp` by a walk
@@ -121,8 +222,9 @@ pub fn decode(payload: &[u8], path: &[u8], stamp: &DirStamp, detail: Detail) -> 
         child.push(b'/');
     }
     let base = child.len();
+    let mut deltas = MetaDeltas::from(stamp);
     while !r.0.is_empty() {
-        let len = r.u32()? as usize;
+        let len = usize::try_from(r.varint::<u64>()?).ok()?;
         let name = r.take(len)?;
         // One component, as a directory's entry is: nothing that leads elsewhere.
         if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') {
@@ -130,7 +232,7 @@ pub fn decode(payload: &[u8], path: &[u8], stamp: &DirStamp, detail: Detail) -> 
         }
         let kind = FileType::from_u8(r.u8()?);
         let meta = match detail {
-            Detail::Stat => Some(Meta::decode(r.take(META_BYTES)?)),
+            Detail::Stat => Some(deltas.decode(&mut r)?),
             Detail::Lite => None,
         };
         child.truncate(base);
@@ -233,6 +335,99 @@ mod tests {
         let p = encode(b"/", &stamp(), &root);
         let back = decode(&p, b"/", &stamp(), Detail::Lite).unwrap();
         assert_eq!(back.path(0), b"/x");
+    }
+
+    /// Any metadata comes back exactly (extremes included: the differences wrap), the entries
+    /// of a typical directory take a few bytes each, and damage is refused, never a panic.
+    #[test]
+    fn metadata_comes_back_exactly_in_few_bytes() {
+        let file = |i: u64| Meta {
+            mode: libc::S_IFREG | 0o644,
+            uid: 1000,
+            gid: 100,
+            size: 0,
+            nlink: 1,
+            ino: 5_000 + i,
+            dev: 7,
+            mtime: 1_700_000_100,
+            mtime_nsec: 123_000_000 + (i as u32) * 1_000,
+            atime: 1_700_000_100,
+            atime_nsec: 123_000_000 + (i as u32) * 1_000,
+            ctime: 1_700_000_100,
+            ctime_nsec: 123_000_000 + (i as u32) * 1_000,
+        };
+        let mut typical = FileList::new(Detail::Stat);
+        for i in 0..250 {
+            typical.push(
+                format!("/t/d/f{i:03}.dat").as_bytes(),
+                FileType::File,
+                Some(file(i)),
+            );
+        }
+        let p = encode(b"/t/d", &stamp(), &typical);
+        let per_entry = (p.len() - 64) / 250;
+        assert!(
+            per_entry <= 30,
+            "{per_entry} bytes per entry (the fixed layout took 93)"
+        );
+        let back = decode(&p, b"/t/d", &stamp(), Detail::Stat).unwrap();
+        assert!(back
+            .iter()
+            .zip(typical.iter())
+            .all(|(a, b)| a.meta == b.meta && a.path == b.path));
+        // Extremes, one after the other.
+        let extreme = [
+            Meta {
+                mode: u32::MAX,
+                uid: u32::MAX,
+                gid: 0,
+                size: u64::MAX,
+                nlink: u64::MAX,
+                ino: u64::MAX,
+                dev: 0,
+                mtime: i64::MIN,
+                mtime_nsec: 999_999_999,
+                atime: i64::MAX,
+                atime_nsec: 0,
+                ctime: -1,
+                ctime_nsec: u32::MAX,
+            },
+            Meta::default(),
+            Meta {
+                mtime: i64::MAX,
+                atime: i64::MIN,
+                ctime: 0,
+                size: 1 << 63,
+                ..Meta::default()
+            },
+        ];
+        let mut odd = FileList::new(Detail::Stat);
+        for (i, m) in extreme.iter().enumerate() {
+            odd.push(format!("/t/d/{i}").as_bytes(), FileType::Fifo, Some(*m));
+        }
+        let p = encode(b"/t/d", &stamp(), &odd);
+        let back = decode(&p, b"/t/d", &stamp(), Detail::Stat).unwrap();
+        let got: Vec<Meta> = back.iter().filter_map(|e| e.meta).collect();
+        assert_eq!(got, extreme);
+        // Every byte of the typical payload flipped: refused or some list, never a panic.
+        let p = encode(b"/t/d", &stamp(), &typical);
+        for i in 0..p.len() {
+            let mut bad = p.clone();
+            bad[i] ^= 0xff;
+            let _ = decode(&bad, b"/t/d", &stamp(), Detail::Stat);
+        }
+        // A 32-bit field (the mode) pushed out of range: refused; in range, taken.
+        let entry = |mode_delta: i64| {
+            let mut p = encode(b"/t/d", &stamp(), &FileList::new(Detail::Stat));
+            p.extend_from_slice(&1u64.encode_var_vec());
+            p.push(b'x');
+            p.push(FileType::File as u8);
+            p.extend_from_slice(&mode_delta.encode_var_vec());
+            p.extend_from_slice(&[0; 12]);
+            decode(&p, b"/t/d", &stamp(), Detail::Stat)
+        };
+        assert_eq!(entry(0o644).unwrap().meta(0).unwrap().mode, 0o644);
+        assert!(entry(1 << 40).is_none());
     }
 
     #[test]
