@@ -11,8 +11,8 @@
 //! runs / B, and whether the result equals the uninterrupted run's (archives and files
 //! byte-identical, trees equal, lists equal after sorting, reports equal); and, per tool, the
 //! checkpoint's overhead on an uninterrupted run (medians of 5 interleaved runs with and without
-//! `--no-checkpoint`, when
-//! the tool has that flag; else n/a). A tool that does not resume shows about 1 + the point.
+//! `--no-checkpoint`, wall time and CPU time of every process, when the tool has that flag;
+//! else n/a). A tool that does not resume shows about 1 + the point.
 //!
 //! Bytes are the processes' logical I/O, `rchar + wchar` of `/proc/PID/io` (read/write-family
 //! calls, `copy_file_range` and `sendfile` included; mmap not; the same on tmpfs, where
@@ -180,6 +180,8 @@ pub struct Outcome {
     pub term_ignored: bool,
     /// Bytes of all its processes.
     pub io: Io,
+    /// CPU time (user + system) of all its processes (s).
+    pub cpu: f64,
     /// Its stdout.
     pub stdout: Vec<u8>,
     /// Its stderr.
@@ -271,6 +273,17 @@ fn reap_all(main: Option<libc::pid_t>, limit: Duration) -> Option<i32> {
     }
 }
 
+/// CPU time (user + system, s) of the children reaped so far, theirs included: as a
+/// subreaper, every process a run started.
+fn children_cpu() -> f64 {
+    // SAFETY: getrusage into a zeroed local of the right type.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(u.ru_utime) + secs(u.ru_stime)
+}
+
 /// Run `cmd` once (under mpirun's environment when `mpi`), sending `stop` when given; every
 /// process it started is reaped before this returns.
 pub fn run_once(cmd: &[String], mpi: bool, stop: Option<Stop>) -> Result<Outcome> {
@@ -292,6 +305,7 @@ pub fn run_once(cmd: &[String], mpi: bool, stop: Option<Stop>) -> Result<Outcome
         crate::mpi_env(&mut c);
     }
     let before = self_io()?;
+    let cpu_before = children_cpu();
     let t = Instant::now();
     let child = c.spawn().with_context(|| format!("start {}", cmd[0]))?;
     let pid = child.id() as libc::pid_t;
@@ -327,6 +341,7 @@ pub fn run_once(cmd: &[String], mpi: bool, stop: Option<Stop>) -> Result<Outcome
     // The rest of the run (ranks that outlived mpirun, find's commands) ends too.
     reap_all(None, Duration::from_secs(if signalled { 10 } else { 60 }));
     let io = self_io()?.since(&before);
+    let cpu = children_cpu() - cpu_before;
     let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
     let stdout = std::fs::read(&out_path)?;
     let stderr = String::from_utf8_lossy(&std::fs::read(&err_path)?).into_owned();
@@ -338,6 +353,7 @@ pub fn run_once(cmd: &[String], mpi: bool, stop: Option<Stop>) -> Result<Outcome
         signalled,
         term_ignored,
         io,
+        cpu,
         stdout,
         stderr,
     })
@@ -360,7 +376,7 @@ const STOPPED: &[&str] = &[
 pub fn finished(o: &Outcome, want: Option<i32>) -> bool {
     let mut late = false;
     let stopped = o.stderr.lines().any(|l| {
-        if l.contains(LATE_SIGNAL) {
+        if LATE_SIGNAL.iter().any(|w| l.contains(w)) {
             late = true;
             return false;
         }
@@ -370,9 +386,12 @@ pub fn finished(o: &Outcome, want: Option<i32>) -> bool {
     code_ok && !stopped
 }
 
-/// What a run says when a signal came after everything asked for was done.
-const LATE_SIGNAL: &str =
-    "interrupted by a signal at the end of the run: everything asked for was done";
+/// What a run says when a signal came after everything asked for was done: the tool, or the
+/// binary as it keeps the complete checkpoint of a run a signal reached as it ended.
+const LATE_SIGNAL: &[&str] = &[
+    "interrupted by a signal at the end of the run: everything asked for was done",
+    "interrupted by a signal as the run ended: its complete checkpoint",
+];
 
 /// The first line of `text` that says something, shortened for a table cell.
 fn first_line(text: &str) -> String {
@@ -418,7 +437,8 @@ pub fn markdown(rows: &[Row], context: &[(String, String)]) -> String {
     s.push_str(
         "\nredone = (rchar + wchar of every process of every run, until one completes) / (the \
          same of one uninterrupted run); target <= 1.15. overhead = uninterrupted time with the \
-         checkpoint / with `--no-checkpoint` - 1 (n/a: no such flag); target <= 3%.\n\n",
+         checkpoint / with `--no-checkpoint` - 1, wall (and CPU of every process) (n/a: no such \
+         flag); target <= 3%.\n\n",
     );
     s.push_str(
         "| tool | fs | np | signal | point | runs | redone | equal? | overhead | uninterrupted | note |\n\
@@ -641,12 +661,21 @@ fn bench_tool(
             let mut without = cmd.clone();
             without.push("--no-checkpoint".into());
             let runs = if quick { 1 } else { 5 };
-            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let (mut a, mut b, mut ca, mut cb) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for _ in 0..runs {
-                a.push(uninterrupted(&cmd, mpi, w)?.secs);
-                b.push(uninterrupted(&without, mpi, w)?.secs);
+                let with = uninterrupted(&cmd, mpi, w)?;
+                let bare = uninterrupted(&without, mpi, w)?;
+                a.push(with.secs);
+                b.push(bare.secs);
+                ca.push(with.cpu);
+                cb.push(bare.cpu);
             }
-            format!("{:+.1}%", (median(a) / median(b) - 1.0) * 100.0)
+            // Wall time, then CPU time of every process (steadier on a busy or small machine).
+            format!(
+                "{:+.1}% ({:+.1}% CPU)",
+                (median(a) / median(b) - 1.0) * 100.0,
+                (median(ca) / median(cb).max(1e-9) - 1.0) * 100.0
+            )
         } else {
             "n/a".to_string()
         };
@@ -775,11 +804,28 @@ mod tests {
             signalled: true,
             term_ignored: false,
             io: Io::default(),
+            cpu: 0.0,
             stdout: Vec::new(),
             stderr: stderr.to_string(),
         };
-        let late = format!("mfu-rs cmp: {LATE_SIGNAL}\n");
+        let late = format!("mfu-rs cmp: {}\n", LATE_SIGNAL[0]);
         assert!(finished(&run(Some(1), &late), Some(0)));
+        // The complete checkpoint kept for the rerun a signal as the run ended asks for (walk
+        // -o's list is whole): finished too.
+        let kept = format!(
+            "mfu-rs walk: {late}mfu-rs walk: interrupted by a signal as the run ended: its \
+             complete checkpoint /w/.l.mfu-checkpoint is kept, so that the same command run \
+             again finds its work done\n"
+        );
+        assert!(finished(&run(Some(1), &kept), Some(0)));
+        assert!(finished(
+            &run(
+                Some(1),
+                "mfu-rs walk: interrupted by a signal as the run ended: its complete checkpoint \
+                 /w/c is kept, so that the same command run again finds its work done\n"
+            ),
+            Some(0)
+        ));
         assert!(finished(&run(Some(1), &late), Some(1)));
         assert!(!finished(&run(Some(2), &late), Some(0)));
         assert!(!finished(&run(None, &late), Some(0)));
@@ -855,6 +901,7 @@ mod tests {
             signalled: false,
             term_ignored: false,
             io: Io::default(),
+            cpu: 0.0,
             stdout: Vec::new(),
             stderr: stderr.into(),
         };

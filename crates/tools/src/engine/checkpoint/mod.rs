@@ -138,8 +138,9 @@ const SHORTEST_INTERVAL: Duration = Duration::from_millis(25);
 /// A flush is followed by a wait of at least this many times its own duration: syncing the
 /// outputs registered (on a disk, the data written since the last flush: up to a second) then
 /// takes at most half the flusher's time, and on tmpfs (microseconds) the marks follow the work
-/// closely. A larger factor let the waits grow to the longest interval as soon as one sync was
-/// slow: a tar -c on disk killed at 75% of a 1.3 s run had almost nothing marked (redone 1.91).
+/// closely. With ten, one slow sync stretched the waits to the longest interval; with one, the
+/// marks follow the disk's writeback (a run that writes faster than the disk still loses, to a
+/// kill, what was not synced: the bench's disk rows for tar -c).
 const WAIT_PER_FLUSH_TIME: u32 = 1;
 
 /// How long the flusher waits before its next flush, `since` after the checkpoint was opened,
@@ -163,7 +164,8 @@ fn schedule(since: Duration, last: Duration, fixed: Option<Duration>) -> Duratio
 /// The test knobs, read once: stop (as a SIGTERM does) after this process's N-th mark
 /// (`MFU_RS_TEST_CHECKPOINT_STOP_AFTER`), SIGKILL this process once its N-th mark is durable
 /// (`..._DIE_AFTER`), sleep this many ms after each mark (`..._SLOW_MS`); and, read when used,
-/// SIGKILL it before [`remove_completed`] removes anything (`..._DIE_AT_EXIT`).
+/// SIGKILL it before [`remove_completed`] removes anything (`..._DIE_AT_EXIT`) or before
+/// [`Checkpoint::finish`] removes a complete checkpoint (`..._DIE_BEFORE_REMOVAL`).
 fn knob(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
