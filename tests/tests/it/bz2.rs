@@ -47,6 +47,15 @@ fn run(np: usize, args: &[&str], code: i32) -> Output {
         .into()
 }
 
+/// A temporary directory holding `f`, `len` bytes of [`data`]: (the directory, `f`, its bytes).
+fn input_file(len: usize) -> (tempfile::TempDir, PathBuf, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    let content = data(len);
+    fs::write(&file, &content).unwrap();
+    (dir, file, content)
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -325,10 +334,7 @@ fn table_of(z: &[u8]) -> usize {
 /// checked, and not used when it does not match the streams), at 1 and 2 ranks.
 #[test]
 fn a_table_with_entries_swapped_or_duplicated_is_not_trusted() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("f");
-    let content = data(230_001);
-    fs::write(&file, &content).unwrap();
+    let (dir, file, content) = input_file(230_001);
     run(1, &["-z", "-k", "--stream-bytes", STREAM, s(&file)], 0);
     let packed = with_ext(&file, ".bz2");
     let good = fs::read(&packed).unwrap();
@@ -600,10 +606,7 @@ fn path_bytes(p: &Path) -> Vec<u8> {
 fn library_run_reports_counts_and_failures() {
     let _serial = mfu_tests::serial();
     use mfu::prelude::ToolReport;
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("f");
-    let content = data(230_001);
-    fs::write(&file, &content).unwrap();
+    let (dir, file, content) = input_file(230_001);
     let mut options = mfu::bz2::Options::new(path_bytes(&file));
     options.stream_bytes = Some(50_000);
     options.keep = true;
@@ -1034,10 +1037,7 @@ fn a_complete_run_leaves_no_checkpoint_even_if_killed_at_its_end() {
 /// it, makes the same output and leaves nothing behind.
 #[test]
 fn a_kill_between_the_rename_and_the_checkpoint_removal_leaves_nothing_a_forced_rerun_trusts() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("f");
-    let content = data(230_001);
-    fs::write(&file, &content).unwrap();
+    let (dir, file, content) = input_file(230_001);
     let args = ["-z", "-k", "-b", "1", "--stream-bytes", STREAM];
     let mut words = args.to_vec();
     words.push(s(&file));
@@ -1064,10 +1064,7 @@ fn a_kill_between_the_rename_and_the_checkpoint_removal_leaves_nothing_a_forced_
 /// it points to is untouched.
 #[test]
 fn a_symlink_at_the_checkpoint_name_is_not_followed() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("f");
-    let content = data(120_000);
-    fs::write(&file, &content).unwrap();
+    let (dir, file, content) = input_file(120_000);
     let elsewhere = dir.path().join("elsewhere");
     fs::create_dir(&elsewhere).unwrap();
     std::os::unix::fs::symlink(&elsewhere, checkpoint_of(&with_ext(&file, ".bz2"))).unwrap();

@@ -65,7 +65,7 @@ pub fn encode(path: &[u8], stamp: &DirStamp, entries: &FileList) -> Vec<u8> {
     let mut deltas = MetaDeltas::from(stamp);
     for e in entries.iter() {
         let name = flist::path::basename(e.path);
-        out.extend_from_slice(&(name.len() as u64).encode_var_vec());
+        push_var(name.len() as u64, &mut out);
         out.extend_from_slice(name);
         out.push(e.kind as u8);
         if let Some(m) = e.meta {
@@ -97,6 +97,14 @@ impl From<&DirStamp> for MetaDeltas {
     }
 }
 
+/// Append `v` as a LEB128 number (zigzag for a signed one), without a heap buffer: once per
+/// field of every entry.
+fn push_var<T: VarInt>(v: T, out: &mut Vec<u8>) {
+    let mut buf = [0u8; 10];
+    let n = v.encode_var(&mut buf);
+    out.extend_from_slice(&buf[..n]);
+}
+
 /// `a - b` as a signed difference (wrapping: any two values have one).
 fn diff(a: u64, b: u64) -> i64 {
     a.wrapping_sub(b) as i64
@@ -125,10 +133,8 @@ impl MetaDeltas {
             diff(m.ctime as u64, m.mtime as u64),
             diff(u64::from(m.ctime_nsec), u64::from(m.mtime_nsec)),
         ];
-        let mut buf = [0u8; 10];
         for f in fields {
-            let n = f.encode_var(&mut buf);
-            out.extend_from_slice(&buf[..n]);
+            push_var(f, out);
         }
         self.before = *m;
     }
