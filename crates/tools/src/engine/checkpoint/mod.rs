@@ -8,9 +8,10 @@
 //! the digest of the list the work is planned from) and append-only logs of marks. A tool marks
 //! a unit (a member, a chunk, a directory, a file) with a global key, the same at any rank count,
 //! and the payload a rerun needs to skip it. Marks are written by a flusher thread every tenth
-//! of the run so far (0.2 to 2 s, [`next_wait`]), after the outputs registered with
+//! of the run so far (25 ms to 2 s, [`next_wait`]), after the outputs registered with
 //! [`Checkpoint::durable`] are synced: a mark never precedes its data, and a crash loses at
-//! most one interval of work.
+//! most about one interval of work. A run writing faster than its disk takes the data is held
+//! back while a sync lasts ([`brake`]), so that its marks keep up with its work.
 //!
 //! Trust: a rerun continues only from a checkpoint of this user (a 0700 directory, regular files
 //! with one link, nothing followed), of the same tool, whose every input is equal; its marks
@@ -19,6 +20,7 @@
 //! why; something else at the default name is left alone and the run goes on without a
 //! checkpoint (a warning); at a `--checkpoint PATH` it is refused before any work.
 
+mod brake;
 mod inputs;
 mod prior;
 mod store;
@@ -135,12 +137,10 @@ fn fixed_interval() -> Option<Duration> {
 const LONGEST_INTERVAL: Duration = Duration::from_secs(2);
 /// Flushes are at least this far apart (ms).
 const SHORTEST_INTERVAL: Duration = Duration::from_millis(25);
-/// A flush is followed by a wait of at least this many times its own duration: syncing the
-/// outputs registered (on a disk, the data written since the last flush: up to a second) then
-/// takes at most half the flusher's time, and on tmpfs (microseconds) the marks follow the work
-/// closely. With ten, one slow sync stretched the waits to the longest interval; with one, the
-/// marks follow the disk's writeback (a run that writes faster than the disk still loses, to a
-/// kill, what was not synced: the bench's disk rows for tar -c).
+/// A flush of a checkpoint without outputs to sync (its own log only) is followed by a wait of
+/// at least this many times its own duration: the log's syncs then take at most half the
+/// flusher's time. (With outputs to sync, a slow sync holds the run back instead: see
+/// [`brake`].)
 const WAIT_PER_FLUSH_TIME: u32 = 1;
 
 /// How long the flusher waits before its next flush, `since` after the checkpoint was opened,
@@ -229,6 +229,8 @@ struct Shared {
     /// Removed as soon as the run completes, never at the process's end (see
     /// [`Checkpoint::remove_on_completion`]).
     eager: AtomicBool,
+    /// Holds marks back while a sync of the outputs lags behind the run (see [`brake`]).
+    brake: brake::Brake,
 }
 
 /// What rank 0 decided, for every rank.
@@ -545,6 +547,7 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
         failed: Mutex::new(None),
         spare: Mutex::new(Vec::new()),
         eager: AtomicBool::new(false),
+        brake: brake::Brake::new(),
     });
     let flusher = {
         let shared = Arc::clone(&shared);
@@ -570,14 +573,54 @@ impl Shared {
         let mut done = lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut last = Duration::ZERO;
         while !*done {
+            // A run with outputs to sync is braked instead (see [`brake`]): the wait then does
+            // not grow with a slow sync, or the run would get ahead of its marks by as much.
+            let syncs_outputs = !self
+                .durables
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty();
+            let cost = if syncs_outputs { Duration::ZERO } else { last };
+            let wait = next_wait(opened.elapsed(), cost);
             done = wake
-                .wait_timeout(done, next_wait(opened.elapsed(), last))
+                .wait_timeout(done, wait)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
             if !*done {
                 let began = Instant::now();
+                if syncs_outputs {
+                    self.brake.engage((wait / 2).max(SHORTEST_INTERVAL));
+                }
                 let _ = self.flush();
+                if syncs_outputs {
+                    self.brake.release();
+                    self.start_writeback();
+                }
                 last = began.elapsed();
+            }
+        }
+    }
+
+    /// Start the writeback of what the registered files hold unsynced, without waiting for it
+    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`): the disk then works while the flusher waits,
+    /// and the next sync has less left to do. Advice only: a failure is for the sync to find.
+    fn start_writeback(&self) {
+        let durables = self
+            .durables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for d in &durables {
+            if let Durable::File(fd) = d {
+                // SAFETY: a valid open descriptor, whole-file range, flags libc defines.
+                unsafe {
+                    libc::sync_file_range(
+                        std::os::fd::AsRawFd::as_raw_fd(fd.as_ref()),
+                        0,
+                        0,
+                        libc::SYNC_FILE_RANGE_WRITE,
+                    );
+                }
             }
         }
     }
@@ -705,6 +748,7 @@ impl Checkpoint {
             store::encode_mark(key, payload, self.shared.nonce, &mut pending.0);
             pending.1 += 1;
         }
+        self.shared.brake.hold();
         let made = MARKS_MADE.fetch_add(1, Ordering::SeqCst) + 1;
         if let Some(ms) = slow_ms() {
             // A run that takes long on a tiny input: a real signal or a job's time limit can
@@ -743,13 +787,16 @@ impl Checkpoint {
         }
     }
 
-    /// No more flushes on the schedule (marks made from now on are written by
-    /// [`Checkpoint::flush`], [`Checkpoint::finish`] or the drop). Called before a run
-    /// publishes its output (a rename) on a checkpoint removed on completion: the removal then
-    /// follows the rename at once instead of waiting for a flush in progress (a sync of the
-    /// file system, milliseconds), the window in which a kill leaves the checkpoint of a
-    /// complete run behind.
+    /// Make every mark made so far durable, then no more flushes on the schedule (marks made
+    /// from now on are written by [`Checkpoint::flush`], [`Checkpoint::finish`] or the drop).
+    /// Called once a run's writes are done, before it publishes its output (a rename) on a
+    /// checkpoint removed on completion: a kill while the output is synced for the rename
+    /// (tenths of a second on a disk) then finds every unit marked, and the removal follows
+    /// the rename at once instead of waiting for a flush in progress (a sync of the file
+    /// system), the window in which a kill leaves the checkpoint of a complete run behind.
+    /// A failure to write the marks only costs a rerun work: it is not told here.
     pub fn stop_flushing(&self) {
+        let _ = self.shared.flush();
         self.stop_flusher();
     }
 
