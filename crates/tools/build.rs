@@ -33,16 +33,29 @@ fn main() {
         .filter(|c| !c.is_empty())
         .or_else(|| {
             let commit = git(&["rev-parse", "--short=12", "HEAD"])?;
-            // Build again when HEAD moves (a commit, a checkout).
-            for path in ["HEAD", "packed-refs"] {
+            // Build again when HEAD moves (a commit, a checkout). Only files that exist are
+            // watched: cargo takes a missing one as always changed, and a repository without
+            // packed refs (or a branch only packed) rebuilt the crate on every cargo command.
+            let mut watched = vec![
+                ("HEAD".to_string(), false),
+                ("packed-refs".to_string(), false),
+            ];
+            // A branch only packed gets its own file at its next commit: the directory it
+            // appears in is watched instead.
+            watched.extend(git(&["symbolic-ref", "-q", "HEAD"]).map(|r| (r, true)));
+            for (path, or_its_directory) in &watched {
                 if let Some(p) = git(&["rev-parse", "--path-format=absolute", "--git-path", path]) {
-                    println!("cargo:rerun-if-changed={p}");
-                }
-            }
-            if let Some(head) = git(&["symbolic-ref", "-q", "HEAD"]) {
-                if let Some(p) = git(&["rev-parse", "--path-format=absolute", "--git-path", &head])
-                {
-                    println!("cargo:rerun-if-changed={p}");
+                    let p = std::path::PathBuf::from(p);
+                    let at = if p.exists() {
+                        Some(p.as_path())
+                    } else if *or_its_directory {
+                        p.parent()
+                    } else {
+                        None
+                    };
+                    if let Some(at) = at.filter(|a| a.exists()) {
+                        println!("cargo:rerun-if-changed={}", at.display());
+                    }
                 }
             }
             Some(commit)
