@@ -137,11 +137,10 @@ fn fixed_interval() -> Option<Duration> {
 const LONGEST_INTERVAL: Duration = Duration::from_secs(2);
 /// Flushes are at least this far apart (ms).
 const SHORTEST_INTERVAL: Duration = Duration::from_millis(25);
-/// A flush is followed by a wait of at least this many times its own duration: syncs then take
-/// at most half the flusher's time (a file system's journal commits, a busy server's latency
-/// slow the run less). Not after a flush that held the run back ([`brake`]): that sync's
-/// length was the run's own data, which must reach the disk anyway, and a longer wait would let
-/// the run get as much further ahead of its marks.
+/// A flush of a checkpoint without outputs to sync (its own log only) is followed by a wait of
+/// at least this many times its own duration: the log's syncs then take at most half the
+/// flusher's time. (With outputs to sync, a slow sync holds the run back instead: see
+/// [`brake`].)
 const WAIT_PER_FLUSH_TIME: u32 = 1;
 
 /// How long the flusher waits before its next flush, `since` after the checkpoint was opened,
@@ -574,34 +573,30 @@ impl Shared {
         let mut done = lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut last = Duration::ZERO;
         while !*done {
-            let wait = next_wait(opened.elapsed(), last);
+            // A run with outputs to sync is braked instead (see [`brake`]): the wait then does
+            // not grow with a slow sync, or the run would get ahead of its marks by as much.
+            let syncs_outputs = !self
+                .durables
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty();
+            let cost = if syncs_outputs { Duration::ZERO } else { last };
+            let wait = next_wait(opened.elapsed(), cost);
             done = wake
                 .wait_timeout(done, wait)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
             if !*done {
-                let syncs_outputs = !self
-                    .durables
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .is_empty();
                 let began = Instant::now();
                 if syncs_outputs {
                     self.brake.engage((wait / 2).max(SHORTEST_INTERVAL));
                 }
                 let _ = self.flush();
-                let held = syncs_outputs && self.brake.release();
                 if syncs_outputs {
+                    self.brake.release();
                     self.start_writeback();
                 }
-                // A sync that held the run was its own data reaching the disk: the next wait
-                // does not grow with it, or the run would get that much further ahead of its
-                // marks. Otherwise (a file system's journal, a busy server) it does.
-                last = if held {
-                    Duration::ZERO
-                } else {
-                    began.elapsed()
-                };
+                last = began.elapsed();
             }
         }
     }
