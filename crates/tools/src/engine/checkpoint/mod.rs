@@ -575,11 +575,7 @@ impl Shared {
         while !*done {
             // A run with outputs to sync is braked instead (see [`brake`]): the wait then does
             // not grow with a slow sync, or the run would get ahead of its marks by as much.
-            let syncs_outputs = !self
-                .durables
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .is_empty();
+            let syncs_outputs = !self.registered().is_empty();
             let cost = if syncs_outputs { Duration::ZERO } else { last };
             let wait = next_wait(opened.elapsed(), cost);
             done = wake
@@ -601,16 +597,20 @@ impl Shared {
         }
     }
 
+    /// The outputs registered with [`Checkpoint::durable`] so far (a snapshot: the lock is not
+    /// held while they are synced).
+    fn registered(&self) -> Vec<Durable> {
+        self.durables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// Start the writeback of what the registered files hold unsynced, without waiting for it
     /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`): the disk then works while the flusher waits,
     /// and the next sync has less left to do. Advice only: a failure is for the sync to find.
     fn start_writeback(&self) {
-        let durables = self
-            .durables
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        for d in &durables {
+        for d in &self.registered() {
             if let Durable::File(fd) = d {
                 // SAFETY: a valid open descriptor, whole-file range, flags libc defines.
                 unsafe {
@@ -664,12 +664,7 @@ impl Shared {
             return Err(io::Error::other(why.clone()));
         }
         let written = (|| {
-            let durables = self
-                .durables
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
-            for d in &durables {
+            for d in &self.registered() {
                 match d {
                     Durable::File(fd) => rustix::fs::fdatasync(fd.as_fd())?,
                     Durable::FileSystem(fd) => rustix::fs::syncfs(fd.as_fd())?,

@@ -318,6 +318,28 @@ fn flushes_come_a_tenth_of_the_run_so_far_apart_and_no_closer_than_their_cost() 
     );
 }
 
+/// A fresh checkpoint beside `out` (inputs of chunk 1), opened on `comm`.
+fn opened_beside(comm: &dyn steal::Comm, out: &[u8]) -> Checkpoint {
+    let plan = Plan {
+        output: Some(out),
+        inputs: inputs(1),
+    };
+    open(comm, &Choice::Beside, plan)
+        .expect("open")
+        .checkpoint
+        .expect("a checkpoint")
+}
+
+/// Bytes of marks written so far in the logs of the checkpoint beside `out`.
+fn logged_bytes(out: &[u8]) -> u64 {
+    std::fs::read_dir(checkpoint_path(out))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().as_encoded_bytes().starts_with(b"log."))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
 /// A mark made as the run starts is on disk well before the longest interval (2 s): the
 /// flusher's first flush comes after 25 ms (1.5 s allowed: a loaded machine's fsync).
 #[test]
@@ -329,23 +351,9 @@ fn a_mark_made_at_the_start_is_durable_before_the_longest_interval() {
     let dir = tempfile::tempdir().unwrap();
     let out = out_in(&dir);
     steal::local::run(1, |comm| {
-        let plan = Plan {
-            output: Some(&out),
-            inputs: inputs(1),
-        };
-        let cp = open(comm, &Choice::Beside, plan)
-            .expect("open")
-            .checkpoint
-            .expect("a checkpoint");
+        let cp = opened_beside(comm, &out);
         cp.mark(7, b"seven");
-        let logged = || {
-            std::fs::read_dir(checkpoint_path(&out))
-                .unwrap()
-                .flatten()
-                .filter(|e| e.file_name().as_encoded_bytes().starts_with(b"log."))
-                .map(|e| e.metadata().unwrap().len())
-                .sum::<u64>()
-        };
+        let logged = || logged_bytes(&out);
         let start = Instant::now();
         while logged() == 0 && start.elapsed() < Duration::from_millis(1_500) {
             std::thread::sleep(Duration::from_millis(10));
@@ -363,26 +371,13 @@ fn stopping_the_flusher_first_makes_every_mark_durable() {
     let dir = tempfile::tempdir().unwrap();
     let out = out_in(&dir);
     steal::local::run(1, |comm| {
-        let plan = Plan {
-            output: Some(&out),
-            inputs: inputs(1),
-        };
-        let cp = open(comm, &Choice::Beside, plan)
-            .expect("open")
-            .checkpoint
-            .expect("a checkpoint");
+        let cp = opened_beside(comm, &out);
         for k in 0..100 {
             cp.mark(k, &k.to_le_bytes());
         }
         cp.stop_flushing();
-        let logged: u64 = std::fs::read_dir(checkpoint_path(&out))
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().as_encoded_bytes().starts_with(b"log."))
-            .map(|e| e.metadata().unwrap().len())
-            .sum();
         assert!(
-            logged > 0,
+            logged_bytes(&out) > 0,
             "the marks were not written when the flusher stopped"
         );
         // What a rerun finds: every unit (the checkpoint kept, as after a kill).
