@@ -1282,6 +1282,69 @@ fn without_delete_nothing_in_dest_is_removed() {
     }
 }
 
+/// Under `-D` a DEST directory replaced by a SRC entry of another type goes with its subtree,
+/// except entries the rules exclude (never deleted): a directory still holding one is left as
+/// it is, named as not replaced, and the run exits 1 (rsync: "cannot delete non-empty
+/// directory", exit 23). Once the excluded entry is gone, the rerun replaces it.
+#[test]
+fn a_directory_holding_excluded_entries_is_not_replaced_and_is_named() {
+    for np in [1, 2] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (src, dest) = (tmp.path().join("src"), tmp.path().join("dest"));
+        for d in ["café5", "lnk"] {
+            std::fs::create_dir_all(src.join(d)).unwrap();
+            std::fs::write(src.join(d).join("a"), b"a").unwrap();
+        }
+        std::fs::write(src.join("plain"), b"plain").unwrap();
+        Tool::new("sync")
+            .np(np)
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
+        // DEST's directories gain an excluded entry; SRC's become a file and a symlink.
+        for d in ["café5", "lnk"] {
+            std::fs::write(dest.join(d).join("x.tmp"), b"junk").unwrap();
+            std::fs::remove_dir_all(src.join(d)).unwrap();
+        }
+        std::fs::write(src.join("café5"), b"file now").unwrap();
+        std::os::unix::fs::symlink("plain", src.join("lnk")).unwrap();
+        std::fs::write(src.join("plain"), b"plain, changed").unwrap();
+        let sync = || {
+            Tool::new("sync")
+                .np(np)
+                .args(["-D", "--exclude", "*.tmp"])
+                .arg(&src)
+                .arg(&dest)
+                .run()
+        };
+        let out = sync().assert_status(1);
+        let err = text(&out.stderr);
+        for d in ["café5", "lnk"] {
+            let named = format!("replace directory {}:", dest.join(d).display());
+            assert!(err.contains(&named), "np={np}: {d} not named:\n{err}");
+            assert!(dest.join(d).is_dir(), "np={np}: {d} replaced:\n{err}");
+            assert_eq!(std::fs::read(dest.join(d).join("x.tmp")).unwrap(), b"junk");
+        }
+        assert!(!err.contains("Is a directory"), "np={np}: {err}");
+        assert_eq!(
+            std::fs::read(dest.join("plain")).unwrap(),
+            b"plain, changed"
+        );
+        assert_eq!(summary(&out).created, 0, "np={np}: {}", text(&out.stdout));
+        // The excluded entries removed by hand, the rerun replaces both directories.
+        for d in ["café5", "lnk"] {
+            std::fs::remove_file(dest.join(d).join("x.tmp")).unwrap();
+        }
+        sync().assert_status(0);
+        assert_eq!(std::fs::read(dest.join("café5")).unwrap(), b"file now");
+        assert_eq!(
+            std::fs::read_link(dest.join("lnk")).unwrap(),
+            std::path::Path::new("plain")
+        );
+    }
+}
+
 /// `sync -c` never rewrites in place a destination file whose inode has other names (a
 /// `--link-dest` snapshot): the snapshot keeps its bytes, DEST gets a new file.
 #[test]

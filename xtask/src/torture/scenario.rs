@@ -124,6 +124,40 @@ impl Ctx<'_> {
     }
 }
 
+/// The DEST directories (relative paths) a failed `sync -D --exclude` names as not replaced,
+/// when that is all it says went wrong and each is a directory of DEST holding an excluded
+/// entry; `None` otherwise.
+fn kept_for_excluded(stderr: &[u8], dest: &Path, got: &Snap, o: &CopyOpts) -> Option<Vec<Vec<u8>>> {
+    if !(o.sync && o.delete && o.exclude) {
+        return None;
+    }
+    let mut root = dest.as_os_str().as_bytes().to_vec();
+    root.push(b'/');
+    let mut kept = Vec::new();
+    for line in stderr.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        if let Some(rest) = line.strip_prefix(b"mfu-rs sync: replace directory ".as_slice()) {
+            let end = find(rest, b": it still holds entries")?;
+            let rel = rest[..end].strip_prefix(root.as_slice())?.to_vec();
+            let is_dir = got.get(&rel).is_some_and(|e| e.kind == Kind::Dir);
+            let holds = got
+                .keys()
+                .any(|p| p != &rel && tree::is_at_or_below(p, &rel) && excluded(p));
+            if !(is_dir && holds) {
+                return None;
+            }
+            kept.push(rel);
+        } else if !(line.starts_with(b"mfu-rs sync: manifest ") || line.starts_with(b"{")) {
+            return None;
+        }
+    }
+    (!kept.is_empty()).then_some(kept)
+}
+
+/// Where `needle` first occurs in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
 /// Excluded by `--exclude '*.tmp'`: a path with a component ending in `.tmp`.
 fn excluded(rel: &[u8]) -> bool {
     rel.split(|&c| c == b'/').any(|c| c.ends_with(b".tmp"))
@@ -662,6 +696,23 @@ fn copy(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
         let refusal = swapped
             && (!ro.sync
                 || (!ro.delete && String::from_utf8_lossy(&out.stderr).contains("not replaced")));
+        // sync -D leaves a DEST directory that still holds excluded entries (as rsync: "cannot
+        // delete non-empty directory"), names it, and syncs everything else.
+        if let Some(kept) = kept_for_excluded(&out.stderr, &dest, &got, &ro) {
+            let outside = |s: &Snap| -> Snap {
+                filtered(s, ro.exclude)
+                    .into_iter()
+                    .filter(|(p, _)| !kept.iter().any(|k| tree::is_at_or_below(p, k)))
+                    .collect()
+            };
+            let d = oracle::diff(&outside(&s1), &outside(&got), ro.cmp());
+            c.finds(
+                class,
+                &format!("{step}: a directory holding excluded entries was kept, but elsewhere DEST differs from SRC"),
+                d,
+            );
+            return Ok(());
+        }
         if !refusal {
             c.find(
                 class,
@@ -1895,4 +1946,70 @@ fn tar_x_kill(c: &mut Ctx) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: Kind) -> oracle::Entry {
+        oracle::Entry {
+            kind,
+            mode: 0o755,
+            mtime: (0, 0),
+            ino: 1,
+            xattrs: Default::default(),
+        }
+    }
+
+    fn sync_d_exclude() -> CopyOpts {
+        CopyOpts {
+            sync: true,
+            delete: true,
+            exclude: true,
+            ..Default::default()
+        }
+    }
+
+    /// A refusal is accepted only for directories of DEST that hold an excluded entry, and only
+    /// when nothing else failed.
+    #[test]
+    fn a_kept_directory_is_accepted_only_when_it_holds_excluded_entries() {
+        let dest = Path::new("/t/out");
+        let mut got = Snap::new();
+        got.insert(b"d".to_vec(), entry(Kind::Dir));
+        got.insert(b"d/x.tmp".to_vec(), entry(Kind::Other));
+        got.insert(b"e".to_vec(), entry(Kind::Dir));
+        got.insert(b"e/y".to_vec(), entry(Kind::Other));
+        let named = |rel: &str| {
+            format!("mfu-rs sync: replace directory /t/out/{rel}: it still holds entries the sync excludes or made since its walk; left as it is\n")
+        };
+        let manifest = "mfu-rs sync: manifest /t/m: not written (the operation failed)\n";
+        let o = sync_d_exclude();
+        let ok = format!("{}{manifest}{{\"json\": 1}}\n", named("d"));
+        assert_eq!(
+            kept_for_excluded(ok.as_bytes(), dest, &got, &o),
+            Some(vec![b"d".to_vec()])
+        );
+        // A directory without an excluded entry, another error, or options where it can't
+        // happen: not this refusal.
+        assert_eq!(
+            kept_for_excluded(named("e").as_bytes(), dest, &got, &o),
+            None
+        );
+        let other = format!(
+            "{}mfu-rs sync: open /t/out/f: Permission denied\n",
+            named("d")
+        );
+        assert_eq!(kept_for_excluded(other.as_bytes(), dest, &got, &o), None);
+        let plain = CopyOpts {
+            exclude: false,
+            ..sync_d_exclude()
+        };
+        assert_eq!(
+            kept_for_excluded(named("d").as_bytes(), dest, &got, &plain),
+            None
+        );
+        assert_eq!(kept_for_excluded(b"", dest, &got, &o), None);
+    }
 }

@@ -225,6 +225,11 @@ pub fn child(parent: &[u8], name: &[u8]) -> Vec<u8> {
     r
 }
 
+/// Whether the relative path `rel` is `dir` or lies beneath it.
+pub fn is_at_or_below(rel: &[u8], dir: &[u8]) -> bool {
+    rel == dir || (rel.starts_with(dir) && rel.get(dir.len()) == Some(&b'/'))
+}
+
 /// (directory, base name) of a relative path.
 pub fn split(rel: &[u8]) -> (&[u8], &[u8]) {
     match rel.iter().rposition(|&c| c == b'/') {

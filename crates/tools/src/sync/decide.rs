@@ -50,9 +50,12 @@ pub(super) fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     let conflicts = gather_conflicts(comm, inp, &by_rel);
     let mut planner = Planner::new(inp);
     plan_sources(&mut planner, inp, &by_rel, &conflicts);
+    let mine = planner.replaced_dirs.clone();
     let replaced = gather_replaced(comm, std::mem::take(&mut planner.replaced_dirs));
     plan_dest_only(&mut planner, inp, &replaced);
-    planner.finish()
+    let mut out = planner.finish();
+    out.replaced_dirs = mine;
+    out
 }
 
 /// The decision inputs common to every path of the run.
@@ -374,6 +377,7 @@ impl<'a> Planner<'a> {
                 delete: FileList::new(Detail::Stat),
                 unlink_first: FileList::new(Detail::Stat),
                 stale_journals: Vec::new(),
+                replaced_dirs: Vec::new(),
                 conflicts: Vec::new(),
                 actions: Actions::new(inp.dest_root),
                 bytes: 0,

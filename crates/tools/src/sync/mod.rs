@@ -288,6 +288,9 @@ struct Decisions {
     /// copied whole as a new inode is no longer the partial file they describe (the engine
     /// only sees to the journals of files big enough to keep one).
     stale_journals: Vec<(Vec<u8>, Vec<u8>)>,
+    /// DEST directories this rank replaces by a source entry of another type (`--delete`):
+    /// the new entry is made only once the directory is gone.
+    replaced_dirs: Vec<Vec<u8>>,
     /// Type conflicts left alone (without `--delete`); nothing beneath them is synced.
     conflicts: Vec<Conflict>,
     actions: Actions,
@@ -571,7 +574,8 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     interrupted |= remove(comm, &d.unlink_first, &unlinking, &context.stop);
     let removed = deleting.take_errors();
     let unlinked = unlinking.take_errors();
-    for e in removed.iter().chain(&unlinked) {
+    let unreplaced = still_dirs(&paths.roots, &d.replaced_dirs);
+    for e in removed.iter().chain(&unlinked).chain(&unreplaced) {
         context.error(e);
     }
     let mut journal_errors = 0u64;
@@ -593,15 +597,9 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     let Decisions {
         mut plan, actions, ..
     } = d;
-    if !unlinked.is_empty() {
-        // A file that kept its old inode must not be written in place: leave it as it is.
-        let kept: std::collections::HashSet<&[u8]> =
-            unlinked.iter().map(|e| e.path.as_slice()).collect();
-        let create = &plan.create;
-        plan.create = create.select(
-            (0..create.len()).filter(|&i| !kept.contains(map.dest(create.path(i)).as_slice())),
-        );
-    }
+    // A file that kept its old inode must not be written in place, and a directory that is
+    // still there is not replaced: leave both as they are.
+    leave_alone(&mut plan, &map, unlinked.iter().chain(&unreplaced));
     let mut io = o.io.clone();
     if let Some(m) = &mut io.manifest {
         // A single file synced to DEST: its name, beside DEST's other entries.
@@ -619,7 +617,8 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
         &io,
         "run `mfu-rs sync SRC DEST` to finish it",
     );
-    let remove_errors = comm.sum((removed.len() + unlinked.len()) as u64 + journal_errors);
+    let remove_errors =
+        comm.sum((removed.len() + unlinked.len() + unreplaced.len()) as u64 + journal_errors);
     report.failed = copied.total_errors + remove_errors;
     report.skipped = copied.skipped;
     report.interrupted = copied.interrupted || comm.any(interrupted);
@@ -627,7 +626,12 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
         context.error("interrupted by a signal: rerun the same sync to finish");
     }
     // Each action is counted once it has happened: those whose entry failed are not.
-    let failed = failed_paths(comm, copied.errors.iter().chain(&unlinked), src, dest);
+    let failed = failed_paths(
+        comm,
+        copied.errors.iter().chain(&unlinked).chain(&unreplaced),
+        src,
+        dest,
+    );
     let mut done = [0u64; 5];
     if failed.is_empty() {
         for a in actions.kinds() {
@@ -872,6 +876,45 @@ fn take_records(list: FileList, indices: &[u32]) -> FileList {
 /// The destination paths of failed items, on the rank that planned them (the home of their
 /// path relative to DEST), for counting only what happened. `errors` name a source or a
 /// destination path. Collective.
+/// Take out of `plan` the entries to create at the DEST paths of `errors`.
+fn leave_alone<'a>(
+    plan: &mut Plan,
+    map: &Mapping,
+    errors: impl Iterator<Item = &'a flist::ItemError>,
+) {
+    let kept: std::collections::HashSet<&[u8]> = errors.map(|e| e.path.as_slice()).collect();
+    if kept.is_empty() {
+        return;
+    }
+    let create = &plan.create;
+    plan.create = create
+        .select((0..create.len()).filter(|&i| !kept.contains(map.dest(create.path(i)).as_slice())));
+}
+
+/// The directories of `dirs` (DEST directories a source entry of another type replaces) that
+/// are still directories after the removals: the remover keeps a directory that still holds
+/// entries, those the sync's rules exclude (not deleted, as rsync) or made since the walk.
+/// Each is an error naming it; its new entry is not made (rsync: "cannot delete non-empty
+/// directory", exit 23).
+fn still_dirs(roots: &flist::beneath::Roots, dirs: &[Vec<u8>]) -> Vec<flist::ItemError> {
+    dirs.iter()
+        .filter(|dir| {
+            roots
+                .at(dir)
+                .and_then(|a| a.lstat())
+                .is_ok_and(|st| FileType::from_mode(st.st_mode) == FileType::Dir)
+        })
+        .map(|dir| {
+            let why = std::io::Error::new(
+                std::io::ErrorKind::DirectoryNotEmpty,
+                "it still holds entries the sync excludes or made since its walk; \
+                 left as it is, SRC's entry of another type not synced",
+            );
+            flist::ItemError::new(dir, "replace directory", why)
+        })
+        .collect()
+}
+
 fn failed_paths<'a>(
     comm: &dyn Comm,
     errors: impl Iterator<Item = &'a flist::ItemError>,
