@@ -732,16 +732,25 @@ impl Checkpoint {
     }
 
     /// Unit `key` is finished: its output is written (by this process). `payload` is what a
-    /// rerun needs to skip it. Cheap: the mark is written at the next flush.
+    /// rerun needs to skip it. Cheap: the mark is written at the next flush. A payload longer
+    /// than [`store::MAX_PAYLOAD`] is not recorded (the unit is done again by a rerun).
     pub fn mark(&self, key: u64, payload: &[u8]) {
+        self.mark_with(key, |out| out.extend_from_slice(payload));
+    }
+
+    /// [`Checkpoint::mark`] with the payload appended to the log's buffer by `payload` (no
+    /// buffer of its own: for payloads encoded from large records, a walked directory's).
+    /// Other marks wait while it runs.
+    pub fn mark_with(&self, key: u64, payload: impl FnOnce(&mut Vec<u8>)) {
         {
             let mut pending = self
                 .shared
                 .pending
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            store::encode_mark(key, payload, self.shared.nonce, &mut pending.0);
-            pending.1 += 1;
+            if store::encode_mark_with(key, self.shared.nonce, &mut pending.0, payload) {
+                pending.1 += 1;
+            }
         }
         self.shared.brake.hold();
         let made = MARKS_MADE.fetch_add(1, Ordering::SeqCst) + 1;

@@ -242,14 +242,34 @@ pub(super) fn log_name(attempt: u64, rank: usize) -> Vec<u8> {
     format!("log.{attempt:010}.{rank:06}").into_bytes()
 }
 
-/// Append the encoding of one mark to `out`.
-pub(super) fn encode_mark(key: u64, payload: &[u8], nonce: u64, out: &mut Vec<u8>) {
+/// Append the encoding of one mark to `out`; `false` (nothing appended) when the payload is
+/// longer than [`MAX_PAYLOAD`]: a reader would take it for damage and drop every later mark.
+#[cfg(test)]
+pub(super) fn encode_mark(key: u64, payload: &[u8], nonce: u64, out: &mut Vec<u8>) -> bool {
+    encode_mark_with(key, nonce, out, |o| o.extend_from_slice(payload))
+}
+
+/// [`encode_mark`] with the payload written by `payload` straight into `out` (no buffer of
+/// its own, no copy).
+pub(super) fn encode_mark_with(
+    key: u64,
+    nonce: u64,
+    out: &mut Vec<u8>,
+    payload: impl FnOnce(&mut Vec<u8>),
+) -> bool {
     let start = out.len();
     out.extend_from_slice(&key.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(payload);
+    out.extend_from_slice(&[0; 4]);
+    payload(out);
+    let len = out.len() - start - 12;
+    if len > MAX_PAYLOAD {
+        out.truncate(start);
+        return false;
+    }
+    out[start + 8..start + 12].copy_from_slice(&(len as u32).to_le_bytes());
     let check = xxhash_rust::xxh64::xxh64(&out[start..], nonce);
     out.extend_from_slice(&check.to_le_bytes());
+    true
 }
 
 /// The marks in `bytes` up to the first that is cut or whose check fails.

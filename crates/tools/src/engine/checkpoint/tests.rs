@@ -423,3 +423,33 @@ fn a_checkpoint_not_removed_is_told_through_the_context() {
     assert_eq!(context.failures(), errors, "in the report's sample");
     assert!(t.path().join("moved/ck").is_dir(), "left, and told");
 }
+
+/// A payload too long for a mark (a walked directory of millions of entries, a grep chunk of
+/// matching lines bigger than 64 MiB) is left out: the marks after it in the same log are
+/// still read back (a reader takes an over-long mark for damage and stops there).
+#[test]
+fn an_over_long_payload_is_left_out_and_the_marks_after_it_are_kept() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    steal::local::run(1, |comm| {
+        let plan = Plan {
+            output: Some(&out),
+            inputs: inputs(4),
+        };
+        let cp = open(comm, &Choice::Beside, plan)
+            .expect("open")
+            .checkpoint
+            .expect("a checkpoint");
+        cp.mark(1, b"before");
+        cp.mark(2, &vec![7u8; store::MAX_PAYLOAD + 1]);
+        cp.mark_with(3, |o| o.resize(o.len() + store::MAX_PAYLOAD + 1, 9));
+        cp.mark_with(4, |o| o.extend_from_slice(b"after"));
+        cp.finish(comm, Outcome::Stopped).expect("finish");
+    });
+    let (prior, _) = run(&out, 1, 4, 0..0, Outcome::Complete);
+    assert_eq!(prior.len(), 2, "the marks before and after the long ones");
+    assert_eq!(prior.payload(1), Some(&b"before"[..]));
+    assert_eq!(prior.payload(2), None);
+    assert_eq!(prior.payload(3), None);
+    assert_eq!(prior.payload(4), Some(&b"after"[..]));
+}
