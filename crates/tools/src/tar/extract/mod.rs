@@ -507,7 +507,11 @@ fn times_of(h: &Item) -> Timestamps {
 /// The entry is opened with `O_PATH | O_NOFOLLOW` and checked to be what the archive says
 /// before anything changes: `chmod` has no form that refuses to follow a symlink, so it goes
 /// through that descriptor and can never reach what a symlink points to.
-fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
+fn set_meta(
+    target: &Target,
+    item: &Item,
+    how: &Restore,
+) -> Result<Option<rustix::fs::Stat>, String> {
     let h = item;
     let want = match h.kind {
         Kind::Dir => libc::S_IFDIR,
@@ -516,7 +520,7 @@ fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
         Kind::Fifo => libc::S_IFIFO,
         Kind::Char => libc::S_IFCHR,
         Kind::Block => libc::S_IFBLK,
-        Kind::HardLink | Kind::Other(_) => return Ok(()),
+        Kind::HardLink | Kind::Other(_) => return Ok(None),
     };
     let (parent, name) = split(item.rel);
     let dir = if item.rel.is_empty() {
@@ -576,7 +580,9 @@ fn set_meta(target: &Target, item: &Item, how: &Restore) -> Result<(), String> {
     step(
         "set times",
         rustix::fs::utimensat(dir_fd, name, &times_of(h), AtFlags::SYMLINK_NOFOLLOW),
-    )
+    )?;
+    // What was made, as a checkpoint's mark records it (see `resume::Earlier::still_done`).
+    Ok(rustix::fs::fstat(&fd).ok())
 }
 
 /// What becomes of a decoded entry before it is kept: renamed (`--strip-components`), given
@@ -1400,7 +1406,7 @@ impl<'a> Extraction<'a> {
             if !e.items.own(i) || e.items.kind(i) == Kind::Dir {
                 continue;
             }
-            if let Some(bytes) = earlier.done(e.items.start(i)) {
+            if let Some(bytes) = earlier.still_done(self.target, &e.items.get(i)) {
                 e.done[i].store(true, Ordering::Relaxed);
                 self.credited.fetch_add(bytes, Ordering::Relaxed);
             }
@@ -1410,10 +1416,11 @@ impl<'a> Extraction<'a> {
     /// Mark entry `i` extracted completely. Not a directory (see [`Extraction::skip_done`]),
     /// nor a hard link: made again by every run, it then names the inode its target has now
     /// (a partial target an earlier run linked to may have been extracted anew since).
-    fn mark_done(&self, e: &Entries, i: usize) {
+    /// `made`: what the entry is now (see [`resume::Made`]).
+    fn mark_done(&self, e: &Entries, i: usize, made: Option<resume::Made>) {
         if !matches!(e.items.kind(i), Kind::Dir | Kind::HardLink) {
             let it = e.items.get(i);
-            self.resume.done(it.start, stored(&it));
+            self.resume.done(it.start, stored(&it), made);
         }
     }
 
@@ -1528,10 +1535,10 @@ impl<'a> Extraction<'a> {
                 if whole(i) {
                     let limit = e.ahead_limit(i, end);
                     match self.extract_whole((dirs, ahead), &it, (buf, cfr), limit) {
-                        Ok(n) => {
+                        Ok((n, made)) => {
                             self.bytes.fetch_add(n, Ordering::Relaxed);
                             e.done[i].store(true, Ordering::Relaxed);
-                            self.resume.done(it.start, n);
+                            self.resume.done(it.start, n, made);
                         }
                         Err(why) => self.failed_at(e, i, why),
                     }
@@ -1565,7 +1572,7 @@ impl<'a> Extraction<'a> {
         item: &Item,
         (buf, cfr): (&mut Buffer, &mut bool),
         limit: u64,
-    ) -> Result<u64, String> {
+    ) -> Result<(u64, Option<resume::Made>), String> {
         let (how, lay) = (&self.how, &self.lay);
         let h = item;
         let fd = open_new(dirs, self.target, item, lay)?;
@@ -1623,7 +1630,13 @@ impl<'a> Extraction<'a> {
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(how.mode(h.mode))),
         )?;
         step("set times", rustix::fs::futimens(&fd, &times_of(h)))?;
-        Ok(n)
+        // What was made, for the checkpoint's mark (only when one is kept: a system call).
+        let made = self
+            .resume
+            .on()
+            .then(|| rustix::fs::fstat(&fd).ok().map(|st| resume::made_of(&st)))
+            .flatten();
+        Ok((n, made))
     }
 
     /// Phase 4: the data of the files created at their size (their tails on other ranks
@@ -1837,7 +1850,6 @@ impl<'a> Extraction<'a> {
                     Err(why) => self.failed_at(e, i, why),
                     Ok(()) if e.items.kind(i) == Kind::HardLink => {
                         e.done[i].store(true, Ordering::Relaxed);
-                        self.mark_done(e, i);
                         if self.o.manifest.is_some() {
                             // Listed with its target's digest.
                             let it = e.items.get(i);
@@ -1856,7 +1868,7 @@ impl<'a> Extraction<'a> {
                 // A GNU volume label names the archive, not a file: nothing to extract (as GNU
                 // tar).
                 e.done[i].store(true, Ordering::Relaxed);
-                self.mark_done(e, i);
+                self.mark_done(e, i, Some([0; 7]));
             } else if let Kind::Other(t) = it.kind {
                 self.o.context.error(format_args!(
                     "{}: not extracted: entries of type '{}' are not supported",
@@ -1889,9 +1901,9 @@ impl<'a> Extraction<'a> {
                 }
             }
             match set_meta(self.target, it, &self.how) {
-                Ok(()) => {
+                Ok(st) => {
                     e.done[i].store(true, Ordering::Relaxed);
-                    self.mark_done(e, i);
+                    self.mark_done(e, i, st.as_ref().map(resume::made_of));
                 }
                 Err(why) => self.fail.add(it.rel, why),
             }

@@ -4,8 +4,12 @@
 //! Units have global keys (the same at any rank count), all taken from the entry's header
 //! offset in the tar stream (`start`):
 //! - [`Tag::Done`]: the entry is extracted completely, metadata included (payload: its data
-//!   bytes, for the report). A rerun skips it. Directories are never marked: their metadata is
-//!   set at the end of every run (the entries a rerun makes change their times).
+//!   bytes, for the report, and the identity of what was made: device, inode, size, mtime and
+//!   ctime). A rerun skips it only while the entry at its name is still that: one removed,
+//!   replaced or changed since (someone cleaned the target, or edited a file, even keeping its
+//!   mtime) is extracted again, as an uninterrupted run would have made it. Directories are
+//!   never marked: their metadata is set at the end of every run (the entries a rerun makes
+//!   change their times).
 //! - [`Tag::Created`]: the file was created at its size for its data to be written in ranges
 //!   (payload: its device and inode, its birth time, and the generation of the run that
 //!   created it).
@@ -28,6 +32,7 @@ use super::entries::Item;
 use crate::engine::checkpoint::{self, Checkpoint, Choice, Durable, Inputs, Outcome, Plan};
 use crate::engine::context::Error;
 use crate::tar::archive::Archive;
+use crate::tar::format::Kind;
 use crate::tar::Options;
 use flist::path::display;
 use rustix::fd::{AsFd, OwnedFd};
@@ -98,11 +103,37 @@ fn born_words(s: &flist::atomic::Stamp) -> (u64, u64, u64) {
     }
 }
 
+/// The identity of an extracted entry as its `Done` mark records it: device, inode, size,
+/// mtime (s, ns) and ctime (s, ns); all 0 for an entry that makes nothing (a volume label).
+pub(super) type Made = [u64; 7];
+
+/// [`Made`] of the entry whose `lstat` is `st`.
+pub(super) fn made_of(st: &rustix::fs::Stat) -> Made {
+    [
+        st.st_dev,
+        st.st_ino,
+        st.st_size as u64,
+        st.st_mtime as u64,
+        st.st_mtime_nsec as u64,
+        st.st_ctime as u64,
+        st.st_ctime_nsec as u64,
+    ]
+}
+
+/// [`Made`] of the entry at `rel` beneath `target`, never followed if a symlink.
+pub(super) fn made_at(target: &Target, rel: &[u8]) -> Option<Made> {
+    let (parent, name) = split(rel);
+    let dir = target.dir(parent, false).ok()?;
+    rustix::fs::statat(&dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|st| made_of(&st))
+}
+
 /// What earlier runs finished, by entry (header offset), the same on every rank.
 #[derive(Default)]
 pub(super) struct Earlier {
-    /// Entries extracted completely: their data bytes.
-    pub done: HashMap<u64, u64>,
+    /// Entries extracted completely: their data bytes and what was made.
+    pub done: HashMap<u64, (u64, Made)>,
     /// Files created at their size.
     created: HashMap<u64, Created>,
     /// Ranges of file data landed: (offset, bytes, generation).
@@ -117,9 +148,11 @@ impl Earlier {
         for (k, p) in marks {
             match p.first().copied() {
                 Some(t) if t == Tag::Done as u8 => {
-                    if let Some(w) = words(p, Tag::Done, 2) {
+                    // Marks of the earlier form (no identity) are not trusted.
+                    if let Some(w) = words(p, Tag::Done, 9) {
                         if key(Tag::Done, w[0], 0) == k {
-                            e.done.insert(w[0], w[1]);
+                            let made = w[2..].try_into().expect("7 words");
+                            e.done.insert(w[0], (w[1], made));
                         }
                     }
                 }
@@ -151,9 +184,22 @@ impl Earlier {
         e
     }
 
-    /// The data bytes of entry `start` if an earlier run extracted it completely.
-    pub fn done(&self, start: u64) -> Option<u64> {
-        self.done.get(&start).copied()
+    /// The data bytes of `item` if an earlier run extracted it completely and the entry at
+    /// its name beneath `target` (never followed) is still what that run made: the same
+    /// device, inode, size and mtime, and the same ctime unless the inode has other names
+    /// (the hard links to it that every run makes again change its ctime).
+    pub fn still_done(&self, target: &Target, item: &Item) -> Option<u64> {
+        let &(bytes, made) = self.done.get(&item.start)?;
+        if matches!(item.kind, Kind::Other(_)) {
+            // Nothing was made (a volume label).
+            return Some(bytes);
+        }
+        let (parent, name) = split(item.rel);
+        let dir = target.dir(parent, false).ok()?;
+        let st = rustix::fs::statat(&dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        let now = made_of(&st);
+        let same = now[..5] == made[..5] && (now[5..] == made[5..] || st.st_nlink > 1);
+        same.then_some(bytes)
     }
 
     /// Whether the file of `item` (created by an earlier run and waiting for data) can be
@@ -235,13 +281,18 @@ impl Resume {
         }
     }
 
-    /// Entry `start` is extracted completely, with `bytes` of data.
-    pub fn done(&self, start: u64, bytes: u64) {
-        if let Some(c) = &self.checkpoint {
-            c.mark(
-                key(Tag::Done, start, 0),
-                &payload(Tag::Done, &[start, bytes]),
-            );
+    /// Whether a checkpoint is kept (marks need the identity of what was made).
+    pub fn on(&self) -> bool {
+        self.checkpoint.is_some()
+    }
+
+    /// Entry `start` is extracted completely, with `bytes` of data, and is `made` (`None`:
+    /// its identity could not be taken, and it is not marked: a rerun extracts it again).
+    pub fn done(&self, start: u64, bytes: u64, made: Option<Made>) {
+        if let (Some(c), Some(m)) = (&self.checkpoint, made) {
+            let mut w = vec![start, bytes];
+            w.extend_from_slice(&m);
+            c.mark(key(Tag::Done, start, 0), &payload(Tag::Done, &w));
         }
     }
 
@@ -496,13 +547,16 @@ mod tests {
 
     #[test]
     fn marks_whose_payload_is_not_of_their_key_are_not_trusted() {
-        let good = (key(Tag::Done, 512, 0), payload(Tag::Done, &[512, 9]));
-        let moved = (key(Tag::Done, 1024, 0), payload(Tag::Done, &[512, 9]));
+        let w = [512, 9, 1, 2, 3, 4, 5, 6, 7];
+        let good = (key(Tag::Done, 512, 0), payload(Tag::Done, &w));
+        let moved = (key(Tag::Done, 1024, 0), payload(Tag::Done, &w));
         let short = (key(Tag::Created, 0, 0), payload(Tag::Created, &[0, 1]));
-        let marks = [good, moved, short];
+        // A mark of the earlier form, without the identity of what was made.
+        let old = (key(Tag::Done, 2048, 0), payload(Tag::Done, &[2048, 9]));
+        let marks = [good, moved, short, old];
         let e = Earlier::of(marks.iter().map(|(k, p)| (*k, &p[..])));
         assert_eq!(e.done.len(), 1);
-        assert_eq!(e.done(512), Some(9));
+        assert_eq!(e.done.get(&512), Some(&(9, [1, 2, 3, 4, 5, 6, 7])));
         assert!(e.created.is_empty());
     }
 }

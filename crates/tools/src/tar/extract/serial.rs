@@ -11,7 +11,7 @@
 //! archived metadata and is named, directories get theirs last, deepest first.
 
 use super::super::{Done, Options, Report};
-use super::resume::Resume;
+use super::resume::{self, Resume};
 use super::{
     adjuster, make_other, open_new, set_meta, times_of, DirCache, Failures, Layouts, Restore,
     INTERRUPTED,
@@ -308,7 +308,7 @@ impl Serial<'_> {
         let mut one = Store::with_capacity(1);
         one.push(rel, d, true);
         let item = one.get(0);
-        let done = self.resume.earlier.done(d.start);
+        let done = self.resume.earlier.still_done(target, &item);
         // Directories and hard links are never marked (see `Extraction::mark_done`).
         if let (Some(bytes), false) = (done, matches!(item.kind, Kind::Dir | Kind::HardLink)) {
             if item.kind == Kind::File {
@@ -343,12 +343,12 @@ impl Serial<'_> {
                     return Step::Next;
                 }
                 match self.file().extract(dirs, &item, d, &mut Slice(&data)) {
-                    Ok(n) => self.extracted(out, d.start, n),
+                    Ok(n) => self.extracted(out, &item, n, None),
                     Err(why) => fail.add(rel, why.text()),
                 }
             }
             Kind::File => match self.file().extract(dirs, &item, d, stream) {
-                Ok(n) => self.extracted(out, d.start, n),
+                Ok(n) => self.extracted(out, &item, n, None),
                 Err(Failed::Entry(why)) => fail.add(rel, why),
                 Err(Failed::Stream(why)) => {
                     fail.add(rel, format_args!("its data is incomplete: {why}"));
@@ -368,12 +368,12 @@ impl Serial<'_> {
             },
             Kind::Symlink | Kind::Fifo | Kind::Char | Kind::Block => {
                 match make_other(target, &item).and_then(|()| set_meta(target, &item, how)) {
-                    Ok(()) => self.extracted(out, d.start, 0),
+                    Ok(st) => self.extracted(out, &item, 0, st.as_ref().map(resume::made_of)),
                     Err(why) => fail.add(rel, why),
                 }
             }
             // A GNU volume label names the archive, not a file (as GNU tar).
-            Kind::Other(b'V') => self.extracted(out, d.start, 0),
+            Kind::Other(b'V') => self.extracted(out, &item, 0, Some([0; 7])),
             Kind::Other(t) => {
                 self.o.context.error(format_args!(
                     "{}: not extracted: entries of type '{}' are not supported",
@@ -397,12 +397,16 @@ impl Serial<'_> {
         }
     }
 
-    /// Count the entry at `start`, with `n` bytes of data, extracted (and mark it so).
-    fn extracted(&self, out: &mut Outcome, start: u64, n: u64) {
+    /// Count `item`, with `n` bytes of data, extracted, and mark it so with what was `made`
+    /// (`None`: taken from the entry at its name now, when a checkpoint is kept).
+    fn extracted(&self, out: &mut Outcome, item: &Item, n: u64, made: Option<resume::Made>) {
         out.bytes += n;
         out.extracted += 1;
         self.progress.add(1, n);
-        self.resume.done(start, n);
+        if self.resume.on() {
+            let made = made.or_else(|| resume::made_at(self.target, item.rel));
+            self.resume.done(item.start, n, made);
+        }
     }
 
     /// Read the data of `d` past (an entry an earlier run extracted); kept and returned when
@@ -468,7 +472,7 @@ impl Serial<'_> {
         for (_, i) in order {
             let item = directories.get(i);
             match set_meta(self.target, &item, &self.how) {
-                Ok(()) => out.extracted += 1,
+                Ok(_) => out.extracted += 1,
                 Err(why) => self.fail.add(item.rel, why),
             }
         }
