@@ -10,9 +10,9 @@
 //! stopped (at most [`MAX_RUNS`] runs). Reported per row: the redone work, bytes of all those
 //! runs / B, and whether the result equals the uninterrupted run's (archives and files
 //! byte-identical, trees equal, lists equal after sorting, reports equal); and, per tool, the
-//! checkpoint's overhead on an uninterrupted run (medians of 5 interleaved runs with and without
-//! `--no-checkpoint`, wall time and CPU time of every process, when the tool has that flag;
-//! else n/a). A tool that does not resume shows about 1 + the point.
+//! checkpoint's overhead on an uninterrupted run (the median of the ratios of 9 pairs of runs
+//! with and without `--no-checkpoint`, in alternating order, wall time and CPU time of every
+//! process, when the tool has that flag; else n/a). A tool that does not resume shows about 1 + the point.
 //!
 //! Bytes are the processes' logical I/O, `rchar + wchar` of `/proc/PID/io` (read/write-family
 //! calls, `copy_file_range` and `sendfile` included; mmap not; the same on tmpfs, where
@@ -46,6 +46,9 @@ const TERM_GRACE: Duration = Duration::from_secs(30);
 /// What an uninterrupted run at np 1 should take after calibration (s), unless the tool asks
 /// otherwise ([`tools::Tool::aim_secs`]).
 pub const AIM_SECS: f64 = 3.0;
+/// Pairs of uninterrupted runs, with and without the checkpoint, whose ratios' median is the
+/// overhead: sub-second runs swing by tens of percent, one pair at a time.
+const OVERHEAD_PAIRS: usize = 9;
 /// Largest input scale (about 14 MiB of tree per unit).
 const MAX_SCALE: u64 = 96;
 
@@ -660,21 +663,26 @@ fn bench_tool(
         let overhead = if overhead_flag {
             let mut without = cmd.clone();
             without.push("--no-checkpoint".into());
-            let runs = if quick { 1 } else { 5 };
-            let (mut a, mut b, mut ca, mut cb) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for _ in 0..runs {
-                let with = uninterrupted(&cmd, mpi, w)?;
-                let bare = uninterrupted(&without, mpi, w)?;
-                a.push(with.secs);
-                b.push(bare.secs);
-                ca.push(with.cpu);
-                cb.push(bare.cpu);
+            let pairs = if quick { 1 } else { OVERHEAD_PAIRS };
+            let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+            for i in 0..pairs {
+                // Each pair in turn order, the other way every second time: whatever a run
+                // leaves the next (freed pages, writeback) falls on both sides alike.
+                let (with, bare) = if i % 2 == 0 {
+                    let with = uninterrupted(&cmd, mpi, w)?;
+                    (with, uninterrupted(&without, mpi, w)?)
+                } else {
+                    let bare = uninterrupted(&without, mpi, w)?;
+                    (uninterrupted(&cmd, mpi, w)?, bare)
+                };
+                wall.push(with.secs / bare.secs.max(1e-9));
+                cpu.push(with.cpu / bare.cpu.max(1e-9));
             }
-            // Wall time, then CPU time of every process (steadier on a busy or small machine).
+            // Medians of the pairs' ratios: wall time, then CPU time of every process.
             format!(
                 "{:+.1}% ({:+.1}% CPU)",
-                (median(a) / median(b) - 1.0) * 100.0,
-                (median(ca) / median(cb).max(1e-9) - 1.0) * 100.0
+                (median(wall) - 1.0) * 100.0,
+                (median(cpu) - 1.0) * 100.0
             )
         } else {
             "n/a".to_string()
