@@ -652,9 +652,8 @@ impl Shared {
         bytes: &[u8],
         count: u64,
     ) -> io::Result<()> {
-        if count == 0 {
-            return Ok(());
-        }
+        // A write that failed before (a full file system) fails every flush after it, marks
+        // pending or not: a stopped run then says its checkpoint lacks work it did.
         if let Some(why) = self
             .failed
             .lock()
@@ -662,6 +661,9 @@ impl Shared {
             .as_ref()
         {
             return Err(io::Error::other(why.clone()));
+        }
+        if count == 0 {
+            return Ok(());
         }
         let written = (|| {
             for d in &self.registered() {
@@ -690,10 +692,8 @@ impl Shared {
             Ok::<(), io::Error>(())
         })();
         if let Err(e) = &written {
-            *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
-                "write checkpoint {}: {e}",
-                flist::path::display(&self.path)
-            ));
+            // The path is said by whoever reports the failure (see `Checkpoint::finish`).
+            *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
         }
         written
     }
@@ -772,9 +772,18 @@ impl Checkpoint {
         }
     }
 
-    /// Make every mark made so far durable now (after syncing the registered outputs).
+    /// Make every mark made so far durable now (after syncing the registered outputs). The
+    /// error names the checkpoint.
     pub fn flush(&self) -> io::Result<()> {
-        self.shared.flush()
+        self.shared.flush().map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "write checkpoint {}: {e}",
+                    flist::path::display(&self.shared.path)
+                ),
+            )
+        })
     }
 
     fn stop_flusher(&self) {

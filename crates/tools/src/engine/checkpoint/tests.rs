@@ -453,3 +453,30 @@ fn an_over_long_payload_is_left_out_and_the_marks_after_it_are_kept() {
     assert_eq!(prior.payload(3), None);
     assert_eq!(prior.payload(4), Some(&b"after"[..]));
 }
+
+/// A write of the log that failed during the run (a full file system) is said when a stopped
+/// run keeps its checkpoint, even when no mark was pending then: the rerun will redo what the
+/// log lacks.
+#[test]
+fn a_failed_write_is_reported_when_a_stopped_run_keeps_its_checkpoint() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    let told = steal::local::run(1, |comm| {
+        let plan = Plan {
+            output: Some(&out),
+            inputs: inputs(4),
+        };
+        let cp = open(comm, &Choice::Beside, plan)
+            .expect("open")
+            .checkpoint
+            .expect("a checkpoint");
+        cp.mark(1, b"one");
+        cp.flush().expect("the first flush");
+        // What the flusher records when a write fails (ENOSPC), the failed marks then gone.
+        *cp.shared.failed.lock().unwrap() =
+            Some("write checkpoint X: No space left on device (os error 28)".into());
+        cp.finish(comm, Outcome::Stopped).map_err(|e| e.to_string())
+    });
+    let err = told.into_iter().next().unwrap().unwrap_err();
+    assert!(err.contains("No space left"), "{err}");
+}
