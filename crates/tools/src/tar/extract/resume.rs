@@ -114,9 +114,9 @@ pub(super) fn made_of(st: &rustix::fs::Stat) -> Made {
         st.st_ino,
         st.st_size as u64,
         st.st_mtime as u64,
-        st.st_mtime_nsec as u64,
+        st.st_mtime_nsec as _,
         st.st_ctime as u64,
-        st.st_ctime_nsec as u64,
+        st.st_ctime_nsec as _,
     ]
 }
 
