@@ -1982,7 +1982,7 @@ mod tests {
         got.insert(b"e".to_vec(), entry(Kind::Dir));
         got.insert(b"e/y".to_vec(), entry(Kind::Other));
         let named = |rel: &str| {
-            format!("mfu-rs sync: replace directory /t/out/{rel}: it still holds entries the sync excludes or made since its walk; left as it is\n")
+            format!("mfu-rs sync: replace directory /t/out/{rel}: it still holds entries (excluded from the sync, made since its walk, or not removed: see above); left as it is\n")
         };
         let manifest = "mfu-rs sync: manifest /t/m: not written (the operation failed)\n";
         let o = sync_d_exclude();

@@ -893,7 +893,8 @@ fn leave_alone<'a>(
 
 /// The directories of `dirs` (DEST directories a source entry of another type replaces) that
 /// are still directories after the removals: the remover keeps a directory that still holds
-/// entries, those the sync's rules exclude (not deleted, as rsync) or made since the walk.
+/// entries, those the sync's rules exclude (not deleted, as rsync), made since the walk, or
+/// whose removal failed (named by the remover).
 /// Each is an error naming it; its new entry is not made (rsync: "cannot delete non-empty
 /// directory", exit 23).
 fn still_dirs(roots: &flist::beneath::Roots, dirs: &[Vec<u8>]) -> Vec<flist::ItemError> {
@@ -907,8 +908,8 @@ fn still_dirs(roots: &flist::beneath::Roots, dirs: &[Vec<u8>]) -> Vec<flist::Ite
         .map(|dir| {
             let why = std::io::Error::new(
                 std::io::ErrorKind::DirectoryNotEmpty,
-                "it still holds entries the sync excludes or made since its walk; \
-                 left as it is, SRC's entry of another type not synced",
+                "it still holds entries (excluded from the sync, made since its walk, or \
+                 not removed: see above); left as it is, SRC's entry of another type not synced",
             );
             flist::ItemError::new(dir, "replace directory", why)
         })
