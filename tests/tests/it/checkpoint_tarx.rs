@@ -545,6 +545,7 @@ fn entries_done_then_removed_or_changed_are_extracted_again() {
     let gz = t.path().join("c.tar.gz");
     let dest = t.path().join("out");
     let state = t.path().join("state");
+    let mut hard_edits = 0;
     for (n, (a, first, again)) in [(&plain, 1, 3), (&plain, 2, 1), (&gz, 1, 2), (&gz, 2, 1)]
         .into_iter()
         .enumerate()
@@ -585,6 +586,24 @@ fn entries_done_then_removed_or_changed_are_extracted_again() {
             gone > 5 && edited > 5,
             "{what}: {gone} removed, {edited} edited"
         );
+        // The hard-linked big file, when complete (the archive's mtime, which a partial file
+        // never has), edited the same way: the hard links every run makes again change its
+        // ctime, and the rerun must still see the edit.
+        let one = dest.join("src/big/one");
+        let want_mtime = std::fs::metadata(want.join("src/big/one"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        let mut hard_edited = false;
+        if std::fs::metadata(&one).is_ok_and(|m| m.modified().unwrap() == want_mtime) {
+            let mut bytes = std::fs::read(&one).unwrap();
+            bytes[4096] ^= 0xff;
+            std::fs::write(&one, bytes).unwrap();
+            let file = std::fs::File::options().write(true).open(&one).unwrap();
+            file.set_modified(want_mtime).unwrap();
+            hard_edited = true;
+        }
+        hard_edits += u32::from(hard_edited);
         let link = small.join("link");
         if std::fs::symlink_metadata(&link).is_ok() {
             std::fs::remove_file(&link).unwrap();
@@ -595,6 +614,10 @@ fn entries_done_then_removed_or_changed_are_extracted_again() {
         rerun.stderr_contains("continuing from checkpoint");
         assert_tree(&dest, &want, &what);
     }
+    assert!(
+        hard_edits > 0,
+        "the hard-linked file was never complete when stopped"
+    );
 }
 
 /// The checkpoint never lies in the tree being written: a `--checkpoint` inside the target is

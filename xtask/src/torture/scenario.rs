@@ -1754,6 +1754,63 @@ fn left_behind(dir: &Path) -> Result<Vec<String>> {
 /// equals an uninterrupted extraction's (without a checkpoint), and neither a checkpoint nor a
 /// temporary is left.
 // A scenario reads as one script of steps and checks; the 150-line limit is for the product.
+/// Between two runs of a tar -x, what a user may do to the entries already extracted (those
+/// with the archive's mtime, which a partial file never has): remove one, and edit another
+/// keeping its size and mtime. The rerun must extract both again.
+fn tamper_extracted(
+    c: &mut Ctx,
+    dest: &Path,
+    got: &Snap,
+    want: &Snap,
+    tampered: &mut BTreeSet<Vec<u8>>,
+) -> Result<()> {
+    let done: Vec<&Vec<u8>> = got
+        .iter()
+        .filter(|(p, g)| {
+            matches!(g.kind, Kind::File { size, .. } if size > 0)
+                && want
+                    .get(*p)
+                    .is_some_and(|w| w.kind == g.kind && w.mtime == g.mtime)
+        })
+        .map(|(p, _)| p)
+        .collect();
+    if done.is_empty() {
+        return Ok(());
+    }
+    let gone = *c.rng.pick(&done);
+    std::fs::remove_file(join(dest, gone))?;
+    tampered.insert(gone.clone());
+    c.log.push(format!(
+        "removed the extracted {} before the rerun",
+        show(gone)
+    ));
+    let edited = *c.rng.pick(&done);
+    if edited != gone {
+        let path = join(dest, edited);
+        let mut bytes = std::fs::read(&path)?;
+        let at = c.rng.below(bytes.len() as u64) as usize;
+        bytes[at] ^= 0x5a;
+        let mtime = std::fs::metadata(&path)?.modified()?;
+        std::fs::write(&path, bytes)?;
+        std::fs::File::options()
+            .write(true)
+            .open(&path)?
+            .set_modified(mtime)?;
+        // Every name of the inode changed (a hard-link group).
+        let ino = got[edited].ino;
+        tampered.extend(
+            got.iter()
+                .filter(|(_, g)| g.ino == ino)
+                .map(|(p, _)| p.clone()),
+        );
+        c.log.push(format!(
+            "edited the extracted {} before the rerun (size and mtime kept)",
+            show(edited)
+        ));
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_lines)]
 fn tar_x_kill(c: &mut Ctx) -> Result<()> {
     const CLASS: &str = "tar-x-kill";
@@ -1840,6 +1897,9 @@ fn tar_x_kill(c: &mut Ctx) -> Result<()> {
         e
     };
     let mut done = false;
+    // Files edited by hand between runs (with the archive's mtime kept, other bytes): judged
+    // once a run completes, not after a run killed before it reached them.
+    let mut tampered = BTreeSet::new();
     for round in 0..6 {
         let launch = Launch::random(&mut c.rng, c.mpi);
         let mut run = c.inv("tar", x(&dest, true), launch);
@@ -1874,7 +1934,7 @@ fn tar_x_kill(c: &mut Ctx) -> Result<()> {
         // Never a file with the archive's mtime and other bytes (a partial file carries no
         // archive times), whatever the moment of the kill.
         let got = oracle::snapshot(&dest)?;
-        for (p, g) in &got {
+        for (p, g) in got.iter().filter(|(p, _)| !tampered.contains(*p)) {
             if let (Some(w), oracle::Kind::File { .. }) = (want.get(p), &g.kind) {
                 if w.mtime == g.mtime && w.kind != g.kind {
                     c.find(
@@ -1911,6 +1971,9 @@ fn tar_x_kill(c: &mut Ctx) -> Result<()> {
                 format!("{step}: failed: exit {:?}: {}", out.code, out.tail()),
             );
             return Ok(());
+        }
+        if c.rng.chance(40) {
+            tamper_extracted(c, &dest, &got, &want, &mut tampered)?;
         }
     }
     if !done {

@@ -1850,6 +1850,7 @@ impl<'a> Extraction<'a> {
                     Err(why) => self.failed_at(e, i, why),
                     Ok(()) if e.items.kind(i) == Kind::HardLink => {
                         e.done[i].store(true, Ordering::Relaxed);
+                        self.resume.linked(self.target, &e.items.get(i));
                         if self.o.manifest.is_some() {
                             // Listed with its target's digest.
                             let it = e.items.get(i);

@@ -10,6 +10,10 @@
 //!   mtime) is extracted again, as an uninterrupted run would have made it. Directories are
 //!   never marked: their metadata is set at the end of every run (the entries a rerun makes
 //!   change their times).
+//! - [`Tag::Linked`]: a hard link was made to an extracted entry (payload: the link's header
+//!   offset, a hash of the target's name, and the target's identity once linked: linking
+//!   changes its ctime, and every run makes its hard links again). A rerun takes the target as
+//!   unchanged when its identity is that of its `Done` mark or of one of these.
 //! - [`Tag::Created`]: the file was created at its size for its data to be written in ranges
 //!   (payload: its device and inode, its birth time, and the generation of the run that
 //!   created it).
@@ -48,6 +52,7 @@ enum Tag {
     Done = 1,
     Created = 2,
     Range = 3,
+    Linked = 4,
 }
 
 /// The key of the unit `tag` of the entry at `start` (`at`: a range's offset, else 0).
@@ -129,11 +134,18 @@ pub(super) fn made_at(target: &Target, rel: &[u8]) -> Option<Made> {
         .map(|st| made_of(&st))
 }
 
+/// The hash of a (cleaned) name in `Linked` marks.
+fn name_hash(rel: &[u8]) -> u64 {
+    xxhash_rust::xxh64::xxh64(rel, 0x6c69_6e6b)
+}
+
 /// What earlier runs finished, by entry (header offset), the same on every rank.
 #[derive(Default)]
 pub(super) struct Earlier {
     /// Entries extracted completely: their data bytes and what was made.
     pub done: HashMap<u64, (u64, Made)>,
+    /// What entries were once hard links were made to them, by the hash of their name.
+    linked: HashMap<u64, Vec<Made>>,
     /// Files created at their size.
     created: HashMap<u64, Created>,
     /// Ranges of file data landed: (offset, bytes, generation).
@@ -153,6 +165,14 @@ impl Earlier {
                         if key(Tag::Done, w[0], 0) == k {
                             let made = w[2..].try_into().expect("7 words");
                             e.done.insert(w[0], (w[1], made));
+                        }
+                    }
+                }
+                Some(t) if t == Tag::Linked as u8 => {
+                    if let Some(w) = words(p, Tag::Linked, 9) {
+                        if key(Tag::Linked, w[0], 0) == k {
+                            let made = w[2..].try_into().expect("7 words");
+                            e.linked.entry(w[1]).or_default().push(made);
                         }
                     }
                 }
@@ -186,8 +206,8 @@ impl Earlier {
 
     /// The data bytes of `item` if an earlier run extracted it completely and the entry at
     /// its name beneath `target` (never followed) is still what that run made: the same
-    /// device, inode, size and mtime, and the same ctime unless the inode has other names
-    /// (the hard links to it that every run makes again change its ctime).
+    /// device, inode, size, mtime and ctime, as its `Done` mark or a `Linked` mark of its name
+    /// (a hard link made to it since) records them.
     pub fn still_done(&self, target: &Target, item: &Item) -> Option<u64> {
         let &(bytes, made) = self.done.get(&item.start)?;
         if matches!(item.kind, Kind::Other(_)) {
@@ -198,7 +218,8 @@ impl Earlier {
         let dir = target.dir(parent, false).ok()?;
         let st = rustix::fs::statat(&dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
         let now = made_of(&st);
-        let same = now[..5] == made[..5] && (now[5..] == made[5..] || st.st_nlink > 1);
+        let linked = self.linked.get(&name_hash(item.rel));
+        let same = now == made || linked.is_some_and(|l| l.contains(&now));
         same.then_some(bytes)
     }
 
@@ -293,6 +314,22 @@ impl Resume {
             let mut w = vec![start, bytes];
             w.extend_from_slice(&m);
             c.mark(key(Tag::Done, start, 0), &payload(Tag::Done, &w));
+        }
+    }
+
+    /// The hard link `item` was made: the identity of its target now (linking changed its
+    /// ctime) is marked, so that a rerun still knows the target as what was extracted.
+    pub fn linked(&self, target: &Target, item: &Item) {
+        let Some(c) = &self.checkpoint else {
+            return;
+        };
+        let Ok(to) = super::beneath::clean(item.link) else {
+            return;
+        };
+        if let Some(m) = made_at(target, &to) {
+            let mut w = vec![item.start, name_hash(&to)];
+            w.extend_from_slice(&m);
+            c.mark(key(Tag::Linked, item.start, 0), &payload(Tag::Linked, &w));
         }
     }
 

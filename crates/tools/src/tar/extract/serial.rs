@@ -363,7 +363,10 @@ impl Serial<'_> {
                 }
             },
             Kind::HardLink => match make_other(target, &item) {
-                Ok(()) => out.extracted += 1,
+                Ok(()) => {
+                    out.extracted += 1;
+                    self.resume.linked(target, &item);
+                }
                 Err(why) => fail.add(rel, why),
             },
             Kind::Symlink | Kind::Fifo | Kind::Char | Kind::Block => {
