@@ -73,6 +73,19 @@ fn archive(dir: &Path, name: &str, codec: &[&str]) -> PathBuf {
     dir.join(name)
 }
 
+/// `ARCHIVE.gz` beside `plain`: one gzip stream (as `tar -czf` makes), read front to back.
+fn gzipped(plain: &Path) -> PathBuf {
+    let out = std::process::Command::new("gzip")
+        .args(["-k", "-1"])
+        .arg(plain)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut name = plain.as_os_str().to_owned();
+    name.push(".gz");
+    PathBuf::from(name)
+}
+
 /// `tar -x -k 1M -v -f ARCHIVE -C DEST` with the state directory `state`.
 fn extract(archive: &Path, dest: &Path, state: &Path) -> Tool {
     Tool::new("tar")
@@ -515,13 +528,7 @@ fn a_serial_archive_continues_skipping_the_entries_done() {
     let t = tempfile::tempdir().unwrap();
     sources(t.path());
     let plain = archive(t.path(), "p.tar", &[]);
-    let out = std::process::Command::new("gzip")
-        .args(["-k", "-1"])
-        .arg(&plain)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let a = t.path().join("p.tar.gz");
+    let a = gzipped(&plain);
     let want = reference(t.path(), &a);
     interrupted_then_continued(t.path(), &a, &want, (STOP, 60), |c| c, |c| c.ranks(2));
     interrupted_then_continued(t.path(), &a, &want, (DIE, 100), |c| c.mpi(2), |c| c);
@@ -536,13 +543,7 @@ fn entries_done_then_removed_or_changed_are_extracted_again() {
     let t = tempfile::tempdir().unwrap();
     sources(t.path());
     let plain = archive(t.path(), "c.tar", &[]);
-    let out = std::process::Command::new("gzip")
-        .args(["-k", "-1"])
-        .arg(&plain)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let gz = t.path().join("c.tar.gz");
+    let gz = gzipped(&plain);
     let dest = t.path().join("out");
     let state = t.path().join("state");
     let mut hard_edits = 0;

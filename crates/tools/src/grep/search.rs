@@ -146,22 +146,7 @@ impl Searching {
     }
 }
 
-/// A file's identity and state: device, inode, size (bytes), mtime (s, ns), ctime (s, ns).
-/// Equal stamps before and after a read: the file did not change while read.
-pub type Stamp = [u64; 7];
-
-/// The [`Stamp`] of a `stat` result.
-pub fn stamp_of(st: &rustix::fs::Stat) -> Stamp {
-    [
-        st.st_dev,
-        st.st_ino,
-        st.st_size as u64,
-        st.st_mtime as u64,
-        st.st_mtime_nsec as _,
-        st.st_ctime as u64,
-        st.st_ctime_nsec as _,
-    ]
-}
+pub use crate::engine::checkpoint::{stamp_of, Stamp};
 
 struct Collect<'a> {
     found: &'a mut Found,

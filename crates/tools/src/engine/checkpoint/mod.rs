@@ -122,6 +122,24 @@ pub enum Durable {
     FileSystem(Arc<OwnedFd>),
 }
 
+/// A file's identity and state, as marks record it to tell whether what they describe is
+/// still there unchanged: device, inode, size (bytes), mtime (s, ns), ctime (s, ns). Equal
+/// stamps before and after a read: the file did not change while read.
+pub type Stamp = [u64; 7];
+
+/// The [`Stamp`] of a `stat` result.
+pub fn stamp_of(st: &rustix::fs::Stat) -> Stamp {
+    [
+        st.st_dev,
+        st.st_ino,
+        st.st_size as u64,
+        st.st_mtime as u64,
+        st.st_mtime_nsec as _,
+        st.st_ctime as u64,
+        st.st_ctime_nsec as _,
+    ]
+}
+
 /// The fixed flush interval `MFU_RS_CHECKPOINT_INTERVAL_MS` asks for (tests), if any.
 fn fixed_interval() -> Option<Duration> {
     static EVERY: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();

@@ -432,21 +432,14 @@ fn an_over_long_payload_is_left_out_and_the_marks_after_it_are_kept() {
     let t = tempfile::tempdir().unwrap();
     let out = out_in(&t);
     steal::local::run(1, |comm| {
-        let plan = Plan {
-            output: Some(&out),
-            inputs: inputs(4),
-        };
-        let cp = open(comm, &Choice::Beside, plan)
-            .expect("open")
-            .checkpoint
-            .expect("a checkpoint");
+        let cp = opened_beside(comm, &out);
         cp.mark(1, b"before");
         cp.mark(2, &vec![7u8; store::MAX_PAYLOAD + 1]);
         cp.mark_with(3, |o| o.resize(o.len() + store::MAX_PAYLOAD + 1, 9));
         cp.mark_with(4, |o| o.extend_from_slice(b"after"));
         cp.finish(comm, Outcome::Stopped).expect("finish");
     });
-    let (prior, _) = run(&out, 1, 4, 0..0, Outcome::Complete);
+    let (prior, _) = run(&out, 1, 1, 0..0, Outcome::Complete);
     assert_eq!(prior.len(), 2, "the marks before and after the long ones");
     assert_eq!(prior.payload(1), Some(&b"before"[..]));
     assert_eq!(prior.payload(2), None);
@@ -462,14 +455,7 @@ fn a_failed_write_is_reported_when_a_stopped_run_keeps_its_checkpoint() {
     let t = tempfile::tempdir().unwrap();
     let out = out_in(&t);
     let told = steal::local::run(1, |comm| {
-        let plan = Plan {
-            output: Some(&out),
-            inputs: inputs(4),
-        };
-        let cp = open(comm, &Choice::Beside, plan)
-            .expect("open")
-            .checkpoint
-            .expect("a checkpoint");
+        let cp = opened_beside(comm, &out);
         cp.mark(1, b"one");
         cp.flush().expect("the first flush");
         // What the flusher records when a write fails (ENOSPC), the failed marks then gone.

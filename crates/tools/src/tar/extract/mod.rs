@@ -506,11 +506,13 @@ fn times_of(h: &Item) -> Timestamps {
 ///
 /// The entry is opened with `O_PATH | O_NOFOLLOW` and checked to be what the archive says
 /// before anything changes: `chmod` has no form that refuses to follow a symlink, so it goes
-/// through that descriptor and can never reach what a symlink points to.
+/// through that descriptor and can never reach what a symlink points to. With `identity`,
+/// returns the entry's `stat` once done (for a checkpoint's mark).
 fn set_meta(
     target: &Target,
     item: &Item,
     how: &Restore,
+    identity: bool,
 ) -> Result<Option<rustix::fs::Stat>, String> {
     let h = item;
     let want = match h.kind {
@@ -581,8 +583,9 @@ fn set_meta(
         "set times",
         rustix::fs::utimensat(dir_fd, name, &times_of(h), AtFlags::SYMLINK_NOFOLLOW),
     )?;
-    // What was made, as a checkpoint's mark records it (see `resume::Earlier::still_done`).
-    Ok(rustix::fs::fstat(&fd).ok())
+    // With `identity`: what was made, as a checkpoint's mark records it (see
+    // `resume::Earlier::still_done`); a system call only then.
+    Ok(identity.then(|| rustix::fs::fstat(&fd).ok()).flatten())
 }
 
 /// What becomes of a decoded entry before it is kept: renamed (`--strip-components`), given
@@ -1901,7 +1904,7 @@ impl<'a> Extraction<'a> {
                     return;
                 }
             }
-            match set_meta(self.target, it, &self.how) {
+            match set_meta(self.target, it, &self.how, self.resume.on()) {
                 Ok(st) => {
                     e.done[i].store(true, Ordering::Relaxed);
                     self.mark_done(e, i, st.as_ref().map(resume::made_of));

@@ -108,22 +108,12 @@ fn born_words(s: &flist::atomic::Stamp) -> (u64, u64, u64) {
     }
 }
 
-/// The identity of an extracted entry as its `Done` mark records it: device, inode, size,
-/// mtime (s, ns) and ctime (s, ns); all 0 for an entry that makes nothing (a volume label).
-pub(super) type Made = [u64; 7];
+/// The identity of an extracted entry as its `Done` mark records it (see
+/// [`checkpoint::Stamp`]); all 0 for an entry that makes nothing (a volume label).
+pub(super) type Made = checkpoint::Stamp;
 
 /// [`Made`] of the entry whose `lstat` is `st`.
-pub(super) fn made_of(st: &rustix::fs::Stat) -> Made {
-    [
-        st.st_dev,
-        st.st_ino,
-        st.st_size as u64,
-        st.st_mtime as u64,
-        st.st_mtime_nsec as _,
-        st.st_ctime as u64,
-        st.st_ctime_nsec as _,
-    ]
-}
+pub(super) use checkpoint::stamp_of as made_of;
 
 /// [`Made`] of the entry at `rel` beneath `target`, never followed if a symlink.
 pub(super) fn made_at(target: &Target, rel: &[u8]) -> Option<Made> {

@@ -370,7 +370,9 @@ impl Serial<'_> {
                 Err(why) => fail.add(rel, why),
             },
             Kind::Symlink | Kind::Fifo | Kind::Char | Kind::Block => {
-                match make_other(target, &item).and_then(|()| set_meta(target, &item, how)) {
+                match make_other(target, &item)
+                    .and_then(|()| set_meta(target, &item, how, self.resume.on()))
+                {
                     Ok(st) => self.extracted(out, &item, 0, st.as_ref().map(resume::made_of)),
                     Err(why) => fail.add(rel, why),
                 }
@@ -474,7 +476,7 @@ impl Serial<'_> {
         order.sort_unstable_by_key(|&(depth, _)| std::cmp::Reverse(depth));
         for (_, i) in order {
             let item = directories.get(i);
-            match set_meta(self.target, &item, &self.how) {
+            match set_meta(self.target, &item, &self.how, false) {
                 Ok(_) => out.extracted += 1,
                 Err(why) => self.fail.add(item.rel, why),
             }
