@@ -615,6 +615,11 @@ impl Shared {
         }
     }
 
+    /// What a failed flush, `e`, says: the checkpoint and the operation.
+    fn write_failed(&self, e: &io::Error) -> String {
+        format!("write checkpoint {}: {e}", flist::path::display(&self.path))
+    }
+
     /// The outputs registered with [`Checkpoint::durable`] so far (a snapshot: the lock is not
     /// held while they are synced).
     fn registered(&self) -> Vec<Durable> {
@@ -793,15 +798,9 @@ impl Checkpoint {
     /// Make every mark made so far durable now (after syncing the registered outputs). The
     /// error names the checkpoint.
     pub fn flush(&self) -> io::Result<()> {
-        self.shared.flush().map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "write checkpoint {}: {e}",
-                    flist::path::display(&self.shared.path)
-                ),
-            )
-        })
+        self.shared
+            .flush()
+            .map_err(|e| io::Error::new(e.kind(), self.shared.write_failed(&e)))
     }
 
     fn stop_flusher(&self) {
@@ -877,12 +876,10 @@ impl Checkpoint {
             && !self.shared.eager.load(Ordering::SeqCst);
         let flushed = match outcome {
             Outcome::Complete if !deferred => Ok(()),
-            _ => self.shared.flush().map_err(|e| {
-                CheckpointError(format!(
-                    "write checkpoint {}: {e}",
-                    flist::path::display(&self.shared.path)
-                ))
-            }),
+            _ => self
+                .shared
+                .flush()
+                .map_err(|e| CheckpointError(self.shared.write_failed(&e))),
         };
         let flushed = comm.agree(flushed);
         if outcome != Outcome::Complete {
