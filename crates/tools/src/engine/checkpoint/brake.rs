@@ -91,6 +91,12 @@ impl Brake {
         self.ended.notify_all();
     }
 
+    /// Whether a sync is in progress (engaged and not yet released).
+    #[cfg(test)]
+    pub(super) fn syncing(&self) -> bool {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).syncing
+    }
+
     /// A mark is being made: wait for the sync in progress if it has lasted its allowance
     /// and the process is running ahead of it. Returns how long it waited.
     pub(super) fn hold(&self) -> Duration {
