@@ -283,6 +283,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
                 file: first + i as u64,
                 chunk: c,
                 path: f.path.clone(),
+                listed: f.listed,
                 start: c * chunk,
                 end: if c + 1 == n {
                     u64::MAX

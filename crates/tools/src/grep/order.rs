@@ -8,6 +8,7 @@
 //! paths are opaque bytes to the distributed sort), with the file's size in its metadata.
 
 use super::{FileGlob, Options};
+use crate::engine::checkpoint::{stamp_of_meta, Stamp};
 use crate::engine::context::Error;
 use crate::engine::input::Listed;
 use flist::path::{as_path, basename, normalize};
@@ -59,6 +60,8 @@ pub struct File {
     pub shown: Vec<u8>,
     /// Size in bytes when listed (chunks are planned from it; the last chunk reads to the end).
     pub size: u64,
+    /// Its [`Stamp`] when walked (`None` from a list, whose records lack device and inode).
+    pub listed: Option<Stamp>,
 }
 
 /// Where keys came from: a walked PATH, or the list.
@@ -198,18 +201,21 @@ fn walk_roots(comm: &dyn Comm, options: &Options, globs: &Globs, paths: &[Vec<u8
         for e in walked.list.iter() {
             let rel = relative(&abs, e.path);
             below_a_root |= !rel.is_empty();
-            let size = match e.kind {
-                FileType::File => e.meta.map_or(0, |m| m.size),
+            // The walk's stat travels with the file: the identity before its read.
+            let meta = match e.kind {
+                FileType::File => e.meta.unwrap_or_default(),
                 // A PATH that is a link to a file is searched (grep -r follows links named on
                 // the command line only).
-                FileType::Symlink if rel.is_empty() => match std::fs::metadata(as_path(e.path)) {
-                    Ok(m) if m.is_file() => m.len(),
+                FileType::Symlink if rel.is_empty() => match rustix::fs::stat(as_path(e.path)) {
+                    Ok(st) if FileType::from_mode(st.st_mode) == FileType::File => {
+                        Meta::from_stat(&st)
+                    }
                     _ => continue,
                 },
                 _ => continue,
             };
             if globs.admit(basename(e.path)) {
-                list.push(&key(r, rel), FileType::File, Some(size_meta(size)));
+                list.push(&key(r, rel), FileType::File, Some(meta));
             }
         }
         if walked.interrupted {
@@ -282,6 +288,9 @@ impl Files {
                 path,
                 shown,
                 size: e.meta.map_or(0, |m| m.size),
+                // A list's records (size only, or a v4 list's: no device nor inode) say
+                // nothing of identity.
+                listed: e.meta.filter(|m| m.ino != 0).map(|m| stamp_of_meta(&m)),
             }
         })
     }

@@ -26,6 +26,9 @@ pub struct Chunk {
     /// End of the range (bytes, exclusive); `u64::MAX`: to the end of the file, whatever its
     /// size is now.
     pub end: u64,
+    /// The file's [`Stamp`] when it was walked (`None` when not known: read from a list): the
+    /// identity before the read that a checkpoint's mark needs, without an `fstat` more.
+    pub listed: Option<Stamp>,
 }
 
 /// What the search of one chunk found. Travels to the rank that prints the file (steal's
@@ -88,8 +91,9 @@ impl Searching {
         self.search_file(chunk, false).0
     }
 
-    /// Search `chunk`, with the file's [`Stamp`] when it was the same before and after the
-    /// read (`None`: it changed meanwhile, or could not be read).
+    /// Search `chunk`, with the file's [`Stamp`] for its mark: as walked ([`Chunk::listed`]),
+    /// or else when it was the same before and after the read (`None`: it changed meanwhile,
+    /// or could not be read).
     pub fn search_stamped(&self, chunk: &Chunk) -> (Found, Option<Stamp>) {
         self.search_file(chunk, true)
     }
@@ -105,13 +109,25 @@ impl Searching {
         let data = match File::open(flist::path::as_path(&chunk.path))
             .map_err(|e| format!("open {shown}: {e}"))
             .and_then(|f| {
-                let before = stamped.then(|| rustix::fs::fstat(&f).ok().map(|s| stamp_of(&s)));
+                // The identity before the read: as walked, else taken now. A walked file's
+                // stamp is the mark's as it is: a rerun takes the findings only while the file
+                // still has it, and any change since the walk (during the read included) moved
+                // its ctime on. A stamp taken now must be taken again after the read: equal,
+                // the file did not change while read.
+                let (before, again) = match (stamped, chunk.listed) {
+                    (false, _) => (None, false),
+                    (true, Some(listed)) => (Some(listed), false),
+                    (true, None) => (rustix::fs::fstat(&f).ok().map(|s| stamp_of(&s)), true),
+                };
                 let data = read_lines(&f, chunk.start, chunk.end)
                     .map_err(|e| format!("read {shown}: {e}"))?;
-                if let Some(Some(before)) = before {
-                    let after = rustix::fs::fstat(&f).ok().map(|s| stamp_of(&s));
-                    stamp = (after == Some(before)).then_some(before);
-                }
+                stamp = match before {
+                    Some(before) if again => {
+                        let after = rustix::fs::fstat(&f).ok().map(|s| stamp_of(&s));
+                        (after == Some(before)).then_some(before)
+                    }
+                    before => before,
+                };
                 Ok(data)
             }) {
             Ok(d) => d,

@@ -486,7 +486,7 @@ fn the_brake_is_released_before_the_log_is_written() {
         let writer = std::thread::spawn(move || {
             let mut log = Some(std::fs::File::from(std::os::fd::OwnedFd::from(w)));
             // More than a pipe holds: the write waits for the reader below.
-            let _ = shared.write_marks(&mut log, &vec![0u8; 1 << 20], 1, true);
+            let _ = shared.write_marks(&mut log, &vec![0u8; 1 << 20], 1, true, SyncLog::Now);
         });
         let mut first = [0u8; 1];
         assert_eq!(std::io::Read::read(&mut r, &mut first).unwrap(), 1);
@@ -498,5 +498,33 @@ fn the_brake_is_released_before_the_log_is_written() {
         writer.join().unwrap();
         // The pipe could not be synced: the checkpoint says so, which is not this test's.
         let _ = cp.finish(comm, Outcome::Stopped);
+    });
+}
+
+/// The flusher writes marks at every flush but syncs the log at most every
+/// [`LOG_SYNC_INTERVAL`]; a flush asked for (a stop, the end of the writes) syncs it at once,
+/// and a due sync comes even when no mark is pending.
+#[test]
+fn the_flusher_syncs_the_log_once_a_second_and_an_asked_flush_at_once() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    steal::local::run(1, |comm| {
+        let cp = opened_beside(comm, &out);
+        cp.stop_flusher();
+        let unsynced = || cp.shared.log_sync.lock().unwrap().unsynced;
+        cp.mark(1, b"one");
+        cp.shared.flush_braked(false, SyncLog::Due).unwrap();
+        assert!(logged_bytes(&out) > 0, "the mark was written");
+        assert!(unsynced(), "synced before its interval");
+        cp.shared.flush().unwrap();
+        assert!(!unsynced(), "an asked flush syncs the log");
+        cp.mark(2, b"two");
+        cp.shared.flush_braked(false, SyncLog::Due).unwrap();
+        assert!(unsynced());
+        // The interval passed: the next flush syncs, though nothing is pending.
+        cp.shared.log_sync.lock().unwrap().at -= LOG_SYNC_INTERVAL;
+        cp.shared.flush_braked(false, SyncLog::Due).unwrap();
+        assert!(!unsynced(), "a due sync did not come");
+        cp.finish(comm, Outcome::Stopped).expect("finish");
     });
 }
