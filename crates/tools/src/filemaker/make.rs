@@ -468,7 +468,8 @@ impl Maker<'_> {
             len: p.len,
             ctime: (st.st_ctime, st.st_ctime_nsec as i64),
         };
-        c.mark(m.key(), &steal::typed::encode(&m));
+        // Encoded straight into the checkpoint's buffer: one mark per file part.
+        c.mark_with(m.key(), |out| steal::typed::encode_into(&m, out));
     }
 
     /// [`replaceable`], and only when replacing was asked for (`--force`).

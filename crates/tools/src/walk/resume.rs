@@ -111,16 +111,20 @@ fn push_var<T: VarInt>(v: T, out: &mut Vec<u8>) {
     out.extend_from_slice(&buf[..n]);
 }
 
-/// Append `v` as a zigzag LEB128 number, as [`push_var`] does for an `i64` (the same bytes,
-/// checked by a test), written byte by byte: once per field of every entry of every directory
-/// walked, where the generic encoder's buffer and copy were most of the checkpoint's cost.
-fn push_zigzag(v: i64, out: &mut Vec<u8>) {
+/// Write `v` as a zigzag LEB128 number at the start of `buf` (at least 10 bytes), the bytes
+/// [`push_var`] appends for an `i64` (checked by a test), byte by byte on the stack: once per
+/// field of every entry of every directory walked, where the generic encoder's buffer and copy
+/// were most of the checkpoint's cost. Returns its length.
+fn zigzag_into(v: i64, buf: &mut [u8]) -> usize {
     let mut u = ((v << 1) ^ (v >> 63)) as u64;
+    let mut n = 0;
     while u >= 0x80 {
-        out.push(u as u8 | 0x80);
+        buf[n] = u as u8 | 0x80;
         u >>= 7;
+        n += 1;
     }
-    out.push(u as u8);
+    buf[n] = u as u8;
+    n + 1
 }
 
 /// `a - b` as a signed difference (wrapping: any two values have one).
@@ -151,11 +155,14 @@ impl MetaDeltas {
             diff(m.ctime as u64, m.mtime as u64),
             diff(u64::from(m.ctime_nsec), u64::from(m.mtime_nsec)),
         ];
-        // At most 10 bytes each: one reservation for the entry, then pushes without growth.
-        out.reserve(fields.len() * 10);
+        // At most 10 bytes each, put together on the stack and appended at once: a push per
+        // byte (a capacity check each) was most of the encoding's time.
+        let mut buf = [0u8; 13 * 10];
+        let mut n = 0;
         for f in fields {
-            push_zigzag(f, out);
+            n += zigzag_into(f, &mut buf[n..]);
         }
+        out.extend_from_slice(&buf[..n]);
         self.before = *m;
     }
 
@@ -470,10 +477,10 @@ mod tests {
             i64::MAX,
             i64::MIN,
         ] {
-            let (mut fast, mut generic) = (Vec::new(), Vec::new());
-            push_zigzag(v, &mut fast);
+            let (mut fast, mut generic) = ([0u8; 10], Vec::new());
+            let n = zigzag_into(v, &mut fast);
             push_var(v, &mut generic);
-            assert_eq!(fast, generic, "{v}");
+            assert_eq!(&fast[..n], &generic[..], "{v}");
         }
     }
 
