@@ -5,7 +5,8 @@
 //! bytes then gives the order of a depth-first walk that visits PATHs in command-line order and
 //! the entries of every directory by name bytes: as a NUL sorts before every byte a name can
 //! hold, `a/z` comes before `a.txt`, right after `a`. The keys travel in a [`FileList`] (its
-//! paths are opaque bytes to the distributed sort), with the file's size in its metadata.
+//! paths are opaque bytes to the distributed sort), with the walk's `stat` of the file as its
+//! metadata (a list's files: the size only).
 
 use super::{FileGlob, Options};
 use crate::engine::checkpoint::{stamp_of_meta, Stamp};

@@ -3,8 +3,8 @@
 //! output in order (a stopped run prints nothing: the rerun's output is the whole output).
 //!
 //! Key: a hash of the file's path and the chunk's number and byte range. Payload: version `1`,
-//! the file's [`Stamp`] (device, inode, size, mtime, ctime; the same before and after the read,
-//! else no mark), then the findings ([`Found`], steal's typed encoding). A payload is used only
+//! the file's [`Stamp`] (device, inode, size, mtime, ctime: the walk's, or for a file from a
+//! list the same before and after the read, else no mark), then the findings ([`Found`], steal's typed encoding). A payload is used only
 //! when the file's stamp now is the same: a file changed since is searched again.
 
 use super::search::{stamp_of, Chunk, Found, Searching, Stamp};
@@ -108,7 +108,8 @@ impl Marks<'_> {
         Some(found)
     }
 
-    /// `chunk` was searched (its file stamped `stamp` before and after): `found`.
+    /// `chunk` was searched (its file stamped `stamp` by the walk, or the same before and
+    /// after the read): `found`.
     pub fn mark(&self, chunk: &Chunk, stamp: &Stamp, found: &Found) {
         self.checkpoint
             .mark_with(key(chunk), |out| encode_into(stamp, found, out));

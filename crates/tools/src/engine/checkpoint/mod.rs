@@ -11,8 +11,9 @@
 //! twentieth of the run so far (25 ms to 2 s, [`next_wait`]), after the outputs registered with
 //! [`Checkpoint::durable`] are synced: a mark never precedes its data, and a kill loses at
 //! most about one interval of work. The log is synced once a second ([`LOG_SYNC_INTERVAL`]) and
-//! when a flush is asked for: a crash of the node loses at most a second more. A run writing faster than its disk takes the data is held
-//! back while a sync lasts ([`brake`]), so that its marks keep up with its work.
+//! when a flush is asked for: a crash of the node loses at most a second more. A run writing
+//! faster than its disk takes the data is held back while a sync lasts ([`brake`]), so that its
+//! marks keep up with its work.
 //!
 //! Trust: a rerun continues only from a checkpoint of this user (a 0700 directory, regular files
 //! with one link, nothing followed), of the same tool, whose every input is equal; its marks
