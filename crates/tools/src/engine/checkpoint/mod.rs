@@ -176,8 +176,10 @@ enum SyncLog {
     Due,
 }
 
-/// [`Shared::log_sync`]: what of the log is synced.
-struct LogSync {
+/// [`Shared::log`]: this rank's log of marks and what of it is synced.
+struct Log {
+    /// The log, opened at its first write.
+    file: Option<std::fs::File>,
     /// Marks were written since the last sync.
     unsynced: bool,
     /// When the log was last synced (or the checkpoint opened).
@@ -280,10 +282,7 @@ struct Shared {
     fresh: bool,
     nonce: u64,
     log_name: Vec<u8>,
-    log: Mutex<Option<std::fs::File>>,
-    /// Whether the log holds marks not yet synced, and when it was last synced (taken after
-    /// `log`'s lock).
-    log_sync: Mutex<LogSync>,
+    log: Mutex<Log>,
     /// Encoded marks not yet written, and how many.
     pending: Mutex<(Vec<u8>, u64)>,
     durables: Mutex<Vec<Durable>>,
@@ -608,8 +607,8 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
         id: d.id,
         fresh: d.fresh,
         nonce: d.nonce,
-        log: Mutex::new(None),
-        log_sync: Mutex::new(LogSync {
+        log: Mutex::new(Log {
+            file: None,
             unsynced: false,
             at: Instant::now(),
         }),
@@ -734,7 +733,7 @@ impl Shared {
     /// `braked`, released between the two; then the log synced as `sync` says.
     fn write_marks(
         &self,
-        log: &mut Option<std::fs::File>,
+        log: &mut Log,
         bytes: &[u8],
         count: u64,
         braked: bool,
@@ -751,7 +750,6 @@ impl Shared {
             return Err(io::Error::other(why.clone()));
         }
         let written = (|| {
-            let mut state = self.log_sync.lock().unwrap_or_else(|p| p.into_inner());
             if count > 0 {
                 for d in &self.registered() {
                     match d {
@@ -766,7 +764,7 @@ impl Shared {
                 if braked {
                     self.brake.release();
                 }
-                if log.is_none() {
+                if log.file.is_none() {
                     let fd = rustix::fs::openat(
                         &self.dir,
                         self.log_name.as_slice(),
@@ -778,19 +776,19 @@ impl Shared {
                             | rustix::fs::OFlags::CLOEXEC,
                         rustix::fs::Mode::from_raw_mode(0o600),
                     )?;
-                    *log = Some(std::fs::File::from(fd));
+                    log.file = Some(std::fs::File::from(fd));
                 }
-                log.as_mut().expect("opened above").write_all(bytes)?;
-                state.unsynced = true;
+                log.file.as_mut().expect("opened above").write_all(bytes)?;
+                log.unsynced = true;
             }
             let due = match sync {
                 SyncLog::Now => true,
-                SyncLog::Due => state.at.elapsed() >= LOG_SYNC_INTERVAL,
+                SyncLog::Due => log.at.elapsed() >= LOG_SYNC_INTERVAL,
             };
-            if let (true, true, Some(file)) = (state.unsynced, due, log.as_ref()) {
+            if let (true, true, Some(file)) = (log.unsynced, due, log.file.as_ref()) {
                 rustix::fs::fdatasync(file.as_fd())?;
-                state.unsynced = false;
-                state.at = Instant::now();
+                log.unsynced = false;
+                log.at = Instant::now();
             }
             Ok::<(), io::Error>(())
         })();

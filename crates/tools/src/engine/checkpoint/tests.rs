@@ -484,7 +484,11 @@ fn the_brake_is_released_before_the_log_is_written() {
         shared.brake.engage(Duration::ZERO);
         assert!(cp.shared.brake.syncing());
         let writer = std::thread::spawn(move || {
-            let mut log = Some(std::fs::File::from(std::os::fd::OwnedFd::from(w)));
+            let mut log = Log {
+                file: Some(std::fs::File::from(std::os::fd::OwnedFd::from(w))),
+                unsynced: false,
+                at: Instant::now(),
+            };
             // More than a pipe holds: the write waits for the reader below.
             let _ = shared.write_marks(&mut log, &vec![0u8; 1 << 20], 1, true, SyncLog::Now);
         });
@@ -511,7 +515,7 @@ fn the_flusher_syncs_the_log_once_a_second_and_an_asked_flush_at_once() {
     steal::local::run(1, |comm| {
         let cp = opened_beside(comm, &out);
         cp.stop_flusher();
-        let unsynced = || cp.shared.log_sync.lock().unwrap().unsynced;
+        let unsynced = || cp.shared.log.lock().unwrap().unsynced;
         cp.mark(1, b"one");
         cp.shared.flush_braked(false, SyncLog::Due).unwrap();
         assert!(logged_bytes(&out) > 0, "the mark was written");
@@ -522,7 +526,7 @@ fn the_flusher_syncs_the_log_once_a_second_and_an_asked_flush_at_once() {
         cp.shared.flush_braked(false, SyncLog::Due).unwrap();
         assert!(unsynced());
         // The interval passed: the next flush syncs, though nothing is pending.
-        cp.shared.log_sync.lock().unwrap().at -= LOG_SYNC_INTERVAL;
+        cp.shared.log.lock().unwrap().at -= LOG_SYNC_INTERVAL;
         cp.shared.flush_braked(false, SyncLog::Due).unwrap();
         assert!(!unsynced(), "a due sync did not come");
         cp.finish(comm, Outcome::Stopped).expect("finish");
