@@ -38,7 +38,8 @@
 //!   tmpfs and on the workspace's file system (see `resume.rs`).
 //! - verify: `mfu-rs cp --verify`, `--manifest` (BLAKE3, SHA-256) and both against plain `cp`
 //!   and against `cp` followed by `mfu-rs cmp`, at np 1 and `--ranks 2` (see `verify.rs`).
-//! - resume-all (issue 33; options `--quick`, `--tools LIST`): every tool stopped by kill -9
+//! - resume-all (issue 33; options `--quick`, `--tools LIST`, `--fs tmpfs|disk`, `--pairs N`,
+//!   `--np LIST`, `--overhead-only`): every tool stopped by kill -9
 //!   and SIGTERM at 25, 50 and 75% of an uninterrupted run and run again until it completes:
 //!   the work redone and whether the result equals the uninterrupted run's; writes
 //!   `target/bench/resume-all.md` (see `resume_all/mod.rs`).
@@ -209,14 +210,14 @@ fn xcp_note() -> &'static str {
 /// [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz|resume|tar-select|verify]...`.
 pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     let mut want: Vec<&str> = Vec::new();
-    // Options of resume-all (`--quick`, `--tools LIST`, `--fs tmpfs|disk`): see
-    // `super::resume_all`.
+    // Options of resume-all (`--quick`, `--tools LIST`, `--fs tmpfs|disk`, `--pairs N`,
+    // `--np LIST`, `--overhead-only`): see `super::resume_all`.
     let mut resume_all_args: Vec<String> = Vec::new();
     let mut args = args.iter();
     while let Some(a) = args.next() {
         if a.starts_with("--") {
             resume_all_args.push(a.clone());
-            if a == "--tools" || a == "--fs" {
+            if ["--tools", "--fs", "--pairs", "--np"].contains(&a.as_str()) {
                 resume_all_args.extend(args.next().cloned());
             }
             continue;

@@ -49,8 +49,6 @@ pub const AIM_SECS: f64 = 3.0;
 /// Pairs of uninterrupted runs, with and without the checkpoint, whose ratios' median is the
 /// overhead: sub-second runs swing by tens of percent, one pair at a time.
 const OVERHEAD_PAIRS: usize = 9;
-/// Largest input scale (about 14 MiB of tree per unit).
-const MAX_SCALE: u64 = 96;
 
 /// What the section is asked.
 #[derive(Debug, PartialEq)]
@@ -61,19 +59,47 @@ pub struct Opts {
     pub tools: Option<Vec<String>>,
     /// Only this file system (`tmpfs` or `disk`).
     pub fs: Option<String>,
+    /// Pairs of uninterrupted runs for the overhead (default [`OVERHEAD_PAIRS`]).
+    pub pairs: usize,
+    /// Only these rank counts (default 1 and 2).
+    pub nps: Option<Vec<usize>>,
+    /// The overhead only: no signalled runs.
+    pub overhead_only: bool,
 }
 
-/// Parse the section's options (`--quick`, `--tools a,b`, `--fs tmpfs|disk`).
+/// Parse the section's options (`--quick`, `--tools a,b`, `--fs tmpfs|disk`, `--pairs N`,
+/// `--np 1,2`, `--overhead-only`).
 pub fn parse(args: &[String]) -> Result<Opts> {
     let mut o = Opts {
         quick: false,
         tools: None,
         fs: None,
+        pairs: OVERHEAD_PAIRS,
+        nps: None,
+        overhead_only: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => o.quick = true,
+            "--overhead-only" => o.overhead_only = true,
+            "--pairs" => {
+                let n = it.next().context("--pairs needs a count")?;
+                o.pairs = n
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .with_context(|| format!("--pairs: a count above 0, not {n:?}"))?;
+            }
+            "--np" => {
+                let l = it.next().context("--np needs a list of rank counts")?;
+                let nps = l
+                    .split(',')
+                    .map(|n| n.parse().ok().filter(|&n: &usize| n > 0))
+                    .collect::<Option<Vec<usize>>>()
+                    .with_context(|| format!("--np: rank counts above 0, not {l:?}"))?;
+                o.nps = Some(nps);
+            }
             "--fs" => {
                 let f = it.next().context("--fs needs tmpfs or disk")?;
                 ensure!(
@@ -95,7 +121,10 @@ pub fn parse(args: &[String]) -> Result<Opts> {
                 }
                 o.tools = Some(names);
             }
-            x => bail!("resume-all: unknown option {x:?} (--quick, --tools LIST)"),
+            x => bail!(
+                "resume-all: unknown option {x:?} (--quick, --tools LIST, --fs tmpfs|disk, \
+                 --pairs N, --np LIST, --overhead-only)"
+            ),
         }
     }
     Ok(o)
@@ -516,9 +545,18 @@ pub fn bench_resume_all(bin: &str, data: &Path, args: &[String]) -> Result<()> {
         });
     }
     places.retain(|p| opts.fs.as_ref().is_none_or(|f| f == p.name));
-    let nps: &[usize] = if opts.quick { &[1] } else { &[1, 2] };
+    let nps: Vec<usize> = match (&opts.nps, opts.quick) {
+        (Some(l), _) => l.clone(),
+        (None, true) => vec![1],
+        (None, false) => vec![1, 2],
+    };
     let points: &[u32] = if opts.quick { &[50] } else { &[25, 50, 75] };
-    let signals = [(libc::SIGKILL, "SIGKILL"), (libc::SIGTERM, "SIGTERM")];
+    let signals: &[(i32, &str)] = if opts.overhead_only {
+        &[]
+    } else {
+        &[(libc::SIGKILL, "SIGKILL"), (libc::SIGTERM, "SIGTERM")]
+    };
+    let pairs = if opts.quick { 1 } else { opts.pairs };
     let all = tools::all();
     let chosen: Vec<&Tool> = all
         .iter()
@@ -534,7 +572,9 @@ pub fn bench_resume_all(bin: &str, data: &Path, args: &[String]) -> Result<()> {
     for place in &places {
         for tool in &chosen {
             let w = place.dir.join(tool.name);
-            let r = bench_tool(bin, tool, &w, place.name, nps, points, &signals, opts.quick);
+            let r = bench_tool(
+                bin, tool, &w, place.name, &nps, points, signals, pairs, opts.quick,
+            );
             remove(&w)?;
             match r {
                 Ok(mut r) => rows.append(&mut r),
@@ -614,6 +654,38 @@ fn has_no_checkpoint(bin: &str, sub: &str) -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--no-checkpoint"))
 }
 
+/// The checkpoint's overhead on an uninterrupted run of `cmd`: the medians of `pairs` pairs'
+/// ratios, with the checkpoint / with `--no-checkpoint`, wall time and CPU time of every
+/// process, as `+1.2% (+0.8% CPU)`. Each pair is printed on stderr under `label`.
+fn overhead(cmd: &[String], mpi: bool, w: &Path, pairs: usize, label: &str) -> Result<String> {
+    let mut without = cmd.to_vec();
+    without.push("--no-checkpoint".into());
+    let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+    for i in 0..pairs {
+        // Each pair in turn order, the other way every second time: whatever a run leaves
+        // the next (freed pages, writeback) falls on both sides alike.
+        let (with, bare) = if i % 2 == 0 {
+            let with = uninterrupted(cmd, mpi, w)?;
+            (with, uninterrupted(&without, mpi, w)?)
+        } else {
+            let bare = uninterrupted(&without, mpi, w)?;
+            (uninterrupted(cmd, mpi, w)?, bare)
+        };
+        eprintln!(
+            "resume-all: {label}: pair {i}: with {:.3} s ({:.3} s CPU), without {:.3} s \
+             ({:.3} s CPU)",
+            with.secs, with.cpu, bare.secs, bare.cpu
+        );
+        wall.push(with.secs / bare.secs.max(1e-9));
+        cpu.push(with.cpu / bare.cpu.max(1e-9));
+    }
+    Ok(format!(
+        "{:+.1}% ({:+.1}% CPU)",
+        (median(wall) - 1.0) * 100.0,
+        (median(cpu) - 1.0) * 100.0
+    ))
+}
+
 /// The rows of one tool on one file system.
 #[allow(clippy::too_many_arguments)]
 fn bench_tool(
@@ -624,6 +696,7 @@ fn bench_tool(
     nps: &[usize],
     points: &[u32],
     signals: &[(i32, &str)],
+    pairs: usize,
     quick: bool,
 ) -> Result<Vec<Row>> {
     std::fs::create_dir_all(w)?;
@@ -634,11 +707,12 @@ fn bench_tool(
         for _ in 0..3 {
             let (cmd, mpi) = command(bin, tool, w, scale, 1);
             let secs = uninterrupted(&cmd, mpi, w)?.secs;
-            if secs >= tool.aim_secs * 2.0 / 3.0 || scale >= MAX_SCALE {
+            let max = tool.input.max_scale();
+            if secs >= tool.aim_secs * 2.0 / 3.0 || scale >= max {
                 break;
             }
             let grown = ((scale as f64) * tool.aim_secs / secs.max(0.05)).ceil() as u64;
-            scale = grown.clamp(scale + 1, MAX_SCALE);
+            scale = grown.clamp(scale + 1, max);
             eprintln!(
                 "resume-all: {} on {fs}: {secs:.2} s, input scale now {scale}",
                 tool.name
@@ -660,33 +734,29 @@ fn bench_tool(
             base.io.rchar,
             base.io.wchar
         );
+        let label = format!("{} on {fs} np {np}", tool.name);
         let overhead = if overhead_flag {
-            let mut without = cmd.clone();
-            without.push("--no-checkpoint".into());
-            let pairs = if quick { 1 } else { OVERHEAD_PAIRS };
-            let (mut wall, mut cpu) = (Vec::new(), Vec::new());
-            for i in 0..pairs {
-                // Each pair in turn order, the other way every second time: whatever a run
-                // leaves the next (freed pages, writeback) falls on both sides alike.
-                let (with, bare) = if i % 2 == 0 {
-                    let with = uninterrupted(&cmd, mpi, w)?;
-                    (with, uninterrupted(&without, mpi, w)?)
-                } else {
-                    let bare = uninterrupted(&without, mpi, w)?;
-                    (uninterrupted(&cmd, mpi, w)?, bare)
-                };
-                wall.push(with.secs / bare.secs.max(1e-9));
-                cpu.push(with.cpu / bare.cpu.max(1e-9));
-            }
-            // Medians of the pairs' ratios: wall time, then CPU time of every process.
-            format!(
-                "{:+.1}% ({:+.1}% CPU)",
-                (median(wall) - 1.0) * 100.0,
-                (median(cpu) - 1.0) * 100.0
-            )
+            overhead(&cmd, mpi, w, pairs, &label)?
         } else {
             "n/a".to_string()
         };
+        eprintln!("resume-all: {label}: overhead {overhead}");
+        if signals.is_empty() {
+            rows.push(Row {
+                tool: tool.name.to_string(),
+                fs: fs.to_string(),
+                np,
+                signal: "-".into(),
+                point: 0,
+                runs: 0,
+                redone: f64::NAN,
+                equal: "-".into(),
+                overhead: overhead.clone(),
+                base_secs: base.secs,
+                base_bytes: base.io.work(),
+                note: format!("overhead only ({pairs} pairs)"),
+            });
+        }
         // Finished: as the uninterrupted run (see [`finished`]), or reached by the signal once its
         // whole report was out (see [`tools::whole_report`]).
         let done_by = |o: &Outcome, base: &Outcome| {
@@ -794,12 +864,19 @@ mod tests {
                 quick: true,
                 tools: Some(vec!["cp".into(), "tar-c".into()]),
                 fs: None,
+                pairs: OVERHEAD_PAIRS,
+                nps: None,
+                overhead_only: false,
             }
         );
         assert!(a(&["--tools", "cp,nope"]).is_err());
         assert!(a(&["--slow"]).is_err());
         assert_eq!(a(&["--fs", "disk"]).unwrap().fs.as_deref(), Some("disk"));
         assert!(a(&["--fs", "nfs"]).is_err());
+        let o = a(&["--pairs", "21", "--np", "2", "--overhead-only"]).unwrap();
+        assert_eq!((o.pairs, o.nps, o.overhead_only), (21, Some(vec![2]), true));
+        assert!(a(&["--pairs", "0"]).is_err());
+        assert!(a(&["--np", "1,x"]).is_err());
     }
 
     /// A run a signal reached after its work was done is finished (the rerun loop stops);

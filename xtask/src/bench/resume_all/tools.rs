@@ -30,6 +30,23 @@ pub enum Input {
     Duplicates,
 }
 
+impl Input {
+    /// The largest scale calibration grows this input to: what tmpfs holds beside the
+    /// outputs and the uninterrupted run's result kept for comparison (a tree is about 14 MiB
+    /// per unit: 2.2 GiB at 160, three trees' worth at once for cp or tar -x). At one cap of
+    /// 96 for all, walk -o, tar -c and filemaker ran for 0.5-0.7 s, not the 2-4 s aimed at:
+    /// the start of a process was a tenth of the run, and in one run on disk the kill at 75%
+    /// of walk -o's 0.68 s fell in the write of its list, after the walk.
+    pub fn max_scale(self) -> u64 {
+        match self {
+            Input::Names => 512,
+            Input::Nothing => 384,
+            Input::File => 96,
+            Input::Tree | Input::TwoTrees | Input::Archive | Input::Duplicates => 160,
+        }
+    }
+}
+
 /// What a tool's result is, and so how a resumed result is compared with the uninterrupted
 /// run's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
