@@ -10,9 +10,12 @@
 //! stopped (at most [`MAX_RUNS`] runs). Reported per row: the redone work, bytes of all those
 //! runs / B, and whether the result equals the uninterrupted run's (archives and files
 //! byte-identical, trees equal, lists equal after sorting, reports equal); and, per tool, the
-//! checkpoint's overhead on an uninterrupted run (the median of the ratios of 9 pairs of runs
-//! with and without `--no-checkpoint`, in alternating order, wall time and CPU time of every
-//! process, when the tool has that flag; else n/a). A tool that does not resume shows about 1 + the point.
+//! checkpoint's overhead on an uninterrupted run (the median of the ratios of 9 pairs of runs,
+//! or `--pairs N`, with and without `--no-checkpoint`, in alternating order, wall time and CPU
+//! time of every process, each pair printed on stderr, when the tool has that flag; else n/a).
+//! This VM's speed drifts by tens of percent over a minute: 9 pairs can fall on the changes,
+//! and a claim of 3% wants 31. `--np LIST` keeps those rank counts; `--overhead-only` skips the
+//! signalled runs (a row per tool and rank count with the overhead alone). A tool that does not resume shows about 1 + the point.
 //!
 //! Bytes are the processes' logical I/O, `rchar + wchar` of `/proc/PID/io` (read/write-family
 //! calls, `copy_file_range` and `sendfile` included; mmap not; the same on tmpfs, where
@@ -24,7 +27,8 @@
 //! at once, as Slurm's step daemon does at a time limit (mpirun and the ranks alike).
 //!
 //! Inputs are made per tool and sized so that an uninterrupted run at np 1 takes 2-4 s on this
-//! machine (calibrated: one run at the tool's base scale, then the scale grown to aim at 3 s).
+//! machine (calibrated: one run at the tool's base scale, then the scale grown to aim at 3 s, up
+//! to what tmpfs holds: [`tools::Input::max_scale`]).
 //! `--quick`: tiny inputs, no calibration, tmpfs only, np 1, both signals at 50% only: a
 //! smoke test of the harness. The table goes to stdout and `target/bench/resume-all.md`.
 
@@ -477,16 +481,22 @@ pub fn markdown(rows: &[Row], context: &[(String, String)]) -> String {
          |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
+        // A row of `--overhead-only`: no signal, no reruns.
+        let (point, redone) = if r.runs == 0 {
+            ("-".to_string(), "-".to_string())
+        } else {
+            (format!("{}%", r.point), format!("{:.2}", r.redone))
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {}% | {} | {:.2} | {} | {} | {:.2} s, {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} s, {} | {} |",
             r.tool,
             r.fs,
             r.np,
             r.signal,
-            r.point,
+            point,
             r.runs,
-            r.redone,
+            redone,
             r.equal,
             r.overhead,
             r.base_secs,
@@ -1032,11 +1042,22 @@ mod tests {
             base_bytes: 1 << 30,
             note: String::new(),
         };
-        let md = markdown(&[r.clone(), r], &[]);
+        let only = Row {
+            signal: "-".into(),
+            point: 0,
+            runs: 0,
+            redone: f64::NAN,
+            equal: "-".into(),
+            overhead: "+1.0% (+0.5% CPU)".into(),
+            ..r.clone()
+        };
+        let md = markdown(&[r.clone(), r, only], &[]);
         assert_eq!(
             md.matches("| cp | tmpfs | 2 | SIGTERM | 50% | 2 | 1.50 | yes | n/a |")
                 .count(),
             2
         );
+        // An `--overhead-only` row: no point, no redone work (not `0%`, not `NaN`).
+        assert!(md.contains("| cp | tmpfs | 2 | - | - | 0 | - | - | +1.0% (+0.5% CPU) |"));
     }
 }
