@@ -764,7 +764,10 @@ fn bench_tool(
                 overhead: overhead.clone(),
                 base_secs: base.secs,
                 base_bytes: base.io.work(),
-                note: format!("overhead only ({pairs} pairs)"),
+                note: format!(
+                    "overhead only ({pairs} pair{})",
+                    if pairs == 1 { "" } else { "s" }
+                ),
             });
         }
         // Finished: as the uninterrupted run (see [`finished`]), or reached by the signal once its
