@@ -4,8 +4,9 @@
 //!
 //! Key: a hash of the file's path and the chunk's number and byte range. Payload: version `1`,
 //! the file's [`Stamp`] (device, inode, size, mtime, ctime: the walk's, or for a file from a
-//! list the same before and after the read, else no mark), then the findings ([`Found`], steal's typed encoding). A payload is used only
-//! when the file's stamp now is the same: a file changed since is searched again.
+//! list the same before and after the read, else no mark), then the findings ([`Found`],
+//! steal's typed encoding). A payload is used only when the file's stamp now is the same: a
+//! file changed since is searched again.
 
 use super::search::{stamp_of, Chunk, Found, Searching, Stamp};
 use crate::engine::checkpoint::{Checkpoint, Prior};
