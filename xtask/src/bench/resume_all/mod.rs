@@ -15,7 +15,8 @@
 //! time of every process, each pair printed on stderr, when the tool has that flag; else n/a).
 //! This VM's speed drifts by tens of percent over a minute: 9 pairs can fall on the changes,
 //! and a claim of 3% wants 31. `--np LIST` keeps those rank counts; `--overhead-only` skips the
-//! signalled runs (a row per tool and rank count with the overhead alone). A tool that does not resume shows about 1 + the point.
+//! signalled runs (a row per tool and rank count with the overhead alone). A tool that does not
+//! resume shows about 1 + the point.
 //!
 //! Bytes are the processes' logical I/O, `rchar + wchar` of `/proc/PID/io` (read/write-family
 //! calls, `copy_file_range` and `sendfile` included; mmap not; the same on tmpfs, where

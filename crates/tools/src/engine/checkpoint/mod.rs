@@ -440,7 +440,8 @@ fn lock(dir: &OwnedFd, shown: &str) -> Result<(), CheckpointError> {
     match flock(dir, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(()),
         Err(rustix::io::Errno::WOULDBLOCK) => Err(CheckpointError(format!(
-            "checkpoint {shown} is in use by another run of this command (nothing done): wait for              it to end, or give this run another --checkpoint"
+            "checkpoint {shown} is in use by another run of this command (nothing done): wait \
+             for it to end, or give this run another --checkpoint"
         ))),
         // A file system without locks: nothing to hold.
         Err(_) => Ok(()),

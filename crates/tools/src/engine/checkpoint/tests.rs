@@ -197,6 +197,11 @@ fn a_second_run_of_the_same_command_at_once_is_refused() {
             open(comm, &Choice::Beside, plan).unwrap_err()
         });
         assert!(again[0].0.contains("in use by another run"), "{}", again[0]);
+        assert!(
+            again[0].0.contains("wait for it to end, or give"),
+            "one space between words: {}",
+            again[0]
+        );
         first
             .checkpoint
             .unwrap()
