@@ -142,7 +142,8 @@ pub fn run(
                 },
                 Err((offset, _)) if *offset != at => {
                     failed.get_or_insert(format!(
-                        "{}: block {i} of the partial output lies at byte {offset}, this run                          places it at byte {at}: the partial output is not this run's",
+                        "{}: block {i} of the partial output lies at byte {offset}, this run \
+                         places it at byte {at}: the partial output is not this run's",
                         job.output_name
                     ));
                 }
