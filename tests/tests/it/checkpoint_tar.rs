@@ -461,3 +461,36 @@ fn a_long_archive_name_has_the_default_checkpoint_and_a_foreign_thing_there_is_l
     assert_eq!(std::fs::read(&ck).unwrap(), b"someone else's");
     assert!(tmp.path().join(&long).is_file());
 }
+
+/// A kill -9 leaves marks whose data is in the page cache, not yet synced (a run shorter than
+/// the syncer's 2 s syncs nothing): a rerun on the same boot trusts them (the tests above); one
+/// on another node or after a reboot (another boot id, `MFU_RS_TEST_BOOT_ID`) trusts only what
+/// was synced (the plan, synced as it is recorded), says how many it does again, and still
+/// makes an uninterrupted run's archive.
+#[test]
+fn a_rerun_on_another_boot_trusts_only_synced_marks() {
+    let t = tempfile::tempdir().unwrap();
+    let src = sources(t.path());
+    let want = reference(&src, &[]);
+    type Launch = fn(Tool) -> Tool;
+    let runs: [(&str, Launch); 2] = [("np 1", |c| c), ("mpirun -np 2", |c| c.mpi(2))];
+    for (what, launch) in runs {
+        let run = launch(create(t.path(), &[]))
+            .env("MFU_RS_TEST_CHECKPOINT_DIE_AFTER", "5")
+            .run();
+        assert_ne!(run.code(), Some(0), "{what}: {}", run.stderr_str());
+        let rerun = launch(create(t.path(), &[]))
+            .env("MFU_RS_TEST_BOOT_ID", "another-node")
+            .run();
+        assert_eq!(rerun.code(), Some(0), "{what}: {}", rerun.stderr_str());
+        rerun
+            .stderr_contains("continuing from checkpoint")
+            .stderr_contains("more, marked on another node or before a reboot with their data not yet synced, are done again");
+        assert_same(&std::fs::read(t.path().join("a.tar")).unwrap(), &want, what);
+        assert!(
+            !checkpoint(t.path()).exists(),
+            "{what}: the checkpoint stayed"
+        );
+        std::fs::remove_file(t.path().join("a.tar")).unwrap();
+    }
+}

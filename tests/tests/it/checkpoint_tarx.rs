@@ -646,3 +646,37 @@ fn a_checkpoint_inside_the_target_is_refused_or_not_used() {
     assert!(!dest.join("home").exists(), "made inside the target");
     assert_tree(&dest, &want, "state inside");
 }
+
+/// A kill -9 leaves marks whose data is in the page cache, not yet synced (a run shorter than
+/// the syncer's 2 s syncs nothing): a rerun on another node or after a reboot (another boot
+/// id, `MFU_RS_TEST_BOOT_ID`) trusts none of them, says so, writes every byte again and makes
+/// an uninterrupted run's tree; on the same boot the rerun writes less (the tests above).
+#[test]
+fn a_rerun_on_another_boot_trusts_only_synced_marks() {
+    let t = tempfile::tempdir().unwrap();
+    sources(t.path());
+    let a = archive(t.path(), "a.tar", &[]);
+    let want = reference(t.path(), &a);
+    type Launch = fn(Tool) -> Tool;
+    let runs: [(&str, Launch); 2] = [("np 1", |c| c), ("mpirun -np 2", |c| c.mpi(2))];
+    for (what, launch) in runs {
+        let (dest, state) = (t.path().join("out"), t.path().join("state"));
+        let _ = std::fs::remove_dir_all(&dest);
+        std::fs::create_dir(&dest).unwrap();
+        let run = launch(extract(&a, &dest, &state)).env(DIE, "20").run();
+        assert_ne!(run.code(), Some(0), "{what}: {}", run.stderr_str());
+        let rerun = launch(extract(&a, &dest, &state))
+            .env("MFU_RS_TEST_BOOT_ID", "another-node")
+            .args(["--json"])
+            .run();
+        assert_eq!(rerun.code(), Some(0), "{what}: {}", rerun.stderr_str());
+        rerun
+            .stderr_contains("continuing from checkpoint")
+            .stderr_contains("0 units done by earlier runs; ")
+            .stderr_contains("more, marked on another node or before a reboot");
+        let whole = 150 * 149 / 2 * 53 + 5_000_000 + 3_300_000;
+        assert_eq!(written(&rerun), whole, "{what}: every byte written again");
+        assert_tree(&dest, &want, what);
+        assert!(checkpoints(&state).is_empty(), "{what}");
+    }
+}

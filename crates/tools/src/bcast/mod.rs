@@ -215,7 +215,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         }
     };
     // Each leader records its node's partial copy (name, identity) before any segment of it
-    // is marked; every rank's writes are synced before its marks.
+    // is marked; each rank marks only its own writes, which its syncer syncs.
     // With its birth time: a file made after it was removed may get the same inode number.
     if let (Some(c), Some(o)) = (&ck, &setup.output) {
         match o.file().map(|f| Kept::of(f.as_fd())) {

@@ -468,7 +468,7 @@ fn compress_all(
 }
 
 /// A stop with a checkpoint: the partial output and the checkpoint are kept for the next run
-/// (the blocks written are marked: the flusher syncs the output before it writes their marks);
+/// (the blocks written are marked, the output synced: see `engine::checkpoint`);
 /// rank 0 tells the ranks' errors and what is kept. Collective. `(done, size)`: uncompressed
 /// bytes done, of the input's.
 fn keep_for_next_run(
@@ -587,8 +587,8 @@ fn trusted(
     }
 }
 
-/// Record the partial output in the checkpoint (rank 0, before any block is marked) and have
-/// every rank's writes synced before its marks. Collective. A record that cannot be written is
+/// Record the partial output in the checkpoint (rank 0, before any block is marked) and
+/// register it with every rank's syncer (each rank marks only its own blocks). Collective. A record that cannot be written is
 /// told: the next run then starts over.
 fn keep_track(comm: &dyn Comm, context: &Context, c: &Checkpoint, out: &output::TempOutput) {
     if comm.rank() == 0 {

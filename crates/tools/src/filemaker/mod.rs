@@ -161,7 +161,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     opened.tell(comm, context);
     let checkpoint = opened.checkpoint;
     if let Some(c) = &checkpoint {
-        // Every file written is on the tree's file system: synced before the marks.
+        // Every file written is on the tree's file system: the syncer syncs it.
         match std::fs::File::open(flist::path::as_path(&root))
             .or_else(|_| std::fs::File::open(flist::path::as_path(flist::path::parent(&root))))
         {

@@ -7,13 +7,20 @@
 //! holding the inputs the run was made for ([`Inputs`]: paths, options that change the result,
 //! the digest of the list the work is planned from) and append-only logs of marks. A tool marks
 //! a unit (a member, a chunk, a directory, a file) with a global key, the same at any rank count,
-//! and the payload a rerun needs to skip it. Marks are written by a flusher thread every
-//! twentieth of the run so far (25 ms to 2 s, [`next_wait`]), after the outputs registered with
-//! [`Checkpoint::durable`] are synced: a mark never precedes its data, and a kill loses at
-//! most about one interval of work. The log is synced once a second ([`LOG_SYNC_INTERVAL`]) and
-//! when a flush is asked for: a crash of the node loses at most a second more. A run writing
-//! faster than its disk takes the data is held back while a sync lasts ([`brake`]), so that its
-//! marks keep up with its work.
+//! and the payload a rerun needs to skip it, once the unit's output is written.
+//!
+//! Durability, in two steps. A kill (-9, a time limit's SIGKILL) loses nothing a process wrote:
+//! the kernel keeps it in its page cache and writes it back; only a crash or reboot of the node
+//! loses what was not yet synced. So a flusher thread writes the marks every twentieth of the
+//! run so far (25 ms to 2 s, [`next_wait`]) without waiting for any sync (a kill loses at most
+//! about one interval of work), and a syncer thread syncs the outputs registered with
+//! [`Checkpoint::durable`] every [`OUTPUT_SYNC_INTERVAL`] or more, then records how far the
+//! marks are backed by synced data. Each log names its kernel's boot ([`boot_id`]): a rerun
+//! trusts every mark of a log written on the boot of one of its ranks, and only the synced
+//! marks of any other (see `store`). A run thus goes at the pace of its page cache, as GNU tar
+//! and cp do, not of its disk; a stop (SIGTERM) syncs its outputs before it exits. A sync that
+//! fails (a writeback error) is recorded in the log, whose unsynced marks are then trusted by
+//! no rerun. The log itself is synced once a second ([`LOG_SYNC_INTERVAL`]).
 //!
 //! Trust: a rerun continues only from a checkpoint of this user (a 0700 directory, regular files
 //! with one link, nothing followed), of the same tool, whose every input is equal; its marks
@@ -22,7 +29,6 @@
 //! why; something else at the default name is left alone and the run goes on without a
 //! checkpoint (a warning); at a `--checkpoint PATH` it is refused before any work.
 
-mod brake;
 mod inputs;
 mod prior;
 mod store;
@@ -178,20 +184,41 @@ enum SyncLog {
 
 /// [`Shared::log`]: this rank's log of marks and what of it is synced.
 struct Log {
-    /// The log, opened at its first write.
+    /// The log, opened at its first write (which is its [`store::BOOT`] record).
     file: Option<std::fs::File>,
-    /// Marks were written since the last sync.
+    /// Bytes written to the log so far: the offset a [`store::SYNCED`] record names.
+    written: u64,
+    /// The offset the last [`store::SYNCED`] record named.
+    synced_to: u64,
+    /// Records were written since the last sync of the log.
     unsynced: bool,
     /// When the log was last synced (or the checkpoint opened).
     at: Instant,
 }
 
+impl Log {
+    fn new() -> Log {
+        Log {
+            file: None,
+            written: 0,
+            synced_to: 0,
+            unsynced: false,
+            at: Instant::now(),
+        }
+    }
+}
+
+/// The syncer syncs the registered outputs at most this often (2 s), or, when a sync takes
+/// longer, once per sync's duration (syncs then take at most half its time): what a crash of
+/// the node can lose beyond the marks' interval. A run shorter than this syncs nothing before
+/// its end, as a run without a checkpoint.
+const OUTPUT_SYNC_INTERVAL: Duration = Duration::from_secs(2);
+
 /// The flusher syncs the log at most this often (1 s); between, it only writes the marks.
 /// Written marks survive the end of the process (a kill -9, a time limit's SIGKILL): only a
-/// crash of the node can lose them, and then at most this much more work. They still never
-/// precede their data: the outputs they stand for are synced before they are written. (A
-/// sync at every flush was a journal commit of the user's state directory every 25 ms: a
-/// kernel thread's work beside a short grep's, +4% of its time.)
+/// crash of the node can lose them, and then at most this much more work. (A sync at every
+/// flush was a journal commit of the user's state directory every 25 ms: a kernel thread's
+/// work beside a short grep's, +4% of its time.)
 const LOG_SYNC_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Flushes are this share of the run so far apart (1/20): the share of its work a short run
@@ -203,10 +230,8 @@ const RUN_SHARE_PER_INTERVAL: u32 = 20;
 const LONGEST_INTERVAL: Duration = Duration::from_secs(2);
 /// Flushes are at least this far apart (ms).
 const SHORTEST_INTERVAL: Duration = Duration::from_millis(25);
-/// A flush of a checkpoint without outputs to sync (its own log only) is followed by a wait of
-/// at least this many times its own duration: the log's syncs then take at most half the
-/// flusher's time. (With outputs to sync, a slow sync holds the run back instead: see
-/// [`brake`].)
+/// A flush (a write of the marks, a sync of the log) is followed by a wait of at least this
+/// many times its own duration: the log's syncs then take at most half the flusher's time.
 const WAIT_PER_FLUSH_TIME: u32 = 1;
 
 /// How long the flusher waits before its next flush, `since` after the checkpoint was opened,
@@ -258,6 +283,9 @@ static MARKS_MADE: AtomicU64 = AtomicU64::new(0);
 /// A run's open checkpoint (one per rank). Marks may come from any thread.
 pub struct Checkpoint {
     shared: Arc<Shared>,
+    /// Rank 0's descriptor holding the run's lock (see [`lock`]): here, not in [`Shared`],
+    /// so that the syncer, which is not waited for, never keeps it after the run.
+    held: Option<OwnedFd>,
     /// Taken by the first of [`Checkpoint::stop_flushing`] and [`Checkpoint::finish`].
     flusher: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// [`Checkpoint::finish`] ran: nothing is left for [`Drop`] to flush.
@@ -274,30 +302,30 @@ impl std::fmt::Debug for Checkpoint {
 }
 
 struct Shared {
-    /// Rank 0's descriptor holding the run's lock (see [`lock`]).
-    _held: Option<OwnedFd>,
     path: Vec<u8>,
     dir: OwnedFd,
     id: (u64, u64),
     fresh: bool,
     nonce: u64,
+    /// This rank's kernel's boot id ([`boot_id`]), the first record of its log.
+    boot: Vec<u8>,
+    /// Every rank of the run shares one kernel (one known boot id): one page cache.
+    one_kernel: bool,
     log_name: Vec<u8>,
     log: Mutex<Log>,
     /// Encoded marks not yet written, and how many.
     pending: Mutex<(Vec<u8>, u64)>,
     durables: Mutex<Vec<Durable>>,
-    /// The flusher's wake-up: set to end it.
+    /// The flusher's and the syncer's wake-up: set to end them.
     done: (Mutex<bool>, Condvar),
-    /// The first failure to write marks (later marks are then not written: the run goes on,
-    /// a rerun redoes more).
+    /// The first failure to write marks or sync the outputs (later marks are then not
+    /// written: the run goes on, a rerun redoes more).
     failed: Mutex<Option<String>>,
     /// The buffer `pending` takes at the next flush (see [`Shared::flush`]).
     spare: Mutex<Vec<u8>>,
     /// Removed as soon as the run completes, never at the process's end (see
     /// [`Checkpoint::remove_on_completion`]).
     eager: AtomicBool,
-    /// Holds marks back while a sync of the outputs lags behind the run (see [`brake`]).
-    brake: brake::Brake,
 }
 
 /// What rank 0 decided, for every rank.
@@ -448,11 +476,27 @@ fn lock(dir: &OwnedFd, shown: &str) -> Result<(), CheckpointError> {
     }
 }
 
+/// The boot id of this process's kernel (`/proc/sys/kernel/random/boot_id`, or, in tests,
+/// `MFU_RS_TEST_BOOT_ID`): what tells a rerun whether the page cache that held an earlier
+/// run's unsynced data is the one it runs on. Empty when unknown: it then matches no log.
+pub(crate) fn boot_id() -> Vec<u8> {
+    static ID: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let id = std::env::var_os("MFU_RS_TEST_BOOT_ID")
+            .map(|v| std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str()).to_vec())
+            .or_else(|| std::fs::read("/proc/sys/kernel/random/boot_id").ok())
+            .unwrap_or_default();
+        id.trim_ascii().to_vec()
+    })
+    .clone()
+}
+
 /// Rank 0's part of [`open`]: find, trust or replace, create. Also returns the checkpoint
-/// directory, locked for this run.
+/// directory, locked for this run. `boots`: every rank's [`boot_id`].
 fn decide(
     choice: &Choice,
     plan: &Plan<'_>,
+    boots: &[Vec<u8>],
 ) -> Result<(Decision, Option<OwnedFd>), CheckpointError> {
     let none = |notice: Option<String>| Decision {
         path: None,
@@ -481,9 +525,17 @@ fn decide(
         Found::Ours(dir, header) => match plan.inputs.differs_from(&header.inputs) {
             None => {
                 lock(&dir, &shown)?;
-                let (marks, attempt) = store::read_marks(dir.as_fd(), header.nonce)
+                let read = store::read_marks(dir.as_fd(), header.nonce, boots)
                     .map_err(|e| CheckpointError(format!("read checkpoint {shown}: {e}")))?;
-                let prior = Prior::from_marks(marks);
+                let attempt = read.next;
+                let prior = Prior::from_marks(read.marks);
+                let untrusted = match read.untrusted {
+                    0 => String::new(),
+                    n => format!(
+                        "; {n} more, marked on another node or before a reboot with their data \
+                         not yet synced, are done again"
+                    ),
+                };
                 let id = flist::atomic::identity(dir.as_fd())
                     .map_err(|e| CheckpointError(format!("stat {shown}: {e}")))?;
                 let decision = Decision {
@@ -493,7 +545,7 @@ fn decide(
                     nonce: header.nonce,
                     attempt,
                     notice: Some(format!(
-                        "continuing from checkpoint {shown}: {} units done by earlier runs",
+                        "continuing from checkpoint {shown}: {} units done by earlier runs{untrusted}",
                         prior.len()
                     )),
                     prior,
@@ -557,8 +609,13 @@ fn decide(
 /// must be on a file system every rank sees, as the output is) and gets the same [`Prior`].
 pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, CheckpointError> {
     let mut held = None;
+    let boot = boot_id();
+    let boots = match choice {
+        Choice::Off => Vec::new(),
+        _ => comm.all_gather(&boot),
+    };
     let decided: Result<Decision, CheckpointError> = comm.bcast_with(0, || {
-        decide(choice, &plan).map(|(d, dir)| {
+        decide(choice, &plan, &boots).map(|(d, dir)| {
             held = dir;
             d
         })
@@ -600,26 +657,23 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
         Ok(dir)
     })();
     let dir = comm.agree(opened)?;
+    let one_kernel = !boot.is_empty() && boots.iter().all(|b| *b == boot);
     let shared = Arc::new(Shared {
-        _held: held,
         log_name: store::log_name(d.attempt, comm.rank()),
         path,
         dir,
         id: d.id,
         fresh: d.fresh,
         nonce: d.nonce,
-        log: Mutex::new(Log {
-            file: None,
-            unsynced: false,
-            at: Instant::now(),
-        }),
+        boot,
+        one_kernel,
+        log: Mutex::new(Log::new()),
         pending: Mutex::new((Vec::new(), 0)),
         durables: Mutex::new(Vec::new()),
         done: (Mutex::new(false), Condvar::new()),
         failed: Mutex::new(None),
         spare: Mutex::new(Vec::new()),
         eager: AtomicBool::new(false),
-        brake: brake::Brake::new(),
     });
     let flusher = {
         let shared = Arc::clone(&shared);
@@ -628,9 +682,19 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
             .spawn(move || shared.flush_every(Instant::now()))
             .ok()
     };
+    // Not joined: a sync in progress at the run's end is not waited for (it would cost the
+    // run the disk time a run without a checkpoint leaves to the kernel). It ends with the
+    // process, or on its own, and only ever appends a true record to its log.
+    {
+        let shared = Arc::downgrade(&shared);
+        let _ = std::thread::Builder::new()
+            .name("mfu-checkpoint-sync".into())
+            .spawn(move || sync_every(&shared));
+    }
     Ok(Opened {
         checkpoint: Some(Checkpoint {
             shared,
+            held,
             flusher: Mutex::new(flusher),
             ended: false,
         }),
@@ -639,33 +703,45 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
     })
 }
 
+/// The syncer's loop (see the module): every [`OUTPUT_SYNC_INTERVAL`], or once per last
+/// sync's duration when longer, [`Shared::sync_outputs`]; until the checkpoint ends (or is
+/// dropped: it holds it only while it syncs).
+fn sync_every(shared: &std::sync::Weak<Shared>) {
+    let mut last = Duration::ZERO;
+    loop {
+        let Some(s) = shared.upgrade() else { return };
+        let wait = OUTPUT_SYNC_INTERVAL.max(last);
+        {
+            let (lock, wake) = &s.done;
+            let done = lock.lock().unwrap_or_else(|p| p.into_inner());
+            let (done, _) = wake
+                .wait_timeout_while(done, wait, |d| !*d)
+                .unwrap_or_else(|p| p.into_inner());
+            if *done {
+                return;
+            }
+        }
+        let began = Instant::now();
+        let _ = s.sync_outputs();
+        last = began.elapsed();
+    }
+}
+
 impl Shared {
     fn flush_every(&self, opened: Instant) {
         let (lock, wake) = &self.done;
         let mut done = lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut last = Duration::ZERO;
         while !*done {
-            // A run with outputs to sync is braked instead (see [`brake`]): the wait then does
-            // not grow with a slow sync, or the run would get ahead of its marks by as much.
-            let syncs_outputs = !self.registered().is_empty();
-            let cost = if syncs_outputs { Duration::ZERO } else { last };
-            let wait = next_wait(opened.elapsed(), cost);
+            let wait = next_wait(opened.elapsed(), last);
             done = wake
                 .wait_timeout(done, wait)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
             if !*done {
                 let began = Instant::now();
-                if syncs_outputs {
-                    self.brake.engage((wait / 2).max(SHORTEST_INTERVAL));
-                }
-                // The brake is released inside, once the outputs are synced (see
-                // [`Shared::write_marks`]); again here for a flush that had nothing to write.
-                let _ = self.flush_braked(syncs_outputs, SyncLog::Due);
-                if syncs_outputs {
-                    self.brake.release();
-                    self.start_writeback();
-                }
+                let _ = self.write_pending(SyncLog::Due);
+                self.start_writeback();
                 last = began.elapsed();
             }
         }
@@ -686,8 +762,9 @@ impl Shared {
     }
 
     /// Start the writeback of what the registered files hold unsynced, without waiting for it
-    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`): the disk then works while the flusher waits,
-    /// and the next sync has less left to do. Advice only: a failure is for the sync to find.
+    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`): the disk then works while the run goes on,
+    /// and the syncs (the syncer's, the run's own before it publishes its output) have less
+    /// left to do. Advice only: a failure is for a sync to find.
     fn start_writeback(&self) {
         for d in &self.registered() {
             if let Durable::File(fd) = d {
@@ -704,84 +781,72 @@ impl Shared {
         }
     }
 
-    /// Sync the registered outputs, then write and sync the pending marks. One flush at a
-    /// time (the log's lock is held throughout), so marks reach the log in order.
+    /// Every mark made so far durable, even against a crash of the node: written, the
+    /// registered outputs synced, that recorded, and the log synced.
     fn flush(&self) -> io::Result<()> {
-        self.flush_braked(false, SyncLog::Now)
+        self.write_pending(SyncLog::Due)?;
+        self.sync_outputs()?;
+        self.write_pending(SyncLog::Now)
     }
 
-    /// [`Shared::flush`], the [`brake`] engaged by the caller when `braked` (it is released as
-    /// soon as the outputs are synced), the log synced as `sync` says.
-    fn flush_braked(&self, braked: bool, sync: SyncLog) -> io::Result<()> {
+    /// The first failure recorded, as an error: a write that failed before (a full file
+    /// system) fails every flush after it, marks pending or not, so that a stopped run says
+    /// its checkpoint lacks work it did.
+    fn failure(&self) -> io::Result<()> {
+        match self
+            .failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            Some(why) => Err(io::Error::other(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Record `e`, the first failure (the path is said by whoever reports it: see
+    /// [`Checkpoint::finish`]).
+    fn fail(&self, e: &io::Error) {
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(|| e.to_string());
+    }
+
+    /// Write the pending marks to the log (no sync of the outputs: see the module), then sync
+    /// the log as `sync` says. Marks made while no output was registered need none: they are
+    /// recorded as synced at once. One write at a time (the log's lock is held throughout),
+    /// so marks reach the log in order.
+    fn write_pending(&self, sync: SyncLog) -> io::Result<()> {
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
         // Two buffers swapped at each flush, each keeping its memory: marks are appended to
         // pages already touched (a fresh buffer growing to megabytes cost a walk -o several
         // per cent of its time in copies and page faults).
         let mut spare = std::mem::take(&mut *self.spare.lock().unwrap_or_else(|p| p.into_inner()));
         spare.clear();
-        let (bytes, count) = {
+        let (mut bytes, count) = {
             let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
             let count = std::mem::take(&mut pending.1);
             (std::mem::replace(&mut pending.0, spare), count)
         };
-        let written = self.write_marks(&mut log, &bytes, count, braked, sync);
-        *self.spare.lock().unwrap_or_else(|p| p.into_inner()) = bytes;
-        written
-    }
-
-    /// [`Shared::flush`]'s work: `count` marks encoded in `bytes` to the log (`log`, opened on
-    /// the first write), after the registered outputs are synced; the [`brake`], when
-    /// `braked`, released between the two; then the log synced as `sync` says.
-    fn write_marks(
-        &self,
-        log: &mut Log,
-        bytes: &[u8],
-        count: u64,
-        braked: bool,
-        sync: SyncLog,
-    ) -> io::Result<()> {
-        // A write that failed before (a full file system) fails every flush after it, marks
-        // pending or not: a stopped run then says its checkpoint lacks work it did.
-        if let Some(why) = self
-            .failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-        {
-            return Err(io::Error::other(why.clone()));
+        // After a failure the marks taken are dropped (not kept in memory for the rest of the
+        // run): a rerun redoes their units.
+        if let Err(e) = self.failure() {
+            bytes.clear();
+            *self.spare.lock().unwrap_or_else(|p| p.into_inner()) = bytes;
+            return Err(e);
         }
-        let written = (|| {
-            if count > 0 {
-                for d in &self.registered() {
-                    match d {
-                        Durable::File(fd) => rustix::fs::fdatasync(fd.as_fd())?,
-                        Durable::FileSystem(fd) => rustix::fs::syncfs(fd.as_fd())?,
-                    }
-                }
-                // The brake keeps the run from getting ahead of its outputs' writeback: the
-                // log's own write and sync (on another file system, often: the user's state
-                // directory) is no reason to hold it. Held through them, an extraction to
-                // tmpfs waited on every sync of a log on disk.
-                if braked {
-                    self.brake.release();
-                }
-                if log.file.is_none() {
-                    let fd = rustix::fs::openat(
-                        &self.dir,
-                        self.log_name.as_slice(),
-                        rustix::fs::OFlags::WRONLY
-                            | rustix::fs::OFlags::CREATE
-                            | rustix::fs::OFlags::EXCL
-                            | rustix::fs::OFlags::NOFOLLOW
-                            | rustix::fs::OFlags::APPEND
-                            | rustix::fs::OFlags::CLOEXEC,
-                        rustix::fs::Mode::from_raw_mode(0o600),
-                    )?;
-                    log.file = Some(std::fs::File::from(fd));
-                }
-                log.file.as_mut().expect("opened above").write_all(bytes)?;
-                log.unsynced = true;
+        // Looked at after the marks were taken: a tool registers an output before it writes
+        // to it, so a mark taken while none is registered has no unsynced data.
+        if count > 0 && self.registered().is_empty() {
+            if let Err(e) = self.open_log(&mut log) {
+                self.fail(&e);
+                return Err(e);
             }
+            let to = log.written + bytes.len() as u64;
+            store::encode_control(store::SYNCED, &to.to_le_bytes(), self.nonce, &mut bytes);
+        }
+        let written = self.append(&mut log, &bytes).and_then(|()| {
             let due = match sync {
                 SyncLog::Now => true,
                 SyncLog::Due => log.at.elapsed() >= LOG_SYNC_INTERVAL,
@@ -791,11 +856,97 @@ impl Shared {
                 log.unsynced = false;
                 log.at = Instant::now();
             }
-            Ok::<(), io::Error>(())
-        })();
+            Ok(())
+        });
         if let Err(e) = &written {
-            // The path is said by whoever reports the failure (see `Checkpoint::finish`).
-            *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+            self.fail(e);
+        }
+        bytes.clear();
+        *self.spare.lock().unwrap_or_else(|p| p.into_inner()) = bytes;
+        written
+    }
+
+    /// Append `bytes` (whole records) to the log (see [`Shared::open_log`]).
+    fn append(&self, log: &mut Log, bytes: &[u8]) -> io::Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.open_log(log)?;
+        log.file.as_mut().expect("opened").write_all(bytes)?;
+        log.written += bytes.len() as u64;
+        log.unsynced = true;
+        Ok(())
+    }
+
+    /// Create the log if it is not yet, and write its [`store::BOOT`] record.
+    fn open_log(&self, log: &mut Log) -> io::Result<()> {
+        if log.file.is_none() {
+            let fd = rustix::fs::openat(
+                &self.dir,
+                self.log_name.as_slice(),
+                rustix::fs::OFlags::WRONLY
+                    | rustix::fs::OFlags::CREATE
+                    | rustix::fs::OFlags::EXCL
+                    | rustix::fs::OFlags::NOFOLLOW
+                    | rustix::fs::OFlags::APPEND
+                    | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::from_raw_mode(0o600),
+            )?;
+            let mut boot = Vec::new();
+            store::encode_control(store::BOOT, &self.boot, self.nonce, &mut boot);
+            let mut file = std::fs::File::from(fd);
+            file.write_all(&boot)?;
+            log.written = boot.len() as u64;
+            log.unsynced = true;
+            log.file = Some(file);
+        }
+        Ok(())
+    }
+
+    /// Sync the registered outputs, then record that every mark written before the sync
+    /// began is backed by synced data (a [`store::SYNCED`] record). A failed sync (a
+    /// writeback error: data may be lost) is recorded instead (a [`store::DOUBT`] record):
+    /// no rerun trusts the marks it leaves unsynced. The log's lock is not held while the
+    /// outputs are synced: marks go on being written meanwhile.
+    fn sync_outputs(&self) -> io::Result<()> {
+        let to = {
+            let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+            self.failure()?;
+            if log.written <= log.synced_to {
+                return Ok(());
+            }
+            log.written
+        };
+        let durables = self.registered();
+        if durables.is_empty() {
+            return Ok(());
+        }
+        let synced = durables.iter().try_for_each(|d| match d {
+            Durable::File(fd) => rustix::fs::fdatasync(fd.as_fd()),
+            Durable::FileSystem(fd) => rustix::fs::syncfs(fd.as_fd()),
+        });
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        let mut record = Vec::new();
+        match &synced {
+            Ok(()) => {
+                store::encode_control(store::SYNCED, &to.to_le_bytes(), self.nonce, &mut record)
+            }
+            Err(_) => store::encode_control(store::DOUBT, &[], self.nonce, &mut record),
+        }
+        let written = match synced {
+            Ok(()) => self.append(&mut log, &record).map(|()| {
+                log.synced_to = log.synced_to.max(to);
+            }),
+            Err(e) => {
+                let _ = self.append(&mut log, &record);
+                Err(io::Error::new(
+                    io::Error::from(e).kind(),
+                    format!("sync the run's output: {}", io::Error::from(e)),
+                ))
+            }
+        };
+        if let Err(e) = &written {
+            self.fail(e);
         }
         written
     }
@@ -824,7 +975,16 @@ impl Checkpoint {
         self.shared.fresh
     }
 
-    /// Register output data that must be durable before any later mark is written.
+    /// Every rank of the run shares one kernel, so one page cache: what one rank wrote is
+    /// lost to no other rank's kill (a unit written by several ranks needs no sync before
+    /// one of them marks it).
+    pub fn one_kernel(&self) -> bool {
+        self.shared.one_kernel
+    }
+
+    /// Register output data that marks stand for (before any of it is written): the syncer
+    /// syncs it, and a rerun after a crash of the node trusts only the marks made before a
+    /// sync (see the module).
     pub fn durable(&self, what: Durable) {
         self.shared
             .durables
@@ -854,7 +1014,6 @@ impl Checkpoint {
                 pending.1 += 1;
             }
         }
-        self.shared.brake.hold();
         let made = MARKS_MADE.fetch_add(1, Ordering::SeqCst) + 1;
         if let Some(ms) = slow_ms() {
             // A run that takes long on a tiny input: a real signal or a job's time limit can
@@ -865,7 +1024,8 @@ impl Checkpoint {
             steal::signals::stop_flag().store(true, Ordering::SeqCst);
         }
         if die_after().is_some_and(|n| made >= n) {
-            let _ = self.shared.flush();
+            // As a kill finds it: the marks written, their data not synced.
+            let _ = self.shared.write_pending(SyncLog::Now);
             let _ = rustix::process::kill_process(
                 rustix::process::getpid(),
                 rustix::process::Signal::KILL,
@@ -874,8 +1034,8 @@ impl Checkpoint {
         }
     }
 
-    /// Make every mark made so far durable now (after syncing the registered outputs). The
-    /// error names the checkpoint.
+    /// Make every mark made so far durable now, against a crash of the node too (the
+    /// registered outputs synced). The error names the checkpoint.
     pub fn flush(&self) -> io::Result<()> {
         self.shared
             .flush()
@@ -896,16 +1056,16 @@ impl Checkpoint {
         }
     }
 
-    /// Make every mark made so far durable, then no more flushes on the schedule (marks made
-    /// from now on are written by [`Checkpoint::flush`], [`Checkpoint::finish`] or the drop).
+    /// Write every mark made so far, then no more flushes on the schedule (marks made from
+    /// now on are written by [`Checkpoint::flush`], [`Checkpoint::finish`] or the drop).
     /// Called once a run's writes are done, before it publishes its output (a rename) on a
     /// checkpoint removed on completion: a kill while the output is synced for the rename
     /// (tenths of a second on a disk) then finds every unit marked, and the removal follows
-    /// the rename at once instead of waiting for a flush in progress (a sync of the file
-    /// system), the window in which a kill leaves the checkpoint of a complete run behind.
-    /// A failure to write the marks only costs a rerun work: it is not told here.
+    /// the rename at once instead of waiting for a flush in progress, the window in which a
+    /// kill leaves the checkpoint of a complete run behind. A failure to write the marks only
+    /// costs a rerun work: it is not told here.
     pub fn stop_flushing(&self) {
-        let _ = self.shared.flush();
+        let _ = self.shared.write_pending(SyncLog::Due);
         self.stop_flusher();
     }
 
@@ -943,10 +1103,11 @@ impl Checkpoint {
     /// it). Otherwise the marks are made durable and the checkpoint is kept; an error says a
     /// rerun will redo more than it needs (the work itself is not affected).
     ///
-    /// Under [`remove_at_exit`] (a command line run), a complete checkpoint is flushed and
-    /// removed only by [`remove_completed`] once the process has printed its report and left
-    /// MPI: a kill in between (a time limit's SIGKILL during MPI's shutdown) leaves every unit
-    /// marked, so the rerun redoes nothing instead of everything.
+    /// Under [`remove_at_exit`] (a command line run), a complete checkpoint gets its last
+    /// marks written (not synced: a run without a checkpoint leaves its data to the kernel
+    /// too) and is removed only by [`remove_completed`] once the process has printed its
+    /// report and left MPI: a kill in between (a time limit's SIGKILL during MPI's shutdown)
+    /// leaves every unit marked, so the rerun redoes nothing instead of everything.
     pub fn finish(mut self, comm: &dyn Comm, outcome: Outcome) -> Result<(), CheckpointError> {
         self.stop_flusher();
         self.ended = true;
@@ -955,11 +1116,10 @@ impl Checkpoint {
             && !self.shared.eager.load(Ordering::SeqCst);
         let flushed = match outcome {
             Outcome::Complete if !deferred => Ok(()),
-            _ => self
-                .shared
-                .flush()
-                .map_err(|e| CheckpointError(self.shared.write_failed(&e))),
-        };
+            Outcome::Complete => self.shared.write_pending(SyncLog::Due),
+            Outcome::Stopped | Outcome::Failed => self.shared.flush(),
+        }
+        .map_err(|e| CheckpointError(self.shared.write_failed(&e)));
         let flushed = comm.agree(flushed);
         if outcome != Outcome::Complete {
             return flushed;
@@ -973,12 +1133,7 @@ impl Checkpoint {
             0 if deferred => {
                 // The duplicates keep the directory and the run's lock (the same open file
                 // description) until it is removed: no other run takes it meanwhile.
-                let held = self
-                    .shared
-                    ._held
-                    .as_ref()
-                    .map(OwnedFd::try_clone)
-                    .transpose();
+                let held = self.held.as_ref().map(OwnedFd::try_clone).transpose();
                 match (self.shared.dir.try_clone(), held) {
                     (Ok(dir), Ok(held)) => {
                         completed().push(Completed {
@@ -1034,7 +1189,7 @@ pub fn remove_at_exit(on: bool) {
 }
 
 /// Keep the complete checkpoints [`Checkpoint::finish`] left for the end of the process
-/// (their marks are durable): a rerun finds every unit done. Returns their paths.
+/// (their marks are written): a rerun finds every unit done. Returns their paths.
 pub fn keep_completed() -> Vec<Vec<u8>> {
     std::mem::take(&mut *completed())
         .into_iter()

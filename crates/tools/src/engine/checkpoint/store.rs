@@ -3,9 +3,21 @@
 //! marks, each mark checked by a hash keyed with the nonce (a torn tail, stale blocks or another
 //! checkpoint's marks never read as done).
 //!
-//! Mark: key (u64 LE), payload length (u32 LE), payload, check (u64 LE: XXH64 of the key,
-//! length and payload, seeded with the nonce). A log is read up to its first mark whose check
-//! fails.
+//! Record: key (u64 LE), payload length (u32 LE), payload, check (u64 LE: XXH64 of the key,
+//! length and payload, seeded with the nonce for a mark, with the nonce xor [`CONTROL`] for a
+//! control record). A log is read up to its first record whose check fails either way.
+//!
+//! Control records (key: the kind) say how far a log's marks can be trusted:
+//! - [`BOOT`], first in every log: the boot id of the kernel whose page cache holds the data
+//!   its marks stand for (see [`super::boot_id`]);
+//! - [`SYNCED`] (payload: a byte offset in the log, u64 LE): the data of every mark that ends
+//!   at or before it was synced to stable storage before this record was written;
+//! - [`DOUBT`]: a sync of the outputs failed: only synced marks are trusted, on any boot.
+//!
+//! A mark is written once its data is written (to the page cache), synced or not. A rerun
+//! trusts every mark of a log whose boot is the boot of one of its ranks (that kernel has run
+//! since: the data is in its cache or on disk), and only the synced marks of any other log
+//! (its node crashed or rebooted, or is not one the rerun runs on: unsynced data may be lost).
 
 use super::inputs::Inputs;
 use super::CheckpointError;
@@ -18,8 +30,23 @@ use std::io::{self, Read};
 /// A mark as read: its key and payload.
 pub(super) type Mark = (u64, Vec<u8>);
 
-/// The first bytes of a header (format version 1).
-const MAGIC: &[u8; 8] = b"MFUCKPT\x01";
+/// The first bytes of a header (format version 2: logs with control records; a checkpoint of
+/// version 1, whose logs have none, is not of this version: removed, started over).
+const MAGIC: &[u8; 8] = b"MFUCKPT\x02";
+
+/// Xor-ed into the nonce to seed a control record's check: a mark never reads as one.
+const CONTROL: u64 = 0x636f_6e74_726f_6c21;
+
+/// Control record: the boot id of the log's kernel (payload: its bytes).
+pub(super) const BOOT: u64 = 1;
+
+/// Control record: marks ending at or before this offset of the log (payload: u64 LE) have
+/// their data synced.
+pub(super) const SYNCED: u64 = 2;
+
+/// Control record: a sync of the outputs failed (a writeback error: data may be lost). No
+/// rerun trusts the log's marks beyond its [`SYNCED`] records, whatever its boot.
+pub(super) const DOUBT: u64 = 3;
 
 /// The header's file name in the checkpoint directory.
 pub(super) const HEADER: &[u8] = b"header";
@@ -152,6 +179,12 @@ fn header_is_ours(dir: BorrowedFd<'_>) -> bool {
         .is_ok_and(|()| &start == MAGIC)
 }
 
+/// [`read_header`] for tests.
+#[cfg(test)]
+pub(super) fn read_header_of(dir: BorrowedFd<'_>) -> Result<Header, &'static str> {
+    read_header(dir)
+}
+
 fn read_header(dir: BorrowedFd<'_>) -> Result<Header, &'static str> {
     let mut bytes = Vec::new();
     open_trusted(dir, HEADER)
@@ -207,10 +240,26 @@ fn write_header(dir: BorrowedFd<'_>, header: &Header) -> io::Result<()> {
     io::Write::write_all(&mut std::fs::File::from(fd), &bytes)
 }
 
-/// Every mark of every log in `dir` whose check holds with `nonce`, earlier attempts first,
-/// and the number of the next attempt.
-pub(super) fn read_marks(dir: BorrowedFd<'_>, nonce: u64) -> io::Result<(Vec<Mark>, u64)> {
-    let mut marks = Vec::new();
+/// What [`read_marks`] found.
+#[derive(Debug, Default)]
+pub(super) struct FoundMarks {
+    /// The trusted marks, earlier attempts first.
+    pub marks: Vec<Mark>,
+    /// The number of the next attempt.
+    pub next: u64,
+    /// Marks not trusted: written on a boot none of the rerun's ranks runs on, their data not
+    /// known to be synced.
+    pub untrusted: u64,
+}
+
+/// Every trusted mark of every log in `dir` whose check holds with `nonce` (see the module:
+/// a log's unsynced marks count only when its boot is one of `boots`, the rerun's ranks').
+pub(super) fn read_marks(
+    dir: BorrowedFd<'_>,
+    nonce: u64,
+    boots: &[Vec<u8>],
+) -> io::Result<FoundMarks> {
+    let mut read = FoundMarks::default();
     let mut next = 0;
     for name in list(dir)? {
         let Some(attempt) = attempt_of(&name) else {
@@ -224,10 +273,15 @@ pub(super) fn read_marks(dir: BorrowedFd<'_>, nonce: u64) -> io::Result<(Vec<Mar
         if (&file).read_to_end(&mut bytes).is_err() {
             continue;
         }
-        parse_marks(&bytes, nonce, &mut marks);
+        let log = parse_log(&bytes, nonce);
+        let trusted = log.trusted(boots);
+        read.untrusted += (log.marks.len() - trusted) as u64;
+        read.marks
+            .extend(log.marks.into_iter().take(trusted).map(|(_, m)| m));
     }
     // Names sort by attempt (fixed-width numbers): earlier attempts' marks come first.
-    Ok((marks, next))
+    read.next = next;
+    Ok(read)
 }
 
 /// The attempt number of a log's name `log.ATTEMPT.RANK`.
@@ -272,21 +326,77 @@ pub(super) fn encode_mark_with(
     true
 }
 
-/// The marks in `bytes` up to the first that is cut or whose check fails.
-fn parse_marks(mut bytes: &[u8], nonce: u64, out: &mut Vec<Mark>) {
-    while bytes.len() >= 20 {
-        let key = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
-        let len = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize;
-        if len > MAX_PAYLOAD || bytes.len() < 12 + len + 8 {
-            return;
+/// Append control record `kind` with `payload` to `out` (see the module).
+pub(super) fn encode_control(kind: u64, payload: &[u8], nonce: u64, out: &mut Vec<u8>) {
+    encode_mark_with(kind, nonce ^ CONTROL, out, |o| o.extend_from_slice(payload));
+}
+
+/// One log as read: its marks (each with the offset of its end in the log), its boot, and
+/// the offset up to which its marks' data is synced.
+#[derive(Debug, Default, PartialEq)]
+struct Log {
+    marks: Vec<(u64, Mark)>,
+    boot: Option<Vec<u8>>,
+    synced: u64,
+    doubt: bool,
+}
+
+impl Log {
+    /// How many of its marks (the first ones) a rerun whose ranks run on `boots` trusts:
+    /// all of them when the log's boot is one of those and no sync failed; else those whose
+    /// data was synced.
+    fn trusted(&self, boots: &[Vec<u8>]) -> usize {
+        match &self.boot {
+            Some(boot) if !self.doubt && !boot.is_empty() && boots.contains(boot) => {
+                self.marks.len()
+            }
+            _ => self.marks.partition_point(|(end, _)| *end <= self.synced),
         }
-        let check = u64::from_le_bytes(bytes[12 + len..20 + len].try_into().expect("8 bytes"));
-        if xxhash_rust::xxh64::xxh64(&bytes[..12 + len], nonce) != check {
-            return;
-        }
-        out.push((key, bytes[12..12 + len].to_vec()));
-        bytes = &bytes[20 + len..];
     }
+}
+
+/// The records of a log, `bytes`, up to the first that is cut or whose check fails.
+fn parse_log(bytes: &[u8], nonce: u64) -> Log {
+    let mut log = Log::default();
+    let mut at = 0;
+    while bytes.len() - at >= 20 {
+        let rec = &bytes[at..];
+        let key = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
+        let len = u32::from_le_bytes(rec[8..12].try_into().expect("4 bytes")) as usize;
+        if len > MAX_PAYLOAD || rec.len() < 12 + len + 8 {
+            break;
+        }
+        let check = u64::from_le_bytes(rec[12 + len..20 + len].try_into().expect("8 bytes"));
+        let hash = |seed| xxhash_rust::xxh64::xxh64(&rec[..12 + len], seed);
+        let payload = &rec[12..12 + len];
+        at += 20 + len;
+        if hash(nonce) == check {
+            log.marks.push((at as u64, (key, payload.to_vec())));
+        } else if hash(nonce ^ CONTROL) == check {
+            match (key, payload.len()) {
+                // Only the first record may name the boot: one written later could claim
+                // the marks before it.
+                (BOOT, _) if at == 20 + len => log.boot = Some(payload.to_vec()),
+                (SYNCED, 8) => {
+                    let to = u64::from_le_bytes(payload.try_into().expect("8 bytes"));
+                    log.synced = log.synced.max(to.min(at as u64));
+                }
+                (DOUBT, 0) => log.doubt = true,
+                // A kind this version does not know, or out of place: what follows is not
+                // understood.
+                _ => break,
+            }
+        } else {
+            break;
+        }
+    }
+    log
+}
+
+/// The marks in `bytes` up to the first record that is cut or whose check fails.
+#[cfg(test)]
+fn parse_marks(bytes: &[u8], nonce: u64, out: &mut Vec<Mark>) {
+    out.extend(parse_log(bytes, nonce).marks.into_iter().map(|(_, m)| m));
 }
 
 /// Remove everything in `dir` (a checkpoint directory of this user), never following a link:
@@ -371,6 +481,77 @@ mod tests {
             out.clear();
             parse_marks(&bytes, 77, &mut out);
         }
+    }
+
+    /// A log's marks are all trusted by a rerun on its boot, only its synced ones by any other
+    /// (another node, a reboot) or after a failed sync; control records are never marks, and
+    /// a boot named anywhere but first, or a record of another nonce, ends the log.
+    #[test]
+    fn unsynced_marks_count_only_on_the_boot_that_wrote_them() {
+        let nonce = 77;
+        let boot = b"boot-a".to_vec();
+        let mut log = Vec::new();
+        encode_control(BOOT, &boot, nonce, &mut log);
+        encode_mark(1, b"one", nonce, &mut log);
+        encode_mark(2, b"two", nonce, &mut log);
+        let synced = log.len() as u64;
+        encode_mark(3, b"three", nonce, &mut log);
+        // The syncer's record comes after a mark written while it synced: it covers the
+        // first two only.
+        encode_control(SYNCED, &synced.to_le_bytes(), nonce, &mut log);
+        encode_mark(4, b"four", nonce, &mut log);
+        let keys = |log: &Log, boots: &[Vec<u8>]| -> Vec<u64> {
+            log.marks[..log.trusted(boots)]
+                .iter()
+                .map(|(_, (k, _))| *k)
+                .collect()
+        };
+        let read = parse_log(&log, nonce);
+        assert_eq!(read.boot.as_deref(), Some(&boot[..]));
+        assert_eq!(keys(&read, &[b"x".to_vec(), boot.clone()]), [1, 2, 3, 4]);
+        assert_eq!(keys(&read, &[b"boot-b".to_vec()]), [1, 2]);
+        assert_eq!(keys(&read, &[]), [1, 2]);
+        // A failed sync: only the synced marks, on any boot.
+        let mut doubted = log.clone();
+        encode_control(DOUBT, &[], nonce, &mut doubted);
+        assert_eq!(
+            keys(&parse_log(&doubted, nonce), std::slice::from_ref(&boot)),
+            [1, 2]
+        );
+        // No boot known (an empty id): only the synced marks.
+        let mut unknown = Vec::new();
+        encode_control(BOOT, b"", nonce, &mut unknown);
+        encode_mark(1, b"one", nonce, &mut unknown);
+        assert!(keys(&parse_log(&unknown, nonce), &[Vec::new()]).is_empty());
+        // A log without a boot record (another version's, forged): only synced marks.
+        let mut bootless = Vec::new();
+        encode_mark(1, b"one", nonce, &mut bootless);
+        assert!(keys(&parse_log(&bootless, nonce), std::slice::from_ref(&boot)).is_empty());
+        // A boot record after marks ends the log there; so does a control record of another
+        // nonce (forged) or a kind this version does not know.
+        for (kind, payload, seed) in [
+            (BOOT, &boot[..], nonce),
+            (SYNCED, &u64::MAX.to_le_bytes()[..], nonce + 1),
+            (99, &[][..], nonce),
+        ] {
+            let mut l = Vec::new();
+            encode_control(BOOT, &boot, nonce, &mut l);
+            encode_mark(1, b"one", nonce, &mut l);
+            encode_control(kind, payload, seed, &mut l);
+            encode_mark(2, b"two", nonce, &mut l);
+            assert_eq!(
+                keys(&parse_log(&l, nonce), std::slice::from_ref(&boot)),
+                [1],
+                "{kind}"
+            );
+        }
+        // A synced offset past the record that names it covers no mark after it.
+        let mut early = Vec::new();
+        encode_control(BOOT, &boot, nonce, &mut early);
+        encode_mark(1, b"one", nonce, &mut early);
+        encode_control(SYNCED, &u64::MAX.to_le_bytes(), nonce, &mut early);
+        encode_mark(2, b"two", nonce, &mut early);
+        assert_eq!(keys(&parse_log(&early, nonce), &[]), [1]);
     }
 
     #[test]

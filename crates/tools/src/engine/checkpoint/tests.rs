@@ -475,41 +475,6 @@ fn a_failed_write_is_reported_when_a_stopped_run_keeps_its_checkpoint() {
     assert!(err.contains("No space left"), "{err}");
 }
 
-/// The brake holds marks only while the outputs are synced: it is released before the log's
-/// own write and sync (held through them, an extraction to tmpfs waited at every flush for a
-/// log on the user's disk). The log here is a pipe, so its write is seen as it begins.
-#[test]
-fn the_brake_is_released_before_the_log_is_written() {
-    let t = tempfile::tempdir().unwrap();
-    let out = out_in(&t);
-    steal::local::run(1, |comm| {
-        let cp = opened_beside(comm, &out);
-        let shared = Arc::clone(&cp.shared);
-        let (mut r, w) = std::io::pipe().unwrap();
-        shared.brake.engage(Duration::ZERO);
-        assert!(cp.shared.brake.syncing());
-        let writer = std::thread::spawn(move || {
-            let mut log = Log {
-                file: Some(std::fs::File::from(std::os::fd::OwnedFd::from(w))),
-                unsynced: false,
-                at: Instant::now(),
-            };
-            // More than a pipe holds: the write waits for the reader below.
-            let _ = shared.write_marks(&mut log, &vec![0u8; 1 << 20], 1, true, SyncLog::Now);
-        });
-        let mut first = [0u8; 1];
-        assert_eq!(std::io::Read::read(&mut r, &mut first).unwrap(), 1);
-        assert!(
-            !cp.shared.brake.syncing(),
-            "marks were still held while the log was written"
-        );
-        std::io::copy(&mut r, &mut std::io::sink()).unwrap();
-        writer.join().unwrap();
-        // The pipe could not be synced: the checkpoint says so, which is not this test's.
-        let _ = cp.finish(comm, Outcome::Stopped);
-    });
-}
-
 /// The flusher writes marks at every flush but syncs the log at most every
 /// [`LOG_SYNC_INTERVAL`]; a flush asked for (a stop, the end of the writes) syncs it at once,
 /// and a due sync comes even when no mark is pending.
@@ -522,18 +487,144 @@ fn the_flusher_syncs_the_log_once_a_second_and_an_asked_flush_at_once() {
         cp.stop_flusher();
         let unsynced = || cp.shared.log.lock().unwrap().unsynced;
         cp.mark(1, b"one");
-        cp.shared.flush_braked(false, SyncLog::Due).unwrap();
+        cp.shared.write_pending(SyncLog::Due).unwrap();
         assert!(logged_bytes(&out) > 0, "the mark was written");
         assert!(unsynced(), "synced before its interval");
         cp.shared.flush().unwrap();
         assert!(!unsynced(), "an asked flush syncs the log");
         cp.mark(2, b"two");
-        cp.shared.flush_braked(false, SyncLog::Due).unwrap();
+        cp.shared.write_pending(SyncLog::Due).unwrap();
         assert!(unsynced());
         // The interval passed: the next flush syncs, though nothing is pending.
         cp.shared.log.lock().unwrap().at -= LOG_SYNC_INTERVAL;
-        cp.shared.flush_braked(false, SyncLog::Due).unwrap();
+        cp.shared.write_pending(SyncLog::Due).unwrap();
         assert!(!unsynced(), "a due sync did not come");
         cp.finish(comm, Outcome::Stopped).expect("finish");
+    });
+}
+
+/// What a rerun reads from the checkpoint beside `out`, its ranks running on `boots`.
+fn read_back(out: &[u8], boots: &[Vec<u8>]) -> (Vec<u64>, u64) {
+    let dir = std::fs::File::open(checkpoint_path(out)).unwrap();
+    let header = store::read_header_of(dir.as_fd()).unwrap();
+    let read = store::read_marks(dir.as_fd(), header.nonce, boots).unwrap();
+    (read.marks.iter().map(|(k, _)| *k).collect(), read.untrusted)
+}
+
+/// A checkpoint left as a kill leaves it: marks written by the flusher, no sync since.
+fn killed(cp: Checkpoint) {
+    let mut cp = cp;
+    cp.stop_flusher();
+    cp.ended = true;
+}
+
+/// Marks are written without waiting for a sync of the outputs: a rerun on the same boot
+/// (a kill, a time limit) trusts them all; one on another boot (a crash of the node, another
+/// node) only those the syncer recorded as synced. Marks of a run with no output to sync are
+/// synced as written.
+#[test]
+fn unsynced_marks_are_trusted_on_their_boot_only() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    let data = t.path().join("data");
+    steal::local::run(1, |comm| {
+        let cp = opened_beside(comm, &out);
+        cp.stop_flusher();
+        let file = std::fs::File::create(&data).unwrap();
+        cp.durable(Durable::File(Arc::new(file.into())));
+        cp.mark(1, b"one");
+        cp.mark(2, b"two");
+        cp.shared.write_pending(SyncLog::Due).unwrap();
+        cp.shared.sync_outputs().unwrap();
+        cp.mark(3, b"three");
+        cp.shared.write_pending(SyncLog::Due).unwrap();
+        killed(cp);
+    });
+    let here = vec![boot_id()];
+    assert!(!here[0].is_empty(), "this machine's boot id is known");
+    assert_eq!(read_back(&out, &here), (vec![1, 2, 3], 0));
+    assert_eq!(read_back(&out, &[b"another".to_vec()]), (vec![1, 2], 1));
+    // What a rerun elsewhere is told.
+    let notice = steal::local::run(1, |comm| {
+        let plan = Plan {
+            output: Some(&out),
+            inputs: inputs(1),
+        };
+        let (d, _dir) = decide(&Choice::Beside, &plan, &[b"another".to_vec()]).unwrap();
+        let _ = comm;
+        d.notice.unwrap()
+    });
+    assert!(
+        notice[0].contains("2 units done by earlier runs; 1 more, marked on another node"),
+        "{}",
+        notice[0]
+    );
+    std::fs::remove_dir_all(checkpoint_path(&out)).unwrap();
+
+    // No output registered: synced as written.
+    steal::local::run(1, |comm| {
+        let cp = opened_beside(comm, &out);
+        cp.stop_flusher();
+        cp.mark(1, b"one");
+        cp.shared.write_pending(SyncLog::Due).unwrap();
+        killed(cp);
+    });
+    assert_eq!(read_back(&out, &[b"another".to_vec()]), (vec![1], 0));
+}
+
+/// A stop (SIGTERM) syncs the outputs before it keeps the checkpoint: its marks hold on any
+/// boot. A sync that fails (here an output that cannot be synced, a pipe) is told, and no
+/// rerun, even on the same boot, trusts the marks it leaves unsynced.
+#[test]
+fn a_stop_syncs_the_outputs_and_a_failed_sync_is_told_and_doubted() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    let data = t.path().join("data");
+    steal::local::run(1, |comm| {
+        let cp = opened_beside(comm, &out);
+        let file = std::fs::File::create(&data).unwrap();
+        cp.durable(Durable::File(Arc::new(file.into())));
+        cp.mark(1, b"one");
+        cp.finish(comm, Outcome::Stopped).expect("finish");
+    });
+    assert_eq!(read_back(&out, &[b"another".to_vec()]), (vec![1], 0));
+    std::fs::remove_dir_all(checkpoint_path(&out)).unwrap();
+
+    let told = steal::local::run(1, |comm| {
+        let cp = opened_beside(comm, &out);
+        let (_r, w) = std::io::pipe().unwrap();
+        cp.durable(Durable::File(Arc::new(std::os::fd::OwnedFd::from(w))));
+        cp.mark(1, b"one");
+        cp.shared.write_pending(SyncLog::Due).unwrap();
+        cp.finish(comm, Outcome::Stopped).map_err(|e| e.to_string())
+    });
+    let err = told.into_iter().next().unwrap().unwrap_err();
+    assert!(
+        err.contains("write checkpoint") && err.contains("sync the run's output"),
+        "{err}"
+    );
+    assert_eq!(read_back(&out, &[boot_id()]), (vec![], 1));
+}
+
+/// The syncer runs on its own: marks written, then, within its interval (2 s) and a sync,
+/// recorded as synced, with no flush asked for.
+#[test]
+fn the_syncer_records_synced_marks_within_its_interval() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    let data = t.path().join("data");
+    steal::local::run(1, |comm| {
+        let cp = opened_beside(comm, &out);
+        let file = std::fs::File::create(&data).unwrap();
+        cp.durable(Durable::File(Arc::new(file.into())));
+        cp.mark(1, b"one");
+        let start = Instant::now();
+        while read_back(&out, &[b"another".to_vec()]).0.is_empty()
+            && start.elapsed() < OUTPUT_SYNC_INTERVAL * 5
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(read_back(&out, &[b"another".to_vec()]), (vec![1], 0));
+        killed(cp);
     });
 }

@@ -24,8 +24,8 @@ pub(super) const FRAME: u64 = 1 << 62;
 
 /// Where marks go: the checkpoint (or nothing, without one).
 pub(super) trait Sink: Sync {
-    /// Unit `key` is written (its bytes are in the partial archive, to be synced before the
-    /// mark is made durable).
+    /// Unit `key` is written (its bytes are in the partial archive, synced by the checkpoint's
+    /// syncer: see `engine::checkpoint`).
     fn mark(&self, key: u64, payload: &[u8]);
 }
 

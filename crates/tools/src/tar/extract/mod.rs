@@ -1659,9 +1659,16 @@ impl<'a> Extraction<'a> {
             self.copy_data(e, ready, &writable);
         }
         drop(writable);
-        if self.resume.checkpoint.is_some() && self.bytes.load(Ordering::Relaxed) > before {
+        let other_kernels = self
+            .resume
+            .checkpoint
+            .as_ref()
+            .is_some_and(|c| !c.one_kernel());
+        if other_kernels && self.bytes.load(Ordering::Relaxed) > before {
             // The owner of a file marks it done in phase 6 once every rank wrote its part:
-            // this rank's parts are on disk first (another node's flusher can't sync them).
+            // this rank's parts are on disk first (another node's syncer can't sync them).
+            // Ranks that share one kernel share its page cache: nothing to sync (see
+            // `checkpoint`).
             let _ = rustix::fs::syncfs(self.target.root());
         }
         // A file whose data is incomplete never carries its archived metadata (mtime, size...).

@@ -28,8 +28,10 @@
 //! carries it). Anything else is extracted from scratch, under a new generation: the ranges of
 //! the old one no longer count, even if the new file gets the old inode number back.
 //!
-//! Marks follow their data: the target's file system is registered with
-//! [`Checkpoint::durable`], so the flusher `syncfs`s it before it writes marks.
+//! Marks follow their data: a unit is marked once its data is written, and the target's file
+//! system is registered with [`Checkpoint::durable`], so the syncer `syncfs`s it and a rerun
+//! after a crash of the node trusts only the marks made before a sync. A file written by ranks
+//! on several nodes is marked by its owner only once every rank synced its part (phase 4).
 
 use super::beneath::{explain, split, Target};
 use super::entries::Item;
@@ -478,7 +480,7 @@ pub(super) fn open(
     let earlier = Earlier::of(opened.prior.iter());
     let gen = comm.bcast_with(0, random_gen);
     if let Some(ck) = &opened.checkpoint {
-        // Marks never precede their data: the target's file system is synced first.
+        // Marks stand for data on the target's file system: the syncer syncs it.
         match rustix::io::fcntl_dupfd_cloexec(target.root(), 0) {
             Ok(fd) => ck.durable(Durable::FileSystem(Arc::new(fd))),
             Err(e) => {
