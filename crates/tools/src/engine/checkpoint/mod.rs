@@ -321,6 +321,9 @@ struct Shared {
     /// The first failure to write marks or sync the outputs (later marks are then not
     /// written: the run goes on, a rerun redoes more).
     failed: Mutex<Option<String>>,
+    /// A sync of the outputs failed (a writeback error): the run's data may not be on disk,
+    /// which [`Checkpoint::finish`] tells whatever the outcome.
+    output_failed: Mutex<Option<String>>,
     /// The buffer `pending` takes at the next flush (see [`Shared::flush`]).
     spare: Mutex<Vec<u8>>,
     /// Removed as soon as the run completes, never at the process's end (see
@@ -672,6 +675,7 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
         durables: Mutex::new(Vec::new()),
         done: (Mutex::new(false), Condvar::new()),
         failed: Mutex::new(None),
+        output_failed: Mutex::new(None),
         spare: Mutex::new(Vec::new()),
         eager: AtomicBool::new(false),
     });
@@ -939,9 +943,14 @@ impl Shared {
             }),
             Err(e) => {
                 let _ = self.append(&mut log, &record);
+                let e = io::Error::from(e);
+                self.output_failed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert_with(|| e.to_string());
                 Err(io::Error::new(
-                    io::Error::from(e).kind(),
-                    format!("sync the run's output: {}", io::Error::from(e)),
+                    e.kind(),
+                    format!("sync the run's output: {e}"),
                 ))
             }
         };
@@ -1122,7 +1131,7 @@ impl Checkpoint {
         .map_err(|e| CheckpointError(self.shared.write_failed(&e)));
         let flushed = comm.agree(flushed);
         if outcome != Outcome::Complete {
-            return flushed;
+            return flushed.and_then(|()| comm.agree(self.output_sync()));
         }
         // A complete run whose last marks could not be written: its checkpoint would not say
         // the work is done, so it is removed now, as without deferral (the run is not failed).
@@ -1159,7 +1168,27 @@ impl Checkpoint {
             }
             _ => Ok(()),
         };
-        comm.agree(removed)
+        comm.agree(removed)?;
+        comm.agree(self.output_sync())
+    }
+
+    /// A failed sync of the outputs, as the error [`Checkpoint::finish`] tells: the data the
+    /// run wrote may not have reached the disk (a writeback error), though every write
+    /// succeeded.
+    fn output_sync(&self) -> Result<(), CheckpointError> {
+        match &*self
+            .shared
+            .output_failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+        {
+            None => Ok(()),
+            Some(e) => Err(CheckpointError(format!(
+                "sync the output of this run (checkpoint {}): {e}: some of the data written \
+                 may not be on disk",
+                flist::path::display(&self.shared.path)
+            ))),
+        }
     }
 }
 

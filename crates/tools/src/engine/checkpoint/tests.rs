@@ -628,3 +628,31 @@ fn the_syncer_records_synced_marks_within_its_interval() {
         killed(cp);
     });
 }
+
+/// A sync of the outputs that failed during a run that then completed (a writeback error: its
+/// data may not be on disk, though every write succeeded) fails the run's end, naming the
+/// checkpoint: a run with a checkpoint never hides it.
+#[test]
+fn a_failed_sync_of_the_outputs_fails_a_complete_run() {
+    let t = tempfile::tempdir().unwrap();
+    let out = out_in(&t);
+    let told = steal::local::run(1, |comm| {
+        let cp = opened_beside(comm, &out);
+        let (_r, w) = std::io::pipe().unwrap();
+        cp.durable(Durable::File(Arc::new(std::os::fd::OwnedFd::from(w))));
+        cp.mark(1, b"one");
+        cp.shared.write_pending(SyncLog::Due).unwrap();
+        assert!(cp.shared.sync_outputs().is_err(), "a pipe cannot be synced");
+        cp.finish(comm, Outcome::Complete)
+            .map_err(|e| e.to_string())
+    });
+    let err = told.into_iter().next().unwrap().unwrap_err();
+    assert!(
+        err.contains("sync the output of this run") && err.contains("may not be on disk"),
+        "{err}"
+    );
+    assert!(
+        !checkpoint_path(&out).exists(),
+        "the checkpoint of a complete run stayed"
+    );
+}
