@@ -14,13 +14,14 @@
 //! loses what was not yet synced. So a flusher thread writes the marks every twentieth of the
 //! run so far (25 ms to 2 s, [`next_wait`]) without waiting for any sync (a kill loses at most
 //! about one interval of work), and a syncer thread syncs the outputs registered with
-//! [`Checkpoint::durable`] every [`OUTPUT_SYNC_INTERVAL`] or more, then records how far the
-//! marks are backed by synced data. Each log names its kernel's boot ([`boot_id`]): a rerun
-//! trusts every mark of a log written on the boot of one of its ranks, and only the synced
-//! marks of any other (see `store`). A run thus goes at the pace of its page cache, as GNU tar
-//! and cp do, not of its disk; a stop (SIGTERM) syncs its outputs before it exits. A sync that
-//! fails (a writeback error) is recorded in the log, whose unsynced marks are then trusted by
-//! no rerun. The log itself is synced once a second ([`LOG_SYNC_INTERVAL`]).
+//! [`Checkpoint::durable`] every [`OUTPUT_SYNC_INTERVAL`] (30 s) or more, then records how far
+//! the marks are backed by synced data and syncs the log. Each log names its kernel's boot
+//! ([`boot_id`]): a rerun trusts every mark of a log written on the boot of one of its ranks,
+//! and only the synced marks of any other (see `store`). A run thus goes at the pace of its
+//! page cache, as GNU tar and cp do, not of its disk; a stop (SIGTERM) syncs its outputs and
+//! its log before it exits. A sync that fails (a writeback error) fails the run and is
+//! recorded in the log, whose unsynced marks are then trusted by no rerun. The log of a run
+//! without outputs is synced once a second ([`LOG_SYNC_INTERVAL`]).
 //!
 //! Trust: a rerun continues only from a checkpoint of this user (a 0700 directory, regular files
 //! with one link, nothing followed), of the same tool, whose every input is equal; its marks
@@ -173,25 +174,26 @@ fn fixed_interval() -> Option<Duration> {
     })
 }
 
-/// When a flush syncs the log it wrote to.
+/// Whether a write of the marks syncs the log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SyncLog {
-    /// Now (a flush asked for: a stop, the end of the writes, the end of the run).
+    /// Now (a flush asked for: a stop, an early end, a plan recorded).
     Now,
-    /// When [`LOG_SYNC_INTERVAL`] has passed since the last sync (the flusher's schedule).
-    Due,
+    /// No: the syncer does it (see [`sync_every`]); the flusher never waits for the disk.
+    Later,
 }
 
 /// [`Shared::log`]: this rank's log of marks and what of it is synced.
 struct Log {
-    /// The log, opened at its first write (which is its [`store::BOOT`] record).
-    file: Option<std::fs::File>,
+    /// The log, opened at its first write (which is its [`store::BOOT`] record); shared with
+    /// the syncer, which syncs it without holding the lock.
+    file: Option<Arc<std::fs::File>>,
     /// Bytes written to the log so far: the offset a [`store::SYNCED`] record names.
     written: u64,
     /// The offset the last [`store::SYNCED`] record named.
     synced_to: u64,
-    /// Records were written since the last sync of the log.
-    unsynced: bool,
+    /// Bytes of the log known to be on disk (synced).
+    log_synced: u64,
     /// When the log was last synced (or the checkpoint opened).
     at: Instant,
 }
@@ -202,23 +204,31 @@ impl Log {
             file: None,
             written: 0,
             synced_to: 0,
-            unsynced: false,
+            log_synced: 0,
             at: Instant::now(),
         }
     }
 }
 
-/// The syncer syncs the registered outputs at most this often (2 s), or, when a sync takes
-/// longer, once per sync's duration (syncs then take at most half its time): what a crash of
-/// the node can lose beyond the marks' interval. A run shorter than this syncs nothing before
-/// its end, as a run without a checkpoint.
-const OUTPUT_SYNC_INTERVAL: Duration = Duration::from_secs(2);
+/// The syncer syncs the registered outputs this long after the checkpoint opened and after
+/// its last sync (30 s), or, when a sync takes longer, four times its duration: what a crash
+/// of the node can lose beyond the marks' interval (the kernel's own writeback leaves data
+/// unwritten up to 30 s by default, `vm.dirty_expire_centisecs`). Not shorter: a process
+/// cannot end while one of its threads is in a sync, so a sync under way as the run ends
+/// makes the run wait for its disk, which a run without a checkpoint leaves to the kernel
+/// (every 2 s, tar -x of 2.2 GiB on this VM's disk took 3.5 s where it took 1.8-3.3 s without
+/// one). A run shorter than this syncs nothing before its end.
+const OUTPUT_SYNC_INTERVAL: Duration = Duration::from_secs(30);
 
-/// The flusher syncs the log at most this often (1 s); between, it only writes the marks.
-/// Written marks survive the end of the process (a kill -9, a time limit's SIGKILL): only a
-/// crash of the node can lose them, and then at most this much more work. (A sync at every
-/// flush was a journal commit of the user's state directory every 25 ms: a kernel thread's
-/// work beside a short grep's, +4% of its time.)
+/// A sync of the outputs is followed by at least this many times its duration without one.
+const WAIT_PER_SYNC_TIME: u32 = 4;
+
+/// The log of a checkpoint without outputs is synced this often (1 s) by the syncer; with
+/// outputs, right after each sync of them (marks beyond the last synced record count for no
+/// rerun on another boot, so a sync of the log in between would buy nothing). Written marks
+/// survive the end of the process (a kill -9, a time limit's SIGKILL) unsynced: only a crash
+/// of the node can lose them. (A sync at every flush was a journal commit of the user's state
+/// directory every 25 ms: a kernel thread's work beside a short grep's, +4% of its time.)
 const LOG_SYNC_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Flushes are this share of the run so far apart (1/20): the share of its work a short run
@@ -230,8 +240,8 @@ const RUN_SHARE_PER_INTERVAL: u32 = 20;
 const LONGEST_INTERVAL: Duration = Duration::from_secs(2);
 /// Flushes are at least this far apart (ms).
 const SHORTEST_INTERVAL: Duration = Duration::from_millis(25);
-/// A flush (a write of the marks, a sync of the log) is followed by a wait of at least this
-/// many times its own duration: the log's syncs then take at most half the flusher's time.
+/// A flush (a write of the marks) or a tick of the syncer is followed by a wait of at least
+/// this many times its own duration.
 const WAIT_PER_FLUSH_TIME: u32 = 1;
 
 /// How long the flusher waits before its next flush, `since` after the checkpoint was opened,
@@ -329,6 +339,8 @@ struct Shared {
     /// Removed as soon as the run completes, never at the process's end (see
     /// [`Checkpoint::remove_on_completion`]).
     eager: AtomicBool,
+    /// [`OUTPUT_SYNC_INTERVAL`] in ms (tests shorten it).
+    output_sync_ms: AtomicU64,
 }
 
 /// What rank 0 decided, for every rank.
@@ -678,6 +690,7 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
         output_failed: Mutex::new(None),
         spare: Mutex::new(Vec::new()),
         eager: AtomicBool::new(false),
+        output_sync_ms: AtomicU64::new(OUTPUT_SYNC_INTERVAL.as_millis() as u64),
     });
     let flusher = {
         let shared = Arc::clone(&shared);
@@ -693,7 +706,7 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
         let shared = Arc::downgrade(&shared);
         let _ = std::thread::Builder::new()
             .name("mfu-checkpoint-sync".into())
-            .spawn(move || sync_every(&shared));
+            .spawn(move || sync_every(&shared, Instant::now()));
     }
     Ok(Opened {
         checkpoint: Some(Checkpoint {
@@ -707,14 +720,18 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
     })
 }
 
-/// The syncer's loop (see the module): every [`OUTPUT_SYNC_INTERVAL`], or once per last
-/// sync's duration when longer, [`Shared::sync_outputs`]; until the checkpoint ends (or is
-/// dropped: it holds it only while it syncs).
-fn sync_every(shared: &std::sync::Weak<Shared>) {
-    let mut last = Duration::ZERO;
+/// The syncer's loop (see the module), on the flusher's schedule ([`next_wait`]): with
+/// outputs registered, [`Shared::sync_outputs`] when due ([`OUTPUT_SYNC_INTERVAL`],
+/// [`WAIT_PER_SYNC_TIME`]) and [`Shared::start_writeback`] in between; without, a sync of the
+/// log once a second. Every wait for the disk is here, never in the flusher, so that marks
+/// keep being written while a sync lasts. Ends with the checkpoint (it holds it only while it
+/// works).
+fn sync_every(shared: &std::sync::Weak<Shared>, opened: Instant) {
+    let (mut tick, mut sync_cost) = (Duration::ZERO, Duration::ZERO);
+    let mut synced_at = opened;
     loop {
         let Some(s) = shared.upgrade() else { return };
-        let wait = OUTPUT_SYNC_INTERVAL.max(last);
+        let wait = next_wait(opened.elapsed(), tick);
         {
             let (lock, wake) = &s.done;
             let done = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -726,8 +743,18 @@ fn sync_every(shared: &std::sync::Weak<Shared>) {
             }
         }
         let began = Instant::now();
-        let _ = s.sync_outputs();
-        last = began.elapsed();
+        if s.registered().is_empty() {
+            let _ = s.sync_log(LOG_SYNC_INTERVAL);
+        } else if synced_at.elapsed()
+            >= s.output_sync_interval().max(sync_cost * WAIT_PER_SYNC_TIME)
+        {
+            let _ = s.sync_outputs();
+            sync_cost = began.elapsed();
+            synced_at = Instant::now();
+        } else {
+            s.start_writeback();
+        }
+        tick = began.elapsed();
     }
 }
 
@@ -744,8 +771,7 @@ impl Shared {
                 .0;
             if !*done {
                 let began = Instant::now();
-                let _ = self.write_pending(SyncLog::Due);
-                self.start_writeback();
+                let _ = self.write_pending(SyncLog::Later);
                 last = began.elapsed();
             }
         }
@@ -788,9 +814,38 @@ impl Shared {
     /// Every mark made so far durable, even against a crash of the node: written, the
     /// registered outputs synced, that recorded, and the log synced.
     fn flush(&self) -> io::Result<()> {
-        self.write_pending(SyncLog::Due)?;
+        self.write_pending(SyncLog::Later)?;
         self.sync_outputs()?;
         self.write_pending(SyncLog::Now)
+    }
+
+    /// [`OUTPUT_SYNC_INTERVAL`] (shorter in tests).
+    fn output_sync_interval(&self) -> Duration {
+        Duration::from_millis(self.output_sync_ms.load(Ordering::Relaxed))
+    }
+
+    /// Sync the log if it holds records not yet synced and `after` has passed since its last
+    /// sync, without holding its lock meanwhile (the flusher goes on writing marks).
+    fn sync_log(&self, after: Duration) -> io::Result<()> {
+        let (file, to) = {
+            let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+            match &log.file {
+                Some(f) if log.written > log.log_synced && log.at.elapsed() >= after => {
+                    (Arc::clone(f), log.written)
+                }
+                _ => return Ok(()),
+            }
+        };
+        let synced = rustix::fs::fdatasync(file.as_fd()).map_err(io::Error::from);
+        match &synced {
+            Ok(()) => {
+                let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+                log.log_synced = log.log_synced.max(to);
+                log.at = Instant::now();
+            }
+            Err(e) => self.fail(e),
+        }
+        synced
     }
 
     /// The first failure recorded, as an error: a write that failed before (a full file
@@ -851,14 +906,13 @@ impl Shared {
             store::encode_control(store::SYNCED, &to.to_le_bytes(), self.nonce, &mut bytes);
         }
         let written = self.append(&mut log, &bytes).and_then(|()| {
-            let due = match sync {
-                SyncLog::Now => true,
-                SyncLog::Due => log.at.elapsed() >= LOG_SYNC_INTERVAL,
-            };
-            if let (true, true, Some(file)) = (log.unsynced, due, log.file.as_ref()) {
-                rustix::fs::fdatasync(file.as_fd())?;
-                log.unsynced = false;
-                log.at = Instant::now();
+            match (&log.file, sync) {
+                (Some(file), SyncLog::Now) if log.written > log.log_synced => {
+                    rustix::fs::fdatasync(file.as_fd())?;
+                    log.log_synced = log.written;
+                    log.at = Instant::now();
+                }
+                _ => {}
             }
             Ok(())
         });
@@ -876,9 +930,8 @@ impl Shared {
             return Ok(());
         }
         self.open_log(log)?;
-        log.file.as_mut().expect("opened").write_all(bytes)?;
+        log.file.as_deref().expect("opened").write_all(bytes)?;
         log.written += bytes.len() as u64;
-        log.unsynced = true;
         Ok(())
     }
 
@@ -898,11 +951,10 @@ impl Shared {
             )?;
             let mut boot = Vec::new();
             store::encode_control(store::BOOT, &self.boot, self.nonce, &mut boot);
-            let mut file = std::fs::File::from(fd);
-            file.write_all(&boot)?;
+            let file = std::fs::File::from(fd);
+            (&file).write_all(&boot)?;
             log.written = boot.len() as u64;
-            log.unsynced = true;
-            log.file = Some(file);
+            log.file = Some(Arc::new(file));
         }
         Ok(())
     }
@@ -954,10 +1006,12 @@ impl Shared {
                 ))
             }
         };
+        drop(log);
         if let Err(e) = &written {
             self.fail(e);
         }
-        written
+        // The record on disk too, at once: it is what a rerun elsewhere goes by.
+        written.and_then(|()| self.sync_log(Duration::ZERO))
     }
 }
 
@@ -1034,7 +1088,7 @@ impl Checkpoint {
         }
         if die_after().is_some_and(|n| made >= n) {
             // As a kill finds it: the marks written, their data not synced.
-            let _ = self.shared.write_pending(SyncLog::Now);
+            let _ = self.shared.write_pending(SyncLog::Later);
             let _ = rustix::process::kill_process(
                 rustix::process::getpid(),
                 rustix::process::Signal::KILL,
@@ -1074,7 +1128,7 @@ impl Checkpoint {
     /// kill leaves the checkpoint of a complete run behind. A failure to write the marks only
     /// costs a rerun work: it is not told here.
     pub fn stop_flushing(&self) {
-        let _ = self.shared.write_pending(SyncLog::Due);
+        let _ = self.shared.write_pending(SyncLog::Later);
         self.stop_flusher();
     }
 
@@ -1125,7 +1179,7 @@ impl Checkpoint {
             && !self.shared.eager.load(Ordering::SeqCst);
         let flushed = match outcome {
             Outcome::Complete if !deferred => Ok(()),
-            Outcome::Complete => self.shared.write_pending(SyncLog::Due),
+            Outcome::Complete => self.shared.write_pending(SyncLog::Later),
             Outcome::Stopped | Outcome::Failed => self.shared.flush(),
         }
         .map_err(|e| CheckpointError(self.shared.write_failed(&e)));

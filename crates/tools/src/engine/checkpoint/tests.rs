@@ -475,30 +475,42 @@ fn a_failed_write_is_reported_when_a_stopped_run_keeps_its_checkpoint() {
     assert!(err.contains("No space left"), "{err}");
 }
 
-/// The flusher writes marks at every flush but syncs the log at most every
-/// [`LOG_SYNC_INTERVAL`]; a flush asked for (a stop, the end of the writes) syncs it at once,
-/// and a due sync comes even when no mark is pending.
+/// The flusher writes marks but never syncs the log (it never waits for the disk): the
+/// syncer syncs the log of a run without outputs once a second ([`LOG_SYNC_INTERVAL`]), and
+/// with outputs right after each sync of them; a flush asked for (a stop) syncs it at once.
 #[test]
-fn the_flusher_syncs_the_log_once_a_second_and_an_asked_flush_at_once() {
+fn the_log_is_synced_by_the_syncer_once_a_second_or_with_the_outputs_and_at_a_stop() {
     let t = tempfile::tempdir().unwrap();
     let out = out_in(&t);
     steal::local::run(1, |comm| {
         let cp = opened_beside(comm, &out);
         cp.stop_flusher();
-        let unsynced = || cp.shared.log.lock().unwrap().unsynced;
+        let unsynced = || {
+            let log = cp.shared.log.lock().unwrap();
+            log.written > log.log_synced
+        };
         cp.mark(1, b"one");
-        cp.shared.write_pending(SyncLog::Due).unwrap();
+        cp.shared.write_pending(SyncLog::Later).unwrap();
         assert!(logged_bytes(&out) > 0, "the mark was written");
+        assert!(unsynced(), "the flusher synced the log");
+        cp.shared.sync_log(LOG_SYNC_INTERVAL).unwrap();
         assert!(unsynced(), "synced before its interval");
         cp.shared.flush().unwrap();
         assert!(!unsynced(), "an asked flush syncs the log");
         cp.mark(2, b"two");
-        cp.shared.write_pending(SyncLog::Due).unwrap();
+        cp.shared.write_pending(SyncLog::Later).unwrap();
         assert!(unsynced());
-        // The interval passed: the next flush syncs, though nothing is pending.
+        // The interval passed: the syncer's next tick syncs it.
         cp.shared.log.lock().unwrap().at -= LOG_SYNC_INTERVAL;
-        cp.shared.write_pending(SyncLog::Due).unwrap();
+        cp.shared.sync_log(LOG_SYNC_INTERVAL).unwrap();
         assert!(!unsynced(), "a due sync did not come");
+        // With an output: synced with it, whenever that comes.
+        let file = std::fs::File::create(t.path().join("data")).unwrap();
+        cp.durable(Durable::File(Arc::new(file.into())));
+        cp.mark(3, b"three");
+        cp.shared.write_pending(SyncLog::Later).unwrap();
+        cp.shared.sync_outputs().unwrap();
+        assert!(!unsynced(), "the log was not synced with the outputs");
         cp.finish(comm, Outcome::Stopped).expect("finish");
     });
 }
@@ -534,10 +546,10 @@ fn unsynced_marks_are_trusted_on_their_boot_only() {
         cp.durable(Durable::File(Arc::new(file.into())));
         cp.mark(1, b"one");
         cp.mark(2, b"two");
-        cp.shared.write_pending(SyncLog::Due).unwrap();
+        cp.shared.write_pending(SyncLog::Later).unwrap();
         cp.shared.sync_outputs().unwrap();
         cp.mark(3, b"three");
-        cp.shared.write_pending(SyncLog::Due).unwrap();
+        cp.shared.write_pending(SyncLog::Later).unwrap();
         killed(cp);
     });
     let here = vec![boot_id()];
@@ -566,7 +578,7 @@ fn unsynced_marks_are_trusted_on_their_boot_only() {
         let cp = opened_beside(comm, &out);
         cp.stop_flusher();
         cp.mark(1, b"one");
-        cp.shared.write_pending(SyncLog::Due).unwrap();
+        cp.shared.write_pending(SyncLog::Later).unwrap();
         killed(cp);
     });
     assert_eq!(read_back(&out, &[b"another".to_vec()]), (vec![1], 0));
@@ -595,7 +607,7 @@ fn a_stop_syncs_the_outputs_and_a_failed_sync_is_told_and_doubted() {
         let (_r, w) = std::io::pipe().unwrap();
         cp.durable(Durable::File(Arc::new(std::os::fd::OwnedFd::from(w))));
         cp.mark(1, b"one");
-        cp.shared.write_pending(SyncLog::Due).unwrap();
+        cp.shared.write_pending(SyncLog::Later).unwrap();
         cp.finish(comm, Outcome::Stopped).map_err(|e| e.to_string())
     });
     let err = told.into_iter().next().unwrap().unwrap_err();
@@ -606,8 +618,8 @@ fn a_stop_syncs_the_outputs_and_a_failed_sync_is_told_and_doubted() {
     assert_eq!(read_back(&out, &[boot_id()]), (vec![], 1));
 }
 
-/// The syncer runs on its own: marks written, then, within its interval (2 s) and a sync,
-/// recorded as synced, with no flush asked for.
+/// The syncer runs on its own: marks written, then, once its interval (30 s, 0.1 s here) has
+/// passed, synced and recorded as synced, with no flush asked for.
 #[test]
 fn the_syncer_records_synced_marks_within_its_interval() {
     let t = tempfile::tempdir().unwrap();
@@ -616,11 +628,12 @@ fn the_syncer_records_synced_marks_within_its_interval() {
     steal::local::run(1, |comm| {
         let cp = opened_beside(comm, &out);
         let file = std::fs::File::create(&data).unwrap();
+        cp.shared.output_sync_ms.store(100, Ordering::Relaxed);
         cp.durable(Durable::File(Arc::new(file.into())));
         cp.mark(1, b"one");
         let start = Instant::now();
         while read_back(&out, &[b"another".to_vec()]).0.is_empty()
-            && start.elapsed() < OUTPUT_SYNC_INTERVAL * 5
+            && start.elapsed() < Duration::from_secs(10)
         {
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -641,7 +654,7 @@ fn a_failed_sync_of_the_outputs_fails_a_complete_run() {
         let (_r, w) = std::io::pipe().unwrap();
         cp.durable(Durable::File(Arc::new(std::os::fd::OwnedFd::from(w))));
         cp.mark(1, b"one");
-        cp.shared.write_pending(SyncLog::Due).unwrap();
+        cp.shared.write_pending(SyncLog::Later).unwrap();
         assert!(cp.shared.sync_outputs().is_err(), "a pipe cannot be synced");
         cp.finish(comm, Outcome::Complete)
             .map_err(|e| e.to_string())
