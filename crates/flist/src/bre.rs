@@ -6,8 +6,9 @@
 //! literal. `*` is literal at the start of the expression or of a group or alternative (after
 //! `\(`, `\|` or a leading `^`); `^` is an anchor only there and `$` only at the end of the
 //! expression, a group or an alternative, literal elsewhere. A bracket expression keeps its
-//! own rules: `]` first (after an optional `^`) is a member, `\` is a member, and classes
-//! such as `[:alpha:]` work. Back-references (`\1`..`\9`) are refused: the engine has none,
+//! own rules: `]` first (after an optional `^`) is a member, `\` is a member, classes such
+//! as `[:alpha:]` work, and a non-ASCII character is its UTF-8 bytes, each a member (the C
+//! locale's reading, in which paths are matched). Back-references (`\1`..`\9`) are refused: the engine has none,
 //! and dropping them would match other paths silently.
 //!
 //! ```
@@ -181,11 +182,19 @@ fn bracket(s: &[u8], i: usize, out: &mut String) -> Result<usize, BreError> {
             continue;
         }
         let (low, next) = member(s, j, &unterminated)?;
+        let at = j;
         j = next;
         push_member(low, out);
         // `-` between two members is a range; first or last it is a member itself.
         if s.get(j) == Some(&b'-') && s.get(j + 1).is_some_and(|&b| b != b']') {
             let (high, next) = member(s, j + 1, &unterminated)?;
+            if !low.is_ascii() || !high.is_ascii() {
+                // Byte by byte (below), a range between two characters has no single meaning.
+                return Err(BreError {
+                    what: "a range with a non-ASCII end is not supported",
+                    at,
+                });
+            }
             out.push('-');
             push_member(high, out);
             j = next;
@@ -218,13 +227,17 @@ fn member(s: &[u8], j: usize, unterminated: &BreError) -> Result<(char, usize), 
     Ok((c, to + 2))
 }
 
-/// A bracket member in the engine's syntax: ASCII punctuation as a hex escape (no meaning
-/// inside the engine's class then), anything else as itself.
+/// A bracket member in the engine's syntax: letters and digits as themselves, anything else
+/// as hex escapes (no meaning inside the engine's class then). A non-ASCII character is its
+/// UTF-8 bytes, each a member, as `regcomp` in the C locale reads it (and the engine, matching
+/// bytes, accepts no wider character in a class).
 fn push_member(c: char, out: &mut String) {
-    if c.is_ascii() && !c.is_ascii_alphanumeric() {
-        out.push_str(&format!(r"\x{:02X}", c as u32));
-    } else {
+    if c.is_ascii_alphanumeric() {
         out.push(c);
+    } else {
+        for b in c.encode_utf8(&mut [0; 4]).bytes() {
+            out.push_str(&format!(r"\x{b:02X}"));
+        }
     }
 }
 
@@ -311,6 +324,10 @@ mod tests {
         assert!(matches("/d/[[=e=]]", b"/d/e"));
         assert!(matches("/d/[^/]*", b"/d/x\xffy"));
         assert!(!matches("/d/[^/]*", b"/d/x/y"));
+        // A non-ASCII member is its bytes, each one member (the C locale's reading).
+        assert!(matches("/d/caf[é][é]", "/d/café".as_bytes()));
+        assert!(!matches("/d/caf[é]", "/d/café".as_bytes()));
+        assert!(matches("/d/caf[^é]", b"/d/caf\xe9"));
     }
 
     #[test]
@@ -325,6 +342,7 @@ mod tests {
         assert!(err(r"a\}").contains(r"\}"));
         assert!(err("a\\").contains("backslash"));
         assert!(err("[[.ab.]]").contains("collating"));
+        assert!(err("[a-é]").contains("non-ASCII"));
         assert_eq!(to_regex(r"\(a\)\1").unwrap_err().at, 5);
     }
 }
