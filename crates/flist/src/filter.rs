@@ -216,6 +216,18 @@ pub fn byte_regex(pattern: &str) -> std::result::Result<regex::bytes::Regex, reg
         .build()
 }
 
+/// The syntax of a regex of [`Test::whole_regex_in`] (find's `--regextype`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RegexSyntax {
+    /// The `regex` crate's syntax, which is POSIX extended syntax (GNU's `posix-extended`)
+    /// for what both have; see [`byte_regex`] for how it meets bytes.
+    #[default]
+    Extended,
+    /// POSIX basic syntax, GNU's flavour (dfind's `regcomp` without `REG_EXTENDED`; GNU's
+    /// `posix-basic`), rewritten by [`crate::bre::to_regex`].
+    Basic,
+}
+
 /// `fnmatch`'s `FNM_PERIOD` for a basename: a leading `.` must be matched by a literal `.`.
 fn period_ok(pattern: &str, name: &[u8]) -> bool {
     name.first() != Some(&b'.') || pattern.starts_with('.') || pattern.starts_with("\\.")
@@ -247,12 +259,27 @@ impl Test {
     /// with Unicode off: `.` matches any byte (newlines too), as a POSIX extended regex in the
     /// C locale does.
     pub fn whole_regex(pattern: &str) -> Result<Test> {
-        let build = |p: &str| {
-            byte_regex(p).map_err(|e| Error::Invalid(format!("bad regex '{pattern}': {e}")))
+        Test::whole_regex_in(RegexSyntax::Extended, pattern)
+    }
+
+    /// A regex in `syntax` that must match the whole path (GNU find's `-regextype` and
+    /// `-regex`); [`Error::Invalid`] names the expression and why it is refused.
+    pub fn whole_regex_in(syntax: RegexSyntax, pattern: &str) -> Result<Test> {
+        let (engine, shown) = match syntax {
+            RegexSyntax::Extended => (pattern.to_string(), format!("'{pattern}'")),
+            RegexSyntax::Basic => {
+                let engine = crate::bre::to_regex(pattern).map_err(|e| {
+                    Error::Invalid(format!("bad regex '{pattern}' (posix-basic): {e}"))
+                })?;
+                let shown = format!("'{pattern}' (posix-basic, read as '{engine}')");
+                (engine, shown)
+            }
         };
+        let build =
+            |p: &str| byte_regex(p).map_err(|e| Error::Invalid(format!("bad regex {shown}: {e}")));
         // Alone first: wrapped, an unbalanced `a)|(b` would compile into something else.
-        build(pattern)?;
-        build(&format!(r"\A(?:{pattern})\z")).map(Test::Regex)
+        build(&engine)?;
+        build(&format!(r"\A(?:{engine})\z")).map(Test::Regex)
     }
 
     /// GNU find's `-name`: `fnmatch(pattern, basename, 0)`.
@@ -669,6 +696,16 @@ mod tests {
         assert!(!re.matches(e(b"/d/abcd")));
         assert!(!re.matches(e(b"/x/d/abc")));
         assert!(Test::whole_regex("/d/[^/]+|/x").unwrap().matches(e(b"/x")));
+        // The same in basic syntax; its errors name the expression and the syntax.
+        let bre = |p: &str| Test::whole_regex_in(RegexSyntax::Basic, p);
+        assert!(bre(r"/d/[^/]\+\|/x").unwrap().matches(e(b"/x")));
+        assert!(!bre("/d/[^/]+|/x").unwrap().matches(e(b"/x")));
+        assert!(bre("/d/a+").unwrap().matches(e(b"/d/a+")));
+        let msg = bre(r"\(a\)\1").unwrap_err().to_string();
+        assert!(msg.contains(r"'\(a\)\1' (posix-basic)"), "{msg}");
+        assert!(msg.contains("back-references"), "{msg}");
+        let msg = bre(r"a\)").unwrap_err().to_string();
+        assert!(msg.contains(r"'a\)' (posix-basic, read as 'a)')"), "{msg}");
     }
 
     #[test]

@@ -45,6 +45,7 @@
 pub mod at;
 pub mod atomic;
 pub mod beneath;
+pub mod bre;
 pub mod chunk;
 mod deep_dirs;
 pub mod distribute;

@@ -176,6 +176,70 @@ fn names_paths_regexes_sizes_and_types_equal_gnu_find() {
     assert_eq!(got, gnu(&root, &[OsString::from("-name"), pattern]));
 }
 
+/// `--regextype posix-basic` reads dfind's dialect (POSIX `regcomp` without `REG_EXTENDED`)
+/// and selects what GNU find's `-regextype posix-basic -regex` selects: escaped operators,
+/// bare literals, brackets with their own rules, the whole path. One process and 3 thread
+/// ranks.
+#[test]
+fn regextype_posix_basic_equals_gnu_find() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tree(dir.path());
+    let basic = |re: &'static str| -> (Vec<&'static str>, Vec<&'static str>) {
+        (
+            vec!["--regextype", "posix-basic", "--regex", re],
+            vec!["-regextype", "posix-basic", "-regex", re],
+        )
+    };
+    let cases = [
+        basic(r".*/[a-z]\.[ch]"),
+        basic(r".*/d1/\(x\|y\)\.[ch]"),
+        basic(r".*\.c\|.*\.h"),
+        // Bare braces, `+`, `|` are literals in a basic expression.
+        basic(r".*/A{b,c}"),
+        basic(r".*/A{b,c}\|.*/core"),
+        basic(r".*/link-[a-z]\+"),
+        basic(r".*/link-[a-z]+"),
+        basic(r".*/[[:alpha:]]\{4\}"),
+        basic(r".*/[^]./]*"),
+        basic(r".*/n[^[:alnum:]]\.bin"),
+        basic(r"*.c"),
+        // Anchored at both ends: a piece of the path is not enough.
+        basic("d1"),
+        basic(r".*d1.*"),
+    ];
+    same_as_gnu(1, &root, &cases);
+    for (ours, theirs) in &cases[..4] {
+        let out = Tool::new("find").ranks(3).arg(&root).args(ours).expect(0);
+        assert_eq!(
+            show(&paths(&out.stdout, b'\n')),
+            show(&gnu(&root, &os(theirs))),
+            "--ranks 3 {ours:?}"
+        );
+    }
+    // The same selection as the default (extended) syntax's spelling of it.
+    assert_eq!(
+        ours_at(1, &root, &os(&["--regex", r".*/d1/(x|y)\.[ch]"])),
+        ours_at(1, &root, &os(&cases[1].0))
+    );
+    // Back-references are refused by name, as a usage error: nothing is searched.
+    let out = Tool::new("find")
+        .arg(&root)
+        .args(["--regextype", "posix-basic", "--regex", r".*/\(.\)\1.*"])
+        .expect(2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r"--regex: bad regex '.*/\(.\)\1.*' (posix-basic)")
+            && err.contains("back-references"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    let out = Tool::new("find")
+        .arg(&root)
+        .args(["--regextype", "posix-ext", "--regex", "x"])
+        .expect(2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("posix-basic"));
+}
+
 #[test]
 fn times_owners_and_reference_files_equal_gnu_find() {
     let dir = tempfile::tempdir().unwrap();

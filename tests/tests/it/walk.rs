@@ -399,11 +399,14 @@ fn summary_counts_and_histograms() {
         "Links: 2",
         "[0, 0]",
         "(512, 1048576]",
-        "File size histogram",
+        "Size distribution (bytes):",
+        "Size histogram:",
+        "Items: every entry at its own size, directories and links included, as dwalk counts",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
-    // Each bin is a table row: count, share of all files, and a bar scaled to the largest bin.
+    // Each bin is a table row: files, their share of all files, items (dwalk's count), and a
+    // bar of the files scaled to the largest bin.
     let row = |bin: &str| {
         let line = text
             .lines()
@@ -412,10 +415,13 @@ fn summary_counts_and_histograms() {
         let cols: Vec<&str> = line[line.find(bin).unwrap() + bin.len()..]
             .split_whitespace()
             .collect();
+        let items: u64 = cols[2].parse().unwrap();
+        let files: u64 = cols[0].parse().unwrap();
+        assert!(items >= files, "{line}");
         (
             cols[0].to_string(),
             cols[1].to_string(),
-            cols.get(2).map_or(0, |b| b.len()),
+            cols.get(3).map_or(0, |b| b.len()),
         )
     };
     assert_eq!(row("(0, 512]"), ("9".into(), "37.5%".into(), 30));
@@ -425,6 +431,138 @@ fn summary_counts_and_histograms() {
         ("5".into(), "20.8%".into(), 40)
     );
     assert_eq!(row("0 B"), ("1".into(), "4.2%".into(), 8));
+    // dwalk's count: every item of the list is in one bin of each table.
+    let out = expect_status(
+        mfu(&["walk", "--json", "-d", "size:0,512,1M", "-f", "-i"]).arg(vector("tree.mfu")),
+        0,
+    );
+    let v = json_of(&out, "walk");
+    for table in ["distribution", "histogram"] {
+        let sum = |key: &str| {
+            v[table]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b[key].as_u64().unwrap())
+                .sum::<u64>()
+        };
+        assert_eq!((sum("files"), sum("items")), (24, 44), "{table}: {v}");
+    }
+}
+
+/// A tree of regular files, directories and symbolic links, and each entry's `lstat` size and
+/// whether it is a regular file (the root included, as the walk lists it).
+fn mixed_tree(root: &Path) -> Vec<(u64, bool)> {
+    std::fs::create_dir_all(root.join("d/e")).unwrap();
+    std::fs::create_dir(root.join("empty")).unwrap();
+    for (f, n) in [
+        ("a", 0),
+        ("b", 10),
+        ("d/c", 100),
+        ("d/e/f", 3000),
+        ("g", 70_000),
+    ] {
+        std::fs::write(root.join(f), vec![b'x'; n]).unwrap();
+    }
+    // A link's size is its target's length: 1, 40 and 700 bytes.
+    std::os::unix::fs::symlink("a", root.join("l1")).unwrap();
+    std::os::unix::fs::symlink("x".repeat(40), root.join("d/l2")).unwrap();
+    std::os::unix::fs::symlink("y".repeat(700), root.join("d/e/l3")).unwrap();
+    let mut sizes = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(p) = todo.pop() {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        sizes.push((m.len(), m.is_file()));
+        if m.is_dir() {
+            todo.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    sizes
+}
+
+/// `walk -d` and `-f` count each bin twice, labelled: its regular files, and its items of any
+/// type at their own sizes (directories and links included), which is what dwalk counts; in
+/// the text summary and in `--json`, at one process and at 3 thread ranks.
+#[test]
+fn distribution_and_histogram_count_files_and_every_item_as_dwalk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    let sizes = mixed_tree(&root);
+    assert_eq!(sizes.len(), 12);
+    // Expected (files, items) per bin of `-d size:0,100,1k`: [0,0], (0,100], (100,1024],
+    // (1024,inf); and per power-of-two bin of `-f` (those holding any item, ascending).
+    let seps = [0u64, 100, 1024];
+    let mut dist = vec![(0u64, 0u64); seps.len() + 1];
+    let mut hist = BTreeMap::new();
+    for &(size, file) in &sizes {
+        let d = &mut dist[seps.partition_point(|&s| s < size)];
+        let h = hist
+            .entry(64 - size.leading_zeros())
+            .or_insert((0u64, 0u64));
+        for (files, items) in [d, h] {
+            *files += u64::from(file);
+            *items += 1;
+        }
+    }
+    let hist: Vec<(u64, u64)> = hist.into_values().collect();
+    let counts = |bins: &serde_json::Value| -> Vec<(u64, u64)> {
+        bins.as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["files"].as_u64().unwrap(), b["items"].as_u64().unwrap()))
+            .collect()
+    };
+    let args = ["-d", "size:0,100,1k", "-f"];
+    for ranks in [None, Some(3)] {
+        let tool = |json: bool| {
+            let mut t = Tool::new("walk").args(args);
+            if json {
+                t = t.arg("--json");
+            }
+            if let Some(n) = ranks {
+                t = t.ranks(n);
+            }
+            t.arg(&root).expect(0)
+        };
+        let v = json_of(&tool(true), "walk");
+        assert_eq!(
+            (v["items"].as_u64(), v["files"].as_u64()),
+            (Some(12), Some(5))
+        );
+        assert_eq!(counts(&v["distribution"]), dist, "{ranks:?}: {v}");
+        assert_eq!(counts(&v["histogram"]), hist, "{ranks:?}: {v}");
+        // The text: both counts under their labels, row by row.
+        let out = tool(false);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let header = text
+            .lines()
+            .find(|l| l.contains("Bin") && l.contains("Files") && l.contains("Items"))
+            .unwrap_or_else(|| panic!("no table header in:\n{text}"));
+        let cols: Vec<&str> = header.split_whitespace().collect();
+        assert_eq!(cols, ["Bin", "Files", "Share", "Items"], "{header}");
+        for (range, (files, items)) in ["[0, 0]", "(0, 100]", "(100, 1024]", "(1024, inf)"]
+            .iter()
+            .zip(&dist)
+        {
+            let line = text
+                .lines()
+                .find(|l| l.trim_start().starts_with(range))
+                .unwrap_or_else(|| panic!("no row {range} in:\n{text}"));
+            let cols: Vec<&str> = line.trim_start()[range.len()..]
+                .split_whitespace()
+                .collect();
+            assert_eq!(
+                (cols[0], cols[2]),
+                (files.to_string().as_str(), items.to_string().as_str()),
+                "{line}"
+            );
+        }
+        assert_eq!(
+            text.matches("as dwalk counts").count(),
+            2,
+            "one note under each table:\n{text}"
+        );
+    }
 }
 
 #[test]

@@ -17,7 +17,7 @@ use crate::find::{Options, Primary, Report};
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, Command, FromArgMatches};
-use flist::filter::{AgeUnit, Test, TimeField};
+use flist::filter::{AgeUnit, RegexSyntax, Test, TimeField};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::Arc;
@@ -168,8 +168,11 @@ pub struct FindOptions {
         help_heading = "Tests"
     )]
     pub path: Vec<OsString>,
-    /// The whole path matches the regular expression RE (anchored at both ends like GNU find's
-    /// -regex; Rust regex syntax, about GNU's `-regextype posix-extended`; `.` matches any byte).
+    /// The whole path matches the regular expression RE: anchored at both ends, as GNU find's
+    /// -regex (dfind's --regex is found anywhere in the path: write `.*RE.*` for that). The
+    /// syntax is --regextype's: posix-extended by default, in the Rust regex crate's spelling
+    /// (`(a|b)+`, `{2,3}`, `[[:alpha:]]`; unlike POSIX, `\` escapes inside brackets and `\d`,
+    /// `\w`, `(?i)` exist; no back-references). `.` and `[^/]` match any byte, newlines too.
     #[arg(
         long,
         value_name = "RE",
@@ -177,6 +180,14 @@ pub struct FindOptions {
         help_heading = "Tests"
     )]
     pub regex: Vec<String>,
+    /// The syntax of every --regex of the command line, wherever it stands (GNU find's
+    /// -regextype applies to those after it: put it first and both agree). posix-extended:
+    /// the default (GNU find's default is emacs). posix-basic: dfind's (POSIX regcomp without
+    /// REG_EXTENDED), GNU's flavour: `\(` `\)` `\{` `\}` `\|` `\+` `\?` are the
+    /// operators and `(` `)` `{` `}` `|` `+` `?` literals, `*` first is literal;
+    /// back-references (`\1`..`\9`) are refused, the engine has none.
+    #[arg(long, value_name = "TYPE", value_enum, help_heading = "Tests")]
+    pub regextype: Option<RegexType>,
     /// Size is N bytes (+N more, -N less); N takes units KB, MB, GB... (powers of 1024, as
     /// dfind: `--size -1M` is "smaller than 1 MiB", where GNU find's `-size -1M` rounds up to
     /// whole MiB and only matches empty files; GNU's `-size -1048576c` is the equivalent).
@@ -305,6 +316,27 @@ Exit status: 0 done, 1 some entries could not be read or some --exec command fai
 reported on stderr), 2 usage error (a malformed expression, an unknown user, a missing \
 reference file).";
 
+/// The syntaxes of `--regex`, named as GNU find's `-regextype` names them.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RegexType {
+    /// POSIX extended, in the Rust regex crate's spelling.
+    #[default]
+    #[value(name = "posix-extended")]
+    PosixExtended,
+    /// POSIX basic, as dfind compiles its --regex.
+    #[value(name = "posix-basic")]
+    PosixBasic,
+}
+
+impl From<RegexType> for RegexSyntax {
+    fn from(t: RegexType) -> RegexSyntax {
+        match t {
+            RegexType::PosixExtended => RegexSyntax::Extended,
+            RegexType::PosixBasic => RegexSyntax::Basic,
+        }
+    }
+}
+
 /// Options of `mfu-rs find` (dfind): the plain options, and the expression in order.
 #[derive(Clone, Debug)]
 pub struct FindArgs {
@@ -385,19 +417,30 @@ fn text_alone(cmd: Command) -> Command {
 impl FromArgMatches for FindArgs {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         let mut options = FindOptions::from_arg_matches(m)?;
-        let mut paths = Vec::new();
-        let mut tokens = Vec::new();
-        let mut segment = m.clone();
-        loop {
-            let exec = tokens_of(&segment, &mut tokens, &mut paths)?;
-            let Some(words) = exec else { break };
+        // The segments around `--exec ... ;`s first: a --regextype anywhere applies to every
+        // --regex, so it must be known before any is compiled.
+        let mut segments = vec![m.clone()];
+        let mut commands = Vec::new();
+        while let Some(words) = exec_words(segments.last().expect("one segment at least")) {
             let (command, rest) = split_exec(words)?;
-            tokens.push(Token::Leaf(Primary::Exec(command)));
+            commands.push(command);
             if rest.is_empty() {
                 break;
             }
-            segment = rest_command().try_get_matches_from(rest)?;
+            let segment = rest_command().try_get_matches_from(rest)?;
             merge_plain_options(&mut options, &segment)?;
+            segments.push(segment);
+        }
+        let syntax = RegexSyntax::from(options.regextype.unwrap_or_default());
+        let mut paths = Vec::new();
+        let mut tokens = Vec::new();
+        let mut commands = commands.into_iter();
+        for segment in &segments {
+            tokens_of(segment, syntax, &mut tokens, &mut paths)?;
+            // Every segment but the last ends with its --exec; the last may.
+            if let Some(command) = commands.next() {
+                tokens.push(Token::Leaf(Primary::Exec(command)));
+            }
         }
         options.paths = paths;
         check_plain_options(&options)?;
@@ -458,6 +501,9 @@ fn merge_plain_options(options: &mut FindOptions, m: &ArgMatches) -> Result<(), 
     options.output.text |= rest.output.text;
     if given("maxdepth") {
         options.maxdepth = rest.maxdepth;
+    }
+    if given("regextype") {
+        options.regextype = rest.regextype;
     }
     if given("progress") {
         options.common.progress = rest.common.progress;
@@ -536,14 +582,23 @@ const EXPRESSION: &[(&str, Kind)] = &[
     ("print0", Kind::Print { nul: true }),
 ];
 
-/// Append the expression tokens of one parsed segment to `tokens` (in command-line order) and
-/// its paths to `paths`; return the words after `--exec` if the segment has one (it takes
-/// every word after it, so it is the segment's last option).
+/// The words after `--exec` if the segment has one (it takes every word after it, so it is
+/// the segment's last option).
+fn exec_words(m: &ArgMatches) -> Option<Vec<OsString>> {
+    m.try_get_raw("exec")
+        .ok()
+        .flatten()
+        .map(|v| v.map(|w| w.to_owned()).collect())
+}
+
+/// Append the expression tokens of one parsed segment to `tokens` (in command-line order),
+/// its --regex read in `syntax`, and its paths to `paths` (its --exec is left to the caller).
 fn tokens_of(
     m: &ArgMatches,
+    syntax: RegexSyntax,
     tokens: &mut Vec<Token<Primary>>,
     paths: &mut Vec<OsString>,
-) -> Result<Option<Vec<OsString>>, clap::Error> {
+) -> Result<(), clap::Error> {
     let mut found: Vec<(usize, Vec<Token<Primary>>)> = Vec::new();
     for &(id, kind) in EXPRESSION {
         let Ok(Some(values)) = m.try_get_raw(id) else {
@@ -551,7 +606,7 @@ fn tokens_of(
         };
         let indices = m.indices_of(id).into_iter().flatten();
         for (index, value) in indices.zip(values) {
-            found.push((index, primary(id, kind, value.to_owned())?));
+            found.push((index, primary(id, kind, syntax, value.to_owned())?));
         }
     }
     if let Ok(Some(values)) = m.try_get_raw("paths") {
@@ -571,14 +626,17 @@ fn tokens_of(
     }
     found.sort_by_key(|f| f.0);
     tokens.extend(found.into_iter().flat_map(|f| f.1));
-    Ok(m.try_get_raw("exec")
-        .ok()
-        .flatten()
-        .map(|v| v.map(|w| w.to_owned()).collect()))
+    Ok(())
 }
 
-/// The tokens one expression option stands for (`--type f,d` is a group of two).
-fn primary(id: &str, kind: Kind, value: OsString) -> Result<Vec<Token<Primary>>, clap::Error> {
+/// The tokens one expression option stands for (`--type f,d` is a group of two); a --regex
+/// is read in `syntax`.
+fn primary(
+    id: &str,
+    kind: Kind,
+    syntax: RegexSyntax,
+    value: OsString,
+) -> Result<Vec<Token<Primary>>, clap::Error> {
     let text = || -> Result<String, clap::Error> {
         value
             .to_str()
@@ -602,7 +660,7 @@ fn primary(id: &str, kind: Kind, value: OsString) -> Result<Vec<Token<Primary>>,
         Kind::Group => Ok(vec![Token::Leaf(Primary::Group(value))]),
         Kind::Name => test(Test::fnmatch_name(&value.into_vec())),
         Kind::Path => test(Test::fnmatch_path(&value.into_vec())),
-        Kind::Regex => test(Test::whole_regex(&text()?)),
+        Kind::Regex => test(Test::whole_regex_in(syntax, &text()?)),
         Kind::Size => test(Test::size(&text()?)),
         Kind::Type => {
             let letters = text()?;
@@ -763,6 +821,36 @@ mod tests {
         assert!(error(&["/d", "--type", "x"]).1.contains("--type"));
         assert!(error(&["/d", "--mtime", "+x"]).1.contains("--mtime"));
         assert!(error(&["/d", "--regex", "("]).1.contains("--regex"));
+        // A basic expression's errors name the option, the expression and its syntax, also
+        // when --regextype comes after the --regex or after an --exec.
+        for args in [
+            &["/d", "--regextype", "posix-basic", "--regex", r"\(a\)\1"][..],
+            &["/d", "--regex", r"\(a\)\1", "--regextype", "posix-basic"],
+            &[
+                "/d",
+                "--regex",
+                r"\(a\)\1",
+                "--exec",
+                "ls",
+                ";",
+                "--regextype",
+                "posix-basic",
+            ],
+        ] {
+            let (kind, msg) = error(args);
+            assert_eq!(kind, ErrorKind::ValueValidation, "{msg}");
+            assert!(
+                msg.contains(r"--regex: bad regex '\(a\)\1' (posix-basic)")
+                    && msg.contains("back-references"),
+                "{args:?}: {msg}"
+            );
+        }
+        // In the default syntax the engine refuses `\1` itself.
+        assert!(error(&["/d", "--regex", r"(a)\1"]).1.contains("--regex"));
+        assert_eq!(
+            error(&["/d", "--regextype", "emacs", "--regex", "a"]).0,
+            ErrorKind::InvalidValue
+        );
         assert!(error(&["/d", "--uid", "root"]).1.contains("--uid"));
         assert_eq!(error(&[]).0, ErrorKind::MissingRequiredArgument);
         assert_eq!(

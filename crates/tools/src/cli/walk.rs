@@ -47,11 +47,14 @@ pub struct WalkArgs {
     pub sort: Option<String>,
     // The help text shows intervals, not links.
     #[allow(rustdoc::broken_intra_doc_links)]
-    /// Print the size distribution of regular files over bins: `size:SEP,SEP,...` with sizes
-    /// such as 4k, 1MB (bins are [0,SEP1], (SEP1,SEP2], ..., (SEPn,inf)).
+    /// Print the size distribution over bins: `size:SEP,SEP,...` with sizes such as 4k, 1MB
+    /// (bins are [0,SEP1], (SEP1,SEP2], ..., (SEPn,inf)). Each bin counts its regular files
+    /// and its items: every entry at its own size, directories and links included, as dwalk
+    /// counts.
     #[arg(short, long, value_name = "size:SEPS")]
     pub distribution: Option<String>,
-    /// Print a histogram of regular-file sizes in power-of-two bins.
+    /// Print a size histogram in power-of-two bins, counting regular files and (as dwalk)
+    /// every item, directories and links included.
     #[arg(short = 'f', long = "file-histogram", alias = "file_histogram")]
     pub file_histogram: bool,
     /// Print every item (mode, owner, group, size, mtime, path) in list order.
@@ -171,19 +174,20 @@ pub fn summary_text(r: &Report) -> String {
         t.push_str(s);
         t.push('\n');
     }
-    if let Some(bins) = &r.distribution {
-        t.push_str("Size distribution of regular files (bytes):\n");
+    let tables = [
+        ("Size distribution (bytes):", &r.distribution),
+        ("Size histogram:", &r.histogram),
+    ];
+    for (title, bins) in tables {
+        let Some(bins) = bins else { continue };
+        t.push_str(title);
+        t.push('\n');
         for line in histogram_table(bins) {
             t.push_str(&line);
             t.push('\n');
         }
-    }
-    if let Some(bins) = &r.histogram {
-        t.push_str("File size histogram:\n");
-        for line in histogram_table(bins) {
-            t.push_str(&line);
-            t.push('\n');
-        }
+        t.push_str(COUNTS_NOTE);
+        t.push('\n');
     }
     if let Some((file, secs)) = &r.written {
         t.push_str(&format!("Wrote {file} in {secs:.3} s\n"));
@@ -194,18 +198,28 @@ pub fn summary_text(r: &Report) -> String {
 /// Width of the longest bar of a histogram, in characters.
 const BAR_WIDTH: u64 = 40;
 
-/// The bins of a histogram as table lines: the bin, its count, its share of all counts and a
-/// bar of `#` as long as the count relative to the largest bin (a bin with any count gets at
-/// least one `#`, so small bins stay visible).
+/// What the two counts of a size table mean, printed under it: the Items column is dwalk's
+/// count, so a dwalk user comparing numbers finds them there.
+const COUNTS_NOTE: &str = "  (Files: regular files. Items: every entry at its own size, \
+    directories and links included, as dwalk counts.)";
+
+/// The bins of a histogram as table lines: the bin, its regular files, their share of all
+/// files, its items of any type (dwalk's count) and a bar of `#` as long as the files relative
+/// to the largest bin (a bin with any file gets at least one `#`, so small bins stay visible).
 fn histogram_table(rows: &[Bin]) -> Vec<String> {
     let total: u64 = rows.iter().map(|r| r.files).sum();
     let max = rows.iter().map(|r| r.files).max().unwrap_or(0);
     let width = rows.iter().map(|r| r.range.len()).max().unwrap_or(0).max(3);
     let mut lines = vec![format!(
-        "  {:>width$}  {:>12}  {:>6}",
-        "Bin", "Files", "Share"
+        "  {:>width$}  {:>12}  {:>6}  {:>12}",
+        "Bin", "Files", "Share", "Items"
     )];
-    for Bin { range, files: n } in rows {
+    for Bin {
+        range,
+        files: n,
+        items,
+    } in rows
+    {
         let bar = match n {
             0 => 0,
             n => ((n * BAR_WIDTH).div_ceil(max)).max(1),
@@ -216,7 +230,7 @@ fn histogram_table(rows: &[Bin]) -> Vec<String> {
             100.0 * *n as f64 / total as f64
         };
         lines.push(format!(
-            "  {range:>width$}  {n:>12}  {share:>5.1}%  {}",
+            "  {range:>width$}  {n:>12}  {share:>5.1}%  {items:>12}  {}",
             "#".repeat(bar as usize)
         ));
     }
@@ -229,30 +243,34 @@ mod tests {
 
     #[test]
     fn histograms_are_tables_with_a_bar_per_bin() {
-        let bin = |range: &str, files| Bin {
+        let bin = |range: &str, files, items| Bin {
             range: range.into(),
             files,
+            items,
         };
         let rows = [
-            bin("[0, 4096]", 30),
-            bin("(4096, inf)", 10),
-            bin("empty", 0),
+            bin("[0, 4096]", 30, 45),
+            bin("(4096, inf)", 10, 10),
+            bin("empty", 0, 3),
         ];
         let t = histogram_table(&rows);
         assert_eq!(t.len(), 4);
-        assert!(t[0].contains("Bin") && t[0].contains("Files") && t[0].contains("Share"));
-        assert!(
-            t[1].ends_with(&format!("30   75.0%  {}", "#".repeat(40))),
-            "{}",
-            t[1]
+        for column in ["Bin", "Files", "Share", "Items"] {
+            assert!(t[0].contains(column), "{}", t[0]);
+        }
+        let ends = |line: &str, end: String| assert!(line.ends_with(&end), "{line}");
+        ends(
+            &t[1],
+            format!("30   75.0%            45  {}", "#".repeat(40)),
         );
-        assert!(
-            t[2].ends_with(&format!("10   25.0%  {}", "#".repeat(14))),
-            "{}",
-            t[2]
+        ends(
+            &t[2],
+            format!("10   25.0%            10  {}", "#".repeat(14)),
         );
-        assert!(t[3].ends_with("0    0.0%  "), "{}", t[3]);
+        // Only directories or links in a bin: its items are counted, it has no bar.
+        ends(&t[3], "0    0.0%             3  ".into());
         // Columns line up.
         assert_eq!(t[1].find("30"), t[2].find("10"));
+        assert_eq!(t[1].find("45"), t[0].find("Items").map(|i| i + 3));
     }
 }

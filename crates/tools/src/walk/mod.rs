@@ -4,9 +4,11 @@
 //! count it (summary, stripes, size distribution, histogram); send the `print` listing in
 //! list order; write the list.
 
+mod bins;
 mod listing;
 mod resume;
 
+pub use bins::Bin;
 pub use listing::format_entry;
 
 use crate::engine::checkpoint::{self, Choice, Inputs, Outcome, Plan};
@@ -17,13 +19,11 @@ use crate::engine::status::Status;
 use flist::io::{self, Format};
 use flist::sort::{self, Key};
 use flist::summary::summarize;
-use flist::units::human_bytes;
-use flist::units::parse_size;
 use flist::walk::{walk, walk_resuming, WalkOptions};
-use flist::{Detail, FileList, FileType};
+use flist::{Detail, FileList};
 use std::time::Instant;
 use steal::ordered::in_rank_order;
-use steal::{Comm, CommExt, ReduceOp};
+use steal::{Comm, CommExt};
 
 /// What `walk` does: walk the paths of `input` (or read its list), then count, sort, print and
 /// save the list.
@@ -41,9 +41,10 @@ pub struct Options {
     /// Sort by these fields: a comma list of name,user,group,uid,gid,atime,mtime,ctime,size,
     /// each optionally with a leading `-` (descending).
     pub sort: Option<String>,
-    /// Count regular files by size over bins: `size:SEP,SEP,...` (sizes such as 4k, 1MB).
+    /// Count by size over bins: `size:SEP,SEP,...` (sizes such as 4k, 1MB); each bin counts
+    /// regular files and, as dwalk does, every item (see [`Bin`]).
     pub distribution: Option<String>,
-    /// Count regular files by size in power-of-two bins.
+    /// Count by size in power-of-two bins: regular files and every item (see [`Bin`]).
     pub file_histogram: bool,
     /// Send every item as a line (mode, owner, group, size, mtime, path) to the context's
     /// output, in list order.
@@ -93,15 +94,6 @@ impl Default for Options {
     }
 }
 
-/// One bin of a size distribution or histogram.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct Bin {
-    /// The sizes it holds, as printed: `(512, 1048576]`, `[4.000 KiB, 8.000 KiB)`, `0 B`.
-    pub range: String,
-    /// Regular files in it, over all ranks.
-    pub files: u64,
-}
-
 /// What a `walk` found; the counts are over all ranks, the same on every rank.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
@@ -133,7 +125,7 @@ pub struct Report {
     pub stripes: Option<String>,
     /// The `distribution` asked for.
     pub distribution: Option<Vec<Bin>>,
-    /// The `file_histogram` asked for (bins with files only).
+    /// The `file_histogram` asked for (the bins holding any item).
     pub histogram: Option<Vec<Bin>>,
     /// With verbose: the ranks that walked (or read) the list.
     pub ranks: Option<usize>,
@@ -270,7 +262,7 @@ fn check(options: &Options) -> Result<Checked, Error> {
     let bins = options
         .distribution
         .as_deref()
-        .map(parse_distribution)
+        .map(bins::parse_distribution)
         .transpose()
         .map_err(Error::new)?;
     Ok(Checked { keys, bins })
@@ -377,9 +369,12 @@ fn count(
     report.stripes = stripes
         .as_ref()
         .map(|s| crate::engine::walk_stripes::summary(comm, list, s));
-    report.distribution = checked.bins.as_ref().map(|b| distribution(comm, list, b));
+    report.distribution = checked
+        .bins
+        .as_ref()
+        .map(|b| bins::distribution(comm, list, b));
     if options.file_histogram {
-        report.histogram = Some(histogram(comm, list));
+        report.histogram = Some(bins::histogram(comm, list));
     }
     stripes
 }
@@ -445,90 +440,4 @@ fn write(comm: &dyn Comm, options: &Options, list: &FileList, report: &mut Repor
     }
     // The same error on every rank from the collective write; agreed all the same.
     report.list_failed = comm.any(report.list_failed);
-}
-
-/// `size:0,4k,1M` → `[0, 4096, 1048576]` (ascending, deduplicated).
-fn parse_distribution(spec: &str) -> Result<Vec<u64>, String> {
-    let seps = spec.strip_prefix("size:").ok_or_else(|| {
-        format!("invalid --distribution '{spec}': expected size:SEP,SEP,... (e.g. size:0,4k,1M)")
-    })?;
-    let mut v = seps
-        .split(',')
-        .map(parse_size)
-        .collect::<Result<Vec<u64>, String>>()?;
-    v.sort_unstable();
-    v.dedup();
-    Ok(v)
-}
-
-fn file_sizes<'a>(list: &'a FileList) -> impl Iterator<Item = u64> + 'a {
-    list.iter()
-        .filter(|e| e.kind == FileType::File)
-        .filter_map(|e| e.meta.map(|m| m.size))
-}
-
-/// Regular files counted over the bins `[0, seps[0]], (seps[0], seps[1]], ..., (seps[n], inf)`,
-/// over all ranks. Collective.
-fn distribution(comm: &dyn Comm, list: &FileList, seps: &[u64]) -> Vec<Bin> {
-    let mut counts = vec![0u64; seps.len() + 1];
-    for size in file_sizes(list) {
-        // Bin i holds (seps[i-1], seps[i]]; bin 0 holds [0, seps[0]].
-        counts[seps.partition_point(|&s| s < size)] += 1;
-    }
-    comm.allreduce(&mut counts, ReduceOp::Sum);
-    counts
-        .iter()
-        .enumerate()
-        .map(|(i, &files)| {
-            let range = match i {
-                0 => format!("[0, {}]", seps[0]),
-                i if i == seps.len() => format!("({}, inf)", seps[i - 1]),
-                i => format!("({}, {}]", seps[i - 1], seps[i]),
-            };
-            Bin { range, files }
-        })
-        .collect()
-}
-
-/// Regular files counted in power-of-two bins (those holding any), over all ranks. Collective.
-fn histogram(comm: &dyn Comm, list: &FileList) -> Vec<Bin> {
-    // Bin b holds sizes in [2^(b-1), 2^b); bin 0 holds empty files.
-    let mut counts = vec![0u64; 65];
-    for size in file_sizes(list) {
-        counts[(64 - size.leading_zeros()) as usize] += 1;
-    }
-    comm.allreduce(&mut counts, ReduceOp::Sum);
-    counts
-        .iter()
-        .enumerate()
-        .filter(|&(_, &n)| n > 0)
-        .map(|(b, &files)| {
-            let range = if b == 0 {
-                "0 B".to_string()
-            } else {
-                let hi = if b == 64 {
-                    "16.000 EiB".to_string()
-                } else {
-                    human_bytes(1u64 << b)
-                };
-                format!("[{}, {})", human_bytes(1u64 << (b - 1)), hi)
-            };
-            Bin { range, files }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn distribution_specs() {
-        assert_eq!(
-            parse_distribution("size:1M,0,4k"),
-            Ok(vec![0, 4096, 1 << 20])
-        );
-        assert!(parse_distribution("mtime:0").is_err());
-        assert!(parse_distribution("size:4q").is_err());
-    }
 }
