@@ -224,7 +224,7 @@ pub enum RegexSyntax {
     #[default]
     Extended,
     /// POSIX basic syntax, GNU's flavour (dfind's `regcomp` without `REG_EXTENDED`; GNU's
-    /// `posix-basic`), rewritten by [`crate::bre::to_regex`].
+    /// `posix-basic`), rewritten by [`crate::posix_regex::translate`] (grep's too).
     Basic,
 }
 
@@ -268,9 +268,12 @@ impl Test {
         let (engine, shown) = match syntax {
             RegexSyntax::Extended => (pattern.to_string(), format!("'{pattern}'")),
             RegexSyntax::Basic => {
-                let engine = crate::bre::to_regex(pattern).map_err(|e| {
-                    Error::Invalid(format!("bad regex '{pattern}' (posix-basic): {e}"))
-                })?;
+                let engine = crate::posix_regex::translate(
+                    pattern.as_bytes(),
+                    crate::posix_regex::Syntax::Basic,
+                    crate::posix_regex::Negated::AnyByte,
+                )
+                .map_err(|e| Error::Invalid(format!("bad regex '{pattern}' (posix-basic): {e}")))?;
                 let shown = format!("'{pattern}' (posix-basic, read as '{engine}')");
                 (engine, shown)
             }

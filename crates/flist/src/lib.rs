@@ -45,7 +45,6 @@
 pub mod at;
 pub mod atomic;
 pub mod beneath;
-pub mod bre;
 pub mod chunk;
 mod deep_dirs;
 pub mod distribute;
@@ -56,6 +55,7 @@ pub mod io;
 pub mod packed;
 pub mod parent_dir;
 pub mod path;
+pub mod posix_regex;
 pub mod record;
 pub mod restat;
 pub mod sort;

@@ -19,7 +19,6 @@
 //! prints the lines it matched before a NUL it meets later, mfu-rs prints none).
 
 mod order;
-pub(crate) mod pattern;
 mod resume;
 mod search;
 
@@ -27,8 +26,9 @@ use crate::engine::checkpoint::{self, Choice, Inputs, Outcome, Plan};
 use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::input::Input;
 use crate::engine::status::Status;
+use flist::posix_regex::Negated;
+pub use flist::posix_regex::Syntax;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-pub use pattern::Syntax;
 use search::{Chunk, Found, Searching};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -230,7 +230,7 @@ fn patterns(options: &Options) -> Result<Vec<Vec<u8>>, Error> {
 fn build(options: &Options, patterns: &[Vec<u8>]) -> Result<RegexMatcher, Error> {
     let translated = patterns
         .iter()
-        .map(|p| pattern::translate(p, options.syntax))
+        .map(|p| flist::posix_regex::translate(p, options.syntax, Negated::NoNewline))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Error::new(format!("invalid pattern: {e}")))?;
     RegexMatcherBuilder::new()

@@ -1,6 +1,7 @@
-//! GNU grep's pattern syntaxes (basic, `-E` extended, `-F` fixed) rewritten as Rust regex
-//! syntax, with the meaning they have in GNU grep under `LC_ALL=C`: a pattern is bytes, `.`
-//! and bracket expressions match single bytes, `\w` and `-i` know ASCII only.
+//! POSIX regular expressions as GNU reads them (basic, extended, fixed strings: grep's `-G`,
+//! `-E`, `-F`, find's `--regextype posix-basic`, dfind's `--regex`) rewritten as Rust regex
+//! syntax, with the meaning they have under `LC_ALL=C`: a pattern is bytes, `.` and bracket
+//! expressions match single bytes, `\w` and `-i` know ASCII only.
 //!
 //! Every byte that is not plain ASCII is written as `\xNN`, which, with Unicode off in the
 //! matcher, matches that one byte: a non-UTF-8 pattern works, and `é*` repeats the last byte
@@ -19,9 +20,18 @@ pub enum Syntax {
     Fixed,
 }
 
+/// What a negated bracket expression (`[^a]`) matches besides the bytes it does not name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Negated {
+    /// Never a newline: grep matches within lines.
+    NoNewline,
+    /// Any byte, a newline too: a path may hold one.
+    AnyByte,
+}
+
 /// Rewrite one GNU pattern as Rust regex syntax. Errors name what is not supported
 /// (back-references) or malformed (an unclosed bracket).
-pub fn translate(pattern: &[u8], syntax: Syntax) -> Result<String, String> {
+pub fn translate(pattern: &[u8], syntax: Syntax, negated: Negated) -> Result<String, String> {
     if syntax == Syntax::Fixed {
         let mut out = String::new();
         for &b in pattern {
@@ -115,7 +125,7 @@ pub fn translate(pattern: &[u8], syntax: Syntax) -> Result<String, String> {
                 }
             }
             b'[' => {
-                i = bracket(pattern, i + 1, &mut out)?;
+                i = bracket(pattern, i + 1, &mut out, negated)?;
                 continue;
             }
             b'.' => out.push('.'),
@@ -159,11 +169,13 @@ fn interval(p: &[u8], i: usize, out: &mut String, close: &[u8]) -> Result<usize,
 /// A bracket expression whose text starts at `i` (after `[`); returns the index after its `]`.
 /// Inside brackets a backslash is an ordinary byte (POSIX), `]` first is a literal and
 /// `[:class:]` is kept (Rust knows the POSIX classes).
-fn bracket(p: &[u8], mut i: usize, out: &mut String) -> Result<usize, String> {
+fn bracket(p: &[u8], mut i: usize, out: &mut String, negated: Negated) -> Result<usize, String> {
     out.push_str("(?-u:[");
     if p.get(i) == Some(&b'^') {
-        // A negated set never matches the line terminator in grep.
-        out.push_str("^\\n");
+        out.push('^');
+        if negated == Negated::NoNewline {
+            out.push_str("\\n");
+        }
         i += 1;
     }
     let first = i;
@@ -209,7 +221,7 @@ mod tests {
     use super::*;
 
     fn t(p: &str, s: Syntax) -> String {
-        translate(p.as_bytes(), s).unwrap()
+        translate(p.as_bytes(), s, Negated::NoNewline).unwrap()
     }
 
     #[test]
@@ -225,7 +237,10 @@ mod tests {
     fn extended_and_fixed() {
         assert_eq!(t("a+(b|c){,2}", Syntax::Extended), "a+(b|c){0,2}");
         assert_eq!(t("a.b", Syntax::Fixed), r"a\x2Eb");
-        assert_eq!(translate(b"\xff", Syntax::Fixed).unwrap(), r"\xFF");
+        assert_eq!(
+            translate(b"\xff", Syntax::Fixed, Negated::NoNewline).unwrap(),
+            r"\xFF"
+        );
     }
 
     #[test]
@@ -235,7 +250,12 @@ mod tests {
             t("[^[:digit:]x-z]", Syntax::Basic),
             r"(?-u:[^\n[:digit:]x-z])"
         );
-        assert!(translate(b"[ab", Syntax::Basic).is_err());
-        assert!(translate(br"\(a\)\1", Syntax::Basic).is_err());
+        assert!(translate(b"[ab", Syntax::Basic, Negated::NoNewline).is_err());
+        assert!(translate(br"\(a\)\1", Syntax::Basic, Negated::NoNewline).is_err());
+        // For paths, a negated set matches a newline too.
+        assert_eq!(
+            translate(b"[^/]", Syntax::Basic, Negated::AnyByte).unwrap(),
+            r"(?-u:[^\x2F])"
+        );
     }
 }
