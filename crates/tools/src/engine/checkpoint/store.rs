@@ -171,12 +171,14 @@ fn open_trusted(dir: BorrowedFd<'_>, name: &[u8]) -> Result<std::fs::File, &'sta
     Ok(std::fs::File::from(fd))
 }
 
-/// Whether the header file begins with a header's magic (whatever follows).
+/// Whether the header file begins with a header's magic, of this version or another
+/// (whatever follows): a checkpoint an older mfu-rs left, a tool's files in it, is ours to
+/// remove and start over, not something else to leave alone.
 fn header_is_ours(dir: BorrowedFd<'_>) -> bool {
     let mut start = [0u8; 8];
     open_trusted(dir, HEADER)
         .and_then(|f| (&f).read_exact(&mut start).map_err(|_| "short"))
-        .is_ok_and(|()| &start == MAGIC)
+        .is_ok_and(|()| start[..7] == MAGIC[..7])
 }
 
 /// [`read_header`] for tests.
@@ -552,6 +554,32 @@ mod tests {
         encode_control(SYNCED, &u64::MAX.to_le_bytes(), nonce, &mut early);
         encode_mark(2, b"two", nonce, &mut early);
         assert_eq!(keys(&parse_log(&early, nonce), &[]), [1]);
+    }
+
+    /// A checkpoint of the earlier format (version 1 header) holding a tool's own file (tar
+    /// -c's partial archive) is ours, damaged: removed and started over, not left behind as
+    /// something foreign.
+    #[test]
+    fn a_checkpoint_of_an_earlier_version_is_ours_to_remove() {
+        use std::os::unix::fs::DirBuilderExt;
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("ck");
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .unwrap();
+        std::fs::write(
+            path.join(std::str::from_utf8(HEADER).unwrap()),
+            b"MFUCKPT\x01old header",
+        )
+        .unwrap();
+        std::fs::write(path.join("partial-archive"), b"data").unwrap();
+        use std::os::unix::ffi::OsStrExt;
+        match inspect(path.as_os_str().as_bytes()).unwrap() {
+            Found::Damaged(_, why) => assert!(why.contains("version"), "{why}"),
+            Found::Foreign(why) => panic!("foreign: {why}"),
+            _ => panic!("not damaged"),
+        }
     }
 
     #[test]
