@@ -139,15 +139,19 @@ impl Mark {
     /// for distinct parts (a creator's mark has a key of its own, which a later run that
     /// creates the file again replaces).
     fn key(&self) -> u64 {
-        let mut h = blake3::Hasher::new();
-        h.update(&self.g.to_le_bytes());
-        if self.create {
-            h.update(b"created");
+        // xxh64 of a few bytes on the stack: once per file made, where blake3's hasher (its
+        // state set up and finalized for 13-28 bytes) was a share of a small file's cost.
+        let mut b = [0u8; 4 + 16];
+        b[..4].copy_from_slice(&self.g.to_le_bytes());
+        let n = if self.create {
+            b[4..11].copy_from_slice(b"created");
+            11
         } else {
-            h.update(&self.offset.to_le_bytes());
-            h.update(&self.len.to_le_bytes());
-        }
-        u64::from_le_bytes(h.finalize().as_bytes()[..8].try_into().expect("8 bytes"))
+            b[4..12].copy_from_slice(&self.offset.to_le_bytes());
+            b[12..20].copy_from_slice(&self.len.to_le_bytes());
+            20
+        };
+        xxhash_rust::xxh64::xxh64(&b[..n], 0x6669_6c65)
     }
 }
 

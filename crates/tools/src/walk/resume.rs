@@ -2,24 +2,29 @@
 //! as the payload, so that a rerun takes them instead of reading the directory again.
 //!
 //! Key: a hash of the directory's path, device and inode (a directory replaced since has another
-//! key). Payload (little endian): version `2`, detail (0 lite, 1 stat), the directory's device,
+//! key). Payload (little endian): version `3`, detail (0 lite, 1 stat), the directory's device,
 //! inode, mtime (s, ns) and ctime (s, ns) as stamped before its read, its path (u32 length,
-//! bytes), then one record per entry: the entry's name (a LEB128 length, the bytes), its type
-//! (u8) and, for stat walks, its metadata as zigzag LEB128 differences (see [`MetaDeltas`]).
-//! A payload is used only when every one of those equals what the rerun finds now: a directory
-//! whose entries changed since (its mtime or ctime moved on) is read again.
+//! bytes), then one record per entry: its name as the length of the prefix it shares with the
+//! entry before's name and the rest (two LEB128 lengths, the bytes), its type (u8) and, for
+//! stat walks, its metadata as differences (see [`MetaDeltas`]): a 16-bit mask of the fields
+//! that differ, then each of those as a zigzag LEB128 number. A payload is used only when
+//! every one of those equals what the rerun finds now: a directory whose entries changed since
+//! (its mtime or ctime moved on) is read again.
 //!
 //! The records are as big as the list's in a fixed layout (80 bytes of metadata per entry): a
 //! rerun reads back all of them and a 10^9-entry walk writes them twice. As differences from
 //! the entry before (owner, mode, device, inode, mtime) and from the entry's own mtime (atime,
-//! ctime), the entries of a directory take 10-20 bytes of metadata each.
+//! ctime), the entries of a directory take 10-20 bytes each; with the mask, only the fields
+//! that differ cost a byte or more to write (most of a typical directory's do not), and the
+//! names' shared prefixes (`file-0001`, `file-0002`) are written once. Each walked entry is
+//! encoded once: its cost is the checkpoint's cost on a walk.
 
 use crate::engine::checkpoint::{Checkpoint, Prior};
 use flist::walk::{DirStamp, Resume};
 use flist::{Detail, FileList, FileType, Meta};
 use integer_encoding::VarInt;
 
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
 
 /// The walk's side of a checkpoint: what earlier runs read, and where this run marks.
 pub struct Marks<'a> {
@@ -70,21 +75,25 @@ fn encode_into(path: &[u8], stamp: &DirStamp, entries: &FileList, out: &mut Vec<
     out.extend_from_slice(&(path.len() as u32).to_le_bytes());
     out.extend_from_slice(path);
     let mut deltas = MetaDeltas::from(stamp);
+    let mut before: &[u8] = b"";
     for e in entries.iter() {
         let name = flist::path::basename(e.path);
-        push_var(name.len() as u64, out);
-        out.extend_from_slice(name);
+        let shared = name.iter().zip(before).take_while(|(a, b)| a == b).count();
+        push_var(shared as u64, out);
+        push_var((name.len() - shared) as u64, out);
+        out.extend_from_slice(&name[shared..]);
         out.push(e.kind as u8);
         if let Some(m) = e.meta {
             deltas.encode(&m, out);
         }
+        before = name;
     }
 }
 
 /// The metadata of a directory's entries, each as differences: mode, owner, group, size, links,
 /// inode, device and mtime from the entry before (the first from the directory: its device,
-/// inode and mtime), atime and ctime from the entry's own mtime. Each difference is a zigzag
-/// LEB128 number (wrapping): equal fields take one byte.
+/// inode and mtime), atime and ctime from the entry's own mtime. A 16-bit mask says which
+/// differences are not zero; each of those follows as a zigzag LEB128 number (wrapping).
 struct MetaDeltas {
     before: Meta,
 }
@@ -155,13 +164,17 @@ impl MetaDeltas {
             diff(m.ctime as u64, m.mtime as u64),
             diff(u64::from(m.ctime_nsec), u64::from(m.mtime_nsec)),
         ];
-        // At most 10 bytes each, put together on the stack and appended at once: a push per
-        // byte (a capacity check each) was most of the encoding's time.
-        let mut buf = [0u8; 13 * 10];
-        let mut n = 0;
-        for f in fields {
-            n += zigzag_into(f, &mut buf[n..]);
+        // The mask, then at most 10 bytes a field, put together on the stack and appended at
+        // once: a push per byte (a capacity check each) was most of the encoding's time.
+        let mut buf = [0u8; 2 + 13 * 10];
+        let (mut mask, mut n) = (0u16, 2);
+        for (i, f) in fields.into_iter().enumerate() {
+            if f != 0 {
+                mask |= 1 << i;
+                n += zigzag_into(f, &mut buf[n..]);
+            }
         }
+        buf[..2].copy_from_slice(&mask.to_le_bytes());
         out.extend_from_slice(&buf[..n]);
         self.before = *m;
     }
@@ -169,9 +182,15 @@ impl MetaDeltas {
     /// The next entry's metadata from `r`; `None` when cut, or when a 32-bit field is out of
     /// range (damage).
     fn decode(&mut self, r: &mut Reader<'_>) -> Option<Meta> {
+        let mask = u16::from_le_bytes(r.take(2)?.try_into().expect("2 bytes"));
+        if mask >> 13 != 0 {
+            return None;
+        }
         let mut f = [0i64; 13];
-        for x in &mut f {
-            *x = r.varint()?;
+        for (i, x) in f.iter_mut().enumerate() {
+            if mask & (1 << i) != 0 {
+                *x = r.varint()?;
+            }
         }
         let b = &self.before;
         let narrow = |d: i64, b: u32| u32::try_from(undiff(d, u64::from(b))).ok();
@@ -256,9 +275,15 @@ pub fn decode(payload: &[u8], path: &[u8], stamp: &DirStamp, detail: Detail) -> 
     }
     let base = child.len();
     let mut deltas = MetaDeltas::from(stamp);
+    let mut name = Vec::new();
     while !r.0.is_empty() {
+        let shared = usize::try_from(r.varint::<u64>()?).ok()?;
         let len = usize::try_from(r.varint::<u64>()?).ok()?;
-        let name = r.take(len)?;
+        if shared > name.len() {
+            return None;
+        }
+        name.truncate(shared);
+        name.extend_from_slice(r.take(len)?);
         // One component, as a directory's entry is: nothing that leads elsewhere.
         if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') {
             return None;
@@ -269,7 +294,7 @@ pub fn decode(payload: &[u8], path: &[u8], stamp: &DirStamp, detail: Detail) -> 
             Detail::Lite => None,
         };
         child.truncate(base);
-        child.extend_from_slice(name);
+        child.extend_from_slice(&name);
         list.push(&child, kind, meta);
     }
     Some(list)
@@ -369,6 +394,30 @@ mod tests {
         assert_eq!(back.path(0), b"/x");
     }
 
+    /// Names written as the prefix shared with the name before and the rest come back
+    /// exactly, whatever their bytes and lengths; a shared prefix longer than the name before
+    /// (damage) is refused.
+    #[test]
+    fn names_sharing_prefixes_come_back_exactly() {
+        let names: [&[u8]; 7] = [b"abc", b"abcdef", b"ab", b"x", b"x\xff\n", b"abc", b"\x01"];
+        let mut entries = FileList::new(Detail::Lite);
+        for n in names {
+            entries.push(&[b"/t/d/".as_slice(), n].concat(), FileType::File, None);
+        }
+        let p = encode(b"/t/d", &stamp(), &entries);
+        let back = decode(&p, b"/t/d", &stamp(), Detail::Lite).unwrap();
+        let got: Vec<_> = back.iter().map(|e| e.path.to_vec()).collect();
+        let want: Vec<_> = entries.iter().map(|e| e.path.to_vec()).collect();
+        assert_eq!(got, want);
+        // The header (version, detail, device, inode, mtime, ctime, the path's length, the
+        // path), then the first entry: shared 0, length 3.
+        let first = 2 + 8 + 8 + (8 + 4) * 2 + 4 + 4;
+        assert_eq!(&p[first..first + 2], &[0, 3]);
+        let mut forged = p.clone();
+        forged[first] = 1;
+        assert!(decode(&forged, b"/t/d", &stamp(), Detail::Lite).is_none());
+    }
+
     /// Any metadata comes back exactly (extremes included: the differences wrap), the entries
     /// of a typical directory take a few bytes each, and damage is refused, never a panic.
     #[test]
@@ -399,8 +448,9 @@ mod tests {
         let p = encode(b"/t/d", &stamp(), &typical);
         let per_entry = (p.len() - 64) / 250;
         assert!(
-            per_entry <= 30,
-            "{per_entry} bytes per entry (the fixed layout took 93)"
+            per_entry <= 16,
+            "{per_entry} bytes per entry (the fixed layout took 93, differences without a \
+             mask and shared prefixes 25)"
         );
         let back = decode(&p, b"/t/d", &stamp(), Detail::Stat).unwrap();
         assert!(back
@@ -451,15 +501,23 @@ mod tests {
         // A 32-bit field (the mode) pushed out of range: refused; in range, taken.
         let entry = |mode_delta: i64| {
             let mut p = encode(b"/t/d", &stamp(), &FileList::new(Detail::Stat));
+            p.extend_from_slice(&0u64.encode_var_vec());
             p.extend_from_slice(&1u64.encode_var_vec());
             p.push(b'x');
             p.push(FileType::File as u8);
+            // The mask: the mode alone differs.
+            p.extend_from_slice(&1u16.to_le_bytes());
             p.extend_from_slice(&mode_delta.encode_var_vec());
-            p.extend_from_slice(&[0; 12]);
             decode(&p, b"/t/d", &stamp(), Detail::Stat)
         };
         assert_eq!(entry(0o644).unwrap().meta(0).unwrap().mode, 0o644);
         assert!(entry(1 << 40).is_none());
+        // A mask with a field beyond the thirteen: refused.
+        let mut p = encode(b"/t/d", &stamp(), &FileList::new(Detail::Stat));
+        p.extend_from_slice(&[0, 1, b'x', FileType::File as u8]);
+        p.extend_from_slice(&(1u16 << 13).to_le_bytes());
+        p.push(0);
+        assert!(decode(&p, b"/t/d", &stamp(), Detail::Stat).is_none());
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! page cache, as GNU tar and cp do, not of its disk; a stop (SIGTERM) syncs its outputs and
 //! its log before it exits. A sync that fails (a writeback error) fails the run and is
 //! recorded in the log, whose unsynced marks are then trusted by no rerun. The log of a run
-//! without outputs is synced once a second ([`LOG_SYNC_INTERVAL`]).
+//! without outputs is synced on the outputs' schedule (its marks carry their data).
 //!
 //! Trust: a rerun continues only from a checkpoint of this user (a 0700 directory, regular files
 //! with one link, nothing followed), of the same tool, whose every input is equal; its marks
@@ -194,8 +194,6 @@ struct Log {
     synced_to: u64,
     /// Bytes of the log known to be on disk (synced).
     log_synced: u64,
-    /// When the log was last synced (or the checkpoint opened).
-    at: Instant,
 }
 
 impl Log {
@@ -205,7 +203,6 @@ impl Log {
             written: 0,
             synced_to: 0,
             log_synced: 0,
-            at: Instant::now(),
         }
     }
 }
@@ -222,14 +219,6 @@ const OUTPUT_SYNC_INTERVAL: Duration = Duration::from_secs(30);
 
 /// A sync of the outputs is followed by at least this many times its duration without one.
 const WAIT_PER_SYNC_TIME: u32 = 4;
-
-/// The log of a checkpoint without outputs is synced this often (1 s) by the syncer; with
-/// outputs, right after each sync of them (marks beyond the last synced record count for no
-/// rerun on another boot, so a sync of the log in between would buy nothing). Written marks
-/// survive the end of the process (a kill -9, a time limit's SIGKILL) unsynced: only a crash
-/// of the node can lose them. (A sync at every flush was a journal commit of the user's state
-/// directory every 25 ms: a kernel thread's work beside a short grep's, +4% of its time.)
-const LOG_SYNC_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Flushes are this share of the run so far apart (1/20): the share of its work a short run
 /// loses to a kill. (A tenth left a kill -9 at three quarters of a 0.6 s tar -x redoing 1.16
@@ -723,7 +712,7 @@ pub fn open(comm: &dyn Comm, choice: &Choice, plan: Plan<'_>) -> Result<Opened, 
 /// The syncer's loop (see the module), on the flusher's schedule ([`next_wait`]): with
 /// outputs registered, [`Shared::sync_outputs`] when due ([`OUTPUT_SYNC_INTERVAL`],
 /// [`WAIT_PER_SYNC_TIME`]) and [`Shared::start_writeback`] in between; without, a sync of the
-/// log once a second. Every wait for the disk is here, never in the flusher, so that marks
+/// log on the same schedule. Every wait for the disk is here, never in the flusher, so that marks
 /// keep being written while a sync lasts. Ends with the checkpoint (it holds it only while it
 /// works).
 fn sync_every(shared: &std::sync::Weak<Shared>, opened: Instant) {
@@ -743,15 +732,22 @@ fn sync_every(shared: &std::sync::Weak<Shared>, opened: Instant) {
             }
         }
         let began = Instant::now();
-        if s.registered().is_empty() {
-            let _ = s.sync_log(LOG_SYNC_INTERVAL);
-        } else if synced_at.elapsed()
-            >= s.output_sync_interval().max(sync_cost * WAIT_PER_SYNC_TIME)
-        {
-            let _ = s.sync_outputs();
+        let outputs = !s.registered().is_empty();
+        if synced_at.elapsed() >= s.output_sync_interval().max(sync_cost * WAIT_PER_SYNC_TIME) {
+            // Without outputs the log is all there is to sync: its marks carry their data (a
+            // walk's directories, a compare's findings). Synced as often as outputs are, not
+            // more: what a crash of the node loses is the same ~30 s as with outputs, and a
+            // run shorter than that sends its log to no disk (it is removed at the end; once a
+            // second, walk -o's log, 26 bytes a file, was written to the disk beside its list:
+            // +7.4% at np 1 on disk).
+            let _ = if outputs {
+                s.sync_outputs()
+            } else {
+                s.sync_log()
+            };
             sync_cost = began.elapsed();
             synced_at = Instant::now();
-        } else {
+        } else if outputs {
             s.start_writeback();
         }
         tick = began.elapsed();
@@ -824,15 +820,13 @@ impl Shared {
         Duration::from_millis(self.output_sync_ms.load(Ordering::Relaxed))
     }
 
-    /// Sync the log if it holds records not yet synced and `after` has passed since its last
-    /// sync, without holding its lock meanwhile (the flusher goes on writing marks).
-    fn sync_log(&self, after: Duration) -> io::Result<()> {
+    /// Sync the log if it holds records not yet synced, without holding its lock meanwhile
+    /// (the flusher goes on writing marks).
+    fn sync_log(&self) -> io::Result<()> {
         let (file, to) = {
             let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
             match &log.file {
-                Some(f) if log.written > log.log_synced && log.at.elapsed() >= after => {
-                    (Arc::clone(f), log.written)
-                }
+                Some(f) if log.written > log.log_synced => (Arc::clone(f), log.written),
                 _ => return Ok(()),
             }
         };
@@ -841,7 +835,6 @@ impl Shared {
             Ok(()) => {
                 let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
                 log.log_synced = log.log_synced.max(to);
-                log.at = Instant::now();
             }
             Err(e) => self.fail(e),
         }
@@ -910,7 +903,6 @@ impl Shared {
                 (Some(file), SyncLog::Now) if log.written > log.log_synced => {
                     rustix::fs::fdatasync(file.as_fd())?;
                     log.log_synced = log.written;
-                    log.at = Instant::now();
                 }
                 _ => {}
             }
@@ -1011,7 +1003,7 @@ impl Shared {
             self.fail(e);
         }
         // The record on disk too, at once: it is what a rerun elsewhere goes by.
-        written.and_then(|()| self.sync_log(Duration::ZERO))
+        written.and_then(|()| self.sync_log())
     }
 }
 

@@ -476,15 +476,16 @@ fn a_failed_write_is_reported_when_a_stopped_run_keeps_its_checkpoint() {
 }
 
 /// The flusher writes marks but never syncs the log (it never waits for the disk): the
-/// syncer syncs the log of a run without outputs once a second ([`LOG_SYNC_INTERVAL`]), and
-/// with outputs right after each sync of them; a flush asked for (a stop) syncs it at once.
+/// syncer syncs the log of a run without outputs on the outputs' schedule
+/// ([`OUTPUT_SYNC_INTERVAL`], shortened here), not sooner (a short run sends its log to no
+/// disk), and with outputs right after each sync of them; a flush asked for (a stop) syncs
+/// it at once.
 #[test]
-fn the_log_is_synced_by_the_syncer_once_a_second_or_with_the_outputs_and_at_a_stop() {
+fn the_log_is_synced_on_the_outputs_schedule_or_with_the_outputs_and_at_a_stop() {
     let t = tempfile::tempdir().unwrap();
     let out = out_in(&t);
     steal::local::run(1, |comm| {
         let cp = opened_beside(comm, &out);
-        cp.stop_flusher();
         let unsynced = || {
             let log = cp.shared.log.lock().unwrap();
             log.written > log.log_synced
@@ -492,23 +493,31 @@ fn the_log_is_synced_by_the_syncer_once_a_second_or_with_the_outputs_and_at_a_st
         cp.mark(1, b"one");
         cp.shared.write_pending(SyncLog::Later).unwrap();
         assert!(logged_bytes(&out) > 0, "the mark was written");
-        assert!(unsynced(), "the flusher synced the log");
-        cp.shared.sync_log(LOG_SYNC_INTERVAL).unwrap();
-        assert!(unsynced(), "synced before its interval");
+        // Many ticks of the syncer, and longer than a second: no sync before the interval.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            unsynced(),
+            "the log was synced before the outputs' interval"
+        );
         cp.shared.flush().unwrap();
         assert!(!unsynced(), "an asked flush syncs the log");
         cp.mark(2, b"two");
         cp.shared.write_pending(SyncLog::Later).unwrap();
         assert!(unsynced());
-        // The interval passed: the syncer's next tick syncs it.
-        cp.shared.log.lock().unwrap().at -= LOG_SYNC_INTERVAL;
-        cp.shared.sync_log(LOG_SYNC_INTERVAL).unwrap();
+        // The interval passes: the syncer's next tick syncs it.
+        cp.shared.output_sync_ms.store(100, Ordering::Relaxed);
+        let start = Instant::now();
+        while unsynced() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         assert!(!unsynced(), "a due sync did not come");
+        cp.stop_flusher();
         // With an output: synced with it, whenever that comes.
         let file = std::fs::File::create(t.path().join("data")).unwrap();
         cp.durable(Durable::File(Arc::new(file.into())));
         cp.mark(3, b"three");
         cp.shared.write_pending(SyncLog::Later).unwrap();
+        assert!(unsynced());
         cp.shared.sync_outputs().unwrap();
         assert!(!unsynced(), "the log was not synced with the outputs");
         cp.finish(comm, Outcome::Stopped).expect("finish");
