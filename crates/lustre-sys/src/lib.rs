@@ -45,8 +45,8 @@ pub mod policy;
 mod sys;
 
 pub use api::{
-    create_striped, getstripe_ioctl, group_lock, group_unlock, is_lustre, layout_of, os_errno,
-    ost_count, Created, Lustre, SetOutcome, System,
+    create_striped, data_version, getstripe_ioctl, group_lock, group_unlock, is_lustre, layout_at,
+    layout_of, mdt_index, os_errno, ost_count, swap_layouts, Created, Lustre, SetOutcome, System,
 };
 pub use consts::*;
 pub use layout::{Component, Composite, Layout, LayoutError, OstSlot, Plain};
