@@ -234,8 +234,7 @@ fn current(layout: &Layout, skip_extension: bool) -> Option<&Plain> {
             c.components
                 .iter()
                 .filter(eligible)
-                .filter(|e| e.flags & LCME_FL_INIT != 0)
-                .next_back()
+                .rfind(|e| e.flags & LCME_FL_INIT != 0)
                 .or_else(|| c.components.iter().find(eligible))
                 .map(|e| &e.layout)
         }
