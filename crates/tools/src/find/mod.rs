@@ -336,9 +336,9 @@ fn entries(
 
 /// The handle the Lustre tests read layouts through, or `None` when they need no call: the
 /// expression has none, or no PATH is on Lustre. Rank 0 says once for each PATH that is not
-/// on Lustre that the tests are false there: a warning, not an error (`lfs find` refuses such
-/// a PATH; here the other tests still select from it). A list read with `--input` is asked
-/// entry by entry (off Lustre each answers "no layout"). Collective.
+/// on Lustre that the tests are false there: a warning, not an error (the other tests still
+/// select from it; what `lfs find` does off Lustre was not checked). A list read with
+/// `--input` is asked entry by entry (off Lustre each answers "no layout"). Collective.
 fn needs_lustre_calls(comm: &dyn Comm, options: &Options) -> Option<LustreHandle> {
     if !needs(options.expr.as_ref()).lustre {
         return None;
