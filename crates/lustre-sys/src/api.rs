@@ -8,19 +8,23 @@
 
 use std::ffi::{c_int, c_long, CStr};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
 
-use rustix::fs::{fgetxattr, fgetxattr_query, openat, statfs, Mode, OFlags, CWD};
+use rustix::fs::{
+    fgetxattr, fgetxattr_query, lgetxattr, lgetxattr_query, openat, statfs, Mode, OFlags, CWD,
+};
 use rustix::io::Errno;
 
 use crate::consts::{
-    LL_IOC_GETOBDCOUNT, LL_IOC_GROUP_LOCK, LL_IOC_GROUP_UNLOCK, LL_IOC_LOV_GETSTRIPE,
-    LL_IOC_LOV_SETSTRIPE, LL_SUPER_MAGIC, LOV_USER_MAGIC_COMP_V1, LOV_USER_MAGIC_V3,
-    LOV_USER_MD_V3_SIZE, LOV_USER_OST_DATA_SIZE, O_LOV_DELAY_CREATE, XATTR_LUSTRE_LOV,
+    IOC_DATA_VERSION_SIZE, LL_DV_RD_FLUSH, LL_IOC_DATA_VERSION, LL_IOC_GETOBDCOUNT,
+    LL_IOC_GET_MDTIDX, LL_IOC_GROUP_LOCK, LL_IOC_GROUP_UNLOCK, LL_IOC_LOV_GETSTRIPE,
+    LL_IOC_LOV_SETSTRIPE, LL_IOC_LOV_SWAP_LAYOUTS, LL_SUPER_MAGIC, LOV_USER_MAGIC_COMP_V1,
+    LOV_USER_MAGIC_V3, LOV_USER_MD_V3_SIZE, LOV_USER_OST_DATA_SIZE, LUSTRE_SWAP_LAYOUTS_SIZE,
+    O_LOV_DELAY_CREATE, XATTR_LUSTRE_LOV,
 };
-use crate::fields::{get_u32, put_u16, put_u32};
+use crate::fields::{get_u32, get_u64, put_u16, put_u32, put_u64};
 use crate::layout::Layout;
 use crate::sys::{ioctl_long, ioctl_ptr, op_error};
 
@@ -58,6 +62,54 @@ pub trait Lustre: Send + Sync + std::fmt::Debug {
 
     /// Layout of an open file, or a directory's default layout; `None` when there is none.
     fn layout_of(&self, fd: BorrowedFd<'_>) -> io::Result<Option<Layout>>;
+
+    /// Layout of the file at `path` (a symlink is not followed: it has none), or a
+    /// directory's default layout; `None` when there is none or the file system has no Lustre
+    /// layouts. Needs no read permission on the file. The default opens it (`O_RDONLY |
+    /// O_NOFOLLOW | O_NONBLOCK`) and asks [`Lustre::layout_of`].
+    fn layout_at(&self, path: &Path) -> io::Result<Option<Layout>> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        match openat(CWD, path, flags, Mode::empty()) {
+            Ok(fd) => self.layout_of(fd.as_fd()),
+            Err(Errno::LOOP) => Ok(None),
+            Err(e) => Err(op_error(
+                format!("open {} to read its layout", path.display()),
+                e,
+            )),
+        }
+    }
+
+    /// Index of the MDT holding the inode of `fd` (`LL_IOC_GET_MDTIDX`). The default fails
+    /// with `ENOTTY`, as off Lustre.
+    fn mdt_index(&self, fd: BorrowedFd<'_>) -> io::Result<u32> {
+        let _ = fd;
+        Err(not_supported("get MDT index (LL_IOC_GET_MDTIDX)"))
+    }
+
+    /// The data version of the open file `fd` (`LL_IOC_DATA_VERSION` with `LL_DV_RD_FLUSH`):
+    /// an opaque number that changes whenever the file's data does. The default fails with
+    /// `ENOTTY`, as off Lustre.
+    fn data_version(&self, fd: BorrowedFd<'_>) -> io::Result<u64> {
+        let _ = fd;
+        Err(not_supported("get data version (LL_IOC_DATA_VERSION)"))
+    }
+
+    /// Swaps the layouts, and so the data, of the open files `fd1` and `fd2`
+    /// (`LL_IOC_LOV_SWAP_LAYOUTS`): each keeps its inode, names and open handles. `flags` are
+    /// `SWAP_LAYOUTS_*`; with `SWAP_LAYOUTS_CHECK_DV1` (`_DV2`) the swap is refused with
+    /// `EAGAIN` unless the data version of `fd1` (`fd2`) is still `dv1` (`dv2`). Both files
+    /// must be open for writing. The default fails with `ENOTTY`, as off Lustre.
+    fn swap_layouts(
+        &self,
+        fd1: BorrowedFd<'_>,
+        fd2: BorrowedFd<'_>,
+        dv1: u64,
+        dv2: u64,
+        flags: u64,
+    ) -> io::Result<()> {
+        let _ = (fd1, fd2, dv1, dv2, flags);
+        Err(not_supported("swap layouts (LL_IOC_LOV_SWAP_LAYOUTS)"))
+    }
 
     /// Creates (or truncates) `name` in `dir` with permission bits `mode`, striped over
     /// `stripe_count` OSTs (0 = default, 0xFFFF = all) in stripes of `stripe_size` bytes.
@@ -98,6 +150,25 @@ macro_rules! forward_lustre {
             fn layout_of(&self, fd: BorrowedFd<'_>) -> io::Result<Option<Layout>> {
                 (**self).layout_of(fd)
             }
+            fn layout_at(&self, path: &Path) -> io::Result<Option<Layout>> {
+                (**self).layout_at(path)
+            }
+            fn mdt_index(&self, fd: BorrowedFd<'_>) -> io::Result<u32> {
+                (**self).mdt_index(fd)
+            }
+            fn data_version(&self, fd: BorrowedFd<'_>) -> io::Result<u64> {
+                (**self).data_version(fd)
+            }
+            fn swap_layouts(
+                &self,
+                fd1: BorrowedFd<'_>,
+                fd2: BorrowedFd<'_>,
+                dv1: u64,
+                dv2: u64,
+                flags: u64,
+            ) -> io::Result<()> {
+                (**self).swap_layouts(fd1, fd2, dv1, dv2, flags)
+            }
             fn create_striped_with(
                 &self,
                 dir: BorrowedFd<'_>,
@@ -130,6 +201,29 @@ impl Lustre for System {
 
     fn layout_of(&self, fd: BorrowedFd<'_>) -> io::Result<Option<Layout>> {
         layout_of(fd)
+    }
+
+    fn layout_at(&self, path: &Path) -> io::Result<Option<Layout>> {
+        layout_at(path)
+    }
+
+    fn mdt_index(&self, fd: BorrowedFd<'_>) -> io::Result<u32> {
+        mdt_index(fd)
+    }
+
+    fn data_version(&self, fd: BorrowedFd<'_>) -> io::Result<u64> {
+        data_version(fd)
+    }
+
+    fn swap_layouts(
+        &self,
+        fd1: BorrowedFd<'_>,
+        fd2: BorrowedFd<'_>,
+        dv1: u64,
+        dv2: u64,
+        flags: u64,
+    ) -> io::Result<()> {
+        swap_layouts(fd1, fd2, dv1, dv2, flags)
     }
 
     fn create_striped_with(
@@ -207,36 +301,124 @@ fn xattr_absent(errno: Errno) -> bool {
 /// typical PFL layout in one call.
 const LAYOUT_XATTR_FIRST_TRY: usize = 4096;
 
-/// The layout of an open file, or the default layout of an open directory, from the
-/// `lustre.lov` extended attribute. `Ok(None)` when there is none (`ENODATA`) or the file
-/// system has no `lustre.` attributes (`EOPNOTSUPP`).
-pub fn layout_of(fd: BorrowedFd<'_>) -> io::Result<Option<Layout>> {
-    const OP: &str = "read layout (fgetxattr lustre.lov)";
+/// The layout in `lustre.lov` as `read` (an `fgetxattr` or `lgetxattr`, with a zero-length
+/// buffer asking for the size) returns it; `Ok(None)` when there is none.
+fn layout_xattr(
+    op: &str,
+    read: impl Fn(&mut [u8]) -> Result<usize, Errno>,
+) -> io::Result<Option<Layout>> {
     let mut len = LAYOUT_XATTR_FIRST_TRY;
     // The attribute can grow between the size query and the read (a layout change); retry a
     // few times rather than loop forever.
     for _ in 0..8 {
         let mut buf = vec![0u8; len];
-        match fgetxattr(fd, XATTR_LUSTRE_LOV, &mut buf[..]) {
+        match read(&mut buf[..]) {
             Ok(n) => {
                 buf.truncate(n);
                 return Layout::decode(&buf)
                     .map(Some)
-                    .map_err(|e| op_error(OP, io::Error::new(io::ErrorKind::InvalidData, e)));
+                    .map_err(|e| op_error(op, io::Error::new(io::ErrorKind::InvalidData, e)));
             }
-            Err(Errno::RANGE) => match fgetxattr_query(fd, XATTR_LUSTRE_LOV) {
+            Err(Errno::RANGE) => match read(&mut []) {
                 Ok(needed) => len = needed.max(len * 2),
                 Err(e) if xattr_absent(e) => return Ok(None),
-                Err(e) => return Err(op_error(OP, e)),
+                Err(e) => return Err(op_error(op, e)),
             },
             Err(e) if xattr_absent(e) => return Ok(None),
-            Err(e) => return Err(op_error(OP, e)),
+            Err(e) => return Err(op_error(op, e)),
         }
     }
     Err(op_error(
-        OP,
+        op,
         io::Error::other("the attribute kept growing while being read"),
     ))
+}
+
+/// The layout of an open file, or the default layout of an open directory, from the
+/// `lustre.lov` extended attribute. `Ok(None)` when there is none (`ENODATA`) or the file
+/// system has no `lustre.` attributes (`EOPNOTSUPP`).
+pub fn layout_of(fd: BorrowedFd<'_>) -> io::Result<Option<Layout>> {
+    layout_xattr("read layout (fgetxattr lustre.lov)", |buf| {
+        if buf.is_empty() {
+            fgetxattr_query(fd, XATTR_LUSTRE_LOV)
+        } else {
+            fgetxattr(fd, XATTR_LUSTRE_LOV, buf)
+        }
+    })
+}
+
+/// The layout of the file at `path` (a symlink's own: none), or a directory's default layout,
+/// from `lgetxattr(path, "lustre.lov")`: no open, no read permission needed. `Ok(None)` as
+/// for [`layout_of`].
+pub fn layout_at(path: &Path) -> io::Result<Option<Layout>> {
+    let op = format!("read layout of {} (lgetxattr lustre.lov)", path.display());
+    layout_xattr(&op, |buf| {
+        if buf.is_empty() {
+            lgetxattr_query(path, XATTR_LUSTRE_LOV)
+        } else {
+            lgetxattr(path, XATTR_LUSTRE_LOV, buf)
+        }
+    })
+}
+
+/// An `ENOTTY` error naming `op`: what the Lustre ioctls give off Lustre.
+fn not_supported(op: &str) -> io::Error {
+    op_error(op, io::Error::from_raw_os_error(libc::ENOTTY))
+}
+
+/// Index of the MDT holding the inode of `fd` (`LL_IOC_GET_MDTIDX`). `ENOTTY` off Lustre.
+pub fn mdt_index(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    const OP: &str = "get MDT index (LL_IOC_GET_MDTIDX)";
+    let mut index = [0u8; std::mem::size_of::<c_int>()];
+    ioctl_ptr(fd, LL_IOC_GET_MDTIDX, &mut index).map_err(|e| op_error(OP, e))?;
+    let index = c_int::from_ne_bytes(index);
+    u32::try_from(index).map_err(|_| {
+        op_error(
+            OP,
+            io::Error::new(io::ErrorKind::InvalidData, format!("index {index}")),
+        )
+    })
+}
+
+/// The data version of the open file `fd`: `LL_IOC_DATA_VERSION` with `LL_DV_RD_FLUSH` (dirty
+/// pages of every client are flushed first, as `lfs migrate` asks). `ENOTTY` off Lustre.
+pub fn data_version(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let mut idv = [0u8; IOC_DATA_VERSION_SIZE];
+    put_u32(&mut idv, 12, LL_DV_RD_FLUSH);
+    ioctl_ptr(fd, LL_IOC_DATA_VERSION, &mut idv)
+        .map_err(|e| op_error("get data version (LL_IOC_DATA_VERSION)", e))?;
+    Ok(get_u64(&idv, 0))
+}
+
+/// The `struct lustre_swap_layouts` argument: flags, the second descriptor, no group lock
+/// (gid 0), the two data versions.
+fn swap_request(
+    fd2: BorrowedFd<'_>,
+    dv1: u64,
+    dv2: u64,
+    flags: u64,
+) -> [u8; LUSTRE_SWAP_LAYOUTS_SIZE] {
+    let mut req = [0u8; LUSTRE_SWAP_LAYOUTS_SIZE];
+    put_u64(&mut req, 0, flags);
+    put_u32(&mut req, 8, fd2.as_raw_fd() as u32);
+    put_u64(&mut req, 16, dv1);
+    put_u64(&mut req, 24, dv2);
+    req
+}
+
+/// Swaps the layouts of `fd1` and `fd2` (`LL_IOC_LOV_SWAP_LAYOUTS` on `fd1`); see
+/// [`Lustre::swap_layouts`]. `EAGAIN`: a checked data version changed. `ENOTTY` off Lustre.
+pub fn swap_layouts(
+    fd1: BorrowedFd<'_>,
+    fd2: BorrowedFd<'_>,
+    dv1: u64,
+    dv2: u64,
+    flags: u64,
+) -> io::Result<()> {
+    let mut req = swap_request(fd2, dv1, dv2, flags);
+    ioctl_ptr(fd1, LL_IOC_LOV_SWAP_LAYOUTS, &mut req)
+        .map(drop)
+        .map_err(|e| op_error("swap layouts (LL_IOC_LOV_SWAP_LAYOUTS)", e))
 }
 
 /// How a failed `LL_IOC_LOV_SETSTRIPE` ends: `Some` for the errnos that still leave a usable
@@ -474,6 +656,86 @@ mod tests {
         let err = getstripe_ioctl(file.as_fd(), 16).unwrap_err();
         assert_eq!(errno(&err), Some(libc::ENOTTY), "{err}");
         assert!(err.to_string().contains("LL_IOC_LOV_GETSTRIPE"), "{err}");
+    }
+
+    #[test]
+    fn layout_at_and_the_swap_calls_off_lustre() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let file = File::create(&path).unwrap();
+        assert_eq!(layout_at(&path).unwrap(), None);
+        assert_eq!(System.layout_at(dir.path()).unwrap(), None);
+        std::os::unix::fs::symlink(&path, dir.path().join("l")).unwrap();
+        assert_eq!(System.layout_at(&dir.path().join("l")).unwrap(), None);
+        let err = layout_at(&dir.path().join("missing")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        let err = data_version(file.as_fd()).unwrap_err();
+        assert_eq!(errno(&err), Some(libc::ENOTTY), "{err}");
+        assert!(err.to_string().contains("LL_IOC_DATA_VERSION"), "{err}");
+        let other = File::create(dir.path().join("g")).unwrap();
+        let err = swap_layouts(file.as_fd(), other.as_fd(), 1, 2, 3).unwrap_err();
+        assert_eq!(errno(&err), Some(libc::ENOTTY), "{err}");
+        assert!(err.to_string().contains("LL_IOC_LOV_SWAP_LAYOUTS"), "{err}");
+        let err = System.mdt_index(file.as_fd()).unwrap_err();
+        assert_eq!(errno(&err), Some(libc::ENOTTY), "{err}");
+    }
+
+    #[test]
+    fn swap_request_bytes_follow_the_header() {
+        let file = File::open("/").unwrap();
+        let req = swap_request(file.as_fd(), 0x1122, 0x3344, 0b101);
+        assert_eq!(get_u64(&req, 0), 0b101);
+        assert_eq!(get_u32(&req, 8), file.as_raw_fd() as u32);
+        assert_eq!(get_u32(&req, 12), 0, "no group lock");
+        assert_eq!(get_u64(&req, 16), 0x1122);
+        assert_eq!(get_u64(&req, 24), 0x3344);
+    }
+
+    #[test]
+    fn the_trait_defaults_say_not_supported() {
+        #[derive(Debug)]
+        struct Minimal;
+        impl Lustre for Minimal {
+            fn is_lustre(&self, _: &Path) -> io::Result<bool> {
+                Ok(true)
+            }
+            fn ost_count(&self, _: &Path) -> io::Result<u32> {
+                Ok(1)
+            }
+            fn layout_of(&self, _: BorrowedFd<'_>) -> io::Result<Option<Layout>> {
+                Ok(Some(Layout::request(3, 1 << 20)))
+            }
+            fn create_striped_with(
+                &self,
+                _: BorrowedFd<'_>,
+                _: &CStr,
+                _: i32,
+                _: u32,
+                _: u16,
+                _: u32,
+            ) -> io::Result<Created> {
+                Err(io::Error::other("no"))
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = File::create(dir.path().join("f")).unwrap();
+        // layout_at opens the file and asks layout_of; a symlink has none.
+        assert_eq!(
+            Minimal.layout_at(&dir.path().join("f")).unwrap(),
+            Some(Layout::request(3, 1 << 20))
+        );
+        std::os::unix::fs::symlink("f", dir.path().join("l")).unwrap();
+        assert_eq!(Minimal.layout_at(&dir.path().join("l")).unwrap(), None);
+        for err in [
+            Minimal.data_version(file.as_fd()).unwrap_err(),
+            Minimal.mdt_index(file.as_fd()).map(u64::from).unwrap_err(),
+            Minimal
+                .swap_layouts(file.as_fd(), file.as_fd(), 0, 0, 0)
+                .map(|()| 0)
+                .unwrap_err(),
+        ] {
+            assert_eq!(errno(&err), Some(libc::ENOTTY), "{err}");
+        }
     }
 
     #[test]

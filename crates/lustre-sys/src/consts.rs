@@ -17,6 +17,16 @@ pub const LOV_USER_MAGIC_SPECIFIC: u32 = 0x0BD5_0BD0;
 pub const LOV_USER_MAGIC_COMP_V1: u32 = 0x0BD6_0BD0;
 /// RAID0 striping pattern (`lmm_pattern`).
 pub const LOV_PATTERN_RAID0: u32 = 0x001;
+/// Data-on-MDT pattern: the component's data lives on the MDT (`LOV_PATTERN_MDT`).
+pub const LOV_PATTERN_MDT: u32 = 0x100;
+/// Pattern flag of an HSM-released file: its data is in the archive only
+/// (`LOV_PATTERN_F_RELEASED`).
+pub const LOV_PATTERN_F_RELEASED: u32 = 0x8000_0000;
+/// Component flag: the component is instantiated (has OST objects; `LCME_FL_INIT`).
+pub const LCME_FL_INIT: u32 = 0x10;
+/// Component flag: a self-extending layout's extension component, never instantiated
+/// (`LCME_FL_EXTENSION`).
+pub const LCME_FL_EXTENSION: u32 = 0x40;
 /// Stripe offset meaning "the server chooses the first OST".
 pub const STRIPE_OFFSET_ANY: u16 = 0xFFFF;
 /// Stripe count meaning "all OSTs" (-1 on the command line).
@@ -81,6 +91,42 @@ pub const LL_IOC_GROUP_UNLOCK: u32 = ioc(IOC_WRITE, b'f', 159, LONG);
 pub const LL_IOC_GETOBDCOUNT: u32 = ioc(IOC_READ, b'f', 168, LONG);
 /// Layout of a file by name, from its directory (`_IOWR('i', 21, pointer)`).
 pub const IOC_MDC_GETFILESTRIPE: u32 = ioc(IOC_READ | IOC_WRITE, b'i', 21, POINTER);
+/// Index of the MDT holding an inode (`_IOR('f', 175, int)`); the kernel writes the `int`
+/// behind the argument.
+pub const LL_IOC_GET_MDTIDX: u32 = ioc(IOC_READ, b'f', 175, std::mem::size_of::<i32>());
+
+// Layout swap, as `lfs migrate` does it. From `lustre/include/uapi/linux/lustre/lustre_user.h`
+// (lustre-release, 2.12 and later):
+//   #define LL_IOC_DATA_VERSION      _IOR('f', 218, struct ioc_data_version)
+//   #define LL_IOC_LOV_SWAP_LAYOUTS  _IOW('f', 219, struct lustre_swap_layouts)
+//   struct ioc_data_version { __u64 idv_version; __u32 idv_layout_version; __u32 idv_flags; };
+//   struct lustre_swap_layouts { __u64 sl_flags; __u32 sl_fd; __u32 sl_gid; __u64 sl_dv1;
+//                                __u64 sl_dv2; };
+//   LL_DV_RD_FLUSH = 1 << 0; SWAP_LAYOUTS_CHECK_DV1 = 1 << 0, _CHECK_DV2 = 1 << 1,
+//   _KEEP_MTIME = 1 << 2, _KEEP_ATIME = 1 << 3.
+
+/// Bytes of `struct ioc_data_version`: `u64` version at 0, `u32` layout version at 8, `u32`
+/// flags at 12.
+pub const IOC_DATA_VERSION_SIZE: usize = 16;
+/// Bytes of `struct lustre_swap_layouts`: `u64` flags at 0, `u32` fd at 8, `u32` group lock id
+/// at 12, `u64` dv1 at 16, `u64` dv2 at 24.
+pub const LUSTRE_SWAP_LAYOUTS_SIZE: usize = 32;
+/// Read a file's data version, a number that changes whenever its data does
+/// (`_IOR('f', 218, struct ioc_data_version)`).
+pub const LL_IOC_DATA_VERSION: u32 = ioc(IOC_READ, b'f', 218, IOC_DATA_VERSION_SIZE);
+/// Swap the layouts (and so the data) of two files, issued on the first with the second's
+/// descriptor in the argument (`_IOW('f', 219, struct lustre_swap_layouts)`).
+pub const LL_IOC_LOV_SWAP_LAYOUTS: u32 = ioc(IOC_WRITE, b'f', 219, LUSTRE_SWAP_LAYOUTS_SIZE);
+/// `idv_flags`: flush dirty pages of every client before sampling the version.
+pub const LL_DV_RD_FLUSH: u32 = 1 << 0;
+/// `sl_flags`: refuse (`EAGAIN`) unless the first file's data version is still `sl_dv1`.
+pub const SWAP_LAYOUTS_CHECK_DV1: u64 = 1 << 0;
+/// `sl_flags`: refuse (`EAGAIN`) unless the second file's data version is still `sl_dv2`.
+pub const SWAP_LAYOUTS_CHECK_DV2: u64 = 1 << 1;
+/// `sl_flags`: each file keeps its own modification time.
+pub const SWAP_LAYOUTS_KEEP_MTIME: u64 = 1 << 2;
+/// `sl_flags`: each file keeps its own access time.
+pub const SWAP_LAYOUTS_KEEP_ATIME: u64 = 1 << 3;
 
 #[cfg(test)]
 mod tests {
@@ -95,6 +141,24 @@ mod tests {
         assert_eq!(LL_IOC_GROUP_UNLOCK, 0x4008_669f);
         assert_eq!(LL_IOC_GETOBDCOUNT, 0x8008_66a8);
         assert_eq!(IOC_MDC_GETFILESTRIPE, 0xc008_6915);
+        assert_eq!(LL_IOC_GET_MDTIDX, 0x8004_66af);
+        assert_eq!(LL_IOC_DATA_VERSION, 0x8010_66da);
+        assert_eq!(LL_IOC_LOV_SWAP_LAYOUTS, 0x4020_66db);
+    }
+
+    #[test]
+    fn swap_flags_and_patterns() {
+        assert_eq!(
+            SWAP_LAYOUTS_CHECK_DV1
+                | SWAP_LAYOUTS_CHECK_DV2
+                | SWAP_LAYOUTS_KEEP_MTIME
+                | SWAP_LAYOUTS_KEEP_ATIME,
+            0b1111
+        );
+        assert_eq!(LL_DV_RD_FLUSH, 1);
+        assert_eq!(LOV_PATTERN_MDT, 0x100);
+        assert_eq!(LOV_PATTERN_F_RELEASED, 1 << 31);
+        assert_eq!((LCME_FL_INIT, LCME_FL_EXTENSION), (0x10, 0x40));
     }
 
     #[test]

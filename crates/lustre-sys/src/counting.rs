@@ -17,16 +17,18 @@ pub struct CallCounts {
     pub is_lustre: u64,
     /// Calls of [`Lustre::ost_count`].
     pub ost_count: u64,
-    /// Calls of [`Lustre::layout_of`].
+    /// Calls of [`Lustre::layout_of`] and [`Lustre::layout_at`].
     pub layout_of: u64,
     /// Calls of [`Lustre::create_striped`].
     pub create_striped: u64,
+    /// Calls of [`Lustre::mdt_index`], [`Lustre::data_version`] and [`Lustre::swap_layouts`].
+    pub other: u64,
 }
 
 impl CallCounts {
-    /// Calls that only make sense on Lustre: `ost_count + layout_of + create_striped`.
+    /// Calls that only make sense on Lustre: every call but `is_lustre`.
     pub fn layout_calls(&self) -> u64 {
-        self.ost_count + self.layout_of + self.create_striped
+        self.ost_count + self.layout_of + self.create_striped + self.other
     }
 }
 
@@ -37,6 +39,7 @@ pub(crate) struct Counters {
     pub(crate) ost_count: AtomicU64,
     pub(crate) layout_of: AtomicU64,
     pub(crate) create_striped: AtomicU64,
+    pub(crate) other: AtomicU64,
 }
 
 impl Counters {
@@ -52,6 +55,7 @@ impl Counters {
             ost_count: self.ost_count.load(Ordering::Relaxed),
             layout_of: self.layout_of.load(Ordering::Relaxed),
             create_striped: self.create_striped.load(Ordering::Relaxed),
+            other: self.other.load(Ordering::Relaxed),
         }
     }
 }
@@ -78,7 +82,7 @@ impl<L: Lustre> Counting<L> {
         self.counters.snapshot()
     }
 
-    /// Calls that only make sense on Lustre so far: `ost_count + layout_of + create_striped`.
+    /// Calls that only make sense on Lustre so far: every call but `is_lustre`.
     pub fn layout_calls(&self) -> u64 {
         self.calls().layout_calls()
     }
@@ -103,6 +107,33 @@ impl<L: Lustre> Lustre for Counting<L> {
     fn layout_of(&self, fd: BorrowedFd<'_>) -> io::Result<Option<Layout>> {
         Counters::bump(&self.counters.layout_of);
         self.inner.layout_of(fd)
+    }
+
+    fn layout_at(&self, path: &Path) -> io::Result<Option<Layout>> {
+        Counters::bump(&self.counters.layout_of);
+        self.inner.layout_at(path)
+    }
+
+    fn mdt_index(&self, fd: BorrowedFd<'_>) -> io::Result<u32> {
+        Counters::bump(&self.counters.other);
+        self.inner.mdt_index(fd)
+    }
+
+    fn data_version(&self, fd: BorrowedFd<'_>) -> io::Result<u64> {
+        Counters::bump(&self.counters.other);
+        self.inner.data_version(fd)
+    }
+
+    fn swap_layouts(
+        &self,
+        fd1: BorrowedFd<'_>,
+        fd2: BorrowedFd<'_>,
+        dv1: u64,
+        dv2: u64,
+        flags: u64,
+    ) -> io::Result<()> {
+        Counters::bump(&self.counters.other);
+        self.inner.swap_layouts(fd1, fd2, dv1, dv2, flags)
     }
 
     fn create_striped_with(
@@ -146,7 +177,8 @@ mod tests {
                 is_lustre: 2,
                 ost_count: 1,
                 layout_of: 1,
-                create_striped: 1
+                create_striped: 1,
+                other: 0
             }
         );
         assert_eq!(lustre.layout_calls(), 3);

@@ -23,9 +23,12 @@
 //! - [`layout`]: `lov_user_md` v1 / v3 / specific and `lov_comp_md_v1` as [`Layout`], encoded
 //!   and decoded at explicit byte offsets (host byte order, no packed structs).
 //! - [`policy`]: which layout a new file gets ([`choose`], [`archive_layout`]), a pure function.
-//! - [`api`]: the calls ([`is_lustre`], [`ost_count`], [`layout_of`], [`create_striped`], group
-//!   locks) behind the [`Lustre`] trait, with [`System`] making the real calls.
-//! - [`fake`]: a test double ([`fake::Fake`]); [`counting`]: a call counter
+//! - [`api`]: the calls ([`is_lustre`], [`ost_count`], [`layout_of`], [`layout_at`],
+//!   [`create_striped`], group locks, [`mdt_index`], and the layout swap of `lfs migrate`:
+//!   [`data_version`], [`swap_layouts`]) behind the [`Lustre`] trait, with [`System`] making
+//!   the real calls.
+//! - [`fake`]: a test double ([`fake::Fake`], which also models the layout swap and reads
+//!   layouts a test stored on files); [`counting`]: a call counter
 //!   ([`counting::Counting`], also re-exported from [`fake`]).
 //!
 //! **The ioctl path is untested on a live Lustre system.** There is no Lustre on the build
@@ -45,8 +48,8 @@ pub mod policy;
 mod sys;
 
 pub use api::{
-    create_striped, getstripe_ioctl, group_lock, group_unlock, is_lustre, layout_of, os_errno,
-    ost_count, Created, Lustre, SetOutcome, System,
+    create_striped, data_version, getstripe_ioctl, group_lock, group_unlock, is_lustre, layout_at,
+    layout_of, mdt_index, os_errno, ost_count, swap_layouts, Created, Lustre, SetOutcome, System,
 };
 pub use consts::*;
 pub use layout::{Component, Composite, Layout, LayoutError, OstSlot, Plain};

@@ -496,6 +496,8 @@ fn stripe_restripes_in_place_keeping_data_and_metadata() {
             (big, 0, 0, 0),
             "{r:?}"
         );
+        // The double does not swap layouts unless told to: every file went by rewrite.
+        assert_eq!((r.rewritten, r.swapped), (big, 0), "{r:?}");
     }
     for (name, data, meta) in &before {
         let p = root.join(name);
@@ -866,4 +868,491 @@ fn walkdir(root: &Path) -> Vec<PathBuf> {
         out.push(p);
     }
     out
+}
+
+// ---- find's Lustre tests, through the test double in the binary (MFU_RS_TEST_FAKE_LUSTRE) ----
+
+/// A plain RAID0 layout of `count` stripes of `size` bytes on `osts`, in `pool`.
+fn plain_layout(count: u16, size: u32, osts: &[u32], pool: Option<&str>) -> lustre_sys::Plain {
+    let Layout::Plain(mut p) = Layout::request(count, size) else {
+        unreachable!("a request is plain")
+    };
+    p.slots = osts
+        .iter()
+        .map(|&ost_index| lustre_sys::OstSlot {
+            ost_index,
+            ..Default::default()
+        })
+        .collect();
+    p.pool = pool.map(|name| {
+        let mut b = [0u8; 16];
+        b[..name.len()].copy_from_slice(name.as_bytes());
+        b
+    });
+    p
+}
+
+/// A composite layout of `(LCME flags, component)`.
+fn composite(components: Vec<(u32, lustre_sys::Plain)>) -> Layout {
+    Layout::Composite(lustre_sys::Composite {
+        layout_gen: 1,
+        flags: 0,
+        mirror_count: 0,
+        components: components
+            .into_iter()
+            .enumerate()
+            .map(|(i, (flags, layout))| lustre_sys::Component {
+                id: i as u32 + 1,
+                flags,
+                extent_start: (i as u64) << 20,
+                extent_end: if i == 2 {
+                    u64::MAX
+                } else {
+                    (i as u64 + 1) << 20
+                },
+                layout_gen: 1,
+                layout,
+            })
+            .collect(),
+    })
+}
+
+/// A tree whose files carry layouts stored for the double (`Fake::store`):
+/// `plain4` 4 x 1 MiB on OSTs 0-3; `wide` 8 x 4 MiB on OSTs 0-7 in pool `flash` (MDT 1);
+/// `one` 1 x 64 KiB on OST 5; `pfl` (PFL) 1 x 1 MiB on OST 6 in pool `ssd`, then 4 x 4 MiB on
+/// OSTs 1,3,5,7 (both instantiated), then 8 x 16 MiB (not yet); `dom` data on the MDT then
+/// RAID0 (not yet); `released` an HSM-released file; `nolayout` none; `sub/` a directory with a
+/// default of 2 x 2 MiB; `link` a symlink to `plain4`.
+fn lustre_tree(root: &Path) {
+    use lustre_sys::fake::Fake;
+    use lustre_sys::{LCME_FL_INIT, LOV_PATTERN_F_RELEASED, LOV_PATTERN_MDT};
+    fs::create_dir_all(root.join("sub")).unwrap();
+    let file = |name: &str, layout: Option<Layout>| {
+        let p = root.join(name);
+        fs::write(&p, name.as_bytes()).unwrap();
+        if let Some(l) = layout {
+            Fake::store(&p, &l).unwrap();
+        }
+    };
+    let plain = |l: lustre_sys::Plain| Some(Layout::Plain(l));
+    file(
+        "plain4",
+        plain(plain_layout(4, 1 << 20, &[0, 1, 2, 3], None)),
+    );
+    file(
+        "wide",
+        plain(plain_layout(
+            8,
+            4 << 20,
+            &[0, 1, 2, 3, 4, 5, 6, 7],
+            Some("flash"),
+        )),
+    );
+    Fake::store_mdt(&root.join("wide"), 1).unwrap();
+    file("one", plain(plain_layout(1, 64 << 10, &[5], None)));
+    file(
+        "pfl",
+        Some(composite(vec![
+            (LCME_FL_INIT, plain_layout(1, 1 << 20, &[6], Some("ssd"))),
+            (LCME_FL_INIT, plain_layout(4, 4 << 20, &[1, 3, 5, 7], None)),
+            (0, plain_layout(8, 16 << 20, &[], None)),
+        ])),
+    );
+    let mut dom = plain_layout(0, 1 << 20, &[], None);
+    dom.pattern = LOV_PATTERN_MDT;
+    file(
+        "dom",
+        Some(composite(vec![
+            (LCME_FL_INIT, dom),
+            (0, plain_layout(4, 4 << 20, &[], None)),
+        ])),
+    );
+    let mut released = plain_layout(1, 1 << 20, &[], None);
+    released.pattern |= LOV_PATTERN_F_RELEASED;
+    file("released", plain(released));
+    file("nolayout", None);
+    Fake::store(
+        &root.join("sub"),
+        &Layout::Plain(plain_layout(2, 2 << 20, &[], None)),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("plain4", root.join("link")).unwrap();
+}
+
+/// The last components of the paths `out` lists, sorted and space-separated.
+fn names(out: &[u8], root: &Path) -> String {
+    let mut v: Vec<String> = String::from_utf8_lossy(out)
+        .lines()
+        .filter(|l| Path::new(l) != root)
+        .map(|l| {
+            Path::new(l)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    v.sort();
+    v.join(" ")
+}
+
+/// `mfu-rs find ROOT ARGS` with the double holding `lustre_root`, at `ranks` (`-N`: `--ranks
+/// N` in one process; 1: one process; N: `mpirun -np N`).
+fn find_on(ranks: i32, root: &Path, lustre_root: &Path, args: &[&str]) -> mfu_tests::Run {
+    let tool = mfu_tests::Tool::new("find");
+    let tool = match ranks {
+        n if n < 0 => tool.ranks((-n) as usize),
+        n => tool.np(n as usize),
+    };
+    tool.env("MFU_RS_TEST_FAKE_LUSTRE", lustre_root)
+        .arg(root)
+        .args(args)
+        .run()
+}
+
+/// Each case: the arguments, and the names they select in [`lustre_tree`].
+const LUSTRE_FIND_CASES: &[(&[&str], &str)] = &[
+    (&["--ost", "5"], "one pfl wide"),
+    (&["--ost", "0,6"], "pfl plain4 wide"),
+    (&["--ost", "lustre-OST0007_UUID"], "pfl wide"),
+    (&["--mdt", "1"], "wide"),
+    (
+        &["--mdt", "0", "--type", "f"],
+        "dom nolayout one pfl plain4 released",
+    ),
+    (&["--pool", "flash"], "wide"),
+    (&["--pool", "ssd"], "pfl"),
+    // PFL: the last instantiated component (4 x 4 MiB), not the 8 x 16 MiB one.
+    (&["--stripe-count", "4"], "pfl plain4"),
+    (&["--stripe-count", "8"], "wide"),
+    (&["--stripe-count", "+3"], "pfl plain4 wide"),
+    (&["--stripe-count", "-2"], "dom one released"),
+    // A directory is tested on its default layout.
+    (&["--stripe-count", "2"], "sub"),
+    (&["--stripe-size", "4M"], "pfl wide"),
+    (&["--stripe-size", "4194304"], "pfl wide"),
+    (&["--stripe-size", "+1M"], "pfl sub wide"),
+    (&["--stripe-size", "-1M"], "one"),
+    (&["--stripe-size", "64k"], "one"),
+    (&["--layout", "released"], "released"),
+    (&["--layout", "mdt"], "dom"),
+    (
+        &["--layout", "raid0", "--type", "f"],
+        "dom one pfl plain4 released wide",
+    ),
+    // Operators and groups.
+    (
+        &["--not", "--ost", "5", "--type", "f"],
+        "dom nolayout plain4 released",
+    ),
+    (&["--ost", "5", "--or", "--pool", "flash"], "one pfl wide"),
+    (
+        &[
+            "(",
+            "--stripe-count",
+            "4",
+            "--or",
+            "--layout",
+            "mdt",
+            ")",
+            "--name",
+            "p*",
+        ],
+        "pfl plain4",
+    ),
+    (&["!", "--layout", "raid0,mdt,released"], "link nolayout"),
+];
+
+#[test]
+fn find_lustre_tests_select_by_layout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("lustre");
+    lustre_tree(&root);
+    for (args, want) in LUSTRE_FIND_CASES {
+        let run = find_on(1, &root, &root, args).assert_status(0);
+        assert_eq!(names(&run.stdout, &root), *want, "find {args:?}");
+        assert!(run.stderr.is_empty(), "{args:?}: {}", run.stderr_str());
+    }
+    // The same through three thread ranks of one process.
+    for (args, want) in &LUSTRE_FIND_CASES[..8] {
+        let run = find_on(-3, &root, &root, args).assert_status(0);
+        assert_eq!(names(&run.stdout, &root), *want, "--ranks 3 find {args:?}");
+    }
+}
+
+#[test]
+fn find_lustre_tests_select_by_layout_under_mpirun() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("lustre");
+    lustre_tree(&root);
+    for i in [0, 3, 7, 10, 13, 19, 21, 22] {
+        let (args, want) = LUSTRE_FIND_CASES[i];
+        let run = find_on(2, &root, &root, args).assert_status(0);
+        assert_eq!(
+            names(&run.stdout, &root),
+            want,
+            "mpirun -np 2 find {args:?}"
+        );
+    }
+}
+
+/// Off Lustre, the Lustre tests are false for every file and the run says so once (a warning:
+/// exit 0), whether through the double (its root elsewhere) or the real calls.
+#[test]
+fn find_lustre_tests_off_lustre_are_false_with_one_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("lustre");
+    lustre_tree(&root);
+    let elsewhere = tmp.path().join("elsewhere");
+    for np in [1, -3, 2] {
+        let run =
+            find_on(np, &root, &elsewhere, &["--ost", "5", "--or", "--mdt", "1"]).assert_status(0);
+        assert_eq!(names(&run.stdout, &root), "", "np {np}");
+        let err = run.stderr_str();
+        assert_eq!(err.matches("is not on Lustre").count(), 1, "np {np}: {err}");
+        assert!(err.contains(s(&root)), "{err}");
+        let run =
+            find_on(np, &root, &elsewhere, &["--not", "--stripe-count", "+0"]).assert_status(0);
+        assert_eq!(
+            names(&run.stdout, &root),
+            "dom link nolayout one pfl plain4 released sub wide",
+            "np {np}"
+        );
+    }
+    // The real calls on a file system that is not Lustre: no layout anywhere.
+    let run = mfu_tests::Tool::new("find")
+        .env_remove("MFU_RS_TEST_FAKE_LUSTRE")
+        .arg(&root)
+        .args(["--stripe-count", "4"])
+        .run()
+        .assert_status(0);
+    assert_eq!(names(&run.stdout, &root), "");
+    assert_eq!(run.stderr_str().matches("is not on Lustre").count(), 1);
+    // Without a Lustre test nothing is said.
+    let run = find_on(1, &root, &elsewhere, &["--name", "one"]).assert_status(0);
+    assert!(run.stderr.is_empty(), "{}", run.stderr_str());
+    // Malformed values are usage errors.
+    for bad in [
+        &["--ost", "x"][..],
+        &["--stripe-size", "4Q"],
+        &["--stripe-count", "4M"],
+        &["--layout", "raid1"],
+        &["--pool", "a-pool-name-too-long"],
+    ] {
+        let run = find_on(1, &root, &root, bad).assert_status(2);
+        assert!(
+            run.stderr_str().contains(bad[0]),
+            "{bad:?}: {}",
+            run.stderr_str()
+        );
+    }
+}
+
+// ---- stripe by layout swap (LL_IOC_LOV_SWAP_LAYOUTS), through the test double ----
+
+/// A root with `big` (40 000 bytes), `linked` and its hard link `linked2` (20 000) and `held`
+/// (30 000); their contents.
+fn swap_tree(root: &Path) -> Vec<(&'static str, Vec<u8>)> {
+    fs::create_dir_all(root).unwrap();
+    let files = [("big", 40_000usize), ("linked", 20_000), ("held", 30_000)];
+    let mut out = Vec::new();
+    for (i, (name, len)) in files.into_iter().enumerate() {
+        let data: Vec<u8> = (0..len).map(|j| ((j * 7 + i) % 251) as u8).collect();
+        fs::write(root.join(name), &data).unwrap();
+        out.push((name, data));
+    }
+    fs::hard_link(root.join("linked"), root.join("linked2")).unwrap();
+    out
+}
+
+fn leftovers(root: &Path) -> Vec<PathBuf> {
+    walkdir(root)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .ends_with(".mfu-tmp")
+        })
+        .collect()
+}
+
+/// Where the file system swaps layouts, stripe keeps each file's inode: its hard links stay
+/// one file (restriped once, through its first name), a handle open during the run reads the
+/// new data, the times stay; nothing is left beside the files. At 1, 2 and 3 ranks.
+#[test]
+fn stripe_swaps_layouts_keeping_inodes_hard_links_and_open_handles() {
+    let _serial = mfu_tests::serial();
+    use std::io::Read;
+    for ranks in [1, 2, 3] {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("s");
+        let data = swap_tree(&root);
+        let before: Vec<fs::Metadata> = data
+            .iter()
+            .map(|(n, _)| fs::metadata(root.join(n)).unwrap())
+            .collect();
+        let mut held = File::open(root.join("held")).unwrap();
+        let fake = Arc::new(Fake::new(vec![root.clone()], 8).with_swap(true));
+        let mut options = mfu::stripe::Options::new(&[root.as_os_str().as_encoded_bytes()]);
+        options.api = handle(&fake);
+        options.count = Some(2);
+        let reports = steal::local::run(ranks, |comm| mfu::stripe::run(comm, &options).unwrap());
+        for r in &reports {
+            assert_eq!(r.status(), Status::Ok, "{ranks} ranks: {r:?}");
+            assert_eq!(
+                (r.restriped, r.swapped, r.rewritten, r.other_names, r.linked),
+                (3, 3, 0, 1, 0),
+                "{ranks} ranks: {r:?}"
+            );
+        }
+        assert_eq!(fake.swaps(), 3);
+        for ((name, bytes), meta) in data.iter().zip(&before) {
+            let p = root.join(name);
+            let now = fs::metadata(&p).unwrap();
+            assert_eq!(now.ino(), meta.ino(), "{name}: the same inode");
+            assert_eq!(
+                (now.mtime(), now.mtime_nsec()),
+                (meta.mtime(), meta.mtime_nsec()),
+                "{name}: mtime kept"
+            );
+            assert!(fs::read(&p).unwrap() == *bytes, "{name}: data");
+            assert_eq!(
+                fake.layout_recorded(&p)
+                    .as_ref()
+                    .and_then(Layout::stripe_count),
+                Some(2),
+                "{name}: new layout"
+            );
+        }
+        let (a, b) = (
+            fs::metadata(root.join("linked")).unwrap(),
+            fs::metadata(root.join("linked2")).unwrap(),
+        );
+        assert_eq!((a.ino(), a.nlink()), (b.ino(), 2), "still one file");
+        let mut read = Vec::new();
+        held.read_to_end(&mut read).unwrap();
+        assert!(read == data[2].1, "the open handle reads the file");
+        assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
+        let line = mfu::unstable::cli::stripe::summary(&reports[0]);
+        assert!(line.contains(": 3 by layout swap, 0 by rewrite"), "{line}");
+        assert!(line.contains("1 further names"), "{line}");
+    }
+}
+
+/// A file written to while it was copied (its data version moved before the swap, which the
+/// swap's own check catches) is refused: exit 1, named, the file as the writer left it, its
+/// layout unchanged, the copy removed.
+#[test]
+fn stripe_refuses_a_file_that_changed_during_the_copy() {
+    let _serial = mfu_tests::serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("s");
+    fs::create_dir_all(&root).unwrap();
+    let data = vec![3u8; 50_000];
+    fs::write(root.join("busy"), &data).unwrap();
+    let ino = fs::metadata(root.join("busy")).unwrap().ino();
+    let fake = Arc::new(Fake::new(vec![root.clone()], 8).with_swap(true));
+    let busy = root.join("busy");
+    fake.before_next_swap(move || {
+        use std::io::Write;
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&busy)
+            .unwrap()
+            .write_all(b"appended during the copy")
+            .unwrap();
+    });
+    let mut options = mfu::stripe::Options::new(&[root.as_os_str().as_encoded_bytes()]);
+    options.api = handle(&fake);
+    options.count = Some(4);
+    let reports = steal::local::run(2, |comm| mfu::stripe::run(comm, &options).unwrap());
+    for r in &reports {
+        assert_eq!(r.status(), Status::ItemsFailed, "{r:?}");
+        assert_eq!((r.restriped, r.changed, r.swapped), (0, 1, 0), "{r:?}");
+    }
+    assert!(
+        reports[0]
+            .failures
+            .iter()
+            .any(|m| m.contains("busy") && m.contains("changed while it was copied")),
+        "{:?}",
+        reports[0].failures
+    );
+    let mut want = data.clone();
+    want.extend_from_slice(b"appended during the copy");
+    assert!(fs::read(root.join("busy")).unwrap() == want);
+    assert_eq!(fs::metadata(root.join("busy")).unwrap().ino(), ino);
+    assert_eq!(
+        fake.layout_recorded(&root.join("busy")),
+        None,
+        "layout unchanged"
+    );
+    assert_eq!(fake.swaps(), 0);
+    assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
+}
+
+/// The binary with the double standing in for Lustre (`MFU_RS_TEST_FAKE_LUSTRE`, swap on):
+/// one process, three thread ranks, and `mpirun -np 2` keep every inode and say how each file
+/// went; without swap the same run rewrites (new inodes) and skips the hard-linked file.
+#[test]
+fn stripe_binary_swaps_layouts_at_every_rank_count() {
+    for np in [1, -3, 2] {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("s");
+        let data = swap_tree(&root);
+        let inodes: Vec<u64> = data
+            .iter()
+            .map(|(n, _)| fs::metadata(root.join(n)).unwrap().ino())
+            .collect();
+        let tool = mfu_tests::Tool::new("stripe");
+        let tool = if np < 0 {
+            tool.ranks(3)
+        } else {
+            tool.np(np as usize)
+        };
+        let run = tool
+            .env("MFU_RS_TEST_FAKE_LUSTRE", &root)
+            .env("MFU_RS_TEST_FAKE_LUSTRE_SWAP", "1")
+            .args(["-c", "2"])
+            .arg(&root)
+            .run()
+            .assert_status(0);
+        let all = format!("{}{}", run.stdout_str(), run.stderr_str());
+        assert!(
+            all.contains("Restriped 3 files") && all.contains("3 by layout swap, 0 by rewrite"),
+            "np {np}: {all}"
+        );
+        for ((name, bytes), ino) in data.iter().zip(&inodes) {
+            let p = root.join(name);
+            assert_eq!(fs::metadata(&p).unwrap().ino(), *ino, "np {np}: {name}");
+            assert!(fs::read(&p).unwrap() == *bytes, "np {np}: {name}");
+        }
+        assert_eq!(fs::metadata(root.join("linked2")).unwrap().nlink(), 2);
+        assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
+
+        // Without swap: rewritten into new inodes, the hard-linked file skipped (exit 1).
+        let tool = mfu_tests::Tool::new("stripe");
+        let tool = if np < 0 {
+            tool.ranks(3)
+        } else {
+            tool.np(np as usize)
+        };
+        let run = tool
+            .env("MFU_RS_TEST_FAKE_LUSTRE", &root)
+            .env_remove("MFU_RS_TEST_FAKE_LUSTRE_SWAP")
+            .args(["-c", "4"])
+            .arg(&root)
+            .run()
+            .assert_status(1);
+        let all = format!("{}{}", run.stdout_str(), run.stderr_str());
+        assert!(
+            all.contains("0 by layout swap, 2 by rewrite"),
+            "np {np}: {all}"
+        );
+        assert!(all.contains("cannot swap layouts"), "np {np}: {all}");
+        assert_ne!(fs::metadata(root.join("big")).unwrap().ino(), inodes[0]);
+        assert_eq!(fs::metadata(root.join("linked")).unwrap().ino(), inodes[1]);
+        assert!(fs::read(root.join("big")).unwrap() == data[0].1);
+    }
 }

@@ -11,6 +11,7 @@ use crate::cli::console::Console;
 use crate::cli::list_args::{ListInput, ListOutput, Routed};
 use crate::cli::tool::CliTool;
 use crate::engine::context::{Context, Error};
+use crate::engine::find_expr::lustre::LayoutTest;
 use crate::engine::select::Rules;
 use crate::find::expr::{self, Expr, Token};
 use crate::find::{Options, Primary, Report};
@@ -209,6 +210,58 @@ pub struct FindOptions {
     )]
     pub file_type: Vec<String>,
 
+    /// Has an object on OST N (an index, or a name ending in OSTxxxx, hex); several with
+    /// commas mean any of them. Any component of a composite (PFL) layout counts.
+    #[arg(
+        long,
+        value_name = "N,...",
+        help_heading = "Lustre tests (as lfs find)"
+    )]
+    pub ost: Vec<String>,
+    /// The inode is on MDT N (an index, or a name ending in MDTxxxx); several with commas mean
+    /// any of them.
+    #[arg(
+        long,
+        value_name = "N,...",
+        help_heading = "Lustre tests (as lfs find)"
+    )]
+    pub mdt: Vec<String>,
+    /// The layout (or any component of a composite one) names pool NAME.
+    #[arg(long, value_name = "NAME", help_heading = "Lustre tests (as lfs find)")]
+    pub pool: Vec<String>,
+    /// Has N stripes (+N more, -N fewer); a composite layout's last instantiated component
+    /// counts (its first when none is).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Lustre tests (as lfs find)"
+    )]
+    pub stripe_count: Vec<String>,
+    /// Stripe size is N bytes (+N more, -N less); units K, M, G, T (powers of 1024), and
+    /// without + or - equal within the unit (`4M`: above 3 MiB, at most 4 MiB). A composite
+    /// layout's last instantiated component counts (extension components skipped).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Lustre tests (as lfs find)"
+    )]
+    pub stripe_size: Vec<String>,
+    /// Layout is KIND: raid0 (striped over OSTs), mdt (data on the MDT), released (HSM
+    /// archived, not resident); several with commas mean any of them.
+    ///
+    /// The Lustre tests read each regular file's layout, and each directory's default layout,
+    /// with lgetxattr("lustre.lov"). What has none (symlinks, devices, files not yet written)
+    /// fails them. A PATH that is not on Lustre is named once on stderr (a warning, exit status
+    /// unchanged) and the Lustre tests are false for everything below it.
+    #[arg(
+        long,
+        value_name = "KIND,...",
+        help_heading = "Lustre tests (as lfs find)"
+    )]
+    pub layout: Vec<String>,
+
     /// True when the next test (or group) is false. Also spelled `!`.
     #[arg(
         long,
@@ -388,6 +441,7 @@ impl CliTool for Find {
             maxdepth: o.maxdepth,
             expr: a.expr.clone(),
             checkpoint: o.checkpoint.choice(),
+            lustre: Default::default(),
             context,
         }
     }
@@ -549,6 +603,7 @@ enum Kind {
     Regex,
     Size,
     Type,
+    Lustre(fn(&str) -> Result<LayoutTest, String>),
     Op(fn() -> Token<Primary>),
     Print { nul: bool },
 }
@@ -573,6 +628,15 @@ const EXPRESSION: &[(&str, Kind)] = &[
     ("regex", Kind::Regex),
     ("size", Kind::Size),
     ("type", Kind::Type),
+    ("ost", Kind::Lustre(LayoutTest::ost)),
+    ("mdt", Kind::Lustre(LayoutTest::mdt)),
+    (
+        "pool",
+        Kind::Lustre(|name| LayoutTest::pool(name.as_bytes())),
+    ),
+    ("stripe_count", Kind::Lustre(LayoutTest::stripe_count)),
+    ("stripe_size", Kind::Lustre(LayoutTest::stripe_size)),
+    ("layout", Kind::Lustre(LayoutTest::layout)),
     ("not", Kind::Op(|| Token::Not)),
     ("or", Kind::Op(|| Token::Or)),
     ("and", Kind::Op(|| Token::And)),
@@ -676,6 +740,12 @@ fn primary(
             }
             Ok(types)
         }
+        Kind::Lustre(parse) => parse(&text()?)
+            .map(|t| vec![Token::Leaf(Primary::Lustre(t))])
+            .map_err(|e| {
+                let option = id.replace('_', "-");
+                invalid(format!("--{option}: {e}"))
+            }),
         Kind::Op(token) => Ok(vec![token()]),
         Kind::Print { nul } => Ok(vec![Token::Leaf(Primary::Print { nul })]),
     }

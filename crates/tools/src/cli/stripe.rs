@@ -17,16 +17,20 @@ use steal::Comm;
 #[derive(Args, Clone, Debug)]
 #[command(
     about = "Restripe files on Lustre in parallel, or report their layouts (dstripe)",
-    after_help = "Each file is rewritten in parallel into a new file with the target layout, \
-        which then replaces it (mode, owner, times and xattrs kept; OST indices never copied). \
+    after_help = "Each file is copied in parallel into a new file with the target layout. Where \
+        Lustre can swap layouts (LL_IOC_LOV_SWAP_LAYOUTS, as lfs migrate), the file takes the \
+        new layout and keeps its inode, hard links, open handles and times; a file whose data \
+        changed during the copy (its data version moved) is left as it was and named. Elsewhere \
+        the new file replaces it (mode, owner, times and xattrs kept; OST indices never \
+        copied; hard-linked files skipped). The summary counts the files of each way. \
         Without -c the count follows the size policy: 1 stripe below 1 GiB, \
         floor(sqrt(GiB)) + 1 above, at most the OST count.\n\n\
         Examples:\n  \
         mpirun -np 16 mfu-rs stripe -c -1 -s 4MB /lustre/big/   # all OSTs, 4 MiB stripes\n  \
         mfu-rs stripe -m 1GB /lustre/run42                      # files over 1 GiB, by policy\n  \
         mfu-rs stripe -r /lustre/run42                          # report, change nothing\n\n\
-        Exit status: 0 done; 1 some files failed or were skipped (hard-linked; each named on stderr; they keep their old \
-        layout); 2 usage error or a PATH not on Lustre, nothing changed."
+        Exit status: 0 done; 1 some files failed, changed during the copy or were skipped (hard-linked \
+        without layout swap); each named on stderr; they keep their old layout; 2 usage error or a PATH not on Lustre, nothing changed."
 )]
 pub struct StripeToolArgs {
     /// Files and directories (walked) to restripe.
@@ -91,7 +95,8 @@ impl CliTool for Stripe {
     }
 }
 
-/// `Restriped N files (B) in S s[; K already had the layout][; L hard-linked files skipped]`.
+/// `Restriped N files (B) in S s[: X by layout swap, Y by rewrite][; K already had the
+/// layout][; L hard-linked files skipped]`.
 pub fn summary(r: &Report) -> String {
     let mut line = format!(
         "Restriped {} files ({}) in {:.3} s",
@@ -99,6 +104,18 @@ pub fn summary(r: &Report) -> String {
         bytes_text(r.bytes),
         r.seconds
     );
+    if r.restriped > 0 {
+        line.push_str(&format!(
+            ": {} by layout swap, {} by rewrite",
+            r.swapped, r.rewritten
+        ));
+    }
+    if r.other_names > 0 {
+        line.push_str(&format!(
+            "; {} further names of hard-linked files done with them",
+            r.other_names
+        ));
+    }
     if r.already > 0 {
         line.push_str(&format!("; {} already had the layout", r.already));
     }

@@ -139,3 +139,28 @@ pub fn after_chunk_read() {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// The environment variable of [`fake_lustre`]: the roots of a pretend Lustre, `:`-separated.
+pub const FAKE_LUSTRE_VAR: &str = "MFU_RS_TEST_FAKE_LUSTRE";
+/// With [`FAKE_LUSTRE_VAR`]: set (to anything) to model layout swap in the pretend Lustre.
+pub const FAKE_LUSTRE_SWAP_VAR: &str = "MFU_RS_TEST_FAKE_LUSTRE_SWAP";
+
+/// For the tests of the Lustre paths run as separate programs (under `mpirun`): with
+/// `MFU_RS_TEST_FAKE_LUSTRE=ROOT[:ROOT...]` every Lustre call of the process goes to
+/// `lustre_sys::fake::Fake` holding those roots (8 OSTs), which reads the layouts the test
+/// stored on the files (`Fake::store`). There is no Lustre on the build machines. Without the
+/// variable this is one environment look-up per handle made.
+pub fn fake_lustre() -> Option<crate::engine::lustre::LustreHandle> {
+    use std::os::unix::ffi::OsStrExt;
+    let roots = std::env::var_os(FAKE_LUSTRE_VAR)?;
+    let roots = roots
+        .as_bytes()
+        .split(|&b| b == b':')
+        .filter(|r| !r.is_empty())
+        .map(|r| PathBuf::from(std::ffi::OsStr::from_bytes(r)))
+        .collect();
+    let swap = std::env::var_os(FAKE_LUSTRE_SWAP_VAR).is_some();
+    Some(crate::engine::lustre::LustreHandle::new(
+        lustre_sys::fake::Fake::new(roots, 8).with_swap(swap),
+    ))
+}

@@ -24,6 +24,7 @@ use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::find_expr::eval::{Evaluated, Evaluator};
 use crate::engine::find_expr::resolve::{self, Node};
 use crate::engine::input::{Input, Listed};
+use crate::engine::lustre::LustreHandle;
 use crate::engine::status::Status;
 use expr::Expr;
 use flist::io::{self, Format};
@@ -59,6 +60,9 @@ pub struct Options {
     /// after a stop does not run them again (default: beside `output`, or in the state
     /// directory without one).
     pub checkpoint: Choice,
+    /// Where the Lustre tests (`--ost`, `--stripe-count`...) read layouts: the real calls by
+    /// default, a test double or an embedder's own otherwise.
+    pub lustre: LustreHandle,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -146,6 +150,8 @@ struct Needs {
     meta: bool,
     /// A test needs the type.
     kind: bool,
+    /// A test reads Lustre layouts.
+    lustre: bool,
 }
 
 fn needs(expr: Option<&Expr<Primary>>) -> Needs {
@@ -162,6 +168,7 @@ fn needs(expr: Option<&Expr<Primary>>) -> Needs {
             _ => false,
         }),
         kind: any(&|p| matches!(p, Primary::Test(flist::filter::Test::Type(_)))),
+        lustre: any(&|p| matches!(p, Primary::Lustre(_))),
     }
 }
 
@@ -327,6 +334,37 @@ fn entries(
     }
 }
 
+/// The handle the Lustre tests read layouts through, or `None` when they need no call: the
+/// expression has none, or no PATH is on Lustre. Rank 0 says once for each PATH that is not
+/// on Lustre that the tests are false there: a warning, not an error (the other tests still
+/// select from it; what `lfs find` does off Lustre was not checked). A list read with
+/// `--input` is asked entry by entry (off Lustre each answers "no layout"). Collective.
+fn needs_lustre_calls(comm: &dyn Comm, options: &Options) -> Option<LustreHandle> {
+    if !needs(options.expr.as_ref()).lustre {
+        return None;
+    }
+    let Input::Paths(paths) = &options.input else {
+        return Some(options.lustre.clone());
+    };
+    let any = comm.bcast_with(0, || {
+        let mut any = false;
+        for p in paths {
+            match options.lustre.is_lustre(flist::path::as_path(p)) {
+                Ok(true) => any = true,
+                Ok(false) => options.context.info(format!(
+                    "warning: {} is not on Lustre: --ost, --mdt, --pool, --stripe-count, \
+                     --stripe-size and --layout are false for every file there\n",
+                    flist::path::display(p)
+                )),
+                // The walk reports a PATH it cannot reach.
+                Err(_) => {}
+            }
+        }
+        any
+    });
+    any.then(|| options.lustre.clone())
+}
+
 /// `expr` followed by a print.
 fn with_print(expr: Option<Expr<Node>>) -> Expr<Node> {
     let print = Expr::Leaf(Node::Print { nul: false });
@@ -403,7 +441,8 @@ fn search(
             checkpoint: c,
         })
     });
-    let mut evaluator = Evaluator::new(expr, to_stdout, context);
+    let lustre = needs_lustre_calls(comm, options);
+    let mut evaluator = Evaluator::new(expr, to_stdout, context).with_lustre(lustre);
     if let Some(log) = &log {
         evaluator = evaluator.with_log(log);
     }
@@ -411,6 +450,7 @@ fn search(
         evaluator.run(&entries.list)
     });
     report.commands_failed = comm.sum(evaluator.failed.load(Ordering::Relaxed));
+    report.unreadable += comm.sum(evaluator.unreadable.load(Ordering::Relaxed));
     report.commands_recorded = comm.sum(evaluator.recorded.load(Ordering::Relaxed));
     report.matched = comm.sum(evaluated.matched.len() as u64);
     report.examined = comm.sum(evaluator.examined.load(Ordering::Relaxed));

@@ -1,11 +1,25 @@
 //! `mfu-rs stripe` (dstripe): restripe files on Lustre, or report their layouts.
 //!
 //! A file is restriped by copying it, in parallel chunks over all ranks, into a hidden sibling
-//! created with the target layout, then renaming the sibling over the original. Mode, owner,
-//! times (ns) and extended attributes are kept (Lustre's own `lustre.*` xattrs are not copied:
-//! they would pin the new file to the old OSTs). A file that changed while it was copied keeps
-//! its old layout and is reported; a hard-linked file is skipped (renaming would split it
-//! from its other names).
+//! created with the target layout, then one of two ways:
+//!
+//! - **Layout swap**, where the file system has it (Lustre; found per file by reading its data
+//!   version, `LL_IOC_DATA_VERSION`, before the copy): as `lfs migrate` does, the sibling's
+//!   layout is swapped with the file's (`LL_IOC_LOV_SWAP_LAYOUTS` with
+//!   `SWAP_LAYOUTS_CHECK_DV1 | KEEP_MTIME | KEEP_ATIME`), so the file keeps its inode, its
+//!   hard links and its open handles, and the sibling (now holding the old layout) is removed.
+//!   A file whose data version moved during the copy is not swapped: it keeps its old layout
+//!   and data and is named (exit 1). A hard-linked file is restriped once, through its first
+//!   name. `lfs migrate` copies into a volatile (unnamed) file instead; a named sibling lets
+//!   every rank write chunks of one big file, which an unnamed file open in one process
+//!   cannot offer.
+//! - **Rewrite** (the fallback where layouts cannot be swapped): the sibling is renamed over
+//!   the original. Mode, owner, times (ns) and extended attributes are kept (Lustre's own
+//!   `lustre.*` xattrs are not copied: they would pin the new file to the old OSTs). A file
+//!   that changed while it was copied (size or mtime) keeps its old layout and is reported; a
+//!   hard-linked file is skipped (renaming would split it from its other names).
+//!
+//! The report counts the files of each way.
 //!
 //! The tree may change between the walk and the rewrite (a directory swapped for a symlink to
 //! anywhere). Every file is reached from its PATH's directory, opened before the walk, without
@@ -32,7 +46,7 @@ use lustre_sys::policy::{self, Decision};
 use lustre_sys::Layout;
 use rustix::fd::AsFd;
 use rustix::fs::OFlags;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::time::Instant;
 use steal::ordered::in_rank_order;
@@ -85,15 +99,25 @@ pub struct Report {
     pub report: bool,
     /// Files whose layouts were reported (`report`).
     pub reported: u64,
-    /// Files rewritten with the new layout.
+    /// Files restriped (by layout swap or by rewrite).
     pub restriped: u64,
+    /// Of `restriped`, by layout swap (`LL_IOC_LOV_SWAP_LAYOUTS`): the same inode, hard links
+    /// and open handles kept.
+    pub swapped: u64,
+    /// Of `restriped`, by rewrite into a new inode renamed over the old one (where the file
+    /// system cannot swap layouts; files with one link only).
+    pub rewritten: u64,
+    /// Further names of hard-linked files restriped by layout swap through their first name.
+    pub other_names: u64,
     /// Bytes of the files to restripe.
     pub bytes: u64,
     /// Files that already had the layout asked for.
     pub already: u64,
-    /// Hard-linked files skipped (each named): restriping by rewrite would split them.
+    /// Hard-linked files skipped where layouts cannot be swapped (each named): restriping by
+    /// rewrite would split them.
     pub linked: u64,
-    /// Files that changed since they were listed and were left alone (each named).
+    /// Files that changed since they were listed, or while they were copied, and were left
+    /// alone (each named).
     pub changed: u64,
     /// Files that failed (their copy, the rename, or reading their layout; each named); they
     /// keep their old layout.
@@ -293,24 +317,18 @@ fn restripe(
         .api
         .ost_count(flist::path::as_path(&roots[0]))
         .unwrap_or(0);
-    // Skip what already has the target layout, and hard-linked files.
+    // Skip what already has the target layout. The rest is restriped by layout swap where the
+    // file system has it (its data version read now, before the copy), else by rewrite,
+    // which hard-linked files are not.
     let mut already = 0u64;
     let mut linked = 0u64;
     let mut moved = 0u64;
+    let mut versions: HashMap<Vec<u8>, u64> = HashMap::new();
     let todo = files.select((0..files.len()).filter(|&i| {
         let (path, m) = (files.path(i), &files.meta(i).expect("stat list"));
         if let Err(why) = still_walked(opened, path, m) {
             context.error(format_args!("{}: {why}", display(path)));
             moved += 1;
-            return false;
-        }
-        if m.nlink > 1 {
-            context.error(format_args!(
-                "skipped {}: it has {} hard links, and restriping by rewrite would split them",
-                display(path),
-                m.nlink
-            ));
-            linked += 1;
             return false;
         }
         let want = policy::choose(m.size, osts, None, &overrides, o.size);
@@ -319,8 +337,23 @@ fn restripe(
             already += 1;
             return false;
         }
+        if let Some(version) = data_version(&o.api, opened, path) {
+            versions.insert(path.to_vec(), version);
+            return true;
+        }
+        if m.nlink > 1 {
+            context.error(format_args!(
+                "skipped {}: it has {} hard links, the file system cannot swap layouts, and \
+                 restriping by rewrite would split them",
+                display(path),
+                m.nlink
+            ));
+            linked += 1;
+            return false;
+        }
         true
     }));
+    let (todo, other_names) = one_name_per_inode(comm, todo);
     let (todo, map, refused) = clear_siblings(comm, context, opened, roots, todo);
     let total_bytes = comm.sum(todo.iter().filter_map(|e| e.meta).map(|m| m.size).sum());
     let plan = Plan {
@@ -348,21 +381,59 @@ fn restripe(
         .into_iter()
         .flat_map(|b| b.0)
         .collect();
-    let mut swapped = 0u64;
+    let (mut by_swap, mut by_rewrite) = (0u64, 0u64);
     // A file whose sibling name was taken was not restriped: a failure.
     let mut not_swapped = refused;
     for e in todo.iter() {
         let sibling = map.dest(e.path);
+        let walked = e.meta.expect("stat list");
         let ok = !copied.interrupted
             && !failed_paths.contains(e.path)
             && !failed_paths.contains(&sibling);
-        let result = if ok {
-            replace(opened, e.path, &sibling, &e.meta.expect("stat list"))
-        } else {
+        let result = if !ok {
             Err("not copied completely; it keeps its old layout".to_string())
+        } else if let Some(&version) = versions.get(e.path) {
+            match swap(&o.api, opened, e.path, &sibling, &walked, version) {
+                Ok(()) => {
+                    by_swap += 1;
+                    // The sibling now holds the old layout and the old objects.
+                    if let Err(err) = opened.at(&sibling).and_then(|a| a.remove(false)) {
+                        context.error(ItemError::new(
+                            &sibling,
+                            "restriped its file by layout swap, but could not remove the old \
+                             layout's copy",
+                            err,
+                        ));
+                        not_swapped += 1;
+                    }
+                    continue;
+                }
+                Err(Swap::Changed) => {
+                    let _ = opened.at(&sibling).and_then(|a| a.remove(false));
+                    context.error(format_args!(
+                        "{}: it changed while it was copied (its data version moved): not \
+                         restriped, it keeps its old layout and data",
+                        display(e.path)
+                    ));
+                    moved += 1;
+                    continue;
+                }
+                Err(Swap::Unsupported(why)) if walked.nlink <= 1 => {
+                    replace(opened, e.path, &sibling, &walked)
+                        .map_err(|r| format!("layout swap not supported ({why}); rewrite: {r}"))
+                }
+                Err(Swap::Unsupported(why)) => Err(format!(
+                    "layout swap not supported ({why}), and restriping by rewrite would split \
+                     its {} hard links: it keeps its old layout",
+                    walked.nlink
+                )),
+                Err(Swap::Failed(why)) => Err(why),
+            }
+        } else {
+            replace(opened, e.path, &sibling, &walked)
         };
         match result {
-            Ok(()) => swapped += 1,
+            Ok(()) => by_rewrite += 1,
             Err(why) => {
                 let _ = opened.at(&sibling).and_then(|a| a.remove(false));
                 if ok {
@@ -372,10 +443,13 @@ fn restripe(
             }
         }
     }
-    let mut v = [swapped, already, linked, moved, not_swapped];
+    let mut v = [by_swap, by_rewrite, already, linked, moved, not_swapped];
     comm.allreduce(&mut v, steal::ReduceOp::Sum);
-    let [swapped, already, linked, moved, not_swapped] = v;
-    report.restriped = swapped;
+    let [by_swap, by_rewrite, already, linked, moved, not_swapped] = v;
+    report.restriped = by_swap + by_rewrite;
+    report.swapped = by_swap;
+    report.rewritten = by_rewrite;
+    report.other_names = other_names;
     report.bytes = total_bytes;
     report.already = already;
     report.linked = linked;
@@ -461,6 +535,105 @@ fn clear_siblings(
     }));
     let refused = (todo.len() - free.len()) as u64;
     (free, map, refused)
+}
+
+/// The data version of `path` (reached beneath its root, opened for reading and writing as a
+/// swap needs), or `None` when its file system cannot swap layouts (`ENOTTY` off Lustre) or
+/// it cannot be opened so: it is then restriped by rewrite, if at all.
+fn data_version(api: &LustreHandle, roots: &Roots, path: &[u8]) -> Option<u64> {
+    let fd = roots
+        .at(path)
+        .and_then(|at| at.open(OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC, 0))
+        .ok()?;
+    api.data_version(fd.as_fd()).ok()
+}
+
+/// `todo` without the further names of a hard-linked file (every name of it is walked): its
+/// inode is restriped once, through its first name over all ranks. Returns the rest and the
+/// number of names left out (over all ranks). Collective.
+fn one_name_per_inode(comm: &dyn Comm, todo: FileList) -> (FileList, u64) {
+    let linked: Vec<usize> = (0..todo.len())
+        .filter(|&i| todo.meta(i).is_some_and(|m| m.nlink > 1))
+        .collect();
+    let inodes: Vec<(u64, u64)> = linked
+        .iter()
+        .map(|&i| todo.meta(i).map(|m| (m.dev, m.ino)).expect("stat list"))
+        .collect();
+    let paths = ByteStrings(linked.iter().map(|&i| todo.path(i).to_vec()).collect());
+    let mut first: HashMap<(u64, u64), Vec<u8>> = HashMap::new();
+    for (inodes, paths) in comm.all_gather(&(inodes, paths)) {
+        for (inode, path) in inodes.into_iter().zip(paths.0) {
+            let kept = first.entry(inode).or_insert_with(|| path.clone());
+            if path < *kept {
+                *kept = path;
+            }
+        }
+    }
+    let keep = todo.select((0..todo.len()).filter(|&i| {
+        todo.meta(i)
+            .filter(|m| m.nlink > 1)
+            .is_none_or(|m| first.get(&(m.dev, m.ino)).map(Vec::as_slice) == Some(todo.path(i)))
+    }));
+    let left_out = comm.sum((todo.len() - keep.len()) as u64);
+    (keep, left_out)
+}
+
+/// Why a layout swap did not happen.
+enum Swap {
+    /// The file system or the file cannot swap layouts (`ENOTTY`, `EOPNOTSUPP`): why.
+    Unsupported(String),
+    /// The file's data changed since its data version was read (before the copy).
+    Changed,
+    /// Another failure: why.
+    Failed(String),
+}
+
+/// Restripe `path` by swapping its layout with its restriped copy `sibling`, as `lfs migrate`
+/// does: the data version read before the copy (`version`) must still be the file's (checked
+/// here and again by the kernel, `SWAP_LAYOUTS_CHECK_DV1`, atomically with the swap); each
+/// file keeps its times. The inode stays, with its names, hard links and open handles; the
+/// sibling gets the old layout (the caller removes it). `path` must still be the inode walked.
+fn swap(
+    api: &LustreHandle,
+    roots: &Roots,
+    path: &[u8],
+    sibling: &[u8],
+    walked: &Meta,
+    version: u64,
+) -> Result<(), Swap> {
+    let rw = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let failed = |what: &str, e: io::Error| Swap::Failed(format!("{what}: {}", explain(e)));
+    let file = roots
+        .at(path)
+        .and_then(|at| at.open(rw, 0))
+        .map_err(|e| failed("open", e))?;
+    let now = rustix::fs::fstat(&file).map_err(|e| failed("stat", e.into()))?;
+    let now = Meta::from_stat(&now);
+    if (now.dev, now.ino) != (walked.dev, walked.ino) {
+        return Err(Swap::Failed(
+            "changed since it was listed (another file is at its path now): it is left alone"
+                .to_string(),
+        ));
+    }
+    let why = |e: io::Error| match lustre_sys::os_errno(&e) {
+        Some(libc::ENOTTY | libc::EOPNOTSUPP) => Swap::Unsupported(e.to_string()),
+        Some(libc::EAGAIN) => Swap::Changed,
+        _ => Swap::Failed(e.to_string()),
+    };
+    if api.data_version(file.as_fd()).map_err(why)? != version {
+        return Err(Swap::Changed);
+    }
+    let copy = roots
+        .at(sibling)
+        .and_then(|at| at.open(rw, 0))
+        .map_err(|e| failed("open the restriped copy", e))?;
+    // The copy engine does not sync; the swap makes the copy the file's only data.
+    rustix::fs::fsync(&copy).map_err(|e| failed("sync the restriped copy", e.into()))?;
+    let flags = lustre_sys::SWAP_LAYOUTS_CHECK_DV1
+        | lustre_sys::SWAP_LAYOUTS_KEEP_MTIME
+        | lustre_sys::SWAP_LAYOUTS_KEEP_ATIME;
+    api.swap_layouts(file.as_fd(), copy.as_fd(), version, 0, flags)
+        .map_err(why)
 }
 
 /// Whether a file's layout `have` already is what `want` asks (`osts` resolves "all").

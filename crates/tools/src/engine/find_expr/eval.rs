@@ -5,10 +5,13 @@
 use super::expr::Expr;
 use super::resolve::Node;
 use crate::engine::context::Context;
+use crate::engine::lustre::LustreHandle;
 use flist::path::display;
 use flist::record::Entry;
 use flist::FileList;
+use lustre_sys::Layout;
 use rayon::prelude::*;
+use rustix::fs::{Mode, OFlags};
 use std::ffi::OsString;
 use std::os::fd::AsFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -68,6 +71,11 @@ pub struct Evaluator<'a> {
     pub failed: AtomicU64,
     /// Commands not run again on this rank: an earlier run's log says they ran to their end.
     pub recorded: AtomicU64,
+    /// Where the Lustre tests read layouts (`None`: no PATH is on Lustre, the tests are false).
+    lustre: Option<LustreHandle>,
+    /// Entries whose layout or MDT index could not be read on this rank (each reported; their
+    /// Lustre tests are false).
+    pub unreadable: AtomicU64,
 }
 
 impl<'a> Evaluator<'a> {
@@ -100,7 +108,16 @@ impl<'a> Evaluator<'a> {
             matched: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             recorded: AtomicU64::new(0),
+            lustre: None,
+            unreadable: AtomicU64::new(0),
         }
+    }
+
+    /// Read layouts for the Lustre tests through `api`; without it they are false for every
+    /// entry (no PATH is on Lustre) and no call is made.
+    pub fn with_lustre(mut self, api: Option<LustreHandle>) -> Evaluator<'a> {
+        self.lustre = api;
+        self
     }
 
     /// Record the commands that run to their end in `log`, and skip those it says an earlier
@@ -142,8 +159,19 @@ impl<'a> Evaluator<'a> {
     /// Whether the expression is true for `e`, running its actions on the way.
     fn entry(&self, e: Entry<'_>, printed: &mut Vec<u8>) -> bool {
         let Some(expr) = self.expr else { return true };
+        // Read once per entry, whatever the number of Lustre tests.
+        let mut layout: Option<Option<Layout>> = None;
+        let mut mdt: Option<Option<u32>> = None;
         expr.eval(&mut |node| match node {
             Node::Test(t) => t.matches(e),
+            Node::Lustre(t) if t.needs_mdt() => {
+                let mdt = mdt.get_or_insert_with(|| self.mdt_of(e));
+                t.matches(None, *mdt)
+            }
+            Node::Lustre(t) => {
+                let layout = layout.get_or_insert_with(|| self.layout_of(e));
+                t.matches(layout.as_ref(), None)
+            }
             Node::Print { nul } => {
                 printed.extend_from_slice(e.path);
                 printed.push(if *nul { 0 } else { b'\n' });
@@ -166,6 +194,56 @@ impl<'a> Evaluator<'a> {
 }
 
 impl Evaluator<'_> {
+    /// The layout of `e` (a directory's default layout), or `None`: no Lustre PATH, not a
+    /// regular file or directory, no layout, or unreadable (reported).
+    fn layout_of(&self, e: Entry<'_>) -> Option<Layout> {
+        let api = self.lustre.as_ref()?;
+        if !may_have_layout(e) {
+            return None;
+        }
+        match api.layout_at(flist::path::as_path(e.path)) {
+            Ok(l) => l,
+            Err(err) => {
+                self.lustre_failed(e.path, "read the layout of", &err);
+                None
+            }
+        }
+    }
+
+    /// The MDT index of `e`'s inode, or `None`: no Lustre PATH, not a regular file or
+    /// directory (opening a device or a FIFO could act on it), or unreadable (reported).
+    fn mdt_of(&self, e: Entry<'_>) -> Option<u32> {
+        let api = self.lustre.as_ref()?;
+        let path = flist::path::as_path(e.path);
+        let openable = match e.kind {
+            flist::FileType::File | flist::FileType::Dir => true,
+            flist::FileType::Unknown => rustix::fs::lstat(path).is_ok_and(|st| {
+                let kind = rustix::fs::FileType::from_raw_mode(st.st_mode);
+                kind.is_file() || kind.is_dir()
+            }),
+            _ => false,
+        };
+        if !openable {
+            return None;
+        }
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let opened = rustix::fs::open(path, flags, Mode::empty()).map_err(std::io::Error::from);
+        match opened.and_then(|fd| api.mdt_index(fd.as_fd())) {
+            Ok(mdt) => Some(mdt),
+            Err(err) if lustre_sys::os_errno(&err) == Some(libc::ENOTTY) => None,
+            Err(err) => {
+                self.lustre_failed(e.path, "get the MDT index of", &err);
+                None
+            }
+        }
+    }
+
+    fn lustre_failed(&self, path: &[u8], what: &str, err: &std::io::Error) {
+        self.unreadable.fetch_add(1, Ordering::Relaxed);
+        self.context
+            .error(format!("{what} {}: {err}", display(path)));
+    }
+
     /// Run the command of the `--exec` leaf `node` for `path` (or take how it ended from the
     /// log of an earlier run): `Err` says why it failed.
     fn exec(&self, node: &Node, words: &[OsString], path: &[u8]) -> Result<(), String> {
@@ -199,6 +277,15 @@ impl Evaluator<'_> {
             Failure::Exit(_, why) | Failure::Other(why) => why,
         })
     }
+}
+
+/// Whether `e` can have a Lustre layout: a regular file or a directory (default layout), or
+/// an entry of unknown type (asked by path, which opens nothing).
+fn may_have_layout(e: Entry<'_>) -> bool {
+    matches!(
+        e.kind,
+        flist::FileType::File | flist::FileType::Dir | flist::FileType::Unknown
+    )
 }
 
 /// Why a command failed: it exited with a status (which a log records), or it did not run to

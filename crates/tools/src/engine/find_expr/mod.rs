@@ -5,6 +5,7 @@
 
 pub mod eval;
 pub mod expr;
+pub mod lustre;
 mod primary;
 pub mod resolve;
 
@@ -35,7 +36,10 @@ pub fn select(
         ));
     }
     let expr = resolve::resolve(comm, expr, (&list.users, &list.groups)).map_err(Error::new)?;
+    // Lustre tests read layouts by path; off Lustre each answers "no layout".
+    let lustre = Some(crate::engine::lustre::LustreHandle::default());
     Ok(Evaluator::new(expr.as_ref(), false, context)
+        .with_lustre(lustre)
         .run(list)
         .matched)
 }

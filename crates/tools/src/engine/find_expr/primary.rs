@@ -1,5 +1,6 @@
 //! The tests and actions of an expression as written, before the run resolves them.
 
+use super::lustre::LayoutTest;
 use flist::filter::{AgeUnit, Test, TimeField};
 use std::ffi::OsString;
 
@@ -30,6 +31,9 @@ pub enum Primary {
     User(OsString),
     /// `--group NAME`.
     Group(OsString),
+    /// `--ost`, `--mdt`, `--pool`, `--stripe-count`, `--stripe-size`, `--layout`: the file's
+    /// Lustre layout (read through lustre-sys while the expression is evaluated).
+    Lustre(LayoutTest),
     /// `--print` (`nul` false) or `--print0` (`nul` true).
     Print {
         /// End each path with NUL instead of a newline.

@@ -3,6 +3,7 @@
 //! every rank applies the same moment and the same ids.
 
 use super::expr::Expr;
+use super::lustre::LayoutTest;
 use super::primary::Primary;
 use flist::filter::{nanos, Cmp, Test};
 use flist::path::display;
@@ -24,6 +25,8 @@ pub enum Node {
     },
     /// Run the command (`{}` is the path).
     Exec(Vec<OsString>),
+    /// A test of the file's Lustre layout.
+    Lustre(LayoutTest),
 }
 
 /// What rank 0 looked up: the moment the search starts, and one number per lookup in
@@ -66,6 +69,7 @@ pub fn resolve(
             }),
             Primary::Print { nul } => Node::Print { nul },
             Primary::Exec(words) => Node::Exec(words),
+            Primary::Lustre(t) => Node::Lustre(t),
         })
     })
     .map(Some)
