@@ -293,9 +293,9 @@ fn an_updated_manifest_is_the_one_written_fresh_for_the_new_tree() {
 }
 
 /// A manifest inside the tree it lists (`b3sum` run in the tree) is not added to itself;
-/// `./` names stay `./` names; a listed file that can't be read leaves it as it was.
+/// `./` names stay `./` names; a line that is no manifest line leaves it as it was.
 #[test]
-fn a_manifest_in_its_tree_keeps_its_conventions_and_an_unreadable_file_stops_the_update() {
+fn a_manifest_in_its_tree_keeps_its_conventions_and_a_bad_line_stops_the_update() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("dir");
     tree(&dir);
@@ -341,4 +341,78 @@ fn a_manifest_in_its_tree_keeps_its_conventions_and_an_unreadable_file_stops_the
         .expect(1);
     run.stderr_contains("not updated (1 of its lines are not manifest lines)");
     assert_eq!(std::fs::read_to_string(&m).unwrap(), broken);
+}
+
+/// A check stopped by SIGTERM rewrites nothing; its rerun takes the digests the checkpoint
+/// recorded, reads the rest, and rewrites the manifest as an uninterrupted run would have.
+#[test]
+fn a_stopped_update_writes_nothing_and_its_rerun_updates_the_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("dir");
+    tree(&dir);
+    let m = tmp.path().join("m");
+    Tool::new("cp")
+        .args(["-p", "--manifest"])
+        .arg(&m)
+        .arg(&dir)
+        .arg(tmp.path().join("copy"))
+        .expect(0);
+    // A sparse file far too big to hash in the test's time, listed with a wrong digest.
+    std::fs::File::create(dir.join("huge"))
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let mut listed = std::fs::read_to_string(&m).unwrap();
+    listed.push_str(&format!("{}  huge\n", "0".repeat(64)));
+    std::fs::write(&m, &listed).unwrap();
+    rewrite_keeping_mtime(&dir.join("sub/f7"));
+    let checkpoints = tmp.path().join("ck");
+    let cmp = || {
+        Tool::new("cmp")
+            .args([
+                "--update-manifest",
+                "--manifest-hash",
+                "blake3",
+                "--checkpoint",
+            ])
+            .arg(&checkpoints)
+            .arg("--manifest")
+            .arg(&m)
+            .arg(&dir)
+    };
+    let mut cmd = cmp().command();
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("not updated (the check was stopped"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&m).unwrap(), listed);
+    // The huge file shrinks (a new identity: read again); the others come from the
+    // checkpoint.
+    std::fs::File::options()
+        .write(true)
+        .open(dir.join("huge"))
+        .unwrap()
+        .set_len(10)
+        .unwrap();
+    cmp().expect(1).stderr_contains("sub/f7: FAILED");
+    let fresh = tmp.path().join("fresh");
+    Tool::new("cp")
+        .args(["-p", "--manifest"])
+        .arg(&fresh)
+        .arg(&dir)
+        .arg(tmp.path().join("again"))
+        .expect(0);
+    assert_eq!(
+        std::fs::read_to_string(&m).unwrap(),
+        std::fs::read_to_string(&fresh).unwrap()
+    );
 }

@@ -8,21 +8,23 @@
 //! ```text
 //! header   "MFUVSTAT" · u32 version · u32 H · H bytes of fields, each u32 length + bytes:
 //!          SRC, DEST, hash name ("blake3"/"sha256"), options text
-//! records  sorted by key (the file's path relative to DEST, as bytes), in blocks of about
-//!          1 MiB; a record: u32 K · K bytes of key · source identity · destination identity
-//!          · 32 bytes of digest; an identity: dev u64 · ino u64 · size u64 · mtime s i64 ·
-//!          mtime ns u32 · ctime s i64 · ctime ns u32 (48 bytes)
+//! records  sorted by key (the file's path relative to DEST, as bytes), in blocks of 4096
+//!          records (the last one fewer); a record: u32 K · K bytes of key · source identity
+//!          · destination identity · 32 bytes of digest; an identity: dev u64 · ino u64 ·
+//!          size u64 · mtime s i64 · mtime ns u32 · ctime s i64 · ctime ns u32 (48 bytes)
 //! trailer  per block: offset u64 (from the file's start) · length u64 · records u64 ·
-//!          XXH64 of its bytes u64; then blocks u64 · XXH64 of the header u64 · records u64 ·
-//!          XXH64 of the trailer's bytes before it u64 · trailer length u64 · "MFUVSEND"
+//!          checksum u64 (the wrapping sum of XXH64(record, seed: its number from 0));
+//!          then blocks u64 · XXH64 of the header u64 · records u64 · XXH64 of the
+//!          trailer's bytes before it u64 · trailer length u64 · "MFUVSEND"
 //! ```
 //!
-//! Every byte is covered by a checksum (the header's, each block's, the trailer's), and the
-//! trailer is found from the file's end: a truncated, bit-flipped or half-written state is
-//! told, and not trusted. Ranks write the sorted records in parallel (each its part at its
-//! offset, in blocks that never straddle two ranks) and read them in parallel (each a
-//! contiguous run of blocks): nothing is read or written by one rank alone but the header and
-//! the trailer (16 bytes per MiB of records).
+//! Every byte is covered by a checksum (the header's, each record's within its block's, the
+//! trailer's), and the trailer is found from the file's end: a truncated, bit-flipped or
+//! half-written state is told, and not trusted. Ranks write the sorted records in parallel
+//! (each its part at its offset; a block's checksum is a sum, made of each rank's share) and
+//! read them in parallel (each a contiguous run of blocks): nothing is read or written by one
+//! rank alone but the header and the trailer (32 bytes per 4096 records). The bytes do not
+//! depend on the rank count.
 
 use crate::engine::context::Context;
 use crate::engine::digest::HashKind;
@@ -39,8 +41,9 @@ pub const MAGIC: &[u8; 8] = b"MFUVSTAT";
 pub const END_MAGIC: &[u8; 8] = b"MFUVSEND";
 /// The format's version.
 pub const VERSION: u32 = 1;
-/// Bytes of records a block holds at most (unless one record is bigger).
-const BLOCK_BYTES: usize = 1 << 20;
+/// Records in a block (the last one may hold fewer): blocks are cut at the same records
+/// whatever the rank count, so the file's bytes do not depend on it.
+const BLOCK_RECORDS: u64 = 4096;
 /// Bytes of an encoded [`Identity`].
 const IDENTITY_BYTES: usize = 48;
 /// Bytes of a record after its key.
@@ -308,16 +311,12 @@ fn read_frame(file: &std::fs::File, len: u64) -> Result<(Scope, Vec<Block>), Str
 
 /// The records of `block` of `file`, checked against its checksum and count, in strictly
 /// increasing key order.
-fn read_block(file: &std::fs::File, block: &Block) -> Result<Vec<Entry>, String> {
+fn read_block(file: &std::fs::File, number: usize, block: &Block) -> Result<Vec<Entry>, String> {
     let mut b = vec![0u8; block.len as usize];
     file.read_exact_at(&mut b, block.offset)
         .map_err(|e| format!("read: {e}"))?;
-    if xxhash_rust::xxh64::xxh64(&b, 0) != block.sum {
-        return Err(format!(
-            "the checksum of its records at offset {} does not hold (damaged)",
-            block.offset
-        ));
-    }
+    let first = number as u64 * BLOCK_RECORDS;
+    let mut sum = 0u64;
     let damaged = || format!("its records at offset {} are malformed", block.offset);
     let mut out = Vec::with_capacity(block.records as usize);
     let mut rest = &b[..];
@@ -327,6 +326,8 @@ fn read_block(file: &std::fs::File, block: &Block) -> Result<Vec<Entry>, String>
             .map(|n| u32::from_le_bytes(n.try_into().expect("4")) as usize)
             .ok_or_else(damaged)?;
         let rec = rest.get(4..4 + k + TAIL_BYTES).ok_or_else(damaged)?;
+        let seed = first + out.len() as u64;
+        sum = sum.wrapping_add(xxhash_rust::xxh64::xxh64(&rest[..4 + k + TAIL_BYTES], seed));
         let (key, tail) = rec.split_at(k);
         let e = Entry {
             key: key.to_vec(),
@@ -342,6 +343,12 @@ fn read_block(file: &std::fs::File, block: &Block) -> Result<Vec<Entry>, String>
     }
     if out.len() as u64 != block.records {
         return Err(damaged());
+    }
+    if sum != block.sum {
+        return Err(format!(
+            "the checksum of its records at offset {} does not hold (damaged)",
+            block.offset
+        ));
     }
     Ok(out)
 }
@@ -377,14 +384,14 @@ pub fn load(comm: &dyn Comm, path: &[u8], scope: &Scope) -> Loaded {
     }
     let (rank, size) = (comm.rank(), comm.size());
     let n = blocks.len();
-    let mine = &blocks[n * rank / size..n * (rank + 1) / size];
+    let mine = n * rank / size..n * (rank + 1) / size;
     let mut entries = Vec::new();
     let mut why = None;
-    for b in mine {
+    for i in mine {
         let got = file
             .as_ref()
             .map_err(Clone::clone)
-            .and_then(|f| read_block(f, b));
+            .and_then(|f| read_block(f, i, &blocks[i]));
         match got {
             Ok(es) => entries.extend(es),
             Err(e) => {
@@ -438,42 +445,37 @@ pub fn save(
     drop(entries);
     let keys = flist::sort::parse_keys("name").expect("a valid sort key");
     let sorted = flist::sort::sort(comm, list, &keys).map_err(|e| e.to_string())?;
-    // This rank's part, cut into blocks.
+    // This rank's part, and its share of the blocks it has records of: (block, where the block
+    // starts in `text` when it starts here, the sum of its records' checksums).
+    let (first, records) = comm.offset_and_total(sorted.len() as u64);
     let mut text = Vec::new();
-    let mut cuts: Vec<(usize, u64)> = Vec::new(); // (end in text, records)
-    let mut in_block = 0u64;
-    let mut block_start = 0usize;
+    let mut shares: Vec<(u64, Option<u64>, u64)> = Vec::new();
     for i in 0..sorted.len() {
+        let g = first + i as u64;
+        let b = g / BLOCK_RECORDS;
+        if shares.last().map(|s| s.0) != Some(b) {
+            let starts = (g % BLOCK_RECORDS == 0).then_some(text.len() as u64);
+            shares.push((b, starts, 0));
+        }
         let k = sorted.path(i);
         let (key, tail) = k.split_at(k.len() - TAIL_BYTES - 1);
+        let at = text.len();
         text.extend_from_slice(&(key.len() as u32).to_le_bytes());
         text.extend_from_slice(key);
         text.extend_from_slice(&tail[1..]);
-        in_block += 1;
-        if text.len() - block_start >= BLOCK_BYTES {
-            cuts.push((text.len(), in_block));
-            (block_start, in_block) = (text.len(), 0);
-        }
+        let share = shares.last_mut().expect("a share");
+        share.2 = share
+            .2
+            .wrapping_add(xxhash_rust::xxh64::xxh64(&text[at..], g));
     }
-    if in_block > 0 {
-        cuts.push((text.len(), in_block));
-    }
-    let records = comm.sum(sorted.len() as u64);
     drop(sorted);
     let header = scope.encode();
     let (offset, total) = comm.offset_and_total(text.len() as u64);
     let base = header.len() as u64 + offset;
-    let mut blocks = Vec::with_capacity(cuts.len());
-    let mut start = 0usize;
-    for (end, n) in cuts {
-        blocks.push(Block {
-            offset: base + start as u64,
-            len: (end - start) as u64,
-            records: n,
-            sum: xxhash_rust::xxh64::xxh64(&text[start..end], 0),
-        });
-        start = end;
+    for s in &mut shares {
+        s.1 = s.1.map(|at| at + base);
     }
+    let blocks = shares;
     let index = comm.gather_to(0, &blocks);
     let mut output = None;
     let tmp =
@@ -489,7 +491,8 @@ pub fn save(
                 .unwrap_or_else(|| "another rank's part could not be written".into()));
         }
         let mut trailer = Vec::new();
-        let index: Vec<Block> = index.iter().flatten().flatten().copied().collect();
+        let ends = header.len() as u64 + total;
+        let index = blocks_of(index.iter().flatten().flatten(), records, ends);
         for b in &index {
             for v in [b.offset, b.len, b.records, b.sum] {
                 trailer.extend_from_slice(&v.to_le_bytes());
@@ -504,7 +507,6 @@ pub fn save(
         let tlen = (trailer.len() + 16) as u64;
         trailer.extend_from_slice(&tlen.to_le_bytes());
         trailer.extend_from_slice(END_MAGIC);
-        let ends = header.len() as u64 + total;
         crate::engine::manifest::write_part(&tmp, id, 0, &header)?;
         crate::engine::manifest::write_part(&tmp, id, ends, &trailer)?;
         match output.take() {
@@ -516,6 +518,39 @@ pub fn save(
     })?;
     mine?;
     Ok(records)
+}
+
+/// The blocks of a state of `records` records whose records end at offset `ends`, from the
+/// ranks' shares (block, start when it starts in that share, partial checksum).
+fn blocks_of<'a>(
+    shares: impl Iterator<Item = &'a (u64, Option<u64>, u64)>,
+    records: u64,
+    ends: u64,
+) -> Vec<Block> {
+    let n = records.div_ceil(BLOCK_RECORDS) as usize;
+    let mut blocks = vec![
+        Block {
+            offset: 0,
+            len: 0,
+            records: 0,
+            sum: 0,
+        };
+        n
+    ];
+    for &(b, start, sum) in shares {
+        let block = &mut blocks[b as usize];
+        if let Some(start) = start {
+            block.offset = start;
+        }
+        block.sum = block.sum.wrapping_add(sum);
+    }
+    for i in 0..n {
+        let next = blocks.get(i + 1).map_or(ends, |b| b.offset);
+        let block = &mut blocks[i];
+        block.len = next - block.offset;
+        block.records = BLOCK_RECORDS.min(records - i as u64 * BLOCK_RECORDS);
+    }
+    blocks
 }
 
 #[cfg(test)]
