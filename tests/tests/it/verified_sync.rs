@@ -416,3 +416,24 @@ fn a_stopped_update_writes_nothing_and_its_rerun_updates_the_manifest() {
         std::fs::read_to_string(&fresh).unwrap()
     );
 }
+
+/// Both names of a hard-linked file made by this run are verified by the read-back of its
+/// one copy: neither is read again.
+#[test]
+fn a_hard_link_made_by_the_run_takes_its_first_members_verified_digest() {
+    for (name, launch) in launches() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (src, dst, state) = (
+            tmp.path().join("src"),
+            tmp.path().join("dst"),
+            tmp.path().join("state"),
+        );
+        std::fs::create_dir(&src).unwrap();
+        std::fs::write(src.join("x"), noise(5, 9000)).unwrap();
+        std::fs::hard_link(src.join("x"), src.join("y")).unwrap();
+        let run = sync(launch, &state, &src, &dst).expect(0);
+        assert_eq!(counts(&run), [2, 2, 2, 0, 0, 0, 1], "{name}");
+        let run = sync(launch, &state, &src, &dst).expect(0);
+        assert_eq!(counts(&run), [2, 0, 0, 0, 2, 0, 1], "{name}");
+    }
+}

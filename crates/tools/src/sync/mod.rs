@@ -508,7 +508,9 @@ fn plan(
     // With --state: every regular file of SRC, and whether the plan copies it.
     let pairs = o.state.as_ref().map(|_| {
         let lists = [(&src, &from_src[..]), (&members, &from_members[..])];
-        state::pairs(lists, &map, &state::base(paths))
+        // A hard link made this run to a file copied this run has that file's bytes.
+        let linked = d.plan.links.iter().map(|(_, m)| m.as_slice()).collect();
+        state::pairs(lists, &linked, &map, &state::base(paths))
     });
     d.plan.create = take_records(src, &from_src);
     d.plan
@@ -644,24 +646,7 @@ fn act(
     // A file that kept its old inode must not be written in place, and a directory that is
     // still there is not replaced: leave both as they are.
     leave_alone(&mut plan, &map, unlinked.iter().chain(&unreplaced));
-    let mut io = o.io.clone();
-    // --state without --manifest: the digests of what is copied, made as a manifest's are,
-    // and never written as one.
-    let internal = state.is_some() && io.manifest.is_none();
-    if internal {
-        io.manifest = Some(crate::engine::manifest::ManifestOptions::new(
-            b"",
-            crate::engine::digest::HashKind::Blake3,
-        ));
-    }
-    if let Some(m) = &mut io.manifest {
-        // A single file synced to DEST: its name, beside DEST's other entries.
-        m.base = if crate::engine::setup::is_dir(src) {
-            dest.clone()
-        } else {
-            flist::path::parent(dest).to_vec()
-        };
-    }
+    let (io, internal) = copy_io(o, paths, state.is_some());
     let (copied, _, checked) = crate::engine::copy::drive::copy_checked(
         comm,
         context,
@@ -685,23 +670,7 @@ fn act(
         src,
         dest,
     );
-    let mut done = [0u64; 5];
-    if failed.is_empty() {
-        for a in actions.kinds() {
-            done[a as usize] += 1;
-        }
-    } else {
-        actions.each(|a, path| {
-            if !failed.contains(path) {
-                done[a as usize] += 1;
-            }
-        });
-    }
-    let deleted = &deleting;
-    done[Action::Delete as usize] = deleted.files.load(std::sync::atomic::Ordering::Relaxed)
-        + deleted.dirs.load(std::sync::atomic::Ordering::Relaxed);
-    comm.allreduce(&mut done, ReduceOp::Sum);
-    let [created, updated, deleted, meta, linked] = done;
+    let [created, updated, deleted, meta, linked] = done(comm, &actions, &failed, &deleting);
     // Made, fixed or removed by the engines, or failed: what happened, even when stopped.
     let happened = copied.dirs
         + copied.files
@@ -749,6 +718,52 @@ fn act(
         report.interrupted |= stopped;
         report.state = Some(summary);
     }
+}
+
+/// The copy's I/O options: the command line's, the manifest's paths relative to DEST (or to
+/// DEST's directory, when one file is synced). With `--state` and no `--manifest`, an internal
+/// manifest (true) makes the digests of what is copied as a manifest's are; it is never
+/// written.
+fn copy_io(o: &Options, paths: &Paths, state: bool) -> (IoOptions, bool) {
+    let mut io = o.io.clone();
+    let internal = state && io.manifest.is_none();
+    if internal {
+        io.manifest = Some(crate::engine::manifest::ManifestOptions::new(
+            b"",
+            crate::engine::digest::HashKind::Blake3,
+        ));
+    }
+    if let Some(m) = &mut io.manifest {
+        // A single file synced to DEST: its name, beside DEST's other entries.
+        m.base = state::base(paths);
+    }
+    (io, internal)
+}
+
+/// The actions that happened, by kind (all but those whose entry failed, at the `failed`
+/// destination paths; deletions as the remover counted them), summed over ranks. Collective.
+fn done(
+    comm: &dyn Comm,
+    actions: &Actions,
+    failed: &std::collections::HashSet<Vec<u8>>,
+    deleting: &Remover,
+) -> [u64; 5] {
+    let mut done = [0u64; 5];
+    if failed.is_empty() {
+        for a in actions.kinds() {
+            done[a as usize] += 1;
+        }
+    } else {
+        actions.each(|a, path| {
+            if !failed.contains(path) {
+                done[a as usize] += 1;
+            }
+        });
+    }
+    done[Action::Delete as usize] = deleting.files.load(std::sync::atomic::Ordering::Relaxed)
+        + deleting.dirs.load(std::sync::atomic::Ordering::Relaxed);
+    comm.allreduce(&mut done, ReduceOp::Sum);
+    done
 }
 
 /// SRC and DEST as the sync uses them, after [`check_paths`].

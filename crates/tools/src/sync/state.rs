@@ -117,14 +117,22 @@ pub(super) fn load(comm: &dyn Comm, context: &Context, path: &[u8], scope: &Scop
 }
 
 /// The regular files of this rank's listed sources (the source list and the hard-link members
-/// list), each with the indices the plan creates (copies), ascending, as pairs.
-pub(super) fn pairs(lists: [(&FileList, &[u32]); 2], map: &Mapping, base: &[u8]) -> Vec<Pair> {
+/// list), each with the indices the plan creates (copies), ascending, as pairs; `linked`: the
+/// sources of hard links the plan makes (to a first member, whose digest they take when it
+/// is copied).
+pub(super) fn pairs(
+    lists: [(&FileList, &[u32]); 2],
+    linked: &HashSet<&[u8]>,
+    map: &Mapping,
+    base: &[u8],
+) -> Vec<Pair> {
     let mut out = Vec::new();
     for (list, made) in lists {
         let mut made = made.iter().peekable();
         for i in 0..list.len() {
-            let copied = made.next_if(|&&m| m as usize == i).is_some();
+            let made_here = made.next_if(|&&m| m as usize == i).is_some();
             let e = list.entry(i);
+            let copied = made_here || linked.contains(e.path);
             let (FileType::File, Some(meta)) = (e.kind, e.meta) else {
                 continue;
             };
