@@ -31,7 +31,9 @@ use steal::Comm;
         mfu-rs sync --dryrun -D src dst          # list what would change, change nothing\n  \
         mfu-rs sync --link-dest /backup/monday /data /backup/tuesday\n\n\
         Exit status: 0 equal now; 1 some items failed, were left (type conflicts without -D) or \
-        deletions were refused (each named on stderr); 2 usage error, nothing changed."
+        deletions were refused, or (--verify --state) a file's destination differs from its \
+        source or the state was not written (each named on stderr); 2 usage error, nothing \
+        changed."
 )]
 pub struct SyncArgs {
     /// The source: a directory, whose contents are synced (as `rsync -a SRC/ DEST/`), or one
