@@ -46,5 +46,6 @@ mod tar_corpus;
 mod tar_read;
 mod tar_select;
 mod tar_write;
+mod verified_sync;
 mod verify;
 mod walk;

@@ -70,6 +70,13 @@ pub struct CmpArgs {
         requires = "manifest"
     )]
     pub manifest_hash: Option<crate::engine::digest::HashKind>,
+    /// With --manifest: after the check, rewrite the manifest for the tree as it is now
+    /// (changed files get their new digest, files it did not list are added, lines of files
+    /// gone are dropped), in its hash and format, sorted by path, atomically; left as it is
+    /// when nothing changed. The differences are reported as without it (exit 1); a
+    /// manifest that could not be updated is named (exit 1).
+    #[arg(long = "update-manifest", requires = "manifest")]
+    pub update_manifest: bool,
     /// Write the entries matching EXPR to FILE (repeatable; `-` is stdout): both trees'
     /// entries, as dcmp writes them (a path both have is listed with SRC's and DEST's record).
     /// E.g. `EXIST=ONLY_SRC:missing.mfu`, `EXIST=COMMON@CONTENT=DIFFER:changed.mfu`.
@@ -154,6 +161,7 @@ impl CliTool for Cmp {
             lite: a.lite,
             manifest: a.manifest.as_ref().map(|m| m.as_bytes().to_vec()),
             manifest_hash: a.manifest_hash,
+            update_manifest: a.update_manifest,
             checkpoint: a.checkpoint.choice(),
             context,
         }

@@ -31,7 +31,9 @@ use steal::Comm;
         mfu-rs sync --dryrun -D src dst          # list what would change, change nothing\n  \
         mfu-rs sync --link-dest /backup/monday /data /backup/tuesday\n\n\
         Exit status: 0 equal now; 1 some items failed, were left (type conflicts without -D) or \
-        deletions were refused (each named on stderr); 2 usage error, nothing changed."
+        deletions were refused, or (--verify --state) a file's destination differs from its \
+        source or the state was not written (each named on stderr); 2 usage error, nothing \
+        changed."
 )]
 pub struct SyncArgs {
     /// The source: a directory, whose contents are synced (as `rsync -a SRC/ DEST/`), or one
@@ -90,6 +92,19 @@ pub struct SyncArgs {
     /// files left as they are are read from SRC to hash them).
     #[arg(long = "manifest-all", requires = "manifest", help_heading = "Checks")]
     pub manifest_all: bool,
+    /// With --verify: remember in FILE what was verified (per file: the identities of source
+    /// and destination, and their digest); the next run with the same FILE reads again only
+    /// what it copies or what changed since (a rewrite that kept size and mtime is caught by
+    /// the ctime). A state of another SRC/DEST, damaged or truncated, is not trusted (said on
+    /// stderr): everything is verified and FILE rewritten. Written after the run, atomically;
+    /// never inside DEST.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "verify",
+        help_heading = "Checks"
+    )]
+    pub state: Option<OsString>,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -117,7 +132,8 @@ impl CliTool for Sync {
     }
     fn output_files(a: &SyncArgs) -> Vec<(&'static str, &[u8])> {
         let lists = a.output.iter().map(|o| ("-o", &o.file[..]));
-        lists.chain(a.checks.output_files()).collect()
+        let state = a.state.iter().map(|s| ("--state", s.as_bytes()));
+        lists.chain(a.checks.output_files()).chain(state).collect()
     }
     fn options(args: &SyncArgs, rules: Rules, context: Context) -> Options {
         let mut o = Options::new(args.src.as_bytes(), args.dest.as_bytes());
@@ -134,6 +150,7 @@ impl CliTool for Sync {
         if let Some(m) = &mut o.io.manifest {
             m.all = args.manifest_all;
         }
+        o.state = args.state.as_ref().map(|s| s.as_bytes().to_vec());
         o.rules = rules;
         o.context = context;
         o
@@ -177,5 +194,28 @@ pub fn summary(r: &Report) -> String {
             flist::units::human_bytes(r.bytes),
             r.seconds
         ) + &crate::cli::checks::checks_lines(r.verify.as_ref(), r.manifest.as_ref())
+            + &r.state.as_ref().map(state_line).unwrap_or_default()
     }
+}
+
+/// `State FILE: verified V of N (U unchanged since the state, C copied and read back, R read
+/// in full), D differ; written (E files)`.
+fn state_line(s: &crate::sync::StateSummary) -> String {
+    let mut text = format!(
+        "State {}: verified {} of {} ({} unchanged since the state, {} copied and read back, {} \
+         read in full)",
+        s.path, s.verified, s.files, s.unchanged, s.copied, s.read
+    );
+    if s.differ > 0 {
+        text.push_str(&format!(", {} differ", s.differ));
+    }
+    if s.not_verified > 0 {
+        text.push_str(&format!(", {} not verified", s.not_verified));
+    }
+    if s.written {
+        text.push_str(&format!("; written ({} files)\n", s.entries));
+    } else {
+        text.push_str("; not written\n");
+    }
+    text
 }

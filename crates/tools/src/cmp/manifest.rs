@@ -11,6 +11,8 @@
 //! takes the recorded digests of a file whose identity is still the same, and reads the
 //! others.
 
+mod update;
+
 use super::{Options, Report};
 use crate::engine::checkpoint::{self, Checkpoint, Choice, Inputs, Plan, Prior};
 use crate::engine::context::{Context, Error, Stopped};
@@ -50,6 +52,55 @@ pub struct Checked {
     pub not_checked: u64,
     /// The manifest has no line to check (empty, or none is a manifest line): a failure.
     pub no_lines: bool,
+    /// Regular files of the tree the manifest does not list (`--update-manifest`; each
+    /// named): a difference.
+    pub added: u64,
+    /// With `--update-manifest`: how the manifest was rewritten.
+    pub update: Option<Update>,
+}
+
+/// What `--update-manifest` did to the manifest.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Update {
+    /// The manifest was rewritten (sorted by path, same hash and format).
+    pub written: bool,
+    /// Nothing changed: the manifest was left as it was.
+    pub unchanged: bool,
+    /// Lines of the manifest rewritten (or left).
+    pub lines: u64,
+    /// Lines given the new digest of their file.
+    pub changed: u64,
+    /// Lines added (files the manifest did not list).
+    pub added: u64,
+    /// Lines dropped (files missing, or no longer regular files).
+    pub removed: u64,
+}
+
+/// What becomes of a line with `--update-manifest`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    /// Kept, with this digest (changed or not).
+    Keep([u8; 32]),
+    /// Dropped: its file is gone or no regular file.
+    Drop,
+    /// Unknown: its file could not be read (or the check was stopped): no update.
+    Unknown,
+}
+
+/// The fate of each of `mine`'s lines by what its file was found to be (`kind`: the
+/// manifest's hash).
+fn fates(found: &[Found], kind: HashKind) -> Vec<Fate> {
+    found
+        .iter()
+        .map(|f| match f {
+            Found::Hashed(b3, s2, _) => match kind {
+                HashKind::Blake3 => Fate::Keep(*b3),
+                HashKind::Sha256 => s2.map_or(Fate::Unknown, Fate::Keep),
+            },
+            Found::Missing(_) | Found::NotRegular(_) => Fate::Drop,
+            Found::Unreadable(_) | Found::Stopped => Fate::Unknown,
+        })
+        .collect()
 }
 
 /// What a file's mark records: the check digest of its line (a second digest of what the key
@@ -309,6 +360,7 @@ pub fn run(comm: &dyn Comm, options: &Options, file: &[u8], dir: &[u8]) -> Resul
         unreadable: bad,
         ..Checked::default()
     };
+    let line_fates = options.update_manifest.then(|| fates(&found, kind));
     let mut bytes_read = judge(context, &mine, found, &mut c);
     let mut sums = [
         c.listed,
@@ -346,6 +398,33 @@ pub fn run(comm: &dyn Comm, options: &Options, file: &[u8], dir: &[u8]) -> Resul
             ));
         }
     }
+    // The manifest is rewritten before the checkpoint is finished: a run killed while it
+    // writes keeps the digests for its rerun.
+    let bad_lines = steal::CommExt::sum(comm, bad);
+    if let Some(line_fates) = line_fates {
+        let rewrite = update::Rewrite {
+            file,
+            root: &root,
+            kind,
+        };
+        let why_not = if interrupted {
+            Some("the check was stopped; run the same command again".to_string())
+        } else if c.no_lines {
+            Some("it has no checksum line".to_string())
+        } else if bad_lines > 0 {
+            Some(format!("{bad_lines} of its lines are not manifest lines"))
+        } else {
+            None
+        };
+        let (u, read, added) = rewrite.run(comm, context, &mine, line_fates, why_not);
+        bytes_read += read;
+        c.added = added;
+        c.update = Some(u);
+    }
+    let update_failed = c
+        .update
+        .as_ref()
+        .is_some_and(|u| !u.written && !u.unchanged);
     let checkpoint_failed = match opened {
         Some((Some(cp), _)) => {
             !cp.finish_told(comm, context, checkpoint::Outcome::of_stop(interrupted))
@@ -361,7 +440,8 @@ pub fn run(comm: &dyn Comm, options: &Options, file: &[u8], dir: &[u8]) -> Resul
         src: display(dir).into_owned(),
         dest: String::new(),
         paths: c.listed,
-        differing: c.differ + c.missing,
+        differing: c.differ + c.missing + c.added,
+        lists_failed: u64::from(update_failed),
         not_compared: c.unreadable + c.not_checked + u64::from(c.no_lines && c.unreadable == 0),
         interrupted,
         stopped,
@@ -507,9 +587,20 @@ pub fn text(c: &Checked) -> String {
     } else {
         c.hash.name().to_string()
     };
+    let update = match &c.update {
+        None => String::new(),
+        Some(u) if u.written => format!(
+            "Manifest {} updated: {} changed, {} added, {} removed ({} lines)\n",
+            c.manifest, u.changed, u.added, u.removed, u.lines
+        ),
+        Some(u) if u.unchanged => {
+            format!("Manifest {}: unchanged ({} lines)\n", c.manifest, u.lines)
+        }
+        Some(_) => format!("Manifest {}: not updated\n", c.manifest),
+    };
     let verdict = if c.no_lines {
         "no properly formatted checksum lines, nothing checked".to_string()
-    } else if c.differ + c.missing + c.unreadable > 0 {
+    } else if c.differ + c.missing + c.unreadable + c.added > 0 {
         "the tree does NOT match the manifest".to_string()
     } else if c.not_checked > 0 {
         format!("interrupted, {} not checked: no verdict", c.not_checked)
@@ -517,8 +608,18 @@ pub fn text(c: &Checked) -> String {
         "the tree matches the manifest".to_string()
     };
     format!(
-        "Checked {} files against {} ({how}): {} match, {} differ, {} missing, {} unreadable: \
-         {verdict}\n",
-        c.listed, c.manifest, c.matched, c.differ, c.missing, c.unreadable
+        "Checked {} files against {} ({how}): {} match, {} differ, {} missing, {} unreadable{}: \
+         {verdict}\n{update}",
+        c.listed,
+        c.manifest,
+        c.matched,
+        c.differ,
+        c.missing,
+        c.unreadable,
+        if c.update.is_some() {
+            format!(", {} added", c.added)
+        } else {
+            String::new()
+        }
     )
 }

@@ -103,6 +103,9 @@ pub struct Options {
     pub manifest: Option<Vec<u8>>,
     /// The manifest's hash (`None`: found by hashing both ways).
     pub manifest_hash: Option<crate::engine::digest::HashKind>,
+    /// With `manifest`: rewrite it for the tree as it is (new digests, added files, removed
+    /// lines), atomically, in its hash and format ([`manifest`]'s `update`).
+    pub update_manifest: bool,
     /// Where the verdicts of compared chunks (files, with `manifest`) are recorded, so that a
     /// stopped run continues (`--checkpoint PATH`, `--no-checkpoint`).
     pub checkpoint: Choice,
@@ -126,6 +129,7 @@ impl Options {
             lite: false,
             manifest: None,
             manifest_hash: None,
+            update_manifest: false,
             checkpoint: Choice::default(),
             context: Context::default(),
         }

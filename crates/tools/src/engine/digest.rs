@@ -26,7 +26,17 @@ use std::collections::BTreeMap;
 const CHUNK: u64 = blake3::CHUNK_LEN as u64;
 
 /// Which hash a manifest holds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum HashKind {
     /// BLAKE3, as `b3sum` writes it (the default: fast, and combined across ranks).

@@ -334,7 +334,7 @@ pub fn publish(
 
 /// Sort `entries` over all ranks and write them to a temporary file renamed to `o.path`.
 /// Collective; the same result on every rank.
-fn write(
+pub(crate) fn write(
     comm: &dyn Comm,
     context: &Context,
     o: &ManifestOptions,
@@ -362,32 +362,8 @@ fn write(
     }
     drop(sorted);
     let (offset, _) = comm.offset_and_total(text.len() as u64);
-    // Rank 0 makes the temporary file (an atomic::Output: new, never through a symlink; a
-    // killed earlier run's temporary of this manifest removed first); everyone writes and
-    // syncs its part; rank 0 publishes it (or drops it, which removes it).
     let mut output = None;
-    let tmp: Result<(Vec<u8>, (u64, u64)), String> = comm.bcast_with(0, || {
-        let (out, stale) = Output::beside(&o.path, 0o666).map_err(|e| e.to_string())?;
-        for s in stale {
-            // A removal is no failure of this run; one that failed is.
-            match s.removed {
-                Ok(()) => context.events.error(&crate::engine::outputs::stale_note(
-                    &s,
-                    "temporary manifest",
-                )),
-                Err(_) => {
-                    context.error(crate::engine::outputs::stale_note(&s, "temporary manifest"))
-                }
-            }
-        }
-        let id = out
-            .identity()
-            .map_err(|e| format!("stat {}: {e}", flist::path::display(out.path())))?;
-        let shared = (out.path().to_vec(), id);
-        output = Some(out);
-        Ok(shared)
-    });
-    let (tmp, id) = tmp?;
+    let (tmp, id) = shared_temp(comm, context, &o.path, "temporary manifest", &mut output)?;
     let mine = write_part(&tmp, id, offset, &text);
     let failed = comm.any(mine.is_err());
     comm.bcast_with(0, || match (failed, output.take()) {
@@ -398,9 +374,44 @@ fn write(
     })
 }
 
-/// Write this rank's part of the manifest into rank 0's temporary `tmp` (which must still be
+/// Rank 0 makes the temporary file of the output `path` (an [`Output`]: new, never through a
+/// symlink; a killed earlier run's temporary of this output, a `what`, removed first and
+/// named) and keeps it in `output`; every rank gets its path and identity, to write its part
+/// with [`write_part`]. Rank 0 publishes `output` (or drops it, which removes it). Collective.
+pub(crate) fn shared_temp(
+    comm: &dyn Comm,
+    context: &Context,
+    path: &[u8],
+    what: &str,
+    output: &mut Option<Output>,
+) -> Result<(Vec<u8>, (u64, u64)), String> {
+    comm.bcast_with(0, || {
+        let (out, stale) = Output::beside(path, 0o666).map_err(|e| e.to_string())?;
+        for s in stale {
+            // A removal is no failure of this run; one that failed is.
+            let note = crate::engine::outputs::stale_note(&s, what);
+            match s.removed {
+                Ok(()) => context.events.error(&note),
+                Err(_) => context.error(note),
+            }
+        }
+        let id = out
+            .identity()
+            .map_err(|e| format!("stat {}: {e}", flist::path::display(out.path())))?;
+        let shared = (out.path().to_vec(), id);
+        *output = Some(out);
+        Ok(shared)
+    })
+}
+
+/// Write this rank's part of an output into rank 0's temporary `tmp` (which must still be
 /// the file `id`), at `offset`, and sync it.
-fn write_part(tmp: &[u8], id: (u64, u64), offset: u64, text: &[u8]) -> Result<(), String> {
+pub(crate) fn write_part(
+    tmp: &[u8],
+    id: (u64, u64),
+    offset: u64,
+    text: &[u8],
+) -> Result<(), String> {
     let show = || flist::path::display(tmp).to_string();
     let file = flist::atomic::join(tmp, rustix::fs::OFlags::WRONLY, Some(id))
         .map_err(|e| e.to_string())?;

@@ -31,5 +31,6 @@ pub mod test_seam;
 pub mod time_text;
 pub mod umask;
 pub mod verify;
+pub mod verify_state;
 pub mod walk_stripes;
 pub mod wording;

@@ -12,7 +12,10 @@
 
 mod classify;
 mod decide;
+mod state;
 mod xattrs;
+
+pub use state::Summary as StateSummary;
 
 use crate::engine::compare_expr::{Field, Output, States};
 use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
@@ -25,6 +28,7 @@ use crate::engine::remove::{remove, Remover, Wording};
 use crate::engine::select::Rules;
 use crate::engine::setup::agree_setup;
 use crate::engine::status::Status;
+use crate::engine::verify_state;
 use decide::{decide, Inputs};
 use flist::path::{is_prefix, normalize};
 use flist::walk::stat_path;
@@ -61,6 +65,9 @@ pub struct Options {
     pub io: IoOptions,
     /// Include/exclude rules: excluded entries are neither compared, copied nor deleted.
     pub rules: Rules,
+    /// With `io.verify`: the state file of what was verified ([`state`]): files unchanged
+    /// since it (sources and destinations) are not read again; rewritten after the run.
+    pub state: Option<Vec<u8>>,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -83,6 +90,7 @@ impl Options {
                 ..IoOptions::default()
             },
             rules: Rules::default(),
+            state: None,
             context: Context::default(),
         }
     }
@@ -145,6 +153,8 @@ pub struct Report {
     pub verify: Option<crate::engine::verify::Summary>,
     /// With `--manifest`: the manifest written (or not).
     pub manifest: Option<crate::engine::manifest::Summary>,
+    /// With `--state`: what was verified, what the state spared, and the state written.
+    pub state: Option<state::Summary>,
 }
 
 impl ToolReport for Report {
@@ -162,7 +172,11 @@ impl ToolReport for Report {
             || self.conflicts > 0
             || self.delete_refused
             || self.output_failed
-            || self.manifest.as_ref().is_some_and(|m| !m.written);
+            || self.manifest.as_ref().is_some_and(|m| !m.written)
+            || self
+                .state
+                .as_ref()
+                .is_some_and(|s| !s.written || s.differ > 0 || s.not_verified > 0);
         let left = if left {
             Status::ItemsFailed
         } else {
@@ -311,6 +325,14 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let link_dest = o.link_dest.as_ref().map(|d| normalize(d, &cwd));
     let checked = check_paths(&o.src, &o.dest, &cwd, link_dest.as_deref(), o.dereference);
     let paths = agree_setup(comm, checked)?;
+    if o.state.is_some() {
+        let usable = match (o.io.verify, o.dryrun) {
+            (false, _) => Err("--state records what --verify verified: give --verify too"),
+            (true, true) => Err("--state: a dry run verifies nothing (drop --dryrun or --state)"),
+            (true, false) => Ok(()),
+        };
+        agree_setup(comm, usable.map_err(String::from))?;
+    }
     // Lists are written before the sync and the manifest renamed into place after it: inside
     // DEST either would replace a file synced (or be replaced, or deleted by --delete). A dry
     // run writes no tree.
@@ -320,6 +342,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
                 .iter()
                 .map(|m| ("--manifest", &m.path[..]))
                 .chain(o.output.iter().map(|out| ("--output", &out.file[..])))
+                .chain(o.state.iter().map(|s| ("--state", &s[..])))
                 .collect();
         let trees = [("destination", &paths.dest[..])];
         agree_setup(
@@ -332,9 +355,16 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         dryrun: o.dryrun,
         ..Report::default()
     };
+    // The state is read before anything changes (and trusted or not for this pair of trees).
+    let state = o.state.as_ref().map(|file| {
+        let kind = o.io.manifest.as_ref().map(|m| m.kind).unwrap_or_default();
+        let scope = state::scope(&paths, o.dereference, kind);
+        let loaded = state::load(comm, &o.context, file, &scope);
+        (scope, loaded)
+    });
     let listed = list(comm, o, &paths, &mut report);
     let d = plan(comm, o, &paths, link_dest.as_deref(), listed, &mut report);
-    act(comm, o, &paths, d, &mut report);
+    act(comm, o, &paths, d, state, &mut report);
     report.seconds = started.elapsed().as_secs_f64();
     report.failures = o.context.failures();
     Ok(report)
@@ -475,6 +505,13 @@ fn plan(
         Some(_) => d.plan.hash_only = linked_outside(&src, &members, &d.plan),
         None => {}
     }
+    // With --state: every regular file of SRC, and whether the plan copies it.
+    let pairs = o.state.as_ref().map(|_| {
+        let lists = [(&src, &from_src[..]), (&members, &from_members[..])];
+        // A hard link made this run to a file copied this run has that file's bytes.
+        let linked = d.plan.links.iter().map(|(_, m)| m.as_slice()).collect();
+        state::pairs(lists, &linked, &map, &state::base(paths))
+    });
     d.plan.create = take_records(src, &from_src);
     d.plan
         .create
@@ -514,19 +551,28 @@ fn plan(
         }
     }
     report.output_failed = comm.any(report.output_failed);
-    Planned { d, map }
+    Planned { d, map, pairs }
 }
 
 /// The plan of this rank and the mapping it copies through.
 struct Planned {
     d: Decisions,
     map: Mapping,
+    /// With `--state`: this rank's regular files ([`state::pairs`]).
+    pairs: Option<Vec<state::Pair>>,
 }
 
 /// Phase 4: a dry run sends its actions as output and counts them; a real run removes, copies
 /// and counts what happened. Collective.
-fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Report) {
-    let Planned { d, map } = p;
+fn act(
+    comm: &dyn Comm,
+    o: &Options,
+    paths: &Paths,
+    p: Planned,
+    state: Option<(verify_state::Scope, verify_state::Loaded)>,
+    report: &mut Report,
+) {
+    let Planned { d, map, pairs } = p;
     let context = &o.context;
     let rank0 = comm.rank() == 0;
     let mut counts = [0u64; 6];
@@ -600,15 +646,7 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     // A file that kept its old inode must not be written in place, and a directory that is
     // still there is not replaced: leave both as they are.
     leave_alone(&mut plan, &map, unlinked.iter().chain(&unreplaced));
-    let mut io = o.io.clone();
-    if let Some(m) = &mut io.manifest {
-        // A single file synced to DEST: its name, beside DEST's other entries.
-        m.base = if crate::engine::setup::is_dir(src) {
-            dest.clone()
-        } else {
-            flist::path::parent(dest).to_vec()
-        };
-    }
+    let (io, internal) = copy_io(o, paths, state.is_some());
     let (copied, _, checked) = crate::engine::copy::drive::copy_checked(
         comm,
         context,
@@ -632,23 +670,7 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
         src,
         dest,
     );
-    let mut done = [0u64; 5];
-    if failed.is_empty() {
-        for a in actions.kinds() {
-            done[a as usize] += 1;
-        }
-    } else {
-        actions.each(|a, path| {
-            if !failed.contains(path) {
-                done[a as usize] += 1;
-            }
-        });
-    }
-    let deleted = &deleting;
-    done[Action::Delete as usize] = deleted.files.load(std::sync::atomic::Ordering::Relaxed)
-        + deleted.dirs.load(std::sync::atomic::Ordering::Relaxed);
-    comm.allreduce(&mut done, ReduceOp::Sum);
-    let [created, updated, deleted, meta, linked] = done;
+    let [created, updated, deleted, meta, linked] = done(comm, &actions, &failed, &deleting);
     // Made, fixed or removed by the engines, or failed: what happened, even when stopped.
     let happened = copied.dirs
         + copied.files
@@ -670,12 +692,78 @@ fn act(comm: &dyn Comm, o: &Options, paths: &Paths, p: Planned, report: &mut Rep
     report.resumed = copied.resumed;
     report.resumed_bytes = copied.resumed_bytes;
     report.verify = checked.verify;
-    if let (Some(m), Some(entries)) = (&io.manifest, checked.manifest) {
+    let mut entries = checked.manifest;
+    let digests = match (&state, internal) {
+        (None, _) => Vec::new(),
+        (Some(_), true) => entries.take().unwrap_or_default(),
+        (Some(_), false) => entries.clone().unwrap_or_default(),
+    };
+    if let (Some(m), Some(entries)) = (&io.manifest, entries) {
         let ok = report.status() == Status::Ok;
         report.manifest = Some(crate::engine::manifest::publish(
             comm, context, m, entries, ok,
         ));
     }
+    if let (Some((scope, loaded)), Some(file)) = (state, &o.state) {
+        let finish = state::Finish {
+            path: file,
+            scope,
+            loaded,
+            pairs: pairs.unwrap_or_default(),
+            failed: &failed,
+            digests,
+            interrupted: report.interrupted,
+        };
+        let (summary, stopped) = state::finish(comm, context, paths, &map, finish);
+        report.interrupted |= stopped;
+        report.state = Some(summary);
+    }
+}
+
+/// The copy's I/O options: the command line's, the manifest's paths relative to DEST (or to
+/// DEST's directory, when one file is synced). With `--state` and no `--manifest`, an internal
+/// manifest (true) makes the digests of what is copied as a manifest's are; it is never
+/// written.
+fn copy_io(o: &Options, paths: &Paths, state: bool) -> (IoOptions, bool) {
+    let mut io = o.io.clone();
+    let internal = state && io.manifest.is_none();
+    if internal {
+        io.manifest = Some(crate::engine::manifest::ManifestOptions::new(
+            b"",
+            crate::engine::digest::HashKind::Blake3,
+        ));
+    }
+    if let Some(m) = &mut io.manifest {
+        // A single file synced to DEST: its name, beside DEST's other entries.
+        m.base = state::base(paths);
+    }
+    (io, internal)
+}
+
+/// The actions that happened, by kind (all but those whose entry failed, at the `failed`
+/// destination paths; deletions as the remover counted them), summed over ranks. Collective.
+fn done(
+    comm: &dyn Comm,
+    actions: &Actions,
+    failed: &std::collections::HashSet<Vec<u8>>,
+    deleting: &Remover,
+) -> [u64; 5] {
+    let mut done = [0u64; 5];
+    if failed.is_empty() {
+        for a in actions.kinds() {
+            done[a as usize] += 1;
+        }
+    } else {
+        actions.each(|a, path| {
+            if !failed.contains(path) {
+                done[a as usize] += 1;
+            }
+        });
+    }
+    done[Action::Delete as usize] = deleting.files.load(std::sync::atomic::Ordering::Relaxed)
+        + deleting.dirs.load(std::sync::atomic::Ordering::Relaxed);
+    comm.allreduce(&mut done, ReduceOp::Sum);
+    done
 }
 
 /// SRC and DEST as the sync uses them, after [`check_paths`].
