@@ -20,7 +20,7 @@
 //! encoded once: its cost is the checkpoint's cost on a walk.
 
 use crate::engine::checkpoint::{Checkpoint, Prior};
-use flist::walk::{DirStamp, Resume};
+use flist::walk::{DirRecord, DirStamp, Resume};
 use flist::{Detail, FileList, FileType, Meta};
 use integer_encoding::VarInt;
 
@@ -57,36 +57,73 @@ fn detail_byte(d: Detail) -> u8 {
 /// below `path`).
 #[cfg(test)]
 pub fn encode(path: &[u8], stamp: &DirStamp, entries: &FileList) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + path.len() + entries.path_bytes() / 2);
-    encode_into(path, stamp, entries, &mut out);
-    out
+    let mut e = Encoder::new(path, stamp, entries.detail());
+    for x in entries.iter() {
+        e.entry(flist::path::basename(x.path), x.kind, x.meta.as_ref());
+    }
+    e.out
 }
 
-/// [`encode`], appended to `out`.
-fn encode_into(path: &[u8], stamp: &DirStamp, entries: &FileList, out: &mut Vec<u8>) {
-    out.push(VERSION);
-    out.push(detail_byte(entries.detail()));
-    out.extend_from_slice(&stamp.dev.to_le_bytes());
-    out.extend_from_slice(&stamp.ino.to_le_bytes());
-    out.extend_from_slice(&stamp.mtime.0.to_le_bytes());
-    out.extend_from_slice(&stamp.mtime.1.to_le_bytes());
-    out.extend_from_slice(&stamp.ctime.0.to_le_bytes());
-    out.extend_from_slice(&stamp.ctime.1.to_le_bytes());
-    out.extend_from_slice(&(path.len() as u32).to_le_bytes());
-    out.extend_from_slice(path);
-    let mut deltas = MetaDeltas::from(stamp);
-    let mut before: &[u8] = b"";
-    for e in entries.iter() {
-        let name = flist::path::basename(e.path);
-        let shared = name.iter().zip(before).take_while(|(a, b)| a == b).count();
-        push_var(shared as u64, out);
-        push_var((name.len() - shared) as u64, out);
-        out.extend_from_slice(&name[shared..]);
-        out.push(e.kind as u8);
-        if let Some(m) = e.meta {
-            deltas.encode(&m, out);
+/// A directory's payload, made entry by entry as the walk reads them.
+struct Encoder {
+    out: Vec<u8>,
+    deltas: MetaDeltas,
+    /// The name of the entry before (its prefix shared with the next is written once).
+    before: Vec<u8>,
+}
+
+impl Encoder {
+    fn new(path: &[u8], stamp: &DirStamp, detail: Detail) -> Encoder {
+        let mut out = Vec::with_capacity(256 + path.len());
+        out.push(VERSION);
+        out.push(detail_byte(detail));
+        out.extend_from_slice(&stamp.dev.to_le_bytes());
+        out.extend_from_slice(&stamp.ino.to_le_bytes());
+        out.extend_from_slice(&stamp.mtime.0.to_le_bytes());
+        out.extend_from_slice(&stamp.mtime.1.to_le_bytes());
+        out.extend_from_slice(&stamp.ctime.0.to_le_bytes());
+        out.extend_from_slice(&stamp.ctime.1.to_le_bytes());
+        out.extend_from_slice(&(path.len() as u32).to_le_bytes());
+        out.extend_from_slice(path);
+        Encoder {
+            out,
+            deltas: MetaDeltas::from(stamp),
+            before: Vec::new(),
         }
-        before = name;
+    }
+
+    fn entry(&mut self, name: &[u8], kind: FileType, meta: Option<&Meta>) {
+        let shared = name
+            .iter()
+            .zip(&self.before)
+            .take_while(|(a, b)| a == b)
+            .count();
+        push_var(shared as u64, &mut self.out);
+        push_var((name.len() - shared) as u64, &mut self.out);
+        self.out.extend_from_slice(&name[shared..]);
+        self.out.push(kind as u8);
+        if let Some(m) = meta {
+            self.deltas.encode(m, &mut self.out);
+        }
+        self.before.truncate(shared);
+        self.before.extend_from_slice(&name[shared..]);
+    }
+}
+
+/// A directory the walk reads, recorded in the checkpoint once every entry was read.
+struct Recording<'a> {
+    checkpoint: &'a Checkpoint,
+    key: u64,
+    payload: Encoder,
+}
+
+impl DirRecord for Recording<'_> {
+    fn entry(&mut self, name: &[u8], kind: FileType, meta: Option<&Meta>) {
+        self.payload.entry(name, kind, meta);
+    }
+
+    fn read_all(self: Box<Self>) {
+        self.checkpoint.mark(self.key, &self.payload.out);
     }
 }
 
@@ -309,12 +346,13 @@ impl Resume for Marks<'_> {
         decode(payload, path, stamp, self.detail)
     }
 
-    fn read_all(&self, path: &[u8], stamp: &DirStamp, entries: &FileList) {
-        if let Some(c) = self.checkpoint {
-            c.mark_with(key(path, stamp.dev, stamp.ino), |out| {
-                encode_into(path, stamp, entries, out);
-            });
-        }
+    fn record(&self, path: &[u8], stamp: &DirStamp) -> Option<Box<dyn DirRecord + '_>> {
+        let checkpoint = self.checkpoint?;
+        Some(Box::new(Recording {
+            checkpoint,
+            key: key(path, stamp.dev, stamp.ino),
+            payload: Encoder::new(path, stamp, self.detail),
+        }))
     }
 
     fn skip(&self) -> Option<(u64, u64)> {
