@@ -452,6 +452,11 @@ fn svg_and_html_are_written_whole_with_a_bar_per_user() {
     tree(&root);
     let svg = dir.path().join("usage.svg");
     let html = dir.path().join("usage.html");
+    // What a killed earlier run left: removed and named.
+    let stale = dir
+        .path()
+        .join(mfu_tests::dead_process_temporary("usage.svg"));
+    fs::write(&stale, b"<svg").unwrap();
     let run = Tool::new("du")
         .arg("--svg")
         .arg(&svg)
@@ -460,6 +465,13 @@ fn svg_and_html_are_written_whole_with_a_bar_per_user() {
         .arg(&root)
         .expect(0);
     assert!(run.stdout_str().contains("Wrote "), "{}", run.stdout_str());
+    assert!(!stale.exists());
+    assert!(
+        run.stderr_str()
+            .contains("the temporary chart of an earlier run that was killed"),
+        "{}",
+        run.stderr_str()
+    );
     let text = fs::read_to_string(&svg).unwrap();
     well_formed(&text).unwrap();
     assert!(text.trim_start().starts_with("<svg") || text.starts_with("<?xml"));

@@ -533,8 +533,11 @@ fn write_charts(comm: &dyn Comm, options: &Options, report: &mut Report) {
             let (Some(path), Some(text)) = (path, text) else {
                 continue;
             };
-            match write_atomically(path, text.as_bytes()) {
-                Ok(()) => written.push(path.clone()),
+            match write_atomically(path, text.as_bytes(), &options.context) {
+                Ok(clean) => {
+                    written.push(path.clone());
+                    failed += u64::from(!clean);
+                }
                 Err(e) => {
                     options.context.error(e);
                     failed += 1;
@@ -546,15 +549,29 @@ fn write_charts(comm: &dyn Comm, options: &Options, report: &mut Report) {
     report.written = comm.bcast_from(0, &written);
 }
 
-/// Write `bytes` to `path` under a temporary name, synced, then renamed over it.
-fn write_atomically(path: &[u8], bytes: &[u8]) -> Result<(), String> {
+/// Write `bytes` to `path` under a temporary name, synced, then renamed over it. The
+/// temporaries of a killed earlier run are removed first and named (one that cannot be removed
+/// is a failure: `Ok(false)`).
+fn write_atomically(path: &[u8], bytes: &[u8], context: &Context) -> Result<bool, String> {
     use std::io::Write;
-    let (out, _stale) = flist::atomic::Output::beside(path, 0o666).map_err(|e| e.to_string())?;
+    let (out, stale) = flist::atomic::Output::beside(path, 0o666).map_err(|e| e.to_string())?;
+    let mut clean = true;
+    for s in stale {
+        let note = crate::engine::outputs::stale_note(&s, "temporary chart");
+        match s.removed {
+            Ok(()) => context.events.error(&note),
+            Err(_) => {
+                context.error(note);
+                clean = false;
+            }
+        }
+    }
     let mut file = out.file().ok_or("no file to write")?;
     file.write_all(bytes)
         .map_err(|e| format!("write {}: {e}", flist::path::display(out.path())))?;
     out.publish(flist::atomic::Replace::Overwrite)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    Ok(clean)
 }
 
 #[cfg(test)]
