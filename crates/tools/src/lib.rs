@@ -33,6 +33,7 @@ pub mod chmod;
 pub(crate) mod cli;
 pub mod cmp;
 pub mod cp;
+pub mod du;
 pub mod dup;
 pub(crate) mod engine;
 pub mod filemaker;

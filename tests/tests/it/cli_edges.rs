@@ -84,6 +84,9 @@ fn an_empty_name_is_a_usage_error_in_every_tool() {
         &["rm", "--dryrun", ""],
         &["chmod", "-m", "777", ""],
         &["dup", ""],
+        &["du", ""],
+        &["du", "--svg", "", "d"],
+        &["du", "--html", "", "d"],
         &["cmp", "", "d"],
         &["cmp", "d", ""],
         &["cp", "", "copy"],
@@ -130,6 +133,8 @@ const OUTPUT_CASES: &[&[&str]] = &[
     &["cmp", "-o", "EXIST=DIFFER:OUT", "d", "d"],
     &["sync", "-o", "EXIST=ONLY_SRC:OUT", "d", "copy"],
     &["tar", "-c", "-f", "OUT", "d"],
+    &["du", "--svg", "OUT", "d"],
+    &["du", "--html", "OUT", "d"],
 ];
 
 fn run_output_case(cmd: &mut Command, dir: &Path, args: &[&str], out_file: &Path) -> String {

@@ -15,6 +15,7 @@ mod cp;
 mod differential_cp;
 mod differential_sync;
 mod differential_tar;
+mod du;
 mod dup;
 mod embed;
 mod faults;

@@ -21,6 +21,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::cmp::Cmp>(),
     row::<crate::cli::chmod::Chmod>(),
     row::<crate::cli::dup::Dup>(),
+    row::<crate::cli::du::Du>(),
     row::<crate::cli::filemaker::Filemaker>(),
     row::<crate::cli::reln::Reln>(),
     row::<crate::cli::bcast::Bcast>(),

@@ -11,6 +11,7 @@ pub mod console;
 pub mod copy_args;
 pub mod cp;
 pub mod dispatch;
+pub mod du;
 pub mod dup;
 pub mod filemaker;
 pub mod find;

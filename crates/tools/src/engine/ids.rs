@@ -1,7 +1,7 @@
 //! User and group names and ids from this machine's databases (through NSS): a name to its id
 //! (`chmod -u alice -g proj`), and a user's name and primary group (to take its groups when
-//! switching to it). One place for the `getpwnam_r`/`getgrnam_r`/`getpwuid_r` calls and their
-//! buffer handling.
+//! switching to it), and a group's name (`du`'s tables). One place for the `getpwnam_r`,
+//! `getgrnam_r`, `getpwuid_r` and `getgrgid_r` calls and their buffer handling.
 //!
 //! These ask the directory service once per call: a collective tool asks on rank 0 and
 //! broadcasts the answer (as `chmod` does), so that 256 ranks don't ask 256 times.
@@ -102,6 +102,31 @@ pub fn user_entry(uid: u32) -> io::Result<Option<(CString, u32)>> {
     })
 }
 
+/// The name of the group `gid` (`getgrgid_r`), `None` when it has no group entry.
+pub fn group_name(gid: u32) -> io::Result<Option<CString>> {
+    with_buffer(|buf| {
+        // SAFETY: as in `user_id`.
+        let mut grp: libc::group = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the call; `buf.len()` is the buffer's size.
+        let rc = unsafe {
+            libc::getgrgid_r(
+                gid,
+                &mut grp,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        let name = (!found.is_null()).then(|| {
+            // SAFETY: getgrgid_r filled `grp`: gr_name points to a NUL-terminated string in
+            // `buf`, which is still alive here.
+            unsafe { CStr::from_ptr(grp.gr_name) }.to_owned()
+        });
+        (rc, name)
+    })
+}
+
 /// Users or groups: which database a name is looked up in, and the word for it in messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IdKind {
@@ -160,6 +185,8 @@ mod tests {
         assert_eq!(group_id(c"no-such-group-mfu").unwrap(), None);
         assert_eq!(user_entry(0).unwrap(), Some((c"root".to_owned(), 0)));
         assert_eq!(user_entry(4_000_000_123).unwrap(), None);
+        assert_eq!(group_name(0).unwrap(), Some(c"root".to_owned()));
+        assert_eq!(group_name(4_000_000_123).unwrap(), None);
     }
 
     #[test]
