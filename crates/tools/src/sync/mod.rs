@@ -12,6 +12,7 @@
 
 mod classify;
 mod decide;
+mod projids;
 mod xattrs;
 
 use crate::engine::compare_expr::{Field, Output, States};
