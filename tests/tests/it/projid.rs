@@ -267,7 +267,7 @@ fn tar_stores_project_ids_and_extract_restores_them() {
     let Some((xfs, ext4)) = file_systems("tar project IDs") else {
         return;
     };
-    let src = source_tree(&xfs.dir);
+    source_tree(&xfs.dir);
     for (name, launch) in launches() {
         let tag = name.replace([' ', '-'], "");
         let archive = xfs.dir.join(format!("{tag}.tar"));

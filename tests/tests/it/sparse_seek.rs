@@ -89,14 +89,14 @@ fn cp_and_sync_keep_holes_and_copy_whole_where_seek_data_is_refused() {
             let what = |tool: &str| format!("{tool} -S {name}, SEEK_DATA refused: {seam}");
             let dst = tmp.path().join(format!("cp-{tag}-{seam}"));
             with_seam(launch(Tool::new("cp")), seam)
-                .args(["-S", "-k", "1M"])
+                .args(["-S", "--chunksize", "1M"])
                 .arg(&src)
                 .arg(&dst)
                 .expect(0);
             check(&what("cp"), &src, &dst, !seam);
             let dst = tmp.path().join(format!("sync-{tag}-{seam}"));
             with_seam(launch(Tool::new("sync")), seam)
-                .args(["-S", "-k", "1M"])
+                .args(["-S", "--chunksize", "1M"])
                 .arg(&src)
                 .arg(&dst)
                 .expect(0);

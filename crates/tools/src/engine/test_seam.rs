@@ -159,6 +159,7 @@ pub fn no_seek_data() -> bool {
 }
 
 /// Make [`no_seek_data`] true (or false again) on the calling thread (unit tests).
+#[cfg(test)]
 pub fn set_no_seek_data_here(on: bool) {
     NO_SEEK_DATA_HERE.set(on);
 }
