@@ -150,11 +150,11 @@ fn plan_sources(planner: &mut Planner, inp: &Inputs, by_rel: &PathIndex, conflic
         same.then(|| inp.map.dest(e.path))
     };
     let xattrs_differ =
-        [inp.src, inp.members].map(|l| xattrs::differing(l, xattr_opts.as_ref(), &same_data));
+        [inp.src, inp.members].map(|l| xattrs::differing(l, xattr_opts.as_ref(), same_data));
     // Project IDs: read where the sources' file system has them.
     let projids_read = projids::compared(&inp.map.source_roots());
     let projids_differ =
-        [inp.src, inp.members].map(|l| projids::differing(l, projids_read, &same_data));
+        [inp.src, inp.members].map(|l| projids::differing(l, projids_read, same_data));
     for (list, in_members) in [(inp.src, false), (inp.members, true)] {
         for (index, e) in list.iter().enumerate() {
             let m = e.meta.expect("stat list");

@@ -644,8 +644,7 @@ fn members(
     list: &FileList,
     map: &Mapping,
     links: &HashMap<Vec<u8>, Vec<u8>>,
-    xattrs: &MetaOptions,
-    projids: bool,
+    (xattrs, projids): (&MetaOptions, bool),
     errors: &mut Vec<ItemError>,
     skipped: &mut u64,
 ) -> Vec<Member> {
@@ -1319,18 +1318,20 @@ fn plan(
         list,
         map,
         &links,
-        &MetaOptions::new(
-            false,
-            if o.xattrs {
-                XattrPolicy::NonLustre
-            } else {
-                XattrPolicy::None
-            },
+        (
+            &MetaOptions::new(
+                false,
+                if o.xattrs {
+                    XattrPolicy::NonLustre
+                } else {
+                    XattrPolicy::None
+                },
+            ),
+            // Where no source's file system has project IDs, none is asked per entry.
+            map.source_roots()
+                .iter()
+                .any(|r| crate::engine::copy::projid::readable_under(r)),
         ),
-        // Where no source's file system has project IDs, none is asked per entry.
-        map.source_roots()
-            .iter()
-            .any(|r| crate::engine::copy::projid::readable_under(r)),
         &mut errors,
         &mut skipped,
     );
