@@ -127,6 +127,7 @@ fn bench_tar_headers(c: &mut Criterion) {
         dev_major: 0,
         dev_minor: 0,
         xattrs: Vec::new(),
+        projid: Default::default(),
     };
     let ustar = header(b"project/run/output/step-000123.dat");
     // Over 100 bytes with no usable split and not ASCII: a pax record is needed.

@@ -1228,6 +1228,7 @@ fn deep_archive(depth: usize) -> Vec<u8> {
             dev_major: 0,
             dev_minor: 0,
             xattrs: Vec::new(),
+            projid: Default::default(),
         };
         h.encode(&mut bytes);
         let data = level.to_string().into_bytes();

@@ -27,7 +27,8 @@ pub struct CopyIoArgs {
     /// Open files with O_DIRECT (bypass the page cache).
     #[arg(short = 's', long, visible_alias = "synchronous")]
     pub direct: bool,
-    /// Keep holes: copy only the data regions of sparse files.
+    /// Keep holes: copy only the data regions of sparse files (found with SEEK_DATA/SEEK_HOLE;
+    /// where the file system refuses SEEK_DATA the data is copied whole).
     #[arg(short = 'S', long)]
     pub sparse: bool,
 }

@@ -56,7 +56,8 @@ pub struct CpArgs {
     /// Copy symbolic links as links (the default).
     #[arg(short = 'P', long = "no-dereference")]
     pub no_dereference: bool,
-    /// Keep owner, group, mode, times (ns) and extended attributes (ACLs included).
+    /// Keep owner, group, mode, times (ns), extended attributes (ACLs included) and project IDs
+    /// (with directories' PROJINHERIT flag; one warning where DEST's file system has none).
     #[arg(short, long)]
     pub preserve: bool,
     /// Copy as this user id (needs root).

@@ -119,7 +119,8 @@ pub struct TarArgs {
     #[arg(short = 'p', long)]
     pub preserve: bool,
     /// Extract: give entries their archived owner and group (default when run as root): the
-    /// ids their user and group names have here, the archived numbers for unknown names.
+    /// ids their user and group names have here, the archived numbers for unknown names; and
+    /// their archived project IDs (create stores them always, as MFURS.projid pax records).
     #[arg(long)]
     pub preserve_owner: bool,
     /// Extract: restore owners by the archived numbers, never by name. List: show numbers.

@@ -164,3 +164,27 @@ pub fn fake_lustre() -> Option<crate::engine::lustre::LustreHandle> {
         lustre_sys::fake::Fake::new(roots, 8).with_swap(swap),
     ))
 }
+
+/// The environment variable of [`no_seek_data`]: any value.
+pub const NO_SEEK_DATA_VAR: &str = "MFU_RS_TEST_NO_SEEK_DATA";
+
+thread_local! {
+    /// [`no_seek_data`] for the unit tests of the calling thread only.
+    static NO_SEEK_DATA_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// For the tests of the fallback of sparse copies: with `MFU_RS_TEST_NO_SEEK_DATA` in the
+/// environment (or [`set_no_seek_data_here`] on this thread), `lseek(SEEK_DATA)` is taken to
+/// answer `EOPNOTSUPP`, as on a file system without it, and the data is copied whole. Without
+/// the variable this is a thread-local read and one load of a value read once per process.
+pub fn no_seek_data() -> bool {
+    static FROM_ENV: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    NO_SEEK_DATA_HERE.get()
+        || *FROM_ENV.get_or_init(|| std::env::var_os(NO_SEEK_DATA_VAR).is_some())
+}
+
+/// Make [`no_seek_data`] true (or false again) on the calling thread (unit tests).
+#[cfg(test)]
+pub fn set_no_seek_data_here(on: bool) {
+    NO_SEEK_DATA_HERE.set(on);
+}

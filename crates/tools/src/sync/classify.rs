@@ -35,6 +35,9 @@ pub(super) struct Source {
     pub member: bool,
     /// `-X`: its extended attributes differ from DEST's (data and type equal).
     pub xattrs_differ: bool,
+    /// Its project ID (or a directory's `PROJINHERIT`) differs from DEST's (data and type
+    /// equal).
+    pub projid_differs: bool,
     /// It lies beneath a type conflict left alone (any rank's): nothing there is synced.
     pub beneath_conflict: bool,
 }
@@ -86,7 +89,11 @@ pub(super) struct Compare {
     pub dryrun_meta: bool,
     /// `-X`: the xattrs differ, fixed after the comparison (which removes none).
     pub fix_xattrs: bool,
-    /// A real run counts the xattrs fix as a metadata fix (stat shows nothing else).
+    /// The project ID differs, fixed after the comparison (which sets none where the bytes
+    /// are equal).
+    pub fix_projid: bool,
+    /// A real run counts the xattrs or project ID fix as a metadata fix (stat shows nothing
+    /// else).
     pub count_xattrs_fix: bool,
 }
 
@@ -174,6 +181,7 @@ fn same_type(s: &Source, d: &Meta, p: &Policy, probe: &dyn Probe) -> Decision {
     let (m, file) = (&s.meta, s.kind == FileType::File);
     let diff = Differences {
         xattrs: s.xattrs_differ,
+        projid: s.projid_differs,
         ..Differences::between(m, d, s.kind)
     };
     let data_differs = match s.kind {
@@ -219,13 +227,15 @@ fn same_type(s: &Source, d: &Meta, p: &Policy, probe: &dyn Probe) -> Decision {
         let dryrun_update = p.dryrun && (data_differs || probe.contents_differ());
         let stat_differs = Differences {
             xattrs: false,
+            projid: false,
             ..diff
         };
         return Decision::Compare(Compare {
             dryrun_update,
             dryrun_meta: p.dryrun && !dryrun_update && diff.any(),
             fix_xattrs: diff.xattrs,
-            count_xattrs_fix: diff.xattrs && !p.dryrun && !stat_differs.any(),
+            fix_projid: diff.projid,
+            count_xattrs_fix: (diff.xattrs || diff.projid) && !p.dryrun && !stat_differs.any(),
         });
     }
     if data_differs {
@@ -242,12 +252,13 @@ fn same_type(s: &Source, d: &Meta, p: &Policy, probe: &dyn Probe) -> Decision {
     if !diff.any() {
         return Decision::Same;
     }
-    let xattrs_only = Differences {
-        xattrs: true,
+    let beyond_stat = Differences {
+        xattrs: diff.xattrs,
+        projid: diff.projid,
         ..Differences::default()
     };
     let fix = match s.kind {
-        FileType::Dir if diff.xattrs => Some(xattrs_only),
+        FileType::Dir if beyond_stat.any() => Some(beyond_stat),
         // The rest of a directory's metadata is set bottom-up at the end.
         FileType::Dir => None,
         _ => Some(diff),
@@ -322,6 +333,7 @@ mod tests {
             meta: meta(kind, size, mtime),
             member: false,
             xattrs_differ: false,
+            projid_differs: false,
             beneath_conflict: false,
         }
     }
@@ -366,6 +378,7 @@ mod tests {
             dryrun_update,
             dryrun_meta,
             fix_xattrs,
+            fix_projid: false,
             count_xattrs_fix: count,
         })
     }
@@ -397,6 +410,10 @@ mod tests {
         xattrs.xattrs_differ = true;
         let mut dir_xattrs = src(D, 0, 5);
         dir_xattrs.xattrs_differ = true;
+        let mut projid = src(F, 10, 5);
+        projid.projid_differs = true;
+        let mut dir_projid = src(D, 0, 5);
+        dir_projid.projid_differs = true;
         let mut beneath = src(F, 10, 5);
         beneath.beneath_conflict = true;
         let mut replaced = dest(F, 10, 5);
@@ -432,6 +449,10 @@ mod tests {
                 Decision::Meta { fix: Some(Differences { owner: true, ..Differences::default() }) }),
             ("-X xattrs differ only: metadata", Some(xattrs), Some(dest(F, 10, 5)), p, fake(),
                 Decision::Meta { fix: Some(Differences { xattrs: true, ..Differences::default() }) }),
+            ("project ID differs only: metadata, data kept", Some(projid), Some(dest(F, 10, 5)), p, fake(),
+                Decision::Meta { fix: Some(Differences { projid: true, ..Differences::default() }) }),
+            ("directory's project ID differs: fixed in the fix pass", Some(dir_projid), Some(dest(D, 0, 5)), p, fake(),
+                Decision::Meta { fix: Some(Differences { projid: true, ..Differences::default() }) }),
             ("journal beside an equal-looking file: new inode, journal goes", Some(src(F, MIN, 5)), Some(dest(F, MIN, 5)), p,
                 Fake { journal: true, ..fake() }, new_inode(true)),
             ("journal beside a small file: not looked at", Some(src(F, 10, 5)), Some(dest(F, 10, 5)), p,

@@ -4,8 +4,8 @@
 
 use super::classify::{self, classify, Decision, Make, Policy};
 use super::{
-    has_journal, pair_states, resumable, same_inode, xattrs, Action, Actions, Conflict, Decisions,
-    Options,
+    has_journal, pair_states, projids, resumable, same_inode, xattrs, Action, Actions, Conflict,
+    Decisions, Options,
 };
 use crate::engine::compare_expr::{State, States};
 use crate::engine::copy::journal::{self, Resumable};
@@ -151,6 +151,10 @@ fn plan_sources(planner: &mut Planner, inp: &Inputs, by_rel: &PathIndex, conflic
     };
     let xattrs_differ =
         [inp.src, inp.members].map(|l| xattrs::differing(l, xattr_opts.as_ref(), same_data));
+    // Project IDs: read where the sources' file system has them.
+    let projids_read = projids::compared(&inp.map.source_roots());
+    let projids_differ =
+        [inp.src, inp.members].map(|l| projids::differing(l, projids_read, same_data));
     for (list, in_members) in [(inp.src, false), (inp.members, true)] {
         for (index, e) in list.iter().enumerate() {
             let m = e.meta.expect("stat list");
@@ -169,6 +173,9 @@ fn plan_sources(planner: &mut Planner, inp: &Inputs, by_rel: &PathIndex, conflic
                 meta: m,
                 member,
                 xattrs_differ: xattrs_differ[usize::from(in_members)]
+                    .get(index)
+                    .is_some_and(|&d| d),
+                projid_differs: projids_differ[usize::from(in_members)]
                     .get(index)
                     .is_some_and(|&d| d),
                 beneath_conflict: conflicts.beneath(&dst_path),
@@ -452,13 +459,14 @@ impl<'a> Planner<'a> {
                 } else if c.dryrun_meta {
                     self.out.actions.push(Action::Meta, dst);
                 }
-                if c.fix_xattrs {
-                    // The comparison sets the source's xattrs only where it rewrites, and
-                    // removes none: fixed after it. Counted when stat shows nothing else (the
-                    // comparison counts those files itself; one whose bytes differ too counts as
-                    // updated and as fixed).
+                if c.fix_xattrs || c.fix_projid {
+                    // The comparison sets the source's xattrs and project ID only where it
+                    // rewrites, and removes no xattr: fixed after it. Counted when stat shows
+                    // nothing else (the comparison counts those files itself; one whose bytes
+                    // differ too counts as updated and as fixed).
                     let only = Differences {
-                        xattrs: true,
+                        xattrs: c.fix_xattrs,
+                        projid: c.fix_projid,
                         ..Differences::default()
                     };
                     self.fix(e, at.meta, only);

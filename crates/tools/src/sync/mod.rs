@@ -3,8 +3,8 @@
 //! Both trees are walked; records of both are brought together by a hash of their path relative
 //! to the root, so each rank compares its share of paths locally. Files differ when their type,
 //! size or mtime (seconds and nanoseconds) differ (`--contents`: or their bytes); entries whose
-//! data is equal but whose mode, owner or mtime differ (with `-X`: or their extended attributes,
-//! `xattrs`) get their metadata fixed only. Because the
+//! data is equal but whose mode, owner, mtime or project ID (`projids`) differ (with `-X`: or
+//! their extended attributes, `xattrs`) get their metadata fixed only. Because the
 //! copy engine gives a file the source's mtime only once all of its data has landed, a sync after
 //! an interrupted copy or sync recopies exactly the files left incomplete; of a huge file whose
 //! journal it can trust, only the chunks the journal does not record
@@ -12,6 +12,7 @@
 
 mod classify;
 mod decide;
+mod projids;
 mod state;
 mod xattrs;
 

@@ -2,6 +2,15 @@
 //! otherwise; holes skipped with `SEEK_DATA`/`SEEK_HOLE` when sparse copies are asked for;
 //! compare-then-rewrite for `sync --contents`.
 //!
+//! Holes are found with `lseek(SEEK_DATA/SEEK_HOLE)` only, never with `FS_IOC_FIEMAP`: every
+//! Linux file system answers `lseek` (those without their own implementation through the VFS's
+//! generic one, which calls the whole file data: the copy is then whole and correct), Lustre
+//! natively since 2.14 for every layout, PFL and composite files included, on which FIEMAP fails
+//! (`EOPNOTSUPP`); FIEMAP also needs `FIEMAP_FLAG_SYNC` to see data not yet
+//! allocated (delayed allocation), which writes it out first. Where `SEEK_DATA` itself is refused
+//! (`EINVAL`, `EOPNOTSUPP`, `ENOSYS`: an old kernel, a FUSE or network file system that passes
+//! it on), the range is copied whole, zeros included: the same bytes, without the holes.
+//!
 //! Bytes per `pread`/`pwrite` call: fixed by `--bufsize`, or, when [`DataOptions::bufsize`] is
 //! 0, chosen by an [`IoSizer`] per worker thread, which times every pair of calls and grows the
 //! size while throughput improves (see [`super::iosize`]). `copy_file_range` calls are not
@@ -205,14 +214,20 @@ pub fn copy_range(
     let mut pos = offset;
     let mut written = 0;
     while pos < end {
-        let data = match rustix::fs::seek(src, SeekFrom::Data(pos)) {
+        let data = match seek_data(src, pos) {
             Ok(d) => d,
             // No data after `pos`: the rest is a hole.
             Err(Errno::NXIO) => {
                 see_zeros(&mut seen, end - pos);
                 break;
             }
-            Err(Errno::INVAL | Errno::NOTSUP) => pos, // no SEEK_DATA here: all data
+            // No SEEK_DATA here: all of it is data (copied whole).
+            Err(Errno::INVAL | Errno::NOTSUP | Errno::NOSYS) => {
+                let s = seen.as_mut().map(|s| &mut **s as &mut dyn FnMut(&[u8]));
+                return Ok(
+                    written + copy_at_seen(src, pos, dst, pos, end - pos, opts, buf, cfr_ok, s)?
+                );
+            }
             Err(e) => return Err(fail("seek data")(e)),
         };
         if data >= end {
@@ -229,6 +244,15 @@ pub fn copy_range(
         pos = hole;
     }
     Ok(written)
+}
+
+/// `lseek(src, pos, SEEK_DATA)`; `EOPNOTSUPP` when the test seam says so
+/// ([`crate::engine::test_seam::no_seek_data`]).
+fn seek_data(src: BorrowedFd<'_>, pos: u64) -> Result<u64, Errno> {
+    if crate::engine::test_seam::no_seek_data() {
+        return Err(Errno::NOTSUP);
+    }
+    rustix::fs::seek(src, SeekFrom::Data(pos))
 }
 
 /// Copy `len` bytes from `src` at `src_at` to `dst` at `dst_at` (the offsets may differ: tar
@@ -583,6 +607,86 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.op.contains("shorter"), "{}", e.op);
+    }
+
+    /// A file of `size` bytes at `path` whose data is `data` ((offset, length) pairs, bytes of
+    /// 7); the rest holes.
+    pub(crate) fn sparse_file(path: &std::path::Path, size: u64, data: &[(u64, u64)]) {
+        use std::os::unix::fs::FileExt;
+        let f = File::create(path).unwrap();
+        f.set_len(size).unwrap();
+        for &(at, len) in data {
+            f.write_all_at(&vec![7u8; len as usize], at).unwrap();
+        }
+    }
+
+    /// Bytes allocated to `path` (`st_blocks` of 512 bytes).
+    fn allocated(path: &std::path::Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).unwrap().blocks() * 512
+    }
+
+    /// Holes at the start, in the middle, at the end, everywhere, nowhere: a sparse copy keeps
+    /// them (as many bytes allocated); where SEEK_DATA is refused (the test seam) the copy is
+    /// whole, with the same bytes.
+    #[test]
+    fn sparse_copies_keep_holes_and_copy_whole_without_seek_data() {
+        const M: u64 = 1 << 20;
+        let tmp = tempfile::tempdir().unwrap();
+        let shapes: [(&str, &[(u64, u64)]); 5] = [
+            ("hole at the start", &[(2 * M, 2 * M)]),
+            ("hole in the middle", &[(0, M), (3 * M, M)]),
+            ("hole at the end", &[(0, M)]),
+            ("all hole", &[]),
+            ("no hole", &[(0, 4 * M)]),
+        ];
+        let size = 4 * M;
+        for (i, (what, data)) in shapes.iter().enumerate() {
+            let src_path = tmp.path().join(format!("s{i}"));
+            sparse_file(&src_path, size, data);
+            let src = File::open(&src_path).unwrap();
+            let want: u64 = data.iter().map(|d| d.1).sum();
+            if allocated(&src_path) > want + 64 * 1024 {
+                panic!("{what}: this file system allocated the holes of the source");
+            }
+            for seam in [false, true] {
+                let dst_path = tmp.path().join(format!("d{i}{seam}"));
+                let dst = File::create(&dst_path).unwrap();
+                dst.set_len(size).unwrap();
+                crate::engine::test_seam::set_no_seek_data_here(seam);
+                let mut cfr_ok = false;
+                let n = copy_range(
+                    src.as_fd(),
+                    dst.as_fd(),
+                    0,
+                    size,
+                    &opts(true),
+                    &mut Buffer::new(64 << 10),
+                    &mut cfr_ok,
+                    None,
+                )
+                .unwrap();
+                crate::engine::test_seam::set_no_seek_data_here(false);
+                assert!(
+                    std::fs::read(&dst_path).unwrap() == std::fs::read(&src_path).unwrap(),
+                    "{what}, without SEEK_DATA {seam}: other bytes"
+                );
+                if seam {
+                    assert_eq!(n, size, "{what}: copied whole");
+                    assert!(
+                        allocated(&dst_path) >= size,
+                        "{what}: no holes without SEEK_DATA"
+                    );
+                } else {
+                    assert_eq!(n, want, "{what}: only the data copied");
+                    assert_eq!(
+                        allocated(&dst_path),
+                        allocated(&src_path),
+                        "{what}: same holes"
+                    );
+                }
+            }
+        }
     }
 
     /// `dir/s` holding `data` (opened to read) and `dir/d`, the same bytes but one flipped at

@@ -196,6 +196,7 @@ fn run_engine(
     let mut report = copy::run(comm, plan, map, &opts);
     report_failures(context, &report);
     report.sum(comm);
+    warn_projid_unkept(comm, context, report.projid_unkept.take());
     if report.chunk_size > 0 {
         say(format!(
             "Chunk size used: {} bytes ({})\n",
@@ -219,6 +220,20 @@ fn run_engine(
         ));
     }
     (report, status)
+}
+
+/// Say once, on rank 0, that a destination kept no project IDs (`unkept`: this rank's first
+/// such destination; the lowest rank's is named). A warning, not a failure: the data and the
+/// rest of the metadata are there, as cp leaves xattrs a file system can't hold. Collective.
+pub fn warn_projid_unkept(comm: &dyn Comm, context: &Context, unkept: Option<Vec<u8>>) {
+    let all = comm.all_gather(&unkept);
+    if comm.rank() == 0 {
+        if let Some(first) = all.into_iter().flatten().next() {
+            context
+                .events
+                .error(&crate::engine::copy::projid::unkept_warning(&first));
+        }
+    }
 }
 
 /// `-v`: what layouts new files got on a Lustre destination.

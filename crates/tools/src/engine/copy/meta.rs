@@ -1,15 +1,18 @@
-//! Giving a copied entry its source's metadata: extended attributes, owner, mode, times.
+//! Giving a copied entry its source's metadata: extended attributes, owner, project ID, mode,
+//! times.
 //!
 //! The order matters: xattrs first (ACLs among them), then the owner (which clears set-id bits),
 //! then the mode, and the times last, because every other change would touch them.
 
+use super::projid::{self, ProjectId};
 use super::reach::Reach;
 use flist::at::At;
 use flist::{FileType, ItemError, Meta};
-use rustix::fd::BorrowedFd;
+use rustix::fd::{AsFd, BorrowedFd};
 use rustix::fs::{AtFlags, Gid, Mode, Timespec, Timestamps, Uid};
 use rustix::io::Errno;
 use std::io;
+use std::sync::Arc;
 
 /// Which extended attributes travel with a copy (dcp's `-X`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -44,6 +47,8 @@ pub struct MetaOptions {
     /// The owner and group a new file gets (the effective ids), unless its directory is
     /// set-group-ID.
     pub creator: (u32, u32),
+    /// Where a destination that kept no project ID is noted (said once per run).
+    pub unkept: Arc<projid::Unkept>,
 }
 
 impl MetaOptions {
@@ -65,6 +70,7 @@ impl MetaOptions {
             } else {
                 Vec::new()
             },
+            unkept: Arc::default(),
         }
     }
 
@@ -148,6 +154,9 @@ pub struct Differences {
     /// sees only `stat`, can't tell). Fixing them also removes those the destination has and
     /// the source lacks; any other fix sets the source's without removing any.
     pub xattrs: bool,
+    /// The project ID (or a directory's `PROJINHERIT` flag) differs: `stat` does not show it
+    /// ([`Differences::between`] can't tell); sync reads it with an ioctl.
+    pub projid: bool,
 }
 
 impl Differences {
@@ -159,21 +168,24 @@ impl Differences {
             owner: src.uid != dst.uid || src.gid != dst.gid,
             mtime: src.mtime != dst.mtime || src.mtime_nsec != dst.mtime_nsec,
             xattrs: false,
+            projid: false,
         }
     }
 
     /// True when anything differs.
     pub fn any(&self) -> bool {
-        self.mode || self.owner || self.mtime || self.xattrs
+        self.mode || self.owner || self.mtime || self.xattrs || self.projid
     }
 
-    /// Everything `stat` shows (a fresh copy gets all of its metadata; its xattrs are set,
-    /// and it has no others to remove but what it inherited, a default ACL's).
+    /// Everything `stat` shows, and the project ID (a fresh copy gets all of its metadata;
+    /// its xattrs are set, and it has no others to remove but what it inherited, a default
+    /// ACL's).
     pub const ALL: Differences = Differences {
         mode: true,
         owner: true,
         mtime: true,
         xattrs: false,
+        projid: true,
     };
 }
 
@@ -289,6 +301,14 @@ pub fn apply_fd(
         )
         .map_err(err("chown"))?;
     }
+    if opts.preserve {
+        // Where the source's file system has none, the copy keeps what it was given.
+        let want =
+            projid::get(src_fd).map_err(|e| ItemError::new(src, "read project ID", e.into()))?;
+        if let Some(want) = want {
+            set_projid(fd, dst, want, false, opts)?;
+        }
+    }
     if !right.mode {
         rustix::fs::fchmod(fd, Mode::from_raw_mode(opts.mode_of(meta.mode)))
             .map_err(err("chmod"))?;
@@ -340,6 +360,21 @@ pub fn apply_path(
         )
         .map_err(errno("chown"))?;
     }
+    if opts.preserve && what.projid && matches!(kind, FileType::File | FileType::Dir) {
+        let from = reach
+            .src(src)
+            .map_err(|e| ItemError::new(src, "open parent", e))?;
+        let want =
+            projid::get_at(&from).map_err(|e| ItemError::new(src, "read project ID", e.into()))?;
+        if let Some(want) = want {
+            // Opened as the entry it must be: a symlink or another type put there since is
+            // left alone.
+            match projid::open_entry(&at).map_err(errno("open"))? {
+                Some(fd) => set_projid(fd.as_fd(), dst, want, kind == FileType::Dir, opts)?,
+                None => return Err(ItemError::new(dst, "set project ID", Errno::LOOP.into())),
+            }
+        }
+    }
     if kind != FileType::Symlink && (what.mode || what.owner || !opts.preserve) {
         chmod_nofollow(&at, opts.mode_of(meta.mode)).map_err(errno("chmod"))?;
     }
@@ -372,6 +407,27 @@ pub fn chmod_nofollow(at: &At, mode: u32) -> Result<(), Errno> {
     use rustix::fd::AsRawFd;
     let name = format!("/proc/self/fd/{}", fd.as_raw_fd());
     rustix::fs::chmod(name.as_str(), Mode::from_raw_mode(mode))
+}
+
+/// Give the open entry `fd` at `dst` the project ID `want`: a destination file system without
+/// project IDs is noted once ([`MetaOptions::unkept`]); a refusal is an error, except `EPERM`
+/// when not running as root (as for `chown`: the owner may not change it on every file system).
+fn set_projid(
+    fd: BorrowedFd<'_>,
+    dst: &[u8],
+    want: ProjectId,
+    dir: bool,
+    opts: &MetaOptions,
+) -> Result<(), ItemError> {
+    match projid::set(fd, want, dir) {
+        Ok(projid::Set::Unsupported) => {
+            opts.unkept.note(dst, want);
+            Ok(())
+        }
+        Ok(_) => Ok(()),
+        Err(e) => chown_tolerant(Err(e), opts)
+            .map_err(|e| ItemError::new(dst, "set project ID", e.into())),
+    }
 }
 
 fn chown_tolerant(r: Result<(), Errno>, opts: &MetaOptions) -> Result<(), Errno> {

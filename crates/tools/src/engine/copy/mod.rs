@@ -21,6 +21,7 @@ pub mod iosize;
 pub mod journal;
 pub mod links;
 pub mod meta;
+pub mod projid;
 pub mod reach;
 pub mod resume;
 pub mod striping;
@@ -325,6 +326,8 @@ pub struct Report {
     pub stripes: striping::StripeCounts,
     /// Failures on all ranks (after [`Report::sum`]).
     pub total_errors: u64,
+    /// The first destination on this rank whose file system kept no project ID a source had.
+    pub projid_unkept: Option<Vec<u8>>,
 }
 
 impl Report {
@@ -487,6 +490,7 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
         lustre_osts: stripes.is_on().then(|| stripes.ost_count()),
         stripes: stripes.counts(),
         total_errors: 0,
+        projid_unkept: opts.meta.unkept.take(),
     }
 }
 
@@ -1691,7 +1695,13 @@ fn dir_metadata(
                 return; // "a non-directory is in the way", reported by make_dirs
             }
             let what = if only_if_differ {
-                Differences::between(m, &Meta::from_stat(&st), FileType::Dir)
+                // A directory touched anyway (one this run made, say) gets its project ID
+                // checked too; an equal one's is compared while planning (sync's fix pass).
+                let d = Differences::between(m, &Meta::from_stat(&st), FileType::Dir);
+                Differences {
+                    projid: d.any(),
+                    ..d
+                }
             } else {
                 Differences::ALL
             };

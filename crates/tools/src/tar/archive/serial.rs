@@ -502,6 +502,7 @@ mod tests {
                 dev_major: 0,
                 dev_minor: 0,
                 xattrs: Vec::new(),
+                projid: Default::default(),
             }
             .encode(&mut out);
             out.extend_from_slice(&bytes_of(i, *size));

@@ -627,7 +627,8 @@ fn link_targets(comm: &dyn Comm, sorted: &FileList) -> HashMap<Vec<u8>, Vec<u8>>
 
 /// What encoding one record gave.
 enum Encoded {
-    /// The member, and the error reading its xattrs (it is archived without them).
+    /// The member, and the error reading its xattrs or project ID (it is archived without
+    /// them).
     Member(Member, Option<ItemError>),
     /// It could not be read (a link target): reported and left out.
     Failed(ItemError),
@@ -643,14 +644,14 @@ fn members(
     list: &FileList,
     map: &Mapping,
     links: &HashMap<Vec<u8>, Vec<u8>>,
-    xattrs: &MetaOptions,
+    (xattrs, projids): (&MetaOptions, bool),
     errors: &mut Vec<ItemError>,
     skipped: &mut u64,
 ) -> Vec<Member> {
     let encoded: Vec<Encoded> = (0..list.len())
         .into_par_iter()
         .with_min_len(256)
-        .map(|i| encode_member(list, i, map, links, xattrs))
+        .map(|i| encode_member(list, i, map, links, xattrs, projids))
         .collect();
     let mut out = Vec::with_capacity(encoded.len());
     for e in encoded {
@@ -688,13 +689,15 @@ fn check_readable(path: &[u8]) -> io::Result<()> {
     .map_err(io::Error::from)
 }
 
-/// The archive member of record `i` of `list`.
+/// The archive member of record `i` of `list`; with `projids`, files and directories carry
+/// their project IDs.
 fn encode_member(
     list: &FileList,
     i: usize,
     map: &Mapping,
     links: &HashMap<Vec<u8>, Vec<u8>>,
     xattrs: &MetaOptions,
+    projids: bool,
 ) -> Encoded {
     let e = list.entry(i);
     let m = &e.meta.expect("stat list");
@@ -721,6 +724,7 @@ fn encode_member(
         dev_major: 0,
         dev_minor: 0,
         xattrs: Vec::new(),
+        projid: Default::default(),
     };
     match e.kind {
         FileType::File => {
@@ -769,6 +773,16 @@ fn encode_member(
         match crate::engine::copy::meta::read_xattrs(e.path, xattrs) {
             Ok(x) => h.xattrs = x,
             Err((op, err)) => xattr_error = Some(ItemError::new(e.path, op, err)),
+        }
+    }
+    if projids && matches!(h.kind, Kind::File | Kind::Dir) {
+        let read = flist::at::At::new(e.path)
+            .and_then(|at| crate::engine::copy::projid::get_at(&at).map_err(io::Error::from));
+        match read {
+            Ok(p) => h.projid = p.unwrap_or_default(),
+            Err(err) => {
+                xattr_error.get_or_insert_with(|| ItemError::new(e.path, "read project ID", err));
+            }
         }
     }
     // Measured now, encoded when written.
@@ -1304,13 +1318,19 @@ fn plan(
         list,
         map,
         &links,
-        &MetaOptions::new(
-            false,
-            if o.xattrs {
-                XattrPolicy::NonLustre
-            } else {
-                XattrPolicy::None
-            },
+        (
+            &MetaOptions::new(
+                false,
+                if o.xattrs {
+                    XattrPolicy::NonLustre
+                } else {
+                    XattrPolicy::None
+                },
+            ),
+            // Where no source's file system has project IDs, none is asked per entry.
+            map.source_roots()
+                .iter()
+                .any(|r| crate::engine::copy::projid::readable_under(r)),
         ),
         &mut errors,
         &mut skipped,
@@ -2031,6 +2051,7 @@ mod tests {
             dev_major: 0,
             dev_minor: 0,
             xattrs: Vec::new(),
+            projid: Default::default(),
         };
         let mut want = Vec::new();
         let len = h.encode(&mut want);

@@ -118,6 +118,7 @@ fn header_fields(h: &Header, out: &mut Vec<u8>) {
         dev_major,
         dev_minor,
         xattrs,
+        projid,
     } = h;
     let (tag, other) = match *kind {
         Kind::File => (0u8, 0u8),
@@ -133,7 +134,13 @@ fn header_fields(h: &Header, out: &mut Vec<u8>) {
     for v in [u64::from(*mode), *uid, *gid, *size, *mtime as u64] {
         out.extend_from_slice(&v.to_le_bytes());
     }
-    for v in [*mtime_nsec, *dev_major, *dev_minor] {
+    for v in [
+        *mtime_nsec,
+        *dev_major,
+        *dev_minor,
+        projid.id,
+        u32::from(projid.inherit),
+    ] {
         out.extend_from_slice(&v.to_le_bytes());
     }
     let mut var = |b: &[u8]| {
@@ -196,6 +203,7 @@ fn encoding_probe() -> u64 {
         dev_major: 0,
         dev_minor: 0,
         xattrs: Vec::new(),
+        projid: Default::default(),
     };
     let probes = [
         file.clone(),
@@ -513,6 +521,7 @@ mod tests {
             dev_major: 0,
             dev_minor: 0,
             xattrs: vec![(b"user.k".to_vec(), b"v".to_vec())],
+            projid: Default::default(),
         };
         let laid = |h: &Header, at: u64| Laid {
             at,
@@ -548,6 +557,8 @@ mod tests {
             ("link", |h| h.link = b"t".to_vec()),
             ("dev_major", |h| h.dev_major = 1),
             ("dev_minor", |h| h.dev_minor = 1),
+            ("projid", |h| h.projid.id = 9),
+            ("projinherit", |h| h.projid.inherit = true),
             ("xattr value", |h| h.xattrs[0].1.push(b'2')),
             ("xattr moved", |h| {
                 // The same bytes split otherwise between name and value.

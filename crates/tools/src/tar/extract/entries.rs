@@ -7,7 +7,7 @@
 //! for those entries only ([`Rare`]). A decoded header (about 256 bytes with its owned strings)
 //! lives only while a run of entries is decoded.
 
-use crate::tar::format::{Decoded, Kind, Segment};
+use crate::tar::format::{Decoded, Kind, ProjectId, Segment};
 
 /// The fields of an entry that every phase of extraction uses (fixed size: 56 bytes).
 #[derive(Clone, Copy, Debug)]
@@ -50,6 +50,8 @@ struct Rare {
     dev_major: u32,
     /// See `dev_major`.
     dev_minor: u32,
+    /// Project ID (and a directory's `PROJINHERIT`).
+    projid: ProjectId,
     /// Offset of the data (bytes), when it is further than `u32::MAX` bytes from the start.
     data: u64,
     /// The name the entry is extracted under, when not its own (an earlier version of a name
@@ -92,6 +94,8 @@ pub(super) struct Item<'a> {
     pub dev_major: u32,
     /// See `dev_major`.
     pub dev_minor: u32,
+    /// Project ID (and a directory's `PROJINHERIT`); none when the archive has no record.
+    pub projid: ProjectId,
 }
 
 /// A rank's entries, in archive order.
@@ -124,7 +128,8 @@ impl Entries {
             || !h.xattrs.is_empty()
             || d.sparse.is_some()
             || h.dev_major != 0
-            || h.dev_minor != 0;
+            || h.dev_minor != 0
+            || !h.projid.is_none();
         if rare {
             self.rare.push((
                 self.recs.len(),
@@ -134,6 +139,7 @@ impl Entries {
                     sparse: d.sparse.clone(),
                     dev_major: h.dev_major,
                     dev_minor: h.dev_minor,
+                    projid: h.projid,
                     data: d.data,
                     alias: None,
                 },
@@ -278,6 +284,7 @@ impl Entries {
             sparse: rare.and_then(|x| x.sparse.as_deref()),
             dev_major: rare.map_or(0, |x| x.dev_major),
             dev_minor: rare.map_or(0, |x| x.dev_minor),
+            projid: rare.map_or_else(ProjectId::default, |x| x.projid),
         }
     }
 }
@@ -304,6 +311,7 @@ mod tests {
                 dev_major: 0,
                 dev_minor: 0,
                 xattrs: Vec::new(),
+                projid: Default::default(),
             },
             start,
             data,

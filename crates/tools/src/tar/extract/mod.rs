@@ -26,6 +26,7 @@ use super::{Done, Options, Report};
 use crate::engine::context::{Error, ToolReport};
 use crate::engine::copy::data::{copy_at_seen, write_all_at, Buffer, DataOptions, Seen};
 use crate::engine::copy::meta::{write_xattrs, MetaOptions, Target as XattrTarget, XattrPolicy};
+use crate::engine::copy::projid;
 use crate::engine::copy::striping::Striping;
 use crate::engine::digest::{HashKind, RangeDigest, RangeHasher};
 use crate::engine::hashing::Hashing;
@@ -67,6 +68,26 @@ struct Restore {
 impl Restore {
     fn mode(&self, mode: u32) -> u32 {
         self.modes.mode_of(mode)
+    }
+
+    /// Give the open entry `fd` (a regular file or a directory, `dir`) the archived project ID
+    /// of `h`, with the owner (`--same-owner`, or as root): an entry without one keeps what its
+    /// directory gave it. A target file system without project IDs is noted once, under the
+    /// target directory `dest`; a refusal fails the entry, except `EPERM` when not root (as a
+    /// chown's).
+    fn projid(&self, fd: BorrowedFd<'_>, h: &Item, dir: bool, dest: &[u8]) -> Result<(), String> {
+        if !self.owner || h.projid.is_none() {
+            return Ok(());
+        }
+        match projid::set(fd, h.projid, dir) {
+            Ok(projid::Set::Unsupported) => {
+                self.modes.unkept.note(dest, h.projid);
+                Ok(())
+            }
+            Ok(_) => Ok(()),
+            Err(Errno::PERM) if !self.modes.root => Ok(()),
+            Err(e) => Err(format!("set project ID: {}", explain(e))),
+        }
     }
 }
 
@@ -509,7 +530,7 @@ fn times_of(h: &Item) -> Timestamps {
 /// through that descriptor and can never reach what a symlink points to. With `identity`,
 /// returns the entry's `stat` once done (for a checkpoint's mark).
 fn set_meta(
-    target: &Target,
+    (target, dest): (&Target, &[u8]),
     item: &Item,
     how: &Restore,
     identity: bool,
@@ -571,6 +592,18 @@ fn set_meta(
             AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
         );
         step("chown", r)?;
+    }
+    if how.owner && !h.projid.is_none() && matches!(h.kind, Kind::Dir | Kind::File) {
+        // The O_PATH descriptor takes no ioctl: the entry it pins (checked above to be of
+        // its type, so never a symlink) is opened through it.
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let open = rustix::fs::open(
+            OsStr::from_bytes(&fd_path(fd.as_fd(), b"")),
+            flags,
+            Mode::empty(),
+        )
+        .map_err(|e| format!("open: {}", explain(e)))?;
+        how.projid(open.as_fd(), h, h.kind == Kind::Dir, dest)?;
     }
     if h.kind != Kind::Symlink {
         let r = rustix::fs::chmod(
@@ -984,6 +1017,7 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     let skipped = x.others(&entries);
     // 6. Metadata: files and links now, directories deepest first.
     x.metadata(comm, &entries);
+    crate::engine::copy::drive::warn_projid_unkept(comm, &o.context, x.how.modes.unkept.take());
 
     let interrupted = comm.any(x.stopped());
     let checked = x.checks(comm);
@@ -1628,6 +1662,7 @@ impl<'a> Extraction<'a> {
                 rustix::fs::fchown(&fd, Some(Uid::from_raw(h.uid)), Some(Gid::from_raw(h.gid))),
             )?;
         }
+        how.projid(fd.as_fd(), h, false, lay.dest)?;
         step(
             "chmod",
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(how.mode(h.mode))),
@@ -1911,7 +1946,12 @@ impl<'a> Extraction<'a> {
                     return;
                 }
             }
-            match set_meta(self.target, it, &self.how, self.resume.on()) {
+            match set_meta(
+                (self.target, self.lay.dest),
+                it,
+                &self.how,
+                self.resume.on(),
+            ) {
                 Ok(st) => {
                     e.done[i].store(true, Ordering::Relaxed);
                     self.mark_done(e, i, st.as_ref().map(resume::made_of));

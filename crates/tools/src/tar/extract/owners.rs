@@ -68,6 +68,7 @@ mod tests {
             dev_major: 0,
             dev_minor: 0,
             xattrs: Vec::new(),
+            projid: Default::default(),
         };
         let mut owners = Owners::default();
         owners.resolve(&mut h);

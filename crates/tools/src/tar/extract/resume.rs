@@ -561,6 +561,7 @@ mod tests {
             sparse: None,
             dev_major: 0,
             dev_minor: 0,
+            projid: Default::default(),
         };
         let record = |born: (u64, u64, u64)| {
             let (dev, ino) = stamp.id;

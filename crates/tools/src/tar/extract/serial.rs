@@ -48,6 +48,8 @@ struct Outcome {
     damaged: bool,
     /// A stop request ended the read.
     interrupted: bool,
+    /// The target, when its file system kept no project ID an entry had.
+    projid_unkept: Option<Vec<u8>>,
 }
 
 /// `tar -x` of `archive`, whose compression is `codec`, into `target`. Collective: rank 0
@@ -103,6 +105,7 @@ pub(in super::super) fn run(
         }
     }
     crate::tar::archive::serial::wait_quietly(comm);
+    crate::engine::copy::drive::warn_projid_unkept(comm, &o.context, out.projid_unkept.take());
     let not_found = matcher.not_found(comm, o, &credited);
     let failures = fail.take();
     for f in &failures {
@@ -290,6 +293,7 @@ fn extract(
     if !out.interrupted {
         run.directories_last(&directories, &mut out);
     }
+    out.projid_unkept = run.how.modes.unkept.take();
     out
 }
 
@@ -371,7 +375,7 @@ impl Serial<'_> {
             },
             Kind::Symlink | Kind::Fifo | Kind::Char | Kind::Block => {
                 match make_other(target, &item)
-                    .and_then(|()| set_meta(target, &item, how, self.resume.on()))
+                    .and_then(|()| set_meta((target, self.lay.dest), &item, how, self.resume.on()))
                 {
                     Ok(st) => self.extracted(out, &item, 0, st.as_ref().map(resume::made_of)),
                     Err(why) => fail.add(rel, why),
@@ -476,7 +480,7 @@ impl Serial<'_> {
         order.sort_unstable_by_key(|&(depth, _)| std::cmp::Reverse(depth));
         for (_, i) in order {
             let item = directories.get(i);
-            match set_meta(self.target, &item, &self.how, false) {
+            match set_meta((self.target, self.lay.dest), &item, &self.how, false) {
                 Ok(_) => out.extracted += 1,
                 Err(why) => self.fail.add(item.rel, why),
             }
@@ -625,6 +629,7 @@ impl File<'_> {
                 rustix::fs::fchown(fd, Some(Uid::from_raw(h.uid)), Some(Gid::from_raw(h.gid))),
             )?;
         }
+        self.how.projid(fd, h, false, self.lay.dest)?;
         step(
             "chmod",
             rustix::fs::fchmod(fd, Mode::from_raw_mode(self.how.mode(h.mode))),

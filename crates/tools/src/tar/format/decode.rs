@@ -399,5 +399,6 @@ fn parse_ustar(
         dev_major,
         dev_minor,
         xattrs: ext.xattrs,
+        projid: ext.projid,
     })
 }

@@ -6,7 +6,7 @@
 
 use super::number::{put_number, seal};
 use super::pax::{pax_record, pax_time, put_decimal};
-use super::{round_up, Header, Kind, BLOCK_USIZE};
+use super::{round_up, Header, Kind, BLOCK_USIZE, PROJID_KEY, PROJINHERIT_KEY};
 use std::borrow::Cow;
 
 /// Bytes of the name, link name, owner and group name and prefix fields.
@@ -342,6 +342,14 @@ impl Header {
             let mut key = b"SCHILY.xattr.".to_vec();
             key.extend_from_slice(name);
             pax_record(&mut records, &key, value);
+        }
+        if self.projid.id != 0 {
+            let mut text = Vec::with_capacity(10);
+            put_decimal(&mut text, u64::from(self.projid.id));
+            pax_record(&mut records, PROJID_KEY, &text);
+            if self.projid.inherit {
+                pax_record(&mut records, PROJINHERIT_KEY, b"1");
+            }
         }
         (path, placement, records)
     }

@@ -40,6 +40,7 @@ fn file_header(path: &[u8], size: u64) -> Header {
         dev_major: 0,
         dev_minor: 0,
         xattrs: Vec::new(),
+        projid: Default::default(),
     }
 }
 

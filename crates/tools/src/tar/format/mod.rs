@@ -12,6 +12,7 @@
 //! before writing, GNU tar's pax header names) and `decode` (decoding at a known offset
 //! through a read callback).
 
+pub use crate::engine::copy::projid::ProjectId;
 use std::io;
 
 mod decode;
@@ -47,6 +48,13 @@ const BLOCK_USIZE: usize = BLOCK as usize;
 /// Largest extension header (pax `x`/`g`, GNU `L`/`K`) data [`decode_entry`] accepts, in
 /// bytes; a larger size field is taken as corruption rather than read into memory.
 const MAX_EXTENSION_SIZE: u64 = 64 << 20;
+
+/// The pax record of a project ID (decimal), mfu-rs's own: no tar we know of stores project
+/// IDs (GNU tar, bsdtar and star have no keyword for them), and pax readers ignore keywords
+/// they don't know.
+pub const PROJID_KEY: &[u8] = b"MFURS.projid";
+/// The pax record (`1`) of a directory's `PROJINHERIT` flag, written with [`PROJID_KEY`].
+pub const PROJINHERIT_KEY: &[u8] = b"MFURS.projinherit";
 
 /// `n` rounded up to a whole number of blocks (bytes).
 pub fn round_up(n: u64) -> u64 {
@@ -123,6 +131,9 @@ pub struct Header {
     pub dev_minor: u32,
     /// Extended attributes (name, value), stored as pax `SCHILY.xattr.NAME` records.
     pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Project ID and a directory's `PROJINHERIT` flag, stored as pax `MFURS.projid` and
+    /// `MFURS.projinherit` records when not zero (other tars ignore them).
+    pub projid: ProjectId,
 }
 
 impl Header {

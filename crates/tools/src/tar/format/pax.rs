@@ -3,7 +3,7 @@
 //! it has no writer outside `Builder`; the `GNU.sparse.*` records are not read by it at all.
 
 use super::sparse::{sparse_invalid, MAX_SEGMENTS};
-use super::{number::is_zero, HeaderError, Segment};
+use super::{number::is_zero, HeaderError, ProjectId, Segment, PROJID_KEY, PROJINHERIT_KEY};
 
 /// Nanoseconds per second.
 pub(super) const NANOS: i128 = 1_000_000_000;
@@ -173,6 +173,7 @@ pub(super) struct Extensions {
     pub(super) gname: Option<Vec<u8>>,
     pub(super) mtime: Option<(i64, u32)>,
     pub(super) xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+    pub(super) projid: ProjectId,
     pub(super) sparse: PaxSparse,
 }
 
@@ -231,6 +232,13 @@ impl Extensions {
                 b"uid" => self.uid = number(&value, &key, offset, parse_decimal)?,
                 b"gid" => self.gid = number(&value, &key, offset, parse_decimal)?,
                 b"mtime" => self.mtime = number(&value, &key, offset, parse_pax_time)?,
+                PROJID_KEY => {
+                    let id = number(&value, &key, offset, |v| {
+                        parse_decimal(v).and_then(|n| u32::try_from(n).ok())
+                    })?;
+                    self.projid.id = id.unwrap_or(0);
+                }
+                PROJINHERIT_KEY => self.projid.inherit = value == b"1",
                 b"GNU.sparse.major" => {
                     self.sparse.major = number(&value, &key, offset, parse_decimal)?
                 }

@@ -60,6 +60,7 @@ pub(super) fn hdr(path: &[u8], kind: Kind) -> Header {
         dev_major: 0,
         dev_minor: 0,
         xattrs: Vec::new(),
+        projid: Default::default(),
     }
 }
 
@@ -139,6 +140,7 @@ pub(super) fn the_first_entry_carries_the_mark_and_decodes_as_without_it() {
             dev_major: 0,
             dev_minor: 0,
             xattrs: Vec::new(),
+            projid: Default::default(),
         };
         let plain = round_trip(&h);
         assert!(!mfu_marked(&plain));

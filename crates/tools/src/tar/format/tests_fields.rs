@@ -58,6 +58,29 @@ fn xattr_values_at_carry_boundaries_round_trip() {
     }
 }
 
+/// A project ID travels as `MFURS.projid` (and a directory's `PROJINHERIT` as
+/// `MFURS.projinherit=1`) and comes back; project 0 needs no record, so no pax header.
+#[test]
+fn project_ids_round_trip_as_vendor_records() {
+    let plain = hdr(b"f", Kind::File);
+    assert_eq!(encode(&plain).len(), 512, "no pax header for project 0");
+    for (kind, id, inherit) in [(Kind::File, 42, false), (Kind::Dir, u32::MAX, true)] {
+        let mut h = hdr(b"d", kind);
+        h.projid = ProjectId { id, inherit };
+        let buf = round_trip(&h);
+        let text = String::from_utf8_lossy(&buf);
+        assert!(text.contains(&format!(" MFURS.projid={id}\n")), "{text}");
+        assert_eq!(text.contains(" MFURS.projinherit=1\n"), inherit);
+    }
+    // Out of range is a damaged header, as any bad number is.
+    let mut records = Vec::new();
+    pax_record(&mut records, PROJID_KEY, b"4294967296");
+    let mut ext = super::pax::Extensions::default();
+    assert!(ext
+        .apply_pax(super::pax::parse_pax(&records, 0).unwrap(), 0)
+        .is_err());
+}
+
 #[test]
 fn parse_pax_records() {
     let data = b"30 mtime=1600000000.123456789\n18 path=a=b\nc d\0e\n21 SCHILY.xattr.u.x=\n\0\0\0";

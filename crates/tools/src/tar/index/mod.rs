@@ -55,6 +55,7 @@ pub fn member_header(name: &[u8], count: u64, mtime: i64) -> Header {
         dev_major: 0,
         dev_minor: 0,
         xattrs: Vec::new(),
+        projid: Default::default(),
     }
 }
 

@@ -895,6 +895,7 @@ mod tests {
             dev_major: 0,
             dev_minor: 0,
             xattrs: Vec::new(),
+            projid: Default::default(),
         }
     }
 
