@@ -38,6 +38,7 @@ mod runtime_mpi;
 mod runtime_stats;
 mod sh;
 mod signals;
+mod status;
 mod sync;
 mod sync_xattrs;
 mod tar;
