@@ -323,9 +323,9 @@ impl Progress {
     /// Hand sums over all ranks that the caller gathered itself (collective work outside a
     /// queue run, e.g. after each wave of a loop of collectives) to the drawing, with these
     /// counters' totals and elapsed time. Cheap: call it as often as sums are known. Without a
-    /// reporter (ranks other than 0, silent counters) nothing happens.
+    /// reporter or a live status (ranks other than 0, silent counters) nothing happens.
     pub fn report_sums(&self, items: u64, bytes: u64, errors: u64) {
-        if self.reporter.is_none() {
+        if self.reporter.is_none() && self.status.is_none() {
             return;
         }
         for (a, v) in self.gathered.iter().zip([items, bytes, errors]) {
