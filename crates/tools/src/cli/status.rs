@@ -259,8 +259,11 @@ mod tests {
         }
     }
 
-    /// Every sample line's metric name, labels and value, and the HELP and TYPE lines by name.
-    fn parse(text: &str) -> (Vec<(String, String, f64)>, Vec<String>, Vec<String>) {
+    /// A sample line: metric name, labels, value.
+    type Sample = (String, String, f64);
+
+    /// Every sample line, and the names of the HELP and of the TYPE lines.
+    fn parse(text: &str) -> (Vec<Sample>, Vec<String>, Vec<String>) {
         let (mut samples, mut help, mut kind) = (Vec::new(), Vec::new(), Vec::new());
         for line in text.lines() {
             if let Some(rest) = line.strip_prefix("# HELP ") {
