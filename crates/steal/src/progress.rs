@@ -56,9 +56,9 @@ pub fn human_duration(secs: f64) -> String {
 /// runtime's thread, or on the rank's own when that runtime could not start).
 pub type Reporter = Box<dyn Fn(&Report) + Send + Sync>;
 
-/// The progress runtime: a current-thread tokio runtime (timers only) on a thread of its own,
-/// started by the first call. Progress timers run on it, and so may any task that reports on
-/// a run (a status server). `None` when it could not be started (no thread left): progress is
+/// The progress runtime: a current-thread tokio runtime (timers and sockets) on a thread of
+/// its own, started by the first call. Progress timers run on it, and so do the live status's
+/// tasks (its server and its file, [`crate::status`]). `None` when it could not be started (no thread left): progress is
 /// then drawn by the ranks' own polling, as before there was a runtime.
 pub fn runtime() -> Option<&'static tokio::runtime::Handle> {
     static RUNTIME: OnceLock<Option<tokio::runtime::Handle>> = OnceLock::new();
