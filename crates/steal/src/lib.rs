@@ -20,7 +20,8 @@
 //!
 //! On top of [`Comm`]: typed messages ([`typed`]: `CommExt::bcast_from`, `all_gather`,
 //! `gather_to`, `agree`, `send_value`, over serde and postcard), [`queue::run`] (distributed work stealing with termination detection),
-//! [`progress`] (periodic progress lines from rank 0) and [`signals`] (SIGINT/SIGTERM as a flag); [`stats`] measures the queue's protocol on request
+//! [`progress`] (periodic progress lines from rank 0), [`status`] (the live status of a run,
+//! served over HTTP and written to a file) and [`signals`] (SIGINT/SIGTERM as a flag); [`stats`] measures the queue's protocol on request
 //! (`MFU_RS_STATS=1`).
 
 #![warn(missing_docs)]
@@ -36,6 +37,8 @@ pub mod progress;
 pub mod queue;
 pub mod signals;
 pub mod stats;
+pub mod status;
+mod status_server;
 pub mod typed;
 
 pub use comm::{Comm, CommExt, ReduceOp, Tag};

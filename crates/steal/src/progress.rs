@@ -10,6 +10,10 @@
 //! rates). A run that ends within its first interval never starts that runtime. The library
 //! only computes; the binary decides what a user sees (its one progress line is the tools'
 //! crate's `cli::progress_line`).
+//!
+//! A run with a live status ([`crate::status`]) attaches rank 0's counters of each phase to
+//! it ([`Progress::with_status`]): the status reads them live. Every rank then also measures
+//! its idle time in queue runs ([`Progress::tracking_idle`]) and sends it with its snapshot.
 
 use std::future::Future;
 use std::ops::Deref;
@@ -52,17 +56,19 @@ pub fn human_duration(secs: f64) -> String {
 /// runtime's thread, or on the rank's own when that runtime could not start).
 pub type Reporter = Box<dyn Fn(&Report) + Send + Sync>;
 
-/// The progress runtime: a current-thread tokio runtime (timers only) on a thread of its own,
-/// started by the first call. Progress timers run on it, and so may any task that reports on
-/// a run (a status server). `None` when it could not be started (no thread left): progress is
+/// The progress runtime: a current-thread tokio runtime (timers and sockets) on a thread of
+/// its own, started by the first call. Progress timers run on it, and so do the live status's
+/// tasks (its server and its file, [`crate::status`]). `None` when it could not be started (no thread left): progress is
 /// then drawn by the ranks' own polling, as before there was a runtime.
 pub fn runtime() -> Option<&'static tokio::runtime::Handle> {
     static RUNTIME: OnceLock<Option<tokio::runtime::Handle>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
             RUNTIME_STARTS.fetch_add(1, Ordering::Relaxed);
+            // I/O for the status server's sockets: an epoll descriptor, no thread.
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_time()
+                .enable_io()
                 .build()
                 .ok()?;
             let handle = rt.handle().clone();
@@ -87,7 +93,9 @@ static RUNTIME_STARTS: AtomicU64 = AtomicU64::new(0);
 
 /// Run `task` on the progress [`runtime`] (starting it) and wait for its result; `None` when the
 /// runtime could not start.
-fn on_runtime<T: Send + 'static>(task: impl Future<Output = T> + Send + 'static) -> Option<T> {
+pub(crate) fn on_runtime<T: Send + 'static>(
+    task: impl Future<Output = T> + Send + 'static,
+) -> Option<T> {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     runtime()?.spawn(async move {
         let _ = tx.send(task.await);
@@ -116,7 +124,16 @@ pub struct Counters {
     /// The (items, bytes, errors) of the last line the timer drew.
     drawn: Mutex<Option<[u64; 3]>>,
     start: Instant,
+    /// This rank's idle time in closed intervals, nanoseconds (measured only when tracking).
+    idle_ns: AtomicU64,
+    /// Since when this rank has been idle, nanoseconds after `start`; [`NOT_IDLE`] when busy.
+    idle_since: AtomicU64,
+    /// Rank 0: the latest idle time of every rank, nanoseconds, by rank (its own is read live).
+    remote_idle: Mutex<Vec<u64>>,
 }
+
+/// `Counters::idle_since` of a rank that is busy.
+const NOT_IDLE: u64 = u64::MAX;
 
 impl Counters {
     /// Hand the sums as they stand to `reporter`, unless `only_if_new` and the last line drawn
@@ -130,8 +147,26 @@ impl Counters {
         reporter(&r);
     }
 
+    /// This rank's idle time so far, nanoseconds (the open interval included).
+    fn idle_now(&self) -> u64 {
+        let closed = self.idle_ns.load(Ordering::Relaxed);
+        match self.idle_since.load(Ordering::Relaxed) {
+            NOT_IDLE => closed,
+            since => closed + (self.start.elapsed().as_nanos() as u64).saturating_sub(since),
+        }
+    }
+
+    /// Rank 0: the idle time of each of `ranks` ranks so far, nanoseconds, by rank (0 for a
+    /// rank that has sent none yet).
+    pub(crate) fn idle_by_rank(&self, ranks: usize) -> Vec<u64> {
+        let mut idle = lock(&self.remote_idle).clone();
+        idle.resize(ranks.max(1), 0);
+        idle[0] = self.idle_now();
+        idle
+    }
+
     /// The sums as they stand.
-    fn report(&self) -> Report {
+    pub(crate) fn report(&self) -> Report {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let [items, bytes, errors] = if self.has_gathered.load(Ordering::Acquire) {
             self.gathered.each_ref().map(load)
@@ -176,6 +211,10 @@ pub struct Progress {
     started: AtomicBool,
     /// `drawing` is `Inline` (checked without the lock in the polling loop).
     inline: AtomicBool,
+    /// Measure idle time in queue runs ([`Progress::set_idle`]): only for a live status.
+    track_idle: bool,
+    /// Rank 0: the live status these counters are the current phase of.
+    status: Option<Arc<crate::status::Live>>,
 }
 
 impl Deref for Progress {
@@ -209,6 +248,9 @@ impl Progress {
                 has_gathered: AtomicBool::new(false),
                 drawn: Mutex::new(None),
                 start: Instant::now(),
+                idle_ns: zero(),
+                idle_since: AtomicU64::new(NOT_IDLE),
+                remote_idle: Mutex::new(Vec::new()),
             }),
             interval,
             seen_tick: zero(),
@@ -216,7 +258,26 @@ impl Progress {
             drawing: Mutex::new(Drawing::Idle),
             started: AtomicBool::new(false),
             inline: AtomicBool::new(false),
+            track_idle: false,
+            status: None,
         }
+    }
+
+    /// These counters as the current phase of the live status `live` (rank 0), called
+    /// `phase` (the verb of progress lines, `Copied`): the status reads them live from now on
+    /// and keeps their final sums when they are dropped. Idle time is measured.
+    pub fn with_status(mut self, live: Arc<crate::status::Live>, phase: &str) -> Progress {
+        live.begin_phase(phase, Arc::clone(&self.counters));
+        self.status = Some(live);
+        self.track_idle = true;
+        self
+    }
+
+    /// Measure this rank's idle time in queue runs and send it with the snapshots (the ranks
+    /// other than 0 of a run with a live status).
+    pub fn tracking_idle(mut self) -> Progress {
+        self.track_idle = true;
+        self
     }
 
     /// Counters that never report.
@@ -262,9 +323,9 @@ impl Progress {
     /// Hand sums over all ranks that the caller gathered itself (collective work outside a
     /// queue run, e.g. after each wave of a loop of collectives) to the drawing, with these
     /// counters' totals and elapsed time. Cheap: call it as often as sums are known. Without a
-    /// reporter (ranks other than 0, silent counters) nothing happens.
+    /// reporter or a live status (ranks other than 0, silent counters) nothing happens.
     pub fn report_sums(&self, items: u64, bytes: u64, errors: u64) {
-        if self.reporter.is_none() {
+        if self.reporter.is_none() && self.status.is_none() {
             return;
         }
         for (a, v) in self.gathered.iter().zip([items, bytes, errors]) {
@@ -319,16 +380,44 @@ impl Progress {
         }));
     }
 
-    /// Rank 0: the latest (items, bytes, errors) of the other ranks, summed.
-    pub(crate) fn set_remote(&self, sums: [u64; 3]) {
+    /// Rank 0: the latest (items, bytes, errors) of the other ranks, summed, and the idle
+    /// time of every rank by rank.
+    pub(crate) fn set_remote(&self, sums: [u64; 3], idle: &[u64]) {
         for (a, v) in self.remote.iter().zip(sums) {
             a.store(v, Ordering::Relaxed);
         }
+        if self.track_idle {
+            let mut kept = lock(&self.remote_idle);
+            kept.clear();
+            kept.extend_from_slice(idle);
+        }
     }
 
-    /// This rank's counters (items, bytes, errors), as sent to rank 0's [`ProgressBoard`].
-    pub(crate) fn snapshot(&self) -> [u64; 3] {
-        [&self.items, &self.bytes, &self.errors].map(|a| a.load(Ordering::Relaxed))
+    /// This rank's counters (items, bytes, errors, idle nanoseconds), as sent to rank 0's
+    /// [`ProgressBoard`].
+    pub(crate) fn snapshot(&self) -> [u64; 4] {
+        let [items, bytes, errors] =
+            [&self.items, &self.bytes, &self.errors].map(|a| a.load(Ordering::Relaxed));
+        [items, bytes, errors, self.idle_now()]
+    }
+
+    /// Open (`idle`) or close this rank's idle interval (the queue's main thread, each turn
+    /// of its loop). Nothing unless idle time is tracked; a clock read only when it changes.
+    pub(crate) fn set_idle(&self, idle: bool) {
+        if !self.track_idle {
+            return;
+        }
+        let since = self.idle_since.load(Ordering::Relaxed);
+        let now = || self.start.elapsed().as_nanos() as u64;
+        match (idle, since) {
+            (true, NOT_IDLE) => self.idle_since.store(now(), Ordering::Relaxed),
+            (false, NOT_IDLE) | (true, _) => {}
+            (false, since) => {
+                self.idle_ns
+                    .fetch_add(now().saturating_sub(since), Ordering::Relaxed);
+                self.idle_since.store(NOT_IDLE, Ordering::Relaxed);
+            }
+        }
     }
 }
 
@@ -337,6 +426,9 @@ impl Drop for Progress {
     /// the timer's task once it has stopped (so that no line of this phase follows it); not
     /// when the timer's last line showed them already.
     fn drop(&mut self) {
+        if let Some(live) = &self.status {
+            live.end_phase(&self.counters);
+        }
         let drawing = std::mem::replace(&mut *lock(&self.drawing), Drawing::Idle);
         let Some(reporter) = self.reporter.clone() else {
             return;
@@ -361,23 +453,23 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Rank 0's view of every rank's latest counters.
+/// Rank 0's view of every rank's latest counters (items, bytes, errors, idle nanoseconds).
 pub(crate) struct ProgressBoard {
-    latest: Vec<[u64; 3]>,
+    latest: Vec<[u64; 4]>,
     received_remote: u64,
 }
 
 impl ProgressBoard {
     pub(crate) fn new(size: usize) -> ProgressBoard {
         ProgressBoard {
-            latest: vec![[0; 3]; size],
+            latest: vec![[0; 4]; size],
             received_remote: 0,
         }
     }
 
-    /// Keep rank `src`'s latest counters (items, bytes, errors); not 0's, which rank 0 reads
-    /// live.
-    pub(crate) fn update(&mut self, src: usize, counts: [u64; 3]) {
+    /// Keep rank `src`'s latest counters (items, bytes, errors, idle nanoseconds); not 0's,
+    /// which rank 0 reads live.
+    pub(crate) fn update(&mut self, src: usize, counts: [u64; 4]) {
         self.received_remote += 1;
         self.latest[src] = counts;
     }
@@ -389,7 +481,11 @@ impl ProgressBoard {
 
     /// Hand the other ranks' sums to rank 0's counters, for its drawing.
     pub(crate) fn publish(&self, p: &Progress) {
-        p.set_remote([0, 1, 2].map(|i| self.latest.iter().map(|v| v[i]).sum()));
+        let idle: Vec<u64> = self.latest.iter().map(|v| v[3]).collect();
+        p.set_remote(
+            [0, 1, 2].map(|i| self.latest.iter().map(|v| v[i]).sum()),
+            &idle,
+        );
     }
 }
 

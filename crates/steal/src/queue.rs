@@ -619,9 +619,12 @@ impl<T: WorkItem> Rank<'_, T> {
         true
     }
 
-    /// Statistics: open or close this rank's idle interval.
+    /// Statistics and the live status: open or close this rank's idle interval.
     fn track_idle(&mut self) {
         let passive = self.is_passive();
+        if let Some(p) = self.progress {
+            p.set_idle(passive);
+        }
         let Some(s) = &mut self.stats else { return };
         match (passive, s.idle_since) {
             (true, None) => s.idle_since = Some(Instant::now()),
@@ -687,6 +690,10 @@ impl<T: WorkItem> Rank<'_, T> {
                     self.comm.park(DRAIN_WAIT, Duration::from_micros(50));
                 }
             }
+        }
+        // The queue run is over: what follows is this rank's own work, not idle time.
+        if let Some(p) = self.progress {
+            p.set_idle(false);
         }
         // The last snapshot of each sending rank, so that rank 0's last line has every
         // rank's final counts (not those of its last interval).
@@ -757,9 +764,9 @@ mod message_tests {
             typed::decode::<RankCounts>(&typed::encode(&counts)).unwrap(),
             counts
         );
-        let snap = [1u64, u64::MAX, 0];
+        let snap = [1u64, u64::MAX, 0, 7];
         assert_eq!(
-            typed::decode::<[u64; 3]>(&typed::encode(&snap)).unwrap(),
+            typed::decode::<[u64; 4]>(&typed::encode(&snap)).unwrap(),
             snap
         );
         // A work message: the count, then the items one after another.

@@ -41,6 +41,7 @@ mod runtime_stats;
 mod sh;
 mod signals;
 mod sparse_seek;
+mod status;
 mod sync;
 mod sync_xattrs;
 mod tar;

@@ -1,13 +1,21 @@
 //! The README's option tables against the clap definitions (issue 19): they cannot drift. Every
 //! option a tool's table names exists on that tool, with the short and long names the table pairs
 //! (`-k, --chunksize`), and every option the tool has is in its table, except the message group
-//! every tool shares (`--json`, `--timestamps`, documented once under "Running") and clap's own
-//! `--help`/`--version`.
+//! every tool shares (`--json`, `--timestamps`, the live status's `--status-*`, documented once
+//! under "Running") and clap's own `--help`/`--version`.
 
 use std::collections::BTreeSet;
 
 /// Options documented once for all tools rather than in each table.
-const DOCUMENTED_ONCE: &[&str] = &["--help", "--version", "--json", "--timestamps"];
+const DOCUMENTED_ONCE: &[&str] = &[
+    "--help",
+    "--version",
+    "--json",
+    "--timestamps",
+    "--status-listen",
+    "--status-file",
+    "--status-interval",
+];
 
 /// One tool's section of the README: its name and the first cell of every table row.
 struct Section {

@@ -27,12 +27,51 @@ pub struct Common {
     /// mpiFileUtils does. Also set by MFU_TIMESTAMPS=1.
     #[arg(long, env = "MFU_TIMESTAMPS", value_parser = clap::builder::FalseyValueParser::new())]
     pub timestamps: bool,
+    /// While the run lasts, rank 0 serves its live status over HTTP on ADDR (`127.0.0.1:9464`,
+    /// `[::1]:0`, `0.0.0.0:9464`): `GET /status` as JSON, `GET /metrics` for Prometheus (tool,
+    /// phase, items and bytes done and expected, rates, ETA, failures, elapsed time, ranks,
+    /// idle time per rank). With port 0 the address chosen is printed on stderr (`mfu-rs:
+    /// status at http://127.0.0.1:PORT/`). An address that cannot be bound is a usage error
+    /// before any work. The status is not authenticated: bind 0.0.0.0 only on a trusted network.
+    #[arg(long, value_name = "ADDR", help_heading = "Live status")]
+    pub status_listen: Option<String>,
+    /// Rewrite the live status as a JSON file at PATH every --status-interval, atomically
+    /// (temporary and rename in the same directory), and once at the end with the final counts
+    /// and `"state"`: `done`, `failed` or `stopped`. Its directory must exist.
+    #[arg(long, value_name = "PATH", help_heading = "Live status")]
+    pub status_file: Option<std::ffi::OsString>,
+    /// Seconds between rewrites of --status-file and between the ranks' reports to rank 0
+    /// [default: the --progress interval, or 10 with --progress 0].
+    #[arg(long, value_name = "SECS", value_parser = parse_positive_seconds, help_heading = "Live status")]
+    pub status_interval: Option<f64>,
 }
 
 impl Common {
     /// How often progress is reported; `None` for `--progress 0` or `-q`.
     pub fn progress_every(&self) -> Option<Duration> {
         (self.progress > 0.0 && !self.quiet).then(|| Duration::from_secs_f64(self.progress))
+    }
+
+    /// How often the live status is sampled and its file rewritten; `None` without
+    /// `--status-listen` or `--status-file`.
+    pub fn status_every(&self) -> Option<Duration> {
+        if self.status_listen.is_none() && self.status_file.is_none() {
+            return None;
+        }
+        let secs = match self.status_interval {
+            Some(s) => s,
+            None if self.progress > 0.0 => self.progress,
+            None => 10.0,
+        };
+        Some(Duration::from_secs_f64(secs))
+    }
+}
+
+fn parse_positive_seconds(text: &str) -> Result<f64, String> {
+    match parse_seconds(text) {
+        Ok(s) if s > 0.0 => Ok(s),
+        Ok(_) => Err(format!("'{text}': must be more than 0 seconds")),
+        Err(e) => Err(e),
     }
 }
 

@@ -25,6 +25,7 @@ pub mod rm;
 pub mod run_tool;
 pub mod runtime_stats;
 pub mod sh;
+pub mod status;
 pub mod stripe;
 pub mod sync;
 pub mod tar;

@@ -127,6 +127,27 @@ fn refuse_unwritable_outputs(
     steal::CommExt::any(comm, problem.is_some()).then_some(Status::Usage)
 }
 
+/// Rank 0 starts the live status, if asked for, before any work, and the ranks agree:
+/// `Some(Status::Usage)` when it could not (an address that cannot be bound). Collective when
+/// a status was asked for.
+fn start_live_status(
+    comm: &dyn steal::Comm,
+    tool: &str,
+    status: &Option<crate::engine::context::LiveStatus>,
+    listen: Option<&str>,
+) -> Option<Status> {
+    let status = status.as_ref()?;
+    let problem = if comm.rank() == 0 {
+        crate::cli::status::start(status, comm.size(), listen).err()
+    } else {
+        None
+    };
+    if let Some(p) = &problem {
+        report_error(tool, p);
+    }
+    steal::CommExt::any(comm, problem.is_some()).then_some(Status::Usage)
+}
+
 /// The signal contract's last line: a SIGINT/SIGTERM caught while the tool was in a phase that
 /// no longer takes work (printing, writing its list, directory times) let it finish; the run
 /// still exits 1, as every interrupted run does, and says what happened when the tool did not.
@@ -190,6 +211,8 @@ pub fn main_of<T: CliTool>(matches: &ArgMatches, launch: &Launcher<'_>) -> i32 {
     let refused = check_command_line::<T>(&args).and_then(|()| {
         if common.json && list_to_stdout {
             Err("--json prints the report on stdout: write the list to a file, not -o -".into())
+        } else if common.status_file.as_ref().is_some_and(|f| f.is_empty()) {
+            Err("an empty --status-file names no file".into())
         } else {
             Ok(())
         }
@@ -216,16 +239,29 @@ pub fn main_of<T: CliTool>(matches: &ArgMatches, launch: &Launcher<'_>) -> i32 {
     context.progress = common.progress_every();
     context.verbose = common.verbose;
     context.stop = steal::signals::shared_stop_flag();
+    // Made here, started by rank 0 before any work (and only there: it serves).
+    let live_status = crate::cli::status::requested(tool, common);
+    context.status = live_status.clone();
+    let status_listen = common.status_listen.clone();
     let json = common.json;
     let options = T::options(&args, rules, context);
-    let files: Vec<(&str, &[u8])> = outputs.into_iter().filter(|(_, f)| !is_stdout(f)).collect();
+    let mut files: Vec<(&str, &[u8])> =
+        outputs.into_iter().filter(|(_, f)| !is_stdout(f)).collect();
+    if let Some(f) = &common.status_file {
+        use std::os::unix::ffi::OsStrExt;
+        files.push(("--status-file", f.as_bytes()));
+    }
     let started = std::time::Instant::now();
     // Every tool starts with the same checks, on every rank.
     let result = launch(&|comm| {
         if let Some(status) = refuse_unwritable_outputs(comm, tool, &files) {
             return status;
         }
-        let status = match T::run(comm, &options) {
+        if let Some(status) = start_live_status(comm, tool, &live_status, status_listen.as_deref())
+        {
+            return status;
+        }
+        let (status, summary, stopped) = match T::run(comm, &options) {
             Ok(report) => {
                 if comm.rank() == 0 {
                     if json {
@@ -238,14 +274,32 @@ pub fn main_of<T: CliTool>(matches: &ArgMatches, launch: &Launcher<'_>) -> i32 {
                         report_error(tool, stopped);
                     }
                 }
-                report.status()
+                (
+                    report.status(),
+                    Some(report.summary()),
+                    report.stopped().is_some(),
+                )
             }
             Err(e) => {
                 if comm.rank() == 0 {
                     report_error(tool, e);
                 }
-                Status::Usage
+                (Status::Usage, None, false)
             }
+        };
+        let status = match (&live_status, comm.rank()) {
+            (Some(s), 0) => {
+                let stopped = stopped
+                    || steal::signals::stop_flag().load(std::sync::atomic::Ordering::SeqCst);
+                match crate::cli::status::finish(&s.live, summary, status, stopped) {
+                    Ok(()) => status,
+                    Err(e) => {
+                        report_error(tool, e);
+                        status.max(Status::ItemsFailed)
+                    }
+                }
+            }
+            _ => status,
         };
         status.agree(comm)
     });

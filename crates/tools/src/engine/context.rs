@@ -91,7 +91,19 @@ pub struct Context {
     /// report says `interrupted`. The command line passes the flag SIGINT/SIGTERM set
     /// ([`steal::signals::stop_flag`]); a library caller its own.
     pub stop: Arc<AtomicBool>,
+    /// The run's live status, if one is served (`--status-listen`, `--status-file`): rank 0's
+    /// counters of each phase are attached to it and every rank measures its idle time.
+    pub status: Option<LiveStatus>,
     failures: Arc<Mutex<Vec<String>>>,
+}
+
+/// A live status the run's counters feed (see [`steal::status`]).
+#[derive(Clone, Debug)]
+pub struct LiveStatus {
+    /// How often the other ranks send their counts to rank 0 (and the status is sampled).
+    pub every: Duration,
+    /// The status, served by rank 0.
+    pub live: Arc<steal::status::Live>,
 }
 
 impl Default for Context {
@@ -107,6 +119,7 @@ impl fmt::Debug for Context {
             .field("progress", &self.progress)
             .field("verbose", &self.verbose)
             .field("stop", &self.stop)
+            .field("status", &self.status)
             .finish_non_exhaustive()
     }
 }
@@ -119,6 +132,7 @@ impl Context {
             progress: None,
             verbose: false,
             stop: Arc::new(AtomicBool::new(false)),
+            status: None,
             failures: Arc::new(Mutex::new(Vec::new())),
         }
     }
@@ -151,9 +165,16 @@ impl Context {
 
     /// Progress counters whose snapshots go to [`Events::progress`] as `verb ...`, on rank 0,
     /// every [`Context::progress`]; silent counters when progress is off or on other ranks.
+    /// With a live [`Context::status`], rank 0's are the status's phase `verb` and the other
+    /// ranks send their counts (and idle time) at least every status interval.
     pub fn progress(&self, rank: usize, verb: &'static str) -> Progress {
-        match self.progress {
-            Some(every) if rank == 0 => {
+        let status_every = self.status.as_ref().map(|s| s.every);
+        let send_every = match (self.progress, status_every) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let counters = match (self.progress, send_every) {
+            (Some(every), _) if rank == 0 => {
                 let events = Arc::clone(&self.events);
                 Progress::new(
                     every,
@@ -161,8 +182,13 @@ impl Context {
                 )
             }
             // The other ranks send rank 0 their counts every interval.
-            Some(every) => Progress::sending(every),
-            None => Progress::silent(),
+            (_, Some(every)) if rank != 0 => Progress::sending(every),
+            _ => Progress::silent(),
+        };
+        match &self.status {
+            Some(s) if rank == 0 => counters.with_status(Arc::clone(&s.live), verb),
+            Some(_) => counters.tracking_idle(),
+            None => counters,
         }
     }
 
