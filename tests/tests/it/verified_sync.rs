@@ -213,6 +213,26 @@ fn a_state_inside_dest_or_without_verify_is_refused() {
     run.stderr_contains("--dryrun");
 }
 
+/// `cmp --update-manifest` (or `--manifest-hash`) with two trees and no `--manifest` is a
+/// usage error, not a compare of the trees that updates nothing (clap lets a `requires` pass
+/// when the option required conflicts with one given, DEST).
+#[test]
+fn update_manifest_without_a_manifest_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    tree(&src);
+    tree(&dst);
+    for option in [&["--update-manifest"][..], &["--manifest-hash", "blake3"]] {
+        let run = Tool::new("cmp")
+            .args(option.iter().copied())
+            .arg(&src)
+            .arg(&dst)
+            .expect(2);
+        run.stderr_contains(option[0]);
+        run.stderr_contains("needs --manifest");
+    }
+}
+
 /// `cmp --manifest M --update-manifest DIR` after a change, an addition and a removal gives
 /// the manifest `cp --manifest` writes for the tree as it is now, in its hash.
 #[test]

@@ -133,6 +133,20 @@ impl CliTool for Cmp {
     fn output_files(a: &CmpArgs) -> Vec<(&'static str, &[u8])> {
         a.output.iter().map(|o| ("-o", &o.file[..])).collect()
     }
+    /// `--manifest-hash` and `--update-manifest` without `--manifest`: clap lets a missing
+    /// `requires` pass when the required option conflicts with one given (DEST), and the run
+    /// would then compare two trees and update nothing.
+    fn check(a: &CmpArgs) -> Result<(), String> {
+        if a.manifest.is_none() {
+            if a.update_manifest {
+                return Err("--update-manifest needs --manifest FILE (and no DEST)".into());
+            }
+            if a.manifest_hash.is_some() {
+                return Err("--manifest-hash needs --manifest FILE (and no DEST)".into());
+            }
+        }
+        Ok(())
+    }
     fn options(a: &CmpArgs, _rules: Rules, mut context: Context) -> Options {
         // Stdout carries the report: a notice (continuing from a checkpoint) goes to stderr.
         context.events = std::sync::Arc::new(crate::cli::list_args::Routed {
