@@ -26,6 +26,7 @@ mod launch;
 mod lists;
 mod lustre;
 mod manifest;
+mod noatime;
 mod parallel;
 mod pipeline;
 mod prune;

@@ -311,6 +311,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
             options.output,
             Output::FilesWithMatches | Output::FilesWithoutMatch | Output::Quiet
         ),
+        noatime: std::sync::Arc::clone(&context.noatime),
     };
     let progress = context.progress(comm.rank(), "Searched");
     let found = Mutex::new(Vec::new());
