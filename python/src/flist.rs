@@ -83,10 +83,11 @@ impl FList {
             return FList::from_local(py, FileList::new(detail));
         };
         let roots = many_paths(paths)?;
+        let noatime = mfu::flist::noatime::NoAtime::new(no_atime);
         let opts = WalkOptions {
             detail,
             dereference,
-            no_atime,
+            noatime: &noatime,
             // The seed `mfu-rs walk` uses: the same tree gives the same list in the same order.
             seed: 0x5eed,
             ..WalkOptions::default()

@@ -52,6 +52,7 @@ pub mod error;
 pub mod filter;
 pub mod ids;
 pub mod io;
+pub mod noatime;
 pub mod packed;
 pub mod parent_dir;
 pub mod path;

@@ -8,6 +8,7 @@
 
 use crate::error::ItemError;
 use crate::ids::IdTable;
+use crate::noatime::NoAtime;
 use crate::path::{normalize, PathLike};
 use crate::record::{Detail, FileList, FileType, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -33,8 +34,10 @@ pub struct WalkOptions<'a> {
     /// Follow symbolic links (`-L`): record and descend into what links point to. Directory
     /// cycles through links are detected and reported, not followed.
     pub dereference: bool,
-    /// Open directories with `O_NOATIME` where permitted, so the walk leaves atimes alone.
-    pub no_atime: bool,
+    /// Read directories with `O_NOATIME` (where permitted) when asked, so the walk leaves
+    /// their access times alone; directories the kernel refuses it for are read anyway and
+    /// counted there ([`NoAtime`]).
+    pub noatime: &'a NoAtime,
     /// Seed of the work-stealing victim choice.
     pub seed: u64,
     /// Set (by a signal handler) to stop early; the result then says `interrupted`.
@@ -65,7 +68,7 @@ impl Default for WalkOptions<'_> {
         WalkOptions {
             detail: Detail::Stat,
             dereference: false,
-            no_atime: false,
+            noatime: &crate::noatime::OFF,
             seed: 1,
             stop: None,
             progress: None,
@@ -408,7 +411,7 @@ impl Sink {
     /// in its parent is opened by its path (which reports the error, if any).
     fn open_dir(&self, path: &[u8], opts: &WalkOptions) -> Result<OwnedFd, Errno> {
         if path.iter().filter(|&&b| b == b'/').count() <= DEEP_COMPONENTS {
-            return open_dir(path, opts.no_atime);
+            return open_dir(path, opts.noatime);
         }
         let parent = self
             .deep
@@ -428,13 +431,13 @@ impl Sink {
                 dir.as_fd(),
                 crate::path::basename(path),
                 nofollow,
-                opts.no_atime,
+                opts.noatime,
             )
             .ok()
         });
         let fd = match in_parent {
             Some(fd) => fd,
-            None => open_dir(path, opts.no_atime)?,
+            None => open_dir(path, opts.noatime)?,
         };
         if let Ok(held) = fd.try_clone() {
             let mut deep = self.deep.lock().expect("walk deep dirs");
@@ -699,17 +702,9 @@ pub fn stat_path(path: &[u8], follow: bool) -> Result<rustix::fs::Stat, Errno> {
     At::with(path, |dir, name| stat_at(dir, name, follow))
 }
 
-/// Open a directory for reading, with `O_NOATIME` when asked and permitted.
-pub fn open_dir(path: &[u8], no_atime: bool) -> Result<OwnedFd, Errno> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    if no_atime {
-        match open_long(path, flags | OFlags::NOATIME) {
-            // O_NOATIME is only for the owner (or root); fall back for everyone else's files.
-            Err(Errno::PERM) => {}
-            r => return r,
-        }
-    }
-    open_long(path, flags)
+/// Open a directory for reading, with `O_NOATIME` when asked and permitted ([`NoAtime`]).
+pub fn open_dir(path: &[u8], noatime: &NoAtime) -> Result<OwnedFd, Errno> {
+    noatime.open_path(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC)
 }
 
 /// [`open_dir`] of `name` in the directory `dir`, with `extra` flags.
@@ -717,17 +712,12 @@ fn open_dir_at(
     dir: BorrowedFd<'_>,
     name: &[u8],
     extra: OFlags,
-    no_atime: bool,
+    noatime: &NoAtime,
 ) -> Result<OwnedFd, Errno> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | extra;
-    let open = |f| rustix::fs::openat(dir, name, f, rustix::fs::Mode::empty());
-    if no_atime {
-        match open(flags | OFlags::NOATIME) {
-            Err(Errno::PERM) => {}
-            r => return r,
-        }
-    }
-    open(flags)
+    noatime.open(flags, |f| {
+        rustix::fs::openat(dir, name, f, rustix::fs::Mode::empty())
+    })
 }
 
 #[cfg(test)]
@@ -758,7 +748,10 @@ mod tests {
         assert_eq!(sink.deep.lock().unwrap().len(), 1);
         std::fs::rename(OsStr::from_bytes(parent), t.path().join("moved")).unwrap();
         let child = [parent, b"/d"].concat();
-        assert_eq!(open_dir(&child, false).unwrap_err(), Errno::NOENT);
+        assert_eq!(
+            open_dir(&child, &crate::noatime::OFF).unwrap_err(),
+            Errno::NOENT
+        );
         let fd = sink.open_dir(&child, &opts).unwrap();
         let moved_child = std::fs::metadata(t.path().join("moved/d")).unwrap();
         assert_eq!(

@@ -27,6 +27,7 @@ mod launch;
 mod lists;
 mod lustre;
 mod manifest;
+mod noatime;
 mod parallel;
 mod pipeline;
 mod projid;

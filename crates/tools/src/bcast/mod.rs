@@ -453,8 +453,17 @@ fn plan(
     resume: Option<(Vec<u8>, Kept)>,
 ) -> Result<Setup, Error> {
     let (src, dest) = (&options.src[..], &options.dest[..]);
-    let source = File::open(as_path(src))
-        .map_err(|e| format!("node {node_name}: open {}: {e}", display(src)));
+    // Every rank opens it; rank 0 counts it when the kernel refuses O_NOATIME.
+    let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
+    let source = options
+        .context
+        .noatime
+        .open_part(comm.rank() == 0, flags, |f| flist::at::open_long(src, f))
+        .map(File::from)
+        .map_err(|e| {
+            let e = std::io::Error::from(e);
+            format!("node {node_name}: open {}: {e}", display(src))
+        });
     let mut planned_dir: Option<OwnedFd> = None;
     let mut plan_error = None;
     let mut adopted = None;

@@ -179,7 +179,8 @@ struct Planned {
     stamp: (u64, i64, i64, i64, i64),
 }
 
-/// Opens the input on one rank (given the rank and the path). [`run`] uses [`File::open`]; tests
+/// Opens the input on one rank (given the rank and the path). [`run`] opens it for reading
+/// through the context's [`flist::noatime::NoAtime`] (rank 0 counts it); tests
 /// pass one that fails on some ranks only, or that changes the file after the plan was made.
 type Opener<'a> = &'a (dyn Fn(usize, &[u8]) -> std::io::Result<File> + Sync);
 
@@ -197,8 +198,11 @@ enum Halt {
 /// when nothing was done (no such file, an input some rank cannot open, the output exists,
 /// not a bzip2 file).
 pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
-    run_with(comm, options, &|_, path| {
-        File::open(flist::path::as_path(path))
+    let noatime = &options.context.noatime;
+    run_with(comm, options, &|rank, path| {
+        let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
+        let fd = noatime.open_part(rank == 0, flags, |f| flist::at::open_long(path, f))?;
+        Ok(File::from(fd))
     })
 }
 
@@ -868,7 +872,23 @@ fn preflight(options: &Options, input: &[u8], dest: &[u8]) -> Result<Preflight, 
     if !options.decompress {
         return Ok((Plan::Compress { size: meta.len() }, planned, meta, None));
     }
-    let mut file = File::open(path).map_err(|e| usage(format!("open {}: {e}", display(input))))?;
+    // Only the footer is read here; the input is counted where every rank opens it.
+    let mut file = options
+        .context
+        .noatime
+        .open_part(
+            false,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            |f| flist::at::open_long(input, f),
+        )
+        .map(File::from)
+        .map_err(|e| {
+            usage(format!(
+                "open {}: {}",
+                display(input),
+                std::io::Error::from(e)
+            ))
+        })?;
     let size = meta.len();
     if size >= dbz2::FOOTER_LEN {
         let mut tail = [0u8; dbz2::FOOTER_LEN as usize];

@@ -2,7 +2,7 @@
 //! [`crate::bcast::Report`] (nothing but, with `-v`, each node's segments, on stderr).
 
 use crate::bcast::{Options, Report};
-use crate::cli::args::Common;
+use crate::cli::args::{Common, NoAtimeArg};
 use crate::cli::console::{stderr_bytes, Console};
 use crate::cli::tool::CliTool;
 use crate::engine::context::{Context, Error};
@@ -54,6 +54,9 @@ pub struct BcastArgs {
     /// Where the segments written are recorded, so that the same command continues.
     #[command(flatten)]
     pub checkpoint: crate::cli::args::CheckpointArgs,
+    /// `--noatime`.
+    #[command(flatten)]
+    pub noatime: NoAtimeArg,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -72,6 +75,9 @@ impl CliTool for Bcast {
 
     fn common(args: &BcastArgs) -> &Common {
         &args.common
+    }
+    fn noatime(args: &BcastArgs) -> bool {
+        args.noatime.noatime
     }
 
     fn named_files(args: &BcastArgs) -> Vec<(&'static str, &OsStr)> {

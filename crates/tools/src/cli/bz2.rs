@@ -2,7 +2,7 @@
 //! (nothing but, with `-v`, how it was done, on stderr).
 
 use crate::bz2::{Options, Report};
-use crate::cli::args::Common;
+use crate::cli::args::{Common, NoAtimeArg};
 use crate::cli::console::{stderr_bytes, Console};
 use crate::cli::tool::CliTool;
 use crate::engine::codec::dbz2;
@@ -73,6 +73,9 @@ pub struct Bz2Args {
     /// Where the blocks done are recorded, so that the same command continues after a stop.
     #[command(flatten)]
     pub checkpoint: crate::cli::args::CheckpointArgs,
+    /// `--noatime`.
+    #[command(flatten)]
+    pub noatime: NoAtimeArg,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -104,6 +107,9 @@ impl CliTool for Bz2 {
 
     fn common(args: &Bz2Args) -> &Common {
         &args.common
+    }
+    fn noatime(args: &Bz2Args) -> bool {
+        args.noatime.noatime
     }
 
     fn named_files(args: &Bz2Args) -> Vec<(&'static str, &OsStr)> {

@@ -45,7 +45,6 @@ use steal::Comm;
         "Bytes per chunk: files are compared in chunks spread over all ranks [default: 4MB, \
          grown up to 1GB for big data sets so that every thread still gets two chunks]"
     )),
-    mut_arg("open_noatime", |a| a.help("Don't update access times (O_NOATIME where permitted)"))
 )]
 pub struct CmpArgs {
     /// The source tree or file (with --manifest: the tree to check).
@@ -88,7 +87,7 @@ pub struct CmpArgs {
     /// With -o, also print the default report (dcmp's base checks).
     #[arg(short, long)]
     pub base: bool,
-    /// `--bufsize`, `--chunksize`, `--open-noatime`.
+    /// `--bufsize`, `--chunksize`, `--noatime`.
     #[command(flatten)]
     pub io: IoArgs,
     /// Read with O_DIRECT (where the file system supports it).
@@ -120,6 +119,9 @@ impl CliTool for Cmp {
 
     fn common(a: &CmpArgs) -> &Common {
         &a.common
+    }
+    fn noatime(a: &CmpArgs) -> bool {
+        a.io.noatime.noatime
     }
     fn named_files(a: &CmpArgs) -> Vec<(&'static str, &OsStr)> {
         let dest = a.dest.iter().map(|d| ("DEST", d.as_os_str()));
@@ -171,7 +173,6 @@ impl CliTool for Cmp {
             bufsize: a.io.bufsize,
             chunksize: a.io.chunksize,
             direct: a.direct,
-            open_noatime: a.io.open_noatime,
             lite: a.lite,
             manifest: a.manifest.as_ref().map(|m| m.as_bytes().to_vec()),
             manifest_hash: a.manifest_hash,

@@ -17,7 +17,7 @@ use std::os::unix::ffi::OsStrExt;
 /// `--batch-files`).
 #[derive(Args, Clone, Debug, Default)]
 pub struct CopyIoArgs {
-    /// `--bufsize`, `--chunksize`, `--open-noatime`.
+    /// `--bufsize`, `--chunksize`, `--noatime`.
     #[command(flatten)]
     pub io: IoArgs,
     /// Extended attributes to copy (default when metadata is kept (cp -p, sync): all but
@@ -85,7 +85,6 @@ impl CopyIoArgs {
             chunksize: self.io.chunksize,
             sparse: self.sparse,
             direct: self.direct,
-            open_noatime: self.io.open_noatime,
             preserve,
             xattrs: self.xattrs,
             batch_files,

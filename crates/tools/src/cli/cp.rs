@@ -94,6 +94,9 @@ impl CliTool for Cp {
     fn common(args: &CpArgs) -> &Common {
         &args.common
     }
+    fn noatime(args: &CpArgs) -> bool {
+        args.io.io.noatime.noatime
+    }
     fn named_files(args: &CpArgs) -> Vec<(&'static str, &OsStr)> {
         let sources = args.sources.iter().map(|p| ("SRC", p.as_os_str()));
         let paths = sources.chain([("DEST", args.dest.as_os_str())]);

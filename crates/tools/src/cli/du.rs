@@ -100,9 +100,9 @@ pub struct DuArgs {
     /// Write a page with the charts and every table to this HTML file.
     #[arg(long, value_name = "FILE")]
     pub html: Option<OsString>,
-    /// Don't update directories' access times while walking (O_NOATIME where permitted).
-    #[arg(long)]
-    pub no_atime: bool,
+    /// `--noatime` (the directories walked).
+    #[command(flatten)]
+    pub noatime: crate::cli::args::NoAtimeArg,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -177,6 +177,9 @@ impl CliTool for Du {
         let html = a.html.iter().map(|f| ("--html", f.as_bytes()));
         svg.chain(html).collect()
     }
+    fn noatime(a: &DuArgs) -> bool {
+        a.noatime.noatime
+    }
     fn check(a: &DuArgs) -> Result<(), String> {
         let outs = [("--svg", &a.svg), ("--html", &a.html)];
         match outs
@@ -212,7 +215,6 @@ impl CliTool for Du {
             },
             svg: a.svg.as_ref().map(|f| f.as_bytes().to_vec()),
             html: a.html.as_ref().map(|f| f.as_bytes().to_vec()),
-            no_atime: a.no_atime,
             context,
         }
     }

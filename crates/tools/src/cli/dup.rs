@@ -1,6 +1,6 @@
 //! `mfu-rs dup` (ddup) on the command line: its options.
 
-use crate::cli::args::{CheckpointArgs, Common};
+use crate::cli::args::{CheckpointArgs, Common, NoAtimeArg};
 use crate::cli::console::Console;
 use crate::cli::list_args::{ListInput, ListOutput, Routed};
 use crate::cli::tool::CliTool;
@@ -59,14 +59,13 @@ pub struct DupArgs {
     /// stderr (exit 1). Files that became redundant since are not added.
     #[arg(long, value_name = "LIST", requires = "output")]
     pub verify: Option<OsString>,
-    /// Open files (and directories while walking) with O_NOATIME where permitted, so reading
-    /// them leaves their access times alone.
-    #[arg(long)]
-    pub open_noatime: bool,
     /// `--checkpoint PATH`, `--no-checkpoint`: where the files already hashed are recorded,
     /// so that a stopped run continues.
     #[command(flatten)]
     pub checkpoint: CheckpointArgs,
+    /// `--noatime`.
+    #[command(flatten)]
+    pub noatime: NoAtimeArg,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -85,6 +84,9 @@ impl CliTool for Dup {
 
     fn common(a: &DupArgs) -> &Common {
         &a.common
+    }
+    fn noatime(a: &DupArgs) -> bool {
+        a.noatime.noatime
     }
     fn named_files(a: &DupArgs) -> Vec<(&'static str, &OsStr)> {
         let paths = a.paths.iter().map(|p| ("PATH", p.as_os_str()));
@@ -108,7 +110,6 @@ impl CliTool for Dup {
             output: a.output.file(),
             verify: a.verify.as_ref().map(|v| v.as_bytes().to_vec()),
             text: a.output.text,
-            open_noatime: a.open_noatime,
             checkpoint: a.checkpoint.choice(),
             context,
         }

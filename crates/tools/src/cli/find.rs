@@ -6,7 +6,7 @@
 //! present), and the words after the first `;` are parsed again as the rest of the command
 //! line. That is how a missing `;` is found and refused, as GNU find refuses it.
 
-use crate::cli::args::Common;
+use crate::cli::args::{Common, NoAtimeArg};
 use crate::cli::console::Console;
 use crate::cli::list_args::{ListInput, ListOutput, Routed};
 use crate::cli::tool::CliTool;
@@ -339,6 +339,9 @@ pub struct FindOptions {
     /// are recorded, so that a rerun after a stop does not run them again.
     #[command(flatten)]
     pub checkpoint: crate::cli::args::CheckpointArgs,
+    /// `--noatime`.
+    #[command(flatten)]
+    pub noatime: NoAtimeArg,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -414,6 +417,9 @@ impl CliTool for Find {
 
     fn common(a: &FindArgs) -> &Common {
         &a.options.common
+    }
+    fn noatime(a: &FindArgs) -> bool {
+        a.options.noatime.noatime
     }
     fn named_files(a: &FindArgs) -> Vec<(&'static str, &OsStr)> {
         let o = &a.options;

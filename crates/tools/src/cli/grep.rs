@@ -3,7 +3,7 @@
 //! is `--verbose` only) and `-h` is `--no-filename` (help is `--help` only); `-q` is grep's
 //! quiet, which also silences progress and detail.
 
-use crate::cli::args::{size_arg, Common};
+use crate::cli::args::{size_arg, Common, NoAtimeArg};
 use crate::cli::console::{stderr_bytes, Console};
 use crate::cli::tool::CliTool;
 use crate::engine::context::{Context, Error, Events};
@@ -181,6 +181,9 @@ pub struct GrepArgs {
     #[command(flatten)]
     pub checkpoint: crate::cli::args::CheckpointArgs,
 
+    /// `--noatime`.
+    #[command(flatten)]
+    pub noatime: NoAtimeArg,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -233,6 +236,9 @@ impl CliTool for Grep {
 
     fn common(a: &GrepArgs) -> &Common {
         &a.common
+    }
+    fn noatime(a: &GrepArgs) -> bool {
+        a.noatime.noatime
     }
     fn named_files(a: &GrepArgs) -> Vec<(&'static str, &OsStr)> {
         let paths = a.paths().iter().map(|p| ("PATH", p.as_os_str()));

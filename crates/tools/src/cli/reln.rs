@@ -1,7 +1,7 @@
 //! `mfu-rs reln` on the command line: [`RelnArgs`] and the rendering of
 //! [`crate::reln::Report`].
 
-use crate::cli::args::Common;
+use crate::cli::args::{Common, NoAtimeArg};
 use crate::cli::console::Console;
 use crate::cli::tool::CliTool;
 use crate::engine::context::{Context, Error};
@@ -56,6 +56,9 @@ pub struct RelnArgs {
     /// Print `link: old -> new` for every link that would change, and change nothing.
     #[arg(long)]
     pub dryrun: bool,
+    /// `--noatime`.
+    #[command(flatten)]
+    pub noatime: NoAtimeArg,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -74,6 +77,9 @@ impl CliTool for Reln {
 
     fn common(args: &RelnArgs) -> &Common {
         &args.common
+    }
+    fn noatime(args: &RelnArgs) -> bool {
+        args.noatime.noatime
     }
 
     fn named_files(args: &RelnArgs) -> Vec<(&'static str, &OsStr)> {

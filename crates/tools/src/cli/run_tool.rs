@@ -8,6 +8,7 @@ use crate::engine::context::{Context, ToolReport};
 use crate::engine::select::Rules;
 use crate::engine::status::Status;
 use clap::{ArgMatches, FromArgMatches};
+use flist::noatime::NoAtime;
 use std::sync::Arc;
 
 /// A row of the dispatcher's table: a [`CliTool`] behind an object-safe face.
@@ -243,6 +244,8 @@ pub fn main_of<T: CliTool>(matches: &ArgMatches, launch: &Launcher<'_>) -> i32 {
     let live_status = crate::cli::status::requested(tool, common);
     context.status = live_status.clone();
     let status_listen = common.status_listen.clone();
+    context.noatime = Arc::new(NoAtime::new(T::noatime(&args)));
+    let noatime = Arc::clone(&context.noatime);
     let json = common.json;
     let options = T::options(&args, rules, context);
     let mut files: Vec<(&str, &[u8])> =
@@ -261,13 +264,23 @@ pub fn main_of<T: CliTool>(matches: &ArgMatches, launch: &Launcher<'_>) -> i32 {
         {
             return status;
         }
-        let (status, summary, stopped) = match T::run(comm, &options) {
+        let result = T::run(comm, &options);
+        // Every rank takes its process's count once its own reads are over (see
+        // `NoAtime::take_refused`): the sum counts each file once.
+        let refused = noatime
+            .asked()
+            .then(|| steal::CommExt::sum(comm, noatime.take_refused()));
+        let (status, summary, stopped) = match result {
             Ok(report) => {
                 if comm.rank() == 0 {
                     if json {
-                        print_json(tool, &report, started.elapsed().as_secs_f64());
+                        print_json(tool, &report, started.elapsed().as_secs_f64(), refused);
                     } else if !console.quiet {
                         T::render(&report, &console);
+                    }
+                    // Said even with -q and --json: the reads did not all leave atimes alone.
+                    if let Some(n) = refused.filter(|&n| n > 0) {
+                        report_error(tool, NoAtime::warning(n));
                     }
                     // Said even with -q and --json: the run did not do all it was asked.
                     if let Some(stopped) = report.stopped() {
@@ -329,7 +342,8 @@ pub fn main_of<T: CliTool>(matches: &ArgMatches, launch: &Launcher<'_>) -> i32 {
 
 /// The report of a run as one JSON object on stdout: `tool`, `status`, `seconds`, `items`,
 /// `bytes`, `failed`, then the tool's own fields.
-fn print_json<R: ToolReport>(tool: &str, report: &R, seconds: f64) {
+/// With `--noatime`, `noatime_refused`: the files read without `O_NOATIME`, summed over ranks.
+fn print_json<R: ToolReport>(tool: &str, report: &R, seconds: f64, refused: Option<u64>) {
     let summary = report.summary();
     let mut object = serde_json::Map::new();
     object.insert("tool".into(), tool.into());
@@ -343,6 +357,9 @@ fn print_json<R: ToolReport>(tool: &str, report: &R, seconds: f64) {
     object.insert("items".into(), summary.items.into());
     object.insert("bytes".into(), summary.bytes.into());
     object.insert("failed".into(), summary.failed.into());
+    if let Some(n) = refused {
+        object.insert("noatime_refused".into(), n.into());
+    }
     if let Some(stopped) = report.stopped() {
         object.insert("resumable".into(), true.into());
         if let Ok(v) = serde_json::to_value(stopped) {

@@ -1,7 +1,7 @@
 //! `mfu-rs sh` (dsh): the command line of [`crate::sh`], and where the session's lines come
 //! from: `-c SCRIPT`, a terminal (rustyline: line editing, history), or stdin.
 
-use crate::cli::args::Common;
+use crate::cli::args::{Common, NoAtimeArg};
 use crate::cli::console::{stderr_bytes, Console};
 use crate::cli::find::FindArgs;
 use crate::cli::tool::CliTool;
@@ -46,6 +46,9 @@ pub struct ShArgs {
     /// Answer yes to every `rm` confirmation (scripts).
     #[arg(short, long)]
     pub yes: bool,
+    /// `--noatime`.
+    #[command(flatten)]
+    pub noatime: NoAtimeArg,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -80,6 +83,9 @@ impl CliTool for Sh {
 
     fn common(a: &ShArgs) -> &Common {
         &a.common
+    }
+    fn noatime(a: &ShArgs) -> bool {
+        a.noatime.noatime
     }
     fn named_files(a: &ShArgs) -> Vec<(&'static str, &OsStr)> {
         let paths = a.paths.iter().map(|p| ("PATH", p.as_os_str()));

@@ -1,6 +1,6 @@
 //! `mfu-rs stripe`: the command line of [`crate::stripe`].
 
-use crate::cli::args::{size_arg, Common};
+use crate::cli::args::{size_arg, Common, NoAtimeArg};
 use crate::cli::console::{bytes_text, Console};
 use crate::cli::tool::CliTool;
 use crate::engine::context::{Context, Error, Events};
@@ -49,6 +49,9 @@ pub struct StripeToolArgs {
     /// Print each file's stripe count and size; change nothing.
     #[arg(short = 'r', long)]
     pub report: bool,
+    /// `--noatime`.
+    #[command(flatten)]
+    pub noatime: NoAtimeArg,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -68,6 +71,9 @@ impl CliTool for Stripe {
 
     fn common(args: &StripeToolArgs) -> &Common {
         &args.common
+    }
+    fn noatime(args: &StripeToolArgs) -> bool {
+        args.noatime.noatime
     }
     fn named_files(a: &StripeToolArgs) -> Vec<(&'static str, &OsStr)> {
         a.paths.iter().map(|p| ("PATH", p.as_os_str())).collect()

@@ -124,6 +124,9 @@ impl CliTool for Sync {
     fn common(args: &SyncArgs) -> &Common {
         &args.common
     }
+    fn noatime(args: &SyncArgs) -> bool {
+        args.io.io.noatime.noatime
+    }
     fn named_files(a: &SyncArgs) -> Vec<(&'static str, &OsStr)> {
         vec![("SRC", a.src.as_os_str()), ("DEST", a.dest.as_os_str())]
             .into_iter()

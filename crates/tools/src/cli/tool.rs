@@ -36,6 +36,11 @@ pub trait CliTool: 'static {
     fn output_files(_args: &Self::Args) -> Vec<(&'static str, &[u8])> {
         Vec::new()
     }
+    /// `--noatime` (or an older spelling of it): the run's reads should leave access times
+    /// alone. Tools that read no file data and no directories keep the default.
+    fn noatime(_args: &Self::Args) -> bool {
+        false
+    }
     /// Refusals of the command line beyond clap's, before any work (`rm .`).
     fn check(_args: &Self::Args) -> Result<(), String> {
         Ok(())

@@ -1,6 +1,6 @@
 //! `mfu-rs walk` (dwalk) on the command line: its options and the rendering of its report.
 
-use crate::cli::args::Common;
+use crate::cli::args::{Common, NoAtimeArg};
 use crate::cli::console::Console;
 use crate::cli::list_args::{ListInput, ListLite, ListOutput, Routed};
 use crate::cli::tool::CliTool;
@@ -60,9 +60,6 @@ pub struct WalkArgs {
     /// Print every item (mode, owner, group, size, mtime, path) in list order.
     #[arg(short, long)]
     pub print: bool,
-    /// Don't update directories' access times while walking (O_NOATIME where permitted).
-    #[arg(long = "no-atime")]
-    pub no_atime: bool,
     /// Follow symbolic links (directory cycles are reported and not followed).
     #[arg(short = 'L', long)]
     pub dereference: bool,
@@ -70,6 +67,9 @@ pub struct WalkArgs {
     /// it read, so that a rerun after a stop reads only the others.
     #[command(flatten)]
     pub checkpoint: crate::cli::args::CheckpointArgs,
+    /// `--noatime`.
+    #[command(flatten)]
+    pub noatime: NoAtimeArg,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -89,6 +89,9 @@ impl CliTool for Walk {
 
     fn common(args: &WalkArgs) -> &Common {
         &args.common
+    }
+    fn noatime(args: &WalkArgs) -> bool {
+        args.noatime.noatime
     }
     fn named_files(a: &WalkArgs) -> Vec<(&'static str, &OsStr)> {
         let paths = a.paths.iter().map(|p| ("PATH", p.as_os_str()));
@@ -118,7 +121,6 @@ impl CliTool for Walk {
             distribution: a.distribution.clone(),
             file_histogram: a.file_histogram,
             print: a.print,
-            no_atime: a.no_atime,
             dereference: a.dereference,
             checkpoint: a.checkpoint.choice(),
             lustre: LustreHandle::default(),

@@ -18,6 +18,7 @@ use crate::engine::copy::Mapping;
 use crate::engine::pairing::{home, PathIndex};
 use flist::at::At;
 use flist::chunk::plan_chunks;
+use flist::noatime::NoAtime;
 use flist::{FileList, ItemError};
 use rustix::fd::OwnedFd;
 use rustix::fs::OFlags;
@@ -35,7 +36,7 @@ const DIRECT_ALIGN: usize = 4096;
 
 /// How file data is read.
 #[derive(Clone, Copy, Debug)]
-pub struct ReadOptions {
+pub struct ReadOptions<'a> {
     /// Bytes per chunk, the unit of work dealt over ranks; 0: chosen from the total
     /// ([`crate::engine::copy::auto_chunk_size`]).
     pub chunk_size: u64,
@@ -43,8 +44,8 @@ pub struct ReadOptions {
     pub bufsize: usize,
     /// Open with `O_DIRECT` where the file system takes it.
     pub direct: bool,
-    /// Open with `O_NOATIME` where permitted (the owner or a privileged user).
-    pub open_noatime: bool,
+    /// Read with `O_NOATIME` when asked, where permitted (the owner or a privileged user).
+    pub noatime: &'a NoAtime,
 }
 
 /// What the comparison of a file's data found.
@@ -325,8 +326,10 @@ pub fn compare_range(
     file_size: u64,
     opts: &ReadOptions,
 ) -> Result<bool, ItemError> {
-    let mut a = open(src, opts)?;
-    let mut b = open(dst, opts)?;
+    // The reader of a file's first chunk counts it when the kernel refuses O_NOATIME.
+    let first = offset == 0;
+    let mut a = open(src, opts, first)?;
+    let mut b = open(dst, opts, first)?;
     // Direct reads move whole blocks: each read starts where the last one ended, so on a
     // block boundary (chunks start on one, see `compare_files`).
     let piece = opts.bufsize.clamp(DIRECT_ALIGN, 1 << 30);
@@ -412,34 +415,28 @@ impl Source {
 }
 
 /// Open `path` for reading: `O_DIRECT` if asked and the file system takes it, `O_NOATIME`
-/// if asked and permitted.
-fn open(path: &[u8], opts: &ReadOptions) -> Result<Source, ItemError> {
+/// if asked and permitted (see [`NoAtime::open_part`]; `first`: the file's first chunk).
+fn open(path: &[u8], opts: &ReadOptions, first: bool) -> Result<Source, ItemError> {
     let err = |e: io::Error| ItemError::new(path, "open", e);
     let at = At::new(path).map_err(err)?;
-    let mut tries = Vec::with_capacity(4);
-    for direct in [opts.direct, false] {
-        for noatime in [opts.open_noatime, false] {
-            let mut flags = OFlags::RDONLY;
-            flags.set(OFlags::DIRECT, direct);
-            flags.set(OFlags::NOATIME, noatime);
-            if !tries.iter().any(|&(f, _)| f == flags) {
-                tries.push((flags, direct));
-            }
-        }
-    }
-    let mut last = None;
-    for (flags, direct) in tries {
-        match at.open(flags, 0) {
-            Ok(fd) => return Ok(Source { fd, direct }),
-            // Not permitted (O_NOATIME on another's file) or not supported (O_DIRECT on
-            // tmpfs): try without.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EINVAL)) => {
-                last = Some(e)
-            }
+    let open = |direct: bool| {
+        let flags = if direct {
+            OFlags::RDONLY | OFlags::DIRECT
+        } else {
+            OFlags::RDONLY
+        };
+        opts.noatime.open_part(first, flags, |f| at.open(f, 0))
+    };
+    if opts.direct {
+        match open(true) {
+            Ok(fd) => return Ok(Source { fd, direct: true }),
+            // Not supported (O_DIRECT on tmpfs): read through the page cache.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
             Err(e) => return Err(err(e)),
         }
     }
-    Err(err(last.expect("at least one open was tried")))
+    let fd = open(false).map_err(err)?;
+    Ok(Source { fd, direct: false })
 }
 
 #[cfg(test)]
@@ -449,12 +446,14 @@ mod tests {
     use std::os::unix::ffi::OsStrExt;
     use std::path::Path;
 
-    fn opts(chunk_size: u64) -> ReadOptions {
+    static ASKED: NoAtime = NoAtime::new(true);
+
+    fn opts(chunk_size: u64) -> ReadOptions<'static> {
         ReadOptions {
             chunk_size,
             bufsize: 4096,
             direct: false,
-            open_noatime: true,
+            noatime: &ASKED,
         }
     }
 
@@ -463,12 +462,12 @@ mod tests {
     }
 
     /// `O_DIRECT` reads with `bufsize` bytes per read and chunks of `chunk_size` bytes.
-    fn direct(chunk_size: u64, bufsize: usize) -> ReadOptions {
+    fn direct(chunk_size: u64, bufsize: usize) -> ReadOptions<'static> {
         ReadOptions {
             chunk_size,
             bufsize,
             direct: true,
-            open_noatime: true,
+            noatime: &ASKED,
         }
     }
 

@@ -206,6 +206,7 @@ fn hash(
     rel: &[u8],
     sha: bool,
     stop: &AtomicBool,
+    noatime: &flist::noatime::NoAtime,
     prior: Option<Recorded>,
 ) -> (Found, Option<Identity>) {
     use std::io::ErrorKind;
@@ -243,7 +244,7 @@ fn hash(
     // O_NOFOLLOW and O_NONBLOCK: what was swapped in since the lstat is neither followed nor
     // waited for; the fstat then says whether it is still the regular file seen.
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK;
-    let fd = match at.open(flags, 0) {
+    let fd = match noatime.open(flags, |f| at.open(f, 0)) {
         Ok(fd) => fd,
         Err(e) if is_symlink_error(&e) => return unread(Found::NotRegular(kind_of(libc::S_IFLNK))),
         Err(e) if e.kind() == ErrorKind::NotFound => return unread(Found::Missing(e)),
@@ -331,7 +332,8 @@ pub fn run(comm: &dyn Comm, options: &Options, file: &[u8], dir: &[u8]) -> Resul
         .par_iter()
         .map(|(n, _, rel)| {
             let earlier = prior.and_then(|p| recorded(p, *n, rel, sha));
-            let (found, unchanged) = hash(&root, rel, sha, &context.stop, earlier);
+            let (found, unchanged) =
+                hash(&root, rel, sha, &context.stop, &context.noatime, earlier);
             if let (Some(c), Some(identity), Found::Hashed(b3, s2, bytes)) =
                 (marks, unchanged, &found)
             {

@@ -94,8 +94,6 @@ pub struct Options {
     pub chunksize: Option<u64>,
     /// Read with O_DIRECT (where the file system supports it).
     pub direct: bool,
-    /// Don't update access times (O_NOATIME where permitted).
-    pub open_noatime: bool,
     /// Judge contents by size and modification time only; read no data.
     pub lite: bool,
     /// `--manifest FILE`: check the tree `src` against this manifest instead of comparing two
@@ -125,7 +123,6 @@ impl Options {
             bufsize: None,
             chunksize: None,
             direct: false,
-            open_noatime: false,
             lite: false,
             manifest: None,
             manifest_hash: None,
@@ -547,7 +544,7 @@ fn compare(
         chunk_size: chosen,
         bufsize: options.bufsize.unwrap_or(DEFAULT_BUFSIZE).min(1 << 30) as usize,
         direct: options.direct,
-        open_noatime: options.open_noatime,
+        noatime: &context.noatime,
     };
     let progress = context.progress(comm.rank(), "Compared");
     // In rounds of at most ROUND_FILES files per rank (as many rounds on every rank): the

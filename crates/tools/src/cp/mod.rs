@@ -516,6 +516,7 @@ fn read_input(
     let walk_lite = |paths: &[Vec<u8>]| {
         let opts = WalkOptions {
             detail: Detail::Lite,
+            noatime: &context.noatime,
             stop: Some(&context.stop),
             ..WalkOptions::default()
         };

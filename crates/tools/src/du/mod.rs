@@ -60,8 +60,6 @@ pub struct Options {
     pub svg: Option<Vec<u8>>,
     /// Write a page with the charts and the tables to this HTML file.
     pub html: Option<Vec<u8>>,
-    /// Don't update directories' access times while walking (O_NOATIME where permitted).
-    pub no_atime: bool,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -77,7 +75,6 @@ impl Default for Options {
             units: Units::default(),
             svg: None,
             html: None,
-            no_atime: false,
             context: Context::default(),
         }
     }
@@ -392,7 +389,7 @@ fn count(
         let opts = WalkOptions {
             detail: Detail::Lite,
             dereference: false,
-            no_atime: options.no_atime,
+            noatime: &context.noatime,
             seed: 0xd05e,
             stop: Some(&context.stop),
             progress: Some(&progress),

@@ -3,11 +3,11 @@
 
 use super::inode::Hash;
 use super::unchanged::difference;
+use flist::noatime::NoAtime;
 use flist::walk::open_long;
 use flist::Meta;
 use rustix::fd::AsFd;
 use rustix::fs::OFlags;
-use rustix::io::Errno;
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, Read};
@@ -37,13 +37,23 @@ pub struct HashError {
 /// (size, times, inode). A file that differs from its listing when opened or after it was read
 /// (`fstat` of the same descriptor), or that gives fewer or more bytes than `min(size, limit)`,
 /// changed since it was listed: an error (operation `check`, or `read`), because a hash of
-/// other bytes would pair the wrong files. `noatime` asks for `O_NOATIME` (dropped where the
-/// kernel refuses it: not the owner).
-pub fn hash_file(path: &[u8], listed: &Meta, limit: u64, noatime: bool) -> Result<Hash, HashError> {
-    let file = open(path, noatime).map_err(|e| HashError {
-        op: "open",
-        source: e.into(),
-    })?;
+/// other bytes would pair the wrong files. Opened through `noatime` (`--noatime`); `first`:
+/// this is the file's first read of the run, the one that counts it when the kernel refuses
+/// `O_NOATIME`.
+pub fn hash_file(
+    path: &[u8],
+    listed: &Meta,
+    limit: u64,
+    noatime: &NoAtime,
+    first: bool,
+) -> Result<Hash, HashError> {
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC;
+    let file = noatime
+        .open_part(first, flags, |f| open_long(path, f))
+        .map_err(|e| HashError {
+            op: "open",
+            source: e.into(),
+        })?;
     check_unchanged(&file, listed, "before reading")?;
     let mut file = File::from(file);
     let size = listed.size;
@@ -105,18 +115,6 @@ fn check_unchanged(fd: impl AsFd, listed: &Meta, when: &str) -> Result<(), HashE
     }
 }
 
-fn open(path: &[u8], noatime: bool) -> Result<rustix::fd::OwnedFd, Errno> {
-    let flags = OFlags::RDONLY | OFlags::CLOEXEC;
-    if noatime {
-        match open_long(path, flags | OFlags::NOATIME) {
-            // O_NOATIME is only for the owner (or CAP_FOWNER); read others' files without it.
-            Err(Errno::PERM) => {}
-            r => return r,
-        }
-    }
-    open_long(path, flags)
-}
-
 /// Lower-case hex of a hash, as printed.
 pub fn hex(h: &Hash) -> String {
     h.iter().map(|b| format!("{b:02x}")).collect()
@@ -136,9 +134,9 @@ mod tests {
         std::fs::write(&p, &data).unwrap();
         let path = p.as_os_str().as_bytes();
         let listed = listing(path);
-        let full = hash_file(path, &listed, u64::MAX, true).unwrap();
+        let full = hash_file(path, &listed, u64::MAX, &NoAtime::new(true), true).unwrap();
         assert_eq!(&full, blake3::hash(&data).as_bytes());
-        let prefix = hash_file(path, &listed, PREFIX_BYTES, false).unwrap();
+        let prefix = hash_file(path, &listed, PREFIX_BYTES, &flist::noatime::OFF, true).unwrap();
         assert_eq!(
             &prefix,
             blake3::hash(&data[..PREFIX_BYTES as usize]).as_bytes()
@@ -154,11 +152,11 @@ mod tests {
         let path = p.as_os_str().as_bytes();
         let listed = listing(path);
         let sized = |size| Meta { size, ..listed };
-        assert!(hash_file(path, &sized(4), u64::MAX, false).is_err());
-        assert!(hash_file(path, &sized(6), u64::MAX, false).is_err());
+        assert!(hash_file(path, &sized(4), u64::MAX, &flist::noatime::OFF, true).is_err());
+        assert!(hash_file(path, &sized(6), u64::MAX, &flist::noatime::OFF, true).is_err());
         // A prefix shorter than the file is fine.
-        assert!(hash_file(path, &listed, 3, false).is_ok());
-        let e = hash_file(b"/nonexistent/x", &listed, 3, false).unwrap_err();
+        assert!(hash_file(path, &listed, 3, &flist::noatime::OFF, true).is_ok());
+        let e = hash_file(b"/nonexistent/x", &listed, 3, &flist::noatime::OFF, true).unwrap_err();
         assert_eq!(e.op, "open");
     }
 
@@ -171,7 +169,7 @@ mod tests {
         let listed = listing(path);
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(&p, b"54321").unwrap();
-        let e = hash_file(path, &listed, u64::MAX, false).unwrap_err();
+        let e = hash_file(path, &listed, u64::MAX, &flist::noatime::OFF, true).unwrap_err();
         assert_eq!(e.op, "check");
         assert!(e.source.to_string().contains("modified"), "{}", e.source);
     }

@@ -64,8 +64,6 @@ pub struct Options {
     pub verify: Option<Vec<u8>>,
     /// With `output`, write the text format (`path|T` per line).
     pub text: bool,
-    /// Open files (and directories while walking) with O_NOATIME where permitted.
-    pub open_noatime: bool,
     /// Where the hashes of files done are recorded, so that a stopped run continues
     /// (`--checkpoint PATH`, `--no-checkpoint`).
     pub checkpoint: Choice,
@@ -389,7 +387,7 @@ fn list(comm: &dyn Comm, options: &Options, cwd: &[u8]) -> Result<(FileList, u64
         let roots: Vec<Vec<u8>> = paths.iter().map(|p| normalize(p, cwd)).collect();
         let progress = context.progress(comm.rank(), "Walked");
         let opts = WalkOptions {
-            no_atime: options.open_noatime,
+            noatime: &context.noatime,
             stop: Some(&context.stop),
             progress: Some(&progress),
             ..WalkOptions::default()
@@ -611,7 +609,10 @@ fn hash_all(
     };
     let outcome = queue::run(comm, &cfg, inodes, |mut i: Inode, _| {
         let bytes = i.size.min(limit);
-        match hash_file(i.first_path(), &i.names[0].1, limit, options.open_noatime) {
+        // Each file is read first by the prefix pass (the whole pass reads some again).
+        let first = limit == PREFIX_BYTES;
+        let noatime = &options.context.noatime;
+        match hash_file(i.first_path(), &i.names[0].1, limit, noatime, first) {
             Ok(h) => {
                 i.hash = h;
                 if let Some(c) = checkpoint {

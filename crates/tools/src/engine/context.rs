@@ -1,5 +1,5 @@
 //! What every tool run receives besides its own options (where its events go, how often it
-//! reports progress, the flag that stops it) and what every run gives back (a report with the
+//! reports progress, the flag that stops it, whether its reads leave access times alone) and what every run gives back (a report with the
 //! common counts, or an error when nothing was done).
 //!
 //! Tools never print: they tell an [`Events`] sink about failed items, progress and the output
@@ -8,6 +8,7 @@
 //! [`Context::default`], which discards events and keeps a sample of the failures in the report.
 
 use crate::engine::status::Status;
+use flist::noatime::NoAtime;
 use std::fmt;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -94,6 +95,11 @@ pub struct Context {
     /// The run's live status, if one is served (`--status-listen`, `--status-file`): rank 0's
     /// counters of each phase are attached to it and every rank measures its idle time.
     pub status: Option<LiveStatus>,
+    /// `--noatime`: read files and directories with `O_NOATIME` where the kernel permits it
+    /// (their owner, or `CAP_FOWNER`), and count those read without it. Every tool that reads
+    /// file data or directories opens them through it. The count is this process's (thread
+    /// ranks share it); the command line sums it over ranks and warns once at the end.
+    pub noatime: Arc<NoAtime>,
     failures: Arc<Mutex<Vec<String>>>,
 }
 
@@ -107,7 +113,7 @@ pub struct LiveStatus {
 }
 
 impl Default for Context {
-    /// Events discarded, no progress, not verbose, a fresh stop flag.
+    /// Events discarded, no progress, not verbose, a fresh stop flag, access times updated.
     fn default() -> Context {
         Context::new(Arc::new(Discard))
     }
@@ -120,12 +126,14 @@ impl fmt::Debug for Context {
             .field("verbose", &self.verbose)
             .field("stop", &self.stop)
             .field("status", &self.status)
+            .field("noatime", &self.noatime)
             .finish_non_exhaustive()
     }
 }
 
 impl Context {
-    /// A context sending events to `events`; no progress, not verbose, a fresh stop flag.
+    /// A context sending events to `events`; no progress, not verbose, a fresh stop flag,
+    /// reads that update access times as usual.
     pub fn new(events: Arc<dyn Events>) -> Context {
         Context {
             events,
@@ -133,6 +141,7 @@ impl Context {
             verbose: false,
             stop: Arc::new(AtomicBool::new(false)),
             status: None,
+            noatime: Arc::new(NoAtime::new(false)),
             failures: Arc::new(Mutex::new(Vec::new())),
         }
     }

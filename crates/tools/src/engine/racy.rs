@@ -59,13 +59,16 @@ pub fn settle(ctime: (i64, u32)) {
 }
 
 /// A descriptor for reading the file `fd` is open on (open for writing only, say), through
-/// `/proc/self/fd`: the same inode whatever has become of its name.
+/// `/proc/self/fd`: the same inode whatever has become of its name. `O_NOATIME` is kept when
+/// `fd` has it (`--noatime`): the second read leaves the access time alone as the first did.
 pub fn reopen_for_reading(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    use rustix::fs::OFlags;
     use std::os::fd::AsRawFd;
     let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let noatime = rustix::fs::fcntl_getfl(fd)? & OFlags::NOATIME;
     let again = rustix::fs::open(
         path.as_str(),
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        OFlags::RDONLY | OFlags::CLOEXEC | noatime,
         rustix::fs::Mode::empty(),
     )?;
     let (a, b) = (rustix::fs::fstat(fd)?, rustix::fs::fstat(&again)?);
@@ -143,6 +146,22 @@ mod tests {
         assert!(racy_at((1_000_050, 0), now), "a ctime ahead of the clock");
         assert!(!racy_at((999_994, 0), now));
         assert!(!racy_at((-5, 0), now));
+    }
+
+    /// The second read of a racy file keeps the first's `O_NOATIME` (`--noatime`).
+    #[test]
+    fn a_reopened_file_keeps_o_noatime() {
+        use rustix::fs::OFlags;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"x").unwrap();
+        for (flags, kept) in [(OFlags::NOATIME, true), (OFlags::empty(), false)] {
+            let fd =
+                rustix::fs::open(&p, OFlags::RDONLY | flags, rustix::fs::Mode::empty()).unwrap();
+            let again = reopen_for_reading(fd.as_fd()).unwrap();
+            let got = rustix::fs::fcntl_getfl(&again).unwrap();
+            assert_eq!(got.contains(OFlags::NOATIME), kept);
+        }
     }
 
     #[test]

@@ -106,6 +106,7 @@ pub fn walk_sources_pruned(
     let opts = WalkOptions {
         detail: Detail::Stat,
         dereference,
+        noatime: &context.noatime,
         stop: Some(&context.stop),
         progress: Some(progress),
         id_tables: names,

@@ -33,6 +33,7 @@ pub fn walk_paths(
     let opts = WalkOptions {
         detail,
         seed: 0xf1d,
+        noatime: &context.noatime,
         stop: Some(&context.stop),
         progress: Some(progress),
         ..WalkOptions::default()

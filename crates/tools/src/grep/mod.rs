@@ -227,6 +227,21 @@ fn patterns(options: &Options) -> Result<Vec<Vec<u8>>, Error> {
 }
 
 /// The matcher of `patterns` read as `options` say.
+/// How every chunk of the run is searched: with `matcher`, as `options` ask.
+fn searching(matcher: RegexMatcher, options: &Options) -> Searching {
+    Searching {
+        matcher,
+        invert: options.invert,
+        max_count: options.max_count,
+        keep_lines: options.output == Output::Lines,
+        first_only: matches!(
+            options.output,
+            Output::FilesWithMatches | Output::FilesWithoutMatch | Output::Quiet
+        ),
+        noatime: std::sync::Arc::clone(&options.context.noatime),
+    }
+}
+
 fn build(options: &Options, patterns: &[Vec<u8>]) -> Result<RegexMatcher, Error> {
     let translated = patterns
         .iter()
@@ -302,16 +317,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         })
     });
     let recorded = std::sync::atomic::AtomicU64::new(0);
-    let searching = Searching {
-        matcher,
-        invert: options.invert,
-        max_count: options.max_count,
-        keep_lines: options.output == Output::Lines,
-        first_only: matches!(
-            options.output,
-            Output::FilesWithMatches | Output::FilesWithoutMatch | Output::Quiet
-        ),
-    };
+    let searching = searching(matcher, options);
     let progress = context.progress(comm.rank(), "Searched");
     let found = Mutex::new(Vec::new());
     let config = Config {

@@ -177,6 +177,7 @@ fn walk_roots(comm: &dyn Comm, options: &Options, globs: &Globs, paths: &[Vec<u8
     let walk_opts = WalkOptions {
         detail: Detail::Stat,
         seed: 0x93e9,
+        noatime: &context.noatime,
         stop: Some(&context.stop),
         id_tables: false,
         dereference: options.dereference,

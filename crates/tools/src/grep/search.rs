@@ -68,6 +68,8 @@ pub struct Searching {
     pub keep_lines: bool,
     /// One selected line is enough (`-l`, `-L`, `-q`).
     pub first_only: bool,
+    /// `--noatime`: how files are opened.
+    pub noatime: std::sync::Arc<flist::noatime::NoAtime>,
 }
 
 impl Searching {
@@ -106,8 +108,14 @@ impl Searching {
         };
         let shown = flist::path::display(&chunk.path);
         let mut stamp = None;
-        let data = match File::open(flist::path::as_path(&chunk.path))
-            .map_err(|e| format!("open {shown}: {e}"))
+        // The reader of a file's first chunk counts it when the kernel refuses O_NOATIME.
+        let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
+        let opened = self.noatime.open_part(chunk.chunk == 0, flags, |f| {
+            flist::at::open_long(&chunk.path, f)
+        });
+        let data = match opened
+            .map(File::from)
+            .map_err(|e| format!("open {shown}: {}", std::io::Error::from(e)))
             .and_then(|f| {
                 // The identity before the read: as walked, else taken now. A walked file's
                 // stamp is the mark's as it is: a rerun takes the findings only while the file

@@ -219,6 +219,7 @@ fn list(
         let opts = WalkOptions {
             detail: Detail::Lite,
             seed: 0x4e11,
+            noatime: &options.context.noatime,
             stop: Some(&options.context.stop),
             progress: Some(&progress),
             ..WalkOptions::default()

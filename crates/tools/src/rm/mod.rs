@@ -355,6 +355,8 @@ fn candidates(
     cwd: &[u8],
     stop: &AtomicBool,
 ) -> Result<(FileList, Vec<ItemError>, bool), String> {
+    // -T: reading a directory must not move its atime either (where the kernel allows it).
+    let noatime = flist::noatime::NoAtime::new(args.traceless);
     // The walk's paths are `roots`: the PATHs checked and normalised.
     let walk_roots = |_: &[Vec<u8>]| {
         let progress = args.context.progress(comm.rank(), "Walked");
@@ -369,8 +371,7 @@ fn candidates(
             } else {
                 Detail::Lite
             },
-            // -T: reading a directory must not move its atime either.
-            no_atime: args.traceless,
+            noatime: &noatime,
             seed: 0x5eed,
             stop: Some(stop),
             progress: Some(&progress),

@@ -190,6 +190,7 @@ fn load(comm: &dyn Comm, options: &Options) -> Result<Option<(FileList, u64)>, E
         let progress = context.progress(comm.rank(), "Walked");
         let opts = WalkOptions {
             detail: Detail::Stat,
+            noatime: &context.noatime,
             stop: Some(&context.stop),
             progress: Some(&progress),
             ..WalkOptions::default()

@@ -331,7 +331,7 @@ fn fate(
             return Fate::Recorded(e.clone(), Counted::Unchanged);
         }
     }
-    match compare(reach, paths, p, src, dest_now, kind) {
+    match compare(reach, paths, p, src, dest_now, kind, &context.noatime) {
         Ok(Some(d)) => Fate::Recorded(entry(d), Counted::Read),
         Ok(None) => {
             context.error(ItemError::new(
@@ -355,7 +355,7 @@ fn fate(
 /// Read the source and the destination of `p` in full (the destination from the device where
 /// the file system allows, as `--verify` reads back) and compare their digests: `Some(digest)`
 /// when equal. Each must still be the file identified (`src`, `dest`). A destination that
-/// differs loses the source's mtime.
+/// differs loses the source's mtime. Both are opened through `noatime` (`--noatime`).
 fn compare(
     reach: &crate::engine::copy::reach::Reach,
     paths: &Paths,
@@ -363,6 +363,7 @@ fn compare(
     src: Identity,
     dest: Identity,
     kind: HashKind,
+    noatime: &flist::noatime::NoAtime,
 ) -> Result<Option<[u8; 32]>, ItemError> {
     let changed = |path: &[u8], when: &str| {
         ItemError::new(
@@ -381,7 +382,7 @@ fn compare(
     };
     let sfd = reach
         .src(&p.src)
-        .and_then(|a| a.open(flags, 0))
+        .and_then(|a| noatime.open(flags, |f| a.open(f, 0)))
         .map_err(fail(&p.src, "open (to verify)"))?;
     let same = |fd: &rustix::fd::OwnedFd, want: Identity| {
         rustix::fs::fstat(fd).is_ok_and(|st| Identity::of_stat(&st) == want)
@@ -397,7 +398,10 @@ fn compare(
     let dfd = paths
         .roots
         .at(&p.dest)
-        .and_then(|a| a.open(OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK, 0))
+        .and_then(|a| {
+            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK;
+            noatime.open(flags, |f| a.open(f, 0))
+        })
         .map_err(fail(&p.dest, "open (to verify)"))?;
     if !same(&dfd, dest) {
         return Err(changed(&p.dest, "during the run"));

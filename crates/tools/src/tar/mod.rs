@@ -97,8 +97,6 @@ pub struct Options {
     pub xattrs: bool,
     /// Extract: fsync every file before setting its metadata.
     pub fsync: bool,
-    /// Create: don't update the sources' access times (`O_NOATIME` where permitted).
-    pub open_noatime: bool,
     /// Bytes per read/write call when data is copied through memory (default 4 MiB).
     pub bufsize: u64,
     /// Bytes per chunk of file data, the unit of parallel work, and the uncompressed size of
@@ -156,7 +154,6 @@ impl Options {
             preserve_perms: false,
             xattrs: false,
             fsync: false,
-            open_noatime: false,
             bufsize: 4 << 20,
             chunksize: 4 << 20,
             memsize: 256 << 20,

@@ -49,8 +49,6 @@ pub struct Options {
     /// Send every item as a line (mode, owner, group, size, mtime, path) to the context's
     /// output, in list order.
     pub print: bool,
-    /// Don't update directories' access times while walking (O_NOATIME where permitted).
-    pub no_atime: bool,
     /// Follow symbolic links (directory cycles are reported and not followed).
     pub dereference: bool,
     /// The Lustre calls behind the verbose stripe information.
@@ -59,7 +57,8 @@ pub struct Options {
     /// completely, so that a rerun after a stop reads only the others (default: beside the
     /// output, `DIR/.NAME.mfu-checkpoint`).
     pub checkpoint: Choice,
-    /// Events, progress, verbosity and the stop flag.
+    /// Events, progress, verbosity, the stop flag, and whether directories are read with
+    /// `O_NOATIME` (`--noatime`).
     pub context: Context,
 }
 
@@ -85,7 +84,6 @@ impl Default for Options {
             distribution: None,
             file_histogram: false,
             print: false,
-            no_atime: false,
             dereference: false,
             lustre: LustreHandle::default(),
             checkpoint: Choice::default(),
@@ -287,7 +285,7 @@ fn list(
                 Detail::Stat
             },
             dereference: options.dereference,
-            no_atime: options.no_atime,
+            noatime: &context.noatime,
             seed: 0x5eed,
             stop: Some(&context.stop),
             progress: Some(&progress),

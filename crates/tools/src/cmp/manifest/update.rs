@@ -132,7 +132,7 @@ impl Rewrite<'_> {
         let sha = self.kind == HashKind::Sha256;
         let hashed: Vec<Found> = new
             .par_iter()
-            .map(|rel| hash(self.root, rel, sha, &context.stop, None).0)
+            .map(|rel| hash(self.root, rel, sha, &context.stop, &context.noatime, None).0)
             .collect();
         let mut entries = Vec::new();
         let mut counts = [0u64; 5]; // changed, removed, added, could not hash, bytes read

@@ -26,8 +26,6 @@ pub struct IoOptions {
     pub sparse: bool,
     /// Open files with `O_DIRECT`.
     pub direct: bool,
-    /// Open sources with `O_NOATIME` where permitted.
-    pub open_noatime: bool,
     /// Preserve owner, group, mode, times (ns) and extended attributes.
     pub preserve: bool,
     /// Extended attributes to copy; `None`: all but Lustre's own when preserving, else none.
@@ -51,6 +49,7 @@ impl IoOptions {
         stop: Option<&'a AtomicBool>,
         progress: &'a Progress,
         hashing: Option<&'a Hashing>,
+        noatime: &'a flist::noatime::NoAtime,
     ) -> CopyOptions<'a> {
         let xattrs = self.xattrs.unwrap_or(if self.preserve {
             XattrPolicy::NonLustre
@@ -65,7 +64,7 @@ impl IoOptions {
                 direct: self.direct,
             },
             meta: MetaOptions::new(self.preserve, xattrs),
-            open_noatime: self.open_noatime,
+            noatime,
             batch_files: self.batch_files,
             stop,
             progress: Some(progress),
@@ -150,7 +149,8 @@ pub fn copy_checked(
             if reach.src_confined() {
                 flags |= rustix::fs::OFlags::NOFOLLOW;
             }
-            reach.src(src)?.open(flags, 0)
+            let at = reach.src(src)?;
+            context.noatime.open_part(false, flags, |f| at.open(f, 0))
         };
         let mut records = hashing.take_records();
         if status != Status::Ok {
@@ -192,7 +192,12 @@ fn run_engine(
         crate::engine::wording::ranks(comm.size())
     ));
     let progress = context.progress(comm.rank(), "Copied");
-    let opts = io.options(Some(&context.stop), &progress, Some(hashing));
+    let opts = io.options(
+        Some(&context.stop),
+        &progress,
+        Some(hashing),
+        &context.noatime,
+    );
     let mut report = copy::run(comm, plan, map, &opts);
     report_failures(context, &report);
     report.sum(comm);

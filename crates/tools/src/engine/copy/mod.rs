@@ -220,8 +220,8 @@ pub struct CopyOptions<'a> {
     pub data: DataOptions,
     /// How metadata is applied.
     pub meta: MetaOptions,
-    /// Open sources with `O_NOATIME` where permitted.
-    pub open_noatime: bool,
+    /// Read sources (and compared destinations) with `O_NOATIME` when asked, where permitted.
+    pub noatime: &'a flist::noatime::NoAtime,
     /// Copy files in batches of this many files (0 = one batch), each batch complete with its
     /// metadata before the next starts.
     pub batch_files: u64,
@@ -442,7 +442,11 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
     interrupted |= copy_files(comm, files, Transfer::Copy, &files_ctx);
     interrupted |= copy_files(comm, plan.compare, Transfer::Compare, &files_ctx);
     if let Some(h) = opts.hashing {
-        let open = |src: &[u8]| reach.src(src)?.open(OFlags::RDONLY | OFlags::NOFOLLOW, 0);
+        let open = |src: &[u8]| {
+            let at = reach.src(src)?;
+            opts.noatime
+                .open_part(false, OFlags::RDONLY | OFlags::NOFOLLOW, |f| at.open(f, 0))
+        };
         for e in h.keep_unchanged(&plan.hash_only, open, |src| map.dest(src)) {
             tally.fail(e);
         }
@@ -1170,7 +1174,8 @@ impl Worker<'_> {
                 if self.reach.src_confined() {
                     flags |= OFlags::NOFOLLOW;
                 }
-                at.open(flags, 0)
+                // A racy file is read again through it (counted when its first chunk was).
+                self.opts.noatime.open_part(false, flags, |f| at.open(f, 0))
             })
             .and_then(|fd| Ok((rustix::fs::fstat(&fd)?, fd)))
             .map_err(|e| ItemError::new(src, "stat", e))
@@ -1236,7 +1241,15 @@ impl Worker<'_> {
         Ok(())
     }
 
-    fn open_src(&self, dirs: &OpenDirs, src: &[u8], direct: bool) -> Result<OwnedFd, ItemError> {
+    /// Open the source of a chunk for reading; `first`: the chunk is its file's first (the one
+    /// that counts a file read without `O_NOATIME`).
+    fn open_src(
+        &self,
+        dirs: &OpenDirs,
+        src: &[u8],
+        direct: bool,
+        first: bool,
+    ) -> Result<OwnedFd, ItemError> {
         let err = |e: io::Error| ItemError::new(src, "open", e);
         let at = dirs.src.entry(src).map_err(err)?;
         let mut flags = OFlags::RDONLY;
@@ -1246,13 +1259,10 @@ impl Worker<'_> {
         if direct {
             flags |= OFlags::DIRECT;
         }
-        if self.opts.open_noatime {
-            match at.open(flags | OFlags::NOATIME, 0) {
-                Err(e) if e.raw_os_error() == Some(libc::EPERM) => {}
-                r => return r.map_err(err),
-            }
-        }
-        at.open(flags, 0).map_err(err)
+        self.opts
+            .noatime
+            .open_part(first, flags, |f| at.open(f, 0))
+            .map_err(err)
     }
 
     fn copy_chunk(
@@ -1266,7 +1276,7 @@ impl Worker<'_> {
         // unaligned tail).
         let direct = self.transfer.direct(self.opts.data.direct);
         bufs.dirs.enter(&c.path, dst);
-        let src_fd = self.open_src(&bufs.dirs, &c.path, direct)?;
+        let src_fd = self.open_src(&bufs.dirs, &c.path, direct, c.offset == 0)?;
         // The source's (device, inode), for the same-file checks: taken only when a
         // destination may be the source (it already existed), not for each new file.
         let known_src_id = std::cell::Cell::new(None);
@@ -1288,13 +1298,19 @@ impl Worker<'_> {
             self.create_dest(c, dst, extra, bufs, &src_id)
         } else {
             let at = bufs.dirs.dst.entry(dst).map_err(open_err)?;
-            at.open(self.transfer.open_flags() | extra, 0)
-                .map(|fd| Opened {
-                    fd,
-                    right: meta::AlreadyRight::default(),
-                    fresh: false,
-                })
-                .map_err(open_err)
+            let flags = self.transfer.open_flags() | extra;
+            // A compared destination is read too (`sync --contents`).
+            let open = |f| at.open(f, 0);
+            match self.transfer {
+                Transfer::Compare => self.opts.noatime.open_part(c.offset == 0, flags, open),
+                Transfer::Copy => open(flags),
+            }
+            .map(|fd| Opened {
+                fd,
+                right: meta::AlreadyRight::default(),
+                fresh: false,
+            })
+            .map_err(open_err)
         }?;
         let dst_fd = opened.fd;
         // Never a byte into the source itself (a chunk of a file whose creation was refused,

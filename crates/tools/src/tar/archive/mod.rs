@@ -94,11 +94,20 @@ impl Archive {
     /// Open `path` for reading and find out whether it is zstd-seekable, or one compressed
     /// stream ([`Archive::serial`]: gzip, bzip2, xz, or zstd without a seek table),
     /// recognised by its first bytes.
+    #[cfg(test)]
     pub fn open(path: &[u8]) -> io::Result<Archive> {
-        let fd = flist::walk::open_long(
-            path,
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-        )?;
+        Archive::open_with(path, &flist::noatime::OFF, false)
+    }
+
+    /// [`Archive::open`] through `noatime` (`--noatime`); `counted`: this opener counts the
+    /// archive when the kernel refuses `O_NOATIME` (one rank of those that open it).
+    pub fn open_with(
+        path: &[u8],
+        noatime: &flist::noatime::NoAtime,
+        counted: bool,
+    ) -> io::Result<Archive> {
+        let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
+        let fd = noatime.open_part(counted, flags, |f| flist::walk::open_long(path, f))?;
         let file_len = rustix::fs::fstat(&fd)?.st_size as u64;
         let mut magic = [0u8; MAGIC_LEN];
         let mut got = 0;

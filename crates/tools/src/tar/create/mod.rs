@@ -38,6 +38,7 @@ use crate::engine::racy;
 use crate::tar::create::segment::{HeaderBytes, Member, Segment, Stamp};
 use crate::tar::format::{round_up, Header, Kind};
 use flist::atomic::{Output, Replace, Step};
+use flist::noatime::NoAtime;
 use flist::path::{display, normalize};
 use flist::{FileList, FileType, ItemError, Meta};
 use lustre_sys::policy::{self, Decision};
@@ -124,7 +125,8 @@ impl Problems {
 struct Writer<'a> {
     /// The archive's path (for messages).
     archive: Vec<u8>,
-    open_noatime: bool,
+    /// `--noatime`: how sources are opened.
+    noatime: &'a NoAtime,
     problems: Problems,
     progress: &'a Progress,
     /// Set when the run must stop (compression ends between windows).
@@ -138,14 +140,11 @@ struct Writer<'a> {
     ledger: &'a ledger::Ledger<'a>,
 }
 
-fn open_source(src: &[u8], noatime: bool) -> io::Result<OwnedFd> {
+/// The source `src` opened for reading through `noatime`; `first`: this reads the start of the
+/// file (the read that counts it when the kernel refuses `O_NOATIME`).
+fn open_source(src: &[u8], noatime: &NoAtime, first: bool) -> io::Result<OwnedFd> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    if noatime {
-        if let Ok(fd) = flist::walk::open_long(src, flags | OFlags::NOATIME) {
-            return Ok(fd);
-        }
-    }
-    Ok(flist::walk::open_long(src, flags)?)
+    Ok(noatime.open_part(first, flags, |f| flist::walk::open_long(src, f))?)
 }
 
 /// The directory of the source opened last, kept open: a run's members come in name order,
@@ -159,10 +158,10 @@ struct SourceDir {
 impl SourceDir {
     /// `src` opened for reading like [`open_source`] (the parent is resolved the same way, the
     /// name without following a symlink).
-    fn open(&mut self, src: &[u8], noatime: bool) -> io::Result<OwnedFd> {
+    fn open(&mut self, src: &[u8], noatime: &NoAtime, first: bool) -> io::Result<OwnedFd> {
         let (parent, name) = (flist::path::parent(src), flist::path::basename(src));
         if name.len() == src.len() || name == b"." || name == b".." {
-            return open_source(src, noatime);
+            return open_source(src, noatime, first);
         }
         if self.fd.is_none() || self.path != parent {
             self.fd = None;
@@ -174,17 +173,14 @@ impl SourceDir {
                     self.path.extend_from_slice(parent);
                 }
                 // The whole path again, for the same error as without the cache.
-                Err(_) => return open_source(src, noatime),
+                Err(_) => return open_source(src, noatime, first),
             }
         }
         let dir = self.fd.as_ref().expect("opened above");
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        if noatime {
-            if let Ok(fd) = rustix::fs::openat(dir, name, flags | OFlags::NOATIME, Mode::empty()) {
-                return Ok(fd);
-            }
-        }
-        Ok(rustix::fs::openat(dir, name, flags, Mode::empty())?)
+        Ok(noatime.open_part(first, flags, |f| {
+            rustix::fs::openat(dir, name, f, Mode::empty())
+        })?)
     }
 }
 
@@ -301,7 +297,7 @@ impl Writer<'_> {
     ) {
         let start = out.len();
         let end = start + len as usize;
-        let fd = match dir.open(src, self.open_noatime) {
+        let fd = match dir.open(src, self.noatime, file_at == 0) {
             Ok(fd) => fd,
             Err(e) => {
                 self.problems.damage(ItemError::new(src, "open", e));
@@ -436,7 +432,7 @@ impl Writer<'_> {
                 stamp,
             } => {
                 let end = at + seg_len;
-                let fd = match open_source(&src, self.open_noatime) {
+                let fd = match open_source(&src, self.noatime, file_at == 0) {
                     Ok(fd) => fd,
                     Err(e) => return self.problems.damage(ItemError::new(&src, "open", e)),
                 };
@@ -1000,7 +996,7 @@ pub(super) fn run(comm: &dyn Comm, o: &Options, paths: &[Vec<u8>]) -> Result<Rep
     let ledger = ledger::Ledger::new(resumed.prior.iter(), sink);
     let w = Writer {
         archive: setup.archive.clone(),
-        open_noatime: o.open_noatime,
+        noatime: &o.context.noatime,
         problems: Problems::default(),
         progress: &progress,
         stop: &o.context.stop,
@@ -1652,7 +1648,7 @@ fn finish(
             if !stored.iter().any(|r| flist::path::is_prefix(r, name)) {
                 return Err(io::ErrorKind::NotFound.into());
             }
-            open_source(&inverse.dest(name), o.open_noatime)
+            open_source(&inverse.dest(name), &o.context.noatime, false)
         };
         let records = w.hashing.take_records();
         let (entries, errors) =

@@ -944,7 +944,7 @@ fn setup(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Vec<u8>, Archive, Tar
         comm,
         crate::engine::outputs::refuse_inside(&outputs, &trees),
     )?;
-    let opened = Archive::open(&path)
+    let opened = Archive::open_with(&path, &o.context.noatime, comm.rank() == 0)
         .map_err(|e| format!("open {}: {e}", display(&path)))
         .and_then(|a| {
             Target::open(&dest)

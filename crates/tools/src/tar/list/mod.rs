@@ -92,7 +92,8 @@ fn width_of(d: &Decoded, numeric: bool) -> usize {
 fn open_archive(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Archive), Error> {
     let cwd = flist::path::current_dir().unwrap_or_else(|_| b"/".to_vec());
     let path = normalize(&o.archive, &cwd);
-    let opened = Archive::open(&path).map_err(|e| format!("open {}: {e}", display(&path)));
+    let opened = Archive::open_with(&path, &o.context.noatime, comm.rank() == 0)
+        .map_err(|e| format!("open {}: {e}", display(&path)));
     let archive = crate::engine::setup::agree_setup(comm, opened)?;
     Ok((path, archive))
 }
