@@ -970,6 +970,19 @@ pub fn processes_mentioning(needle: &[u8]) -> Vec<i32> {
     out
 }
 
+/// How a test starts a tool, by name: one process, three thread ranks, `mpirun -np 2`.
+pub type NamedLaunch = (&'static str, fn(Tool) -> Tool);
+
+/// The three launches every parallel tool is tested at: one process, `--ranks 3` and
+/// `mpirun -np 2`.
+pub fn launches() -> Vec<NamedLaunch> {
+    vec![
+        ("np 1", |t| t),
+        ("--ranks 3", |t| t.ranks(3)),
+        ("mpirun -np 2", |t| t.mpi(2)),
+    ]
+}
+
 #[cfg(test)]
 mod harness_tests {
     use super::*;

@@ -406,7 +406,9 @@ fn files_of_others_are_read_anyway_and_counted_once_in_one_warning() {
         let out = t.nobody_out();
         let src_dirs: Vec<PathBuf> = t.dirs[..2].to_vec();
         let chunks = ["--chunksize", "16k"];
-        let runs: [(&str, Vec<&str>, Vec<PathBuf>, Vec<PathBuf>); 3] = [
+        // Each: the tool, its options, its operands, the files whose atimes it moves.
+        type Run<'a> = (&'a str, Vec<&'a str>, Vec<PathBuf>, Vec<PathBuf>);
+        let runs: [Run; 3] = [
             (
                 "cp",
                 chunks.to_vec(),

@@ -7,7 +7,7 @@
 //! says so on stderr (`SKIPPED: ...`) and passes, unless `MFU_RS_REQUIRE_LOOP=1` is set: then
 //! it fails with the reason.
 
-use mfu_tests::Tool;
+use mfu_tests::{launches, Tool};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -145,15 +145,6 @@ fn assert_kept(what: &str, copy: &Path) {
         b"forty-two\n",
         "{what}"
     );
-}
-
-/// The launches every parallel tool is tested at.
-fn launches() -> Vec<(&'static str, fn(Tool) -> Tool)> {
-    vec![
-        ("np 1", |t| t),
-        ("--ranks 3", |t| t.ranks(3)),
-        ("mpirun -np 2", |t| t.mpi(2)),
-    ]
 }
 
 fn warnings(stderr: &str) -> usize {

@@ -4,7 +4,7 @@
 //! it), copied whole with the same bytes. `tar -c` stores sparse files whole, so `tar -x` gives
 //! the same bytes without the holes, in both modes; a GNU sparse archive extracts with them.
 
-use mfu_tests::Tool;
+use mfu_tests::{launches, Tool};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
@@ -59,14 +59,6 @@ fn check(what: &str, src: &Path, copy: &Path, holes: bool) {
             );
         }
     }
-}
-
-fn launches() -> Vec<(&'static str, fn(Tool) -> Tool)> {
-    vec![
-        ("np 1", |t| t),
-        ("--ranks 3", |t| t.ranks(3)),
-        ("mpirun -np 2", |t| t.mpi(2)),
-    ]
 }
 
 /// A launch with SEEK_DATA refused (`seam`) or not.

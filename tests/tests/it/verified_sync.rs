@@ -1,17 +1,8 @@
 //! Incremental verified sync (`sync --verify --state FILE`) and `cmp --manifest M
 //! --update-manifest`, at one rank, `--ranks 3` and under `mpirun -np 2`.
 
-use mfu_tests::{noise, Tool};
+use mfu_tests::{launches, noise, Tool};
 use std::path::Path;
-
-/// The launches every feature is run under.
-fn launches() -> Vec<(&'static str, fn(Tool) -> Tool)> {
-    vec![
-        ("np 1", |t| t),
-        ("--ranks 3", |t| t.ranks(3)),
-        ("mpirun -np 2", |t| t.mpi(2)),
-    ]
-}
 
 fn tree(root: &Path) {
     std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
