@@ -7,7 +7,7 @@
 //! [`Progress::with_status`](crate::progress::Progress::with_status)), the rate over the last
 //! interval, each rank's idle time. [`Live::start`] binds the listening socket (before any
 //! work: a bind failure is the caller's setup error) and starts the server and the interval's
-//! task on the progress [`runtime`](crate::progress::runtime); [`Live::finish`] stops them and
+//! task on the progress [`runtime`]; [`Live::finish`] stops them and
 //! writes the file's last state. A run without a live status starts neither.
 //!
 //! The library computes and serves; what the text says (JSON, Prometheus) is the caller's

@@ -102,7 +102,7 @@ pub struct Options {
     /// The manifest's hash (`None`: found by hashing both ways).
     pub manifest_hash: Option<crate::engine::digest::HashKind>,
     /// With `manifest`: rewrite it for the tree as it is (new digests, added files, removed
-    /// lines), atomically, in its hash and format ([`manifest`]'s `update`).
+    /// lines), atomically, in its hash and format (`manifest::update`).
     pub update_manifest: bool,
     /// Where the verdicts of compared chunks (files, with `manifest`) are recorded, so that a
     /// stopped run continues (`--checkpoint PATH`, `--no-checkpoint`).

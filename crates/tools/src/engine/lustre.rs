@@ -20,7 +20,7 @@ impl LustreHandle {
 
 impl Default for LustreHandle {
     /// The real calls, or the test double when the tests ask for it
-    /// ([`crate::engine::test_seam::fake_lustre`]).
+    /// (`engine::test_seam::fake_lustre`).
     fn default() -> LustreHandle {
         crate::engine::test_seam::fake_lustre().unwrap_or_else(|| LustreHandle::new(System))
     }

@@ -66,7 +66,7 @@ pub struct Options {
     pub io: IoOptions,
     /// Include/exclude rules: excluded entries are neither compared, copied nor deleted.
     pub rules: Rules,
-    /// With `io.verify`: the state file of what was verified ([`state`]): files unchanged
+    /// With `io.verify`: the state file of what was verified (`sync::state`): files unchanged
     /// since it (sources and destinations) are not read again; rewritten after the run.
     pub state: Option<Vec<u8>>,
     /// Events, progress, verbosity and the stop flag.
