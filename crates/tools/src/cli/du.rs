@@ -4,7 +4,7 @@ use crate::cli::args::Common;
 use crate::cli::console::Console;
 use crate::cli::list_args::ListInput;
 use crate::cli::tool::CliTool;
-use crate::du::{Measure, Options, Owner, PathUsage, Report, Units};
+use crate::du::{Measure, Options, Owner, PathUsage, Report, Units, Usage};
 use crate::engine::context::{Context, Error};
 use crate::engine::select::Rules;
 use clap::{ArgAction, Args};
@@ -254,53 +254,41 @@ pub fn text(r: &Report) -> String {
         },
         roots.join(" ")
     );
-    let owners = |out: &mut String, title: &str, rows: &[Owner]| {
-        let _ = writeln!(out, "\n{title}:\n{heading:>12} {:>12}  NAME", "ENTRIES");
-        for o in rows {
-            let _ = writeln!(
-                out,
-                "{:>12} {:>12}  {}",
-                u.text(&o.usage),
-                o.usage.files,
-                o.name
-            );
+    // One table: a title, the size column, the entries column, then the row's name.
+    let table = |out: &mut String, title: &str, label: &str, rows: Vec<(&Usage, String)>| {
+        let _ = writeln!(out, "\n{title}:\n{heading:>12} {:>12}  {label}", "ENTRIES");
+        for (usage, name) in rows {
+            let _ = writeln!(out, "{:>12} {:>12}  {name}", u.text(usage), usage.files);
         }
     };
-    owners(&mut out, "By user", &r.users);
-    owners(&mut out, "By group", &r.groups);
-    let paths = |out: &mut String, title: &str, rows: &[PathUsage]| {
-        let _ = writeln!(out, "\n{title}:\n{heading:>12} {:>12}  PATH", "ENTRIES");
-        for p in rows {
-            let _ = writeln!(
-                out,
-                "{:>12} {:>12}  {}",
-                u.text(&p.usage),
-                p.usage.files,
-                flist::path::display(&p.path)
-            );
-        }
-    };
-    paths(
+    fn owners(rows: &[Owner]) -> Vec<(&Usage, String)> {
+        rows.iter().map(|o| (&o.usage, o.name.clone())).collect()
+    }
+    fn paths(rows: &[PathUsage]) -> Vec<(&Usage, String)> {
+        rows.iter()
+            .map(|p| (&p.usage, flist::path::display(&p.path).into_owned()))
+            .collect()
+    }
+    table(&mut out, "By user", "NAME", owners(&r.users));
+    table(&mut out, "By group", "NAME", owners(&r.groups));
+    let by_dir = format!("By directory (depth {})", r.depth);
+    table(&mut out, &by_dir, "PATH", paths(&r.dirs));
+    table(
         &mut out,
-        &format!("By directory (depth {})", r.depth),
-        &r.dirs,
+        "Largest directories",
+        "PATH",
+        paths(&r.largest_dirs),
     );
-    paths(&mut out, "Largest directories", &r.largest_dirs);
-    paths(&mut out, "Largest files", &r.largest_files);
+    table(&mut out, "Largest files", "PATH", paths(&r.largest_files));
     for (title, ages) in [
         ("Age by modification time (directories excluded)", &r.mtime),
         ("Age by access time (directories excluded)", &r.atime),
     ] {
-        let _ = writeln!(out, "\n{title}:\n{heading:>12} {:>12}  AGE", "ENTRIES");
-        for a in ages {
-            let _ = writeln!(
-                out,
-                "{:>12} {:>12}  {}",
-                u.text(&a.usage),
-                a.usage.files,
-                a.bucket
-            );
-        }
+        let rows = ages
+            .iter()
+            .map(|a| (&a.usage, a.bucket.to_string()))
+            .collect();
+        table(&mut out, title, "AGE", rows);
     }
     if !r.written.is_empty() {
         out.push('\n');
