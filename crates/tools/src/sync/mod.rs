@@ -664,10 +664,17 @@ fn act(
     if copied.interrupted && rank0 {
         context.error("interrupted by a signal: rerun the same sync to finish");
     }
-    // Each action is counted once it has happened: those whose entry failed are not.
+    // Each action is counted once it has happened: those whose entry failed are not, nor
+    // fixes of a project ID alone that DEST's file system could not keep.
     let failed = failed_paths(
         comm,
-        copied.errors.iter().chain(&unlinked).chain(&unreplaced),
+        copied
+            .errors
+            .iter()
+            .chain(&unlinked)
+            .chain(&unreplaced)
+            .map(|e| &e.path[..])
+            .chain(copied.unmade.iter().map(|p| &p[..])),
         src,
         dest,
     );
@@ -680,6 +687,7 @@ fn act(
         + copied.others
         + copied.meta_fixed
         + copied.compare_meta
+        + comm.sum(copied.unmade.len() as u64)
         + deleted
         + report.failed;
     report.handled = happened.min(report.planned);
@@ -962,9 +970,6 @@ fn take_records(list: FileList, indices: &[u32]) -> FileList {
     }
 }
 
-/// The destination paths of failed items, on the rank that planned them (the home of their
-/// path relative to DEST), for counting only what happened. `errors` name a source or a
-/// destination path. Collective.
 /// Take out of `plan` the entries to create at the DEST paths of `errors`.
 fn leave_alone<'a>(
     plan: &mut Plan,
@@ -1005,16 +1010,19 @@ fn still_dirs(roots: &flist::beneath::Roots, dirs: &[Vec<u8>]) -> Vec<flist::Ite
         .collect()
 }
 
+/// The destination paths of items that did not happen (failed, or a fix that could not be
+/// made), on the rank that planned them (the home of their path relative to DEST), for
+/// counting only what happened. `paths` are source or destination paths. Collective.
 fn failed_paths<'a>(
     comm: &dyn Comm,
-    errors: impl Iterator<Item = &'a flist::ItemError>,
+    paths: impl Iterator<Item = &'a [u8]>,
     src: &[u8],
     dest: &[u8],
 ) -> std::collections::HashSet<Vec<u8>> {
     let size = comm.size();
     let mut sends = vec![Vec::new(); size];
-    for e in errors {
-        let Some(rel) = beneath(src, &e.path).or_else(|| beneath(dest, &e.path)) else {
+    for p in paths {
+        let Some(rel) = beneath(src, p).or_else(|| beneath(dest, p)) else {
             continue;
         };
         let path = if rel.is_empty() {

@@ -187,6 +187,15 @@ impl Differences {
         xattrs: false,
         projid: true,
     };
+
+    /// The project ID alone.
+    pub const PROJID: Differences = Differences {
+        mode: false,
+        owner: false,
+        mtime: false,
+        xattrs: false,
+        projid: true,
+    };
 }
 
 /// The access and modification times of `m`, as `utimensat` takes them.
@@ -306,7 +315,8 @@ pub fn apply_fd(
         let want =
             projid::get(src_fd).map_err(|e| ItemError::new(src, "read project ID", e.into()))?;
         if let Some(want) = want {
-            set_projid(fd, dst, want, false, opts)?;
+            // A new file: where its file system keeps no project ID, noted once, no more.
+            let _kept = set_projid(fd, dst, want, false, opts)?;
         }
     }
     if !right.mode {
@@ -319,6 +329,15 @@ pub fn apply_fd(
     Ok(())
 }
 
+/// What [`apply_path`] was asked to set and could not, without it being an error: the caller
+/// does not count a fix as made when this was all it had to make.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[must_use]
+pub struct Unmade {
+    /// The destination's file system keeps no project IDs (or not the source's one).
+    pub projid: bool,
+}
+
 /// Apply the parts of `meta` named by `what` to the entry at `dst` (of type `kind`, not
 /// followed if a link), reached beneath the destination anchors of `reach`.
 pub fn apply_path(
@@ -329,7 +348,8 @@ pub fn apply_path(
     meta: &Meta,
     what: Differences,
     opts: &MetaOptions,
-) -> Result<(), ItemError> {
+) -> Result<Unmade, ItemError> {
+    let mut unmade = Unmade::default();
     let err = |op: &'static str| move |e: io::Error| ItemError::new(dst, op, e);
     let at = reach.dst(dst).map_err(err("open parent"))?;
     let errno = |op: &'static str| move |e: Errno| ItemError::new(dst, op, e.into());
@@ -370,7 +390,10 @@ pub fn apply_path(
             // Opened as the entry it must be: a symlink or another type put there since is
             // left alone.
             match projid::open_entry(&at).map_err(errno("open"))? {
-                Some(fd) => set_projid(fd.as_fd(), dst, want, kind == FileType::Dir, opts)?,
+                Some(fd) => {
+                    unmade.projid =
+                        !set_projid(fd.as_fd(), dst, want, kind == FileType::Dir, opts)?;
+                }
                 None => return Err(ItemError::new(dst, "set project ID", Errno::LOOP.into())),
             }
         }
@@ -387,7 +410,7 @@ pub fn apply_path(
         )
         .map_err(errno("set times"))?;
     }
-    Ok(())
+    Ok(unmade)
 }
 
 /// `chmod` of the entry `at` names, never of what a symlink there points to (`fchmodat` has
@@ -409,23 +432,26 @@ pub fn chmod_nofollow(at: &At, mode: u32) -> Result<(), Errno> {
     rustix::fs::chmod(name.as_str(), Mode::from_raw_mode(mode))
 }
 
-/// Give the open entry `fd` at `dst` the project ID `want`: a destination file system without
-/// project IDs is noted once ([`MetaOptions::unkept`]); a refusal is an error, except `EPERM`
-/// when not running as root (as for `chown`: the owner may not change it on every file system).
+/// Give the open entry `fd` at `dst` the project ID `want`: whether it has it now. A
+/// destination file system without project IDs is noted once ([`MetaOptions::unkept`]) and is
+/// no error (`false`); a refusal is an error, except `EPERM` when not running as root (as for
+/// `chown`: the owner may not change it on every file system).
 fn set_projid(
     fd: BorrowedFd<'_>,
     dst: &[u8],
     want: ProjectId,
     dir: bool,
     opts: &MetaOptions,
-) -> Result<(), ItemError> {
+) -> Result<bool, ItemError> {
     match projid::set(fd, want, dir) {
         Ok(projid::Set::Unsupported) => {
             opts.unkept.note(dst, want);
-            Ok(())
+            Ok(false)
         }
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(true),
+        // Tolerated (not root): left as it was.
         Err(e) => chown_tolerant(Err(e), opts)
+            .map(|()| false)
             .map_err(|e| ItemError::new(dst, "set project ID", e.into())),
     }
 }

@@ -328,6 +328,9 @@ pub struct Report {
     pub total_errors: u64,
     /// The first destination on this rank whose file system kept no project ID a source had.
     pub projid_unkept: Option<Vec<u8>>,
+    /// Destinations (this rank's) of `Plan::fix_meta` whose only fix was a project ID their
+    /// file system could not keep: not fixed, not counted in `meta_fixed`, not failures.
+    pub unmade: Vec<Vec<u8>>,
 }
 
 impl Report {
@@ -405,6 +408,7 @@ struct Tally {
     chunk_reason: Mutex<&'static str>,
     errors: Mutex<Vec<ItemError>>,
     skips: Mutex<Vec<ItemError>>,
+    unmade: Mutex<Vec<Vec<u8>>>,
 }
 
 impl Tally {
@@ -458,7 +462,12 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
         let m = &e.meta.expect("stat list");
         let dst = map.dest(e.path);
         match meta::apply_path(e.path, &dst, &reach, e.kind, m, what, &opts.meta) {
-            Ok(()) => tally.count(&tally.meta_fixed),
+            // A project ID that was all there was to fix, and that the destination could not
+            // keep: nothing was fixed (the warning says why), so nothing is counted.
+            Ok(unmade) if unmade.projid && what == Differences::PROJID => {
+                tally.unmade.lock().expect("unmade").push(dst);
+            }
+            Ok(_) => tally.count(&tally.meta_fixed),
             Err(err) => tally.fail(err),
         }
     });
@@ -495,6 +504,7 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
         stripes: stripes.counts(),
         total_errors: 0,
         projid_unkept: opts.meta.unkept.take(),
+        unmade: tally.unmade.into_inner().expect("unmade"),
     }
 }
 
@@ -587,7 +597,7 @@ fn make_others(
             Ok(counter) => {
                 match meta::apply_path(e.path, &dst, reach, e.kind, m, Differences::ALL, &opts.meta)
                 {
-                    Ok(()) => tally.count(counter),
+                    Ok(_) => tally.count(counter),
                     Err(err) => tally.fail(err),
                 }
             }
@@ -1221,7 +1231,7 @@ impl Worker<'_> {
             Differences::ALL,
             &self.opts.meta,
         ) {
-            Ok(()) => {
+            Ok(_) => {
                 self.tally.count(&self.tally.files);
                 if let Some(p) = self.opts.progress {
                     p.add(1, 0);
