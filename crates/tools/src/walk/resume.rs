@@ -67,6 +67,8 @@ pub fn encode(path: &[u8], stamp: &DirStamp, entries: &FileList) -> Vec<u8> {
 /// A directory's payload, made entry by entry as the walk reads them.
 struct Encoder {
     out: Vec<u8>,
+    /// Where an entry is put together (kept: not zeroed again for every entry).
+    scratch: [u8; 20 + NAME_MAX + 1 + MetaDeltas::MAX],
     deltas: MetaDeltas,
     /// The name of the entry before (its prefix shared with the next is written once).
     before: Vec<u8>,
@@ -87,27 +89,62 @@ impl Encoder {
         out.extend_from_slice(path);
         Encoder {
             out,
+            scratch: [0; 20 + NAME_MAX + 1 + MetaDeltas::MAX],
             deltas: MetaDeltas::from(stamp),
             before: Vec::new(),
         }
     }
 
     fn entry(&mut self, name: &[u8], kind: FileType, meta: Option<&Meta>) {
-        let shared = name
-            .iter()
-            .zip(&self.before)
-            .take_while(|(a, b)| a == b)
-            .count();
-        push_var(shared as u64, &mut self.out);
-        push_var((name.len() - shared) as u64, &mut self.out);
-        self.out.extend_from_slice(&name[shared..]);
-        self.out.push(kind as u8);
-        if let Some(m) = meta {
-            self.deltas.encode(m, &mut self.out);
+        let shared = shared_prefix(name, &self.before);
+        let rest = &name[shared..];
+        // Put together on the stack and appended at once (an append per field, each with its
+        // capacity check and copy, was most of the checkpoint's cost on a walk): the two
+        // lengths, the name's rest (a name longer than `NAME_MAX` is appended on its own), the
+        // type and the metadata.
+        let buf = &mut self.scratch;
+        let mut n = uvar_into(shared as u64, &mut buf[..]);
+        n += uvar_into(rest.len() as u64, &mut buf[n..]);
+        if rest.len() <= NAME_MAX {
+            buf[n..n + rest.len()].copy_from_slice(rest);
+            n += rest.len();
+        } else {
+            self.out.extend_from_slice(&buf[..n]);
+            self.out.extend_from_slice(rest);
+            n = 0;
         }
+        buf[n] = kind as u8;
+        n += 1;
+        if let Some(m) = meta {
+            n += self.deltas.encode_into(m, &mut buf[n..]);
+        }
+        self.out.extend_from_slice(&buf[..n]);
         self.before.truncate(shared);
-        self.before.extend_from_slice(&name[shared..]);
+        self.before.extend_from_slice(rest);
     }
+}
+
+/// The longest name of a directory entry on Linux (bytes): longer ones, which no file system
+/// here gives, take a slower path.
+const NAME_MAX: usize = 255;
+
+/// The length of the prefix `a` and `b` share, compared eight bytes at a time.
+fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = word(a, i) ^ word(b, i);
+        if x != 0 {
+            // Little endian: the lowest set bit is in the first byte that differs.
+            return i + x.trailing_zeros() as usize / 8;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
 }
 
 /// A directory the walk reads, recorded in the checkpoint once every entry was read.
@@ -149,20 +186,11 @@ impl From<&DirStamp> for MetaDeltas {
     }
 }
 
-/// Append `v` as a LEB128 number (zigzag for a signed one), without a heap buffer: once per
-/// field of every entry.
-fn push_var<T: VarInt>(v: T, out: &mut Vec<u8>) {
-    let mut buf = [0u8; 10];
-    let n = v.encode_var(&mut buf);
-    out.extend_from_slice(&buf[..n]);
-}
-
-/// Write `v` as a zigzag LEB128 number at the start of `buf` (at least 10 bytes), the bytes
-/// [`push_var`] appends for an `i64` (checked by a test), byte by byte on the stack: once per
+/// Write `u` as a LEB128 number at the start of `buf` (at least 10 bytes), the bytes
+/// `integer-encoding` writes for a `u64` (checked by a test), byte by byte on the stack: once per
 /// field of every entry of every directory walked, where the generic encoder's buffer and copy
 /// were most of the checkpoint's cost. Returns its length.
-fn zigzag_into(v: i64, buf: &mut [u8]) -> usize {
-    let mut u = ((v << 1) ^ (v >> 63)) as u64;
+fn uvar_into(mut u: u64, buf: &mut [u8]) -> usize {
     let mut n = 0;
     while u >= 0x80 {
         buf[n] = u as u8 | 0x80;
@@ -171,6 +199,12 @@ fn zigzag_into(v: i64, buf: &mut [u8]) -> usize {
     }
     buf[n] = u as u8;
     n + 1
+}
+
+/// Write `v` as a zigzag LEB128 number at the start of `buf` (at least 10 bytes), the bytes
+/// `integer-encoding` writes for an `i64` (checked by a test). Returns its length.
+fn zigzag_into(v: i64, buf: &mut [u8]) -> usize {
+    uvar_into(((v << 1) ^ (v >> 63)) as u64, buf)
 }
 
 /// `a - b` as a signed difference (wrapping: any two values have one).
@@ -184,7 +218,12 @@ fn undiff(d: i64, b: u64) -> u64 {
 }
 
 impl MetaDeltas {
-    fn encode(&mut self, m: &Meta, out: &mut Vec<u8>) {
+    /// The most bytes [`MetaDeltas::encode_into`] writes: the mask and 13 fields of at most 10.
+    const MAX: usize = 2 + 13 * 10;
+
+    /// Write the differences of `m` at the start of `buf` (at least [`MetaDeltas::MAX`] bytes);
+    /// returns their length.
+    fn encode_into(&mut self, m: &Meta, buf: &mut [u8]) -> usize {
         let b = &self.before;
         let fields = [
             diff(u64::from(m.mode), u64::from(b.mode)),
@@ -201,9 +240,6 @@ impl MetaDeltas {
             diff(m.ctime as u64, m.mtime as u64),
             diff(u64::from(m.ctime_nsec), u64::from(m.mtime_nsec)),
         ];
-        // The mask, then at most 10 bytes a field, put together on the stack and appended at
-        // once: a push per byte (a capacity check each) was most of the encoding's time.
-        let mut buf = [0u8; 2 + 13 * 10];
         let (mut mask, mut n) = (0u16, 2);
         for (i, f) in fields.into_iter().enumerate() {
             if f != 0 {
@@ -212,8 +248,8 @@ impl MetaDeltas {
             }
         }
         buf[..2].copy_from_slice(&mask.to_le_bytes());
-        out.extend_from_slice(&buf[..n]);
         self.before = *m;
+        n
     }
 
     /// The next entry's metadata from `r`; `None` when cut, or when a 32-bit field is out of
@@ -454,6 +490,26 @@ mod tests {
         let mut forged = p.clone();
         forged[first] = 1;
         assert!(decode(&forged, b"/t/d", &stamp(), Detail::Lite).is_none());
+        // Names longer than NAME_MAX (appended on their own), before and after short ones.
+        let (long, longer) = (vec![b'n'; 300], [vec![b'n'; 290], vec![b'm'; 20]].concat());
+        let mut entries = FileList::new(Detail::Stat);
+        let meta = Meta {
+            mode: libc::S_IFREG | 0o600,
+            size: 1 << 40,
+            ..Meta::default()
+        };
+        for n in [&b"a"[..], &long, &longer, b"b"] {
+            entries.push(
+                &[b"/t/d/".as_slice(), n].concat(),
+                FileType::File,
+                Some(meta),
+            );
+        }
+        let p = encode(b"/t/d", &stamp(), &entries);
+        let back = decode(&p, b"/t/d", &stamp(), Detail::Stat).unwrap();
+        let got: Vec<_> = back.iter().map(|e| (e.path.to_vec(), e.meta)).collect();
+        let want: Vec<_> = entries.iter().map(|e| (e.path.to_vec(), e.meta)).collect();
+        assert_eq!(got, want);
     }
 
     /// Any metadata comes back exactly (extremes included: the differences wrap), the entries
@@ -556,6 +612,40 @@ mod tests {
         p.extend_from_slice(&(1u16 << 13).to_le_bytes());
         p.push(0);
         assert!(decode(&p, b"/t/d", &stamp(), Detail::Stat).is_none());
+    }
+
+    /// The generic encoder's bytes for `v` (zigzag for a signed one).
+    fn push_var<T: VarInt>(v: T, out: &mut Vec<u8>) {
+        let mut buf = [0u8; 10];
+        let n = v.encode_var(&mut buf);
+        out.extend_from_slice(&buf[..n]);
+    }
+
+    #[test]
+    fn shared_prefixes_are_found_across_words() {
+        let long = b"0123456789abcdef0123456789";
+        for a in 0..long.len() {
+            for cut in 0..=a {
+                let mut b = long[..a].to_vec();
+                if cut < a {
+                    b[cut] ^= 0x80;
+                }
+                let want = (0..a).take_while(|&i| long[i] == b[i]).count();
+                assert_eq!(shared_prefix(long, &b), want, "{a} {cut}");
+                assert_eq!(shared_prefix(&b, long), want, "{a} {cut}");
+            }
+        }
+        assert_eq!(shared_prefix(b"", b"abc"), 0);
+    }
+
+    #[test]
+    fn varint_bytes_are_the_generic_encoder_s() {
+        for v in [0u64, 1, 127, 128, 255, 16_383, 16_384, 1 << 35, u64::MAX] {
+            let (mut fast, mut generic) = ([0u8; 10], Vec::new());
+            let n = uvar_into(v, &mut fast);
+            push_var(v, &mut generic);
+            assert_eq!(&fast[..n], &generic[..], "{v}");
+        }
     }
 
     #[test]
