@@ -50,7 +50,7 @@ pub fn write_list(out: &Path, records: u64, seed: u64) -> Result<()> {
         rec.resize(fc as usize, 0);
         let (t, ns) = (
             1_600_000_000 + (g >> 40) as i64 % 100_000_000,
-            (g % 1_000_000_000) as u64,
+            g % 1_000_000_000,
         );
         let nums = [
             0o100644,
@@ -105,4 +105,36 @@ pub fn run(args: &[String]) -> Result<()> {
         t.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_has_the_v4_layout_and_distinct_paths_out_of_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.mfu");
+        write_list(&path, 1000, 3).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let u = |i: usize| u64::from_be_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
+        assert_eq!(
+            [u(0), u(1), u(2), u(3), u(4), u(5), u(6)],
+            [4, 1, 8, 1, 8, 1000, 64]
+        );
+        let data = 56 + 2 * 16;
+        assert_eq!(bytes.len(), data + 1000 * (64 + 80));
+        let paths: Vec<&[u8]> = bytes[data..]
+            .chunks_exact(144)
+            .map(|r| &r[..PATH_BYTES])
+            .collect();
+        assert!(paths.iter().all(|p| p.starts_with(b"/synthetic/d")));
+        let mut sorted = paths.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 1000, "distinct paths");
+        assert_ne!(sorted, paths, "not already in order");
+        let mode = u64::from_be_bytes(bytes[data + 64..data + 72].try_into().unwrap());
+        assert_eq!(mode, 0o100644);
+    }
 }

@@ -13,11 +13,15 @@ fn write_list(path: &Path, n: u64) {
     for i in 0..n {
         let k = i * 7919 % n;
         let mut p = format!("/data/d{}/file-{k:07}", k % 41).into_bytes();
-        if k % 19 == 0 {
+        if k.is_multiple_of(19) {
             p.extend_from_slice(b"-\xff");
         }
         let meta = Meta {
-            mode: if k % 23 == 0 { 0o040755 } else { 0o100644 },
+            mode: if k.is_multiple_of(23) {
+                0o040755
+            } else {
+                0o100644
+            },
             size: k % 101,
             mtime: 1_700_000_000 + (k % 37) as i64,
             mtime_nsec: (k % 3) as u32,

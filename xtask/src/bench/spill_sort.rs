@@ -9,8 +9,10 @@
 //! adds the rows with `--spill-sort-records N`. Disk: the list is N × 144 bytes, written
 //! once, and the run needs as much again for the output and twice that in spill files
 //! (10^8 records: about 58 GB free on DIR, default `target/bench-spill` on the workspace's
-//! disk, so that tmpfs does not count in memory). Time at np 2 on this 2-core VM (release):
-//! about 1.1 s a 10^6 records for the limited sort (see the README's memory table).
+//! disk, so that tmpfs does not count in memory). Time: at 10^6 records (`--limit 8M`, the
+//! same runs per rank as 10^8 at 512M) the rows take 32 s with a debug build on this 2-core VM;
+//! 10^8 (not run here: 16 GB free) writes and reads about 58 GB, so expect it to be bound by
+//! the disk: at this VM's ~180 MB/s writeback, about an hour.
 
 use super::fsutil::{remove, s};
 use super::memory::{Ctx, MemRow};

@@ -34,6 +34,8 @@ fn samples_per_rank(size: usize) -> usize {
 }
 
 /// What [`sort_list_file`] did.
+// Made once per run and taken apart at once: boxing the list would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Sorted {
     /// The input is not a cache list in a file (a text list, standard input): read it with

@@ -270,6 +270,8 @@ fn out_of_core<'a>(options: &'a Options, checked: &'a Checked) -> Option<FileSor
 }
 
 /// What [`sort_file`] did.
+// Made once per run and taken apart at once: boxing the list would buy nothing.
+#[allow(clippy::large_enum_variant)]
 enum FileSorted {
     /// The list was sorted out of core and written, or that failed (reported): the report is
     /// filled.
