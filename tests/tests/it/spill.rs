@@ -89,6 +89,22 @@ fn a_sort_at_a_tiny_limit_spills_and_writes_the_bytes_of_the_unlimited_sort() {
             );
         }
     }
+    // The spill's disk use in the JSON report too.
+    let got = tmp.path().join("got.mfu");
+    let run = sort(&input, "name", &got)
+        .args(["--json", "--memory-limit", "4k", "--tmpdir"])
+        .arg(&spill)
+        .run()
+        .assert_status(0);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout_str()).unwrap();
+    assert_eq!(v["memory_limit"], "4.000 KiB per rank (--memory-limit)");
+    assert_eq!(v["spilled"]["records"], 3000);
+    assert!(
+        v["spilled"]["spill_bytes"].as_u64().unwrap() > 3000 * 80,
+        "{v}"
+    );
+    assert!(v["spilled"]["runs"].as_u64().unwrap() > 10, "{v}");
+    assert_eq!(v["tmpdir"], spill.to_str().unwrap());
 }
 
 /// A small tmpfs mounted for one test, unmounted when dropped.

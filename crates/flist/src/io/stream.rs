@@ -80,7 +80,7 @@ impl CacheShare {
     }
 
     /// Append up to `max` of this rank's next records to `list` (a [`Detail::Stat`] list),
-    /// reading about [`IO_CHUNK`] bytes at a time; returns how many were appended (0: the share
+    /// reading about 4 MiB at a time; returns how many were appended (0: the share
     /// is read). Errors name the list file (and, for a damaged record, its index and offset).
     pub fn read_into(&mut self, list: &mut FileList, max: usize) -> Result<usize> {
         debug_assert_eq!(list.detail(), Detail::Stat);

@@ -54,7 +54,7 @@ pub enum Sorted {
 pub struct SpillReport {
     /// Records sorted (all ranks).
     pub records: u64,
-    /// Regular files, directories, symbolic links and other records among them.
+    /// Regular files among them.
     pub files: u64,
     /// Directories.
     pub dirs: u64,
