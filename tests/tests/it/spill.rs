@@ -169,17 +169,17 @@ fn a_full_tmpdir_is_an_error_naming_it_and_leaves_no_output() {
     }
 }
 
-/// The spill files `pid` holds open in `dir` (unnamed: `/proc/PID/fd` shows `DIR/#N (deleted)`).
-fn spill_files_open(pid: u32, dir: &Path) -> usize {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+/// Spill files open in `dir` by any process (a rank of `mpirun` is not the test's child):
+/// unnamed, `/proc/PID/fd` shows them as `DIR/#N (deleted)`.
+fn spill_files_open(dir: &Path) -> usize {
+    let dir = dir.as_os_str().as_bytes();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
         return 0;
     };
-    fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .filter(|t| {
-            t.as_os_str()
-                .as_bytes()
-                .starts_with(dir.as_os_str().as_bytes())
-        })
+    procs
+        .filter_map(|p| std::fs::read_dir(p.ok()?.path().join("fd")).ok())
+        .flat_map(|fds| fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok()))
+        .filter(|t| t.as_os_str().as_bytes().starts_with(dir))
         .count()
 }
 
@@ -191,26 +191,40 @@ fn sigterm_while_spilling_leaves_no_spill_file_and_no_output() {
     let spill = tmp.path().join("spill");
     std::fs::create_dir(&spill).unwrap();
     let out = tmp.path().join("out.mfu");
-    let mut cmd = sort(&input, "-size", &out)
-        .args(["--memory-limit", "64k", "--tmpdir"])
-        .arg(&spill)
-        .command();
-    cmd.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let start = std::time::Instant::now();
-    while spill_files_open(child.id(), &spill) == 0 {
-        assert!(child.try_wait().unwrap().is_none(), "ended before spilling");
-        assert!(start.elapsed().as_secs() < 60, "no spill file after 60 s");
-        std::thread::sleep(std::time::Duration::from_millis(5));
+    for (name, launch) in launches() {
+        let mut cmd = launch(sort(&input, "-size", &out))
+            .args(["--memory-limit", "64k", "--tmpdir"])
+            .arg(&spill)
+            .command();
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let start = std::time::Instant::now();
+        while spill_files_open(&spill) == 0 {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "{name}: ended before spilling"
+            );
+            assert!(
+                start.elapsed().as_secs() < 60,
+                "{name}: no spill file after 60 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // The process itself, or mpirun, which passes the signal on to the ranks.
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let done = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains("interrupted"), "{name}: {stderr}");
+        assert!(!out.exists(), "{name}: an output after a stop");
+        assert_eq!(names(tmp.path()), [input.clone(), spill.clone()], "{name}");
+        assert_eq!(names(&spill), Vec::<PathBuf>::new(), "{name}");
+        assert_eq!(
+            spill_files_open(&spill),
+            0,
+            "{name}: spill files still open"
+        );
     }
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let done = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&done.stderr);
-    assert_eq!(done.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("interrupted"), "{stderr}");
-    assert!(!out.exists());
-    assert_eq!(names(tmp.path()), [input.clone(), spill.clone()]);
-    assert_eq!(names(&spill), Vec::<PathBuf>::new());
 }
