@@ -15,6 +15,7 @@
 
 mod bench;
 mod dist;
+mod gen_list;
 mod private_clone;
 mod python;
 mod setup;
@@ -33,6 +34,8 @@ fn main() {
         Some("test") => test(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("dist") => dist::run_dist(&args[1..]),
+        // A synthetic v4 list with no tree (issue 34's out-of-core sort row).
+        Some("gen-list") => gen_list::run(&args[1..]),
         // The seeded torture harness (see torture/mod.rs; the debug binary must exist).
         Some("torture") => torture::run(&args[1..]),
         // Only the Python package's step of `test` (the debug binary must exist).
@@ -47,7 +50,7 @@ fn main() {
             Err(e) => Err(e),
         },
         _ => {
-            eprintln!("usage: cargo xtask setup|demo|test|bench|dist|python\n\n  setup  install Open MPI and libclang if missing\n  demo   setup, build, run `mpirun -np 2 mfu-rs walk` on a generated tree\n  test   setup, run every test (unit, vectors, mpirun), build without MPI\n  bench  compare mfu-rs with find/du/cp/rsync/xcp/tar/rm (release build; --help for options)\n  dist   --prefix DIR [--debug]: install bin/ (with dcp, dsync... links), man pages, completions\n  torture [--minutes N] [--seed S] [--fs tmpfs|ext4|xfs|btrfs] [--skip CLASS]: the seeded torture harness (--help)\n  python pip install ./python in target/py-venv, pytest plainly and under mpirun -np 2 (needs target/debug/mfu-rs)");
+            eprintln!("usage: cargo xtask setup|demo|test|bench|dist|python\n\n  setup  install Open MPI and libclang if missing\n  demo   setup, build, run `mpirun -np 2 mfu-rs walk` on a generated tree\n  test   setup, run every test (unit, vectors, mpirun), build without MPI\n  bench  compare mfu-rs with find/du/cp/rsync/xcp/tar/rm (release build; --help for options)\n  dist   --prefix DIR [--debug]: install bin/ (with dcp, dsync... links), man pages, completions\n  gen-list --records N --out FILE [--seed S]: a synthetic v4 list of made-up files (no tree)\n  torture [--minutes N] [--seed S] [--fs tmpfs|ext4|xfs|btrfs] [--skip CLASS]: the seeded torture harness (--help)\n  python pip install ./python in target/py-venv, pytest plainly and under mpirun -np 2 (needs target/debug/mfu-rs)");
             std::process::exit(2);
         }
     };

@@ -60,6 +60,7 @@ pub mod posix_regex;
 pub mod record;
 pub mod restat;
 pub mod sort;
+pub mod spill;
 pub mod summary;
 pub mod units;
 pub mod walk;

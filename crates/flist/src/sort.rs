@@ -138,14 +138,7 @@ const SAMPLE_BUDGET: usize = 1 << 18;
 /// most 2^18 samples), gathered on every rank; `size - 1` splitters at weighted quantiles;
 /// one `alltoallv` of the partitions; a local merge; [`spread`] to even counts.
 pub fn sort(comm: &dyn Comm, list: FileList, keys: &[Key]) -> Result<FileList> {
-    if list.detail() == Detail::Lite {
-        if let Some(k) = keys.iter().find(|k| k.field.needs_meta()) {
-            return Err(Error::Invalid(format!(
-                "cannot sort by {}: the list has no metadata (lite walk or text list)",
-                k.field.as_str()
-            )));
-        }
-    }
+    check_keys(list.detail(), keys)?;
     let (users, groups) = (list.users.clone(), list.groups.clone());
     let order = Order::new(keys, &users, &groups);
     let sorted = local_sort(&list, &order);
@@ -177,22 +170,7 @@ pub fn sort(comm: &dyn Comm, list: FileList, keys: &[Key]) -> Result<FileList> {
         samples.decode_records(records);
     }
     drop(gathered);
-    // Same input, same deterministic stable sort: every rank gets the same splitters.
-    let mut idx: Vec<usize> = (0..samples.len()).collect();
-    idx.sort_by(|&a, &b| order.cmp(At::new(&samples, a), At::new(&samples, b)));
-    let total: u128 = weights.iter().map(|&w| w as u128).sum();
-    // splitters[k - 1]: first sample whose weighted rank reaches k * total / size (None: past
-    // the end, the bucket gets nothing).
-    let mut splitters: Vec<Option<usize>> = Vec::with_capacity(size - 1);
-    let (mut j, mut before) = (0usize, 0u128);
-    for k in 1..size {
-        let target = k as u128 * total / size as u128;
-        while j < idx.len() && before < target {
-            before += weights[idx[j]] as u128;
-            j += 1;
-        }
-        splitters.push(idx.get(j).copied());
-    }
+    let splitters = splitters(&samples, &weights, &order, size);
 
     // Bucket b of the local run: records from cuts[b] to cuts[b + 1].
     let mut cuts = Vec::with_capacity(size + 1);
@@ -242,6 +220,46 @@ pub fn sort(comm: &dyn Comm, list: FileList, keys: &[Key]) -> Result<FileList> {
     Ok(spread(comm, merged))
 }
 
+/// The `size - 1` splitters of a sample sort over `size` ranks, as indices into `samples`:
+/// `splitters[k - 1]` is the first sample (in `order`) whose weighted rank reaches
+/// `k * total / size` (`None`: past the end, the bucket gets nothing). `weights[i]` is the
+/// records sample `i` stands for. The same samples give the same splitters on every rank.
+pub(crate) fn splitters(
+    samples: &FileList,
+    weights: &[u64],
+    order: &Order<'_>,
+    size: usize,
+) -> Vec<Option<usize>> {
+    // Same input, same deterministic stable sort: every rank gets the same splitters.
+    let mut idx: Vec<usize> = (0..samples.len()).collect();
+    idx.sort_by(|&a, &b| order.cmp(At::new(samples, a), At::new(samples, b)));
+    let total: u128 = weights.iter().map(|&w| w as u128).sum();
+    let mut splitters: Vec<Option<usize>> = Vec::with_capacity(size.saturating_sub(1));
+    let (mut j, mut before) = (0usize, 0u128);
+    for k in 1..size {
+        let target = k as u128 * total / size as u128;
+        while j < idx.len() && before < target {
+            before += weights[idx[j]] as u128;
+            j += 1;
+        }
+        splitters.push(idx.get(j).copied());
+    }
+    splitters
+}
+
+/// [`Error::Invalid`] when a key needs metadata that a list of `detail` lacks.
+pub(crate) fn check_keys(detail: Detail, keys: &[Key]) -> Result<()> {
+    if detail == Detail::Lite {
+        if let Some(k) = keys.iter().find(|k| k.field.needs_meta()) {
+            return Err(Error::Invalid(format!(
+                "cannot sort by {}: the list has no metadata (lite walk or text list)",
+                k.field.as_str()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The first `i` in `lo..hi` for which `below(i)` is false (`below` is true then false).
 fn lower_bound(mut lo: usize, mut hi: usize, below: impl Fn(usize) -> bool) -> usize {
     while lo < hi {
@@ -264,10 +282,15 @@ fn local_sort(list: &FileList, order: &Order<'_>) -> FileList {
 
 /// What the sorts move: a record's path (read without going through the offsets column on
 /// every comparison) and its index.
-struct Item<'a>(&'a [u8], usize);
+pub(crate) struct Item<'a>(&'a [u8], usize);
 
 impl<'a> Item<'a> {
-    fn at(&self, list: &'a FileList) -> At<'a> {
+    /// The index of the record in its list.
+    pub(crate) fn index(&self) -> usize {
+        self.1
+    }
+
+    pub(crate) fn at(&self, list: &'a FileList) -> At<'a> {
         At {
             path: self.0,
             list,
@@ -276,20 +299,20 @@ impl<'a> Item<'a> {
     }
 }
 
-fn items_of(list: &FileList) -> Vec<Item<'_>> {
+pub(crate) fn items_of(list: &FileList) -> Vec<Item<'_>> {
     (0..list.len()).map(|i| Item(list.path(i), i)).collect()
 }
 
 /// A record being compared; its type and metadata are read only when a key needs them.
 #[derive(Clone, Copy)]
-struct At<'a> {
+pub(crate) struct At<'a> {
     path: &'a [u8],
     list: &'a FileList,
     i: usize,
 }
 
 impl<'a> At<'a> {
-    fn new(list: &'a FileList, i: usize) -> At<'a> {
+    pub(crate) fn new(list: &'a FileList, i: usize) -> At<'a> {
         At {
             path: list.path(i),
             list,
@@ -303,7 +326,7 @@ impl<'a> At<'a> {
 }
 
 /// The total order of records for a key list.
-struct Order<'a> {
+pub(crate) struct Order<'a> {
     keys: &'a [Key],
     users: HashMap<u64, &'a [u8]>,
     groups: HashMap<u64, &'a [u8]>,
@@ -354,7 +377,7 @@ fn name_map(table: &IdTable) -> HashMap<u64, &[u8]> {
 }
 
 impl<'a> Order<'a> {
-    fn new(keys: &'a [Key], users: &'a IdTable, groups: &'a IdTable) -> Order<'a> {
+    pub(crate) fn new(keys: &'a [Key], users: &'a IdTable, groups: &'a IdTable) -> Order<'a> {
         let needs = |f: Field| keys.iter().any(|k| k.field == f);
         Order {
             keys,
@@ -371,7 +394,7 @@ impl<'a> Order<'a> {
         }
     }
 
-    fn cmp(&self, a: At<'_>, b: At<'_>) -> Ordering {
+    pub(crate) fn cmp(&self, a: At<'_>, b: At<'_>) -> Ordering {
         for k in self.keys {
             let o = self.cmp_field(k.field, a, b);
             let o = if k.descending { o.reverse() } else { o };

@@ -42,6 +42,7 @@ mod runtime_stats;
 mod sh;
 mod signals;
 mod sparse_seek;
+mod spill;
 mod status;
 mod sync;
 mod sync_xattrs;

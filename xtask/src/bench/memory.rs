@@ -111,21 +111,21 @@ fn make_tree(tree: &Path, files: u64) -> Result<()> {
 }
 
 /// Everything the memory rows need.
-struct Ctx<'a> {
-    bin: &'a Path,
+pub(super) struct Ctx<'a> {
+    pub(super) bin: &'a Path,
     /// A private copy of this xtask binary, the wrapper (a rebuild of xtask during the run
     /// must not take it away).
-    wrapper: PathBuf,
+    pub(super) wrapper: PathBuf,
     /// Where the wrappers write their files.
-    rss: PathBuf,
-    files: u64,
-    mpi: bool,
+    pub(super) rss: PathBuf,
+    pub(super) files: u64,
+    pub(super) mpi: bool,
 }
 
 impl Ctx<'_> {
     /// Run `args` of mfu-rs at `np` ranks (1: no launcher; 2: `mpirun -np 2`), each rank
     /// under the wrapper, after `prep`; its row.
-    fn mfu(
+    pub(super) fn mfu(
         &self,
         op: &str,
         np: u32,

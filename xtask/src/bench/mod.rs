@@ -25,6 +25,7 @@ mod report;
 mod resume;
 mod resume_all;
 mod sections;
+mod spill_sort;
 mod syscalls;
 mod tar_gz;
 mod tar_select;
@@ -42,6 +43,7 @@ use workload::{Fs, Kind, Scale};
 
 const USAGE: &str = "\
 usage: cargo xtask bench [OPTIONS]
+       cargo xtask bench spill-sort [--records N] [--limit SIZE] [--dir DIR]
        cargo xtask bench section [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz|resume|tar-select|verify|resume-all [--quick] [--tools LIST] [--fs tmpfs|disk] [--pairs N] [--np LIST] [--overhead-only]]...
 
 Compare mfu-rs with cp -a, rsync -a, xcp, GNU tar, bsdtar, rm -rf, find and du on five
@@ -67,6 +69,13 @@ options:
                        RSS of mfu-rs walk, sync (empty and unchanged destination), cmp and
                        tar -x at np 1 and np 2, per 10^6 files, against the targets
   --no-memory          skip the memory rows
+
+`bench spill-sort` (opt-in, not part of the whole bench): the out-of-core sort's memory rows
+(issue 34): a synthetic v4 list of N records (default 10^8; `cargo xtask gen-list`) sorted by
+name under mpirun -np 2 with --memory-limit SIZE (default 512M), each rank's peak RSS, time
+per record against the in-memory sort of min(N, 10^7) records, and the two outputs compared
+byte for byte. Needs about 4 x N x 144 bytes free in DIR (default target/bench-spill: 58 GB at
+10^8) and, at 10^8, about an hour here (see bench/spill_sort.rs).
   --ranks N            also mfu-rs --ranks N against --ranks 2 on the tmpfs workloads (walk,
                        cp, sync-unchanged, rm, tar-create, tar-extract) with the work queue's
                        statistics (default 64; --quick: small workload only)
@@ -173,6 +182,11 @@ pub use memory::rss_wrap;
 
 /// Entry point of `cargo xtask bench ...`.
 pub fn run(args: &[String]) -> Result<()> {
+    if args.first().map(String::as_str) == Some("spill-sort") {
+        crate::setup::ensure()?;
+        let bin = binary()?;
+        return spill_sort::main(&args[1..], &bin, &root());
+    }
     if args.first().map(String::as_str) == Some("section") {
         crate::setup::ensure()?;
         let bin = binary()?;

@@ -331,7 +331,9 @@ fn memory_table(o: &mut String, rows: &[MemRow]) {
          wrapper that reads its `ru_maxrss` from `wait4`; at np 2 the sum is an upper bound, \
          `mpirun` itself not counted), per 10^6 files against the targets, which are for one \
          rank holding every file (np 1; np 2 is shown beside them); GNU tar and bsdtar \
-         extracting the same archive (made by GNU tar) for comparison:\n",
+         extracting the same archive (made by GNU tar) for comparison. Lists larger than memory \
+         (issue 34) have their own opt-in rows, `cargo xtask bench spill-sort`: a synthetic list \
+         sorted within `--memory-limit` against the in-memory sort:\n",
         thousands(files)
     );
     let _ = writeln!(

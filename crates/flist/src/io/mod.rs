@@ -33,8 +33,11 @@
 
 mod pipe;
 mod source;
+mod stream;
 mod text;
 mod v4;
+
+pub use stream::{open_cache_share, write_v4_stream, CacheShare, V4Sink};
 
 use crate::atomic::{Output, Replace, Step};
 use crate::error::{Error, ItemError, Result};
@@ -206,6 +209,20 @@ fn write_bytes(comm: &dyn Comm, list: &FileList, path: &[u8], format: Format) ->
     if path == pipe::STDIO {
         return pipe::write_stdout(comm, list, format);
     }
+    write_staged(comm, path, |dest| match format {
+        Format::V4 => v4::write(comm, list, dest),
+        Format::Text => text::write(comm, list, dest),
+    })
+}
+
+/// Write a list to `path` (not `-`) with `write` (collective): a regular file (or a new one)
+/// under a temporary name beside it, renamed over `path` once every rank's `write` succeeded
+/// (see [`write()`]); anything else in place.
+fn write_staged(
+    comm: &dyn Comm,
+    path: &[u8],
+    write: impl FnOnce(Dest<'_>) -> Result<()>,
+) -> Result<()> {
     let mut output = None;
     let staged: Result<Option<Staged>> = comm.bcast_with(0, || {
         output = stage(path)?;
@@ -227,10 +244,7 @@ fn write_bytes(comm: &dyn Comm, list: &FileList, path: &[u8], format: Format) ->
         },
         None => Dest { path, temp: None },
     };
-    let written = match format {
-        Format::V4 => v4::write(comm, list, dest),
-        Format::Text => text::write(comm, list, dest),
-    };
+    let written = write(dest);
     let Some((temp, _)) = staged else {
         return written;
     };

@@ -219,14 +219,17 @@ fn stream_error(name: &[u8], op: &'static str, e: io::Error) -> Error {
 /// `name`.
 pub(super) fn rename(e: Error, spool: &[u8], name: &[u8]) -> Error {
     match e {
-        Error::Item(mut item) => {
+        // Only errors about the spool itself: another file's (a spill file's directory) keeps
+        // its name.
+        Error::Item(mut item) if item.path == spool => {
             item.path = name.to_vec();
             Error::Item(item)
         }
-        Error::BadList { reason, .. } => Error::BadList {
+        Error::BadList { path, reason } if path == spool => Error::BadList {
             path: name.to_vec(),
             reason,
         },
+        e @ (Error::Item(_) | Error::BadList { .. }) => e,
         Error::Invalid(text) => {
             Error::Invalid(text.replace(&*crate::path::display(spool), &crate::path::display(name)))
         }

@@ -258,20 +258,35 @@ pub(super) fn read_records(comm: &dyn Comm, src: &mut Source<'_>, l: &Layout) ->
             let offset = l.record_offset(first + done);
             buf.resize(n as usize * rec, 0);
             src.read_exact_at(&mut buf, offset)?;
-            for (i, r) in buf.chunks_exact(rec).enumerate() {
-                let (p, meta) = decode_record(r, l.fc as usize).map_err(|why| {
-                    let index = first + done + i as u64;
-                    let at = offset + (i * rec) as u64;
-                    bad(path, format!("record {index} at byte offset {at}: {why}"))
-                })?;
-                list.push(p, FileType::from_mode(meta.mode), Some(meta));
-            }
+            decode_into(&mut list, &buf, l, path, first + done)?;
             done += n;
         }
         Ok(list)
     })();
     src.phase_done();
     comm.agree(local)
+}
+
+/// Append the whole records of `buf` (of layout `l`, read from the list `path`, the first
+/// being record `first` of the file) to `list`; a damaged one is an [`Error::BadList`] naming
+/// its index and byte offset.
+pub(super) fn decode_into(
+    list: &mut FileList,
+    buf: &[u8],
+    l: &Layout,
+    path: &[u8],
+    first: u64,
+) -> Result<()> {
+    let rec = l.record_bytes() as usize;
+    for (i, r) in buf.chunks_exact(rec).enumerate() {
+        let (p, meta) = decode_record(r, l.fc as usize).map_err(|why| {
+            let index = first + i as u64;
+            let at = l.record_offset(index);
+            bad(path, format!("record {index} at byte offset {at}: {why}"))
+        })?;
+        list.push(p, FileType::from_mode(meta.mode), Some(meta));
+    }
+    Ok(())
 }
 
 /// Check that every record of `list` fits a v4 file (named `path`, for messages).

@@ -152,3 +152,32 @@ impl CheckpointArgs {
         }
     }
 }
+
+/// `--memory-limit SIZE`, `--tmpdir DIR`: how much memory a rank may hold for a list, and
+/// where what does not fit spills (issue 34), declared once for every tool whose lists spill.
+#[derive(Args, Clone, Debug, Default)]
+pub struct MemoryArgs {
+    /// Memory per rank for the list's records (SIZE as 512M, 2G). Beyond it, sorted runs
+    /// spill to TMPDIR and are merged as they are read; below it nothing spills. Default: half
+    /// of the node's memory (MemTotal) divided by the ranks on the node (the run's report
+    /// shows the value). So far it bounds the sort of a list file into a list file (`walk -i
+    /// LIST -s KEYS -o OUT`, a v3/v4 list); other runs still hold their list in memory.
+    #[arg(long, value_name = "SIZE", value_parser = memory_limit_arg)]
+    pub memory_limit: Option<u64>,
+    /// Directory for spill files (default: $TMPDIR, else /tmp); node-local disk on clusters.
+    /// Spill files have no name and vanish when the run ends, however it ends.
+    #[arg(long, value_name = "DIR")]
+    pub tmpdir: Option<std::ffi::OsString>,
+}
+
+impl MemoryArgs {
+    /// The spill directory as bytes.
+    pub fn tmpdir(&self) -> Option<Vec<u8>> {
+        self.tmpdir.as_ref().map(|d| d.as_encoded_bytes().to_vec())
+    }
+}
+
+/// Parse `--memory-limit` for clap.
+fn memory_limit_arg(text: &str) -> Result<u64, String> {
+    flist::spill::MemoryLimit::parse(text)
+}

@@ -1,6 +1,6 @@
 //! `mfu-rs walk` (dwalk) on the command line: its options and the rendering of its report.
 
-use crate::cli::args::{Common, NoAtimeArg};
+use crate::cli::args::{Common, MemoryArgs, NoAtimeArg};
 use crate::cli::console::Console;
 use crate::cli::list_args::{ListInput, ListLite, ListOutput, Routed};
 use crate::cli::tool::CliTool;
@@ -67,6 +67,10 @@ pub struct WalkArgs {
     /// it read, so that a rerun after a stop reads only the others.
     #[command(flatten)]
     pub checkpoint: crate::cli::args::CheckpointArgs,
+    /// `--memory-limit`, `--tmpdir`: a list file sorted into a list file (`-i LIST -s KEYS
+    /// -o OUT`) holds at most this much a rank and spills the rest.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
     /// `--noatime`.
     #[command(flatten)]
     pub noatime: NoAtimeArg,
@@ -123,6 +127,8 @@ impl CliTool for Walk {
             print: a.print,
             dereference: a.dereference,
             checkpoint: a.checkpoint.choice(),
+            memory_limit: a.memory.memory_limit,
+            tmpdir: a.memory.tmpdir(),
             lustre: LustreHandle::default(),
             context,
         }
@@ -190,6 +196,17 @@ pub fn summary_text(r: &Report) -> String {
         }
         t.push_str(COUNTS_NOTE);
         t.push('\n');
+    }
+    if let Some(limit) = &r.memory_limit {
+        t.push_str(&format!("Memory limit: {limit}\n"));
+    }
+    if let (Some(s), Some(dir)) = (&r.spilled, &r.tmpdir) {
+        t.push_str(&format!(
+            "Spilled: {} in {} sorted runs to {dir} (at most {} on one rank; removed)\n",
+            human_bytes(s.spill_bytes),
+            s.runs,
+            human_bytes(s.spill_bytes_max_rank)
+        ));
     }
     if let Some((file, secs)) = &r.written {
         t.push_str(&format!("Wrote {file} in {secs:.3} s\n"));

@@ -18,6 +18,7 @@ use crate::engine::lustre::LustreHandle;
 use crate::engine::status::Status;
 use flist::io::{self, Format};
 use flist::sort::{self, Key};
+use flist::spill::{sort_list_file, MemoryLimit, SortFileOptions, Sorted, SpillDir, SpillReport};
 use flist::summary::summarize;
 use flist::walk::{walk, walk_resuming, WalkOptions};
 use flist::{Detail, FileList};
@@ -57,6 +58,13 @@ pub struct Options {
     /// completely, so that a rerun after a stop reads only the others (default: beside the
     /// output, `DIR/.NAME.mfu-checkpoint`).
     pub checkpoint: Choice,
+    /// Bytes of records a rank may hold when a list file is sorted into a list file (`-i LIST
+    /// -s KEYS -o OUT`, a v3/v4 list, nothing printed or counted by size): beyond it, sorted
+    /// runs spill to `tmpdir` and are merged. `None`: the default of
+    /// [`flist::spill::MemoryLimit::resolve`] (half the node's memory over its ranks).
+    pub memory_limit: Option<u64>,
+    /// Where spill files go (`None`: `$TMPDIR`, else `/tmp`).
+    pub tmpdir: Option<Vec<u8>>,
     /// Events, progress, verbosity, the stop flag, and whether directories are read with
     /// `O_NOATIME` (`--noatime`).
     pub context: Context,
@@ -87,6 +95,8 @@ impl Default for Options {
             dereference: false,
             lustre: LustreHandle::default(),
             checkpoint: Choice::default(),
+            memory_limit: None,
+            tmpdir: None,
             context: Context::default(),
         }
     }
@@ -131,6 +141,13 @@ pub struct Report {
     pub sort_seconds: Option<f64>,
     /// With verbose: the list written (as shown) and the seconds it took.
     pub written: Option<(String, f64)>,
+    /// A list file sorted into a list file: the memory limit per rank, as shown.
+    pub memory_limit: Option<String>,
+    /// The sort outgrew the memory limit: what it spilled (the list was written from the
+    /// spill files, never held whole).
+    pub spilled: Option<SpillReport>,
+    /// Where spill files went (with `spilled`).
+    pub tmpdir: Option<String>,
     /// Wall-clock seconds of the whole run.
     pub seconds: f64,
     /// A stop request cut the walk short.
@@ -176,9 +193,24 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let started = Instant::now();
     let mut report = Report::default();
     let opened = open_checkpoint(comm, options)?;
-    let (mut list, opened) = list(comm, options, opened, &mut report)?;
-    report.walk_seconds = started.elapsed().as_secs_f64();
     report.ranks = options.context.verbose.then(|| comm.size());
+    let read = match out_of_core(options, &checked) {
+        Some(sort) => sort_file(comm, options, sort, &mut report)?,
+        None => None,
+    };
+    let (mut list, opened) = match read {
+        Some(FileSorted::Done) => {
+            report.seconds = started.elapsed().as_secs_f64();
+            report.failures = options.context.failures();
+            return Ok(report);
+        }
+        Some(FileSorted::Read(list)) => {
+            report.read = true;
+            (list, opened)
+        }
+        Some(FileSorted::NotCache) | None => list(comm, options, opened, &mut report)?,
+    };
+    report.walk_seconds = started.elapsed().as_secs_f64();
     if let Some(keys) = &checked.keys {
         let t = Instant::now();
         list = sort::sort(comm, list, keys).map_err(Error::new)?;
@@ -207,6 +239,116 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     report.seconds = started.elapsed().as_secs_f64();
     report.failures = options.context.failures();
     Ok(report)
+}
+
+/// A list file to sort into a list file: the input, the output and the keys.
+struct FileSort<'a> {
+    input: &'a [u8],
+    output: &'a [u8],
+    keys: &'a [Key],
+}
+
+/// The sort of a list file into a list file that may go out of core: `-i LIST -s KEYS -o OUT`
+/// (files, not `-`) with nothing else asked of the list (no print, size distribution,
+/// histogram, text output). Anything else holds the list in memory.
+fn out_of_core<'a>(options: &'a Options, checked: &'a Checked) -> Option<FileSort<'a>> {
+    let Input::File { path, .. } = &options.input else {
+        return None;
+    };
+    let (Some(keys), Some(output)) = (&checked.keys, &options.output) else {
+        return None;
+    };
+    let plain = !options.print
+        && !options.text
+        && options.distribution.is_none()
+        && !options.file_histogram;
+    (plain && path.as_slice() != b"-" && output.as_slice() != b"-").then_some(FileSort {
+        input: path,
+        output,
+        keys,
+    })
+}
+
+/// What [`sort_file`] did.
+// Made once per run and taken apart at once: boxing the list would buy nothing.
+#[allow(clippy::large_enum_variant)]
+enum FileSorted {
+    /// The list was sorted out of core and written, or that failed (reported): the report is
+    /// filled.
+    Done,
+    /// Nothing spilled: this rank's share of the list, read, for the usual path.
+    Read(FileList),
+    /// A text list, to be read as usual.
+    NotCache,
+}
+
+/// Sort a list file into a list file within the memory limit (collective). A list that
+/// cannot be read is an error (as every `-i`); a failure of the sort itself (a full TMPDIR, the
+/// output, a stop) is reported and counted (exit 1), with no list written.
+fn sort_file(
+    comm: &dyn Comm,
+    options: &Options,
+    sort: FileSort<'_>,
+    report: &mut Report,
+) -> Result<Option<FileSorted>, Error> {
+    let limit = MemoryLimit::resolve(comm, options.memory_limit);
+    report.memory_limit = Some(limit.describe());
+    let dir = SpillDir::new(options.tmpdir.as_deref());
+    let started = Instant::now();
+    let sorted = sort_list_file(
+        comm,
+        sort.input,
+        sort.output,
+        &SortFileOptions {
+            keys: sort.keys,
+            limit: limit.bytes,
+            dir: &dir,
+            stop: Some(&options.context.stop),
+        },
+    );
+    let sorted = match sorted {
+        Ok(Sorted::Spilled(s)) => s,
+        Ok(Sorted::InMemory(list)) => return Ok(Some(FileSorted::Read(list))),
+        Ok(Sorted::NotCache) => return Ok(Some(FileSorted::NotCache)),
+        Err(e) if about_input(&e, sort.input) => return Err(Error::new(e)),
+        Err(e) => {
+            if comm.rank() == 0 {
+                options.context.error(e);
+            }
+            report.read = true;
+            report.list_failed = true;
+            return Ok(Some(FileSorted::Done));
+        }
+    };
+    let s = sorted;
+    let secs = started.elapsed().as_secs_f64();
+    report.read = true;
+    report.stat = true;
+    report.items = s.records;
+    report.dirs = s.dirs;
+    report.files = s.files;
+    report.links = s.links;
+    report.others = s.others;
+    report.bytes = s.bytes;
+    report.walk_seconds = secs;
+    report.spilled = Some(s);
+    report.tmpdir = Some(flist::path::display(dir.path()).into_owned());
+    if options.context.verbose {
+        report.sort_seconds = Some(secs);
+        let shown = flist::path::display(sort.output).into_owned();
+        report.written = Some((shown, secs));
+    }
+    Ok(Some(FileSorted::Done))
+}
+
+/// The error is the input list's (it cannot be opened or read, or is damaged): a refusal of
+/// the `-i` list as every tool's (exit 2), not a failure of the sort.
+fn about_input(e: &flist::Error, input: &[u8]) -> bool {
+    match e {
+        flist::Error::BadList { path, .. } => path == input,
+        flist::Error::Item(item) => item.path == input,
+        flist::Error::Invalid(_) => false,
+    }
 }
 
 /// The checkpoint of a walk whose list is written (`-o`); `None` when the list is read, not
