@@ -144,6 +144,18 @@ impl Error {
         }
     }
 
+    /// Whether the aggregate's bytes are wrong (cut, damaged, a checksum mismatch, not an
+    /// aggregate), as opposed to a failed call or a wrong request.
+    pub fn is_damage(&self) -> bool {
+        matches!(
+            self,
+            Error::NotAggregate { .. }
+                | Error::Cut { .. }
+                | Error::Corrupt { .. }
+                | Error::ChunkChecksum { .. }
+        )
+    }
+
     /// An [`Error::Corrupt`].
     pub(crate) fn corrupt(path: impl Into<PathBuf>, what: impl Into<String>) -> Error {
         Error::Corrupt {

@@ -108,6 +108,14 @@ impl<'c> Aggregate<'c> {
         w.finish()
     }
 
+    /// Give up this version (collective: every rank calls it, or drops the aggregate): a new
+    /// aggregate's temporary is removed (nothing appears at the path); a new version is cut off
+    /// (rank 0 truncates the file back to the previous trailer, which is again the file's
+    /// end). Returns the first error met while cleaning up, if any.
+    pub fn abort(self) -> Result<()> {
+        todo!()
+    }
+
     /// Complete the version (collective): each rank writes its last chunk and syncs; rank 0
     /// gathers every rank's index, refuses names written twice, writes the footer and the
     /// trailer, syncs, and (new aggregate) renames the temporary to the final path and syncs
@@ -160,6 +168,12 @@ impl Writer<'_, '_> {
     /// `pfa_append`). Panics if `n` exceeds the buffer's length.
     pub fn commit(&mut self, n: usize) -> Result<()> {
         let _ = n;
+        todo!()
+    }
+
+    /// Drop the stream: it gets no entry in the index (bytes already written into chunks stay
+    /// as dead bytes of the region). For a source that changed while it was read.
+    pub fn abandon(self) {
         todo!()
     }
 
