@@ -2,7 +2,7 @@
 //! of one launch: under `mpirun -np N`, or as `--ranks N` thread ranks of this one process.
 //!
 //! ```text
-//! mfu-pfa-bench [--ranks N] records nn|n1|pfa DIR K
+//! mfu-pfa-bench [--ranks N] records nn|n1|pfa|pfa-direct DIR K
 //! mfu-pfa-bench [--ranks N] small files|pfa DIR FILES
 //! mfu-pfa-bench [--ranks N] incremental DIR CHUNKS
 //! ```
@@ -10,7 +10,7 @@
 //! - `records`: the seed's benchmark. Each rank writes K records of 272,383 bytes, then reads
 //!   them back and checks every byte: `nn`, a file per rank; `n1`, one shared file with the
 //!   records of all ranks interleaved (`pwrite` at offsets each rank computes); `pfa`, one
-//!   aggregate with a stream per rank ([`pfa`]).
+//!   aggregate with a stream per rank ([`pfa`]); `pfa-direct`, the same with `O_DIRECT`.
 //! - `small`: FILES logical files of 1-8 KiB spread over the ranks, written as files
 //!   (1,000 a directory) or as the streams of one aggregate, then read back and checked.
 //! - `incremental`: each rank's stream of CHUNKS chunks of 1 MiB, stored, then 5% of its chunks
@@ -25,6 +25,7 @@
 
 mod data;
 mod incremental;
+mod pfa_close;
 mod phase;
 mod records;
 mod records_pfa;
@@ -34,7 +35,7 @@ mod small_pfa;
 use std::path::PathBuf;
 use steal::Comm;
 
-const USAGE: &str = "usage: mfu-pfa-bench [--ranks N] records nn|n1|pfa DIR K
+const USAGE: &str = "usage: mfu-pfa-bench [--ranks N] records nn|n1|pfa|pfa-direct DIR K
        mfu-pfa-bench [--ranks N] small files|pfa DIR FILES
        mfu-pfa-bench [--ranks N] incremental DIR CHUNKS";
 

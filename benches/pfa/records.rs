@@ -21,17 +21,19 @@ pub enum Layout {
     /// N-1 plain: one shared file (`DIR/n1`), record k of rank r at `(k × ranks + r) ×
     /// RECORD_BYTES`, written with `pwrite`.
     Shared,
-    /// N-1 with PFA: one aggregate (`DIR/records.pfa`), a stream per rank, each record appended.
-    Pfa,
+    /// N-1 with PFA: one aggregate (`DIR/records.pfa`), a stream per rank, each record appended;
+    /// its chunks written with `O_DIRECT` when `direct` (where the file system allows it).
+    Pfa { direct: bool },
 }
 
 impl Layout {
-    /// The layout named `nn`, `n1` or `pfa`.
+    /// The layout named `nn`, `n1`, `pfa` or `pfa-direct`.
     pub fn parse(name: &str) -> Option<Layout> {
         match name {
             "nn" => Some(Layout::PerRank),
             "n1" => Some(Layout::Shared),
-            "pfa" => Some(Layout::Pfa),
+            "pfa" => Some(Layout::Pfa { direct: false }),
+            "pfa-direct" => Some(Layout::Pfa { direct: true }),
             _ => None,
         }
     }
@@ -40,7 +42,8 @@ impl Layout {
         match self {
             Layout::PerRank => "nn",
             Layout::Shared => "n1",
-            Layout::Pfa => "pfa",
+            Layout::Pfa { direct: false } => "pfa",
+            Layout::Pfa { direct: true } => "pfa-direct",
         }
     }
 }
@@ -50,7 +53,7 @@ fn path(layout: Layout, dir: &Path, rank: usize) -> PathBuf {
     match layout {
         Layout::PerRank => dir.join(format!("nn.{rank}")),
         Layout::Shared => dir.join("n1"),
-        Layout::Pfa => dir.join("records.pfa"),
+        Layout::Pfa { .. } => dir.join("records.pfa"),
     }
 }
 
@@ -69,7 +72,7 @@ pub fn run(comm: &dyn Comm, layout: Layout, dir: &Path, records: u64) -> Result<
     let ((finish_s, written), write_s) = timed(comm, || match layout {
         Layout::PerRank => write_own(&file, &pattern, records),
         Layout::Shared => write_shared(&file, &pattern, records, rank, size),
-        Layout::Pfa => crate::records_pfa::write(comm, &file, &pattern, records),
+        Layout::Pfa { direct } => crate::records_pfa::write(comm, &file, &pattern, records, direct),
     })?;
     // The slowest rank's final sync (nn, n1) or collective close (pfa), within write_s.
     let finish_s = comm.max((finish_s * 1e9) as u64) as f64 / 1e9;
@@ -77,7 +80,7 @@ pub fn run(comm: &dyn Comm, layout: Layout, dir: &Path, records: u64) -> Result<
     let ((), read_s) = timed(comm, || match layout {
         Layout::PerRank => read_own(&file, &pattern, records),
         Layout::Shared => read_shared(&file, &pattern, records, rank, size),
-        Layout::Pfa => crate::records_pfa::read(&file, &pattern, records, rank),
+        Layout::Pfa { .. } => crate::records_pfa::read(&file, &pattern, records, rank),
     })?;
     if rank == 0 || layout == Layout::PerRank {
         agree(comm, remove(&file))?;
@@ -87,7 +90,7 @@ pub fn run(comm: &dyn Comm, layout: Layout, dir: &Path, records: u64) -> Result<
     let bytes = records * RECORD_BYTES as u64 * size as u64;
     let files = match layout {
         Layout::PerRank => size,
-        Layout::Shared | Layout::Pfa => 1,
+        Layout::Shared | Layout::Pfa { .. } => 1,
     };
     Ok(format!(
         "workload=records layout={} records={records} bytes={bytes} files={files} \

@@ -6,7 +6,8 @@ use crate::phase::{agree, timed};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use steal::Comm;
+use std::time::Instant;
+use steal::{Comm, CommExt};
 
 /// Logical files a directory in [`Store::Files`].
 const PER_DIR: u64 = 1_000;
@@ -60,10 +61,12 @@ pub fn run(comm: &dyn Comm, store: Store, dir: &Path, total: u64) -> Result<Stri
         Store::Pfa => dir.join("small.pfa"),
     };
     agree(comm, if rank == 0 { remove(&target) } else { Ok(()) })?;
-    let (written, write_s) = timed(comm, || match store {
+    let ((finish_s, written), write_s) = timed(comm, || match store {
         Store::Files => write_files(&target, &pattern, mine(rank, size, total)),
         Store::Pfa => crate::small_pfa::write(comm, &target, &pattern, mine(rank, size, total)),
     })?;
+    // The slowest rank's syncfs (files) or collective close (pfa), within write_s.
+    let finish_s = comm.max((finish_s * 1e9) as u64) as f64 / 1e9;
     if store == Store::Pfa {
         agree(comm, drop_cache(&target))?;
     }
@@ -77,7 +80,7 @@ pub fn run(comm: &dyn Comm, store: Store, dir: &Path, total: u64) -> Result<Stri
     let bytes: u64 = (0..total).map(|i| len(i) as u64).sum();
     Ok(format!(
         "workload=small store={} logical={total} bytes={bytes} files={files} \
-         write_s={write_s:.6} read_s={read_s:.6}{written}",
+         write_s={write_s:.6} finish_s={finish_s:.6} read_s={read_s:.6}{written}",
         match store {
             Store::Files => "files",
             Store::Pfa => "pfa",
@@ -89,7 +92,7 @@ fn write_files(
     tree: &Path,
     pattern: &Pattern,
     mine: impl Iterator<Item = u64>,
-) -> Result<String, String> {
+) -> Result<(f64, String), String> {
     let mut buf = Vec::new();
     let mut made_dir = None;
     let mut last: Option<File> = None;
@@ -107,10 +110,11 @@ fn write_files(
         last = Some(f);
     }
     // One syncfs per rank writes back every file of the file system: the whole tree.
+    let t = Instant::now();
     if let Some(f) = last {
         rustix::fs::syncfs(&f).map_err(|e| err("syncfs", tree, e))?;
     }
-    Ok(String::new())
+    Ok((t.elapsed().as_secs_f64(), String::new()))
 }
 
 fn read_files(
