@@ -49,9 +49,17 @@ pub fn run(comm: &dyn Comm, dir: &Path, chunks: u64) -> Result<String, String> {
         crate::pfa_close::close(comm, agg, written)
     };
     let ((_, _), write1_s) = timed(comm, || store(&v1, true))?;
-    let len1 = agree(comm, std::fs::metadata(&file).map_err(|e| err("stat", &file, e)))?.len();
+    let len1 = agree(
+        comm,
+        std::fs::metadata(&file).map_err(|e| err("stat", &file, e)),
+    )?
+    .len();
     let ((_, fields2), write2_s) = timed(comm, || store(&v2, false))?;
-    let len2 = agree(comm, std::fs::metadata(&file).map_err(|e| err("stat", &file, e)))?.len();
+    let len2 = agree(
+        comm,
+        std::fs::metadata(&file).map_err(|e| err("stat", &file, e)),
+    )?
+    .len();
     agree(comm, drop_cache(&file))?;
     let ((), read_s) = timed(comm, || {
         let index = pfa::Index::open(&file).map_err(|e| e.to_string())?;
@@ -60,7 +68,11 @@ pub fn run(comm: &dyn Comm, dir: &Path, chunks: u64) -> Result<String, String> {
                 .read_stream(name(rank).as_bytes(), version)
                 .map_err(|e| e.to_string())?;
             if got != *want {
-                return Err(err("check", &file, format!("version {version} of rank {rank} differs")));
+                return Err(err(
+                    "check",
+                    &file,
+                    format!("version {version} of rank {rank} differs"),
+                ));
             }
         }
         Ok(())

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! mfu-pfa-bench [--ranks N] records nn|n1|pfa|pfa-direct DIR K
-//! mfu-pfa-bench [--ranks N] small files|pfa DIR FILES
+//! mfu-pfa-bench [--ranks N] small files|pfa DIR FILES [--keep]
 //! mfu-pfa-bench [--ranks N] incremental DIR CHUNKS
 //! ```
 //!
@@ -12,7 +12,10 @@
 //!   records of all ranks interleaved (`pwrite` at offsets each rank computes); `pfa`, one
 //!   aggregate with a stream per rank ([`pfa`]); `pfa-direct`, the same with `O_DIRECT`.
 //! - `small`: FILES logical files of 1-8 KiB spread over the ranks, written as files
-//!   (1,000 a directory) or as the streams of one aggregate, then read back and checked.
+//!   (1,000 a directory) or as the streams of one aggregate, then read back and checked;
+//!   `--keep` leaves them in DIR (`files` or `small.pfa`) for the caller to move aside: on ext4,
+//!   files made within a minute of removing a tree skip its freed inodes and are slower to
+//!   make, which would charge the next run for this one's removal.
 //! - `incremental`: each rank's stream of CHUNKS chunks of 1 MiB, stored, then 5% of its chunks
 //!   changed and stored again as the aggregate's next version; both versions read back.
 //!
@@ -21,7 +24,7 @@
 //! rank 0 from a barrier to the moment every rank is done. Rank 0 prints one line of
 //! `key=value` fields on stdout; exit 0 when every rank read back what it wrote, 1 otherwise
 //! (the rank's error on stderr), 2 on a usage error. The directory is emptied of what the run
-//! wrote before it exits.
+//! wrote before it exits (but with `--keep`).
 
 mod data;
 mod incremental;
@@ -36,14 +39,15 @@ use std::path::PathBuf;
 use steal::Comm;
 
 const USAGE: &str = "usage: mfu-pfa-bench [--ranks N] records nn|n1|pfa|pfa-direct DIR K
-       mfu-pfa-bench [--ranks N] small files|pfa DIR FILES
+       mfu-pfa-bench [--ranks N] small files|pfa DIR FILES [--keep]
        mfu-pfa-bench [--ranks N] incremental DIR CHUNKS";
 
 /// What one run does.
 #[derive(Clone, Debug)]
 enum Workload {
     Records(records::Layout, u64),
-    Small(small::Store, u64),
+    /// The store, the logical files, whether to keep them.
+    Small(small::Store, u64, bool),
     Incremental(u64),
 }
 
@@ -74,16 +78,17 @@ fn parse(args: &[String]) -> (Option<usize>, Workload, PathBuf) {
                 dir.into(),
             )
         }
-        ["small", store, dir, _] => {
+        ["small", store, dir, _] | ["small", store, dir, _, "--keep"] => {
             let store = small::Store::parse(store)
                 .unwrap_or_else(|| usage(&format!("unknown small-file store {store:?}")));
-            (ranks, Workload::Small(store, count(args.get(3))), dir.into())
+            let keep = args.len() == 5;
+            (
+                ranks,
+                Workload::Small(store, count(args.get(3)), keep),
+                dir.into(),
+            )
         }
-        ["incremental", dir, _] => (
-            ranks,
-            Workload::Incremental(count(args.get(2))),
-            dir.into(),
-        ),
+        ["incremental", dir, _] => (ranks, Workload::Incremental(count(args.get(2))), dir.into()),
         _ => usage("unknown arguments"),
     }
 }
@@ -92,7 +97,7 @@ fn parse(args: &[String]) -> (Option<usize>, Workload, PathBuf) {
 fn run(comm: &dyn Comm, w: &Workload, dir: &std::path::Path) -> Result<String, String> {
     let fields = match *w {
         Workload::Records(layout, k) => records::run(comm, layout, dir, k)?,
-        Workload::Small(store, n) => small::run(comm, store, dir, n)?,
+        Workload::Small(store, n, keep) => small::run(comm, store, dir, n, keep)?,
         Workload::Incremental(chunks) => incremental::run(comm, dir, chunks)?,
     };
     Ok(format!("ranks={} {fields}", comm.size()))

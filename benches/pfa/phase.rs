@@ -7,7 +7,10 @@ use steal::{Comm, CommExt};
 /// Run `f` on every rank from a barrier; its seconds on rank 0 from the barrier to the moment
 /// every rank had finished (the slowest rank's time), or this rank's error, or a note that
 /// another rank failed.
-pub fn timed<T>(comm: &dyn Comm, f: impl FnOnce() -> Result<T, String>) -> Result<(T, f64), String> {
+pub fn timed<T>(
+    comm: &dyn Comm,
+    f: impl FnOnce() -> Result<T, String>,
+) -> Result<(T, f64), String> {
     comm.barrier();
     let t = Instant::now();
     let r = f();

@@ -172,7 +172,11 @@ fn read_shared(
         f.read_exact_at(&mut buf, offset(k, rank, size))
             .map_err(|e| err("pread", file, e))?;
         if !pattern.is_item(k, RECORD_BYTES, &buf) {
-            return Err(err("check", file, format!("record {k} of rank {rank} differs")));
+            return Err(err(
+                "check",
+                file,
+                format!("record {k} of rank {rank} differs"),
+            ));
         }
     }
     Ok(())

@@ -51,11 +51,19 @@ pub fn read(file: &Path, pattern: &Pattern, records: u64, rank: usize) -> Result
     for k in 0..records {
         r.read_exact(&mut buf).map_err(|e| err("read", file, e))?;
         if !pattern.is_item(k, RECORD_BYTES, &buf) {
-            return Err(err("check", file, format!("record {k} of rank {rank} differs")));
+            return Err(err(
+                "check",
+                file,
+                format!("record {k} of rank {rank} differs"),
+            ));
         }
     }
     if !r.eof() {
-        return Err(err("check", file, format!("stream of rank {rank} is longer")));
+        return Err(err(
+            "check",
+            file,
+            format!("stream of rank {rank} is longer"),
+        ));
     }
     Ok(())
 }

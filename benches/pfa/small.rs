@@ -52,8 +52,14 @@ pub fn mine(rank: usize, size: usize, total: u64) -> impl Iterator<Item = u64> {
 }
 
 /// Write `total` logical files spread over the ranks into `store` under `dir`, read them back
-/// and check them: the report's fields.
-pub fn run(comm: &dyn Comm, store: Store, dir: &Path, total: u64) -> Result<String, String> {
+/// and check them (and remove them unless `keep`): the report's fields.
+pub fn run(
+    comm: &dyn Comm,
+    store: Store,
+    dir: &Path,
+    total: u64,
+    keep: bool,
+) -> Result<String, String> {
     let (rank, size) = (comm.rank(), comm.size());
     let pattern = Pattern::new(rank, MAX_BYTES);
     let target = match store {
@@ -76,7 +82,14 @@ pub fn run(comm: &dyn Comm, store: Store, dir: &Path, total: u64) -> Result<Stri
     })?;
     // Files (and directories) the store made, counted before they go.
     let files = agree(comm, if rank == 0 { count(&target) } else { Ok(0) })?;
-    agree(comm, if rank == 0 { remove(&target) } else { Ok(()) })?;
+    agree(
+        comm,
+        if rank == 0 && !keep {
+            remove(&target)
+        } else {
+            Ok(())
+        },
+    )?;
     let bytes: u64 = (0..total).map(|i| len(i) as u64).sum();
     Ok(format!(
         "workload=small store={} logical={total} bytes={bytes} files={files} \
@@ -148,7 +161,10 @@ fn count(path: &Path) -> Result<u64, String> {
         for e in std::fs::read_dir(&d).map_err(|e| err("readdir", &d, e))? {
             let e = e.map_err(|e| err("readdir", &d, e))?;
             n += 1;
-            if e.file_type().map_err(|x| err("stat", &e.path(), x))?.is_dir() {
+            if e.file_type()
+                .map_err(|x| err("stat", &e.path(), x))?
+                .is_dir()
+            {
                 stack.push(e.path());
             }
         }

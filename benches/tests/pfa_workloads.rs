@@ -21,7 +21,11 @@ fn launches() -> Vec<(&'static str, Command)> {
         .env("PMIX_MCA_psec", "native");
     let mut threads = Command::new(BIN);
     threads.args(["--ranks", "3"]);
-    vec![("np 1", Command::new(BIN)), ("--ranks 3", threads), ("mpirun -np 2", mpirun)]
+    vec![
+        ("np 1", Command::new(BIN)),
+        ("--ranks 3", threads),
+        ("mpirun -np 2", mpirun),
+    ]
 }
 
 /// Run `args` under every launch in a fresh directory: each report line's `key=value` fields.
@@ -41,7 +45,11 @@ fn run_all(args: &[&str]) -> Vec<Vec<(String, String)>> {
             String::from_utf8_lossy(&o.stderr)
         );
         let line = String::from_utf8(o.stdout).unwrap();
-        assert_eq!(line.lines().count(), 1, "{name} {args:?}: one line from rank 0: {line}");
+        assert_eq!(
+            line.lines().count(),
+            1,
+            "{name} {args:?}: one line from rank 0: {line}"
+        );
         assert_eq!(empty(dir.path()), 0, "{name} {args:?} left files behind");
         out.push(
             line.split_whitespace()
@@ -101,7 +109,25 @@ fn an_incremental_store_writes_about_the_changed_chunks() {
         let full: f64 = field(&fields, "full_bytes").parse().unwrap();
         let written: f64 = field(&fields, "written_bytes").parse().unwrap();
         // 2 chunks in 40 changed on every rank: 5% of the bytes, plus the index.
-        assert!(written >= 0.05 * full && written <= 0.10 * full, "{fields:?}");
+        assert!(
+            written >= 0.05 * full && written <= 0.10 * full,
+            "{fields:?}"
+        );
         assert_eq!(field(&fields, "versions_checked"), "2");
     }
+}
+
+#[test]
+fn kept_small_files_stay_for_the_caller_to_move_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let o = Command::new(BIN)
+        .args(["--ranks", "2", "small", "files", &d, "50", "--keep"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let kept = std::fs::read_dir(dir.path().join("files/d000"))
+        .unwrap()
+        .count();
+    assert_eq!(kept, 50);
 }

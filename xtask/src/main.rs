@@ -298,9 +298,13 @@ fn test(extra: &[String]) -> Result<()> {
     // size at np 1, `--ranks 3` and under `mpirun -np 2`, every byte read back checked; then
     // its section, `--quick`, with the debug builds.
     let mut pfa_bench = cargo();
-    mpi_env(&mut pfa_bench)
-        .current_dir(&root)
-        .args(["test", "-p", "mfu-benches", "--features", "pfa"]);
+    mpi_env(&mut pfa_bench).current_dir(&root).args([
+        "test",
+        "-p",
+        "mfu-benches",
+        "--features",
+        "pfa",
+    ]);
     run(&mut pfa_bench)?;
     if Path::new("/dev/shm").is_dir() {
         run(Command::new(std::env::current_exe()?)

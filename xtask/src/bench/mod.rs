@@ -21,6 +21,7 @@ mod memory;
 mod ops;
 mod pfa;
 mod pfa_table;
+mod pfa_tar;
 mod probes;
 mod ranks;
 mod report;

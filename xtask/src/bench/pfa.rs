@@ -8,9 +8,14 @@
 //!   interleaved, `pwrite`), N-1 PFA (an aggregate, a stream per rank) and on disk also PFA
 //!   with `O_DIRECT`; at 2, 4, 8 and 16 ranks, under `mpirun` and as thread ranks.
 //! - **small**: 10^5 logical files of 1-8 KiB from 2 ranks, as files (1,000 a directory, one
-//!   `syncfs` per rank) against the streams of one aggregate: time and file count.
+//!   `syncfs` per rank) against the streams of one aggregate: time and file count. On disk each
+//!   run's files are moved aside, not removed, until the section ends (ext4 makes files slowly
+//!   for a minute after a removal): up to 10 trees of 10^5 files, about 5 GB, at the full size.
 //! - **incremental**: 2 ranks each store 40 chunks of 1 MiB, change 5% of them and store the
 //!   next version: the bytes the file grew by for it (index included) / the full size.
+//! - **tar interop** (when the measured `mfu-rs` has the `pfa` command): the small files as a
+//!   tree of 4 KiB files packed once by `mfu-rs pfa pack`; `pfa unpack` then `mfu-rs tar -c`
+//!   against GNU `tar -cf` and `mfu-rs tar -c` of the files (`pfa_tar.rs`).
 //!
 //! Each run's phases are timed inside the binary (from a barrier to the last rank's end, every
 //! file synced before the clock stops, the page cache dropped for the written files before the
@@ -24,6 +29,7 @@
 use super::fsutil::{flush_fs, remove};
 use super::measure::{loadavg, median};
 use super::pfa_table::{self, IncrementalRow, RecordsRow, SmallRow, Spread};
+use super::pfa_tar;
 use super::workload::Fs;
 use anyhow::{bail, ensure, Context, Result};
 use std::collections::BTreeMap;
@@ -267,7 +273,7 @@ fn base(fs: Fs, data: &Path) -> PathBuf {
 
 /// Entry point of `cargo xtask bench section pfa ...`; `data` is the sections' directory on the
 /// workspace's disk.
-pub fn bench_pfa(root: &Path, data: &Path, args: &[String]) -> Result<()> {
+pub fn bench_pfa(b: &str, root: &Path, data: &Path, args: &[String]) -> Result<()> {
     let opts = parse(args)?;
     let bin = bench_binary(root)?;
     let started = Instant::now();
@@ -275,6 +281,9 @@ pub fn bench_pfa(root: &Path, data: &Path, args: &[String]) -> Result<()> {
     let mut records = Vec::new();
     let mut small = Vec::new();
     let mut incremental = Vec::new();
+    let mut tar = Vec::new();
+    let mut tar_note = (!pfa_tar::has_pfa(b))
+        .then(|| format!("{b} has no `pfa` command (built without the pfa tool): not measured"));
     for &fs in &opts.fs {
         let dir = base(fs, data);
         std::fs::create_dir_all(&dir).with_context(|| format!("mkdir {}", dir.display()))?;
@@ -292,6 +301,14 @@ pub fn bench_pfa(root: &Path, data: &Path, args: &[String]) -> Result<()> {
                 small.push(small_row(&runner, &opts, &dir, launch)?);
             }
             incremental.push(incremental_row(&runner, &opts, &dir)?);
+            if tar_note.is_none() {
+                // The tool's part: its failure is reported in the table, the rest kept.
+                match pfa_tar::run(b, &dir, fs, opts.small_files, opts.runs) {
+                    Ok(rows) => tar.push(rows),
+                    Err(e) => tar_note = Some(format!("failed on {}: {e:#}", fs.name())),
+                }
+                eprintln!("bench pfa: tar interop {} done", fs.name());
+            }
             Ok(())
         })();
         remove(&dir)?;
@@ -317,6 +334,8 @@ pub fn bench_pfa(root: &Path, data: &Path, args: &[String]) -> Result<()> {
         records,
         small,
         incremental,
+        tar,
+        tar_note,
     });
     print!("\n{md}");
     let out = root.join("target/bench");
@@ -328,7 +347,10 @@ pub fn bench_pfa(root: &Path, data: &Path, args: &[String]) -> Result<()> {
 
 /// Medians of `v`'s rows, by a field of each.
 fn spread(runs: &[Fields], key: &str) -> Result<Spread> {
-    let v = runs.iter().map(|f| f.num(key)).collect::<Result<Vec<_>>>()?;
+    let v = runs
+        .iter()
+        .map(|f| f.num(key))
+        .collect::<Result<Vec<_>>>()?;
     Ok(Spread::of(v))
 }
 
@@ -347,7 +369,10 @@ fn records_row(r: &Runner, o: &Opts, dir: &Path, launch: Launch, np: usize) -> R
     if r.fs == Fs::Disk {
         layouts.push("pfa-direct");
     }
-    let (d, k) = (dir.to_str().context("UTF-8 bench path")?, o.records.to_string());
+    let (d, k) = (
+        dir.to_str().context("UTF-8 bench path")?,
+        o.records.to_string(),
+    );
     let mut runs: Vec<Vec<Fields>> = vec![Vec::new(); layouts.len()];
     for _ in 0..o.runs {
         for (i, layout) in layouts.iter().enumerate() {
@@ -389,8 +414,18 @@ fn small_row(r: &Runner, o: &Opts, dir: &Path, launch: Launch) -> Result<SmallRo
         o.small_files.to_string(),
     );
     let (mut files, mut pfa) = (Vec::new(), Vec::new());
-    for _ in 0..o.runs {
-        files.push(r.run(launch, 2, &["small", "files", d, &n])?);
+    for run in 0..o.runs {
+        if r.fs == Fs::Disk {
+            // Moved aside, not removed (until the section's end): ext4 makes files slowly for
+            // a minute after a tree was removed (it skips the inodes just freed), which would
+            // charge each run for the removal of the one before.
+            files.push(r.run(launch, 2, &["small", "files", d, &n, "--keep"])?);
+            let aside = dir.join(format!("aside-{}-{run}", launch.name()));
+            std::fs::rename(dir.join("files"), &aside)
+                .with_context(|| format!("move the small files aside to {}", aside.display()))?;
+        } else {
+            files.push(r.run(launch, 2, &["small", "files", d, &n])?);
+        }
         pfa.push(r.run(launch, 2, &["small", "pfa", d, &n])?);
     }
     eprintln!("bench pfa: small {} {} done", r.fs.name(), launch.name());
@@ -445,9 +480,15 @@ mod tests {
         let full = a(&[]).unwrap();
         assert_eq!(full.nps, [2, 4, 8, 16]);
         assert_eq!(full.fs, [Fs::Tmpfs, Fs::Disk]);
-        assert_eq!((full.records, full.small_files, full.runs), (128, 100_000, 5));
+        assert_eq!(
+            (full.records, full.small_files, full.runs),
+            (128, 100_000, 5)
+        );
         let q = a(&["--quick", "--runs", "2"]).unwrap();
-        assert_eq!((q.fs, q.nps, q.records, q.runs), (vec![Fs::Tmpfs], vec![2], 2, 2));
+        assert_eq!(
+            (q.fs, q.nps, q.records, q.runs),
+            (vec![Fs::Tmpfs], vec![2], 2, 2)
+        );
         let o = a(&["--np", "2,8", "--launch", "threads", "--fs", "disk"]).unwrap();
         assert_eq!(
             (o.nps, o.launches, o.fs),

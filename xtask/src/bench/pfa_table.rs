@@ -139,6 +139,10 @@ pub struct Report {
     pub small: Vec<SmallRow>,
     /// The incremental rows.
     pub incremental: Vec<IncrementalRow>,
+    /// The tar interop's cases per file system.
+    pub tar: Vec<super::pfa_tar::TarRows>,
+    /// Why the tar interop was not measured.
+    pub tar_note: Option<String>,
 }
 
 /// ✓, ✗, or — where no target applies.
@@ -202,7 +206,11 @@ pub fn markdown(r: &Report) -> String {
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
-        let _ = writeln!(md, "\nPFA's chunk size (its policy): {}.\n", chunks.join(", "));
+        let _ = writeln!(
+            md,
+            "\nPFA's chunk size (its policy): {}.\n",
+            chunks.join(", ")
+        );
     }
     if !r.small.is_empty() {
         let _ = writeln!(
@@ -264,7 +272,38 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+    tar_table(&mut md, r);
     md
+}
+
+fn tar_table(md: &mut String, r: &Report) {
+    let _ = writeln!(
+        md,
+        "\n### tar interop: an aggregate of small files archived by `pfa unpack`, then `tar -c`\n"
+    );
+    if let Some(note) = &r.tar_note {
+        let _ = writeln!(md, "{note}.");
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "The small files as a tree of 4 KiB files, packed once (untimed) by `mpirun -np 2 \
+         mfu-rs pfa pack`; medians of interleaved runs, seconds, wall time of the whole command \
+         (`mpirun` started once a step).\n\n\
+         | fs | files | command | median s | time ÷ GNU tar's |\n|---|---|---|---|---|"
+    );
+    for t in &r.tar {
+        let first = t.cases.first().map_or(f64::NAN, |c| c.1);
+        for (name, secs) in &t.cases {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {name} | {secs:.3} | {:.2} |",
+                t.fs,
+                t.files,
+                secs / first
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -326,14 +365,23 @@ mod tests {
                 write1_s: s(1.0),
                 write2_s: s(0.5),
             }],
+            tar: Vec::new(),
+            tar_note: Some("no pfa command".into()),
         });
         let lines: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
-        assert!(lines[1].contains("| 4 |") && lines[1].contains("| — |"), "{md}");
+        assert!(
+            lines[1].contains("| 4 |") && lines[1].contains("| — |"),
+            "{md}"
+        );
         assert!(lines[2].contains("| ✓ |"), "{md}");
         assert!(lines[3].contains("| ✗ |"), "{md}");
         // The median of 6, 7 and 5 s.
-        assert!(lines[5].contains("| 6.000 (2.000) |") && lines[5].contains("| ✓ |"), "{md}");
+        assert!(
+            lines[5].contains("| 6.000 (2.000) |") && lines[5].contains("| ✓ |"),
+            "{md}"
+        );
         // 10 MiB of 80: 0.125 > 0.10.
         assert!(lines[7].contains("| 0.1250 | ✗ |"), "{md}");
+        assert!(md.ends_with("no pfa command.\n"), "{md}");
     }
 }

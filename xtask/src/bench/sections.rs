@@ -271,7 +271,7 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
             "tar-select" => super::tar_select::bench_tar_select(b, &data),
             "verify" => super::verify::bench_verify(b, &data),
             "resume-all" => super::resume_all::bench_resume_all(b, &data, &resume_all_args),
-            "pfa" => super::pfa::bench_pfa(root, &data, &resume_all_args),
+            "pfa" => super::pfa::bench_pfa(b, root, &data, &resume_all_args),
             _ => unreachable!("SECTIONS lists the sections"),
         };
         if let Err(e) = result {
