@@ -11,18 +11,16 @@ pub fn write(
     comm: &dyn Comm,
     file: &Path,
     pattern: &Pattern,
-    mine: impl Iterator<Item = u64>,
+    mut mine: impl Iterator<Item = u64>,
 ) -> Result<(f64, String), String> {
     let mut agg =
         pfa::Aggregate::create(comm, file, &pfa::Options::default()).map_err(|e| e.to_string())?;
     let mut buf = Vec::new();
-    let written = mine
-        .map(|i| {
-            pattern.item(i, len(i), &mut buf);
-            agg.write_stream(name(i).as_bytes(), b"", &buf)
-                .map_err(|e| e.to_string())
-        })
-        .collect();
+    let written = mine.try_for_each(|i| {
+        pattern.item(i, len(i), &mut buf);
+        agg.write_stream(name(i).as_bytes(), b"", &buf)
+            .map_err(|e| e.to_string())
+    });
     crate::pfa_close::close(comm, agg, written)
 }
 

@@ -65,7 +65,7 @@ impl RecordsRow {
     /// Whether the row meets its target; None below [`RECORDS_TARGET_NP`] ranks.
     pub fn on_target(&self) -> Option<bool> {
         (self.np >= RECORDS_TARGET_NP)
-            .then(|| self.pfa_vs_nn >= TARGET_VS_NN && self.pfa_vs_n1 >= TARGET_VS_N1)
+            .then_some(self.pfa_vs_nn >= TARGET_VS_NN && self.pfa_vs_n1 >= TARGET_VS_N1)
     }
 }
 

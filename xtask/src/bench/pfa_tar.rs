@@ -26,14 +26,14 @@ pub struct TarRows {
     pub cases: Vec<(String, f64)>,
 }
 
-/// Whether `b` has the `pfa` command (a build without the pfa tool does not).
+/// Whether `b` has the `pfa` command with `unpack` (a build without the pfa tool does not).
 pub fn has_pfa(b: &str) -> bool {
     Command::new(b)
         .args(["pfa", "--help"])
-        .stdout(Stdio::null())
+        .stdin(Stdio::null())
         .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+        .output()
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("unpack"))
 }
 
 /// Measure the cases on a tree of `files` files of 4 KiB under `dir` (on `fs`), packed once
