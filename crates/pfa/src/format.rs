@@ -82,6 +82,13 @@ pub(crate) struct Extent {
     pub len: u64,
 }
 
+impl Extent {
+    /// The file offset just past it (bytes).
+    pub fn end(&self) -> u64 {
+        self.file_offset + self.len
+    }
+}
+
 /// A piece of a stream: `len` bytes at logical offset `logical`, stored in one or two extents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Piece {

@@ -463,11 +463,41 @@ fn new_versions_from_other_rank_counts_reuse_chunks() {
             assert_eq!(written[0].chunks_reused, pieces);
         }
     }
+    // Version 4 at 2 ranks: s0 grows by 2.5 chunks (its first pieces compared, the rest
+    // written as they come), s1 shrinks by 1.5 chunks, s2's last piece grows by a byte.
+    let mut v4 = content.clone();
+    v4.get_mut(b"s0".as_slice())
+        .unwrap()
+        .extend(bytes(99, (CHUNK * 5 / 2) as usize));
+    let s1 = v4.get_mut(b"s1".as_slice()).unwrap();
+    s1.truncate(s1.len() - (CHUNK * 3 / 2) as usize);
+    v4.get_mut(b"s2".as_slice()).unwrap().push(1);
+    let w = steal::local::run(2, |comm| {
+        let mut agg = Aggregate::new_version(comm, &path, &options()).unwrap();
+        for (i, (name, data)) in v4.iter().enumerate() {
+            if i % 2 == comm.rank() {
+                let mut w = agg.stream(name, b"").unwrap();
+                for part in data.chunks(1000) {
+                    w.append(part).unwrap();
+                }
+                w.finish().unwrap();
+            }
+        }
+        agg.close().unwrap()
+    });
+    // Written: s0's 3 new pieces (it was 3 whole chunks); s1's (shorter) last piece; s2's
+    // last piece. Everything else referenced.
+    assert_eq!(w[0].chunks_written, 3 + 1 + 1);
+    let pieces: u64 = v4.values().map(|d| (d.len() as u64).div_ceil(CHUNK)).sum();
+    assert_eq!(w[0].chunks_reused, pieces - 5);
     let index = Index::open(&path).unwrap();
     for v in 1..=3 {
         for (name, data) in &content {
             assert_eq!(&index.read_stream(name, v).unwrap(), data);
         }
+    }
+    for (name, data) in &v4 {
+        assert_eq!(&index.read_stream(name, 4).unwrap(), data);
     }
 }
 
