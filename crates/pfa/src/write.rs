@@ -1004,6 +1004,19 @@ impl Writer<'_, '_> {
     }
 }
 
+impl std::io::Write for Writer<'_, '_> {
+    /// [`Writer::append`] of all of `buf` (for [`std::io::copy`] from a file, say).
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.append(buf)?;
+        Ok(buf.len())
+    }
+
+    /// Nothing to do: a chunk is written when it fills, the last one at close.
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl Drop for Writer<'_, '_> {
     fn drop(&mut self) {
         if !self.done {

@@ -5,7 +5,7 @@
 
 use pfa::{Aggregate, Error, Index, Options};
 use std::collections::BTreeMap;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -714,7 +714,9 @@ fn abort_drop_and_abandon_leave_nothing_that_looks_complete() {
         let mut w = agg
             .stream(format!("dropped{}", comm.rank()).as_bytes(), b"")
             .unwrap();
-        w.append(b"finished by drop").unwrap();
+        // Through std::io::Write too.
+        w.write_all(b"finished ").unwrap();
+        std::io::copy(&mut &b"by drop"[..], &mut w).unwrap();
         drop(w);
         agg.close().unwrap()
     });
