@@ -50,10 +50,10 @@
 //!
 //! # Reading
 //!
-//! [`Index::open`] (one process, any rank count) checks the header and the trailer, reads the
-//! footers of every version, and [`Index::open_stream`] gives a [`Reader`] (`Read + Seek`,
-//! [`Reader::eof`]) of one stream of one version. Each chunk's checksum is verified when it is
-//! read.
+//! [`Index::open`] (one process, any rank count) checks the header, every version's trailer
+//! and the latest version's footer (an earlier version's footer when that version is first
+//! used), and [`Index::open_stream`] gives a [`Reader`] (`Read + Seek`, [`Reader::eof`]) of one
+//! stream of one version. Each chunk's checksum is verified when it is read.
 //!
 //! # Format (format version 1)
 //!
@@ -63,7 +63,7 @@
 //! ```text
 //! offset 0        header (48 bytes, zero padded to C)
 //! C               region of version 1: chunk slots, rank r's i-th chunk at (i*ranks + r)*C
-//! ...             footer of version 1, then trailer of version 1 (96 bytes)
+//! ...             footer of version 1, then trailer of version 1 (144 bytes)
 //! align_up(end,C) region of version 2, footer of version 2, trailer of version 2
 //! ...             (each version appended after the previous trailer; the file ends with the
 //!                  trailer of the latest version)
@@ -91,11 +91,14 @@
 //! `file_offset u64` · `len u64`. A version's footer lists every piece of every stream of that
 //! version, including those referenced from earlier versions: each version reads on its own.
 //!
-//! **Trailer** (the last 96 bytes of the file): `magic "PFATRAIL"` (8) · `format u32 = 1` ·
-//! `reserved u32` · `version u64` · `footer_offset u64` · `footer_len u64` ·
-//! `footer_checksum [32]` (BLAKE3 of the footer) · `prev_end u64` · `check [8]` (the first 8
-//! bytes of BLAKE3 of trailer bytes 0..80) · `end magic "LIARTAFP"` (8). The footer ends where
-//! the trailer begins.
+//! **Trailer** (the last 144 bytes of the file): `magic "PFATRAIL"` (8) · `format u32 = 1` ·
+//! `ranks u32` · `version u64` · `footer_offset u64` · `footer_len u64` ·
+//! `footer_checksum [32]` (BLAKE3 of the footer) · `prev_end u64` · the version's figures,
+//! repeated from its footer so that listing versions reads no footer: `streams u64` ·
+//! `logical_bytes u64` · `bytes_written u64` · `chunks_written u64` · `chunks_reused u64` ·
+//! `check [16]` (the first 16 bytes of BLAKE3 of trailer bytes 0..120) · `end magic
+//! "LIARTAFP"` (8). The footer ends where the trailer begins. The trailers form a chain back to
+//! version 1 through `prev_end` (the previous trailer ends there).
 //!
 //! # Checksums
 //!

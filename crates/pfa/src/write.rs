@@ -735,6 +735,7 @@ impl<'c> Aggregate<'c> {
             footer_len: footer.len() as u64,
             footer_checksum: format::digest(&footer),
             prev_end: self.prev_end,
+            summary: f.summary(),
         };
         let end = footer_offset + footer.len() as u64 + TRAILER_LEN;
         self.publish(

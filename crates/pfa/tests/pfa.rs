@@ -601,6 +601,33 @@ fn a_version_cut_mid_write_is_refused_until_recovered() {
             b"recovered"
         );
     }
+    // A damaged (not cut) end is refused by recovery, unchanged.
+    let p = flipped(
+        &l.path,
+        &dir.path().join("damaged.pfa"),
+        index.file_len() - 40,
+    );
+    assert!(matches!(pfa::recover(&p), Err(Error::Corrupt { .. })));
+    assert_eq!(std::fs::read(&p).unwrap().len() as u64, index.file_len());
+    // An earlier version's footer is read when that version is used: damaged, it fails
+    // there, by name, and the latest version still reads.
+    let p = flipped(&l.path, &dir.path().join("old.pfa"), l.footer_offset + 5);
+    let damaged = Index::open(&p).unwrap();
+    assert_eq!(damaged.versions().len(), 2);
+    assert_eq!(damaged.versions()[0].streams, want.len() as u64);
+    let e = damaged.read_stream(b"r0/big", 1).unwrap_err();
+    assert!(
+        matches!(e, Error::Corrupt { .. }) && e.to_string().contains("version 1"),
+        "{e}"
+    );
+    assert!(damaged.read_stream(b"r0/big", 2).is_ok());
+    // An earlier trailer damaged: the chain is checked at open.
+    let p = flipped(&l.path, &dir.path().join("chain.pfa"), l.len - 30);
+    let e = Index::open(&p).err().unwrap();
+    assert!(
+        matches!(e, Error::Corrupt { .. }) && e.to_string().contains("trailer"),
+        "{e}"
+    );
     // A whole file is left as it is; one with no complete version is refused, unchanged.
     let r = pfa::recover(&l.path).unwrap();
     assert_eq!((r.version, r.dropped()), (2, 0));
