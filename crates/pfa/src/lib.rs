@@ -109,8 +109,8 @@
 //! 256 bits of a cryptographic hash that cannot happen by accident nor be crafted; XXH64's 64
 //! bits would be a 2^-64 chance per piece compared and are easily crafted. Nor was XXH64
 //! faster where it mattered: on the build machine (2 shared cores) both hashed 1 MiB pieces at
-//! about 2.2 GB/s per core (BLAKE3 with AVX2), well above a disk and above what a rank copies
-//! into its chunks alongside.
+//! about 2.2 GB/s per core (BLAKE3 with AVX2), above what a disk takes (on tmpfs the hash is
+//! a PFA write's main CPU cost beyond a plain write's: the price of checked, incremental data).
 //!
 //! # Safety of the data
 //!
