@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The index of a complete aggregate: every version's footer, checked. Opened by one process
 /// (any rank, any rank count: nothing is collective); `Send + Sync`, shared between threads by
@@ -21,10 +21,11 @@ pub struct Index {
     versions: Vec<Version>,
 }
 
-/// One version: its trailer and its decoded footer.
+/// One version: its trailer, and its footer once read and checked (the latest's at open,
+/// an earlier one's the first time it is used).
 pub(crate) struct Version {
     pub trailer: Trailer,
-    pub footer: Footer,
+    pub footer: OnceLock<Footer>,
 }
 
 /// One version of an aggregate.
@@ -167,12 +168,15 @@ fn read_trailer(file: &File, path: &Path, end: u64, last: bool) -> Result<Traile
 }
 
 /// Every version of the aggregate open as `file`, taken as ending at `end` (its length, or
-/// a candidate end for [`crate::recover`]), checked; oldest first.
+/// a candidate end for [`crate::recover`]), oldest first: every trailer back to version 1
+/// checked, and the footers of the latest version (or of all of them, `all_footers`) read and
+/// checked.
 pub(crate) fn read_versions(
     file: &File,
     path: &Path,
     header: &Header,
     end: u64,
+    all_footers: bool,
 ) -> Result<Vec<Version>> {
     let mut versions = Vec::new();
     let mut at = end;
@@ -189,9 +193,11 @@ pub(crate) fn read_versions(
                 ),
             ));
         }
-        let footer = read_footer(file, path, header, &trailer)?;
-        let prev_end = trailer.prev_end;
-        let version = trailer.version;
+        let footer = OnceLock::new();
+        if all_footers || at == end {
+            let _ = footer.set(read_footer(file, path, header, &trailer)?);
+        }
+        let (prev_end, version) = (trailer.prev_end, trailer.version);
         versions.push(Version { trailer, footer });
         if prev_end == 0 {
             if version != 1 {
@@ -245,6 +251,7 @@ fn read_footer(file: &File, path: &Path, header: &Header, trailer: &Trailer) -> 
     })?;
     if footer.version != v
         || footer.prev_end != trailer.prev_end
+        || footer.summary() != trailer.summary
         || footer.region_offset < footer.prev_end
         || footer.region_offset.checked_add(footer.region_len) != Some(trailer.footer_offset)
     {
@@ -262,8 +269,10 @@ fn read_footer(file: &File, path: &Path, header: &Header, trailer: &Trailer) -> 
 impl Index {
     /// Open the aggregate at `path` (not following a symbolic link) and check it: the header,
     /// the trailer at the very end (a file cut anywhere, or whose end is damaged, is refused
-    /// as [`crate::Error::Cut`]), and every version's trailer and footer (checksums; a
-    /// mismatch is [`crate::Error::Corrupt`], naming what and where).
+    /// as [`crate::Error::Cut`]), every version's trailer back to version 1, and the latest
+    /// version's footer (checksums; a mismatch is [`crate::Error::Corrupt`], naming what and
+    /// where). An earlier version's footer is read and checked the first time that version
+    /// is used (an index of a checkpoint with many versions reads one footer, not all).
     pub fn open(path: &Path) -> Result<Index> {
         let (file, st) = open_regular(path, OFlags::RDONLY)?;
         Index::load(file, path, st.st_size as u64)
@@ -272,7 +281,7 @@ impl Index {
     /// The index of the aggregate open as `file`, `len` bytes long.
     pub(crate) fn load(file: File, path: &Path, len: u64) -> Result<Index> {
         let header = read_header(&file, path, len)?;
-        let versions = read_versions(&file, path, &header, len)?;
+        let versions = read_versions(&file, path, &header, len, false)?;
         Ok(Index {
             path: path.into(),
             file: Arc::new(file),
@@ -284,7 +293,11 @@ impl Index {
 
     /// The latest version's footer.
     pub(crate) fn latest_footer(&self) -> &Footer {
-        &self.versions.last().expect("an index has a version").footer
+        let latest = self.versions.last().expect("an index has a version");
+        latest
+            .footer
+            .get()
+            .expect("the latest footer is read at open")
     }
 
     /// The aggregate's path.
@@ -307,36 +320,46 @@ impl Index {
         self.versions.len() as u64
     }
 
-    /// Every version, oldest first (version `i + 1` at index `i`).
+    /// Every version, oldest first (version `i + 1` at index `i`), from their trailers.
     pub fn versions(&self) -> Vec<VersionInfo> {
         self.versions
             .iter()
-            .map(|v| VersionInfo {
-                version: v.footer.version,
-                streams: v.footer.streams.len() as u64,
-                logical_bytes: v.footer.logical_bytes,
-                bytes_written: v.footer.bytes_written,
-                chunks_written: v.footer.chunks_written,
-                chunks_reused: v.footer.chunks_reused,
-                ranks: v.footer.ranks,
-                footer_offset: v.trailer.footer_offset,
-                footer_len: v.trailer.footer_len,
+            .map(|v| {
+                let (t, s) = (&v.trailer, &v.trailer.summary);
+                VersionInfo {
+                    version: t.version,
+                    streams: s.streams,
+                    logical_bytes: s.logical_bytes,
+                    bytes_written: s.bytes_written,
+                    chunks_written: s.chunks_written,
+                    chunks_reused: s.chunks_reused,
+                    ranks: s.ranks,
+                    footer_offset: t.footer_offset,
+                    footer_len: t.footer_len,
+                }
             })
             .collect()
     }
 
+    /// The footer of `version`, read and checked the first time.
     fn version(&self, version: u64) -> Result<&Footer> {
-        match version
+        let Some(v) = version
             .checked_sub(1)
             .and_then(|i| self.versions.get(i as usize))
-        {
-            Some(v) => Ok(&v.footer),
-            None => Err(Error::NoSuchVersion {
+        else {
+            return Err(Error::NoSuchVersion {
                 path: self.path.clone(),
                 version,
                 latest: self.latest(),
-            }),
+            });
+        };
+        if let Some(f) = v.footer.get() {
+            return Ok(f);
         }
+        let f = read_footer(&self.file, &self.path, &self.header, &v.trailer)?;
+        // Another thread may have read it meanwhile: the same footer either way.
+        let _ = v.footer.set(f);
+        Ok(v.footer.get().expect("set above"))
     }
 
     fn entry(&self, name: &[u8], version: u64) -> Result<&StreamEntry> {

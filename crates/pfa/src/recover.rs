@@ -32,7 +32,9 @@ const SCAN_BLOCK: u64 = 1 << 20;
 /// Drop the incomplete tail of the aggregate at `path`: find the last complete trailer whose
 /// checksum, footer and header verify (going backwards from the end), and truncate the file
 /// right after it. A file that already ends with a valid trailer is left as it is
-/// (`dropped() == 0`). Opened without following a symbolic link; a file with more than one
+/// (`dropped() == 0`); one whose last bytes are a trailer that is damaged (or whose footer
+/// is) is refused, unchanged: that version is complete but damaged, not cut, and recovery
+/// never drops it. Opened without following a symbolic link; a file with more than one
 /// hard link is refused (truncating it would change the other names too). Fails, changing
 /// nothing, when no complete version is found. Not collective: one process calls it.
 pub fn recover(path: &Path) -> Result<Recovered> {
@@ -48,34 +50,41 @@ pub fn recover(path: &Path) -> Result<Recovered> {
     }
     let len = st.st_size as u64;
     let header = read_header(&file, path, len)?;
-    let mut end = len;
-    loop {
-        // Whole: every version back to the first verifies when the file ends at `end`.
-        if let Ok(versions) = read_versions(&file, path, &header, end) {
-            let version = versions.len() as u64;
-            if end < len {
-                file.set_len(end)
-                    .map_err(|e| Error::io(path, format!("truncate to {end} bytes"), e))?;
-                file.sync_all()
-                    .map_err(|e| Error::io(path, "sync after truncating", e))?;
-            }
+    // Only a file whose end is no trailer at all is cut; one whose last trailer is there but
+    // damaged, or whose footer is, is left alone (dropping its latest version is not
+    // recovering an incomplete one).
+    match read_versions(&file, path, &header, len, false) {
+        Ok(versions) => {
             return Ok(Recovered {
-                version,
+                version: versions.len() as u64,
+                len_before: len,
+                len_after: len,
+            })
+        }
+        Err(Error::Cut { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    let mut end = len;
+    while let Some(e) = previous_end_magic(&file, path, end - 1)? {
+        end = e;
+        // Complete: the trailer ending there, its footer, and every trailer back to version 1.
+        if let Ok(versions) = read_versions(&file, path, &header, end, false) {
+            file.set_len(end)
+                .map_err(|e| Error::io(path, format!("truncate to {end} bytes"), e))?;
+            file.sync_all()
+                .map_err(|e| Error::io(path, "sync after truncating", e))?;
+            return Ok(Recovered {
+                version: versions.len() as u64,
                 len_before: len,
                 len_after: end,
             });
         }
-        match previous_end_magic(&file, path, end - 1)? {
-            Some(e) => end = e,
-            None => {
-                return Err(Error::Cut {
-                    path: path.into(),
-                    len,
-                    what: "no complete version found: nothing to recover (left unchanged)".into(),
-                })
-            }
-        }
     }
+    Err(Error::Cut {
+        path: path.into(),
+        len,
+        what: "no complete version found: nothing to recover (left unchanged)".into(),
+    })
 }
 
 /// The largest `e <= before` such that a trailer's end magic ends at `e` (and a whole trailer

@@ -70,6 +70,22 @@ enum Control {
     Next { file: File, armed: bool },
 }
 
+/// Where a piece's bytes went so far.
+#[derive(Clone, Copy, Default)]
+struct Run {
+    extents: [Extent; 2],
+    count: u8,
+    /// Bytes (the sum of the extents).
+    len: u64,
+}
+
+/// A piece being written straight into chunks (nothing in the previous version to compare
+/// it with): its extents so far and its running digest.
+struct Placed {
+    run: Run,
+    hasher: blake3::Hasher,
+}
+
 /// What [`Aggregate::close`] wrote: the same on every rank (sums over all ranks) except
 /// [`Written::rank_bytes_written`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -234,10 +250,13 @@ fn make_temporary(path: &Path, options: &Options, chunk: u64, ranks: u32) -> Res
         // One stripe per chunk, over all OSTs (lustre-sys's archive policy).
         let dir_fd = flist::atomic::open_parent(bytes).map_err(|e| Error::io(dir, "open", e))?;
         let base = flist::path::basename(bytes);
-        let count = match lustre_sys::archive_layout(&lustre_sys::Overrides::default(), chunk) {
-            lustre_sys::Decision::Set { count, .. } => count,
-            lustre_sys::Decision::Inherit => 0,
-        };
+        // Lustre's stripe size is a multiple of 64 KiB of at most 4 MiB: the policy's (the
+        // chunk size itself with the default chunk size, chunk_size_policy's).
+        let (count, size) =
+            match lustre_sys::archive_layout(&lustre_sys::Overrides::default(), chunk) {
+                lustre_sys::Decision::Set { count, size } => (count, size),
+                lustre_sys::Decision::Inherit => (0, 0),
+            };
         let mode = options.mode;
         Output::in_dir_with(
             rustix::fd::AsFd::as_fd(&dir_fd),
@@ -247,7 +266,7 @@ fn make_temporary(path: &Path, options: &Options, chunk: u64, ranks: u32) -> Res
             |d, name| {
                 let name = std::ffi::CString::new(name).map_err(std::io::Error::other)?;
                 let flags = libc::O_EXCL | libc::O_NOFOLLOW;
-                lustre_sys::api::create_striped_with(d, &name, flags, mode, count, chunk as u32)
+                lustre_sys::api::create_striped_with(d, &name, flags, mode, count, size)
                     .map(|c| c.fd)
             },
         )
@@ -467,6 +486,7 @@ impl<'c> Aggregate<'c> {
             meta: meta.to_vec(),
             prev,
             piece,
+            placed: None,
             pieces: Vec::new(),
             size: 0,
             staging: Vec::new(),
@@ -494,29 +514,38 @@ impl<'c> Aggregate<'c> {
         }
     }
 
-    /// Copy `bytes` (at most a chunk) into the chunk buffer, writing each chunk that fills
-    /// up; the extents they landed in.
-    fn place(&mut self, bytes: &[u8]) -> Result<([Extent; 2], u8)> {
-        let mut extents = [Extent::default(); 2];
-        let mut count = 0u8;
+    /// Copy `bytes` into the chunk buffer, writing each chunk that fills up, and add the runs
+    /// they landed in to `run` (a piece's extents so far: a piece of at most a chunk spans at
+    /// most two chunks, so at most two extents).
+    fn place(&mut self, bytes: &[u8], run: &mut Run) -> Result<()> {
         let mut rest = bytes;
         while !rest.is_empty() {
             let n = rest.len().min(self.chunk_size as usize - self.fill);
             self.chunk.bytes_mut()[self.fill..self.fill + n].copy_from_slice(&rest[..n]);
-            extents[count as usize] = Extent {
-                file_offset: self.slot(self.row) + self.fill as u64,
-                len: n as u64,
-            };
-            count += 1;
+            let at = self.slot(self.row) + self.fill as u64;
+            match run.count {
+                // Contiguous with the piece's last extent (the same chunk): one extent.
+                c if c > 0 && run.extents[c as usize - 1].end() == at => {
+                    run.extents[c as usize - 1].len += n as u64;
+                }
+                c => {
+                    assert!(c < 2, "a piece spans at most two chunks");
+                    run.extents[c as usize] = Extent {
+                        file_offset: at,
+                        len: n as u64,
+                    };
+                    run.count += 1;
+                }
+            }
+            run.len += n as u64;
             self.fill += n;
+            self.bytes_written += n as u64;
             rest = &rest[n..];
             if self.fill == self.chunk_size as usize {
                 self.write_chunk(self.chunk_size as usize)?;
             }
         }
-        self.bytes_written += bytes.len() as u64;
-        self.chunks_written += 1;
-        Ok((extents, count))
+        Ok(())
     }
 
     /// Write the chunk buffer's first `len` bytes (a multiple of [`ALIGN`]) to this rank's
@@ -706,6 +735,7 @@ impl<'c> Aggregate<'c> {
             footer_len: footer.len() as u64,
             footer_checksum: format::digest(&footer),
             prev_end: self.prev_end,
+            summary: f.summary(),
         };
         let end = footer_offset + footer.len() as u64 + TRAILER_LEN;
         self.publish(
@@ -784,8 +814,11 @@ pub struct Writer<'a, 'c> {
     meta: Vec<u8>,
     /// The previous version's pieces of this stream.
     prev: Option<Arc<Vec<Piece>>>,
-    /// The piece being gathered (less than a chunk).
+    /// The piece being gathered to be compared with the previous version's (less than a
+    /// chunk).
     piece: Vec<u8>,
+    /// Or the piece being placed as it comes (no previous piece at its offset).
+    placed: Option<Placed>,
     pieces: Vec<Piece>,
     /// Bytes appended.
     size: u64,
@@ -801,7 +834,19 @@ impl Writer<'_, '_> {
 
     /// Bytes appended so far.
     pub fn len(&self) -> u64 {
-        self.size + self.piece.len() as u64
+        self.size + self.pending()
+    }
+
+    /// Bytes of the piece being gathered or placed.
+    fn pending(&self) -> u64 {
+        self.piece.len() as u64 + self.placed.as_ref().map_or(0, |p| p.run.len)
+    }
+
+    /// Whether the previous version has a piece where the current one begins (so the current
+    /// one is held and compared before it is written).
+    fn compared(&self) -> bool {
+        let i = self.size / self.agg.chunk_size;
+        self.prev.as_ref().is_some_and(|p| i < p.len() as u64)
     }
 
     /// Whether nothing was appended yet.
@@ -812,26 +857,62 @@ impl Writer<'_, '_> {
     /// Append `data` to the stream. Chunks that fill up are written (an I/O error is returned
     /// here, naming the aggregate).
     pub fn append(&mut self, mut data: &[u8]) -> Result<()> {
-        let chunk = self.agg.chunk_size as usize;
+        let chunk = self.agg.chunk_size;
         while !data.is_empty() {
-            if self.piece.is_empty() && data.len() >= chunk {
+            let pending = self.pending();
+            let n = (data.len() as u64).min(chunk - pending) as usize;
+            let (now, rest) = data.split_at(n);
+            data = rest;
+            if !self.compared() {
+                // Nothing to compare with: into the chunks at once, hashed on the way.
+                let placed = self.placed.get_or_insert_with(|| Placed {
+                    run: Run::default(),
+                    hasher: blake3::Hasher::new(),
+                });
+                placed.hasher.update(now);
+                let mut run = placed.run;
+                let r = self.agg.place(now, &mut run);
+                let placed = self.placed.as_mut().expect("placed above");
+                placed.run = run;
+                r?;
+                if run.len == chunk {
+                    self.end_placed();
+                }
+            } else if pending == 0 && n as u64 == chunk {
                 // A whole piece straight from the caller's bytes: no copy into `piece`.
-                self.seal(&data[..chunk])?;
-                data = &data[chunk..];
-                continue;
-            }
-            let n = data.len().min(chunk - self.piece.len());
-            self.piece.extend_from_slice(&data[..n]);
-            data = &data[n..];
-            if self.piece.len() == chunk {
-                let piece = std::mem::take(&mut self.piece);
-                let sealed = self.seal(&piece);
-                self.piece = piece;
-                self.piece.clear();
-                sealed?;
+                self.seal(now)?;
+            } else {
+                self.piece.extend_from_slice(now);
+                if self.piece.len() as u64 == chunk {
+                    let piece = std::mem::take(&mut self.piece);
+                    let sealed = self.seal(&piece);
+                    self.piece = piece;
+                    self.piece.clear();
+                    sealed?;
+                }
             }
         }
         Ok(())
+    }
+
+    /// The piece being placed is complete: its entry, with its digest.
+    fn end_placed(&mut self) {
+        if let Some(p) = self.placed.take() {
+            let Run {
+                extents,
+                count,
+                len,
+            } = p.run;
+            self.pieces.push(Piece {
+                logical: self.size,
+                len,
+                checksum: *p.hasher.finalize().as_bytes(),
+                extents,
+                count,
+            });
+            self.size += len;
+            self.agg.chunks_written += 1;
+        }
     }
 
     /// Store the piece `bytes` (the next one of the stream): referenced when the previous
@@ -852,13 +933,15 @@ impl Writer<'_, '_> {
                 *p
             }
             None => {
-                let (extents, count) = self.agg.place(bytes)?;
+                let mut run = Run::default();
+                self.agg.place(bytes, &mut run)?;
+                self.agg.chunks_written += 1;
                 Piece {
                     logical,
                     len,
                     checksum,
-                    extents,
-                    count,
+                    extents: run.extents,
+                    count: run.count,
                 }
             }
         };
@@ -906,6 +989,7 @@ impl Writer<'_, '_> {
             self.seal(&piece)
         };
         self.agg.piece = piece;
+        self.end_placed();
         if let Err(e) = sealed {
             self.agg.fail(&e);
             return Err(e);
@@ -917,6 +1001,19 @@ impl Writer<'_, '_> {
             rank: self.agg.comm.rank() as u32,
             pieces: std::mem::take(&mut self.pieces),
         });
+        Ok(())
+    }
+}
+
+impl std::io::Write for Writer<'_, '_> {
+    /// [`Writer::append`] of all of `buf` (for [`std::io::copy`] from a file, say).
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.append(buf)?;
+        Ok(buf.len())
+    }
+
+    /// Nothing to do: a chunk is written when it fills, the last one at close.
+    fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
 }

@@ -5,7 +5,7 @@
 
 use pfa::{Aggregate, Error, Index, Options};
 use std::collections::BTreeMap;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -463,11 +463,41 @@ fn new_versions_from_other_rank_counts_reuse_chunks() {
             assert_eq!(written[0].chunks_reused, pieces);
         }
     }
+    // Version 4 at 2 ranks: s0 grows by 2.5 chunks (its first pieces compared, the rest
+    // written as they come), s1 shrinks by 1.5 chunks, s2's last piece grows by a byte.
+    let mut v4 = content.clone();
+    v4.get_mut(b"s0".as_slice())
+        .unwrap()
+        .extend(bytes(99, (CHUNK * 5 / 2) as usize));
+    let s1 = v4.get_mut(b"s1".as_slice()).unwrap();
+    s1.truncate(s1.len() - (CHUNK * 3 / 2) as usize);
+    v4.get_mut(b"s2".as_slice()).unwrap().push(1);
+    let w = steal::local::run(2, |comm| {
+        let mut agg = Aggregate::new_version(comm, &path, &options()).unwrap();
+        for (i, (name, data)) in v4.iter().enumerate() {
+            if i % 2 == comm.rank() {
+                let mut w = agg.stream(name, b"").unwrap();
+                for part in data.chunks(1000) {
+                    w.append(part).unwrap();
+                }
+                w.finish().unwrap();
+            }
+        }
+        agg.close().unwrap()
+    });
+    // Written: s0's 3 new pieces (it was 3 whole chunks); s1's (shorter) last piece; s2's
+    // last piece. Everything else referenced.
+    assert_eq!(w[0].chunks_written, 3 + 1 + 1);
+    let pieces: u64 = v4.values().map(|d| (d.len() as u64).div_ceil(CHUNK)).sum();
+    assert_eq!(w[0].chunks_reused, pieces - 5);
     let index = Index::open(&path).unwrap();
     for v in 1..=3 {
         for (name, data) in &content {
             assert_eq!(&index.read_stream(name, v).unwrap(), data);
         }
+    }
+    for (name, data) in &v4 {
+        assert_eq!(&index.read_stream(name, 4).unwrap(), data);
     }
 }
 
@@ -571,6 +601,33 @@ fn a_version_cut_mid_write_is_refused_until_recovered() {
             b"recovered"
         );
     }
+    // A damaged (not cut) end is refused by recovery, unchanged.
+    let p = flipped(
+        &l.path,
+        &dir.path().join("damaged.pfa"),
+        index.file_len() - 40,
+    );
+    assert!(matches!(pfa::recover(&p), Err(Error::Corrupt { .. })));
+    assert_eq!(std::fs::read(&p).unwrap().len() as u64, index.file_len());
+    // An earlier version's footer is read when that version is used: damaged, it fails
+    // there, by name, and the latest version still reads.
+    let p = flipped(&l.path, &dir.path().join("old.pfa"), l.footer_offset + 5);
+    let damaged = Index::open(&p).unwrap();
+    assert_eq!(damaged.versions().len(), 2);
+    assert_eq!(damaged.versions()[0].streams, want.len() as u64);
+    let e = damaged.read_stream(b"r0/big", 1).unwrap_err();
+    assert!(
+        matches!(e, Error::Corrupt { .. }) && e.to_string().contains("version 1"),
+        "{e}"
+    );
+    assert!(damaged.read_stream(b"r0/big", 2).is_ok());
+    // An earlier trailer damaged: the chain is checked at open.
+    let p = flipped(&l.path, &dir.path().join("chain.pfa"), l.len - 30);
+    let e = Index::open(&p).err().unwrap();
+    assert!(
+        matches!(e, Error::Corrupt { .. }) && e.to_string().contains("trailer"),
+        "{e}"
+    );
     // A whole file is left as it is; one with no complete version is refused, unchanged.
     let r = pfa::recover(&l.path).unwrap();
     assert_eq!((r.version, r.dropped()), (2, 0));
@@ -684,7 +741,9 @@ fn abort_drop_and_abandon_leave_nothing_that_looks_complete() {
         let mut w = agg
             .stream(format!("dropped{}", comm.rank()).as_bytes(), b"")
             .unwrap();
-        w.append(b"finished by drop").unwrap();
+        // Through std::io::Write too.
+        w.write_all(b"finished ").unwrap();
+        std::io::copy(&mut &b"by drop"[..], &mut w).unwrap();
         drop(w);
         agg.close().unwrap()
     });
@@ -825,6 +884,39 @@ fn index_and_reader_cross_threads() {
     send_sync::<Index>();
     send::<pfa::Reader>();
     send::<pfa::Error>();
+    // One Index shared by reference among threads (as unpack's workers do), all reading an
+    // earlier version whose footer is read on first use (by whichever thread comes first).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.pfa");
+    for v in 1..=2u64 {
+        steal::local::run(2, |comm| {
+            let mut agg = if v == 1 {
+                Aggregate::create(comm, &path, &options()).unwrap()
+            } else {
+                Aggregate::new_version(comm, &path, &options()).unwrap()
+            };
+            for i in (comm.rank()..40).step_by(2) {
+                let data = bytes(i as u64 * v, 3000 + i * 100);
+                agg.write_stream(format!("f{i}").as_bytes(), b"", &data)
+                    .unwrap();
+            }
+            agg.close().unwrap()
+        });
+    }
+    let index = Index::open(&path).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4usize {
+            let index = &index;
+            s.spawn(move || {
+                for i in (t..40).step_by(4) {
+                    for v in [1u64, 2] {
+                        let got = index.read_stream(format!("f{i}").as_bytes(), v).unwrap();
+                        assert_eq!(got, bytes(i as u64 * v, 3000 + i * 100));
+                    }
+                }
+            });
+        }
+    });
 }
 
 #[test]
