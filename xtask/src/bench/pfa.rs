@@ -345,7 +345,7 @@ pub fn bench_pfa(b: &str, root: &Path, data: &Path, args: &[String]) -> Result<(
     Ok(())
 }
 
-/// Medians of `v`'s rows, by a field of each.
+/// The values of field `key` over the runs.
 fn spread(runs: &[Fields], key: &str) -> Result<Spread> {
     let v = runs
         .iter()
@@ -354,7 +354,7 @@ fn spread(runs: &[Fields], key: &str) -> Result<Spread> {
     Ok(Spread::of(v))
 }
 
-/// The medians of the ratios `a / b` of `key` within each round.
+/// The median of the ratios `a / b` of field `key`, one a round.
 fn paired(a: &[Fields], b: &[Fields], key: &str) -> Result<f64> {
     let ratios = a
         .iter()
