@@ -297,6 +297,24 @@ fn test(extra: &[String]) -> Result<()> {
     run(cargo()
         .current_dir(&root)
         .args(["test", "-p", "mfu-benches", "--benches"]))?;
+    // The PFA bench's binary (the feature `pfa`: MPI and mfu-pfa) runs its workloads at a tiny
+    // size at np 1, `--ranks 3` and under `mpirun -np 2`, every byte read back checked; then
+    // its section, `--quick`, with the debug builds.
+    let mut pfa_bench = cargo();
+    mpi_env(&mut pfa_bench).current_dir(&root).args([
+        "test",
+        "-p",
+        "mfu-benches",
+        "--features",
+        "pfa",
+    ]);
+    run(&mut pfa_bench)?;
+    if Path::new("/dev/shm").is_dir() {
+        run(Command::new(std::env::current_exe()?)
+            .args(["bench", "section", "pfa", "--quick"])
+            .env("MFU_RS_BENCH_BIN", root.join("target/debug/mfu-rs"))
+            .env("MFU_PFA_BENCH_BIN", root.join("target/debug/mfu-pfa-bench")))?;
+    }
     // The bench harness runs too, on tiny tmpfs workloads with the debug binary and every
     // result checked: it must not rot between the (long) real runs.
     if Path::new("/dev/shm").is_dir() {

@@ -19,6 +19,9 @@ mod matrix;
 mod measure;
 mod memory;
 mod ops;
+mod pfa;
+mod pfa_table;
+mod pfa_tar;
 mod probes;
 mod ranks;
 mod report;
@@ -44,7 +47,7 @@ use workload::{Fs, Kind, Scale};
 const USAGE: &str = "\
 usage: cargo xtask bench [OPTIONS]
        cargo xtask bench spill-sort [--records N] [--limit SIZE] [--dir DIR]
-       cargo xtask bench section [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz|resume|tar-select|verify|resume-all [--quick] [--tools LIST] [--fs tmpfs|disk] [--pairs N] [--np LIST] [--overhead-only]]...
+       cargo xtask bench section [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz|resume|tar-select|verify|resume-all [--quick] [--tools LIST] [--fs tmpfs|disk] [--pairs N] [--np LIST] [--overhead-only]|pfa [--quick] [--fs LIST] [--np LIST] [--launch mpirun,threads] [--records K] [--small-files N] [--chunks N] [--runs N]]...
 
 Compare mfu-rs with cp -a, rsync -a, xcp, GNU tar, bsdtar, rm -rf, find and du on five
 workloads (small: 20,000 x 4 KiB; mixed: a long tail of sizes, 0.5 GiB; big: 2 x 1 GiB; real:

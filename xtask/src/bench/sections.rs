@@ -46,6 +46,10 @@
 //!
 //! Each tar section also prints the sizes of the GNU and mfu-rs archives (tar-zstd: compressed
 //! and not, with the compression ratios).
+//! - pfa (issue 36; options `--quick`, `--fs LIST`, `--np LIST`, `--launch LIST`, `--records
+//!   K`, `--small-files N`, `--chunks N`, `--runs N`): parallel file aggregation against N-N
+//!   and plain N-1 files, small files as files, an incremental store; writes
+//!   `target/bench/pfa.md` (see `pfa.rs`).
 //! - tar-select: extracting 1% of a 1000 MiB archive (one directory of 100) against all of it,
 //!   GNU tar against mfu-rs, with the bytes each 1% run reads (`super::tar_select`).
 //!
@@ -98,6 +102,7 @@ pub const SECTIONS: &[&str] = &[
     "tar-select",
     "verify",
     "resume-all",
+    "pfa",
 ];
 
 pub(super) fn compare(
@@ -217,7 +222,9 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
     while let Some(a) = args.next() {
         if a.starts_with("--") {
             resume_all_args.push(a.clone());
-            if ["--tools", "--fs", "--pairs", "--np"].contains(&a.as_str()) {
+            if ["--tools", "--fs", "--pairs", "--np"].contains(&a.as_str())
+                || super::pfa::VALUE_OPTIONS.contains(&a.as_str())
+            {
                 resume_all_args.extend(args.next().cloned());
             }
             continue;
@@ -237,8 +244,8 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
         want = SECTIONS.to_vec();
     }
     ensure!(
-        resume_all_args.is_empty() || want.contains(&"resume-all"),
-        "{} only apply to the section resume-all",
+        resume_all_args.is_empty() || want.contains(&"resume-all") || want.contains(&"pfa"),
+        "{} only apply to the sections resume-all and pfa",
         resume_all_args.join(" ")
     );
     let started = Instant::now();
@@ -264,6 +271,7 @@ pub fn run(args: &[String], bin: &Path, root: &Path) -> Result<()> {
             "tar-select" => super::tar_select::bench_tar_select(b, &data),
             "verify" => super::verify::bench_verify(b, &data),
             "resume-all" => super::resume_all::bench_resume_all(b, &data, &resume_all_args),
+            "pfa" => super::pfa::bench_pfa(b, root, &data, &resume_all_args),
             _ => unreachable!("SECTIONS lists the sections"),
         };
         if let Err(e) = result {
