@@ -6,7 +6,7 @@ pub const FORMAT: u32 = 1;
 /// Bytes of the header at offset 0.
 pub const HEADER_LEN: u64 = 48;
 /// Bytes of a trailer (the last bytes of a complete aggregate).
-pub const TRAILER_LEN: u64 = 96;
+pub const TRAILER_LEN: u64 = 144;
 
 const HEADER_MAGIC: &[u8; 8] = b"MFU-PFA\n";
 const FOOTER_MAGIC: &[u8; 8] = b"PFAFOOTR";
@@ -50,7 +50,10 @@ impl Header {
             return Err((true, "no PFA header magic at offset 0".into()));
         }
         if digest(&b[0..32])[..16] != b[32..48] {
-            return Err((false, "the header's checksum does not match (offset 0)".into()));
+            return Err((
+                false,
+                "the header's checksum does not match (offset 0)".into(),
+            ));
         }
         let format = u32_at(b, 8);
         if format != FORMAT {
@@ -77,6 +80,13 @@ pub(crate) struct Extent {
     pub file_offset: u64,
     /// Length (bytes).
     pub len: u64,
+}
+
+impl Extent {
+    /// The file offset just past it (bytes).
+    pub fn end(&self) -> u64 {
+        self.file_offset + self.len
+    }
 }
 
 /// A piece of a stream: `len` bytes at logical offset `logical`, stored in one or two extents.
@@ -129,6 +139,17 @@ pub(crate) struct Footer {
     pub streams: Vec<StreamEntry>,
 }
 
+/// A version's figures, in its trailer (and its footer): listing versions reads no footer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Summary {
+    pub ranks: u32,
+    pub streams: u64,
+    pub logical_bytes: u64,
+    pub bytes_written: u64,
+    pub chunks_written: u64,
+    pub chunks_reused: u64,
+}
+
 /// A version's trailer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Trailer {
@@ -137,6 +158,7 @@ pub(crate) struct Trailer {
     pub footer_len: u64,
     pub footer_checksum: Digest,
     pub prev_end: u64,
+    pub summary: Summary,
 }
 
 impl Trailer {
@@ -144,30 +166,47 @@ impl Trailer {
         let mut b = [0u8; TRAILER_LEN as usize];
         b[0..8].copy_from_slice(TRAILER_MAGIC);
         b[8..12].copy_from_slice(&FORMAT.to_le_bytes());
+        b[12..16].copy_from_slice(&self.summary.ranks.to_le_bytes());
         b[16..24].copy_from_slice(&self.version.to_le_bytes());
         b[24..32].copy_from_slice(&self.footer_offset.to_le_bytes());
         b[32..40].copy_from_slice(&self.footer_len.to_le_bytes());
         b[40..72].copy_from_slice(&self.footer_checksum);
-        b[72..80].copy_from_slice(&self.prev_end.to_le_bytes());
-        let check = digest(&b[0..80]);
-        b[80..88].copy_from_slice(&check[..8]);
-        b[88..96].copy_from_slice(TRAILER_END);
+        let s = &self.summary;
+        let fields = [
+            self.prev_end,
+            s.streams,
+            s.logical_bytes,
+            s.bytes_written,
+            s.chunks_written,
+            s.chunks_reused,
+        ];
+        for (i, v) in fields.into_iter().enumerate() {
+            b[72 + 8 * i..80 + 8 * i].copy_from_slice(&v.to_le_bytes());
+        }
+        let check = digest(&b[0..120]);
+        b[120..136].copy_from_slice(&check[..16]);
+        b[136..144].copy_from_slice(TRAILER_END);
         b
     }
 
     /// The trailer in `b` ([`TRAILER_LEN`] bytes) that ends at file offset `end`, checked
-    /// (magics, checksum, format, and that its footer lies before it); `Err(what)` otherwise.
-    pub fn decode(b: &[u8], end: u64) -> Result<Trailer, String> {
-        if b.len() != TRAILER_LEN as usize {
-            return Err(format!("{} bytes where a trailer needs {TRAILER_LEN}", b.len()));
-        }
-        if &b[88..96] != TRAILER_END || &b[0..8] != TRAILER_MAGIC {
-            return Err(format!(
-                "no trailer magic in the last {TRAILER_LEN} bytes (offset {})",
-                end - TRAILER_LEN
+    /// (magics, checksum, format, and that its footer lies before it); `Err((magics_found,
+    /// what))` otherwise.
+    pub fn decode(b: &[u8], end: u64) -> Result<Trailer, (bool, String)> {
+        if b.len() != TRAILER_LEN as usize
+            || &b[136..144] != TRAILER_END
+            || &b[0..8] != TRAILER_MAGIC
+        {
+            return Err((
+                false,
+                format!("no trailer magic in the {TRAILER_LEN} bytes before offset {end}"),
             ));
         }
-        if digest(&b[0..80])[..8] != b[80..88] {
+        Trailer::decode_fields(b, end).map_err(|what| (true, what))
+    }
+
+    fn decode_fields(b: &[u8], end: u64) -> Result<Trailer, String> {
+        if digest(&b[0..120])[..16] != b[120..136] {
             return Err(format!(
                 "the trailer's checksum does not match (offset {})",
                 end - TRAILER_LEN
@@ -187,6 +226,14 @@ impl Trailer {
             footer_len: u64_at(b, 32),
             footer_checksum,
             prev_end: u64_at(b, 72),
+            summary: Summary {
+                ranks: u32_at(b, 12),
+                streams: u64_at(b, 80),
+                logical_bytes: u64_at(b, 88),
+                bytes_written: u64_at(b, 96),
+                chunks_written: u64_at(b, 104),
+                chunks_reused: u64_at(b, 112),
+            },
         };
         let start = end - TRAILER_LEN;
         if t.footer_offset.checked_add(t.footer_len) != Some(start)
@@ -226,11 +273,28 @@ pub(crate) fn encode_stream(s: &StreamEntry, out: &mut Vec<u8>) {
 }
 
 impl Footer {
+    /// Its figures, as its trailer repeats them.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            ranks: self.ranks,
+            streams: self.streams.len() as u64,
+            logical_bytes: self.logical_bytes,
+            bytes_written: self.bytes_written,
+            chunks_written: self.chunks_written,
+            chunks_reused: self.chunks_reused,
+        }
+    }
+
     /// The footer's bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(96 + self.streams.len() * 96);
         out.extend_from_slice(FOOTER_MAGIC);
-        for v in [self.version, self.prev_end, self.region_offset, self.region_len] {
+        for v in [
+            self.version,
+            self.prev_end,
+            self.region_offset,
+            self.region_len,
+        ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&self.ranks.to_le_bytes());
@@ -312,7 +376,10 @@ fn decode_stream(c: &mut Cursor<'_>, chunk_size: u64, limit: u64) -> Result<Stre
         ));
     }
     if count > (c.b.len() - c.at) as u64 / 65 {
-        return Err(format!("stream {}: {count} chunks past the footer's end", shown()));
+        return Err(format!(
+            "stream {}: {count} chunks past the footer's end",
+            shown()
+        ));
     }
     let mut pieces = Vec::with_capacity(count as usize);
     for i in 0..count {
@@ -468,10 +535,13 @@ mod tests {
         assert_eq!(Footer::decode(&b, 4096, 20480).unwrap(), f);
         // Every cut is refused, never a panic.
         for cut in 0..b.len() {
-            assert!(Footer::decode(&b[..cut], 4096, 20480).is_err(), "cut at {cut}");
+            assert!(
+                Footer::decode(&b[..cut], 4096, 20480).is_err(),
+                "cut at {cut}"
+            );
         }
         // An extent past the footer's offset is refused.
-        assert!(Footer::decode(&b, 4096, 20000).is_err());
+        assert!(Footer::decode(&b, 4096, 17000).is_err());
     }
 
     #[test]
@@ -493,13 +563,24 @@ mod tests {
             footer_len: 100,
             footer_checksum: digest(b"x"),
             prev_end: 2048,
+            summary: Summary {
+                ranks: 5,
+                streams: 6,
+                logical_bytes: 7,
+                bytes_written: 8,
+                chunks_written: 9,
+                chunks_reused: 10,
+            },
         };
         let b = t.encode();
         assert_eq!(Trailer::decode(&b, 4196 + TRAILER_LEN).unwrap(), t);
         for i in 0..b.len() {
             let mut bad = b;
             bad[i] ^= 0x01;
-            assert!(Trailer::decode(&bad, 4196 + TRAILER_LEN).is_err(), "flip at {i}");
+            assert!(
+                Trailer::decode(&bad, 4196 + TRAILER_LEN).is_err(),
+                "flip at {i}"
+            );
         }
     }
 }

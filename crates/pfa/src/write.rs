@@ -1,9 +1,23 @@
 //! Writing an aggregate: [`Aggregate`] (collective create / new version / close) and its
 //! per-stream [`Writer`].
 
-use crate::error::Result;
-use crate::options::Options;
-use std::path::Path;
+use crate::direct::{open_data, AlignedBuf, DataFile};
+use crate::error::{shown, Error, Result};
+use crate::format::{
+    self, decode_streams, encode_stream, Extent, Footer, Header, Piece, StreamEntry, Trailer,
+    HEADER_LEN, TRAILER_LEN,
+};
+use crate::options::{self, Options, ALIGN};
+use crate::read::{open_regular, Index};
+use flist::atomic::{Output, Replace};
+use rustix::fs::{Mode, OFlags};
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use steal::Comm;
 
 /// An aggregate being written by every rank of `comm`: a new one ([`Aggregate::create`]) or the
@@ -15,6 +29,61 @@ use steal::Comm;
 /// trailer), so nothing incomplete is left that looks complete.
 pub struct Aggregate<'c> {
     comm: &'c dyn Comm,
+    /// The final path.
+    path: PathBuf,
+    /// The file written: the temporary of a new aggregate, else `path`.
+    write_path: PathBuf,
+    /// Rank 0's hold on the file (footer, trailer, publishing, clean-up); `None` elsewhere.
+    control: Option<Control>,
+    version: u64,
+    chunk_size: u64,
+    /// File length after the previous version's trailer (0 for version 1).
+    prev_end: u64,
+    region_offset: u64,
+    /// The previous version's pieces, by stream name (empty for version 1).
+    prev: HashMap<Vec<u8>, Arc<Vec<Piece>>>,
+    data: DataFile,
+    /// The chunk being filled.
+    chunk: AlignedBuf,
+    /// Bytes of `chunk` filled.
+    fill: usize,
+    /// This rank's chunks written so far (the row of the chunk being filled).
+    row: u64,
+    /// A piece buffer, lent to the open [`Writer`].
+    piece: Vec<u8>,
+    names: HashSet<Vec<u8>>,
+    streams: Vec<StreamEntry>,
+    bytes_written: u64,
+    chunks_written: u64,
+    chunks_reused: u64,
+    /// The first error met where it could not be returned (a writer dropped unfinished, a
+    /// failed chunk write): [`Aggregate::close`] fails with it.
+    failed: Option<String>,
+}
+
+/// Rank 0's hold on the aggregate's file.
+enum Control {
+    /// A new aggregate's temporary (removed when dropped unpublished).
+    New { output: Output, replace: Replace },
+    /// An existing aggregate, open read-write: truncated back to `prev_end` when the version
+    /// fails.
+    Next { file: File, armed: bool },
+}
+
+/// Where a piece's bytes went so far.
+#[derive(Clone, Copy, Default)]
+struct Run {
+    extents: [Extent; 2],
+    count: u8,
+    /// Bytes (the sum of the extents).
+    len: u64,
+}
+
+/// A piece being written straight into chunks (nothing in the previous version to compare
+/// it with): its extents so far and its running digest.
+struct Placed {
+    run: Run,
+    hasher: blake3::Hasher,
 }
 
 /// What [`Aggregate::close`] wrote: the same on every rank (sums over all ranks) except
@@ -49,6 +118,172 @@ pub struct Written {
     pub direct_io_fallback: Option<String>,
 }
 
+/// A little-endian message between ranks (the outcome of a collective step).
+#[derive(Default)]
+struct Msg(Vec<u8>);
+
+impl Msg {
+    fn u64(mut self, v: u64) -> Msg {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn bytes(self, b: &[u8]) -> Msg {
+        let mut m = self.u64(b.len() as u64);
+        m.0.extend_from_slice(b);
+        m
+    }
+}
+
+/// Reads a [`Msg`]. Messages come from this very code on another rank: a short one is a bug.
+struct MsgReader<'a>(&'a [u8]);
+
+impl<'a> MsgReader<'a> {
+    fn u64(&mut self) -> u64 {
+        let (v, rest) = self.0.split_at(8);
+        self.0 = rest;
+        u64::from_le_bytes(v.try_into().expect("8 bytes"))
+    }
+    fn bytes(&mut self) -> &'a [u8] {
+        let n = self.u64() as usize;
+        let (v, rest) = self.0.split_at(n);
+        self.0 = rest;
+        v
+    }
+}
+
+/// One outcome for a step every rank ran on its own: `Ok` everywhere, or every rank fails with
+/// the lowest failed rank's error (its own error on that rank, [`Error::OtherRank`] elsewhere).
+fn agree<T>(comm: &dyn Comm, local: Result<T>) -> Result<T> {
+    let mine = match &local {
+        Ok(_) => Vec::new(),
+        Err(e) => [b"!".as_slice(), e.to_string().as_bytes()].concat(),
+    };
+    let all = comm.allgatherv(&mine);
+    match all.iter().position(|m| !m.is_empty()) {
+        None => local,
+        Some(r) if r == comm.rank() => local,
+        Some(r) => Err(Error::OtherRank {
+            rank: r,
+            message: String::from_utf8_lossy(&all[r][1..]).into_owned(),
+        }),
+    }
+}
+
+/// Rank 0's `produce()` on every rank, as bytes; its error becomes every rank's.
+fn from_root(comm: &dyn Comm, produce: impl FnOnce() -> Result<Vec<u8>>) -> Result<Vec<u8>> {
+    let mut mine = Vec::new();
+    let mut local = Ok(());
+    if comm.rank() == 0 {
+        match produce() {
+            Ok(b) => mine = [b"+".as_slice(), &b].concat(),
+            Err(e) => {
+                mine = [b"!".as_slice(), e.to_string().as_bytes()].concat();
+                local = Err(e);
+            }
+        }
+    }
+    comm.bcast(0, &mut mine);
+    match (mine.first(), local) {
+        (_, Err(e)) => Err(e),
+        (Some(b'+'), _) => Ok(mine.split_off(1)),
+        _ => Err(Error::OtherRank {
+            rank: 0,
+            message: String::from_utf8_lossy(&mine[1..]).into_owned(),
+        }),
+    }
+}
+
+/// An [`Error::Io`] from a step of flist's [`Output`].
+fn output_error(e: flist::atomic::OutputError) -> Error {
+    use flist::atomic::Step;
+    let op = match e.step {
+        Step::OpenDir => "open directory",
+        Step::Create => "create temporary",
+        Step::Sync => "sync",
+        Step::Rename => "rename into place",
+        Step::SyncDir => "sync directory",
+        Step::Remove => "remove temporary",
+        _ => "write temporary",
+    };
+    Error::io(path_of(&e.path), op, e.source)
+}
+
+fn path_of(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(bytes))
+}
+
+/// Open the data descriptor of `path` (never through a symbolic link) and check that it is
+/// the file `id` (device, inode) rank 0 made or opened.
+fn open_checked(path: &Path, direct: bool, id: (u64, u64)) -> Result<DataFile> {
+    let data = open_data(direct, |flags| {
+        Ok(rustix::fs::open(path, flags, Mode::empty())?)
+    })
+    .map_err(|e| Error::io(path, "open for writing", e))?;
+    let got = flist::atomic::identity(rustix::fd::AsFd::as_fd(&data.file))
+        .map_err(|e| Error::io(path, "stat", e))?;
+    if got != id {
+        return Err(Error::Refused {
+            path: path.into(),
+            why: "not the file rank 0 opened (replaced meanwhile): not written".into(),
+        });
+    }
+    Ok(data)
+}
+
+/// Rank 0's side of [`Aggregate::create`]: the temporary, made and with its header.
+fn make_temporary(path: &Path, options: &Options, chunk: u64, ranks: u32) -> Result<Output> {
+    let bytes = path.as_os_str().as_bytes();
+    if !options.overwrite && std::fs::symlink_metadata(path).is_ok() {
+        return Err(Error::Refused {
+            path: path.into(),
+            why: "already exists (not replaced without overwrite)".into(),
+        });
+    }
+    let dir = options::parent(path);
+    let on_lustre = lustre_sys::is_lustre(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    })
+    .unwrap_or(false);
+    let made = if on_lustre {
+        // One stripe per chunk, over all OSTs (lustre-sys's archive policy).
+        let dir_fd = flist::atomic::open_parent(bytes).map_err(|e| Error::io(dir, "open", e))?;
+        let base = flist::path::basename(bytes);
+        // Lustre's stripe size is a multiple of 64 KiB of at most 4 MiB: the policy's (the
+        // chunk size itself with the default chunk size, chunk_size_policy's).
+        let (count, size) =
+            match lustre_sys::archive_layout(&lustre_sys::Overrides::default(), chunk) {
+                lustre_sys::Decision::Set { count, size } => (count, size),
+                lustre_sys::Decision::Inherit => (0, 0),
+            };
+        let mode = options.mode;
+        Output::in_dir_with(
+            rustix::fd::AsFd::as_fd(&dir_fd),
+            dir.as_os_str().as_bytes(),
+            base,
+            None,
+            |d, name| {
+                let name = std::ffi::CString::new(name).map_err(std::io::Error::other)?;
+                let flags = libc::O_EXCL | libc::O_NOFOLLOW;
+                lustre_sys::api::create_striped_with(d, &name, flags, mode, count, size)
+                    .map(|c| c.fd)
+            },
+        )
+    } else {
+        Output::beside(bytes, options.mode)
+    };
+    let (output, _stale) = made.map_err(output_error)?;
+    let header = Header {
+        chunk_size: chunk,
+        ranks,
+    };
+    let file = output.file().expect("a file output has a file");
+    file.write_all_at(&header.encode(), 0)
+        .map_err(|e| Error::io(path_of(output.path()), "write header", e))?;
+    Ok(output)
+}
+
 impl<'c> Aggregate<'c> {
     /// Start a new aggregate at `path` (collective: every rank of `comm` calls it with the
     /// same arguments). Rank 0 creates a temporary file beside `path` (new, never following a
@@ -56,8 +291,45 @@ impl<'c> Aggregate<'c> {
     /// writes the header; the other ranks open that temporary. It becomes `path` at
     /// [`close`](Aggregate::close). A failure on any rank fails every rank.
     pub fn create(comm: &'c dyn Comm, path: &Path, options: &Options) -> Result<Aggregate<'c>> {
-        let _ = (comm, path, options);
-        todo!()
+        let mut output = None;
+        let shared = from_root(comm, || {
+            let chunk = options::chunk_size_for(path, options)?;
+            let out = make_temporary(path, options, chunk, comm.size() as u32)?;
+            let (dev, ino) = out
+                .identity()
+                .map_err(|e| Error::io(path_of(out.path()), "stat", e))?;
+            let msg = Msg::default()
+                .u64(chunk)
+                .u64(dev)
+                .u64(ino)
+                .bytes(out.path());
+            output = Some(out);
+            Ok(msg.0)
+        })?;
+        let mut m = MsgReader(&shared);
+        let (chunk, dev, ino) = (m.u64(), m.u64(), m.u64());
+        let write_path = path_of(m.bytes());
+        let data = agree(
+            comm,
+            open_checked(&write_path, options.direct_io, (dev, ino)),
+        )?;
+        let replace = if options.overwrite {
+            Replace::Overwrite
+        } else {
+            Replace::NoReplace
+        };
+        let control = output.map(|output| Control::New { output, replace });
+        Ok(Aggregate::start(
+            comm,
+            path,
+            write_path,
+            control,
+            data,
+            chunk,
+            1,
+            0,
+            HashMap::new(),
+        ))
     }
 
     /// Start the next version of the aggregate at `path` (collective). The file is opened
@@ -72,18 +344,112 @@ impl<'c> Aggregate<'c> {
         path: &Path,
         options: &Options,
     ) -> Result<Aggregate<'c>> {
-        let _ = (comm, path, options);
-        todo!()
+        let mut control = None;
+        let shared = from_root(comm, || {
+            let (file, st) = open_regular(path, OFlags::RDWR)?;
+            if st.st_nlink != 1 {
+                return Err(Error::Refused {
+                    path: path.into(),
+                    why: format!(
+                        "has {} hard links: no version appended (the other names would change \
+                         too)",
+                        st.st_nlink
+                    ),
+                });
+            }
+            let len = st.st_size as u64;
+            let index = Index::load(
+                file.try_clone().map_err(|e| Error::io(path, "dup", e))?,
+                path,
+                len,
+            )?;
+            let mut footer = Vec::new();
+            for s in &index.latest_footer().streams {
+                encode_stream(s, &mut footer);
+            }
+            let msg = Msg::default()
+                .u64(index.chunk_size())
+                .u64(len)
+                .u64(index.latest() + 1)
+                .u64(st.st_dev)
+                .u64(st.st_ino)
+                .bytes(&footer);
+            control = Some(Control::Next { file, armed: true });
+            Ok(msg.0)
+        })?;
+        let mut m = MsgReader(&shared);
+        let (chunk, prev_end, version) = (m.u64(), m.u64(), m.u64());
+        let id = (m.u64(), m.u64());
+        let prev = decode_streams(m.bytes(), chunk)
+            .map(|streams| {
+                streams
+                    .into_iter()
+                    .map(|s| (s.name, Arc::new(s.pieces)))
+                    .collect::<HashMap<_, _>>()
+            })
+            .map_err(|what| Error::corrupt(path, what));
+        let opened = prev.and_then(|p| Ok((p, open_checked(path, options.direct_io, id)?)));
+        let (prev, data) = agree(comm, opened)?;
+        let agg = Aggregate::start(
+            comm,
+            path,
+            path.to_path_buf(),
+            control,
+            data,
+            chunk,
+            version,
+            prev_end,
+            prev,
+        );
+        Ok(agg)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        comm: &'c dyn Comm,
+        path: &Path,
+        write_path: PathBuf,
+        control: Option<Control>,
+        data: DataFile,
+        chunk_size: u64,
+        version: u64,
+        prev_end: u64,
+        prev: HashMap<Vec<u8>, Arc<Vec<Piece>>>,
+    ) -> Aggregate<'c> {
+        // Version 1's region starts at the first chunk boundary after the header.
+        let region_offset = prev_end.max(HEADER_LEN).next_multiple_of(chunk_size);
+        Aggregate {
+            comm,
+            path: path.to_path_buf(),
+            write_path,
+            control,
+            version,
+            chunk_size,
+            prev_end,
+            region_offset,
+            prev,
+            data,
+            chunk: AlignedBuf::new(chunk_size as usize),
+            fill: 0,
+            row: 0,
+            piece: Vec::new(),
+            names: HashSet::new(),
+            streams: Vec::new(),
+            bytes_written: 0,
+            chunks_written: 0,
+            chunks_reused: 0,
+            failed: None,
+        }
     }
 
     /// The version being written (1 for a new aggregate).
     pub fn version(&self) -> u64 {
-        todo!()
+        self.version
     }
 
     /// The chunk size (bytes).
     pub fn chunk_size(&self) -> u64 {
-        todo!()
+        self.chunk_size
     }
 
     /// The communicator.
@@ -97,8 +463,35 @@ impl<'c> Aggregate<'c> {
     /// A name this rank already wrote in this version is refused here; one that another rank
     /// also wrote fails [`close`](Aggregate::close).
     pub fn stream(&mut self, name: &[u8], meta: &[u8]) -> Result<Writer<'_, 'c>> {
-        let _ = (name, meta);
-        todo!()
+        if name.len() > u32::MAX as usize || meta.len() > u32::MAX as usize {
+            return Err(Error::Options(format!(
+                "stream {}: name or meta longer than 4 GiB",
+                shown(&name[..name.len().min(64)])
+            )));
+        }
+        if !self.names.insert(name.to_vec()) {
+            let r = self.comm.rank();
+            return Err(Error::DuplicateStream {
+                path: self.path.clone(),
+                name: name.to_vec(),
+                ranks: (r, r),
+            });
+        }
+        let prev = self.prev.get(name).cloned();
+        let mut piece = std::mem::take(&mut self.piece);
+        piece.clear();
+        Ok(Writer {
+            agg: self,
+            name: name.to_vec(),
+            meta: meta.to_vec(),
+            prev,
+            piece,
+            placed: None,
+            pieces: Vec::new(),
+            size: 0,
+            staging: Vec::new(),
+            done: false,
+        })
     }
 
     /// Write `data` as the whole stream `name` (`stream`, `append`, `finish` in one call).
@@ -108,12 +501,132 @@ impl<'c> Aggregate<'c> {
         w.finish()
     }
 
+    /// File offset of this rank's chunk in row `row` (bytes).
+    fn slot(&self, row: u64) -> u64 {
+        let ranks = self.comm.size() as u64;
+        self.region_offset + (row * ranks + self.comm.rank() as u64) * self.chunk_size
+    }
+
+    /// Remember the first error that could not be returned where it happened.
+    fn fail(&mut self, e: &Error) {
+        if self.failed.is_none() {
+            self.failed = Some(e.to_string());
+        }
+    }
+
+    /// Copy `bytes` into the chunk buffer, writing each chunk that fills up, and add the runs
+    /// they landed in to `run` (a piece's extents so far: a piece of at most a chunk spans at
+    /// most two chunks, so at most two extents).
+    fn place(&mut self, bytes: &[u8], run: &mut Run) -> Result<()> {
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let n = rest.len().min(self.chunk_size as usize - self.fill);
+            self.chunk.bytes_mut()[self.fill..self.fill + n].copy_from_slice(&rest[..n]);
+            let at = self.slot(self.row) + self.fill as u64;
+            match run.count {
+                // Contiguous with the piece's last extent (the same chunk): one extent.
+                c if c > 0 && run.extents[c as usize - 1].end() == at => {
+                    run.extents[c as usize - 1].len += n as u64;
+                }
+                c => {
+                    assert!(c < 2, "a piece spans at most two chunks");
+                    run.extents[c as usize] = Extent {
+                        file_offset: at,
+                        len: n as u64,
+                    };
+                    run.count += 1;
+                }
+            }
+            run.len += n as u64;
+            self.fill += n;
+            self.bytes_written += n as u64;
+            rest = &rest[n..];
+            if self.fill == self.chunk_size as usize {
+                self.write_chunk(self.chunk_size as usize)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Write the chunk buffer's first `len` bytes (a multiple of [`ALIGN`]) to this rank's
+    /// slot of the current row, and start the next row.
+    fn write_chunk(&mut self, len: usize) -> Result<()> {
+        let at = self.slot(self.row);
+        let written = self.data.write_at(&self.chunk.bytes()[..len], at);
+        self.fill = 0;
+        self.row += 1;
+        written.map_err(|e| {
+            let e = Error::io(
+                &self.write_path,
+                format!("write chunk ({len} bytes at {at})"),
+                e,
+            );
+            self.fail(&e);
+            e
+        })
+    }
+
+    /// This rank's part of closing: its last chunk written (zero padded to [`ALIGN`]) and its
+    /// data synced; then its message for rank 0.
+    fn finish_rank(&mut self) -> Result<Vec<u8>> {
+        if self.fill > 0 {
+            let len = (self.fill as u64).next_multiple_of(ALIGN) as usize;
+            let fill = self.fill;
+            self.chunk.bytes_mut()[fill..len].fill(0);
+            self.write_chunk(len)?;
+        }
+        self.data
+            .file
+            .sync_all()
+            .map_err(|e| Error::io(&self.write_path, "sync", e))?;
+        if let Some(why) = &self.failed {
+            return Err(Error::OtherRank {
+                rank: self.comm.rank(),
+                message: why.clone(),
+            });
+        }
+        let mut streams = Vec::new();
+        for s in &self.streams {
+            encode_stream(s, &mut streams);
+        }
+        let msg = Msg::default()
+            .u64(self.row)
+            .u64(self.bytes_written)
+            .u64(self.chunks_written)
+            .u64(self.chunks_reused)
+            .u64(u64::from(self.data.direct))
+            .bytes(self.data.fallback.as_deref().unwrap_or("").as_bytes())
+            .bytes(&streams);
+        Ok(msg.0)
+    }
+
     /// Give up this version (collective: every rank calls it, or drops the aggregate): a new
     /// aggregate's temporary is removed (nothing appears at the path); a new version is cut off
     /// (rank 0 truncates the file back to the previous trailer, which is again the file's
     /// end). Returns the first error met while cleaning up, if any.
-    pub fn abort(self) -> Result<()> {
-        todo!()
+    pub fn abort(mut self) -> Result<()> {
+        // Every rank has stopped writing before rank 0 cuts anything.
+        self.comm.barrier();
+        let local = self.clean_up();
+        agree(self.comm, local)
+    }
+
+    /// Rank 0: undo an unfinished version (the temporary removed / the file truncated back).
+    fn clean_up(&mut self) -> Result<()> {
+        match self.control.take() {
+            Some(Control::New { output, .. }) => output.discard().map_err(output_error),
+            Some(Control::Next { file, armed: true }) => file
+                .set_len(self.prev_end)
+                .and_then(|()| file.sync_all())
+                .map_err(|e| {
+                    Error::io(
+                        &self.path,
+                        format!("cut the unfinished version back to {} bytes", self.prev_end),
+                        e,
+                    )
+                }),
+            _ => Ok(()),
+        }
     }
 
     /// Complete the version (collective): each rank writes its last chunk and syncs; rank 0
@@ -121,8 +634,175 @@ impl<'c> Aggregate<'c> {
     /// trailer, syncs, and (new aggregate) renames the temporary to the final path and syncs
     /// the directory. A failure on any rank fails every rank, with nothing left that looks
     /// complete.
-    pub fn close(self) -> Result<Written> {
-        todo!()
+    pub fn close(mut self) -> Result<Written> {
+        let local = self.finish_rank();
+        let mine = match &local {
+            Ok(m) => [b"+".as_slice(), m].concat(),
+            Err(e) => [b"!".as_slice(), e.to_string().as_bytes()].concat(),
+        };
+        let mut sends = vec![Vec::new(); self.comm.size()];
+        sends[0] = mine;
+        let got = self.comm.alltoallv(sends);
+        let mut root_error = None;
+        let outcome = from_root(self.comm, || {
+            let r = self.conclude(&got);
+            if r.is_err() {
+                // Undone before any rank returns: nothing unfinished outlives the call.
+                if let Err(e) = self.clean_up() {
+                    root_error = Some(e);
+                }
+            }
+            r
+        });
+        let rank_bytes_written = self.bytes_written;
+        match (outcome, local) {
+            (Ok(b), Ok(_)) => {
+                let mut m = MsgReader(&b);
+                let mut w = Written {
+                    version: self.version,
+                    streams: m.u64(),
+                    logical_bytes: m.u64(),
+                    bytes_written: m.u64(),
+                    rank_bytes_written,
+                    chunks_written: m.u64(),
+                    chunks_reused: m.u64(),
+                    index_bytes: m.u64(),
+                    file_len: m.u64(),
+                    chunk_size: self.chunk_size,
+                    direct_io: m.u64() != 0,
+                    direct_io_fallback: None,
+                };
+                let why = m.bytes();
+                if !why.is_empty() {
+                    w.direct_io_fallback = Some(String::from_utf8_lossy(why).into_owned());
+                }
+                Ok(w)
+            }
+            // This rank's own failure, as it is.
+            (_, Err(e)) => Err(e),
+            (Err(e), Ok(_)) => Err(root_error.unwrap_or(e)),
+        }
+    }
+
+    /// Rank 0: from every rank's message, the footer and trailer written and synced, the
+    /// aggregate published; the outcome's bytes for every rank.
+    fn conclude(&mut self, got: &[Vec<u8>]) -> Result<Vec<u8>> {
+        if let Some(r) = got.iter().position(|m| m.first() != Some(&b'+')) {
+            return Err(Error::OtherRank {
+                rank: r,
+                message: String::from_utf8_lossy(got[r].get(1..).unwrap_or(b"")).into_owned(),
+            });
+        }
+        let ranks = got.len() as u64;
+        let mut f = Footer {
+            version: self.version,
+            prev_end: self.prev_end,
+            region_offset: self.region_offset,
+            ranks: ranks as u32,
+            ..Footer::default()
+        };
+        let (mut rows, mut direct, mut fallback) = (0u64, true, String::new());
+        for (r, m) in got.iter().enumerate() {
+            let mut m = MsgReader(&m[1..]);
+            rows = rows.max(m.u64());
+            f.bytes_written += m.u64();
+            f.chunks_written += m.u64();
+            f.chunks_reused += m.u64();
+            direct &= m.u64() != 0;
+            let why = m.bytes();
+            if fallback.is_empty() && !why.is_empty() {
+                fallback = format!("rank {r}: {}", String::from_utf8_lossy(why));
+            }
+            let streams = decode_streams(m.bytes(), self.chunk_size)
+                .map_err(|what| Error::corrupt(&self.write_path, format!("rank {r}: {what}")))?;
+            f.streams.extend(streams);
+        }
+        f.streams.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        if let Some(w) = f.streams.windows(2).find(|w| w[0].name == w[1].name) {
+            return Err(Error::DuplicateStream {
+                path: self.path.clone(),
+                name: w[0].name.clone(),
+                ranks: (w[0].rank as usize, w[1].rank as usize),
+            });
+        }
+        f.logical_bytes = f.streams.iter().map(|s| s.size).sum();
+        f.region_len = rows * ranks * self.chunk_size;
+        let footer = f.encode();
+        let footer_offset = f.region_offset + f.region_len;
+        let trailer = Trailer {
+            version: self.version,
+            footer_offset,
+            footer_len: footer.len() as u64,
+            footer_checksum: format::digest(&footer),
+            prev_end: self.prev_end,
+            summary: f.summary(),
+        };
+        let end = footer_offset + footer.len() as u64 + TRAILER_LEN;
+        self.publish(
+            &[footer.as_slice(), &trailer.encode()].concat(),
+            footer_offset,
+        )?;
+        let msg = Msg::default()
+            .u64(f.streams.len() as u64)
+            .u64(f.logical_bytes)
+            .u64(f.bytes_written)
+            .u64(f.chunks_written)
+            .u64(f.chunks_reused)
+            .u64(footer.len() as u64 + TRAILER_LEN)
+            .u64(end)
+            .u64(u64::from(direct))
+            .bytes(fallback.as_bytes());
+        Ok(msg.0)
+    }
+
+    /// Rank 0: write `index` (footer and trailer) at `offset`, sync, and make the version
+    /// visible (a new aggregate renamed to its final path, its directory synced).
+    fn publish(&mut self, index: &[u8], offset: u64) -> Result<()> {
+        let write_path = self.write_path.clone();
+        let wrote = |file: &File| {
+            file.write_all_at(index, offset)
+                .map_err(|e| Error::io(&write_path, format!("write footer at {offset}"), e))?;
+            file.sync_all()
+                .map_err(|e| Error::io(&write_path, "sync footer", e))
+        };
+        match self.control.take() {
+            Some(Control::New { output, replace }) => {
+                let r = wrote(output.file().expect("a file output has a file"));
+                if let Err(e) = r {
+                    self.control = Some(Control::New { output, replace });
+                    return Err(e);
+                }
+                output.publish(replace).map_err(|e| match replace {
+                    Replace::NoReplace if e.source.kind() == std::io::ErrorKind::AlreadyExists => {
+                        Error::Refused {
+                            path: self.path.clone(),
+                            why: "already exists (not replaced without overwrite): the \
+                                  aggregate was not kept"
+                                .into(),
+                        }
+                    }
+                    _ => output_error(e),
+                })
+            }
+            Some(Control::Next { file, .. }) => {
+                let r = wrote(&file);
+                self.control = Some(Control::Next {
+                    file,
+                    armed: r.is_err(),
+                });
+                r
+            }
+            None => unreachable!("rank 0 holds the aggregate's file"),
+        }
+    }
+}
+
+impl Drop for Aggregate<'_> {
+    /// Unclosed: rank 0 undoes the version (the temporary removed, or the file truncated back
+    /// to the previous trailer). Other ranks may still be writing: an aggregate should be
+    /// dropped (or [`Aggregate::abort`]ed) by every rank, on an error path.
+    fn drop(&mut self) {
+        let _ = self.clean_up();
     }
 }
 
@@ -130,18 +810,43 @@ impl<'c> Aggregate<'c> {
 /// finished as by [`Writer::finish`], an error then failing [`Aggregate::close`].
 pub struct Writer<'a, 'c> {
     agg: &'a mut Aggregate<'c>,
+    name: Vec<u8>,
+    meta: Vec<u8>,
+    /// The previous version's pieces of this stream.
+    prev: Option<Arc<Vec<Piece>>>,
+    /// The piece being gathered to be compared with the previous version's (less than a
+    /// chunk).
+    piece: Vec<u8>,
+    /// Or the piece being placed as it comes (no previous piece at its offset).
+    placed: Option<Placed>,
+    pieces: Vec<Piece>,
+    /// Bytes appended.
+    size: u64,
     staging: Vec<u8>,
+    done: bool,
 }
 
 impl Writer<'_, '_> {
     /// The stream's name.
     pub fn name(&self) -> &[u8] {
-        todo!()
+        &self.name
     }
 
     /// Bytes appended so far.
     pub fn len(&self) -> u64 {
-        todo!()
+        self.size + self.pending()
+    }
+
+    /// Bytes of the piece being gathered or placed.
+    fn pending(&self) -> u64 {
+        self.piece.len() as u64 + self.placed.as_ref().map_or(0, |p| p.run.len)
+    }
+
+    /// Whether the previous version has a piece where the current one begins (so the current
+    /// one is held and compared before it is written).
+    fn compared(&self) -> bool {
+        let i = self.size / self.agg.chunk_size;
+        self.prev.as_ref().is_some_and(|p| i < p.len() as u64)
     }
 
     /// Whether nothing was appended yet.
@@ -151,9 +856,98 @@ impl Writer<'_, '_> {
 
     /// Append `data` to the stream. Chunks that fill up are written (an I/O error is returned
     /// here, naming the aggregate).
-    pub fn append(&mut self, data: &[u8]) -> Result<()> {
-        let _ = (data, &self.agg);
-        todo!()
+    pub fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        let chunk = self.agg.chunk_size;
+        while !data.is_empty() {
+            let pending = self.pending();
+            let n = (data.len() as u64).min(chunk - pending) as usize;
+            let (now, rest) = data.split_at(n);
+            data = rest;
+            if !self.compared() {
+                // Nothing to compare with: into the chunks at once, hashed on the way.
+                let placed = self.placed.get_or_insert_with(|| Placed {
+                    run: Run::default(),
+                    hasher: blake3::Hasher::new(),
+                });
+                placed.hasher.update(now);
+                let mut run = placed.run;
+                let r = self.agg.place(now, &mut run);
+                let placed = self.placed.as_mut().expect("placed above");
+                placed.run = run;
+                r?;
+                if run.len == chunk {
+                    self.end_placed();
+                }
+            } else if pending == 0 && n as u64 == chunk {
+                // A whole piece straight from the caller's bytes: no copy into `piece`.
+                self.seal(now)?;
+            } else {
+                self.piece.extend_from_slice(now);
+                if self.piece.len() as u64 == chunk {
+                    let piece = std::mem::take(&mut self.piece);
+                    let sealed = self.seal(&piece);
+                    self.piece = piece;
+                    self.piece.clear();
+                    sealed?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The piece being placed is complete: its entry, with its digest.
+    fn end_placed(&mut self) {
+        if let Some(p) = self.placed.take() {
+            let Run {
+                extents,
+                count,
+                len,
+            } = p.run;
+            self.pieces.push(Piece {
+                logical: self.size,
+                len,
+                checksum: *p.hasher.finalize().as_bytes(),
+                extents,
+                count,
+            });
+            self.size += len;
+            self.agg.chunks_written += 1;
+        }
+    }
+
+    /// Store the piece `bytes` (the next one of the stream): referenced when the previous
+    /// version's piece at the same offset has the same bytes, else placed into chunks.
+    fn seal(&mut self, bytes: &[u8]) -> Result<()> {
+        let logical = self.size;
+        let checksum = format::digest(bytes);
+        let len = bytes.len() as u64;
+        let i = (logical / self.agg.chunk_size) as usize;
+        let same = self
+            .prev
+            .as_ref()
+            .and_then(|p| p.get(i))
+            .filter(|p| p.len == len && p.checksum == checksum);
+        let piece = match same {
+            Some(p) => {
+                self.agg.chunks_reused += 1;
+                *p
+            }
+            None => {
+                let mut run = Run::default();
+                self.agg.place(bytes, &mut run)?;
+                self.agg.chunks_written += 1;
+                Piece {
+                    logical,
+                    len,
+                    checksum,
+                    extents: run.extents,
+                    count: run.count,
+                }
+            }
+        };
+        self.pieces.push(piece);
+        self.size += len;
+        Ok(())
     }
 
     /// A buffer of `len` bytes to fill (the seed's `pfa_mmap`); [`Writer::commit`] appends its
@@ -167,18 +961,67 @@ impl Writer<'_, '_> {
     /// Append the first `n` bytes of the buffer given by [`Writer::buffer`] (the seed's
     /// `pfa_append`). Panics if `n` exceeds the buffer's length.
     pub fn commit(&mut self, n: usize) -> Result<()> {
-        let _ = n;
-        todo!()
+        let staging = std::mem::take(&mut self.staging);
+        let r = self.append(&staging[..n]);
+        self.staging = staging;
+        r
     }
 
     /// Drop the stream: it gets no entry in the index (bytes already written into chunks stay
     /// as dead bytes of the region). For a source that changed while it was read.
-    pub fn abandon(self) {
-        todo!()
+    pub fn abandon(mut self) {
+        self.done = true;
+        self.agg.names.remove(&self.name);
+        self.agg.piece = std::mem::take(&mut self.piece);
     }
 
     /// End the stream: its last piece is placed and its entry kept for the index.
-    pub fn finish(self) -> Result<()> {
-        todo!()
+    pub fn finish(mut self) -> Result<()> {
+        self.end()
+    }
+
+    fn end(&mut self) -> Result<()> {
+        self.done = true;
+        let piece = std::mem::take(&mut self.piece);
+        let sealed = if piece.is_empty() {
+            Ok(())
+        } else {
+            self.seal(&piece)
+        };
+        self.agg.piece = piece;
+        self.end_placed();
+        if let Err(e) = sealed {
+            self.agg.fail(&e);
+            return Err(e);
+        }
+        self.agg.streams.push(StreamEntry {
+            name: std::mem::take(&mut self.name),
+            meta: std::mem::take(&mut self.meta),
+            size: self.size,
+            rank: self.agg.comm.rank() as u32,
+            pieces: std::mem::take(&mut self.pieces),
+        });
+        Ok(())
+    }
+}
+
+impl std::io::Write for Writer<'_, '_> {
+    /// [`Writer::append`] of all of `buf` (for [`std::io::copy`] from a file, say).
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.append(buf)?;
+        Ok(buf.len())
+    }
+
+    /// Nothing to do: a chunk is written when it fills, the last one at close.
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for Writer<'_, '_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.end();
+        }
     }
 }
