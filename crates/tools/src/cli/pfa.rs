@@ -259,7 +259,7 @@ impl CliTool for Pfa {
             // The listing and the stream are the output itself.
             Report::Ls(_) | Report::Cat(_) => {}
             Report::Unpack(r) => console.text(&format!(
-                "Unpacked version {}: {} files, {} directories, {} symbolic links ({}) in \
+                "Unpacked version {}: {} files, {} directories, {} symbolic links, {} in \
                  {:.3} s{}\n",
                 r.version,
                 r.files,
@@ -274,7 +274,7 @@ impl CliTool for Pfa {
                 ]),
             )),
             Report::Pack(r) => console.text(&format!(
-                "Packed {} files, {} directories, {} symbolic links ({}) as version {} in \
+                "Packed {} files, {} directories, {} symbolic links, {} as version {} in \
                  {:.3} s: {} chunks written ({}), {} reused{}{}\n",
                 r.files,
                 r.dirs,

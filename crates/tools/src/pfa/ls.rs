@@ -27,8 +27,9 @@ pub struct Stream {
     pub size: u64,
     /// Chunks its data is stored in.
     pub chunks: u64,
-    /// What `pack` recorded it as (a stream not written by `pack` is a file).
-    pub kind: String,
+    /// What `pack` recorded it as (a stream not written by `pack` is a file): `file`, `dir`
+    /// or `symlink` in JSON.
+    pub kind: Kind,
 }
 
 /// One version of the aggregate.
@@ -98,12 +99,7 @@ fn list(o: &Options) -> Result<Report, String> {
             .streams(version)
             .map_err(|e| e.to_string())?
             .map(|s| Stream {
-                kind: match kind_of(&s.meta) {
-                    Kind::File => "file",
-                    Kind::Dir => "dir",
-                    Kind::Symlink => "symlink",
-                }
-                .into(),
+                kind: kind_of(s.meta),
                 name: s.name.to_vec(),
                 size: s.size,
                 chunks: s.chunks,
@@ -129,7 +125,7 @@ fn text(v: &Version) -> Vec<u8> {
     )
     .into_bytes();
     for s in &v.streams {
-        let kind = s.kind.chars().next().unwrap_or('f');
+        let kind = s.kind.letter();
         out.extend_from_slice(format!("{kind} {:>12} {:>6} ", s.size, s.chunks).as_bytes());
         out.extend_from_slice(&s.name);
         out.push(b'\n');
