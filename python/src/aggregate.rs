@@ -58,7 +58,11 @@ impl Writer {
         meta: Option<&[u8]>,
     ) -> PyResult<()> {
         if self.closed {
-            return Err(error("append to a closed aggregate writer", Some(&self.path), Some("append")));
+            return Err(error(
+                "append to a closed aggregate writer",
+                Some(&self.path),
+                Some("append"),
+            ));
         }
         let name = path_bytes(name)?;
         let i = match self.by_name.get(&name) {
@@ -85,7 +89,11 @@ impl Writer {
     /// ranks, or any failure, raises `mfu.Error` and leaves no aggregate (or no new version).
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         if self.closed {
-            return Err(error("the aggregate writer is closed already", Some(&self.path), Some("close")));
+            return Err(error(
+                "the aggregate writer is closed already",
+                Some(&self.path),
+                Some("close"),
+            ));
         }
         self.closed = true;
         let streams = std::mem::take(&mut self.streams);

@@ -43,7 +43,11 @@ fn make_tree(root: &Path) {
     fs::create_dir_all(root.join("sub/deep")).unwrap();
     fs::create_dir(root.join("empty-dir")).unwrap();
     for i in 0..20u64 {
-        fs::write(root.join(format!("sub/small{i}")), noise(i, (i * 37) as usize)).unwrap();
+        fs::write(
+            root.join(format!("sub/small{i}")),
+            noise(i, (i * 37) as usize),
+        )
+        .unwrap();
     }
     fs::write(root.join("sub/deep/big"), noise(99, 300_000)).unwrap();
     fs::write(root.join("one"), b"1").unwrap();
@@ -87,9 +91,13 @@ fn set_mtime(path: &Path, t: libc::timespec) {
     assert_eq!(r, 0, "utimensat {}", path.display());
 }
 
+/// One entry as [`contents`] sees it: kind letter, bytes (or link target), permission bits,
+/// mtime (seconds, nanoseconds) of files and links.
+type Seen = (char, Vec<u8>, u32, Option<(i64, i64)>);
+
 /// What a tree holds, entry by entry: kind, contents (or link target), permission bits,
 /// and the mtime of files and links (directories' are checked by [`dir_mtimes`]).
-fn contents(root: &Path) -> BTreeMap<Vec<u8>, (char, Vec<u8>, u32, Option<(i64, i64)>)> {
+fn contents(root: &Path) -> BTreeMap<Vec<u8>, Seen> {
     listing(root)
         .into_iter()
         .map(|rel| {
@@ -98,7 +106,8 @@ fn contents(root: &Path) -> BTreeMap<Vec<u8>, (char, Vec<u8>, u32, Option<(i64, 
             let ft = m.file_type();
             let v = if ft.is_symlink() {
                 let t = fs::read_link(&p).unwrap();
-                ('l', t.as_os_str().as_bytes().to_vec(), 0, None)
+                let mtime = Some((m.mtime(), m.mtime_nsec()));
+                ('l', t.as_os_str().as_bytes().to_vec(), 0, mtime)
             } else if ft.is_dir() {
                 ('d', Vec::new(), m.mode() & 0o7777, None)
             } else {
@@ -138,7 +147,11 @@ fn pack(ranks: Ranks, src: &Path, agg: &Path, extra: &[&str]) {
 
 fn round_trip(ranks: Ranks) {
     let t = tempfile::tempdir().unwrap();
-    let (src, agg, dest) = (t.path().join("src"), t.path().join("a.pfa"), t.path().join("out"));
+    let (src, agg, dest) = (
+        t.path().join("src"),
+        t.path().join("a.pfa"),
+        t.path().join("out"),
+    );
     make_tree(&src);
     pack(ranks, &src, &agg, &[]);
     // ls: one version, every entry, with its kind and size.
@@ -146,7 +159,10 @@ fn round_trip(ranks: Ranks) {
     let out = ls.stdout_str();
     assert!(out.starts_with("version 1: 28 streams,"), "{out}");
     assert!(out.contains(&format!("f {:>12} ", 300_000)), "{out}");
-    assert!(out.contains("sub/deep/big\n") && out.contains("l "), "{out}");
+    assert!(
+        out.contains("sub/deep/big\n") && out.contains("l "),
+        "{out}"
+    );
     assert!(ls.stdout.windows(8).any(|w| w == b"bad\xffname"));
     let json = pfa(ranks, &[os("ls"), os("--json"), agg.as_os_str()]).expect(0);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
@@ -228,23 +244,42 @@ fn each_version_reads_back_exactly() {
     let (d1, d2) = (t.path().join("d1"), t.path().join("d2"));
     pfa(
         Ranks::Threads(3),
-        &[os("unpack"), os("--version"), os("1"), agg.as_os_str(), d1.as_os_str()],
+        &[
+            os("unpack"),
+            os("--version"),
+            os("1"),
+            agg.as_os_str(),
+            d1.as_os_str(),
+        ],
     )
     .expect(0);
     assert_same_tree(&v1, &d1);
-    pfa(Ranks::Mpi(2), &[os("unpack"), agg.as_os_str(), d2.as_os_str()]).expect(0);
+    pfa(
+        Ranks::Mpi(2),
+        &[os("unpack"), agg.as_os_str(), d2.as_os_str()],
+    )
+    .expect(0);
     assert_same_tree(&src, &d2);
     for (v, want) in [("1", noise(99, 300_000)), ("2", big)] {
         let cat = pfa(
             Ranks::One,
-            &[os("cat"), os("--version"), os(v), agg.as_os_str(), os("sub/deep/big")],
+            &[
+                os("cat"),
+                os("--version"),
+                os(v),
+                agg.as_os_str(),
+                os("sub/deep/big"),
+            ],
         )
         .expect(0);
         assert_eq!(cat.stdout, want, "version {v}");
     }
-    pfa(Ranks::One, &[os("ls"), os("--version"), os("3"), agg.as_os_str()])
-        .expect(1)
-        .stderr_contains("no version 3");
+    pfa(
+        Ranks::One,
+        &[os("ls"), os("--version"), os("3"), agg.as_os_str()],
+    )
+    .expect(1)
+    .stderr_contains("no version 3");
 }
 
 /// An aggregate cut anywhere (inside the data, the index, the trailer) is refused by name by
@@ -342,9 +377,17 @@ fn symlinks_at_dest_are_never_followed() {
     let dest = t.path().join("dest2");
     fs::create_dir(&dest).unwrap();
     std::os::unix::fs::symlink(&outside, dest.join("sub")).unwrap();
-    let run = pfa(Ranks::Threads(3), &[os("unpack"), agg.as_os_str(), dest.as_os_str()]).expect(1);
+    let run = pfa(
+        Ranks::Threads(3),
+        &[os("unpack"), agg.as_os_str(), dest.as_os_str()],
+    )
+    .expect(1);
     run.stderr_contains("symbolic link");
-    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "nothing outside");
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        0,
+        "nothing outside"
+    );
     assert_eq!(fs::read(dest.join("one")).unwrap(), b"1");
 }
 
@@ -353,24 +396,44 @@ fn symlinks_at_dest_are_never_followed() {
 #[test]
 fn existing_files_are_not_overwritten_unless_asked() {
     let t = tempfile::tempdir().unwrap();
-    let (src, agg, dest) = (t.path().join("src"), t.path().join("a.pfa"), t.path().join("d"));
+    let (src, agg, dest) = (
+        t.path().join("src"),
+        t.path().join("a.pfa"),
+        t.path().join("d"),
+    );
     make_tree(&src);
     pack(Ranks::One, &src, &agg, &[]);
-    pfa(Ranks::One, &[os("unpack"), agg.as_os_str(), dest.as_os_str()]).expect(0);
+    pfa(
+        Ranks::One,
+        &[os("unpack"), agg.as_os_str(), dest.as_os_str()],
+    )
+    .expect(0);
     fs::write(dest.join("one"), b"mine").unwrap();
     let hard = t.path().join("hard-link-to-one");
     fs::hard_link(dest.join("one"), &hard).unwrap();
-    pfa(Ranks::Mpi(2), &[os("unpack"), agg.as_os_str(), dest.as_os_str()])
-        .expect(1)
-        .stderr_contains("exists: not overwritten");
+    pfa(
+        Ranks::Mpi(2),
+        &[os("unpack"), agg.as_os_str(), dest.as_os_str()],
+    )
+    .expect(1)
+    .stderr_contains("exists: not overwritten");
     assert_eq!(fs::read(dest.join("one")).unwrap(), b"mine");
     pfa(
         Ranks::Mpi(2),
-        &[os("unpack"), os("--overwrite"), agg.as_os_str(), dest.as_os_str()],
+        &[
+            os("unpack"),
+            os("--overwrite"),
+            agg.as_os_str(),
+            dest.as_os_str(),
+        ],
     )
     .expect(0);
     assert_same_tree(&src, &dest);
-    assert_eq!(fs::read(&hard).unwrap(), b"mine", "replaced, not written through");
+    assert_eq!(
+        fs::read(&hard).unwrap(),
+        b"mine",
+        "replaced, not written through"
+    );
 }
 
 /// AGG inside a SRC is refused before anything is written; a SRC that is missing too.
@@ -381,15 +444,22 @@ fn an_aggregate_inside_its_source_is_refused() {
     make_tree(&src);
     let before = listing(&src);
     for agg in [src.join("a.pfa"), src.join("sub/a.pfa")] {
-        pfa(Ranks::Mpi(2), &[os("pack"), src.as_os_str(), agg.as_os_str()])
-            .expect(2)
-            .stderr_contains("lies inside SRC");
+        pfa(
+            Ranks::Mpi(2),
+            &[os("pack"), src.as_os_str(), agg.as_os_str()],
+        )
+        .expect(2)
+        .stderr_contains("lies inside SRC");
     }
     assert_eq!(listing(&src), before, "nothing written in SRC");
     let missing = t.path().join("missing");
     pfa(
         Ranks::One,
-        &[os("pack"), missing.as_os_str(), t.path().join("x.pfa").as_os_str()],
+        &[
+            os("pack"),
+            missing.as_os_str(),
+            t.path().join("x.pfa").as_os_str(),
+        ],
     )
     .expect(2)
     .stderr_contains("missing");
@@ -404,10 +474,7 @@ fn a_file_changed_while_read_is_named_and_left_out() {
     fs::create_dir(&src).unwrap();
     fs::write(src.join("growing"), noise(5, 3 << 20)).unwrap();
     fs::write(src.join("steady"), b"steady").unwrap();
-    let grow = format!(
-        "printf more >> '{}'",
-        src.join("growing").to_str().unwrap()
-    );
+    let grow = format!("printf more >> '{}'", src.join("growing").to_str().unwrap());
     let run = Tool::new("pfa")
         .args([os("pack"), src.as_os_str(), agg.as_os_str()])
         .env("MFU_RS_TEST_HOOK_AFTER_FIRST_CHUNK", &grow)

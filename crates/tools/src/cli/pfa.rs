@@ -47,18 +47,26 @@ pub enum PfaCommand {
     /// List the streams of each version: kind (f file, d directory, l symbolic link), size in
     /// bytes, chunks, name.
     // `--version V` is the aggregate's version here, not mfu-rs's.
-    #[command(disable_version_flag = true, after_help = "Prints, for each version, `version V: N streams, B bytes`, then one \
+    #[command(
+        disable_version_flag = true,
+        after_help = "Prints, for each version, `version V: N streams, B bytes`, then one \
         line per stream, sorted by name: `KIND SIZE CHUNKS NAME`. With --json the versions and \
         their streams are in the report instead.\n\n\
         Exit status: 0 done, 1 the aggregate could not be read (cut, damaged, missing: named), \
-        2 usage error.")]
+        2 usage error."
+    )]
     Ls(LsArgs),
     /// Write one stream's bytes to standard output.
-    #[command(disable_version_flag = true, after_help = "Exit status: 0 done, 1 the aggregate or the stream could not be \
-        read (named on stderr; the bytes before a damaged chunk were written), 2 usage error.")]
+    #[command(
+        disable_version_flag = true,
+        after_help = "Exit status: 0 done, 1 the aggregate or the stream could not be \
+        read (named on stderr; the bytes before a damaged chunk were written), 2 usage error."
+    )]
     Cat(CatArgs),
     /// Unpack every stream of a version into a tree under DEST, in parallel over the ranks.
-    #[command(disable_version_flag = true, after_help = "DEST is made if missing (its parent must exist); a DEST that is a \
+    #[command(
+        disable_version_flag = true,
+        after_help = "DEST is made if missing (its parent must exist); a DEST that is a \
         symbolic link is refused. Every entry is made beneath DEST without following a symbolic \
         link; stream names that are absolute or hold `..` are refused (named). Each file is \
         written under a temporary name, given its mode (exact as root, less the umask \
@@ -67,17 +75,20 @@ pub enum PfaCommand {
         left alone (named, exit 1) unless --overwrite. Streams not written by `pack` (no \
         recorded metadata) become regular files.\n\n\
         Exit status: 0 done, 1 some entries were not made (each named) or the aggregate could \
-        not be read (nothing made), 2 usage error (DEST a symbolic link or not a directory).")]
+        not be read (nothing made), 2 usage error (DEST a symbolic link or not a directory)."
+    )]
     Unpack(UnpackArgs),
     /// Pack the files, directories and symbolic links under each SRC into the aggregate AGG.
-    #[command(after_help = "Each rank packs the entries of its part of the walk as its own \
+    #[command(
+        after_help = "Each rank packs the entries of its part of the walk as its own \
         streams. A file that changed while it was read (size, mtime or ctime before and after) \
         is named and left out (exit 1); fifos, sockets and devices are named and left out. AGG \
         appears only once every rank has written its part (a temporary name until then); with \
         --new-version it gains a version instead, which stores only the chunks whose contents \
         changed. AGG must not lie inside a SRC.\n\n\
         Exit status: 0 done, 1 some entries were not packed (each named) or AGG could not be \
-        written, 2 usage error (a SRC missing, AGG inside a SRC or not creatable; nothing done).")]
+        written, 2 usage error (a SRC missing, AGG inside a SRC or not creatable; nothing done)."
+    )]
     Pack(PackArgs),
 }
 

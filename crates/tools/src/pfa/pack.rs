@@ -15,8 +15,8 @@
 //! library writes it under a temporary name and renames it); with `--new-version` the
 //! aggregate gains a version that stores only the chunks whose contents changed.
 
-use super::meta::{EntryMeta, Kind};
 use super::display;
+use super::meta::{EntryMeta, Kind};
 use crate::engine::context::{Context, Error, Summary};
 use crate::engine::setup::agree_setup;
 use flist::path::{basename, is_prefix, normalize};
@@ -196,11 +196,10 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
         };
         let packed = match entry.kind {
             FileType::Dir => pack_dir(&mut agg, name, &st).map(|()| mine.dirs += 1),
-            FileType::Symlink => pack_symlink(&mut agg, entry.path, name, &st)
-                .map(|n| {
-                    mine.symlinks += 1;
-                    mine.bytes += n;
-                }),
+            FileType::Symlink => pack_symlink(&mut agg, entry.path, name, &st).map(|n| {
+                mine.symlinks += 1;
+                mine.bytes += n;
+            }),
             FileType::File => match pack_file(&mut agg, entry.path, name, context) {
                 Ok(Packed::Whole(n)) => {
                     mine.files += 1;

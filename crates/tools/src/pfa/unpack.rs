@@ -12,7 +12,7 @@
 //!
 //! Nothing is written outside DEST: names are checked first (absolute paths and `..` are
 //! refused, each named), and every directory is reached from DEST's descriptor without
-//! following a symbolic link ([`Target`], as `tar -x` does). DEST itself must not be a
+//! following a symbolic link (through `tar -x`'s `Target`). DEST itself must not be a
 //! symbolic link (its last component is not followed; it is made if missing). An existing
 //! entry is not replaced unless `overwrite` says so, and then never through its inode: the
 //! new file is renamed over it. Modes are restored exactly as root, less the umask
@@ -141,14 +141,14 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
     let mut mine = Report::default();
     // The aggregate and its streams, on every rank; a refused aggregate is exit 1, named once.
     let opened = super::open_index(&o.agg).and_then(|index| {
-            let version = version_of(&index, &o.agg, o.version)?;
-            let streams = index
-                .streams(version)
-                .map_err(|e| e.to_string())?
-                .map(|s| (s.name.to_vec(), s.meta.to_vec(), s.size))
-                .collect::<Vec<_>>();
-            Ok((index, version, streams))
-        });
+        let version = version_of(&index, &o.agg, o.version)?;
+        let streams = index
+            .streams(version)
+            .map_err(|e| e.to_string())?
+            .map(|s| (s.name.to_vec(), s.meta.to_vec(), s.size))
+            .collect::<Vec<_>>();
+        Ok((index, version, streams))
+    });
     let (index, version, streams) = match comm.agree(opened.map_err(|e| e.to_string())) {
         Ok(v) => v,
         Err(message) => {
@@ -241,11 +241,10 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
             agg_id,
         };
         let done = match item.kind() {
-            Kind::File => write_file(&at, &mut parent, &index, version, item, restore)
-                .map(|n| {
-                    mine.files += 1;
-                    mine.bytes += n;
-                }),
+            Kind::File => write_file(&at, &mut parent, &index, version, item, restore).map(|n| {
+                mine.files += 1;
+                mine.bytes += n;
+            }),
             Kind::Symlink => write_symlink(&at, &mut parent, &index, version, item, restore)
                 .map(|()| mine.symlinks += 1),
             Kind::Dir => Ok(()),
@@ -300,13 +299,7 @@ fn shown(dest: &[u8], rel: &[u8]) -> String {
 /// The counts of every rank's report added up. Collective.
 fn sum(comm: &dyn Comm, r: &Report) -> Report {
     let mut v = [
-        r.files,
-        r.dirs,
-        r.symlinks,
-        r.bytes,
-        r.existing,
-        r.refused,
-        r.failed,
+        r.files, r.dirs, r.symlinks, r.bytes, r.existing, r.refused, r.failed,
     ];
     comm.allreduce(&mut v, steal::ReduceOp::Sum);
     Report {
@@ -370,8 +363,8 @@ fn prepare_dest(dest: &[u8]) -> Result<(u64, u64), String> {
 /// DEST opened on this rank: it must still be the directory rank 0 checked (a symlink swapped
 /// in meanwhile leads elsewhere).
 fn open_target(dest: &[u8], id: (u64, u64)) -> Result<Target, String> {
-    let target =
-        Target::open(dest).map_err(|e| format!("DEST {}: open: {e} (nothing done)", display(dest)))?;
+    let target = Target::open(dest)
+        .map_err(|e| format!("DEST {}: open: {e} (nothing done)", display(dest)))?;
     let st = rustix::fs::fstat(target.root())
         .map_err(|e| format!("DEST {}: stat: {e} (nothing done)", display(dest)))?;
     if (st.st_dev, st.st_ino) != id {
@@ -472,9 +465,9 @@ fn check_free(at: &Place<'_>, dir: BorrowedFd<'_>, name: &[u8]) -> Result<(), Fa
         Err(Errno::NOENT) => Ok(()),
         Err(e) => Err(at.fail(format!("stat: {}", explain(e)))),
         Ok(_) if !at.overwrite => Err(Failed::Exists),
-        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => Err(at.fail(
-            "a directory of that name is in the way (never replaced)",
-        )),
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {
+            Err(at.fail("a directory of that name is in the way (never replaced)"))
+        }
         Ok(st) if Some((st.st_dev, st.st_ino)) == at.agg_id => {
             Err(at.fail("refusing to replace the aggregate being read"))
         }
@@ -709,7 +702,9 @@ mod tests {
         assert!(!t.path().join("escaped-abs").exists());
         let errors = events.errors.lock().unwrap().clone();
         assert_eq!(errors.len(), 5, "{errors:?}");
-        assert!(errors.iter().any(|e| e.contains("../escaped") && e.contains("'..'")));
+        assert!(errors
+            .iter()
+            .any(|e| e.contains("../escaped") && e.contains("'..'")));
         assert!(errors.iter().any(|e| e.contains("absolute path")));
     }
 }
