@@ -164,16 +164,19 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
         flist::path::current_dir().map_err(|e| Error::new(format!("current directory: {e}")))?;
     let roots = agree_setup(comm, check(o, &cwd))?;
     let paths: Vec<&[u8]> = roots.iter().map(|r| r.path.as_slice()).collect();
+    let walking = context.progress(comm.rank(), "Walked");
     let walked = walk(
         comm,
         &paths,
         &WalkOptions {
             noatime: &context.noatime,
             stop: Some(&context.stop),
+            progress: Some(&walking),
             id_tables: false,
             ..WalkOptions::default()
         },
     );
+    drop(walking);
     let mut mine = Report {
         interrupted: walked.interrupted,
         ..Report::default()
@@ -246,9 +249,9 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
         match agg.close() {
             Ok(written) => {
                 report.version = written.version;
-                report.bytes_written = comm.sum(written.bytes_written);
-                report.chunks_written = comm.sum(written.chunks_written);
-                report.chunks_reused = comm.sum(written.chunks_reused);
+                report.bytes_written = written.bytes_written;
+                report.chunks_written = written.chunks_written;
+                report.chunks_reused = written.chunks_reused;
                 report.direct_io = written.direct_io;
                 if let (Some(why), 0) = (&written.direct_io_fallback, comm.rank()) {
                     context.info(format!("O_DIRECT not used: {why}\n"));

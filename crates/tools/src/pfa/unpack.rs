@@ -4,10 +4,11 @@
 //! and takes the same list of streams, sorted by name. Phases, each closed by a barrier:
 //! 1. rank 0 makes the directories the aggregate records;
 //! 2. the files and symbolic links, spread over the ranks by bytes (the biggest first, each to
-//!    the rank with the fewest bytes so far): each is written under a temporary name in its
-//!    directory, given its mode, owner (as root) and mtime, then renamed to its name — so a
-//!    file whose data could not be read whole (a damaged chunk, a full disk) is removed and
-//!    never appears under its name, let alone with its final mtime;
+//!    the rank with the fewest bytes so far), then stolen by idle ranks and threads (the
+//!    work-stealing queue, which also reports progress): each is written under a temporary
+//!    name in its directory, given its mode, owner (as root) and mtime, then renamed to its
+//!    name — so a file whose data could not be read whole (a damaged chunk, a full disk) is
+//!    removed and never appears under its name, let alone with its final mtime;
 //! 3. rank 0 gives the directories it made their mode and mtime, deepest first.
 //!
 //! Nothing is written outside DEST: names are checked first (absolute paths and `..` are
@@ -29,8 +30,9 @@ use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 use rustix::io::Errno;
 use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
-use steal::{Comm, CommExt};
+use steal::{queue, Comm, CommExt};
 
 /// Bytes read from a stream and written at a time.
 const PIECE: usize = 1 << 20;
@@ -222,17 +224,30 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
     }
     comm.barrier();
 
-    // 2. Files and links, spread by bytes.
+    // 2. Files and links, each rank starting with its share by bytes; idle ranks (and
+    // threads) steal.
     let share = shares(&items, comm.size());
-    let mut parent = Parent::default();
-    for (i, item) in items.iter().enumerate() {
-        if share[i] != comm.rank() || item.kind() == Kind::Dir {
-            continue;
-        }
-        if context.stopped() {
-            mine.interrupted = true;
-            break;
-        }
+    let initial: Vec<u64> = (0..items.len())
+        .filter(|&i| share[i] == comm.rank() && items[i].kind() != Kind::Dir)
+        .map(|i| i as u64)
+        .collect();
+    let progress = context.progress(comm.rank(), "Unpacked");
+    let entries = items.iter().filter(|i| i.kind() != Kind::Dir);
+    progress
+        .total_items
+        .store(entries.clone().count() as u64, Ordering::Relaxed);
+    progress
+        .total_bytes
+        .store(entries.map(|i| i.size).sum(), Ordering::Relaxed);
+    let counts = Counts::default();
+    let config = queue::Config {
+        max_batch: 4,
+        stop: Some(&context.stop),
+        progress: Some(&progress),
+        ..queue::Config::default()
+    };
+    let outcome = queue::run(comm, &config, initial, |i: u64, _| {
+        let item = &items[i as usize];
         let at = Place {
             target: &target,
             dest: &o.dest,
@@ -240,31 +255,44 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
             overwrite: o.overwrite,
             agg_id,
         };
+        let mut parent = Parent::default();
         let done = match item.kind() {
             Kind::File => write_file(&at, &mut parent, &index, version, item, restore).map(|n| {
-                mine.files += 1;
-                mine.bytes += n;
+                counts.files.fetch_add(1, Ordering::Relaxed);
+                counts.bytes.fetch_add(n, Ordering::Relaxed);
+                n
             }),
-            Kind::Symlink => write_symlink(&at, &mut parent, &index, version, item, restore)
-                .map(|()| mine.symlinks += 1),
-            Kind::Dir => Ok(()),
+            Kind::Symlink => {
+                write_symlink(&at, &mut parent, &index, version, item, restore).map(|()| {
+                    counts.symlinks.fetch_add(1, Ordering::Relaxed);
+                    0
+                })
+            }
+            Kind::Dir => Ok(0),
         };
         match done {
-            Ok(()) => {}
+            Ok(n) => progress.add(1, n),
             Err(Failed::Exists) => {
                 context.error(format!(
                     "{}: exists: not overwritten (--overwrite replaces it)",
                     shown(&o.dest, &item.rel)
                 ));
-                mine.existing += 1;
+                counts.existing.fetch_add(1, Ordering::Relaxed);
+                progress.errors.fetch_add(1, Ordering::Relaxed);
             }
             Err(Failed::Other(why)) => {
                 context.error(why);
-                mine.failed += 1;
+                counts.failed.fetch_add(1, Ordering::Relaxed);
+                progress.errors.fetch_add(1, Ordering::Relaxed);
             }
         }
-    }
-    drop(parent);
+    });
+    mine.files = counts.files.into_inner();
+    mine.symlinks = counts.symlinks.into_inner();
+    mine.bytes = counts.bytes.into_inner();
+    mine.existing = counts.existing.into_inner();
+    mine.failed += counts.failed.into_inner();
+    mine.interrupted = outcome.interrupted;
     comm.barrier();
 
     // 3. The directories' metadata, deepest first, once everything inside them is written.
@@ -413,6 +441,16 @@ fn dir_meta(target: &Target, rel: &[u8], m: &EntryMeta, restore: Restore) -> Res
     rustix::fs::futimens(&fd, &times(m)).map_err(|e| format!("set times: {}", explain(e)))
 }
 
+/// What the ranks' workers did in the files phase (this rank's).
+#[derive(Default)]
+struct Counts {
+    files: AtomicU64,
+    symlinks: AtomicU64,
+    bytes: AtomicU64,
+    existing: AtomicU64,
+    failed: AtomicU64,
+}
+
 /// Why an entry was not written.
 enum Failed {
     /// Something of its name is there (without `overwrite`).
@@ -437,8 +475,7 @@ impl Place<'_> {
     }
 }
 
-/// The directory of the entry written last on this rank, kept open: entries come in name
-/// order, so most share it.
+/// The directory of an entry, opened once for it (made if missing).
 #[derive(Default)]
 struct Parent {
     rel: Vec<u8>,
