@@ -177,7 +177,12 @@ fn from_root(comm: &dyn Comm, produce: impl FnOnce() -> Result<Vec<u8>>) -> Resu
         match produce() {
             Ok(b) => mine = [b"+".as_slice(), &b].concat(),
             Err(e) => {
-                mine = [b"!".as_slice(), e.to_string().as_bytes()].concat();
+                // A failure rank 0 learnt of from another rank is told as that rank's.
+                let (rank, message) = match &e {
+                    Error::OtherRank { rank, message } => (*rank as u64, message.clone()),
+                    e => (0, e.to_string()),
+                };
+                mine = Msg(b"!".to_vec()).u64(rank).bytes(message.as_bytes()).0;
                 local = Err(e);
             }
         }
@@ -186,10 +191,13 @@ fn from_root(comm: &dyn Comm, produce: impl FnOnce() -> Result<Vec<u8>>) -> Resu
     match (mine.first(), local) {
         (_, Err(e)) => Err(e),
         (Some(b'+'), _) => Ok(mine.split_off(1)),
-        _ => Err(Error::OtherRank {
-            rank: 0,
-            message: String::from_utf8_lossy(&mine[1..]).into_owned(),
-        }),
+        _ => {
+            let mut m = MsgReader(&mine[1..]);
+            Err(Error::OtherRank {
+                rank: m.u64() as usize,
+                message: String::from_utf8_lossy(m.bytes()).into_owned(),
+            })
+        }
     }
 }
 
@@ -1023,5 +1031,69 @@ impl Drop for Writer<'_, '_> {
         if !self.done {
             let _ = self.end();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rank_failing_at_close_fails_every_rank_by_its_number_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.pfa");
+        let o = Options {
+            chunk_size: Some(4096),
+            ..Options::default()
+        };
+        let results = steal::local::run(3, |comm| {
+            let mut agg = Aggregate::create(comm, &path, &o).unwrap();
+            agg.write_stream(format!("{}", comm.rank()).as_bytes(), b"", b"x")
+                .unwrap();
+            if comm.rank() == 2 {
+                // As a failed chunk write leaves it.
+                agg.fail(&Error::io(
+                    "/x",
+                    "write chunk",
+                    std::io::Error::other("disk gone"),
+                ));
+            }
+            agg.close().expect_err("every rank fails")
+        });
+        for (r, e) in results.iter().enumerate() {
+            assert!(e.to_string().contains("disk gone"), "rank {r}: {e}");
+            if r != 2 {
+                assert!(
+                    matches!(e, Error::OtherRank { rank: 2, .. }),
+                    "rank {r}: {e:?}"
+                );
+            }
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // A new version failing so: cut back, the file as it was.
+        steal::local::run(2, |comm| {
+            let mut agg = Aggregate::create(comm, &path, &o).unwrap();
+            agg.write_stream(format!("{}", comm.rank()).as_bytes(), b"", b"v1")
+                .unwrap();
+            agg.close().unwrap()
+        });
+        let before = std::fs::read(&path).unwrap();
+        let results = steal::local::run(2, |comm| {
+            let mut agg = Aggregate::new_version(comm, &path, &o).unwrap();
+            let data = vec![comm.rank() as u8; 20_000];
+            agg.write_stream(format!("{}", comm.rank()).as_bytes(), b"", &data)
+                .unwrap();
+            if comm.rank() == 1 {
+                agg.fail(&Error::io(
+                    "/x",
+                    "write chunk",
+                    std::io::Error::other("disk gone"),
+                ));
+            }
+            agg.close().err()
+        });
+        assert!(matches!(results[0], Some(Error::OtherRank { rank: 1, .. })));
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert_eq!(Index::open(&path).unwrap().latest(), 1);
     }
 }

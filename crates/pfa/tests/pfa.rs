@@ -884,6 +884,39 @@ fn index_and_reader_cross_threads() {
     send_sync::<Index>();
     send::<pfa::Reader>();
     send::<pfa::Error>();
+    // One Index shared by reference among threads (as unpack's workers do), all reading an
+    // earlier version whose footer is read on first use (by whichever thread comes first).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.pfa");
+    for v in 1..=2u64 {
+        steal::local::run(2, |comm| {
+            let mut agg = if v == 1 {
+                Aggregate::create(comm, &path, &options()).unwrap()
+            } else {
+                Aggregate::new_version(comm, &path, &options()).unwrap()
+            };
+            for i in (comm.rank()..40).step_by(2) {
+                let data = bytes(i as u64 * v, 3000 + i * 100);
+                agg.write_stream(format!("f{i}").as_bytes(), b"", &data)
+                    .unwrap();
+            }
+            agg.close().unwrap()
+        });
+    }
+    let index = Index::open(&path).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4usize {
+            let index = &index;
+            s.spawn(move || {
+                for i in (t..40).step_by(4) {
+                    for v in [1u64, 2] {
+                        let got = index.read_stream(format!("f{i}").as_bytes(), v).unwrap();
+                        assert_eq!(got, bytes(i as u64 * v, 3000 + i * 100));
+                    }
+                }
+            });
+        }
+    });
 }
 
 #[test]
