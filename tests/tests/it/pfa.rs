@@ -470,6 +470,35 @@ fn an_aggregate_inside_its_source_is_refused() {
     pfa(Ranks::One, &[os("pack"), os("only-one")]).expect(2);
 }
 
+/// Two SRCs holding one name: the close fails on every rank, named, and no AGG is left.
+#[test]
+fn two_sources_holding_one_name_write_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let (a, b, agg) = (
+        t.path().join("a"),
+        t.path().join("b"),
+        t.path().join("x.pfa"),
+    );
+    for (dir, content) in [(&a, "from a"), (&b, "from b")] {
+        fs::create_dir(dir).unwrap();
+        fs::write(dir.join("same"), content).unwrap();
+    }
+    for ranks in [Ranks::One, Ranks::Mpi(2)] {
+        pfa(
+            ranks,
+            &[os("pack"), a.as_os_str(), b.as_os_str(), agg.as_os_str()],
+        )
+        .expect(1)
+        .stderr_contains("same");
+        assert!(!agg.exists());
+        assert_eq!(
+            fs::read_dir(t.path()).unwrap().count(),
+            2,
+            "no temporary left"
+        );
+    }
+}
+
 /// A file that changes while it is read is named (exit 1) and not stored; the rest is.
 #[test]
 fn a_file_changed_while_read_is_named_and_left_out() {

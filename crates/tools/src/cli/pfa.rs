@@ -85,7 +85,8 @@ pub enum PfaCommand {
         is named and left out (exit 1); fifos, sockets and devices are named and left out. AGG \
         appears only once every rank has written its part (a temporary name until then); with \
         --new-version it gains a version instead, which stores only the chunks whose contents \
-        changed. AGG must not lie inside a SRC.\n\n\
+        changed. A name two SRCs hold is named and no AGG is written. AGG must not lie inside \
+        a SRC.\n\n\
         Exit status: 0 done, 1 some entries were not packed (each named) or AGG could not be \
         written, 2 usage error (a SRC missing, AGG inside a SRC or not creatable; nothing done)."
     )]

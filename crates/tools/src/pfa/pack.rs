@@ -6,7 +6,8 @@
 //! symbolic link (its target as data), named by the path relative to the SRC it lies beneath
 //! (a SRC that is itself a file or a link: its last component). A SRC directory's own entry
 //! is not stored: `unpack`'s DEST stands for it. Several SRCs merge into one tree of names; a
-//! name two of them hold is refused when the aggregate is closed. Other kinds of entries
+//! name two of them hold is named and the aggregate is not written (the rank that met both
+//! refuses it, or the library's close when two ranks did). Other kinds of entries
 //! (fifos, sockets, devices) are named and left out (exit 1).
 //!
 //! A regular file is read whole, its status taken before and after (size, mtime, ctime): a
@@ -186,6 +187,10 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
         mine.failed += 1;
     }
     let mut agg = open_aggregate(comm, o)?;
+    // Names this rank stored: one two SRCs hold is refused here (the library refuses it at
+    // close when two ranks hold it), and then the aggregate is not written at all.
+    let mut seen = std::collections::HashSet::new();
+    let mut twice = false;
     for entry in walked.list.iter() {
         if context.stopped() {
             mine.interrupted = true;
@@ -197,6 +202,16 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
         let Some(st) = entry.meta else {
             continue;
         };
+        if !seen.insert(name) {
+            context.error(format!(
+                "{}: the name {} is held by two SRCs: the aggregate is not written",
+                display(entry.path),
+                display(name)
+            ));
+            mine.failed += 1;
+            twice = true;
+            continue;
+        }
         let packed = match entry.kind {
             FileType::Dir => pack_dir(&mut agg, name, &st).map(|()| mine.dirs += 1),
             FileType::Symlink => pack_symlink(&mut agg, entry.path, name, &st).map(|n| {
@@ -232,17 +247,23 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
         }
     }
     let interrupted = comm.any(mine.interrupted);
+    let twice = comm.any(twice);
     let mut report = sum(comm, &mine);
     report.interrupted = interrupted;
-    if interrupted {
+    if interrupted || twice {
         // Everything the user asked for, or nothing: the aggregate's temporary is removed (a
         // new version is cut off again), nothing partial looks complete.
         let aborted = agg.abort();
         report.not_written = true;
         if comm.rank() == 0 {
+            let why = if interrupted {
+                "interrupted"
+            } else {
+                "a name held twice"
+            };
             context.error(match aborted {
-                Ok(()) => format!("{}: interrupted: not written", display(&o.agg)),
-                Err(e) => format!("{}: interrupted: not written; {e}", display(&o.agg)),
+                Ok(()) => format!("{}: {why}: not written", display(&o.agg)),
+                Err(e) => format!("{}: {why}: not written; {e}", display(&o.agg)),
             });
         }
     } else {
