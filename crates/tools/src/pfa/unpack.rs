@@ -224,75 +224,17 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
     }
     comm.barrier();
 
-    // 2. Files and links, each rank starting with its share by bytes; idle ranks (and
-    // threads) steal.
-    let share = shares(&items, comm.size());
-    let initial: Vec<u64> = (0..items.len())
-        .filter(|&i| share[i] == comm.rank() && items[i].kind() != Kind::Dir)
-        .map(|i| i as u64)
-        .collect();
-    let progress = context.progress(comm.rank(), "Unpacked");
-    let entries = items.iter().filter(|i| i.kind() != Kind::Dir);
-    progress
-        .total_items
-        .store(entries.clone().count() as u64, Ordering::Relaxed);
-    progress
-        .total_bytes
-        .store(entries.map(|i| i.size).sum(), Ordering::Relaxed);
-    let counts = Counts::default();
-    let config = queue::Config {
-        max_batch: 4,
-        stop: Some(&context.stop),
-        progress: Some(&progress),
-        ..queue::Config::default()
+    // 2. Files and links.
+    let files = Files {
+        o,
+        context,
+        target: &target,
+        index: &index,
+        version,
+        agg_id,
+        restore,
     };
-    let outcome = queue::run(comm, &config, initial, |i: u64, _| {
-        let item = &items[i as usize];
-        let at = Place {
-            target: &target,
-            dest: &o.dest,
-            rel: &item.rel,
-            overwrite: o.overwrite,
-            agg_id,
-        };
-        let mut parent = Parent::default();
-        let done = match item.kind() {
-            Kind::File => write_file(&at, &mut parent, &index, version, item, restore).map(|n| {
-                counts.files.fetch_add(1, Ordering::Relaxed);
-                counts.bytes.fetch_add(n, Ordering::Relaxed);
-                n
-            }),
-            Kind::Symlink => {
-                write_symlink(&at, &mut parent, &index, version, item, restore).map(|()| {
-                    counts.symlinks.fetch_add(1, Ordering::Relaxed);
-                    0
-                })
-            }
-            Kind::Dir => Ok(0),
-        };
-        match done {
-            Ok(n) => progress.add(1, n),
-            Err(Failed::Exists) => {
-                context.error(format!(
-                    "{}: exists: not overwritten (--overwrite replaces it)",
-                    shown(&o.dest, &item.rel)
-                ));
-                counts.existing.fetch_add(1, Ordering::Relaxed);
-                progress.errors.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(Failed::Other(why)) => {
-                context.error(why);
-                counts.failed.fetch_add(1, Ordering::Relaxed);
-                progress.errors.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    });
-    mine.files = counts.files.into_inner();
-    mine.symlinks = counts.symlinks.into_inner();
-    mine.bytes = counts.bytes.into_inner();
-    mine.existing = counts.existing.into_inner();
-    mine.failed += counts.failed.into_inner();
-    mine.interrupted = outcome.interrupted;
+    files.run(comm, &items, &mut mine);
     comm.barrier();
 
     // 3. The directories' metadata, deepest first, once everything inside them is written.
@@ -312,6 +254,105 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
     report.interrupted = comm.any(mine.interrupted);
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The files phase of one run: what every entry written needs.
+struct Files<'a> {
+    o: &'a Options,
+    context: &'a Context,
+    target: &'a Target,
+    index: &'a ::pfa::Index,
+    version: u64,
+    /// The aggregate's (device, inode): never replaced.
+    agg_id: Option<(u64, u64)>,
+    restore: Restore,
+}
+
+impl Files<'_> {
+    /// Write the files and links of `items`: each rank starts with its share by bytes
+    /// ([`shares`]); idle ranks (and threads) steal. Counts go to `mine`. Collective.
+    fn run(&self, comm: &dyn Comm, items: &[Item], mine: &mut Report) {
+        let share = shares(items, comm.size());
+        let initial: Vec<u64> = (0..items.len())
+            .filter(|&i| share[i] == comm.rank() && items[i].kind() != Kind::Dir)
+            .map(|i| i as u64)
+            .collect();
+        let progress = self.context.progress(comm.rank(), "Unpacked");
+        let entries = items.iter().filter(|i| i.kind() != Kind::Dir);
+        progress
+            .total_items
+            .store(entries.clone().count() as u64, Ordering::Relaxed);
+        progress
+            .total_bytes
+            .store(entries.map(|i| i.size).sum(), Ordering::Relaxed);
+        let counts = Counts::default();
+        let config = queue::Config {
+            max_batch: 4,
+            stop: Some(&self.context.stop),
+            progress: Some(&progress),
+            ..queue::Config::default()
+        };
+        let outcome = queue::run(comm, &config, initial, |i: u64, _| {
+            let item = &items[i as usize];
+            let at = Place {
+                target: self.target,
+                dest: &self.o.dest,
+                rel: &item.rel,
+                overwrite: self.o.overwrite,
+                agg_id: self.agg_id,
+            };
+            let mut parent = Parent::default();
+            let done = match item.kind() {
+                Kind::File => write_file(
+                    &at,
+                    &mut parent,
+                    self.index,
+                    self.version,
+                    item,
+                    self.restore,
+                )
+                .inspect(|&n| {
+                    counts.files.fetch_add(1, Ordering::Relaxed);
+                    counts.bytes.fetch_add(n, Ordering::Relaxed);
+                }),
+                Kind::Symlink => write_symlink(
+                    &at,
+                    &mut parent,
+                    self.index,
+                    self.version,
+                    item,
+                    self.restore,
+                )
+                .map(|()| {
+                    counts.symlinks.fetch_add(1, Ordering::Relaxed);
+                    0
+                }),
+                Kind::Dir => Ok(0),
+            };
+            match done {
+                Ok(n) => progress.add(1, n),
+                Err(Failed::Exists) => {
+                    self.context.error(format!(
+                        "{}: exists: not overwritten (--overwrite replaces it)",
+                        shown(&self.o.dest, &item.rel)
+                    ));
+                    counts.existing.fetch_add(1, Ordering::Relaxed);
+                    progress.errors.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(Failed::Other(why)) => {
+                    self.context.error(why);
+                    counts.failed.fetch_add(1, Ordering::Relaxed);
+                    progress.errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        mine.files = counts.files.into_inner();
+        mine.symlinks = counts.symlinks.into_inner();
+        mine.bytes = counts.bytes.into_inner();
+        mine.existing = counts.existing.into_inner();
+        mine.failed += counts.failed.into_inner();
+        mine.interrupted = outcome.interrupted;
+    }
 }
 
 /// `DEST/REL` for messages.
