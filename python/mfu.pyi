@@ -241,3 +241,51 @@ def find(
     """Search, as mfu-rs find (dfind), with FList.filter's tests; `matches` (rank 0) holds
     what matched when no `output` is given. An FList is handed over in memory; `tmpdir` is
     accepted for older scripts and no longer used. Collective."""
+
+class _PfaWriter:
+    """An aggregate being written by every rank (`mfu.pfa.create`): this rank's streams, kept
+    until `close()` writes them all."""
+
+    def append(self, name: Union[str, bytes], data: bytes, meta: Optional[bytes] = None) -> None:
+        """Append `data` to this rank's stream `name`, beginning it if new (`meta`, bytes kept
+        in the index, is taken when the stream is begun)."""
+    def names(self) -> list[bytes]:
+        """This rank's stream names so far, in the order they were begun."""
+    def close(self) -> Report:
+        """Write every rank's streams and complete the aggregate. Collective. `version`,
+        `streams`, `logical_bytes`, `bytes_written`, `chunks_written`, `chunks_reused`,
+        `direct_io`; a name two ranks wrote, or any failure, raises mfu.Error (nothing written)."""
+    def __enter__(self) -> "_PfaWriter": ...
+    def __exit__(self, *exc: Any) -> bool: ...
+
+class _PfaIndex:
+    """A complete aggregate opened for reading (`mfu.pfa.open`; not collective)."""
+
+    latest: int
+    def versions(self) -> list[int]:
+        """The version numbers, oldest first."""
+    def streams(self, version: Optional[int] = None) -> list[dict[str, Any]]:
+        """The streams of `version` (default: the latest) by name: `name`, `meta` (bytes),
+        `size`, `chunks`."""
+    def read(self, name: Union[str, bytes], version: Optional[int] = None) -> bytes:
+        """The whole stream, every chunk checked against its checksum."""
+
+class _PfaModule:
+    """`mfu.pfa` (also `import mfu.pfa`): aggregates of many named streams in one shared file."""
+
+    Writer: type
+    Index: type
+    def create(
+        self,
+        path: Path,
+        *,
+        new_version: bool = False,
+        chunk_size: Optional[int] = None,
+        direct_io: bool = False,
+    ) -> _PfaWriter:
+        """Begin writing the aggregate at `path` on every rank (nothing written before
+        `close()`); `new_version=True` adds a version storing only changed chunks."""
+    def open(self, path: Path) -> _PfaIndex:
+        """Open a complete aggregate (a cut or damaged one raises mfu.Error naming it)."""
+
+pfa: _PfaModule

@@ -9,6 +9,7 @@
 //! hardlinks.write("hardlinks.mfu")
 //! ```
 
+mod aggregate;
 mod entry;
 mod errors;
 mod filter;
@@ -83,6 +84,7 @@ fn mfu_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tools::tar_extract, m)?)?;
     m.add_function(wrap_pyfunction!(tools::cmp, m)?)?;
     m.add_function(wrap_pyfunction!(tools::find, m)?)?;
+    aggregate::module(m)?;
     // Start the runtime now, on every rank together (as mpi4py's import does): later calls
     // then know their rank without a collective.
     runtime::rank_size(py)?;

@@ -40,6 +40,7 @@ pub mod filemaker;
 pub mod find;
 pub mod grep;
 pub mod parallel;
+pub mod pfa;
 pub mod reln;
 pub mod rm;
 pub mod sh;

@@ -29,6 +29,7 @@ mod lustre;
 mod manifest;
 mod noatime;
 mod parallel;
+mod pfa;
 mod pipeline;
 mod projid;
 mod prune;

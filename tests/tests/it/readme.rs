@@ -122,7 +122,12 @@ fn clap_options(tool: &str) -> (BTreeSet<String>, BTreeSet<String>, Vec<(char, S
     let mut every = BTreeSet::new();
     let mut wanted = BTreeSet::new();
     let mut pairs = Vec::new();
-    for arg in sub.get_arguments().filter(|a| !a.is_positional()) {
+    // A tool with actions of its own (`pfa ls|cat|unpack|pack`) has its options on them: one
+    // table documents them all.
+    let args = sub
+        .get_arguments()
+        .chain(sub.get_subcommands().flat_map(|s| s.get_arguments()));
+    for arg in args.filter(|a| !a.is_positional()) {
         let longs = arg
             .get_long()
             .into_iter()

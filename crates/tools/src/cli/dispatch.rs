@@ -29,6 +29,7 @@ pub static TOOLS: &[&dyn Row] = &[
     row::<crate::cli::grep::Grep>(),
     row::<crate::cli::parallel::Parallel>(),
     row::<crate::cli::sh::Sh>(),
+    row::<crate::cli::pfa::Pfa>(),
 ];
 
 const ABOUT: &str =

@@ -19,6 +19,7 @@ pub mod grep;
 pub mod list_args;
 pub mod manuals;
 pub mod parallel;
+pub mod pfa;
 pub mod progress_line;
 pub mod reln;
 pub mod rm;
