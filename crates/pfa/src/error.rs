@@ -38,7 +38,7 @@ pub enum Error {
     /// a copy cut short) or its end is damaged. See [`crate::recover`].
     #[error(
         "{} is cut or damaged at its end ({len} bytes): {what}; not read as complete \
-         (`pfa::recover` drops an incomplete last version)",
+         (`mfu-rs pfa recover`, or `pfa::recover`, drops an incomplete last version)",
         path.display()
     )]
     Cut {

@@ -521,9 +521,13 @@ fn a_file_changed_while_read_is_named_and_left_out() {
 #[test]
 fn help_explains_each_action() {
     let help = Tool::new("pfa").arg("--help").expect(0);
-    for action in ["ls", "cat", "unpack", "pack"] {
+    for action in ["ls", "cat", "unpack", "pack", "recover"] {
         help.stdout_contains(action);
     }
+    Tool::new("pfa")
+        .args(["recover", "--help"])
+        .expect(0)
+        .stdout_contains("never drops a version");
     Tool::new("pfa")
         .args(["pack", "--help"])
         .expect(0)
@@ -533,4 +537,67 @@ fn help_explains_each_action() {
         .expect(0)
         .stdout_contains("--overwrite");
     Tool::new("pfa").expect(2);
+}
+
+/// A version cut mid-write is refused by readers until `pfa recover` drops it; then every
+/// complete version reads again. A file that ends whole is left as it is; one whose last
+/// version is whole but damaged is refused, unchanged.
+#[test]
+fn recover_drops_a_cut_version_and_nothing_else() {
+    let t = tempfile::tempdir().unwrap();
+    let (src, agg) = (t.path().join("src"), t.path().join("a.pfa"));
+    make_tree(&src);
+    pack(Ranks::One, &src, &agg, &[]);
+    let v1 = fs::read(&agg).unwrap();
+    let want1 = contents(&src);
+    fs::write(src.join("new"), b"a file of version 2").unwrap();
+    pack(Ranks::Threads(2), &src, &agg, &["--new-version"]);
+    let v2 = fs::read(&agg).unwrap();
+    let cut = t.path().join("cut.pfa");
+    for (ranks, tail) in [(Ranks::One, 5000), (Ranks::Mpi(2), 1)] {
+        // Version 3's first bytes, and no trailer after them: a pack killed mid-write.
+        let mut bytes = v2.clone();
+        bytes.extend(noise(7, tail));
+        fs::write(&cut, &bytes).unwrap();
+        pfa(ranks, &[os("ls"), cut.as_os_str()])
+            .expect(1)
+            .stderr_contains("pfa recover");
+        let run = pfa(ranks, &[os("recover"), cut.as_os_str()]).expect(0);
+        run.stdout_contains("version 2 is now the last");
+        assert_eq!(fs::read(&cut).unwrap(), v2, "only the tail dropped");
+        let again = pfa(ranks, &[os("recover"), cut.as_os_str()]).expect(0);
+        again.stdout_contains("Nothing to recover");
+        assert_eq!(fs::read(&cut).unwrap(), v2);
+    }
+    // Cut inside version 2's trailer: version 1 is the last complete one, and reads whole.
+    fs::write(&cut, &v2[..v2.len() - 40]).unwrap();
+    pfa(Ranks::One, &[os("recover"), cut.as_os_str()])
+        .expect(0)
+        .stdout_contains("version 1 is now the last");
+    assert_eq!(fs::read(&cut).unwrap(), v1);
+    let dest = t.path().join("dest");
+    pfa(
+        Ranks::One,
+        &[os("unpack"), cut.as_os_str(), dest.as_os_str()],
+    )
+    .expect(0);
+    assert_eq!(contents(&dest), want1);
+    // Whole but damaged at its end (a flipped bit in the last trailer): refused, unchanged.
+    let mut damaged = v2.clone();
+    let n = damaged.len();
+    damaged[n - 20] ^= 0x04;
+    fs::write(&cut, &damaged).unwrap();
+    pfa(Ranks::One, &[os("recover"), cut.as_os_str()])
+        .expect(1)
+        .stderr_contains("nothing changed");
+    assert_eq!(fs::read(&cut).unwrap(), damaged);
+    // A hard-linked aggregate is not truncated (its other name would change too).
+    let mut bytes = v2.clone();
+    bytes.extend(noise(8, 100));
+    fs::write(&cut, &bytes).unwrap();
+    fs::hard_link(&cut, t.path().join("other-name.pfa")).unwrap();
+    pfa(Ranks::One, &[os("recover"), cut.as_os_str()])
+        .expect(1)
+        .stderr_contains("hard links");
+    assert_eq!(fs::read(&cut).unwrap(), bytes);
 }

@@ -6,7 +6,7 @@ use crate::cli::console::{bytes_text, Console};
 use crate::cli::tool::CliTool;
 use crate::engine::context::{Context, Error};
 use crate::engine::select::Rules;
-use crate::pfa::{cat, ls, pack, unpack, Action, Options, Report};
+use crate::pfa::{cat, ls, pack, recover, unpack, Action, Options, Report};
 use clap::{Args, Subcommand};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -15,12 +15,13 @@ use steal::Comm;
 /// Options of `mfu-rs pfa`.
 #[derive(Args, Clone, Debug)]
 #[command(
-    about = "Aggregates of many logical files in one shared file (PFA): list, print, unpack, pack",
+    about = "Aggregates of many logical files in one shared file (PFA): list, print, unpack, pack, recover",
     after_help = "An aggregate (the mfu-pfa library's format) holds named streams, written by \
         many ranks at once into one file, each rank's data in chunks at offsets it alone owns; \
         its index is at the end, with a checksum per chunk. A version adds the streams of a later \
         store, keeping only the chunks whose contents changed. An aggregate cut short or \
-        damaged is refused by name when read.\n\n\
+        damaged is refused by name when read; `recover` drops the incomplete last version of \
+        one cut mid-write, so that its complete versions read again.\n\n\
         `pack` stores one stream per regular file, directory and symbolic link of the SRCs, \
         named by its path relative to its SRC (a SRC that is a file: its name), with its kind, \
         mode, owner and mtime; `unpack` makes them again.\n\n\
@@ -91,6 +92,31 @@ pub enum PfaCommand {
         written, 2 usage error (a SRC missing, AGG inside a SRC or not creatable; nothing done)."
     )]
     Pack(PackArgs),
+    /// Drop the incomplete last version of an aggregate cut mid-write (a run killed before
+    /// its close), so that its complete versions read again.
+    #[command(
+        after_help = "Searches back from the end for the last complete version (its \
+        trailer, footer and header checked) and truncates the file right after it. An \
+        aggregate that ends with a complete version is left as it is. One whose last version is \
+        complete but damaged (its trailer or footer fails its checksum) is refused, unchanged: \
+        recovery never drops a version that was written whole. A symbolic link is not followed; \
+        a file with more than one hard link is refused. Readers and `pack --new-version` never \
+        recover on their own.\n\n\
+        Exit status: 0 done (or nothing to drop), 1 not recovered (named; the file unchanged), \
+        2 usage error."
+    )]
+    Recover(RecoverArgs),
+}
+
+/// `pfa recover`.
+#[derive(Args, Clone, Debug)]
+pub struct RecoverArgs {
+    /// The aggregate.
+    #[arg(value_name = "AGG")]
+    pub agg: OsString,
+    /// The options every tool has.
+    #[command(flatten)]
+    pub common: Common,
 }
 
 /// `pfa ls`.
@@ -186,7 +212,7 @@ impl CliTool for Pfa {
     const NAME: &'static str = "pfa";
     const OLD_NAMES: &'static [&'static str] = &[];
     const ABOUT: &'static str =
-        "Aggregates of many logical files in one shared file (PFA): list, print, unpack, pack";
+        "Aggregates of many logical files in one shared file (PFA): list, print, unpack, pack, recover";
     type Args = PfaArgs;
     type Options = Options;
     type Report = Report;
@@ -197,6 +223,7 @@ impl CliTool for Pfa {
             PfaCommand::Cat(a) => &a.common,
             PfaCommand::Unpack(a) => &a.common,
             PfaCommand::Pack(a) => &a.common,
+            PfaCommand::Recover(a) => &a.common,
         }
     }
     fn noatime(args: &PfaArgs) -> bool {
@@ -206,6 +233,7 @@ impl CliTool for Pfa {
         match &args.action {
             PfaCommand::Ls(a) => vec![("AGG", a.agg.as_os_str())],
             PfaCommand::Cat(a) => vec![("AGG", a.agg.as_os_str())],
+            PfaCommand::Recover(a) => vec![("AGG", a.agg.as_os_str())],
             PfaCommand::Unpack(a) => vec![("AGG", a.agg.as_os_str()), ("DEST", &a.dest)],
             PfaCommand::Pack(a) => {
                 let (srcs, agg) = a.split();
@@ -260,6 +288,7 @@ impl CliTool for Pfa {
                     direct_io: a.direct,
                 })
             }
+            PfaCommand::Recover(a) => Action::Recover(recover::Options { agg: bytes(&a.agg) }),
         };
         Options { action, context }
     }
@@ -299,6 +328,16 @@ impl CliTool for Pfa {
                 r.chunks_reused,
                 if r.direct_io { ", O_DIRECT" } else { "" },
                 not_done(&[(r.changed, "changed while read"), (r.failed, "failed")]),
+            )),
+            Report::Recover(r) if r.failed => {}
+            Report::Recover(r) if r.dropped == 0 => console.text(&format!(
+                "Nothing to recover: version {} is complete and last ({} bytes)\n",
+                r.version, r.len_before
+            )),
+            Report::Recover(r) => console.text(&format!(
+                "Recovered: dropped {} of an incomplete version; version {} is now the last\n",
+                bytes_text(r.dropped),
+                r.version
             )),
         }
     }

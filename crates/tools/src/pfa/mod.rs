@@ -1,6 +1,7 @@
 //! `mfu-rs pfa`: aggregates of the `mfu-pfa` library (many logical files in one shared file)
 //! as a tool: list their streams ([`ls`]), print one ([`cat`]), unpack them into a tree in
-//! parallel ([`unpack`]), pack a tree of small files into one ([`pack`]).
+//! parallel ([`unpack`]), pack a tree of small files into one ([`pack`]), drop the incomplete
+//! last version of one cut mid-write ([`recover`]).
 //!
 //! `pack` and `unpack` agree on what a stream is ([`meta`]): one per regular file (its data),
 //! directory (no data) and symbolic link (its target as data), named by its path relative to
@@ -14,13 +15,14 @@ pub mod cat;
 pub mod ls;
 pub mod meta;
 pub mod pack;
+pub mod recover;
 pub mod unpack;
 
 use crate::engine::context::{Context, Error, Summary, ToolReport};
 use crate::engine::status::Status;
 use steal::Comm;
 
-/// What `pfa` does: one of its four actions, and the run's context.
+/// What `pfa` does: one of its actions, and the run's context.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The action and its own options.
@@ -40,6 +42,8 @@ pub enum Action {
     Unpack(unpack::Options),
     /// Pack trees into an aggregate.
     Pack(pack::Options),
+    /// Drop the incomplete last version of an aggregate cut mid-write.
+    Recover(recover::Options),
 }
 
 /// What a `pfa` run did: the report of its action (the same on every rank).
@@ -54,6 +58,8 @@ pub enum Report {
     Unpack(unpack::Report),
     /// `pfa pack`.
     Pack(pack::Report),
+    /// `pfa recover`.
+    Recover(recover::Report),
 }
 
 impl ToolReport for Report {
@@ -63,6 +69,7 @@ impl ToolReport for Report {
             Report::Cat(r) => r.summary(),
             Report::Unpack(r) => r.summary(),
             Report::Pack(r) => r.summary(),
+            Report::Recover(r) => r.summary(),
         }
     }
     fn status(&self) -> Status {
@@ -88,6 +95,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         Action::Cat(o) => cat::run(comm, o, context).map(Report::Cat),
         Action::Unpack(o) => unpack::run(comm, o, context).map(Report::Unpack),
         Action::Pack(o) => pack::run(comm, o, context).map(Report::Pack),
+        Action::Recover(o) => recover::run(comm, o, context).map(Report::Recover),
     }
 }
 
