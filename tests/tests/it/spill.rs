@@ -151,6 +151,13 @@ fn a_full_tmpdir_is_an_error_naming_it_and_leaves_no_output() {
         run.stderr_contains(&format!("TMPDIR {}", full.display()))
             .stderr_contains("no room")
             .stderr_contains("No space left on device");
+        // No counts of records never all read: only why nothing was written.
+        run.stdout_contains("Sort failed (named above): no list written");
+        assert!(
+            !run.stdout_str().contains("Read 0 items"),
+            "{name}: {}",
+            run.stdout_str()
+        );
         assert!(!out.exists(), "{name}: an output after a failed sort");
         assert_eq!(
             names(tmp.path()),

@@ -148,6 +148,14 @@ pub fn summary_text(r: &Report) -> String {
     if let Some(secs) = r.sort_seconds {
         t.push_str(&format!("Sorted in {secs:.3} s\n"));
     }
+    if r.sort_failed {
+        // The records were not all read: no counts to show, only why nothing was written.
+        if let Some(limit) = &r.memory_limit {
+            t.push_str(&format!("Memory limit: {limit}\n"));
+        }
+        t.push_str("Sort failed (named above): no list written\n");
+        return t;
+    }
     let by = r.ranks.map_or(String::new(), |n| {
         format!(" by {}", crate::engine::wording::ranks(n))
     });

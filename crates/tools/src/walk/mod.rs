@@ -129,6 +129,9 @@ pub struct Report {
     pub incomplete: bool,
     /// The output list could not be written (reported), or was not because of a stop.
     pub list_failed: bool,
+    /// A list file's sort out of core failed or was stopped (reported): no list written, and
+    /// the counts are not known (the records were never all read).
+    pub sort_failed: bool,
     /// With verbose on Lustre: files and bytes by stripe count, as one line.
     pub stripes: Option<String>,
     /// The `distribution` asked for.
@@ -317,6 +320,7 @@ fn sort_file(
             }
             report.read = true;
             report.list_failed = true;
+            report.sort_failed = true;
             return Ok(Some(FileSorted::Done));
         }
     };
