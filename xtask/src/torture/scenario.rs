@@ -303,6 +303,7 @@ pub fn run(c: &mut Ctx, class: &'static str) -> Result<()> {
         "rm" | "chmod" | "plain-list" => rm_chmod(c, class, &sent)?,
         "bz2-kill" => bz2_kill(c)?,
         "tar-x-kill" => tar_x_kill(c)?,
+        "pfa" => pfa(c, &sent)?,
         other => anyhow::bail!("unknown class {other}"),
     }
     c.sentinel_check(&sent, "the iteration")
@@ -2048,6 +2049,175 @@ fn tar_x_kill(c: &mut Ctx) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// How `pfa unpack` makes what `pfa pack` stored: data, modes and mtimes of every entry (to
+/// the nanosecond); hard links come back as separate files, xattrs are not stored.
+const PFA_CMP: Cmp = Cmp {
+    mtime: true,
+    mode: true,
+    links: false,
+    xattrs: false,
+    extra_ok: false,
+};
+
+/// `pfa pack` of a random tree, killed or not, then `pfa unpack` at another launch: what is
+/// at AGG's name is always a whole aggregate of the tree (or nothing); then a second version
+/// of a changed tree (killed or not: a cut version is refused until `pfa recover`), after
+/// which version 1 still unpacks to the first tree and version 2 to the second.
+fn pfa(c: &mut Ctx, sent: &Snap) -> Result<()> {
+    let (src, built) = src_tree(c, 4)?;
+    let s1 = oracle::snapshot(&src)?;
+    let agg = c.dir.join("a.pfa");
+    let chunk = *c.rng.pick(&["", "64KB", "128KB", "1M"]);
+    let direct = c.rng.chance(20);
+    let pack_args = |new_version: bool| {
+        let mut a: Vec<OsString> = vec!["pack".into()];
+        if new_version {
+            a.push("--new-version".into());
+        } else if !chunk.is_empty() {
+            a.extend(["--chunk-size".into(), chunk.into()]);
+        }
+        if direct {
+            a.push("--direct".into());
+        }
+        a.extend([arg(&src), arg(&agg)]);
+        a
+    };
+    let signal = |c: &mut Ctx| {
+        if c.rng.chance(50) {
+            libc::SIGKILL
+        } else {
+            libc::SIGTERM
+        }
+    };
+    // Version 1, perhaps killed first: then nothing at AGG's name, or a whole aggregate.
+    if c.rng.chance(40) {
+        let launch = Launch::random(&mut c.rng, c.mpi);
+        let mut first = c.inv("pfa", pack_args(false), launch);
+        let sig = signal(c);
+        first.kill = Kill::After(Duration::from_millis(c.rng.between(0, 45)), sig);
+        let killed = c.run(&first);
+        if !killed.ok() && agg.exists() && !pfa_unpacks_to(c, &agg, "1", &s1, "killed pack")? {
+            return Ok(());
+        }
+    }
+    if !agg.exists() {
+        let launch = Launch::random(&mut c.rng, c.mpi);
+        let pack = c.inv("pfa", pack_args(false), launch);
+        if !c.run(&pack).ok() {
+            c.find("pfa", format!("{} failed", pack.line()));
+            return Ok(());
+        }
+    }
+    let left = left_behind(&c.dir)?;
+    if !left.is_empty() {
+        c.find("pfa", format!("after pack: left behind: {left:?}"));
+    }
+    if !pfa_unpacks_to(c, &agg, "1", &s1, "pack")? || !c.rng.chance(60) {
+        return c.sentinel_check(sent, "pfa");
+    }
+    // Version 2 of a changed tree: some files rewritten (sizes and times kept or not), one
+    // added, one removed.
+    for f in &built.files {
+        if c.rng.chance(25) {
+            let p = join(&src, f);
+            let len = c.rng.between(0, 200_000) as usize;
+            let bytes = tree::content(&mut c.rng, len);
+            let _ = std::fs::write(&p, bytes);
+        }
+    }
+    std::fs::write(src.join("added in v2"), tree::content(&mut c.rng, 70_000))?;
+    if let Some(f) = built.files.first() {
+        let _ = std::fs::remove_file(join(&src, f));
+    }
+    let s2 = oracle::snapshot(&src)?;
+    let v1_bytes = std::fs::read(&agg)?;
+    if c.rng.chance(50) {
+        let launch = Launch::random(&mut c.rng, c.mpi);
+        let mut first = c.inv("pfa", pack_args(true), launch);
+        let sig = signal(c);
+        first.kill = Kill::After(Duration::from_millis(c.rng.between(0, 45)), sig);
+        let killed = c.run(&first);
+        if !killed.ok() {
+            // Whole at version 2 (killed after its close), whole at version 1 (nothing
+            // written, or cut back by the run itself), or cut: refused until recovered.
+            let ls = c.inv("pfa", vec!["ls".into(), arg(&agg)], Launch::Ranks(1));
+            if !c.run(&ls).ok() {
+                let recover = c.inv("pfa", vec!["recover".into(), arg(&agg)], Launch::Ranks(1));
+                if !c.run(&recover).ok() {
+                    c.find(
+                        "pfa",
+                        format!("{} failed after a killed pack", recover.line()),
+                    );
+                    return Ok(());
+                }
+            }
+            let now = std::fs::read(&agg)?;
+            if now.len() < v1_bytes.len() || now[..v1_bytes.len()] != v1_bytes[..] {
+                c.find("pfa", "a killed --new-version changed version 1's bytes");
+                return Ok(());
+            }
+            if now.len() == v1_bytes.len() {
+                // Still version 1 alone: the same command again.
+                let launch = Launch::random(&mut c.rng, c.mpi);
+                let again = c.inv("pfa", pack_args(true), launch);
+                if !c.run(&again).ok() {
+                    c.find("pfa", format!("{} failed after a kill", again.line()));
+                    return Ok(());
+                }
+            }
+        }
+    } else {
+        let launch = Launch::random(&mut c.rng, c.mpi);
+        let pack = c.inv("pfa", pack_args(true), launch);
+        if !c.run(&pack).ok() {
+            c.find("pfa", format!("{} failed", pack.line()));
+            return Ok(());
+        }
+    }
+    if std::fs::read(&agg)?[..v1_bytes.len()] != v1_bytes[..] {
+        c.find("pfa", "--new-version changed version 1's bytes");
+        return Ok(());
+    }
+    if pfa_unpacks_to(c, &agg, "1", &s1, "version 1 after version 2")? {
+        pfa_unpacks_to(c, &agg, "2", &s2, "version 2")?;
+    }
+    c.sentinel_check(sent, "pfa")
+}
+
+/// Whether `pfa unpack --version V AGG` (at a random launch, into a fresh directory) makes
+/// exactly the tree `want`; a finding names `step` otherwise.
+fn pfa_unpacks_to(c: &mut Ctx, agg: &Path, version: &str, want: &Snap, step: &str) -> Result<bool> {
+    let out = c.dir.join(format!("unpacked-v{version}"));
+    if out.exists() {
+        std::fs::remove_dir_all(&out)?;
+    }
+    let args = vec![
+        "unpack".into(),
+        "--version".into(),
+        version.into(),
+        arg(agg),
+        arg(&out),
+    ];
+    let launch = Launch::random(&mut c.rng, c.mpi);
+    let unpack = c.inv("pfa", args, launch);
+    if !c.run(&unpack).ok() {
+        c.find("pfa", format!("{step}: {} failed", unpack.line()));
+        return Ok(false);
+    }
+    let d = oracle::diff(want, &oracle::snapshot(&out)?, PFA_CMP);
+    if !d.is_empty() {
+        c.find(
+            "pfa",
+            format!(
+                "{step}: version {version} unpacked is not the tree packed: {}",
+                d.join("; ")
+            ),
+        );
+        return Ok(false);
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
