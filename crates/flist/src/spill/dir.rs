@@ -3,7 +3,7 @@
 //! one behind, and counted, so that their disk use can be reported.
 
 use crate::error::{ItemError, Result};
-use crate::path::{as_path, display};
+use crate::path::as_path;
 use std::cell::Cell;
 use std::fs::File;
 use std::io;
@@ -18,8 +18,6 @@ pub const OP_SPILL_FULL: &str =
     "spill sorted runs (no room left: raise --memory-limit, or set --tmpdir to a bigger file system) to TMPDIR";
 /// The operation named when reading a spill file back fails.
 pub const OP_SPILL_READ: &str = "read a spill file in TMPDIR";
-/// The operation named when TMPDIR lies inside a tree the run works on.
-pub const OP_SPILL_INSIDE: &str = "spill to TMPDIR (it is inside a tree this run works on)";
 
 /// The directory spill files are created in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,28 +41,6 @@ impl SpillDir {
     /// The directory, as given.
     pub fn path(&self) -> &[u8] {
         &self.path
-    }
-
-    /// Refuse (an error naming TMPDIR and the tree) a spill directory that is one of `trees`
-    /// or beneath one: spill files must never land in a tree being walked, copied or removed.
-    /// Both sides are resolved through symlinks; a tree that does not exist (yet) is compared
-    /// as written.
-    pub fn refuse_inside(&self, trees: &[&[u8]]) -> Result<()> {
-        let resolve = |p: &[u8]| {
-            std::fs::canonicalize(as_path(p))
-                .map_or_else(|_| p.to_vec(), |c| c.into_os_string().into_encoded_bytes())
-        };
-        let dir = resolve(&self.path);
-        for tree in trees {
-            let tree = resolve(tree);
-            let inside = dir.starts_with(&tree)
-                && (dir.len() == tree.len() || tree.ends_with(b"/") || dir[tree.len()] == b'/');
-            if inside {
-                let why = io::Error::other(format!("inside {}", display(&tree)));
-                return Err(ItemError::new(&self.path, OP_SPILL_INSIDE, why).into());
-            }
-        }
-        Ok(())
     }
 
     /// A new, empty spill file with no name (`O_TMPFILE`, or created and unlinked at once
@@ -151,22 +127,5 @@ mod tests {
         let missing = SpillDir::new(Some(b"/nonexistent/spill"));
         let e = missing.create().unwrap_err().to_string();
         assert!(e.contains("TMPDIR /nonexistent/spill"), "{e}");
-    }
-
-    #[test]
-    fn a_spill_directory_inside_a_worked_tree_is_refused() {
-        let tmp = tempfile::tempdir().unwrap();
-        let tree = tmp.path().join("tree");
-        std::fs::create_dir_all(tree.join("sub")).unwrap();
-        std::fs::create_dir_all(tmp.path().join("treeish")).unwrap();
-        let b = |p: &std::path::Path| p.as_os_str().as_bytes().to_vec();
-        let inside = SpillDir::new(Some(&b(&tree.join("sub"))));
-        let e = inside.refuse_inside(&[&b(&tree)]).unwrap_err().to_string();
-        assert!(e.contains("inside a tree") && e.contains("/tree"), "{e}");
-        assert!(SpillDir::new(Some(&b(&tree)))
-            .refuse_inside(&[&b(&tree)])
-            .is_err());
-        let beside = SpillDir::new(Some(&b(&tmp.path().join("treeish"))));
-        beside.refuse_inside(&[&b(&tree)]).unwrap();
     }
 }

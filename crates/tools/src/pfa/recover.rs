@@ -3,7 +3,7 @@
 //! reader never does it on its own, and a damaged (not cut) end is refused, unchanged.
 
 use crate::engine::context::{Context, Error, Summary};
-use steal::{Comm, CommExt};
+use steal::{Comm, ReduceOp};
 
 /// What `pfa recover` works on.
 #[derive(Debug, Clone, Default)]
@@ -50,8 +50,8 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
             }
         }
     }
-    // Every rank learns rank 0's outcome (the others hold zeros).
-    let fields = fields.map(|v| comm.max(v));
+    // Every rank learns rank 0's outcome (the others hold zeros): one reduction.
+    comm.allreduce(&mut fields, ReduceOp::Max);
     Ok(Report {
         version: fields[0],
         len_before: fields[1],
