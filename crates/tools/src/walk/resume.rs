@@ -61,22 +61,41 @@ pub fn encode(path: &[u8], stamp: &DirStamp, entries: &FileList) -> Vec<u8> {
     for x in entries.iter() {
         e.entry(flist::path::basename(x.path), x.kind, x.meta.as_ref());
     }
-    e.out
+    e.finish()
 }
 
 /// A directory's payload, made entry by entry as the walk reads them.
 struct Encoder {
+    /// The payload's first `len` bytes; beyond them, room written into directly (see
+    /// [`Encoder::entry`]) and cut off by [`Encoder::finish`].
     out: Vec<u8>,
-    /// Where an entry is put together (kept: not zeroed again for every entry).
-    scratch: [u8; 20 + NAME_MAX + 1 + MetaDeltas::MAX],
+    len: usize,
     deltas: MetaDeltas,
-    /// The name of the entry before (its prefix shared with the next is written once).
-    before: Vec<u8>,
+    /// The name of the entry before, its first `before_len` bytes (its prefix shared with the
+    /// next is written once).
+    before: [u8; NAME_MAX],
+    before_len: usize,
+}
+
+/// The most bytes of an entry's record besides its name's rest: two lengths, the type and
+/// the metadata.
+const RECORD_MAX_BUT_NAME: usize = 20 + 1 + MetaDeltas::MAX;
+
+/// Largest payload buffer a walk worker keeps between directories (bytes): one directory of
+/// about 100,000 entries. Bigger ones are freed, so a worker's memory does not keep the
+/// biggest directory it ever read.
+const KEPT_BUFFER: usize = 2 << 20;
+
+std::thread_local! {
+    /// The payload buffer of the last directory this walk worker marked, kept for the next:
+    /// a fresh one grown entry by entry was a chain of reallocations per directory.
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 impl Encoder {
     fn new(path: &[u8], stamp: &DirStamp, detail: Detail) -> Encoder {
-        let mut out = Vec::with_capacity(256 + path.len());
+        let mut out = SPARE.with(std::cell::Cell::take);
+        out.clear();
         out.push(VERSION);
         out.push(detail_byte(detail));
         out.extend_from_slice(&stamp.dev.to_le_bytes());
@@ -88,44 +107,64 @@ impl Encoder {
         out.extend_from_slice(&(path.len() as u32).to_le_bytes());
         out.extend_from_slice(path);
         Encoder {
+            len: out.len(),
             out,
-            scratch: [0; 20 + NAME_MAX + 1 + MetaDeltas::MAX],
             deltas: MetaDeltas::from(stamp),
-            before: Vec::new(),
+            before: [0; NAME_MAX],
+            before_len: 0,
         }
     }
 
+    /// Append the record of the entry `name` of type `kind` (with `meta` in stat walks).
+    ///
+    /// Written straight into the buffer's room, field by field: appended one at a time, each
+    /// with its capacity check, they were most of the checkpoint's cost on a walk; put
+    /// together aside and copied in, the copy read back bytes just stored one by one, which
+    /// the processor cannot forward (a stall per entry, issue 33's profile).
     fn entry(&mut self, name: &[u8], kind: FileType, meta: Option<&Meta>) {
-        let shared = shared_prefix(name, &self.before);
+        let shared = shared_prefix(name, &self.before[..self.before_len]);
         let rest = &name[shared..];
-        // Put together on the stack and appended at once (an append per field, each with its
-        // capacity check and copy, was most of the checkpoint's cost on a walk): the two
-        // lengths, the name's rest (a name longer than `NAME_MAX` is appended on its own), the
-        // type and the metadata.
-        let buf = &mut self.scratch;
-        let mut n = uvar_into(shared as u64, &mut buf[..]);
-        n += uvar_into(rest.len() as u64, &mut buf[n..]);
-        if rest.len() <= NAME_MAX {
-            buf[n..n + rest.len()].copy_from_slice(rest);
-            n += rest.len();
-        } else {
-            self.out.extend_from_slice(&buf[..n]);
-            self.out.extend_from_slice(rest);
-            n = 0;
+        let need = self.len + rest.len() + RECORD_MAX_BUT_NAME;
+        if self.out.len() < need {
+            let grown = need.max(self.out.len() * 2);
+            self.out.resize(grown, 0);
         }
+        let buf = &mut self.out[self.len..];
+        let mut n = uvar_into(shared as u64, buf);
+        n += uvar_into(rest.len() as u64, &mut buf[n..]);
+        buf[n..n + rest.len()].copy_from_slice(rest);
+        n += rest.len();
         buf[n] = kind as u8;
         n += 1;
         if let Some(m) = meta {
             n += self.deltas.encode_into(m, &mut buf[n..]);
         }
-        self.out.extend_from_slice(&buf[..n]);
-        self.before.truncate(shared);
-        self.before.extend_from_slice(rest);
+        self.len += n;
+        if name.len() <= NAME_MAX {
+            self.before[shared..name.len()].copy_from_slice(rest);
+            self.before_len = name.len();
+        } else {
+            // No file system here gives such a name; the next one shares nothing with it.
+            self.before_len = 0;
+        }
+    }
+
+    /// The payload.
+    fn finish(mut self) -> Vec<u8> {
+        self.out.truncate(self.len);
+        self.out
+    }
+
+    /// Give the payload buffer back to this thread for the next directory (see [`SPARE`]).
+    fn recycle(out: Vec<u8>) {
+        if out.capacity() <= KEPT_BUFFER {
+            SPARE.with(|s| s.set(out));
+        }
     }
 }
 
-/// The longest name of a directory entry on Linux (bytes): longer ones, which no file system
-/// here gives, take a slower path.
+/// The longest name of a directory entry on Linux (bytes): the one after a longer one, which
+/// no file system here gives, is written whole.
 const NAME_MAX: usize = 255;
 
 /// The length of the prefix `a` and `b` share, compared eight bytes at a time.
@@ -160,7 +199,9 @@ impl DirRecord for Recording<'_> {
     }
 
     fn read_all(self: Box<Self>) {
-        self.checkpoint.mark(self.key, &self.payload.out);
+        let payload = self.payload.finish();
+        self.checkpoint.mark(self.key, &payload);
+        Encoder::recycle(payload);
     }
 }
 
@@ -490,7 +531,8 @@ mod tests {
         let mut forged = p.clone();
         forged[first] = 1;
         assert!(decode(&forged, b"/t/d", &stamp(), Detail::Lite).is_none());
-        // Names longer than NAME_MAX (appended on their own), before and after short ones.
+        // Names longer than NAME_MAX (the name after one is written whole), before and after
+        // short ones.
         let (long, longer) = (vec![b'n'; 300], [vec![b'n'; 290], vec![b'm'; 20]].concat());
         let mut entries = FileList::new(Detail::Stat);
         let meta = Meta {
@@ -510,6 +552,53 @@ mod tests {
         let got: Vec<_> = back.iter().map(|e| (e.path.to_vec(), e.meta)).collect();
         let want: Vec<_> = entries.iter().map(|e| (e.path.to_vec(), e.meta)).collect();
         assert_eq!(got, want);
+    }
+
+    /// A payload buffer a walk worker keeps between directories ([`SPARE`]) gives the next
+    /// directory exactly its own payload, nothing of the one before; one above
+    /// [`KEPT_BUFFER`] is not kept.
+    #[test]
+    fn a_kept_buffer_gives_the_next_directory_exactly_its_own_payload() {
+        // A thread of its own: its kept buffer starts empty.
+        std::thread::spawn(|| {
+            let list = |names: &[Vec<u8>]| {
+                let mut entries = FileList::new(Detail::Stat);
+                for (i, n) in names.iter().enumerate() {
+                    let meta = Meta {
+                        mode: libc::S_IFREG | 0o644,
+                        size: i as u64 * 4099,
+                        ino: 1000 + i as u64,
+                        ..Meta::default()
+                    };
+                    entries.push(
+                        &[b"/t/d/", n.as_slice()].concat(),
+                        FileType::File,
+                        Some(meta),
+                    );
+                }
+                entries
+            };
+            let small = list(&[b"a".to_vec(), b"ab".to_vec(), b"b\xfe".to_vec()]);
+            let big_names: Vec<Vec<u8>> = (0..3000)
+                .map(|i| format!("{i:0>200}-entry").into_bytes())
+                .collect();
+            let big = list(&big_names);
+            let fresh = encode(b"/t/d", &stamp(), &small);
+            let large = encode(b"/t/d", &stamp(), &big);
+            let large_len = large.len();
+            Encoder::recycle(large);
+            let reused = encode(b"/t/d", &stamp(), &small);
+            assert!(reused.capacity() >= large_len, "the kept buffer was taken");
+            assert_eq!(reused, fresh);
+            let back = decode(&reused, b"/t/d", &stamp(), Detail::Stat).unwrap();
+            let got: Vec<_> = back.iter().map(|e| (e.path.to_vec(), e.meta)).collect();
+            let want: Vec<_> = small.iter().map(|e| (e.path.to_vec(), e.meta)).collect();
+            assert_eq!(got, want);
+            Encoder::recycle(Vec::with_capacity(KEPT_BUFFER + 1));
+            assert_eq!(SPARE.with(std::cell::Cell::take).capacity(), 0);
+        })
+        .join()
+        .unwrap();
     }
 
     /// Any metadata comes back exactly (extremes included: the differences wrap), the entries
