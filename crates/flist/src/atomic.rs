@@ -142,30 +142,62 @@ pub fn remove_stale_owned(
     base: &[u8],
     also: Option<u32>,
 ) -> Vec<(Vec<u8>, io::Result<()>)> {
+    remove_stale_of(dir, &[base], also)
+}
+
+/// [`remove_stale_owned`] for many final names of one directory at once, `bases`, in one
+/// reading of it (a tool that writes many files there, each under a temporary, as `pfa
+/// unpack` does, sweeps what a killed run of it left once per directory).
+pub fn remove_stale_of(
+    dir: BorrowedFd<'_>,
+    bases: &[&[u8]],
+    also: Option<u32>,
+) -> Vec<(Vec<u8>, io::Result<()>)> {
     let mut found = Vec::new();
+    if bases.is_empty() {
+        return found;
+    }
     let Ok(listing) = rustix::fs::Dir::read_from(dir.as_fd()) else {
         return found;
     };
     let (host, me) = (host(), rustix::process::geteuid().as_raw());
+    // Temporaries of processes that are gone, by process: most directories have none, and a
+    // killed run has one process per rank on this host.
+    let mut dead: Vec<(u32, Vec<Vec<u8>>)> = Vec::new();
+    let mut alive = vec![std::process::id()];
     for entry in listing.flatten() {
         let name = entry.file_name().to_bytes();
         let Some(pid) = pid_of(name) else {
             continue;
         };
-        if pid == std::process::id() || temp_name_of(base, &host, pid) != name || !gone(pid) {
+        if alive.contains(&pid) {
             continue;
         }
-        let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
-            continue;
-        };
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG
-            || (st.st_uid != me && Some(st.st_uid) != also)
-        {
-            continue;
+        match dead.iter_mut().find(|(p, _)| *p == pid) {
+            Some((_, names)) => names.push(name.to_vec()),
+            None if gone(pid) => dead.push((pid, vec![name.to_vec()])),
+            None => alive.push(pid),
         }
-        match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
-            Err(Errno::NOENT) => {}
-            removed => found.push((name.to_vec(), removed.map_err(io::Error::from))),
+    }
+    for (pid, names) in dead {
+        let names: std::collections::HashSet<Vec<u8>> = names.into_iter().collect();
+        for base in bases {
+            let name = temp_name_of(base, &host, pid);
+            if !names.contains(&name) {
+                continue;
+            }
+            let Ok(st) = rustix::fs::statat(dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) else {
+                continue;
+            };
+            if st.st_mode & libc::S_IFMT != libc::S_IFREG
+                || (st.st_uid != me && Some(st.st_uid) != also)
+            {
+                continue;
+            }
+            match rustix::fs::unlinkat(dir, name.as_slice(), AtFlags::empty()) {
+                Err(Errno::NOENT) => {}
+                removed => found.push((name, removed.map_err(io::Error::from))),
+            }
         }
     }
     found
@@ -1253,6 +1285,56 @@ mod tests {
         std::fs::write(as_path(&temp), b"").unwrap();
         let e = join(&temp, OFlags::WRONLY, Some(id)).unwrap_err();
         assert!(e.to_string().contains("not the temporary file"), "{e}");
+    }
+
+    /// Many final names of one directory at once: the temporaries of each, of every process
+    /// that is gone, go (a long name's too, cut with its digest); those of names not given, of
+    /// a live process and of this one stay.
+    #[test]
+    fn stale_temporaries_of_many_names_go_in_one_sweep() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = std::fs::File::open(t.path()).unwrap();
+        let dead: Vec<u32> = (0..2)
+            .map(|_| {
+                let mut child = std::process::Command::new("true").spawn().unwrap();
+                let pid = child.id();
+                child.wait().unwrap();
+                pid
+            })
+            .collect();
+        let host = host();
+        let long = vec![b'x'; 250];
+        let bases: [&[u8]; 4] = [b"a", b"b\xff", &long, b"never-made"];
+        let put = |base: &[u8], pid: u32| {
+            let n = temp_name_of(base, &host, pid);
+            std::fs::write(t.path().join(as_path(&n)), b"part").unwrap();
+            n
+        };
+        let mut gone_ones = vec![
+            put(b"a", dead[0]),
+            put(b"b\xff", dead[1]),
+            put(&long, dead[0]),
+        ];
+        gone_ones.sort();
+        let stay = [put(b"not-asked", dead[0]), put(b"a", 1), temp_name(b"a")];
+        std::fs::write(t.path().join(as_path(&stay[2])), b"mine").unwrap();
+        let mut removed: Vec<Vec<u8>> = remove_stale_of(dir.as_fd(), &bases, None)
+            .into_iter()
+            .map(|(n, r)| {
+                r.unwrap();
+                n
+            })
+            .collect();
+        removed.sort();
+        assert_eq!(removed, gone_ones);
+        for n in &stay {
+            assert!(
+                t.path().join(as_path(n)).exists(),
+                "{}",
+                crate::path::display(n)
+            );
+        }
+        assert!(remove_stale_of(dir.as_fd(), &[], None).is_empty());
     }
 
     /// Only a regular file of this user, named for this base and host, whose process is gone,

@@ -440,6 +440,69 @@ fn existing_files_are_not_overwritten_unless_asked() {
     );
 }
 
+/// The temporaries a killed unpack left (`.NAME.HOST.PID.mfu-tmp` of a process that is gone)
+/// are removed by the next unpack into that DEST, and said; those of names the aggregate does
+/// not hold, of a live process, and other files stay. At np 1, `--ranks 3` and `mpirun -np 2`.
+#[test]
+fn a_killed_unpack_s_temporaries_go_at_the_next_run() {
+    let t = tempfile::tempdir().unwrap();
+    let (src, agg) = (t.path().join("src"), t.path().join("a.pfa"));
+    make_tree(&src);
+    pack(Ranks::One, &src, &agg, &[]);
+    let dead = {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    };
+    let host = flist::atomic::host();
+    let temp = |dir: &Path, name: &[u8], pid: u32| {
+        dir.join(OsStr::from_bytes(&flist::atomic::temp_name_of(
+            name, &host, pid,
+        )))
+    };
+    for (i, ranks) in [Ranks::One, Ranks::Threads(3), Ranks::Mpi(2)]
+        .into_iter()
+        .enumerate()
+    {
+        let dest = t.path().join(format!("d{i}"));
+        pfa(ranks, &[os("unpack"), agg.as_os_str(), dest.as_os_str()]).expect(0);
+        let stale = [
+            temp(&dest, b"one", dead),
+            temp(&dest.join("sub"), b"small3", dead),
+            temp(&dest, b"bad\xffname", dead),
+        ];
+        let kept = [
+            temp(&dest.join("sub"), b"not-in-the-aggregate", dead),
+            temp(&dest.join("sub"), b"small4", 1),
+            dest.join("sub/.small5.mfu-tmp"),
+        ];
+        for p in stale.iter().chain(&kept) {
+            fs::write(p, b"partial").unwrap();
+        }
+        pfa(
+            ranks,
+            &[
+                os("unpack"),
+                os("--overwrite"),
+                agg.as_os_str(),
+                dest.as_os_str(),
+            ],
+        )
+        .expect(0)
+        .stderr_contains("a temporary file an earlier interrupted run left");
+        for p in &stale {
+            assert!(!p.exists(), "{ranks:?}: {} left", p.display());
+        }
+        for p in &kept {
+            assert!(p.exists(), "{ranks:?}: {} removed", p.display());
+            fs::remove_file(p).unwrap();
+        }
+        // Contents only: removing the kept files above moved sub's mtime on.
+        assert_eq!(contents(&src), contents(&dest), "{ranks:?}");
+    }
+}
+
 /// AGG inside a SRC is refused before anything is written; a SRC that is missing too.
 #[test]
 fn an_aggregate_inside_its_source_is_refused() {

@@ -72,7 +72,9 @@ pub enum PfaCommand {
         link; stream names that are absolute or hold `..` are refused (named). Each file is \
         written under a temporary name, given its mode (exact as root, less the umask \
         otherwise), owner (as root) and mtime, then renamed into place: a file whose data can't \
-        be read whole (a damaged chunk) never appears. Something already at an entry's name is \
+        be read whole (a damaged chunk) never appears; the temporaries of an unpack killed \
+        outright are removed by the next unpack into DEST (named). Something already at an \
+        entry's name is \
         left alone (named, exit 1) unless --overwrite. Streams not written by `pack` (no \
         recorded metadata) become regular files.\n\n\
         Exit status: 0 done, 1 some entries were not made (each named) or the aggregate could \

@@ -204,13 +204,18 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
     }
     items.sort_by(|a, b| a.rel.cmp(&b.rel));
 
-    // 1. Directories, by rank 0 (parents sort before their children).
+    // 1. Directories, by rank 0 (parents sort before their children); then the temporaries
+    // a killed earlier unpack left in those that were already there.
     let mut made_dirs = Vec::new();
     if comm.rank() == 0 {
+        let mut fresh = std::collections::HashSet::new();
         for item in items.iter().filter(|i| i.kind() == Kind::Dir) {
             match make_dir(&target, &item.rel) {
                 Ok(made) => {
                     mine.dirs += 1;
+                    if made {
+                        fresh.insert(item.rel.as_slice());
+                    }
                     if made || o.overwrite {
                         made_dirs.push(item);
                     }
@@ -220,6 +225,10 @@ pub fn run(comm: &dyn Comm, o: &Options, context: &Context) -> Result<Report, Er
                     mine.failed += 1;
                 }
             }
+        }
+        // On stderr, as tar and bcast say theirs (not counted as failures).
+        for note in sweep_stale(&target, &o.dest, &items, &fresh) {
+            context.error(note);
         }
     }
     comm.barrier();
@@ -353,6 +362,49 @@ impl Files<'_> {
         mine.failed += counts.failed.into_inner();
         mine.interrupted = outcome.interrupted;
     }
+}
+
+/// Remove the temporaries that a killed earlier unpack (any process on this host that is
+/// gone) left for the files and links it was writing: in every directory that holds files of
+/// the aggregate and was not made by this run (one that was is empty), one reading of it,
+/// only temporaries of the names this aggregate puts there ([`flist::atomic::remove_stale_of`]:
+/// regular files of this user, never followed). Without this, each run killed midway would
+/// leave hidden `.NAME.HOST.PID.mfu-tmp` files behind for good. Returns what to tell.
+fn sweep_stale(
+    target: &Target,
+    dest: &[u8],
+    items: &[Item],
+    fresh: &std::collections::HashSet<&[u8]>,
+) -> Vec<String> {
+    let mut names_in: std::collections::BTreeMap<&[u8], Vec<&[u8]>> = Default::default();
+    for item in items.iter().filter(|i| i.kind() != Kind::Dir) {
+        let (parent, name) = split(&item.rel);
+        names_in.entry(parent).or_default().push(name);
+    }
+    let mut notes = Vec::new();
+    for (parent, names) in names_in {
+        if fresh.contains(parent) {
+            continue;
+        }
+        let Ok(dir) = target.dir(parent, false) else {
+            continue;
+        };
+        for (temp, removed) in flist::atomic::remove_stale_of(dir.as_fd(), &names, None) {
+            let rel = if parent.is_empty() {
+                temp
+            } else {
+                [parent, b"/", &temp].concat()
+            };
+            let path = shown(dest, &rel);
+            notes.push(match removed {
+                Ok(()) => {
+                    format!("removed {path}, a temporary file an earlier interrupted run left")
+                }
+                Err(e) => format!("remove stale temporary {path}: {e}"),
+            });
+        }
+    }
+    notes
 }
 
 /// `DEST/REL` for messages.
