@@ -18,7 +18,7 @@ pub const CLASSES: &[(&str, &str)] = &[
     ("plain-list", "rm -i / chmod -i of a plain list (find -print), whole or cut, with NAME|F traps"),
     ("full-fs", "cp/sync into a small full tmpfs"),
     ("bz2-kill", "bz2 -z and -d killed (-9 or SIGTERM, at a random time), then rerun (continues from its checkpoint): byte-identical to an uninterrupted run"),
-    ("pfa", "pfa pack (killed -9 or SIGTERM at a random time, or not), then unpack at random rank counts: the tree packed, or no aggregate; a second version (killed or not; a cut one recovered) keeps version 1 exact and adds the changed tree"),
+    ("pfa", "pfa pack (killed -9 or SIGTERM at a random time, or not), then unpack at random rank counts (sometimes after an unpack killed -9 or SIGTERM, then again with --overwrite: no temporary left): the tree packed, or no aggregate; a second version (killed or not; a cut one recovered) keeps version 1 exact and adds the changed tree"),
     ("tar-x-kill", "tar -x of a random tree's archive (plain, --zstd, -z, or one gzip stream) killed (-9 or SIGTERM, at a random time, np 1 / --ranks N / mpirun -np 2), entries it had finished sometimes removed or edited (size and mtime kept), and rerun at random rank counts until done: the tree of an uninterrupted extraction, no file with the archive's mtime and wrong bytes after any kill, no checkpoint or temporary left"),
 ];
 

@@ -2193,13 +2193,27 @@ fn pfa_unpacks_to(c: &mut Ctx, agg: &Path, version: &str, want: &Snap, step: &st
     if out.exists() {
         std::fs::remove_dir_all(&out)?;
     }
-    let args = vec![
+    let mut args: Vec<OsString> = vec![
         "unpack".into(),
         "--version".into(),
         version.into(),
         arg(agg),
         arg(&out),
     ];
+    // Sometimes an unpack killed first (kill -9 leaves its temporaries, which the next one
+    // must remove; SIGTERM must leave none), then the same with --overwrite over what it made.
+    if c.rng.chance(30) {
+        let launch = Launch::random(&mut c.rng, c.mpi);
+        let mut first = c.inv("pfa", args.clone(), launch);
+        let sig = if c.rng.chance(50) {
+            libc::SIGKILL
+        } else {
+            libc::SIGTERM
+        };
+        first.kill = Kill::After(Duration::from_millis(c.rng.between(0, 45)), sig);
+        c.run(&first);
+        args.insert(1, "--overwrite".into());
+    }
     let launch = Launch::random(&mut c.rng, c.mpi);
     let unpack = c.inv("pfa", args, launch);
     if !c.run(&unpack).ok() {
