@@ -72,7 +72,7 @@ fn find_at_a_tiny_limit_writes_and_prints_what_the_unlimited_run_does() {
         &["--name", "*7*"],
         &["--type", "d"],
         &[
-            "(", "--size", "-10c", "--or", "--uid", "1", ")", "--not", "--name", "*3",
+            "(", "--size", "-10", "--or", "--uid", "1", ")", "--not", "--name", "*3",
         ],
         &["--regex", ".*0$", "--or", "--path", "/data/d2/*"],
         &["--maxdepth", "0"],
