@@ -274,51 +274,60 @@ pub(super) fn run(
 
     // The list of matches.
     if let Some(out) = &options.output {
-        if report.interrupted {
-            if comm.rank() == 0 {
-                context.error(format!(
-                    "{}: not written: the search was interrupted",
-                    flist::path::display(out)
-                ));
-            }
-        } else {
-            let longest = comm.max(local.longest.map_or(0, |l| l + 1)).checked_sub(1);
-            let block = (limit.bytes / 4).clamp(4 << 10, 4 << 20) as usize;
-            let (file, run) = match local.matches.take() {
-                Some((f, r)) => (Some(f), r),
-                None => (None, Run::default()),
-            };
-            let records = run.records;
-            let written = io::write_v4_stream(
-                comm,
-                out.as_slice(),
-                (&users, &groups),
-                longest,
-                records,
-                |sink| {
-                    let file = file.as_ref().expect("a rank with matches has their spill");
-                    let mut cursor = RunCursor::new(run, Detail::Stat, block);
-                    cursor.load(file)?;
-                    while let Some((list, i)) = cursor.current() {
-                        let meta = list.meta(i).expect("a stat list");
-                        sink.push(list.path(i), &meta)?;
-                        cursor.advance(file)?;
-                    }
-                    Ok(())
-                },
-            );
-            if let Err(e) = written {
-                if comm.rank() == 0 {
-                    context.error(e);
-                }
-                report.list_failed = true;
-            }
-        }
+        let tables = (&users, &groups);
+        write_matches(comm, context, out, &mut local, tables, limit, report);
     }
     report.list_failed = comm.any(report.list_failed);
     finish_checkpoint(comm, context, opened, report);
     report.seconds = started.elapsed().as_secs_f64();
     Ok(())
+}
+
+/// Write the matches spilled in `local` to the v4 list `out` (a temporary name, renamed when
+/// complete), unless the search was interrupted (a list written then would look complete and
+/// drive a later rm or chmod). Collective.
+fn write_matches(
+    comm: &dyn Comm,
+    context: &Context,
+    out: &[u8],
+    local: &mut Local,
+    (users, groups): (&flist::IdTable, &flist::IdTable),
+    limit: MemoryLimit,
+    report: &mut Report,
+) {
+    if report.interrupted {
+        if comm.rank() == 0 {
+            context.error(format!(
+                "{}: not written: the search was interrupted",
+                flist::path::display(out)
+            ));
+        }
+        return;
+    }
+    let longest = comm.max(local.longest.map_or(0, |l| l + 1)).checked_sub(1);
+    let block = (limit.bytes / 4).clamp(4 << 10, 4 << 20) as usize;
+    let (file, run) = match local.matches.take() {
+        Some((f, r)) => (Some(f), r),
+        None => (None, Run::default()),
+    };
+    let records = run.records;
+    let written = io::write_v4_stream(comm, out, (users, groups), longest, records, |sink| {
+        let file = file.as_ref().expect("a rank with matches has their spill");
+        let mut cursor = RunCursor::new(run, Detail::Stat, block);
+        cursor.load(file)?;
+        while let Some((list, i)) = cursor.current() {
+            let meta = list.meta(i).expect("a stat list");
+            sink.push(list.path(i), &meta)?;
+            cursor.advance(file)?;
+        }
+        Ok(())
+    });
+    if let Err(e) = written {
+        if comm.rank() == 0 {
+            context.error(e);
+        }
+        report.list_failed = true;
+    }
 }
 
 /// What each piece goes through.
