@@ -366,3 +366,39 @@ fn rm_with_a_full_tmpdir_names_it_and_removes_nothing() {
         assert_eq!(left(&base), before, "{refused:?}");
     }
 }
+
+#[test]
+fn rm_at_a_tiny_limit_never_goes_through_a_directory_swapped_for_a_symlink() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("b");
+    // After the listing, t/a2 is moved out of the tree and a symlink to it takes its place.
+    let swap = |base: &Path| {
+        std::fs::rename(base.join("t/a2"), base.join("moved")).unwrap();
+        std::os::unix::fs::symlink(base.join("moved"), base.join("t/a2")).unwrap();
+    };
+    tree(&base);
+    swap(&base);
+    let run = Tool::new("rm")
+        .arg("-i")
+        .arg(base.join("list.mfu"))
+        .run()
+        .assert_status(1);
+    run.stderr_contains("t/a2/");
+    let want = left(&base);
+    assert!(want.contains(&b"moved/b1/f0"[..].to_vec()), "{want:?}");
+    for (name, launch) in launches() {
+        tree(&base);
+        swap(&base);
+        let run = launch(Tool::new("rm").arg("-i").arg(base.join("list.mfu")))
+            .args(["--memory-limit", "4k", "--tmpdir"])
+            .arg(tmp.path())
+            .run()
+            .assert_status(1);
+        run.stdout_contains("Spilled: ").stderr_contains("t/a2/");
+        assert_eq!(
+            left(&base),
+            want,
+            "{name}: left differs from the unlimited run's"
+        );
+    }
+}
