@@ -44,6 +44,7 @@ mod sh;
 mod signals;
 mod sparse_seek;
 mod spill;
+mod spill_findrm;
 mod status;
 mod sync;
 mod sync_xattrs;

@@ -47,7 +47,14 @@ impl RunWriter {
         Ok(())
     }
 
-    fn flush(&mut self, file: &SpillFile) -> Result<()> {
+    /// Bytes buffered, not yet written.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Write the buffer out to `file` now (a caller holding many runs at once bounds their
+    /// buffers together).
+    pub fn flush(&mut self, file: &SpillFile) -> Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }

@@ -6,7 +6,7 @@
 //! present), and the words after the first `;` are parsed again as the rest of the command
 //! line. That is how a missing `;` is found and refused, as GNU find refuses it.
 
-use crate::cli::args::{Common, NoAtimeArg};
+use crate::cli::args::{Common, MemoryArgs, NoAtimeArg};
 use crate::cli::console::Console;
 use crate::cli::list_args::{ListInput, ListOutput, Routed};
 use crate::cli::tool::CliTool;
@@ -339,6 +339,10 @@ pub struct FindOptions {
     /// are recorded, so that a rerun after a stop does not run them again.
     #[command(flatten)]
     pub checkpoint: crate::cli::args::CheckpointArgs,
+    /// `--memory-limit`, `--tmpdir`: a v3/v4 list read with `-i` that outgrows the limit is
+    /// searched a piece at a time.
+    #[command(flatten, next_help_heading = "Input and output")]
+    pub memory: MemoryArgs,
     /// `--noatime`.
     #[command(flatten)]
     pub noatime: NoAtimeArg,
@@ -448,6 +452,8 @@ impl CliTool for Find {
             expr: a.expr.clone(),
             checkpoint: o.checkpoint.choice(),
             lustre: Default::default(),
+            memory_limit: o.memory.memory_limit,
+            tmpdir: o.memory.tmpdir(),
             context,
         }
     }
@@ -564,6 +570,12 @@ fn merge_plain_options(options: &mut FindOptions, m: &ArgMatches) -> Result<(), 
     }
     if given("regextype") {
         options.regextype = rest.regextype;
+    }
+    if given("memory_limit") {
+        options.memory.memory_limit = rest.memory.memory_limit;
+    }
+    if given("tmpdir") {
+        options.memory.tmpdir = rest.memory.tmpdir;
     }
     if given("progress") {
         options.common.progress = rest.common.progress;

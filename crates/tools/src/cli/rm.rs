@@ -1,6 +1,6 @@
 //! `mfu-rs rm`: the command line of [`crate::rm`].
 
-use crate::cli::args::Common;
+use crate::cli::args::{Common, MemoryArgs};
 use crate::cli::console::Console;
 use crate::cli::list_args::{ListInput, ListOutput};
 use crate::cli::tool::CliTool;
@@ -81,6 +81,10 @@ pub struct RmArgs {
     /// below it): each is named on stderr and stays, with the directories above it (exit 1).
     #[arg(long, conflicts_with = "input")]
     pub one_file_system: bool,
+    /// `--memory-limit`, `--tmpdir`: a v3/v4 list read with `-i` that outgrows the limit is
+    /// removed a piece at a time (its directories spill by depth; not with -o or -T).
+    #[command(flatten)]
+    pub memory: MemoryArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -125,6 +129,8 @@ impl CliTool for Rm {
             aggressive: a.aggressive,
             traceless: a.traceless,
             one_file_system: a.one_file_system,
+            memory_limit: a.memory.memory_limit,
+            tmpdir: a.memory.tmpdir(),
             context,
         }
     }
@@ -160,6 +166,12 @@ pub fn summary(r: &Report) -> String {
             "{verb} {} directories that hold entries not selected\n",
             r.kept
         ));
+    }
+    // Only when the list outgrew it: the in-memory run's summary is as it was.
+    if let (Some(limit), Some(s), Some(dir)) = (&r.memory_limit, &r.spilled, &r.tmpdir) {
+        text.push_str(&format!("Memory limit: {limit}\n"));
+        text.push_str(&s.describe(dir));
+        text.push('\n');
     }
     text
 }

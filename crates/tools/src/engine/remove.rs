@@ -182,8 +182,9 @@ impl Remover {
     }
 
     /// `rmdir` one batch of a level; directories in `blocked` hold entries that failed and are
-    /// skipped. Paths of directories that fail are appended to `failed_here`.
-    fn rmdir_batch(
+    /// skipped. Paths of directories that fail are appended to `failed_here`. (rm's removal of
+    /// a list larger than memory calls it level by level itself.)
+    pub fn rmdir_batch(
         &self,
         chunk: &FileList,
         blocked: &HashSet<Vec<u8>>,

@@ -16,6 +16,9 @@
 
 mod commands;
 mod source;
+mod stream;
+
+pub use stream::FindSpill;
 
 pub use crate::engine::find_expr::{expr, Primary};
 
@@ -63,6 +66,13 @@ pub struct Options {
     /// Where the Lustre tests (`--ost`, `--stripe-count`...) read layouts: the real calls by
     /// default, a test double or an embedder's own otherwise.
     pub lustre: LustreHandle,
+    /// With a v3/v4 `input` file: bytes of memory a rank may hold for the list. A list one of
+    /// whose ranks' shares takes more than half of it is searched a piece at a time (the
+    /// matches and printed paths spill to `tmpdir` until they are written in list order).
+    /// `None`: the default of [`flist::spill::MemoryLimit::resolve`].
+    pub memory_limit: Option<u64>,
+    /// Where spill files go (`None`: `$TMPDIR`, else `/tmp`).
+    pub tmpdir: Option<Vec<u8>>,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -115,6 +125,12 @@ pub struct Report {
     /// A stop cut the search short: the entries examined of those found.
     #[serde(skip)]
     pub stopped: Option<Stopped>,
+    /// With a list file: the memory limit per rank, described (`--memory-limit`).
+    pub memory_limit: Option<String>,
+    /// The list outgrew the memory limit and was searched a piece at a time: what spilled.
+    pub spilled: Option<FindSpill>,
+    /// Where spill files went (with `spilled`).
+    pub tmpdir: Option<String>,
 }
 
 impl ToolReport for Report {
@@ -187,6 +203,20 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         read: options.input.is_list(),
         ..Report::default()
     };
+    // 0. A list file larger than the memory limit is searched a piece at a time.
+    match stream::plan(comm, options)? {
+        stream::Plan::Stream(share, limit) => {
+            stream::run(comm, options, *share, limit, &mut report, started)?;
+            report.failures = context.failures();
+            return Ok(report);
+        }
+        stream::Plan::InMemory(limit) => {
+            if let Some(l) = &limit {
+                detail(comm, context, &format!("Memory limit: {l}"));
+            }
+            report.memory_limit = limit;
+        }
+    }
 
     // 1 and 2: the entries, and the expression resolved.
     let t = Instant::now();

@@ -14,6 +14,9 @@
 //! Paths of any length work: a path too long for one system call is reached through its
 //! parent's descriptor, opened piece by piece ([`flist::walk::open_long`]).
 //!
+//! `rm -i LIST` of a v3/v4 list file larger than `--memory-limit` removes it a piece at a
+//! time instead ([`stream`]).
+//!
 //! The tree may change between the listing and the removal (a directory swapped for a symlink
 //! to anywhere). Every entry is reached from a root's descriptor without following symlinks
 //! ([`flist::beneath`]) and removed with `unlinkat` in its parent: the roots are the PATHs
@@ -51,6 +54,10 @@ use std::time::Instant;
 use steal::ordered::in_rank_order;
 use steal::{Comm, CommExt};
 
+mod stream;
+
+pub use stream::RmSpill;
+
 /// What `rm` removes and how. [`Options::new`] gives the command line's defaults.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -81,6 +88,13 @@ pub struct Options {
     pub traceless: bool,
     /// Do not descend into directories on another file system than their PATH.
     pub one_file_system: bool,
+    /// With a v3/v4 `input` file: bytes of memory a rank may hold for the list. A list one of
+    /// whose ranks' shares takes more than half of it is removed a piece at a time (its
+    /// directories spill to `tmpdir` by depth until they are removed, deepest first).
+    /// `None`: the default of [`flist::spill::MemoryLimit::resolve`].
+    pub memory_limit: Option<u64>,
+    /// Where spill files go (`None`: `$TMPDIR`, else `/tmp`).
+    pub tmpdir: Option<Vec<u8>>,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -121,6 +135,15 @@ pub struct Report {
     pub other_failed: u64,
     /// The `output` list could not be written.
     pub output_failed: bool,
+    /// With a list file: the memory limit per rank, described (`--memory-limit`).
+    pub memory_limit: Option<String>,
+    /// The list outgrew the memory limit and was removed a piece at a time: what spilled.
+    pub spilled: Option<RmSpill>,
+    /// Where spill files went (with `spilled`).
+    pub tmpdir: Option<String>,
+    /// Removing a list piece by piece failed as a whole (a full TMPDIR, the list unreadable
+    /// midway; named): what was not reached stays.
+    pub spill_failed: bool,
     /// Wall-clock seconds of the run.
     pub seconds: f64,
     /// A stop request cut the run short.
@@ -139,7 +162,8 @@ impl ToolReport for Report {
         }
     }
     fn status(&self) -> Status {
-        let other = self.list_failed + self.other_failed > 0 || self.output_failed;
+        let other =
+            self.list_failed + self.other_failed > 0 || self.output_failed || self.spill_failed;
         let other = if other {
             Status::ItemsFailed
         } else {
@@ -189,7 +213,20 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         list_failed: 0,
         selected: 0,
         parent_times: (args.aggressive && args.traceless).then(|| Mutex::new(HashMap::new())),
+        memory_limit: None,
+        spilled: None,
+        tmpdir: None,
+        spill_failed: false,
     };
+
+    // 0. A list file larger than the memory limit is removed a piece at a time.
+    match stream::plan(comm, args)? {
+        stream::Plan::Stream(share, limit) => {
+            let interrupted = stream::run(comm, args, &mut rm, *share, limit, &cwd)?;
+            return Ok(rm.end(comm, args, interrupted, started));
+        }
+        stream::Plan::InMemory(limit) => rm.memory_limit = limit,
+    }
 
     // 1. The candidates, and the failures that leave entries in place.
     let t = Instant::now();
@@ -498,6 +535,13 @@ struct Rm {
     selected: u64,
     /// Times of directories, taken before `--aggressive` first unlinked in them (`-T` only).
     parent_times: Option<Mutex<HashMap<Vec<u8>, Meta>>>,
+    /// The memory limit described, with a list file.
+    memory_limit: Option<String>,
+    /// What a removal piece by piece spilled, and where.
+    spilled: Option<RmSpill>,
+    tmpdir: Option<String>,
+    /// A removal piece by piece failed as a whole (named).
+    spill_failed: bool,
 }
 
 impl Rm {
@@ -707,6 +751,10 @@ impl Rm {
             list_failed: other[0],
             other_failed: other[1],
             output_failed,
+            memory_limit: self.memory_limit.clone(),
+            spilled: self.spilled.clone(),
+            tmpdir: self.tmpdir.clone(),
+            spill_failed: comm.any(self.spill_failed),
             seconds: started.elapsed().as_secs_f64(),
             interrupted,
             failures: context.failures(),
