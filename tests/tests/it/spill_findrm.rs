@@ -402,3 +402,40 @@ fn rm_at_a_tiny_limit_never_goes_through_a_directory_swapped_for_a_symlink() {
         );
     }
 }
+
+/// A list rewritten between the streamed rm's readings (after its first pass, which removes
+/// nothing) is not trusted: named, exit 1, nothing removed.
+#[test]
+fn rm_at_a_tiny_limit_stops_when_the_list_changes_between_its_readings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("b");
+    tree(&base);
+    let list = base.join("list.mfu");
+    let before = left(&base);
+    let pause = tmp.path().join("pause");
+    let mut cmd = Tool::new("rm").command();
+    cmd.arg("-i")
+        .arg(&list)
+        .args(["--memory-limit", "4k", "--tmpdir"])
+        .arg(tmp.path())
+        .env("MFU_RS_TEST_PAUSE_AFTER_LISTING", &pause)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let ready = tmp.path().join("pause.ready");
+    let start = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(start.elapsed().as_secs() < 60, "rm never paused");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // The same bytes written again: a new mtime and ctime.
+    let bytes = std::fs::read(&list).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&list, &bytes).unwrap();
+    std::fs::write(tmp.path().join("pause.go"), b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("changed while it was being read"), "{err}");
+    assert_eq!(left(&base), before, "nothing removed");
+}

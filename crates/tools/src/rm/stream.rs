@@ -151,6 +151,10 @@ pub(super) fn run(
     rm.memory_limit = Some(limit.describe());
     rm.tmpdir = Some(display(dir.path()).into_owned());
 
+    // The list is read three times (its directories in pass 3 from the spill): a list
+    // changed between the readings is not trusted further.
+    let stamp = list_stamp(input);
+
     // 1. Check every path, find the tops, spill the directories by depth.
     let checked = check(comm, &mut share, &how, &dir, (limit.bytes / 4) as usize);
     let (tops, grouped) = match comm.agree(checked) {
@@ -186,7 +190,13 @@ pub(super) fn run(
         .total_items
         .store(share.total(), Ordering::Relaxed);
 
+    crate::engine::test_seam::after_listing(comm);
+
     // 2. Non-directories, as each piece is read.
+    if changed(comm, context, input, stamp, "nothing removed") {
+        rm.spill_failed = true;
+        return Ok(false);
+    }
     let mut kept = HashSet::new();
     let mut blocked = HashSet::new();
     let share = io::open_cache_share(comm, input.as_slice())
@@ -210,7 +220,49 @@ pub(super) fn run(
     }
 
     // 3. Directories, deepest level first.
+    if changed(comm, context, input, stamp, "directories not removed") {
+        rm.spill_failed = true;
+        return Ok(false);
+    }
     remove_dirs(comm, options, rm, &grouped, kept, blocked)
+}
+
+/// The identity of the list file `path` (device, inode, size, mtime, ctime), or `None` when
+/// it cannot be read.
+fn list_stamp(path: &[u8]) -> Option<[i64; 7]> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(flist::path::as_path(path)).ok()?;
+    Some([
+        m.dev() as i64,
+        m.ino() as i64,
+        m.size() as i64,
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    ])
+}
+
+/// Whether the list `path` is no longer the file stamped `was` on some rank (replaced,
+/// rewritten or touched since the first reading); then rank 0 names it with `then` (what is
+/// left undone). Collective.
+fn changed(
+    comm: &dyn Comm,
+    context: &Context,
+    path: &[u8],
+    was: Option<[i64; 7]>,
+    then: &str,
+) -> bool {
+    let now = list_stamp(path);
+    let differs = comm.any(was.is_none() || now != was);
+    if differs && comm.rank() == 0 {
+        context.error(format!(
+            "list {}: changed while it was being read in pieces (its size, times or inode \
+             moved): {then}",
+            display(path)
+        ));
+    }
+    differs
 }
 
 /// Pass 1 of one rank: `Ok(Err(refusal))` when the list names `/`, else the list's topmost
