@@ -13,7 +13,7 @@ pub const CLASSES: &[(&str, &str)] = &[
     ("tar", "tar -c (compression, exclusion; killed or stopped, then continued to the bytes of an uninterrupted run) and tar -x (strip, member) against GNU tar's extraction"),
     ("tar-superseded", "an archive with an entry appended again (tar -r) after a hard link to it"),
     ("truncated-archive", "an mfu-rs archive cut short, then extracted"),
-    ("rm", "rm of a subtree"),
+    ("rm", "rm of a subtree (named, or its v4 list removed a piece at a time under a tiny --memory-limit)"),
     ("chmod", "chmod of a subtree"),
     ("plain-list", "rm -i / chmod -i of a plain list (find -print), whole or cut, with NAME|F traps"),
     ("full-fs", "cp/sync into a small full tmpfs"),

@@ -1568,7 +1568,31 @@ fn rm_chmod(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
         let mut cands: Vec<Vec<u8>> = built.dirs.clone();
         cands.extend(built.files.iter().cloned());
         let p = c.rng.pick(&cands).clone();
-        a.push(arg(&join(&t, &p)));
+        if tool == "rm" && c.rng.chance(35) {
+            // The walk's v4 list of the subtree, removed a piece at a time: a limit far
+            // below the list's size makes rm stream it (directories spilled by depth).
+            let list = c.dir.join("sub.mfu");
+            let walk = c.inv(
+                "walk",
+                vec!["-q".into(), "-o".into(), arg(&list), arg(&join(&t, &p))],
+                Launch::Ranks(1),
+            );
+            if !c.run(&walk).ok() {
+                c.find(class, format!("{} failed", walk.line()));
+                return Ok(());
+            }
+            let limit = *c.rng.pick(&["2k", "8k", "64k"]);
+            a.extend([
+                "-i".into(),
+                arg(&list),
+                "--memory-limit".into(),
+                limit.into(),
+                "--tmpdir".into(),
+                arg(&c.dir),
+            ]);
+        } else {
+            a.push(arg(&join(&t, &p)));
+        }
         let mut prefix = p.clone();
         prefix.push(b'/');
         scope = before
