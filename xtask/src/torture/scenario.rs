@@ -1569,27 +1569,10 @@ fn rm_chmod(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
         cands.extend(built.files.iter().cloned());
         let p = c.rng.pick(&cands).clone();
         if tool == "rm" && c.rng.chance(35) {
-            // The walk's v4 list of the subtree, removed a piece at a time: a limit far
-            // below the list's size makes rm stream it (directories spilled by depth).
-            let list = c.dir.join("sub.mfu");
-            let walk = c.inv(
-                "walk",
-                vec!["-q".into(), "-o".into(), arg(&list), arg(&join(&t, &p))],
-                Launch::Ranks(1),
-            );
-            if !c.run(&walk).ok() {
-                c.find(class, format!("{} failed", walk.line()));
+            let Some(streamed) = rm_list_args(c, class, &join(&t, &p)) else {
                 return Ok(());
-            }
-            let limit = *c.rng.pick(&["2k", "8k", "64k"]);
-            a.extend([
-                "-i".into(),
-                arg(&list),
-                "--memory-limit".into(),
-                limit.into(),
-                "--tmpdir".into(),
-                arg(&c.dir),
-            ]);
+            };
+            a.extend(streamed);
         } else {
             a.push(arg(&join(&t, &p)));
         }
@@ -1669,6 +1652,31 @@ fn rm_chmod(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `rm`'s arguments to remove `path` through the walk's v4 list of it, a piece at a time: a
+/// limit far below the list's size makes rm stream it (directories spilled by depth). `None`
+/// (a finding made) when the walk failed.
+fn rm_list_args(c: &mut Ctx, class: &'static str, path: &Path) -> Option<Vec<OsString>> {
+    let list = c.dir.join("sub.mfu");
+    let walk = c.inv(
+        "walk",
+        vec!["-q".into(), "-o".into(), arg(&list), arg(path)],
+        Launch::Ranks(1),
+    );
+    if !c.run(&walk).ok() {
+        c.find(class, format!("{} failed", walk.line()));
+        return None;
+    }
+    let limit = *c.rng.pick(&["2k", "8k", "64k"]);
+    Some(vec![
+        "-i".into(),
+        arg(&list),
+        "--memory-limit".into(),
+        limit.into(),
+        "--tmpdir".into(),
+        arg(&c.dir),
+    ])
 }
 
 /// bz2 compression, then decompression, each killed (SIGKILL or SIGTERM at a random moment)
