@@ -439,3 +439,53 @@ fn rm_at_a_tiny_limit_stops_when_the_list_changes_between_its_readings() {
     assert!(err.contains("changed while it was being read"), "{err}");
     assert_eq!(left(&base), before, "nothing removed");
 }
+
+/// SIGTERM to a streamed rm once its directories are spilled (at the pause after its first
+/// pass): it stops (exit 1, said), removes no directory, and leaves no spill file in TMPDIR.
+#[test]
+fn rm_at_a_tiny_limit_stopped_mid_spill_leaves_its_directories_and_no_spill_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("b");
+    let spill = tmp.path().join("spill");
+    std::fs::create_dir(&spill).unwrap();
+    tree(&base);
+    let dirs_before: BTreeSet<Vec<u8>> = listing(&base)
+        .into_iter()
+        .filter(|p| base.join(std::ffi::OsStr::from_bytes(p)).is_dir())
+        .collect();
+    let pause = tmp.path().join("pause");
+    let mut cmd = Tool::new("rm").command();
+    cmd.arg("-i")
+        .arg(base.join("list.mfu"))
+        .args(["--memory-limit", "4k", "--tmpdir"])
+        .arg(&spill)
+        .env("MFU_RS_TEST_PAUSE_AFTER_LISTING", &pause)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let start = std::time::Instant::now();
+    while !tmp.path().join("pause.ready").exists() {
+        assert!(start.elapsed().as_secs() < 60, "rm never paused");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    std::fs::write(tmp.path().join("pause.go"), b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    for d in &dirs_before {
+        assert!(
+            base.join(std::ffi::OsStr::from_bytes(d)).is_dir(),
+            "{} removed after the stop",
+            String::from_utf8_lossy(d)
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&spill).unwrap().count(),
+        0,
+        "spill files left"
+    );
+    assert!(base.join("outside/precious").exists());
+}
