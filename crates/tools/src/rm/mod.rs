@@ -15,7 +15,7 @@
 //! parent's descriptor, opened piece by piece ([`flist::walk::open_long`]).
 //!
 //! `rm -i LIST` of a v3/v4 list file larger than `--memory-limit` removes it a piece at a
-//! time instead ([`stream`]).
+//! time instead (the `stream` module).
 //!
 //! The tree may change between the listing and the removal (a directory swapped for a symlink
 //! to anywhere). Every entry is reached from a root's descriptor without following symlinks
