@@ -9,6 +9,8 @@
 //!   ([`crate::FileList::encode_record`]), written through a buffer and read back by block;
 //! - `merge`: the k-way merge of runs in the order of [`crate::sort`] (crate-private while that
 //!   order is);
+//! - [`keyed`]: records in the order of a byte key of their own (dup's grouping by size and
+//!   inode, then by hash), through the same runs and merge;
 //! - [`sort_list_file`]: a list file sorted into another at bounded memory per rank, the
 //!   first operation out of core (the rest of issue 34, sync's merge join, cmp, tar's plan,
 //!   dup, reuse these pieces).
@@ -42,6 +44,7 @@
 //! ```
 
 pub mod dir;
+pub mod keyed;
 pub mod limit;
 pub(crate) mod merge;
 pub mod run;
