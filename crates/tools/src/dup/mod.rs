@@ -16,6 +16,11 @@
 //!    sorted, gives the same output at any rank count. With `--verify`, the redundant-copy list
 //!    keeps only the names an earlier list (reviewed by the user) holds.
 //!
+//! When the list and the grouping tables outgrow `--memory-limit` on some rank, phases 2-4 run
+//! out of core instead ([`spilled`]): sorted runs in spill files in place of tables, merged so
+//! that each size, then each (hash, size), comes out whole and in order; the groups, counts
+//! and output are the same. Below the limit nothing spills.
+//!
 //! A stopped run continues: each hash (prefix or whole file) is marked in a checkpoint whose
 //! inputs are the paths and the digest of the list (so a file changed since, in size, times or
 //! inode, means starting over); a rerun hashes only the files not marked, and its groups,
@@ -23,6 +28,7 @@
 
 mod hash;
 mod inode;
+mod spilled;
 mod unchanged;
 
 use crate::engine::checkpoint::{self, Checkpoint, Choice, Inputs, Outcome, Plan, Prior};
@@ -35,11 +41,13 @@ use flist::distribute::{hash_path, remap};
 use flist::io::{self, Format};
 use flist::path::{display, normalize};
 use flist::restat::{restat, Which};
+use flist::spill::{MemoryLimit, SpillDir};
 use flist::walk::{walk, WalkOptions};
 use flist::FileList;
 use flist::FileType;
 use hash::{hash_file, hex, PREFIX_BYTES};
 use inode::{exchange, hash_groups, hash_owner, inodes_of, same_size, size_owner, Hash, Inode};
+pub use spilled::DupSpill;
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -67,6 +75,12 @@ pub struct Options {
     /// Where the hashes of files done are recorded, so that a stopped run continues
     /// (`--checkpoint PATH`, `--no-checkpoint`).
     pub checkpoint: Choice,
+    /// Bytes of memory per rank for the list and the grouping tables (`--memory-limit`);
+    /// beyond it the grouping runs out of core, through sorted runs in `tmpdir`. `None`: the
+    /// default of [`MemoryLimit::resolve`] (half the node's memory over its ranks).
+    pub memory_limit: Option<u64>,
+    /// Where spill files go (`--tmpdir`; `None`: `$TMPDIR`, else `/tmp`).
+    pub tmpdir: Option<Vec<u8>>,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -115,6 +129,15 @@ pub struct Report {
     pub stopped: Option<Stopped>,
     /// The checkpoint could not be kept (stopped) or removed (complete) (reported).
     pub checkpoint_failed: bool,
+    /// The memory limit per rank, described (`--memory-limit`, or the default).
+    pub memory_limit: Option<String>,
+    /// The grouping outgrew the memory limit: what it spilled.
+    pub spilled: Option<DupSpill>,
+    /// Where spill files went (with `spilled`).
+    pub tmpdir: Option<String>,
+    /// The out-of-core grouping failed (a full TMPDIR; reported): nothing was printed or
+    /// written.
+    pub spill_failed: bool,
     /// This process's sample of failure messages.
     pub failures: Vec<String>,
 }
@@ -144,6 +167,7 @@ impl Report {
             + self.no_longer_redundant
             + u64::from(self.list_failed)
             + u64::from(self.checkpoint_failed)
+            + u64::from(self.spill_failed)
     }
 }
 
@@ -164,6 +188,8 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         None => None,
     };
     let mut report = Report::default();
+    let limit = MemoryLimit::resolve(comm, options.memory_limit);
+    report.memory_limit = Some(limit.describe());
 
     // 1. The list, with fresh metadata; its regular files (directories do not matter, and
     // change as a checkpoint is made in them).
@@ -172,6 +198,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     });
     let (mut list, mut failed) = list(comm, options, &cwd)?;
     crate::engine::checkpoint::without_checkpoints(&mut list, ours.as_deref());
+    let held = list.heap_bytes() as u64;
     let (list, empty) = regular_files(list);
     // The checkpoint, once the files (an input) are known.
     let opened = open_checkpoint(comm, options, &cwd, &list)?;
@@ -182,13 +209,42 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     // Same id tables as the list, so that -o can write v4.
     let mut redundant = list.empty_like();
 
-    // 2. Sizes: each size on one rank.
-    let (inodes, files) = by_size(comm, list);
-    let same_size_n = inodes.len() as u64;
+    let out_of_core = comm.any(held + grouping_bytes(&list) >= limit.bytes);
+    let (mut done, files, same_size_n, same_prefix_n, interrupted, stopped) = if out_of_core {
+        // 2-4 through spill files.
+        let dir = SpillDir::new(options.tmpdir.as_deref());
+        match spilled::grouped(comm, options, list, &mut failed, resume, limit.bytes, &dir) {
+            Ok(g) => {
+                report.spilled = Some(g.spill);
+                report.tmpdir = Some(display(dir.path()).into_owned());
+                let (d, f, s, p) = (g.done, g.files, g.same_size, g.same_prefix);
+                (d, f, s, p, g.interrupted, Some(g.stopped))
+            }
+            Err(e) => {
+                if comm.rank() == 0 {
+                    context.error(format!("{e}; the comparison was not finished"));
+                }
+                report.spill_failed = true;
+                (Vec::new(), 0, 0, 0, false, None)
+            }
+        }
+    } else {
+        // 2. Sizes: each size on one rank.
+        let (inodes, files) = by_size(comm, list);
+        let same_size_n = inodes.len() as u64;
 
-    // 3 and 4. Prefixes, then whole files; groups in hash order.
-    let (mut done, same_prefix_n, interrupted, stopped) =
-        groups(comm, options, inodes, &mut failed, resume);
+        // 3 and 4. Prefixes, then whole files; groups in hash order.
+        let (done, same_prefix_n, interrupted, stopped) =
+            groups(comm, options, inodes, &mut failed, resume);
+        (
+            done,
+            files,
+            same_size_n,
+            same_prefix_n,
+            interrupted,
+            stopped,
+        )
+    };
 
     // 5. The groups are known; a race test changes files here. Every member is checked
     // against its listing once more, as late as possible before the output.
@@ -241,8 +297,13 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     report.stopped = stopped.filter(|_| report.interrupted);
     write(comm, options, &redundant, &mut report);
     if let Some((Some(c), _)) = opened {
-        report.checkpoint_failed =
-            !c.finish_told(comm, context, Outcome::of_stop(report.interrupted));
+        // After a failed spill the hashes done are kept: a rerun with room continues.
+        let outcome = if report.spill_failed {
+            Outcome::Failed
+        } else {
+            Outcome::of_stop(report.interrupted)
+        };
+        report.checkpoint_failed = !c.finish_told(comm, context, outcome);
     }
 
     comm.allreduce(&mut counts, ReduceOp::Sum);
@@ -276,6 +337,17 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
                 bytes_text(report.reclaimable),
                 report.seconds
             ));
+            if let Some(limit) = &report.memory_limit {
+                context.info(format!("Memory limit: {limit}\n"));
+            }
+            if let (Some(s), Some(dir)) = (&report.spilled, &report.tmpdir) {
+                context.info(format!(
+                    "Spilled: {} in {} sorted runs to {dir} (at most {} on one rank; removed)\n",
+                    flist::units::human_bytes(s.spill_bytes),
+                    s.runs,
+                    flist::units::human_bytes(s.spill_bytes_max_rank)
+                ));
+            }
         }
         if report.unreadable > 0 {
             context.error(format!(
@@ -414,6 +486,13 @@ fn regular_files(mut list: FileList) -> (FileList, u64) {
     (list, empty)
 }
 
+/// Bytes (about) the in-memory grouping of the non-empty regular files `list` takes beyond
+/// the list: the inodes (their names copied) and the hash groups.
+fn grouping_bytes(list: &FileList) -> u64 {
+    let per_name = std::mem::size_of::<Inode>() + std::mem::size_of::<(Vec<u8>, flist::Meta)>();
+    list.iter().map(|e| per_name + e.path.len()).sum::<usize>() as u64
+}
+
 /// Bring every size of the non-empty regular files `list` to one rank and join hard links
 /// into inodes; sizes held by one inode drop out. Returns those inodes, and this rank's count
 /// of files (inodes). Collective.
@@ -501,16 +580,22 @@ fn groups(
     (done, same_prefix, interrupted, Some(stopped))
 }
 
-/// Write the redundant copies to `output`, unless the run was interrupted (a list written
-/// then would look complete, and `rm -i` of it is the next step). Collective.
+/// Write the redundant copies to `output`, unless the run was interrupted or its grouping
+/// failed (a list written then would look complete, and `rm -i` of it is the next step).
+/// Collective.
 fn write(comm: &dyn Comm, options: &Options, redundant: &FileList, report: &mut Report) {
     let Some(out) = &options.output else { return };
     let context = &options.context;
-    if report.interrupted {
+    if report.interrupted || report.spill_failed {
         if comm.rank() == 0 {
             context.error(format!(
-                "{}: not written: the run was interrupted",
-                flist::path::display(out)
+                "{}: not written: {}",
+                flist::path::display(out),
+                if report.interrupted {
+                    "the run was interrupted"
+                } else {
+                    "the comparison was not finished"
+                }
             ));
         }
         return;
