@@ -209,42 +209,15 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     // Same id tables as the list, so that -o can write v4.
     let mut redundant = list.empty_like();
 
-    let out_of_core = comm.any(held + grouping_bytes(&list) >= limit.bytes);
-    let (mut done, files, same_size_n, same_prefix_n, interrupted, stopped) = if out_of_core {
-        // 2-4 through spill files.
-        let dir = SpillDir::new(options.tmpdir.as_deref());
-        match spilled::grouped(comm, options, list, &mut failed, resume, limit.bytes, &dir) {
-            Ok(g) => {
-                report.spilled = Some(g.spill);
-                report.tmpdir = Some(display(dir.path()).into_owned());
-                let (d, f, s, p) = (g.done, g.files, g.same_size, g.same_prefix);
-                (d, f, s, p, g.interrupted, Some(g.stopped))
-            }
-            Err(e) => {
-                if comm.rank() == 0 {
-                    context.error(format!("{e}; the comparison was not finished"));
-                }
-                report.spill_failed = true;
-                (Vec::new(), 0, 0, 0, false, None)
-            }
-        }
-    } else {
-        // 2. Sizes: each size on one rank.
-        let (inodes, files) = by_size(comm, list);
-        let same_size_n = inodes.len() as u64;
-
-        // 3 and 4. Prefixes, then whole files; groups in hash order.
-        let (done, same_prefix_n, interrupted, stopped) =
-            groups(comm, options, inodes, &mut failed, resume);
-        (
-            done,
-            files,
-            same_size_n,
-            same_prefix_n,
-            interrupted,
-            stopped,
-        )
-    };
+    let over = held + grouping_bytes(&list) >= limit.bytes;
+    let (mut done, files, same_size_n, same_prefix_n, interrupted, stopped) = group(
+        comm,
+        options,
+        list,
+        over,
+        (limit.bytes, &mut failed, resume),
+        &mut report,
+    );
 
     // 5. The groups are known; a race test changes files here. Every member is checked
     // against its listing once more, as late as possible before the output.
@@ -361,6 +334,53 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     }
     report.failures = context.failures();
     Ok(report)
+}
+
+/// What phases 2-4 give: this rank's groups in (hash, size) order, its counts of files, of
+/// inodes sharing a size and of those sharing a prefix too, whether a stop cut the hashing
+/// short, and how far it got.
+type Grouping = (Vec<Vec<Inode>>, u64, u64, u64, bool, Option<Stopped>);
+
+/// Phases 2-4 on the non-empty regular files `list`: in memory, or out of core when `over`
+/// (this rank's list and tables reach the limit) on any rank; what spilled (or why the spill
+/// failed: reported, nothing grouped) goes into `report`. `limits`: the memory limit in bytes,
+/// the count of failures to add to, what earlier runs hashed. Collective.
+fn group(
+    comm: &dyn Comm,
+    options: &Options,
+    list: FileList,
+    over: bool,
+    limits: (u64, &mut u64, Option<Resume<'_>>),
+    report: &mut Report,
+) -> Grouping {
+    let (limit, failed, resume) = limits;
+    if comm.any(over) {
+        // 2-4 through spill files.
+        let dir = SpillDir::new(options.tmpdir.as_deref());
+        return match spilled::grouped(comm, options, list, failed, resume, limit, &dir) {
+            Ok(g) => {
+                report.spilled = Some(g.spill);
+                report.tmpdir = Some(display(dir.path()).into_owned());
+                let (d, f, s, p) = (g.done, g.files, g.same_size, g.same_prefix);
+                (d, f, s, p, g.interrupted, Some(g.stopped))
+            }
+            Err(e) => {
+                if comm.rank() == 0 {
+                    options
+                        .context
+                        .error(format!("{e}; the comparison was not finished"));
+                }
+                report.spill_failed = true;
+                (Vec::new(), 0, 0, 0, false, None)
+            }
+        };
+    }
+    // 2. Sizes: each size on one rank.
+    let (inodes, files) = by_size(comm, list);
+    let same_size = inodes.len() as u64;
+    // 3 and 4. Prefixes, then whole files; groups in hash order.
+    let (done, same_prefix, interrupted, stopped) = groups(comm, options, inodes, failed, resume);
+    (done, files, same_size, same_prefix, interrupted, stopped)
 }
 
 /// Open the checkpoint of this run: its inputs are the paths (or the list) searched, as
