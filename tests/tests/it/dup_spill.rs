@@ -159,6 +159,21 @@ fn a_grouping_at_a_tiny_limit_spills_and_gives_the_output_of_the_run_in_memory()
         // With the groups on stderr (--json owns stdout), the same groups.
         assert_eq!(parse(&json.output.stderr), groups, "{name}");
 
+        // --verify of the list written in memory: the same names kept, in the same order.
+        let verify = |t: Tool, out: &Path| t.arg("--verify").arg(&want_v4).arg("-o").arg(out);
+        let (sure_want, sure_got) = (
+            tmp.path().join("sure-want.mfu"),
+            tmp.path().join("sure.mfu"),
+        );
+        launch(verify(dup(&root), &sure_want))
+            .run()
+            .assert_status(0);
+        tiny(verify(dup(&root), &sure_got)).run().assert_status(0);
+        assert!(
+            fs::read(&sure_got).unwrap() == fs::read(&sure_want).unwrap(),
+            "{name}: the --verify list differs"
+        );
+
         // A list as input.
         let from_list = tiny(Tool::new("dup").arg("-i").arg(&list))
             .run()
