@@ -174,14 +174,31 @@ fn a_grouping_at_a_tiny_limit_spills_and_gives_the_output_of_the_run_in_memory()
             "{name}: the --verify list differs"
         );
 
-        // A list as input.
-        let from_list = tiny(Tool::new("dup").arg("-i").arg(&list))
-            .run()
-            .assert_status(0);
+        // A list as input, read a piece at a time: the groups, the list and the counts.
+        let from_list = tiny(
+            Tool::new("dup")
+                .args(["-v", "-o"])
+                .arg(&got_v4)
+                .arg("-i")
+                .arg(&list),
+        )
+        .run()
+        .assert_status(0);
         assert!(
             from_list.output.stdout == want.output.stdout,
             "{name}: the groups of -i LIST differ"
         );
+        from_list.stderr_contains("the list was read a piece at a time");
+        assert!(
+            fs::read(&got_v4).unwrap() == fs::read(&want_v4).unwrap(),
+            "{name}: the -o list of -i LIST differs"
+        );
+        let json = tiny(Tool::new("dup").arg("--json").arg("-i").arg(&list))
+            .run()
+            .assert_status(0);
+        let v: serde_json::Value = serde_json::from_slice(&json.output.stdout).unwrap();
+        assert_eq!(counts(&v), counts(&want_json), "{name}, -i LIST: {v}");
+        assert_eq!(v["list_in_pieces"], true, "{name}");
     }
 }
 
@@ -192,6 +209,13 @@ fn a_grouping_that_fills_its_tmpdir_fails_naming_it_and_prints_nothing() {
     let full = tmp.path().join("full");
     let _mount = Mount::tmpfs(&full, "8k");
     let out = tmp.path().join("out.mfu");
+    let list = tmp.path().join("all.mfu");
+    Tool::new("walk")
+        .args(["-q", "-o"])
+        .arg(&list)
+        .arg(&root)
+        .run()
+        .assert_status(0);
     for (name, launch) in launches() {
         let run = launch(dup(&root).arg("-o").arg(&out))
             .args(["--memory-limit", "4k", "--tmpdir"])
@@ -202,6 +226,22 @@ fn a_grouping_that_fills_its_tmpdir_fails_naming_it_and_prints_nothing() {
             .stderr_contains("no room")
             .stderr_contains("the comparison was not finished");
         // Groups printed then would look like all there are.
+        assert!(run.output.stdout.is_empty(), "{name}: {}", run.stdout_str());
+        assert!(!out.exists(), "{name}: a list after a failed grouping");
+        assert_eq!(
+            names(&full),
+            Vec::<PathBuf>::new(),
+            "{name}: spill files left"
+        );
+
+        // The same with a list read a piece at a time.
+        let run = launch(Tool::new("dup").arg("-i").arg(&list).arg("-o").arg(&out))
+            .args(["--memory-limit", "4k", "--tmpdir"])
+            .arg(&full)
+            .run()
+            .assert_status(1);
+        run.stderr_contains(&format!("TMPDIR {}", full.display()))
+            .stderr_contains("the comparison was not finished");
         assert!(run.output.stdout.is_empty(), "{name}: {}", run.stdout_str());
         assert!(!out.exists(), "{name}: a list after a failed grouping");
         assert_eq!(
@@ -260,5 +300,73 @@ fn a_stopped_spilling_dup_continues_from_its_checkpoint() {
             Vec::<PathBuf>::new(),
             "case {n}: spill files left"
         );
+    }
+}
+
+/// A list read a piece at a time has the digest of the list read whole: a dup of `-i LIST`
+/// stopped in memory continues from its checkpoint when the rerun reads the list in pieces
+/// (and the other way round), with the result of an uninterrupted run.
+#[test]
+fn a_list_read_in_pieces_continues_a_checkpoint_of_the_list_read_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    resumable_tree(dir);
+    let list = dir.join("all.mfu");
+    Tool::new("walk")
+        .args(["-q", "-o"])
+        .arg(&list)
+        .arg(dir.join("t"))
+        .run()
+        .assert_status(0);
+    let spill = dir.join("spill");
+    fs::create_dir(&spill).unwrap();
+    let from_list = |t: Tool, ckpt: &Path, tiny: bool| {
+        let t = t
+            .args(["-v", "-t", "-o"])
+            .arg(dir.join("extra.txt"))
+            .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "20")
+            .arg("--checkpoint")
+            .arg(ckpt)
+            .arg("-i")
+            .arg(&list);
+        if tiny {
+            t.args(["--memory-limit", "1k", "--tmpdir"]).arg(&spill)
+        } else {
+            t
+        }
+    };
+    let want_ckpt = dir.join("unused");
+    let want = dup_outcome(&from_list(Tool::new("dup"), &want_ckpt, false).run(), dir);
+    assert_eq!(want.0, Some(0));
+    assert!(!want_ckpt.exists());
+    for (n, (first, rerun, tiny_first)) in [
+        (Tool::new("dup"), Tool::new("dup").ranks(3), false),
+        (Tool::new("dup").mpi(2), Tool::new("dup"), true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let ckpt = dir.join(format!("ckpt {n}"));
+        let cut = from_list(first, &ckpt, tiny_first)
+            .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "4")
+            .run();
+        assert_eq!(cut.code(), Some(1), "case {n}: {}", cut.stderr_str());
+        assert_eq!(
+            cut.stderr_str().contains("read a piece at a time"),
+            tiny_first,
+            "case {n}: {}",
+            cut.stderr_str()
+        );
+        assert_eq!(dup_outcome(&cut, dir).2, None, "case {n}");
+        let again = from_list(rerun, &ckpt, !tiny_first).run();
+        again.stderr_contains("continuing from checkpoint");
+        assert_eq!(
+            again.stderr_str().contains("read a piece at a time"),
+            !tiny_first,
+            "case {n}: {}",
+            again.stderr_str()
+        );
+        assert_eq!(dup_outcome(&again, dir), want, "case {n}");
+        assert!(!ckpt.exists(), "case {n}: the checkpoint outlived the run");
     }
 }

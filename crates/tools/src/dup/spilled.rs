@@ -25,6 +25,7 @@ use super::hash::PREFIX_BYTES;
 use super::inode::{hash_owner, size_owner, Hash, Inode, HASH_BYTES};
 use super::{hash_all, Options, Resume};
 use crate::engine::context::Stopped;
+use flist::restat::{restat, Which};
 use flist::spill::keyed::{KeyedMerge, KeyedRuns, KeyedSorted};
 use flist::spill::SpillDir;
 use flist::{FileList, FileType, Meta};
@@ -123,14 +124,14 @@ fn encode_by_hash(inode: &Inode, out: &mut Vec<u8>) {
     }
 }
 
-/// Group `list` (this rank's non-empty regular files) out of core within `limit` bytes, with
-/// spill files in `dir`. Hash failures are reported and counted into `failed`. A spill
-/// failure (a full TMPDIR: the error names it) is agreed by all ranks and returned.
+/// Group the names of `by_size` ([`spill_list`], [`read_list`]) out of core within `limit`
+/// bytes, with spill files in `dir`. Hash failures are reported and counted into `failed`. A
+/// spill failure (a full TMPDIR: the error names it) is agreed by all ranks and returned.
 /// Collective.
 pub(super) fn grouped(
     comm: &dyn Comm,
     options: &Options,
-    list: FileList,
+    by_size: KeyedSorted,
     failed: &mut u64,
     resume: Option<Resume<'_>>,
     limit: u64,
@@ -144,8 +145,7 @@ pub(super) fn grouped(
         spilled[1] += s.spilled_bytes();
     };
 
-    // 1. By size.
-    let by_size = by_size(comm, list, dir, &budget)?;
+    // 1. By size (done by the caller).
     count(&by_size);
     let mut sizes = SizeGroups {
         inodes: comm.agree(by_size.merge(budget.blocks))?.into(),
@@ -238,43 +238,254 @@ pub(super) fn grouped(
     })
 }
 
-/// Send every name of `list` to the rank owning its size, in rounds of at most a batch of
-/// bytes a rank, into sorted runs keyed by size there; the list is dropped. Collective.
-fn by_size(
+/// Phase 1 from a list in memory: every name of `list` (this rank's non-empty regular files)
+/// goes to the rank owning its size, into sorted runs keyed by size there, within `limit`
+/// bytes. Collective.
+pub(super) fn spill_list(
     comm: &dyn Comm,
     list: FileList,
     dir: &SpillDir,
-    budget: &Budget,
+    limit: u64,
 ) -> flist::error::Result<KeyedSorted> {
-    let size = comm.size();
+    let mut next = 0;
+    by_size(
+        comm,
+        dir,
+        &Budget::of(limit, comm.size()),
+        |sends, batch| {
+            let mut filled = 0;
+            while next < list.len() && filled < batch {
+                let e = list.entry(next);
+                next += 1;
+                if let Some(meta) = e.meta {
+                    filled += send_by_size(e.path, &meta, sends);
+                }
+            }
+            Ok(next < list.len())
+        },
+    )
+}
+
+/// What [`read_list`] found.
+pub(super) enum Read {
+    /// Not a cache list in a file: read it whole, as usual.
+    NotCache,
+    /// No rank's share outgrew half the limit: this rank's share as read (not stat'ed again),
+    /// with the list's id tables.
+    Whole(FileList),
+    /// The list outgrew it: read a piece at a time into phase 1.
+    Streamed(Streamed),
+}
+
+/// A list file read a piece at a time into phase 1: its names stat'ed again, filtered and
+/// spilled by size, never held whole.
+pub(super) struct Streamed {
+    /// The names of the non-empty regular files, in runs keyed by size on their size's rank.
+    pub by_size: KeyedSorted,
+    /// This rank's empty regular files.
+    pub empty: u64,
+    /// This rank's names that could not be stat'ed again (reported).
+    pub failed: u64,
+    /// The [`crate::engine::checkpoint::record_sums`] of this rank's non-empty regular
+    /// files, and their count: the list's digest.
+    pub sums: [u64; 2],
+    /// Records those sums are of.
+    pub records: u64,
+    /// An empty list with the list's id tables (for `-o` in v4).
+    pub ids: FileList,
+}
+
+/// Read the cache list `path` (`-i`) a piece at a time (collective): whole when no rank's
+/// share outgrows half of `limit`, else straight into phase 1, each piece stat'ed again
+/// (failures reported), without the checkpoints directory `ours`, its empty files counted.
+/// Errors (agreed): the list's, or the spill's.
+pub(super) fn read_list(
+    comm: &dyn Comm,
+    options: &Options,
+    path: &[u8],
+    cwd: &[u8],
+    ours: Option<&[u8]>,
+    limit: u64,
+    dir: &SpillDir,
+) -> Result<Read, ReadFailed> {
+    let Some(mut share) = flist::io::open_cache_share(comm, path).map_err(ReadFailed::List)? else {
+        return Ok(Read::NotCache);
+    };
+    let mut ids = FileList::new(flist::Detail::Stat);
+    ids.users = std::mem::take(&mut share.users);
+    ids.groups = std::mem::take(&mut share.groups);
+    let half = limit / 2;
+    let rec = share.record_bytes().max(1);
+    let chunk = ((4 << 20) / rec).min(half / rec).max(1) as usize;
+    let mut buf = FileList::new(flist::Detail::Stat);
+    let local = loop {
+        if buf.heap_bytes() as u64 >= half {
+            break Ok(true);
+        }
+        match share.read_into(&mut buf, chunk) {
+            Ok(0) => break Ok(false),
+            Ok(_) => {}
+            Err(e) => break Err(e),
+        }
+    };
+    if !comm.any(comm.agree(local).map_err(ReadFailed::List)?) {
+        buf.users = ids.users.clone();
+        buf.groups = ids.groups.clone();
+        return Ok(Read::Whole(buf));
+    }
+    let budget = Budget::of(limit, comm.size());
+    let mut pieces = Pieces {
+        options,
+        cwd,
+        ours,
+        per_piece: (budget.batch as u64 / (rec + SIZE_KEY as u64)).max(1) as usize,
+        pending: FileList::new(flist::Detail::Stat),
+        at: 0,
+        empty: 0,
+        failed: 0,
+        sums: [0; 2],
+        records: 0,
+    };
+    pieces.take(buf);
+    let by_size = by_size(comm, dir, &budget, |sends, batch| {
+        pieces.fill(&mut share, sends, batch)
+    })
+    .map_err(|e| {
+        if super::about_input(&e, path) {
+            ReadFailed::List(e)
+        } else {
+            ReadFailed::Spill(e)
+        }
+    })?;
+    Ok(Read::Streamed(Streamed {
+        by_size,
+        empty: pieces.empty,
+        failed: pieces.failed,
+        sums: pieces.sums,
+        records: pieces.records,
+        ids,
+    }))
+}
+
+/// Why [`read_list`] failed.
+pub(super) enum ReadFailed {
+    /// The list cannot be opened or read, or is damaged (the error names it).
+    List(flist::Error),
+    /// The spill failed (a full TMPDIR: the error names it).
+    Spill(flist::Error),
+}
+
+/// The pieces of a list read by [`read_list`], made ready for phase 1.
+struct Pieces<'a> {
+    options: &'a Options,
+    cwd: &'a [u8],
+    ours: Option<&'a [u8]>,
+    /// Records read a piece.
+    per_piece: usize,
+    /// The non-empty regular files of the last piece, stat'ed again; the next to send.
+    pending: FileList,
+    at: usize,
+    empty: u64,
+    failed: u64,
+    sums: [u64; 2],
+    records: u64,
+}
+
+impl Pieces<'_> {
+    /// Stat the names of `raw` again and keep its non-empty regular files to send.
+    fn take(&mut self, raw: FileList) {
+        let (mut list, errors) = restat(raw.normalized(self.cwd), Which::All, false);
+        for e in &errors {
+            self.options.context.error(e);
+        }
+        self.failed += errors.len() as u64;
+        crate::engine::checkpoint::without_checkpoints(&mut list, self.ours);
+        let (list, empty) = super::regular_files(list);
+        self.empty += empty;
+        let sums = crate::engine::checkpoint::record_sums(&list);
+        self.sums = [
+            self.sums[0].wrapping_add(sums[0]),
+            self.sums[1].wrapping_add(sums[1]),
+        ];
+        self.records += list.len() as u64;
+        self.pending = list;
+        self.at = 0;
+    }
+
+    /// Encode names into `sends` (by the rank of their size) until they take `batch` bytes,
+    /// reading pieces of `share` as needed; false once the share is read.
+    fn fill(
+        &mut self,
+        share: &mut flist::io::CacheShare,
+        sends: &mut [Vec<u8>],
+        batch: usize,
+    ) -> flist::error::Result<bool> {
+        let mut filled = 0;
+        while filled < batch {
+            if self.at == self.pending.len() {
+                let mut raw = FileList::new(flist::Detail::Stat);
+                if share.read_into(&mut raw, self.per_piece)? == 0 {
+                    return Ok(false);
+                }
+                self.take(raw);
+                continue;
+            }
+            let e = self.pending.entry(self.at);
+            self.at += 1;
+            if let Some(meta) = e.meta {
+                filled += send_by_size(e.path, &meta, sends);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Encode the name `path` keyed by size into `sends` of the rank owning its size; the bytes
+/// added.
+fn send_by_size(path: &[u8], meta: &Meta, sends: &mut [Vec<u8>]) -> usize {
+    let dest = size_owner(meta.size, sends.len());
+    let before = sends[dest].len();
+    KeyedRuns::encode(
+        &size_key(meta.size, meta),
+        path,
+        FileType::File,
+        meta,
+        &mut sends[dest],
+    );
+    sends[dest].len() - before
+}
+
+/// Send the names `fill` encodes (into one buffer per rank, up to a batch of bytes a round;
+/// false once it has no more) to their ranks, into sorted runs keyed by size there.
+/// Collective; a failure on any rank ends the rounds and is agreed.
+fn by_size(
+    comm: &dyn Comm,
+    dir: &SpillDir,
+    budget: &Budget,
+    mut fill: impl FnMut(&mut [Vec<u8>], usize) -> flist::error::Result<bool>,
+) -> flist::error::Result<KeyedSorted> {
     let mut runs = KeyedRuns::new(dir, SIZE_KEY, budget.buffer);
     let mut local: flist::error::Result<()> = Ok(());
-    let mut next = 0;
     loop {
-        let mut sends = vec![Vec::new(); size];
-        let mut filled = 0;
-        while next < list.len() && filled < budget.batch {
-            let e = list.entry(next);
-            next += 1;
-            let Some(meta) = e.meta else { continue };
-            let dest = size_owner(meta.size, size);
-            let before = sends[dest].len();
-            let key = size_key(meta.size, &meta);
-            KeyedRuns::encode(&key, e.path, FileType::File, &meta, &mut sends[dest]);
-            filled += sends[dest].len() - before;
+        let mut sends = vec![Vec::new(); comm.size()];
+        let mut more = false;
+        if local.is_ok() {
+            match fill(&mut sends, budget.batch) {
+                Ok(m) => more = m,
+                Err(e) => local = Err(e),
+            }
         }
         for part in comm.alltoallv(sends) {
             if local.is_ok() && !part.is_empty() {
                 local = runs.push_encoded(&part);
             }
         }
-        let mut state = [u64::from(next < list.len()), u64::from(local.is_err())];
+        let mut state = [u64::from(more), u64::from(local.is_err())];
         comm.allreduce(&mut state, ReduceOp::Max);
         if state[0] == 0 || state[1] == 1 {
             break;
         }
     }
-    drop(list);
     comm.agree(local)?;
     comm.agree(runs.finish())
 }
