@@ -40,8 +40,9 @@ use steal::Comm;
         Memory: when the list and the grouping tables outgrow --memory-limit on a rank, the \
         grouping runs out of core: names keyed by size, then by hash, spill as sorted runs to \
         --tmpdir and are merged so that each size and each group comes out whole; only files \
-        sharing their size are hashed, and the output is that of a run in memory. The list \
-        itself (walked, or read with -i) is still held whole while it is made. With -v, the \
+        sharing their size are hashed, and the output is that of a run in memory. A v3/v4 list \
+        given with -i is then read a piece at a time, never whole; a walked tree or a text \
+        list is still held whole while it is made. With -v, the \
         limit is shown and, when anything spilled, how much (`Spilled: ...`; in --json: \
         `spilled`). A full TMPDIR is an error naming it (exit 1, no \
         groups printed, no list written).\n\n\

@@ -16,10 +16,15 @@
 //!    they stay on their rank). The merge gives the groups of identical files in (hash, size)
 //!    order, each held whole only once it is known: what is printed and listed.
 //!
+//! Phase 1's names come from the list in memory ([`spill_list`]), or from a v3/v4 list file
+//! read a piece at a time, each piece stat'ed again and filtered as a whole list would be
+//! ([`read_list`]): then the list is never held whole.
+//!
 //! Memory: a quarter of the limit buffers the runs being written, a quarter the blocks of
 //! the runs being merged, and a quarter (over the ranks) the batch of inodes hashed and sent
-//! in a round; what it keeps beyond that is the groups found (the output) and one size's
-//! first inode.
+//! in a round (up to half the limit for the first piece of a list file); what it keeps beyond
+//! that is the groups found (the output), one size's first inode, and the names of one group
+//! of equal (hash, size).
 
 use super::hash::PREFIX_BYTES;
 use super::inode::{hash_owner, size_owner, Hash, Inode, HASH_BYTES};
