@@ -20,7 +20,7 @@ fn path(root: &Path, name: &[u8]) -> PathBuf {
 
 /// A tree with several duplicate groups and every trap: same size other content, same first
 /// 64 KiB other tail, files above the prefix, empty files, hard links, spaces and non-UTF-8.
-fn tree(root: &Path) {
+pub(crate) fn tree(root: &Path) {
     fs::create_dir_all(root.join("sub dir/deeper")).unwrap();
     let write = |name: &[u8], data: &[u8]| fs::write(path(root, name), data).unwrap();
     // Small duplicates, odd names.
@@ -68,7 +68,7 @@ fn files(dir: &Path, out: &mut Vec<(PathBuf, u64)>) {
 }
 
 /// The groups by `sha256sum`: files with equal digests, when they are more than one inode.
-fn expected(root: &Path) -> Groups {
+pub(crate) fn expected(root: &Path) -> Groups {
     let mut all = Vec::new();
     files(root, &mut all);
     let mut by_digest: BTreeMap<Vec<u8>, Vec<(Vec<u8>, u64)>> = BTreeMap::new();
@@ -92,7 +92,7 @@ fn expected(root: &Path) -> Groups {
 }
 
 /// `path hash` lines into groups by hash; checks the format and order on the way.
-fn parse(stdout: &[u8]) -> Groups {
+pub(crate) fn parse(stdout: &[u8]) -> Groups {
     let mut groups: BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>> = BTreeMap::new();
     let mut last: Option<(Vec<u8>, Vec<u8>)> = None;
     for line in stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
@@ -445,11 +445,11 @@ fn json_report_has_the_counts_of_the_verbose_summary() {
 
 /// What a `dup` run gave: exit code (`None`: killed), the groups on stdout, and the sorted
 /// paths of its `-o` list (`None`: not written; the list is removed, for the next run).
-type Outcome = (Option<i32>, Vec<u8>, Option<Vec<Vec<u8>>>);
+pub(crate) type Outcome = (Option<i32>, Vec<u8>, Option<Vec<Vec<u8>>>);
 
 /// [`tree`] under `dir/t`, with six more copies of a file above the prefix length (more work
 /// for both hash passes).
-fn resumable_tree(dir: &Path) {
+pub(crate) fn resumable_tree(dir: &Path) {
     let root = dir.join("t");
     tree(&root);
     fs::create_dir_all(root.join("more")).unwrap();
@@ -461,7 +461,7 @@ fn resumable_tree(dir: &Path) {
 
 /// `dup -t -o LIST` of the tree of [`resumable_tree`] through `tool` (its launch), with the
 /// checkpoint at `ckpt` (`None`: `--no-checkpoint`).
-fn resumable_dup(tool: Tool, dir: &Path, ckpt: Option<&Path>) -> Tool {
+pub(crate) fn resumable_dup(tool: Tool, dir: &Path, ckpt: Option<&Path>) -> Tool {
     let tool = tool
         .args(["-t", "-o"])
         .arg(dir.join("extra.txt"))
@@ -475,7 +475,7 @@ fn resumable_dup(tool: Tool, dir: &Path, ckpt: Option<&Path>) -> Tool {
 }
 
 /// The [`Outcome`] of `run` (see [`resumable_dup`]).
-fn dup_outcome(run: &mfu_tests::Run, dir: &Path) -> Outcome {
+pub(crate) fn dup_outcome(run: &mfu_tests::Run, dir: &Path) -> Outcome {
     let list = dir.join("extra.txt");
     let paths = list.exists().then(|| {
         let file = list.as_os_str().as_bytes().to_vec();
@@ -489,7 +489,7 @@ fn dup_outcome(run: &mfu_tests::Run, dir: &Path) -> Outcome {
 }
 
 /// Whether the checkpoint at `ckpt` holds a mark (a log file with bytes).
-fn has_marks(ckpt: &Path) -> bool {
+pub(crate) fn has_marks(ckpt: &Path) -> bool {
     fs::read_dir(ckpt).is_ok_and(|d| {
         d.flatten().any(|e| {
             e.file_name().as_bytes().starts_with(b"log.") && e.metadata().is_ok_and(|m| m.len() > 0)

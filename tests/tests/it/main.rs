@@ -17,6 +17,7 @@ mod differential_sync;
 mod differential_tar;
 mod du;
 mod dup;
+mod dup_spill;
 mod embed;
 mod faults;
 mod filemaker;

@@ -108,10 +108,10 @@ fn a_sort_at_a_tiny_limit_spills_and_writes_the_bytes_of_the_unlimited_sort() {
 }
 
 /// A small tmpfs mounted for one test, unmounted when dropped.
-struct Mount(PathBuf);
+pub(crate) struct Mount(PathBuf);
 
 impl Mount {
-    fn tmpfs(at: &Path, size: &str) -> Mount {
+    pub(crate) fn tmpfs(at: &Path, size: &str) -> Mount {
         std::fs::create_dir_all(at).unwrap();
         let st = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])

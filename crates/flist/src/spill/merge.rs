@@ -8,11 +8,20 @@ use crate::record::FileList;
 use crate::sort::{At, Order};
 use std::cmp::Ordering;
 
+/// How a [`Merge`] orders records.
+#[derive(Clone, Copy)]
+enum By<'a> {
+    /// The sort keys of [`crate::sort`].
+    Keys(&'a Order<'a>),
+    /// The path bytes alone (runs of keyed records: [`super::keyed`]).
+    PathBytes,
+}
+
 /// Merges sorted runs read from one spill file. Runs tie on equal records by their index
 /// (equal records are the same bytes, so the order of the output does not depend on it).
 pub(crate) struct Merge<'a> {
     file: &'a SpillFile,
-    order: &'a Order<'a>,
+    by: By<'a>,
     cursors: Vec<RunCursor>,
     /// A binary min-heap of the indices of the cursors that have a record.
     heap: Vec<usize>,
@@ -23,14 +32,23 @@ impl<'a> Merge<'a> {
     pub(crate) fn new(
         file: &'a SpillFile,
         order: &'a Order<'a>,
-        mut cursors: Vec<RunCursor>,
+        cursors: Vec<RunCursor>,
     ) -> Result<Merge<'a>> {
+        Merge::start(file, By::Keys(order), cursors)
+    }
+
+    /// Start merging `cursors` of runs sorted by path bytes.
+    pub(crate) fn by_path_bytes(file: &'a SpillFile, cursors: Vec<RunCursor>) -> Result<Merge<'a>> {
+        Merge::start(file, By::PathBytes, cursors)
+    }
+
+    fn start(file: &'a SpillFile, by: By<'a>, mut cursors: Vec<RunCursor>) -> Result<Merge<'a>> {
         for c in &mut cursors {
             c.load(file)?;
         }
         let mut m = Merge {
             file,
-            order,
+            by,
             heap: (0..cursors.len())
                 .filter(|&i| cursors[i].current().is_some())
                 .collect(),
@@ -69,10 +87,11 @@ impl<'a> Merge<'a> {
             self.cursors[a].current().expect("in the heap"),
             self.cursors[b].current().expect("in the heap"),
         );
-        self.order
-            .cmp(At::new(x.0, x.1), At::new(y.0, y.1))
-            .then(a.cmp(&b))
-            == Ordering::Less
+        let by = match self.by {
+            By::Keys(order) => order.cmp(At::new(x.0, x.1), At::new(y.0, y.1)),
+            By::PathBytes => x.0.path(x.1).cmp(y.0.path(y.1)),
+        };
+        by.then(a.cmp(&b)) == Ordering::Less
     }
 
     fn sift_down(&mut self, mut i: usize) {

@@ -11,6 +11,8 @@
 //!   order is);
 //! - [`groups`]: records spilled into groups by a small key (a depth) and read back a group
 //!   at a time (rm's directories, deepest first);
+//! - [`keyed`]: records in the order of a byte key of their own (dup's grouping by size and
+//!   inode, then by hash), through the same runs and merge;
 //! - [`sort_list_file`]: a list file sorted into another at bounded memory per rank, the
 //!   first operation out of core (the rest of issue 34, sync's merge join, cmp, tar's plan,
 //!   dup, reuse these pieces).
@@ -45,6 +47,7 @@
 
 pub mod dir;
 pub mod groups;
+pub mod keyed;
 pub mod limit;
 pub(crate) mod merge;
 pub mod run;

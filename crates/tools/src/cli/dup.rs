@@ -1,6 +1,6 @@
 //! `mfu-rs dup` (ddup) on the command line: its options.
 
-use crate::cli::args::{CheckpointArgs, Common, NoAtimeArg};
+use crate::cli::args::{CheckpointArgs, Common, MemoryArgs, NoAtimeArg};
 use crate::cli::console::Console;
 use crate::cli::list_args::{ListInput, ListOutput, Routed};
 use crate::cli::tool::CliTool;
@@ -29,13 +29,23 @@ use steal::Comm;
         mfu-rs dup -o extra.mfu /data/a /data/b            # also list the redundant copies\n  \
         mfu-rs dup --verify extra.mfu -o sure.mfu /data/a /data/b \\\n      \
         && mfu-rs rm -i sure.mfu                           # check again right before removing\n  \
-        mfu-rs walk -o tree.mfu /data && mfu-rs dup -i tree.mfu\n\n\
+        mfu-rs walk -o tree.mfu /data && mfu-rs dup -i tree.mfu\n  \
+        mfu-rs dup --memory-limit 256M --tmpdir /local/tmp /data   # group out of core\n\n\
         The --output list holds, for every group, all names of every inode except the first \
         (the inode whose first name sorts first): removing them keeps exactly one copy of each \
         content and frees the space of the others. Files change: a file that changes while dup \
         runs is left out (named, exit 1), and --verify LIST (an earlier -o list) runs the \
         comparison again and writes to -o only the names of LIST that are still redundant \
         copies, so that rm -i removes nothing whose content exists nowhere else now.\n\n\
+        Memory: when the list and the grouping tables outgrow --memory-limit on a rank, the \
+        grouping runs out of core: names keyed by size, then by hash, spill as sorted runs to \
+        --tmpdir and are merged so that each size and each group comes out whole; only files \
+        sharing their size are hashed, and the output is that of a run in memory. A v3/v4 list \
+        given with -i is then read a piece at a time, never whole; a walked tree or a text \
+        list is still held whole while it is made. With -v, the \
+        limit is shown and, when anything spilled, how much (`Spilled: ...`; in --json: \
+        `spilled`). A full TMPDIR is an error naming it (exit 1, no \
+        groups printed, no list written).\n\n\
         Exit status: 0 done, 1 some files could not be listed or read, changed while dup ran, or \
         (--verify) are no longer redundant copies (each on stderr with its path; they are left \
         out), 2 usage error."
@@ -63,6 +73,10 @@ pub struct DupArgs {
     /// so that a stopped run continues.
     #[command(flatten)]
     pub checkpoint: CheckpointArgs,
+    /// `--memory-limit`, `--tmpdir`: beyond the limit the grouping by size and hash runs
+    /// through sorted runs spilled to TMPDIR.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
     /// `--noatime`.
     #[command(flatten)]
     pub noatime: NoAtimeArg,
@@ -111,6 +125,8 @@ impl CliTool for Dup {
             verify: a.verify.as_ref().map(|v| v.as_bytes().to_vec()),
             text: a.output.text,
             checkpoint: a.checkpoint.choice(),
+            memory_limit: a.memory.memory_limit,
+            tmpdir: a.memory.tmpdir(),
             context,
         }
     }

@@ -16,6 +16,13 @@
 //!    sorted, gives the same output at any rank count. With `--verify`, the redundant-copy list
 //!    keeps only the names an earlier list (reviewed by the user) holds.
 //!
+//! When the list and the grouping tables outgrow `--memory-limit` on some rank, phases 2-4 run
+//! out of core instead ([`spilled`]): sorted runs in spill files in place of tables, merged so
+//! that each size, then each (hash, size), comes out whole and in order; the groups, counts
+//! and output are the same. A v3/v4 list (`-i`) that outgrows half the limit is read a piece
+//! at a time straight into those runs (phase 1 included); a walk is still held whole. Below
+//! the limit nothing spills.
+//!
 //! A stopped run continues: each hash (prefix or whole file) is marked in a checkpoint whose
 //! inputs are the paths and the digest of the list (so a file changed since, in size, times or
 //! inode, means starting over); a rerun hashes only the files not marked, and its groups,
@@ -23,6 +30,7 @@
 
 mod hash;
 mod inode;
+mod spilled;
 mod unchanged;
 
 use crate::engine::checkpoint::{self, Checkpoint, Choice, Inputs, Outcome, Plan, Prior};
@@ -35,11 +43,14 @@ use flist::distribute::{hash_path, remap};
 use flist::io::{self, Format};
 use flist::path::{display, normalize};
 use flist::restat::{restat, Which};
+use flist::spill::keyed::KeyedSorted;
+use flist::spill::{MemoryLimit, SpillDir};
 use flist::walk::{walk, WalkOptions};
 use flist::FileList;
 use flist::FileType;
 use hash::{hash_file, hex, PREFIX_BYTES};
 use inode::{exchange, hash_groups, hash_owner, inodes_of, same_size, size_owner, Hash, Inode};
+pub use spilled::DupSpill;
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -67,6 +78,12 @@ pub struct Options {
     /// Where the hashes of files done are recorded, so that a stopped run continues
     /// (`--checkpoint PATH`, `--no-checkpoint`).
     pub checkpoint: Choice,
+    /// Bytes of memory per rank for the list and the grouping tables (`--memory-limit`);
+    /// beyond it the grouping runs out of core, through sorted runs in `tmpdir`. `None`: the
+    /// default of [`MemoryLimit::resolve`] (half the node's memory over its ranks).
+    pub memory_limit: Option<u64>,
+    /// Where spill files go (`--tmpdir`; `None`: `$TMPDIR`, else `/tmp`).
+    pub tmpdir: Option<Vec<u8>>,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -115,6 +132,17 @@ pub struct Report {
     pub stopped: Option<Stopped>,
     /// The checkpoint could not be kept (stopped) or removed (complete) (reported).
     pub checkpoint_failed: bool,
+    /// The memory limit per rank, described (`--memory-limit`, or the default).
+    pub memory_limit: Option<String>,
+    /// The grouping outgrew the memory limit: what it spilled.
+    pub spilled: Option<DupSpill>,
+    /// Where spill files went (with `spilled`).
+    pub tmpdir: Option<String>,
+    /// The `-i` list outgrew the limit and was read a piece at a time, never whole.
+    pub list_in_pieces: bool,
+    /// The out-of-core grouping failed (a full TMPDIR; reported): nothing was printed or
+    /// written.
+    pub spill_failed: bool,
     /// This process's sample of failure messages.
     pub failures: Vec<String>,
 }
@@ -144,6 +172,7 @@ impl Report {
             + self.no_longer_redundant
             + u64::from(self.list_failed)
             + u64::from(self.checkpoint_failed)
+            + u64::from(self.spill_failed)
     }
 }
 
@@ -164,17 +193,37 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         None => None,
     };
     let mut report = Report::default();
+    let limit = MemoryLimit::resolve(comm, options.memory_limit);
+    report.memory_limit = Some(limit.describe());
 
     // 1. The list, with fresh metadata; its regular files (directories do not matter, and
     // change as a checkpoint is made in them).
     let ours = comm.bcast_with(0, || {
         crate::engine::checkpoint::checkpoints_dir(&options.checkpoint, &cwd)
     });
-    let (mut list, mut failed) = list(comm, options, &cwd)?;
+    let dir = SpillDir::new(options.tmpdir.as_deref());
+    let (mut list, mut failed, streamed) = listing(
+        comm,
+        options,
+        (&cwd, ours.as_deref()),
+        (limit.bytes, &dir),
+        &mut report,
+    )?;
     crate::engine::checkpoint::without_checkpoints(&mut list, ours.as_deref());
-    let (list, empty) = regular_files(list);
+    let held = list.heap_bytes() as u64;
+    let (list, mut empty) = regular_files(list);
+    empty += streamed.as_ref().map_or(0, |s| s.empty);
     // The checkpoint, once the files (an input) are known.
-    let opened = open_checkpoint(comm, options, &cwd, &list)?;
+    let opened = if report.spill_failed {
+        None
+    } else {
+        match &streamed {
+            Some(s) => open_checkpoint(comm, options, &cwd, || {
+                checkpoint::digest_of_sums(comm, s.sums, s.records)
+            })?,
+            None => open_checkpoint(comm, options, &cwd, || checkpoint::list_digest(comm, &list))?,
+        }
+    };
     let resume = opened.as_ref().map(|(c, prior)| Resume {
         checkpoint: c.as_ref(),
         prior,
@@ -182,13 +231,22 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     // Same id tables as the list, so that -o can write v4.
     let mut redundant = list.empty_like();
 
-    // 2. Sizes: each size on one rank.
-    let (inodes, files) = by_size(comm, list);
-    let same_size_n = inodes.len() as u64;
-
-    // 3 and 4. Prefixes, then whole files; groups in hash order.
-    let (mut done, same_prefix_n, interrupted, stopped) =
-        groups(comm, options, inodes, &mut failed, resume);
+    let files = match streamed {
+        Some(s) => Files::BySize(s.by_size),
+        None if report.spill_failed => Files::None,
+        None => {
+            let over = held + grouping_bytes(&list) >= limit.bytes;
+            Files::List(list, over)
+        }
+    };
+    let (mut done, files, same_size_n, same_prefix_n, interrupted, stopped) = group(
+        comm,
+        options,
+        files,
+        (limit.bytes, &dir),
+        (&mut failed, resume),
+        &mut report,
+    );
 
     // 5. The groups are known; a race test changes files here. Every member is checked
     // against its listing once more, as late as possible before the output.
@@ -241,8 +299,13 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     report.stopped = stopped.filter(|_| report.interrupted);
     write(comm, options, &redundant, &mut report);
     if let Some((Some(c), _)) = opened {
-        report.checkpoint_failed =
-            !c.finish_told(comm, context, Outcome::of_stop(report.interrupted));
+        // After a failed spill the hashes done are kept: a rerun with room continues.
+        let outcome = if report.spill_failed {
+            Outcome::Failed
+        } else {
+            Outcome::of_stop(report.interrupted)
+        };
+        report.checkpoint_failed = !c.finish_told(comm, context, outcome);
     }
 
     comm.allreduce(&mut counts, ReduceOp::Sum);
@@ -260,46 +323,204 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         ..report
     };
     if comm.rank() == 0 {
-        if context.verbose {
-            context.info(format!(
-                "{} files ({} empty ignored, hard links counted once); {} of the same size as \
-                 another; {} above {} KiB also with the same first {} KiB; {} groups of duplicates, \
-                 {} redundant copies, {} reclaimable; {:.3} s\n",
-                report.files,
-                report.empty,
-                report.same_size,
-                report.same_prefix,
-                PREFIX_BYTES >> 10,
-                PREFIX_BYTES >> 10,
-                report.groups,
-                report.redundant,
-                bytes_text(report.reclaimable),
-                report.seconds
-            ));
-        }
-        if report.unreadable > 0 {
-            context.error(format!(
-                "{} files could not be listed or read, or changed while dup ran (listed above), and were left out",
-                report.unreadable
-            ));
-        }
-        if report.interrupted {
-            context.error("interrupted by a signal: the groups are incomplete");
-        }
+        tell(context, &report);
     }
     report.failures = context.failures();
     Ok(report)
 }
 
+/// What phases 2-4 give: this rank's groups in (hash, size) order, its counts of files, of
+/// inodes sharing a size and of those sharing a prefix too, whether a stop cut the hashing
+/// short, and how far it got.
+type Grouping = (Vec<Vec<Inode>>, u64, u64, u64, bool, Option<Stopped>);
+
+/// Phase 1: the list, with fresh metadata, and this rank's count of names that could not be
+/// listed (reported). A cache list (`-i`) that outgrows half the `limit` on some rank is read
+/// a piece at a time straight into runs by size in `dir` ([`spilled::read_list`]): then the
+/// list returned is empty (with the id tables) and the runs come apart. A failure of that
+/// spill is reported into `report`. Collective.
+fn listing(
+    comm: &dyn Comm,
+    options: &Options,
+    (cwd, ours): (&[u8], Option<&[u8]>),
+    (limit, dir): (u64, &SpillDir),
+    report: &mut Report,
+) -> Result<(FileList, u64, Option<spilled::Streamed>), Error> {
+    let context = &options.context;
+    let read = match &options.input {
+        Input::File { path, .. } => {
+            match spilled::read_list(comm, options, path, cwd, ours, limit, dir) {
+                Ok(r) => Some(r),
+                Err(spilled::ReadFailed::List(e)) => return Err(Error::new(list_error(path, &e))),
+                Err(spilled::ReadFailed::Spill(e)) => {
+                    spill_failed(comm, context, &e, report);
+                    None
+                }
+            }
+        }
+        _ => Some(spilled::Read::NotCache),
+    };
+    let mut streamed = None;
+    let (list, failed) = match read {
+        Some(spilled::Read::NotCache) => list(comm, options, cwd)?,
+        Some(spilled::Read::Whole(l)) => restated(context, l, cwd),
+        Some(spilled::Read::Streamed(mut s)) => {
+            // The names went to phase 2: what is left is the list's id tables.
+            let ids = std::mem::replace(&mut s.ids, FileList::new(flist::Detail::Stat));
+            let failed = s.failed;
+            streamed = Some(s);
+            report.list_in_pieces = true;
+            (ids, failed)
+        }
+        None => (FileList::new(flist::Detail::Stat), 0),
+    };
+    Ok((list, failed, streamed))
+}
+
+/// Rank 0's messages at the end of a run: the summary (with -v), the failures, a stop.
+fn tell(context: &Context, report: &Report) {
+    if context.verbose {
+        context.info(format!(
+            "{} files ({} empty ignored, hard links counted once); {} of the same size as \
+             another; {} above {} KiB also with the same first {} KiB; {} groups of duplicates, \
+             {} redundant copies, {} reclaimable; {:.3} s\n",
+            report.files,
+            report.empty,
+            report.same_size,
+            report.same_prefix,
+            PREFIX_BYTES >> 10,
+            PREFIX_BYTES >> 10,
+            report.groups,
+            report.redundant,
+            bytes_text(report.reclaimable),
+            report.seconds
+        ));
+        if let Some(limit) = &report.memory_limit {
+            context.info(format!("Memory limit: {limit}\n"));
+        }
+        if let (Some(s), Some(dir)) = (&report.spilled, &report.tmpdir) {
+            context.info(format!(
+                "Spilled: {} in {} sorted runs to {dir} (at most {} on one rank; removed){}\n",
+                flist::units::human_bytes(s.spill_bytes),
+                s.runs,
+                flist::units::human_bytes(s.spill_bytes_max_rank),
+                if report.list_in_pieces {
+                    "; the list was read a piece at a time"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    if report.unreadable > 0 {
+        context.error(format!(
+            "{} files could not be listed or read, or changed while dup ran (listed above), and were left out",
+            report.unreadable
+        ));
+    }
+    if report.interrupted {
+        context.error("interrupted by a signal: the groups are incomplete");
+    }
+}
+
+/// The files phases 2-4 group.
+// Made once per run and taken apart at once: boxing the list would buy nothing.
+#[allow(clippy::large_enum_variant)]
+enum Files {
+    /// This rank's non-empty regular files, and whether they and their grouping tables reach
+    /// the memory limit on this rank.
+    List(FileList, bool),
+    /// Their names already in runs keyed by size (a list read a piece at a time).
+    BySize(KeyedSorted),
+    /// None: the listing failed (reported).
+    None,
+}
+
+/// Phases 2-4 on `files`: in memory, or out of core when they are in runs already or reach
+/// the limit on any rank; what spilled (or why the spill failed: reported, nothing grouped)
+/// goes into `report`. `space`: the memory limit in bytes and the spill directory; `tally`:
+/// the count of failures to add to, what earlier runs hashed. Collective.
+fn group(
+    comm: &dyn Comm,
+    options: &Options,
+    files: Files,
+    space: (u64, &SpillDir),
+    tally: (&mut u64, Option<Resume<'_>>),
+    report: &mut Report,
+) -> Grouping {
+    let ((limit, dir), (failed, resume)) = (space, tally);
+    let none = (Vec::new(), 0, 0, 0, false, None);
+    let by_size = match files {
+        Files::None => return none,
+        Files::BySize(runs) => Ok(runs),
+        Files::List(list, over) if comm.any(over) => spilled::spill_list(comm, list, dir, limit),
+        Files::List(list, _) => {
+            // 2. Sizes: each size on one rank.
+            let (inodes, files) = by_size(comm, list);
+            let same_size = inodes.len() as u64;
+            // 3 and 4. Prefixes, then whole files; groups in hash order.
+            let (done, same_prefix, interrupted, stopped) =
+                groups(comm, options, inodes, failed, resume);
+            return (done, files, same_size, same_prefix, interrupted, stopped);
+        }
+    };
+    // 2-4 through spill files.
+    match by_size.and_then(|runs| spilled::grouped(comm, options, runs, failed, resume, limit, dir))
+    {
+        Ok(g) => {
+            report.spilled = Some(g.spill);
+            report.tmpdir = Some(display(dir.path()).into_owned());
+            let (d, f, s, p) = (g.done, g.files, g.same_size, g.same_prefix);
+            (d, f, s, p, g.interrupted, Some(g.stopped))
+        }
+        Err(e) => {
+            spill_failed(comm, &options.context, &e, report);
+            none
+        }
+    }
+}
+
+/// The out-of-core grouping failed with `e` (agreed by all ranks): rank 0 says so; nothing
+/// is printed or written.
+fn spill_failed(comm: &dyn Comm, context: &Context, e: &flist::Error, report: &mut Report) {
+    if comm.rank() == 0 {
+        context.error(format!("{e}; the comparison was not finished"));
+    }
+    report.spill_failed = true;
+}
+
+/// The message of the unreadable `-i` list `path` (as [`Input::list`] says it): the reader's
+/// when it names the file, else prefixed with `read list FILE: `.
+fn list_error(path: &[u8], e: &flist::Error) -> String {
+    let shown = display(path);
+    let msg = e.to_string();
+    if msg.contains(shown.as_ref()) {
+        msg
+    } else {
+        format!("read list {shown}: {msg}")
+    }
+}
+
+/// The error is the input list's (it cannot be opened or read, or is damaged): a refusal of
+/// the `-i` list as every tool's, not a failure of the spill.
+fn about_input(e: &flist::Error, input: &[u8]) -> bool {
+    match e {
+        flist::Error::BadList { path, .. } => path == input,
+        flist::Error::Item(item) => item.path == input,
+        flist::Error::Invalid(_) => false,
+    }
+}
+
 /// Open the checkpoint of this run: its inputs are the paths (or the list) searched, as
-/// absolute paths, and the digest of `list`, the regular files with their fresh metadata. `None` with
+/// absolute paths, and `digest` (collective): that of the list of the regular files with their
+/// fresh metadata ([`checkpoint::list_digest`]). `None` with
 /// `--no-checkpoint`, or when a stop came during the listing. Rank 0 tells the notice.
 /// Collective.
 fn open_checkpoint(
     comm: &dyn Comm,
     options: &Options,
     cwd: &[u8],
-    list: &FileList,
+    digest: impl FnOnce() -> [u8; 16],
 ) -> Result<Option<(Option<Checkpoint>, Prior)>, Error> {
     let context = &options.context;
     // Every rank takes the same way (a signal reaches each process at its own time).
@@ -316,7 +537,7 @@ fn open_checkpoint(
         // A list in memory is named by its digest alone.
         Input::List(_) => Vec::new(),
     };
-    let digest = checkpoint::list_digest(comm, list);
+    let digest = digest();
     let inputs = Inputs::new("dup").field("the files searched", &searched);
     // A list in memory is named by its digest alone: then it names the checkpoint too.
     let inputs = if searched.is_empty() {
@@ -394,14 +615,25 @@ fn list(comm: &dyn Comm, options: &Options, cwd: &[u8]) -> Result<(FileList, u64
         };
         walk(comm, &flist::path::outermost(roots), &opts)
     })?;
-    let (list, errors) = match listed {
-        Listed::Read(list) => restat(list.normalized(cwd), Which::All, false),
-        Listed::Walked(walked) => (walked.list, walked.errors),
-    };
+    Ok(match listed {
+        Listed::Read(list) => restated(context, list, cwd),
+        Listed::Walked(walked) => {
+            for e in &walked.errors {
+                context.error(e);
+            }
+            (walked.list, walked.errors.len() as u64)
+        }
+    })
+}
+
+/// `list` (read, not walked) with fresh metadata; the names that could not be stat'ed again
+/// are reported and counted.
+fn restated(context: &Context, list: FileList, cwd: &[u8]) -> (FileList, u64) {
+    let (list, errors) = restat(list.normalized(cwd), Which::All, false);
     for e in &errors {
         context.error(e);
     }
-    Ok((list, errors.len() as u64))
+    (list, errors.len() as u64)
 }
 
 /// The non-empty regular files of `list`, and this rank's count of empty ones.
@@ -412,6 +644,13 @@ fn regular_files(mut list: FileList) -> (FileList, u64) {
         .count() as u64;
     list.retain(|e| e.kind == FileType::File && e.meta.is_some_and(|m| m.size > 0));
     (list, empty)
+}
+
+/// Bytes (about) the in-memory grouping of the non-empty regular files `list` takes beyond
+/// the list: the inodes (their names copied) and the hash groups.
+fn grouping_bytes(list: &FileList) -> u64 {
+    let per_name = std::mem::size_of::<Inode>() + std::mem::size_of::<(Vec<u8>, flist::Meta)>();
+    list.iter().map(|e| per_name + e.path.len()).sum::<usize>() as u64
 }
 
 /// Bring every size of the non-empty regular files `list` to one rank and join hard links
@@ -501,16 +740,22 @@ fn groups(
     (done, same_prefix, interrupted, Some(stopped))
 }
 
-/// Write the redundant copies to `output`, unless the run was interrupted (a list written
-/// then would look complete, and `rm -i` of it is the next step). Collective.
+/// Write the redundant copies to `output`, unless the run was interrupted or its grouping
+/// failed (a list written then would look complete, and `rm -i` of it is the next step).
+/// Collective.
 fn write(comm: &dyn Comm, options: &Options, redundant: &FileList, report: &mut Report) {
     let Some(out) = &options.output else { return };
     let context = &options.context;
-    if report.interrupted {
+    if report.interrupted || report.spill_failed {
         if comm.rank() == 0 {
             context.error(format!(
-                "{}: not written: the run was interrupted",
-                flist::path::display(out)
+                "{}: not written: {}",
+                flist::path::display(out),
+                if report.interrupted {
+                    "the run was interrupted"
+                } else {
+                    "the comparison was not finished"
+                }
             ));
         }
         return;

@@ -120,6 +120,12 @@ impl Inputs {
 /// the same whatever the order of the records and however many ranks hold them. 16 bytes.
 /// Collective.
 pub fn list_digest(comm: &dyn Comm, list: &FileList) -> [u8; 16] {
+    digest_of_sums(comm, record_sums(list), list.len() as u64)
+}
+
+/// This rank's part of [`list_digest`] for `list`: the sums of its records, to be added
+/// (wrapping) to those of the other pieces of a list read a piece at a time.
+pub fn record_sums(list: &FileList) -> [u64; 2] {
     let mut sum = [0u64; 2];
     let mut bytes = Vec::new();
     for i in 0..list.len() {
@@ -145,8 +151,13 @@ pub fn list_digest(comm: &dyn Comm, list: &FileList) -> [u8; 16] {
         sum[0] = sum[0].wrapping_add(xxhash_rust::xxh64::xxh64(&bytes, 0x6d66_752d_7273_0001));
         sum[1] = sum[1].wrapping_add(xxhash_rust::xxh64::xxh64(&bytes, 0x6d66_752d_7273_0002));
     }
+    sum
+}
+
+/// [`list_digest`] from every rank's [`record_sums`] `sum` of its `records`. Collective.
+pub fn digest_of_sums(comm: &dyn Comm, sum: [u64; 2], records: u64) -> [u8; 16] {
     let mut out = [0u8; 16];
-    let count = comm.sum(list.len() as u64);
+    let count = comm.sum(records);
     let all = comm.all_gather(&sum);
     let total = all.iter().fold([0u64; 2], |a, s| {
         [a[0].wrapping_add(s[0]), a[1].wrapping_add(s[1])]
