@@ -9,6 +9,8 @@
 //!   ([`crate::FileList::encode_record`]), written through a buffer and read back by block;
 //! - `merge`: the k-way merge of runs in the order of [`crate::sort`] (crate-private while that
 //!   order is);
+//! - [`join`]: two lists paired by path relative to their roots (a merge join of two sorted
+//!   streams, each rank a range of relative paths): `cmp`'s pairing of SRC and DEST;
 //! - [`sort_list_file`]: a list file sorted into another at bounded memory per rank, the
 //!   first operation out of core (the rest of issue 34, sync's merge join, cmp, tar's plan,
 //!   dup, reuse these pieces).
@@ -42,11 +44,13 @@
 //! ```
 
 pub mod dir;
+pub mod join;
 pub mod limit;
 pub(crate) mod merge;
 pub mod run;
 pub mod sort;
 
 pub use dir::{SpillDir, SpillFile};
+pub use join::{join, rank_of, spill_side, JoinOptions, JoinSide, Joined, Joint};
 pub use limit::{LimitSource, MemoryLimit};
 pub use sort::{sort_list_file, SortFileOptions, Sorted, SpillReport};
