@@ -161,7 +161,9 @@ pub struct MemoryArgs {
     /// spill to TMPDIR and are merged as they are read; below it nothing spills. Default: half
     /// of the node's memory (MemTotal) divided by the ranks on the node (the run's report
     /// shows the value). So far it bounds the sort of a list file into a list file (`walk -i
-    /// LIST -s KEYS -o OUT`, a v3/v4 list); other runs still hold their list in memory.
+    /// LIST -s KEYS -o OUT`, a v3/v4 list) and the pairing and comparison of `cmp SRC DEST`
+    /// (its walks still hold each tree's list once); other runs still hold their list in
+    /// memory.
     #[arg(long, value_name = "SIZE", value_parser = memory_limit_arg)]
     pub memory_limit: Option<u64>,
     /// Directory for spill files (default: $TMPDIR, else /tmp); node-local disk on clusters.
