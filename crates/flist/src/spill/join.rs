@@ -71,7 +71,10 @@ pub fn spill_side(
 ) -> Result<JoinSide> {
     let budget = limit / 2;
     let runs = (list.heap_bytes() as u64).div_ceil(budget.max(1));
-    let per_run = (samples_per_rank(comm.size()) as u64 / runs.max(1)).max(1) as usize;
+    // The samples are held (and gathered from every rank, for both sides) too: at most about
+    // an eighth of the limit of them, taking a record for 128 bytes.
+    let samples = (samples_per_rank(comm.size()) as u64).min((limit / 8 / 128).max(16));
+    let per_run = (samples / runs.max(1)).max(1) as usize;
     let (users, groups) = (list.users.clone(), list.groups.clone());
     let order = Order::new(&BY_PATH, &users, &groups);
     let mut reading = Reading::with(dir, budget, per_run);
