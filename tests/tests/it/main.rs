@@ -10,6 +10,7 @@ mod checkpoint_walkers;
 mod chmod;
 mod cli_edges;
 mod cmp;
+mod cmp_spill;
 mod compat;
 mod cp;
 mod differential_cp;

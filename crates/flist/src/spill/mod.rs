@@ -13,6 +13,8 @@
 //!   at a time (rm's directories, deepest first);
 //! - [`keyed`]: records in the order of a byte key of their own (dup's grouping by size and
 //!   inode, then by hash), through the same runs and merge;
+//! - [`join`]: two lists paired by path relative to their roots (a merge join of two sorted
+//!   streams, each rank a range of relative paths): `cmp`'s pairing of SRC and DEST;
 //! - [`sort_list_file`]: a list file sorted into another at bounded memory per rank, the
 //!   first operation out of core (the rest of issue 34, sync's merge join, cmp, tar's plan,
 //!   dup, reuse these pieces).
@@ -48,11 +50,13 @@
 pub mod dir;
 pub mod groups;
 pub mod keyed;
+pub mod join;
 pub mod limit;
 pub(crate) mod merge;
 pub mod run;
 pub mod sort;
 
 pub use dir::{SpillDir, SpillFile};
+pub use join::{join, rank_of, spill_side, JoinOptions, JoinSide, Joined, Joint};
 pub use limit::{LimitSource, MemoryLimit};
 pub use sort::{sort_list_file, SortFileOptions, Sorted, SpillReport};

@@ -29,7 +29,7 @@ use steal::{Comm, CommExt, ReduceOp};
 
 /// Samples one rank contributes at most (over all its runs), for ranks `size`: 2^16 over all
 /// ranks, at least 256 a rank (as the in-memory sort's budget, a quarter of it).
-fn samples_per_rank(size: usize) -> usize {
+pub(super) fn samples_per_rank(size: usize) -> usize {
     ((1 << 16) / size).max(256)
 }
 
@@ -175,12 +175,17 @@ pub fn sort_list_file(
 
     // 4: exchange in bounded rounds.
     let received = comm.agree(options.dir.create())?;
+    let past = |list: &FileList, i: usize, bucket: usize| {
+        pivots[bucket]
+            .as_ref()
+            .is_some_and(|p| order.cmp(At::new(list, i), At::new(p, 0)) != Ordering::Less)
+    };
     let exchanged = exchange(
         comm,
         &runs_file,
         runs.clone(),
         &received,
-        &pivots,
+        &past,
         &order,
         options,
         &stopped,
@@ -233,22 +238,23 @@ pub fn sort_list_file(
 
 /// Bytes read per block of each of `runs` merged at once within `limit`: a quarter of the
 /// limit over the runs, between 4 KiB and 4 MiB.
-fn block_bytes(limit: u64, runs: usize) -> usize {
+pub(super) fn block_bytes(limit: u64, runs: usize) -> usize {
     (limit / 4 / runs.max(1) as u64).clamp(4 << 10, 4 << 20) as usize
 }
 
 /// Phases 1-2 of one rank: the buffer being filled, the runs spilled, their samples, counts.
-struct Reading<'a> {
+/// (Also the first phase of [`super::join`], which fills `buf` from a list in memory.)
+pub(super) struct Reading<'a> {
     dir: &'a SpillDir,
     /// Bytes of memory the buffer (and the sort of it) may take.
     budget: u64,
     /// Samples to take of each run.
     per_run: usize,
-    buf: FileList,
-    spill: Option<SpillFile>,
-    runs: Vec<Run>,
-    samples: FileList,
-    weights: Vec<u64>,
+    pub(super) buf: FileList,
+    pub(super) spill: Option<SpillFile>,
+    pub(super) runs: Vec<Run>,
+    pub(super) samples: FileList,
+    pub(super) weights: Vec<u64>,
     longest: Option<u64>,
     /// Records, files, dirs, links, others, bytes, then runs and spill bytes (set later).
     sums: [u64; 8],
@@ -261,8 +267,13 @@ impl<'a> Reading<'a> {
         // path plus 60 bytes in memory) over the budget.
         let runs = (share.remaining() * share.record_bytes()).div_ceil(budget.max(1));
         let per_run = (samples_per_rank(comm.size()) as u64 / runs.max(1)).max(1) as usize;
+        Reading::with(options.dir, budget, per_run)
+    }
+
+    /// Runs of at most about `budget` bytes in `dir`, `per_run` samples taken of each.
+    pub(super) fn with(dir: &'a SpillDir, budget: u64, per_run: usize) -> Reading<'a> {
         Reading {
-            dir: options.dir,
+            dir,
             budget,
             per_run,
             buf: FileList::new(Detail::Stat),
@@ -293,13 +304,13 @@ impl<'a> Reading<'a> {
     }
 
     /// The buffer and what sorting it takes (an [`Item`] a record) reached the budget.
-    fn full(&self) -> bool {
+    pub(super) fn full(&self) -> bool {
         let items = self.buf.len() * std::mem::size_of::<Item<'_>>();
         (self.buf.heap_bytes() + items) as u64 >= self.budget
     }
 
     /// Sort the buffer, write it as a run and keep its samples; the buffer is emptied.
-    fn spill(&mut self, order: &Order<'_>) -> Result<()> {
+    pub(super) fn spill(&mut self, order: &Order<'_>) -> Result<()> {
         if self.spill.is_none() {
             self.spill = Some(self.dir.create()?);
         }
@@ -328,7 +339,7 @@ impl<'a> Reading<'a> {
 
 /// The splitter records (`size - 1`, `None` past the end), the same on every rank, from every
 /// rank's weighted samples (collective).
-fn pick_splitters(
+pub(super) fn pick_splitters(
     comm: &dyn Comm,
     samples: &FileList,
     weights: &[u64],
@@ -354,16 +365,18 @@ fn pick_splitters(
         .collect()
 }
 
-/// Phase 4: merge this rank's `runs` and send each record to its bucket's rank in rounds of
-/// bounded bytes; returns the runs received, one per sending rank, in `received`
-/// (collective; a local failure ends the rounds on every rank and is agreed).
+/// Phase 4: merge this rank's `runs` (sorted by `order`) and send each record to its bucket's
+/// rank in rounds of bounded bytes; returns the runs received, one per sending rank, in
+/// `received` (collective; a local failure ends the rounds on every rank and is agreed).
+/// `past(list, i, b)`: record `i` of `list` lies at or past splitter `b` (of `size - 1`), so
+/// belongs to a later bucket than `b`.
 #[allow(clippy::too_many_arguments)]
-fn exchange(
+pub(super) fn exchange(
     comm: &dyn Comm,
     runs_file: &SpillFile,
     runs: Vec<Run>,
     received: &SpillFile,
-    pivots: &[Option<FileList>],
+    past: &dyn Fn(&FileList, usize, usize) -> bool,
     order: &Order<'_>,
     options: &SortFileOptions<'_>,
     stopped: &dyn Fn() -> bool,
@@ -401,11 +414,7 @@ fn exchange(
                         more = true;
                         break;
                     }
-                    while bucket < pivots.len()
-                        && pivots[bucket].as_ref().is_some_and(|p| {
-                            order.cmp(At::new(list, i), At::new(p, 0)) != Ordering::Less
-                        })
-                    {
+                    while bucket + 1 < size && past(list, i, bucket) {
                         bucket += 1;
                     }
                     let before = sends[bucket].len();

@@ -1,6 +1,6 @@
 //! `mfu-rs cmp` (dcmp) on the command line: its options and the rendering of its report.
 
-use crate::cli::args::{CheckpointArgs, Common, IoArgs};
+use crate::cli::args::{CheckpointArgs, Common, IoArgs, MemoryArgs};
 use crate::cli::console::Console;
 use crate::cli::tool::CliTool;
 use crate::cmp::{Options, Report};
@@ -100,6 +100,14 @@ pub struct CmpArgs {
     /// already compared are recorded, so that a stopped run continues.
     #[command(flatten)]
     pub checkpoint: CheckpointArgs,
+    /// `--memory-limit`, `--tmpdir`: beyond the limit the walked lists spill to sorted runs in
+    /// TMPDIR and SRC and DEST are paired by a merge join of the two sorted streams; the
+    /// contents are then compared in rounds of a bounded number of files. The report and the
+    /// -o lists hold the same as below the limit (a list's records in another order); a text
+    /// list or a list on stdout is gathered in memory before it is written. TMPDIR inside SRC
+    /// or DEST is refused.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -139,6 +147,10 @@ impl CliTool for Cmp {
     /// `requires` pass when the required option conflicts with one given (DEST), and the run
     /// would then compare two trees and update nothing.
     fn check(a: &CmpArgs) -> Result<(), String> {
+        if let (Some(dir), Some(dest)) = (a.memory.tmpdir(), &a.dest) {
+            crate::cmp::spilled::refuse_tmpdir_inside(&dir, a.src.as_bytes(), dest.as_bytes())
+                .map_err(|e| e.replacen("TMPDIR", "--tmpdir", 1))?;
+        }
         if a.manifest.is_none() {
             if a.update_manifest {
                 return Err("--update-manifest needs --manifest FILE (and no DEST)".into());
@@ -178,6 +190,8 @@ impl CliTool for Cmp {
             manifest_hash: a.manifest_hash,
             update_manifest: a.update_manifest,
             checkpoint: a.checkpoint.choice(),
+            memory_limit: a.memory.memory_limit,
+            tmpdir: a.memory.tmpdir(),
             context,
         }
     }
@@ -196,6 +210,14 @@ pub fn report_text(r: &Report) -> String {
         return crate::cmp::manifest::text(c);
     }
     let mut text = String::new();
+    if r.spill_failed {
+        // The lists could not be spilled: nothing was compared, no counts to show.
+        if let Some(limit) = &r.memory_limit {
+            text.push_str(&format!("Memory limit: {limit}\n"));
+        }
+        text.push_str("Spill failed (named above): nothing compared, no list written\n");
+        return text;
+    }
     if let Some(d) = &r.detail {
         text.push_str(&format!(
             "Walked {} items in {} and {} in {} in {:.3} s\n",
@@ -237,6 +259,18 @@ pub fn report_text(r: &Report) -> String {
             d.chunk_size,
             d.bufsize,
             crate::engine::wording::ranks(d.ranks)
+        ));
+    }
+    if let Some(limit) = &r.memory_limit {
+        text.push_str(&format!("Memory limit: {limit}\n"));
+    }
+    if let Some(s) = &r.spilled {
+        text.push_str(&format!(
+            "Spilled: {} in {} sorted runs to {} (at most {} on one rank; removed)\n",
+            human_bytes(s.spill_bytes),
+            s.runs,
+            s.tmpdir,
+            human_bytes(s.spill_bytes_max_rank)
         ));
     }
     text.push_str(&r.tally.verdict());

@@ -46,6 +46,10 @@ pub struct ReadOptions<'a> {
     pub direct: bool,
     /// Read with `O_NOATIME` when asked, where permitted (the owner or a privileged user).
     pub noatime: &'a NoAtime,
+    /// Where each file's verdict goes, the rank holding its pair: with `Some`, the rank whose
+    /// range of relative paths holds it ([`flist::spill::rank_of`] of these splitters: the
+    /// merge join of a spilled `cmp`); with `None`, [`home`] (`pairing::bring_home`).
+    pub ranges: Option<&'a [Option<Vec<u8>>]>,
 }
 
 /// What the comparison of a file's data found.
@@ -203,6 +207,10 @@ pub fn compare_files(
     // Each chunk's verdict, encoded for the rank holding the pair as soon as it is known (the
     // piece and its path are dropped then).
     let size = comm.size();
+    let owner = |rel: &[u8]| match opts.ranges {
+        Some(splitters) => flist::spill::rank_of(splitters, rel),
+        None => home(rel, size),
+    };
     let mut found: Vec<Vec<u8>> = vec![Vec::new(); size];
     let mut pieces: Vec<Piece> = Vec::with_capacity(chunks.len());
     for c in chunks {
@@ -210,7 +218,7 @@ pub fn compare_files(
         if let Some(v) = resume.and_then(|r| recorded(r.prior, rel, c.offset, cs)) {
             // Compared by an earlier run: its verdict and bytes count as if read now.
             progress.add(u64::from(c.offset == 0), c.length);
-            steal::typed::encode_into(&(Bytes::new(&c.path), v), &mut found[home(rel, size)]);
+            steal::typed::encode_into(&(Bytes::new(&c.path), v), &mut found[owner(rel)]);
             continue;
         }
         pieces.push(Piece {
@@ -247,7 +255,7 @@ pub fn compare_files(
         }
         progress.add(u64::from(p.offset == 0), p.length);
         let mut found = found.lock().expect("verdicts");
-        let out = &mut found[home(rel, size)];
+        let out = &mut found[owner(rel)];
         steal::typed::encode_into(&(Bytes::new(&p.path), verdict), out);
     });
     // Each chunk's verdict to the rank holding the pair, counted there per record of `files`
@@ -454,6 +462,7 @@ mod tests {
             bufsize: 4096,
             direct: false,
             noatime: &ASKED,
+            ranges: None,
         }
     }
 
@@ -468,6 +477,7 @@ mod tests {
             bufsize,
             direct: true,
             noatime: &ASKED,
+            ranges: None,
         }
     }
 

@@ -9,6 +9,9 @@
 //! the report's expressions and the `-o` outputs, writes the matching records into the lists,
 //! and rank 0 prints the summed report (`report`).
 //!
+//! Beyond `--memory-limit`, the walked lists spill to sorted runs and are paired by a merge
+//! join instead (`spilled`): the same counts, report and `-o` lists, in bounded memory.
+//!
 //! A stopped comparison continues: each chunk's verdict is marked in a checkpoint whose inputs
 //! are the two trees, the digests of their listings and the options that decide the chunks, so a
 //! rerun reads only the chunks not marked and reports what an uninterrupted run would. A stopped
@@ -17,6 +20,7 @@
 pub(crate) mod content;
 pub(crate) mod manifest;
 pub(crate) mod report;
+pub(crate) mod spilled;
 
 use crate::engine::checkpoint::{self, Checkpoint, Choice, Inputs, Outcome, Plan, Prior};
 use crate::engine::compare_expr::{Field, Output, State, States, FIELDS};
@@ -28,6 +32,7 @@ use crate::engine::status::Status;
 use content::{ReadOptions, Resume, Verdict};
 use flist::io::Format;
 use flist::path::{display, normalize};
+use flist::spill::{MemoryLimit, SpillDir};
 use flist::walk::stat_path;
 use flist::FileList;
 pub use manifest::Checked;
@@ -107,6 +112,11 @@ pub struct Options {
     /// Where the verdicts of compared chunks (files, with `manifest`) are recorded, so that a
     /// stopped run continues (`--checkpoint PATH`, `--no-checkpoint`).
     pub checkpoint: Choice,
+    /// `--memory-limit`: bytes of records a rank may hold before its lists spill (`None`: the
+    /// default share of the node's memory, [`flist::spill::MemoryLimit::resolve`]).
+    pub memory_limit: Option<u64>,
+    /// `--tmpdir`: where spill files go (`None`: `$TMPDIR`, else `/tmp`).
+    pub tmpdir: Option<Vec<u8>>,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -128,6 +138,8 @@ impl Options {
             manifest_hash: None,
             update_manifest: false,
             checkpoint: Choice::default(),
+            memory_limit: None,
+            tmpdir: None,
             context: Context::default(),
         }
     }
@@ -203,6 +215,16 @@ pub struct Report {
     /// With `--manifest`: what the check against it found (the rest of the report then
     /// counts its files: `paths` listed, `differing` differ or missing).
     pub manifest: Option<manifest::Checked>,
+    /// With `--memory-limit`, or when the lists spilled: the memory limit per rank, as shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<String>,
+    /// The lists outgrew the memory limit: what spilled (they were paired by a merge join of
+    /// sorted runs, never held whole).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spilled: Option<spilled::Spilled>,
+    /// Spilling failed (a full TMPDIR, reported): nothing was compared.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub spill_failed: bool,
     /// The counts per field and per expression, for the text report.
     #[serde(skip)]
     pub tally: Tally,
@@ -224,7 +246,10 @@ impl ToolReport for Report {
         Summary {
             items: self.paths,
             bytes: self.bytes_read,
-            failed: self.not_compared + self.lists_failed + u64::from(self.checkpoint_failed),
+            failed: self.not_compared
+                + self.lists_failed
+                + u64::from(self.checkpoint_failed)
+                + u64::from(self.spill_failed),
             seconds: self.seconds,
         }
     }
@@ -233,7 +258,8 @@ impl ToolReport for Report {
             self.differing
                 + self.not_compared
                 + self.lists_failed
-                + u64::from(self.checkpoint_failed),
+                + u64::from(self.checkpoint_failed)
+                + u64::from(self.spill_failed),
             0,
             self.incomplete || self.interrupted,
         )
@@ -277,12 +303,18 @@ impl Pairs {
         if self.flags[i] & BOTH == 0 {
             return States::only(State::OnlySrc);
         }
-        let mut states = States::both_common();
-        for (b, &f) in FIELDS.iter().enumerate() {
-            states.differ_if(f, self.flags[i] & (1 << b) != 0);
-        }
-        states
+        both_states(self.flags[i])
     }
+}
+
+/// The states of a pair with both sides whose differing fields are the bits of `flags` (as
+/// [`differ_bits`] sets them).
+fn both_states(flags: u16) -> States {
+    let mut states = States::both_common();
+    for (b, &f) in FIELDS.iter().enumerate() {
+        states.differ_if(f, flags & (1 << b) != 0);
+    }
+    states
 }
 
 /// The [`Pairs::flags`] bits of the fields that differ in `states` (of a pair with both
@@ -293,6 +325,37 @@ fn differ_bits(states: &States) -> u16 {
         .enumerate()
         .filter(|&(_, &f)| states.get(f) == State::Differ)
         .fold(0, |bits, (b, _)| bits | 1 << b)
+}
+
+/// What the walks gave: both lists in memory, brought to the ranks owning their relative
+/// paths; or, beyond the memory limit, both spilled to sorted runs; or a failed spill.
+// Made once per run and taken apart at once.
+#[allow(clippy::large_enum_variant)]
+enum Listed {
+    InMemory(Trees),
+    Spilled(flist::spill::JoinSide, flist::spill::JoinSide),
+    Failed,
+}
+
+/// The pairs of this rank, and what is known of them: in memory, or spilled.
+// Made once per run.
+#[allow(clippy::large_enum_variant)]
+enum Work {
+    InMemory(Trees, Pairs),
+    Spilled(spilled::Paired),
+    Failed,
+}
+
+/// How the walks are prepared for the rest of the run.
+struct WalkPlan<'a> {
+    /// The checkpoints' directory, left out of both lists.
+    ours: Option<&'a [u8]>,
+    /// Compute the digests of the listings (a checkpoint's inputs).
+    digests: bool,
+    /// Bytes of records per rank beyond which the lists spill.
+    limit: u64,
+    /// Where they spill.
+    dir: &'a SpillDir,
 }
 
 /// The two trees walked and brought to the ranks owning their relative paths.
@@ -334,6 +397,13 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let exprs: Vec<&Output> = expressions.iter().collect();
     let mut tally = Tally::new(&exprs);
 
+    // Beyond the memory limit the lists spill and are paired by a merge join.
+    let limit = MemoryLimit::resolve(comm, options.memory_limit);
+    let spill_dir = SpillDir::new(options.tmpdir.as_deref());
+    if options.memory_limit.is_some() {
+        report.memory_limit = Some(limit.describe());
+    }
+
     // Walk both trees; pairs meet on the rank owning their relative path.
     // Rank 0 creates the default place, as it creates the checkpoint (`--lite` keeps none).
     let ours = steal::CommExt::bcast_with(comm, 0, || {
@@ -341,29 +411,61 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
             .then(|| crate::engine::checkpoint::checkpoints_dir(&options.checkpoint, &cwd))
             .flatten()
     });
-    let (mut trees, mut detail) = walk(
+    let plan = WalkPlan {
+        ours: ours.as_deref(),
+        digests: !options.lite && !matches!(options.checkpoint, Choice::Off),
+        limit: limit.bytes,
+        dir: &spill_dir,
+    };
+    let (listed, mut detail, digests) = walk(
         comm,
         context,
         src.clone(),
         dest.clone(),
         &mut tally,
         &mut report,
+        &plan,
     );
-    crate::engine::checkpoint::without_checkpoints(&mut trees.src, ours.as_deref());
-    crate::engine::checkpoint::without_checkpoints(&mut trees.dest, ours.as_deref());
-    let mut pairs = pair_up(&trees, options, &mut tally);
+    let mut work = match listed {
+        Listed::InMemory(trees) => {
+            let pairs = pair_up(&trees, options, &mut tally);
+            Work::InMemory(trees, pairs)
+        }
+        Listed::Spilled(a, b) => {
+            report.memory_limit = Some(limit.describe());
+            let map = Mapping::new(vec![(src.clone(), dest.clone())]);
+            let paired = spilled::pair_up(
+                comm,
+                options,
+                (a, b),
+                map,
+                &exprs,
+                &mut tally,
+                (limit.bytes, &spill_dir),
+            );
+            match paired {
+                Ok(p) => Work::Spilled(p),
+                Err(e) => spilled::failed(comm, context, e, &mut report),
+            }
+        }
+        Listed::Failed => Work::Failed,
+    };
+    if matches!(work, Work::Failed) {
+        // Nothing was compared: no partial counts.
+        tally = Tally::new(&exprs);
+    }
     // The checkpoint, once the listings (inputs) are known. `--lite` reads no data: nothing to
     // record.
-    let opened = if options.lite {
+    let opened = if options.lite || matches!(work, Work::Failed) {
         None
     } else {
-        open_checkpoint(comm, options, &src, &dest, &trees)?
+        open_checkpoint(comm, options, &src, &dest, digests)?
     };
     let resume = opened.as_ref().map(|(checkpoint, prior)| Resume {
         checkpoint: checkpoint.as_ref(),
         prior,
     });
-    if options.outputs.is_empty() {
+    if let (Work::InMemory(trees, _), true) = (&mut work, options.outputs.is_empty()) {
         // Only `-o` lists read the destination's records again: free them for the rest.
         trees.dest = FileList::new(flist::Detail::Stat);
     }
@@ -372,31 +474,43 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     let compare_started = Instant::now();
     let bufsize = options.bufsize.unwrap_or(DEFAULT_BUFSIZE).min(1 << 30) as usize;
     if !options.lite {
-        let chunk_size = compare(
-            comm,
-            options,
-            &trees,
-            &mut pairs,
-            &mut tally,
-            &mut report,
-            resume,
-        );
-        detail.compare_seconds = Some(compare_started.elapsed().as_secs_f64());
-        detail.chunk_size = chunk_size;
+        let chunk_size = match &mut work {
+            Work::InMemory(trees, pairs) => Some(compare(
+                comm,
+                options,
+                trees,
+                pairs,
+                &mut tally,
+                &mut report,
+                resume,
+            )),
+            Work::Spilled(p) => {
+                Some(p.compare(comm, options, &exprs, &mut tally, &mut report, resume))
+            }
+            Work::Failed => None,
+        };
+        if let Some(chunk_size) = chunk_size {
+            detail.compare_seconds = Some(compare_started.elapsed().as_secs_f64());
+            detail.chunk_size = chunk_size;
+        }
     }
     detail.bufsize = bufsize as u64;
     detail.ranks = comm.size();
 
     // Count, and write each output's records.
-    count_and_write(
-        comm,
-        options,
-        &trees,
-        &pairs,
-        &exprs,
-        &mut tally,
-        &mut report,
-    );
+    match work {
+        Work::InMemory(trees, pairs) => count_and_write(
+            comm,
+            options,
+            &trees,
+            &pairs,
+            &exprs,
+            &mut tally,
+            &mut report,
+        ),
+        Work::Spilled(p) => p.write(comm, options, &mut tally, &mut report),
+        Work::Failed => report.written = vec![false; options.outputs.len()],
+    }
     comm.allreduce(tally.as_mut_slice(), ReduceOp::Sum);
     report.paths = tally.paths();
     report.both = tally.both();
@@ -418,7 +532,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
 }
 
 /// Open the checkpoint of a comparison of `src` with `dest` (as compared: absolute) whose
-/// listings are `trees`: its inputs are the two trees, the digests of their listings and the
+/// listings have `digests` ([`checkpoint::list_digest`], SRC's then DEST's): its inputs are the two trees, the digests of their listings and the
 /// options that decide how files are cut into chunks. `None` with `--no-checkpoint`, or when a
 /// stop came during the walks (nothing of the comparison to record). Rank 0 tells the notice
 /// (continuing, or not used and why). Collective.
@@ -427,26 +541,21 @@ fn open_checkpoint(
     options: &Options,
     src: &[u8],
     dest: &[u8],
-    trees: &Trees,
+    digests: Option<[[u8; 16]; 2]>,
 ) -> Result<Option<(Option<Checkpoint>, Prior)>, Error> {
     let context = &options.context;
     // Every rank takes the same way (a signal reaches each process at its own time).
     if matches!(options.checkpoint, Choice::Off) || steal::CommExt::any(comm, context.stopped()) {
         return Ok(None);
     }
+    let [src_digest, dest_digest] = digests.expect("digests are made for a checkpoint");
     let inputs = Inputs::new("cmp")
         .field(
             "the trees compared",
             &(serde_bytes::Bytes::new(src), serde_bytes::Bytes::new(dest)),
         )
-        .state(
-            "the listing of SRC",
-            &checkpoint::list_digest(comm, &trees.src),
-        )
-        .state(
-            "the listing of DEST",
-            &checkpoint::list_digest(comm, &trees.dest),
-        )
+        .state("the listing of SRC", &src_digest)
+        .state("the listing of DEST", &dest_digest)
         .field("--chunksize", &options.chunksize)
         .field("--direct", &options.direct);
     let opened = checkpoint::open(
@@ -462,8 +571,11 @@ fn open_checkpoint(
     Ok(Some((opened.checkpoint, opened.prior)))
 }
 
-/// Walk `src` and `dest` and bring every record to the rank owning its relative path. Walk
-/// failures are counted in `tally` (what lies below was not compared). Collective.
+/// Walk `src` and `dest` and bring every record to the rank owning its relative path; with
+/// `plan.digests`, the digests of the two listings too. Beyond `plan.limit` (half of it, as
+/// the lists' records, on any rank) the lists are spilled to sorted runs instead (SRC as soon
+/// as it is walked), for the merge join. Walk failures are counted in `tally` (what lies below
+/// was not compared). Collective.
 fn walk(
     comm: &dyn Comm,
     context: &Context,
@@ -471,7 +583,8 @@ fn walk(
     dest: Vec<u8>,
     tally: &mut Tally,
     report: &mut Report,
-) -> (Trees, Detail) {
+    plan: &WalkPlan<'_>,
+) -> (Listed, Detail, Option<[[u8; 16]; 2]>) {
     let started = Instant::now();
     let progress = context.progress(comm.rank(), "Walked");
     // Walk failures of this rank (reported by the walk).
@@ -482,10 +595,24 @@ fn walk(
             report.incomplete = true;
         }
         walk_errors += w.errors.len() as u64;
-        (w.list, w.total_items)
+        let mut list = w.list;
+        crate::engine::checkpoint::without_checkpoints(&mut list, plan.ours);
+        let digest = plan.digests.then(|| checkpoint::list_digest(comm, &list));
+        (list, w.total_items, digest)
     };
-    let (src_list, src_items) = walk(&src);
-    let (dest_list, dest_items) = walk(&dest);
+    let budget = plan.limit / 2;
+    let over = |bytes: usize| steal::CommExt::any(comm, bytes as u64 > budget);
+    let (mut src_list, src_items, src_digest) = walk(&src);
+    let mut spilled_src = None;
+    let mut failed = None;
+    if over(src_list.heap_bytes()) {
+        let list = std::mem::replace(&mut src_list, FileList::new(flist::Detail::Stat));
+        match spilled::spill(comm, list, &src, (&src, &dest), plan) {
+            Ok(side) => spilled_src = Some(side),
+            Err(e) => failed = Some(e),
+        }
+    }
+    let (dest_list, dest_items, dest_digest) = walk(&dest);
     crate::engine::test_seam::after_listing(comm);
     let detail = Detail {
         src_items,
@@ -494,15 +621,39 @@ fn walk(
         ..Detail::default()
     };
     tally.fail_items(walk_errors);
-    let map = Mapping::new(vec![(src.clone(), dest.clone())]);
-    let dest_map = Mapping::new(vec![(dest.clone(), dest)]);
-    let trees = Trees {
-        src: bring_home(comm, src_list, &map),
-        dest: bring_home(comm, dest_list, &dest_map),
-        map,
-        dest_map,
+    let digests = src_digest.zip(dest_digest).map(|(s, d)| [s, d]);
+    let listed = if let Some(e) = failed {
+        spilled::failed(comm, context, e, report);
+        Listed::Failed
+    } else if spilled_src.is_some() || over(src_list.heap_bytes() + dest_list.heap_bytes()) {
+        let sides = match spilled_src {
+            Some(side) => Ok(side),
+            None => spilled::spill(comm, src_list, &src, (&src, &dest), plan),
+        }
+        .and_then(|a| {
+            Ok((
+                a,
+                spilled::spill(comm, dest_list, &dest, (&src, &dest), plan)?,
+            ))
+        });
+        match sides {
+            Ok((a, b)) => Listed::Spilled(a, b),
+            Err(e) => {
+                spilled::failed(comm, context, e, report);
+                Listed::Failed
+            }
+        }
+    } else {
+        let map = Mapping::new(vec![(src.clone(), dest.clone())]);
+        let dest_map = Mapping::new(vec![(dest.clone(), dest)]);
+        Listed::InMemory(Trees {
+            src: bring_home(comm, src_list, &map),
+            dest: bring_home(comm, dest_list, &dest_map),
+            map,
+            dest_map,
+        })
     };
-    (trees, detail)
+    (listed, detail, digests)
 }
 
 /// Compare the data of the pairs flagged [`NEEDS_DATA`] over all ranks, in rounds, and mark
@@ -531,21 +682,7 @@ fn compare(
         rayon::current_num_threads() as u64,
     ];
     comm.allreduce(&mut totals, ReduceOp::Sum);
-    // Recorded chunks are keyed by the chunk size: with a checkpoint it is chosen once for the
-    // whole comparison (not per round, whose files depend on the rank count), or taken from
-    // the marks of the run this one continues.
-    let chosen = match (options.chunksize, resume) {
-        (Some(c), _) => c,
-        (None, Some(r)) => content::recorded_chunk_size(r.prior)
-            .unwrap_or_else(|| crate::engine::copy::auto_chunk_size(totals[0], totals[1])),
-        (None, None) => 0,
-    };
-    let opts = ReadOptions {
-        chunk_size: chosen,
-        bufsize: options.bufsize.unwrap_or(DEFAULT_BUFSIZE).min(1 << 30) as usize,
-        direct: options.direct,
-        noatime: &context.noatime,
-    };
+    let opts = read_options(options, resume, totals);
     let progress = context.progress(comm.rank(), "Compared");
     // In rounds of at most ROUND_FILES files per rank (as many rounds on every rank): the
     // chunks of a round, and the copy of its records, are all the comparison holds.
@@ -578,29 +715,85 @@ fn compare(
             interrupted = got.interrupted;
             got.verdicts
         };
-        let content = 1
-            << FIELDS
-                .iter()
-                .position(|&f| f == Field::Content)
-                .expect("CONTENT");
         for (&k, verdict) in picked.iter().zip(verdicts) {
             let flags = &mut pairs.flags[k];
             *flags &= !NEEDS_DATA;
-            match verdict {
-                Verdict::Same => {}
-                Verdict::Differ => *flags |= content,
-                Verdict::Failed => {
-                    *flags |= content;
-                    tally.fail();
-                }
-                Verdict::NotCompared => {
-                    *flags |= NOT_COMPARED;
-                    not_compared += 1;
-                    tally.fail();
-                }
-            }
+            *flags |= verdict_bits(verdict, tally);
+            not_compared += u64::from(*flags & NOT_COMPARED != 0);
         }
     }
+    finish_compare(
+        comm,
+        options,
+        report,
+        (bytes_read, interrupted),
+        not_compared,
+        totals[0],
+    );
+    chunk_size
+}
+
+/// How the data of the files to compare is read: the chunk size for `totals` (bytes to
+/// compare, threads, over all ranks) and the options.
+fn read_options<'a>(
+    options: &'a Options,
+    resume: Option<Resume<'_>>,
+    totals: [u64; 2],
+) -> ReadOptions<'a> {
+    // Recorded chunks are keyed by the chunk size: with a checkpoint it is chosen once for the
+    // whole comparison (not per round, whose files depend on the rank count), or taken from
+    // the marks of the run this one continues.
+    let chosen = match (options.chunksize, resume) {
+        (Some(c), _) => c,
+        (None, Some(r)) => content::recorded_chunk_size(r.prior)
+            .unwrap_or_else(|| crate::engine::copy::auto_chunk_size(totals[0], totals[1])),
+        (None, None) => 0,
+    };
+    ReadOptions {
+        chunk_size: chosen,
+        bufsize: options.bufsize.unwrap_or(DEFAULT_BUFSIZE).min(1 << 30) as usize,
+        direct: options.direct,
+        noatime: &options.context.noatime,
+        ranges: None,
+    }
+}
+
+/// The [`Pairs::flags`] bits a pair's data comparison sets: CONTENT when it differs or could
+/// not be read (a failure, counted in `tally`), [`NOT_COMPARED`] when a stop kept it from
+/// being compared (counted too).
+fn verdict_bits(verdict: Verdict, tally: &mut Tally) -> u16 {
+    let content = 1
+        << FIELDS
+            .iter()
+            .position(|&f| f == Field::Content)
+            .expect("CONTENT");
+    match verdict {
+        Verdict::Same => 0,
+        Verdict::Differ => content,
+        Verdict::Failed => {
+            tally.fail();
+            content
+        }
+        Verdict::NotCompared => {
+            tally.fail();
+            NOT_COMPARED
+        }
+    }
+}
+
+/// What the data comparison tells once its rounds are over: `read` (bytes read, and whether a
+/// stop interrupted it), the files a stop kept from being compared on this rank, and the bytes
+/// there were to compare (`total`, all ranks). Collective.
+fn finish_compare(
+    comm: &dyn Comm,
+    options: &Options,
+    report: &mut Report,
+    read: (u64, bool),
+    not_compared: u64,
+    total: u64,
+) {
+    let (bytes_read, interrupted) = read;
+    let context = &options.context;
     let skipped = steal::CommExt::sum(comm, not_compared);
     if interrupted && comm.rank() == 0 {
         context.error(format!(
@@ -613,11 +806,10 @@ fn compare(
     if interrupted {
         report.stopped = Some(Stopped {
             done: bytes_read / 2,
-            total: totals[0],
+            total,
             what: "bytes",
         });
     }
-    chunk_size
 }
 
 /// Count every pair against the fields and expressions, and write each output's matching
