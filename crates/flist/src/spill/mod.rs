@@ -13,7 +13,7 @@
 //!   at a time (rm's directories, deepest first);
 //! - [`keyed`]: records in the order of a byte key of their own (dup's grouping by size and
 //!   inode, then by hash), through the same runs and merge;
-//! - [`join`]: two lists paired by path relative to their roots (a merge join of two sorted
+//! - [`join`](mod@join): two lists paired by path relative to their roots (a merge join of two sorted
 //!   streams, each rank a range of relative paths): `cmp`'s pairing of SRC and DEST;
 //! - [`sort_list_file`]: a list file sorted into another at bounded memory per rank, the
 //!   first operation out of core (the rest of issue 34, sync's merge join, cmp, tar's plan,
@@ -49,8 +49,8 @@
 
 pub mod dir;
 pub mod groups;
-pub mod keyed;
 pub mod join;
+pub mod keyed;
 pub mod limit;
 pub(crate) mod merge;
 pub mod run;
