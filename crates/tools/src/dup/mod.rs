@@ -18,8 +18,8 @@
 //!
 //! When the list and the grouping tables outgrow `--memory-limit` on some rank, phases 2-4 run
 //! out of core instead (the `spilled` module): sorted runs in spill files in place of tables,
-//! merged so that each size, then each (hash, size), comes out whole and in order; the groups, counts
-//! and output are the same. A v3/v4 list (`-i`) that outgrows half the limit is read a piece
+//! merged so that each size, then each (hash, size), comes out whole and in order; the groups,
+//! counts and output are the same. A v3/v4 list (`-i`) that outgrows half the limit is read a piece
 //! at a time straight into those runs (phase 1 included); a walk is still held whole. Below
 //! the limit nothing spills.
 //!
