@@ -16,12 +16,12 @@
 //!    sorted, gives the same output at any rank count. With `--verify`, the redundant-copy list
 //!    keeps only the names an earlier list (reviewed by the user) holds.
 //!
-//! When the list and the grouping tables outgrow `--memory-limit` on some rank, phases 2-4 run
-//! out of core instead (the `spilled` module): sorted runs in spill files in place of tables,
-//! merged so that each size, then each (hash, size), comes out whole and in order; the groups,
-//! counts and output are the same. A v3/v4 list (`-i`) that outgrows half the limit is read a piece
-//! at a time straight into those runs (phase 1 included); a walk is still held whole. Below
-//! the limit nothing spills.
+//! When the list and the grouping tables outgrow `--memory-limit` on some rank, phases 2-4 run out
+//! of core instead (the `spilled` module): sorted runs in spill files in place of tables, merged so
+//! that each size, then each (hash, size), comes out whole and in order; the groups, counts and
+//! output are the same. A v3/v4 list (`-i`) that outgrows half the limit is read a piece at a time
+//! straight into those runs (phase 1 included); a walk is still held whole. Below the limit nothing
+//! spills.
 //!
 //! A stopped run continues: each hash (prefix or whole file) is marked in a checkpoint whose
 //! inputs are the paths and the digest of the list (so a file changed since, in size, times or
