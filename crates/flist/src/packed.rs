@@ -11,10 +11,11 @@
 //! - the mtime as one `u64`: 34 bits of signed seconds above 30 bits of nanoseconds, which
 //!   holds every time from 1697 to 2242 (±2^33 s around the epoch) to the nanosecond.
 //!
-//! The atimes and the ctimes are two more columns of such `u64`s (8 bytes a record each),
-//! each held only once a record's differs from its mtime: a tree of files written once and
-//! not read since (or made by `tar -x`, which sets no atime) needs neither, a copy whose times
-//! were set (ctime then is when they were) needs the ctimes only.
+//! The atimes and the ctimes that differ from their record's mtime are kept aside, each column
+//! sparse (record index and time, 12 bytes) while few records have one (a tree of files
+//! written once and not read since: its directories, read by a walk since they changed), and
+//! dense (8 bytes for every record) once a third of them do (a copy whose times were set,
+//! whose ctimes are when they were).
 //!
 //! A record whose values do not fit (a time outside those years, a nanosecond field of 2^30
 //! or more, as a damaged list may carry; a 2^24th class) is kept whole in a side table
@@ -97,33 +98,141 @@ impl Packed {
     }
 }
 
-/// A column of packed times (atimes or ctimes), held only once a record's time is not its
-/// mtime: empty until then, one per record after.
+/// A column of packed times (atimes or ctimes) of the records whose time is not their mtime:
+/// sparse (record index and time, 12 bytes each) while they are few (a walk's directories,
+/// whose atime moves when they are read), dense (a time for every record, 8 bytes each) once
+/// they are a third of the records or more.
 #[derive(Clone, Debug, Default)]
-struct Times(Vec<u64>);
+struct Times {
+    /// Sparse: the records that have their own time, increasing.
+    at: Vec<u32>,
+    /// Sparse: their times; dense (`at` empty): every record's.
+    times: Vec<u64>,
+    /// Every record's time is in `times`.
+    dense: bool,
+    /// Entries of `at` already written by the compaction under way ([`Times::move_down`]).
+    kept: usize,
+}
 
 impl Times {
-    /// Add the time `t` of the record being added, whose mtime is `mtime`, to a column of
-    /// `n` records so far (`packed`: their mtimes).
-    fn push(&mut self, t: u64, mtime: u64, packed: &[Packed]) {
-        if self.0.is_empty() && t == mtime {
-            return;
+    /// Add the time `t` of record `i` (the last, whose mtime is `mtime`); `packed`: the
+    /// records before it.
+    fn push(&mut self, i: usize, t: u64, mtime: u64, packed: &[Packed]) {
+        if self.dense {
+            self.times.push(t);
+        } else if t != mtime {
+            self.at
+                .push(u32::try_from(i).expect("fewer than 2^32 records on one rank"));
+            self.times.push(t);
+            if self.at.len() * 3 > i + 1 && self.at.len() >= 64 {
+                self.densify(packed, i + 1);
+                self.times[i] = t;
+            }
         }
-        self.materialize(packed);
-        self.0.push(t);
     }
 
-    /// Hold a time for every record of `packed` (their mtimes), once one differs.
-    fn materialize(&mut self, packed: &[Packed]) {
-        if self.0.len() < packed.len() {
-            self.0.reserve_exact(packed.len() + 1 - self.0.len());
-            self.0.extend(packed[self.0.len()..].iter().map(Packed::mtime));
+    /// Hold a time for every one of `n` records (`packed`: the first `n - 1` or all of
+    /// them; a record past `packed` gets 0 until set).
+    fn densify(&mut self, packed: &[Packed], n: usize) {
+        if self.dense {
+            return;
         }
+        let mut all: Vec<u64> = Vec::with_capacity(n);
+        all.extend(packed.iter().take(n).map(Packed::mtime));
+        all.resize(n, 0);
+        for (&i, &t) in self.at.iter().zip(&self.times) {
+            all[i as usize] = t;
+        }
+        *self = Times {
+            at: Vec::new(),
+            times: all,
+            dense: true,
+            kept: 0,
+        };
     }
 
     /// The time of record `i` (whose mtime is `mtime`).
     fn get(&self, i: usize, mtime: u64) -> u64 {
-        self.0.get(i).copied().unwrap_or(mtime)
+        if self.dense {
+            return self.times[i];
+        }
+        match self.at.binary_search(&(i as u32)) {
+            Ok(k) => self.times[k],
+            Err(_) => mtime,
+        }
+    }
+
+    /// Records that have a time of their own here (all of them, dense).
+    fn held(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Add the times of `other`'s records, which follow this column's `base` records
+    /// (`packed`: all of them, `other`'s included).
+    fn extend_from(&mut self, other: &Times, base: usize, packed: &[Packed], other_packed: &[Packed]) {
+        if !self.dense && !other.dense {
+            let offset = u32::try_from(base).expect("fewer than 2^32 records on one rank");
+            self.at.extend(other.at.iter().map(|&i| i + offset));
+            self.times.extend_from_slice(&other.times);
+            if self.at.len() * 3 > packed.len() && self.at.len() >= 64 {
+                self.densify(packed, packed.len());
+            }
+            return;
+        }
+        self.densify(&packed[..base], base);
+        self.times.reserve(other_packed.len());
+        self.times.extend(
+            other_packed
+                .iter()
+                .enumerate()
+                .map(|(j, p)| other.get(j, p.mtime())),
+        );
+    }
+
+    /// Record `to` takes record `from`'s time (`to <= from`, called for every record kept, in
+    /// order, by a compaction that [`Times::truncate`] ends).
+    fn move_down(&mut self, from: usize, to: usize) {
+        if self.dense {
+            self.times[to] = self.times[from];
+            return;
+        }
+        // Entries before `kept` are those of records kept so far: `from`'s is not among them.
+        if let Ok(k) = self.at[self.kept..].binary_search(&(from as u32)) {
+            let k = self.kept + k;
+            self.at[self.kept] = to as u32;
+            self.times[self.kept] = self.times[k];
+            self.kept += 1;
+        }
+    }
+
+    /// End a compaction: keep the first `n` records.
+    fn truncate(&mut self, n: usize) {
+        if self.dense {
+            self.times.truncate(n);
+        } else {
+            self.at.truncate(self.kept);
+            self.times.truncate(self.kept);
+        }
+        self.kept = 0;
+    }
+
+    fn reserve(&mut self, n: usize, exact: bool) {
+        if self.dense {
+            if exact {
+                self.times.reserve_exact(n);
+            } else {
+                self.times.reserve(n);
+            }
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.at.shrink_to_fit();
+        self.times.shrink_to_fit();
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.at.capacity() * 4 + self.times.capacity() * 8
     }
 }
 
@@ -138,9 +247,9 @@ pub(crate) struct MetaColumn {
     /// The class of the record added last: the next one most often has it too (a walk adds a
     /// directory's files one after another), and is then found without hashing.
     last: u32,
-    /// Every record's atime, once one is not its record's mtime.
+    /// The atimes that are not their record's mtime.
     atimes: Times,
-    /// Every record's ctime, once one is not its record's mtime.
+    /// The ctimes that are not their record's mtime.
     ctimes: Times,
     /// Records that do not pack, whole, in record order.
     spilled: Vec<Meta>,
@@ -202,10 +311,10 @@ impl MetaColumn {
 
     /// Add a packed record with its atime and ctime.
     fn push_packed(&mut self, p: Packed, atime: u64, ctime: u64) {
-        let mtime = p.mtime();
-        self.atimes.push(atime, mtime, &self.packed);
-        self.ctimes.push(ctime, mtime, &self.packed);
+        let (i, mtime) = (self.packed.len(), p.mtime());
         self.packed.push(p);
+        self.atimes.push(i, atime, mtime, &self.packed);
+        self.ctimes.push(i, ctime, mtime, &self.packed);
     }
 
     /// Add a record.
@@ -221,7 +330,7 @@ impl MetaColumn {
                         .expect("fewer than 2^32 records on one rank"),
                     mtime: [0; 2],
                 };
-                // Its times are in the side table: any value holds the columns' places.
+                // Its times are in the side table: the columns hold none of their own.
                 self.push_packed(p, 0, 0);
             }
         }
@@ -320,15 +429,7 @@ impl MetaColumn {
             (&mut self.atimes, &other.atimes),
             (&mut self.ctimes, &other.ctimes),
         ] {
-            if theirs.0.is_empty() && mine.0.is_empty() {
-                continue;
-            }
-            // Both held, or neither: the records' own times (the mtimes where `other` holds
-            // none; records spilled here keep theirs in the side table).
-            mine.materialize(&self.packed[..base]);
-            mine.0.reserve(other.len());
-            mine.0
-                .extend((0..other.len()).map(|j| theirs.get(j, other.packed[j].mtime())));
+            mine.extend_from(theirs, base, &self.packed, &other.packed);
         }
     }
 
@@ -336,18 +437,15 @@ impl MetaColumn {
     /// retain`] compacts the list; [`MetaColumn::truncate`] ends the compaction.
     pub(crate) fn move_down(&mut self, from: usize, to: usize) {
         self.packed[to] = self.packed[from];
-        for t in [&mut self.atimes, &mut self.ctimes] {
-            if !t.0.is_empty() {
-                t.0[to] = t.0[from];
-            }
-        }
+        self.atimes.move_down(from, to);
+        self.ctimes.move_down(from, to);
     }
 
     /// Keep the first `n` records; the side table keeps only what they use.
     pub(crate) fn truncate(&mut self, n: usize) {
         self.packed.truncate(n);
-        self.atimes.0.truncate(n);
-        self.ctimes.0.truncate(n);
+        self.atimes.truncate(n);
+        self.ctimes.truncate(n);
         if self.spilled.is_empty() {
             return;
         }
@@ -361,21 +459,15 @@ impl MetaColumn {
     /// Make room for `n` more records without regrowing.
     pub(crate) fn reserve_exact(&mut self, n: usize) {
         self.packed.reserve_exact(n);
-        for t in [&mut self.atimes, &mut self.ctimes] {
-            if !t.0.is_empty() {
-                t.0.reserve_exact(n);
-            }
-        }
+        self.atimes.reserve(n, true);
+        self.ctimes.reserve(n, true);
     }
 
     /// Make room for `n` more records.
     pub(crate) fn reserve(&mut self, n: usize) {
         self.packed.reserve(n);
-        for t in [&mut self.atimes, &mut self.ctimes] {
-            if !t.0.is_empty() {
-                t.0.reserve(n);
-            }
-        }
+        self.atimes.reserve(n, false);
+        self.ctimes.reserve(n, false);
     }
 
     /// Give back spare capacity.
@@ -383,8 +475,8 @@ impl MetaColumn {
         self.packed.shrink_to_fit();
         self.classes.shrink_to_fit();
         self.class_index.shrink_to_fit();
-        self.atimes.0.shrink_to_fit();
-        self.ctimes.0.shrink_to_fit();
+        self.atimes.shrink_to_fit();
+        self.ctimes.shrink_to_fit();
         self.spilled.shrink_to_fit();
     }
 
@@ -395,7 +487,8 @@ impl MetaColumn {
         self.packed.capacity() * PACKED_BYTES
             + self.classes.capacity() * std::mem::size_of::<Class>()
             + self.class_index.capacity() * index_entry
-            + (self.atimes.0.capacity() + self.ctimes.0.capacity()) * 8
+            + self.atimes.heap_bytes()
+            + self.ctimes.heap_bytes()
             + self.spilled.capacity() * std::mem::size_of::<Meta>()
     }
 
@@ -523,8 +616,7 @@ mod tests {
             assert_eq!(col.file_type(i), m.file_type());
         }
         assert!(col.spilled_len() > 0 && col.spilled_len() < metas.len());
-        assert_eq!(col.atimes.0.len(), metas.len());
-        assert_eq!(col.ctimes.0.len(), metas.len());
+        assert!(col.atimes.dense && col.ctimes.dense);
         // Appended to a column that indexes classes differently, then compacted.
         let mut other = MetaColumn::default();
         other.push(&Meta { dev: 7, ..plain });
@@ -553,7 +645,7 @@ mod tests {
             "the side table keeps what is used"
         );
         assert!(in_use < col.spilled_len());
-        assert_eq!(other.atimes.0.len(), keep.len());
+        assert_eq!(other.atimes.held(), keep.len());
     }
 
     #[test]
@@ -577,7 +669,7 @@ mod tests {
         assert_eq!(col.spilled_len(), 0);
         assert_eq!(col.classes.len(), 1, "one device, one owner, one mode, 65,000 links");
         assert!(
-            col.atimes.0.is_empty() && col.ctimes.0.is_empty(),
+            col.atimes.held() == 0 && col.ctimes.held() == 0,
             "equal times take no room of their own"
         );
         let mut twice = col.clone();
@@ -627,8 +719,9 @@ mod tests {
             .collect::<std::collections::HashSet<_>>()
             .len();
         assert_eq!(col.classes.len(), 2 * 3 + big_links);
-        assert_eq!(col.atimes.0.len(), n as usize, "held once the first atime differed");
-        assert!(col.ctimes.0.is_empty(), "every ctime is its mtime: none held");
+        assert!(col.atimes.dense, "half the atimes differ: one for every record");
+        assert_eq!(col.atimes.held(), n as usize);
+        assert_eq!(col.ctimes.held(), 0, "every ctime is its mtime: none held");
         col.shrink_to_fit();
         let index = col.class_index.capacity() * (std::mem::size_of::<(Class, u32)>() + 1);
         assert_eq!(
@@ -646,7 +739,7 @@ mod tests {
         };
         let mut other = MetaColumn::default();
         other.push(&first);
-        assert!(other.atimes.0.is_empty() && other.ctimes.0.len() == 1);
+        assert!(other.atimes.held() == 0 && other.ctimes.held() == 1);
         other.extend_from(&twice);
         assert_eq!(other.len(), 1 + 2 * n as usize);
         assert_eq!(other.get(0), first);
@@ -654,8 +747,8 @@ mod tests {
             assert_eq!(other.get(1 + i as usize), walked(i % n), "appended record {i}");
             assert_eq!(other.file_type(1 + i as usize), walked(i % n).file_type());
         }
-        assert_eq!(other.atimes.0.len(), other.len());
-        assert_eq!(other.ctimes.0.len(), other.len());
+        assert_eq!(other.atimes.held(), other.len());
+        assert_eq!(other.ctimes.held(), 1, "still the first record's only");
         let keep: Vec<usize> = (0..other.len()).filter(|i| i % 4 == 0).collect();
         for (to, &from) in keep.iter().enumerate() {
             other.move_down(from, to);
@@ -665,5 +758,55 @@ mod tests {
         for (to, &from) in keep.iter().enumerate().skip(1) {
             assert_eq!(other.get(to), walked((from as u64 - 1) % n), "kept record {to}");
         }
+    }
+
+    #[test]
+    fn a_few_records_own_times_are_kept_sparse_through_append_and_compaction() {
+        // A walk's directories (1 in 100) were read since they changed: their atime differs.
+        let m = |i: u64| {
+            let w = walked(i * 10 + 1);
+            Meta {
+                atime: w.mtime + if i % 100 == 0 { 9 } else { 0 },
+                ..w
+            }
+        };
+        let n = 5000u64;
+        let mut col = MetaColumn::default();
+        let mut part = MetaColumn::default();
+        for i in 0..n {
+            // Appended a directory's worth at a time, as a walk does.
+            part.push(&m(i));
+            if i % 37 == 36 || i == n - 1 {
+                col.extend_from(&std::mem::take(&mut part));
+            }
+        }
+        assert!(!col.atimes.dense);
+        assert_eq!(col.atimes.held(), 50);
+        assert_eq!(col.ctimes.held(), 0);
+        for i in 0..n {
+            assert_eq!(col.get(i as usize), m(i), "record {i}");
+        }
+        col.shrink_to_fit();
+        assert_eq!(col.atimes.heap_bytes(), 50 * 12, "12 bytes per own time, none else");
+        // Compacted: every third record kept.
+        let keep: Vec<usize> = (0..n as usize).filter(|i| i % 3 == 0).collect();
+        for (to, &from) in keep.iter().enumerate() {
+            col.move_down(from, to);
+        }
+        col.truncate(keep.len());
+        for (to, &from) in keep.iter().enumerate() {
+            assert_eq!(col.get(to), m(from as u64), "kept record {to}");
+        }
+        assert_eq!(col.atimes.held(), keep.iter().filter(|&&i| i % 100 == 0).count());
+        // Many own times make the column dense, and it reads the same.
+        let mut dense = col.clone();
+        for i in 0..1000 {
+            dense.push(&m(i * 100));
+        }
+        assert!(dense.atimes.dense && dense.atimes.held() == dense.len());
+        for (to, &from) in keep.iter().enumerate() {
+            assert_eq!(dense.get(to), m(from as u64));
+        }
+        assert_eq!(dense.get(keep.len() + 999), m(99_900));
     }
 }
