@@ -168,25 +168,40 @@ impl Times {
     }
 
     /// Add the times of `other`'s records, which follow this column's `base` records
-    /// (`packed`: all of them, `other`'s included).
-    fn extend_from(&mut self, other: &Times, base: usize, packed: &[Packed], other_packed: &[Packed]) {
-        if !self.dense && !other.dense {
-            let offset = u32::try_from(base).expect("fewer than 2^32 records on one rank");
-            self.at.extend(other.at.iter().map(|&i| i + offset));
-            self.times.extend_from_slice(&other.times);
-            if self.at.len() * 3 > packed.len() && self.at.len() >= 64 {
-                self.densify(packed, packed.len());
-            }
+    /// (`packed`: all of them, `other`'s included). A dense `other` (a directory whose
+    /// subdirectories all have their own atime) adds only its own times to a sparse column.
+    fn extend_from(
+        &mut self,
+        other: &Times,
+        base: usize,
+        packed: &[Packed],
+        other_packed: &[Packed],
+    ) {
+        if self.dense {
+            self.times.reserve(other_packed.len());
+            self.times.extend(
+                other_packed
+                    .iter()
+                    .enumerate()
+                    .map(|(j, p)| other.get(j, p.mtime())),
+            );
             return;
         }
-        self.densify(&packed[..base], base);
-        self.times.reserve(other_packed.len());
-        self.times.extend(
-            other_packed
-                .iter()
-                .enumerate()
-                .map(|(j, p)| other.get(j, p.mtime())),
-        );
+        let offset = u32::try_from(base).expect("fewer than 2^32 records on one rank");
+        if other.dense {
+            for (j, (p, &t)) in other_packed.iter().zip(&other.times).enumerate() {
+                if t != p.mtime() {
+                    self.at.push(offset + j as u32);
+                    self.times.push(t);
+                }
+            }
+        } else {
+            self.at.extend(other.at.iter().map(|&i| i + offset));
+            self.times.extend_from_slice(&other.times);
+        }
+        if self.at.len() * 3 > packed.len() && self.at.len() >= 64 {
+            self.densify(packed, packed.len());
+        }
     }
 
     /// Record `to` takes record `from`'s time (`to <= from`, called for every record kept, in
@@ -808,5 +823,23 @@ mod tests {
             assert_eq!(dense.get(to), m(from as u64));
         }
         assert_eq!(dense.get(keep.len() + 999), m(99_900));
+        // A directory of 100 subdirectories, all read since they changed: dense on its own,
+        // appended to a long sparse column as its own times only.
+        let sub = |i: u64| Meta {
+            atime: 1_800_000_000,
+            ..m(i)
+        };
+        let mut dirs = MetaColumn::default();
+        for i in 0..100 {
+            dirs.push(&sub(i));
+        }
+        assert!(dirs.atimes.dense);
+        let before = col.atimes.held();
+        col.extend_from(&dirs);
+        assert!(!col.atimes.dense, "still sparse");
+        assert_eq!(col.atimes.held(), before + 100);
+        for i in 0..100 {
+            assert_eq!(col.get(keep.len() + i as usize), sub(i));
+        }
     }
 }
