@@ -101,7 +101,8 @@ impl Packed {
 /// A column of packed times (atimes or ctimes) of the records whose time is not their mtime:
 /// sparse (record index and time, 12 bytes each) while they are few (a walk's directories,
 /// whose atime moves when they are read), dense (a time for every record, 8 bytes each) once
-/// they are a third of the records or more.
+/// they are more than a third of the records, sparse again below a sixth (the records of a
+/// list's first directories, appended one directory at a time, may all have one).
 #[derive(Clone, Debug, Default)]
 struct Times {
     /// Sparse: the records that have their own time, increasing.
@@ -112,6 +113,8 @@ struct Times {
     dense: bool,
     /// Entries of `at` already written by the compaction under way ([`Times::move_down`]).
     kept: usize,
+    /// Dense: the records whose time is not their mtime.
+    own: usize,
 }
 
 impl Times {
@@ -120,15 +123,50 @@ impl Times {
     fn push(&mut self, i: usize, t: u64, mtime: u64, packed: &[Packed]) {
         if self.dense {
             self.times.push(t);
+            self.own += usize::from(t != mtime);
         } else if t != mtime {
             self.at
                 .push(u32::try_from(i).expect("fewer than 2^32 records on one rank"));
             self.times.push(t);
-            if self.at.len() * 3 > i + 1 && self.at.len() >= 64 {
-                self.densify(packed, i + 1);
-                self.times[i] = t;
+            self.settle(packed);
+        }
+    }
+
+    /// Records that have their own time.
+    fn own(&self) -> usize {
+        if self.dense {
+            self.own
+        } else {
+            self.at.len()
+        }
+    }
+
+    /// Dense when more than a third of the records (`packed`: all of them) have their own
+    /// time, sparse below a sixth (sparse under 64 of them, as any column of few records).
+    fn settle(&mut self, packed: &[Packed]) {
+        let (own, n) = (self.own(), packed.len());
+        if !self.dense && own * 3 > n && own >= 64 {
+            self.densify(packed, n);
+        } else if self.dense && (own * 6 < n || own < 64) {
+            self.sparsify(packed);
+        }
+    }
+
+    /// Keep the own times only (`packed`: every record).
+    fn sparsify(&mut self, packed: &[Packed]) {
+        let mut at = Vec::with_capacity(self.own);
+        let mut times = Vec::with_capacity(self.own);
+        for (i, (p, &t)) in packed.iter().zip(&self.times).enumerate() {
+            if t != p.mtime() {
+                at.push(i as u32);
+                times.push(t);
             }
         }
+        *self = Times {
+            at,
+            times,
+            ..Times::default()
+        };
     }
 
     /// Hold a time for every one of `n` records (`packed`: the first `n - 1` or all of
@@ -144,6 +182,7 @@ impl Times {
             all[i as usize] = t;
         }
         *self = Times {
+            own: self.at.len(),
             at: Vec::new(),
             times: all,
             dense: true,
@@ -185,6 +224,8 @@ impl Times {
                     .enumerate()
                     .map(|(j, p)| other.get(j, p.mtime())),
             );
+            self.own += other.own();
+            self.settle(packed);
             return;
         }
         let offset = u32::try_from(base).expect("fewer than 2^32 records on one rank");
@@ -199,9 +240,7 @@ impl Times {
             self.at.extend(other.at.iter().map(|&i| i + offset));
             self.times.extend_from_slice(&other.times);
         }
-        if self.at.len() * 3 > packed.len() && self.at.len() >= 64 {
-            self.densify(packed, packed.len());
-        }
+        self.settle(packed);
     }
 
     /// Record `to` takes record `from`'s time (`to <= from`, called for every record kept, in
@@ -220,15 +259,21 @@ impl Times {
         }
     }
 
-    /// End a compaction: keep the first `n` records.
-    fn truncate(&mut self, n: usize) {
+    /// End a compaction: keep the first `n` records (`packed`: them).
+    fn truncate(&mut self, n: usize, packed: &[Packed]) {
         if self.dense {
             self.times.truncate(n);
+            self.own = packed
+                .iter()
+                .zip(&self.times)
+                .filter(|(p, &t)| t != p.mtime())
+                .count();
         } else {
             self.at.truncate(self.kept);
             self.times.truncate(self.kept);
         }
         self.kept = 0;
+        self.settle(packed);
     }
 
     fn reserve(&mut self, n: usize, exact: bool) {
@@ -459,8 +504,8 @@ impl MetaColumn {
     /// Keep the first `n` records; the side table keeps only what they use.
     pub(crate) fn truncate(&mut self, n: usize) {
         self.packed.truncate(n);
-        self.atimes.truncate(n);
-        self.ctimes.truncate(n);
+        self.atimes.truncate(n, &self.packed);
+        self.ctimes.truncate(n, &self.packed);
         if self.spilled.is_empty() {
             return;
         }
@@ -841,5 +886,21 @@ mod tests {
         for i in 0..100 {
             assert_eq!(col.get(keep.len() + i as usize), sub(i));
         }
+        // A list whose first directory holds 100 such subdirectories: dense at first, sparse
+        // again once their files (which have none) are appended.
+        let mut list = MetaColumn::default();
+        list.extend_from(&dirs);
+        assert!(list.atimes.dense);
+        for _ in 0..10 {
+            let mut files = MetaColumn::default();
+            for i in 1..100 {
+                files.push(&m(i));
+            }
+            list.extend_from(&files);
+        }
+        assert!(!list.atimes.dense, "sparse again");
+        assert_eq!(list.atimes.held(), 100);
+        assert_eq!(list.get(99), sub(99));
+        assert_eq!(list.get(100), m(1));
     }
 }
