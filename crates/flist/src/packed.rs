@@ -448,18 +448,16 @@ impl MetaColumn {
 
     /// The types of all records, in order.
     pub(crate) fn file_types(&self) -> impl Iterator<Item = FileType> + '_ {
-        self.packed.iter().map(|p| FileType::from_mode(self.mode(p)))
+        self.packed
+            .iter()
+            .map(|p| FileType::from_mode(self.mode(p)))
     }
 
     /// Add every record of `other`, in order. Records are copied as they are when both columns
     /// index their classes alike, re-indexed otherwise (walks append one directory's records
     /// at a time, whose table is small).
     pub(crate) fn extend_from(&mut self, other: &MetaColumn) {
-        let map: Vec<Option<u32>> = other
-            .classes
-            .iter()
-            .map(|c| self.class_index(c))
-            .collect();
+        let map: Vec<Option<u32>> = other.classes.iter().map(|c| self.class_index(c)).collect();
         let same = map.iter().enumerate().all(|(k, &to)| to == Some(k as u32));
         let base = self.len();
         if same && other.spilled.is_empty() {
@@ -727,7 +725,11 @@ mod tests {
             ));
         }
         assert_eq!(col.spilled_len(), 0);
-        assert_eq!(col.classes.len(), 1, "one device, one owner, one mode, 65,000 links");
+        assert_eq!(
+            col.classes.len(),
+            1,
+            "one device, one owner, one mode, 65,000 links"
+        );
         assert!(
             col.atimes.held() == 0 && col.ctimes.held() == 0,
             "equal times take no room of their own"
@@ -779,7 +781,10 @@ mod tests {
             .collect::<std::collections::HashSet<_>>()
             .len();
         assert_eq!(col.classes.len(), 2 * 3 + big_links);
-        assert!(col.atimes.dense, "half the atimes differ: one for every record");
+        assert!(
+            col.atimes.dense,
+            "half the atimes differ: one for every record"
+        );
         assert_eq!(col.atimes.held(), n as usize);
         assert_eq!(col.ctimes.held(), 0, "every ctime is its mtime: none held");
         col.shrink_to_fit();
@@ -804,7 +809,11 @@ mod tests {
         assert_eq!(other.len(), 1 + 2 * n as usize);
         assert_eq!(other.get(0), first);
         for i in 0..2 * n {
-            assert_eq!(other.get(1 + i as usize), walked(i % n), "appended record {i}");
+            assert_eq!(
+                other.get(1 + i as usize),
+                walked(i % n),
+                "appended record {i}"
+            );
             assert_eq!(other.file_type(1 + i as usize), walked(i % n).file_type());
         }
         assert_eq!(other.atimes.held(), other.len());
@@ -816,7 +825,11 @@ mod tests {
         other.truncate(keep.len());
         assert_eq!(other.get(0), first);
         for (to, &from) in keep.iter().enumerate().skip(1) {
-            assert_eq!(other.get(to), walked((from as u64 - 1) % n), "kept record {to}");
+            assert_eq!(
+                other.get(to),
+                walked((from as u64 - 1) % n),
+                "kept record {to}"
+            );
         }
     }
 
@@ -847,7 +860,11 @@ mod tests {
             assert_eq!(col.get(i as usize), m(i), "record {i}");
         }
         col.shrink_to_fit();
-        assert_eq!(col.atimes.heap_bytes(), 50 * 12, "12 bytes per own time, none else");
+        assert_eq!(
+            col.atimes.heap_bytes(),
+            50 * 12,
+            "12 bytes per own time, none else"
+        );
         // Compacted: every third record kept.
         let keep: Vec<usize> = (0..n as usize).filter(|i| i % 3 == 0).collect();
         for (to, &from) in keep.iter().enumerate() {
@@ -857,7 +874,10 @@ mod tests {
         for (to, &from) in keep.iter().enumerate() {
             assert_eq!(col.get(to), m(from as u64), "kept record {to}");
         }
-        assert_eq!(col.atimes.held(), keep.iter().filter(|&&i| i % 100 == 0).count());
+        assert_eq!(
+            col.atimes.held(),
+            keep.iter().filter(|&&i| i % 100 == 0).count()
+        );
         // Many own times make the column dense, and it reads the same.
         let mut dense = col.clone();
         for i in 0..1000 {

@@ -785,7 +785,11 @@ mod tests {
         };
         let mut list = FileList::new(Detail::Stat);
         for i in 0..n {
-            list.push(format!("/d/f{i:07}").as_bytes(), FileType::File, Some(m(i, 0)));
+            list.push(
+                format!("/d/f{i:07}").as_bytes(),
+                FileType::File,
+                Some(m(i, 0)),
+            );
         }
         list.shrink_to_fit();
         // 4 (end offset) + 20 (packed metadata); one class.

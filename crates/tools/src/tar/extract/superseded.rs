@@ -360,12 +360,20 @@ mod tests {
         let per = 3000 / ranks;
         let mut e = Entries::with_capacity(per as usize + 1);
         let name = |i: u64| {
-            let n = if i % 100 == 0 && i >= 1000 { i - 1000 } else { i };
+            let n = if i % 100 == 0 && i >= 1000 {
+                i - 1000
+            } else {
+                i
+            };
             format!("d/f{n}")
         };
         let first = rank * per;
         if first > 0 {
-            e.push(name(first - 1).as_bytes(), &entry(&name(first - 1), (first - 1) * 512), false);
+            e.push(
+                name(first - 1).as_bytes(),
+                &entry(&name(first - 1), (first - 1) * 512),
+                false,
+            );
         }
         for i in first..first + per {
             e.push(name(i).as_bytes(), &entry(&name(i), i * 512), true);
@@ -401,8 +409,15 @@ mod tests {
                 .all(|&(hash, _)| rank_of(hash, 3) == comm.rank());
             (here, records.len(), duplicate_starts(records))
         });
-        assert!(three.iter().all(|(here, _, _)| *here), "each hash on its rank");
-        assert_eq!(three.iter().map(|(_, n, _)| n).sum::<usize>(), 3000, "owned only");
+        assert!(
+            three.iter().all(|(here, _, _)| *here),
+            "each hash on its rank"
+        );
+        assert_eq!(
+            three.iter().map(|(_, n, _)| n).sum::<usize>(),
+            3000,
+            "owned only"
+        );
         let mut got: Vec<u64> = three.into_iter().flat_map(|(_, _, d)| d).collect();
         got.sort_unstable();
         assert_eq!(got, want);
