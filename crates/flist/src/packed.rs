@@ -202,6 +202,7 @@ impl Times {
     }
 
     /// Records that have a time of their own here (all of them, dense).
+    #[cfg(test)]
     fn held(&self) -> usize {
         self.times.len()
     }
@@ -758,7 +759,6 @@ mod tests {
             mtime_nsec: 5,
             ctime: t,
             ctime_nsec: 5,
-            ..Meta::default()
         }
     }
 
