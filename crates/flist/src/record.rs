@@ -6,10 +6,11 @@
 //! ms with postcard (release, median of 3 interleaved rounds, 2026-12; postcard's messages are
 //! 25% smaller). Every other rank message uses steal's typed collectives.
 //!
-//! A record costs `4` (path end offset) + `1` (type, lite lists) or `56` (its [`Meta`], packed
-//! losslessly: [`crate::packed`]; stat lists, whose types are read from the mode) bytes beyond
-//! its path bytes, and no heap object of its own: 10^6 records of 60-byte paths take 65 MB
-//! (lite) or 120 MB (stat).
+//! A record costs `4` (path end offset) + `1` (type, lite lists) or `20` (its [`Meta`], packed
+//! losslessly: [`crate::packed`]; stat lists, whose types are read from the mode; an atime or
+//! ctime that is not the record's mtime costs 12 more, or 8 for every record once a third of
+//! them have one) bytes beyond its path bytes, and no heap object of its own: 10^6 records of 60-byte paths take 65
+//! MB (lite) or 84 to 100 MB (stat).
 
 use crate::ids::IdTable;
 
@@ -146,7 +147,7 @@ pub struct Meta {
     pub dev: u64,
 }
 
-/// Bytes of an encoded [`Meta`] (between ranks; a list stores it in 56: [`crate::packed`]).
+/// Bytes of an encoded [`Meta`] (between ranks; a list stores it in 20 to 36: [`crate::packed`]).
 pub const META_BYTES: usize = 80;
 
 impl Meta {
@@ -768,26 +769,44 @@ mod tests {
     }
 
     #[test]
-    fn a_stat_record_costs_its_path_plus_60_bytes() {
-        let mut list = FileList::new(Detail::Stat);
+    fn a_stat_record_costs_its_path_plus_24_bytes_and_an_own_atime_12_more() {
+        // Files of one owner, mode and device, written once: atime = mtime = ctime.
         let n = 10_000;
+        let m = |i: usize, read: i64| Meta {
+            dev: 2049,
+            nlink: 1,
+            mtime: 1_700_000_000 + i as i64,
+            mtime_nsec: 999_999_999,
+            atime: 1_700_000_000 + i as i64 + read,
+            atime_nsec: 999_999_999,
+            ctime: 1_700_000_000 + i as i64,
+            ctime_nsec: 999_999_999,
+            ..meta(i as u64)
+        };
+        let mut list = FileList::new(Detail::Stat);
         for i in 0..n {
-            let m = Meta {
-                dev: 2049,
-                nlink: 1,
-                atime: 1_700_000_000 + i as i64,
-                atime_nsec: 999_999_999,
-                ..meta(i as u64)
-            };
-            list.push(format!("/d/f{i:07}").as_bytes(), FileType::File, Some(m));
+            list.push(
+                format!("/d/f{i:07}").as_bytes(),
+                FileType::File,
+                Some(m(i, 0)),
+            );
         }
         list.shrink_to_fit();
-        // 4 (end offset) + 56 (packed metadata), and one device in the table.
-        assert_eq!(list.heap_bytes(), list.path_bytes() + n * (4 + 56) + 8);
+        // 4 (end offset) + 20 (packed metadata); one class.
+        let class = list.metas.heap_bytes() - n * 20;
+        assert!(class < 200, "one class: {class} bytes");
+        assert_eq!(list.heap_bytes(), list.path_bytes() + n * (4 + 20) + class);
+        // One file read since it was written: its atime is kept aside (12 bytes).
+        list.push(b"/d/read", FileType::File, Some(m(n, 60)));
+        list.shrink_to_fit();
         assert_eq!(
-            list.meta(n - 1).unwrap().atime,
-            1_700_000_000 + n as i64 - 1
+            list.heap_bytes(),
+            list.path_bytes() + (n + 1) * (4 + 20) + 12 + class
         );
+        let last = list.meta(n).unwrap();
+        assert_eq!(last.atime, 1_700_000_000 + n as i64 + 60);
+        assert_eq!(last.ctime, last.mtime);
+        assert_eq!(list.meta(n - 1), Some(m(n - 1, 0)));
     }
 
     #[test]

@@ -168,17 +168,39 @@ pub(super) fn superseded(comm: &dyn Comm, parts: &Parts, entries: &Entries) -> S
 /// Step 1: (hash, start) of every entry this rank owns to the hash's rank, which sorts what it
 /// received and keeps the starts that share a hash with another entry. Collective.
 fn shared_hashes(comm: &dyn Comm, entries: &Entries) -> Vec<u64> {
+    let records = hashes_here(comm, entries);
+    duplicate_starts(records)
+}
+
+/// Step 1's exchange: the (hash, start) of every entry owned on any rank whose hash picks this
+/// rank. Each record is encoded straight into its message and decoded from it (no list of
+/// them beside the messages), each message dropped once read; one rank sends nothing. At 10^6
+/// entries on one rank, 16 MB where the list, its encoding and its decoding held 48.
+/// Collective.
+fn hashes_here(comm: &dyn Comm, entries: &Entries) -> Vec<(u64, u64)> {
     let size = comm.size();
-    let mut sends = vec![Vec::new(); size];
-    for i in (0..entries.len()).filter(|&i| entries.own(i)) {
+    let mine = (0..entries.len()).filter(|&i| entries.own(i)).map(|i| {
         let hash = flist::distribute::hash_path(entries.rel(i));
-        sends[rank_of(hash, size)].push((hash, entries.start(i)));
+        (hash, entries.start(i))
+    });
+    if size == 1 {
+        let mut records = Vec::with_capacity(entries.len());
+        records.extend(mine);
+        return records;
     }
-    let sends = sends.iter().map(typed::encode).collect();
+    let mut sends = vec![Vec::new(); size];
+    for (hash, start) in mine {
+        typed::encode_into(&(hash, start), &mut sends[rank_of(hash, size)]);
+    }
     let mut records: Vec<(u64, u64)> = Vec::new();
     for bytes in comm.alltoallv(sends) {
-        records.extend(typed::sent(typed::decode::<Vec<(u64, u64)>>(&bytes)));
+        records.extend(typed::each::<(u64, u64)>(&bytes).map(typed::sent));
     }
+    records
+}
+
+/// The starts of `records` (hash, start) that share their hash with another record.
+fn duplicate_starts(mut records: Vec<(u64, u64)>) -> Vec<u64> {
     records.sort_unstable();
     records
         .chunk_by(|a, b| a.0 == b.0)
@@ -298,4 +320,106 @@ fn links_to_replaced(
         }));
     }
     decided
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tar::format::{Decoded, Header};
+
+    fn entry(path: &str, start: u64) -> Decoded {
+        Decoded {
+            header: Header {
+                path: path.as_bytes().to_vec(),
+                kind: Kind::File,
+                mode: 0o644,
+                uid: 0,
+                gid: 0,
+                uname: Vec::new(),
+                gname: Vec::new(),
+                size: 0,
+                mtime: 0,
+                mtime_nsec: 0,
+                link: Vec::new(),
+                dev_major: 0,
+                dev_minor: 0,
+                xattrs: Vec::new(),
+                projid: Default::default(),
+            },
+            start,
+            data: start + 512,
+            next: start + 512,
+            sparse: None,
+        }
+    }
+
+    /// Rank `rank`'s entries of an archive of 3,000 entries where every 100th entry from the
+    /// 1,000th on is named as the one 1,000 before would be; the first entry of each rank's part is the tail of the
+    /// entry before (not its own).
+    fn entries_of(rank: u64, ranks: u64) -> Entries {
+        let per = 3000 / ranks;
+        let mut e = Entries::with_capacity(per as usize + 1);
+        let name = |i: u64| {
+            let n = if i % 100 == 0 && i >= 1000 {
+                i - 1000
+            } else {
+                i
+            };
+            format!("d/f{n}")
+        };
+        let first = rank * per;
+        if first > 0 {
+            e.push(
+                name(first - 1).as_bytes(),
+                &entry(&name(first - 1), (first - 1) * 512),
+                false,
+            );
+        }
+        for i in first..first + per {
+            e.push(name(i).as_bytes(), &entry(&name(i), i * 512), true);
+        }
+        e
+    }
+
+    #[test]
+    fn one_rank_keeps_one_exact_list_of_hashes_and_any_number_finds_the_same_duplicates() {
+        let one = steal::local::run(1, |comm| {
+            let e = entries_of(0, 1);
+            let records = hashes_here(comm, &e);
+            (records.len(), records.capacity(), duplicate_starts(records))
+        });
+        let (len, capacity, mut want) = one.into_iter().next().unwrap();
+        assert_eq!(len, 3000);
+        assert_eq!(capacity, 3000, "sized once, no list beside it");
+        want.sort_unstable();
+        // Names f0, f100, ... f900 are entries i and i + 1000 (entry 2000 + i is named
+        // f{1000 + i}, which no other entry is).
+        let expected: Vec<u64> = (0..1000)
+            .step_by(100)
+            .flat_map(|i| [i * 512, (i + 1000) * 512])
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(want, expected);
+        let three = steal::local::run(3, |comm| {
+            let e = entries_of(comm.rank() as u64, 3);
+            let records = hashes_here(comm, &e);
+            let here = records
+                .iter()
+                .all(|&(hash, _)| rank_of(hash, 3) == comm.rank());
+            (here, records.len(), duplicate_starts(records))
+        });
+        assert!(
+            three.iter().all(|(here, _, _)| *here),
+            "each hash on its rank"
+        );
+        assert_eq!(
+            three.iter().map(|(_, n, _)| n).sum::<usize>(),
+            3000,
+            "owned only"
+        );
+        let mut got: Vec<u64> = three.into_iter().flat_map(|(_, _, d)| d).collect();
+        got.sort_unstable();
+        assert_eq!(got, want);
+    }
 }
