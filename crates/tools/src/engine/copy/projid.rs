@@ -168,6 +168,8 @@ pub fn readable_under(path: &[u8]) -> bool {
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
     match flist::walk::open_long(path, flags) {
         Ok(fd) => {
+            // `f_type`'s integer type differs between architectures.
+            #[allow(clippy::unnecessary_cast)]
             let stored =
                 rustix::fs::fstatfs(&fd).map_or(true, |st| stores_project_ids(st.f_type as i64));
             stored && matches!(get(fd.as_fd()), Ok(Some(_)))
