@@ -18,6 +18,7 @@ pub mod manifest;
 pub mod mode_text;
 pub mod outputs;
 pub mod pairing;
+pub mod pieces;
 pub mod racy;
 pub mod regex_select;
 pub mod remove;

@@ -53,42 +53,16 @@ impl FindSpill {
     }
 }
 
-/// What [`plan`] decided.
-pub(super) enum Plan {
-    /// Not a list file that can be read in pieces, or it fits: the in-memory run, with the
-    /// limit's description when there is one.
-    InMemory(Option<String>),
-    /// Search it piece by piece.
-    Stream(Box<CacheShare>, MemoryLimit),
-}
+pub(super) use crate::engine::pieces::Plan;
 
-/// Whether `find -i LIST` outgrows the memory limit: a v3/v4 list file one of whose ranks'
-/// shares takes more than half the limit in memory. Refuses (a usage error, nothing done) what
-/// cannot be streamed: `-o -` and `--text`. Collective.
+/// Whether `find -i LIST` outgrows the memory limit ([`crate::engine::pieces::plan`]).
+/// Refuses (a usage error, nothing done) what cannot be streamed: `-o -` and `--text`.
+/// Collective.
 pub(super) fn plan(comm: &dyn Comm, options: &Options) -> Result<Plan, Error> {
-    let Input::File { path, .. } = &options.input else {
-        return Ok(Plan::InMemory(None));
+    let plan = crate::engine::pieces::plan(comm, &options.input, options.memory_limit)?;
+    let (Plan::Stream(_, limit), Input::File { path, .. }) = (&plan, &options.input) else {
+        return Ok(plan);
     };
-    let share = io::open_cache_share(comm, path.as_slice()).map_err(|e| {
-        let shown = flist::path::display(path);
-        let msg = e.to_string();
-        Error::new(if msg.contains(shown.as_ref()) {
-            msg
-        } else {
-            format!("read list {shown}: {msg}")
-        })
-    })?;
-    let limit = MemoryLimit::resolve(comm, options.memory_limit);
-    let Some(share) = share else {
-        return Ok(Plan::InMemory(Some(format!(
-            "{} (a text list is read whole)",
-            limit.describe()
-        ))));
-    };
-    let bytes = share.remaining() * share.record_bytes();
-    if !comm.any(bytes > limit.bytes / 2) {
-        return Ok(Plan::InMemory(Some(limit.describe())));
-    }
     let why = |what: &str| {
         Error::new(format!(
             "{what}: the list {} is larger than the memory limit ({}), and is searched a \
@@ -104,7 +78,7 @@ pub(super) fn plan(comm: &dyn Comm, options: &Options) -> Result<Plan, Error> {
     if options.text && options.output.is_some() {
         return Err(why("--text cannot be written"));
     }
-    Ok(Plan::Stream(Box::new(share), limit))
+    Ok(plan)
 }
 
 /// What one rank read and spilled.

@@ -64,43 +64,16 @@ impl RmSpill {
     }
 }
 
-/// What [`plan`] decided.
-pub(super) enum Plan {
-    /// Not a list file that can be read in pieces, or it fits: the in-memory run, with the
-    /// limit's description when there is one.
-    InMemory(Option<String>),
-    /// Remove it piece by piece.
-    Stream(Box<CacheShare>, MemoryLimit),
-}
+pub(super) use crate::engine::pieces::Plan;
 
-/// Whether `rm -i LIST` outgrows the memory limit: a v3/v4 list file one of whose ranks'
-/// shares takes more than half the limit in memory. Refuses (a usage error, nothing removed)
-/// what cannot be streamed: `-o` and `-T`, which keep what they need of every entry.
-/// Collective.
+/// Whether `rm -i LIST` outgrows the memory limit ([`crate::engine::pieces::plan`]). Refuses
+/// (a usage error, nothing removed) what cannot be streamed: `-o` and `-T`, which keep what
+/// they need of every entry. Collective.
 pub(super) fn plan(comm: &dyn Comm, options: &Options) -> Result<Plan, Error> {
-    let Input::File { path, .. } = &options.input else {
-        return Ok(Plan::InMemory(None));
+    let plan = crate::engine::pieces::plan(comm, &options.input, options.memory_limit)?;
+    let (Plan::Stream(_, limit), Input::File { path, .. }) = (&plan, &options.input) else {
+        return Ok(plan);
     };
-    let share = io::open_cache_share(comm, path.as_slice()).map_err(|e| {
-        let shown = display(path);
-        let msg = e.to_string();
-        Error::new(if msg.contains(shown.as_ref()) {
-            msg
-        } else {
-            format!("read list {shown}: {msg}")
-        })
-    })?;
-    let limit = MemoryLimit::resolve(comm, options.memory_limit);
-    let Some(share) = share else {
-        return Ok(Plan::InMemory(Some(format!(
-            "{} (a text list is read whole)",
-            limit.describe()
-        ))));
-    };
-    let bytes = share.remaining() * share.record_bytes();
-    if !comm.any(bytes > limit.bytes / 2) {
-        return Ok(Plan::InMemory(Some(limit.describe())));
-    }
     let refuse = |what: &str| {
         Err(Error::new(format!(
             "{what} cannot be kept: the list {} is larger than the memory limit ({}) and is \
@@ -115,7 +88,7 @@ pub(super) fn plan(comm: &dyn Comm, options: &Options) -> Result<Plan, Error> {
     if options.traceless {
         return refuse("-T (the times of every parent directory)");
     }
-    Ok(Plan::Stream(Box::new(share), limit))
+    Ok(plan)
 }
 
 /// How the pieces are read: records a piece, and the working directory paths are made
