@@ -249,12 +249,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
     }
 
     // 3. Evaluate; without an action and without -o, what matches is printed.
-    let prints = needs.print || (!needs.action && options.output.is_none());
-    let expr = if needs.action || options.output.is_some() {
-        expr
-    } else {
-        Some(with_print(expr))
-    };
+    let (prints, expr) = printing(&needs, options, expr);
     let opened = if needs.exec {
         open_checkpoint(comm, options)?
     } else {
@@ -393,6 +388,22 @@ fn needs_lustre_calls(comm: &dyn Comm, options: &Options) -> Option<LustreHandle
         any
     });
     any.then(|| options.lustre.clone())
+}
+
+/// Whether matches are printed (`-print`, or no action and no `-o`), and the expression that
+/// does it: without an action and without `-o`, what matches is printed.
+fn printing(
+    needs: &Needs,
+    options: &Options,
+    expr: Option<Expr<Node>>,
+) -> (bool, Option<Expr<Node>>) {
+    let prints = needs.print || (!needs.action && options.output.is_none());
+    let expr = if needs.action || options.output.is_some() {
+        expr
+    } else {
+        Some(with_print(expr))
+    };
+    (prints, expr)
 }
 
 /// `expr` followed by a print.

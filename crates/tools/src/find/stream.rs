@@ -9,7 +9,7 @@
 //! where its entry is read.
 
 use super::{commands, Report};
-use super::{detail, needs, needs_lustre_calls, open_checkpoint, with_print, Needs, Options};
+use super::{detail, needs, needs_lustre_calls, open_checkpoint, printing, Needs, Options};
 use crate::engine::checkpoint::Outcome;
 use crate::engine::context::{Context, Error, Stopped};
 use crate::engine::find_expr::eval::Evaluator;
@@ -122,12 +122,7 @@ pub(super) fn run(
         None => None,
     };
     let dir = SpillDir::new(options.tmpdir.as_deref());
-    let prints = needs.print || (!needs.action && options.output.is_none());
-    let expr = if needs.action || options.output.is_some() {
-        expr
-    } else {
-        Some(with_print(expr))
-    };
+    let (prints, expr) = printing(&needs, options, expr);
     let opened = if needs.exec {
         open_checkpoint(comm, options)?
     } else {
