@@ -426,6 +426,40 @@ pub fn with_change_after_listing(cmd: &mut Command, change: impl FnOnce()) -> Ou
     child.wait_with_output().unwrap()
 }
 
+/// The processes a batch system signals for the job started as `child`: `child` itself, or,
+/// when it is a launcher (`mpirun`, MPICH's `mpiexec` and its proxies), the rank processes it
+/// started (as `scancel` and a time limit signal every task). Signalling `mpirun` instead makes
+/// Open MPI abort the job: it passes SIGTERM on, then kills the ranks after a grace period that
+/// a loaded machine can exceed.
+pub fn job_pids(child: u32) -> Vec<i32> {
+    const LAUNCHERS: &[&str] = &[
+        "mpirun",
+        "mpiexec",
+        "orterun",
+        "prterun",
+        "orted",
+        "prted",
+        "hydra_pmi_proxy",
+    ];
+    let comm = std::fs::read_to_string(format!("/proc/{child}/comm")).unwrap_or_default();
+    if !LAUNCHERS.iter().any(|l| comm.trim_end().starts_with(l)) {
+        return vec![child as i32];
+    }
+    let children: Vec<u32> = std::fs::read_dir(format!("/proc/{child}/task"))
+        .map(|tasks| {
+            tasks
+                .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+                .flat_map(|c| {
+                    c.split_whitespace()
+                        .filter_map(|p| p.parse().ok())
+                        .collect::<Vec<u32>>()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    children.into_iter().flat_map(job_pids).collect()
+}
+
 /// Start `cmd`, wait until `ready()` holds (polled every 5 ms, up to 60 s: the work is under
 /// way, say its temporary file exists), send it `signal` and return its output. Panics when
 /// the command ends before (make its input bigger).

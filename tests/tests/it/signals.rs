@@ -8,7 +8,7 @@
 //! test appears, and the signal is sent then. (tar, bcast, bz2 and filemaker have their own
 //! signal tests in their files.)
 
-use mfu_tests::{mfu, Tool};
+use mfu_tests::{job_pids, mfu, Tool};
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -35,8 +35,6 @@ fn trees(dir: &Path) {
     }
 }
 
-/// The pids to signal for `child`: the process itself, or under `mpirun` its rank processes
-/// (as `scancel` signals every task; mpirun itself would abort the job).
 /// `DIR/src`: 8 directories of 60 empty files (rm and chmod work on 64 entries per item).
 fn many(dir: &Path) {
     for d in 0..8 {
@@ -48,36 +46,15 @@ fn many(dir: &Path) {
     }
 }
 
-fn targets(child: u32, under_mpirun: bool) -> Vec<i32> {
-    if !under_mpirun {
-        return vec![child as i32];
-    }
-    let children: String = std::fs::read_dir(format!("/proc/{child}/task"))
-        .unwrap()
-        .map(|t| std::fs::read_to_string(t.unwrap().path().join("children")).unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join(" ");
-    children
-        .split_whitespace()
-        .map(|p| p.parse().unwrap())
-        .collect()
-}
-
 /// Run `cmd` with [`ITEM_DELAY_MS`]; once a stderr line starts with `verb` (the phase under test is
 /// under way), send `signal` to the tool (every rank under mpirun). Returns the output, with
 /// stderr complete. Panics when the tool ends before the phase starts.
-fn interrupt_when(cmd: &mut Command, verb: &str, signal: i32, under_mpirun: bool) -> Output {
-    interrupt_slowed(cmd, verb, signal, under_mpirun, ITEM_DELAY_MS)
+fn interrupt_when(cmd: &mut Command, verb: &str, signal: i32) -> Output {
+    interrupt_slowed(cmd, verb, signal, ITEM_DELAY_MS)
 }
 
 /// [`interrupt_when`] with each work item delayed `delay_ms`.
-fn interrupt_slowed(
-    cmd: &mut Command,
-    verb: &str,
-    signal: i32,
-    under_mpirun: bool,
-    delay_ms: u64,
-) -> Output {
+fn interrupt_slowed(cmd: &mut Command, verb: &str, signal: i32, delay_ms: u64) -> Output {
     cmd.env("MFU_RS_TEST_ITEM_DELAY_MS", delay_ms.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -105,7 +82,7 @@ fn interrupt_slowed(
     });
     let reached = wait_start.recv_timeout(Duration::from_secs(60)).is_ok();
     if reached {
-        for pid in targets(child.id(), under_mpirun) {
+        for pid in job_pids(child.id()) {
             // SAFETY: kill(2) with a pid of our child (or its ranks) and a signal number.
             unsafe { libc::kill(pid, signal) };
         }
@@ -185,7 +162,7 @@ fn walk_stops_and_writes_no_list_that_looks_complete() {
         cmd.args(["walk", "--progress", "0.1", "-o"])
             .arg(&list)
             .arg(tmp.path().join("src"));
-        let out = interrupt_when(&mut cmd, "Walked ", libc::SIGINT, np > 1);
+        let out = interrupt_when(&mut cmd, "Walked ", libc::SIGINT);
         assert_interrupted(&format!("walk np {np}"), &out);
         assert!(
             !list.exists(),
@@ -201,7 +178,7 @@ fn cp_stops_and_leaves_no_file_that_looks_complete() {
     let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
     let mut cmd = mfu(&["cp", "-p", "--progress", "0.1", "--chunksize", CHUNK]);
     cmd.arg(&src).arg(&dst);
-    let out = interrupt_when(&mut cmd, "Copied ", libc::SIGINT, false);
+    let out = interrupt_when(&mut cmd, "Copied ", libc::SIGINT);
     assert_interrupted("cp", &out);
     let complete = assert_no_false_complete(&src, &dst);
     assert!(
@@ -220,7 +197,7 @@ fn sync_stops_safely_and_a_rerun_converges() {
         cmd.args(["sync", "--progress", "0.1", "--chunksize", CHUNK])
             .arg(&src)
             .arg(&dst);
-        let out = interrupt_when(&mut cmd, "Copied ", signal, np > 1);
+        let out = interrupt_when(&mut cmd, "Copied ", signal);
         assert_interrupted(&format!("sync np {np}"), &out);
         assert!(
             assert_no_false_complete(&src, &dst) < 48,
@@ -243,7 +220,7 @@ fn rm_stops_and_says_so() {
     many(tmp.path());
     let mut cmd = mfu(&["rm", "--progress", "0.1"]);
     cmd.arg(tmp.path().join("src"));
-    let out = interrupt_slowed(&mut cmd, "Removed ", libc::SIGINT, false, 250);
+    let out = interrupt_slowed(&mut cmd, "Removed ", libc::SIGINT, 250);
     assert_interrupted("rm", &out);
     assert!(tmp.path().join("src").exists(), "rm went on to the end");
 }
@@ -256,7 +233,7 @@ fn cmp_stops_and_says_so() {
     cmd.arg(tmp.path().join("src")).arg(tmp.path().join("same"));
     // The checkpoint the stop keeps stays in the test's directory.
     cmd.env("XDG_STATE_HOME", tmp.path().join("state"));
-    let out = interrupt_when(&mut cmd, "Compared ", libc::SIGTERM, false);
+    let out = interrupt_when(&mut cmd, "Compared ", libc::SIGTERM);
     assert_interrupted("cmp", &out);
 }
 
@@ -280,7 +257,7 @@ fn find_exec_stops_running_commands_and_says_so() {
         ])
         .arg(&ran)
         .arg(";");
-    let out = interrupt_when(&mut cmd, "Examined ", libc::SIGINT, false);
+    let out = interrupt_when(&mut cmd, "Examined ", libc::SIGINT);
     assert_interrupted("find --exec", &out);
     let runs = std::fs::read(&ran).map(|v| v.len()).unwrap_or(0);
     assert!(
@@ -301,7 +278,7 @@ fn chmod_stops_and_says_so() {
     many(tmp.path());
     let mut cmd = mfu(&["chmod", "--progress", "0.1", "-m", "go-rwx"]);
     cmd.arg(tmp.path().join("src"));
-    let out = interrupt_slowed(&mut cmd, "Changed ", libc::SIGTERM, false, 400);
+    let out = interrupt_slowed(&mut cmd, "Changed ", libc::SIGTERM, 400);
     assert_interrupted("chmod", &out);
 }
 
@@ -316,7 +293,7 @@ fn dup_stops_and_says_so() {
         .arg(tmp.path().join("same"))
         // The checkpoint the stop keeps stays in the test's directory.
         .env("XDG_STATE_HOME", tmp.path().join("state"));
-    let out = interrupt_when(&mut cmd, "Hashed ", libc::SIGINT, false);
+    let out = interrupt_when(&mut cmd, "Hashed ", libc::SIGINT);
     assert_interrupted("dup", &out);
     assert!(
         !list.exists(),

@@ -218,12 +218,19 @@ fn sigterm_while_spilling_leaves_no_spill_file_and_no_output() {
             );
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        // The process itself, or mpirun, which passes the signal on to the ranks.
-        let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        // Every rank, as a time limit signals every task.
+        for pid in mfu_tests::job_pids(child.id()) {
+            let pid = rustix::process::Pid::from_raw(pid).unwrap();
+            rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        }
         let done = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&done.stderr);
-        assert_eq!(done.status.code(), Some(1), "{name}: {stderr}");
+        assert_eq!(
+            done.status.code(),
+            Some(1),
+            "{name}: {:?}\n{stderr}",
+            done.status
+        );
         assert!(stderr.contains("interrupted"), "{name}: {stderr}");
         assert!(!out.exists(), "{name}: an output after a stop");
         assert_eq!(names(tmp.path()), [input.clone(), spill.clone()], "{name}");

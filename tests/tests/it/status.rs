@@ -271,17 +271,7 @@ fn a_stopped_run_ends_its_status_file_with_stopped() {
             std::thread::sleep(Duration::from_millis(50));
         }
         // Every rank is signalled, as a batch system does.
-        let pids = if np == 1 {
-            vec![run.child.id() as i32]
-        } else {
-            let children =
-                std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", run.child.id()))
-                    .unwrap();
-            children
-                .split_whitespace()
-                .map(|p| p.parse().unwrap())
-                .collect()
-        };
+        let pids = mfu_tests::job_pids(run.child.id());
         for pid in pids {
             // SAFETY: kill(2) of our child (or its ranks) with a signal number.
             unsafe { libc::kill(pid, libc::SIGTERM) };
