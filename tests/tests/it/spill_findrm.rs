@@ -275,7 +275,7 @@ fn rm_at_a_tiny_limit_removes_what_the_unlimited_run_removes() {
             run.stdout_str()
         );
         let want = left(&base);
-        assert!(want.contains(&b"outside/precious"[..].to_vec()));
+        assert!(want.contains(&b"outside/precious"[..]));
         for (name, launch) in launches() {
             let root = tree(&base);
             let before = left(&base);
@@ -385,7 +385,7 @@ fn rm_at_a_tiny_limit_never_goes_through_a_directory_swapped_for_a_symlink() {
         .assert_status(1);
     run.stderr_contains("t/a2/");
     let want = left(&base);
-    assert!(want.contains(&b"moved/b1/f0"[..].to_vec()), "{want:?}");
+    assert!(want.contains(&b"moved/b1/f0"[..]), "{want:?}");
     for (name, launch) in launches() {
         tree(&base);
         swap(&base);
