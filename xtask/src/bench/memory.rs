@@ -42,16 +42,32 @@ pub struct MemRow {
     pub target_mb: Option<f64>,
     /// Wall seconds of the run.
     pub secs: f64,
+    /// `--memory-limit` of the run (None: no limit).
+    pub limit: Option<String>,
+    /// Its time over the same command's without a limit (limited rows only).
+    pub vs_unlimited: Option<f64>,
 }
 
 /// The memory targets per 10^6 files on one rank with no memory limit, MB (issue 34's, which
 /// tightened issue 17's 150/350/300/300/150).
 pub fn target_mb(op: &str) -> f64 {
     match op {
-        "walk" => 100.0,
+        "walk" | "walk-o" => 100.0,
         "sync-empty" | "sync-unchanged" | "cmp" => 200.0,
         _ => 150.0,
     }
+}
+
+/// Issue 34's targets for the rows with `--memory-limit` (64 MB per 10^6 files, the limit the
+/// issue sets at 10^6): every peak at most this, MB at 10^6 files...
+pub const LIMITED_TARGET_MB: f64 = 100.0;
+/// ...and each time at most this many times the same command's without a limit.
+pub const LIMITED_TIME_RATIO: f64 = 1.5;
+
+/// The memory limit of the limited rows for `files` files: issue 34's 64M at 10^6 files, in
+/// proportion (so that a small tree, `--quick`, spills too), at least 64 KiB.
+fn limit_for(files: u64) -> String {
+    format!("{}k", (files * 64 / 1000).max(64))
 }
 
 /// `cargo xtask rss-wrap DIR CMD ARGS...`: run CMD, wait for it, write its peak resident set
@@ -73,6 +89,73 @@ pub fn rss_wrap(args: &[String]) -> Result<i32> {
     } else {
         128 + libc::WTERMSIG(status)
     })
+}
+
+/// The rows within issue 34's memory limit, at one rank, each beside the same command's
+/// without a limit (the operations whose lists go out of core: walk -o, cmp; sync and tar -x
+/// still hold theirs whole and get no such row).
+struct Limited<'a> {
+    /// `--memory-limit` ([`limit_for`]).
+    limit: String,
+    /// `--tmpdir`, emptied before each run and checked empty after it.
+    spill: PathBuf,
+    /// The list the limited walk -o writes (removed before it).
+    list: &'a Path,
+    strict: bool,
+}
+
+impl Limited<'_> {
+    /// `args` within the limit: its row, with its time over `free`'s (the same command's
+    /// without a limit, run just before it: the tree's atimes are the same for both).
+    fn row(&self, ctx: &Ctx<'_>, free: &MemRow, args: &[&str]) -> Result<MemRow> {
+        let mut args = args.to_vec();
+        args.extend(["--memory-limit", &self.limit, "--tmpdir", s(&self.spill)]);
+        let mut row = ctx.mfu(&free.op, 1, &args, || {
+            remove(self.list)?;
+            remove(&self.spill)?;
+            std::fs::create_dir_all(&self.spill)?;
+            Ok(())
+        })?;
+        row.name = format!("mfu-rs np 1 --memory-limit {}", self.limit);
+        row.target_mb = Some(LIMITED_TARGET_MB);
+        row.vs_unlimited = Some(row.secs / free.secs.max(1e-9));
+        row.limit = Some(self.limit.clone());
+        // Spill files are unnamed: nothing may be left, whatever the run did.
+        let left = std::fs::read_dir(&self.spill)?.count();
+        ensure!(
+            left == 0 || !self.strict,
+            "memory rows: {} within {} left {left} files in {}",
+            free.op,
+            self.limit,
+            self.spill.display()
+        );
+        Ok(row)
+    }
+}
+
+/// The lists `a` and `b` hold the same records (each sorted by name with mfu-rs, then compared
+/// byte for byte: the order of a walk's records is not fixed).
+fn same_list(bin: &Path, a: &Path, b: &Path) -> Result<()> {
+    let sorted = |p: &Path| -> Result<Vec<u8>> {
+        let out = p.with_extension("sorted");
+        crate::run(
+            Command::new(bin)
+                .args(["walk", "-q", "-s", "name", "-i"])
+                .arg(p)
+                .arg("-o")
+                .arg(&out),
+        )?;
+        let bytes = std::fs::read(&out).with_context(|| out.display().to_string())?;
+        remove(&out)?;
+        Ok(bytes)
+    };
+    ensure!(
+        sorted(a)? == sorted(b)?,
+        "{} and {} differ after sorting",
+        a.display(),
+        b.display()
+    );
+    Ok(())
 }
 
 /// Make `files` empty files under `tree`, 1000 per directory, every path `PATH_BYTES` long.
@@ -203,6 +286,8 @@ impl Ctx<'_> {
             mb_per_million: mb * 1e6 / self.files as f64,
             target_mb,
             secs: run.secs,
+            limit: None,
+            vs_unlimited: None,
         })
     }
 }
@@ -262,16 +347,38 @@ pub fn run(bin: &Path, base: &Path, files: u64, mpi: bool, strict: bool) -> Resu
         )?;
     }
     let (t, d, o, a) = (s(&tree), s(&dst), s(&out), s(&archive));
+    let (list, list_limited) = (base.join("mem-list.mfu"), base.join("mem-list-limited.mfu"));
+    let limited = Limited {
+        limit: limit_for(files),
+        spill: base.join("mem-spill"),
+        list: &list_limited,
+        strict,
+    };
     let mut rows = Vec::new();
     let nps: &[u32] = if ctx.mpi { &[1, 2] } else { &[1] };
     for &np in nps {
         rows.push(ctx.mfu("walk", np, &["walk", "-q", t], || Ok(()))?);
+        if np == 1 {
+            let args = ["walk", "-q", t, "-o", s(&list)];
+            let free = ctx.mfu("walk-o", np, &args, || remove(&list))?;
+            let args = ["walk", "-q", t, "-o", s(&list_limited)];
+            rows.push(limited.row(&ctx, &free, &args)?);
+            if strict {
+                same_list(bin, &list, &list_limited)
+                    .context("memory rows: walk -o within the limit")?;
+            }
+            rows.insert(rows.len() - 1, free);
+        }
         rows.push(ctx.mfu("sync-empty", np, &["sync", "-q", t, d], || rm(&dst))?);
         if strict {
             same_tree(&tree, &dst, true).context("memory rows: sync into an empty destination")?;
         }
         rows.push(ctx.mfu("sync-unchanged", np, &["sync", "-q", t, d], || Ok(()))?);
         rows.push(ctx.mfu("cmp", np, &["cmp", "-q", t, d], || Ok(()))?);
+        if np == 1 {
+            let free = rows.last().expect("the cmp row").clone();
+            rows.push(limited.row(&ctx, &free, &["cmp", "-q", t, d])?);
+        }
         rows.push(ctx.mfu(
             "tar-extract",
             np,
@@ -281,6 +388,9 @@ pub fn run(bin: &Path, base: &Path, files: u64, mpi: bool, strict: bool) -> Resu
         if strict {
             extracted_ok(&tree, &out).context("memory rows: tar -x")?;
         }
+    }
+    for p in [&list, &list_limited, &limited.spill] {
+        remove(p)?;
     }
     let peers: Vec<(&str, Vec<&str>)> = [
         ("GNU tar -x", vec!["tar", "-xf", a, "-C", o]),

@@ -47,6 +47,7 @@ use workload::{Fs, Kind, Scale};
 const USAGE: &str = "\
 usage: cargo xtask bench [OPTIONS]
        cargo xtask bench spill-sort [--records N] [--limit SIZE] [--dir DIR]
+       cargo xtask bench memory [--files N] [--no-mpi] [--quick]
        cargo xtask bench section [walk|sort|cp|cp-small|cp-big|cp-bufsize|sync|rm|tar|tar-small|tar-mixed|tar-zstd|tar-gz|resume|tar-select|verify|resume-all [--quick] [--tools LIST] [--fs tmpfs|disk] [--pairs N] [--np LIST] [--overhead-only]|pfa [--quick] [--fs LIST] [--np LIST] [--launch mpirun,threads] [--records K] [--small-files N] [--chunks N] [--runs N]]...
 
 Compare mfu-rs with cp -a, rsync -a, xcp, GNU tar, bsdtar, rm -rf, find and du on five
@@ -72,6 +73,9 @@ options:
                        RSS of mfu-rs walk, sync (empty and unchanged destination), cmp and
                        tar -x at np 1 and np 2, per 10^6 files, against the targets
   --no-memory          skip the memory rows
+
+`bench memory`: the memory rows alone (as in the whole bench: --files N as --memory-files,
+--quick checks every result strictly), table to target/bench/memory.md.
 
 `bench spill-sort` (opt-in, not part of the whole bench): the out-of-core sort's memory rows
 (issue 34): a synthetic v4 list of N records (default 10^8; `cargo xtask gen-list`) sorted by
@@ -183,12 +187,51 @@ fn parse(args: &[String]) -> Result<Options> {
 
 pub use memory::rss_wrap;
 
+/// `cargo xtask bench memory`: the memory rows alone, on tmpfs; their table printed and
+/// written to `target/bench/memory.md`.
+fn memory_only(args: &[String], bin: &Path, root: &Path) -> Result<()> {
+    let (mut files, mut mpi, mut strict) = (Scale::FULL.memory_files, true, false);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--files" => {
+                files = it
+                    .next()
+                    .context("--files needs a number")?
+                    .parse()
+                    .context("--files")?;
+            }
+            "--no-mpi" => mpi = false,
+            "--quick" => {
+                files = Scale::QUICK.memory_files;
+                strict = true;
+            }
+            other => anyhow::bail!("bench memory: unknown option {other}\n{USAGE}"),
+        }
+    }
+    let base = Fs::Tmpfs.base(root);
+    let rows = memory::run(bin, &base, files, mpi, strict);
+    remove_base(&base)?;
+    let mut md = String::new();
+    report::memory_table(&mut md, &rows?);
+    print!("\n{md}");
+    let out = root.join("target/bench");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("memory.md"), &md)?;
+    Ok(())
+}
+
 /// Entry point of `cargo xtask bench ...`.
 pub fn run(args: &[String]) -> Result<()> {
     if args.first().map(String::as_str) == Some("spill-sort") {
         crate::setup::ensure()?;
         let bin = binary()?;
         return spill_sort::main(&args[1..], &bin, &root());
+    }
+    if args.first().map(String::as_str) == Some("memory") {
+        crate::setup::ensure()?;
+        let bin = binary()?;
+        return memory_only(&args[1..], &bin, &root());
     }
     if args.first().map(String::as_str) == Some("section") {
         crate::setup::ensure()?;
