@@ -30,12 +30,22 @@ const NAME_MAX: usize = 255;
 
 /// This host's name (uname's nodename), with any `/` made `_` for a file name.
 pub fn host() -> Vec<u8> {
-    rustix::system::uname()
-        .nodename()
-        .to_bytes()
-        .iter()
-        .map(|&b| if b == b'/' { b'_' } else { b })
-        .collect()
+    this_host().to_vec()
+}
+
+/// [`host`], asked of the kernel once per process: a tool that writes 10^5 files through
+/// temporaries names one each (`uname` was a system call per file), and every temporary of
+/// one run then carries the same host.
+fn this_host() -> &'static [u8] {
+    static HOST: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        rustix::system::uname()
+            .nodename()
+            .to_bytes()
+            .iter()
+            .map(|&b| if b == b'/' { b'_' } else { b })
+            .collect()
+    })
 }
 
 /// The temporary name (one component) for the final name `base`, written by process `pid` on
@@ -55,7 +65,7 @@ pub fn temp_name_of(base: &[u8], host: &[u8], pid: u32) -> Vec<u8> {
 
 /// The temporary name (one component) of this process for the final name `base`.
 pub fn temp_name(base: &[u8]) -> Vec<u8> {
-    temp_name_of(base, &host(), std::process::id())
+    temp_name_of(base, this_host(), std::process::id())
 }
 
 /// The path of `name` (one component) in the directory of `path`.
@@ -160,7 +170,7 @@ pub fn remove_stale_of(
     let Ok(listing) = rustix::fs::Dir::read_from(dir.as_fd()) else {
         return found;
     };
-    let (host, me) = (host(), rustix::process::geteuid().as_raw());
+    let (host, me) = (this_host(), rustix::process::geteuid().as_raw());
     // Temporaries of processes that are gone, by process: most directories have none, and a
     // killed run has one process per rank on this host.
     let mut dead: Vec<(u32, Vec<Vec<u8>>)> = Vec::new();
@@ -182,7 +192,7 @@ pub fn remove_stale_of(
     for (pid, names) in dead {
         let names: std::collections::HashSet<Vec<u8>> = names.into_iter().collect();
         for base in bases {
-            let name = temp_name_of(base, &host, pid);
+            let name = temp_name_of(base, host, pid);
             if !names.contains(&name) {
                 continue;
             }
