@@ -81,7 +81,7 @@ fn change(dest: &Path) {
 }
 
 /// A sync of `src` into `dest` by `launch`, with `extra` arguments.
-fn sync(launch: fn(Tool) -> Tool, src: &Path, dest: &Path, extra: &[&str]) -> mfu_tests::Run {
+fn sync(launch: impl Fn(Tool) -> Tool, src: &Path, dest: &Path, extra: &[&str]) -> mfu_tests::Run {
     launch(Tool::new("sync"))
         .args(extra)
         .arg(src)
@@ -119,7 +119,20 @@ fn said(run: &mfu_tests::Run, dest: &Path) -> (Option<i32>, Vec<String>, BTreeSe
 /// Sync `src` into copies of `before` (absent: into a new DEST) with and without the tiny
 /// limit, by every launch, and compare what they did.
 fn same_as_unlimited(dir: &Path, src: &Path, before: Option<&Path>, extra: &[&str], what: &str) {
+    same_as_unlimited_by(dir, src, before, extra, what, |t| t);
+}
+
+/// [`same_as_unlimited`], each run's tool prepared by `prepare` (as nobody...) too.
+fn same_as_unlimited_by(
+    dir: &Path,
+    src: &Path,
+    before: Option<&Path>,
+    extra: &[&str],
+    what: &str,
+    prepare: impl Fn(Tool) -> Tool,
+) {
     for (name, launch) in launches() {
+        let launch = |t: Tool| prepare(launch(t));
         let (unlimited, limited) = (dir.join("unlimited"), dir.join("limited"));
         for d in [&unlimited, &limited] {
             let _ = std::fs::remove_dir_all(d);
@@ -384,4 +397,41 @@ fn sigterm_while_spilling_exits_1_leaves_no_spill_file_and_a_rerun_converges() {
             Compare::META,
         );
     }
+}
+
+#[test]
+fn delete_after_an_incomplete_source_walk_is_refused_beyond_the_limit_too() {
+    let tmp = mfu_tests::nobody_tempdir();
+    let src = source(tmp.path(), 200);
+    put(&src.join("secret/hidden.txt"), b"hidden\n");
+    let dest = tmp.path().join("dest");
+    sync(|t| t, &src, &dest, &[]).assert_status(0);
+    put(&dest.join("extra.txt"), b"only in dest\n");
+    put(&dest.join("secret/old.txt"), b"only in dest too\n");
+    put(&dest.join("d1/b.txt"), b"dest only, readable part\n");
+    put(&src.join("d2/new.txt"), b"new in src\n");
+    // All of it belongs to nobody, so preserving owners is no failure of its own.
+    tree::chown_tree(tmp.path(), 65534, 65534);
+    tree::chmod(&src.join("secret"), 0o000);
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    tree::chown_tree(&work, 65534, 65534);
+    let home = tmp.path().to_path_buf();
+    same_as_unlimited_by(
+        &work,
+        &src,
+        Some(&dest),
+        &["--delete"],
+        "--delete after an incomplete walk",
+        |t| t.as_nobody().env("HOME", &home),
+    );
+    // What the comparison saw: the refusal, and nothing DEST alone has deleted.
+    let limited = work.join("limited");
+    for f in ["extra.txt", "secret/old.txt", "d1/b.txt"] {
+        assert!(
+            limited.join(f).exists(),
+            "{f} deleted after an incomplete walk"
+        );
+    }
+    assert!(limited.join("d2/new.txt").exists());
 }
