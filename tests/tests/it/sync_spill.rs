@@ -150,7 +150,12 @@ fn same_as_unlimited_by(
         let limit = [extra, &["--memory-limit", TINY]].concat();
         let got = sync(launch, src, &limited, &limit);
         let ctx = format!("{what}, {name}");
-        got.stdout_contains("Spilled: ");
+        if before.is_some() {
+            got.stdout_contains("Spilled: ");
+        } else {
+            // Into a DEST that does not exist nothing is paired: the lists stay in memory.
+            assert!(!got.stdout_str().contains("Spilled: "), "{ctx}");
+        }
         assert_eq!(
             said(&got, &limited),
             said(&want, &unlimited),
@@ -193,7 +198,10 @@ fn a_sync_beyond_the_memory_limit_does_what_the_unlimited_run_does() {
     change(&changed);
     let work = tmp.path().join("work");
     std::fs::create_dir(&work).unwrap();
-    same_as_unlimited(&work, &src, None, &[], "into an empty DEST");
+    same_as_unlimited(&work, &src, None, &[], "into a new DEST");
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    same_as_unlimited(&work, &src, Some(&empty), &[], "into an empty DEST");
     same_as_unlimited(&work, &src, Some(&synced), &[], "unchanged");
     same_as_unlimited(
         &work,
@@ -246,6 +254,7 @@ fn options_that_need_the_lists_in_memory_say_so_and_sync_as_below_the_limit() {
     for (name, launch) in launches() {
         let dest = tmp.path().join("dest");
         let _ = std::fs::remove_dir_all(&dest);
+        std::fs::create_dir(&dest).unwrap();
         let list = tmp.path().join("only-src.mfu");
         let run = launch(Tool::new("sync"))
             .args(["--memory-limit", TINY, "-o"])
@@ -351,6 +360,8 @@ fn sigterm_while_spilling_exits_1_leaves_no_spill_file_and_a_rerun_converges() {
     for (name, launch) in launches() {
         let dest = tmp.path().join("dest");
         let _ = std::fs::remove_dir_all(&dest);
+        // An existing DEST: into a new one nothing spills.
+        std::fs::create_dir(&dest).unwrap();
         let mut cmd = launch(Tool::new("sync"))
             .args(["--delete", "--memory-limit", TINY, "--tmpdir"])
             .arg(&spill)

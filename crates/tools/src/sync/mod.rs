@@ -1,7 +1,9 @@
 //! `mfu-rs sync` (dsync): make DEST equal to SRC, moving only what differs.
 //!
 //! Both trees are walked; records of both are brought together by a hash of their path relative
-//! to the root, so each rank compares its share of paths locally. Files differ when their type,
+//! to the root, so each rank compares its share of paths locally. Beyond `--memory-limit` both
+//! lists spill to sorted runs and are paired by a merge join instead (`spilled`), each pair
+//! decided by the same code. Files differ when their type,
 //! size or mtime (seconds and nanoseconds) differ (`--contents`: or their bytes); entries whose
 //! data is equal but whose mode, owner, mtime or project ID (`projids`) differ (with `-X`: or
 //! their extended attributes, `xattrs`) get their metadata fixed only. Because the
@@ -494,9 +496,13 @@ fn list(
     let budget = spill_to.0 / 2;
     let over = |bytes: usize| comm.any(bytes as u64 > budget);
     let held = held_in_memory(o);
+    // Into a DEST that does not exist there is nothing to pair: every record is created and
+    // the plan holds them all anyway (the copy engine takes it in memory), so a spill would
+    // only add its buffers.
+    let may_spill = held.is_none() && paths.dest_exists;
     // SRC spills before DEST is walked: the two lists are never in memory together.
     let mut spilled_src = None;
-    if held.is_none() && over(src_list.heap_bytes()) {
+    if may_spill && over(src_list.heap_bytes()) {
         let list = std::mem::replace(&mut src_list, FileList::new(Detail::Stat));
         spilled_src = Some(spilled::spill_src(comm, list, trees, spill_to));
     }
@@ -520,7 +526,7 @@ fn list(
     report.list_failed = comm.sum(failed);
     report.list_incomplete = comm.any(incomplete);
     let beyond = || over(src_list.heap_bytes() + dest_list.heap_bytes());
-    let lists = if spilled_src.is_some() || (held.is_none() && beyond()) {
+    let lists = if spilled_src.is_some() || (may_spill && beyond()) {
         let src_side =
             spilled_src.unwrap_or_else(|| spilled::spill_src(comm, src_list, trees, spill_to));
         let sides = src_side.and_then(|(src, links)| {
@@ -538,7 +544,7 @@ fn list(
             }
         }
     } else {
-        if let Some(option) = held.filter(|_| beyond()) {
+        if let Some(option) = held.filter(|_| paths.dest_exists && beyond()) {
             if comm.rank() == 0 {
                 o.context.error(format!(
                     "--memory-limit: {option} holds the lists in memory (beyond the limit of \
