@@ -26,6 +26,9 @@ use steal::Comm;
         DEST otherwise (DEST/ must then be a directory). Without -D nothing in DEST is removed: \
         an entry whose type differs from SRC's is named and left, with everything beneath it \
         (exit 1); -D replaces it.\n\n\
+        Beyond --memory-limit (per rank) the walked lists spill to sorted runs in --tmpdir and \
+        SRC and DEST are paired by a merge join: the same result; the report adds `Memory \
+        limit: ...` and `Spilled: ...`. What must change is still planned in memory.\n\n\
         Examples:\n  \
         mpirun -np 64 mfu-rs sync -D /lustre/project /lustre/backup/project\n  \
         mfu-rs sync --dryrun -D src dst          # list what would change, change nothing\n  \
