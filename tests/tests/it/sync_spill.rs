@@ -78,6 +78,9 @@ fn change(dest: &Path) {
     put(&dest.join("d3/e0/file-0003/inside"), b"in a dir\n");
     std::fs::remove_file(dest.join("links/b")).unwrap();
     put(&dest.join("links/b"), b"linked\n");
+    // Extended attributes alone differ (-X): on a file, a directory, none on SRC's side.
+    tree::set_xattr(&dest.join("d0/e2/file-0005"), "user.mfu", b"dest");
+    tree::set_xattr(&dest.join("d1/e2"), "user.mfu", b"dest");
 }
 
 /// A sync of `src` into `dest` by `launch`, with `extra` arguments.
@@ -226,6 +229,13 @@ fn a_sync_beyond_the_memory_limit_does_what_the_unlimited_run_does() {
         "changed, --delete --dryrun",
     );
     same_as_unlimited(&work, &src, Some(&changed), &["--contents"], "changed, -c");
+    same_as_unlimited(
+        &work,
+        &src,
+        Some(&changed),
+        &["-X", "all"],
+        "changed, -X all",
+    );
 }
 
 #[test]
