@@ -205,6 +205,13 @@ fn a_sync_beyond_the_memory_limit_does_what_the_unlimited_run_does() {
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     same_as_unlimited(&work, &src, Some(&empty), &[], "into an empty DEST");
+    same_as_unlimited(
+        &work,
+        &src,
+        Some(&empty),
+        &["--link-dest", synced.to_str().unwrap()],
+        "into an empty DEST, --link-dest",
+    );
     same_as_unlimited(&work, &src, Some(&synced), &[], "unchanged");
     same_as_unlimited(
         &work,
