@@ -49,6 +49,7 @@ mod spill;
 mod spill_findrm;
 mod status;
 mod sync;
+mod sync_spill;
 mod sync_xattrs;
 mod tar;
 mod tar_compressed;

@@ -162,9 +162,10 @@ pub struct MemoryArgs {
     /// of the node's memory (MemTotal) divided by the ranks on the node (the run's report
     /// shows the value). So far it bounds the sort of a list file into a list file (`walk -i
     /// LIST -s KEYS -o OUT`, a v3/v4 list), `find -i LIST` and `rm -i LIST` of a v3/v4 list
-    /// (read a piece at a time), dup's grouping by size and hash, and the pairing and
-    /// comparison of `cmp SRC DEST` (its walks still hold each tree's list once); other runs
-    /// still hold their list in memory.
+    /// (read a piece at a time), dup's grouping by size and hash, the pairing and comparison
+    /// of `cmp SRC DEST` and the pairing of `sync SRC DEST` (their walks still hold each
+    /// tree's list once; sync plans what it changes in memory, and its -o, --state,
+    /// --manifest and -L hold the lists); other runs still hold their list in memory.
     #[arg(long, value_name = "SIZE", value_parser = memory_limit_arg)]
     pub memory_limit: Option<u64>,
     /// Directory for spill files (default: $TMPDIR, else /tmp); node-local disk on clusters.

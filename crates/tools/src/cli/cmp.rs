@@ -261,10 +261,25 @@ pub fn report_text(r: &Report) -> String {
             crate::engine::wording::ranks(d.ranks)
         ));
     }
-    if let Some(limit) = &r.memory_limit {
+    text.push_str(&memory_lines(r.memory_limit.as_deref(), r.spilled.as_ref()));
+    text.push_str(&r.tally.verdict());
+    if r.detail.is_some() {
+        text.push_str(&format!("Total {:.3} s\n", r.seconds));
+    }
+    text
+}
+
+/// `Memory limit: ...` (when shown) and `Spilled: ...` (when the lists spilled): the rows of
+/// `cmp`'s and `sync`'s reports.
+pub(crate) fn memory_lines(
+    limit: Option<&str>,
+    spilled: Option<&crate::cmp::spilled::Spilled>,
+) -> String {
+    let mut text = String::new();
+    if let Some(limit) = limit {
         text.push_str(&format!("Memory limit: {limit}\n"));
     }
-    if let Some(s) = &r.spilled {
+    if let Some(s) = spilled {
         text.push_str(&format!(
             "Spilled: {} in {} sorted runs to {} (at most {} on one rank; removed)\n",
             human_bytes(s.spill_bytes),
@@ -272,10 +287,6 @@ pub fn report_text(r: &Report) -> String {
             s.tmpdir,
             human_bytes(s.spill_bytes_max_rank)
         ));
-    }
-    text.push_str(&r.tally.verdict());
-    if r.detail.is_some() {
-        text.push_str(&format!("Total {:.3} s\n", r.seconds));
     }
     text
 }

@@ -1,6 +1,6 @@
 //! `mfu-rs sync`: the command line of [`crate::sync`].
 
-use crate::cli::args::Common;
+use crate::cli::args::{Common, MemoryArgs};
 use crate::cli::console::{bytes_text, Console};
 use crate::cli::copy_args::{CheckArgs, CopyIoArgs, FilterArgs, StripeArgs};
 use crate::cli::tool::CliTool;
@@ -26,6 +26,9 @@ use steal::Comm;
         DEST otherwise (DEST/ must then be a directory). Without -D nothing in DEST is removed: \
         an entry whose type differs from SRC's is named and left, with everything beneath it \
         (exit 1); -D replaces it.\n\n\
+        Beyond --memory-limit (per rank) the walked lists spill to sorted runs in --tmpdir and \
+        SRC and DEST are paired by a merge join: the same result; the report adds `Memory \
+        limit: ...` and `Spilled: ...`. What must change is still planned in memory.\n\n\
         Examples:\n  \
         mpirun -np 64 mfu-rs sync -D /lustre/project /lustre/backup/project\n  \
         mfu-rs sync --dryrun -D src dst          # list what would change, change nothing\n  \
@@ -105,6 +108,15 @@ pub struct SyncArgs {
         help_heading = "Checks"
     )]
     pub state: Option<OsString>,
+    /// `--memory-limit`, `--tmpdir`: beyond the limit (half of it as records on any rank) the
+    /// walked lists spill to sorted runs in TMPDIR and SRC and DEST are paired by a merge join
+    /// of the two sorted streams instead of a table in memory: a sync with nothing to do then
+    /// holds its directories, not its files. What must be copied, deleted or fixed is still
+    /// planned in memory (the copy engine takes its plan in memory). -o, --state, --manifest
+    /// and -L keep the lists in memory (said on stderr when the lists outgrow the limit).
+    /// TMPDIR inside SRC or DEST is refused.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.
     #[command(flatten)]
     pub common: Common,
@@ -138,6 +150,15 @@ impl CliTool for Sync {
         let state = a.state.iter().map(|s| ("--state", s.as_bytes()));
         lists.chain(a.checks.output_files()).chain(state).collect()
     }
+    fn check(a: &SyncArgs) -> Result<(), String> {
+        match a.memory.tmpdir() {
+            Some(dir) => {
+                crate::cmp::spilled::refuse_tmpdir_inside(&dir, a.src.as_bytes(), a.dest.as_bytes())
+                    .map_err(|e| e.replacen("TMPDIR", "--tmpdir", 1))
+            }
+            None => Ok(()),
+        }
+    }
     fn options(args: &SyncArgs, rules: Rules, context: Context) -> Options {
         let mut o = Options::new(args.src.as_bytes(), args.dest.as_bytes());
         o.dryrun = args.dryrun;
@@ -154,6 +175,8 @@ impl CliTool for Sync {
             m.all = args.manifest_all;
         }
         o.state = args.state.as_ref().map(|s| s.as_bytes().to_vec());
+        o.memory_limit = args.memory.memory_limit;
+        o.tmpdir = args.memory.tmpdir();
         o.rules = rules;
         o.context = context;
         o
@@ -162,6 +185,14 @@ impl CliTool for Sync {
         crate::sync::run(comm, options)
     }
     fn render(r: &Report, console: &Console) {
+        console.text(&crate::cli::cmp::memory_lines(
+            r.memory_limit.as_deref(),
+            r.spilled.as_ref(),
+        ));
+        if r.spill_failed {
+            console.text("Spill failed (named above): nothing changed\n");
+            return;
+        }
         console.text(&summary(r));
         if r.resumed > 0 {
             console.text(&crate::cli::cp::resumed_line(

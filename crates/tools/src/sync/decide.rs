@@ -50,16 +50,13 @@ pub(super) fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     let conflicts = gather_conflicts(comm, inp, &by_rel);
     let mut planner = Planner::new(inp);
     plan_sources(&mut planner, inp, &by_rel, &conflicts);
-    let mine = planner.replaced_dirs.clone();
-    let replaced = gather_replaced(comm, std::mem::take(&mut planner.replaced_dirs));
+    let replaced = planner.share_replaced(comm);
     plan_dest_only(&mut planner, inp, &replaced);
-    let mut out = planner.finish();
-    out.replaced_dirs = mine;
-    out
+    planner.finish()
 }
 
 /// The decision inputs common to every path of the run.
-fn policy(inp: &Inputs) -> Policy {
+pub(super) fn policy(inp: &Inputs) -> Policy {
     Policy {
         delete: inp.args.delete,
         delete_allowed: inp.delete_allowed,
@@ -71,9 +68,21 @@ fn policy(inp: &Inputs) -> Policy {
 }
 
 /// The DEST paths of type conflicts on every rank (none with `--delete`, which replaces).
-struct Conflicts(HashSet<Vec<u8>>);
+pub(super) struct Conflicts(HashSet<Vec<u8>>);
 
 impl Conflicts {
+    /// The conflicts at the DEST paths `local` of this rank and those of every other rank.
+    /// Collective.
+    pub(super) fn gather(comm: &dyn Comm, local: Vec<Vec<u8>>) -> Conflicts {
+        Conflicts(all_paths(comm, local).collect())
+    }
+
+    /// A source entry of `src_kind` over a DEST entry of `dest_kind` is a type conflict, left
+    /// as it is (only without `--delete`, which replaces).
+    pub(super) fn between(args: &Options, src_kind: FileType, dest_kind: FileType) -> bool {
+        !args.delete && src_kind != dest_kind
+    }
+
     /// `path` is a conflict or lies beneath one.
     fn covers(&self, path: &[u8]) -> bool {
         !self.0.is_empty() && (self.0.contains(path) || self.beneath(path))
@@ -105,20 +114,14 @@ fn gather_conflicts(comm: &dyn Comm, inp: &Inputs, by_rel: &PathIndex) -> Confli
         for list in [inp.src, inp.members] {
             for e in list.iter() {
                 if let Some(i) = by_rel.find(inp.map.rel(e.path), dest_rel) {
-                    if inp.dest.kind(i) != e.kind {
+                    if Conflicts::between(inp.args, e.kind, inp.dest.kind(i)) {
                         local.push(inp.map.dest(e.path));
                     }
                 }
             }
         }
     }
-    Conflicts(all_paths(comm, local).collect())
-}
-
-/// Step 3 (collective): the DEST directories that source entries of another type replace, of
-/// every rank: their subtrees go with them.
-fn gather_replaced(comm: &dyn Comm, local: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-    all_paths(comm, local).collect()
+    Conflicts::gather(comm, local)
 }
 
 /// The paths `local` of every rank, in rank order. Collective.
@@ -131,7 +134,6 @@ fn all_paths(comm: &dyn Comm, local: Vec<Vec<u8>>) -> impl Iterator<Item = Vec<u
 /// Step 2: classify every source entry (of the source list, then of the hard-link members
 /// list) against its DEST entry, and apply the decisions.
 fn plan_sources(planner: &mut Planner, inp: &Inputs, by_rel: &PathIndex, conflicts: &Conflicts) {
-    let args = inp.args;
     let policy = policy(inp);
     let dest_rel = |i: usize| inp.dest_map.rel(inp.dest.path(i));
     let first_of: HashMap<&[u8], &[u8]> = inp
@@ -140,14 +142,11 @@ fn plan_sources(planner: &mut Planner, inp: &Inputs, by_rel: &PathIndex, conflic
         .map(|(f, m)| (m.as_slice(), f.as_slice()))
         .collect();
     // -X: which pairs of equal data have other xattrs (by source and members index).
-    let xattr_opts = xattrs::compared(&args.io);
+    let xattr_opts = xattrs::compared(&inp.args.io);
     let same_data = |e: Entry<'_>| {
         let i = by_rel.find(inp.map.rel(e.path), dest_rel)?;
         let (m, d) = (e.meta?, inp.dest.meta(i)?);
-        let same = d.file_type() == e.kind
-            && (e.kind != FileType::File
-                || (d.size == m.size && !Differences::between(&m, &d, e.kind).mtime));
-        same.then(|| inp.map.dest(e.path))
+        same_data(e.kind, &m, &d).then(|| inp.map.dest(e.path))
     };
     let xattrs_differ =
         [inp.src, inp.members].map(|l| xattrs::differing(l, xattr_opts.as_ref(), same_data));
@@ -157,66 +156,22 @@ fn plan_sources(planner: &mut Planner, inp: &Inputs, by_rel: &PathIndex, conflic
         [inp.src, inp.members].map(|l| projids::differing(l, projids_read, same_data));
     for (list, in_members) in [(inp.src, false), (inp.members, true)] {
         for (index, e) in list.iter().enumerate() {
-            let m = e.meta.expect("stat list");
-            let rel = inp.map.rel(e.path);
-            let dst_path = inp.map.dest(e.path);
-            let existing = by_rel.find(rel, dest_rel).map(|i| {
+            let dest = by_rel.find(inp.map.rel(e.path), dest_rel).map(|i| {
                 planner.seen[i] = true;
-                (i, inp.dest.meta(i).expect("stat list"))
+                (inp.dest.path(i), inp.dest.meta(i).expect("stat list"))
             });
-            // A hard link whose group's first entry was left (a conflict, or beneath one) would
-            // be a link to whatever DEST has there: copy it instead.
-            let first = in_members.then(|| first_of[e.path]);
-            let member = first.is_some_and(|f| !conflicts.covers(&inp.map.dest(f)));
-            let source = classify::Source {
-                kind: e.kind,
-                meta: m,
-                member,
-                xattrs_differ: xattrs_differ[usize::from(in_members)]
-                    .get(index)
-                    .is_some_and(|&d| d),
-                projid_differs: projids_differ[usize::from(in_members)]
-                    .get(index)
-                    .is_some_and(|&d| d),
-                beneath_conflict: conflicts.beneath(&dst_path),
+            let flag =
+                |of: &[Vec<bool>; 2]| of[usize::from(in_members)].get(index).is_some_and(|&d| d);
+            let source = SourceEntry {
+                entry: e,
+                slot: Slot::Listed { index, in_members },
+                // A hard link's group's first entry (members only).
+                first: in_members.then(|| first_of[e.path]),
+                dest,
+                xattrs_differ: flag(&xattrs_differ),
+                projid_differs: flag(&projids_differ),
             };
-            let dest = existing.map(|(_, meta)| classify::Dest {
-                meta,
-                below_replaced: false,
-            });
-            let probe = FsProbe {
-                inp,
-                src: e.path,
-                dst: &dst_path,
-                rel,
-                meta: m,
-                first,
-                dest_meta: existing.map(|(_, d)| d),
-            };
-            let decision = classify(Some(&source), dest.as_ref(), &policy, &probe);
-            if decision == Decision::Skip {
-                continue;
-            }
-            if e.kind == FileType::Dir && decision != Decision::Conflict {
-                planner.out.plan.dir_meta.push(e.path, e.kind, Some(m));
-            }
-            if !args.output.is_empty() {
-                let states = match existing {
-                    None => States::only(State::OnlySrc),
-                    Some((_, d)) => pair_states(e.path, &dst_path, &m, &d, args.contents),
-                };
-                planner.select(&states, e.path, e.kind, &m);
-            }
-            let at = At {
-                entry: &e,
-                meta: m,
-                index,
-                in_members,
-                first,
-                dst_path,
-                dest: existing,
-            };
-            planner.apply(decision, at);
+            planner.source(&policy, conflicts, source);
         }
     }
 }
@@ -226,28 +181,42 @@ fn plan_sources(planner: &mut Planner, inp: &Inputs, by_rel: &PathIndex, conflic
 fn plan_dest_only(planner: &mut Planner, inp: &Inputs, replaced: &[Vec<u8>]) {
     let policy = policy(inp);
     for i in 0..inp.dest.len() {
-        if planner.seen[i] {
-            continue;
-        }
-        let path = inp.dest.path(i);
-        let kind = inp.dest.kind(i);
-        let meta = inp.dest.meta(i);
-        if let Some(dm) = meta {
-            planner.select(&States::only(State::OnlyDest), path, kind, &dm);
-        }
-        let dest = classify::Dest {
-            meta: meta.unwrap_or_default(),
-            below_replaced: replaced.iter().any(|r| is_prefix(r, path) && r != path),
-        };
-        match classify(None, Some(&dest), &policy, &NoProbe) {
-            Decision::Delete => {
-                planner.out.delete.push(path, kind, meta);
-                planner.out.actions.push(Action::Delete, path);
-            }
-            Decision::RefuseDelete => planner.out.refused_deletes += 1,
-            _ => {}
+        if !planner.seen[i] {
+            planner.dest_only(&policy, inp.dest.entry(i), replaced);
         }
     }
+}
+
+/// The data of a source entry (walked as `kind`, `m`) and of its DEST entry `d` are equal by
+/// what the walks tell (type; for a regular file, size and mtime): their extended attributes
+/// and project IDs are worth comparing.
+pub(super) fn same_data(kind: FileType, m: &Meta, d: &Meta) -> bool {
+    d.file_type() == kind
+        && (kind != FileType::File || (d.size == m.size && !Differences::between(m, d, kind).mtime))
+}
+
+/// Where a source record being planned comes from: what its creation takes.
+#[derive(Clone, Copy)]
+pub(super) enum Slot {
+    /// An index in the source list (or the hard-link members list) in memory: the record is
+    /// taken from the list once the plan is made (`Decisions::create_from`).
+    Listed { index: usize, in_members: bool },
+    /// A record streamed from the merge join: copied into `plan.create` at once.
+    Streamed,
+}
+
+/// One source entry to plan, with what DEST has at its path and the facts read for it.
+pub(super) struct SourceEntry<'a> {
+    pub entry: Entry<'a>,
+    pub slot: Slot,
+    /// The source path of its hard-link group's first entry (members only).
+    pub first: Option<&'a [u8]>,
+    /// DEST's entry at its path: its path and walked metadata.
+    pub dest: Option<(&'a [u8], Meta)>,
+    /// `-X`: its data equals DEST's but their extended attributes differ.
+    pub xattrs_differ: bool,
+    /// Its data equals DEST's but their project IDs differ.
+    pub projid_differs: bool,
 }
 
 /// The file system's answers for one pair ([`classify::Probe`]).
@@ -345,19 +314,17 @@ impl classify::Probe for NoProbe {
 struct At<'a> {
     entry: &'a Entry<'a>,
     meta: Meta,
-    /// Its index in its list.
-    index: usize,
-    /// Its list is the hard-link members list.
-    in_members: bool,
+    /// Where its record comes from.
+    slot: Slot,
     /// The source path of its hard-link group's first entry (members only).
     first: Option<&'a [u8]>,
     dst_path: Vec<u8>,
-    /// DEST's entry there: its index in the DEST list and its metadata.
-    dest: Option<(usize, Meta)>,
+    /// DEST's entry there: its path and its metadata.
+    dest: Option<(&'a [u8], Meta)>,
 }
 
 /// The plan being built from the decisions.
-struct Planner<'a> {
+pub(super) struct Planner<'a> {
     inp: &'a Inputs<'a>,
     /// The decisions so far (its `plan` is completed by `finish`).
     out: Decisions,
@@ -372,7 +339,7 @@ struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
-    fn new(inp: &'a Inputs<'a>) -> Planner<'a> {
+    pub(super) fn new(inp: &'a Inputs<'a>) -> Planner<'a> {
         Planner {
             inp,
             out: Decisions {
@@ -400,6 +367,83 @@ impl<'a> Planner<'a> {
             replaced_dirs: Vec::new(),
             fix_meta: FileList::new(Detail::Stat),
             resumes: HashMap::new(),
+        }
+    }
+
+    /// Classify the source entry `s` against its DEST entry and apply the decision: the one
+    /// place a source entry is decided, for the table in memory and the merge join alike.
+    pub(super) fn source(&mut self, policy: &Policy, conflicts: &Conflicts, s: SourceEntry) {
+        let inp = self.inp;
+        let e = s.entry;
+        let m = e.meta.expect("stat list");
+        let rel = inp.map.rel(e.path);
+        let dst_path = inp.map.dest(e.path);
+        // A hard link whose group's first entry was left (a conflict, or beneath one) would
+        // be a link to whatever DEST has there: copy it instead.
+        let member = s.first.is_some_and(|f| !conflicts.covers(&inp.map.dest(f)));
+        let source = classify::Source {
+            kind: e.kind,
+            meta: m,
+            member,
+            xattrs_differ: s.xattrs_differ,
+            projid_differs: s.projid_differs,
+            beneath_conflict: conflicts.beneath(&dst_path),
+        };
+        let dest = s.dest.map(|(_, meta)| classify::Dest {
+            meta,
+            below_replaced: false,
+        });
+        let probe = FsProbe {
+            inp,
+            src: e.path,
+            dst: &dst_path,
+            rel,
+            meta: m,
+            first: s.first,
+            dest_meta: s.dest.map(|(_, d)| d),
+        };
+        let decision = classify(Some(&source), dest.as_ref(), policy, &probe);
+        if decision == Decision::Skip {
+            return;
+        }
+        if e.kind == FileType::Dir && decision != Decision::Conflict {
+            self.out.plan.dir_meta.push(e.path, e.kind, Some(m));
+        }
+        if !inp.args.output.is_empty() {
+            let states = match s.dest {
+                None => States::only(State::OnlySrc),
+                Some((_, d)) => pair_states(e.path, &dst_path, &m, &d, inp.args.contents),
+            };
+            self.select(&states, e.path, e.kind, &m);
+        }
+        let at = At {
+            entry: &e,
+            meta: m,
+            slot: s.slot,
+            first: s.first,
+            dst_path,
+            dest: s.dest,
+        };
+        self.apply(decision, at);
+    }
+
+    /// Classify the entry `d` that only DEST has (`replaced`: the DEST directories of every
+    /// rank that source entries of another type replace) and apply the decision.
+    pub(super) fn dest_only(&mut self, policy: &Policy, d: Entry, replaced: &[Vec<u8>]) {
+        if let Some(dm) = d.meta {
+            self.select(&States::only(State::OnlyDest), d.path, d.kind, &dm);
+        }
+        let dest = classify::Dest {
+            meta: d.meta.unwrap_or_default(),
+            below_replaced: replaced.iter().any(|r| is_prefix(r, d.path) && r != d.path),
+        };
+        match classify(None, Some(&dest), policy, &NoProbe) {
+            Decision::Delete => {
+                self.out.delete.push(d.path, d.kind, d.meta);
+                self.out.actions.push(Action::Delete, d.path);
+            }
+            Decision::RefuseDelete => self.out.refused_deletes += 1,
+            _ => {}
         }
     }
 
@@ -435,8 +479,7 @@ impl<'a> Planner<'a> {
             Decision::Replace(how) => {
                 // A type change under --delete: the old entry (with its subtree) goes, the new
                 // one comes.
-                let (i, d) = at.dest.expect("a replacement has a DEST entry");
-                let old = self.inp.dest.path(i);
+                let (old, d) = at.dest.expect("a replacement has a DEST entry");
                 self.out.delete.push(old, d.file_type(), Some(d));
                 self.out.actions.push(Action::Delete, old);
                 if d.file_type() == FileType::Dir {
@@ -481,10 +524,8 @@ impl<'a> Planner<'a> {
                 stale_journal,
             } => {
                 if unlink_first {
-                    let (i, d) = at.dest.expect("an update has a DEST entry");
-                    self.out
-                        .unlink_first
-                        .push(self.inp.dest.path(i), FileType::File, Some(d));
+                    let (old, d) = at.dest.expect("an update has a DEST entry");
+                    self.out.unlink_first.push(old, FileType::File, Some(d));
                 }
                 if stale_journal {
                     self.out
@@ -523,8 +564,14 @@ impl<'a> Planner<'a> {
                 if e.kind == FileType::File {
                     self.out.bytes += at.meta.size;
                 }
-                let index = u32::try_from(at.index).expect("more than 2^32 records on one rank");
-                self.out.create_from[usize::from(at.in_members)].push(index);
+                match at.slot {
+                    Slot::Listed { index, in_members } => {
+                        let index =
+                            u32::try_from(index).expect("more than 2^32 records on one rank");
+                        self.out.create_from[usize::from(in_members)].push(index);
+                    }
+                    Slot::Streamed => self.out.plan.create.push(e.path, e.kind, Some(at.meta)),
+                }
             }
         }
         if existed {
@@ -540,7 +587,15 @@ impl<'a> Planner<'a> {
         self.fix_meta.push(e.path, e.kind, Some(meta));
     }
 
-    fn finish(self) -> Decisions {
+    /// Step 3 (collective): the DEST directories that source entries of another type replace,
+    /// of every rank: their subtrees go with them. This rank's stay in the plan.
+    pub(super) fn share_replaced(&mut self, comm: &dyn Comm) -> Vec<Vec<u8>> {
+        let mine = std::mem::take(&mut self.replaced_dirs);
+        self.out.replaced_dirs = mine.clone();
+        all_paths(comm, mine).collect()
+    }
+
+    pub(super) fn finish(self) -> Decisions {
         let mut out = self.out;
         out.plan.fix_meta_list = self.fix_meta;
         out.plan.journals = Journals::Planned(self.resumes);

@@ -1,7 +1,9 @@
 //! `mfu-rs sync` (dsync): make DEST equal to SRC, moving only what differs.
 //!
 //! Both trees are walked; records of both are brought together by a hash of their path relative
-//! to the root, so each rank compares its share of paths locally. Files differ when their type,
+//! to the root, so each rank compares its share of paths locally. Beyond `--memory-limit` both
+//! lists spill to sorted runs and are paired by a merge join instead (`spilled`), each pair
+//! decided by the same code. Files differ when their type,
 //! size or mtime (seconds and nanoseconds) differ (`--contents`: or their bytes); entries whose
 //! data is equal but whose mode, owner, mtime or project ID (`projids`) differ (with `-X`: or
 //! their extended attributes, `xattrs`) get their metadata fixed only. Because the
@@ -13,6 +15,7 @@
 mod classify;
 mod decide;
 mod projids;
+mod spilled;
 mod state;
 mod xattrs;
 
@@ -32,6 +35,7 @@ use crate::engine::status::Status;
 use crate::engine::verify_state;
 use decide::{decide, Inputs};
 use flist::path::{is_prefix, normalize};
+use flist::spill::{MemoryLimit, SpillDir};
 use flist::walk::stat_path;
 use flist::{Detail, FileList, FileType, Meta};
 use std::os::unix::ffi::OsStringExt;
@@ -69,6 +73,12 @@ pub struct Options {
     /// With `io.verify`: the state file of what was verified (`sync::state`): files unchanged
     /// since it (sources and destinations) are not read again; rewritten after the run.
     pub state: Option<Vec<u8>>,
+    /// `--memory-limit`: bytes of records a rank may hold before the walked lists spill and
+    /// SRC and DEST are paired by a merge join (`None`: the default share of the node's
+    /// memory, [`flist::spill::MemoryLimit::resolve`]).
+    pub memory_limit: Option<u64>,
+    /// `--tmpdir`: where spill files go (`None`: `$TMPDIR`, else `/tmp`).
+    pub tmpdir: Option<Vec<u8>>,
     /// Events, progress, verbosity and the stop flag.
     pub context: Context,
 }
@@ -92,6 +102,8 @@ impl Options {
             },
             rules: Rules::default(),
             state: None,
+            memory_limit: None,
+            tmpdir: None,
             context: Context::default(),
         }
     }
@@ -156,6 +168,13 @@ pub struct Report {
     pub manifest: Option<crate::engine::manifest::Summary>,
     /// With `--state`: what was verified, what the state spared, and the state written.
     pub state: Option<state::Summary>,
+    /// With `--memory-limit`, or when the lists spilled: the memory limit per rank, as shown.
+    pub memory_limit: Option<String>,
+    /// The lists outgrew the memory limit: what spilled (SRC and DEST were paired by a merge
+    /// join of sorted runs).
+    pub spilled: Option<spilled::Spilled>,
+    /// The lists could not be spilled (a full TMPDIR, named on stderr): nothing was changed.
+    pub spill_failed: bool,
 }
 
 impl ToolReport for Report {
@@ -163,7 +182,7 @@ impl ToolReport for Report {
         Summary {
             items: self.created + self.updated + self.deleted + self.meta_fixed + self.linked,
             bytes: self.bytes,
-            failed: self.failed + self.list_failed,
+            failed: self.failed + self.list_failed + u64::from(self.spill_failed),
             seconds: self.seconds,
         }
     }
@@ -173,6 +192,7 @@ impl ToolReport for Report {
             || self.conflicts > 0
             || self.delete_refused
             || self.output_failed
+            || self.spill_failed
             || self.manifest.as_ref().is_some_and(|m| !m.written)
             || self
                 .state
@@ -363,30 +383,92 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         let loaded = state::load(comm, &o.context, file, &scope);
         (scope, loaded)
     });
-    let listed = list(comm, o, &paths, &mut report);
-    let d = plan(comm, o, &paths, link_dest.as_deref(), listed, &mut report);
-    act(comm, o, &paths, d, state, &mut report);
+    // Beyond the memory limit the lists spill and are paired by a merge join.
+    let limit = MemoryLimit::resolve(comm, o.memory_limit);
+    let spill_dir = SpillDir::new(o.tmpdir.as_deref());
+    if o.memory_limit.is_some() {
+        report.memory_limit = Some(limit.describe());
+    }
+    let spill_to = (limit.bytes, &spill_dir);
+    let listed = list(comm, o, &paths, spill_to, &mut report);
+    if matches!(listed.lists, Lists::Spilled(..)) {
+        report.memory_limit = Some(limit.describe());
+    }
+    let planned = plan(
+        comm,
+        o,
+        &paths,
+        link_dest.as_deref(),
+        listed,
+        spill_to,
+        &mut report,
+    );
+    if let Some(d) = planned {
+        act(comm, o, &paths, d, state, &mut report);
+    }
     report.seconds = started.elapsed().as_secs_f64();
     report.failures = o.context.failures();
     Ok(report)
 }
 
-/// Both trees listed, filtered and brought to the ranks that compare them.
+/// Both trees listed and filtered: brought to the ranks that compare them, or spilled.
 struct Listed {
-    src: FileList,
-    members: FileList,
-    firsts: Vec<(Vec<u8>, Vec<u8>)>,
-    dest: FileList,
+    lists: Lists,
     map: Mapping,
     dest_map: Mapping,
     /// The source walk was complete: what SRC lacks may be deleted.
     src_complete: bool,
 }
 
+/// The walked records, ready to be paired.
+// Made once per run and taken apart at once.
+#[allow(clippy::large_enum_variant)]
+enum Lists {
+    /// In memory, each record on the rank its relative path hashes to (`home`).
+    InMemory(Table),
+    /// Beyond the memory limit: spilled to sorted runs, for the merge join.
+    Spilled(spilled::Sides),
+    /// The spill failed (named on stderr): nothing may change.
+    Failed,
+}
+
+/// Both trees' records on the ranks owning their relative paths, hard links grouped.
+struct Table {
+    src: FileList,
+    members: FileList,
+    firsts: Vec<(Vec<u8>, Vec<u8>)>,
+    dest: FileList,
+}
+
+/// The option that keeps the lists in memory beyond the memory limit (its pairing is not out
+/// of core yet): what it needs is a list of every entry, or a walk through symlinks.
+fn held_in_memory(o: &Options) -> Option<&'static str> {
+    if !o.output.is_empty() {
+        Some("--output")
+    } else if o.state.is_some() {
+        Some("--state")
+    } else if o.io.manifest.is_some() {
+        Some("--manifest")
+    } else if o.dereference {
+        Some("--dereference")
+    } else {
+        None
+    }
+}
+
 /// Phase 2: walk both trees, apply the rules, group hard links and bring every record to the
-/// rank its relative path hashes to. Collective.
-fn list(comm: &dyn Comm, o: &Options, paths: &Paths, report: &mut Report) -> Listed {
+/// rank its relative path hashes to; beyond `spill_to`'s limit (half of it as records on any
+/// rank, as `cmp`), spill both lists (SRC's as soon as it is walked) to sorted runs of its
+/// directory instead. Collective.
+fn list(
+    comm: &dyn Comm,
+    o: &Options,
+    paths: &Paths,
+    spill_to: (u64, &SpillDir),
+    report: &mut Report,
+) -> Listed {
     let (src, dest) = (&paths.src, &paths.dest);
+    let trees = (&src[..], &dest[..]);
     let walk_progress = o.context.progress(comm.rank(), "Walked");
     let mut map = Mapping::new(vec![(src.clone(), dest.clone())]);
     if o.dereference {
@@ -410,7 +492,20 @@ fn list(comm: &dyn Comm, o: &Options, paths: &Paths, report: &mut Report) -> Lis
     let src_complete = walked.complete;
     let mut failed = walked.errors.len() as u64;
     let mut incomplete = !walked.complete;
-    let src_list = walked.list;
+    let mut src_list = walked.list;
+    let budget = spill_to.0 / 2;
+    let over = |bytes: usize| comm.any(bytes as u64 > budget);
+    let held = held_in_memory(o);
+    // Into a DEST that does not exist there is nothing to pair: every record is created and
+    // the plan holds them all anyway (the copy engine takes it in memory), so a spill would
+    // only add its buffers.
+    let may_spill = held.is_none() && paths.dest_exists;
+    // SRC spills before DEST is walked: the two lists are never in memory together.
+    let mut spilled_src = None;
+    if may_spill && over(src_list.heap_bytes()) {
+        let list = std::mem::replace(&mut src_list, FileList::new(Detail::Stat));
+        spilled_src = Some(spilled::spill_src(comm, list, trees, spill_to));
+    }
     let dest_list = if paths.dest_exists {
         let walked = crate::engine::setup::walk_sources_pruned(
             comm,
@@ -430,6 +525,54 @@ fn list(comm: &dyn Comm, o: &Options, paths: &Paths, report: &mut Report) -> Lis
     drop((prune, dest_prune)); // they borrow the mappings
     report.list_failed = comm.sum(failed);
     report.list_incomplete = comm.any(incomplete);
+    let beyond = || over(src_list.heap_bytes() + dest_list.heap_bytes());
+    let lists = if spilled_src.is_some() || (may_spill && beyond()) {
+        let src_side =
+            spilled_src.unwrap_or_else(|| spilled::spill_src(comm, src_list, trees, spill_to));
+        let sides = src_side.and_then(|(src, links)| {
+            let dest = spilled::spill(comm, dest_list, dest, trees, spill_to)?;
+            Ok(spilled::Sides { src, dest, links })
+        });
+        match sides {
+            Ok(sides) => Lists::Spilled(sides),
+            Err(e) => {
+                if comm.rank() == 0 {
+                    o.context.error(e);
+                }
+                report.spill_failed = true;
+                Lists::Failed
+            }
+        }
+    } else {
+        if let Some(option) = held.filter(|_| paths.dest_exists && beyond()) {
+            if comm.rank() == 0 {
+                o.context.error(format!(
+                    "--memory-limit: {option} holds the lists in memory (beyond the limit of \
+                     {} per rank)",
+                    flist::units::human_bytes(spill_to.0)
+                ));
+            }
+        }
+        Lists::InMemory(table(comm, o, src_list, dest_list, &map, &dest_map))
+    };
+    Listed {
+        lists,
+        map,
+        dest_map,
+        src_complete,
+    }
+}
+
+/// Group SRC's hard links and bring every record to the rank its relative path hashes to.
+/// Collective.
+fn table(
+    comm: &dyn Comm,
+    o: &Options,
+    src_list: FileList,
+    dest_list: FileList,
+    map: &Mapping,
+    dest_map: &Mapping,
+) -> Table {
     let groups = if o.dereference {
         links::Groups {
             list: src_list,
@@ -440,18 +583,11 @@ fn list(comm: &dyn Comm, o: &Options, paths: &Paths, report: &mut Report) -> Lis
         links::group(comm, src_list)
     };
     let size = comm.size();
-    let src_list = bring_home(comm, groups.list, &map);
-    let members = bring_home(comm, groups.members, &map);
-    let firsts = exchange_pairs(comm, groups.links, |(_, m)| home(map.rel(m), size));
-    let dest_list = bring_home(comm, dest_list, &dest_map);
-    Listed {
-        src: src_list,
-        members,
-        firsts,
-        dest: dest_list,
-        map,
-        dest_map,
-        src_complete,
+    Table {
+        src: bring_home(comm, groups.list, map),
+        members: bring_home(comm, groups.members, map),
+        firsts: exchange_pairs(comm, groups.links, |(_, m)| home(map.rel(m), size)),
+        dest: bring_home(comm, dest_list, dest_map),
     }
 }
 
@@ -463,61 +599,62 @@ fn plan(
     paths: &Paths,
     link_dest: Option<&[u8]>,
     l: Listed,
+    spill_to: (u64, &SpillDir),
     report: &mut Report,
-) -> Planned {
+) -> Option<Planned> {
     let rank0 = comm.rank() == 0;
     let context = &o.context;
-    let mut d = decide(
-        comm,
-        &Inputs {
-            src: &l.src,
-            members: &l.members,
-            firsts: &l.firsts,
-            dest: &l.dest,
-            map: &l.map,
-            dest_map: &l.dest_map,
-            dest_root: &paths.dest,
-            link_dest,
-            dest_dev: paths.dest_dev,
-            dest_roots: &paths.roots,
-            delete_allowed: l.src_complete,
-            args: o,
-        },
-    );
-    // The plan holds what the rest needs: the lists go before the copy. What is created is
-    // taken from them: all of the source list (a sync into an empty DEST) is moved, not copied.
-    let [from_src, from_members] = std::mem::take(&mut d.create_from);
     let Listed {
-        src,
-        members,
-        firsts,
-        dest,
+        lists,
         map,
-        ..
+        dest_map,
+        src_complete,
     } = l;
-    drop((firsts, dest));
-    match &o.io.manifest {
-        Some(m) if m.all => {
-            d.plan.hash_only = left_as_they_are(&src, &from_src, &members, &from_members, &d.plan)
+    let empty = FileList::new(Detail::Stat);
+    // The lists are the table's in memory; the merge join streams its records instead.
+    let streamed = Inputs {
+        src: &empty,
+        members: &empty,
+        firsts: &[],
+        dest: &empty,
+        map: &map,
+        dest_map: &dest_map,
+        dest_root: &paths.dest,
+        link_dest,
+        dest_dev: paths.dest_dev,
+        dest_roots: &paths.roots,
+        delete_allowed: src_complete,
+        args: o,
+    };
+    let (d, pairs) = match lists {
+        Lists::InMemory(t) => {
+            let inputs = Inputs {
+                src: &t.src,
+                members: &t.members,
+                firsts: &t.firsts,
+                dest: &t.dest,
+                ..streamed
+            };
+            let d = decide(comm, &inputs);
+            from_table(o, paths, &map, t, d)
         }
-        // A --link-dest link is a file this sync puts in DEST without reading it: hashed from
-        // SRC for the manifest, as a copy's bytes are (and its group's other members, linked
-        // to it, get its digest).
-        Some(_) => d.plan.hash_only = linked_outside(&src, &members, &d.plan),
-        None => {}
-    }
-    // With --state: every regular file of SRC, and whether the plan copies it.
-    let pairs = o.state.as_ref().map(|_| {
-        let lists = [(&src, &from_src[..]), (&members, &from_members[..])];
-        // A hard link made this run to a file copied this run has that file's bytes.
-        let linked = d.plan.links.iter().map(|(_, m)| m.as_slice()).collect();
-        state::pairs(lists, &linked, &map, &state::base(paths))
-    });
-    d.plan.create = take_records(src, &from_src);
-    d.plan
-        .create
-        .append(members.select(from_members.iter().map(|&i| i as usize)));
-    drop((from_src, from_members, members));
+        Lists::Spilled(sides) => match spilled::decide(comm, &streamed, sides, spill_to) {
+            // What is created was streamed into the plan; no option that needs the lists
+            // (--manifest, --state) takes this path.
+            Ok((d, spilled)) => {
+                report.spilled = Some(spilled);
+                (d, None)
+            }
+            Err(e) => {
+                if rank0 {
+                    context.error(e);
+                }
+                report.spill_failed = true;
+                return None;
+            }
+        },
+        Lists::Failed => return None,
+    };
     // Everything below acts on what was listed; the race tests change the trees here.
     crate::engine::test_seam::after_listing(comm);
     for c in &d.conflicts {
@@ -532,7 +669,7 @@ fn plan(
     report.conflicts = comm.sum(d.conflicts.len() as u64);
     // Never delete on the word of a partial walk (mpiFileUtils #587).
     report.refused_deletes = comm.sum(d.refused_deletes);
-    if report.refused_deletes > 0 || (o.delete && !l.src_complete) {
+    if report.refused_deletes > 0 || (o.delete && !src_complete) {
         report.delete_refused = true;
         if rank0 {
             context.error(format!(
@@ -552,7 +689,43 @@ fn plan(
         }
     }
     report.output_failed = comm.any(report.output_failed);
-    Planned { d, map, pairs }
+    Some(Planned { d, map, pairs })
+}
+
+/// Complete the plan `d` decided from the table `t` in memory: what is created is taken from
+/// the lists (all of the source list, in a sync into an empty DEST, is moved, not copied),
+/// with `--manifest` the files hashed without being copied, with `--state` every regular
+/// file of SRC and whether the plan copies it.
+fn from_table(
+    o: &Options,
+    paths: &Paths,
+    map: &Mapping,
+    t: Table,
+    mut d: Decisions,
+) -> (Decisions, Option<Vec<state::Pair>>) {
+    let [from_src, from_members] = std::mem::take(&mut d.create_from);
+    let Table { src, members, .. } = t;
+    match &o.io.manifest {
+        Some(m) if m.all => {
+            d.plan.hash_only = left_as_they_are(&src, &from_src, &members, &from_members, &d.plan)
+        }
+        // A --link-dest link is a file this sync puts in DEST without reading it: hashed from
+        // SRC for the manifest, as a copy's bytes are (and its group's other members, linked
+        // to it, get its digest).
+        Some(_) => d.plan.hash_only = linked_outside(&src, &members, &d.plan),
+        None => {}
+    }
+    let pairs = o.state.as_ref().map(|_| {
+        let lists = [(&src, &from_src[..]), (&members, &from_members[..])];
+        // A hard link made this run to a file copied this run has that file's bytes.
+        let linked = d.plan.links.iter().map(|(_, m)| m.as_slice()).collect();
+        state::pairs(lists, &linked, map, &state::base(paths))
+    });
+    d.plan.create = take_records(src, &from_src);
+    d.plan
+        .create
+        .append(members.select(from_members.iter().map(|&i| i as usize)));
+    (d, pairs)
 }
 
 /// The plan of this rank and the mapping it copies through.

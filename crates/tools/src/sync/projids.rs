@@ -33,10 +33,15 @@ pub fn differing(
         .into_par_iter()
         .map(|i| {
             let e = list.entry(i);
-            matches!(e.kind, FileType::File | FileType::Dir)
-                && paired(e).is_some_and(|dst| differ(e.path, &dst, e.kind == FileType::Dir))
+            paired(e).is_some_and(|dst| differ_entry(e.kind, e.path, &dst))
         })
         .collect()
+}
+
+/// Whether the project IDs of the source entry `src` (of type `kind`) and its destination
+/// `dst` differ: only files and directories have one.
+pub fn differ_entry(kind: FileType, src: &[u8], dst: &[u8]) -> bool {
+    matches!(kind, FileType::File | FileType::Dir) && differ(src, dst, kind == FileType::Dir)
 }
 
 /// Whether `src` and `dst` (neither followed) have other project IDs (for directories, `dir`,
