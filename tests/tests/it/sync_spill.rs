@@ -297,6 +297,18 @@ fn options_that_need_the_lists_in_memory_say_so_and_sync_as_below_the_limit() {
             &tree::snapshot(&dest),
             Compare::META,
         );
+        // A warning, not a failure: the JSON report names no failure.
+        let run = launch(Tool::new("sync"))
+            .args(["--json", "--memory-limit", TINY, "--state"])
+            .arg(tmp.path().join("state"))
+            .args(["--verify"])
+            .arg(&src)
+            .arg(&dest)
+            .run()
+            .assert_status(0);
+        run.stderr_contains("--memory-limit: --state holds the lists in memory");
+        let v: serde_json::Value = serde_json::from_str(&run.stdout_str()).unwrap();
+        assert_eq!(v["failures"], serde_json::json!([]), "{name}: {v}");
     }
 }
 

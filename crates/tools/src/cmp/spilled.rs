@@ -45,7 +45,7 @@ pub fn refuse_tmpdir_inside(dir: &[u8], src: &[u8], dest: &[u8]) -> Result<(), S
         if crate::engine::outputs::refuse_inside(&[("TMPDIR", dir)], &[(what, tree)]).is_err() {
             return Err(format!(
                 "TMPDIR {} lies inside {what} {}: spill files are never written in a tree \
-                 being compared (refused; set --tmpdir outside both trees)",
+                 the run reads or writes (refused; set --tmpdir outside both trees)",
                 display(dir),
                 display(tree)
             ));

@@ -545,8 +545,10 @@ fn list(
         }
     } else {
         if let Some(option) = held.filter(|_| paths.dest_exists && beyond()) {
+            // A warning, not a failure: the sync is done as below the limit (and the
+            // message stays out of the report's failures).
             if comm.rank() == 0 {
-                o.context.error(format!(
+                o.context.events.error(&format!(
                     "--memory-limit: {option} holds the lists in memory (beyond the limit of \
                      {} per rank)",
                     flist::units::human_bytes(spill_to.0)
