@@ -92,8 +92,9 @@ pub fn rss_wrap(args: &[String]) -> Result<i32> {
 }
 
 /// The rows within issue 34's memory limit, at one rank, each beside the same command's
-/// without a limit (the operations whose lists go out of core: walk -o, cmp; sync and tar -x
-/// still hold theirs whole and get no such row).
+/// without a limit: walk -o, sync (into a DEST that does not exist: nothing to pair, its plan
+/// is held whole; unchanged: paired by a merge join) and cmp. tar -x has no `--memory-limit`
+/// yet and gets no such row.
 struct Limited<'a> {
     /// `--memory-limit` ([`limit_for`]).
     limit: String,
@@ -370,10 +371,19 @@ pub fn run(bin: &Path, base: &Path, files: u64, mpi: bool, strict: bool) -> Resu
             rows.insert(rows.len() - 1, free);
         }
         rows.push(ctx.mfu("sync-empty", np, &["sync", "-q", t, d], || rm(&dst))?);
+        if np == 1 {
+            let free = rows.last().expect("the sync row").clone();
+            rm(&dst)?;
+            rows.push(limited.row(&ctx, &free, &["sync", "-q", t, d])?);
+        }
         if strict {
             same_tree(&tree, &dst, true).context("memory rows: sync into an empty destination")?;
         }
         rows.push(ctx.mfu("sync-unchanged", np, &["sync", "-q", t, d], || Ok(()))?);
+        if np == 1 {
+            let free = rows.last().expect("the sync row").clone();
+            rows.push(limited.row(&ctx, &free, &["sync", "-q", t, d])?);
+        }
         rows.push(ctx.mfu("cmp", np, &["cmp", "-q", t, d], || Ok(()))?);
         if np == 1 {
             let free = rows.last().expect("the cmp row").clone();

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 /// The classes of scenario (and of check) the harness knows; `--skip CLASS` leaves one out.
 pub const CLASSES: &[(&str, &str)] = &[
-    ("copy", "cp/sync with random options, nothing in the way: exact result, counts, manifest, idempotence"),
+    ("copy", "cp/sync with random options (sync sometimes within --memory-limit 2k/8k/64k: lists spilled, paired by a merge join), nothing in the way: exact result, counts, manifest, idempotence"),
     ("kill", "cp/sync killed (-9, SIGTERM, after N journal marks), then rerun: converges"),
     ("rewritten-source", "killed copy, source rewritten in place with its mtime kept, rerun (cp, sync, sync -c)"),
     ("changed-while-read", "a writer rewrites a file while cp/sync/tar -c read it"),

@@ -189,6 +189,10 @@ struct CopyOpts {
     /// sync `--verify --state FILE` (beside the iteration's trees, kept across its reruns: a
     /// rerun after a kill trusts it only for what did not change).
     state: bool,
+    /// sync `--memory-limit` (2k, 8k or 64k: the lists spill to the iteration's directory and
+    /// SRC and DEST are paired by a merge join, or, with an option that needs them whole, stay
+    /// in memory with a warning).
+    memory_limit: Option<&'static str>,
     /// Hard-link groups are checked: not for a sync onto an older DEST (rsync without -H,
     /// and mfu-rs's README, promise no links there).
     loose_links: bool,
@@ -219,6 +223,11 @@ impl CopyOpts {
             sparse: rng.chance(20),
             noatime: rng.chance(30),
             state: sync && rng.chance(50),
+            memory_limit: if sync && rng.chance(35) {
+                Some(*rng.pick(&["2k", "8k", "64k"]))
+            } else {
+                None
+            },
             loose_links: false,
             loose_xattrs: false,
             loose_extra: false,
@@ -269,6 +278,15 @@ impl CopyOpts {
         }
         if self.link_dest {
             a.extend(["--link-dest".into(), arg(&c.dir.join("linkdest"))]);
+        }
+        if let Some(limit) = self.memory_limit {
+            // Beside SRC and DEST, never inside either (that is refused).
+            a.extend([
+                "--memory-limit".into(),
+                limit.into(),
+                "--tmpdir".into(),
+                arg(&c.dir),
+            ]);
         }
         a.push("--json".into());
         a.push(arg(src));
