@@ -245,7 +245,7 @@ pub(super) fn block_bytes(limit: u64, runs: usize) -> usize {
 /// Phases 1-2 of one rank: the buffer being filled, the runs spilled, their samples, counts.
 /// (Also the first phase of [`super::join`], which fills `buf` from a list in memory.)
 pub(super) struct Reading<'a> {
-    dir: &'a SpillDir,
+    pub(super) dir: &'a SpillDir,
     /// Bytes of memory the buffer (and the sort of it) may take.
     budget: u64,
     /// Samples to take of each run.
@@ -255,9 +255,9 @@ pub(super) struct Reading<'a> {
     pub(super) runs: Vec<Run>,
     pub(super) samples: FileList,
     pub(super) weights: Vec<u64>,
-    longest: Option<u64>,
+    pub(super) longest: Option<u64>,
     /// Records, files, dirs, links, others, bytes, then runs and spill bytes (set later).
-    sums: [u64; 8],
+    pub(super) sums: [u64; 8],
 }
 
 impl<'a> Reading<'a> {
@@ -305,8 +305,22 @@ impl<'a> Reading<'a> {
 
     /// The buffer and what sorting it takes (an [`Item`] a record) reached the budget.
     pub(super) fn full(&self) -> bool {
-        let items = self.buf.len() * std::mem::size_of::<Item<'_>>();
-        (self.buf.heap_bytes() + items) as u64 >= self.budget
+        held_bytes(&self.buf) >= self.budget
+    }
+
+    /// Halve the samples held when there are more than `cap` (every other one is kept, with
+    /// the weight of the one dropped after it), and take half as many of each later run: a
+    /// reading that cannot know its runs in advance (a walk) keeps its samples bounded.
+    /// Samples only steer the balance of the ranks' ranges, so a weight moved to a sample of
+    /// the next run costs nothing but a little balance.
+    pub(super) fn thin(&mut self, cap: usize) {
+        if self.samples.len() <= cap.max(1) {
+            return;
+        }
+        let keep: Vec<usize> = (0..self.samples.len()).step_by(2).collect();
+        self.weights = self.weights.chunks(2).map(|w| w.iter().sum()).collect();
+        self.samples = self.samples.select(keep);
+        self.per_run = (self.per_run / 2).max(1);
     }
 
     /// Sort the buffer, write it as a run and keep its samples; the buffer is emptied.
@@ -335,6 +349,11 @@ impl<'a> Reading<'a> {
         self.runs.push(w.finish(file)?);
         Ok(())
     }
+}
+
+/// Bytes `list` holds and sorting it takes (an [`Item`] a record).
+pub(super) fn held_bytes(list: &FileList) -> u64 {
+    (list.heap_bytes() + list.len() * std::mem::size_of::<Item<'_>>()) as u64
 }
 
 /// The splitter records (`size - 1`, `None` past the end), the same on every rank, from every
