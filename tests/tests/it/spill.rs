@@ -40,7 +40,7 @@ fn sort(input: &Path, key: &str, out: &Path) -> Tool {
         .arg(out)
 }
 
-fn names(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn names(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -178,7 +178,7 @@ fn a_full_tmpdir_is_an_error_naming_it_and_leaves_no_output() {
 
 /// Spill files open in `dir` by any process (a rank of `mpirun` is not the test's child):
 /// unnamed, `/proc/PID/fd` shows them as `DIR/#N (deleted)`.
-fn spill_files_open(dir: &Path) -> usize {
+pub(crate) fn spill_files_open(dir: &Path) -> usize {
     let dir = dir.as_os_str().as_bytes();
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return 0;
