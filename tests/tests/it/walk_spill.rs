@@ -309,3 +309,90 @@ fn a_spilling_walk_o_killed_then_stopped_continues_to_the_list_of_an_uninterrupt
         assert_eq!(names(&spill), Vec::<PathBuf>::new());
     }
 }
+
+// ------------------------------------------------------------------------------ cmp's walks
+
+/// `SRC` and `DST` of 30 files of 64 KiB in 10 directories; three files differ in one byte.
+fn cmp_pair(dir: &Path) -> (PathBuf, PathBuf) {
+    let (src, dst) = (dir.join("src"), dir.join("dst"));
+    for d in 0..10 {
+        for root in [&src, &dst] {
+            fs::create_dir_all(root.join(format!("d{d}"))).unwrap();
+        }
+        for f in 0..3 {
+            let rel = format!("d{d}/f{f}");
+            let body = mfu_tests::noise((d * 3 + f) as u64, 64 << 10);
+            fs::write(src.join(&rel), &body).unwrap();
+            let mut other = body;
+            if f == 1 && d % 4 == 0 {
+                other[40_000] ^= 1;
+            }
+            fs::write(dst.join(&rel), &other).unwrap();
+        }
+    }
+    (src, dst)
+}
+
+/// The report without the lines only a limited run has, nor the rows of times a read moves.
+fn cmp_report(run: &Run) -> String {
+    run.stdout_str()
+        .lines()
+        .filter(|l| !l.starts_with("Memory limit: ") && !l.starts_with("Spilled: "))
+        .filter(|l| !l.trim_start().starts_with("ATIME "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// A compare stopped after its walks spilled continues from its checkpoint in a run that holds
+/// its lists in memory, and the other way round: the digests of the listings (the
+/// checkpoint's inputs) of a spilling walk are those of the walk in memory.
+#[test]
+fn cmp_on_spilling_walks_and_in_memory_continue_each_others_checkpoints() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = cmp_pair(tmp.path());
+    let spill = tmp.path().join("spill");
+    fs::create_dir(&spill).unwrap();
+    let cmp = |tool: Tool, ck: &Path, limited: bool| {
+        let t = tool
+            .args(["-k", "16K", "-b", "--noatime", "--checkpoint"])
+            .arg(ck)
+            .env("MFU_RS_CHECKPOINT_INTERVAL_MS", "10")
+            .env("XDG_STATE_HOME", tmp.path().join("state"));
+        let t = if limited {
+            t.args(["--memory-limit", "4k", "--tmpdir"]).arg(&spill)
+        } else {
+            t
+        };
+        t.arg(&src).arg(&dst)
+    };
+    let want = cmp(Tool::new("cmp"), &tmp.path().join("ck-ref"), false)
+        .run()
+        .assert_status(1);
+    let spilled = cmp(Tool::new("cmp").ranks(3), &tmp.path().join("ck-s"), true)
+        .run()
+        .assert_status(1);
+    spilled.stdout_contains("Spilled: ");
+    assert_eq!(cmp_report(&spilled), cmp_report(&want));
+    for (n, (first_limited, first, rerun)) in [
+        (true, Tool::new("cmp"), Tool::new("cmp").mpi(2)),
+        (false, Tool::new("cmp").mpi(2), Tool::new("cmp").ranks(3)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let ck = tmp.path().join(format!("ck{n}"));
+        let cut = cmp(first, &ck, first_limited)
+            .env("MFU_RS_TEST_CHECKPOINT_STOP_AFTER", "3")
+            .run()
+            .assert_status(1);
+        cut.stderr_contains("run the same command again");
+        if first_limited {
+            cut.stdout_contains("Spilled: ");
+        }
+        let again = cmp(rerun, &ck, !first_limited).run().assert_status(1);
+        again.stderr_contains("continuing from checkpoint");
+        assert_eq!(cmp_report(&again), cmp_report(&want), "case {n}");
+        assert!(!ck.exists(), "case {n}: the checkpoint outlived the run");
+        assert_eq!(names(&spill), Vec::<PathBuf>::new());
+    }
+}

@@ -187,6 +187,22 @@ impl WalkRuns {
         self.file.len()
     }
 
+    /// Call `f` with every record of this rank's runs (a list and an index into it), run
+    /// after run: in no order across runs (for sums over the records, as a list's digest).
+    /// Holds one block of a run at a time.
+    pub fn for_each(&self, mut f: impl FnMut(&FileList, usize)) -> Result<()> {
+        let block = block_bytes(self.limit, 1);
+        for run in &self.runs {
+            let mut cursor = RunCursor::new(run.clone(), Detail::Stat, block);
+            cursor.load(&self.file)?;
+            while let Some((list, i)) = cursor.current() {
+                f(list, i);
+                cursor.advance(&self.file)?;
+            }
+        }
+        Ok(())
+    }
+
     /// This rank's records as one side of a [`super::join()`] of the tree `root` (each path
     /// `root` or below it).
     pub fn into_join_side(self, root: &[u8]) -> JoinSide {

@@ -165,7 +165,7 @@ pub struct MemoryArgs {
     /// without `-s`, `-p`, `-d`, `-f`, `-t`, `--lite`: the list is written in path order on
     /// each rank), `find -i LIST` and `rm -i LIST` of a v3/v4 list
     /// (read a piece at a time), dup's grouping by size and hash, and the pairing and
-    /// comparison of `cmp SRC DEST` (its walks still hold each tree's list once); other runs
+    /// comparison of `cmp SRC DEST` (its walks spill too); other runs
     /// still hold their list in memory.
     #[arg(long, value_name = "SIZE", value_parser = memory_limit_arg)]
     pub memory_limit: Option<u64>,
