@@ -62,8 +62,8 @@ pub struct WalkOptions<'a> {
     pub id_tables: bool,
     /// Stat walks: keep at most about this budget of records in memory on each rank, spilling
     /// the rest to sorted runs ([`Walked::spilled`]). `None` (or a lite walk): every record is
-    /// in [`Walked::list`]. A walk that stays below half the limit on every rank is the walk
-    /// without it: nothing is written.
+    /// in [`Walked::list`]. A walk that stays below a quarter of the limit on every rank is the
+    /// walk without it: nothing is written.
     pub spill: Option<WalkSpill<'a>>,
 }
 
@@ -98,7 +98,7 @@ pub struct Walked {
     /// This rank's records (with the system's user and group tables for stat walks); empty
     /// (with the tables) when the walk spilled.
     pub list: FileList,
-    /// With [`WalkOptions::spill`], when any rank's records outgrew half the limit: every
+    /// With [`WalkOptions::spill`], when any rank's records outgrew a quarter of the limit: every
     /// record of this rank, in sorted runs (the same variant on every rank; a failure to
     /// spill on any rank, a full TMPDIR, is every rank's error, and the walk is then not
     /// complete). `None`: the records are in `list`.

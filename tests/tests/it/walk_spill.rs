@@ -1,6 +1,7 @@
 //! The walk's own output out of core (issue 34): `walk TREE -o OUT --memory-limit SIZE` spills
 //! the walked records to sorted runs and writes the list from them by a merge: the records and
-//! counts of the unlimited walk, at np 1, `--ranks 3` and under mpirun. A full TMPDIR and a
+//! counts of the unlimited walk (with `-s name`, its order too), at np 1, `--ranks 3` and under
+//! mpirun; cmp's walks spill the same way and its checkpoints hold across both. A full TMPDIR and a
 //! stop mid-walk leave no output and no spill file; a spilling walk killed or stopped continues
 //! from its checkpoint to the list of an uninterrupted walk.
 
@@ -58,6 +59,15 @@ fn records(list: &Path) -> Vec<Record> {
         .collect();
     v.sort();
     v
+}
+
+/// The paths of a list, in its order.
+fn paths_in_order(list: &Path) -> Vec<Vec<u8>> {
+    let list: FileList = steal::local::run(1, |c| {
+        io::read(c, list.as_os_str().as_bytes()).expect("read list")
+    })
+    .remove(0);
+    list.iter().map(|e| e.path.to_vec()).collect()
 }
 
 /// The count lines of a walk's summary (items, types, data).
@@ -122,6 +132,36 @@ fn walk_o_at_a_tiny_limit_spills_and_writes_the_records_and_counts_of_the_unlimi
             names(tmp.path()),
             [got.clone(), spill.clone(), root.clone(), want_list.clone()],
             "{name}: nothing else beside the list (no temporary)"
+        );
+        fs::remove_file(&got).unwrap();
+    }
+    // `-s name`: the order of the in-memory sort, over the ranks.
+    let want_sorted = tmp.path().join("want-sorted.mfu");
+    walk_o(&root, &want_sorted)
+        .args(["-s", "name"])
+        .run()
+        .assert_status(0);
+    let want_order = paths_in_order(&want_sorted);
+    fs::remove_file(&want_sorted).unwrap();
+    for (name, launch) in launches() {
+        let got = tmp.path().join("got.mfu");
+        let run = launch(walk_o(&root, &got))
+            .args(["-s", "name", "--memory-limit", "4k", "--tmpdir"])
+            .arg(&spill)
+            .run()
+            .assert_status(0);
+        run.stdout_contains("Spilled: ");
+        assert_eq!(counts(&run), want_counts, "{name}");
+        assert_eq!(paths_in_order(&got), want_order, "{name}: -s name's order");
+        assert_eq!(
+            records(&got),
+            want,
+            "{name}: the records of the unlimited walk"
+        );
+        assert_eq!(
+            names(&spill),
+            Vec::<PathBuf>::new(),
+            "{name}: spill files left"
         );
         fs::remove_file(&got).unwrap();
     }

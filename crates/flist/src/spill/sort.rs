@@ -18,6 +18,7 @@ use super::dir::{SpillDir, SpillFile};
 use super::merge::Merge;
 use super::run::{Run, RunCursor, RunWriter};
 use crate::error::{Error, Result};
+use crate::ids::IdTable;
 use crate::io;
 use crate::path::{display, PathLike};
 use crate::record::{Detail, FileList, FileType};
@@ -160,7 +161,7 @@ pub fn sort_list_file(
         samples,
         weights,
         longest,
-        mut sums,
+        sums,
         ..
     } = reading;
     let runs_file = match runs_file {
@@ -168,9 +169,61 @@ pub fn sort_list_file(
         // A rank whose share was empty still takes part, with no run.
         None => options.dir.create()?,
     };
+    let spilled = SortedRuns {
+        file: runs_file,
+        runs,
+        samples,
+        weights,
+        longest,
+        sums: [sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]],
+    };
+    let tables = (&users, &groups);
+    let ends = (
+        &stopped as &dyn Fn() -> bool,
+        &interrupted as &dyn Fn() -> Error,
+    );
+    distribute_and_write(comm, spilled, &order, tables, output, options, ends).map(Sorted::Spilled)
+}
+
+/// A rank's records in sorted runs of a spill file, with their samples and counts: what
+/// [`distribute_and_write`] takes.
+pub(super) struct SortedRuns {
+    pub(super) file: SpillFile,
+    pub(super) runs: Vec<Run>,
+    pub(super) samples: FileList,
+    pub(super) weights: Vec<u64>,
+    /// The longest path of the runs (`None`: no record).
+    pub(super) longest: Option<u64>,
+    /// Records, files, dirs, links, others, bytes of the runs.
+    pub(super) sums: [u64; 6],
+}
+
+/// Phases 3-5 of [`sort_list_file`] from every rank's `spilled` runs (sorted by `order`):
+/// splitters from the samples, the exchange in bounded rounds, and the merge of what each rank
+/// received into its region of the v4 list `output` (with the id `tables`). Collective.
+/// `ends`: whether a stop was asked for, and the error it makes.
+pub(super) fn distribute_and_write(
+    comm: &dyn Comm,
+    spilled: SortedRuns,
+    order: &Order<'_>,
+    (users, groups): (&IdTable, &IdTable),
+    output: &[u8],
+    options: &SortFileOptions<'_>,
+    (stopped, interrupted): (&dyn Fn() -> bool, &dyn Fn() -> Error),
+) -> Result<SpillReport> {
+    let SortedRuns {
+        file: runs_file,
+        runs,
+        samples,
+        weights,
+        longest,
+        sums: counted,
+    } = spilled;
+    let mut sums = [0u64; 8];
+    sums[..6].copy_from_slice(&counted);
 
     // 3: splitters from every rank's samples.
-    let pivots = pick_splitters(comm, &samples, &weights, &order);
+    let pivots = pick_splitters(comm, &samples, &weights, order);
     drop(samples);
 
     // 4: exchange in bounded rounds.
@@ -186,10 +239,10 @@ pub fn sort_list_file(
         runs.clone(),
         &received,
         &past,
-        &order,
+        order,
         options,
-        &stopped,
-        &interrupted,
+        stopped,
+        interrupted,
     );
     let spilled_first = runs_file.len();
     drop(runs_file);
@@ -203,8 +256,8 @@ pub fn sort_list_file(
         .into_iter()
         .map(|r| RunCursor::new(r, Detail::Stat, block))
         .collect();
-    io::write_v4_stream(comm, output, (&users, &groups), longest, mine, |sink| {
-        let mut merge = Merge::new(&received, &order, cursors)?;
+    io::write_v4_stream(comm, output, (users, groups), longest, mine, |sink| {
+        let mut merge = Merge::new(&received, order, cursors)?;
         let mut n = 0u64;
         while let Some((list, i)) = merge.peek() {
             let meta = list.meta(i).expect("a stat list");
@@ -223,7 +276,7 @@ pub fn sort_list_file(
     sums[7] = spilled;
     let mut total = sums;
     comm.allreduce(&mut total, ReduceOp::Sum);
-    Ok(Sorted::Spilled(SpillReport {
+    Ok(SpillReport {
         records: total[0],
         files: total[1],
         dirs: total[2],
@@ -233,7 +286,7 @@ pub fn sort_list_file(
         runs: total[6],
         spill_bytes: total[7],
         spill_bytes_max_rank: comm.max(spilled),
-    }))
+    })
 }
 
 /// Bytes read per block of each of `runs` merged at once within `limit`: a quarter of the

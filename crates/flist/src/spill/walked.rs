@@ -1,5 +1,5 @@
-//! A walk's records beyond a budget: while a rank's list outgrows half its memory limit, the
-//! walk sorts it by path and writes it as a run ([`super::sort`]'s reading, with weighted
+//! A walk's records beyond a budget: while a rank's list outgrows a quarter of its memory
+//! limit, the walk sorts it by path and writes it as a run ([`super::sort`]'s reading, with weighted
 //! samples), so that a walk of any size holds at most about the limit. What it spilled
 //! ([`WalkRuns`]) is written to a list file by a merge ([`WalkRuns::write_v4`]) or joined with
 //! another tree ([`WalkRuns::into_join_side`], for [`super::join()`]).
@@ -8,7 +8,10 @@ use super::dir::{SpillDir, SpillFile};
 use super::join::{JoinSide, BY_PATH};
 use super::merge::Merge;
 use super::run::{Run, RunCursor};
-use super::sort::{block_bytes, held_bytes, samples_per_rank, Reading, SpillReport};
+use super::sort::{
+    block_bytes, distribute_and_write, held_bytes, samples_per_rank, Reading, SortFileOptions,
+    SortedRuns, SpillReport,
+};
 use crate::error::{Error, Result};
 use crate::ids::IdTable;
 use crate::io;
@@ -23,7 +26,8 @@ use steal::{Comm, CommExt, ReduceOp};
 #[derive(Clone, Copy, Debug)]
 pub struct WalkSpill<'a> {
     /// Bytes of memory this rank may hold for records (see [`super::MemoryLimit`]): the walk
-    /// spills a run whenever its list reaches half of it.
+    /// spills a run whenever its list reaches a quarter of it (a list is filled while the last
+    /// one is sorted and written).
     pub limit: u64,
     /// Where spill files go.
     pub dir: &'a SpillDir,
@@ -38,6 +42,8 @@ pub struct WalkRuns {
     samples: FileList,
     weights: Vec<u64>,
     limit: u64,
+    /// Where the exchange of a sort spills ([`WalkRuns::write_sorted_by_name`]).
+    dir: SpillDir,
     longest: Option<u64>,
     /// Records, files, dirs, links, others, bytes of this rank's runs.
     sums: [u64; 6],
@@ -53,7 +59,8 @@ pub(crate) struct Spiller<'a> {
     /// The most samples held (thinned beyond: see [`Reading::thin`]).
     cap: usize,
     limit: u64,
-    /// Bytes the list may hold before it is spilled: half the limit.
+    /// Bytes the list may hold before it is spilled: a quarter of the limit, as the workers
+    /// fill a new list while the full one is sorted and written (two at once).
     budget: u64,
     /// A spill failed (its error is in `error`): later parts are dropped, not held.
     failed: AtomicBool,
@@ -70,16 +77,16 @@ impl<'a> Spiller<'a> {
         // samples reach `cap`.
         let per_run = (cap / 16).max(1);
         Spiller {
-            reading: Mutex::new(Reading::with(spill.dir, spill.limit / 2, per_run)),
+            reading: Mutex::new(Reading::with(spill.dir, spill.limit / 4, per_run)),
             cap,
             limit: spill.limit,
-            budget: spill.limit / 2,
+            budget: spill.limit / 4,
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
         }
     }
 
-    /// `list` (the walk's list, with a part just added) reached half the limit: it is to be
+    /// `list` (the walk's list, with a part just added) reached its budget: it is to be
     /// taken and given to [`Spiller::spill`]. Also true after a failure, so that nothing more
     /// is held.
     pub(crate) fn full(&self, list: &FileList) -> bool {
@@ -134,6 +141,7 @@ impl<'a> Spiller<'a> {
             Ok(f) => f,
             Err(e) => return Finished::Spilled(Err(e)),
         };
+        give_back_freed_memory();
         let s = reading.sums;
         Finished::Spilled(Ok(WalkRuns {
             file,
@@ -141,6 +149,7 @@ impl<'a> Spiller<'a> {
             samples: std::mem::replace(&mut reading.samples, FileList::new(Detail::Stat)),
             weights: std::mem::take(&mut reading.weights),
             limit: self.limit,
+            dir: reading.dir.clone(),
             longest: reading.longest,
             sums: [s[0], s[1], s[2], s[3], s[4], s[5]],
             users,
@@ -217,6 +226,45 @@ impl WalkRuns {
         }
     }
 
+    /// Write every rank's records to the v4 list file `output` (not `-`; collective) sorted by
+    /// name over all ranks, as `walk -s name` sorts in memory (the same records in the same
+    /// order): the ranks' runs exchanged by splitters from their samples in bounded rounds,
+    /// then merged into each rank's region ([`super::sort_list_file`]'s last phases).
+    /// Published under `output` only when every rank finished (a failure, or `stop`, leaves
+    /// no output).
+    pub fn write_sorted_by_name(
+        self,
+        comm: &dyn Comm,
+        output: impl PathLike,
+        stop: Option<&AtomicBool>,
+    ) -> Result<SpillReport> {
+        let output = output.path_bytes();
+        let none = IdTable::default();
+        let order = Order::new(&BY_PATH, &none, &none);
+        let options = SortFileOptions {
+            keys: &BY_PATH,
+            limit: self.limit,
+            dir: &self.dir,
+            stop,
+        };
+        let stopped = || stop.is_some_and(|s| s.load(AtomicOrdering::Relaxed));
+        let interrupted = || interrupted(output);
+        let spilled = SortedRuns {
+            file: self.file,
+            runs: self.runs,
+            samples: self.samples,
+            weights: self.weights,
+            longest: self.longest,
+            sums: self.sums,
+        };
+        let tables = (&self.users, &self.groups);
+        let ends = (
+            &stopped as &dyn Fn() -> bool,
+            &interrupted as &dyn Fn() -> Error,
+        );
+        distribute_and_write(comm, spilled, &order, tables, output, &options, ends)
+    }
+
     /// Write every rank's records to the v4 list file `output` (not `-`; collective), each
     /// rank's region in path order, merged from its runs a block at a time: the records of the
     /// list [`crate::io::write`] writes for the walk in memory, in another order. Published
@@ -247,10 +295,7 @@ impl WalkRuns {
                 merge.advance()?;
                 n += 1;
                 if n % 4096 == 0 && stop.is_some_and(|s| s.load(AtomicOrdering::Relaxed)) {
-                    return Err(Error::Invalid(format!(
-                        "walk interrupted by a signal: {} not written",
-                        display(output)
-                    )));
+                    return Err(interrupted(output));
                 }
             }
             Ok(())
@@ -273,6 +318,25 @@ impl WalkRuns {
             spill_bytes_max_rank: comm.max(mine),
         })
     }
+}
+
+/// Return the memory the walk's lists freed to the system. The walk's workers allocated
+/// them in their own malloc arenas, which the merge that follows (on another thread) does not
+/// reuse: without this the peak is the walk's lists and the merge's blocks together.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// The error of a walk's list stopped while it was written.
+fn interrupted(output: &[u8]) -> Error {
+    Error::Invalid(format!(
+        "walk interrupted by a signal: {} not written",
+        display(output)
+    ))
 }
 
 #[cfg(test)]
@@ -345,9 +409,28 @@ mod tests {
             assert!(r.runs > 5 && r.spill_bytes > 0, "{r:?}");
             let got = steal::local::run(1, |comm| crate::io::read(comm, &out).unwrap());
             assert_eq!(sorted_paths(&got[0]), want, "at {ranks} ranks");
+            // Sorted by name over the ranks: the order of the in-memory sort.
+            let by_name = tmp.path().join(format!("name{ranks}.mfu"));
+            steal::local::run(ranks, |comm| {
+                let opts = WalkOptions {
+                    spill: Some(WalkSpill {
+                        limit: 8 << 10,
+                        dir: &dir,
+                    }),
+                    ..WalkOptions::default()
+                };
+                let runs = walk(comm, &[&root], &opts).spilled.unwrap().unwrap();
+                runs.write_sorted_by_name(comm, &by_name, None).unwrap()
+            });
+            let got = steal::local::run(1, |comm| crate::io::read(comm, &by_name).unwrap());
+            let paths: Vec<&[u8]> = got[0].iter().map(|e| e.path).collect();
+            let mut sorted = paths.clone();
+            sorted.sort();
+            assert_eq!(paths, sorted, "sorted by name at {ranks} ranks");
+            assert_eq!(sorted_paths(&got[0]), want);
             assert_eq!(std::fs::read_dir(&spill_at).unwrap().count(), 0);
         }
-        // Below half the limit on every rank: nothing spills.
+        // Below a quarter of the limit on every rank: nothing spills.
         let kept = steal::local::run(2, |comm| {
             let opts = WalkOptions {
                 spill: Some(WalkSpill {

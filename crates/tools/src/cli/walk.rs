@@ -68,9 +68,9 @@ pub struct WalkArgs {
     #[command(flatten)]
     pub checkpoint: crate::cli::args::CheckpointArgs,
     /// `--memory-limit`, `--tmpdir`: a list file sorted into a list file (`-i LIST -s KEYS
-    /// -o OUT`), and a walk of PATHs into a v4 list file (`-o OUT`, without `-s`, `-p`, `-d`,
-    /// `-f`, `-t`, `--lite`, which hold the list in memory), hold at most this much a rank and
-    /// spill the rest.
+    /// -o OUT`), and a walk of PATHs into a v4 list file (`-o OUT`, with no `-s` or `-s name`,
+    /// without `-p`, `-d`, `-f`, `-t`, `--lite`, which hold the list in memory), hold at most
+    /// this much a rank and spill the rest.
     #[command(flatten)]
     pub memory: MemoryArgs,
     /// `--noatime`.

@@ -63,8 +63,8 @@ pub struct Options {
     pub checkpoint: Choice,
     /// Bytes of records a rank may hold when a list file is sorted into a list file (`-i LIST
     /// -s KEYS -o OUT`, a v3/v4 list, nothing printed or counted by size), or when PATHs are
-    /// walked into a v4 list file (`-o OUT`, not `-`, without `-s`, `-p`, `-d`, `-f`, `-t`,
-    /// `--lite`): beyond it, sorted runs spill to `tmpdir` and are merged. `None`: the default
+    /// walked into a v4 list file (`-o OUT`, not `-`, without `-p`, `-d`, `-f`, `-t`, `--lite`,
+    /// with no `-s` or `-s name`): beyond it, sorted runs spill to `tmpdir` and are merged. `None`: the default
     /// of [`flist::spill::MemoryLimit::resolve`] (half the node's memory over its ranks).
     pub memory_limit: Option<u64>,
     /// Where spill files go (`None`: `$TMPDIR`, else `/tmp`).
@@ -268,9 +268,9 @@ fn finish(
     }
 }
 
-/// The walk of PATHs whose list may spill: its v4 list written to a file (not `-`), unsorted,
-/// with nothing asked of the whole list (print, size tables, text). Anything else holds the
-/// list in memory.
+/// The walk of PATHs whose list may spill: its v4 list written to a file (not `-`), unsorted
+/// or sorted by name (`-s name`), with nothing asked of the whole list (print, size tables,
+/// text). Anything else holds the list in memory.
 fn walk_spills(options: &Options, checked: &Checked) -> bool {
     let to_file = options
         .output
@@ -278,12 +278,23 @@ fn walk_spills(options: &Options, checked: &Checked) -> bool {
         .is_some_and(|o| o.as_slice() != b"-");
     matches!(options.input, Input::Paths(_))
         && to_file
-        && checked.keys.is_none()
+        && checked.keys.as_deref().is_none_or(by_name)
         && !options.lite
         && !options.text
         && !options.print
         && options.distribution.is_none()
         && !options.file_histogram
+}
+
+/// The keys are `name` alone, ascending: the order the walk's runs are in.
+fn by_name(keys: &[Key]) -> bool {
+    matches!(
+        keys,
+        [Key {
+            field: sort::Field::Name,
+            descending: false
+        }]
+    )
 }
 
 /// Count and write the records of a walk that spilled (collective): the counts from its runs,
@@ -334,7 +345,13 @@ fn write_spilled(
         return;
     }
     let t = Instant::now();
-    match runs.write_v4(comm, out, Some(&context.stop)) {
+    // `-s name` (the only sort that lets the walk spill): sorted over the ranks.
+    let written = if options.sort.is_some() {
+        runs.write_sorted_by_name(comm, out, Some(&context.stop))
+    } else {
+        runs.write_v4(comm, out, Some(&context.stop))
+    };
+    match written {
         Ok(s) => {
             report.spilled = Some(s);
             report.tmpdir = Some(flist::path::display(dir.path()).into_owned());
