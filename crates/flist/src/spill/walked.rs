@@ -76,6 +76,7 @@ impl<'a> Spiller<'a> {
         // The runs are not known in advance: 16 samples a run to start with, fewer as the
         // samples reach `cap`.
         let per_run = (cap / 16).max(1);
+        fix_the_mmap_threshold();
         Spiller {
             reading: Mutex::new(Reading::with(spill.dir, spill.limit / 4, per_run)),
             cap,
@@ -317,6 +318,20 @@ impl WalkRuns {
             spill_bytes: total[7],
             spill_bytes_max_rank: comm.max(mine),
         })
+    }
+}
+
+/// Have big allocations (a list's columns, over 128 KiB) mapped on their own and unmapped when
+/// freed, for the rest of the process. glibc raises its threshold for that as such blocks
+/// are freed (up to 32 MiB), after which lists that come and go, as the walk's do between
+/// its runs, are carved from its arenas, which keep what they free: at a 64 MiB limit over
+/// 10^6 files, the peak went from 68-106 MB to 44 MB with the threshold fixed (and cmp's
+/// from 109 to 54 MB), at the same speed.
+fn fix_the_mmap_threshold() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of the allocator.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
     }
 }
 
