@@ -428,7 +428,7 @@ struct Sink<'a> {
     errors: Mutex<Vec<ItemError>>,
     /// Deep directories read, held open by path: see [`Sink::open_dir`].
     deep: Mutex<HashMap<Vec<u8>, Arc<OwnedFd>>>,
-    /// Where the list goes when it reaches half the memory limit ([`WalkOptions::spill`]).
+    /// Where the list goes when it reaches a quarter of the memory limit ([`WalkOptions::spill`]).
     spill: Option<Spiller<'a>>,
 }
 

@@ -581,9 +581,9 @@ enum Walk {
 
 /// Walk `src` and `dest` and bring every record to the rank owning its relative path; with
 /// `plan.digests`, the digests of the two listings too. The walks spill their records to
-/// sorted runs as they go, past half of `plan.limit` on any rank, unless a checkpoints'
+/// sorted runs as they go, past a quarter of `plan.limit` on any rank, unless a checkpoints'
 /// directory or TMPDIR lies in a tree (then a tree is walked into memory and spilled at once
-/// when it outgrows that, SRC's before DEST is walked). Spilled lists are paired by the merge
+/// when it outgrows half of it, SRC's before DEST is walked). Spilled lists are paired by the merge
 /// join. Walk failures are counted in `tally` (what lies below was not compared). Collective.
 fn walk(
     comm: &dyn Comm,
