@@ -11,6 +11,8 @@ use crate::ids::IdTable;
 use crate::noatime::NoAtime;
 use crate::path::{normalize, PathLike};
 use crate::record::{Detail, FileList, FileType, Meta};
+use crate::spill::walked::{Finished, Spiller};
+use crate::spill::{WalkRuns, WalkSpill};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, OFlags};
 use rustix::io::Errno;
@@ -58,6 +60,11 @@ pub struct WalkOptions<'a> {
     /// v4 lists). Reading them goes through NSS, which costs about a millisecond, more with a
     /// directory service: a tool that needs no names leaves the tables empty.
     pub id_tables: bool,
+    /// Stat walks: keep at most about this budget of records in memory on each rank, spilling
+    /// the rest to sorted runs ([`Walked::spilled`]). `None` (or a lite walk): every record is
+    /// in [`Walked::list`]. A walk that stays below a quarter of the limit on every rank is the
+    /// walk without it: nothing is written.
+    pub spill: Option<WalkSpill<'a>>,
 }
 
 /// The entry hook of [`WalkOptions::visit`]: `(dir, name, path, kind) -> consumed`.
@@ -74,6 +81,7 @@ impl Default for WalkOptions<'_> {
             progress: None,
             visit: None,
             id_tables: true,
+            spill: None,
         }
     }
 }
@@ -87,8 +95,14 @@ impl Default for WalkOptions<'_> {
 #[derive(Debug)]
 #[must_use = "a walk's failures are in `errors`: check `complete` or use `into_result()`"]
 pub struct Walked {
-    /// This rank's records (with the system's user and group tables for stat walks).
+    /// This rank's records (with the system's user and group tables for stat walks); empty
+    /// (with the tables) when the walk spilled.
     pub list: FileList,
+    /// With [`WalkOptions::spill`], when any rank's records outgrew a quarter of the limit: every
+    /// record of this rank, in sorted runs (the same variant on every rank; a failure to
+    /// spill on any rank, a full TMPDIR, is every rank's error, and the walk is then not
+    /// complete). `None`: the records are in `list`.
+    pub spilled: Option<Result<WalkRuns, crate::Error>>,
     /// Failures seen by this rank, each with its path and operation.
     pub errors: Vec<ItemError>,
     /// Failures on all ranks.
@@ -314,6 +328,10 @@ fn walk_with(
         list: Mutex::new(FileList::new(opts.detail)),
         errors: Mutex::new(Vec::new()),
         deep: Mutex::default(),
+        spill: opts
+            .spill
+            .filter(|_| opts.detail == Detail::Stat)
+            .map(|s| Spiller::new(&s, comm.size())),
     };
     let mut initial = Vec::new();
     // Roots are shared round-robin, so many roots start on many ranks.
@@ -354,21 +372,44 @@ fn walk_with(
     let outcome = queue::run(comm, &cfg, initial, |dir: DirItem, spawned| {
         read_dir(dir, opts, resume, &sink, spawned)
     });
-    let Sink { list, errors, .. } = sink;
+    let Sink {
+        list,
+        errors,
+        spill,
+        ..
+    } = sink;
     let mut list = list.into_inner().expect("walk list");
     let errors = errors.into_inner().expect("walk errors");
     list.shrink_to_fit();
     if opts.detail == Detail::Stat && opts.id_tables {
         (list.users, list.groups) = system_tables(comm);
     }
-    let mut counts = [errors.len() as u64, list.len() as u64];
+    let mut spilled = None;
+    if let Some(spill) = spill {
+        let tables = (list.users.clone(), list.groups.clone());
+        match spill.finish(comm, list) {
+            Finished::Kept(rest) => list = rest,
+            Finished::Spilled(runs) => {
+                list = FileList::new(opts.detail);
+                (list.users, list.groups) = tables;
+                spilled = Some(runs);
+            }
+        }
+    }
+    let in_runs = spilled
+        .as_ref()
+        .and_then(|r| r.as_ref().ok())
+        .map_or(0, |r| r.records());
+    let mut counts = [errors.len() as u64, list.len() as u64 + in_runs];
     comm.allreduce(&mut counts, steal::ReduceOp::Sum);
+    let spill_failed = matches!(spilled, Some(Err(_)));
     Walked {
         list,
+        spilled,
         errors,
         total_errors: counts[0],
         total_items: counts[1],
-        complete: counts[0] == 0 && !outcome.interrupted,
+        complete: counts[0] == 0 && !outcome.interrupted && !spill_failed,
         interrupted: outcome.interrupted,
         dirs_read: outcome.processed,
         dirs_left: outcome.dropped,
@@ -382,11 +423,13 @@ fn system_tables(comm: &dyn Comm) -> (IdTable, IdTable) {
 }
 
 /// Where workers put what they find. One lock per directory read, not per entry.
-struct Sink {
+struct Sink<'a> {
     list: Mutex<FileList>,
     errors: Mutex<Vec<ItemError>>,
     /// Deep directories read, held open by path: see [`Sink::open_dir`].
     deep: Mutex<HashMap<Vec<u8>, Arc<OwnedFd>>>,
+    /// Where the list goes when it reaches a quarter of the memory limit ([`WalkOptions::spill`]).
+    spill: Option<Spiller<'a>>,
 }
 
 /// A directory with more components than this is a deep one ([`Sink::open_dir`]).
@@ -394,10 +437,22 @@ const DEEP_COMPONENTS: usize = 64;
 /// Deep directories held open at most in one walk (all are closed when full).
 const DEEP_HELD: usize = 64;
 
-impl Sink {
+impl Sink<'_> {
     fn add(&self, part: FileList) {
-        if !part.is_empty() {
-            self.list.lock().expect("walk list").append(part);
+        if part.is_empty() {
+            return;
+        }
+        let mut list = self.list.lock().expect("walk list");
+        list.append(part);
+        let Some(spill) = &self.spill else {
+            return;
+        };
+        if spill.full(&list) {
+            // Taken under the lock, spilled outside it: the other workers go on adding to a
+            // new list while this one is sorted and written.
+            let full = std::mem::replace(&mut *list, FileList::new(Detail::Stat));
+            drop(list);
+            spill.spill(full);
         }
     }
     fn error(&self, e: ItemError) {
@@ -739,6 +794,7 @@ mod tests {
             list: Mutex::new(FileList::new(Detail::Lite)),
             errors: Mutex::new(Vec::new()),
             deep: Mutex::default(),
+            spill: None,
         };
         let opts = WalkOptions::default();
         let parent = t.path().join(vec!["d"; levels - 1].join("/"));

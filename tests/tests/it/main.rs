@@ -60,3 +60,4 @@ mod tar_write;
 mod verified_sync;
 mod verify;
 mod walk;
+mod walk_spill;

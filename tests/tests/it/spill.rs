@@ -40,7 +40,7 @@ fn sort(input: &Path, key: &str, out: &Path) -> Tool {
         .arg(out)
 }
 
-fn names(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn names(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())

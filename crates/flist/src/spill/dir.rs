@@ -4,10 +4,10 @@
 
 use crate::error::{ItemError, Result};
 use crate::path::as_path;
-use std::cell::Cell;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The operation named when a spill file cannot be created.
 pub const OP_SPILL_CREATE: &str = "create a spill file in TMPDIR";
@@ -54,7 +54,7 @@ impl SpillDir {
         Ok(SpillFile {
             file,
             dir: self.path.clone(),
-            len: Cell::new(0),
+            len: AtomicU64::new(0),
         })
     }
 
@@ -72,20 +72,22 @@ impl SpillDir {
 pub struct SpillFile {
     file: File,
     dir: Vec<u8>,
-    len: Cell<u64>,
+    /// Bytes appended. Atomic only so that a file can sit in results shared across threads
+    /// (a walk's [`crate::walk::Walked`]): appends go through `&self` of one owner.
+    len: AtomicU64,
 }
 
 impl SpillFile {
     /// Append `bytes`; returns the offset they start at.
     pub fn append(&self, bytes: &[u8]) -> Result<u64> {
-        let at = self.len.get();
+        let at = self.len.load(Ordering::Relaxed);
         self.file.write_all_at(bytes, at).map_err(|e| {
             SpillDir {
                 path: self.dir.clone(),
             }
             .write_error(e)
         })?;
-        self.len.set(at + bytes.len() as u64);
+        self.len.store(at + bytes.len() as u64, Ordering::Relaxed);
         Ok(at)
     }
 
@@ -98,12 +100,12 @@ impl SpillFile {
 
     /// Bytes written to the file: its disk use.
     pub fn len(&self) -> u64 {
-        self.len.get()
+        self.len.load(Ordering::Relaxed)
     }
 
     /// True when nothing was written.
     pub fn is_empty(&self) -> bool {
-        self.len.get() == 0
+        self.len() == 0
     }
 }
 

@@ -26,7 +26,7 @@ use std::cmp::Ordering;
 use steal::{Comm, CommExt, ReduceOp};
 
 /// The sort key of both sides: the path (bytes), then type and metadata for equal paths.
-const BY_PATH: [Key; 1] = [Key {
+pub(super) const BY_PATH: [Key; 1] = [Key {
     field: Field::Name,
     descending: false,
 }];
@@ -40,11 +40,11 @@ pub fn rel_to<'a>(root: &[u8], path: &'a [u8]) -> &'a [u8] {
 /// One list of a join, this rank's share cut into sorted runs in a spill file.
 #[derive(Debug)]
 pub struct JoinSide {
-    root: Vec<u8>,
-    file: Option<SpillFile>,
-    runs: Vec<Run>,
-    samples: FileList,
-    weights: Vec<u64>,
+    pub(super) root: Vec<u8>,
+    pub(super) file: Option<SpillFile>,
+    pub(super) runs: Vec<Run>,
+    pub(super) samples: FileList,
+    pub(super) weights: Vec<u64>,
     /// The list's user table (for lists written from the join).
     pub users: IdTable,
     /// The list's group table.

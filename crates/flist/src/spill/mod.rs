@@ -15,6 +15,8 @@
 //!   inode, then by hash), through the same runs and merge;
 //! - [`join`](mod@join): two lists paired by path relative to their roots (a merge join of two sorted
 //!   streams, each rank a range of relative paths): `cmp`'s pairing of SRC and DEST;
+//! - [`walked`]: a walk's own records beyond the limit, spilled as it goes
+//!   ([`crate::walk::WalkOptions::spill`]), written to a list by a merge or joined;
 //! - [`sort_list_file`]: a list file sorted into another at bounded memory per rank, the
 //!   first operation out of core (the rest of issue 34, sync's merge join, cmp, tar's plan,
 //!   dup, reuse these pieces).
@@ -55,8 +57,10 @@ pub mod limit;
 pub(crate) mod merge;
 pub mod run;
 pub mod sort;
+pub mod walked;
 
 pub use dir::{SpillDir, SpillFile};
 pub use join::{join, rank_of, spill_side, JoinOptions, JoinSide, Joined, Joint};
 pub use limit::{LimitSource, MemoryLimit};
 pub use sort::{sort_list_file, SortFileOptions, Sorted, SpillReport};
+pub use walked::{WalkRuns, WalkSpill};

@@ -18,6 +18,7 @@ use super::dir::{SpillDir, SpillFile};
 use super::merge::Merge;
 use super::run::{Run, RunCursor, RunWriter};
 use crate::error::{Error, Result};
+use crate::ids::IdTable;
 use crate::io;
 use crate::path::{display, PathLike};
 use crate::record::{Detail, FileList, FileType};
@@ -160,7 +161,7 @@ pub fn sort_list_file(
         samples,
         weights,
         longest,
-        mut sums,
+        sums,
         ..
     } = reading;
     let runs_file = match runs_file {
@@ -168,9 +169,61 @@ pub fn sort_list_file(
         // A rank whose share was empty still takes part, with no run.
         None => options.dir.create()?,
     };
+    let spilled = SortedRuns {
+        file: runs_file,
+        runs,
+        samples,
+        weights,
+        longest,
+        sums: [sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]],
+    };
+    let tables = (&users, &groups);
+    let ends = (
+        &stopped as &dyn Fn() -> bool,
+        &interrupted as &dyn Fn() -> Error,
+    );
+    distribute_and_write(comm, spilled, &order, tables, output, options, ends).map(Sorted::Spilled)
+}
+
+/// A rank's records in sorted runs of a spill file, with their samples and counts: what
+/// [`distribute_and_write`] takes.
+pub(super) struct SortedRuns {
+    pub(super) file: SpillFile,
+    pub(super) runs: Vec<Run>,
+    pub(super) samples: FileList,
+    pub(super) weights: Vec<u64>,
+    /// The longest path of the runs (`None`: no record).
+    pub(super) longest: Option<u64>,
+    /// Records, files, dirs, links, others, bytes of the runs.
+    pub(super) sums: [u64; 6],
+}
+
+/// Phases 3-5 of [`sort_list_file`] from every rank's `spilled` runs (sorted by `order`):
+/// splitters from the samples, the exchange in bounded rounds, and the merge of what each rank
+/// received into its region of the v4 list `output` (with the id `tables`). Collective.
+/// `ends`: whether a stop was asked for, and the error it makes.
+pub(super) fn distribute_and_write(
+    comm: &dyn Comm,
+    spilled: SortedRuns,
+    order: &Order<'_>,
+    (users, groups): (&IdTable, &IdTable),
+    output: &[u8],
+    options: &SortFileOptions<'_>,
+    (stopped, interrupted): (&dyn Fn() -> bool, &dyn Fn() -> Error),
+) -> Result<SpillReport> {
+    let SortedRuns {
+        file: runs_file,
+        runs,
+        samples,
+        weights,
+        longest,
+        sums: counted,
+    } = spilled;
+    let mut sums = [0u64; 8];
+    sums[..6].copy_from_slice(&counted);
 
     // 3: splitters from every rank's samples.
-    let pivots = pick_splitters(comm, &samples, &weights, &order);
+    let pivots = pick_splitters(comm, &samples, &weights, order);
     drop(samples);
 
     // 4: exchange in bounded rounds.
@@ -186,10 +239,10 @@ pub fn sort_list_file(
         runs.clone(),
         &received,
         &past,
-        &order,
+        order,
         options,
-        &stopped,
-        &interrupted,
+        stopped,
+        interrupted,
     );
     let spilled_first = runs_file.len();
     drop(runs_file);
@@ -203,8 +256,8 @@ pub fn sort_list_file(
         .into_iter()
         .map(|r| RunCursor::new(r, Detail::Stat, block))
         .collect();
-    io::write_v4_stream(comm, output, (&users, &groups), longest, mine, |sink| {
-        let mut merge = Merge::new(&received, &order, cursors)?;
+    io::write_v4_stream(comm, output, (users, groups), longest, mine, |sink| {
+        let mut merge = Merge::new(&received, order, cursors)?;
         let mut n = 0u64;
         while let Some((list, i)) = merge.peek() {
             let meta = list.meta(i).expect("a stat list");
@@ -223,7 +276,7 @@ pub fn sort_list_file(
     sums[7] = spilled;
     let mut total = sums;
     comm.allreduce(&mut total, ReduceOp::Sum);
-    Ok(Sorted::Spilled(SpillReport {
+    Ok(SpillReport {
         records: total[0],
         files: total[1],
         dirs: total[2],
@@ -233,7 +286,7 @@ pub fn sort_list_file(
         runs: total[6],
         spill_bytes: total[7],
         spill_bytes_max_rank: comm.max(spilled),
-    }))
+    })
 }
 
 /// Bytes read per block of each of `runs` merged at once within `limit`: a quarter of the
@@ -245,7 +298,7 @@ pub(super) fn block_bytes(limit: u64, runs: usize) -> usize {
 /// Phases 1-2 of one rank: the buffer being filled, the runs spilled, their samples, counts.
 /// (Also the first phase of [`super::join`], which fills `buf` from a list in memory.)
 pub(super) struct Reading<'a> {
-    dir: &'a SpillDir,
+    pub(super) dir: &'a SpillDir,
     /// Bytes of memory the buffer (and the sort of it) may take.
     budget: u64,
     /// Samples to take of each run.
@@ -255,9 +308,9 @@ pub(super) struct Reading<'a> {
     pub(super) runs: Vec<Run>,
     pub(super) samples: FileList,
     pub(super) weights: Vec<u64>,
-    longest: Option<u64>,
+    pub(super) longest: Option<u64>,
     /// Records, files, dirs, links, others, bytes, then runs and spill bytes (set later).
-    sums: [u64; 8],
+    pub(super) sums: [u64; 8],
 }
 
 impl<'a> Reading<'a> {
@@ -305,8 +358,22 @@ impl<'a> Reading<'a> {
 
     /// The buffer and what sorting it takes (an [`Item`] a record) reached the budget.
     pub(super) fn full(&self) -> bool {
-        let items = self.buf.len() * std::mem::size_of::<Item<'_>>();
-        (self.buf.heap_bytes() + items) as u64 >= self.budget
+        held_bytes(&self.buf) >= self.budget
+    }
+
+    /// Halve the samples held when there are more than `cap` (every other one is kept, with
+    /// the weight of the one dropped after it), and take half as many of each later run: a
+    /// reading that cannot know its runs in advance (a walk) keeps its samples bounded.
+    /// Samples only steer the balance of the ranks' ranges, so a weight moved to a sample of
+    /// the next run costs nothing but a little balance.
+    pub(super) fn thin(&mut self, cap: usize) {
+        if self.samples.len() <= cap.max(1) {
+            return;
+        }
+        let keep: Vec<usize> = (0..self.samples.len()).step_by(2).collect();
+        self.weights = self.weights.chunks(2).map(|w| w.iter().sum()).collect();
+        self.samples = self.samples.select(keep);
+        self.per_run = (self.per_run / 2).max(1);
     }
 
     /// Sort the buffer, write it as a run and keep its samples; the buffer is emptied.
@@ -335,6 +402,11 @@ impl<'a> Reading<'a> {
         self.runs.push(w.finish(file)?);
         Ok(())
     }
+}
+
+/// Bytes `list` holds and sorting it takes (an [`Item`] a record).
+pub(super) fn held_bytes(list: &FileList) -> u64 {
+    (list.heap_bytes() + list.len() * std::mem::size_of::<Item<'_>>()) as u64
 }
 
 /// The splitter records (`size - 1`, `None` past the end), the same on every rank, from every

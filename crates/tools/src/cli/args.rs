@@ -161,11 +161,13 @@ pub struct MemoryArgs {
     /// spill to TMPDIR and are merged as they are read; below it nothing spills. Default: half
     /// of the node's memory (MemTotal) divided by the ranks on the node (the run's report
     /// shows the value). So far it bounds the sort of a list file into a list file (`walk -i
-    /// LIST -s KEYS -o OUT`, a v3/v4 list), `find -i LIST` and `rm -i LIST` of a v3/v4 list
+    /// LIST -s KEYS -o OUT`, a v3/v4 list), the walk of PATHs into a list file (`walk -o OUT`,
+    /// with no `-s` or `-s name`, without `-p`, `-d`, `-f`, `-t`, `--lite`: unsorted, the list
+    /// is written in path order on each rank), `find -i LIST` and `rm -i LIST` of a v3/v4 list
     /// (read a piece at a time), dup's grouping by size and hash, the pairing and comparison
-    /// of `cmp SRC DEST` and the pairing of `sync SRC DEST` (their walks still hold each
-    /// tree's list once; sync plans what it changes in memory, and its -o, --state,
-    /// --manifest and -L hold the lists); other runs still hold their list in memory.
+    /// of `cmp SRC DEST` (its walks spill too) and the pairing of `sync SRC DEST` (its walks
+    /// still hold each tree's list once; sync plans what it changes in memory, and its -o,
+    /// --state, --manifest and -L hold the lists); other runs still hold their list in memory.
     #[arg(long, value_name = "SIZE", value_parser = memory_limit_arg)]
     pub memory_limit: Option<u64>,
     /// Directory for spill files (default: $TMPDIR, else /tmp); node-local disk on clusters.

@@ -104,8 +104,9 @@ pub struct CmpArgs {
     /// TMPDIR and SRC and DEST are paired by a merge join of the two sorted streams; the
     /// contents are then compared in rounds of a bounded number of files. The report and the
     /// -o lists hold the same as below the limit (a list's records in another order); a text
-    /// list or a list on stdout is gathered in memory before it is written. TMPDIR inside SRC
-    /// or DEST is refused.
+    /// list or a list on stdout is gathered in memory before it is written. The walks spill
+    /// as they go, so no tree's list is held whole (unless the checkpoints' directory lies in
+    /// a tree). TMPDIR inside SRC or DEST is refused.
     #[command(flatten)]
     pub memory: MemoryArgs,
     /// The options every tool has: progress, verbosity, JSON report, timestamps.

@@ -68,7 +68,9 @@ pub struct WalkArgs {
     #[command(flatten)]
     pub checkpoint: crate::cli::args::CheckpointArgs,
     /// `--memory-limit`, `--tmpdir`: a list file sorted into a list file (`-i LIST -s KEYS
-    /// -o OUT`) holds at most this much a rank and spills the rest.
+    /// -o OUT`), and a walk of PATHs into a v4 list file (`-o OUT`, with no `-s` or `-s name`,
+    /// without `-p`, `-d`, `-f`, `-t`, `--lite`, which hold the list in memory), hold at most
+    /// this much a rank and spill the rest.
     #[command(flatten)]
     pub memory: MemoryArgs,
     /// `--noatime`.
@@ -154,6 +156,14 @@ pub fn summary_text(r: &Report) -> String {
             t.push_str(&format!("Memory limit: {limit}\n"));
         }
         t.push_str("Sort failed (named above): no list written\n");
+        return t;
+    }
+    if r.spill_failed {
+        // The records that could not spill are gone: no counts, only why nothing was written.
+        if let Some(limit) = &r.memory_limit {
+            t.push_str(&format!("Memory limit: {limit}\n"));
+        }
+        t.push_str("Walk could not spill its list (named above): no list written\n");
         return t;
     }
     let by = r.ranks.map_or(String::new(), |n| {

@@ -27,18 +27,18 @@ use crate::engine::compare_expr::{Field, Output, State, States, FIELDS};
 use crate::engine::context::{Context, Error, Stopped, Summary, ToolReport};
 use crate::engine::copy::Mapping;
 use crate::engine::pairing::{bring_home, index_by_rel, pair_states};
-use crate::engine::setup::{agree_setup, walk_sources};
+use crate::engine::setup::{agree_setup, walk_sources_spilling};
 use crate::engine::status::Status;
 use content::{ReadOptions, Resume, Verdict};
 use flist::io::Format;
 use flist::path::{display, normalize};
-use flist::spill::{MemoryLimit, SpillDir};
+use flist::spill::{MemoryLimit, SpillDir, WalkSpill};
 use flist::walk::stat_path;
 use flist::FileList;
 pub use manifest::Checked;
 pub use report::{Side, Tally};
 use std::time::Instant;
-use steal::{Comm, ReduceOp};
+use steal::{Comm, CommExt, ReduceOp};
 
 /// Events whose error messages are kept on one line each: a control character (a newline in
 /// a name, say) is written escaped, as `char::escape_debug` writes it (`\n`, `\r`, `\t`,
@@ -571,11 +571,20 @@ fn open_checkpoint(
     Ok(Some((opened.checkpoint, opened.prior)))
 }
 
+/// A tree's list on this rank after its walk: in memory, or spilled to sorted runs by the walk.
+// Made once per tree and taken apart at once.
+#[allow(clippy::large_enum_variant)]
+enum Walk {
+    InMemory(FileList),
+    Spilled(flist::spill::JoinSide),
+}
+
 /// Walk `src` and `dest` and bring every record to the rank owning its relative path; with
-/// `plan.digests`, the digests of the two listings too. Beyond `plan.limit` (half of it, as
-/// the lists' records, on any rank) the lists are spilled to sorted runs instead (SRC as soon
-/// as it is walked), for the merge join. Walk failures are counted in `tally` (what lies below
-/// was not compared). Collective.
+/// `plan.digests`, the digests of the two listings too. The walks spill their records to
+/// sorted runs as they go, past a quarter of `plan.limit` on any rank, unless a checkpoints'
+/// directory or TMPDIR lies in a tree (then a tree is walked into memory and spilled at once
+/// when it outgrows half of it, SRC's before DEST is walked). Spilled lists are paired by the merge
+/// join. Walk failures are counted in `tally` (what lies below was not compared). Collective.
 fn walk(
     comm: &dyn Comm,
     context: &Context,
@@ -589,30 +598,74 @@ fn walk(
     let progress = context.progress(comm.rank(), "Walked");
     // Walk failures of this rank (reported by the walk).
     let mut walk_errors = 0;
+    // What the walks leave out afterwards (the checkpoints) cannot be left out of runs, and
+    // spill files never go in a tree compared.
+    let apart = |dir: &[u8]| {
+        [&src, &dest]
+            .iter()
+            .all(|t| !flist::path::is_prefix(t, dir) && !flist::path::is_prefix(dir, t))
+    };
+    let spill = (plan.ours.is_none_or(apart)
+        && spilled::refuse_tmpdir_inside(plan.dir.path(), &src, &dest).is_ok())
+    .then_some(WalkSpill {
+        limit: plan.limit,
+        dir: plan.dir,
+    });
     let mut walk = |root: &[u8]| {
-        let w = walk_sources(comm, context, &[root.to_vec()], false, &progress);
+        let w = walk_sources_spilling(comm, context, &[root.to_vec()], &progress, spill);
         if !w.complete {
             report.incomplete = true;
         }
         walk_errors += w.errors.len() as u64;
-        let mut list = w.list;
-        crate::engine::checkpoint::without_checkpoints(&mut list, plan.ours);
-        let digest = plan.digests.then(|| checkpoint::list_digest(comm, &list));
-        (list, w.total_items, digest)
+        let side = match w.spilled {
+            None => {
+                let mut list = w.list;
+                crate::engine::checkpoint::without_checkpoints(&mut list, plan.ours);
+                let digest = plan.digests.then(|| checkpoint::list_digest(comm, &list));
+                return (Ok(Walk::InMemory(list)), w.total_items, digest);
+            }
+            Some(runs) => runs.map_err(|e| e.to_string()),
+        };
+        // The digest of the runs, read back once: the sums do not depend on the order.
+        let digested = side.and_then(|runs| {
+            let mut sum = [0u64; 2];
+            if plan.digests {
+                let mut bytes = Vec::new();
+                let read =
+                    runs.for_each(|l, i| checkpoint::add_record_sum(&mut sum, l, i, &mut bytes));
+                comm.agree(read).map_err(|e| e.to_string())?;
+            }
+            Ok((runs, sum))
+        });
+        match digested {
+            Ok((runs, sum)) => {
+                let digest = plan
+                    .digests
+                    .then(|| checkpoint::digest_of_sums(comm, sum, runs.records()));
+                (
+                    Ok(Walk::Spilled(runs.into_join_side(root))),
+                    w.total_items,
+                    digest,
+                )
+            }
+            Err(e) => (Err(e), w.total_items, None),
+        }
     };
     let budget = plan.limit / 2;
     let over = |bytes: usize| steal::CommExt::any(comm, bytes as u64 > budget);
-    let (mut src_list, src_items, src_digest) = walk(&src);
-    let mut spilled_src = None;
-    let mut failed = None;
-    if over(src_list.heap_bytes()) {
-        let list = std::mem::replace(&mut src_list, FileList::new(flist::Detail::Stat));
-        match spilled::spill(comm, list, &src, (&src, &dest), plan) {
-            Ok(side) => spilled_src = Some(side),
-            Err(e) => failed = Some(e),
+    // A tree walked into memory (not spilling) is spilled when it outgrows the budget.
+    let to_side = |side: Walk, root: &[u8]| match side {
+        Walk::Spilled(s) => Ok(s),
+        Walk::InMemory(list) => spilled::spill(comm, list, root, (&src, &dest), plan),
+    };
+    let (src_side, src_items, src_digest) = walk(&src);
+    let src_side = src_side.and_then(|side| match side {
+        Walk::InMemory(list) if over(list.heap_bytes()) => {
+            to_side(Walk::InMemory(list), &src).map(Walk::Spilled)
         }
-    }
-    let (dest_list, dest_items, dest_digest) = walk(&dest);
+        side => Ok(side),
+    });
+    let (dest_side, dest_items, dest_digest) = walk(&dest);
     crate::engine::test_seam::after_listing(comm);
     let detail = Detail {
         src_items,
@@ -622,36 +675,33 @@ fn walk(
     };
     tally.fail_items(walk_errors);
     let digests = src_digest.zip(dest_digest).map(|(s, d)| [s, d]);
-    let listed = if let Some(e) = failed {
-        spilled::failed(comm, context, e, report);
-        Listed::Failed
-    } else if spilled_src.is_some() || over(src_list.heap_bytes() + dest_list.heap_bytes()) {
-        let sides = match spilled_src {
-            Some(side) => Ok(side),
-            None => spilled::spill(comm, src_list, &src, (&src, &dest), plan),
+    let listed = match (src_side, dest_side) {
+        (Err(e), _) | (_, Err(e)) => {
+            spilled::failed(comm, context, e, report);
+            Listed::Failed
         }
-        .and_then(|a| {
-            Ok((
-                a,
-                spilled::spill(comm, dest_list, &dest, (&src, &dest), plan)?,
-            ))
-        });
-        match sides {
-            Ok((a, b)) => Listed::Spilled(a, b),
-            Err(e) => {
-                spilled::failed(comm, context, e, report);
-                Listed::Failed
+        (Ok(Walk::InMemory(src_list)), Ok(Walk::InMemory(dest_list)))
+            if !over(src_list.heap_bytes() + dest_list.heap_bytes()) =>
+        {
+            let map = Mapping::new(vec![(src.clone(), dest.clone())]);
+            let dest_map = Mapping::new(vec![(dest.clone(), dest.clone())]);
+            Listed::InMemory(Trees {
+                src: bring_home(comm, src_list, &map),
+                dest: bring_home(comm, dest_list, &dest_map),
+                map,
+                dest_map,
+            })
+        }
+        (Ok(a), Ok(b)) => {
+            let sides = to_side(a, &src).and_then(|a| Ok((a, to_side(b, &dest)?)));
+            match sides {
+                Ok((a, b)) => Listed::Spilled(a, b),
+                Err(e) => {
+                    spilled::failed(comm, context, e, report);
+                    Listed::Failed
+                }
             }
         }
-    } else {
-        let map = Mapping::new(vec![(src.clone(), dest.clone())]);
-        let dest_map = Mapping::new(vec![(dest.clone(), dest)]);
-        Listed::InMemory(Trees {
-            src: bring_home(comm, src_list, &map),
-            dest: bring_home(comm, dest_list, &dest_map),
-            map,
-            dest_map,
-        })
     };
     (listed, detail, digests)
 }

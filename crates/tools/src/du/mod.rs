@@ -395,6 +395,7 @@ fn count(
             progress: Some(&progress),
             visit: Some(&visit),
             id_tables: false,
+            spill: None,
         };
         walk(comm, &s.roots, &opts)
     };

@@ -2,6 +2,7 @@
 //! must exist, agreement on the checks; and the walk of its sources.
 
 use crate::engine::context::{Context, Error};
+use flist::spill::WalkSpill;
 use flist::walk::{walk, Visit, WalkOptions, Walked};
 use flist::{Detail, FileType};
 use steal::progress::Progress;
@@ -103,6 +104,39 @@ pub fn walk_sources_pruned(
     names: bool,
     prune: Option<&Visit>,
 ) -> Walked {
+    walk_sources_with(
+        comm,
+        context,
+        roots,
+        (dereference, names),
+        progress,
+        prune,
+        None,
+    )
+}
+
+/// [`walk_sources`] that spills its records to sorted runs when they outgrow half of
+/// `spill`'s limit ([`WalkOptions::spill`]; `None`: in memory).
+pub fn walk_sources_spilling(
+    comm: &dyn Comm,
+    context: &Context,
+    roots: &[Vec<u8>],
+    progress: &Progress,
+    spill: Option<WalkSpill<'_>>,
+) -> Walked {
+    walk_sources_with(comm, context, roots, (false, true), progress, None, spill)
+}
+
+/// The walk of [`walk_sources_pruned`] and [`walk_sources_spilling`]: `(dereference, names)`.
+fn walk_sources_with(
+    comm: &dyn Comm,
+    context: &Context,
+    roots: &[Vec<u8>],
+    (dereference, names): (bool, bool),
+    progress: &Progress,
+    prune: Option<&Visit>,
+    spill: Option<WalkSpill<'_>>,
+) -> Walked {
     let opts = WalkOptions {
         detail: Detail::Stat,
         dereference,
@@ -111,6 +145,7 @@ pub fn walk_sources_pruned(
         progress: Some(progress),
         id_tables: names,
         visit: prune,
+        spill,
         ..WalkOptions::default()
     };
     let walked = walk(comm, roots, &opts);

@@ -18,7 +18,10 @@ use crate::engine::lustre::LustreHandle;
 use crate::engine::status::Status;
 use flist::io::{self, Format};
 use flist::sort::{self, Key};
-use flist::spill::{sort_list_file, MemoryLimit, SortFileOptions, Sorted, SpillDir, SpillReport};
+use flist::spill::{
+    sort_list_file, MemoryLimit, SortFileOptions, Sorted, SpillDir, SpillReport, WalkRuns,
+    WalkSpill,
+};
 use flist::summary::summarize;
 use flist::walk::{walk, walk_resuming, WalkOptions};
 use flist::{Detail, FileList};
@@ -59,9 +62,10 @@ pub struct Options {
     /// output, `DIR/.NAME.mfu-checkpoint`).
     pub checkpoint: Choice,
     /// Bytes of records a rank may hold when a list file is sorted into a list file (`-i LIST
-    /// -s KEYS -o OUT`, a v3/v4 list, nothing printed or counted by size): beyond it, sorted
-    /// runs spill to `tmpdir` and are merged. `None`: the default of
-    /// [`flist::spill::MemoryLimit::resolve`] (half the node's memory over its ranks).
+    /// -s KEYS -o OUT`, a v3/v4 list, nothing printed or counted by size), or when PATHs are
+    /// walked into a v4 list file (`-o OUT`, not `-`, without `-p`, `-d`, `-f`, `-t`, `--lite`,
+    /// with no `-s` or `-s name`): beyond it, sorted runs spill to `tmpdir` and are merged. `None`: the default
+    /// of [`flist::spill::MemoryLimit::resolve`] (half the node's memory over its ranks).
     pub memory_limit: Option<u64>,
     /// Where spill files go (`None`: `$TMPDIR`, else `/tmp`).
     pub tmpdir: Option<Vec<u8>>,
@@ -146,11 +150,14 @@ pub struct Report {
     pub written: Option<(String, f64)>,
     /// A list file sorted into a list file: the memory limit per rank, as shown.
     pub memory_limit: Option<String>,
-    /// The sort outgrew the memory limit: what it spilled (the list was written from the
-    /// spill files, never held whole).
+    /// The sort or the walk outgrew the memory limit: what it spilled (the list was written
+    /// from the spill files, never held whole).
     pub spilled: Option<SpillReport>,
     /// Where spill files went (with `spilled`).
     pub tmpdir: Option<String>,
+    /// The walk could not spill its records (reported: a full TMPDIR): no list written, and
+    /// the counts are not known.
+    pub spill_failed: bool,
     /// Wall-clock seconds of the whole run.
     pub seconds: f64,
     /// A stop request cut the walk short.
@@ -201,7 +208,7 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         Some(sort) => sort_file(comm, options, sort, &mut report)?,
         None => None,
     };
-    let (mut list, opened) = match read {
+    let (mut list, opened, spilled) = match read {
         Some(FileSorted::Done) => {
             report.seconds = started.elapsed().as_secs_f64();
             report.failures = options.context.failures();
@@ -209,11 +216,18 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         }
         Some(FileSorted::Read(list)) => {
             report.read = true;
-            (list, opened)
+            (list, opened, None)
         }
-        Some(FileSorted::NotCache) | None => list(comm, options, opened, &mut report)?,
+        Some(FileSorted::NotCache) | None => list(comm, options, &checked, opened, &mut report)?,
     };
     report.walk_seconds = started.elapsed().as_secs_f64();
+    if let Some(spilled) = spilled {
+        write_spilled(comm, options, spilled, &mut report);
+        finish(comm, options, opened, &mut report);
+        report.seconds = started.elapsed().as_secs_f64();
+        report.failures = options.context.failures();
+        return Ok(report);
+    }
     if let Some(keys) = &checked.keys {
         let t = Instant::now();
         list = sort::sort(comm, list, keys).map_err(Error::new)?;
@@ -226,8 +240,21 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
         print(comm, options, &list, stripes.as_deref());
     }
     write(comm, options, &list, &mut report);
+    finish(comm, options, opened, &mut report);
+    report.seconds = started.elapsed().as_secs_f64();
+    report.failures = options.context.failures();
+    Ok(report)
+}
+
+/// Close the checkpoint `opened`: removed when the list was written, kept otherwise (a rerun
+/// takes the directories read from it). Collective.
+fn finish(
+    comm: &dyn Comm,
+    options: &Options,
+    opened: Option<checkpoint::Opened>,
+    report: &mut Report,
+) {
     if let Some(c) = opened.and_then(|o| o.checkpoint) {
-        // Kept when the list was not written: a rerun takes the directories read from it.
         let outcome = if report.interrupted {
             Outcome::Stopped
         } else if report.list_failed {
@@ -239,9 +266,107 @@ pub fn run(comm: &dyn Comm, options: &Options) -> Result<Report, Error> {
             report.walk_errors += 1;
         }
     }
-    report.seconds = started.elapsed().as_secs_f64();
-    report.failures = options.context.failures();
-    Ok(report)
+}
+
+/// The walk of PATHs whose list may spill: its v4 list written to a file (not `-`), unsorted
+/// or sorted by name (`-s name`), with nothing asked of the whole list (print, size tables,
+/// text). Anything else holds the list in memory.
+fn walk_spills(options: &Options, checked: &Checked) -> bool {
+    let to_file = options
+        .output
+        .as_ref()
+        .is_some_and(|o| o.as_slice() != b"-");
+    matches!(options.input, Input::Paths(_))
+        && to_file
+        && checked.keys.as_deref().is_none_or(by_name)
+        && !options.lite
+        && !options.text
+        && !options.print
+        && options.distribution.is_none()
+        && !options.file_histogram
+}
+
+/// The keys are `name` alone, ascending: the order the walk's runs are in.
+fn by_name(keys: &[Key]) -> bool {
+    matches!(
+        keys,
+        [Key {
+            field: sort::Field::Name,
+            descending: false
+        }]
+    )
+}
+
+/// Count and write the records of a walk that spilled (collective): the counts from its runs,
+/// the list merged from them into the output (unless the walk was stopped, or could not
+/// spill: then no list, and the failure reported).
+fn write_spilled(
+    comm: &dyn Comm,
+    options: &Options,
+    spilled: Result<WalkRuns, flist::Error>,
+    report: &mut Report,
+) {
+    let context = &options.context;
+    let rank0 = comm.rank() == 0;
+    let Some(out) = &options.output else {
+        return;
+    };
+    let dir = SpillDir::new(options.tmpdir.as_deref());
+    report.stat = true;
+    let runs = match spilled {
+        Ok(runs) => runs,
+        Err(e) => {
+            if rank0 {
+                context.error(e);
+                context.error(format!(
+                    "{}: not written: the walk could not spill its list",
+                    flist::path::display(out)
+                ));
+            }
+            report.spill_failed = true;
+            report.list_failed = true;
+            return;
+        }
+    };
+    let mut counts = runs.counts().to_vec();
+    counts.push(runs.records());
+    comm.allreduce(&mut counts, steal::ReduceOp::Sum);
+    (report.files, report.dirs, report.links, report.others) =
+        (counts[0], counts[1], counts[2], counts[3]);
+    report.bytes = counts[4];
+    report.items = counts[5];
+    if report.interrupted {
+        if rank0 {
+            context.error(format!(
+                "{}: not written: the walk was interrupted",
+                flist::path::display(out)
+            ));
+        }
+        return;
+    }
+    let t = Instant::now();
+    // `-s name` (the only sort that lets the walk spill): sorted over the ranks.
+    let written = if options.sort.is_some() {
+        runs.write_sorted_by_name(comm, out, Some(&context.stop))
+    } else {
+        runs.write_v4(comm, out, Some(&context.stop))
+    };
+    match written {
+        Ok(s) => {
+            report.spilled = Some(s);
+            report.tmpdir = Some(flist::path::display(dir.path()).into_owned());
+            if context.verbose {
+                let shown = flist::path::display(out).into_owned();
+                report.written = Some((shown, t.elapsed().as_secs_f64()));
+            }
+        }
+        Err(e) => {
+            if rank0 {
+                context.error(e);
+            }
+            report.list_failed = true;
+        }
+    }
 }
 
 /// A list file to sort into a list file: the input, the output and the keys.
@@ -414,14 +539,32 @@ fn check(options: &Options) -> Result<Checked, Error> {
 
 /// Read the input list, or walk the paths (reporting what could not be read), continuing
 /// from the checkpoint `opened` when there is one (given back).
+/// A walk whose list outgrew the memory limit gives its runs instead of the list (the third
+/// part: see [`walk_spills`]).
+#[allow(clippy::type_complexity)]
 fn list(
     comm: &dyn Comm,
     options: &Options,
+    checked: &Checked,
     opened: Option<checkpoint::Opened>,
     report: &mut Report,
-) -> Result<(FileList, Option<checkpoint::Opened>), Error> {
+) -> Result<
+    (
+        FileList,
+        Option<checkpoint::Opened>,
+        Option<Result<WalkRuns, flist::Error>>,
+    ),
+    Error,
+> {
     let context = &options.context;
     let rank0 = comm.rank() == 0;
+    // The limit (collective) only where the walk may spill; shown when given.
+    let limit =
+        walk_spills(options, checked).then(|| MemoryLimit::resolve(comm, options.memory_limit));
+    if let (Some(l), Some(_)) = (&limit, options.memory_limit) {
+        report.memory_limit = Some(l.describe());
+    }
+    let dir = SpillDir::new(options.tmpdir.as_deref());
     let walk_paths = |paths: &[Vec<u8>]| {
         let progress = context.progress(comm.rank(), "Walked");
         let opts = WalkOptions {
@@ -438,6 +581,10 @@ fn list(
             visit: None,
             // Names are printed, sorted by or written to v4 lists; a summary needs none.
             id_tables: options.print || options.output.is_some() || options.sort.is_some(),
+            spill: limit.map(|l| WalkSpill {
+                limit: l.bytes,
+                dir: &dir,
+            }),
         };
         let detail = opts.detail;
         match opened
@@ -459,7 +606,7 @@ fn list(
         Listed::Walked(walked) => walked,
         Listed::Read(list) => {
             report.read = true;
-            return Ok((list, opened));
+            return Ok((list, opened, None));
         }
     };
     for e in &walked.errors {
@@ -486,7 +633,12 @@ fn list(
             ));
         }
     }
-    Ok((walked.list, opened))
+    if walked.spilled.is_some() {
+        if let Some(l) = &limit {
+            report.memory_limit = Some(l.describe());
+        }
+    }
+    Ok((walked.list, opened, walked.spilled))
 }
 
 /// Count the list into the report: types and bytes, stripes (verbose), the distribution and

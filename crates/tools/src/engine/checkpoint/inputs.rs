@@ -129,29 +129,35 @@ pub fn record_sums(list: &FileList) -> [u64; 2] {
     let mut sum = [0u64; 2];
     let mut bytes = Vec::new();
     for i in 0..list.len() {
-        bytes.clear();
-        let path = list.path(i);
-        bytes.extend_from_slice(&(path.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(path);
-        bytes.push(list.kind(i) as u8);
-        if let Some(m) = list.meta(i) {
-            for v in [
-                u64::from(m.mode),
-                m.size,
-                m.mtime as u64,
-                u64::from(m.mtime_nsec),
-                m.ctime as u64,
-                u64::from(m.ctime_nsec),
-                m.dev,
-                m.ino,
-            ] {
-                bytes.extend_from_slice(&v.to_le_bytes());
-            }
-        }
-        sum[0] = sum[0].wrapping_add(xxhash_rust::xxh64::xxh64(&bytes, 0x6d66_752d_7273_0001));
-        sum[1] = sum[1].wrapping_add(xxhash_rust::xxh64::xxh64(&bytes, 0x6d66_752d_7273_0002));
+        add_record_sum(&mut sum, list, i, &mut bytes);
     }
     sum
+}
+
+/// Add record `i` of `list` to the sums `sum` of [`record_sums`] (`bytes`: a buffer reused
+/// from record to record), for records read one at a time (a walk's spilled runs).
+pub fn add_record_sum(sum: &mut [u64; 2], list: &FileList, i: usize, bytes: &mut Vec<u8>) {
+    bytes.clear();
+    let path = list.path(i);
+    bytes.extend_from_slice(&(path.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(path);
+    bytes.push(list.kind(i) as u8);
+    if let Some(m) = list.meta(i) {
+        for v in [
+            u64::from(m.mode),
+            m.size,
+            m.mtime as u64,
+            u64::from(m.mtime_nsec),
+            m.ctime as u64,
+            u64::from(m.ctime_nsec),
+            m.dev,
+            m.ino,
+        ] {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    sum[0] = sum[0].wrapping_add(xxhash_rust::xxh64::xxh64(bytes, 0x6d66_752d_7273_0001));
+    sum[1] = sum[1].wrapping_add(xxhash_rust::xxh64::xxh64(bytes, 0x6d66_752d_7273_0002));
 }
 
 /// [`list_digest`] from every rank's [`record_sums`] `sum` of its `records`. Collective.

@@ -34,7 +34,7 @@ mod inputs;
 mod prior;
 mod store;
 
-pub use inputs::{digest_of_sums, list_digest, record_sums, Inputs};
+pub use inputs::{add_record_sum, digest_of_sums, list_digest, record_sums, Inputs};
 pub use prior::Prior;
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
