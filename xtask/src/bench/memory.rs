@@ -64,10 +64,15 @@ pub const LIMITED_TARGET_MB: f64 = 100.0;
 /// ...and each time at most this many times the same command's without a limit.
 pub const LIMITED_TIME_RATIO: f64 = 1.5;
 
-/// The memory limit of the limited rows for `files` files: issue 34's 64M at 10^6 files, in
-/// proportion (so that a small tree, `--quick`, spills too), at least 64 KiB.
+/// The memory limit of the limited rows for `files` files: issue 34's 64M (MiB) at 10^6
+/// files, in proportion (so that a small tree, `--quick`, spills too), at least 64 KiB.
 fn limit_for(files: u64) -> String {
-    format!("{}k", (files * 64 / 1000).max(64))
+    let kib = (files * 65536 / 1_000_000).max(64);
+    if kib.is_multiple_of(1024) {
+        format!("{}M", kib / 1024)
+    } else {
+        format!("{kib}k")
+    }
 }
 
 /// `cargo xtask rss-wrap DIR CMD ARGS...`: run CMD, wait for it, write its peak resident set
