@@ -190,6 +190,39 @@ pub(crate) fn spill_files_open(dir: &Path) -> usize {
         .count()
 }
 
+/// Start `cmd` (its output piped), wait until one of its processes holds a spill file open in
+/// `spill` (polled every 2 ms, up to `secs` seconds), send SIGTERM to every rank (as a time
+/// limit signals every task) and return the output. `None` when the run ended before it
+/// spilled (its output is then dropped: give it more to do).
+pub(crate) fn term_while_spilling(
+    cmd: &mut std::process::Command,
+    spill: &Path,
+    secs: u64,
+) -> Option<std::process::Output> {
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let start = std::time::Instant::now();
+    while spill_files_open(spill) == 0 {
+        if child.try_wait().unwrap().is_some() {
+            let _ = child.wait_with_output();
+            return None;
+        }
+        assert!(
+            start.elapsed().as_secs() < secs,
+            "{cmd:?}: no spill file after {secs} s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    for pid in mfu_tests::job_pids(child.id()) {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            // A rank may have ended meanwhile.
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
 #[test]
 fn sigterm_while_spilling_leaves_no_spill_file_and_no_output() {
     let tmp = tempfile::tempdir().unwrap();
@@ -203,27 +236,8 @@ fn sigterm_while_spilling_leaves_no_spill_file_and_no_output() {
             .args(["--memory-limit", "64k", "--tmpdir"])
             .arg(&spill)
             .command();
-        cmd.stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let start = std::time::Instant::now();
-        while spill_files_open(&spill) == 0 {
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "{name}: ended before spilling"
-            );
-            assert!(
-                start.elapsed().as_secs() < 60,
-                "{name}: no spill file after 60 s"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        // Every rank, as a time limit signals every task.
-        for pid in mfu_tests::job_pids(child.id()) {
-            let pid = rustix::process::Pid::from_raw(pid).unwrap();
-            rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-        }
-        let done = child.wait_with_output().unwrap();
+        let done = term_while_spilling(&mut cmd, &spill, 60)
+            .unwrap_or_else(|| panic!("{name}: ended before spilling"));
         let stderr = String::from_utf8_lossy(&done.stderr);
         assert_eq!(
             done.status.code(),

@@ -7,7 +7,7 @@
 //! with DEST unchanged; TMPDIR inside a tree is refused; SIGTERM while spilling exits 1 with no
 //! spill file left, and a rerun converges.
 
-use crate::spill::{spill_files_open, Mount};
+use crate::spill::{spill_files_open, term_while_spilling, Mount};
 use mfu_tests::tree::{self, Compare};
 use mfu_tests::{launches, Tool};
 use std::collections::BTreeSet;
@@ -397,26 +397,8 @@ fn sigterm_while_spilling_exits_1_leaves_no_spill_file_and_a_rerun_converges() {
             .arg(&src)
             .arg(&dest)
             .command();
-        cmd.stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let start = std::time::Instant::now();
-        while spill_files_open(&spill) == 0 {
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "{name}: ended before spilling"
-            );
-            assert!(
-                start.elapsed().as_secs() < 120,
-                "{name}: no spill file after 120 s"
-            );
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        for pid in mfu_tests::job_pids(child.id()) {
-            let pid = rustix::process::Pid::from_raw(pid).unwrap();
-            rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-        }
-        let done = child.wait_with_output().unwrap();
+        let done = term_while_spilling(&mut cmd, &spill, 120)
+            .unwrap_or_else(|| panic!("{name}: ended before spilling"));
         let stderr = String::from_utf8_lossy(&done.stderr);
         assert_eq!(
             done.status.code(),

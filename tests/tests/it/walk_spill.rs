@@ -5,7 +5,7 @@
 //! stop mid-walk leave no output and no spill file; a spilling walk killed or stopped continues
 //! from its checkpoint to the list of an uninterrupted walk.
 
-use crate::spill::{names, spill_files_open, Mount};
+use crate::spill::{names, spill_files_open, term_while_spilling, Mount};
 use flist::{io, FileList};
 use mfu_tests::{launches, Run, Tool};
 use std::ffi::OsStr;
@@ -239,30 +239,8 @@ fn sigterm_while_a_walk_spills_leaves_no_spill_file_and_no_output() {
                 .args(["--memory-limit", "4k", "--tmpdir"])
                 .arg(&spill)
                 .command();
-            cmd.stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
-            let mut child = cmd.spawn().unwrap();
-            let start = std::time::Instant::now();
-            let mut ended = false;
-            while spill_files_open(&spill) == 0 {
-                if child.try_wait().unwrap().is_some() {
-                    ended = true;
-                    break;
-                }
-                assert!(
-                    start.elapsed().as_secs() < 60,
-                    "{name}: no spill after 60 s"
-                );
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-            // Every rank, as a time limit signals every task.
-            for pid in mfu_tests::job_pids(child.id()) {
-                if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-                }
-            }
-            let done = child.wait_with_output().unwrap();
-            if ended || done.status.code() == Some(0) {
+            let done = term_while_spilling(&mut cmd, &spill, 60);
+            let Some(done) = done.filter(|d| d.status.code() != Some(0)) else {
                 // Done before the signal: a bigger tree.
                 assert!(
                     dirs < 20_000,
@@ -271,7 +249,7 @@ fn sigterm_while_a_walk_spills_leaves_no_spill_file_and_no_output() {
                 let _ = fs::remove_file(&out);
                 dirs *= 3;
                 continue;
-            }
+            };
             let stderr = String::from_utf8_lossy(&done.stderr);
             assert_eq!(done.status.code(), Some(1), "{name}: {stderr}");
             assert!(stderr.contains("interrupted"), "{name}: {stderr}");

@@ -74,6 +74,35 @@ pub struct SpillReport {
     pub spill_bytes_max_rank: u64,
 }
 
+impl SpillReport {
+    /// The report of every rank's runs (collective): this rank's `sums` of its records (records,
+    /// files, dirs, links, others, bytes), its `runs` and the bytes it `spilled`, summed over the
+    /// ranks, with the most any rank spilled.
+    pub(super) fn over_ranks(
+        comm: &dyn Comm,
+        sums: [u64; 6],
+        runs: u64,
+        spilled: u64,
+    ) -> SpillReport {
+        let mut total = [0u64; 8];
+        total[..6].copy_from_slice(&sums);
+        total[6] = runs;
+        total[7] = spilled;
+        comm.allreduce(&mut total, ReduceOp::Sum);
+        SpillReport {
+            records: total[0],
+            files: total[1],
+            dirs: total[2],
+            links: total[3],
+            others: total[4],
+            bytes: total[5],
+            runs: total[6],
+            spill_bytes: total[7],
+            spill_bytes_max_rank: comm.max(spilled),
+        }
+    }
+}
+
 /// What [`sort_list_file`] needs besides the files.
 #[derive(Clone, Copy, Debug)]
 pub struct SortFileOptions<'a> {
@@ -217,10 +246,8 @@ pub(super) fn distribute_and_write(
         samples,
         weights,
         longest,
-        sums: counted,
+        sums,
     } = spilled;
-    let mut sums = [0u64; 8];
-    sums[..6].copy_from_slice(&counted);
 
     // 3: splitters from every rank's samples.
     let pivots = pick_splitters(comm, &samples, &weights, order);
@@ -272,21 +299,12 @@ pub(super) fn distribute_and_write(
     })?;
 
     let spilled = spilled_first + received.len();
-    sums[6] = runs.len() as u64;
-    sums[7] = spilled;
-    let mut total = sums;
-    comm.allreduce(&mut total, ReduceOp::Sum);
-    Ok(SpillReport {
-        records: total[0],
-        files: total[1],
-        dirs: total[2],
-        links: total[3],
-        others: total[4],
-        bytes: total[5],
-        runs: total[6],
-        spill_bytes: total[7],
-        spill_bytes_max_rank: comm.max(spilled),
-    })
+    Ok(SpillReport::over_ranks(
+        comm,
+        sums,
+        runs.len() as u64,
+        spilled,
+    ))
 }
 
 /// Bytes read per block of each of `runs` merged at once within `limit`: a quarter of the

@@ -20,7 +20,7 @@ use crate::record::{Detail, FileList};
 use crate::sort::Order;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Mutex;
-use steal::{Comm, CommExt, ReduceOp};
+use steal::{Comm, CommExt};
 
 /// Where a walk may spill its records ([`crate::walk::WalkOptions::spill`]).
 #[derive(Clone, Copy, Debug)]
@@ -301,23 +301,13 @@ impl WalkRuns {
             }
             Ok(())
         })?;
-        let mine = self.file.len();
-        let mut total = [0u64; 8];
-        total[..6].copy_from_slice(&self.sums);
-        total[6] = self.runs.len() as u64;
-        total[7] = mine;
-        comm.allreduce(&mut total, ReduceOp::Sum);
-        Ok(SpillReport {
-            records: total[0],
-            files: total[1],
-            dirs: total[2],
-            links: total[3],
-            others: total[4],
-            bytes: total[5],
-            runs: total[6],
-            spill_bytes: total[7],
-            spill_bytes_max_rank: comm.max(mine),
-        })
+        let runs = self.runs.len() as u64;
+        Ok(SpillReport::over_ranks(
+            comm,
+            self.sums,
+            runs,
+            self.file.len(),
+        ))
     }
 }
 
