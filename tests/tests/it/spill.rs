@@ -2,7 +2,7 @@
 //! sorts through spill files at a tiny limit and writes the bytes of the unlimited sort; a
 //! full TMPDIR and a stop mid-spill leave no output, no spill file, and the input as it was.
 
-use flist::{io, Detail, FileList, Meta};
+use flist::{io, Detail, FileList, FileType, Meta};
 use mfu_tests::{launches, Tool};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -255,4 +255,64 @@ fn sigterm_while_spilling_leaves_no_spill_file_and_no_output() {
             "{name}: spill files still open"
         );
     }
+}
+
+/// A rank whose share of the list is empty makes its spill file only after the others have
+/// spilled; when it cannot (here: the TMPDIR has no inode left for it), that is every rank's
+/// error, not a rank gone while the others wait for it in the exchange.
+#[test]
+fn a_rank_that_cannot_make_its_spill_file_is_every_rank_s_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in.mfu");
+    // Two records over three ranks, each bigger than half the limit: two ranks spill one
+    // record each, the third has none.
+    let mut l = FileList::new(Detail::Stat);
+    for i in 0..2 {
+        let p = format!("/data/{}{i}", "x".repeat(3000));
+        let meta = Meta {
+            mode: 0o100644,
+            ..Meta::default()
+        };
+        l.push(p.as_bytes(), FileType::File, Some(meta));
+    }
+    steal::local::run(1, |c| io::write(c, &l, &input, io::Format::V4).unwrap());
+    // The file system's root and two unnamed files: the third spill file finds no inode.
+    let full = tmp.path().join("full");
+    std::fs::create_dir_all(&full).unwrap();
+    let st = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1M,nr_inodes=3", "tmpfs"])
+        .arg(&full)
+        .status()
+        .unwrap();
+    assert!(st.success(), "mount a tmpfs (the tests run as root)");
+    let _mounted = Mount(full.clone());
+    let out = tmp.path().join("out.mfu");
+    let mut cmd = Tool::new("walk")
+        .ranks(3)
+        .args(["-s", "name", "-i"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .args(["--memory-limit", "1k", "--tmpdir"])
+        .arg(&full)
+        .command();
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed().as_secs() > 60 {
+            let _ = child.kill();
+            panic!("the ranks still wait for each other after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("TMPDIR {}", full.display())),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "an output after a failed sort");
 }

@@ -193,11 +193,12 @@ pub fn sort_list_file(
         sums,
         ..
     } = reading;
-    let runs_file = match runs_file {
-        Some(f) => f,
-        // A rank whose share was empty still takes part, with no run.
-        None => options.dir.create()?,
-    };
+    // A rank whose share was empty still takes part, with no run (and its spill file is
+    // agreed on: a rank that cannot make one must not leave the others in the exchange).
+    let runs_file = comm.agree(match runs_file {
+        Some(f) => Ok(f),
+        None => options.dir.create(),
+    })?;
     let spilled = SortedRuns {
         file: runs_file,
         runs,
