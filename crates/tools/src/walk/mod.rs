@@ -351,22 +351,41 @@ fn write_spilled(
     } else {
         runs.write_v4(comm, out, Some(&context.stop))
     };
-    match written {
-        Ok(s) => {
-            report.spilled = Some(s);
-            report.tmpdir = Some(flist::path::display(dir.path()).into_owned());
+    if let Some(s) = written_to(comm, options, out, t, written, report) {
+        report.spilled = Some(s);
+        report.tmpdir = Some(flist::path::display(dir.path()).into_owned());
+    }
+}
+
+/// The outcome of writing the list `out` (collective), begun at `t`: with `-v` its time kept
+/// for the report; a failure reported (rank 0) and agreed on as `list_failed`.
+fn written_to<T, E: std::fmt::Display>(
+    comm: &dyn Comm,
+    options: &Options,
+    out: &[u8],
+    t: Instant,
+    result: Result<T, E>,
+    report: &mut Report,
+) -> Option<T> {
+    let context = &options.context;
+    let kept = match result {
+        Ok(v) => {
             if context.verbose {
                 let shown = flist::path::display(out).into_owned();
                 report.written = Some((shown, t.elapsed().as_secs_f64()));
             }
+            Some(v)
         }
         Err(e) => {
-            if rank0 {
+            if comm.rank() == 0 {
                 context.error(e);
             }
-            report.list_failed = true;
+            None
         }
-    }
+    };
+    // The same error on every rank from the collective write; agreed all the same.
+    report.list_failed = comm.any(kept.is_none() || report.list_failed);
+    kept
 }
 
 /// A list file to sort into a list file: the input, the output and the keys.
@@ -720,20 +739,6 @@ fn write(comm: &dyn Comm, options: &Options, list: &FileList, report: &mut Repor
         io::default_format(list)
     };
     let t = Instant::now();
-    match io::write(comm, list, out, format) {
-        Ok(()) => {
-            if context.verbose {
-                let shown = flist::path::display(out).into_owned();
-                report.written = Some((shown, t.elapsed().as_secs_f64()));
-            }
-        }
-        Err(e) => {
-            if rank0 {
-                context.error(e);
-            }
-            report.list_failed = true;
-        }
-    }
-    // The same error on every rank from the collective write; agreed all the same.
-    report.list_failed = comm.any(report.list_failed);
+    let written = io::write(comm, list, out, format);
+    written_to(comm, options, out, t, written, report);
 }
