@@ -153,12 +153,8 @@ fn same_as_unlimited_by(
         let limit = [extra, &["--memory-limit", TINY]].concat();
         let got = sync(launch, src, &limited, &limit);
         let ctx = format!("{what}, {name}");
-        if before.is_some() {
-            got.stdout_contains("Spilled: ");
-        } else {
-            // Into a DEST that does not exist nothing is paired: the lists stay in memory.
-            assert!(!got.stdout_str().contains("Spilled: "), "{ctx}");
-        }
+        // Into a DEST that does not exist too: SRC's list and the plan spill.
+        got.stdout_contains("Spilled: ");
         assert_eq!(
             said(&got, &limited),
             said(&want, &unlimited),
@@ -456,4 +452,59 @@ fn delete_after_an_incomplete_source_walk_is_refused_beyond_the_limit_too() {
         );
     }
     assert!(limited.join("d2/new.txt").exists());
+}
+
+/// Into a DEST that does not exist, the plan of what is created (all of SRC) waits in spill
+/// files, not in memory: at the pause between the plan and the copy, the ranks hold spill files
+/// open (the walks' and the join's are gone by then), and the copy, reading its plan back a
+/// piece at a time, makes the whole tree.
+#[test]
+fn a_sync_into_a_new_dest_copies_from_a_plan_that_waits_in_spill_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = source(tmp.path(), 300);
+    let spill = tmp.path().join("spill");
+    std::fs::create_dir(&spill).unwrap();
+    let pause = tmp.path().join("pause");
+    let (ready, go) = (tmp.path().join("pause.ready"), tmp.path().join("pause.go"));
+    for (name, launch) in launches() {
+        let dest = tmp.path().join("dest");
+        let _ = std::fs::remove_dir_all(&dest);
+        let _ = std::fs::remove_file(&ready);
+        let _ = std::fs::remove_file(&go);
+        let mut cmd = launch(Tool::new("sync"))
+            .args(["--memory-limit", TINY, "--tmpdir"])
+            .arg(&spill)
+            .arg(&src)
+            .arg(&dest)
+            .command();
+        cmd.env("MFU_RS_TEST_PAUSE_AFTER_LISTING", &pause)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let child = mfu_tests::spawn(&mut cmd);
+        let start = std::time::Instant::now();
+        while !ready.exists() {
+            assert!(start.elapsed().as_secs() < 60, "{name}: no pause");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let open = crate::spill::spill_files_open(&spill);
+        std::fs::write(&go, b"").unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {stderr}");
+        assert!(
+            open > 0,
+            "{name}: no spill file open between the plan and the copy"
+        );
+        tree::assert_equal_in(
+            name,
+            &tree::snapshot(&src),
+            &tree::snapshot(&dest),
+            Compare::META,
+        );
+        assert_eq!(crate::spill::spill_files_open(&spill), 0, "{name}");
+        assert!(
+            std::fs::read_dir(&spill).unwrap().next().is_none(),
+            "{name}"
+        );
+    }
 }

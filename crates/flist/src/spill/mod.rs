@@ -15,6 +15,8 @@
 //!   inode, then by hash), through the same runs and merge;
 //! - [`join`](mod@join): two lists paired by path relative to their roots (a merge join of two sorted
 //!   streams, each rank a range of relative paths): `cmp`'s pairing of SRC and DEST;
+//! - [`overflow`]: a list made and read back in order, held up to a budget and the rest
+//!   written out (sync's plan of what to create, and its actions);
 //! - [`walked`]: a walk's own records beyond the limit, spilled as it goes
 //!   ([`crate::walk::WalkOptions::spill`]), written to a list by a merge or joined;
 //! - [`sort_list_file`]: a list file sorted into another at bounded memory per rank, the
@@ -55,6 +57,7 @@ pub mod join;
 pub mod keyed;
 pub mod limit;
 pub(crate) mod merge;
+pub mod overflow;
 pub mod run;
 pub mod sort;
 pub mod walked;
@@ -62,5 +65,6 @@ pub mod walked;
 pub use dir::{SpillDir, SpillFile};
 pub use join::{join, rank_of, spill_side, JoinOptions, JoinSide, Joined, Joint};
 pub use limit::{LimitSource, MemoryLimit};
+pub use overflow::{OverflowList, Pieces};
 pub use sort::{sort_list_file, SortFileOptions, Sorted, SpillReport};
 pub use walked::{WalkRuns, WalkSpill};

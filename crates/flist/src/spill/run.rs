@@ -16,6 +16,7 @@ pub struct Run {
 }
 
 /// Writes one run through a buffer of at most about `cap` bytes.
+#[derive(Debug)]
 pub struct RunWriter {
     run: Run,
     buf: Vec<u8>,
@@ -66,6 +67,11 @@ impl RunWriter {
         }
         self.buf.clear();
         Ok(())
+    }
+
+    /// The run as written so far (what is still buffered is not in it: flush first).
+    pub fn written(&self) -> Run {
+        self.run.clone()
     }
 
     /// Write what is buffered; the run.
@@ -136,6 +142,19 @@ impl RunCursor {
             self.load(file)?;
         }
         Ok(())
+    }
+
+    /// The next block of records as a list of its own (`None`: the run is read), for a reader
+    /// that takes a run a piece at a time rather than a record at a time.
+    pub fn next_block(&mut self, file: &SpillFile) -> Result<Option<FileList>> {
+        self.load(file)?;
+        if self.list.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(std::mem::replace(
+            &mut self.list,
+            FileList::new(self.detail),
+        )))
     }
 
     /// Read and decode the next block (at least one whole record, unless the run is done).

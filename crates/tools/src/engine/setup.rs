@@ -127,8 +127,9 @@ pub fn walk_sources_spilling(
     walk_sources_with(comm, context, roots, (false, true), progress, None, spill)
 }
 
-/// The walk of [`walk_sources_pruned`] and [`walk_sources_spilling`]: `(dereference, names)`.
-fn walk_sources_with(
+/// The walk of [`walk_sources_pruned`] and [`walk_sources_spilling`]: `(dereference, names)`,
+/// leaving out what `prune` consumes and spilling beyond `spill`'s limit (both optional).
+pub fn walk_sources_with(
     comm: &dyn Comm,
     context: &Context,
     roots: &[Vec<u8>],

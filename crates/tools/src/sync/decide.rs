@@ -15,6 +15,7 @@ use crate::engine::copy::{Mapping, Plan};
 use crate::engine::pairing::{contents_differ, index_by_rel, link_target, rdev, PathIndex};
 use flist::path::is_prefix;
 use flist::record::Entry;
+use flist::spill::{OverflowList, SpillDir};
 use flist::walk::stat_path;
 use flist::{Detail, FileList, FileType, Meta};
 use std::collections::{HashMap, HashSet};
@@ -52,7 +53,7 @@ pub(super) fn decide(comm: &dyn Comm, inp: &Inputs) -> Decisions {
     plan_sources(&mut planner, inp, &by_rel, &conflicts);
     let replaced = planner.share_replaced(comm);
     plan_dest_only(&mut planner, inp, &replaced);
-    planner.finish()
+    planner.finish(0)
 }
 
 /// The decision inputs common to every path of the run.
@@ -336,6 +337,9 @@ pub(super) struct Planner<'a> {
     fix_meta: FileList,
     /// Partial files resumed, by source path.
     resumes: HashMap<Vec<u8>, Resumable>,
+    /// Beyond the memory limit: the streamed entries to create but directories, held up to
+    /// a budget and written out beyond it ([`Planner::spill_to`]).
+    create_more: Option<OverflowList>,
 }
 
 impl<'a> Planner<'a> {
@@ -367,7 +371,33 @@ impl<'a> Planner<'a> {
             replaced_dirs: Vec::new(),
             fix_meta: FileList::new(Detail::Stat),
             resumes: HashMap::new(),
+            create_more: None,
         }
+    }
+
+    /// Beyond the memory limit: what is created (but directories, which the copy makes
+    /// first) and the actions are held up to `budget` bytes of records each, the rest written
+    /// out to spill files of `dir`, so that the plan of a sync into an empty DEST does not
+    /// hold the tree.
+    pub(super) fn spill_to(&mut self, budget: u64, dir: &SpillDir) {
+        self.create_more = Some(OverflowList::spilling(Detail::Stat, budget, dir));
+        self.out.actions = Actions::spilling(self.inp.dest_root, budget, dir);
+    }
+
+    /// Bytes written to spill files by [`Planner::spill_to`]'s lists on this rank.
+    pub(super) fn spill_bytes(&self) -> u64 {
+        self.create_more
+            .as_ref()
+            .map_or(0, OverflowList::spill_bytes)
+            + self.out.actions.spill_bytes()
+    }
+
+    /// The first failure to write what [`Planner::spill_to`] spills (a full TMPDIR).
+    pub(super) fn spill_error(&mut self) -> flist::error::Result<()> {
+        if let Some(more) = &mut self.create_more {
+            more.finish()?;
+        }
+        self.out.actions.finish()
     }
 
     /// Classify the source entry `s` against its DEST entry and apply the decision: the one
@@ -570,7 +600,12 @@ impl<'a> Planner<'a> {
                             u32::try_from(index).expect("more than 2^32 records on one rank");
                         self.out.create_from[usize::from(in_members)].push(index);
                     }
-                    Slot::Streamed => self.out.plan.create.push(e.path, e.kind, Some(at.meta)),
+                    Slot::Streamed => match &mut self.create_more {
+                        Some(more) if e.kind != FileType::Dir => {
+                            more.push(e.path, e.kind, Some(at.meta))
+                        }
+                        _ => self.out.plan.create.push(e.path, e.kind, Some(at.meta)),
+                    },
                 }
             }
         }
@@ -595,10 +630,13 @@ impl<'a> Planner<'a> {
         all_paths(comm, mine).collect()
     }
 
-    pub(super) fn finish(self) -> Decisions {
+    /// The decisions; entries to create beyond the limit are read back in pieces of about
+    /// `piece` bytes.
+    pub(super) fn finish(self, piece: usize) -> Decisions {
         let mut out = self.out;
         out.plan.fix_meta_list = self.fix_meta;
         out.plan.journals = Journals::Planned(self.resumes);
+        out.plan.create_more = self.create_more.map(|more| more.into_pieces(piece));
         out
     }
 }

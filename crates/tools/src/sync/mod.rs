@@ -35,7 +35,7 @@ use crate::engine::status::Status;
 use crate::engine::verify_state;
 use decide::{decide, Inputs};
 use flist::path::{is_prefix, normalize};
-use flist::spill::{MemoryLimit, SpillDir};
+use flist::spill::{MemoryLimit, OverflowList, SpillDir, WalkSpill};
 use flist::walk::stat_path;
 use flist::{Detail, FileList, FileType, Meta};
 use std::os::unix::ffi::OsStringExt;
@@ -250,12 +250,15 @@ impl Action {
 
 /// The planned actions of this rank, each with its destination path: the paths relative to
 /// DEST (whose root is not repeated on every record) in a lite list's arena, so a record
-/// costs its relative path plus 6 bytes, no heap object of its own.
+/// costs its relative path plus 6 bytes, no heap object of its own; beyond the memory limit,
+/// held up to a budget and the rest written out ([`OverflowList`]).
 struct Actions {
     /// DEST: every planned path lies beneath it.
     root: Vec<u8>,
     kinds: Vec<Action>,
-    rels: FileList,
+    rels: OverflowList,
+    /// Bytes of spill read at a time.
+    block: usize,
 }
 
 impl Actions {
@@ -263,7 +266,17 @@ impl Actions {
         Actions {
             root: root.to_vec(),
             kinds: Vec::new(),
-            rels: FileList::new(Detail::Lite),
+            rels: OverflowList::in_memory(Detail::Lite),
+            block: 0,
+        }
+    }
+
+    /// Actions held up to `budget` bytes of paths, the rest in a spill file of `dir`.
+    fn spilling(root: &[u8], budget: u64, dir: &SpillDir) -> Actions {
+        Actions {
+            rels: OverflowList::spilling(Detail::Lite, budget, dir),
+            block: budget as usize,
+            ..Actions::new(root)
         }
     }
 
@@ -273,26 +286,39 @@ impl Actions {
         self.kinds.push(action);
     }
 
+    /// Bytes of the paths written out.
+    fn spill_bytes(&self) -> u64 {
+        self.rels.spill_bytes()
+    }
+
+    /// The first failure to write the paths out (a full TMPDIR).
+    fn finish(&mut self) -> flist::error::Result<()> {
+        self.rels.finish()
+    }
+
     /// The actions, in order, without their paths.
     fn kinds(&self) -> impl Iterator<Item = Action> + '_ {
         self.kinds.iter().copied()
     }
 
-    /// Call `f` with each action and its destination path, in order.
-    fn each(&self, mut f: impl FnMut(Action, &[u8])) {
+    /// Call `f` with each action and its destination path, in order (a failure to read the
+    /// paths spilled ends it).
+    fn each(&self, mut f: impl FnMut(Action, &[u8])) -> flist::error::Result<()> {
         let mut path = Vec::new();
-        for (i, &a) in self.kinds.iter().enumerate() {
+        let mut i = 0;
+        self.rels.for_each(self.block, |rels, at| {
             path.clear();
             path.extend_from_slice(&self.root);
-            let rel = self.rels.path(i);
+            let rel = rels.path(at);
             if !rel.is_empty() {
                 if !path.ends_with(b"/") {
                     path.push(b'/');
                 }
                 path.extend_from_slice(rel);
             }
-            f(a, &path);
-        }
+            f(self.kinds[i], &path);
+            i += 1;
+        })
     }
 }
 
@@ -457,9 +483,11 @@ fn held_in_memory(o: &Options) -> Option<&'static str> {
 }
 
 /// Phase 2: walk both trees, apply the rules, group hard links and bring every record to the
-/// rank its relative path hashes to; beyond `spill_to`'s limit (half of it as records on any
-/// rank, as `cmp`), spill both lists (SRC's as soon as it is walked) to sorted runs of its
-/// directory instead. Collective.
+/// rank its relative path hashes to; beyond `spill_to`'s limit, the lists spill to sorted runs
+/// of its directory instead, for the merge join. The walks spill as they go (past a quarter of
+/// the limit of records on any rank, as `cmp`'s), unless TMPDIR lies in a tree: then a tree
+/// walked into memory is spilled when it outgrows half of the limit (SRC's as soon as it is
+/// walked). Collective.
 fn list(
     comm: &dyn Comm,
     o: &Options,
@@ -480,57 +508,78 @@ fn list(
     // The rules prune both walks: excluded entries are neither compared, copied nor deleted,
     // and an excluded tree is not read.
     let (prune, dest_prune) = (o.rules.pruner(&map), o.rules.pruner(&dest_map));
-    let walked = crate::engine::setup::walk_sources_pruned(
-        comm,
-        &o.context,
-        std::slice::from_ref(src),
-        o.dereference,
-        &walk_progress,
-        names,
-        prune.as_deref(),
-    );
-    let src_complete = walked.complete;
-    let mut failed = walked.errors.len() as u64;
-    let mut incomplete = !walked.complete;
-    let mut src_list = walked.list;
-    let budget = spill_to.0 / 2;
-    let over = |bytes: usize| comm.any(bytes as u64 > budget);
     let held = held_in_memory(o);
-    // Into a DEST that does not exist there is nothing to pair: every record is created and
-    // the plan holds them all anyway (the copy engine takes it in memory), so a spill would
-    // only add its buffers.
-    let may_spill = held.is_none() && paths.dest_exists;
-    // SRC spills before DEST is walked: the two lists are never in memory together.
-    let mut spilled_src = None;
-    if may_spill && over(src_list.heap_bytes()) {
-        let list = std::mem::replace(&mut src_list, FileList::new(Detail::Stat));
-        spilled_src = Some(spilled::spill_src(comm, list, trees, spill_to));
-    }
-    let dest_list = if paths.dest_exists {
-        let walked = crate::engine::setup::walk_sources_pruned(
+    // Into a DEST that does not exist too: SRC's runs are joined with nothing, and what is
+    // created spills with the plan (read back a piece at a time by the copy engine).
+    let may_spill = held.is_none();
+    let walk_spill = (may_spill
+        && crate::cmp::spilled::refuse_tmpdir_inside(spill_to.1.path(), src, dest).is_ok())
+    .then_some(WalkSpill {
+        limit: spill_to.0,
+        dir: spill_to.1,
+    });
+    let walk = |root: &[u8], dereference: bool, prune: Option<&flist::walk::Visit>| {
+        let walked = crate::engine::setup::walk_sources_with(
             comm,
             &o.context,
-            std::slice::from_ref(dest),
-            false,
+            &[root.to_vec()],
+            (dereference, names),
             &walk_progress,
-            names,
-            dest_prune.as_deref(),
+            prune,
+            walk_spill,
         );
-        failed += walked.errors.len() as u64;
-        incomplete |= !walked.complete;
-        walked.list
-    } else {
-        FileList::new(Detail::Stat)
+        let failed = walked.errors.len() as u64;
+        (walked, failed)
     };
+    let (walked, mut failed) = walk(src, o.dereference, prune.as_deref());
+    let src_complete = walked.complete;
+    let mut incomplete = !walked.complete;
+    let budget = spill_to.0 / 2;
+    let over = |bytes: usize| comm.any(bytes as u64 > budget);
+    // SRC spills before DEST is walked: the two lists are never in memory together. (Each
+    // branch is taken on every rank: a walk spilled on one rank spilled on all.)
+    let mut src_list = FileList::new(Detail::Stat);
+    let spilled_src = match walked.spilled {
+        Some(runs) => Some(
+            runs.map_err(|e| e.to_string())
+                .and_then(|runs| spilled::walked_src(comm, runs, src)),
+        ),
+        None if may_spill && over(walked.list.heap_bytes()) => {
+            Some(spilled::spill_src(comm, walked.list, trees, spill_to))
+        }
+        None => {
+            src_list = walked.list;
+            None
+        }
+    };
+    let mut dest_list = FileList::new(Detail::Stat);
+    let mut spilled_dest = None;
+    if paths.dest_exists {
+        let (walked, dest_failed) = walk(dest, false, dest_prune.as_deref());
+        failed += dest_failed;
+        incomplete |= !walked.complete;
+        match walked.spilled {
+            Some(runs) => {
+                spilled_dest = Some(
+                    runs.map(|runs| runs.into_join_side(dest))
+                        .map_err(|e| e.to_string()),
+                )
+            }
+            None => dest_list = walked.list,
+        }
+    }
     drop((prune, dest_prune)); // they borrow the mappings
     report.list_failed = comm.sum(failed);
     report.list_incomplete = comm.any(incomplete);
     let beyond = || over(src_list.heap_bytes() + dest_list.heap_bytes());
-    let lists = if spilled_src.is_some() || (may_spill && beyond()) {
+    let lists = if spilled_src.is_some() || spilled_dest.is_some() || (may_spill && beyond()) {
         let src_side =
             spilled_src.unwrap_or_else(|| spilled::spill_src(comm, src_list, trees, spill_to));
         let sides = src_side.and_then(|(src, links)| {
-            let dest = spilled::spill(comm, dest_list, dest, trees, spill_to)?;
+            let dest = match spilled_dest {
+                Some(side) => side?,
+                None => spilled::spill(comm, dest_list, dest, trees, spill_to)?,
+            };
             Ok(spilled::Sides { src, dest, links })
         });
         match sides {
@@ -544,7 +593,7 @@ fn list(
             }
         }
     } else {
-        if let Some(option) = held.filter(|_| paths.dest_exists && beyond()) {
+        if let Some(option) = held.filter(|_| beyond()) {
             // A warning, not a failure: the sync is done as below the limit (and the
             // message stays out of the report's failures).
             if comm.rank() == 0 {
@@ -768,17 +817,7 @@ fn act(
         [report.resumed, report.resumed_bytes] = planned;
     }
     if o.dryrun {
-        let mut text = Vec::new();
-        d.actions.each(|a, path| {
-            text.extend_from_slice(a.word());
-            text.push(b' ');
-            text.extend_from_slice(path);
-            text.push(b'\n');
-        });
-        in_rank_order(comm, text, |b| context.output(b));
-        let [created, updated, deleted, meta, linked, bytes] = counts;
-        (report.created, report.updated, report.deleted) = (created, updated, deleted);
-        (report.meta_fixed, report.linked, report.bytes) = (meta, linked, bytes);
+        dry_run(comm, context, &d.actions, counts, report);
         return;
     }
     // Removals reach entries from the DEST root, opened before its walk, without following
@@ -853,7 +892,9 @@ fn act(
         src,
         dest,
     );
-    let [created, updated, deleted, meta, linked] = done(comm, &actions, &failed, &deleting);
+    let ([created, updated, deleted, meta, linked], unread) =
+        done(comm, context, &actions, &failed, &deleting);
+    report.failed += unread;
     // Made, fixed or removed by the engines, or failed: what happened, even when stopped.
     let happened = copied.dirs
         + copied.files
@@ -904,6 +945,32 @@ fn act(
     }
 }
 
+/// A dry run's output: each planned action and its path, rank by rank, and its counts.
+/// Collective.
+fn dry_run(
+    comm: &dyn Comm,
+    context: &Context,
+    actions: &Actions,
+    counts: [u64; 6],
+    report: &mut Report,
+) {
+    let mut text = Vec::new();
+    let listed = actions.each(|a, path| {
+        text.extend_from_slice(a.word());
+        text.push(b' ');
+        text.extend_from_slice(path);
+        text.push(b'\n');
+    });
+    in_rank_order(comm, text, |b| context.output(b));
+    if let Err(e) = &listed {
+        context.error(e);
+    }
+    report.failed += comm.sum(u64::from(listed.is_err()));
+    let [created, updated, deleted, meta, linked, bytes] = counts;
+    (report.created, report.updated, report.deleted) = (created, updated, deleted);
+    (report.meta_fixed, report.linked, report.bytes) = (meta, linked, bytes);
+}
+
 /// The copy's I/O options: the command line's, the manifest's paths relative to DEST (or to
 /// DEST's directory, when one file is synced). With `--state` and no `--manifest`, an internal
 /// manifest (true) makes the digests of what is copied as a manifest's are; it is never
@@ -925,29 +992,37 @@ fn copy_io(o: &Options, paths: &Paths, state: bool) -> (IoOptions, bool) {
 }
 
 /// The actions that happened, by kind (all but those whose entry failed, at the `failed`
-/// destination paths; deletions as the remover counted them), summed over ranks. Collective.
+/// destination paths; deletions as the remover counted them), summed over ranks. Actions
+/// spilled that cannot be read back are not counted, and the failure is named (and counted,
+/// the second value, over ranks). Collective.
 fn done(
     comm: &dyn Comm,
+    context: &Context,
     actions: &Actions,
     failed: &std::collections::HashSet<Vec<u8>>,
     deleting: &Remover,
-) -> [u64; 5] {
+) -> ([u64; 5], u64) {
     let mut done = [0u64; 5];
+    let mut unread = 0;
     if failed.is_empty() {
         for a in actions.kinds() {
             done[a as usize] += 1;
         }
     } else {
-        actions.each(|a, path| {
+        let read = actions.each(|a, path| {
             if !failed.contains(path) {
                 done[a as usize] += 1;
             }
         });
+        if let Err(e) = read {
+            context.error(e);
+            unread = 1;
+        }
     }
     done[Action::Delete as usize] = deleting.files.load(std::sync::atomic::Ordering::Relaxed)
         + deleting.dirs.load(std::sync::atomic::Ordering::Relaxed);
     comm.allreduce(&mut done, ReduceOp::Sum);
-    done
+    (done, comm.sum(unread))
 }
 
 /// SRC and DEST as the sync uses them, after [`check_paths`].
@@ -1158,6 +1233,10 @@ fn leave_alone<'a>(
     let create = &plan.create;
     plan.create = create
         .select((0..create.len()).filter(|&i| !kept.contains(map.dest(create.path(i)).as_slice())));
+    // What was spilled is left out as it is read back.
+    if plan.create_more.is_some() {
+        plan.left_alone = kept.iter().map(|p| p.to_vec()).collect();
+    }
 }
 
 /// The directories of `dirs` (DEST directories a source entry of another type replaces) that

@@ -10,9 +10,13 @@
 //! metadata): a sync with nothing to do holds its directories, not its files. The copy
 //! engine takes the plan in memory.
 //!
-//! Hard links: SRC's records are grouped in memory before they spill ([`links::group`]); the
-//! members go into SRC's side, and each (first, member) pair to the rank the join gives the
-//! member's path.
+//! The walks spill their records as they go ([`walked_src`], and DEST's runs as they are);
+//! a tree walked into memory (TMPDIR in a tree) is spilled when it outgrows the budget.
+//!
+//! Hard links: SRC's files with more than one link are grouped in memory
+//! ([`links::group`]; read back from the walk's runs, or taken from the list walked into
+//! memory); every record goes into SRC's side, and each (first, member) pair to the rank the
+//! join gives the member's path.
 
 use super::decide::{policy, same_data, Conflicts, Inputs, Planner, Slot, SourceEntry};
 use super::{projids, xattrs, Decisions};
@@ -20,8 +24,8 @@ use crate::engine::copy::links;
 use crate::engine::pairing::exchange_pairs;
 use flist::path::display;
 use flist::spill::join::rel_to;
-use flist::spill::{join, rank_of, spill_side, JoinOptions, JoinSide, Joint, SpillDir};
-use flist::FileList;
+use flist::spill::{join, rank_of, spill_side, JoinOptions, JoinSide, Joint, SpillDir, WalkRuns};
+use flist::{Detail, FileList};
 use std::collections::HashMap;
 use steal::{Comm, CommExt};
 
@@ -69,6 +73,26 @@ pub(super) fn spill_src(
     Ok((spill(comm, list, trees.0, trees, spill_to)?, links))
 }
 
+/// SRC's records as its walk spilled them (`runs`, of the tree `root`), as the join's side,
+/// and the hard links among them: the files with more than one link are read back from the
+/// runs and grouped as in memory ([`links::group`]; they alone are held, a few as a rule).
+/// Collective; a failure to read the runs is every rank's error.
+pub(super) fn walked_src(
+    comm: &dyn Comm,
+    runs: WalkRuns,
+    root: &[u8],
+) -> Result<(JoinSide, Vec<Link>), String> {
+    let mut linked = FileList::new(Detail::Stat);
+    let read = runs.for_each(|l, i| {
+        if links::linked(l, i) {
+            linked.push_from(l, i);
+        }
+    });
+    comm.agree(read).map_err(|e| e.to_string())?;
+    let links = links::group(comm, linked).links;
+    Ok((runs.into_join_side(root), links))
+}
+
 /// Join the spilled `sides` and plan this rank's range of relative paths with the decision
 /// code of the table in memory (`inp`'s lists are empty: the records come from the join).
 /// Collective; a failure to read or write a spill file (a full TMPDIR) is every rank's error,
@@ -105,6 +129,9 @@ pub(super) fn decide(
     // Step 2: every source entry, against DEST's entry at its path.
     let policy = policy(inp);
     let mut planner = Planner::new(inp);
+    // What is created and the actions are held up to an eighth of the limit each (the join
+    // holds its blocks meanwhile).
+    planner.spill_to(limit / 8, dir);
     let xattr_opts = xattrs::compared(&inp.args.io);
     let projids_read = projids::compared(&inp.map.source_roots());
     let planned = joined.each(|j| {
@@ -146,11 +173,14 @@ pub(super) fn decide(
         Ok(())
     });
     comm.agree(planned.map_err(|e| e.to_string()))?;
+    comm.agree(planner.spill_error().map_err(|e| e.to_string()))?;
+    // The spill files of the plan count with the join's.
+    let mine = joined.spill_bytes_this_rank + planner.spill_bytes();
     let spilled = Spilled {
         runs: joined.runs,
-        spill_bytes: joined.spill_bytes,
-        spill_bytes_max_rank: joined.spill_bytes_max_rank,
+        spill_bytes: comm.sum(mine),
+        spill_bytes_max_rank: comm.max(mine),
         tmpdir: display(dir.path()).into_owned(),
     };
-    Ok((planner.finish(), spilled))
+    Ok((planner.finish((limit / 8) as usize), spilled))
 }

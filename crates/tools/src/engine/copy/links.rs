@@ -19,10 +19,14 @@ pub struct Groups {
     pub links: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
+/// Record `i` of `list` may belong to a group: a regular file with more than one link.
+pub fn linked(list: &FileList, i: usize) -> bool {
+    list.kind(i) == FileType::File && list.meta(i).is_some_and(|m| m.nlink > 1)
+}
+
 /// Split `list` into records to copy and hard links to make. Collective.
 pub fn group(comm: &dyn Comm, list: FileList) -> Groups {
-    let linked =
-        |i: usize| list.kind(i) == FileType::File && list.meta(i).is_some_and(|m| m.nlink > 1);
+    let linked = |i: usize| linked(&list, i);
     let multi = list.select((0..list.len()).filter(|&i| linked(i)));
     // Without linked files here (the common case) the list itself is the rest: not a copy.
     let mut rest = if multi.is_empty() {

@@ -263,6 +263,13 @@ pub struct Plan {
     /// Regular files left as they are whose digests a manifest lists (`sync --manifest-all`):
     /// read from the source and hashed after the data phase.
     pub hash_only: FileList,
+    /// More entries to create, beyond `create`: written out to a spill file as the plan was
+    /// made (sync beyond its memory limit), read back and made a piece at a time after
+    /// `create`'s files. Never directories: those are all in `create`, made first.
+    pub create_more: Option<flist::spill::Pieces>,
+    /// Destination paths of `create_more`'s entries to leave as they are (an entry in the
+    /// way could not be removed); `create` is filtered before the engine runs.
+    pub left_alone: std::collections::HashSet<Vec<u8>>,
 }
 
 impl Default for Plan {
@@ -279,6 +286,8 @@ impl Default for Plan {
             dirs_only_if_differ: false,
             journals: resume::Journals::Off,
             hash_only: empty(),
+            create_more: None,
+            left_alone: std::collections::HashSet::new(),
         }
     }
 }
@@ -444,6 +453,10 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
         journals: &plan.journals,
     };
     interrupted |= copy_files(comm, files, Transfer::Copy, &files_ctx);
+    if let Some(more) = plan.create_more.take() {
+        let left_alone = std::mem::take(&mut plan.left_alone);
+        interrupted |= create_pieces(comm, more, &left_alone, &files_ctx, interrupted);
+    }
     interrupted |= copy_files(comm, plan.compare, Transfer::Compare, &files_ctx);
     if let Some(h) = opts.hashing {
         let open = |src: &[u8]| {
@@ -505,6 +518,53 @@ pub fn run(comm: &dyn Comm, mut plan: Plan, map: &Mapping, opts: &CopyOptions) -
         total_errors: 0,
         projid_unkept: opts.meta.unkept.take(),
         unmade: tally.unmade.into_inner().expect("unmade"),
+    }
+}
+
+/// The entries of `more` (no directory: those are made), a piece at a time on every rank as
+/// long as any rank has one left: the piece's symlinks and other entries, then its files,
+/// leaving out the destinations `left_alone`. Stops, on every rank, after an interruption
+/// (`interrupted`: one came already) or a failure to read the spill (named, as the failure of
+/// the spill directory). Returns whether the copy was interrupted. Collective.
+fn create_pieces(
+    comm: &dyn Comm,
+    mut more: flist::spill::Pieces,
+    left_alone: &std::collections::HashSet<Vec<u8>>,
+    cx: &Context,
+    interrupted: bool,
+) -> bool {
+    let journals = cx.journals.on().then_some(cx.map);
+    let mut stopped = interrupted;
+    loop {
+        let piece = if stopped { Ok(None) } else { more.next_piece() };
+        let mut piece = match piece {
+            Ok(piece) => piece,
+            // The spill file's error names its directory.
+            Err(flist::Error::Item(e)) => {
+                cx.tally.fail(e);
+                None
+            }
+            Err(e) => {
+                let e = std::io::Error::other(e.to_string());
+                cx.tally
+                    .fail(ItemError::new(b"", "read the spilled plan", e));
+                None
+            }
+        };
+        if !comm.any(piece.is_some()) {
+            return stopped;
+        }
+        let mut files = FileList::new(flist::Detail::Stat);
+        if let Some(piece) = &mut piece {
+            if !left_alone.is_empty() {
+                piece.retain(|e| !left_alone.contains(&cx.map.dest(e.path)));
+            }
+            make_others(piece, cx.map, cx.reach, cx.opts, cx.tally, journals);
+            files = std::mem::replace(piece, FileList::new(flist::Detail::Stat));
+            files.retain(|e| e.kind == FileType::File);
+        }
+        stopped |= copy_files(comm, files, Transfer::Copy, cx);
+        stopped = comm.any(stopped);
     }
 }
 
