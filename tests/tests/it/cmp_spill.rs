@@ -284,10 +284,10 @@ fn equal_trees_beyond_the_limit_exit_0() {
 }
 
 /// A small tmpfs mounted for one test, unmounted when dropped.
-struct Mount(PathBuf);
+pub(crate) struct Mount(PathBuf);
 
 impl Mount {
-    fn tmpfs(at: &Path, size: &str) -> Mount {
+    pub(crate) fn tmpfs(at: &Path, size: &str) -> Mount {
         std::fs::create_dir_all(at).unwrap();
         let st = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])

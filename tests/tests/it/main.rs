@@ -57,6 +57,7 @@ mod tar_corpus;
 mod tar_read;
 mod tar_select;
 mod tar_write;
+mod tarx_spill;
 mod verified_sync;
 mod verify;
 mod walk;

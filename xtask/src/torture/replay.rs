@@ -10,7 +10,7 @@ pub const CLASSES: &[(&str, &str)] = &[
     ("rewritten-source", "killed copy, source rewritten in place with its mtime kept, rerun (cp, sync, sync -c)"),
     ("changed-while-read", "a writer rewrites a file while cp/sync/tar -c read it"),
     ("swap", "an entry of SRC or DEST swapped for a symlink/hard link/directory before a rerun"),
-    ("tar", "tar -c (compression, exclusion; killed or stopped, then continued to the bytes of an uninterrupted run) and tar -x (strip, member) against GNU tar's extraction"),
+    ("tar", "tar -c (compression, exclusion; killed or stopped, then continued to the bytes of an uninterrupted run) and tar -x (strip, member; a third within --memory-limit 2k/8k/64k: a piece of entries at a time, directories' metadata spilled) against GNU tar's extraction"),
     ("tar-superseded", "an archive with an entry appended again (tar -r) after a hard link to it"),
     ("truncated-archive", "an mfu-rs archive cut short, then extracted"),
     ("rm", "rm of a subtree (named, or its v4 list removed a piece at a time under a tiny --memory-limit)"),

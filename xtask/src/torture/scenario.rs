@@ -1342,6 +1342,17 @@ fn tar(c: &mut Ctx, class: &'static str, sent: &Snap) -> Result<()> {
     if preserve {
         x.push("-p".into());
     }
+    if class == "tar" && c.rng.chance(33) {
+        // A piece of entries at a time, the directories' metadata spilled beside the trees
+        // (never inside the target: that is refused).
+        let limit = *c.rng.pick(&["2k", "8k", "64k"]);
+        x.extend([
+            "--memory-limit".into(),
+            limit.into(),
+            "--tmpdir".into(),
+            arg(&c.dir),
+        ]);
+    }
     x.extend(["--json".into(), "-C".into(), arg(&mx)]);
     x.extend(sel.iter().cloned());
     let launch = Launch::random(&mut c.rng, c.mpi);

@@ -59,13 +59,21 @@ impl<'a> Groups<'a> {
         }
     }
 
-    /// Add record `i` of `list` (of this detail) to the group `key`. The spill file is created
-    /// with the first record: an error names the directory (a full one says so).
-    pub fn push(&mut self, key: u64, list: &FileList, i: usize) -> Result<()> {
-        debug_assert_eq!(list.detail(), self.detail);
+    /// Create the spill file now, if not yet made (a caller that would rather fail before
+    /// its work than during it): an error names the directory (a full one says so).
+    pub fn open(&mut self) -> Result<()> {
         if self.file.is_none() {
             self.file = Some(self.dir.create()?);
         }
+        Ok(())
+    }
+
+    /// Add record `i` of `list` (of this detail) to the group `key`. The spill file is created
+    /// with the first record (or by [`Groups::open`]): an error names the directory (a full
+    /// one says so).
+    pub fn push(&mut self, key: u64, list: &FileList, i: usize) -> Result<()> {
+        debug_assert_eq!(list.detail(), self.detail);
+        self.open()?;
         let w = self
             .writers
             .entry(key)

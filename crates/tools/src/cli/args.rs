@@ -165,9 +165,10 @@ pub struct MemoryArgs {
     /// with no `-s` or `-s name`, without `-p`, `-d`, `-f`, `-t`, `--lite`: unsorted, the list
     /// is written in path order on each rank), `find -i LIST` and `rm -i LIST` of a v3/v4 list
     /// (read a piece at a time), dup's grouping by size and hash, the pairing and comparison
-    /// of `cmp SRC DEST` (its walks spill too) and the pairing of `sync SRC DEST` (its walks
+    /// of `cmp SRC DEST` (its walks spill too), the pairing of `sync SRC DEST` (its walks
     /// still hold each tree's list once; sync plans what it changes in memory, and its -o,
-    /// --state, --manifest and -L hold the lists); other runs still hold their list in memory.
+    /// --state, --manifest and -L hold the lists) and the entries of `tar -x` (a piece at a
+    /// time); other runs still hold their list in memory.
     #[arg(long, value_name = "SIZE", value_parser = memory_limit_arg)]
     pub memory_limit: Option<u64>,
     /// Directory for spill files (default: $TMPDIR, else /tmp); node-local disk on clusters.

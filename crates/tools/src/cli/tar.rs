@@ -1,7 +1,7 @@
 //! `mfu-rs tar` (dtar) on the command line: its options, the library options they become, and
 //! the closing line of a create or an extract.
 
-use crate::cli::args::{size_arg, Common, IoArgs};
+use crate::cli::args::{size_arg, Common, IoArgs, MemoryArgs};
 use crate::cli::console::{bytes_text, Console};
 use crate::cli::copy_args::{CheckArgs, FilterArgs, StripeArgs};
 use crate::cli::tool::CliTool;
@@ -158,6 +158,11 @@ pub struct TarArgs {
     /// ARCHIVE.dtaridx so the next run starts in parallel at once.
     #[arg(long)]
     pub save_index: bool,
+    /// Extract: `--memory-limit`, `--tmpdir`. Beyond the limit the entries are extracted a
+    /// piece at a time in archive order (each piece's entries over all ranks), and the
+    /// directories' metadata wait in a spill file in TMPDIR for the end, deepest first.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
     /// Create: files and directories to archive. Extract and list: the MEMBERs to take, each
     /// with what is below it (all by default); a MEMBER that names nothing is reported and the
     /// run fails (exit 1) after the others.
@@ -257,6 +262,9 @@ impl CliTool for Tar {
         if args.create {
             compression(args)?;
         }
+        if !args.extract && (args.memory.memory_limit.is_some() || args.memory.tmpdir.is_some()) {
+            return Err("--memory-limit and --tmpdir are for -x".into());
+        }
         let selecting = args.wildcards
             || args.no_wildcards
             || args.wildcards_match_slash
@@ -319,6 +327,8 @@ impl CliTool for Tar {
             chunksize: args.io.chunksize.unwrap_or(DEFAULT_IO_SIZE),
             memsize: args.memsize,
             save_index: args.save_index,
+            memory_limit: args.memory.memory_limit,
+            tmpdir: args.memory.tmpdir(),
             long: args.common.verbose,
             index_notices: !args.common.quiet,
             stripe: args.stripe.overrides(),
@@ -345,11 +355,30 @@ impl CliTool for Tar {
         if let Some(line) = summary_line(report) {
             console.text(&line);
         }
+        console.text(&memory_lines(report));
         console.text(&crate::cli::checks::checks_lines(
             report.verify.as_ref(),
             report.manifest.as_ref(),
         ));
     }
+}
+
+/// `Memory limit: ...` (when shown) and `Spilled: ...` (when the entries were extracted a
+/// piece at a time), as cmp and sync show them.
+fn memory_lines(report: &Report) -> String {
+    let mut text = crate::cli::cmp::memory_lines(report.memory_limit.as_deref(), None);
+    if let Some(p) = &report.pieces {
+        text.push_str(&format!(
+            "Spilled: {} of directories' metadata to {} (at most {} on one rank; removed); \
+             extracted in {} pieces of at most {} entries per rank\n",
+            flist::units::human_bytes(p.spill_bytes),
+            p.tmpdir,
+            flist::units::human_bytes(p.spill_bytes_max_rank),
+            p.pieces,
+            p.entries_per_rank
+        ));
+    }
+    text
 }
 
 /// What an archive's name says of its compression (`-a`, as GNU tar reads suffixes).

@@ -109,6 +109,13 @@ pub struct Options {
     pub memsize: u64,
     /// Extract and list: after a scan (no index found), save the index as `ARCHIVE.dtaridx`.
     pub save_index: bool,
+    /// Extract: `--memory-limit`, bytes per rank for the entries held at once (`None`: the
+    /// default share of the node's memory, [`flist::spill::MemoryLimit::resolve`]). Beyond it
+    /// the archive is extracted a piece of entries at a time, in archive order, and the
+    /// directories' metadata wait in a spill file for the end.
+    pub memory_limit: Option<u64>,
+    /// Extract: `--tmpdir`, the directory of the spill files (default `$TMPDIR`, else `/tmp`).
+    pub tmpdir: Option<Vec<u8>>,
     /// List: lines like `tar -tv` (mode, owner, size, time, name) instead of names.
     pub long: bool,
     /// Extract and list: say through the context's `error` events when the archive had no
@@ -158,6 +165,8 @@ impl Options {
             chunksize: 4 << 20,
             memsize: 256 << 20,
             save_index: false,
+            memory_limit: None,
+            tmpdir: None,
             long: false,
             index_notices: true,
             stripe: Overrides::default(),
@@ -293,6 +302,21 @@ pub enum Done {
     List,
 }
 
+/// How an extraction beyond the memory limit went (the same on every rank).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Pieces {
+    /// Pieces the archive's entries were extracted in, one after another.
+    pub pieces: u64,
+    /// Entries per rank in a piece, at most.
+    pub entries_per_rank: u64,
+    /// Bytes of directories' metadata records spilled, over all ranks (removed at the end).
+    pub spill_bytes: u64,
+    /// Of them, the most one rank spilled (bytes).
+    pub spill_bytes_max_rank: u64,
+    /// The spill directory, as shown.
+    pub tmpdir: String,
+}
+
 /// What a run of `tar` did. Counts are totals over all ranks.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
@@ -361,6 +385,11 @@ pub struct Report {
     /// all the files taken; of an archive in one compressed stream, bytes of it read, of its
     /// size.
     pub stopped: Option<crate::engine::context::Stopped>,
+    /// Extract with `--memory-limit`, or when the entries did not fit the default limit: the
+    /// memory limit per rank, as shown.
+    pub memory_limit: Option<String>,
+    /// Extract: the entries outgrew the memory limit and were extracted a piece at a time.
+    pub pieces: Option<Pieces>,
     /// This process's sample of the failure messages.
     pub failures: Vec<String>,
     /// Notices said on stderr that are no failure (rank 0's). Extract and list: an index set

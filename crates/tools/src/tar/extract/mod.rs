@@ -18,6 +18,7 @@
 pub mod beneath;
 mod entries;
 mod owners;
+mod pieces;
 mod resume;
 mod serial;
 mod superseded;
@@ -690,6 +691,71 @@ fn my_items(
     out
 }
 
+/// Entries per rank in a piece when the entries of `located` (in `archive`, at `path`, as
+/// `m` takes them) outgrow the memory `limit` (bytes) on some rank and can be extracted a piece
+/// at a time: not a compressed archive, no name twice (each said on stderr). Collective.
+fn piecewise(
+    comm: &dyn Comm,
+    archive: &Archive,
+    path: &[u8],
+    located: &Located,
+    m: &Matcher,
+    o: &Options,
+    limit: u64,
+) -> Option<u64> {
+    let per_rank = pieces::per_rank(comm, located, limit).filter(|_| {
+        // A compressed archive's parts fall on its frames, not on entries.
+        let framed = archive.table().is_some();
+        if framed && comm.rank() == 0 {
+            o.context.events.error(&format!(
+                "{}: a compressed archive is extracted with all its entries in memory, \
+                 beyond --memory-limit",
+                display(path)
+            ));
+        }
+        !framed
+    });
+    // Tar keeps the last entry of a name, and an extraction in pieces could not take back an
+    // earlier piece's version: an archive with a name twice is extracted whole.
+    per_rank.filter(|&k| {
+        let repeats = names_repeat(comm, archive, path, located, k, m, o);
+        if repeats && comm.rank() == 0 {
+            o.context.events.error(&format!(
+                "{}: some names occur more than once (tar keeps the last): extracted with \
+                 all its entries in memory, beyond --memory-limit",
+                display(path)
+            ));
+        }
+        !repeats
+    })
+}
+
+/// Whether a name occurs twice among the entries of `located` (as [`my_items`] names them),
+/// found a piece of `per_rank` entries per rank at a time: the (hash, start) of each entry
+/// at the rank of its hash (16 bytes an entry). Collective.
+fn names_repeat(
+    comm: &dyn Comm,
+    archive: &Archive,
+    path: &[u8],
+    located: &Located,
+    per_rank: u64,
+    m: &Matcher,
+    o: &Options,
+) -> bool {
+    let by_name = (o.preserve_owner || rustix::process::geteuid().is_root()) && !o.numeric_owner;
+    let mut adjust = adjuster(m, by_name);
+    // Failures are said by the extraction itself.
+    let unsaid = Failures::default();
+    let mut records = Vec::new();
+    for s in 0..pieces::count(comm, located, per_rank) {
+        let l = pieces::piece(comm, located, per_rank, s);
+        let part = l.parts.of(comm.rank());
+        let items = my_items(archive, path, &l, part, &unsaid, &mut adjust);
+        records.extend(superseded::hashes_here(comm, &items));
+    }
+    comm.any(!superseded::duplicate_starts(records).is_empty())
+}
+
 /// Entries decoded at once by [`my_items`].
 const DECODE_RUN: usize = 1 << 14;
 
@@ -939,6 +1005,11 @@ fn setup(comm: &dyn Comm, o: &Options) -> Result<(Vec<u8>, Vec<u8>, Archive, Tar
     if let crate::engine::checkpoint::Choice::At(p) = &o.checkpoint {
         outputs.push(("--checkpoint", p));
     }
+    // Spill files are never written in the tree being extracted (the default TMPDIR is
+    // checked when the entries spill).
+    if let Some(t) = &o.tmpdir {
+        outputs.push(("--tmpdir", t));
+    }
     let trees = [("target directory", &dest[..])];
     crate::engine::setup::agree_setup(
         comm,
@@ -992,57 +1063,65 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
     let part = located.parts.of(comm.rank());
     // What earlier runs of this command finished (issue 33): skipped, and counted.
     let mut resumed = resume::open(comm, o, &base.archive, &archive, &dest, &target)?;
+    // Beyond the memory limit, an archive whose data is not compressed is extracted a piece
+    // of entries at a time.
+    let limit = flist::spill::MemoryLimit::resolve(comm, o.memory_limit);
+    let per_rank = piecewise(
+        comm,
+        &archive,
+        &base.archive,
+        &located,
+        &matcher,
+        o,
+        limit.bytes,
+    );
+    let spill = flist::spill::SpillDir::new(o.tmpdir.as_deref());
+    if per_rank.is_some() {
+        crate::engine::setup::agree_setup(
+            comm,
+            crate::engine::outputs::refuse_inside(
+                &[("TMPDIR", spill.path())],
+                &[("target directory", &dest[..])],
+            ),
+        )?;
+    }
     let x = Extraction::new(o, &archive, &target, &dest, &stripes, part, &resumed);
-    let entries = x.entries(comm, &base.archive, located, &matcher);
-    // The side index rank 0 may have saved is there for every rank to see.
-    comm.barrier();
-    protect(&target, &archive, &base.archive);
-    x.skip_done(&entries);
     let progress = o.context.progress(comm.rank(), "Extracted");
-
-    // 1. Symlinks first: a later path through one of them is then refused, never followed.
-    x.symlinks(&entries);
-    comm.barrier();
-    // 2. Directories.
-    x.directories(&entries);
-    comm.barrier();
-    // 3. Files, whole or created at their size (or continued).
-    x.files(&entries);
-    let ready = x.ready(comm, &entries);
-    comm.barrier();
-    // 4. Data of the others (their tails on other ranks too).
-    x.data(comm, &entries, &ready);
+    let mut tally = Tally::default();
+    let mut pieces_done = None;
+    match per_rank {
+        None => {
+            x.piece(comm, &base.archive, located, &matcher, None, &mut tally);
+        }
+        Some(k) => {
+            let p = x.in_pieces(
+                comm,
+                &base.archive,
+                located,
+                &matcher,
+                k,
+                (&spill, limit.bytes),
+                &mut tally,
+            );
+            pieces_done = Some(p);
+        }
+    }
     progress.add(0, x.bytes.load(Ordering::Relaxed));
-    // 5. Hard links, fifos, devices.
-    let skipped = x.others(&entries);
-    // 6. Metadata: files and links now, directories deepest first.
-    x.metadata(comm, &entries);
     crate::engine::copy::drive::warn_projid_unkept(comm, &o.context, x.how.modes.unkept.take());
+    let spill_failed = x.say_spill_failure(comm, &spill);
 
     let interrupted = comm.any(x.stopped());
     let checked = x.checks(comm);
-    x.report(comm, &entries, interrupted);
+    x.report(comm, tally.owned);
     // MEMBERs that named nothing, after the rest was extracted (as GNU tar says them).
     let not_found = matcher.not_found(comm, o, &credited);
-    let extracted = comm.sum(
-        entries
-            .items
-            .iter()
-            .enumerate()
-            .filter(|(i, it)| it.own && entries.done[*i].load(Ordering::Relaxed))
-            .count() as u64
-            + entries
-                .carried
-                .iter()
-                .filter(|&&i| entries.done[i].load(Ordering::Relaxed))
-                .count() as u64,
-    );
+    let extracted = comm.sum(tally.extracted);
     let bytes = comm.sum(x.bytes.load(Ordering::Relaxed) + x.credited.load(Ordering::Relaxed));
     // Stopped with a checkpoint: how far the whole job got, in data bytes.
     let resumable = interrupted && resumed.checkpoint.is_some();
     let stopped = resumable.then(|| crate::engine::context::Stopped {
         done: bytes,
-        total: comm.sum(entries.data_bytes()),
+        total: comm.sum(tally.data_bytes),
         what: "bytes of file data",
     });
     let report = Report {
@@ -1051,9 +1130,11 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
         entries: extracted.min(total_entries),
         archive_entries: total_entries,
         bytes,
-        skipped: comm.sum(skipped),
-        superseded: comm.sum(entries.replaced),
-        failed: comm.sum(x.failed.load(Ordering::Relaxed)),
+        skipped: comm.sum(tally.skipped),
+        superseded: comm.sum(tally.replaced),
+        failed: comm.sum(x.failed.load(Ordering::Relaxed)) + u64::from(spill_failed),
+        memory_limit: (o.memory_limit.is_some() || pieces_done.is_some()).then(|| limit.describe()),
+        pieces: pieces_done,
         zstd_frames: comm.sum(archive.frames_decoded.load(Ordering::Relaxed)),
         frames_per_rank: match archive.table() {
             Some(_) => comm.allgather_u64(archive.frames_decoded.load(Ordering::Relaxed)),
@@ -1097,6 +1178,42 @@ pub(super) fn run(comm: &dyn Comm, o: &Options) -> Result<Report, Error> {
         ..report
     })
 }
+
+/// What this rank's entries came to, over the pieces.
+#[derive(Default)]
+struct Tally {
+    /// Entries extracted completely (a carried version counts for itself and its link).
+    extracted: u64,
+    /// Entries replaced by a later entry of their name.
+    replaced: u64,
+    /// Entries skipped for their type.
+    skipped: u64,
+    /// Data bytes of the files (stored bytes of a sparse file).
+    data_bytes: u64,
+    /// Entries whose headers this rank owned.
+    owned: u64,
+}
+
+impl Tally {
+    /// Count the entries `e` of a piece (or of the whole run), `skipped` of them for their type.
+    fn add(&mut self, e: &Entries, skipped: u64) {
+        let done = |i: usize| e.done[i].load(Ordering::Relaxed);
+        self.extracted += e
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(i, it)| it.own && done(*i))
+            .count() as u64
+            + e.carried.iter().filter(|&&i| done(i)).count() as u64;
+        self.replaced += e.replaced;
+        self.skipped += skipped;
+        self.data_bytes += e.data_bytes();
+        self.owned += e.items.iter().filter(|it| it.own).count() as u64;
+    }
+}
+
+/// Directories' records read back at once at the end of an extraction in pieces.
+const DIRS_AT_ONCE: usize = 1024;
 
 /// This rank's entries and how far each got.
 struct Entries {
@@ -1181,8 +1298,12 @@ struct Extraction<'a> {
     how: Restore,
     data: DataOptions,
     lay: Layouts<'a>,
-    /// This rank's part of the stream ([`share`]).
-    part: (u64, u64),
+    /// This rank's part of the stream ([`share`]), or of the piece being extracted:
+    /// [`Extraction::part`].
+    part: [AtomicU64; 2],
+    /// A record of the directories whose metadata waits for the end could not be spilled
+    /// (why): the pieces stop.
+    spill_error: Mutex<Option<String>>,
     stop: &'a AtomicBool,
     fail: Failures,
     /// Failures named so far (see [`Extraction::report`]).
@@ -1291,7 +1412,8 @@ impl<'a> Extraction<'a> {
                 dest,
                 chunk: o.chunksize,
             },
-            part,
+            part: [AtomicU64::new(part.0), AtomicU64::new(part.1)],
+            spill_error: Mutex::default(),
             stop: &o.context.stop,
             fail: Failures::default(),
             failed: AtomicU64::new(0),
@@ -1311,6 +1433,48 @@ impl<'a> Extraction<'a> {
 
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// This rank's part of the stream, or of the piece being extracted (bytes).
+    fn part(&self) -> (u64, u64) {
+        (
+            self.part[0].load(Ordering::Relaxed),
+            self.part[1].load(Ordering::Relaxed),
+        )
+    }
+
+    /// Extract the piece whose part this rank has is `part` next.
+    fn set_part(&self, part: (u64, u64)) {
+        self.part[0].store(part.0, Ordering::Relaxed);
+        self.part[1].store(part.1, Ordering::Relaxed);
+    }
+
+    /// A directory's record could not be spilled on this rank.
+    fn spill_failed(&self) -> bool {
+        self.spill_error.lock().expect("spill error").is_some()
+    }
+
+    /// Keep the first failure to spill, `why`.
+    fn note_spill_failure(&self, why: String) {
+        self.spill_error
+            .lock()
+            .expect("spill error")
+            .get_or_insert(why);
+    }
+
+    /// Say (each rank its own) that the directories' records could not be spilled to `dir`:
+    /// the pieces after it were not extracted and no directory got its archived metadata.
+    /// Whether that happened on any rank. Collective.
+    fn say_spill_failure(&self, comm: &dyn Comm, dir: &flist::spill::SpillDir) -> bool {
+        if let Some(why) = self.spill_error.lock().expect("spill error").as_ref() {
+            self.o.context.error(format_args!(
+                "TMPDIR {}: {why}: the directories' metadata could not be kept for the end \
+                 (beyond --memory-limit): the entries after it were not extracted and no \
+                 directory has its archived metadata",
+                display(dir.path())
+            ));
+        }
+        comm.any(self.spill_failed())
     }
 
     /// The range `(at, len)` of the file `it` landed: with a SHA-256 manifest, a file written
@@ -1371,7 +1535,7 @@ impl<'a> Extraction<'a> {
             self.archive,
             path,
             &found,
-            self.part,
+            self.part(),
             &self.fail,
             &mut adjuster(m, by_name),
         );
@@ -1465,7 +1629,7 @@ impl<'a> Extraction<'a> {
     /// of other ranks gathered from their owners ([`Ready`]). Collective.
     fn ready(&self, comm: &dyn Comm, e: &Entries) -> Ready {
         let reused = e.reused.lock().expect("reused").clone();
-        let end = self.part.1;
+        let end = self.part().1;
         let mine: Vec<(u64, u64, bool)> = (0..e.items.len())
             .filter(|&i| e.items.own(i) && e.created[i].load(Ordering::Relaxed))
             .filter_map(|i| {
@@ -1544,7 +1708,7 @@ impl<'a> Extraction<'a> {
     /// archive, and sparse files, are extracted whole, with their metadata; the others are
     /// created empty at their final size.
     fn files(&self, e: &Entries) {
-        let (start, end) = self.part;
+        let (start, end) = self.part();
         let whole = |i: usize| {
             let d = e.items.get(i);
             d.sparse.is_some()
@@ -1731,7 +1895,7 @@ impl<'a> Extraction<'a> {
             let Some(how) = self.writing(e, ready, i) else {
                 continue;
             };
-            let (a, b) = file_share(it.data, it.size, self.part, align);
+            let (a, b) = file_share(it.data, it.size, self.part(), align);
             let mut x = a;
             while x < b {
                 let len = chunk.min(b - x);
@@ -1796,7 +1960,7 @@ impl<'a> Extraction<'a> {
     /// the file data they hold.
     fn write_frames(&self, e: &Entries, ready: &Ready, which: &[usize]) {
         let items = &e.items;
-        let (start, end) = self.part;
+        let (start, end) = self.part();
         let archive = self.archive;
         let table = archive.table().expect("compressed");
         let files: Vec<usize> = which
@@ -1927,10 +2091,171 @@ impl<'a> Extraction<'a> {
         skipped
     }
 
-    /// Phase 6: metadata of files and links, then of directories, deepest first. A signal on
-    /// any rank before this point leaves files of phase 4 possibly incomplete: they get no
-    /// metadata (so no archive mtime on wrong bytes), and nothing more is done. Collective.
-    fn metadata(&self, comm: &dyn Comm, e: &Entries) {
+    /// Extract the entries of `located` (the whole run's, or one piece's: then `later` keeps
+    /// the directories for [`Extraction::dirs_at_end`]), every phase, and count them into
+    /// `tally`. A piece's parts end at entries' headers: no file's data reaches into the next
+    /// piece. Collective.
+    fn piece(
+        &self,
+        comm: &dyn Comm,
+        path: &[u8],
+        located: Located,
+        m: &Matcher,
+        later: Option<&mut pieces::DirsLater<'_>>,
+        tally: &mut Tally,
+    ) {
+        let entries = self.entries(comm, path, located, m);
+        // The side index rank 0 may have saved is there for every rank to see.
+        comm.barrier();
+        protect(self.target, self.archive, path);
+        self.skip_done(&entries);
+        // 1. Symlinks first: a later path through one of them is then refused, never followed.
+        self.symlinks(&entries);
+        comm.barrier();
+        // 2. Directories.
+        self.directories(&entries);
+        comm.barrier();
+        // 3. Files, whole or created at their size (or continued).
+        self.files(&entries);
+        let ready = self.ready(comm, &entries);
+        comm.barrier();
+        // 4. Data of the others (their tails on other ranks too).
+        self.data(comm, &entries, &ready);
+        // 5. Hard links, fifos, devices.
+        let skipped = self.others(&entries);
+        // 6. Metadata: files and links now, directories deepest first (or at the end).
+        self.metadata(comm, &entries, later);
+        self.name_incomplete(&entries, comm.any(self.stopped()));
+        tally.add(&entries, skipped);
+    }
+
+    /// Extract the entries of `located` a piece of `per_rank` entries per rank at a time, the
+    /// directories' metadata spilled to `spill` (buffered in a share of `limit` bytes) and set
+    /// at the end; counted into `tally`. Collective.
+    #[allow(clippy::too_many_arguments)]
+    fn in_pieces(
+        &self,
+        comm: &dyn Comm,
+        path: &[u8],
+        located: Located,
+        m: &Matcher,
+        k: u64,
+        (spill, limit): (&flist::spill::SpillDir, u64),
+        tally: &mut Tally,
+    ) -> super::Pieces {
+        let n = pieces::count(comm, &located, k);
+        let mut later = pieces::DirsLater::new(spill, limit);
+        // A TMPDIR where no spill file can be made stops the run before anything is
+        // extracted.
+        if let Err(e) = later.open() {
+            self.note_spill_failure(e.to_string());
+        }
+        for s in 0..n {
+            if comm.any(self.stopped()) || comm.any(self.spill_failed()) {
+                break;
+            }
+            let l = pieces::piece(comm, &located, k, s);
+            self.set_part(l.parts.of(comm.rank()));
+            let later = Some(&mut later);
+            self.piece(comm, path, l, m, later, tally);
+        }
+        let globals = located.globals.clone();
+        drop(located);
+        let grouped = later.finish().map_err(|e| e.to_string());
+        let grouped = match grouped {
+            Ok(g) => Some(g),
+            Err(e) => {
+                self.note_spill_failure(e);
+                None
+            }
+        };
+        let bytes = grouped.as_ref().map_or(0, |g| g.spill_bytes());
+        self.dirs_at_end(comm, grouped.as_ref(), &globals, m, tally);
+        let (spill_bytes, most) = (comm.sum(bytes), comm.max(bytes));
+        super::Pieces {
+            pieces: n,
+            entries_per_rank: k,
+            spill_bytes,
+            spill_bytes_max_rank: most,
+            tmpdir: display(spill.path()).into_owned(),
+        }
+    }
+
+    /// The metadata of the directories `grouped` kept for the end of an extraction in pieces,
+    /// deepest first, each directory's header decoded again (`globals` applied, names and
+    /// owners as `m` makes them); each counted into `tally`. Nothing is set after a signal or
+    /// a failed spill on any rank. Collective.
+    fn dirs_at_end(
+        &self,
+        comm: &dyn Comm,
+        grouped: Option<&flist::spill::groups::Grouped>,
+        globals: &crate::tar::format::Globals,
+        m: &Matcher,
+        tally: &mut Tally,
+    ) {
+        if comm.any(self.stopped()) || comm.any(self.spill_failed()) {
+            return;
+        }
+        let deepest = comm.max(grouped.and_then(|g| g.max_key()).map_or(0, |d| d + 1));
+        let mut adjust = adjuster(m, self.how.owner && !self.o.numeric_owner);
+        let mut records = flist::FileList::new(flist::Detail::Stat);
+        for level in (0..deepest).rev() {
+            let mut reader = grouped.map(|g| g.reader(level, 1 << 16));
+            loop {
+                records = flist::FileList::new(flist::Detail::Stat);
+                let read = match reader
+                    .as_mut()
+                    .map(|r| r.read_into(&mut records, DIRS_AT_ONCE))
+                {
+                    None | Some(Ok(0)) => break,
+                    Some(Ok(n)) => n,
+                    Some(Err(e)) => {
+                        self.note_spill_failure(e.to_string());
+                        break;
+                    }
+                };
+                let starts: Vec<u64> = (0..read)
+                    .map(|i| records.meta(i).map_or(0, |meta| meta.size))
+                    .collect();
+                let mut dirs = Store::with_capacity(read);
+                for d in scan::decode_in(self.archive, &starts, globals) {
+                    let Ok(mut d) = d else { continue };
+                    if !matches!(adjust(&mut d), Ok(true)) {
+                        continue;
+                    }
+                    if let Ok(rel) = clean(&d.header.path) {
+                        dirs.push(&rel, &d, true);
+                    }
+                }
+                let set: u64 = (0..dirs.len())
+                    .into_par_iter()
+                    .map(|i| {
+                        if self.stopped() {
+                            return 0;
+                        }
+                        let it = dirs.get(i);
+                        let how = (self.target, self.lay.dest);
+                        match set_meta(how, &it, &self.how, self.resume.on()) {
+                            Ok(_) => 1,
+                            Err(why) => {
+                                self.fail.add(it.rel, why);
+                                0
+                            }
+                        }
+                    })
+                    .sum();
+                tally.extracted += set;
+            }
+            comm.barrier();
+        }
+        drop(records);
+    }
+
+    /// Phase 6: metadata of files and links, then of directories, deepest first (or, with
+    /// `later`, kept there for the end). A signal on any rank before this point leaves files
+    /// of phase 4 possibly incomplete: they get no metadata (so no archive mtime on wrong
+    /// bytes), and nothing more is done. Collective.
+    fn metadata(&self, comm: &dyn Comm, e: &Entries, later: Option<&mut pieces::DirsLater<'_>>) {
         let interrupted_early = comm.any(self.stopped());
         let set = |i: usize| {
             if self.stopped() {
@@ -1982,6 +2307,17 @@ impl<'a> Extraction<'a> {
                 .filter(|&i| e.pending(i))
                 .collect()
         };
+        if let Some(later) = later {
+            // Their times would change with the entries of the pieces after this one.
+            for i in dirs {
+                if let Err(err) = later.push(e.items.rel(i), e.items.start(i)) {
+                    self.note_spill_failure(err.to_string());
+                    break;
+                }
+            }
+            comm.barrier();
+            return;
+        }
         // Deepest first: each level's directories are a run of `dirs` sorted by depth
         // (computed once: a deep tree has thousands of levels). Ranks meet between two levels
         // only where some rank's directory has its parent on another rank, and once at the end.
@@ -2051,10 +2387,10 @@ impl<'a> Extraction<'a> {
     /// Name this rank's failures (with `interrupted`, the files left incomplete too) and say
     /// the `-v` detail: each rank's figures in rank order, rank 0 the Lustre layouts.
     /// Collective.
-    fn report(&self, comm: &dyn Comm, e: &Entries, interrupted: bool) {
+    /// Files created at their size that did not get all their data or their metadata, when
+    /// the run was `interrupted`: named, so nobody takes them for complete.
+    fn name_incomplete(&self, e: &Entries, interrupted: bool) {
         if interrupted {
-            // Files created at their size that did not get all their data or their metadata:
-            // named, so nobody takes them for complete.
             for (i, it) in e.items.iter().enumerate() {
                 if it.own
                     && e.created[i].load(Ordering::Relaxed)
@@ -2064,6 +2400,10 @@ impl<'a> Extraction<'a> {
                 }
             }
         }
+    }
+
+    /// Say the failures, and with `-v` what this rank extracted (`owned` entries).
+    fn report(&self, comm: &dyn Comm, owned: u64) {
         let failures = self.fail.take();
         for f in &failures {
             self.o.context.error(f);
@@ -2074,7 +2414,7 @@ impl<'a> Extraction<'a> {
             let line = format!(
                 "rank {}: extracted {} entries, {} bytes of data; decompressed {} {} frames ({} bytes)\n",
                 comm.rank(),
-                e.items.iter().filter(|it| it.own).count(),
+                owned,
                 self.bytes.load(Ordering::Relaxed),
                 self.archive.frames_decoded.load(Ordering::Relaxed),
                 self.archive.table().map_or("zstd", |t| t.codec.name()),

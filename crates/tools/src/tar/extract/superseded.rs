@@ -177,7 +177,7 @@ fn shared_hashes(comm: &dyn Comm, entries: &Entries) -> Vec<u64> {
 /// them beside the messages), each message dropped once read; one rank sends nothing. At 10^6
 /// entries on one rank, 16 MB where the list, its encoding and its decoding held 48.
 /// Collective.
-fn hashes_here(comm: &dyn Comm, entries: &Entries) -> Vec<(u64, u64)> {
+pub(super) fn hashes_here(comm: &dyn Comm, entries: &Entries) -> Vec<(u64, u64)> {
     let size = comm.size();
     let mine = (0..entries.len()).filter(|&i| entries.own(i)).map(|i| {
         let hash = flist::distribute::hash_path(entries.rel(i));
@@ -200,7 +200,7 @@ fn hashes_here(comm: &dyn Comm, entries: &Entries) -> Vec<(u64, u64)> {
 }
 
 /// The starts of `records` (hash, start) that share their hash with another record.
-fn duplicate_starts(mut records: Vec<(u64, u64)>) -> Vec<u64> {
+pub(super) fn duplicate_starts(mut records: Vec<(u64, u64)>) -> Vec<u64> {
     records.sort_unstable();
     records
         .chunk_by(|a, b| a.0 == b.0)
