@@ -183,6 +183,16 @@ pub(crate) fn read_versions(
     let mut expect: Option<u64> = None;
     loop {
         let trailer = read_trailer(file, path, at, at == end)?;
+        if trailer.format != header.format {
+            return Err(Error::corrupt(
+                path,
+                format!(
+                    "the trailer ending at offset {at} is of format version {}, the header of \
+                     {}",
+                    trailer.format, header.format
+                ),
+            ));
+        }
         if expect.is_some_and(|v| v != trailer.version) {
             return Err(Error::corrupt(
                 path,
@@ -310,6 +320,11 @@ impl Index {
         self.header.chunk_size
     }
 
+    /// The file's format version (its header's; every version of the file is in it).
+    pub fn format(&self) -> u32 {
+        self.header.format
+    }
+
     /// The file's length (bytes).
     pub fn file_len(&self) -> u64 {
         self.len
@@ -395,6 +410,7 @@ impl Index {
             file: self.file.clone(),
             version,
             chunk_size: self.header.chunk_size,
+            format: self.header.format,
             entry: s.clone(),
             pos: 0,
             loaded: None,
@@ -425,6 +441,8 @@ pub struct Reader {
     file: Arc<File>,
     version: u64,
     chunk_size: u64,
+    /// The file's format version (how piece checksums are computed).
+    format: u32,
     entry: StreamEntry,
     pos: u64,
     /// The piece whose verified bytes `buf` holds.
@@ -490,7 +508,7 @@ impl Reader {
             })?;
             at += e.len as usize;
         }
-        if format::digest(&self.buf) != p.checksum {
+        if format::piece_checksum(self.format, &self.buf) != p.checksum {
             return Err(Error::ChunkChecksum {
                 path: self.path.clone(),
                 stream: self.entry.name.clone(),
