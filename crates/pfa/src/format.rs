@@ -315,14 +315,26 @@ impl Trailer {
 
 /// Append the encoding of `s` (as in a footer) to `out`.
 pub(crate) fn encode_stream(s: &StreamEntry, out: &mut Vec<u8>) {
-    out.extend_from_slice(&(s.name.len() as u32).to_le_bytes());
-    out.extend_from_slice(&s.name);
-    out.extend_from_slice(&(s.meta.len() as u32).to_le_bytes());
-    out.extend_from_slice(&s.meta);
-    out.extend_from_slice(&s.size.to_le_bytes());
-    out.extend_from_slice(&s.rank.to_le_bytes());
-    out.extend_from_slice(&(s.pieces.len() as u64).to_le_bytes());
-    for p in &s.pieces {
+    encode_stream_fields(&s.name, &s.meta, s.size, s.rank, &s.pieces, out);
+}
+
+/// Append the encoding of a stream given by its fields (as [`encode_stream`]) to `out`.
+pub(crate) fn encode_stream_fields(
+    name: &[u8],
+    meta: &[u8],
+    size: u64,
+    rank: u32,
+    pieces: &[Piece],
+    out: &mut Vec<u8>,
+) {
+    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    out.extend_from_slice(name);
+    out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+    out.extend_from_slice(meta);
+    out.extend_from_slice(&size.to_le_bytes());
+    out.extend_from_slice(&rank.to_le_bytes());
+    out.extend_from_slice(&(pieces.len() as u64).to_le_bytes());
+    for p in pieces {
         out.extend_from_slice(&p.logical.to_le_bytes());
         out.extend_from_slice(&p.len.to_le_bytes());
         out.extend_from_slice(&p.checksum);

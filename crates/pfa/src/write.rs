@@ -4,8 +4,8 @@
 use crate::direct::{open_data, AlignedBuf, DataFile};
 use crate::error::{shown, Error, Result};
 use crate::format::{
-    self, decode_streams, encode_stream, Extent, Footer, Header, Piece, PieceHasher, StreamEntry,
-    Trailer, FORMAT, HEADER_LEN, TRAILER_LEN,
+    self, decode_streams, encode_stream, encode_stream_fields, Extent, Footer, Header, Piece,
+    PieceHasher, Trailer, FORMAT, HEADER_LEN, TRAILER_LEN,
 };
 use crate::options::{self, Options, ALIGN};
 use crate::read::{open_regular, Index};
@@ -65,13 +65,26 @@ pub struct Aggregate<'c> {
     /// The previous version's piece read back to compare ([`Aggregate::same_bytes`]).
     piece_read: Vec<u8>,
     names: HashSet<Vec<u8>>,
-    streams: Vec<StreamEntry>,
+    /// The streams this rank finished, encoded as in a footer (the message for rank 0 at
+    /// close; no entry kept apart per stream).
+    streams: Vec<u8>,
+    /// Buffers lent to the open [`Writer`] for its name, meta and piece list, kept between
+    /// streams so that a small stream allocates (almost) nothing.
+    spare: Spare,
     bytes_written: u64,
     chunks_written: u64,
     chunks_reused: u64,
     /// The first error met where it could not be returned (a writer dropped unfinished, a
     /// failed chunk write): [`Aggregate::close`] fails with it.
     failed: Option<String>,
+}
+
+/// A [`Writer`]'s buffers, lent by its aggregate.
+#[derive(Default)]
+struct Spare {
+    name: Vec<u8>,
+    meta: Vec<u8>,
+    pieces: Vec<Piece>,
 }
 
 /// Rank 0's hold on the aggregate's file.
@@ -493,6 +506,7 @@ impl<'c> Aggregate<'c> {
             piece_read: Vec::new(),
             names: HashSet::new(),
             streams: Vec::new(),
+            spare: Spare::default(),
             bytes_written: 0,
             chunks_written: 0,
             chunks_reused: 0,
@@ -538,14 +552,24 @@ impl<'c> Aggregate<'c> {
         let prev = self.prev.get(name).cloned();
         let mut piece = std::mem::take(&mut self.piece);
         piece.clear();
+        let Spare {
+            name: mut name_buf,
+            meta: mut meta_buf,
+            mut pieces,
+        } = std::mem::take(&mut self.spare);
+        name_buf.clear();
+        name_buf.extend_from_slice(name);
+        meta_buf.clear();
+        meta_buf.extend_from_slice(meta);
+        pieces.clear();
         Ok(Writer {
             agg: self,
-            name: name.to_vec(),
-            meta: meta.to_vec(),
+            name: name_buf,
+            meta: meta_buf,
             prev,
             piece,
             placed: None,
-            pieces: Vec::new(),
+            pieces,
             size: 0,
             staging: Vec::new(),
             done: false,
@@ -702,10 +726,7 @@ impl<'c> Aggregate<'c> {
                 message: why.clone(),
             });
         }
-        let mut streams = Vec::new();
-        for s in &self.streams {
-            encode_stream(s, &mut streams);
-        }
+        let streams = std::mem::take(&mut self.streams);
         let msg = Msg::default()
             .u64(self.row)
             .u64(self.bytes_written)
@@ -1098,6 +1119,16 @@ impl Writer<'_, '_> {
         self.done = true;
         self.agg.names.remove(&self.name);
         self.agg.piece = std::mem::take(&mut self.piece);
+        self.give_back();
+    }
+
+    /// Return the lent buffers to the aggregate, for the next stream.
+    fn give_back(&mut self) {
+        self.agg.spare = Spare {
+            name: std::mem::take(&mut self.name),
+            meta: std::mem::take(&mut self.meta),
+            pieces: std::mem::take(&mut self.pieces),
+        };
     }
 
     /// End the stream: its last piece is placed and its entry kept for the index.
@@ -1117,15 +1148,13 @@ impl Writer<'_, '_> {
         self.end_placed();
         if let Err(e) = sealed {
             self.agg.fail(&e);
+            self.give_back();
             return Err(e);
         }
-        self.agg.streams.push(StreamEntry {
-            name: std::mem::take(&mut self.name),
-            meta: std::mem::take(&mut self.meta),
-            size: self.size,
-            rank: self.agg.comm.rank() as u32,
-            pieces: std::mem::take(&mut self.pieces),
-        });
+        let rank = self.agg.comm.rank() as u32;
+        let (name, meta, pieces) = (&self.name, &self.meta, &self.pieces);
+        encode_stream_fields(name, meta, self.size, rank, pieces, &mut self.agg.streams);
+        self.give_back();
         Ok(())
     }
 }
