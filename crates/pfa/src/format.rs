@@ -1,8 +1,12 @@
 //! The on-disk structures (header, footer, trailer) and their little-endian encoding; the
 //! format is described in the crate's documentation.
 
-/// The format version this crate writes and reads.
-pub const FORMAT: u32 = 1;
+/// The format version this crate writes into a new aggregate. It reads every version from
+/// [`FIRST_FORMAT`] to this one, and a new version of an existing aggregate keeps the format
+/// of that file's header.
+pub const FORMAT: u32 = 2;
+/// The oldest format version this crate reads (and appends versions to).
+pub const FIRST_FORMAT: u32 = 1;
 /// Bytes of the header at offset 0.
 pub const HEADER_LEN: u64 = 48;
 /// Bytes of a trailer (the last bytes of a complete aggregate).
@@ -22,6 +26,58 @@ pub(crate) fn digest(bytes: &[u8]) -> Digest {
     *blake3::hash(bytes).as_bytes()
 }
 
+/// The checksum of a piece's `bytes` in an aggregate of format `format`: BLAKE3 in format 1;
+/// in format 2 XXH3-128 (little-endian) in the first 16 bytes, zeros after (a check against
+/// damage, not a digest: equal checksums are confirmed by comparing the bytes).
+pub(crate) fn piece_checksum(format: u32, bytes: &[u8]) -> Digest {
+    let mut h = PieceHasher::new(format);
+    h.update(bytes);
+    h.finalize()
+}
+
+/// A piece's checksum computed as its bytes come ([`piece_checksum`]).
+pub(crate) enum PieceHasher {
+    /// Format 1.
+    Blake3(Box<blake3::Hasher>),
+    /// Format 2.
+    Xxh3(Box<xxhash_rust::xxh3::Xxh3>),
+}
+
+impl PieceHasher {
+    pub fn new(format: u32) -> PieceHasher {
+        if format == 1 {
+            PieceHasher::Blake3(Box::default())
+        } else {
+            PieceHasher::Xxh3(Box::default())
+        }
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        match self {
+            PieceHasher::Blake3(h) => {
+                h.update(bytes);
+            }
+            PieceHasher::Xxh3(h) => h.update(bytes),
+        }
+    }
+
+    pub fn finalize(&self) -> Digest {
+        match self {
+            PieceHasher::Blake3(h) => *h.finalize().as_bytes(),
+            PieceHasher::Xxh3(h) => {
+                let mut d = [0u8; 32];
+                d[..16].copy_from_slice(&h.digest128().to_le_bytes());
+                d
+            }
+        }
+    }
+}
+
+/// Whether this crate reads (and appends to) files of format version `format`.
+fn known(format: u32) -> bool {
+    (FIRST_FORMAT..=FORMAT).contains(&format)
+}
+
 /// The aggregate's header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Header {
@@ -29,13 +85,15 @@ pub(crate) struct Header {
     pub chunk_size: u64,
     /// Ranks of the first writer.
     pub ranks: u32,
+    /// The file's format version (every version of the file is written in it).
+    pub format: u32,
 }
 
 impl Header {
     pub fn encode(&self) -> [u8; HEADER_LEN as usize] {
         let mut b = [0u8; HEADER_LEN as usize];
         b[0..8].copy_from_slice(HEADER_MAGIC);
-        b[8..12].copy_from_slice(&FORMAT.to_le_bytes());
+        b[8..12].copy_from_slice(&self.format.to_le_bytes());
         b[16..24].copy_from_slice(&self.chunk_size.to_le_bytes());
         b[24..28].copy_from_slice(&self.ranks.to_le_bytes());
         let check = digest(&b[0..32]);
@@ -56,10 +114,10 @@ impl Header {
             ));
         }
         let format = u32_at(b, 8);
-        if format != FORMAT {
+        if !known(format) {
             return Err((
                 false,
-                format!("format version {format}; this reader knows {FORMAT}"),
+                format!("format version {format}; this reader knows {FIRST_FORMAT} to {FORMAT}"),
             ));
         }
         let chunk_size = u64_at(b, 16);
@@ -69,6 +127,7 @@ impl Header {
         Ok(Header {
             chunk_size,
             ranks: u32_at(b, 24),
+            format,
         })
     }
 }
@@ -96,7 +155,7 @@ pub(crate) struct Piece {
     pub logical: u64,
     /// Length (bytes, 1..=chunk size).
     pub len: u64,
-    /// BLAKE3 of the piece's bytes.
+    /// The piece's checksum ([`piece_checksum`]).
     pub checksum: Digest,
     /// The extents (`count` of them used).
     pub extents: [Extent; 2],
@@ -153,6 +212,8 @@ pub(crate) struct Summary {
 /// A version's trailer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Trailer {
+    /// The file's format version.
+    pub format: u32,
     pub version: u64,
     pub footer_offset: u64,
     pub footer_len: u64,
@@ -165,7 +226,7 @@ impl Trailer {
     pub fn encode(&self) -> [u8; TRAILER_LEN as usize] {
         let mut b = [0u8; TRAILER_LEN as usize];
         b[0..8].copy_from_slice(TRAILER_MAGIC);
-        b[8..12].copy_from_slice(&FORMAT.to_le_bytes());
+        b[8..12].copy_from_slice(&self.format.to_le_bytes());
         b[12..16].copy_from_slice(&self.summary.ranks.to_le_bytes());
         b[16..24].copy_from_slice(&self.version.to_le_bytes());
         b[24..32].copy_from_slice(&self.footer_offset.to_le_bytes());
@@ -213,14 +274,15 @@ impl Trailer {
             ));
         }
         let format = u32_at(b, 8);
-        if format != FORMAT {
+        if !known(format) {
             return Err(format!(
-                "trailer format version {format}; this reader knows {FORMAT}"
+                "trailer format version {format}; this reader knows {FIRST_FORMAT} to {FORMAT}"
             ));
         }
         let mut footer_checksum = [0u8; 32];
         footer_checksum.copy_from_slice(&b[40..72]);
         let t = Trailer {
+            format,
             version: u64_at(b, 16),
             footer_offset: u64_at(b, 24),
             footer_len: u64_at(b, 32),
@@ -253,14 +315,26 @@ impl Trailer {
 
 /// Append the encoding of `s` (as in a footer) to `out`.
 pub(crate) fn encode_stream(s: &StreamEntry, out: &mut Vec<u8>) {
-    out.extend_from_slice(&(s.name.len() as u32).to_le_bytes());
-    out.extend_from_slice(&s.name);
-    out.extend_from_slice(&(s.meta.len() as u32).to_le_bytes());
-    out.extend_from_slice(&s.meta);
-    out.extend_from_slice(&s.size.to_le_bytes());
-    out.extend_from_slice(&s.rank.to_le_bytes());
-    out.extend_from_slice(&(s.pieces.len() as u64).to_le_bytes());
-    for p in &s.pieces {
+    encode_stream_fields(&s.name, &s.meta, s.size, s.rank, &s.pieces, out);
+}
+
+/// Append the encoding of a stream given by its fields (as [`encode_stream`]) to `out`.
+pub(crate) fn encode_stream_fields(
+    name: &[u8],
+    meta: &[u8],
+    size: u64,
+    rank: u32,
+    pieces: &[Piece],
+    out: &mut Vec<u8>,
+) {
+    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    out.extend_from_slice(name);
+    out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+    out.extend_from_slice(meta);
+    out.extend_from_slice(&size.to_le_bytes());
+    out.extend_from_slice(&rank.to_le_bytes());
+    out.extend_from_slice(&(pieces.len() as u64).to_le_bytes());
+    for p in pieces {
         out.extend_from_slice(&p.logical.to_le_bytes());
         out.extend_from_slice(&p.len.to_le_bytes());
         out.extend_from_slice(&p.checksum);
@@ -549,6 +623,7 @@ mod tests {
         let h = Header {
             chunk_size: 1 << 20,
             ranks: 4,
+            format: FORMAT,
         };
         let b = h.encode();
         assert_eq!(Header::decode(&b).unwrap(), h);
@@ -558,6 +633,7 @@ mod tests {
             assert!(Header::decode(&bad).is_err(), "flip at {i}");
         }
         let t = Trailer {
+            format: FORMAT,
             version: 3,
             footer_offset: 4096,
             footer_len: 100,
@@ -581,6 +657,36 @@ mod tests {
                 Trailer::decode(&bad, 4196 + TRAILER_LEN).is_err(),
                 "flip at {i}"
             );
+        }
+    }
+
+    #[test]
+    fn piece_checksums_by_format() {
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        // Format 1: BLAKE3, as every version-1 file has it.
+        assert_eq!(piece_checksum(1, &bytes), digest(&bytes));
+        // Format 2: XXH3-128 in 16 bytes, then zeros; fed in parts or at once, the same.
+        let two = piece_checksum(2, &bytes);
+        assert_eq!(two[..16], xxhash_rust::xxh3::xxh3_128(&bytes).to_le_bytes());
+        assert_eq!(two[16..], [0u8; 16]);
+        let mut h = PieceHasher::new(2);
+        for part in bytes.chunks(333) {
+            h.update(part);
+        }
+        assert_eq!(h.finalize(), two);
+        let mut other = bytes.clone();
+        other[5000] ^= 1;
+        assert_ne!(piece_checksum(2, &other), two);
+        // Formats outside 1..=FORMAT are refused in the header.
+        for format in [0, FORMAT + 1] {
+            let mut b = Header {
+                chunk_size: 4096,
+                ranks: 1,
+                format,
+            }
+            .encode();
+            b[8..12].copy_from_slice(&format.to_le_bytes());
+            assert!(Header::decode(&b).unwrap_err().1.contains("format version"));
         }
     }
 }

@@ -46,7 +46,16 @@
 //! `region_offset + (i * ranks + rank) * chunk_size`. No locks, no shared file pointer, every
 //! write stripe aligned; with [`Options::direct_io`] the writes bypass the page cache
 //! (`O_DIRECT`, falling back to buffered writes where the file system refuses it, and saying so
-//! in [`Written::direct_io_fallback`]).
+//! in [`Written::direct_io_fallback`]). With buffered writes, a run of 64 KiB or more of an
+//! append goes from the caller's memory to its place in the slot (one copy, the kernel's);
+//! smaller runs are gathered in the chunk buffer first, so that many small streams cost one
+//! write a chunk.
+//!
+//! Chunks are written with `pwrite`, not through a shared mapping of the file (the seed's
+//! `pfa_mmap`): measured on tmpfs and ext4, a rank filling a `MAP_SHARED` mapping of its
+//! slots (after `fallocate` of them, which a full file system needs to fail there rather than
+//! with `SIGBUS` at a page fault) wrote at about half of `pwrite`'s rate on tmpfs and a third
+//! on ext4 (each page is zeroed at its fault, then filled; see the README's PFA bench).
 //!
 //! # Reading
 //!
@@ -55,7 +64,7 @@
 //! used), and [`Index::open_stream`] gives a [`Reader`] (`Read + Seek`, [`Reader::eof`]) of one
 //! stream of one version. Each chunk's checksum is verified when it is read.
 //!
-//! # Format (format version 1)
+//! # Format (format version 2; version 1 is read and appended to as well)
 //!
 //! All integers little-endian. `C` is the aggregate's chunk size (bytes, a multiple of 4096,
 //! fixed for the whole file by the header).
@@ -69,7 +78,8 @@
 //!                  trailer of the latest version)
 //! ```
 //!
-//! **Header** (offset 0): `magic "MFU-PFA\n"` (8) · `format u32 = 1` · `flags u32 = 0` ·
+//! **Header** (offset 0): `magic "MFU-PFA\n"` (8) · `format u32` (2; 1 in files of format 1)
+//! · `flags u32 = 0` ·
 //! `chunk_size u64` · `ranks u32` (of the first writer; informational) · `reserved u32` ·
 //! `check [16]` (the first 16 bytes of BLAKE3 of bytes 0..32).
 //!
@@ -87,11 +97,12 @@
 //! earlier version) · `stream_count u64`, then the streams sorted by name (bytewise, names
 //! unique): `name_len u32` · name · `meta_len u32` · meta · `size u64` (bytes) · `rank u32`
 //! (writer) · `piece_count u64`, then each piece: `logical_offset u64` · `len u64` ·
-//! `checksum [32]` (BLAKE3 of the piece's bytes) · `extent_count u8` (1 or 2) · per extent
+//! `checksum [32]` (see *Checksums*) · `extent_count u8` (1 or 2) · per extent
 //! `file_offset u64` · `len u64`. A version's footer lists every piece of every stream of that
 //! version, including those referenced from earlier versions: each version reads on its own.
 //!
-//! **Trailer** (the last 144 bytes of the file): `magic "PFATRAIL"` (8) · `format u32 = 1` ·
+//! **Trailer** (the last 144 bytes of the file): `magic "PFATRAIL"` (8) · `format u32` (the
+//! header's) ·
 //! `ranks u32` · `version u64` · `footer_offset u64` · `footer_len u64` ·
 //! `footer_checksum [32]` (BLAKE3 of the footer) · `prev_end u64` · the version's figures,
 //! repeated from its footer so that listing versions reads no footer: `streams u64` ·
@@ -102,15 +113,24 @@
 //!
 //! # Checksums
 //!
-//! BLAKE3 everywhere (the header, footers, trailers and every piece). A piece's checksum is
-//! also its *digest* for incremental stores: a piece whose length and digest equal those of
-//! the previous version's piece at the same logical offset of the same stream is referenced,
-//! not written again, so a digest collision would silently keep old bytes for new ones. With
-//! 256 bits of a cryptographic hash that cannot happen by accident nor be crafted; XXH64's 64
-//! bits would be a 2^-64 chance per piece compared and are easily crafted. Nor was XXH64
-//! faster where it mattered: on the build machine (2 shared cores) both hashed 1 MiB pieces at
-//! about 2.2 GB/s per core (BLAKE3 with AVX2), above what a disk takes (on tmpfs the hash is
-//! a PFA write's main CPU cost beyond a plain write's: the price of checked, incremental data).
+//! The header, footers and trailers: BLAKE3 (as above). A piece's `checksum`, by the file's
+//! format version (the header's; a new version of an existing file keeps it):
+//!
+//! - **format 2** (what [`Aggregate::create`] writes): XXH3-128 of the piece's bytes
+//!   (little-endian, 16 bytes) then 16 zero bytes. It finds damage; it is no digest (two
+//!   pieces with one XXH3 are easily made), so an incremental store that finds a piece of the
+//!   previous version at the same logical offset of the same stream with the same length and
+//!   checksum reads that piece back and compares the bytes before it references it: an old
+//!   chunk is never kept for new bytes that differ from it.
+//! - **format 1**: BLAKE3 of the piece's bytes, also its digest: a piece whose length and
+//!   digest equal the previous version's is referenced without reading it (256 bits of a
+//!   cryptographic hash: a collision happens neither by accident nor by design).
+//!
+//! Why format 2: BLAKE3 was the main CPU cost of a PFA write beyond a plain write's (about a
+//! fifth of the samples of the records bench on tmpfs, hashed again on read); XXH3-128 hashes
+//! at about 15 GB/s a core on the build machine against BLAKE3's 2-3 GB/s. The price is paid
+//! only by incremental stores: reading back each unchanged piece of the previous version
+//! (from the page cache, mostly, right after it was written).
 //!
 //! # Safety of the data
 //!
@@ -143,7 +163,7 @@ mod recover;
 mod write;
 
 pub use error::{Error, Result};
-pub use format::{FORMAT, HEADER_LEN, TRAILER_LEN};
+pub use format::{FIRST_FORMAT, FORMAT, HEADER_LEN, TRAILER_LEN};
 pub use options::{chunk_size_policy, Options, DEFAULT_CHUNK_SIZE, MIN_POLICY_CHUNK};
 pub use read::{Index, Reader, StreamInfo, VersionInfo};
 pub use recover::{recover, Recovered};

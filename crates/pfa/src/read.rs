@@ -183,6 +183,16 @@ pub(crate) fn read_versions(
     let mut expect: Option<u64> = None;
     loop {
         let trailer = read_trailer(file, path, at, at == end)?;
+        if trailer.format != header.format {
+            return Err(Error::corrupt(
+                path,
+                format!(
+                    "the trailer ending at offset {at} is of format version {}, the header of \
+                     {}",
+                    trailer.format, header.format
+                ),
+            ));
+        }
         if expect.is_some_and(|v| v != trailer.version) {
             return Err(Error::corrupt(
                 path,
@@ -310,6 +320,11 @@ impl Index {
         self.header.chunk_size
     }
 
+    /// The file's format version (its header's; every version of the file is in it).
+    pub fn format(&self) -> u32 {
+        self.header.format
+    }
+
     /// The file's length (bytes).
     pub fn file_len(&self) -> u64 {
         self.len
@@ -395,6 +410,7 @@ impl Index {
             file: self.file.clone(),
             version,
             chunk_size: self.header.chunk_size,
+            format: self.header.format,
             entry: s.clone(),
             pos: 0,
             loaded: None,
@@ -404,12 +420,22 @@ impl Index {
 
     /// The whole stream `name` of `version`, read and verified.
     pub fn read_stream(&self, name: &[u8], version: u64) -> Result<Vec<u8>> {
-        let mut r = self.open_stream(name, version)?;
-        let mut out = Vec::with_capacity(r.size() as usize);
-        while !r.eof() {
-            r.load(r.pos / self.header.chunk_size)?;
-            out.extend_from_slice(&r.buf);
-            r.pos += r.buf.len() as u64;
+        // Each piece read straight into its place in the result (no reader, no copy of the
+        // entry: a small stream costs a lookup and a read).
+        let s = self.entry(name, version)?;
+        let mut out = vec![0u8; s.size as usize];
+        let mut at = 0usize;
+        for p in &s.pieces {
+            let to = &mut out[at..at + p.len as usize];
+            let place = PieceAt {
+                file: &self.file,
+                path: &self.path,
+                format: self.header.format,
+                name: &s.name,
+                version,
+            };
+            place.read(p, to)?;
+            at += p.len as usize;
         }
         Ok(out)
     }
@@ -425,6 +451,8 @@ pub struct Reader {
     file: Arc<File>,
     version: u64,
     chunk_size: u64,
+    /// The file's format version (how piece checksums are computed).
+    format: u32,
     entry: StreamEntry,
     pos: u64,
     /// The piece whose verified bytes `buf` holds.
@@ -472,35 +500,63 @@ impl Reader {
         self.loaded = None;
         let p: Piece = self.entry.pieces[i as usize];
         self.buf.resize(p.len as usize, 0);
+        let place = PieceAt {
+            file: &self.file,
+            path: &self.path,
+            format: self.format,
+            name: &self.entry.name,
+            version: self.version,
+        };
+        place.read(&p, &mut self.buf)?;
+        self.loaded = Some(i);
+        Ok(())
+    }
+}
+
+/// Where the pieces of one stream of one version are read from.
+struct PieceAt<'a> {
+    file: &'a File,
+    path: &'a Path,
+    /// The file's format version (how piece checksums are computed).
+    format: u32,
+    /// The stream's name (for errors).
+    name: &'a [u8],
+    version: u64,
+}
+
+impl PieceAt<'_> {
+    /// Read piece `p` into `to` (`p.len` bytes) and verify its checksum.
+    fn read(&self, p: &Piece, to: &mut [u8]) -> Result<()> {
         let mut at = 0usize;
         for e in p.extents() {
-            let to = &mut self.buf[at..at + e.len as usize];
-            self.file.read_exact_at(to, e.file_offset).map_err(|err| {
-                Error::io(
-                    &self.path,
-                    format!(
-                        "read stream {} version {} ({} bytes at offset {})",
-                        crate::error::shown(&self.entry.name),
-                        self.version,
-                        e.len,
-                        e.file_offset
-                    ),
-                    err,
-                )
-            })?;
+            let part = &mut to[at..at + e.len as usize];
+            self.file
+                .read_exact_at(part, e.file_offset)
+                .map_err(|err| {
+                    Error::io(
+                        self.path,
+                        format!(
+                            "read stream {} version {} ({} bytes at offset {})",
+                            crate::error::shown(self.name),
+                            self.version,
+                            e.len,
+                            e.file_offset
+                        ),
+                        err,
+                    )
+                })?;
             at += e.len as usize;
         }
-        if format::digest(&self.buf) != p.checksum {
+        if format::piece_checksum(self.format, to) != p.checksum {
             return Err(Error::ChunkChecksum {
-                path: self.path.clone(),
-                stream: self.entry.name.clone(),
+                path: self.path.into(),
+                stream: self.name.to_vec(),
                 version: self.version,
                 logical: p.logical,
                 file_offset: p.extents[0].file_offset,
                 len: p.len,
             });
         }
-        self.loaded = Some(i);
         Ok(())
     }
 }

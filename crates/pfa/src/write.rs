@@ -4,8 +4,8 @@
 use crate::direct::{open_data, AlignedBuf, DataFile};
 use crate::error::{shown, Error, Result};
 use crate::format::{
-    self, decode_streams, encode_stream, Extent, Footer, Header, Piece, StreamEntry, Trailer,
-    HEADER_LEN, TRAILER_LEN,
+    self, decode_streams, encode_stream, encode_stream_fields, Extent, Footer, Header, Piece,
+    PieceHasher, Trailer, FORMAT, HEADER_LEN, TRAILER_LEN,
 };
 use crate::options::{self, Options, ALIGN};
 use crate::read::{open_regular, Index};
@@ -37,6 +37,12 @@ pub struct Aggregate<'c> {
     control: Option<Control>,
     version: u64,
     chunk_size: u64,
+    /// The file's format version (the header's): how piece checksums are computed, and
+    /// whether a piece whose checksum equals the previous version's is compared byte by byte.
+    format: u32,
+    /// The file open for reading, to compare a piece with the previous version's (a new
+    /// version of a file of format 2 and later); `None` for a new aggregate.
+    prev_file: Option<File>,
     /// File length after the previous version's trailer (0 for version 1).
     prev_end: u64,
     region_offset: u64,
@@ -45,20 +51,40 @@ pub struct Aggregate<'c> {
     data: DataFile,
     /// The chunk being filled.
     chunk: AlignedBuf,
-    /// Bytes of `chunk` filled.
+    /// Bytes of the current chunk filled (in `chunk`, or written past it: see `flushed`).
     fill: usize,
+    /// Bytes of the current chunk already in the file: with buffered writes, a run of at
+    /// least [`PASS_THROUGH`] bytes goes from the caller's memory straight to the file (after
+    /// the bytes gathered before it), not through `chunk`; `chunk` holds bytes
+    /// `flushed..fill`. Always 0 with `O_DIRECT` (whose writes are whole aligned chunks).
+    flushed: usize,
     /// This rank's chunks written so far (the row of the chunk being filled).
     row: u64,
     /// A piece buffer, lent to the open [`Writer`].
     piece: Vec<u8>,
+    /// The previous version's piece read back to compare ([`Aggregate::same_bytes`]).
+    piece_read: Vec<u8>,
     names: HashSet<Vec<u8>>,
-    streams: Vec<StreamEntry>,
+    /// The streams this rank finished, encoded as in a footer (the message for rank 0 at
+    /// close; no entry kept apart per stream).
+    streams: Vec<u8>,
+    /// Buffers lent to the open [`Writer`] for its name, meta and piece list, kept between
+    /// streams so that a small stream allocates (almost) nothing.
+    spare: Spare,
     bytes_written: u64,
     chunks_written: u64,
     chunks_reused: u64,
     /// The first error met where it could not be returned (a writer dropped unfinished, a
     /// failed chunk write): [`Aggregate::close`] fails with it.
     failed: Option<String>,
+}
+
+/// A [`Writer`]'s buffers, lent by its aggregate.
+#[derive(Default)]
+struct Spare {
+    name: Vec<u8>,
+    meta: Vec<u8>,
+    pieces: Vec<Piece>,
 }
 
 /// Rank 0's hold on the aggregate's file.
@@ -83,7 +109,7 @@ struct Run {
 /// it with): its extents so far and its running digest.
 struct Placed {
     run: Run,
-    hasher: blake3::Hasher,
+    hasher: PieceHasher,
 }
 
 /// What [`Aggregate::close`] wrote: the same on every rank (sums over all ranks) except
@@ -201,6 +227,11 @@ fn from_root(comm: &dyn Comm, produce: impl FnOnce() -> Result<Vec<u8>>) -> Resu
     }
 }
 
+/// Bytes from which a run of a stream going into one chunk is written from the caller's
+/// memory with buffered writes (not copied into the chunk buffer first): 64 KiB. Smaller runs
+/// are gathered, so that many small streams cost one write a chunk, not one each.
+const PASS_THROUGH: usize = 64 << 10;
+
 /// An [`Error::Io`] from a step of flist's [`Output`].
 fn output_error(e: flist::atomic::OutputError) -> Error {
     use flist::atomic::Step;
@@ -236,6 +267,19 @@ fn open_checked(path: &Path, direct: bool, id: (u64, u64)) -> Result<DataFile> {
         });
     }
     Ok(data)
+}
+
+/// `path` open for reading (never through a symbolic link), checked to be the file `id`
+/// (device, inode) rank 0 opened.
+fn open_reading(path: &Path, id: (u64, u64)) -> Result<File> {
+    let (file, st) = open_regular(path, OFlags::RDONLY)?;
+    if (st.st_dev, st.st_ino) != id {
+        return Err(Error::Refused {
+            path: path.into(),
+            why: "not the file rank 0 opened (replaced meanwhile): not written".into(),
+        });
+    }
+    Ok(file)
 }
 
 /// Rank 0's side of [`Aggregate::create`]: the temporary, made and with its header.
@@ -285,6 +329,7 @@ fn make_temporary(path: &Path, options: &Options, chunk: u64, ranks: u32) -> Res
     let header = Header {
         chunk_size: chunk,
         ranks,
+        format: FORMAT,
     };
     let file = output.file().expect("a file output has a file");
     file.write_all_at(&header.encode(), 0)
@@ -333,10 +378,11 @@ impl<'c> Aggregate<'c> {
             write_path,
             control,
             data,
-            chunk,
+            (chunk, FORMAT),
             1,
             0,
             HashMap::new(),
+            None,
         ))
     }
 
@@ -377,6 +423,7 @@ impl<'c> Aggregate<'c> {
             }
             let msg = Msg::default()
                 .u64(index.chunk_size())
+                .u64(index.format().into())
                 .u64(len)
                 .u64(index.latest() + 1)
                 .u64(st.st_dev)
@@ -386,7 +433,8 @@ impl<'c> Aggregate<'c> {
             Ok(msg.0)
         })?;
         let mut m = MsgReader(&shared);
-        let (chunk, prev_end, version) = (m.u64(), m.u64(), m.u64());
+        let (chunk, format) = (m.u64(), m.u64() as u32);
+        let (prev_end, version) = (m.u64(), m.u64());
         let id = (m.u64(), m.u64());
         let prev = decode_streams(m.bytes(), chunk)
             .map(|streams| {
@@ -396,18 +444,28 @@ impl<'c> Aggregate<'c> {
                     .collect::<HashMap<_, _>>()
             })
             .map_err(|what| Error::corrupt(path, what));
-        let opened = prev.and_then(|p| Ok((p, open_checked(path, options.direct_io, id)?)));
-        let (prev, data) = agree(comm, opened)?;
+        let opened = prev.and_then(|p| {
+            let data = open_checked(path, options.direct_io, id)?;
+            // Format 2's checksums are no digests: a piece whose checksum matches is compared
+            // with the previous version's bytes, read through this descriptor.
+            let read = match format {
+                1 => None,
+                _ => Some(open_reading(path, id)?),
+            };
+            Ok((p, data, read))
+        });
+        let (prev, data, prev_file) = agree(comm, opened)?;
         let agg = Aggregate::start(
             comm,
             path,
             path.to_path_buf(),
             control,
             data,
-            chunk,
+            (chunk, format),
             version,
             prev_end,
             prev,
+            prev_file,
         );
         Ok(agg)
     }
@@ -419,10 +477,11 @@ impl<'c> Aggregate<'c> {
         write_path: PathBuf,
         control: Option<Control>,
         data: DataFile,
-        chunk_size: u64,
+        (chunk_size, format): (u64, u32),
         version: u64,
         prev_end: u64,
         prev: HashMap<Vec<u8>, Arc<Vec<Piece>>>,
+        prev_file: Option<File>,
     ) -> Aggregate<'c> {
         // Version 1's region starts at the first chunk boundary after the header.
         let region_offset = prev_end.max(HEADER_LEN).next_multiple_of(chunk_size);
@@ -433,16 +492,21 @@ impl<'c> Aggregate<'c> {
             control,
             version,
             chunk_size,
+            format,
+            prev_file,
             prev_end,
             region_offset,
             prev,
             data,
             chunk: AlignedBuf::new(chunk_size as usize),
             fill: 0,
+            flushed: 0,
             row: 0,
             piece: Vec::new(),
+            piece_read: Vec::new(),
             names: HashSet::new(),
             streams: Vec::new(),
+            spare: Spare::default(),
             bytes_written: 0,
             chunks_written: 0,
             chunks_reused: 0,
@@ -488,14 +552,24 @@ impl<'c> Aggregate<'c> {
         let prev = self.prev.get(name).cloned();
         let mut piece = std::mem::take(&mut self.piece);
         piece.clear();
+        let Spare {
+            name: mut name_buf,
+            meta: mut meta_buf,
+            mut pieces,
+        } = std::mem::take(&mut self.spare);
+        name_buf.clear();
+        name_buf.extend_from_slice(name);
+        meta_buf.clear();
+        meta_buf.extend_from_slice(meta);
+        pieces.clear();
         Ok(Writer {
             agg: self,
-            name: name.to_vec(),
-            meta: meta.to_vec(),
+            name: name_buf,
+            meta: meta_buf,
             prev,
             piece,
             placed: None,
-            pieces: Vec::new(),
+            pieces,
             size: 0,
             staging: Vec::new(),
             done: false,
@@ -515,6 +589,38 @@ impl<'c> Aggregate<'c> {
         self.region_offset + (row * ranks + self.comm.rank() as u64) * self.chunk_size
     }
 
+    /// Whether the previous version's piece `p`, whose length and checksum equal those of
+    /// `bytes`, holds `bytes`. In format 1 the checksum is a BLAKE3 digest: equal digests are
+    /// equal bytes. From format 2 on it is a check against damage only (anyone can make two
+    /// pieces with one XXH3): the piece is read back and compared, so an old chunk is never
+    /// referenced for new bytes that differ from it.
+    fn same_bytes(&mut self, p: &Piece, bytes: &[u8]) -> Result<bool> {
+        let Some(file) = &self.prev_file else {
+            return Ok(true);
+        };
+        let mut at = 0usize;
+        let mut old = std::mem::take(&mut self.piece_read);
+        old.resize(bytes.len(), 0);
+        for e in p.extents() {
+            let to = &mut old[at..at + e.len as usize];
+            if let Err(err) = file.read_exact_at(to, e.file_offset) {
+                self.piece_read = old;
+                return Err(Error::io(
+                    &self.path,
+                    format!(
+                        "read the previous version's chunk to compare ({} bytes at {})",
+                        e.len, e.file_offset
+                    ),
+                    err,
+                ));
+            }
+            at += e.len as usize;
+        }
+        let same = old == bytes;
+        self.piece_read = old;
+        Ok(same)
+    }
+
     /// Remember the first error that could not be returned where it happened.
     fn fail(&mut self, e: &Error) {
         if self.failed.is_none() {
@@ -529,8 +635,17 @@ impl<'c> Aggregate<'c> {
         let mut rest = bytes;
         while !rest.is_empty() {
             let n = rest.len().min(self.chunk_size as usize - self.fill);
-            self.chunk.bytes_mut()[self.fill..self.fill + n].copy_from_slice(&rest[..n]);
             let at = self.slot(self.row) + self.fill as u64;
+            if n >= PASS_THROUGH && !self.data.direct {
+                // Large: written from the caller's bytes (one copy, the kernel's), after
+                // what was gathered before them.
+                self.flush(self.fill)?;
+                let written = self.data.write_at(&rest[..n], at);
+                self.check_write(written, n, at)?;
+                self.flushed = self.fill + n;
+            } else {
+                self.chunk.bytes_mut()[self.fill..self.fill + n].copy_from_slice(&rest[..n]);
+            }
             match run.count {
                 // Contiguous with the piece's last extent (the same chunk): one extent.
                 c if c > 0 && run.extents[c as usize - 1].end() == at => {
@@ -556,13 +671,31 @@ impl<'c> Aggregate<'c> {
         Ok(())
     }
 
-    /// Write the chunk buffer's first `len` bytes (a multiple of [`ALIGN`]) to this rank's
-    /// slot of the current row, and start the next row.
+    /// Write the current chunk's first `len` bytes (a multiple of [`ALIGN`] with
+    /// `O_DIRECT`) to this rank's slot of the current row (those not written yet), and start
+    /// the next row.
     fn write_chunk(&mut self, len: usize) -> Result<()> {
-        let at = self.slot(self.row);
-        let written = self.data.write_at(&self.chunk.bytes()[..len], at);
+        let flushed = self.flush(len);
         self.fill = 0;
+        self.flushed = 0;
         self.row += 1;
+        flushed
+    }
+
+    /// Write the chunk buffer's bytes `flushed..end` to their place in the current slot.
+    fn flush(&mut self, end: usize) -> Result<()> {
+        let from = self.flushed;
+        if end <= from {
+            return Ok(());
+        }
+        let at = self.slot(self.row) + from as u64;
+        let written = self.data.write_at(&self.chunk.bytes()[from..end], at);
+        self.flushed = end;
+        self.check_write(written, end - from, at)
+    }
+
+    /// A chunk write's outcome as this crate's error (remembered for the close).
+    fn check_write(&mut self, written: std::io::Result<()>, len: usize, at: u64) -> Result<()> {
         written.map_err(|e| {
             let e = Error::io(
                 &self.write_path,
@@ -593,10 +726,7 @@ impl<'c> Aggregate<'c> {
                 message: why.clone(),
             });
         }
-        let mut streams = Vec::new();
-        for s in &self.streams {
-            encode_stream(s, &mut streams);
-        }
+        let streams = std::mem::take(&mut self.streams);
         let msg = Msg::default()
             .u64(self.row)
             .u64(self.bytes_written)
@@ -738,6 +868,7 @@ impl<'c> Aggregate<'c> {
         let footer = f.encode();
         let footer_offset = f.region_offset + f.region_len;
         let trailer = Trailer {
+            format: self.format,
             version: self.version,
             footer_offset,
             footer_len: footer.len() as u64,
@@ -873,9 +1004,10 @@ impl Writer<'_, '_> {
             data = rest;
             if !self.compared() {
                 // Nothing to compare with: into the chunks at once, hashed on the way.
+                let format = self.agg.format;
                 let placed = self.placed.get_or_insert_with(|| Placed {
                     run: Run::default(),
-                    hasher: blake3::Hasher::new(),
+                    hasher: PieceHasher::new(format),
                 });
                 placed.hasher.update(now);
                 let mut run = placed.run;
@@ -914,7 +1046,7 @@ impl Writer<'_, '_> {
             self.pieces.push(Piece {
                 logical: self.size,
                 len,
-                checksum: *p.hasher.finalize().as_bytes(),
+                checksum: p.hasher.finalize(),
                 extents,
                 count,
             });
@@ -927,18 +1059,24 @@ impl Writer<'_, '_> {
     /// version's piece at the same offset has the same bytes, else placed into chunks.
     fn seal(&mut self, bytes: &[u8]) -> Result<()> {
         let logical = self.size;
-        let checksum = format::digest(bytes);
+        let checksum = format::piece_checksum(self.agg.format, bytes);
         let len = bytes.len() as u64;
         let i = (logical / self.agg.chunk_size) as usize;
-        let same = self
+        let mut same = self
             .prev
             .as_ref()
             .and_then(|p| p.get(i))
-            .filter(|p| p.len == len && p.checksum == checksum);
+            .filter(|p| p.len == len && p.checksum == checksum)
+            .copied();
+        if let Some(p) = same {
+            if !self.agg.same_bytes(&p, bytes)? {
+                same = None;
+            }
+        }
         let piece = match same {
             Some(p) => {
                 self.agg.chunks_reused += 1;
-                *p
+                p
             }
             None => {
                 let mut run = Run::default();
@@ -981,6 +1119,16 @@ impl Writer<'_, '_> {
         self.done = true;
         self.agg.names.remove(&self.name);
         self.agg.piece = std::mem::take(&mut self.piece);
+        self.give_back();
+    }
+
+    /// Return the lent buffers to the aggregate, for the next stream.
+    fn give_back(&mut self) {
+        self.agg.spare = Spare {
+            name: std::mem::take(&mut self.name),
+            meta: std::mem::take(&mut self.meta),
+            pieces: std::mem::take(&mut self.pieces),
+        };
     }
 
     /// End the stream: its last piece is placed and its entry kept for the index.
@@ -1000,15 +1148,13 @@ impl Writer<'_, '_> {
         self.end_placed();
         if let Err(e) = sealed {
             self.agg.fail(&e);
+            self.give_back();
             return Err(e);
         }
-        self.agg.streams.push(StreamEntry {
-            name: std::mem::take(&mut self.name),
-            meta: std::mem::take(&mut self.meta),
-            size: self.size,
-            rank: self.agg.comm.rank() as u32,
-            pieces: std::mem::take(&mut self.pieces),
-        });
+        let rank = self.agg.comm.rank() as u32;
+        let (name, meta, pieces) = (&self.name, &self.meta, &self.pieces);
+        encode_stream_fields(name, meta, self.size, rank, pieces, &mut self.agg.streams);
+        self.give_back();
         Ok(())
     }
 }
@@ -1095,5 +1241,46 @@ mod tests {
         assert!(matches!(results[0], Some(Error::OtherRank { rank: 1, .. })));
         assert_eq!(std::fs::read(&path).unwrap(), before);
         assert_eq!(Index::open(&path).unwrap().latest(), 1);
+    }
+
+    #[test]
+    fn a_checksum_match_with_other_bytes_is_written_not_referenced() {
+        // Format 2's XXH3 is no digest: two pieces can share it (by chance or made so). A
+        // match is compared byte by byte; here the previous version's checksums are forged
+        // to match the new bytes, which differ.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.pfa");
+        let o = Options {
+            chunk_size: Some(4096),
+            ..Options::default()
+        };
+        let old = vec![1u8; 4096 * 2];
+        let mut new = old.clone();
+        new[5000] = 2;
+        steal::local::run(1, |comm| {
+            let mut agg = Aggregate::create(comm, &path, &o).unwrap();
+            agg.write_stream(b"s", b"", &old).unwrap();
+            agg.close().unwrap()
+        });
+        let w = steal::local::run(1, |comm| {
+            let mut agg = Aggregate::new_version(comm, &path, &o).unwrap();
+            assert_eq!(agg.format, 2);
+            let forged: Vec<Piece> = agg.prev[b"s".as_slice()]
+                .iter()
+                .zip(new.chunks(4096))
+                .map(|(p, b)| Piece {
+                    checksum: format::piece_checksum(2, b),
+                    ..*p
+                })
+                .collect();
+            agg.prev.insert(b"s".to_vec(), Arc::new(forged));
+            agg.write_stream(b"s", b"", &new).unwrap();
+            agg.close().unwrap()
+        });
+        // The first piece is the same bytes: referenced; the second differs: written.
+        assert_eq!((w[0].chunks_reused, w[0].chunks_written), (1, 1));
+        let index = Index::open(&path).unwrap();
+        assert_eq!(index.read_stream(b"s", 2).unwrap(), new);
+        assert_eq!(index.read_stream(b"s", 1).unwrap(), old);
     }
 }

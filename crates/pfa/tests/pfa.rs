@@ -941,3 +941,257 @@ fn chunk_size_policy_and_invalid_options() {
     assert!(matches!(r[0], Some(Error::Options(_))));
     assert!(matches!(r[1], Some(Error::OtherRank { .. })));
 }
+
+/// The bytes of `tests/data/format1.pfa`'s streams (written by this crate at format version
+/// 1, chunk size 4096, two thread ranks).
+fn format1_pattern(seed: usize, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| ((i * 7 + seed * 13) % 251) as u8)
+        .collect()
+}
+
+/// What `tests/data/format1.pfa` holds: version 1, rank r: `r{r}/big` (10,000 bytes, meta
+/// `m`), `r{r}/small` (100 bytes), `r{r}/empty`; version 2: `big` with bytes 4096..8192
+/// inverted (meta `m2`) and `small` unchanged.
+fn format1_content(version: u64) -> Streams {
+    let mut m = BTreeMap::new();
+    for r in 0..2 {
+        let mut big = format1_pattern(r, 10_000);
+        let meta = if version == 1 {
+            b"m".to_vec()
+        } else {
+            big[4096..8192].iter_mut().for_each(|b| *b ^= 0xff);
+            b"m2".to_vec()
+        };
+        m.insert(format!("r{r}/big").into_bytes(), (meta, big));
+        let small = format1_pattern(r + 5, 100);
+        m.insert(format!("r{r}/small").into_bytes(), (Vec::new(), small));
+        if version == 1 {
+            m.insert(format!("r{r}/empty").into_bytes(), (Vec::new(), Vec::new()));
+        }
+    }
+    m
+}
+
+#[test]
+fn a_format_1_file_reads_and_takes_new_versions_in_format_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = copy_as(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/format1.pfa"),
+        &dir.path().join("old.pfa"),
+    );
+    let index = Index::open(&path).unwrap();
+    assert_eq!((index.format(), index.latest()), (1, 2));
+    assert_eq!(index.versions()[1].chunks_reused, 6);
+    drop(index);
+    for v in 1..=2 {
+        check_version(&path, v, &format1_content(v), 3);
+    }
+    // A damaged piece of a format-1 file is still found (its BLAKE3 checked).
+    let bad = flipped(&path, &dir.path().join("bad.pfa"), 4096 + 10);
+    let err = Index::open(&bad)
+        .unwrap()
+        .read_stream(b"r0/big", 1)
+        .unwrap_err();
+    assert!(matches!(err, Error::ChunkChecksum { .. }), "{err}");
+    // Version 3 from three ranks: the file stays format 1 (BLAKE3 digests compared), the
+    // unchanged pieces referenced.
+    let mut v3 = format1_content(2);
+    v3.get_mut(b"r1/small".as_slice()).unwrap().1[0] ^= 1;
+    let written = steal::local::run(3, |comm| {
+        let mut agg = Aggregate::new_version(comm, &path, &options()).unwrap();
+        let mine: Streams = v3
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % comm.size() == comm.rank())
+            .map(|(_, (k, v))| (k.clone(), v.clone()))
+            .collect();
+        write_streams(&mut agg, &mine);
+        agg.close().unwrap()
+    });
+    // big: 3 pieces each, none changed; small: r0's the same, r1's changed.
+    assert_eq!(
+        (written[0].chunks_reused, written[0].chunks_written),
+        (7, 1)
+    );
+    let index = Index::open(&path).unwrap();
+    assert_eq!((index.format(), index.latest()), (1, 3));
+    for v in 1..=3 {
+        let want = if v == 3 {
+            v3.clone()
+        } else {
+            format1_content(v)
+        };
+        check_version(&path, v, &want, 2);
+    }
+}
+
+#[test]
+fn new_aggregates_are_of_the_newest_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.pfa");
+    write_round_trip(&path, 2);
+    assert_eq!(Index::open(&path).unwrap().format(), pfa::FORMAT);
+    assert_eq!(pfa::FORMAT, 2);
+}
+
+#[test]
+fn large_appends_written_from_the_caller_s_memory_read_back_at_other_rank_counts() {
+    // With buffered writes, runs of 64 KiB or more go from the caller's bytes to the file and
+    // smaller ones through the chunk buffer; mixed in one chunk, across chunk boundaries, and
+    // over the streams of one rank, the bytes land where the index says.
+    const BIG_CHUNK: u64 = 256 << 10;
+    let o = Options {
+        chunk_size: Some(BIG_CHUNK),
+        ..Options::default()
+    };
+    let parts = [1000usize, 70_000, 10, 300_000, 65_536, 65_535, 200_000, 3];
+    let streams_of = |rank: usize| -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
+        (0..3)
+            .map(|s| {
+                let seed = (rank * 10 + s) as u64;
+                let data: Vec<Vec<u8>> = parts
+                    .iter()
+                    .cycle()
+                    .skip(s * 3)
+                    .take(5 + s)
+                    .enumerate()
+                    .map(|(k, &len)| bytes(seed * 100 + k as u64, len))
+                    .collect();
+                (format!("r{rank}/s{s}").into_bytes(), data)
+            })
+            .collect()
+    };
+    for (ranks, readers) in [(1, 2), (3, 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.pfa");
+        steal::local::run(ranks, |comm| {
+            let mut agg = Aggregate::create(comm, &path, &o).unwrap();
+            for (name, data) in streams_of(comm.rank()) {
+                let mut w = agg.stream(&name, b"").unwrap();
+                for part in &data {
+                    w.append(part).unwrap();
+                }
+                w.finish().unwrap();
+            }
+            agg.close().unwrap()
+        });
+        let want: BTreeMap<Vec<u8>, Vec<u8>> = (0..ranks)
+            .flat_map(streams_of)
+            .map(|(n, d)| (n, d.concat()))
+            .collect();
+        let got = steal::local::run(readers, |comm| {
+            let index = Index::open(&path).unwrap();
+            want.iter()
+                .enumerate()
+                .filter(|(i, _)| i % comm.size() == comm.rank())
+                .all(|(_, (name, data))| &index.read_stream(name, 1).unwrap() == data)
+        });
+        assert!(got.iter().all(|&ok| ok), "{ranks} ranks");
+        // The next version of the same bytes references every piece (compared byte by byte).
+        let w = steal::local::run(2, |comm| {
+            let mut agg = Aggregate::new_version(comm, &path, &o).unwrap();
+            for (i, (name, data)) in want.iter().enumerate() {
+                if i % 2 == comm.rank() {
+                    agg.write_stream(name, b"", data).unwrap();
+                }
+            }
+            agg.close().unwrap()
+        });
+        assert_eq!(w[0].chunks_written, 0, "{ranks} ranks");
+        let index = Index::open(&path).unwrap();
+        for (name, data) in &want {
+            assert_eq!(&index.read_stream(name, 2).unwrap(), data);
+        }
+    }
+}
+
+/// A tmpfs of `size` mounted on a new temporary directory while it lives (root only: `None`
+/// where mounting is not allowed, and the test says it was skipped).
+struct SmallFs {
+    dir: tempfile::TempDir,
+}
+
+impl SmallFs {
+    fn mount(size: &str) -> Option<SmallFs> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipped: cannot mount a tmpfs (not root?)");
+            return None;
+        }
+        Some(SmallFs { dir })
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[test]
+fn a_full_file_system_is_an_error_naming_the_file_and_leaves_nothing_complete_looking() {
+    let Some(fs) = SmallFs::mount("1m") else {
+        return;
+    };
+    let dir = fs.dir.path();
+    let o = Options {
+        chunk_size: Some(64 << 10),
+        ..Options::default()
+    };
+    let path = dir.join("full.pfa");
+    // 2 ranks × 800 KB into 1 MiB: big appends (written from the caller's memory) and small
+    // ones (through the chunk buffer).
+    let outcomes = steal::local::run(2, |comm| {
+        let mut agg = Aggregate::create(comm, &path, &o).unwrap();
+        let mut w = agg
+            .stream(format!("r{}", comm.rank()).as_bytes(), b"")
+            .unwrap();
+        let mut appended = Ok(());
+        for k in 0..100u64 {
+            let len = if k % 2 == 0 { 100_000 } else { 500 };
+            appended = appended.and_then(|()| w.append(&bytes(k, len)));
+        }
+        drop(w);
+        (appended.err(), agg.close().unwrap_err())
+    });
+    for (r, (appended, closed)) in outcomes.iter().enumerate() {
+        let text = closed.to_string();
+        assert!(text.contains("No space left"), "rank {r}: {text}");
+        assert!(text.contains(dir.to_str().unwrap()), "rank {r}: {text}");
+        if let Some(e) = appended {
+            assert!(e.to_string().contains("No space left"), "rank {r}: {e}");
+        }
+    }
+    // No aggregate, no temporary: the space is free again.
+    assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0);
+    // A new version that does not fit: refused, the file as it was before.
+    steal::local::run(2, |comm| {
+        let mut agg = Aggregate::create(comm, &path, &o).unwrap();
+        agg.write_stream(format!("r{}", comm.rank()).as_bytes(), b"", &bytes(1, 1000))
+            .unwrap();
+        agg.close().unwrap()
+    });
+    let before = std::fs::read(&path).unwrap();
+    let outcomes = steal::local::run(2, |comm| {
+        let mut agg = Aggregate::new_version(comm, &path, &o).unwrap();
+        let big = bytes(7, 900_000);
+        let _ = agg.write_stream(format!("r{}", comm.rank()).as_bytes(), b"", &big);
+        agg.close().unwrap_err()
+    });
+    for e in &outcomes {
+        assert!(e.to_string().contains("No space left"), "{e}");
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    let index = Index::open(&path).unwrap();
+    assert_eq!(index.latest(), 1);
+    assert_eq!(index.read_stream(b"r1", 1).unwrap(), bytes(1, 1000));
+}

@@ -3,7 +3,7 @@
 //! exactly, aggregates cut or bit-flipped refused by name with nothing half-unpacked left, and
 //! the hostile cases (DEST a symlink, a symlink inside DEST, AGG inside SRC, existing files).
 
-use mfu_tests::{listing, noise, Tool};
+use mfu_tests::{launches, listing, noise, Tool};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
@@ -663,4 +663,70 @@ fn recover_drops_a_cut_version_and_nothing_else() {
         .expect(1)
         .stderr_contains("hard links");
     assert_eq!(fs::read(&cut).unwrap(), bytes);
+}
+
+/// An aggregate of format version 1 (`crates/pfa/tests/data/format1.pfa`, two versions, from
+/// before format 2) is read by ls and cat at np 1, `--ranks 3` and `mpirun -np 2`; a version
+/// packed onto a copy of it under `mpirun -np 2` unpacks as its tree, the old versions still
+/// read.
+#[test]
+fn a_format_1_aggregate_reads_and_takes_a_new_version() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/pfa/tests/data/format1.pfa");
+    // r0/big of version 1: the pattern the file was written with; version 2 inverts its
+    // second 4 KiB chunk.
+    let v1: Vec<u8> = (0..10_000usize).map(|i| (i * 7 % 251) as u8).collect();
+    let mut v2 = v1.clone();
+    v2[4096..8192].iter_mut().for_each(|b| *b ^= 0xff);
+    for (name, launch) in launches() {
+        let ls = launch(Tool::new("pfa").args([os("ls"), data.as_os_str()])).expect(0);
+        assert!(
+            ls.stdout_str().contains("version 2: 4 streams"),
+            "{name}: {}",
+            ls.stdout_str()
+        );
+        for (v, want) in [("1", &v1), ("2", &v2)] {
+            let cat = launch(Tool::new("pfa").args([
+                os("cat"),
+                os("--version"),
+                os(v),
+                data.as_os_str(),
+                os("r0/big"),
+            ]))
+            .expect(0);
+            assert_eq!(&cat.stdout, want, "{name}: version {v}");
+        }
+    }
+    let t = tempfile::tempdir().unwrap();
+    let (src, agg, dest) = (
+        t.path().join("src"),
+        t.path().join("old.pfa"),
+        t.path().join("out"),
+    );
+    fs::copy(&data, &agg).unwrap();
+    make_tree(&src);
+    pack(Ranks::Mpi(2), &src, &agg, &["--new-version"]);
+    let ls = pfa(Ranks::One, &[os("ls"), agg.as_os_str()]).expect(0);
+    assert!(
+        ls.stdout_str().contains("version 3: 28 streams"),
+        "{}",
+        ls.stdout_str()
+    );
+    pfa(
+        Ranks::Mpi(2),
+        &[os("unpack"), agg.as_os_str(), dest.as_os_str()],
+    )
+    .expect(0);
+    assert_same_tree(&src, &dest);
+    let cat = pfa(
+        Ranks::One,
+        &[
+            os("cat"),
+            os("--version"),
+            os("1"),
+            agg.as_os_str(),
+            os("r0/big"),
+        ],
+    )
+    .expect(0);
+    assert_eq!(cat.stdout, v1);
 }
