@@ -519,7 +519,7 @@ fn list(
         dir: spill_to.1,
     });
     let walk = |root: &[u8], dereference: bool, prune: Option<&flist::walk::Visit>| {
-        let walked = crate::engine::setup::walk_sources_with(
+        crate::engine::setup::walk_sources_with(
             comm,
             &o.context,
             &[root.to_vec()],
@@ -527,11 +527,10 @@ fn list(
             &walk_progress,
             prune,
             walk_spill,
-        );
-        let failed = walked.errors.len() as u64;
-        (walked, failed)
+        )
     };
-    let (walked, mut failed) = walk(src, o.dereference, prune.as_deref());
+    let walked = walk(src, o.dereference, prune.as_deref());
+    let mut failed = walked.errors.len() as u64;
     let src_complete = walked.complete;
     let mut incomplete = !walked.complete;
     let budget = spill_to.0 / 2;
@@ -555,8 +554,8 @@ fn list(
     let mut dest_list = FileList::new(Detail::Stat);
     let mut spilled_dest = None;
     if paths.dest_exists {
-        let (walked, dest_failed) = walk(dest, false, dest_prune.as_deref());
-        failed += dest_failed;
+        let walked = walk(dest, false, dest_prune.as_deref());
+        failed += walked.errors.len() as u64;
         incomplete |= !walked.complete;
         match walked.spilled {
             Some(runs) => {
